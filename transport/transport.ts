@@ -1,0 +1,72 @@
+/**
+ * The message seam between actors. Actors publish and subscribe through this interface only and
+ * never import the NATS client, so the same actor code runs over real NATS (`NatsTransport`) and
+ * over the deterministic simulated network (`sim/`). Every implementation must pass the
+ * conformance suite in `test/helpers/transport-conformance.ts`.
+ *
+ * Semantics every implementation keeps (they are those of core NATS):
+ * - at-most-once delivery; no delivery to a subscription made after the publish;
+ * - per publisher, per subject, messages arrive in publish order;
+ * - subjects are dot-separated tokens, with `*` (one token) and `>` (the rest) in subscriptions;
+ * - header names are case-insensitive on lookup (see `headerValue`).
+ */
+export type MessageHeaders = Readonly<Record<string, string>>;
+
+/** A message as a subscriber sees it. `data` is owned by the receiver. */
+export interface InboundMessage {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly headers: MessageHeaders;
+  /** Reply subject for request/reply, when the sender asked for one. */
+  readonly reply?: string;
+}
+
+export interface PublishOptions {
+  headers?: MessageHeaders;
+  reply?: string;
+}
+
+export interface SubscribeOptions {
+  /** Queue group: each message goes to one member of the group. */
+  queue?: string;
+}
+
+export interface RequestOptions {
+  headers?: MessageHeaders;
+  timeoutMs: number;
+}
+
+export type MessageHandler = (msg: InboundMessage) => void;
+
+export interface TransportSubscription {
+  readonly subject: string;
+  /** Stops delivery at once; messages in flight may be dropped. */
+  unsubscribe(): void;
+  /** Stops accepting new messages and resolves after those already received were handled. */
+  drain(): Promise<void>;
+}
+
+export interface Transport {
+  /** Name of this endpoint (the NATS connection name), used in logs and traces. */
+  readonly name: string;
+  /** Fire-and-forget publish. Completion of this call is never custody evidence. */
+  publish(subject: string, data: Uint8Array, opts?: PublishOptions): void;
+  subscribe(subject: string, handler: MessageHandler, opts?: SubscribeOptions): TransportSubscription;
+  /** Request/reply with a timeout; rejects with a TransportError (code `timeout` or `no_responders`). */
+  request(subject: string, data: Uint8Array, opts: RequestOptions): Promise<InboundMessage>;
+  /** Replies to a request message; no-op if it carried no reply subject. */
+  respond(msg: InboundMessage, data: Uint8Array, opts?: { headers?: MessageHeaders }): void;
+  /** Resolves once everything published so far has reached the server (or the simulated network). */
+  flush(): Promise<void>;
+  /** Drains subscriptions and pending publishes, then closes. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Case-insensitive header lookup (NATS header names are case-sensitive on the wire). */
+export function headerValue(headers: MessageHeaders, name: string): string | undefined {
+  const direct = headers[name];
+  if (direct !== undefined) return direct;
+  const lower = name.toLowerCase();
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === lower) return v;
+  return undefined;
+}
