@@ -1,0 +1,25 @@
+import { Command, CommanderError } from "commander";
+import { failWith } from "./output.ts";
+
+/**
+ * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
+ * (a `register(program)` function), so this file only lists them.
+ */
+export function buildProgram(): Command {
+  const program = new Command("custody")
+    .description("Custody network for write-ahead logs: volumes, holders, receipts and survival reports")
+    .version("0.1.0")
+    .showHelpAfterError(false)
+    .exitOverride();
+  return program;
+}
+
+const program = buildProgram();
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // --help and --version end through here with exit code 0; usage errors already printed one line.
+    process.exitCode = err.exitCode;
+  } else failWith(err);
+}
