@@ -1,0 +1,63 @@
+/**
+ * The one place that opens NATS connections. Connections are always named (the name shows in
+ * the server's `/connz` and in traces) and reconnect with bounded, jittered back-off.
+ */
+import { connect, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+
+export type { NatsConnection } from "@nats-io/transport-node";
+
+/** Default reconnect policy: keep trying for about two minutes, then give up and close. */
+export const DEFAULT_RECONNECT = {
+  maxReconnectAttempts: 60,
+  reconnectTimeWait: 2_000,
+  reconnectJitter: 250,
+  /** Connect timeout per attempt. */
+  timeout: 5_000,
+} as const;
+
+export interface ConnectNatsOptions {
+  /** One URL or a list, e.g. `nats://127.0.0.1:4222`. */
+  servers: string | string[];
+  /** Connection name (required: an anonymous connection is hard to trace). */
+  name: string;
+  /** -1 = forever. Default `DEFAULT_RECONNECT.maxReconnectAttempts`. */
+  maxReconnectAttempts?: number;
+  reconnectTimeWait?: number;
+  reconnectJitter?: number;
+  timeout?: number;
+  /** Keep retrying the first connect instead of failing at once (for services started before NATS). */
+  waitOnFirstConnect?: boolean;
+  /** Any other nats.js option, passed through unchanged. */
+  extra?: Omit<NodeConnectionOptions, "servers" | "name">;
+}
+
+/**
+ * Opens a named NATS connection with the project's reconnect settings.
+ * Rejects (with the nats.js error) when the first connect fails.
+ */
+export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnection> {
+  return connect({
+    ...opts.extra,
+    servers: opts.servers,
+    name: opts.name,
+    maxReconnectAttempts: opts.maxReconnectAttempts ?? DEFAULT_RECONNECT.maxReconnectAttempts,
+    reconnectTimeWait: opts.reconnectTimeWait ?? DEFAULT_RECONNECT.reconnectTimeWait,
+    reconnectJitter: opts.reconnectJitter ?? DEFAULT_RECONNECT.reconnectJitter,
+    timeout: opts.timeout ?? DEFAULT_RECONNECT.timeout,
+    waitOnFirstConnect: opts.waitOnFirstConnect ?? false,
+  });
+}
+
+/**
+ * Closes a connection the orderly way: drain (handle what subscriptions already received, flush
+ * pending publishes), then close. Idempotent: a closed or draining connection is left alone
+ * (for draining, waits until it has closed).
+ */
+export async function closeNats(nc: NatsConnection): Promise<void> {
+  if (nc.isClosed()) return;
+  if (nc.isDraining()) {
+    await nc.closed();
+    return;
+  }
+  await nc.drain();
+}
