@@ -1,0 +1,125 @@
+import { z } from "zod";
+import { CustodyError } from "../../core/custody-error.ts";
+
+/**
+ * Holder configuration. A holder needs no volume, no application reads, no decryption keys and no
+ * vote: it is told who it is, where it runs, what residency it can honestly offer, where each lane
+ * goes next, and how quickly it must batch receipts and flush.
+ */
+
+const token = z
+  .string()
+  .min(1)
+  .regex(/^[^.*>\s]+$/, "identifier must not contain '.', '*', '>' or whitespace");
+const posInt = z.number().int().positive();
+const nonNegInt = z.number().int().nonnegative();
+
+/** Residency a holder may claim in its receipts. `disk` needs a spill stream; `protected_ram` needs evidence. */
+export const HolderResidency = { Ram: "ram", ProtectedRam: "protected_ram", Disk: "disk" } as const;
+export type HolderResidency = (typeof HolderResidency)[keyof typeof HolderResidency];
+
+/** Protected-RAM evidence as measured on the host; every field is required (no default is evidence). */
+export const protectedRamEvidenceSchema = z.object({
+  protectedBytes: nonNegInt,
+  /** Battery health 0..1 as reported by the controller. */
+  batteryHealth: z.number().min(0).max(1),
+  holdUpMs: nonNegInt,
+  autonomousPreservation: z.boolean(),
+  drainBytesPerSec: posInt,
+  detectionMs: nonNegInt,
+  persistenceCompletionMs: nonNegInt,
+  marginMs: nonNegInt,
+  /** Wall-clock ms when this evidence was measured; older than `maxEvidenceAgeMs` is stale. */
+  measuredAt: nonNegInt,
+  capabilityGeneration: nonNegInt,
+});
+export type ProtectedRamEvidence = z.infer<typeof protectedRamEvidenceSchema>;
+
+/** One lane this holder serves, and the holders it forwards that lane to (fan-out). */
+export const laneConfigSchema = z.object({
+  volume: token,
+  lane: token,
+  downstream: z.array(token).default([]),
+  /** Senders allowed to push this lane into us (upstream holders or the volume writer). */
+  upstream: z.array(token).min(1),
+});
+export type LaneConfig = z.infer<typeof laneConfigSchema>;
+
+export const holderConfigSchema = z.object({
+  holderId: token,
+  incarnation: nonNegInt,
+  site: z.object({ region: token, az: token, host: token }),
+  residency: z.array(z.enum(["ram", "protected_ram", "disk"])).min(1),
+  lanes: z.array(laneConfigSchema).min(1),
+  arena: z.object({
+    segmentBytes: posInt.default(1 << 20),
+    limitBytes: posInt,
+    /** Bytes one upstream may have granted-but-unused at once. */
+    maxOutstandingCredit: posInt.default(4 << 20),
+    /** Units larger than this are refused as oversized. */
+    maxUnitBytes: posInt.default(1 << 20),
+  }),
+  receipts: z.object({
+    maxUnits: posInt.default(64),
+    maxDelayMs: posInt.default(5),
+  }),
+  flush: z
+    .object({
+      intervalMs: posInt,
+      deadlineMs: posInt,
+    })
+    .optional(),
+  protectedRam: z
+    .object({
+      evidence: protectedRamEvidenceSchema,
+      maxEvidenceAgeMs: posInt,
+      minBatteryHealth: z.number().min(0).max(1),
+    })
+    .optional(),
+  /** A neighbor holder that may take custody by transfer under memory pressure. */
+  transferNeighbor: token.optional(),
+  /** Arena fill ratio above which the holder evacuates (spill or transfer). */
+  pressureRatio: z.number().gt(0).lte(1).default(0.8),
+  epoch: nonNegInt.default(0),
+  policyGeneration: nonNegInt.default(0),
+});
+/** Configuration as given (defaults optional). */
+export type HolderConfigInput = z.input<typeof holderConfigSchema>;
+/** Configuration after validation, with every default filled in. */
+export type HolderConfig = z.infer<typeof holderConfigSchema>;
+
+/** Thrown for an invalid holder configuration; `detail.field` is the dotted path of the first bad field. */
+export class HolderConfigError extends CustodyError {
+  constructor(message: string, detail: Record<string, unknown>) {
+    super("invalid_holder_config", message, detail);
+  }
+}
+
+/**
+ * Validates and completes a configuration. Throws HolderConfigError naming the first bad field.
+ * Consistency rules: `disk` residency needs a flush policy; `protected_ram` needs evidence.
+ */
+export function parseHolderConfig(input: HolderConfigInput): HolderConfig {
+  const r = holderConfigSchema.safeParse(input);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    const field = issue?.path.join(".") ?? "";
+    throw new HolderConfigError(`invalid holder config at ${field}: ${issue?.message}`, { field });
+  }
+  const c = r.data;
+  if (c.residency.includes("disk") && !c.flush) {
+    throw new HolderConfigError("disk residency requires a flush policy", { field: "flush" });
+  }
+  if (c.residency.includes("protected_ram") && !c.protectedRam) {
+    throw new HolderConfigError("protected_ram residency requires protected-RAM evidence", { field: "protectedRam" });
+  }
+  if (c.arena.maxUnitBytes > c.arena.segmentBytes) {
+    throw new HolderConfigError("maxUnitBytes must fit in one segment", { field: "arena.maxUnitBytes" });
+  }
+  return c;
+}
+
+/** Key of one lane inside a holder. */
+export function laneKey(volume: string, lane: string): string {
+  return `${volume}/${lane}`;
+}
