@@ -4,3 +4,5 @@ export * from "./transport-error.ts";
 export * from "./nats-connection.ts";
 export * from "./nats-transport.ts";
 export * from "./trace-context.ts";
+export * from "./subjects.ts";
+export * from "./wire/index.ts";

@@ -1,0 +1,236 @@
+import { CustodyError } from "../core/custody-error.ts";
+
+/**
+ * The subject scheme: every NATS subject the system publishes or subscribes to is built and
+ * parsed here, and nowhere else. Layout: `custody.v1.<kind>.<identifier tokens...>`.
+ *
+ * | kind     | subject                                            | carries                                   |
+ * |----------|----------------------------------------------------|-------------------------------------------|
+ * | unit     | custody.v1.unit.<toHolder>.<volume>.<lane>         | transport units into a holder             |
+ * | credit   | custody.v1.credit.<fromHolder>.<volume>.<lane>     | credit grants back to the sender          |
+ * | receipt  | custody.v1.receipt.<volume>.<lane>                 | signed receipt batches                    |
+ * | ctrl     | custody.v1.ctrl.<region>                           | control events (JetStream)                |
+ * | status   | custody.v1.status.<volume>                         | coverage / RPO / RTO reports              |
+ * | release  | custody.v1.release.<holder>                        | release frontiers to a holder             |
+ * | transfer | custody.v1.transfer.<toHolder>                     | custody transfer offers                   |
+ * | event    | custody.v1.event.<volume>                          | contract violations and lifecycle events  |
+ */
+export const SUBJECT_PREFIX = "custody.v1";
+
+/** The subject kinds, as an enumeration. */
+export const SubjectKind = {
+  Unit: "unit",
+  Credit: "credit",
+  Receipt: "receipt",
+  Ctrl: "ctrl",
+  Status: "status",
+  Release: "release",
+  Transfer: "transfer",
+  Event: "event",
+} as const;
+export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
+
+/** The identifier tokens of each kind, in subject order. */
+export const SUBJECT_FIELDS = {
+  unit: ["toHolder", "volume", "lane"],
+  credit: ["fromHolder", "volume", "lane"],
+  receipt: ["volume", "lane"],
+  ctrl: ["region"],
+  status: ["volume"],
+  release: ["holder"],
+  transfer: ["toHolder"],
+  event: ["volume"],
+} as const satisfies Record<SubjectKind, readonly string[]>;
+
+type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
+
+/** A parsed concrete subject: the kind plus its named identifiers. */
+export type ParsedSubject = { [K in SubjectKind]: { readonly kind: K } & FieldsOf<K> }[SubjectKind];
+
+/** A parsed subject of one kind. */
+export type SubjectOf<K extends SubjectKind> = Extract<ParsedSubject, { kind: K }>;
+
+/** Longest accepted identifier, in UTF-16 code units. */
+export const MAX_TOKEN_LENGTH = 128;
+
+/**
+ * Thrown when an identifier cannot be a subject token, or a string is not a subject of this
+ * scheme. `detail.token` is the offending token, `detail.role` what it was meant to be
+ * (`volume`, `lane`, ...), `detail.reason` why it was refused.
+ */
+export class InvalidSubjectError extends CustodyError {
+  constructor(message: string, detail: { token: string; role: string; reason: string; subject?: string }) {
+    super("invalid_subject", message, detail);
+  }
+}
+
+// `.` separates tokens, `*` and `>` are wildcards; whitespace and non-printable characters
+// (Unicode category C: controls, format chars, lone surrogates, private use, unassigned) would make
+// a subject ambiguous, unprintable or not valid UTF-8 on the wire.
+const FORBIDDEN = /[.*>\s\p{C}]/u;
+
+/** Why `token` cannot be an identifier, or undefined when it can. Pure; never throws. */
+export function tokenProblem(token: unknown): string | undefined {
+  if (typeof token !== "string") return "not a string";
+  if (token.length === 0) return "empty";
+  if (token.length > MAX_TOKEN_LENGTH) return `longer than ${MAX_TOKEN_LENGTH} characters`;
+  const bad = FORBIDDEN.exec(token);
+  if (bad !== null) return `contains forbidden character ${JSON.stringify(bad[0])} at ${bad.index}`;
+  return undefined;
+}
+
+/** True when `token` is a valid identifier (holder, volume, lane, region). */
+export function isValidToken(token: unknown): token is string {
+  return tokenProblem(token) === undefined;
+}
+
+/** Returns `token` when it is a valid identifier; throws InvalidSubjectError naming it and `role` otherwise. */
+export function checkToken(token: string, role: string): string {
+  const reason = tokenProblem(token);
+  if (reason !== undefined) {
+    throw new InvalidSubjectError(`invalid ${role} ${JSON.stringify(token)}: ${reason}`, { token: String(token), role, reason });
+  }
+  return token;
+}
+
+function fieldsOf(kind: unknown): readonly string[] | undefined {
+  return typeof kind === "string" && Object.hasOwn(SUBJECT_FIELDS, kind) ? (SUBJECT_FIELDS as Record<string, readonly string[]>)[kind] : undefined;
+}
+
+/**
+ * Builds the concrete subject for `msg`. Throws InvalidSubjectError when any identifier is
+ * invalid (or the kind is unknown).
+ */
+export function buildSubject(msg: ParsedSubject): string {
+  const fields = fieldsOf(msg.kind);
+  if (fields === undefined) {
+    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(msg.kind)}`, { token: String(msg.kind), role: "kind", reason: "unknown kind" });
+  }
+  const values = msg as unknown as Record<string, string>;
+  return [SUBJECT_PREFIX, msg.kind, ...fields.map((f) => checkToken(values[f] as string, f))].join(".");
+}
+
+/** `custody.v1.unit.<toHolder>.<volume>.<lane>`: transport units into holder `toHolder`. */
+export function unitSubject(toHolder: string, volume: string, lane: string): string {
+  return buildSubject({ kind: "unit", toHolder, volume, lane });
+}
+
+/** `custody.v1.credit.<fromHolder>.<volume>.<lane>`: credit grants from `fromHolder` back to the sender. */
+export function creditSubject(fromHolder: string, volume: string, lane: string): string {
+  return buildSubject({ kind: "credit", fromHolder, volume, lane });
+}
+
+/** `custody.v1.receipt.<volume>.<lane>`: receipt batches for one lane. */
+export function receiptSubject(volume: string, lane: string): string {
+  return buildSubject({ kind: "receipt", volume, lane });
+}
+
+/** `custody.v1.ctrl.<region>`: control events of one region. */
+export function ctrlSubject(region: string): string {
+  return buildSubject({ kind: "ctrl", region });
+}
+
+/** `custody.v1.status.<volume>`: coverage / RPO / RTO reports of a volume. */
+export function statusSubject(volume: string): string {
+  return buildSubject({ kind: "status", volume });
+}
+
+/** `custody.v1.release.<holder>`: release frontiers addressed to `holder`. */
+export function releaseSubject(holder: string): string {
+  return buildSubject({ kind: "release", holder });
+}
+
+/** `custody.v1.transfer.<toHolder>`: custody transfer offers to `toHolder`. */
+export function transferSubject(toHolder: string): string {
+  return buildSubject({ kind: "transfer", toHolder });
+}
+
+/** `custody.v1.event.<volume>`: contract-violation and lifecycle events of a volume. */
+export function eventSubject(volume: string): string {
+  return buildSubject({ kind: "event", volume });
+}
+
+/**
+ * A subscription filter for `kind`: every identifier given in `fields` is fixed (and validated),
+ * every omitted one becomes `*`, so `subjectFilter("receipt", { volume: "v1" })` is
+ * `custody.v1.receipt.v1.*` and `subjectFilter("unit", { toHolder: "h1" })` is
+ * `custody.v1.unit.h1.*.*`. Throws InvalidSubjectError on an invalid identifier or unknown field.
+ */
+export function subjectFilter<K extends SubjectKind>(kind: K, fields: Partial<FieldsOf<K>> = {}): string {
+  const names = fieldsOf(kind);
+  if (names === undefined) {
+    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(kind)}`, { token: String(kind), role: "kind", reason: "unknown kind" });
+  }
+  const given = fields as Record<string, string | undefined>;
+  for (const key of Object.keys(given)) {
+    if (!names.includes(key)) {
+      throw new InvalidSubjectError(`subject kind ${kind} has no field ${JSON.stringify(key)}`, { token: key, role: "field", reason: "unknown field" });
+    }
+  }
+  return [SUBJECT_PREFIX, kind, ...names.map((f) => (given[f] === undefined ? "*" : checkToken(given[f], f)))].join(".");
+}
+
+/** `custody.v1.<kind>.>`: every subject of one kind (e.g. all receipts, all control events). */
+export function allOfKind(kind: SubjectKind): string {
+  if (fieldsOf(kind) === undefined) {
+    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(kind)}`, { token: String(kind), role: "kind", reason: "unknown kind" });
+  }
+  return `${SUBJECT_PREFIX}.${kind}.>`;
+}
+
+/** Filter for every transport unit addressed to `toHolder` (any volume, any lane). */
+export function unitsToHolder(toHolder: string): string {
+  return subjectFilter("unit", { toHolder });
+}
+
+/** Filter for every credit grant on one lane, from any holder (the sender's view). */
+export function creditsForLane(volume: string, lane: string): string {
+  return subjectFilter("credit", { volume, lane });
+}
+
+/** Filter for every receipt batch of one volume (all its lanes). */
+export function receiptsOfVolume(volume: string): string {
+  return subjectFilter("receipt", { volume });
+}
+
+/**
+ * Parses a concrete subject of this scheme into its kind and identifiers. Throws
+ * InvalidSubjectError when the prefix, kind or token count is wrong or a token is invalid
+ * (wildcards included: a filter is not a concrete subject).
+ */
+export function parseSubject(subject: string): ParsedSubject {
+  if (typeof subject !== "string") {
+    throw new InvalidSubjectError("subject is not a string", { token: String(subject), role: "subject", reason: "not a string" });
+  }
+  const tokens = subject.split(".");
+  const [root, version, kind, ...rest] = tokens;
+  if (`${root}.${version}` !== SUBJECT_PREFIX || tokens.length < 3) {
+    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} does not start with ${SUBJECT_PREFIX}.`, { token: `${root}.${version}`, role: "prefix", reason: "wrong prefix", subject });
+  }
+  const names = fieldsOf(kind);
+  if (names === undefined) {
+    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} has unknown kind ${JSON.stringify(kind)}`, { token: String(kind), role: "kind", reason: "unknown kind", subject });
+  }
+  if (rest.length !== names.length) {
+    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)}: ${kind} takes ${names.length} identifier(s), got ${rest.length}`, { token: rest.join("."), role: kind as string, reason: "wrong token count", subject });
+  }
+  const out: Record<string, string> = { kind: kind as string };
+  names.forEach((name, i) => {
+    const token = rest[i] as string;
+    const reason = tokenProblem(token);
+    if (reason !== undefined) {
+      throw new InvalidSubjectError(`subject ${JSON.stringify(subject)}: invalid ${name} ${JSON.stringify(token)}: ${reason}`, { token, role: name, reason, subject });
+    }
+    out[name] = token;
+  });
+  return out as unknown as ParsedSubject;
+}
+
+/** Parses `subject` and checks it is of `kind`; throws InvalidSubjectError otherwise. */
+export function parseSubjectOf<K extends SubjectKind>(kind: K, subject: string): SubjectOf<K> {
+  const parsed = parseSubject(subject);
+  if (parsed.kind !== kind) {
+    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} is a ${parsed.kind} subject, expected ${kind}`, { token: parsed.kind, role: "kind", reason: `expected ${kind}`, subject });
+  }
+  return parsed as SubjectOf<K>;
+}

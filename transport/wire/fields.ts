@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { tokenProblem } from "../subjects.ts";
+
+/**
+ * Field schemas shared by message kinds, so every kind validates identifiers, sequence numbers
+ * and byte strings the same way.
+ */
+
+/** A holder/volume/lane/region identifier: a valid subject token (see `transport/subjects.ts`). */
+export const identifier = z.string().superRefine((value, ctx) => {
+  const reason = tokenProblem(value);
+  if (reason !== undefined) ctx.addIssue({ code: "custom", message: `not a valid identifier: ${reason}` });
+});
+
+/** A non-negative safe integer: sequence numbers, terms, epochs, byte counts. */
+export const uint = z.number().int().nonnegative();
+
+/** Milliseconds since the Unix epoch; finite and non-negative (fractions allowed for simulated clocks). */
+export const timestampMs = z.number().nonnegative();
+
+/** Raw bytes, carried as msgpack bin (a `Uint8Array`, never base64). */
+export const bytes = z.instanceof(Uint8Array);
+
+/** Raw bytes of exactly `length` bytes (e.g. a SHA-256 digest: 32). */
+export function fixedBytes(length: number) {
+  return bytes.refine((b) => b.byteLength === length, { message: `must be exactly ${length} bytes` });
+}
