@@ -1,0 +1,143 @@
+import type { RangeSet } from "../lanes/range-set.ts";
+import type { Site } from "./topology.ts";
+import type { Scenario, Timeline } from "./scenario.ts";
+
+/** Where a retained range lives on a holder. */
+export const Residency = { ram: "ram", protectedRam: "protected_ram", disk: "disk" } as const;
+export type Residency = (typeof Residency)[keyof typeof Residency];
+
+/** How a claim is known: by a receipt (`observed`) or by an admitted RPO bound not yet receipted. */
+export const EvidenceKind = { observed: "observed", admittedBound: "admitted_bound" } as const;
+export type EvidenceKind = (typeof EvidenceKind)[keyof typeof EvidenceKind];
+
+/** The label a report carries: observed evidence turns `stale` once older than `staleAfterMs`. */
+export const EvidenceLabel = { observed: "observed", stale: "stale", admittedBound: "admitted_bound" } as const;
+export type EvidenceLabel = (typeof EvidenceLabel)[keyof typeof EvidenceLabel];
+
+/** One holder's retained ranges of one lane in one residency, with the evidence for them. */
+export interface RetainedClaim {
+  readonly lane: string;
+  readonly ranges: RangeSet;
+  readonly residency: Residency;
+  readonly evidence: { readonly kind: EvidenceKind; readonly atMs: number };
+  /** For `protected_ram`: hold-up evidence (capacity, battery, autonomous path) is currently valid. */
+  readonly protectedRamValid?: boolean | undefined;
+  /** The holder must keep these ranges until this time (retention window). */
+  readonly retainUntilMs?: number | undefined;
+}
+
+/** A custody holder (the writer's own WAL is a holder too) at a site. */
+export interface Holder {
+  readonly id: string;
+  readonly site: string;
+  readonly claims: readonly RetainedClaim[];
+}
+
+/** A base snapshot: a consistent cut (lane → last sequence included) stored on a holder's disk. */
+export interface BaseSnapshot {
+  readonly id: string;
+  readonly holder: string;
+  readonly cut: Readonly<Record<string, number>>;
+  readonly bytes: number;
+}
+
+/** A consistency manifest naming a cut across lanes, stored with the listed holders. */
+export interface ConsistencyManifest {
+  readonly id: string;
+  readonly cut: Readonly<Record<string, number>>;
+  readonly holders: readonly string[];
+}
+
+/** A key authority able to authorize decryption of the volume. Lost with its site or `key_authority:<id>`. */
+export interface KeyAuthority {
+  readonly id: string;
+  readonly site: string;
+}
+
+/** The metadata quorum needed for a writable activation: `quorum` of the `members` sites. */
+export interface MetadataQuorum {
+  readonly members: readonly string[];
+  readonly quorum: number;
+}
+
+/** A usable network path between two sites (both directions) with its available bandwidth. */
+export interface Link {
+  readonly id: string;
+  readonly from: string;
+  readonly to: string;
+  readonly bandwidthBytesPerSec: number;
+  /** Dependency tags of the path itself (e.g. `link:transatlantic-1`). */
+  readonly deps: readonly string[];
+}
+
+/** A group-committed run of sequences: all committed at `committedAtMs`, `bytesPerSeq` each. */
+export interface CommitRun {
+  readonly lane: string;
+  readonly first: number;
+  readonly last: number;
+  readonly committedAtMs: number;
+  readonly bytesPerSeq: number;
+}
+
+/** The fixed phases of recovery at a destination (seconds); transfer time is computed. */
+export interface RecoveryParams {
+  readonly destination: string;
+  readonly detectSec: number;
+  readonly authorizeSec: number;
+  readonly acquireCapacitySec: number;
+  readonly persistSec: number;
+  readonly validateSec: number;
+}
+
+/** Forwarding or repair in flight: completes `completesAfterSec` after the snapshot if both ends last. */
+export interface PendingForward {
+  readonly from: string;
+  readonly to: string;
+  readonly lane: string;
+  readonly ranges: RangeSet;
+  readonly residency: Residency;
+  readonly completesAfterSec: number;
+}
+
+/** A point-in-time-recovery pin: `holder` must keep `ranges` of `lane`. */
+export interface PitrPin {
+  readonly id: string;
+  readonly holder: string;
+  readonly lane: string;
+  readonly ranges: RangeSet;
+}
+
+/** A recovery reading `ranges` of `lane` (from `sources`, or from anyone when omitted). */
+export interface RecoveryInFlight {
+  readonly id: string;
+  readonly lane: string;
+  readonly ranges: RangeSet;
+  readonly sources?: readonly string[] | undefined;
+}
+
+/**
+ * A snapshot of one volume's custody, as the controller builds it from the receipt ledger. All
+ * times are inputs (`asOfMs`); nothing here reads a clock.
+ */
+export interface EvaluationState {
+  readonly volume: string;
+  readonly asOfMs: number;
+  /** Observed evidence older than this is labelled stale. */
+  readonly staleAfterMs: number;
+  /** The writer: its site and the highest acknowledged sequence per lane. */
+  readonly source: { readonly site: string; readonly lanes: Readonly<Record<string, number>> };
+  readonly commits: readonly CommitRun[];
+  readonly sites: readonly Site[];
+  readonly holders: readonly Holder[];
+  readonly bases: readonly BaseSnapshot[];
+  readonly manifests: readonly ConsistencyManifest[];
+  readonly keyAuthorities: readonly KeyAuthority[];
+  readonly metadataQuorum?: MetadataQuorum | undefined;
+  readonly links: readonly Link[];
+  readonly recovery: RecoveryParams;
+  readonly forwards: readonly PendingForward[];
+  readonly pins: readonly PitrPin[];
+  readonly recoveries: readonly RecoveryInFlight[];
+  readonly scenarios: readonly Scenario[];
+  readonly timelines: readonly Timeline[];
+}

@@ -1,0 +1,138 @@
+import { z } from "zod";
+import { RangeSet } from "../lanes/range-set.ts";
+import type { Counters } from "../core/counters.ts";
+import type { EvaluationState } from "./evaluation-state.ts";
+import { PolicyInputError } from "./policy-errors.ts";
+import { validateEvaluationState } from "./state-validation.ts";
+
+const id = z.string().min(1).regex(/^[A-Za-z0-9_\-:.]+$/, "ids use letters, digits, _ - : .");
+const seq = z.number().int().nonnegative();
+const nonNeg = z.number().nonnegative();
+const ranges = z
+  .array(z.tuple([seq, seq]).refine(([a, b]) => a <= b, "range must be [first, last] with first <= last"))
+  .describe("inclusive sequence ranges [[first, last], ...]");
+const cut = z.record(z.string(), seq).describe("lane -> last sequence included");
+
+/** zod schema of a site (failure-domain position plus dependency tags). */
+export const siteSchema = z.object({
+  id,
+  region: id,
+  az: id,
+  host: id,
+  placementGroup: id.optional(),
+  deps: z.array(z.string()).default([]),
+});
+
+/** zod schema of one loss: a domain token and a loss kind. */
+export const lossSchema = z.object({
+  domain: z.string().min(3),
+  kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]),
+});
+
+/** zod schema of a named simultaneous-loss scenario. */
+export const scenarioSchema = z.object({
+  name: z.string().min(1),
+  losses: z.array(lossSchema).min(1),
+  deadlineSec: nonNeg,
+  required: z.boolean().default(true),
+  destination: id.optional(),
+});
+
+/** zod schema of a timeline of sequential losses. */
+export const timelineSchema = z.object({
+  name: z.string().min(1),
+  minIntervalSec: nonNeg,
+  events: z.array(z.object({ afterSec: nonNeg, losses: z.array(lossSchema).min(1) })).min(1),
+  deadlineSec: nonNeg,
+  required: z.boolean().default(true),
+  destination: id.optional(),
+});
+
+const claimSchema = z.object({
+  lane: id,
+  ranges,
+  residency: z.enum(["ram", "protected_ram", "disk"]),
+  evidence: z.object({ kind: z.enum(["observed", "admitted_bound"]), atMs: nonNeg }),
+  protectedRamValid: z.boolean().optional(),
+  retainUntilMs: nonNeg.optional(),
+});
+
+/** zod schema of the JSON form of an EvaluationState (ranges as [[first, last], ...]). */
+export const evaluationStateSchema = z.object({
+  volume: id,
+  asOfMs: nonNeg,
+  staleAfterMs: nonNeg,
+  source: z.object({ site: id, lanes: cut }),
+  commits: z.array(z.object({ lane: id, first: seq, last: seq, committedAtMs: nonNeg, bytesPerSeq: nonNeg })).default([]),
+  sites: z.array(siteSchema).min(1),
+  holders: z.array(z.object({ id, site: id, claims: z.array(claimSchema).default([]) })),
+  bases: z.array(z.object({ id, holder: id, cut, bytes: nonNeg })).default([]),
+  manifests: z.array(z.object({ id, cut, holders: z.array(id).min(1) })).default([]),
+  keyAuthorities: z.array(z.object({ id, site: id })).default([]),
+  metadataQuorum: z.object({ members: z.array(id).min(1), quorum: z.number().int().positive() }).optional(),
+  links: z.array(z.object({ id, from: id, to: id, bandwidthBytesPerSec: z.number().positive(), deps: z.array(z.string()).default([]) })).default([]),
+  recovery: z.object({
+    destination: id,
+    detectSec: nonNeg,
+    authorizeSec: nonNeg,
+    acquireCapacitySec: nonNeg,
+    persistSec: nonNeg,
+    validateSec: nonNeg,
+  }),
+  forwards: z
+    .array(z.object({ from: id, to: id, lane: id, ranges, residency: z.enum(["ram", "protected_ram", "disk"]), completesAfterSec: nonNeg }))
+    .default([]),
+  pins: z.array(z.object({ id, holder: id, lane: id, ranges })).default([]),
+  recoveries: z.array(z.object({ id, lane: id, ranges, sources: z.array(id).optional() })).default([]),
+  scenarios: z.array(scenarioSchema).default([]),
+  timelines: z.array(timelineSchema).default([]),
+});
+
+/** The JSON shape accepted by `parseEvaluationState`. */
+export type EvaluationStateJson = z.input<typeof evaluationStateSchema>;
+
+/** Formats a zod issue path as `holders[2].claims[0].lane`. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const p of path) out += typeof p === "number" ? `[${p}]` : out === "" ? String(p) : `.${String(p)}`;
+  return out === "" ? "(root)" : out;
+}
+
+/**
+ * Parses untrusted JSON against `schema`. Throws PolicyInputError naming the first bad field;
+ * counts the rejection (by error code) in `counters` when given.
+ */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown, counters?: Counters): z.output<S> {
+  const r = schema.safeParse(input);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    const err = new PolicyInputError(fieldPath(issue.path), issue.message);
+    counters?.inc(err.code);
+    throw err;
+  }
+  return r.data;
+}
+
+/**
+ * Parses and validates the JSON form of an evaluation state into an EvaluationState (RangeSets,
+ * cross-references checked). Throws PolicyInputError / UnknownReferenceError naming the field and
+ * counts the rejection in `counters` when given.
+ */
+export function parseEvaluationState(input: unknown, counters?: Counters): EvaluationState {
+  const j = parseWith(evaluationStateSchema, input, counters);
+  const rs = (r: [number, number][]) => RangeSet.from(r);
+  const state: EvaluationState = {
+    ...j,
+    holders: j.holders.map((h) => ({ ...h, claims: h.claims.map((c) => ({ ...c, ranges: rs(c.ranges) })) })),
+    forwards: j.forwards.map((f) => ({ ...f, ranges: rs(f.ranges) })),
+    pins: j.pins.map((p) => ({ ...p, ranges: rs(p.ranges) })),
+    recoveries: j.recoveries.map((r) => ({ ...r, ranges: rs(r.ranges) })),
+  };
+  try {
+    validateEvaluationState(state);
+  } catch (err) {
+    if (err instanceof Error && "code" in err) counters?.inc(String((err as { code: unknown }).code));
+    throw err;
+  }
+  return state;
+}

@@ -1,0 +1,86 @@
+import type { EvaluationState } from "./evaluation-state.ts";
+import { PolicyInputError, UnknownReferenceError } from "./policy-errors.ts";
+import { checkDependencyTag, checkLossDomain, validateSites } from "./topology.ts";
+import type { Loss } from "./scenario.ts";
+
+function unique(ids: readonly string[], path: string): Set<string> {
+  const seen = new Set<string>();
+  ids.forEach((id, i) => {
+    if (seen.has(id)) throw new PolicyInputError(`${path}[${i}].id`, `duplicate id "${id}"`);
+    seen.add(id);
+  });
+  return seen;
+}
+
+function checkLosses(losses: readonly Loss[], path: string): void {
+  losses.forEach((l, i) => checkLossDomain(l.domain, `${path}[${i}].domain`));
+}
+
+/**
+ * Checks every cross-reference of a state (holder → site, base → holder, lanes, links, quorum,
+ * forwards, pins, loss domains). Throws PolicyInputError / UnknownReferenceError naming the field;
+ * returns nothing and changes nothing.
+ */
+export function validateEvaluationState(s: EvaluationState): void {
+  validateSites(s.sites);
+  const sites = new Set(s.sites.map((x) => x.id));
+  const holders = unique(s.holders.map((h) => h.id), "holders");
+  const lanes = new Set(Object.keys(s.source.lanes));
+  if (lanes.size === 0) throw new PolicyInputError("source.lanes", "at least one lane is required");
+  if (!sites.has(s.source.site)) throw new UnknownReferenceError("source.site", s.source.site);
+  const lane = (l: string, f: string) => {
+    if (!lanes.has(l)) throw new UnknownReferenceError(f, l);
+  };
+  const site = (x: string, f: string) => {
+    if (!sites.has(x)) throw new UnknownReferenceError(f, x);
+  };
+  const holder = (x: string, f: string) => {
+    if (!holders.has(x)) throw new UnknownReferenceError(f, x);
+  };
+  s.holders.forEach((h, i) => {
+    site(h.site, `holders[${i}].site`);
+    h.claims.forEach((c, j) => lane(c.lane, `holders[${i}].claims[${j}].lane`));
+  });
+  unique(s.bases.map((b) => b.id), "bases");
+  s.bases.forEach((b, i) => {
+    holder(b.holder, `bases[${i}].holder`);
+    for (const l of Object.keys(b.cut)) lane(l, `bases[${i}].cut.${l}`);
+  });
+  s.manifests.forEach((m, i) => {
+    m.holders.forEach((h, j) => holder(h, `manifests[${i}].holders[${j}]`));
+    for (const l of Object.keys(m.cut)) lane(l, `manifests[${i}].cut.${l}`);
+  });
+  s.keyAuthorities.forEach((k, i) => site(k.site, `keyAuthorities[${i}].site`));
+  s.metadataQuorum?.members.forEach((m, i) => site(m, `metadataQuorum.members[${i}]`));
+  if (s.metadataQuorum && s.metadataQuorum.quorum > s.metadataQuorum.members.length) {
+    throw new PolicyInputError("metadataQuorum.quorum", "quorum exceeds the number of members");
+  }
+  s.links.forEach((l, i) => {
+    site(l.from, `links[${i}].from`);
+    site(l.to, `links[${i}].to`);
+    l.deps.forEach((d, j) => checkDependencyTag(d, `links[${i}].deps[${j}]`));
+  });
+  s.commits.forEach((c, i) => lane(c.lane, `commits[${i}].lane`));
+  site(s.recovery.destination, "recovery.destination");
+  s.forwards.forEach((f, i) => {
+    holder(f.from, `forwards[${i}].from`);
+    holder(f.to, `forwards[${i}].to`);
+    lane(f.lane, `forwards[${i}].lane`);
+  });
+  s.pins.forEach((p, i) => {
+    holder(p.holder, `pins[${i}].holder`);
+    lane(p.lane, `pins[${i}].lane`);
+  });
+  s.recoveries.forEach((r, i) => {
+    lane(r.lane, `recoveries[${i}].lane`);
+    r.sources?.forEach((h, j) => holder(h, `recoveries[${i}].sources[${j}]`));
+  });
+  s.scenarios.forEach((sc, i) => {
+    checkLosses(sc.losses, `scenarios[${i}].losses`);
+    if (sc.destination !== undefined) site(sc.destination, `scenarios[${i}].destination`);
+  });
+  s.timelines.forEach((tl, i) => {
+    tl.events.forEach((e, k) => checkLosses(e.losses, `timelines[${i}].events[${k}].losses`));
+    if (tl.destination !== undefined) site(tl.destination, `timelines[${i}].destination`);
+  });
+}

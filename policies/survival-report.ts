@@ -1,0 +1,255 @@
+import { RangeSet } from "../lanes/range-set.ts";
+import type { BaseSnapshot, EvaluationState, EvidenceLabel } from "./evaluation-state.ts";
+import { tallyCommits } from "./commit-log.ts";
+import { widestPathsTo } from "./network-paths.ts";
+import { evidenceLabel, liveRanges, siteDiskSurvives, siteUsable, type SurvivorView } from "./survivor-view.ts";
+
+/** Flags a survival report can carry. */
+export const SurvivalFlag = {
+  noBase: "no_base",
+  noKeyPath: "no_key_path",
+  isolatedHolder: "isolated_holder",
+  destinationLost: "destination_lost",
+  writableActivationBlocked: "writable_activation_blocked",
+  protectedRamUnproven: "protected_ram_unproven",
+  deadlineMissed: "deadline_missed",
+  lostBytesUnknown: "lost_bytes_unknown",
+} as const;
+export type SurvivalFlag = (typeof SurvivalFlag)[keyof typeof SurvivalFlag];
+
+/** The parts of time-to-usable at the destination, in seconds. */
+export interface RecoveryTime {
+  readonly detectSec: number;
+  readonly authorizeSec: number;
+  readonly acquireCapacitySec: number;
+  readonly transferSec: number;
+  readonly persistSec: number;
+  readonly validateSec: number;
+  readonly missingBytes: number;
+  readonly totalSec: number;
+}
+
+/**
+ * What survives one scenario (or timeline): the newest acknowledged cut that can be rebuilt, what
+ * committed work is lost and how old it is, and how long until the volume is usable at the destination.
+ */
+export interface SurvivalReport {
+  readonly name: string;
+  readonly kind: "scenario" | "timeline";
+  readonly required: boolean;
+  /** Lane → last recoverable sequence; null when nothing can be rebuilt. */
+  readonly cut: Record<string, number> | null;
+  readonly base: string | null;
+  readonly manifest: string | null;
+  readonly keyAuthority: string | null;
+  /** Holders whose ranges the cut relies on, sorted. */
+  readonly contributors: string[];
+  /** Lane → lost acknowledged ranges. */
+  readonly lost: Record<string, [number, number][]>;
+  readonly lostSeqs: number;
+  readonly lostBytes: number;
+  /** Age of the oldest lost committed work at `asOfMs` (0 when nothing is lost). */
+  readonly oldestLostAgeMs: number;
+  readonly destination: string;
+  /** Null when recovery time is unbounded (isolated data, lost destination, nothing to rebuild). */
+  readonly timeToUsable: RecoveryTime | null;
+  readonly deadlineSec: number;
+  readonly meetsDeadline: boolean;
+  readonly evidence: EvidenceLabel;
+  readonly flags: SurvivalFlag[];
+}
+
+/** What the caller knows about the scenario being reported. */
+export interface ReportMeta {
+  readonly name: string;
+  readonly kind: "scenario" | "timeline";
+  readonly required: boolean;
+  readonly deadlineSec: number;
+  readonly destination?: string | undefined;
+}
+
+const LABEL_RANK: Record<EvidenceLabel, number> = { observed: 0, admitted_bound: 1, stale: 2 };
+
+interface CutChoice {
+  cut: Record<string, number>;
+  base: BaseSnapshot;
+  manifest: string | null;
+}
+
+function cutWeight(cut: Record<string, number>): number {
+  return Object.values(cut).reduce((a, b) => a + b, 0);
+}
+
+/** The newest rebuildable cut: per surviving base, extend each lane contiguously, then make it consistent. */
+function chooseCut(state: EvaluationState, view: SurvivorView, destination: string): CutChoice | null {
+  const lanes = Object.keys(state.source.lanes).sort();
+  const live = new Map(lanes.map((l) => [l, liveRanges(view, l)]));
+  const manifests = state.manifests.filter((m) => m.holders.some((h) => {
+    const holder = state.holders.find((x) => x.id === h);
+    return holder !== undefined && siteDiskSurvives(view, holder.site);
+  }));
+  let best: CutChoice | null = null;
+  // Among equal cuts, a base already at the destination wins (nothing to ship), then the lower id.
+  const atDest = (b: BaseSnapshot) => (state.holders.find((h) => h.id === b.holder)?.site === destination ? 0 : 1);
+  const bases = [...state.bases].sort((a, b) => atDest(a) - atDest(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  for (const base of bases) {
+    const holder = state.holders.find((h) => h.id === base.holder);
+    if (!holder || !siteDiskSurvives(view, holder.site)) continue;
+    const reach: Record<string, number> = {};
+    for (const l of lanes) {
+      const b = base.cut[l] ?? -1;
+      const acked = state.source.lanes[l]!;
+      reach[l] = Math.min(acked, Math.max(b, live.get(l)!.contiguousThrough(b + 1)));
+    }
+    let choice: CutChoice;
+    if (lanes.length <= 1) choice = { cut: reach, base, manifest: null };
+    else {
+      // A cut across lanes needs a surviving consistency manifest; the base itself is one.
+      choice = { cut: Object.fromEntries(lanes.map((l) => [l, base.cut[l] ?? -1])), base, manifest: null };
+      for (const m of manifests) {
+        const fits = lanes.every((l) => (m.cut[l] ?? -1) >= (base.cut[l] ?? -1) && (m.cut[l] ?? -1) <= reach[l]!);
+        if (fits && cutWeight(m.cut) > cutWeight(choice.cut)) {
+          choice = { cut: Object.fromEntries(lanes.map((l) => [l, m.cut[l] ?? -1])), base, manifest: m.id };
+        }
+      }
+    }
+    if (best === null || cutWeight(choice.cut) > cutWeight(best.cut)) best = choice;
+  }
+  return best;
+}
+
+/** Builds the report for a view (the state after a scenario's or a timeline's losses). Pure. */
+export function reportFromView(state: EvaluationState, view: SurvivorView, meta: ReportMeta): SurvivalReport {
+  const flags = new Set<SurvivalFlag>();
+  const lanes = Object.keys(state.source.lanes).sort();
+  const destination = meta.destination ?? state.recovery.destination;
+  const key = [...state.keyAuthorities]
+    .sort((a, b) => (a.id < b.id ? -1 : 1))
+    .find((k) => siteUsable(view, k.site) && !view.tokenLoss.has(`key_authority:${k.id}`));
+  let choice = chooseCut(state, view, destination);
+  if (choice === null) flags.add(SurvivalFlag.noBase);
+  if (key === undefined) {
+    flags.add(SurvivalFlag.noKeyPath);
+    choice = null; // ciphertext without an authorized key path rebuilds nothing
+  }
+  for (const h of view.unprovenProtected) if (h) flags.add(SurvivalFlag.protectedRamUnproven);
+
+  // Lost committed work, from the source's own commit timestamps.
+  const lost: Record<string, [number, number][]> = {};
+  let lostSeqs = 0;
+  let lostBytes = 0;
+  let oldest: number | null = null;
+  for (const l of lanes) {
+    const acked = state.source.lanes[l]!;
+    const from = (choice?.cut[l] ?? -1) + 1;
+    const gone = from <= acked ? RangeSet.of(from, acked) : RangeSet.EMPTY;
+    lost[l] = gone.toJSON();
+    const t = tallyCommits(state.commits, l, gone);
+    lostSeqs += t.seqs;
+    lostBytes += t.bytes;
+    if (t.unknownSeqs > 0) flags.add(SurvivalFlag.lostBytesUnknown);
+    if (t.oldestCommittedAtMs !== null && (oldest === null || t.oldestCommittedAtMs < oldest)) oldest = t.oldestCommittedAtMs;
+  }
+  const oldestLostAgeMs = lostSeqs === 0 || oldest === null ? 0 : Math.max(0, state.asOfMs - oldest);
+
+  // Which holders the cut relies on, preferring the best evidence.
+  const paths = widestPathsTo(state, view, destination);
+  const contributors = new Set<string>();
+  let evidence: EvidenceLabel = "observed";
+  let timeToUsable: RecoveryTime | null = null;
+  const destUsable = siteUsable(view, destination);
+  if (!destUsable) flags.add(SurvivalFlag.destinationLost);
+  for (const lc of view.claims) if (!paths.has(lc.site)) flags.add(SurvivalFlag.isolatedHolder);
+
+  if (choice !== null) {
+    let bounded = destUsable;
+    const perHolderBytes = new Map<string, number>();
+    const baseHolder = state.holders.find((h) => h.id === choice.base.holder)!;
+    if (baseHolder.site !== destination) {
+      if (!paths.has(baseHolder.site)) bounded = false;
+      perHolderBytes.set(baseHolder.id, choice.base.bytes);
+    }
+    for (const l of lanes) {
+      const b = choice.base.cut[l] ?? -1;
+      const c = choice.cut[l]!;
+      if (c <= b) continue;
+      let need = RangeSet.of(b + 1, c);
+      // Evidence: cover with observed claims first, then admitted bounds, then stale ones.
+      const ranked = view.claims
+        .filter((lc) => lc.claim.lane === l)
+        .map((lc) => ({ lc, label: evidenceLabel(lc.claim, state.asOfMs, state.staleAfterMs) }))
+        .sort((x, y) => LABEL_RANK[x.label] - LABEL_RANK[y.label] || (x.lc.holder < y.lc.holder ? -1 : 1));
+      let uncovered = need;
+      for (const { lc, label } of ranked) {
+        if (!uncovered.intersects(lc.claim.ranges)) continue;
+        uncovered = uncovered.subtract(lc.claim.ranges);
+        contributors.add(lc.holder);
+        if (LABEL_RANK[label] > LABEL_RANK[evidence]) evidence = label;
+      }
+      // Transfer plan: what the destination lacks comes from the best-connected live holder.
+      need = need.subtract(liveRanges(view, l, (lc) => lc.site === destination));
+      const sources = view.claims
+        .filter((lc) => lc.claim.lane === l && paths.has(lc.site))
+        .sort((x, y) => paths.get(y.site)! - paths.get(x.site)! || (x.holder < y.holder ? -1 : 1));
+      for (const lc of sources) {
+        const take = need.intersect(lc.claim.ranges);
+        if (take.isEmpty) continue;
+        need = need.subtract(take);
+        const bytes = tallyCommits(state.commits, l, take).bytes;
+        perHolderBytes.set(lc.holder, (perHolderBytes.get(lc.holder) ?? 0) + bytes);
+      }
+      if (!need.isEmpty) {
+        bounded = false; // the remaining ranges sit only on isolated holders
+        flags.add(SurvivalFlag.isolatedHolder);
+      }
+    }
+    contributors.add(choice.base.holder);
+    if (bounded) {
+      let transferSec = 0;
+      let missingBytes = 0;
+      for (const [hid, bytes] of [...perHolderBytes].sort()) {
+        const site = state.holders.find((h) => h.id === hid)!.site;
+        const bw = paths.get(site)!;
+        missingBytes += bytes;
+        // Conservative: sources are fetched one after another over their widest path.
+        if (bw !== Infinity) transferSec += bytes / bw;
+      }
+      const r = state.recovery;
+      const totalSec = r.detectSec + r.authorizeSec + r.acquireCapacitySec + transferSec + r.persistSec + r.validateSec;
+      timeToUsable = {
+        detectSec: r.detectSec,
+        authorizeSec: r.authorizeSec,
+        acquireCapacitySec: r.acquireCapacitySec,
+        transferSec,
+        persistSec: r.persistSec,
+        validateSec: r.validateSec,
+        missingBytes,
+        totalSec,
+      };
+    }
+  }
+  const q = state.metadataQuorum;
+  if (q && q.members.filter((m) => !view.siteLoss.has(m)).length < q.quorum) flags.add(SurvivalFlag.writableActivationBlocked);
+  const meetsDeadline = timeToUsable !== null && timeToUsable.totalSec <= meta.deadlineSec;
+  if (!meetsDeadline) flags.add(SurvivalFlag.deadlineMissed);
+  return {
+    name: meta.name,
+    kind: meta.kind,
+    required: meta.required,
+    cut: choice?.cut ?? null,
+    base: choice?.base.id ?? null,
+    manifest: choice?.manifest ?? null,
+    keyAuthority: key?.id ?? null,
+    contributors: [...contributors].sort(),
+    lost,
+    lostSeqs,
+    lostBytes,
+    oldestLostAgeMs,
+    destination,
+    timeToUsable,
+    deadlineSec: meta.deadlineSec,
+    meetsDeadline,
+    evidence,
+    flags: [...flags].sort(),
+  };
+}
