@@ -1,0 +1,60 @@
+import test from "ava";
+import { readdir, readFile } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { decodeAny, decodeMessage, encodeMessage, registeredKinds, specFor } from "../../transport/wire/index.ts";
+import { wireSamples } from "./wire-samples.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const SKIP = new Set(["node_modules", "test", "bench", ".git", ".ci", "dist"]);
+
+/** Every non-test source file that calls defineMessage, so kinds defined in any folder get registered here. */
+async function modulesDefiningMessages(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (entry.name.startsWith(".") || SKIP.has(entry.name)) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await modulesDefiningMessages(path)));
+    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) {
+      const text = await readFile(path, "utf8");
+      if (/\bdefineMessage\s*\(/.test(text) && !path.endsWith(join("wire", "codec.ts"))) out.push(path);
+    }
+  }
+  return out;
+}
+
+test.before(async () => {
+  for (const path of await modulesDefiningMessages(root)) await import(pathToFileURL(path).href);
+});
+
+test("the registry holds the data-path kinds unit, credit and credit-request at v1", (t) => {
+  const kinds = registeredKinds().map((k) => `${k.kind}@${k.version}`);
+  for (const expected of ["unit@1", "credit@1", "credit-request@1"]) t.true(kinds.includes(expected), expected);
+});
+
+test("every registered kind has a sample and round-trips through encode/decode unchanged", (t) => {
+  const kinds = registeredKinds();
+  t.true(kinds.length > 0);
+  for (const { kind, version } of kinds) {
+    const key = `${kind}@${version}`;
+    const sample = wireSamples[key];
+    if (sample === undefined) {
+      t.fail(`kind ${key} is registered but test/transport/wire-samples.ts has no sample for it`);
+      continue;
+    }
+    const spec = specFor(kind, version);
+    if (spec === undefined) {
+      t.fail(`specFor(${key}) is undefined`);
+      continue;
+    }
+    const bytes = encodeMessage(spec, sample);
+    t.deepEqual(decodeMessage(spec, bytes), sample, `${key} via decodeMessage`);
+    t.deepEqual(decodeAny(bytes), { kind, version, body: sample }, `${key} via decodeAny`);
+  }
+});
+
+test("no sample is left for a kind that is not registered (stale samples are removed)", (t) => {
+  const registered = new Set(registeredKinds().map((k) => `${k.kind}@${k.version}`));
+  const stale = Object.keys(wireSamples).filter((key) => !registered.has(key));
+  t.deepEqual(stale, [], `samples without a registered kind: ${stale.join(", ")} (scanned from ${relative(process.cwd(), root) || "."})`);
+});

@@ -1,0 +1,22 @@
+/**
+ * One valid sample body per registered message kind, keyed `kind@version`. The round-trip test
+ * (`wire-roundtrip.test.ts`) fails for any registered kind without a sample here, so whoever adds
+ * a kind with `defineMessage` adds its sample to this table too.
+ */
+const digest = Uint8Array.from({ length: 32 }, (_, i) => i * 7);
+const payload = Uint8Array.from({ length: 300 }, (_, i) => (i * 31) & 0xff);
+
+export const wireSamples: Record<string, unknown> = {
+  "unit@1": {
+    volume: "vol-a",
+    lane: "lane-0",
+    term: 3,
+    firstSeq: 100,
+    lastSeq: 102,
+    commitTs: [1_764_000_000_000, 1_764_000_000_001, 1_764_000_000_001.5],
+    payload,
+    digest,
+  },
+  "credit@1": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", grantedThrough: 1_048_576, grantSeq: 7 },
+  "credit-request@1": { sender: "writer-1", holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", wantBytes: 65_536 },
+};
