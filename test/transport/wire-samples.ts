@@ -19,4 +19,17 @@ export const wireSamples: Record<string, unknown> = {
   },
   "credit@1": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", grantedThrough: 1_048_576, grantSeq: 7 },
   "credit-request@1": { sender: "writer-1", holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", wantBytes: 65_536 },
+  // actors/holder/holder-messages.ts
+  "release-frontier@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[0, 99], [120, 130]], epoch: 4, controlSeq: 17 },
+  "transfer-offer@1": { from: "us-east-1a-ram", to: "us-east-1a-ram-2", volume: "vol-a", lane: "lane-0", offerId: 2, units: [payload, digest] },
+  "holder-event@1": {
+    event: "contract_violation",
+    holder: "us-east-1a-ram",
+    incarnation: 3,
+    volume: "vol-a",
+    lane: "lane-0",
+    ranges: [[116, 120]],
+    reason: "protected RAM evacuation missed its hold-up deadline",
+    at: 1_764_000_000_500,
+  },
 };
