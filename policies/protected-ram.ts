@@ -1,0 +1,85 @@
+import { PolicyInputError } from "./policy-errors.ts";
+
+/** A node whose protected RAM drains to another device when power or its host fails. */
+export interface ProtectedRamNode {
+  readonly id: string;
+  readonly queuedProtectedBytes: number;
+  /** Throughput reserved for this node's own drain path (bytes/s). */
+  readonly reservedDrainBytesPerSec: number;
+  readonly detectionSec: number;
+  readonly persistenceCompletionSec: number;
+  readonly marginSec: number;
+  readonly usableHoldUpSec: number;
+  readonly drainTarget: string;
+  readonly controller: string;
+  readonly link: string;
+  readonly powerSupply: string;
+}
+
+/** Shared capacities (bytes/s) of drain targets and links; a missing entry means "not shared-limited". */
+export interface DrainCapacities {
+  readonly targets: Readonly<Record<string, number>>;
+  readonly links: Readonly<Record<string, number>>;
+}
+
+/** The admission verdict for one node under simultaneous drains. */
+export interface ProtectedRamVerdict {
+  readonly node: string;
+  readonly admitted: boolean;
+  /** Nodes draining at the same time (sharing target, controller, link or power), sorted, itself included. */
+  readonly drainingTogether: string[];
+  readonly drainSec: number;
+  /** detection + drain + persistence completion + margin. */
+  readonly requiredSec: number;
+  readonly usableHoldUpSec: number;
+  readonly slackSec: number;
+  /** What limits the drain: `own`, `target:<id>` or `link:<id>`. */
+  readonly bottleneck: string;
+}
+
+/**
+ * Checks detection + queued protected bytes / drain throughput + persistence completion + margin
+ * < usable hold-up time for `nodeId`, assuming every node that shares its drain target, controller,
+ * link or power supply drains at the same moment and splits the shared target and link. Throws
+ * PolicyInputError for an unknown node or non-positive throughput.
+ */
+export function checkProtectedRamAdmission(nodes: readonly ProtectedRamNode[], capacities: DrainCapacities, nodeId: string): ProtectedRamVerdict {
+  const node = nodes.find((n) => n.id === nodeId);
+  if (!node) throw new PolicyInputError("node", `unknown protected-RAM node "${nodeId}"`);
+  nodes.forEach((n, i) => {
+    if (!(n.reservedDrainBytesPerSec > 0)) throw new PolicyInputError(`nodes[${i}].reservedDrainBytesPerSec`, "must be > 0");
+  });
+  const together = nodes.filter(
+    (n) => n.drainTarget === node.drainTarget || n.controller === node.controller || n.link === node.link || n.powerSupply === node.powerSupply,
+  );
+  let drainSec = node.queuedProtectedBytes / node.reservedDrainBytesPerSec;
+  let bottleneck = "own";
+  const shared = (kind: "target" | "link", key: string, cap: number | undefined, uses: (n: ProtectedRamNode) => boolean) => {
+    if (cap === undefined) return;
+    if (!(cap > 0)) throw new PolicyInputError(`capacities.${kind}s.${key}`, "must be > 0");
+    const load = together.filter(uses).reduce((a, n) => a + n.queuedProtectedBytes, 0);
+    const t = load / cap;
+    if (t > drainSec) {
+      drainSec = t;
+      bottleneck = `${kind}:${key}`;
+    }
+  };
+  shared("target", node.drainTarget, capacities.targets[node.drainTarget], (n) => n.drainTarget === node.drainTarget);
+  shared("link", node.link, capacities.links[node.link], (n) => n.link === node.link);
+  const requiredSec = node.detectionSec + drainSec + node.persistenceCompletionSec + node.marginSec;
+  return {
+    node: node.id,
+    admitted: requiredSec < node.usableHoldUpSec,
+    drainingTogether: together.map((n) => n.id).sort(),
+    drainSec,
+    requiredSec,
+    usableHoldUpSec: node.usableHoldUpSec,
+    slackSec: node.usableHoldUpSec - requiredSec,
+    bottleneck,
+  };
+}
+
+/** Checks every node; the group is admissible only if all verdicts are. Deterministic order (input order). */
+export function checkAllProtectedRam(nodes: readonly ProtectedRamNode[], capacities: DrainCapacities): ProtectedRamVerdict[] {
+  return nodes.map((n) => checkProtectedRamAdmission(nodes, capacities, n.id));
+}
