@@ -1,0 +1,155 @@
+import { Decoder, Encoder } from "@msgpack/msgpack";
+import type { KeyObject } from "node:crypto";
+import { z } from "zod";
+import type { ResidencyClaim, ResidencyEvidence } from "./evidence.ts";
+import {
+  CURRENT_RECEIPT_VERSION,
+  ReceiptVersion,
+  receiptFromTuple,
+  receiptTupleVersion,
+  receiptToTuple,
+  type CustodyReceipt,
+  type HolderIdentity,
+} from "./receipt.ts";
+import { ReceiptError, ReceiptErrorCode } from "./receipt-error.ts";
+import { signBytes } from "./signing.ts";
+import { receiptSubject } from "../transport/subjects.ts";
+import { tokenSchema, uintSchema } from "./token.ts";
+
+/** The stream a batch is bound to: it is only valid on this volume, lane and receipt subject. */
+export interface ReceiptStream {
+  readonly volume: string;
+  readonly lane: string;
+  /** `custody.v1.receipt.<volume>.<lane>` (see `transport/subjects.ts`). */
+  readonly subject: string;
+}
+
+/** The stream of (volume, lane) with its canonical receipt subject. Throws InvalidSubjectError on a bad token. */
+export function receiptStream(volume: string, lane: string): ReceiptStream {
+  return { volume, lane, subject: receiptSubject(volume, lane) };
+}
+
+/**
+ * Receipts of one holder incarnation on one stream, signed together. Every receipt inherits the
+ * batch's holder, volume and lane, so a relay can only ever speak for itself.
+ */
+export interface ReceiptBatch<E extends ResidencyClaim = ResidencyEvidence> {
+  readonly version: ReceiptVersion;
+  readonly stream: ReceiptStream;
+  readonly holder: HolderIdentity;
+  readonly issuedAt: number;
+  /** Strictly increasing `receiptSeq`. */
+  readonly receipts: readonly CustodyReceipt<E>[];
+}
+
+/** What travels: the exact canonical bytes and the holder's Ed25519 signature over them. */
+export interface SignedReceiptBatch {
+  readonly body: Uint8Array;
+  readonly signature: Uint8Array;
+}
+
+/** Largest number of receipts in one batch. */
+export const MAX_RECEIPTS_PER_BATCH = 4096;
+
+// Domain separation: these bytes can never be mistaken for another signed structure.
+const MAGIC = "custody-receipt-batch";
+
+const encoder = new Encoder();
+const decoder = new Decoder({ maxStrLength: 64 * 1024, maxArrayLength: 64 * 1024, maxMapLength: 0, maxExtLength: 0 });
+
+const headerTuple = z.tuple([
+  z.literal(MAGIC),
+  z.literal(ReceiptVersion.v1),
+  tokenSchema,
+  tokenSchema,
+  z.string().min(1).max(512),
+  tokenSchema,
+  uintSchema,
+  uintSchema,
+  z.array(z.unknown()).max(MAX_RECEIPTS_PER_BATCH),
+]);
+
+/**
+ * Canonical encoding of a batch: msgpack of positional arrays in a fixed field order, so equal
+ * batches always give equal bytes. Throws ReceiptError `malformed` when a receipt does not belong
+ * to the batch's holder/stream or receipt sequences are not strictly increasing.
+ */
+export function encodeReceiptBatch(batch: ReceiptBatch<ResidencyClaim>): Uint8Array {
+  checkMembers(batch);
+  return encoder.encode([
+    MAGIC,
+    batch.version,
+    batch.stream.volume,
+    batch.stream.lane,
+    batch.stream.subject,
+    batch.holder.holderId,
+    batch.holder.incarnation,
+    batch.issuedAt,
+    batch.receipts.map(receiptToTuple),
+  ]);
+}
+
+/**
+ * Decodes canonical batch bytes. Unknown evidence kinds are kept as `unrecognized` (verification
+ * refuses them by name). Throws ReceiptError `unsupported_version` for a batch or receipt version
+ * this code does not read, and `malformed` for anything else that is not a valid v1 batch.
+ */
+export function decodeReceiptBatch(body: Uint8Array): ReceiptBatch<ResidencyClaim> {
+  let raw: unknown;
+  try {
+    raw = decoder.decode(body);
+  } catch (err) {
+    throw new ReceiptError(ReceiptErrorCode.malformed, "receipt batch is not valid msgpack", {}, { cause: err });
+  }
+  if (Array.isArray(raw) && raw[0] === MAGIC && raw[1] !== ReceiptVersion.v1) {
+    throw new ReceiptError(ReceiptErrorCode.unsupported_version, `receipt batch version ${String(raw[1])} is not supported`, { version: raw[1], supported: [ReceiptVersion.v1] });
+  }
+  try {
+    const [, version, volume, lane, subject, holderId, incarnation, issuedAt, receipts] = headerTuple.parse(raw);
+    const holder = { holderId, incarnation };
+    const decoded = receipts.map((r, i) => {
+      const v = receiptTupleVersion(r);
+      if (v !== undefined && v !== ReceiptVersion.v1) {
+        throw new ReceiptError(ReceiptErrorCode.unsupported_version, `receipt ${i} has version ${v}`, { index: i, version: v, supported: [ReceiptVersion.v1] });
+      }
+      return receiptFromTuple(r, holder, volume, lane);
+    });
+    const batch: ReceiptBatch<ResidencyClaim> = { version, stream: { volume, lane, subject }, holder, issuedAt, receipts: decoded };
+    checkMembers(batch);
+    return batch;
+  } catch (err) {
+    if (err instanceof ReceiptError) throw err;
+    const issue = err instanceof z.ZodError ? err.issues[0] : undefined;
+    throw new ReceiptError(ReceiptErrorCode.malformed, `receipt batch is malformed: ${issue ? `${issue.path.join(".")}: ${issue.message}` : String(err)}`, { path: issue?.path.join(".") }, { cause: err });
+  }
+}
+
+/** Encodes `batch` canonically and signs the bytes with the holder's Ed25519 key. */
+export function signReceiptBatch(batch: ReceiptBatch<ResidencyClaim>, privateKey: KeyObject): SignedReceiptBatch {
+  const body = encodeReceiptBatch(batch);
+  return { body, signature: signBytes(privateKey, body) };
+}
+
+/** Builds a v1 batch for `holder` on `stream` (receipts must already carry the same holder and stream). */
+export function makeReceiptBatch(stream: ReceiptStream, holder: HolderIdentity, issuedAt: number, receipts: readonly CustodyReceipt[]): ReceiptBatch {
+  return { version: CURRENT_RECEIPT_VERSION, stream, holder, issuedAt, receipts };
+}
+
+function checkMembers(batch: ReceiptBatch<ResidencyClaim>): void {
+  if (batch.receipts.length > MAX_RECEIPTS_PER_BATCH) {
+    throw new ReceiptError(ReceiptErrorCode.malformed, `a batch holds at most ${MAX_RECEIPTS_PER_BATCH} receipts`, { count: batch.receipts.length });
+  }
+  let prev = -1;
+  batch.receipts.forEach((r, i) => {
+    if (r.holder.holderId !== batch.holder.holderId || r.holder.incarnation !== batch.holder.incarnation) {
+      throw new ReceiptError(ReceiptErrorCode.malformed, `receipt ${i} belongs to another holder incarnation than its batch`, { index: i, holder: r.holder });
+    }
+    if (r.volume !== batch.stream.volume || r.lane !== batch.stream.lane) {
+      throw new ReceiptError(ReceiptErrorCode.malformed, `receipt ${i} belongs to another stream than its batch`, { index: i, volume: r.volume, lane: r.lane });
+    }
+    if (r.receiptSeq <= prev) {
+      throw new ReceiptError(ReceiptErrorCode.malformed, `receipt sequences must increase within a batch (index ${i}: ${r.receiptSeq} after ${prev})`, { index: i, receiptSeq: r.receiptSeq });
+    }
+    prev = r.receiptSeq;
+  });
+}
