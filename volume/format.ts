@@ -1,0 +1,121 @@
+import { crc32 } from "node:zlib";
+import { HeaderCorruptError } from "./volume-errors.ts";
+
+/** Fixed block size of every volume (bytes). */
+export const BLOCK_SIZE = 4096;
+/** Size of the header file and of a metadata-only WAL record slot. */
+export const HEADER_SIZE = 4096;
+/** Bytes of a WAL record's fixed part (the whole slot in SmartWAL mode). */
+export const RECORD_SIZE = 64;
+/** Format version written by this code; any other version is refused. */
+export const FORMAT_VERSION = 1;
+/** "SMARTWAL" in ASCII: the first 8 bytes of the header file. */
+export const HEADER_MAGIC = new TextEncoder().encode("SMARTWAL");
+
+/** Write encodings. SmartWAL: data to the extent first, 64-byte WAL records. Inline: full payload in the WAL, flushed later. */
+export const VolumeMode = { SmartWal: "smartwal", Inline: "inline" } as const;
+/** One of the VolumeMode values. */
+export type VolumeMode = (typeof VolumeMode)[keyof typeof VolumeMode];
+const MODE_CODE: Record<VolumeMode, number> = { smartwal: 1, inline: 2 };
+
+/** File names inside a volume directory. */
+export const VolumeFiles = {
+  header: "volume.hdr",
+  extent: "extent.dat",
+  wal: "wal.ring",
+  checkpoints: ["checkpoint.0", "checkpoint.1"],
+} as const;
+
+/** The immutable geometry of a volume, as stored in its header. */
+export interface VolumeGeometry {
+  mode: VolumeMode;
+  blockSize: number;
+  /** Logical blocks (LBAs 0..blockCount-1). */
+  blockCount: number;
+  /** Physical blocks in the extent: blockCount plus the copy-on-write spare (SmartWAL), or blockCount (inline). */
+  physicalBlocks: number;
+  /** Number of record slots in the WAL ring. */
+  walCapacity: number;
+  /** Bytes per WAL slot: 64 (SmartWAL) or 64 + 4096 (inline). */
+  walSlotSize: number;
+  epoch: number;
+}
+
+/** Slot size for a mode: metadata-only records, or record + one block of payload. */
+export function slotSizeFor(mode: VolumeMode): number {
+  return mode === VolumeMode.Inline ? RECORD_SIZE + BLOCK_SIZE : RECORD_SIZE;
+}
+
+/**
+ * Default copy-on-write spare for `blockCount` LBAs: one eighth of the volume, at least 64 blocks.
+ * Spare blocks hold new versions until the records that supersede old versions are durable and
+ * the next checkpoint no longer names them.
+ */
+export function defaultSpareBlocks(blockCount: number): number {
+  return Math.max(64, Math.ceil(blockCount / 8));
+}
+
+/** Encodes the header (4096 bytes; fields little-endian, CRC32 over bytes 0..59 at offset 60). */
+export function encodeHeader(g: VolumeGeometry): Uint8Array {
+  const buf = new Uint8Array(HEADER_SIZE);
+  const dv = new DataView(buf.buffer);
+  buf.set(HEADER_MAGIC, 0);
+  dv.setUint32(8, FORMAT_VERSION, true);
+  dv.setUint32(12, g.blockSize, true);
+  dv.setBigUint64(16, BigInt(g.blockCount), true);
+  dv.setBigUint64(24, BigInt(g.physicalBlocks), true);
+  dv.setUint32(32, g.walCapacity, true);
+  dv.setUint32(36, g.walSlotSize, true);
+  dv.setBigUint64(40, BigInt(g.epoch), true);
+  dv.setUint8(48, MODE_CODE[g.mode]);
+  dv.setUint32(60, crc32(buf.subarray(0, 60)) >>> 0, true);
+  return buf;
+}
+
+/**
+ * Decodes and validates a header. Throws HeaderCorruptError naming the failed check when the
+ * bytes are short, the magic/version/CRC is wrong, or the geometry is impossible.
+ */
+export function decodeHeader(buf: Uint8Array): VolumeGeometry {
+  if (buf.length < 64) throw new HeaderCorruptError(`header is truncated (${buf.length} bytes)`, { length: buf.length });
+  for (let i = 0; i < HEADER_MAGIC.length; i++) {
+    if (buf[i] !== HEADER_MAGIC[i]) throw new HeaderCorruptError("header magic is wrong", { check: "magic" });
+  }
+  const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const stored = dv.getUint32(60, true);
+  if ((crc32(buf.subarray(0, 60)) >>> 0) !== stored) throw new HeaderCorruptError("header CRC mismatch", { check: "crc" });
+  const version = dv.getUint32(8, true);
+  if (version !== FORMAT_VERSION) throw new HeaderCorruptError(`unsupported format version ${version}`, { version });
+  const modeCode = dv.getUint8(48);
+  const mode = modeCode === 1 ? VolumeMode.SmartWal : modeCode === 2 ? VolumeMode.Inline : undefined;
+  if (!mode) throw new HeaderCorruptError(`unknown mode code ${modeCode}`, { modeCode });
+  const g: VolumeGeometry = {
+    mode,
+    blockSize: dv.getUint32(12, true),
+    blockCount: Number(dv.getBigUint64(16, true)),
+    physicalBlocks: Number(dv.getBigUint64(24, true)),
+    walCapacity: dv.getUint32(32, true),
+    walSlotSize: dv.getUint32(36, true),
+    epoch: Number(dv.getBigUint64(40, true)),
+  };
+  const problem = geometryProblem(g);
+  if (problem) throw new HeaderCorruptError(`header geometry invalid: ${problem}`, { ...g });
+  return g;
+}
+
+/** Why a geometry is impossible, or undefined when it is valid. Shared by create and decode. */
+export function geometryProblem(g: VolumeGeometry): string | undefined {
+  if (g.blockSize !== BLOCK_SIZE) return `block size ${g.blockSize} (must be ${BLOCK_SIZE})`;
+  if (!Number.isSafeInteger(g.blockCount) || g.blockCount < 1 || g.blockCount > MAX_BLOCKS) return `block count ${g.blockCount}`;
+  const minPhysical = g.mode === VolumeMode.SmartWal ? g.blockCount + 1 : g.blockCount;
+  if (!Number.isSafeInteger(g.physicalBlocks) || g.physicalBlocks < minPhysical || g.physicalBlocks > MAX_BLOCKS) {
+    return `physical blocks ${g.physicalBlocks} (need at least ${minPhysical})`;
+  }
+  if (!Number.isInteger(g.walCapacity) || g.walCapacity < 4 || g.walCapacity > 1 << 26) return `WAL capacity ${g.walCapacity}`;
+  if (g.walSlotSize !== slotSizeFor(g.mode)) return `WAL slot size ${g.walSlotSize}`;
+  if (!Number.isSafeInteger(g.epoch) || g.epoch < 0) return `epoch ${g.epoch}`;
+  return undefined;
+}
+
+/** Largest block count: physical block numbers are 31-bit in the checkpoint (top bit = damaged). */
+export const MAX_BLOCKS = 0x7fff_fff0;

@@ -1,0 +1,22 @@
+/** Public surface of the SmartWAL volume store. */
+export { SmartWalVolume, type OpenVolumeOptions, type VolumeStats, type SnapshotBlock } from "./smartwal-volume.ts";
+export { type CreateVolumeOptions, geometryFor } from "./volume-files.ts";
+export { BLOCK_SIZE, RECORD_SIZE, VolumeMode, VolumeFiles, defaultSpareBlocks, slotSizeFor, decodeHeader, type VolumeGeometry } from "./format.ts";
+export { type RecoveryReport, type DamagedEntry, ReplayStop } from "./recovery.ts";
+export { DirtyMap } from "./dirty-map.ts";
+export { decideRecovery, RecoveryDecision, type RecoveryInputs } from "./recovery-decision.ts";
+export { RecoverabilityClass, classifyLsn, type DurabilityProof } from "./recoverability.ts";
+export { encodeRecord, decodeRecord, RecordFlag, RecordProblem, type WalRecord } from "./wal-record.ts";
+export { decodeCheckpoint, type Checkpoint } from "./checkpoint.ts";
+export {
+  VolumeErrorCode,
+  HeaderCorruptError,
+  FileSizeError,
+  CheckpointCorruptError,
+  DamagedBlockError,
+  BadRequestError,
+  NoSpaceError,
+  VolumeClosedError,
+  VolumeExistsError,
+  VolumeNotFoundError,
+} from "./volume-errors.ts";
