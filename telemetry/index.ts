@@ -1,0 +1,3 @@
+// Public surface of telemetry/: tracing setup and exporters.
+export * from "./tracing.ts";
+export * from "./jsonl-span-exporter.ts";

@@ -1,0 +1,112 @@
+/**
+ * Process-wide tracing setup: one tracer provider with service/resource attributes, the W3C
+ * trace-context propagator (what `transport/trace-context.ts` uses to fill NATS headers) and an
+ * AsyncLocalStorage context manager (the default of `NodeTracerProvider.register`), so the active
+ * span follows async code.
+ */
+import { context, propagation, trace, type Attributes, type Tracer } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+  NodeTracerProvider,
+  SimpleSpanProcessor,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-node";
+import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { JsonlSpanExporter } from "./jsonl-span-exporter.ts";
+
+/** Where finished spans go. */
+export const SpanExporterKind = {
+  /** In-memory, synchronous (tests read `memoryExporter.getFinishedSpans()`). */
+  Memory: "memory",
+  /** One JSON object per line in `jsonlPath`. */
+  Jsonl: "jsonl",
+  /** OTLP/HTTP to `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`). */
+  Otlp: "otlp",
+  None: "none",
+} as const;
+export type SpanExporterKind = (typeof SpanExporterKind)[keyof typeof SpanExporterKind];
+
+export interface TracingOptions {
+  serviceName: string;
+  /** Extra resource attributes, e.g. `{ "custody.region": "us-east", "custody.holder": "h1" }`. */
+  attributes?: Attributes;
+  /** Default: `otlp` when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else `none`. A list enables several. */
+  exporter?: SpanExporterKind | SpanExporterKind[];
+  /** Required for `jsonl`. */
+  jsonlPath?: string;
+  /** Register as the global provider/propagator/context manager (default true). */
+  registerGlobal?: boolean;
+}
+
+export interface TracingHandle {
+  provider: NodeTracerProvider;
+  tracer: Tracer;
+  /** Present when the `memory` exporter is enabled. */
+  memoryExporter?: InMemorySpanExporter;
+  /** Present when the `jsonl` exporter is enabled. */
+  jsonlExporter?: JsonlSpanExporter;
+  /** Flushes and stops every exporter and unregisters the globals this call registered. Idempotent. */
+  shutdown(): Promise<void>;
+}
+
+/** True when the environment asks for OTLP export. */
+export function otlpEndpointConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env["OTEL_EXPORTER_OTLP_ENDPOINT"] || env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]);
+}
+
+/**
+ * Builds and (by default) globally registers a tracer provider. Throws if `jsonl` is requested
+ * without `jsonlPath`. Only one global registration per process is effective at a time: call
+ * `shutdown()` before setting up again.
+ */
+export function setupTracing(opts: TracingOptions): TracingHandle {
+  const kinds = new Set<SpanExporterKind>(
+    opts.exporter === undefined
+      ? [otlpEndpointConfigured() ? SpanExporterKind.Otlp : SpanExporterKind.None]
+      : Array.isArray(opts.exporter)
+        ? opts.exporter
+        : [opts.exporter],
+  );
+  const processors: SpanProcessor[] = [];
+  const handle: Partial<TracingHandle> = {};
+  if (kinds.has(SpanExporterKind.Memory)) {
+    handle.memoryExporter = new InMemorySpanExporter();
+    // Simple (synchronous) processor: a span is readable the moment it ends.
+    processors.push(new SimpleSpanProcessor(handle.memoryExporter));
+  }
+  if (kinds.has(SpanExporterKind.Jsonl)) {
+    if (!opts.jsonlPath) throw new Error("setupTracing: exporter 'jsonl' needs jsonlPath");
+    handle.jsonlExporter = new JsonlSpanExporter(opts.jsonlPath);
+    processors.push(new BatchSpanProcessor(handle.jsonlExporter));
+  }
+  if (kinds.has(SpanExporterKind.Otlp)) {
+    // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and headers from the environment.
+    processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  }
+
+  const provider = new NodeTracerProvider({
+    resource: defaultResource().merge(resourceFromAttributes({ ...opts.attributes, [ATTR_SERVICE_NAME]: opts.serviceName })),
+    spanProcessors: processors,
+  });
+  const registerGlobal = opts.registerGlobal ?? true;
+  if (registerGlobal) provider.register({ propagator: new W3CTraceContextPropagator() });
+
+  let done: Promise<void> | undefined;
+  const result: TracingHandle = {
+    ...handle,
+    provider,
+    tracer: provider.getTracer(opts.serviceName),
+    shutdown: () =>
+      (done ??= provider.shutdown().finally(() => {
+        if (!registerGlobal) return;
+        trace.disable();
+        propagation.disable();
+        context.disable();
+      })),
+  };
+  return result;
+}
