@@ -18,8 +18,12 @@ export const uint = z.number().int().nonnegative();
 /** Milliseconds since the Unix epoch; finite and non-negative (fractions allowed for simulated clocks). */
 export const timestampMs = z.number().nonnegative();
 
-/** Raw bytes, carried as msgpack bin (a `Uint8Array`, never base64). */
-export const bytes = z.instanceof(Uint8Array);
+/**
+ * Raw bytes, carried as msgpack bin (a `Uint8Array`, never base64). Typed as plain `Uint8Array`
+ * (any backing buffer), not `z.instanceof`'s `Uint8Array<ArrayBuffer>`, so views and Buffers from
+ * other modules type-check as bodies.
+ */
+export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, { message: "expected bytes (msgpack bin)" });
 
 /** Raw bytes of exactly `length` bytes (e.g. a SHA-256 digest: 32). */
 export function fixedBytes(length: number) {
