@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { failWith } from "./output.ts";
+import { register as registerPolicy } from "./commands/policy.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -11,6 +12,7 @@ export function buildProgram(): Command {
     .version("0.1.0")
     .showHelpAfterError(false)
     .exitOverride();
+  registerPolicy(program);
   return program;
 }
 

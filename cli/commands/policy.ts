@@ -1,0 +1,111 @@
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { action, printResult, type OutputOptions } from "../output.ts";
+import {
+  evaluateState,
+  parseEvaluationState,
+  parsePlacementInput,
+  placeCustody,
+  PolicyInputError,
+  type CustodyGraph,
+  type EvaluationReport,
+  type PlacementResult,
+} from "../../policies/index.ts";
+
+/** Reads and JSON-parses a file; a missing file or bad JSON becomes a PolicyInputError naming the file. */
+export function readJsonFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new PolicyInputError(path, `cannot read file (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new PolicyInputError(path, `not valid JSON (${(err as Error).message})`);
+  }
+}
+
+const fmtSec = (s: number) => (s >= 100 ? s.toFixed(0) : s.toFixed(1)) + "s";
+const fmtBytes = (b: number) => {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = b;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+};
+const fmtRanges = (lost: Record<string, [number, number][]>) =>
+  Object.entries(lost)
+    .map(([lane, rs]) => `${lane}:${rs.length === 0 ? "none" : rs.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",")}`)
+    .join(" ");
+
+/** One table row per scenario/timeline of an evaluation report. */
+export function evaluationRows(report: EvaluationReport): Record<string, unknown>[] {
+  return report.reports.map((r) => ({
+    scenario: r.name,
+    kind: r.kind === "timeline" ? "timeline" : r.required ? "required" : "optional",
+    cut: r.cut === null ? "none" : Object.entries(r.cut).map(([l, s]) => `${l}:${s}`).join(" "),
+    lost: fmtRanges(r.lost),
+    "lost bytes": fmtBytes(r.lostBytes),
+    "oldest lost": fmtSec(r.oldestLostAgeMs / 1000),
+    "usable at": r.destination,
+    "time to usable": r.timeToUsable === null ? "unbounded" : fmtSec(r.timeToUsable.totalSec),
+    deadline: fmtSec(r.deadlineSec),
+    evidence: r.evidence,
+    flags: r.flags.filter((f) => f !== "deadline_missed").join(",") || "-",
+    ok: r.meetsDeadline ? "yes" : "NO",
+  }));
+}
+
+/** Runs `custody evaluate`: parse + validate the state file, evaluate, print. Throws typed errors. */
+export function runEvaluate(path: string, opts: OutputOptions): void {
+  const report = evaluateState(parseEvaluationState(readJsonFile(path)));
+  const ack = Object.entries(report.acknowledged).map(([l, s]) => `${l}:${s}`).join(" ");
+  printResult(opts, report, evaluationRows(report), `volume ${report.volume}  acknowledged ${ack}  as of ${new Date(report.asOfMs).toISOString()}`);
+}
+
+/** One table row per graph (chosen first, then the best of each shape). */
+export function placementRows(result: PlacementResult): Record<string, unknown>[] {
+  const row = (label: string, g: CustodyGraph) => ({
+    graph: label,
+    shape: g.shape,
+    holders: g.holders.length,
+    edges: g.edges.map((e) => `${e.from}->${e.to}`).join(" "),
+    "monthly $": g.monthlyUsd.toFixed(0),
+    "worst lag": `${Math.max(...g.scenarios.map((s) => s.lagMs ?? Infinity)).toFixed(1)}ms`,
+    contract: g.meetsContract ? "met" : "NOT met",
+  });
+  return [row("chosen", result.chosen), ...Object.entries(result.byShape).map(([shape, g]) => row(`best ${shape}`, g!))];
+}
+
+/** Runs `custody place`: parse + validate the candidates file, search, print. Throws typed errors. */
+export function runPlace(path: string, opts: OutputOptions): void {
+  const result = placeCustody(parsePlacementInput(readJsonFile(path)));
+  printResult(opts, result, placementRows(result), `${result.graphsConsidered} custody graphs considered`);
+  if (!opts.json) {
+    const deps = Object.entries(result.chosen.feedDependencies).map(([h, d]) => ({ holder: h, "fed through": d.join(" ") || "-" }));
+    const scen = result.chosen.scenarios.map((s) => ({ scenario: s.name, required: s.required ? "yes" : "no", "lag at loss": s.lagMs === null ? "unrecoverable" : `${s.lagMs}ms`, covered: s.covered ? "yes" : "NO" }));
+    printResult(opts, null, scen, "\nchosen graph per scenario");
+    printResult(opts, null, deps, "\nshared-path dependencies of the chosen graph");
+  }
+}
+
+/** Registers `custody evaluate <state.json>` and `custody place <candidates.json>`. */
+export function register(program: Command): void {
+  program
+    .command("evaluate")
+    .description("survival report per failure scenario: surviving cut, lost work, time to usable (schema: docs/policies.md)")
+    .argument("<state.json>", "custody state snapshot")
+    .option("--json", "print one JSON object")
+    .action(action((path: string, opts: OutputOptions) => runEvaluate(path, opts)));
+  program
+    .command("place")
+    .description("choose the cheapest custody graph that meets the contract (schema: docs/policies.md)")
+    .argument("<candidates.json>", "candidate holders, measured edges, prices and the contract")
+    .option("--json", "print one JSON object")
+    .action(action((path: string, opts: OutputOptions) => runPlace(path, opts)));
+}

@@ -1,0 +1,74 @@
+// Public surface of the policy engine: pure functions over plain inputs, no I/O, no clock.
+export { PolicyErrorCode, PolicyInputError, UnknownReferenceError, InfeasiblePlacementError } from "./policy-errors.ts";
+export {
+  DependencyKind,
+  type Site,
+  siteDomains,
+  sharedDomains,
+  independentUnder,
+  azDiverse,
+  validateSites,
+  checkDependencyTag,
+  checkLossDomain,
+} from "./topology.ts";
+export { LossKind, worseLoss, type Loss, type Scenario, type Timeline, type TimelineEvent } from "./scenario.ts";
+export {
+  Residency,
+  EvidenceKind,
+  EvidenceLabel,
+  type RetainedClaim,
+  type Holder,
+  type BaseSnapshot,
+  type ConsistencyManifest,
+  type KeyAuthority,
+  type MetadataQuorum,
+  type Link,
+  type CommitRun,
+  type RecoveryParams,
+  type PendingForward,
+  type PitrPin,
+  type RecoveryInFlight,
+  type EvaluationState,
+} from "./evaluation-state.ts";
+export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveClaim } from "./survivor-view.ts";
+export { tallyCommits, type CommitTally } from "./commit-log.ts";
+export { SurvivalFlag, type SurvivalReport, type RecoveryTime } from "./survival-report.ts";
+export { evaluateScenario, evaluateTimeline, evaluateState, type EvaluationReport } from "./evaluate.ts";
+export { validateEvaluationState } from "./state-validation.ts";
+export { evaluationStateSchema, parseEvaluationState, parseWith, fieldPath, type EvaluationStateJson } from "./state-schema.ts";
+export { ReleaseDenial, authorizeReleases, withReleases, keepsCut, requiredReports, type ReleaseRequest, type ReleaseDecision } from "./release.ts";
+export {
+  checkProtectedRamAdmission,
+  checkAllProtectedRam,
+  type ProtectedRamNode,
+  type DrainCapacities,
+  type ProtectedRamVerdict,
+} from "./protected-ram.ts";
+export { Bytes, memoryNeeded, type MemorySizingInput, type MemorySizing } from "./sizing.ts";
+export {
+  transferCost,
+  legMonthlyCost,
+  streamCost,
+  planBudgets,
+  applySpendCeiling,
+  BudgetKind,
+  type Charge,
+  type PricedEdge,
+  type LegCost,
+  type BudgetInput,
+  type BudgetPlan,
+  type CopyPlan,
+  type CopyOutcome,
+} from "./cost.ts";
+export {
+  placeCustody,
+  GraphShape,
+  type PlacementInput,
+  type PlacementCandidate,
+  type MeasuredEdge,
+  type PlacementScenario,
+  type PlacedEdge,
+  type CustodyGraph,
+  type PlacementResult,
+} from "./placement.ts";
+export { placementInputSchema, parsePlacementInput, type PlacementInputJson } from "./placement-schema.ts";
