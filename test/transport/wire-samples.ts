@@ -32,4 +32,5 @@ export const wireSamples: Record<string, unknown> = {
     reason: "protected RAM evacuation missed its hold-up deadline",
     at: 1_764_000_000_500,
   },
+  "signed-receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => 255 - i) },
 };
