@@ -192,6 +192,8 @@ function recordProblem(r: WalRecord, expected: number, g: VolumeGeometry): Repla
   if (r.epoch > g.epoch) return ReplayStop.BadField;
   if (r.lba + r.blockCount > g.blockCount) return ReplayStop.BadField;
   if (r.flag === RecordFlag.Trim) return r.payload ? ReplayStop.BadField : undefined;
+  // Write records describe exactly one block, so each block is verified by its own CRC.
+  if (r.blockCount !== 1) return ReplayStop.BadField;
   if (g.mode === VolumeMode.Inline) {
     return r.payload && r.payload.length === r.blockCount * BLOCK_SIZE ? undefined : ReplayStop.BadField;
   }

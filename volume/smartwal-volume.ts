@@ -409,7 +409,7 @@ export class SmartWalVolume {
       }
       const runs = blocks > 0 ? alloc.allocate(blocks)! : [];
       group.push({ op, runs });
-      groupRecords += Math.max(1, runs.length);
+      groupRecords += Math.max(1, blocks);
     }
     await this.commitSmart(group);
   }
@@ -428,20 +428,24 @@ export class SmartWalVolume {
         records.push({ lsn: l, epoch, flag: RecordFlag.Trim, lba: op.lba, blockCount: op.count, physicalOffset: 0, dataCrc: 0 });
         apply.push(() => this.applyTrim(op.lba, op.count, l));
       } else {
+        // One pwrite per contiguous run, but one record per block: a run's blocks can be superseded
+        // (and reused) one by one, so each needs its own CRC for recovery to verify it alone.
         let off = 0;
         for (const run of runs) {
-          const l = ++lsn;
-          const data = op.data.subarray(off * BLOCK_SIZE, (off + run.count) * BLOCK_SIZE);
-          const lba = op.lba + off;
-          records.push({ lsn: l, epoch, flag: RecordFlag.Write, lba, blockCount: run.count, physicalOffset: run.start * BLOCK_SIZE, dataCrc: crc32(data) >>> 0 });
-          pwrites.push(this.files.extent.write(data, 0, data.length, run.start * BLOCK_SIZE));
-          apply.push(() => {
-            for (let k = 0; k < run.count; k++) {
-              const old = this.map.set(lba + k, run.start + k, crc32(data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE)), l);
+          const runData = op.data.subarray(off * BLOCK_SIZE, (off + run.count) * BLOCK_SIZE);
+          pwrites.push(this.files.extent.write(runData, 0, runData.length, run.start * BLOCK_SIZE));
+          for (let k = 0; k < run.count; k++) {
+            const l = ++lsn;
+            const lba = op.lba + off + k;
+            const phys = run.start + k;
+            const crc = crc32(runData.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE)) >>> 0;
+            records.push({ lsn: l, epoch, flag: RecordFlag.Write, lba, blockCount: 1, physicalOffset: phys * BLOCK_SIZE, dataCrc: crc });
+            apply.push(() => {
+              const old = this.map.set(lba, phys, crc, l);
               if (old !== UNMAPPED) this.alloc!.supersede(old, l);
-            }
-            this.markPeers(lba, run.count, l);
-          });
+              this.markPeers(lba, 1, l);
+            });
+          }
           off += run.count;
         }
         this.st.writes++;
