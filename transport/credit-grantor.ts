@@ -13,19 +13,20 @@ import { creditSpec, encodeMessage } from "./wire/index.ts";
 
 /**
  * The receiving half of the credit protocol for one lane of one holder: one window per upstream
- * sender. It decides nothing about memory — `space` tells it what the arena can still promise and
- * is told what was promised and what arrived — it only keeps the cumulative figures straight and
- * publishes grants on `custody.v1.credit.<holder>.<volume>.<lane>`.
+ * sender. It decides nothing about memory — `space` (the arena) says how much it can promise — it
+ * only keeps the cumulative figures straight and publishes grants on `custody.v1.credit.<holder>.<volume>.<lane>`.
  */
 
-/** The arena side of credits: how much may still be promised, and bookkeeping of promises. */
+/**
+ * The arena side of credits. Credit bytes are whatever the arena consumes per unit (its stored
+ * record size), so sender, grantor and arena count the same figure.
+ */
 export interface CreditSpace {
-  /** Bytes that may still be granted (free admitted space − outstanding credits − reserve). */
-  grantable(): number;
-  /** `bytes` of new credit were promised: keep room for them. */
-  reserve(bytes: number): void;
-  /** `bytes` of promised credit were used up (arrived, or lost on the wire): stop keeping room. */
-  consume(bytes: number): void;
+  /**
+   * Promises up to `requested` more bytes to this lane and returns how many were promised (0 =
+   * withhold). Never promises space that admitted capacity cannot land.
+   */
+  grant(requested: number): number;
 }
 
 export interface CreditGrantorOptions {
@@ -43,6 +44,7 @@ export interface CreditGrantorOptions {
 export class CreditGrantor {
   private readonly windows = new Map<string, ReceiverWindow>();
   private readonly subject: string;
+  private closed = false;
   /** Grants published (diagnostics). */
   grantsSent = 0;
   /** Times a top-up found nothing grantable while a sender wanted more (backpressure). */
@@ -71,27 +73,34 @@ export class CreditGrantor {
   }
 
   /**
-   * Accounts an arriving unit. Throws CreditError `credit_exceeded` (nothing changes) when the
-   * sender overran its grant; the caller must then refuse the unit.
+   * Accounts an arriving unit of `bytes` credit bytes. Returns the credit bytes this arrival used
+   * up in total (more than `bytes` when earlier units were lost on the wire); the caller stores the
+   * unit (which consumes `bytes` in the arena) or forfeits what it did not store. Throws CreditError
+   * `credit_exceeded` (nothing changes) when the sender overran its grant; the unit must be refused.
    */
-  onArrival(sender: string, bytes: number, sentThrough: number | undefined): void {
+  onArrival(sender: string, bytes: number, sentThrough: number | undefined): number {
     const w = this.windows.get(sender);
-    if (w === undefined) return;
+    if (w === undefined) return 0;
     const r = receiverOnArrival(w, bytes, sentThrough);
     this.windows.set(sender, r.window);
-    if (r.consumed > 0) this.o.space.consume(r.consumed);
+    return r.consumed;
   }
 
-  /** A credit request: account the sender's report, top up, and re-send the current grant. */
-  onRequest(sender: string, sentThrough: number | undefined): void {
+  /**
+   * A credit request: accounts the sender's stated total, tops up, and re-sends the current grant.
+   * Returns the credit bytes the report used up (units lost on the wire) for the caller to forfeit.
+   */
+  onRequest(sender: string, sentThrough: number | undefined): number {
     const w = this.windows.get(sender);
-    if (w === undefined) return;
+    if (w === undefined) return 0;
+    let consumed = 0;
     if (sentThrough !== undefined) {
       const r = receiverOnReport(w, sentThrough);
       this.windows.set(sender, r.window);
-      if (r.consumed > 0) this.o.space.consume(r.consumed);
+      consumed = r.consumed;
     }
     if (!this.topUp(sender, true)) this.publish(sender);
+    return consumed;
   }
 
   /**
@@ -103,15 +112,22 @@ export class CreditGrantor {
     const w = this.windows.get(sender);
     if (w === undefined) return false;
     if (!force && receiverOutstanding(w) * 2 > this.o.maxOutstanding) return false;
-    const r = receiverNextGrant(w, this.o.space.grantable(), this.o.maxOutstanding);
+    if (this.closed) return false;
+    const want = this.o.maxOutstanding - receiverOutstanding(w);
+    const promised = want > 0 ? this.o.space.grant(want) : 0;
+    const r = receiverNextGrant(w, promised, this.o.maxOutstanding);
     if (r.extra === 0) {
-      if (receiverOutstanding(w) < this.o.maxOutstanding) this.withheld++;
+      if (want > 0) this.withheld++;
       return false;
     }
-    this.o.space.reserve(r.extra);
     this.windows.set(sender, r.window);
     this.publish(sender);
     return true;
+  }
+
+  /** Stops promising new credit (draining/retiring); grants already made stay valid. */
+  close(): void {
+    this.closed = true;
   }
 
   /** Tops up every sender (after space was freed). */

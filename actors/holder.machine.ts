@@ -1,0 +1,188 @@
+import { assertEvent, fromPromise, setup } from "xstate";
+import { HolderCore, type HolderInbound, type HolderPorts } from "./holder/holder-core.ts";
+import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
+import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
+import { protectionStatus, ProtectionStatus } from "./holder/protected-ram.ts";
+
+/**
+ * The Holder actor. Lifecycle: starting → serving ⇄ degraded_evidence → draining → retired.
+ * Every inbound NATS message, timer and async completion arrives as an event of this one actor
+ * (the single owner of the holder's inbound events); named actions hand it to the core.
+ *
+ * - serving: units admitted within credits, forwarded at once, receipted in signed batches.
+ * - degraded_evidence: protected-RAM evidence failed; protected receipts stop (the bound is checked
+ *   for every receipt), custody is evacuated, and a violation is reported if the hold-up time ends first.
+ * - draining: no new credit is promised; credited units are still admitted; custody ends only by
+ *   release or transfer. Retires once nothing is retained.
+ */
+
+/** Lifecycle states, as an enumeration. */
+export const HolderState = {
+  Starting: "starting",
+  Serving: "serving",
+  DegradedEvidence: "degraded_evidence",
+  Draining: "draining",
+  Retired: "retired",
+} as const;
+export type HolderState = (typeof HolderState)[keyof typeof HolderState];
+
+/** What the machine is created with. */
+export interface HolderMachineInput {
+  readonly config: HolderConfig;
+  readonly ports: HolderPorts;
+}
+
+export interface HolderContext {
+  readonly core: HolderCore;
+  readonly moves: HolderCustodyMoves;
+  startError?: string;
+}
+
+/** Operator events (besides the core's own inbound events). */
+export type HolderCommand =
+  | { type: "evidence.update"; evidence: ProtectedRamEvidence }
+  | { type: "drain" }
+  | { type: "retire" };
+
+export type HolderEvent = HolderInbound | HolderCommand;
+
+function degradedBy(core: HolderCore, e: ProtectedRamEvidence): boolean {
+  const p = core.config.protectedRam;
+  if (!p) return false;
+  let queued = 0;
+  for (const hl of core.lanes.values()) queued += hl.ramStoredBytes();
+  return protectionStatus(e, queued, core.io.clock.now(), p) !== ProtectionStatus.Ok;
+}
+
+export const holderMachine = setup({
+  types: {
+    context: {} as HolderContext,
+    events: {} as HolderEvent,
+    input: {} as HolderMachineInput,
+  },
+  actors: {
+    startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
+  },
+  actions: {
+    admitUnit: ({ context, event }) => {
+      assertEvent(event, "nats.unit");
+      context.core.handleUnit(event.lane, event.msg);
+    },
+    applyGrant: ({ context, event }) => {
+      assertEvent(event, "nats.credit");
+      context.core.handleCredit(event.lane, event.edge, event.msg);
+    },
+    applyReceipt: ({ context, event }) => {
+      assertEvent(event, "nats.receipt");
+      context.core.handleReceipt(event.lane, event.msg);
+    },
+    applyReleaseFrontier: ({ context, event }) => {
+      assertEvent(event, "nats.release");
+      context.core.handleRelease(event.msg);
+    },
+    admitTransferOffer: ({ context, event }) => {
+      assertEvent(event, "nats.transfer");
+      context.moves.handleOffer(event.msg);
+    },
+    flushDueReceipts: ({ context }) => context.core.flushDueReceipts(),
+    refreshReceipts: ({ context }) => context.core.refreshReceipts(),
+    sealLane: ({ context, event }) => {
+      assertEvent(event, "timer.seal");
+      context.core.sealDue(event.lane);
+    },
+    relievePressure: ({ context }) => context.moves.relievePressure(),
+    flushTick: ({ context }) => context.moves.flushTick(),
+    applyFlush: ({ context, event }) => {
+      assertEvent(event, "flush.completed");
+      context.moves.applyFlush(event.result);
+    },
+    updateEvidence: ({ context, event }) => {
+      assertEvent(event, "evidence.update");
+      context.core.setEvidence(event.evidence);
+    },
+    evacuate: ({ context }) => context.moves.evacuate(),
+    checkEvacuation: ({ context }) => context.moves.evacuationDeadline(),
+    stopGranting: ({ context }) => context.core.stopGranting(),
+    stopCore: ({ context }) => {
+      void context.core.stop();
+    },
+    recordStartFailure: ({ context, event }) => {
+      context.startError = String((event as { error?: unknown }).error);
+    },
+  },
+  guards: {
+    evidenceDegrades: ({ context, event }) => {
+      assertEvent(event, "evidence.update");
+      return degradedBy(context.core, event.evidence);
+    },
+    evidenceHealthy: ({ context, event }) => {
+      assertEvent(event, "evidence.update");
+      return !degradedBy(context.core, event.evidence);
+    },
+    drained: ({ context }) => context.core.empty,
+  },
+}).createMachine({
+  id: "holder",
+  initial: HolderState.Starting,
+  context: ({ input, self }) => {
+    const core = new HolderCore(input.config, input.ports, (e) => self.send(e));
+    return { core, moves: new HolderCustodyMoves(core) };
+  },
+  on: {
+    "nats.credit": { actions: "applyGrant" },
+    "nats.receipt": { actions: "applyReceipt" },
+    "nats.release": { actions: "applyReleaseFrontier" },
+    "nats.transfer": { actions: "admitTransferOffer" },
+    "timer.receipts": { actions: "flushDueReceipts" },
+    "timer.refresh": { actions: "refreshReceipts" },
+    "timer.seal": { actions: ["sealLane", "relievePressure"] },
+    "timer.flush": { actions: "flushTick" },
+    "flush.completed": { actions: "applyFlush" },
+    "timer.evacuation": { actions: "checkEvacuation" },
+    "evidence.update": { actions: "updateEvidence" },
+    retire: `.${HolderState.Retired}`,
+  },
+  states: {
+    [HolderState.Starting]: {
+      invoke: {
+        src: "startCore",
+        input: ({ context }) => ({ core: context.core }),
+        onDone: HolderState.Serving,
+        onError: { target: HolderState.Retired, actions: "recordStartFailure" },
+      },
+    },
+    [HolderState.Serving]: {
+      on: {
+        "nats.unit": { actions: ["admitUnit"] },
+        "evidence.update": [
+          { guard: "evidenceDegrades", target: HolderState.DegradedEvidence, actions: "updateEvidence" },
+          { actions: "updateEvidence" },
+        ],
+        drain: HolderState.Draining,
+      },
+    },
+    [HolderState.DegradedEvidence]: {
+      entry: "evacuate",
+      on: {
+        "nats.unit": { actions: ["admitUnit"] },
+        "evidence.update": [
+          { guard: "evidenceHealthy", target: HolderState.Serving, actions: "updateEvidence" },
+          { actions: "updateEvidence" },
+        ],
+        drain: HolderState.Draining,
+      },
+    },
+    [HolderState.Draining]: {
+      entry: "stopGranting",
+      always: { guard: "drained", target: HolderState.Retired },
+      on: {
+        // Units already credited are still admitted: a granted promise is kept.
+        "nats.unit": { actions: ["admitUnit"] },
+      },
+    },
+    [HolderState.Retired]: {
+      type: "final",
+      entry: "stopCore",
+    },
+  },
+});

@@ -1,0 +1,62 @@
+import { createActor, waitFor, type Actor } from "xstate";
+import { CustodyError } from "../core/custody-error.ts";
+import type { Counters } from "../core/counters.ts";
+import { holderMachine, HolderState } from "./holder.machine.ts";
+import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
+import type { HolderCore, HolderPorts } from "./holder/holder-core.ts";
+
+/**
+ * Runtime wiring of one holder: validates the configuration, creates the actor with the clock
+ * seam, and resolves once it serves (subscriptions live, initial credits granted).
+ */
+export interface Holder {
+  readonly id: string;
+  readonly actor: Actor<typeof holderMachine>;
+  /** The working parts (read-only use: lanes, counters, obligations) for reports and tests. */
+  readonly core: HolderCore;
+  readonly counters: Counters;
+  /** Current lifecycle state. */
+  state(): string;
+  /** New protected-RAM evidence from the host's monitoring. */
+  updateEvidence(evidence: ProtectedRamEvidence): void;
+  /** Stop promising credit; retire once nothing is retained. */
+  drain(): void;
+  /** Retire now (tests and shutdown): unsubscribes and closes files. Custody held is not released. */
+  stop(): Promise<void>;
+}
+
+/** Thrown when a holder cannot start (bad config, spill file cannot open, transport closed). */
+export class HolderStartError extends CustodyError {
+  constructor(message: string, detail: Record<string, unknown>) {
+    super("holder_start_failed", message, detail);
+  }
+}
+
+/**
+ * Starts a holder. Throws HolderConfigError for a bad configuration and HolderStartError when
+ * starting fails; on success the holder is in `serving`.
+ */
+export async function startHolder(config: HolderConfigInput, ports: HolderPorts): Promise<Holder> {
+  const cfg = parseHolderConfig(config);
+  const actor = createActor(holderMachine, { input: { config: cfg, ports }, clock: ports.clock });
+  actor.start();
+  const snap = await waitFor(actor, (s) => s.value !== HolderState.Starting);
+  const core = snap.context.core;
+  if (snap.value === HolderState.Retired) {
+    throw new HolderStartError(`holder ${cfg.holderId} failed to start: ${snap.context.startError}`, { holderId: cfg.holderId });
+  }
+  return {
+    id: cfg.holderId,
+    actor,
+    core,
+    counters: core.counters,
+    state: () => String(actor.getSnapshot().value),
+    updateEvidence: (evidence) => actor.send({ type: "evidence.update", evidence }),
+    drain: () => actor.send({ type: "drain" }),
+    async stop() {
+      if (actor.getSnapshot().status === "active") actor.send({ type: "retire" });
+      await core.stop();
+      actor.stop();
+    },
+  };
+}

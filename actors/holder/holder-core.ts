@@ -1,0 +1,642 @@
+import type { KeyObject } from "node:crypto";
+import { ROOT_CONTEXT, SpanKind, trace, type Link, type Tracer } from "@opentelemetry/api";
+import { unitRecordBytes } from "../../arena/segment.ts";
+import { SpillStream } from "../../arena/spill-stream.ts";
+import type { Clock } from "../../core/clock.ts";
+import { Counters } from "../../core/counters.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import type { FileLayer } from "../../core/file-layer.ts";
+import { UnitVerdict } from "../../lanes/lane-log.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
+import type { ResidencyEvidence } from "../../custody/evidence.ts";
+import { makeReceipt, type CustodyReceipt } from "../../custody/receipt.ts";
+import { decodeReceiptBatch, makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
+import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
+import { CreditSender, SENDER_HEADER, SENT_THROUGH_HEADER } from "../../transport/credit-sender.ts";
+import { eventSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
+import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
+import { headerValue, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/transport.ts";
+import { creditSpec, decodeAny, decodeMessage, encodeMessage, unitSpec, WireError } from "../../transport/wire/index.ts";
+import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
+import { HolderLane } from "./holder-lane.ts";
+import { holderEventSpec, releaseFrontierSpec, signedReceiptBatchSpec, transferOfferSpec } from "./holder-messages.ts";
+import { EdgeReceiptError } from "./lane-obligations.ts";
+import { protectionStatus, ProtectionStatus } from "./protected-ram.ts";
+import { ReceiptBatcher } from "./receipt-batcher.ts";
+
+/** Why a holder refused an inbound message (beyond the wire, unit, lane and credit codes it reuses). */
+export const HolderRejectCode = {
+  UnknownSender: "unknown_sender",
+  UnexpectedKind: "unexpected_kind",
+  NotServing: "not_serving",
+} as const;
+
+/** A typed refusal raised by the holder itself. */
+export class HolderRejectError extends CustodyError {}
+
+/** Public keys of peer holders (normally folded from the control log's `admit_holder` events). */
+export interface PeerDirectory {
+  key(holderId: string, incarnation: number): KeyObject | undefined;
+  incarnation(holderId: string): number | undefined;
+}
+
+/** Something a holder did, in order, for tests and operators (spans carry the same facts). */
+export type HolderObservation =
+  | { type: "admitted"; lane: string; first: number; last: number }
+  | { type: "rejected"; lane?: string; code: string }
+  | { type: "receipt_published"; lane: string; residency: string; retained: string }
+  | { type: "edge_receipt"; lane: string; from: string; retained: string }
+  | { type: "receipt_refused"; lane: string; from: string; code: string }
+  | { type: "released"; lane: string; seqs: string }
+  | { type: "transfer_offered"; lane: string; to: string; seqs: string }
+  | { type: "transfer_admitted"; lane: string; from: string; seqs: string }
+  | { type: "transferred_out"; lane: string; to: string; seqs: string }
+  | { type: "flush"; outcome: "synced" | "deadline_missed"; seqs: string }
+  | { type: "evidence"; status: string }
+  | { type: "violation"; lane: string; seqs: string; reason: string };
+
+/** Events the core asks its owning actor to deliver back to it (timers, async completions, NATS). */
+export type HolderInbound =
+  | { type: "nats.unit"; lane: string; msg: InboundMessage }
+  | { type: "nats.credit"; lane: string; edge: string; msg: InboundMessage }
+  | { type: "nats.receipt"; lane: string; msg: InboundMessage }
+  | { type: "nats.release"; msg: InboundMessage }
+  | { type: "nats.transfer"; msg: InboundMessage }
+  | { type: "timer.receipts" }
+  | { type: "timer.seal"; lane: string }
+  | { type: "timer.flush" }
+  | { type: "timer.refresh" }
+  | { type: "timer.evacuation" }
+  | { type: "flush.completed"; result: FlushOutcome };
+
+/** What a persistence flush achieved: per lane, segment evidence only for an in-deadline sync. */
+export type FlushOutcome =
+  | { kind: "synced"; spilled: { lane: string; segmentId: number; seqs: RangeSet; evidence: import("../../arena/spill-stream.ts").SpillEvidence }[] }
+  | { kind: "deadline_missed"; seqs: RangeSet }
+  | { kind: "failed"; message: string };
+
+export interface HolderPorts {
+  transport: Transport;
+  clock: Clock;
+  privateKey: KeyObject;
+  peers: PeerDirectory;
+  /** Needed for disk residency (the spill stream); payload never touches files otherwise. */
+  files?: FileLayer;
+  spillPath?: string;
+  tracer?: Tracer;
+  counters?: Counters;
+  observe?: (o: HolderObservation) => void;
+  /** How often retained coverage is re-announced (repairs lost receipts). Default 500 ms. */
+  receiptRefreshMs?: number;
+}
+
+/**
+ * The holder's working parts behind its XState machine: ingress with credits, immediate fan-out,
+ * signed receipt batches, release, persistence flushes, transfer and protected-RAM evacuation.
+ * Every entry point is called from a named machine action (the machine is the single owner of
+ * inbound events); the core reaches the world only through its ports.
+ */
+export class HolderCore {
+  readonly counters: Counters;
+  readonly lanes = new Map<string, HolderLane>();
+  private readonly batcher: ReceiptBatcher<Link>;
+  private readonly tracer: Tracer;
+  private readonly subs: TransportSubscription[] = [];
+  private readonly timers = new Set<unknown>();
+  private receiptTimer: unknown;
+  private spill: SpillStream | undefined;
+  private evidence: ProtectedRamEvidence | undefined;
+  private offerSeq = 0;
+  private serving = true;
+  private stopped = false;
+
+  constructor(
+    readonly config: HolderConfig,
+    private readonly ports: HolderPorts,
+    private readonly dispatch: (e: HolderInbound) => void,
+  ) {
+    this.counters = ports.counters ?? new Counters();
+    this.tracer = ports.tracer ?? trace.getTracer("custody.holder");
+    this.batcher = new ReceiptBatcher<Link>(config.receipts);
+    this.evidence = config.protectedRam?.evidence;
+    for (const l of config.lanes) this.addLane(l.volume, l.lane, l.upstream, l.downstream);
+  }
+
+  private addLane(volume: string, lane: string, upstream: readonly string[], downstream: readonly string[]): HolderLane {
+    const key = laneKey(volume, lane);
+    const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters);
+    for (const edge of downstream) {
+      hl.edges.set(edge, new CreditSender({ transport: this.ports.transport, clock: this.ports.clock, sender: this.config.holderId, holder: edge, volume, lane }));
+    }
+    this.lanes.set(key, hl);
+    return hl;
+  }
+
+  private observe(o: HolderObservation): void {
+    this.ports.observe?.(o);
+  }
+
+  private reject(code: string, lane?: string): void {
+    this.counters.inc(code);
+    this.observe(lane === undefined ? { type: "rejected", code } : { type: "rejected", lane, code });
+  }
+
+  private later(ms: number, e: HolderInbound): void {
+    const id = this.ports.clock.setTimeout(() => {
+      this.timers.delete(id);
+      if (!this.stopped) this.dispatch(e);
+    }, ms);
+    this.timers.add(id);
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------------------
+
+  /** Opens the spill stream (if any), subscribes every subject and grants initial credits. */
+  async start(): Promise<void> {
+    if (this.config.flush) {
+      if (!this.ports.files || !this.ports.spillPath) throw new CustodyError("invalid_holder_config", "a flush policy needs files and spillPath", {});
+      this.spill = (await SpillStream.open(this.ports.files, this.ports.spillPath, this.ports.clock)).stream;
+      this.later(this.config.flush.intervalMs, { type: "timer.flush" });
+    }
+    const t = this.ports.transport;
+    const me = this.config.holderId;
+    for (const [key, hl] of this.lanes) this.subscribeLane(key, hl);
+    this.subs.push(t.subscribe(releaseSubject(me), (msg) => this.dispatch({ type: "nats.release", msg })));
+    this.subs.push(t.subscribe(transferSubject(me), (msg) => this.dispatch({ type: "nats.transfer", msg })));
+    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
+    await t.flush();
+    for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.requestCredit();
+    for (const hl of this.lanes.values()) hl.grantor.topUpAll();
+  }
+
+  private subscribeLane(key: string, hl: HolderLane): void {
+    const t = this.ports.transport;
+    this.subs.push(t.subscribe(unitSubject(this.config.holderId, hl.volume, hl.lane), (msg) => this.dispatch({ type: "nats.unit", lane: key, msg })));
+    this.subs.push(t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => this.dispatch({ type: "nats.receipt", lane: key, msg })));
+    for (const [edge, s] of hl.edges) {
+      this.subs.push(t.subscribe(s.creditSubject, (msg) => this.dispatch({ type: "nats.credit", lane: key, edge, msg })));
+    }
+  }
+
+  /** Stops promising credit to upstream senders (draining); everything already credited is still admitted. */
+  stopGranting(): void {
+    this.serving = false;
+    for (const hl of this.lanes.values()) hl.grantor.close();
+  }
+
+  /** True when no lane retains anything (a draining holder may retire). */
+  get empty(): boolean {
+    for (const hl of this.lanes.values()) if (!hl.obligations.retained.isEmpty) return false;
+    return true;
+  }
+
+  /** Unsubscribes, stops timers and closes the spill stream. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const s of this.subs) s.unsubscribe();
+    for (const id of this.timers) this.ports.clock.clearTimeout(id);
+    if (this.receiptTimer !== undefined) this.ports.clock.clearTimeout(this.receiptTimer);
+    for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.close();
+    await this.spill?.close();
+  }
+
+  // ---- ingress ----------------------------------------------------------------------------------
+
+  /**
+   * One message on `custody.v1.unit.<me>.<volume>.<lane>`: a unit or a credit request. A unit is
+   * credited, validated (size, digest, term, overlap), stored, forwarded to every edge at once and
+   * noted for the next receipt. Any refusal is typed, counted, and changes no custody state.
+   */
+  handleUnit(key: string, msg: InboundMessage): void {
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return;
+    const sender = headerValue(msg.headers, SENDER_HEADER);
+    const sentRaw = headerValue(msg.headers, SENT_THROUGH_HEADER);
+    const sentThrough = sentRaw !== undefined && /^\d{1,15}$/.test(sentRaw) ? Number(sentRaw) : undefined;
+    if (sender === undefined || !hl.grantor.knows(sender)) return this.reject(HolderRejectCode.UnknownSender, key);
+    let decoded: { kind: string; body: unknown };
+    try {
+      decoded = decodeAny(msg.data);
+    } catch (err) {
+      // Undecodable: still account the sender's stated total so its credit is not leaked.
+      this.account(hl, sender, 0, sentThrough, false);
+      return this.reject(err instanceof WireError ? err.code : "malformed", key);
+    }
+    if (decoded.kind === "credit-request") {
+      hl.forfeit(hl.grantor.onRequest(sender, sentThrough));
+      return;
+    }
+    if (decoded.kind !== "unit") return this.reject(HolderRejectCode.UnexpectedKind, key);
+    const unit = decoded.body as TransportUnit;
+    const span = startConsumerSpan(this.tracer, "holder.admit", msg);
+    try {
+      const bytes = unitRecordBytes(unit);
+      if (!this.account(hl, sender, bytes, sentThrough, true)) return this.reject("credit_exceeded", key);
+      let verdict: string;
+      try {
+        if (unit.volume !== hl.volume || unit.lane !== hl.lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
+        if (bytes > hl.arena.config.maxUnitBytes) {
+          throw new CustodyError("unit_too_large", "unit is larger than this holder accepts", { bytes, max: hl.arena.config.maxUnitBytes });
+        }
+        validateTransportUnit(unit);
+        verdict = hl.log.classify(unit);
+      } catch (err) {
+        hl.forfeit(bytes);
+        span.setAttribute("custody.rejected", (err as CustodyError).code ?? "error");
+        return this.reject(err instanceof CustodyError ? err.code : "invalid_unit", key);
+      }
+      if (verdict === UnitVerdict.duplicate) {
+        hl.forfeit(bytes);
+        this.counters.inc("duplicate_unit");
+        // The sender may have lost our receipt: re-announce soon.
+        this.noteForReceipt(key);
+        return;
+      }
+      const segOpenedBefore = hl.arena.openSegmentOf(hl.volume, hl.lane);
+      hl.store(unit);
+      if (hl.arena.openSegmentOf(hl.volume, hl.lane) !== segOpenedBefore) this.later(this.config.receipts.maxDelayMs, { type: "timer.seal", lane: key });
+      span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
+      this.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
+      this.forward(hl, msg.data, bytes, span.spanContext());
+      this.noteForReceipt(key, { context: span.spanContext() });
+      if (this.serving) hl.grantor.topUp(sender);
+    } finally {
+      span.end();
+    }
+  }
+
+  /** Credit accounting of one arrival; false when the sender overran its grant (nothing changes). */
+  private account(hl: HolderLane, sender: string, bytes: number, sentThrough: number | undefined, storing: boolean): boolean {
+    try {
+      const consumed = hl.grantor.onArrival(sender, bytes, sentThrough);
+      // Credit used by units lost on the wire is forfeited now; the stored unit's own bytes are
+      // consumed by the arena append (or forfeited by the caller if the unit is refused).
+      hl.forfeit(consumed - (storing ? bytes : 0));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Fan-out: the unit goes to every edge at once, each within that edge's own credits. */
+  private forward(hl: HolderLane, data: Uint8Array, bytes: number, parent: import("@opentelemetry/api").SpanContext): void {
+    if (hl.edges.size === 0) return;
+    const ctx = trace.setSpanContext(ROOT_CONTEXT, parent);
+    for (const [edge, s] of hl.edges) {
+      const span = this.tracer.startSpan("holder.forward", { kind: SpanKind.PRODUCER, attributes: { "custody.edge": edge } }, ctx);
+      const headers = injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span));
+      s.send({ data, bytes, headers, onSent: () => span.end() });
+    }
+  }
+
+  /** Applies a grant from a downstream edge and sends what now fits. */
+  handleCredit(key: string, edge: string, msg: InboundMessage): void {
+    const s = this.lanes.get(key)?.edges.get(edge);
+    if (s === undefined) return;
+    try {
+      s.onGrant(decodeMessage(creditSpec, msg.data));
+    } catch (err) {
+      this.reject(err instanceof CustodyError ? err.code : "malformed", key);
+    }
+  }
+
+  // ---- receipts ---------------------------------------------------------------------------------
+
+  private noteForReceipt(key: string, link?: Link): void {
+    const full = this.batcher.noteAdmitted(key, this.ports.clock.now(), link);
+    if (full) {
+      this.publishReceipt(key);
+      return;
+    }
+    if (this.receiptTimer === undefined) {
+      const id = this.ports.clock.setTimeout(() => {
+        this.receiptTimer = undefined;
+        if (!this.stopped) this.dispatch({ type: "timer.receipts" });
+      }, this.config.receipts.maxDelayMs);
+      this.receiptTimer = id;
+    }
+  }
+
+  /** Publishes every batch that is full or past its maximum delay; re-arms the timer for the rest. */
+  flushDueReceipts(): void {
+    const now = this.ports.clock.now();
+    for (const key of this.batcher.due(now)) this.publishReceipt(key);
+    const next = this.batcher.nextDeadline();
+    if (next !== undefined && this.receiptTimer === undefined) {
+      this.receiptTimer = this.ports.clock.setTimeout(() => {
+        this.receiptTimer = undefined;
+        if (!this.stopped) this.dispatch({ type: "timer.receipts" });
+      }, Math.max(0, next - now));
+    }
+  }
+
+  /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
+  refreshReceipts(): void {
+    for (const [key, hl] of this.lanes) if (!hl.obligations.retained.isEmpty) this.publishReceipt(key);
+    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
+  }
+
+  /** True while protected-RAM receipts may be issued for what is queued in RAM now. */
+  protectionOk(): boolean {
+    const p = this.config.protectedRam;
+    if (!p || !this.evidence || !this.config.residency.includes("protected_ram")) return false;
+    let queued = 0;
+    for (const hl of this.lanes.values()) queued += hl.ramStoredBytes();
+    return protectionStatus(this.evidence, queued, this.ports.clock.now(), p) === ProtectionStatus.Ok;
+  }
+
+  /** Current protection status (for the machine's guards). */
+  protectionState(): string {
+    const p = this.config.protectedRam;
+    if (!p || !this.evidence) return "none";
+    let queued = 0;
+    for (const hl of this.lanes.values()) queued += hl.ramStoredBytes();
+    return protectionStatus(this.evidence, queued, this.ports.clock.now(), p);
+  }
+
+  /**
+   * Signs and publishes the lane's receipt batch: one receipt for RAM-resident ranges (protected
+   * RAM only while the admission bound holds) and one for ranges a completed sync made disk-resident.
+   * Only stored units are ever in `retained`, so a refused unit can never be claimed.
+   */
+  publishReceipt(key: string): void {
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return;
+    const taken = this.batcher.take(key);
+    const now = this.ports.clock.now();
+    const disk = hl.obligations.diskResident;
+    const ram = hl.obligations.retained.subtract(disk);
+    const common = {
+      holder: { holderId: this.config.holderId, incarnation: this.config.incarnation },
+      volume: hl.volume,
+      lane: hl.lane,
+      issuedAt: now,
+      writerTerm: hl.log.term,
+      topologyEpoch: this.config.epoch,
+      policyGeneration: this.config.policyGeneration,
+      prefixBase: hl.log.base,
+      payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } } as const,
+      obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: this.config.site.region } } as const,
+      extensions: [],
+    };
+    const receipts: CustodyReceipt[] = [];
+    if (!ram.isEmpty) {
+      const prot = this.protectionOk();
+      const e = this.evidence;
+      const residency: ResidencyEvidence =
+        prot && e
+          ? {
+              kind: "protected_ram",
+              capabilityGeneration: e.capabilityGeneration,
+              observedAt: e.measuredAt,
+              protectedCapacityBytes: e.protectedBytes,
+              holdUpMs: e.holdUpMs,
+              batteryHealthPct: Math.round(e.batteryHealth * 100),
+              preservationPath: "autonomous-drain",
+              recoversMetadata: true,
+              dependencies: [],
+            }
+          : { kind: "ram", capabilityGeneration: 0, observedAt: now };
+      if (prot) hl.protectedClaimed = hl.protectedClaimed.union(ram);
+      receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: ram, residency }));
+    }
+    if (!disk.isEmpty && this.spill) {
+      const residency: ResidencyEvidence = { kind: "disk", capabilityGeneration: 0, observedAt: now, file: this.spill.path, offset: 0, length: this.spill.size, syncedAt: now };
+      receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: disk, residency }));
+    }
+    if (receipts.length === 0) return;
+    const span = this.tracer.startSpan("holder.receipt", { kind: SpanKind.PRODUCER, links: taken?.links ?? [], attributes: { "custody.lane": key, "custody.units": taken?.units ?? 0 } });
+    try {
+      const subject = receiptSubject(hl.volume, hl.lane);
+      const batch = makeReceiptBatch({ volume: hl.volume, lane: hl.lane, subject }, common.holder, now, receipts);
+      const signed = signReceiptBatch(batch, this.ports.privateKey);
+      this.ports.transport.publish(subject, encodeMessage(signedReceiptBatchSpec, { body: signed.body, signature: signed.signature }), {
+        headers: injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span)),
+      });
+      for (const r of receipts) this.observe({ type: "receipt_published", lane: key, residency: r.residency.kind, retained: r.retained.toString() });
+    } finally {
+      span.end();
+    }
+  }
+
+  /**
+   * A receipt batch on one of our lanes. Our own are ignored; an edge's verified receipt drops
+   * that edge's pins; the transfer neighbor's verified receipt completes a transfer. A batch that
+   * fails verification (forged, stale incarnation/epoch, wrong stream) is counted and changes nothing.
+   */
+  handleReceipt(key: string, msg: InboundMessage): void {
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return;
+    let holderId: string;
+    let signed: { body: Uint8Array; signature: Uint8Array };
+    try {
+      signed = decodeMessage(signedReceiptBatchSpec, msg.data);
+      holderId = decodeReceiptBatch(signed.body).holder.holderId;
+    } catch (err) {
+      return this.reject(err instanceof CustodyError ? `receipt_${err.code}` : "receipt_malformed", key);
+    }
+    if (holderId === this.config.holderId) return;
+    const isEdge = hl.edges.has(holderId);
+    const isNeighbor = holderId === this.config.transferNeighbor;
+    if (!isEdge && !isNeighbor) return;
+    const span = startConsumerSpan(this.tracer, "holder.edge_receipt", msg);
+    try {
+      const batch = verifyReceiptBatch(signed, {
+        stream: { volume: hl.volume, lane: hl.lane, subject: receiptSubject(hl.volume, hl.lane) },
+        holderKey: (h, inc) => this.ports.peers.key(h, inc),
+        currentIncarnation: (h) => this.ports.peers.incarnation(h),
+        topologyEpoch: this.config.epoch,
+        policyGeneration: this.config.policyGeneration,
+        released: () => RangeSet.EMPTY,
+      });
+      let stated = RangeSet.EMPTY;
+      for (const r of batch.receipts) stated = stated.union(r.retained);
+      if (isEdge) {
+        for (const r of batch.receipts) {
+          hl.obligations.applyEdgeReceipt({ holder: holderId, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained: r.retained });
+        }
+        this.observe({ type: "edge_receipt", lane: key, from: holderId, retained: stated.toString() });
+      }
+      if (isNeighbor && !hl.inTransfer.isEmpty) this.completeTransfer(key, hl, holderId, stated);
+      this.tryRelease(key, hl);
+    } catch (err) {
+      const code = err instanceof CustodyError ? err.code : "receipt_invalid";
+      span.setAttribute("custody.rejected", code);
+      this.counters.inc(`receipt_${code}`);
+      this.observe({ type: "receipt_refused", lane: key, from: holderId, code });
+      if (!(err instanceof CustodyError || err instanceof EdgeReceiptError)) throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  // ---- release ----------------------------------------------------------------------------------
+
+  /** A release frontier from the control log: authorizes ranges, then releases whole segments. */
+  handleRelease(msg: InboundMessage): void {
+    let f;
+    try {
+      f = decodeMessage(releaseFrontierSpec, msg.data);
+    } catch (err) {
+      return this.reject(err instanceof CustodyError ? err.code : "malformed");
+    }
+    if (f.holder !== this.config.holderId) return this.reject("wrong_holder");
+    if (f.epoch < this.config.epoch) return this.reject("stale_epoch");
+    const key = laneKey(f.volume, f.lane);
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return this.reject("unknown_lane");
+    hl.obligations.authorizeRelease(RangeSet.fromJSON(f.ranges));
+    this.tryRelease(key, hl);
+  }
+
+  /** Releases what obligations allow. Pending receipts go out first: a unit is always receipted before it is forgotten. */
+  tryRelease(key: string, hl: HolderLane): void {
+    const releasable = hl.obligations.releasable();
+    if (releasable.isEmpty) {
+      hl.unpinForwarded();
+      return;
+    }
+    // A quiet lane's open segment would otherwise wait for its seal timer.
+    const open = hl.arena.openSegmentOf(hl.volume, hl.lane);
+    if (open !== undefined && releasable.coversAll(hl.arena.describe(open).seqs())) hl.seal();
+    if (this.batcher.take(key) !== undefined) this.publishReceiptNow(key);
+    const span = this.tracer.startSpan("holder.release", { attributes: { "custody.lane": key } });
+    const released = hl.releaseAllowed();
+    span.setAttribute("custody.released", released.toString());
+    span.end();
+    if (!released.isEmpty) {
+      this.observe({ type: "released", lane: key, seqs: released.toString() });
+      if (this.serving) hl.grantor.topUpAll();
+    }
+  }
+
+  private publishReceiptNow(key: string): void {
+    this.batcher.noteAdmitted(key, this.ports.clock.now());
+    this.publishReceipt(key);
+  }
+
+  /** Max open delay of a lane's segment passed: seal it, so it can be released, spilled or transferred. */
+  sealDue(key: string): void {
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return;
+    hl.seal();
+    this.tryRelease(key, hl);
+  }
+
+  // ---- shared with holder-custody-moves.ts (persistence, transfer, protected RAM) ---------------
+
+  /** The ports (for the custody-moves module). */
+  get io(): HolderPorts {
+    return this.ports;
+  }
+
+  /** The open spill stream, when a flush policy is configured. */
+  get spillStream(): SpillStream | undefined {
+    return this.spill;
+  }
+
+  /** The tracer spans go to. */
+  get spans(): Tracer {
+    return this.tracer;
+  }
+
+  /** True while granting credits (serving or degraded); false once draining. */
+  get granting(): boolean {
+    return this.serving;
+  }
+
+  /** Current protected-RAM evidence, if configured. */
+  get protectedEvidence(): ProtectedRamEvidence | undefined {
+    return this.evidence;
+  }
+
+  /** Replaces the protected-RAM evidence (from the host's monitoring). */
+  setEvidence(e: ProtectedRamEvidence): void {
+    this.evidence = e;
+    this.observe({ type: "evidence", status: this.protectionState() });
+  }
+
+  /** Records an observation (custody-moves module). */
+  note(o: HolderObservation): void {
+    this.observe(o);
+  }
+
+  /** Schedules an event back to the owning actor after `ms` on the clock. */
+  schedule(ms: number, e: HolderInbound): void {
+    this.later(ms, e);
+  }
+
+  /** Asks the owning actor to handle `e` (async completions). */
+  send(e: HolderInbound): void {
+    if (!this.stopped) this.dispatch(e);
+  }
+
+  /** Lane runtime for `key`, created (custody-only: no upstream, no edges) and subscribed when absent. */
+  laneFor(volume: string, lane: string): HolderLane {
+    const key = laneKey(volume, lane);
+    let hl = this.lanes.get(key);
+    if (hl === undefined) {
+      hl = this.addLane(volume, lane, [], []);
+      this.subscribeLane(key, hl);
+    }
+    return hl;
+  }
+
+  /** Publishes a receipt for `key` at once (after a transfer admission or a flush). */
+  receiptNow(key: string): void {
+    this.publishReceiptNow(key);
+  }
+
+  /** Next transfer offer id. */
+  nextOfferId(): number {
+    return ++this.offerSeq;
+  }
+
+  /** @internal */
+  completeTransfer(key: string, hl: HolderLane, from: string, stated: RangeSet): void {
+    const seqs = hl.inTransfer.intersect(stated);
+    if (seqs.isEmpty) return;
+    const span = this.tracer.startSpan("holder.transfer_complete", { attributes: { "custody.lane": key, "custody.to": from } });
+    if (hl.transferredOut(seqs, stated)) {
+      this.observe({ type: "transferred_out", lane: key, to: from, seqs: seqs.toString() });
+      if (this.serving) hl.grantor.topUpAll();
+    }
+    span.end();
+  }
+
+  /** Units of a sealed RAM segment re-encoded as `unit` messages (for a transfer offer). */
+  encodedUnits(hl: HolderLane, segmentId: number): Uint8Array[] {
+    return hl.arena.units(segmentId).map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
+  }
+
+  /** Publishes a contract-violation event for `seqs` of a lane. */
+  publishViolation(hl: HolderLane, seqs: RangeSet, reason: string): void {
+    const key = laneKey(hl.volume, hl.lane);
+    this.counters.inc("contract_violation");
+    this.observe({ type: "violation", lane: key, seqs: seqs.toString(), reason });
+    this.ports.transport.publish(
+      eventSubject(hl.volume),
+      encodeMessage(holderEventSpec, {
+        event: "contract_violation",
+        holder: this.config.holderId,
+        incarnation: this.config.incarnation,
+        volume: hl.volume,
+        lane: hl.lane,
+        ranges: seqs.toJSON(),
+        reason,
+        at: this.ports.clock.now(),
+      }),
+    );
+  }
+
+  /** Publishes a transfer offer message. */
+  publishOffer(to: string, hl: HolderLane, offerId: number, units: Uint8Array[]): void {
+    this.ports.transport.publish(
+      transferSubject(to),
+      encodeMessage(transferOfferSpec, { from: this.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units }),
+    );
+  }
+}
+

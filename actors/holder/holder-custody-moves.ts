@@ -1,0 +1,250 @@
+import { SpanKind } from "@opentelemetry/api";
+import type { SpillRecordInfo } from "../../arena/spill-stream.ts";
+import { unitRecordBytes } from "../../arena/segment.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import { UnitVerdict } from "../../lanes/lane-log.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
+import type { InboundMessage } from "../../transport/transport.ts";
+import { decodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { laneKey } from "./holder-config.ts";
+import type { FlushOutcome, HolderCore } from "./holder-core.ts";
+import type { HolderLane } from "./holder-lane.ts";
+import { transferOfferSpec } from "./holder-messages.ts";
+
+/**
+ * The holder's custody moves besides release: persistence flushes through the spill stream, custody
+ * transfer to a neighbor, and protected-RAM evacuation. Three different operations are never
+ * confused: discard (obsolete: recycled with zero writes, see `HolderLane.releaseAllowed`), spill
+ * (custody kept, residency ram → disk, only on a completed in-deadline fdatasync) and transfer
+ * (custody moves to a neighbor; local release only after the neighbor's own signed receipt).
+ */
+export class HolderCustodyMoves {
+  /** Segments written to the spill stream but not yet covered by an in-deadline sync. */
+  private readonly unsynced = new Map<SpillRecordInfo, { lane: string; segmentId: number; seqs: RangeSet }>();
+  private readonly appended = new Set<number>();
+  private flushing = false;
+  private evacuating = false;
+
+  constructor(private readonly core: HolderCore) {}
+
+  // ---- persistence flush ------------------------------------------------------------------------
+
+  /**
+   * Starts one sequential flush of sealed, fully forwarded RAM segments (all lanes, one append
+   * stream). A segment that other coverage already made releasable is released instead — the
+   * unstarted flush is cancelled and nothing is written. Completion comes back as `flush.completed`.
+   */
+  startFlush(all = false): void {
+    const spill = this.core.spillStream;
+    const policy = this.core.config.flush;
+    if (!spill || !policy || this.flushing) return;
+    const todo: { hl: HolderLane; key: string; id: number; seqs: RangeSet }[] = [];
+    for (const [key, hl] of this.core.lanes) {
+      if (all) hl.seal();
+      this.core.tryRelease(key, hl);
+      for (const s of hl.sealedSegments()) {
+        if (s.residency !== "ram" || s.hasForwardPins || this.appended.has(s.id) || s.seqs.isEmpty) continue;
+        todo.push({ hl, key, id: s.id, seqs: s.seqs });
+      }
+    }
+    if (todo.length === 0 && this.unsynced.size === 0) return;
+    this.flushing = true;
+    const span = this.core.spans.startSpan("holder.flush", { kind: SpanKind.INTERNAL, attributes: { "custody.segments": todo.length } });
+    const run = async (): Promise<FlushOutcome> => {
+      for (const t of todo) {
+        const body = t.hl.arena.exportSegment(t.id);
+        const info = await spill.append(t.hl.volume, t.hl.lane, t.seqs.min!, t.seqs.max!, body);
+        this.appended.add(t.id);
+        this.unsynced.set(info, { lane: t.key, segmentId: t.id, seqs: t.seqs });
+      }
+      const r = await spill.flush(policy.deadlineMs);
+      if (r.kind === "deadline_missed") {
+        let seqs = RangeSet.EMPTY;
+        for (const v of this.unsynced.values()) seqs = seqs.union(v.seqs);
+        return { kind: "deadline_missed", seqs };
+      }
+      const spilled = [];
+      for (const [info, evidence] of r.evidence) {
+        const v = this.unsynced.get(info);
+        if (!v) continue;
+        this.unsynced.delete(info);
+        spilled.push({ ...v, evidence });
+      }
+      return { kind: "synced", spilled };
+    };
+    run()
+      .catch((err: unknown) => ({ kind: "failed", message: err instanceof Error ? err.message : String(err) }) as FlushOutcome)
+      .then((result) => {
+        span.setAttribute("custody.flush", result.kind);
+        span.end();
+        this.core.send({ type: "flush.completed", result });
+      });
+  }
+
+  /**
+   * Applies a flush outcome. Only `synced` moves residency and advances the persistence cut; a
+   * missed deadline or a failure is counted and changes no evidence.
+   */
+  applyFlush(result: FlushOutcome): void {
+    this.flushing = false;
+    if (result.kind === "synced") {
+      const lanes = new Set<string>();
+      let seqs = RangeSet.EMPTY;
+      for (const s of result.spilled) {
+        const hl = this.core.lanes.get(s.lane);
+        this.appended.delete(s.segmentId);
+        if (!hl) continue;
+        hl.spilled(s.segmentId, s.seqs, s.evidence);
+        lanes.add(s.lane);
+        seqs = seqs.union(s.seqs);
+      }
+      this.core.counters.inc("flush_synced");
+      this.core.note({ type: "flush", outcome: "synced", seqs: seqs.toString() });
+      for (const k of lanes) this.core.receiptNow(k);
+      if (this.core.granting) for (const k of lanes) this.core.lanes.get(k)?.grantor.topUpAll();
+    } else if (result.kind === "deadline_missed") {
+      this.core.counters.inc("flush_deadline_missed");
+      this.core.note({ type: "flush", outcome: "deadline_missed", seqs: result.seqs.toString() });
+    } else {
+      this.core.counters.inc("flush_failed");
+    }
+    if (this.evacuating) this.evacuationProgress();
+  }
+
+  /** Periodic flush tick: flush, then re-arm. */
+  flushTick(): void {
+    this.startFlush();
+    const policy = this.core.config.flush;
+    if (policy) this.core.schedule(policy.intervalMs, { type: "timer.flush" });
+  }
+
+  // ---- pressure and transfer --------------------------------------------------------------------
+
+  /**
+   * Memory pressure: above the configured fill ratio, move custody out of RAM — transfer sealed,
+   * fully forwarded segments to the neighbor, else spill. Without either, credits simply stay
+   * withheld by the arena (backpressure); nothing admitted is ever dropped.
+   */
+  relievePressure(): void {
+    const ratio = this.core.config.pressureRatio;
+    for (const [key, hl] of this.core.lanes) {
+      if (hl.fillRatio() <= ratio) continue;
+      if (this.core.config.transferNeighbor) this.offer(key, hl, false);
+      else this.startFlush();
+    }
+  }
+
+  /** Offers sealed, fully forwarded, RAM-resident segments not already offered to the neighbor. */
+  private offer(key: string, hl: HolderLane, all: boolean): void {
+    const to = this.core.config.transferNeighbor;
+    if (!to) return;
+    const capacity = hl.arena.report().capacityBytes;
+    let ram = hl.arena.report().ramBytes;
+    for (const s of hl.sealedSegments()) {
+      if (!all && ram / capacity <= this.core.config.pressureRatio / 2) break;
+      if (s.residency !== "ram" || s.hasForwardPins || s.seqs.isEmpty || hl.inTransfer.intersects(s.seqs)) continue;
+      const span = this.core.spans.startSpan("holder.transfer_offer", { kind: SpanKind.PRODUCER, attributes: { "custody.lane": key, "custody.to": to } });
+      const units = this.core.encodedUnits(hl, s.id);
+      hl.inTransfer = hl.inTransfer.union(s.seqs);
+      this.core.publishOffer(to, hl, this.core.nextOfferId(), units);
+      this.core.note({ type: "transfer_offered", lane: key, to, seqs: s.seqs.toString() });
+      span.end();
+      ram -= hl.arena.config.segmentBytes;
+    }
+  }
+
+  /**
+   * Neighbor side of a transfer: validates every unit like ingress, admits them only if the arena
+   * can promise their space now (else no receipt: the origin keeps custody), then publishes its own
+   * signed receipt — the origin releases only on that.
+   */
+  handleOffer(msg: InboundMessage): void {
+    let offer;
+    try {
+      offer = decodeMessage(transferOfferSpec, msg.data);
+    } catch (err) {
+      this.core.counters.inc(err instanceof CustodyError ? err.code : "malformed");
+      return;
+    }
+    if (offer.to !== this.core.config.holderId) return void this.core.counters.inc("wrong_holder");
+    const units: TransportUnit[] = [];
+    try {
+      for (const b of offer.units) {
+        const u = decodeMessage(unitSpec, b) as TransportUnit;
+        if (u.volume !== offer.volume || u.lane !== offer.lane) throw new CustodyError("wrong_lane", "offered unit belongs to another lane", {});
+        units.push(validateTransportUnit(u));
+      }
+    } catch (err) {
+      this.core.counters.inc(err instanceof CustodyError ? `transfer_${err.code}` : "transfer_invalid");
+      return;
+    }
+    const hl = this.core.laneFor(offer.volume, offer.lane);
+    const key = laneKey(offer.volume, offer.lane);
+    const fresh = units.filter((u) => {
+      try {
+        return hl.log.classify(u) !== UnitVerdict.duplicate;
+      } catch {
+        return false;
+      }
+    });
+    const need = fresh.reduce((n, u) => n + unitRecordBytes(u), 0);
+    const got = need > 0 ? hl.arena.grant(hl.volume, hl.lane, need) : 0;
+    if (got < need) {
+      hl.forfeit(got);
+      this.core.counters.inc("transfer_refused_no_space");
+      return;
+    }
+    const span = this.core.spans.startSpan("holder.transfer_admit", { attributes: { "custody.lane": key, "custody.from": offer.from } });
+    let seqs = RangeSet.EMPTY;
+    for (const u of fresh) {
+      hl.store(u);
+      seqs = seqs.add(u.firstSeq, u.lastSeq);
+    }
+    span.end();
+    this.core.note({ type: "transfer_admitted", lane: key, from: offer.from, seqs: seqs.toString() });
+    this.core.receiptNow(key);
+  }
+
+  // ---- protected-RAM evacuation -----------------------------------------------------------------
+
+  /**
+   * Evidence degraded: protected receipts have already stopped (the bound is checked per receipt);
+   * move every protected-receipted range out of RAM while the hold-up time lasts — transfer to the
+   * neighbor and/or spill — and check at the end of the hold-up time whether it all got out.
+   */
+  evacuate(): void {
+    const e = this.core.protectedEvidence;
+    if (this.evacuating || !e) return;
+    this.evacuating = true;
+    for (const [key, hl] of this.core.lanes) {
+      hl.seal();
+      if (this.core.config.transferNeighbor) this.offer(key, hl, true);
+    }
+    this.startFlush(true);
+    this.core.schedule(e.holdUpMs, { type: "timer.evacuation" });
+  }
+
+  /** Re-flushes after partial progress (new sealed segments, a missed deadline). */
+  private evacuationProgress(): void {
+    if (this.core.config.flush) this.startFlush(true);
+  }
+
+  /**
+   * End of the hold-up time: any protected-receipted range still only in RAM has lost its promised
+   * coverage — report a contract violation for exactly those ranges. Relabelling does not save data.
+   */
+  evacuationDeadline(): void {
+    this.evacuating = false;
+    for (const hl of this.core.lanes.values()) {
+      const lost = hl.protectedClaimed.intersect(hl.obligations.retained).subtract(hl.obligations.diskResident);
+      if (!lost.isEmpty) this.core.publishViolation(hl, lost, "protected-RAM evidence lost before custody was evacuated");
+      hl.protectedClaimed = RangeSet.EMPTY;
+    }
+  }
+
+  /** True while an evacuation is under way. */
+  get isEvacuating(): boolean {
+    return this.evacuating;
+  }
+}

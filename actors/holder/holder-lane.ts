@@ -1,0 +1,192 @@
+import type { Clock } from "../../core/clock.ts";
+import { Arena } from "../../arena/arena.ts";
+import { PinReason } from "../../arena/pin-reason.ts";
+import { Residency } from "../../arena/pin-reason.ts";
+import { SegmentState } from "../../arena/segment.ts";
+import type { SpillEvidence } from "../../arena/spill-stream.ts";
+import type { Counters } from "../../core/counters.ts";
+import { LaneLog } from "../../lanes/lane-log.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import { CreditGrantor } from "../../transport/credit-grantor.ts";
+import type { CreditSender } from "../../transport/credit-sender.ts";
+import type { Transport } from "../../transport/transport.ts";
+import type { HolderConfig } from "./holder-config.ts";
+import { LaneObligations } from "./lane-obligations.ts";
+
+/**
+ * One lane served by a holder: its own arena (one arena per lane, so a lane's memory bound and
+ * credits never depend on another lane's traffic), acceptance log, obligations, credit grantor for
+ * its upstream senders and one credit sender per downstream edge. Segment pins mirror the
+ * obligations: `custody_obligation` until a release frontier and every edge's receipt cover the
+ * whole segment, `in_flight_forward` (one per edge) until that edge's receipt covers it.
+ */
+export class HolderLane {
+  readonly volume: string;
+  readonly lane: string;
+  readonly arena: Arena;
+  readonly log: LaneLog;
+  readonly obligations: LaneObligations;
+  readonly grantor: CreditGrantor;
+  readonly edges = new Map<string, CreditSender>();
+  /** Segment id -> edges still holding an in_flight_forward pin on it. */
+  private readonly forwardPins = new Map<number, Set<string>>();
+  /** Sequences last receipted at protected-RAM residency (what an evacuation must save). */
+  protectedClaimed = RangeSet.EMPTY;
+  /** Next receipt sequence of this holder incarnation on this stream. */
+  receiptSeq = 1;
+  /** Ranges offered to the transfer neighbor and not yet covered by its receipt. */
+  inTransfer = RangeSet.EMPTY;
+
+  constructor(
+    cfg: { volume: string; lane: string; upstream: readonly string[]; downstream: readonly string[] },
+    holder: HolderConfig,
+    transport: Transport,
+    clock: Clock,
+    counters: Counters,
+  ) {
+    this.volume = cfg.volume;
+    this.lane = cfg.lane;
+    const seg = holder.arena.segmentBytes;
+    // The arena wants whole segments; round the configured limit down to one (at least 4 segments).
+    const limit = Math.max(4 * seg, Math.floor(holder.arena.limitBytes / seg) * seg);
+    this.arena = new Arena(
+      {
+        segmentBytes: seg,
+        initialBytes: limit,
+        incrementBytes: seg,
+        hardLimitBytes: limit,
+        maxUnitBytes: holder.arena.maxUnitBytes,
+        manifestReserveBytes: seg,
+        maxOpenDelayMs: holder.receipts.maxDelayMs,
+        growthLowWaterBytes: seg,
+      },
+      clock,
+      counters,
+    );
+    this.log = new LaneLog(cfg.volume, cfg.lane);
+    this.obligations = new LaneObligations(cfg.downstream, holder.epoch);
+    this.grantor = new CreditGrantor({
+      transport,
+      holder: holder.holderId,
+      volume: cfg.volume,
+      lane: cfg.lane,
+      senders: cfg.upstream,
+      space: { grant: (n) => this.arena.grant(this.volume, this.lane, n) },
+      maxOutstanding: holder.arena.maxOutstandingCredit,
+    });
+  }
+
+  /** Returns unused credit bytes to the pool (units lost on the wire or refused after crediting). */
+  forfeit(bytes: number): void {
+    if (bytes <= 0) return;
+    const had = this.arena.revoke(this.volume, this.lane);
+    const keep = Math.max(0, had - bytes);
+    if (keep > 0) this.arena.grant(this.volume, this.lane, keep);
+  }
+
+  /**
+   * Stores a validated, credited, new unit: arena append, acceptance, obligations, and one
+   * in_flight_forward pin per edge on a freshly opened segment.
+   */
+  store(u: TransportUnit): number {
+    const r = this.arena.append(u);
+    this.log.accept(u);
+    this.obligations.admit(u.firstSeq, u.lastSeq);
+    if (r.opened && this.edges.size > 0) {
+      for (let i = 0; i < this.edges.size; i++) this.arena.pin(r.segmentId, PinReason.in_flight_forward);
+      this.forwardPins.set(r.segmentId, new Set(this.edges.keys()));
+    }
+    return r.segmentId;
+  }
+
+  /** Seals the open segment (max open delay, or to release/spill/transfer a quiet lane). */
+  seal(): void {
+    this.arena.seal(this.volume, this.lane);
+  }
+
+  /** Sealed segments with their sequences, oldest first. */
+  sealedSegments(): { id: number; seqs: RangeSet; residency: string; hasForwardPins: boolean }[] {
+    const out = [];
+    for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
+      const s = this.arena.describe(id);
+      if (s.state !== SegmentState.sealed) continue;
+      out.push({ id, seqs: s.seqs(), residency: s.residency, hasForwardPins: this.forwardPins.has(id) });
+    }
+    return out;
+  }
+
+  /** Drops in_flight_forward pins of sealed segments every edge-specific receipt now covers. */
+  unpinForwarded(): void {
+    for (const [id, edges] of this.forwardPins) {
+      const s = this.arena.describe(id);
+      if (s.state !== SegmentState.sealed) continue;
+      const seqs = s.seqs();
+      for (const e of [...edges]) {
+        if (this.obligations.pendingFor(e).intersects(seqs)) continue;
+        edges.delete(e);
+        if (edges.size === 0) this.forwardPins.delete(id);
+        this.arena.unpin(id, PinReason.in_flight_forward);
+      }
+    }
+  }
+
+  /**
+   * Releases every sealed segment the obligations allow (frontier + every edge's receipt). Returns
+   * the released sequences. Whole segments only, decided from metadata: no byte is written.
+   */
+  releaseAllowed(): RangeSet {
+    this.unpinForwarded();
+    let released = RangeSet.EMPTY;
+    const releasable = this.obligations.releasable();
+    if (releasable.isEmpty) return released;
+    for (const s of this.sealedSegments()) {
+      if (s.seqs.isEmpty || !releasable.coversAll(s.seqs)) continue;
+      if (this.obligations.release(s.seqs)) {
+        this.log.release(s.seqs);
+        released = released.union(s.seqs);
+      }
+    }
+    if (!released.isEmpty) this.arena.release(this.volume, this.lane, released);
+    return released;
+  }
+
+  /** Ends local custody of `seqs` after a neighbor's receipt covered them (custody transfer). */
+  transferredOut(seqs: RangeSet, neighborRetained: RangeSet): boolean {
+    if (!this.obligations.transferOut(seqs, neighborRetained)) return false;
+    this.log.release(seqs);
+    this.inTransfer = this.inTransfer.subtract(seqs);
+    // A transferred segment has no local forward obligation left either.
+    for (const s of this.sealedSegments()) {
+      if (!seqs.coversAll(s.seqs)) continue;
+      const edges = this.forwardPins.get(s.id);
+      if (edges) {
+        for (let i = 0; i < edges.size; i++) this.arena.unpin(s.id, PinReason.in_flight_forward);
+        this.forwardPins.delete(s.id);
+      }
+    }
+    this.arena.release(this.volume, this.lane, seqs);
+    return true;
+  }
+
+  /** Records a completed, in-deadline sync of segment `id`: residency moves to disk, RAM is freed. */
+  spilled(id: number, seqs: RangeSet, evidence: SpillEvidence): void {
+    if (this.arena.markSpilled(id, evidence)) this.obligations.persisted(seqs);
+  }
+
+  /** RAM-resident stored bytes of this lane (what protected RAM must be able to preserve). */
+  ramStoredBytes(): number {
+    let n = 0;
+    for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
+      const s = this.arena.describe(id);
+      if (s.residency === Residency.ram) n += s.fill;
+    }
+    return n;
+  }
+
+  /** Fraction of the arena's capacity held in RAM. */
+  fillRatio(): number {
+    const r = this.arena.report();
+    return r.ramBytes / r.capacityBytes;
+  }
+}
