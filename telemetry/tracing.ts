@@ -16,6 +16,7 @@ import {
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { CustodyError } from "../core/custody-error.ts";
 import { JsonlSpanExporter } from "./jsonl-span-exporter.ts";
 
 /** Where finished spans go. */
@@ -38,6 +39,8 @@ export interface TracingOptions {
   exporter?: SpanExporterKind | SpanExporterKind[];
   /** Required for `jsonl`. */
   jsonlPath?: string;
+  /** OTLP/HTTP traces URL (e.g. `http://collector:4318/v1/traces`); default: from the environment. */
+  otlpUrl?: string;
   /** Register as the global provider/propagator/context manager (default true). */
   registerGlobal?: boolean;
 }
@@ -59,8 +62,8 @@ export function otlpEndpointConfigured(env: NodeJS.ProcessEnv = process.env): bo
 }
 
 /**
- * Builds and (by default) globally registers a tracer provider. Throws if `jsonl` is requested
- * without `jsonlPath`. Only one global registration per process is effective at a time: call
+ * Builds and (by default) globally registers a tracer provider. Throws CustodyError
+ * `invalid_tracing_config` if `jsonl` is requested without `jsonlPath`. Only one global registration per process is effective at a time: call
  * `shutdown()` before setting up again.
  */
 export function setupTracing(opts: TracingOptions): TracingHandle {
@@ -79,13 +82,15 @@ export function setupTracing(opts: TracingOptions): TracingHandle {
     processors.push(new SimpleSpanProcessor(handle.memoryExporter));
   }
   if (kinds.has(SpanExporterKind.Jsonl)) {
-    if (!opts.jsonlPath) throw new Error("setupTracing: exporter 'jsonl' needs jsonlPath");
+    if (!opts.jsonlPath) {
+      throw new CustodyError("invalid_tracing_config", "setupTracing: exporter 'jsonl' needs jsonlPath", { exporter: "jsonl" });
+    }
     handle.jsonlExporter = new JsonlSpanExporter(opts.jsonlPath);
     processors.push(new BatchSpanProcessor(handle.jsonlExporter));
   }
   if (kinds.has(SpanExporterKind.Otlp)) {
-    // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and headers from the environment.
-    processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+    // Without a URL the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and headers from the environment.
+    processors.push(new BatchSpanProcessor(new OTLPTraceExporter(opts.otlpUrl ? { url: opts.otlpUrl } : {})));
   }
 
   const provider = new NodeTracerProvider({
