@@ -1,0 +1,96 @@
+import anyTest, { type TestFn } from "ava";
+import type { KeyObject } from "node:crypto";
+import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { makeReceipt } from "../../custody/receipt.ts";
+import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
+import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { signedReceiptBatchSpec } from "../../actors/holder/holder-messages.ts";
+import { creditSubject, receiptSubject, unitSubject } from "../../transport/subjects.ts";
+import { creditSpec, encodeMessage } from "../../transport/wire/index.ts";
+import type { NatsTransport } from "../../transport/nats-transport.ts";
+import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
+
+const test = anyTest as TestFn<NatsTestContext>;
+withNatsServer(test);
+
+/** Publishes a receipt batch as downstream holder `holderId` would (signed with `key`). */
+function sendReceipt(t: NatsTransport, key: KeyObject, holderId: string, incarnation: number, receiptSeq: number, ranges: [number, number][], epoch = 0): void {
+  const subject = receiptSubject(VOLUME, LANE);
+  const holder = { holderId, incarnation };
+  const r = makeReceipt({
+    holder,
+    volume: VOLUME,
+    lane: LANE,
+    receiptSeq,
+    issuedAt: Date.now(),
+    writerTerm: 1,
+    topologyEpoch: epoch,
+    policyGeneration: 0,
+    retained: RangeSet.from(ranges),
+    prefixBase: 1,
+    payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } },
+    residency: { kind: "ram", capabilityGeneration: 0, observedAt: Date.now() },
+    obligation: { obligationId: "vol1-l0", releaseAuthority: { kind: "control_log", region: "us-east" } },
+    extensions: [],
+  });
+  const signed = signReceiptBatch(makeReceiptBatch({ volume: VOLUME, lane: LANE, subject }, holder, Date.now(), [r]), key);
+  t.publish(subject, encodeMessage(signedReceiptBatchSpec, { body: signed.body, signature: signed.signature }));
+}
+
+test.serial("missing, stale, forged, reordered and duplicated receipts keep the upstream's pins until the edge's own covering receipt arrives", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const hbKey = keys.add("hb", 2); // the edge is admitted at incarnation 2
+  keys.add("hx", 1); // a valid holder that is NOT an edge of this lane
+  const a = await launchHolder(url, keys, holderConfig("ha", { downstream: ["hb"], epoch: 3 }));
+  const wt = await transport(url, "writer-and-fake-hb");
+  const forwarded: number[] = [];
+  const sub = wt.subscribe(unitSubject("hb", VOLUME, LANE), () => forwarded.push(1));
+  // Play the edge: grant ha plenty of credit; never acknowledge by anything but receipts.
+  wt.publish(creditSubject("hb", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb", sender: "ha", volume: VOLUME, lane: LANE, grantedThrough: 1 << 24, grantSeq: 1 }));
+  const w = new Writer(wt, "ha");
+  const lane = () => a.holder.core.lanes.get("vol1/l0")!;
+  try {
+    for (let s = 1; s <= 10; s++) w.send(unit(s));
+    await eventually(() => forwarded.length === 10, "10 units forwarded to hb");
+    publishRelease(wt, "ha", [[1, 10]], 3);
+
+    // Missing: forwarding completed long ago, the frontier allows release, but no receipt came.
+    await settle();
+    t.is(lane().obligations.retained.toString(), "1-10");
+    t.is(lane().obligations.pendingFor("hb").toString(), "1-10");
+
+    // Stale incarnation, stale epoch, forged signature, and a non-edge holder: all refused.
+    sendReceipt(wt, hbKey, "hb", 1, 9, [[1, 10]], 3);
+    sendReceipt(wt, hbKey, "hb", 2, 9, [[1, 10]], 2);
+    sendReceipt(wt, generateHolderKeyPair().privateKey, "hb", 2, 9, [[1, 10]], 3);
+    sendReceipt(wt, keys.privateKey("hx"), "hx", 1, 1, [[1, 10]], 3);
+    await eventually(() => a.log.filter((o) => o.type === "receipt_refused").length >= 3, "three refusals");
+    await settle();
+    const refused = a.log.filter((o) => o.type === "receipt_refused").map((o) => (o as { code: string }).code);
+    t.deepEqual(refused.sort(), ["bad_signature", "stale_epoch", "stale_incarnation"]);
+    t.is(lane().obligations.retained.toString(), "1-10", "nothing released on a stale or foreign receipt");
+    t.is(lane().obligations.pendingFor("hb").toString(), "1-10");
+
+    // Reordered and duplicated: seq 3 (1-6) before seq 2 (1-3), then seq 3 again.
+    sendReceipt(wt, hbKey, "hb", 2, 3, [[1, 6]], 3);
+    sendReceipt(wt, hbKey, "hb", 2, 2, [[1, 3]], 3);
+    sendReceipt(wt, hbKey, "hb", 2, 3, [[1, 6]], 3);
+    await eventually(() => lane().obligations.pendingFor("hb").toString() === "7-10", "pins for 1-6 dropped");
+    await settle();
+    t.is(lane().obligations.retained.toString(), "1-10", "a segment is released whole, only when all of it is covered");
+
+    // The right receipt: everything released.
+    sendReceipt(wt, hbKey, "hb", 2, 4, [[1, 10]], 3);
+    await eventually(() => lane().obligations.retained.isEmpty, "released after the covering receipt");
+    const order = a.log.filter((o) => o.type === "edge_receipt" || o.type === "released").map((o) => o.type);
+    t.is(order[order.length - 1], "released");
+    t.is(a.holder.counters.get("receipt_bad_signature"), 1);
+  } finally {
+    sub.unsubscribe();
+    w.sender.close();
+    await wt.close();
+    await a.close();
+  }
+});
