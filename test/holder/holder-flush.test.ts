@@ -1,0 +1,44 @@
+import anyTest, { type TestFn } from "ava";
+import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { CountingFileLayer, eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
+
+const test = anyTest as TestFn<NatsTestContext>;
+withNatsServer(test);
+
+test.serial("a flush that misses its deadline does not advance the persistence cut; a completed in-deadline fdatasync does", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const files = new CountingFileLayer();
+  files.syncDelayMs = 300; // the disk is slower than the flush deadline
+  const h = await launchHolder(url, keys, holderConfig("h-disk", { residency: ["ram", "disk"], flush: { intervalMs: 20, deadlineMs: 40 } }), {
+    files,
+    spillPath: `${tempDir()}/spill.log`,
+  });
+  const wt = await transport(url, "writer");
+  const receipts = watchReceipts(wt);
+  const w = new Writer(wt, "h-disk");
+  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  try {
+    for (let s = 1; s <= 20; s++) w.send(unit(s, 1, 4096));
+    await eventually(() => h.holder.counters.get("flush_deadline_missed") >= 1, "a missed flush deadline");
+    t.true(files.writes > 0, "the spill records were written...");
+    t.true(lane().obligations.diskResident.isEmpty, "...but a write or a late sync is not persistence");
+    t.false(receipts.residencies("h-disk").includes("disk"), "no disk receipt was issued");
+    t.is(h.holder.counters.get("flush_synced"), 0);
+
+    files.syncDelayMs = 0;
+    await eventually(() => lane().obligations.diskResident.covers(1, 20), "persistence cut covers 1-20 after an in-deadline sync", 5_000);
+    await eventually(() => receipts.residencies("h-disk").includes("disk"), "disk receipt published");
+    t.true(files.datasyncs >= 1);
+    t.true(h.holder.counters.get("flush_synced") >= 1);
+    // Custody continues at disk residency: the RAM copies were recycled.
+    t.is(lane().arena.report().ramBytes, 0);
+    t.is(lane().obligations.retained.toString(), "1-20");
+  } finally {
+    receipts.stop();
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
+  }
+});
