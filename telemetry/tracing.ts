@@ -31,6 +31,7 @@ export const SpanExporterKind = {
 } as const;
 export type SpanExporterKind = (typeof SpanExporterKind)[keyof typeof SpanExporterKind];
 
+/** Options of `setupTracing`. */
 export interface TracingOptions {
   serviceName: string;
   /** Extra resource attributes, e.g. `{ "custody.region": "us-east", "custody.holder": "h1" }`. */
@@ -45,6 +46,7 @@ export interface TracingOptions {
   registerGlobal?: boolean;
 }
 
+/** What `setupTracing` returns; `tracer` works even when global registration is off. */
 export interface TracingHandle {
   provider: NodeTracerProvider;
   tracer: Tracer;

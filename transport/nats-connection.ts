@@ -15,6 +15,7 @@ export const DEFAULT_RECONNECT = {
   timeout: 5_000,
 } as const;
 
+/** Options of `connectNats`; unset reconnect fields take `DEFAULT_RECONNECT`. */
 export interface ConnectNatsOptions {
   /** One URL or a list, e.g. `nats://127.0.0.1:4222`. */
   servers: string | string[];

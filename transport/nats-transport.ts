@@ -31,6 +31,7 @@ import type {
   TransportSubscription,
 } from "./transport.ts";
 
+/** Options of `NatsTransport` (besides the connection options of `connect`). */
 export interface NatsTransportOptions {
   /** Endpoint name (defaults to the connection name given to `connect`, else "nats"). */
   name?: string;

@@ -170,6 +170,7 @@ function isPortClash(log: string): boolean {
   return /address already in use/i.test(log);
 }
 
+/** Options of `startNatsServer`. */
 export interface NatsServerOptions {
   /** Enable JetStream (default true). */
   jetstream?: boolean;
@@ -274,6 +275,7 @@ export interface RegionServer {
   readonly pid: number;
 }
 
+/** A running supercluster; `regions[name].url` is where a client of that region connects. */
 export interface SuperclusterHandle {
   readonly regions: Readonly<Record<string, RegionServer>>;
   /** PIDs of every server of the supercluster (for leak checks). */
@@ -282,6 +284,7 @@ export interface SuperclusterHandle {
   stop(): Promise<void>;
 }
 
+/** Options of `startSupercluster`. */
 export interface SuperclusterOptions {
   /** Region names; each becomes a one-server cluster and a gateway name. */
   regions: readonly string[];

@@ -14,6 +14,7 @@ import type { ExecutionContext, TestFn } from "ava";
 import { headerValue, type InboundMessage, type Transport } from "../../transport/transport.ts";
 import { TransportError } from "../../transport/transport-error.ts";
 
+/** Two endpoints on one network, and how to dispose of them. */
 export interface TransportPair {
   a: Transport;
   b: Transport;
