@@ -1,0 +1,42 @@
+import type { Clock } from "../core/clock.ts";
+import type { ControlEvent, ControlEventBody } from "./control-event.ts";
+import type { ControlLogFollower } from "./control-log-follower.ts";
+import type { ControlLogStore } from "./control-log.ts";
+import { applyControlEvent, type ControlState } from "./control-state.ts";
+
+/** Who commits: the controller's name and its clock (for `issuedAt`). */
+export interface ControllerIdentity {
+  readonly controller: string;
+  readonly clock: Clock;
+}
+
+/**
+ * Prepares and commits one control event with optimistic concurrency:
+ * 1. refreshes `follower` (throws ControlLogRegressionError on a regressed/forked log);
+ * 2. lets `decide` build the event body from the current state (it may throw to abstain);
+ * 3. stamps the fence (current epoch and generation) and the chain (current head hash);
+ * 4. checks the transition locally (throws ControlFenceError, nothing is appended);
+ * 5. appends with `expectedLastSeq` = the folded head; a concurrent commit makes this throw
+ *    ControlConflictError, and the caller must re-run the whole decision, never just resend.
+ * Resolves to the committed sequence and the refreshed state that includes it.
+ */
+export async function commitControlEvent(
+  store: ControlLogStore,
+  follower: ControlLogFollower,
+  who: ControllerIdentity,
+  decide: (s: ControlState) => ControlEventBody,
+): Promise<{ seq: number; state: ControlState }> {
+  const s = await follower.refresh();
+  const event: ControlEvent = {
+    region: store.region,
+    controller: who.controller,
+    preparedEpoch: s.topologyEpoch,
+    preparedGeneration: s.policyGeneration,
+    prevHash: s.headHash,
+    issuedAt: Math.floor(who.clock.now()),
+    ...decide(s),
+  };
+  applyControlEvent(s, event);
+  const seq = await store.append(event, s.lastSeq);
+  return { seq, state: await follower.refresh() };
+}

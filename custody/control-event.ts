@@ -1,0 +1,226 @@
+import { Decoder, Encoder } from "@msgpack/msgpack";
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { RangeSet } from "../lanes/range-set.ts";
+import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
+import { PayloadRepresentation } from "./source-cut.ts";
+import { tokenSchema, uintSchema } from "./token.ts";
+
+/** The ordered custody changes a controller may commit. */
+export const ControlEventType = {
+  create_obligation: "create_obligation",
+  admit_holder: "admit_holder",
+  prepare_transfer: "prepare_transfer",
+  activate_replacement: "activate_replacement",
+  release_ranges: "release_ranges",
+  retire_holder: "retire_holder",
+  policy_change: "policy_change",
+  declare_failure: "declare_failure",
+} as const;
+export type ControlEventType = (typeof ControlEventType)[keyof typeof ControlEventType];
+
+/** Control event format versions this code reads and writes. */
+export const ControlEventVersion = { v1: 1 } as const;
+export type ControlEventVersion = (typeof ControlEventVersion)[keyof typeof ControlEventVersion];
+
+/** The `prevHash` of the first event of a log. */
+export const GENESIS_HASH = "0".repeat(64);
+
+/** Scope of a declared failure. */
+export const FailureScope = { holder: "holder", zone: "zone", region: "region" } as const;
+export type FailureScope = (typeof FailureScope)[keyof typeof FailureScope];
+
+/**
+ * Fields every event carries: where and by whom it was prepared, the topology epoch and policy
+ * generation it was prepared under (the fence), and the hash of the event before it (the chain).
+ */
+export interface ControlEventHeader {
+  readonly region: string;
+  readonly controller: string;
+  readonly preparedEpoch: number;
+  readonly preparedGeneration: number;
+  /** Hex SHA-256 of the previous event's canonical bytes (`GENESIS_HASH` for the first). */
+  readonly prevHash: string;
+  readonly issuedAt: number;
+}
+
+/** What each event type changes. */
+export type ControlEventBody =
+  | {
+      readonly type: typeof ControlEventType.create_obligation;
+      readonly obligationId: string;
+      readonly volume: string;
+      readonly lane: string;
+      readonly representation: PayloadRepresentation;
+      /** Holders responsible from `fromSeq` onward. */
+      readonly holders: readonly string[];
+      readonly fromSeq: number;
+    }
+  | {
+      readonly type: typeof ControlEventType.admit_holder;
+      readonly holderId: string;
+      readonly incarnation: number;
+      /** Raw 32-byte Ed25519 public key that signs this incarnation's receipts. */
+      readonly publicKey: Uint8Array;
+      /** Failure domain path, e.g. `aws/us-east-1/use1-az1/rack7`. */
+      readonly failureDomain: string;
+    }
+  | {
+      readonly type: typeof ControlEventType.prepare_transfer;
+      readonly transferId: string;
+      readonly obligationId: string;
+      readonly fromHolder: string;
+      readonly toHolder: string;
+      readonly ranges: RangeSet;
+    }
+  | { readonly type: typeof ControlEventType.activate_replacement; readonly transferId: string }
+  | {
+      readonly type: typeof ControlEventType.release_ranges;
+      readonly obligationId: string;
+      readonly holderId: string;
+      readonly ranges: RangeSet;
+      /** Holders whose current responsibility justifies this release (never the releasing holder). */
+      readonly reliesOn: readonly string[];
+    }
+  | { readonly type: typeof ControlEventType.retire_holder; readonly holderId: string; readonly incarnation: number }
+  | { readonly type: typeof ControlEventType.policy_change; readonly topologyEpoch: number; readonly policyGeneration: number; readonly reason: string }
+  | { readonly type: typeof ControlEventType.declare_failure; readonly scope: FailureScope; readonly domain: string; readonly holderIds: readonly string[] };
+
+/** One control event. */
+export type ControlEvent = ControlEventHeader & ControlEventBody;
+
+/** A control event of one type. */
+export type ControlEventOf<T extends ControlEventType> = Extract<ControlEvent, { type: T }>;
+
+// ---- canonical encoding ----
+
+const MAGIC = "custody-control-event";
+const encoder = new Encoder();
+const decoder = new Decoder({ maxStrLength: 64 * 1024, maxArrayLength: 64 * 1024, maxMapLength: 0, maxExtLength: 0 });
+
+const hashBytes = z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "must be 32 bytes");
+const rangesSchema = z.array(z.tuple([uintSchema, uintSchema])).max(4096);
+const domainSchema = z.string().min(1).max(256);
+const headerTuple = z.tuple([
+  z.literal(MAGIC),
+  z.literal(ControlEventVersion.v1),
+  z.enum(Object.values(ControlEventType) as [ControlEventType, ...ControlEventType[]]),
+  tokenSchema,
+  tokenSchema,
+  uintSchema,
+  uintSchema,
+  hashBytes,
+  uintSchema,
+  z.array(z.unknown()).max(16),
+]);
+
+const bodySchemas = {
+  create_obligation: z.tuple([tokenSchema, tokenSchema, tokenSchema, z.enum([PayloadRepresentation.raw, PayloadRepresentation.coalesced]), z.array(tokenSchema).max(64), uintSchema]),
+  admit_holder: z.tuple([tokenSchema, uintSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "public key must be 32 bytes"), domainSchema]),
+  prepare_transfer: z.tuple([tokenSchema, tokenSchema, tokenSchema, tokenSchema, rangesSchema]),
+  activate_replacement: z.tuple([tokenSchema]),
+  release_ranges: z.tuple([tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64)]),
+  retire_holder: z.tuple([tokenSchema, uintSchema]),
+  policy_change: z.tuple([uintSchema, uintSchema, z.string().max(1024)]),
+  declare_failure: z.tuple([z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]), domainSchema, z.array(tokenSchema).max(1024)]),
+} as const;
+
+function bodyToTuple(e: ControlEventBody): unknown[] {
+  switch (e.type) {
+    case "create_obligation":
+      return [e.obligationId, e.volume, e.lane, e.representation, [...e.holders], e.fromSeq];
+    case "admit_holder":
+      return [e.holderId, e.incarnation, e.publicKey, e.failureDomain];
+    case "prepare_transfer":
+      return [e.transferId, e.obligationId, e.fromHolder, e.toHolder, e.ranges.toJSON()];
+    case "activate_replacement":
+      return [e.transferId];
+    case "release_ranges":
+      return [e.obligationId, e.holderId, e.ranges.toJSON(), [...e.reliesOn]];
+    case "retire_holder":
+      return [e.holderId, e.incarnation];
+    case "policy_change":
+      return [e.topologyEpoch, e.policyGeneration, e.reason];
+    case "declare_failure":
+      return [e.scope, e.domain, [...e.holderIds]];
+  }
+}
+
+function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody {
+  switch (type) {
+    case "create_obligation": {
+      const [obligationId, volume, lane, representation, holders, fromSeq] = bodySchemas.create_obligation.parse(raw);
+      return { type, obligationId, volume, lane, representation, holders, fromSeq };
+    }
+    case "admit_holder": {
+      const [holderId, incarnation, publicKey, failureDomain] = bodySchemas.admit_holder.parse(raw);
+      return { type, holderId, incarnation, publicKey, failureDomain };
+    }
+    case "prepare_transfer": {
+      const [transferId, obligationId, fromHolder, toHolder, ranges] = bodySchemas.prepare_transfer.parse(raw);
+      return { type, transferId, obligationId, fromHolder, toHolder, ranges: RangeSet.fromJSON(ranges) };
+    }
+    case "activate_replacement": {
+      const [transferId] = bodySchemas.activate_replacement.parse(raw);
+      return { type, transferId };
+    }
+    case "release_ranges": {
+      const [obligationId, holderId, ranges, reliesOn] = bodySchemas.release_ranges.parse(raw);
+      return { type, obligationId, holderId, ranges: RangeSet.fromJSON(ranges), reliesOn };
+    }
+    case "retire_holder": {
+      const [holderId, incarnation] = bodySchemas.retire_holder.parse(raw);
+      return { type, holderId, incarnation };
+    }
+    case "policy_change": {
+      const [topologyEpoch, policyGeneration, reason] = bodySchemas.policy_change.parse(raw);
+      return { type, topologyEpoch, policyGeneration, reason };
+    }
+    case "declare_failure": {
+      const [scope, domain, holderIds] = bodySchemas.declare_failure.parse(raw);
+      return { type, scope, domain, holderIds };
+    }
+  }
+}
+
+/**
+ * Canonical bytes of an event: msgpack of positional arrays in a fixed order (deterministic, so
+ * the hash chain is well defined). Throws ControlFenceError `malformed` for a bad prevHash.
+ */
+export function encodeControlEvent(e: ControlEvent): Uint8Array {
+  if (!/^[0-9a-f]{64}$/.test(e.prevHash)) throw new ControlFenceError(ControlFenceCode.malformed, "prevHash must be 64 lowercase hex digits", { prevHash: e.prevHash });
+  return encoder.encode([
+    MAGIC,
+    ControlEventVersion.v1,
+    e.type,
+    e.region,
+    e.controller,
+    e.preparedEpoch,
+    e.preparedGeneration,
+    Buffer.from(e.prevHash, "hex"),
+    e.issuedAt,
+    bodyToTuple(e),
+  ]);
+}
+
+/** Decodes canonical event bytes. Throws ControlFenceError `malformed` for anything that is not a valid v1 event. */
+export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
+  try {
+    const [, , type, region, controller, preparedEpoch, preparedGeneration, prev, issuedAt, body] = headerTuple.parse(decoder.decode(bytes));
+    const header: ControlEventHeader = { region, controller, preparedEpoch, preparedGeneration, prevHash: Buffer.from(prev).toString("hex"), issuedAt };
+    return { ...header, ...bodyFromTuple(type, body) };
+  } catch (err) {
+    const issue = err instanceof z.ZodError ? err.issues[0] : undefined;
+    throw new ControlFenceError(ControlFenceCode.malformed, `control event is malformed${issue ? `: ${issue.path.join(".")}: ${issue.message}` : ""}`, {}, { cause: err });
+  }
+}
+
+/** Hex SHA-256 of canonical event bytes: the value the next event names as `prevHash`. */
+export function hashControlEventBytes(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Hex SHA-256 of an event's canonical encoding. */
+export function hashControlEvent(e: ControlEvent): string {
+  return hashControlEventBytes(encodeControlEvent(e));
+}

@@ -1,0 +1,97 @@
+import type { RangeSet } from "../lanes/range-set.ts";
+import { ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
+import type { ControlLogStore } from "./control-log.ts";
+import { foldControlEntry, foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlState } from "./control-state.ts";
+
+/**
+ * A reader of one control log that remembers the newest head it has seen (sequence + hash) and
+ * refuses any later view of the log that is shorter or different at that head.
+ *
+ * Guarantees: `state` only moves forward; after a regression or fork is detected the follower
+ * keeps its newer state, stays `distrusted`, and `isReleaseAuthorized` answers false for
+ * everything, so no release is authorized from the older log (an operator must investigate).
+ */
+export class ControlLogFollower {
+  private current: ControlState = INITIAL_CONTROL_STATE;
+  private problem: ControlLogRegressionError | undefined;
+
+  constructor(private readonly store: ControlLogStore) {}
+
+  /** The newest folded state this follower has accepted. */
+  get state(): ControlState {
+    return this.current;
+  }
+
+  /** The regression that made this follower stop trusting the log, if any. */
+  get distrusted(): ControlLogRegressionError | undefined {
+    return this.problem;
+  }
+
+  /**
+   * Reads what is new and folds it. The last entry already folded is read again and must still
+   * carry the same hash; the store must not end before it. Throws ControlLogRegressionError
+   * (`log_regression`, `log_fork`, `chain_broken`, `unreadable_entry`) and then stays distrusted.
+   */
+  async refresh(): Promise<ControlState> {
+    this.throwIfDistrusted();
+    const s = this.current;
+    if (s.lastSeq === 0) return this.accept(foldControlLog(await this.store.readAll()));
+    const entries = await this.store.readFrom(s.lastSeq);
+    const first = entries[0];
+    if (first === undefined || first.seq !== s.lastSeq) {
+      const last = await this.store.lastSeq();
+      if (first === undefined && last < s.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} ends at ${last}, before head ${s.lastSeq} already seen`, { seen: s.lastSeq, last });
+      this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} no longer holds head ${s.lastSeq}`, { seen: s.lastSeq, last });
+    }
+    if (first.hash !== s.headHash) this.distrust(ControlLogRegressionCode.log_fork, `control log ${this.store.region} holds a different event at ${s.lastSeq}`, { seq: s.lastSeq, seen: s.headHash, found: first.hash });
+    let next = s;
+    try {
+      for (const e of entries.slice(1)) next = foldControlEntry(next, e);
+    } catch (err) {
+      if (err instanceof ControlLogRegressionError) this.distrust(err.code, err.message, err.detail);
+      throw err;
+    }
+    return this.accept(next);
+  }
+
+  /**
+   * Re-reads and re-folds the whole log from the first event (e.g. after a store restart) and
+   * checks it against the head already seen. Same errors as `refresh`.
+   */
+  async replay(): Promise<ControlState> {
+    this.throwIfDistrusted();
+    const seen = this.current;
+    let folded: ControlState;
+    let hashAtSeen: string | undefined;
+    try {
+      const entries = await this.store.readAll();
+      hashAtSeen = entries.find((e) => e.seq === seen.lastSeq)?.hash;
+      folded = foldControlLog(entries);
+    } catch (err) {
+      if (err instanceof ControlLogRegressionError) this.distrust(err.code, err.message, err.detail);
+      throw err;
+    }
+    if (folded.lastSeq < seen.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `replayed control log ${this.store.region} ends at ${folded.lastSeq}, before head ${seen.lastSeq} already seen`, { seen: seen.lastSeq, last: folded.lastSeq });
+    if (seen.lastSeq > 0 && hashAtSeen !== seen.headHash) this.distrust(ControlLogRegressionCode.log_fork, `replayed control log ${this.store.region} differs at ${seen.lastSeq}`, { seq: seen.lastSeq });
+    return this.accept(folded);
+  }
+
+  /** True only when the log is trusted and a committed release authorizes `holderId` to forget all of `ranges`. */
+  isReleaseAuthorized(obligationId: string, holderId: string, ranges: RangeSet): boolean {
+    return this.problem === undefined && isReleaseAuthorized(this.current, obligationId, holderId, ranges);
+  }
+
+  private accept(s: ControlState): ControlState {
+    this.current = s;
+    return s;
+  }
+
+  private throwIfDistrusted(): void {
+    if (this.problem !== undefined) throw this.problem;
+  }
+
+  private distrust(code: ControlLogRegressionCode, message: string, detail: Record<string, unknown>): never {
+    this.problem = new ControlLogRegressionError(code, message, detail);
+    throw this.problem;
+  }
+}

@@ -1,0 +1,82 @@
+import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
+import { decodeControlEvent, encodeControlEvent, hashControlEventBytes, type ControlEvent } from "./control-event.ts";
+import type { ControlLogEntry } from "./control-state.ts";
+
+/**
+ * Where a region's control events are committed, in order. Contract every implementation keeps
+ * (in-memory here, JetStream in `transport/jetstream-control-log.ts`):
+ * - `append` commits the event's canonical bytes only if the log's last sequence is still
+ *   `expectedLastSeq`; otherwise it throws ControlConflictError and commits nothing. Of two
+ *   appends prepared against the same sequence, exactly one succeeds.
+ * - sequences are positive and strictly increasing (not necessarily contiguous);
+ * - `readFrom(seq)` returns every stored entry with sequence >= seq, in order; an entry that
+ *   cannot be decoded throws ControlLogRegressionError `unreadable_entry`.
+ * The store does not check the hash chain or fencing: readers do (`foldControlLog`), so a log
+ * that lost or reordered events is caught by whoever reads it.
+ */
+export interface ControlLogStore {
+  readonly region: string;
+  /** Commits `event` after `expectedLastSeq`; resolves to its sequence once the store acknowledged it. */
+  append(event: ControlEvent, expectedLastSeq: number): Promise<number>;
+  readAll(): Promise<ControlLogEntry[]>;
+  readFrom(seq: number): Promise<ControlLogEntry[]>;
+  /** The last sequence the store reports (0 when empty). */
+  lastSeq(): Promise<number>;
+}
+
+/** Decodes one stored entry; an undecodable one makes the log untrustworthy for this reader. */
+export function entryFromBytes(seq: number, bytes: Uint8Array): ControlLogEntry {
+  try {
+    return { seq, event: decodeControlEvent(bytes), hash: hashControlEventBytes(bytes) };
+  } catch (err) {
+    throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, `control log entry ${seq} cannot be decoded: ${(err as Error).message}`, { seq });
+  }
+}
+
+/**
+ * An in-memory ControlLogStore for tests and the simulator. Appends are atomic with respect to
+ * each other (single-threaded JS), so the conflict semantics match JetStream's expected-last-
+ * sequence check. `loseTail` injects the failure the hash chain exists to catch.
+ */
+export class InMemoryControlLog implements ControlLogStore {
+  private entries: { seq: number; bytes: Uint8Array }[] = [];
+  private nextSeq = 1;
+
+  constructor(readonly region: string) {}
+
+  async append(event: ControlEvent, expectedLastSeq: number): Promise<number> {
+    const bytes = encodeControlEvent(event);
+    const last = this.last();
+    if (last !== expectedLastSeq) {
+      throw new ControlConflictError(`control log ${this.region} is at ${last}, not ${expectedLastSeq}`, { expectedLastSeq, actualLastSeq: last, region: this.region });
+    }
+    const seq = this.nextSeq++;
+    this.entries.push({ seq, bytes });
+    return seq;
+  }
+
+  async readAll(): Promise<ControlLogEntry[]> {
+    return this.readFrom(1);
+  }
+
+  async readFrom(seq: number): Promise<ControlLogEntry[]> {
+    return this.entries.filter((e) => e.seq >= seq).map((e) => entryFromBytes(e.seq, e.bytes));
+  }
+
+  async lastSeq(): Promise<number> {
+    return this.last();
+  }
+
+  /**
+   * Fault injection: forgets the last `n` committed events and reuses their sequences, as a
+   * store that acknowledged writes it had not made durable would after a crash.
+   */
+  loseTail(n: number): void {
+    this.entries = this.entries.slice(0, Math.max(0, this.entries.length - n));
+    this.nextSeq = this.last() + 1;
+  }
+
+  private last(): number {
+    return this.entries[this.entries.length - 1]?.seq ?? 0;
+  }
+}

@@ -1,0 +1,325 @@
+import type { KeyObject } from "node:crypto";
+import { RangeSet } from "../lanes/range-set.ts";
+import { ControlFenceCode, ControlFenceError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
+import { GENESIS_HASH, type ControlEvent, type ControlEventOf } from "./control-event.ts";
+import type { ReceiptStream } from "./receipt-batch.ts";
+import type { ReceiptVerifyContext } from "./receipt-verification.ts";
+import { publicKeyFromRaw } from "./signing.ts";
+import type { PayloadRepresentation } from "./source-cut.ts";
+
+/** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
+export const HolderStatus = { active: "active", retired: "retired", failed: "failed" } as const;
+export type HolderStatus = (typeof HolderStatus)[keyof typeof HolderStatus];
+
+/** An admitted holder incarnation and the key that signs its receipts. */
+export interface HolderRecord {
+  readonly holderId: string;
+  readonly incarnation: number;
+  readonly publicKey: Uint8Array;
+  readonly failureDomain: string;
+  readonly status: HolderStatus;
+}
+
+/** A retention obligation: who is responsible for which ranges, and what each holder has released. */
+export interface ObligationRecord {
+  readonly obligationId: string;
+  readonly volume: string;
+  readonly lane: string;
+  readonly representation: PayloadRepresentation;
+  readonly responsible: Readonly<Record<string, RangeSet>>;
+  /** Release frontiers: ranges each holder is authorized to forget. Only ever grows. */
+  readonly released: Readonly<Record<string, RangeSet>>;
+}
+
+/** A custody transfer: prepared first, activated once the controller has the successor's evidence. */
+export interface TransferRecord {
+  readonly transferId: string;
+  readonly obligationId: string;
+  readonly fromHolder: string;
+  readonly toHolder: string;
+  readonly ranges: RangeSet;
+  readonly preparedEpoch: number;
+  readonly preparedGeneration: number;
+  readonly status: "prepared" | "active";
+}
+
+/** Folded control log. Immutable: every transition returns a new object. */
+export interface ControlState {
+  /** Log sequence of the last folded entry (0 before the first). */
+  readonly lastSeq: number;
+  /** Hash of the last folded event (`GENESIS_HASH` before the first). */
+  readonly headHash: string;
+  readonly topologyEpoch: number;
+  readonly policyGeneration: number;
+  readonly holders: Readonly<Record<string, HolderRecord>>;
+  readonly obligations: Readonly<Record<string, ObligationRecord>>;
+  readonly transfers: Readonly<Record<string, TransferRecord>>;
+  /** Committed events the fold refused (each changed nothing), in log order. */
+  readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
+}
+
+/** The state of an empty log: epoch 1, generation 1, nothing admitted. */
+export const INITIAL_CONTROL_STATE: ControlState = {
+  lastSeq: 0,
+  headHash: GENESIS_HASH,
+  topologyEpoch: 1,
+  policyGeneration: 1,
+  holders: {},
+  obligations: {},
+  transfers: {},
+  rejected: [],
+};
+
+/** One committed log entry: its log sequence, decoded event and the hash of its canonical bytes. */
+export interface ControlLogEntry {
+  readonly seq: number;
+  readonly event: ControlEvent;
+  readonly hash: string;
+}
+
+/** Sentinel "to the end of the log" for open-ended responsibility. */
+export const OPEN_END = Number.MAX_SAFE_INTEGER;
+
+function fail(code: ControlFenceCode, message: string, detail: Record<string, unknown> = {}): never {
+  throw new ControlFenceError(code, message, detail);
+}
+
+function activeHolder(s: ControlState, holderId: string, role: string): HolderRecord {
+  const h = s.holders[holderId];
+  if (h === undefined) fail(ControlFenceCode.unknown_holder, `${role} ${holderId} was never admitted`, { holderId });
+  if (h.status !== HolderStatus.active) fail(ControlFenceCode.holder_not_active, `${role} ${holderId} is ${h.status}`, { holderId, status: h.status });
+  return h;
+}
+
+function obligationOf(s: ControlState, obligationId: string): ObligationRecord {
+  const o = s.obligations[obligationId];
+  if (o === undefined) fail(ControlFenceCode.unknown_obligation, `obligation ${obligationId} does not exist`, { obligationId });
+  return o;
+}
+
+const rs = (m: Readonly<Record<string, RangeSet>>, k: string): RangeSet => m[k] ?? RangeSet.EMPTY;
+
+/**
+ * Applies one event to `s` and returns the new state, or throws ControlFenceError and changes
+ * nothing. Fencing: an event must be prepared under exactly the current epoch and generation.
+ * Nothing here reads a clock: a lease expiring or a controller disconnecting cannot release
+ * anything; only a committed `release_ranges` does, and released ranges never come back.
+ */
+export function applyControlEvent(s: ControlState, e: ControlEvent): ControlState {
+  if (e.preparedEpoch < s.topologyEpoch) fail(ControlFenceCode.stale_epoch, `${e.type} prepared under epoch ${e.preparedEpoch} < ${s.topologyEpoch}`, { epoch: e.preparedEpoch, current: s.topologyEpoch });
+  if (e.preparedGeneration < s.policyGeneration) fail(ControlFenceCode.stale_generation, `${e.type} prepared under generation ${e.preparedGeneration} < ${s.policyGeneration}`, { generation: e.preparedGeneration, current: s.policyGeneration });
+  if (e.preparedEpoch !== s.topologyEpoch || e.preparedGeneration !== s.policyGeneration) {
+    fail(ControlFenceCode.fence_mismatch, `${e.type} prepared under epoch ${e.preparedEpoch}/generation ${e.preparedGeneration}, which the log never reached`, { epoch: e.preparedEpoch, generation: e.preparedGeneration });
+  }
+  switch (e.type) {
+    case "create_obligation":
+      return createObligation(s, e);
+    case "admit_holder":
+      return admitHolder(s, e);
+    case "prepare_transfer":
+      return prepareTransfer(s, e);
+    case "activate_replacement":
+      return activateReplacement(s, e);
+    case "release_ranges":
+      return releaseRanges(s, e);
+    case "retire_holder":
+      return retireHolder(s, e);
+    case "policy_change":
+      return policyChange(s, e);
+    case "declare_failure":
+      return declareFailure(s, e);
+  }
+}
+
+function createObligation(s: ControlState, e: ControlEventOf<"create_obligation">): ControlState {
+  if (s.obligations[e.obligationId] !== undefined) fail(ControlFenceCode.duplicate_id, `obligation ${e.obligationId} already exists`, { obligationId: e.obligationId });
+  const responsible: Record<string, RangeSet> = {};
+  for (const h of e.holders) {
+    activeHolder(s, h, "holder");
+    responsible[h] = RangeSet.of(e.fromSeq, OPEN_END);
+  }
+  const o: ObligationRecord = { obligationId: e.obligationId, volume: e.volume, lane: e.lane, representation: e.representation, responsible, released: {} };
+  return { ...s, obligations: { ...s.obligations, [e.obligationId]: o } };
+}
+
+function admitHolder(s: ControlState, e: ControlEventOf<"admit_holder">): ControlState {
+  const cur = s.holders[e.holderId];
+  if (cur !== undefined && e.incarnation <= cur.incarnation) {
+    fail(ControlFenceCode.stale_incarnation, `holder ${e.holderId} incarnation ${e.incarnation} is not newer than ${cur.incarnation}`, { holderId: e.holderId, incarnation: e.incarnation, current: cur.incarnation });
+  }
+  const h: HolderRecord = { holderId: e.holderId, incarnation: e.incarnation, publicKey: e.publicKey, failureDomain: e.failureDomain, status: HolderStatus.active };
+  return { ...s, holders: { ...s.holders, [e.holderId]: h } };
+}
+
+function prepareTransfer(s: ControlState, e: ControlEventOf<"prepare_transfer">): ControlState {
+  if (s.transfers[e.transferId] !== undefined) fail(ControlFenceCode.duplicate_id, `transfer ${e.transferId} already exists`, { transferId: e.transferId });
+  const o = obligationOf(s, e.obligationId);
+  activeHolder(s, e.toHolder, "successor");
+  if (e.toHolder === e.fromHolder) fail(ControlFenceCode.not_responsible, "a transfer needs two different holders", { holderId: e.toHolder });
+  if (!rs(o.responsible, e.fromHolder).coversAll(e.ranges)) {
+    fail(ControlFenceCode.not_responsible, `holder ${e.fromHolder} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.fromHolder, obligationId: e.obligationId });
+  }
+  checkNoReappearance(o, e.toHolder, e.ranges);
+  const t: TransferRecord = { ...pick(e), preparedEpoch: e.preparedEpoch, preparedGeneration: e.preparedGeneration, status: "prepared" };
+  return { ...s, transfers: { ...s.transfers, [e.transferId]: t } };
+}
+
+function pick(e: ControlEventOf<"prepare_transfer">) {
+  return { transferId: e.transferId, obligationId: e.obligationId, fromHolder: e.fromHolder, toHolder: e.toHolder, ranges: e.ranges };
+}
+
+function activateReplacement(s: ControlState, e: ControlEventOf<"activate_replacement">): ControlState {
+  const t = s.transfers[e.transferId];
+  if (t === undefined) fail(ControlFenceCode.unknown_transfer, `transfer ${e.transferId} was never prepared`, { transferId: e.transferId });
+  if (t.status !== "prepared") fail(ControlFenceCode.transfer_state, `transfer ${e.transferId} is already ${t.status}`, { transferId: e.transferId });
+  // A plan prepared under an older epoch/generation cannot be activated under a newer one.
+  if (t.preparedEpoch !== s.topologyEpoch) fail(ControlFenceCode.stale_epoch, `transfer ${e.transferId} was prepared under epoch ${t.preparedEpoch}`, { transferId: e.transferId, epoch: t.preparedEpoch, current: s.topologyEpoch });
+  if (t.preparedGeneration !== s.policyGeneration) fail(ControlFenceCode.stale_generation, `transfer ${e.transferId} was prepared under generation ${t.preparedGeneration}`, { transferId: e.transferId, generation: t.preparedGeneration, current: s.policyGeneration });
+  activeHolder(s, t.toHolder, "successor");
+  const o = obligationOf(s, t.obligationId);
+  checkNoReappearance(o, t.toHolder, t.ranges);
+  const responsible = { ...o.responsible, [t.toHolder]: rs(o.responsible, t.toHolder).union(t.ranges) };
+  return {
+    ...s,
+    obligations: { ...s.obligations, [o.obligationId]: { ...o, responsible } },
+    transfers: { ...s.transfers, [t.transferId]: { ...t, status: "active" } },
+  };
+}
+
+function checkNoReappearance(o: ObligationRecord, holderId: string, ranges: RangeSet): void {
+  const back = rs(o.released, holderId).intersect(ranges);
+  if (!back.isEmpty) fail(ControlFenceCode.released_range_reappears, `${holderId} already released ${back.toString()} of ${o.obligationId}`, { holderId, obligationId: o.obligationId, ranges: back.toJSON() });
+}
+
+function releaseRanges(s: ControlState, e: ControlEventOf<"release_ranges">): ControlState {
+  const o = obligationOf(s, e.obligationId);
+  if (!s.holders[e.holderId]) fail(ControlFenceCode.unknown_holder, `holder ${e.holderId} was never admitted`, { holderId: e.holderId });
+  if (e.ranges.isEmpty || !rs(o.responsible, e.holderId).coversAll(e.ranges)) {
+    fail(ControlFenceCode.not_responsible, `holder ${e.holderId} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.holderId, obligationId: e.obligationId });
+  }
+  if (e.reliesOn.length === 0) fail(ControlFenceCode.release_not_covered, "a release must name the holders it relies on", { holderId: e.holderId });
+  for (const r of e.reliesOn) {
+    const h = s.holders[r];
+    // Ordered evaluation is what prevents circular release: once A released relying on B, A is no
+    // longer responsible, so B's later release relying on A fails here.
+    if (r === e.holderId || h === undefined || h.status !== HolderStatus.active || !rs(o.responsible, r).coversAll(e.ranges)) {
+      fail(ControlFenceCode.release_not_covered, `release of ${e.ranges.toString()} by ${e.holderId} relies on ${r}, which is not an active holder responsible for those ranges`, { holderId: e.holderId, reliesOn: r, obligationId: e.obligationId });
+    }
+  }
+  const next: ObligationRecord = {
+    ...o,
+    responsible: { ...o.responsible, [e.holderId]: rs(o.responsible, e.holderId).subtract(e.ranges) },
+    released: { ...o.released, [e.holderId]: rs(o.released, e.holderId).union(e.ranges) },
+  };
+  return { ...s, obligations: { ...s.obligations, [o.obligationId]: next } };
+}
+
+function retireHolder(s: ControlState, e: ControlEventOf<"retire_holder">): ControlState {
+  const h = activeHolder(s, e.holderId, "holder");
+  if (h.incarnation !== e.incarnation) fail(ControlFenceCode.stale_incarnation, `holder ${e.holderId} is at incarnation ${h.incarnation}, not ${e.incarnation}`, { holderId: e.holderId });
+  for (const o of Object.values(s.obligations)) {
+    if (!rs(o.responsible, e.holderId).isEmpty) {
+      fail(ControlFenceCode.holder_still_responsible, `holder ${e.holderId} is still responsible for ${rs(o.responsible, e.holderId).toString()} of ${o.obligationId}`, { holderId: e.holderId, obligationId: o.obligationId });
+    }
+  }
+  return { ...s, holders: { ...s.holders, [e.holderId]: { ...h, status: HolderStatus.retired } } };
+}
+
+function policyChange(s: ControlState, e: ControlEventOf<"policy_change">): ControlState {
+  if (e.topologyEpoch < s.topologyEpoch || e.policyGeneration < s.policyGeneration || (e.topologyEpoch === s.topologyEpoch && e.policyGeneration === s.policyGeneration)) {
+    fail(ControlFenceCode.policy_not_advancing, `policy change to epoch ${e.topologyEpoch}/generation ${e.policyGeneration} does not advance ${s.topologyEpoch}/${s.policyGeneration}`, { epoch: e.topologyEpoch, generation: e.policyGeneration });
+  }
+  return { ...s, topologyEpoch: e.topologyEpoch, policyGeneration: e.policyGeneration };
+}
+
+function declareFailure(s: ControlState, e: ControlEventOf<"declare_failure">): ControlState {
+  for (const id of e.holderIds) if (!s.holders[id]) fail(ControlFenceCode.unknown_holder, `holder ${id} was never admitted`, { holderId: id });
+  const holders = { ...s.holders };
+  for (const h of Object.values(s.holders)) {
+    const inDomain = h.failureDomain === e.domain || h.failureDomain.startsWith(e.domain + "/");
+    // Failure changes who can back a release; it never releases the failed holder's ranges.
+    if ((e.holderIds.includes(h.holderId) || inDomain) && h.status === HolderStatus.active) holders[h.holderId] = { ...h, status: HolderStatus.failed };
+  }
+  return { ...s, holders };
+}
+
+/**
+ * Folds one committed entry. Throws ControlLogRegressionError `chain_broken` when the event does
+ * not name the current head hash or the sequence does not advance (the log is not trustworthy).
+ * An event the fold refuses is recorded in `rejected` and changes nothing else, but still becomes
+ * the head: every reader refuses the same events, so every reader reaches the same state.
+ */
+export function foldControlEntry(s: ControlState, entry: ControlLogEntry): ControlState {
+  if (entry.seq <= s.lastSeq) throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `log sequence ${entry.seq} does not advance past ${s.lastSeq}`, { seq: entry.seq, lastSeq: s.lastSeq });
+  if (entry.event.prevHash !== s.headHash) {
+    throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `event at ${entry.seq} names prevHash ${entry.event.prevHash.slice(0, 12)}…, head is ${s.headHash.slice(0, 12)}…`, { seq: entry.seq, prevHash: entry.event.prevHash, headHash: s.headHash });
+  }
+  let next: ControlState;
+  try {
+    next = applyControlEvent(s, entry.event);
+  } catch (err) {
+    if (!(err instanceof ControlFenceError)) throw err;
+    next = { ...s, rejected: [...s.rejected, { seq: entry.seq, code: err.code, message: err.message }] };
+  }
+  return { ...next, lastSeq: entry.seq, headHash: entry.hash };
+}
+
+/** Folds entries (in log order) onto `from` (default: the empty log). Same errors as `foldControlEntry`. */
+export function foldControlLog(entries: Iterable<ControlLogEntry>, from: ControlState = INITIAL_CONTROL_STATE): ControlState {
+  let s = from;
+  for (const e of entries) s = foldControlEntry(s, e);
+  return s;
+}
+
+/** Ranges the log has released for `holderId` under `obligationId` (its release frontier). */
+export function releasedRanges(s: ControlState, obligationId: string, holderId: string): RangeSet {
+  return rs(s.obligations[obligationId]?.released ?? {}, holderId);
+}
+
+/** True only when a committed `release_ranges` authorizes `holderId` to forget all of `ranges`. */
+export function isReleaseAuthorized(s: ControlState, obligationId: string, holderId: string, ranges: RangeSet): boolean {
+  return releasedRanges(s, obligationId, holderId).coversAll(ranges);
+}
+
+/** Every holder's release frontier, sorted by obligation then holder. */
+export function releaseFrontiers(s: ControlState): { obligationId: string; volume: string; lane: string; holderId: string; released: RangeSet }[] {
+  const out: { obligationId: string; volume: string; lane: string; holderId: string; released: RangeSet }[] = [];
+  for (const id of Object.keys(s.obligations).sort()) {
+    const o = s.obligations[id]!;
+    for (const h of Object.keys(o.released).sort()) out.push({ obligationId: id, volume: o.volume, lane: o.lane, holderId: h, released: o.released[h]! });
+  }
+  return out;
+}
+
+const keyCache = new Map<string, KeyObject>();
+function keyObject(raw: Uint8Array): KeyObject {
+  const hex = Buffer.from(raw).toString("hex");
+  let k = keyCache.get(hex);
+  if (k === undefined) {
+    k = publicKeyFromRaw(raw);
+    keyCache.set(hex, k);
+  }
+  return k;
+}
+
+/**
+ * A receipt verification context from folded control state: admitted keys per incarnation,
+ * current epoch and generation, and release frontiers. Failed and retired holders keep their key
+ * (what they signed before is still attributable), but only their current incarnation verifies.
+ */
+export function receiptVerifyContext(s: ControlState, stream: ReceiptStream): ReceiptVerifyContext {
+  return {
+    stream,
+    holderKey: (id, inc) => {
+      const h = s.holders[id];
+      return h !== undefined && h.incarnation === inc ? keyObject(h.publicKey) : undefined;
+    },
+    currentIncarnation: (id) => s.holders[id]?.incarnation,
+    topologyEpoch: s.topologyEpoch,
+    policyGeneration: s.policyGeneration,
+    released: (id, volume, lane, obligationId) => {
+      const o = s.obligations[obligationId];
+      return o !== undefined && o.volume === volume && o.lane === lane ? rs(o.released, id) : RangeSet.EMPTY;
+    },
+  };
+}
