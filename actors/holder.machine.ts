@@ -134,7 +134,7 @@ export const holderMachine = setup({
     "nats.release": { actions: "applyReleaseFrontier" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "timer.receipts": { actions: "flushDueReceipts" },
-    "timer.refresh": { actions: "refreshReceipts" },
+    "timer.refresh": { actions: ["refreshReceipts", "relievePressure"] },
     "timer.seal": { actions: ["sealLane", "relievePressure"] },
     "timer.flush": { actions: "flushTick" },
     "flush.completed": { actions: "applyFlush" },

@@ -47,6 +47,7 @@ export type HolderObservation =
   | { type: "rejected"; lane?: string; code: string }
   | { type: "receipt_published"; lane: string; residency: string; retained: string }
   | { type: "edge_receipt"; lane: string; from: string; retained: string }
+  | { type: "neighbor_receipt"; lane: string; from: string; retained: string }
   | { type: "receipt_refused"; lane: string; from: string; code: string }
   | { type: "released"; lane: string; seqs: string }
   | { type: "transfer_offered"; lane: string; to: string; seqs: string }
@@ -459,7 +460,10 @@ export class HolderCore {
         }
         this.observe({ type: "edge_receipt", lane: key, from: holderId, retained: stated.toString() });
       }
-      if (isNeighbor && !hl.inTransfer.isEmpty) this.completeTransfer(key, hl, holderId, stated);
+      if (isNeighbor) {
+        this.observe({ type: "neighbor_receipt", lane: key, from: holderId, retained: stated.toString() });
+        if (!hl.inTransfer.isEmpty) this.completeTransfer(key, hl, holderId, stated);
+      }
       this.tryRelease(key, hl);
     } catch (err) {
       const code = err instanceof CustodyError ? err.code : "receipt_invalid";

@@ -1,0 +1,67 @@
+import anyTest, { type TestFn } from "ava";
+import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { eventually, holderConfig, KeyRing, launchHolder, transport, unit, Writer } from "./holder-fixture.ts";
+
+const test = anyTest as TestFn<NatsTestContext>;
+withNatsServer(test);
+
+const UNITS = 200;
+const BYTES = 8 * 1024;
+
+test.serial("memory pressure transfers custody to a neighbor: memory stays bounded, nothing is lost, and the neighbor's receipt precedes every local release", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  // The neighbor serves another volume; it takes custody of vol1/l0 only by transfer.
+  const n = await launchHolder(url, keys, holderConfig("h-neighbor", {
+    lanes: [{ volume: "other", lane: "l0", upstream: ["w9"], downstream: [] }],
+    arena: { segmentBytes: 64 * 1024, limitBytes: 8 * 1024 * 1024, maxOutstandingCredit: 256 * 1024, maxUnitBytes: 16 * 1024 },
+  }));
+  const o = await launchHolder(url, keys, holderConfig("h-origin", {
+    arena: { segmentBytes: 64 * 1024, limitBytes: 512 * 1024, maxOutstandingCredit: 128 * 1024, maxUnitBytes: 16 * 1024 },
+    transferNeighbor: "h-neighbor",
+    pressureRatio: 0.5,
+  }));
+  const wt = await transport(url, "writer");
+  const w = new Writer(wt, "h-origin");
+  const lane = () => o.holder.core.lanes.get("vol1/l0")!;
+  let maxRam = 0;
+  const sampler = setInterval(() => (maxRam = Math.max(maxRam, lane().arena.report().ramBytes)), 2);
+  try {
+    for (let s = 1; s <= UNITS; s++) w.send(unit(s, 1, BYTES));
+    const nLane = () => n.holder.core.lanes.get("vol1/l0");
+    await eventually(() => w.sender.backlog.units === 0 && lane().obligations.retained.union(nLane()?.obligations.retained ?? RangeSet.EMPTY).covers(1, UNITS), "all units in custody somewhere", 20_000);
+    clearInterval(sampler);
+
+    const capacity = lane().arena.report().capacityBytes;
+    t.true(UNITS * BYTES > 2 * capacity, "the stream was far larger than the origin's memory");
+    t.true(maxRam <= capacity, `origin RAM peaked at ${maxRam} <= ${capacity}`);
+    const moved = RangeSet.from(o.log.filter((e) => e.type === "transferred_out").flatMap((e) => RangeSet.from(parse((e as { seqs: string }).seqs)).ranges()));
+    t.false(moved.isEmpty, "custody was transferred");
+    t.true(nLane()!.obligations.retained.coversAll(moved), "the neighbor holds everything the origin gave up");
+    t.true(lane().obligations.retained.intersect(moved).isEmpty);
+
+    // Every local release by transfer came after a neighbor receipt covering it.
+    let covered = RangeSet.EMPTY;
+    for (const e of o.log) {
+      if (e.type === "neighbor_receipt") covered = covered.union(RangeSet.from(parse(e.retained)));
+      if (e.type === "transferred_out") t.true(covered.coversAll(RangeSet.from(parse(e.seqs))), `release of ${e.seqs} preceded by the neighbor's receipt`);
+    }
+    t.is(o.holder.counters.get("credit_exceeded"), 0);
+  } finally {
+    clearInterval(sampler);
+    w.sender.close();
+    await wt.close();
+    await o.close();
+    await n.close();
+  }
+});
+
+/** Parses RangeSet.toString() output ("1-5,7") back into pairs. */
+function parse(s: string): [number, number][] {
+  if (s === "∅") return [];
+  return s.split(",").map((p) => {
+    const [a, b] = p.split("-").map(Number);
+    return [a!, b ?? a!];
+  });
+}
