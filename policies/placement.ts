@@ -298,6 +298,39 @@ function growTree(ctx: Ctx, members: readonly string[], rank: (e: MeasuredEdge, 
   return tree;
 }
 
+/** Every tree (parent assignment without cycles) over `members`; only used for small subsets. */
+function allTrees(ctx: Ctx, members: readonly string[]): Tree[] {
+  const out: Tree[] = [];
+  const parents = new Map<string, string>();
+  const reachesSource = (n: string): boolean => {
+    const seen = new Set<string>();
+    while (n !== SOURCE) {
+      if (seen.has(n)) return false;
+      seen.add(n);
+      n = parents.get(n)!;
+    }
+    return true;
+  };
+  const assign = (i: number) => {
+    if (i === members.length) {
+      if (members.every(reachesSource)) out.push(new Map(parents));
+      return;
+    }
+    const child = members[i]!;
+    for (const p of [SOURCE, ...members]) {
+      if (p === child || !edgeBetween(ctx, p, child)) continue;
+      parents.set(child, p);
+      assign(i + 1);
+    }
+    parents.delete(child);
+  };
+  assign(0);
+  return out;
+}
+
+/** Subsets up to this size are searched exhaustively (at most 4^4 trees each); larger ones by heuristics. */
+const EXHAUSTIVE_UP_TO = 4;
+
 function better(a: CustodyGraph, b: CustodyGraph | undefined): boolean {
   if (!b) return true;
   if (a.meetsContract !== b.meetsContract) return a.meetsContract;
@@ -310,9 +343,10 @@ function better(a: CustodyGraph, b: CustodyGraph | undefined): boolean {
 
 /**
  * Chooses a custody graph (1 to `maxHolders` holders) meeting every required scenario at the
- * lowest monthly cost (transfer legs plus holder cost). For every subset of candidates it tries a
- * direct fan-out, a cheapest-edge tree (transfer once across an expensive boundary, then fan out
- * locally) and a fastest tree; it reports the best of each shape. Pure and deterministic. Throws
+ * lowest monthly cost (transfer legs plus holder cost). Every subset of up to 4 holders is searched
+ * exhaustively (every direct, waypoint and parallel tree); larger subsets try a direct fan-out, a
+ * cheapest-edge tree (transfer once across an expensive boundary, then fan out locally) and a
+ * fastest tree. It reports the best of each shape. Pure and deterministic. Throws
  * PolicyInputError for bad input and InfeasiblePlacementError when nothing meets the contract.
  */
 export function placeCustody(input: PlacementInput): PlacementResult {
@@ -335,6 +369,7 @@ export function placeCustody(input: PlacementInput): PlacementResult {
       members.every((m) => edgeBetween(ctx, SOURCE, m)) ? new Map(members.map((m) => [m, SOURCE])) : null,
       growTree(ctx, members, (e) => edgePrice(e) * 1e6 + oneWayMs(e)),
       growTree(ctx, members, (e, d) => d + oneWayMs(e)),
+      ...(members.length <= EXHAUSTIVE_UP_TO ? allTrees(ctx, members) : []),
     ];
     for (const tree of trees) {
       if (!tree) continue;
