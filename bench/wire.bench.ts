@@ -2,7 +2,7 @@
  * bench:wire — encode/decode throughput of one 4 KiB transport unit through the versioned wire
  * codec, next to a raw `Buffer.copy` of the same 4 KiB measured in the same run (the floor any
  * per-unit work is compared against). Rows for raw msgpack (no envelope checks, no schema) show
- * what validation costs.
+ * what validation costs. Each row is measured in round-robin slices (best kept) to damp load spikes.
  *
  *   npm run bench:wire                 # table
  *   npm run bench:wire -- --json       # table, then one JSON object on the last line
@@ -64,31 +64,38 @@ function measure(op: () => void, ms: number): number {
   return (ops * 1000) / (now - start);
 }
 
-function row(name: string, op: () => void): Row {
-  const opsPerS = measure(op, measureMs);
-  return { name, opsPerS, mbPerS: (opsPerS * PAYLOAD_BYTES) / 1e6 };
-}
-
-const rows: Row[] = [
-  row("Buffer.copy 4 KiB (baseline)", () => {
+const cases: [string, () => void][] = [
+  ["Buffer.copy 4 KiB (baseline)", () => {
     sink += copySrc.copy(copyDst);
-  }),
-  row("encodeMessage(unit)", () => {
+  }],
+  ["encodeMessage(unit)", () => {
     sink += encodeMessage(unitSpec, unit).byteLength;
-  }),
-  row("decodeMessage(unit)", () => {
+  }],
+  ["decodeMessage(unit)", () => {
     sink += decodeMessage(unitSpec, encoded).lastSeq;
-  }),
-  row("decodeAny(unit)", () => {
+  }],
+  ["decodeAny(unit)", () => {
     sink += decodeAny(encoded).version;
-  }),
-  row("raw msgpack encode (no checks)", () => {
+  }],
+  ["raw msgpack encode (no checks)", () => {
     sink += rawEncoder.encode(rawEnvelope).byteLength;
-  }),
-  row("raw msgpack decode (no checks)", () => {
+  }],
+  ["raw msgpack decode (no checks)", () => {
     sink += (rawDecoder.decode(encoded) as { v: number }).v;
-  }),
+  }],
 ];
+
+// Rows are measured round-robin in ROUNDS slices and the best slice is kept, so a burst of load
+// from other processes on a shared machine hurts one slice, not one row.
+const ROUNDS = 3;
+const best = new Map<string, number>();
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, op] of cases) best.set(name, Math.max(best.get(name) ?? 0, measure(op, measureMs / ROUNDS)));
+}
+const rows: Row[] = cases.map(([name]) => {
+  const opsPerS = best.get(name) ?? 0;
+  return { name, opsPerS, mbPerS: (opsPerS * PAYLOAD_BYTES) / 1e6 };
+});
 
 const byName = (name: string): Row => rows.find((r) => r.name.startsWith(name)) as Row;
 const copy = byName("Buffer.copy");
@@ -101,7 +108,7 @@ const table = rows.map((r) => [r.name, fmt(r.opsPerS), fmt(r.mbPerS, 1), `${fmt(
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => (r[i] as string).length)));
 const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ");
 
-console.log(`wire codec, one transport unit: ${PAYLOAD_BYTES} B payload, ${encoded.byteLength} B encoded; ${measureMs} ms per row; node ${process.version}`);
+console.log(`wire codec, one transport unit: ${PAYLOAD_BYTES} B payload, ${encoded.byteLength} B encoded; ${measureMs} ms per row, best of ${ROUNDS} round-robin slices; node ${process.version}`);
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const r of table) console.log(line(r));
