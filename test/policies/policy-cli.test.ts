@@ -1,0 +1,74 @@
+import test from "ava";
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { CANDIDATES_PATH, EXAMPLE_PATH, exampleJson } from "./worked-example-fixture.ts";
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL("../../bin/custody.js", import.meta.url));
+
+async function custody(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, [BIN, ...args], { timeout: 60_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), "custody-policy-cli-"));
+test.after.always(() => rmSync(dir, { recursive: true, force: true }));
+
+test("custody evaluate prints a table with one row per scenario of the example", async (t) => {
+  const r = await custody("evaluate", EXAMPLE_PATH);
+  t.is(r.code, 0, r.stderr);
+  const lines = r.stdout.trimEnd().split("\n");
+  t.regex(lines[0]!, /^volume vol-orders {2}acknowledged l0:120/);
+  t.regex(lines[1]!, /^scenario\s+kind\s+cut\s+lost/);
+  const row = lines.find((l) => l.startsWith("US-East and US-West lost"))!;
+  t.regex(row, /l0:118\s+l0:119-120\s+8\.0 MiB\s+3\.0s\s+euw1-store/);
+  t.regex(row, /writable_activation_blocked/);
+  t.is(lines.length, 3 + 7);
+});
+
+test("custody evaluate --json prints one JSON object on the last line", async (t) => {
+  const r = await custody("evaluate", EXAMPLE_PATH, "--json");
+  t.is(r.code, 0, r.stderr);
+  const last = JSON.parse(r.stdout.trimEnd().split("\n").at(-1)!);
+  t.is(last.volume, "vol-orders");
+  t.deepEqual(last.reports.find((x: { name: string }) => x.name === "US-East and US-West lost").cut, { l0: 118 });
+});
+
+test("custody evaluate on bad input prints one error line naming the field and exits 1", async (t) => {
+  const j = exampleJson();
+  j.holders[3].claims[0].ranges = [[118, 112]];
+  const file = join(dir, "bad.json");
+  writeFileSync(file, JSON.stringify(j));
+  const r = await custody("evaluate", file);
+  t.is(r.code, 1);
+  t.is(r.stdout, "");
+  const lines = r.stderr.trimEnd().split("\n");
+  t.is(lines.length, 1);
+  t.regex(lines[0]!, /^error \[invalid_policy_input\]: holders\[3\]\.claims\[0\]\.ranges\[0\]: /);
+});
+
+test("custody evaluate on a missing file fails with one line", async (t) => {
+  const r = await custody("evaluate", join(dir, "nope.json"));
+  t.is(r.code, 1);
+  t.regex(r.stderr, /^error \[invalid_policy_input\]: .*nope\.json: cannot read file \(ENOENT\)\n$/);
+});
+
+test("custody place prints the chosen graph and the best of each shape; --json has the chosen holders", async (t) => {
+  const r = await custody("place", CANDIDATES_PATH);
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, /^chosen\s+waypoint\s+3\s+source->waypoint waypoint->europe europe->europe-b\s+13864\s+1\.5ms\s+met$/m);
+  t.regex(r.stdout, /^best parallel\s+parallel/m);
+  t.regex(r.stdout, /shared-path dependencies of the chosen graph/);
+  const j = await custody("place", CANDIDATES_PATH, "--json");
+  const last = JSON.parse(j.stdout.trimEnd().split("\n").at(-1)!);
+  t.deepEqual(last.chosen.holders, ["europe", "europe-b", "waypoint"]);
+});
