@@ -72,3 +72,4 @@ export {
   type PlacementResult,
 } from "./placement.ts";
 export { placementInputSchema, parsePlacementInput, type PlacementInputJson } from "./placement-schema.ts";
+export { policyJsonSchemas } from "./json-schemas.ts";

@@ -60,7 +60,10 @@ export function validateEvaluationState(s: EvaluationState): void {
     site(l.to, `links[${i}].to`);
     l.deps.forEach((d, j) => checkDependencyTag(d, `links[${i}].deps[${j}]`));
   });
-  s.commits.forEach((c, i) => lane(c.lane, `commits[${i}].lane`));
+  s.commits.forEach((c, i) => {
+    lane(c.lane, `commits[${i}].lane`);
+    if (c.first > c.last) throw new PolicyInputError(`commits[${i}].last`, `run ${c.first}..${c.last} ends before it starts`);
+  });
   site(s.recovery.destination, "recovery.destination");
   s.forwards.forEach((f, i) => {
     holder(f.from, `forwards[${i}].from`);
