@@ -1,0 +1,22 @@
+import { z } from "zod";
+import { defineMessage } from "../transport/wire/codec.ts";
+import { bytes, fixedBytes } from "../transport/wire/fields.ts";
+import { ED25519_SIGNATURE_BYTES } from "./signing.ts";
+
+/**
+ * Wire kinds of the custody vocabulary. Both carry canonical bytes rather than a re-encodable
+ * object, because the signature (receipts) and the hash chain (control events) are over exact bytes.
+ */
+
+/** Largest receipt-batch message: the default NATS max_payload. */
+export const RECEIPT_BATCH_MAX_BYTES = 1024 * 1024;
+/** Largest control-event message. */
+export const CONTROL_EVENT_MAX_BYTES = 256 * 1024;
+
+/** `receipt-batch` v1: `body` = canonical batch bytes (`encodeReceiptBatch`), `signature` = Ed25519 over `body`. */
+export const receiptBatchSchema = z.object({ body: bytes, signature: fixedBytes(ED25519_SIGNATURE_BYTES) });
+export const receiptBatchSpec = defineMessage({ kind: "receipt-batch", version: 1, schema: receiptBatchSchema, maxBytes: RECEIPT_BATCH_MAX_BYTES });
+
+/** `control-event` v1: `event` = canonical event bytes (`encodeControlEvent`); its SHA-256 is the chain link. */
+export const controlEventSchema = z.object({ event: bytes });
+export const controlEventSpec = defineMessage({ kind: "control-event", version: 1, schema: controlEventSchema, maxBytes: CONTROL_EVENT_MAX_BYTES });

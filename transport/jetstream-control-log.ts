@@ -1,0 +1,147 @@
+import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/control-error.ts";
+import { encodeControlEvent, type ControlEvent } from "../custody/control-event.ts";
+import { entryFromBytes, type ControlLogStore } from "../custody/control-log.ts";
+import type { ControlLogEntry } from "../custody/control-state.ts";
+import { controlEventSpec } from "../custody/custody-messages.ts";
+import { ctrlSubject } from "./subjects.ts";
+import { decodeMessage, encodeMessage } from "./wire/codec.ts";
+
+/** Options of `openJetStreamControlLog`. */
+export interface JetStreamControlLogOptions {
+  /** Region token; the stream captures `custody.v1.ctrl.<region>`. */
+  readonly region: string;
+  /** Stream name; default `CUSTODY_CTRL_<region>` (characters outside [A-Za-z0-9_-] become `_`). */
+  readonly streamName?: string;
+  /** JetStream replicas (1 for a single server, 3 or 5 for a cluster). Default 1. */
+  readonly replicas?: number;
+  /** Publish-ack / API timeout in ms. Default 5000. */
+  readonly timeoutMs?: number;
+}
+
+/** The default stream name of a region's control log. */
+export function controlStreamName(region: string): string {
+  return `CUSTODY_CTRL_${region.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+}
+
+/**
+ * Opens (creating if absent) a region's control log on JetStream: a file-storage, limits-retention
+ * stream that never discards, deletes or purges entries. Throws the nats.js error when JetStream
+ * is unavailable or an existing stream has an incompatible configuration.
+ */
+export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStreamControlLogOptions): Promise<JetStreamControlLog> {
+  const timeout = opts.timeoutMs ?? 5_000;
+  const jsm = await jetstreamManager(nc, { timeout });
+  const name = opts.streamName ?? controlStreamName(opts.region);
+  const subject = ctrlSubject(opts.region);
+  try {
+    await jsm.streams.info(name);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+    await jsm.streams.add({
+      name,
+      subjects: [subject],
+      storage: StorageType.File,
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.New,
+      max_msgs: -1,
+      max_bytes: -1,
+      max_age: 0,
+      num_replicas: opts.replicas ?? 1,
+      // The log is append-only: nothing may remove a committed control event through the API.
+      deny_delete: true,
+      deny_purge: true,
+    });
+  }
+  return new JetStreamControlLog(jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout);
+}
+
+/**
+ * ControlLogStore on a JetStream stream. `append` publishes with the expected-last-sequence
+ * expectation (`Nats-Expected-Last-Sequence`), so the server commits it only on top of the entry
+ * the controller folded; a lost race surfaces as ControlConflictError. Reads use an ordered
+ * consumer from the requested sequence.
+ *
+ * Durability caveat: the publish ack means the server stored the message, not that it was
+ * fsynced (JetStream syncs file storage on its own timer unless `sync_always` is configured), so a
+ * crash can lose acknowledged events. The hash chain and `ControlLogFollower` exist to detect
+ * exactly that: a reader that saw the lost head refuses the shorter log.
+ */
+export class JetStreamControlLog implements ControlLogStore {
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    readonly region: string,
+    readonly streamName: string,
+    readonly subject: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async append(event: ControlEvent, expectedLastSeq: number): Promise<number> {
+    const data = encodeMessage(controlEventSpec, { event: encodeControlEvent(event) });
+    try {
+      const ack = await this.js.publish(this.subject, data, {
+        expect: { lastSequence: expectedLastSeq, streamName: this.streamName },
+        // Two events prepared on the same head share this id, so even on a server that ignores an
+        // expected last sequence of 0 (empty stream) only one of them is stored (duplicate window).
+        msgID: `${this.region}-${expectedLastSeq + 1}-${event.prevHash.slice(0, 16)}`,
+        timeout: this.timeoutMs,
+      });
+      if (ack.duplicate) {
+        throw new ControlConflictError(`control log ${this.region}: an event for position ${expectedLastSeq + 1} was already committed`, { expectedLastSeq, region: this.region });
+      }
+      return ack.seq;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        throw new ControlConflictError(`control log ${this.region} moved past ${expectedLastSeq}: ${err.message}`, { expectedLastSeq, region: this.region }, { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  async readAll(): Promise<ControlLogEntry[]> {
+    return this.readFrom(1);
+  }
+
+  async readFrom(seq: number): Promise<ControlLogEntry[]> {
+    const info = await this.jsm.streams.info(this.streamName);
+    const last = info.state.last_seq;
+    const from = Math.max(seq, info.state.first_seq, 1);
+    if (info.state.messages === 0 || from > last) return [];
+    const consumer = await this.js.consumers.get(this.streamName, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    const out: ControlLogEntry[] = [];
+    try {
+      for (;;) {
+        const batch = await consumer.fetch({ max_messages: 1000, expires: 2_000 });
+        let got = 0;
+        let done = false;
+        for await (const m of batch) {
+          got++;
+          out.push(entryFromBytes(m.seq, unwrap(m.seq, m.data)));
+          if (m.seq >= last || m.info.pending === 0) {
+            done = true;
+            break;
+          }
+        }
+        if (done || got === 0) break;
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+    return out;
+  }
+
+  async lastSeq(): Promise<number> {
+    return (await this.jsm.streams.info(this.streamName)).state.last_seq;
+  }
+}
+
+/** The canonical event bytes inside a stored message; anything else makes the entry unreadable. */
+function unwrap(seq: number, data: Uint8Array): Uint8Array {
+  try {
+    return decodeMessage(controlEventSpec, data).event;
+  } catch (err) {
+    throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, `control log entry ${seq} is not a control-event message: ${(err as Error).message}`, { seq });
+  }
+}
