@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { failWith } from "./output.ts";
 import { register as registerPolicy } from "./commands/policy.ts";
+import { register as registerVolume } from "./commands/volume.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
     .showHelpAfterError(false)
     .exitOverride();
   registerPolicy(program);
+  registerVolume(program);
   return program;
 }
 

@@ -20,3 +20,4 @@ export {
   VolumeExistsError,
   VolumeNotFoundError,
 } from "./volume-errors.ts";
+export { inspectVolume, type VolumeInspection } from "./inspect.ts";
