@@ -12,10 +12,19 @@ import { foldControlEntry, foldControlLog, INITIAL_CONTROL_STATE, isReleaseAutho
  * everything, so no release is authorized from the older log (an operator must investigate).
  */
 export class ControlLogFollower {
-  private current: ControlState = INITIAL_CONTROL_STATE;
+  private current: ControlState;
   private problem: ControlLogRegressionError | undefined;
 
-  constructor(private readonly store: ControlLogStore) {}
+  /**
+   * `seen` is the newest state this reader already trusted (e.g. persisted by a controller before
+   * it restarted); the log must not go behind it. Default: nothing seen yet.
+   */
+  constructor(
+    private readonly store: ControlLogStore,
+    seen: ControlState = INITIAL_CONTROL_STATE,
+  ) {
+    this.current = seen;
+  }
 
   /** The newest folded state this follower has accepted. */
   get state(): ControlState {
