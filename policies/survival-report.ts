@@ -132,7 +132,7 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
     flags.add(SurvivalFlag.noKeyPath);
     choice = null; // ciphertext without an authorized key path rebuilds nothing
   }
-  for (const h of view.unprovenProtected) if (h) flags.add(SurvivalFlag.protectedRamUnproven);
+  if (view.unprovenProtected.length > 0) flags.add(SurvivalFlag.protectedRamUnproven);
 
   // Lost committed work, from the source's own commit timestamps.
   const lost: Record<string, [number, number][]> = {};
@@ -158,8 +158,10 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
   let evidence: EvidenceLabel = "observed";
   let timeToUsable: RecoveryTime | null = null;
   const destUsable = siteUsable(view, destination);
+  const atDest = (site: string) => (site === destination ? 0 : 1);
   if (!destUsable) flags.add(SurvivalFlag.destinationLost);
-  for (const lc of view.claims) if (!paths.has(lc.site)) flags.add(SurvivalFlag.isolatedHolder);
+  // Surviving data with no path to a usable destination has no bounded recovery time.
+  if (destUsable) for (const lc of view.claims) if (!paths.has(lc.site)) flags.add(SurvivalFlag.isolatedHolder);
 
   if (choice !== null) {
     let bounded = destUsable;
@@ -174,11 +176,12 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
       const c = choice.cut[l]!;
       if (c <= b) continue;
       let need = RangeSet.of(b + 1, c);
-      // Evidence: cover with observed claims first, then admitted bounds, then stale ones.
+      // Evidence: cover with observed claims first, then admitted bounds, then stale ones;
+      // within a label, copies already at the destination first.
       const ranked = view.claims
         .filter((lc) => lc.claim.lane === l)
         .map((lc) => ({ lc, label: evidenceLabel(lc.claim, state.asOfMs, state.staleAfterMs) }))
-        .sort((x, y) => LABEL_RANK[x.label] - LABEL_RANK[y.label] || (x.lc.holder < y.lc.holder ? -1 : 1));
+        .sort((x, y) => LABEL_RANK[x.label] - LABEL_RANK[y.label] || atDest(x.lc.site) - atDest(y.lc.site) || (x.lc.holder < y.lc.holder ? -1 : 1));
       let uncovered = need;
       for (const { lc, label } of ranked) {
         if (!uncovered.intersects(lc.claim.ranges)) continue;

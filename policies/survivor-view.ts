@@ -1,7 +1,7 @@
 import { RangeSet } from "../lanes/range-set.ts";
 import type { EvaluationState, Holder, RetainedClaim, EvidenceLabel } from "./evaluation-state.ts";
 import { LossKind, worseLoss, type Loss } from "./scenario.ts";
-import { siteDomains, type Site } from "./topology.ts";
+import { siteDomains } from "./topology.ts";
 import { UnknownReferenceError } from "./policy-errors.ts";
 
 /** A claim whose bytes still exist, tagged with its holder and site. */
@@ -27,11 +27,6 @@ export interface SurvivorView {
 export function evidenceLabel(claim: RetainedClaim, asOfMs: number, staleAfterMs: number): EvidenceLabel {
   if (claim.evidence.kind === "admitted_bound") return "admitted_bound";
   return asOfMs - claim.evidence.atMs > staleAfterMs ? "stale" : "observed";
-}
-
-/** Map of site id → site; throws UnknownReferenceError for a holder on an unknown site. */
-export function siteIndex(state: EvaluationState): Map<string, Site> {
-  return new Map(state.sites.map((s) => [s.id, s]));
 }
 
 /** The view before any loss: every claim of every holder is live. */

@@ -164,3 +164,14 @@ test("a cluster placement group spanning two AZs is rejected: it is never anothe
 test("evaluation is the same for the same input (no clock, no randomness)", (t) => {
   t.deepEqual(evaluateState(exampleState()), evaluateState(exampleState()));
 });
+
+test("a lost destination makes recovery time unbounded without calling the survivors isolated", (t) => {
+  const r = evaluateScenario(exampleState(), { ...scenario("europe gone", [{ domain: "region:eu-west", kind: "site_destruction" }]), destination: "euw1-store" });
+  t.deepEqual(r.cut, { l0: 120 });
+  t.is(r.timeToUsable, null);
+  t.true(r.flags.includes("destination_lost"));
+  t.false(r.flags.includes("isolated_holder"));
+  // the same loss with a surviving destination is bounded
+  const west = evaluateScenario(exampleState(), { ...scenario("europe gone", [{ domain: "region:eu-west", kind: "site_destruction" }]), destination: "usw2-store" });
+  t.not(west.timeToUsable, null);
+});

@@ -11,9 +11,9 @@ function report(state: EvaluationState, name: string) {
 
 // The memo's worked example, scenario by scenario: surviving cut and lost committed ranges.
 const table: { scenario: string; cut: number; lost: [number, number][]; contributors: string[] }[] = [
-  { scenario: "writer host crash", cut: 120, lost: [], contributors: ["europe", "ram-other-az", "writer"] },
+  { scenario: "writer host crash", cut: 120, lost: [], contributors: ["writer"] },
   { scenario: "AZ use1-az1 lost", cut: 120, lost: [], contributors: ["europe", "ram-other-az"] },
-  { scenario: "US-East power loss", cut: 120, lost: [], contributors: ["europe", "us-west", "writer"] },
+  { scenario: "US-East power loss", cut: 120, lost: [], contributors: ["writer"] },
   { scenario: "US-East lost", cut: 119, lost: [[120, 120]], contributors: ["europe", "us-west"] },
   { scenario: EAST_AND_WEST, cut: 118, lost: [[119, 120]], contributors: ["europe", "waypoint"] },
 ];
