@@ -1,0 +1,122 @@
+/**
+ * Public surface of the custody vocabulary: receipts and their evidence, canonical signed receipt
+ * batches and their verification, the receipt ledger, and the fenced, hash-chained control log.
+ * Everything here is pure or goes through a seam (Clock, ControlLogStore); the JetStream store
+ * lives in `transport/jetstream-control-log.ts`.
+ */
+export { tokenSchema, uintSchema } from "./token.ts";
+export {
+  EvidenceKind,
+  isKnownEvidenceKind,
+  survivesPowerLoss,
+  type DiskEvidence,
+  type ProtectedRamEvidence,
+  type RamEvidence,
+  type ResidencyClaim,
+  type ResidencyEvidence,
+  type UnrecognizedEvidence,
+} from "./evidence.ts";
+export {
+  PayloadRepresentation,
+  type BaseSnapshotRef,
+  type CoalescedPayload,
+  type ConsistencyCut,
+  type PayloadDescription,
+  type RawPayload,
+  type SourceCutManifest,
+} from "./source-cut.ts";
+export {
+  CURRENT_RECEIPT_VERSION,
+  KNOWN_EXTENSION_KINDS,
+  ReceiptVersion,
+  ReleaseAuthorityKind,
+  makeReceipt,
+  type CustodyReceipt,
+  type HolderIdentity,
+  type ReceiptExtension,
+  type ReceiptFields,
+  type ReleaseAuthority,
+  type RetentionObligation,
+} from "./receipt.ts";
+export { ReceiptError, ReceiptErrorCode } from "./receipt-error.ts";
+export {
+  ED25519_PUBLIC_KEY_BYTES,
+  ED25519_SIGNATURE_BYTES,
+  InvalidKeyError,
+  generateHolderKeyPair,
+  privateKeyFromPkcs8,
+  publicKeyFromRaw,
+  rawPublicKey,
+  signBytes,
+  verifyBytes,
+  type HolderKeyPair,
+} from "./signing.ts";
+export {
+  MAX_RECEIPTS_PER_BATCH,
+  decodeReceiptBatch,
+  encodeReceiptBatch,
+  makeReceiptBatch,
+  receiptStream,
+  signReceiptBatch,
+  type ReceiptBatch,
+  type ReceiptStream,
+  type SignedReceiptBatch,
+} from "./receipt-batch.ts";
+export { verifyReceiptBatch, type ReceiptVerifyContext } from "./receipt-verification.ts";
+export {
+  ReceiptLedger,
+  type CoverageQuery,
+  type Holding,
+  type LedgerApplyResult,
+  type LedgerSnapshot,
+  type ReceiptLedgerOptions,
+} from "./receipt-ledger.ts";
+export {
+  ControlConflictError,
+  ControlFenceCode,
+  ControlFenceError,
+  ControlLogRegressionCode,
+  ControlLogRegressionError,
+} from "./control-error.ts";
+export {
+  ControlEventType,
+  ControlEventVersion,
+  FailureScope,
+  GENESIS_HASH,
+  decodeControlEvent,
+  encodeControlEvent,
+  hashControlEvent,
+  hashControlEventBytes,
+  type ControlEvent,
+  type ControlEventBody,
+  type ControlEventHeader,
+  type ControlEventOf,
+} from "./control-event.ts";
+export {
+  HolderStatus,
+  INITIAL_CONTROL_STATE,
+  OPEN_END,
+  applyControlEvent,
+  foldControlEntry,
+  foldControlLog,
+  isReleaseAuthorized,
+  receiptVerifyContext,
+  releaseFrontiers,
+  releasedRanges,
+  type ControlLogEntry,
+  type ControlState,
+  type HolderRecord,
+  type ObligationRecord,
+  type TransferRecord,
+} from "./control-state.ts";
+export { InMemoryControlLog, entryFromBytes, type ControlLogStore } from "./control-log.ts";
+export { ControlLogFollower } from "./control-log-follower.ts";
+export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
+export {
+  CONTROL_EVENT_MAX_BYTES,
+  RECEIPT_BATCH_MAX_BYTES,
+  controlEventSchema,
+  controlEventSpec,
+  receiptBatchSchema,
+  receiptBatchSpec,
+} from "./custody-messages.ts";
