@@ -202,8 +202,8 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
         perHolderBytes.set(lc.holder, (perHolderBytes.get(lc.holder) ?? 0) + bytes);
       }
       if (!need.isEmpty) {
-        bounded = false; // the remaining ranges sit only on isolated holders
-        flags.add(SurvivalFlag.isolatedHolder);
+        bounded = false; // the remaining ranges sit only on holders with no path to the destination
+        if (destUsable) flags.add(SurvivalFlag.isolatedHolder);
       }
     }
     contributors.add(choice.base.holder);
