@@ -64,9 +64,9 @@ export const holderMachine = setup({
     startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
   },
   actions: {
-    admitUnit: ({ context, event }) => {
-      assertEvent(event, "nats.unit");
-      context.core.handleUnit(event.lane, event.msg);
+    admitUnits: ({ context, event }) => {
+      assertEvent(event, "nats.units");
+      for (const msg of event.msgs) context.core.handleUnit(event.lane, msg);
     },
     applyGrant: ({ context, event }) => {
       assertEvent(event, "nats.credit");
@@ -153,7 +153,7 @@ export const holderMachine = setup({
     },
     [HolderState.Serving]: {
       on: {
-        "nats.unit": { actions: ["admitUnit"] },
+        "nats.units": { actions: ["admitUnits"] },
         "evidence.update": [
           { guard: "evidenceDegrades", target: HolderState.DegradedEvidence, actions: "updateEvidence" },
           { actions: "updateEvidence" },
@@ -164,7 +164,7 @@ export const holderMachine = setup({
     [HolderState.DegradedEvidence]: {
       entry: "evacuate",
       on: {
-        "nats.unit": { actions: ["admitUnit"] },
+        "nats.units": { actions: ["admitUnits"] },
         "evidence.update": [
           { guard: "evidenceHealthy", target: HolderState.Serving, actions: "updateEvidence" },
           { actions: "updateEvidence" },
@@ -177,7 +177,7 @@ export const holderMachine = setup({
       always: { guard: "drained", target: HolderState.Retired },
       on: {
         // Units already credited are still admitted: a granted promise is kept.
-        "nats.unit": { actions: ["admitUnit"] },
+        "nats.units": { actions: ["admitUnits"] },
       },
     },
     [HolderState.Retired]: {

@@ -59,7 +59,7 @@ export type HolderObservation =
 
 /** Events the core asks its owning actor to deliver back to it (timers, async completions, NATS). */
 export type HolderInbound =
-  | { type: "nats.unit"; lane: string; msg: InboundMessage }
+  | { type: "nats.units"; lane: string; msgs: InboundMessage[] }
   | { type: "nats.credit"; lane: string; edge: string; msg: InboundMessage }
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
   | { type: "nats.release"; msg: InboundMessage }
@@ -173,7 +173,14 @@ export class HolderCore {
 
   private subscribeLane(key: string, hl: HolderLane): void {
     const t = this.ports.transport;
-    this.subs.push(t.subscribe(unitSubject(this.config.holderId, hl.volume, hl.lane), (msg) => this.dispatch({ type: "nats.unit", lane: key, msg })));
+    // Units that arrive in one socket read reach the actor as one event (one transition, not N).
+    const pending: InboundMessage[] = [];
+    this.subs.push(
+      t.subscribe(unitSubject(this.config.holderId, hl.volume, hl.lane), (msg) => {
+        pending.push(msg);
+        if (pending.length === 1) queueMicrotask(() => !this.stopped && this.dispatch({ type: "nats.units", lane: key, msgs: pending.splice(0) }));
+      }),
+    );
     this.subs.push(t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => this.dispatch({ type: "nats.receipt", lane: key, msg })));
     for (const [edge, s] of hl.edges) {
       this.subs.push(t.subscribe(s.creditSubject, (msg) => this.dispatch({ type: "nats.credit", lane: key, edge, msg })));
@@ -255,9 +262,7 @@ export class HolderCore {
         this.noteForReceipt(key);
         return;
       }
-      const segOpenedBefore = hl.arena.openSegmentOf(hl.volume, hl.lane);
-      hl.store(unit);
-      if (hl.arena.openSegmentOf(hl.volume, hl.lane) !== segOpenedBefore) this.later(this.config.receipts.maxDelayMs, { type: "timer.seal", lane: key });
+      if (hl.store(unit)) this.later(this.config.receipts.maxDelayMs, { type: "timer.seal", lane: key });
       span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
       this.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
       this.forward(hl, msg.data, bytes, span.spanContext());

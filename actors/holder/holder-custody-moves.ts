@@ -197,10 +197,12 @@ export class HolderCustodyMoves {
     }
     const span = this.core.spans.startSpan("holder.transfer_admit", { attributes: { "custody.lane": key, "custody.from": offer.from } });
     let seqs = RangeSet.EMPTY;
+    let opened = false;
     for (const u of fresh) {
-      hl.store(u);
+      opened = hl.store(u) || opened;
       seqs = seqs.add(u.firstSeq, u.lastSeq);
     }
+    if (opened) this.core.schedule(this.core.config.receipts.maxDelayMs, { type: "timer.seal", lane: key });
     span.end();
     this.core.note({ type: "transfer_admitted", lane: key, from: offer.from, seqs: seqs.toString() });
     this.core.receiptNow(key);

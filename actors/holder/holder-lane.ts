@@ -87,9 +87,10 @@ export class HolderLane {
 
   /**
    * Stores a validated, credited, new unit: arena append, acceptance, obligations, and one
-   * in_flight_forward pin per edge on a freshly opened segment.
+   * in_flight_forward pin per edge on a freshly opened segment. Returns true when the unit opened
+   * a new segment (the caller starts that segment's max-open-delay timer).
    */
-  store(u: TransportUnit): number {
+  store(u: TransportUnit): boolean {
     const r = this.arena.append(u);
     this.log.accept(u);
     this.obligations.admit(u.firstSeq, u.lastSeq);
@@ -97,7 +98,7 @@ export class HolderLane {
       for (let i = 0; i < this.edges.size; i++) this.arena.pin(r.segmentId, PinReason.in_flight_forward);
       this.forwardPins.set(r.segmentId, new Set(this.edges.keys()));
     }
-    return r.segmentId;
+    return r.opened;
   }
 
   /** Seals the open segment (max open delay, or to release/spill/transfer a quiet lane). */
