@@ -1,0 +1,393 @@
+import { fromPromise, setup } from "xstate";
+import { Arena, type ArenaReport } from "../arena/arena.ts";
+import type { ArenaConfig } from "../arena/arena-config.ts";
+import { SegmentStateError } from "../arena/errors.ts";
+import type { PinReason } from "../arena/pin-reason.ts";
+import { Spiller, type SpillOutcome } from "../arena/spiller.ts";
+import { systemClock, type Clock } from "../core/clock.ts";
+import { CustodyError } from "../core/custody-error.ts";
+import type { FileLayer } from "../core/file-layer.ts";
+import { LaneLog, UnitVerdict } from "../lanes/lane-log.ts";
+import { RangeSet } from "../lanes/range-set.ts";
+import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/transport-unit.ts";
+
+/** How a LaneArena actor is built. Pass an `arena`, or a `config` (and `clock`) to make one. */
+export interface LaneArenaInput {
+  arena?: Arena;
+  config?: Partial<ArenaConfig>;
+  /** Also pass the same clock to `createActor(machine, { clock })` so seal delays use it. */
+  clock?: Clock;
+  /** Where sealed segments spill. Without it the holder is RAM-only and spill requests are refused. */
+  spill?: { files: FileLayer; path: string };
+  /** Flush completion deadline for spills (default 200 ms). */
+  flushDeadlineMs?: number;
+  /** Secures more memory (resolves true when `bytes` are really available). Without it, no growth. */
+  acquireIncrement?: (bytes: number) => Promise<boolean>;
+}
+
+/** Acceptance state of one lane, as the snapshot shows it. */
+export interface LaneSummary {
+  readonly term: number;
+  readonly retained: [number, number][];
+  readonly contiguousThrough: number;
+  readonly holes: [number, number][];
+}
+
+/** Snapshot context: the report is bytes by residency, pins by reason, outstanding credits. */
+export interface LaneArenaContext {
+  readonly arena: Arena;
+  readonly spiller: Spiller | undefined;
+  readonly acquire: ((bytes: number) => Promise<boolean>) | undefined;
+  readonly flushDeadlineMs: number;
+  readonly logs: Map<string, LaneLog>;
+  report: ArenaReport;
+  lanes: Record<string, LaneSummary>;
+  spillQueue: number[];
+  spillInFlight: number[];
+  flushDeadlineMisses: number;
+  growthRefused: boolean;
+}
+
+/** Events the LaneArena actor accepts. */
+export type LaneArenaEvent =
+  | { type: "admit"; unit: TransportUnit }
+  | { type: "seal"; volume: string; lane: string }
+  | { type: "sealDue"; segmentId: number; volume: string; lane: string }
+  | { type: "pin"; segmentId: number; reason: PinReason }
+  | { type: "unpin"; segmentId: number; reason: PinReason }
+  | { type: "grant"; volume: string; lane: string; bytes: number }
+  | { type: "revoke"; volume: string; lane: string }
+  | { type: "release"; volume: string; lane: string; ranges: [number, number][] }
+  | { type: "spill"; segmentIds?: number[] }
+  | { type: "pressure"; targetRamBytes?: number }
+  | { type: "export"; segmentId: number }
+  | { type: "import"; bytes: Uint8Array }
+  | { type: "grow" };
+
+/** Events the actor emits (`actor.on(type, fn)`): results of requests, refusals, and custody moves. */
+export type LaneArenaEmitted =
+  | { type: "admitted"; volume: string; lane: string; firstSeq: number; lastSeq: number; verdict: UnitVerdict; segmentId: number | undefined; contiguousThrough: number; holes: [number, number][] }
+  | { type: "rejected"; request: LaneArenaEvent["type"]; code: string; message: string }
+  | { type: "granted"; volume: string; lane: string; requested: number; granted: number }
+  | { type: "sealed"; segmentId: number; full: boolean }
+  | { type: "sealDeferred"; segmentId: number }
+  | { type: "released"; volume: string; lane: string; segmentIds: number[] }
+  | { type: "recycled"; segmentId: number }
+  | { type: "spilled"; segmentIds: number[] }
+  | { type: "flushDeadlineMissed"; segmentIds: number[]; deadlineMs: number }
+  | { type: "spillFailed"; message: string }
+  | { type: "exported"; segmentId: number; bytes: Uint8Array }
+  | { type: "imported"; segmentId: number; volume: string; lane: string; seqs: [number, number][] }
+  | { type: "grown"; capacityBytes: number }
+  | { type: "growthRefused"; capacityBytes: number };
+
+function summarize(log: LaneLog): LaneSummary {
+  return { term: log.term, retained: log.retained.toJSON(), contiguousThrough: log.contiguousThrough(), holes: log.holes().toJSON() };
+}
+
+function laneLog(ctx: LaneArenaContext, volume: string, lane: string): LaneLog {
+  const key = laneKey(volume, lane);
+  let log = ctx.logs.get(key);
+  if (!log) {
+    log = new LaneLog(volume, lane);
+    ctx.logs.set(key, log);
+  }
+  return log;
+}
+
+/**
+ * Runs `fn`; a CustodyError becomes a failed result. `count` is false around Arena calls, which
+ * count their own refusals; true around validation and lane-log checks (digest, term, overlap).
+ */
+function attempt<T>(ctx: LaneArenaContext, count: boolean, fn: () => T): { ok: true; value: T } | { ok: false; error: CustodyError } {
+  try {
+    return { ok: true, value: fn() };
+  } catch (err) {
+    if (!(err instanceof CustodyError)) throw err;
+    if (count) ctx.arena.counters.inc(err.code);
+    return { ok: false, error: err };
+  }
+}
+
+const base = setup({
+  types: {
+    context: {} as LaneArenaContext,
+    events: {} as LaneArenaEvent,
+    input: {} as LaneArenaInput,
+    emitted: {} as LaneArenaEmitted,
+  },
+  actors: {
+    /** Writes a batch to the spill stream and flushes it against the deadline. */
+    flushSpill: fromPromise<SpillOutcome, { spiller: Spiller; segmentIds: number[]; deadlineMs: number }>(({ input }) =>
+      input.spiller.spill(input.segmentIds, input.deadlineMs),
+    ),
+    /** Asks the capacity source for the next increment. */
+    acquireIncrement: fromPromise<boolean, { acquire: (bytes: number) => Promise<boolean>; bytes: number }>(({ input }) =>
+      input.acquire(input.bytes),
+    ),
+  },
+  guards: {
+    spillQueued: ({ context }) => context.spiller !== undefined && context.spillQueue.length > 0,
+    shouldGrow: ({ context }) => context.acquire !== undefined && !context.growthRefused && context.arena.wantsIncrement(),
+  },
+  delays: {
+    maxOpenDelay: ({ context }) => context.arena.config.maxOpenDelayMs,
+  },
+});
+
+const reject = (request: LaneArenaEvent["type"], error: CustodyError): LaneArenaEmitted => ({
+  type: "rejected",
+  request,
+  code: error.code,
+  message: error.message,
+});
+
+const withActions = base.extend({
+  actions: {
+    /** Validate → classify (term, overlap, duplicate) → copy into the arena within credits → accept. */
+    admit: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "admit") return;
+      const checked = attempt(context, true, () => {
+        const u = validateTransportUnit(event.unit);
+        const log = context.logs.get(laneKey(u.volume, u.lane)) ?? new LaneLog(u.volume, u.lane);
+        return { log, verdict: log.classify(u) };
+      });
+      if (!checked.ok) return enqueue.emit(reject("admit", checked.error));
+      const { log, verdict } = checked.value;
+      const stored = verdict === UnitVerdict.duplicate ? undefined : attempt(context, false, () => context.arena.append(event.unit));
+      if (stored && !stored.ok) return enqueue.emit(reject("admit", stored.error));
+      const append = stored?.value;
+      context.logs.set(laneKey(log.volume, log.lane), log);
+      const progress = log.accept(event.unit);
+      const u = event.unit;
+      if (append?.sealedFull !== undefined) {
+        enqueue.cancel(`seal-${append.sealedFull}`);
+        enqueue.emit({ type: "sealed", segmentId: append.sealedFull, full: true });
+      }
+      if (append?.opened) {
+        enqueue.raise({ type: "sealDue", segmentId: append.segmentId, volume: u.volume, lane: u.lane }, { delay: "maxOpenDelay", id: `seal-${append.segmentId}` });
+      }
+      enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(u.volume, u.lane)]: summarize(log) } });
+      enqueue.emit({
+        type: "admitted",
+        volume: u.volume,
+        lane: u.lane,
+        firstSeq: u.firstSeq,
+        lastSeq: u.lastSeq,
+        verdict: progress.verdict,
+        segmentId: append?.segmentId,
+        contiguousThrough: progress.contiguousThrough,
+        holes: progress.holes.toJSON(),
+      });
+    }),
+    /** An explicit seal, or the max-open-delay timer of the segment still open. */
+    seal: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "seal" && event.type !== "sealDue") return;
+      const open = context.arena.openSegmentOf(event.volume, event.lane);
+      if (open === undefined || (event.type === "sealDue" && open !== event.segmentId)) return;
+      const r = context.arena.seal(event.volume, event.lane);
+      if (r.deferred) {
+        enqueue.emit({ type: "sealDeferred", segmentId: open });
+        enqueue.raise({ type: "sealDue", segmentId: open, volume: event.volume, lane: event.lane }, { delay: "maxOpenDelay", id: `seal-${open}` });
+      } else {
+        enqueue.cancel(`seal-${open}`);
+        enqueue.emit({ type: "sealed", segmentId: open, full: false });
+      }
+      enqueue.assign({ report: context.arena.report() });
+    }),
+    pin: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "pin") return;
+      const r = attempt(context, false, () => context.arena.pin(event.segmentId, event.reason));
+      if (!r.ok) return enqueue.emit(reject("pin", r.error));
+      enqueue.assign({ report: context.arena.report() });
+    }),
+    unpin: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "unpin") return;
+      const r = attempt(context, false, () => context.arena.unpin(event.segmentId, event.reason));
+      if (!r.ok) return enqueue.emit(reject("unpin", r.error));
+      if (r.value) enqueue.emit({ type: "recycled", segmentId: event.segmentId });
+      enqueue.assign({ report: context.arena.report() });
+    }),
+    grant: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "grant") return;
+      const r = attempt(context, false, () => context.arena.grant(event.volume, event.lane, event.bytes));
+      if (!r.ok) return enqueue.emit(reject("grant", r.error));
+      enqueue.emit({ type: "granted", volume: event.volume, lane: event.lane, requested: event.bytes, granted: r.value });
+      enqueue.assign({ report: context.arena.report() });
+    }),
+    revoke: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "revoke") return;
+      context.arena.revoke(event.volume, event.lane);
+      enqueue.assign({ report: context.arena.report() });
+    }),
+    /** Discard: obligations for these ranges ended; whole segments recycle with no disk I/O. */
+    release: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "release") return;
+      const parsed = attempt(context, true, () => RangeSet.fromJSON(event.ranges));
+      if (!parsed.ok) return enqueue.emit(reject("release", parsed.error));
+      const r = attempt(context, false, () => {
+        const ended = context.arena.release(event.volume, event.lane, parsed.value);
+        const log = laneLog(context, event.volume, event.lane);
+        log.release(parsed.value);
+        return { log, ended };
+      });
+      if (!r.ok) return enqueue.emit(reject("release", r.error));
+      enqueue.emit({ type: "released", volume: event.volume, lane: event.lane, segmentIds: r.value.ended });
+      enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(event.volume, event.lane)]: summarize(r.value.log) } });
+    }),
+    /** Queues segments to spill (explicit ids, or the oldest candidates until RAM is under target). */
+    queueSpill: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "spill" && event.type !== "pressure") return;
+      if (!context.spiller) {
+        const err = new SegmentStateError("this arena has no spill target (RAM-only holder)", {});
+        context.arena.counters.inc("no_spill_target");
+        return enqueue.emit({ type: "rejected", request: event.type, code: "no_spill_target", message: err.message });
+      }
+      const busy = new Set([...context.spillQueue, ...context.spillInFlight]);
+      let ids: number[];
+      if (event.type === "spill" && event.segmentIds) ids = event.segmentIds.filter((id) => !busy.has(id));
+      else {
+        const target = event.type === "pressure" ? (event.targetRamBytes ?? 0) : 0;
+        let ram = context.arena.report().ramBytes - busy.size * context.arena.config.segmentBytes;
+        ids = [];
+        for (const id of context.arena.spillCandidates()) {
+          if (ram <= target) break;
+          if (busy.has(id)) continue;
+          ids.push(id);
+          ram -= context.arena.config.segmentBytes;
+        }
+      }
+      enqueue.assign({ spillQueue: [...context.spillQueue, ...ids] });
+    }),
+    takeSpillBatch: base.assign(({ context }) => ({ spillInFlight: context.spillQueue, spillQueue: [] })),
+    applySpill: base.enqueueActions(({ context, event, enqueue }) => {
+      const outcome = (event as unknown as { output: SpillOutcome }).output;
+      if (outcome.kind === "spilled") enqueue.emit({ type: "spilled", segmentIds: outcome.segmentIds });
+      else enqueue.emit({ type: "flushDeadlineMissed", segmentIds: outcome.segmentIds, deadlineMs: outcome.deadlineMs });
+      enqueue.assign({
+        spillInFlight: [],
+        flushDeadlineMisses: context.flushDeadlineMisses + (outcome.kind === "deadline_missed" ? 1 : 0),
+        report: context.arena.report(),
+      });
+    }),
+    spillFailed: base.enqueueActions(({ context, event, enqueue }) => {
+      context.arena.counters.inc("spill_failed");
+      enqueue.emit({ type: "spillFailed", message: String((event as unknown as { error: unknown }).error) });
+      enqueue.assign({ spillInFlight: [], report: context.arena.report() });
+    }),
+    /** Export form of a sealed RAM segment, for custody transfer to another holder. */
+    exportSegment: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "export") return;
+      const r = attempt(context, false, () => context.arena.exportSegment(event.segmentId));
+      if (!r.ok) return enqueue.emit(reject("export", r.error));
+      enqueue.emit({ type: "exported", segmentId: event.segmentId, bytes: r.value });
+    }),
+    /** Takes custody of another holder's exported segment (validated whole before any change). */
+    importSegment: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "import") return;
+      const r = attempt(context, false, () => context.arena.importSegment(event.bytes));
+      if (!r.ok) return enqueue.emit(reject("import", r.error));
+      const log = laneLog(context, r.value.volume, r.value.lane);
+      for (const u of context.arena.units(r.value.segmentId)) {
+        if (u.term >= log.term && log.classify(u) !== UnitVerdict.duplicate) log.accept(u);
+      }
+      enqueue.emit({ type: "imported", segmentId: r.value.segmentId, volume: r.value.volume, lane: r.value.lane, seqs: r.value.seqs.toJSON() });
+      enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) } });
+    }),
+    secureIncrement: base.enqueueActions(({ context, event, enqueue }) => {
+      const granted = (event as unknown as { output: boolean }).output;
+      if (granted === true && context.arena.capacityBytes < context.arena.config.hardLimitBytes) {
+        const capacityBytes = context.arena.secureIncrement();
+        enqueue.emit({ type: "grown", capacityBytes });
+        enqueue.assign({ report: context.arena.report() });
+      } else {
+        enqueue.emit({ type: "growthRefused", capacityBytes: context.arena.capacityBytes });
+        enqueue.assign({ growthRefused: true });
+      }
+    }),
+    growthFailed: base.enqueueActions(({ context, enqueue }) => {
+      enqueue.emit({ type: "growthRefused", capacityBytes: context.arena.capacityBytes });
+      enqueue.assign({ growthRefused: true });
+    }),
+    clearGrowthRefusal: base.assign({ growthRefused: false }),
+  },
+});
+
+/**
+ * The LaneArena actor: owns one arena's lifecycle. Ingress (admit, grant, seal, pin, release,
+ * export/import) is handled in order on one region; spilling (write + deadline-bounded flush) and
+ * capacity growth run as invoked promises in two parallel regions so admission never waits on disk.
+ * Every refusal is a typed `rejected` emission, counted in `context.arena.counters`, with no state
+ * change. Seal delays use the actor's clock (`createActor(machine, { clock, input })`).
+ */
+export const laneArenaMachine = withActions.createMachine({
+  id: "laneArena",
+  type: "parallel",
+  context: ({ input }) => {
+    const clock = input.clock ?? systemClock;
+    const arena = input.arena ?? new Arena(input.config ?? {}, clock);
+    return {
+      arena,
+      spiller: input.spill ? new Spiller(arena, input.spill.files, input.spill.path, clock) : undefined,
+      acquire: input.acquireIncrement,
+      flushDeadlineMs: input.flushDeadlineMs ?? 200,
+      logs: new Map<string, LaneLog>(),
+      report: arena.report(),
+      lanes: {},
+      spillQueue: [],
+      spillInFlight: [],
+      flushDeadlineMisses: 0,
+      growthRefused: false,
+    };
+  },
+  on: {
+    admit: { actions: "admit" },
+    seal: { actions: "seal" },
+    sealDue: { actions: "seal" },
+    pin: { actions: "pin" },
+    unpin: { actions: "unpin" },
+    grant: { actions: "grant" },
+    revoke: { actions: "revoke" },
+    release: { actions: "release" },
+    export: { actions: "exportSegment" },
+    import: { actions: "importSegment" },
+  },
+  states: {
+    spill: {
+      initial: "idle",
+      states: {
+        idle: {
+          always: { guard: "spillQueued", target: "flushing" },
+          on: { spill: { actions: "queueSpill" }, pressure: { actions: "queueSpill" } },
+        },
+        flushing: {
+          entry: "takeSpillBatch",
+          on: { spill: { actions: "queueSpill" }, pressure: { actions: "queueSpill" } },
+          invoke: {
+            src: "flushSpill",
+            input: ({ context }) => ({ spiller: context.spiller!, segmentIds: context.spillInFlight, deadlineMs: context.flushDeadlineMs }),
+            onDone: { target: "idle", actions: "applySpill" },
+            onError: { target: "idle", actions: "spillFailed" },
+          },
+        },
+      },
+    },
+    growth: {
+      initial: "idle",
+      states: {
+        idle: {
+          always: { guard: "shouldGrow", target: "acquiring" },
+          on: { grow: { actions: "clearGrowthRefusal" } },
+        },
+        acquiring: {
+          invoke: {
+            src: "acquireIncrement",
+            input: ({ context }) => ({ acquire: context.acquire!, bytes: context.arena.config.incrementBytes }),
+            onDone: { target: "idle", actions: "secureIncrement" },
+            onError: { target: "idle", actions: "growthFailed" },
+          },
+        },
+      },
+    },
+  },
+});
