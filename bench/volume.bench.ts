@@ -1,0 +1,185 @@
+// bench:volume — 4 KiB random writes at queue depth 1 and 16: SmartWAL vs inline WAL vs a raw
+// baseline (plain pwrite + one fdatasync per batch of the same size), all in one run on real
+// files in a temp dir. Every durable write is acknowledged the same way in all three:
+//   raw      : pwrite ×qd            → fdatasync(file)
+//   smartwal : pwrite ×qd → fdatasync(extent) → WAL records → syncCache = fsync(WAL)
+//   inline   : WAL append ×qd (record + 4 KiB payload) → syncCache = fsync(WAL); flusher later
+// Rounds alternate the engines so machine noise hits them alike. `--json` prints one JSON object
+// on the last line. Options: --seconds <per engine per round> (default 1.2), --rounds (default 2).
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { nodeFileLayer, type FileHandleLike } from "../core/file-layer.ts";
+import { formatTable } from "../cli/output.ts";
+import { BLOCK_SIZE, SmartWalVolume, slotSizeFor, VolumeMode } from "../volume/index.ts";
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: number) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : dflt;
+};
+const JSON_OUT = args.includes("--json");
+const SECONDS = opt("seconds", 1.2);
+const ROUNDS = opt("rounds", 2);
+const BLOCKS = 16384; // 64 MiB volume
+const WAL_BYTES = 64 << 20;
+
+interface Acc {
+  writes: number;
+  ms: number;
+  lat: number[];
+  syncs: number;
+  walBytes: number;
+}
+const newAcc = (): Acc => ({ writes: 0, ms: 0, lat: [], syncs: 0, walBytes: 0 });
+
+// A pool of distinct blocks and a seeded LBA stream, shared by all engines.
+const pool = Array.from({ length: 64 }, (_, i) => new Uint8Array(BLOCK_SIZE).fill(i + 1));
+let lcg = 42;
+const nextLba = () => (lcg = (lcg * 1103515245 + 12345) % 2 ** 31) % BLOCKS;
+
+interface Engine {
+  /** Issues `qd` writes and makes them durable; resolves when all are acknowledged durable. */
+  batch(qd: number, lat: number[]): Promise<void>;
+  syncs(): number;
+  walBytes(): number;
+  close(): Promise<void>;
+}
+
+async function rawEngine(dir: string): Promise<Engine> {
+  const f: FileHandleLike = await nodeFileLayer.open(join(dir, "raw.dat"), { create: true });
+  const zeros = new Uint8Array(1 << 20);
+  for (let off = 0; off < BLOCKS * BLOCK_SIZE; off += zeros.length) await f.write(zeros, 0, zeros.length, off);
+  await f.datasync();
+  let syncs = 0;
+  return {
+    async batch(qd, lat) {
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: qd }, (_, i) => f.write(pool[i % 64]!, 0, BLOCK_SIZE, nextLba() * BLOCK_SIZE)));
+      await f.datasync();
+      syncs++;
+      const dt = performance.now() - t0;
+      for (let i = 0; i < qd; i++) lat.push(dt);
+    },
+    syncs: () => syncs,
+    walBytes: () => 0,
+    close: () => f.close(),
+  };
+}
+
+async function volumeEngine(dir: string, mode: VolumeMode): Promise<Engine> {
+  const path = join(dir, mode);
+  await SmartWalVolume.create(path, {
+    blockCount: BLOCKS,
+    mode,
+    // SmartWAL: a 4 MiB ring is plenty here (64 MiB would hold 1M entries); inline: a 64 MiB ring.
+    walCapacity: mode === VolumeMode.SmartWal ? 65536 : Math.floor(WAL_BYTES / slotSizeFor(mode)),
+  });
+  const vol = await SmartWalVolume.open(path, { maxBatch: 64, maxDelayMs: 0 });
+  const base = vol.stats();
+  return {
+    async batch(qd, lat) {
+      const t0 = performance.now();
+      const writes = Array.from({ length: qd }, (_, i) => vol.write(nextLba(), pool[i % 64]!));
+      await Promise.all([...writes, vol.syncCache()]);
+      const dt = performance.now() - t0;
+      for (let i = 0; i < qd; i++) lat.push(dt);
+    },
+    syncs: () => {
+      const s = vol.stats();
+      // Every fdatasync the engine issued: extent barriers, WAL fsyncs, checkpoint writes.
+      return s.extentSyncs + s.walSyncs + s.checkpoints - (base.extentSyncs + base.walSyncs + base.checkpoints);
+    },
+    walBytes: () => vol.stats().walBytes - base.walBytes,
+    close: () => vol.close(),
+  };
+}
+
+async function measure(e: Engine, qd: number, acc: Acc): Promise<void> {
+  const warmEnd = performance.now() + 150;
+  while (performance.now() < warmEnd) await e.batch(qd, []);
+  const s0 = e.syncs();
+  const w0 = e.walBytes();
+  const t0 = performance.now();
+  let n = 0;
+  while (performance.now() - t0 < SECONDS * 1000) {
+    await e.batch(qd, acc.lat);
+    n += qd;
+  }
+  acc.ms += performance.now() - t0;
+  acc.writes += n;
+  acc.syncs += e.syncs() - s0;
+  acc.walBytes += e.walBytes() - w0;
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+
+const dir = await mkdtemp(join(tmpdir(), "bench-volume-"));
+const names = ["raw", "smartwal", "inline"] as const;
+const results = new Map<string, Acc>();
+try {
+  const engines = {
+    raw: await rawEngine(dir),
+    smartwal: await volumeEngine(dir, VolumeMode.SmartWal),
+    inline: await volumeEngine(dir, VolumeMode.Inline),
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const qd of [1, 16]) {
+      // Alternate the order per round so neither engine always runs first.
+      const order = r % 2 === 0 ? names : [...names].reverse();
+      for (const name of order) {
+        const key = `${name}:qd${qd}`;
+        if (!results.has(key)) results.set(key, newAcc());
+        await measure(engines[name], qd, results.get(key)!);
+      }
+    }
+  }
+  for (const e of Object.values(engines)) await e.close();
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
+
+const iops = (k: string) => {
+  const a = results.get(k)!;
+  return a.writes / (a.ms / 1000);
+};
+const rows = [...results.entries()].map(([k, a]) => {
+  const [engine, qd] = k.split(":");
+  return {
+    engine,
+    qd: qd!.slice(2),
+    iops: Math.round(iops(k)),
+    "p50 ms": pct(a.lat, 50).toFixed(2),
+    "p99 ms": pct(a.lat, 99).toFixed(2),
+    "fdatasyncs/write": (a.syncs / a.writes).toFixed(3),
+    "WAL B/write": (a.walBytes / a.writes).toFixed(1),
+    "entries per 64 MiB WAL": engine === "raw" ? "-" : Math.floor(WAL_BYTES / slotSizeFor(engine as VolumeMode)),
+  };
+});
+rows.sort((a, b) => Number(a.qd) - Number(b.qd) || names.indexOf(a.engine as (typeof names)[number]) - names.indexOf(b.engine as (typeof names)[number]));
+
+const summary = {
+  bench: "volume",
+  seconds_per_engine: SECONDS * ROUNDS,
+  block_size: BLOCK_SIZE,
+  smartwal_wal_bytes_per_write: results.get("smartwal:qd16")!.walBytes / results.get("smartwal:qd16")!.writes,
+  inline_wal_bytes_per_write: results.get("inline:qd16")!.walBytes / results.get("inline:qd16")!.writes,
+  smartwal_entries_per_64mib_wal: Math.floor(WAL_BYTES / slotSizeFor(VolumeMode.SmartWal)),
+  inline_entries_per_64mib_wal: Math.floor(WAL_BYTES / slotSizeFor(VolumeMode.Inline)),
+  iops: Object.fromEntries([...results.keys()].map((k) => [k, Math.round(iops(k))])),
+  p99_ms: Object.fromEntries([...results.entries()].map(([k, a]) => [k, Number(pct(a.lat, 99).toFixed(3))])),
+  fdatasyncs_per_write: Object.fromEntries([...results.entries()].map(([k, a]) => [k, Number((a.syncs / a.writes).toFixed(4))])),
+  ratio_qd16_smartwal_vs_raw: Number((iops("smartwal:qd16") / iops("raw:qd16")).toFixed(3)),
+  ratio_qd16_smartwal_vs_inline: Number((iops("smartwal:qd16") / iops("inline:qd16")).toFixed(3)),
+  ratio_qd1_smartwal_vs_raw: Number((iops("smartwal:qd1") / iops("raw:qd1")).toFixed(3)),
+};
+
+process.stdout.write(formatTable(rows) + "\n");
+process.stdout.write(
+  `\nSmartWAL qd16 = ${summary.ratio_qd16_smartwal_vs_raw}x raw (target >= 0.8), ${summary.ratio_qd16_smartwal_vs_inline}x inline; ` +
+    `WAL bytes per 4 KiB write: SmartWAL ${summary.smartwal_wal_bytes_per_write} (target <= 64), inline ${summary.inline_wal_bytes_per_write.toFixed(0)}\n`,
+);
+if (JSON_OUT) process.stdout.write(JSON.stringify(summary) + "\n");
