@@ -10,7 +10,8 @@
  *
  *   npm run bench:holder               # table
  *   npm run bench:holder -- --json     # table, then one JSON object on the last line
- *   npm run bench:holder -- --mb 32    # payload MiB per throughput row (default 16; 3-hop rows use half)
+ *   npm run bench:holder -- --mb 32    # payload MiB per throughput row per slice (default 6; 3-hop rows use half)
+ *   npm run bench:holder -- --slices 3  # round-robin slices per row, best kept (default 3)
  */
 import { unitRecordBytes } from "../arena/segment.ts";
 import { systemClock } from "../core/clock.ts";
@@ -30,7 +31,9 @@ import { startNatsServer } from "../test/helpers/nats-server.ts";
 const args = process.argv.slice(2);
 const json = args.includes("--json");
 const mbIndex = args.indexOf("--mb");
-const payloadMiB = mbIndex >= 0 ? Number(args[mbIndex + 1]) : 16;
+const payloadMiB = mbIndex >= 0 ? Number(args[mbIndex + 1]) : 6;
+const slicesIndex = args.indexOf("--slices");
+const slices = slicesIndex >= 0 ? Number(args[slicesIndex + 1]) : 3;
 if (!Number.isFinite(payloadMiB) || payloadMiB <= 0) {
   console.error("--mb needs a positive number");
   process.exit(1);
@@ -62,7 +65,8 @@ async function raw(size: number, count: number): Promise<number> {
   const start = performance.now();
   for (let i = 0; i < count; i++) {
     pub.publish(`bench.raw.${size}`, data);
-    if ((i & 127) === 127) await pub.flush(); // keep the client buffer bounded, as credits do
+    // Bound what is in flight to half a holder credit window (4 MiB), as credits do for the holder rows.
+    if ((i + 1) % Math.max(1, Math.floor((4 << 20) / size)) === 0) await pub.flush();
   }
   await finished;
   const secs = (performance.now() - start) / 1000;
@@ -83,10 +87,11 @@ async function chain(hops: number, unitBytes: number): Promise<Chain> {
   const lane = `l${++laneCounter}`;
   const ids = Array.from({ length: hops }, (_, i) => `bh${laneCounter}x${i}`);
   const keys = ids.map(() => generateHolderKeyPair());
+  const publicKeys = keys.map((k) => publicKeyFromRaw(k.publicKey));
   const peers = {
     key: (h: string, inc: number) => {
       const i = ids.indexOf(h);
-      return i >= 0 && inc === 1 ? publicKeyFromRaw(keys[i]!.publicKey) : undefined;
+      return i >= 0 && inc === 1 ? publicKeys[i] : undefined;
     },
     incarnation: (h: string) => (ids.includes(h) ? 1 : undefined),
   };
@@ -207,15 +212,21 @@ try {
   const n4k = Math.round(bytes / 4096);
   const n64k = Math.round(bytes / 65536);
   // Warm-up (JIT, connections) on a small run of each path.
-  await raw(4096, 2000);
-  await throughHolders(1, 4096, 2000);
+  await raw(4096, 1000);
+  await throughHolders(1, 4096, 1000);
 
-  const raw4k = await raw(4096, n4k);
-  const raw64k = await raw(65536, n64k);
-  const hop1_4k = await throughHolders(1, 4096, n4k);
-  const hop1_64k = await throughHolders(1, 65536, n64k);
-  const hop3_4k = await throughHolders(3, 4096, Math.ceil(n4k / 2));
-  const hop3_64k = await throughHolders(3, 65536, Math.ceil(n64k / 2));
+  // Rows are measured round-robin in slices and the best slice is kept: other processes share
+  // this machine, and a burst of their load should not decide a ratio.
+  const best = { raw4k: 0, raw64k: 0, hop1_4k: 0, hop1_64k: 0, hop3_4k: 0, hop3_64k: 0 };
+  for (let slice = 0; slice < slices; slice++) {
+    best.raw4k = Math.max(best.raw4k, await raw(4096, n4k));
+    best.hop1_4k = Math.max(best.hop1_4k, await throughHolders(1, 4096, n4k));
+    best.hop3_4k = Math.max(best.hop3_4k, await throughHolders(3, 4096, Math.ceil(n4k / 2)));
+    best.raw64k = Math.max(best.raw64k, await raw(65536, n64k));
+    best.hop1_64k = Math.max(best.hop1_64k, await throughHolders(1, 65536, n64k));
+    best.hop3_64k = Math.max(best.hop3_64k, await throughHolders(3, 65536, Math.ceil(n64k / 2)));
+  }
+  const { raw4k, raw64k, hop1_4k, hop1_64k, hop3_4k, hop3_64k } = best;
   const lat = await receiptLatency(4096, 300);
 
   const rows: [string, number, number][] = [
@@ -226,7 +237,7 @@ try {
     ["1 holder hop 64 KiB", hop1_64k, hop1_64k / raw64k],
     ["3 holder hops 64 KiB", hop3_64k, hop3_64k / raw64k],
   ];
-  console.log(`bench:holder — ${payloadMiB} MiB of payload per row, one process, one nats-server (${server.url})`);
+  console.log(`bench:holder — ${payloadMiB} MiB of payload per slice, best of ${slices} slices, one process, one nats-server (${server.url})`);
   console.log("path".padEnd(28) + "MB/s".padStart(10) + "vs raw".padStart(10));
   for (const [name, mbs, ratio] of rows) console.log(name.padEnd(28) + mbs.toFixed(1).padStart(10) + `${ratio.toFixed(2)}×`.padStart(10));
   console.log(`publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${pct(lat, 50).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms`);
