@@ -1,5 +1,4 @@
-import { z } from "zod";
-import { tokenSchema, uintSchema } from "./token.ts";
+import { boolAt, listOf, numberAt, PositionalError, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /**
  * Residency evidence kinds understood by receipt version 1. The list is closed per version: a
@@ -101,10 +100,6 @@ export function survivesPowerLoss(e: ResidencyEvidence): boolean {
 /** Positional wire form of one evidence item. */
 export type EvidenceTuple = [string, number, number, unknown[]];
 
-const protectedDetails = z.tuple([uintSchema, uintSchema, z.number().min(0).max(100), tokenSchema, z.boolean(), z.array(tokenSchema).max(64)]);
-const diskDetails = z.tuple([z.string().min(1).max(4096), uintSchema, uintSchema, uintSchema]);
-const evidenceTuple = z.tuple([z.string().min(1).max(64), uintSchema, uintSchema, z.array(z.unknown()).max(64)]);
-
 /** Encodes evidence positionally, in the fixed field order of version 1. */
 export function evidenceToTuple(e: ResidencyClaim): EvidenceTuple {
   switch (e.kind) {
@@ -125,24 +120,39 @@ export function evidenceToTuple(e: ResidencyClaim): EvidenceTuple {
 }
 
 /**
- * Decodes positional evidence. A known kind with malformed details throws a ZodError (the batch
- * decoder turns it into `malformed`); an unknown kind becomes `UnrecognizedEvidence`.
+ * Decodes positional evidence. A known kind with malformed details throws PositionalError (the
+ * batch decoder turns it into `malformed`); an unknown kind becomes `UnrecognizedEvidence`.
  */
-export function evidenceFromTuple(raw: unknown): ResidencyClaim {
-  const [kind, capabilityGeneration, observedAt, details] = evidenceTuple.parse(raw);
+export function evidenceFromTuple(raw: unknown, path = "evidence"): ResidencyClaim {
+  const t = tupleOf(raw, 4, path);
+  const kind = stringAt(t[0], 1, 64, `${path}.0`);
+  const capabilityGeneration = uintAt(t[1], `${path}.1`);
+  const observedAt = uintAt(t[2], `${path}.2`);
+  const details = listOf(t[3], 64, `${path}.3`);
+  const d = `${path}.3`;
   switch (kind) {
     case EvidenceKind.ram:
-      z.tuple([]).parse(details);
+      tupleOf(details, 0, d);
       return { kind, capabilityGeneration, observedAt };
     case EvidenceKind.protected_ram: {
-      const [protectedCapacityBytes, holdUpMs, batteryHealthPct, preservationPath, recoversMetadata, dependencies] =
-        protectedDetails.parse(details);
-      return { kind, capabilityGeneration, observedAt, protectedCapacityBytes, holdUpMs, batteryHealthPct, preservationPath, recoversMetadata, dependencies };
+      tupleOf(details, 6, d);
+      return {
+        kind,
+        capabilityGeneration,
+        observedAt,
+        protectedCapacityBytes: uintAt(details[0], `${d}.0`),
+        holdUpMs: uintAt(details[1], `${d}.1`),
+        batteryHealthPct: numberAt(details[2], 0, 100, `${d}.2`),
+        preservationPath: tokenAt(details[3], `${d}.3`),
+        recoversMetadata: boolAt(details[4], `${d}.4`),
+        dependencies: listOf(details[5], 64, `${d}.5`).map((x, i) => tokenAt(x, `${d}.5.${i}`)),
+      };
     }
     case EvidenceKind.disk: {
-      const [file, offset, length, syncedAt] = diskDetails.parse(details);
-      if (syncedAt > observedAt) throw new z.ZodError([{ code: "custom", path: ["syncedAt"], message: "syncedAt after observedAt", input: syncedAt }]);
-      return { kind, capabilityGeneration, observedAt, file, offset, length, syncedAt };
+      tupleOf(details, 4, d);
+      const syncedAt = uintAt(details[3], `${d}.3`);
+      if (syncedAt > observedAt) throw new PositionalError(`${d}.3`, "syncedAt is after observedAt");
+      return { kind, capabilityGeneration, observedAt, file: stringAt(details[0], 1, 4096, `${d}.0`), offset: uintAt(details[1], `${d}.1`), length: uintAt(details[2], `${d}.2`), syncedAt };
     }
     default:
       return { kind: "unrecognized", wireKind: kind, capabilityGeneration, observedAt, details };

@@ -1,6 +1,5 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
 import type { KeyObject } from "node:crypto";
-import { z } from "zod";
 import type { ResidencyClaim, ResidencyEvidence } from "./evidence.ts";
 import {
   CURRENT_RECEIPT_VERSION,
@@ -14,7 +13,7 @@ import {
 import { ReceiptError, ReceiptErrorCode } from "./receipt-error.ts";
 import { signBytes } from "./signing.ts";
 import { receiptSubject } from "../transport/subjects.ts";
-import { tokenSchema, uintSchema } from "./token.ts";
+import { listOf, PositionalError, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /** The stream a batch is bound to: it is only valid on this volume, lane and receipt subject. */
 export interface ReceiptStream {
@@ -57,18 +56,6 @@ const MAGIC = "custody-receipt-batch";
 const encoder = new Encoder();
 const decoder = new Decoder({ maxStrLength: 64 * 1024, maxArrayLength: 64 * 1024, maxMapLength: 0, maxExtLength: 0 });
 
-const headerTuple = z.tuple([
-  z.literal(MAGIC),
-  z.literal(ReceiptVersion.v1),
-  tokenSchema,
-  tokenSchema,
-  z.string().min(1).max(512),
-  tokenSchema,
-  uintSchema,
-  uintSchema,
-  z.array(z.unknown()).max(MAX_RECEIPTS_PER_BATCH),
-]);
-
 /**
  * Canonical encoding of a batch: msgpack of positional arrays in a fixed field order, so equal
  * batches always give equal bytes. Throws ReceiptError `malformed` when a receipt does not belong
@@ -105,22 +92,27 @@ export function decodeReceiptBatch(body: Uint8Array): ReceiptBatch<ResidencyClai
     throw new ReceiptError(ReceiptErrorCode.unsupported_version, `receipt batch version ${String(raw[1])} is not supported`, { version: raw[1], supported: [ReceiptVersion.v1] });
   }
   try {
-    const [, version, volume, lane, subject, holderId, incarnation, issuedAt, receipts] = headerTuple.parse(raw);
-    const holder = { holderId, incarnation };
-    const decoded = receipts.map((r, i) => {
+    const t = tupleOf(raw, 9, "batch");
+    if (t[0] !== MAGIC) throw new PositionalError("batch.0", "not a receipt batch");
+    const volume = tokenAt(t[2], "batch.2");
+    const lane = tokenAt(t[3], "batch.3");
+    const subject = stringAt(t[4], 1, 512, "batch.4");
+    const holder = { holderId: tokenAt(t[5], "batch.5"), incarnation: uintAt(t[6], "batch.6") };
+    const issuedAt = uintAt(t[7], "batch.7");
+    const decoded = listOf(t[8], MAX_RECEIPTS_PER_BATCH, "batch.8").map((r, i) => {
       const v = receiptTupleVersion(r);
       if (v !== undefined && v !== ReceiptVersion.v1) {
         throw new ReceiptError(ReceiptErrorCode.unsupported_version, `receipt ${i} has version ${v}`, { index: i, version: v, supported: [ReceiptVersion.v1] });
       }
-      return receiptFromTuple(r, holder, volume, lane);
+      return receiptFromTuple(r, holder, volume, lane, `batch.8.${i}`);
     });
-    const batch: ReceiptBatch<ResidencyClaim> = { version, stream: { volume, lane, subject }, holder, issuedAt, receipts: decoded };
+    const batch: ReceiptBatch<ResidencyClaim> = { version: ReceiptVersion.v1, stream: { volume, lane, subject }, holder, issuedAt, receipts: decoded };
     checkMembers(batch);
     return batch;
   } catch (err) {
     if (err instanceof ReceiptError) throw err;
-    const issue = err instanceof z.ZodError ? err.issues[0] : undefined;
-    throw new ReceiptError(ReceiptErrorCode.malformed, `receipt batch is malformed: ${issue ? `${issue.path.join(".")}: ${issue.message}` : String(err)}`, { path: issue?.path.join(".") }, { cause: err });
+    const path = err instanceof PositionalError ? err.path : undefined;
+    throw new ReceiptError(ReceiptErrorCode.malformed, `receipt batch is malformed: ${(err as Error).message}`, { path }, { cause: err });
   }
 }
 

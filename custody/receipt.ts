@@ -1,4 +1,3 @@
-import { z } from "zod";
 import { RangeSet } from "../lanes/range-set.ts";
 import {
   evidenceFromTuple,
@@ -8,7 +7,7 @@ import {
   type ResidencyEvidence,
 } from "./evidence.ts";
 import { payloadFromTuple, payloadToTuple, type PayloadDescription, type PayloadTuple } from "./source-cut.ts";
-import { tokenSchema, uintSchema } from "./token.ts";
+import { boolAt, bytesAt, intAt, listOf, PositionalError, rangesAt, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /**
  * Receipt format versions. A peer decodes only versions it lists; anything else is
@@ -133,68 +132,49 @@ export function receiptToTuple(r: CustodyReceipt<ResidencyClaim>): ReceiptTuple 
   ];
 }
 
-const headTuple = z.tuple([uintSchema, uintSchema, uintSchema, uintSchema, uintSchema, uintSchema]).rest(z.unknown());
-const receiptTuple = z.tuple([
-  z.literal(ReceiptVersion.v1),
-  uintSchema,
-  uintSchema,
-  uintSchema,
-  uintSchema,
-  uintSchema,
-  z.array(z.tuple([uintSchema, uintSchema])).max(4096),
-  uintSchema,
-  z.number().int().min(-1).max(Number.MAX_SAFE_INTEGER),
-  z.unknown(),
-  z.unknown(),
-  z.tuple([
-    tokenSchema,
-    z.union([
-      z.tuple([z.literal(ReleaseAuthorityKind.control_log), tokenSchema]),
-      z.tuple([z.literal(ReleaseAuthorityKind.retention_contract), tokenSchema, uintSchema]),
-    ]),
-  ]),
-  z.array(z.tuple([z.string().min(1).max(64), z.boolean(), z.instanceof(Uint8Array)])).max(32),
-]);
-
 /** Reads only the declared version of a positional receipt (undefined when not even that parses). */
 export function receiptTupleVersion(raw: unknown): number | undefined {
-  const r = headTuple.safeParse(raw);
-  return r.success ? r.data[0] : undefined;
+  return Array.isArray(raw) && typeof raw[0] === "number" ? raw[0] : undefined;
 }
 
 /**
- * Decodes a positional v1 receipt for the given holder and stream. Throws a ZodError (or
- * InvalidRangeError) when malformed, including a stated prefix that the ranges do not support.
+ * Decodes a positional v1 receipt for the given holder and stream. Throws PositionalError when
+ * malformed, including ranges not in canonical form or a stated prefix the ranges do not support.
  */
-export function receiptFromTuple(raw: unknown, holder: HolderIdentity, volume: string, lane: string): CustodyReceipt<ResidencyClaim> {
-  const t = receiptTuple.parse(raw);
-  const retained = RangeSet.fromJSON(t[6]);
-  if (JSON.stringify(retained.toJSON()) !== JSON.stringify(t[6])) throw invalid("retained ranges are not in canonical (sorted, merged) form");
-  const prefix = { base: t[7], through: t[8] };
-  if (retained.contiguousThrough(prefix.base) !== prefix.through) throw invalid("stated contiguous prefix does not match retained ranges");
-  const [obligationId, auth] = t[11];
+export function receiptFromTuple(raw: unknown, holder: HolderIdentity, volume: string, lane: string, path = "receipt"): CustodyReceipt<ResidencyClaim> {
+  const t = tupleOf(raw, 13, path);
+  if (t[0] !== ReceiptVersion.v1) throw new PositionalError(`${path}.0`, `unsupported receipt version ${String(t[0])}`);
+  const retained = RangeSet.fromJSON(rangesAt(t[6], 4096, `${path}.6`));
+  const prefix = { base: uintAt(t[7], `${path}.7`), through: intAt(t[8], -1, `${path}.8`) };
+  if (retained.contiguousThrough(prefix.base) !== prefix.through) throw new PositionalError(`${path}.8`, "stated contiguous prefix does not match retained ranges");
+  const ob = tupleOf(t[11], 2, `${path}.11`);
+  const auth = listOf(ob[1], 3, `${path}.11.1`);
+  let releaseAuthority: ReleaseAuthority;
+  if (auth[0] === ReleaseAuthorityKind.control_log) {
+    tupleOf(auth, 2, `${path}.11.1`);
+    releaseAuthority = { kind: auth[0], region: tokenAt(auth[1], `${path}.11.1.1`) };
+  } else if (auth[0] === ReleaseAuthorityKind.retention_contract) {
+    tupleOf(auth, 3, `${path}.11.1`);
+    releaseAuthority = { kind: auth[0], contractId: tokenAt(auth[1], `${path}.11.1.1`), expiresAt: uintAt(auth[2], `${path}.11.1.2`) };
+  } else throw new PositionalError(`${path}.11.1.0`, "unknown release authority");
   return {
-    version: t[0],
+    version: ReceiptVersion.v1,
     holder,
     volume,
     lane,
-    receiptSeq: t[1],
-    issuedAt: t[2],
-    writerTerm: t[3],
-    topologyEpoch: t[4],
-    policyGeneration: t[5],
+    receiptSeq: uintAt(t[1], `${path}.1`),
+    issuedAt: uintAt(t[2], `${path}.2`),
+    writerTerm: uintAt(t[3], `${path}.3`),
+    topologyEpoch: uintAt(t[4], `${path}.4`),
+    policyGeneration: uintAt(t[5], `${path}.5`),
     retained,
     prefix,
-    payload: payloadFromTuple(t[9]),
-    residency: evidenceFromTuple(t[10]),
-    obligation: {
-      obligationId,
-      releaseAuthority: auth[0] === "control_log" ? { kind: auth[0], region: auth[1] } : { kind: auth[0], contractId: auth[1], expiresAt: auth[2] },
-    },
-    extensions: t[12].map(([kind, required, body]) => ({ kind, required, body })),
+    payload: payloadFromTuple(t[9], `${path}.9`),
+    residency: evidenceFromTuple(t[10], `${path}.10`),
+    obligation: { obligationId: tokenAt(ob[0], `${path}.11.0`), releaseAuthority },
+    extensions: listOf(t[12], 32, `${path}.12`).map((x, i) => {
+      const e = tupleOf(x, 3, `${path}.12.${i}`);
+      return { kind: stringAt(e[0], 1, 64, `${path}.12.${i}.0`), required: boolAt(e[1], `${path}.12.${i}.1`), body: bytesAt(e[2], `${path}.12.${i}.2`) };
+    }),
   };
-}
-
-function invalid(message: string): z.ZodError {
-  return new z.ZodError([{ code: "custom", path: ["receipt"], message, input: undefined }]);
 }

@@ -1,5 +1,4 @@
-import { z } from "zod";
-import { tokenSchema, uintSchema } from "./token.ts";
+import { listOf, oneOfAt, PositionalError, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /**
  * How the retained payload relates to the original log. A coalesced image promises a source cut,
@@ -57,13 +56,6 @@ export type PayloadDescription = RawPayload | CoalescedPayload;
 /** Positional form: [representation, [[snapshotId, volume, through]...], [[volume, lane, through]...], sourceCutSeq | null]. */
 export type PayloadTuple = [string, [string, string, number][], [string, string, number][], number | null];
 
-const payloadTuple = z.tuple([
-  z.enum([PayloadRepresentation.raw, PayloadRepresentation.coalesced]),
-  z.array(z.tuple([tokenSchema, tokenSchema, uintSchema])).max(256),
-  z.array(z.tuple([tokenSchema, tokenSchema, uintSchema])).max(256),
-  uintSchema.nullable(),
-]);
-
 /** Encodes a payload description in version-1 field order. */
 export function payloadToTuple(p: PayloadDescription): PayloadTuple {
   return [
@@ -75,23 +67,25 @@ export function payloadToTuple(p: PayloadDescription): PayloadTuple {
 }
 
 /**
- * Decodes a payload description. Throws a ZodError when malformed, including a coalesced payload
- * without its source cut or a raw payload that claims one.
+ * Decodes a payload description. Throws PositionalError when malformed, including a coalesced
+ * payload without its source cut or a raw payload that claims one.
  */
-export function payloadFromTuple(raw: unknown): PayloadDescription {
-  const [representation, bases, cuts, sourceCutSeq] = payloadTuple.parse(raw);
+export function payloadFromTuple(raw: unknown, path = "payload"): PayloadDescription {
+  const t = tupleOf(raw, 4, path);
+  const representation = oneOfAt(t[0], [PayloadRepresentation.raw, PayloadRepresentation.coalesced], `${path}.0`);
+  const refs = (x: unknown, p: string) =>
+    listOf(x, 256, p).map((r, i) => {
+      const q = tupleOf(r, 3, `${p}.${i}`);
+      return [tokenAt(q[0], `${p}.${i}.0`), tokenAt(q[1], `${p}.${i}.1`), uintAt(q[2], `${p}.${i}.2`)] as const;
+    });
   const manifest: SourceCutManifest = {
-    baseSnapshots: bases.map(([snapshotId, volume, throughSeq]) => ({ snapshotId, volume, throughSeq })),
-    consistencyCuts: cuts.map(([volume, lane, throughSeq]) => ({ volume, lane, throughSeq })),
+    baseSnapshots: refs(t[1], `${path}.1`).map(([snapshotId, volume, throughSeq]) => ({ snapshotId, volume, throughSeq })),
+    consistencyCuts: refs(t[2], `${path}.2`).map(([volume, lane, throughSeq]) => ({ volume, lane, throughSeq })),
   };
   if (representation === PayloadRepresentation.coalesced) {
-    if (sourceCutSeq === null) throw invalid("coalesced payload without sourceCutSeq");
-    return { representation, manifest, sourceCutSeq };
+    if (t[3] === null) throw new PositionalError(`${path}.3`, "coalesced payload without sourceCutSeq");
+    return { representation, manifest, sourceCutSeq: uintAt(t[3], `${path}.3`) };
   }
-  if (sourceCutSeq !== null) throw invalid("raw payload must not carry a sourceCutSeq");
+  if (t[3] !== null) throw new PositionalError(`${path}.3`, "raw payload must not carry a sourceCutSeq");
   return { representation, manifest };
-}
-
-function invalid(message: string): z.ZodError {
-  return new z.ZodError([{ code: "custom", path: ["payload"], message, input: undefined }]);
 }
