@@ -1,11 +1,12 @@
 import test from "ava";
+import fc from "fast-check";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { decodeReceiptBatch, encodeReceiptBatch, receiptStream } from "../../custody/receipt-batch.ts";
 import { ReceiptError, type ReceiptErrorCode } from "../../custody/receipt-error.ts";
 import { ReceiptLedger } from "../../custody/receipt-ledger.ts";
 import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { survivesPowerLoss } from "../../custody/evidence.ts";
-import { batchOf, context, crafted, disk, keys, manualClock, receipt, signed, STREAM, T0 } from "./receipt-fixtures.ts";
+import { batchOf, context, crafted, disk, keys, manualClock, ram, receipt, signed, STREAM, T0 } from "./receipt-fixtures.ts";
 
 /** A ledger that already holds one accepted batch, so "unchanged" is a non-trivial claim. */
 function seededLedger() {
@@ -180,4 +181,35 @@ test("the batch is bound to the stream in its signed bytes (not only in the tran
   const b = decodeReceiptBatch(signed(batchOf([receipt({ seq: 1 })])).body);
   t.deepEqual(b.stream, STREAM);
   t.deepEqual(b.holder, { holderId: "h1", incarnation: 1 });
+});
+
+test("any corrupted byte of a signed batch yields a typed ReceiptError and never an accepted batch", (t) => {
+  const s = signed(batchOf([receipt({ seq: 1, ranges: [[1, 4], [8, 9]] }), receipt({ seq: 2, residency: disk() })]));
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: s.body.byteLength - 1 }), fc.integer({ min: 1, max: 255 }), (at, flip) => {
+      const body = Uint8Array.from(s.body);
+      body[at] = body[at]! ^ flip;
+      try {
+        verifyReceiptBatch({ body, signature: s.signature }, context());
+        return false;
+      } catch (err) {
+        return err instanceof ReceiptError;
+      }
+    }),
+    { numRuns: 300 },
+  );
+  t.pass();
+});
+
+test("random receipts survive encode, sign, verify and decode unchanged", (t) => {
+  const rangesArb = fc.array(fc.tuple(fc.nat(10_000), fc.nat(50)), { maxLength: 6 }).map((xs) => xs.map(([a, n]) => [a, a + n] as [number, number]));
+  fc.assert(
+    fc.property(fc.array(fc.record({ ranges: rangesArb, onDisk: fc.boolean(), base: fc.nat(10_000) }), { minLength: 1, maxLength: 8 }), (rows) => {
+      const b = batchOf(rows.map((r, i) => receipt({ seq: i + 1, ranges: r.ranges, prefixBase: r.base, residency: r.onDisk ? disk() : ram() })));
+      const v = verifyReceiptBatch(signed(b), context());
+      return Buffer.compare(encodeReceiptBatch(v), encodeReceiptBatch(b)) === 0;
+    }),
+    { numRuns: 100 },
+  );
+  t.pass();
 });
