@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { failWith } from "./output.ts";
 import { register as registerPolicy } from "./commands/policy.ts";
 import { register as registerVolume } from "./commands/volume.ts";
+import { register as registerCustody } from "./commands/custody.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -15,6 +16,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerPolicy(program);
   registerVolume(program);
+  registerCustody(program);
   return program;
 }
 
