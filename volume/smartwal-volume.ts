@@ -3,7 +3,8 @@ import { systemClock, type Clock } from "../core/clock.ts";
 import { Counters } from "../core/counters.ts";
 import { isCustodyError } from "../core/custody-error.ts";
 import { nodeFileLayer, type FileLayer } from "../core/file-layer.ts";
-import { Allocator, Hold } from "./allocator.ts";
+import { Allocator, Hold, type PhysicalRun } from "./allocator.ts";
+import { planCommit } from "./commit-plan.ts";
 import { BlockMap, UNMAPPED } from "./block-map.ts";
 import { CheckpointCorruptError, BadRequestError, DamagedBlockError, NoSpaceError, VolumeClosedError } from "./volume-errors.ts";
 import { loadCheckpoint, writeCheckpoint } from "./checkpoint.ts";
@@ -368,8 +369,14 @@ export class SmartWalVolume {
   }
 
   private async runBatch(batch: Op[]): Promise<void> {
+    if (this.failure !== undefined) {
+      // Queued before the volume fenced itself: refuse rather than run on half-applied state.
+      for (const op of batch) op.reject(new VolumeClosedError("volume failed after an I/O error and is fenced"));
+      return;
+    }
     this.st.batches++;
     const muts = batch.filter((o): o is MutOp => o.kind === "write" || o.kind === "trim");
+    this.st.writes += muts.filter((o) => o.kind === "write").length;
     if (muts.length > 0) {
       if (this.alloc) await this.applySmart(muts);
       else await this.applyInline(muts);
@@ -389,7 +396,7 @@ export class SmartWalVolume {
   /** SmartWAL: allocate → pwrite → one extent barrier (I1) → WAL records, in groups that fit. */
   private async applySmart(ops: MutOp[]): Promise<void> {
     const alloc = this.alloc!;
-    let group: { op: MutOp; runs: { start: number; count: number }[] }[] = [];
+    let group: { op: MutOp; runs: PhysicalRun[] }[] = [];
     let groupRecords = 0;
     for (const op of ops) {
       const blocks = op.kind === "write" ? op.data.length / BLOCK_SIZE : 0;
@@ -414,53 +421,36 @@ export class SmartWalVolume {
     await this.commitSmart(group);
   }
 
-  private async commitSmart(group: { op: MutOp; runs: { start: number; count: number }[] }[]): Promise<void> {
+  private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
-    const epoch = this.geometry.epoch;
-    const records: WalRecord[] = [];
-    const pwrites: Promise<void>[] = [];
-    const apply: (() => void)[] = [];
-    const last: number[] = [];
-    let lsn = this.ring.head;
-    for (const { op, runs } of group) {
-      if (op.kind === "trim") {
-        const l = ++lsn;
-        records.push({ lsn: l, epoch, flag: RecordFlag.Trim, lba: op.lba, blockCount: op.count, physicalOffset: 0, dataCrc: 0 });
-        apply.push(() => this.applyTrim(op.lba, op.count, l));
-      } else {
-        // One pwrite per contiguous run, but one record per block: a run's blocks can be superseded
-        // (and reused) one by one, so each needs its own CRC for recovery to verify it alone.
-        let off = 0;
-        for (const run of runs) {
-          const runData = op.data.subarray(off * BLOCK_SIZE, (off + run.count) * BLOCK_SIZE);
-          pwrites.push(this.files.extent.write(runData, 0, runData.length, run.start * BLOCK_SIZE));
-          for (let k = 0; k < run.count; k++) {
-            const l = ++lsn;
-            const lba = op.lba + off + k;
-            const phys = run.start + k;
-            const crc = crc32(runData.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE)) >>> 0;
-            records.push({ lsn: l, epoch, flag: RecordFlag.Write, lba, blockCount: 1, physicalOffset: phys * BLOCK_SIZE, dataCrc: crc });
-            apply.push(() => {
-              const old = this.map.set(lba, phys, crc, l);
-              if (old !== UNMAPPED) this.alloc!.supersede(old, l);
-              this.markPeers(lba, 1, l);
-            });
-          }
-          off += run.count;
-        }
-        this.st.writes++;
-        this.st.blocksWritten += op.data.length / BLOCK_SIZE;
-      }
-      last.push(lsn);
-    }
-    await Promise.all(pwrites);
-    for (const f of apply) f(); // admitted: reads now see the new blocks (G2)
-    if (pwrites.length > 0) {
+    const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false);
+    await Promise.all(plan.extentWrites.map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
+    this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
+    if (plan.extentWrites.length > 0) {
       await this.files.extent.datasync(); // I1: data durable before any record names it
       this.st.extentSyncs++;
     }
-    await this.ring.append(records);
-    group.forEach(({ op }, i) => op.resolve(last[i]!));
+    await this.ring.append(plan.records);
+    group.forEach(({ op }, i) => op.resolve(plan.lastLsn[i]!));
+  }
+
+  /** Points the map at each record's block (SmartWAL: supersede the old one; inline: keep the payload until flushed). */
+  private applyRecords(records: readonly WalRecord[]): void {
+    for (const r of records) {
+      if (r.flag === RecordFlag.Trim) {
+        this.applyTrim(r.lba, r.blockCount, r.lsn);
+        continue;
+      }
+      if (r.payload) {
+        this.unflushed.set(r.lba, r.payload);
+        this.map.set(r.lba, r.lba, r.dataCrc, r.lsn);
+      } else {
+        const old = this.map.set(r.lba, r.physicalOffset / BLOCK_SIZE, r.dataCrc, r.lsn);
+        if (old !== UNMAPPED) this.alloc!.supersede(old, r.lsn);
+      }
+      this.markPeers(r.lba, 1, r.lsn);
+      this.st.blocksWritten++;
+    }
   }
 
   private applyTrim(lba: number, count: number, lsn: number): void {
@@ -493,34 +483,10 @@ export class SmartWalVolume {
 
   private async commitInline(ops: MutOp[]): Promise<void> {
     if (ops.length === 0) return;
-    const epoch = this.geometry.epoch;
-    const records: WalRecord[] = [];
-    const last: number[] = [];
-    let lsn = this.ring.head;
-    for (const op of ops) {
-      if (op.kind === "trim") {
-        records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Trim, lba: op.lba, blockCount: op.count, physicalOffset: 0, dataCrc: 0 });
-      } else {
-        for (let k = 0; k < op.data.length / BLOCK_SIZE; k++) {
-          const payload = op.data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE);
-          const lba = op.lba + k;
-          records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Write, lba, blockCount: 1, physicalOffset: lba * BLOCK_SIZE, dataCrc: crc32(payload) >>> 0, payload });
-        }
-      }
-      last.push(lsn);
-    }
-    await this.ring.append(records);
-    for (const r of records) {
-      if (r.flag === RecordFlag.Trim) this.applyTrim(r.lba, r.blockCount, r.lsn);
-      else {
-        this.unflushed.set(r.lba, r.payload!);
-        this.map.set(r.lba, r.lba, r.dataCrc, r.lsn);
-        this.markPeers(r.lba, 1, r.lsn);
-        this.st.blocksWritten++;
-      }
-    }
-    for (const op of ops) if (op.kind === "write") this.st.writes++;
-    ops.forEach((op, i) => op.resolve(last[i]!));
+    const plan = planCommit(ops, this.ring.head, this.geometry.epoch, true);
+    await this.ring.append(plan.records);
+    this.applyRecords(plan.records);
+    ops.forEach((op, i) => op.resolve(plan.lastLsn[i]!));
   }
 
   /** Inline flusher: WAL durable first (log before data), copy payloads in place, barrier, checkpoint. */

@@ -1,6 +1,7 @@
 import test from "ava";
 import fc from "fast-check";
 import { decodeRecord, encodeRecord, RECORD_SIZE, RecordFlag, RecordProblem } from "../../volume/index.ts";
+import { planCommit } from "../../volume/commit-plan.ts";
 
 const record = fc.record({
   lsn: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
@@ -41,4 +42,25 @@ test("an inline record's CRC covers its payload", (t) => {
   t.is(typeof decodeRecord(slot), "object");
   slot[RECORD_SIZE + 100] = 4;
   t.is(decodeRecord(slot), RecordProblem.BadCrc);
+});
+
+test("a commit plan gives a k-block write k records with consecutive LSNs, one per block, and one pwrite per run", (t) => {
+  const data = new Uint8Array(3 * 4096).fill(1);
+  const plan = planCommit(
+    [
+      { kind: "write", lba: 4, data, runs: [{ start: 10, count: 2 }, { start: 0, count: 1 }] },
+      { kind: "trim", lba: 0, count: 2 },
+    ],
+    41,
+    3,
+    false,
+  );
+  t.deepEqual(plan.records.map((r) => [r.lsn, r.lba, r.blockCount, r.physicalOffset / 4096]), [
+    [42, 4, 1, 10],
+    [43, 5, 1, 11],
+    [44, 6, 1, 0],
+    [45, 0, 2, 0],
+  ]);
+  t.deepEqual(plan.extentWrites.map((w) => [w.offset / 4096, w.data.length / 4096]), [[10, 2], [0, 1]]);
+  t.deepEqual(plan.lastLsn, [44, 45]);
 });
