@@ -1,0 +1,38 @@
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import type { Holder } from "../holder.ts";
+import { laneKey } from "../holder/holder-config.ts";
+
+/**
+ * Where repair and recovery read surviving units from. A source yields whole, digest-carrying
+ * units (ciphertext): it never needs the data key.
+ */
+export interface SurvivorSource {
+  readonly holderId: string;
+  /** Units of `lane` intersecting `ranges` that the source still retains (copies, safe to keep). */
+  units(volume: string, lane: string, ranges: RangeSet): TransportUnit[];
+}
+
+/**
+ * A source over an in-process holder's RAM-resident arena segments. Payloads are copied, so the
+ * result stays valid after the holder recycles its segments.
+ */
+export function holderSource(holder: Holder): SurvivorSource {
+  return {
+    holderId: holder.id,
+    units(volume, lane, ranges) {
+      const hl = holder.core.lanes.get(laneKey(volume, lane));
+      if (hl === undefined) return [];
+      const out: TransportUnit[] = [];
+      for (const id of hl.arena.segmentsOf(volume, lane)) {
+        const seg = hl.arena.describe(id);
+        if (seg.residency !== "ram" || !seg.seqs().intersects(ranges)) continue;
+        for (const u of hl.arena.units(id)) {
+          if (!hl.log.retained.covers(u.firstSeq, u.lastSeq) || !ranges.intersects(RangeSet.of(u.firstSeq, u.lastSeq))) continue;
+          out.push({ ...u, commitTs: [...u.commitTs], payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) });
+        }
+      }
+      return out;
+    },
+  };
+}

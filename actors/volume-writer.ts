@@ -1,0 +1,61 @@
+import { createActor, type Actor } from "xstate";
+import { volumeWriterMachine, WriterState } from "./volume-writer.machine.ts";
+import { WriterFencedError, type VolumeWriterConfig } from "./writer/writer-config.ts";
+import { WriterCore, type VolumeWriterPorts, type WriteAck } from "./writer/writer-core.ts";
+
+/** A running volume writer: the actor plus the calls an application (or block device) makes. */
+export interface VolumeWriter {
+  readonly id: string;
+  readonly actor: Actor<typeof volumeWriterMachine>;
+  readonly core: WriterCore;
+  /** Current lifecycle state. */
+  state(): string;
+  /** Writes whole blocks; resolves on local admission. Throws WriterFencedError once fenced. */
+  write(lba: number, data: Uint8Array): Promise<WriteAck>;
+  /**
+   * Local sync (SyncCache) without `contract`; with it, also waits for receipts proving the
+   * contract for everything written before the call.
+   */
+  sync(contract?: string, timeoutMs?: number): Promise<{ durableLsn: number; heads: Record<string, number> }>;
+  /** A newer term took over: stop admitting writes. */
+  fence(newTerm: number): void;
+  /** Stops the actor (the volume itself stays open; its owner closes it). */
+  stop(): void;
+}
+
+/**
+ * Starts a volume writer. Throws WriterConfigError for a bad configuration. The data key in
+ * `ports` must come from the volume's key authority; it never leaves this process.
+ */
+export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWriterPorts): VolumeWriter {
+  let actor: Actor<typeof volumeWriterMachine> | undefined;
+  const core = new WriterCore(config, ports, (lane, msg) => actor?.send({ type: "nats.receipt", lane, msg }));
+  actor = createActor(volumeWriterMachine, { input: { core }, clock: ports.clock });
+  actor.start();
+  const a = actor;
+  const active = () => {
+    if (a.getSnapshot().value !== WriterState.Active) {
+      core.counters.inc("writer_fenced");
+      throw new WriterFencedError({ term: config.term, state: a.getSnapshot().value });
+    }
+  };
+  return {
+    id: config.writerId,
+    actor: a,
+    core,
+    state: () => String(a.getSnapshot().value),
+    async write(lba, data) {
+      active();
+      return core.write(lba, data);
+    },
+    async sync(contract, timeoutMs) {
+      active();
+      return core.sync(contract, timeoutMs);
+    },
+    fence: (newTerm) => a.send({ type: "fence", newTerm }),
+    stop: () => {
+      if (a.getSnapshot().status === "active") a.send({ type: "stop" });
+      a.stop();
+    },
+  };
+}

@@ -1,0 +1,342 @@
+import { unitRecordBytes } from "../../arena/segment.ts";
+import type { Clock } from "../../core/clock.ts";
+import { Counters } from "../../core/counters.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { makeTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
+import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
+import { CreditSender } from "../../transport/credit-sender.ts";
+import { eventSubject, receiptSubject } from "../../transport/subjects.ts";
+import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { BLOCK_SIZE } from "../../volume/format.ts";
+import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import type { PeerDirectory } from "../holder/holder-core.ts";
+import { signedReceiptBatchSpec } from "../holder/holder-messages.ts";
+import { protectedSeqs } from "./protection.ts";
+import { sealPayload, type WriteRecord } from "./unit-payload.ts";
+import {
+  checkWriterConfig,
+  ProtectionTimeoutError,
+  UnknownContractError,
+  WriteRejectedError,
+  type LaneSpec,
+  type VolumeWriterConfig,
+} from "./writer-config.ts";
+import { writerProgressSpec } from "./writer-messages.ts";
+
+/** Ports of a volume writer: the volume, the data key, and the seams. */
+export interface VolumeWriterPorts {
+  transport: Transport;
+  clock: Clock;
+  volume: SmartWalVolume;
+  /** The volume's data key, obtained from the key authority (holders never see it). */
+  dataKey: Uint8Array;
+  /** Public keys of holders, to verify their receipts. */
+  peers: PeerDirectory;
+  counters?: Counters;
+  /** Called with every unit as it is handed to the credit senders (tests, recovery references). */
+  onUnit?: (u: TransportUnit) => void;
+}
+
+/** Where one write went: its LSN and, per lane piece, the lane sequence. */
+export interface WriteAck {
+  readonly lsn: number;
+  readonly pieces: readonly { readonly lane: string; readonly seq: number }[];
+}
+
+/** A consistency manifest: the lane cut that corresponds to one LSN of the volume. */
+export interface WriterCut {
+  readonly lsn: number;
+  readonly lanes: Readonly<Record<string, number>>;
+}
+
+interface LaneState {
+  readonly spec: LaneSpec;
+  readonly senders: CreditSender[];
+  /** Next sequence to assign. */
+  next: number;
+  pending: WriteRecord[];
+  pendingBytes: number;
+  pendingTs: number[];
+  /** Sequences per holder proven by verified receipts (monotone: protection, once proven, was proven). */
+  readonly proven: Map<string, RangeSet>;
+  /** Commit runs not yet published as progress: [first, last, committedAt, bytes]. */
+  runs: [number, number, number, number][];
+}
+
+interface Waiter {
+  contract: string;
+  target: Record<string, number>;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+  timer?: unknown;
+}
+
+/**
+ * The volume writer's working parts behind its machine: SmartWAL writes, lane units built from
+ * the write's own buffer (G4: never re-read from the extent), AES-256-GCM sealing, credited fan-out
+ * to first-hop holders, receipt folding into per-lane protection, and contract-aware sync.
+ */
+export class WriterCore {
+  readonly counters: Counters;
+  private readonly lanes = new Map<string, LaneState>();
+  private readonly ordered: LaneState[];
+  private readonly subs: TransportSubscription[] = [];
+  private readonly waiters = new Set<Waiter>();
+  private readonly cuts: WriterCut[] = [];
+  private flushQueued = false;
+  private progressTimer: unknown;
+  private stopped = false;
+
+  constructor(
+    readonly config: VolumeWriterConfig,
+    private readonly ports: VolumeWriterPorts,
+    private readonly dispatchReceipt: (lane: string, msg: InboundMessage) => void,
+  ) {
+    checkWriterConfig(config);
+    this.counters = ports.counters ?? new Counters();
+    for (const spec of config.lanes) {
+      const senders = spec.holders.map(
+        (h) => new CreditSender({ transport: ports.transport, clock: ports.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20 }),
+      );
+      const first = spec.firstSeq ?? 1;
+      this.lanes.set(spec.lane, { spec, senders, next: first, pending: [], pendingBytes: 0, pendingTs: [], proven: new Map(), runs: [] });
+    }
+    this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
+  }
+
+  /** Subscribes receipts, attaches credit senders and starts progress publication. */
+  start(): void {
+    for (const l of this.ordered) {
+      this.subs.push(this.ports.transport.subscribe(receiptSubject(this.config.volume, l.spec.lane), (m) => this.dispatchReceipt(l.spec.lane, m)));
+      for (const s of l.senders) s.attach();
+    }
+    const every = this.config.progressIntervalMs ?? 50;
+    if (every > 0) {
+      const tick = () => {
+        this.progressTimer = undefined;
+        if (this.stopped) return;
+        this.publishProgress();
+        this.progressTimer = this.ports.clock.setTimeout(tick, every);
+      };
+      this.progressTimer = this.ports.clock.setTimeout(tick, every);
+    }
+  }
+
+  /** Splits `lba..` over the lanes; throws WriteRejectedError when a block lies outside every lane. */
+  private split(lba: number, data: Uint8Array): { lane: LaneState; lba: number; data: Uint8Array }[] {
+    if (!(data instanceof Uint8Array) || data.length === 0 || data.length % BLOCK_SIZE !== 0) {
+      throw new WriteRejectedError(`data must be a positive multiple of ${BLOCK_SIZE} bytes`, { length: (data as Uint8Array)?.length });
+    }
+    if (!Number.isSafeInteger(lba) || lba < 0) throw new WriteRejectedError("lba must be a non-negative integer", { lba });
+    const blocks = data.length / BLOCK_SIZE;
+    const out: { lane: LaneState; lba: number; data: Uint8Array }[] = [];
+    let at = lba;
+    while (at < lba + blocks) {
+      const lane = this.ordered.find((l) => l.spec.fromLba <= at && at <= l.spec.toLba);
+      if (lane === undefined) throw new WriteRejectedError(`lba ${at} belongs to no lane of ${this.config.volume}`, { lba: at });
+      const end = Math.min(lba + blocks - 1, lane.spec.toLba);
+      out.push({ lane, lba: at, data: data.subarray((at - lba) * BLOCK_SIZE, (end - lba + 1) * BLOCK_SIZE) });
+      at = end + 1;
+    }
+    return out;
+  }
+
+  /**
+   * Writes `data` at `lba` through SmartWAL, then — in the same continuation, from the same
+   * buffer — appends one record per lane piece to the lane's open unit. Resolves once the volume
+   * admitted the write (a local write-back ack; protection is proven later by receipts).
+   * Throws WriteRejectedError (counted, nothing written) for a bad request.
+   */
+  async write(lba: number, data: Uint8Array): Promise<WriteAck> {
+    let pieces;
+    try {
+      pieces = this.split(lba, data);
+    } catch (err) {
+      this.counters.inc((err as CustodyError).code);
+      throw err;
+    }
+    // Keep our own reference to the buffer: the caller may reuse theirs after we return (G4).
+    const own = new Uint8Array(data);
+    const lsn = await this.ports.volume.write(lba, own);
+    const now = this.ports.clock.now();
+    const acked: { lane: string; seq: number }[] = [];
+    for (const p of pieces) {
+      const l = p.lane;
+      const seq = l.next++;
+      const rec: WriteRecord = { seq, lsn, lba: p.lba, data: own.subarray((p.lba - lba) * BLOCK_SIZE, (p.lba - lba) * BLOCK_SIZE + p.data.length) };
+      l.pending.push(rec);
+      l.pendingTs.push(now);
+      l.pendingBytes += rec.data.length;
+      const last = l.runs[l.runs.length - 1];
+      if (last !== undefined && last[1] === seq - 1 && last[2] === now && last[3] === rec.data.length) last[1] = seq;
+      else l.runs.push([seq, seq, now, rec.data.length]);
+      acked.push({ lane: l.spec.lane, seq });
+      if (l.pendingBytes >= (this.config.maxUnitPayloadBytes ?? 64 * 1024)) this.cutUnit(l);
+    }
+    // A cut spanning lanes carries its manifest: the lane heads that correspond to this LSN.
+    if (this.ordered.length > 1) this.noteCut(lsn);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(() => {
+        this.flushQueued = false;
+        for (const l of this.ordered) this.cutUnit(l);
+      });
+    }
+    return { lsn, pieces: acked };
+  }
+
+  private noteCut(lsn: number): void {
+    const lanes: Record<string, number> = {};
+    for (const l of this.ordered) lanes[l.spec.lane] = l.next - 1;
+    const prev = this.cuts[this.cuts.length - 1];
+    if (prev !== undefined && prev.lsn === lsn) this.cuts[this.cuts.length - 1] = { lsn, lanes };
+    else this.cuts.push({ lsn, lanes });
+    if (this.cuts.length > 65_536) this.cuts.splice(0, this.cuts.length - 65_536);
+  }
+
+  /** Seals the lane's pending records into one encrypted unit and hands it to every first-hop sender. */
+  private cutUnit(l: LaneState): void {
+    if (l.pending.length === 0) return;
+    const recs = l.pending;
+    const ts = l.pendingTs;
+    l.pending = [];
+    l.pendingTs = [];
+    l.pendingBytes = 0;
+    const id = { volume: this.config.volume, lane: l.spec.lane, term: this.config.term, firstSeq: recs[0]!.seq, lastSeq: recs[recs.length - 1]!.seq };
+    const unit = makeTransportUnit({ ...id, commitTs: ts, payload: sealPayload(this.ports.dataKey, id, recs) });
+    const data = encodeMessage(unitSpec, unit);
+    const bytes = unitRecordBytes(unit);
+    for (const s of l.senders) s.send({ data, bytes });
+    this.counters.inc("units_sent");
+    this.ports.onUnit?.(unit);
+  }
+
+  /**
+   * A signed receipt batch on one of our lanes: verified (key, signature, stream, fence) before
+   * it proves anything; a bad batch is counted by its code and changes nothing.
+   */
+  handleReceipt(lane: string, msg: InboundMessage): void {
+    const l = this.lanes.get(lane);
+    if (l === undefined) return;
+    try {
+      const signed = decodeMessage(signedReceiptBatchSpec, msg.data);
+      const batch = verifyReceiptBatch(signed, {
+        stream: { volume: this.config.volume, lane, subject: receiptSubject(this.config.volume, lane) },
+        holderKey: (h, inc) => this.ports.peers.key(h, inc),
+        currentIncarnation: (h) => this.ports.peers.incarnation(h),
+        topologyEpoch: this.config.topologyEpoch,
+        policyGeneration: this.config.policyGeneration,
+        released: () => RangeSet.EMPTY,
+      });
+      const h = batch.holder.holderId;
+      let got = l.proven.get(h) ?? RangeSet.EMPTY;
+      for (const r of batch.receipts) got = got.union(r.retained);
+      l.proven.set(h, got);
+    } catch (err) {
+      this.counters.inc(`receipt_${err instanceof CustodyError ? err.code : "invalid"}`);
+      return;
+    }
+    this.wake();
+  }
+
+  /** Highest `s` such that every sequence of `lane` from its first through `s` is proven under `contract`. */
+  protectedThrough(contract: string, lane: string): number {
+    const ct = this.config.contracts.find((c) => c.name === contract);
+    if (ct === undefined) throw new UnknownContractError(contract);
+    const l = this.lanes.get(lane);
+    if (l === undefined) throw new WriteRejectedError(`unknown lane ${lane}`, { lane });
+    const base = l.spec.firstSeq ?? 1;
+    return protectedSeqs(l.proven, this.config.holderSites, ct).contiguousThrough(base);
+  }
+
+  /** Lane heads now (the highest sequence assigned on each lane). */
+  heads(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const l of this.ordered) out[l.spec.lane] = l.next - 1;
+    return out;
+  }
+
+  /** Consistency manifests of recent multi-lane cuts, oldest first. */
+  manifests(): readonly WriterCut[] {
+    return this.cuts;
+  }
+
+  /**
+   * Local sync: the volume's SyncCache (no WAN wait). With `contract`, additionally waits until
+   * receipts prove every write admitted before the call under that contract; rejects with
+   * ProtectionTimeoutError after `timeoutMs`, UnknownContractError for an unknown name.
+   */
+  async sync(contract?: string, timeoutMs = 10_000): Promise<{ durableLsn: number; heads: Record<string, number> }> {
+    if (contract !== undefined && !this.config.contracts.some((c) => c.name === contract)) {
+      this.counters.inc("unknown_contract");
+      throw new UnknownContractError(contract);
+    }
+    const target = this.heads();
+    for (const l of this.ordered) this.cutUnit(l);
+    const durableLsn = await this.ports.volume.syncCache();
+    if (contract !== undefined) await this.waitProtected(contract, target, timeoutMs);
+    return { durableLsn, heads: target };
+  }
+
+  private satisfied(w: Waiter): boolean {
+    return Object.entries(w.target).every(([lane, head]) => head < (this.lanes.get(lane)!.spec.firstSeq ?? 1) || this.protectedThrough(w.contract, lane) >= head);
+  }
+
+  private waitProtected(contract: string, target: Record<string, number>, timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiter = { contract, target, resolve, reject };
+      if (this.satisfied(w)) return resolve();
+      w.timer = this.ports.clock.setTimeout(() => {
+        this.waiters.delete(w);
+        this.counters.inc("protection_timeout");
+        reject(new ProtectionTimeoutError({ contract, target, proven: Object.fromEntries(Object.keys(target).map((l) => [l, this.protectedThrough(contract, l)])) }));
+      }, timeoutMs);
+      this.waiters.add(w);
+    });
+  }
+
+  private wake(): void {
+    for (const w of [...this.waiters]) {
+      if (!this.satisfied(w)) continue;
+      this.waiters.delete(w);
+      if (w.timer !== undefined) this.ports.clock.clearTimeout(w.timer);
+      w.resolve();
+    }
+  }
+
+  /** Publishes what was written since the last progress message (for the controller's RPO). */
+  publishProgress(): void {
+    const lanes = this.ordered.map((l) => ({ lane: l.spec.lane, head: l.next - 1, runs: l.runs.splice(0, 4096) }));
+    this.ports.transport.publish(
+      eventSubject(this.config.volume),
+      encodeMessage(writerProgressSpec, { writer: this.config.writerId, volume: this.config.volume, term: this.config.term, lanes, at: this.ports.clock.now() }),
+    );
+  }
+
+  /** Credit backlog per lane and holder (units waiting for credit). */
+  backlog(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const l of this.ordered) l.spec.holders.forEach((h, i) => (out[`${l.spec.lane}/${h}`] = l.senders[i]!.backlog.units));
+    return out;
+  }
+
+  /** Fails every pending protected sync (the writer was fenced or stopped). */
+  failWaiters(err: unknown): void {
+    for (const w of this.waiters) {
+      if (w.timer !== undefined) this.ports.clock.clearTimeout(w.timer);
+      w.reject(err);
+    }
+    this.waiters.clear();
+  }
+
+  /** Unsubscribes and stops timers and senders. Idempotent. Queued units are dropped with the writer. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const s of this.subs) s.unsubscribe();
+    for (const l of this.ordered) for (const s of l.senders) s.close();
+    if (this.progressTimer !== undefined) this.ports.clock.clearTimeout(this.progressTimer);
+  }
+}
