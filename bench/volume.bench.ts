@@ -4,8 +4,8 @@
 //   raw      : pwrite ×qd            → fdatasync(file)
 //   smartwal : pwrite ×qd → fdatasync(extent) → WAL records → syncCache = fsync(WAL)
 //   inline   : WAL append ×qd (record + 4 KiB payload) → syncCache = fsync(WAL); flusher later
-// Rounds alternate the engines so machine noise hits them alike. `--json` prints one JSON object
-// on the last line. Options: --seconds <per engine per round> (default 1.2), --rounds (default 2).
+// Engines run in short interleaved slices so machine noise hits them alike. `--json` prints one JSON object
+// on the last line. Options: --seconds <per engine and depth> (default 3), --slices (default 15).
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,8 +19,8 @@ const opt = (name: string, dflt: number) => {
   return i >= 0 ? Number(args[i + 1]) : dflt;
 };
 const JSON_OUT = args.includes("--json");
-const SECONDS = opt("seconds", 1.2);
-const ROUNDS = opt("rounds", 2);
+const SECONDS = opt("seconds", 3);
+const SLICES = opt("slices", 15);
 const BLOCKS = 16384; // 64 MiB volume
 const WAL_BYTES = 64 << 20;
 
@@ -35,8 +35,14 @@ const newAcc = (): Acc => ({ writes: 0, ms: 0, lat: [], syncs: 0, walBytes: 0 })
 
 // A pool of distinct blocks and a seeded LBA stream, shared by all engines.
 const pool = Array.from({ length: 64 }, (_, i) => new Uint8Array(BLOCK_SIZE).fill(i + 1));
-let lcg = 42;
-const nextLba = () => (lcg = (lcg * 1103515245 + 12345) % 2 ** 31) % BLOCKS;
+// mulberry32: integer-exact, so the stream stays uniform (a float LCG loses precision and cycles).
+let seed = 42;
+const nextLba = () => {
+  seed = (seed + 0x6d2b79f5) >>> 0;
+  let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) % BLOCKS;
+};
 
 interface Engine {
   /** Issues `qd` writes and makes them durable; resolves when all are acknowledged durable. */
@@ -95,14 +101,13 @@ async function volumeEngine(dir: string, mode: VolumeMode): Promise<Engine> {
   };
 }
 
-async function measure(e: Engine, qd: number, acc: Acc): Promise<void> {
-  const warmEnd = performance.now() + 150;
-  while (performance.now() < warmEnd) await e.batch(qd, []);
+/** Runs `e` at depth `qd` for `ms` milliseconds, adding writes, time, latencies, syncs and WAL bytes to `acc`. */
+async function measure(e: Engine, qd: number, ms: number, acc: Acc): Promise<void> {
   const s0 = e.syncs();
   const w0 = e.walBytes();
   const t0 = performance.now();
   let n = 0;
-  while (performance.now() - t0 < SECONDS * 1000) {
+  while (performance.now() - t0 < ms) {
     await e.batch(qd, acc.lat);
     n += qd;
   }
@@ -126,14 +131,16 @@ try {
     smartwal: await volumeEngine(dir, VolumeMode.SmartWal),
     inline: await volumeEngine(dir, VolumeMode.Inline),
   };
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const qd of [1, 16]) {
-      // Alternate the order per round so neither engine always runs first.
-      const order = r % 2 === 0 ? names : [...names].reverse();
-      for (const name of order) {
+  for (const qd of [1, 16]) {
+    for (const name of names) await measure(engines[name], qd, 150, newAcc()); // warm-up
+    // Short slices, engine order rotating every slice: load spikes from other processes on the
+    // machine then fall on all three engines alike instead of on whichever ran at that moment.
+    for (let slice = 0; slice < SLICES; slice++) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(slice + k) % names.length]!;
         const key = `${name}:qd${qd}`;
         if (!results.has(key)) results.set(key, newAcc());
-        await measure(engines[name], qd, results.get(key)!);
+        await measure(engines[name], qd, (SECONDS * 1000) / SLICES, results.get(key)!);
       }
     }
   }
@@ -163,7 +170,7 @@ rows.sort((a, b) => Number(a.qd) - Number(b.qd) || names.indexOf(a.engine as (ty
 
 const summary = {
   bench: "volume",
-  seconds_per_engine: SECONDS * ROUNDS,
+  seconds_per_engine_and_depth: SECONDS,
   block_size: BLOCK_SIZE,
   smartwal_wal_bytes_per_write: results.get("smartwal:qd16")!.walBytes / results.get("smartwal:qd16")!.writes,
   inline_wal_bytes_per_write: results.get("inline:qd16")!.walBytes / results.get("inline:qd16")!.writes,

@@ -64,3 +64,28 @@ export function planCommit(muts: readonly PlannedMutation[], headLsn: number, ep
   }
   return { records, extentWrites, lastLsn };
 }
+
+/**
+ * Merges extent writes that touch adjacent byte ranges into single writes (pure; copies the
+ * merged bytes). Copy-on-write allocation places a group's blocks next to each other, so a group
+ * of random-LBA writes usually becomes one sequential pwrite. Overlapping writes never occur in a
+ * plan (each block is allocated once); the result is sorted by offset.
+ */
+export function coalesceWrites(writes: readonly { data: Uint8Array; offset: number }[]): { data: Uint8Array; offset: number }[] {
+  const sorted = [...writes].sort((a, b) => a.offset - b.offset);
+  const out: { data: Uint8Array; offset: number }[] = [];
+  let i = 0;
+  while (i < sorted.length) {
+    let j = i + 1;
+    let end = sorted[i]!.offset + sorted[i]!.data.length;
+    while (j < sorted.length && sorted[j]!.offset === end) end += sorted[j++]!.data.length;
+    if (j === i + 1) out.push(sorted[i]!);
+    else {
+      const buf = new Uint8Array(end - sorted[i]!.offset);
+      for (let k = i; k < j; k++) buf.set(sorted[k]!.data, sorted[k]!.offset - sorted[i]!.offset);
+      out.push({ data: buf, offset: sorted[i]!.offset });
+    }
+    i = j;
+  }
+  return out;
+}

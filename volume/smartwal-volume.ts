@@ -4,7 +4,7 @@ import { Counters } from "../core/counters.ts";
 import { isCustodyError } from "../core/custody-error.ts";
 import { nodeFileLayer, type FileLayer } from "../core/file-layer.ts";
 import { Allocator, Hold, type PhysicalRun } from "./allocator.ts";
-import { planCommit } from "./commit-plan.ts";
+import { coalesceWrites, planCommit } from "./commit-plan.ts";
 import { BlockMap, UNMAPPED } from "./block-map.ts";
 import { CheckpointCorruptError, BadRequestError, DamagedBlockError, NoSpaceError, VolumeClosedError } from "./volume-errors.ts";
 import { loadCheckpoint, writeCheckpoint } from "./checkpoint.ts";
@@ -424,7 +424,7 @@ export class SmartWalVolume {
   private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
     const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false);
-    await Promise.all(plan.extentWrites.map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
+    await Promise.all(coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
     this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
     if (plan.extentWrites.length > 0) {
       await this.files.extent.datasync(); // I1: data durable before any record names it

@@ -1,7 +1,7 @@
 import test from "ava";
 import fc from "fast-check";
 import { decodeRecord, encodeRecord, RECORD_SIZE, RecordFlag, RecordProblem } from "../../volume/index.ts";
-import { planCommit } from "../../volume/commit-plan.ts";
+import { coalesceWrites, planCommit } from "../../volume/commit-plan.ts";
 
 const record = fc.record({
   lsn: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
@@ -63,4 +63,11 @@ test("a commit plan gives a k-block write k records with consecutive LSNs, one p
   ]);
   t.deepEqual(plan.extentWrites.map((w) => [w.offset / 4096, w.data.length / 4096]), [[10, 2], [0, 1]]);
   t.deepEqual(plan.lastLsn, [44, 45]);
+});
+
+test("adjacent extent writes of a group are merged into one sequential write with the same bytes", (t) => {
+  const w = (offset: number, fill: number) => ({ offset, data: new Uint8Array(4096).fill(fill) });
+  const merged = coalesceWrites([w(8192, 3), w(0, 1), w(4096, 2), w(40960, 9)]);
+  t.deepEqual(merged.map((m) => [m.offset, m.data.length]), [[0, 12288], [40960, 4096]]);
+  t.deepEqual([merged[0]!.data[0], merged[0]!.data[4096], merged[0]!.data[8192]], [1, 2, 3]);
 });
