@@ -93,6 +93,7 @@ export class Arena {
   private readonly segments = new Map<number, Segment>();
   private readonly lanes = new Map<string, LaneState>();
   private readonly freeBuffers: Buffer[] = [];
+  private lastLane: LaneState | undefined;
 
   constructor(config: Partial<ArenaConfig>, clock: Clock, counters: Counters = new Counters()) {
     this.config = resolveArenaConfig(config);
@@ -222,12 +223,17 @@ export class Arena {
    * CreditExceededError (no state change), or ArenaFullError (impossible for credited units).
    */
   append(u: TransportUnit): AppendResult {
-    return this.guard(() => {
+    // Hot path: no closure, and the last lane is cached to skip building its key.
+    try {
       const rec = unitRecordBytes(u);
       if (rec > this.config.maxUnitBytes) {
         throw new UnitTooLargeError({ recordBytes: rec, maxUnitBytes: this.config.maxUnitBytes });
       }
-      const l = this.lanes.get(laneKey(u.volume, u.lane));
+      let l = this.lastLane;
+      if (!l || l.volume !== u.volume || l.lane !== u.lane) {
+        l = this.lanes.get(laneKey(u.volume, u.lane));
+        if (l) this.lastLane = l;
+      }
       if (!l || l.outstanding < rec) {
         throw new CreditExceededError({ volume: u.volume, lane: u.lane, recordBytes: rec, outstanding: l?.outstanding ?? 0 });
       }
@@ -246,7 +252,10 @@ export class Arena {
       const index = seg.append(u, rec);
       l.outstanding -= rec;
       return { segmentId: seg.id, index, opened, sealedFull };
-    });
+    } catch (err) {
+      if (err instanceof CustodyError) this.counters.inc(err.code);
+      throw err;
+    }
   }
 
   private openSegment(l: LaneState): Segment {

@@ -79,11 +79,15 @@ export class Segment {
     let o = this.fill;
     buf.set(u.digest, o);
     o += UNIT_DIGEST_BYTES;
-    for (const ts of u.commitTs) o = buf.writeDoubleLE(ts, o);
+    const ts = u.commitTs;
+    for (let k = 0; k < ts.length; k++) o = buf.writeDoubleLE(ts[k]!, o);
     buf.set(u.payload, o);
     const i = this.unitCount;
     if ((i + 1) * STRIDE > this.meta.length) {
-      const grown = new Float64Array(this.meta.length * 2);
+      // Units of a lane tend to be alike in size: grow straight to what this segment can still
+      // hold at the current unit size (at least double), so a segment resizes once or twice.
+      const fit = i + 1 + Math.ceil((buf.length - this.fill) / recordBytes);
+      const grown = new Float64Array(Math.max(this.meta.length * 2, fit * STRIDE));
       grown.set(this.meta);
       this.meta = grown;
     }
