@@ -2,6 +2,7 @@ import { fromPromise, setup } from "xstate";
 import { Arena, type ArenaReport } from "../arena/arena.ts";
 import type { ArenaConfig } from "../arena/arena-config.ts";
 import { SegmentStateError } from "../arena/errors.ts";
+import { decodeSegment } from "../arena/segment-codec.ts";
 import type { PinReason } from "../arena/pin-reason.ts";
 import { Spiller, type SpillOutcome } from "../arena/spiller.ts";
 import { systemClock, type Clock } from "../core/clock.ts";
@@ -285,12 +286,19 @@ const withActions = base.extend({
     /** Takes custody of another holder's exported segment (validated whole before any change). */
     importSegment: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "import") return;
+      // Check every unit against the lane log first (stale term, overlap): all or nothing.
+      const checked = attempt(context, true, () => {
+        const d = decodeSegment(event.bytes);
+        const log = context.logs.get(laneKey(d.volume, d.lane)) ?? new LaneLog(d.volume, d.lane);
+        for (const u of d.units) log.classify(u);
+        return log;
+      });
+      if (!checked.ok) return enqueue.emit(reject("import", checked.error));
       const r = attempt(context, false, () => context.arena.importSegment(event.bytes));
       if (!r.ok) return enqueue.emit(reject("import", r.error));
-      const log = laneLog(context, r.value.volume, r.value.lane);
-      for (const u of context.arena.units(r.value.segmentId)) {
-        if (u.term >= log.term && log.classify(u) !== UnitVerdict.duplicate) log.accept(u);
-      }
+      const log = checked.value;
+      context.logs.set(laneKey(log.volume, log.lane), log);
+      for (const u of context.arena.units(r.value.segmentId)) log.accept(u);
       enqueue.emit({ type: "imported", segmentId: r.value.segmentId, volume: r.value.volume, lane: r.value.lane, seqs: r.value.seqs.toJSON() });
       enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) } });
     }),

@@ -148,8 +148,11 @@ export class SpillStream {
     const missed = new Promise<"missed">((resolve) => {
       timer = this.clock.setTimeout(() => resolve("missed"), deadlineMs);
     });
+    // A record whose write failed never gets evidence and is not retried: its segment stays in RAM.
+    let written = batch;
     const synced = (async () => {
-      await Promise.all(batch.map((p) => p.written));
+      const settled = await Promise.allSettled(batch.map((p) => p.written));
+      written = batch.filter((_, i) => settled[i]!.status === "fulfilled");
       await this.fh.datasync();
       return "synced" as const;
     })();
@@ -157,7 +160,7 @@ export class SpillStream {
     try {
       outcome = await Promise.race([synced, missed]);
     } catch (err) {
-      this.pending = batch.concat(this.pending);
+      this.pending = written.concat(this.pending);
       throw err;
     } finally {
       this.clock.clearTimeout(timer);
@@ -165,11 +168,12 @@ export class SpillStream {
     if (outcome === "missed") {
       synced.catch(() => undefined); // a late failure changes nothing: it was never counted
       this.pending = batch.concat(this.pending);
+      // Failed writes are pruned when the next flush settles them again.
       return { kind: "deadline_missed", deadlineMs, unsynced: this.pending.length };
     }
     const syncedAt = this.clock.now();
     const evidence = new Map<SpillRecordInfo, SpillEvidence>();
-    for (const p of batch) evidence.set(p.info, { file: this.path, offset: p.info.offset, length: p.info.length, syncedAt });
+    for (const p of written) evidence.set(p.info, { file: this.path, offset: p.info.offset, length: p.info.length, syncedAt });
     return { kind: "synced", evidence };
   }
 

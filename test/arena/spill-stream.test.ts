@@ -164,3 +164,25 @@ test("a missed flush deadline is reported, is not persistence, and a later flush
   t.is(files.counts.writes, 2, "the records were written once");
   await spiller.close();
 });
+
+test("a record whose write failed gets no evidence; the others in the batch still do", async (t) => {
+  const clock = new ManualClock();
+  const path = await tempFile(t);
+  let calls = 0;
+  const failing: typeof nodeFileLayer = {
+    ...nodeFileLayer,
+    async open(p, opts) {
+      const h = await nodeFileLayer.open(p, opts);
+      return { ...h, path: h.path, write: (b, o, l, pos) => (++calls === 1 ? Promise.reject(new Error("EIO")) : h.write(b, o, l, pos)) };
+    },
+  };
+  const s = (await SpillStream.open(failing, path, clock)).stream;
+  const bad = s.append("v", "l0", 1, 1, new Uint8Array(50));
+  const good = await s.append("v", "l0", 2, 2, new Uint8Array(50));
+  await t.throwsAsync(bad);
+  const r = await s.flush(1_000);
+  t.is(r.kind, "synced");
+  if (r.kind === "synced") t.deepEqual([...r.evidence.keys()].map((i) => i.firstSeq), [good.firstSeq]);
+  t.is(s.unsyncedCount, 0);
+  await s.close();
+});
