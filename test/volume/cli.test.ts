@@ -9,6 +9,7 @@ const custody = (...args: string[]) => spawnSync(process.execPath, ["--import", 
 const lastJson = (out: string) => JSON.parse(out.trim().split("\n").pop()!);
 
 test("custody volume create/write/read/recover/inspect speak one-line JSON, and a bad LBA is one typed error line with exit 1", async (t) => {
+  t.timeout(300_000); // child processes start slowly on a loaded machine
   const dir = await mkdtemp(join(tmpdir(), "cli-vol-"));
   try {
     const v = join(dir, "v");

@@ -34,6 +34,7 @@ function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: numb
 }
 
 test("SIGKILL at a random moment, 20 rounds in a row: the reopened volume holds every acknowledged write", async (t) => {
+  t.timeout(300_000); // child processes start slowly on a loaded machine
   const dir = await mkdtemp(join(tmpdir(), "sigkill-vol-"));
   try {
     // Per LBA, every write ever issued (in LSN order) and the index of the newest acknowledged one.
