@@ -12,7 +12,7 @@ import type {
 } from "../transport/transport.ts";
 import { TransportError, TransportErrorCode } from "../transport/transport-error.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
-import { isPublishSubject, isSubscribeSubject, subjectMatches } from "./subject-match.ts";
+import { isPublishSubject, isSubscribeSubject, subjectMatches, tokensMatch } from "./subject-match.ts";
 
 /** How one directed site→site edge behaves. Probabilities are per delivery. */
 export interface EdgeProfile {
@@ -64,6 +64,8 @@ export interface SimNetworkOptions {
 interface Sub {
   readonly id: number;
   readonly pattern: string;
+  /** Pattern tokens when it has wildcards; undefined for a literal subject (compared as a string). */
+  readonly tokens: readonly string[] | undefined;
   readonly queue: string | undefined;
   readonly endpoint: SimEndpoint;
   readonly handler: MessageHandler;
@@ -156,7 +158,8 @@ export class SimNetwork {
 
   /** @internal Registers a subscription of `ep`. */
   addSub(ep: SimEndpoint, pattern: string, handler: MessageHandler, queue: string | undefined): Sub {
-    const sub: Sub = { id: this.#nextSub++, pattern, queue, endpoint: ep, handler, active: true, draining: false, inFlight: 0, drained: [] };
+    const wild = pattern.includes("*") || pattern.includes(">");
+    const sub: Sub = { id: this.#nextSub++, pattern, tokens: wild ? pattern.split(".") : undefined, queue, endpoint: ep, handler, active: true, draining: false, inFlight: 0, drained: [] };
     this.#subs.push(sub);
     return sub;
   }
@@ -172,8 +175,10 @@ export class SimNetwork {
   route(from: SimEndpoint, subject: string, data: Uint8Array, headers: MessageHeaders, reply: string | undefined): void {
     const plain: Sub[] = [];
     const groups = new Map<string, Sub[]>();
+    let stoks: string[] | undefined;
     for (const s of this.#subs) {
-      if (!s.active || s.draining || !subjectMatches(s.pattern, subject)) continue;
+      if (!s.active || s.draining) continue;
+      if (s.tokens === undefined ? s.pattern !== subject : !tokensMatch(s.tokens, (stoks ??= subject.split(".")))) continue;
       if (s.queue === undefined) plain.push(s);
       else {
         const key = `${s.pattern}\u0000${s.queue}`;

@@ -13,8 +13,19 @@ export function isSubscribeSubject(subject: string): boolean {
   return validTokens(subject, true);
 }
 
+// Subjects repeat endlessly in a run; remember the valid ones (bounded, so memory stays small).
+const validCache = new Set<string>();
+
 function validTokens(subject: string, wildcards: boolean): boolean {
   if (typeof subject !== "string" || subject.length === 0) return false;
+  const key = wildcards ? `S${subject}` : `P${subject}`;
+  if (validCache.has(key)) return true;
+  const ok = checkTokens(subject, wildcards);
+  if (ok && validCache.size < 10_000) validCache.add(key);
+  return ok;
+}
+
+function checkTokens(subject: string, wildcards: boolean): boolean {
   const tokens = subject.split(".");
   return tokens.every((tok, i) => {
     if (tok.length === 0 || /\s/.test(tok)) return false;
@@ -26,8 +37,12 @@ function validTokens(subject: string, wildcards: boolean): boolean {
 
 /** True when the publish subject `subject` matches the subscription `pattern`. */
 export function subjectMatches(pattern: string, subject: string): boolean {
-  const p = pattern.split(".");
-  const s = subject.split(".");
+  if (!pattern.includes("*") && !pattern.includes(">")) return pattern === subject;
+  return tokensMatch(pattern.split("."), subject.split("."));
+}
+
+/** `subjectMatches` on pre-split tokens (the network splits each pattern once, each subject once per publish). */
+export function tokensMatch(p: readonly string[], s: readonly string[]): boolean {
   for (let i = 0; i < p.length; i++) {
     const tok = p[i]!;
     if (tok === ">") return s.length > i;

@@ -1,0 +1,95 @@
+import type { Random } from "../core/random.ts";
+import type { Scenario } from "../policies/index.ts";
+
+/** Kinds of fault the simulator injects. */
+export const FaultKind = {
+  /** A required scenario happens: its losses hit the ground truth (RAM lost, disks kept or destroyed per loss kind). */
+  strike: "strike",
+  /** A holder's protected-RAM hold-up evidence becomes invalid (battery/capacitor fault). */
+  evidenceDegrade: "evidence_degrade",
+  /** The controller is down for `durationMs`; it restarts with its durable grants but no receipts. */
+  controllerLoss: "controller_loss",
+  /** Sites in `a` cannot talk to sites in `b` for `durationMs`. */
+  partition: "partition",
+} as const;
+export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
+
+/** One scheduled fault. `atMs` is virtual time from the start of the run. */
+export type FaultEvent =
+  | { readonly kind: typeof FaultKind.strike; readonly atMs: number; readonly scenario: string }
+  | { readonly kind: typeof FaultKind.evidenceDegrade; readonly atMs: number; readonly holder: string }
+  | { readonly kind: typeof FaultKind.controllerLoss; readonly atMs: number; readonly durationMs: number }
+  | { readonly kind: typeof FaultKind.partition; readonly atMs: number; readonly durationMs: number; readonly a: readonly string[]; readonly b: readonly string[] };
+
+/** What the schedule generator needs to know about the world. */
+export interface FaultContext {
+  readonly durationMs: number;
+  readonly scenarios: readonly Scenario[];
+  /** Holders with protected RAM (candidates for evidence degradation). */
+  readonly protectedHolders: readonly string[];
+  readonly sites: readonly string[];
+  /** Repair budget: a strike this long after the previous destructive fault is within the contract. */
+  readonly settleMs: number;
+}
+
+/**
+ * Draws a fault schedule (0–6 faults, sorted by time) from `random`. Sequential strikes are spaced
+ * by intervals drawn around the repair budget, so some runs stay within the contract and others
+ * do not. Deterministic for a given Random stream.
+ */
+export function generateFaultSchedule(random: Random, ctx: FaultContext): FaultEvent[] {
+  const out: FaultEvent[] = [];
+  const n = random.int(0, 6);
+  const span = ctx.durationMs;
+  // Sequential strikes: one to three scenarios at chosen intervals.
+  if (ctx.scenarios.length > 0 && random.chance(0.8)) {
+    const strikes = random.int(1, 3);
+    let at = random.int(Math.floor(span * 0.3), Math.floor(span * 0.6));
+    for (let i = 0; i < strikes && at < span; i++) {
+      out.push({ kind: FaultKind.strike, atMs: at, scenario: random.pick(ctx.scenarios).name });
+      at += random.int(Math.floor(ctx.settleMs / 2), ctx.settleMs * 2);
+    }
+  }
+  for (let i = 0; i < n; i++) {
+    const atMs = random.int(1, span - 1);
+    const which = random.int(0, 2);
+    if (which === 0 && ctx.protectedHolders.length > 0) {
+      out.push({ kind: FaultKind.evidenceDegrade, atMs, holder: random.pick(ctx.protectedHolders) });
+    } else if (which === 1) {
+      out.push({ kind: FaultKind.controllerLoss, atMs, durationMs: random.int(500, 8_000) });
+    } else if (ctx.sites.length >= 2) {
+      const shuffled = random.shuffle(ctx.sites);
+      const cut = random.int(1, shuffled.length - 1);
+      out.push({ kind: FaultKind.partition, atMs, durationMs: random.int(200, 10_000), a: shuffled.slice(0, cut).sort(), b: shuffled.slice(cut).sort() });
+    }
+  }
+  return out.sort((x, y) => x.atMs - y.atMs || x.kind.localeCompare(y.kind));
+}
+
+/** True for faults that destroy data or evidence (they open a window outside the contract). */
+export function isDestructive(f: FaultEvent): boolean {
+  return f.kind === FaultKind.strike || f.kind === FaultKind.evidenceDegrade;
+}
+
+/** A canonical string for a schedule; equal strings mean the same faults at the same times. */
+export function scheduleKey(faults: readonly FaultEvent[]): string {
+  return faults.map((f) => JSON.stringify(f)).join(";");
+}
+
+/** The shape of a schedule: kinds and targets in order, without times (used to count distinct schedules explored). */
+export function scheduleShape(faults: readonly FaultEvent[]): string {
+  return faults
+    .map((f) => {
+      switch (f.kind) {
+        case FaultKind.strike:
+          return `strike(${f.scenario})`;
+        case FaultKind.evidenceDegrade:
+          return `degrade(${f.holder})`;
+        case FaultKind.controllerLoss:
+          return "controller_loss";
+        case FaultKind.partition:
+          return `partition(${f.a.join("+")}|${f.b.join("+")})`;
+      }
+    })
+    .join(",");
+}

@@ -1,0 +1,285 @@
+import { authorizeReleases, type Scenario } from "../policies/index.ts";
+import { RangeSet } from "../lanes/range-set.ts";
+import { EventTrace, type TraceEvent } from "./event-trace.ts";
+import { FaultKind, isDestructive, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
+import {
+  checkCredits,
+  checkReceipts,
+  checkReleaseCoverage,
+  checkReleased,
+  checkStrike,
+  InvariantId,
+  type CreditTruth,
+  type ReceiptTruth,
+  type Violation,
+  type WorldObservation,
+} from "./invariants.ts";
+import { ModelController, type ReleaseAuthorizer } from "./model-controller.ts";
+import { ModelHolder } from "./model-holder.ts";
+import { SimNetwork } from "./sim-network.ts";
+import { SimulatedClock } from "./simulated-clock.ts";
+import { buildWorld, runRandom, type WorldSpec } from "./world.ts";
+
+/** Options of one run. */
+export interface RunOptions {
+  /** Number of holders (1–10); default: drawn from the seed. */
+  holders?: number;
+  /** Stop after this many clock steps (default 200 000). */
+  steps?: number;
+  /** Virtual duration (default 30 s). */
+  durationMs?: number;
+  /** Replace the seed's fault schedule (the minimizer uses this). */
+  faults?: readonly FaultEvent[];
+  /**
+   * The release decision function. Production code and the CLI always use `authorizeReleases`;
+   * only tests pass a replacement (e.g. a deliberately weakened one, to prove the checks can fail).
+   */
+  authorize?: ReleaseAuthorizer;
+  /** Invariants to check (default: all). */
+  checks?: readonly InvariantId[];
+}
+
+/** Summary of one run. */
+export interface RunResult {
+  readonly seed: number;
+  readonly spec: WorldSpec;
+  readonly steps: number;
+  readonly virtualMs: number;
+  readonly traceHash: string;
+  readonly traceEvents: number;
+  readonly trace: readonly TraceEvent[];
+  readonly violation: Violation | undefined;
+  /** Step index at which the violation was found. */
+  readonly violationStep: number | undefined;
+  readonly writes: number;
+  readonly grants: number;
+  /** Strikes checked against a confirmed cut (within the contract). */
+  readonly strikesChecked: number;
+  readonly scheduleShape: string;
+  readonly scheduleKey: string;
+  readonly counters: Readonly<Record<string, number>>;
+}
+
+const ALL_CHECKS = Object.values(InvariantId);
+
+/**
+ * Runs the world of `seed` to its end (or the first violation): model writer, holders and
+ * controller over a SimNetwork in virtual time, the fault schedule applied on time, and the
+ * invariants checked after every step. Deterministic: the same seed and options give the same
+ * trace hash.
+ */
+export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
+  const spec = buildWorld(seed, {
+    ...(opts.holders !== undefined ? { holders: opts.holders } : {}),
+    ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
+    ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}),
+  });
+  const checks = new Set(opts.checks ?? ALL_CHECKS);
+  const maxSteps = opts.steps ?? 200_000;
+  const trace = new EventTrace();
+  const clock = new SimulatedClock();
+  const net = new SimNetwork({
+    clock,
+    random: runRandom(spec, "network"),
+    onEvent: (e) => trace.hashNet(e.atMs, e.kind, e.from, e.to, e.subject),
+  });
+  for (const [key, profile] of Object.entries(spec.edges)) {
+    const [from, to] = key.split(">") as [string, string];
+    net.setEdge(from, to, profile);
+  }
+
+  // Observer state (outside the actors: what the checks see).
+  const grantsIssued = new Map<string, number>();
+  let receipts: ReceiptTruth[] = [];
+  let violation: Violation | undefined;
+  let violationStep: number | undefined;
+  let steps = 0;
+  let grantsCount = 0;
+  let strikesChecked = 0;
+  let lastDestructiveAt = -Infinity;
+  const confirmedMax = new Map<string, number>();
+  const fail = (vs: Violation[]) => {
+    const v = vs.find((x) => checks.has(x.invariant));
+    if (v !== undefined && violation === undefined) {
+      violation = v;
+      violationStep = steps;
+      trace.record({ atMs: v.atMs, kind: "VIOLATION", actor: v.invariant, detail: { message: v.message } });
+    }
+  };
+  const inContract = () => clock.now() - lastDestructiveAt >= spec.timing.settleMs;
+
+  const upstreamOf = (id: string) => [spec.writer, ...spec.holders].filter((h) => h.downstream.includes(id)).map((h) => h.id);
+  const common = {
+    creditWindow: spec.timing.creditWindow,
+    receiptMs: spec.timing.receiptMs,
+    retryMs: spec.timing.retryMs,
+    flushMs: spec.timing.flushMs,
+    restartMs: spec.timing.restartMs,
+  };
+  const observer = {
+    grantIssued: (receiver: string, sender: string, inc: number, grant: number) => {
+      const k = `${sender}>${receiver}#${inc}`;
+      grantsIssued.set(k, Math.max(grantsIssued.get(k) ?? 0, grant));
+    },
+    receiptSent: (holder: string, claimed: RangeSet, held: RangeSet) => void receipts.push({ holder, claimed, held }),
+    overCredit: () => {},
+  };
+  const writer = new ModelHolder(
+    { ...common, id: spec.writer.id, site: spec.writer.site, disk: true, protectedRam: false, downstream: spec.writer.downstream, upstream: [], writer: { intervalMs: spec.workload.intervalMs } },
+    clock,
+    net,
+    trace,
+    observer,
+  );
+  const holders = [
+    writer,
+    ...spec.holders.map((h) => new ModelHolder({ ...common, id: h.id, site: h.site, disk: h.disk, protectedRam: h.protectedRam, downstream: h.downstream, upstream: upstreamOf(h.id) }, clock, net, trace, observer)),
+  ];
+  const byId = new Map(holders.map((h) => [h.id, h]));
+
+  const observe = (): WorldObservation => {
+    const credits: CreditTruth[] = [];
+    for (const h of holders) {
+      for (const [to, d] of h.down) {
+        if (d.inc === 0) continue;
+        credits.push({ sender: h.id, receiver: to, inc: d.inc, sent: d.sent.count, maxGranted: grantsIssued.get(`${h.id}>${to}#${d.inc}`) ?? 0 });
+      }
+    }
+    const obs: WorldObservation = {
+      atMs: clock.now(),
+      holders: holders.map((h) => ({
+        id: h.id,
+        site: h.cfg.site,
+        ram: h.ram,
+        disk: h.disk,
+        ramSurvivesPower: h.cfg.protectedRam && h.evidenceValid,
+        released: h.released,
+        ledger: controller.ledgerClaims(h.id),
+        granted: controller.grantedTo(h.id),
+      })),
+      credits,
+      receipts,
+    };
+    receipts = [];
+    return obs;
+  };
+
+  const controller = new ModelController(spec, clock, net, trace, runRandom(spec, "controller"), opts.authorize ?? authorizeReleases, {
+    confirmed: (cuts) => {
+      if (!inContract()) return; // evidence gathered right after a fault may still include its victims
+      for (const [name, cut] of cuts) confirmedMax.set(name, Math.max(confirmedMax.get(name) ?? -1, cut));
+    },
+    granted: (grants) => {
+      grantsCount += grants.size;
+      if (inContract()) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, confirmedMax));
+    },
+  });
+
+  const strike = (scenario: Scenario) => {
+    const obs = observe();
+    const confirmed = confirmedMax.get(scenario.name);
+    if (confirmed !== undefined) strikesChecked++;
+    trace.record({ atMs: clock.now(), kind: "strike", actor: "world", detail: { scenario: scenario.name, confirmed: confirmed ?? null } });
+    fail(checkStrike(obs, spec.sites, scenario, confirmed));
+    const siteHit = new Map<string, string>();
+    for (const s of spec.sites) {
+      for (const l of scenario.losses) {
+        const d = l.domain;
+        if (d === `site:${s.id}` || d === `region:${s.region}` || d === `az:${s.az}` || d === `host:${s.host}` || s.deps.includes(d)) {
+          const prev = siteHit.get(s.id);
+          if (prev !== "site_destruction") siteHit.set(s.id, l.kind);
+        }
+      }
+    }
+    for (const h of holders) {
+      const kind = siteHit.get(h.cfg.site);
+      if (kind === undefined || kind === "partition") continue;
+      const destroy = kind === "site_destruction";
+      h.fail(destroy);
+      if (destroy) clock.schedule(() => controller.declareLost(h.id), 1_000, "declare");
+    }
+  };
+
+  const applyFault = (f: FaultEvent) => {
+    if (isDestructive(f)) {
+      lastDestructiveAt = clock.now();
+    }
+    switch (f.kind) {
+      case FaultKind.strike: {
+        const s = spec.scenarios.find((x) => x.name === f.scenario);
+        if (s) strike(s);
+        break;
+      }
+      case FaultKind.evidenceDegrade:
+        byId.get(f.holder)?.degradeEvidence();
+        break;
+      case FaultKind.controllerLoss:
+        controller.lose(f.durationMs);
+        break;
+      case FaultKind.partition: {
+        const id = net.partition(f.a, f.b);
+        trace.record({ atMs: clock.now(), kind: "partition", actor: "world", detail: { a: f.a, b: f.b, durationMs: f.durationMs } });
+        clock.schedule(() => {
+          net.heal(id);
+          trace.record({ atMs: clock.now(), kind: "heal", actor: "world", detail: { a: f.a, b: f.b } });
+        }, f.durationMs, "heal");
+        break;
+      }
+    }
+    // Confirmations made before a destructive fault promise nothing about the world after it.
+    if (isDestructive(f)) confirmedMax.clear();
+  };
+
+  for (const f of spec.faults) clock.schedule(() => applyFault(f), f.atMs, "fault");
+  controller.start();
+  for (const h of holders) h.start();
+
+  while (violation === undefined && steps < maxSteps) {
+    const due = clock.nextDue();
+    if (due === undefined || due > spec.timing.durationMs) break;
+    clock.step();
+    steps++;
+    const obs = observe();
+    fail([...checkReceipts(obs), ...checkReleased(obs), ...checkCredits(obs)]);
+  }
+  return {
+    seed,
+    spec,
+    steps,
+    virtualMs: clock.now(),
+    traceHash: trace.digest(),
+    traceEvents: trace.count,
+    trace: trace.events,
+    violation,
+    violationStep,
+    writes: writer.nextSeq,
+    grants: grantsCount,
+    strikesChecked,
+    scheduleShape: scheduleShape(spec.faults),
+    scheduleKey: scheduleKey(spec.faults),
+    counters: { ...net.counters.snapshot(), ...Object.fromEntries(Object.entries(controller.counters.snapshot()).map(([k, v]) => [`ctrl_${k}`, v])) },
+  };
+}
+
+/**
+ * Shrinks a failing run: drops fault events one at a time while the same invariant still breaks,
+ * then cuts the run at the violating step. Returns the smallest failing run found (or `result`).
+ */
+export function minimizeRun(result: RunResult, opts: RunOptions = {}): RunResult {
+  if (result.violation === undefined) return result;
+  const target = result.violation.invariant;
+  let best = result;
+  let faults = [...result.spec.faults];
+  for (let i = faults.length - 1; i >= 0; i--) {
+    const candidate = faults.filter((_, j) => j !== i);
+    const r = runWorld(result.seed, { ...opts, holders: result.spec.holders.length, faults: candidate, durationMs: result.spec.timing.durationMs });
+    if (r.violation?.invariant === target) {
+      faults = candidate;
+      best = r;
+    }
+  }
+  // Cut at the violating step: the trace then ends with the violation.
+  const shortDuration = Math.ceil(best.violation!.atMs) + 1;
+  const r = runWorld(result.seed, { ...opts, holders: result.spec.holders.length, faults, durationMs: Math.max(shortDuration, 1), steps: best.violationStep! });
+  return r.violation?.invariant === target ? r : best;
+}
