@@ -15,7 +15,7 @@ export {
   SegmentFormatError,
 } from "./errors.ts";
 export { PinReason, PIN_REASONS, Residency } from "./pin-reason.ts";
-export { SegmentState, unitRecordBytes } from "./segment.ts";
+export { Segment, SegmentState, unitRecordBytes } from "./segment.ts";
 export { encodeSegment, decodeSegment, type DecodedSegment, SEGMENT_FORMAT_VERSION } from "./segment-codec.ts";
 export { SpillStream, SpillRecordError, type SpillEvidence, type SpillRecordInfo, type FlushResult } from "./spill-stream.ts";
 export { Spiller, type SpillOutcome } from "./spiller.ts";
