@@ -50,7 +50,7 @@ async function explore(w: Workload, seed: number, tally: Tally, opts: { subsets:
 
 test("crash harness (SmartWAL): ≥1000 distinct crash states, zero lost acknowledged writes, zero silent corruption, no damage, no LSN gap", async (t) => {
   const tally = newTally();
-  for (const seed of [1, 2, 3, 4, 5, 6]) {
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     const w = await runWorkload(seed, VolumeMode.SmartWal, 26);
     await explore(w, seed, tally, { subsets: 3, tears: 3, allowDamage: false });
   }
