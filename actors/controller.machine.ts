@@ -1,0 +1,107 @@
+import { assertEvent, fromPromise, setup } from "xstate";
+import type { InboundMessage } from "../transport/transport.ts";
+import type { ControllerCore } from "./controller/controller-core.ts";
+import type { VolumeStatus } from "./controller/status-document.ts";
+
+/**
+ * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
+ * Receipts and writer progress are folded in whatever state the actor is in (cheap, per message);
+ * policy evaluation, release commits and the status document happen only in `evaluating`, entered
+ * at most once per `evalIntervalMs` and only when something changed — never on the per-I/O path.
+ */
+
+/** Lifecycle states, as an enumeration. */
+export const ControllerState = { Starting: "starting", Waiting: "waiting", Evaluating: "evaluating", Stopped: "stopped", Failed: "failed" } as const;
+export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
+
+export interface ControllerContext {
+  readonly core: ControllerCore;
+  readonly intervalMs: number;
+  /** Evaluation requested explicitly (tests, operator) even if nothing changed. */
+  forced: boolean;
+  lastError?: string;
+}
+
+export type ControllerEvent =
+  | { type: "nats.receipt"; msg: InboundMessage }
+  | { type: "nats.event"; msg: InboundMessage }
+  | { type: "evaluate.now" }
+  | { type: "stop" };
+
+const ingest = {
+  "nats.receipt": { actions: "foldReceipt" },
+  "nats.event": { actions: "foldEvent" },
+  "evaluate.now": { actions: "force" },
+} as const;
+
+export const controllerMachine = setup({
+  types: {
+    context: {} as ControllerContext,
+    events: {} as ControllerEvent,
+    input: {} as { core: ControllerCore; intervalMs: number },
+  },
+  actors: {
+    startCore: fromPromise(async ({ input }: { input: { core: ControllerCore } }) => input.core.start()),
+    evaluate: fromPromise<VolumeStatus, { core: ControllerCore }>(async ({ input }) => input.core.evaluate()),
+  },
+  actions: {
+    foldReceipt: ({ context, event }) => {
+      assertEvent(event, "nats.receipt");
+      context.core.handleReceipt(event.msg);
+    },
+    foldEvent: ({ context, event }) => {
+      assertEvent(event, "nats.event");
+      context.core.handleEvent(event.msg);
+    },
+    force: ({ context }) => {
+      context.forced = true;
+    },
+    clearForce: ({ context }) => {
+      context.forced = false;
+    },
+    noteError: ({ context, event }) => {
+      const err = (event as { error?: unknown }).error;
+      context.lastError = err instanceof Error ? err.message : String(err);
+      context.core.counters.inc("evaluation_failed");
+    },
+    stopCore: ({ context }) => context.core.stop(),
+  },
+  guards: {
+    due: ({ context }) => context.core.dirty || context.forced,
+  },
+  delays: {
+    interval: ({ context }) => context.intervalMs,
+  },
+}).createMachine({
+  id: "controller",
+  context: ({ input }) => ({ core: input.core, intervalMs: input.intervalMs, forced: false }),
+  initial: ControllerState.Starting,
+  on: { stop: `.${ControllerState.Stopped}` },
+  states: {
+    [ControllerState.Starting]: {
+      invoke: {
+        src: "startCore",
+        input: ({ context }) => ({ core: context.core }),
+        onDone: ControllerState.Evaluating,
+        onError: { target: ControllerState.Failed, actions: "noteError" },
+      },
+    },
+    [ControllerState.Waiting]: {
+      on: ingest,
+      after: { interval: [{ guard: "due", target: ControllerState.Evaluating }, { target: ControllerState.Waiting, reenter: true }] },
+    },
+    [ControllerState.Evaluating]: {
+      on: ingest,
+      entry: "clearForce",
+      invoke: {
+        src: "evaluate",
+        input: ({ context }) => ({ core: context.core }),
+        onDone: ControllerState.Waiting,
+        // A failed round (control log unreachable, conflict) changes nothing; the next one retries.
+        onError: { target: ControllerState.Waiting, actions: "noteError" },
+      },
+    },
+    [ControllerState.Failed]: { on: ingest },
+    [ControllerState.Stopped]: { type: "final", entry: "stopCore" },
+  },
+});

@@ -1,0 +1,46 @@
+import { createActor, waitFor, type Actor } from "xstate";
+import { CustodyError } from "../core/custody-error.ts";
+import { controllerMachine, ControllerState } from "./controller.machine.ts";
+import type { ControllerConfig } from "./controller/controller-config.ts";
+import { ControllerCore, type ControllerPorts } from "./controller/controller-core.ts";
+
+/** A running controller of one volume. */
+export interface Controller {
+  readonly actor: Actor<typeof controllerMachine>;
+  readonly core: ControllerCore;
+  state(): string;
+  /** Asks for an evaluation round at the next interval even if nothing changed. */
+  evaluateSoon(): void;
+  stop(): void;
+}
+
+/** Thrown when the controller cannot fold its control log or subscribe at start. */
+export class ControllerStartError extends CustodyError {
+  constructor(message: string) {
+    super("controller_start_failed", message, {});
+  }
+}
+
+/** Starts a controller; resolves once it has folded the control log and subscribed. Throws ControllerStartError. */
+export async function startController(config: ControllerConfig, ports: ControllerPorts): Promise<Controller> {
+  let actor: Actor<typeof controllerMachine> | undefined;
+  const core = new ControllerCore(config, ports, (e) => actor?.send(e));
+  actor = createActor(controllerMachine, { input: { core, intervalMs: config.evalIntervalMs ?? 100 }, clock: ports.clock });
+  actor.start();
+  const a = actor;
+  const snap = await waitFor(a, (s) => s.value !== ControllerState.Starting);
+  if (snap.value === ControllerState.Failed) {
+    a.stop();
+    throw new ControllerStartError(`controller ${config.controllerId} failed to start: ${snap.context.lastError}`);
+  }
+  return {
+    actor: a,
+    core,
+    state: () => String(a.getSnapshot().value),
+    evaluateSoon: () => a.send({ type: "evaluate.now" }),
+    stop: () => {
+      if (a.getSnapshot().status === "active") a.send({ type: "stop" });
+      a.stop();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import type { BaseSnapshot, KeyAuthority, Link, MetadataQuorum, RecoveryParams } from "../../policies/evaluation-state.ts";
+import type { Scenario, Timeline } from "../../policies/scenario.ts";
+import type { Site } from "../../policies/topology.ts";
+
+/**
+ * What a regional controller knows about one volume besides receipts: where everything runs,
+ * the named scenarios of its contract, recovery parameters, bases, key authorities and links.
+ * Receipts (through the ledger) and writer progress fill in the rest of the evaluation state.
+ */
+export interface VolumeTopology {
+  readonly volume: string;
+  readonly lanes: readonly string[];
+  readonly writerSite: string;
+  readonly sites: readonly Site[];
+  /** Holder id → site id, for every holder whose receipts may count. */
+  readonly holderSites: Readonly<Record<string, string>>;
+  readonly bases: readonly BaseSnapshot[];
+  readonly keyAuthorities: readonly KeyAuthority[];
+  readonly metadataQuorum?: MetadataQuorum;
+  readonly links: readonly Link[];
+  readonly recovery: RecoveryParams;
+  readonly scenarios: readonly Scenario[];
+  readonly timelines: readonly Timeline[];
+  /** Observed evidence older than this is reported stale. */
+  readonly staleAfterMs: number;
+  /** Holders that shed custody once the policy allows (RAM tiers); others keep theirs. */
+  readonly releasable: readonly string[];
+}
+
+export interface ControllerConfig {
+  readonly controllerId: string;
+  readonly region: string;
+  readonly topology: VolumeTopology;
+  /** Lower bound between two policy evaluations (bounded frequency, off the I/O path). Default 100 ms. */
+  readonly evalIntervalMs?: number;
+}
+
+/** The obligation id holders put in their receipts for a lane (`<volume>-<lane>`). */
+export function obligationIdOf(volume: string, lane: string): string {
+  return `${volume}-${lane}`;
+}

@@ -1,0 +1,260 @@
+import type { Clock } from "../../core/clock.ts";
+import { Counters } from "../../core/counters.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { commitControlEvent } from "../../custody/control-commit.ts";
+import { ControlLogFollower } from "../../custody/control-log-follower.ts";
+import type { ControlLogStore } from "../../custody/control-log.ts";
+import { HolderStatus, receiptVerifyContext, releasedRanges, type ControlState } from "../../custody/control-state.ts";
+import type { ControlEventBody } from "../../custody/control-event.ts";
+import { ReceiptLedger } from "../../custody/receipt-ledger.ts";
+import { evaluateState, type EvaluationReport } from "../../policies/evaluate.ts";
+import type { BaseSnapshot, CommitRun, EvaluationState, RecoveryInFlight } from "../../policies/evaluation-state.ts";
+import { authorizeReleases, type ReleaseRequest } from "../../policies/release.ts";
+import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject } from "../../transport/subjects.ts";
+import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
+import { decodeAny, decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
+import { releaseFrontierSpec, signedReceiptBatchSpec } from "../holder/holder-messages.ts";
+import type { WriterProgressMessage } from "../writer/writer-messages.ts";
+import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
+import { buildEvaluationState, releaseCandidates } from "./evaluation-input.ts";
+import { statusDocument, volumeStatusSpec, type VolumeStatus } from "./status-document.ts";
+
+export interface ControllerPorts {
+  transport: Transport;
+  clock: Clock;
+  /** The region's control log (JetStream in production). */
+  store: ControlLogStore;
+  counters?: Counters;
+}
+
+/** One committed release, with the exact evaluation state it was decided on (for audits and tests). */
+export interface ReleaseAudit {
+  readonly state: EvaluationState;
+  /** Every request granted in the same joint decision, in order (this one included). */
+  readonly grantedTogether: readonly ReleaseRequest[];
+  readonly request: ReleaseRequest;
+  readonly controlSeq: number;
+}
+
+/** A holder being admitted by `bootstrap` or a repair. */
+export interface HolderAdmission {
+  readonly holderId: string;
+  readonly incarnation: number;
+  readonly publicKey: Uint8Array;
+  readonly failureDomain: string;
+}
+
+/**
+ * The controller's working parts behind its machine: the receipt ledger (fed only by verified
+ * signed batches), writer progress, bounded-frequency policy evaluation, ordered fenced control
+ * commits (releases only when `authorizeReleases` grants them), release frontiers and the
+ * per-volume status document.
+ */
+export class ControllerCore {
+  readonly counters: Counters;
+  readonly ledger: ReceiptLedger;
+  readonly follower: ControlLogFollower;
+  readonly audits: ReleaseAudit[] = [];
+  private readonly subs: TransportSubscription[] = [];
+  private readonly heads: Record<string, number> = {};
+  private readonly commits: CommitRun[] = [];
+  private readonly recoveries = new Map<string, RecoveryInFlight>();
+  private bases: BaseSnapshot[];
+  private lastStatus: VolumeStatus | undefined;
+  private lastReport: EvaluationReport | undefined;
+  dirty = true;
+
+  constructor(
+    readonly config: ControllerConfig,
+    private readonly ports: ControllerPorts,
+    private readonly dispatch: (e: { type: "nats.receipt"; msg: InboundMessage } | { type: "nats.event"; msg: InboundMessage }) => void,
+  ) {
+    this.counters = ports.counters ?? new Counters();
+    this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
+    this.follower = new ControlLogFollower(ports.store);
+    this.bases = [...config.topology.bases];
+  }
+
+  /** A new base snapshot exists (e.g. a replica materialized a cut): later evaluations may rely on it. */
+  addBase(b: BaseSnapshot): void {
+    this.bases = [...this.bases.filter((x) => x.id !== b.id), b];
+    this.dirty = true;
+  }
+
+  private get volume(): string {
+    return this.config.topology.volume;
+  }
+
+  /** Folds the control log and subscribes receipts and writer progress of the volume. */
+  async start(): Promise<void> {
+    await this.follower.refresh();
+    this.subs.push(this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) => this.dispatch({ type: "nats.receipt", msg })));
+    this.subs.push(this.ports.transport.subscribe(eventSubject(this.volume), (msg) => this.dispatch({ type: "nats.event", msg })));
+    await this.ports.transport.flush();
+  }
+
+  /** Unsubscribes. Idempotent. */
+  stop(): void {
+    for (const s of this.subs.splice(0)) s.unsubscribe();
+  }
+
+  /**
+   * A signed receipt batch: verified against the folded control log (admitted keys, incarnation,
+   * fence) and merged into the ledger; a rejected batch is counted and changes nothing.
+   * Ranges the control log released are subtracted when the state is built, not refused here:
+   * a holder may keep claiming an authorized range until its whole segment recycles.
+   */
+  handleReceipt(msg: InboundMessage): void {
+    try {
+      const { volume, lane } = parseSubjectOf("receipt", msg.subject);
+      const signed = decodeMessage(signedReceiptBatchSpec, msg.data);
+      const ctx = { ...receiptVerifyContext(this.follower.state, { volume, lane, subject: receiptSubject(volume, lane) }), released: () => RangeSet.EMPTY };
+      this.ledger.apply(signed, ctx);
+      this.dirty = true;
+    } catch (err) {
+      this.counters.inc(`receipt_${err instanceof CustodyError ? err.code : "invalid"}`);
+    }
+  }
+
+  /** Writer progress on the volume's event subject (other event kinds are ignored here). */
+  handleEvent(msg: InboundMessage): void {
+    let decoded;
+    try {
+      decoded = decodeAny(msg.data);
+    } catch (err) {
+      this.counters.inc(err instanceof CustodyError ? err.code : "malformed");
+      return;
+    }
+    if (decoded.kind !== "writer-progress") return;
+    const p = decoded.body as WriterProgressMessage;
+    if (p.volume !== this.volume) return this.counters.inc("wrong_volume");
+    for (const l of p.lanes) {
+      if (!this.config.topology.lanes.includes(l.lane)) continue;
+      this.heads[l.lane] = Math.max(this.heads[l.lane] ?? 0, l.head);
+      for (const [first, last, at, bytes] of l.runs) this.commits.push({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
+    }
+    this.dirty = true;
+  }
+
+  private failedHolders(s: ControlState): Set<string> {
+    return new Set(Object.values(s.holders).filter((h) => h.status === HolderStatus.failed).map((h) => h.holderId));
+  }
+
+  /** The evaluation input as of now (released ranges and failed holders already removed). */
+  currentState(s: ControlState = this.follower.state): EvaluationState {
+    const holdings = this.ledger.holdings({ volume: this.volume }).map((h) => {
+      const o = s.obligations[h.obligationId];
+      const gone = o?.released[h.holderId];
+      return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
+    });
+    const commits = this.mergedCommits();
+    return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
+      recoveries: [...this.recoveries.values()],
+    });
+  }
+
+  private mergedCommits(): CommitRun[] {
+    // Bounded: keep only runs above every lane's oldest retained sequence would need the ledger;
+    // runs are small (one per unit) and compacted by merging equal neighbours.
+    const out: CommitRun[] = [];
+    for (const c of this.commits) {
+      const prev = out[out.length - 1];
+      if (prev && prev.lane === c.lane && prev.last + 1 === c.first && prev.committedAtMs === c.committedAtMs && prev.bytesPerSeq === c.bytesPerSeq) out[out.length - 1] = { ...prev, last: c.last };
+      else out.push(c);
+    }
+    return out;
+  }
+
+  /**
+   * One evaluation round (called by the machine at a bounded rate, never per write): refresh the
+   * control log, evaluate every scenario, commit the releases the policy grants (in order, each
+   * fenced and re-checked by the fold), publish release frontiers and the status document.
+   */
+  async evaluate(): Promise<VolumeStatus> {
+    this.dirty = false;
+    let s = await this.follower.refresh();
+    const state = this.currentState(s);
+    const report = evaluateState(state);
+    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active));
+    const decisions = requests.length > 0 ? authorizeReleases(state, requests) : [];
+    const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
+    for (const d of decisions) if (!d.allowed) this.counters.inc("release_denied");
+    for (const req of granted) {
+      const obligationId = obligationIdOf(this.volume, req.lane);
+      try {
+        const { seq, state: next } = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, (cur) => this.releaseBody(cur, obligationId, req, state));
+        s = next;
+        this.audits.push({ state, grantedTogether: granted, request: req, controlSeq: seq });
+        this.counters.inc("release_committed");
+        this.publishFrontier(s, obligationId, req.holder, req.lane);
+      } catch (err) {
+        this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
+      }
+    }
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.audits.length);
+    this.lastStatus = doc;
+    this.lastReport = report;
+    this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
+    return doc;
+  }
+
+  /** The release event body, or a throw (abstain) when no active, responsible holder backs it. */
+  private releaseBody(cur: ControlState, obligationId: string, req: ReleaseRequest, state: EvaluationState): ControlEventBody {
+    const o = cur.obligations[obligationId];
+    if (o === undefined) throw new CustodyError("unknown_obligation", `no obligation ${obligationId}`, { obligationId });
+    const already = o.released[req.holder] ?? RangeSet.EMPTY;
+    const ranges = req.ranges.subtract(already).intersect(o.responsible[req.holder] ?? RangeSet.EMPTY);
+    if (ranges.isEmpty) throw new CustodyError("nothing_to_release", "ranges already released or not this holder's responsibility", {});
+    const reliesOn = state.holders
+      .filter((h) => h.id !== req.holder && cur.holders[h.id]?.status === HolderStatus.active && (o.responsible[h.id] ?? RangeSet.EMPTY).coversAll(ranges))
+      .filter((h) => h.claims.filter((c) => c.lane === req.lane).reduce((a, c) => a.union(c.ranges), RangeSet.EMPTY).coversAll(ranges))
+      .map((h) => h.id);
+    if (reliesOn.length === 0) throw new CustodyError("release_not_covered", "no active responsible holder retains these ranges", { holder: req.holder });
+    return { type: "release_ranges", obligationId, holderId: req.holder, ranges, reliesOn };
+  }
+
+  private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {
+    const ranges = releasedRanges(s, obligationId, holder);
+    this.ports.transport.publish(
+      releaseSubject(holder),
+      encodeMessage(releaseFrontierSpec, { holder, volume: this.volume, lane, ranges: ranges.toJSON(), epoch: s.topologyEpoch, controlSeq: s.lastSeq }),
+    );
+  }
+
+  /** Commits `body` (fenced, chained, optimistic). Throws ControlFenceError / ControlConflictError. */
+  async commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }> {
+    const r = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, body);
+    this.dirty = true;
+    return r;
+  }
+
+  /** Admits holders and creates one obligation per lane naming `responsible` from `fromSeq` on. */
+  async bootstrap(holders: readonly HolderAdmission[], responsible: readonly string[], fromSeq = 1): Promise<void> {
+    for (const h of holders) await this.commit(() => ({ type: "admit_holder", ...h }));
+    for (const lane of this.config.topology.lanes) {
+      await this.commit(() => ({ type: "create_obligation", obligationId: obligationIdOf(this.volume, lane), volume: this.volume, lane, representation: "raw", holders: responsible, fromSeq }));
+    }
+  }
+
+  /** A recovery or repair is reading `ranges` of `lane`: releases of them are refused until `endRecovery`. */
+  beginRecovery(r: RecoveryInFlight): void {
+    this.recoveries.set(r.id, r);
+    this.dirty = true;
+  }
+
+  endRecovery(id: string): void {
+    this.recoveries.delete(id);
+    this.dirty = true;
+  }
+
+  /** The newest status document (undefined before the first evaluation). */
+  get status(): VolumeStatus | undefined {
+    return this.lastStatus;
+  }
+
+  /** The newest evaluation report. */
+  get report(): EvaluationReport | undefined {
+    return this.lastReport;
+  }
+}

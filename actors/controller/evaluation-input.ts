@@ -1,0 +1,82 @@
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { Holding } from "../../custody/receipt-ledger.ts";
+import type { CommitRun, EvaluationState, Holder, PendingForward, RecoveryInFlight, RetainedClaim } from "../../policies/evaluation-state.ts";
+import type { VolumeTopology } from "./controller-config.ts";
+
+/** What the writer has reported: per lane, its head and commit runs. */
+export interface SourceProgress {
+  readonly heads: Readonly<Record<string, number>>;
+  readonly commits: readonly CommitRun[];
+}
+
+/**
+ * Builds the policy engine's input from verified holdings (ledger), writer progress and the
+ * static topology. Pure. Holders the control log marked failed contribute nothing (their memory is
+ * gone); released ranges are already subtracted by the ledger.
+ */
+export function buildEvaluationState(
+  topo: VolumeTopology,
+  holdings: readonly Holding[],
+  progress: SourceProgress,
+  asOfMs: number,
+  failed: ReadonlySet<string>,
+  extra: { forwards?: readonly PendingForward[]; recoveries?: readonly RecoveryInFlight[] } = {},
+): EvaluationState {
+  const claims = new Map<string, RetainedClaim[]>();
+  for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
+  for (const h of holdings) {
+    if (h.volume !== topo.volume || failed.has(h.holderId) || !claims.has(h.holderId) || h.retained.isEmpty) continue;
+    claims.get(h.holderId)!.push({
+      lane: h.lane,
+      ranges: h.retained,
+      residency: h.residency,
+      evidence: { kind: "observed", atMs: h.evidenceAt },
+      protectedRamValid: h.residency === "protected_ram" ? !h.stale : undefined,
+    });
+  }
+  const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c }));
+  const lanes: Record<string, number> = {};
+  for (const l of topo.lanes) lanes[l] = progress.heads[l] ?? 0;
+  return {
+    volume: topo.volume,
+    asOfMs,
+    staleAfterMs: topo.staleAfterMs,
+    source: { site: topo.writerSite, lanes },
+    commits: progress.commits,
+    sites: topo.sites,
+    holders,
+    bases: topo.bases,
+    manifests: [],
+    keyAuthorities: topo.keyAuthorities,
+    metadataQuorum: topo.metadataQuorum,
+    links: topo.links,
+    recovery: topo.recovery,
+    forwards: extra.forwards ?? [],
+    pins: [],
+    recoveries: extra.recoveries ?? [],
+    scenarios: topo.scenarios,
+    timelines: topo.timelines,
+  };
+}
+
+/**
+ * Release candidates: for each releasable holder and lane, the retained ranges some other holder
+ * (or a base) also holds — a successor is necessary, so nothing else is worth asking about. Pure.
+ */
+export function releaseCandidates(state: EvaluationState, releasable: readonly string[]): { holder: string; lane: string; ranges: RangeSet }[] {
+  const out: { holder: string; lane: string; ranges: RangeSet }[] = [];
+  for (const id of releasable) {
+    const me = state.holders.find((h) => h.id === id);
+    if (me === undefined) continue;
+    for (const lane of Object.keys(state.source.lanes)) {
+      let mine = RangeSet.EMPTY;
+      for (const c of me.claims) if (c.lane === lane) mine = mine.union(c.ranges);
+      if (mine.isEmpty) continue;
+      let others = RangeSet.EMPTY;
+      for (const h of state.holders) if (h.id !== id) for (const c of h.claims) if (c.lane === lane) others = others.union(c.ranges);
+      const ranges = mine.intersect(others);
+      if (!ranges.isEmpty) out.push({ holder: id, lane, ranges });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,92 @@
+import { z } from "zod";
+import type { EvaluationReport } from "../../policies/evaluate.ts";
+import type { EvaluationState } from "../../policies/evaluation-state.ts";
+import { defineMessage, wireFields } from "../../transport/wire/index.ts";
+
+/**
+ * `volume-status` v1 on `custody.v1.status.<volume>`: the controller's truth about one volume —
+ * per named scenario, the cut that survives, what committed work is lost (sequences, bytes, age
+ * from source commit timestamps), time to usable at the destination (RTO, null = unbounded), and
+ * how fresh the receipt evidence behind it is.
+ */
+const laneSeq = z.tuple([wireFields.identifier, z.number().int()]);
+const scenarioStatus = z.object({
+  name: z.string().max(256),
+  kind: z.enum(["scenario", "timeline"]),
+  required: z.boolean(),
+  cut: z.array(laneSeq).max(256).nullable(),
+  lostSeqs: wireFields.uint,
+  lostBytes: wireFields.uint,
+  oldestLostAgeMs: z.number().nonnegative(),
+  rtoSec: z.number().nonnegative().nullable(),
+  deadlineSec: z.number().nonnegative(),
+  meetsDeadline: z.boolean(),
+  destination: z.string().max(128),
+  evidence: z.string().max(32),
+  contributors: z.array(z.string().max(128)).max(64),
+  flags: z.array(z.string().max(64)).max(16),
+});
+export const volumeStatusSpec = defineMessage({
+  kind: "volume-status",
+  version: 1,
+  schema: z.object({
+    volume: wireFields.identifier,
+    controller: wireFields.identifier,
+    asOfMs: wireFields.timestampMs,
+    controlSeq: wireFields.uint,
+    acknowledged: z.array(laneSeq).max(256),
+    /** The cut every required scenario keeps (lane-wise minimum); null when one keeps nothing. */
+    survivingCut: z.array(laneSeq).max(256).nullable(),
+    scenarios: z.array(scenarioStatus).max(128),
+    evidence: z.array(z.object({ holder: z.string().max(128), ageMs: z.number(), stale: z.boolean() })).max(256),
+    releasesCommitted: wireFields.uint,
+  }),
+  maxBytes: 512 * 1024,
+});
+export type VolumeStatus = z.infer<typeof volumeStatusSpec.schema>;
+
+const pairs = (r: Record<string, number>): [string, number][] => Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
+
+/** Builds the status document from an evaluation. Pure. */
+export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number): VolumeStatus {
+  const required = report.reports.filter((r) => r.required);
+  let surviving: Record<string, number> | null = { ...report.acknowledged };
+  for (const r of required) {
+    if (r.cut === null || surviving === null) {
+      surviving = null;
+      continue;
+    }
+    for (const [lane, seq] of Object.entries(surviving)) surviving[lane] = Math.min(seq, r.cut[lane] ?? -1);
+  }
+  const evidence = state.holders.map((h) => {
+    const newest = h.claims.reduce((m, c) => Math.max(m, c.evidence.atMs), -Infinity);
+    const ageMs = Number.isFinite(newest) ? Math.max(0, state.asOfMs - newest) : -1;
+    return { holder: h.id, ageMs, stale: ageMs < 0 || ageMs > state.staleAfterMs };
+  });
+  return {
+    volume: state.volume,
+    controller,
+    asOfMs: state.asOfMs,
+    controlSeq,
+    acknowledged: pairs(report.acknowledged),
+    survivingCut: surviving === null ? null : pairs(surviving),
+    scenarios: report.reports.map((r) => ({
+      name: r.name,
+      kind: r.kind,
+      required: r.required,
+      cut: r.cut === null ? null : pairs(r.cut),
+      lostSeqs: r.lostSeqs,
+      lostBytes: r.lostBytes,
+      oldestLostAgeMs: r.oldestLostAgeMs,
+      rtoSec: r.timeToUsable?.totalSec ?? null,
+      deadlineSec: r.deadlineSec,
+      meetsDeadline: r.meetsDeadline,
+      destination: r.destination,
+      evidence: r.evidence,
+      contributors: r.contributors,
+      flags: r.flags,
+    })),
+    evidence,
+    releasesCommitted,
+  };
+}

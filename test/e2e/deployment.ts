@@ -1,0 +1,188 @@
+/**
+ * A multi-region custody deployment on a real supercluster (us-east, us-west, eu), after the
+ * memo's layout: a US-East writer fans out to a same-AZ and an other-AZ RAM holder, an independent
+ * waypoint (which forwards to a European store) and a US-West store; a controller commits to a
+ * JetStream control log. Holders run in this process, each on its own NATS connection to its
+ * region's server; "killing" one stops it and closes its connection (its memory is gone).
+ */
+import { join } from "node:path";
+import { startController, type Controller } from "../../actors/controller.ts";
+import type { VolumeTopology } from "../../actors/controller/controller-config.ts";
+import type { HolderAdmission } from "../../actors/controller/controller-core.ts";
+import { holderSource, type SurvivorSource } from "../../actors/repair/survivor-source.ts";
+import { recoverVolume, type RecoveryBase, type RecoveryResult } from "../../actors/repair/volume-recovery.ts";
+import { systemClock } from "../../core/clock.ts";
+import { KeyAuthority } from "../../custody/key-authority.ts";
+import { rawPublicKey } from "../../custody/signing.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { Site } from "../../policies/topology.ts";
+import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { NatsTransport } from "../../transport/nats-transport.ts";
+import type { SuperclusterHandle } from "../helpers/index.ts";
+import { e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir, type LaunchedHolder, type WriterRig } from "./e2e-fixture.ts";
+
+export const LANE = "l0";
+export const BLOCKS = 256;
+
+export const SITES: Record<string, Site> = {
+  "s-w": site("s-w", "us-east", "use1-az1"),
+  "s-e1": site("s-e1", "us-east", "use1-az1"),
+  "s-e2": site("s-e2", "us-east", "use1-az2"),
+  "s-e3": site("s-e3", "us-east", "use1-az3"),
+  "s-nj": site("s-nj", "us-nj", "nj-a"),
+  "s-usw": site("s-usw", "us-west", "usw2-a"),
+  "s-eu": site("s-eu", "eu", "euw1-a"),
+};
+
+/** Holder → [site, NATS region it connects to, upstream senders, downstream edges]. */
+const HOLDERS: Record<string, [string, string, string[], string[]]> = {
+  "h-e1": ["s-e1", "us-east", ["w1", "w2"], []],
+  "h-e2": ["s-e2", "us-east", ["w1", "w2"], []],
+  "h-nj": ["s-nj", "us-east", ["w1", "w2"], ["h-eu"]],
+  "h-w": ["s-usw", "us-west", ["w1", "w2"], []],
+  "h-eu": ["s-eu", "eu", ["h-nj"], []],
+};
+export const FIRST_HOPS = ["h-e1", "h-e2", "h-nj", "h-w"];
+export const AZ_CONTRACT = { name: "az-loss", losses: ["az:use1-az1"] };
+
+const mesh = Object.keys(SITES).flatMap((a, i) =>
+  Object.keys(SITES)
+    .slice(i + 1)
+    .map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: 125_000_000, deps: [] })),
+);
+
+/** The controller's view of the volume. */
+export function topologyFor(volume: string): VolumeTopology {
+  const holderSites: Record<string, string> = { "h-e3": "s-e3" };
+  for (const [h, [s]] of Object.entries(HOLDERS)) holderSites[h] = s;
+  return {
+    volume,
+    lanes: [LANE],
+    writerSite: "s-w",
+    sites: Object.values(SITES),
+    holderSites,
+    bases: [
+      { id: "genesis-usw", holder: "h-w", cut: { [LANE]: 0 }, bytes: 0 },
+      { id: "genesis-eu", holder: "h-eu", cut: { [LANE]: 0 }, bytes: 0 },
+    ],
+    keyAuthorities: [{ id: "ka-eu", site: "s-eu" }],
+    links: mesh,
+    recovery: { destination: "s-eu", detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 },
+    scenarios: [
+      { name: "AZ use1-az1 lost", losses: [{ domain: "az:use1-az1", kind: "site_destruction" }], deadlineSec: 600, required: true, destination: "s-usw" },
+      { name: "US-East lost", losses: [{ domain: "region:us-east", kind: "site_destruction" }], deadlineSec: 900, required: true },
+      {
+        name: "US-East and US-West lost",
+        losses: [
+          { domain: "region:us-east", kind: "site_destruction" },
+          { domain: "region:us-west", kind: "site_destruction" },
+        ],
+        deadlineSec: 1800,
+        required: true,
+      },
+    ],
+    timelines: [
+      {
+        name: "East, then West during replay",
+        minIntervalSec: 60,
+        deadlineSec: 1800,
+        required: false,
+        events: [
+          { afterSec: 0, losses: [{ domain: "region:us-east", kind: "site_destruction" }] },
+          { afterSec: 60, losses: [{ domain: "region:us-west", kind: "site_destruction" }] },
+        ],
+      },
+    ],
+    staleAfterMs: 10_000,
+    releasable: ["h-e1", "h-e2"],
+  };
+}
+
+export interface Deployment {
+  readonly volume: string;
+  readonly keys: KeyRing;
+  readonly authority: KeyAuthority;
+  readonly holders: Map<string, LaunchedHolder>;
+  readonly writer: WriterRig;
+  readonly controller: Controller;
+  readonly urls: Record<string, string>;
+  /** Kills a holder: stops it and closes its connection; its RAM is gone. */
+  kill(holderId: string): Promise<void>;
+  /** Starts a replacement holder (not yet admitted) and returns its admission record. */
+  startReplacement(holderId: string, siteId: string): Promise<HolderAdmission>;
+  survivors(): SurvivorSource[];
+  /** Recovers the volume at `siteName` from `sources` (+ optional base); the key comes from the key authority. */
+  recover(siteName: string, sources: readonly SurvivorSource[], opts?: { base?: RecoveryBase; upTo?: Record<string, number> }): Promise<{ dir: string; result: RecoveryResult }>;
+  stop(): Promise<void>;
+}
+
+function admission(keys: KeyRing, holderId: string, s: Site): HolderAdmission {
+  return { holderId, incarnation: 1, publicKey: rawPublicKey(keys.key(holderId, 1)!), failureDomain: `${s.region}/${s.az}/${s.host}` };
+}
+
+/** Starts holders, a writer and a controller for a fresh volume on the supercluster. */
+export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string): Promise<Deployment> {
+  const urls = Object.fromEntries(Object.entries(sc.regions).map(([k, r]) => [k, r.url]));
+  const keys = new KeyRing();
+  const authority = new KeyAuthority("ka-eu", "s-eu");
+  const holders = new Map<string, LaunchedHolder>();
+  for (const [id, [siteId, region, upstream, downstream]] of Object.entries(HOLDERS)) {
+    holders.set(id, await launchHolder(urls[region]!, keys, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }])));
+  }
+  const ctlTransport = await NatsTransport.connect({ servers: urls["us-east"]!, name: `ctl-${volume}` });
+  const store = await openJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
+  const controller = await startController({ controllerId: "ctl-east", region: ctlRegion, topology: topologyFor(volume), evalIntervalMs: 50 }, { transport: ctlTransport, clock: systemClock, store });
+  await controller.core.bootstrap(
+    [...holders.keys()].map((h) => admission(keys, h, SITES[HOLDERS[h]![0]]!)),
+    [...holders.keys()],
+  );
+  const holderSites: Record<string, Site> = { "h-e3": SITES["s-e3"]! };
+  for (const [h, [s]] of Object.entries(HOLDERS)) holderSites[h] = SITES[s]!;
+  const writer = await launchWriter({
+    url: urls["us-east"]!,
+    writerId: "w1",
+    volume,
+    blockCount: BLOCKS,
+    lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: FIRST_HOPS }],
+    contracts: [AZ_CONTRACT],
+    sites: holderSites,
+    keys,
+    authority,
+  });
+  const dep: Deployment = {
+    volume,
+    keys,
+    authority,
+    holders,
+    writer,
+    controller,
+    urls,
+    async kill(id) {
+      const h = holders.get(id);
+      holders.delete(id);
+      await h?.close();
+    },
+    async startReplacement(id, siteId) {
+      const s = SITES[siteId]!;
+      const h = await launchHolder(urls[s.region] ?? urls["us-east"]!, keys, e2eHolderConfig(id, s, volume, [{ lane: LANE, upstream: ["w2"] }]));
+      holders.set(id, h);
+      return admission(keys, id, s);
+    },
+    survivors: () => [...holders.values()].map((h) => holderSource(h.holder)),
+    async recover(siteName, sources, opts = {}) {
+      const principal = `recovery-${siteName}`;
+      authority.authorize(volume, principal);
+      const units = sources.flatMap((s) => s.units(volume, LANE, RangeSet.of(0, Number.MAX_SAFE_INTEGER)));
+      const dir = join(tempDir(`custody-recover-${siteName}-`), "vol");
+      const result = await recoverVolume({ volume, dir, blockCount: BLOCKS, lanes: [LANE], dataKey: authority.dataKey(volume, principal), units, base: opts.base, upTo: opts.upTo });
+      return { dir, result };
+    },
+    async stop() {
+      controller.stop();
+      await writer.close().catch(() => undefined);
+      for (const h of holders.values()) await h.close().catch(() => undefined);
+      await ctlTransport.close();
+    },
+  };
+  return dep;
+}
