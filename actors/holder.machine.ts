@@ -46,6 +46,21 @@ export type HolderCommand =
 
 export type HolderEvent = HolderInbound | HolderCommand;
 
+/**
+ * Runs one action body. A bug or an unexpected input must never stop the holder (an XState actor
+ * stops on a throwing action, and with it every custody promise): the error is counted as
+ * `internal_error.<code>` and reported, and the actor keeps serving.
+ */
+function guarded(context: HolderContext, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    const code = (err as { code?: unknown })?.code;
+    context.core.counters.inc(`internal_error.${typeof code === "string" ? code : "unexpected"}`);
+    context.core.note({ type: "rejected", code: `internal_error.${typeof code === "string" ? code : String(err)}` });
+  }
+}
+
 function degradedBy(core: HolderCore, e: ProtectedRamEvidence): boolean {
   const p = core.config.protectedRam;
   if (!p) return false;
@@ -66,43 +81,43 @@ export const holderMachine = setup({
   actions: {
     admitUnits: ({ context, event }) => {
       assertEvent(event, "nats.units");
-      for (const msg of event.msgs) context.core.handleUnit(event.lane, msg);
+      for (const msg of event.msgs) guarded(context, () => context.core.handleUnit(event.lane, msg));
     },
     applyGrant: ({ context, event }) => {
       assertEvent(event, "nats.credit");
-      context.core.handleCredit(event.lane, event.edge, event.msg);
+      guarded(context, () => context.core.handleCredit(event.lane, event.edge, event.msg));
     },
     applyReceipt: ({ context, event }) => {
       assertEvent(event, "nats.receipt");
-      context.core.handleReceipt(event.lane, event.msg);
+      guarded(context, () => context.core.handleReceipt(event.lane, event.msg));
     },
     applyReleaseFrontier: ({ context, event }) => {
       assertEvent(event, "nats.release");
-      context.core.handleRelease(event.msg);
+      guarded(context, () => context.core.handleRelease(event.msg));
     },
     admitTransferOffer: ({ context, event }) => {
       assertEvent(event, "nats.transfer");
-      context.moves.handleOffer(event.msg);
+      guarded(context, () => context.moves.handleOffer(event.msg));
     },
-    flushDueReceipts: ({ context }) => context.core.flushDueReceipts(),
-    refreshReceipts: ({ context }) => context.core.refreshReceipts(),
+    flushDueReceipts: ({ context }) => guarded(context, () => context.core.flushDueReceipts()),
+    refreshReceipts: ({ context }) => guarded(context, () => context.core.refreshReceipts()),
     sealLane: ({ context, event }) => {
       assertEvent(event, "timer.seal");
-      context.core.sealDue(event.lane);
+      guarded(context, () => context.core.sealDue(event.lane));
     },
-    relievePressure: ({ context }) => context.moves.relievePressure(),
-    flushTick: ({ context }) => context.moves.flushTick(),
+    relievePressure: ({ context }) => guarded(context, () => context.moves.relievePressure()),
+    flushTick: ({ context }) => guarded(context, () => context.moves.flushTick()),
     applyFlush: ({ context, event }) => {
       assertEvent(event, "flush.completed");
-      context.moves.applyFlush(event.result);
+      guarded(context, () => context.moves.applyFlush(event.result));
     },
     updateEvidence: ({ context, event }) => {
       assertEvent(event, "evidence.update");
-      context.core.setEvidence(event.evidence);
+      guarded(context, () => context.core.setEvidence(event.evidence));
     },
-    evacuate: ({ context }) => context.moves.evacuate(),
-    checkEvacuation: ({ context }) => context.moves.evacuationDeadline(),
-    stopGranting: ({ context }) => context.core.stopGranting(),
+    evacuate: ({ context }) => guarded(context, () => context.moves.evacuate()),
+    checkEvacuation: ({ context }) => guarded(context, () => context.moves.evacuationDeadline()),
+    stopGranting: ({ context }) => guarded(context, () => context.core.stopGranting()),
     stopCore: ({ context }) => {
       void context.core.stop();
     },

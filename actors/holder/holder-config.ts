@@ -56,6 +56,13 @@ export const holderConfigSchema = z.object({
     limitBytes: posInt,
     /** Bytes one upstream may have granted-but-unused at once. */
     maxOutstandingCredit: posInt.default(4 << 20),
+    /** Capacity is secured in steps of this many bytes up to `limitBytes` (default: all at once). */
+    incrementBytes: posInt.optional(),
+    /**
+     * An open segment seals after this long (it can then be released, spilled or transferred
+     * whole). Receipts do not wait for it: units in an open segment are receipted on their own deadline.
+     */
+    maxOpenDelayMs: posInt.default(50),
     /** Units larger than this are refused as oversized. */
     maxUnitBytes: posInt.default(1 << 20),
   }),

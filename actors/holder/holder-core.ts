@@ -262,7 +262,15 @@ export class HolderCore {
         this.noteForReceipt(key);
         return;
       }
-      if (hl.store(unit)) this.later(this.config.receipts.maxDelayMs, { type: "timer.seal", lane: key });
+      let opened: boolean;
+      try {
+        opened = hl.store(unit);
+      } catch (err) {
+        // The arena refuses before changing anything; the sender still holds the unit unreceipted.
+        hl.forfeit(bytes);
+        return this.reject(err instanceof CustodyError ? err.code : "arena_refused", key);
+      }
+      if (opened) this.later(this.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
       span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
       this.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
       this.forward(hl, msg.data, bytes, span.spanContext());
@@ -340,7 +348,11 @@ export class HolderCore {
 
   /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
   refreshReceipts(): void {
-    for (const [key, hl] of this.lanes) if (!hl.obligations.retained.isEmpty) this.publishReceipt(key);
+    for (const [key, hl] of this.lanes) {
+      if (hl.obligations.retained.isEmpty) continue;
+      this.publishReceipt(key);
+      this.tryRelease(key, hl); // retries a release a deferred seal held back
+    }
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
   }
 
@@ -502,17 +514,23 @@ export class HolderCore {
 
   /** Releases what obligations allow. Pending receipts go out first: a unit is always receipted before it is forgotten. */
   tryRelease(key: string, hl: HolderLane): void {
-    const releasable = hl.obligations.releasable();
-    if (releasable.isEmpty) {
+    if (hl.obligations.releasable().isEmpty) {
       hl.unpinForwarded();
       return;
     }
-    // A quiet lane's open segment would otherwise wait for its seal timer.
-    const open = hl.arena.openSegmentOf(hl.volume, hl.lane);
-    if (open !== undefined && releasable.coversAll(hl.arena.describe(open).seqs())) hl.seal();
     if (this.batcher.take(key) !== undefined) this.publishReceiptNow(key);
     const span = this.tracer.startSpan("holder.release", { attributes: { "custody.lane": key } });
-    const released = hl.releaseAllowed();
+    let released = RangeSet.EMPTY;
+    // Two passes: releasing sealed segments can free the room a deferred seal of the open segment
+    // was waiting for (the arena defers a seal that would strand space promised to credits).
+    for (let pass = 0; pass < 2; pass++) {
+      const releasable = hl.obligations.releasable();
+      const open = hl.arena.openSegmentOf(hl.volume, hl.lane);
+      // A quiet lane's open segment would otherwise wait for its seal timer.
+      if (open !== undefined && releasable.coversAll(hl.arena.describe(open).seqs())) hl.seal();
+      released = released.union(hl.releaseAllowed());
+      if (open === undefined || hl.arena.openSegmentOf(hl.volume, hl.lane) !== open) break;
+    }
     span.setAttribute("custody.released", released.toString());
     span.end();
     if (!released.isEmpty) {

@@ -12,6 +12,9 @@ import type { FlushOutcome, HolderCore } from "./holder-core.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import { transferOfferSpec } from "./holder-messages.ts";
 
+/** How long an unanswered transfer offer stands before its segments may be offered again. */
+export const TRANSFER_RETRY_MS = 1_000;
+
 /**
  * The holder's custody moves besides release: persistence flushes through the spill stream, custody
  * transfer to a neighbor, and protected-RAM evacuation. Three different operations are never
@@ -23,6 +26,8 @@ export class HolderCustodyMoves {
   /** Segments written to the spill stream but not yet covered by an in-deadline sync. */
   private readonly unsynced = new Map<SpillRecordInfo, { lane: string; segmentId: number; seqs: RangeSet }>();
   private readonly appended = new Set<number>();
+  /** Transfer offers awaiting the neighbor's receipt. */
+  private readonly offers = new Map<number, { key: string; seqs: RangeSet; at: number }>();
   private flushing = false;
   private evacuating = false;
 
@@ -127,11 +132,30 @@ export class HolderCustodyMoves {
    * withheld by the arena (backpressure); nothing admitted is ever dropped.
    */
   relievePressure(): void {
+    this.expireOffers();
     const ratio = this.core.config.pressureRatio;
     for (const [key, hl] of this.core.lanes) {
       if (hl.fillRatio() <= ratio) continue;
       if (this.core.config.transferNeighbor) this.offer(key, hl, false);
       else this.startFlush();
+    }
+  }
+
+  /**
+   * An offer the neighbor never receipted (lost, or refused for lack of space) is withdrawn after
+   * `TRANSFER_RETRY_MS`, so its segments can be offered again; custody never left meanwhile.
+   */
+  private expireOffers(): void {
+    const now = this.core.io.clock.now();
+    for (const [id, o] of this.offers) {
+      const hl = this.core.lanes.get(o.key);
+      const still = hl ? hl.inTransfer.intersect(o.seqs) : RangeSet.EMPTY;
+      if (still.isEmpty) this.offers.delete(id);
+      else if (now - o.at >= TRANSFER_RETRY_MS) {
+        hl!.inTransfer = hl!.inTransfer.subtract(still);
+        this.offers.delete(id);
+        this.core.counters.inc("transfer_offer_expired");
+      }
     }
   }
 
@@ -147,7 +171,9 @@ export class HolderCustodyMoves {
       const span = this.core.spans.startSpan("holder.transfer_offer", { kind: SpanKind.PRODUCER, attributes: { "custody.lane": key, "custody.to": to } });
       const units = this.core.encodedUnits(hl, s.id);
       hl.inTransfer = hl.inTransfer.union(s.seqs);
-      this.core.publishOffer(to, hl, this.core.nextOfferId(), units);
+      const offerId = this.core.nextOfferId();
+      this.offers.set(offerId, { key, seqs: s.seqs, at: this.core.io.clock.now() });
+      this.core.publishOffer(to, hl, offerId, units);
       this.core.note({ type: "transfer_offered", lane: key, to, seqs: s.seqs.toString() });
       span.end();
       ram -= hl.arena.config.segmentBytes;
@@ -202,7 +228,7 @@ export class HolderCustodyMoves {
       opened = hl.store(u) || opened;
       seqs = seqs.add(u.firstSeq, u.lastSeq);
     }
-    if (opened) this.core.schedule(this.core.config.receipts.maxDelayMs, { type: "timer.seal", lane: key });
+    if (opened) this.core.schedule(this.core.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
     span.end();
     this.core.note({ type: "transfer_admitted", lane: key, from: offer.from, seqs: seqs.toString() });
     this.core.receiptNow(key);

@@ -50,15 +50,17 @@ export class HolderLane {
     const seg = holder.arena.segmentBytes;
     // The arena wants whole segments; round the configured limit down to one (at least 4 segments).
     const limit = Math.max(4 * seg, Math.floor(holder.arena.limitBytes / seg) * seg);
+    const step = Math.max(seg, Math.floor((holder.arena.incrementBytes ?? limit) / seg) * seg);
     this.arena = new Arena(
       {
         segmentBytes: seg,
-        initialBytes: limit,
-        incrementBytes: seg,
+        // Capacity is secured in increments (see `grantSpace`), never all up front.
+        initialBytes: Math.min(limit, Math.max(4 * seg, step)),
+        incrementBytes: step,
         hardLimitBytes: limit,
         maxUnitBytes: holder.arena.maxUnitBytes,
         manifestReserveBytes: seg,
-        maxOpenDelayMs: holder.receipts.maxDelayMs,
+        maxOpenDelayMs: holder.arena.maxOpenDelayMs,
         growthLowWaterBytes: seg,
       },
       clock,
@@ -72,9 +74,18 @@ export class HolderLane {
       volume: cfg.volume,
       lane: cfg.lane,
       senders: cfg.upstream,
-      space: { grant: (n) => this.arena.grant(this.volume, this.lane, n) },
+      space: { grant: (n) => this.grantSpace(n) },
       maxOutstanding: holder.arena.maxOutstandingCredit,
     });
+  }
+
+  /**
+   * Promises up to `n` bytes of ingress credit. Before unpromised space runs low the next capacity
+   * increment is secured (up to the configured limit); past the limit credits are simply withheld.
+   */
+  grantSpace(n: number): number {
+    if (this.arena.wantsIncrement()) this.arena.secureIncrement();
+    return this.arena.grant(this.volume, this.lane, n);
   }
 
   /** Returns unused credit bytes to the pool (units lost on the wire or refused after crediting). */

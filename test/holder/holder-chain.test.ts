@@ -25,7 +25,13 @@ test.serial("memory-only chain of 3 holders: receive, forward, receipt and relea
   const files = { a: new CountingFileLayer(), b: new CountingFileLayer(), c: new CountingFileLayer() };
   // The terminal holder could persist (disk capability, flush every 60 s), but release comes first:
   // its unstarted flush is cancelled and the segments are discarded without a single write.
-  const c = await launchHolder(url, keys, holderConfig("hc", { upstream: ["hb"], residency: ["ram", "disk"], flush: { intervalMs: 60_000, deadlineMs: 1_000 } }), {
+  const c = await launchHolder(url, keys, holderConfig("hc", {
+      upstream: ["hb"],
+      residency: ["ram", "disk"],
+      flush: { intervalMs: 60_000, deadlineMs: 1_000 },
+      // Room for the whole stream: no memory pressure, so nothing forces a spill.
+      arena: { segmentBytes: 64 * 1024, limitBytes: 8 * 1024 * 1024, maxOutstandingCredit: 256 * 1024, maxUnitBytes: 32 * 1024 },
+    }), {
     files: files.c,
     spillPath: `${tempDir()}/spill.log`,
   });
@@ -42,7 +48,12 @@ test.serial("memory-only chain of 3 holders: receive, forward, receipt and relea
     for (const h of [a, b, c]) t.is(h.holder.core.lanes.get("vol1/l0")!.obligations.retained.toString(), `1-${UNITS}`);
 
     for (const h of ["hc", "hb", "ha"]) publishRelease(wt, h, [[1, UNITS]]);
-    await eventually(() => [a, b, c].every((h) => h.holder.core.empty), "all three released", 10_000);
+    await eventually(() => [a, b, c].every((h) => h.holder.core.empty), "all three released", 10_000, () =>
+      JSON.stringify([a, b, c].map((h) => {
+        const l = h.holder.core.lanes.get("vol1/l0")!;
+        return { id: h.holder.id, retained: l.obligations.retained.toString(), releasable: l.obligations.releasable().toString(), pending: l.obligations.edgeIds.map((e) => l.obligations.pendingFor(e).toString()), segs: l.sealedSegments().length, open: l.arena.openSegmentOf("vol1", "l0"), counters: h.holder.counters.snapshot() };
+      })),
+    );
     // Whole segments went back to the pool: no RAM held, no pins left.
     await eventually(() => [a, b, c].every((h) => h.holder.core.lanes.get("vol1/l0")!.arena.report().ramBytes === 0), "arenas empty", 5_000);
     for (const f of Object.values(files)) {

@@ -209,10 +209,10 @@ export function watchReceipts(t: NatsTransport): { byHolder(h: string): RangeSet
 }
 
 /** Polls `cond` every 5 ms until true or `timeoutMs` passes (then throws with `what`). */
-export async function eventually(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+export async function eventually(cond: () => boolean, what: string, timeoutMs = 5000, explain?: () => string): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for: ${what}`);
+    if (Date.now() > until) throw new Error(`timed out waiting for: ${what}${explain ? ` (${explain()})` : ""}`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }

@@ -30,7 +30,18 @@ test.serial("memory pressure transfers custody to a neighbor: memory stays bound
   try {
     for (let s = 1; s <= UNITS; s++) w.send(unit(s, 1, BYTES));
     const nLane = () => n.holder.core.lanes.get("vol1/l0");
-    await eventually(() => w.sender.backlog.units === 0 && lane().obligations.retained.union(nLane()?.obligations.retained ?? RangeSet.EMPTY).covers(1, UNITS), "all units in custody somewhere", 20_000);
+    await eventually(() => w.sender.backlog.units === 0 && lane().obligations.retained.union(nLane()?.obligations.retained ?? RangeSet.EMPTY).covers(1, UNITS), "all units in custody somewhere", 20_000, () =>
+      JSON.stringify({
+        origin: lane().obligations.retained.toString(),
+        neighbor: nLane()?.obligations.retained.toString(),
+        inTransfer: lane().inTransfer.toString(),
+        backlog: w.sender.backlog,
+        window: w.sender.state,
+        arena: lane().arena.report(),
+        origin_counters: o.holder.counters.snapshot(),
+        neighbor_counters: n.holder.counters.snapshot(),
+      }),
+    );
     clearInterval(sampler);
 
     const capacity = lane().arena.report().capacityBytes;
@@ -48,6 +59,7 @@ test.serial("memory pressure transfers custody to a neighbor: memory stays bound
       if (e.type === "transferred_out") t.true(covered.coversAll(RangeSet.from(parse(e.seqs))), `release of ${e.seqs} preceded by the neighbor's receipt`);
     }
     t.is(o.holder.counters.get("credit_exceeded"), 0);
+    t.false(Object.keys({ ...o.holder.counters.snapshot(), ...n.holder.counters.snapshot() }).some((k) => k.startsWith("internal_error")));
   } finally {
     clearInterval(sampler);
     w.sender.close();
