@@ -1,0 +1,120 @@
+#!/usr/bin/env -S npx tsx
+/**
+ * The simulator CLI (`npm run sim -- …`):
+ *   --seed N [--holders K] [--steps M] [--duration-ms D]   run one world, print a summary; on a
+ *       violation print the seed, the shortest trace found, and exit 1
+ *   --seeds A..B [--holders K] [--duration-ms D]           sweep seeds, print counts; exit 1 on any violation
+ * `--json` prints one JSON object on the last line.
+ */
+import { Command } from "commander";
+import { CustodyError } from "../core/custody-error.ts";
+import { failWith, formatTable } from "../cli/output.ts";
+import { formatTraceEvent } from "./event-trace.ts";
+import { minimizeRun, runWorld, type RunOptions } from "./runner.ts";
+import { sweep } from "./sweep.ts";
+
+/** A bad simulator argument (code `invalid_sim_argument`). */
+export class SimArgumentError extends CustodyError {
+  constructor(message: string, detail: Record<string, unknown>) {
+    super("invalid_sim_argument", message, detail);
+  }
+}
+
+function int(name: string, v: string | undefined, lo: number, hi: number): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < lo || n > hi) throw new SimArgumentError(`--${name} must be an integer in ${lo}..${hi}, got "${v}"`, { [name]: v });
+  return n;
+}
+
+interface Flags {
+  seed?: string;
+  seeds?: string;
+  holders?: string;
+  steps?: string;
+  durationMs?: string;
+  json?: boolean;
+  minimize: boolean;
+}
+
+function runOne(seed: number, opts: RunOptions, flags: Flags): void {
+  const r = runWorld(seed, opts);
+  const summary = {
+    seed,
+    holders: r.spec.holders.length,
+    steps: r.steps,
+    virtualMs: Math.round(r.virtualMs),
+    writes: r.writes,
+    grants: r.grants,
+    strikesChecked: r.strikesChecked,
+    faults: r.scheduleShape || "(none)",
+    traceHash: r.traceHash,
+    violation: r.violation?.invariant ?? null,
+  };
+  if (r.violation === undefined) {
+    if (flags.json) process.stdout.write(JSON.stringify(summary) + "\n");
+    else process.stdout.write(formatTable([summary]) + "\n");
+    return;
+  }
+  const small = flags.minimize ? minimizeRun(r, opts) : r;
+  const tail = small.trace.slice(-40);
+  if (flags.json) {
+    process.stdout.write(JSON.stringify({ ...summary, message: r.violation.message, minimizedFaults: small.spec.faults, trace: tail }) + "\n");
+  } else {
+    process.stdout.write(`VIOLATION seed=${seed} ${r.violation.invariant}: ${r.violation.message}\n`);
+    process.stdout.write(`reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}\n`);
+    process.stdout.write(`minimized fault schedule (${small.spec.faults.length} of ${r.spec.faults.length} faults, ${small.steps} steps):\n`);
+    for (const f of small.spec.faults) process.stdout.write(`  ${JSON.stringify(f)}\n`);
+    process.stdout.write(`last ${tail.length} trace events:\n`);
+    for (const e of tail) process.stdout.write(`  ${formatTraceEvent(e)}\n`);
+  }
+  process.exitCode = 1;
+}
+
+function runSweep(range: string, opts: RunOptions, flags: Flags): void {
+  const m = /^(\d+)\.\.(\d+)$/.exec(range);
+  if (!m || Number(m[1]) > Number(m[2])) throw new SimArgumentError(`--seeds must be A..B with A <= B, got "${range}"`, { seeds: range });
+  const started = Date.now();
+  const res = sweep(Number(m[1]), Number(m[2]), opts);
+  const out = { ...res, wallMs: Date.now() - started };
+  if (flags.json) process.stdout.write(JSON.stringify(out) + "\n");
+  else {
+    const { violating, ...counts } = out;
+    process.stdout.write(formatTable([counts]) + "\n");
+    for (const v of violating) process.stdout.write(`  seed ${v.seed}: ${v.invariant} — ${v.message}\n`);
+  }
+  if (res.violations > 0) process.exitCode = 1;
+}
+
+/** Builds the `sim` program (exported for tests). */
+export function buildSimProgram(): Command {
+  const program = new Command("sim")
+    .description("deterministic custody simulator: one seed → one world, the same run every time")
+    .option("--seed <n>", "run one world")
+    .option("--seeds <a..b>", "sweep a seed range")
+    .option("--holders <k>", "holders (1-10); default drawn from the seed")
+    .option("--steps <m>", "stop after m clock steps")
+    .option("--duration-ms <d>", "virtual duration of each run")
+    .option("--no-minimize", "print the failing run without shrinking it")
+    .option("--json", "one JSON object on the last line")
+    .action((flags: Flags) => {
+      try {
+        const holders = int("holders", flags.holders, 1, 10);
+        const steps = int("steps", flags.steps, 1, 100_000_000);
+        const durationMs = int("duration-ms", flags.durationMs, 1, 86_400_000);
+        const opts: RunOptions = {
+          ...(holders !== undefined ? { holders } : {}),
+          ...(steps !== undefined ? { steps } : {}),
+          ...(durationMs !== undefined ? { durationMs } : {}),
+        };
+        if (flags.seeds !== undefined) runSweep(flags.seeds, opts, flags);
+        else if (flags.seed !== undefined) runOne(int("seed", flags.seed, 0, Number.MAX_SAFE_INTEGER)!, opts, flags);
+        else throw new SimArgumentError("give --seed N or --seeds A..B", {});
+      } catch (err) {
+        failWith(err);
+      }
+    });
+  return program;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) buildSimProgram().parse(process.argv);

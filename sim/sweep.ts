@@ -1,0 +1,58 @@
+import { runWorld, type RunOptions } from "./runner.ts";
+
+/** What a sweep over a seed range found. */
+export interface SweepResult {
+  readonly from: number;
+  readonly to: number;
+  readonly runs: number;
+  readonly violations: number;
+  /** The first violating seeds (up to 50) with the invariant each broke. */
+  readonly violating: ReadonlyArray<{ seed: number; invariant: string; message: string }>;
+  /** Distinct fault schedules by shape (kinds and targets in order, times ignored). */
+  readonly distinctScheduleShapes: number;
+  /** Distinct fault schedules including times. */
+  readonly distinctSchedules: number;
+  readonly strikesChecked: number;
+  readonly steps: number;
+  readonly writes: number;
+  readonly grants: number;
+}
+
+/** Runs every seed in from..to (inclusive) with `opts` and tallies what was explored and found. */
+export function sweep(from: number, to: number, opts: RunOptions = {}, onRun?: (seed: number) => void): SweepResult {
+  const shapes = new Set<string>();
+  const exact = new Set<string>();
+  const violating: Array<{ seed: number; invariant: string; message: string }> = [];
+  let violations = 0;
+  let strikesChecked = 0;
+  let steps = 0;
+  let writes = 0;
+  let grants = 0;
+  for (let seed = from; seed <= to; seed++) {
+    const r = runWorld(seed, opts);
+    shapes.add(r.scheduleShape);
+    exact.add(r.scheduleKey);
+    strikesChecked += r.strikesChecked;
+    steps += r.steps;
+    writes += r.writes;
+    grants += r.grants;
+    if (r.violation) {
+      violations++;
+      if (violating.length < 50) violating.push({ seed, invariant: r.violation.invariant, message: r.violation.message });
+    }
+    onRun?.(seed);
+  }
+  return {
+    from,
+    to,
+    runs: to - from + 1,
+    violations,
+    violating,
+    distinctScheduleShapes: shapes.size,
+    distinctSchedules: exact.size,
+    strikesChecked,
+    steps,
+    writes,
+    grants,
+  };
+}
