@@ -6,3 +6,6 @@ export * from "./nats-transport.ts";
 export * from "./trace-context.ts";
 export * from "./subjects.ts";
 export * from "./wire/index.ts";
+export * from "./credit-window.ts";
+export * from "./credit-sender.ts";
+export * from "./credit-grantor.ts";

@@ -29,11 +29,7 @@ import { ReceiptBatcher } from "./receipt-batcher.ts";
 export const HolderRejectCode = {
   UnknownSender: "unknown_sender",
   UnexpectedKind: "unexpected_kind",
-  NotServing: "not_serving",
 } as const;
-
-/** A typed refusal raised by the holder itself. */
-export class HolderRejectError extends CustodyError {}
 
 /** Public keys of peer holders (normally folded from the control log's `admit_holder` events). */
 export interface PeerDirectory {
