@@ -88,6 +88,8 @@ export class WriterCore {
   private flushQueued = false;
   private progressTimer: unknown;
   private stopped = false;
+  /** Highest writer term seen in holders' receipts (greater than ours once a newer writer took over). */
+  newestTerm = 0;
 
   constructor(
     readonly config: VolumeWriterConfig,
@@ -232,7 +234,16 @@ export class WriterCore {
       });
       const h = batch.holder.holderId;
       let got = l.proven.get(h) ?? RangeSet.EMPTY;
-      for (const r of batch.receipts) got = got.union(r.retained);
+      for (const r of batch.receipts) {
+        // Only receipts for our own term prove our writes: after failover the same sequences
+        // belong to the newer history, and a newer term in a receipt means we were fenced.
+        if (r.writerTerm !== this.config.term) {
+          if (r.writerTerm > this.config.term) this.newestTerm = Math.max(this.newestTerm, r.writerTerm);
+          this.counters.inc("receipt_other_term");
+          continue;
+        }
+        got = got.union(r.retained);
+      }
       l.proven.set(h, got);
     } catch (err) {
       this.counters.inc(`receipt_${err instanceof CustodyError ? err.code : "invalid"}`);

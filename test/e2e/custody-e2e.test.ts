@@ -2,8 +2,9 @@ import anyTest, { type TestFn } from "ava";
 import { runRepair } from "../../actors/repair.ts";
 import { authorizeReleases } from "../../policies/release.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
-import { blockData, contentAt, eventually, readVolume } from "./e2e-fixture.ts";
-import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { blockData, contentAt, eventually, launchWriter, readVolume, settle } from "./e2e-fixture.ts";
+import { AZ_CONTRACT, BLOCKS, deploy, FIRST_HOPS, LANE, type Deployment } from "./deployment.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -66,4 +67,113 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   t.true(Buffer.from(got).equals(Buffer.from(contentAt(writes, BLOCKS, result.lsn))), "byte-exact at the recovered cut");
   t.true(result.lsn >= ackedLsn);
   t.true(checkReleases(t, d) >= 0);
+});
+
+test.serial("East fails, forwarding continues, West fails during replay: the waypoint plus Europe's base recover exactly the cut the policy engine predicted before the failures", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-ew", "use-ew");
+  t.context.defer(() => d.stop());
+  const eu = () => d.controller.core.ledger.holdings({ holderId: "h-eu", lane: LANE }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+
+  // Phase 1, then Europe materializes a base at cut c0 from its own WAL copy.
+  await writeSome(d, 30, 2);
+  const c0 = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
+  await eventually(() => eu().covers(1, c0), "Europe receipted phase 1", 5000);
+  const euSource = d.survivors().find((s) => s.holderId === "h-eu")!;
+  const base = await d.recover("s-eu", [euSource], { upTo: { [LANE]: c0 } });
+  d.controller.core.addBase({ id: "base-eu-c0", holder: "h-eu", cut: { [LANE]: c0 }, bytes: c0 * 4096 });
+
+  // Phase 2, then the prediction, taken while everything is alive.
+  await writeSome(d, 30, 3);
+  const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
+  const writes = [...d.writer.writes];
+  await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= head && eu().covers(1, head), "controller evaluated the final state", 5000);
+  d.controller.evaluateSoon();
+  const before = d.controller.core.status!.asOfMs;
+  await eventually(() => d.controller.core.status!.asOfMs > before, "a fresh evaluation", 5000);
+  const status = d.controller.core.status!;
+  const predicted = status.scenarios.find((s) => s.name === "US-East and US-West lost")!;
+  const timeline = status.scenarios.find((s) => s.kind === "timeline")!;
+  t.log(`predicted before failures: scenario ${JSON.stringify(predicted.cut)} via ${predicted.contributors.join(",")}; timeline ${JSON.stringify(timeline.cut)}`);
+  t.truthy(predicted.cut);
+
+  // East fails (writer and both East holders); forwarding from the waypoint to Europe goes on.
+  await d.writer.close();
+  await d.kill("h-e1");
+  await d.kill("h-e2");
+  const nj = d.holders.get("h-nj")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
+  await eventually(() => eu().coversAll(nj.log.retained), "Europe holds everything the waypoint holds", 5000);
+
+  // Replay starts from US-West, which fails half way through: its partial reads are abandoned.
+  const west = d.survivors().find((s) => s.holderId === "h-w")!;
+  const partial = west.units(d.volume, LANE, RangeSet.of(1, Math.floor(head / 2)));
+  t.true(partial.length > 0);
+  await d.kill("h-w");
+
+  const sources = d.survivors().filter((s) => s.holderId === "h-nj" || s.holderId === "h-eu");
+  const { dir, result } = await d.recover("s-eu", sources, { base: { dir: base.dir, cut: { [LANE]: c0 } } });
+  t.deepEqual(Object.entries(result.cut), predicted.cut, "recovered cut equals the prediction");
+  t.true(result.baseUsed);
+  const got = await readVolume(dir, BLOCKS);
+  t.true(Buffer.from(got).equals(Buffer.from(contentAt(writes, BLOCKS, result.lsn))), "byte-exact at the recovered cut");
+  checkReleases(t, d);
+});
+
+test.serial("a stale writer that keeps sending after failover has every unit rejected and overwrites nothing of the new history", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-stale", "use-st");
+  t.context.defer(() => d.stop());
+  await writeSome(d, 10, 4);
+  const cut = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
+
+  // Failover: the new history's relation to the recovered cut goes into the control log.
+  await d.controller.core.commit(() => ({ type: "create_obligation", obligationId: `${d.volume}-${LANE}-term2`, volume: d.volume, lane: LANE, representation: "raw", holders: ["h-e2", "h-nj", "h-w"], fromSeq: cut + 1 }));
+  const w2 = await launchWriter({
+    url: d.urls["us-east"]!,
+    writerId: "w2",
+    volume: d.volume,
+    term: 2,
+    blockCount: BLOCKS,
+    lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: FIRST_HOPS, firstSeq: cut + 1 }],
+    contracts: [AZ_CONTRACT],
+    sites: d.writer.writer.core.config.holderSites,
+    keys: d.keys,
+    authority: d.authority,
+  });
+  t.context.defer(() => w2.close());
+  for (let i = 0; i < 5; i++) await w2.write(i, blockData(9000 + i));
+  await w2.writer.sync(AZ_CONTRACT.name, 10_000);
+
+  // The old writer never learned it was fenced and keeps writing.
+  const sentBefore = d.writer.units.length;
+  for (let i = 0; i < 5; i++) await d.writer.write(i, blockData(7000 + i));
+  await d.writer.writer.sync();
+  const staleUnits = d.writer.units.length - sentBefore;
+  t.true(staleUnits > 0);
+  for (const h of FIRST_HOPS) await eventually(() => d.holders.get(h)!.holder.counters.get("stale_term") >= staleUnits, `${h} refused every stale unit`, 5000);
+  await settle(100);
+  const newDigests = new Map(w2.units.map((u) => [u.firstSeq, Buffer.from(u.digest).toString("hex")]));
+  for (const h of FIRST_HOPS) {
+    const held = d.survivors().find((s) => s.holderId === h)!.units(d.volume, LANE, RangeSet.of(cut + 1, cut + 100));
+    t.true(held.length > 0);
+    for (const u of held) t.is<string | undefined, string | undefined>(Buffer.from(u.digest).toString("hex"), newDigests.get(u.firstSeq), `${h} seq ${u.firstSeq} is the new history's unit`);
+    t.is(d.holders.get(h)!.holder.counters.get("stale_term"), staleUnits, `${h} counted each stale unit once`);
+  }
+  const err = await t.throwsAsync(d.writer.writer.sync(AZ_CONTRACT.name, 300));
+  t.is((err as { code?: string }).code, "protection_timeout", "the stale writer can never prove protection again");
+  t.is(d.writer.writer.core.newestTerm, 2, "receipts told the stale writer a newer term exists");
+});
+
+test.serial("the controller commits releases, holders recycle them, and every committed release is one the policy engine grants on re-evaluation", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-rel", "use-rel");
+  t.context.defer(() => d.stop());
+  await writeSome(d, 60, 5);
+  await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
+  await eventually(() => d.controller.core.audits.length > 0, "a release was committed", 5000);
+  await eventually(() => ["h-e1", "h-e2"].some((h) => d.holders.get(h)!.log.some((o) => o.type === "released")), "a RAM holder recycled released ranges", 5000);
+  const n = checkReleases(t, d);
+  t.true(n > 0);
+  for (const a of d.controller.core.audits) t.true(["h-e1", "h-e2"].includes(a.request.holder), "only RAM tiers shed custody");
+  t.log(`${n} releases committed; ${d.controller.core.counters.get("release_denied")} candidate releases refused by the policy`);
+  const status = d.controller.core.status!;
+  t.is(status.scenarios.length, 4);
+  t.true(status.scenarios.filter((s) => s.required).every((s) => s.cut !== null && s.meetsDeadline));
 });
