@@ -181,6 +181,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     if (confirmed !== undefined) strikesChecked++;
     trace.record({ atMs: clock.now(), kind: "strike", actor: "world", detail: { scenario: scenario.name, confirmed: confirmed ?? null } });
     fail(checkStrike(obs, spec.sites, scenario, confirmed));
+    if (violation !== undefined) return; // the run ends here; the trace ends with the violation
     const siteHit = new Map<string, string>();
     for (const s of spec.sites) {
       for (const l of scenario.losses) {
@@ -262,8 +263,8 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
 }
 
 /**
- * Shrinks a failing run: drops fault events one at a time while the same invariant still breaks,
- * then cuts the run at the violating step. Returns the smallest failing run found (or `result`).
+ * Shrinks a failing run: drops fault events one at a time while the same invariant still breaks
+ * at the same or an earlier step, then cuts the run at the violating step. Returns the smallest failing run found (or `result`).
  */
 export function minimizeRun(result: RunResult, opts: RunOptions = {}): RunResult {
   if (result.violation === undefined) return result;
@@ -273,13 +274,14 @@ export function minimizeRun(result: RunResult, opts: RunOptions = {}): RunResult
   for (let i = faults.length - 1; i >= 0; i--) {
     const candidate = faults.filter((_, j) => j !== i);
     const r = runWorld(result.seed, { ...opts, holders: result.spec.holders.length, faults: candidate, durationMs: result.spec.timing.durationMs });
-    if (r.violation?.invariant === target) {
+    // Keep the removal when the same invariant still breaks, no later than before (a shorter trace).
+    if (r.violation?.invariant === target && r.violationStep! <= best.violationStep!) {
       faults = candidate;
       best = r;
     }
   }
   // Cut at the violating step: the trace then ends with the violation.
   const shortDuration = Math.ceil(best.violation!.atMs) + 1;
-  const r = runWorld(result.seed, { ...opts, holders: result.spec.holders.length, faults, durationMs: Math.max(shortDuration, 1), steps: best.violationStep! });
+  const r = runWorld(result.seed, { ...opts, holders: result.spec.holders.length, faults, durationMs: Math.max(shortDuration, 1), steps: best.violationStep! + 1 });
   return r.violation?.invariant === target ? r : best;
 }
