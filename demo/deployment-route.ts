@@ -1,0 +1,26 @@
+import { parseSubject } from "../transport/subjects.ts";
+import { edgeBetween, siteOfActor, type Deployment } from "./deployment.ts";
+import type { LinkRoute } from "./link-shaper.ts";
+
+/**
+ * The link route of a process at `fromSite`: units to a holder at another site take the declared
+ * edge between the two sites; units inside one site, to unknown holders, over undeclared edges,
+ * and every other subject go unshaped. Pure.
+ */
+export function deploymentRoute(d: Deployment, fromSite: string): LinkRoute {
+  return (subject) => {
+    let toHolder: string;
+    try {
+      const p = parseSubject(subject);
+      if (p.kind !== "unit") return undefined;
+      toHolder = p.toHolder;
+    } catch {
+      return undefined;
+    }
+    const toSite = siteOfActor(d, toHolder);
+    if (toSite === undefined || toSite === fromSite) return undefined;
+    const e = edgeBetween(d, fromSite, toSite);
+    if (e === undefined) return undefined;
+    return { toSite, toHolder, profile: { latencyMs: e.latencyMs, jitterMs: e.jitterMs, bytesPerMs: e.bandwidthMBps * 1000 } };
+  };
+}

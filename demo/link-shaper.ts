@@ -1,0 +1,166 @@
+/**
+ * Link shaping for the demo: a `Transport` decorator that holds each transport unit back by the
+ * configured latency, jitter and serialization time of the edge from this process's site to the
+ * destination holder's site, so geography is visible on one laptop (a waypoint 6 ms away captures
+ * bytes well before a region 40 ms away). Each shaped hop gets a `link.send` span, the parent of
+ * the receiving holder's `admit` span, so a trace shows every hop with its latency.
+ */
+import { context as otelContext, ROOT_CONTEXT, SpanKind, trace, type Tracer } from "@opentelemetry/api";
+import type { Clock } from "../core/clock.ts";
+import { CustodyError } from "../core/custody-error.ts";
+import { extractTraceContext, injectTraceContext } from "../transport/trace-context.ts";
+import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "../transport/transport.ts";
+import { headerValue } from "../transport/transport.ts";
+import { decodeAny } from "../transport/wire/codec.ts";
+
+/** Shape of one directed link. */
+export interface LinkProfile {
+  readonly latencyMs: number;
+  readonly jitterMs: number;
+  /** Serialization rate in bytes per millisecond (MB/s × 1000). */
+  readonly bytesPerMs: number;
+}
+
+/** Thrown for a link profile with a negative delay or a non-positive rate. */
+export class LinkProfileError extends CustodyError {
+  constructor(detail: Record<string, unknown>) {
+    super("invalid_link_profile", "a link needs latency >= 0, jitter >= 0 and a positive rate", detail);
+  }
+}
+
+/**
+ * One link's queue (pure; the caller supplies time and randomness). Units serialize one after
+ * another at the link's rate, then fly for latency + jitter; delivery times never go backwards,
+ * because NATS keeps per-publisher order and so must a shaped link.
+ */
+export class LinkQueue {
+  private busyUntil = -Infinity;
+  private lastDelivery = -Infinity;
+
+  /** Throws LinkProfileError for an impossible profile. */
+  constructor(readonly profile: LinkProfile) {
+    if (!(profile.latencyMs >= 0) || !(profile.jitterMs >= 0) || !(profile.bytesPerMs > 0)) throw new LinkProfileError({ ...profile });
+  }
+
+  /** Delivery time of `bytes` sent at `nowMs`, with `rand01` in [0,1) drawing the jitter. */
+  schedule(nowMs: number, bytes: number, rand01: number): number {
+    const start = Math.max(nowMs, this.busyUntil);
+    this.busyUntil = start + bytes / this.profile.bytesPerMs;
+    const at = Math.max(this.lastDelivery, this.busyUntil + this.profile.latencyMs + this.profile.jitterMs * rand01);
+    this.lastDelivery = at;
+    return at;
+  }
+}
+
+/** Where a subject goes: the destination site and the shape of the link to it; undefined = not shaped. */
+export type LinkRoute = (subject: string) => { readonly toSite: string; readonly toHolder: string; readonly profile: LinkProfile } | undefined;
+
+/** Options of `ShapedTransport`. */
+export interface ShapedTransportOptions {
+  readonly fromSite: string;
+  readonly route: LinkRoute;
+  readonly clock: Clock;
+  /** Uniform [0,1) source for jitter (seeded in tests). */
+  readonly random: () => number;
+  /** When present, each shaped hop is a `link.send` span. */
+  readonly tracer?: Tracer;
+}
+
+/**
+ * Decorates `inner`: publishes whose route is known are delayed per link; everything else
+ * (credits, receipts, requests) passes straight through. Subscriptions are the inner ones.
+ */
+export class ShapedTransport implements Transport {
+  private readonly queues = new Map<string, LinkQueue>();
+  private readonly pending = new Map<unknown, () => void>();
+  private idle: (() => void)[] = [];
+  /** Messages held back so far, and the total configured delay they got (ms). */
+  readonly stats = { shaped: 0, delayMs: 0 };
+
+  constructor(
+    private readonly inner: Transport,
+    private readonly opts: ShapedTransportOptions,
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  publish(subject: string, data: Uint8Array, opts?: PublishOptions): void {
+    const route = this.opts.route(subject);
+    if (route === undefined) return this.inner.publish(subject, data, opts);
+    const key = `${this.opts.fromSite}>${route.toSite}`;
+    let q = this.queues.get(key);
+    if (q === undefined) this.queues.set(key, (q = new LinkQueue(route.profile)));
+    const now = this.opts.clock.now();
+    const at = q.schedule(now, data.byteLength, this.opts.random());
+    const delay = Math.max(0, at - now);
+    this.stats.shaped++;
+    this.stats.delayMs += delay;
+    let headers = opts?.headers;
+    let end: () => void = () => undefined;
+    if (this.opts.tracer !== undefined) {
+      // Parent: the sender's span carried in the headers (a holder's forward), else the active one (a write).
+      const parent = headers !== undefined && headerValue(headers, "traceparent") !== undefined ? extractTraceContext(headers, ROOT_CONTEXT) : otelContext.active();
+      const span = this.opts.tracer.startSpan(
+        "link.send",
+        { kind: SpanKind.PRODUCER, attributes: { "custody.from_site": this.opts.fromSite, "custody.to_site": route.toSite, "custody.to": route.toHolder, "custody.bytes": data.byteLength, "custody.link_delay_ms": delay, ...unitAttributes(data) } },
+        parent,
+      );
+      const { traceparent: _drop, tracestate: _drop2, ...rest } = headers ?? {};
+      headers = injectTraceContext({ ...rest }, trace.setSpan(ROOT_CONTEXT, span));
+      end = () => span.end();
+    }
+    const fire = () => {
+      this.pending.delete(id);
+      try {
+        this.inner.publish(subject, data, { ...opts, headers });
+      } catch {
+        // The connection closed while the unit was in flight: like a cut link, it is lost.
+      }
+      end();
+      if (this.pending.size === 0) for (const r of this.idle.splice(0)) r();
+    };
+    const id = this.opts.clock.setTimeout(fire, delay);
+    this.pending.set(id, fire);
+  }
+
+  subscribe(subject: string, handler: MessageHandler, opts?: SubscribeOptions): TransportSubscription {
+    return this.inner.subscribe(subject, handler, opts);
+  }
+
+  request(subject: string, data: Uint8Array, opts: RequestOptions): Promise<InboundMessage> {
+    return this.inner.request(subject, data, opts);
+  }
+
+  respond(msg: InboundMessage, data: Uint8Array, opts?: { headers?: Record<string, string> }): void {
+    this.inner.respond(msg, data, opts);
+  }
+
+  /** Resolves once every held-back message was handed to the inner transport and flushed. */
+  async flush(): Promise<void> {
+    if (this.pending.size > 0) await new Promise<void>((r) => this.idle.push(r));
+    await this.inner.flush();
+  }
+
+  /** Delivers what is still held back (a clean shutdown drains its links), then closes the inner transport. */
+  async close(): Promise<void> {
+    for (const [id, fire] of [...this.pending]) {
+      this.opts.clock.clearTimeout(id);
+      fire();
+    }
+    await this.inner.close();
+  }
+}
+
+/** Volume and sequence range of an encoded unit, for span attributes; empty for anything else. */
+function unitAttributes(data: Uint8Array): Record<string, string | number> {
+  try {
+    const m = decodeAny(data);
+    if (m.kind !== "unit") return {};
+    const u = m.body as { volume: string; lane: string; firstSeq: number; lastSeq: number };
+    return { "custody.volume": u.volume, "custody.lane": u.lane, "custody.first_seq": u.firstSeq, "custody.last_seq": u.lastSeq };
+  } catch {
+    return {};
+  }
+}
