@@ -6,7 +6,8 @@
  * Every party (writer, holders, raw publisher/subscriber) runs in this one process on its own NATS
  * connection, so the ratio compares per-unit CPU cost on the same machine and server. Holder runs
  * are end to end: the clock stops when the LAST hop's signed receipt covers every unit; a controller
- * loop releases receipted ranges so arenas recycle, as in production.
+ * loop releases receipted ranges so arenas recycle, as in production, and each chain carries a
+ * warm-up stream first so the timed part runs in steady state (recycled segments).
  *
  *   npm run bench:holder               # table
  *   npm run bench:holder -- --json     # table, then one JSON object on the last line
@@ -164,20 +165,30 @@ async function watchLastHop(c: Chain): Promise<{ covered(): RangeSet; onReceipt(
   };
 }
 
-/** Throughput of `count` units of `size` through `hops` holders, end to end; MB/s of payload. */
+/**
+ * Throughput of `count` units of `size` through `hops` holders, end to end; MB/s of payload. The
+ * chain first carries a warm-up stream of the same size, so timing starts in steady state: arena
+ * segments are being recycled (a fresh segment's first touch costs page faults that a long-running
+ * holder pays once), connections and JIT are warm.
+ */
 async function throughHolders(hops: number, size: number, count: number): Promise<number> {
   const c = await chain(hops, size);
-  const units = makeUnits(c.lane, size, count);
+  const warm = Math.min(count, Math.ceil((24 << 20) / size));
+  const units = makeUnits(c.lane, size, warm + count);
   const w = await watchLastHop(c);
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
-  w.onReceipt(() => {
-    if (w.covered().covers(1, count)) done();
-  });
-  const start = performance.now();
-  for (const u of units) c.writer.send(u);
-  await finished;
-  const secs = (performance.now() - start) / 1000;
+  const run = async (from: number, to: number): Promise<number> => {
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    w.onReceipt(() => {
+      if (w.covered().covers(from, to)) done();
+    });
+    const start = performance.now();
+    for (let i = from; i <= to; i++) c.writer.send(units[i - 1]!);
+    await finished;
+    return (performance.now() - start) / 1000;
+  };
+  await run(1, warm);
+  const secs = await run(warm + 1, warm + count);
   w.stop();
   await c.close();
   return (size * count) / secs / 1e6;
