@@ -1,0 +1,25 @@
+// Public surface of the deterministic simulator.
+export { SimulatedClock, SimClockError, type SimulatedClockOptions } from "./simulated-clock.ts";
+export { SimNetwork, SimEndpoint, PERFECT_EDGE, type EdgeProfile, type NetEvent, type SimNetworkOptions } from "./sim-network.ts";
+export { subjectMatches, isPublishSubject, isSubscribeSubject } from "./subject-match.ts";
+export { EventTrace, formatTraceEvent, type TraceEvent } from "./event-trace.ts";
+export { FaultKind, generateFaultSchedule, isDestructive, scheduleKey, scheduleShape, type FaultEvent, type FaultContext } from "./fault-schedule.ts";
+export { buildWorld, runRandom, type WorldSpec, type HolderSpec, type WorldTiming, type WorldOverrides } from "./world.ts";
+export {
+  InvariantId,
+  survivingCut,
+  checkStrike,
+  checkReleaseCoverage,
+  checkReceipts,
+  checkReleased,
+  checkCredits,
+  type Violation,
+  type WorldObservation,
+  type HolderTruth,
+  type CreditTruth,
+  type ReceiptTruth,
+} from "./invariants.ts";
+export { ModelHolder, modelSubject, type ModelHolderConfig, type HolderObserver } from "./model-holder.ts";
+export { ModelController, type ReleaseAuthorizer, type ControllerObserver } from "./model-controller.ts";
+export { runWorld, minimizeRun, type RunOptions, type RunResult } from "./runner.ts";
+export { sweep, type SweepResult } from "./sweep.ts";
