@@ -45,6 +45,13 @@ export interface WriteAck {
   readonly pieces: readonly { readonly lane: string; readonly seq: number }[];
 }
 
+/** WAL metadata of one write: the LSN of its last block, its first LBA and block count. */
+export interface ShipLogEntry {
+  readonly lsn: number;
+  readonly lba: number;
+  readonly blocks: number;
+}
+
 /** A consistency manifest: the lane cut that corresponds to one LSN of the volume. */
 export interface WriterCut {
   readonly lsn: number;
@@ -85,6 +92,8 @@ export class WriterCore {
   private readonly subs: TransportSubscription[] = [];
   private readonly waiters = new Set<Waiter>();
   private readonly cuts: WriterCut[] = [];
+  /** WAL metadata of recent writes (LSN, LBA, blocks — no data), bounded by the volume's WAL window. */
+  private readonly ships: ShipLogEntry[] = [];
   private flushQueued = false;
   private progressTimer: unknown;
   private stopped = false;
@@ -163,6 +172,8 @@ export class WriterCore {
     const own = new Uint8Array(data);
     const lsn = await this.ports.volume.write(lba, own);
     const now = this.ports.clock.now();
+    this.ships.push({ lsn, lba, blocks: own.length / BLOCK_SIZE });
+    if (this.ships.length > 4096) this.trimShipLog();
     const acked: { lane: string; seq: number }[] = [];
     for (const p of pieces) {
       const l = p.lane;
@@ -324,6 +335,22 @@ export class WriterCore {
       eventSubject(this.config.volume),
       encodeMessage(writerProgressSpec, { writer: this.config.writerId, volume: this.config.volume, term: this.config.term, lanes, at: this.ports.clock.now() }),
     );
+  }
+
+  private trimShipLog(): void {
+    const start = this.ports.volume.walWindow().start;
+    let drop = 0;
+    while (drop < this.ships.length && this.ships[drop]!.lsn < start) drop++;
+    if (drop > 0) this.ships.splice(0, drop);
+  }
+
+  /**
+   * WAL metadata of writes after `lsn` still inside the volume's WAL window (what a replica's WAL
+   * catch-up replays; the data is re-read from the extent, memo 4.4).
+   */
+  walRecordsAfter(lsn: number): ShipLogEntry[] {
+    this.trimShipLog();
+    return this.ships.filter((e) => e.lsn > lsn);
   }
 
   /** Credit backlog per lane and holder (units waiting for credit). */

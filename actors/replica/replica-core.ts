@@ -1,0 +1,166 @@
+import { unitRecordBytes } from "../../arena/segment.ts";
+import { Counters } from "../../core/counters.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import type { FileLayer } from "../../core/file-layer.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
+import { CreditGrantor } from "../../transport/credit-grantor.ts";
+import { SENDER_HEADER, SENT_THROUGH_HEADER } from "../../transport/credit-sender.ts";
+import { unitSubject } from "../../transport/subjects.ts";
+import { headerValue, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/transport.ts";
+import { decodeAny, encodeMessage, WireError } from "../../transport/wire/index.ts";
+import { BLOCK_SIZE } from "../../volume/format.ts";
+import type { SmartWalVolume, SnapshotBlock } from "../../volume/smartwal-volume.ts";
+import { openPayload } from "../writer/unit-payload.ts";
+import { replicaFlushedSpec } from "./replica-messages.ts";
+
+export interface ReplicaConfig {
+  readonly replicaId: string;
+  readonly volume: string;
+  readonly lanes: readonly string[];
+  /** Writers allowed to push units (credited like any holder's upstream). */
+  readonly upstream: readonly string[];
+  readonly term: number;
+  readonly maxOutstandingCredit?: number;
+}
+
+export interface ReplicaPorts {
+  transport: Transport;
+  volume: SmartWalVolume;
+  /** The replica materializes plaintext, so it is an authorized principal of the key authority. */
+  dataKey: Uint8Array;
+  files: FileLayer;
+  /** File holding the flushed source LSN (written and fdatasynced after each barrier). */
+  positionPath: string;
+  counters?: Counters;
+}
+
+/**
+ * A holder variant that materializes the volume: every record of an accepted unit is written to
+ * the local SmartWAL volume (extent write, barrier, then the local WAL record — I7: data before
+ * its WAL record), in source LSN order. A barrier syncs and persists the flushed source LSN, which
+ * the primary compares with its WAL window on reconnect (see `catchUpReplica`).
+ */
+export class ReplicaCore {
+  readonly counters: Counters;
+  private readonly grantors = new Map<string, CreditGrantor>();
+  private readonly subs: TransportSubscription[] = [];
+  private chain: Promise<void> = Promise.resolve();
+  /** Highest source LSN applied (not necessarily durable). */
+  appliedLsn = 0;
+  /** Highest source LSN durable here (data and local WAL), as of the last barrier. */
+  flushedLsn = 0;
+
+  constructor(
+    readonly config: ReplicaConfig,
+    private readonly ports: ReplicaPorts,
+    private readonly dispatch: (lane: string, msg: InboundMessage) => void,
+  ) {
+    this.counters = ports.counters ?? new Counters();
+    for (const lane of config.lanes) {
+      this.grantors.set(
+        lane,
+        new CreditGrantor({ transport: ports.transport, holder: config.replicaId, volume: config.volume, lane, senders: config.upstream, space: { grant: (n) => n }, maxOutstanding: config.maxOutstandingCredit ?? 1 << 20 }),
+      );
+    }
+  }
+
+  /** Reads the persisted flushed LSN (0 when none), subscribes and grants initial credit. */
+  async start(): Promise<void> {
+    if (await this.ports.files.exists(this.ports.positionPath)) {
+      const h = await this.ports.files.open(this.ports.positionPath);
+      const b = new Uint8Array(8);
+      await h.read(b, 0, 8, 0);
+      await h.close();
+      this.flushedLsn = this.appliedLsn = Buffer.from(b).readDoubleBE(0);
+    }
+    for (const lane of this.config.lanes) {
+      this.subs.push(this.ports.transport.subscribe(unitSubject(this.config.replicaId, this.config.volume, lane), (m) => this.dispatch(lane, m)));
+    }
+    await this.ports.transport.flush();
+    for (const g of this.grantors.values()) g.topUpAll();
+  }
+
+  stop(): void {
+    for (const s of this.subs.splice(0)) s.unsubscribe();
+    for (const g of this.grantors.values()) g.close();
+  }
+
+  /** One message on our unit subject: a unit, a credit request or a barrier. Bad input is counted, nothing applied. */
+  handleMessage(lane: string, msg: InboundMessage): void {
+    const g = this.grantors.get(lane)!;
+    const sender = headerValue(msg.headers, SENDER_HEADER);
+    const sentRaw = headerValue(msg.headers, SENT_THROUGH_HEADER);
+    const sentThrough = sentRaw !== undefined && /^\d{1,15}$/.test(sentRaw) ? Number(sentRaw) : undefined;
+    let decoded;
+    try {
+      decoded = decodeAny(msg.data);
+    } catch (err) {
+      return this.counters.inc(err instanceof WireError ? err.code : "malformed");
+    }
+    if (decoded.kind === "replica-barrier") {
+      void this.barrier().then((flushed) => {
+        const target = (decoded.body as { targetLsn: number }).targetLsn;
+        this.ports.transport.respond(msg, encodeMessage(replicaFlushedSpec, { replica: this.config.replicaId, volume: this.config.volume, flushedLsn: flushed, reached: flushed >= target }));
+      });
+      return;
+    }
+    if (sender === undefined || !g.knows(sender)) return this.counters.inc("unknown_sender");
+    if (decoded.kind === "credit-request") {
+      g.onRequest(sender, sentThrough);
+      return;
+    }
+    if (decoded.kind !== "unit") return this.counters.inc("unexpected_kind");
+    const u = decoded.body as TransportUnit;
+    try {
+      g.onArrival(sender, unitRecordBytes(u), sentThrough);
+      validateTransportUnit(u);
+      if (u.volume !== this.config.volume || u.lane !== lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
+      if (u.term < this.config.term) throw new CustodyError("stale_term", "unit comes from a stale writer term", { term: u.term });
+      const recs = openPayload(this.ports.dataKey, u, u.payload);
+      for (const r of recs) this.applyRecord(r.lsn, r.lba, r.data);
+    } catch (err) {
+      this.counters.inc(err instanceof CustodyError ? err.code : "invalid_unit");
+    }
+    g.topUp(sender);
+  }
+
+  /** Applies one source write (skipped when already applied); ordered after everything queued. */
+  applyRecord(lsn: number, lba: number, data: Uint8Array): Promise<void> {
+    this.chain = this.chain.then(async () => {
+      if (lsn <= this.appliedLsn) return void this.counters.inc("duplicate_record");
+      await this.ports.volume.write(lba, data);
+      this.appliedLsn = lsn;
+    });
+    return this.chain;
+  }
+
+  /** Applies a checkpoint-consistent delta (null = unmapped, written as zeros); afterwards the replica is at `asOfLsn`. */
+  applyBlocks(blocks: readonly SnapshotBlock[], asOfLsn: number): Promise<void> {
+    this.chain = this.chain.then(async () => {
+      for (const b of blocks) await this.ports.volume.write(b.lba, b.data ?? new Uint8Array(BLOCK_SIZE));
+      this.appliedLsn = Math.max(this.appliedLsn, asOfLsn);
+    });
+    return this.chain;
+  }
+
+  /**
+   * Barrier: waits for applied writes, syncs the volume (extent and WAL durable), then persists the
+   * flushed source LSN (write + fdatasync) and returns it.
+   */
+  barrier(): Promise<number> {
+    const p = this.chain.then(async () => {
+      const lsn = this.appliedLsn;
+      await this.ports.volume.syncCache();
+      const h = await this.ports.files.open(this.ports.positionPath, { create: true });
+      const b = Buffer.alloc(8);
+      b.writeDoubleBE(lsn, 0);
+      await h.write(b, 0, 8, 0);
+      await h.datasync();
+      await h.close();
+      this.flushedLsn = lsn;
+      return lsn;
+    });
+    this.chain = p.then(() => undefined);
+    return p;
+  }
+}
