@@ -14,6 +14,7 @@ import { CustodyError } from "../core/custody-error.ts";
  * | release  | custody.v1.release.<holder>                        | release frontiers to a holder             |
  * | transfer | custody.v1.transfer.<toHolder>                     | custody transfer offers                   |
  * | event    | custody.v1.event.<volume>                          | contract violations and lifecycle events  |
+ * | fetch    | custody.v1.fetch.<holder>                          | repair/recovery reads of retained units   |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -27,6 +28,7 @@ export const SubjectKind = {
   Release: "release",
   Transfer: "transfer",
   Event: "event",
+  Fetch: "fetch",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -40,6 +42,7 @@ export const SUBJECT_FIELDS = {
   release: ["holder"],
   transfer: ["toHolder"],
   event: ["volume"],
+  fetch: ["holder"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -148,6 +151,11 @@ export function transferSubject(toHolder: string): string {
 /** `custody.v1.event.<volume>`: contract-violation and lifecycle events of a volume. */
 export function eventSubject(volume: string): string {
   return buildSubject({ kind: "event", volume });
+}
+
+/** `custody.v1.fetch.<holder>`: requests for units `holder` retains (repair copies, recovery reads). */
+export function fetchSubject(holder: string): string {
+  return buildSubject({ kind: "fetch", holder });
 }
 
 /**

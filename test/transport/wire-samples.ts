@@ -36,4 +36,38 @@ export const wireSamples: Record<string, unknown> = {
   // custody/custody-messages.ts (canonical bytes inside; see custody/receipt-batch.ts and custody/control-event.ts)
   "receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => i) },
   "control-event@1": { event: payload },
+  // actors/writer/writer-messages.ts, actors/controller/status-document.ts, actors/replica/replica-messages.ts, actors/repair/custody-reader.ts
+  "writer-progress@1": { writer: "writer-1", volume: "vol-a", term: 2, lanes: [{ lane: "lane-0", head: 120, runs: [[101, 120, 1_764_000_000_000, 4096]] }], at: 1_764_000_000_100 },
+  "volume-status@1": {
+    volume: "vol-a",
+    controller: "ctl-east",
+    asOfMs: 1_764_000_000_000,
+    controlSeq: 12,
+    acknowledged: [["lane-0", 120]],
+    survivingCut: [["lane-0", 118]],
+    scenarios: [
+      {
+        name: "US-East lost",
+        kind: "scenario",
+        required: true,
+        cut: [["lane-0", 118]],
+        lostSeqs: 2,
+        lostBytes: 8192,
+        oldestLostAgeMs: 3000,
+        rtoSec: 150,
+        deadlineSec: 900,
+        meetsDeadline: true,
+        destination: "euw1-store",
+        evidence: "observed",
+        contributors: ["europe", "waypoint"],
+        flags: [],
+      },
+    ],
+    evidence: [{ holder: "europe", ageMs: 120, stale: false }],
+    releasesCommitted: 3,
+  },
+  "replica-barrier@1": { replica: "replica-1", volume: "vol-a", targetLsn: 77 },
+  "replica-flushed@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 77, reached: true },
+  "unit-fetch@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[1, 50]], after: -1, limit: 256 },
+  "unit-batch@1": { holder: "us-east-1a-ram", units: [payload], done: true },
 };

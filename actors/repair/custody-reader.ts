@@ -1,0 +1,87 @@
+import { z } from "zod";
+import { CustodyError } from "../../core/custody-error.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import { fetchSubject } from "../../transport/subjects.ts";
+import type { Transport, TransportSubscription } from "../../transport/transport.ts";
+import { decodeMessage, defineMessage, encodeMessage, unitSpec, wireFields } from "../../transport/wire/index.ts";
+import type { SurvivorSource } from "./survivor-source.ts";
+
+/**
+ * Reads of retained units over NATS, for repair and recovery at another site. A reader serves the
+ * ciphertext units a holder retains (`unit-fetch` request → `unit-batch` reply on
+ * `custody.v1.fetch.<holder>`); it never needs, or gets, a data key. Replies are paged by
+ * sequence (`after`), at most `limit` units each.
+ */
+export const unitFetchSpec = defineMessage({
+  kind: "unit-fetch",
+  version: 1,
+  schema: z.object({
+    holder: wireFields.identifier,
+    volume: wireFields.identifier,
+    lane: wireFields.identifier,
+    ranges: z.array(z.tuple([wireFields.uint, wireFields.uint])).max(4096),
+    /** Only units whose firstSeq is greater than this. */
+    after: z.number().int().min(-1),
+    limit: z.number().int().min(1).max(1024),
+  }),
+  maxBytes: 128 * 1024,
+});
+
+export const unitBatchSpec = defineMessage({
+  kind: "unit-batch",
+  version: 1,
+  schema: z.object({
+    holder: wireFields.identifier,
+    units: z.array(wireFields.bytes).max(1024),
+    /** True when no unit after the last one returned matches. */
+    done: z.boolean(),
+  }),
+  maxBytes: 16 * 1024 * 1024,
+});
+
+/** Serves `source` (an in-process holder's retained units) on the holder's fetch subject. */
+export function serveCustodyReads(transport: Transport, source: SurvivorSource): TransportSubscription {
+  return transport.subscribe(fetchSubject(source.holderId), (msg) => {
+    let req;
+    try {
+      req = decodeMessage(unitFetchSpec, msg.data);
+    } catch {
+      return; // malformed requests get no answer; the requester times out
+    }
+    const all = source
+      .units(req.volume, req.lane, RangeSet.fromJSON(req.ranges))
+      .filter((u) => u.firstSeq > req.after)
+      .sort((a, b) => a.firstSeq - b.firstSeq);
+    const page = all.slice(0, req.limit);
+    transport.respond(msg, encodeMessage(unitBatchSpec, { holder: source.holderId, units: page.map((u) => encodeMessage(unitSpec, u)), done: page.length === all.length }));
+  });
+}
+
+/** Thrown when a remote holder does not answer a fetch (unreachable or lost). */
+export class FetchFailedError extends CustodyError {
+  constructor(holder: string, cause: unknown) {
+    super("fetch_failed", `holder ${holder} did not serve its units`, { holder, cause: (cause as { code?: string }).code ?? String(cause) });
+  }
+}
+
+/** Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. Throws FetchFailedError. */
+export async function fetchUnits(transport: Transport, holder: string, volume: string, lane: string, ranges: RangeSet, timeoutMs = 5000): Promise<TransportUnit[]> {
+  const out: TransportUnit[] = [];
+  let after = -1;
+  for (;;) {
+    let reply;
+    try {
+      reply = await transport.request(fetchSubject(holder), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), { timeoutMs });
+    } catch (err) {
+      throw new FetchFailedError(holder, err);
+    }
+    const b = decodeMessage(unitBatchSpec, reply.data);
+    for (const raw of b.units) {
+      const u = decodeMessage(unitSpec, raw) as TransportUnit;
+      out.push(u);
+      after = Math.max(after, u.firstSeq);
+    }
+    if (b.done || b.units.length === 0) return out;
+  }
+}
