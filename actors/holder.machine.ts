@@ -105,6 +105,7 @@ export const holderMachine = setup({
       assertEvent(event, "timer.seal");
       guarded(context, () => context.core.sealDue(event.lane));
     },
+    repairEdges: ({ context }) => guarded(context, () => context.core.repairEdges()),
     relievePressure: ({ context }) => guarded(context, () => context.moves.relievePressure()),
     flushTick: ({ context }) => guarded(context, () => context.moves.flushTick()),
     applyFlush: ({ context, event }) => {
@@ -149,7 +150,7 @@ export const holderMachine = setup({
     "nats.release": { actions: "applyReleaseFrontier" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "timer.receipts": { actions: "flushDueReceipts" },
-    "timer.refresh": { actions: ["refreshReceipts", "relievePressure"] },
+    "timer.refresh": { actions: ["refreshReceipts", "repairEdges", "relievePressure"] },
     "timer.seal": { actions: ["sealLane", "relievePressure"] },
     "timer.flush": { actions: "flushTick" },
     "flush.completed": { actions: "applyFlush" },

@@ -352,6 +352,38 @@ export class HolderCore {
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
   }
 
+  /**
+   * Re-forwards units an edge evidently lost: sequences below the edge's highest receipted one that
+   * it still has not receipted at two consecutive refreshes (NATS is at-most-once; custody must not
+   * depend on every publish arriving). Only RAM-resident units are re-sent; the rest are counted
+   * (`retransmit_unavailable`) for repair. Each re-send goes through the edge's own credits.
+   */
+  repairEdges(): void {
+    for (const hl of this.lanes.values()) {
+      for (const [edge, sender] of hl.edges) {
+        const holes = hl.obligations.holesAt(edge);
+        const prev = hl.suspectHoles.get(edge) ?? RangeSet.EMPTY;
+        const resend = holes.intersect(prev);
+        hl.suspectHoles.set(edge, holes.subtract(resend));
+        if (resend.isEmpty || sender.backlog.units > 0) continue;
+        let sent = RangeSet.EMPTY;
+        for (const id of hl.arena.segmentsOf(hl.volume, hl.lane)) {
+          const seg = hl.arena.describe(id);
+          if (!seg.buffer || !seg.seqs().intersects(resend)) continue;
+          for (const u of hl.arena.units(id)) {
+            if (!resend.covers(u.firstSeq, u.lastSeq)) continue;
+            const data = encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) });
+            sender.send({ data, bytes: unitRecordBytes(u) });
+            sent = sent.add(u.firstSeq, u.lastSeq);
+            this.counters.inc("retransmit");
+          }
+        }
+        const missing = resend.subtract(sent);
+        if (!missing.isEmpty) this.counters.inc("retransmit_unavailable", missing.count);
+      }
+    }
+  }
+
   /** True while protected-RAM receipts may be issued for what is queued in RAM now. */
   protectionOk(): boolean {
     const p = this.config.protectedRam;

@@ -35,6 +35,8 @@ export class HolderLane {
   protectedClaimed = RangeSet.EMPTY;
   /** Next receipt sequence of this holder incarnation on this stream. */
   receiptSeq = 1;
+  /** Per edge: holes seen at the previous refresh (re-sent if they are still there at the next). */
+  readonly suspectHoles = new Map<string, RangeSet>();
   /** Ranges offered to the transfer neighbor and not yet covered by its receipt. */
   inTransfer = RangeSet.EMPTY;
 

@@ -121,6 +121,17 @@ export class LaneObligations {
     return e === undefined ? RangeSet.EMPTY : this.retainedSet.subtract(e.receipted);
   }
 
+  /**
+   * Sequences pending for `edge` below the highest sequence it has receipted: units are forwarded
+   * and receipted in order, so these were lost on the way (or the edge dropped them), not in flight.
+   */
+  holesAt(edge: string): RangeSet {
+    const e = this.edges.get(edge);
+    const top = e?.receipted.max;
+    if (e === undefined || top === undefined) return RangeSet.EMPTY;
+    return this.retainedSet.subtract(e.receipted).intersect(RangeSet.of(0, top));
+  }
+
   /** True when every edge has receipted all of `seqs` (always true for a terminal holder). */
   forwardedToAll(seqs: RangeSet): boolean {
     for (const e of this.edges.values()) if (!e.receipted.coversAll(seqs)) return false;

@@ -7,7 +7,7 @@ import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { signedReceiptBatchSpec } from "../../actors/holder/holder-messages.ts";
 import { creditSubject, receiptSubject, unitSubject } from "../../transport/subjects.ts";
-import { creditSpec, encodeMessage } from "../../transport/wire/index.ts";
+import { creditSpec, decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import type { NatsTransport } from "../../transport/nats-transport.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
@@ -87,6 +87,40 @@ test.serial("missing, stale, forged, reordered and duplicated receipts keep the 
     const order = a.log.filter((o) => o.type === "edge_receipt" || o.type === "released").map((o) => o.type);
     t.is(order[order.length - 1], "released");
     t.is(a.holder.counters.get("receipt_bad_signature"), 1);
+  } finally {
+    sub.unsubscribe();
+    w.sender.close();
+    await wt.close();
+    await a.close();
+  }
+});
+
+test.serial("a unit lost on the way to an edge is re-forwarded from RAM once the edge's receipts show the hole, and released only after the edge receipts it", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const hbKey = keys.add("hb2", 1);
+  const a = await launchHolder(url, keys, holderConfig("ha2", { downstream: ["hb2"] }), { receiptRefreshMs: 50 });
+  const wt = await transport(url, "writer-and-fake-hb2");
+  let deliveries5 = 0;
+  let got = RangeSet.EMPTY;
+  let seq = 0;
+  // The fake edge "loses" the first delivery of unit 5 and receipts whatever it really holds.
+  const sub = wt.subscribe(unitSubject("hb2", VOLUME, LANE), (m) => {
+    const u = decodeMessage(unitSpec, m.data);
+    if (u.firstSeq === 5 && deliveries5++ === 0) return;
+    got = got.add(u.firstSeq, u.lastSeq);
+    sendReceipt(wt, hbKey, "hb2", 1, ++seq, got.toJSON(), 0);
+  });
+  wt.publish(creditSubject("hb2", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb2", sender: "ha2", volume: VOLUME, lane: LANE, grantedThrough: 1 << 24, grantSeq: 1 }));
+  const w = new Writer(wt, "ha2");
+  const lane = () => a.holder.core.lanes.get("vol1/l0")!;
+  try {
+    for (let s = 1; s <= 10; s++) w.send(unit(s));
+    publishRelease(wt, "ha2", [[1, 10]]);
+    await eventually(() => deliveries5 >= 2, "unit 5 re-forwarded");
+    t.true(a.holder.counters.get("retransmit") >= 1);
+    await eventually(() => lane().obligations.retained.isEmpty, "released once the edge holds everything");
+    t.is(got.toString(), "1-10");
   } finally {
     sub.unsubscribe();
     w.sender.close();
