@@ -10,6 +10,7 @@ import { releaseFrontierSpec, signedReceiptBatchSpec } from "../../actors/holder
 import { seededRandom } from "../../core/random.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
+import { EventTrace } from "../../sim/event-trace.ts";
 import { SimNetwork } from "../../sim/sim-network.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
@@ -22,7 +23,13 @@ const UNITS = 60;
 /** Runs writer → ha → hb over a SimNetwork with cross-AZ latency and jitter; returns what was receipted. */
 async function chain(seed: number) {
   const clock = new SimulatedClock({ autoAdvance: true, startMs: 1_700_000_000_000 });
-  const net = new SimNetwork({ clock, random: seededRandom(seed).fork("net"), defaultEdge: { latencyMs: 1.5, jitterMs: 3 } });
+  const trace = new EventTrace();
+  const net = new SimNetwork({
+    clock,
+    random: seededRandom(seed).fork("net"),
+    defaultEdge: { latencyMs: 1.5, jitterMs: 3 },
+    onEvent: (e) => trace.hashNet(e.atMs - 1_700_000_000_000, e.kind, e.from, e.to, e.subject),
+  });
   const keys = new KeyRing();
   const receipted = new Map<string, RangeSet>();
   const watcher = net.endpoint("watcher", "s-ctrl");
@@ -62,7 +69,7 @@ async function chain(seed: number) {
   await ha.stop();
   await hb.stop();
   clock.setAutoAdvance(false);
-  return { receipted, virtualMs, delivered: net.counters.get("deliver") };
+  return { receipted, virtualMs, delivered: net.counters.get("deliver"), traceHash: trace.digest() };
 }
 
 test("the real Holder actor runs over SimNetwork and SimulatedClock: a 2-hop chain receipts every unit and releases on a frontier", async (t) => {
@@ -71,4 +78,12 @@ test("the real Holder actor runs over SimNetwork and SimulatedClock: a 2-hop cha
   t.true(r.receipted.get("hb")!.covers(1, UNITS));
   t.true(r.virtualMs > 0, "deliveries took virtual time");
   t.log(`virtual ${r.virtualMs.toFixed(1)} ms, ${r.delivered} deliveries`);
+});
+
+test("the real Holder over the simulated world is deterministic: the same seed gives the same message trace", async (t) => {
+  const a = await chain(7);
+  const b = await chain(7);
+  t.is(a.traceHash, b.traceHash);
+  t.is(a.delivered, b.delivered);
+  t.is(a.virtualMs, b.virtualMs);
 });
