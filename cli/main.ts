@@ -3,6 +3,8 @@ import { failWith } from "./output.ts";
 import { register as registerPolicy } from "./commands/policy.ts";
 import { register as registerVolume } from "./commands/volume.ts";
 import { register as registerCustody } from "./commands/custody.ts";
+import { register as registerStatus } from "./commands/status.ts";
+import { register as registerRecover } from "./commands/recover.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -17,6 +19,8 @@ export function buildProgram(): Command {
   registerPolicy(program);
   registerVolume(program);
   registerCustody(program);
+  registerStatus(program);
+  registerRecover(program);
   return program;
 }
 

@@ -1,0 +1,88 @@
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { fetchUnits } from "../../actors/repair/custody-reader.ts";
+import { recoverVolume } from "../../actors/repair/volume-recovery.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import { NatsTransport } from "../../transport/nats-transport.ts";
+import { checkToken } from "../../transport/subjects.ts";
+import { action, printResult, type OutputOptions } from "../output.ts";
+import { nextStatus, positiveInt } from "./status.ts";
+
+/** Thrown when the status document names no such scenario, or it has nothing to recover. */
+export class ScenarioUnavailableError extends CustodyError {
+  constructor(volume: string, scenario: string, why: string) {
+    super("scenario_unavailable", `scenario ${JSON.stringify(scenario)} of ${volume}: ${why}`, { volume, scenario });
+  }
+}
+
+/** Reads a 32-byte data key given as hex in a file (as issued by the key authority to this principal). */
+function readKey(path: string): Uint8Array {
+  const hex = readFileSync(path, "utf8").trim();
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new CustodyError("invalid_key_file", "the key file must hold 64 hex digits (an AES-256 data key)", { path });
+  return Uint8Array.from(Buffer.from(hex, "hex"));
+}
+
+/** Parses `lane=seq,lane=seq`. */
+function parseCut(v: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of v.split(",")) {
+    const [lane, seq] = part.split("=");
+    const n = Number(seq);
+    if (!lane || !Number.isSafeInteger(n) || n < 0) throw new CustodyError("invalid_option", `--base-cut must be lane=seq[,lane=seq], got ${v}`, { option: "base-cut" });
+    out[checkToken(lane, "lane")] = n;
+  }
+  return out;
+}
+
+/** Registers `custody recover --volume V --scenario S --to <site>`. */
+export function register(program: Command): void {
+  program
+    .command("recover")
+    .description("materialize a volume at a destination from a base plus the WAL ranges that survive a named scenario; verifies every digest")
+    .requiredOption("--volume <volume>", "volume id")
+    .requiredOption("--scenario <name>", "scenario name from the volume's status document")
+    .requiredOption("--to <site>", "destination site")
+    .requiredOption("--dir <path>", "destination directory of the new volume")
+    .requiredOption("--blocks <n>", "volume size in 4 KiB blocks")
+    .requiredOption("--key-file <path>", "hex data key issued by the key authority to this recovery")
+    .option("--base <dir>", "base snapshot volume directory")
+    .option("--base-cut <lane=seq,...>", "cut the base snapshot contains")
+    .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
+    .option("--timeout <ms>", "per-request timeout", "5000")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (o: OutputOptions & { volume: string; scenario: string; to: string; dir: string; blocks: string; keyFile: string; base?: string; baseCut?: string; server: string; timeout: string }) => {
+        checkToken(o.volume, "volume");
+        const timeoutMs = positiveInt("timeout", o.timeout);
+        const blockCount = positiveInt("blocks", o.blocks);
+        const dataKey = readKey(o.keyFile);
+        if ((o.base === undefined) !== (o.baseCut === undefined)) throw new CustodyError("invalid_option", "--base and --base-cut go together", { option: "base" });
+        const t = await NatsTransport.connect({ servers: o.server, name: "custody-recover" });
+        try {
+          const doc = await nextStatus(t, o.volume, timeoutMs);
+          const sc = doc.scenarios.find((s) => s.name === o.scenario);
+          if (sc === undefined) throw new ScenarioUnavailableError(o.volume, o.scenario, "not in the status document");
+          if (sc.cut === null) throw new ScenarioUnavailableError(o.volume, o.scenario, "no cut survives it");
+          const predicted = Object.fromEntries(sc.cut);
+          const lanes = Object.keys(predicted);
+          const units: TransportUnit[] = [];
+          const fetched: Record<string, number> = {};
+          for (const holder of sc.contributors) {
+            for (const lane of lanes) {
+              const got = await fetchUnits(t, holder, o.volume, lane, RangeSet.of(0, predicted[lane]!), timeoutMs).catch(() => [] as TransportUnit[]);
+              fetched[holder] = (fetched[holder] ?? 0) + got.length;
+              units.push(...got);
+            }
+          }
+          const base = o.base !== undefined ? { dir: o.base, cut: parseCut(o.baseCut!) } : undefined;
+          const r = await recoverVolume({ volume: o.volume, dir: o.dir, blockCount, lanes, dataKey, units, base, upTo: predicted });
+          const out = { volume: o.volume, scenario: o.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched };
+          printResult(o, out, lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })), `recovered ${o.volume} at ${o.to} (${o.dir}): lsn ${r.lsn}, ${r.unitsVerified} units verified, ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`);
+        } finally {
+          await t.close();
+        }
+      }),
+    );
+}

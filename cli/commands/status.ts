@@ -1,0 +1,80 @@
+import type { Command } from "commander";
+import { volumeStatusSpec, type VolumeStatus } from "../../actors/controller/status-document.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import { NatsTransport } from "../../transport/nats-transport.ts";
+import { checkToken, statusSubject } from "../../transport/subjects.ts";
+import { decodeMessage } from "../../transport/wire/index.ts";
+import { action, printResult, type OutputOptions } from "../output.ts";
+
+/** Thrown when no status document for the volume arrives in time. */
+export class StatusTimeoutError extends CustodyError {
+  constructor(volume: string, timeoutMs: number) {
+    super("status_timeout", `no status document for ${volume} within ${timeoutMs} ms (is its controller running?)`, { volume, timeoutMs });
+  }
+}
+
+/** Waits for the next status document of `volume` on `custody.v1.status.<volume>`. Throws StatusTimeoutError. */
+export async function nextStatus(t: NatsTransport, volume: string, timeoutMs: number): Promise<VolumeStatus> {
+  return new Promise<VolumeStatus>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      sub.unsubscribe();
+      reject(new StatusTimeoutError(volume, timeoutMs));
+    }, timeoutMs);
+    const sub = t.subscribe(statusSubject(volume), (m) => {
+      try {
+        const doc = decodeMessage(volumeStatusSpec, m.data);
+        clearTimeout(timer);
+        sub.unsubscribe();
+        resolve(doc);
+      } catch {
+        // a malformed document is skipped; the next one may be good
+      }
+    });
+  });
+}
+
+const cutText = (c: [string, number][] | null) => (c === null ? "none" : c.map(([l, s]) => `${l}:${s}`).join(","));
+
+/** Positive integer option parser (typed error naming the option). */
+export function positiveInt(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new CustodyError("invalid_option", `--${name} must be a positive integer, got ${v}`, { option: name, value: v });
+  return n;
+}
+
+/** Registers `custody status <volume>`. */
+export function register(program: Command): void {
+  program
+    .command("status <volume>")
+    .description("print the controller's status document of a volume: coverage per scenario, surviving cut, RPO, RTO, evidence freshness")
+    .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
+    .option("--timeout <ms>", "how long to wait for a document", "5000")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (volume: string, o: OutputOptions & { server: string; timeout: string }) => {
+        checkToken(volume, "volume");
+        const timeoutMs = positiveInt("timeout", o.timeout);
+        const t = await NatsTransport.connect({ servers: o.server, name: "custody-status" });
+        try {
+          const doc = await nextStatus(t, volume, timeoutMs);
+          const rows = doc.scenarios.map((s) => ({
+            scenario: s.name,
+            kind: s.required ? "required" : s.kind === "timeline" ? "timeline" : "optional",
+            cut: cutText(s.cut),
+            "lost seqs": s.lostSeqs,
+            "lost bytes": s.lostBytes,
+            "oldest lost": `${(s.oldestLostAgeMs / 1000).toFixed(1)}s`,
+            rto: s.rtoSec === null ? "unbounded" : `${s.rtoSec.toFixed(0)}s`,
+            deadline: `${s.deadlineSec}s`,
+            evidence: s.evidence,
+            flags: s.flags.join(",") || "-",
+            ok: s.meetsDeadline ? "yes" : "NO",
+          }));
+          const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
+          printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}`);
+        } finally {
+          await t.close();
+        }
+      }),
+    );
+}
