@@ -1,0 +1,75 @@
+/**
+ * The per-scenario result table (pure): for each named scenario, the cut the policy engine
+ * predicted from receipts before any failure, the cut the run actually recovered (where the run
+ * played that scenario), the committed range lost, RPO, the RTO estimate next to the measured
+ * recovery time, plus the monthly transfer cost of every custody leg.
+ */
+import { legMonthlyCost } from "../policies/cost.ts";
+
+/** One scenario row. */
+export interface ScenarioRow {
+  readonly scenario: string;
+  readonly required: boolean;
+  /** Predicted surviving cut (lane head), null = nothing survives. */
+  readonly predictedCut: number | null;
+  /** Cut recovered in this run, when the run played the scenario. */
+  readonly observedCut: number | null | undefined;
+  readonly acknowledged: number;
+  /** `first–last` of committed sequences lost, or "none". */
+  readonly lostRange: string;
+  readonly rpoSeqs: number;
+  readonly rpoBytes: number;
+  readonly rpoAgeMs: number;
+  readonly rtoEstimateSec: number | null;
+  readonly rtoMeasuredSec: number | undefined;
+  readonly contributors: readonly string[];
+}
+
+/** One custody leg and its cost at the measured stream rate. */
+export interface LegRow {
+  readonly from: string;
+  readonly to: string;
+  readonly usdPerGb: number;
+  readonly bytesPerSec: number;
+  readonly monthlyUsd: number;
+}
+
+/** Monthly cost of a leg carrying `bytesPerSec` (30 days) at `usdPerGb`. */
+export function legRow(from: string, to: string, usdPerGb: number, bytesPerSec: number): LegRow {
+  return { from, to, usdPerGb, bytesPerSec, monthlyUsd: legMonthlyCost(bytesPerSec, usdPerGb) };
+}
+
+/** `a–b` for a lost range after `cut` up to `acked`, or "none". */
+export function lostRange(cut: number | null, acked: number): string {
+  const from = (cut ?? 0) + 1;
+  return from > acked ? "none" : `${from}–${acked}`;
+}
+
+function pad(cells: string[][]): string {
+  const widths = cells[0]!.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
+  return cells.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+}
+
+/** The scenario table as aligned text. */
+export function formatScenarioTable(rows: readonly ScenarioRow[]): string {
+  const head = ["scenario", "req", "predicted cut", "recovered cut", "lost range", "RPO (seq/bytes/age)", "RTO est", "RTO measured"];
+  const body = rows.map((r) => [
+    r.scenario,
+    r.required ? "yes" : "no",
+    r.predictedCut === null ? "nothing" : `#${r.predictedCut}`,
+    r.observedCut === undefined ? "(not played)" : r.observedCut === null ? "nothing" : `#${r.observedCut}`,
+    r.lostRange,
+    `${r.rpoSeqs} / ${r.rpoBytes} B / ${Math.round(r.rpoAgeMs)} ms`,
+    r.rtoEstimateSec === null ? "unbounded" : `${r.rtoEstimateSec.toFixed(2)} s`,
+    r.rtoMeasuredSec === undefined ? "-" : `${r.rtoMeasuredSec.toFixed(2)} s`,
+  ]);
+  return pad([head, ...body]);
+}
+
+/** The cost table as aligned text. */
+export function formatCostTable(legs: readonly LegRow[]): string {
+  const head = ["leg", "$/GB", "measured rate", "monthly (30 d)"];
+  const body = legs.map((l) => [`${l.from} -> ${l.to}`, l.usdPerGb.toFixed(3), `${(l.bytesPerSec / 1000).toFixed(1)} kB/s`, `$${l.monthlyUsd.toFixed(2)}`]);
+  const total = legs.reduce((n, l) => n + l.monthlyUsd, 0);
+  return pad([head, ...body, ["total", "", "", `$${total.toFixed(2)}`]]);
+}
