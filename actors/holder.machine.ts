@@ -1,6 +1,7 @@
 import { assertEvent, fromPromise, setup } from "xstate";
 import { HolderCore, type HolderInbound, type HolderPorts } from "./holder/holder-core.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
+import { repairEdges } from "./holder/edge-repair.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "./holder/protected-ram.ts";
 
@@ -105,7 +106,7 @@ export const holderMachine = setup({
       assertEvent(event, "timer.seal");
       guarded(context, () => context.core.sealDue(event.lane));
     },
-    repairEdges: ({ context }) => guarded(context, () => context.core.repairEdges()),
+    repairEdges: ({ context }) => guarded(context, () => repairEdges(context.core.lanes.values(), context.core.counters)),
     relievePressure: ({ context }) => guarded(context, () => context.moves.relievePressure()),
     flushTick: ({ context }) => guarded(context, () => context.moves.flushTick()),
     applyFlush: ({ context, event }) => {

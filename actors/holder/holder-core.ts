@@ -9,21 +9,20 @@ import type { FileLayer } from "../../core/file-layer.ts";
 import { UnitVerdict } from "../../lanes/lane-log.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
-import type { ResidencyEvidence } from "../../custody/evidence.ts";
-import { makeReceipt, type CustodyReceipt } from "../../custody/receipt.ts";
 import { decodeReceiptBatch, makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
 import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { CreditSender, SENDER_HEADER, SENT_THROUGH_HEADER } from "../../transport/credit-sender.ts";
-import { eventSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
+import { receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
 import { headerValue, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/transport.ts";
-import { creditSpec, decodeAny, decodeMessage, encodeMessage, unitSpec, WireError } from "../../transport/wire/index.ts";
+import { creditSpec, decodeAny, decodeMessage, encodeMessage, WireError } from "../../transport/wire/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
-import { holderEventSpec, releaseFrontierSpec, signedReceiptBatchSpec, transferOfferSpec } from "./holder-messages.ts";
+import { releaseFrontierSpec, signedReceiptBatchSpec } from "./holder-messages.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 import { protectionStatus, ProtectionStatus } from "./protected-ram.ts";
 import { ReceiptBatcher } from "./receipt-batcher.ts";
+import { laneReceipts } from "./receipt-content.ts";
 
 /** Why a holder refused an inbound message (beyond the wire, unit, lane and credit codes it reuses). */
 export const HolderRejectCode = {
@@ -352,111 +351,36 @@ export class HolderCore {
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
   }
 
-  /**
-   * Re-forwards units an edge evidently lost: sequences below the edge's highest receipted one that
-   * it still has not receipted at two consecutive refreshes (NATS is at-most-once; custody must not
-   * depend on every publish arriving). Only RAM-resident units are re-sent; the rest are counted
-   * (`retransmit_unavailable`) for repair. Each re-send goes through the edge's own credits.
-   */
-  repairEdges(): void {
-    for (const hl of this.lanes.values()) {
-      for (const [edge, sender] of hl.edges) {
-        const holes = hl.obligations.holesAt(edge);
-        const prev = hl.suspectHoles.get(edge) ?? RangeSet.EMPTY;
-        const resend = holes.intersect(prev);
-        hl.suspectHoles.set(edge, holes.subtract(resend));
-        if (resend.isEmpty || sender.backlog.units > 0) continue;
-        let sent = RangeSet.EMPTY;
-        for (const id of hl.arena.segmentsOf(hl.volume, hl.lane)) {
-          const seg = hl.arena.describe(id);
-          if (!seg.buffer || !seg.seqs().intersects(resend)) continue;
-          for (const u of hl.arena.units(id)) {
-            if (!resend.covers(u.firstSeq, u.lastSeq)) continue;
-            const data = encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) });
-            sender.send({ data, bytes: unitRecordBytes(u) });
-            sent = sent.add(u.firstSeq, u.lastSeq);
-            this.counters.inc("retransmit");
-          }
-        }
-        const missing = resend.subtract(sent);
-        if (!missing.isEmpty) this.counters.inc("retransmit_unavailable", missing.count);
-      }
-    }
-  }
-
-  /** True while protected-RAM receipts may be issued for what is queued in RAM now. */
-  protectionOk(): boolean {
-    const p = this.config.protectedRam;
-    if (!p || !this.evidence || !this.config.residency.includes("protected_ram")) return false;
-    let queued = 0;
-    for (const hl of this.lanes.values()) queued += hl.ramStoredBytes();
-    return protectionStatus(this.evidence, queued, this.ports.clock.now(), p) === ProtectionStatus.Ok;
-  }
-
-  /** Current protection status (for the machine's guards). */
+  /** Protection status of the RAM queue now (`none` without protected-RAM configuration). */
   protectionState(): string {
     const p = this.config.protectedRam;
-    if (!p || !this.evidence) return "none";
+    if (!p || !this.evidence || !this.config.residency.includes("protected_ram")) return "none";
     let queued = 0;
     for (const hl of this.lanes.values()) queued += hl.ramStoredBytes();
     return protectionStatus(this.evidence, queued, this.ports.clock.now(), p);
   }
 
+  /** True while protected-RAM receipts may be issued for what is queued in RAM now. */
+  protectionOk(): boolean {
+    return this.protectionState() === ProtectionStatus.Ok;
+  }
+
   /**
-   * Signs and publishes the lane's receipt batch: one receipt for RAM-resident ranges (protected
-   * RAM only while the admission bound holds) and one for ranges a completed sync made disk-resident.
-   * Only stored units are ever in `retained`, so a refused unit can never be claimed.
+   * Signs and publishes the lane's receipt batch (contents: `laneReceipts`), with a span linked to
+   * the admit spans of the units it covers.
    */
   publishReceipt(key: string): void {
     const hl = this.lanes.get(key);
     if (hl === undefined) return;
     const taken = this.batcher.take(key);
     const now = this.ports.clock.now();
-    const disk = hl.obligations.diskResident;
-    const ram = hl.obligations.retained.subtract(disk);
-    const common = {
-      holder: { holderId: this.config.holderId, incarnation: this.config.incarnation },
-      volume: hl.volume,
-      lane: hl.lane,
-      issuedAt: now,
-      writerTerm: hl.log.term,
-      topologyEpoch: this.config.epoch,
-      policyGeneration: this.config.policyGeneration,
-      prefixBase: hl.log.base,
-      payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } } as const,
-      obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: this.config.site.region } } as const,
-      extensions: [],
-    };
-    const receipts: CustodyReceipt[] = [];
-    if (!ram.isEmpty) {
-      const prot = this.protectionOk();
-      const e = this.evidence;
-      const residency: ResidencyEvidence =
-        prot && e
-          ? {
-              kind: "protected_ram",
-              capabilityGeneration: e.capabilityGeneration,
-              observedAt: e.measuredAt,
-              protectedCapacityBytes: e.protectedBytes,
-              holdUpMs: e.holdUpMs,
-              batteryHealthPct: Math.round(e.batteryHealth * 100),
-              preservationPath: "autonomous-drain",
-              recoversMetadata: true,
-              dependencies: [],
-            }
-          : { kind: "ram", capabilityGeneration: 0, observedAt: now };
-      if (prot) hl.protectedClaimed = hl.protectedClaimed.union(ram);
-      receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: ram, residency }));
-    }
-    if (!disk.isEmpty && this.spill) {
-      const residency: ResidencyEvidence = { kind: "disk", capabilityGeneration: 0, observedAt: now, file: this.spill.path, offset: 0, length: this.spill.size, syncedAt: now };
-      receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: disk, residency }));
-    }
+    const receipts = laneReceipts(hl, this.config, now, this.protectionOk() ? this.evidence : undefined);
     if (receipts.length === 0) return;
     const span = this.tracer.startSpan("holder.receipt", { kind: SpanKind.PRODUCER, links: taken?.links ?? [], attributes: { "custody.lane": key, "custody.units": taken?.units ?? 0 } });
     try {
       const subject = receiptSubject(hl.volume, hl.lane);
-      const batch = makeReceiptBatch({ volume: hl.volume, lane: hl.lane, subject }, common.holder, now, receipts);
+      const holder = { holderId: this.config.holderId, incarnation: this.config.incarnation };
+      const batch = makeReceiptBatch({ volume: hl.volume, lane: hl.lane, subject }, holder, now, receipts);
       const signed = signReceiptBatch(batch, this.ports.privateKey);
       this.ports.transport.publish(subject, encodeMessage(signedReceiptBatchSpec, { body: signed.body, signature: signed.signature }), {
         headers: injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span)),
@@ -660,38 +584,4 @@ export class HolderCore {
     }
     span.end();
   }
-
-  /** Units of a sealed RAM segment re-encoded as `unit` messages (for a transfer offer). */
-  encodedUnits(hl: HolderLane, segmentId: number): Uint8Array[] {
-    return hl.arena.units(segmentId).map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
-  }
-
-  /** Publishes a contract-violation event for `seqs` of a lane. */
-  publishViolation(hl: HolderLane, seqs: RangeSet, reason: string): void {
-    const key = laneKey(hl.volume, hl.lane);
-    this.counters.inc("contract_violation");
-    this.observe({ type: "violation", lane: key, seqs: seqs.toString(), reason });
-    this.ports.transport.publish(
-      eventSubject(hl.volume),
-      encodeMessage(holderEventSpec, {
-        event: "contract_violation",
-        holder: this.config.holderId,
-        incarnation: this.config.incarnation,
-        volume: hl.volume,
-        lane: hl.lane,
-        ranges: seqs.toJSON(),
-        reason,
-        at: this.ports.clock.now(),
-      }),
-    );
-  }
-
-  /** Publishes a transfer offer message. */
-  publishOffer(to: string, hl: HolderLane, offerId: number, units: Uint8Array[]): void {
-    this.ports.transport.publish(
-      transferSubject(to),
-      encodeMessage(transferOfferSpec, { from: this.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units }),
-    );
-  }
 }
-

@@ -6,11 +6,12 @@ import { UnitVerdict } from "../../lanes/lane-log.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import type { InboundMessage } from "../../transport/transport.ts";
-import { decodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { eventSubject, transferSubject } from "../../transport/subjects.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { FlushOutcome, HolderCore } from "./holder-core.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { transferOfferSpec } from "./holder-messages.ts";
+import { holderEventSpec, transferOfferSpec } from "./holder-messages.ts";
 
 /** How long an unanswered transfer offer stands before its segments may be offered again. */
 export const TRANSFER_RETRY_MS = 1_000;
@@ -169,11 +170,15 @@ export class HolderCustodyMoves {
       if (!all && ram / capacity <= this.core.config.pressureRatio / 2) break;
       if (s.residency !== "ram" || s.hasForwardPins || s.seqs.isEmpty || hl.inTransfer.intersects(s.seqs)) continue;
       const span = this.core.spans.startSpan("holder.transfer_offer", { kind: SpanKind.PRODUCER, attributes: { "custody.lane": key, "custody.to": to } });
-      const units = this.core.encodedUnits(hl, s.id);
+      // Each unit travels as an ordinary encoded `unit` message: the neighbor validates it like ingress.
+      const units = hl.arena.units(s.id).map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
       hl.inTransfer = hl.inTransfer.union(s.seqs);
       const offerId = this.core.nextOfferId();
       this.offers.set(offerId, { key, seqs: s.seqs, at: this.core.io.clock.now() });
-      this.core.publishOffer(to, hl, offerId, units);
+      this.core.io.transport.publish(
+        transferSubject(to),
+        encodeMessage(transferOfferSpec, { from: this.core.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units }),
+      );
       this.core.note({ type: "transfer_offered", lane: key, to, seqs: s.seqs.toString() });
       span.end();
       ram -= hl.arena.config.segmentBytes;
@@ -266,9 +271,29 @@ export class HolderCustodyMoves {
     this.evacuating = false;
     for (const hl of this.core.lanes.values()) {
       const lost = hl.protectedClaimed.intersect(hl.obligations.retained).subtract(hl.obligations.diskResident);
-      if (!lost.isEmpty) this.core.publishViolation(hl, lost, "protected-RAM evidence lost before custody was evacuated");
+      if (!lost.isEmpty) this.publishViolation(hl, lost, "protected-RAM evidence lost before custody was evacuated");
       hl.protectedClaimed = RangeSet.EMPTY;
     }
+  }
+
+  /** Publishes a contract-violation event for `seqs` of a lane on `custody.v1.event.<volume>`. */
+  private publishViolation(hl: HolderLane, seqs: RangeSet, reason: string): void {
+    const { config, counters, io } = this.core;
+    counters.inc("contract_violation");
+    this.core.note({ type: "violation", lane: laneKey(hl.volume, hl.lane), seqs: seqs.toString(), reason });
+    io.transport.publish(
+      eventSubject(hl.volume),
+      encodeMessage(holderEventSpec, {
+        event: "contract_violation",
+        holder: config.holderId,
+        incarnation: config.incarnation,
+        volume: hl.volume,
+        lane: hl.lane,
+        ranges: seqs.toJSON(),
+        reason,
+        at: io.clock.now(),
+      }),
+    );
   }
 
   /** True while an evacuation is under way. */

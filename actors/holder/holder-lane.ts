@@ -183,9 +183,14 @@ export class HolderLane {
     return true;
   }
 
+  /** Newest persistence evidence of this lane (a completed, in-deadline sync). */
+  lastDiskEvidence: SpillEvidence | undefined;
+
   /** Records a completed, in-deadline sync of segment `id`: residency moves to disk, RAM is freed. */
   spilled(id: number, seqs: RangeSet, evidence: SpillEvidence): void {
-    if (this.arena.markSpilled(id, evidence)) this.obligations.persisted(seqs);
+    if (!this.arena.markSpilled(id, evidence)) return;
+    this.obligations.persisted(seqs);
+    if (!this.lastDiskEvidence || evidence.offset >= this.lastDiskEvidence.offset) this.lastDiskEvidence = evidence;
   }
 
   /** RAM-resident stored bytes of this lane (what protected RAM must be able to preserve). */

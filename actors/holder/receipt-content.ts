@@ -1,0 +1,55 @@
+import type { ResidencyEvidence } from "../../custody/evidence.ts";
+import { makeReceipt, type CustodyReceipt } from "../../custody/receipt.ts";
+import type { HolderConfig, ProtectedRamEvidence } from "./holder-config.ts";
+import type { HolderLane } from "./holder-lane.ts";
+
+/**
+ * What a holder states for one lane right now: one receipt for the RAM-resident ranges (protected
+ * RAM only when `protectedEvidence` is given — the caller passes it only while the admission bound
+ * holds) and one for the ranges a completed, in-deadline sync made disk-resident. Only stored units
+ * are ever in the retained set, so a refused unit can never be claimed. Consumes receipt sequence
+ * numbers of the lane and records what was claimed as protected (what an evacuation must save).
+ */
+export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, protectedEvidence: ProtectedRamEvidence | undefined): CustodyReceipt[] {
+  const disk = hl.obligations.diskResident;
+  const ram = hl.obligations.retained.subtract(disk);
+  const common = {
+    holder: { holderId: config.holderId, incarnation: config.incarnation },
+    volume: hl.volume,
+    lane: hl.lane,
+    issuedAt: now,
+    writerTerm: hl.log.term,
+    topologyEpoch: config.epoch,
+    policyGeneration: config.policyGeneration,
+    prefixBase: hl.log.base,
+    payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } } as const,
+    obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: config.site.region } } as const,
+    extensions: [],
+  };
+  const receipts: CustodyReceipt[] = [];
+  if (!ram.isEmpty) {
+    const e = protectedEvidence;
+    const residency: ResidencyEvidence = e
+      ? {
+          kind: "protected_ram",
+          capabilityGeneration: e.capabilityGeneration,
+          observedAt: e.measuredAt,
+          protectedCapacityBytes: e.protectedBytes,
+          holdUpMs: e.holdUpMs,
+          batteryHealthPct: Math.round(e.batteryHealth * 100),
+          preservationPath: "autonomous-drain",
+          recoversMetadata: true,
+          dependencies: [],
+        }
+      : { kind: "ram", capabilityGeneration: 0, observedAt: now };
+    if (e) hl.protectedClaimed = hl.protectedClaimed.union(ram);
+    receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: ram, residency }));
+  }
+  const d = hl.lastDiskEvidence;
+  if (!disk.isEmpty && d) {
+    // The newest completed sync covers every earlier record of the one append stream.
+    const residency: ResidencyEvidence = { kind: "disk", capabilityGeneration: 0, observedAt: now, file: d.file, offset: 0, length: d.offset + d.length, syncedAt: d.syncedAt };
+    receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: disk, residency }));
+  }
+  return receipts;
+}
