@@ -5,6 +5,7 @@ import { register as registerVolume } from "./commands/volume.ts";
 import { register as registerCustody } from "./commands/custody.ts";
 import { register as registerStatus } from "./commands/status.ts";
 import { register as registerRecover } from "./commands/recover.ts";
+import { register as registerTrace } from "./commands/trace.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerCustody(program);
   registerStatus(program);
   registerRecover(program);
+  registerTrace(program);
   return program;
 }
 

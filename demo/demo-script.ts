@@ -13,14 +13,14 @@ import type { VolumeStatus } from "../actors/controller/status-document.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import type { TransportUnit } from "../lanes/transport-unit.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
-import { survivingCutAt, type TimelineBase, type TimelineSample, type TimelineScenario } from "./custody-timeline.ts";
+import { type TimelineBase, type TimelineSample, type TimelineScenario } from "./custody-timeline.ts";
 import { edgeBetween, scenarioNames, type Deployment } from "./deployment.ts";
 import { dataKeyOf } from "./key-material.ts";
 import { killRegion, launchNetwork, makeRunDir, stopActors, type RunningNetwork } from "./network-launcher.ts";
 import { ProcessRegistry } from "./process-registry.ts";
 import { formatProgress } from "./progress-line.ts";
 import { legRow, lostRange, type LegRow, type ScenarioRow } from "./scenario-table.ts";
-import { blockData, contentAt, lbaOf, type AckedWrite } from "./workload.ts";
+import { contentAt, lbaOf, type AckedWrite } from "./workload.ts";
 
 /** Options of `runDemo`. */
 export interface DemoOptions {
@@ -143,18 +143,11 @@ async function script(net: RunningNetwork, registry: ProcessRegistry, opts: Demo
     }
     samples.push({ tMs: Date.now() - t0, holders, acked });
     const custodyBytes: Record<string, number> = {};
-    let slowest = Infinity;
-    let slowestHolder = "-";
     for (const [h, s] of Object.entries(holders)) {
       const site = siteOf.get(h)!;
       custodyBytes[site] = (custodyBytes[site] ?? 0) + s.bytes;
-      const front = RangeSet.fromJSON(s.retained).contiguousThrough(1);
-      if (front < slowest) {
-        slowest = front;
-        slowestHolder = h;
-      }
     }
-    progress(formatProgress({ phase, writes: writes.length, acked, custodyBytes, slowestFrontier: Number.isFinite(slowest) ? slowest : acked, slowestHolder, receiptedCut }));
+    progress(formatProgress({ phase, writes: writes.length, acked, custodyBytes, receiptedCut }));
   };
   let sampling = true;
   const sampler = (async () => {
@@ -325,7 +318,5 @@ async function script(net: RunningNetwork, registry: ProcessRegistry, opts: Demo
     elapsedSec: (Date.now() - t0) / 1000,
   };
   writeFileSync(join(net.runDir, "result.json"), JSON.stringify({ ...out, deployment: undefined }, null, 1));
-  void survivingCutAt;
-  void blockData;
   return out;
 }

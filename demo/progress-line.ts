@@ -4,22 +4,22 @@
 export interface Progress {
   readonly phase: string;
   readonly writes: number;
+  /** Highest lane sequence the writer acknowledged. */
   readonly acked: number;
-  /** Site label → bytes currently in custody there. */
+  /** Site → bytes currently in custody there (RAM holders shrink as releases land). */
   readonly custodyBytes: Readonly<Record<string, number>>;
-  /** Highest sequence every live holder has captured contiguously (the slowest one's frontier). */
-  readonly slowestFrontier: number;
-  readonly slowestHolder: string;
-  /** Cut every required scenario keeps per the controller's receipts (null: none / controller gone). */
+  /** Cut every required scenario keeps, per the controller's receipt ledger (null: none yet / controller gone). */
   readonly receiptedCut: number | null;
 }
 
 const kib = (n: number) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)}M` : `${Math.round(n / 1024)}K`);
 
-/** One line, no newline; lag = acknowledged sequences not yet captured by the slowest live holder. */
+/** One line, no newline. Lag = acknowledged sequences that receipts do not yet protect in every required scenario. */
 export function formatProgress(p: Progress): string {
   const sites = Object.entries(p.custodyBytes)
+    .sort(([a], [b]) => a.localeCompare(b))
     .map(([s, b]) => `${s} ${kib(b)}`)
     .join(" ");
-  return `[${p.phase}] writes ${p.writes} acked#${p.acked} | custody ${sites} | receipts protect #${p.receiptedCut ?? "-"} | lag ${Math.max(0, p.acked - p.slowestFrontier)} seq (${p.slowestHolder})`;
+  const lag = Math.max(0, p.acked - (p.receiptedCut ?? 0));
+  return `[${p.phase}] writes ${p.writes} acked #${p.acked} | in custody: ${sites} | receipts protect #${p.receiptedCut ?? "-"} | lag ${lag} seq`;
 }
