@@ -56,3 +56,15 @@ test("a run without faults writes, forwards and releases (the model makes progre
   t.true(r.grants > 0, "the controller granted releases");
   t.is(r.scheduleShape, "");
 });
+
+test("across the corpus every fault kind occurs, including sequential strikes", (t) => {
+  const kinds = new Set<string>();
+  let sequential = 0;
+  for (let seed = 1; seed <= 100; seed++) {
+    const faults = buildWorld(seed).faults;
+    for (const f of faults) kinds.add(f.kind);
+    if (faults.filter((f) => f.kind === FaultKind.strike).length >= 2) sequential++;
+  }
+  t.deepEqual([...kinds].sort(), Object.values(FaultKind).sort());
+  t.true(sequential > 10, `${sequential} worlds with sequential strikes`);
+});
