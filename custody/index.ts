@@ -120,3 +120,4 @@ export {
   receiptBatchSchema,
   receiptBatchSpec,
 } from "./custody-messages.ts";
+export { KeyAuthority, KeyAccessDeniedError, KeyAuthorityUnavailableError, DATA_KEY_BYTES } from "./key-authority.ts";
