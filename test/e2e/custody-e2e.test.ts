@@ -3,6 +3,12 @@ import { runRepair } from "../../actors/repair.ts";
 import { authorizeReleases } from "../../policies/release.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
+import { signedReceiptBatchSpec } from "../../actors/holder/holder-messages.ts";
+import { makeReceipt } from "../../custody/receipt.ts";
+import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
+import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { receiptSubject } from "../../transport/subjects.ts";
+import { encodeMessage } from "../../transport/wire/index.ts";
 import { blockData, contentAt, eventually, launchWriter, readVolume, settle } from "./e2e-fixture.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, FIRST_HOPS, LANE, type Deployment } from "./deployment.ts";
 
@@ -176,4 +182,36 @@ test.serial("the controller commits releases, holders recycle them, and every co
   const status = d.controller.core.status!;
   t.is(status.scenarios.length, 4);
   t.true(status.scenarios.filter((s) => s.required).every((s) => s.cut !== null && s.meetsDeadline));
+});
+
+test.serial("a forged receipt batch is refused by the controller and the writer, counted, and proves nothing", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-forge", "use-fg");
+  t.context.defer(() => d.stop());
+  await d.writer.write(0, blockData(1));
+  await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
+  const wRetained = () => d.controller.core.ledger.holdings({ holderId: "h-w" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  await eventually(() => wRetained().has(1), "the controller has US-West's genuine receipt", 5000);
+  const subject = receiptSubject(d.volume, LANE);
+  const receipt = makeReceipt({
+    holder: { holderId: "h-w", incarnation: 1 },
+    volume: d.volume,
+    lane: LANE,
+    issuedAt: Date.now(),
+    writerTerm: 1,
+    topologyEpoch: 1,
+    policyGeneration: 1,
+    prefixBase: 1,
+    payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } },
+    obligation: { obligationId: `${d.volume}-${LANE}`, releaseAuthority: { kind: "control_log", region: "us-west" } },
+    extensions: [],
+    receiptSeq: 999_999,
+    retained: RangeSet.of(1, 10_000),
+    residency: { kind: "ram", capabilityGeneration: 0, observedAt: Date.now() },
+  });
+  const batch = makeReceiptBatch({ volume: d.volume, lane: LANE, subject }, { holderId: "h-w", incarnation: 1 }, Date.now(), [receipt]);
+  const forged = signReceiptBatch(batch, generateHolderKeyPair().privateKey);
+  d.writer.transport.publish(subject, encodeMessage(signedReceiptBatchSpec, { body: forged.body, signature: forged.signature }));
+  await eventually(() => d.controller.core.counters.get("receipt_bad_signature") >= 1 && d.writer.writer.core.counters.get("receipt_bad_signature") >= 1, "both refused the forgery", 5000);
+  t.is(wRetained().max, 1, "the forged claim on 1..10000 never entered the ledger");
+  t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 10_000);
 });
