@@ -317,6 +317,6 @@ async function script(net: RunningNetwork, registry: ProcessRegistry, opts: Demo
     leftPids,
     elapsedSec: (Date.now() - t0) / 1000,
   };
-  writeFileSync(join(net.runDir, "result.json"), JSON.stringify({ ...out, deployment: undefined }, null, 1));
+  writeFileSync(join(net.runDir, "result.json"), JSON.stringify(out));
   return out;
 }

@@ -1,0 +1,193 @@
+/**
+ * Runs the real demo once in short mode (`node --import tsx demo/run-demo.ts --short --json`:
+ * real nats-servers per region, every actor in its own process, real SIGKILLs) and checks what
+ * the issue promises: printed cuts equal the policy engine's prediction, the recovered volume
+ * equals the writer's volume byte for byte, no process is left behind, `custody trace` rebuilds a
+ * unit's tree with cross-region hops from the processes' span files, and report.html renders in
+ * headless Chromium with its graph, timeline and cost table.
+ */
+import anyTest, { type TestFn } from "ava";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { pidAlive } from "../../demo/process-registry.ts";
+import type { TraceNode, TraceTree } from "../../demo/trace-tree.ts";
+import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+interface DemoJson {
+  runDir: string;
+  rows: { scenario: string; predictedCut: number | null; observedCut?: number | null }[];
+  recovered: { cut: number; lsn: number; byteExact: boolean; dir: string };
+  predictedCut: number | null;
+  acknowledged: number;
+  startedPids: number[];
+  leftPids: number[];
+  report: string;
+}
+
+interface Ctx {
+  stdout: string;
+  exitCode: number | null;
+  result: DemoJson;
+  root: string;
+}
+const test = anyTest as TestFn<Ctx>;
+
+function run(cmd: string, args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string; code: number | null }> {
+  return new Promise((res, rej) => {
+    const child = spawn(cmd, args, { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+    const t = setTimeout(() => {
+      child.kill("SIGINT"); // the demo's own handler stops everything it started
+      rej(new Error(`${args.join(" ")} did not finish within ${timeoutMs} ms\n${stdout.slice(-3000)}\n${stderr.slice(-3000)}`));
+    }, timeoutMs);
+    child.once("exit", (code) => {
+      clearTimeout(t);
+      res({ stdout, stderr, code });
+    });
+  });
+}
+
+test.before(async (t) => {
+  t.timeout(300_000);
+  const root = mkdtempSync(join(tmpdir(), "custody-demo-test-"));
+  const out = await run(process.execPath, ["--import", "tsx", "demo/run-demo.ts", "--short", "--json", "--runs", root], 280_000);
+  const last = out.stdout.trim().split("\n").pop() ?? "";
+  let result: DemoJson;
+  try {
+    result = JSON.parse(last) as DemoJson;
+  } catch {
+    throw new Error(`demo printed no JSON result (exit ${out.code}):\n${out.stdout.slice(-4000)}\n${out.stderr.slice(-4000)}`);
+  }
+  t.context.stdout = out.stdout;
+  t.context.exitCode = out.code;
+  t.context.result = result;
+  t.context.root = root;
+});
+
+test.after.always((t) => {
+  if (t.context.root !== undefined) rmSync(t.context.root, { recursive: true, force: true });
+});
+
+test.serial("the short demo prints the scenario table and every played scenario's recovered cut equals the policy engine's prediction", (t) => {
+  const { stdout, result, exitCode } = t.context;
+  t.is(exitCode, 0, stdout.slice(-3000));
+  t.regex(stdout, /scenario\s+req\s+predicted cut\s+recovered cut\s+lost range/);
+  const both = result.rows.find((r) => r.scenario === "us-east and us-west lost");
+  t.truthy(both);
+  t.not(result.predictedCut, null);
+  t.is(both!.predictedCut, result.predictedCut);
+  t.is(result.recovered.cut, result.predictedCut, "recovered cut equals the prediction taken before the failures");
+  for (const r of result.rows.filter((x) => x.observedCut !== undefined)) t.is<number | null | undefined, number | null | undefined>(r.observedCut, r.predictedCut, r.scenario);
+  t.regex(stdout, new RegExp(`us-east and us-west lost\\s+yes\\s+#${result.predictedCut}\\s+#${result.recovered.cut}`));
+});
+
+test.serial("the volume recovered at Europe matches the writer's own volume byte for byte", async (t) => {
+  const { result } = t.context;
+  t.true(result.recovered.byteExact);
+  // The prediction keeps everything acknowledged here, so the writer's whole volume is the reference.
+  t.is(result.recovered.cut, result.acknowledged);
+  const read = async (dir: string) => {
+    const v = await SmartWalVolume.open(dir);
+    try {
+      return Buffer.from(await v.read(0, 256));
+    } finally {
+      await v.close();
+    }
+  };
+  const writerVolume = await read(join(result.runDir, "writer", "volume"));
+  const recovered = await read(result.recovered.dir);
+  t.true(writerVolume.some((b) => b !== 0), "the writer wrote data");
+  t.true(recovered.equals(writerVolume));
+});
+
+test.serial("no process the demo started is left running", (t) => {
+  const { result } = t.context;
+  t.true(result.startedPids.length >= 4 + 7, "4 nats-servers and 7 actor processes were started");
+  t.deepEqual(result.leftPids, []);
+  t.deepEqual(result.startedPids.filter(pidAlive), []);
+});
+
+function find(n: TraceNode, pred: (x: TraceNode) => boolean): TraceNode[] {
+  return [...(pred(n) ? [n] : []), ...n.children.flatMap((c) => find(c, pred))];
+}
+
+test.serial("custody trace rebuilds a unit's tree from the processes' spans: a child span per hop, cross-region hops, receipts", async (t) => {
+  const { result } = t.context;
+  const seq = Math.max(1, result.acknowledged - 1);
+  const out = await run(process.execPath, ["--import", "tsx", "cli/main.ts", "trace", `vol-demo:${seq}`, "--run", result.runDir, "--json"], 60_000);
+  t.is(out.code, 0, out.stderr);
+  const tree = JSON.parse(out.stdout.trim().split("\n").pop()!) as TraceTree;
+  const root = tree.roots.find((r) => r.name === "writer.write");
+  t.truthy(root, "the write is the root");
+  const sends = root!.children.filter((c) => c.name === "link.send");
+  t.is(sends.length, 4, "one hop per first-hop holder");
+  for (const s of sends) t.deepEqual(s.children.map((c) => c.name), ["holder.admit"], `${s.detail}: the admit hangs under its hop`);
+  t.true(tree.crossRegionHops >= 1);
+  // The waypoint forwards: admit -> forward -> link.send (cross-region) -> admit at Europe.
+  const euAdmit = find(root!, (n) => n.name === "holder.admit" && n.actor === "h-eu");
+  t.is(euAdmit.length, 1);
+  const wpForward = find(root!, (n) => n.name === "holder.forward" && n.actor === "h-wp")[0]!;
+  t.is(wpForward.children[0]?.name, "link.send");
+  t.true(wpForward.children[0]!.crossRegion === true);
+  t.is(wpForward.children[0]!.children[0]?.spanId, euAdmit[0]!.spanId);
+  t.true((euAdmit[0]!.hopLatencyMs ?? -1) >= 0);
+  const receipts = find(root!, (n) => n.name === "holder.receipt");
+  t.true(receipts.length >= 1);
+  // A receipt id leads back to the same unit's trace.
+  const id = /receipt id ([0-9a-f]{16})/.exec(receipts[0]!.detail)![1]!;
+  const again = await run(process.execPath, ["--import", "tsx", "cli/main.ts", "trace", id, "--run", result.runDir, "--json"], 60_000);
+  t.is(again.code, 0, again.stderr);
+  t.true((JSON.parse(again.stdout.trim().split("\n").pop()!) as TraceTree).roots.some((r) => r.name === "writer.write"));
+});
+
+/** Chromium's path; installs Debian's package when missing (CI runs as root) or fails saying how to. */
+function chromium(): string {
+  for (const p of ["/usr/bin/chromium", "/usr/bin/chromium-browser"]) if (existsSync(p)) return p;
+  try {
+    execFileSync("apt-get", ["install", "-y", "chromium"], { stdio: "ignore", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }, timeout: 240_000 });
+  } catch (err) {
+    throw new Error(`headless Chromium is needed for the report test and could not be installed (run 'apt-get install -y chromium' as root): ${(err as Error).message}`);
+  }
+  if (!existsSync("/usr/bin/chromium")) throw new Error("apt-get install chromium did not provide /usr/bin/chromium");
+  return "/usr/bin/chromium";
+}
+
+test.serial("report.html renders in headless Chromium with the custody graph, the timeline and the cost table", async (t) => {
+  t.timeout(280_000);
+  const { result } = t.context;
+  const bin = chromium();
+  const profile = mkdtempSync(join(tmpdir(), "custody-chromium-"));
+  const png = join(profile, "report.png");
+  const flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", `--user-data-dir=${profile}`];
+  try {
+    const url = `file://${result.report}`;
+    const dom = await run(bin, [...flags, "--dump-dom", url], 120_000);
+    t.is(dom.code, 0, dom.stderr.slice(-2000));
+    const html = dom.stdout;
+    t.regex(html, /<svg id="custody-graph"/);
+    for (const site of ["s-w", "s-e1", "s-e2", "s-wp", "s-usw", "s-eu"]) t.true(html.includes(`data-site="${site}"`), `graph shows site ${site}`);
+    t.true((html.match(/class="edge"/g) ?? []).length >= 5, "graph shows the custody legs");
+    t.regex(html, /<svg id="timeline"/);
+    t.true((html.match(/class="band"/g) ?? []).length >= 5, "one retained-range band per holder");
+    t.true((html.match(/class="cut"/g) ?? []).length >= 3, "a surviving-cut line per scenario");
+    t.regex(html, /<table id="cost-table">[\s\S]*s-wp → s-eu[\s\S]*total/);
+    t.regex(html, /<table id="scenario-table">/);
+    t.regex(html, /data-rendered="yes"/, "the inline script ran");
+    t.regex(html, /Acknowledged through #\d+; recovered through #\d+/);
+    const shot = await run(bin, [...flags, `--screenshot=${png}`, "--window-size=1000,1700", url], 120_000);
+    t.is(shot.code, 0, shot.stderr.slice(-2000));
+    const bytes = readFileSync(png);
+    t.true(bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), "a PNG screenshot");
+    t.true(bytes.length > 20_000, "the screenshot has content");
+  } finally {
+    rmSync(profile, { recursive: true, force: true });
+  }
+});
