@@ -47,6 +47,7 @@ function runOne(seed: number, opts: RunOptions, flags: Flags): void {
     writes: r.writes,
     grants: r.grants,
     strikesChecked: r.strikesChecked,
+    recoveredInBudget: `${r.recovery.inBudget}/${r.recovery.strikes}`,
     faults: r.scheduleShape || "(none)",
     traceHash: r.traceHash,
     violation: r.violation?.invariant ?? null,

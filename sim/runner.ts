@@ -55,6 +55,11 @@ export interface RunResult {
   readonly grants: number;
   /** Strikes checked against a confirmed cut (within the contract). */
   readonly strikesChecked: number;
+  /**
+   * Liveness, measured but not asserted: after each strike, did every required scenario's
+   * confirmed cut again reach the writes acknowledged at the strike, within the repair budget?
+   */
+  readonly recovery: { readonly strikes: number; readonly inBudget: number; readonly late: number; readonly never: number };
   readonly scheduleShape: string;
   readonly scheduleKey: string;
   readonly counters: Readonly<Record<string, number>>;
@@ -98,6 +103,8 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
   let strikesChecked = 0;
   let lastDestructiveAt = -Infinity;
   const confirmedMax = new Map<string, number>();
+  const recovering: Array<{ at: number; target: number }> = [];
+  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0 };
   const fail = (vs: Violation[]) => {
     const v = vs.find((x) => checks.has(x.invariant));
     if (v !== undefined && violation === undefined) {
@@ -166,6 +173,14 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
 
   const controller = new ModelController(spec, clock, net, trace, runRandom(spec, "controller"), opts.authorize ?? authorizeReleases, {
     confirmed: (cuts) => {
+      for (let i = recovering.length - 1; i >= 0; i--) {
+        const r = recovering[i]!;
+        if ([...cuts.values()].every((c) => c >= r.target)) {
+          if (clock.now() - r.at <= spec.timing.settleMs) recovery.inBudget++;
+          else recovery.late++;
+          recovering.splice(i, 1);
+        }
+      }
       if (!inContract()) return; // evidence gathered right after a fault may still include its victims
       for (const [name, cut] of cuts) confirmedMax.set(name, Math.max(confirmedMax.get(name) ?? -1, cut));
     },
@@ -182,6 +197,8 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     trace.record({ atMs: clock.now(), kind: "strike", actor: "world", detail: { scenario: scenario.name, confirmed: confirmed ?? null } });
     fail(checkStrike(obs, spec.sites, scenario, confirmed));
     if (violation !== undefined) return; // the run ends here; the trace ends with the violation
+    recovery.strikes++;
+    recovering.push({ at: clock.now(), target: writer.nextSeq - 1 });
     const siteHit = new Map<string, string>();
     for (const s of spec.sites) {
       for (const l of scenario.losses) {
@@ -264,6 +281,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     writes: writer.nextSeq,
     grants: grantsCount,
     strikesChecked,
+    recovery: { ...recovery, never: recovering.length },
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
     counters: { ...net.counters.snapshot(), ...Object.fromEntries(Object.entries(controller.counters.snapshot()).map(([k, v]) => [`ctrl_${k}`, v])) },

@@ -13,6 +13,8 @@ export interface SweepResult {
   /** Distinct fault schedules including times. */
   readonly distinctSchedules: number;
   readonly strikesChecked: number;
+  /** Liveness tally over all strikes (measured, not asserted): coverage back within budget, later, or not by the end. */
+  readonly recovery: { strikes: number; inBudget: number; late: number; never: number };
   readonly steps: number;
   readonly writes: number;
   readonly grants: number;
@@ -28,6 +30,7 @@ export function sweep(from: number, to: number, opts: RunOptions = {}, onRun?: (
   let steps = 0;
   let writes = 0;
   let grants = 0;
+  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0 };
   for (let seed = from; seed <= to; seed++) {
     const r = runWorld(seed, opts);
     shapes.add(r.scheduleShape);
@@ -36,6 +39,10 @@ export function sweep(from: number, to: number, opts: RunOptions = {}, onRun?: (
     steps += r.steps;
     writes += r.writes;
     grants += r.grants;
+    recovery.strikes += r.recovery.strikes;
+    recovery.inBudget += r.recovery.inBudget;
+    recovery.late += r.recovery.late;
+    recovery.never += r.recovery.never;
     if (r.violation) {
       violations++;
       if (violating.length < 50) violating.push({ seed, invariant: r.violation.invariant, message: r.violation.message });
@@ -51,6 +58,7 @@ export function sweep(from: number, to: number, opts: RunOptions = {}, onRun?: (
     distinctScheduleShapes: shapes.size,
     distinctSchedules: exact.size,
     strikesChecked,
+    recovery,
     steps,
     writes,
     grants,
