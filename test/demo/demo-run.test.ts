@@ -84,7 +84,7 @@ test.serial("the short demo prints the scenario table and every played scenario'
   t.truthy(both);
   t.not(result.predictedCut, null);
   t.is(both!.predictedCut, result.predictedCut);
-  t.is(result.recovered.cut, result.predictedCut, "recovered cut equals the prediction taken before the failures");
+  t.is<number | null, number | null>(result.recovered.cut, result.predictedCut, "recovered cut equals the prediction taken before the failures");
   for (const r of result.rows.filter((x) => x.observedCut !== undefined)) t.is<number | null | undefined, number | null | undefined>(r.observedCut, r.predictedCut, r.scenario);
   t.regex(stdout, new RegExp(`us-east and us-west lost\\s+yes\\s+#${result.predictedCut}\\s+#${result.recovered.cut}`));
 });
