@@ -3,6 +3,7 @@ import { Counters } from "../../core/counters.ts";
 import { CustodyError } from "../../core/custody-error.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { commitControlEvent } from "../../custody/control-commit.ts";
+import { ControlConflictError } from "../../custody/control-error.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import type { ControlLogStore } from "../../custody/control-log.ts";
 import { HolderStatus, receiptVerifyContext, releasedRanges, type ControlState } from "../../custody/control-state.ts";
@@ -64,6 +65,8 @@ export class ControllerCore {
   private lastStatus: VolumeStatus | undefined;
   private lastReport: EvaluationReport | undefined;
   dirty = true;
+  /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
+  private commitChain: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly config: ControllerConfig,
@@ -171,7 +174,17 @@ export class ControllerCore {
    * control log, evaluate every scenario, commit the releases the policy grants (in order, each
    * fenced and re-checked by the fold), publish release frontiers and the status document.
    */
-  async evaluate(): Promise<VolumeStatus> {
+  evaluate(): Promise<VolumeStatus> {
+    return this.exclusive(() => this.evaluateRound());
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.commitChain.then(fn, fn);
+    this.commitChain = p.catch(() => undefined);
+    return p;
+  }
+
+  private async evaluateRound(): Promise<VolumeStatus> {
     this.dirty = false;
     let s = await this.follower.refresh();
     const state = this.currentState(s);
@@ -223,10 +236,21 @@ export class ControllerCore {
   }
 
   /** Commits `body` (fenced, chained, optimistic). Throws ControlFenceError / ControlConflictError. */
-  async commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }> {
-    const r = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, body);
-    this.dirty = true;
-    return r;
+  commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }> {
+    return this.exclusive(async () => {
+      // Another controller may commit concurrently: on a conflict the whole decision is re-run on
+      // the refreshed state (never just re-sent), a bounded number of times.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const r = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, body);
+          this.dirty = true;
+          return r;
+        } catch (err) {
+          if (!(err instanceof ControlConflictError) || attempt >= 5) throw err;
+          this.counters.inc("control_conflict_retry");
+        }
+      }
+    });
   }
 
   /** Admits holders and creates one obligation per lane naming `responsible` from `fromSeq` on. */

@@ -159,7 +159,8 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
   const newDigests = new Map(w2.units.map((u) => [u.firstSeq, Buffer.from(u.digest).toString("hex")]));
   for (const h of FIRST_HOPS) {
     const held = d.survivors().find((s) => s.holderId === h)!.units(d.volume, LANE, RangeSet.of(cut + 1, cut + 100));
-    t.true(held.length > 0);
+    // RAM tiers may already have released the new history (the controller runs); the others keep it.
+    if (h === "h-nj" || h === "h-w") t.true(held.length > 0, `${h} retains the new history`);
     for (const u of held) t.is<string | undefined, string | undefined>(Buffer.from(u.digest).toString("hex"), newDigests.get(u.firstSeq), `${h} seq ${u.firstSeq} is the new history's unit`);
     t.is(d.holders.get(h)!.holder.counters.get("stale_term"), staleUnits, `${h} counted each stale unit once`);
   }
