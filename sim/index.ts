@@ -23,3 +23,4 @@ export { ModelHolder, modelSubject, type ModelHolderConfig, type HolderObserver 
 export { ModelController, type ReleaseAuthorizer, type ControllerObserver } from "./model-controller.ts";
 export { runWorld, minimizeRun, type RunOptions, type RunResult } from "./runner.ts";
 export { sweep, type SweepResult } from "./sweep.ts";
+export { SimArgumentError } from "./sim-argument-error.ts";

@@ -7,18 +7,12 @@
  * `--json` prints one JSON object on the last line.
  */
 import { Command } from "commander";
-import { CustodyError } from "../core/custody-error.ts";
 import { failWith, formatTable } from "../cli/output.ts";
 import { formatTraceEvent } from "./event-trace.ts";
 import { minimizeRun, runWorld, type RunOptions } from "./runner.ts";
 import { sweep } from "./sweep.ts";
+import { SimArgumentError } from "./sim-argument-error.ts";
 
-/** A bad simulator argument (code `invalid_sim_argument`). */
-export class SimArgumentError extends CustodyError {
-  constructor(message: string, detail: Record<string, unknown>) {
-    super("invalid_sim_argument", message, detail);
-  }
-}
 
 function int(name: string, v: string | undefined, lo: number, hi: number): number | undefined {
   if (v === undefined) return undefined;

@@ -123,6 +123,10 @@ export class ModelController {
   #onReceipt(m: Record<string, unknown>): void {
     const holder = String(m.holder);
     if (this.#retired.has(holder)) return;
+    if (holder !== this.spec.writer.id && !this.spec.holders.some((h) => h.id === holder)) {
+      this.counters.inc("unknown_holder"); // never enters the ledger (the policy engine would reject it)
+      return;
+    }
     const inc = Number(m.inc);
     const at = Number(m.at);
     const cur = this.#ledger.get(holder);

@@ -2,6 +2,7 @@ import { seededRandom, type Random } from "../core/random.ts";
 import { LossKind, type Scenario, type Site } from "../policies/index.ts";
 import { generateFaultSchedule, type FaultEvent } from "./fault-schedule.ts";
 import type { EdgeProfile } from "./sim-network.ts";
+import { SimArgumentError } from "./sim-argument-error.ts";
 
 /** One custody holder of the simulated world (the writer is described separately). */
 export interface HolderSpec {
@@ -64,12 +65,13 @@ const REGIONS = ["use1", "usw2", "euc1"] as const;
  * Builds the world of `seed`: 1–10 holders across regions/AZs/hosts, the custody graph, the
  * contract (required scenarios), workload, edge profiles and fault schedule. Every choice comes
  * from forks of one seeded Random, so the same seed (and overrides) always yields the same spec.
+ * Throws SimArgumentError for a holder count outside 1..10.
  */
 export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldSpec {
   const root = seededRandom(seed);
   const topo = root.fork("topology");
   const k = overrides.holders ?? topo.int(1, 10);
-  if (!Number.isInteger(k) || k < 1 || k > 10) throw new RangeError(`holders must be 1..10, got ${k}`);
+  if (!Number.isInteger(k) || k < 1 || k > 10) throw new SimArgumentError(`holders must be 1..10, got ${k}`, { holders: k });
   const regions = REGIONS.slice(0, topo.int(1, 3));
   const azs = regions.flatMap((r) => Array.from({ length: topo.int(1, 3) }, (_, i) => `${r}-az${i + 1}`));
   const regionOf = (az: string) => az.slice(0, az.indexOf("-az"));

@@ -2,6 +2,7 @@ import test from "ava";
 import { buildWorld } from "../../sim/world.ts";
 import { runWorld } from "../../sim/runner.ts";
 import { FaultKind, scheduleShape } from "../../sim/fault-schedule.ts";
+import { SimArgumentError } from "../../sim/sim-argument-error.ts";
 
 test("the same seed builds the same world; different seeds build different worlds", (t) => {
   t.deepEqual(buildWorld(42), buildWorld(42));
@@ -28,7 +29,7 @@ test("overrides fix the holder count and replace the fault schedule", (t) => {
   const w = buildWorld(5, { holders: 3, faults: [{ kind: FaultKind.controllerLoss, atMs: 100, durationMs: 50 }] });
   t.is(w.holders.length, 3);
   t.is(scheduleShape(w.faults), "controller_loss");
-  t.throws(() => buildWorld(5, { holders: 11 }), { instanceOf: RangeError });
+  t.is(t.throws(() => buildWorld(5, { holders: 11 }), { instanceOf: SimArgumentError })?.code, "invalid_sim_argument");
 });
 
 test("the same seed gives the same run event for event (equal trace hashes); another seed does not", (t) => {
