@@ -10,6 +10,7 @@ import { survivingCutAt } from "./custody-timeline.ts";
 import type { DemoResult } from "./demo-script.ts";
 
 const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+const CUT_COLORS = ["#dc2626", "#ea580c", "#7c2d12"];
 const PALETTE = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#dc2626", "#4b5563", "#db2777"];
 
 /** The custody graph: regions as columns, sites as boxes (holders listed), custody legs as arrows. */
@@ -22,13 +23,14 @@ function graphSvg(r: DemoResult): string {
   const parts: string[] = [];
   d.regions.forEach((reg, i) => {
     const x0 = i * colW + 10;
-    parts.push(`<rect x="${x0}" y="10" width="${colW - 20}" height="300" rx="10" class="region${lost.has(reg.name) ? " lost" : ""}"/>`);
+    parts.push(`<rect x="${x0}" y="10" width="${colW - 20}" height="370" rx="10" class="region${lost.has(reg.name) ? " lost" : ""}"/>`);
     parts.push(`<text x="${x0 + 10}" y="32" class="rname">${esc(reg.name)}${lost.has(reg.name) ? " — lost" : ""}</text>`);
     d.sites
       .filter((s) => s.region === reg.name)
       .forEach((s, j) => {
         const x = x0 + 20;
-        const y = 50 + j * 85;
+        // Stagger the first site per region so custody arrows between regions do not overlap.
+        const y = 50 + j * 85 + (i % 3) * 70;
         pos.set(s.id, { x: x + (colW - 60) / 2, y: y + 30 });
         const who = [...(d.writer.site === s.id ? [`writer ${d.writer.id}`] : []), ...d.holders.filter((h) => h.site === s.id).map((h) => `${h.id} (${h.role})`)];
         parts.push(`<g class="site" data-site="${esc(s.id)}"><rect x="${x}" y="${y}" width="${colW - 60}" height="60" rx="6"/>`);
@@ -46,11 +48,21 @@ function graphSvg(r: DemoResult): string {
     const q = pos.get(sb)!;
     const e = d.edges.find((x) => (x.from === sa && x.to === sb) || (x.from === sb && x.to === sa));
     const label = e === undefined ? "local" : `${e.latencyMs} ms · $${e.pricePerGb}/GB`;
-    const bend = sa === sb ? 0 : (q.y - p.y) * 0.2 + 25;
-    parts.push(`<path class="edge" data-edge="${esc(a)}-${esc(b)}" d="M${p.x},${p.y} Q${(p.x + q.x) / 2},${(p.y + q.y) / 2 - bend} ${q.x},${q.y}" marker-end="url(#arrow)"/>`);
-    parts.push(`<text class="elabel" x="${(p.x + q.x) / 2}" y="${(p.y + q.y) / 2 - bend / 2 - 4}">${esc(a)}→${esc(b)} ${esc(label)}</text>`);
+    // Leave and enter boxes at their sides (or bottom/top within one column), arcing between.
+    const sameCol = Math.abs(p.x - q.x) < 1;
+    const sx = sameCol ? p.x - 40 : p.x + Math.sign(q.x - p.x) * ((colW - 60) / 2);
+    const sy = sameCol ? p.y + 30 * Math.sign(q.y - p.y) : p.y;
+    const ex = sameCol ? q.x - 40 : q.x - Math.sign(q.x - p.x) * ((colW - 60) / 2);
+    const ey = sameCol ? q.y - 30 * Math.sign(q.y - p.y) : q.y;
+    const cx = sameCol ? sx - 30 : (sx + ex) / 2;
+    const cy = sameCol ? (sy + ey) / 2 : Math.min(sy, ey) - 20 - Math.abs(ex - sx) * 0.08;
+    parts.push(`<path class="edge" data-edge="${esc(a)}-${esc(b)}" d="M${sx},${sy} Q${cx},${cy} ${ex},${ey}" marker-end="url(#arrow)"/>`);
+    // Within a column the label sits in the gap just above the target box.
+    const lx = sameCol ? ex + 8 : (sx + 2 * cx + ex) / 4;
+    const ly = sameCol ? ey - 6 : (sy + 2 * cy + ey) / 4 - 3;
+    parts.push(`<text class="elabel" x="${lx}" y="${ly}" text-anchor="${sameCol ? "start" : "middle"}">${esc(a)}→${esc(b)} ${esc(label)}</text>`);
   }
-  return `<svg id="custody-graph" viewBox="0 0 ${W} 320" role="img" aria-label="custody graph"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#334155"/></marker></defs>${parts.join("")}</svg>`;
+  return `<svg id="custody-graph" viewBox="0 0 ${W} 390" role="img" aria-label="custody graph"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#334155"/></marker></defs>${parts.join("")}</svg>`;
 }
 
 /** Timeline: holder retained ranges as bands, acknowledged head, surviving cut per scenario, events. */
@@ -83,7 +95,7 @@ function timelineSvg(r: DemoResult): string {
   parts.push(`<polyline class="acked" points="${r.samples.map((s) => `${x(s.tMs)},${y(s.acked)}`).join(" ")}"><title>acknowledged head</title></polyline>`);
   r.timelineScenarios.forEach((sc, i) => {
     const pts = r.samples.map((s) => `${x(s.tMs)},${y(survivingCutAt(s, sc, r.bases))}`);
-    parts.push(`<polyline class="cut" data-scenario="${esc(sc.name)}" points="${pts.join(" ")}" stroke-dasharray="${4 + i * 3},3"><title>surviving cut: ${esc(sc.name)}</title></polyline>`);
+    parts.push(`<polyline class="cut" data-scenario="${esc(sc.name)}" points="${pts.join(" ")}" stroke="${CUT_COLORS[i % CUT_COLORS.length]}" stroke-dasharray="${4 + i * 3},3"><title>surviving cut: ${esc(sc.name)}</title></polyline>`);
   });
   r.events.forEach((e, i) => {
     parts.push(`<line class="event" x1="${x(e.tMs)}" x2="${x(e.tMs)}" y1="${T}" y2="${T + PH}"><title>${esc(e.label)}</title></line><text class="elabel" x="${x(e.tMs) + 3}" y="${T + 12 + (i % 6) * 12}">${i + 1}</text>`);
@@ -126,7 +138,7 @@ export function renderReport(r: DemoResult): string {
   const legend = [
     ...d.holders.map((h, i) => `<span><i style="background:${PALETTE[i % PALETTE.length]}"></i>${esc(h.id)} retained</span>`),
     `<span><i class="l-acked"></i>acknowledged head</span>`,
-    ...r.timelineScenarios.map((s) => `<span><i class="l-cut"></i>surviving cut: ${esc(s.name)}</span>`),
+    ...r.timelineScenarios.map((s, i) => `<span><i style="background:${CUT_COLORS[i % CUT_COLORS.length]}"></i>surviving cut: ${esc(s.name)}</span>`),
   ].join(" ");
   const data = JSON.stringify({ acknowledged: r.acknowledged, recovered: r.recovered.cut, predicted: r.predictedBothCut, events: r.events.length }).replace(/</g, "\\u003c");
   return `<!doctype html>
@@ -139,9 +151,9 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
 svg{width:100%;height:auto;background:#fff;border:1px solid #e2e8f0;border-radius:8px}
 .region{fill:#f8fafc;stroke:#94a3b8}.region.lost{fill:#fef2f2;stroke:#dc2626;stroke-dasharray:6 4}
 .rname{font-weight:700;font-size:13px}.site rect{fill:#fff;stroke:#475569}.sname{font-size:11px;font-weight:600}.who{font-size:10px;fill:#334155}
-.edge{fill:none;stroke:#334155;stroke-width:1.4}.elabel{font-size:9px;fill:#475569}
+.edge{fill:none;stroke:#334155;stroke-width:1.4}.elabel{font-size:9px;fill:#475569;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .plot{fill:#fff;stroke:#cbd5e1}.axis{font-size:10px;fill:#64748b}
-.acked{fill:none;stroke:#0f172a;stroke-width:2}.cut{fill:none;stroke:#dc2626;stroke-width:1.6}.event{stroke:#f59e0b;stroke-width:1}
+.acked{fill:none;stroke:#0f172a;stroke-width:2}.cut{fill:none;stroke-width:1.8}.event{stroke:#f59e0b;stroke-width:1}
 table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px solid #e2e8f0;padding:4px 8px;text-align:left}th{background:#f1f5f9}
 .legend span{margin-right:12px;font-size:12px;white-space:nowrap}.legend i{display:inline-block;width:12px;height:8px;margin-right:4px;vertical-align:middle}
 .l-acked{background:#0f172a}.l-cut{background:#dc2626}
