@@ -75,15 +75,16 @@ export class CreditGrantor {
   /**
    * Accounts an arriving unit of `bytes` credit bytes. Returns the credit bytes this arrival used
    * up in total (more than `bytes` when earlier units were lost on the wire); the caller stores the
-   * unit (which consumes `bytes` in the arena) or forfeits what it did not store. Throws CreditError
+   * unit (which consumes `bytes` in the arena) or forfeits what it did not store. `replayed` means
+   * the unit was already accounted (duplicate or late): it has no credit to be stored on. Throws CreditError
    * `credit_exceeded` (nothing changes) when the sender overran its grant; the unit must be refused.
    */
-  onArrival(sender: string, bytes: number, sentThrough: number | undefined): number {
+  onArrival(sender: string, bytes: number, sentThrough: number | undefined): { consumed: number; replayed: boolean } {
     const w = this.windows.get(sender);
-    if (w === undefined) return 0;
+    if (w === undefined) return { consumed: 0, replayed: false };
     const r = receiverOnArrival(w, bytes, sentThrough);
     this.windows.set(sender, r.window);
-    return r.consumed;
+    return { consumed: r.consumed, replayed: r.replayed };
   }
 
   /**

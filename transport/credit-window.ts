@@ -110,15 +110,19 @@ export function receiverOutstanding(w: ReceiverWindow): number {
  * INCLUDING this unit (carried in the unit's headers); when it is ahead of our count, the
  * difference was lost on the wire and its credit is consumed too. Throws `credit_exceeded`
  * (state unchanged) when the sender went beyond its grant — the unit must then be rejected.
- * Returns the new window and how many outstanding credit bytes this arrival consumed.
+ * Returns the new window, how many outstanding credit bytes this arrival consumed, and `replayed`
+ * when the unit's bytes were already accounted (duplicate or late delivery: consumes nothing).
  */
 export function receiverOnArrival(
   w: ReceiverWindow,
   bytes: number,
   sentThrough?: number,
-): { window: ReceiverWindow; consumed: number } {
+): { window: ReceiverWindow; consumed: number; replayed: boolean } {
   checkBytes("bytes", bytes);
   if (sentThrough !== undefined) checkBytes("sentThrough", sentThrough);
+  // Already accounted: a duplicate delivery, or a late one whose credit a later unit's report
+  // already consumed. It uses no credit; the caller must not store it on credit it does not have.
+  if (sentThrough !== undefined && bytes > 0 && sentThrough <= w.consumedThrough) return { window: w, consumed: 0, replayed: true };
   const counted = w.consumedThrough + bytes;
   // A stale (reordered) sentThrough below our count is ignored; our count is then authoritative.
   const next = sentThrough !== undefined && sentThrough > counted ? sentThrough : counted;
@@ -129,7 +133,7 @@ export function receiverOnArrival(
       grantedThrough: w.grantedThrough,
     });
   }
-  return { window: { ...w, consumedThrough: next }, consumed: next - w.consumedThrough };
+  return { window: { ...w, consumedThrough: next }, consumed: next - w.consumedThrough, replayed: false };
 }
 
 /**

@@ -236,7 +236,14 @@ export class HolderCore {
     const span = startConsumerSpan(this.tracer, "holder.admit", msg);
     try {
       const bytes = unitRecordBytes(unit);
-      if (!this.account(hl, sender, bytes, sentThrough, true)) return this.reject("credit_exceeded", key);
+      const credit = this.account(hl, sender, bytes, sentThrough, true);
+      if (credit === "exceeded") return this.reject("credit_exceeded", key);
+      if (credit === "replayed") {
+        // No credit backs it. A duplicate changes nothing; a late unit presumed lost is refused and
+        // will be re-forwarded by the sender once our receipts show the hole.
+        this.noteForReceipt(key);
+        return this.reject("replayed_unit", key);
+      }
       let verdict: string;
       try {
         if (unit.volume !== hl.volume || unit.lane !== hl.lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
@@ -276,16 +283,17 @@ export class HolderCore {
     }
   }
 
-  /** Credit accounting of one arrival; false when the sender overran its grant (nothing changes). */
-  private account(hl: HolderLane, sender: string, bytes: number, sentThrough: number | undefined, storing: boolean): boolean {
+  /** Credit accounting of one arrival (nothing changes when it is exceeded). */
+  private account(hl: HolderLane, sender: string, bytes: number, sentThrough: number | undefined, storing: boolean): "ok" | "exceeded" | "replayed" {
     try {
-      const consumed = hl.grantor.onArrival(sender, bytes, sentThrough);
+      const r = hl.grantor.onArrival(sender, bytes, sentThrough);
+      if (r.replayed) return "replayed";
       // Credit used by units lost on the wire is forfeited now; the stored unit's own bytes are
       // consumed by the arena append (or forfeited by the caller if the unit is refused).
-      hl.forfeit(consumed - (storing ? bytes : 0));
-      return true;
+      hl.forfeit(r.consumed - (storing ? bytes : 0));
+      return "ok";
     } catch {
-      return false;
+      return "exceeded";
     }
   }
 

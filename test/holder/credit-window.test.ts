@@ -74,17 +74,28 @@ type Step =
   | { op: "deliverGrant"; pick: number; duplicate: boolean }
   | { op: "dropGrant"; pick: number }
   | { op: "send"; bytes: number }
-  | { op: "deliverUnit"; lose: boolean };
+  | { op: "deliverUnit"; lose: boolean; duplicate: boolean };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ op: fc.constant("grant" as const), grantable: fc.nat(5000) }),
   fc.record({ op: fc.constant("deliverGrant" as const), pick: fc.nat(), duplicate: fc.boolean() }),
   fc.record({ op: fc.constant("dropGrant" as const), pick: fc.nat() }),
   fc.record({ op: fc.constant("send" as const), bytes: fc.integer({ min: 1, max: 3000 }) }),
-  fc.record({ op: fc.constant("deliverUnit" as const), lose: fc.boolean() }),
+  fc.record({ op: fc.constant("deliverUnit" as const), lose: fc.boolean(), duplicate: fc.boolean() }),
 );
 
-test("property: over lossy, duplicating, reordering grant delivery the sender never exceeds the issued grant and the receiver never refuses an honest unit", (t) => {
+test("a duplicated or late unit whose bytes the sender's total already accounted consumes no credit", (t) => {
+  const { window } = receiverNextGrant(initialReceiverWindow, 100, 100);
+  const first = receiverOnArrival(window, 10, 30);
+  const dup = receiverOnArrival(first.window, 10, 30);
+  t.true(dup.replayed);
+  t.is(dup.consumed, 0);
+  t.is(dup.window, first.window);
+  const late = receiverOnArrival(first.window, 20, 20); // the unit presumed lost shows up after all
+  t.true(late.replayed);
+});
+
+test("property: over lossy, duplicating, reordering grant delivery the sender never exceeds the issued grant and the receiver never refuses an honest unit, even when units are duplicated", (t) => {
   fc.assert(
     fc.property(fc.array(stepArb, { maxLength: 300 }), fc.integer({ min: 1, max: 8000 }), (steps, maxOutstanding) => {
       let sender: SenderWindow = initialSenderWindow;
@@ -122,6 +133,11 @@ test("property: over lossy, duplicating, reordering grant delivery the sender ne
             const u = unitsInFlight.shift();
             if (!u || s.lose) break;
             receiver = receiverOnArrival(receiver, u.bytes, u.sentThrough).window; // throws on violation
+            if (s.duplicate) {
+              const again = receiverOnArrival(receiver, u.bytes, u.sentThrough);
+              if (!again.replayed || again.consumed !== 0) return false;
+              receiver = again.window;
+            }
             break;
           }
         }
