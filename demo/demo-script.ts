@@ -86,6 +86,8 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   try {
     print(`run folder: ${runDir}`);
     const net = await launchNetwork(registry, opts.deploymentPath, runDir);
+    // For operators (and the interrupt test): what this run started, before anything can go wrong.
+    writeFileSync(join(runDir, "pids.json"), JSON.stringify(registry.startedPids));
     print(`started ${registry.startedPids.length} processes (${Object.keys(net.regions).length} nats-servers, ${net.actors.size} actors) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     return await script(net, registry, opts, print, progress, t0);
   } finally {

@@ -1,0 +1,39 @@
+/**
+ * Ctrl-C in the middle of the demo: every process it started (nats-servers and actor processes)
+ * is stopped, and the demo exits with 130.
+ */
+import test from "ava";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { pidAlive } from "../../demo/process-registry.ts";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+test("Ctrl-C during the workload stops every process the demo started and exits 130", async (t) => {
+  t.timeout(240_000);
+  const root = mkdtempSync(join(tmpdir(), "custody-demo-int-"));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const child = spawn(process.execPath, ["--import", "tsx", "demo/run-demo.ts", "--short", "--runs", root], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  await new Promise<void>((res, rej) => {
+    const t2 = setTimeout(() => rej(new Error(`the demo never reached its workload:\n${out.slice(-3000)}`)), 200_000);
+    child.stdout.on("data", (b: Buffer) => {
+      out += b.toString();
+      if (/writing \d+ blocks/.test(out)) {
+        clearTimeout(t2);
+        res();
+      }
+    });
+  });
+  child.kill("SIGINT");
+  const code = await exited;
+  t.is(code, 130);
+  const runDir = join(root, readdirSync(root)[0]!);
+  const pids = JSON.parse(readFileSync(join(runDir, "pids.json"), "utf8")) as number[];
+  t.true(pids.length >= 11, "4 nats-servers and 7 actors were running");
+  t.deepEqual(pids.filter(pidAlive), [], "none is left");
+});
