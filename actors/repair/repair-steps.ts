@@ -42,12 +42,19 @@ export interface RepairInput {
   readonly receiptTimeoutMs?: number;
 }
 
-/** Lane → ranges the failed holders were covering (from the ledger, as of their last receipts). */
+/**
+ * Lane → ranges the failed holders were still covering: what their last receipts retained, minus
+ * what the control log had already released for them (that coverage was judged redundant).
+ */
 export function missingCoverage(inp: RepairInput): Record<string, RangeSet> {
   const out: Record<string, RangeSet> = {};
+  const s = inp.controller.follower.state;
   for (const lane of inp.lanes) {
+    const released = s.obligations[obligationIdOf(inp.volume, lane)]?.released ?? {};
     let r = RangeSet.EMPTY;
-    for (const h of inp.failed) for (const x of inp.controller.ledger.holdings({ volume: inp.volume, lane, holderId: h })) r = r.union(x.retained);
+    for (const h of inp.failed) {
+      for (const x of inp.controller.ledger.holdings({ volume: inp.volume, lane, holderId: h })) r = r.union(x.retained.subtract(released[h] ?? RangeSet.EMPTY));
+    }
     out[lane] = r;
   }
   return out;

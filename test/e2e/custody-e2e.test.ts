@@ -33,7 +33,8 @@ function checkReleases(t: { true(v: boolean, m?: string): void; deepEqual(a: unk
 }
 
 test.serial("a write acknowledged under 'survive loss of the writer's AZ' is recovered byte-exact at another site after that AZ's writer and holders die, via repair and recovery", async (t) => {
-  const d = await deploy(t.context.supercluster, "vol-az", "use-az");
+  // The same-AZ holder keeps its custody (not releasable), so its loss leaves real coverage to repair.
+  const d = await deploy(t.context.supercluster, "vol-az", "use-az", { releasable: ["h-e2"] });
   t.context.defer(() => d.stop());
   await writeSome(d, 40, 1);
   const { heads } = await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
@@ -64,7 +65,12 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   t.log(`repair: ${report.copiedUnits} units, ${report.copiedBytes} B in ${report.measuredMs} ms; policy estimate ${report.estimate.totalSec.toFixed(3)} s`);
   t.true(report.copiedUnits > 0);
   const e3 = d.holders.get("h-e3")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
-  t.true(e3.log.retained.coversAll(d.controller.core.ledger.holdings({ holderId: "h-e3" })[0]!.retained));
+  const missing = RangeSet.fromJSON(report.missing[LANE]!);
+  t.false(missing.isEmpty, "the failed holder was covering something");
+  t.true(e3.log.retained.coversAll(missing), "the replacement holds every missing range");
+  const o = d.controller.core.follower.state.obligations[`${d.volume}-${LANE}`]!;
+  t.true(o.responsible["h-e3"]!.coversAll(missing), "and is responsible for them in the control log");
+  t.true(report.measuredMs / 1000 < report.estimate.totalSec, "measured repair time is within the policy estimate");
 
   // Recovery at US-West from what survives (the writer's AZ is gone).
   const { dir, result } = await d.recover("s-usw", d.survivors());
@@ -88,11 +94,23 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
   const base = await d.recover("s-eu", [euSource], { upTo: { [LANE]: c0 } });
   d.controller.core.addBase({ id: "base-eu-c0", holder: "h-eu", cut: { [LANE]: c0 }, bytes: c0 * 4096 });
 
-  // Phase 2, then the prediction, taken while everything is alive.
+  // Phase 2 reaches everyone. Then the waypoint stops granting credit (drains): phase 3 outruns its
+  // outstanding credit, so the independent path ends before the head — the interesting case.
   await writeSome(d, 30, 3);
+  await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
+  d.holders.get("h-nj")!.holder.drain();
+  await writeSome(d, 400, 4);
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   const writes = [...d.writer.writes];
-  await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= head && eu().covers(1, head), "controller evaluated the final state", 5000);
+  const njLane = d.holders.get("h-nj")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
+  await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the head", 5000);
+  let seen = "";
+  let since = Date.now();
+  await eventually(() => {
+    const now = njLane.log.received.toString();
+    if (now !== seen) [seen, since] = [now, Date.now()];
+    return Date.now() - since > 300 && eu().coversAll(njLane.log.retained);
+  }, "the waypoint stopped receiving and Europe caught up with it", 10_000);
   d.controller.evaluateSoon();
   const before = d.controller.core.status!.asOfMs;
   await eventually(() => d.controller.core.status!.asOfMs > before, "a fresh evaluation", 5000);
@@ -101,6 +119,8 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
   const timeline = status.scenarios.find((s) => s.kind === "timeline")!;
   t.log(`predicted before failures: scenario ${JSON.stringify(predicted.cut)} via ${predicted.contributors.join(",")}; timeline ${JSON.stringify(timeline.cut)}`);
   t.truthy(predicted.cut);
+  t.true(predicted.cut![0]![1] < head, `the prediction (${predicted.cut![0]![1]}) is below the head ${head}: the East/West-only suffix is lost`);
+  t.deepEqual(timeline.cut, predicted.cut, "the timeline (West fails 60 s into the replay) predicts the same cut");
 
   // East fails (writer and both East holders); forwarding from the waypoint to Europe goes on.
   await d.writer.close();

@@ -121,7 +121,7 @@ function admission(keys: KeyRing, holderId: string, s: Site): HolderAdmission {
 }
 
 /** Starts holders, a writer and a controller for a fresh volume on the supercluster. */
-export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string): Promise<Deployment> {
+export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string, opts: { releasable?: string[] } = {}): Promise<Deployment> {
   const urls = Object.fromEntries(Object.entries(sc.regions).map(([k, r]) => [k, r.url]));
   const keys = new KeyRing();
   const authority = new KeyAuthority("ka-eu", "s-eu");
@@ -131,7 +131,7 @@ export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: 
   }
   const ctlTransport = await NatsTransport.connect({ servers: urls["us-east"]!, name: `ctl-${volume}` });
   const store = await openJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
-  const controller = await startController({ controllerId: "ctl-east", region: ctlRegion, topology: topologyFor(volume), evalIntervalMs: 50 }, { transport: ctlTransport, clock: systemClock, store });
+  const controller = await startController({ controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50 }, { transport: ctlTransport, clock: systemClock, store });
   await controller.core.bootstrap(
     [...holders.keys()].map((h) => admission(keys, h, SITES[HOLDERS[h]![0]]!)),
     [...holders.keys()],
