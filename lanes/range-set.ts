@@ -134,6 +134,14 @@ export class RangeSet {
   union(other: RangeSet): RangeSet {
     if (other.isEmpty) return this;
     if (this.isEmpty) return other;
+    // Fast path for in-order arrival (every unit extends the tail): no sort, one array copy.
+    const tail = this.runs[this.runs.length - 1]!;
+    const head = other.runs[0]!;
+    if (head.first > tail.last) {
+      if (head.first > tail.last + 1) return new RangeSet([...this.runs, ...other.runs]);
+      const joined: SeqRange = { first: tail.first, last: head.last };
+      return new RangeSet([...this.runs.slice(0, -1), joined, ...other.runs.slice(1)]);
+    }
     return RangeSet.from([...this.runs, ...other.runs]);
   }
 
