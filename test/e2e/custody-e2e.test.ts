@@ -9,8 +9,13 @@ import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { receiptSubject } from "../../transport/subjects.ts";
 import { encodeMessage } from "../../transport/wire/index.ts";
-import { blockData, contentAt, eventually, launchWriter, readVolume, settle } from "./e2e-fixture.ts";
-import { AZ_CONTRACT, BLOCKS, deploy, FIRST_HOPS, LANE, type Deployment } from "./deployment.ts";
+import { blockData, contentAt, e2eHolderConfig, eventually, launchWriter, readVolume, settle, tempDir } from "./e2e-fixture.ts";
+import { AZ_CONTRACT, BLOCKS, deploy, FIRST_HOPS, HOLDERS, LANE, SITES, type Deployment } from "./deployment.ts";
+import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { rawPublicKey } from "../../custody/signing.ts";
+import type { ActorSpec } from "./actor-process.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -235,4 +240,90 @@ test.serial("a forged receipt batch is refused by the controller and the writer,
   await eventually(() => d.controller.core.counters.get("receipt_bad_signature") >= 1 && d.writer.writer.core.counters.get("receipt_bad_signature") >= 1, "both refused the forgery", 5000);
   t.is(wRetained().max, 1, "the forged claim on 1..10000 never entered the ledger");
   t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 10_000);
+});
+
+/** Starts an actor process and resolves with its first JSON line. */
+async function spawnActor(t: { context: SuperclusterTestContext }, spec: ActorSpec): Promise<{ child: ChildProcess; first: Record<string, unknown> }> {
+  const file = join(tempDir("custody-actor-"), "spec.json");
+  writeFileSync(file, JSON.stringify(spec));
+  const child = spawn(process.execPath, ["--import", "tsx", "test/e2e/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  t.context.defer(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let err = "";
+  child.stderr!.on("data", (b) => (err += String(b)));
+  const first = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (b) => {
+      out += String(b);
+      const nl = out.indexOf("\n");
+      if (nl >= 0) resolve(JSON.parse(out.slice(0, nl)) as Record<string, unknown>);
+    });
+    child.on("exit", (code) => reject(new Error(`actor process exited (${code}) before it was ready: ${err}`)));
+  });
+  return { child, first };
+}
+
+function killed(child: ChildProcess): Promise<NodeJS.Signals | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.signalCode);
+    child.on("exit", (_code, signal) => resolve(signal));
+    child.kill("SIGKILL");
+  });
+}
+
+test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) loses no write acknowledged under the AZ contract: repair and recovery rebuild it byte-exact elsewhere", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-kill", "use-kill", { releasable: ["h-e2"], external: ["h-e1"] });
+  t.context.defer(() => d.stop());
+  const peers = Object.fromEntries(Object.keys(HOLDERS).map((h) => [h, Buffer.from(rawPublicKey(d.keys.key(h, 1)!)).toString("hex")]));
+  const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
+  const e1 = await spawnActor(t, {
+    kind: "holder",
+    url: d.urls["us-east"]!,
+    config: e2eHolderConfig("h-e1", SITES["s-e1"]!, d.volume, [{ lane: LANE, upstream: ["w1", "w2"] }]),
+    privateKeyHex: Buffer.from(d.keys.privateKey("h-e1").export({ format: "der", type: "pkcs8" })).toString("hex"),
+    peers,
+  });
+  d.authority.authorize(d.volume, "w2");
+  const writes = Array.from({ length: 40 }, (_, i) => ({ lba: (i * 29) % BLOCKS, seed: 4000 + i }));
+  const w = await spawnActor(t, {
+    kind: "writer",
+    url: d.urls["us-east"]!,
+    dir: join(tempDir("custody-writer-proc-"), "vol"),
+    blockCount: BLOCKS,
+    config: { writerId: "w2", volume: d.volume, term: 1, lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: FIRST_HOPS }], contracts: [AZ_CONTRACT], holderSites, topologyEpoch: 1, policyGeneration: 1 },
+    dataKeyHex: Buffer.from(d.authority.dataKey(d.volume, "w2")).toString("hex"),
+    peers,
+    writes,
+    contract: AZ_CONTRACT.name,
+  });
+  const acked = w.first.acked as { lba: number; seed: number; lsn: number }[];
+  const head = (w.first.heads as Record<string, number>)[LANE]!;
+  t.is(acked.length, 40, "every write was acknowledged under the AZ contract before the failure");
+  const e1Retained = () => d.controller.core.ledger.holdings({ holderId: "h-e1" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  await eventually(() => e1Retained().covers(1, head), "the same-AZ holder process receipted everything", 5000);
+
+  t.is(await killed(w.child), "SIGKILL");
+  t.is(await killed(e1.child), "SIGKILL");
+  await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
+  const replacement = await d.startReplacement("h-e3", "s-e3");
+  const report = await runRepair({
+    repairId: "repair-kill",
+    volume: d.volume,
+    lanes: [LANE],
+    failed: ["h-e1"],
+    replacement,
+    survivors: d.survivors().filter((s) => s.holderId !== "h-e3"),
+    controller: d.controller.core,
+    transport: d.holders.get("h-e2")!.transport,
+    clock: { now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) },
+    repairBandwidthBytesPerSec: 125_000_000,
+  });
+  t.true(RangeSet.fromJSON(report.missing[LANE]!).covers(1, head), "everything the killed holder covered was repaired");
+  t.log(`repair after SIGKILL: ${report.copiedUnits} units in ${report.measuredMs} ms (estimate ${report.estimate.totalSec.toFixed(1)} s)`);
+
+  const { dir, result } = await d.recover("s-usw", d.survivors());
+  t.is(result.cut[LANE], head);
+  const model = acked.map((a) => ({ lsn: a.lsn, lba: a.lba, data: blockData(a.seed) }));
+  t.true(Buffer.from(await readVolume(dir, BLOCKS)).equals(Buffer.from(contentAt(model, BLOCKS, result.lsn))), "byte-exact");
 });

@@ -35,7 +35,7 @@ export const SITES: Record<string, Site> = {
 };
 
 /** Holder → [site, NATS region it connects to, upstream senders, downstream edges]. */
-const HOLDERS: Record<string, [string, string, string[], string[]]> = {
+export const HOLDERS: Record<string, [string, string, string[], string[]]> = {
   "h-e1": ["s-e1", "us-east", ["w1", "w2"], []],
   "h-e2": ["s-e2", "us-east", ["w1", "w2"], []],
   "h-nj": ["s-nj", "us-east", ["w1", "w2"], ["h-eu"]],
@@ -121,20 +121,23 @@ function admission(keys: KeyRing, holderId: string, s: Site): HolderAdmission {
 }
 
 /** Starts holders, a writer and a controller for a fresh volume on the supercluster. */
-export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string, opts: { releasable?: string[] } = {}): Promise<Deployment> {
+export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string, opts: { releasable?: string[]; external?: string[] } = {}): Promise<Deployment> {
   const urls = Object.fromEntries(Object.entries(sc.regions).map(([k, r]) => [k, r.url]));
   const keys = new KeyRing();
   const authority = new KeyAuthority("ka-eu", "s-eu");
   const holders = new Map<string, LaunchedHolder>();
   for (const [id, [siteId, region, upstream, downstream]] of Object.entries(HOLDERS)) {
-    holders.set(id, await launchHolder(urls[region]!, keys, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }])));
+    // External holders run as their own processes (the test starts them); only their key is made here.
+    if (opts.external?.includes(id)) keys.add(id, 1);
+    else holders.set(id, await launchHolder(urls[region]!, keys, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }])));
   }
   const ctlTransport = await NatsTransport.connect({ servers: urls["us-east"]!, name: `ctl-${volume}` });
   const store = await openJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
   const controller = await startController({ controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50 }, { transport: ctlTransport, clock: systemClock, store });
+  const all = Object.keys(HOLDERS);
   await controller.core.bootstrap(
-    [...holders.keys()].map((h) => admission(keys, h, SITES[HOLDERS[h]![0]]!)),
-    [...holders.keys()],
+    all.map((h) => admission(keys, h, SITES[HOLDERS[h]![0]]!)),
+    all,
   );
   const holderSites: Record<string, Site> = { "h-e3": SITES["s-e3"]! };
   for (const [h, [s]] of Object.entries(HOLDERS)) holderSites[h] = SITES[s]!;

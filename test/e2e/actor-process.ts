@@ -1,0 +1,40 @@
+/**
+ * Runs one actor (a holder or a volume writer) as its own OS process, so an e2e test can SIGKILL
+ * it: whatever it held in memory is really gone. Usage: `node --import tsx actor-process.ts <spec.json>`.
+ * It prints one JSON line when ready (writer: after its writes were acknowledged under the
+ * contract) and then idles until killed.
+ */
+import { readFileSync } from "node:fs";
+import { startHolder } from "../../actors/holder.ts";
+import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
+import { startVolumeWriter } from "../../actors/volume-writer.ts";
+import type { VolumeWriterConfig } from "../../actors/writer/writer-config.ts";
+import { systemClock } from "../../core/clock.ts";
+import { privateKeyFromPkcs8, publicKeyFromRaw } from "../../custody/signing.ts";
+import { NatsTransport } from "../../transport/nats-transport.ts";
+import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import { blockData } from "./e2e-fixture.ts";
+
+export type ActorSpec =
+  | { kind: "holder"; url: string; config: HolderConfigInput; privateKeyHex: string; peers: Record<string, string> }
+  | { kind: "writer"; url: string; dir: string; blockCount: number; config: VolumeWriterConfig; dataKeyHex: string; peers: Record<string, string>; writes: { lba: number; seed: number }[]; contract: string };
+
+const spec = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as ActorSpec;
+const keys = new Map(Object.entries(spec.peers).map(([id, hex]) => [id, publicKeyFromRaw(Buffer.from(hex, "hex"))]));
+const peers = { key: (h: string, inc: number) => (inc === 1 ? keys.get(h) : undefined), incarnation: (h: string) => (keys.has(h) ? 1 : undefined) };
+
+if (spec.kind === "holder") {
+  const t = await NatsTransport.connect({ servers: spec.url, name: spec.config.holderId });
+  await startHolder(spec.config, { transport: t, clock: systemClock, privateKey: privateKeyFromPkcs8(Buffer.from(spec.privateKeyHex, "hex")), peers });
+  process.stdout.write(JSON.stringify({ ready: true, pid: process.pid }) + "\n");
+} else {
+  await SmartWalVolume.create(spec.dir, { blockCount: spec.blockCount, walCapacity: 4096 });
+  const volume = await SmartWalVolume.open(spec.dir);
+  const t = await NatsTransport.connect({ servers: spec.url, name: spec.config.writerId });
+  const w = startVolumeWriter(spec.config, { transport: t, clock: systemClock, volume, dataKey: Buffer.from(spec.dataKeyHex, "hex"), peers });
+  const acked: { lba: number; seed: number; lsn: number }[] = [];
+  for (const x of spec.writes) acked.push({ ...x, lsn: (await w.write(x.lba, blockData(x.seed))).lsn });
+  const { heads } = await w.sync(spec.contract, 15_000);
+  process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, acked, heads }) + "\n");
+}
+setInterval(() => undefined, 60_000); // idle until SIGKILL
