@@ -46,8 +46,11 @@ console.log("");
 console.log(formatCostTable(result.legs));
 console.log("");
 console.log(`capture lag after the first copy (median ms): ${Object.entries(result.captureLagMs).map(([h, ms]) => `${h} ${ms.toFixed(1)}`).join(", ")}`);
-const cutOk = result.predictedBothCut === result.recovered.cut;
-console.log(`recovered cut #${result.recovered.cut} ${cutOk ? "equals" : "DIFFERS FROM"} the prediction #${result.predictedBothCut}; volume ${result.recovered.byteExact ? "byte-exact" : "NOT byte-exact"} vs the writer`);
+const played = result.rows.filter((r) => r.observedCut !== undefined);
+const cutOk = result.predictedBothCut === result.recovered.cut && played.every((r) => r.observedCut === r.predictedCut);
+console.log(
+  `${played.length} scenarios played: recovered cuts ${cutOk ? "equal" : "DIFFER FROM"} the predictions (${played.map((r) => `#${r.observedCut ?? "-"} vs #${r.predictedCut ?? "-"}`).join(", ")}); every recovered volume ${result.recovered.byteExact ? "byte-exact" : "NOT byte-exact"} vs the writer`,
+);
 console.log(`processes started ${result.startedPids.length}, left running ${result.leftPids.length}; ${result.elapsedSec.toFixed(1)} s`);
 console.log(`report: ${reportPath}`);
 console.log(`trace a unit: npx tsx cli/main.ts trace ${result.deployment.volume}:${result.recovered.cut} --run ${result.runDir}`);

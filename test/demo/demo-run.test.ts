@@ -85,7 +85,9 @@ test.serial("the short demo prints the scenario table and every played scenario'
   t.not(result.predictedCut, null);
   t.is(both!.predictedCut, result.predictedCut);
   t.is<number | null, number | null>(result.recovered.cut, result.predictedCut, "recovered cut equals the prediction taken before the failures");
-  for (const r of result.rows.filter((x) => x.observedCut !== undefined)) t.is<number | null | undefined, number | null | undefined>(r.observedCut, r.predictedCut, r.scenario);
+  const played = result.rows.filter((x) => x.observedCut !== undefined);
+  t.is(played.length, 4, "the AZ, first-region, both-regions and timeline scenarios were all played");
+  for (const r of played) t.is<number | null | undefined, number | null | undefined>(r.observedCut, r.predictedCut, r.scenario);
   t.regex(stdout, new RegExp(`us-east and us-west lost\\s+yes\\s+#${result.predictedCut}\\s+#${result.recovered.cut}`));
 });
 
