@@ -1,7 +1,7 @@
 /**
  * bench:e2e — the volume writer end to end: write IOPS and latency with custody ON (3 holders in
  * 2 regions of a real NATS supercluster: same-AZ and other-AZ RAM holders in us-east, one in
- * us-west) next to the SAME SmartWAL volume path with custody OFF (no units, no receipts), in one
+ * us-west; each holder its own process, as in production) next to the SAME SmartWAL volume path with custody OFF (no units, no receipts), in one
  * run, at queue depth 16 with 4 KiB writes.
  *
  * - local latency: write call → SmartWAL admission (what the application's write waits for);
@@ -12,10 +12,10 @@
  *   npm run bench:e2e -- --json       # table, then one JSON object on the last line
  *   npm run bench:e2e -- --writes 4000 # writes per mode (default 3000)
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startHolder, type Holder } from "../actors/holder.ts";
 import { startVolumeWriter } from "../actors/volume-writer.ts";
 import { systemClock } from "../core/clock.ts";
 import { KeyAuthority } from "../custody/key-authority.ts";
@@ -24,6 +24,7 @@ import type { Site } from "../policies/topology.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { startSupercluster } from "../test/helpers/nats-server.ts";
+import type { ActorSpec } from "../test/e2e/actor-process.ts";
 import type { KeyObject } from "node:crypto";
 
 const args = process.argv.slice(2);
@@ -83,31 +84,45 @@ const sites: Record<string, Site> = {
   "h-e2": { id: "s-e2", region: "us-east", az: "use1-az2", host: "e2", deps: [] },
   "h-w": { id: "s-w", region: "us-west", az: "usw2-a", host: "w", deps: [] },
 };
+// Holders run as their own processes (as in production), so their CPU is not the writer's event loop.
 const keys = new Map<string, KeyObject>();
-const peers = { key: (h: string, inc: number) => (inc === 1 ? keys.get(h) : undefined), incarnation: (h: string) => (keys.has(h) ? 1 : undefined) };
-const conns: NatsTransport[] = [];
-const holders: Holder[] = [];
-for (const [id, s] of Object.entries(sites)) {
+const peerHex: Record<string, string> = {};
+const privHex: Record<string, string> = {};
+for (const id of Object.keys(sites)) {
   const kp = generateHolderKeyPair();
   keys.set(id, publicKeyFromRaw(kp.publicKey));
-  const t = await NatsTransport.connect({ servers: sc.regions[s.region]!.url, name: id });
-  conns.push(t);
-  holders.push(
-    await startHolder(
-      {
-        holderId: id,
-        incarnation: 1,
-        site: { region: s.region, az: s.az, host: s.host },
-        residency: ["ram"],
-        lanes: [{ volume: VOLUME, lane: "l0", upstream: ["w1"], downstream: [] }],
-        arena: { segmentBytes: 256 << 10, limitBytes: Math.max(64 << 20, WRITES * 4400 * 4), maxOutstandingCredit: 2 << 20, maxUnitBytes: 128 << 10 },
-        receipts: { maxUnits: 16, maxDelayMs: 2 },
-        epoch: 1,
-        policyGeneration: 1,
-      },
-      { transport: t, clock: systemClock, privateKey: kp.privateKey, peers },
-    ),
-  );
+  peerHex[id] = Buffer.from(kp.publicKey).toString("hex");
+  privHex[id] = Buffer.from(kp.privateKey.export({ format: "der", type: "pkcs8" })).toString("hex");
+}
+const peers = { key: (h: string, inc: number) => (inc === 1 ? keys.get(h) : undefined), incarnation: (h: string) => (keys.has(h) ? 1 : undefined) };
+const conns: NatsTransport[] = [];
+const children: ChildProcess[] = [];
+for (const [id, s] of Object.entries(sites)) {
+  const spec: ActorSpec = {
+    kind: "holder",
+    url: sc.regions[s.region]!.url,
+    config: {
+      holderId: id,
+      incarnation: 1,
+      site: { region: s.region, az: s.az, host: s.host },
+      residency: ["ram"],
+      lanes: [{ volume: VOLUME, lane: "l0", upstream: ["w1"], downstream: [] }],
+      arena: { segmentBytes: 256 << 10, limitBytes: Math.max(64 << 20, WRITES * 4400 * 4), maxOutstandingCredit: 2 << 20, maxUnitBytes: 128 << 10 },
+      receipts: { maxUnits: 16, maxDelayMs: 2 },
+      epoch: 1,
+      policyGeneration: 1,
+    },
+    privateKeyHex: privHex[id]!,
+    peers: peerHex,
+  };
+  const file = join(work, `${id}.json`);
+  writeFileSync(file, JSON.stringify(spec));
+  const child = spawn(process.execPath, ["--import", "tsx", "test/e2e/actor-process.ts", file], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once("data", () => resolve());
+    child.once("exit", (c) => reject(new Error(`holder ${id} exited (${c})`)));
+  });
 }
 const wt = await NatsTransport.connect({ servers: sc.regions["us-east"]!.url, name: "w1" });
 conns.push(wt);
@@ -144,7 +159,7 @@ await writer.sync(contract, 30_000);
 const protectedMs = on.keys.map(({ key, t0 }) => (protectedAt.get(key) ?? NaN) - t0).filter((x) => Number.isFinite(x));
 
 writer.stop();
-for (const h of holders) await h.stop();
+for (const c of children) c.kill("SIGKILL");
 for (const c of conns) await c.close();
 await onVol.close();
 await sc.stop();
