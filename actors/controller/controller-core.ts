@@ -114,6 +114,7 @@ export class ControllerCore {
       const signed = decodeMessage(signedReceiptBatchSpec, msg.data);
       const ctx = { ...receiptVerifyContext(this.follower.state, { volume, lane, subject: receiptSubject(volume, lane) }), released: () => RangeSet.EMPTY };
       this.ledger.apply(signed, ctx);
+      this.counters.inc("receipt_batches");
       this.dirty = true;
     } catch (err) {
       this.counters.inc(`receipt_${err instanceof CustodyError ? err.code : "invalid"}`);
@@ -186,6 +187,7 @@ export class ControllerCore {
 
   private async evaluateRound(): Promise<VolumeStatus> {
     this.dirty = false;
+    this.counters.inc("evaluations");
     let s = await this.follower.refresh();
     const state = this.currentState(s);
     const report = evaluateState(state);

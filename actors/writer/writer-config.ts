@@ -42,6 +42,11 @@ export interface VolumeWriterConfig {
   readonly policyGeneration: number;
   /** Largest payload per unit before it is cut (default 64 KiB). */
   readonly maxUnitPayloadBytes?: number;
+  /**
+   * Custody off (default on): writes go through SmartWAL only — no units, no receipts, no WAN.
+   * Lanes then need no holders. Used to measure the same writer with and without custody.
+   */
+  readonly custody?: boolean;
   /** How often writer progress is published for the controller (default 50 ms; 0 = never). */
   readonly progressIntervalMs?: number;
 }
@@ -92,7 +97,7 @@ export function checkWriterConfig(c: VolumeWriterConfig): void {
     }
     const prev = sorted[i - 1];
     if (prev !== undefined && prev.toLba >= l.fromLba) throw new WriterConfigError(`lanes ${prev.lane} and ${l.lane} overlap`, { lanes: [prev.lane, l.lane] });
-    if (l.holders.length === 0) throw new WriterConfigError(`lane ${l.lane} has no first-hop holder`, { lane: l.lane });
+    if (l.holders.length === 0 && c.custody !== false) throw new WriterConfigError(`lane ${l.lane} has no first-hop holder`, { lane: l.lane });
   });
   if (new Set(c.lanes.map((l) => l.lane)).size !== c.lanes.length) throw new WriterConfigError("lane names must be distinct", {});
   for (const ct of c.contracts) {

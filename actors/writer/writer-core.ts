@@ -170,6 +170,8 @@ export class WriterCore {
       this.counters.inc((err as CustodyError).code);
       throw err;
     }
+    // Custody off: the same SmartWAL path, nothing shipped.
+    if (this.config.custody === false) return { lsn: await this.ports.volume.write(lba, data), pieces: [] };
     // Keep our own reference to the buffer: the caller may reuse theirs after we return (G4).
     const own = new Uint8Array(data);
     const lsn = await this.ports.volume.write(lba, own);

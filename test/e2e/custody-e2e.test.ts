@@ -197,6 +197,9 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
 test.serial("the controller commits releases, holders recycle them, and every committed release is one the policy engine grants on re-evaluation", async (t) => {
   const d = await deploy(t.context.supercluster, "vol-rel", "use-rel");
   t.context.defer(() => d.stop());
+  const started = Date.now();
+  const evals0 = d.controller.core.counters.get("evaluations");
+  const batches0 = d.controller.core.counters.get("receipt_batches");
   await writeSome(d, 60, 5);
   await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
   await eventually(() => d.controller.core.audits.length > 0, "a release was committed", 5000);
@@ -204,7 +207,13 @@ test.serial("the controller commits releases, holders recycle them, and every co
   const n = checkReleases(t, d);
   t.true(n > 0);
   for (const a of d.controller.core.audits) t.true(["h-e1", "h-e2"].includes(a.request.holder), "only RAM tiers shed custody");
-  t.log(`${n} releases committed; ${d.controller.core.counters.get("release_denied")} candidate releases refused by the policy`);
+  const c = d.controller.core.counters;
+  const evals = c.get("evaluations") - evals0;
+  const batches = c.get("receipt_batches") - batches0;
+  t.log(`${n} releases committed; ${c.get("release_denied")} candidates refused; ${evals} evaluations for ${batches} receipt batches in ${Date.now() - started} ms`);
+  // Evaluation is batched and rate-bounded (one per 50 ms interval at most), never per receipt.
+  t.true(evals <= Math.ceil((Date.now() - started) / 50) + 2);
+  t.true(batches > evals);
   const status = d.controller.core.status!;
   t.is(status.scenarios.length, 4);
   t.true(status.scenarios.filter((s) => s.required).every((s) => s.cut !== null && s.meetsDeadline));

@@ -73,6 +73,7 @@ export async function launchWriter(opts: {
   sites: Record<string, Site>;
   keys: KeyRing;
   authority: KeyAuthority;
+  custody?: boolean;
 }): Promise<WriterRig> {
   const dir = join(tempDir(), "vol");
   await SmartWalVolume.create(dir, { blockCount: opts.blockCount, walCapacity: 4096 });
@@ -90,6 +91,7 @@ export async function launchWriter(opts: {
       holderSites: opts.sites,
       topologyEpoch: 1,
       policyGeneration: 1,
+      custody: opts.custody,
     },
     { transport, clock: systemClock, volume, dataKey: opts.authority.dataKey(opts.volume, opts.writerId), peers: opts.keys, onUnit: (u) => units.push(u) },
   );

@@ -127,3 +127,20 @@ test.serial("a fenced writer admits no write and its pending protected sync fail
     await close();
   }
 });
+
+test.serial("with custody off the same writer only writes SmartWAL: no unit is built or sent, and lanes need no holders", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const authority = new KeyAuthority("ka", "s-near");
+  const { launchWriter: lw } = await import("./e2e-fixture.ts");
+  const w = await lw({ url, writerId: "w-off", volume: "offvol", blockCount: 16, lanes: [{ lane: "l0", fromLba: 0, toLba: 15, holders: [] }], contracts: [], sites: {}, keys, authority, custody: false });
+  try {
+    const ack = await w.writer.write(2, blockData(3));
+    t.deepEqual(ack.pieces, []);
+    await w.writer.sync();
+    t.is(w.writer.core.counters.get("units_sent"), 0);
+    t.deepEqual(await w.volume.read(2), blockData(3));
+  } finally {
+    await w.close();
+  }
+});
