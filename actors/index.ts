@@ -47,3 +47,4 @@ export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";
 export { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
 export { catchUpReplica, type CatchUpReport, type PrimaryView } from "./replica/replica-catch-up.ts";
 export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messages.ts";
+export { commitFailover, type FailoverPlan } from "./writer/failover.ts";

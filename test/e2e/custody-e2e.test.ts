@@ -16,6 +16,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { rawPublicKey } from "../../custody/signing.ts";
 import type { ActorSpec } from "./actor-process.ts";
+import { commitFailover } from "../../actors/writer/failover.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -156,14 +157,20 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
   const cut = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
 
   // Failover: the new history's relation to the recovered cut goes into the control log.
-  await d.controller.core.commit(() => ({ type: "create_obligation", obligationId: `${d.volume}-${LANE}-term2`, volume: d.volume, lane: LANE, representation: "raw", holders: ["h-e2", "h-nj", "h-w"], fromSeq: cut + 1 }));
+  // Say recovery chose a cut 3 below the old head: the new term still starts above every old-term
+  // sequence any holder receipted, so old and new units can never share a sequence.
+  await eventually(() => d.controller.core.ledger.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(cut)), "controller has the receipts", 5000);
+  const plan = await commitFailover(d.controller.core, d.volume, [LANE], 2, { [LANE]: cut - 3 });
+  t.is(plan.firstSeq[LANE], cut + 1, "sequences between the recovered cut and the old head are abandoned");
+  const recorded = d.controller.core.follower.state.obligations[`${d.volume}-${LANE}-term2`]!;
+  t.true(recorded.responsible["h-w"]!.has(cut + 1), "the control log records where term 2 starts");
   const w2 = await launchWriter({
     url: d.urls["us-east"]!,
     writerId: "w2",
     volume: d.volume,
     term: 2,
     blockCount: BLOCKS,
-    lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: FIRST_HOPS, firstSeq: cut + 1 }],
+    lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: FIRST_HOPS, firstSeq: plan.firstSeq[LANE]! }],
     contracts: [AZ_CONTRACT],
     sites: d.writer.writer.core.config.holderSites,
     keys: d.keys,

@@ -1,0 +1,38 @@
+import { HolderStatus } from "../../custody/control-state.ts";
+import { obligationIdOf } from "../controller/controller-config.ts";
+import type { ControllerCore } from "../controller/controller-core.ts";
+
+/** Where a new writer term starts on each lane, and the control-log entry that records it. */
+export interface FailoverPlan {
+  readonly term: number;
+  /** Lane → the recovered cut the new history continues from. */
+  readonly recoveredCut: Readonly<Record<string, number>>;
+  /** Lane → first sequence of the new term (above every sequence any holder ever receipted). */
+  readonly firstSeq: Readonly<Record<string, number>>;
+  /** Lane → control-log sequence of the `create_obligation` recording it. */
+  readonly controlSeq: Readonly<Record<string, number>>;
+}
+
+/**
+ * Records a failover in the control log before the new writer starts: per lane, an obligation
+ * `<volume>-<lane>-term<N>` from `firstSeq`, held by the lane's active holders. `firstSeq` is above
+ * both the recovered cut and every sequence a holder receipted under the old term, so no unit of
+ * the new history can collide with an old-term unit (sequences between the cut and `firstSeq` are
+ * abandoned old history). Throws ControlFenceError / ControlConflictError from the commit.
+ */
+export async function commitFailover(controller: ControllerCore, volume: string, lanes: readonly string[], term: number, recoveredCut: Readonly<Record<string, number>>): Promise<FailoverPlan> {
+  const firstSeq: Record<string, number> = {};
+  const controlSeq: Record<string, number> = {};
+  for (const lane of lanes) {
+    let top = recoveredCut[lane] ?? 0;
+    for (const h of controller.ledger.holdings({ volume, lane })) top = Math.max(top, h.retained.max ?? 0, h.prefix.through);
+    firstSeq[lane] = top + 1;
+    const { seq } = await controller.commit((s) => {
+      const o = s.obligations[obligationIdOf(volume, lane)];
+      const holders = Object.keys(o?.responsible ?? {}).filter((h) => s.holders[h]?.status === HolderStatus.active);
+      return { type: "create_obligation", obligationId: `${obligationIdOf(volume, lane)}-term${term}`, volume, lane, representation: "raw", holders, fromSeq: top + 1 };
+    });
+    controlSeq[lane] = seq;
+  }
+  return { term, recoveredCut, firstSeq, controlSeq };
+}
