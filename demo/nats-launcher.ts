@@ -9,9 +9,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { CustodyError } from "../core/custody-error.ts";
+import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/nats-region-config.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 
-const LOOPBACK = "127.0.0.1";
 const READY_TIMEOUT_MS = 20_000;
 
 /** Thrown when `nats-server` is missing or a region does not come up. */
@@ -58,36 +58,6 @@ export async function freeLoopbackPort(): Promise<number> {
   });
 }
 
-interface Ports {
-  name: string;
-  port: number;
-  httpPort: number;
-  clusterPort: number;
-  gatewayPort: number;
-}
-
-function regionConfig(r: Ports, all: readonly Ports[], storeDir: string): string {
-  const gateways = all
-    .filter((o) => o.name !== r.name)
-    .map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`)
-    .join("\n");
-  // The self-route cluster block: JetStream with gateways needs a named cluster on 2.9.
-  return [
-    `server_name: "${r.name}-0"`,
-    `listen: "${LOOPBACK}:${r.port}"`,
-    `http: "${LOOPBACK}:${r.httpPort}"`,
-    `jetstream { store_dir: ${JSON.stringify(storeDir)} }`,
-    `cluster { name: "${r.name}", listen: "${LOOPBACK}:${r.clusterPort}", routes: ["nats-route://${LOOPBACK}:${r.clusterPort}"] }`,
-    `gateway {`,
-    `  name: "${r.name}"`,
-    `  listen: "${LOOPBACK}:${r.gatewayPort}"`,
-    `  gateways: [`,
-    gateways,
-    `  ]`,
-    `}`,
-  ].join("\n");
-}
-
 async function monitor(httpPort: number, path: string): Promise<Record<string, unknown> | undefined> {
   try {
     const res = await fetch(`http://${LOOPBACK}:${httpPort}${path}`, { signal: AbortSignal.timeout(1000) });
@@ -98,7 +68,7 @@ async function monitor(httpPort: number, path: string): Promise<Record<string, u
   }
 }
 
-async function regionReady(p: Ports, others: string[]): Promise<boolean> {
+async function regionReady(p: RegionPorts, others: string[]): Promise<boolean> {
   if ((await monitor(p.httpPort, "/healthz")) === undefined) return false;
   const gw = await monitor(p.httpPort, "/gatewayz");
   const out = (gw?.["outbound_gateways"] ?? {}) as Record<string, unknown>;
@@ -116,7 +86,7 @@ async function regionReady(p: Ports, others: string[]): Promise<boolean> {
  */
 export async function startRegions(registry: ProcessRegistry, runDir: string, regions: readonly string[]): Promise<Record<string, RegionEndpoint>> {
   checkNatsServer();
-  const ports: Ports[] = [];
+  const ports: RegionPorts[] = [];
   const taken = new Set<number>();
   const pick = async () => {
     for (;;) {

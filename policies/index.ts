@@ -32,7 +32,8 @@ export {
 } from "./evaluation-state.ts";
 export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveClaim } from "./survivor-view.ts";
 export { tallyCommits, type CommitTally } from "./commit-log.ts";
-export { SurvivalFlag, type SurvivalReport, type RecoveryTime } from "./survival-report.ts";
+export { SurvivalFlag, type SurvivalReport } from "./survival-report.ts";
+export { recoveryTime, type RecoveryTime, type RecoveryPhases } from "./recovery-time.ts";
 export { evaluateScenario, evaluateTimeline, evaluateState, type EvaluationReport } from "./evaluate.ts";
 export { validateEvaluationState } from "./state-validation.ts";
 export { evaluationStateSchema, parseEvaluationState, parseWith, fieldPath, type EvaluationStateJson } from "./state-schema.ts";

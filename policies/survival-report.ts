@@ -2,6 +2,7 @@ import { RangeSet } from "../lanes/range-set.ts";
 import type { BaseSnapshot, EvaluationState, EvidenceLabel } from "./evaluation-state.ts";
 import { tallyCommits } from "./commit-log.ts";
 import { widestPathsTo } from "./network-paths.ts";
+import { recoveryTime, type RecoveryTime } from "./recovery-time.ts";
 import { evidenceLabel, liveRanges, siteDiskSurvives, siteUsable, type SurvivorView } from "./survivor-view.ts";
 
 /** Flags a survival report can carry. */
@@ -17,17 +18,6 @@ export const SurvivalFlag = {
 } as const;
 export type SurvivalFlag = (typeof SurvivalFlag)[keyof typeof SurvivalFlag];
 
-/** The parts of time-to-usable at the destination, in seconds. */
-export interface RecoveryTime {
-  readonly detectSec: number;
-  readonly authorizeSec: number;
-  readonly acquireCapacitySec: number;
-  readonly transferSec: number;
-  readonly persistSec: number;
-  readonly validateSec: number;
-  readonly missingBytes: number;
-  readonly totalSec: number;
-}
 
 /**
  * What survives one scenario (or timeline): the newest acknowledged cut that can be rebuilt, what
@@ -217,18 +207,7 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
         // Conservative: sources are fetched one after another over their widest path.
         if (bw !== Infinity) transferSec += bytes / bw;
       }
-      const r = state.recovery;
-      const totalSec = r.detectSec + r.authorizeSec + r.acquireCapacitySec + transferSec + r.persistSec + r.validateSec;
-      timeToUsable = {
-        detectSec: r.detectSec,
-        authorizeSec: r.authorizeSec,
-        acquireCapacitySec: r.acquireCapacitySec,
-        transferSec,
-        persistSec: r.persistSec,
-        validateSec: r.validateSec,
-        missingBytes,
-        totalSec,
-      };
+      timeToUsable = recoveryTime(state.recovery, missingBytes, transferSec);
     }
   }
   const q = state.metadataQuorum;

@@ -1,23 +1,13 @@
-import type { RecoveryParams } from "../../policies/evaluation-state.ts";
+import { recoveryTime, type RecoveryPhases, type RecoveryTime } from "../../policies/recovery-time.ts";
 
-/** The memo's repair budget, in seconds, split by phase. */
-export interface RepairEstimate {
-  readonly detectSec: number;
-  readonly authorizeSec: number;
-  readonly acquireCapacitySec: number;
-  readonly transferSec: number;
-  readonly persistSec: number;
-  readonly validateSec: number;
-  readonly missingBytes: number;
-  readonly totalSec: number;
-}
+/** The memo's repair budget, in seconds, split by phase (the same shape as a recovery's). */
+export type RepairEstimate = RecoveryTime;
 
 /**
  * repair time = detect + authorize + acquire capacity + missing bytes / repair bandwidth + persist
  * + validate. Pure. A zero or negative bandwidth makes the transfer (and the total) infinite.
  */
-export function repairEstimate(p: Omit<RecoveryParams, "destination">, missingBytes: number, bandwidthBytesPerSec: number): RepairEstimate {
+export function repairEstimate(p: RecoveryPhases, missingBytes: number, bandwidthBytesPerSec: number): RepairEstimate {
   const transferSec = missingBytes === 0 ? 0 : bandwidthBytesPerSec > 0 ? missingBytes / bandwidthBytesPerSec : Infinity;
-  const totalSec = p.detectSec + p.authorizeSec + p.acquireCapacitySec + transferSec + p.persistSec + p.validateSec;
-  return { detectSec: p.detectSec, authorizeSec: p.authorizeSec, acquireCapacitySec: p.acquireCapacitySec, transferSec, persistSec: p.persistSec, validateSec: p.validateSec, missingBytes, totalSec };
+  return recoveryTime(p, missingBytes, transferSec);
 }

@@ -13,8 +13,8 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { LOOPBACK, regionConfig, type RegionPorts } from "../../transport/nats-region-config.ts";
 
-const LOOPBACK = "127.0.0.1";
 const NATS_SERVER_BIN = process.env["NATS_SERVER_BIN"] ?? "nats-server";
 const READY_TIMEOUT_MS = 20_000;
 const STOP_GRACE_MS = 5_000;
@@ -290,40 +290,6 @@ export interface SuperclusterOptions {
   regions: readonly string[];
   /** Enable JetStream in every region (default true). */
   jetstream?: boolean;
-}
-
-interface RegionPorts {
-  name: string;
-  port: number;
-  httpPort: number;
-  clusterPort: number;
-  gatewayPort: number;
-}
-
-/** Builds one region's config. Why the self-route: JetStream + gateways on 2.9 needs a cluster block with routes. */
-function regionConfig(r: RegionPorts, all: readonly RegionPorts[], storeDir: string | undefined): string {
-  const gateways = all
-    .filter((o) => o.name !== r.name)
-    .map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`)
-    .join("\n");
-  return [
-    `server_name: "${r.name}-0"`,
-    `listen: "${LOOPBACK}:${r.port}"`,
-    `http: "${LOOPBACK}:${r.httpPort}"`,
-    storeDir === undefined ? "" : `jetstream { store_dir: ${JSON.stringify(storeDir)} }`,
-    `cluster {`,
-    `  name: "${r.name}"`,
-    `  listen: "${LOOPBACK}:${r.clusterPort}"`,
-    `  routes: ["nats-route://${LOOPBACK}:${r.clusterPort}"]`,
-    `}`,
-    `gateway {`,
-    `  name: "${r.name}"`,
-    `  listen: "${LOOPBACK}:${r.gatewayPort}"`,
-    `  gateways: [`,
-    gateways,
-    `  ]`,
-    `}`,
-  ].join("\n");
 }
 
 interface GatewayzBody {
