@@ -22,12 +22,13 @@ import { makeTransportUnit } from "../lanes/transport-unit.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { startHolder, type Holder } from "../actors/holder.ts";
 import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
-import { releaseFrontierSpec, signedReceiptBatchSpec } from "../actors/holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../actors/holder/holder-messages.ts";
 import { CreditSender } from "../transport/credit-sender.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { receiptSubject, releaseSubject } from "../transport/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../transport/wire/index.ts";
 import { startNatsServer } from "../test/helpers/nats-server.ts";
+import { receiptBatchSpec } from "../custody/custody-messages.ts";
 
 const args = process.argv.slice(2);
 const json = args.includes("--json");
@@ -142,7 +143,7 @@ async function watchLastHop(c: Chain): Promise<{ covered(): RangeSet; onReceipt(
   let covered = RangeSet.EMPTY;
   let listener: (() => void) | undefined;
   const sub = t.subscribe(receiptSubject(VOLUME, c.lane), (m) => {
-    const b = decodeReceiptBatch(decodeMessage(signedReceiptBatchSpec, m.data).body);
+    const b = decodeReceiptBatch(decodeMessage(receiptBatchSpec, m.data).body);
     if (b.holder.holderId !== last) return;
     for (const r of b.receipts) covered = covered.union(r.retained);
     listener?.();

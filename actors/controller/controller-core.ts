@@ -15,11 +15,12 @@ import { authorizeReleases, type ReleaseRequest } from "../../policies/release.t
 import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject } from "../../transport/subjects.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
 import { decodeAny, decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
-import { releaseFrontierSpec, signedReceiptBatchSpec } from "../holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../holder/holder-messages.ts";
 import type { WriterProgressMessage } from "../writer/writer-messages.ts";
 import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
 import { buildEvaluationState, releaseCandidates } from "./evaluation-input.ts";
 import { statusDocument, volumeStatusSpec, type VolumeStatus } from "./status-document.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 export interface ControllerPorts {
   transport: Transport;
@@ -111,7 +112,7 @@ export class ControllerCore {
   handleReceipt(msg: InboundMessage): void {
     try {
       const { volume, lane } = parseSubjectOf("receipt", msg.subject);
-      const signed = decodeMessage(signedReceiptBatchSpec, msg.data);
+      const signed = decodeMessage(receiptBatchSpec, msg.data);
       const ctx = { ...receiptVerifyContext(this.follower.state, { volume, lane, subject: receiptSubject(volume, lane) }), released: () => RangeSet.EMPTY };
       this.ledger.apply(signed, ctx);
       this.counters.inc("receipt_batches");

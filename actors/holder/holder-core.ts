@@ -18,11 +18,12 @@ import { headerValue, type InboundMessage, type Transport, type TransportSubscri
 import { creditSpec, decodeAny, decodeMessage, encodeMessage, WireError } from "../../transport/wire/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
-import { releaseFrontierSpec, signedReceiptBatchSpec } from "./holder-messages.ts";
+import { releaseFrontierSpec } from "./holder-messages.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 import { protectionStatus, ProtectionStatus } from "./protected-ram.ts";
 import { ReceiptBatcher } from "./receipt-batcher.ts";
 import { laneReceipts } from "./receipt-content.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 /** Why a holder refused an inbound message (beyond the wire, unit, lane and credit codes it reuses). */
 export const HolderRejectCode = {
@@ -390,7 +391,7 @@ export class HolderCore {
       const holder = { holderId: this.config.holderId, incarnation: this.config.incarnation };
       const batch = makeReceiptBatch({ volume: hl.volume, lane: hl.lane, subject }, holder, now, receipts);
       const signed = signReceiptBatch(batch, this.ports.privateKey);
-      this.ports.transport.publish(subject, encodeMessage(signedReceiptBatchSpec, { body: signed.body, signature: signed.signature }), {
+      this.ports.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }), {
         headers: injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span)),
       });
       for (const r of receipts) this.observe({ type: "receipt_published", lane: key, residency: r.residency.kind, retained: r.retained.toString() });
@@ -410,7 +411,7 @@ export class HolderCore {
     let holderId: string;
     let signed: { body: Uint8Array; signature: Uint8Array };
     try {
-      signed = decodeMessage(signedReceiptBatchSpec, msg.data);
+      signed = decodeMessage(receiptBatchSpec, msg.data);
       holderId = decodeReceiptBatch(signed.body).holder.holderId;
     } catch (err) {
       return this.reject(err instanceof CustodyError ? `receipt_${err.code}` : "receipt_malformed", key);

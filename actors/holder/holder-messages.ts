@@ -75,19 +75,3 @@ export const holderEventSpec = defineMessage({
   maxBytes: 256 * 1024,
 });
 export type HolderEventMessage = z.infer<typeof holderEventSpec.schema>;
-
-/**
- * `signed-receipt-batch` v1 on `custody.v1.receipt.<volume>.<lane>`: a holder's canonical receipt
- * batch bytes (see `custody/receipt-batch.ts`) and its Ed25519 signature over exactly those bytes.
- * Receivers verify with `verifyReceiptBatch`; the wrapper adds nothing that is trusted.
- */
-export const signedReceiptBatchSpec = defineMessage({
-  kind: "signed-receipt-batch",
-  version: 1,
-  schema: z.object({
-    body: wireFields.bytes,
-    signature: wireFields.fixedBytes(64),
-  }),
-  maxBytes: 1024 * 1024,
-});
-export type SignedReceiptBatchMessage = z.infer<typeof signedReceiptBatchSpec.schema>;

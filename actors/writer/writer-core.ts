@@ -12,7 +12,6 @@ import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/ind
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import type { PeerDirectory } from "../holder/holder-core.ts";
-import { signedReceiptBatchSpec } from "../holder/holder-messages.ts";
 import { protectedSeqs } from "./protection.ts";
 import { sealPayload, type WriteRecord } from "./unit-payload.ts";
 import {
@@ -24,6 +23,7 @@ import {
   type VolumeWriterConfig,
 } from "./writer-config.ts";
 import { writerProgressSpec } from "./writer-messages.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 /** Ports of a volume writer: the volume, the data key, and the seams. */
 export interface VolumeWriterPorts {
@@ -240,7 +240,7 @@ export class WriterCore {
     const l = this.lanes.get(lane);
     if (l === undefined) return;
     try {
-      const signed = decodeMessage(signedReceiptBatchSpec, msg.data);
+      const signed = decodeMessage(receiptBatchSpec, msg.data);
       const batch = verifyReceiptBatch(signed, {
         stream: { volume: this.config.volume, lane, subject: receiptSubject(this.config.volume, lane) },
         holderKey: (h, inc) => this.ports.peers.key(h, inc),

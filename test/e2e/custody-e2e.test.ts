@@ -3,7 +3,6 @@ import { runRepair } from "../../actors/repair.ts";
 import { authorizeReleases } from "../../policies/release.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { signedReceiptBatchSpec } from "../../actors/holder/holder-messages.ts";
 import { makeReceipt } from "../../custody/receipt.ts";
 import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
@@ -17,6 +16,7 @@ import { join } from "node:path";
 import { rawPublicKey } from "../../custody/signing.ts";
 import type { ActorSpec } from "./actor-process.ts";
 import { commitFailover } from "../../actors/writer/failover.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -252,7 +252,7 @@ test.serial("a forged receipt batch is refused by the controller and the writer,
   });
   const batch = makeReceiptBatch({ volume: d.volume, lane: LANE, subject }, { holderId: "h-w", incarnation: 1 }, Date.now(), [receipt]);
   const forged = signReceiptBatch(batch, generateHolderKeyPair().privateKey);
-  d.writer.transport.publish(subject, encodeMessage(signedReceiptBatchSpec, { body: forged.body, signature: forged.signature }));
+  d.writer.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: forged.body, signature: forged.signature }));
   await eventually(() => d.controller.core.counters.get("receipt_bad_signature") >= 1 && d.writer.writer.core.counters.get("receipt_bad_signature") >= 1, "both refused the forgery", 5000);
   t.is(wRetained().max, 1, "the forged claim on 1..10000 never entered the ledger");
   t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 10_000);

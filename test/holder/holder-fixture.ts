@@ -17,11 +17,12 @@ import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.t
 import { startHolder, type Holder } from "../../actors/holder.ts";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 import type { HolderObservation, HolderPorts, PeerDirectory } from "../../actors/holder/holder-core.ts";
-import { releaseFrontierSpec, signedReceiptBatchSpec } from "../../actors/holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { receiptSubject, releaseSubject } from "../../transport/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 export const VOLUME = "vol1";
 export const LANE = "l0";
@@ -192,7 +193,7 @@ export class Writer {
 export function watchReceipts(t: NatsTransport): { byHolder(h: string): RangeSet; residencies(h: string): string[]; stop(): void } {
   const seen = new Map<string, { retained: RangeSet; residencies: string[] }>();
   const sub = t.subscribe(receiptSubject(VOLUME, LANE), (m) => {
-    const signed = decodeMessage(signedReceiptBatchSpec, m.data);
+    const signed = decodeMessage(receiptBatchSpec, m.data);
     const b = decodeReceiptBatch(signed.body);
     const s = seen.get(b.holder.holderId) ?? { retained: RangeSet.EMPTY, residencies: [] };
     for (const r of b.receipts) {

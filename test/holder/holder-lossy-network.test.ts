@@ -7,7 +7,7 @@
 import test from "ava";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { startHolder, type Holder } from "../../actors/holder.ts";
-import { releaseFrontierSpec, signedReceiptBatchSpec } from "../../actors/holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
 import { seededRandom } from "../../core/random.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
@@ -17,6 +17,7 @@ import { CreditSender } from "../../transport/credit-sender.ts";
 import { receiptSubject, releaseSubject } from "../../transport/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import { holderConfig, KeyRing, LANE, unit, VOLUME } from "./holder-fixture.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 const UNITS = 80;
 
@@ -42,7 +43,7 @@ for (const seed of [3, 11]) {
     net.setEdge("s-ctrl", "s-a", { loss: 0, duplicate: 0, reorder: 0 });
     net.setEdge("s-ctrl", "s-b", { loss: 0, duplicate: 0, reorder: 0 });
     ctl.subscribe(receiptSubject(VOLUME, LANE), (m) => {
-      const b = decodeReceiptBatch(decodeMessage(signedReceiptBatchSpec, m.data).body);
+      const b = decodeReceiptBatch(decodeMessage(receiptBatchSpec, m.data).body);
       let got = receipted.get(b.holder.holderId) ?? RangeSet.EMPTY;
       for (const r of b.receipts) got = got.union(r.retained);
       receipted.set(b.holder.holderId, got);

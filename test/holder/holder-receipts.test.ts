@@ -5,11 +5,11 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { makeReceipt } from "../../custody/receipt.ts";
 import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
-import { signedReceiptBatchSpec } from "../../actors/holder/holder-messages.ts";
 import { creditSubject, receiptSubject, unitSubject } from "../../transport/subjects.ts";
 import { creditSpec, decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import type { NatsTransport } from "../../transport/nats-transport.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -35,7 +35,7 @@ function sendReceipt(t: NatsTransport, key: KeyObject, holderId: string, incarna
     extensions: [],
   });
   const signed = signReceiptBatch(makeReceiptBatch({ volume: VOLUME, lane: LANE, subject }, holder, Date.now(), [r]), key);
-  t.publish(subject, encodeMessage(signedReceiptBatchSpec, { body: signed.body, signature: signed.signature }));
+  t.publish(subject, encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }));
 }
 
 test.serial("missing, stale, forged, reordered and duplicated receipts keep the upstream's pins until the edge's own covering receipt arrives", async (t) => {

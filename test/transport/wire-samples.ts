@@ -32,7 +32,6 @@ export const wireSamples: Record<string, unknown> = {
     reason: "protected RAM evacuation missed its hold-up deadline",
     at: 1_764_000_000_500,
   },
-  "signed-receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => 255 - i) },
   // custody/custody-messages.ts (canonical bytes inside; see custody/receipt-batch.ts and custody/control-event.ts)
   "receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => i) },
   "control-event@1": { event: payload },
