@@ -8,6 +8,9 @@ import type { VolumeStatus } from "./controller/status-document.ts";
  * Receipts and writer progress are folded in whatever state the actor is in (cheap, per message);
  * policy evaluation, release commits and the status document happen only in `evaluating`, entered
  * at most once per `evalIntervalMs` and only when something changed — never on the per-I/O path.
+ * Each round's control-log refresh also notices newly committed declare-failure events; when the
+ * round is done the `startRepairs` action starts one repair task per failure (or, without a repair
+ * configuration, the status document reports the failure as "repair needed").
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -65,6 +68,9 @@ export const controllerMachine = setup({
       context.core.counters.inc("evaluation_failed");
     },
     stopCore: ({ context }) => context.core.stop(),
+    // Declared failures noticed by the round's log refresh get one repair task each (keyed by
+    // their control-log sequence; the core refuses a second start of the same one).
+    startRepairs: ({ context }) => context.core.startRepairs(),
   },
   guards: {
     due: ({ context }) => context.core.dirty || context.forced,
@@ -96,7 +102,7 @@ export const controllerMachine = setup({
       invoke: {
         src: "evaluate",
         input: ({ context }) => ({ core: context.core }),
-        onDone: ControllerState.Waiting,
+        onDone: { target: ControllerState.Waiting, actions: "startRepairs" },
         // A failed round (control log unreachable, conflict) changes nothing; the next one retries.
         onError: { target: ControllerState.Waiting, actions: "noteError" },
       },

@@ -31,10 +31,11 @@ export { sealPayload, openPayload, encodeRecords, decodeRecords, PayloadDecryptE
 export { writerProgressSpec, type WriterProgressMessage } from "./writer/writer-messages.ts";
 export { controllerMachine, ControllerState, type ControllerContext, type ControllerEvent } from "./controller.machine.ts";
 export { startController, ControllerStartError, type Controller } from "./controller.ts";
-export { obligationIdOf, type ControllerConfig, type VolumeTopology } from "./controller/controller-config.ts";
-export { ControllerCore, type ControllerPorts, type ReleaseAudit, type HolderAdmission } from "./controller/controller-core.ts";
+export { obligationIdOf, type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";
+export { failuresToRepair, repairIdOf, type FailureToRepair } from "./controller/failure-repairs.ts";
+export { ControllerCore, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-core.ts";
 export { buildEvaluationState, releaseCandidates, type SourceProgress } from "./controller/evaluation-input.ts";
-export { statusDocument, volumeStatusSpec, type VolumeStatus } from "./controller/status-document.ts";
+export { statusDocument, volumeStatusSpec, RepairStatusState, type VolumeStatus, type RepairStatus } from "./controller/status-document.ts";
 export { repairMachine, RepairState, type RepairReport, type RepairContext } from "./repair.machine.ts";
 export { runRepair, repairForFailure, RepairFailedError } from "./repair.ts";
 export { RepairSourceLostError, RepairTimeoutError, missingCoverage, type RepairInput } from "./repair/repair-steps.ts";

@@ -33,6 +33,26 @@ export interface ControllerConfig {
   readonly topology: VolumeTopology;
   /** Lower bound between two policy evaluations (bounded frequency, off the I/O path). Default 100 ms. */
   readonly evalIntervalMs?: number;
+  /**
+   * Automatic repair of committed declare-failure events. Without it the controller only reports
+   * "repair needed" in its status document.
+   */
+  readonly repair?: RepairConfig;
+}
+
+/** A holder kept in reserve to replace a failed one (started on demand by the repair launcher). */
+export interface StandbyHolder {
+  readonly holderId: string;
+  readonly site: string;
+}
+
+/** How the controller repairs a declared failure. */
+export interface RepairConfig {
+  /** Replacement candidates in preference order: the first one never admitted to the control log is picked. */
+  readonly standby: readonly StandbyHolder[];
+  /** Bandwidth the repair estimate assumes (bytes/s). */
+  readonly bandwidthBytesPerSec: number;
+  readonly receiptTimeoutMs?: number;
 }
 
 /** The obligation id holders put in their receipts for a lane (`<volume>-<lane>`). */

@@ -19,8 +19,22 @@ import { releaseFrontierSpec } from "../holder/holder-messages.ts";
 import type { WriterProgressMessage } from "../writer/writer-messages.ts";
 import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
 import { buildEvaluationState, releaseCandidates } from "./evaluation-input.ts";
-import { statusDocument, volumeStatusSpec, type VolumeStatus } from "./status-document.ts";
+import { RepairStatusState, statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
+import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
+import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
+import { runRepair } from "../repair.ts";
+import type { SurvivorSource } from "../repair/survivor-source.ts";
+
+/**
+ * How the controller reaches the world to repair: it starts (or finds) a standby holder and
+ * returns its admission, and lists the survivors repairs may copy from.
+ */
+export interface RepairLauncher {
+  /** Starts the standby holder (not yet admitted) and returns its admission record. */
+  prepare(standby: StandbyHolder): Promise<HolderAdmission>;
+  survivors(): readonly SurvivorSource[];
+}
 
 export interface ControllerPorts {
   transport: Transport;
@@ -28,6 +42,8 @@ export interface ControllerPorts {
   /** The region's control log (JetStream in production). */
   store: ControlLogStore;
   counters?: Counters;
+  /** Used with `config.repair` to repair declared failures automatically. */
+  repair?: RepairLauncher;
 }
 
 /** One committed release, with the exact evaluation state it was decided on (for audits and tests). */
@@ -66,6 +82,12 @@ export class ControllerCore {
   private lastStatus: VolumeStatus | undefined;
   private lastReport: EvaluationReport | undefined;
   dirty = true;
+  /** Control-log sequence through which declare-failure events have been scanned. */
+  private scannedSeq = 0;
+  /** Failures seen by the last scan that have no repair record yet (launched by `startRepairs`). */
+  private pendingFailures: FailureToRepair[] = [];
+  /** Repair records keyed by the declare-failure sequence: each failure is handled once. */
+  private readonly repairRecords = new Map<number, RepairStatus>();
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -190,6 +212,7 @@ export class ControllerCore {
     this.dirty = false;
     this.counters.inc("evaluations");
     let s = await this.follower.refresh();
+    await this.scanFailures(s);
     const state = this.currentState(s);
     const report = evaluateState(state);
     const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active));
@@ -208,11 +231,92 @@ export class ControllerCore {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.audits.length);
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.audits.length, this.repairs);
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
     return doc;
+  }
+
+  /**
+   * Reads the control-log entries committed since the last scan and notes the declare-failure
+   * events that still need a repair. The first scan (also after a restart) reads the whole log, so
+   * a failure whose repair already completed (a later activate_replacement) is never repaired again.
+   */
+  private async scanFailures(s: ControlState): Promise<void> {
+    if (s.lastSeq <= this.scannedSeq) return;
+    const entries = this.scannedSeq === 0 ? await this.ports.store.readAll() : await this.ports.store.readFrom(this.scannedSeq + 1);
+    const upTo = entries.filter((e) => e.seq > this.scannedSeq && e.seq <= s.lastSeq);
+    this.scannedSeq = s.lastSeq;
+    const obligations = this.config.topology.lanes.map((l) => obligationIdOf(this.volume, l));
+    const open = failuresToRepair(upTo, s, obligations).filter((f) => !this.repairRecords.has(f.seq));
+    for (const f of open) {
+      if (this.config.repair === undefined || this.ports.repair === undefined) {
+        this.repairRecords.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.needed, failed: [...f.failed], reason: "no repair section configured" });
+        this.counters.inc("repair_needed");
+      } else if (!this.pendingFailures.some((p) => p.seq === f.seq)) this.pendingFailures.push(f);
+    }
+  }
+
+  /** True when the last scan found declared failures whose repair has not been started. */
+  get repairsPending(): boolean {
+    return this.pendingFailures.length > 0;
+  }
+
+  /**
+   * Starts one repair task per pending declared failure (once per control-log sequence), with the
+   * first standby holder never admitted. Runs in the background; its outcome (measured time next to
+   * the estimate) lands in `repairs` and the next status document. Never throws.
+   */
+  startRepairs(): void {
+    const cfg = this.config.repair;
+    const launcher = this.ports.repair;
+    for (const f of this.pendingFailures.splice(0)) {
+      if (this.repairRecords.has(f.seq) || cfg === undefined || launcher === undefined) continue;
+      const taken = new Set([...this.repairRecords.values()].map((r) => r.replacement));
+      const standby = cfg.standby.find((c) => this.follower.state.holders[c.holderId] === undefined && !taken.has(c.holderId));
+      if (standby === undefined) {
+        this.repairRecords.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.needed, failed: [...f.failed], reason: "no unused standby holder" });
+        this.counters.inc("repair_needed");
+        this.dirty = true;
+        continue;
+      }
+      this.repairRecords.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.running, failed: [...f.failed], replacement: standby.holderId });
+      this.counters.inc("repair_started");
+      void this.repairOne(f, standby, cfg, launcher);
+    }
+  }
+
+  private async repairOne(f: FailureToRepair, standby: StandbyHolder, cfg: RepairConfig, launcher: RepairLauncher): Promise<void> {
+    const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId };
+    try {
+      const replacement = await launcher.prepare(standby);
+      const report = await runRepair({
+        repairId: repairIdOf(this.volume, f.seq),
+        volume: this.volume,
+        lanes: this.config.topology.lanes,
+        failed: f.failed,
+        replacement,
+        survivors: launcher.survivors().filter((x) => x.holderId !== replacement.holderId && !f.failed.includes(x.holderId)),
+        controller: this,
+        transport: this.ports.transport,
+        clock: this.ports.clock,
+        repairBandwidthBytesPerSec: cfg.bandwidthBytesPerSec,
+        receiptTimeoutMs: cfg.receiptTimeoutMs,
+      });
+      const est = report.estimate.totalSec;
+      this.repairRecords.set(f.seq, { ...base, state: RepairStatusState.done, measuredMs: report.measuredMs, estimateMs: Number.isFinite(est) ? est * 1000 : null, copiedBytes: report.copiedBytes });
+      this.counters.inc("repair_completed");
+    } catch (err) {
+      this.repairRecords.set(f.seq, { ...base, state: RepairStatusState.failed, reason: err instanceof Error ? err.message.slice(0, 512) : String(err).slice(0, 512) });
+      this.counters.inc(`repair_${err instanceof CustodyError ? err.code : "failed"}`);
+    }
+    this.dirty = true;
+  }
+
+  /** Every declared failure this controller has seen and what became of its repair, by sequence. */
+  get repairs(): RepairStatus[] {
+    return [...this.repairRecords.values()].sort((a, b) => a.failureSeq - b.failureSeq);
   }
 
   /** The release event body, or a throw (abstain) when no active, responsible holder backs it. */

@@ -26,6 +26,25 @@ const scenarioStatus = z.object({
   contributors: z.array(z.string().max(128)).max(64),
   flags: z.array(z.string().max(64)).max(16),
 });
+/** Lifecycle of the repair of one declared failure, as an enumeration. */
+export const RepairStatusState = { needed: "needed", running: "running", done: "done", failed: "failed" } as const;
+export type RepairStatusState = (typeof RepairStatusState)[keyof typeof RepairStatusState];
+
+const repairStatus = z.object({
+  /** Control-log sequence of the declare-failure event (the repair's key). */
+  failureSeq: wireFields.uint,
+  state: z.enum([RepairStatusState.needed, RepairStatusState.running, RepairStatusState.done, RepairStatusState.failed]),
+  failed: z.array(z.string().max(128)).max(1024),
+  replacement: z.string().max(128).optional(),
+  /** Measured wall time of the repair task, next to the policy engine's estimate (null = unbounded). */
+  measuredMs: z.number().nonnegative().optional(),
+  estimateMs: z.number().nonnegative().nullable().optional(),
+  copiedBytes: wireFields.uint.optional(),
+  reason: z.string().max(512).optional(),
+});
+/** One repair line of the status document. */
+export type RepairStatus = z.infer<typeof repairStatus>;
+
 export const volumeStatusSpec = defineMessage({
   kind: "volume-status",
   version: 1,
@@ -40,6 +59,8 @@ export const volumeStatusSpec = defineMessage({
     scenarios: z.array(scenarioStatus).max(128),
     evidence: z.array(z.object({ holder: z.string().max(128), ageMs: z.number(), stale: z.boolean() })).max(256),
     releasesCommitted: wireFields.uint,
+    /** Declared failures and their repairs (absent in documents of controllers that predate it). */
+    repairs: z.array(repairStatus).max(256).optional(),
   }),
   maxBytes: 512 * 1024,
 });
@@ -48,7 +69,7 @@ export type VolumeStatus = z.infer<typeof volumeStatusSpec.schema>;
 const pairs = (r: Record<string, number>): [string, number][] => Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
 
 /** Builds the status document from an evaluation. Pure. */
-export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number): VolumeStatus {
+export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = []): VolumeStatus {
   const required = report.reports.filter((r) => r.required);
   let surviving: Record<string, number> | null = { ...report.acknowledged };
   for (const r of required) {
@@ -88,5 +109,6 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
     })),
     evidence,
     releasesCommitted,
+    repairs: [...repairs],
   };
 }

@@ -38,9 +38,10 @@ function checkReleases(t: { true(v: boolean, m?: string): void; deepEqual(a: unk
   return d.controller.core.audits.length;
 }
 
-test.serial("a write acknowledged under 'survive loss of the writer's AZ' is recovered byte-exact at another site after that AZ's writer and holders die, via repair and recovery", async (t) => {
+test.serial("a write acknowledged under 'survive loss of the writer's AZ' is recovered byte-exact at another site after that AZ's writer and holders die, via an automatic repair started by the declare-failure event and recovery", async (t) => {
   // The same-AZ holder keeps its custody (not releasable), so its loss leaves real coverage to repair.
-  const d = await deploy(t.context.supercluster, "vol-az", "use-az", { releasable: ["h-e2"] });
+  // The controller repairs on its own: standby h-e3 at s-e3, 1 Gbit/s assumed for the estimate.
+  const d = await deploy(t.context.supercluster, "vol-az", "use-az", { releasable: ["h-e2"], repair: { standby: [{ holderId: "h-e3", site: "s-e3" }], bandwidthBytesPerSec: 125_000_000 } });
   t.context.defer(() => d.stop());
   await writeSome(d, 40, 1);
   const { heads } = await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
@@ -49,34 +50,33 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   const writes = [...d.writer.writes];
   const ackedLsn = Math.max(...writes.map((w) => w.lsn));
   await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= acked, "controller saw the writer's progress", 5000);
+  t.deepEqual(d.controller.core.repairs, [], "no failure declared, no repair");
 
-  // The writer's AZ dies: the writer and its same-AZ holder.
+  // The writer's AZ dies: the writer and its same-AZ holder. The test only declares the failure.
   await d.writer.close();
   await d.kill("h-e1");
-  await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
 
-  const replacement = await d.startReplacement("h-e3", "s-e3");
-  const report = await runRepair({
-    repairId: "repair-az1",
-    volume: d.volume,
-    lanes: [LANE],
-    failed: ["h-e1"],
-    replacement,
-    survivors: d.survivors().filter((s) => s.holderId !== "h-e3"),
-    controller: d.controller.core,
-    transport: d.holders.get("h-e2")!.transport,
-    clock: { now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) },
-    repairBandwidthBytesPerSec: 125_000_000,
-  });
-  t.log(`repair: ${report.copiedUnits} units, ${report.copiedBytes} B in ${report.measuredMs} ms; policy estimate ${report.estimate.totalSec.toFixed(3)} s`);
-  t.true(report.copiedUnits > 0);
+  await eventually(() => d.controller.core.repairs.some((r) => r.failureSeq === failureSeq && (r.state === "done" || r.state === "failed")), "the controller ran the repair", 15_000);
+  const [rep] = d.controller.core.repairs;
+  t.is(d.controller.core.repairs.length, 1, "exactly one repair for the one failure");
+  t.like(rep, { failureSeq, state: "done", replacement: "h-e3", failed: ["h-e1"] });
+  t.log(`repair of failure @${failureSeq}: ${rep!.copiedBytes} B in ${rep!.measuredMs} ms; policy estimate ${rep!.estimateMs} ms`);
+  t.true((rep!.copiedBytes ?? 0) > 0);
+  t.true(rep!.estimateMs !== null && rep!.estimateMs !== undefined && rep!.measuredMs !== undefined && rep!.measuredMs < rep!.estimateMs, "measured repair time is within the policy estimate");
   const e3 = d.holders.get("h-e3")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
-  const missing = RangeSet.fromJSON(report.missing[LANE]!);
-  t.false(missing.isEmpty, "the failed holder was covering something");
-  t.true(e3.log.retained.coversAll(missing), "the replacement holds every missing range");
   const o = d.controller.core.follower.state.obligations[`${d.volume}-${LANE}`]!;
-  t.true(o.responsible["h-e3"]!.coversAll(missing), "and is responsible for them in the control log");
-  t.true(report.measuredMs / 1000 < report.estimate.totalSec, "measured repair time is within the policy estimate");
+  const missing = o.responsible["h-e3"] ?? RangeSet.EMPTY;
+  t.false(missing.isEmpty, "the replacement took over the failed holder's responsibility in the control log");
+  t.true(e3.log.retained.coversAll(missing), "and holds every range it is now responsible for");
+  await eventually(() => d.controller.core.status?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "done") ?? false, "the status document reports the repair", 5000);
+
+  // A restarted controller replays the log: the completed repair is not started again.
+  const again = await d.restartController();
+  again.evaluateSoon();
+  await eventually(() => (again.core.counters.get("evaluations") ?? 0) >= 2, "the restarted controller evaluated", 5000);
+  t.deepEqual(again.core.repairs, [], "a repaired failure is not repaired twice");
+  t.is(again.core.counters.get("repair_started") ?? 0, 0);
 
   // Recovery at US-West from what survives (the writer's AZ is gone).
   const { dir, result } = await d.recover("s-usw", d.survivors());

@@ -7,8 +7,8 @@
  */
 import { join } from "node:path";
 import { startController, type Controller } from "../../actors/controller.ts";
-import type { VolumeTopology } from "../../actors/controller/controller-config.ts";
-import type { HolderAdmission } from "../../actors/controller/controller-core.ts";
+import type { RepairConfig, VolumeTopology } from "../../actors/controller/controller-config.ts";
+import type { HolderAdmission, RepairLauncher } from "../../actors/controller/controller-core.ts";
 import { holderSource, type SurvivorSource } from "../../actors/repair/survivor-source.ts";
 import { recoverVolume, type RecoveryBase, type RecoveryResult } from "../../actors/repair/volume-recovery.ts";
 import { systemClock } from "../../core/clock.ts";
@@ -111,6 +111,8 @@ export interface Deployment {
   /** Starts a replacement holder (not yet admitted) and returns its admission record. */
   startReplacement(holderId: string, siteId: string): Promise<HolderAdmission>;
   survivors(): SurvivorSource[];
+  /** Stops the controller and starts a fresh one (same id, config and launcher) that replays the control log. */
+  restartController(): Promise<Controller>;
   /** Recovers the volume at `siteName` from `sources` (+ optional base); the key comes from the key authority. */
   recover(siteName: string, sources: readonly SurvivorSource[], opts?: { base?: RecoveryBase; upTo?: Record<string, number> }): Promise<{ dir: string; result: RecoveryResult }>;
   stop(): Promise<void>;
@@ -121,7 +123,7 @@ function admission(keys: KeyRing, holderId: string, s: Site): HolderAdmission {
 }
 
 /** Starts holders, a writer and a controller for a fresh volume on the supercluster. */
-export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string, opts: { releasable?: string[]; external?: string[] } = {}): Promise<Deployment> {
+export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string, opts: { releasable?: string[]; external?: string[]; repair?: RepairConfig } = {}): Promise<Deployment> {
   const urls = Object.fromEntries(Object.entries(sc.regions).map(([k, r]) => [k, r.url]));
   const keys = new KeyRing();
   const authority = new KeyAuthority("ka-eu", "s-eu");
@@ -133,7 +135,12 @@ export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: 
   }
   const ctlTransport = await NatsTransport.connect({ servers: urls["us-east"]!, name: `ctl-${volume}` });
   const store = await openJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
-  const controller = await startController({ controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50 }, { transport: ctlTransport, clock: systemClock, store });
+  // The repair launcher is bound late: it starts standby holders through the deployment below.
+  let dep: Deployment | undefined;
+  const repair: RepairLauncher = { prepare: (s) => dep!.startReplacement(s.holderId, s.site), survivors: () => dep!.survivors() };
+  const ctlConfig = { controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50, repair: opts.repair };
+  const controller = await startController(ctlConfig, { transport: ctlTransport, clock: systemClock, store, repair });
+  let current = controller;
   const all = Object.keys(HOLDERS);
   await controller.core.bootstrap(
     all.map((h) => admission(keys, h, SITES[HOLDERS[h]![0]]!)),
@@ -152,7 +159,7 @@ export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: 
     keys,
     authority,
   });
-  const dep: Deployment = {
+  dep = {
     volume,
     keys,
     authority,
@@ -172,6 +179,11 @@ export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: 
       return admission(keys, id, s);
     },
     survivors: () => [...holders.values()].map((h) => holderSource(h.holder)),
+    async restartController() {
+      current.stop();
+      current = await startController(ctlConfig, { transport: ctlTransport, clock: systemClock, store, repair });
+      return current;
+    },
     async recover(siteName, sources, opts = {}) {
       const principal = `recovery-${siteName}`;
       authority.authorize(volume, principal);
@@ -181,6 +193,7 @@ export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: 
       return { dir, result };
     },
     async stop() {
+      if (current !== controller) current.stop();
       controller.stop();
       await writer.close().catch(() => undefined);
       for (const h of holders.values()) await h.close().catch(() => undefined);
