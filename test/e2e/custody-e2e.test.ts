@@ -321,7 +321,9 @@ test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) lo
 
   t.is(await killed(w.child), "SIGKILL");
   t.is(await killed(e1.child), "SIGKILL");
-  await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
+  // This controller has no repair section: it reports the failure instead of repairing it.
+  await eventually(() => d.controller.core.status?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "needed") ?? false, "the status document reports 'repair needed'", 5000);
   const replacement = await d.startReplacement("h-e3", "s-e3");
   const report = await runRepair({
     repairId: "repair-kill",
