@@ -106,10 +106,15 @@ export class ProcessRegistry {
    * 130/143; a plain exit kills any survivor synchronously. Returns the uninstaller.
    */
   installSignalHandlers(onSignal: () => void = () => undefined): () => void {
+    // Once interrupted, the demo exits 130/143 whichever path reaches process.exit first: the main
+    // flow may notice its children dying and end with 1 before stopAll() has finished.
+    let signalExitCode: number | undefined;
     const killNow = () => {
       for (const p of this.procs) if (p.alive()) p.child.kill("SIGKILL");
+      if (signalExitCode !== undefined) process.exitCode = signalExitCode;
     };
     const onSig = (signal: NodeJS.Signals) => {
+      signalExitCode = signal === "SIGINT" ? 130 : 143;
       void this.stopAll().finally(() => {
         onSignal();
         process.exit(signal === "SIGINT" ? 130 : 143);
