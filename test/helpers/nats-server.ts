@@ -167,7 +167,7 @@ async function healthy(httpPort: number): Promise<boolean> {
 }
 
 function isPortClash(log: string): boolean {
-  return /address already in use/i.test(log);
+  return log.search(/address already in use/i) >= 0;
 }
 
 /** Options of `startNatsServer`. */
@@ -326,7 +326,7 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
     throw new Error(`supercluster needs distinct region names, got ${JSON.stringify(names)}`);
   }
   for (const n of names) {
-    if (!/^[A-Za-z0-9_-]+$/.test(n)) throw new Error(`bad region name ${JSON.stringify(n)}`);
+    if (n.search(/^[A-Za-z0-9_-]+$/) < 0) throw new Error(`bad region name ${JSON.stringify(n)}`);
   }
   const jetstream = opts.jetstream ?? true;
 

@@ -9,7 +9,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { systemClock } from "../../core/clock.ts";
-import { nodeFileLayer, type FileHandleLike, type FileLayer } from "../../core/file-layer.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
@@ -49,54 +48,7 @@ export class KeyRing implements PeerDirectory {
   }
 }
 
-/** A FileLayer that counts writes and syncs (and can delay datasync to miss deadlines). */
-export class CountingFileLayer implements FileLayer {
-  writes = 0;
-  writtenBytes = 0;
-  datasyncs = 0;
-  /** Extra delay before each datasync completes, ms. */
-  syncDelayMs = 0;
-  constructor(private readonly inner: FileLayer = nodeFileLayer) {}
-  async open(path: string, opts?: { create?: boolean }): Promise<FileHandleLike> {
-    const h = await this.inner.open(path, opts);
-    return {
-      path: h.path,
-      read: (b, o, l, p) => h.read(b, o, l, p),
-      write: async (b, o, l, p) => {
-        this.writes++;
-        this.writtenBytes += l;
-        await h.write(b, o, l, p);
-      },
-      datasync: async () => {
-        if (this.syncDelayMs > 0) await new Promise((r) => setTimeout(r, this.syncDelayMs));
-        await h.datasync();
-        this.datasyncs++;
-      },
-      sync: () => h.sync(),
-      truncate: (n) => h.truncate(n),
-      size: () => h.size(),
-      close: () => h.close(),
-    };
-  }
-  exists(p: string) {
-    return this.inner.exists(p);
-  }
-  mkdirp(p: string) {
-    return this.inner.mkdirp(p);
-  }
-  rename(a: string, b: string) {
-    return this.inner.rename(a, b);
-  }
-  unlink(p: string) {
-    return this.inner.unlink(p);
-  }
-  readdir(p: string) {
-    return this.inner.readdir(p);
-  }
-  syncDir(p: string) {
-    return this.inner.syncDir(p);
-  }
-}
+export { CountingFileLayer } from "../helpers/counting-file-layer.ts";
 
 /** A fresh temp dir for spill files. */
 export function tempDir(): string {
