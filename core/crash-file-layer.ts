@@ -289,6 +289,22 @@ function resize(buf: Uint8Array, length: number): Uint8Array {
   return out;
 }
 
+/**
+ * Resizes a live file view. Views sit on a buffer with spare capacity (doubling), so appends cost
+ * amortized O(bytes appended) rather than a whole-file copy each; bytes cut off by a shrink are
+ * zeroed so that a later extension reads zeros, as POSIX requires.
+ */
+function resizeLive(buf: Uint8Array, length: number): Uint8Array {
+  const capacity = buf.buffer.byteLength - buf.byteOffset;
+  if (buf.byteOffset === 0 && length <= capacity) {
+    if (length < buf.length) buf.fill(0, length);
+    return new Uint8Array(buf.buffer, 0, length);
+  }
+  const out = new Uint8Array(new ArrayBuffer(Math.max(length, 2 * buf.length, 4096)), 0, length);
+  out.set(buf.subarray(0, Math.min(length, buf.length)));
+  return out;
+}
+
 function enoent(syscall: string, path: string): NodeJS.ErrnoException {
   const err: NodeJS.ErrnoException = new Error(`ENOENT: no such file or directory, ${syscall} '${path}'`);
   err.code = "ENOENT";
@@ -320,7 +336,11 @@ class CrashHandle implements FileHandleLike {
   async write(buf: Uint8Array, offset: number, length: number, position: number): Promise<void> {
     this.check();
     const data = buf.slice(offset, offset + length);
-    const next = applyWrite(this.layer.bytes(this.ino), position, data);
+    // The live view is private to this layer (reads copy out, the log keeps its own copy), so a
+    // write inside the file updates it in place instead of copying the whole file per write.
+    const live = this.layer.bytes(this.ino);
+    const next = position + length <= live.length ? live : resizeLive(live, position + length);
+    next.set(data, position);
     this.layer.mutate(this.ino, { kind: "write", ino: this.ino, path: this.path, position, data }, next);
   }
 
@@ -336,7 +356,7 @@ class CrashHandle implements FileHandleLike {
 
   async truncate(length: number): Promise<void> {
     this.check();
-    this.layer.mutate(this.ino, { kind: "truncate", ino: this.ino, path: this.path, length }, resize(this.layer.bytes(this.ino), length));
+    this.layer.mutate(this.ino, { kind: "truncate", ino: this.ino, path: this.path, length }, resizeLive(this.layer.bytes(this.ino), length));
   }
 
   async size(): Promise<number> {

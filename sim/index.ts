@@ -21,6 +21,9 @@ export {
 } from "./invariants.ts";
 export { ModelHolder, modelSubject, type ModelHolderConfig, type HolderObserver } from "./model-holder.ts";
 export { ModelController, type ReleaseAuthorizer, type ControllerObserver } from "./model-controller.ts";
-export { runWorld, minimizeRun, type RunOptions, type RunResult } from "./runner.ts";
+export { runWorld, type RunOptions, type RunResult } from "./runner.ts";
+export { runActorWorld } from "./actor-runner.ts";
+export { ActorWorld, SIM_EPOCH_MS } from "./actor-world.ts";
+export { minimizeRun, type WorldRunner } from "./minimize.ts";
 export { sweep, type SweepResult } from "./sweep.ts";
 export { SimArgumentError } from "./sim-argument-error.ts";

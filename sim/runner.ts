@@ -63,6 +63,8 @@ export interface RunResult {
   readonly scheduleShape: string;
   readonly scheduleKey: string;
   readonly counters: Readonly<Record<string, number>>;
+  /** Unexpected failures inside actors (bugs); a run stops at the first. */
+  readonly errors?: readonly string[];
 }
 
 const ALL_CHECKS = Object.values(InvariantId);
@@ -286,28 +288,4 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     scheduleKey: scheduleKey(spec.faults),
     counters: { ...net.counters.snapshot(), ...Object.fromEntries(Object.entries(controller.counters.snapshot()).map(([k, v]) => [`ctrl_${k}`, v])) },
   };
-}
-
-/**
- * Shrinks a failing run: drops fault events one at a time while the same invariant still breaks
- * at the same or an earlier step, then cuts the run at the violating step. Returns the smallest failing run found (or `result`).
- */
-export function minimizeRun(result: RunResult, opts: RunOptions = {}): RunResult {
-  if (result.violation === undefined) return result;
-  const target = result.violation.invariant;
-  let best = result;
-  let faults = [...result.spec.faults];
-  for (let i = faults.length - 1; i >= 0; i--) {
-    const candidate = faults.filter((_, j) => j !== i);
-    const r = runWorld(result.seed, { ...opts, holders: result.spec.holders.length, faults: candidate, durationMs: result.spec.timing.durationMs });
-    // Keep the removal when the same invariant still breaks, no later than before (a shorter trace).
-    if (r.violation?.invariant === target && r.violationStep! <= best.violationStep!) {
-      faults = candidate;
-      best = r;
-    }
-  }
-  // Cut at the violating step: the trace then ends with the violation.
-  const shortDuration = Math.ceil(best.violation!.atMs) + 1;
-  const r = runWorld(result.seed, { ...opts, holders: result.spec.holders.length, faults, durationMs: Math.max(shortDuration, 1), steps: best.violationStep! + 1 });
-  return r.violation?.invariant === target ? r : best;
 }

@@ -1,4 +1,6 @@
-import { runWorld, type RunOptions } from "./runner.ts";
+import { runActorWorld } from "./actor-runner.ts";
+import type { WorldRunner } from "./minimize.ts";
+import type { RunOptions } from "./runner.ts";
 
 /** What a sweep over a seed range found. */
 export interface SweepResult {
@@ -6,6 +8,8 @@ export interface SweepResult {
   readonly to: number;
   readonly runs: number;
   readonly violations: number;
+  /** Unexpected failures inside actors (bugs), counted apart from invariant violations. */
+  readonly errors: number;
   /** The first violating seeds (up to 50) with the invariant each broke. */
   readonly violating: ReadonlyArray<{ seed: number; invariant: string; message: string }>;
   /** Distinct fault schedules by shape (kinds and targets in order, times ignored). */
@@ -20,19 +24,23 @@ export interface SweepResult {
   readonly grants: number;
 }
 
-/** Runs every seed in from..to (inclusive) with `opts` and tallies what was explored and found. */
-export function sweep(from: number, to: number, opts: RunOptions = {}, onRun?: (seed: number) => void): SweepResult {
+/**
+ * Runs every seed in from..to (inclusive) with `opts` and tallies what was explored and found.
+ * `run` defaults to the production actors (`runActorWorld`).
+ */
+export async function sweep(from: number, to: number, opts: RunOptions = {}, run: WorldRunner = runActorWorld, onRun?: (seed: number) => void): Promise<SweepResult> {
   const shapes = new Set<string>();
   const exact = new Set<string>();
   const violating: Array<{ seed: number; invariant: string; message: string }> = [];
   let violations = 0;
+  let errors = 0;
   let strikesChecked = 0;
   let steps = 0;
   let writes = 0;
   let grants = 0;
   const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0 };
   for (let seed = from; seed <= to; seed++) {
-    const r = runWorld(seed, opts);
+    const r = await run(seed, opts);
     shapes.add(r.scheduleShape);
     exact.add(r.scheduleKey);
     strikesChecked += r.strikesChecked;
@@ -47,6 +55,10 @@ export function sweep(from: number, to: number, opts: RunOptions = {}, onRun?: (
       violations++;
       if (violating.length < 50) violating.push({ seed, invariant: r.violation.invariant, message: r.violation.message });
     }
+    for (const e of r.errors ?? []) {
+      errors++;
+      if (violating.length < 50) violating.push({ seed, invariant: "actor_error", message: e });
+    }
     onRun?.(seed);
   }
   return {
@@ -54,6 +66,7 @@ export function sweep(from: number, to: number, opts: RunOptions = {}, onRun?: (
     to,
     runs: to - from + 1,
     violations,
+    errors,
     violating,
     distinctScheduleShapes: shapes.size,
     distinctSchedules: exact.size,

@@ -44,6 +44,11 @@ export interface ControllerPorts {
   counters?: Counters;
   /** Used with `config.repair` to repair declared failures automatically. */
   repair?: RepairLauncher;
+  /**
+   * Test-only fault switch: replaces `authorizeReleases`. The simulator's weakened-release test
+   * passes one to prove its checks can fail; no configuration file or CLI flag reaches this port.
+   */
+  authorizeReleases?: typeof authorizeReleases;
 }
 
 /** One committed release, with the exact evaluation state it was decided on (for audits and tests). */
@@ -216,7 +221,7 @@ export class ControllerCore {
     const state = this.currentState(s);
     const report = evaluateState(state);
     const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active));
-    const decisions = requests.length > 0 ? authorizeReleases(state, requests) : [];
+    const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
     for (const d of decisions) if (!d.allowed) this.counters.inc("release_denied");
     for (const req of granted) {

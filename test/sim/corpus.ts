@@ -1,6 +1,6 @@
 /** The fixed CI corpus of simulator seeds, shared by the corpus test files. */
 import type { ExecutionContext } from "ava";
-import { runWorld } from "../../sim/runner.ts";
+import { runActorWorld } from "../../sim/actor-runner.ts";
 
 /** Virtual duration of each corpus run (short enough to keep CI fast, long enough for strikes and repair). */
 export const CORPUS_DURATION_MS = 12_000;
@@ -8,18 +8,26 @@ export const CORPUS_DURATION_MS = 12_000;
 /** Holder count for a corpus seed: cycles through 1..10 so every size is covered equally. */
 export const corpusHolders = (seed: number): number => ((seed - 1) % 10) + 1;
 
-/** Runs seeds first..last and asserts every run is free of violations; returns explored schedule shapes. */
-export function runCorpusChunk(t: ExecutionContext, first: number, last: number): Set<string> {
+/**
+ * Runs seeds first..last with the production actors and asserts every run is free of invariant
+ * violations and of unexpected actor errors; returns the fault-schedule shapes it explored.
+ */
+export async function runCorpusChunk(t: ExecutionContext, first: number, last: number): Promise<Set<string>> {
   const shapes = new Set<string>();
   const failures: string[] = [];
   let checked = 0;
+  let writes = 0;
+  let grants = 0;
   for (let seed = first; seed <= last; seed++) {
-    const r = runWorld(seed, { holders: corpusHolders(seed), durationMs: CORPUS_DURATION_MS });
+    const r = await runActorWorld(seed, { holders: corpusHolders(seed), durationMs: CORPUS_DURATION_MS });
     shapes.add(r.scheduleShape);
     checked += r.strikesChecked;
+    writes += r.writes;
+    grants += r.grants;
     if (r.violation) failures.push(`seed ${seed}: ${r.violation.invariant} — ${r.violation.message}`);
+    for (const e of r.errors ?? []) failures.push(`seed ${seed}: actor error — ${e}`);
   }
   t.deepEqual(failures, [], "every corpus seed stays green");
-  t.log(`seeds ${first}..${last}: ${shapes.size} distinct fault schedules, ${checked} strikes checked against confirmed cuts`);
+  t.log(`seeds ${first}..${last}: ${shapes.size} distinct fault schedules, ${checked} strikes checked against confirmed cuts, ${writes} acknowledged writes, ${grants} release frontiers`);
   return shapes;
 }

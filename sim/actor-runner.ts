@@ -1,0 +1,175 @@
+import { ActorWorld, SIM_EPOCH_MS } from "./actor-world.ts";
+import { EventTrace } from "./event-trace.ts";
+import { FaultKind, isDestructive, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
+import { checkCredits, checkReceipts, checkReleaseCoverage, checkReleased, checkStrike, InvariantId, type Violation, type WorldObservation } from "./invariants.ts";
+import type { RunOptions, RunResult } from "./runner.ts";
+import { SimNetwork } from "./sim-network.ts";
+import { SimulatedClock } from "./simulated-clock.ts";
+import { buildWorld, runRandom } from "./world.ts";
+
+const ALL_CHECKS = Object.values(InvariantId);
+
+/** Lets every promise chain the last timer started run to its end (no real I/O is involved). */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Runs the world of `seed` with the production actors (real Holder, VolumeWriter and Controller
+ * machines; see ActorWorld) over a SimNetwork in virtual time, applies the fault schedule on time
+ * and checks the invariants after every clock step. Deterministic: after each timer the runner
+ * waits until every promise it set off has settled, and nothing reads real time, real randomness
+ * or real files, so the same seed and options give the same trace hash.
+ */
+export async function runActorWorld(seed: number, opts: RunOptions = {}): Promise<RunResult> {
+  const spec = buildWorld(seed, {
+    ...(opts.holders !== undefined ? { holders: opts.holders } : {}),
+    ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
+    ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}),
+  });
+  const checks = new Set(opts.checks ?? ALL_CHECKS);
+  const maxSteps = opts.steps ?? 2_000_000;
+  const trace = new EventTrace();
+  const clock = new SimulatedClock({ startMs: SIM_EPOCH_MS });
+  const rel = () => clock.now() - SIM_EPOCH_MS;
+  const net = new SimNetwork({
+    clock,
+    random: runRandom(spec, "network"),
+    onEvent: (e) => trace.hashNet(e.atMs - SIM_EPOCH_MS, e.kind, e.from, e.to, e.subject),
+  });
+  for (const [key, profile] of Object.entries(spec.edges)) {
+    const [from, to] = key.split(">") as [string, string];
+    net.setEdge(from, to, profile);
+  }
+
+  let violation: Violation | undefined;
+  let violationStep: number | undefined;
+  let steps = 0;
+  let grants = 0;
+  let strikesChecked = 0;
+  let lastDestructiveAt = -Infinity;
+  const errors: string[] = [];
+  const confirmedMax = new Map<string, number>();
+  const recovering: Array<{ at: number; target: number }> = [];
+  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0 };
+  const fail = (vs: Violation[]) => {
+    const v = vs.find((x) => checks.has(x.invariant));
+    if (v !== undefined && violation === undefined) {
+      violation = { ...v, atMs: rel() };
+      violationStep = steps;
+      trace.record({ atMs: rel(), kind: "VIOLATION", actor: v.invariant, detail: { message: v.message } });
+    }
+  };
+  const inContract = () => rel() - lastDestructiveAt >= spec.timing.settleMs;
+  const observe = (): WorldObservation => ({ atMs: rel(), holders: world.holderTruths(), credits: world.credits(), receipts: world.takeReceipts() });
+
+  const world: ActorWorld = new ActorWorld(
+    spec,
+    clock,
+    net,
+    trace,
+    runRandom(spec, "workload"),
+    {
+      confirmed: (cuts) => {
+        for (let i = recovering.length - 1; i >= 0; i--) {
+          const r = recovering[i]!;
+          if ([...cuts.values()].every((c) => c >= r.target)) {
+            if (rel() - r.at <= spec.timing.settleMs) recovery.inBudget++;
+            else recovery.late++;
+            recovering.splice(i, 1);
+          }
+        }
+        if (!inContract()) return; // evidence gathered right after a fault may still include its victims
+        for (const [name, cut] of cuts) confirmedMax.set(name, Math.max(confirmedMax.get(name) ?? -1, cut));
+      },
+      granted: () => {
+        grants++;
+        if (inContract()) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, confirmedMax));
+      },
+      error: (where, err) => {
+        const text = `${where}: ${err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err)}`;
+        errors.push(text);
+        trace.record({ atMs: rel(), kind: "error", actor: where, detail: { text } });
+      },
+    },
+    { ...(opts.authorize ? { authorizeReleases: opts.authorize } : {}) },
+  );
+
+  const applyFault = (f: FaultEvent) => {
+    if (isDestructive(f)) lastDestructiveAt = rel();
+    switch (f.kind) {
+      case FaultKind.strike: {
+        const s = spec.scenarios.find((x) => x.name === f.scenario);
+        if (s === undefined) break;
+        const confirmed = confirmedMax.get(s.name);
+        if (confirmed !== undefined) strikesChecked++;
+        trace.record({ atMs: rel(), kind: "strike", actor: "world", detail: { scenario: s.name, confirmed: confirmed ?? null } });
+        fail(checkStrike(observe(), spec.sites, s, confirmed));
+        if (violation !== undefined) return;
+        recovery.strikes++;
+        recovering.push({ at: rel(), target: world.ackedHead });
+        world.strike(s);
+        break;
+      }
+      case FaultKind.evidenceDegrade:
+        world.degradeEvidence(f.holder);
+        break;
+      case FaultKind.controllerLoss:
+        world.loseController(f.durationMs);
+        break;
+      case FaultKind.partition: {
+        const id = net.partition(f.a, f.b);
+        trace.record({ atMs: rel(), kind: "partition", actor: "world", detail: { a: f.a, b: f.b, durationMs: f.durationMs } });
+        clock.schedule(() => {
+          net.heal(id);
+          trace.record({ atMs: rel(), kind: "heal", actor: "world", detail: { a: f.a, b: f.b } });
+        }, f.durationMs, "heal");
+        break;
+      }
+    }
+    // Confirmations made before a destructive fault promise nothing about the world after it.
+    if (isDestructive(f)) confirmedMax.clear();
+  };
+  for (const f of spec.faults) clock.schedule(() => applyFault(f), f.atMs, "fault");
+
+  const started = world.start().catch((err) => errors.push(`start: ${String(err)}`));
+  let lastHolders = new Map<string, WorldObservation["holders"][number]>();
+  const end = SIM_EPOCH_MS + spec.timing.durationMs;
+  await settle(); // the start runs as far as it can before the first timer
+  for (;;) {
+    if (violation !== undefined || steps >= maxSteps || errors.length > 0) break;
+    const due = clock.nextDue();
+    if (due === undefined || due > end) break;
+    clock.step();
+    steps++;
+    await settle();
+    const obs = observe();
+    // RangeSets are immutable: a holder whose sets are the same objects as last time is unchanged.
+    const changed = obs.holders.filter((h) => {
+      const p = lastHolders.get(h.id);
+      return p === undefined || p.ram !== h.ram || p.disk !== h.disk || p.released !== h.released || p.granted !== h.granted;
+    });
+    if (changed.length > 0) lastHolders = new Map([...lastHolders, ...changed.map((h) => [h.id, h] as const)]);
+    fail([...checkReceipts(obs), ...checkReleased({ ...obs, holders: changed }), ...checkCredits(obs)]);
+  }
+  await started;
+  await world.stop();
+  await settle();
+  return {
+    seed,
+    spec,
+    steps,
+    virtualMs: rel(),
+    traceHash: trace.digest(),
+    traceEvents: trace.count,
+    trace: trace.events,
+    violation,
+    violationStep,
+    writes: world.acked.count,
+    grants,
+    strikesChecked,
+    recovery: { ...recovery, never: recovering.length },
+    scheduleShape: scheduleShape(spec.faults),
+    scheduleKey: scheduleKey(spec.faults),
+    counters: { ...net.counters.snapshot(), ...world.counters.snapshot() },
+    errors,
+  };
+}
