@@ -145,7 +145,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     // RangeSets are immutable: a holder whose sets are the same objects as last time is unchanged.
     const changed = obs.holders.filter((h) => {
       const p = lastHolders.get(h.id);
-      return p === undefined || p.ram !== h.ram || p.disk !== h.disk || p.released !== h.released || p.granted !== h.granted;
+      return p === undefined || p.ram !== h.ram || p.disk !== h.disk || p.released !== h.released || p.granted !== h.granted || p.ledger !== h.ledger;
     });
     if (changed.length > 0) lastHolders = new Map([...lastHolders, ...changed.map((h) => [h.id, h] as const)]);
     fail([...checkReceipts(obs), ...checkReleased({ ...obs, holders: changed }), ...checkCredits(obs)]);

@@ -88,6 +88,8 @@ export class ActorWorld {
   acked = RangeSet.EMPTY;
   /** Release frontiers the controller committed, per holder (cumulative). */
   readonly granted = new Map<string, RangeSet>();
+  /** What the controller's evaluation input claimed for each holder at its last evaluation. */
+  private readonly ledgerClaims = new Map<string, RangeSet>();
   private receipts: ReceiptTruth[] = [];
   private readonly sentBytes = new Map<string, { sender: string; gen: number; receiver: string; sent: number }>();
   private readonly grantedBytes = new Map<string, number>();
@@ -368,8 +370,14 @@ export class ActorWorld {
 
   private tapController(subject: string, data: Uint8Array): void {
     if (subject === statusSubject(this.volume)) {
-      const report = this.controller?.core.report;
-      if (report === undefined) return;
+      const core = this.controller?.core;
+      const report = core?.report;
+      if (core === undefined || report === undefined) return;
+      for (const h of core.currentState().holders) {
+        let claimed = RangeSet.EMPTY;
+        for (const c of h.claims) if (c.lane === this.lane) claimed = claimed.union(c.ranges);
+        this.ledgerClaims.set(h.id, claimed);
+      }
       const cuts = new Map<string, number>();
       for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.cut?.[this.lane] ?? -1);
       this.hooks.confirmed(cuts);
@@ -401,7 +409,7 @@ export class ActorWorld {
         disk,
         ramSurvivesPower: h.spec.protectedRam && h.evidenceValid,
         released: ob?.released ?? RangeSet.EMPTY,
-        ledger: RangeSet.EMPTY,
+        ledger: this.ledgerClaims.get(h.spec.id) ?? RangeSet.EMPTY,
         granted: this.granted.get(h.spec.id) ?? RangeSet.EMPTY,
       });
     }
