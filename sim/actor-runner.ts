@@ -3,9 +3,8 @@ import { EventTrace } from "./event-trace.ts";
 import { FaultKind, isDestructive, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
 import { checkCredits, checkReceipts, checkReleaseCoverage, checkReleased, checkStrike, InvariantId, type Violation, type WorldObservation } from "./invariants.ts";
 import type { RunOptions, RunResult } from "./runner.ts";
-import { SimNetwork } from "./sim-network.ts";
 import { SimulatedClock } from "./simulated-clock.ts";
-import { buildWorld, runRandom } from "./world.ts";
+import { buildWorld, networkFor, overridesOf, runRandom } from "./world.ts";
 
 const ALL_CHECKS = Object.values(InvariantId);
 
@@ -20,25 +19,14 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
  * or real files, so the same seed and options give the same trace hash.
  */
 export async function runActorWorld(seed: number, opts: RunOptions = {}): Promise<RunResult> {
-  const spec = buildWorld(seed, {
-    ...(opts.holders !== undefined ? { holders: opts.holders } : {}),
-    ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
-    ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}),
-  });
+  const spec = buildWorld(seed, overridesOf(opts));
+
   const checks = new Set(opts.checks ?? ALL_CHECKS);
   const maxSteps = opts.steps ?? 2_000_000;
   const trace = new EventTrace();
   const clock = new SimulatedClock({ startMs: SIM_EPOCH_MS });
   const rel = () => clock.now() - SIM_EPOCH_MS;
-  const net = new SimNetwork({
-    clock,
-    random: runRandom(spec, "network"),
-    onEvent: (e) => trace.hashNet(e.atMs - SIM_EPOCH_MS, e.kind, e.from, e.to, e.subject),
-  });
-  for (const [key, profile] of Object.entries(spec.edges)) {
-    const [from, to] = key.split(">") as [string, string];
-    net.setEdge(from, to, profile);
-  }
+  const net = networkFor(spec, clock, trace, SIM_EPOCH_MS);
 
   let violation: Violation | undefined;
   let violationStep: number | undefined;

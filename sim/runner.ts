@@ -16,9 +16,8 @@ import {
 } from "./invariants.ts";
 import { ModelController, type ReleaseAuthorizer } from "./model-controller.ts";
 import { ModelHolder } from "./model-holder.ts";
-import { SimNetwork } from "./sim-network.ts";
 import { SimulatedClock } from "./simulated-clock.ts";
-import { buildWorld, runRandom, type WorldSpec } from "./world.ts";
+import { buildWorld, networkFor, overridesOf, runRandom, type WorldSpec } from "./world.ts";
 
 /** Options of one run. */
 export interface RunOptions {
@@ -76,24 +75,13 @@ const ALL_CHECKS = Object.values(InvariantId);
  * trace hash.
  */
 export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
-  const spec = buildWorld(seed, {
-    ...(opts.holders !== undefined ? { holders: opts.holders } : {}),
-    ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
-    ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}),
-  });
+  const spec = buildWorld(seed, overridesOf(opts));
+
   const checks = new Set(opts.checks ?? ALL_CHECKS);
   const maxSteps = opts.steps ?? 200_000;
   const trace = new EventTrace();
   const clock = new SimulatedClock();
-  const net = new SimNetwork({
-    clock,
-    random: runRandom(spec, "network"),
-    onEvent: (e) => trace.hashNet(e.atMs, e.kind, e.from, e.to, e.subject),
-  });
-  for (const [key, profile] of Object.entries(spec.edges)) {
-    const [from, to] = key.split(">") as [string, string];
-    net.setEdge(from, to, profile);
-  }
+  const net = networkFor(spec, clock, trace);
 
   // Observer state (outside the actors: what the checks see).
   const grantsIssued = new Map<string, number>();

@@ -1,7 +1,9 @@
 import { seededRandom, type Random } from "../core/random.ts";
 import { LossKind, type Scenario, type Site } from "../policies/index.ts";
 import { generateFaultSchedule, type FaultEvent } from "./fault-schedule.ts";
-import type { EdgeProfile } from "./sim-network.ts";
+import type { EventTrace } from "./event-trace.ts";
+import { SimNetwork, type EdgeProfile } from "./sim-network.ts";
+import type { SimulatedClock } from "./simulated-clock.ts";
 import { SimArgumentError } from "./sim-argument-error.ts";
 
 /** One custody holder of the simulated world (the writer is described separately). */
@@ -184,4 +186,30 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
 /** The Random stream a component of the run of `spec` uses (one fork per component). */
 export function runRandom(spec: WorldSpec, component: string): Random {
   return seededRandom(spec.seed).fork("run").fork(component);
+}
+
+/** The world overrides carried by a run's options (absent fields keep what the seed chooses). */
+export function overridesOf(o: { holders?: number; faults?: readonly FaultEvent[]; durationMs?: number }): WorldOverrides {
+  return {
+    ...(o.holders !== undefined ? { holders: o.holders } : {}),
+    ...(o.faults !== undefined ? { faults: o.faults } : {}),
+    ...(o.durationMs !== undefined ? { durationMs: o.durationMs } : {}),
+  };
+}
+
+/**
+ * The SimNetwork of `spec`'s run: its edge profiles, its own seeded stream, and every network
+ * event hashed into `trace` at virtual time relative to `epochMs`.
+ */
+export function networkFor(spec: WorldSpec, clock: SimulatedClock, trace: EventTrace, epochMs = 0): SimNetwork {
+  const net = new SimNetwork({
+    clock,
+    random: runRandom(spec, "network"),
+    onEvent: (e) => trace.hashNet(e.atMs - epochMs, e.kind, e.from, e.to, e.subject),
+  });
+  for (const [key, profile] of Object.entries(spec.edges)) {
+    const [from, to] = key.split(">") as [string, string];
+    net.setEdge(from, to, profile);
+  }
+  return net;
 }
