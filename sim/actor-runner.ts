@@ -1,6 +1,7 @@
 import { ActorWorld, SIM_EPOCH_MS } from "./actor-world.ts";
 import { EventTrace } from "./event-trace.ts";
-import { FaultKind, isDestructive, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
+import { ContractTally } from "./contract-tally.ts";
+import { FaultKind, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
 import { checkCredits, checkReceipts, checkReleaseCoverage, checkReleased, checkStrike, InvariantId, type Violation, type WorldObservation } from "./invariants.ts";
 import type { RunOptions, RunResult } from "./runner.ts";
 import { SimulatedClock } from "./simulated-clock.ts";
@@ -32,12 +33,8 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
   let violationStep: number | undefined;
   let steps = 0;
   let grants = 0;
-  let strikesChecked = 0;
-  let lastDestructiveAt = -Infinity;
   const errors: string[] = [];
-  const confirmedMax = new Map<string, number>();
-  const recovering: Array<{ at: number; target: number }> = [];
-  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0 };
+  const contract = new ContractTally(spec.timing.settleMs);
   const fail = (vs: Violation[]) => {
     const v = vs.find((x) => checks.has(x.invariant));
     if (v !== undefined && violation === undefined) {
@@ -46,7 +43,6 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
       trace.record({ atMs: rel(), kind: "VIOLATION", actor: v.invariant, detail: { message: v.message } });
     }
   };
-  const inContract = () => rel() - lastDestructiveAt >= spec.timing.settleMs;
   const observe = (): WorldObservation => ({ atMs: rel(), holders: world.holderTruths(), credits: world.credits(), receipts: world.takeReceipts() });
 
   const world: ActorWorld = new ActorWorld(
@@ -56,21 +52,10 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     trace,
     runRandom(spec, "workload"),
     {
-      confirmed: (cuts) => {
-        for (let i = recovering.length - 1; i >= 0; i--) {
-          const r = recovering[i]!;
-          if ([...cuts.values()].every((c) => c >= r.target)) {
-            if (rel() - r.at <= spec.timing.settleMs) recovery.inBudget++;
-            else recovery.late++;
-            recovering.splice(i, 1);
-          }
-        }
-        if (!inContract()) return; // evidence gathered right after a fault may still include its victims
-        for (const [name, cut] of cuts) confirmedMax.set(name, Math.max(confirmedMax.get(name) ?? -1, cut));
-      },
+      confirmed: (cuts) => contract.confirmed(cuts, rel()),
       granted: () => {
         grants++;
-        if (inContract()) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, confirmedMax));
+        if (contract.inContract(rel())) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, contract.confirmedMax));
       },
       error: (where, err) => {
         const text = `${where}: ${err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err)}`;
@@ -82,18 +67,16 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
   );
 
   const applyFault = (f: FaultEvent) => {
-    if (isDestructive(f)) lastDestructiveAt = rel();
+    contract.faultStarting(f, rel());
     switch (f.kind) {
       case FaultKind.strike: {
         const s = spec.scenarios.find((x) => x.name === f.scenario);
         if (s === undefined) break;
-        const confirmed = confirmedMax.get(s.name);
-        if (confirmed !== undefined) strikesChecked++;
+        const confirmed = contract.confirmedAtStrike(s.name);
         trace.record({ atMs: rel(), kind: "strike", actor: "world", detail: { scenario: s.name, confirmed: confirmed ?? null } });
         fail(checkStrike(observe(), spec.sites, s, confirmed));
         if (violation !== undefined) return;
-        recovery.strikes++;
-        recovering.push({ at: rel(), target: world.ackedHead });
+        contract.struck(rel(), world.ackedHead);
         world.strike(s);
         break;
       }
@@ -113,8 +96,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
         break;
       }
     }
-    // Confirmations made before a destructive fault promise nothing about the world after it.
-    if (isDestructive(f)) confirmedMax.clear();
+    contract.faultApplied(f);
   };
   for (const f of spec.faults) clock.schedule(() => applyFault(f), f.atMs, "fault");
 
@@ -153,8 +135,8 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     violationStep,
     writes: world.acked.count,
     grants,
-    strikesChecked,
-    recovery: { ...recovery, never: recovering.length },
+    strikesChecked: contract.strikesChecked,
+    recovery: contract.recovery(),
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
     counters: { ...net.counters.snapshot(), ...world.counters.snapshot() },

@@ -1,7 +1,8 @@
 import { authorizeReleases, type Scenario } from "../policies/index.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { EventTrace, type TraceEvent } from "./event-trace.ts";
-import { FaultKind, isDestructive, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
+import { ContractTally } from "./contract-tally.ts";
+import { FaultKind, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
 import {
   checkCredits,
   checkReceipts,
@@ -90,11 +91,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
   let violationStep: number | undefined;
   let steps = 0;
   let grantsCount = 0;
-  let strikesChecked = 0;
-  let lastDestructiveAt = -Infinity;
-  const confirmedMax = new Map<string, number>();
-  const recovering: Array<{ at: number; target: number }> = [];
-  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0 };
+  const contract = new ContractTally(spec.timing.settleMs);
   const fail = (vs: Violation[]) => {
     const v = vs.find((x) => checks.has(x.invariant));
     if (v !== undefined && violation === undefined) {
@@ -103,7 +100,6 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
       trace.record({ atMs: v.atMs, kind: "VIOLATION", actor: v.invariant, detail: { message: v.message } });
     }
   };
-  const inContract = () => clock.now() - lastDestructiveAt >= spec.timing.settleMs;
 
   const upstreamOf = (id: string) => [spec.writer, ...spec.holders].filter((h) => h.downstream.includes(id)).map((h) => h.id);
   const common = {
@@ -162,33 +158,20 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
   };
 
   const controller = new ModelController(spec, clock, net, trace, runRandom(spec, "controller"), opts.authorize ?? authorizeReleases, {
-    confirmed: (cuts) => {
-      for (let i = recovering.length - 1; i >= 0; i--) {
-        const r = recovering[i]!;
-        if ([...cuts.values()].every((c) => c >= r.target)) {
-          if (clock.now() - r.at <= spec.timing.settleMs) recovery.inBudget++;
-          else recovery.late++;
-          recovering.splice(i, 1);
-        }
-      }
-      if (!inContract()) return; // evidence gathered right after a fault may still include its victims
-      for (const [name, cut] of cuts) confirmedMax.set(name, Math.max(confirmedMax.get(name) ?? -1, cut));
-    },
+    confirmed: (cuts) => contract.confirmed(cuts, clock.now()),
     granted: (grants) => {
       grantsCount += grants.size;
-      if (inContract()) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, confirmedMax));
+      if (contract.inContract(clock.now())) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, contract.confirmedMax));
     },
   });
 
   const strike = (scenario: Scenario) => {
     const obs = observe();
-    const confirmed = confirmedMax.get(scenario.name);
-    if (confirmed !== undefined) strikesChecked++;
+    const confirmed = contract.confirmedAtStrike(scenario.name);
     trace.record({ atMs: clock.now(), kind: "strike", actor: "world", detail: { scenario: scenario.name, confirmed: confirmed ?? null } });
     fail(checkStrike(obs, spec.sites, scenario, confirmed));
     if (violation !== undefined) return; // the run ends here; the trace ends with the violation
-    recovery.strikes++;
-    recovering.push({ at: clock.now(), target: writer.nextSeq - 1 });
+    contract.struck(clock.now(), writer.nextSeq - 1);
     const siteHit = new Map<string, string>();
     for (const s of spec.sites) {
       for (const l of scenario.losses) {
@@ -209,9 +192,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
   };
 
   const applyFault = (f: FaultEvent) => {
-    if (isDestructive(f)) {
-      lastDestructiveAt = clock.now();
-    }
+    contract.faultStarting(f, clock.now());
     switch (f.kind) {
       case FaultKind.strike: {
         const s = spec.scenarios.find((x) => x.name === f.scenario);
@@ -234,8 +215,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
         break;
       }
     }
-    // Confirmations made before a destructive fault promise nothing about the world after it.
-    if (isDestructive(f)) confirmedMax.clear();
+    contract.faultApplied(f);
   };
 
   const lastChecked = new Map<string, WorldObservation["holders"][number]>();
@@ -270,8 +250,8 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     violationStep,
     writes: writer.nextSeq,
     grants: grantsCount,
-    strikesChecked,
-    recovery: { ...recovery, never: recovering.length },
+    strikesChecked: contract.strikesChecked,
+    recovery: contract.recovery(),
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
     counters: { ...net.counters.snapshot(), ...Object.fromEntries(Object.entries(controller.counters.snapshot()).map(([k, v]) => [`ctrl_${k}`, v])) },
