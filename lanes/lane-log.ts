@@ -57,6 +57,8 @@ export class LaneLog {
   private termValue: number;
   private retainedSet: RangeSet = RangeSet.EMPTY;
   private releasedSet: RangeSet = RangeSet.EMPTY;
+  /** retained ∪ released, kept up to date: every admission consults it. */
+  private receivedSet: RangeSet = RangeSet.EMPTY;
 
   constructor(volume: string, lane: string, opts: { base?: number; term?: number } = {}) {
     this.volume = volume;
@@ -82,7 +84,7 @@ export class LaneLog {
 
   /** Every sequence ever received (retained or released). */
   get received(): RangeSet {
-    return this.retainedSet.union(this.releasedSet);
+    return this.receivedSet;
   }
 
   /** Highest `x` with `base..x` all received, or `base - 1`. */
@@ -107,9 +109,9 @@ export class LaneLog {
     if (u.term < this.termValue) {
       throw new StaleTermError({ volume: u.volume, lane: u.lane, term: u.term, current: this.termValue });
     }
-    const rx = this.received;
+    const rx = this.receivedSet;
     if (rx.covers(u.firstSeq, u.lastSeq) || u.lastSeq < this.base) return UnitVerdict.duplicate;
-    if (rx.intersects(RangeSet.of(u.firstSeq, u.lastSeq))) {
+    if (rx.overlaps(u.firstSeq, u.lastSeq)) {
       throw new OverlappingUnitError({ firstSeq: u.firstSeq, lastSeq: u.lastSeq, received: rx.toString() });
     }
     return u.firstSeq <= this.contiguousThrough() + 1 ? UnitVerdict.accepted : UnitVerdict.held;
@@ -117,12 +119,19 @@ export class LaneLog {
 
   /** Accepts `u` (same throws as `classify`, with no state change when it throws). */
   accept(u: TransportUnit): LaneProgress {
+    const verdict = this.record(u);
+    return { verdict, contiguousThrough: this.contiguousThrough(), holes: this.holes() };
+  }
+
+  /** `accept` without the progress report (the holder's admission path needs only the verdict). */
+  record(u: TransportUnit): UnitVerdict {
     const verdict = this.classify(u);
     if (verdict !== UnitVerdict.duplicate) {
       this.retainedSet = this.retainedSet.add(u.firstSeq, u.lastSeq);
+      this.receivedSet = this.receivedSet.add(u.firstSeq, u.lastSeq);
       if (u.term > this.termValue) this.termValue = u.term;
     }
-    return { verdict, contiguousThrough: this.contiguousThrough(), holes: this.holes() };
+    return verdict;
   }
 
   /** Moves the retained part of `ranges` to released; returns what was actually released. */

@@ -122,13 +122,38 @@ export class RangeSet {
     return other.runs.every((r) => this.covers(r.first, r.last));
   }
 
-  /** True when the two sets share at least one sequence. */
+  /** True when the two sets share at least one sequence. Allocates nothing. */
   intersects(other: RangeSet): boolean {
-    return !this.intersect(other).isEmpty;
+    let i = 0;
+    let j = 0;
+    while (i < this.runs.length && j < other.runs.length) {
+      const a = this.runs[i]!;
+      const b = other.runs[j]!;
+      if (a.first <= b.last && b.first <= a.last) return true;
+      if (a.last < b.last) i++;
+      else j++;
+    }
+    return false;
+  }
+
+  /** True when any sequence of `first..last` is in the set (no allocation: the admission hot path). */
+  overlaps(first: number, last: number = first): boolean {
+    checkRange(first, last);
+    const i = this.indexAtOrBefore(last);
+    return i >= 0 && this.runs[i]!.last >= first;
   }
 
   add(first: number, last: number = first): RangeSet {
-    return this.union(RangeSet.of(first, last));
+    checkRange(first, last);
+    const n = this.runs.length;
+    const tail = this.runs[n - 1];
+    // In-order arrival extends the tail run: one array copy, no sort.
+    if (tail !== undefined && first === tail.last + 1) {
+      const runs = this.runs.slice();
+      runs[n - 1] = { first: tail.first, last };
+      return new RangeSet(runs);
+    }
+    return this.union(new RangeSet([{ first, last }]));
   }
 
   union(other: RangeSet): RangeSet {

@@ -105,7 +105,7 @@ export class HolderLane {
    */
   store(u: TransportUnit): boolean {
     const r = this.arena.append(u);
-    this.log.accept(u);
+    this.log.record(u);
     this.obligations.admit(u.firstSeq, u.lastSeq);
     if (r.opened && this.edges.size > 0) {
       for (let i = 0; i < this.edges.size; i++) this.arena.pin(r.segmentId, PinReason.in_flight_forward);

@@ -76,7 +76,7 @@ export class LaneObligations {
 
   /** Records admitted sequences. Returns false (no change) for a range already released. */
   admit(first: number, last: number): boolean {
-    if (this.releasedSet.intersects(RangeSet.of(first, last))) return false;
+    if (this.releasedSet.overlaps(first, last)) return false;
     this.retainedSet = this.retainedSet.add(first, last);
     return true;
   }

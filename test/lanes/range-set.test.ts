@@ -55,6 +55,15 @@ test("set algebra agrees with a plain-set model (property)", (t) => {
       while (ma.has(through + 1)) through++;
       t.is(a.contiguousThrough(base), through);
       t.true(RangeSet.fromJSON(a.toJSON()).equals(a));
+      t.is(a.intersects(b), [...ma].some((x) => mb.has(x)));
+      for (const r of b.ranges()) {
+        let any = false;
+        for (let x = r.first; x <= r.last; x++) any ||= ma.has(x);
+        t.is(a.overlaps(r.first, r.last), any);
+        t.deepEqual(members(a.add(r.first, r.last)), members(a.union(RangeSet.of(r.first, r.last))));
+      }
+      const next = (a.max ?? -1) + 1;
+      t.deepEqual(members(a.add(next, next + 2)), sorted(new Set([...ma, next, next + 1, next + 2])), "tail extension");
     }),
     { numRuns: 300 },
   );
