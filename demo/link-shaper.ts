@@ -10,8 +10,9 @@ import type { Clock } from "../core/clock.ts";
 import { CustodyError } from "../core/custody-error.ts";
 import { extractTraceContext, injectTraceContext } from "../transport/trace-context.ts";
 import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "../transport/transport.ts";
-import { headerValue } from "../transport/transport.ts";
-import { decodeAny } from "../transport/wire/codec.ts";
+import { headerValue, type MessageHeaders } from "../transport/transport.ts";
+import { encodeUnitMessage, readUnitMessage } from "../transport/unit-frames.ts";
+import { decodeAny, type WireUnit } from "../transport/wire/index.ts";
 
 /** Shape of one directed link. */
 export interface LinkProfile {
@@ -99,17 +100,27 @@ export class ShapedTransport implements Transport {
     this.stats.delayMs += delay;
     let headers = opts?.headers;
     let end: () => void = () => undefined;
-    if (this.opts.tracer !== undefined) {
-      // Parent: the sender's span carried in the headers (a holder's forward), else the active one (a write).
-      const parent = headers !== undefined && headerValue(headers, "traceparent") !== undefined ? extractTraceContext(headers, ROOT_CONTEXT) : otelContext.active();
-      const span = this.opts.tracer.startSpan(
-        "link.send",
-        { kind: SpanKind.PRODUCER, attributes: { "custody.from_site": this.opts.fromSite, "custody.to_site": route.toSite, "custody.to": route.toHolder, "custody.bytes": data.byteLength, "custody.link_delay_ms": delay, ...unitAttributes(data) } },
-        parent,
-      );
-      const { traceparent: _drop, tracestate: _drop2, ...rest } = headers ?? {};
-      headers = injectTraceContext({ ...rest }, trace.setSpan(ROOT_CONTEXT, span));
-      end = () => span.end();
+    const tracer = this.opts.tracer;
+    if (tracer !== undefined) {
+      const attributes = { "custody.from_site": this.opts.fromSite, "custody.to_site": route.toSite, "custody.to": route.toHolder, "custody.link_delay_ms": delay };
+      // One link.send span per unit, the child of the unit's own sender span (a holder's forward,
+      // carried in its headers) or of the active one (a write); the unit then carries the link's context.
+      const hop = (unitHeaders: MessageHeaders | undefined, bytes: number, unitAttrs: Record<string, string | number>) => {
+        const parent = unitHeaders !== undefined && headerValue(unitHeaders, "traceparent") !== undefined ? extractTraceContext(unitHeaders, ROOT_CONTEXT) : otelContext.active();
+        const span = tracer.startSpan("link.send", { kind: SpanKind.PRODUCER, attributes: { ...attributes, "custody.bytes": bytes, ...unitAttrs } }, parent);
+        const { traceparent: _drop, tracestate: _drop2, ...rest } = unitHeaders ?? {};
+        return { span, headers: injectTraceContext({ ...rest }, trace.setSpan(ROOT_CONTEXT, span)) };
+      };
+      const frame = unitsOfFrame(data, headers);
+      if (frame === undefined) {
+        const h = hop(headers, data.byteLength, unitAttributes(data));
+        headers = h.headers;
+        end = () => h.span.end();
+      } else {
+        const hops = frame.map((u) => ({ ...u, ...hop(u.headers, u.data.byteLength, u.attributes) }));
+        data = encodeUnitMessage(hops.map((u) => ({ data: u.data, sentThrough: u.sentThrough, headers: u.headers })));
+        end = () => hops.forEach((h) => h.span.end());
+      }
     }
     const fire = () => {
       this.pending.delete(id);
@@ -157,10 +168,24 @@ export class ShapedTransport implements Transport {
 function unitAttributes(data: Uint8Array): Record<string, string | number> {
   try {
     const m = decodeAny(data);
-    if (m.kind !== "unit") return {};
-    const u = m.body as { volume: string; lane: string; firstSeq: number; lastSeq: number };
-    return { "custody.volume": u.volume, "custody.lane": u.lane, "custody.first_seq": u.firstSeq, "custody.last_seq": u.lastSeq };
+    return m.kind === "unit" ? attributesOf(m.body as WireUnit) : {};
   } catch {
     return {};
   }
+}
+
+function attributesOf(u: WireUnit): Record<string, string | number> {
+  return { "custody.volume": u.volume, "custody.lane": u.lane, "custody.first_seq": u.firstSeq, "custody.last_seq": u.lastSeq };
+}
+
+/** The units of a `unit-frame` message (each with its span attributes), or undefined for anything else. */
+function unitsOfFrame(data: Uint8Array, headers: MessageHeaders | undefined): { data: Uint8Array; sentThrough: number; headers: MessageHeaders; attributes: Record<string, string | number> }[] | undefined {
+  let read;
+  try {
+    read = readUnitMessage({ data, headers: headers ?? {} }, undefined);
+  } catch {
+    return undefined;
+  }
+  if (read.kind !== "units" || read.units.length < 2) return undefined;
+  return read.units.map((u) => ({ data: u.data, sentThrough: u.sentThrough ?? 0, headers: u.headers, attributes: u.unit ? attributesOf(u.unit) : {} }));
 }

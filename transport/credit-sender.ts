@@ -2,13 +2,15 @@ import type { Clock } from "../core/clock.ts";
 import {
   initialSenderWindow,
   senderApplyGrant,
+  CreditError,
+  CreditErrorCode,
   senderAvailable,
-  senderCanSend,
   senderRecordSend,
   type SenderWindow,
 } from "./credit-window.ts";
 import { creditSubject, unitSubject } from "./subjects.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
+import { encodeUnitMessage, SENDER_HEADER, SENT_THROUGH_HEADER, type OutboundUnit } from "./unit-frames.ts";
 import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "./wire/index.ts";
 
 /**
@@ -16,14 +18,17 @@ import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireC
  * queued in order and published only while they fit in the cumulative grant, so bytes in flight
  * never exceed what the holder admitted; nothing is ever dropped — a blocked sender just queues
  * (its caller keeps the memory bounded, e.g. a holder's arena withholds ITS upstream credits).
- * Every unit carries the sender's id and cumulative `sentThrough` in headers, so the receiver can
- * account units lost on the wire.
+ * Every message carries the sender's id and cumulative `sentThrough` in headers, so the receiver
+ * can account units lost on the wire.
+ *
+ * Sending happens at the end of the current turn (a microtask, so no timer and no added delay):
+ * units queued in the same turn — a burst, a backlog released by a grant, the units a holder
+ * admitted from one socket read — leave together as one `unit-frame` of up to `maxFrameBytes`,
+ * which spreads the per-message cost of NATS over many units. One unit alone goes as a bare
+ * `unit` message, exactly as encoded.
  */
 
-/** Header naming the sender of a unit (credits are per sender). */
-export const SENDER_HEADER = "Custody-Sender";
-/** Header carrying the sender's cumulative payload bytes sent, including this unit. */
-export const SENT_THROUGH_HEADER = "Custody-Sent-Through";
+export { SENDER_HEADER, SENT_THROUGH_HEADER };
 
 /** A unit waiting for credit: its encoded `unit` message and payload size (the credited bytes). */
 export interface QueuedUnit {
@@ -33,6 +38,11 @@ export interface QueuedUnit {
   /** Called right after the unit is handed to the transport (never a receipt). */
   readonly onSent?: () => void;
 }
+
+/** Default largest frame: a socket read or so (64 KiB), well under NATS' default 1 MiB max_payload. */
+export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024;
+/** Default most units per frame. */
+export const DEFAULT_MAX_FRAME_UNITS = 256;
 
 export interface CreditSenderOptions {
   transport: Transport;
@@ -45,22 +55,36 @@ export interface CreditSenderOptions {
   lane: string;
   /** How long a blocked sender waits before asking again (a request or grant may be lost). */
   retryMs?: number;
+  /** Largest frame in encoded unit bytes (a single larger unit still goes, alone). Default 64 KiB. */
+  maxFrameBytes?: number;
+  /** Most units per frame; 1 turns framing off. Default 256. */
+  maxFrameUnits?: number;
 }
 
 /** Sender-side credit endpoint for one (holder, volume, lane). Not thread-safe; one owner. */
 export class CreditSender {
   private window: SenderWindow = initialSenderWindow;
-  private readonly queue: QueuedUnit[] = [];
+  /** FIFO of waiting units; `head` indexes the oldest (no O(n) shift per send). */
+  private queue: QueuedUnit[] = [];
+  private head = 0;
   private queuedBytes = 0;
+  private pumpScheduled = false;
   private retryTimer: unknown;
   private sub: TransportSubscription | undefined;
   private closed = false;
+  private readonly maxFrameBytes: number;
+  private readonly maxFrameUnits: number;
   readonly subject: string;
   /** Number of credit requests sent (diagnostics). */
   requests = 0;
+  /** Messages published and units they carried (diagnostics: units / messages is the framing factor). */
+  messagesSent = 0;
+  unitsSent = 0;
 
   constructor(private readonly o: CreditSenderOptions) {
     this.subject = unitSubject(o.holder, o.volume, o.lane);
+    this.maxFrameBytes = o.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.maxFrameUnits = Math.max(1, Math.floor(o.maxFrameUnits ?? DEFAULT_MAX_FRAME_UNITS));
   }
 
   /**
@@ -89,9 +113,9 @@ export class CreditSender {
     return this.window;
   }
 
-  /** Units and bytes waiting for credit. */
+  /** Units and bytes waiting for credit (or for the end of the turn). */
   get backlog(): { units: number; bytes: number } {
-    return { units: this.queue.length, bytes: this.queuedBytes };
+    return { units: this.queue.length - this.head, bytes: this.queuedBytes };
   }
 
   /** Applies a grant addressed to us (others' grants on the same subject are ignored), then sends what fits. */
@@ -101,35 +125,69 @@ export class CreditSender {
     this.pump();
   }
 
-  /** Queues a unit (FIFO) and sends everything that fits now. Never drops. */
+  /** Queues a unit (FIFO); it goes out at the end of this turn, with the others queued, if credit allows. Never drops. */
   send(unit: QueuedUnit): void {
     if (this.closed) throw new Error("credit sender is closed");
+    if (!Number.isSafeInteger(unit.bytes) || unit.bytes < 0) throw new CreditError(CreditErrorCode.InvalidCredit, `unit bytes must be a non-negative safe integer, got ${unit.bytes}`, { bytes: unit.bytes });
     this.queue.push(unit);
     this.queuedBytes += unit.bytes;
-    this.pump();
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    queueMicrotask(() => {
+      this.pumpScheduled = false;
+      if (!this.closed) this.pump();
+    });
   }
 
-  /** Sends queued units while they fit the grant; asks for more when the head does not fit. */
+  /**
+   * Sends queued units now while they fit the grant, packed into frames; asks for more credit when
+   * the head does not fit.
+   */
   pump(): void {
-    while (this.queue.length > 0) {
-      const head = this.queue[0]!;
-      if (!senderCanSend(this.window, head.bytes)) break;
-      this.window = senderRecordSend(this.window, head.bytes);
-      this.queue.shift();
-      this.queuedBytes -= head.bytes;
-      this.o.transport.publish(this.subject, head.data, {
-        headers: { ...head.headers, [SENDER_HEADER]: this.o.sender, [SENT_THROUGH_HEADER]: String(this.window.sentThrough) },
+    const q = this.queue;
+    while (this.head < q.length) {
+      // The longest run from the head that fits the credit window and one frame.
+      const { sentThrough: sentBefore, grantedThrough } = this.window;
+      let sent = sentBefore;
+      let encoded = 0;
+      const frame: OutboundUnit[] = [];
+      while (this.head + frame.length < q.length && frame.length < this.maxFrameUnits) {
+        const u = q[this.head + frame.length]!;
+        if (sent + u.bytes > grantedThrough) break;
+        if (frame.length > 0 && encoded + u.data.byteLength > this.maxFrameBytes) break;
+        sent += u.bytes;
+        encoded += u.data.byteLength;
+        frame.push({ data: u.data, sentThrough: sent, headers: u.headers });
+      }
+      const n = frame.length;
+      if (n === 0) break;
+      const body = encodeUnitMessage(frame);
+      // A lone unit keeps its own headers on the message; a frame carries them per unit inside.
+      const own = n === 1 ? q[this.head]!.headers : undefined;
+      this.o.transport.publish(this.subject, body, {
+        headers: { ...own, [SENDER_HEADER]: this.o.sender, [SENT_THROUGH_HEADER]: String(sent) },
       });
-      head.onSent?.();
+      this.window = senderRecordSend(this.window, sent - sentBefore);
+      this.queuedBytes -= sent - sentBefore;
+      this.messagesSent++;
+      this.unitsSent += n;
+      const first = this.head;
+      this.head += n;
+      for (let i = first; i < first + n; i++) q[i]!.onSent?.();
     }
-    if (this.queue.length > 0) this.blocked();
+    if (this.head > 0 && this.head * 2 >= q.length) {
+      // Drop the sent prefix once it is at least half the array (amortized O(1) per unit).
+      this.queue = q.slice(this.head);
+      this.head = 0;
+    }
+    if (this.head < this.queue.length) this.blocked();
     else this.clearRetry();
   }
 
   /** Publishes a credit request stating our cumulative sent bytes and what the queue head needs. */
   requestCredit(): void {
     if (this.closed) return;
-    const want = Math.max(0, (this.queue[0]?.bytes ?? 0) - senderAvailable(this.window));
+    const want = Math.max(0, (this.queue[this.head]?.bytes ?? 0) - senderAvailable(this.window));
     this.requests++;
     this.o.transport.publish(
       this.subject,
@@ -143,7 +201,7 @@ export class CreditSender {
     this.requestCredit();
     this.retryTimer = this.o.clock.setTimeout(() => {
       this.retryTimer = undefined;
-      if (this.queue.length > 0 && !this.closed) this.blocked();
+      if (this.head < this.queue.length && !this.closed) this.blocked();
     }, this.o.retryMs ?? 50);
   }
 

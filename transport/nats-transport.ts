@@ -7,7 +7,8 @@
  * - The active OpenTelemetry context is injected (`traceparent`/`tracestate`) on publish, request
  *   and respond, unless the caller already set a `traceparent`.
  * - NATS errors become `TransportError`s with a stable code.
- * - Received payloads are copied, so a receiver owns its bytes and never pins a socket buffer.
+ * - Received payloads are copied, so a receiver owns its bytes and never pins a socket buffer,
+ *   unless it subscribes with `borrow` (see `SubscribeOptions`).
  */
 import {
   errors as natsErrors,
@@ -85,11 +86,12 @@ function fromNatsHeaders(h: MsgHdrs | undefined): Record<string, string> {
   return out;
 }
 
-function toInbound(m: Msg): InboundMessage {
+function toInbound(m: Msg, borrow = false): InboundMessage {
   const msg: { subject: string; data: Uint8Array; headers: Record<string, string>; reply?: string } = {
     subject: m.subject,
-    // new Uint8Array(view) copies; Buffer#slice would NOT (it is subarray for Buffers).
-    data: new Uint8Array(m.data),
+    // new Uint8Array(view) copies; Buffer#slice would NOT (it is subarray for Buffers). A borrowed
+    // view is safe to keep: nats.js hands each socket read and each reassembled message a fresh buffer.
+    data: borrow ? m.data : new Uint8Array(m.data),
     headers: fromNatsHeaders(m.headers),
   };
   if (m.reply) msg.reply = m.reply;
@@ -148,7 +150,7 @@ export class NatsTransport implements Transport {
           if (err) return; // subscription-level errors (e.g. permissions) close the subscription
           let msg: InboundMessage | undefined;
           try {
-            msg = toInbound(m);
+            msg = toInbound(m, opts.borrow === true);
             handler(msg);
           } catch (handlerErr) {
             this.#onHandlerError(handlerErr, msg ?? { subject: m.subject, data: new Uint8Array(0), headers: {} });

@@ -62,7 +62,7 @@ export function withTraceHeaders(headers: MessageHeaders | undefined, ctx: Conte
  * message headers). The caller ends it. Use `trace.setSpan(context.active(), span)` with
  * `context.with` to make it active, or use `withConsumerSpan`.
  */
-export function startConsumerSpan(tracer: Tracer, name: string, msg: InboundMessage): Span {
+export function startConsumerSpan(tracer: Tracer, name: string, msg: Pick<InboundMessage, "subject" | "headers">): Span {
   // Extract onto ROOT, not the active context: the receiver's own ambient context must not
   // become the parent of a message that came from elsewhere.
   const parent = extractTraceContext(msg.headers, ROOT_CONTEXT);

@@ -29,6 +29,13 @@ export interface PublishOptions {
 export interface SubscribeOptions {
   /** Queue group: each message goes to one member of the group. */
   queue?: string;
+  /**
+   * Deliver `data` as a read-only view of the transport's receive buffer instead of a private copy.
+   * The view is never overwritten, but holding it keeps that whole buffer alive: for receivers
+   * that copy what they keep and drop the message soon (a holder copies every unit into its arena).
+   * Implementations may ignore it and copy anyway.
+   */
+  borrow?: boolean;
 }
 
 export interface RequestOptions {

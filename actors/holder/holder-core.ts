@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import { ROOT_CONTEXT, SpanKind, trace, type Link, type Tracer } from "@opentelemetry/api";
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type Tracer } from "@opentelemetry/api";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { SpillStream } from "../../arena/spill-stream.ts";
 import type { Clock } from "../../core/clock.ts";
@@ -11,11 +11,12 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import { decodeReceiptBatch, makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
 import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
-import { CreditSender, SENDER_HEADER, SENT_THROUGH_HEADER } from "../../transport/credit-sender.ts";
+import { CreditSender } from "../../transport/credit-sender.ts";
+import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
 import { receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
-import { headerValue, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/transport.ts";
-import { creditSpec, decodeAny, decodeMessage, encodeMessage, WireError } from "../../transport/wire/index.ts";
+import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
+import { creditSpec, decodeMessage, encodeMessage, WireError } from "../../transport/wire/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
 import { releaseFrontierSpec } from "./holder-messages.ts";
@@ -175,7 +176,7 @@ export class HolderCore {
       t.subscribe(unitSubject(this.config.holderId, hl.volume, hl.lane), (msg) => {
         pending.push(msg);
         if (pending.length === 1) queueMicrotask(() => !this.stopped && this.dispatch({ type: "nats.units", lane: key, msgs: pending.splice(0) }));
-      }),
+      }, { borrow: true }), // every unit is copied into the arena; the message is dropped after admission
     );
     this.subs.push(t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => this.dispatch({ type: "nats.receipt", lane: key, msg })));
     for (const [edge, s] of hl.edges) {
@@ -209,35 +210,43 @@ export class HolderCore {
   // ---- ingress ----------------------------------------------------------------------------------
 
   /**
-   * One message on `custody.v1.unit.<me>.<volume>.<lane>`: a unit or a credit request. A unit is
-   * credited, validated (size, digest, term, overlap), stored, forwarded to every edge at once and
-   * noted for the next receipt. Any refusal is typed, counted, and changes no custody state.
+   * One message on `custody.v1.unit.<me>.<volume>.<lane>`: a unit, a frame of units, or a credit
+   * request. Each unit is credited, validated (size, digest, term, overlap), stored, forwarded to
+   * every edge at once and noted for the next receipt. Any refusal is typed, counted, and changes
+   * no custody state; one bad unit in a frame costs the other units nothing.
    */
   handleUnit(key: string, msg: InboundMessage): void {
     const hl = this.lanes.get(key);
     if (hl === undefined) return;
-    const sender = headerValue(msg.headers, SENDER_HEADER);
-    const sentRaw = headerValue(msg.headers, SENT_THROUGH_HEADER);
-    const sentThrough = sentRaw !== undefined && /^\d{1,15}$/.test(sentRaw) ? Number(sentRaw) : undefined;
+    const { sender, sentThrough } = senderOf(msg.headers);
     if (sender === undefined || !hl.grantor.knows(sender)) return this.reject(HolderRejectCode.UnknownSender, key);
-    let decoded: { kind: string; body: unknown };
+    let read: UnitSubjectMessage;
     try {
-      decoded = decodeAny(msg.data);
+      read = readUnitMessage(msg, sentThrough);
     } catch (err) {
-      // Undecodable: still account the sender's stated total so its credit is not leaked.
+      // Unreadable: still account the sender's stated total so its credit is not leaked.
       this.account(hl, sender, 0, sentThrough, false);
       return this.reject(err instanceof WireError ? err.code : "malformed", key);
     }
-    if (decoded.kind === "credit-request") {
+    if (read.kind === "credit-request") {
       hl.forfeit(hl.grantor.onRequest(sender, sentThrough));
       return;
     }
-    if (decoded.kind !== "unit") return this.reject(HolderRejectCode.UnexpectedKind, key);
-    const unit = decoded.body as TransportUnit;
-    const span = startConsumerSpan(this.tracer, "holder.admit", msg);
+    if (read.kind !== "units") return this.reject(HolderRejectCode.UnexpectedKind, key);
+    for (const u of read.units) {
+      if (u.unit === undefined) {
+        this.account(hl, sender, 0, u.sentThrough, false);
+        this.reject(u.error?.code ?? "malformed", key);
+      } else this.admitUnit(key, hl, sender, u.unit, u, msg.subject);
+    }
+  }
+
+  /** Admission of one decoded unit (see `handleUnit`). */
+  private admitUnit(key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string): void {
+    const span = startConsumerSpan(this.tracer, "holder.admit", { subject, headers: arrived.headers });
     try {
       const bytes = unitRecordBytes(unit);
-      const credit = this.account(hl, sender, bytes, sentThrough, true);
+      const credit = this.account(hl, sender, bytes, arrived.sentThrough, true);
       if (credit === "exceeded") return this.reject("credit_exceeded", key);
       if (credit === "replayed") {
         // No credit backs it. A duplicate changes nothing; a late unit presumed lost is refused and
@@ -275,9 +284,11 @@ export class HolderCore {
       }
       if (opened) this.later(this.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
       span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
-      this.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
-      this.forward(hl, msg.data, bytes, span.spanContext());
-      this.noteForReceipt(key, { context: span.spanContext() });
+      if (this.ports.observe) this.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
+      const context = span.spanContext();
+      this.forward(hl, arrived.data, bytes, context);
+      // Without a recording tracer there is nothing to link a receipt to.
+      this.noteForReceipt(key, isSpanContextValid(context) ? { context } : undefined);
       if (this.serving) hl.grantor.topUp(sender);
     } finally {
       span.end();

@@ -4,10 +4,10 @@ import { CustodyError } from "../../core/custody-error.ts";
 import type { FileLayer } from "../../core/file-layer.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import { CreditGrantor } from "../../transport/credit-grantor.ts";
-import { SENDER_HEADER, SENT_THROUGH_HEADER } from "../../transport/credit-sender.ts";
 import { unitSubject } from "../../transport/subjects.ts";
-import { headerValue, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/transport.ts";
-import { decodeAny, encodeMessage, WireError } from "../../transport/wire/index.ts";
+import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
+import { readUnitMessage, senderOf, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
+import { encodeMessage, WireError } from "../../transport/wire/index.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import type { SmartWalVolume, SnapshotBlock } from "../../volume/smartwal-volume.ts";
 import { openPayload } from "../writer/unit-payload.ts";
@@ -85,41 +85,45 @@ export class ReplicaCore {
     for (const g of this.grantors.values()) g.close();
   }
 
-  /** One message on our unit subject: a unit, a credit request or a barrier. Bad input is counted, nothing applied. */
+  /** One message on our unit subject: a unit, a frame of units, a credit request or a barrier. Bad input is counted, nothing applied. */
   handleMessage(lane: string, msg: InboundMessage): void {
     const g = this.grantors.get(lane)!;
-    const sender = headerValue(msg.headers, SENDER_HEADER);
-    const sentRaw = headerValue(msg.headers, SENT_THROUGH_HEADER);
-    const sentThrough = sentRaw !== undefined && /^\d{1,15}$/.test(sentRaw) ? Number(sentRaw) : undefined;
-    let decoded;
+    const { sender, sentThrough } = senderOf(msg.headers);
+    let read: UnitSubjectMessage;
     try {
-      decoded = decodeAny(msg.data);
+      read = readUnitMessage(msg, sentThrough);
     } catch (err) {
       return this.counters.inc(err instanceof WireError ? err.code : "malformed");
     }
-    if (decoded.kind === "replica-barrier") {
+    if (read.kind === "other" && read.name === "replica-barrier") {
+      const target = (read.body as { targetLsn: number }).targetLsn;
       void this.barrier().then((flushed) => {
-        const target = (decoded.body as { targetLsn: number }).targetLsn;
         this.ports.transport.respond(msg, encodeMessage(replicaFlushedSpec, { replica: this.config.replicaId, volume: this.config.volume, flushedLsn: flushed, reached: flushed >= target }));
       });
       return;
     }
     if (sender === undefined || !g.knows(sender)) return this.counters.inc("unknown_sender");
-    if (decoded.kind === "credit-request") {
+    if (read.kind === "credit-request") {
       g.onRequest(sender, sentThrough);
       return;
     }
-    if (decoded.kind !== "unit") return this.counters.inc("unexpected_kind");
-    const u = decoded.body as TransportUnit;
-    try {
-      g.onArrival(sender, unitRecordBytes(u), sentThrough);
-      validateTransportUnit(u);
-      if (u.volume !== this.config.volume || u.lane !== lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
-      if (u.term < this.config.term) throw new CustodyError("stale_term", "unit comes from a stale writer term", { term: u.term });
-      const recs = openPayload(this.ports.dataKey, u, u.payload);
-      for (const r of recs) this.applyRecord(r.lsn, r.lba, r.data);
-    } catch (err) {
-      this.counters.inc(err instanceof CustodyError ? err.code : "invalid_unit");
+    if (read.kind !== "units") return this.counters.inc("unexpected_kind");
+    for (const arrived of read.units) {
+      const u = arrived.unit as TransportUnit | undefined;
+      try {
+        if (u === undefined) {
+          g.onArrival(sender, 0, arrived.sentThrough);
+          throw arrived.error;
+        }
+        g.onArrival(sender, unitRecordBytes(u), arrived.sentThrough);
+        validateTransportUnit(u);
+        if (u.volume !== this.config.volume || u.lane !== lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
+        if (u.term < this.config.term) throw new CustodyError("stale_term", "unit comes from a stale writer term", { term: u.term });
+        const recs = openPayload(this.ports.dataKey, u, u.payload);
+        for (const r of recs) this.applyRecord(r.lsn, r.lba, r.data);
+      } catch (err) {
+        this.counters.inc(err instanceof CustodyError || err instanceof WireError ? err.code : "invalid_unit");
+      }
     }
     g.topUp(sender);
   }

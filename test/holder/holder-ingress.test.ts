@@ -56,3 +56,44 @@ test.serial("a unit from an unknown sender is refused and counted", async (t) =>
     await h.close();
   }
 });
+
+test.serial("a frame with a digest-failing unit and a duplicate: only those are refused; the frame's other units are admitted and no credit leaks", async (t) => {
+  const keys = new KeyRing();
+  const h = await launchHolder(t.context.nats.url, keys, holderConfig("h-frames", { arena: { segmentBytes: 64 * 1024, limitBytes: 512 * 1024, maxOutstandingCredit: 128 * 1024, maxUnitBytes: 32 * 1024 } }));
+  const wt = await transport(t.context.nats.url, "writer-frames");
+  const receipts = watchReceipts(wt);
+  const w = new Writer(wt, "h-frames");
+  try {
+    await eventually(() => w.sender.state.grantedThrough > 0, "initial credit");
+    // One turn: these leave as one frame.
+    const bad = unit(3);
+    bad.payload[7]! ^= 0x01;
+    w.send(unit(1));
+    w.send(unit(2));
+    w.sendRaw(encodeMessage(unitSpec, bad), 1024 + 40);
+    w.send(unit(4));
+    await eventually(() => receipts.byHolder("h-frames").covers(4), "units after the bad one receipted");
+    t.is(w.sender.messagesSent, 1, "the four units went as one frame");
+    w.send(unit(2)); // a duplicate of an admitted unit, in a frame of its own kind
+    w.send(unit(3));
+    await eventually(() => receipts.byHolder("h-frames").covers(3), "the good unit 3 receipted");
+    const lane = h.holder.core.lanes.get("vol1/l0")!;
+    t.is(lane.obligations.retained.toString(), "1-4");
+    t.is(h.holder.counters.get("digest_mismatch"), 1);
+    t.is(h.holder.counters.get("duplicate_unit"), 1);
+    // More than a window of further units all get through: the refused units' credit came back.
+    for (let s = 5; s <= 250; s++) w.send(unit(s));
+    await eventually(() => lane.obligations.retained.covers(5, 250), "more than a credit window admitted", 10_000);
+    t.is(h.holder.counters.get("credit_exceeded"), 0);
+    t.true(w.sender.unitsSent > w.sender.messagesSent, "units were framed");
+    // Every byte the sender sent is accounted, and the arena holds exactly the grantor's unused credit.
+    const win = lane.grantor.windowOf("w1")!;
+    t.is(win.consumedThrough, w.sender.state.sentThrough);
+    t.is(lane.arena.outstanding("vol1", "l0"), win.grantedThrough - win.consumedThrough);
+  } finally {
+    receipts.stop();
+    w.sender.close();
+    await wt.close();
+    await h.close();
+  }
+});

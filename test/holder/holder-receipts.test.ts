@@ -6,7 +6,9 @@ import { makeReceipt } from "../../custody/receipt.ts";
 import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { creditSubject, receiptSubject, unitSubject } from "../../transport/subjects.ts";
-import { creditSpec, decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { creditSpec, encodeMessage, type WireUnit } from "../../transport/wire/index.ts";
+import { readUnitMessage } from "../../transport/unit-frames.ts";
+import type { InboundMessage } from "../../transport/transport.ts";
 import type { NatsTransport } from "../../transport/nats-transport.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
@@ -38,6 +40,12 @@ function sendReceipt(t: NatsTransport, key: KeyObject, holderId: string, incarna
   t.publish(subject, encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }));
 }
 
+/** The units a forwarded message carries (one bare unit or a frame of several). */
+function unitsOf(m: InboundMessage): WireUnit[] {
+  const read = readUnitMessage(m, undefined);
+  return read.kind === "units" ? read.units.flatMap((u) => (u.unit ? [u.unit] : [])) : [];
+}
+
 test.serial("missing, stale, forged, reordered and duplicated receipts keep the upstream's pins until the edge's own covering receipt arrives", async (t) => {
   const url = t.context.nats.url;
   const keys = new KeyRing();
@@ -46,7 +54,8 @@ test.serial("missing, stale, forged, reordered and duplicated receipts keep the 
   const a = await launchHolder(url, keys, holderConfig("ha", { downstream: ["hb"], epoch: 3 }));
   const wt = await transport(url, "writer-and-fake-hb");
   const forwarded: number[] = [];
-  const sub = wt.subscribe(unitSubject("hb", VOLUME, LANE), () => forwarded.push(1));
+  // Units arrive alone or framed several to a message; count units.
+  const sub = wt.subscribe(unitSubject("hb", VOLUME, LANE), (m) => forwarded.push(...unitsOf(m).map((u) => u.firstSeq)));
   // Play the edge: grant ha plenty of credit; never acknowledge by anything but receipts.
   wt.publish(creditSubject("hb", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb", sender: "ha", volume: VOLUME, lane: LANE, grantedThrough: 1 << 24, grantSeq: 1 }));
   const w = new Writer(wt, "ha");
@@ -106,9 +115,10 @@ test.serial("a unit lost on the way to an edge is re-forwarded from RAM once the
   let seq = 0;
   // The fake edge "loses" the first delivery of unit 5 and receipts whatever it really holds.
   const sub = wt.subscribe(unitSubject("hb2", VOLUME, LANE), (m) => {
-    const u = decodeMessage(unitSpec, m.data);
-    if (u.firstSeq === 5 && deliveries5++ === 0) return;
-    got = got.add(u.firstSeq, u.lastSeq);
+    for (const u of unitsOf(m)) {
+      if (u.firstSeq === 5 && deliveries5++ === 0) continue;
+      got = got.add(u.firstSeq, u.lastSeq);
+    }
     sendReceipt(wt, hbKey, "hb2", 1, ++seq, got.toJSON(), 0);
   });
   wt.publish(creditSubject("hb2", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb2", sender: "ha2", volume: VOLUME, lane: LANE, grantedThrough: 1 << 24, grantSeq: 1 }));

@@ -17,6 +17,7 @@ export const wireSamples: Record<string, unknown> = {
     payload,
     digest,
   },
+  "unit-frame@1": { units: [payload, digest, payload], sentThrough: [4096, 8192, 12_288] },
   "credit@1": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", grantedThrough: 1_048_576, grantSeq: 7 },
   "credit-request@1": { sender: "writer-1", holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", wantBytes: 65_536 },
   // actors/holder/holder-messages.ts

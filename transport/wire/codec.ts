@@ -15,6 +15,19 @@ export interface MessageSpec<K extends string, T> {
   readonly schema: z.ZodType<T>;
   /** Largest accepted encoding in bytes (envelope included); DEFAULT_MAX_BYTES when absent. */
   readonly maxBytes?: number;
+  /**
+   * Optional hand-written validator for kinds on the per-unit hot path. It returns the body with
+   * exactly the schema's fields when the body is certainly valid, and undefined otherwise; then
+   * the schema decides (and names the bad field). It must never accept what the schema refuses
+   * (a property test holds every fast path to that).
+   */
+  readonly fastPath?: (body: unknown) => T | undefined;
+  /**
+   * Optional reader of whole encodings laid out exactly as `encodeMessage` writes them; returns
+   * undefined for anything else (then the general decoder decides). Same rule as `fastPath`: it
+   * never accepts what the general path refuses.
+   */
+  readonly fastDecode?: (bytes: Uint8Array) => T | undefined;
 }
 
 /** Size limit of kinds that declare none: the default NATS `max_payload` (1 MiB). */
@@ -118,6 +131,8 @@ export function encodeMessage<K extends string, T>(
  */
 export function decodeMessage<K extends string, T>(spec: MessageSpec<K, T>, bytes: Uint8Array): T {
   checkSize(bytes, limitOf(spec), spec.kind);
+  const fast = spec.fastDecode?.(bytes);
+  if (fast !== undefined) return fast;
   const env = parseEnvelope(bytes);
   if (env.k !== spec.kind) {
     throw new WireError(WireErrorCode.WrongKind, `expected a ${spec.kind} message, got ${JSON.stringify(env.k)}`, { field: "k", expected: spec.kind, kind: env.k });
@@ -210,6 +225,8 @@ function checkFeatures(env: Envelope): void {
 }
 
 function validateBody<T>(spec: MessageSpec<string, T>, body: unknown): T {
+  const fast = spec.fastPath?.(body);
+  if (fast !== undefined) return fast;
   const result = spec.schema.safeParse(body);
   if (result.success) return result.data;
   const issue = result.error.issues[0];

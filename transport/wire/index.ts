@@ -15,6 +15,7 @@ export { defineFeature, isKnownFeature, knownFeatures } from "./features.ts";
 export * as wireFields from "./fields.ts";
 export {
   CREDIT_MAX_BYTES,
+  FRAME_MAX_UNITS,
   UNIT_MAX_BYTES,
   creditRequestSchema,
   creditRequestSpec,
@@ -22,7 +23,10 @@ export {
   creditSpec,
   unitSchema,
   unitSpec,
+  unitFrameSchema,
+  unitFrameSpec,
   type WireCredit,
+  type WireUnitFrame,
   type WireCreditRequest,
   type WireUnit,
 } from "./messages.ts";
