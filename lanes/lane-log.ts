@@ -1,4 +1,5 @@
 import { CustodyError } from "../core/custody-error.ts";
+import { GrowingRangeSet } from "./growing-range-set.ts";
 import { RangeSet } from "./range-set.ts";
 import type { TransportUnit } from "./transport-unit.ts";
 
@@ -55,10 +56,10 @@ export class LaneLog {
   /** First sequence this holder is responsible for. */
   readonly base: number;
   private termValue: number;
-  private retainedSet: RangeSet = RangeSet.EMPTY;
+  private readonly retainedSet = new GrowingRangeSet();
   private releasedSet: RangeSet = RangeSet.EMPTY;
   /** retained ∪ released, kept up to date: every admission consults it. */
-  private receivedSet: RangeSet = RangeSet.EMPTY;
+  private readonly receivedSet = new GrowingRangeSet();
 
   constructor(volume: string, lane: string, opts: { base?: number; term?: number } = {}) {
     this.volume = volume;
@@ -74,7 +75,7 @@ export class LaneLog {
 
   /** Sequences currently held in custody. */
   get retained(): RangeSet {
-    return this.retainedSet;
+    return this.retainedSet.value;
   }
 
   /** Sequences released after their obligations ended; they never reappear. */
@@ -84,12 +85,12 @@ export class LaneLog {
 
   /** Every sequence ever received (retained or released). */
   get received(): RangeSet {
-    return this.receivedSet;
+    return this.receivedSet.value;
   }
 
   /** Highest `x` with `base..x` all received, or `base - 1`. */
   contiguousThrough(): number {
-    return this.received.contiguousThrough(this.base);
+    return this.receivedSet.contiguousThrough(this.base);
   }
 
   /** Gaps between `base` and the highest received sequence (the out-of-order units wait on these). */
@@ -127,8 +128,8 @@ export class LaneLog {
   record(u: TransportUnit): UnitVerdict {
     const verdict = this.classify(u);
     if (verdict !== UnitVerdict.duplicate) {
-      this.retainedSet = this.retainedSet.add(u.firstSeq, u.lastSeq);
-      this.receivedSet = this.receivedSet.add(u.firstSeq, u.lastSeq);
+      this.retainedSet.add(u.firstSeq, u.lastSeq);
+      this.receivedSet.add(u.firstSeq, u.lastSeq);
       if (u.term > this.termValue) this.termValue = u.term;
     }
     return verdict;
@@ -136,8 +137,8 @@ export class LaneLog {
 
   /** Moves the retained part of `ranges` to released; returns what was actually released. */
   release(ranges: RangeSet): RangeSet {
-    const now = this.retainedSet.intersect(ranges);
-    this.retainedSet = this.retainedSet.subtract(now);
+    const now = this.retainedSet.value.intersect(ranges);
+    this.retainedSet.set(this.retainedSet.value.subtract(now));
     this.releasedSet = this.releasedSet.union(now);
     return now;
   }

@@ -1,4 +1,5 @@
 import { CustodyError } from "../../core/custody-error.ts";
+import { GrowingRangeSet } from "../../lanes/growing-range-set.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 
 /**
@@ -42,7 +43,7 @@ interface EdgeState {
 
 /** Mutable per-lane obligation state of one holder. */
 export class LaneObligations {
-  private retainedSet = RangeSet.EMPTY;
+  private readonly retainedGrowing = new GrowingRangeSet();
   private releasedSet = RangeSet.EMPTY;
   private frontier = RangeSet.EMPTY;
   private disk = RangeSet.EMPTY;
@@ -56,7 +57,11 @@ export class LaneObligations {
 
   /** Sequences held now (admitted, not released). */
   get retained(): RangeSet {
-    return this.retainedSet;
+    return this.retainedGrowing.value;
+  }
+
+  private get retainedSet(): RangeSet {
+    return this.retainedGrowing.value;
   }
 
   /** Sequences released locally; they can never be retained again. */
@@ -77,7 +82,7 @@ export class LaneObligations {
   /** Records admitted sequences. Returns false (no change) for a range already released. */
   admit(first: number, last: number): boolean {
     if (this.releasedSet.overlaps(first, last)) return false;
-    this.retainedSet = this.retainedSet.add(first, last);
+    this.retainedGrowing.add(first, last);
     return true;
   }
 
@@ -161,7 +166,7 @@ export class LaneObligations {
    */
   release(seqs: RangeSet): boolean {
     if (!this.canRelease(seqs)) return false;
-    this.retainedSet = this.retainedSet.subtract(seqs);
+    this.retainedGrowing.set(this.retainedSet.subtract(seqs));
     this.releasedSet = this.releasedSet.union(seqs);
     this.disk = this.disk.subtract(seqs);
     return true;
@@ -174,7 +179,7 @@ export class LaneObligations {
    */
   transferOut(seqs: RangeSet, neighborReceipted: RangeSet): boolean {
     if (!neighborReceipted.coversAll(seqs)) return false;
-    this.retainedSet = this.retainedSet.subtract(seqs);
+    this.retainedGrowing.set(this.retainedSet.subtract(seqs));
     this.releasedSet = this.releasedSet.union(seqs);
     this.disk = this.disk.subtract(seqs);
     return true;
