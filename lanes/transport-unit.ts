@@ -111,6 +111,13 @@ function writeCanonicalHeader(u: UnitFields, room: number): number {
   return scratch.writeUInt32BE(u.payload.length, o);
 }
 
+// Units of a lane are usually the same size: reuse the view of the scratch buffer for that length.
+let lastView: Buffer | undefined;
+function canonicalView(length: number): Buffer {
+  if (lastView === undefined || lastView.length !== length || lastView.buffer !== scratch.buffer) lastView = scratch.subarray(0, length);
+  return lastView;
+}
+
 /** Writes `text` as a u16 byte length and its UTF-8 bytes at `o`; returns the next offset. */
 function writeLengthPrefixed(text: string, o: number): number {
   const n = scratch.write(text, o + 2, "utf8");
@@ -130,7 +137,7 @@ function digestOfChecked(u: UnitFields, as: "buffer" | "binary"): Uint8Array | s
   if (small) {
     // One native call over header + payload: the per-unit cost is the hash itself, not its setup.
     scratch.set(u.payload, headerLength);
-    const canonical = scratch.subarray(0, headerLength + u.payload.length);
+    const canonical = canonicalView(headerLength + u.payload.length);
     return as === "buffer" ? oneShot("sha256", canonical, "buffer") : oneShot("sha256", canonical, "binary");
   }
   const h = crypto.createHash("sha256").update(scratch.subarray(0, headerLength)).update(u.payload);

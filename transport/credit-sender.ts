@@ -10,7 +10,7 @@ import {
 } from "./credit-window.ts";
 import { creditSubject, unitSubject } from "./subjects.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
-import { encodeUnitMessage, SENDER_HEADER, SENT_THROUGH_HEADER, type OutboundUnit } from "./unit-frames.ts";
+import { encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER } from "./unit-frames.ts";
 import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "./wire/index.ts";
 
 /**
@@ -150,18 +150,22 @@ export class CreditSender {
       const { sentThrough: sentBefore, grantedThrough } = this.window;
       let sent = sentBefore;
       let encoded = 0;
-      const frame: OutboundUnit[] = [];
-      while (this.head + frame.length < q.length && frame.length < this.maxFrameUnits) {
-        const u = q[this.head + frame.length]!;
+      const data: Uint8Array[] = [];
+      const figures: number[] = [];
+      const headers: (MessageHeaders | undefined)[] = [];
+      while (this.head + data.length < q.length && data.length < this.maxFrameUnits) {
+        const u = q[this.head + data.length]!;
         if (sent + u.bytes > grantedThrough) break;
-        if (frame.length > 0 && encoded + u.data.byteLength > this.maxFrameBytes) break;
+        if (data.length > 0 && encoded + u.data.byteLength > this.maxFrameBytes) break;
         sent += u.bytes;
         encoded += u.data.byteLength;
-        frame.push({ data: u.data, sentThrough: sent, headers: u.headers });
+        data.push(u.data);
+        figures.push(sent);
+        headers.push(u.headers);
       }
-      const n = frame.length;
+      const n = data.length;
       if (n === 0) break;
-      const body = encodeUnitMessage(frame);
+      const body = encodeUnitRun(data, figures, headers);
       // A lone unit keeps its own headers on the message; a frame carries them per unit inside.
       const own = n === 1 ? q[this.head]!.headers : undefined;
       this.o.transport.publish(this.subject, body, {

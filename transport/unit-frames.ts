@@ -29,12 +29,18 @@ export interface OutboundUnit {
  * when some unit has any (traced units), so an untraced frame stays lean.
  */
 export function encodeUnitMessage(units: readonly OutboundUnit[]): Uint8Array {
-  if (units.length === 1) return units[0]!.data;
-  const traced = units.some((u) => hasAny(u.headers));
-  const data = units.map((u) => u.data);
-  const sentThrough = units.map((u) => u.sentThrough);
-  if (!traced) return writeUnitFrame(data, sentThrough);
-  return encodeMessage(unitFrameSpec, { units: data, sentThrough, headers: units.map((u) => ({ ...u.headers })) });
+  return encodeUnitRun(
+    units.map((u) => u.data),
+    units.map((u) => u.sentThrough),
+    units.map((u) => u.headers),
+  );
+}
+
+/** `encodeUnitMessage` over parallel arrays (the sender's hot path builds no object per unit). */
+export function encodeUnitRun(data: readonly Uint8Array[], sentThrough: readonly number[], headers: readonly (MessageHeaders | undefined)[]): Uint8Array {
+  if (data.length === 1) return data[0]!;
+  if (!headers.some(hasAny)) return writeUnitFrame(data, sentThrough);
+  return encodeMessage(unitFrameSpec, { units: [...data], sentThrough: [...sentThrough], headers: headers.map((h) => ({ ...h })) });
 }
 
 /** One unit as a receiver meets it. Exactly one of `unit` and `error` is set. */

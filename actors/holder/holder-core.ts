@@ -283,7 +283,9 @@ export class HolderCore {
         return this.reject(err instanceof CustodyError ? err.code : "arena_refused", key);
       }
       if (opened) this.later(this.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
-      span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
+      if (span.isRecording()) {
+        span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
+      }
       if (this.ports.observe) this.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
       const context = span.spanContext();
       this.forward(hl, arrived.data, bytes, context);
@@ -312,6 +314,11 @@ export class HolderCore {
   /** Fan-out: the unit goes to every edge at once, each within that edge's own credits. */
   private forward(hl: HolderLane, data: Uint8Array, bytes: number, parent: import("@opentelemetry/api").SpanContext): void {
     if (hl.edges.size === 0) return;
+    if (!isSpanContextValid(parent)) {
+      // Nothing records spans: no forward span and no trace context to carry.
+      for (const s of hl.edges.values()) s.send({ data, bytes });
+      return;
+    }
     const ctx = trace.setSpanContext(ROOT_CONTEXT, parent);
     for (const [edge, s] of hl.edges) {
       const span = this.tracer.startSpan("holder.forward", { kind: SpanKind.PRODUCER, attributes: { "custody.edge": edge } }, ctx);
