@@ -20,7 +20,7 @@ export function writeUnitFrame(units: readonly Uint8Array[], sentThrough: readon
   if (n < 2 || n > FRAME_MAX_UNITS || sentThrough.length !== n) {
     throw new WireError(WireErrorCode.InvalidField, `unit-frame: needs 2..${FRAME_MAX_UNITS} units with one figure each`, { kind: "unit-frame", field: "units" });
   }
-  let size = ENVELOPE_HEAD.length + arrayHeaderBytes(n) + SENT_KEY.length + arrayHeaderBytes(n);
+  let size = ENVELOPE_HEAD.length + 2 * lengthHeaderBytes(n, ARRAY) + SENT_KEY.length;
   let prev = -1;
   for (let i = 0; i < n; i++) {
     const st = sentThrough[i]!;
@@ -28,7 +28,7 @@ export function writeUnitFrame(units: readonly Uint8Array[], sentThrough: readon
       throw new WireError(WireErrorCode.InvalidField, "unit-frame: sentThrough must increase strictly", { kind: "unit-frame", field: `sentThrough.${i}` });
     }
     prev = st;
-    size += binHeaderBytes(units[i]!.byteLength) + units[i]!.byteLength + uintBytes(st);
+    size += lengthHeaderBytes(units[i]!.byteLength, BIN) + units[i]!.byteLength + uintBytes(st);
   }
   if (size > UNIT_MAX_BYTES) {
     throw new WireError(WireErrorCode.TooLarge, `unit-frame: encoding of ${size} bytes exceeds maxBytes ${UNIT_MAX_BYTES}`, { kind: "unit-frame", size, maxBytes: UNIT_MAX_BYTES });
@@ -38,14 +38,14 @@ export function writeUnitFrame(units: readonly Uint8Array[], sentThrough: readon
   const out = new Uint8Array(raw.buffer, raw.byteOffset, size);
   const view = new DataView(raw.buffer, raw.byteOffset, size);
   out.set(ENVELOPE_HEAD, 0);
-  let o = writeArrayHeader(view, ENVELOPE_HEAD.length, n);
+  let o = writeLengthHeader(view, ENVELOPE_HEAD.length, n, ARRAY);
   for (const u of units) {
-    o = writeBinHeader(view, o, u.byteLength);
+    o = writeLengthHeader(view, o, u.byteLength, BIN);
     out.set(u, o);
     o += u.byteLength;
   }
   out.set(SENT_KEY, o);
-  o = writeArrayHeader(view, o + SENT_KEY.length, n);
+  o = writeLengthHeader(view, o + SENT_KEY.length, n, ARRAY);
   for (const st of sentThrough) o = writeUint(view, o, st);
   return out;
 }
@@ -55,43 +55,51 @@ const ascii = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
 const ENVELOPE_HEAD = Uint8Array.from([0x83, 0xa1, ...ascii("k"), 0xaa, ...ascii("unit-frame"), 0xa1, ...ascii("v"), 0x01, 0xa1, ...ascii("b"), 0x82, 0xa5, ...ascii("units")]);
 const SENT_KEY = Uint8Array.from([0xab, ...ascii("sentThrough")]);
 
-function arrayHeaderBytes(n: number): number {
-  return n < 16 ? 1 : n < 0x10000 ? 3 : 5;
+/** A msgpack length header family: a fix form up to `fixMax`, an 8-bit form (bin only), then 16- and 32-bit forms. */
+interface LengthTags {
+  readonly fixMax: number;
+  readonly fix: number;
+  readonly tag8?: number;
+  readonly tag16: number;
+  readonly tag32: number;
+}
+const ARRAY: LengthTags = { fixMax: 15, fix: 0x90, tag16: 0xdc, tag32: 0xdd };
+const BIN: LengthTags = { fixMax: -1, fix: 0, tag8: 0xc4, tag16: 0xc5, tag32: 0xc6 };
+
+function lengthHeaderBytes(n: number, k: LengthTags): number {
+  return n <= k.fixMax ? 1 : k.tag8 !== undefined && n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
 }
 
-function writeArrayHeader(v: DataView, o: number, n: number): number {
-  if (n < 16) {
-    v.setUint8(o, 0x90 | n);
+function writeLengthHeader(v: DataView, o: number, n: number, k: LengthTags): number {
+  if (n <= k.fixMax) {
+    v.setUint8(o, k.fix | n);
     return o + 1;
   }
-  if (n < 0x10000) {
-    v.setUint8(o, 0xdc);
-    v.setUint16(o + 1, n);
-    return o + 3;
-  }
-  v.setUint8(o, 0xdd);
-  v.setUint32(o + 1, n);
-  return o + 5;
-}
-
-function binHeaderBytes(n: number): number {
-  return n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
-}
-
-function writeBinHeader(v: DataView, o: number, n: number): number {
-  if (n < 0x100) {
-    v.setUint8(o, 0xc4);
+  if (k.tag8 !== undefined && n < 0x100) {
+    v.setUint8(o, k.tag8);
     v.setUint8(o + 1, n);
     return o + 2;
   }
   if (n < 0x10000) {
-    v.setUint8(o, 0xc5);
+    v.setUint8(o, k.tag16);
     v.setUint16(o + 1, n);
     return o + 3;
   }
-  v.setUint8(o, 0xc6);
+  v.setUint8(o, k.tag32);
   v.setUint32(o + 1, n);
   return o + 5;
+}
+
+/** Reads a length header of family `k` at `o`: the length and the offset after the header, or undefined. */
+function readLengthHeader(b: Uint8Array, o: number, k: LengthTags): { n: number; o: number } | undefined {
+  const h = b[o];
+  if (h === undefined) return undefined;
+  if (k.fixMax >= 0 && h >= k.fix && h <= k.fix + k.fixMax) return { n: h - k.fix, o: o + 1 };
+  const size = h === k.tag8 ? 1 : h === k.tag16 ? 2 : h === k.tag32 ? 4 : -1;
+  if (size < 0 || o + 1 + size > b.length) return undefined;
+  let n = 0;
+  for (let i = 1; i <= size; i++) n = n * 256 + b[o + i]!;
+  return { n, o: o + 1 + size };
 }
 
 function uintBytes(x: number): number {
@@ -133,26 +141,21 @@ export function fastDecodeUnitFrame(bytes: Uint8Array): WireUnitFrame | undefine
   const b = bytes;
   if (b.length < ENVELOPE_HEAD.length) return undefined;
   for (let i = 0; i < ENVELOPE_HEAD.length; i++) if (b[i] !== ENVELOPE_HEAD[i]) return undefined;
-  let o = ENVELOPE_HEAD.length;
-  const head = readArrayHeader(b, o);
+  const head = readLengthHeader(b, ENVELOPE_HEAD.length, ARRAY);
   if (head === undefined) return undefined;
   const n = head.n;
-  o = head.o;
+  let o = head.o;
   if (n < 2 || n > FRAME_MAX_UNITS) return undefined;
   const units: Uint8Array[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    const h = b[o];
-    const size = h === 0xc4 ? 1 : h === 0xc5 ? 2 : h === 0xc6 ? 4 : -1;
-    if (size < 0 || o + 1 + size > b.length) return undefined;
-    const len = size === 1 ? b[o + 1]! : size === 2 ? (b[o + 1]! << 8) | b[o + 2]! : b[o + 1]! * 0x1000000 + ((b[o + 2]! << 16) | (b[o + 3]! << 8) | b[o + 4]!);
-    const start = o + 1 + size;
-    if (start + len > b.length) return undefined;
-    units[i] = b.subarray(start, start + len);
-    o = start + len;
+    const bin = readLengthHeader(b, o, BIN);
+    if (bin === undefined || bin.o + bin.n > b.length) return undefined;
+    units[i] = b.subarray(bin.o, bin.o + bin.n);
+    o = bin.o + bin.n;
   }
   if (o + SENT_KEY.length > b.length) return undefined;
   for (let i = 0; i < SENT_KEY.length; i++) if (b[o + i] !== SENT_KEY[i]) return undefined;
-  const sentHead = readArrayHeader(b, o + SENT_KEY.length);
+  const sentHead = readLengthHeader(b, o + SENT_KEY.length, ARRAY);
   if (sentHead === undefined || sentHead.n !== n) return undefined;
   o = sentHead.o;
   const sentThrough: number[] = new Array(n);
@@ -175,12 +178,4 @@ export function fastDecodeUnitFrame(bytes: Uint8Array): WireUnitFrame | undefine
     sentThrough[i] = prev = x;
   }
   return o === b.length ? { units, sentThrough } : undefined;
-}
-
-function readArrayHeader(b: Uint8Array, o: number): { n: number; o: number } | undefined {
-  const h = b[o];
-  if (h === undefined) return undefined;
-  if ((h & 0xf0) === 0x90) return { n: h & 0x0f, o: o + 1 };
-  if (h === 0xdc && o + 3 <= b.length) return { n: (b[o + 1]! << 8) | b[o + 2]!, o: o + 3 };
-  return undefined;
 }
