@@ -1,5 +1,6 @@
 import { assertEvent, fromPromise, setup } from "xstate";
-import { HolderCore, type HolderInbound, type HolderPorts } from "./holder/holder-core.ts";
+import { HolderCore } from "./holder/holder-core.ts";
+import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
 import { repairEdges } from "./holder/edge-repair.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";

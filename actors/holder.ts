@@ -3,7 +3,8 @@ import { CustodyError } from "../core/custody-error.ts";
 import type { Counters } from "../core/counters.ts";
 import { holderMachine, HolderState } from "./holder.machine.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
-import type { HolderCore, HolderPorts } from "./holder/holder-core.ts";
+import type { HolderCore } from "./holder/holder-core.ts";
+import type { HolderPorts } from "./holder/holder-ports.ts";
 
 /**
  * Runtime wiring of one holder: validates the configuration, creates the actor with the clock

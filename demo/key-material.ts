@@ -7,7 +7,7 @@
 import type { KeyObject } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import type { PeerDirectory } from "../actors/holder/holder-core.ts";
+import type { PeerDirectory } from "../actors/holder/holder-ports.ts";
 import { generateHolderKeyPair, privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/signing.ts";
 import { DATA_KEY_BYTES } from "../custody/key-authority.ts";
 

@@ -4,7 +4,7 @@ import type { ControllerConfig } from "../actors/controller/controller-config.ts
 import type { ControllerPorts, HolderAdmission } from "../actors/controller/controller-core.ts";
 import { startHolder, type Holder } from "../actors/holder.ts";
 import { laneKey, type HolderConfigInput, type ProtectedRamEvidence } from "../actors/holder/holder-config.ts";
-import type { PeerDirectory } from "../actors/holder/holder-core.ts";
+import type { PeerDirectory } from "../actors/holder/holder-ports.ts";
 import { releaseFrontierSpec } from "../actors/holder/holder-messages.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/volume-writer.ts";
 import { CrashFileLayer } from "../core/crash-file-layer.ts";

@@ -1,11 +1,8 @@
-import type { KeyObject } from "node:crypto";
 import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type Tracer } from "@opentelemetry/api";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { SpillStream } from "../../arena/spill-stream.ts";
-import type { Clock } from "../../core/clock.ts";
 import { Counters } from "../../core/counters.ts";
 import { CustodyError } from "../../core/custody-error.ts";
-import type { FileLayer } from "../../core/file-layer.ts";
 import { UnitVerdict } from "../../lanes/lane-log.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
@@ -15,7 +12,7 @@ import { CreditSender } from "../../transport/credit-sender.ts";
 import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
 import { receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
-import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
+import type { InboundMessage, TransportSubscription } from "../../transport/transport.ts";
 import { creditSpec, decodeMessage, encodeMessage, WireError } from "../../transport/wire/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
@@ -25,69 +22,7 @@ import { protectionStatus, ProtectionStatus } from "./protected-ram.ts";
 import { ReceiptBatcher } from "./receipt-batcher.ts";
 import { laneReceipts } from "./receipt-content.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
-
-/** Why a holder refused an inbound message (beyond the wire, unit, lane and credit codes it reuses). */
-export const HolderRejectCode = {
-  UnknownSender: "unknown_sender",
-  UnexpectedKind: "unexpected_kind",
-} as const;
-
-/** Public keys of peer holders (normally folded from the control log's `admit_holder` events). */
-export interface PeerDirectory {
-  key(holderId: string, incarnation: number): KeyObject | undefined;
-  incarnation(holderId: string): number | undefined;
-}
-
-/** Something a holder did, in order, for tests and operators (spans carry the same facts). */
-export type HolderObservation =
-  | { type: "admitted"; lane: string; first: number; last: number }
-  | { type: "rejected"; lane?: string; code: string }
-  | { type: "receipt_published"; lane: string; residency: string; retained: string }
-  | { type: "edge_receipt"; lane: string; from: string; retained: string }
-  | { type: "neighbor_receipt"; lane: string; from: string; retained: string }
-  | { type: "receipt_refused"; lane: string; from: string; code: string }
-  | { type: "released"; lane: string; seqs: string }
-  | { type: "transfer_offered"; lane: string; to: string; seqs: string }
-  | { type: "transfer_admitted"; lane: string; from: string; seqs: string }
-  | { type: "transferred_out"; lane: string; to: string; seqs: string }
-  | { type: "flush"; outcome: "synced" | "deadline_missed"; seqs: string }
-  | { type: "evidence"; status: string }
-  | { type: "violation"; lane: string; seqs: string; reason: string };
-
-/** Events the core asks its owning actor to deliver back to it (timers, async completions, NATS). */
-export type HolderInbound =
-  | { type: "nats.units"; lane: string; msgs: InboundMessage[] }
-  | { type: "nats.credit"; lane: string; edge: string; msg: InboundMessage }
-  | { type: "nats.receipt"; lane: string; msg: InboundMessage }
-  | { type: "nats.release"; msg: InboundMessage }
-  | { type: "nats.transfer"; msg: InboundMessage }
-  | { type: "timer.receipts" }
-  | { type: "timer.seal"; lane: string }
-  | { type: "timer.flush" }
-  | { type: "timer.refresh" }
-  | { type: "timer.evacuation" }
-  | { type: "flush.completed"; result: FlushOutcome };
-
-/** What a persistence flush achieved: per lane, segment evidence only for an in-deadline sync. */
-export type FlushOutcome =
-  | { kind: "synced"; spilled: { lane: string; segmentId: number; seqs: RangeSet; evidence: import("../../arena/spill-stream.ts").SpillEvidence }[] }
-  | { kind: "deadline_missed"; seqs: RangeSet }
-  | { kind: "failed"; message: string };
-
-export interface HolderPorts {
-  transport: Transport;
-  clock: Clock;
-  privateKey: KeyObject;
-  peers: PeerDirectory;
-  /** Needed for disk residency (the spill stream); payload never touches files otherwise. */
-  files?: FileLayer;
-  spillPath?: string;
-  tracer?: Tracer;
-  counters?: Counters;
-  observe?: (o: HolderObservation) => void;
-  /** How often retained coverage is re-announced (repairs lost receipts). Default 500 ms. */
-  receiptRefreshMs?: number;
-}
+import { HolderRejectCode, type HolderInbound, type HolderObservation, type HolderPorts } from "./holder-ports.ts";
 
 /**
  * The holder's working parts behind its XState machine: ingress with credits, immediate fan-out,

@@ -9,7 +9,8 @@ import type { InboundMessage } from "../../transport/transport.ts";
 import { eventSubject, transferSubject } from "../../transport/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import { laneKey } from "./holder-config.ts";
-import type { FlushOutcome, HolderCore } from "./holder-core.ts";
+import type { HolderCore } from "./holder-core.ts";
+import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import { holderEventSpec, transferOfferSpec } from "./holder-messages.ts";
 

@@ -11,7 +11,7 @@ import type { InboundMessage, Transport, TransportSubscription } from "../../tra
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import type { PeerDirectory } from "../holder/holder-core.ts";
+import type { PeerDirectory } from "../holder/holder-ports.ts";
 import { protectedSeqs } from "./protection.ts";
 import { sealPayload, type WriteRecord } from "./unit-payload.ts";
 import {

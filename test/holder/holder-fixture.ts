@@ -15,7 +15,7 @@ import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { startHolder, type Holder } from "../../actors/holder.ts";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
-import type { HolderObservation, HolderPorts, PeerDirectory } from "../../actors/holder/holder-core.ts";
+import type { HolderObservation, HolderPorts, PeerDirectory } from "../../actors/holder/holder-ports.ts";
 import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
