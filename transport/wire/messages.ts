@@ -2,6 +2,7 @@ import { z } from "zod";
 import { defineMessage } from "./codec.ts";
 import { bytes, fixedBytes, identifier, timestampMs, uint } from "./fields.ts";
 import { isValidToken } from "../subjects.ts";
+import { FRAME_MAX_UNITS, UNIT_MAX_BYTES } from "./limits.ts";
 import { fastDecodeUnit } from "./unit-fast-decode.ts";
 import { fastDecodeUnitFrame } from "./unit-frame-codec.ts";
 
@@ -11,8 +12,8 @@ import { fastDecodeUnitFrame } from "./unit-frame-codec.ts";
  * events, status documents) are defined next to their logic with `defineMessage`.
  */
 
-/** Largest transport-unit encoding accepted. NATS' default max_payload is 1 MiB: servers that carry bigger units must raise it. */
-export const UNIT_MAX_BYTES = 8 * 1024 * 1024;
+
+export { FRAME_MAX_UNITS, UNIT_MAX_BYTES };
 
 /** Largest credit / credit-request encoding accepted (four identifiers of <= 128 chars, a few integers). */
 export const CREDIT_MAX_BYTES = 4 * 1024;
@@ -60,8 +61,6 @@ function fastUnit(body: unknown): WireUnit | undefined {
 /** `unit` v1: a transport unit sent to a holder on `custody.v1.unit.<toHolder>.<volume>.<lane>`. */
 export const unitSpec = defineMessage({ kind: "unit", version: 1, schema: unitSchema, maxBytes: UNIT_MAX_BYTES, fastPath: fastUnit, fastDecode: fastDecodeUnit });
 
-/** Most units one frame may carry. */
-export const FRAME_MAX_UNITS = 4096;
 
 /** Per-unit message headers inside a frame (trace context): at most 8 short string pairs. */
 const unitHeaders = z.record(z.string().max(64), z.string().max(1024)).refine((h) => Object.keys(h).length <= 8, { message: "at most 8 headers per unit" });

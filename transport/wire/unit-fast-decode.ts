@@ -1,4 +1,5 @@
 import type { WireUnit } from "./messages.ts";
+import { after, ARRAY, ascii, BIN, readLengthHeader, readUint, type LengthTags } from "./msgpack-heads.ts";
 
 /**
  * Reads a `unit` v1 message laid out exactly as `encodeMessage(unitSpec, …)` writes it (envelope
@@ -50,7 +51,6 @@ interface Token {
 let lastVolume: Token | undefined;
 let lastLane: Token | undefined;
 
-const ascii = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
 const key = (s: string) => Uint8Array.from([0xa0 | s.length, ...ascii(s)]);
 /** fixmap{k: "unit", v: 1, b: fixmap(8)…} */
 const UNIT_ENVELOPE_HEAD = Uint8Array.from([0x83, ...key("k"), ...key("unit"), ...key("v"), 0x01, ...key("b"), 0x88]);
@@ -128,69 +128,48 @@ class Reader {
     return x !== undefined && Number.isSafeInteger(x) && x >= 0 ? x : undefined;
   }
 
-  /** A number in the forms our encoder writes: positive fixint, uint 8..64, float64. */
+  /** A number in the forms our encoder writes: an unsigned integer, or a float64. */
   number(): number | undefined {
     const b = this.b;
     const o = this.o;
-    const h = b[o];
-    if (h === undefined) return undefined;
-    if (h < 0x80) {
-      this.o = o + 1;
-      return h;
+    if (b[o] !== 0xcb) {
+      const x = readUint(b, o);
+      if (x < 0) return undefined;
+      this.o = after.o;
+      return x;
     }
-    const need = h === 0xcc ? 1 : h === 0xcd ? 2 : h === 0xce ? 4 : h === 0xcf || h === 0xcb ? 8 : -1;
-    if (need < 0 || o + 1 + need > b.length) return undefined;
-    this.o = o + 1 + need;
-    switch (h) {
-      case 0xcc:
-        return b[o + 1]!;
-      case 0xcd:
-        return u16(b, o + 1);
-      case 0xce:
-        return u32(b, o + 1);
-      case 0xcf:
-        return u32(b, o + 1) * 0x100000000 + u32(b, o + 5);
-      default:
-        // Big-endian float64 through a reused scratch in host byte order.
-        for (let i = 0; i < 8; i++) F64_BYTES[LITTLE_ENDIAN ? i : 7 - i] = b[o + 8 - i]!;
-        return F64[0]!;
-    }
+    if (o + 9 > b.length) return undefined;
+    this.o = o + 9;
+    // Big-endian float64 through a reused scratch in host byte order.
+    for (let i = 0; i < 8; i++) F64_BYTES[LITTLE_ENDIAN ? i : 7 - i] = b[o + 8 - i]!;
+    return F64[0]!;
   }
 
-  /** A fixarray/array16 header. */
+  /** An array header: the element count. */
   arrayHeader(): number | undefined {
-    const b = this.b;
-    const h = b[this.o];
-    if (h === undefined) return undefined;
-    if ((h & 0xf0) === 0x90) {
-      this.o += 1;
-      return h & 0x0f;
-    }
-    if (h === 0xdc && this.o + 3 <= b.length) {
-      const n = u16(b, this.o + 1);
-      this.o += 3;
-      return n;
-    }
-    return undefined;
+    return this.length(ARRAY);
   }
 
   /** A bin8/16/32 as a view (no copy), like the general decoder. */
   bin(): Uint8Array | undefined {
-    const b = this.b;
-    const o = this.o;
-    const h = b[o];
-    const size = h === 0xc4 ? 1 : h === 0xc5 ? 2 : h === 0xc6 ? 4 : -1;
-    if (size < 0 || o + 1 + size > b.length) return undefined;
-    const n = size === 1 ? b[o + 1]! : size === 2 ? u16(b, o + 1) : u32(b, o + 1);
-    const start = o + 1 + size;
-    if (start + n > b.length) return undefined;
-    this.o = start + n;
-    return b.subarray(start, start + n);
+    const start = this.o;
+    const n = this.length(BIN);
+    if (n === undefined || this.o + n > this.b.length) {
+      this.o = start;
+      return undefined;
+    }
+    this.o += n;
+    return this.b.subarray(this.o - n, this.o);
+  }
+
+  private length(k: LengthTags): number | undefined {
+    const n = readLengthHeader(this.b, this.o, k);
+    if (n < 0) return undefined;
+    this.o = after.o;
+    return n;
   }
 }
 
-const u16 = (b: Uint8Array, o: number) => (b[o]! << 8) | b[o + 1]!;
-const u32 = (b: Uint8Array, o: number) => b[o]! * 0x1000000 + ((b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!);
 const F64 = new Float64Array(1);
 const F64_BYTES = new Uint8Array(F64.buffer);
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
