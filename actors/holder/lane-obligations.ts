@@ -60,10 +60,6 @@ export class LaneObligations {
     return this.retainedGrowing.value;
   }
 
-  private get retainedSet(): RangeSet {
-    return this.retainedGrowing.value;
-  }
-
   /** Sequences released locally; they can never be retained again. */
   get released(): RangeSet {
     return this.releasedSet;
@@ -71,7 +67,7 @@ export class LaneObligations {
 
   /** The persistence cut: sequences whose bytes a completed fdatasync made disk-resident. */
   get diskResident(): RangeSet {
-    return this.disk.intersect(this.retainedSet);
+    return this.disk.intersect(this.retained);
   }
 
   /** Downstream edges of this lane. */
@@ -123,7 +119,7 @@ export class LaneObligations {
   /** Sequences retained here that `edge` has not receipted yet (still pinned for it). */
   pendingFor(edge: string): RangeSet {
     const e = this.edges.get(edge);
-    return e === undefined ? RangeSet.EMPTY : this.retainedSet.subtract(e.receipted);
+    return e === undefined ? RangeSet.EMPTY : this.retained.subtract(e.receipted);
   }
 
   /**
@@ -134,7 +130,7 @@ export class LaneObligations {
     const e = this.edges.get(edge);
     const top = e?.receipted.max;
     if (e === undefined || top === undefined) return RangeSet.EMPTY;
-    return this.retainedSet.subtract(e.receipted).intersect(RangeSet.of(0, top));
+    return this.retained.subtract(e.receipted).intersect(RangeSet.of(0, top));
   }
 
   /** True when every edge has receipted all of `seqs` (always true for a terminal holder). */
@@ -150,7 +146,7 @@ export class LaneObligations {
 
   /** Retained sequences that may be released now: authorized by the frontier and receipted by every edge. */
   releasable(): RangeSet {
-    let r = this.retainedSet.intersect(this.frontier);
+    let r = this.retained.intersect(this.frontier);
     for (const e of this.edges.values()) r = r.intersect(e.receipted);
     return r;
   }
@@ -166,7 +162,7 @@ export class LaneObligations {
    */
   release(seqs: RangeSet): boolean {
     if (!this.canRelease(seqs)) return false;
-    this.retainedGrowing.set(this.retainedSet.subtract(seqs));
+    this.retainedGrowing.set(this.retained.subtract(seqs));
     this.releasedSet = this.releasedSet.union(seqs);
     this.disk = this.disk.subtract(seqs);
     return true;
@@ -179,7 +175,7 @@ export class LaneObligations {
    */
   transferOut(seqs: RangeSet, neighborReceipted: RangeSet): boolean {
     if (!neighborReceipted.coversAll(seqs)) return false;
-    this.retainedGrowing.set(this.retainedSet.subtract(seqs));
+    this.retainedGrowing.set(this.retained.subtract(seqs));
     this.releasedSet = this.releasedSet.union(seqs);
     this.disk = this.disk.subtract(seqs);
     return true;
@@ -187,6 +183,6 @@ export class LaneObligations {
 
   /** Records persistence evidence: only call with the ranges of a COMPLETED fdatasync. */
   persisted(seqs: RangeSet): void {
-    this.disk = this.disk.union(seqs.intersect(this.retainedSet));
+    this.disk = this.disk.union(seqs.intersect(this.retained));
   }
 }

@@ -111,18 +111,16 @@ export class ReplicaCore {
     for (const arrived of read.units) {
       const u = arrived.unit as TransportUnit | undefined;
       try {
-        if (u === undefined) {
-          g.onArrival(sender, 0, arrived.sentThrough);
-          throw arrived.error;
-        }
-        g.onArrival(sender, unitRecordBytes(u), arrived.sentThrough);
+        // An undecodable unit still accounts its credit figure, then is counted by its wire code.
+        g.onArrival(sender, u === undefined ? 0 : unitRecordBytes(u), arrived.sentThrough);
+        if (u === undefined) throw arrived.error;
         validateTransportUnit(u);
         if (u.volume !== this.config.volume || u.lane !== lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
         if (u.term < this.config.term) throw new CustodyError("stale_term", "unit comes from a stale writer term", { term: u.term });
         const recs = openPayload(this.ports.dataKey, u, u.payload);
         for (const r of recs) this.applyRecord(r.lsn, r.lba, r.data);
       } catch (err) {
-        this.counters.inc(err instanceof CustodyError || err instanceof WireError ? err.code : "invalid_unit");
+        this.counters.inc(err instanceof CustodyError ? err.code : "invalid_unit"); // WireError is a CustodyError
       }
     }
     g.topUp(sender);
