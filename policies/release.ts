@@ -4,6 +4,7 @@ import { evaluateScenario, evaluateTimeline } from "./evaluate.ts";
 import type { SurvivalReport } from "./survival-report.ts";
 import { UnknownReferenceError } from "./policy-errors.ts";
 import { validateEvaluationState } from "./state-validation.ts";
+import { evidenceLabel } from "./survivor-view.ts";
 
 /** A holder asking to drop `ranges` of `lane` from every residency it keeps them in. */
 export interface ReleaseRequest {
@@ -51,6 +52,22 @@ export function withReleases(state: EvaluationState, releases: readonly ReleaseR
   };
 }
 
+/**
+ * The state with every claim whose evidence is stale removed. A release may rely only on fresh
+ * evidence: a holder that has been silent longer than `staleAfterMs` may have lost what it claimed
+ * (a crash nobody has declared yet), and dropping the last live copy on its word loses data. Pure.
+ */
+export function withoutStaleClaims(state: EvaluationState): EvaluationState {
+  let changed = false;
+  const holders = state.holders.map((h) => {
+    const claims = h.claims.filter((c) => evidenceLabel(c, state.asOfMs, state.staleAfterMs) !== "stale");
+    if (claims.length === h.claims.length) return h;
+    changed = true;
+    return { ...h, claims };
+  });
+  return changed ? { ...state, holders } : state;
+}
+
 /** The required scenarios' and timelines' reports, in input order. */
 export function requiredReports(state: EvaluationState): SurvivalReport[] {
   return [
@@ -71,8 +88,10 @@ export function keepsCut(before: SurvivalReport, after: SurvivalReport): boolean
  * earlier grant already applied, the holder retains the ranges, no retention window, PITR pin or
  * in-flight recovery covers them, a successor (another holder's retained copy or a base snapshot)
  * still covers them, and every required scenario and timeline keeps the cut it has now. So two
- * holders can never both release relying on each other. Pure; throws UnknownReferenceError for an
- * unknown holder.
+ * holders can never both release relying on each other. Successors and the cuts after the release
+ * count fresh evidence only (see `withoutStaleClaims`); the cuts to keep count everything, so a
+ * cut that rests on stale evidence blocks the release instead of being traded away. Pure; throws
+ * UnknownReferenceError for an unknown holder.
  */
 export function authorizeReleases(state: EvaluationState, requests: readonly ReleaseRequest[]): ReleaseDecision[] {
   validateEvaluationState(state);
@@ -81,11 +100,12 @@ export function authorizeReleases(state: EvaluationState, requests: readonly Rel
     if (!(r.lane in state.source.lanes)) throw new UnknownReferenceError(`releases[${i}].lane`, r.lane);
   });
   const baseline = requiredReports(state);
+  const fresh = withoutStaleClaims(state);
   const granted: ReleaseRequest[] = [];
   return requests.map((req) => {
-    const current = withReleases(state, granted);
+    const current = withReleases(fresh, granted);
     const reasons = new Set<ReleaseDenial>();
-    const holder = current.holders.find((h) => h.id === req.holder)!;
+    const holder = withReleases(state, granted).holders.find((h) => h.id === req.holder)!;
     const held = holder.claims.filter((c) => c.lane === req.lane);
     let retained = RangeSet.EMPTY;
     for (const c of held) retained = retained.union(c.ranges);

@@ -379,7 +379,9 @@ export class ActorWorld {
         this.ledgerClaims.set(h.id, claimed);
       }
       const cuts = new Map<string, number>();
-      for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.cut?.[this.lane] ?? -1);
+      // A cut counts as confirmed only on fresh evidence: a report resting on a silent holder's
+      // stale receipts says so (`evidence: stale`) and promises nothing.
+      for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.evidence === "observed" ? (r.cut?.[this.lane] ?? -1) : -1);
       this.hooks.confirmed(cuts);
       return;
     }

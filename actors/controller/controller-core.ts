@@ -11,7 +11,7 @@ import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ReceiptLedger } from "../../custody/receipt-ledger.ts";
 import { evaluateState, type EvaluationReport } from "../../policies/evaluate.ts";
 import type { BaseSnapshot, CommitRun, EvaluationState, RecoveryInFlight } from "../../policies/evaluation-state.ts";
-import { authorizeReleases, type ReleaseRequest } from "../../policies/release.ts";
+import { authorizeReleases, withoutStaleClaims, type ReleaseRequest } from "../../policies/release.ts";
 import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject } from "../../transport/subjects.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
 import { decodeAny, decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
@@ -175,7 +175,10 @@ export class ControllerCore {
 
   /** The evaluation input as of now (released ranges and failed holders already removed). */
   currentState(s: ControlState = this.follower.state): EvaluationState {
-    const holdings = this.ledger.holdings({ volume: this.volume }).map((h) => {
+    // Only the admitted incarnation speaks for a holder: the moment a newer one is admitted, what
+    // the previous one claimed (its RAM is gone) stops counting, receipted again or not.
+    const admitted = this.ledger.holdings({ volume: this.volume }).filter((h) => s.holders[h.holderId]?.incarnation === h.incarnation);
+    const holdings = admitted.map((h) => {
       const o = s.obligations[h.obligationId];
       const gone = o?.released[h.holderId];
       return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
@@ -331,7 +334,7 @@ export class ControllerCore {
     const already = o.released[req.holder] ?? RangeSet.EMPTY;
     const ranges = req.ranges.subtract(already).intersect(o.responsible[req.holder] ?? RangeSet.EMPTY);
     if (ranges.isEmpty) throw new CustodyError("nothing_to_release", "ranges already released or not this holder's responsibility", {});
-    const reliesOn = state.holders
+    const reliesOn = withoutStaleClaims(state).holders
       .filter((h) => h.id !== req.holder && cur.holders[h.id]?.status === HolderStatus.active && (o.responsible[h.id] ?? RangeSet.EMPTY).coversAll(ranges))
       .filter((h) => h.claims.filter((c) => c.lane === req.lane).reduce((a, c) => a.union(c.ranges), RangeSet.EMPTY).coversAll(ranges))
       .map((h) => h.id);
