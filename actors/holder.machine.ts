@@ -2,7 +2,6 @@ import { assertEvent, fromPromise, setup } from "xstate";
 import { HolderCore } from "./holder/holder-core.ts";
 import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
-import { repairEdges } from "./holder/edge-repair.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "./holder/protected-ram.ts";
 
@@ -107,7 +106,11 @@ export const holderMachine = setup({
       assertEvent(event, "timer.seal");
       guarded(context, () => context.core.sealDue(event.lane));
     },
-    repairEdges: ({ context }) => guarded(context, () => repairEdges(context.core.lanes.values(), context.core.counters)),
+    resendDue: ({ context }) => guarded(context, () => context.core.resendDue()),
+    resendLoaded: ({ context, event }) => {
+      assertEvent(event, "resend.loaded");
+      guarded(context, () => context.core.resendLoaded(event.lane, event.edge, event.units));
+    },
     relievePressure: ({ context }) => guarded(context, () => context.moves.relievePressure()),
     flushTick: ({ context }) => guarded(context, () => context.moves.flushTick()),
     applyFlush: ({ context, event }) => {
@@ -152,7 +155,8 @@ export const holderMachine = setup({
     "nats.release": { actions: "applyReleaseFrontier" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "timer.receipts": { actions: "flushDueReceipts" },
-    "timer.refresh": { actions: ["refreshReceipts", "repairEdges", "relievePressure"] },
+    "timer.refresh": { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
+    "resend.loaded": { actions: "resendLoaded" },
     "timer.seal": { actions: ["sealLane", "relievePressure"] },
     "timer.flush": { actions: "flushTick" },
     "flush.completed": { actions: "applyFlush" },

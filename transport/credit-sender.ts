@@ -10,7 +10,7 @@ import {
 } from "./credit-window.ts";
 import { creditSubject, unitSubject } from "./subjects.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
-import { encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER } from "./unit-frames.ts";
+import { CREDIT_WINDOW_HEADER, creditWindowTag, encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "./unit-frames.ts";
 import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "./wire/index.ts";
 
 /**
@@ -28,7 +28,7 @@ import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireC
  * `unit` message, exactly as encoded.
  */
 
-export { SENDER_HEADER, SENT_THROUGH_HEADER };
+export { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER, CREDIT_WINDOW_HEADER };
 
 /** A unit waiting for credit: its encoded `unit` message and payload size (the credited bytes). */
 export interface QueuedUnit {
@@ -59,11 +59,28 @@ export interface CreditSenderOptions {
   maxFrameBytes?: number;
   /** Most units per frame; 1 turns framing off. Default 256. */
   maxFrameUnits?: number;
+  /**
+   * Our session: our incarnation (a holder) or term (a writer). A restarted sender must use a
+   * higher one, so the holder starts it over at zero instead of mistaking it for the old process.
+   * Default 1.
+   */
+  session?: number;
+  /**
+   * Called when the receiver started us over: a new incarnation of it (it restarted and lost what
+   * it had not made durable) or a new window. Units sent before were not credited there; the owner
+   * re-queues what that receiver has not receipted.
+   */
+  onReset?: (e: { readonly incarnation: number; readonly window: number; readonly restarted: boolean }) => void;
 }
 
 /** Sender-side credit endpoint for one (holder, volume, lane). Not thread-safe; one owner. */
 export class CreditSender {
   private window: SenderWindow = initialSenderWindow;
+  /** The receiver incarnation our window belongs to (-1: not heard from). */
+  private receiverIncarnation = -1;
+  /** The receiver's window number for us (0: none granted yet). */
+  private windowId = 0;
+  readonly session: number;
   /** FIFO of waiting units; `head` indexes the oldest (no O(n) shift per send). */
   private queue: QueuedUnit[] = [];
   private head = 0;
@@ -83,6 +100,7 @@ export class CreditSender {
 
   constructor(private readonly o: CreditSenderOptions) {
     this.subject = unitSubject(o.holder, o.volume, o.lane);
+    this.session = o.session ?? 1;
     this.maxFrameBytes = o.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.maxFrameUnits = Math.max(1, Math.floor(o.maxFrameUnits ?? DEFAULT_MAX_FRAME_UNITS));
   }
@@ -118,10 +136,41 @@ export class CreditSender {
     return { units: this.queue.length - this.head, bytes: this.queuedBytes };
   }
 
-  /** Applies a grant addressed to us (others' grants on the same subject are ignored), then sends what fits. */
+  /** The receiver incarnation and window our credit belongs to (-1/0 before the first grant). */
+  get creditWindow(): { readonly incarnation: number; readonly window: number } {
+    return { incarnation: this.receiverIncarnation, window: this.windowId };
+  }
+
+  /**
+   * Applies a grant addressed to us (others' grants on the same subject are ignored), then sends
+   * what fits. A grant from a newer incarnation of the receiver, or for a new window, starts our
+   * figures over (and tells the owner through `onReset`); grants of older incarnations, windows or
+   * other sessions of ours are ignored.
+   */
   onGrant(g: WireCredit): void {
     if (g.sender !== this.o.sender || g.holder !== this.o.holder || g.volume !== this.o.volume || g.lane !== this.o.lane) return;
-    this.window = senderApplyGrant(this.window, g);
+    if (g.session !== 0 && g.session !== this.session) return;
+    if (g.incarnation < this.receiverIncarnation) return;
+    let reset: { incarnation: number; window: number; restarted: boolean } | undefined;
+    if (g.incarnation > this.receiverIncarnation) {
+      const restarted = this.receiverIncarnation !== -1;
+      this.receiverIncarnation = g.incarnation;
+      this.windowId = 0;
+      this.window = initialSenderWindow;
+      if (restarted) reset = { incarnation: g.incarnation, window: 0, restarted: true };
+    }
+    if (g.session === this.session && g.window > 0) {
+      if (g.window > this.windowId) {
+        const had = this.windowId;
+        this.windowId = g.window;
+        this.window = senderApplyGrant(initialSenderWindow, g);
+        if (had !== 0 && reset === undefined) reset = { incarnation: g.incarnation, window: g.window, restarted: false };
+      } else if (g.window === this.windowId) this.window = senderApplyGrant(this.window, g);
+    } else if (this.windowId === 0) {
+      // The receiver has not bound a window to us yet (it just started): ask for one.
+      this.requestCredit();
+    }
+    if (reset !== undefined) this.o.onReset?.(reset);
     this.pump();
   }
 
@@ -169,7 +218,7 @@ export class CreditSender {
       // A lone unit keeps its own headers on the message; a frame carries them per unit inside.
       const own = n === 1 ? q[this.head]!.headers : undefined;
       this.o.transport.publish(this.subject, body, {
-        headers: { ...own, [SENDER_HEADER]: this.o.sender, [SENT_THROUGH_HEADER]: String(sent) },
+        headers: { ...own, ...this.creditHeaders(sent) },
       });
       this.window = senderRecordSend(this.window, sent - sentBefore);
       this.queuedBytes -= sent - sentBefore;
@@ -188,7 +237,14 @@ export class CreditSender {
     else this.clearRetry();
   }
 
-  /** Publishes a credit request stating our cumulative sent bytes and what the queue head needs. */
+  /** Our identity, session, credit window and cumulative sent bytes, as message headers. */
+  private creditHeaders(sentThrough: number): Record<string, string> {
+    const h: Record<string, string> = { [SENDER_HEADER]: this.o.sender, [SESSION_HEADER]: String(this.session), [SENT_THROUGH_HEADER]: String(sentThrough) };
+    if (this.windowId > 0) h[CREDIT_WINDOW_HEADER] = creditWindowTag(this.receiverIncarnation, this.windowId);
+    return h;
+  }
+
+  /** Publishes a credit request stating our session, window, cumulative sent bytes and what the queue head needs. */
   requestCredit(): void {
     if (this.closed) return;
     const want = Math.max(0, (this.queue[this.head]?.bytes ?? 0) - senderAvailable(this.window));
@@ -196,7 +252,7 @@ export class CreditSender {
     this.o.transport.publish(
       this.subject,
       encodeMessage(creditRequestSpec, { sender: this.o.sender, holder: this.o.holder, volume: this.o.volume, lane: this.o.lane, wantBytes: want }),
-      { headers: { [SENDER_HEADER]: this.o.sender, [SENT_THROUGH_HEADER]: String(this.window.sentThrough) } },
+      { headers: this.creditHeaders(this.window.sentThrough) },
     );
   }
 

@@ -15,6 +15,10 @@ import { decodeAny, decodeMessage, encodeMessage, UNIT_MAX_BYTES, unitFrameSpec,
 export const SENDER_HEADER = "Custody-Sender";
 /** Header carrying the sender's cumulative credited bytes through the last unit of the message. */
 export const SENT_THROUGH_HEADER = "Custody-Sent-Through";
+/** Header carrying the sender's session (its incarnation or writer term): a restarted sender starts a new one. */
+export const SESSION_HEADER = "Custody-Session";
+/** Header naming the credit window a message was sent under, `<holder incarnation>.<window>` (absent before any grant). */
+export const CREDIT_WINDOW_HEADER = "Custody-Credit";
 
 /** One unit ready to go out: its complete `unit` v1 encoding, cumulative credited bytes through it, its own headers. */
 export interface OutboundUnit {
@@ -64,10 +68,35 @@ export type UnitSubjectMessage =
 
 const DIGITS = /^\d{1,15}$/;
 
-/** The sender and its stated cumulative bytes, from the message headers (undefined when absent or malformed). */
-export function senderOf(headers: MessageHeaders): { sender: string | undefined; sentThrough: number | undefined } {
+const WINDOW = /^(\d{1,15})\.(\d{1,15})$/;
+
+/** What a unit-subject message says about its sender and the credit it was sent under. */
+export interface SenderHeaders {
+  readonly sender: string | undefined;
+  /** Cumulative credited bytes through the message (undefined when absent or malformed). */
+  readonly sentThrough: number | undefined;
+  /** The sender's session (undefined when absent or malformed). */
+  readonly session: number | undefined;
+  /** The credit window `{incarnation, window}` the message was sent under (undefined before any grant). */
+  readonly window: { readonly incarnation: number; readonly window: number } | undefined;
+}
+
+/** The sender, its session, the credit window used and its stated cumulative bytes, from the message headers. */
+export function senderOf(headers: MessageHeaders): SenderHeaders {
   const raw = headerValue(headers, SENT_THROUGH_HEADER);
-  return { sender: headerValue(headers, SENDER_HEADER), sentThrough: raw !== undefined && DIGITS.test(raw) ? Number(raw) : undefined };
+  const ses = headerValue(headers, SESSION_HEADER);
+  const win = WINDOW.exec(headerValue(headers, CREDIT_WINDOW_HEADER) ?? "");
+  return {
+    sender: headerValue(headers, SENDER_HEADER),
+    sentThrough: raw !== undefined && DIGITS.test(raw) ? Number(raw) : undefined,
+    session: ses !== undefined && DIGITS.test(ses) ? Number(ses) : undefined,
+    window: win === null ? undefined : { incarnation: Number(win[1]), window: Number(win[2]) },
+  };
+}
+
+/** The `Custody-Credit` header value of a window. */
+export function creditWindowTag(incarnation: number, window: number): string {
+  return `${incarnation}.${window}`;
 }
 
 /**

@@ -83,6 +83,11 @@ export const holderConfigSchema = z.object({
       minBatteryHealth: z.number().min(0).max(1),
     })
     .optional(),
+  /**
+   * Gap repair: a unit an edge has not receipted this long after its last send is sent again
+   * (NATS delivers at most once). Default 1000 ms; an edge that restarted gets its units at once.
+   */
+  resendAfterMs: posInt.default(1000),
   /** A neighbor holder that may take custody by transfer under memory pressure. */
   transferNeighbor: token.optional(),
   /** Arena fill ratio above which the holder evacuates (spill or transfer). */

@@ -9,15 +9,17 @@ import { validateTransportUnit, type TransportUnit } from "../../lanes/transport
 import { decodeReceiptBatch, makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
 import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
+import type { CreditHeaders, CreditRefusal } from "../../transport/credit-grantor.ts";
 import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
 import { receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/transport.ts";
-import { creditSpec, decodeMessage, encodeMessage, WireError } from "../../transport/wire/index.ts";
+import { creditSpec, decodeMessage, encodeMessage, unitSpec, WireError } from "../../transport/wire/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
 import { releaseFrontierSpec } from "./holder-messages.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
+import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset } from "./edge-repair.ts";
 import { protectionStatus, ProtectionStatus } from "./protected-ram.ts";
 import { ReceiptBatcher } from "./receipt-batcher.ts";
 import { laneReceipts } from "./receipt-content.ts";
@@ -60,7 +62,14 @@ export class HolderCore {
     const key = laneKey(volume, lane);
     const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters);
     for (const edge of downstream) {
-      hl.edges.set(edge, new CreditSender({ transport: this.ports.transport, clock: this.ports.clock, sender: this.config.holderId, holder: edge, volume, lane }));
+      const onReset = (e: { incarnation: number; restarted: boolean }) => {
+        this.counters.inc(e.restarted ? "edge_restarted" : "edge_new_window");
+        receiverReset(hl, edge, e);
+      };
+      hl.edges.set(
+        edge,
+        new CreditSender({ transport: this.ports.transport, clock: this.ports.clock, sender: this.config.holderId, holder: edge, volume, lane, session: this.config.incarnation, onReset }),
+      );
     }
     this.lanes.set(key, hl);
     return hl;
@@ -100,7 +109,8 @@ export class HolderCore {
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
     await t.flush();
     for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.requestCredit();
-    for (const hl of this.lanes.values()) hl.grantor.topUpAll();
+    // Senders learn this incarnation (and that it holds nothing of theirs yet) from the announcement.
+    for (const hl of this.lanes.values()) hl.grantor.announce();
   }
 
   private subscribeLane(key: string, hl: HolderLane): void {
@@ -153,36 +163,42 @@ export class HolderCore {
   handleUnit(key: string, msg: InboundMessage): void {
     const hl = this.lanes.get(key);
     if (hl === undefined) return;
-    const { sender, sentThrough } = senderOf(msg.headers);
+    const head = senderOf(msg.headers);
+    const sender = head.sender;
     if (sender === undefined || !hl.grantor.knows(sender)) return this.reject(HolderRejectCode.UnknownSender, key);
     let read: UnitSubjectMessage;
     try {
-      read = readUnitMessage(msg, sentThrough);
+      read = readUnitMessage(msg, head.sentThrough);
     } catch (err) {
       // Unreadable: still account the sender's stated total so its credit is not leaked.
-      this.account(hl, sender, 0, sentThrough, false);
+      this.account(hl, sender, 0, head, false);
       return this.reject(err instanceof WireError ? err.code : "malformed", key);
     }
     if (read.kind === "credit-request") {
-      hl.forfeit(hl.grantor.onRequest(sender, sentThrough));
+      hl.forfeit(hl.grantor.onRequest(sender, head));
+      hl.forfeit(hl.grantor.takeForfeited());
       return;
     }
     if (read.kind !== "units") return this.reject(HolderRejectCode.UnexpectedKind, key);
     for (const u of read.units) {
+      const h = { ...head, sentThrough: u.sentThrough };
       if (u.unit === undefined) {
-        this.account(hl, sender, 0, u.sentThrough, false);
+        this.account(hl, sender, 0, h, false);
         this.reject(u.error?.code ?? "malformed", key);
-      } else this.admitUnit(key, hl, sender, u.unit, u, msg.subject);
+      } else this.admitUnit(key, hl, sender, u.unit, u, msg.subject, h);
     }
   }
 
   /** Admission of one decoded unit (see `handleUnit`). */
-  private admitUnit(key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string): void {
+  private admitUnit(key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders): void {
     const span = startConsumerSpan(this.tracer, "holder.admit", { subject, headers: arrived.headers });
     try {
       const bytes = unitRecordBytes(unit);
-      const credit = this.account(hl, sender, bytes, arrived.sentThrough, true);
+      const credit = this.account(hl, sender, bytes, credits, true);
       if (credit === "exceeded") return this.reject("credit_exceeded", key);
+      // Credited by another window (a restart on either side): not ours to store; the sender
+      // re-sends it under the window our reply names.
+      if (credit !== "ok" && credit !== "replayed") return this.reject(credit, key);
       if (credit === "replayed") {
         // No credit backs it. A duplicate changes nothing; a late unit presumed lost is refused and
         // will be re-forwarded by the sender once our receipts show the hole.
@@ -223,7 +239,7 @@ export class HolderCore {
       }
       if (this.ports.observe) this.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
       const context = span.spanContext();
-      this.forward(hl, arrived.data, bytes, context);
+      this.forward(hl, unit, arrived.data, bytes, context);
       // Without a recording tracer there is nothing to link a receipt to.
       this.noteForReceipt(key, isSpanContextValid(context) ? { context } : undefined);
       if (this.serving) hl.grantor.topUp(sender);
@@ -233,10 +249,12 @@ export class HolderCore {
   }
 
   /** Credit accounting of one arrival (nothing changes when it is exceeded). */
-  private account(hl: HolderLane, sender: string, bytes: number, sentThrough: number | undefined, storing: boolean): "ok" | "exceeded" | "replayed" {
+  private account(hl: HolderLane, sender: string, bytes: number, credits: CreditHeaders, storing: boolean): "ok" | "exceeded" | "replayed" | CreditRefusal {
     try {
-      const r = hl.grantor.onArrival(sender, bytes, sentThrough);
-      if (r.replayed) return "replayed";
+      const r = hl.grantor.onArrival(sender, bytes, credits);
+      hl.forfeit(hl.grantor.takeForfeited());
+      if (r.kind === "replayed") return "replayed";
+      if (r.kind === "refused") return r.code;
       // Credit used by units lost on the wire is forfeited now; the stored unit's own bytes are
       // consumed by the arena append (or forfeited by the caller if the unit is refused).
       hl.forfeit(r.consumed - (storing ? bytes : 0));
@@ -247,8 +265,10 @@ export class HolderCore {
   }
 
   /** Fan-out: the unit goes to every edge at once, each within that edge's own credits. */
-  private forward(hl: HolderLane, data: Uint8Array, bytes: number, parent: import("@opentelemetry/api").SpanContext): void {
+  private forward(hl: HolderLane, unit: TransportUnit, data: Uint8Array, bytes: number, parent: import("@opentelemetry/api").SpanContext): void {
     if (hl.edges.size === 0) return;
+    const now = this.ports.clock.now();
+    for (const edge of hl.edges.keys()) noteSent(hl, edge, unit.firstSeq, unit.lastSeq, now);
     if (!isSpanContextValid(parent)) {
       // Nothing records spans: no forward span and no trace context to carry.
       for (const s of hl.edges.values()) s.send({ data, bytes });
@@ -270,6 +290,58 @@ export class HolderCore {
       s.onGrant(decodeMessage(creditSpec, msg.data));
     } catch (err) {
       this.reject(err instanceof CustodyError ? err.code : "malformed", key);
+    }
+  }
+
+  // ---- gap repair -------------------------------------------------------------------------------
+
+  /**
+   * Re-sends to each edge, in order and within its credits, the retained units it has not
+   * receipted a while after their last send (or at all, after it restarted). RAM-resident units go
+   * at once; units whose segment was spilled are read back from the spill stream first.
+   */
+  resendDue(): void {
+    const now = this.ports.clock.now();
+    for (const [key, hl] of this.lanes) {
+      for (const d of dueResends(hl, now, this.config.resendAfterMs)) {
+        let sent = RangeSet.EMPTY;
+        for (const u of hl.ramUnits(d.seqs)) {
+          d.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) });
+          noteSent(hl, d.edge, u.firstSeq, u.lastSeq, now);
+          sent = sent.add(u.firstSeq, u.lastSeq);
+        }
+        if (!sent.isEmpty) this.counters.inc("retransmit", sent.count);
+        noteResent(hl, d.edge);
+        const onDisk = d.seqs.subtract(sent);
+        if (!onDisk.isEmpty) this.resendFromDisk(key, hl, d.edge, onDisk);
+      }
+    }
+  }
+
+  /** Reads spilled units of `seqs` back and hands them to the actor as `resend.loaded`. */
+  private resendFromDisk(key: string, hl: HolderLane, edge: string, seqs: RangeSet): void {
+    const spill = this.spill;
+    if (spill === undefined) return void this.counters.inc("retransmit_unavailable", seqs.count);
+    // Mark them sent now, so the next refresh does not read the same records again meanwhile.
+    noteSent(hl, edge, seqs.min!, seqs.max!, this.ports.clock.now());
+    void hl.diskUnits(spill, seqs).then(
+      (units) => this.send({ type: "resend.loaded", lane: key, edge, units }),
+      () => this.counters.inc("retransmit_unreadable"),
+    );
+  }
+
+  /** Units read back from disk for an edge: sent in order within its credits. */
+  resendLoaded(key: string, edge: string, units: readonly TransportUnit[]): void {
+    const hl = this.lanes.get(key);
+    const sender = hl?.edges.get(edge);
+    if (hl === undefined || sender === undefined) return;
+    const now = this.ports.clock.now();
+    const pending = hl.obligations.pendingFor(edge);
+    for (const u of units) {
+      if (!pending.covers(u.firstSeq, u.lastSeq)) continue; // receipted or released meanwhile
+      sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) });
+      noteSent(hl, edge, u.firstSeq, u.lastSeq, now);
+      this.counters.inc("retransmit");
     }
   }
 
@@ -386,9 +458,12 @@ export class HolderCore {
       let stated = RangeSet.EMPTY;
       for (const r of batch.receipts) stated = stated.union(r.retained);
       if (isEdge) {
+        const before = hl.obligations.receiptedBy(holderId);
         for (const r of batch.receipts) {
-          hl.obligations.applyEdgeReceipt({ holder: holderId, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained: r.retained });
+          const restarted = hl.obligations.applyEdgeReceipt({ holder: holderId, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained: r.retained });
+          if (restarted) hl.sendLogs.get(holderId)?.reset();
         }
+        forgetReceipted(hl, holderId, !before.coversAll(hl.obligations.receiptedBy(holderId)));
         this.observe({ type: "edge_receipt", lane: key, from: holderId, retained: stated.toString() });
       }
       if (isNeighbor) {

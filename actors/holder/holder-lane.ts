@@ -3,10 +3,12 @@ import { Arena } from "../../arena/arena.ts";
 import { PinReason } from "../../arena/pin-reason.ts";
 import { Residency } from "../../arena/pin-reason.ts";
 import { SegmentState } from "../../arena/segment.ts";
-import type { SpillEvidence } from "../../arena/spill-stream.ts";
+import type { SpillEvidence, SpillStream } from "../../arena/spill-stream.ts";
+import { decodeSegment } from "../../arena/segment-codec.ts";
 import type { Counters } from "../../core/counters.ts";
 import { LaneLog } from "../../lanes/lane-log.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
+import { SendLog } from "../../lanes/send-log.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import { CreditGrantor } from "../../transport/credit-grantor.ts";
 import type { CreditSender } from "../../transport/credit-sender.ts";
@@ -35,8 +37,10 @@ export class HolderLane {
   protectedClaimed = RangeSet.EMPTY;
   /** Next receipt sequence of this holder incarnation on this stream. */
   receiptSeq = 1;
-  /** Per edge: holes seen at the previous refresh (re-sent if they are still there at the next). */
-  readonly suspectHoles = new Map<string, RangeSet>();
+  /** Per edge: when each unreceipted range was last sent (gap repair, see edge-repair.ts). */
+  readonly sendLogs = new Map<string, SendLog>();
+  /** Per edge: re-send backoff factor (see edge-repair.ts). */
+  readonly resendBackoff = new Map<string, number>();
   /** Ranges offered to the transfer neighbor and not yet covered by its receipt. */
   inTransfer = RangeSet.EMPTY;
 
@@ -73,6 +77,7 @@ export class HolderLane {
     this.grantor = new CreditGrantor({
       transport,
       holder: holder.holderId,
+      incarnation: holder.incarnation,
       volume: cfg.volume,
       lane: cfg.lane,
       senders: cfg.upstream,
@@ -183,6 +188,34 @@ export class HolderLane {
     return true;
   }
 
+  /** Retained RAM-resident units lying wholly inside `seqs`, in sequence order (payloads copied). */
+  ramUnits(seqs: RangeSet): TransportUnit[] {
+    const out: TransportUnit[] = [];
+    for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
+      const seg = this.arena.describe(id);
+      if (!seg.buffer || !seg.seqs().intersects(seqs)) continue;
+      for (const u of this.arena.units(id)) {
+        if (seqs.covers(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
+      }
+    }
+    return out.sort((a, b) => a.firstSeq - b.firstSeq);
+  }
+
+  /** Retained units inside `seqs` whose segments live on disk, read back (and verified) from the spill stream. */
+  async diskUnits(spill: SpillStream, seqs: RangeSet): Promise<TransportUnit[]> {
+    const out: TransportUnit[] = [];
+    for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
+      const seg = this.arena.describe(id);
+      const ev = seg.evidence;
+      if (seg.buffer || ev === undefined || !seg.seqs().intersects(seqs)) continue;
+      const { body } = await spill.read(ev.offset, ev.length);
+      for (const u of decodeSegment(body).units) {
+        if (seqs.covers(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
+      }
+    }
+    return out.sort((a, b) => a.firstSeq - b.firstSeq);
+  }
+
   /** Newest persistence evidence of this lane (a completed, in-deadline sync). */
   lastDiskEvidence: SpillEvidence | undefined;
 
@@ -208,4 +241,9 @@ export class HolderLane {
     const r = this.arena.report();
     return r.ramBytes / r.capacityBytes;
   }
+}
+
+/** A unit whose payload, digest and timestamps no longer share memory with an arena segment. */
+function copyUnit(u: TransportUnit): TransportUnit {
+  return { ...u, commitTs: [...u.commitTs], payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) };
 }

@@ -5,6 +5,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { Counters } from "../../core/counters.ts";
 import type { FileLayer } from "../../core/file-layer.ts";
 import type { RangeSet } from "../../lanes/range-set.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import type { InboundMessage, Transport } from "../../transport/transport.ts";
 
 /**
@@ -52,7 +53,8 @@ export type HolderInbound =
   | { type: "timer.flush" }
   | { type: "timer.refresh" }
   | { type: "timer.evacuation" }
-  | { type: "flush.completed"; result: FlushOutcome };
+  | { type: "flush.completed"; result: FlushOutcome }
+  | { type: "resend.loaded"; lane: string; edge: string; units: readonly TransportUnit[] };
 
 /** What a persistence flush achieved: per lane, segment evidence only for an in-deadline sync. */
 export type FlushOutcome =

@@ -87,9 +87,10 @@ export class LaneObligations {
    * older incarnation, or prepared under an older epoch throws EdgeReceiptError and changes
    * nothing. A newer incarnation means the edge restarted and lost its RAM: everything it receipted
    * before is pinned again. Duplicated and reordered receipts of the current incarnation only add
-   * coverage the edge really stated, so they are harmless.
+   * coverage the edge really stated, so they are harmless. Returns true when the receipt revealed
+   * a restart (a newer incarnation than the one known): what was sent before no longer counts.
    */
-  applyEdgeReceipt(r: EdgeReceipt): void {
+  applyEdgeReceipt(r: EdgeReceipt): boolean {
     const e = this.edges.get(r.holder);
     if (e === undefined) throw new EdgeReceiptError(EdgeReceiptErrorCode.NotAnEdge, `${r.holder} is not a downstream edge of this lane`, { holder: r.holder });
     if (r.epoch < this.minEpoch) {
@@ -102,13 +103,34 @@ export class LaneObligations {
         current: e.incarnation,
       });
     }
+    let restarted = false;
     if (e.incarnation === undefined || r.incarnation > e.incarnation) {
+      restarted = e.incarnation !== undefined;
       e.incarnation = r.incarnation;
       e.lastReceiptSeq = -1;
       e.receipted = RangeSet.EMPTY;
     }
     e.lastReceiptSeq = Math.max(e.lastReceiptSeq, r.receiptSeq);
     e.receipted = e.receipted.union(r.retained);
+    return restarted;
+  }
+
+  /**
+   * The edge restarted as `incarnation` (its credit grants say so): it lost what it held in RAM,
+   * so nothing it receipted before counts any more and every retained unit is pending for it
+   * again. An older or equal incarnation changes nothing.
+   */
+  restartEdge(edge: string, incarnation: number): void {
+    const e = this.edges.get(edge);
+    if (e === undefined || (e.incarnation !== undefined && incarnation <= e.incarnation)) return;
+    e.incarnation = incarnation;
+    e.lastReceiptSeq = -1;
+    e.receipted = RangeSet.EMPTY;
+  }
+
+  /** Sequences `edge` has receipted (its current incarnation), whether still retained here or not. */
+  receiptedBy(edge: string): RangeSet {
+    return this.edges.get(edge)?.receipted ?? RangeSet.EMPTY;
   }
 
   /** Raises the epoch below which edge receipts are stale (from the control log). */

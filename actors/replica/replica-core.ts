@@ -56,16 +56,32 @@ export class ReplicaCore {
     private readonly dispatch: (lane: string, msg: InboundMessage) => void,
   ) {
     this.counters = ports.counters ?? new Counters();
-    for (const lane of config.lanes) {
-      this.grantors.set(
-        lane,
-        new CreditGrantor({ transport: ports.transport, holder: config.replicaId, volume: config.volume, lane, senders: config.upstream, space: { grant: (n) => n }, maxOutstanding: config.maxOutstandingCredit ?? 1 << 20 }),
-      );
+  }
+
+  /** This start's incarnation: one above the last one recorded beside the position file (made durable first). */
+  private async nextIncarnation(): Promise<number> {
+    const path = `${this.ports.positionPath}.incarnation`;
+    const h = await this.ports.files.open(path, { create: true });
+    try {
+      const b = Buffer.alloc(8);
+      const n = (await h.read(b, 0, 8, 0)) === 8 ? b.readDoubleBE(0) : 0;
+      b.writeDoubleBE(n + 1, 0);
+      await h.write(b, 0, 8, 0);
+      await h.datasync();
+      return n + 1;
+    } finally {
+      await h.close();
     }
   }
 
   /** Reads the persisted flushed LSN (0 when none), subscribes and grants initial credit. */
   async start(): Promise<void> {
+    // Credit windows name this incarnation, so a restarted replica starts its senders over.
+    const incarnation = await this.nextIncarnation();
+    for (const lane of this.config.lanes) {
+      const { replicaId: holder, volume, upstream: senders } = this.config;
+      this.grantors.set(lane, new CreditGrantor({ transport: this.ports.transport, holder, incarnation, volume, lane, senders, space: { grant: (n) => n }, maxOutstanding: this.config.maxOutstandingCredit ?? 1 << 20 }));
+    }
     if (await this.ports.files.exists(this.ports.positionPath)) {
       const h = await this.ports.files.open(this.ports.positionPath);
       const b = new Uint8Array(8);
@@ -77,7 +93,7 @@ export class ReplicaCore {
       this.subs.push(this.ports.transport.subscribe(unitSubject(this.config.replicaId, this.config.volume, lane), (m) => this.dispatch(lane, m)));
     }
     await this.ports.transport.flush();
-    for (const g of this.grantors.values()) g.topUpAll();
+    for (const g of this.grantors.values()) g.announce();
   }
 
   stop(): void {
@@ -88,10 +104,11 @@ export class ReplicaCore {
   /** One message on our unit subject: a unit, a frame of units, a credit request or a barrier. Bad input is counted, nothing applied. */
   handleMessage(lane: string, msg: InboundMessage): void {
     const g = this.grantors.get(lane)!;
-    const { sender, sentThrough } = senderOf(msg.headers);
+    const head = senderOf(msg.headers);
+    const sender = head.sender;
     let read: UnitSubjectMessage;
     try {
-      read = readUnitMessage(msg, sentThrough);
+      read = readUnitMessage(msg, head.sentThrough);
     } catch (err) {
       return this.counters.inc(err instanceof WireError ? err.code : "malformed");
     }
@@ -104,7 +121,7 @@ export class ReplicaCore {
     }
     if (sender === undefined || !g.knows(sender)) return this.counters.inc("unknown_sender");
     if (read.kind === "credit-request") {
-      g.onRequest(sender, sentThrough);
+      g.onRequest(sender, head);
       return;
     }
     if (read.kind !== "units") return this.counters.inc("unexpected_kind");
@@ -112,7 +129,8 @@ export class ReplicaCore {
       const u = arrived.unit as TransportUnit | undefined;
       try {
         // An undecodable unit still accounts its credit figure, then is counted by its wire code.
-        g.onArrival(sender, u === undefined ? 0 : unitRecordBytes(u), arrived.sentThrough);
+        const credit = g.onArrival(sender, u === undefined ? 0 : unitRecordBytes(u), { ...head, sentThrough: arrived.sentThrough });
+        if (credit.kind === "refused") throw new CustodyError(credit.code, "unit was not sent under this replica's credit window", {});
         if (u === undefined) throw arrived.error;
         validateTransportUnit(u);
         if (u.volume !== this.config.volume || u.lane !== lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});

@@ -49,6 +49,13 @@ export interface VolumeWriterConfig {
   readonly custody?: boolean;
   /** How often writer progress is published for the controller (default 50 ms; 0 = never). */
   readonly progressIntervalMs?: number;
+  /**
+   * Bound on custody not yet taken by every first hop (encoded unit bytes retained for re-sending,
+   * plus records not yet cut). At the bound, writes wait. Default 64 MiB.
+   */
+  readonly maxCustodyBacklogBytes?: number;
+  /** A unit a first hop has not receipted this long after its last send is sent again (default 1000 ms). */
+  readonly resendAfterMs?: number;
 }
 
 /** Thrown for an impossible writer configuration (overlapping lanes, unknown holder site, ...). */

@@ -13,6 +13,10 @@ import { BLOCK_SIZE } from "../../volume/format.ts";
 import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import type { PeerDirectory } from "../holder/holder-ports.ts";
 import { protectedSeqs } from "./protection.ts";
+import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset, type DownstreamLane } from "../holder/edge-repair.ts";
+import { LaneObligations } from "../holder/lane-obligations.ts";
+import { SendLog } from "../../lanes/send-log.ts";
+import { UnitRetention } from "./unit-retention.ts";
 import { sealPayload, type WriteRecord } from "./unit-payload.ts";
 import {
   checkWriterConfig,
@@ -60,9 +64,15 @@ export interface WriterCut {
   readonly lanes: Readonly<Record<string, number>>;
 }
 
-interface LaneState {
+interface LaneState extends DownstreamLane {
   readonly spec: LaneSpec;
   readonly senders: CreditSender[];
+  readonly edges: Map<string, CreditSender>;
+  /** What each first hop's current incarnation receipted; the writer may forget a unit all of them hold. */
+  readonly obligations: LaneObligations;
+  readonly sendLogs: Map<string, SendLog>;
+  /** Units sent and not yet receipted by every first hop (the writer re-sends them when lost). */
+  readonly retention: UnitRetention;
   /** Next sequence to assign. */
   next: number;
   pending: WriteRecord[];
@@ -98,6 +108,9 @@ export class WriterCore {
   private readonly ships: ShipLogEntry[] = [];
   private flushQueued = false;
   private progressTimer: unknown;
+  private resendTimer: unknown;
+  /** Writes waiting for retained custody bytes to fall under the bound (backpressure). */
+  private readonly roomWaiters: (() => void)[] = [];
   private stopped = false;
   /** Highest writer term seen in holders' receipts (greater than ours once a newer writer took over). */
   newestTerm = 0;
@@ -110,11 +123,23 @@ export class WriterCore {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
     for (const spec of config.lanes) {
-      const senders = spec.holders.map(
-        (h) => new CreditSender({ transport: ports.transport, clock: ports.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20 }),
-      );
+      const edges = new Map<string, CreditSender>();
+      const sendLogs = new Map<string, SendLog>();
+      const obligations = new LaneObligations(spec.holders, config.topologyEpoch);
+      // The writer answers to no release frontier: a unit may go once every first hop holds it.
+      obligations.authorizeRelease(RangeSet.of(0, Number.MAX_SAFE_INTEGER));
+      const resendBackoff = new Map<string, number>();
+      const lane = { obligations, sendLogs, edges, resendBackoff };
+      for (const h of spec.holders) {
+        const onReset = (e: { incarnation: number; restarted: boolean }) => {
+          this.counters.inc(e.restarted ? "first_hop_restarted" : "first_hop_new_window");
+          receiverReset(lane, h, e);
+        };
+        edges.set(h, new CreditSender({ transport: ports.transport, clock: ports.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset }));
+      }
       const first = spec.firstSeq ?? 1;
-      this.lanes.set(spec.lane, { spec, senders, next: first, pending: [], pendingBytes: 0, pendingTs: [], proven: new Map(), runs: [] });
+      const senders = [...edges.values()];
+      this.lanes.set(spec.lane, { spec, senders, edges, obligations, sendLogs, resendBackoff, retention: new UnitRetention(), next: first, pending: [], pendingBytes: 0, pendingTs: [], proven: new Map(), runs: [] });
     }
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
   }
@@ -125,6 +150,14 @@ export class WriterCore {
       this.subs.push(this.ports.transport.subscribe(receiptSubject(this.config.volume, l.spec.lane), (m) => this.dispatchReceipt(l.spec.lane, m)));
       for (const s of l.senders) s.attach();
     }
+    const resendEvery = Math.max(10, Math.floor(this.resendAfterMs / 2));
+    const resend = () => {
+      this.resendTimer = undefined;
+      if (this.stopped) return;
+      this.resendDue();
+      this.resendTimer = this.ports.clock.setTimeout(resend, resendEvery);
+    };
+    this.resendTimer = this.ports.clock.setTimeout(resend, resendEvery);
     const every = this.config.progressIntervalMs ?? 50;
     if (every > 0) {
       const tick = () => {
@@ -172,6 +205,11 @@ export class WriterCore {
     }
     // Custody off: the same SmartWAL path, nothing shipped.
     if (this.config.custody === false) return { lsn: await this.ports.volume.write(lba, data), pieces: [] };
+    // Backpressure: what custody has not yet taken stays bounded; past the bound, writes wait.
+    while (this.custodyBacklogBytes() >= this.maxBacklogBytes && !this.stopped) {
+      this.counters.inc("write_backpressure");
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
     // Keep our own reference to the buffer: the caller may reuse theirs after we return (G4).
     const own = new Uint8Array(data);
     const lsn = await this.ports.volume.write(lba, own);
@@ -227,9 +265,56 @@ export class WriterCore {
     const unit = makeTransportUnit({ ...id, commitTs: ts, payload: sealPayload(this.ports.dataKey, id, recs) });
     const data = encodeMessage(unitSpec, unit);
     const bytes = unitRecordBytes(unit);
-    for (const s of l.senders) s.send({ data, bytes });
+    l.retention.add({ firstSeq: id.firstSeq, lastSeq: id.lastSeq, data, bytes });
+    l.obligations.admit(id.firstSeq, id.lastSeq);
+    const now = this.ports.clock.now();
+    for (const [h, s] of l.edges) {
+      noteSent(l, h, id.firstSeq, id.lastSeq, now);
+      s.send({ data, bytes });
+    }
     this.counters.inc("units_sent");
     this.ports.onUnit?.(unit);
+  }
+
+  /** Bytes of custody not yet taken by every first hop: retained units plus records not yet cut. */
+  custodyBacklogBytes(): number {
+    let n = 0;
+    for (const l of this.ordered) n += l.retention.bytes + l.pendingBytes;
+    return n;
+  }
+
+  private get maxBacklogBytes(): number {
+    return this.config.maxCustodyBacklogBytes ?? 64 * 1024 * 1024;
+  }
+
+  private get resendAfterMs(): number {
+    return this.config.resendAfterMs ?? 1000;
+  }
+
+  /** Re-sends, per first hop, retained units it has not receipted a while after their last send (gap repair). */
+  resendDue(): void {
+    const now = this.ports.clock.now();
+    for (const l of this.ordered) {
+      for (const d of dueResends(l, now, this.resendAfterMs)) {
+        for (const u of l.retention.within(d.seqs)) {
+          d.sender.send({ data: u.data, bytes: u.bytes });
+          noteSent(l, d.edge, u.firstSeq, u.lastSeq, now);
+          this.counters.inc("retransmit");
+        }
+        noteResent(l, d.edge);
+      }
+    }
+  }
+
+  /** Forgets units every first hop's current incarnation has receipted, and lets waiting writes in. */
+  private dropReceipted(l: LaneState): void {
+    const done = l.obligations.releasable();
+    if (done.isEmpty) return;
+    const dropped = l.retention.dropPrefix(done);
+    if (dropped.isEmpty) return;
+    l.obligations.release(dropped);
+    for (const log of l.sendLogs.values()) log.forget(dropped);
+    if (this.custodyBacklogBytes() < this.maxBacklogBytes) for (const w of this.roomWaiters.splice(0)) w();
   }
 
   /**
@@ -251,6 +336,8 @@ export class WriterCore {
       });
       const h = batch.holder.holderId;
       let got = l.proven.get(h) ?? RangeSet.EMPTY;
+      const firstHop = l.edges.has(h);
+      const before = firstHop ? l.obligations.receiptedBy(h) : RangeSet.EMPTY;
       for (const r of batch.receipts) {
         // Only receipts for our own term prove our writes: after failover the same sequences
         // belong to the newer history, and a newer term in a receipt means we were fenced.
@@ -260,8 +347,16 @@ export class WriterCore {
           continue;
         }
         got = got.union(r.retained);
+        if (firstHop) {
+          const restarted = l.obligations.applyEdgeReceipt({ holder: h, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained: r.retained });
+          if (restarted) l.sendLogs.get(h)?.reset();
+        }
       }
       l.proven.set(h, got);
+      if (firstHop) {
+        forgetReceipted(l, h, !before.coversAll(l.obligations.receiptedBy(h)));
+        this.dropReceipted(l);
+      }
     } catch (err) {
       this.counters.inc(`receipt_${err instanceof CustodyError ? err.code : "invalid"}`);
       return;
@@ -383,5 +478,7 @@ export class WriterCore {
     for (const s of this.subs) s.unsubscribe();
     for (const l of this.ordered) for (const s of l.senders) s.close();
     if (this.progressTimer !== undefined) this.ports.clock.clearTimeout(this.progressTimer);
+    if (this.resendTimer !== undefined) this.ports.clock.clearTimeout(this.resendTimer);
+    for (const w of this.roomWaiters.splice(0)) w();
   }
 }

@@ -1,11 +1,12 @@
 /**
- * The real Holder over a faulty simulated network (SimNetwork + SimulatedClock, deterministic per
- * seed): units, grants, credit requests and receipts are lost, duplicated and reordered. Custody
- * must still converge — every unit receipted by both hops, via cumulative credits and re-forwarding
- * of lost units — and nothing may be admitted beyond credit or released before its frontier.
+ * The real Holder and the real volume writer over a faulty simulated network (SimNetwork +
+ * SimulatedClock, deterministic per seed): units, grants, credit requests and receipts are lost,
+ * duplicated and reordered. Custody must still converge by itself — every write receipted by both
+ * hops, via cumulative credits and the senders' own gap repair (the writer toward the first hop,
+ * the first hop toward its edge) — and nothing may be admitted beyond credit or released before
+ * its frontier. The test only writes and watches: it re-sends nothing.
  */
 import test from "ava";
-import { unitRecordBytes } from "../../arena/segment.ts";
 import { startHolder, type Holder } from "../../actors/holder.ts";
 import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
 import { seededRandom } from "../../core/random.ts";
@@ -13,10 +14,13 @@ import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { SimNetwork } from "../../sim/sim-network.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
-import { CreditSender } from "../../transport/credit-sender.ts";
+import { startVolumeWriter } from "../../actors/volume-writer.ts";
+import { CrashFileLayer } from "../../core/crash-file-layer.ts";
+import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import { BLOCK_SIZE } from "../../volume/format.ts";
 import { receiptSubject, releaseSubject } from "../../transport/subjects.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
-import { holderConfig, KeyRing, LANE, unit, VOLUME } from "./holder-fixture.ts";
+import { decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
+import { holderConfig, KeyRing, LANE, VOLUME } from "./holder-fixture.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 const UNITS = 80;
@@ -50,34 +54,27 @@ for (const seed of [3, 11]) {
     });
     const start = (id: string, site: string, cfg: Parameters<typeof holderConfig>[1]): Promise<Holder> => {
       keys.add(id);
-      return startHolder(holderConfig(id, cfg), { transport: net.endpoint(id, site), clock, privateKey: keys.privateKey(id), peers: keys, receiptRefreshMs: 100 });
+      return startHolder({ ...holderConfig(id, cfg), resendAfterMs: 200 }, { transport: net.endpoint(id, site), clock, privateKey: keys.privateKey(id), peers: keys, receiptRefreshMs: 100 });
     };
     const hb = await start("hb", "s-b", { upstream: ["ha"] });
     const ha = await start("ha", "s-a", { downstream: ["hb"] });
-    const wt = net.endpoint("w1", "s-w");
-    const sender = new CreditSender({ transport: wt, clock, sender: "w1", holder: "ha", volume: VOLUME, lane: LANE, retryMs: 20 }).attach();
+    const files = new CrashFileLayer();
+    await SmartWalVolume.create("/w1", { blockCount: 64, walCapacity: 4096 }, files);
+    const volume = await SmartWalVolume.open("/w1", { fileLayer: files, clock });
+    const site = { region: "r", az: "r-a", host: "h", deps: [] };
+    const writer = startVolumeWriter(
+      { writerId: "w1", volume: VOLUME, term: 1, lanes: [{ lane: LANE, fromLba: 0, toLba: 63, holders: ["ha"] }], contracts: [], holderSites: { ha: { id: "s-a", ...site } }, topologyEpoch: 0, policyGeneration: 0, resendAfterMs: 200 },
+      { transport: net.endpoint("w1", "s-w"), clock, volume, dataKey: new Uint8Array(32).fill(3), peers: keys },
+    );
     try {
+      // One write then a local sync each, so every write becomes its own unit (sequence s).
       for (let s = 1; s <= UNITS; s++) {
-        const u = unit(s, 1, 2048);
-        sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) });
+        await writer.write(s % 64, new Uint8Array(BLOCK_SIZE).fill(s));
+        await writer.sync();
       }
-      let lastResend = clock.now();
-      // The writer's own copy is what the first hop repairs from in production; here the test
-      // re-sends what ha never receipted, as a writer does, until ha holds everything.
       await until(
-        () => {
-          const got = receipted.get("ha") ?? RangeSet.EMPTY;
-          if (!got.covers(1, UNITS) && sender.backlog.units === 0 && clock.now() - lastResend >= 200) {
-            lastResend = clock.now();
-            for (const r of got.holes(1, UNITS).ranges())
-              for (let s = r.first; s <= r.last; s++) {
-                const u = unit(s, 1, 2048);
-                sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) });
-              }
-          }
-          return got.covers(1, UNITS) && (receipted.get("hb")?.covers(1, UNITS) ?? false);
-        },
-        () => JSON.stringify({ ha: receipted.get("ha")?.toString(), hb: receipted.get("hb")?.toString(), counters: ha.counters.snapshot() }),
+        () => (receipted.get("ha")?.covers(1, UNITS) ?? false) && (receipted.get("hb")?.covers(1, UNITS) ?? false),
+        () => JSON.stringify({ ha: receipted.get("ha")?.toString(), hb: receipted.get("hb")?.toString(), writer: writer.core.counters.snapshot(), holder: ha.counters.snapshot() }),
       );
       const laneA = ha.core.lanes.get("vol1/l0")!;
       t.is(laneA.obligations.retained.toString(), `1-${UNITS}`, "nothing released without a frontier");
@@ -88,9 +85,10 @@ for (const seed of [3, 11]) {
         ctl.publish(releaseSubject(h), encodeMessage(releaseFrontierSpec, { holder: h, volume: VOLUME, lane: LANE, ranges: [[1, UNITS]], epoch: 0, controlSeq: 1 }));
       }
       await until(() => ha.core.empty && hb.core.empty, () => "release did not empty the holders");
-      t.log(`retransmits ${ha.counters.get("retransmit")}, replayed ${ha.counters.get("replayed_unit") + hb.counters.get("replayed_unit")}, drops ${net.counters.get("drop_loss")}`);
+      t.true(writer.core.counters.get("retransmit") + ha.counters.get("retransmit") > 0, "the senders repaired gaps themselves");
+      t.log(`writer retransmits ${writer.core.counters.get("retransmit")}, holder retransmits ${ha.counters.get("retransmit")}, replayed ${ha.counters.get("replayed_unit") + hb.counters.get("replayed_unit")}, drops ${net.counters.get("drop_loss")}`);
     } finally {
-      sender.close();
+      writer.stop();
       await ha.stop();
       await hb.stop();
       clock.setAutoAdvance(false);

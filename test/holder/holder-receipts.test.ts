@@ -57,7 +57,7 @@ test.serial("missing, stale, forged, reordered and duplicated receipts keep the 
   // Units arrive alone or framed several to a message; count units.
   const sub = wt.subscribe(unitSubject("hb", VOLUME, LANE), (m) => forwarded.push(...unitsOf(m).map((u) => u.firstSeq)));
   // Play the edge: grant ha plenty of credit; never acknowledge by anything but receipts.
-  wt.publish(creditSubject("hb", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb", sender: "ha", volume: VOLUME, lane: LANE, grantedThrough: 1 << 24, grantSeq: 1 }));
+  wt.publish(creditSubject("hb", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb", sender: "ha", volume: VOLUME, lane: LANE, incarnation: 2, session: 1, window: 1, grantedThrough: 1 << 24, grantSeq: 1 }));
   const w = new Writer(wt, "ha");
   const lane = () => a.holder.core.lanes.get("vol1/l0")!;
   try {
@@ -121,7 +121,7 @@ test.serial("a unit lost on the way to an edge is re-forwarded from RAM once the
     }
     sendReceipt(wt, hbKey, "hb2", 1, ++seq, got.toJSON(), 0);
   });
-  wt.publish(creditSubject("hb2", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb2", sender: "ha2", volume: VOLUME, lane: LANE, grantedThrough: 1 << 24, grantSeq: 1 }));
+  wt.publish(creditSubject("hb2", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb2", sender: "ha2", volume: VOLUME, lane: LANE, incarnation: 1, session: 1, window: 1, grantedThrough: 1 << 24, grantSeq: 1 }));
   const w = new Writer(wt, "ha2");
   const lane = () => a.holder.core.lanes.get("vol1/l0")!;
   try {

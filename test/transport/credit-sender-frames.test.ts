@@ -40,7 +40,7 @@ function unitsSent(sent: InboundMessage[]): { seq: number; sentThrough: number; 
   });
 }
 
-const grant = (through: number, seqNo = 1) => ({ holder: "h1", sender: "w1", volume: "v", lane: "l", grantedThrough: through, grantSeq: seqNo });
+const grant = (through: number, seqNo = 1) => ({ holder: "h1", sender: "w1", volume: "v", lane: "l", incarnation: 1, session: 1, window: 1, grantedThrough: through, grantSeq: seqNo });
 const microtasks = () => new Promise<void>((r) => setImmediate(r));
 
 test("units queued in one turn leave together as one frame at the end of the turn; a lone unit goes bare", async (t) => {

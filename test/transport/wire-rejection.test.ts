@@ -25,7 +25,7 @@ const unit: WireUnit = {
   digest: new Uint8Array(32).fill(9),
 };
 const unitBytes = encodeMessage(unitSpec, unit);
-const creditBytes = encodeMessage(creditSpec, { holder: "h1", sender: "w1", volume: "vol-a", lane: "lane-0", grantedThrough: 4096, grantSeq: 1 });
+const creditBytes = encodeMessage(creditSpec, { holder: "h1", sender: "w1", volume: "vol-a", lane: "lane-0", incarnation: 1, session: 1, window: 1, grantedThrough: 4096, grantSeq: 1 });
 
 /** Encodes a hand-made envelope, bypassing encodeMessage's checks (what a buggy or hostile peer sends). */
 function rawEnvelope(env: Record<string, unknown>): Uint8Array {
@@ -149,8 +149,8 @@ test("out-of-range integers (negative, fractional, beyond 2^53) are invalid_fiel
   );
   fc.assert(
     fc.property(fc.constantFrom("grantedThrough", "grantSeq"), badInts, (field, bad) => {
-      const body = { holder: "h1", sender: "w1", volume: "v", lane: "l", grantedThrough: 1, grantSeq: 1, [field]: bad };
-      const err = wireErrorOf(() => decodeAny(rawEnvelope({ k: "credit", v: 1, b: body })));
+      const body = { holder: "h1", sender: "w1", volume: "v", lane: "l", incarnation: 1, session: 1, window: 1, grantedThrough: 1, grantSeq: 1, [field]: bad };
+      const err = wireErrorOf(() => decodeAny(rawEnvelope({ k: "credit", v: 2, b: body })));
       return err.code === WireErrorCode.InvalidField && err.field === field;
     }),
     { numRuns: 500 },
@@ -269,7 +269,7 @@ test("input over maxBytes is too_large before any parsing", (t) => {
   t.is(wireErrorOf(() => decodeMessage(unitSpec, huge)).code, WireErrorCode.TooLarge);
   t.is(wireErrorOf(() => decodeAny(huge)).code, WireErrorCode.TooLarge);
   // The kind's own limit applies after dispatch: a credit padded past 4 KiB with an ignored field.
-  const fatCredit = rawEnvelope({ k: "credit", v: 1, b: { holder: "h", sender: "s", volume: "v", lane: "l", grantedThrough: 0, grantSeq: 0, pad: new Uint8Array(5000) } });
+  const fatCredit = rawEnvelope({ k: "credit", v: 2, b: { holder: "h", sender: "s", volume: "v", lane: "l", incarnation: 1, session: 1, window: 1, grantedThrough: 0, grantSeq: 0, pad: new Uint8Array(5000) } });
   t.is(wireErrorOf(() => decodeAny(fatCredit)).code, WireErrorCode.TooLarge);
 });
 

@@ -27,9 +27,9 @@ test.before(async () => {
   for (const path of await modulesDefiningMessages(root)) await import(pathToFileURL(path).href);
 });
 
-test("the registry holds the data-path kinds unit, credit and credit-request at v1", (t) => {
+test("the registry holds the data-path kinds unit@1, credit@2 (credit windows) and credit-request@1", (t) => {
   const kinds = registeredKinds().map((k) => `${k.kind}@${k.version}`);
-  for (const expected of ["unit@1", "credit@1", "credit-request@1"]) t.true(kinds.includes(expected), expected);
+  for (const expected of ["unit@1", "credit@2", "credit-request@1"]) t.true(kinds.includes(expected), expected);
 });
 
 test("every registered kind has a sample and round-trips through encode/decode unchanged", (t) => {

@@ -18,7 +18,7 @@ export const wireSamples: Record<string, unknown> = {
     digest,
   },
   "unit-frame@1": { units: [payload, digest, payload], sentThrough: [4096, 8192, 12_288] },
-  "credit@1": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", grantedThrough: 1_048_576, grantSeq: 7 },
+  "credit@2": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", incarnation: 3, session: 2, window: 1, grantedThrough: 1_048_576, grantSeq: 7 },
   "credit-request@1": { sender: "writer-1", holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", wantBytes: 65_536 },
   // actors/holder/holder-messages.ts
   "release-frontier@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[0, 99], [120, 130]], epoch: 4, controlSeq: 17 },

@@ -115,23 +115,29 @@ function fastUnitFrame(body: unknown): WireUnitFrame | undefined {
 export const unitFrameSpec = defineMessage({ kind: "unit-frame", version: 1, schema: unitFrameSchema, maxBytes: UNIT_MAX_BYTES, fastPath: fastUnitFrame, fastDecode: fastDecodeUnitFrame });
 
 /**
- * A credit grant from `holder` to `sender` for one lane. `grantedThrough` is absolute: the total
- * number of payload bytes the sender may have sent on this lane since it started, so a lost or
- * duplicated grant is harmless (the largest one seen wins). `grantSeq` orders grants from one
- * holder incarnation.
+ * A credit grant from `holder` to `sender` for one lane. `grantedThrough` is absolute within one
+ * credit window: the total number of payload bytes the sender may have sent on this lane under
+ * that window, so a lost or duplicated grant is harmless (the largest one seen wins). A window is
+ * named by the holder's `incarnation` and a `window` number the holder raises whenever it starts
+ * the sender over (the holder restarted, or the sender did: `session` names the sender session
+ * the window belongs to; 0 before the holder has heard from the sender). `grantSeq` orders grants
+ * within a window.
  */
 export const creditSchema = z.object({
   holder: identifier,
   sender: identifier,
   volume: identifier,
   lane: identifier,
+  incarnation: uint,
+  session: uint,
+  window: uint,
   grantedThrough: uint,
   grantSeq: uint,
 });
 /** A credit grant as decoded from the wire. */
 export type WireCredit = z.infer<typeof creditSchema>;
-/** `credit` v1: sent by the holder on `custody.v1.credit.<holder>.<volume>.<lane>`. */
-export const creditSpec = defineMessage({ kind: "credit", version: 1, schema: creditSchema, maxBytes: CREDIT_MAX_BYTES });
+/** `credit` v2: sent by the holder on `custody.v1.credit.<holder>.<volume>.<lane>` (v2 added incarnation, session, window). */
+export const creditSpec = defineMessage({ kind: "credit", version: 2, schema: creditSchema, maxBytes: CREDIT_MAX_BYTES });
 
 /** A sender asks `holder` for room for `wantBytes` more payload bytes on one lane. */
 export const creditRequestSchema = z.object({
