@@ -28,12 +28,14 @@ export interface ControllerContext {
 export type ControllerEvent =
   | { type: "nats.receipt"; msg: InboundMessage }
   | { type: "nats.event"; msg: InboundMessage }
+  | { type: "nats.admit"; msg: InboundMessage }
   | { type: "evaluate.now" }
   | { type: "stop" };
 
 const ingest = {
   "nats.receipt": { actions: "foldReceipt" },
   "nats.event": { actions: "foldEvent" },
+  "nats.admit": { actions: "admitIncarnation" },
   "evaluate.now": { actions: "force" },
 } as const;
 
@@ -55,6 +57,10 @@ export const controllerMachine = setup({
     foldEvent: ({ context, event }) => {
       assertEvent(event, "nats.event");
       context.core.handleEvent(event.msg);
+    },
+    admitIncarnation: ({ context, event }) => {
+      assertEvent(event, "nats.admit");
+      context.core.handleAdmission(event.msg);
     },
     force: ({ context }) => {
       context.forced = true;

@@ -2,6 +2,7 @@ import { assertEvent, fromPromise, setup } from "xstate";
 import { HolderCore } from "./holder/holder-core.ts";
 import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
+import { answerFetch } from "./holder/fetch-service.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "./holder/protected-ram.ts";
 
@@ -100,6 +101,10 @@ export const holderMachine = setup({
       assertEvent(event, "nats.transfer");
       guarded(context, () => context.moves.handleOffer(event.msg));
     },
+    serveFetch: ({ context, event }) => {
+      assertEvent(event, "nats.fetch");
+      guarded(context, () => answerFetch(context.core, event.msg));
+    },
     flushDueReceipts: ({ context }) => guarded(context, () => context.core.flushDueReceipts()),
     refreshReceipts: ({ context }) => guarded(context, () => context.core.refreshReceipts()),
     sealLane: ({ context, event }) => {
@@ -154,6 +159,7 @@ export const holderMachine = setup({
     "nats.receipt": { actions: "applyReceipt" },
     "nats.release": { actions: "applyReleaseFrontier" },
     "nats.transfer": { actions: "admitTransferOffer" },
+    "nats.fetch": { actions: "serveFetch" },
     "timer.receipts": { actions: "flushDueReceipts" },
     "timer.refresh": { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
     "resend.loaded": { actions: "resendLoaded" },

@@ -5,6 +5,7 @@ import { holderMachine, HolderState } from "./holder.machine.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 import type { HolderCore } from "./holder/holder-core.ts";
 import type { HolderPorts } from "./holder/holder-ports.ts";
+import { claimIncarnation } from "./holder/incarnation.ts";
 
 /**
  * Runtime wiring of one holder: validates the configuration, creates the actor with the clock
@@ -12,6 +13,8 @@ import type { HolderPorts } from "./holder/holder-ports.ts";
  */
 export interface Holder {
   readonly id: string;
+  /** The incarnation this start claimed. */
+  readonly incarnation: number;
   readonly actor: Actor<typeof holderMachine>;
   /** The working parts (read-only use: lanes, counters, obligations) for reports and tests. */
   readonly core: HolderCore;
@@ -38,7 +41,16 @@ export class HolderStartError extends CustodyError {
  * starting fails; on success the holder is in `serving`.
  */
 export async function startHolder(config: HolderConfigInput, ports: HolderPorts): Promise<Holder> {
-  const cfg = parseHolderConfig(config);
+  const parsed = parseHolderConfig(config);
+  let incarnation = parsed.incarnation;
+  if (ports.stateDir !== undefined) {
+    // A durable claim, above everything this directory and the control log have seen: a restart
+    // is always a new incarnation, and a start that would reuse one is refused.
+    incarnation = await claimIncarnation(ports.stateDir.files, ports.stateDir.dir, { admitted: ports.peers.incarnation(parsed.holderId), requested: parsed.incarnation });
+  } else if (incarnation === undefined) {
+    throw new HolderStartError(`holder ${parsed.holderId} needs a state directory to claim its incarnation`, { holderId: parsed.holderId });
+  }
+  const cfg = { ...parsed, incarnation };
   const actor = createActor(holderMachine, { input: { config: cfg, ports }, clock: ports.clock });
   actor.start();
   const snap = await waitFor(actor, (s) => s.value !== HolderState.Starting);
@@ -48,6 +60,7 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
   }
   return {
     id: cfg.holderId,
+    incarnation,
     actor,
     core,
     counters: core.counters,

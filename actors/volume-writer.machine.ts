@@ -22,6 +22,7 @@ export interface WriterContext {
 
 export type WriterEvent =
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
+  | { type: "nats.status"; msg: InboundMessage }
   | { type: "fence"; newTerm: number }
   | { type: "stop" };
 
@@ -36,6 +37,10 @@ export const volumeWriterMachine = setup({
     foldReceipt: ({ context, event }) => {
       assertEvent(event, "nats.receipt");
       context.core.handleReceipt(event.lane, event.msg);
+    },
+    foldStatus: ({ context, event }) => {
+      assertEvent(event, "nats.status");
+      context.core.handleStatus(event.msg);
     },
     recordFence: ({ context, event }) => {
       assertEvent(event, "fence");
@@ -60,6 +65,7 @@ export const volumeWriterMachine = setup({
     [WriterState.Active]: {
       on: {
         "nats.receipt": { actions: "foldReceipt" },
+        "nats.status": { actions: "foldStatus" },
         fence: { guard: "newerTerm", target: WriterState.Fenced, actions: "recordFence" },
         stop: { target: WriterState.Stopped },
       },

@@ -29,7 +29,7 @@ export interface VolumeWriter {
  */
 export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWriterPorts): VolumeWriter {
   let actor: Actor<typeof volumeWriterMachine> | undefined;
-  const core = new WriterCore(config, ports, (lane, msg) => actor?.send({ type: "nats.receipt", lane, msg }));
+  const core = new WriterCore(config, ports, (e) => actor?.send(e));
   actor = createActor(volumeWriterMachine, { input: { core }, clock: ports.clock });
   actor.start();
   const a = actor;

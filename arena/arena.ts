@@ -473,6 +473,17 @@ export class Arena {
     });
   }
 
+  /**
+   * Takes back custody of a segment found on disk at start (a spill record written by an earlier
+   * incarnation): validated like an import (checksum and every unit digest), then held at disk
+   * residency with `evidence`, using no RAM once adopted. Throws like `importSegment`.
+   */
+  adoptSpilled(bytes: Uint8Array, evidence: SpillEvidence): { segmentId: number; volume: string; lane: string; seqs: RangeSet } {
+    const r = this.importSegment(bytes);
+    this.markSpilled(r.segmentId, evidence);
+    return r;
+  }
+
   // ---- report ---------------------------------------------------------------------------------
 
   /** Bytes by residency, pins by reason, outstanding credits, grantable space. */

@@ -17,6 +17,8 @@ export const ReceiptErrorCode = {
   unknown_holder_key: "unknown_holder_key",
   /** The holder has since been re-admitted under a newer incarnation. */
   stale_incarnation: "stale_incarnation",
+  /** A newer incarnation than the one admitted: it counts once the control log admits it. */
+  unadmitted_incarnation: "unadmitted_incarnation",
   /** A receipt was issued under an older topology epoch than the verifier's. */
   stale_epoch: "stale_epoch",
   /** A receipt was issued under an older policy generation than the verifier's. */

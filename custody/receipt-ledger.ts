@@ -192,6 +192,21 @@ export class ReceiptLedger {
     this.releasedMap.set(k, (this.releasedMap.get(k) ?? RangeSet.EMPTY).union(ranges));
   }
 
+  /**
+   * The control log admitted `incarnation` of `holderId`: everything an older incarnation claimed is
+   * dropped (its RAM is gone; what survived on disk the new incarnation receipts again). Returns
+   * the dropped holdings. A receipt of an older incarnation is refused from now on.
+   */
+  admitIncarnation(holderId: string, incarnation: number): Holding[] {
+    const cur = this.incarnations.get(holderId);
+    if (cur !== undefined && cur >= incarnation) return [];
+    const dropped = this.holdings({ holderId }).filter((h) => h.incarnation < incarnation);
+    for (const [k, e] of this.entries) if (e.receipt.holder.holderId === holderId && e.receipt.holder.incarnation < incarnation) this.entries.delete(k);
+    for (const [k, x] of this.seen) if (x.holderId === holderId && x.incarnation < incarnation) this.seen.delete(k);
+    this.incarnations.set(holderId, incarnation);
+    return dropped;
+  }
+
   /** Ranges noted as released for this holder/stream/obligation. */
   releasedFor(holderId: string, volume: string, lane: string, obligationId: string): RangeSet {
     return this.releasedMap.get(releaseKey(holderId, volume, lane, obligationId)) ?? RangeSet.EMPTY;

@@ -27,7 +27,7 @@ export interface ReceiptVerifyContext {
 /**
  * Decodes and verifies a signed batch. Returns the batch with only understood evidence, or throws
  * a ReceiptError, checking in this order: `malformed` / `unsupported_version` (decoding),
- * `stale_incarnation`, `unknown_holder_key`, `bad_signature`, `wrong_stream`, `stale_epoch`,
+ * `stale_incarnation`, `unadmitted_incarnation`, `unknown_holder_key`, `bad_signature`, `wrong_stream`, `stale_epoch`,
  * `stale_generation`, `ahead_of_verifier`, `unsupported_evidence`, `range_regression`. Pure:
  * verification changes nothing anywhere.
  */
@@ -39,6 +39,9 @@ export function verifyReceiptBatch(signed: SignedReceiptBatch, ctx: ReceiptVerif
     throw new ReceiptError(ReceiptErrorCode.stale_incarnation, `holder ${holderId} incarnation ${incarnation} was superseded by ${current}`, { holderId, incarnation, current });
   }
   const key = ctx.holderKey(holderId, incarnation);
+  if (key === undefined && current !== undefined && incarnation > current) {
+    throw new ReceiptError(ReceiptErrorCode.unadmitted_incarnation, `holder ${holderId} incarnation ${incarnation} is not admitted yet (admitted: ${current})`, { holderId, incarnation, current });
+  }
   if (key === undefined) {
     throw new ReceiptError(ReceiptErrorCode.unknown_holder_key, `no key is admitted for holder ${holderId} incarnation ${incarnation}`, { holderId, incarnation });
   }

@@ -56,6 +56,8 @@ export class LaneLog {
   /** First sequence this holder is responsible for. */
   readonly base: number;
   private termValue: number;
+  /** Per writer term: the lowest sequence accepted under it (where, as far as this log knows, it begins). */
+  private readonly termLowest = new Map<number, number>();
   private readonly retainedSet = new GrowingRangeSet();
   private releasedSet: RangeSet = RangeSet.EMPTY;
   /** retained ∪ released, kept up to date: every admission consults it. */
@@ -68,7 +70,7 @@ export class LaneLog {
     this.termValue = opts.term ?? 0;
   }
 
-  /** Highest writer term accepted so far; units from older terms are refused. */
+  /** Highest writer term accepted so far; an older term's units are refused where a newer term begins. */
   get term(): number {
     return this.termValue;
   }
@@ -107,7 +109,7 @@ export class LaneLog {
     if (u.volume !== this.volume || u.lane !== this.lane) {
       throw new WrongLaneError({ expected: `${this.volume}.${this.lane}`, got: `${u.volume}.${u.lane}` });
     }
-    if (u.term < this.termValue) {
+    if (u.term < this.termValue && this.fencedByNewerTerm(u.term, u.lastSeq)) {
       throw new StaleTermError({ volume: u.volume, lane: u.lane, term: u.term, current: this.termValue });
     }
     const rx = this.receivedSet;
@@ -116,6 +118,17 @@ export class LaneLog {
       throw new OverlappingUnitError({ firstSeq: u.firstSeq, lastSeq: u.lastSeq, received: rx.toString() });
     }
     return u.firstSeq <= this.contiguousThrough() + 1 ? UnitVerdict.accepted : UnitVerdict.held;
+  }
+
+  /**
+   * True when a newer term than `term` already reaches down to `lastSeq`: from its first sequence
+   * on, the log belongs to the newer writer, and an older term's unit there is a fenced writer's.
+   * Below it the two histories are one (a restarted writer re-ships its unconfirmed units under its
+   * new term, with the same records), so an older term's unit is still custody there.
+   */
+  private fencedByNewerTerm(term: number, lastSeq: number): boolean {
+    for (const [t, lowest] of this.termLowest) if (t > term && lowest <= lastSeq) return true;
+    return false;
   }
 
   /** Accepts `u` (same throws as `classify`, with no state change when it throws). */
@@ -131,6 +144,8 @@ export class LaneLog {
       this.retainedSet.add(u.firstSeq, u.lastSeq);
       this.receivedSet.add(u.firstSeq, u.lastSeq);
       if (u.term > this.termValue) this.termValue = u.term;
+      const low = this.termLowest.get(u.term);
+      if (low === undefined || u.firstSeq < low) this.termLowest.set(u.term, u.firstSeq);
     }
     return verdict;
   }

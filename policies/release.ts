@@ -5,6 +5,7 @@ import type { SurvivalReport } from "./survival-report.ts";
 import { UnknownReferenceError } from "./policy-errors.ts";
 import { validateEvaluationState } from "./state-validation.ts";
 import { evidenceLabel } from "./survivor-view.ts";
+import { survivingRanges } from "./surviving-ranges.ts";
 
 /** A holder asking to drop `ranges` of `lane` from every residency it keeps them in. */
 export interface ReleaseRequest {
@@ -21,6 +22,8 @@ export const ReleaseDenial = {
   recoveryInFlight: "recovery_in_flight",
   noSuccessor: "no_successor",
   scenarioBelowCut: "scenario_below_cut",
+  /** A required scenario would lose acknowledged sequences it still has, even above a hole in its cut. */
+  scenarioLosesCoverage: "scenario_loses_coverage",
 } as const;
 export type ReleaseDenial = (typeof ReleaseDenial)[keyof typeof ReleaseDenial];
 
@@ -100,6 +103,7 @@ export function authorizeReleases(state: EvaluationState, requests: readonly Rel
     if (!(r.lane in state.source.lanes)) throw new UnknownReferenceError(`releases[${i}].lane`, r.lane);
   });
   const baseline = requiredReports(state);
+  const requiredScenarios = state.scenarios.filter((s) => s.required);
   const fresh = withoutStaleClaims(state);
   const granted: ReleaseRequest[] = [];
   return requests.map((req) => {
@@ -126,9 +130,19 @@ export function authorizeReleases(state: EvaluationState, requests: readonly Rel
     }
     if (!successor.coversAll(req.ranges)) reasons.add(ReleaseDenial.noSuccessor);
     // ... but not sufficient: every required scenario must keep its cut with all grants so far.
-    const after = requiredReports(withReleases(current, [req]));
+    const next = withReleases(current, [req]);
+    const after = requiredReports(next);
     const broken = baseline.filter((b, i) => !keepsCut(b, after[i]!)).map((b) => b.name);
     if (broken.length > 0) reasons.add(ReleaseDenial.scenarioBelowCut);
+    // A cut stuck below a hole must not let the ranges above it go: once the hole is refilled
+    // they are the cut. Every required scenario keeps every acknowledged sequence it still has.
+    const acked = RangeSet.of(0, state.source.lanes[req.lane] ?? 0);
+    for (const s of requiredScenarios) {
+      const had = survivingRanges(state, s.losses, req.lane).intersect(req.ranges).intersect(acked);
+      if (broken.includes(s.name) || survivingRanges(next, s.losses, req.lane).coversAll(had)) continue;
+      reasons.add(ReleaseDenial.scenarioLosesCoverage);
+      broken.push(s.name);
+    }
     const allowed = reasons.size === 0;
     if (allowed) granted.push(req);
     return { request: req, allowed, reasons: [...reasons].sort(), scenarios: broken };

@@ -2,7 +2,7 @@ import { ActorWorld, SIM_EPOCH_MS } from "./actor-world.ts";
 import { EventTrace } from "./event-trace.ts";
 import { ContractTally } from "./contract-tally.ts";
 import { FaultKind, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
-import { checkCredits, checkReceipts, checkReleaseCoverage, checkReleased, checkStrike, InvariantId, type Violation, type WorldObservation } from "./invariants.ts";
+import { checkCredits, checkReceipts, checkReleaseCoverage, checkReleased, checkStrike, InvariantId, survivingCut, type Violation, type WorldObservation } from "./invariants.ts";
 import type { RunOptions, RunResult } from "./runner.ts";
 import { SimulatedClock } from "./simulated-clock.ts";
 import { buildWorld, networkFor, overridesOf, runRandom } from "./world.ts";
@@ -67,6 +67,15 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
   );
 
   const applyFault = (f: FaultEvent) => {
+    if (f.kind === FaultKind.strike) {
+      const s = spec.scenarios.find((x) => x.name === f.scenario);
+      if (s !== undefined) {
+        // What must be protected again: the newest acknowledged write that physically survives
+        // the strike somewhere (holders, or the writer's own outbox).
+        const survived = survivingCut([...world.holderTruths(), world.writerTruth()], spec.sites, s.losses);
+        contract.struck(rel(), s.name, Math.min(world.ackedHead, survived));
+      }
+    }
     contract.faultStarting(f, rel());
     switch (f.kind) {
       case FaultKind.strike: {
@@ -76,7 +85,6 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
         trace.record({ atMs: rel(), kind: "strike", actor: "world", detail: { scenario: s.name, confirmed: confirmed ?? null } });
         fail(checkStrike(observe(), spec.sites, s, confirmed));
         if (violation !== undefined) return;
-        contract.struck(rel(), world.ackedHead);
         world.strike(s);
         break;
       }
@@ -111,6 +119,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     clock.step();
     steps++;
     await settle();
+    contract.acknowledged(world.ackedHead, rel());
     const obs = observe();
     // RangeSets are immutable: a holder whose sets are the same objects as last time is unchanged.
     const changed = obs.holders.filter((h) => {
@@ -136,7 +145,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     writes: world.acked.count,
     grants,
     strikesChecked: contract.strikesChecked,
-    recovery: contract.recovery(),
+    recovery: contract.recovery(spec.timing.durationMs),
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
     counters: { ...net.counters.snapshot(), ...world.counters.snapshot() },

@@ -4,7 +4,6 @@ import type { ControllerConfig } from "../actors/controller/controller-config.ts
 import type { ControllerPorts, HolderAdmission } from "../actors/controller/controller-core.ts";
 import { startHolder, type Holder } from "../actors/holder.ts";
 import { laneKey, type HolderConfigInput, type ProtectedRamEvidence } from "../actors/holder/holder-config.ts";
-import type { PeerDirectory } from "../actors/holder/holder-ports.ts";
 import { releaseFrontierSpec } from "../actors/holder/holder-messages.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/volume-writer.ts";
 import { CrashFileLayer } from "../core/crash-file-layer.ts";
@@ -17,7 +16,9 @@ import { InMemoryControlLog } from "../custody/control-log.ts";
 import type { ControlEventBody } from "../custody/control-event.ts";
 import { receiptBatchSpec } from "../custody/custody-messages.ts";
 import { decodeReceiptBatch } from "../custody/receipt-batch.ts";
-import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/signing.ts";
+import { generateHolderKeyPair } from "../custody/signing.ts";
+import { ControlLogPeers } from "../custody/control-peers.ts";
+import { SimPreservedRam } from "./preserved-ram.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { LossKind, siteDomains, type Scenario, type Site } from "../policies/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER } from "../transport/credit-sender.ts";
@@ -26,6 +27,8 @@ import { headerValue } from "../transport/transport.ts";
 import { creditSpec, decodeMessage } from "../transport/wire/index.ts";
 import { BLOCK_SIZE } from "../volume/format.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
+import { claimIncarnation } from "../actors/holder/incarnation.ts";
+import { UnitOutbox } from "../actors/writer/unit-outbox.ts";
 import type { EventTrace } from "./event-trace.ts";
 import type { CreditTruth, HolderTruth, ReceiptTruth } from "./invariants.ts";
 import type { SimNetwork } from "./sim-network.ts";
@@ -39,6 +42,7 @@ export const SIM_EPOCH_MS = 1_700_000_000_000;
 const BLOCKS = 256;
 const VOLUME_DIR = "/sim/volume";
 const CONTROL_REGION = "vault";
+const WRITER_STATE = "/writer";
 
 /** What the world tells the runner as it happens. */
 export interface ActorWorldHooks {
@@ -66,8 +70,10 @@ interface HolderHost {
   /** Destroyed for good (site destruction). */
   dead: boolean;
   evidenceValid: boolean;
-  /** The host's disk (spill stream); a crash keeps only what was synced. */
+  /** The host's disk (state directory, spill stream); a crash keeps only what was synced. */
   files: CrashFileLayer;
+  /** The host's preserved memory (protected-RAM hosts). */
+  readonly preserved: SimPreservedRam | undefined;
   /** Bumped at every (re)start; in-flight restarts of an older life give up. */
   life: number;
 }
@@ -94,7 +100,7 @@ export class ActorWorld {
   private readonly sentBytes = new Map<string, { sender: string; gen: number; receiver: string; sent: number }>();
   private readonly grantedBytes = new Map<string, number>();
   private readonly senderGen = new Map<string, number>();
-  private readonly keys = new Map<string, { incarnation: number; privateKey: KeyObject; publicKey: Uint8Array; key: KeyObject }>();
+  private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: Uint8Array }>();
   private readonly store = new InMemoryControlLog(CONTROL_REGION);
   private readonly operator = new ControlLogFollower(this.store);
   private operatorChain: Promise<unknown> = Promise.resolve();
@@ -103,6 +109,7 @@ export class ActorWorld {
   private writer: VolumeWriter | undefined;
   private writerVolume: SmartWalVolume | undefined;
   private writerFiles = new CrashFileLayer();
+  private writerPeers: ControlLogPeers | undefined;
   private writerTerm = 1;
   private writerLife = 0;
   private writerDead = false;
@@ -112,13 +119,10 @@ export class ActorWorld {
   private readonly volume: string;
   private readonly siteById: Map<string, Site>;
 
-  readonly peers: PeerDirectory = {
-    key: (h, inc) => {
-      const k = this.keys.get(h);
-      return k && k.incarnation === inc ? k.key : undefined;
-    },
-    incarnation: (h) => this.keys.get(h)?.incarnation,
-  };
+  /** A peer directory following the control log, as every production actor has one (one per actor). */
+  private peersFor(): ControlLogPeers {
+    return new ControlLogPeers(new ControlLogFollower(this.store), this.clock, 500);
+  }
 
   constructor(
     readonly spec: WorldSpec,
@@ -134,7 +138,8 @@ export class ActorWorld {
     this.siteById = new Map(spec.sites.map((s) => [s.id, s]));
     for (const h of spec.holders) {
       const upstream = [spec.writer, ...spec.holders].filter((x) => x.downstream.includes(h.id)).map((x) => x.id);
-      this.hosts.set(h.id, { spec: h, site: this.siteById.get(h.site)!, upstream, incarnation: 1, holder: undefined, dead: false, evidenceValid: h.protectedRam, files: new CrashFileLayer(), life: 0 });
+      const preserved = h.protectedRam ? new SimPreservedRam() : undefined;
+      this.hosts.set(h.id, { spec: h, site: this.siteById.get(h.site)!, upstream, incarnation: 1, holder: undefined, dead: false, evidenceValid: h.protectedRam, files: new CrashFileLayer(), preserved, life: 0 });
     }
   }
 
@@ -142,12 +147,14 @@ export class ActorWorld {
 
   /** Starts the controller (and bootstraps the control log), every holder, then the writer and its workload. */
   async start(): Promise<void> {
-    for (const id of this.hosts.keys()) this.newKey(id, 1);
+    for (const id of this.hosts.keys()) this.newKey(id);
     await this.startController();
+    // Holders start first (each claims incarnation 1 from its empty state directory), then the
+    // operator's bootstrap admits them and creates the obligation.
+    await Promise.all([...this.hosts.values()].map((h) => this.startHolderOn(h)));
     const admissions = [...this.hosts.values()].map((h) => this.admission(h));
     await this.controller!.core.bootstrap(admissions, [...this.hosts.keys()]);
-    await Promise.all([...this.hosts.values()].map((h) => this.startHolderOn(h)));
-    await this.startWriter(1);
+    await this.startWriter();
     const tick = () => {
       if (this.writerDead) return;
       this.writeOnce();
@@ -156,13 +163,14 @@ export class ActorWorld {
     this.clock.schedule(tick, this.spec.workload.intervalMs, "workload");
   }
 
-  private newKey(id: string, incarnation: number): void {
+  /** The host's signing key (kept on its disk: every incarnation of the holder signs with it). */
+  private newKey(id: string): void {
     const kp = generateHolderKeyPair();
-    this.keys.set(id, { incarnation, privateKey: kp.privateKey, publicKey: kp.publicKey, key: publicKeyFromRaw(kp.publicKey) });
+    this.keys.set(id, { privateKey: kp.privateKey, publicKey: kp.publicKey });
   }
 
   private admission(h: HolderHost): HolderAdmission {
-    return { holderId: h.spec.id, incarnation: h.incarnation, publicKey: this.keys.get(h.spec.id)!.publicKey, failureDomain: failureDomainOf(h.site) };
+    return { holderId: h.spec.id, incarnation: 1, publicKey: this.keys.get(h.spec.id)!.publicKey, failureDomain: failureDomainOf(h.site) };
   }
 
   private holderConfig(h: HolderHost): HolderConfigInput {
@@ -171,7 +179,6 @@ export class ActorWorld {
     const unitBytes = Math.max(this.spec.workload.bytesPerUnit, BLOCK_SIZE) + 4096;
     return {
       holderId: h.spec.id,
-      incarnation: h.incarnation,
       site: { region: s.region, az: s.az, host: s.host },
       residency: ["ram", ...(h.spec.disk ? (["disk"] as const) : []), ...(h.spec.protectedRam ? (["protected_ram"] as const) : [])],
       lanes: [{ volume: this.volume, lane: this.lane, upstream: [...h.upstream], downstream: [...h.spec.downstream] }],
@@ -205,17 +212,22 @@ export class ActorWorld {
     this.senderGen.set(id, (this.senderGen.get(id) ?? 0) + 1);
     const endpoint = this.net.endpoint(id, h.site.id);
     const transport = new TappedTransport(endpoint, (subject, data, headers) => this.tapHolder(h, subject, data, headers));
+    const peers = this.peersFor();
+    await peers.refresh();
     const holder = await startHolder(this.holderConfig(h), {
       transport,
       clock: this.clock,
       privateKey: this.keys.get(id)!.privateKey,
-      peers: this.peers,
+      peers,
+      stateDir: { files: h.files, dir: `/state/${id}` },
       ...(h.spec.disk ? { files: h.files, spillPath: `/spill/${id}.log` } : {}),
+      ...(h.preserved ? { preserved: h.preserved } : {}),
     });
     if (h.life !== life || h.dead) {
       await holder.stop();
       return;
     }
+    h.incarnation = holder.incarnation;
     h.holder = holder;
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "start", actor: id, detail: { inc: h.incarnation } });
   }
@@ -246,6 +258,7 @@ export class ActorWorld {
       controllerId: "ctrl",
       region: CONTROL_REGION,
       evalIntervalMs: spec.timing.evalMs,
+      admission: "key-continuity",
       topology: {
         volume: spec.volume,
         lanes: [spec.lane],
@@ -259,17 +272,25 @@ export class ActorWorld {
         scenarios: spec.scenarios,
         timelines: [],
         staleAfterMs: 2 * spec.timing.suspectMs,
+        protectedEvidenceMaxAgeMs: 10 * spec.timing.durationMs + 60_000,
         releasable: spec.holders.map((h) => h.id),
       },
     };
   }
 
-  private async startWriter(firstSeq: number): Promise<void> {
+  private async startWriter(): Promise<void> {
     const life = ++this.writerLife;
     if (this.writerVolume === undefined) {
       await SmartWalVolume.create(VOLUME_DIR, { blockCount: BLOCKS, walCapacity: 4096 }, this.writerFiles);
     }
-    const volume = await SmartWalVolume.open(VOLUME_DIR, { fileLayer: this.writerFiles, clock: this.clock });
+    const files = this.writerFiles;
+    const volume = await SmartWalVolume.open(VOLUME_DIR, { fileLayer: files, clock: this.clock });
+    // Every start is a new term, claimed durably; the outbox holds every unit ever sent that custody
+    // has not confirmed, so the new term starts above all of them and ships them again first.
+    const term = await claimIncarnation(files, WRITER_STATE, { name: "term" });
+    const { outbox, recovered } = await UnitOutbox.open(files, `${WRITER_STATE}/outbox`, this.clock);
+    const firstSeq = outbox.maxSeq(this.lane) + 1;
+    this.writerTerm = term;
     this.writerVolume = volume;
     this.senderGen.set(this.spec.writer.id, (this.senderGen.get(this.spec.writer.id) ?? 0) + 1);
     const endpoint = this.net.endpoint(this.spec.writer.id, this.spec.writer.site);
@@ -292,7 +313,9 @@ export class ActorWorld {
         clock: this.clock,
         volume,
         dataKey: new Uint8Array(32).fill(7),
-        peers: this.peers,
+        peers: this.writerPeers ??= this.peersFor(),
+        outbox,
+        recovered,
         onUnit: (u) => (this.emittedMax = Math.max(this.emittedMax, u.lastSeq)),
       },
     );
@@ -382,6 +405,7 @@ export class ActorWorld {
       // A cut counts as confirmed only on fresh evidence: a report resting on a silent holder's
       // stale receipts says so (`evidence: stale`) and promises nothing.
       for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.evidence === "observed" ? (r.cut?.[this.lane] ?? -1) : -1);
+      if (process.env.SIM_DEBUG) console.log(`${((this.clock.now() - SIM_EPOCH_MS) / 1000).toFixed(3)} status acked=${this.ackedHead} ` + report.reports.filter((r) => r.required).map((r) => `${r.name}:${r.cut?.[this.lane] ?? "-"}/${r.evidence}`).join(" ") + " ctr=" + JSON.stringify(core.counters.snapshot()) + " holders=" + core.currentState().holders.map((h) => `${h.id}:${h.claims.map((c) => c.residency + c.ranges.toString()).join("+")}`).join(" "));
       this.hooks.confirmed(cuts);
       return;
     }
@@ -418,6 +442,13 @@ export class ActorWorld {
     // The base snapshot in the vault covers everything before the first sequence.
     out.push({ id: this.spec.vault.holder, site: this.spec.vault.site, ram: RangeSet.EMPTY, disk: RangeSet.of(0, 0), ramSurvivesPower: false, released: RangeSet.EMPTY, ledger: RangeSet.EMPTY, granted: RangeSet.EMPTY });
     return out;
+  }
+
+  /** The writer's own copy as ground truth: what its outbox (disk) and retention (RAM) still hold. */
+  writerTruth(): HolderTruth {
+    const retained = this.writer?.core.retainedSeqs(this.lane) ?? RangeSet.EMPTY;
+    const none = RangeSet.EMPTY;
+    return { id: this.spec.writer.id, site: this.spec.writer.site, ram: none, disk: retained, ramSurvivesPower: false, released: none, ledger: none, granted: none };
   }
 
   /** Receipts sent since the last call, each with what its holder held when sending it. */
@@ -470,22 +501,21 @@ export class ActorWorld {
     this.net.crash(id);
     // The process is gone: its timers and subscriptions die with it (stop() only detaches them).
     if (old) void old.stop().catch((err) => this.hooks.error("holder.stop", err));
-    // What reached the platter survives a crash; destruction takes the disk too.
+    // What reached the platter survives a crash; destruction takes the disk too. Preserved memory
+    // survives only if the hold-up evidence is valid as the host goes down.
     h.files = destroy ? new CrashFileLayer() : h.files.crashAt(h.files.opCount());
+    h.preserved?.crash(!destroy && h.evidenceValid);
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: destroy ? "destroyed" : "crashed", actor: id });
     if (destroy) {
       h.dead = true;
       this.clock.schedule(() => this.operate(`declare ${id}`, () => ({ type: "declare_failure", scope: "holder", domain: failureDomainOf(h.site), holderIds: [id] })), 1_000, "declare");
       return;
     }
+    // The supervisor starts the process again: it claims a new incarnation from its state
+    // directory and asks to be admitted; the controller's admission policy admits it.
     this.clock.schedule(() => {
       if (h.life !== life || h.dead) return;
-      h.incarnation++;
-      this.newKey(id, h.incarnation);
-      // The host agent admits the new incarnation (new key) before the process serves again.
-      void this.operate(`admit ${id}#${h.incarnation}`, () => ({ type: "admit_holder", ...this.admission(h) })).then(() => {
-        if (h.life === life && !h.dead) return this.startHolderOn(h);
-      }).catch((err) => this.hooks.error("holder.restart", err));
+      this.startHolderOn(h).catch((err) => this.hooks.error("holder.restart", err));
     }, this.spec.timing.restartMs, "restart");
   }
 
@@ -505,9 +535,7 @@ export class ActorWorld {
     }
     this.clock.schedule(() => {
       if (life !== this.writerLife) return;
-      // A restarted writer begins a fenced new term above every sequence its old term emitted.
-      this.writerTerm++;
-      void this.startWriter(Math.max(this.emittedMax, this.ackedHead) + 1).catch((err) => this.hooks.error("writer.restart", err));
+      void this.startWriter().catch((err) => this.hooks.error("writer.restart", err));
     }, this.spec.timing.restartMs, "restart");
   }
 

@@ -1,4 +1,46 @@
-import { isDestructive, type FaultEvent } from "./fault-schedule.ts";
+import { FaultKind, isDestructive, type FaultEvent } from "./fault-schedule.ts";
+
+/** Why a strike's liveness is not held to the contract (tallied apart, never asserted). */
+export const OutsideContract = {
+  /** Another destructive fault came within the repair budget before this strike. */
+  secondLoss: "second_loss_within_budget",
+  /** Another destructive fault came within the repair budget after this strike. */
+  lossDuringRepair: "loss_during_repair",
+  /** A partition cut the network during the repair budget after the strike. */
+  partitionDuringRepair: "partition_during_repair",
+  /** The controller was down during the repair budget after the strike. */
+  controllerLostDuringRepair: "controller_lost_during_repair",
+  /** The run ended before the repair budget after the strike was over. */
+  runEnded: "run_ended_within_budget",
+} as const;
+export type OutsideContract = (typeof OutsideContract)[keyof typeof OutsideContract];
+
+/** Liveness tally of a run (see ContractTally). */
+export interface RecoveryTally {
+  /** Strikes held to the contract. */
+  readonly strikes: number;
+  readonly inBudget: number;
+  readonly late: number;
+  readonly never: number;
+  /** Strikes outside the contract, by reason (not asserted). */
+  readonly outside: Readonly<Record<string, number>>;
+  /** Required scenarios that were not being met before a strike, so no strike could owe them back. */
+  readonly unmetBefore: number;
+  /** One line per strike held to the contract that did not come back within the budget. */
+  readonly failures: readonly string[];
+}
+
+interface OpenStrike {
+  readonly at: number;
+  readonly scenario: string;
+  /** The newest acknowledged sequence that physically survived the strike: what must be protected again. */
+  readonly target: number;
+  /** Required scenarios whose coverage was being met before the strike (only they are owed back). */
+  readonly expected: readonly string[];
+  outside: OutsideContract | undefined;
+  late: boolean;
+  lastCuts: Map<string, number>;
+}
 
 /**
  * What a run has confirmed within the contract, and what became of coverage after each strike.
@@ -6,8 +48,11 @@ import { isDestructive, type FaultEvent } from "./fault-schedule.ts";
  * - a confirmation counts only when no destructive fault (strike, evidence loss) happened within
  *   the repair budget before it, since evidence gathered then may still include the victims;
  * - every destructive fault clears what was confirmed before it;
- * - after a strike, coverage is back once every required cut reaches the writes acknowledged at
- *   the strike: within the budget, late, or never (by the end of the run).
+ * - liveness (asserted): after a strike the contract allows, every required scenario that was
+ *   being met before it (its cut had reached what was acknowledged a repair budget earlier) must
+ *   again reach the newest acknowledged write that physically survived the strike, within the
+ *   repair budget. Strikes outside the contract — another loss, a partition or a controller loss
+ *   inside that window — are tallied apart with the reason.
  */
 export class ContractTally {
   /** Highest cut confirmed per required scenario since the last destructive fault. */
@@ -15,8 +60,14 @@ export class ContractTally {
   /** Strikes that came after a confirmation and were checked against it. */
   strikesChecked = 0;
   private lastDestructiveAt = -Infinity;
-  private readonly recovering: Array<{ at: number; target: number }> = [];
-  private readonly tally = { strikes: 0, inBudget: 0, late: 0 };
+  private readonly open: OpenStrike[] = [];
+  private readonly done: { strike: OpenStrike; inBudget: boolean }[] = [];
+  private readonly outsideTally = new Map<string, number>();
+  private unmetBefore = 0;
+  /** Latest cut reported per required scenario (fresh evidence only; -1 otherwise). */
+  private readonly latest = new Map<string, number>();
+  /** (time, acknowledged head) samples, to know what was acknowledged a repair budget ago. */
+  private readonly acked: { at: number; head: number }[] = [];
 
   constructor(private readonly settleMs: number) {}
 
@@ -25,14 +76,31 @@ export class ContractTally {
     return nowMs - this.lastDestructiveAt >= this.settleMs;
   }
 
-  /** The controller reported `cuts` (required scenario → cut) at `nowMs`. */
+  /** The writer acknowledged through `head` at `nowMs`. */
+  acknowledged(head: number, nowMs: number): void {
+    const last = this.acked[this.acked.length - 1];
+    if (last === undefined || last.head !== head) this.acked.push({ at: nowMs, head });
+  }
+
+  private ackedAt(t: number): number {
+    let head = 0;
+    for (const a of this.acked) {
+      if (a.at > t) break;
+      head = a.head;
+    }
+    return head;
+  }
+
+  /** The controller reported `cuts` (required scenario → cut, -1 when not on fresh evidence) at `nowMs`. */
   confirmed(cuts: ReadonlyMap<string, number>, nowMs: number): void {
-    for (let i = this.recovering.length - 1; i >= 0; i--) {
-      const r = this.recovering[i]!;
-      if ([...cuts.values()].every((c) => c >= r.target)) {
-        if (nowMs - r.at <= this.settleMs) this.tally.inBudget++;
-        else this.tally.late++;
-        this.recovering.splice(i, 1);
+    for (const [name, cut] of cuts) this.latest.set(name, cut);
+    for (let i = this.open.length - 1; i >= 0; i--) {
+      const r = this.open[i]!;
+      r.lastCuts = new Map(cuts);
+      if (nowMs - r.at > this.settleMs) r.late = true;
+      if (r.expected.every((s) => (cuts.get(s) ?? -1) >= r.target)) {
+        this.open.splice(i, 1);
+        this.done.push({ strike: r, inBudget: nowMs - r.at <= this.settleMs });
       }
     }
     if (!this.inContract(nowMs)) return;
@@ -41,6 +109,13 @@ export class ContractTally {
 
   /** Fault `f` is about to be applied at `nowMs`. */
   faultStarting(f: FaultEvent, nowMs: number): void {
+    // A fault inside an open strike's repair window takes that strike out of the contract.
+    for (const r of [...this.open, ...this.done.map((d) => d.strike)]) {
+      if (r.outside !== undefined || nowMs - r.at > this.settleMs || nowMs === r.at) continue;
+      if (isDestructive(f)) r.outside = OutsideContract.lossDuringRepair;
+      else if (f.kind === FaultKind.partition) r.outside = OutsideContract.partitionDuringRepair;
+      else if (f.kind === FaultKind.controllerLoss) r.outside = OutsideContract.controllerLostDuringRepair;
+    }
     if (isDestructive(f)) this.lastDestructiveAt = nowMs;
   }
 
@@ -56,14 +131,50 @@ export class ContractTally {
     return c;
   }
 
-  /** A strike happened at `nowMs` while the writer had acknowledged through `acknowledged`. */
-  struck(nowMs: number, acknowledged: number): void {
-    this.tally.strikes++;
-    this.recovering.push({ at: nowMs, target: acknowledged });
+  /**
+   * A strike of `scenario` happens at `nowMs`; `target` is the newest acknowledged write that
+   * physically survived it. Call before `faultStarting` of the same fault. `outside`: a strike the
+   * contract does not cover, with the reason.
+   */
+  struck(nowMs: number, scenario: string, target: number): void {
+    const outside = this.inContract(nowMs) ? undefined : OutsideContract.secondLoss;
+    const floor = this.ackedAt(nowMs - this.settleMs);
+    const expected = [...this.latest].filter(([, cut]) => cut >= floor).map(([name]) => name);
+    this.unmetBefore += this.latest.size - expected.length;
+    this.open.push({ at: nowMs, scenario, target, expected, outside, late: false, lastCuts: new Map() });
   }
 
-  /** Liveness tally: strikes, back within the budget, late, and not by the end of the run. */
-  recovery(): { strikes: number; inBudget: number; late: number; never: number } {
-    return { ...this.tally, never: this.recovering.length };
+  /** Liveness tally at the end of the run (`endMs`: when it ended; strikes younger than the budget are not judged). */
+  recovery(endMs = Infinity): RecoveryTally {
+    for (const r of this.open) if (r.outside === undefined && endMs - r.at < this.settleMs) r.outside = OutsideContract.runEnded;
+    const outside = new Map(this.outsideTally);
+    let inBudget = 0;
+    let late = 0;
+    let never = 0;
+    const failures: string[] = [];
+    const held = (r: OpenStrike) => {
+      if (r.outside === undefined) return true;
+      outside.set(r.outside, (outside.get(r.outside) ?? 0) + 1);
+      return false;
+    };
+    for (const d of this.done) {
+      if (!held(d.strike)) continue;
+      if (d.inBudget) inBudget++;
+      else {
+        late++;
+        failures.push(describe(d.strike, "late"));
+      }
+    }
+    for (const r of this.open) {
+      if (!held(r)) continue;
+      never++;
+      failures.push(describe(r, "never"));
+    }
+    return { strikes: inBudget + late + never, inBudget, late, never, outside: Object.fromEntries([...outside].sort()), unmetBefore: this.unmetBefore, failures };
   }
+}
+
+function describe(r: OpenStrike, what: string): string {
+  const short = r.expected.filter((s) => (r.lastCuts.get(s) ?? -1) < r.target).map((s) => `${s}=${r.lastCuts.get(s) ?? "none"}`);
+  return `${what}: ${r.scenario} at ${(r.at / 1000).toFixed(3)}s, target ${r.target}, short: ${short.join(", ")}`;
 }

@@ -1,7 +1,7 @@
 import { authorizeReleases, type Scenario } from "../policies/index.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { EventTrace, type TraceEvent } from "./event-trace.ts";
-import { ContractTally } from "./contract-tally.ts";
+import { ContractTally, type RecoveryTally } from "./contract-tally.ts";
 import { FaultKind, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
 import {
   checkCredits,
@@ -59,7 +59,7 @@ export interface RunResult {
    * Liveness, measured but not asserted: after each strike, did every required scenario's
    * confirmed cut again reach the writes acknowledged at the strike, within the repair budget?
    */
-  readonly recovery: { readonly strikes: number; readonly inBudget: number; readonly late: number; readonly never: number };
+  readonly recovery: RecoveryTally;
   readonly scheduleShape: string;
   readonly scheduleKey: string;
   readonly counters: Readonly<Record<string, number>>;
@@ -171,7 +171,6 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     trace.record({ atMs: clock.now(), kind: "strike", actor: "world", detail: { scenario: scenario.name, confirmed: confirmed ?? null } });
     fail(checkStrike(obs, spec.sites, scenario, confirmed));
     if (violation !== undefined) return; // the run ends here; the trace ends with the violation
-    contract.struck(clock.now(), writer.nextSeq - 1);
     const siteHit = new Map<string, string>();
     for (const s of spec.sites) {
       for (const l of scenario.losses) {
@@ -192,6 +191,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
   };
 
   const applyFault = (f: FaultEvent) => {
+    if (f.kind === FaultKind.strike) contract.struck(clock.now(), f.scenario, writer.nextSeq - 1);
     contract.faultStarting(f, clock.now());
     switch (f.kind) {
       case FaultKind.strike: {
@@ -251,7 +251,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     writes: writer.nextSeq,
     grants: grantsCount,
     strikesChecked: contract.strikesChecked,
-    recovery: contract.recovery(),
+    recovery: contract.recovery(spec.timing.durationMs),
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
     counters: { ...net.counters.snapshot(), ...Object.fromEntries(Object.entries(controller.counters.snapshot()).map(([k, v]) => [`ctrl_${k}`, v])) },

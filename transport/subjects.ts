@@ -15,6 +15,7 @@ import { CustodyError } from "../core/custody-error.ts";
  * | transfer | custody.v1.transfer.<toHolder>                     | custody transfer offers                   |
  * | event    | custody.v1.event.<volume>                          | contract violations and lifecycle events  |
  * | fetch    | custody.v1.fetch.<holder>                          | repair/recovery reads of retained units   |
+ * | admit    | custody.v1.admit.<holder>                          | a new incarnation asks to be admitted     |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -29,6 +30,7 @@ export const SubjectKind = {
   Transfer: "transfer",
   Event: "event",
   Fetch: "fetch",
+  Admit: "admit",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -43,6 +45,7 @@ export const SUBJECT_FIELDS = {
   transfer: ["toHolder"],
   event: ["volume"],
   fetch: ["holder"],
+  admit: ["holder"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -156,6 +159,11 @@ export function eventSubject(volume: string): string {
 /** `custody.v1.fetch.<holder>`: requests for units `holder` retains (repair copies, recovery reads). */
 export function fetchSubject(holder: string): string {
   return buildSubject({ kind: "fetch", holder });
+}
+
+/** `custody.v1.admit.<holder>`: signed admission requests of a holder's new incarnation. */
+export function admitSubject(holder: string): string {
+  return buildSubject({ kind: "admit", holder });
 }
 
 /**

@@ -23,6 +23,11 @@ export interface VolumeTopology {
   readonly timelines: readonly Timeline[];
   /** Observed evidence older than this is reported stale. */
   readonly staleAfterMs: number;
+  /**
+   * Protected-RAM capability evidence (battery, hold-up) older than this no longer makes RAM
+   * survive power loss, however fresh the receipt. Default: `staleAfterMs`.
+   */
+  readonly protectedEvidenceMaxAgeMs?: number;
   /** Holders that shed custody once the policy allows (RAM tiers); others keep theirs. */
   readonly releasable: readonly string[];
 }
@@ -38,6 +43,18 @@ export interface ControllerConfig {
    * "repair needed" in its status document.
    */
   readonly repair?: RepairConfig;
+  /**
+   * Admission policy for holders' new incarnations (signed requests on `custody.v1.admit.<holder>`).
+   * `key-continuity`: admit a restart signed by the key the log already admitted for that holder,
+   * from the same failure domain, for a higher incarnation. Default `operator`: only
+   * `custody holder admit` (or another operator commit) admits.
+   */
+  readonly admission?: "key-continuity" | "operator";
+  /**
+   * Refilling restarted holders: copy what a new incarnation still lacks `graceMs` after it was
+   * admitted (its upstream re-sends first), again every `retryMs` until covered. Defaults 1000/2000.
+   */
+  readonly refill?: { readonly graceMs?: number; readonly retryMs?: number };
 }
 
 /** A holder kept in reserve to replace a failed one (started on demand by the repair launcher). */

@@ -7,12 +7,13 @@ import { ControlConflictError } from "../../custody/control-error.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import type { ControlLogStore } from "../../custody/control-log.ts";
 import { HolderStatus, receiptVerifyContext, releasedRanges, type ControlState } from "../../custody/control-state.ts";
+import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequest, type AdmissionRequest } from "../../custody/admission.ts";
 import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ReceiptLedger } from "../../custody/receipt-ledger.ts";
 import { evaluateState, type EvaluationReport } from "../../policies/evaluate.ts";
 import type { BaseSnapshot, CommitRun, EvaluationState, RecoveryInFlight } from "../../policies/evaluation-state.ts";
 import { authorizeReleases, withoutStaleClaims, type ReleaseRequest } from "../../policies/release.ts";
-import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject } from "../../transport/subjects.ts";
+import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../transport/subjects.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
 import { decodeAny, decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
 import { releaseFrontierSpec } from "../holder/holder-messages.ts";
@@ -24,6 +25,7 @@ import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { runRepair } from "../repair.ts";
+import { RefillScheduler } from "./refills.ts";
 import type { SurvivorSource } from "../repair/survivor-source.ts";
 
 /**
@@ -93,18 +95,38 @@ export class ControllerCore {
   private pendingFailures: FailureToRepair[] = [];
   /** Repair records keyed by the declare-failure sequence: each failure is handled once. */
   private readonly repairRecords = new Map<number, RepairStatus>();
+  /** Admitted incarnation last seen per holder. */
+  private readonly incarnationSeen = new Map<string, number>();
+  /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
+  private readonly admitting = new Set<string>();
+  /** Restarted holders' lost claims still to be refilled. */
+  readonly refills: RefillScheduler;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly config: ControllerConfig,
     private readonly ports: ControllerPorts,
-    private readonly dispatch: (e: { type: "nats.receipt"; msg: InboundMessage } | { type: "nats.event"; msg: InboundMessage }) => void,
+    private readonly dispatch: (e: { type: "nats.receipt" | "nats.event" | "nats.admit"; msg: InboundMessage }) => void,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
     this.follower = new ControlLogFollower(ports.store);
     this.bases = [...config.topology.bases];
+    this.refills = new RefillScheduler(
+      {
+        volume: config.topology.volume,
+        copier: config.controllerId,
+        transport: ports.transport,
+        clock: ports.clock,
+        counters: this.counters,
+        holdings: (lane) => this.ledger.holdings({ volume: config.topology.volume, lane }),
+        beginRecovery: (r) => this.beginRecovery(r),
+        endRecovery: (id) => this.endRecovery(id),
+        nudge: () => (this.dirty = true),
+      },
+      { graceMs: config.refill?.graceMs ?? 1_000, retryMs: config.refill?.retryMs ?? 2_000, staleAfterMs: config.topology.staleAfterMs },
+    );
   }
 
   /** A new base snapshot exists (e.g. a replica materialized a cut): later evaluations may rely on it. */
@@ -117,12 +139,70 @@ export class ControllerCore {
     return this.config.topology.volume;
   }
 
-  /** Folds the control log and subscribes receipts and writer progress of the volume. */
+  /** Folds the control log and subscribes receipts, writer progress and admission requests. */
   async start(): Promise<void> {
-    await this.follower.refresh();
+    this.noteIncarnations(await this.follower.refresh());
     this.subs.push(this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) => this.dispatch({ type: "nats.receipt", msg })));
     this.subs.push(this.ports.transport.subscribe(eventSubject(this.volume), (msg) => this.dispatch({ type: "nats.event", msg })));
+    if (this.config.admission === "key-continuity") {
+      this.subs.push(this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })));
+    }
     await this.ports.transport.flush();
+  }
+
+  /**
+   * A holder's new incarnation asks to be admitted. Under the key-continuity policy it is committed
+   * when the log already admitted that holder with the same key and failure domain and the
+   * incarnation is higher; anything else is counted (`admission_<code>`) and left to an operator.
+   */
+  handleAdmission(msg: InboundMessage): void {
+    let req: AdmissionRequest;
+    try {
+      req = readAdmissionRequest(msg.data);
+      if (!(req.holderId in this.config.topology.holderSites) && !(this.config.repair?.standby ?? []).some((x) => x.holderId === req.holderId)) return;
+      checkAutoAdmission(this.follower.state, req);
+    } catch (err) {
+      if (!(err instanceof AdmissionError && err.code === AdmissionRefusal.NotNewer)) this.counters.inc(err instanceof CustodyError ? err.code : "admission_malformed");
+      return;
+    }
+    const key = `${req.holderId}#${req.incarnation}`;
+    if (this.admitting.has(key)) return;
+    this.admitting.add(key);
+    this.commit((s) => {
+      checkAutoAdmission(s, req);
+      return { type: "admit_holder", holderId: req.holderId, incarnation: req.incarnation, publicKey: req.publicKey, failureDomain: req.failureDomain };
+    })
+      .then(({ state }) => {
+        this.counters.inc("admission_committed");
+        this.noteIncarnations(state);
+      })
+      .catch((err) => this.counters.inc(`admission_${err instanceof CustodyError ? err.code : "failed"}`))
+      .finally(() => this.admitting.delete(key));
+  }
+
+  /**
+   * Notices holders whose admitted incarnation went up: what their previous incarnation claimed
+   * stops counting at once (dropped from the ledger; its RAM is gone), the part of it that is still
+   * needed is remembered for a refill, and the new incarnation is told its release frontier.
+   */
+  private noteIncarnations(s: ControlState): void {
+    for (const h of Object.values(s.holders)) {
+      const prev = this.incarnationSeen.get(h.holderId);
+      if (prev !== undefined && prev >= h.incarnation) continue;
+      this.incarnationSeen.set(h.holderId, h.incarnation);
+      const dropped = this.ledger.admitIncarnation(h.holderId, h.incarnation);
+      if (prev === undefined) continue;
+      this.counters.inc("incarnation_admitted");
+      this.dirty = true;
+      for (const lane of this.config.topology.lanes) {
+        const obligationId = obligationIdOf(this.volume, lane);
+        let lost = RangeSet.EMPTY;
+        for (const d of dropped) if (d.volume === this.volume && d.lane === lane) lost = lost.union(d.retained);
+        lost = lost.subtract(releasedRanges(s, obligationId, h.holderId));
+        this.refills.add(h.holderId, h.incarnation, lane, lost);
+        this.publishFrontier(s, obligationId, h.holderId, lane);
+      }
+    }
   }
 
   /** Unsubscribes. Idempotent. */
@@ -220,6 +300,8 @@ export class ControllerCore {
     this.dirty = false;
     this.counters.inc("evaluations");
     let s = await this.follower.refresh();
+    this.noteIncarnations(s);
+    this.refills.progress(s);
     await this.scanFailures(s);
     const state = this.currentState(s);
     const report = evaluateState(state);

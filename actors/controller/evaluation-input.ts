@@ -26,12 +26,15 @@ export function buildEvaluationState(
   for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
   for (const h of holdings) {
     if (h.volume !== topo.volume || failed.has(h.holderId) || !claims.has(h.holderId) || h.retained.isEmpty) continue;
+    // A claim is as fresh as the receipt that states it (the holder was alive and holding then);
+    // protected RAM additionally needs its hold-up capability measured recently enough.
+    const capabilityAgeMs = asOfMs - h.evidenceAt;
     claims.get(h.holderId)!.push({
       lane: h.lane,
       ranges: h.retained,
       residency: h.residency,
-      evidence: { kind: "observed", atMs: h.evidenceAt },
-      protectedRamValid: h.residency === "protected_ram" ? !h.stale : undefined,
+      evidence: { kind: "observed", atMs: h.issuedAt },
+      protectedRamValid: h.residency === "protected_ram" ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) : undefined,
     });
   }
   const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c }));

@@ -47,7 +47,12 @@ export type LaneConfig = z.infer<typeof laneConfigSchema>;
 
 export const holderConfigSchema = z.object({
   holderId: token,
-  incarnation: nonNegInt,
+  /**
+   * Test-only when a state directory is given: the incarnation is claimed from the holder's state
+   * directory (see incarnation.ts) and a number given here must be above every one seen there.
+   * Without a state directory (in-process tests) it is required.
+   */
+  incarnation: nonNegInt.optional(),
   site: z.object({ region: token, az: token, host: token }),
   residency: z.array(z.enum(["ram", "protected_ram", "disk"])).min(1),
   lanes: z.array(laneConfigSchema).min(1),
@@ -97,8 +102,13 @@ export const holderConfigSchema = z.object({
 });
 /** Configuration as given (defaults optional). */
 export type HolderConfigInput = z.input<typeof holderConfigSchema>;
-/** Configuration after validation, with every default filled in. */
-export type HolderConfig = z.infer<typeof holderConfigSchema>;
+/** Configuration after validation, with every default filled in and the incarnation claimed. */
+export type HolderConfig = z.infer<typeof holderConfigSchema> & { readonly incarnation: number };
+
+/** The failure domain a holder is admitted with: `region/az/host`. */
+export function failureDomainOf(site: { readonly region: string; readonly az: string; readonly host: string }): string {
+  return `${site.region}/${site.az}/${site.host}`;
+}
 
 /** Thrown for an invalid holder configuration; `detail.field` is the dotted path of the first bad field. */
 export class HolderConfigError extends CustodyError {
@@ -111,7 +121,7 @@ export class HolderConfigError extends CustodyError {
  * Validates and completes a configuration. Throws HolderConfigError naming the first bad field.
  * Consistency rules: `disk` residency needs a flush policy; `protected_ram` needs evidence.
  */
-export function parseHolderConfig(input: HolderConfigInput): HolderConfig {
+export function parseHolderConfig(input: HolderConfigInput): z.infer<typeof holderConfigSchema> {
   const r = holderConfigSchema.safeParse(input);
   if (!r.success) {
     const issue = r.error.issues[0];

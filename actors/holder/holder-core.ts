@@ -11,7 +11,7 @@ import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import type { CreditHeaders, CreditRefusal } from "../../transport/credit-grantor.ts";
 import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
-import { receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
+import { fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/transport.ts";
 import { creditSpec, decodeMessage, encodeMessage, unitSpec, WireError } from "../../transport/wire/index.ts";
@@ -20,6 +20,7 @@ import { HolderLane } from "./holder-lane.ts";
 import { releaseFrontierSpec } from "./holder-messages.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset } from "./edge-repair.ts";
+import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
 import { protectionStatus, ProtectionStatus } from "./protected-ram.ts";
 import { ReceiptBatcher } from "./receipt-batcher.ts";
 import { laneReceipts } from "./receipt-content.ts";
@@ -98,16 +99,22 @@ export class HolderCore {
   async start(): Promise<void> {
     if (this.config.flush) {
       if (!this.ports.files || !this.ports.spillPath) throw new CustodyError("invalid_holder_config", "a flush policy needs files and spillPath", {});
-      this.spill = (await SpillStream.open(this.ports.files, this.ports.spillPath, this.ports.clock)).stream;
+      const opened = await SpillStream.open(this.ports.files, this.ports.spillPath, this.ports.clock);
+      this.spill = opened.stream;
+      // What the previous incarnation made durable is custody again, under this incarnation.
+      await adoptSpillRecords(this, opened.stream, opened.recovered);
       this.later(this.config.flush.intervalMs, { type: "timer.flush" });
     }
+    if (this.ports.preserved !== undefined && this.protectionOk()) adoptPreserved(this, await this.ports.preserved.recovered());
     const t = this.ports.transport;
     const me = this.config.holderId;
     for (const [key, hl] of this.lanes) this.subscribeLane(key, hl);
     this.subs.push(t.subscribe(releaseSubject(me), (msg) => this.dispatch({ type: "nats.release", msg })));
     this.subs.push(t.subscribe(transferSubject(me), (msg) => this.dispatch({ type: "nats.transfer", msg })));
+    this.subs.push(t.subscribe(fetchSubject(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
     await t.flush();
+    requestAdmission(this);
     for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.requestCredit();
     // Senders learn this incarnation (and that it holds nothing of theirs yet) from the announcement.
     for (const hl of this.lanes.values()) hl.grantor.announce();
@@ -234,6 +241,7 @@ export class HolderCore {
         return this.reject(err instanceof CustodyError ? err.code : "arena_refused", key);
       }
       if (opened) this.later(this.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
+      if (this.ports.preserved !== undefined) this.ports.preserved.keep(unit);
       if (span.isRecording()) {
         span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
       }
@@ -377,6 +385,8 @@ export class HolderCore {
 
   /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
   refreshReceipts(): void {
+    // Until the control log admits this incarnation, its receipts count for nothing: keep asking.
+    requestAdmission(this);
     for (const [key, hl] of this.lanes) {
       if (hl.obligations.retained.isEmpty) continue;
       this.publishReceipt(key);
@@ -523,6 +533,7 @@ export class HolderCore {
     span.setAttribute("custody.released", released.toString());
     span.end();
     if (!released.isEmpty) {
+      this.ports.preserved?.forget(hl.volume, hl.lane, released);
       this.observe({ type: "released", lane: key, seqs: released.toString() });
       if (this.serving) hl.grantor.topUpAll();
     }

@@ -188,20 +188,20 @@ export class HolderLane {
     return true;
   }
 
-  /** Retained RAM-resident units lying wholly inside `seqs`, in sequence order (payloads copied). */
+  /** Retained RAM-resident units that intersect `seqs`, in sequence order (payloads copied). */
   ramUnits(seqs: RangeSet): TransportUnit[] {
     const out: TransportUnit[] = [];
     for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
       const seg = this.arena.describe(id);
       if (!seg.buffer || !seg.seqs().intersects(seqs)) continue;
       for (const u of this.arena.units(id)) {
-        if (seqs.covers(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
+        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
       }
     }
     return out.sort((a, b) => a.firstSeq - b.firstSeq);
   }
 
-  /** Retained units inside `seqs` whose segments live on disk, read back (and verified) from the spill stream. */
+  /** Retained units intersecting `seqs` whose segments live on disk, read back (and verified) from the spill stream. */
   async diskUnits(spill: SpillStream, seqs: RangeSet): Promise<TransportUnit[]> {
     const out: TransportUnit[] = [];
     for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
@@ -210,7 +210,7 @@ export class HolderLane {
       if (seg.buffer || ev === undefined || !seg.seqs().intersects(seqs)) continue;
       const { body } = await spill.read(ev.offset, ev.length);
       for (const u of decodeSegment(body).units) {
-        if (seqs.covers(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
+        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
       }
     }
     return out.sort((a, b) => a.firstSeq - b.firstSeq);

@@ -48,6 +48,7 @@ export type HolderInbound =
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
   | { type: "nats.release"; msg: InboundMessage }
   | { type: "nats.transfer"; msg: InboundMessage }
+  | { type: "nats.fetch"; msg: InboundMessage }
   | { type: "timer.receipts" }
   | { type: "timer.seal"; lane: string }
   | { type: "timer.flush" }
@@ -75,4 +76,26 @@ export interface HolderPorts {
   observe?: (o: HolderObservation) => void;
   /** How often retained coverage is re-announced (repairs lost receipts). Default 500 ms. */
   receiptRefreshMs?: number;
+  /**
+   * The holder's state directory: its incarnation is claimed there at every start (and the spill
+   * stream, if any, may live there too). Production holders always have one; without it the
+   * config must name the incarnation (in-process tests).
+   */
+  stateDir?: { readonly files: FileLayer; readonly dir: string };
+  /**
+   * Protected RAM the platform preserves across a crash or power loss (NVDIMM, battery-backed DRAM):
+   * units admitted while protection holds are mirrored there, and re-admitted at the next start
+   * when the evidence says the preservation path completed.
+   */
+  preserved?: PreservedRam;
+}
+
+/** The preserved-memory region of a protected-RAM holder (see `HolderPorts.preserved`). */
+export interface PreservedRam {
+  /** Units found in the region at start (the previous incarnation's protected RAM); empty when none survived. */
+  recovered(): Promise<readonly TransportUnit[]>;
+  /** Mirrors an admitted unit into the region. */
+  keep(unit: TransportUnit): void;
+  /** The holder released or moved `seqs` of a lane out of RAM: the region may drop them. */
+  forget(volume: string, lane: string, seqs: RangeSet): void;
 }

@@ -56,6 +56,12 @@ export interface VolumeWriterConfig {
   readonly maxCustodyBacklogBytes?: number;
   /** A unit a first hop has not receipted this long after its last send is sent again (default 1000 ms). */
   readonly resendAfterMs?: number;
+  /**
+   * How long the writer keeps a unit for re-sending: until every first hop receipted it and the
+   * controller's status confirms every required scenario through it (`confirmed`, default), or
+   * only until every first hop receipted it (`receipted`: for deployments without a controller).
+   */
+  readonly retainUntil?: "receipted" | "confirmed";
 }
 
 /** Thrown for an impossible writer configuration (overlapping lanes, unknown holder site, ...). */

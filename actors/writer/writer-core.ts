@@ -6,7 +6,8 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
-import { eventSubject, receiptSubject } from "../../transport/subjects.ts";
+import { eventSubject, receiptSubject, statusSubject } from "../../transport/subjects.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../controller/status-document.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
@@ -17,7 +18,8 @@ import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset, type 
 import { LaneObligations } from "../holder/lane-obligations.ts";
 import { SendLog } from "../../lanes/send-log.ts";
 import { UnitRetention } from "./unit-retention.ts";
-import { sealPayload, type WriteRecord } from "./unit-payload.ts";
+import { openPayload, sealPayload, type WriteRecord } from "./unit-payload.ts";
+import type { UnitOutbox } from "./unit-outbox.ts";
 import {
   checkWriterConfig,
   ProtectionTimeoutError,
@@ -43,6 +45,13 @@ export interface VolumeWriterPorts {
   onUnit?: (u: TransportUnit) => void;
   /** Called after every verified receipt batch folded into protection (benchmarks, status). */
   onReceipt?: (lane: string) => void;
+  /**
+   * The durable outbox (production writers always have one): units are made durable there before
+   * they are sent, and a local sync covers it too. With it, `recovered` are the units an earlier
+   * writer process left unconfirmed: they are shipped again first, re-sealed under this term.
+   */
+  outbox?: UnitOutbox;
+  recovered?: readonly TransportUnit[];
 }
 
 /** Where one write went: its LSN and, per lane piece, the lane sequence. */
@@ -82,6 +91,8 @@ interface LaneState extends DownstreamLane {
   readonly proven: Map<string, RangeSet>;
   /** Commit runs not yet published as progress: [first, last, committedAt, bytes]. */
   runs: [number, number, number, number][];
+  /** Highest sequence the controller confirmed for every required scenario, on fresh evidence. */
+  confirmed: number;
 }
 
 interface Waiter {
@@ -107,6 +118,9 @@ export class WriterCore {
   /** WAL metadata of recent writes (LSN, LBA, blocks — no data), bounded by the volume's WAL window. */
   private readonly ships: ShipLogEntry[] = [];
   private flushQueued = false;
+  /** Units waiting for the outbox flush that makes them durable before they are sent. */
+  private readonly shipQueue: { l: LaneState; unit: TransportUnit; data: Uint8Array; bytes: number }[] = [];
+  private shipScheduled = false;
   private progressTimer: unknown;
   private resendTimer: unknown;
   /** Writes waiting for retained custody bytes to fall under the bound (backpressure). */
@@ -118,7 +132,7 @@ export class WriterCore {
   constructor(
     readonly config: VolumeWriterConfig,
     private readonly ports: VolumeWriterPorts,
-    private readonly dispatchReceipt: (lane: string, msg: InboundMessage) => void,
+    private readonly dispatch: (e: { type: "nats.receipt"; lane: string; msg: InboundMessage } | { type: "nats.status"; msg: InboundMessage }) => void,
   ) {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
@@ -139,17 +153,19 @@ export class WriterCore {
       }
       const first = spec.firstSeq ?? 1;
       const senders = [...edges.values()];
-      this.lanes.set(spec.lane, { spec, senders, edges, obligations, sendLogs, resendBackoff, retention: new UnitRetention(), next: first, pending: [], pendingBytes: 0, pendingTs: [], proven: new Map(), runs: [] });
+      this.lanes.set(spec.lane, { spec, senders, edges, obligations, sendLogs, resendBackoff, retention: new UnitRetention(), next: first, pending: [], pendingBytes: 0, pendingTs: [], proven: new Map(), runs: [], confirmed: 0 });
     }
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
   }
 
-  /** Subscribes receipts, attaches credit senders and starts progress publication. */
+  /** Subscribes receipts and the controller's status, attaches credit senders and starts progress publication. */
   start(): void {
     for (const l of this.ordered) {
-      this.subs.push(this.ports.transport.subscribe(receiptSubject(this.config.volume, l.spec.lane), (m) => this.dispatchReceipt(l.spec.lane, m)));
+      this.subs.push(this.ports.transport.subscribe(receiptSubject(this.config.volume, l.spec.lane), (msg) => this.dispatch({ type: "nats.receipt", lane: l.spec.lane, msg })));
       for (const s of l.senders) s.attach();
     }
+    if (this.retainUntil === "confirmed") this.subs.push(this.ports.transport.subscribe(statusSubject(this.config.volume), (msg) => this.dispatch({ type: "nats.status", msg })));
+    if (this.ports.recovered !== undefined) this.reship(this.ports.recovered);
     const resendEvery = Math.max(10, Math.floor(this.resendAfterMs / 2));
     const resend = () => {
       this.resendTimer = undefined;
@@ -263,17 +279,74 @@ export class WriterCore {
     l.pendingBytes = 0;
     const id = { volume: this.config.volume, lane: l.spec.lane, term: this.config.term, firstSeq: recs[0]!.seq, lastSeq: recs[recs.length - 1]!.seq };
     const unit = makeTransportUnit({ ...id, commitTs: ts, payload: sealPayload(this.ports.dataKey, id, recs) });
+    this.ship(l, unit, true);
+  }
+
+  /**
+   * Retains `unit` for re-sending and sends it to every first hop — after the outbox made it
+   * durable, when there is one (`store`: append it there first).
+   */
+  private ship(l: LaneState, unit: TransportUnit, store: boolean): void {
     const data = encodeMessage(unitSpec, unit);
     const bytes = unitRecordBytes(unit);
-    l.retention.add({ firstSeq: id.firstSeq, lastSeq: id.lastSeq, data, bytes });
-    l.obligations.admit(id.firstSeq, id.lastSeq);
+    l.retention.add({ firstSeq: unit.firstSeq, lastSeq: unit.lastSeq, data, bytes });
+    l.obligations.admit(unit.firstSeq, unit.lastSeq);
+    this.ports.onUnit?.(unit);
+    const outbox = this.ports.outbox;
+    if (outbox === undefined) return this.send(l, unit, data, bytes);
+    if (store) void outbox.append(unit, data).catch(() => this.counters.inc("outbox_append_failed"));
+    this.shipQueue.push({ l, unit, data, bytes });
+    this.flushOutbox(outbox);
+  }
+
+  /** One outbox flush at a time; it sends exactly the units appended before it began. */
+  private flushOutbox(outbox: UnitOutbox): void {
+    if (this.shipScheduled || this.shipQueue.length === 0) return;
+    this.shipScheduled = true;
+    const covered = this.shipQueue.length;
+    void outbox.flush().then(
+      () => {
+        this.shipScheduled = false;
+        for (const q of this.shipQueue.splice(0, covered)) this.send(q.l, q.unit, q.data, q.bytes);
+        this.flushOutbox(outbox);
+      },
+      () => {
+        // Not durable, so not sent: the next unit or sync tries again.
+        this.shipScheduled = false;
+        this.counters.inc("outbox_flush_failed");
+      },
+    );
+  }
+
+  private send(l: LaneState, unit: TransportUnit, data: Uint8Array, bytes: number): void {
+    if (this.stopped) return;
     const now = this.ports.clock.now();
     for (const [h, s] of l.edges) {
-      noteSent(l, h, id.firstSeq, id.lastSeq, now);
+      noteSent(l, h, unit.firstSeq, unit.lastSeq, now);
       s.send({ data, bytes });
     }
     this.counters.inc("units_sent");
-    this.ports.onUnit?.(unit);
+  }
+
+  /** Ships again, re-sealed under this term, the units an earlier writer process left unconfirmed. */
+  private reship(recovered: readonly TransportUnit[]): void {
+    for (const u of recovered) {
+      const l = this.lanes.get(u.lane);
+      if (l === undefined || u.volume !== this.config.volume) continue;
+      try {
+        const records = openPayload(this.ports.dataKey, u, u.payload);
+        const id = { volume: u.volume, lane: u.lane, term: this.config.term, firstSeq: u.firstSeq, lastSeq: u.lastSeq };
+        this.ship(l, makeTransportUnit({ ...id, commitTs: [...u.commitTs], payload: sealPayload(this.ports.dataKey, id, records) }), false);
+        this.counters.inc("units_reshipped");
+      } catch (err) {
+        this.counters.inc(`reship_${err instanceof CustodyError ? err.code : "failed"}`);
+      }
+    }
+  }
+
+  /** Sequences of `lane` the writer still retains for re-sending (in its outbox, when it has one). */
+  retainedSeqs(lane: string): RangeSet {
+    return this.lanes.get(lane)?.obligations.retained ?? RangeSet.EMPTY;
   }
 
   /** Bytes of custody not yet taken by every first hop: retained units plus records not yet cut. */
@@ -306,13 +379,46 @@ export class WriterCore {
     }
   }
 
-  /** Forgets units every first hop's current incarnation has receipted, and lets waiting writes in. */
+  private get retainUntil(): "receipted" | "confirmed" {
+    return this.config.retainUntil ?? "confirmed";
+  }
+
+  /**
+   * The controller's status document: per lane, the cut every required scenario keeps on fresh
+   * evidence. Until then the writer keeps its copy, since a first hop's receipt alone does not
+   * mean the write survives every scenario of the contract (the first hop may be its only copy).
+   */
+  handleStatus(msg: InboundMessage): void {
+    let doc: VolumeStatus;
+    try {
+      doc = decodeMessage(volumeStatusSpec, msg.data);
+    } catch (err) {
+      return this.counters.inc(`status_${err instanceof CustodyError ? err.code : "invalid"}`);
+    }
+    if (doc.volume !== this.config.volume) return;
+    const required = doc.scenarios.filter((x) => x.required);
+    for (const l of this.ordered) {
+      let cut = Infinity;
+      for (const x of required) {
+        const c = x.evidence === "observed" ? x.cut?.find(([lane]) => lane === l.spec.lane)?.[1] : undefined;
+        cut = Math.min(cut, c ?? -1);
+      }
+      if (Number.isFinite(cut) && cut > l.confirmed) {
+        l.confirmed = cut;
+        this.dropReceipted(l);
+      }
+    }
+  }
+
+  /** Forgets units every first hop's current incarnation has receipted (and, by default, the controller confirmed), and lets waiting writes in. */
   private dropReceipted(l: LaneState): void {
-    const done = l.obligations.releasable();
+    let done = l.obligations.releasable();
+    if (this.retainUntil === "confirmed") done = done.intersect(RangeSet.of(0, Math.max(0, l.confirmed)));
     if (done.isEmpty) return;
     const dropped = l.retention.dropPrefix(done);
     if (dropped.isEmpty) return;
     l.obligations.release(dropped);
+    void this.ports.outbox?.drop(l.spec.lane, dropped).catch(() => this.counters.inc("outbox_drop_failed"));
     for (const log of l.sendLogs.values()) log.forget(dropped);
     if (this.custodyBacklogBytes() < this.maxBacklogBytes) for (const w of this.roomWaiters.splice(0)) w();
   }
@@ -399,7 +505,8 @@ export class WriterCore {
     }
     const target = this.heads();
     for (const l of this.ordered) this.cutUnit(l);
-    const durableLsn = await this.ports.volume.syncCache();
+    // The local sync covers the outbox too: an acknowledged write is durable in both.
+    const [durableLsn] = await Promise.all([this.ports.volume.syncCache(), this.ports.outbox?.flush()]);
     if (contract !== undefined) await this.waitProtected(contract, target, timeoutMs);
     return { durableLsn, heads: target };
   }

@@ -1,0 +1,52 @@
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import type { InboundMessage } from "../../transport/transport.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { unitBatchSpec, unitFetchSpec } from "../repair/custody-reader.ts";
+import { laneKey } from "./holder-config.ts";
+import type { HolderCore } from "./holder-core.ts";
+
+/**
+ * The holder's own read service on `custody.v1.fetch.<holder>`: repair and recovery ask it for
+ * retained units (ciphertext; no key needed) and it answers from RAM and, for spilled segments,
+ * from its spill stream — so what a restarted disk holder recovered is readable like anything
+ * else. Replies are paged by bytes, under `maxReplyBytes` (kept below the server's max_payload).
+ */
+
+/** Default page budget: half of NATS' default 1 MiB max_payload, leaving room for framing. */
+export const DEFAULT_FETCH_PAGE_BYTES = 512 * 1024;
+
+/** Answers one fetch request (asynchronously when disk is read). Bad requests get no answer (counted). */
+export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes = DEFAULT_FETCH_PAGE_BYTES): void {
+  let req;
+  try {
+    req = decodeMessage(unitFetchSpec, msg.data);
+  } catch {
+    return void core.counters.inc("fetch_malformed");
+  }
+  if (req.holder !== core.config.holderId) return void core.counters.inc("fetch_wrong_holder");
+  const hl = core.lanes.get(laneKey(req.volume, req.lane));
+  const wanted = RangeSet.fromJSON(req.ranges);
+  const respond = (units: readonly TransportUnit[]) => {
+    const after = units.filter((u) => u.firstSeq > req.after).sort((a, b) => a.firstSeq - b.firstSeq);
+    const page: Uint8Array[] = [];
+    let size = 0;
+    for (const u of after) {
+      if (page.length >= req.limit) break;
+      const enc = encodeMessage(unitSpec, u);
+      if (page.length > 0 && size + enc.byteLength > maxReplyBytes) break;
+      page.push(enc);
+      size += enc.byteLength;
+    }
+    core.counters.inc("fetch_served_units", page.length);
+    core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { holder: core.config.holderId, units: page, done: page.length === after.length }));
+  };
+  if (hl === undefined) return respond([]);
+  const ram = hl.ramUnits(wanted);
+  const spill = core.spillStream;
+  if (spill === undefined) return respond(ram);
+  hl.diskUnits(spill, wanted).then(
+    (disk) => respond([...ram, ...disk]),
+    () => core.counters.inc("fetch_unreadable"),
+  );
+}

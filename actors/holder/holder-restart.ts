@@ -1,0 +1,107 @@
+import { createPublicKey } from "node:crypto";
+import type { SpillStream } from "../../arena/spill-stream.ts";
+import { unitRecordBytes } from "../../arena/segment.ts";
+import { decodeSegment } from "../../arena/segment-codec.ts";
+import { encodeAdmissionRequest } from "../../custody/admission.ts";
+import { rawPublicKey } from "../../custody/signing.ts";
+import { UnitVerdict } from "../../lanes/lane-log.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import { admitSubject } from "../../transport/subjects.ts";
+import { failureDomainOf, laneKey } from "./holder-config.ts";
+import type { HolderCore } from "./holder-core.ts";
+import type { HolderLane } from "./holder-lane.ts";
+
+/**
+ * What a holder does when it starts again: take back what survived the previous incarnation, and
+ * ask to be admitted as the new one.
+ * - Disk: every spill record the stream recovers is custody again (a disk-backed holder may defer
+ *   replay for ever and still hold a complete recoverable WAL). Its units are adopted at disk
+ *   residency, receipted under the new incarnation, served to fetch and repair, forwarded to edges
+ *   that lack them, and released by frontier like any other range.
+ * - Protected RAM: units the platform preserved are re-admitted to RAM — only when the hold-up
+ *   evidence says the preservation path completed.
+ * Nothing recovered is trusted blindly: every unit's digest is checked again, and a unit that does
+ * not fit the lane's log (overlap, older term beyond a newer one) is counted and left out.
+ */
+
+/** Re-admits every spill record of a served lane; returns the sequences taken back per lane key. */
+export async function adoptSpillRecords(core: HolderCore, spill: SpillStream, recovered: readonly { info: { volume: string; lane: string; offset: number; length: number }; evidence: import("../../arena/spill-stream.ts").SpillEvidence }[]): Promise<Map<string, RangeSet>> {
+  const out = new Map<string, RangeSet>();
+  // Older records first: units of one lane then reach its log in sequence (and term) order.
+  const records = [...recovered].sort((a, b) => a.info.offset - b.info.offset);
+  for (const r of records) {
+    const key = laneKey(r.info.volume, r.info.lane);
+    const hl = core.lanes.get(key);
+    if (hl === undefined) {
+      core.counters.inc("restart_spill_foreign_lane");
+      continue;
+    }
+    try {
+      const { body } = await spill.read(r.evidence.offset, r.evidence.length);
+      const units = decodeSegment(body).units;
+      if (!units.every((u) => fits(hl, u))) {
+        core.counters.inc("restart_spill_conflict");
+        continue;
+      }
+      const adopted = hl.arena.adoptSpilled(body, r.evidence);
+      for (const u of units) hl.log.record(u);
+      hl.obligations.admit(adopted.seqs.min!, adopted.seqs.max!);
+      hl.obligations.persisted(adopted.seqs);
+      hl.lastDiskEvidence = r.evidence;
+      out.set(key, (out.get(key) ?? RangeSet.EMPTY).union(adopted.seqs));
+      core.counters.inc("restart_spill_adopted_units", units.length);
+    } catch (err) {
+      core.counters.inc(`restart_spill_${(err as { code?: string }).code ?? "unreadable"}`);
+    }
+  }
+  return out;
+}
+
+/** True when `u` is new to the lane and would be accepted by its log (no overlap, no fenced term). */
+function fits(hl: HolderLane, u: TransportUnit): boolean {
+  try {
+    return hl.log.classify(u) !== UnitVerdict.duplicate;
+  } catch {
+    return false;
+  }
+}
+
+/** Re-admits units the platform preserved in protected RAM; returns how many were taken back. */
+export function adoptPreserved(core: HolderCore, units: readonly TransportUnit[]): number {
+  let n = 0;
+  for (const u of [...units].sort((a, b) => a.firstSeq - b.firstSeq)) {
+    const key = laneKey(u.volume, u.lane);
+    const hl = core.lanes.get(key);
+    if (hl === undefined || !fits(hl, u)) {
+      core.counters.inc("restart_preserved_skipped");
+      continue;
+    }
+    const bytes = unitRecordBytes(u);
+    const got = hl.arena.grant(hl.volume, hl.lane, bytes);
+    if (got < bytes) {
+      hl.forfeit(got);
+      core.counters.inc("restart_preserved_no_space");
+      continue;
+    }
+    hl.store(u);
+    n++;
+  }
+  for (const hl of core.lanes.values()) hl.seal();
+  core.counters.inc("restart_preserved_units", n);
+  return n;
+}
+
+/**
+ * Publishes this incarnation's signed admission request unless the control log (as the peer
+ * directory knows it) already admitted it. Returns true when a request went out.
+ */
+export function requestAdmission(core: HolderCore): boolean {
+  const { config, io } = core;
+  if (io.peers.incarnation(config.holderId) === config.incarnation) return false;
+  const publicKey = rawPublicKey(createPublicKey(io.privateKey));
+  const req = { holderId: config.holderId, incarnation: config.incarnation, publicKey, failureDomain: failureDomainOf(config.site), at: Math.floor(io.clock.now()) };
+  io.transport.publish(admitSubject(config.holderId), encodeAdmissionRequest(req, io.privateKey));
+  core.counters.inc("admission_requested");
+  return true;
+}

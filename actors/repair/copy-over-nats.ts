@@ -1,0 +1,90 @@
+import { unitRecordBytes } from "../../arena/segment.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
+import { transferSubject } from "../../transport/subjects.ts";
+import type { Transport } from "../../transport/transport.ts";
+import { encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { transferOfferSpec } from "../holder/holder-messages.ts";
+import { fetchUnits } from "./custody-reader.ts";
+
+/**
+ * One copy of missing custody between holders, entirely over NATS: read the units from surviving
+ * holders (`custody.v1.fetch.<holder>`, ciphertext only, every digest checked) and offer them to
+ * the target (`custody.v1.transfer.<target>`), which admits them like ingress and receipts them
+ * itself. Used to refill a restarted holder and to fill a replacement after a declared failure;
+ * the caller decides when the target's receipts count as done.
+ */
+
+/** Largest transfer offer sent: half of NATS' default max_payload. */
+export const OFFER_MAX_BYTES = 512 * 1024;
+
+/** What one copy achieved. `unavailable` is what no source could serve (lost, or unreachable). */
+export interface CopyOutcome {
+  readonly units: number;
+  readonly bytes: number;
+  readonly copied: RangeSet;
+  readonly unavailable: RangeSet;
+  /** Per source that failed to answer: its error code. */
+  readonly sourceErrors: Readonly<Record<string, string>>;
+}
+
+/** A holder to read from, and what it claims to retain of the lane (only that is asked for). */
+export interface CopySource {
+  readonly holderId: string;
+  readonly retained: RangeSet;
+}
+
+/** Offers `units` to `to` as transfer offers of at most `maxBytes` each. */
+export function offerUnits(transport: Transport, from: string, to: string, volume: string, lane: string, units: readonly TransportUnit[], maxBytes = OFFER_MAX_BYTES): void {
+  let offerId = 0;
+  for (let i = 0; i < units.length; ) {
+    const chunk: Uint8Array[] = [];
+    let size = 0;
+    while (i < units.length && chunk.length < 256) {
+      const enc = encodeMessage(unitSpec, units[i]!);
+      if (chunk.length > 0 && size + enc.length > maxBytes) break;
+      chunk.push(enc);
+      size += enc.length;
+      i++;
+    }
+    transport.publish(transferSubject(to), encodeMessage(transferOfferSpec, { from, to, volume, lane, offerId: ++offerId, units: chunk }));
+  }
+}
+
+/**
+ * Copies `missing` of `lane` to `target` from `sources`, in order of preference: each source is
+ * asked only for what it claims and what is still missing. Never throws for a source that fails
+ * (it is reported in `sourceErrors`); the target's own receipts are the only proof of success.
+ */
+export async function copyOverNats(
+  transport: Transport,
+  o: { readonly copier: string; readonly volume: string; readonly lane: string; readonly target: string; readonly missing: RangeSet; readonly sources: readonly CopySource[]; readonly timeoutMs?: number },
+): Promise<CopyOutcome> {
+  let remaining = o.missing;
+  const got = new Map<number, TransportUnit>();
+  const sourceErrors: Record<string, string> = {};
+  for (const s of o.sources) {
+    const ask = remaining.intersect(s.retained);
+    if (ask.isEmpty || s.holderId === o.target) continue;
+    try {
+      for (const u of await fetchUnits(transport, s.holderId, o.volume, o.lane, ask, o.timeoutMs ?? 5_000)) {
+        if (got.has(u.firstSeq)) continue;
+        validateTransportUnit(u);
+        got.set(u.firstSeq, u);
+        remaining = remaining.subtract(RangeSet.of(u.firstSeq, u.lastSeq));
+      }
+    } catch (err) {
+      sourceErrors[s.holderId] = (err as { code?: string }).code ?? "fetch_failed";
+    }
+    if (remaining.isEmpty) break;
+  }
+  const units = [...got.values()].sort((a, b) => a.firstSeq - b.firstSeq);
+  offerUnits(transport, o.copier, o.target, o.volume, o.lane, units);
+  let copied = RangeSet.EMPTY;
+  let bytes = 0;
+  for (const u of units) {
+    copied = copied.add(u.firstSeq, u.lastSeq);
+    bytes += unitRecordBytes(u);
+  }
+  return { units: units.length, bytes, copied, unavailable: o.missing.subtract(copied), sourceErrors };
+}

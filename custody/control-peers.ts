@@ -1,0 +1,76 @@
+import type { KeyObject } from "node:crypto";
+import type { Clock } from "../core/clock.ts";
+import type { ControlLogFollower } from "./control-log-follower.ts";
+import type { ControlState } from "./control-state.ts";
+import { publicKeyFromRaw } from "./signing.ts";
+
+/**
+ * Who may sign receipts now, as the control log says: the admitted key of each holder's current
+ * incarnation. Actors that verify receipts (holders checking their edges, the volume writer
+ * checking its first hops) read it instead of a static list, so a restarted holder's new
+ * incarnation is believed exactly when the log admitted it, and its previous one stops counting.
+ * The log is re-read at most every `refreshMs`, and sooner when someone asks about an incarnation
+ * newer than the one known (a receipt from a just-admitted restart).
+ */
+export class ControlLogPeers {
+  private readonly keys = new Map<string, KeyObject>();
+  private lastRefresh = -Infinity;
+  private inFlight: Promise<void> | undefined;
+  /** Called after each refresh that changed the state (e.g. to re-verify or re-announce). */
+  onChange: ((s: ControlState) => void) | undefined;
+
+  constructor(
+    private readonly follower: ControlLogFollower,
+    private readonly clock: Clock,
+    private readonly refreshMs = 1_000,
+  ) {}
+
+  /** The folded control state as of the last refresh. */
+  get state(): ControlState {
+    return this.follower.state;
+  }
+
+  /** The admitted key of `holderId` at `incarnation`, when that is its current admitted incarnation. */
+  key(holderId: string, incarnation: number): KeyObject | undefined {
+    const h = this.follower.state.holders[holderId];
+    if (h === undefined || h.incarnation !== incarnation) {
+      if (h === undefined || incarnation > h.incarnation) this.refreshSoon(true);
+      return undefined;
+    }
+    const cacheKey = `${holderId}#${incarnation}`;
+    let k = this.keys.get(cacheKey);
+    if (k === undefined) {
+      k = publicKeyFromRaw(h.publicKey);
+      this.keys.set(cacheKey, k);
+    }
+    return k;
+  }
+
+  /** The current admitted incarnation of `holderId`, if it was ever admitted. */
+  incarnation(holderId: string): number | undefined {
+    this.refreshSoon(false);
+    return this.follower.state.holders[holderId]?.incarnation;
+  }
+
+  /** Re-reads the log now (errors are left to the follower, which then distrusts the log). */
+  async refresh(): Promise<ControlState> {
+    if (this.inFlight === undefined) {
+      const before = this.follower.state.lastSeq;
+      this.lastRefresh = this.clock.now();
+      this.inFlight = this.follower
+        .refresh()
+        .then((s) => {
+          if (s.lastSeq !== before) this.onChange?.(s);
+        })
+        .finally(() => (this.inFlight = undefined));
+    }
+    await this.inFlight;
+    return this.follower.state;
+  }
+
+  private refreshSoon(urgent: boolean): void {
+    const age = this.clock.now() - this.lastRefresh;
+    if (this.inFlight !== undefined || age < (urgent ? this.refreshMs / 10 : this.refreshMs)) return;
+    this.refresh().catch(() => undefined);
+  }
+}
