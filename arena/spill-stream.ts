@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import { crc32 } from "node:zlib";
 import type { Clock } from "../core/clock.ts";
 import { CustodyError } from "../core/custody-error.ts";
@@ -83,7 +84,11 @@ export class SpillStream {
     path: string,
     clock: Clock,
   ): Promise<{ stream: SpillStream; recovered: { info: SpillRecordInfo; evidence: SpillEvidence }[]; droppedBytes: number }> {
+    const existed = await files.exists(path);
     const fh = await files.open(path, { create: true });
+    // A new file's directory entry is durable only once its directory is synced: without this a
+    // crash could take the whole stream, synced records and all.
+    if (!existed) await files.syncDir(dirname(path));
     const size = await fh.size();
     const found = await scan(fh, size);
     const end = found.length === 0 ? 0 : found[found.length - 1]!.offset + found[found.length - 1]!.length;

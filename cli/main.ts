@@ -6,6 +6,7 @@ import { register as registerCustody } from "./commands/custody.ts";
 import { register as registerStatus } from "./commands/status.ts";
 import { register as registerRecover } from "./commands/recover.ts";
 import { register as registerTrace } from "./commands/trace.ts";
+import { register as registerRun } from "./commands/run.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerRecover(program);
   registerTrace(program);
+  registerRun(program);
   return program;
 }
 

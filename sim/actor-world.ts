@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import { startController, type Controller } from "../actors/controller.ts";
 import type { ControllerConfig } from "../actors/controller/controller-config.ts";
-import type { ControllerPorts, HolderAdmission } from "../actors/controller/controller-core.ts";
+import type { ControllerPorts, HolderAdmission, RepairLauncher } from "../actors/controller/controller-core.ts";
 import { startHolder, type Holder } from "../actors/holder.ts";
 import { laneKey, type HolderConfigInput, type ProtectedRamEvidence } from "../actors/holder/holder-config.ts";
 import { releaseFrontierSpec } from "../actors/holder/holder-messages.ts";
@@ -141,7 +141,30 @@ export class ActorWorld {
       const preserved = h.protectedRam ? new SimPreservedRam() : undefined;
       this.hosts.set(h.id, { spec: h, site: this.siteById.get(h.site)!, upstream, incarnation: 1, holder: undefined, dead: false, evidenceValid: h.protectedRam, files: new CrashFileLayer(), preserved, life: 0 });
     }
+    // Standby holders in the vault (never struck), one per holder: the controller's repair launcher
+    // starts one to replace each holder a declared failure takes away.
+    for (const h of spec.holders) {
+      const id = standbyId(h.id);
+      this.standbys.push(id);
+      const sb: HolderSpec = { id, site: spec.vault.site, disk: false, protectedRam: false, keepUnits: 0, downstream: [] };
+      this.hosts.set(id, { spec: sb, site: this.siteById.get(spec.vault.site)!, upstream: [spec.writer.id], incarnation: 1, holder: undefined, dead: false, evidenceValid: false, files: new CrashFileLayer(), preserved: undefined, life: 0 });
+    }
   }
+
+  /** Ids of the standby holders (not started until a repair needs one). */
+  private readonly standbys: string[] = [];
+
+  /** The repair launcher: starts a standby holder and returns its admission record. */
+  private readonly launcher: RepairLauncher = {
+    prepare: async (sb) => {
+      const h = this.hosts.get(sb.holderId);
+      if (h === undefined) throw new CustodyError("unknown_standby", `no standby ${sb.holderId}`, {});
+      this.newKey(sb.holderId);
+      await this.startHolderOn(h);
+      this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "standby_started", actor: sb.holderId });
+      return { holderId: sb.holderId, incarnation: h.incarnation, publicKey: this.keys.get(sb.holderId)!.publicKey, failureDomain: failureDomainOf(h.site) };
+    },
+  };
 
   // ---- start ------------------------------------------------------------------------------------
 
@@ -151,9 +174,9 @@ export class ActorWorld {
     await this.startController();
     // Holders start first (each claims incarnation 1 from its empty state directory), then the
     // operator's bootstrap admits them and creates the obligation.
-    await Promise.all([...this.hosts.values()].map((h) => this.startHolderOn(h)));
-    const admissions = [...this.hosts.values()].map((h) => this.admission(h));
-    await this.controller!.core.bootstrap(admissions, [...this.hosts.keys()]);
+    const serving = [...this.hosts.values()].filter((h) => !this.standbys.includes(h.spec.id));
+    await Promise.all(serving.map((h) => this.startHolderOn(h)));
+    await this.controller!.core.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
     await this.startWriter();
     const tick = () => {
       if (this.writerDead) return;
@@ -240,6 +263,7 @@ export class ActorWorld {
       transport,
       clock: this.clock,
       store: this.store,
+      repair: this.launcher,
       ...(this.opts.authorizeReleases ? { authorizeReleases: this.opts.authorizeReleases } : {}),
     });
     if (life !== this.controllerLife) {
@@ -254,11 +278,13 @@ export class ActorWorld {
     const { spec } = this;
     const holderSites: Record<string, string> = { [spec.vault.holder]: spec.vault.site };
     for (const h of spec.holders) holderSites[h.id] = h.site;
+    for (const id of this.standbys) holderSites[id] = spec.vault.site;
     return {
       controllerId: "ctrl",
       region: CONTROL_REGION,
       evalIntervalMs: spec.timing.evalMs,
       admission: "key-continuity",
+      repair: { standby: this.standbys.map((holderId) => ({ holderId, site: spec.vault.site })), bandwidthBytesPerSec: 100_000_000, receiptTimeoutMs: 4_000 },
       topology: {
         volume: spec.volume,
         lanes: [spec.lane],
@@ -597,6 +623,11 @@ export class ActorWorld {
       h.holder = undefined;
     }
   }
+}
+
+/** The standby holder that may replace `holderId`. */
+function standbyId(holderId: string): string {
+  return `standby-${holderId}`;
 }
 
 /** The failure domain a holder is admitted with (region/az/host, as the e2e deployment uses). */

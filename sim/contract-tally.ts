@@ -6,10 +6,6 @@ export const OutsideContract = {
   secondLoss: "second_loss_within_budget",
   /** Another destructive fault came within the repair budget after this strike. */
   lossDuringRepair: "loss_during_repair",
-  /** A partition cut the network during the repair budget after the strike. */
-  partitionDuringRepair: "partition_during_repair",
-  /** The controller was down during the repair budget after the strike. */
-  controllerLostDuringRepair: "controller_lost_during_repair",
   /** The run ended before the repair budget after the strike was over. */
   runEnded: "run_ended_within_budget",
 } as const;
@@ -39,6 +35,8 @@ interface OpenStrike {
   readonly expected: readonly string[];
   outside: OutsideContract | undefined;
   late: boolean;
+  /** Partitions and controller outages inside the repair window: the budget grows by their length. */
+  extraMs: number;
   lastCuts: Map<string, number>;
 }
 
@@ -51,8 +49,9 @@ interface OpenStrike {
  * - liveness (asserted): after a strike the contract allows, every required scenario that was
  *   being met before it (its cut had reached what was acknowledged a repair budget earlier) must
  *   again reach the newest acknowledged write that physically survived the strike, within the
- *   repair budget. Strikes outside the contract — another loss, a partition or a controller loss
- *   inside that window — are tallied apart with the reason.
+ *   repair budget (lengthened by partitions and controller outages inside it, which delay any
+ *   repair). Strikes outside the contract — another loss within the budget before or after — are
+ *   tallied apart with the reason.
  */
 export class ContractTally {
   /** Highest cut confirmed per required scenario since the last destructive fault. */
@@ -66,6 +65,8 @@ export class ContractTally {
   private unmetBefore = 0;
   /** Latest cut reported per required scenario (fresh evidence only; -1 otherwise). */
   private readonly latest = new Map<string, number>();
+  /** Partitions and controller outages so far (start, end). */
+  private readonly disruptions: { start: number; end: number }[] = [];
   /** (time, acknowledged head) samples, to know what was acknowledged a repair budget ago. */
   private readonly acked: { at: number; head: number }[] = [];
 
@@ -97,10 +98,9 @@ export class ContractTally {
     for (let i = this.open.length - 1; i >= 0; i--) {
       const r = this.open[i]!;
       r.lastCuts = new Map(cuts);
-      if (nowMs - r.at > this.settleMs) r.late = true;
       if (r.expected.every((s) => (cuts.get(s) ?? -1) >= r.target)) {
         this.open.splice(i, 1);
-        this.done.push({ strike: r, inBudget: nowMs - r.at <= this.settleMs });
+        this.done.push({ strike: r, inBudget: nowMs - r.at <= this.settleMs + r.extraMs });
       }
     }
     if (!this.inContract(nowMs)) return;
@@ -109,13 +109,14 @@ export class ContractTally {
 
   /** Fault `f` is about to be applied at `nowMs`. */
   faultStarting(f: FaultEvent, nowMs: number): void {
-    // A fault inside an open strike's repair window takes that strike out of the contract.
+    // Another loss inside an open strike's repair window takes that strike out of the contract; a
+    // partition or a controller outage there only delays the repair: the budget grows by its length.
     for (const r of [...this.open, ...this.done.map((d) => d.strike)]) {
-      if (r.outside !== undefined || nowMs - r.at > this.settleMs || nowMs === r.at) continue;
+      if (r.outside !== undefined || nowMs - r.at > this.settleMs + r.extraMs || nowMs === r.at) continue;
       if (isDestructive(f)) r.outside = OutsideContract.lossDuringRepair;
-      else if (f.kind === FaultKind.partition) r.outside = OutsideContract.partitionDuringRepair;
-      else if (f.kind === FaultKind.controllerLoss) r.outside = OutsideContract.controllerLostDuringRepair;
+      else if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss) r.extraMs += f.durationMs;
     }
+    if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss) this.disruptions.push({ start: nowMs, end: nowMs + f.durationMs });
     if (isDestructive(f)) this.lastDestructiveAt = nowMs;
   }
 
@@ -138,15 +139,21 @@ export class ContractTally {
    */
   struck(nowMs: number, scenario: string, target: number): void {
     const outside = this.inContract(nowMs) ? undefined : OutsideContract.secondLoss;
+    // Being met: the cut had reached what was acknowledged a repair budget ago (and is not empty
+    // while writes exist).
     const floor = this.ackedAt(nowMs - this.settleMs);
-    const expected = [...this.latest].filter(([, cut]) => cut >= floor).map(([name]) => name);
+    const someWritten = this.ackedAt(nowMs) > 0;
+    const expected = [...this.latest].filter(([, cut]) => cut >= floor && (cut > 0 || !someWritten)).map(([name]) => name);
     this.unmetBefore += this.latest.size - expected.length;
-    this.open.push({ at: nowMs, scenario, target, expected, outside, late: false, lastCuts: new Map() });
+    // A partition or controller outage still under way when the strike hits delays the repair too.
+    let extraMs = 0;
+    for (const d of this.disruptions) if (d.end > nowMs) extraMs += d.end - Math.max(d.start, nowMs);
+    this.open.push({ at: nowMs, scenario, target, expected, outside, late: false, extraMs, lastCuts: new Map() });
   }
 
   /** Liveness tally at the end of the run (`endMs`: when it ended; strikes younger than the budget are not judged). */
   recovery(endMs = Infinity): RecoveryTally {
-    for (const r of this.open) if (r.outside === undefined && endMs - r.at < this.settleMs) r.outside = OutsideContract.runEnded;
+    for (const r of this.open) if (r.outside === undefined && endMs - r.at < this.settleMs + r.extraMs) r.outside = OutsideContract.runEnded;
     const outside = new Map(this.outsideTally);
     let inBudget = 0;
     let late = 0;

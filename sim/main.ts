@@ -84,8 +84,11 @@ async function runSweep(range: string, opts: RunOptions, flags: Flags, run: Worl
     const { violating, ...counts } = out;
     process.stdout.write(formatTable([counts]) + "\n");
     for (const v of violating) process.stdout.write(`  seed ${v.seed}: ${v.invariant} — ${v.message}\n`);
+    for (const f of res.recovery.failing) process.stdout.write(`  seed ${f.seed}: liveness — ${f.failure}\n`);
   }
-  if (res.violations > 0 || res.errors > 0) process.exitCode = 1;
+  // Liveness is asserted for the production actors (the pure model has no repair).
+  const liveness = flags.model ? 0 : res.recovery.late + res.recovery.never;
+  if (res.violations > 0 || res.errors > 0 || liveness > 0) process.exitCode = 1;
 }
 
 /** Builds the `sim` program (exported for tests). */

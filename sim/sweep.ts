@@ -17,8 +17,12 @@ export interface SweepResult {
   /** Distinct fault schedules including times. */
   readonly distinctSchedules: number;
   readonly strikesChecked: number;
-  /** Liveness tally over all strikes (measured, not asserted): coverage back within budget, later, or not by the end. */
-  readonly recovery: { strikes: number; inBudget: number; late: number; never: number };
+  /**
+   * Liveness over every strike the contract covers: coverage back within the repair budget, later,
+   * or not by the end of the run (late and never are failures); strikes outside the contract by
+   * reason; required scenarios not being met before a strike; the first failing strikes.
+   */
+  readonly recovery: { strikes: number; inBudget: number; late: number; never: number; outside: Record<string, number>; unmetBefore: number; failing: { seed: number; failure: string }[] };
   readonly steps: number;
   readonly writes: number;
   readonly grants: number;
@@ -38,7 +42,7 @@ export async function sweep(from: number, to: number, opts: RunOptions = {}, run
   let steps = 0;
   let writes = 0;
   let grants = 0;
-  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0 };
+  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0, outside: {} as Record<string, number>, unmetBefore: 0, failing: [] as { seed: number; failure: string }[] };
   for (let seed = from; seed <= to; seed++) {
     const r = await run(seed, opts);
     shapes.add(r.scheduleShape);
@@ -51,6 +55,9 @@ export async function sweep(from: number, to: number, opts: RunOptions = {}, run
     recovery.inBudget += r.recovery.inBudget;
     recovery.late += r.recovery.late;
     recovery.never += r.recovery.never;
+    recovery.unmetBefore += r.recovery.unmetBefore;
+    for (const [k, n] of Object.entries(r.recovery.outside)) recovery.outside[k] = (recovery.outside[k] ?? 0) + n;
+    for (const f of r.recovery.failures) if (recovery.failing.length < 50) recovery.failing.push({ seed, failure: f });
     if (r.violation) {
       violations++;
       if (violating.length < 50) violating.push({ seed, invariant: r.violation.invariant, message: r.violation.message });

@@ -51,10 +51,11 @@ export interface ControllerConfig {
    */
   readonly admission?: "key-continuity" | "operator";
   /**
-   * Refilling restarted holders: copy what a new incarnation still lacks `graceMs` after it was
-   * admitted (its upstream re-sends first), again every `retryMs` until covered. Defaults 1000/2000.
+   * Coverage repair: a gap (acknowledged sequences a required scenario would lose while some holder
+   * has them) older than `graceMs` is copied to a holder that survives the scenario; a target is
+   * tried again every `retryMs` until covered. Defaults 1000/2000.
    */
-  readonly refill?: { readonly graceMs?: number; readonly retryMs?: number };
+  readonly coverageRepair?: { readonly graceMs?: number; readonly retryMs?: number };
 }
 
 /** A holder kept in reserve to replace a failed one (started on demand by the repair launcher). */

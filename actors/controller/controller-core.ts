@@ -25,17 +25,15 @@ import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { runRepair } from "../repair.ts";
-import { RefillScheduler } from "./refills.ts";
-import type { SurvivorSource } from "../repair/survivor-source.ts";
+import { CoverageRepair } from "./coverage-repair.ts";
 
 /**
- * How the controller reaches the world to repair: it starts (or finds) a standby holder and
- * returns its admission, and lists the survivors repairs may copy from.
+ * How the controller reaches the world to repair: it starts (or finds) a standby holder and returns
+ * its admission. Repairs read surviving units over NATS from the holders the ledger shows holding them.
  */
 export interface RepairLauncher {
   /** Starts the standby holder (not yet admitted) and returns its admission record. */
   prepare(standby: StandbyHolder): Promise<HolderAdmission>;
-  survivors(): readonly SurvivorSource[];
 }
 
 export interface ControllerPorts {
@@ -99,8 +97,8 @@ export class ControllerCore {
   private readonly incarnationSeen = new Map<string, number>();
   /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
   private readonly admitting = new Set<string>();
-  /** Restarted holders' lost claims still to be refilled. */
-  readonly refills: RefillScheduler;
+  /** Copies that close coverage gaps (restarts, declared failures, single copies). */
+  readonly coverage: CoverageRepair;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -113,19 +111,18 @@ export class ControllerCore {
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
     this.follower = new ControlLogFollower(ports.store);
     this.bases = [...config.topology.bases];
-    this.refills = new RefillScheduler(
+    this.coverage = new CoverageRepair(
       {
         volume: config.topology.volume,
         copier: config.controllerId,
         transport: ports.transport,
         clock: ports.clock,
         counters: this.counters,
-        holdings: (lane) => this.ledger.holdings({ volume: config.topology.volume, lane }),
         beginRecovery: (r) => this.beginRecovery(r),
         endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
       },
-      { graceMs: config.refill?.graceMs ?? 1_000, retryMs: config.refill?.retryMs ?? 2_000, staleAfterMs: config.topology.staleAfterMs },
+      { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000 },
     );
   }
 
@@ -182,26 +179,19 @@ export class ControllerCore {
 
   /**
    * Notices holders whose admitted incarnation went up: what their previous incarnation claimed
-   * stops counting at once (dropped from the ledger; its RAM is gone), the part of it that is still
-   * needed is remembered for a refill, and the new incarnation is told its release frontier.
+   * stops counting at once (dropped from the ledger; its RAM is gone; coverage repair refills what
+   * scenarios now lack), and the new incarnation is told its release frontier.
    */
   private noteIncarnations(s: ControlState): void {
     for (const h of Object.values(s.holders)) {
       const prev = this.incarnationSeen.get(h.holderId);
       if (prev !== undefined && prev >= h.incarnation) continue;
       this.incarnationSeen.set(h.holderId, h.incarnation);
-      const dropped = this.ledger.admitIncarnation(h.holderId, h.incarnation);
+      this.ledger.admitIncarnation(h.holderId, h.incarnation);
       if (prev === undefined) continue;
       this.counters.inc("incarnation_admitted");
       this.dirty = true;
-      for (const lane of this.config.topology.lanes) {
-        const obligationId = obligationIdOf(this.volume, lane);
-        let lost = RangeSet.EMPTY;
-        for (const d of dropped) if (d.volume === this.volume && d.lane === lane) lost = lost.union(d.retained);
-        lost = lost.subtract(releasedRanges(s, obligationId, h.holderId));
-        this.refills.add(h.holderId, h.incarnation, lane, lost);
-        this.publishFrontier(s, obligationId, h.holderId, lane);
-      }
+      for (const lane of this.config.topology.lanes) this.publishFrontier(s, obligationIdOf(this.volume, lane), h.holderId, lane);
     }
   }
 
@@ -301,10 +291,10 @@ export class ControllerCore {
     this.counters.inc("evaluations");
     let s = await this.follower.refresh();
     this.noteIncarnations(s);
-    this.refills.progress(s);
     await this.scanFailures(s);
     const state = this.currentState(s);
     const report = evaluateState(state);
+    this.coverage.progress(withoutStaleClaims(state), s);
     const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active));
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
@@ -387,7 +377,6 @@ export class ControllerCore {
         lanes: this.config.topology.lanes,
         failed: f.failed,
         replacement,
-        survivors: launcher.survivors().filter((x) => x.holderId !== replacement.holderId && !f.failed.includes(x.holderId)),
         controller: this,
         transport: this.ports.transport,
         clock: this.ports.clock,

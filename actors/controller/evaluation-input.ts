@@ -38,8 +38,11 @@ export function buildEvaluationState(
     });
   }
   const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c }));
+  // What was written is at least what anyone receipted: a controller that restarted after the
+  // writer was lost still knows the head from the holders (writer progress is not durable).
   const lanes: Record<string, number> = {};
   for (const l of topo.lanes) lanes[l] = progress.heads[l] ?? 0;
+  for (const h of holdings) if (h.volume === topo.volume && h.lane in lanes && h.retained.max !== undefined) lanes[h.lane] = Math.max(lanes[h.lane]!, h.retained.max);
   return {
     volume: topo.volume,
     asOfMs,

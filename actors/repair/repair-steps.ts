@@ -1,15 +1,11 @@
-import { unitRecordBytes } from "../../arena/segment.ts";
 import type { Clock } from "../../core/clock.ts";
 import { CustodyError } from "../../core/custody-error.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
-import { transferSubject } from "../../transport/subjects.ts";
 import type { Transport } from "../../transport/transport.ts";
-import { encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import { obligationIdOf } from "../controller/controller-config.ts";
 import type { ControllerCore, HolderAdmission } from "../controller/controller-core.ts";
-import { transferOfferSpec } from "../holder/holder-messages.ts";
-import type { SurvivorSource } from "./survivor-source.ts";
+import { copyOverNats } from "./copy-over-nats.ts";
+import { HolderStatus } from "../../custody/control-state.ts";
 
 /** Thrown when survivors no longer hold a range the repair must copy (that coverage is lost). */
 export class RepairSourceLostError extends CustodyError {
@@ -33,7 +29,6 @@ export interface RepairInput {
   /** Holders the declare-failure event named (their coverage is what is missing). */
   readonly failed: readonly string[];
   readonly replacement: HolderAdmission;
-  readonly survivors: readonly SurvivorSource[];
   readonly controller: ControllerCore;
   readonly transport: Transport;
   readonly clock: Clock;
@@ -67,38 +62,31 @@ export async function admitReplacement(inp: RepairInput): Promise<number> {
 }
 
 /**
- * Copies the missing ranges from survivors to the replacement as transfer offers. Every unit's
- * digest is validated before it is offered; returns the units and bytes copied. Throws
- * RepairSourceLostError when survivors lack part of a missing range.
+ * Copies the missing ranges to the replacement over NATS: units are read from the holders the
+ * ledger shows retaining them (fresh receipts of active, admitted incarnations; the failed ones
+ * and the replacement excluded) and offered to the replacement, which admits and receipts them
+ * itself. Returns the units and bytes copied. Throws RepairSourceLostError when no survivor could
+ * serve part of a missing range.
  */
-export function copyMissing(inp: RepairInput, missing: Record<string, RangeSet>): { units: number; bytes: number } {
+export async function copyMissing(inp: RepairInput, missing: Record<string, RangeSet>): Promise<{ units: number; bytes: number }> {
   let units = 0;
   let bytes = 0;
+  const s = inp.controller.follower.state;
+  const now = inp.clock.now();
+  const stale = inp.controller.config.topology.staleAfterMs;
   for (const [lane, ranges] of Object.entries(missing)) {
     if (ranges.isEmpty) continue;
-    const got = new Map<number, TransportUnit>();
-    for (const s of inp.survivors) for (const u of s.units(inp.volume, lane, ranges)) if (!got.has(u.firstSeq)) got.set(u.firstSeq, validateTransportUnit(u));
-    let covered = RangeSet.EMPTY;
-    for (const u of got.values()) covered = covered.add(u.firstSeq, u.lastSeq);
-    if (!covered.coversAll(ranges)) throw new RepairSourceLostError({ lane, missing: ranges.subtract(covered).toJSON() });
-    const list = [...got.values()].sort((a, b) => a.firstSeq - b.firstSeq);
-    let offerId = 0;
-    for (let i = 0; i < list.length; ) {
-      const chunk: Uint8Array[] = [];
-      let size = 0;
-      while (i < list.length && chunk.length < 256 && size < 4 * 1024 * 1024) {
-        const enc = encodeMessage(unitSpec, list[i]!);
-        chunk.push(enc);
-        size += enc.length;
-        bytes += unitRecordBytes(list[i]!);
-        units++;
-        i++;
-      }
-      inp.transport.publish(
-        transferSubject(inp.replacement.holderId),
-        encodeMessage(transferOfferSpec, { from: inp.repairId, to: inp.replacement.holderId, volume: inp.volume, lane, offerId: ++offerId, units: chunk }),
-      );
+    const by = new Map<string, RangeSet>();
+    for (const h of inp.controller.ledger.holdings({ volume: inp.volume, lane })) {
+      if (inp.failed.includes(h.holderId) || h.holderId === inp.replacement.holderId) continue;
+      if (s.holders[h.holderId]?.status !== HolderStatus.active || s.holders[h.holderId]?.incarnation !== h.incarnation || now - h.issuedAt > stale) continue;
+      by.set(h.holderId, (by.get(h.holderId) ?? RangeSet.EMPTY).union(h.retained.intersect(ranges)));
     }
+    const sources = [...by].map(([holderId, retained]) => ({ holderId, retained })).sort((a, b) => b.retained.count - a.retained.count || (a.holderId < b.holderId ? -1 : 1));
+    const out = await copyOverNats(inp.transport, { copier: inp.repairId, volume: inp.volume, lane, target: inp.replacement.holderId, missing: ranges, sources });
+    if (!out.unavailable.isEmpty) throw new RepairSourceLostError({ lane, missing: out.unavailable.toJSON(), sourceErrors: out.sourceErrors });
+    units += out.units;
+    bytes += out.bytes;
   }
   return { units, bytes };
 }

@@ -186,3 +186,21 @@ test("a record whose write failed gets no evidence; the others in the batch stil
   t.is(s.unsyncedCount, 0);
   await s.close();
 });
+
+test("regression sim seed 1115: a crash after the first synced flush keeps the spill stream (its new directory entry is synced)", async (t) => {
+  const { CrashFileLayer } = await import("../../core/crash-file-layer.ts");
+  const clock = new ManualClock();
+  const files = new CrashFileLayer();
+  await files.mkdirp("/spill");
+  const { stream } = await SpillStream.open(files, "/spill/h3.log", clock);
+  await stream.append("v0", "l0", 1, 4, new Uint8Array(100).fill(7));
+  const flushed = await stream.flush(1_000);
+  t.is(flushed.kind, "synced");
+  // Power fails right after the sync: only what was made durable survives.
+  const after = files.crashAt(files.opCount());
+  const reopened = await SpillStream.open(after, "/spill/h3.log", clock);
+  t.deepEqual(
+    reopened.recovered.map((r) => [r.info.firstSeq, r.info.lastSeq]),
+    [[1, 4]],
+  );
+});

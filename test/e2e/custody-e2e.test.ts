@@ -331,7 +331,6 @@ test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) lo
     lanes: [LANE],
     failed: ["h-e1"],
     replacement,
-    survivors: d.survivors().filter((s) => s.holderId !== "h-e3"),
     controller: d.controller.core,
     transport: d.holders.get("h-e2")!.transport,
     clock: { now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) },

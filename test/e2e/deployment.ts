@@ -137,7 +137,7 @@ export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: 
   const store = await openJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
   // The repair launcher is bound late: it starts standby holders through the deployment below.
   let dep: Deployment | undefined;
-  const repair: RepairLauncher = { prepare: (s) => dep!.startReplacement(s.holderId, s.site), survivors: () => dep!.survivors() };
+  const repair: RepairLauncher = { prepare: (s) => dep!.startReplacement(s.holderId, s.site) };
   const ctlConfig = { controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50, repair: opts.repair };
   const controller = await startController(ctlConfig, { transport: ctlTransport, clock: systemClock, store, repair });
   let current = controller;

@@ -1,0 +1,118 @@
+import type { Clock } from "../../core/clock.ts";
+import type { Counters } from "../../core/counters.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { HolderStatus, releasedRanges, type ControlState } from "../../custody/control-state.ts";
+import { coverageGaps, ramSurvivesAt } from "../../policies/coverage-gaps.ts";
+import type { EvaluationState, RecoveryInFlight } from "../../policies/evaluation-state.ts";
+import type { Transport } from "../../transport/transport.ts";
+import { copyOverNats, type CopySource } from "../repair/copy-over-nats.ts";
+import { obligationIdOf } from "./controller-config.ts";
+
+/**
+ * Keeps every required scenario covered by copying, without anyone asking. Each evaluation round
+ * it looks for coverage gaps — acknowledged sequences some holder retains but a required scenario
+ * would lose (a restarted holder came back empty, a declared failure took a copy away, a release
+ * left a single copy) — that are older than `graceMs` (the normal flow and the senders' own gap
+ * repair get that long first), picks a holder that would survive the scenario and has not
+ * released those ranges, and copies the gap to it over NATS (fetch from the holders that retain
+ * it, then a transfer offer the target admits and receipts itself). The ranges being read are an
+ * in-flight recovery meanwhile, so no release drops them. Everything it needs is in the evaluation
+ * state and the control log, so a restarted controller picks up where its predecessor was.
+ */
+
+/** What the scheduler needs from its controller. */
+export interface CoverageRepairHost {
+  readonly volume: string;
+  readonly copier: string;
+  readonly transport: Transport;
+  readonly clock: Clock;
+  readonly counters: Counters;
+  beginRecovery(r: RecoveryInFlight): void;
+  endRecovery(id: string): void;
+  /** Asks for another evaluation round soon (a copy finished). */
+  nudge(): void;
+}
+
+/** One copy under way or recently tried, per target and lane. */
+interface Attempt {
+  copying: boolean;
+  at: number;
+}
+
+export class CoverageRepair {
+  private readonly attempts = new Map<string, Attempt>();
+  private readonly heads: { at: number; heads: Record<string, number> }[] = [];
+  private seq = 0;
+
+  constructor(
+    private readonly host: CoverageRepairHost,
+    private readonly opts: { readonly graceMs: number; readonly retryMs: number },
+  ) {}
+
+  /** Heads as of `graceMs` ago: gaps above them may still be in flight normally. */
+  private settledHeads(state: EvaluationState, now: number): Record<string, number> {
+    this.heads.push({ at: now, heads: { ...state.source.lanes } });
+    while (this.heads.length > 1 && this.heads[1]!.at <= now - this.opts.graceMs) this.heads.shift();
+    const oldest = this.heads[0]!;
+    return oldest.at <= now - this.opts.graceMs ? oldest.heads : {};
+  }
+
+  /**
+   * One round: `state` is the evaluation input on fresh evidence only, `s` the folded control log.
+   * Starts at most one copy per target and lane; never throws.
+   */
+  progress(state: EvaluationState, s: ControlState): void {
+    const now = this.host.clock.now();
+    const upTo = this.settledHeads(state, now);
+    const gaps = coverageGaps(state, upTo);
+    if (gaps.length === 0) return;
+    // Per target and lane, the union of the gaps it is the chosen home for.
+    const plan = new Map<string, { target: string; lane: string; ranges: RangeSet }>();
+    for (const g of gaps) {
+      const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
+      const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
+      const candidates = state.holders
+        .filter((h) => s.holders[h.id]?.status === HolderStatus.active && ramSurvivesAt(state, h.site, scenario.losses) && !released(h.id).intersects(g.gap))
+        .map((h) => ({ id: h.id, has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0) }))
+        .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
+      const target = candidates[0];
+      if (target === undefined) {
+        this.host.counters.inc("coverage_gap_no_target");
+        continue;
+      }
+      const key = `${target.id}/${g.lane}`;
+      const p = plan.get(key);
+      plan.set(key, { target: target.id, lane: g.lane, ranges: (p?.ranges ?? RangeSet.EMPTY).union(g.gap) });
+    }
+    for (const [key, p] of plan) {
+      const a = this.attempts.get(key);
+      if (a !== undefined && (a.copying || now - a.at < this.opts.retryMs)) continue;
+      const sources: CopySource[] = state.holders
+        .filter((h) => h.id !== p.target)
+        .map((h) => ({ holderId: h.id, retained: h.claims.filter((c) => c.lane === p.lane).reduce((r, c) => r.union(c.ranges), RangeSet.EMPTY).intersect(p.ranges) }))
+        .filter((x) => !x.retained.isEmpty)
+        .sort((x, y) => y.retained.count - x.retained.count || (x.holderId < y.holderId ? -1 : 1));
+      void this.copy(key, p, sources);
+    }
+  }
+
+  private async copy(key: string, p: { target: string; lane: string; ranges: RangeSet }, sources: CopySource[]): Promise<void> {
+    const attempt: Attempt = { copying: true, at: this.host.clock.now() };
+    this.attempts.set(key, attempt);
+    const id = `coverage-${this.host.copier}-${++this.seq}`;
+    this.host.counters.inc("coverage_copy_started");
+    this.host.beginRecovery({ id, lane: p.lane, ranges: p.ranges, sources: sources.map((x) => x.holderId) });
+    try {
+      const out = await copyOverNats(this.host.transport, { copier: this.host.copier, volume: this.host.volume, lane: p.lane, target: p.target, missing: p.ranges, sources });
+      this.host.counters.inc("coverage_copied_units", out.units);
+      if (!out.unavailable.isEmpty) this.host.counters.inc("coverage_unavailable_seqs", out.unavailable.count);
+    } catch {
+      this.host.counters.inc("coverage_copy_failed");
+    } finally {
+      attempt.copying = false;
+      attempt.at = this.host.clock.now();
+      this.host.endRecovery(id);
+      this.host.nudge();
+    }
+  }
+}

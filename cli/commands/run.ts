@@ -1,0 +1,34 @@
+import type { Command } from "commander";
+import { failWith } from "../output.ts";
+import { holderRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
+import { runHolder } from "../../runtime/run-holder.ts";
+
+/**
+ * `custody run <role> --config FILE`: runs one role as this process. It prints one JSON line when
+ * it serves (`{"ready":true,...}`), runs until SIGTERM or SIGINT, then stops and exits 0. A start
+ * that fails (bad config, an incarnation that would be reused, NATS unreachable) prints one error
+ * line and exits 1.
+ */
+export function register(program: Command): void {
+  const run = program.command("run").description("Run one role of the custody network as this process");
+  run
+    .command("holder")
+    .description("Run a holder from its role config (stateDir, keyFile, controlRegion, nats, holder)")
+    .requiredOption("--config <file>", "role configuration (JSON)")
+    .action(async (o: { config: string }) => {
+      try {
+        const cfg = readRoleConfig(o.config, holderRoleSchema);
+        const r = await runHolder(cfg);
+        process.stdout.write(JSON.stringify({ ready: true, role: "holder", holderId: r.holder.id, incarnation: r.holder.incarnation, pid: process.pid }) + "\n");
+        await new Promise<void>((resolve) => {
+          process.once("SIGTERM", resolve);
+          process.once("SIGINT", resolve);
+        });
+        await r.stop();
+        process.exit(0);
+      } catch (err) {
+        failWith(err);
+        process.exit(1);
+      }
+    });
+}

@@ -1,0 +1,55 @@
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { CustodyError } from "../core/custody-error.ts";
+
+/**
+ * Configuration files of the roles a process can run (`custody run <role> --config FILE`). Every
+ * object is strict: an unknown key is an error naming its path, so a typo never silently changes
+ * behaviour. The role's own settings are validated again by the role (holder config, ...).
+ */
+
+/** Thrown for an unreadable or invalid role configuration; `detail.path` names the offending key. */
+export class RoleConfigError extends CustodyError {
+  constructor(message: string, detail: Record<string, unknown>) {
+    super("invalid_role_config", message, detail);
+  }
+}
+
+const natsSchema = z.strictObject({
+  /** One URL or several of the same cluster. */
+  servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+});
+
+/** A holder process: where its state lives, its signing key, its control log, and the holder itself. */
+export const holderRoleSchema = z.strictObject({
+  role: z.literal("holder"),
+  nats: natsSchema,
+  /** Region of the control log (JetStream stream `CUSTODY_CTRL_<region>`) the holder follows. */
+  controlRegion: z.string().min(1),
+  /** The holder's state directory: its incarnation, and its spill stream when it persists. */
+  stateDir: z.string().min(1),
+  /** PKCS#8 DER Ed25519 private key (mode 0600), the same for every incarnation. */
+  keyFile: z.string().min(1),
+  /** The holder configuration (see actors/holder/holder-config.ts); validated by the holder. */
+  holder: z.record(z.string(), z.unknown()),
+});
+export type HolderRoleConfig = z.infer<typeof holderRoleSchema>;
+
+/** Reads and validates a role configuration file. Throws RoleConfigError naming the first bad key. */
+export function readRoleConfig<T>(file: string, schema: z.ZodType<T>): T {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new RoleConfigError(`cannot read config ${file}: ${(err as Error).message}`, { file });
+  }
+  const r = schema.safeParse(raw);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    const path = issue.path.join(".");
+    const keys = (issue as { keys?: string[] }).keys;
+    const what = issue.code === "unrecognized_keys" && keys ? `unknown key ${[path, keys[0]].filter(Boolean).join(".")}` : `${path || "(root)"}: ${issue.message}`;
+    throw new RoleConfigError(`invalid config ${file}: ${what}`, { file, path: keys ? [path, keys[0]].filter(Boolean).join(".") : path });
+  }
+  return r.data;
+}

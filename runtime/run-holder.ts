@@ -1,0 +1,57 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startHolder, type Holder } from "../actors/holder.ts";
+import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
+import { systemClock } from "../core/clock.ts";
+import { nodeFileLayer } from "../core/file-layer.ts";
+import { ControlLogFollower } from "../custody/control-log-follower.ts";
+import { ControlLogPeers } from "../custody/control-peers.ts";
+import { privateKeyFromPkcs8 } from "../custody/signing.ts";
+import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { NatsTransport } from "../transport/nats-transport.ts";
+import type { HolderRoleConfig } from "./role-config.ts";
+
+/** A holder running as a process, as `custody run holder` starts it. */
+export interface RunningHolder {
+  readonly holder: Holder;
+  /** Stops the holder and closes its connection. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a holder process from its role configuration: connects to NATS, follows the region's
+ * control log for peers' admitted keys (re-read every second), claims a new incarnation in the
+ * state directory, and starts the holder — which asks to be admitted and, with a flush policy,
+ * takes back what its spill stream recovered. Throws the holder's start errors (e.g.
+ * `incarnation_reused`).
+ */
+export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
+  const holderCfg = cfg.holder as unknown as HolderConfigInput;
+  const transport = await NatsTransport.connect({ servers: cfg.nats.servers, name: `holder-${String(holderCfg.holderId)}` });
+  try {
+    const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
+    const peers = new ControlLogPeers(new ControlLogFollower(store), systemClock, 1_000);
+    await peers.refresh();
+    const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
+    const privateKey = privateKeyFromPkcs8(readFileSync(cfg.keyFile));
+    const holder = await startHolder(holderCfg, {
+      transport,
+      clock: systemClock,
+      privateKey,
+      peers,
+      stateDir: { files: nodeFileLayer, dir: cfg.stateDir },
+      ...(holderCfg.flush ? { files: nodeFileLayer, spillPath: join(cfg.stateDir, "spill.log") } : {}),
+    });
+    return {
+      holder,
+      async stop() {
+        clearInterval(timer);
+        await holder.stop();
+        await transport.close();
+      },
+    };
+  } catch (err) {
+    await transport.close();
+    throw err;
+  }
+}
