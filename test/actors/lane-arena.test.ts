@@ -187,11 +187,11 @@ test("export then import moves custody of a sealed segment between two actors", 
   t.like(b.seen.at(-1), { type: "rejected", request: "import", code: "segment_format" });
 });
 
-test("an import that conflicts with the lane (stale term) is refused whole and changes nothing", (t) => {
+test("an import that conflicts with the lane (stale term: at or above where a newer term begins) is refused whole and changes nothing", (t) => {
   const a = start();
   const b = start();
   a.actor.send({ type: "grant", volume: "v", lane: "l0", bytes: 4000 });
-  a.actor.send({ type: "admit", unit: unit(1, 2, 300, "l0", "v", 1) });
+  a.actor.send({ type: "admit", unit: unit(6, 7, 300, "l0", "v", 1) });
   a.actor.send({ type: "seal", volume: "v", lane: "l0" });
   a.actor.send({ type: "export", segmentId: a.ctx().arena.segmentsOf("v", "l0")[0]! });
   const exported = a.seen.find((e) => e.type === "exported") as { bytes: Uint8Array };

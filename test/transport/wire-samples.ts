@@ -6,7 +6,13 @@
 const digest = Uint8Array.from({ length: 32 }, (_, i) => i * 7);
 const payload = Uint8Array.from({ length: 300 }, (_, i) => (i * 31) & 0xff);
 
+const publicKey = Uint8Array.from({ length: 32 }, (_, i) => 255 - i);
+const signature = Uint8Array.from({ length: 64 }, (_, i) => i);
+
 export const wireSamples: Record<string, unknown> = {
+  // custody/admission.ts
+  "admission-body@1": { holderId: "us-east-1a-ram", incarnation: 4, publicKey, failureDomain: "us-east/use1-az1/host-7", at: 1_764_000_000_000 },
+  "admission-request@1": { body: payload, signature },
   "unit@1": {
     volume: "vol-a",
     lane: "lane-0",
