@@ -7,6 +7,7 @@ import { register as registerStatus } from "./commands/status.ts";
 import { register as registerRecover } from "./commands/recover.ts";
 import { register as registerTrace } from "./commands/trace.ts";
 import { register as registerRun } from "./commands/run.ts";
+import { register as registerHolder } from "./commands/holder.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerRecover(program);
   registerTrace(program);
   registerRun(program);
+  registerHolder(program);
   return program;
 }
 

@@ -288,3 +288,31 @@ test.serial("a restart that would reuse an incarnation is refused with incarnati
   const again = await r.start("h1");
   t.is(again.ready.incarnation, 2);
 });
+
+test.serial("a restart with a new key is left to the operator: refused automatically, admitted by `custody holder admit`, and only then counted", async (t) => {
+  const r = await deploy(t, "vol-rekey");
+  const head = await r.write(10);
+  await killed(r.children.get("h2")!);
+  // The host's key was replaced: key continuity cannot vouch for it.
+  const { readFileSync } = await import("node:fs");
+  const cfg = JSON.parse(readFileSync(r.holderFiles.h2!, "utf8"));
+  const kp = generateHolderKeyPair();
+  writeFileSync(cfg.keyFile, kp.privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
+  const again = await r.start("h2");
+  t.is(again.ready.incarnation, 2);
+  await eventually(() => r.controller.core.counters.get("admission_key_changed") >= 1, "the controller refused the automatic admission", 20_000);
+  t.is(r.controller.core.follower.state.holders.h2?.incarnation, 1);
+  t.false(r.controller.core.ledger.holdings({ holderId: "h2" }).some((h) => h.incarnation === 2), "receipts of the unadmitted incarnation count for nothing");
+
+  const admit = spawn(
+    process.execPath,
+    ["--import", "tsx", "cli/main.ts", "holder", "admit", "--server", t.context.nats.url, "--region", "r-vol-rekey", "--holder", "h2", "--incarnation", "2", "--public-key", Buffer.from(kp.publicKey).toString("hex"), "--failure-domain", `r1/az2/${SITES["s-2"]!.host}`, "--json"],
+    { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  admit.stdout!.on("data", (b) => (out += String(b)));
+  const code = await new Promise<number | null>((resolve) => admit.on("exit", resolve));
+  t.is(code, 0);
+  t.like(JSON.parse(out.trim().split("\n").at(-1)!), { admitted: "h2", incarnation: 2 });
+  await eventually(() => r.controller.core.ledger.holdings({ holderId: "h2" }).some((h) => h.incarnation === 2 && h.retained.covers(1, head)), "h2#2's receipts count once admitted", 20_000);
+});

@@ -1,0 +1,63 @@
+import type { Command } from "commander";
+import { action, printResult, type OutputOptions } from "../output.ts";
+import { commitControlEvent } from "../../custody/control-commit.ts";
+import { ControlLogFollower } from "../../custody/control-log-follower.ts";
+import { publicKeyFromRaw } from "../../custody/signing.ts";
+import { systemClock } from "../../core/clock.ts";
+import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { CustodyCliError } from "./custody.ts";
+
+interface AdmitOptions extends OutputOptions {
+  server: string;
+  region: string;
+  holder: string;
+  incarnation: string;
+  publicKey: string;
+  failureDomain: string;
+}
+
+/**
+ * `custody holder admit`: the operator admits a holder incarnation (its key and failure domain) by
+ * committing `admit_holder` to the region's control log — the first admission of a holder, a new
+ * key, or a move, which the controller's key-continuity policy leaves to an operator. The log's own
+ * fold refuses an incarnation that is not above the admitted one (exit 1, nothing committed).
+ */
+export function register(program: Command): void {
+  const holder = program.command("holder").description("Operator commands for holders");
+  holder
+    .command("admit")
+    .description("Commit admit_holder (holder, incarnation, public key, failure domain) to a region's control log")
+    .requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222")
+    .requiredOption("--region <region>", "control-log region")
+    .requiredOption("--holder <id>", "holder id")
+    .requiredOption("--incarnation <n>", "the incarnation to admit (above the admitted one)")
+    .requiredOption("--public-key <hex>", "raw Ed25519 public key, 64 hex digits (custody receipts keygen prints it)")
+    .requiredOption("--failure-domain <region/az/host>", "where the holder runs")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (o: AdmitOptions) => {
+        const incarnation = Number(o.incarnation);
+        if (!Number.isSafeInteger(incarnation) || incarnation < 1) throw new CustodyCliError(`--incarnation must be a positive integer, got ${o.incarnation}`, { option: "incarnation" });
+        if (!/^[0-9a-f]{64}$/i.test(o.publicKey)) throw new CustodyCliError("--public-key must be 64 hex digits", { option: "public-key" });
+        const publicKey = new Uint8Array(Buffer.from(o.publicKey, "hex"));
+        publicKeyFromRaw(publicKey); // throws InvalidKeyError for bytes that are not a key
+        const nc = await connectNats({ servers: o.server, name: "custody-cli-admit", maxReconnectAttempts: 0 });
+        try {
+          const store = await openJetStreamControlLog(nc, { region: o.region });
+          const follower = new ControlLogFollower(store);
+          const { seq } = await commitControlEvent(store, follower, { controller: "operator", clock: systemClock }, () => ({
+            type: "admit_holder",
+            holderId: o.holder,
+            incarnation,
+            publicKey,
+            failureDomain: o.failureDomain,
+          }));
+          const out = { admitted: o.holder, incarnation, controlSeq: seq };
+          printResult(o, out, [out]);
+        } finally {
+          await closeNats(nc);
+        }
+      }),
+    );
+}
