@@ -13,7 +13,7 @@ import type { Random } from "../core/random.ts";
 import { commitControlEvent } from "../custody/control-commit.ts";
 import { ControlLogFollower } from "../custody/control-log-follower.ts";
 import { InMemoryControlLog } from "../custody/control-log.ts";
-import type { ControlEventBody } from "../custody/control-event.ts";
+import type { ControlEvent, ControlEventBody } from "../custody/control-event.ts";
 import { receiptBatchSpec } from "../custody/custody-messages.ts";
 import { decodeReceiptBatch } from "../custody/receipt-batch.ts";
 import { generateHolderKeyPair } from "../custody/signing.ts";
@@ -101,7 +101,17 @@ export class ActorWorld {
   private readonly grantedBytes = new Map<string, number>();
   private readonly senderGen = new Map<string, number>();
   private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: Uint8Array }>();
-  private readonly store = new InMemoryControlLog(CONTROL_REGION);
+  /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
+  private readonly store = new (class extends InMemoryControlLog {
+    constructor(private readonly onAdmit: (holderId: string, incarnation: number) => void) {
+      super(CONTROL_REGION);
+    }
+    override async append(event: ControlEvent, expectedLastSeq: number): Promise<number> {
+      const seq = await super.append(event, expectedLastSeq);
+      if (event.type === "admit_holder") this.onAdmit(event.holderId, event.incarnation);
+      return seq;
+    }
+  })((holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
   private readonly operator = new ControlLogFollower(this.store);
   private operatorChain: Promise<unknown> = Promise.resolve();
   private controller: Controller | undefined;
@@ -431,7 +441,6 @@ export class ActorWorld {
       // A cut counts as confirmed only on fresh evidence: a report resting on a silent holder's
       // stale receipts says so (`evidence: stale`) and promises nothing.
       for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.evidence === "observed" ? (r.cut?.[this.lane] ?? -1) : -1);
-      if (process.env.SIM_DEBUG) console.log(`${((this.clock.now() - SIM_EPOCH_MS) / 1000).toFixed(3)} status acked=${this.ackedHead} ` + report.reports.filter((r) => r.required).map((r) => `${r.name}:${r.cut?.[this.lane] ?? "-"}/${r.evidence}`).join(" ") + " ctr=" + JSON.stringify(core.counters.snapshot()) + " holders=" + core.currentState().holders.map((h) => `${h.id}:${h.claims.map((c) => c.residency + c.ranges.toString()).join("+")}`).join(" "));
       this.hooks.confirmed(cuts);
       return;
     }

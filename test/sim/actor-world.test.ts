@@ -26,14 +26,15 @@ test("without faults the writer's acknowledged writes flow through every holder 
   t.true((r.counters["deliver"] ?? 0) > r.writes * 4, "units, credits and receipts crossed the simulated network");
 });
 
-test("a crashed holder restarts as a new incarnation that the control log admits before it serves", async (t) => {
+test("a crashed holder restarts as a new incarnation, asks to be admitted, and the controller's admission policy admits it", async (t) => {
   const r = await runActorWorld(9, { holders: 4, faults: [{ kind: FaultKind.strike, atMs: 3_000, scenario: "crash:h2" }], durationMs: 8_000 });
   t.is(r.violation, undefined);
   t.deepEqual(r.errors, []);
   const crash = r.trace.findIndex((e) => e.kind === "crashed" && e.actor === "h2");
-  const admit = r.trace.findIndex((e) => e.kind === "operator" && (e.detail as { what?: string } | undefined)?.what === "admit h2#2");
   const restart = r.trace.findIndex((e) => e.kind === "start" && e.actor === "h2" && (e.detail as { inc?: number } | undefined)?.inc === 2);
-  t.true(crash >= 0 && admit > crash && restart > admit, `crash ${crash}, admit ${admit}, restart ${restart}`);
+  const admit = r.trace.findIndex((e) => e.kind === "admitted" && e.actor === "h2" && (e.detail as { inc?: number } | undefined)?.inc === 2);
+  t.true(crash >= 0 && restart > crash && admit > restart, `crash ${crash}, restart ${restart}, admit ${admit}`);
+  t.false(r.trace.some((e) => e.kind === "operator" && String((e.detail as { what?: string } | undefined)?.what).startsWith("admit")), "nobody but the controller's policy admitted it");
 });
 
 test("a destroyed site is declared failed in the control log a second later and never comes back", async (t) => {

@@ -10,7 +10,8 @@ export const corpusHolders = (seed: number): number => ((seed - 1) % 10) + 1;
 
 /**
  * Runs seeds first..last with the production actors and asserts every run is free of invariant
- * violations and of unexpected actor errors; returns the fault-schedule shapes it explored.
+ * violations and of unexpected actor errors, and that every strike the contract covers got its
+ * coverage back within the repair budget; returns the fault-schedule shapes it explored.
  */
 export async function runCorpusChunk(t: ExecutionContext, first: number, last: number): Promise<Set<string>> {
   const shapes = new Set<string>();
@@ -18,6 +19,8 @@ export async function runCorpusChunk(t: ExecutionContext, first: number, last: n
   let checked = 0;
   let writes = 0;
   let grants = 0;
+  let strikes = 0;
+  let inBudget = 0;
   for (let seed = first; seed <= last; seed++) {
     const r = await runActorWorld(seed, { holders: corpusHolders(seed), durationMs: CORPUS_DURATION_MS });
     shapes.add(r.scheduleShape);
@@ -26,8 +29,11 @@ export async function runCorpusChunk(t: ExecutionContext, first: number, last: n
     grants += r.grants;
     if (r.violation) failures.push(`seed ${seed}: ${r.violation.invariant} — ${r.violation.message}`);
     for (const e of r.errors ?? []) failures.push(`seed ${seed}: actor error — ${e}`);
+    for (const f of r.recovery.failures) failures.push(`seed ${seed}: liveness — ${f}`);
+    strikes += r.recovery.strikes;
+    inBudget += r.recovery.inBudget;
   }
   t.deepEqual(failures, [], "every corpus seed stays green");
-  t.log(`seeds ${first}..${last}: ${shapes.size} distinct fault schedules, ${checked} strikes checked against confirmed cuts, ${writes} acknowledged writes, ${grants} release frontiers`);
+  t.log(`seeds ${first}..${last}: ${shapes.size} distinct fault schedules, ${checked} strikes checked against confirmed cuts, ${writes} acknowledged writes, ${grants} release frontiers, ${inBudget}/${strikes} strikes back within the repair budget`);
   return shapes;
 }
