@@ -101,6 +101,10 @@ export const holderMachine = setup({
       assertEvent(event, "nats.transfer");
       guarded(context, () => context.moves.handleOffer(event.msg));
     },
+    connectionChanged: ({ context, event }) => {
+      assertEvent(event, "transport.connection");
+      guarded(context, () => context.core.connectionChanged(event.event));
+    },
     serveFetch: ({ context, event }) => {
       assertEvent(event, "nats.fetch");
       guarded(context, () => answerFetch(context.core, event.msg));
@@ -160,6 +164,7 @@ export const holderMachine = setup({
     "nats.release": { actions: "applyReleaseFrontier" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "nats.fetch": { actions: "serveFetch" },
+    "transport.connection": { actions: "connectionChanged" },
     "timer.receipts": { actions: "flushDueReceipts" },
     "timer.refresh": { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
     "resend.loaded": { actions: "resendLoaded" },

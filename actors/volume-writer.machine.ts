@@ -1,5 +1,5 @@
 import { assertEvent, setup } from "xstate";
-import type { InboundMessage } from "../transport/transport.ts";
+import type { ConnectionEvent, InboundMessage } from "../transport/transport.ts";
 import { WriterFencedError } from "./writer/writer-config.ts";
 import type { WriterCore } from "./writer/writer-core.ts";
 
@@ -23,6 +23,7 @@ export interface WriterContext {
 export type WriterEvent =
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
   | { type: "nats.status"; msg: InboundMessage }
+  | { type: "transport.connection"; event: ConnectionEvent }
   | { type: "fence"; newTerm: number }
   | { type: "stop" };
 
@@ -37,6 +38,10 @@ export const volumeWriterMachine = setup({
     foldReceipt: ({ context, event }) => {
       assertEvent(event, "nats.receipt");
       context.core.handleReceipt(event.lane, event.msg);
+    },
+    connectionChanged: ({ context, event }) => {
+      assertEvent(event, "transport.connection");
+      context.core.connectionChanged(event.event);
     },
     foldStatus: ({ context, event }) => {
       assertEvent(event, "nats.status");
@@ -66,6 +71,7 @@ export const volumeWriterMachine = setup({
       on: {
         "nats.receipt": { actions: "foldReceipt" },
         "nats.status": { actions: "foldStatus" },
+        "transport.connection": { actions: "connectionChanged" },
         fence: { guard: "newerTerm", target: WriterState.Fenced, actions: "recordFence" },
         stop: { target: WriterState.Stopped },
       },

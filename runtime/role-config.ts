@@ -18,7 +18,12 @@ export class RoleConfigError extends CustodyError {
 const natsSchema = z.strictObject({
   /** One URL or several of the same cluster. */
   servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+  /** Reconnect attempts before the connection is closed for good and the process exits (2); -1 = forever. Default 60. */
+  maxReconnectAttempts: z.number().int().min(-1).optional(),
+  /** Wait between reconnect attempts (ms). Default 2000. */
+  reconnectTimeWaitMs: z.number().int().positive().optional(),
 });
+export type NatsRoleConfig = z.infer<typeof natsSchema>;
 
 /** A holder process: where its state lives, its signing key, its control log, and the holder itself. */
 export const holderRoleSchema = z.strictObject({

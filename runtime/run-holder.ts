@@ -10,10 +10,20 @@ import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
+import { CustodyError } from "../core/custody-error.ts";
+
+/** Thrown (and the process exits 2) when the NATS connection closes for good: a process must never run deaf. */
+export class ConnectionLostError extends CustodyError {
+  constructor(role: string) {
+    super("connection_lost", `${role}: the NATS connection closed for good (reconnect attempts exhausted); exiting so a supervisor restarts this process`, { role });
+  }
+}
 
 /** A holder running as a process, as `custody run holder` starts it. */
 export interface RunningHolder {
   readonly holder: Holder;
+  /** Resolves if the NATS connection closes for good. */
+  readonly lost: Promise<void>;
   /** Stops the holder and closes its connection. */
   stop(): Promise<void>;
 }
@@ -27,7 +37,13 @@ export interface RunningHolder {
  */
 export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   const holderCfg = cfg.holder as unknown as HolderConfigInput;
-  const transport = await NatsTransport.connect({ servers: cfg.nats.servers, name: `holder-${String(holderCfg.holderId)}` });
+  const transport = await NatsTransport.connect({
+    servers: cfg.nats.servers,
+    name: `holder-${String(holderCfg.holderId)}`,
+    ...(cfg.nats.maxReconnectAttempts !== undefined ? { maxReconnectAttempts: cfg.nats.maxReconnectAttempts } : {}),
+    ...(cfg.nats.reconnectTimeWaitMs !== undefined ? { reconnectTimeWait: cfg.nats.reconnectTimeWaitMs } : {}),
+  });
+  const lost = new Promise<void>((resolve) => transport.onConnection((e) => e === "closed" && resolve()));
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
     const peers = new ControlLogPeers(new ControlLogFollower(store), systemClock, 1_000);
@@ -44,6 +60,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     });
     return {
       holder,
+      lost,
       async stop() {
         clearInterval(timer);
         await holder.stop();

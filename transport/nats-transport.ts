@@ -21,6 +21,7 @@ import {
 import { closeNats, connectNats, type ConnectNatsOptions } from "./nats-connection.ts";
 import { withTraceHeaders } from "./trace-context.ts";
 import { TransportError, TransportErrorCode } from "./transport-error.ts";
+import { ConnectionEvent } from "./transport.ts";
 import type {
   InboundMessage,
   MessageHandler,
@@ -105,6 +106,8 @@ export class NatsTransport implements Transport {
   readonly #onHandlerError: (err: unknown, msg: InboundMessage) => void;
   #closing: Promise<void> | undefined;
 
+  readonly #listeners = new Set<(e: ConnectionEvent) => void>();
+
   /** Wraps an open connection. `close()` drains and closes it. */
   constructor(nc: NatsConnection, opts: NatsTransportOptions = {}) {
     this.#nc = nc;
@@ -112,6 +115,36 @@ export class NatsTransport implements Transport {
     this.#onHandlerError =
       opts.onHandlerError ??
       ((err, msg) => process.stderr.write(`[${this.name}] handler for ${msg.subject} threw: ${String(err)}\n`));
+    void this.#watch();
+  }
+
+  /** Turns nats.js status updates into ConnectionEvents (the connection closing by itself included). */
+  async #watch(): Promise<void> {
+    const nc = this.#nc;
+    void nc.closed().then(() => {
+      if (this.#closing === undefined) this.#emit(ConnectionEvent.Closed);
+    });
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect") this.#emit(ConnectionEvent.Disconnected);
+      else if (s.type === "reconnect") this.#emit(ConnectionEvent.Reconnected);
+      else if (s.type === "staleConnection") this.#emit(ConnectionEvent.Stale);
+    }
+  }
+
+  #emit(e: ConnectionEvent): void {
+    for (const l of this.#listeners) {
+      try {
+        l(e);
+      } catch (err) {
+        process.stderr.write(`[${this.name}] connection listener threw: ${String(err)}\n`);
+      }
+    }
+  }
+
+  /** Watches disconnects, reconnects, stale pings and a close for good (see `Transport.onConnection`). */
+  onConnection(listener: (e: ConnectionEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Opens a named connection (see `connectNats`) and wraps it. Rejects if the first connect fails. */

@@ -45,6 +45,14 @@ export interface RequestOptions {
 
 export type MessageHandler = (msg: InboundMessage) => void;
 
+/**
+ * What happens to the connection under a transport: `disconnected` (messages are being lost),
+ * `reconnected` (subscriptions are live again; what was lost meanwhile must be repaired by the
+ * actors), `stale` (the server stopped answering pings), `closed` (for good, not by `close()`).
+ */
+export const ConnectionEvent = { Disconnected: "disconnected", Reconnected: "reconnected", Stale: "stale", Closed: "closed" } as const;
+export type ConnectionEvent = (typeof ConnectionEvent)[keyof typeof ConnectionEvent];
+
 export interface TransportSubscription {
   readonly subject: string;
   /** Stops delivery at once; messages in flight may be dropped. */
@@ -67,6 +75,11 @@ export interface Transport {
   flush(): Promise<void>;
   /** Drains subscriptions and pending publishes, then closes. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Watches the connection (optional: a transport that cannot lose its connection has nothing to
+   * say). Returns a function that stops watching.
+   */
+  onConnection?(listener: (e: ConnectionEvent) => void): () => void;
 }
 
 /** Case-insensitive header lookup (NATS header names are case-sensitive on the wire). */

@@ -93,6 +93,8 @@ export class ControllerCore {
   private pendingFailures: FailureToRepair[] = [];
   /** Repair records keyed by the declare-failure sequence: each failure is handled once. */
   private readonly repairRecords = new Map<number, RepairStatus>();
+  /** Every holder's release frontier is re-sent in the next round (after a reconnect). */
+  private frontiersDue = false;
   /** Admitted incarnation last seen per holder. */
   private readonly incarnationSeen = new Map<string, number>();
   /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
@@ -141,6 +143,16 @@ export class ControllerCore {
     this.noteIncarnations(await this.follower.refresh());
     this.subs.push(this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) => this.dispatch({ type: "nats.receipt", msg })));
     this.subs.push(this.ports.transport.subscribe(eventSubject(this.volume), (msg) => this.dispatch({ type: "nats.event", msg })));
+    // After a reconnect what was published meanwhile is gone: evaluate again and re-send every
+    // holder its release frontier in the next round.
+    const unwatch = this.ports.transport.onConnection?.((e) => {
+      this.counters.inc(`connection_${e}`);
+      if (e === "reconnected") {
+        this.frontiersDue = true;
+        this.dirty = true;
+      }
+    });
+    if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     if (this.config.admission === "key-continuity") {
       this.subs.push(this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })));
     }
@@ -291,6 +303,10 @@ export class ControllerCore {
     this.counters.inc("evaluations");
     let s = await this.follower.refresh();
     this.noteIncarnations(s);
+    if (this.frontiersDue) {
+      this.frontiersDue = false;
+      for (const h of Object.keys(s.holders)) for (const lane of this.config.topology.lanes) this.publishFrontier(s, obligationIdOf(this.volume, lane), h, lane);
+    }
     await this.scanFailures(s);
     const state = this.currentState(s);
     const report = evaluateState(state);

@@ -13,7 +13,7 @@ import type { CreditHeaders, CreditRefusal } from "../../transport/credit-granto
 import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
 import { fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
-import type { InboundMessage, TransportSubscription } from "../../transport/transport.ts";
+import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/transport.ts";
 import { creditSpec, decodeMessage, encodeMessage, unitSpec, WireError } from "../../transport/wire/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
@@ -46,6 +46,7 @@ export class HolderCore {
   private offerSeq = 0;
   private serving = true;
   private stopped = false;
+  private unwatch: (() => void) | undefined;
 
   constructor(
     readonly config: HolderConfig,
@@ -113,6 +114,8 @@ export class HolderCore {
     this.subs.push(t.subscribe(transferSubject(me), (msg) => this.dispatch({ type: "nats.transfer", msg })));
     this.subs.push(t.subscribe(fetchSubject(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
+    const unwatch = t.onConnection?.((event) => this.dispatch({ type: "transport.connection", event }));
+    if (unwatch !== undefined) this.unwatch = unwatch;
     await t.flush();
     requestAdmission(this);
     for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.requestCredit();
@@ -148,10 +151,32 @@ export class HolderCore {
     return true;
   }
 
+  /**
+   * The connection changed. After a reconnect the subscriptions are live again but whatever was
+   * published meanwhile is gone: credits are re-announced and asked for, receipts re-published, and
+   * every unit an edge has not receipted is due for re-sending at once.
+   */
+  connectionChanged(e: ConnectionEvent): void {
+    this.counters.inc(`connection_${e}`);
+    if (e !== "reconnected") return;
+    for (const hl of this.lanes.values()) {
+      hl.grantor.announce();
+      hl.grantor.topUpAll();
+      for (const [edge, s] of hl.edges) {
+        s.requestCredit();
+        hl.sendLogs.get(edge)?.reset();
+        hl.resendBackoff.delete(edge);
+      }
+    }
+    this.republishReceipts();
+    this.resendDue();
+  }
+
   /** Unsubscribes, stops timers and closes the spill stream. Idempotent. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.unwatch?.();
     for (const s of this.subs) s.unsubscribe();
     for (const id of this.timers) this.ports.clock.clearTimeout(id);
     if (this.receiptTimer !== undefined) this.ports.clock.clearTimeout(this.receiptTimer);
@@ -385,6 +410,11 @@ export class HolderCore {
 
   /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
   refreshReceipts(): void {
+    this.republishReceipts();
+    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
+  }
+
+  private republishReceipts(): void {
     // Until the control log admits this incarnation, its receipts count for nothing: keep asking.
     requestAdmission(this);
     for (const [key, hl] of this.lanes) {
@@ -392,7 +422,6 @@ export class HolderCore {
       this.publishReceipt(key);
       this.tryRelease(key, hl); // retries a release a deferred seal held back
     }
-    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
   }
 
   /** Protection status of the RAM queue now (`none` without protected-RAM configuration). */
@@ -544,11 +573,17 @@ export class HolderCore {
     this.publishReceipt(key);
   }
 
-  /** Max open delay of a lane's segment passed: seal it, so it can be released, spilled or transferred. */
+  /**
+   * Max open delay of a lane's segment passed: seal it, so it can be released, spilled or
+   * transferred whole. A holder that neither spills nor transfers seals it only once it is at least
+   * half full (or the arena is under pressure): sealing a trickle's segments every few units would
+   * strand most of the arena in nearly empty segments. A release that covers the whole open
+   * segment seals it anyway (`tryRelease`).
+   */
   sealDue(key: string): void {
     const hl = this.lanes.get(key);
     if (hl === undefined) return;
-    hl.seal();
+    if (this.config.flush !== undefined || this.config.transferNeighbor !== undefined || hl.fillRatio() > this.config.pressureRatio || hl.openFill() >= 0.5) hl.seal();
     this.tryRelease(key, hl);
   }
 

@@ -236,6 +236,12 @@ export class HolderLane {
     return n;
   }
 
+  /** Fraction of the open segment's bytes in use (0 without an open segment). */
+  openFill(): number {
+    const id = this.arena.openSegmentOf(this.volume, this.lane);
+    return id === undefined ? 0 : this.arena.describe(id).fill / this.arena.config.segmentBytes;
+  }
+
   /** Fraction of the arena's capacity held in RAM. */
   fillRatio(): number {
     const r = this.arena.report();

@@ -6,7 +6,7 @@ import type { Counters } from "../../core/counters.ts";
 import type { FileLayer } from "../../core/file-layer.ts";
 import type { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import type { InboundMessage, Transport } from "../../transport/transport.ts";
+import type { ConnectionEvent, InboundMessage, Transport } from "../../transport/transport.ts";
 
 /**
  * What a holder is given and what it tells: its ports (transport, clock, key, peers, files,
@@ -55,7 +55,8 @@ export type HolderInbound =
   | { type: "timer.refresh" }
   | { type: "timer.evacuation" }
   | { type: "flush.completed"; result: FlushOutcome }
-  | { type: "resend.loaded"; lane: string; edge: string; units: readonly TransportUnit[] };
+  | { type: "resend.loaded"; lane: string; edge: string; units: readonly TransportUnit[] }
+  | { type: "transport.connection"; event: ConnectionEvent };
 
 /** What a persistence flush achieved: per lane, segment evidence only for an in-deadline sync. */
 export type FlushOutcome =

@@ -8,7 +8,7 @@ import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { eventSubject, receiptSubject, statusSubject } from "../../transport/subjects.ts";
 import { volumeStatusSpec, type VolumeStatus } from "../controller/status-document.ts";
-import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
+import type { ConnectionEvent, InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
@@ -132,7 +132,7 @@ export class WriterCore {
   constructor(
     readonly config: VolumeWriterConfig,
     private readonly ports: VolumeWriterPorts,
-    private readonly dispatch: (e: { type: "nats.receipt"; lane: string; msg: InboundMessage } | { type: "nats.status"; msg: InboundMessage }) => void,
+    private readonly dispatch: (e: { type: "nats.receipt"; lane: string; msg: InboundMessage } | { type: "nats.status"; msg: InboundMessage } | { type: "transport.connection"; event: ConnectionEvent }) => void,
   ) {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
@@ -166,6 +166,8 @@ export class WriterCore {
     }
     if (this.retainUntil === "confirmed") this.subs.push(this.ports.transport.subscribe(statusSubject(this.config.volume), (msg) => this.dispatch({ type: "nats.status", msg })));
     if (this.ports.recovered !== undefined) this.reship(this.ports.recovered);
+    const unwatch = this.ports.transport.onConnection?.((e) => this.dispatch({ type: "transport.connection", event: e }));
+    if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     const resendEvery = Math.max(10, Math.floor(this.resendAfterMs / 2));
     const resend = () => {
       this.resendTimer = undefined;
@@ -342,6 +344,24 @@ export class WriterCore {
         this.counters.inc(`reship_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
+  }
+
+  /**
+   * The connection changed. After a reconnect whatever was published meanwhile is gone: credit is
+   * asked for again and every unit a first hop has not receipted is re-sent at once.
+   */
+  connectionChanged(e: ConnectionEvent): void {
+    this.counters.inc(`connection_${e}`);
+    if (e !== "reconnected") return;
+    for (const l of this.ordered) {
+      for (const [h, s] of l.edges) {
+        s.requestCredit();
+        l.sendLogs.get(h)?.reset();
+        l.resendBackoff.delete(h);
+      }
+    }
+    this.resendDue();
+    this.publishProgress();
   }
 
   /** Sequences of `lane` the writer still retains for re-sending (in its outbox, when it has one). */

@@ -1,0 +1,37 @@
+/**
+ * A process never runs deaf: when its NATS connection closes for good (the server is gone and the
+ * reconnect attempts run out), `custody run holder` prints one error line and exits 2, so a
+ * supervisor restarts it (as a new incarnation).
+ */
+import test from "ava";
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { startNatsServer } from "../helpers/index.ts";
+import { e2eHolderConfig, site, tempDir } from "./e2e-fixture.ts";
+
+test("a holder whose NATS connection closes for good exits 2 with connection_lost", async (t) => {
+  const server = await startNatsServer();
+  t.teardown(() => server.stop());
+  const dir = tempDir("custody-lost-");
+  const keyFile = join(dir, "h.key");
+  writeFileSync(keyFile, generateHolderKeyPair().privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
+  const holder = { ...e2eHolderConfig("h-lost", site("s-1", "r1", "az1"), "vol-lost", [{ lane: "l0", upstream: ["w1"] }]), incarnation: undefined };
+  const cfg = { role: "holder", nats: { servers: server.url, maxReconnectAttempts: 2, reconnectTimeWaitMs: 200 }, controlRegion: "r-lost", stateDir: join(dir, "state"), keyFile, holder };
+  writeFileSync(join(dir, "h.json"), JSON.stringify(cfg));
+  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", "holder", "--config", join(dir, "h.json")], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let stderr = "";
+  child.stderr!.on("data", (b) => (stderr += String(b)));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (b) => String(b).includes('"ready":true') && resolve());
+    void exited.then((code) => reject(new Error(`exited ${code} before ready: ${stderr}`)));
+  });
+  await server.stop();
+  t.is(await exited, 2);
+  t.regex(stderr, /connection_lost/);
+});
