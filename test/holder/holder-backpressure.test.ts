@@ -47,3 +47,30 @@ test.serial("a full arena withholds credits: the sender blocks with its units qu
     await h.close();
   }
 });
+
+test.serial("under a trickle a RAM holder fills its segments before sealing them: arena utilization stays at least half", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const h = await launchHolder(url, keys, holderConfig("h-trickle", { arena: { segmentBytes: 64 * 1024, limitBytes: 4 * 1024 * 1024, maxOpenDelayMs: 10, maxUnitBytes: 16 * 1024 } }));
+  const wt = await transport(url, "writer-trickle");
+  const w = new Writer(wt, "h-trickle");
+  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  try {
+    // One 4 KiB unit every 15 ms: longer than the open delay, so a timer seal per unit would
+    // leave every segment with one unit in it.
+    for (let s = 1; s <= 120; s++) {
+      w.send(unit(s, 1, 4096));
+      await settle(15);
+    }
+    await eventually(() => lane().obligations.retained.covers(1, 120), "1-120 admitted");
+    const r = lane().arena.report();
+    const utilization = r.ramStoredBytes / r.ramBytes;
+    t.true(utilization >= 0.5, `utilization ${utilization.toFixed(2)} (${r.ramStoredBytes} of ${r.ramBytes} bytes in ${r.segments.sealed + r.segments.open} segments)`);
+    t.log(`arena utilization under a trickle: ${(utilization * 100).toFixed(0)}% (${r.segments.sealed} sealed + ${r.segments.open} open segments of 64 KiB)`);
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
+  }
+});
