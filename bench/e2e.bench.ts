@@ -23,7 +23,7 @@ import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/signing.ts";
 import type { Site } from "../policies/topology.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
-import { startSupercluster } from "../test/helpers/nats-server.ts";
+import { startSupercluster } from "../testing/nats-server.ts";
 import type { ActorSpec } from "../test/e2e/actor-process.ts";
 import type { KeyObject } from "node:crypto";
 

@@ -45,7 +45,7 @@ import { encodeUnitRun, readUnitMessage } from "../transport/unit-frames.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { receiptSubject, releaseSubject } from "../transport/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../transport/wire/index.ts";
-import { startNatsServer } from "../test/helpers/nats-server.ts";
+import { startNatsServer } from "../testing/nats-server.ts";
 import { receiptBatchSpec } from "../custody/custody-messages.ts";
 
 const args = process.argv.slice(2);

@@ -58,3 +58,34 @@ export function readRoleConfig<T>(file: string, schema: z.ZodType<T>): T {
   }
   return r.data;
 }
+
+/** A volume writer process: its state directory (volume, outbox, term), data key, and an optional synthetic workload. */
+export const writerRoleSchema = z.strictObject({
+  role: z.literal("writer"),
+  nats: natsSchema,
+  controlRegion: z.string().min(1),
+  /** Holds the SmartWAL volume (`volume/`), the outbox (`outbox/`) and the term. */
+  stateDir: z.string().min(1),
+  /** The volume's 32-byte data key (from the key authority), mode 0600. */
+  dataKeyFile: z.string().min(1),
+  volume: z.strictObject({ blockCount: z.number().int().positive(), walCapacity: z.number().int().positive().optional() }),
+  /** The writer configuration without `term` and lanes' `firstSeq` (both derived from durable state). */
+  writer: z.record(z.string(), z.unknown()),
+  /**
+   * A synthetic workload (chaos runs, soak): write one block every `intervalMs`, sync, and append one
+   * JSON line per acknowledged write to `ackLog` (`{"i","lsn","lba","seq"}`); block `i` holds `workloadBlock(i)`.
+   */
+  workload: z.strictObject({ intervalMs: z.number().int().nonnegative(), ackLog: z.string().min(1) }).optional(),
+  /** On SIGTERM, how long to wait for custody to take everything the writer retains (ms, default 30000). */
+  drainDeadlineMs: z.number().int().nonnegative().optional(),
+});
+export type WriterRoleConfig = z.infer<typeof writerRoleSchema>;
+
+/** A controller process: the control log it commits to and its configuration. */
+export const controllerRoleSchema = z.strictObject({
+  role: z.literal("controller"),
+  nats: natsSchema,
+  /** The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region. */
+  controller: z.record(z.string(), z.unknown()),
+});
+export type ControllerRoleConfig = z.infer<typeof controllerRoleSchema>;

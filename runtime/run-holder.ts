@@ -8,7 +8,7 @@ import { ControlLogFollower } from "../custody/control-log-follower.ts";
 import { ControlLogPeers } from "../custody/control-peers.ts";
 import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
-import { NatsTransport } from "../transport/nats-transport.ts";
+import { connectRole } from "./connect.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
 import { CustodyError } from "../core/custody-error.ts";
 
@@ -37,13 +37,7 @@ export interface RunningHolder {
  */
 export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   const holderCfg = cfg.holder as unknown as HolderConfigInput;
-  const transport = await NatsTransport.connect({
-    servers: cfg.nats.servers,
-    name: `holder-${String(holderCfg.holderId)}`,
-    ...(cfg.nats.maxReconnectAttempts !== undefined ? { maxReconnectAttempts: cfg.nats.maxReconnectAttempts } : {}),
-    ...(cfg.nats.reconnectTimeWaitMs !== undefined ? { reconnectTimeWait: cfg.nats.reconnectTimeWaitMs } : {}),
-  });
-  const lost = new Promise<void>((resolve) => transport.onConnection((e) => e === "closed" && resolve()));
+  const { transport, lost } = await connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`);
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
     const peers = new ControlLogPeers(new ControlLogFollower(store), systemClock, 1_000);

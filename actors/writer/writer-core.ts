@@ -364,6 +364,21 @@ export class WriterCore {
     this.publishProgress();
   }
 
+  /**
+   * Resolves once custody has taken everything this writer retains (every lane's retention empty),
+   * or with the sequences still retained when `deadlineMs` passes first. For a graceful stop: the
+   * writer keeps re-sending meanwhile.
+   */
+  async drained(deadlineMs: number): Promise<Record<string, RangeSet>> {
+    const until = this.ports.clock.now() + deadlineMs;
+    for (;;) {
+      const left: Record<string, RangeSet> = {};
+      for (const l of this.ordered) if (!l.obligations.retained.isEmpty) left[l.spec.lane] = l.obligations.retained;
+      if (Object.keys(left).length === 0 || this.ports.clock.now() >= until) return left;
+      await new Promise<void>((resolve) => this.ports.clock.setTimeout(() => resolve(), 50));
+    }
+  }
+
   /** Sequences of `lane` the writer still retains for re-sending (in its outbox, when it has one). */
   retainedSeqs(lane: string): RangeSet {
     return this.lanes.get(lane)?.obligations.retained ?? RangeSet.EMPTY;

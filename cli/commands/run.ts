@@ -1,17 +1,50 @@
 import type { Command } from "commander";
+import type { z } from "zod";
 import { failWith } from "../output.ts";
-import { holderRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
+import { controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
 import { ConnectionLostError, runHolder } from "../../runtime/run-holder.ts";
+import { runWriter } from "../../runtime/run-writer.ts";
+import { runController } from "../../runtime/run-controller.ts";
 
 /** Exit code when the NATS connection closed for good (a supervisor should restart the process). */
 export const EXIT_CONNECTION_LOST = 2;
 
+/** What every role runner returns. */
+interface Running {
+  readonly lost: Promise<void>;
+  stop(): Promise<void>;
+}
+
 /**
- * `custody run <role> --config FILE`: runs one role as this process. It prints one JSON line when
- * it serves (`{"ready":true,...}`), runs until SIGTERM or SIGINT, then stops and exits 0. A start
- * that fails (bad config, an incarnation that would be reused, NATS unreachable) prints one error
- * line and exits 1. When the NATS connection closes for good (reconnects exhausted) it prints one
- * error line and exits 2: it never runs deaf, a supervisor restarts it as a new incarnation.
+ * Runs one role until SIGTERM/SIGINT (stop, exit 0) or until its connection closes for good (one
+ * error line, exit 2: it never runs deaf). A start that fails prints one error line and exits 1.
+ */
+async function serve<C>(role: string, file: string, schema: z.ZodType<C>, start: (cfg: C) => Promise<Running & { ready: Record<string, unknown> }>): Promise<void> {
+  try {
+    const r = await start(readRoleConfig(file, schema));
+    process.stdout.write(JSON.stringify({ ready: true, role, pid: process.pid, ...r.ready }) + "\n");
+    const ended = await new Promise<"signal" | "lost">((resolve) => {
+      process.once("SIGTERM", () => resolve("signal"));
+      process.once("SIGINT", () => resolve("signal"));
+      void r.lost.then(() => resolve("lost"));
+    });
+    if (ended === "lost") {
+      failWith(new ConnectionLostError(role));
+      process.exit(EXIT_CONNECTION_LOST);
+    }
+    await r.stop();
+    process.exit(0);
+  } catch (err) {
+    failWith(err);
+    process.exit(1);
+  }
+}
+
+/**
+ * `custody run <holder|writer|controller> --config FILE`: runs one role as this process. It prints
+ * one JSON line when it serves (`{"ready":true,"role":…}`), runs until SIGTERM or SIGINT, then stops
+ * and exits 0. A start that fails (bad config, an incarnation that would be reused, NATS
+ * unreachable) prints one error line and exits 1; a connection closed for good exits 2.
  */
 export function register(program: Command): void {
   const run = program.command("run").description("Run one role of the custody network as this process");
@@ -19,25 +52,30 @@ export function register(program: Command): void {
     .command("holder")
     .description("Run a holder from its role config (stateDir, keyFile, controlRegion, nats, holder)")
     .requiredOption("--config <file>", "role configuration (JSON)")
-    .action(async (o: { config: string }) => {
-      try {
-        const cfg = readRoleConfig(o.config, holderRoleSchema);
+    .action((o: { config: string }) =>
+      serve("holder", o.config, holderRoleSchema, async (cfg) => {
         const r = await runHolder(cfg);
-        process.stdout.write(JSON.stringify({ ready: true, role: "holder", holderId: r.holder.id, incarnation: r.holder.incarnation, pid: process.pid }) + "\n");
-        const ended = await new Promise<"signal" | "lost">((resolve) => {
-          process.once("SIGTERM", () => resolve("signal"));
-          process.once("SIGINT", () => resolve("signal"));
-          void r.lost.then(() => resolve("lost"));
-        });
-        if (ended === "lost") {
-          failWith(new ConnectionLostError("holder"));
-          process.exit(EXIT_CONNECTION_LOST);
-        }
-        await r.stop();
-        process.exit(0);
-      } catch (err) {
-        failWith(err);
-        process.exit(1);
-      }
-    });
+        return { ...r, ready: { holderId: r.holder.id, incarnation: r.holder.incarnation } };
+      }),
+    );
+  run
+    .command("writer")
+    .description("Run a volume writer from its role config (stateDir, dataKeyFile, volume, writer, optional workload)")
+    .requiredOption("--config <file>", "role configuration (JSON)")
+    .action((o: { config: string }) =>
+      serve("writer", o.config, writerRoleSchema, async (cfg) => {
+        const r = await runWriter(cfg);
+        return { ...r, ready: { writerId: r.writer.id, term: r.term } };
+      }),
+    );
+  run
+    .command("controller")
+    .description("Run a controller from its role config (nats, controller)")
+    .requiredOption("--config <file>", "role configuration (JSON)")
+    .action((o: { config: string }) =>
+      serve("controller", o.config, controllerRoleSchema, async (cfg) => {
+        const r = await runController(cfg);
+        return { ...r, ready: { controllerId: r.controller.core.config.controllerId } };
+      }),
+    );
 }

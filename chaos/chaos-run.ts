@@ -1,0 +1,335 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { fetchUnits } from "../actors/repair/custody-reader.ts";
+import { recoverVolume } from "../actors/repair/volume-recovery.ts";
+import type { ControllerConfig } from "../actors/controller/controller-config.ts";
+import { statusSubject } from "../transport/subjects.ts";
+import { decodeMessage } from "../transport/wire/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../actors/controller/status-document.ts";
+import { systemClock } from "../core/clock.ts";
+import { commitControlEvent } from "../custody/control-commit.ts";
+import { ControlLogFollower } from "../custody/control-log-follower.ts";
+import { generateHolderKeyPair } from "../custody/signing.ts";
+import { RangeSet } from "../lanes/range-set.ts";
+import type { TransportUnit } from "../lanes/transport-unit.ts";
+import { LossKind, type Site } from "../policies/index.ts";
+import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { NatsTransport } from "../transport/nats-transport.ts";
+import { workloadBlock, type AckedWrite } from "../runtime/workload.ts";
+import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
+import { BLOCK_SIZE } from "../volume/format.ts";
+import { SmartWalVolume } from "../volume/smartwal-volume.ts";
+import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
+import { pidAlive, RoleProcess } from "./role-process.ts";
+
+/** What one chaos run measured (the JSON the CLI prints on its last line). */
+export interface ChaosResult {
+  readonly seed: number;
+  readonly faults: readonly ChaosFault[];
+  readonly acknowledged: number;
+  readonly protected_through_after_heal: number;
+  /** Acknowledged ranges never protected again by the end of the heal. */
+  readonly stranded_ranges: readonly [number, number][];
+  /** Longest time from the end of a fault until every required scenario covered what was acknowledged then. */
+  readonly max_heal_s: number;
+  readonly heal_s: readonly (number | null)[];
+  readonly lost_acknowledged: number;
+  readonly leftover_processes: number;
+  readonly seconds: number;
+}
+
+const VOLUME = "vol-chaos";
+const LANE = "l0";
+const BLOCKS = 256;
+const REGION = "ctl";
+const HEAL_TIMEOUT_MS = 45_000;
+
+const site = (id: string, region: string, az: string): Site => ({ id, region, az, host: `${id}-host`, deps: [] });
+const SITES: Record<string, Site> = {
+  "s-w": site("s-w", "east", "east-az1"),
+  "s-e1": site("s-e1", "east", "east-az1"),
+  "s-e2": site("s-e2", "east", "east-az2"),
+  "s-w1": site("s-w1", "west", "west-az1"),
+  "s-w2": site("s-w2", "west", "west-az2"),
+  "s-v": site("s-v", "vault", "vault-az1"),
+};
+/** holder → [site, region it connects to, upstream, downstream, disk]. */
+const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
+  "h-e1": ["s-e1", "east", ["w1"], ["h-w1"], false],
+  "h-e2": ["s-e2", "east", ["w1"], ["h-w2"], true],
+  "h-w1": ["s-w1", "west", ["h-e1"], [], false],
+  "h-w2": ["s-w2", "west", ["h-e2"], [], true],
+};
+
+function controllerConfig(): ControllerConfig {
+  const holderSites: Record<string, string> = { vault: "s-v" };
+  for (const [h, [s]] of Object.entries(HOLDERS)) holderSites[h] = s;
+  return {
+    controllerId: "ctl-east",
+    region: REGION,
+    evalIntervalMs: 250,
+    admission: "key-continuity",
+    topology: {
+      volume: VOLUME,
+      lanes: [LANE],
+      writerSite: "s-w",
+      sites: Object.values(SITES),
+      holderSites,
+      bases: [{ id: "genesis", holder: "vault", cut: { [LANE]: 0 }, bytes: 0 }],
+      keyAuthorities: [{ id: "ka", site: "s-v" }],
+      links: [],
+      recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+      scenarios: [
+        ...Object.entries(HOLDERS).map(([h, [s]]) => ({ name: `crash:${h}`, losses: [{ domain: `host:${SITES[s]!.host}`, kind: LossKind.crash }], deadlineSec: 3600, required: true })),
+        { name: "east-az1 lost", losses: [{ domain: "az:east-az1", kind: LossKind.siteDestruction }], deadlineSec: 3600, required: true },
+        { name: "east power loss", losses: [{ domain: "region:east", kind: LossKind.powerLoss }], deadlineSec: 3600, required: true },
+      ],
+      timelines: [],
+      staleAfterMs: 5_000,
+      releasable: ["h-e1", "h-w1"],
+    },
+  };
+}
+
+/** The acknowledgement log so far. */
+function ackedWrites(file: string): AckedWrite[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as AckedWrite);
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Runs one chaos world on real processes: a two-region supercluster (JetStream on), four holders
+ * (RAM and disk, in both regions) and a controller as `custody run` processes, a writer process with
+ * a continuous workload; injects the seed's faults, lets the network heal by itself, then checks that
+ * nothing acknowledged is stranded (unprotected) or lost (missing from a recovery). Stops everything
+ * it started and counts what is left.
+ */
+export async function runChaos(seed: number, o: { durationS?: number; log?: (line: string) => void } = {}): Promise<ChaosResult> {
+  const started = Date.now();
+  const log = o.log ?? (() => undefined);
+  const durationMs = (o.durationS ?? 40) * 1000;
+  const faults = chaosPlan(seed, { durationMs, regions: ["east", "west"], holders: Object.keys(HOLDERS) });
+  const dir = mkdtempSync(join(tmpdir(), `custody-chaos-${seed}-`));
+  const cwd = process.cwd();
+  let sc: SuperclusterHandle | undefined;
+  const procs: RoleProcess[] = [];
+  const serverPids: number[] = [];
+  let observer: NatsTransport | undefined;
+  try {
+    sc = await startSupercluster({ regions: ["east", "west"] });
+    const url = (region: string) => sc!.regions[region]!.url;
+    const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
+    // The control log's stream is created in the east, before any other process opens it.
+    observer = await NatsTransport.connect({ servers: url("east"), name: "chaos-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const store = await openJetStreamControlLog(observer.connection, { region: REGION });
+
+    const keys: Record<string, Uint8Array> = {};
+    const holderProcs = new Map<string, RoleProcess>();
+    for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
+      const kp = generateHolderKeyPair();
+      keys[id] = kp.publicKey;
+      const keyFile = join(dir, `${id}.key`);
+      writeFileSync(keyFile, kp.privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
+      const st = SITES[s]!;
+      const holder = {
+        holderId: id,
+        site: { region: st.region, az: st.az, host: st.host },
+        residency: disk ? ["ram", "disk"] : ["ram"],
+        lanes: [{ volume: VOLUME, lane: LANE, upstream, downstream }],
+        arena: { segmentBytes: 256 * 1024, limitBytes: 32 * 1024 * 1024, maxOutstandingCredit: 1024 * 1024, maxUnitBytes: 128 * 1024 },
+        receipts: { maxUnits: 32, maxDelayMs: 10 },
+        ...(disk ? { flush: { intervalMs: 100, deadlineMs: 5_000 } } : {}),
+        resendAfterMs: 500,
+        epoch: 1,
+        policyGeneration: 1,
+      };
+      const file = join(dir, `${id}.json`);
+      writeFileSync(file, JSON.stringify({ role: "holder", nats: nats(region), controlRegion: REGION, stateDir: join(dir, id), keyFile, holder }));
+      const p = new RoleProcess("holder", file, cwd);
+      procs.push(p);
+      holderProcs.set(id, p);
+    }
+    await Promise.all([...holderProcs.values()].map((p) => p.start()));
+    // The operator's bootstrap: admit each holder's first incarnation, create the lane's obligation.
+    const follower = new ControlLogFollower(store);
+    const op = { controller: "operator", clock: systemClock };
+    for (const [id, [s]] of Object.entries(HOLDERS)) {
+      const st = SITES[s]!;
+      await commitControlEvent(store, follower, op, () => ({ type: "admit_holder", holderId: id, incarnation: 1, publicKey: keys[id]!, failureDomain: `${st.region}/${st.az}/${st.host}` }));
+    }
+    await commitControlEvent(store, follower, op, () => ({ type: "create_obligation", obligationId: `${VOLUME}-${LANE}`, volume: VOLUME, lane: LANE, representation: "raw", holders: Object.keys(HOLDERS), fromSeq: 1 }));
+
+    const ctlFile = join(dir, "controller.json");
+    writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));
+    const ctl = new RoleProcess("controller", ctlFile, cwd);
+    procs.push(ctl);
+    await ctl.start();
+
+    const dataKeyFile = join(dir, "data.key");
+    const dataKey = randomBytes(32);
+    writeFileSync(dataKeyFile, dataKey, { mode: 0o600 });
+    const ackLog = join(dir, "acked.jsonl");
+    const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
+    const writerFile = join(dir, "writer.json");
+    writeFileSync(
+      writerFile,
+      JSON.stringify({
+        role: "writer",
+        nats: nats("east"),
+        controlRegion: REGION,
+        stateDir: join(dir, "w1"),
+        dataKeyFile,
+        volume: { blockCount: BLOCKS },
+        writer: { writerId: "w1", volume: VOLUME, lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: ["h-e1", "h-e2"] }], contracts: [], holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500 },
+        workload: { intervalMs: 10, ackLog },
+      }),
+    );
+    const writer = new RoleProcess("writer", writerFile, cwd);
+    procs.push(writer);
+    await writer.start();
+    log(`seed ${seed}: deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s; ${faults.length} faults over ${durationMs / 1000} s`);
+
+    // Watch the controller's status: the cut every required scenario keeps on fresh evidence.
+    let protectedThrough = -1;
+    observer.subscribe(statusSubject(VOLUME), (m) => {
+      try {
+        const doc: VolumeStatus = decodeMessage(volumeStatusSpec, m.data);
+        const req = doc.scenarios.filter((x) => x.required);
+        let cut = Infinity;
+        for (const x of req) cut = Math.min(cut, x.evidence === "observed" ? (x.cut?.find(([l]) => l === LANE)?.[1] ?? -1) : -1);
+        if (Number.isFinite(cut)) protectedThrough = cut;
+      } catch {
+        // not a status document we can read: ignore
+      }
+    });
+    const head = () => ackedWrites(ackLog).reduce((m, a) => Math.max(m, a.seq), 0);
+
+    // Faults, each measured from the moment it is over until the acknowledged head then is protected.
+    const t0 = Date.now();
+    const heals: Promise<number | null>[] = [];
+    const faultRuns: Promise<void>[] = [];
+    // Faults on the same process happen one after another (a restart never races another).
+    const busy = new Map<string, Promise<void>>();
+    const targetOf = (f: ChaosFault) => (f.kind === ChaosFaultKind.holderKill ? f.holder : f.kind === ChaosFaultKind.controllerKill ? "controller" : `server-${f.region}`);
+    for (const f of faults) {
+      const key = targetOf(f);
+      const prev = busy.get(key) ?? Promise.resolve();
+      let release!: () => void;
+      busy.set(key, new Promise<void>((r) => (release = r)));
+      faultRuns.push(
+        (async () => {
+          await sleep(Math.max(0, t0 + f.atMs - Date.now()));
+          await prev;
+          log(`  ${((Date.now() - t0) / 1000).toFixed(1)} s ${JSON.stringify(f)}`);
+          if (f.kind === ChaosFaultKind.serverRestart) {
+            serverPids.push(sc!.regions[f.region]!.pid);
+            await sc!.regions[f.region]!.restart({ kill: f.kill });
+          } else if (f.kind === ChaosFaultKind.holderKill) {
+            const p = holderProcs.get(f.holder)!;
+            await p.kill();
+            await sleep(f.downMs);
+            await p.start();
+          } else if (f.kind === ChaosFaultKind.controllerKill) {
+            await ctl.kill();
+            await sleep(f.downMs);
+            await ctl.start();
+          } else {
+            await sc!.regions[f.region]!.pause(f.ms);
+          }
+          release();
+          const target = head();
+          const over = Date.now();
+          heals.push(
+            (async () => {
+              while (Date.now() - over < HEAL_TIMEOUT_MS) {
+                if (protectedThrough >= target) return (Date.now() - over) / 1000;
+                await sleep(100);
+              }
+              return null;
+            })(),
+          );
+        })(),
+      );
+    }
+    await Promise.all(faultRuns);
+    await sleep(Math.max(0, t0 + durationMs - Date.now()));
+    const healS = await Promise.all(heals);
+
+    // The workload stops; everything acknowledged must end up protected.
+    await writer.stop();
+    const acked = ackedWrites(ackLog);
+    const finalHead = acked.reduce((m, a) => Math.max(m, a.seq), 0);
+    const healStart = Date.now();
+    while (protectedThrough < finalHead && Date.now() - healStart < HEAL_TIMEOUT_MS) await sleep(200);
+    const stranded: [number, number][] = protectedThrough >= finalHead ? [] : [[Math.max(1, protectedThrough + 1), finalHead]];
+
+    // Recovery from everything the holders retain, compared with what was acknowledged.
+    const units: TransportUnit[] = [];
+    for (const h of Object.keys(HOLDERS)) {
+      try {
+        units.push(...(await fetchUnits(observer, h, VOLUME, LANE, RangeSet.of(1, Math.max(1, finalHead)), 10_000)));
+      } catch (err) {
+        log(`  fetch from ${h} failed: ${(err as Error).message}`);
+      }
+    }
+    const recDir = join(dir, "recovered");
+    let lost = acked.length;
+    try {
+      const result = await recoverVolume({ volume: VOLUME, dir: recDir, blockCount: BLOCKS, lanes: [LANE], dataKey, units });
+      const vol = await SmartWalVolume.open(recDir);
+      try {
+        const newest = new Map<number, AckedWrite>();
+        for (const a of acked) if (a.lsn <= result.lsn && (newest.get(a.lba)?.lsn ?? -1) < a.lsn) newest.set(a.lba, a);
+        lost = acked.filter((a) => a.lsn > result.lsn).length;
+        for (const [lba, a] of newest) {
+          const got = await vol.read(lba, 1);
+          if (!Buffer.from(got).equals(Buffer.from(workloadBlock(a.i)))) lost++;
+        }
+      } finally {
+        await vol.close();
+      }
+    } catch (err) {
+      log(`  recovery failed: ${(err as Error).message}`);
+    }
+    const heal = healS.map((x) => (x === null ? null : Math.round(x * 10) / 10));
+    const maxHeal = heal.reduce<number>((m, x) => Math.max(m, x ?? HEAL_TIMEOUT_MS / 1000), 0);
+    const summary = { acknowledged: acked.length, protectedThrough, stranded, maxHeal, heal, lost };
+
+    await Promise.all(procs.map((p) => p.stop()));
+    await observer.close();
+    observer = undefined;
+    serverPids.push(...sc.pids);
+    await sc.stop();
+    sc = undefined;
+    const pids = [...procs.flatMap((p) => p.pids), ...serverPids];
+    await sleep(200);
+    const leftover = pids.filter(pidAlive).length;
+    return {
+      seed,
+      faults,
+      acknowledged: summary.acknowledged,
+      protected_through_after_heal: summary.protectedThrough,
+      stranded_ranges: summary.stranded,
+      max_heal_s: summary.maxHeal,
+      heal_s: summary.heal,
+      lost_acknowledged: summary.lost,
+      leftover_processes: leftover,
+      seconds: Math.round((Date.now() - started) / 1000),
+    };
+  } finally {
+    for (const p of procs) await p.kill().catch(() => undefined);
+    await observer?.close().catch(() => undefined);
+    await sc?.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Bytes per write of the chaos workload (for reports). */
+export const CHAOS_WRITE_BYTES = BLOCK_SIZE;

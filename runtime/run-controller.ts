@@ -1,0 +1,34 @@
+import { startController, type Controller } from "../actors/controller.ts";
+import type { ControllerConfig } from "../actors/controller/controller-config.ts";
+import { systemClock } from "../core/clock.ts";
+import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { connectRole } from "./connect.ts";
+import type { ControllerRoleConfig } from "./role-config.ts";
+
+/** A controller running as a process. */
+export interface RunningController {
+  readonly controller: Controller;
+  readonly lost: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts a controller process on its region's control log (which it folds before serving). */
+export async function runController(cfg: ControllerRoleConfig): Promise<RunningController> {
+  const c = cfg.controller as unknown as ControllerConfig;
+  const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
+  try {
+    const store = await openJetStreamControlLog(transport.connection, { region: c.region });
+    const controller = await startController(c, { transport, clock: systemClock, store });
+    return {
+      controller,
+      lost,
+      async stop() {
+        controller.stop();
+        await transport.close();
+      },
+    };
+  } catch (err) {
+    await transport.close();
+    throw err;
+  }
+}

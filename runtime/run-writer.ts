@@ -1,0 +1,90 @@
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startVolumeWriter, type VolumeWriter } from "../actors/volume-writer.ts";
+import { claimIncarnation } from "../actors/holder/incarnation.ts";
+import type { VolumeWriterConfig } from "../actors/writer/writer-config.ts";
+import { UnitOutbox } from "../actors/writer/unit-outbox.ts";
+import { systemClock } from "../core/clock.ts";
+import { nodeFileLayer } from "../core/file-layer.ts";
+import { ControlLogFollower } from "../custody/control-log-follower.ts";
+import { ControlLogPeers } from "../custody/control-peers.ts";
+import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { SmartWalVolume } from "../volume/smartwal-volume.ts";
+import { connectRole } from "./connect.ts";
+import type { WriterRoleConfig } from "./role-config.ts";
+import { workloadBlock } from "./workload.ts";
+
+/** A volume writer running as a process. */
+export interface RunningWriter {
+  readonly writer: VolumeWriter;
+  readonly term: number;
+  readonly lost: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a writer process: opens (creating on first start) the volume in the state directory,
+ * claims a new term there, opens the outbox — whose units an earlier process left unconfirmed are
+ * shipped again first — and starts each lane above everything the outbox holds. With a workload it
+ * then writes block after block, each acknowledged after a local sync and logged.
+ */
+export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
+  const w = cfg.writer as unknown as Omit<VolumeWriterConfig, "term">;
+  const { transport, lost } = await connectRole(cfg.nats, `writer-${w.writerId}`);
+  try {
+    const volDir = join(cfg.stateDir, "volume");
+    // The first start creates the volume; every later one recovers it (WAL replay, CRC checks).
+    if (!existsSync(volDir)) await SmartWalVolume.create(volDir, { blockCount: cfg.volume.blockCount, walCapacity: cfg.volume.walCapacity ?? 4096 });
+    const volume = await SmartWalVolume.open(volDir);
+    const term = await claimIncarnation(nodeFileLayer, cfg.stateDir, { name: "term" });
+    const { outbox, recovered } = await UnitOutbox.open(nodeFileLayer, join(cfg.stateDir, "outbox"), systemClock);
+    const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
+    const peers = new ControlLogPeers(new ControlLogFollower(store), systemClock, 1_000);
+    await peers.refresh();
+    const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
+    const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };
+    const writer = startVolumeWriter(config, { transport, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
+    let running = true;
+    const workload = cfg.workload;
+    const done =
+      workload === undefined
+        ? Promise.resolve()
+        : (async () => {
+            let i = existsSync(workload.ackLog) ? readFileSync(workload.ackLog, "utf8").split("\n").filter(Boolean).length : 0;
+            while (running) {
+              const lba = i % cfg.volume.blockCount;
+              try {
+                const ack = await writer.write(lba, workloadBlock(i));
+                await writer.sync();
+                appendFileSync(workload.ackLog, JSON.stringify({ i, lsn: ack.lsn, lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n");
+                i++;
+              } catch {
+                if (!running) break;
+              }
+              if (workload.intervalMs > 0) await new Promise((r) => setTimeout(r, workload.intervalMs));
+            }
+          })();
+    return {
+      writer,
+      term,
+      lost,
+      async stop() {
+        running = false;
+        await done.catch(() => undefined);
+        // Drain: custody takes what this writer still retains before it goes (the outbox keeps
+        // anything left for the next start, which ships it again).
+        const left = await writer.core.drained(cfg.drainDeadlineMs ?? 30_000);
+        for (const [lane, seqs] of Object.entries(left)) process.stderr.write(`writer ${w.writerId}: stopping with ${lane} ${seqs.toString()} not yet confirmed by custody (kept in the outbox)\n`);
+        clearInterval(timer);
+        writer.stop();
+        await done.catch(() => undefined);
+        await outbox.close().catch(() => undefined);
+        await volume.close().catch(() => undefined);
+        await transport.close();
+      },
+    };
+  } catch (err) {
+    await transport.close();
+    throw err;
+  }
+}

@@ -1,0 +1,420 @@
+/**
+ * Test harness: real `nats-server` child processes on loopback.
+ *
+ * - `startNatsServer()` runs one server with JetStream in a fresh temp dir.
+ * - `startSupercluster()` runs one single-server cluster per region, joined by gateways.
+ *
+ * Every child this module spawns is tracked in `liveChildren` and killed when the test process
+ * exits (normally or by SIGINT/SIGTERM), so a failing test never leaves a server behind. Nothing
+ * here ever signals a process it did not spawn.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/nats-region-config.ts";
+
+const NATS_SERVER_BIN = process.env["NATS_SERVER_BIN"] ?? "nats-server";
+const READY_TIMEOUT_MS = 20_000;
+const STOP_GRACE_MS = 5_000;
+const LOG_TAIL_CHARS = 4_000;
+
+/** Every nats-server child started by this module and not yet exited. */
+const liveChildren = new Set<ChildProcess>();
+let exitHooksInstalled = false;
+
+function installExitHooks(): void {
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  const killAll = () => {
+    for (const child of liveChildren) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    liveChildren.clear();
+  };
+  process.once("exit", killAll);
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      killAll();
+      // Re-raise with the default disposition so the exit status still says "killed by signal".
+      process.kill(process.pid, signal);
+    });
+  }
+}
+
+/** PIDs of the nats-server children this process started that are still running. */
+export function liveNatsServerPids(): number[] {
+  return [...liveChildren].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
+}
+
+/** True when a process with this PID exists (signal 0 probes without touching it). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Ports handed out in this process, so two servers started back to back never get the same one. */
+const handedOutPorts = new Set<number>();
+
+/** Picks a currently free loopback TCP port (the OS chooses; we never reuse one we handed out). */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = createServer();
+      srv.unref();
+      srv.once("error", reject);
+      srv.listen(0, LOOPBACK, () => {
+        const addr = srv.address();
+        const p = typeof addr === "object" && addr !== null ? addr.port : 0;
+        srv.close(() => resolve(p));
+      });
+    });
+    if (port > 0 && !handedOutPorts.has(port)) {
+      handedOutPorts.add(port);
+      return port;
+    }
+  }
+  throw new Error("could not find a free loopback port");
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Fetches a monitoring endpoint; undefined when the server does not answer (yet). */
+async function fetchMonitor(httpPort: number, path: string): Promise<{ status: number; body: unknown } | undefined> {
+  try {
+    const res = await fetch(`http://${LOOPBACK}:${httpPort}${path}`, { signal: AbortSignal.timeout(1_000) });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON; keep the text
+    }
+    return { status: res.status, body };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One spawned nats-server process with its captured log tail. */
+interface RunningProcess {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  log(): string;
+}
+
+function spawnServer(configPath: string): RunningProcess {
+  installExitHooks();
+  const child = spawn(NATS_SERVER_BIN, ["-c", configPath], { stdio: ["ignore", "pipe", "pipe"] });
+  liveChildren.add(child);
+  let tail = "";
+  const capture = (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-LOG_TAIL_CHARS);
+  };
+  child.stdout?.on("data", capture);
+  child.stderr?.on("data", capture);
+  const exited = new Promise<number | null>((resolve) => {
+    child.once("exit", (code) => {
+      liveChildren.delete(child);
+      resolve(code);
+    });
+    child.once("error", (err) => {
+      liveChildren.delete(child);
+      tail += `\nspawn error: ${err.message}`;
+      resolve(-1);
+    });
+  });
+  return { child, exited, log: () => tail };
+}
+
+/** Sends `signal`, escalating to SIGKILL after a grace period; resolves once the process exited. */
+async function stopProcess(proc: RunningProcess, signal: "SIGTERM" | "SIGKILL"): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill(signal);
+  const timer = setTimeout(() => proc.child.kill("SIGKILL"), STOP_GRACE_MS);
+  await proc.exited;
+  clearTimeout(timer);
+}
+
+/** Polls until `check` says ready; throws with the server's log tail if it exits or times out. */
+async function waitReady(proc: RunningProcess, what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let exited = false;
+  void proc.exited.then(() => {
+    exited = true;
+  });
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`${what} exited before it was ready:\n${proc.log()}`);
+    if (await check()) return;
+    await sleep(50);
+  }
+  throw new Error(`${what} was not ready within ${READY_TIMEOUT_MS} ms:\n${proc.log()}`);
+}
+
+/** `/healthz` is 200 only once the server accepts clients and (with JetStream) JetStream is up. */
+async function healthy(httpPort: number): Promise<boolean> {
+  const res = await fetchMonitor(httpPort, "/healthz");
+  return res?.status === 200;
+}
+
+function isPortClash(log: string): boolean {
+  return log.search(/address already in use/i) >= 0;
+}
+
+/** Options of `startNatsServer`. */
+export interface NatsServerOptions {
+  /** Enable JetStream (default true). */
+  jetstream?: boolean;
+  /** `server_name` (default a unique `test-<pid>-<n>`). */
+  serverName?: string;
+  /** Extra raw config lines appended to the generated config. */
+  extraConfig?: string;
+}
+
+/** A running test server. `url` is `nats://127.0.0.1:<port>`. */
+export interface NatsServerHandle {
+  readonly url: string;
+  readonly port: number;
+  readonly httpPort: number;
+  readonly storeDir: string;
+  /** PID of the current process (changes after `restart`). */
+  readonly pid: number;
+  /** Kills the server (SIGTERM, SIGKILL if it lingers) and deletes its temp dir. Idempotent. */
+  stop(): Promise<void>;
+  /**
+   * Stops the process (SIGTERM, or SIGKILL when `kill`) and starts it again on the same port and
+   * the same store dir, resolving once it is healthy again.
+   */
+  restart(opts?: { kill?: boolean }): Promise<void>;
+}
+
+let serverCounter = 0;
+
+/**
+ * Starts a real `nats-server` on a free loopback port with JetStream in a fresh temp dir and
+ * resolves once `/healthz` says it is ready. Throws (with the server log) if it cannot start.
+ */
+export async function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServerHandle> {
+  const jetstream = opts.jetstream ?? true;
+  const serverName = opts.serverName ?? `test-${process.pid}-${++serverCounter}`;
+  const dir = mkdtempSync(join(tmpdir(), "custody-nats-"));
+  const storeDir = join(dir, "jetstream");
+  mkdirSync(storeDir, { recursive: true });
+  const configPath = join(dir, "nats-server.conf");
+
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    const httpPort = await freePort();
+    writeFileSync(
+      configPath,
+      [
+        `server_name: "${serverName}"`,
+        `listen: "${LOOPBACK}:${port}"`,
+        `http: "${LOOPBACK}:${httpPort}"`,
+        jetstream ? `jetstream { store_dir: ${JSON.stringify(storeDir)} }` : "",
+        opts.extraConfig ?? "",
+      ].join("\n"),
+    );
+    let proc = spawnServer(configPath);
+    try {
+      await waitReady(proc, `nats-server ${serverName}`, () => healthy(httpPort));
+    } catch (err) {
+      await stopProcess(proc, "SIGKILL");
+      if (isPortClash(proc.log())) continue; // another process took the port between pick and bind
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+
+    let stopped = false;
+    const handle: NatsServerHandle = {
+      url: `nats://${LOOPBACK}:${port}`,
+      port,
+      httpPort,
+      storeDir,
+      get pid() {
+        return proc.child.pid ?? -1;
+      },
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await stopProcess(proc, "SIGTERM");
+        rmSync(dir, { recursive: true, force: true });
+      },
+      async restart(r = {}) {
+        if (stopped) throw new Error("restart after stop");
+        await stopProcess(proc, r.kill ? "SIGKILL" : "SIGTERM");
+        proc = spawnServer(configPath);
+        await waitReady(proc, `nats-server ${serverName} (restart)`, () => healthy(httpPort));
+      },
+    };
+    return handle;
+  }
+  rmSync(dir, { recursive: true, force: true });
+  throw new Error("nats-server: could not bind free ports after 5 attempts");
+}
+
+/** One region of a supercluster: a one-server cluster. */
+export interface RegionServer {
+  readonly name: string;
+  readonly serverName: string;
+  readonly url: string;
+  readonly port: number;
+  readonly httpPort: number;
+  readonly clusterPort: number;
+  readonly gatewayPort: number;
+  readonly storeDir: string;
+  /** PID of the current process (changes after `restart`). */
+  readonly pid: number;
+  /** Stops the region's server (SIGTERM, or SIGKILL when `kill`) and starts it again with the same config and store. */
+  restart(opts?: { kill?: boolean }): Promise<void>;
+  /** Freezes the server (SIGSTOP) for `ms`, then resumes it (SIGCONT): a partition of that region. */
+  pause(ms: number): Promise<void>;
+}
+
+/** A running supercluster; `regions[name].url` is where a client of that region connects. */
+export interface SuperclusterHandle {
+  readonly regions: Readonly<Record<string, RegionServer>>;
+  /** PIDs of every server of the supercluster now (for leak checks). */
+  readonly pids: readonly number[];
+  /** Stops every server and deletes the temp dir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Options of `startSupercluster`. */
+export interface SuperclusterOptions {
+  /** Region names; each becomes a one-server cluster and a gateway name. */
+  regions: readonly string[];
+  /** Enable JetStream in every region (default true). */
+  jetstream?: boolean;
+}
+
+interface GatewayzBody {
+  outbound_gateways?: Record<string, unknown>;
+  inbound_gateways?: Record<string, unknown>;
+}
+
+/** Ready when this region has outbound AND inbound gateway connections to every other region. */
+async function gatewaysConnected(httpPort: number, others: readonly string[]): Promise<boolean> {
+  const res = await fetchMonitor(httpPort, "/gatewayz");
+  if (res?.status !== 200 || typeof res.body !== "object" || res.body === null) return false;
+  const body = res.body as GatewayzBody;
+  const out = body.outbound_gateways ?? {};
+  const inb = body.inbound_gateways ?? {};
+  return others.every((o) => o in out && o in inb);
+}
+
+/** Ready when this server's JetStream meta group has an elected leader (streams can be created). */
+async function metaLeaderKnown(httpPort: number): Promise<boolean> {
+  const res = await fetchMonitor(httpPort, "/jsz");
+  if (res?.status !== 200 || typeof res.body !== "object" || res.body === null) return false;
+  const meta = (res.body as { meta_cluster?: { leader?: string } }).meta_cluster;
+  return typeof meta?.leader === "string" && meta.leader.length > 0;
+}
+
+/**
+ * Starts one single-server cluster per region (JetStream on), all joined by gateways on loopback.
+ * Resolves only when every region is healthy and every gateway (both directions) is connected.
+ * On failure, stops whatever it started and throws with the server logs.
+ */
+export async function startSupercluster(opts: SuperclusterOptions): Promise<SuperclusterHandle> {
+  const names = [...opts.regions];
+  if (names.length === 0 || new Set(names).size !== names.length) {
+    throw new Error(`supercluster needs distinct region names, got ${JSON.stringify(names)}`);
+  }
+  for (const n of names) {
+    if (n.search(/^[A-Za-z0-9_-]+$/) < 0) throw new Error(`bad region name ${JSON.stringify(n)}`);
+  }
+  const jetstream = opts.jetstream ?? true;
+
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const dir = mkdtempSync(join(tmpdir(), "custody-supercluster-"));
+    const ports: RegionPorts[] = [];
+    for (const name of names) {
+      ports.push({ name, port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() });
+    }
+    const procs: RunningProcess[] = [];
+    const regions: Record<string, RegionServer> = {};
+    const stopAll = async () => {
+      await Promise.all(procs.map((p) => stopProcess(p, "SIGTERM")));
+      rmSync(dir, { recursive: true, force: true });
+    };
+    try {
+      for (const r of ports) {
+        const regionDir = join(dir, r.name);
+        const storeDir = join(regionDir, "jetstream");
+        mkdirSync(storeDir, { recursive: true });
+        const configPath = join(regionDir, "nats-server.conf");
+        writeFileSync(configPath, regionConfig(r, ports, jetstream ? storeDir : undefined));
+        const proc = spawnServer(configPath);
+        procs.push(proc);
+        const index = procs.length - 1;
+        const others = names.filter((n) => n !== r.name);
+        regions[r.name] = {
+          name: r.name,
+          serverName: `${r.name}-0`,
+          url: `nats://${LOOPBACK}:${r.port}`,
+          port: r.port,
+          httpPort: r.httpPort,
+          clusterPort: r.clusterPort,
+          gatewayPort: r.gatewayPort,
+          storeDir,
+          get pid() {
+            return procs[index]!.child.pid ?? -1;
+          },
+          async restart(o = {}) {
+            await stopProcess(procs[index]!, o.kill ? "SIGKILL" : "SIGTERM");
+            procs[index] = spawnServer(configPath);
+            await waitReady(procs[index]!, `region ${r.name} (restart)`, async () => (await healthy(r.httpPort)) && (await gatewaysConnected(r.httpPort, others)));
+          },
+          async pause(ms) {
+            const child = procs[index]!.child;
+            child.kill("SIGSTOP");
+            await sleep(ms);
+            child.kill("SIGCONT");
+          },
+        };
+      }
+      await Promise.all(
+        ports.map((r, i) => {
+          const proc = procs[i]!;
+          const others = names.filter((n) => n !== r.name);
+          return waitReady(
+            proc,
+            `region ${r.name}`,
+            async () =>
+              (await healthy(r.httpPort)) &&
+              (await gatewaysConnected(r.httpPort, others)) &&
+              (!jetstream || (await metaLeaderKnown(r.httpPort))),
+          );
+        }),
+      );
+    } catch (err) {
+      const clash = procs.some((p) => isPortClash(p.log()));
+      await stopAll();
+      if (clash) continue;
+      throw err;
+    }
+    let stopped = false;
+    return {
+      regions,
+      get pids() {
+        return Object.values(regions).map((r) => r.pid);
+      },
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await stopAll();
+      },
+    };
+  }
+  throw new Error("supercluster: could not bind free ports after 3 attempts");
+}
