@@ -29,6 +29,7 @@ export type ControllerEvent =
   | { type: "nats.receipt"; msg: InboundMessage }
   | { type: "nats.event"; msg: InboundMessage }
   | { type: "nats.admit"; msg: InboundMessage }
+  | { type: "timer.coverage" }
   | { type: "evaluate.now" }
   | { type: "stop" };
 
@@ -36,6 +37,7 @@ const ingest = {
   "nats.receipt": { actions: "foldReceipt" },
   "nats.event": { actions: "foldEvent" },
   "nats.admit": { actions: "admitIncarnation" },
+  "timer.coverage": { actions: "checkCoverage" },
   "evaluate.now": { actions: "force" },
 } as const;
 
@@ -58,6 +60,7 @@ export const controllerMachine = setup({
       assertEvent(event, "nats.event");
       context.core.handleEvent(event.msg);
     },
+    checkCoverage: ({ context }) => context.core.checkCoverage(),
     admitIncarnation: ({ context, event }) => {
       assertEvent(event, "nats.admit");
       context.core.handleAdmission(event.msg);

@@ -53,9 +53,10 @@ export interface ControllerConfig {
   /**
    * Coverage repair: a gap (acknowledged sequences a required scenario would lose while some holder
    * has them) older than `graceMs` is copied to a holder that survives the scenario; a target is
-   * tried again every `retryMs` until covered. Defaults 1000/2000.
+   * tried again every `retryMs` until covered; gaps are looked for every `checkMs` too, between
+   * evaluation rounds. Defaults 1000/2000/500.
    */
-  readonly coverageRepair?: { readonly graceMs?: number; readonly retryMs?: number };
+  readonly coverageRepair?: { readonly graceMs?: number; readonly retryMs?: number; readonly checkMs?: number };
 }
 
 /** A holder kept in reserve to replace a failed one (started on demand by the repair launcher). */

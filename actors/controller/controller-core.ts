@@ -93,6 +93,8 @@ export class ControllerCore {
   private pendingFailures: FailureToRepair[] = [];
   /** Repair records keyed by the declare-failure sequence: each failure is handled once. */
   private readonly repairRecords = new Map<number, RepairStatus>();
+  private stopped = false;
+  private coverageTimer: unknown;
   /** Every holder's release frontier is re-sent in the next round (after a reconnect). */
   private frontiersDue = false;
   /** Admitted incarnation last seen per holder. */
@@ -107,7 +109,7 @@ export class ControllerCore {
   constructor(
     readonly config: ControllerConfig,
     private readonly ports: ControllerPorts,
-    private readonly dispatch: (e: { type: "nats.receipt" | "nats.event" | "nats.admit"; msg: InboundMessage }) => void,
+    private readonly dispatch: (e: { type: "nats.receipt" | "nats.event" | "nats.admit"; msg: InboundMessage } | { type: "timer.coverage" }) => void,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
@@ -153,6 +155,7 @@ export class ControllerCore {
       }
     });
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
+    this.scheduleCoverageCheck();
     if (this.config.admission === "key-continuity") {
       this.subs.push(this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })));
     }
@@ -209,7 +212,28 @@ export class ControllerCore {
 
   /** Unsubscribes. Idempotent. */
   stop(): void {
+    this.stopped = true;
+    if (this.coverageTimer !== undefined) this.ports.clock.clearTimeout(this.coverageTimer);
     for (const s of this.subs.splice(0)) s.unsubscribe();
+  }
+
+  private scheduleCoverageCheck(): void {
+    if (this.stopped) return;
+    this.coverageTimer = this.ports.clock.setTimeout(() => {
+      this.coverageTimer = undefined;
+      this.dispatch({ type: "timer.coverage" });
+      this.scheduleCoverageCheck();
+    }, this.config.coverageRepair?.checkMs ?? 500);
+  }
+
+  /**
+   * Coverage repair between evaluation rounds: gaps are looked for on the current ledger and the
+   * control log as last folded (no refresh, no evaluation), so a copy starts within `checkMs` of a
+   * gap becoming overdue rather than at the next round.
+   */
+  checkCoverage(): void {
+    const s = this.follower.state;
+    this.coverage.progress(withoutStaleClaims(this.currentState(s)), s);
   }
 
   /**

@@ -10,10 +10,10 @@ import { obligationIdOf } from "./controller-config.ts";
 
 /**
  * Keeps every required scenario covered by copying, without anyone asking. Each evaluation round
- * it looks for coverage gaps — acknowledged sequences some holder retains but a required scenario
- * would lose (a restarted holder came back empty, a declared failure took a copy away, a release
- * left a single copy) — that are older than `graceMs` (the normal flow and the senders' own gap
- * repair get that long first), picks a holder that would survive the scenario and has not
+ * (and every `checkMs` between rounds) it looks for coverage gaps — acknowledged sequences some
+ * holder retains but a required scenario would lose (a restarted holder came back empty, a
+ * declared failure took a copy away, a release left a single copy) — that have been gaps for at
+ * least `graceMs` (the normal flow and the senders' own gap repair get that long first), picks a holder that would survive the scenario and has not
  * released those ranges, and copies the gap to it over NATS (fetch from the holders that retain
  * it, then a transfer offer the target admits and receipts itself). The ranges being read are an
  * in-flight recovery meanwhile, so no release drops them. Everything it needs is in the evaluation
@@ -41,7 +41,8 @@ interface Attempt {
 
 export class CoverageRepair {
   private readonly attempts = new Map<string, Attempt>();
-  private readonly heads: { at: number; heads: Record<string, number> }[] = [];
+  /** Per scenario and lane: gap sequences by the time they were first seen a gap. */
+  private readonly firstSeen = new Map<string, { at: number; seqs: RangeSet }[]>();
   private seq = 0;
 
   constructor(
@@ -49,12 +50,22 @@ export class CoverageRepair {
     private readonly opts: { readonly graceMs: number; readonly retryMs: number },
   ) {}
 
-  /** Heads as of `graceMs` ago: gaps above them may still be in flight normally. */
-  private settledHeads(state: EvaluationState, now: number): Record<string, number> {
-    this.heads.push({ at: now, heads: { ...state.source.lanes } });
-    while (this.heads.length > 1 && this.heads[1]!.at <= now - this.opts.graceMs) this.heads.shift();
-    const oldest = this.heads[0]!;
-    return oldest.at <= now - this.opts.graceMs ? oldest.heads : {};
+  /**
+   * The part of `gap` that has been a gap for at least `graceMs` (the normal flow and the senders'
+   * own gap repair had that long). Remembers when each sequence first showed up as missing.
+   */
+  private overdue(key: string, gap: RangeSet, now: number): RangeSet {
+    const list = (this.firstSeen.get(key) ?? []).map((e) => ({ at: e.at, seqs: e.seqs.intersect(gap) })).filter((e) => !e.seqs.isEmpty);
+    let known = RangeSet.EMPTY;
+    let due = RangeSet.EMPTY;
+    for (const e of list) {
+      known = known.union(e.seqs);
+      if (now - e.at >= this.opts.graceMs) due = due.union(e.seqs);
+    }
+    const fresh = gap.subtract(known);
+    if (!fresh.isEmpty) list.push({ at: now, seqs: fresh });
+    this.firstSeen.set(key, list);
+    return due;
   }
 
   /**
@@ -63,8 +74,10 @@ export class CoverageRepair {
    */
   progress(state: EvaluationState, s: ControlState): void {
     const now = this.host.clock.now();
-    const upTo = this.settledHeads(state, now);
-    const gaps = coverageGaps(state, upTo);
+    const all = coverageGaps(state, state.source.lanes);
+    const seenKeys = new Set(all.map((g) => `${g.scenario}\u0000${g.lane}`));
+    for (const k of [...this.firstSeen.keys()]) if (!seenKeys.has(k)) this.firstSeen.delete(k);
+    const gaps = all.map((g) => ({ ...g, gap: this.overdue(`${g.scenario}\u0000${g.lane}`, g.gap, now) })).filter((g) => !g.gap.isEmpty);
     if (gaps.length === 0) return;
     // Per target and lane, the union of the gaps it is the chosen home for.
     const plan = new Map<string, { target: string; lane: string; ranges: RangeSet }>();

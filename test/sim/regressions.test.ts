@@ -34,6 +34,15 @@ const REGRESSIONS: readonly Regression[] = [
       { kind: "evidence_degrade", atMs: 22824, holder: "h3" },
     ],
   },
+  { seed: 10256, found: "liveness never: after crash:h2 the cut it owed stayed at 145 (target 184); clean since RAM holders seal only half-full segments (found by the 10,001.. sweep)", minimized: [{ kind: "strike", atMs: 10543, scenario: "crash:h2" }] },
+  {
+    seed: 10569,
+    found: "liveness late (9.9 s > 9.5 s budget): after a controller outage coverage repair waited for two slow evaluation rounds",
+    minimized: [
+      { kind: "strike", atMs: 12797, scenario: "crash:h2" },
+      { kind: "controller_loss", atMs: 16001, durationMs: 1500 },
+    ],
+  },
   { seed: 1115, found: "liveness never: crash:h3 restarted without its spill stream (a new spill file's directory entry was never synced)", minimized: [{ kind: "strike", atMs: 7446, scenario: "crash:h3" }] },
 ];
 
