@@ -24,5 +24,6 @@ export function tallyCommits(commits: readonly CommitRun[], lane: string, ranges
     bytes += part.count * run.bytesPerSeq;
     if (oldest === null || run.committedAtMs < oldest) oldest = run.committedAtMs;
   }
-  return { seqs: ranges.count, bytes, unknownSeqs: ranges.count - known.count, oldestCommittedAtMs: oldest };
+  // Folded runs carry an average size per sequence: totals are whole bytes.
+  return { seqs: ranges.count, bytes: Math.round(bytes), unknownSeqs: ranges.count - known.count, oldestCommittedAtMs: oldest };
 }

@@ -60,6 +60,11 @@ export interface ReleaseAudit {
   readonly controlSeq: number;
 }
 
+/** Release audits kept in memory (see `ControllerCore.audits`). */
+export const MAX_AUDITS = 32;
+/** Sequences one folded commit run below every cut may span (see `trimCommits`). */
+export const COARSE_RUN_SEQS = 65_536;
+
 /** A holder being admitted by `bootstrap` or a repair. */
 export interface HolderAdmission {
   readonly holderId: string;
@@ -78,10 +83,16 @@ export class ControllerCore {
   readonly counters: Counters;
   readonly ledger: ReceiptLedger;
   readonly follower: ControlLogFollower;
+  /**
+   * The most recent committed releases with the exact state each was decided on (at most
+   * `MAX_AUDITS`, for tests and operators). The durable record of every release is its
+   * `release_ranges` event in the control log (holder, ranges, the holders it relied on).
+   */
   readonly audits: ReleaseAudit[] = [];
   private readonly subs: TransportSubscription[] = [];
   private readonly heads: Record<string, number> = {};
-  private readonly commits: CommitRun[] = [];
+  /** The writer's commit runs still needed to price and date what a scenario would lose (trimmed each round). */
+  private commits: CommitRun[] = [];
   private readonly recoveries = new Map<string, RecoveryInFlight>();
   private bases: BaseSnapshot[];
   private lastStatus: VolumeStatus | undefined;
@@ -270,7 +281,7 @@ export class ControllerCore {
     for (const l of p.lanes) {
       if (!this.config.topology.lanes.includes(l.lane)) continue;
       this.heads[l.lane] = Math.max(this.heads[l.lane] ?? 0, l.head);
-      for (const [first, last, at, bytes] of l.runs) this.commits.push({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
+      for (const [first, last, at, bytes] of l.runs) this.addCommitRun({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
     }
     this.dirty = true;
   }
@@ -295,16 +306,53 @@ export class ControllerCore {
     });
   }
 
+  /** Appends a run, merged into the last one of its lane when it continues it (same time and size). */
+  private addCommitRun(c: CommitRun): void {
+    for (let i = this.commits.length - 1; i >= 0 && i >= this.commits.length - 8; i--) {
+      const prev = this.commits[i]!;
+      if (prev.lane !== c.lane) continue;
+      if (prev.last + 1 === c.first && prev.committedAtMs === c.committedAtMs && prev.bytesPerSeq === c.bytesPerSeq) {
+        this.commits[i] = { ...prev, last: c.last };
+        return;
+      }
+      break;
+    }
+    this.commits.push(c);
+  }
+
   private mergedCommits(): CommitRun[] {
-    // Bounded: keep only runs above every lane's oldest retained sequence would need the ledger;
-    // runs are small (one per unit) and compacted by merging equal neighbours.
+    return this.commits;
+  }
+
+  /**
+   * Keeps commit history small without losing what reports need: what a scenario would lose (and
+   * how old it is) lies above its cut, so runs above every lane's lowest cut stay exact; below it
+   * only their bytes still matter (the transfer a recovery needs), so those runs are folded into
+   * coarse runs of up to `COARSE_RUN_SEQS` sequences with the same total bytes. Memory then grows by
+   * one run per `COARSE_RUN_SEQS` writes, and evaluation never walks a per-write history.
+   */
+  private trimCommits(report: EvaluationReport): void {
+    const floor: Record<string, number> = {};
+    for (const lane of this.config.topology.lanes) {
+      let low = Infinity;
+      for (const r of report.reports) low = Math.min(low, r.cut?.[lane] ?? 0);
+      floor[lane] = Number.isFinite(low) ? low : 0;
+    }
     const out: CommitRun[] = [];
     for (const c of this.commits) {
+      const f = floor[c.lane] ?? 0;
+      if (c.last > f) {
+        out.push(c);
+        continue;
+      }
       const prev = out[out.length - 1];
-      if (prev && prev.lane === c.lane && prev.last + 1 === c.first && prev.committedAtMs === c.committedAtMs && prev.bytesPerSeq === c.bytesPerSeq) out[out.length - 1] = { ...prev, last: c.last };
-      else out.push(c);
+      if (prev !== undefined && prev.lane === c.lane && prev.last <= f && prev.last + 1 === c.first && c.last - prev.first < COARSE_RUN_SEQS) {
+        const n1 = prev.last - prev.first + 1;
+        const n2 = c.last - c.first + 1;
+        out[out.length - 1] = { lane: c.lane, first: prev.first, last: c.last, committedAtMs: Math.min(prev.committedAtMs, c.committedAtMs), bytesPerSeq: (prev.bytesPerSeq * n1 + c.bytesPerSeq * n2) / (n1 + n2) };
+      } else out.push(c);
     }
-    return out;
+    this.commits = out;
   }
 
   /**
@@ -334,6 +382,7 @@ export class ControllerCore {
     await this.scanFailures(s);
     const state = this.currentState(s);
     const report = evaluateState(state);
+    this.trimCommits(report);
     this.coverage.progress(withoutStaleClaims(state), s);
     const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active));
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
@@ -345,13 +394,14 @@ export class ControllerCore {
         const { seq, state: next } = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, (cur) => this.releaseBody(cur, obligationId, req, state));
         s = next;
         this.audits.push({ state, grantedTogether: granted, request: req, controlSeq: seq });
+        if (this.audits.length > MAX_AUDITS) this.audits.splice(0, this.audits.length - MAX_AUDITS);
         this.counters.inc("release_committed");
         this.publishFrontier(s, obligationId, req.holder, req.lane);
       } catch (err) {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.audits.length, this.repairs);
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs);
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
