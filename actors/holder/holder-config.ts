@@ -79,6 +79,8 @@ export const holderConfigSchema = z.object({
     .object({
       intervalMs: posInt,
       deadlineMs: posInt,
+      /** The spill stream starts a new file at this size; a file with nothing left in custody is deleted. Default 64 MiB. */
+      rotateBytes: posInt.optional(),
     })
     .optional(),
   protectedRam: z

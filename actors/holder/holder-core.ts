@@ -1,6 +1,6 @@
 import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type Tracer } from "@opentelemetry/api";
 import { unitRecordBytes } from "../../arena/segment.ts";
-import { SpillStream } from "../../arena/spill-stream.ts";
+import { SpillSet } from "../../arena/spill-set.ts";
 import { Counters } from "../../core/counters.ts";
 import { CustodyError } from "../../core/custody-error.ts";
 import { UnitVerdict } from "../../lanes/lane-log.ts";
@@ -41,7 +41,7 @@ export class HolderCore {
   private readonly subs: TransportSubscription[] = [];
   private readonly timers = new Set<unknown>();
   private receiptTimer: unknown;
-  private spill: SpillStream | undefined;
+  private spill: SpillSet | undefined;
   private evidence: ProtectedRamEvidence | undefined;
   private offerSeq = 0;
   private serving = true;
@@ -100,10 +100,10 @@ export class HolderCore {
   async start(): Promise<void> {
     if (this.config.flush) {
       if (!this.ports.files || !this.ports.spillPath) throw new CustodyError("invalid_holder_config", "a flush policy needs files and spillPath", {});
-      const opened = await SpillStream.open(this.ports.files, this.ports.spillPath, this.ports.clock);
-      this.spill = opened.stream;
+      const opened = await SpillSet.open(this.ports.files, this.ports.spillPath, this.ports.clock, this.config.flush.rotateBytes);
+      this.spill = opened.set;
       // What the previous incarnation made durable is custody again, under this incarnation.
-      await adoptSpillRecords(this, opened.stream, opened.recovered);
+      await adoptSpillRecords(this, opened.set, opened.recovered);
       this.later(this.config.flush.intervalMs, { type: "timer.flush" });
     }
     if (this.ports.preserved !== undefined && this.protectionOk()) adoptPreserved(this, await this.ports.preserved.recovered());
@@ -559,6 +559,7 @@ export class HolderCore {
       released = released.union(hl.releaseAllowed());
       if (open === undefined || hl.arena.openSegmentOf(hl.volume, hl.lane) !== open) break;
     }
+    this.dropSpilled(hl);
     span.setAttribute("custody.released", released.toString());
     span.end();
     if (!released.isEmpty) {
@@ -566,6 +567,11 @@ export class HolderCore {
       this.observe({ type: "released", lane: key, seqs: released.toString() });
       if (this.serving) hl.grantor.topUpAll();
     }
+  }
+
+  /** Disk records of segments that just stopped being custody (released or transferred) go from the spill set. */
+  dropSpilled(hl: HolderLane): void {
+    for (const ev of hl.takeDroppedSpill()) void this.spill?.release(ev).catch(() => this.counters.inc("spill_release_failed"));
   }
 
   private publishReceiptNow(key: string): void {
@@ -595,7 +601,7 @@ export class HolderCore {
   }
 
   /** The open spill stream, when a flush policy is configured. */
-  get spillStream(): SpillStream | undefined {
+  get spillStream(): SpillSet | undefined {
     return this.spill;
   }
 
@@ -662,6 +668,7 @@ export class HolderCore {
     if (seqs.isEmpty) return;
     const span = this.tracer.startSpan("holder.transfer_complete", { attributes: { "custody.lane": key, "custody.to": from } });
     if (hl.transferredOut(seqs, stated)) {
+      this.dropSpilled(hl);
       this.observe({ type: "transferred_out", lane: key, to: from, seqs: seqs.toString() });
       if (this.serving) hl.grantor.topUpAll();
     }

@@ -3,7 +3,8 @@ import { Arena } from "../../arena/arena.ts";
 import { PinReason } from "../../arena/pin-reason.ts";
 import { Residency } from "../../arena/pin-reason.ts";
 import { SegmentState } from "../../arena/segment.ts";
-import type { SpillEvidence, SpillStream } from "../../arena/spill-stream.ts";
+import type { SpillEvidence } from "../../arena/spill-stream.ts";
+import type { SpillSet } from "../../arena/spill-set.ts";
 import { decodeSegment } from "../../arena/segment-codec.ts";
 import type { Counters } from "../../core/counters.ts";
 import { LaneLog } from "../../lanes/lane-log.ts";
@@ -166,8 +167,26 @@ export class HolderLane {
         released = released.union(s.seqs);
       }
     }
-    if (!released.isEmpty) this.arena.release(this.volume, this.lane, released);
+    if (!released.isEmpty) {
+      this.noteDroppedSpill(released);
+      this.arena.release(this.volume, this.lane, released);
+    }
     return released;
+  }
+
+  /** Disk records of segments wholly inside `seqs`, about to stop being custody. */
+  private noteDroppedSpill(seqs: RangeSet): void {
+    for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
+      const seg = this.arena.describe(id);
+      if (!seg.buffer && seg.evidence !== undefined && seqs.coversAll(seg.seqs())) this.droppedSpill.push(seg.evidence);
+    }
+  }
+
+  private droppedSpill: SpillEvidence[] = [];
+
+  /** Spill records no longer custody since the last call (the holder deletes them from its spill set). */
+  takeDroppedSpill(): SpillEvidence[] {
+    return this.droppedSpill.splice(0);
   }
 
   /** Ends local custody of `seqs` after a neighbor's receipt covered them (custody transfer). */
@@ -184,6 +203,7 @@ export class HolderLane {
         this.forwardPins.delete(s.id);
       }
     }
+    this.noteDroppedSpill(seqs);
     this.arena.release(this.volume, this.lane, seqs);
     return true;
   }
@@ -202,13 +222,13 @@ export class HolderLane {
   }
 
   /** Retained units intersecting `seqs` whose segments live on disk, read back (and verified) from the spill stream. */
-  async diskUnits(spill: SpillStream, seqs: RangeSet): Promise<TransportUnit[]> {
+  async diskUnits(spill: SpillSet, seqs: RangeSet): Promise<TransportUnit[]> {
     const out: TransportUnit[] = [];
     for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
       const seg = this.arena.describe(id);
       const ev = seg.evidence;
       if (seg.buffer || ev === undefined || !seg.seqs().intersects(seqs)) continue;
-      const { body } = await spill.read(ev.offset, ev.length);
+      const { body } = await spill.read(ev);
       for (const u of decodeSegment(body).units) {
         if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
       }

@@ -1,5 +1,5 @@
 import { createPublicKey } from "node:crypto";
-import type { SpillStream } from "../../arena/spill-stream.ts";
+import type { SpillSet } from "../../arena/spill-set.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { decodeSegment } from "../../arena/segment-codec.ts";
 import { encodeAdmissionRequest } from "../../custody/admission.ts";
@@ -26,7 +26,7 @@ import type { HolderLane } from "./holder-lane.ts";
  */
 
 /** Re-admits every spill record of a served lane; returns the sequences taken back per lane key. */
-export async function adoptSpillRecords(core: HolderCore, spill: SpillStream, recovered: readonly { info: { volume: string; lane: string; offset: number; length: number }; evidence: import("../../arena/spill-stream.ts").SpillEvidence }[]): Promise<Map<string, RangeSet>> {
+export async function adoptSpillRecords(core: HolderCore, spill: SpillSet, recovered: readonly { info: { volume: string; lane: string; offset: number; length: number }; evidence: import("../../arena/spill-stream.ts").SpillEvidence }[]): Promise<Map<string, RangeSet>> {
   const out = new Map<string, RangeSet>();
   // Older records first: units of one lane then reach its log in sequence (and term) order.
   const records = [...recovered].sort((a, b) => a.info.offset - b.info.offset);
@@ -35,13 +35,15 @@ export async function adoptSpillRecords(core: HolderCore, spill: SpillStream, re
     const hl = core.lanes.get(key);
     if (hl === undefined) {
       core.counters.inc("restart_spill_foreign_lane");
+      void spill.release(r.evidence);
       continue;
     }
     try {
-      const { body } = await spill.read(r.evidence.offset, r.evidence.length);
+      const { body } = await spill.read(r.evidence);
       const units = decodeSegment(body).units;
       if (!units.every((u) => fits(hl, u))) {
         core.counters.inc("restart_spill_conflict");
+        void spill.release(r.evidence);
         continue;
       }
       const adopted = hl.arena.adoptSpilled(body, r.evidence);
