@@ -105,6 +105,10 @@ export const holderMachine = setup({
       assertEvent(event, "transport.connection");
       guarded(context, () => context.core.connectionChanged(event.event));
     },
+    noteBase: ({ context, event }) => {
+      assertEvent(event, "nats.base");
+      guarded(context, () => context.core.handleBase(event.msg));
+    },
     serveFetch: ({ context, event }) => {
       assertEvent(event, "nats.fetch");
       guarded(context, () => answerFetch(context.core, event.msg));
@@ -164,6 +168,7 @@ export const holderMachine = setup({
     "nats.release": { actions: "applyReleaseFrontier" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "nats.fetch": { actions: "serveFetch" },
+    "nats.base": { actions: "noteBase" },
     "transport.connection": { actions: "connectionChanged" },
     "timer.receipts": { actions: "flushDueReceipts" },
     "timer.refresh": { actions: ["refreshReceipts", "resendDue", "relievePressure"] },

@@ -13,6 +13,7 @@ export const ControlEventType = {
   prepare_transfer: "prepare_transfer",
   activate_replacement: "activate_replacement",
   release_ranges: "release_ranges",
+  release_to_base: "release_to_base",
   retire_holder: "retire_holder",
   policy_change: "policy_change",
   declare_failure: "declare_failure",
@@ -82,6 +83,17 @@ export type ControlEventBody =
       /** Holders whose current responsibility justifies this release (never the releasing holder). */
       readonly reliesOn: readonly string[];
     }
+  | {
+      /** A release justified by a base snapshot (a rolling base beside `baseHolder`) that contains the ranges. */
+      readonly type: typeof ControlEventType.release_to_base;
+      readonly obligationId: string;
+      readonly holderId: string;
+      readonly ranges: RangeSet;
+      readonly baseHolder: string;
+      readonly snapshotId: string;
+      /** The base contains the lane through this sequence; every released range lies at or below it. */
+      readonly baseThroughSeq: number;
+    }
   | { readonly type: typeof ControlEventType.retire_holder; readonly holderId: string; readonly incarnation: number }
   | { readonly type: typeof ControlEventType.policy_change; readonly topologyEpoch: number; readonly policyGeneration: number; readonly reason: string }
   | { readonly type: typeof ControlEventType.declare_failure; readonly scope: FailureScope; readonly domain: string; readonly holderIds: readonly string[] };
@@ -120,6 +132,7 @@ const bodySchemas = {
   prepare_transfer: z.tuple([tokenSchema, tokenSchema, tokenSchema, tokenSchema, rangesSchema]),
   activate_replacement: z.tuple([tokenSchema]),
   release_ranges: z.tuple([tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64)]),
+  release_to_base: z.tuple([tokenSchema, tokenSchema, rangesSchema, tokenSchema, tokenSchema, uintSchema]),
   retire_holder: z.tuple([tokenSchema, uintSchema]),
   policy_change: z.tuple([uintSchema, uintSchema, z.string().max(1024)]),
   declare_failure: z.tuple([z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]), domainSchema, z.array(tokenSchema).max(1024)]),
@@ -137,6 +150,8 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.transferId];
     case "release_ranges":
       return [e.obligationId, e.holderId, e.ranges.toJSON(), [...e.reliesOn]];
+    case "release_to_base":
+      return [e.obligationId, e.holderId, e.ranges.toJSON(), e.baseHolder, e.snapshotId, e.baseThroughSeq];
     case "retire_holder":
       return [e.holderId, e.incarnation];
     case "policy_change":
@@ -167,6 +182,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "release_ranges": {
       const [obligationId, holderId, ranges, reliesOn] = bodySchemas.release_ranges.parse(raw);
       return { type, obligationId, holderId, ranges: RangeSet.fromJSON(ranges), reliesOn };
+    }
+    case "release_to_base": {
+      const [obligationId, holderId, ranges, baseHolder, snapshotId, baseThroughSeq] = bodySchemas.release_to_base.parse(raw);
+      return { type, obligationId, holderId, ranges: RangeSet.fromJSON(ranges), baseHolder, snapshotId, baseThroughSeq };
     }
     case "retire_holder": {
       const [holderId, incarnation] = bodySchemas.retire_holder.parse(raw);

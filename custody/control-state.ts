@@ -122,6 +122,8 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
       return activateReplacement(s, e);
     case "release_ranges":
       return releaseRanges(s, e);
+    case "release_to_base":
+      return releaseToBase(s, e);
     case "retire_holder":
       return retireHolder(s, e);
     case "policy_change":
@@ -205,6 +207,30 @@ function releaseRanges(s: ControlState, e: ControlEventOf<"release_ranges">): Co
     if (r === e.holderId || h === undefined || h.status !== HolderStatus.active || !rs(o.responsible, r).coversAll(e.ranges)) {
       fail(ControlFenceCode.release_not_covered, `release of ${e.ranges.toString()} by ${e.holderId} relies on ${r}, which is not an active holder responsible for those ranges`, { holderId: e.holderId, reliesOn: r, obligationId: e.obligationId });
     }
+  }
+  const next: ObligationRecord = {
+    ...o,
+    responsible: { ...o.responsible, [e.holderId]: rs(o.responsible, e.holderId).subtract(e.ranges) },
+    released: { ...o.released, [e.holderId]: rs(o.released, e.holderId).union(e.ranges) },
+  };
+  return { ...s, obligations: { ...s.obligations, [o.obligationId]: next } };
+}
+
+/**
+ * A release a base snapshot justifies: the base's holder must be admitted and active, and every
+ * released range must lie at or below the base's cut. The releasing holder may be the base's own
+ * holder (a store releasing WAL its own rolling base contains): a base is not releasable custody,
+ * so no two releases can rely on each other through it.
+ */
+function releaseToBase(s: ControlState, e: ControlEventOf<"release_to_base">): ControlState {
+  const o = obligationOf(s, e.obligationId);
+  if (!s.holders[e.holderId]) fail(ControlFenceCode.unknown_holder, `holder ${e.holderId} was never admitted`, { holderId: e.holderId });
+  if (e.ranges.isEmpty || !rs(o.responsible, e.holderId).coversAll(e.ranges)) {
+    fail(ControlFenceCode.not_responsible, `holder ${e.holderId} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.holderId, obligationId: e.obligationId });
+  }
+  activeHolder(s, e.baseHolder, "base holder");
+  if ((e.ranges.max ?? 0) > e.baseThroughSeq) {
+    fail(ControlFenceCode.release_not_covered, `release of ${e.ranges.toString()} goes beyond base ${e.snapshotId} (through ${e.baseThroughSeq})`, { holderId: e.holderId, snapshotId: e.snapshotId });
   }
   const next: ObligationRecord = {
     ...o,

@@ -89,3 +89,22 @@ export const controllerRoleSchema = z.strictObject({
   controller: z.record(z.string(), z.unknown()),
 });
 export type ControllerRoleConfig = z.infer<typeof controllerRoleSchema>;
+
+/** A base builder beside a store holder: it has the data key and turns the holder's WAL into rolling bases. */
+export const baseBuilderRoleSchema = z.strictObject({
+  role: z.literal("base-builder"),
+  nats: natsSchema,
+  /** The store holder whose WAL it reads and whose receipts will name its bases. */
+  holder: z.string().min(1),
+  volume: z.string().min(1),
+  lane: z.string().min(1),
+  blockCount: z.number().int().positive(),
+  /** Where the bases live (on the holder's host). */
+  dir: z.string().min(1),
+  dataKeyFile: z.string().min(1),
+  /** How often to check for enough new WAL (ms). */
+  intervalMs: z.number().int().positive(),
+  /** Sequences of new WAL that make a new base worth building. */
+  minNewSeqs: z.number().int().positive(),
+});
+export type BaseBuilderRoleConfig = z.infer<typeof baseBuilderRoleSchema>;

@@ -16,6 +16,7 @@ import { CustodyError } from "../core/custody-error.ts";
  * | event    | custody.v1.event.<volume>                          | contract violations and lifecycle events  |
  * | fetch    | custody.v1.fetch.<holder>                          | repair/recovery reads of retained units   |
  * | admit    | custody.v1.admit.<holder>                          | a new incarnation asks to be admitted     |
+ * | base     | custody.v1.base.<holder>                           | a base snapshot built beside a holder     |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -31,6 +32,7 @@ export const SubjectKind = {
   Event: "event",
   Fetch: "fetch",
   Admit: "admit",
+  Base: "base",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -46,6 +48,7 @@ export const SUBJECT_FIELDS = {
   event: ["volume"],
   fetch: ["holder"],
   admit: ["holder"],
+  base: ["holder"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -164,6 +167,11 @@ export function fetchSubject(holder: string): string {
 /** `custody.v1.admit.<holder>`: signed admission requests of a holder's new incarnation. */
 export function admitSubject(holder: string): string {
   return buildSubject({ kind: "admit", holder });
+}
+
+/** `custody.v1.base.<holder>`: base snapshots materialized beside `holder` (its base builder announces them). */
+export function baseSubject(holder: string): string {
+  return buildSubject({ kind: "base", holder });
 }
 
 /**

@@ -499,8 +499,13 @@ export class ControllerCore {
       .filter((h) => h.id !== req.holder && cur.holders[h.id]?.status === HolderStatus.active && (o.responsible[h.id] ?? RangeSet.EMPTY).coversAll(ranges))
       .filter((h) => h.claims.filter((c) => c.lane === req.lane).reduce((a, c) => a.union(c.ranges), RangeSet.EMPTY).coversAll(ranges))
       .map((h) => h.id);
-    if (reliesOn.length === 0) throw new CustodyError("release_not_covered", "no active responsible holder retains these ranges", { holder: req.holder });
-    return { type: "release_ranges", obligationId, holderId: req.holder, ranges, reliesOn };
+    if (reliesOn.length > 0) return { type: "release_ranges", obligationId, holderId: req.holder, ranges, reliesOn };
+    // No other holder keeps them: a base an active holder keeps may contain them (a rolling base).
+    const base = state.bases
+      .filter((b) => (b.cut[req.lane] ?? -1) >= (ranges.max ?? 0) && cur.holders[b.holder]?.status === HolderStatus.active)
+      .sort((a, b) => (b.cut[req.lane] ?? 0) - (a.cut[req.lane] ?? 0))[0];
+    if (base === undefined) throw new CustodyError("release_not_covered", "no active responsible holder retains these ranges and no base contains them", { holder: req.holder });
+    return { type: "release_to_base", obligationId, holderId: req.holder, ranges, baseHolder: base.holder, snapshotId: base.id.slice(base.id.indexOf("/") + 1), baseThroughSeq: base.cut[req.lane]! };
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {

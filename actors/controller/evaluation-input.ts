@@ -38,6 +38,18 @@ export function buildEvaluationState(
     });
   }
   const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c }));
+  // Bases materialized beside a holder (rolling bases), as its fresh receipts name them: like a
+  // disk claim at that holder's site, covering its lane through the base's cut.
+  const bases = new Map(topo.bases.map((b) => [b.id, b]));
+  for (const h of holdings) {
+    if (h.volume !== topo.volume || failed.has(h.holderId) || !claims.has(h.holderId) || asOfMs - h.issuedAt > topo.staleAfterMs) continue;
+    for (const b of h.receipt.payload.manifest.baseSnapshots) {
+      if (b.volume !== topo.volume) continue;
+      const id = `${h.holderId}/${b.snapshotId}`;
+      const prev = bases.get(id);
+      bases.set(id, { id, holder: h.holderId, cut: { ...prev?.cut, [h.lane]: b.throughSeq }, bytes: prev?.bytes ?? 0 });
+    }
+  }
   // What was written is at least what anyone receipted: a controller that restarted after the
   // writer was lost still knows the head from the holders (writer progress is not durable).
   const lanes: Record<string, number> = {};
@@ -51,7 +63,7 @@ export function buildEvaluationState(
     commits: progress.commits,
     sites: topo.sites,
     holders,
-    bases: topo.bases,
+    bases: [...bases.values()],
     manifests: [],
     keyAuthorities: topo.keyAuthorities,
     metadataQuorum: topo.metadataQuorum,
@@ -67,9 +79,10 @@ export function buildEvaluationState(
 
 /**
  * Release candidates: for each releasable holder and lane, the retained ranges some other holder
- * (or a base) also holds — a successor is necessary, so nothing else is worth asking about. Pure.
+ * also holds or a base contains — a successor is necessary, so nothing else is worth asking about. Pure.
  */
 export function releaseCandidates(state: EvaluationState, releasable: readonly string[]): { holder: string; lane: string; ranges: RangeSet }[] {
+  const baseThrough = (lane: string) => state.bases.reduce((m, b) => Math.max(m, b.cut[lane] ?? -1), -1);
   const out: { holder: string; lane: string; ranges: RangeSet }[] = [];
   for (const id of releasable) {
     const me = state.holders.find((h) => h.id === id);
@@ -80,6 +93,9 @@ export function releaseCandidates(state: EvaluationState, releasable: readonly s
       if (mine.isEmpty) continue;
       let others = RangeSet.EMPTY;
       for (const h of state.holders) if (h.id !== id) for (const c of h.claims) if (c.lane === lane) others = others.union(c.ranges);
+      // What a base already contains needs no WAL anywhere (the release rule still checks the base survives).
+      const through = baseThrough(lane);
+      if (through >= 0) others = others.union(RangeSet.of(0, through));
       const ranges = mine.intersect(others);
       if (!ranges.isEmpty) out.push({ holder: id, lane, ranges });
     }

@@ -11,13 +11,13 @@ import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import type { CreditHeaders, CreditRefusal } from "../../transport/credit-grantor.ts";
 import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
-import { fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
+import { baseSubject, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/subjects.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/transport.ts";
 import { creditSpec, decodeMessage, encodeMessage, unitSpec, WireError } from "../../transport/wire/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
-import { releaseFrontierSpec } from "./holder-messages.ts";
+import { baseReadySpec, releaseFrontierSpec } from "./holder-messages.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset } from "./edge-repair.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
@@ -113,6 +113,7 @@ export class HolderCore {
     this.subs.push(t.subscribe(releaseSubject(me), (msg) => this.dispatch({ type: "nats.release", msg })));
     this.subs.push(t.subscribe(transferSubject(me), (msg) => this.dispatch({ type: "nats.transfer", msg })));
     this.subs.push(t.subscribe(fetchSubject(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
+    this.subs.push(t.subscribe(baseSubject(me), (msg) => this.dispatch({ type: "nats.base", msg })));
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
     const unwatch = t.onConnection?.((event) => this.dispatch({ type: "transport.connection", event }));
     if (unwatch !== undefined) this.unwatch = unwatch;
@@ -519,6 +520,28 @@ export class HolderCore {
     } finally {
       span.end();
     }
+  }
+
+  /**
+   * The base builder beside us announces a base snapshot: from now on our receipts of that lane
+   * name it (newest wins; an older announcement changes nothing). Refused (counted) for a lane we
+   * do not serve.
+   */
+  handleBase(msg: InboundMessage): void {
+    let b;
+    try {
+      b = decodeMessage(baseReadySpec, msg.data);
+    } catch (err) {
+      return this.reject(err instanceof CustodyError ? err.code : "malformed");
+    }
+    if (b.holder !== this.config.holderId) return this.reject("wrong_holder");
+    const key = laneKey(b.volume, b.lane);
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return this.reject("unknown_lane");
+    if (hl.base !== undefined && hl.base.throughSeq >= b.throughSeq) return;
+    hl.base = { snapshotId: b.snapshotId, throughSeq: b.throughSeq, bytes: b.bytes };
+    this.counters.inc("base_announced");
+    this.publishReceiptNow(key);
   }
 
   // ---- release ----------------------------------------------------------------------------------

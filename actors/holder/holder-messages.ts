@@ -48,6 +48,27 @@ export const transferOfferSpec = defineMessage({
 });
 export type TransferOfferMessage = z.infer<typeof transferOfferSpec.schema>;
 
+/**
+ * `base-ready` v1 on `custody.v1.base.<holder>`: the base builder beside `holder` materialized a
+ * base snapshot of `volume` containing `lane` through `throughSeq` (from the holder's own WAL), made
+ * it durable, and keeps it until a newer one exists. The holder names it in its receipts; WAL the
+ * base covers may then be released where the contract allows.
+ */
+export const baseReadySpec = defineMessage({
+  kind: "base-ready",
+  version: 1,
+  schema: z.object({
+    holder: wireFields.identifier,
+    volume: wireFields.identifier,
+    lane: wireFields.identifier,
+    snapshotId: wireFields.identifier,
+    throughSeq: wireFields.uint,
+    bytes: wireFields.uint,
+  }),
+  maxBytes: 4096,
+});
+export type BaseReadyMessage = z.infer<typeof baseReadySpec.schema>;
+
 /** Kinds of holder events. */
 export const HolderEventKind = {
   /** Promised coverage was actually lost (e.g. protected RAM could not be evacuated in time). */

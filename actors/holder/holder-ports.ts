@@ -49,6 +49,7 @@ export type HolderInbound =
   | { type: "nats.release"; msg: InboundMessage }
   | { type: "nats.transfer"; msg: InboundMessage }
   | { type: "nats.fetch"; msg: InboundMessage }
+  | { type: "nats.base"; msg: InboundMessage }
   | { type: "timer.receipts" }
   | { type: "timer.seal"; lane: string }
   | { type: "timer.flush" }

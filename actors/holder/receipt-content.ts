@@ -22,7 +22,10 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
     topologyEpoch: config.epoch,
     policyGeneration: config.policyGeneration,
     prefixBase: hl.log.base,
-    payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } } as const,
+    payload: {
+      representation: "raw",
+      manifest: { baseSnapshots: hl.base === undefined ? [] : [{ snapshotId: hl.base.snapshotId, volume: hl.volume, throughSeq: hl.base.throughSeq }], consistencyCuts: [] },
+    } as const,
     obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: config.site.region } } as const,
     extensions: [],
   };

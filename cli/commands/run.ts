@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import type { z } from "zod";
 import { failWith } from "../output.ts";
-import { controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
+import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
+import { runBaseBuilder } from "../../runtime/run-base-builder.ts";
 import { ConnectionLostError, runHolder } from "../../runtime/run-holder.ts";
 import { runWriter } from "../../runtime/run-writer.ts";
 import { runController } from "../../runtime/run-controller.ts";
@@ -66,6 +67,16 @@ export function register(program: Command): void {
       serve("writer", o.config, writerRoleSchema, async (cfg) => {
         const r = await runWriter(cfg);
         return { ...r, ready: { writerId: r.writer.id, term: r.term } };
+      }),
+    );
+  run
+    .command("base-builder")
+    .description("Run a base builder beside a store holder (holder, volume, lane, blockCount, dir, dataKeyFile, intervalMs, minNewSeqs)")
+    .requiredOption("--config <file>", "role configuration (JSON)")
+    .action((o: { config: string }) =>
+      serve("base-builder", o.config, baseBuilderRoleSchema, async (cfg) => {
+        const r = await runBaseBuilder(cfg);
+        return { ...r, ready: { holder: cfg.holder, base: r.builder.base?.snapshotId ?? null } };
       }),
     );
   run

@@ -177,3 +177,14 @@ test("receipts verify against keys and frontiers from the folded log", (t) => {
   const err2 = t.throws(() => ledger.apply(signed(batchOf([receipt({ seq: 3, ranges: [[6, 30]] })])), receiptVerifyContext(bumped, STREAM)), { instanceOf: ReceiptError });
   t.is(err2?.code, "stale_incarnation");
 });
+
+test("release_to_base: a holder may release ranges its own base contains, never beyond the base's cut nor on an inactive base holder", (t) => {
+  const s = base().state;
+  const ok = applyControlEvent(s, eventOn(s, { type: "release_to_base", obligationId: "ob1", holderId: "h1", ranges: RangeSet.of(1, 50), baseHolder: "h1", snapshotId: "base-60", baseThroughSeq: 60 }));
+  t.true(isReleaseAuthorized(ok, "ob1", "h1", RangeSet.of(1, 50)));
+  assertFenced(t, s, eventOn(s, { type: "release_to_base", obligationId: "ob1", holderId: "h1", ranges: RangeSet.of(1, 61), baseHolder: "h1", snapshotId: "base-60", baseThroughSeq: 60 }), "release_not_covered");
+  const failed = build([{ type: "declare_failure", scope: "holder", domain: "h2", holderIds: ["h2"] }], base()).state;
+  assertFenced(t, failed, eventOn(failed, { type: "release_to_base", obligationId: "ob1", holderId: "h1", ranges: RangeSet.of(1, 10), baseHolder: "h2", snapshotId: "base-60", baseThroughSeq: 60 }), "holder_not_active");
+  const bytes = encodeControlEvent(eventOn(s, { type: "release_to_base", obligationId: "ob1", holderId: "h1", ranges: RangeSet.of(1, 50), baseHolder: "h1", snapshotId: "base-60", baseThroughSeq: 60 }));
+  t.deepEqual(encodeControlEvent(decodeControlEvent(bytes)), bytes, "round-trips canonically");
+});

@@ -1,0 +1,44 @@
+import { readFileSync } from "node:fs";
+import { BaseBuilder } from "../actors/base-builder/base-builder.ts";
+import { Counters } from "../core/counters.ts";
+import { connectRole } from "./connect.ts";
+import type { BaseBuilderRoleConfig } from "./role-config.ts";
+
+/** A base builder running as a process. */
+export interface RunningBaseBuilder {
+  readonly builder: BaseBuilder;
+  readonly counters: Counters;
+  readonly lost: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a base builder: every `intervalMs` it re-announces its current base (a restarted holder
+ * learns it again) and builds a newer one when at least `minNewSeqs` new sequences are there.
+ * A failed build (holder unreachable) is counted and tried again next time.
+ */
+export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<RunningBaseBuilder> {
+  const { transport, lost } = await connectRole(cfg.nats, `base-builder-${cfg.holder}`);
+  const counters = new Counters();
+  const builder = new BaseBuilder(
+    { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs },
+    transport,
+    counters,
+    new Uint8Array(readFileSync(cfg.dataKeyFile)),
+  );
+  let busy: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    builder.announce();
+    busy = builder.build().catch((err) => counters.inc(`base_build_${(err as { code?: string }).code ?? "failed"}`));
+  }, cfg.intervalMs);
+  return {
+    builder,
+    counters,
+    lost,
+    async stop() {
+      clearInterval(timer);
+      await busy;
+      await transport.close();
+    },
+  };
+}
