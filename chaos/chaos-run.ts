@@ -22,7 +22,7 @@ import { startSupercluster, type SuperclusterHandle } from "../testing/nats-serv
 import { BLOCK_SIZE } from "../volume/format.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
-import { pidAlive, RoleProcess } from "./role-process.ts";
+import { pidAlive, RoleProcess } from "../testing/role-process.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */
 export interface ChaosResult {

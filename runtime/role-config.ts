@@ -75,7 +75,17 @@ export const writerRoleSchema = z.strictObject({
    * A synthetic workload (chaos runs, soak): write one block every `intervalMs`, sync, and append one
    * JSON line per acknowledged write to `ackLog` (`{"i","lsn","lba","seq"}`); block `i` holds `workloadBlock(i)`.
    */
-  workload: z.strictObject({ intervalMs: z.number().int().nonnegative(), ackLog: z.string().min(1) }).optional(),
+  workload: z
+    .strictObject({
+      intervalMs: z.number().int().nonnegative(),
+      /** Where acknowledged writes are logged (optional: a long soak does not keep them). */
+      ackLog: z.string().min(1).optional(),
+      /** Writes issued together before each sync (queue depth). Default 1. */
+      depth: z.number().int().positive().optional(),
+      /** Pace the workload to about this many writes per second (instead of `intervalMs` between rounds). */
+      ratePerSec: z.number().positive().optional(),
+    })
+    .optional(),
   /** On SIGTERM, how long to wait for custody to take everything the writer retains (ms, default 30000). */
   drainDeadlineMs: z.number().int().nonnegative().optional(),
 });

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { BaseBuilder } from "../actors/base-builder/base-builder.ts";
 import { Counters } from "../core/counters.ts";
 import { connectRole } from "./connect.ts";
+import { serveProcessStats } from "./process-stats.ts";
 import type { BaseBuilderRoleConfig } from "./role-config.ts";
 
 /** A base builder running as a process. */
@@ -31,11 +32,13 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
     builder.announce();
     busy = builder.build().catch((err) => counters.inc(`base_build_${(err as { code?: string }).code ?? "failed"}`));
   }, cfg.intervalMs);
+  const stats = serveProcessStats(transport, "base-builder", () => ({ id: `base-builder-${cfg.holder}`, counters: counters.snapshot(), figures: { baseThroughSeq: builder.base?.throughSeq ?? 0, baseBytes: builder.base?.bytes ?? 0 } }));
   return {
     builder,
     counters,
     lost,
     async stop() {
+      stats.unsubscribe();
       clearInterval(timer);
       await busy;
       await transport.close();

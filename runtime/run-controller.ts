@@ -3,6 +3,7 @@ import type { ControllerConfig } from "../actors/controller/controller-config.ts
 import { systemClock } from "../core/clock.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
+import { serveProcessStats } from "./process-stats.ts";
 import type { ControllerRoleConfig } from "./role-config.ts";
 
 /** A controller running as a process. */
@@ -19,10 +20,16 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: c.region });
     const controller = await startController(c, { transport, clock: systemClock, store });
+    const stats = serveProcessStats(transport, "controller", () => {
+      const d = controller.core.takeEvalDurations().sort((a, b) => a - b);
+      const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
+      return { id: c.controllerId, counters: controller.core.counters.snapshot(), figures: { evaluations: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0 } };
+    });
     return {
       controller,
       lost,
       async stop() {
+        stats.unsubscribe();
         controller.stop();
         await transport.close();
       },

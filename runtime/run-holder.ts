@@ -9,6 +9,7 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
+import { serveProcessStats } from "./process-stats.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
 import { CustodyError } from "../core/custody-error.ts";
 
@@ -52,10 +53,21 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       stateDir: { files: nodeFileLayer, dir: cfg.stateDir },
       ...(holderCfg.flush ? { files: nodeFileLayer, spillPath: join(cfg.stateDir, "spill.log") } : {}),
     });
+    const stats = serveProcessStats(transport, "holder", () => {
+      let ram = 0;
+      let disk = 0;
+      for (const hl of holder.core.lanes.values()) {
+        const r = hl.arena.report();
+        ram += r.ramStoredBytes;
+        disk += r.diskBytes;
+      }
+      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0 } };
+    });
     return {
       holder,
       lost,
       async stop() {
+        stats.unsubscribe();
         clearInterval(timer);
         await holder.stop();
         await transport.close();

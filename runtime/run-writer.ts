@@ -11,6 +11,7 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { connectRole } from "./connect.ts";
+import { serveProcessStats } from "./process-stats.ts";
 import type { WriterRoleConfig } from "./role-config.ts";
 import { workloadBlock } from "./workload.ts";
 
@@ -50,26 +51,39 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       workload === undefined
         ? Promise.resolve()
         : (async () => {
-            let i = existsSync(workload.ackLog) ? readFileSync(workload.ackLog, "utf8").split("\n").filter(Boolean).length : 0;
+            const log = workload.ackLog;
+            let i = log !== undefined && existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0;
+            const depth = workload.depth ?? 1;
+            const started = Date.now();
+            let issued = 0;
             while (running) {
-              const lba = i % cfg.volume.blockCount;
               try {
-                const ack = await writer.write(lba, workloadBlock(i));
+                const round = Array.from({ length: depth }, (_, k) => i + k);
+                const acks = await Promise.all(round.map((j) => writer.write(j % cfg.volume.blockCount, workloadBlock(j))));
                 await writer.sync();
-                appendFileSync(workload.ackLog, JSON.stringify({ i, lsn: ack.lsn, lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n");
-                i++;
+                if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: round[k]! % cfg.volume.blockCount, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
+                i += depth;
+                issued += depth;
               } catch {
                 if (!running) break;
               }
-              if (workload.intervalMs > 0) await new Promise((r) => setTimeout(r, workload.intervalMs));
+              const wait = workload.ratePerSec !== undefined ? started + (issued / workload.ratePerSec) * 1000 - Date.now() : workload.intervalMs;
+              if (wait > 0) await new Promise((r) => setTimeout(r, wait));
             }
           })();
+    const stats = serveProcessStats(transport, "writer", () => ({
+      id: w.writerId,
+      incarnation: term,
+      counters: writer.core.counters.snapshot(),
+      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0) },
+    }));
     return {
       writer,
       term,
       lost,
       async stop() {
         running = false;
+        stats.unsubscribe();
         await done.catch(() => undefined);
         // Drain: custody takes what this writer still retains before it goes (the outbox keeps
         // anything left for the next start, which ships it again).

@@ -17,6 +17,7 @@ import { CustodyError } from "../core/custody-error.ts";
  * | fetch    | custody.v1.fetch.<holder>                          | repair/recovery reads of retained units   |
  * | admit    | custody.v1.admit.<holder>                          | a new incarnation asks to be admitted     |
  * | base     | custody.v1.base.<holder>                           | a base snapshot built beside a holder     |
+ * | ps       | custody.v1.ps.<role>                               | "who is running": every process answers   |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -33,6 +34,7 @@ export const SubjectKind = {
   Fetch: "fetch",
   Admit: "admit",
   Base: "base",
+  Ps: "ps",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -49,6 +51,7 @@ export const SUBJECT_FIELDS = {
   fetch: ["holder"],
   admit: ["holder"],
   base: ["holder"],
+  ps: ["role"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -172,6 +175,11 @@ export function admitSubject(holder: string): string {
 /** `custody.v1.base.<holder>`: base snapshots materialized beside `holder` (its base builder announces them). */
 export function baseSubject(holder: string): string {
   return buildSubject({ kind: "base", holder });
+}
+
+/** `custody.v1.ps.<role>`: a request every running process of `role` answers with its stats (`*` for all roles). */
+export function psSubject(role: string): string {
+  return buildSubject({ kind: "ps", role });
 }
 
 /**

@@ -371,6 +371,23 @@ export class ControllerCore {
   }
 
   private async evaluateRound(): Promise<VolumeStatus> {
+    const t0 = performance.now();
+    try {
+      return await this.evaluateRoundTimed();
+    } finally {
+      this.evalMs.push(performance.now() - t0);
+      if (this.evalMs.length > 4096) this.evalMs.splice(0, this.evalMs.length - 4096);
+    }
+  }
+
+  /** Durations (ms) of the evaluation rounds since the last call (at most the newest 4096). */
+  takeEvalDurations(): number[] {
+    return this.evalMs.splice(0);
+  }
+
+  private readonly evalMs: number[] = [];
+
+  private async evaluateRoundTimed(): Promise<VolumeStatus> {
     this.dirty = false;
     this.counters.inc("evaluations");
     let s = await this.follower.refresh();

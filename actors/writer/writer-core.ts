@@ -379,6 +379,13 @@ export class WriterCore {
     }
   }
 
+  /** Sequences written but not yet confirmed by the controller for every required scenario, worst lane. */
+  custodyLagSeqs(): number {
+    let lag = 0;
+    for (const l of this.ordered) lag = Math.max(lag, l.next - 1 - Math.max(l.confirmed, (l.spec.firstSeq ?? 1) - 1));
+    return lag;
+  }
+
   /** Sequences of `lane` the writer still retains for re-sending (in its outbox, when it has one). */
   retainedSeqs(lane: string): RangeSet {
     return this.lanes.get(lane)?.obligations.retained ?? RangeSet.EMPTY;

@@ -1,0 +1,73 @@
+import type { NatsConnection } from "../transport/nats-connection.ts";
+import { subjectFilter, psSubject } from "../transport/subjects.ts";
+import type { Transport, TransportSubscription } from "../transport/transport.ts";
+
+/** What a running process says about itself when asked on `custody.v1.ps.<role>`. */
+export interface ProcessStats {
+  readonly role: string;
+  readonly id: string;
+  readonly incarnation?: number;
+  readonly pid: number;
+  readonly uptimeMs: number;
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+  readonly counters: Readonly<Record<string, number>>;
+  /** Role-specific figures (retained bytes, custody lag, evaluation times, ...). */
+  readonly figures: Readonly<Record<string, number>>;
+}
+
+/**
+ * Answers `custody.v1.ps.<role>` (and the `*` form a caller uses to reach every role) with this
+ * process's stats as JSON: what `custody ps` lists and what the soak run samples.
+ */
+export function serveProcessStats(transport: Transport, role: string, stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes">): TransportSubscription {
+  const started = Date.now();
+  return transport.subscribe(subjectFilter("ps"), (msg) => {
+    if (msg.subject !== psSubject(role) && msg.subject !== psSubject("all")) return;
+    const m = process.memoryUsage();
+    const body: ProcessStats = { role, pid: process.pid, uptimeMs: Date.now() - started, rssBytes: m.rss, heapUsedBytes: m.heapUsed, ...stats() };
+    transport.respond(msg, new TextEncoder().encode(JSON.stringify(body)));
+  });
+}
+
+/** A stats reply that does not parse as ProcessStats. */
+export class ProcessStatsReplyError extends Error {
+  readonly code = "bad_process_stats_reply";
+  constructor(readonly detail: string) {
+    super(`process stats reply rejected: ${detail}`);
+  }
+}
+
+function parseStats(data: Uint8Array): ProcessStats {
+  let v: unknown;
+  try {
+    v = JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    throw new ProcessStatsReplyError("not JSON");
+  }
+  const o = v as Record<string, unknown>;
+  if (typeof o !== "object" || o === null) throw new ProcessStatsReplyError("not an object");
+  for (const k of ["role", "id"]) if (typeof o[k] !== "string") throw new ProcessStatsReplyError(`${k} is not a string`);
+  for (const k of ["pid", "uptimeMs", "rssBytes", "heapUsedBytes"]) if (typeof o[k] !== "number") throw new ProcessStatsReplyError(`${k} is not a number`);
+  for (const k of ["counters", "figures"]) if (typeof o[k] !== "object" || o[k] === null) throw new ProcessStatsReplyError(`${k} is not an object`);
+  return o as unknown as ProcessStats;
+}
+
+/**
+ * Asks every process on the bus for its stats and gathers the answers that arrive within `waitMs`.
+ * Replies that do not parse are counted in `rejected`, never returned.
+ */
+export async function gatherProcessStats(nc: NatsConnection, opts: { role?: string; waitMs?: number } = {}): Promise<{ stats: ProcessStats[]; rejected: number }> {
+  const stats: ProcessStats[] = [];
+  let rejected = 0;
+  const replies = await nc.requestMany(psSubject(opts.role ?? "all"), new Uint8Array(0), { strategy: "timer", maxWait: opts.waitMs ?? 1000 });
+  for await (const m of replies) {
+    try {
+      stats.push(parseStats(m.data));
+    } catch {
+      rejected += 1;
+    }
+  }
+  stats.sort((a, b) => a.role.localeCompare(b.role) || a.id.localeCompare(b.id));
+  return { stats, rejected };
+}
