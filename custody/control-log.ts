@@ -60,7 +60,15 @@ export class InMemoryControlLog implements ControlLogStore {
   }
 
   async readFrom(seq: number): Promise<ControlLogEntry[]> {
-    return this.entries.filter((e) => e.seq >= seq).map((e) => entryFromBytes(e.seq, e.bytes));
+    // Sequences ascend: find the first entry >= seq by bisection, so a reader that keeps up pays for what is new only.
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.entries[mid]!.seq < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.entries.slice(lo).map((e) => entryFromBytes(e.seq, e.bytes));
   }
 
   async lastSeq(): Promise<number> {

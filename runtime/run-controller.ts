@@ -31,6 +31,7 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
       async stop() {
         stats.unsubscribe();
         controller.stop();
+        await store.close();
         await transport.close();
       },
     };

@@ -70,6 +70,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         stats.unsubscribe();
         clearInterval(timer);
         await holder.stop();
+        await store.close();
         await transport.close();
       },
     };

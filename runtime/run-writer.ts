@@ -94,6 +94,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         await done.catch(() => undefined);
         await outbox.close().catch(() => undefined);
         await volume.close().catch(() => undefined);
+        await store.close();
         await transport.close();
       },
     };

@@ -5,6 +5,7 @@ import { encodeControlEvent, type ControlEvent } from "../custody/control-event.
 import { entryFromBytes, type ControlLogStore } from "../custody/control-log.ts";
 import type { ControlLogEntry } from "../custody/control-state.ts";
 import { controlEventSpec } from "../custody/custody-messages.ts";
+import { ControlLogTail } from "./control-log-tail.ts";
 import { ctrlSubject } from "./subjects.ts";
 import { decodeMessage, encodeMessage } from "./wire/codec.ts";
 
@@ -57,18 +58,33 @@ export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStrea
   return new JetStreamControlLog(jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout);
 }
 
+/** How often a reader served by the tail still asks the stream for its last sequence (ms). */
+const VERIFY_EVERY_MS = 2_000;
+
 /**
  * ControlLogStore on a JetStream stream. `append` publishes with the expected-last-sequence
  * expectation (`Nats-Expected-Last-Sequence`), so the server commits it only on top of the entry
- * the controller folded; a lost race surfaces as ControlConflictError. Reads use an ordered
- * consumer from the requested sequence.
+ * the controller folded; a lost race surfaces as ControlConflictError. Reads are served by one
+ * standing ordered consumer (ControlLogTail) started by the first read; a read it cannot serve
+ * (too old, or the tail saw something it cannot trust) is a one-off ordered read, after which
+ * the tail starts again. Every VERIFY_EVERY_MS, and after a conflict, a read also asks the
+ * stream for its last sequence, so entries another controller committed are waited for and a
+ * stream that went backwards is seen.
  *
  * Durability caveat: the publish ack means the server stored the message, not that it was
- * fsynced (JetStream syncs file storage on its own timer unless `sync_always` is configured), so a
- * crash can lose acknowledged events. The hash chain and `ControlLogFollower` exist to detect
- * exactly that: a reader that saw the lost head refuses the shorter log.
+ * fsynced (JetStream syncs file storage on its own timer), so a crash can lose acknowledged
+ * events. The hash chain and `ControlLogFollower` exist to detect exactly that: a reader that saw
+ * the lost head refuses the shorter log.
  */
 export class JetStreamControlLog implements ControlLogStore {
+  #tail: ControlLogTail | undefined;
+  /** Highest sequence this store appended itself (a read must include it). */
+  #appended = 0;
+  #verifyAt = 0;
+  #closed = false;
+  /** JetStream API requests made by reads (stream info, consumer creations): what the tail saves. */
+  apiRequests = 0;
+
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
@@ -89,11 +105,15 @@ export class JetStreamControlLog implements ControlLogStore {
         timeout: this.timeoutMs,
       });
       if (ack.duplicate) {
+        this.#verifyAt = 0;
         throw new ControlConflictError(`control log ${this.region}: an event for position ${expectedLastSeq + 1} was already committed`, { expectedLastSeq, region: this.region });
       }
+      this.#appended = Math.max(this.#appended, ack.seq);
       return ack.seq;
     } catch (err) {
       if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        // Someone else committed: the next read asks the stream how far it goes.
+        this.#verifyAt = 0;
         throw new ControlConflictError(`control log ${this.region} moved past ${expectedLastSeq}: ${err.message}`, { expectedLastSeq, region: this.region }, { cause: err });
       }
       throw err;
@@ -105,10 +125,67 @@ export class JetStreamControlLog implements ControlLogStore {
   }
 
   async readFrom(seq: number): Promise<ControlLogEntry[]> {
+    const tail = this.#tail;
+    if (tail !== undefined && tail.holdsFrom(seq)) {
+      let target = Math.max(tail.head, this.#appended);
+      let trusted = true;
+      if (Date.now() >= this.#verifyAt) {
+        const last = await this.lastSeq();
+        this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
+        // The stream ends before what the tail holds: let a fresh read show the follower the truth.
+        if (last < tail.head) trusted = false;
+        target = Math.max(target, last);
+      }
+      if (trusted && (await tail.waitFor(target, this.timeoutMs))) return tail.from(seq);
+      await this.dropTail(tail);
+    }
+    const { entries, last } = await this.readOnce(seq);
+    if (!this.#closed) await this.startTail(last + 1, entries);
+    return entries;
+  }
+
+  async lastSeq(): Promise<number> {
+    this.apiRequests++;
+    return (await this.jsm.streams.info(this.streamName)).state.last_seq;
+  }
+
+  /** Stops the standing consumer (reads after this are one-off reads). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const t = this.#tail;
+    this.#tail = undefined;
+    await t?.close();
+  }
+
+  private async startTail(startSeq: number, seed: readonly ControlLogEntry[]): Promise<void> {
+    // Only a contiguous run that ends right before startSeq can seed the tail.
+    const contiguous = seed.length > 0 && seed[seed.length - 1]!.seq === startSeq - 1 && seed[seed.length - 1]!.seq - seed[0]!.seq === seed.length - 1;
+    try {
+      this.apiRequests++;
+      const tail = await ControlLogTail.start(this.js, this.streamName, startSeq, contiguous ? seed : [], (s, data) => entryFromBytes(s, unwrap(s, data)));
+      const old = this.#tail;
+      this.#tail = tail;
+      this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
+      if (old !== undefined) await old.close();
+      if (this.#closed) await this.close();
+    } catch {
+      // No tail for now: reads stay one-off until one starts.
+    }
+  }
+
+  private async dropTail(tail: ControlLogTail): Promise<void> {
+    if (this.#tail === tail) this.#tail = undefined;
+    await tail.close();
+  }
+
+  /** One ordered read of the entries from `seq` to the stream's current last sequence. */
+  private async readOnce(seq: number): Promise<{ entries: ControlLogEntry[]; last: number }> {
+    this.apiRequests++;
     const info = await this.jsm.streams.info(this.streamName);
     const last = info.state.last_seq;
     const from = Math.max(seq, info.state.first_seq, 1);
-    if (info.state.messages === 0 || from > last) return [];
+    if (info.state.messages === 0 || from > last) return { entries: [], last };
+    this.apiRequests++;
     const consumer = await this.js.consumers.get(this.streamName, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
     const out: ControlLogEntry[] = [];
     try {
@@ -129,11 +206,7 @@ export class JetStreamControlLog implements ControlLogStore {
     } finally {
       await consumer.delete().catch(() => undefined);
     }
-    return out;
-  }
-
-  async lastSeq(): Promise<number> {
-    return (await this.jsm.streams.info(this.streamName)).state.last_seq;
+    return { entries: out, last: Math.max(last, out[out.length - 1]?.seq ?? 0) };
   }
 }
 

@@ -159,3 +159,43 @@ test.serial("after a SIGKILL restart a reader either sees every acknowledged eve
   }
   await disconnect(nc2);
 });
+
+test.serial("one standing consumer serves a follower's rounds: 200 refreshes create no consumer, and entries another controller commits arrive", async (t) => {
+  const { nc, store, f } = await seeded(t, "tail");
+  const spy = await connect(t, "api-spy");
+  const calls: string[] = [];
+  spy.subscribe("$JS.API.>", {
+    callback: (_e, m) => {
+      calls.push(m.subject);
+    },
+  });
+  await spy.flush();
+  await f.refresh(); // the tail is running from here on
+  calls.length = 0;
+  const before = store.apiRequests;
+  for (let i = 0; i < 200; i++) await f.refresh();
+  await spy.flush();
+  const creates = calls.filter((s) => s.includes(".CONSUMER.CREATE")).length;
+  t.is(creates, 0, `no consumer created during 200 refreshes (API calls seen: ${calls.length})`);
+  t.true(store.apiRequests - before <= 2, `at most a stream-info check per 2 s (${store.apiRequests - before} requests)`);
+
+  // Another controller commits on its own connection: the tail delivers it without a new read.
+  const ncB = await connect(t, "ctl-other");
+  const storeB = await openJetStreamControlLog(ncB, { region: "tail" });
+  const g = new ControlLogFollower(storeB);
+  const { seq } = await commitControlEvent(storeB, g, who("ctl-b"), () => release("h1", 1, 5, ["h2"]));
+  const until = Date.now() + 5_000;
+  while (f.state.lastSeq < seq && Date.now() < until) await f.refresh();
+  t.is(f.state.lastSeq, seq);
+  t.is(f.state.headHash, g.state.headHash);
+  // A commit prepared on a head the other controller moved past conflicts; the next read is current.
+  await commitControlEvent(storeB, g, who("ctl-b"), () => release("h1", 6, 10, ["h2"]));
+  const stale = f.state;
+  await t.throwsAsync(store.append(eventOn(stale, release("h2", 11, 20, ["h1"]), "ctl-a"), stale.lastSeq), { instanceOf: ControlConflictError });
+  t.is((await f.refresh()).lastSeq, g.state.lastSeq, "after a conflict the next refresh asks the stream and waits for the entry");
+  await store.close();
+  await storeB.close();
+  await disconnect(ncB);
+  await disconnect(spy);
+  await disconnect(nc);
+});
