@@ -305,6 +305,11 @@ export class Arena {
 
   // ---- pins, release, recycling ---------------------------------------------------------------
 
+  /** True while segment `id` exists (not yet recycled). */
+  holds(id: number): boolean {
+    return this.segments.has(id);
+  }
+
   private segment(id: number): Segment {
     const seg = this.segments.get(id);
     if (!seg) throw new UnknownSegmentError(id);

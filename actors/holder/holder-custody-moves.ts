@@ -60,6 +60,8 @@ export class HolderCustodyMoves {
     const span = this.core.spans.startSpan("holder.flush", { kind: SpanKind.INTERNAL, attributes: { "custody.segments": todo.length } });
     const run = async (): Promise<FlushOutcome> => {
       for (const t of todo) {
+        // Released (recycled) while earlier segments of this flush were being written: nothing to persist.
+        if (!t.hl.arena.holds(t.id)) continue;
         const body = t.hl.arena.exportSegment(t.id);
         const info = await spill.append(t.hl.volume, t.hl.lane, t.seqs.min!, t.seqs.max!, body);
         this.appended.add(t.id);
@@ -115,6 +117,7 @@ export class HolderCustodyMoves {
       this.core.note({ type: "flush", outcome: "deadline_missed", seqs: result.seqs.toString() });
     } else {
       this.core.counters.inc("flush_failed");
+      this.core.note({ type: "flush_failed", message: result.message });
     }
     if (this.evacuating) this.evacuationProgress();
   }

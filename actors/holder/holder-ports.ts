@@ -38,6 +38,7 @@ export type HolderObservation =
   | { type: "transfer_admitted"; lane: string; from: string; seqs: string }
   | { type: "transferred_out"; lane: string; to: string; seqs: string }
   | { type: "flush"; outcome: "synced" | "deadline_missed"; seqs: string }
+  | { type: "flush_failed"; message: string }
   | { type: "evidence"; status: string }
   | { type: "violation"; lane: string; seqs: string; reason: string };
 

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
-import { CountingFileLayer, eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
+import { CountingFileLayer, eventually, holderConfig, KeyRing, launchHolder, publishRelease, settle, tempDir, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -36,6 +36,39 @@ test.serial("a flush that misses its deadline does not advance the persistence c
     t.is(lane().obligations.retained.toString(), "1-20");
   } finally {
     receipts.stop();
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
+  }
+});
+
+test.serial("segments released while a flush is writing earlier ones are skipped, not a failed flush; later units still persist (soak regression)", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const files = new CountingFileLayer();
+  let openGate!: () => void;
+  files.writeGate = new Promise<void>((r) => (openGate = r));
+  const h = await launchHolder(url, keys, holderConfig("h-race", { residency: ["ram", "disk"], flush: { intervalMs: 20, deadlineMs: 5_000 } }), {
+    files,
+    spillPath: `${tempDir()}/spill.log`,
+  });
+  const wt = await transport(url, "writer-race");
+  const w = new Writer(wt, "h-race");
+  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  try {
+    for (let s = 1; s <= 60; s++) w.send(unit(s, 1, 4096));
+    await eventually(() => files.writesStarted >= 1 && lane().obligations.retained.covers(1, 60), "a flush is writing its first segment while 1-60 are retained");
+    // The store's copy is no longer needed (a base covers it): the release lands mid-flush.
+    publishRelease(wt, "h-race", [[1, 60]]);
+    await eventually(() => lane().obligations.released.covers(1, 60), "1-60 released");
+    openGate();
+    files.writeGate = undefined;
+    for (let s = 61; s <= 75; s++) w.send(unit(s, 1, 4096));
+    await eventually(() => lane().obligations.diskResident.covers(61, 75), "61-75 persisted after the interrupted flush", 5_000);
+    t.is(h.holder.counters.get("flush_failed"), 0, "no flush failed");
+  } finally {
+    openGate();
     w.sender.close();
     await wt.close();
     await settle(50);
