@@ -11,7 +11,7 @@ import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequ
 import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ReceiptLedger } from "../../custody/receipt-ledger.ts";
 import { evaluateState, type EvaluationReport } from "../../policies/evaluate.ts";
-import type { BaseSnapshot, CommitRun, EvaluationState, RecoveryInFlight } from "../../policies/evaluation-state.ts";
+import { Residency, type BaseSnapshot, type CommitRun, type EvaluationState, type RecoveryInFlight } from "../../policies/evaluation-state.ts";
 import { authorizeReleases, withoutStaleClaims, type ReleaseRequest } from "../../policies/release.ts";
 import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../transport/subjects.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
@@ -386,6 +386,8 @@ export class ControllerCore {
   }
 
   private readonly evalMs: number[] = [];
+  /** Holders seen persisting (a disk claim): their copies are released only onto disk or a base. */
+  private readonly durableHolders = new Set<string>();
 
   private async evaluateRoundTimed(): Promise<VolumeStatus> {
     this.dirty = false;
@@ -401,10 +403,15 @@ export class ControllerCore {
     const report = evaluateState(state);
     this.trimCommits(report);
     this.coverage.progress(withoutStaleClaims(state), s);
-    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active));
+    for (const h of state.holders) if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
+    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active), this.durableHolders);
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
-    for (const d of decisions) if (!d.allowed) this.counters.inc("release_denied");
+    for (const d of decisions) {
+      if (d.allowed) continue;
+      this.counters.inc("release_denied");
+      for (const r of new Set(d.reasons)) this.counters.inc(`release_denied.${r}`);
+    }
     for (const req of granted) {
       const obligationId = obligationIdOf(this.volume, req.lane);
       try {

@@ -1,6 +1,6 @@
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { Holding } from "../../custody/receipt-ledger.ts";
-import type { CommitRun, EvaluationState, Holder, PendingForward, RecoveryInFlight, RetainedClaim } from "../../policies/evaluation-state.ts";
+import { Residency, type CommitRun, type EvaluationState, type Holder, type PendingForward, type RecoveryInFlight, type RetainedClaim } from "../../policies/evaluation-state.ts";
 import type { VolumeTopology } from "./controller-config.ts";
 
 /** What the writer has reported: per lane, its head and commit runs. */
@@ -79,20 +79,30 @@ export function buildEvaluationState(
 
 /**
  * Release candidates: for each releasable holder and lane, the retained ranges some other holder
- * also holds or a base contains — a successor is necessary, so nothing else is worth asking about. Pure.
+ * also holds or a base contains — a successor is necessary, so nothing else is worth asking about.
+ * A durable holder (one that persists: it has, or once had, disk claims; `durable` names those the
+ * caller remembers) is offered only what another holder's disk or a base also has: releasing a
+ * store's copy onto RAM copies moves custody to a weaker tier and can wedge the network — the RAM
+ * holders then hold the only copies, cannot release them, fill up, and the store can build no base
+ * across the hole. Pure.
  */
-export function releaseCandidates(state: EvaluationState, releasable: readonly string[]): { holder: string; lane: string; ranges: RangeSet }[] {
+export function releaseCandidates(state: EvaluationState, releasable: readonly string[], durable: ReadonlySet<string> = new Set()): { holder: string; lane: string; ranges: RangeSet }[] {
   const baseThrough = (lane: string) => state.bases.reduce((m, b) => Math.max(m, b.cut[lane] ?? -1), -1);
+  const isDurable = (id: string) => durable.has(id) || state.holders.some((h) => h.id === id && h.claims.some((c) => c.residency === Residency.disk));
   const out: { holder: string; lane: string; ranges: RangeSet }[] = [];
   for (const id of releasable) {
     const me = state.holders.find((h) => h.id === id);
     if (me === undefined) continue;
+    const onlyToDisk = isDurable(id);
     for (const lane of Object.keys(state.source.lanes)) {
       let mine = RangeSet.EMPTY;
       for (const c of me.claims) if (c.lane === lane) mine = mine.union(c.ranges);
       if (mine.isEmpty) continue;
       let others = RangeSet.EMPTY;
-      for (const h of state.holders) if (h.id !== id) for (const c of h.claims) if (c.lane === lane) others = others.union(c.ranges);
+      for (const h of state.holders) {
+        if (h.id === id) continue;
+        for (const c of h.claims) if (c.lane === lane && (!onlyToDisk || c.residency === Residency.disk)) others = others.union(c.ranges);
+      }
       // What a base already contains needs no WAL anywhere (the release rule still checks the base survives).
       const through = baseThrough(lane);
       if (through >= 0) others = others.union(RangeSet.of(0, through));

@@ -116,7 +116,7 @@ test("recovery across two lanes stops at the newest LSN every lane holds (consis
 test("the controller's evaluation input drops failed holders and release candidates need a successor", (t) => {
   const topo = topologyFor("v");
   const holding = (holderId: string, ranges: RangeSet) =>
-    ({ holderId, incarnation: 1, volume: "v", lane: "l0", obligationId: "v-l0", representation: "raw", residency: "ram", evidence: { kind: "ram", capabilityGeneration: 0, observedAt: 100 }, retained: ranges, prefix: { base: 1, through: ranges.max ?? 0 }, receiptSeq: 1, issuedAt: 100, evidenceAt: 100, stale: false, survivesPowerLoss: false, receipt: {} }) as never;
+    ({ holderId, incarnation: 1, volume: "v", lane: "l0", obligationId: "v-l0", representation: "raw", residency: "ram", evidence: { kind: "ram", capabilityGeneration: 0, observedAt: 100 }, retained: ranges, prefix: { base: 1, through: ranges.max ?? 0 }, receiptSeq: 1, issuedAt: 100, evidenceAt: 100, stale: false, survivesPowerLoss: false, receipt: { payload: { manifest: { baseSnapshots: [] } } } }) as never;
   const state = buildEvaluationState(topo, [holding("h-e1", RangeSet.of(1, 10)), holding("h-w", RangeSet.of(1, 6)), holding("h-e2", RangeSet.of(1, 10))], { heads: { l0: 10 }, commits: [{ lane: "l0", first: 1, last: 10, committedAtMs: 50, bytesPerSeq: 4096 }] }, 200, new Set(["h-e2"]));
   t.deepEqual(state.holders.find((h) => h.id === "h-e2")!.claims, []);
   const c = releaseCandidates(state, ["h-e1", "h-e2"]);
@@ -127,4 +127,31 @@ test("the controller's evaluation input drops failed holders and release candida
   t.is(az.lostSeqs, 4);
   t.is(az.lostBytes, 4 * 4096);
   t.is(az.oldestLostAgeMs, 150);
+});
+
+test("a durable holder's copy is offered for release only where another disk copy or a base has it, never onto RAM copies (soak wedge)", (t) => {
+  const topo = topologyFor("v");
+  const holding = (holderId: string, ranges: RangeSet, residency: "ram" | "disk") =>
+    ({ holderId, incarnation: 1, volume: "v", lane: "l0", obligationId: "v-l0", representation: "raw", residency, evidence: residency === "disk" ? { kind: "disk", offset: 0 } : { kind: "ram", capabilityGeneration: 0, observedAt: 100 }, retained: ranges, prefix: { base: 1, through: ranges.max ?? 0 }, receiptSeq: 1, issuedAt: 100, evidenceAt: 100, stale: false, survivesPowerLoss: residency === "disk", receipt: { payload: { manifest: { baseSnapshots: [] } } } }) as never;
+  // The store (h-w) holds 1-6 on disk and 7-10 still in RAM; two RAM holders hold 1-10.
+  const state = buildEvaluationState(
+    topo,
+    [holding("h-e1", RangeSet.of(1, 10), "ram"), holding("h-e2", RangeSet.of(1, 10), "ram"), holding("h-w", RangeSet.of(1, 6), "disk"), holding("h-w", RangeSet.of(7, 10), "ram")],
+    { heads: { l0: 10 }, commits: [{ lane: "l0", first: 1, last: 10, committedAtMs: 50, bytesPerSeq: 4096 }] },
+    200,
+    new Set(),
+  );
+  const c = releaseCandidates(state, ["h-e1", "h-e2", "h-w"]);
+  t.deepEqual(
+    c.map((x) => [x.holder, x.ranges.toString()]),
+    [
+      ["h-e1", "1-10"],
+      ["h-e2", "1-10"],
+    ],
+    "the store is not offered 1-10: only RAM copies would be left",
+  );
+  // Remembered as durable even when its current claims are all RAM (just restarted, nothing flushed yet).
+  const ramOnly = buildEvaluationState(topo, [holding("h-e1", RangeSet.of(1, 10), "ram"), holding("h-w", RangeSet.of(1, 10), "ram")], { heads: { l0: 10 }, commits: [{ lane: "l0", first: 1, last: 10, committedAtMs: 50, bytesPerSeq: 4096 }] }, 200, new Set());
+  t.deepEqual(releaseCandidates(ramOnly, ["h-w"], new Set(["h-w"])), []);
+  t.is(releaseCandidates(ramOnly, ["h-w"]).length, 1, "a holder never seen persisting is an ordinary RAM holder");
 });
