@@ -26,8 +26,9 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
   }
   if (req.holder !== core.config.holderId) return void core.counters.inc("fetch_wrong_holder");
   const hl = core.lanes.get(laneKey(req.volume, req.lane));
-  const wanted = RangeSet.fromJSON(req.ranges);
-  const respond = (units: readonly TransportUnit[]) => {
+  // Only what comes after the caller's cursor, read segment by segment until a page is full.
+  const wanted = RangeSet.fromJSON(req.ranges).intersect(RangeSet.of(Math.max(0, req.after + 1), Number.MAX_SAFE_INTEGER));
+  const respond = (units: readonly TransportUnit[], complete: boolean) => {
     const after = units.filter((u) => u.firstSeq > req.after).sort((a, b) => a.firstSeq - b.firstSeq);
     const page: Uint8Array[] = [];
     let size = 0;
@@ -39,14 +40,11 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
       size += enc.byteLength;
     }
     core.counters.inc("fetch_served_units", page.length);
-    core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { holder: core.config.holderId, units: page, done: page.length === after.length }));
+    core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { holder: core.config.holderId, units: page, done: complete && page.length === after.length }));
   };
-  if (hl === undefined) return respond([]);
-  const ram = hl.ramUnits(wanted);
-  const spill = core.spillStream;
-  if (spill === undefined) return respond(ram);
-  hl.diskUnits(spill, wanted).then(
-    (disk) => respond([...ram, ...disk]),
+  if (hl === undefined || wanted.isEmpty) return respond([], true);
+  hl.unitsPage(core.spillStream, wanted, req.limit + 1, maxReplyBytes + 1).then(
+    (r) => respond(r.units, r.complete),
     () => core.counters.inc("fetch_unreadable"),
   );
 }

@@ -238,6 +238,40 @@ export class HolderLane {
     return out.sort((a, b) => a.firstSeq - b.firstSeq);
   }
 
+  /**
+   * Retained units intersecting `seqs`, in sequence order, from RAM and (with `spill`) from disk,
+   * reading segment by segment and stopping once `maxUnits` units or about `maxBytes` of payload
+   * are gathered — a page costs what it returns, not what the whole range holds. `complete` is
+   * true when nothing retained in `seqs` is left after the returned units.
+   */
+  async unitsPage(spill: SpillSet | undefined, seqs: RangeSet, maxUnits: number, maxBytes: number): Promise<{ units: TransportUnit[]; complete: boolean }> {
+    const segs = this.arena
+      .segmentsOf(this.volume, this.lane)
+      .map((id) => ({ id, d: this.arena.describe(id) }))
+      .map((x) => ({ ...x, seqs: x.d.seqs() }))
+      .filter((x) => x.seqs.intersects(seqs) && (x.d.buffer !== undefined || (spill !== undefined && x.d.evidence !== undefined)))
+      .sort((a, b) => a.seqs.min! - b.seqs.min!);
+    const out: TransportUnit[] = [];
+    let bytes = 0;
+    for (const [i, x] of segs.entries()) {
+      let units: readonly TransportUnit[];
+      if (x.d.buffer !== undefined) units = this.arena.units(x.id);
+      else {
+        const { body } = await spill!.read(x.d.evidence!);
+        units = decodeSegment(body).units;
+      }
+      const mine = units.filter((u) => seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)).map(copyUnit);
+      out.push(...mine);
+      bytes += mine.reduce((n, u) => n + u.payload.byteLength, 0);
+      if (out.length >= maxUnits || bytes >= maxBytes) {
+        out.sort((a, b) => a.firstSeq - b.firstSeq);
+        return { units: out, complete: i === segs.length - 1 };
+      }
+    }
+    out.sort((a, b) => a.firstSeq - b.firstSeq);
+    return { units: out, complete: true };
+  }
+
   /** Newest persistence evidence of this lane (a completed, in-deadline sync). */
   lastDiskEvidence: SpillEvidence | undefined;
 

@@ -6,17 +6,23 @@ export interface IoCounts {
   writes: number;
   writtenBytes: number;
   datasyncs: number;
+  readBytes: number;
 }
 
 /**
  * Wraps a FileLayer (the real one by default) and counts opens, writes and completed datasyncs, so
  * a test can assert "zero disk writes". A slow disk is simulated with `syncGate` (every datasync
- * waits for that promise) or `syncDelayMs` (every datasync waits that long first).
+ * waits for that promise) or `syncDelayMs` (every datasync waits that long first), a stalled one
+ * with `writeGate`.
  */
 export class CountingFileLayer implements FileLayer {
-  readonly counts: IoCounts = { opens: 0, writes: 0, writtenBytes: 0, datasyncs: 0 };
+  readonly counts: IoCounts = { opens: 0, writes: 0, writtenBytes: 0, datasyncs: 0, readBytes: 0 };
   syncGate: Promise<void> | undefined;
   syncDelayMs = 0;
+  /** Every write waits for this promise first (a disk that stalls mid-flush). */
+  writeGate: Promise<void> | undefined;
+  /** Writes that started (some may still wait at `writeGate`). */
+  writesStarted = 0;
 
   constructor(private readonly inner: FileLayer = nodeFileLayer) {}
 
@@ -35,8 +41,14 @@ export class CountingFileLayer implements FileLayer {
     const h = await this.inner.open(path, opts);
     return {
       path: h.path,
-      read: (b, o, l, p) => h.read(b, o, l, p),
+      read: async (b, o, l, p) => {
+        const r = await h.read(b, o, l, p);
+        this.counts.readBytes += l;
+        return r;
+      },
       write: async (b, o, l, p) => {
+        this.writesStarted++;
+        if (this.writeGate) await this.writeGate;
         this.counts.writes++;
         this.counts.writtenBytes += l;
         await h.write(b, o, l, p);

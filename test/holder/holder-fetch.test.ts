@@ -3,6 +3,7 @@ import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { CountingFileLayer } from "../helpers/counting-file-layer.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
@@ -41,5 +42,33 @@ test.serial("a holder serves fetch of its retained units from RAM and, once spil
   } finally {
     await wt.close();
     await again.close();
+  }
+});
+
+test.serial("a fetch page reads from disk about what it returns, not the whole range asked for (soak regression: bases never finished)", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const files = new CountingFileLayer();
+  const cfg = holderConfig("h-paged", { residency: ["ram", "disk"], flush: { intervalMs: 20, deadlineMs: 2_000 }, arena: { segmentBytes: 64 * 1024, limitBytes: 4 * 1024 * 1024, maxOutstandingCredit: 256 * 1024, maxUnitBytes: 32 * 1024 } });
+  const h = await launchHolder(url, keys, cfg, { files, spillPath: `${tempDir()}/spill.log` });
+  const wt = await transport(url, "paged-reader");
+  const w = new Writer(wt, "h-paged");
+  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  try {
+    for (let s = 1; s <= 600; s++) w.send(unit(s, 1, 4096));
+    await eventually(() => lane().obligations.diskResident.covers(1, 600), "1-600 spilled", 15_000);
+    await eventually(() => lane().arena.report().ramBytes === 0, "nothing left in RAM");
+    const spilled = files.counts.writtenBytes;
+    const before = files.counts.readBytes;
+    const units = await fetchUnits(wt, "h-paged", "vol1", "l0", RangeSet.of(1, 600));
+    t.is(units.length, 600);
+    const read = files.counts.readBytes - before;
+    t.log(`spilled ${spilled} bytes; a paged fetch of all of it read ${read}`);
+    t.true(read <= 1.5 * spilled, `read ${read} bytes for ${spilled} spilled (every page re-reading the whole range would read ~5×)`);
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
   }
 });
