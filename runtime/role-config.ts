@@ -116,5 +116,7 @@ export const baseBuilderRoleSchema = z.strictObject({
   intervalMs: z.number().int().positive(),
   /** Sequences of new WAL that make a new base worth building. */
   minNewSeqs: z.number().int().positive(),
+  /** At most this many sequences per build (bounds memory). Default 4 × minNewSeqs. */
+  maxSeqsPerBuild: z.number().int().positive().optional(),
 });
 export type BaseBuilderRoleConfig = z.infer<typeof baseBuilderRoleSchema>;

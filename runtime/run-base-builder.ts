@@ -22,7 +22,7 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
   const { transport, lost } = await connectRole(cfg.nats, `base-builder-${cfg.holder}`);
   const counters = new Counters();
   const builder = new BaseBuilder(
-    { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs },
+    { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs, ...(cfg.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: cfg.maxSeqsPerBuild } : {}) },
     transport,
     counters,
     new Uint8Array(readFileSync(cfg.dataKeyFile)),

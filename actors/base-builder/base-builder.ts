@@ -7,7 +7,8 @@ import type { Transport } from "../../transport/transport.ts";
 import { encodeMessage } from "../../transport/wire/index.ts";
 import { baseReadySpec } from "../holder/holder-messages.ts";
 import { fetchUnits } from "../repair/custody-reader.ts";
-import { recoverVolume } from "../repair/volume-recovery.ts";
+import { applyRecords, contiguousFrom, copyBlocks, openUnits } from "../repair/volume-recovery.ts";
+import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 
 /** Where the builder keeps its bases and what it builds. */
 export interface BaseBuilderConfig {
@@ -19,6 +20,8 @@ export interface BaseBuilderConfig {
   readonly dir: string;
   /** Build a new base once at least this many new sequences are contiguous after the current one. */
   readonly minNewSeqs: number;
+  /** At most this many sequences go into one build (bounds the builder's memory); more wait for the next. Default 4 × minNewSeqs. */
+  readonly maxSeqsPerBuild?: number;
 }
 
 /** The base a builder holds now. */
@@ -71,39 +74,54 @@ export class BaseBuilder {
   }
 
   /**
-   * One build attempt: reads the WAL after the current base from the holder and, when at least
-   * `minNewSeqs` contiguous sequences are there, materializes and announces a new base through the
-   * last of them. Returns the new base, or undefined when it is not time yet. Throws what the
-   * fetch or the recovery throws (nothing is published then).
+   * One build attempt. A one-unit probe asks the holder whether the sequence `minNewSeqs` past the
+   * current base is there yet; if so, a new base is materialized: the current base copied into a
+   * fresh volume, then the holder's WAL applied chunk by chunk (`BUILD_CHUNK_SEQS` at a time, every
+   * digest checked and payload authenticated), as far as it runs contiguously, up to
+   * `maxSeqsPerBuild`. Memory stays at one chunk whatever the backlog. Made durable, published
+   * (`current.json`) and announced. Returns the new base, or undefined when it is not time yet.
+   * Throws what the fetch or the checks throw (nothing is published then).
    */
   async build(): Promise<BuiltBase | undefined> {
     if (this.building) return undefined;
     this.building = true;
+    const tmp = join(this.cfg.dir, "building.tmp");
     try {
-      const from = (this.current?.throughSeq ?? 0) + 1;
-      const units = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(from, Number.MAX_SAFE_INTEGER), 10_000);
-      let seqs = RangeSet.EMPTY;
-      for (const u of units) seqs = seqs.add(u.firstSeq, u.lastSeq);
-      const through = seqs.contiguousThrough(from);
+      const cur = this.current;
+      const from = (cur?.throughSeq ?? 0) + 1;
+      const probeSeq = from + this.cfg.minNewSeqs - 1;
+      const probe = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(probeSeq, probeSeq), 10_000);
+      if (probe.length === 0) return undefined;
+      rmSync(tmp, { recursive: true, force: true });
+      await SmartWalVolume.create(tmp, { blockCount: this.cfg.blockCount });
+      const vol = await SmartWalVolume.open(tmp);
+      let through = from - 1;
+      try {
+        if (cur !== undefined) await copyBlocks(cur.dir, vol, this.cfg.blockCount);
+        const last = from + (this.cfg.maxSeqsPerBuild ?? 4 * this.cfg.minNewSeqs) - 1;
+        while (through < last) {
+          const hi = Math.min(last, through + BUILD_CHUNK_SEQS);
+          const units = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(through + 1, hi), 10_000);
+          const records = openUnits(this.cfg.volume, [this.cfg.lane], this.dataKey, units).byLane.get(this.cfg.lane)!;
+          const end = Math.min(last, contiguousFrom(records, through + 1));
+          if (end <= through) break;
+          const run = [];
+          for (let seq = through + 1; seq <= end; seq++) run.push(records.get(seq)!);
+          await applyRecords(vol, run);
+          through = end;
+          if (end < hi) break; // a hole, or the end of what the holder has
+        }
+        await vol.syncCache();
+      } finally {
+        await vol.close();
+      }
       if (through - from + 1 < this.cfg.minNewSeqs) return undefined;
       const name = `base-${through}`;
-      const tmp = join(this.cfg.dir, `${name}.tmp`);
-      rmSync(tmp, { recursive: true, force: true });
-      const cur = this.current;
-      const result = await recoverVolume({
-        volume: this.cfg.volume,
-        dir: tmp,
-        blockCount: this.cfg.blockCount,
-        lanes: [this.cfg.lane],
-        dataKey: this.dataKey,
-        units,
-        upTo: { [this.cfg.lane]: through },
-        ...(cur !== undefined ? { base: { dir: cur.dir, cut: { [this.cfg.lane]: cur.throughSeq } } } : {}),
-      });
       const final = join(this.cfg.dir, name);
+      rmSync(final, { recursive: true, force: true });
       renameSync(tmp, final);
       syncDir(this.cfg.dir);
-      const built: BuiltBase = { snapshotId: name, throughSeq: result.cut[this.cfg.lane]!, dir: final, bytes: dirBytes(final) };
+      const built: BuiltBase = { snapshotId: name, throughSeq: through, dir: final, bytes: dirBytes(final) };
       const manifestTmp = join(this.cfg.dir, "current.json.tmp");
       writeFileSync(manifestTmp, JSON.stringify(built));
       fsyncFile(manifestTmp);
@@ -119,10 +137,14 @@ export class BaseBuilder {
       this.announce();
       return built;
     } finally {
+      rmSync(tmp, { recursive: true, force: true });
       this.building = false;
     }
   }
 }
+
+/** Sequences fetched and applied at a time while building a base (bounds the builder's memory). */
+export const BUILD_CHUNK_SEQS = 2048;
 
 function fsyncFile(path: string): void {
   const fd = openSync(path, "r+");

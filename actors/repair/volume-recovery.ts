@@ -1,6 +1,5 @@
 import { CustodyError } from "../../core/custody-error.ts";
 import { nodeFileLayer, type FileLayer } from "../../core/file-layer.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
@@ -61,17 +60,7 @@ export interface RecoveryResult {
  */
 export async function recoverVolume(inp: RecoveryInput): Promise<RecoveryResult> {
   const fl = inp.fileLayer ?? nodeFileLayer;
-  const byLane = new Map<string, Map<number, WriteRecord>>();
-  for (const l of inp.lanes) byLane.set(l, new Map());
-  let verified = 0;
-  for (const u of inp.units) {
-    if (u.volume !== inp.volume || !byLane.has(u.lane)) continue;
-    validateTransportUnit(u);
-    verified++;
-    const recs = openPayload(inp.dataKey, u, u.payload);
-    const m = byLane.get(u.lane)!;
-    for (const r of recs) m.set(r.seq, r);
-  }
+  const { byLane, verified } = openUnits(inp.volume, inp.lanes, inp.dataKey, inp.units);
   // Per lane: the contiguous run after the base (bounded by upTo).
   const cut: Record<string, number> = {};
   let consistentLsn = Infinity;
@@ -79,8 +68,7 @@ export async function recoverVolume(inp: RecoveryInput): Promise<RecoveryResult>
   for (const lane of inp.lanes) {
     const m = byLane.get(lane)!;
     const from = (inp.base?.cut[lane] ?? 0) + 1;
-    const seqs = RangeSet.from([...m.keys()].map((s) => [s, s] as const));
-    let through = seqs.contiguousThrough(from);
+    let through = contiguousFrom(m, from);
     const bound = inp.upTo?.[lane];
     if (bound !== undefined) {
       if (through < bound) throw new RecoveryGapError({ lane, from, through, wanted: bound });
@@ -97,36 +85,76 @@ export async function recoverVolume(inp: RecoveryInput): Promise<RecoveryResult>
     const complete = inp.knownHeads?.[lane] !== undefined && through >= inp.knownHeads[lane]!;
     if (!complete && inp.lanes.length > 1 && through >= from) consistentLsn = Math.min(consistentLsn, laneMaxLsn);
   }
-  const apply = chosen.filter((r) => r.lsn <= consistentLsn).sort((a, b) => a.lsn - b.lsn || a.lba - b.lba);
+  const apply = chosen.filter((r) => r.lsn <= consistentLsn);
   if (inp.lanes.length > 1) {
     for (const lane of inp.lanes) {
       const mine = apply.filter((r) => byLane.get(lane)!.get(r.seq) === r);
-      cut[lane] = mine.length > 0 ? Math.max(...mine.map((r) => r.seq)) : (inp.base?.cut[lane] ?? 0);
+      cut[lane] = mine.length > 0 ? mine.reduce((m, r) => Math.max(m, r.seq), 0) : (inp.base?.cut[lane] ?? 0);
     }
   }
   await SmartWalVolume.create(inp.dir, { blockCount: inp.blockCount }, fl);
   const vol = await SmartWalVolume.open(inp.dir, { fileLayer: fl });
   try {
-    if (inp.base) {
-      const base = await SmartWalVolume.open(inp.base.dir, { fileLayer: fl });
-      try {
-        const chunk = 64;
-        for (let lba = 0; lba < inp.blockCount; lba += chunk) {
-          const n = Math.min(chunk, inp.blockCount - lba);
-          const data = await base.read(lba, n);
-          for (let i = 0; i < n; i++) {
-            const block = data.subarray(i * BLOCK_SIZE, (i + 1) * BLOCK_SIZE);
-            if (block.some((b) => b !== 0)) await vol.write(lba + i, block);
-          }
-        }
-      } finally {
-        await base.close();
-      }
-    }
-    for (const r of apply) await vol.write(r.lba, r.data);
+    if (inp.base) await copyBlocks(inp.base.dir, vol, inp.blockCount, fl);
+    await applyRecords(vol, apply);
     await vol.syncCache();
   } finally {
     await vol.close();
   }
   return { cut, lsn: apply.reduce((m, r) => Math.max(m, r.lsn), 0), unitsVerified: verified, recordsApplied: apply.length, baseUsed: inp.base !== undefined };
+}
+
+/**
+ * Verifies every unit of `volume` on `lanes` (digest, then payload authentication with the data key)
+ * and returns its records by lane and sequence. Throws on the first unit that fails a check.
+ */
+export function openUnits(volume: string, lanes: readonly string[], dataKey: Uint8Array, units: readonly TransportUnit[]): { byLane: Map<string, Map<number, WriteRecord>>; verified: number } {
+  const byLane = new Map<string, Map<number, WriteRecord>>();
+  for (const l of lanes) byLane.set(l, new Map());
+  let verified = 0;
+  for (const u of units) {
+    if (u.volume !== volume || !byLane.has(u.lane)) continue;
+    validateTransportUnit(u);
+    verified++;
+    const recs = openPayload(dataKey, u, u.payload);
+    const m = byLane.get(u.lane)!;
+    for (const r of recs) m.set(r.seq, r);
+  }
+  return { byLane, verified };
+}
+
+/** The last sequence of the contiguous run of `records` starting at `from` (`from - 1` when `from` is missing). */
+export function contiguousFrom(records: ReadonlyMap<number, WriteRecord>, from: number): number {
+  let s = from;
+  while (records.has(s)) s++;
+  return s - 1;
+}
+
+/** Writes admitted together: the volume commits them as one group (one barrier), in call order. */
+const WRITE_BATCH = 256;
+
+/** Writes `records` into `vol` in LSN order (no sync), in batches the volume group-commits. */
+export async function applyRecords(vol: SmartWalVolume, records: readonly WriteRecord[]): Promise<void> {
+  const ordered = [...records].sort((a, b) => a.lsn - b.lsn || a.lba - b.lba);
+  for (let i = 0; i < ordered.length; i += WRITE_BATCH) await Promise.all(ordered.slice(i, i + WRITE_BATCH).map((r) => vol.write(r.lba, r.data)));
+}
+
+/** Copies every non-zero block of the volume at `fromDir` into `vol` (no sync). */
+export async function copyBlocks(fromDir: string, vol: SmartWalVolume, blockCount: number, fl: FileLayer = nodeFileLayer): Promise<void> {
+  const base = await SmartWalVolume.open(fromDir, { fileLayer: fl });
+  try {
+    const chunk = WRITE_BATCH;
+    for (let lba = 0; lba < blockCount; lba += chunk) {
+      const n = Math.min(chunk, blockCount - lba);
+      const data = await base.read(lba, n);
+      const writes: Promise<number>[] = [];
+      for (let i = 0; i < n; i++) {
+        const block = data.subarray(i * BLOCK_SIZE, (i + 1) * BLOCK_SIZE);
+        if (block.some((b) => b !== 0)) writes.push(vol.write(lba + i, block));
+      }
+      await Promise.all(writes);
+    }
+  } finally {
+    await base.close();
+  }
 }

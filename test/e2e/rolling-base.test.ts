@@ -83,7 +83,7 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   const bt = await NatsTransport.connect({ servers: url, name: "base-builder" });
   t.teardown(() => bt.close());
   authority.authorize(VOLUME, "base-builder");
-  const builder = new BaseBuilder({ holderId: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), minNewSeqs: 50 }, bt, new Counters(), authority.dataKey(VOLUME, "base-builder"));
+  const builder = new BaseBuilder({ holderId: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), minNewSeqs: 50, maxSeqsPerBuild: 1000 }, bt, new Counters(), authority.dataKey(VOLUME, "base-builder"));
 
   for (let i = 0; i < 300; i++) await rig.write((i * 7) % BLOCKS, blockData(9000 + i));
   await rig.writer.sync();
