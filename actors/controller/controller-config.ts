@@ -39,6 +39,12 @@ export interface ControllerConfig {
   /** Lower bound between two policy evaluations (bounded frequency, off the I/O path). Default 100 ms. */
   readonly evalIntervalMs?: number;
   /**
+   * A holder's releases are committed at most once per this interval (ms). Every release is a
+   * control-log event; fewer, larger releases keep the log, and every reader's work, small.
+   * Default 1000.
+   */
+  readonly releaseEveryMs?: number;
+  /**
    * Automatic repair of committed declare-failure events. Without it the controller only reports
    * "repair needed" in its status document.
    */

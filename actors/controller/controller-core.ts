@@ -386,6 +386,8 @@ export class ControllerCore {
   }
 
   private readonly evalMs: number[] = [];
+  /** When each holder's last release was committed (releaseEveryMs). */
+  private readonly lastReleaseAt = new Map<string, number>();
   /** Holders seen persisting (a disk claim): their copies are released only onto disk or a base. */
   private readonly durableHolders = new Set<string>();
 
@@ -404,7 +406,10 @@ export class ControllerCore {
     this.trimCommits(report);
     this.coverage.progress(withoutStaleClaims(state), s);
     for (const h of state.holders) if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
-    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter((h) => s.holders[h]?.status === HolderStatus.active), this.durableHolders);
+    const now = this.ports.clock.now();
+    const every = this.config.releaseEveryMs ?? 1_000;
+    const due = (h: string) => s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
+    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter(due), this.durableHolders);
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
     for (const d of decisions) {
@@ -420,6 +425,7 @@ export class ControllerCore {
         this.audits.push({ state, grantedTogether: granted, request: req, controlSeq: seq });
         if (this.audits.length > MAX_AUDITS) this.audits.splice(0, this.audits.length - MAX_AUDITS);
         this.counters.inc("release_committed");
+        this.lastReleaseAt.set(req.holder, now);
         this.publishFrontier(s, obligationId, req.holder, req.lane);
       } catch (err) {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
@@ -519,11 +525,22 @@ export class ControllerCore {
     const already = o.released[req.holder] ?? RangeSet.EMPTY;
     const ranges = req.ranges.subtract(already).intersect(o.responsible[req.holder] ?? RangeSet.EMPTY);
     if (ranges.isEmpty) throw new CustodyError("nothing_to_release", "ranges already released or not this holder's responsibility", {});
-    const reliesOn = withoutStaleClaims(state).holders
-      .filter((h) => h.id !== req.holder && cur.holders[h.id]?.status === HolderStatus.active && (o.responsible[h.id] ?? RangeSet.EMPTY).coversAll(ranges))
-      .filter((h) => h.claims.filter((c) => c.lane === req.lane).reduce((a, c) => a.union(c.ranges), RangeSet.EMPTY).coversAll(ranges))
-      .map((h) => h.id);
+    // Who keeps what this release gives up: active holders responsible for it with fresh claims on it.
+    const keepers = withoutStaleClaims(state)
+      .holders.filter((h) => h.id !== req.holder && cur.holders[h.id]?.status === HolderStatus.active)
+      .map((h) => ({ id: h.id, keeps: h.claims.filter((c) => c.lane === req.lane).reduce((a, c) => a.union(c.ranges), RangeSet.EMPTY).intersect(ranges).intersect(o.responsible[h.id] ?? RangeSet.EMPTY) }));
+    const reliesOn = keepers.filter((k) => k.keeps.coversAll(ranges)).map((k) => k.id);
     if (reliesOn.length > 0) return { type: "release_ranges", obligationId, holderId: req.holder, ranges, reliesOn };
+    // The policy may have counted several keepers together (one holds the older part, another the
+    // newer). The control log wants one keeper responsible for every released range, so release the
+    // part the best single keeper has — a subset of an authorized release is safe — unless a base
+    // covers everything.
+    const best = keepers.sort((a, b) => b.keeps.count - a.keeps.count)[0];
+    const coveredByBase = state.bases.some((b) => (b.cut[req.lane] ?? -1) >= (ranges.max ?? 0) && cur.holders[b.holder]?.status === HolderStatus.active);
+    if (!coveredByBase && best !== undefined && !best.keeps.isEmpty) {
+      this.counters.inc("release_narrowed");
+      return { type: "release_ranges", obligationId, holderId: req.holder, ranges: best.keeps, reliesOn: [best.id] };
+    }
     // No other holder keeps them: a base an active holder keeps may contain them (a rolling base).
     const base = state.bases
       .filter((b) => (b.cut[req.lane] ?? -1) >= (ranges.max ?? 0) && cur.holders[b.holder]?.status === HolderStatus.active)

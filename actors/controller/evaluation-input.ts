@@ -78,13 +78,15 @@ export function buildEvaluationState(
 }
 
 /**
- * Release candidates: for each releasable holder and lane, the retained ranges some other holder
- * also holds or a base contains — a successor is necessary, so nothing else is worth asking about.
+ * Release candidates: for each releasable holder and lane, the retained ranges a base contains or
+ * some other holder also holds — a successor is necessary, so nothing else is worth asking about.
+ * They come as up to three requests, judged separately so the part that is safe now is never held
+ * back by the part that is not: what a base contains, what another holder has on disk, and what
+ * others hold only in RAM (typically the newest sequences, not yet durable anywhere else).
  * A durable holder (one that persists: it has, or once had, disk claims; `durable` names those the
- * caller remembers) is offered only what another holder's disk or a base also has: releasing a
- * store's copy onto RAM copies moves custody to a weaker tier and can wedge the network — the RAM
- * holders then hold the only copies, cannot release them, fill up, and the store can build no base
- * across the hole. Pure.
+ * caller remembers) is offered only the first two: releasing a store's copy onto RAM copies moves
+ * custody to a weaker tier and can wedge the network — the RAM holders then hold the only copies,
+ * cannot release them, fill up, and the store can build no base across the hole. Pure.
  */
 export function releaseCandidates(state: EvaluationState, releasable: readonly string[], durable: ReadonlySet<string> = new Set()): { holder: string; lane: string; ranges: RangeSet }[] {
   const baseThrough = (lane: string) => state.bases.reduce((m, b) => Math.max(m, b.cut[lane] ?? -1), -1);
@@ -93,21 +95,26 @@ export function releaseCandidates(state: EvaluationState, releasable: readonly s
   for (const id of releasable) {
     const me = state.holders.find((h) => h.id === id);
     if (me === undefined) continue;
-    const onlyToDisk = isDurable(id);
     for (const lane of Object.keys(state.source.lanes)) {
       let mine = RangeSet.EMPTY;
       for (const c of me.claims) if (c.lane === lane) mine = mine.union(c.ranges);
       if (mine.isEmpty) continue;
-      let others = RangeSet.EMPTY;
+      let onDisk = RangeSet.EMPTY;
+      let anywhere = RangeSet.EMPTY;
       for (const h of state.holders) {
         if (h.id === id) continue;
-        for (const c of h.claims) if (c.lane === lane && (!onlyToDisk || c.residency === Residency.disk)) others = others.union(c.ranges);
+        for (const c of h.claims) {
+          if (c.lane !== lane) continue;
+          anywhere = anywhere.union(c.ranges);
+          if (c.residency === Residency.disk) onDisk = onDisk.union(c.ranges);
+        }
       }
       // What a base already contains needs no WAL anywhere (the release rule still checks the base survives).
       const through = baseThrough(lane);
-      if (through >= 0) others = others.union(RangeSet.of(0, through));
-      const ranges = mine.intersect(others);
-      if (!ranges.isEmpty) out.push({ holder: id, lane, ranges });
+      const inBase = through >= 0 ? mine.intersect(RangeSet.of(0, through)) : RangeSet.EMPTY;
+      const elsewhereOnDisk = mine.intersect(onDisk).subtract(inBase);
+      const elsewhereInRam = isDurable(id) ? RangeSet.EMPTY : mine.intersect(anywhere).subtract(inBase).subtract(elsewhereOnDisk);
+      for (const ranges of [inBase, elsewhereOnDisk, elsewhereInRam]) if (!ranges.isEmpty) out.push({ holder: id, lane, ranges });
     }
   }
   return out;

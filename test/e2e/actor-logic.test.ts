@@ -145,13 +145,26 @@ test("a durable holder's copy is offered for release only where another disk cop
   t.deepEqual(
     c.map((x) => [x.holder, x.ranges.toString()]),
     [
-      ["h-e1", "1-10"],
-      ["h-e2", "1-10"],
+      ["h-e1", "1-6"],
+      ["h-e1", "7-10"],
+      ["h-e2", "1-6"],
+      ["h-e2", "7-10"],
     ],
-    "the store is not offered 1-10: only RAM copies would be left",
+    "the store is not offered 1-10 (only RAM copies would be left); RAM holders get what is on disk elsewhere and what is only in RAM as separate requests",
   );
   // Remembered as durable even when its current claims are all RAM (just restarted, nothing flushed yet).
   const ramOnly = buildEvaluationState(topo, [holding("h-e1", RangeSet.of(1, 10), "ram"), holding("h-w", RangeSet.of(1, 10), "ram")], { heads: { l0: 10 }, commits: [{ lane: "l0", first: 1, last: 10, committedAtMs: 50, bytesPerSeq: 4096 }] }, 200, new Set());
   t.deepEqual(releaseCandidates(ramOnly, ["h-w"], new Set(["h-w"])), []);
   t.is(releaseCandidates(ramOnly, ["h-w"]).length, 1, "a holder never seen persisting is an ordinary RAM holder");
+});
+
+test("recovery applies records in batches the volume group-commits, and the newest write of an LBA still wins", async (t) => {
+  // 600 records over 8 LBAs: many writes to the same block land in one batch.
+  const recs = Array.from({ length: 600 }, (_, i) => ({ seq: i + 1, lsn: i + 1, lba: i % 8, data: blockData(i + 1) }));
+  const units = unitsFor(recs, "l0");
+  const dir = join(tempDir(), "v");
+  const r = await recoverVolume({ volume: "v", dir, blockCount: 8, lanes: ["l0"], dataKey: KEY, units });
+  t.is(r.cut["l0"], 600);
+  const got = await readVolume(dir, 8);
+  for (let lba = 0; lba < 8; lba++) t.deepEqual(got.subarray(lba * 4096, (lba + 1) * 4096), blockData(593 + lba), `LBA ${lba} holds its newest write`);
 });
