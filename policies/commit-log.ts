@@ -1,5 +1,6 @@
 import { RangeSet } from "../lanes/range-set.ts";
-import type { CommitRun } from "./evaluation-state.ts";
+import type { CommitRun, EvaluationState } from "./evaluation-state.ts";
+import type { EvaluationReport } from "./evaluate.ts";
 
 /** Bytes and oldest commit time of some sequences, from the source's commit runs. */
 export interface CommitTally {
@@ -26,4 +27,59 @@ export function tallyCommits(commits: readonly CommitRun[], lane: string, ranges
   }
   // Folded runs carry an average size per sequence: totals are whole bytes.
   return { seqs: ranges.count, bytes: Math.round(bytes), unknownSeqs: ranges.count - known.count, oldestCommittedAtMs: oldest };
+}
+
+/**
+ * Folds commit history that no report needs per write. What a scenario would lose (and how old it
+ * is) lies above its cut, so runs above `floor` (each lane's lowest cut over all scenarios) stay
+ * exact. Below it only bytes still matter, for the transfer a recovery would make: runs are folded
+ * into coarse runs of up to `coarseSeqs` with the same total bytes. Below `horizon` (the lowest
+ * sequence any holder still retains) no recovery can transfer anything, so everything there folds
+ * into one run. The result's length then depends on what is retained and unprotected, not on age.
+ * Pure.
+ */
+export function foldCommitHistory(
+  runs: readonly CommitRun[],
+  floor: Readonly<Record<string, number>>,
+  horizon: Readonly<Record<string, number>>,
+  coarseSeqs: number,
+): CommitRun[] {
+  const out: CommitRun[] = [];
+  for (const c of runs) {
+    const f = floor[c.lane] ?? 0;
+    const prev = out[out.length - 1];
+    const foldable = c.last <= f && prev !== undefined && prev.lane === c.lane && prev.last <= f && prev.last + 1 === c.first;
+    const unneeded = c.last < (horizon[c.lane] ?? 0);
+    if (!foldable || (!unneeded && c.last - prev.first >= coarseSeqs)) {
+      out.push(c);
+      continue;
+    }
+    const n1 = prev.last - prev.first + 1;
+    const n2 = c.last - c.first + 1;
+    out[out.length - 1] = { lane: c.lane, first: prev.first, last: c.last, committedAtMs: Math.min(prev.committedAtMs, c.committedAtMs), bytesPerSeq: (prev.bytesPerSeq * n1 + c.bytesPerSeq * n2) / (n1 + n2) };
+  }
+  return out;
+}
+
+/**
+ * Where `foldCommitHistory` may fold, per lane: `floor` is the lowest cut a scenario that keeps
+ * something keeps (0 when none does), `horizon` the lowest sequence any holder still claims. Pure.
+ */
+export function commitHistoryBounds(state: EvaluationState, report: EvaluationReport, lanes: readonly string[]): { floor: Record<string, number>; horizon: Record<string, number> } {
+  const floor: Record<string, number> = {};
+  const horizon: Record<string, number> = {};
+  for (const lane of lanes) {
+    let low = Infinity;
+    // A scenario that keeps nothing loses from sequence 1 on: folded runs still give it exact
+    // totals and the oldest time, so only scenarios that keep something bound the fold.
+    for (const r of report.reports) {
+      const cut = r.cut?.[lane] ?? 0;
+      if (cut > 0) low = Math.min(low, cut);
+    }
+    floor[lane] = Number.isFinite(low) ? low : 0;
+    let kept = Infinity;
+    for (const h of state.holders) for (const c of h.claims) if (c.lane === lane) kept = Math.min(kept, c.ranges.min ?? Infinity);
+    horizon[lane] = Number.isFinite(kept) ? kept : 0;
+  }
+  return { floor, horizon };
 }

@@ -11,6 +11,7 @@ import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequ
 import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ReceiptLedger } from "../../custody/receipt-ledger.ts";
 import { evaluateState, type EvaluationReport } from "../../policies/evaluate.ts";
+import { commitHistoryBounds, foldCommitHistory } from "../../policies/commit-log.ts";
 import { Residency, type BaseSnapshot, type CommitRun, type EvaluationState, type RecoveryInFlight } from "../../policies/evaluation-state.ts";
 import { authorizeReleases, withoutStaleClaims, type ReleaseRequest } from "../../policies/release.ts";
 import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../transport/subjects.ts";
@@ -325,34 +326,17 @@ export class ControllerCore {
   }
 
   /**
-   * Keeps commit history small without losing what reports need: what a scenario would lose (and
-   * how old it is) lies above its cut, so runs above every lane's lowest cut stay exact; below it
-   * only their bytes still matter (the transfer a recovery needs), so those runs are folded into
-   * coarse runs of up to `COARSE_RUN_SEQS` sequences with the same total bytes. Memory then grows by
-   * one run per `COARSE_RUN_SEQS` writes, and evaluation never walks a per-write history.
+   * Keeps commit history small without losing what reports need (see `foldCommitHistory`): exact
+   * above each lane's lowest cut, coarse below it, one run below what any holder still retains.
    */
-  private trimCommits(report: EvaluationReport): void {
-    const floor: Record<string, number> = {};
-    for (const lane of this.config.topology.lanes) {
-      let low = Infinity;
-      for (const r of report.reports) low = Math.min(low, r.cut?.[lane] ?? 0);
-      floor[lane] = Number.isFinite(low) ? low : 0;
-    }
-    const out: CommitRun[] = [];
-    for (const c of this.commits) {
-      const f = floor[c.lane] ?? 0;
-      if (c.last > f) {
-        out.push(c);
-        continue;
-      }
-      const prev = out[out.length - 1];
-      if (prev !== undefined && prev.lane === c.lane && prev.last <= f && prev.last + 1 === c.first && c.last - prev.first < COARSE_RUN_SEQS) {
-        const n1 = prev.last - prev.first + 1;
-        const n2 = c.last - c.first + 1;
-        out[out.length - 1] = { lane: c.lane, first: prev.first, last: c.last, committedAtMs: Math.min(prev.committedAtMs, c.committedAtMs), bytesPerSeq: (prev.bytesPerSeq * n1 + c.bytesPerSeq * n2) / (n1 + n2) };
-      } else out.push(c);
-    }
-    this.commits = out;
+  private trimCommits(state: EvaluationState, report: EvaluationReport): void {
+    const { floor, horizon } = commitHistoryBounds(state, report, this.config.topology.lanes);
+    this.commits = foldCommitHistory(this.commits, floor, horizon, COARSE_RUN_SEQS);
+  }
+
+  /** Commit runs kept for evaluation (bounded by what is retained and unprotected, not by age). */
+  get commitRunCount(): number {
+    return this.commits.length;
   }
 
   /**
@@ -403,7 +387,7 @@ export class ControllerCore {
     await this.scanFailures(s);
     const state = this.currentState(s);
     const report = evaluateState(state);
-    this.trimCommits(report);
+    this.trimCommits(state, report);
     this.coverage.progress(withoutStaleClaims(state), s);
     for (const h of state.holders) if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
     const now = this.ports.clock.now();
