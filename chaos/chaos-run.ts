@@ -8,10 +8,6 @@ import type { ControllerConfig } from "../actors/controller/controller-config.ts
 import { statusSubject } from "../transport/subjects.ts";
 import { decodeMessage } from "../transport/wire/index.ts";
 import { volumeStatusSpec, type VolumeStatus } from "../actors/controller/status-document.ts";
-import { systemClock } from "../core/clock.ts";
-import { commitControlEvent } from "../custody/control-commit.ts";
-import { ControlLogFollower } from "../custody/control-log-follower.ts";
-import { generateHolderKeyPair } from "../custody/signing.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import type { TransportUnit } from "../lanes/transport-unit.ts";
 import { LossKind, type Site } from "../policies/index.ts";
@@ -23,6 +19,7 @@ import { BLOCK_SIZE } from "../volume/format.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
 import { pidAlive, RoleProcess } from "../testing/role-process.ts";
+import { bootstrapControlLog, writeHolderRole } from "../testing/role-files.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */
 export interface ChaosResult {
@@ -130,41 +127,18 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     observer = await NatsTransport.connect({ servers: url("east"), name: "chaos-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     const store = await openJetStreamControlLog(observer.connection, { region: REGION });
 
-    const keys: Record<string, Uint8Array> = {};
     const holderProcs = new Map<string, RoleProcess>();
+    const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
     for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
-      const kp = generateHolderKeyPair();
-      keys[id] = kp.publicKey;
-      const keyFile = join(dir, `${id}.key`);
-      writeFileSync(keyFile, kp.privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
-      const st = SITES[s]!;
-      const holder = {
-        holderId: id,
-        site: { region: st.region, az: st.az, host: st.host },
-        residency: disk ? ["ram", "disk"] : ["ram"],
-        lanes: [{ volume: VOLUME, lane: LANE, upstream, downstream }],
-        arena: { segmentBytes: 256 * 1024, limitBytes: 32 * 1024 * 1024, maxOutstandingCredit: 1024 * 1024, maxUnitBytes: 128 * 1024 },
-        receipts: { maxUnits: 32, maxDelayMs: 10 },
-        ...(disk ? { flush: { intervalMs: 100, deadlineMs: 5_000 } } : {}),
-        resendAfterMs: 500,
-        epoch: 1,
-        policyGeneration: 1,
-      };
-      const file = join(dir, `${id}.json`);
-      writeFileSync(file, JSON.stringify({ role: "holder", nats: nats(region), controlRegion: REGION, stateDir: join(dir, id), keyFile, holder }));
+      const { file, publicKey } = writeHolderRole(dir, { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk }, REGION);
+      admitted.push({ id, site: SITES[s]!, publicKey });
       const p = new RoleProcess("holder", file, cwd);
       procs.push(p);
       holderProcs.set(id, p);
     }
     await Promise.all([...holderProcs.values()].map((p) => p.start()));
     // The operator's bootstrap: admit each holder's first incarnation, create the lane's obligation.
-    const follower = new ControlLogFollower(store);
-    const op = { controller: "operator", clock: systemClock };
-    for (const [id, [s]] of Object.entries(HOLDERS)) {
-      const st = SITES[s]!;
-      await commitControlEvent(store, follower, op, () => ({ type: "admit_holder", holderId: id, incarnation: 1, publicKey: keys[id]!, failureDomain: `${st.region}/${st.az}/${st.host}` }));
-    }
-    await commitControlEvent(store, follower, op, () => ({ type: "create_obligation", obligationId: `${VOLUME}-${LANE}`, volume: VOLUME, lane: LANE, representation: "raw", holders: Object.keys(HOLDERS), fromSeq: 1 }));
+    await bootstrapControlLog(store, admitted, { volume: VOLUME, lane: LANE });
 
     const ctlFile = join(dir, "controller.json");
     writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));

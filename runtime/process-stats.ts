@@ -1,4 +1,5 @@
 import type { NatsConnection } from "../transport/nats-connection.ts";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { subjectFilter, psSubject } from "../transport/subjects.ts";
 import type { Transport, TransportSubscription } from "../transport/transport.ts";
 
@@ -14,20 +15,39 @@ export interface ProcessStats {
   readonly counters: Readonly<Record<string, number>>;
   /** Role-specific figures (retained bytes, custody lag, evaluation times, ...). */
   readonly figures: Readonly<Record<string, number>>;
+  /** Event-loop delay p99 (ms) since the previous ask: how long a message may wait for this process. */
+  readonly eventLoopP99Ms: number;
+  /** Raw samples since the previous ask (e.g. the controller's evaluation times), for exact percentiles over any window. */
+  readonly samples?: Readonly<Record<string, readonly number[]>>;
 }
 
 /**
  * Answers `custody.v1.ps.<role>` (and the `*` form a caller uses to reach every role) with this
  * process's stats as JSON: what `custody ps` lists and what the soak run samples.
  */
-export function serveProcessStats(transport: Transport, role: string, stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes">): TransportSubscription {
+export function serveProcessStats(transport: Transport, role: string, stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes" | "eventLoopP99Ms">): TransportSubscription {
   const started = Date.now();
-  return transport.subscribe(subjectFilter("ps"), (msg) => {
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const sub = transport.subscribe(subjectFilter("ps"), (msg) => {
     if (msg.subject !== psSubject(role) && msg.subject !== psSubject("all")) return;
     const m = process.memoryUsage();
-    const body: ProcessStats = { role, pid: process.pid, uptimeMs: Date.now() - started, rssBytes: m.rss, heapUsedBytes: m.heapUsed, ...stats() };
+    const eventLoopP99Ms = loop.count > 0 ? Math.round(loop.percentile(99) / 1e4) / 100 : 0;
+    loop.reset();
+    const body: ProcessStats = { role, pid: process.pid, uptimeMs: Date.now() - started, rssBytes: m.rss, heapUsedBytes: m.heapUsed, eventLoopP99Ms, ...stats() };
     transport.respond(msg, new TextEncoder().encode(JSON.stringify(body)));
   });
+  return {
+    subject: sub.subject,
+    unsubscribe: () => {
+      loop.disable();
+      sub.unsubscribe();
+    },
+    drain: async () => {
+      loop.disable();
+      await sub.drain();
+    },
+  };
 }
 
 /** A stats reply that does not parse as ProcessStats. */
@@ -48,7 +68,7 @@ function parseStats(data: Uint8Array): ProcessStats {
   const o = v as Record<string, unknown>;
   if (typeof o !== "object" || o === null) throw new ProcessStatsReplyError("not an object");
   for (const k of ["role", "id"]) if (typeof o[k] !== "string") throw new ProcessStatsReplyError(`${k} is not a string`);
-  for (const k of ["pid", "uptimeMs", "rssBytes", "heapUsedBytes"]) if (typeof o[k] !== "number") throw new ProcessStatsReplyError(`${k} is not a number`);
+  for (const k of ["pid", "uptimeMs", "rssBytes", "heapUsedBytes", "eventLoopP99Ms"]) if (typeof o[k] !== "number") throw new ProcessStatsReplyError(`${k} is not a number`);
   for (const k of ["counters", "figures"]) if (typeof o[k] !== "object" || o[k] === null) throw new ProcessStatsReplyError(`${k} is not an object`);
   return o as unknown as ProcessStats;
 }

@@ -23,7 +23,7 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.core.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
-      return { id: c.controllerId, counters: controller.core.counters.snapshot(), figures: { evaluations: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0 } };
+      return { id: c.controllerId, counters: controller.core.counters.snapshot(), figures: { evaluations: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100) } };
     });
     return {
       controller,

@@ -51,17 +51,32 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       privateKey,
       peers,
       stateDir: { files: nodeFileLayer, dir: cfg.stateDir },
+      // What an operator must see in the process log: disk trouble and custody violations.
+      observe: (o) => {
+        if (o.type === "flush_failed" || o.type === "violation") process.stderr.write(`holder ${String(holderCfg.holderId)}: ${JSON.stringify(o)}\n`);
+      },
       ...(holderCfg.flush ? { files: nodeFileLayer, spillPath: join(cfg.stateDir, "spill.log") } : {}),
     });
     const stats = serveProcessStats(transport, "holder", () => {
       let ram = 0;
       let disk = 0;
-      for (const hl of holder.core.lanes.values()) {
+      const lanes: Record<string, number> = {};
+      const ranges: Record<string, number[]> = {};
+      for (const [key, hl] of holder.core.lanes) {
         const r = hl.arena.report();
         ram += r.ramStoredBytes;
         disk += r.diskBytes;
+        // Where each lane's custody stands (sequence numbers; 0 = none).
+        const ob = hl.obligations;
+        lanes[`${key}.retainedMin`] = ob.retained.min ?? 0;
+        lanes[`${key}.retainedMax`] = ob.retained.max ?? 0;
+        lanes[`${key}.retainedRuns`] = ob.retained.ranges().length;
+        lanes[`${key}.diskMax`] = ob.diskResident.max ?? 0;
+        lanes[`${key}.releasedMax`] = ob.released.max ?? 0;
+        // The retained ranges themselves, flattened [first, last, first, last, ...] (the newest 64 runs).
+        ranges[`${key}.retained`] = ob.retained.toJSON().slice(-64).flat();
       }
-      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0 } };
+      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes }, samples: ranges };
     });
     return {
       holder,

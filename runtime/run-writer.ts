@@ -46,6 +46,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };
     const writer = startVolumeWriter(config, { transport, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
     let running = true;
+    let written = 0;
     const workload = cfg.workload;
     const done =
       workload === undefined
@@ -64,6 +65,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
                 if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: round[k]! % cfg.volume.blockCount, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
                 i += depth;
                 issued += depth;
+                written += depth;
               } catch {
                 if (!running) break;
               }
@@ -75,7 +77,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       id: w.writerId,
       incarnation: term,
       counters: writer.core.counters.snapshot(),
-      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0) },
+      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: written },
     }));
     return {
       writer,

@@ -1,0 +1,358 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { ControllerConfig } from "../actors/controller/controller-config.ts";
+import { LossKind, type Site } from "../policies/index.ts";
+import { controlStreamName, openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { NatsTransport } from "../transport/nats-transport.ts";
+import { gatherProcessStats, type ProcessStats } from "../runtime/process-stats.ts";
+import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
+import { pidAlive, RoleProcess } from "../testing/role-process.ts";
+import { bootstrapControlLog, writeHolderRole } from "../testing/role-files.ts";
+import { linearSlope, percentile } from "./soak-math.ts";
+
+/** Options of one soak run. */
+export interface SoakOptions {
+  readonly minutes: number;
+  /** Writes per second of 4 KiB (queue depth 8). */
+  readonly rate: number;
+  /** Seconds between samples (default 10). */
+  readonly sampleS?: number;
+  /** Sequences of new WAL per rolling base (default 20 s of writes). */
+  readonly baseEverySeqs?: number;
+  readonly log?: (line: string) => void;
+  /** Called with each minute's row as it completes. */
+  readonly onMinute?: (row: SoakMinute) => void;
+}
+
+/** One minute of the soak, as the table prints it. */
+export interface SoakMinute {
+  readonly minute: number;
+  readonly writes_per_s: number;
+  readonly releases: number;
+  readonly bases: number;
+  readonly rss_mb: Readonly<Record<string, number>>;
+  readonly eval_ms_p99: number;
+  readonly ctl_loop_p99_ms: number;
+  readonly custody_lag_max_seqs: number;
+  readonly retained_mb_max: number;
+  readonly store_disk_mb: number;
+  readonly control_log_mb: number;
+}
+
+/** The soak's result: the keys #17 names, and what else an operator would want to see. */
+export interface SoakResult {
+  readonly minutes: number;
+  readonly rate: number;
+  readonly writes: number;
+  readonly releases: number;
+  readonly bases: number;
+  /** Worst role process's RSS slope over the second half (MB/min). */
+  readonly rss_slope_mb_per_min_max: number;
+  readonly rss_slope_mb_per_min: Readonly<Record<string, number>>;
+  readonly nats_rss_slope_mb_per_min_max: number;
+  readonly eval_ms_p99_first_minute: number;
+  readonly eval_ms_p99_last_minute: number;
+  readonly custody_lag_max_seqs: number;
+  readonly custody_lag_max_seqs_second_half: number;
+  /** Largest retained bytes (RAM + disk) of any holder at any sample. */
+  readonly retained_bytes_max: number;
+  readonly retained_ram_bytes_max: number;
+  /** The store holder's spill files, slope over the second half (MB/min). */
+  readonly store_disk_bytes_slope_mb_per_min: number;
+  readonly store_disk_bytes_max: number;
+  readonly base_bytes: number;
+  /** The control log's JetStream stream (every release is an event), slope over the second half. */
+  readonly control_log_bytes_slope_mb_per_min: number;
+  readonly control_log_bytes: number;
+  readonly process_restarts: number;
+  readonly leftover_processes: number;
+  readonly per_minute: readonly SoakMinute[];
+}
+
+const VOLUME = "vol-soak";
+const LANE = "l0";
+const BLOCKS = 4096;
+const REGION = "ctl";
+const MB = 1024 * 1024;
+
+const site = (id: string, region: string, az: string): Site => ({ id, region, az, host: `${id}-host`, deps: [] });
+const SITES: Record<string, Site> = {
+  "s-w": site("s-w", "east", "east-az1"),
+  "s-ram1": site("s-ram1", "east", "east-az2"),
+  "s-ram2": site("s-ram2", "west", "west-az1"),
+  "s-store": site("s-store", "west", "west-az2"),
+  "s-v": site("s-v", "vault", "vault-az1"),
+};
+/** holder → [site, region, upstream, downstream, disk]: writer → ram1 → ram2 (RAM chain across regions), writer → store (disk). */
+const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
+  "h-ram1": ["s-ram1", "east", ["w1"], ["h-ram2"], false],
+  "h-ram2": ["s-ram2", "west", ["h-ram1"], [], false],
+  "h-store": ["s-store", "west", ["w1"], [], true],
+};
+
+function controllerConfig(): ControllerConfig {
+  const holderSites: Record<string, string> = { vault: "s-v" };
+  for (const [h, [s]] of Object.entries(HOLDERS)) holderSites[h] = s;
+  return {
+    controllerId: "ctl-soak",
+    region: REGION,
+    evalIntervalMs: 50,
+    admission: "key-continuity",
+    topology: {
+      volume: VOLUME,
+      lanes: [LANE],
+      writerSite: "s-w",
+      sites: Object.values(SITES),
+      holderSites,
+      bases: [{ id: "genesis", holder: "vault", cut: { [LANE]: 0 }, bytes: 0 }],
+      keyAuthorities: [{ id: "ka", site: "s-v" }],
+      links: [],
+      recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+      scenarios: [
+        ...Object.entries(HOLDERS).map(([h, [s]]) => ({ name: `crash:${h}`, losses: [{ domain: `host:${SITES[s]!.host}`, kind: LossKind.crash }], deadlineSec: 3600, required: true })),
+        { name: "east-az1 lost", losses: [{ domain: "az:east-az1", kind: LossKind.siteDestruction }], deadlineSec: 3600, required: true },
+        { name: "east power loss", losses: [{ domain: "region:east", kind: LossKind.powerLoss }], deadlineSec: 3600, required: true },
+        { name: "west power loss", losses: [{ domain: "region:west", kind: LossKind.powerLoss }], deadlineSec: 3600, required: true },
+      ],
+      timelines: [],
+      staleAfterMs: 5_000,
+      releasable: Object.keys(HOLDERS),
+    },
+  };
+}
+
+function dirBytes(path: string): number {
+  let n = 0;
+  let names: string[];
+  try {
+    names = readdirSync(path);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    try {
+      const st = statSync(join(path, name));
+      n += st.isDirectory() ? dirBytes(join(path, name)) : st.size;
+    } catch {
+      // deleted while we looked
+    }
+  }
+  return n;
+}
+
+function procRssBytes(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+
+/** One sample of the whole deployment. */
+interface Sample {
+  readonly t: number;
+  readonly stats: readonly ProcessStats[];
+  readonly natsRss: Readonly<Record<string, number>>;
+  readonly storeDisk: number;
+  readonly controlLog: number;
+}
+
+const key = (s: ProcessStats) => (s.role === "holder" ? s.id : s.role);
+
+/**
+ * A long run of the deployment #17 describes, each role its own `custody run` process: a
+ * two-region supercluster with JetStream, a writer (4 KiB writes at `rate`/s, queue depth 8), a
+ * RAM chain across the regions (h-ram1 → h-ram2), a disk store with a base builder beside it,
+ * and a controller evaluating every 50 ms that commits releases (RAM holders release what the
+ * store made durable; the store releases what a rolling base contains). Samples every process
+ * (`custody.v1.ps.all`), the store's disk and the control log every `sampleS` seconds.
+ */
+export async function runSoak(o: SoakOptions): Promise<SoakResult> {
+  const log = o.log ?? (() => undefined);
+  const sampleMs = (o.sampleS ?? 10) * 1000;
+  const dir = mkdtempSync(join(tmpdir(), "custody-soak-"));
+  const cwd = process.cwd();
+  let sc: SuperclusterHandle | undefined;
+  const procs: RoleProcess[] = [];
+  let observer: NatsTransport | undefined;
+  try {
+    sc = await startSupercluster({ regions: ["east", "west"] });
+    const url = (region: string) => sc!.regions[region]!.url;
+    const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
+    observer = await NatsTransport.connect({ servers: url("east"), name: "soak-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const store = await openJetStreamControlLog(observer.connection, { region: REGION });
+    await store.close();
+
+    const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
+    for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
+      const overrides = {
+        arena: { segmentBytes: 256 * 1024, limitBytes: 64 * MB, maxOutstandingCredit: 4 * MB, maxUnitBytes: 128 * 1024 },
+        ...(disk ? { flush: { intervalMs: 100, deadlineMs: 5_000, rotateBytes: 16 * MB } } : {}),
+      };
+      const { file, publicKey } = writeHolderRole(dir, { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk, overrides }, REGION);
+      admitted.push({ id, site: SITES[s]!, publicKey });
+      procs.push(new RoleProcess("holder", file, cwd));
+    }
+    await Promise.all(procs.map((p) => p.start()));
+    await bootstrapControlLog(store, admitted, { volume: VOLUME, lane: LANE });
+
+    const ctlFile = join(dir, "controller.json");
+    writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));
+    const ctl = new RoleProcess("controller", ctlFile, cwd);
+    procs.push(ctl);
+    await ctl.start();
+
+    const dataKeyFile = join(dir, "data.key");
+    writeFileSync(dataKeyFile, randomBytes(32), { mode: 0o600 });
+    const baseEvery = o.baseEverySeqs ?? Math.max(1000, o.rate * 20);
+    const builderFile = join(dir, "base-builder.json");
+    writeFileSync(
+      builderFile,
+      JSON.stringify({ role: "base-builder", nats: nats("west"), holder: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), dataKeyFile, intervalMs: 2_000, minNewSeqs: baseEvery, maxSeqsPerBuild: 2 * baseEvery }),
+    );
+    const builder = new RoleProcess("base-builder", builderFile, cwd);
+    procs.push(builder);
+    await builder.start();
+
+    const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
+    const writerFile = join(dir, "writer.json");
+    writeFileSync(
+      writerFile,
+      JSON.stringify({
+        role: "writer",
+        nats: nats("east"),
+        controlRegion: REGION,
+        stateDir: join(dir, "w1"),
+        dataKeyFile,
+        volume: { blockCount: BLOCKS },
+        writer: { writerId: "w1", volume: VOLUME, lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: ["h-ram1", "h-store"] }], contracts: [], holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500 },
+        workload: { intervalMs: 0, depth: 8, ratePerSec: o.rate },
+      }),
+    );
+    const writer = new RoleProcess("writer", writerFile, cwd);
+    procs.push(writer);
+    await writer.start();
+    log(`soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences`);
+
+    const jsm = await jetstreamManager(observer.connection);
+    const samples: Sample[] = [];
+    const evalByMinute = new Map<number, number[]>();
+    const t0 = Date.now();
+    const totalMs = o.minutes * 60_000;
+    const minuteRows: SoakMinute[] = [];
+    let minuteStart = 0;
+    // Samples at fixed offsets k × sampleMs, so every minute has the same number of them.
+    for (let k = 1; k * sampleMs <= totalMs; k++) {
+      await sleep(Math.max(0, t0 + k * sampleMs - Date.now()));
+      const t = Date.now() - t0;
+      const { stats } = await gatherProcessStats(observer.connection, { waitMs: 1_000 });
+      const natsRss = Object.fromEntries(Object.entries(sc.regions).map(([r, s]) => [r, procRssBytes(s.pid)]));
+      let controlLog = samples.at(-1)?.controlLog ?? 0;
+      try {
+        controlLog = (await jsm.streams.info(controlStreamName(REGION))).state.bytes;
+      } catch {
+        // the server is busy: keep the last figure
+      }
+      samples.push({ t, stats, natsRss, storeDisk: dirBytes(join(dir, "h-store")), controlLog });
+      const minute = Math.ceil((k * sampleMs) / 60_000);
+      const evals = evalByMinute.get(minute) ?? [];
+      evals.push(...(stats.find((s) => s.role === "controller")?.samples?.["evalMs"] ?? []));
+      evalByMinute.set(minute, evals);
+      if ((k * sampleMs) % 60_000 === 0 || (k + 1) * sampleMs > totalMs) {
+        const row = minuteRow(minute, samples.slice(minuteStart), samples, evals);
+        minuteStart = samples.length;
+        minuteRows.push(row);
+        o.onMinute?.(row);
+      }
+    }
+
+    // Figures over the run.
+    const second = samples.filter((s) => s.t >= totalMs / 2);
+    const slope = (pts: [number, number][]) => round(linearSlope(pts), 3);
+    const roles = [...new Set(samples.flatMap((s) => s.stats.map(key)))];
+    const rssSlope: Record<string, number> = {};
+    for (const r of roles) {
+      rssSlope[r] = slope(second.flatMap((s) => s.stats.filter((x) => key(x) === r).map((x): [number, number] => [s.t / 60_000, x.rssBytes / MB])));
+    }
+    const natsSlope = Math.max(...Object.keys(sc.regions).map((r) => slope(second.map((s): [number, number] => [s.t / 60_000, (s.natsRss[r] ?? 0) / MB]))));
+    const fig = (s: ProcessStats, k: string) => s.figures[k] ?? 0;
+    const all = samples.flatMap((s) => s.stats);
+    const last = samples.at(-1);
+    const counterOf = (role: string, c: string) => last?.stats.find((s) => s.role === role)?.counters[c] ?? 0;
+    const firstEval = evalByMinute.get(1) ?? [];
+    const lastEval = evalByMinute.get(Math.max(...evalByMinute.keys())) ?? [];
+    const lagAll = all.filter((s) => s.role === "writer").map((s) => fig(s, "custodyLagSeqs"));
+    const lagSecond = second.flatMap((s) => s.stats.filter((x) => x.role === "writer").map((x) => fig(x, "custodyLagSeqs")));
+    const result = {
+      minutes: o.minutes,
+      rate: o.rate,
+      writes: last?.stats.find((s) => s.role === "writer")?.figures["workloadWrites"] ?? 0,
+      releases: counterOf("controller", "release_committed"),
+      bases: last?.stats.find((s) => s.role === "base-builder")?.counters["bases_built"] ?? 0,
+      rss_slope_mb_per_min_max: Math.max(...Object.values(rssSlope)),
+      rss_slope_mb_per_min: rssSlope,
+      nats_rss_slope_mb_per_min_max: natsSlope,
+      eval_ms_p99_first_minute: round(percentile(firstEval, 0.99)),
+      eval_ms_p99_last_minute: round(percentile(lastEval, 0.99)),
+      custody_lag_max_seqs: Math.max(0, ...lagAll),
+      custody_lag_max_seqs_second_half: Math.max(0, ...lagSecond),
+      retained_bytes_max: Math.max(0, ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedBytes"))),
+      retained_ram_bytes_max: Math.max(0, ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedRamBytes"))),
+      store_disk_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.storeDisk / MB])),
+      store_disk_bytes_max: Math.max(0, ...samples.map((s) => s.storeDisk)),
+      base_bytes: dirBytes(join(dir, "bases")),
+      control_log_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])),
+      control_log_bytes: last?.controlLog ?? 0,
+      process_restarts: procs.reduce((n, p) => n + p.restarts, 0),
+      per_minute: minuteRows,
+    };
+
+    await writer.stop();
+    await Promise.all(procs.map((p) => p.stop()));
+    await observer.close();
+    observer = undefined;
+    const pids = [...procs.flatMap((p) => p.pids), ...sc.pids];
+    await sc.stop();
+    sc = undefined;
+    await sleep(200);
+    return { ...result, leftover_processes: pids.filter(pidAlive).length };
+  } finally {
+    for (const p of procs) await p.kill().catch(() => undefined);
+    await observer?.close().catch(() => undefined);
+    await sc?.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sample[], evals: readonly number[]): SoakMinute {
+  const lastS = inMinute.at(-1)!;
+  const prevIndex = all.indexOf(inMinute[0]!) - 1;
+  const prev = prevIndex >= 0 ? all[prevIndex] : undefined;
+  const writerNow = lastS.stats.find((s) => s.role === "writer");
+  const writerBefore = prev?.stats.find((s) => s.role === "writer");
+  const dt = (lastS.t - (prev?.t ?? 0)) / 1000;
+  const writes = (writerNow?.figures["workloadWrites"] ?? 0) - (writerBefore?.figures["workloadWrites"] ?? 0);
+  const rss: Record<string, number> = {};
+  for (const s of inMinute) for (const x of s.stats) rss[key(x)] = Math.max(rss[key(x)] ?? 0, Math.round(x.rssBytes / MB));
+  const stats = inMinute.flatMap((s) => s.stats);
+  return {
+    minute,
+    writes_per_s: Math.round(writes / Math.max(dt, 1e-3)),
+    releases: lastS.stats.find((s) => s.role === "controller")?.counters["release_committed"] ?? 0,
+    bases: lastS.stats.find((s) => s.role === "base-builder")?.counters["bases_built"] ?? 0,
+    rss_mb: rss,
+    eval_ms_p99: round(percentile([...evals], 0.99)),
+    ctl_loop_p99_ms: Math.max(0, ...stats.filter((s) => s.role === "controller").map((s) => s.eventLoopP99Ms)),
+    custody_lag_max_seqs: Math.max(0, ...stats.filter((s) => s.role === "writer").map((s) => s.figures["custodyLagSeqs"] ?? 0)),
+    retained_mb_max: round(Math.max(0, ...stats.filter((s) => s.role === "holder").map((s) => s.figures["retainedBytes"] ?? 0)) / MB, 1),
+    store_disk_mb: round(lastS.storeDisk / MB, 1),
+    control_log_mb: round(lastS.controlLog / MB, 2),
+  };
+}
