@@ -118,6 +118,11 @@ export class NatsTransport implements Transport {
     void this.#watch();
   }
 
+  /** The server's `max_payload` from its INFO (undefined before the first connect). */
+  maxPayloadBytes(): number | undefined {
+    return this.#nc.info?.max_payload;
+  }
+
   /** Turns nats.js status updates into ConnectionEvents (the connection closing by itself included). */
   async #watch(): Promise<void> {
     const nc = this.#nc;

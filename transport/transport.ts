@@ -73,6 +73,8 @@ export interface Transport {
   respond(msg: InboundMessage, data: Uint8Array, opts?: { headers?: MessageHeaders }): void;
   /** Resolves once everything published so far has reached the server (or the simulated network). */
   flush(): Promise<void>;
+  /** Largest message the server accepts (its `max_payload`), when known; replies are sized under it. */
+  maxPayloadBytes?(): number | undefined;
   /** Drains subscriptions and pending publishes, then closes. Idempotent. */
   close(): Promise<void>;
   /**

@@ -2,7 +2,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import type { InboundMessage } from "../../transport/transport.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
-import { unitBatchSpec, unitFetchSpec } from "../repair/custody-reader.ts";
+import { fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../repair/custody-reader.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 
@@ -13,11 +13,8 @@ import type { HolderCore } from "./holder-core.ts";
  * else. Replies are paged by bytes, under `maxReplyBytes` (kept below the server's max_payload).
  */
 
-/** Default page budget: half of NATS' default 1 MiB max_payload, leaving room for framing. */
-export const DEFAULT_FETCH_PAGE_BYTES = 512 * 1024;
-
 /** Answers one fetch request (asynchronously when disk is read). Bad requests get no answer (counted). */
-export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes = DEFAULT_FETCH_PAGE_BYTES): void {
+export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes = fetchPageBytes(core.io.transport.maxPayloadBytes?.())): void {
   let req;
   try {
     req = decodeMessage(unitFetchSpec, msg.data);

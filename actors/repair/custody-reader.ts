@@ -40,6 +40,17 @@ export const unitBatchSpec = defineMessage({
   maxBytes: 16 * 1024 * 1024,
 });
 
+/** Default page budget: half of NATS' default 1 MiB max_payload, leaving room for framing. */
+export const DEFAULT_FETCH_PAGE_BYTES = 512 * 1024;
+
+/**
+ * The byte budget of one fetch reply: half the server's max_payload when the transport knows it
+ * (room for the envelope and headers), else half of NATS' default.
+ */
+export function fetchPageBytes(maxPayloadBytes: number | undefined): number {
+  return maxPayloadBytes !== undefined && maxPayloadBytes > 0 ? Math.floor(maxPayloadBytes / 2) : DEFAULT_FETCH_PAGE_BYTES;
+}
+
 /** Serves `source` (an in-process holder's retained units) on the holder's fetch subject. */
 export function serveCustodyReads(transport: Transport, source: SurvivorSource): TransportSubscription {
   return transport.subscribe(fetchSubject(source.holderId), (msg) => {
@@ -53,8 +64,18 @@ export function serveCustodyReads(transport: Transport, source: SurvivorSource):
       .units(req.volume, req.lane, RangeSet.fromJSON(req.ranges))
       .filter((u) => u.firstSeq > req.after)
       .sort((a, b) => a.firstSeq - b.firstSeq);
-    const page = all.slice(0, req.limit);
-    transport.respond(msg, encodeMessage(unitBatchSpec, { holder: source.holderId, units: page.map((u) => encodeMessage(unitSpec, u)), done: page.length === all.length }));
+    // Paged by bytes as well as count: a reply must stay under the server's max_payload.
+    const budget = fetchPageBytes(transport.maxPayloadBytes?.());
+    const page: Uint8Array[] = [];
+    let size = 0;
+    for (const u of all) {
+      if (page.length >= req.limit) break;
+      const enc = encodeMessage(unitSpec, u);
+      if (page.length > 0 && size + enc.byteLength > budget) break;
+      page.push(enc);
+      size += enc.byteLength;
+    }
+    transport.respond(msg, encodeMessage(unitBatchSpec, { holder: source.holderId, units: page, done: page.length === all.length }));
   });
 }
 

@@ -17,6 +17,13 @@ export class ScenarioUnavailableError extends CustodyError {
   }
 }
 
+/** Thrown when fetches failed and what the others served does not reach the predicted cut. */
+export class RecoveryShortError extends CustodyError {
+  constructor(volume: string, predicted: Record<string, number>, recovered: Record<string, number>, fetchErrors: Record<string, string>, why?: string) {
+    super("recovery_short", `recovered ${volume} only through ${JSON.stringify(recovered)} of the predicted ${JSON.stringify(predicted)}${why ? ` (${why})` : ""}; fetches failed: ${Object.entries(fetchErrors).map(([h, e]) => `${h} (${e})`).join(", ")}`, { volume, predicted, recovered, fetchErrors });
+  }
+}
+
 /** Reads a 32-byte data key given as hex in a file (as issued by the key authority to this principal). */
 function readKey(path: string): Uint8Array {
   const hex = readFileSync(path, "utf8").trim();
@@ -69,16 +76,29 @@ export function register(program: Command): void {
           const lanes = Object.keys(predicted);
           const units: TransportUnit[] = [];
           const fetched: Record<string, number> = {};
+          // A failed fetch is reported per holder, never taken for "that holder has nothing".
+          const fetchErrors: Record<string, string> = {};
           for (const holder of sc.contributors) {
             for (const lane of lanes) {
-              const got = await fetchUnits(t, holder, o.volume, lane, RangeSet.of(0, predicted[lane]!), timeoutMs).catch(() => [] as TransportUnit[]);
-              fetched[holder] = (fetched[holder] ?? 0) + got.length;
-              units.push(...got);
+              try {
+                const got = await fetchUnits(t, holder, o.volume, lane, RangeSet.of(0, predicted[lane]!), timeoutMs);
+                fetched[holder] = (fetched[holder] ?? 0) + got.length;
+                units.push(...got);
+              } catch (err) {
+                const e = err as CustodyError;
+                fetchErrors[holder] = `${e.code ?? "error"}: ${String((e.detail as { cause?: unknown } | undefined)?.cause ?? e.message)}`;
+                process.stderr.write(`custody recover: fetch from ${holder} (lane ${lane}) failed: ${fetchErrors[holder]}\n`);
+              }
             }
           }
           const base = o.base !== undefined ? { dir: o.base, cut: parseCut(o.baseCut!) } : undefined;
-          const r = await recoverVolume({ volume: o.volume, dir: o.dir, blockCount, lanes, dataKey, units, base, upTo: predicted });
-          const out = { volume: o.volume, scenario: o.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched };
+          const failed = Object.keys(fetchErrors).length > 0;
+          const r = await recoverVolume({ volume: o.volume, dir: o.dir, blockCount, lanes, dataKey, units, base, upTo: predicted }).catch((err: unknown) => {
+            // A gap where a holder could not be read is that holder's failure, not missing custody.
+            throw failed ? new RecoveryShortError(o.volume, predicted, {}, fetchErrors, (err as Error).message) : err;
+          });
+          if (failed && lanes.some((l) => (r.cut[l] ?? 0) < predicted[l]!)) throw new RecoveryShortError(o.volume, predicted, r.cut, fetchErrors);
+          const out = { volume: o.volume, scenario: o.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched, fetchErrors };
           printResult(o, out, lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })), `recovered ${o.volume} at ${o.to} (${o.dir}): lsn ${r.lsn}, ${r.unitsVerified} units verified, ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`);
         } finally {
           await t.close();

@@ -23,7 +23,8 @@ test.serial("custody status prints the controller's document and custody recover
     const sub = serveCustodyReads(h.transport, holderSource(h.holder));
     t.context.defer(() => sub.unsubscribe());
   }
-  for (let i = 0; i < 25; i++) await d.writer.write((i * 13) % BLOCKS, blockData(500 + i));
+  // 300 × 4 KiB: more than one NATS message (1 MiB) of units per holder, so fetches must page.
+  for (let i = 0; i < 300; i++) await d.writer.write((i * 13) % BLOCKS, blockData(500 + i));
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= head, "controller evaluated the writes", 5000);
   const writes = [...d.writer.writes];
@@ -45,6 +46,17 @@ test.serial("custody status prints the controller's document and custody recover
   t.deepEqual(out.recovered, out.predicted);
   const got = await readVolume(dir, BLOCKS);
   t.true(Buffer.from(got).equals(Buffer.from(contentAt(writes, BLOCKS, out.lsn as number))), "byte-exact at the recovered cut");
+
+  t.deepEqual(out.fetchErrors, {}, "every contributor served its units");
+
+  // A contributor that cannot be reached is reported by name, never read as "it had nothing".
+  const contributors = scenarios.find((s) => s.name === "US-East lost")!.contributors;
+  const gone = contributors.find((c) => d.holders.has(c))!;
+  await d.kill(gone);
+  const again = await cli(["recover", "--volume", d.volume, "--scenario", "US-East lost", "--to", "s-eu", "--dir", dir + "-again", "--blocks", String(BLOCKS), "--key-file", keyFile, "--server", url, "--timeout", "1000", "--json"]).catch((e: { stdout: string; stderr: string; code: number }) => e);
+  t.regex(again.stderr, new RegExp(`fetch from ${gone} \\(lane ${LANE}\\) failed: fetch_failed`));
+  if ((again as { code?: number }).code === 1) t.regex(again.stderr, /recovery_short/, "short of the prediction: a typed error");
+  else t.deepEqual(Object.keys(lastJson(again.stdout).fetchErrors as object), [gone], "the others covered it; the failure is still in the result");
 
   const bad = await cli(["recover", "--volume", d.volume, "--scenario", "no such", "--to", "s-eu", "--dir", dir + "2", "--blocks", "64", "--key-file", keyFile, "--server", url]).catch((e: { stderr: string; code: number }) => e);
   t.is((bad as { code: number }).code, 1);

@@ -72,3 +72,35 @@ test.serial("a fetch page reads from disk about what it returns, not the whole r
     await h.close();
   }
 });
+
+test.serial("a fetch of 2,000 × 4 KiB units from one holder comes back whole, in pages under the server's max_payload", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const cfg = holderConfig("h-big", { residency: ["ram", "disk"], flush: { intervalMs: 20, deadlineMs: 2_000 }, arena: { segmentBytes: 256 * 1024, limitBytes: 4 * 1024 * 1024, maxOutstandingCredit: 512 * 1024, maxUnitBytes: 32 * 1024 } });
+  const h = await launchHolder(url, keys, cfg, { files: nodeFileLayer, spillPath: `${tempDir()}/spill.log` });
+  const wt = await transport(url, "big-reader");
+  const w = new Writer(wt, "h-big");
+  try {
+    for (let s = 1; s <= 2_000; s++) w.send(unit(s, 1, 4096));
+    await eventually(() => h.holder.core.lanes.get("vol1/l0")?.obligations.retained.covers(1, 2_000) ?? false, "1-2000 retained", 30_000);
+    // Count every reply's size on the way in.
+    const replies: number[] = [];
+    const counted = Object.create(wt) as typeof wt;
+    counted.request = async (subject, data, opts) => {
+      const r = await wt.request(subject, data, opts);
+      replies.push(r.data.byteLength);
+      return r;
+    };
+    const units = await fetchUnits(counted, "h-big", "vol1", "l0", RangeSet.of(1, 2_000));
+    t.deepEqual(units.map((u) => u.firstSeq), Array.from({ length: 2_000 }, (_, i) => i + 1));
+    const maxPayload = wt.maxPayloadBytes!()!;
+    t.log(`${replies.length} replies, largest ${Math.max(...replies)} bytes; server max_payload ${maxPayload}`);
+    t.true(replies.every((n) => n <= maxPayload), "no reply exceeds max_payload");
+    t.true(replies.length >= Math.ceil((2_000 * 4096) / maxPayload), "the 8 MB came in several pages");
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
+  }
+});
