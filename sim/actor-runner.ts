@@ -130,6 +130,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     fail([...checkReceipts(obs), ...checkReleased({ ...obs, holders: changed }), ...checkCredits(obs)]);
   }
   await started;
+  const controller = await world.controllerFootprint();
   await world.stop();
   await settle();
   return {
@@ -150,5 +151,6 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     scheduleKey: scheduleKey(spec.faults),
     counters: { ...net.counters.snapshot(), ...world.counters.snapshot() },
     errors,
+    ...(controller !== undefined ? { controller } : {}),
   };
 }

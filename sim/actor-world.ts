@@ -456,6 +456,18 @@ export class ActorWorld {
 
   // ---- what the checks see ----------------------------------------------------------------------
 
+  /**
+   * What the controller keeps in memory against what the control log holds: audits in memory,
+   * releases committed (counter), commit runs kept, and release entries persisted in the log.
+   */
+  async controllerFootprint(): Promise<{ audits: number; releasesCommitted: number; commitRuns: number; releaseEntries: number } | undefined> {
+    const core = this.controller?.core;
+    if (core === undefined) return undefined;
+    const entries = await this.store.readAll();
+    const releaseEntries = entries.filter((e) => e.event.type === "release_ranges" || e.event.type === "release_to_base").length;
+    return { audits: core.audits.length, releasesCommitted: core.counters.get("release_committed"), commitRuns: core.commitRunCount, releaseEntries };
+  }
+
   /** Ground truth of every holder (and the vault's base) right now. */
   holderTruths(): HolderTruth[] {
     const key = laneKey(this.volume, this.lane);

@@ -65,6 +65,8 @@ export interface RunResult {
   readonly counters: Readonly<Record<string, number>>;
   /** Unexpected failures inside actors (bugs); a run stops at the first. */
   readonly errors?: readonly string[];
+  /** The production controller's memory footprint at the end (actor worlds only). */
+  readonly controller?: { readonly audits: number; readonly releasesCommitted: number; readonly commitRuns: number; readonly releaseEntries: number };
 }
 
 const ALL_CHECKS = Object.values(InvariantId);

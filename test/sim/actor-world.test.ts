@@ -5,6 +5,7 @@
 import test from "ava";
 import { runActorWorld } from "../../sim/actor-runner.ts";
 import { FaultKind } from "../../sim/fault-schedule.ts";
+import { MAX_AUDITS } from "../../actors/controller/controller-core.ts";
 
 test("the same seed gives the same run event for event; another seed gives another", async (t) => {
   const a = await runActorWorld(9, { holders: 4, durationMs: 6_000 });
@@ -46,4 +47,16 @@ test("a destroyed site is declared failed in the control log a second later and 
     t.true(r.trace.some((e) => e.kind === "operator" && (e.detail as { what?: string }).what === `declare ${h}`), `declared ${h}`);
     t.false(r.trace.some((e) => e.kind === "start" && e.actor === h && ((e.detail as { inc?: number }).inc ?? 0) > 1), `${h} stays gone`);
   }
+});
+
+test("the controller's memory does not grow with releases or writes: 32 audits kept, every release persisted in the control log, commit history as short after 40 s as after 10 s", async (t) => {
+  const short = await runActorWorld(9, { holders: 4, faults: [], durationMs: 10_000 });
+  const long = await runActorWorld(9, { holders: 4, faults: [], durationMs: 40_000 });
+  t.log(JSON.stringify({ short: short.controller, long: long.controller, writes: [short.writes, long.writes] }));
+  const c = long.controller!;
+  t.true(c.releasesCommitted > MAX_AUDITS, `${c.releasesCommitted} releases committed`);
+  t.is(c.audits, MAX_AUDITS, "in memory: the newest 32 only");
+  t.is(c.releaseEntries, c.releasesCommitted, "every committed release is an entry of the control log");
+  t.true(long.writes >= 3 * short.writes);
+  t.true(c.commitRuns <= short.controller!.commitRuns, `commit runs: ${short.controller!.commitRuns} after 10 s, ${c.commitRuns} after 40 s`);
 });
