@@ -263,9 +263,14 @@ export class HolderLane {
       const mine = units.filter((u) => seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)).map(copyUnit);
       out.push(...mine);
       bytes += mine.reduce((n, u) => n + u.payload.byteLength, 0);
-      if (out.length >= maxUnits || bytes >= maxBytes) {
-        out.sort((a, b) => a.firstSeq - b.firstSeq);
-        return { units: out, complete: i === segs.length - 1 };
+      if ((out.length >= maxUnits || bytes >= maxBytes) && i < segs.length - 1) {
+        // Callers page by a cursor (the highest first sequence returned), so a page must hold
+        // every wanted unit below its highest one. A segment can mix old and new sequences
+        // (re-sent units), so keep only what lies at or below where the unread segments begin.
+        let nextMin = Infinity;
+        for (const y of segs.slice(i + 1)) nextMin = Math.min(nextMin, y.seqs.intersect(seqs).min ?? Infinity);
+        const page = out.filter((u) => u.firstSeq <= nextMin).sort((a, b) => a.firstSeq - b.firstSeq);
+        return { units: page, complete: false };
       }
     }
     out.sort((a, b) => a.firstSeq - b.firstSeq);

@@ -104,3 +104,26 @@ test.serial("a fetch of 2,000 × 4 KiB units from one holder comes back whole, i
     await h.close();
   }
 });
+
+test.serial("a fetch pages in sequence order when a segment mixes old and new sequences (chaos seed 1: the cursor jumped past 1,277 retained writes)", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const cfg = holderConfig("h-mixed", { residency: ["ram"], arena: { segmentBytes: 64 * 1024, limitBytes: 8 * 1024 * 1024, maxOutstandingCredit: 4 * 1024 * 1024, maxUnitBytes: 32 * 1024 } });
+  const h = await launchHolder(url, keys, cfg);
+  const wt = await transport(url, "mixed-reader");
+  const w = new Writer(wt, "h-mixed");
+  try {
+    // 1-5, then 1000-1019 (as re-sent or reordered units land), then 6-400: the first segments mix them.
+    for (const s of [1, 2, 3, 4, 5]) w.send(unit(s, 1, 4096));
+    for (let s = 1000; s <= 1019; s++) w.send(unit(s, 1, 4096));
+    for (let s = 6; s <= 400; s++) w.send(unit(s, 1, 4096));
+    await eventually(() => { const r = h.holder.core.lanes.get("vol1/l0")?.obligations.retained; return (r?.covers(1, 400) ?? false) && (r?.covers(1000, 1019) ?? false); }, "1-400 and 1000-1019 retained", 15_000);
+    const units = await fetchUnits(wt, "h-mixed", "vol1", "l0", RangeSet.of(1, 1019));
+    t.deepEqual(units.map((u) => u.firstSeq), [...Array.from({ length: 400 }, (_, i) => i + 1), ...Array.from({ length: 20 }, (_, i) => 1000 + i)]);
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
+  }
+});
