@@ -20,6 +20,7 @@ import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
 import { pidAlive, RoleProcess } from "../testing/role-process.ts";
 import { bootstrapControlLog, writeHolderRole } from "../testing/role-files.ts";
+import { harnessControllerConfig, harnessSite } from "../testing/harness-topology.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */
 export interface ChaosResult {
@@ -43,7 +44,7 @@ const BLOCKS = 256;
 const REGION = "ctl";
 const HEAL_TIMEOUT_MS = 45_000;
 
-const site = (id: string, region: string, az: string): Site => ({ id, region, az, host: `${id}-host`, deps: [] });
+const site = harnessSite;
 const SITES: Record<string, Site> = {
   "s-w": site("s-w", "east", "east-az1"),
   "s-e1": site("s-e1", "east", "east-az1"),
@@ -61,33 +62,8 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
 };
 
 function controllerConfig(): ControllerConfig {
-  const holderSites: Record<string, string> = { vault: "s-v" };
-  for (const [h, [s]] of Object.entries(HOLDERS)) holderSites[h] = s;
-  return {
-    controllerId: "ctl-east",
-    region: REGION,
-    evalIntervalMs: 250,
-    admission: "key-continuity",
-    topology: {
-      volume: VOLUME,
-      lanes: [LANE],
-      writerSite: "s-w",
-      sites: Object.values(SITES),
-      holderSites,
-      bases: [{ id: "genesis", holder: "vault", cut: { [LANE]: 0 }, bytes: 0 }],
-      keyAuthorities: [{ id: "ka", site: "s-v" }],
-      links: [],
-      recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
-      scenarios: [
-        ...Object.entries(HOLDERS).map(([h, [s]]) => ({ name: `crash:${h}`, losses: [{ domain: `host:${SITES[s]!.host}`, kind: LossKind.crash }], deadlineSec: 3600, required: true })),
-        { name: "east-az1 lost", losses: [{ domain: "az:east-az1", kind: LossKind.siteDestruction }], deadlineSec: 3600, required: true },
-        { name: "east power loss", losses: [{ domain: "region:east", kind: LossKind.powerLoss }], deadlineSec: 3600, required: true },
-      ],
-      timelines: [],
-      staleAfterMs: 5_000,
-      releasable: ["h-e1", "h-w1"],
-    },
-  };
+  const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
+  return harnessControllerConfig({ controllerId: "ctl-east", controlRegion: REGION, evalIntervalMs: 250, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east"], releasable: ["h-e1", "h-w1"] });
 }
 
 /** The acknowledgement log so far. */

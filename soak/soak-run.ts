@@ -4,13 +4,14 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { ControllerConfig } from "../actors/controller/controller-config.ts";
-import { LossKind, type Site } from "../policies/index.ts";
+import type { Site } from "../policies/index.ts";
 import { controlStreamName, openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/process-stats.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
 import { pidAlive, RoleProcess } from "../testing/role-process.ts";
 import { bootstrapControlLog, writeHolderRole } from "../testing/role-files.ts";
+import { harnessControllerConfig, harnessSite } from "../testing/harness-topology.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
 
 /** Options of one soak run. */
@@ -78,7 +79,7 @@ const BLOCKS = 4096;
 const REGION = "ctl";
 const MB = 1024 * 1024;
 
-const site = (id: string, region: string, az: string): Site => ({ id, region, az, host: `${id}-host`, deps: [] });
+const site = harnessSite;
 const SITES: Record<string, Site> = {
   "s-w": site("s-w", "east", "east-az1"),
   "s-ram1": site("s-ram1", "east", "east-az2"),
@@ -94,34 +95,8 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
 };
 
 function controllerConfig(): ControllerConfig {
-  const holderSites: Record<string, string> = { vault: "s-v" };
-  for (const [h, [s]] of Object.entries(HOLDERS)) holderSites[h] = s;
-  return {
-    controllerId: "ctl-soak",
-    region: REGION,
-    evalIntervalMs: 50,
-    admission: "key-continuity",
-    topology: {
-      volume: VOLUME,
-      lanes: [LANE],
-      writerSite: "s-w",
-      sites: Object.values(SITES),
-      holderSites,
-      bases: [{ id: "genesis", holder: "vault", cut: { [LANE]: 0 }, bytes: 0 }],
-      keyAuthorities: [{ id: "ka", site: "s-v" }],
-      links: [],
-      recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
-      scenarios: [
-        ...Object.entries(HOLDERS).map(([h, [s]]) => ({ name: `crash:${h}`, losses: [{ domain: `host:${SITES[s]!.host}`, kind: LossKind.crash }], deadlineSec: 3600, required: true })),
-        { name: "east-az1 lost", losses: [{ domain: "az:east-az1", kind: LossKind.siteDestruction }], deadlineSec: 3600, required: true },
-        { name: "east power loss", losses: [{ domain: "region:east", kind: LossKind.powerLoss }], deadlineSec: 3600, required: true },
-        { name: "west power loss", losses: [{ domain: "region:west", kind: LossKind.powerLoss }], deadlineSec: 3600, required: true },
-      ],
-      timelines: [],
-      staleAfterMs: 5_000,
-      releasable: Object.keys(HOLDERS),
-    },
-  };
+  const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
+  return harnessControllerConfig({ controllerId: "ctl-soak", controlRegion: REGION, evalIntervalMs: 50, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east", "west"], releasable: Object.keys(HOLDERS) });
 }
 
 function dirBytes(path: string): number {
