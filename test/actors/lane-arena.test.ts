@@ -113,7 +113,7 @@ test("receive → release without spill makes zero disk writes, even with a spil
   actor.send({ type: "seal", volume: "v", lane: "l0" });
   actor.send({ type: "release", volume: "v", lane: "l0", ranges: [[1, 20]] });
   t.is(ctx().report.ramBytes, 0);
-  t.deepEqual(files.counts, { opens: 0, writes: 0, writtenBytes: 0, datasyncs: 0 });
+  t.deepEqual(files.counts, { opens: 0, writes: 0, writtenBytes: 0, datasyncs: 0, readBytes: 0 });
 });
 
 test("pressure spills sealed segments: custody continues at disk residency", async (t) => {

@@ -44,7 +44,7 @@ test("a receive → release cycle that never spilled makes zero disk writes", as
   for (const v of ["v0", "v1"]) for (const l of ["l0", "l1"]) arena.release(v, l, RangeSet.of(1, 1000));
   t.is(arena.report().ramBytes, 0, "every segment was recycled");
   t.deepEqual(ids.map((id) => arena.segmentsOf("v0", "l0").includes(id)), ids.map(() => false));
-  t.deepEqual(files.counts, { opens: 0, writes: 0, writtenBytes: 0, datasyncs: 0 });
+  t.deepEqual(files.counts, { opens: 0, writes: 0, writtenBytes: 0, datasyncs: 0, readBytes: 0 });
   await spiller.close();
 });
 
