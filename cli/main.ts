@@ -8,6 +8,7 @@ import { register as registerRecover } from "./commands/recover.ts";
 import { register as registerTrace } from "./commands/trace.ts";
 import { register as registerRun } from "./commands/run.ts";
 import { register as registerHolder } from "./commands/holder.ts";
+import { register as registerPs } from "./commands/ps.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerTrace(program);
   registerRun(program);
   registerHolder(program);
+  registerPs(program);
   return program;
 }
 

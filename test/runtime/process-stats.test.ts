@@ -1,4 +1,6 @@
 import anyTest, { type TestFn } from "ava";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { gatherProcessStats, serveProcessStats } from "../../runtime/process-stats.ts";
 import { psSubject } from "../../transport/subjects.ts";
@@ -6,8 +8,9 @@ import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-conte
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
+const run = promisify(execFile);
 
-test("every serving process answers custody.v1.ps.all; a role filter reaches only that role; a garbage reply is counted, not returned", async (t) => {
+test.serial("every serving process answers custody.v1.ps.all; a role filter reaches only that role; a garbage reply is counted, not returned", async (t) => {
   const a = await NatsTransport.connect({ servers: t.context.nats.url, name: "ps-a" });
   const b = await NatsTransport.connect({ servers: t.context.nats.url, name: "ps-b" });
   const asker = await NatsTransport.connect({ servers: t.context.nats.url, name: "ps-asker" });
@@ -31,4 +34,25 @@ test("every serving process answers custody.v1.ps.all; a role filter reaches onl
   const holders = await gatherProcessStats(asker.connection, { role: "holder", waitMs: 500 });
   t.deepEqual(holders.stats.map((s) => s.id), ["h-1"]);
   t.is(holders.stats[0]!.figures["retainedBytes"], 99);
+});
+
+test.serial("custody ps lists every answering process with its role, incarnation and key figures, and --json gives them whole", async (t) => {
+  const a = await NatsTransport.connect({ servers: t.context.nats.url, name: "ps-cli-a" });
+  const b = await NatsTransport.connect({ servers: t.context.nats.url, name: "ps-cli-b" });
+  t.teardown(() => Promise.all([a.close(), b.close()]));
+  serveProcessStats(a, "holder", () => ({ id: "h-7", incarnation: 4, counters: { units: 1 }, figures: { retainedRamBytes: 4096, retainedDiskBytes: 0 } }));
+  serveProcessStats(b, "controller", () => ({ id: "ctl-1", counters: {}, figures: { evaluations: 12, evalMsP99: 3.5 } }));
+  await Promise.all([a.flush(), b.flush()]);
+  const cli = (args: string[]) => run(process.execPath, ["bin/custody.js", "ps", "--server", t.context.nats.url, "--wait", "500", ...args], { cwd: process.cwd() });
+  const table = (await cli([])).stdout;
+  t.regex(table, /^2 processes/m);
+  t.regex(table, /holder\s+h-7\s+4\s+\d+/);
+  t.regex(table, /retainedRamBytes=4096/);
+  t.regex(table, /controller\s+ctl-1/);
+  const json = JSON.parse((await cli(["--role", "holder", "--json"])).stdout.trim()) as { processes: { id: string; figures: Record<string, number> }[]; rejected: number };
+  t.deepEqual(json.processes.map((p) => p.id), ["h-7"]);
+  t.is(json.processes[0]!.figures["retainedRamBytes"], 4096);
+  const bad = await cli(["--role", "a.b"]).catch((e: { code: number; stderr: string }) => e);
+  t.is((bad as { code: number }).code, 1);
+  t.regex((bad as { stderr: string }).stderr, /invalid_subject/);
 });

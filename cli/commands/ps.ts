@@ -1,0 +1,53 @@
+import type { Command } from "commander";
+import { gatherProcessStats, type ProcessStats } from "../../runtime/process-stats.ts";
+import { NatsTransport } from "../../transport/nats-transport.ts";
+import { checkToken } from "../../transport/subjects.ts";
+import { action, printResult, type OutputOptions } from "../output.ts";
+import { positiveInt } from "./status.ts";
+
+/** The figures worth a column, per role (the rest stays in `--json`). */
+const KEY_FIGURES: Readonly<Record<string, readonly string[]>> = {
+  holder: ["retainedRamBytes", "retainedDiskBytes"],
+  writer: ["head", "custodyLagSeqs", "custodyBacklogBytes"],
+  controller: ["evaluations", "evalMsP99"],
+  "base-builder": ["baseThroughSeq", "baseBytes"],
+};
+
+function row(s: ProcessStats): Record<string, unknown> {
+  const figures = (KEY_FIGURES[s.role] ?? []).filter((k) => s.figures[k] !== undefined).map((k) => `${k}=${s.figures[k]}`);
+  return {
+    role: s.role,
+    id: s.id,
+    inc: s.incarnation ?? "",
+    pid: s.pid,
+    "up s": Math.round(s.uptimeMs / 1000),
+    "rss MB": Math.round(s.rssBytes / 2 ** 20),
+    "heap MB": Math.round(s.heapUsedBytes / 2 ** 20),
+    "loop p99 ms": s.eventLoopP99Ms,
+    figures: figures.join(" "),
+  };
+}
+
+/** Registers `custody ps`: every running role process that answers on `custody.v1.ps`. */
+export function register(program: Command): void {
+  program
+    .command("ps")
+    .description("list the running role processes (holders, writers, controllers, base builders) with incarnation, uptime, memory and key figures")
+    .option("--role <role>", "only this role")
+    .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
+    .option("--wait <ms>", "how long to collect answers", "1000")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (o: OutputOptions & { role?: string; server: string; wait: string }) => {
+        if (o.role !== undefined) checkToken(o.role, "role");
+        const waitMs = positiveInt("wait", o.wait);
+        const t = await NatsTransport.connect({ servers: o.server, name: "custody-ps" });
+        try {
+          const { stats, rejected } = await gatherProcessStats(t.connection, { ...(o.role !== undefined ? { role: o.role } : {}), waitMs });
+          printResult(o, { processes: stats, rejected }, stats.map(row), `${stats.length} process${stats.length === 1 ? "" : "es"}${rejected > 0 ? ` (${rejected} unreadable answer${rejected === 1 ? "" : "s"} ignored)` : ""}`);
+        } finally {
+          await t.close();
+        }
+      }),
+    );
+}
