@@ -31,6 +31,17 @@ export interface Loss {
 }
 
 /** A named set of simultaneous losses and the recovery deadline the contract promises for it. */
+/**
+ * The loss a scenario or timeline allows: acknowledged writes (`seqs`), their bytes, and the age
+ * of the oldest lost one (`ageSec`). Each stated limit must hold; a scenario without `allowedLoss`
+ * allows no acknowledged write lost.
+ */
+export interface AllowedLoss {
+  readonly seqs?: number | undefined;
+  readonly bytes?: number | undefined;
+  readonly ageSec?: number | undefined;
+}
+
 export interface Scenario {
   readonly name: string;
   readonly losses: readonly Loss[];
@@ -40,6 +51,8 @@ export interface Scenario {
   readonly required: boolean;
   /** Recovery destination site; defaults to the state's `recovery.destination`. */
   readonly destination?: string | undefined;
+  /** What loss still meets the contract (default: none). */
+  readonly allowedLoss?: AllowedLoss | undefined;
 }
 
 /** One step of a timeline: these losses happen `afterSec` after the previous step (or the snapshot). */
@@ -60,4 +73,5 @@ export interface Timeline {
   readonly deadlineSec: number;
   readonly required: boolean;
   readonly destination?: string | undefined;
+  readonly allowedLoss?: AllowedLoss | undefined;
 }

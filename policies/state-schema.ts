@@ -14,7 +14,7 @@ const ranges = z
 const cut = z.record(z.string(), seq).describe("lane -> last sequence included");
 
 /** zod schema of a site (failure-domain position plus dependency tags). */
-export const siteSchema = z.object({
+export const siteSchema = z.strictObject({
   id,
   region: id,
   az: id,
@@ -24,54 +24,63 @@ export const siteSchema = z.object({
 });
 
 /** zod schema of one loss: a domain token and a loss kind. */
-export const lossSchema = z.object({
+export const lossSchema = z.strictObject({
   domain: z.string().min(3),
   kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]),
 });
 
+/** zod schema of the loss a scenario allows (absent: none). */
+export const allowedLossSchema = z.strictObject({
+  seqs: z.number().int().nonnegative().optional(),
+  bytes: nonNeg.optional(),
+  ageSec: nonNeg.optional(),
+});
+
 /** zod schema of a named simultaneous-loss scenario. */
-export const scenarioSchema = z.object({
+export const scenarioSchema = z.strictObject({
   name: z.string().min(1),
   losses: z.array(lossSchema).min(1),
   deadlineSec: nonNeg,
   required: z.boolean().default(true),
   destination: id.optional(),
+  allowedLoss: allowedLossSchema.optional(),
 });
 
 /** zod schema of a timeline of sequential losses. */
-export const timelineSchema = z.object({
+export const timelineSchema = z.strictObject({
   name: z.string().min(1),
   minIntervalSec: nonNeg,
-  events: z.array(z.object({ afterSec: nonNeg, losses: z.array(lossSchema).min(1) })).min(1),
+  events: z.array(z.strictObject({ afterSec: nonNeg, losses: z.array(lossSchema).min(1) })).min(1),
   deadlineSec: nonNeg,
   required: z.boolean().default(true),
   destination: id.optional(),
+  allowedLoss: allowedLossSchema.optional(),
 });
 
-const claimSchema = z.object({
+const claimSchema = z.strictObject({
   lane: id,
   ranges,
   residency: z.enum(["ram", "protected_ram", "disk"]),
-  evidence: z.object({ kind: z.enum(["observed", "admitted_bound"]), atMs: nonNeg }),
+  evidence: z.strictObject({ kind: z.enum(["observed", "admitted_bound"]), atMs: nonNeg }),
   protectedRamValid: z.boolean().optional(),
   retainUntilMs: nonNeg.optional(),
 });
 
 /** zod schema of the JSON form of an EvaluationState (ranges as [[first, last], ...]). */
-export const evaluationStateSchema = z.object({
+export const evaluationStateSchema = z.strictObject({
   volume: id,
   asOfMs: nonNeg,
   staleAfterMs: nonNeg,
-  source: z.object({ site: id, lanes: cut }),
-  commits: z.array(z.object({ lane: id, first: seq, last: seq, committedAtMs: nonNeg, bytesPerSeq: nonNeg })).default([]),
+  source: z.strictObject({ site: id, lanes: cut }),
+  commits: z.array(z.strictObject({ lane: id, first: seq, last: seq, committedAtMs: nonNeg, bytesPerSeq: nonNeg })).default([]),
   sites: z.array(siteSchema).min(1),
-  holders: z.array(z.object({ id, site: id, claims: z.array(claimSchema).default([]) })),
-  bases: z.array(z.object({ id, holder: id, cut, bytes: nonNeg })).default([]),
-  manifests: z.array(z.object({ id, cut, holders: z.array(id).min(1) })).default([]),
-  keyAuthorities: z.array(z.object({ id, site: id })).default([]),
-  metadataQuorum: z.object({ members: z.array(id).min(1), quorum: z.number().int().positive() }).optional(),
-  links: z.array(z.object({ id, from: id, to: id, bandwidthBytesPerSec: z.number().positive(), deps: z.array(z.string()).default([]) })).default([]),
-  recovery: z.object({
+  holders: z.array(z.strictObject({ id, site: id, claims: z.array(claimSchema).default([]) })),
+  bases: z.array(z.strictObject({ id, holder: id, cut, bytes: nonNeg })).default([]),
+  manifests: z.array(z.strictObject({ id, cut, holders: z.array(id).min(1) })).default([]),
+  keyAuthorities: z.array(z.strictObject({ id, site: id })).default([]),
+  metadataQuorum: z.strictObject({ members: z.array(id).min(1), quorum: z.number().int().positive() }).optional(),
+  links: z.array(z.strictObject({ id, from: id, to: id, bandwidthBytesPerSec: z.number().positive(), deps: z.array(z.string()).default([]) })).default([]),
+  recovery: z.strictObject({
     destination: id,
     detectSec: nonNeg,
     authorizeSec: nonNeg,
@@ -80,10 +89,10 @@ export const evaluationStateSchema = z.object({
     validateSec: nonNeg,
   }),
   forwards: z
-    .array(z.object({ from: id, to: id, lane: id, ranges, residency: z.enum(["ram", "protected_ram", "disk"]), completesAfterSec: nonNeg }))
+    .array(z.strictObject({ from: id, to: id, lane: id, ranges, residency: z.enum(["ram", "protected_ram", "disk"]), completesAfterSec: nonNeg }))
     .default([]),
-  pins: z.array(z.object({ id, holder: id, lane: id, ranges })).default([]),
-  recoveries: z.array(z.object({ id, lane: id, ranges, sources: z.array(id).optional() })).default([]),
+  pins: z.array(z.strictObject({ id, holder: id, lane: id, ranges })).default([]),
+  recoveries: z.array(z.strictObject({ id, lane: id, ranges, sources: z.array(id).optional() })).default([]),
   scenarios: z.array(scenarioSchema).default([]),
   timelines: z.array(timelineSchema).default([]),
 });

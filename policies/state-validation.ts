@@ -39,7 +39,11 @@ export function validateEvaluationState(s: EvaluationState): void {
   };
   s.holders.forEach((h, i) => {
     site(h.site, `holders[${i}].site`);
-    h.claims.forEach((c, j) => lane(c.lane, `holders[${i}].claims[${j}].lane`));
+    h.claims.forEach((c, j) => {
+      lane(c.lane, `holders[${i}].claims[${j}].lane`);
+      // Evidence newer than the snapshot cannot have been observed: a clock or input error.
+      if (c.evidence.atMs > s.asOfMs) throw new PolicyInputError(`holders[${i}].claims[${j}].evidence.atMs`, `evidence from the future (${c.evidence.atMs} > asOfMs ${s.asOfMs})`);
+    });
   });
   unique(s.bases.map((b) => b.id), "bases");
   s.bases.forEach((b, i) => {

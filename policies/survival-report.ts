@@ -3,6 +3,7 @@ import type { BaseSnapshot, EvaluationState, EvidenceLabel } from "./evaluation-
 import { tallyCommits } from "./commit-log.ts";
 import { widestPathsTo } from "./network-paths.ts";
 import { recoveryTime, type RecoveryTime } from "./recovery-time.ts";
+import type { AllowedLoss } from "./scenario.ts";
 import { evidenceLabel, liveRanges, siteDiskSurvives, siteUsable, type SurvivorView } from "./survivor-view.ts";
 
 /** Flags a survival report can carry. */
@@ -47,7 +48,15 @@ export interface SurvivalReport {
   readonly meetsDeadline: boolean;
   readonly evidence: EvidenceLabel;
   readonly flags: SurvivalFlag[];
+  /** Whether the scenario's contract holds: its allowed loss, deadline, evidence and activation. */
+  readonly verdict: Verdict;
+  /** Why it is `not_met` (empty when met), one short sentence each. */
+  readonly reasons: string[];
 }
+
+/** A report's verdict. */
+export const Verdict = { met: "met", notMet: "not_met" } as const;
+export type Verdict = (typeof Verdict)[keyof typeof Verdict];
 
 /** What the caller knows about the scenario being reported. */
 export interface ReportMeta {
@@ -56,6 +65,32 @@ export interface ReportMeta {
   readonly required: boolean;
   readonly deadlineSec: number;
   readonly destination?: string | undefined;
+  readonly allowedLoss?: AllowedLoss | undefined;
+}
+
+/**
+ * The verdict of one report against its contract (pure): the loss must stay within `allowed`
+ * (no acknowledged write when absent), the volume must be usable by the deadline, the evidence
+ * must be observed and fresh (and protected RAM proven), a key path must survive, and a writable
+ * activation must be possible.
+ */
+export function verdictOf(r: Omit<SurvivalReport, "verdict" | "reasons">, allowed: AllowedLoss | undefined): { verdict: Verdict; reasons: string[] } {
+  const reasons: string[] = [];
+  const maxSeqs = allowed === undefined ? 0 : allowed.seqs;
+  if (maxSeqs !== undefined && r.lostSeqs > maxSeqs) reasons.push(`loses ${r.lostSeqs} acknowledged write${r.lostSeqs === 1 ? "" : "s"}, ${maxSeqs} allowed`);
+  if (allowed?.bytes !== undefined) {
+    if (r.flags.includes(SurvivalFlag.lostBytesUnknown)) reasons.push("lost bytes unknown (no commit record for some lost writes)");
+    else if (r.lostBytes > allowed.bytes) reasons.push(`loses ${r.lostBytes} bytes, ${allowed.bytes} allowed`);
+  }
+  if (allowed?.ageSec !== undefined && r.oldestLostAgeMs > allowed.ageSec * 1000) reasons.push(`oldest lost write is ${(r.oldestLostAgeMs / 1000).toFixed(1)} s old, ${allowed.ageSec} s allowed`);
+  if (r.cut === null) reasons.push("nothing can be rebuilt");
+  if (!r.meetsDeadline) reasons.push(r.timeToUsable === null ? "recovery time unbounded" : `usable after ${r.timeToUsable.totalSec.toFixed(1)} s, deadline ${r.deadlineSec} s`);
+  if (r.evidence !== "observed") reasons.push(`evidence is ${r.evidence.replace("_", " ")}`);
+  if (r.flags.includes(SurvivalFlag.protectedRamUnproven)) reasons.push("protected RAM without valid hold-up evidence");
+  if (r.flags.includes(SurvivalFlag.noKeyPath)) reasons.push("no key authority survives");
+  if (r.flags.includes(SurvivalFlag.writableActivationBlocked)) reasons.push("writable activation blocked (metadata quorum lost)");
+  if (r.flags.includes(SurvivalFlag.isolatedHolder)) reasons.push("some surviving data is only on partitioned holders");
+  return { verdict: reasons.length === 0 ? Verdict.met : Verdict.notMet, reasons };
 }
 
 const LABEL_RANK: Record<EvidenceLabel, number> = { observed: 0, admitted_bound: 1, stale: 2 };
@@ -214,7 +249,7 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
   if (q && q.members.filter((m) => !view.siteLoss.has(m)).length < q.quorum) flags.add(SurvivalFlag.writableActivationBlocked);
   const meetsDeadline = timeToUsable !== null && timeToUsable.totalSec <= meta.deadlineSec;
   if (!meetsDeadline) flags.add(SurvivalFlag.deadlineMissed);
-  return {
+  const report: Omit<SurvivalReport, "verdict" | "reasons"> = {
     name: meta.name,
     kind: meta.kind,
     required: meta.required,
@@ -234,4 +269,5 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
     evidence,
     flags: [...flags].sort(),
   };
+  return { ...report, ...verdictOf(report, meta.allowedLoss) };
 }

@@ -25,6 +25,9 @@ const scenarioStatus = z.object({
   evidence: z.string().max(32),
   contributors: z.array(z.string().max(128)).max(64),
   flags: z.array(z.string().max(64)).max(16),
+  /** Added after v1's first release: readers that predate them ignore both. */
+  verdict: z.enum(["met", "not_met"]).optional(),
+  reasons: z.array(z.string().max(256)).max(16).optional(),
 });
 /** Lifecycle of the repair of one declared failure, as an enumeration. */
 export const RepairStatusState = { needed: "needed", running: "running", done: "done", failed: "failed" } as const;
@@ -106,6 +109,8 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
       evidence: r.evidence,
       contributors: r.contributors,
       flags: r.flags,
+      verdict: r.verdict,
+      reasons: r.reasons,
     })),
     evidence,
     releasesCommitted,

@@ -57,15 +57,23 @@ export function evaluationRows(report: EvaluationReport): Record<string, unknown
     deadline: fmtSec(r.deadlineSec),
     evidence: r.evidence,
     flags: r.flags.filter((f) => f !== "deadline_missed").join(",") || "-",
-    ok: r.meetsDeadline ? "yes" : "NO",
+    verdict: r.verdict === "met" ? "met" : `NOT MET: ${r.reasons.join("; ")}`,
   }));
 }
+
+/** Exit code of `custody evaluate` when a required scenario or timeline is not met (0 when all are). */
+export const EXIT_NOT_MET = 3;
 
 /** Runs `custody evaluate`: parse + validate the state file, evaluate, print. Throws typed errors. */
 export function runEvaluate(path: string, opts: OutputOptions): void {
   const report = evaluateState(parseEvaluationState(readJsonFile(path)));
   const ack = Object.entries(report.acknowledged).map(([l, s]) => `${l}:${s}`).join(" ");
   printResult(opts, report, evaluationRows(report), `volume ${report.volume}  acknowledged ${ack}  as of ${new Date(report.asOfMs).toISOString()}`);
+  const failing = report.reports.filter((r) => r.required && r.verdict !== "met");
+  if (failing.length > 0) {
+    process.stderr.write(`contract not met: ${failing.map((r) => `${r.name} (${r.reasons.join("; ")})`).join(", ")}\n`);
+    process.exitCode = EXIT_NOT_MET;
+  }
 }
 
 /** One table row per graph (chosen first, then the best of each shape). */

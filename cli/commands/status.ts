@@ -68,7 +68,7 @@ export function register(program: Command): void {
             deadline: `${s.deadlineSec}s`,
             evidence: s.evidence,
             flags: s.flags.join(",") || "-",
-            ok: s.meetsDeadline ? "yes" : "NO",
+            verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
           }));
           const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
           printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}`);

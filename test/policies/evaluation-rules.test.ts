@@ -175,3 +175,29 @@ test("a lost destination makes recovery time unbounded without calling the survi
   const west = evaluateScenario(exampleState(), { ...scenario("europe gone", [{ domain: "region:eu-west", kind: "site_destruction" }]), destination: "usw2-store" });
   t.not(west.timeToUsable, null);
 });
+
+test("the surviving cut is the end of the contiguous prefix: with sequence 111 missing everywhere it is 110, not the highest surviving sequence", (t) => {
+  const s = exampleState((j) => {
+    for (const h of j.holders) for (const c of h.claims) {
+      c.ranges = c.ranges.flatMap(([a, b]: number[]) => (a! <= 111 && b! >= 111 ? [[a, 110], [112, b]].filter(([x, y]) => x! <= y!) : [[a, b]]));
+    }
+    j.forwards = [];
+  });
+  for (const r of evaluateState(s).reports) {
+    t.deepEqual(r.cut, { l0: 110 }, r.name);
+    t.deepEqual(r.lost, { l0: [[111, 120]] }, `${r.name}: 112-120 survive somewhere but cannot be applied past the hole`);
+    t.is(r.lostSeqs, 10);
+    t.is(r.verdict, "not_met");
+  }
+});
+
+test("a scenario without an allowed loss allows none; each stated limit is checked on its own", (t) => {
+  const lostOne = evaluateState(exampleState()).reports.find((r) => r.name === "US-East lost")!;
+  t.is(lostOne.verdict, "not_met");
+  t.deepEqual(lostOne.reasons, ["loses 1 acknowledged write, 0 allowed"]);
+  const allow = (allowedLoss: object) => evaluateState(exampleState((j) => (j.scenarios.find((x: any) => x.name === "US-East lost").allowedLoss = allowedLoss))).reports.find((r) => r.name === "US-East lost")!;
+  t.is(allow({ seqs: 1 }).verdict, "met");
+  t.is(allow({ ageSec: 10 }).verdict, "met", "only age is limited: 1.0 s is within 10 s");
+  t.deepEqual(allow({ ageSec: 0.5 }).reasons, ["oldest lost write is 1.0 s old, 0.5 s allowed"]);
+  t.deepEqual(allow({ seqs: 5, bytes: 1 }).reasons, ["loses 4194304 bytes, 1 allowed"]);
+});

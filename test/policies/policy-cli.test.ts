@@ -25,19 +25,59 @@ test.after.always(() => rmSync(dir, { recursive: true, force: true }));
 
 test("custody evaluate prints a table with one row per scenario of the example", async (t) => {
   const r = await custody("evaluate", EXAMPLE_PATH);
-  t.is(r.code, 0, r.stderr);
+  t.is(r.code, 3, "the example's required scenarios lose acknowledged writes and allow none: not met");
   const lines = r.stdout.trimEnd().split("\n");
   t.regex(lines[0]!, /^volume vol-orders {2}acknowledged l0:120/);
   t.regex(lines[1]!, /^scenario\s+kind\s+cut\s+lost/);
   const row = lines.find((l) => l.startsWith("US-East and US-West lost"))!;
   t.regex(row, /l0:118\s+l0:119-120\s+8\.0 MiB\s+3\.0s\s+euw1-store/);
   t.regex(row, /writable_activation_blocked/);
+  t.regex(row, /NOT MET: loses 2 acknowledged writes, 0 allowed; writable activation blocked/);
+  t.regex(lines.find((l) => l.startsWith("writer host crash"))!, /\smet$/);
   t.is(lines.length, 3 + 7);
+  t.regex(r.stderr, /^contract not met: US-East lost \(loses 1 acknowledged write, 0 allowed\), US-East and US-West lost/);
+});
+
+test("custody evaluate exits 0 when every required scenario is met: losses within what each allows, activation possible", async (t) => {
+  const j = exampleJson();
+  for (const sc of j.scenarios) if (sc.name === "US-East lost" || sc.name === "US-East and US-West lost") sc.allowedLoss = { seqs: 2, ageSec: 60 };
+  j.metadataQuorum.quorum = 1;
+  const file = join(dir, "met.json");
+  writeFileSync(file, JSON.stringify(j));
+  const r = await custody("evaluate", file, "--json");
+  t.is(r.code, 0, r.stderr);
+  const last = JSON.parse(r.stdout.trimEnd().split("\n").at(-1)!) as { reports: { name: string; required: boolean; verdict: string; reasons: string[] }[] };
+  t.deepEqual(last.reports.filter((x) => x.required).map((x) => x.verdict), last.reports.filter((x) => x.required).map(() => "met"));
+  // A tighter allowance on bytes turns the same loss into a verdict with its reason.
+  for (const sc of j.scenarios) if (sc.name === "US-East lost") sc.allowedLoss = { seqs: 2, bytes: 1024 };
+  writeFileSync(file, JSON.stringify(j));
+  const tight = await custody("evaluate", file, "--json");
+  t.is(tight.code, 3);
+  const eastLost = (JSON.parse(tight.stdout.trimEnd().split("\n").at(-1)!) as typeof last).reports.find((x) => x.name === "US-East lost")!;
+  t.is(eastLost.verdict, "not_met");
+  t.deepEqual(eastLost.reasons, ["loses 4194304 bytes, 1024 allowed"]);
+});
+
+test("custody evaluate refuses a misspelled key, naming its path, and evidence from the future", async (t) => {
+  const j = exampleJson();
+  j.holders[1].claims[0].residncy = "ram";
+  const file = join(dir, "typo.json");
+  writeFileSync(file, JSON.stringify(j));
+  const r = await custody("evaluate", file);
+  t.is(r.code, 1);
+  t.is(r.stdout, "");
+  t.regex(r.stderr, /^error \[invalid_policy_input\]: holders\[1\]\.claims\[0\].*residncy/);
+  const f = exampleJson();
+  f.holders[2].claims[0].evidence.atMs = f.asOfMs + 5_000;
+  writeFileSync(file, JSON.stringify(f));
+  const future = await custody("evaluate", file);
+  t.is(future.code, 1);
+  t.regex(future.stderr, /^error \[invalid_policy_input\]: holders\[2\]\.claims\[0\]\.evidence\.atMs: evidence from the future/);
 });
 
 test("custody evaluate --json prints one JSON object on the last line", async (t) => {
   const r = await custody("evaluate", EXAMPLE_PATH, "--json");
-  t.is(r.code, 0, r.stderr);
+  t.is(r.code, 3, "not met, as in the table");
   const last = JSON.parse(r.stdout.trimEnd().split("\n").at(-1)!);
   t.is(last.volume, "vol-orders");
   t.deepEqual(last.reports.find((x: { name: string }) => x.name === "US-East and US-West lost").cut, { l0: 118 });
