@@ -9,6 +9,7 @@ import { register as registerTrace } from "./commands/trace.ts";
 import { register as registerRun } from "./commands/run.ts";
 import { register as registerHolder } from "./commands/holder.ts";
 import { register as registerPs } from "./commands/ps.ts";
+import { register as registerRelease } from "./commands/release.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerRun(program);
   registerHolder(program);
   registerPs(program);
+  registerRelease(program);
   return program;
 }
 

@@ -112,3 +112,21 @@ test("custody place prints the chosen graph and the best of each shape; --json h
   const last = JSON.parse(j.stdout.trimEnd().split("\n").at(-1)!);
   t.deepEqual(last.chosen.holders, ["europe", "europe-b", "waypoint"]);
 });
+
+test("custody release check decides releases jointly with reasons and blocking scenarios; exit 3 when one is refused", async (t) => {
+  const r = await custody("release", "check", EXAMPLE_PATH, "waypoint:l0:116-118", "ram-same-az:l0:110-120", "--json");
+  t.is(r.code, 3);
+  const { decisions } = JSON.parse(r.stdout.trim()) as { decisions: { holder: string; allowed: boolean; reasons: string[]; scenarios: string[] }[] };
+  t.deepEqual(decisions.map((d) => [d.holder, d.allowed]), [["waypoint", false], ["ram-same-az", true]]);
+  t.deepEqual(decisions[0]!.reasons, ["scenario_below_cut"]);
+  t.deepEqual(decisions[0]!.scenarios, ["US-East and US-West lost"], "the memo: West's receipt 119 does not let the waypoint drop 116-118");
+  const ok = await custody("release", "check", EXAMPLE_PATH, "ram-same-az:l0:110-120");
+  t.is(ok.code, 0, ok.stderr);
+  t.regex(ok.stdout, /^1 of 1 allowed/);
+  const bad = await custody("release", "check", EXAMPLE_PATH, "nobody:l0:1-2");
+  t.is(bad.code, 1);
+  t.regex(bad.stderr, /^error \[unknown_policy_reference\]: releases\[0\]\.holder/);
+  const malformed = await custody("release", "check", EXAMPLE_PATH, "waypoint:l0:9-3");
+  t.is(malformed.code, 1);
+  t.regex(malformed.stderr, /^error \[invalid_policy_input\]: releases\[0\]: bad range "9-3"/);
+});
