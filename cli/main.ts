@@ -10,6 +10,7 @@ import { register as registerRun } from "./commands/run.ts";
 import { register as registerHolder } from "./commands/holder.ts";
 import { register as registerPs } from "./commands/ps.ts";
 import { register as registerRelease } from "./commands/release.ts";
+import { register as registerSizing } from "./commands/sizing.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerHolder(program);
   registerPs(program);
   registerRelease(program);
+  registerSizing(program);
   return program;
 }
 

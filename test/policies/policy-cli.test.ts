@@ -130,3 +130,26 @@ test("custody release check decides releases jointly with reasons and blocking s
   t.is(malformed.code, 1);
   t.regex(malformed.stderr, /^error \[invalid_policy_input\]: releases\[0\]: bad range "9-3"/);
 });
+
+test("custody size and custody cost give the memo's arithmetic; a bad amount or edge is one error line naming it", async (t) => {
+  const size = await custody("size", "--bytes-per-sec", String(2 ** 30), "--retention-sec", "5", "--outage-sec", "1", "--json");
+  t.is(size.code, 0, size.stderr);
+  const m = JSON.parse(size.stdout.trim()) as { steadyBytes: number; outageBacklogBytes: number; totalBytes: number };
+  t.is(m.steadyBytes, 5 * 2 ** 30, "1 GiB/s retained for 5 s");
+  t.is(m.outageBacklogBytes, 2 ** 30, "a 1 s forwarding outage piles up 1 GiB");
+  t.is(m.totalBytes, 6 * 2 ** 30);
+  const edges = join(dir, "edges.json");
+  writeFileSync(edges, JSON.stringify([{ from: "use1", to: "euw1", charges: [{ name: "inter-region", usdPerGB: 0.02 }, { name: "tgw", usdPerGB: 0.02 }] }]));
+  const cost = await custody("cost", edges, "--bytes-per-sec", "1000000000", "--json");
+  t.is(cost.code, 0, cost.stderr);
+  const c = JSON.parse(cost.stdout.trim()) as { legs: { usd: number }[]; totalUsd: number };
+  t.deepEqual(c.legs.map((l) => Math.round(l.usd)), [51_840, 51_840], "1 GB/s at $0.02/GB for 30 days, per leg");
+  t.is(Math.round(c.totalUsd), 103_680);
+  const neg = await custody("size", "--bytes-per-sec", "-3", "--retention-sec", "5");
+  t.is(neg.code, 1);
+  t.regex(neg.stderr, /^error \[invalid_policy_input\]: bytes-per-sec: must be a number >= 0/);
+  writeFileSync(edges, JSON.stringify([{ from: "a", to: "b", charges: [{ name: "x", usdPerGb: 0.02 }] }]));
+  const typo = await custody("cost", edges, "--bytes-per-sec", "1");
+  t.is(typo.code, 1);
+  t.regex(typo.stderr, /^error \[invalid_policy_input\]: \[0\]\.charges\[0\]: .*usdPerG/);
+});
