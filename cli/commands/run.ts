@@ -9,6 +9,14 @@ import { runController } from "../../runtime/run-controller.ts";
 
 /** Exit code when the NATS connection closed for good (a supervisor should restart the process). */
 export const EXIT_CONNECTION_LOST = 2;
+/** Exit code when a stop (SIGTERM/SIGINT) did not finish within STOP_DEADLINE_MS. */
+export const EXIT_STOP_TIMEOUT = 4;
+/**
+ * How long a stop may take before the process exits anyway: longer than the writer's default
+ * drain deadline (30 s), so a drain that can finish does, and a stop that hangs (its NATS servers
+ * gone, a write waiting on backpressure) still ends.
+ */
+export const STOP_DEADLINE_MS = 45_000;
 
 /** What every role runner returns. */
 interface Running {
@@ -16,9 +24,21 @@ interface Running {
   stop(): Promise<void>;
 }
 
+/** Runs `stop` and resolves true when it finished within `ms`, false when the deadline came first (a failed stop counts as finished). */
+export async function stopWithin(stop: () => Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
+  try {
+    return await Promise.race([stop().then(() => true, () => true), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Runs one role until SIGTERM/SIGINT (stop, exit 0) or until its connection closes for good (one
- * error line, exit 2: it never runs deaf). A start that fails prints one error line and exits 1.
+ * error line, exit 2: it never runs deaf). A start that fails prints one error line and exits 1;
+ * a stop that has not finished after STOP_DEADLINE_MS exits 4.
  */
 async function serve<C>(role: string, file: string, schema: z.ZodType<C>, start: (cfg: C) => Promise<Running & { ready: Record<string, unknown> }>): Promise<void> {
   try {
@@ -33,7 +53,11 @@ async function serve<C>(role: string, file: string, schema: z.ZodType<C>, start:
       failWith(new ConnectionLostError(role));
       process.exit(EXIT_CONNECTION_LOST);
     }
-    await r.stop();
+    const stopped = await stopWithin(() => r.stop(), STOP_DEADLINE_MS);
+    if (!stopped) {
+      process.stderr.write(`custody run ${role}: stop did not finish within ${STOP_DEADLINE_MS} ms; exiting\n`);
+      process.exit(EXIT_STOP_TIMEOUT);
+    }
     process.exit(0);
   } catch (err) {
     failWith(err);

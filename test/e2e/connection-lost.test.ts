@@ -7,6 +7,7 @@ import test from "ava";
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { STOP_DEADLINE_MS, stopWithin } from "../../cli/commands/run.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { startNatsServer } from "../helpers/index.ts";
 import { e2eHolderConfig, site, tempDir } from "./e2e-fixture.ts";
@@ -34,4 +35,11 @@ test("a holder whose NATS connection closes for good exits 2 with connection_los
   await server.stop();
   t.is(await exited, 2);
   t.regex(stderr, /connection_lost/);
+});
+
+test("a role's stop is bounded: one that hangs (its servers gone, a write waiting on backpressure) ends at the deadline; one that finishes or fails is done", async (t) => {
+  t.false(await stopWithin(() => new Promise<void>(() => undefined), 50), "a stop that never finishes");
+  t.true(await stopWithin(async () => undefined, 1_000));
+  t.true(await stopWithin(() => Promise.reject(new Error("close failed")), 1_000), "a failed stop is over, not hung");
+  t.true(STOP_DEADLINE_MS > 30_000, "longer than the writer's default drain deadline");
 });
