@@ -2,9 +2,12 @@ import { crc32 } from "node:zlib";
 import type { FileHandleLike } from "../core/file-layer.ts";
 import { BlockMap, UNMAPPED } from "./block-map.ts";
 
-const MAGIC = new TextEncoder().encode("SWCKPT01");
+const MAGIC_V1 = new TextEncoder().encode("SWCKPT01");
+const MAGIC = new TextEncoder().encode("SWCKPT02");
 const HEAD = 64;
-const ENTRY = 8;
+const ENTRY_V1 = 8;
+/** Version 2 entries add the LSN of each LBA's latest change, so a peer's dirty set survives a restart. */
+const ENTRY = 16;
 const UNMAPPED_CODE = 0xffff_ffff;
 const DAMAGED_BIT = 0x8000_0000;
 
@@ -29,9 +32,9 @@ export interface CheckpointIssue {
 }
 
 /**
- * Encodes a checkpoint: 64-byte head (magic, sequence, lsn, ring start, epoch, block count, body
- * length, body CRC, head CRC at 60) then one 8-byte entry per LBA (u32 physical block with bit 31 =
- * damaged, 0xFFFFFFFF = unmapped; u32 data CRC).
+ * Encodes a checkpoint: 64-byte head (magic `SWCKPT02`, sequence, lsn, ring start, epoch, block
+ * count, body length, body CRC, head CRC at 60) then one 16-byte entry per LBA (u32 physical block
+ * with bit 31 = damaged, 0xFFFFFFFF = unmapped; u32 data CRC; u64 LSN of the LBA's latest change).
  */
 export function encodeCheckpoint(c: Checkpoint): Uint8Array {
   const n = c.map.blockCount;
@@ -42,6 +45,7 @@ export function encodeCheckpoint(c: Checkpoint): Uint8Array {
     const code = p === UNMAPPED ? UNMAPPED_CODE : (p | (c.map.damaged[i] ? DAMAGED_BIT : 0)) >>> 0;
     dv.setUint32(HEAD + i * ENTRY, code, true);
     dv.setUint32(HEAD + i * ENTRY + 4, c.map.crc[i]!, true);
+    dv.setBigUint64(HEAD + i * ENTRY + 8, BigInt(c.map.lsn[i]!), true);
   }
   buf.set(MAGIC, 0);
   dv.setBigUint64(8, BigInt(c.sequence), true);
@@ -58,17 +62,20 @@ export function encodeCheckpoint(c: Checkpoint): Uint8Array {
 /**
  * Decodes a checkpoint for a volume of `blockCount` LBAs and `physicalBlocks` extent blocks.
  * Returns a string naming the problem (truncated, magic, CRC, geometry, a block named twice)
- * instead of throwing, so mount can fall back to the other slot.
+ * instead of throwing, so mount can fall back to the other slot. A version-1 checkpoint has no
+ * per-LBA LSNs: every LBA is taken as changed at the checkpoint LSN (a conservative dirty set).
  */
 export function decodeCheckpoint(buf: Uint8Array, blockCount: number, physicalBlocks: number, walCapacity: number): Checkpoint | string {
   if (buf.length < HEAD) return `truncated (${buf.length} bytes)`;
-  for (let i = 0; i < MAGIC.length; i++) if (buf[i] !== MAGIC[i]) return "bad magic";
+  const v1 = MAGIC_V1.every((b, i) => buf[i] === b);
+  if (!v1 && !MAGIC.every((b, i) => buf[i] === b)) return "bad magic";
+  const entry = v1 ? ENTRY_V1 : ENTRY;
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if ((crc32(buf.subarray(0, 60)) >>> 0) !== dv.getUint32(60, true)) return "head CRC mismatch";
   const n = Number(dv.getBigUint64(40, true));
   if (n !== blockCount) return `block count ${n} does not match header ${blockCount}`;
   const bodyLength = dv.getUint32(48, true);
-  if (bodyLength !== n * ENTRY) return "body length mismatch";
+  if (bodyLength !== n * entry) return "body length mismatch";
   if (buf.length < HEAD + bodyLength) return `truncated body (${buf.length} of ${HEAD + bodyLength} bytes)`;
   if ((crc32(buf.subarray(HEAD, HEAD + bodyLength)) >>> 0) !== dv.getUint32(52, true)) return "body CRC mismatch";
   const lsn = Number(dv.getBigUint64(16, true));
@@ -77,13 +84,17 @@ export function decodeCheckpoint(buf: Uint8Array, blockCount: number, physicalBl
   const map = new BlockMap(n);
   const seen = new Uint8Array(physicalBlocks);
   for (let i = 0; i < n; i++) {
-    const code = dv.getUint32(HEAD + i * ENTRY, true);
+    const at = HEAD + i * entry;
+    const changed = v1 ? lsn : Number(dv.getBigUint64(at + 8, true));
+    if (changed > lsn) return `LBA ${i} changed at LSN ${changed}, after the checkpoint's ${lsn}`;
+    map.lsn[i] = changed;
+    const code = dv.getUint32(at, true);
     if (code === UNMAPPED_CODE) continue;
     const p = code & ~DAMAGED_BIT;
     if (p >= physicalBlocks) return `LBA ${i} names block ${p} outside the extent`;
     if (seen[p]) return `block ${p} named by two LBAs`;
     seen[p] = 1;
-    map.set(i, p, dv.getUint32(HEAD + i * ENTRY + 4, true), lsn);
+    map.set(i, p, dv.getUint32(at + 4, true), changed);
     if (code & DAMAGED_BIT) map.damaged[i] = 1;
   }
   return { sequence: Number(dv.getBigUint64(8, true)), lsn, ringStartSlot, epoch: Number(dv.getBigUint64(32, true)), map };

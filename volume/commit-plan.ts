@@ -22,22 +22,29 @@ export interface CommitPlan {
  * Turns a group of mutations into records and extent writes (pure). A write of k blocks gets k
  * records with consecutive LSNs — one per block, each with that block's CRC, because blocks of one
  * run are later superseded and reused one at a time. SmartWAL records point at the allocated runs;
- * inline records carry the block as payload and point at the block's home (LBA × 4096). A write
- * without runs in SmartWAL mode is a caller bug (RangeError).
+ * inline records carry the block as payload and point at the block's home (LBA × 4096). Every
+ * record carries `durableLsn`, the volume's durable LSN when the group is appended (its durable
+ * watermark). A write without runs in SmartWAL mode is a caller bug (RangeError).
  */
-export function planCommit(muts: readonly PlannedMutation[], headLsn: number, epoch: number, inline: boolean): CommitPlan {
+export function planCommit(
+  muts: readonly PlannedMutation[],
+  headLsn: number,
+  epoch: number,
+  inline: boolean,
+  durableLsn = 0,
+): CommitPlan {
   const records: WalRecord[] = [];
   const extentWrites: CommitPlan["extentWrites"] = [];
   const lastLsn: number[] = [];
   let lsn = headLsn;
   for (const m of muts) {
     if (m.kind === "trim") {
-      records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Trim, lba: m.lba, blockCount: m.count, physicalOffset: 0, dataCrc: 0 });
+      records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Trim, lba: m.lba, blockCount: m.count, physicalOffset: 0, dataCrc: 0, durableLsn });
     } else if (inline) {
       for (let k = 0; k < m.data.length / BLOCK_SIZE; k++) {
         const payload = m.data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE);
         const lba = m.lba + k;
-        records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Write, lba, blockCount: 1, physicalOffset: lba * BLOCK_SIZE, dataCrc: crc32(payload) >>> 0, payload });
+        records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Write, lba, blockCount: 1, physicalOffset: lba * BLOCK_SIZE, dataCrc: crc32(payload) >>> 0, payload, durableLsn });
       }
     } else {
       if (!m.runs) throw new RangeError("a SmartWAL write needs allocated runs");
@@ -55,6 +62,7 @@ export function planCommit(muts: readonly PlannedMutation[], headLsn: number, ep
             blockCount: 1,
             physicalOffset: (run.start + k) * BLOCK_SIZE,
             dataCrc: crc32(block) >>> 0,
+            durableLsn,
           });
         }
         off += run.count;

@@ -1,8 +1,8 @@
 /** Public surface of the SmartWAL volume store. */
-export { SmartWalVolume, type OpenVolumeOptions, type VolumeStats, type SnapshotBlock } from "./smartwal-volume.ts";
+export { SmartWalVolume, type OpenVolumeOptions, type VolumeStats, type SnapshotBlock, type WalEntry } from "./smartwal-volume.ts";
 export { type CreateVolumeOptions, geometryFor } from "./volume-files.ts";
 export { BLOCK_SIZE, RECORD_SIZE, VolumeMode, VolumeFiles, defaultSpareBlocks, slotSizeFor, decodeHeader, type VolumeGeometry } from "./format.ts";
-export { type RecoveryReport, type DamagedEntry, ReplayStop } from "./recovery.ts";
+export { type RecoveryReport, type DamagedEntry, type LostRecord, ReplayStop } from "./recovery.ts";
 export { DirtyMap } from "./dirty-map.ts";
 export { decideRecovery, RecoveryDecision, type RecoveryInputs } from "./recovery-decision.ts";
 export { RecoverabilityClass, classifyLsn, type DurabilityProof } from "./recoverability.ts";
@@ -14,6 +14,7 @@ export {
   FileSizeError,
   CheckpointCorruptError,
   DamagedBlockError,
+  WalDamagedError,
   BadRequestError,
   NoSpaceError,
   VolumeClosedError,

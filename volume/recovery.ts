@@ -3,19 +3,11 @@ import type { FileHandleLike } from "../core/file-layer.ts";
 import { BlockMap, UNMAPPED } from "./block-map.ts";
 import type { Checkpoint, CheckpointIssue } from "./checkpoint.ts";
 import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
-import { decodeRecord, RecordFlag, type WalRecord } from "./wal-record.ts";
+import { scanRing, walkLog, type LostRecord, type ReplayStop } from "./ring-scan.ts";
+import { WalDamagedError } from "./volume-errors.ts";
+import { RecordFlag } from "./wal-record.ts";
 
-/** Why replay stopped. `end` means every slot after the checkpoint was read (the ring was full). */
-export const ReplayStop = {
-  Empty: "empty",
-  BadCrc: "bad_crc",
-  BadMagic: "bad_magic",
-  BadField: "bad_field",
-  LsnGap: "lsn_gap",
-  End: "end",
-} as const;
-/** One of the ReplayStop values. */
-export type ReplayStop = (typeof ReplayStop)[keyof typeof ReplayStop];
+export { ReplayStop, type LostRecord } from "./ring-scan.ts";
 
 /** One LBA whose data failed its CRC during recovery. */
 export interface DamagedEntry {
@@ -35,9 +27,21 @@ export interface RecoveryReport {
   stopReason: ReplayStop;
   /** Slot where replay stopped and, for a gap, the LSN found there. */
   stopDetail: { slot: number; foundLsn?: number };
-  /** Records past the recovered end that had a valid CRC (unacknowledged or orphaned) and were erased. */
+  /** Slots past the recovered end that held a record or garbage and were erased (0 when the mount was refused). */
   erasedTailRecords: number;
+  /** Highest LSN known durable from the checkpoint and the records' durable watermarks. */
+  durableProofLsn: number;
+  /**
+   * Ring positions inside the log whose record is unreadable (damage, not a torn tail). Their LBAs
+   * cannot be known: without `acceptLoss` the mount is refused with WalDamagedError.
+   */
+  lostRecords: LostRecord[];
+  /** True when lost records were accepted (`acceptLoss`) and the mount went on without them. */
+  lossAccepted: boolean;
+  /** LBAs whose data failed its CRC in this recovery (record data, or scrub). */
   damaged: DamagedEntry[];
+  /** Every LBA flagged damaged after recovery, including those a checkpoint carried from earlier mounts. */
+  knownDamaged: number[];
   /** Checkpoint-named blocks re-verified (scrub) and how many failed. */
   scrubbedBlocks: number;
   mappedBlocks: number;
@@ -50,16 +54,16 @@ export interface RecoveredState {
   report: RecoveryReport;
 }
 
-const CHUNK_SLOTS = 4096;
-
 /**
- * Replays the WAL ring from checkpoint `ckpt`: takes records while each has a valid CRC and the
- * next LSN (I2, I3) and fits the geometry, then verifies the data of every record that still owns
- * an LBA against its CRC (I5: a mismatch marks the LBA damaged, never silent wrong data). Records
- * superseded within the replay are not verified: their blocks may legitimately have been reused.
- * Inline mode redoes each surviving payload into the extent. Valid-looking records past the
- * recovered end are erased so a later append can never be followed by a stale record from before
- * the crash. Ends with fdatasync of extent and ring. Throws only on I/O errors.
+ * Replays the WAL ring from checkpoint `ckpt`. The ring is scanned once and walked in LSN order
+ * (see walkLog): the log ends only where a crash can have cut it; unreadable records before that
+ * point are lost records, and the records after them still replay. With lost records and no
+ * `acceptLoss`, throws WalDamagedError carrying the report before anything is written. Then the
+ * data of every record that still owns an LBA is verified against its CRC (I5: a mismatch marks
+ * the LBA damaged, never silent wrong data); records superseded within the replay are not
+ * verified (their blocks may have been reused). Inline mode redoes each surviving payload into the
+ * extent. Records and garbage past the end are erased so a later append can never be followed by
+ * a stale record from before the crash. Ends with fdatasync of extent and ring.
  */
 export async function recover(
   g: VolumeGeometry,
@@ -67,41 +71,13 @@ export async function recover(
   ckptSlot: number,
   checkpointIssues: CheckpointIssue[],
   files: { extent: FileHandleLike; wal: FileHandleLike },
-  opts: { scrub?: boolean } = {},
+  opts: { scrub?: boolean; acceptLoss?: boolean } = {},
 ): Promise<RecoveredState> {
   const map = ckpt.map.clone();
-  const records: WalRecord[] = [];
-  const cap = g.walCapacity;
-  let expected = ckpt.lsn + 1;
-  let stopReason: ReplayStop = ReplayStop.End;
-  let stopDetail: RecoveryReport["stopDetail"] = { slot: (expected - 1) % cap };
-  const tail: number[] = [];
-  // Read the whole ring once, chunk by chunk, starting at the checkpoint's slot.
-  let stopped = false;
-  for (let i = 0, n = 0; i < cap; i += n) {
-    const startSlot = (ckpt.ringStartSlot + i) % cap;
-    n = Math.min(CHUNK_SLOTS, cap - i, cap - startSlot);
-    const buf = new Uint8Array(n * g.walSlotSize);
-    await files.wal.read(buf, 0, buf.length, startSlot * g.walSlotSize);
-    for (let k = 0; k < n; k++) {
-      const slot = startSlot + k;
-      const decoded = decodeRecord(buf.subarray(k * g.walSlotSize, (k + 1) * g.walSlotSize));
-      if (stopped) {
-        if (typeof decoded !== "string" && decoded.lsn >= expected) tail.push(slot);
-        continue;
-      }
-      const problem = typeof decoded === "string" ? decoded : recordProblem(decoded, expected, g);
-      if (problem) {
-        stopped = true;
-        stopReason = problem;
-        stopDetail = { slot, ...(typeof decoded !== "string" ? { foundLsn: decoded.lsn } : {}) };
-        if (typeof decoded !== "string" && decoded.lsn >= expected) tail.push(slot);
-        continue;
-      }
-      records.push(decoded as WalRecord);
-      expected++;
-    }
-  }
+  const scan = await scanRing(g, files.wal, ckpt.lsn, ckpt.ringStartSlot);
+  const durableProofLsn = Math.max(ckpt.lsn, scan.maxWatermark);
+  const walk = walkLog(scan, durableProofLsn);
+  const records = walk.records;
 
   // Apply in LSN order; remember which record owns each LBA at the end.
   const owner = new Int32Array(g.blockCount).fill(-1);
@@ -119,7 +95,9 @@ export async function recover(
     }
   });
 
+  // Verify (reads only); inline redo writes wait until the mount is known to go on.
   const damaged: DamagedEntry[] = [];
+  const redo: { lba: number; block: Uint8Array }[] = [];
   const verified = new Set<number>();
   for (let lba = 0; lba < g.blockCount; lba++) {
     const idx = owner[lba]!;
@@ -138,7 +116,7 @@ export async function recover(
       }
       const block = data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE);
       map.crc[l] = crc32(block) >>> 0;
-      if (g.mode === VolumeMode.Inline) await files.extent.write(block, 0, BLOCK_SIZE, l * BLOCK_SIZE);
+      if (g.mode === VolumeMode.Inline) redo.push({ lba: l, block });
     }
   }
 
@@ -157,49 +135,41 @@ export async function recover(
     }
   }
 
-  if (tail.length > 0) {
-    const zero = new Uint8Array(g.walSlotSize);
-    for (const s of tail) await files.wal.write(zero, 0, zero.length, s * g.walSlotSize);
+  const lastLsn = walk.endLsn - 1;
+  damaged.sort((a, b) => a.lba - b.lba);
+  const lossAccepted = walk.lost.length > 0 && opts.acceptLoss === true;
+  const report: RecoveryReport = {
+    mode: g.mode,
+    checkpoint: { slot: ckptSlot, sequence: ckpt.sequence, lsn: ckpt.lsn },
+    checkpointIssues,
+    replayedRecords: records.length,
+    lastLsn,
+    nextLsn: lastLsn + 1,
+    stopReason: walk.stop.reason,
+    stopDetail: { slot: walk.stop.slot, ...(walk.stop.foundLsn !== undefined ? { foundLsn: walk.stop.foundLsn } : {}) },
+    erasedTailRecords: 0,
+    durableProofLsn,
+    lostRecords: walk.lost,
+    lossAccepted,
+    damaged,
+    knownDamaged: map.damagedLbas(),
+    scrubbedBlocks,
+    mappedBlocks: map.mappedCount(),
+  };
+  if (walk.lost.length > 0 && !lossAccepted) {
+    const lsns = walk.lost.map((l) => l.lsn);
+    throw new WalDamagedError(`WAL damaged: ${lsns.length} record(s) of the log are unreadable (LSN ${lsns.join(",")}); not mounted without accepting the loss`, lsns, report);
   }
+
+  for (const { lba, block } of redo) await files.extent.write(block, 0, BLOCK_SIZE, lba * BLOCK_SIZE);
+  if (walk.staleSlots.length > 0) {
+    const zero = new Uint8Array(g.walSlotSize);
+    for (const s of walk.staleSlots) await files.wal.write(zero, 0, zero.length, s * g.walSlotSize);
+  }
+  report.erasedTailRecords = walk.staleSlots.length;
   await files.extent.datasync();
   await files.wal.datasync();
-
-  const lastLsn = expected - 1;
-  damaged.sort((a, b) => a.lba - b.lba);
-  return {
-    map,
-    lastLsn,
-    report: {
-      mode: g.mode,
-      checkpoint: { slot: ckptSlot, sequence: ckpt.sequence, lsn: ckpt.lsn },
-      checkpointIssues,
-      replayedRecords: records.length,
-      lastLsn,
-      nextLsn: lastLsn + 1,
-      stopReason,
-      stopDetail,
-      erasedTailRecords: tail.length,
-      damaged,
-      scrubbedBlocks,
-      mappedBlocks: map.mappedCount(),
-    },
-  };
-}
-
-/** Why a CRC-valid record still ends replay: wrong LSN, or fields outside the geometry. */
-function recordProblem(r: WalRecord, expected: number, g: VolumeGeometry): ReplayStop | undefined {
-  if (r.lsn !== expected) return ReplayStop.LsnGap;
-  if (r.epoch > g.epoch) return ReplayStop.BadField;
-  if (r.lba + r.blockCount > g.blockCount) return ReplayStop.BadField;
-  if (r.flag === RecordFlag.Trim) return r.payload ? ReplayStop.BadField : undefined;
-  // Write records describe exactly one block, so each block is verified by its own CRC.
-  if (r.blockCount !== 1) return ReplayStop.BadField;
-  if (g.mode === VolumeMode.Inline) {
-    return r.payload && r.payload.length === r.blockCount * BLOCK_SIZE ? undefined : ReplayStop.BadField;
-  }
-  if (r.payload || r.physicalOffset % BLOCK_SIZE !== 0) return ReplayStop.BadField;
-  if (r.physicalOffset / BLOCK_SIZE + r.blockCount > g.physicalBlocks) return ReplayStop.BadField;
-  return undefined;
+  return { map, lastLsn, report };
 }
 
 async function readRun(extent: FileHandleLike, offset: number, blocks: number): Promise<Uint8Array> {

@@ -6,7 +6,7 @@ import { nodeFileLayer, type FileLayer } from "../core/file-layer.ts";
 import { Allocator, Hold, type PhysicalRun } from "./allocator.ts";
 import { coalesceWrites, planCommit } from "./commit-plan.ts";
 import { BlockMap, UNMAPPED } from "./block-map.ts";
-import { CheckpointCorruptError, BadRequestError, DamagedBlockError, NoSpaceError, VolumeClosedError } from "./volume-errors.ts";
+import { CheckpointCorruptError, BadRequestError, DamagedBlockError, NoSpaceError, VolumeClosedError, WalDamagedError } from "./volume-errors.ts";
 import { loadCheckpoint, writeCheckpoint } from "./checkpoint.ts";
 import { DirtyMap } from "./dirty-map.ts";
 import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
@@ -28,6 +28,16 @@ export interface OpenVolumeOptions {
   maxDelayMs?: number;
   /** Re-verify every checkpoint-named block against its CRC at mount (default false). */
   scrub?: boolean;
+  /** Mount even when recovery finds unreadable records inside the log, dropping them (default false: WalDamagedError). */
+  acceptLoss?: boolean;
+}
+
+/** One record of the WAL window, read back from the ring (what a replica's WAL catch-up replays). */
+export interface WalEntry {
+  lsn: number;
+  flag: RecordFlag;
+  lba: number;
+  blockCount: number;
 }
 
 /** I/O and accounting figures since open. */
@@ -53,7 +63,8 @@ export interface SnapshotBlock {
 type Op =
   | { kind: "write"; lba: number; data: Uint8Array; resolve: (lsn: number) => void; reject: (e: unknown) => void }
   | { kind: "trim"; lba: number; count: number; resolve: (lsn: number) => void; reject: (e: unknown) => void }
-  | { kind: "sync" | "checkpoint"; resolve: (lsn: number) => void; reject: (e: unknown) => void };
+  | { kind: "sync" | "checkpoint"; resolve: (lsn: number) => void; reject: (e: unknown) => void }
+  | { kind: "exclusive"; run: () => Promise<number>; resolve: (lsn: number) => void; reject: (e: unknown) => void };
 type MutOp = Extract<Op, { kind: "write" | "trim" }>;
 
 /**
@@ -124,8 +135,11 @@ export class SmartWalVolume {
 
   /**
    * Mounts the volume at `dir`: validates header and file sizes, picks the newest valid checkpoint,
-   * replays and verifies the WAL, rebuilds the allocator (I4). Throws VolumeNotFoundError,
-   * HeaderCorruptError, FileSizeError or CheckpointCorruptError (no valid checkpoint slot).
+   * replays and verifies the WAL, rebuilds the allocator (I4). When recovery found damage (or a
+   * loss was accepted) it writes a checkpoint at once, so the damaged flags outlive this mount and
+   * the unreadable records leave the replay window. Throws VolumeNotFoundError, HeaderCorruptError,
+   * FileSizeError, CheckpointCorruptError (no valid checkpoint slot) or WalDamagedError (records of
+   * the log unreadable and `acceptLoss` not set; nothing was written).
    */
   static async open(dir: string, opts: OpenVolumeOptions = {}): Promise<SmartWalVolume> {
     const fl = opts.fileLayer ?? nodeFileLayer;
@@ -135,8 +149,8 @@ export class SmartWalVolume {
       if (!loaded.chosen) throw new CheckpointCorruptError("no valid checkpoint slot", { issues: loaded.issues });
       const ckpt = loaded.chosen;
       const checkpointMap = ckpt.map.clone();
-      const rec = await recover(g, ckpt, loaded.slot, loaded.issues, handles, { scrub: opts.scrub ?? false });
-      return new SmartWalVolume(
+      const rec = await recover(g, ckpt, loaded.slot, loaded.issues, handles, { scrub: opts.scrub ?? false, acceptLoss: opts.acceptLoss ?? false });
+      const vol = new SmartWalVolume(
         dir,
         g,
         handles,
@@ -144,6 +158,8 @@ export class SmartWalVolume {
         rec.report,
         opts,
       );
+      if (rec.report.damaged.length > 0 || rec.report.lossAccepted) await vol.checkpoint();
+      return vol;
     } catch (err) {
       await closeAll(handles);
       throw err;
@@ -228,6 +244,49 @@ export class SmartWalVolume {
     return classifyLsn(lsn, this.ring.checkpointLsn, this.geometry.mode === VolumeMode.Inline);
   }
 
+  /**
+   * The records after `lsn` still in the WAL window, read back from the ring file (they survive a
+   * restart; only a checkpoint moves the window). Runs between group commits, so no append or wrap
+   * races it. Throws BadRequestError when `lsn` + 1 is before the window start (the caller must use
+   * a delta instead) and WalDamagedError when a record in the window is unreadable.
+   */
+  async walRecordsAfter(lsn: number): Promise<WalEntry[]> {
+    let out: WalEntry[] = [];
+    await this.enqueue((resolve, reject) => ({
+      kind: "exclusive",
+      resolve,
+      reject,
+      run: async () => {
+        const start = this.ring.checkpointLsn + 1;
+        if (!Number.isSafeInteger(lsn) || lsn < 0 || lsn + 1 < start) {
+          throw new BadRequestError(`LSN ${lsn} is before the WAL window starting at ${start}`, { lsn, walStart: start });
+        }
+        const { records, unreadable } = await this.ring.readRecords(lsn + 1, this.ring.head);
+        if (unreadable.length > 0) throw new WalDamagedError(`WAL records ${unreadable.join(",")} are unreadable`, unreadable);
+        out = records.map((r) => ({ lsn: r.lsn, flag: r.flag, lba: r.lba, blockCount: r.blockCount }));
+        return this.ring.head;
+      },
+    }));
+    return out;
+  }
+
+  /**
+   * Extent delta for a peer that holds everything through `lsn`: checkpoints (freezing a
+   * consistent snapshot), then reads every LBA whose latest change in that snapshot is after `lsn`.
+   * Per-LBA change LSNs are kept in the checkpoint, so this is exact after a restart too.
+   */
+  async readDeltaSince(lsn: number): Promise<{ checkpointLsn: number; blocks: SnapshotBlock[] }> {
+    this.assertOpen();
+    if (!this.alloc) throw new BadRequestError("checkpoint-consistent reads need SmartWAL mode");
+    await this.checkpoint();
+    // The LBAs are chosen from the snapshot actually read, even if another checkpoint came between.
+    return this.readSnapshot((snap) => {
+      const lbas: number[] = [];
+      for (let l = 0; l < snap.blockCount; l++) if (snap.lsn[l]! > lsn) lbas.push(l);
+      return lbas;
+    });
+  }
+
   /** Starts (or returns) the dirty map of `peer`, tracking every change after the current head. */
   trackPeer(peer: string): DirtyMap {
     let d = this.peers.get(peer);
@@ -245,10 +304,15 @@ export class SmartWalVolume {
     this.assertOpen();
     if (!this.alloc) throw new BadRequestError("checkpoint-consistent reads need SmartWAL mode");
     for (const l of lbas) this.checkRange(l, 1);
+    return this.readSnapshot(() => lbas);
+  }
+
+  private readSnapshot(select: (snap: BlockMap) => readonly number[]): Promise<{ checkpointLsn: number; blocks: SnapshotBlock[] }> {
     const run = async () => {
       const alloc = this.alloc!;
       const snap = this.checkpointMap;
       const lsn = this.ring.checkpointLsn;
+      const lbas = select(snap);
       const held = lbas.map((l) => snap.phys[l]!).filter((p) => p !== UNMAPPED);
       for (const p of held) alloc.hold(p, Hold.Reader);
       try {
@@ -390,6 +454,15 @@ export class SmartWalVolume {
       const l = await this.writeCheckpointNow();
       for (const o of batch) if (o.kind === "checkpoint") o.resolve(l);
     }
+    for (const o of batch) {
+      if (o.kind !== "exclusive") continue;
+      try {
+        o.resolve(await o.run());
+      } catch (err) {
+        this.count(err);
+        o.reject(err);
+      }
+    }
     await this.maintain();
   }
 
@@ -423,7 +496,7 @@ export class SmartWalVolume {
 
   private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
-    const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false);
+    const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn);
     await Promise.all(coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
     this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
     if (plan.extentWrites.length > 0) {
@@ -483,7 +556,7 @@ export class SmartWalVolume {
 
   private async commitInline(ops: MutOp[]): Promise<void> {
     if (ops.length === 0) return;
-    const plan = planCommit(ops, this.ring.head, this.geometry.epoch, true);
+    const plan = planCommit(ops, this.ring.head, this.geometry.epoch, true, this.durableLsn);
     await this.ring.append(plan.records);
     this.applyRecords(plan.records);
     ops.forEach((op, i) => op.resolve(plan.lastLsn[i]!));

@@ -1,4 +1,5 @@
 import { CustodyError } from "../core/custody-error.ts";
+import type { RecoveryReport } from "./recovery.ts";
 
 /** Stable codes of every error the volume store throws. */
 export const VolumeErrorCode = {
@@ -6,6 +7,7 @@ export const VolumeErrorCode = {
   FileSize: "VOLUME_FILE_SIZE",
   CheckpointCorrupt: "VOLUME_CHECKPOINT_CORRUPT",
   Damaged: "VOLUME_BLOCK_DAMAGED",
+  WalDamaged: "VOLUME_WAL_DAMAGED",
   BadRequest: "VOLUME_BAD_REQUEST",
   NoSpace: "VOLUME_NO_SPACE",
   Closed: "VOLUME_CLOSED",
@@ -40,6 +42,21 @@ export class CheckpointCorruptError extends CustodyError {
 export class DamagedBlockError extends CustodyError {
   constructor(readonly lba: number, detail: Record<string, unknown> = {}) {
     super(VolumeErrorCode.Damaged, `block ${lba} is damaged (data does not match its checksum)`, { lba, ...detail });
+  }
+}
+
+/**
+ * WAL records that were part of the log (durable, or followed by later records) are unreadable:
+ * their LBAs cannot be named. At mount the volume is then not mounted unless the caller accepts
+ * the loss (`acceptLoss`, `recover --accept-loss`); `report` is the full recovery report.
+ */
+export class WalDamagedError extends CustodyError {
+  constructor(
+    message: string,
+    readonly lostLsns: readonly number[],
+    readonly report?: RecoveryReport,
+  ) {
+    super(VolumeErrorCode.WalDamaged, message, { lostLsns, ...(report ? { report } : {}) });
   }
 }
 

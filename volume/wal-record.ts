@@ -7,6 +7,8 @@ export const RecordFlag = { Write: 1, Trim: 2 } as const;
 export type RecordFlag = (typeof RecordFlag)[keyof typeof RecordFlag];
 
 const RECORD_MAGIC = 0x31525753; // "SWR1" little-endian
+/** Record version written by this code; version 1 (no durable watermark) is still read. */
+const RECORD_VERSION = 2;
 
 /** One WAL record: the metadata of one write (one contiguous physical run) or one trim. */
 export interface WalRecord {
@@ -21,6 +23,12 @@ export interface WalRecord {
   dataCrc: number;
   /** Inline mode only: the data itself (blockCount × 4096 bytes). */
   payload?: Uint8Array;
+  /**
+   * LSN the volume had made durable when this record was appended (its durable watermark). A
+   * record found on disk proves every LSN up to this one was durable: recovery uses it to tell
+   * damage from a torn tail. Optional on input (0); always set by decodeRecord (0 in version 1).
+   */
+  durableLsn?: number;
 }
 
 /** Why a slot does not hold a valid record. */
@@ -30,9 +38,9 @@ export type RecordProblem = (typeof RecordProblem)[keyof typeof RecordProblem];
 
 /**
  * Encodes `r` into `slot` (RECORD_SIZE bytes, plus the payload right after it in inline mode).
- * Layout (little-endian): magic u32, version u8, flag u8, pad u16, lsn u64, epoch u64, lba u64,
- * blockCount u32, payloadLength u32, physicalOffset u64, dataCrc u32, pad 8, recordCrc u32 at 60
- * covering bytes 0..59 and the payload.
+ * Layout (little-endian): magic u32, version u8 (2), flag u8, pad u16, lsn u64, epoch u64, lba u64,
+ * blockCount u32, payloadLength u32, physicalOffset u64, dataCrc u32, durable watermark u64 at 52,
+ * recordCrc u32 at 60 covering bytes 0..59 and the payload.
  */
 export function encodeRecord(r: WalRecord, slot: Uint8Array): void {
   const payloadLength = r.payload?.length ?? 0;
@@ -40,7 +48,7 @@ export function encodeRecord(r: WalRecord, slot: Uint8Array): void {
   slot.fill(0, 0, RECORD_SIZE);
   const dv = new DataView(slot.buffer, slot.byteOffset, slot.byteLength);
   dv.setUint32(0, RECORD_MAGIC, true);
-  dv.setUint8(4, 1);
+  dv.setUint8(4, RECORD_VERSION);
   dv.setUint8(5, r.flag);
   dv.setBigUint64(8, BigInt(r.lsn), true);
   dv.setBigUint64(16, BigInt(r.epoch), true);
@@ -49,6 +57,7 @@ export function encodeRecord(r: WalRecord, slot: Uint8Array): void {
   dv.setUint32(36, payloadLength, true);
   dv.setBigUint64(40, BigInt(r.physicalOffset), true);
   dv.setUint32(48, r.dataCrc >>> 0, true);
+  dv.setBigUint64(52, BigInt(r.durableLsn ?? 0), true);
   if (r.payload) slot.set(r.payload, RECORD_SIZE);
   dv.setUint32(60, recordCrc(slot, payloadLength), true);
 }
@@ -69,7 +78,8 @@ export function decodeRecord(slot: Uint8Array): WalRecord | RecordProblem {
   for (let i = 0; i < RECORD_SIZE; i++) if (slot[i] !== 0) { zero = false; break; }
   if (zero) return RecordProblem.Empty;
   const dv = new DataView(slot.buffer, slot.byteOffset, slot.byteLength);
-  if (dv.getUint32(0, true) !== RECORD_MAGIC || dv.getUint8(4) !== 1) return RecordProblem.BadMagic;
+  const version = dv.getUint8(4);
+  if (dv.getUint32(0, true) !== RECORD_MAGIC || (version !== 1 && version !== RECORD_VERSION)) return RecordProblem.BadMagic;
   const payloadLength = dv.getUint32(36, true);
   if (RECORD_SIZE + payloadLength > slot.length) return RecordProblem.BadField;
   if (recordCrc(slot, payloadLength) !== dv.getUint32(60, true)) return RecordProblem.BadCrc;
@@ -87,8 +97,11 @@ export function decodeRecord(slot: Uint8Array): WalRecord | RecordProblem {
     blockCount: dv.getUint32(32, true),
     physicalOffset: big(40),
     dataCrc: dv.getUint32(48, true),
+    durableLsn: version === 1 ? 0 : big(52),
   };
   if (rec.lsn < 1 || rec.epoch < 0 || rec.lba < 0 || rec.physicalOffset < 0 || rec.blockCount < 1) return RecordProblem.BadField;
+  // A record cannot have been appended after its own LSN became durable.
+  if (rec.durableLsn! < 0 || rec.durableLsn! >= rec.lsn) return RecordProblem.BadField;
   if (payloadLength > 0) rec.payload = slot.slice(RECORD_SIZE, RECORD_SIZE + payloadLength);
   return rec;
 }

@@ -1,6 +1,6 @@
 import type { FileHandleLike } from "../core/file-layer.ts";
 import { RECORD_SIZE } from "./format.ts";
-import { encodeRecord, type WalRecord } from "./wal-record.ts";
+import { decodeRecord, encodeRecord, type WalRecord } from "./wal-record.ts";
 
 /**
  * The WAL ring: `capacity` fixed-size slots, record with LSN n lives in slot (n - 1) mod capacity.
@@ -68,6 +68,27 @@ export class WalRing {
     const buf = new Uint8Array(count * this.slotSize);
     await this.file.read(buf, 0, buf.length, first * this.slotSize);
     return buf;
+  }
+
+  /**
+   * Reads the records with LSNs first..last (all inside the window checkpointLsn+1..head) back from
+   * the ring file, payloads included. Returns the LSNs whose slot does not hold that record
+   * (damage) in `unreadable` instead of throwing; only I/O errors throw.
+   */
+  async readRecords(first: number, last: number): Promise<{ records: WalRecord[]; unreadable: number[] }> {
+    const records: WalRecord[] = [];
+    const unreadable: number[] = [];
+    for (let lsn = first; lsn <= last; ) {
+      const slot = this.slotOf(lsn);
+      const n = Math.min(last - lsn + 1, this.capacity - slot, 4096);
+      const buf = await this.readSlots(slot, n);
+      for (let k = 0; k < n; k++, lsn++) {
+        const r = decodeRecord(buf.subarray(k * this.slotSize, (k + 1) * this.slotSize));
+        if (typeof r === "string" || r.lsn !== lsn) unreadable.push(lsn);
+        else records.push(r);
+      }
+    }
+    return { records, unreadable };
   }
 
   /** Overwrites the given slots with zeros (used at mount to erase records past the recovered end). */

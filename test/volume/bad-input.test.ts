@@ -14,6 +14,7 @@ import {
   VolumeExistsError,
   VolumeFiles,
   VolumeNotFoundError,
+  WalDamagedError,
 } from "../../volume/index.ts";
 
 const blk = (fill: number) => new Uint8Array(BLOCK_SIZE).fill(fill);
@@ -65,17 +66,21 @@ test("a truncated extent or WAL is FileSizeError, never a silently shorter volum
   }
 });
 
-test("a corrupted WAL record stops replay there with a clean report; older writes survive and later ones are not invented", async (t) => {
+test("a corrupted record inside the synced log is damage, not a torn tail: the mount is refused naming its LSN, and with acceptLoss the later record survives", async (t) => {
   const files = await written();
   const wal = files.get(path(VolumeFiles.wal))!;
   // Records 4..6 live in slots 3..5 (checkpoint LSN 3); flip a byte of LSN 5's record.
   wal[4 * 64 + 30] = wal[4 * 64 + 30]! ^ 0xff;
-  const vol = await open(files);
-  t.is(vol.recovery.stopReason, "bad_crc");
-  t.is(vol.recovery.lastLsn, 4);
-  t.is(vol.geometry.blockCount, 8);
+  const err = await t.throwsAsync(open(files), { instanceOf: WalDamagedError });
+  t.is(err?.code, "VOLUME_WAL_DAMAGED");
+  // 7 and 8 are empty slots of the same damaged 512-byte sector: the damage may have zeroed them too.
+  t.deepEqual(err?.lostLsns, [5, 7, 8]);
+  t.deepEqual(err?.report?.lostRecords[0], { lsn: 5, slot: 4, problem: "bad_crc" });
+  const vol = await SmartWalVolume.open("/v", { fileLayer: new CrashFileLayer(files), acceptLoss: true });
+  t.true(vol.recovery.lossAccepted);
+  t.is(vol.recovery.replayedRecords, 2, "the valid record after the damage is kept");
   t.deepEqual(await vol.read(3), blk(4));
-  t.deepEqual(await vol.read(4), blk(0));
+  t.deepEqual(await vol.read(5), blk(6));
   await vol.close();
 });
 

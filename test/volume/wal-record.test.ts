@@ -3,15 +3,19 @@ import fc from "fast-check";
 import { decodeRecord, encodeRecord, RECORD_SIZE, RecordFlag, RecordProblem } from "../../volume/index.ts";
 import { coalesceWrites, planCommit } from "../../volume/commit-plan.ts";
 
-const record = fc.record({
-  lsn: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
-  epoch: fc.nat(),
-  flag: fc.constantFrom(RecordFlag.Write, RecordFlag.Trim),
-  lba: fc.nat(),
-  blockCount: fc.integer({ min: 1, max: 0xffff }),
-  physicalOffset: fc.nat(),
-  dataCrc: fc.nat(0xffffffff),
-});
+const record = fc
+  .record({
+    lsn: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+    epoch: fc.nat(),
+    flag: fc.constantFrom(RecordFlag.Write, RecordFlag.Trim),
+    lba: fc.nat(),
+    blockCount: fc.integer({ min: 1, max: 0xffff }),
+    physicalOffset: fc.nat(),
+    dataCrc: fc.nat(0xffffffff),
+    behind: fc.nat(),
+  })
+  // The durable watermark is always below the record's own LSN.
+  .map(({ behind, ...r }) => ({ ...r, durableLsn: Math.max(0, r.lsn - 1 - behind) }));
 
 test("a metadata record is 64 bytes and round-trips exactly", (t) => {
   fc.assert(
