@@ -2,7 +2,16 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { crc32 } from "node:zlib";
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { BadRequestError, BLOCK_SIZE, inspectVolume, SmartWalVolume, VolumeMode, type VolumeMode as Mode } from "../../volume/index.ts";
+import {
+  BadRequestError,
+  BLOCK_SIZE,
+  inspectVolume,
+  SmartWalVolume,
+  VolumeMode,
+  WalDamagedError,
+  type RecoveryReport,
+  type VolumeMode as Mode,
+} from "../../volume/index.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 
 /** Parses a non-negative integer option; a bad value is a BadRequestError naming the option. */
@@ -36,8 +45,8 @@ function payload(o: { fill?: string; hex?: string; text?: string; file?: string;
   return out;
 }
 
-async function withVolume<T>(dir: string, fn: (v: SmartWalVolume) => Promise<T>, scrub = false): Promise<T> {
-  const vol = await SmartWalVolume.open(dir, { scrub });
+async function withVolume<T>(dir: string, fn: (v: SmartWalVolume) => Promise<T>, scrub = false, acceptLoss = false): Promise<T> {
+  const vol = await SmartWalVolume.open(dir, { scrub, acceptLoss });
   try {
     return await fn(vol);
   } finally {
@@ -135,10 +144,18 @@ export function register(program: Command): void {
     .command("recover <dir>")
     .description("mount the volume, run crash recovery and print the recovery report")
     .option("--scrub", "also verify every checkpoint-named block against its CRC")
+    .option("--accept-loss", "mount even when records inside the WAL are unreadable, dropping them")
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (dir: string, o: OutputOptions & { scrub?: boolean }) => {
-        const report = await withVolume(dir, async (v) => v.recovery, o.scrub ?? false);
+      action(async (dir: string, o: OutputOptions & { scrub?: boolean; acceptLoss?: boolean }) => {
+        let report: RecoveryReport;
+        try {
+          report = await withVolume(dir, async (v) => v.recovery, o.scrub ?? false, o.acceptLoss ?? false);
+        } catch (err) {
+          // Refused for WAL damage: the report still goes to stdout, the typed error line to stderr (exit 1).
+          if (err instanceof WalDamagedError && err.report) printResult(o, { error: err.code, ...err.report }, [{ error: err.code, lost: err.lostLsns.join(",") }]);
+          throw err;
+        }
         printResult(o, report, [
           {
             mode: report.mode,
@@ -147,7 +164,8 @@ export function register(program: Command): void {
             lastLsn: report.lastLsn,
             stop: `${report.stopReason}@${report.stopDetail.slot}`,
             erased: report.erasedTailRecords,
-            damaged: report.damaged.map((d) => d.lba).join(",") || "-",
+            lost: report.lostRecords.map((l) => l.lsn).join(",") || "-",
+            damaged: report.knownDamaged.join(",") || "-",
             issues: report.checkpointIssues.map((i) => `slot ${i.slot}: ${i.problem}`).join("; ") || "-",
           },
         ]);
