@@ -1,12 +1,12 @@
+import { isCustodyError } from "../../core/custody-error.ts";
 import { decideRecovery, RecoveryDecision } from "../../volume/recovery-decision.ts";
-import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import type { ShipLogEntry } from "../writer/writer-core.ts";
+import type { SmartWalVolume, SnapshotBlock, WalEntry } from "../../volume/smartwal-volume.ts";
+import { VolumeErrorCode } from "../../volume/volume-errors.ts";
 import type { ReplicaCore } from "./replica-core.ts";
 
-/** The primary side of a reconnect: its volume and its WAL metadata (`WriterCore.walRecordsAfter`). */
+/** The primary side of a reconnect: its volume (WAL window read from the ring, extent, checkpoints). */
 export interface PrimaryView {
   readonly volume: SmartWalVolume;
-  walRecordsAfter(lsn: number): ShipLogEntry[];
 }
 
 /** What a catch-up did. */
@@ -20,44 +20,56 @@ export interface CatchUpReport {
   readonly walRecordsReplayed: number;
   readonly deltaBlocks: number;
   readonly flushedLsn: number;
+  /** True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a delta was used. */
+  readonly fellBackToDelta: boolean;
 }
 
 /**
  * Brings a reconnected replica to the primary's head by the memo's rule (4.4): R ≥ S − 1 → WAL
- * catch-up (replay the WAL records after R, data re-read from the extent); otherwise, when the
- * primary's dirty map for this replica covers R, an extent delta read under a checkpoint-consistent
- * snapshot, then WAL catch-up from that checkpoint; else a full copy. Ends with a replica barrier
- * and confirms the dirty map up to the replica's flushed LSN.
+ * catch-up (the records after R are read back from the primary's WAL ring, data re-read from the
+ * extent); otherwise an extent delta — every LBA whose latest change in a fresh checkpoint is after
+ * R, read under a checkpoint-consistent snapshot — then WAL catch-up from that checkpoint; R = 0
+ * outside the window is a full copy. The ring and the per-LBA change LSNs are on disk, so this
+ * works the same after the primary restarts. Ends with a replica barrier.
  */
-export async function catchUpReplica(primary: PrimaryView, replica: ReplicaCore, peerId: string): Promise<CatchUpReport> {
+export async function catchUpReplica(primary: PrimaryView, replica: ReplicaCore): Promise<CatchUpReport> {
+  const vol = primary.volume;
   const R = replica.flushedLsn;
-  const { start: S, head: H } = primary.volume.walWindow();
-  const dirty = primary.volume.trackPeer(peerId);
-  const d = decideRecovery({ replicaFlushedLsn: R, walStart: S, walHead: H, dirtyMapSince: dirty.since });
+  const { start: S, head: H } = vol.walWindow();
+  const d = decideRecovery({ replicaFlushedLsn: R, walStart: S, walHead: H });
   let from = R;
   let deltaBlocks = 0;
-  if (d.decision === RecoveryDecision.DeltaRebuild || d.decision === RecoveryDecision.FullRebuild) {
-    const snap =
-      d.decision === RecoveryDecision.DeltaRebuild
-        ? await primary.volume.readDelta(peerId)
-        : await (async () => {
-            const lsn = await primary.volume.checkpoint();
-            const all = Array.from({ length: primary.volume.geometry.blockCount }, (_, i) => i);
-            return { ...(await primary.volume.readCheckpointConsistent(all)), checkpointLsn: lsn };
-          })();
+  let entries: WalEntry[] | undefined;
+  let fellBackToDelta = false;
+  if (d.decision === RecoveryDecision.CatchUp) {
+    entries = await vol.walRecordsAfter(R).catch((err: unknown) => {
+      // A checkpoint moved the window after the probe, or a ring record is unreadable: the delta covers it.
+      if (isCustodyError(err) && (err.code === VolumeErrorCode.BadRequest || err.code === VolumeErrorCode.WalDamaged)) return undefined;
+      throw err;
+    });
+    fellBackToDelta = entries === undefined;
+  }
+  const needsSnapshot = d.decision === RecoveryDecision.DeltaRebuild || d.decision === RecoveryDecision.FullRebuild || fellBackToDelta;
+  if (needsSnapshot) {
+    const snap: { checkpointLsn: number; blocks: SnapshotBlock[] } =
+      d.decision === RecoveryDecision.FullRebuild
+        ? await (async () => {
+            await vol.checkpoint();
+            return vol.readCheckpointConsistent(Array.from({ length: vol.geometry.blockCount }, (_, i) => i));
+          })()
+        : await vol.readDeltaSince(R);
     await replica.applyBlocks(snap.blocks, snap.checkpointLsn);
     deltaBlocks = snap.blocks.length;
     from = snap.checkpointLsn;
+    entries = await vol.walRecordsAfter(from);
   }
   let replayed = 0;
-  if (d.decision !== RecoveryDecision.NoRecovery) {
-    for (const e of primary.walRecordsAfter(from)) {
-      const data = await primary.volume.read(e.lba, e.blocks);
-      await replica.applyRecord(e.lsn, e.lba, data);
-      replayed++;
-    }
+  for (const e of entries ?? []) {
+    // Current data of the range (zeros once trimmed): replaying every record after R in LSN order ends at the primary's state.
+    const data = await vol.read(e.lba, e.blockCount);
+    await replica.applyRecord(e.lsn, e.lba, data);
+    replayed++;
   }
   const flushed = await replica.barrier();
-  dirty.confirm(flushed);
-  return { decision: d.decision, reason: d.reason, replicaFlushedLsn: R, walStart: S, walHead: H, walRecordsReplayed: replayed, deltaBlocks, flushedLsn: flushed };
+  return { decision: d.decision, reason: d.reason, replicaFlushedLsn: R, walStart: S, walHead: H, walRecordsReplayed: replayed, deltaBlocks, flushedLsn: flushed, fellBackToDelta };
 }
