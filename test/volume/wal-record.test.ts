@@ -1,6 +1,8 @@
 import test from "ava";
 import fc from "fast-check";
-import { decodeRecord, encodeRecord, RECORD_SIZE, RecordFlag, RecordProblem } from "../../volume/index.ts";
+import { crc32 } from "node:zlib";
+import { encodeCheckpoint } from "../../volume/checkpoint.ts";
+import { decodeCheckpoint, decodeRecord, encodeRecord, RECORD_SIZE, RecordFlag, RecordProblem } from "../../volume/index.ts";
 import { coalesceWrites, planCommit } from "../../volume/commit-plan.ts";
 
 const record = fc
@@ -74,4 +76,39 @@ test("adjacent extent writes of a group are merged into one sequential write wit
   const merged = coalesceWrites([w(8192, 3), w(0, 1), w(4096, 2), w(40960, 9)]);
   t.deepEqual(merged.map((m) => [m.offset, m.data.length]), [[0, 12288], [40960, 4096]]);
   t.deepEqual([merged[0]!.data[0], merged[0]!.data[4096], merged[0]!.data[8192]], [1, 2, 3]);
+});
+
+test("old on-disk formats stay readable: a version-1 record has watermark 0, a version-1 checkpoint takes every LBA as changed at its LSN", (t) => {
+  const slot = new Uint8Array(RECORD_SIZE);
+  encodeRecord({ lsn: 9, epoch: 1, flag: RecordFlag.Write, lba: 3, blockCount: 1, physicalOffset: 8192, dataCrc: 77, durableLsn: 5 }, slot);
+  const dv = new DataView(slot.buffer);
+  dv.setUint8(4, 1); // version 1 had no watermark: bytes 52..59 were zero
+  dv.setBigUint64(52, 0n, true);
+  dv.setUint32(60, crc32(slot.subarray(0, 60)) >>> 0, true);
+  t.like(decodeRecord(slot), { lsn: 9, lba: 3, durableLsn: 0 });
+
+  // SWCKPT01: 64-byte head, then per LBA u32 physical block (0xFFFFFFFF unmapped) and u32 CRC.
+  const n = 4;
+  const ck = new Uint8Array(64 + 8 * n);
+  const cv = new DataView(ck.buffer);
+  ck.set(new TextEncoder().encode("SWCKPT01"), 0);
+  cv.setBigUint64(8, 3n, true); // sequence
+  cv.setBigUint64(16, 20n, true); // LSN
+  cv.setBigUint64(24, 20n, true); // ring start = 20 mod 64
+  cv.setBigUint64(32, 1n, true);
+  cv.setBigUint64(40, BigInt(n), true);
+  cv.setUint32(48, 8 * n, true);
+  for (let i = 0; i < n; i++) {
+    cv.setUint32(64 + i * 8, i === 2 ? 0xffffffff : i + 4, true);
+    cv.setUint32(64 + i * 8 + 4, 100 + i, true);
+  }
+  cv.setUint32(52, crc32(ck.subarray(64)) >>> 0, true);
+  cv.setUint32(60, crc32(ck.subarray(0, 60)) >>> 0, true);
+  const c = decodeCheckpoint(ck, n, 16, 64);
+  if (typeof c === "string") return t.fail(c);
+  t.deepEqual([...c.map.phys], [4, 5, -1, 7]);
+  t.deepEqual([...c.map.crc], [100, 101, 0, 103]);
+  t.deepEqual([...c.map.lsn], [20, 20, 20, 20]);
+  const again = decodeCheckpoint(encodeCheckpoint(c), n, 16, 64);
+  t.deepEqual(typeof again === "string" ? again : [...again.map.lsn], [20, 20, 20, 20], "written back as version 2 with the LSNs kept");
 });
