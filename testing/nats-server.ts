@@ -4,8 +4,8 @@
  * - `startNatsServer()` runs one server with JetStream in a fresh temp dir.
  * - `startSupercluster()` runs one single-server cluster per region, joined by gateways.
  *
- * Every child this module spawns is tracked in `liveChildren` and killed when the test process
- * exits (normally or by SIGINT/SIGTERM), so a failing test never leaves a server behind. Nothing
+ * Every child this module spawns is tracked in `liveChildren` and killed (`reapOnExit`) when the
+ * test process exits (normally or by SIGINT/SIGTERM), so a failing test never leaves a server behind. Nothing
  * here ever signals a process it did not spawn.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -14,6 +14,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/nats-region-config.ts";
+import { reapOnExit } from "./child-reaper.ts";
 
 const NATS_SERVER_BIN = process.env["NATS_SERVER_BIN"] ?? "nats-server";
 const READY_TIMEOUT_MS = 20_000;
@@ -22,30 +23,6 @@ const LOG_TAIL_CHARS = 4_000;
 
 /** Every nats-server child started by this module and not yet exited. */
 const liveChildren = new Set<ChildProcess>();
-let exitHooksInstalled = false;
-
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  const killAll = () => {
-    for (const child of liveChildren) {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-    liveChildren.clear();
-  };
-  process.once("exit", killAll);
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
-      killAll();
-      // Re-raise with the default disposition so the exit status still says "killed by signal".
-      process.kill(process.pid, signal);
-    });
-  }
-}
 
 /** PIDs of the nats-server children this process started that are still running. */
 export function liveNatsServerPids(): number[] {
@@ -113,8 +90,8 @@ interface RunningProcess {
 }
 
 function spawnServer(configPath: string): RunningProcess {
-  installExitHooks();
   const child = spawn(NATS_SERVER_BIN, ["-c", configPath], { stdio: ["ignore", "pipe", "pipe"] });
+  reapOnExit(child);
   liveChildren.add(child);
   let tail = "";
   const capture = (chunk: Buffer) => {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { reapOnExit } from "./child-reaper.ts";
 
 /**
  * One role process (`custody run <role> --config FILE`) under a small supervisor, as a deployment
@@ -41,7 +42,7 @@ export class RoleProcess {
 
   private startOnce(): Promise<Record<string, unknown>> {
     const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", this.role, "--config", this.configFile], { cwd: this.cwd, stdio: ["ignore", "pipe", "pipe"] });
-    trackChild(child);
+    reapOnExit(child);
     this.child = child;
     if (child.pid !== undefined) this.pids.push(child.pid);
     this.stderr = "";
@@ -98,39 +99,6 @@ export class RoleProcess {
   stop(graceMs = 40_000): Promise<void> {
     this.wanted = false;
     return this.signal("SIGTERM", graceMs);
-  }
-}
-
-/**
- * Role processes this process started and that still run. A harness (chaos, soak, tests) that is
- * interrupted or exits without stopping them must not leave them behind: they are SIGKILLed when
- * this process exits or gets SIGINT/SIGTERM (the signal is then re-raised, so the exit status
- * still says what killed it).
- */
-const liveChildren = new Set<ChildProcess>();
-let hooked = false;
-
-function trackChild(child: ChildProcess): void {
-  liveChildren.add(child);
-  child.once("exit", () => liveChildren.delete(child));
-  if (hooked) return;
-  hooked = true;
-  const killAll = () => {
-    for (const c of liveChildren) {
-      try {
-        c.kill("SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-    liveChildren.clear();
-  };
-  process.once("exit", killAll);
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
-      killAll();
-      process.kill(process.pid, signal);
-    });
   }
 }
 

@@ -1,4 +1,5 @@
 import test from "ava";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
@@ -65,4 +66,27 @@ test("startSupercluster rejects duplicate or malformed region names before start
   await t.throwsAsync(startSupercluster({ regions: ["a", "a"] }), { message: /distinct/ });
   await t.throwsAsync(startSupercluster({ regions: ["bad name"] }), { message: /bad region/ });
   await t.throwsAsync(startSupercluster({ regions: [] }), { message: /distinct/ });
+});
+
+test("a harness interrupted with SIGINT takes the servers it started with it (reapOnExit)", async (t) => {
+  const script = `import { startNatsServer } from "./testing/nats-server.ts";
+const s = await startNatsServer();
+process.stdout.write(JSON.stringify({ pid: s.pid }) + "\\n");
+setInterval(() => undefined, 1000);`;
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] });
+  const pid = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (b) => {
+      out += String(b);
+      if (out.includes("\n")) resolve((JSON.parse(out.split("\n")[0]!) as { pid: number }).pid);
+    });
+    child.once("exit", (code) => reject(new Error(`harness exited ${code} before starting a server`)));
+  });
+  t.true(isProcessAlive(pid));
+  const exited = new Promise<NodeJS.Signals | null>((r) => child.once("exit", (_code, signal) => r(signal)));
+  child.kill("SIGINT");
+  t.is(await exited, "SIGINT", "the harness still dies of the signal");
+  const deadline = Date.now() + 5_000;
+  while (isProcessAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  t.false(isProcessAlive(pid), "its nats-server is gone");
 });
