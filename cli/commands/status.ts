@@ -42,6 +42,25 @@ export function positiveInt(name: string, v: string): number {
   return n;
 }
 
+/** Prints one status document as a table (or one JSON line). */
+function printStatus(doc: VolumeStatus, o: OutputOptions): void {
+  const rows = doc.scenarios.map((s) => ({
+    scenario: s.name,
+    kind: s.required ? "required" : s.kind === "timeline" ? "timeline" : "optional",
+    cut: cutText(s.cut),
+    "lost seqs": s.lostSeqs,
+    "lost bytes": s.lostBytes,
+    "oldest lost": `${(s.oldestLostAgeMs / 1000).toFixed(1)}s`,
+    rto: s.rtoSec === null ? "unbounded" : `${s.rtoSec.toFixed(0)}s`,
+    deadline: `${s.deadlineSec}s`,
+    evidence: s.evidence,
+    flags: s.flags.join(",") || "-",
+    verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
+  }));
+  const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
+  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}`);
+}
+
 /** Registers `custody status <volume>`. */
 export function register(program: Command): void {
   program
@@ -49,29 +68,26 @@ export function register(program: Command): void {
     .description("print the controller's status document of a volume: coverage per scenario, surviving cut, RPO, RTO, evidence freshness")
     .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
     .option("--timeout <ms>", "how long to wait for a document", "5000")
-    .option("--json", "one JSON object on one line")
+    .option("--watch", "keep redrawing as new documents arrive, until Ctrl-C")
+    .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000")
+    .option("--json", "one JSON object on one line (with --watch, one per document)")
     .action(
-      action(async (volume: string, o: OutputOptions & { server: string; timeout: string }) => {
+      action(async (volume: string, o: OutputOptions & { server: string; timeout: string; watch?: boolean; every: string }) => {
         checkToken(volume, "volume");
         const timeoutMs = positiveInt("timeout", o.timeout);
+        const everyMs = positiveInt("every", o.every);
         const t = await NatsTransport.connect({ servers: o.server, name: "custody-status" });
+        const stop = () => void t.close().finally(() => process.exit(0));
+        if (o.watch) process.once("SIGINT", stop).once("SIGTERM", stop);
         try {
-          const doc = await nextStatus(t, volume, timeoutMs);
-          const rows = doc.scenarios.map((s) => ({
-            scenario: s.name,
-            kind: s.required ? "required" : s.kind === "timeline" ? "timeline" : "optional",
-            cut: cutText(s.cut),
-            "lost seqs": s.lostSeqs,
-            "lost bytes": s.lostBytes,
-            "oldest lost": `${(s.oldestLostAgeMs / 1000).toFixed(1)}s`,
-            rto: s.rtoSec === null ? "unbounded" : `${s.rtoSec.toFixed(0)}s`,
-            deadline: `${s.deadlineSec}s`,
-            evidence: s.evidence,
-            flags: s.flags.join(",") || "-",
-            verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
-          }));
-          const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
-          printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}`);
+          // --watch: redraw on each document (at most every --every ms) until Ctrl-C; a quiet controller is an error.
+          for (;;) {
+            const doc = await nextStatus(t, volume, timeoutMs);
+            if (o.watch && !o.json && process.stdout.isTTY) process.stdout.write("\x1b[2J\x1b[H");
+            printStatus(doc, o);
+            if (!o.watch) break;
+            await new Promise((r) => setTimeout(r, everyMs));
+          }
         } finally {
           await t.close();
         }

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -36,6 +36,17 @@ test.serial("custody status prints the controller's document and custody recover
   t.is(scenarios.length, 4);
   const table = (await cli(["status", d.volume, "--server", url])).stdout;
   t.regex(table, /US-East and US-West lost/);
+  t.regex(table, /verdict/);
+
+  // --watch keeps printing documents as the controller publishes them, until Ctrl-C (exit 0).
+  const watch = spawn(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url, "--watch", "--every", "100", "--json"], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  let watched = "";
+  watch.stdout.on("data", (b: Buffer) => (watched += b.toString()));
+  await eventually(() => watched.split("\n").filter((l) => l.startsWith("{")).length >= 3, "three documents while watching", 15_000);
+  const watchExit = new Promise<number | null>((r) => watch.once("exit", (code) => r(code)));
+  watch.kill("SIGINT");
+  t.is(await watchExit, 0);
+  for (const line of watched.trim().split("\n")) t.is((JSON.parse(line) as { volume: string }).volume, d.volume);
 
   // Recover the "US-East lost" scenario at Europe from its contributors only.
   d.authority.authorize(d.volume, "cli-recovery");
