@@ -35,6 +35,17 @@ export function manualClock(start = T0): Clock & { advance(ms: number): void } {
 
 export const ram = (observedAt = T0): ResidencyEvidence => ({ kind: "ram", capabilityGeneration: 1, observedAt });
 export const disk = (observedAt = T0): ResidencyEvidence => ({ kind: "disk", capabilityGeneration: 1, observedAt, file: "/var/wal/seg-1", offset: 0, length: 4096, syncedAt: observedAt });
+export const protectedRam = (observedAt = T0): ResidencyEvidence => ({
+  kind: "protected_ram",
+  capabilityGeneration: 1,
+  observedAt,
+  protectedCapacityBytes: 1 << 30,
+  holdUpMs: 5000,
+  batteryHealthPct: 95,
+  preservationPath: "nvdimm-save",
+  recoversMetadata: true,
+  dependencies: ["psu-a"],
+});
 
 /** A v1 receipt of `holderId` incarnation 1 on STREAM with sensible defaults. */
 export function receipt(over: Partial<ReceiptFields> & { seq: number; ranges?: [number, number][]; holderId?: string; incarnation?: number }): CustodyReceipt {
