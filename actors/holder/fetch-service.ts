@@ -1,8 +1,8 @@
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import type { InboundMessage } from "../../transport/transport.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
-import { fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../repair/custody-reader.ts";
+import { decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
+import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../repair/custody-reader.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 
@@ -27,15 +27,7 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
   const wanted = RangeSet.fromJSON(req.ranges).intersect(RangeSet.of(Math.max(0, req.after + 1), Number.MAX_SAFE_INTEGER));
   const respond = (units: readonly TransportUnit[], complete: boolean) => {
     const after = units.filter((u) => u.firstSeq > req.after).sort((a, b) => a.firstSeq - b.firstSeq);
-    const page: Uint8Array[] = [];
-    let size = 0;
-    for (const u of after) {
-      if (page.length >= req.limit) break;
-      const enc = encodeMessage(unitSpec, u);
-      if (page.length > 0 && size + enc.byteLength > maxReplyBytes) break;
-      page.push(enc);
-      size += enc.byteLength;
-    }
+    const page = encodeFetchPage(after, req.limit, maxReplyBytes);
     core.counters.inc("fetch_served_units", page.length);
     core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { holder: core.config.holderId, units: page, done: complete && page.length === after.length }));
   };

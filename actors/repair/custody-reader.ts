@@ -51,6 +51,23 @@ export function fetchPageBytes(maxPayloadBytes: number | undefined): number {
   return maxPayloadBytes !== undefined && maxPayloadBytes > 0 ? Math.floor(maxPayloadBytes / 2) : DEFAULT_FETCH_PAGE_BYTES;
 }
 
+/**
+ * Encodes the first units of `sorted` (ascending by first sequence) into one fetch page: at most
+ * `limit` units and, past the first, no more than `budgetBytes` encoded. Pure.
+ */
+export function encodeFetchPage(sorted: readonly TransportUnit[], limit: number, budgetBytes: number): Uint8Array[] {
+  const page: Uint8Array[] = [];
+  let size = 0;
+  for (const u of sorted) {
+    if (page.length >= limit) break;
+    const enc = encodeMessage(unitSpec, u);
+    if (page.length > 0 && size + enc.byteLength > budgetBytes) break;
+    page.push(enc);
+    size += enc.byteLength;
+  }
+  return page;
+}
+
 /** Serves `source` (an in-process holder's retained units) on the holder's fetch subject. */
 export function serveCustodyReads(transport: Transport, source: SurvivorSource): TransportSubscription {
   return transport.subscribe(fetchSubject(source.holderId), (msg) => {
@@ -65,16 +82,7 @@ export function serveCustodyReads(transport: Transport, source: SurvivorSource):
       .filter((u) => u.firstSeq > req.after)
       .sort((a, b) => a.firstSeq - b.firstSeq);
     // Paged by bytes as well as count: a reply must stay under the server's max_payload.
-    const budget = fetchPageBytes(transport.maxPayloadBytes?.());
-    const page: Uint8Array[] = [];
-    let size = 0;
-    for (const u of all) {
-      if (page.length >= req.limit) break;
-      const enc = encodeMessage(unitSpec, u);
-      if (page.length > 0 && size + enc.byteLength > budget) break;
-      page.push(enc);
-      size += enc.byteLength;
-    }
+    const page = encodeFetchPage(all, req.limit, fetchPageBytes(transport.maxPayloadBytes?.()));
     transport.respond(msg, encodeMessage(unitBatchSpec, { holder: source.holderId, units: page, done: page.length === all.length }));
   });
 }
