@@ -19,7 +19,7 @@ import { BLOCK_SIZE } from "../volume/format.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
 import { pidAlive, RoleProcess } from "../testing/role-process.ts";
-import { bootstrapControlLog, writeHolderRole } from "../testing/role-files.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/role-files.ts";
 import { harnessControllerConfig, harnessSite } from "../testing/harness-topology.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */
@@ -127,20 +127,7 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     writeFileSync(dataKeyFile, dataKey, { mode: 0o600 });
     const ackLog = join(dir, "acked.jsonl");
     const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
-    const writerFile = join(dir, "writer.json");
-    writeFileSync(
-      writerFile,
-      JSON.stringify({
-        role: "writer",
-        nats: nats("east"),
-        controlRegion: REGION,
-        stateDir: join(dir, "w1"),
-        dataKeyFile,
-        volume: { blockCount: BLOCKS },
-        writer: { writerId: "w1", volume: VOLUME, lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: ["h-e1", "h-e2"] }], contracts: [], holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500 },
-        workload: { intervalMs: 10, ackLog },
-      }),
-    );
+    const writerFile = writeWriterRole(join(dir, "writer.json"), { nats: nats("east"), stateDir: join(dir, "w1"), dataKeyFile, volume: VOLUME, lane: LANE, blockCount: BLOCKS, firstHops: ["h-e1", "h-e2"], holderSites, workload: { intervalMs: 10, ackLog } }, REGION);
     const writer = new RoleProcess("writer", writerFile, cwd);
     procs.push(writer);
     await writer.start();

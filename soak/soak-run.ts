@@ -10,7 +10,7 @@ import { NatsTransport } from "../transport/nats-transport.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/process-stats.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
 import { pidAlive, RoleProcess } from "../testing/role-process.ts";
-import { bootstrapControlLog, writeHolderRole } from "../testing/role-files.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/role-files.ts";
 import { harnessControllerConfig, harnessSite } from "../testing/harness-topology.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
 
@@ -197,20 +197,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await builder.start();
 
     const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
-    const writerFile = join(dir, "writer.json");
-    writeFileSync(
-      writerFile,
-      JSON.stringify({
-        role: "writer",
-        nats: nats("east"),
-        controlRegion: REGION,
-        stateDir: join(dir, "w1"),
-        dataKeyFile,
-        volume: { blockCount: BLOCKS },
-        writer: { writerId: "w1", volume: VOLUME, lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: ["h-ram1", "h-store"] }], contracts: [], holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500 },
-        workload: { intervalMs: 0, depth: 8, ratePerSec: o.rate },
-      }),
-    );
+    const writerFile = writeWriterRole(join(dir, "writer.json"), { nats: nats("east"), stateDir: join(dir, "w1"), dataKeyFile, volume: VOLUME, lane: LANE, blockCount: BLOCKS, firstHops: ["h-ram1", "h-store"], holderSites, workload: { intervalMs: 0, depth: 8, ratePerSec: o.rate } }, REGION);
     const writer = new RoleProcess("writer", writerFile, cwd);
     procs.push(writer);
     await writer.start();

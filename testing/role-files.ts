@@ -68,3 +68,36 @@ export async function bootstrapControlLog(store: ControlLogStore, holders: reado
     fromSeq: 1,
   }));
 }
+
+/** The writer of a harness deployment: one volume with one lane over all its blocks, and its workload. */
+export interface HarnessWriter {
+  readonly nats: NatsRoleConfig;
+  readonly stateDir: string;
+  readonly dataKeyFile: string;
+  readonly volume: string;
+  readonly lane: string;
+  readonly blockCount: number;
+  /** First-hop holders of the lane. */
+  readonly firstHops: readonly string[];
+  readonly holderSites: Readonly<Record<string, Site>>;
+  /** The `custody run writer` workload section. */
+  readonly workload: Record<string, unknown>;
+}
+
+/** Writes the `custody run writer` configuration of a harness writer (`w1`) and returns its path. */
+export function writeWriterRole(file: string, w: HarnessWriter, controlRegion: string): string {
+  writeFileSync(
+    file,
+    JSON.stringify({
+      role: "writer",
+      nats: w.nats,
+      controlRegion,
+      stateDir: w.stateDir,
+      dataKeyFile: w.dataKeyFile,
+      volume: { blockCount: w.blockCount },
+      writer: { writerId: "w1", volume: w.volume, lanes: [{ lane: w.lane, fromLba: 0, toLba: w.blockCount - 1, holders: [...w.firstHops] }], contracts: [], holderSites: w.holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500 },
+      workload: w.workload,
+    }),
+  );
+  return file;
+}
