@@ -23,6 +23,7 @@ export interface WriterContext {
 export type WriterEvent =
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
   | { type: "nats.status"; msg: InboundMessage }
+  | { type: "nats.release"; msg: InboundMessage }
   | { type: "transport.connection"; event: ConnectionEvent }
   | { type: "fence"; newTerm: number }
   | { type: "stop" };
@@ -38,6 +39,10 @@ export const volumeWriterMachine = setup({
     foldReceipt: ({ context, event }) => {
       assertEvent(event, "nats.receipt");
       context.core.handleReceipt(event.lane, event.msg);
+    },
+    foldEdgeRelease: ({ context, event }) => {
+      assertEvent(event, "nats.release");
+      context.core.handleEdgeRelease(event.msg);
     },
     connectionChanged: ({ context, event }) => {
       assertEvent(event, "transport.connection");
@@ -71,6 +76,7 @@ export const volumeWriterMachine = setup({
       on: {
         "nats.receipt": { actions: "foldReceipt" },
         "nats.status": { actions: "foldStatus" },
+        "nats.release": { actions: "foldEdgeRelease" },
         "transport.connection": { actions: "connectionChanged" },
         fence: { guard: "newerTerm", target: WriterState.Fenced, actions: "recordFence" },
         stop: { target: WriterState.Stopped },

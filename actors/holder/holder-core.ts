@@ -111,6 +111,10 @@ export class HolderCore {
     const me = this.config.holderId;
     for (const [key, hl] of this.lanes) this.subscribeLane(key, hl);
     this.subs.push(t.subscribe(releaseSubject(me), (msg) => this.dispatch({ type: "nats.release", msg })));
+    // Our edges' frontiers too: what the control log released there is owed to them no more.
+    const edges = new Set<string>();
+    for (const hl of this.lanes.values()) for (const e of hl.edges.keys()) edges.add(e);
+    for (const e of edges) this.subs.push(t.subscribe(releaseSubject(e), (msg) => this.dispatch({ type: "nats.release", msg })));
     this.subs.push(t.subscribe(transferSubject(me), (msg) => this.dispatch({ type: "nats.transfer", msg })));
     this.subs.push(t.subscribe(fetchSubject(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
     this.subs.push(t.subscribe(baseSubject(me), (msg) => this.dispatch({ type: "nats.base", msg })));
@@ -546,7 +550,11 @@ export class HolderCore {
 
   // ---- release ----------------------------------------------------------------------------------
 
-  /** A release frontier from the control log: authorizes ranges, then releases whole segments. */
+  /**
+   * A release frontier from the control log. Ours authorizes ranges, then releases whole segments;
+   * an edge's ends what we owe that edge there (a unit it released before its receipt reached us
+   * would otherwise stay pinned for it forever).
+   */
   handleRelease(msg: InboundMessage): void {
     let f;
     try {
@@ -554,12 +562,15 @@ export class HolderCore {
     } catch (err) {
       return this.reject(err instanceof CustodyError ? err.code : "malformed");
     }
-    if (f.holder !== this.config.holderId) return this.reject("wrong_holder");
-    if (f.epoch < this.config.epoch) return this.reject("stale_epoch");
     const key = laneKey(f.volume, f.lane);
     const hl = this.lanes.get(key);
+    if (f.holder !== this.config.holderId && !hl?.edges.has(f.holder)) return this.reject("wrong_holder");
+    if (f.epoch < this.config.epoch) return this.reject("stale_epoch");
     if (hl === undefined) return this.reject("unknown_lane");
-    hl.obligations.authorizeRelease(RangeSet.fromJSON(f.ranges));
+    const ranges = RangeSet.fromJSON(f.ranges);
+    if (f.holder === this.config.holderId) hl.obligations.authorizeRelease(ranges);
+    else if (hl.obligations.releasedAtEdge(f.holder, ranges)) forgetReceipted(hl, f.holder, true);
+    else return;
     this.tryRelease(key, hl);
   }
 

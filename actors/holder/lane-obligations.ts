@@ -39,6 +39,19 @@ interface EdgeState {
   incarnation: number | undefined;
   lastReceiptSeq: number;
   receipted: RangeSet;
+  /**
+   * Ranges the control log released at this edge (any incarnation: a release frontier belongs to
+   * the holder and never shrinks). The edge no longer owes custody of them, so they are not owed
+   * to it either — even if no receipt of them ever arrived here before it let them go.
+   */
+  releasedThere: RangeSet;
+  /** receipted ∪ releasedThere, kept current (pins consult it on every release check). */
+  covered: RangeSet;
+}
+
+/** Recomputes what an edge needs nothing more of: its receipts, and what the control log released there. */
+function refreshCovered(e: EdgeState): void {
+  e.covered = e.releasedThere.isEmpty ? e.receipted : e.receipted.union(e.releasedThere);
 }
 
 /** Mutable per-lane obligation state of one holder. */
@@ -51,7 +64,7 @@ export class LaneObligations {
   private minEpoch: number;
 
   constructor(edges: readonly string[], epoch = 0) {
-    for (const e of edges) this.edges.set(e, { incarnation: undefined, lastReceiptSeq: -1, receipted: RangeSet.EMPTY });
+    for (const e of edges) this.edges.set(e, { incarnation: undefined, lastReceiptSeq: -1, receipted: RangeSet.EMPTY, releasedThere: RangeSet.EMPTY, covered: RangeSet.EMPTY });
     this.minEpoch = epoch;
   }
 
@@ -112,6 +125,7 @@ export class LaneObligations {
     }
     e.lastReceiptSeq = Math.max(e.lastReceiptSeq, r.receiptSeq);
     e.receipted = e.receipted.union(r.retained);
+    refreshCovered(e);
     return restarted;
   }
 
@@ -126,11 +140,28 @@ export class LaneObligations {
     e.incarnation = incarnation;
     e.lastReceiptSeq = -1;
     e.receipted = RangeSet.EMPTY;
+    refreshCovered(e);
   }
 
-  /** Sequences `edge` has receipted (its current incarnation), whether still retained here or not. */
+  /**
+   * Sequences `edge` needs nothing more of: receipted by its current incarnation, or released
+   * there by the control log — whether still retained here or not.
+   */
   receiptedBy(edge: string): RangeSet {
-    return this.edges.get(edge)?.receipted ?? RangeSet.EMPTY;
+    const e = this.edges.get(edge);
+    return e === undefined ? RangeSet.EMPTY : e.covered;
+  }
+
+  /**
+   * The control log released `ranges` at `edge` (its release frontier). Returns true when that
+   * covered anything new; a holder that is not an edge changes nothing.
+   */
+  releasedAtEdge(edge: string, ranges: RangeSet): boolean {
+    const e = this.edges.get(edge);
+    if (e === undefined || e.releasedThere.coversAll(ranges)) return false;
+    e.releasedThere = e.releasedThere.union(ranges);
+    refreshCovered(e);
+    return true;
   }
 
   /** Raises the epoch below which edge receipts are stale (from the control log). */
@@ -141,7 +172,7 @@ export class LaneObligations {
   /** Sequences retained here that `edge` has not receipted yet (still pinned for it). */
   pendingFor(edge: string): RangeSet {
     const e = this.edges.get(edge);
-    return e === undefined ? RangeSet.EMPTY : this.retained.subtract(e.receipted);
+    return e === undefined ? RangeSet.EMPTY : this.retained.subtract(e.covered);
   }
 
   /**
@@ -152,12 +183,12 @@ export class LaneObligations {
     const e = this.edges.get(edge);
     const top = e?.receipted.max;
     if (e === undefined || top === undefined) return RangeSet.EMPTY;
-    return this.retained.subtract(e.receipted).intersect(RangeSet.of(0, top));
+    return this.retained.subtract(e.covered).intersect(RangeSet.of(0, top));
   }
 
   /** True when every edge has receipted all of `seqs` (always true for a terminal holder). */
   forwardedToAll(seqs: RangeSet): boolean {
-    for (const e of this.edges.values()) if (!e.receipted.coversAll(seqs)) return false;
+    for (const e of this.edges.values()) if (!e.covered.coversAll(seqs)) return false;
     return true;
   }
 
@@ -169,7 +200,7 @@ export class LaneObligations {
   /** Retained sequences that may be released now: authorized by the frontier and receipted by every edge. */
   releasable(): RangeSet {
     let r = this.retained.intersect(this.frontier);
-    for (const e of this.edges.values()) r = r.intersect(e.receipted);
+    for (const e of this.edges.values()) r = r.intersect(e.covered);
     return r;
   }
 

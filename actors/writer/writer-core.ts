@@ -6,7 +6,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
-import { eventSubject, receiptSubject, statusSubject } from "../../transport/subjects.ts";
+import { eventSubject, receiptSubject, releaseSubject, statusSubject } from "../../transport/subjects.ts";
 import { volumeStatusSpec, type VolumeStatus } from "../controller/status-document.ts";
 import type { ConnectionEvent, InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
@@ -30,6 +30,7 @@ import {
 } from "./writer-config.ts";
 import { writerProgressSpec } from "./writer-messages.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
+import { releaseFrontierSpec } from "../holder/holder-messages.ts";
 
 /** Ports of a volume writer: the volume, the data key, and the seams. */
 export interface VolumeWriterPorts {
@@ -132,7 +133,9 @@ export class WriterCore {
   constructor(
     readonly config: VolumeWriterConfig,
     private readonly ports: VolumeWriterPorts,
-    private readonly dispatch: (e: { type: "nats.receipt"; lane: string; msg: InboundMessage } | { type: "nats.status"; msg: InboundMessage } | { type: "transport.connection"; event: ConnectionEvent }) => void,
+    private readonly dispatch: (
+      e: { type: "nats.receipt"; lane: string; msg: InboundMessage } | { type: "nats.status" | "nats.release"; msg: InboundMessage } | { type: "transport.connection"; event: ConnectionEvent },
+    ) => void,
   ) {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
@@ -165,6 +168,9 @@ export class WriterCore {
       for (const s of l.senders) s.attach();
     }
     if (this.retainUntil === "confirmed") this.subs.push(this.ports.transport.subscribe(statusSubject(this.config.volume), (msg) => this.dispatch({ type: "nats.status", msg })));
+    // First hops' release frontiers: what the control log released there is owed to them no more.
+    const firstHops = new Set(this.ordered.flatMap((l) => [...l.edges.keys()]));
+    for (const h of firstHops) this.subs.push(this.ports.transport.subscribe(releaseSubject(h), (msg) => this.dispatch({ type: "nats.release", msg })));
     if (this.ports.recovered !== undefined) this.reship(this.ports.recovered);
     const unwatch = this.ports.transport.onConnection?.((e) => this.dispatch({ type: "transport.connection", event: e }));
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
@@ -330,15 +336,21 @@ export class WriterCore {
     this.counters.inc("units_sent");
   }
 
-  /** Ships again, re-sealed under this term, the units an earlier writer process left unconfirmed. */
+  /**
+   * Ships again, byte for byte, the units an earlier writer process left unconfirmed. They keep
+   * the term they were written under: re-sealing them under this term would make a holder that
+   * sees them first treat this term as starting at their sequences, and refuse as fenced the same
+   * records still arriving under the old term from a downstream holder's disk.
+   */
   private reship(recovered: readonly TransportUnit[]): void {
     for (const u of recovered) {
       const l = this.lanes.get(u.lane);
       if (l === undefined || u.volume !== this.config.volume) continue;
       try {
-        const records = openPayload(this.ports.dataKey, u, u.payload);
-        const id = { volume: u.volume, lane: u.lane, term: this.config.term, firstSeq: u.firstSeq, lastSeq: u.lastSeq };
-        this.ship(l, makeTransportUnit({ ...id, commitTs: [...u.commitTs], payload: sealPayload(this.ports.dataKey, id, records) }), false);
+        // Only units that still open with our key, below where this term's own writes begin.
+        openPayload(this.ports.dataKey, u, u.payload);
+        if (u.term > this.config.term || u.lastSeq >= (l.spec.firstSeq ?? 1)) throw new CustodyError("reship_out_of_history", "recovered unit is not below this term's first sequence", { term: u.term, lastSeq: u.lastSeq });
+        this.ship(l, u, false);
         this.counters.inc("units_reshipped");
       } catch (err) {
         this.counters.inc(`reship_${err instanceof CustodyError ? err.code : "failed"}`);
@@ -389,6 +401,11 @@ export class WriterCore {
   /** Sequences of `lane` the writer still retains for re-sending (in its outbox, when it has one). */
   retainedSeqs(lane: string): RangeSet {
     return this.lanes.get(lane)?.obligations.retained ?? RangeSet.EMPTY;
+  }
+
+  /** Retained sequences of `lane` the first hop `holder` still needs (not receipted, not released there). */
+  owedTo(lane: string, holder: string): RangeSet {
+    return this.lanes.get(lane)?.obligations.pendingFor(holder) ?? RangeSet.EMPTY;
   }
 
   /** Bytes of custody not yet taken by every first hop: retained units plus records not yet cut. */
@@ -466,6 +483,27 @@ export class WriterCore {
   }
 
   /**
+   * A first hop's release frontier from the control log: what it released there it needs nothing
+   * more of, even when its receipt of those units never reached us (lost on the wire, or the
+   * units came to it by a refill). Malformed or stale frontiers are counted and change nothing.
+   */
+  handleEdgeRelease(msg: InboundMessage): void {
+    let f;
+    try {
+      f = decodeMessage(releaseFrontierSpec, msg.data);
+    } catch (err) {
+      return void this.counters.inc(`edge_release_${err instanceof CustodyError ? err.code : "malformed"}`);
+    }
+    const l = f.volume === this.config.volume ? this.lanes.get(f.lane) : undefined;
+    if (l === undefined || !l.edges.has(f.holder)) return void this.counters.inc("edge_release_not_ours");
+    if (f.epoch < this.config.topologyEpoch) return void this.counters.inc("edge_release_stale_epoch");
+    if (!l.obligations.releasedAtEdge(f.holder, RangeSet.fromJSON(f.ranges))) return;
+    forgetReceipted(l, f.holder, true);
+    this.dropReceipted(l);
+    this.wake();
+  }
+
+  /**
    * A signed receipt batch on one of our lanes: verified (key, signature, stream, fence) before
    * it proves anything; a bad batch is counted by its code and changes nothing.
    */
@@ -487,16 +525,11 @@ export class WriterCore {
       const firstHop = l.edges.has(h);
       const before = firstHop ? l.obligations.receiptedBy(h) : RangeSet.EMPTY;
       for (const r of batch.receipts) {
-        // Only receipts for our own term prove our writes: after failover the same sequences
-        // belong to the newer history, and a newer term in a receipt means we were fenced.
-        if (r.writerTerm !== this.config.term) {
-          if (r.writerTerm > this.config.term) this.newestTerm = Math.max(this.newestTerm, r.writerTerm);
-          this.counters.inc("receipt_other_term");
-          continue;
-        }
-        got = got.union(r.retained);
+        const retained = this.provableByTerm(l, r.writerTerm, r.retained);
+        if (retained === undefined) continue;
+        got = got.union(retained);
         if (firstHop) {
-          const restarted = l.obligations.applyEdgeReceipt({ holder: h, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained: r.retained });
+          const restarted = l.obligations.applyEdgeReceipt({ holder: h, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained });
           if (restarted) l.sendLogs.get(h)?.reset();
         }
       }
@@ -511,6 +544,24 @@ export class WriterCore {
     }
     this.wake();
     this.ports.onReceipt?.(lane);
+  }
+
+  /**
+   * What a receipt stated under `writerTerm` proves for this writer, or undefined when nothing.
+   * Our own term proves all it states. A newer term means we were fenced: after failover the same
+   * sequences belong to the newer history. An older term (a holder that has not yet seen a unit of
+   * ours) still proves the shared history below our first sequence — the units an earlier process
+   * of this writer left unconfirmed, which we re-ship under their own term.
+   */
+  private provableByTerm(l: LaneState, writerTerm: number, retained: RangeSet): RangeSet | undefined {
+    if (writerTerm === this.config.term) return retained;
+    if (writerTerm > this.config.term) this.newestTerm = Math.max(this.newestTerm, writerTerm);
+    const below = writerTerm < this.config.term ? retained.intersect(RangeSet.of(0, Math.max(0, (l.spec.firstSeq ?? 1) - 1))) : RangeSet.EMPTY;
+    if (below.isEmpty) {
+      this.counters.inc("receipt_other_term");
+      return undefined;
+    }
+    return below;
   }
 
   /** Highest `s` such that every sequence of `lane` from its first through `s` is proven under `contract`. */

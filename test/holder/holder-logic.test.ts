@@ -65,6 +65,25 @@ test("a newer edge incarnation re-pins everything it receipted before (its RAM i
   t.is(lane.pendingFor("b").toString(), "3-10");
 });
 
+test("what the control log released at an edge is owed to it no more, across its restarts, even with no receipt of it", (t) => {
+  const lane = new LaneObligations(["b"]);
+  lane.admit(1, 10);
+  lane.applyEdgeReceipt(receipt("b", 1, 1, [[8, 10]]));
+  t.is(lane.holesAt("b").toString(), "1-7", "b's receipt of 1-7 was lost");
+  t.true(lane.releasedAtEdge("b", RangeSet.of(1, 5)));
+  t.false(lane.releasedAtEdge("b", RangeSet.of(2, 4)), "nothing new");
+  t.false(lane.releasedAtEdge("x", RangeSet.of(1, 5)), "not an edge");
+  t.is(lane.pendingFor("b").toString(), "6-7");
+  t.is(lane.holesAt("b").toString(), "6-7");
+  lane.authorizeRelease(RangeSet.of(1, 10));
+  t.is(lane.releasable().toString(), "1-5,8-10");
+  // b restarts: what it receipted counts no more, what the log released there still does.
+  lane.restartEdge("b", 2);
+  t.is(lane.pendingFor("b").toString(), "6-10");
+  t.true(lane.forwardedToAll(RangeSet.of(1, 5)));
+  t.false(lane.forwardedToAll(RangeSet.of(5, 6)));
+});
+
 test("property: any order or duplication of one incarnation's receipts leaves the same pins", (t) => {
   const rangeArb = fc.tuple(fc.nat(50), fc.nat(10)).map(([a, n]) => [a, a + n] as [number, number]);
   fc.assert(

@@ -43,6 +43,15 @@ const REGRESSIONS: readonly Regression[] = [
       { kind: "controller_loss", atMs: 16001, durationMs: 1500 },
     ],
   },
+  {
+    seed: 524172,
+    found:
+      "liveness never: power:use1 stuck at 18 (target 59): a restarted writer re-sealed its recovered units under its new term, so a downstream holder refused the same records re-sent from disk as stale_term, and units a terminal holder released before its receipt arrived stayed pinned upstream forever, never spilled (found by the 524000.. sweep)",
+    minimized: [
+      { kind: "partition", atMs: 3831, durationMs: 1016, a: ["s-h3"], b: ["s-h1", "s-h2", "s-writer"] },
+      { kind: "strike", atMs: 11204, scenario: "power:use1" },
+    ],
+  },
   { seed: 1115, found: "liveness never: crash:h3 restarted without its spill stream (a new spill file's directory entry was never synced)", minimized: [{ kind: "strike", atMs: 7446, scenario: "crash:h3" }] },
 ];
 
