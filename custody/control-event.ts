@@ -1,4 +1,5 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
+import { decodeBounded } from "../transport/wire/msgpack-bounds.ts";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { RangeSet } from "../lanes/range-set.ts";
@@ -225,7 +226,7 @@ export function encodeControlEvent(e: ControlEvent): Uint8Array {
 /** Decodes canonical event bytes. Throws ControlFenceError `malformed` for anything that is not a valid v1 event. */
 export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
   try {
-    const [, , type, region, controller, preparedEpoch, preparedGeneration, prev, issuedAt, body] = headerTuple.parse(decoder.decode(bytes));
+    const [, , type, region, controller, preparedEpoch, preparedGeneration, prev, issuedAt, body] = headerTuple.parse(decodeBounded(decoder, bytes));
     const header: ControlEventHeader = { region, controller, preparedEpoch, preparedGeneration, prevHash: Buffer.from(prev).toString("hex"), issuedAt };
     return { ...header, ...bodyFromTuple(type, body) };
   } catch (err) {

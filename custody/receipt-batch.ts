@@ -1,4 +1,5 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
+import { decodeBounded } from "../transport/wire/msgpack-bounds.ts";
 import type { KeyObject } from "node:crypto";
 import type { ResidencyClaim, ResidencyEvidence } from "./evidence.ts";
 import {
@@ -84,7 +85,7 @@ export function encodeReceiptBatch(batch: ReceiptBatch<ResidencyClaim>): Uint8Ar
 export function decodeReceiptBatch(body: Uint8Array): ReceiptBatch<ResidencyClaim> {
   let raw: unknown;
   try {
-    raw = decoder.decode(body);
+    raw = decodeBounded(decoder, body);
   } catch (err) {
     throw new ReceiptError(ReceiptErrorCode.malformed, "receipt batch is not valid msgpack", {}, { cause: err });
   }

@@ -2,6 +2,7 @@ import { Decoder, Encoder } from "@msgpack/msgpack";
 import type { z } from "zod";
 import { isKnownFeature } from "./features.ts";
 import { WireError, WireErrorCode } from "./wire-error.ts";
+import { decodeBounded } from "./msgpack-bounds.ts";
 
 export { WireError, WireErrorCode, isWireError } from "./wire-error.ts";
 
@@ -189,7 +190,7 @@ function checkSize(bytes: Uint8Array, limit: number, kind: string | undefined): 
 function parseEnvelope(bytes: Uint8Array): Envelope {
   let raw: unknown;
   try {
-    raw = decoder.decode(bytes);
+    raw = decodeBounded(decoder, bytes);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new WireError(WireErrorCode.Malformed, `not a msgpack message: ${reason}`, { size: bytes.byteLength }, { cause: err });
