@@ -11,6 +11,7 @@ import { register as registerHolder } from "./commands/holder.ts";
 import { register as registerPs } from "./commands/ps.ts";
 import { register as registerRelease } from "./commands/release.ts";
 import { register as registerSizing } from "./commands/sizing.ts";
+import { register as registerHold } from "./commands/hold.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerPs(program);
   registerRelease(program);
   registerSizing(program);
+  registerHold(program);
   return program;
 }
 

@@ -3,6 +3,7 @@ import type { ControlEvent, ControlEventBody } from "./control-event.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
 import type { ControlLogStore } from "./control-log.ts";
 import { applyControlEvent, type ControlState } from "./control-state.ts";
+import { ControlConflictError } from "./control-error.ts";
 
 /** Who commits: the controller's name and its clock (for `issuedAt`). */
 export interface ControllerIdentity {
@@ -39,4 +40,25 @@ export async function commitControlEvent(
   applyControlEvent(s, event);
   const seq = await store.append(event, s.lastSeq);
   return { seq, state: await follower.refresh() };
+}
+
+/**
+ * `commitControlEvent` for a writer of the log that is not its controller (an operator, a
+ * recovery): a concurrent commit re-runs the whole decision on the newer state, up to `attempts`
+ * times; any other refusal is thrown at once.
+ */
+export async function commitControlEventRetrying(
+  store: ControlLogStore,
+  follower: ControlLogFollower,
+  who: ControllerIdentity,
+  decide: (s: ControlState) => ControlEventBody,
+  attempts = 8,
+): Promise<{ seq: number; state: ControlState }> {
+  for (let i = 1; ; i++) {
+    try {
+      return await commitControlEvent(store, follower, who, decide);
+    } catch (err) {
+      if (!(err instanceof ControlConflictError) || i >= attempts) throw err;
+    }
+  }
 }

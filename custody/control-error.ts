@@ -31,6 +31,10 @@ export const ControlFenceCode = {
   policy_not_advancing: "policy_not_advancing",
   /** A transfer that is not in the state the event needs (already active). */
   transfer_state: "transfer_state",
+  /** Ending a hold the log does not have. */
+  unknown_hold: "unknown_hold",
+  /** A release of ranges a PITR pin or a registered recovery holds at that holder. */
+  range_held: "range_held",
 } as const;
 export type ControlFenceCode = (typeof ControlFenceCode)[keyof typeof ControlFenceCode];
 

@@ -18,6 +18,8 @@ export const ControlEventType = {
   retire_holder: "retire_holder",
   policy_change: "policy_change",
   declare_failure: "declare_failure",
+  hold_ranges: "hold_ranges",
+  end_hold: "end_hold",
 } as const;
 export type ControlEventType = (typeof ControlEventType)[keyof typeof ControlEventType];
 
@@ -27,6 +29,10 @@ export type ControlEventVersion = (typeof ControlEventVersion)[keyof typeof Cont
 
 /** The `prevHash` of the first event of a log. */
 export const GENESIS_HASH = "0".repeat(64);
+
+/** Why ranges are held in the network: an operator's point-in-time-recovery pin, or a recovery reading them. */
+export const HoldKind = { pitr_pin: "pitr_pin", recovery: "recovery" } as const;
+export type HoldKind = (typeof HoldKind)[keyof typeof HoldKind];
 
 /** Scope of a declared failure. */
 export const FailureScope = { holder: "holder", zone: "zone", region: "region" } as const;
@@ -97,7 +103,22 @@ export type ControlEventBody =
     }
   | { readonly type: typeof ControlEventType.retire_holder; readonly holderId: string; readonly incarnation: number }
   | { readonly type: typeof ControlEventType.policy_change; readonly topologyEpoch: number; readonly policyGeneration: number; readonly reason: string }
-  | { readonly type: typeof ControlEventType.declare_failure; readonly scope: FailureScope; readonly domain: string; readonly holderIds: readonly string[] };
+  | { readonly type: typeof ControlEventType.declare_failure; readonly scope: FailureScope; readonly domain: string; readonly holderIds: readonly string[] }
+  | {
+      /** Until `end_hold`, no holder in `holders` (every holder when empty) may release `ranges` of the lane. */
+      readonly type: typeof ControlEventType.hold_ranges;
+      readonly holdId: string;
+      readonly kind: HoldKind;
+      readonly volume: string;
+      readonly lane: string;
+      readonly ranges: RangeSet;
+      readonly holders: readonly string[];
+      /** When the holder of the hold expects to end it (ms since epoch; 0: no end). The controller ends an overdue recovery's hold. */
+      readonly untilMs: number;
+      /** Who placed it (an operator, a recovery run), for status and audit. */
+      readonly by: string;
+    }
+  | { readonly type: typeof ControlEventType.end_hold; readonly holdId: string; readonly reason: string };
 
 /** One control event. */
 export type ControlEvent = ControlEventHeader & ControlEventBody;
@@ -137,6 +158,8 @@ const bodySchemas = {
   retire_holder: z.tuple([tokenSchema, uintSchema]),
   policy_change: z.tuple([uintSchema, uintSchema, z.string().max(1024)]),
   declare_failure: z.tuple([z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]), domainSchema, z.array(tokenSchema).max(1024)]),
+  hold_ranges: z.tuple([tokenSchema, z.enum([HoldKind.pitr_pin, HoldKind.recovery]), tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64), uintSchema, z.string().max(256)]),
+  end_hold: z.tuple([tokenSchema, z.string().max(1024)]),
 } as const;
 
 function bodyToTuple(e: ControlEventBody): unknown[] {
@@ -159,6 +182,10 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.topologyEpoch, e.policyGeneration, e.reason];
     case "declare_failure":
       return [e.scope, e.domain, [...e.holderIds]];
+    case "hold_ranges":
+      return [e.holdId, e.kind, e.volume, e.lane, e.ranges.toJSON(), [...e.holders], e.untilMs, e.by];
+    case "end_hold":
+      return [e.holdId, e.reason];
   }
 }
 
@@ -199,6 +226,14 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "declare_failure": {
       const [scope, domain, holderIds] = bodySchemas.declare_failure.parse(raw);
       return { type, scope, domain, holderIds };
+    }
+    case "hold_ranges": {
+      const [holdId, kind, volume, lane, ranges, holders, untilMs, by] = bodySchemas.hold_ranges.parse(raw);
+      return { type, holdId, kind, volume, lane, ranges: RangeSet.fromJSON(ranges), holders, untilMs, by };
+    }
+    case "end_hold": {
+      const [holdId, reason] = bodySchemas.end_hold.parse(raw);
+      return { type, holdId, reason };
     }
   }
 }

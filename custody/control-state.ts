@@ -5,6 +5,7 @@ import { GENESIS_HASH, type ControlEvent, type ControlEventOf } from "./control-
 import type { ReceiptStream } from "./receipt-batch.ts";
 import type { ReceiptVerifyContext } from "./receipt-verification.ts";
 import { publicKeyFromRaw } from "./signing.ts";
+import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
 
 /** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
@@ -54,6 +55,8 @@ export interface ControlState {
   readonly holders: Readonly<Record<string, HolderRecord>>;
   readonly obligations: Readonly<Record<string, ObligationRecord>>;
   readonly transfers: Readonly<Record<string, TransferRecord>>;
+  /** Ranges held in the network by PITR pins and registered recoveries (see control-holds.ts). */
+  readonly holds: Holds;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
 }
@@ -67,6 +70,7 @@ export const INITIAL_CONTROL_STATE: ControlState = {
   holders: {},
   obligations: {},
   transfers: {},
+  holds: {},
   rejected: [],
 };
 
@@ -130,6 +134,11 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
       return policyChange(s, e);
     case "declare_failure":
       return declareFailure(s, e);
+    case "hold_ranges":
+      obligationForLane(s, e.volume, e.lane);
+      return { ...s, holds: placeHold(s.holds, e) };
+    case "end_hold":
+      return { ...s, holds: endHold(s.holds, e) };
   }
 }
 
@@ -193,8 +202,16 @@ function checkNoReappearance(o: ObligationRecord, holderId: string, ranges: Rang
   if (!back.isEmpty) fail(ControlFenceCode.released_range_reappears, `${holderId} already released ${back.toString()} of ${o.obligationId}`, { holderId, obligationId: o.obligationId, ranges: back.toJSON() });
 }
 
+/** The obligation of (volume, lane); throws `unknown_obligation` when there is none. */
+function obligationForLane(s: ControlState, volume: string, lane: string): ObligationRecord {
+  const o = Object.values(s.obligations).find((x) => x.volume === volume && x.lane === lane);
+  if (o === undefined) fail(ControlFenceCode.unknown_obligation, `no obligation covers ${volume}/${lane}`, { volume, lane });
+  return o;
+}
+
 function releaseRanges(s: ControlState, e: ControlEventOf<"release_ranges">): ControlState {
   const o = obligationOf(s, e.obligationId);
+  checkNotHeld(s.holds, o.volume, o.lane, e.holderId, e.ranges);
   if (!s.holders[e.holderId]) fail(ControlFenceCode.unknown_holder, `holder ${e.holderId} was never admitted`, { holderId: e.holderId });
   if (e.ranges.isEmpty || !rs(o.responsible, e.holderId).coversAll(e.ranges)) {
     fail(ControlFenceCode.not_responsible, `holder ${e.holderId} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.holderId, obligationId: e.obligationId });
@@ -224,6 +241,7 @@ function releaseRanges(s: ControlState, e: ControlEventOf<"release_ranges">): Co
  */
 function releaseToBase(s: ControlState, e: ControlEventOf<"release_to_base">): ControlState {
   const o = obligationOf(s, e.obligationId);
+  checkNotHeld(s.holds, o.volume, o.lane, e.holderId, e.ranges);
   if (!s.holders[e.holderId]) fail(ControlFenceCode.unknown_holder, `holder ${e.holderId} was never admitted`, { holderId: e.holderId });
   if (e.ranges.isEmpty || !rs(o.responsible, e.holderId).coversAll(e.ranges)) {
     fail(ControlFenceCode.not_responsible, `holder ${e.holderId} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.holderId, obligationId: e.obligationId });

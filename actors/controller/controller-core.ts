@@ -20,7 +20,7 @@ import { decodeAny, decodeMessage, encodeMessage } from "../../transport/wire/in
 import { releaseFrontierSpec } from "../holder/holder-messages.ts";
 import type { WriterProgressMessage } from "../writer/writer-messages.ts";
 import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
-import { buildEvaluationState, releaseCandidates } from "./evaluation-input.ts";
+import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
 import { RepairStatusState, statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
@@ -302,8 +302,10 @@ export class ControllerCore {
       return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
     });
     const commits = this.mergedCommits();
+    const held = holdsAsPolicy(s.holds, this.volume, Object.keys(this.config.topology.holderSites));
     return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
-      recoveries: [...this.recoveries.values()],
+      recoveries: [...this.recoveries.values(), ...held.recoveries],
+      pins: held.pins,
     });
   }
 
@@ -385,6 +387,7 @@ export class ControllerCore {
       for (const h of Object.keys(s.holders)) for (const lane of this.config.topology.lanes) this.publishFrontier(s, obligationIdOf(this.volume, lane), h, lane);
     }
     await this.scanFailures(s);
+    s = await this.endOverdueHolds(s);
     const state = this.currentState(s);
     const report = evaluateState(state);
     this.trimCommits(state, report);
@@ -393,7 +396,8 @@ export class ControllerCore {
     const now = this.ports.clock.now();
     const every = this.config.releaseEveryMs ?? 1_000;
     const due = (h: string) => s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
-    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter(due), this.durableHolders);
+    const held = holdsAsPolicy(s.holds, this.volume, Object.keys(this.config.topology.holderSites));
+    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter(due), this.durableHolders, held);
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
     for (const d of decisions) {
@@ -420,6 +424,25 @@ export class ControllerCore {
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
     return doc;
+  }
+
+  /**
+   * Ends this volume's holds whose time is up: a retention window that closed, or a recovery that
+   * did not end its own hold by its deadline (its process died) — it must not block releases forever.
+   */
+  private async endOverdueHolds(s: ControlState): Promise<ControlState> {
+    const now = this.ports.clock.now();
+    for (const h of Object.values(s.holds)) {
+      if (h.volume !== this.volume || h.untilMs === 0 || h.untilMs > now) continue;
+      try {
+        const r = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, () => ({ type: "end_hold", holdId: h.holdId, reason: `${h.kind} ${h.holdId} ran past its end (${new Date(h.untilMs).toISOString()})` }));
+        s = r.state;
+        this.counters.inc(`hold_expired.${h.kind}`);
+      } catch (err) {
+        this.counters.inc(`hold_end_${err instanceof CustodyError ? err.code : "failed"}`);
+      }
+    }
+    return s;
   }
 
   /**

@@ -1,7 +1,9 @@
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { Holding } from "../../custody/receipt-ledger.ts";
-import { Residency, type CommitRun, type EvaluationState, type Holder, type PendingForward, type RecoveryInFlight, type RetainedClaim } from "../../policies/evaluation-state.ts";
+import { Residency, type CommitRun, type EvaluationState, type Holder, type PendingForward, type PitrPin, type RecoveryInFlight, type RetainedClaim } from "../../policies/evaluation-state.ts";
 import type { VolumeTopology } from "./controller-config.ts";
+import { HoldKind } from "../../custody/control-event.ts";
+import type { Holds } from "../../custody/control-holds.ts";
 
 /** What the writer has reported: per lane, its head and commit runs. */
 export interface SourceProgress {
@@ -20,7 +22,7 @@ export function buildEvaluationState(
   progress: SourceProgress,
   asOfMs: number,
   failed: ReadonlySet<string>,
-  extra: { forwards?: readonly PendingForward[]; recoveries?: readonly RecoveryInFlight[] } = {},
+  extra: { forwards?: readonly PendingForward[]; recoveries?: readonly RecoveryInFlight[]; pins?: readonly PitrPin[] } = {},
 ): EvaluationState {
   const claims = new Map<string, RetainedClaim[]>();
   for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
@@ -70,7 +72,7 @@ export function buildEvaluationState(
     links: topo.links,
     recovery: topo.recovery,
     forwards: extra.forwards ?? [],
-    pins: [],
+    pins: extra.pins ?? [],
     recoveries: extra.recoveries ?? [],
     scenarios: topo.scenarios,
     timelines: topo.timelines,
@@ -88,7 +90,12 @@ export function buildEvaluationState(
  * custody to a weaker tier and can wedge the network — the RAM holders then hold the only copies,
  * cannot release them, fill up, and the store can build no base across the hole. Pure.
  */
-export function releaseCandidates(state: EvaluationState, releasable: readonly string[], durable: ReadonlySet<string> = new Set()): { holder: string; lane: string; ranges: RangeSet }[] {
+export function releaseCandidates(
+  state: EvaluationState,
+  releasable: readonly string[],
+  durable: ReadonlySet<string> = new Set(),
+  held: { readonly pins: readonly PitrPin[]; readonly recoveries: readonly RecoveryInFlight[] } = { pins: [], recoveries: [] },
+): { holder: string; lane: string; ranges: RangeSet }[] {
   const baseThrough = (lane: string) => state.bases.reduce((m, b) => Math.max(m, b.cut[lane] ?? -1), -1);
   const isDurable = (id: string) => durable.has(id) || state.holders.some((h) => h.id === id && h.claims.some((c) => c.residency === Residency.disk));
   const out: { holder: string; lane: string; ranges: RangeSet }[] = [];
@@ -98,6 +105,10 @@ export function releaseCandidates(state: EvaluationState, releasable: readonly s
     for (const lane of Object.keys(state.source.lanes)) {
       let mine = RangeSet.EMPTY;
       for (const c of me.claims) if (c.lane === lane) mine = mine.union(c.ranges);
+      // Ranges the control log holds here (PITR pins, registered recoveries) are not asked about:
+      // a request that included them would be refused whole and hold back the part that may go.
+      for (const p of held.pins) if (p.holder === id && p.lane === lane) mine = mine.subtract(p.ranges);
+      for (const r of held.recoveries) if (r.lane === lane && (r.sources === undefined || r.sources.includes(id))) mine = mine.subtract(r.ranges);
       if (mine.isEmpty) continue;
       let onDisk = RangeSet.EMPTY;
       let anywhere = RangeSet.EMPTY;
@@ -118,4 +129,20 @@ export function releaseCandidates(state: EvaluationState, releasable: readonly s
     }
   }
   return out;
+}
+
+/**
+ * The control log's holds on `volume` as the policy engine's pins and recoveries: a PITR pin binds
+ * each named holder (every holder when none is named), a registered recovery reads from its named
+ * sources (anyone when none is named). Pure.
+ */
+export function holdsAsPolicy(holds: Holds, volume: string, holderIds: readonly string[]): { pins: PitrPin[]; recoveries: RecoveryInFlight[] } {
+  const pins: PitrPin[] = [];
+  const recoveries: RecoveryInFlight[] = [];
+  for (const h of Object.values(holds)) {
+    if (h.volume !== volume) continue;
+    if (h.kind === HoldKind.recovery) recoveries.push({ id: h.holdId, lane: h.lane, ranges: h.ranges, sources: h.holders.length > 0 ? h.holders : undefined });
+    else for (const holder of h.holders.length > 0 ? h.holders : holderIds) pins.push({ id: h.holdId, holder, lane: h.lane, ranges: h.ranges });
+  }
+  return { pins, recoveries };
 }

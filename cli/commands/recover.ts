@@ -9,6 +9,7 @@ import { NatsTransport } from "../../transport/nats-transport.ts";
 import { checkToken } from "../../transport/subjects.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { nextStatus, positiveInt } from "./status.ts";
+import { registerRecovery, type RecoveryRegistration } from "../../actors/repair/recovery-registration.ts";
 
 /** Thrown when the status document names no such scenario, or it has nothing to recover. */
 export class ScenarioUnavailableError extends CustodyError {
@@ -57,16 +58,20 @@ export function register(program: Command): void {
     .option("--base <dir>", "base snapshot volume directory")
     .option("--base-cut <lane=seq,...>", "cut the base snapshot contains")
     .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
+    .option("--region <region>", "register the read in this region's control log first: no release of what it reads until it ends")
+    .option("--lease-sec <n>", "how long the registration may outlive a recovery that dies (the controller then ends it)", "600")
     .option("--timeout <ms>", "per-request timeout", "5000")
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (o: OutputOptions & { volume: string; scenario: string; to: string; dir: string; blocks: string; keyFile: string; base?: string; baseCut?: string; server: string; timeout: string }) => {
+      action(async (o: OutputOptions & { volume: string; scenario: string; to: string; dir: string; blocks: string; keyFile: string; base?: string; baseCut?: string; server: string; timeout: string; region?: string; leaseSec: string }) => {
         checkToken(o.volume, "volume");
         const timeoutMs = positiveInt("timeout", o.timeout);
+        const leaseMs = positiveInt("lease-sec", o.leaseSec) * 1000;
         const blockCount = positiveInt("blocks", o.blocks);
         const dataKey = readKey(o.keyFile);
         if ((o.base === undefined) !== (o.baseCut === undefined)) throw new CustodyError("invalid_option", "--base and --base-cut go together", { option: "base" });
         const t = await NatsTransport.connect({ servers: o.server, name: "custody-recover" });
+        let registration: RecoveryRegistration | undefined;
         try {
           const doc = await nextStatus(t, o.volume, timeoutMs);
           const sc = doc.scenarios.find((s) => s.name === o.scenario);
@@ -74,6 +79,9 @@ export function register(program: Command): void {
           if (sc.cut === null) throw new ScenarioUnavailableError(o.volume, o.scenario, "no cut survives it");
           const predicted = Object.fromEntries(sc.cut);
           const lanes = Object.keys(predicted);
+          if (o.region !== undefined) {
+            registration = await registerRecovery(o.server, o.region, { volume: o.volume, cut: predicted, sources: sc.contributors, leaseMs, by: `custody recover ${o.scenario} -> ${o.to}` });
+          }
           const units: TransportUnit[] = [];
           const fetched: Record<string, number> = {};
           // A failed fetch is reported per holder, never taken for "that holder has nothing".
@@ -101,6 +109,7 @@ export function register(program: Command): void {
           const out = { volume: o.volume, scenario: o.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched, fetchErrors };
           printResult(o, out, lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })), `recovered ${o.volume} at ${o.to} (${o.dir}): lsn ${r.lsn}, ${r.unitsVerified} units verified, ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`);
         } finally {
+          await registration?.end().catch((err: unknown) => process.stderr.write(`custody recover: could not end the recovery's hold (the controller ends it at its lease): ${String(err)}\n`));
           await t.close();
         }
       }),

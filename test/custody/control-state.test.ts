@@ -53,6 +53,8 @@ test("every control event type round-trips through its canonical encoding", (t) 
     { type: "retire_holder", holderId: "relay", incarnation: 1 },
     { type: "policy_change", topologyEpoch: 2, policyGeneration: 1, reason: "add eu-west" },
     { type: "declare_failure", scope: "zone", domain: "aws/us-east-1/az-h2", holderIds: ["h2"] },
+    { type: "hold_ranges", holdId: "pin-1", kind: "pitr_pin", volume: "vol1", lane: "l0", ranges: RangeSet.from([[1, 4], [9, 12]]), holders: ["h1"], untilMs: 0, by: "operator" },
+    { type: "end_hold", holdId: "pin-1", reason: "done" },
   ];
   for (const b of bodies) {
     const e = eventOn(s, b);
@@ -187,4 +189,26 @@ test("release_to_base: a holder may release ranges its own base contains, never 
   assertFenced(t, failed, eventOn(failed, { type: "release_to_base", obligationId: "ob1", holderId: "h1", ranges: RangeSet.of(1, 10), baseHolder: "h2", snapshotId: "base-60", baseThroughSeq: 60 }), "holder_not_active");
   const bytes = encodeControlEvent(eventOn(s, { type: "release_to_base", obligationId: "ob1", holderId: "h1", ranges: RangeSet.of(1, 50), baseHolder: "h1", snapshotId: "base-60", baseThroughSeq: 60 }));
   t.deepEqual(encodeControlEvent(decodeControlEvent(bytes)), bytes, "round-trips canonically");
+});
+
+test("holds: a PITR pin or a registered recovery makes the fold refuse releasing held ranges at the holders it binds, until it ends", (t) => {
+  const pin: ControlEventBody = { type: "hold_ranges", holdId: "pin-a", kind: "pitr_pin", volume: "vol1", lane: "l0", ranges: RangeSet.of(5, 8), holders: ["h1"], untilMs: 0, by: "operator" };
+  const { state: pinned } = build([pin], base());
+  t.deepEqual(Object.keys(pinned.holds), ["pin-a"]);
+  t.is(pinned.holds["pin-a"]!.ranges.toString(), "5-8");
+  assertFenced(t, pinned, eventOn(pinned, release("h1", 1, 6, ["h2"])), "range_held");
+  // Outside the pin, or at a holder it does not bind, releases go on.
+  t.notThrows(() => applyControlEvent(pinned, eventOn(pinned, release("h1", 1, 4, ["h2"]))));
+  t.notThrows(() => applyControlEvent(pinned, eventOn(pinned, release("h2", 5, 8, ["h1"]))));
+  assertFenced(t, pinned, eventOn(pinned, pin), "duplicate_id");
+  assertFenced(t, pinned, eventOn(pinned, { type: "end_hold", holdId: "pin-x", reason: "typo" }), "unknown_hold");
+  assertFenced(t, pinned, eventOn(pinned, { ...pin, holdId: "pin-b", lane: "no-such-lane" } as ControlEventBody), "unknown_obligation");
+
+  // A recovery reading from every holder (none named) binds them all.
+  const { state: reading } = build([{ type: "hold_ranges", holdId: "rec-1", kind: "recovery", volume: "vol1", lane: "l0", ranges: RangeSet.of(1, 3), holders: [], untilMs: 1_000, by: "custody recover" }], { state: pinned, entries: [] });
+  assertFenced(t, reading, eventOn(reading, release("h2", 2, 2, ["h1"])), "range_held");
+
+  const { state: ended } = build([{ type: "end_hold", holdId: "pin-a", reason: "done" }, { type: "end_hold", holdId: "rec-1", reason: "recovery finished" }], { state: reading, entries: [] });
+  t.deepEqual(ended.holds, {});
+  t.notThrows(() => applyControlEvent(ended, eventOn(ended, release("h1", 1, 8, ["h2"]))));
 });

@@ -8,6 +8,7 @@ import { holderSource } from "../../actors/repair/survivor-source.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { blockData, contentAt, eventually, readVolume, tempDir } from "./e2e-fixture.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
+import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -53,8 +54,18 @@ test.serial("custody status prints the controller's document and custody recover
   const keyFile = join(tempDir(), "data.key");
   writeFileSync(keyFile, Buffer.from(d.authority.dataKey(d.volume, "cli-recovery")).toString("hex"));
   const dir = join(tempDir("custody-cli-recover-"), "vol");
-  const out = lastJson((await cli(["recover", "--volume", d.volume, "--scenario", "US-East lost", "--to", "s-eu", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, "--server", url, "--json"])).stdout);
+  const out = lastJson((await cli(["recover", "--volume", d.volume, "--scenario", "US-East lost", "--to", "s-eu", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, "--server", url, "--region", "use-cli", "--json"])).stdout);
   t.deepEqual(out.recovered, out.predicted);
+  // With --region the read was registered in the control log before the first fetch, and ended after it.
+  const log = await (await openJetStreamControlLog(d.writer.transport.connection, { region: "use-cli" })).readAll();
+  const holds = log.map((e) => e.event).filter((e) => e.type === "hold_ranges" || e.type === "end_hold");
+  t.deepEqual(holds.map((e) => e.type), ["hold_ranges", "end_hold"]);
+  const placed = holds[0]!;
+  if (placed.type === "hold_ranges") {
+    t.is(placed.kind, "recovery");
+    t.is(placed.ranges.toString(), `1-${(out.predicted as Record<string, number>)[LANE]}`);
+    t.deepEqual([...placed.holders].sort(), [...scenarios.find((s) => s.name === "US-East lost")!.contributors].sort());
+  }
   const got = await readVolume(dir, BLOCKS);
   t.true(Buffer.from(got).equals(Buffer.from(contentAt(writes, BLOCKS, out.lsn as number))), "byte-exact at the recovered cut");
 

@@ -1,0 +1,65 @@
+import { randomBytes } from "node:crypto";
+import { systemClock } from "../../core/clock.ts";
+import { commitControlEventRetrying } from "../../custody/control-commit.ts";
+import { HoldKind } from "../../custody/control-event.ts";
+import { ControlLogFollower } from "../../custody/control-log-follower.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+
+/** A recovery's holds in the control log; `end()` removes them (idempotent). */
+export interface RecoveryRegistration {
+  readonly holdIds: readonly string[];
+  end(): Promise<void>;
+}
+
+/**
+ * Registers a recovery that is about to read `cut` of `volume` from `sources`: one `recovery` hold
+ * per lane in `region`'s control log, committed before the first read. While they stand, no source
+ * may release what the recovery reads — the controller's release rule counts them and the log's fold
+ * refuses such a release outright. They end with `end()`, or, when the recovery dies, once `leaseMs`
+ * has passed (the controller ends overdue holds).
+ */
+export async function registerRecovery(
+  servers: string,
+  region: string,
+  r: { readonly volume: string; readonly cut: Readonly<Record<string, number>>; readonly sources: readonly string[]; readonly leaseMs: number; readonly by: string },
+): Promise<RecoveryRegistration> {
+  const nc = await connectNats({ servers, name: "custody-recovery-registration", maxReconnectAttempts: 0 });
+  const who = { controller: "recovery", clock: systemClock };
+  const holdIds: string[] = [];
+  try {
+    const store = await openJetStreamControlLog(nc, { region });
+    const follower = new ControlLogFollower(store);
+    const run = randomBytes(4).toString("hex");
+    const untilMs = Math.floor(systemClock.now()) + r.leaseMs;
+    for (const [lane, through] of Object.entries(r.cut)) {
+      if (through < 1) continue;
+      const holdId = `recover-${run}-${lane}`;
+      await commitControlEventRetrying(store, follower, who, () => ({ type: "hold_ranges", holdId, kind: HoldKind.recovery, volume: r.volume, lane, ranges: RangeSet.of(1, through), holders: [...r.sources], untilMs, by: r.by }));
+      holdIds.push(holdId);
+    }
+    let ended: Promise<void> | undefined;
+    return {
+      holdIds,
+      end: () =>
+        (ended ??= (async () => {
+          try {
+            for (const holdId of holdIds) {
+              await commitControlEventRetrying(store, follower, who, (s) => {
+                if (s.holds[holdId] === undefined) throw new Error(`hold ${holdId} was already ended`);
+                return { type: "end_hold", holdId, reason: "recovery finished" };
+              }).catch((err: unknown) => {
+                if (!(err instanceof Error && err.message.endsWith("already ended"))) throw err;
+              });
+            }
+          } finally {
+            await closeNats(nc);
+          }
+        })()),
+    };
+  } catch (err) {
+    await closeNats(nc);
+    throw err;
+  }
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from "node:crypto";
+import type { Command } from "commander";
+import { systemClock } from "../../core/clock.ts";
+import { commitControlEventRetrying } from "../../custody/control-commit.ts";
+import { HoldKind } from "../../custody/control-event.ts";
+import { ControlLogFollower } from "../../custody/control-log-follower.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+import { checkToken } from "../../transport/subjects.ts";
+import { action, printResult, type OutputOptions } from "../output.ts";
+import { CustodyCliError } from "./custody.ts";
+
+interface ConnOptions extends OutputOptions {
+  server: string;
+  region: string;
+}
+
+/** Parses `1-100,200-250` (or a single `7`) into ranges. */
+export function parseRanges(v: string): RangeSet {
+  let out = RangeSet.EMPTY;
+  for (const part of v.split(",")) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+    const a = m ? Number(m[1]) : NaN;
+    const b = m ? Number(m[2] ?? m[1]) : NaN;
+    if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || b < a) throw new CustodyCliError(`--ranges must look like 1-100[,200-250], got ${v}`, { option: "ranges" });
+    out = out.union(RangeSet.of(a, b));
+  }
+  return out;
+}
+
+/** Parses `--until`: an ISO time or ms since the epoch; absent means no end (0). */
+function parseUntil(v: string | undefined): number {
+  if (v === undefined) return 0;
+  const ms = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new CustodyCliError(`--until must be an ISO time or ms since the epoch, got ${v}`, { option: "until" });
+  return ms;
+}
+
+async function withLog<T>(o: ConnOptions, name: string, fn: (log: { store: Awaited<ReturnType<typeof openJetStreamControlLog>>; follower: ControlLogFollower }) => Promise<T>): Promise<T> {
+  const nc = await connectNats({ servers: o.server, name, maxReconnectAttempts: 0 });
+  try {
+    const store = await openJetStreamControlLog(nc, { region: o.region });
+    return await fn({ store, follower: new ControlLogFollower(store) });
+  } finally {
+    await closeNats(nc);
+  }
+}
+
+/**
+ * `custody hold pin|end|list`: holds in a region's control log. A PITR pin keeps ranges in the
+ * network whatever the contract alone would release (until `end`, or until `--until` when the
+ * controller ends it); recoveries place their own holds (`custody recover --region`). The log's
+ * fold refuses any release of held ranges, so a hold binds even a controller that ignored it.
+ */
+export function register(program: Command): void {
+  const hold = program.command("hold").description("PITR pins and recovery holds in a region's control log");
+  const conn = (c: Command) =>
+    c.requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222").requiredOption("--region <region>", "control-log region").option("--json", "one JSON object on one line");
+  conn(hold.command("pin").description("Commit a PITR pin: no bound holder may release the ranges until the pin ends"))
+    .requiredOption("--volume <volume>", "volume id")
+    .requiredOption("--lane <lane>", "lane")
+    .requiredOption("--ranges <a-b,...>", "sequences to keep, e.g. 1-5000")
+    .option("--holders <h1,h2>", "holders the pin binds (default: every holder)")
+    .option("--until <time>", "ISO time or ms since the epoch when the controller ends the pin (default: never)")
+    .option("--id <id>", "hold id (default: pin-<random>)")
+    .option("--by <who>", "who places it, for status and audit", "operator")
+    .action(
+      action(async (o: ConnOptions & { volume: string; lane: string; ranges: string; holders?: string; until?: string; id?: string; by: string }) => {
+        const holdId = checkToken(o.id ?? `pin-${randomBytes(4).toString("hex")}`, "hold id");
+        const holders = (o.holders ?? "").split(",").filter((h) => h.length > 0).map((h) => checkToken(h, "holder"));
+        const ranges = parseRanges(o.ranges);
+        const untilMs = parseUntil(o.until);
+        const { seq } = await withLog(o, "custody-cli-hold", ({ store, follower }) =>
+          commitControlEventRetrying(store, follower, { controller: "operator", clock: systemClock }, () => ({ type: "hold_ranges", holdId, kind: HoldKind.pitr_pin, volume: checkToken(o.volume, "volume"), lane: checkToken(o.lane, "lane"), ranges, holders, untilMs, by: o.by })),
+        );
+        const out = { holdId, kind: HoldKind.pitr_pin, volume: o.volume, lane: o.lane, ranges: ranges.toString(), holders, untilMs, controlSeq: seq };
+        printResult(o, out, [out]);
+      }),
+    );
+  conn(hold.command("end").description("Commit end_hold: the ranges may be released again when nothing else needs them"))
+    .requiredOption("--id <id>", "hold id")
+    .option("--reason <text>", "why it ends", "ended by the operator")
+    .action(
+      action(async (o: ConnOptions & { id: string; reason: string }) => {
+        const { seq } = await withLog(o, "custody-cli-hold", ({ store, follower }) =>
+          commitControlEventRetrying(store, follower, { controller: "operator", clock: systemClock }, () => ({ type: "end_hold", holdId: o.id, reason: o.reason })),
+        );
+        const out = { ended: o.id, controlSeq: seq };
+        printResult(o, out, [out]);
+      }),
+    );
+  conn(hold.command("list").description("The holds the control log has now"))
+    .action(
+      action(async (o: ConnOptions) => {
+        const holds = await withLog(o, "custody-cli-hold", async ({ follower }) => Object.values((await follower.refresh()).holds));
+        const rows = holds.map((h) => ({ id: h.holdId, kind: h.kind, volume: h.volume, lane: h.lane, ranges: h.ranges.toString(), holders: h.holders.join(",") || "(all)", until: h.untilMs === 0 ? "-" : new Date(h.untilMs).toISOString(), by: h.by }));
+        printResult(o, { holds: rows }, rows, rows.length === 0 ? "no holds" : undefined);
+      }),
+    );
+}
