@@ -12,6 +12,7 @@ import { register as registerPs } from "./commands/ps.ts";
 import { register as registerRelease } from "./commands/release.ts";
 import { register as registerSizing } from "./commands/sizing.ts";
 import { register as registerHold } from "./commands/hold.ts";
+import { register as registerAdmit } from "./commands/admit.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerRelease(program);
   registerSizing(program);
   registerHold(program);
+  registerAdmit(program);
   return program;
 }
 

@@ -41,6 +41,8 @@ export { ReleaseDenial, authorizeReleases, withReleases, keepsCut, requiredRepor
 export {
   checkProtectedRamAdmission,
   checkAllProtectedRam,
+  parseProtectedRamInput,
+  requireSharedCapacities,
   type ProtectedRamNode,
   type DrainCapacities,
   type ProtectedRamVerdict,

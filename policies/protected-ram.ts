@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { PolicyInputError } from "./policy-errors.ts";
+import { parseWith } from "./state-schema.ts";
 
 /** A node whose protected RAM drains to another device when power or its host fails. */
 export interface ProtectedRamNode {
@@ -82,4 +84,56 @@ export function checkProtectedRamAdmission(nodes: readonly ProtectedRamNode[], c
 /** Checks every node; the group is admissible only if all verdicts are. Deterministic order (input order). */
 export function checkAllProtectedRam(nodes: readonly ProtectedRamNode[], capacities: DrainCapacities): ProtectedRamVerdict[] {
   return nodes.map((n) => checkProtectedRamAdmission(nodes, capacities, n.id));
+}
+
+/**
+ * Throws PolicyInputError naming `capacities.targets.<id>` (or `.links.<id>`) for a drain target or
+ * link that two or more nodes share but that has no capacity: their simultaneous drains would
+ * otherwise be judged as if each had the whole device to itself.
+ */
+export function requireSharedCapacities(nodes: readonly ProtectedRamNode[], capacities: DrainCapacities): void {
+  for (const [kind, key, caps] of [["targets", "drainTarget", capacities.targets], ["links", "link", capacities.links]] as const) {
+    const users = new Map<string, number>();
+    for (const n of nodes) users.set(n[key], (users.get(n[key]) ?? 0) + 1);
+    for (const [id, count] of users) {
+      if (count > 1 && caps[id] === undefined) throw new PolicyInputError(`capacities.${kind}.${id}`, `is shared by ${count} nodes and needs a capacity (bytes/s)`);
+    }
+  }
+}
+
+const nonNeg = z.number().finite().nonnegative();
+const name = z.string().min(1).max(256);
+
+/** Input of `custody admit`: the protected-RAM nodes and the capacities of what they share. Unknown keys are errors. */
+export const protectedRamInputSchema = z.strictObject({
+  nodes: z
+    .array(
+      z.strictObject({
+        id: name,
+        queuedProtectedBytes: nonNeg,
+        reservedDrainBytesPerSec: z.number().finite().positive(),
+        detectionSec: nonNeg,
+        persistenceCompletionSec: nonNeg,
+        marginSec: nonNeg,
+        usableHoldUpSec: nonNeg,
+        drainTarget: name,
+        controller: name,
+        link: name,
+        powerSupply: name,
+      }),
+    )
+    .min(1),
+  capacities: z.strictObject({ targets: z.record(name, z.number().finite().positive()).default({}), links: z.record(name, z.number().finite().positive()).default({}) }).default({ targets: {}, links: {} }),
+});
+
+/** Parses and checks `custody admit` input; throws PolicyInputError naming the first bad path. */
+export function parseProtectedRamInput(raw: unknown): { nodes: ProtectedRamNode[]; capacities: DrainCapacities } {
+  const data = parseWith(protectedRamInputSchema, raw);
+  const ids = new Set<string>();
+  data.nodes.forEach((n, i) => {
+    if (ids.has(n.id)) throw new PolicyInputError(`nodes[${i}].id`, `duplicate node id ${n.id}`);
+    ids.add(n.id);
+  });
+  requireSharedCapacities(data.nodes, data.capacities);
+  return data;
 }

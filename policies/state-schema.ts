@@ -114,7 +114,8 @@ export function fieldPath(path: readonly PropertyKey[]): string {
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown, counters?: Counters): z.output<S> {
   const r = schema.safeParse(input);
   if (!r.success) {
-    const issue = r.error.issues[0]!;
+    // A misspelled key shows up twice (unknown key, missing field): name the misspelling.
+    const issue = r.error.issues.find((x) => x.code === "unrecognized_keys") ?? r.error.issues[0]!;
     const err = new PolicyInputError(fieldPath(issue.path), issue.message);
     counters?.inc(err.code);
     throw err;

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { memoryNeeded, PolicyInputError, streamCost } from "../../policies/index.ts";
+import { memoryNeeded, parseWith, PolicyInputError, streamCost } from "../../policies/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { readJsonFile } from "./policy.ts";
 
@@ -60,14 +60,9 @@ export function register(program: Command): void {
     .option("--json", "one JSON object on one line")
     .action(
       action((path: string, o: OutputOptions & { bytesPerSec?: string; days: string }) => {
-        const parsed = pricedEdgesSchema.safeParse(readJsonFile(path));
-        if (!parsed.success) {
-          // A misspelled key shows up twice (unknown key, missing field): name the misspelling.
-          const issue = parsed.error.issues.find((x) => x.code === "unrecognized_keys") ?? parsed.error.issues[0]!;
-          throw new PolicyInputError(issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "") || "edges", issue.message);
-        }
+        const edges = parseWith(pricedEdgesSchema, readJsonFile(path));
         const days = amount("days", o.days);
-        const r = streamCost(parsed.data, amount("bytes-per-sec", o.bytesPerSec), days);
+        const r = streamCost(edges, amount("bytes-per-sec", o.bytesPerSec), days);
         const rows = r.legs.map((l) => ({ from: l.from, to: l.to, charge: l.charge, "$/GB": l.usdPerGB, [`$ per ${days} days`]: l.usd.toFixed(2) }));
         printResult(o, r, rows, `total $${r.totalUsd.toFixed(2)} per ${days} days over ${r.legs.length} leg${r.legs.length === 1 ? "" : "s"}`);
       }),

@@ -153,3 +153,46 @@ test("custody size and custody cost give the memo's arithmetic; a bad amount or 
   t.is(typo.code, 1);
   t.regex(typo.stderr, /^error \[invalid_policy_input\]: \[0\]\.charges\[0\]: .*usdPerG/);
 });
+
+test("custody admit judges protected-RAM nodes under simultaneous drains: exit 3 when one is refused; a shared target without capacity or a misspelled key is one error line naming it", async (t) => {
+  const GB = 1e9;
+  const node = (id: string, queuedGB: number, over: Record<string, unknown> = {}) => ({
+    id,
+    queuedProtectedBytes: queuedGB * GB,
+    reservedDrainBytesPerSec: 1 * GB,
+    detectionSec: 0.1,
+    persistenceCompletionSec: 0.05,
+    marginSec: 0.1,
+    usableHoldUpSec: 3,
+    drainTarget: "nvme-1",
+    controller: `ctl-${id}`,
+    link: `link-${id}`,
+    powerSupply: `psu-${id}`,
+    ...over,
+  });
+  const file = join(dir, "protected-ram.json");
+  // Alone, a's 2 GB drain in 2 s (2.25 s with detection, persistence and margin) inside 3 s of hold-up;
+  // with b on the same 1 GB/s target both drain 4 GB together: 4.25 s, refused. c drains elsewhere.
+  writeFileSync(file, JSON.stringify({ nodes: [node("a", 2), node("b", 2), node("c", 1, { drainTarget: "nvme-2" })], capacities: { targets: { "nvme-1": 1 * GB } } }));
+  const r = await custody("admit", file, "--json");
+  t.is(r.code, 3, r.stderr);
+  const v = (JSON.parse(r.stdout.trim()) as { verdicts: { node: string; admitted: boolean; requiredSec: number; bottleneck: string }[] }).verdicts;
+  t.deepEqual(v.map((x) => [x.node, x.admitted, Math.round(x.requiredSec * 100) / 100, x.bottleneck]), [
+    ["a", false, 4.25, "target:nvme-1"],
+    ["b", false, 4.25, "target:nvme-1"],
+    ["c", true, 1.25, "own"],
+  ]);
+  const table = await custody("admit", file);
+  t.regex(table.stdout, /^1 of 3 admitted/);
+  t.regex(table.stdout, /\na\s+REFUSED\s+4\s+4\.25\s+3\s+-1\.25\s+target:nvme-1\s+b\n/);
+
+  writeFileSync(file, JSON.stringify({ nodes: [node("a", 1), node("b", 1)] }));
+  const noCap = await custody("admit", file);
+  t.is(noCap.code, 1);
+  t.regex(noCap.stderr, /^error \[invalid_policy_input\]: capacities\.targets\.nvme-1: is shared by 2 nodes and needs a capacity/);
+
+  writeFileSync(file, JSON.stringify({ nodes: [{ ...node("a", 1), usableHoldupSec: 3 }] }));
+  const typo = await custody("admit", file);
+  t.is(typo.code, 1);
+  t.regex(typo.stderr, /^error \[invalid_policy_input\]: nodes\[0\]: .*usableHoldupSec/);
+});
