@@ -97,6 +97,10 @@ export const holderMachine = setup({
       assertEvent(event, "nats.release");
       guarded(context, () => context.core.handleRelease(event.msg));
     },
+    applyCheckedRelease: ({ context, event }) => {
+      assertEvent(event, "release.checked");
+      guarded(context, () => context.core.releaseChecked(event.lane, event.holder, event.ranges));
+    },
     admitTransferOffer: ({ context, event }) => {
       assertEvent(event, "nats.transfer");
       guarded(context, () => context.moves.handleOffer(event.msg));
@@ -166,6 +170,7 @@ export const holderMachine = setup({
     "nats.credit": { actions: "applyGrant" },
     "nats.receipt": { actions: "applyReceipt" },
     "nats.release": { actions: "applyReleaseFrontier" },
+    "release.checked": { actions: "applyCheckedRelease" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "nats.fetch": { actions: "serveFetch" },
     "nats.base": { actions: "noteBase" },

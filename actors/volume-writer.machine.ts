@@ -1,5 +1,6 @@
 import { assertEvent, setup } from "xstate";
 import type { ConnectionEvent, InboundMessage } from "../transport/transport.ts";
+import type { RangeSet } from "../lanes/range-set.ts";
 import { WriterFencedError } from "./writer/writer-config.ts";
 import type { WriterCore } from "./writer/writer-core.ts";
 
@@ -24,6 +25,7 @@ export type WriterEvent =
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
   | { type: "nats.status"; msg: InboundMessage }
   | { type: "nats.release"; msg: InboundMessage }
+  | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
   | { type: "transport.connection"; event: ConnectionEvent }
   | { type: "fence"; newTerm: number }
   | { type: "stop" };
@@ -43,6 +45,10 @@ export const volumeWriterMachine = setup({
     foldEdgeRelease: ({ context, event }) => {
       assertEvent(event, "nats.release");
       context.core.handleEdgeRelease(event.msg);
+    },
+    foldCheckedEdgeRelease: ({ context, event }) => {
+      assertEvent(event, "release.checked");
+      context.core.edgeReleaseChecked(event.lane, event.holder, event.ranges);
     },
     connectionChanged: ({ context, event }) => {
       assertEvent(event, "transport.connection");
@@ -77,6 +83,7 @@ export const volumeWriterMachine = setup({
         "nats.receipt": { actions: "foldReceipt" },
         "nats.status": { actions: "foldStatus" },
         "nats.release": { actions: "foldEdgeRelease" },
+        "release.checked": { actions: "foldCheckedEdgeRelease" },
         "transport.connection": { actions: "connectionChanged" },
         fence: { guard: "newerTerm", target: WriterState.Fenced, actions: "recordFence" },
         stop: { target: WriterState.Stopped },

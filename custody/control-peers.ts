@@ -1,7 +1,8 @@
 import type { KeyObject } from "node:crypto";
 import type { Clock } from "../core/clock.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
-import type { ControlState } from "./control-state.ts";
+import { releasedRanges, type ControlState } from "./control-state.ts";
+import type { RangeSet } from "../lanes/range-set.ts";
 import { publicKeyFromRaw } from "./signing.ts";
 
 /**
@@ -44,6 +45,11 @@ export class ControlLogPeers {
       this.keys.set(cacheKey, k);
     }
     return k;
+  }
+
+  /** What the log has released at `holderId` under `obligationId`, as of the last refresh. */
+  releasedAt(obligationId: string, holderId: string): RangeSet {
+    return releasedRanges(this.follower.state, obligationId, holderId);
   }
 
   /** The current admitted incarnation of `holderId`, if it was ever admitted. */

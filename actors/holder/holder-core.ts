@@ -18,6 +18,7 @@ import { creditSpec, decodeMessage, encodeMessage, unitSpec, WireError } from ".
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
 import { baseReadySpec, releaseFrontierSpec } from "./holder-messages.ts";
+import { obligationIdOf } from "../controller/controller-config.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset } from "./edge-repair.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
@@ -553,7 +554,9 @@ export class HolderCore {
   /**
    * A release frontier from the control log. Ours authorizes ranges, then releases whole segments;
    * an edge's ends what we owe that edge there (a unit it released before its receipt reached us
-   * would otherwise stay pinned for it forever).
+   * would otherwise stay pinned for it forever). When our peer directory follows the log, a
+   * frontier counts only as far as the log backs it: beyond what we have folded we catch up first
+   * (`releaseChecked`), and what the log still does not hold is refused as `release_unverified`.
    */
   handleRelease(msg: InboundMessage): void {
     let f;
@@ -568,8 +571,26 @@ export class HolderCore {
     if (f.epoch < this.config.epoch) return this.reject("stale_epoch");
     if (hl === undefined) return this.reject("unknown_lane");
     const ranges = RangeSet.fromJSON(f.ranges);
-    if (f.holder === this.config.holderId) hl.obligations.authorizeRelease(ranges);
-    else if (hl.obligations.releasedAtEdge(f.holder, ranges)) forgetReceipted(hl, f.holder, true);
+    const log = this.ports.peers;
+    if (log.releasedAt === undefined || log.releasedAt(obligationIdOf(hl.volume, hl.lane), f.holder).coversAll(ranges)) return this.applyFrontier(key, hl, f.holder, ranges);
+    const holder = f.holder;
+    void (log.refresh?.() ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.send({ type: "release.checked", lane: key, holder, ranges }));
+  }
+
+  /** A frontier the log did not back yet, after catching up with it: only what the log now holds counts. */
+  releaseChecked(key: string, holder: string, ranges: RangeSet): void {
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return;
+    const backed = ranges.intersect(this.ports.peers.releasedAt?.(obligationIdOf(hl.volume, hl.lane), holder) ?? RangeSet.EMPTY);
+    if (!backed.coversAll(ranges)) this.reject("release_unverified", key);
+    if (!backed.isEmpty) this.applyFrontier(key, hl, holder, backed);
+  }
+
+  private applyFrontier(key: string, hl: HolderLane, holder: string, ranges: RangeSet): void {
+    if (holder === this.config.holderId) hl.obligations.authorizeRelease(ranges);
+    else if (hl.obligations.releasedAtEdge(holder, ranges)) forgetReceipted(hl, holder, true);
     else return;
     this.tryRelease(key, hl);
   }

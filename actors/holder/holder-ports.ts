@@ -23,6 +23,14 @@ export const HolderRejectCode = {
 export interface PeerDirectory {
   key(holderId: string, incarnation: number): KeyObject | undefined;
   incarnation(holderId: string): number | undefined;
+  /**
+   * What the control log has released at `holderId` under `obligationId`, as of the last refresh.
+   * A directory that follows the log has it, and then a release frontier is believed only as far
+   * as the log backs it (a publish on the release subject proves nothing by itself).
+   */
+  releasedAt?(obligationId: string, holderId: string): RangeSet;
+  /** Catches up with the log now. */
+  refresh?(): Promise<unknown>;
 }
 
 /** Something a holder did, in order, for tests and operators (spans carry the same facts). */
@@ -48,6 +56,7 @@ export type HolderInbound =
   | { type: "nats.credit"; lane: string; edge: string; msg: InboundMessage }
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
   | { type: "nats.release"; msg: InboundMessage }
+  | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
   | { type: "nats.transfer"; msg: InboundMessage }
   | { type: "nats.fetch"; msg: InboundMessage }
   | { type: "nats.base"; msg: InboundMessage }

@@ -31,6 +31,7 @@ import {
 import { writerProgressSpec } from "./writer-messages.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { releaseFrontierSpec } from "../holder/holder-messages.ts";
+import { obligationIdOf } from "../controller/controller-config.ts";
 
 /** Ports of a volume writer: the volume, the data key, and the seams. */
 export interface VolumeWriterPorts {
@@ -134,7 +135,11 @@ export class WriterCore {
     readonly config: VolumeWriterConfig,
     private readonly ports: VolumeWriterPorts,
     private readonly dispatch: (
-      e: { type: "nats.receipt"; lane: string; msg: InboundMessage } | { type: "nats.status" | "nats.release"; msg: InboundMessage } | { type: "transport.connection"; event: ConnectionEvent },
+      e:
+        | { type: "nats.receipt"; lane: string; msg: InboundMessage }
+        | { type: "nats.status" | "nats.release"; msg: InboundMessage }
+        | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
+        | { type: "transport.connection"; event: ConnectionEvent },
     ) => void,
   ) {
     checkWriterConfig(config);
@@ -497,8 +502,28 @@ export class WriterCore {
     const l = f.volume === this.config.volume ? this.lanes.get(f.lane) : undefined;
     if (l === undefined || !l.edges.has(f.holder)) return void this.counters.inc("edge_release_not_ours");
     if (f.epoch < this.config.topologyEpoch) return void this.counters.inc("edge_release_stale_epoch");
-    if (!l.obligations.releasedAtEdge(f.holder, RangeSet.fromJSON(f.ranges))) return;
-    forgetReceipted(l, f.holder, true);
+    const ranges = RangeSet.fromJSON(f.ranges);
+    const log = this.ports.peers;
+    if (log.releasedAt === undefined || log.releasedAt(obligationIdOf(this.config.volume, f.lane), f.holder).coversAll(ranges)) return this.applyEdgeRelease(l, f.holder, ranges);
+    // Beyond what we have folded of the log: catch up first; what it still does not hold is refused.
+    const holder = f.holder;
+    void (log.refresh?.() ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.dispatch({ type: "release.checked", lane: l.spec.lane, holder, ranges }));
+  }
+
+  /** An edge frontier the log did not back yet, after catching up: only what the log now holds counts. */
+  edgeReleaseChecked(lane: string, holder: string, ranges: RangeSet): void {
+    const l = this.lanes.get(lane);
+    if (l === undefined) return;
+    const backed = ranges.intersect(this.ports.peers.releasedAt?.(obligationIdOf(this.config.volume, lane), holder) ?? RangeSet.EMPTY);
+    if (!backed.coversAll(ranges)) this.counters.inc("edge_release_unverified");
+    if (!backed.isEmpty) this.applyEdgeRelease(l, holder, backed);
+  }
+
+  private applyEdgeRelease(l: LaneState, holder: string, ranges: RangeSet): void {
+    if (!l.obligations.releasedAtEdge(holder, ranges)) return;
+    forgetReceipted(l, holder, true);
     this.dropReceipted(l);
     this.wake();
   }
