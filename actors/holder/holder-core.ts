@@ -18,7 +18,7 @@ import { creditSpec, decodeMessage, encodeMessage, unitSpec, WireError } from ".
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane } from "./holder-lane.ts";
 import { baseReadySpec, releaseFrontierSpec } from "./holder-messages.ts";
-import { obligationIdOf } from "../controller/controller-config.ts";
+import { FrontierBacking } from "./frontier-backing.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset } from "./edge-repair.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
@@ -38,6 +38,7 @@ export class HolderCore {
   readonly counters: Counters;
   readonly lanes = new Map<string, HolderLane>();
   private readonly batcher: ReceiptBatcher<Link>;
+  private readonly frontiers: FrontierBacking;
   private readonly tracer: Tracer;
   private readonly subs: TransportSubscription[] = [];
   private readonly timers = new Set<unknown>();
@@ -57,6 +58,7 @@ export class HolderCore {
     this.counters = ports.counters ?? new Counters();
     this.tracer = ports.tracer ?? trace.getTracer("custody.holder");
     this.batcher = new ReceiptBatcher<Link>(config.receipts);
+    this.frontiers = new FrontierBacking(ports.peers);
     this.evidence = config.protectedRam?.evidence;
     for (const l of config.lanes) this.addLane(l.volume, l.lane, l.upstream, l.downstream);
   }
@@ -571,21 +573,18 @@ export class HolderCore {
     if (f.epoch < this.config.epoch) return this.reject("stale_epoch");
     if (hl === undefined) return this.reject("unknown_lane");
     const ranges = RangeSet.fromJSON(f.ranges);
-    const log = this.ports.peers;
-    if (log.releasedAt === undefined || log.releasedAt(obligationIdOf(hl.volume, hl.lane), f.holder).coversAll(ranges)) return this.applyFrontier(key, hl, f.holder, ranges);
     const holder = f.holder;
-    void (log.refresh?.() ?? Promise.resolve())
-      .catch(() => undefined)
-      .then(() => this.send({ type: "release.checked", lane: key, holder, ranges }));
+    if (this.frontiers.backedNow(hl.volume, hl.lane, holder, ranges)) return this.applyFrontier(key, hl, holder, ranges);
+    this.frontiers.catchUp(() => this.send({ type: "release.checked", lane: key, holder, ranges }));
   }
 
   /** A frontier the log did not back yet, after catching up with it: only what the log now holds counts. */
   releaseChecked(key: string, holder: string, ranges: RangeSet): void {
     const hl = this.lanes.get(key);
     if (hl === undefined) return;
-    const backed = ranges.intersect(this.ports.peers.releasedAt?.(obligationIdOf(hl.volume, hl.lane), holder) ?? RangeSet.EMPTY);
-    if (!backed.coversAll(ranges)) this.reject("release_unverified", key);
-    if (!backed.isEmpty) this.applyFrontier(key, hl, holder, backed);
+    const b = this.frontiers.backed(hl.volume, hl.lane, holder, ranges);
+    if (b.unverified) this.reject("release_unverified", key);
+    if (!b.ranges.isEmpty) this.applyFrontier(key, hl, holder, b.ranges);
   }
 
   private applyFrontier(key: string, hl: HolderLane, holder: string, ranges: RangeSet): void {

@@ -31,7 +31,7 @@ import {
 import { writerProgressSpec } from "./writer-messages.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { releaseFrontierSpec } from "../holder/holder-messages.ts";
-import { obligationIdOf } from "../controller/controller-config.ts";
+import { FrontierBacking } from "../holder/frontier-backing.ts";
 
 /** Ports of a volume writer: the volume, the data key, and the seams. */
 export interface VolumeWriterPorts {
@@ -130,6 +130,7 @@ export class WriterCore {
   private stopped = false;
   /** Highest writer term seen in holders' receipts (greater than ours once a newer writer took over). */
   newestTerm = 0;
+  private readonly frontiers: FrontierBacking;
 
   constructor(
     readonly config: VolumeWriterConfig,
@@ -144,6 +145,7 @@ export class WriterCore {
   ) {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
+    this.frontiers = new FrontierBacking(ports.peers);
     for (const spec of config.lanes) {
       const edges = new Map<string, CreditSender>();
       const sendLogs = new Map<string, SendLog>();
@@ -503,22 +505,18 @@ export class WriterCore {
     if (l === undefined || !l.edges.has(f.holder)) return void this.counters.inc("edge_release_not_ours");
     if (f.epoch < this.config.topologyEpoch) return void this.counters.inc("edge_release_stale_epoch");
     const ranges = RangeSet.fromJSON(f.ranges);
-    const log = this.ports.peers;
-    if (log.releasedAt === undefined || log.releasedAt(obligationIdOf(this.config.volume, f.lane), f.holder).coversAll(ranges)) return this.applyEdgeRelease(l, f.holder, ranges);
-    // Beyond what we have folded of the log: catch up first; what it still does not hold is refused.
-    const holder = f.holder;
-    void (log.refresh?.() ?? Promise.resolve())
-      .catch(() => undefined)
-      .then(() => this.dispatch({ type: "release.checked", lane: l.spec.lane, holder, ranges }));
+    const { holder, lane } = f;
+    if (this.frontiers.backedNow(this.config.volume, lane, holder, ranges)) return this.applyEdgeRelease(l, holder, ranges);
+    this.frontiers.catchUp(() => this.dispatch({ type: "release.checked", lane, holder, ranges }));
   }
 
   /** An edge frontier the log did not back yet, after catching up: only what the log now holds counts. */
   edgeReleaseChecked(lane: string, holder: string, ranges: RangeSet): void {
     const l = this.lanes.get(lane);
     if (l === undefined) return;
-    const backed = ranges.intersect(this.ports.peers.releasedAt?.(obligationIdOf(this.config.volume, lane), holder) ?? RangeSet.EMPTY);
-    if (!backed.coversAll(ranges)) this.counters.inc("edge_release_unverified");
-    if (!backed.isEmpty) this.applyEdgeRelease(l, holder, backed);
+    const b = this.frontiers.backed(this.config.volume, lane, holder, ranges);
+    if (b.unverified) this.counters.inc("edge_release_unverified");
+    if (!b.ranges.isEmpty) this.applyEdgeRelease(l, holder, b.ranges);
   }
 
   private applyEdgeRelease(l: LaneState, holder: string, ranges: RangeSet): void {

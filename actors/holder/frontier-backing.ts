@@ -1,0 +1,30 @@
+import { RangeSet } from "../../lanes/range-set.ts";
+import { obligationIdOf } from "../controller/controller-config.ts";
+import type { PeerDirectory } from "./holder-ports.ts";
+
+/**
+ * A release frontier counts only as far as the control log backs it. A publish on a release
+ * subject proves nothing by itself (any connection may make one); an actor whose peer directory
+ * follows the log believes a frontier at once when the log it has folded already holds it, and
+ * otherwise catches up with the log first and then keeps only what the log holds. Shared by
+ * holders (their own and their edges' frontiers) and the volume writer (its first hops').
+ */
+export class FrontierBacking {
+  constructor(private readonly log: PeerDirectory) {}
+
+  /** True when `ranges` released at `holder` may be applied now (backed, or nothing to check against). */
+  backedNow(volume: string, lane: string, holder: string, ranges: RangeSet): boolean {
+    return this.log.releasedAt === undefined || this.log.releasedAt(obligationIdOf(volume, lane), holder).coversAll(ranges);
+  }
+
+  /** Catches up with the log (errors leave it as it was), then calls `then`. */
+  catchUp(then: () => void): void {
+    void (this.log.refresh?.() ?? Promise.resolve()).catch(() => undefined).then(then);
+  }
+
+  /** After catching up: the part of `ranges` the log holds, and whether some of it was not. */
+  backed(volume: string, lane: string, holder: string, ranges: RangeSet): { readonly ranges: RangeSet; readonly unverified: boolean } {
+    const held = ranges.intersect(this.log.releasedAt?.(obligationIdOf(volume, lane), holder) ?? ranges);
+    return { ranges: held, unverified: !held.coversAll(ranges) };
+  }
+}
