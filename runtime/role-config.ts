@@ -25,10 +25,14 @@ const natsSchema = z.strictObject({
 });
 export type NatsRoleConfig = z.infer<typeof natsSchema>;
 
+/** Optional Prometheus endpoint of a role process: `http://<host>:<port>/metrics` (host defaults to 127.0.0.1). */
+const metricsSchema = z.strictObject({ port: z.number().int().min(1).max(65535), host: z.string().min(1).optional() }).optional();
+
 /** A holder process: where its state lives, its signing key, its control log, and the holder itself. */
 export const holderRoleSchema = z.strictObject({
   role: z.literal("holder"),
   nats: natsSchema,
+  metrics: metricsSchema,
   /** Region of the control log (JetStream stream `CUSTODY_CTRL_<region>`) the holder follows. */
   controlRegion: z.string().min(1),
   /** The holder's state directory: its incarnation, and its spill stream when it persists. */
@@ -63,6 +67,7 @@ export function readRoleConfig<T>(file: string, schema: z.ZodType<T>): T {
 export const writerRoleSchema = z.strictObject({
   role: z.literal("writer"),
   nats: natsSchema,
+  metrics: metricsSchema,
   controlRegion: z.string().min(1),
   /** Holds the SmartWAL volume (`volume/`), the outbox (`outbox/`) and the term. */
   stateDir: z.string().min(1),
@@ -95,6 +100,7 @@ export type WriterRoleConfig = z.infer<typeof writerRoleSchema>;
 export const controllerRoleSchema = z.strictObject({
   role: z.literal("controller"),
   nats: natsSchema,
+  metrics: metricsSchema,
   /** The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region. */
   controller: z.record(z.string(), z.unknown()),
 });
@@ -104,6 +110,7 @@ export type ControllerRoleConfig = z.infer<typeof controllerRoleSchema>;
 export const baseBuilderRoleSchema = z.strictObject({
   role: z.literal("base-builder"),
   nats: natsSchema,
+  metrics: metricsSchema,
   /** The store holder whose WAL it reads and whose receipts will name its bases. */
   holder: z.string().min(1),
   volume: z.string().min(1),

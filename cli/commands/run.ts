@@ -6,6 +6,7 @@ import { runBaseBuilder } from "../../runtime/run-base-builder.ts";
 import { ConnectionLostError, runHolder } from "../../runtime/run-holder.ts";
 import { runWriter } from "../../runtime/run-writer.ts";
 import { runController } from "../../runtime/run-controller.ts";
+import { serveMetrics, type MetricsOptions, type MetricsSource } from "../../runtime/metrics-endpoint.ts";
 
 /** Exit code when the NATS connection closed for good (a supervisor should restart the process). */
 export const EXIT_CONNECTION_LOST = 2;
@@ -24,6 +25,12 @@ interface Running {
   stop(): Promise<void>;
 }
 
+/** What `serve` needs from a started role: how to stop it, what to print when ready, and what `/metrics` shows. */
+interface Served extends Running {
+  readonly ready: Record<string, unknown>;
+  readonly metrics: MetricsSource;
+}
+
 /** Runs `stop` and resolves true when it finished within `ms`, false when the deadline came first (a failed stop counts as finished). */
 export async function stopWithin(stop: () => Promise<void>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -40,10 +47,21 @@ export async function stopWithin(stop: () => Promise<void>, ms: number): Promise
  * error line, exit 2: it never runs deaf). A start that fails prints one error line and exits 1;
  * a stop that has not finished after STOP_DEADLINE_MS exits 4.
  */
-async function serve<C>(role: string, file: string, schema: z.ZodType<C>, start: (cfg: C) => Promise<Running & { ready: Record<string, unknown> }>): Promise<void> {
+async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: string, file: string, schema: z.ZodType<C>, start: (cfg: C) => Promise<Served>): Promise<void> {
   try {
-    const r = await start(readRoleConfig(file, schema));
-    process.stdout.write(JSON.stringify({ ready: true, role, pid: process.pid, ...r.ready }) + "\n");
+    const cfg = readRoleConfig(file, schema);
+    const started = await start(cfg);
+    let r: Running = started;
+    let metricsUrl: string | undefined;
+    if (cfg.metrics !== undefined) {
+      const endpoint = await serveMetrics(started.metrics, cfg.metrics).catch(async (err: unknown) => {
+        await started.stop();
+        throw err;
+      });
+      metricsUrl = endpoint.url;
+      r = { lost: started.lost, stop: () => started.stop().finally(() => endpoint.close()) };
+    }
+    process.stdout.write(JSON.stringify({ ready: true, role, pid: process.pid, ...started.ready, ...(metricsUrl ? { metrics: metricsUrl } : {}) }) + "\n");
     const ended = await new Promise<"signal" | "lost">((resolve) => {
       process.once("SIGTERM", () => resolve("signal"));
       process.once("SIGINT", () => resolve("signal"));
@@ -80,7 +98,7 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("holder", o.config, holderRoleSchema, async (cfg) => {
         const r = await runHolder(cfg);
-        return { ...r, ready: { holderId: r.holder.id, incarnation: r.holder.incarnation } };
+        return { ...r, ready: { holderId: r.holder.id, incarnation: r.holder.incarnation }, metrics: { role: "holder", id: r.holder.id, counters: () => r.holder.counters.snapshot() } };
       }),
     );
   run
@@ -90,7 +108,7 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("writer", o.config, writerRoleSchema, async (cfg) => {
         const r = await runWriter(cfg);
-        return { ...r, ready: { writerId: r.writer.id, term: r.term } };
+        return { ...r, ready: { writerId: r.writer.id, term: r.term }, metrics: { role: "writer", id: r.writer.id, counters: () => r.writer.core.counters.snapshot() } };
       }),
     );
   run
@@ -100,7 +118,7 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("base-builder", o.config, baseBuilderRoleSchema, async (cfg) => {
         const r = await runBaseBuilder(cfg);
-        return { ...r, ready: { holder: cfg.holder, base: r.builder.base?.snapshotId ?? null } };
+        return { ...r, ready: { holder: cfg.holder, base: r.builder.base?.snapshotId ?? null }, metrics: { role: "base-builder", id: cfg.holder, counters: () => r.counters.snapshot() } };
       }),
     );
   run
@@ -110,7 +128,8 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("controller", o.config, controllerRoleSchema, async (cfg) => {
         const r = await runController(cfg);
-        return { ...r, ready: { controllerId: r.controller.core.config.controllerId } };
+        const id = r.controller.core.config.controllerId;
+        return { ...r, ready: { controllerId: id }, metrics: { role: "controller", id, counters: () => r.controller.core.counters.snapshot(), status: () => r.controller.core.status } };
       }),
     );
 }

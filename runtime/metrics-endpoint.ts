@@ -1,0 +1,75 @@
+import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
+import { MeterProvider } from "@opentelemetry/sdk-metrics";
+import type { VolumeStatus } from "../actors/controller/status-document.ts";
+
+/** What a role process exposes: its counters, and for a controller the newest status document. */
+export interface MetricsSource {
+  readonly role: string;
+  readonly id: string;
+  counters(): Readonly<Record<string, number>>;
+  status?(): VolumeStatus | undefined;
+}
+
+/** Where a role serves `/metrics` (loopback by default). */
+export interface MetricsOptions {
+  readonly port: number;
+  readonly host?: string;
+}
+
+/** A running `/metrics` endpoint. */
+export interface MetricsEndpoint {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves a role's figures in the Prometheus text format through OpenTelemetry's Prometheus
+ * exporter. Every counter of the role is `custody_events_total{role,id,event}`; a controller adds,
+ * per scenario of its newest status document, the loss it would suffer now
+ * (`custody_scenario_rpo_seconds` — age of the oldest acknowledged write it would lose —,
+ * `custody_scenario_lost_seqs`), whether its verdict is met (`custody_scenario_met`), its recovery
+ * time (`custody_scenario_rto_seconds`, absent when unbounded), the acknowledged head per lane and
+ * each holder's evidence age. Values are read at scrape time; nothing is pushed.
+ */
+export async function serveMetrics(source: MetricsSource, opts: MetricsOptions): Promise<MetricsEndpoint> {
+  const host = opts.host ?? "127.0.0.1";
+  const exporter = new PrometheusExporter({ host, port: opts.port, preventServerStart: true });
+  await exporter.startServer();
+  const provider = new MeterProvider({ readers: [exporter] });
+  const meter = provider.getMeter("custody");
+  const who = { role: source.role, id: source.id };
+
+  meter.createObservableCounter("custody_events", { description: "role counters (admissions, rejections by code, releases, ...)" }).addCallback((r) => {
+    for (const [event, n] of Object.entries(source.counters())) r.observe(n, { ...who, event });
+  });
+  if (source.status !== undefined) {
+    const status = source.status.bind(source);
+    const perScenario = (name: string, description: string, unit: string, value: (s: VolumeStatus["scenarios"][number]) => number | null) =>
+      meter.createObservableGauge(name, { description, unit }).addCallback((r) => {
+        const doc = status();
+        if (doc === undefined) return;
+        for (const s of doc.scenarios) {
+          const v = value(s);
+          if (v !== null) r.observe(v, { volume: doc.volume, scenario: s.name, required: String(s.required) });
+        }
+      });
+    perScenario("custody_scenario_rpo_seconds", "age of the oldest acknowledged write the scenario would lose now (0: none)", "s", (s) => (s.lostSeqs === 0 ? 0 : s.oldestLostAgeMs / 1000));
+    perScenario("custody_scenario_lost_seqs", "acknowledged sequences the scenario would lose now", "1", (s) => s.lostSeqs);
+    perScenario("custody_scenario_met", "1 when the scenario's verdict is met", "1", (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0));
+    perScenario("custody_scenario_rto_seconds", "time to a usable volume at the scenario's destination (absent: unbounded)", "s", (s) => s.rtoSec);
+    meter.createObservableGauge("custody_acknowledged_seq", { description: "highest acknowledged sequence per lane", unit: "1" }).addCallback((r) => {
+      const doc = status();
+      if (doc !== undefined) for (const [lane, seq] of doc.acknowledged) r.observe(seq, { volume: doc.volume, lane });
+    });
+    meter.createObservableGauge("custody_evidence_age_seconds", { description: "age of each holder's newest receipt", unit: "s" }).addCallback((r) => {
+      const doc = status();
+      if (doc !== undefined) for (const e of doc.evidence) r.observe(e.ageMs / 1000, { volume: doc.volume, holder: e.holder });
+    });
+  }
+  return {
+    url: `http://${host}:${opts.port}/metrics`,
+    close: async () => {
+      await provider.shutdown();
+    },
+  };
+}

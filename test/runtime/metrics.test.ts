@@ -1,0 +1,99 @@
+/**
+ * `/metrics`: a role started with `custody run` serves its counters in the Prometheus text format,
+ * and a controller's per-scenario gauges follow its status document — the RPO of a scenario rises
+ * when the holder its cut rests on is killed while writes go on.
+ */
+import anyTest, { type TestFn } from "ava";
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
+import { freePort } from "../../testing/nats-server.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { AZ_CONTRACT, BLOCKS, deploy } from "../e2e/deployment.ts";
+import { blockData, e2eHolderConfig, eventually, site, tempDir } from "../e2e/e2e-fixture.ts";
+
+const test = anyTest as TestFn<SuperclusterTestContext>;
+withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
+
+/** The value of the first sample of `name` whose labels include every `labels` pair, or undefined. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
+
+test.serial("custody run holder with a metrics port prints the endpoint in its ready line and serves its counters there", async (t) => {
+  const dir = tempDir("custody-metrics-");
+  const keyFile = join(dir, "h.key");
+  writeFileSync(keyFile, generateHolderKeyPair().privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
+  const port = await freePort();
+  const holder = { ...e2eHolderConfig("h-m", site("s-1", "r1", "az1"), "vol-m", [{ lane: "l0", upstream: ["w1"] }]), incarnation: undefined };
+  const cfg = { role: "holder", nats: { servers: t.context.supercluster.regions["us-east"]!.url }, metrics: { port }, controlRegion: "r-m", stateDir: join(dir, "state"), keyFile, holder };
+  writeFileSync(join(dir, "h.json"), JSON.stringify(cfg));
+  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", "holder", "--config", join(dir, "h.json")], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let stderr = "";
+  child.stderr!.on("data", (b) => (stderr += String(b)));
+  const ready = await new Promise<{ metrics?: string }>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (b) => {
+      out += String(b);
+      const line = out.split("\n").find((l) => l.includes('"ready":true'));
+      if (line !== undefined) resolve(JSON.parse(line) as { metrics?: string });
+    });
+    void exited.then((code) => reject(new Error(`exited ${code} before ready: ${stderr}`)));
+  });
+  t.is(ready.metrics, `http://127.0.0.1:${port}/metrics`);
+  const text = await (await fetch(ready.metrics!)).text();
+  t.regex(text, /# TYPE custody_events_total counter/);
+  t.true((sample(text, "custody_events_total", { role: "holder", id: "h-m", event: "admission_requested" }) ?? 0) >= 1, text);
+  child.kill("SIGTERM");
+  t.is(await exited, 0, stderr);
+  await t.throwsAsync(fetch(ready.metrics!), undefined, "the endpoint closes with the process");
+});
+
+test.serial("a controller's scenario gauges follow its status: the RPO of a scenario rises when the holders its cut rests on are killed while writes go on", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-metrics", "use-met");
+  t.context.defer(() => d.stop());
+  const core = d.controller.core;
+  const endpoint = await serveMetrics({ role: "controller", id: core.config.controllerId, counters: () => core.counters.snapshot(), status: () => core.status }, { port: await freePort() });
+  t.context.defer(() => endpoint.close());
+  const scrape = async () => await (await fetch(endpoint.url)).text();
+  const write = async (n: number, seed: number) => {
+    for (let i = 0; i < n; i++) await d.writer.write((seed * 7 + i) % BLOCKS, blockData(seed * 100 + i));
+    await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
+  };
+  await write(20, 1);
+  const scenario = { volume: "vol-metrics", scenario: "US-East lost" };
+  await eventually(() => core.status?.scenarios.find((s) => s.name === "US-East lost")?.lostSeqs === 0, "nothing lost to US-East lost", 10_000);
+  const before = await scrape();
+  t.is(sample(before, "custody_scenario_rpo_seconds", scenario), 0);
+  t.is(sample(before, "custody_scenario_lost_seqs", scenario), 0);
+  t.is(sample(before, "custody_scenario_met", scenario), 1);
+  t.true((sample(before, "custody_acknowledged_seq", { volume: "vol-metrics", lane: "l0" }) ?? 0) >= 20);
+  t.true((sample(before, "custody_events_total", { role: "controller", event: "evaluations" }) ?? 0) > 0);
+
+  // US-West's store and the waypoint to Europe carry every copy outside US-East: without them, new
+  // writes are lost to that scenario.
+  await d.kill("h-w");
+  await d.kill("h-nj");
+  await write(10, 2);
+  await new Promise((r) => setTimeout(r, 1_500));
+  await write(5, 3);
+  let after = "";
+  for (let i = 0; i < 100; i++) {
+    after = await scrape();
+    if ((sample(after, "custody_scenario_lost_seqs", scenario) ?? 0) > 0 && (sample(after, "custody_scenario_rpo_seconds", scenario) ?? 0) >= 1) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.true((sample(after, "custody_scenario_lost_seqs", scenario) ?? 0) > 0, after);
+  t.true((sample(after, "custody_scenario_rpo_seconds", scenario) ?? 0) >= 1, "the oldest write it would lose is over a second old");
+  t.is(sample(after, "custody_scenario_met", scenario), 0);
+});
