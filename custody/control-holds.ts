@@ -1,6 +1,8 @@
 import type { RangeSet } from "../lanes/range-set.ts";
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
-import type { ControlEventOf, HoldKind } from "./control-event.ts";
+import type { ControlEventBody, ControlEventOf } from "./control-event.ts";
+
+type ControlEventBodyOf<T extends ControlEventBody["type"]> = Extract<ControlEventBody, { type: T }>;
 
 /**
  * Holds: ranges the network must keep whatever the contract alone would release — an operator's
@@ -9,19 +11,10 @@ import type { ControlEventOf, HoldKind } from "./control-event.ts";
  * and the fold itself refuses a release of held ranges: a hold is enforced even against a
  * controller that ignored it.
  */
-export interface HoldRecord {
-  readonly holdId: string;
-  readonly kind: HoldKind;
-  readonly volume: string;
-  readonly lane: string;
-  readonly ranges: RangeSet;
-  /** Holders the hold binds; empty: every holder. */
-  readonly holders: readonly string[];
-  readonly untilMs: number;
-  readonly by: string;
+export type HoldRecord = Omit<ControlEventBodyOf<"hold_ranges">, "type"> & {
   /** When it was placed (the event's `issuedAt`). */
   readonly placedAt: number;
-}
+};
 
 export type Holds = Readonly<Record<string, HoldRecord>>;
 
