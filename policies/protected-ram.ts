@@ -18,6 +18,17 @@ export interface ProtectedRamNode {
   readonly powerSupply: string;
 }
 
+/**
+ * The drain rate a node can count on when `sharers` nodes (itself included) drain into a target of
+ * `capacityBytesPerSec` at the same moment: its own reserved rate, or its even share of the target,
+ * whichever is lower. With equal queues this is exactly the rate `checkProtectedRamAdmission`
+ * judges the node by, so a holder that admits by it never claims what the group check refuses.
+ */
+export function effectiveDrainBytesPerSec(ownBytesPerSec: number, shared?: { readonly capacityBytesPerSec: number; readonly sharers: number }): number {
+  if (shared === undefined) return ownBytesPerSec;
+  return Math.min(ownBytesPerSec, shared.capacityBytesPerSec / Math.max(1, shared.sharers));
+}
+
 /** Shared capacities (bytes/s) of drain targets and links; a missing entry means "not shared-limited". */
 export interface DrainCapacities {
   readonly targets: Readonly<Record<string, number>>;

@@ -32,6 +32,12 @@ export const protectedRamEvidenceSchema = z.object({
   /** Wall-clock ms when this evidence was measured; older than `maxEvidenceAgeMs` is stale. */
   measuredAt: nonNegInt,
   capabilityGeneration: nonNegInt,
+  /**
+   * A drain target (or link) this host shares: on a power event every sharer drains at the same
+   * moment and they split its capacity, so this host can count on at most `capacityBytesPerSec /
+   * sharers` (see policies/protected-ram.ts, the same bound `custody admit` applies).
+   */
+  sharedDrain: z.strictObject({ target: z.string().min(1), capacityBytesPerSec: posInt, sharers: posInt }).optional(),
 });
 export type ProtectedRamEvidence = z.infer<typeof protectedRamEvidenceSchema>;
 

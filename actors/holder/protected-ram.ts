@@ -1,3 +1,4 @@
+import { effectiveDrainBytesPerSec } from "../../policies/protected-ram.ts";
 import type { ProtectedRamEvidence } from "./holder-config.ts";
 
 /**
@@ -21,7 +22,12 @@ export type ProtectionStatus = (typeof ProtectionStatus)[keyof typeof Protection
 
 /** Milliseconds needed to preserve `queuedBytes` after a power event, per the memo's bound. */
 export function preservationTimeMs(e: ProtectedRamEvidence, queuedBytes: number): number {
-  return e.detectionMs + (queuedBytes * 1000) / e.drainBytesPerSec + e.persistenceCompletionMs + e.marginMs;
+  return e.detectionMs + (queuedBytes * 1000) / drainRate(e) + e.persistenceCompletionMs + e.marginMs;
+}
+
+/** The drain rate the bound counts on: the host's own, or its share of a drain target it shares. */
+function drainRate(e: ProtectedRamEvidence): number {
+  return effectiveDrainBytesPerSec(e.drainBytesPerSec, e.sharedDrain);
 }
 
 /**
@@ -50,7 +56,7 @@ export function protectedAdmissionLimit(e: ProtectedRamEvidence): number {
   const slackMs = e.holdUpMs - e.detectionMs - e.persistenceCompletionMs - e.marginMs;
   if (slackMs <= 0) return 0;
   // Strict inequality in the bound: stay one byte under the exact limit.
-  const exact = Math.floor((slackMs * e.drainBytesPerSec) / 1000);
+  const exact = Math.floor((slackMs * drainRate(e)) / 1000);
   return Math.max(0, Math.min(e.protectedBytes, exact - 1));
 }
 

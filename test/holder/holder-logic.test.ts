@@ -10,6 +10,7 @@ import {
   protectionStatus,
 } from "../../actors/holder/protected-ram.ts";
 import { parseHolderConfig, HolderConfigError } from "../../actors/holder/holder-config.ts";
+import { checkAllProtectedRam } from "../../policies/protected-ram.ts";
 import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 
 const receipt = (holder: string, incarnation: number, receiptSeq: number, ranges: [number, number][], epoch = 0) => ({
@@ -160,6 +161,46 @@ test("protected receipts are allowed only while detection + queued/drain + persi
   t.is(protectionStatus(slow, 8 << 20, 2_000, opts), "ok");
   t.true(preservationTimeMs(slow, protectedAdmissionLimit(slow)) < slow.holdUpMs);
   t.false(preservationTimeMs(slow, protectedAdmissionLimit(slow) + 2) < slow.holdUpMs);
+});
+
+test("a shared drain target: the holder counts on its even share, and admits exactly what the group check (custody admit) admits when every sharer queues its limit", (t) => {
+  // Four hosts drain into one 40 MiB/s target: each may count on 10 MiB/s, not its own 100 MiB/s.
+  const shared = { ...evidence, sharedDrain: { target: "nvme-shared", capacityBytesPerSec: 40 << 20, sharers: 4 } };
+  t.is(protectionStatus(shared, 8 << 20, 2_000, opts), "ok");
+  t.is(protectionStatus(shared, 9 << 20, 2_000, opts), "bound_exceeded", "900 ms at 10 MiB/s is 9 MiB, not 90");
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 8 }),
+      fc.integer({ min: 1 << 20, max: 200 << 20 }),
+      fc.integer({ min: 1 << 20, max: 400 << 20 }),
+      fc.integer({ min: 200, max: 5_000 }),
+      (sharers, own, capacity, holdUpMs) => {
+        const e = { ...evidence, protectedBytes: 2 ** 40, holdUpMs, drainBytesPerSec: own, sharedDrain: { target: "t", capacityBytesPerSec: capacity, sharers } };
+        const limit = protectedAdmissionLimit(e);
+        if (limit < 16) return true;
+        const nodes = (queued: number) =>
+          Array.from({ length: sharers }, (_, i) => ({
+            id: `n${i}`,
+            queuedProtectedBytes: queued,
+            reservedDrainBytesPerSec: own,
+            detectionSec: e.detectionMs / 1000,
+            persistenceCompletionSec: e.persistenceCompletionMs / 1000,
+            marginSec: e.marginMs / 1000,
+            usableHoldUpSec: holdUpMs / 1000,
+            drainTarget: "t",
+            controller: `c${i}`,
+            link: `l${i}`,
+            powerSupply: `p${i}`,
+          }));
+        const caps = { targets: { t: capacity }, links: {} };
+        const atLimit = checkAllProtectedRam(nodes(limit), caps).every((v) => v.admitted);
+        const over = checkAllProtectedRam(nodes(limit + 8), caps).every((v) => !v.admitted);
+        return atLimit && over && protectionStatus(e, limit + 8, 2_000, opts) === "bound_exceeded";
+      },
+    ),
+    { numRuns: 300 },
+  );
+  t.pass();
 });
 
 test("stale evidence, a weak battery or no autonomous path stop protected receipts", (t) => {
