@@ -37,6 +37,8 @@ export interface CoverageRepairHost {
 interface Attempt {
   copying: boolean;
   at: number;
+  /** What it copied: only a retry of these waits `retryMs`; a new gap starts at once. */
+  ranges: RangeSet;
 }
 
 export class CoverageRepair {
@@ -99,7 +101,7 @@ export class CoverageRepair {
     }
     for (const [key, p] of plan) {
       const a = this.attempts.get(key);
-      if (a !== undefined && (a.copying || now - a.at < this.opts.retryMs)) continue;
+      if (a !== undefined && (a.copying || (now - a.at < this.opts.retryMs && a.ranges.coversAll(p.ranges)))) continue;
       const sources: CopySource[] = state.holders
         .filter((h) => h.id !== p.target)
         .map((h) => ({ holderId: h.id, retained: h.claims.filter((c) => c.lane === p.lane).reduce((r, c) => r.union(c.ranges), RangeSet.EMPTY).intersect(p.ranges) }))
@@ -110,7 +112,7 @@ export class CoverageRepair {
   }
 
   private async copy(key: string, p: { target: string; lane: string; ranges: RangeSet }, sources: CopySource[]): Promise<void> {
-    const attempt: Attempt = { copying: true, at: this.host.clock.now() };
+    const attempt: Attempt = { copying: true, at: this.host.clock.now(), ranges: p.ranges };
     this.attempts.set(key, attempt);
     const id = `coverage-${this.host.copier}-${++this.seq}`;
     this.host.counters.inc("coverage_copy_started");

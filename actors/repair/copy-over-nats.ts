@@ -34,6 +34,30 @@ export interface CopySource {
   readonly retained: RangeSet;
 }
 
+/** How many parts of one source's ask are fetched at once. */
+export const PARALLEL_FETCHES = 4;
+
+/** `seqs` cut into at most `n` consecutive parts of about equal sequence counts (none empty). */
+export function splitBySeqs(seqs: RangeSet, n: number): RangeSet[] {
+  const per = Math.max(1, Math.ceil(seqs.count / n));
+  const out: RangeSet[] = [];
+  let part = RangeSet.EMPTY;
+  for (const r of seqs.ranges()) {
+    let first = r.first;
+    while (first <= r.last) {
+      const last = Math.min(r.last, first + (per - part.count) - 1);
+      part = part.add(first, last);
+      first = last + 1;
+      if (part.count >= per) {
+        out.push(part);
+        part = RangeSet.EMPTY;
+      }
+    }
+  }
+  if (!part.isEmpty) out.push(part);
+  return out;
+}
+
 /** Offers `units` to `to` as transfer offers of at most `maxBytes` each. */
 export function offerUnits(transport: Transport, from: string, to: string, volume: string, lane: string, units: readonly TransportUnit[], maxBytes = OFFER_MAX_BYTES): void {
   let offerId = 0;
@@ -66,15 +90,20 @@ export async function copyOverNats(
   for (const s of o.sources) {
     const ask = remaining.intersect(s.retained);
     if (ask.isEmpty || s.holderId === o.target) continue;
-    try {
-      for (const u of await fetchUnits(transport, s.holderId, o.volume, o.lane, ask, o.timeoutMs ?? 5_000)) {
+    // A fetch pages through request/reply round trips; over a long link those, not bandwidth,
+    // set the copy's time, so the ask goes out as a few parts fetched side by side.
+    const parts = await Promise.allSettled(splitBySeqs(ask, PARALLEL_FETCHES).map((part) => fetchUnits(transport, s.holderId, o.volume, o.lane, part, o.timeoutMs ?? 5_000)));
+    for (const r of parts) {
+      if (r.status === "rejected") {
+        sourceErrors[s.holderId] = (r.reason as { code?: string }).code ?? "fetch_failed";
+        continue;
+      }
+      for (const u of r.value) {
         if (got.has(u.firstSeq)) continue;
         validateTransportUnit(u);
         got.set(u.firstSeq, u);
         remaining = remaining.subtract(RangeSet.of(u.firstSeq, u.lastSeq));
       }
-    } catch (err) {
-      sourceErrors[s.holderId] = (err as { code?: string }).code ?? "fetch_failed";
     }
     if (remaining.isEmpty) break;
   }

@@ -52,6 +52,12 @@ const REGRESSIONS: readonly Regression[] = [
       { kind: "strike", atMs: 11204, scenario: "power:use1" },
     ],
   },
+  {
+    seed: 610007,
+    found:
+      "liveness late: after crash:h1 the refill of 1-178 from the only other copy (across regions) finished 0.5 s past the budget: a small copy started first made the large new gap wait out the retry interval, and the fetch paged through one round trip at a time (found by the 610001.. sweep)",
+    minimized: [{ kind: "strike", atMs: 13231, scenario: "crash:h1" }],
+  },
   { seed: 1115, found: "liveness never: crash:h3 restarted without its spill stream (a new spill file's directory entry was never synced)", minimized: [{ kind: "strike", atMs: 7446, scenario: "crash:h3" }] },
 ];
 
