@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { startController, type Controller } from "../../actors/controller.ts";
-import type { RepairConfig, VolumeTopology } from "../../actors/controller/controller-config.ts";
+import type { ControllerConfig, RepairConfig, VolumeTopology } from "../../actors/controller/controller-config.ts";
 import type { HolderAdmission, RepairLauncher } from "../../actors/controller/controller-core.ts";
 import { holderSource, type SurvivorSource } from "../../actors/repair/survivor-source.ts";
 import { recoverVolume, type RecoveryBase, type RecoveryResult } from "../../actors/repair/volume-recovery.ts";
@@ -123,7 +123,12 @@ function admission(keys: KeyRing, holderId: string, s: Site): HolderAdmission {
 }
 
 /** Starts holders, a writer and a controller for a fresh volume on the supercluster. */
-export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: string, opts: { releasable?: string[]; external?: string[]; repair?: RepairConfig } = {}): Promise<Deployment> {
+export async function deploy(
+  sc: SuperclusterHandle,
+  volume: string,
+  ctlRegion: string,
+  opts: { releasable?: string[]; external?: string[]; repair?: RepairConfig; coverageRepair?: ControllerConfig["coverageRepair"] } = {},
+): Promise<Deployment> {
   const urls = Object.fromEntries(Object.entries(sc.regions).map(([k, r]) => [k, r.url]));
   const keys = new KeyRing();
   const authority = new KeyAuthority("ka-eu", "s-eu");
@@ -138,7 +143,7 @@ export async function deploy(sc: SuperclusterHandle, volume: string, ctlRegion: 
   // The repair launcher is bound late: it starts standby holders through the deployment below.
   let dep: Deployment | undefined;
   const repair: RepairLauncher = { prepare: (s) => dep!.startReplacement(s.holderId, s.site) };
-  const ctlConfig = { controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50, repair: opts.repair };
+  const ctlConfig = { controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50, repair: opts.repair, coverageRepair: opts.coverageRepair };
   const controller = await startController(ctlConfig, { transport: ctlTransport, clock: systemClock, store, repair });
   let current = controller;
   const all = Object.keys(HOLDERS);

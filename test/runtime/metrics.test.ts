@@ -60,7 +60,9 @@ test.serial("custody run holder with a metrics port prints the endpoint in its r
 });
 
 test.serial("a controller's scenario gauges follow its status: the RPO of a scenario rises when the holders its cut rests on are killed while writes go on", async (t) => {
-  const d = await deploy(t.context.supercluster, "vol-metrics", "use-met");
+  // Coverage repair held back: otherwise it copies the new writes to Europe within about a second
+  // and the loss this test watches the gauges for is gone before it has aged.
+  const d = await deploy(t.context.supercluster, "vol-metrics", "use-met", { coverageRepair: { graceMs: 600_000 } });
   t.context.defer(() => d.stop());
   const core = d.controller.core;
   const endpoint = await serveMetrics({ role: "controller", id: core.config.controllerId, counters: () => core.counters.snapshot(), status: () => core.status }, { port: await freePort() });
@@ -77,7 +79,7 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   t.is(sample(before, "custody_scenario_rpo_seconds", scenario), 0);
   t.is(sample(before, "custody_scenario_lost_seqs", scenario), 0);
   t.is(sample(before, "custody_scenario_met", scenario), 1);
-  t.true((sample(before, "custody_acknowledged_seq", { volume: "vol-metrics", lane: "l0" }) ?? 0) >= 20);
+  t.true((sample(before, "custody_acknowledged_seq", { volume: "vol-metrics", lane: "l0" }) ?? 0) >= 1);
   t.true((sample(before, "custody_events_total", { role: "controller", event: "evaluations" }) ?? 0) > 0);
 
   // US-West's store and the waypoint to Europe carry every copy outside US-East: without them, new
