@@ -13,7 +13,7 @@ import type { HolderCore } from "./holder-core.ts";
  * else. Replies are paged by bytes, under `maxReplyBytes` (kept below the server's max_payload).
  */
 
-/** Answers one fetch request (asynchronously when disk is read). Bad requests get no answer (counted). */
+/** Answers one fetch request (asynchronously when disk is read). Bad requests and lanes not served here get no answer (counted). */
 export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes = fetchPageBytes(core.io.transport.maxPayloadBytes?.())): void {
   let req;
   try {
@@ -31,7 +31,10 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
     core.counters.inc("fetch_served_units", page.length);
     core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { holder: core.config.holderId, units: page, done: complete && page.length === after.length }));
   };
-  if (hl === undefined || wanted.isEmpty) return respond([], true);
+  // A lane we do not serve gets no answer: a request takes the first reply, and "nothing here" from
+  // a holder of another volume under the same id would pass for the real holder's custody.
+  if (hl === undefined) return void core.counters.inc("fetch_unknown_lane");
+  if (wanted.isEmpty) return respond([], true);
   hl.unitsPage(core.spillStream, wanted, req.limit + 1, maxReplyBytes + 1).then(
     (r) => respond(r.units, r.complete),
     () => core.counters.inc("fetch_unreadable"),

@@ -127,3 +127,29 @@ test.serial("a fetch pages in sequence order when a segment mixes old and new se
     await h.close();
   }
 });
+
+// Found by the CI run after fetches went out as parallel parts: holders of earlier tests' volumes
+// under the same ids answered every part with "nothing, done" and the first reply won, so a repair
+// found "no survivor" for custody the real holder retained. A lane not served gets no answer now.
+test.serial("a holder that does not serve the lane does not answer a fetch: the holder that does is the one heard, every time", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const h = await launchHolder(url, keys, holderConfig("h-twin"));
+  const other = await launchHolder(url, keys, { ...holderConfig("h-twin"), lanes: [{ volume: "vol-other", lane: "l0", upstream: ["w1"], downstream: [] }] });
+  const wt = await transport(url, "fetcher");
+  const w = new Writer(wt, "h-twin");
+  try {
+    for (let s = 1; s <= 10; s++) w.send(unit(s));
+    await eventually(() => h.holder.core.lanes.get("vol1/l0")!.obligations.retained.toString() === "1-10", "units 1-10 admitted");
+    for (let i = 0; i < 20; i++) {
+      const units = await fetchUnits(wt, "h-twin", "vol1", "l0", RangeSet.of(1, 10));
+      t.is(units.length, 10, `fetch ${i}`);
+    }
+    t.is(other.holder.counters.get("fetch_unknown_lane"), 20, "the other holder counted each request it left alone");
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await other.close();
+    await h.close();
+  }
+});
