@@ -49,3 +49,13 @@ export function checkNotHeld(holds: Holds, volume: string, lane: string, holderI
   const h = held[0]!;
   fail(ControlFenceCode.range_held, `${holderId} may not release ${h.ranges.intersect(ranges).toString()} of ${volume}/${lane}: held by ${h.kind} ${h.holdId} (${h.by})`, { holderId, holdId: h.holdId, kind: h.kind });
 }
+
+/** Holds on `volume` whose `untilMs` has passed at `now` (0 means no end): the controller ends them. Pure. */
+export function overdueHolds(holds: Holds, volume: string, now: number): HoldRecord[] {
+  return Object.values(holds).filter((h) => h.volume === volume && h.untilMs !== 0 && h.untilMs <= now);
+}
+
+/** Why an overdue hold ends, for the log. */
+export function overdueReason(h: HoldRecord): string {
+  return `${h.kind} ${h.holdId} ran past its end (${new Date(h.untilMs).toISOString()})`;
+}

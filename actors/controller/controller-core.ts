@@ -5,6 +5,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlConflictError } from "../../custody/control-error.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
+import { overdueHolds, overdueReason } from "../../custody/control-holds.ts";
 import type { ControlLogStore } from "../../custody/control-log.ts";
 import { HolderStatus, receiptVerifyContext, releasedRanges, type ControlState } from "../../custody/control-state.ts";
 import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequest, type AdmissionRequest } from "../../custody/admission.ts";
@@ -292,7 +293,7 @@ export class ControllerCore {
   }
 
   /** The evaluation input as of now (released ranges and failed holders already removed). */
-  currentState(s: ControlState = this.follower.state): EvaluationState {
+  currentState(s: ControlState = this.follower.state, held = this.heldBy(s)): EvaluationState {
     // Only the admitted incarnation speaks for a holder: the moment a newer one is admitted, what
     // the previous one claimed (its RAM is gone) stops counting, receipted again or not.
     const admitted = this.ledger.holdings({ volume: this.volume }).filter((h) => s.holders[h.holderId]?.incarnation === h.incarnation);
@@ -302,11 +303,15 @@ export class ControllerCore {
       return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
     });
     const commits = this.mergedCommits();
-    const held = holdsAsPolicy(s.holds, this.volume, Object.keys(this.config.topology.holderSites));
     return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
     });
+  }
+
+  /** The control log's holds on this volume as pins and recoveries for the release rule. */
+  private heldBy(s: ControlState): ReturnType<typeof holdsAsPolicy> {
+    return holdsAsPolicy(s.holds, this.volume, Object.keys(this.config.topology.holderSites));
   }
 
   /** Appends a run, merged into the last one of its lane when it continues it (same time and size). */
@@ -388,7 +393,8 @@ export class ControllerCore {
     }
     await this.scanFailures(s);
     s = await this.endOverdueHolds(s);
-    const state = this.currentState(s);
+    const held = this.heldBy(s);
+    const state = this.currentState(s, held);
     const report = evaluateState(state);
     this.trimCommits(state, report);
     this.coverage.progress(withoutStaleClaims(state), s);
@@ -396,7 +402,6 @@ export class ControllerCore {
     const now = this.ports.clock.now();
     const every = this.config.releaseEveryMs ?? 1_000;
     const due = (h: string) => s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
-    const held = holdsAsPolicy(s.holds, this.volume, Object.keys(this.config.topology.holderSites));
     const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter(due), this.durableHolders, held);
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
@@ -431,12 +436,9 @@ export class ControllerCore {
    * did not end its own hold by its deadline (its process died) — it must not block releases forever.
    */
   private async endOverdueHolds(s: ControlState): Promise<ControlState> {
-    const now = this.ports.clock.now();
-    for (const h of Object.values(s.holds)) {
-      if (h.volume !== this.volume || h.untilMs === 0 || h.untilMs > now) continue;
+    for (const h of overdueHolds(s.holds, this.volume, this.ports.clock.now())) {
       try {
-        const r = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, () => ({ type: "end_hold", holdId: h.holdId, reason: `${h.kind} ${h.holdId} ran past its end (${new Date(h.untilMs).toISOString()})` }));
-        s = r.state;
+        s = (await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, () => ({ type: "end_hold", holdId: h.holdId, reason: overdueReason(h) }))).state;
         this.counters.inc(`hold_expired.${h.kind}`);
       } catch (err) {
         this.counters.inc(`hold_end_${err instanceof CustodyError ? err.code : "failed"}`);
