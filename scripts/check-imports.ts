@@ -1,0 +1,108 @@
+/**
+ * The layout rule `npm test` enforces (issue #18): code in one top-level folder reaches another
+ * folder only through that folder's `index.ts`, and no two folders import each other, directly or
+ * round a longer loop. Tests (`test/`) are exempt from the first rule because they exercise
+ * internals on purpose; they still may not create folder cycles (they are a leaf: nothing imports them).
+ *
+ * Usage: `tsx scripts/check-imports.ts [ROOT]` — prints each violation and exits 1 when there is one.
+ */
+import ts from "typescript";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** One rule broken, with the file and import that break it. */
+export interface ImportViolation {
+  readonly rule: "bypasses_index" | "folder_cycle";
+  readonly message: string;
+}
+
+/** Folders whose code may import other folders' internals (they test them). */
+const EXEMPT_FROM_INDEX_RULE = new Set(["test"]);
+
+/** Relative module specifiers of a file's static and dynamic imports and re-exports. */
+export function relativeImports(fileName: string, source: string): string[] {
+  const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.ES2022, false, ts.ScriptKind.TS);
+  const specs: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      specs.push(node.moduleSpecifier.text);
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      specs.push(node.arguments[0].text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return specs.filter((s) => s.startsWith("."));
+}
+
+/**
+ * Checks the layout rules over `files` (paths relative to the project root, with `/` separators,
+ * mapped to their source). Pure: the caller reads the files.
+ */
+export function checkImportRules(files: ReadonlyMap<string, string>): ImportViolation[] {
+  const violations: ImportViolation[] = [];
+  const folderOf = (p: string): string | undefined => (p.includes("/") ? p.split("/")[0] : undefined);
+  const edges = new Map<string, Map<string, string>>(); // from folder -> to folder -> one example
+  for (const [file, source] of files) {
+    const from = folderOf(file);
+    if (from === undefined) continue;
+    for (const spec of relativeImports(file, source)) {
+      const target = join(dirname(file), spec).split(sep).join("/");
+      const to = folderOf(target);
+      if (to === undefined || to === from || target.startsWith("..")) continue;
+      if (!edges.has(from)) edges.set(from, new Map());
+      if (!edges.get(from)!.has(to)) edges.get(from)!.set(to, `${file} → ${target}`);
+      if (target !== `${to}/index.ts` && !EXEMPT_FROM_INDEX_RULE.has(from)) {
+        violations.push({ rule: "bypasses_index", message: `${file} imports ${target}: import from ${to}/index.ts instead` });
+      }
+    }
+  }
+  // Folder cycles: depth-first search; each back edge closes a loop, reported once with its path.
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const seenLoops = new Set<string>();
+  const dfs = (f: string): void => {
+    state.set(f, "open");
+    stack.push(f);
+    for (const to of [...(edges.get(f)?.keys() ?? [])].sort()) {
+      if (state.get(to) === "open") {
+        const loop = [...stack.slice(stack.indexOf(to)), to];
+        const key = [...loop.slice(0, -1)].sort().join(",");
+        if (!seenLoops.has(key)) {
+          seenLoops.add(key);
+          const via = loop.slice(0, -1).map((a, i) => edges.get(a)!.get(loop[i + 1]!)!);
+          violations.push({ rule: "folder_cycle", message: `folders import each other: ${loop.join(" → ")} (${via.join("; ")})` });
+        }
+      } else if (state.get(to) === undefined) dfs(to);
+    }
+    stack.pop();
+    state.set(f, "done");
+  };
+  for (const f of [...edges.keys()].sort()) if (state.get(f) === undefined) dfs(f);
+  return violations;
+}
+
+/** Reads every `.ts` file under `root` (skipping node_modules and dot folders). */
+export function readSourceTree(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      if (name === "node_modules" || name.startsWith(".")) continue;
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name.endsWith(".ts") && !name.endsWith(".d.ts")) out.set(relative(root, p).split(sep).join("/"), readFileSync(p, "utf8"));
+    }
+  };
+  walk(root);
+  return out;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const root = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), ".."));
+  const files = readSourceTree(root);
+  const violations = checkImportRules(files);
+  for (const v of violations) console.error(`${v.rule}: ${v.message}`);
+  console.log(`import check: ${files.size} files, ${violations.length} violation(s)`);
+  process.exit(violations.length === 0 ? 0 : 1);
+}
