@@ -9,12 +9,19 @@
  *   npm run bench:scale                 # table
  *   npm run bench:scale -- --json       # table, then one JSON object on the last line
  *   npm run bench:scale -- --quick      # a smaller grid (1–100 volumes)
+ *
+ * Then one holder (in this process, over a real nats-server) serves 1, 100 and 1,000 lanes:
+ * its heap and buffer growth per idle lane, and its throughput when every lane is active at once
+ * (one credit sender per lane on a shared writer connection) against one busy lane
+ * carrying the same bytes, each until the holder's receipts cover every unit.
  */
 import { readFileSync } from "node:fs";
+import { systemClock } from "../core/clock.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { generateHolderKeyPair, makeReceipt, makeReceiptBatch, publicKeyFromRaw, receiptStream, ReceiptLedger, signReceiptBatch, type ReceiptVerifyContext } from "../custody/index.ts";
 import { evaluateState, parseEvaluationState, type EvaluationState } from "../policies/index.ts";
 import { buildEvaluationState, obligationIdOf, type VolumeTopology } from "../actors/index.ts";
+import { measureHolderLanes } from "./scale-holder-lanes.ts";
 
 const args = process.argv.slice(2);
 const json = args.includes("--json");
@@ -29,7 +36,7 @@ const LANE = "l0";
 // Sites, links, recovery and scenarios of the memo's worked example; holders are synthetic.
 const example = parseEvaluationState(JSON.parse(readFileSync(new URL("../examples/memo-worked-example.state.json", import.meta.url), "utf8"))) as EvaluationState;
 const holderSites = example.sites.map((s) => s.id).filter((id) => id !== example.source.site);
-const clock = { now: () => example.asOfMs };
+const clock = { ...systemClock, now: () => example.asOfMs };
 const keys = Array.from({ length: Math.max(...HOLDERS) }, () => generateHolderKeyPair());
 const publicKeys = keys.map((k) => publicKeyFromRaw(k.publicKey));
 
@@ -169,12 +176,24 @@ const ledgerPerVolume = points.find((p) => p.holders === 10 && p.volumes === Mat
 console.log(`slope exponent of round time vs holders×volumes×ranges: ${fmt(exponent)} (1.00 = linear)`);
 console.log(`per-volume evaluation p99 at 10 holders × ${Math.max(...VOLUMES)} volumes (worst over ranges): ${fmt(evalP99, 3)} ms`);
 if (sink < 0) console.log(sink);
+
+const lanes = await measureHolderLanes(quick ? [1, 100] : [1, 100, 1000]);
+console.log("\none holder, many lanes (units of 4 KiB)");
+console.log("lanes   idle heap KiB/lane   idle buffers KiB/lane   all-active MB/s   one-lane MB/s (same bytes)   ratio");
+for (const l of lanes.rows) {
+  console.log(`${String(l.lanes).padStart(5)}   ${fmt(l.idleHeapBytesPerLane / 1024, 1).padStart(18)}   ${fmt(l.idleBufferBytesPerLane / 1024, 1).padStart(21)}   ${fmt(l.activeMBps, 1).padStart(15)}   ${fmt(l.oneLaneMBps, 1).padStart(26)}   ${fmt(l.activeMBps / l.oneLaneMBps).padStart(5)}`);
+}
+const most = lanes.rows[lanes.rows.length - 1]!;
 if (json) {
   console.log(
     JSON.stringify({
       eval_ms_p99_10_holders_1000_volumes: quick ? null : Number(fmt(evalP99, 3)),
       eval_slope_exponent: Number(fmt(exponent, 3)),
       ledger_bytes_per_volume_10_holders_100_ranges: Math.round(ledgerPerVolume),
+      holder_bytes_per_idle_lane: Math.round(most.idleHeapBytesPerLane + most.idleBufferBytesPerLane),
+      holder_lanes_measured: most.lanes,
+      holder_all_lanes_active_mbps: Number(fmt(most.activeMBps, 1)),
+      holder_one_lane_same_bytes_mbps: Number(fmt(most.oneLaneMBps, 1)),
       points,
     }),
   );
