@@ -4,11 +4,13 @@ import type { ControlLogFollower } from "./control-log-follower.ts";
 import type { ControlLogStore } from "./control-log.ts";
 import { applyControlEvent, type ControlState } from "./control-state.ts";
 import { ControlConflictError } from "./control-error.ts";
+import type { ControlSigner } from "./control-trust.ts";
 
-/** Who commits: the controller's name and its clock (for `issuedAt`). */
+/** Who commits: the controller's name, its clock (for `issuedAt`) and, in a signed log, its key (`signer.id` must be `controller`). */
 export interface ControllerIdentity {
   readonly controller: string;
   readonly clock: Clock;
+  readonly signer?: ControlSigner;
 }
 
 /**
@@ -38,7 +40,7 @@ export async function commitControlEvent(
     ...decide(s),
   };
   applyControlEvent(s, event);
-  const seq = await store.append(event, s.lastSeq);
+  const seq = await store.append(event, s.lastSeq, who.signer);
   return { seq, state: await follower.refresh() };
 }
 

@@ -35,6 +35,12 @@ export const ControlFenceCode = {
   unknown_hold: "unknown_hold",
   /** A release of ranges a PITR pin or a registered recovery holds at that holder. */
   range_held: "range_held",
+  /** A signed log (readers hold a trust root) holds an entry without a signature: skipped. */
+  unsigned_event: "unsigned_event",
+  /** The entry's signature does not verify under its signer's key: skipped. */
+  bad_signature: "bad_signature",
+  /** The signer is neither a trusted operator nor an admitted controller, or may not commit this event type, or is not the event's named author: skipped. */
+  signer_not_allowed: "signer_not_allowed",
 } as const;
 export type ControlFenceCode = (typeof ControlFenceCode)[keyof typeof ControlFenceCode];
 

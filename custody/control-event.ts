@@ -20,6 +20,7 @@ export const ControlEventType = {
   declare_failure: "declare_failure",
   hold_ranges: "hold_ranges",
   end_hold: "end_hold",
+  admit_controller: "admit_controller",
 } as const;
 export type ControlEventType = (typeof ControlEventType)[keyof typeof ControlEventType];
 
@@ -118,7 +119,14 @@ export type ControlEventBody =
       /** Who placed it (an operator, a recovery run), for status and audit. */
       readonly by: string;
     }
-  | { readonly type: typeof ControlEventType.end_hold; readonly holdId: string; readonly reason: string };
+  | { readonly type: typeof ControlEventType.end_hold; readonly holdId: string; readonly reason: string }
+  | {
+      /** An operator admits a controller's signing key: from now on events it signs count (see control-trust.ts). */
+      readonly type: typeof ControlEventType.admit_controller;
+      readonly controllerId: string;
+      /** Raw 32-byte Ed25519 public key. */
+      readonly publicKey: Uint8Array;
+    };
 
 /** One control event. */
 export type ControlEvent = ControlEventHeader & ControlEventBody;
@@ -160,6 +168,7 @@ const bodySchemas = {
   declare_failure: z.tuple([z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]), domainSchema, z.array(tokenSchema).max(1024)]),
   hold_ranges: z.tuple([tokenSchema, z.enum([HoldKind.pitr_pin, HoldKind.recovery]), tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64), uintSchema, z.string().max(256)]),
   end_hold: z.tuple([tokenSchema, z.string().max(1024)]),
+  admit_controller: z.tuple([tokenSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "public key must be 32 bytes")]),
 } as const;
 
 function bodyToTuple(e: ControlEventBody): unknown[] {
@@ -186,6 +195,8 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.holdId, e.kind, e.volume, e.lane, e.ranges.toJSON(), [...e.holders], e.untilMs, e.by];
     case "end_hold":
       return [e.holdId, e.reason];
+    case "admit_controller":
+      return [e.controllerId, e.publicKey];
   }
 }
 
@@ -234,6 +245,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "end_hold": {
       const [holdId, reason] = bodySchemas.end_hold.parse(raw);
       return { type, holdId, reason };
+    }
+    case "admit_controller": {
+      const [controllerId, publicKey] = bodySchemas.admit_controller.parse(raw);
+      return { type, controllerId, publicKey };
     }
   }
 }

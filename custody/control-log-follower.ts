@@ -2,6 +2,7 @@ import type { RangeSet } from "../lanes/range-set.ts";
 import { ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import type { ControlLogStore } from "./control-log.ts";
 import { foldControlEntry, foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlState } from "./control-state.ts";
+import type { ControlTrust } from "./control-trust.ts";
 
 /**
  * A reader of one control log that remembers the newest head it has seen (sequence + hash) and
@@ -22,6 +23,8 @@ export class ControlLogFollower {
   constructor(
     private readonly store: ControlLogStore,
     seen: ControlState = INITIAL_CONTROL_STATE,
+    /** With a trust root, only entries a trusted operator or admitted controller signed count. */
+    private readonly trust?: ControlTrust,
   ) {
     this.current = seen;
   }
@@ -44,7 +47,7 @@ export class ControlLogFollower {
   async refresh(): Promise<ControlState> {
     this.throwIfDistrusted();
     const s = this.current;
-    if (s.lastSeq === 0) return this.accept(foldControlLog(await this.store.readAll()));
+    if (s.lastSeq === 0) return this.accept(foldControlLog(await this.store.readAll(), INITIAL_CONTROL_STATE, this.trust));
     const entries = await this.store.readFrom(s.lastSeq);
     const first = entries[0];
     if (first === undefined || first.seq !== s.lastSeq) {
@@ -52,10 +55,10 @@ export class ControlLogFollower {
       if (first === undefined && last < s.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} ends at ${last}, before head ${s.lastSeq} already seen`, { seen: s.lastSeq, last });
       this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} no longer holds head ${s.lastSeq}`, { seen: s.lastSeq, last });
     }
-    if (first.hash !== s.headHash) this.distrust(ControlLogRegressionCode.log_fork, `control log ${this.store.region} holds a different event at ${s.lastSeq}`, { seq: s.lastSeq, seen: s.headHash, found: first.hash });
+    if (first.hash !== (s.lastEntryHash ?? s.headHash)) this.distrust(ControlLogRegressionCode.log_fork, `control log ${this.store.region} holds a different event at ${s.lastSeq}`, { seq: s.lastSeq, seen: s.headHash, found: first.hash });
     let next = s;
     try {
-      for (const e of entries.slice(1)) next = foldControlEntry(next, e);
+      for (const e of entries.slice(1)) next = foldControlEntry(next, e, this.trust);
     } catch (err) {
       if (err instanceof ControlLogRegressionError) this.distrust(err.code, err.message, err.detail);
       throw err;
@@ -75,13 +78,13 @@ export class ControlLogFollower {
     try {
       const entries = await this.store.readAll();
       hashAtSeen = entries.find((e) => e.seq === seen.lastSeq)?.hash;
-      folded = foldControlLog(entries);
+      folded = foldControlLog(entries, INITIAL_CONTROL_STATE, this.trust);
     } catch (err) {
       if (err instanceof ControlLogRegressionError) this.distrust(err.code, err.message, err.detail);
       throw err;
     }
     if (folded.lastSeq < seen.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `replayed control log ${this.store.region} ends at ${folded.lastSeq}, before head ${seen.lastSeq} already seen`, { seen: seen.lastSeq, last: folded.lastSeq });
-    if (seen.lastSeq > 0 && hashAtSeen !== seen.headHash) this.distrust(ControlLogRegressionCode.log_fork, `replayed control log ${this.store.region} differs at ${seen.lastSeq}`, { seq: seen.lastSeq });
+    if (seen.lastSeq > 0 && hashAtSeen !== (seen.lastEntryHash ?? seen.headHash)) this.distrust(ControlLogRegressionCode.log_fork, `replayed control log ${this.store.region} differs at ${seen.lastSeq}`, { seq: seen.lastSeq });
     return this.accept(folded);
   }
 

@@ -1,6 +1,7 @@
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import { decodeControlEvent, encodeControlEvent, hashControlEventBytes, type ControlEvent } from "./control-event.ts";
 import type { ControlLogEntry } from "./control-state.ts";
+import { signEntryHash, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 
 /**
  * Where a region's control events are committed, in order. Contract every implementation keeps
@@ -16,8 +17,11 @@ import type { ControlLogEntry } from "./control-state.ts";
  */
 export interface ControlLogStore {
   readonly region: string;
-  /** Commits `event` after `expectedLastSeq`; resolves to its sequence once the store acknowledged it. */
-  append(event: ControlEvent, expectedLastSeq: number): Promise<number>;
+  /**
+   * Commits `event` after `expectedLastSeq`; resolves to its sequence once the store acknowledged
+   * it. With `signer`, the entry carries the signer's signature of its hash (see control-trust.ts).
+   */
+  append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number>;
   readAll(): Promise<ControlLogEntry[]>;
   readFrom(seq: number): Promise<ControlLogEntry[]>;
   /** The last sequence the store reports (0 when empty). */
@@ -25,9 +29,10 @@ export interface ControlLogStore {
 }
 
 /** Decodes one stored entry; an undecodable one makes the log untrustworthy for this reader. */
-export function entryFromBytes(seq: number, bytes: Uint8Array): ControlLogEntry {
+export function entryFromBytes(seq: number, bytes: Uint8Array, signature?: EntrySignature): ControlLogEntry {
   try {
-    return { seq, event: decodeControlEvent(bytes), hash: hashControlEventBytes(bytes) };
+    const entry = { seq, event: decodeControlEvent(bytes), hash: hashControlEventBytes(bytes) };
+    return signature === undefined ? entry : { ...entry, signature };
   } catch (err) {
     throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, `control log entry ${seq} cannot be decoded: ${(err as Error).message}`, { seq });
   }
@@ -39,19 +44,19 @@ export function entryFromBytes(seq: number, bytes: Uint8Array): ControlLogEntry 
  * sequence check. `loseTail` injects the failure the hash chain exists to catch.
  */
 export class InMemoryControlLog implements ControlLogStore {
-  private entries: { seq: number; bytes: Uint8Array }[] = [];
+  private entries: { seq: number; bytes: Uint8Array; signature?: EntrySignature }[] = [];
   private nextSeq = 1;
 
   constructor(readonly region: string) {}
 
-  async append(event: ControlEvent, expectedLastSeq: number): Promise<number> {
+  async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
     const bytes = encodeControlEvent(event);
     const last = this.last();
     if (last !== expectedLastSeq) {
       throw new ControlConflictError(`control log ${this.region} is at ${last}, not ${expectedLastSeq}`, { expectedLastSeq, actualLastSeq: last, region: this.region });
     }
     const seq = this.nextSeq++;
-    this.entries.push({ seq, bytes });
+    this.entries.push(signer === undefined ? { seq, bytes } : { seq, bytes, signature: signEntryHash(hashControlEventBytes(bytes), signer) });
     return seq;
   }
 
@@ -68,7 +73,7 @@ export class InMemoryControlLog implements ControlLogStore {
       if (this.entries[mid]!.seq < seq) lo = mid + 1;
       else hi = mid;
     }
-    return this.entries.slice(lo).map((e) => entryFromBytes(e.seq, e.bytes));
+    return this.entries.slice(lo).map((e) => entryFromBytes(e.seq, e.bytes, e.signature));
   }
 
   async lastSeq(): Promise<number> {

@@ -1,4 +1,5 @@
 import type { KeyObject } from "node:crypto";
+import { signatureProblem, type ControlTrust, type EntrySignature } from "./control-trust.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { ControlFenceCode, ControlFenceError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import { GENESIS_HASH, type ControlEvent, type ControlEventOf } from "./control-event.ts";
@@ -59,6 +60,14 @@ export interface ControlState {
   readonly holds: Holds;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
+  /** Controllers an operator admitted (`admit_controller`): their raw Ed25519 public keys. Absent until the first. */
+  readonly controllers?: Readonly<Record<string, { readonly publicKey: Uint8Array }>>;
+  /**
+   * Hash of the entry at `lastSeq` when the fold skipped it (an unsigned or wrongly signed entry
+   * of a signed log): the chain (`headHash`) runs over accepted events only, while a reader that
+   * re-reads from `lastSeq` must find this entry unchanged there.
+   */
+  readonly lastEntryHash?: string;
 }
 
 /** The state of an empty log: epoch 1, generation 1, nothing admitted. */
@@ -79,6 +88,8 @@ export interface ControlLogEntry {
   readonly seq: number;
   readonly event: ControlEvent;
   readonly hash: string;
+  /** Who signed the entry's hash, and the Ed25519 signature (absent in an unsigned log). */
+  readonly signature?: EntrySignature;
 }
 
 /** Sentinel "to the end of the log" for open-ended responsibility. */
@@ -139,6 +150,8 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
       return { ...s, holds: placeHold(s.holds, e) };
     case "end_hold":
       return { ...s, holds: endHold(s.holds, e) };
+    case "admit_controller":
+      return { ...s, controllers: { ...s.controllers, [e.controllerId]: { publicKey: e.publicKey } } };
   }
 }
 
@@ -293,8 +306,12 @@ function declareFailure(s: ControlState, e: ControlEventOf<"declare_failure">): 
  * An event the fold refuses is recorded in `rejected` and changes nothing else, but still becomes
  * the head: every reader refuses the same events, so every reader reaches the same state.
  */
-export function foldControlEntry(s: ControlState, entry: ControlLogEntry): ControlState {
+export function foldControlEntry(s: ControlState, entry: ControlLogEntry, trust?: ControlTrust): ControlState {
   if (entry.seq <= s.lastSeq) throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `log sequence ${entry.seq} does not advance past ${s.lastSeq}`, { seq: entry.seq, lastSeq: s.lastSeq });
+  // In a signed log an entry nobody trusted signed is skipped before the chain is looked at: it
+  // changes nothing, and the next accepted event still names the last accepted one.
+  const refused = trust === undefined ? undefined : signatureProblem(s, entry, trust);
+  if (refused !== undefined) return { ...s, lastSeq: entry.seq, lastEntryHash: entry.hash, rejected: [...s.rejected, { seq: entry.seq, ...refused }] };
   if (entry.event.prevHash !== s.headHash) {
     throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `event at ${entry.seq} names prevHash ${entry.event.prevHash.slice(0, 12)}…, head is ${s.headHash.slice(0, 12)}…`, { seq: entry.seq, prevHash: entry.event.prevHash, headHash: s.headHash });
   }
@@ -305,13 +322,18 @@ export function foldControlEntry(s: ControlState, entry: ControlLogEntry): Contr
     if (!(err instanceof ControlFenceError)) throw err;
     next = { ...s, rejected: [...s.rejected, { seq: entry.seq, code: err.code, message: err.message }] };
   }
-  return { ...next, lastSeq: entry.seq, headHash: entry.hash };
+  const { lastEntryHash: _skipped, ...rest } = next;
+  return { ...rest, lastSeq: entry.seq, headHash: entry.hash };
 }
 
-/** Folds entries (in log order) onto `from` (default: the empty log). Same errors as `foldControlEntry`. */
-export function foldControlLog(entries: Iterable<ControlLogEntry>, from: ControlState = INITIAL_CONTROL_STATE): ControlState {
+/**
+ * Folds entries (in log order) onto `from` (default: the empty log). With `trust`, only entries
+ * signed by a trusted operator or an admitted controller count (see control-trust.ts). Same
+ * errors as `foldControlEntry`.
+ */
+export function foldControlLog(entries: Iterable<ControlLogEntry>, from: ControlState = INITIAL_CONTROL_STATE, trust?: ControlTrust): ControlState {
   let s = from;
-  for (const e of entries) s = foldControlEntry(s, e);
+  for (const e of entries) s = foldControlEntry(s, e, trust);
   return s;
 }
 

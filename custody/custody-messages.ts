@@ -18,5 +18,10 @@ export const receiptBatchSchema = z.object({ body: bytes, signature: fixedBytes(
 export const receiptBatchSpec = defineMessage({ kind: "receipt-batch", version: 1, schema: receiptBatchSchema, maxBytes: RECEIPT_BATCH_MAX_BYTES });
 
 /** `control-event` v1: `event` = canonical event bytes (`encodeControlEvent`); its SHA-256 is the chain link. */
-export const controlEventSchema = z.object({ event: bytes });
+export const controlEventSchema = z.object({
+  event: bytes,
+  /** Signed logs: who signed the event's hash, and the 64-byte Ed25519 signature (see control-trust.ts). */
+  signer: z.string().min(1).max(128).optional(),
+  signature: bytes.optional(),
+});
 export const controlEventSpec = defineMessage({ kind: "control-event", version: 1, schema: controlEventSchema, maxBytes: CONTROL_EVENT_MAX_BYTES });

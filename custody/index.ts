@@ -112,6 +112,7 @@ export {
 export { InMemoryControlLog, entryFromBytes, type ControlLogStore } from "./control-log.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
+export { signEntryHash, signatureProblem, type ControlTrust, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 export {
   CONTROL_EVENT_MAX_BYTES,
   RECEIPT_BATCH_MAX_BYTES,

@@ -1,7 +1,8 @@
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/control-error.ts";
-import { encodeControlEvent, type ControlEvent } from "../custody/control-event.ts";
+import { encodeControlEvent, hashControlEventBytes, type ControlEvent } from "../custody/control-event.ts";
+import { signEntryHash, type ControlSigner } from "../custody/control-trust.ts";
 import { entryFromBytes, type ControlLogStore } from "../custody/control-log.ts";
 import type { ControlLogEntry } from "../custody/control-state.ts";
 import { controlEventSpec } from "../custody/custody-messages.ts";
@@ -94,8 +95,9 @@ export class JetStreamControlLog implements ControlLogStore {
     private readonly timeoutMs: number,
   ) {}
 
-  async append(event: ControlEvent, expectedLastSeq: number): Promise<number> {
-    const data = encodeMessage(controlEventSpec, { event: encodeControlEvent(event) });
+  async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
+    const bytes = encodeControlEvent(event);
+    const data = encodeMessage(controlEventSpec, signer === undefined ? { event: bytes } : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), signer) });
     try {
       const ack = await this.js.publish(this.subject, data, {
         expect: { lastSequence: expectedLastSeq, streamName: this.streamName },
@@ -162,7 +164,7 @@ export class JetStreamControlLog implements ControlLogStore {
     const contiguous = seed.length > 0 && seed[seed.length - 1]!.seq === startSeq - 1 && seed[seed.length - 1]!.seq - seed[0]!.seq === seed.length - 1;
     try {
       this.apiRequests++;
-      const tail = await ControlLogTail.start(this.js, this.streamName, startSeq, contiguous ? seed : [], (s, data) => entryFromBytes(s, unwrap(s, data)));
+      const tail = await ControlLogTail.start(this.js, this.streamName, startSeq, contiguous ? seed : [], (s, data) => entryOf(s, data));
       const old = this.#tail;
       this.#tail = tail;
       this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
@@ -195,7 +197,7 @@ export class JetStreamControlLog implements ControlLogStore {
         let done = false;
         for await (const m of batch) {
           got++;
-          out.push(entryFromBytes(m.seq, unwrap(m.seq, m.data)));
+          out.push(entryOf(m.seq, m.data));
           if (m.seq >= last || m.info.pending === 0) {
             done = true;
             break;
@@ -210,10 +212,16 @@ export class JetStreamControlLog implements ControlLogStore {
   }
 }
 
-/** The canonical event bytes inside a stored message; anything else makes the entry unreadable. */
-function unwrap(seq: number, data: Uint8Array): Uint8Array {
+/** The entry a stored message holds: its canonical event bytes and, in a signed log, their signature. */
+function entryOf(seq: number, data: Uint8Array): ControlLogEntry {
+  const m = unwrap(seq, data);
+  return entryFromBytes(seq, m.event, m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined);
+}
+
+/** The control-event message stored at `seq`; anything else makes the entry unreadable. */
+function unwrap(seq: number, data: Uint8Array): { event: Uint8Array; signer?: string | undefined; signature?: Uint8Array | undefined } {
   try {
-    return decodeMessage(controlEventSpec, data).event;
+    return decodeMessage(controlEventSpec, data);
   } catch (err) {
     throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, `control log entry ${seq} is not a control-event message: ${(err as Error).message}`, { seq });
   }

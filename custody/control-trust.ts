@@ -1,0 +1,64 @@
+import type { KeyObject } from "node:crypto";
+import { ControlFenceCode } from "./control-error.ts";
+import { ControlEventType } from "./control-event.ts";
+import type { ControlLogEntry, ControlState } from "./control-state.ts";
+import { ED25519_SIGNATURE_BYTES, publicKeyFromRaw, signBytes, verifyBytes } from "./signing.ts";
+
+/**
+ * Who may write the control log. Readers that hold a trust root fold only signed entries:
+ * an operator key (given to every reader out of band, at bootstrap) signs anything, in particular
+ * `admit_controller`, which hands a controller's key to the log; an admitted controller signs
+ * every other event type. The signer must also be the author the event names (`controller`), so
+ * a signature cannot be lifted onto another author's event. Without a trust root (unit tests, the
+ * simulator) the log is read unsigned, as before.
+ *
+ * The signature covers the entry's hash (SHA-256 of the event's canonical bytes), which already
+ * binds the previous event's hash: a signed entry cannot be replayed at another place in the chain.
+ */
+export interface ControlTrust {
+  /** Operator id → Ed25519 public key. */
+  readonly operators: Readonly<Record<string, KeyObject>>;
+}
+
+/** A principal that signs what it commits: its id (the events' `controller` field) and private key. */
+export interface ControlSigner {
+  readonly id: string;
+  readonly privateKey: KeyObject;
+}
+
+/** The signature an entry carries beside its event bytes. */
+export interface EntrySignature {
+  readonly signer: string;
+  readonly signature: Uint8Array;
+}
+
+/** Event types only an operator may sign. */
+const OPERATOR_ONLY: ReadonlySet<string> = new Set([ControlEventType.admit_controller]);
+
+/** Signs an entry's hash (hex SHA-256 of the canonical event bytes). */
+export function signEntryHash(hashHex: string, signer: ControlSigner): EntrySignature {
+  return { signer: signer.id, signature: signBytes(signer.privateKey, Buffer.from(hashHex, "hex")) };
+}
+
+/** Why a signed log's reader must skip `entry`, or undefined when a trusted principal signed it. Pure. */
+export function signatureProblem(s: ControlState, entry: ControlLogEntry, trust: ControlTrust): { code: ControlFenceCode; message: string } | undefined {
+  const sig = entry.signature;
+  if (sig === undefined) return { code: ControlFenceCode.unsigned_event, message: `entry ${entry.seq} (${entry.event.type}) carries no signature` };
+  if (sig.signer !== entry.event.controller) {
+    return { code: ControlFenceCode.signer_not_allowed, message: `entry ${entry.seq} names ${entry.event.controller} as author but is signed by ${sig.signer}` };
+  }
+  const operator = trust.operators[sig.signer];
+  const controller = operator === undefined ? s.controllers?.[sig.signer] : undefined;
+  if (operator === undefined && controller === undefined) return { code: ControlFenceCode.signer_not_allowed, message: `entry ${entry.seq} is signed by ${sig.signer}, neither an operator nor an admitted controller` };
+  if (operator === undefined && OPERATOR_ONLY.has(entry.event.type)) return { code: ControlFenceCode.signer_not_allowed, message: `only an operator may commit ${entry.event.type} (entry ${entry.seq}, signed by controller ${sig.signer})` };
+  let key: KeyObject;
+  try {
+    key = operator ?? publicKeyFromRaw(controller!.publicKey);
+  } catch {
+    return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: the admitted key of ${sig.signer} is unusable` };
+  }
+  if (sig.signature.byteLength !== ED25519_SIGNATURE_BYTES || !verifyBytes(key, Buffer.from(entry.hash, "hex"), sig.signature)) {
+    return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: signature of ${sig.signer} does not verify` };
+  }
+  return undefined;
+}
