@@ -2,14 +2,16 @@ import { assertEvent, setup } from "xstate";
 import type { ConnectionEvent, InboundMessage } from "../transport/transport.ts";
 import type { RangeSet } from "../lanes/range-set.ts";
 import { WriterFencedError } from "./writer/writer-config.ts";
-import type { WriterCore } from "./writer/writer-core.ts";
+import type { WriteAck, WriterCore } from "./writer/writer-core.ts";
 
 /**
  * The Volume Writer actor. Lifecycle: active → fenced → stopped (or active → stopped).
  * - active: writes are admitted by SmartWAL and streamed as units; receipts fold into protection.
  * - fenced: a newer writer term took over (failover). No write is admitted again, pending
  *   protected syncs fail; holders refuse this term's units anyway once they saw the newer term.
- * The machine is the single owner of inbound receipts (named action `foldReceipt`).
+ * The machine is the single owner of inbound receipts (named action `foldReceipt`), and every
+ * write and sync enters through it (`write` / `sync` events): only the active state admits them;
+ * fenced and stopped writers refuse them with WriterFencedError.
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -21,7 +23,21 @@ export interface WriterContext {
   fencedBy?: number;
 }
 
+/** Where the outcome of a write or sync goes (the caller's promise). */
+export interface Reply<T> {
+  resolve(value: T): void;
+  reject(err: unknown): void;
+}
+
+/** What a sync resolves to. */
+export interface SyncOutcome {
+  readonly durableLsn: number;
+  readonly heads: Record<string, number>;
+}
+
 export type WriterEvent =
+  | { type: "write"; lba: number; data: Uint8Array; reply: Reply<WriteAck> }
+  | { type: "sync"; contract?: string | undefined; timeoutMs?: number | undefined; reply: Reply<SyncOutcome> }
   | { type: "nats.receipt"; lane: string; msg: InboundMessage }
   | { type: "nats.status"; msg: InboundMessage }
   | { type: "nats.release"; msg: InboundMessage }
@@ -38,6 +54,19 @@ export const volumeWriterMachine = setup({
   },
   actions: {
     startCore: ({ context }) => context.core.start(),
+    admitWrite: ({ context, event }) => {
+      assertEvent(event, "write");
+      context.core.write(event.lba, event.data).then(event.reply.resolve, event.reply.reject);
+    },
+    admitSync: ({ context, event }) => {
+      assertEvent(event, "sync");
+      context.core.sync(event.contract, event.timeoutMs).then(event.reply.resolve, event.reply.reject);
+    },
+    refuseCall: ({ context, self, event }) => {
+      assertEvent(event, ["write", "sync"]);
+      context.core.counters.inc("writer_fenced");
+      event.reply.reject(new WriterFencedError({ term: context.core.config.term, state: self.getSnapshot().value }));
+    },
     foldReceipt: ({ context, event }) => {
       assertEvent(event, "nats.receipt");
       context.core.handleReceipt(event.lane, event.msg);
@@ -80,6 +109,8 @@ export const volumeWriterMachine = setup({
   states: {
     [WriterState.Active]: {
       on: {
+        write: { actions: "admitWrite" },
+        sync: { actions: "admitSync" },
         "nats.receipt": { actions: "foldReceipt" },
         "nats.status": { actions: "foldStatus" },
         "nats.release": { actions: "foldEdgeRelease" },
@@ -93,6 +124,8 @@ export const volumeWriterMachine = setup({
       on: {
         // Receipts still fold: they tell the truth about what of the old history survived.
         "nats.receipt": { actions: "foldReceipt" },
+        write: { actions: "refuseCall" },
+        sync: { actions: "refuseCall" },
         stop: { target: WriterState.Stopped },
       },
     },

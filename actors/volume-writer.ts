@@ -33,8 +33,9 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
   actor = createActor(volumeWriterMachine, { input: { core }, clock: ports.clock });
   actor.start();
   const a = actor;
-  const active = () => {
-    if (a.getSnapshot().value !== WriterState.Active) {
+  // A stopped actor takes no events: a call after stop is refused here, as the stopped state would.
+  const refuseIfStopped = () => {
+    if (a.getSnapshot().status !== "active") {
       core.counters.inc("writer_fenced");
       throw new WriterFencedError({ term: config.term, state: a.getSnapshot().value });
     }
@@ -45,12 +46,12 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
     core,
     state: () => String(a.getSnapshot().value),
     async write(lba, data) {
-      active();
-      return core.write(lba, data);
+      refuseIfStopped();
+      return new Promise<WriteAck>((resolve, reject) => a.send({ type: "write", lba, data, reply: { resolve, reject } }));
     },
     async sync(contract, timeoutMs) {
-      active();
-      return core.sync(contract, timeoutMs);
+      refuseIfStopped();
+      return new Promise((resolve, reject) => a.send({ type: "sync", contract, timeoutMs, reply: { resolve, reject } }));
     },
     fence: (newTerm) => a.send({ type: "fence", newTerm }),
     stop: () => {
