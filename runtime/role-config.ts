@@ -22,6 +22,19 @@ const natsSchema = z.strictObject({
   maxReconnectAttempts: z.number().int().min(-1).optional(),
   /** Wait between reconnect attempts (ms). Default 2000. */
   reconnectTimeWaitMs: z.number().int().positive().optional(),
+  /**
+   * Who this process is on a secured bus: its nkey user seed file (mode 0600, see
+   * security/nkey-seed.ts) and the inbox prefix its permissions allow (`inboxPrefixFor(role, id)`).
+   * Absent: the connection is anonymous (unsecured servers only, e.g. unit tests).
+   */
+  credentials: z
+    .strictObject({
+      nkeySeedFile: z.string().min(1),
+      inboxPrefix: z.string().min(1).optional(),
+    })
+    .optional(),
+  /** Require TLS and trust only this CA certificate (PEM) for the server's certificate. */
+  tls: z.strictObject({ caFile: z.string().min(1) }).optional(),
 });
 export type NatsRoleConfig = z.infer<typeof natsSchema>;
 

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/nats-region-config.ts";
+import { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "../transport/nats-region-config.ts";
 import { reapOnExit } from "./child-reaper.ts";
 
 const NATS_SERVER_BIN = process.env["NATS_SERVER_BIN"] ?? "nats-server";
@@ -155,6 +155,11 @@ export interface NatsServerOptions {
   serverName?: string;
   /** Extra raw config lines appended to the generated config. */
   extraConfig?: string;
+  /**
+   * Security config text (security/server-config.ts: `renderServerAuth` and a client
+   * `renderTlsBlock`), appended like `extraConfig`. Readiness is still probed on the monitoring port.
+   */
+  security?: string;
 }
 
 /** A running test server. `url` is `nats://127.0.0.1:<port>`. */
@@ -199,6 +204,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
         `http: "${LOOPBACK}:${httpPort}"`,
         jetstream ? `jetstream { store_dir: ${JSON.stringify(storeDir)} }` : "",
         opts.extraConfig ?? "",
+        opts.security ?? "",
       ].join("\n"),
     );
     let proc = spawnServer(configPath);
@@ -272,6 +278,8 @@ export interface SuperclusterOptions {
   regions: readonly string[];
   /** Enable JetStream in every region (default true). */
   jetstream?: boolean;
+  /** Security config text per region (auth, client/cluster/gateway TLS); see `RegionSecurityBlocks`. */
+  security?: (region: string) => RegionSecurityBlocks;
 }
 
 interface GatewayzBody {
@@ -330,7 +338,7 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
         const storeDir = join(regionDir, "jetstream");
         mkdirSync(storeDir, { recursive: true });
         const configPath = join(regionDir, "nats-server.conf");
-        writeFileSync(configPath, regionConfig(r, ports, jetstream ? storeDir : undefined));
+        writeFileSync(configPath, regionConfig(r, ports, jetstream ? storeDir : undefined, opts.security?.(r.name)));
         const proc = spawnServer(configPath);
         procs.push(proc);
         const index = procs.length - 1;

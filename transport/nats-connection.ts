@@ -2,7 +2,7 @@
  * The one place that opens NATS connections. Connections are always named (the name shows in
  * the server's `/connz` and in traces) and reconnect with bounded, jittered back-off.
  */
-import { connect, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import { connect, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
 
 export type { NatsConnection } from "@nats-io/transport-node";
 
@@ -28,6 +28,15 @@ export interface ConnectNatsOptions {
   timeout?: number;
   /** Keep retrying the first connect instead of failing at once (for services started before NATS). */
   waitOnFirstConnect?: boolean;
+  /**
+   * Authenticate as this nkey user (the seed's bytes, as read from its 0600 seed file by
+   * `readNkeySeed` in security/). Without it the connection is anonymous, which a secured server refuses.
+   */
+  nkeySeed?: Uint8Array;
+  /** Require TLS and trust only this CA certificate file (PEM) for the server's certificate. */
+  caFile?: string;
+  /** Prefix of this connection's inboxes; must match the user's subscribe permission (`inboxPrefixFor`). */
+  inboxPrefix?: string;
   /** Any other nats.js option, passed through unchanged. */
   extra?: Omit<NodeConnectionOptions, "servers" | "name">;
 }
@@ -46,6 +55,9 @@ export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnect
     reconnectJitter: opts.reconnectJitter ?? DEFAULT_RECONNECT.reconnectJitter,
     timeout: opts.timeout ?? DEFAULT_RECONNECT.timeout,
     waitOnFirstConnect: opts.waitOnFirstConnect ?? false,
+    ...(opts.nkeySeed !== undefined ? { authenticator: nkeyAuthenticator(opts.nkeySeed) } : {}),
+    ...(opts.caFile !== undefined ? { tls: { caFile: opts.caFile } } : {}),
+    ...(opts.inboxPrefix !== undefined ? { inboxPrefix: opts.inboxPrefix } : {}),
   });
 }
 

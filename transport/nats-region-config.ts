@@ -18,8 +18,19 @@ export interface RegionPorts {
   gatewayPort: number;
 }
 
-/** Config text for region `r` of `all`; JetStream is on when `storeDir` is given. */
-export function regionConfig(r: RegionPorts, all: readonly RegionPorts[], storeDir: string | undefined): string {
+/**
+ * Pre-rendered config text a secured region adds (see security/server-config.ts): `top` goes at
+ * the top level (the `authorization` block, the client `tls {}` block), `cluster` and `gateway`
+ * inside those blocks (their `tls {}`).
+ */
+export interface RegionSecurityBlocks {
+  readonly top?: string;
+  readonly cluster?: string;
+  readonly gateway?: string;
+}
+
+/** Config text for region `r` of `all`; JetStream is on when `storeDir` is given; `security` adds auth and TLS. */
+export function regionConfig(r: RegionPorts, all: readonly RegionPorts[], storeDir: string | undefined, security: RegionSecurityBlocks = {}): string {
   const gateways = all
     .filter((o) => o.name !== r.name)
     .map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`)
@@ -33,13 +44,16 @@ export function regionConfig(r: RegionPorts, all: readonly RegionPorts[], storeD
     `  name: "${r.name}"`,
     `  listen: "${LOOPBACK}:${r.clusterPort}"`,
     `  routes: ["nats-route://${LOOPBACK}:${r.clusterPort}"]`,
+    security.cluster ?? "",
     `}`,
     `gateway {`,
     `  name: "${r.name}"`,
     `  listen: "${LOOPBACK}:${r.gatewayPort}"`,
+    security.gateway ?? "",
     `  gateways: [`,
     gateways,
     `  ]`,
     `}`,
+    security.top ?? "",
   ].join("\n");
 }

@@ -42,6 +42,18 @@ export interface NatsTransportOptions {
    * handler never breaks the connection or stops the subscription.
    */
   onHandlerError?: (err: unknown, msg: InboundMessage) => void;
+  /**
+   * Called when the server refuses a publish or subscription for lack of permission (the
+   * connection stays up; the message is dropped by the server). Default: one line to stderr.
+   * Either way it is counted in `permissionViolations`.
+   */
+  onPermissionViolation?: (v: PermissionViolation) => void;
+}
+
+/** A publish or subscription the server refused for lack of permission. */
+export interface PermissionViolation {
+  readonly operation: "publish" | "subscription";
+  readonly subject: string;
 }
 
 /** Maps a nats.js error to a TransportError; `subject` goes into `detail`. */
@@ -104,6 +116,9 @@ export class NatsTransport implements Transport {
   readonly name: string;
   readonly #nc: NatsConnection;
   readonly #onHandlerError: (err: unknown, msg: InboundMessage) => void;
+  readonly #onPermissionViolation: (v: PermissionViolation) => void;
+  /** Publishes and subscriptions the server refused for lack of permission. */
+  permissionViolations = 0;
   #closing: Promise<void> | undefined;
 
   readonly #listeners = new Set<(e: ConnectionEvent) => void>();
@@ -115,6 +130,8 @@ export class NatsTransport implements Transport {
     this.#onHandlerError =
       opts.onHandlerError ??
       ((err, msg) => process.stderr.write(`[${this.name}] handler for ${msg.subject} threw: ${String(err)}\n`));
+    this.#onPermissionViolation =
+      opts.onPermissionViolation ?? ((v) => process.stderr.write(`[${this.name}] server refused ${v.operation} on ${v.subject}: permission denied\n`));
     void this.#watch();
   }
 
@@ -133,6 +150,10 @@ export class NatsTransport implements Transport {
       if (s.type === "disconnect") this.#emit(ConnectionEvent.Disconnected);
       else if (s.type === "reconnect") this.#emit(ConnectionEvent.Reconnected);
       else if (s.type === "staleConnection") this.#emit(ConnectionEvent.Stale);
+      else if (s.type === "error" && s.error instanceof natsErrors.PermissionViolationError) {
+        this.permissionViolations++;
+        this.#onPermissionViolation({ operation: s.error.operation, subject: s.error.subject });
+      }
     }
   }
 
@@ -155,7 +176,8 @@ export class NatsTransport implements Transport {
   /** Opens a named connection (see `connectNats`) and wraps it. Rejects if the first connect fails. */
   static async connect(opts: ConnectNatsOptions & NatsTransportOptions): Promise<NatsTransport> {
     const nc = await connectNats(opts);
-    return new NatsTransport(nc, { ...opts, name: opts.name });
+    const { nkeySeed: _secret, ...rest } = opts; // the seed stays with the authenticator only
+    return new NatsTransport(nc, { ...rest, name: opts.name });
   }
 
   /** The underlying connection, for JetStream/KV clients built on the same socket (not for actors). */

@@ -1,0 +1,219 @@
+/**
+ * Who may say what on the bus: the NATS publish/subscribe permissions of each principal, derived
+ * from the subject scheme (transport/subjects.ts) and the principal's place in the topology. Pure:
+ * no I/O, no NATS client. The rendered server config (server-config.ts) carries them; the server
+ * enforces them, so identity comes from the connection, never from a header a publisher sets.
+ *
+ * Rules the derivation keeps (see docs/security.md):
+ * - a writer publishes units of its own volume only, and only into that lane's first hops;
+ * - a holder publishes credits only under its own id, receipts only for the lanes it serves, and
+ *   units only into its downstream edges of those lanes;
+ * - only the controller publishes release frontiers and appends to the control stream;
+ * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
+ *   deletes or purges streams);
+ * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
+ *   (the server lets a responder answer exactly the requests it received), and each principal's
+ *   own inbox lives under `inboxPrefixFor(role, id)`, which only it may subscribe to.
+ */
+import { controlStreamName } from "../transport/jetstream-control-log.ts";
+import {
+  admitSubject,
+  allOfKind,
+  baseSubject,
+  checkToken,
+  creditSubject,
+  ctrlSubject,
+  eventSubject,
+  fetchSubject,
+  receiptSubject,
+  releaseSubject,
+  statusSubject,
+  subjectFilter,
+  transferSubject,
+  unitSubject,
+} from "../transport/subjects.ts";
+import { SecurityError, SecurityErrorCode } from "./security-error.ts";
+
+/** The principals that connect to the bus, each as its own NATS user. */
+export const Role = {
+  Writer: "writer",
+  Holder: "holder",
+  Controller: "controller",
+  Repair: "repair",
+  Operator: "operator",
+} as const;
+export type Role = (typeof Role)[keyof typeof Role];
+
+/** One lane a writer feeds and the holders it sends that lane to first. */
+export interface WriterLaneScope {
+  readonly lane: string;
+  readonly firstHops: readonly string[];
+}
+
+/** One lane a holder serves and the holders it forwards that lane to. */
+export interface HolderLaneScope {
+  readonly volume: string;
+  readonly lane: string;
+  readonly downstream: readonly string[];
+}
+
+/** What each role's permissions are derived from, besides its id. */
+export interface RoleScopes {
+  readonly writer: { readonly controlRegion: string; readonly volume: string; readonly lanes: readonly WriterLaneScope[] };
+  readonly holder: { readonly controlRegion: string; readonly lanes: readonly HolderLaneScope[] };
+  readonly controller: { readonly controlRegion: string; readonly volumes: readonly string[] };
+  readonly repair: { readonly controlRegion: string; readonly volumes: readonly string[] };
+  readonly operator: { readonly controlRegions: readonly string[] };
+}
+
+/** A principal's permissions, as the server config states them. Subjects are sorted and unique. */
+export interface SubjectPermissions {
+  readonly publish: readonly string[];
+  readonly subscribe: readonly string[];
+  /** May answer requests it received (once each), without any publish right on `_INBOX`. */
+  readonly allowResponses: boolean;
+  /** The inbox prefix the principal's client must use (`inboxPrefix` of nats.js). */
+  readonly inboxPrefix: string;
+}
+
+/** The JetStream API prefix (the default domain). */
+export const JS_API = "$JS.API";
+
+/**
+ * The inbox prefix of a principal: `_INBOX.<role>.<id>`. Its replies (requests, JetStream API
+ * answers, ordered-consumer deliveries) arrive under it, and only it may subscribe there.
+ */
+export function inboxPrefixFor(role: Role, id: string): string {
+  return `_INBOX.${checkRole(role)}.${checkToken(id, "principal id")}`;
+}
+
+/**
+ * The JetStream API subjects a reader of one control stream needs: account info (the client
+ * checks JetStream is there), stream info, and ordered consumers (create, fetch, info, delete).
+ * None of them changes the stream.
+ */
+export function controlLogReadSubjects(region: string): string[] {
+  const stream = controlStreamName(checkToken(region, "region"));
+  return [
+    `${JS_API}.INFO`,
+    `${JS_API}.STREAM.INFO.${stream}`,
+    `${JS_API}.CONSUMER.CREATE.${stream}`,
+    `${JS_API}.CONSUMER.CREATE.${stream}.>`,
+    `${JS_API}.CONSUMER.MSG.NEXT.${stream}.*`,
+    `${JS_API}.CONSUMER.INFO.${stream}.*`,
+    `${JS_API}.CONSUMER.DELETE.${stream}.*`,
+  ];
+}
+
+/**
+ * The permissions of principal `id` in `role`, derived from `scope`. Throws SecurityError
+ * `invalid_principal` for an unknown role and InvalidSubjectError for an identifier that cannot
+ * be a subject token.
+ */
+export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleScopes[R]): SubjectPermissions {
+  const inboxPrefix = inboxPrefixFor(role, id);
+  const pub = new Set<string>();
+  const sub = new Set<string>([`${inboxPrefix}.>`, subjectFilter("ps")]);
+  switch (role) {
+    case Role.Writer:
+      writer(scope as RoleScopes["writer"], pub, sub);
+      break;
+    case Role.Holder:
+      holder(id, scope as RoleScopes["holder"], pub, sub);
+      break;
+    case Role.Controller:
+      controller(scope as RoleScopes["controller"], pub, sub);
+      break;
+    case Role.Repair:
+      repair(scope as RoleScopes["repair"], pub, sub);
+      break;
+    case Role.Operator:
+      operator(scope as RoleScopes["operator"], pub, sub);
+      break;
+    default:
+      throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `unknown role ${JSON.stringify(role)}`, { role, id });
+  }
+  return { publish: [...pub].sort(), subscribe: [...sub].sort(), allowResponses: true, inboxPrefix };
+}
+
+function writer(s: RoleScopes["writer"], pub: Set<string>, sub: Set<string>): void {
+  const v = s.volume;
+  for (const l of s.lanes) {
+    for (const hop of l.firstHops) {
+      // Units (and credit requests, which travel on the unit subject) into first hops only.
+      pub.add(unitSubject(hop, v, l.lane));
+      sub.add(creditSubject(hop, v, l.lane));
+      sub.add(releaseSubject(hop));
+    }
+    sub.add(receiptSubject(v, l.lane));
+  }
+  pub.add(eventSubject(v));
+  sub.add(statusSubject(v));
+  readControlLog(s.controlRegion, pub);
+}
+
+function holder(id: string, s: RoleScopes["holder"], pub: Set<string>, sub: Set<string>): void {
+  for (const l of s.lanes) {
+    sub.add(unitSubject(id, l.volume, l.lane));
+    pub.add(creditSubject(id, l.volume, l.lane));
+    pub.add(receiptSubject(l.volume, l.lane));
+    sub.add(receiptSubject(l.volume, l.lane));
+    pub.add(eventSubject(l.volume));
+    for (const d of l.downstream) {
+      pub.add(unitSubject(d, l.volume, l.lane));
+      sub.add(creditSubject(d, l.volume, l.lane));
+      sub.add(releaseSubject(d));
+    }
+  }
+  sub.add(releaseSubject(id));
+  sub.add(transferSubject(id));
+  sub.add(fetchSubject(id));
+  sub.add(baseSubject(id));
+  pub.add(admitSubject(id));
+  // Custody transfers go to whichever holder the control log names; the receiver checks them.
+  pub.add(subjectFilter("transfer"));
+  readControlLog(s.controlRegion, pub);
+}
+
+function controller(s: RoleScopes["controller"], pub: Set<string>, sub: Set<string>): void {
+  for (const v of s.volumes) {
+    sub.add(subjectFilter("receipt", { volume: v }));
+    sub.add(eventSubject(v));
+    pub.add(statusSubject(v));
+  }
+  sub.add(subjectFilter("admit"));
+  pub.add(subjectFilter("release"));
+  // The only principal that appends to the control stream (a JetStream publish on its subject).
+  pub.add(ctrlSubject(s.controlRegion));
+  // Repair runs inside the controller: it reads retained units and moves custody between holders.
+  pub.add(subjectFilter("fetch"));
+  pub.add(subjectFilter("transfer"));
+  readControlLog(s.controlRegion, pub);
+}
+
+function repair(s: RoleScopes["repair"], pub: Set<string>, sub: Set<string>): void {
+  for (const v of s.volumes) sub.add(statusSubject(v));
+  pub.add(subjectFilter("fetch"));
+  pub.add(subjectFilter("transfer"));
+  readControlLog(s.controlRegion, pub);
+}
+
+function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>): void {
+  // Stream management (create, update, delete, purge) is the operator's alone.
+  pub.add(`${JS_API}.>`);
+  pub.add(allOfKind("ps"));
+  sub.add(allOfKind("status"));
+  sub.add(allOfKind("event"));
+  for (const r of s.controlRegions) checkToken(r, "region");
+}
+
+function readControlLog(region: string, pub: Set<string>): void {
+  for (const s of controlLogReadSubjects(region)) pub.add(s);
+}
+
+function checkRole(role: string): Role {
+  if (!Object.values(Role).includes(role as Role)) {
+    throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `unknown role ${JSON.stringify(role)}`, { role });
+  }
+  return role as Role;
+}

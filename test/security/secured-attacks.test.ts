@@ -1,0 +1,145 @@
+import anyTest, { type TestFn } from "ava";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
+import { makeReceipt } from "../../custody/receipt.ts";
+import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { makeTransportUnit } from "../../lanes/transport-unit.ts";
+import { controlStreamName } from "../../transport/jetstream-control-log.ts";
+import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, unitSubject } from "../../transport/subjects.ts";
+import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../../transport/unit-frames.ts";
+import { creditSpec, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { blockData } from "../e2e/e2e-fixture.ts";
+import { eventually } from "../holder/holder-fixture.ts";
+import { AZ_CONTRACT, BLOCKS, deploySecured, LANE, REGION, VOL, type SecuredDeployment } from "./secured-deployment.ts";
+
+const test = anyTest as TestFn<{ d: SecuredDeployment; head: number }>;
+
+test.before(async (t) => {
+  const d = await deploySecured();
+  t.context.d = d;
+  for (let i = 0; i < 8; i++) await d.writer.write(i % BLOCKS, blockData(i));
+  t.context.head = (await d.writer.sync(AZ_CONTRACT.name, 15_000)).heads[LANE]!;
+});
+test.after.always(async (t) => {
+  await t.context.d?.stop();
+});
+
+const laneOf = (d: SecuredDeployment, h: string) => d.holders.get(h)!.core.lanes.get(`${VOL}/${LANE}`)!;
+
+/** Waits until the server has refused `subject` to principal `key` (`operation` publish or subscription). */
+async function refused(d: SecuredDeployment, key: string, subject: string, operation: "publish" | "subscription" = "publish"): Promise<void> {
+  const c = d.conns.get(key)!;
+  await c.transport.flush().catch(() => undefined);
+  await eventually(() => c.violations.some((v) => v.subject === subject && v.operation === operation), `the server refused ${operation} on ${subject} to ${key}`, 5000, () => JSON.stringify(c.violations));
+}
+
+/** The holders keep serving: a new write is receipted by both first hops and forwarded to h3. */
+async function stillServing(t: { true(v: boolean, m?: string): void }, d: SecuredDeployment): Promise<void> {
+  await d.writer.write(0, blockData(999));
+  const head = (await d.writer.sync(AZ_CONTRACT.name, 15_000)).heads[LANE]!;
+  t.true(d.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) >= head, "the writer's next write is protected");
+  await eventually(() => laneOf(d, "h3").obligations.retained.has(head), "h3 still receives forwarded units", 10_000);
+}
+
+test.serial("a holder's credentials cannot publish a release frontier, not even its own: the server refuses it and the target releases nothing", async (t) => {
+  const d = t.context.d;
+  const before = laneOf(d, "h2").obligations.released;
+  const frontier = encodeMessage(releaseFrontierSpec, { holder: "h2", volume: VOL, lane: LANE, ranges: [[1, t.context.head]], epoch: 1, controlSeq: 1 });
+  d.conns.get("h3")!.transport.publish(releaseSubject("h2"), frontier);
+  d.conns.get("h2")!.transport.publish(releaseSubject("h2"), frontier);
+  await refused(d, "h3", releaseSubject("h2"));
+  await refused(d, "h2", releaseSubject("h2"));
+  t.true(laneOf(d, "h2").obligations.released.equals(before) && before.isEmpty, "h2 released nothing");
+  t.true(laneOf(d, "h2").obligations.retained.coversAll(RangeSet.of(1, t.context.head)));
+  await stillServing(t, d);
+});
+
+test.serial("a non-writer cannot publish units for the volume, whatever Custody-Sender header it sets: holders, controller and operator are refused and the target holds nothing new", async (t) => {
+  const d = t.context.d;
+  const h1 = laneOf(d, "h1");
+  const retained = h1.obligations.retained;
+  const forged = makeTransportUnit({ volume: VOL, lane: LANE, term: 1, firstSeq: 10_001, lastSeq: 10_005, commitTs: [1, 2, 3, 4, 5], payload: new Uint8Array(64) });
+  const data = encodeMessage(unitSpec, forged);
+  const headers = { [SENDER_HEADER]: "w1", [SESSION_HEADER]: "1", [SENT_THROUGH_HEADER]: "999999" };
+  const subject = unitSubject("h1", VOL, LANE);
+  for (const key of ["h3", "h2", "c1", "op"]) d.conns.get(key)!.transport.publish(subject, data, { headers });
+  for (const key of ["h3", "h2", "c1", "op"]) await refused(d, key, subject);
+  t.false(h1.obligations.retained.has(10_001), "h1 never admitted the injected sequences");
+  t.true(h1.obligations.retained.coversAll(retained));
+  // h2 may forward units only to its downstream edge h3, not into another lane's first hop.
+  await stillServing(t, d);
+});
+
+test.serial("a holder cannot grant credit as another holder: a credit on h1's subject from h2 is refused", async (t) => {
+  const d = t.context.d;
+  const subject = creditSubject("h1", VOL, LANE);
+  d.conns.get("h2")!.transport.publish(subject, encodeMessage(creditSpec, { holder: "h1", sender: "w1", volume: VOL, lane: LANE, incarnation: 1, session: 1, window: 99, grantedThrough: 1 << 30, grantSeq: 1 }));
+  await refused(d, "h2", subject);
+  t.pass();
+});
+
+test.serial("a holder's credentials cannot receipt a lane it does not serve, and a receipt it signs in another holder's name is rejected by signature and counted: the writer's protection and the controller's ledger are unchanged", async (t) => {
+  const d = t.context.d;
+  const h3 = d.conns.get("h3")!;
+  const other = receiptSubject(VOL, "l9");
+  h3.transport.publish(other, new Uint8Array([0x80]));
+  await refused(d, "h3", other);
+  const subject = receiptSubject(VOL, LANE);
+  const receipt = makeReceipt({
+    holder: { holderId: "h2", incarnation: 1 },
+    volume: VOL,
+    lane: LANE,
+    issuedAt: Date.now(),
+    writerTerm: 1,
+    topologyEpoch: 1,
+    policyGeneration: 1,
+    prefixBase: 1,
+    payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } },
+    obligation: { obligationId: `${VOL}-${LANE}`, releaseAuthority: { kind: "control_log", region: REGION } },
+    extensions: [],
+    receiptSeq: 999_999,
+    retained: RangeSet.of(1, 50_000),
+    residency: { kind: "ram", capabilityGeneration: 0, observedAt: Date.now() },
+  });
+  const batch = makeReceiptBatch({ volume: VOL, lane: LANE, subject }, { holderId: "h2", incarnation: 1 }, Date.now(), [receipt]);
+  const forged = signReceiptBatch(batch, d.keys.privateKey("h3")); // h3 signs in h2's name
+  const wBad = d.writer.core.counters.get("receipt_bad_signature") ?? 0;
+  const cBad = d.controller.core.counters.get("receipt_bad_signature") ?? 0;
+  h3.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: forged.body, signature: forged.signature }));
+  await eventually(() => (d.writer.core.counters.get("receipt_bad_signature") ?? 0) > wBad && (d.controller.core.counters.get("receipt_bad_signature") ?? 0) > cBad, "writer and controller both rejected the forgery", 5000);
+  const h2Held = d.controller.core.ledger.holdings({ holderId: "h2" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  t.false(h2Held.has(50_000), "the forged claim never entered the ledger");
+  t.true(d.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 50_000);
+});
+
+test.serial("only the controller appends to the control stream: holders, the writer and the operator are refused on its subject, nobody but the operator may manage streams, and the stream is unchanged", async (t) => {
+  const d = t.context.d;
+  const before = await d.store.lastSeq();
+  const subject = ctrlSubject(REGION);
+  const junk = new TextEncoder().encode("garbage");
+  for (const key of ["h1", "w1", "op", "r1"]) d.conns.get(key)?.transport.publish(subject, junk);
+  for (const key of ["h1", "w1", "op"]) await refused(d, key, subject);
+  const stream = controlStreamName(REGION);
+  const jsm = await jetstreamManager(d.conns.get("h1")!.transport.connection, { timeout: 2000 });
+  await t.throwsAsync(jsm.streams.delete(stream), undefined, "a holder cannot delete the control stream");
+  await t.throwsAsync(jsm.streams.purge(stream), undefined, "nor purge it");
+  await refused(d, "h1", `$JS.API.STREAM.DELETE.${stream}`);
+  t.is(await d.store.lastSeq(), before, "nothing was appended or removed");
+  const replay = await d.store.readAll();
+  t.is(replay.length, before, "the whole log still replays");
+  await stillServing(t, d);
+});
+
+test.serial("a principal cannot answer into another principal's inbox nor listen to it, nor subscribe to another holder's units", async (t) => {
+  const d = t.context.d;
+  const h3 = d.conns.get("h3")!;
+  h3.transport.publish("_INBOX.controller.c1.x", new Uint8Array(1));
+  await refused(d, "h3", "_INBOX.controller.c1.x");
+  h3.transport.subscribe("_INBOX.>", () => undefined);
+  await refused(d, "h3", "_INBOX.>", "subscription");
+  h3.transport.subscribe(unitSubject("h1", VOL, LANE), () => undefined);
+  await refused(d, "h3", unitSubject("h1", VOL, LANE), "subscription");
+  t.pass();
+});

@@ -1,0 +1,96 @@
+/**
+ * A secured bus for tests: a real nats-server whose config is rendered by security/ (one nkey user
+ * per principal with permissions derived from the subject scheme, TLS on the client port with
+ * certificates made by openssl), and connections that log in as those principals.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  makeCertificates,
+  permissionsFor,
+  readNkeySeed,
+  renderServerAuth,
+  renderTlsBlock,
+  writeNkeySeed,
+  type Role,
+  type RoleScopes,
+  type SubjectPermissions,
+} from "../../security/index.ts";
+import { NatsTransport, type PermissionViolation } from "../../transport/nats-transport.ts";
+import { startNatsServer, type NatsServerHandle } from "../../testing/nats-server.ts";
+
+/** One principal to create: `key` names it in the test. */
+export type PrincipalSpec = { [R in Role]: { readonly key: string; readonly role: R; readonly id: string; readonly scope: RoleScopes[R] } }[Role];
+
+/** A principal as created: its seed file and permissions. */
+export interface Principal {
+  readonly role: Role;
+  readonly id: string;
+  readonly seedFile: string;
+  readonly publicKey: string;
+  readonly permissions: SubjectPermissions;
+}
+
+/** A connection of a principal, with the violations the server reported to it. */
+export interface PrincipalConnection {
+  readonly transport: NatsTransport;
+  readonly violations: PermissionViolation[];
+}
+
+export interface SecuredBus {
+  readonly server: NatsServerHandle;
+  readonly url: string;
+  readonly caFile: string;
+  readonly dir: string;
+  readonly principals: ReadonlyMap<string, Principal>;
+  /** Connects as principal `key` (nkey + TLS + its inbox prefix). Closed by `stop()`. */
+  connect(key: string, name?: string): Promise<PrincipalConnection>;
+  /** Closes every connection made by `connect`, stops the server, deletes the files. */
+  stop(): Promise<void>;
+}
+
+/** Starts a nats-server secured for `specs` (JetStream on). */
+export async function startSecuredBus(specs: readonly PrincipalSpec[]): Promise<SecuredBus> {
+  const dir = mkdtempSync(join(tmpdir(), "custody-secured-"));
+  const certs = await makeCertificates(join(dir, "tls"), [{ name: "nats", hosts: ["127.0.0.1", "localhost"] }]);
+  const principals = new Map<string, Principal>();
+  for (const s of specs) {
+    const creds = writeNkeySeed(join(dir, `${s.key}.nk`));
+    const permissions = permissionsFor(s.role, s.id, s.scope as never);
+    principals.set(s.key, { role: s.role, id: s.id, seedFile: creds.seedFile, publicKey: creds.publicKey, permissions });
+  }
+  const users = [...principals.entries()].map(([key, p]) => ({ nkey: p.publicKey, permissions: p.permissions, label: `${p.role} ${p.id} (${key})` }));
+  const server = await startNatsServer({
+    security: [renderServerAuth(users), renderTlsBlock({ ...certs.servers["nats"]!, caFile: certs.caFile }, { verify: false })].join("\n"),
+  });
+  const open: NatsTransport[] = [];
+  return {
+    server,
+    url: server.url,
+    caFile: certs.caFile,
+    dir,
+    principals,
+    async connect(key, name) {
+      const p = principals.get(key);
+      if (p === undefined) throw new Error(`no principal ${key}`);
+      const violations: PermissionViolation[] = [];
+      const transport = await NatsTransport.connect({
+        servers: server.url,
+        name: name ?? key,
+        nkeySeed: readNkeySeed(p.seedFile).seed,
+        caFile: certs.caFile,
+        inboxPrefix: p.permissions.inboxPrefix,
+        maxReconnectAttempts: 0,
+        onPermissionViolation: (v) => violations.push(v),
+      });
+      open.push(transport);
+      return { transport, violations };
+    },
+    async stop() {
+      for (const t of open.splice(0)) await t.close().catch(() => undefined);
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
