@@ -2,6 +2,7 @@ import type { NatsConnection } from "../transport/nats-connection.ts";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { subjectFilter, psSubject } from "../transport/subjects.ts";
 import type { Transport, TransportSubscription } from "../transport/transport.ts";
+import { gatherServiceStats, registerService, type RegisteredService } from "./service-registration.ts";
 
 /** What a running process says about itself when asked on `custody.v1.ps.<role>`. */
 export interface ProcessStats {
@@ -21,30 +22,61 @@ export interface ProcessStats {
   readonly samples?: Readonly<Record<string, readonly number[]>>;
 }
 
+/** What `serveProcessStats` returns: the ps subscription, and the NATS service once registered. */
+export interface ServedProcessStats extends TransportSubscription {
+  /** Resolves once the process is registered as a NATS service (never rejects: a failure is logged, ps still answers). */
+  readonly registered: Promise<void>;
+}
+
 /**
  * Answers `custody.v1.ps.<role>` (and the `*` form a caller uses to reach every role) with this
- * process's stats as JSON: what `custody ps` lists and what the soak run samples.
+ * process's stats as JSON — what the soak run samples — and, on a NATS transport, registers the
+ * process as the NATS service `custody-<role>` whose STATS replies carry the same stats: what
+ * `custody ps` and `nats micro` list (see service-registration.ts).
  */
-export function serveProcessStats(transport: Transport, role: string, stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes" | "eventLoopP99Ms">): TransportSubscription {
+export function serveProcessStats(transport: Transport & { readonly connection?: NatsConnection }, role: string, stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes" | "eventLoopP99Ms">): ServedProcessStats {
   const started = Date.now();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
-  const sub = transport.subscribe(subjectFilter("ps"), (msg) => {
-    if (msg.subject !== psSubject(role) && msg.subject !== psSubject("all")) return;
+  const snapshot = (): ProcessStats => {
     const m = process.memoryUsage();
     const eventLoopP99Ms = loop.count > 0 ? Math.round(loop.percentile(99) / 1e4) / 100 : 0;
     loop.reset();
-    const body: ProcessStats = { role, pid: process.pid, uptimeMs: Date.now() - started, rssBytes: m.rss, heapUsedBytes: m.heapUsed, eventLoopP99Ms, ...stats() };
-    transport.respond(msg, new TextEncoder().encode(JSON.stringify(body)));
+    return { role, pid: process.pid, uptimeMs: Date.now() - started, rssBytes: m.rss, heapUsedBytes: m.heapUsed, eventLoopP99Ms, ...stats() };
+  };
+  const sub = transport.subscribe(subjectFilter("ps"), (msg) => {
+    if (msg.subject !== psSubject(role) && msg.subject !== psSubject("all")) return;
+    transport.respond(msg, new TextEncoder().encode(JSON.stringify(snapshot())));
   });
+  let service: RegisteredService | undefined;
+  let stopped = false;
+  const first = stats();
+  const registered =
+    transport.connection === undefined
+      ? Promise.resolve()
+      : registerService(transport.connection, { role, id: first.id, incarnation: first.incarnation }, snapshot).then(
+          async (s) => {
+            service = s;
+            if (stopped) await s.stop();
+          },
+          (err: unknown) => {
+            process.stderr.write(`${role} ${first.id}: not registered as a NATS service: ${(err as Error).message}\n`);
+          },
+        );
+  const end = () => {
+    stopped = true;
+    loop.disable();
+    void service?.stop().catch(() => undefined);
+  };
   return {
     subject: sub.subject,
+    registered,
     unsubscribe: () => {
-      loop.disable();
+      end();
       sub.unsubscribe();
     },
     drain: async () => {
-      loop.disable();
+      end();
       await sub.drain();
     },
   };
@@ -65,6 +97,11 @@ function parseStats(data: Uint8Array): ProcessStats {
   } catch {
     throw new ProcessStatsReplyError("not JSON");
   }
+  return checkStats(v);
+}
+
+/** Checks that a decoded value has the shape of ProcessStats. */
+function checkStats(v: unknown): ProcessStats {
   const o = v as Record<string, unknown>;
   if (typeof o !== "object" || o === null) throw new ProcessStatsReplyError("not an object");
   for (const k of ["role", "id"]) if (typeof o[k] !== "string") throw new ProcessStatsReplyError(`${k} is not a string`);
@@ -84,6 +121,26 @@ export async function gatherProcessStats(nc: NatsConnection, opts: { role?: stri
   for await (const m of replies) {
     try {
       stats.push(parseStats(m.data));
+    } catch {
+      rejected += 1;
+    }
+  }
+  stats.sort((a, b) => a.role.localeCompare(b.role) || a.id.localeCompare(b.id));
+  return { stats, rejected };
+}
+
+/**
+ * Lists the live role processes through the NATS services client: every `custody-<role>` service's
+ * STATS reply within `waitMs` (of one role when given), its `stats` endpoint data read as
+ * ProcessStats. Replies that do not read as such are counted in `rejected`, never returned.
+ */
+export async function listProcesses(nc: NatsConnection, opts: { role?: string; waitMs?: number } = {}): Promise<{ stats: ProcessStats[]; rejected: number }> {
+  const { replies, unreadable } = await gatherServiceStats(nc, { role: opts.role, waitMs: opts.waitMs ?? 1000 });
+  const stats: ProcessStats[] = [];
+  let rejected = unreadable;
+  for (const r of replies) {
+    try {
+      stats.push(checkStats(r.endpoints?.find((e) => e.name === "stats")?.data));
     } catch {
       rejected += 1;
     }

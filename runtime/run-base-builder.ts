@@ -33,6 +33,8 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
     busy = builder.build().catch((err) => counters.inc(`base_build_${(err as { code?: string }).code ?? "failed"}`));
   }, cfg.intervalMs);
   const stats = serveProcessStats(transport, "base-builder", () => ({ id: `base-builder-${cfg.holder}`, counters: counters.snapshot(), figures: { baseThroughSeq: builder.base?.throughSeq ?? 0, baseBytes: builder.base?.bytes ?? 0 } }));
+  // Listed by `custody ps` (a NATS service) before the process says it is ready.
+  await stats.registered;
   return {
     builder,
     counters,

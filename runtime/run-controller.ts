@@ -25,6 +25,8 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
       return { id: c.controllerId, counters: controller.core.counters.snapshot(), figures: { evaluations: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100) } };
     });
+    // Listed by `custody ps` (a NATS service) before the process says it is ready.
+    await stats.registered;
     return {
       controller,
       lost,

@@ -78,6 +78,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       }
       return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes }, samples: ranges };
     });
+    // Listed by `custody ps` (a NATS service) before the process says it is ready.
+    await stats.registered;
     return {
       holder,
       lost,

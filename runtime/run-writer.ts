@@ -79,6 +79,8 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       counters: writer.core.counters.snapshot(),
       figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: written },
     }));
+    // Listed by `custody ps` (a NATS service) before the process says it is ready.
+    await stats.registered;
     return {
       writer,
       term,

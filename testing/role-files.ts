@@ -1,8 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { systemClock } from "../core/clock.ts";
-import { commitControlEvent } from "../custody/control-commit.ts";
-import { ControlLogFollower } from "../custody/control-log-follower.ts";
+import { applyBootstrap } from "../deploy/control-bootstrap.ts";
+import { holderRoleConfig, writerRoleConfig } from "../deploy/role-configs.ts";
 import type { ControlLogStore } from "../custody/control-log.ts";
 import { generateHolderKeyPair } from "../custody/signing.ts";
 import type { Site } from "../policies/index.ts";
@@ -30,21 +29,9 @@ export function writeHolderRole(dir: string, h: HarnessHolder, controlRegion: st
   const kp = generateHolderKeyPair();
   const keyFile = join(dir, `${h.id}.key`);
   writeFileSync(keyFile, kp.privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
-  const holder = {
-    holderId: h.id,
-    site: { region: h.site.region, az: h.site.az, host: h.site.host },
-    residency: h.disk ? ["ram", "disk"] : ["ram"],
-    lanes: [{ volume: h.volume, lane: h.lane, upstream: h.upstream, downstream: h.downstream }],
-    arena: { segmentBytes: 256 * 1024, limitBytes: 32 * 1024 * 1024, maxOutstandingCredit: 1024 * 1024, maxUnitBytes: 128 * 1024 },
-    receipts: { maxUnits: 32, maxDelayMs: 10 },
-    ...(h.disk ? { flush: { intervalMs: 100, deadlineMs: 5_000 } } : {}),
-    resendAfterMs: 500,
-    epoch: 1,
-    policyGeneration: 1,
-    ...h.overrides,
-  };
   const file = join(dir, `${h.id}.json`);
-  writeFileSync(file, JSON.stringify({ role: "holder", nats: h.nats, controlRegion, stateDir: join(dir, h.id), keyFile, holder }));
+  const config = holderRoleConfig({ id: h.id, site: h.site, nats: h.nats, controlRegion, stateDir: join(dir, h.id), keyFile, disk: h.disk, lanes: [{ volume: h.volume, lane: h.lane, upstream: h.upstream, downstream: h.downstream }], overrides: h.overrides });
+  writeFileSync(file, JSON.stringify(config));
   return { file, publicKey: kp.publicKey };
 }
 
@@ -53,20 +40,11 @@ export function writeHolderRole(dir: string, h: HarnessHolder, controlRegion: st
  * creates the lane's obligation over all of them.
  */
 export async function bootstrapControlLog(store: ControlLogStore, holders: readonly { id: string; site: Site; publicKey: Uint8Array }[], obligation: { volume: string; lane: string }): Promise<void> {
-  const follower = new ControlLogFollower(store);
-  const op = { controller: "operator", clock: systemClock };
-  for (const h of holders) {
-    await commitControlEvent(store, follower, op, () => ({ type: "admit_holder", holderId: h.id, incarnation: 1, publicKey: h.publicKey, failureDomain: `${h.site.region}/${h.site.az}/${h.site.host}` }));
-  }
-  await commitControlEvent(store, follower, op, () => ({
-    type: "create_obligation",
-    obligationId: `${obligation.volume}-${obligation.lane}`,
-    volume: obligation.volume,
-    lane: obligation.lane,
-    representation: "raw",
-    holders: holders.map((h) => h.id),
-    fromSeq: 1,
-  }));
+  await applyBootstrap(store, {
+    controlRegion: store.region,
+    holders: holders.map((h) => ({ id: h.id, incarnation: 1, publicKey: Buffer.from(h.publicKey).toString("hex"), failureDomain: `${h.site.region}/${h.site.az}/${h.site.host}` })),
+    obligations: [{ volume: obligation.volume, lane: obligation.lane, holders: holders.map((h) => h.id) }],
+  });
 }
 
 /** The writer of a harness deployment: one volume with one lane over all its blocks, and its workload. */
@@ -86,18 +64,7 @@ export interface HarnessWriter {
 
 /** Writes the `custody run writer` configuration of a harness writer (`w1`) and returns its path. */
 export function writeWriterRole(file: string, w: HarnessWriter, controlRegion: string): string {
-  writeFileSync(
-    file,
-    JSON.stringify({
-      role: "writer",
-      nats: w.nats,
-      controlRegion,
-      stateDir: w.stateDir,
-      dataKeyFile: w.dataKeyFile,
-      volume: { blockCount: w.blockCount },
-      writer: { writerId: "w1", volume: w.volume, lanes: [{ lane: w.lane, fromLba: 0, toLba: w.blockCount - 1, holders: [...w.firstHops] }], contracts: [], holderSites: w.holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500 },
-      workload: w.workload,
-    }),
-  );
+  const lanes = [{ lane: w.lane, fromLba: 0, toLba: w.blockCount - 1, holders: [...w.firstHops] }];
+  writeFileSync(file, JSON.stringify(writerRoleConfig({ writerId: "w1", nats: w.nats, controlRegion, stateDir: w.stateDir, dataKeyFile: w.dataKeyFile, volume: w.volume, blockCount: w.blockCount, lanes, holderSites: w.holderSites, workload: w.workload })));
   return file;
 }

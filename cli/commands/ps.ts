@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { gatherProcessStats, type ProcessStats } from "../../runtime/process-stats.ts";
+import { listProcesses, type ProcessStats } from "../../runtime/process-stats.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { checkToken } from "../../transport/subjects.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
@@ -28,7 +28,7 @@ function row(s: ProcessStats): Record<string, unknown> {
   };
 }
 
-/** Registers `custody ps`: every running role process that answers on `custody.v1.ps`. */
+/** Registers `custody ps`: every running role process, found through the NATS services client (`custody-<role>` services). */
 export function register(program: Command): void {
   program
     .command("ps")
@@ -43,7 +43,7 @@ export function register(program: Command): void {
         const waitMs = positiveInt("wait", o.wait);
         const t = await NatsTransport.connect({ servers: o.server, name: "custody-ps" });
         try {
-          const { stats, rejected } = await gatherProcessStats(t.connection, { ...(o.role !== undefined ? { role: o.role } : {}), waitMs });
+          const { stats, rejected } = await listProcesses(t.connection, { ...(o.role !== undefined ? { role: o.role } : {}), waitMs });
           printResult(o, { processes: stats, rejected }, stats.map(row), `${stats.length} process${stats.length === 1 ? "" : "es"}${rejected > 0 ? ` (${rejected} unreadable answer${rejected === 1 ? "" : "s"} ignored)` : ""}`);
         } finally {
           await t.close();

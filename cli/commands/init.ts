@@ -1,0 +1,82 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import type { Command } from "commander";
+import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
+import { applyBootstrap } from "../../deploy/control-bootstrap.ts";
+import { planDeployment, ROLES_INDEX, type KeySource } from "../../deploy/deployment-plan.ts";
+import { DeploymentError, parseDeployment } from "../../deploy/deployment-schema.ts";
+import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { action, printResult, type OutputOptions } from "../output.ts";
+import { readJsonFile } from "./policy.ts";
+
+/** Fresh random keys: Ed25519 receipt keys for holders, 32-byte data keys for volumes. */
+const randomKeys: KeySource = {
+  holderKey() {
+    const kp = generateHolderKeyPair();
+    return { pkcs8: new Uint8Array(kp.privateKey.export({ format: "der", type: "pkcs8" })), publicRaw: kp.publicKey };
+  },
+  dataKey: () => new Uint8Array(randomBytes(32)),
+};
+
+/**
+ * `custody init <deployment.json> --out DIR`: validates the deployment and writes per role instance
+ * `roles/<instance>/config.json` with its keys (0600), per region `nats/<region>.conf`,
+ * `bootstrap.json` and `roles.json`. Refuses an output that already holds a deployment: new keys
+ * would not match the ones already admitted.
+ *
+ * `custody bootstrap <bootstrap.json> --server URL`: commits the first incarnations and the
+ * obligations to the control log; what is already there is skipped.
+ */
+export function register(program: Command): void {
+  program
+    .command("init")
+    .description("write role configs, keys, nats-server configs and the control-log bootstrap of a deployment")
+    .argument("<deployment.json>", "the deployment: regions, sites, holders, volumes, controllers, baseBuilders")
+    .requiredOption("--out <dir>", "output directory")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action((file: string, o: OutputOptions & { out: string }) => {
+        const d = parseDeployment(readJsonFile(file));
+        const out = resolve(o.out);
+        if (existsSync(join(out, ROLES_INDEX))) throw new DeploymentError(`${out} already holds a deployment (${ROLES_INDEX}); choose another --out`, { path: "out" });
+        const plan = planDeployment(d, out, randomKeys);
+        for (const f of plan.files) {
+          mkdirSync(dirname(f.path), { recursive: true, mode: 0o700 });
+          writeFileSync(f.path, f.contents, { mode: f.mode });
+          chmodSync(f.path, f.mode); // the umask never loosens a key
+        }
+        printResult(
+          o,
+          { roles: plan.roles, natsServers: plan.natsServers, bootstrap: join(out, "bootstrap.json") },
+          plan.roles.map((r) => ({ instance: r.instance, role: r.role, region: r.region, config: r.config })),
+          `${plan.roles.length} role instances, ${plan.natsServers.length} nats-server configs in ${out}`,
+        );
+      }),
+    );
+  program
+    .command("bootstrap")
+    .description("admit the holders' first incarnations and create the obligations `custody init` planned (skips what the control log has)")
+    .argument("<bootstrap.json>", "written by custody init")
+    .requiredOption("--server <url>", "NATS server URL")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (file: string, o: OutputOptions & { server: string }) => {
+        const plan = parseBootstrap(readJsonFile(file));
+        const nc = await connectNats({ servers: o.server, name: "custody-bootstrap", maxReconnectAttempts: 0 });
+        try {
+          const store = await openJetStreamControlLog(nc, { region: plan.controlRegion });
+          try {
+            const r = await applyBootstrap(store, plan);
+            printResult(o, r, [...r.admitted.map((h) => ({ committed: `admit_holder ${h}` })), ...r.obligations.map((x) => ({ committed: `create_obligation ${x}` })), ...r.skipped.map((x) => ({ committed: `(already there) ${x}` }))]);
+          } finally {
+            await store.close();
+          }
+        } finally {
+          await closeNats(nc);
+        }
+      }),
+    );
+}

@@ -1,0 +1,20 @@
+import { z } from "zod";
+import type { BootstrapPlan } from "./deployment-plan.ts";
+import { DeploymentError } from "./deployment-schema.ts";
+
+/** The `bootstrap.json` `custody init` writes, read back strictly by `custody bootstrap`. */
+const bootstrapSchema = z.strictObject({
+  controlRegion: z.string().min(1),
+  holders: z.array(z.strictObject({ id: z.string().min(1), incarnation: z.literal(1), publicKey: z.string().regex(/^[0-9a-f]{64}$/i), failureDomain: z.string().min(1) })),
+  obligations: z.array(z.strictObject({ volume: z.string().min(1), lane: z.string().min(1), holders: z.array(z.string().min(1)).min(1) })),
+});
+
+/** Validates a parsed bootstrap file; throws DeploymentError naming the first bad key. */
+export function parseBootstrap(raw: unknown): BootstrapPlan {
+  const r = bootstrapSchema.safeParse(raw);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const keys = (issue as { keys?: string[] }).keys;
+  const path = [issue.path.join("."), keys?.[0]].filter(Boolean).join(".");
+  throw new DeploymentError(`invalid bootstrap file: ${issue.code === "unrecognized_keys" ? `unknown key ${path}` : `${path || "(root)"}: ${issue.message}`}`, { path });
+}

@@ -1,0 +1,49 @@
+import { systemClock } from "../core/clock.ts";
+import { commitControlEventRetrying } from "../custody/control-commit.ts";
+import { ControlLogFollower } from "../custody/control-log-follower.ts";
+import type { ControlLogStore } from "../custody/control-log.ts";
+import { publicKeyFromRaw } from "../custody/signing.ts";
+import type { BootstrapPlan } from "./deployment-plan.ts";
+import { DeploymentError } from "./deployment-schema.ts";
+
+/** What a bootstrap committed and what it found already there. */
+export interface BootstrapResult {
+  readonly admitted: readonly string[];
+  readonly obligations: readonly string[];
+  /** Holders already admitted and obligations already created (a bootstrap run again). */
+  readonly skipped: readonly string[];
+}
+
+/**
+ * The operator's bootstrap of a control log: admits each holder's first incarnation with its key
+ * and failure domain, and creates each lane's obligation over the holders that serve it. What the
+ * log already has is left alone, so running it twice changes nothing.
+ */
+export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan): Promise<BootstrapResult> {
+  const follower = new ControlLogFollower(store);
+  const op = { controller: "operator", clock: systemClock };
+  const admitted: string[] = [];
+  const obligations: string[] = [];
+  const skipped: string[] = [];
+  for (const h of plan.holders) {
+    if (!/^[0-9a-f]{64}$/i.test(h.publicKey)) throw new DeploymentError(`bootstrap: holder ${h.id}: publicKey is not 64 hex digits`, { path: `holders.${h.id}.publicKey` });
+    const publicKey = new Uint8Array(Buffer.from(h.publicKey, "hex"));
+    publicKeyFromRaw(publicKey); // bytes that are not a key are refused before anything is committed
+    if ((await follower.refresh()).holders[h.id] !== undefined) {
+      skipped.push(`holder ${h.id}`);
+      continue;
+    }
+    await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_holder", holderId: h.id, incarnation: h.incarnation, publicKey, failureDomain: h.failureDomain }));
+    admitted.push(h.id);
+  }
+  for (const o of plan.obligations) {
+    const obligationId = `${o.volume}-${o.lane}`;
+    if ((await follower.refresh()).obligations[obligationId] !== undefined) {
+      skipped.push(`obligation ${obligationId}`);
+      continue;
+    }
+    await commitControlEventRetrying(store, follower, op, () => ({ type: "create_obligation", obligationId, volume: o.volume, lane: o.lane, representation: "raw", holders: [...o.holders], fromSeq: 1 }));
+    obligations.push(obligationId);
+  }
+  return { admitted, obligations, skipped };
+}

@@ -1,0 +1,220 @@
+import { join } from "node:path";
+import type { ControllerConfig } from "../actors/controller/controller-config.ts";
+import type { Scenario } from "../policies/scenario.ts";
+import type { Site } from "../policies/topology.ts";
+import type { NatsRoleConfig } from "../runtime/role-config.ts";
+import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
+import { natsServerConfig, regionUrl } from "./nats-server-config.ts";
+import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
+
+/**
+ * From a validated deployment to the files `custody init` writes: per role instance a
+ * `custody run` config and its keys, per region a nats-server config, the operator's bootstrap of
+ * the control log, and an index of the instances. Pure: keys come from the caller's `KeySource`.
+ */
+
+/** Where keys come from (the command passes real random keys; nothing here reads or writes). */
+export interface KeySource {
+  /** A new Ed25519 receipt-signing key pair: PKCS#8 DER private key, raw 32-byte public key. */
+  holderKey(): { readonly pkcs8: Uint8Array; readonly publicRaw: Uint8Array };
+  /** A new 32-byte volume data key. */
+  dataKey(): Uint8Array;
+}
+
+/** One file to write: `path` is inside the output directory; keys are 0600, the rest 0644. */
+export interface PlannedFile {
+  readonly path: string;
+  readonly contents: string | Uint8Array;
+  readonly mode: 0o600 | 0o644;
+}
+
+/** A role instance: what `custody run <role> --config <config>` starts on its machine. */
+export interface PlannedRole {
+  readonly instance: string;
+  readonly role: "holder" | "writer" | "controller" | "base-builder";
+  /** The NATS region it connects to. */
+  readonly region: string;
+  /** Its config file on the machine (under `paths.configDir`). */
+  readonly config: string;
+  /** The directory of the output that goes to `<configDir>/<instance>` on the machine. */
+  readonly dir: string;
+}
+
+/** What `custody bootstrap` commits to a fresh control log: first incarnations and obligations. */
+export interface BootstrapPlan {
+  readonly controlRegion: string;
+  readonly holders: readonly { readonly id: string; readonly incarnation: 1; readonly publicKey: string; readonly failureDomain: string }[];
+  readonly obligations: readonly { readonly volume: string; readonly lane: string; readonly holders: readonly string[] }[];
+}
+
+/** Everything `custody init` writes. */
+export interface DeploymentPlan {
+  readonly files: readonly PlannedFile[];
+  readonly roles: readonly PlannedRole[];
+  readonly natsServers: readonly { readonly region: string; readonly config: string; readonly url: string }[];
+  readonly bootstrap: BootstrapPlan;
+}
+
+/** The file index `custody init` writes beside the roles (`roles.json`). */
+export const ROLES_INDEX = "roles.json";
+/** The bootstrap file `custody init` writes (`bootstrap.json`). */
+export const BOOTSTRAP_FILE = "bootstrap.json";
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
+const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
+
+/**
+ * The `nats` section of a role's config. The single place a role's connection settings are made:
+ * credentials and TLS files will be added here.
+ */
+export function roleNats(d: Deployment, region: string): NatsRoleConfig {
+  return { servers: regionUrl(d.regions[region]!) };
+}
+
+/** The volume's lanes as the writer splits them: declared, or one lane `l…` over every block to the holders it feeds. */
+export function volumeLanes(d: Deployment, v: DeploymentVolume): { lane: string; fromLba: number; toLba: number; holders: string[] }[] {
+  if (v.lanes !== undefined) return v.lanes.map((l) => ({ lane: l.lane, fromLba: l.fromLba, toLba: l.toLba, holders: [...l.firstHops] }));
+  const served = d.holders.flatMap((h) => h.lanes.filter((l) => l.volume === v.id).map((l) => ({ holder: h.id, ...l })));
+  const names = [...new Set(served.map((s) => s.lane))];
+  if (names.length !== 1) throw new DeploymentError(`invalid deployment: volumes.${v.id}.lanes: holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`, { path: `volumes.${v.id}.lanes` });
+  const firstHops = served.filter((s) => s.upstream.includes(v.writer.id)).map((s) => s.holder);
+  if (firstHops.length === 0) throw new DeploymentError(`invalid deployment: no holder of ${v.id} has writer ${v.writer.id} upstream`, { path: `volumes.${v.id}` });
+  return [{ lane: names[0]!, fromLba: 0, toLba: v.blockCount - 1, holders: firstHops }];
+}
+
+/** Plans every file of a deployment. `outDir` is where the files are written (absolute). */
+export function planDeployment(d: Deployment, outDir: string, keys: KeySource): DeploymentPlan {
+  const configDir = d.paths?.configDir ?? join(outDir, "roles");
+  const stateDir = d.paths?.stateDir ?? join(outDir, "state");
+  const files: PlannedFile[] = [];
+  const roles: PlannedRole[] = [];
+  const siteOf = (id: string): Site => ({ id, region: d.sites[id]!.region, az: d.sites[id]!.az, host: d.sites[id]!.host, deps: [...(d.sites[id]!.deps ?? [])] });
+  // One instance's files go to roles/<instance>/ in the output and to <configDir>/<instance>/ on its machine.
+  const instance = (name: string, role: PlannedRole["role"], region: string, config: Record<string, unknown>, extra: { file: string; contents: Uint8Array }[]) => {
+    for (const f of extra) files.push({ path: join(outDir, "roles", name, f.file), contents: f.contents, mode: 0o600 });
+    files.push({ path: join(outDir, "roles", name, "config.json"), contents: json(config), mode: 0o644 });
+    roles.push({ instance: name, role, region, config: join(configDir, name, "config.json"), dir: join(outDir, "roles", name) });
+  };
+
+  const publicKeys = new Map<string, Uint8Array>();
+  for (const h of d.holders) {
+    const name = `holder-${h.id}`;
+    const key = keys.holderKey();
+    publicKeys.set(h.id, key.publicRaw);
+    const config = holderRoleConfig({
+      id: h.id,
+      site: d.sites[h.site]!,
+      nats: roleNats(d, h.region),
+      controlRegion: d.controlRegion,
+      stateDir: join(stateDir, name),
+      keyFile: join(configDir, name, "holder.key"),
+      disk: h.residency === "disk",
+      lanes: h.lanes,
+      metrics: h.metrics,
+      overrides: h.overrides,
+    });
+    instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
+  }
+
+  const dataKeys = new Map(d.volumes.map((v) => [v.id, keys.dataKey()]));
+  for (const v of d.volumes) {
+    const name = `writer-${v.writer.id}`;
+    const holders = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
+    const config = writerRoleConfig({
+      writerId: v.writer.id,
+      nats: roleNats(d, v.writer.region),
+      controlRegion: d.controlRegion,
+      stateDir: join(stateDir, name),
+      dataKeyFile: join(configDir, name, "data.key"),
+      volume: v.id,
+      blockCount: v.blockCount,
+      walCapacity: v.walCapacity,
+      lanes: volumeLanes(d, v),
+      holderSites: Object.fromEntries(holders.map((h) => [h.id, siteOf(h.site)])),
+      metrics: v.writer.metrics,
+      workload: v.writer.workload,
+      drainDeadlineMs: v.writer.drainDeadlineMs,
+    });
+    instance(name, "writer", v.writer.region, config, [{ file: "data.key", contents: dataKeys.get(v.id)! }]);
+  }
+
+  for (const c of d.controllers) {
+    const v = d.volumes.find((x) => x.id === c.volume)!;
+    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: roleNats(d, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), controller: controllerConfig(d, c, v, siteOf) }, []);
+  }
+
+  for (const b of d.baseBuilders) {
+    const h = d.holders.find((x) => x.id === b.holder)!;
+    const v = d.volumes.find((x) => x.id === b.volume)!;
+    const name = `base-builder-${b.holder}`;
+    const config = {
+      role: "base-builder",
+      nats: roleNats(d, h.region),
+      ...(b.metrics ? { metrics: b.metrics } : {}),
+      holder: b.holder,
+      volume: b.volume,
+      lane: b.lane,
+      blockCount: v.blockCount,
+      dir: join(stateDir, name),
+      dataKeyFile: join(configDir, name, "data.key"),
+      intervalMs: b.intervalMs,
+      minNewSeqs: b.minNewSeqs,
+      ...(b.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: b.maxSeqsPerBuild } : {}),
+    };
+    instance(name, "base-builder", h.region, config, [{ file: "data.key", contents: dataKeys.get(b.volume)! }]);
+  }
+
+  const natsServers = Object.keys(d.regions).map((r) => ({ region: r, config: join(outDir, "nats", `${r}.conf`), url: regionUrl(d.regions[r]!) }));
+  for (const s of natsServers) files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions), mode: 0o644 });
+
+  const bootstrap: BootstrapPlan = {
+    controlRegion: d.controlRegion,
+    holders: d.holders.map((h) => {
+      const s = d.sites[h.site]!;
+      return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: `${s.region}/${s.az}/${s.host}` };
+    }),
+    obligations: d.volumes.flatMap((v) =>
+      volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
+    ),
+  };
+  files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
+  files.push({ path: join(outDir, ROLES_INDEX), contents: json({ roles, natsServers }), mode: 0o644 });
+  return { files, roles, natsServers, bootstrap };
+}
+
+/**
+ * A controller for one volume: the sites of its writer, holders and recovery destination; an empty
+ * genesis base and the data key's authority at the recovery site; the declared scenarios or, by
+ * default, each holder's host crashing.
+ */
+function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v: DeploymentVolume, siteOf: (id: string) => Site): ControllerConfig {
+  const holders = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
+  const lanes = volumeLanes(d, v).map((l) => l.lane);
+  const genesisHolder = `${v.id}-genesis`;
+  const siteIds = [...new Set([v.writer.site, v.recoverySite, ...holders.map((h) => h.site)])];
+  const scenarios: Scenario[] =
+    v.scenarios?.map((s) => ({ ...s, losses: s.losses.map((l) => ({ ...l })) })) ??
+    holders.map((h) => ({ name: `crash:${h.id}`, losses: [{ domain: `host:${d.sites[h.site]!.host}`, kind: "crash" }], deadlineSec: 3600, required: true }));
+  return {
+    controllerId: c.id,
+    region: d.controlRegion,
+    ...(c.evalIntervalMs !== undefined ? { evalIntervalMs: c.evalIntervalMs } : {}),
+    admission: c.admission ?? "key-continuity",
+    ...(c.coverageRepair !== undefined ? { coverageRepair: c.coverageRepair } : {}),
+    topology: {
+      volume: v.id,
+      lanes,
+      writerSite: v.writer.site,
+      sites: siteIds.map(siteOf),
+      holderSites: { [genesisHolder]: v.recoverySite, ...Object.fromEntries(holders.map((h) => [h.id, h.site])) },
+      bases: [{ id: "genesis", holder: genesisHolder, cut: Object.fromEntries(lanes.map((l) => [l, 0])), bytes: 0 }],
+      keyAuthorities: [{ id: `${v.id}-key-authority`, site: v.recoverySite }],
+      links: [],
+      recovery: { destination: v.recoverySite, detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+      scenarios,
+      timelines: [],
+      staleAfterMs: c.staleAfterMs ?? 5_000,
+      releasable: v.releasable ?? holders.filter((h) => h.residency === "ram").map((h) => h.id),
+    },
+  };
+}

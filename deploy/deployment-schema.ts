@@ -1,0 +1,206 @@
+import { z } from "zod";
+import { CustodyError } from "../core/custody-error.ts";
+
+/**
+ * The deployment file `custody init` reads: NATS regions, sites, holders, volumes (each with its
+ * writer), controllers and base builders. Every object is strict, so a typo is an error naming
+ * its path instead of a silently different deployment. Cross-references (a holder's site, a
+ * lane's first hops, ...) are checked by `checkDeployment` after the shape.
+ */
+
+/** Thrown for a deployment file that does not parse or does not hold together; `detail.path` names the key. */
+export class DeploymentError extends CustodyError {
+  constructor(message: string, detail: Record<string, unknown>) {
+    super("invalid_deployment", message, detail);
+  }
+}
+
+/** Ids become file names, NATS subject tokens and JetStream names: keep them to a safe alphabet. */
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, "letters, digits, '-' and '_' only");
+const port = z.number().int().min(1).max(65535);
+const absolutePath = z.string().regex(/^\//, "an absolute path");
+
+/** Where a role serves `/metrics` (same shape as a role config's `metrics`). */
+const metrics = z.strictObject({ port, host: z.string().min(1).optional() }).optional();
+
+/** One NATS region: a server (one-server cluster) joined to every other region by a gateway. */
+const regionSchema = z.strictObject({
+  /** Address clients and the other regions' gateways use to reach this region's server. */
+  host: z.string().min(1),
+  /** Address the server binds to (default: `host`). */
+  listen: z.string().min(1).optional(),
+  port,
+  /** Monitoring port (`/healthz`, `/varz`, ...). */
+  httpPort: port,
+  clusterPort: port,
+  gatewayPort: port,
+  /** JetStream storage directory on the server's machine. */
+  jetstreamDir: absolutePath,
+});
+
+/** A failure domain position: the region, AZ and host a role or a recovery destination sits on. */
+const siteSchema = z.strictObject({ region: z.string().min(1), az: z.string().min(1), host: z.string().min(1), deps: z.array(z.string().min(1)).optional() });
+
+/** One lane a holder serves: who sends to it and whom it forwards to. */
+const holderLaneSchema = z.strictObject({ volume: id, lane: id, upstream: z.array(id).min(1), downstream: z.array(id).default([]) });
+
+const holderSchema = z.strictObject({
+  id,
+  site: id,
+  /** NATS region the holder connects to. */
+  region: id,
+  /** `disk`: RAM and a spill file made durable; `ram`: RAM only. */
+  residency: z.enum(["ram", "disk"]),
+  lanes: z.array(holderLaneSchema).min(1),
+  metrics,
+  /** Holder configuration keys that replace the defaults (arena, flush, receipts, ...); validated by the holder. */
+  overrides: z.record(z.string(), z.unknown()).optional(),
+});
+
+const workloadSchema = z.strictObject({
+  intervalMs: z.number().int().nonnegative(),
+  ackLog: z.string().min(1).optional(),
+  depth: z.number().int().positive().optional(),
+  ratePerSec: z.number().positive().optional(),
+});
+
+const lossSchema = z.strictObject({ domain: z.string().min(1), kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]) });
+const scenarioSchema = z.strictObject({ name: z.string().min(1), losses: z.array(lossSchema).min(1), deadlineSec: z.number().positive(), required: z.boolean() });
+
+const volumeSchema = z.strictObject({
+  id,
+  blockCount: z.number().int().positive(),
+  walCapacity: z.number().int().positive().optional(),
+  writer: z.strictObject({
+    id,
+    site: id,
+    region: id,
+    metrics,
+    /** A synthetic workload (see `custody run writer`); omit for a writer driven by its application. */
+    workload: workloadSchema.optional(),
+    drainDeadlineMs: z.number().int().nonnegative().optional(),
+  }),
+  /** The volume's lanes; default one lane `l0` over every block, sent to every holder the writer feeds. */
+  lanes: z.array(z.strictObject({ lane: id, fromLba: z.number().int().nonnegative(), toLba: z.number().int().nonnegative(), firstHops: z.array(id).min(1) })).optional(),
+  /** Site a lost volume is recovered to; it holds the empty genesis base and the data key's authority. */
+  recoverySite: id,
+  /** The contract; default: each of the volume's holders' hosts crashing, all required, 3600 s deadline. */
+  scenarios: z.array(scenarioSchema).optional(),
+  /** Holders that shed custody once the policy allows; default the RAM-only holders. */
+  releasable: z.array(id).optional(),
+});
+
+const controllerSchema = z.strictObject({
+  id,
+  volume: id,
+  region: id,
+  metrics,
+  evalIntervalMs: z.number().int().positive().optional(),
+  admission: z.enum(["key-continuity", "operator"]).optional(),
+  staleAfterMs: z.number().int().positive().optional(),
+  coverageRepair: z.strictObject({ graceMs: z.number().int().nonnegative().optional(), retryMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() }).optional(),
+});
+
+const baseBuilderSchema = z.strictObject({
+  holder: id,
+  volume: id,
+  lane: id,
+  metrics,
+  intervalMs: z.number().int().positive(),
+  minNewSeqs: z.number().int().positive(),
+  maxSeqsPerBuild: z.number().int().positive().optional(),
+});
+
+/** The whole deployment file. */
+export const deploymentSchema = z.strictObject({
+  /** Name of the control log (JetStream stream `CUSTODY_CTRL_<controlRegion>`) every role follows. */
+  controlRegion: id,
+  /**
+   * Where the files land on the machines. Omitted: under the `--out` directory itself (one
+   * machine, tests); on separate machines e.g. `/etc/custody` and `/var/lib/custody`.
+   */
+  paths: z.strictObject({ configDir: absolutePath.optional(), stateDir: absolutePath.optional() }).optional(),
+  regions: z.record(id, regionSchema),
+  sites: z.record(id, siteSchema),
+  holders: z.array(holderSchema).min(1),
+  volumes: z.array(volumeSchema).min(1),
+  controllers: z.array(controllerSchema).default([]),
+  baseBuilders: z.array(baseBuilderSchema).default([]),
+});
+export type Deployment = z.infer<typeof deploymentSchema>;
+export type DeploymentHolder = Deployment["holders"][number];
+export type DeploymentVolume = Deployment["volumes"][number];
+export type DeploymentRegion = Deployment["regions"][string];
+
+/** The first schema issue as "unknown key a.b" or "a.b: message", and its path. */
+function describeIssue(error: z.ZodError): { what: string; path: string } {
+  const issue = error.issues[0]!;
+  const base = issue.path.join(".");
+  const keys = (issue as { keys?: string[] }).keys;
+  if (issue.code === "unrecognized_keys" && keys !== undefined) {
+    const path = [base, keys[0]].filter(Boolean).join(".");
+    return { what: `unknown key ${path}`, path };
+  }
+  return { what: `${base || "(root)"}: ${issue.message}`, path: base };
+}
+
+/** Validates a parsed deployment file: its shape, then its cross-references. Throws DeploymentError naming the path. */
+export function parseDeployment(raw: unknown): Deployment {
+  const r = deploymentSchema.safeParse(raw);
+  if (!r.success) {
+    const { what, path } = describeIssue(r.error);
+    throw new DeploymentError(`invalid deployment: ${what}`, { path });
+  }
+  checkDeployment(r.data);
+  return r.data;
+}
+
+/** Cross-reference checks the shape cannot express. */
+function checkDeployment(d: Deployment): void {
+  const fail = (path: string, message: string): never => {
+    throw new DeploymentError(`invalid deployment: ${path}: ${message}`, { path });
+  };
+  const regions = Object.keys(d.regions);
+  if (regions.length === 0) fail("regions", "at least one region");
+  const region = (path: string, r: string) => (d.regions[r] === undefined ? fail(path, `unknown region ${r}`) : r);
+  const site = (path: string, s: string) => (d.sites[s] === undefined ? fail(path, `unknown site ${s}`) : s);
+  const holderIds = new Set<string>();
+  d.holders.forEach((h, i) => {
+    if (holderIds.has(h.id)) fail(`holders.${i}.id`, `duplicate holder ${h.id}`);
+    holderIds.add(h.id);
+    site(`holders.${i}.site`, h.site);
+    region(`holders.${i}.region`, h.region);
+  });
+  const volumeIds = new Set(d.volumes.map((v) => v.id));
+  if (volumeIds.size !== d.volumes.length) fail("volumes", "duplicate volume id");
+  const writerIds = new Set(d.volumes.map((v) => v.writer.id));
+  for (const w of writerIds) if (holderIds.has(w)) fail("volumes", `writer ${w} has a holder's id`);
+  d.holders.forEach((h, i) =>
+    h.lanes.forEach((l, j) => {
+      const v = d.volumes.find((x) => x.id === l.volume);
+      if (v === undefined) return fail(`holders.${i}.lanes.${j}.volume`, `unknown volume ${l.volume}`);
+      for (const u of l.upstream) if (u !== v.writer.id && !holderIds.has(u)) fail(`holders.${i}.lanes.${j}.upstream`, `unknown holder or writer ${u}`);
+      for (const u of l.downstream) if (!holderIds.has(u)) fail(`holders.${i}.lanes.${j}.downstream`, `unknown holder ${u}`);
+    }),
+  );
+  d.volumes.forEach((v, i) => {
+    site(`volumes.${i}.writer.site`, v.writer.site);
+    region(`volumes.${i}.writer.region`, v.writer.region);
+    site(`volumes.${i}.recoverySite`, v.recoverySite);
+    (v.lanes ?? []).forEach((l, j) => {
+      if (l.toLba < l.fromLba || l.toLba >= v.blockCount) fail(`volumes.${i}.lanes.${j}`, `LBAs ${l.fromLba}..${l.toLba} outside 0..${v.blockCount - 1}`);
+      for (const h of l.firstHops) if (!holderIds.has(h)) fail(`volumes.${i}.lanes.${j}.firstHops`, `unknown holder ${h}`);
+    });
+    for (const h of v.releasable ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.releasable`, `unknown holder ${h}`);
+  });
+  d.controllers.forEach((c, i) => {
+    if (!volumeIds.has(c.volume)) fail(`controllers.${i}.volume`, `unknown volume ${c.volume}`);
+    region(`controllers.${i}.region`, c.region);
+  });
+  d.baseBuilders.forEach((b, i) => {
+    const h = d.holders.find((x) => x.id === b.holder);
+    if (h === undefined) return fail(`baseBuilders.${i}.holder`, `unknown holder ${b.holder}`);
+    if (h.residency !== "disk") fail(`baseBuilders.${i}.holder`, `holder ${b.holder} keeps no disk (a base builder reads a store holder's WAL)`);
+    if (!h.lanes.some((l) => l.volume === b.volume && l.lane === b.lane)) fail(`baseBuilders.${i}`, `holder ${b.holder} does not serve ${b.volume}/${b.lane}`);
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * `custody init`: a deployment file becomes one `custody run` config per role instance (each
+ * accepted by its role's strict schema), keys with mode 0600 where only writers and base builders
+ * get a volume's data key, one nats-server config per region with gateways to the others, and the
+ * control-log bootstrap. A bad deployment is refused naming the key, and nothing is written.
+ */
+import test from "ava";
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
+import { parseDeployment } from "../../deploy/deployment-schema.ts";
+import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
+import { tempDir } from "../e2e/e2e-fixture.ts";
+import { loopbackDeployment } from "./loopback-deployment.ts";
+
+const run = promisify(execFile);
+const custody = (args: string[]) => run(process.execPath, ["bin/custody.js", ...args], { cwd: process.cwd() });
+const failed = (p: Promise<unknown>) => p.then(() => ({ code: 0, stderr: "" }), (e: { code: number; stderr: string }) => e);
+
+async function deploymentFile(mutate: (d: Record<string, any>) => void = () => undefined): Promise<{ dir: string; file: string }> {
+  const dir = tempDir("custody-init-");
+  const d = await loopbackDeployment(dir, { metrics: true });
+  mutate(d);
+  const file = join(dir, "deployment.json");
+  writeFileSync(file, JSON.stringify(d));
+  return { dir, file };
+}
+
+const schemas = { holder: holderRoleSchema, writer: writerRoleSchema, controller: controllerRoleSchema, "base-builder": baseBuilderRoleSchema } as const;
+
+test("custody init writes a config per role instance that its role accepts, keys with mode 0600, and the data key only to writers and base builders", async (t) => {
+  const { dir, file } = await deploymentFile();
+  const out = join(dir, "out");
+  const json = JSON.parse((await custody(["init", file, "--out", out, "--json"])).stdout.trim()) as { roles: { instance: string; role: keyof typeof schemas; config: string; dir: string }[] };
+  t.deepEqual(json.roles.map((r) => r.instance), ["holder-h-e1", "holder-h-w1", "writer-w1", "controller-ctl-1", "base-builder-h-w1"]);
+  for (const r of json.roles) {
+    const cfg = readRoleConfig(r.config, schemas[r.role] as never) as Record<string, unknown>;
+    t.is(cfg["role"], r.role);
+    const files = readdirSync(r.dir).sort();
+    const keyFiles = files.filter((f) => f.endsWith(".key"));
+    for (const k of keyFiles) t.is(statSync(join(r.dir, k)).mode & 0o777, 0o600, `${r.instance}/${k}`);
+    if (r.role === "holder") t.deepEqual(keyFiles, ["holder.key"], "a holder never gets the volume's data key");
+    if (r.role === "writer" || r.role === "base-builder") t.deepEqual(keyFiles, ["data.key"]);
+    if (r.role === "controller") t.deepEqual(keyFiles, []);
+  }
+  const writerKey = readFileSync(join(out, "roles", "writer-w1", "data.key"));
+  t.is(writerKey.length, 32);
+  t.deepEqual(readFileSync(join(out, "roles", "base-builder-h-w1", "data.key")), writerKey, "the base builder decrypts with the writer's key");
+  const east = readFileSync(join(out, "nats", "east.conf"), "utf8");
+  const d = JSON.parse(readFileSync(file, "utf8")) as { regions: Record<string, { gatewayPort: number; port: number }> };
+  t.true(east.includes(`{ name: "west", url: "nats://127.0.0.1:${d.regions["west"]!.gatewayPort}" }`), east);
+  t.true(east.includes("jetstream {"));
+  const holderCfg = JSON.parse(readFileSync(join(out, "roles", "holder-h-w1", "config.json"), "utf8")) as { nats: { servers: string } };
+  t.is(holderCfg.nats.servers, `nats://127.0.0.1:${d.regions["west"]!.port}`, "a holder connects to its own region");
+  const boot = JSON.parse(readFileSync(join(out, "bootstrap.json"), "utf8")) as { holders: { id: string; failureDomain: string }[]; obligations: { holders: string[] }[] };
+  t.deepEqual(boot.holders.map((h) => `${h.id}@${h.failureDomain}`), ["h-e1@east/east-az2/e1-host", "h-w1@west/west-az1/w1-host"]);
+  t.deepEqual(boot.obligations[0]!.holders, ["h-e1", "h-w1"]);
+
+  const again = await failed(custody(["init", file, "--out", out]));
+  t.is(again.code, 1, "an output that already holds a deployment is refused: new keys would not match the admitted ones");
+  t.regex(again.stderr, /already holds a deployment/);
+});
+
+test("an unknown key in the deployment is an error naming its path, and nothing is written", async (t) => {
+  const { dir, file } = await deploymentFile((d) => (d["holders"][1]["residencey"] = "disk"));
+  const r = await failed(custody(["init", file, "--out", join(dir, "out")]));
+  t.is(r.code, 1);
+  t.regex(r.stderr, /invalid_deployment.*unknown key holders\.1\.residencey/);
+  t.false(existsSync(join(dir, "out")));
+});
+
+test("a lane whose upstream names neither a holder nor the volume's writer is refused naming the path", async (t) => {
+  const { dir, file } = await deploymentFile((d) => (d["holders"][0]["lanes"][0]["upstream"] = ["w2"]));
+  const r = await failed(custody(["init", file, "--out", join(dir, "out")]));
+  t.is(r.code, 1);
+  t.regex(r.stderr, /holders\.0\.lanes\.0\.upstream: unknown holder or writer w2/);
+  t.false(existsSync(join(dir, "out")));
+});
+
+test("the plan puts the holder's public key in the bootstrap and its private key only in its own directory, and paths point at the machines' directories", async (t) => {
+  const dir = tempDir("custody-plan-");
+  const d = parseDeployment({ ...(await loopbackDeployment(dir)), paths: { configDir: "/etc/custody", stateDir: "/var/lib/custody" } });
+  let n = 0;
+  const keys: KeySource = { holderKey: () => ({ pkcs8: new Uint8Array([++n]), publicRaw: new Uint8Array(32).fill(n) }), dataKey: () => new Uint8Array(32).fill(0xdd) };
+  const plan = planDeployment(d, "/out", keys);
+  t.deepEqual(plan.bootstrap.holders.map((h) => h.publicKey), ["01".repeat(32), "02".repeat(32)]);
+  const holderKeys = plan.files.filter((f) => f.path.endsWith("holder.key"));
+  t.deepEqual(holderKeys.map((f) => [f.path, [...(f.contents as Uint8Array)], f.mode]), [["/out/roles/holder-h-e1/holder.key", [1], 0o600], ["/out/roles/holder-h-w1/holder.key", [2], 0o600]]);
+  const holder = JSON.parse(plan.files.find((f) => f.path === "/out/roles/holder-h-w1/config.json")!.contents as string) as { keyFile: string; stateDir: string };
+  t.is(holder.keyFile, "/etc/custody/holder-h-w1/holder.key");
+  t.is(holder.stateDir, "/var/lib/custody/holder-h-w1");
+  t.is(plan.roles.find((r) => r.instance === "writer-w1")!.config, "/etc/custody/writer-w1/config.json");
+  const dataKeyHolders = plan.files.filter((f) => f.path.endsWith("data.key")).map((f) => f.path);
+  t.deepEqual(dataKeyHolders, ["/out/roles/writer-w1/data.key", "/out/roles/base-builder-h-w1/data.key"]);
+});

@@ -1,0 +1,36 @@
+import { join } from "node:path";
+import { freePort } from "../../testing/nats-server.ts";
+
+/**
+ * A two-region deployment on loopback for tests: east (writer, a RAM holder, the controller) and
+ * west (a disk holder with a base builder beside it). Both holders are first hops of the writer.
+ * Every port is a free loopback port; JetStream lives under `dir`.
+ */
+export async function loopbackDeployment(dir: string, o: { metrics?: boolean; workloadIntervalMs?: number; coverageGraceMs?: number } = {}): Promise<Record<string, unknown>> {
+  const region = async (name: string) => ({ host: "127.0.0.1", port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort(), jetstreamDir: join(dir, "js", name) });
+  const metrics = async () => (o.metrics ? { metrics: { port: await freePort() } } : {});
+  return {
+    controlRegion: "ctl",
+    regions: { east: await region("east"), west: await region("west") },
+    sites: {
+      "s-w": { region: "east", az: "east-az1", host: "w-host" },
+      "s-e1": { region: "east", az: "east-az2", host: "e1-host" },
+      "s-w1": { region: "west", az: "west-az1", host: "w1-host" },
+      "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
+    },
+    holders: [
+      { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume: "vol-d", lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
+      { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume: "vol-d", lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
+    ],
+    volumes: [
+      {
+        id: "vol-d",
+        blockCount: 256,
+        writer: { id: "w1", site: "s-w", region: "east", ...(await metrics()), workload: { intervalMs: o.workloadIntervalMs ?? 20 }, drainDeadlineMs: 10_000 },
+        recoverySite: "s-vault",
+      },
+    ],
+    controllers: [{ id: "ctl-1", volume: "vol-d", region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) }],
+    baseBuilders: [{ holder: "h-w1", volume: "vol-d", lane: "l0", intervalMs: 1_000, minNewSeqs: 64, ...(await metrics()) }],
+  };
+}
