@@ -56,7 +56,7 @@ export class InMemoryControlLog implements ControlLogStore {
       throw new ControlConflictError(`control log ${this.region} is at ${last}, not ${expectedLastSeq}`, { expectedLastSeq, actualLastSeq: last, region: this.region });
     }
     const seq = this.nextSeq++;
-    this.entries.push(signer === undefined ? { seq, bytes } : { seq, bytes, signature: signEntryHash(hashControlEventBytes(bytes), signer) });
+    this.entries.push(signer === undefined ? { seq, bytes } : { seq, bytes, signature: signEntryHash(hashControlEventBytes(bytes), seq, signer) });
     return seq;
   }
 

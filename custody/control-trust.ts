@@ -12,8 +12,10 @@ import { ED25519_SIGNATURE_BYTES, publicKeyFromRaw, signBytes, verifyBytes } fro
  * a signature cannot be lifted onto another author's event. Without a trust root (unit tests, the
  * simulator) the log is read unsigned, as before.
  *
- * The signature covers the entry's hash (SHA-256 of the event's canonical bytes), which already
- * binds the previous event's hash: a signed entry cannot be replayed at another place in the chain.
+ * The signature covers the entry's hash (SHA-256 of the event's canonical bytes, which names the
+ * previous event's hash) and the log position it is committed at (the expected last sequence + 1;
+ * both stores assign exactly that): a signed entry published again lands at another position and
+ * no longer verifies, so a replay is skipped instead of breaking the chain.
  */
 export interface ControlTrust {
   /** Operator id → Ed25519 public key. */
@@ -35,9 +37,17 @@ export interface EntrySignature {
 /** Event types only an operator may sign. */
 const OPERATOR_ONLY: ReadonlySet<string> = new Set([ControlEventType.admit_controller]);
 
-/** Signs an entry's hash (hex SHA-256 of the canonical event bytes). */
-export function signEntryHash(hashHex: string, signer: ControlSigner): EntrySignature {
-  return { signer: signer.id, signature: signBytes(signer.privateKey, Buffer.from(hashHex, "hex")) };
+/** The signed statement: the entry's hash (32 bytes) followed by its log position (8 bytes, big-endian). */
+function signedBytes(hashHex: string, seq: number): Uint8Array {
+  const out = new Uint8Array(40);
+  out.set(Buffer.from(hashHex, "hex"), 0);
+  new DataView(out.buffer).setBigUint64(32, BigInt(seq));
+  return out;
+}
+
+/** Signs an entry's hash (hex SHA-256 of the canonical event bytes) at log position `seq`. */
+export function signEntryHash(hashHex: string, seq: number, signer: ControlSigner): EntrySignature {
+  return { signer: signer.id, signature: signBytes(signer.privateKey, signedBytes(hashHex, seq)) };
 }
 
 /** Why a signed log's reader must skip `entry`, or undefined when a trusted principal signed it. Pure. */
@@ -57,8 +67,8 @@ export function signatureProblem(s: ControlState, entry: ControlLogEntry, trust:
   } catch {
     return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: the admitted key of ${sig.signer} is unusable` };
   }
-  if (sig.signature.byteLength !== ED25519_SIGNATURE_BYTES || !verifyBytes(key, Buffer.from(entry.hash, "hex"), sig.signature)) {
-    return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: signature of ${sig.signer} does not verify` };
+  if (sig.signature.byteLength !== ED25519_SIGNATURE_BYTES || !verifyBytes(key, signedBytes(entry.hash, entry.seq), sig.signature)) {
+    return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)` };
   }
   return undefined;
 }

@@ -97,7 +97,7 @@ export class JetStreamControlLog implements ControlLogStore {
 
   async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
     const bytes = encodeControlEvent(event);
-    const data = encodeMessage(controlEventSpec, signer === undefined ? { event: bytes } : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), signer) });
+    const data = encodeMessage(controlEventSpec, signer === undefined ? { event: bytes } : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), expectedLastSeq + 1, signer) });
     try {
       const ack = await this.js.publish(this.subject, data, {
         expect: { lastSequence: expectedLastSeq, streamName: this.streamName },

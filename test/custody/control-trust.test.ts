@@ -9,7 +9,8 @@ import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { controlStreamName, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { ctrlSubject } from "../../transport/subjects.ts";
 import { encodeControlEvent, hashControlEventBytes } from "../../custody/control-event.ts";
 import { controlEventSpec } from "../../custody/custody-messages.ts";
@@ -111,6 +112,16 @@ test("on JetStream: a valid but unsigned control message published straight to t
     t.deepEqual(essentials(after), before);
     t.deepEqual(after.rejected.slice(-2).map((r) => r.code), [ControlFenceCode.bad_signature, ControlFenceCode.unsigned_event]);
     t.false(isReleaseAuthorized(after, "ob1", "h1", RangeSet.of(1, 10)));
+    // A replay: the controller's own signed admit of h1, captured from the stream and published again as is.
+    const jsm = await jetstreamManager(nc);
+    const stored = await jsm.streams.getMessage(controlStreamName("trust-js"), { seq: 2 });
+    nc.publish(ctrlSubject("trust-js"), stored!.data);
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 200));
+    const replayedOnce = await f.refresh();
+    t.is(replayedOnce.rejected.at(-1)?.code, ControlFenceCode.bad_signature, "a signed entry replayed at another position does not verify");
+    t.deepEqual(essentials(replayedOnce), before);
+    t.is(f.distrusted, undefined, "a replay neither changes state nor makes the reader distrust the log");
     // The controller still commits, and a reader replaying the whole stream agrees.
     await commitControlEvent(store, f, as(ctl), () => release("h1", 1, 4, ["h2"]));
     const replayed = await new ControlLogFollower(store, undefined, trust).replay();
