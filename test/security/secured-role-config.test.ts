@@ -7,7 +7,7 @@ import { holderRoleSchema, readRoleConfig, type NatsRoleConfig } from "../../run
 import { connectRole } from "../../runtime/connect.ts";
 import { runHolder } from "../../runtime/run-holder.ts";
 import { writeHolderRole } from "../../testing/role-files.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { site } from "../e2e/e2e-fixture.ts";
 import { startSecuredBus, type SecuredBus } from "./secured-bus.ts";
 
@@ -20,7 +20,7 @@ test.before(async (t) => {
     { key: "op", role: "operator", id: "op", scope: { controlRegions: [REGION] } },
   ]);
   const op = await t.context.bus.connect("op");
-  await (await openJetStreamControlLog(op.transport.connection, { region: REGION })).close();
+  await (await initJetStreamControlLog(op.transport.connection, { region: REGION })).log.close();
 });
 test.after.always(async (t) => {
   await t.context.bus?.stop();
