@@ -11,7 +11,7 @@ import { volumeStatusSpec, type VolumeStatus } from "../actors/controller/status
 import { RangeSet } from "../lanes/range-set.ts";
 import type { TransportUnit } from "../lanes/transport-unit.ts";
 import { LossKind, type Site } from "../policies/index.ts";
-import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { workloadBlock, type AckedWrite } from "../runtime/workload.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
@@ -101,7 +101,7 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
     // The control log's stream is created in the east, before any other process opens it.
     observer = await NatsTransport.connect({ servers: url("east"), name: "chaos-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    const store = await openJetStreamControlLog(observer.connection, { region: REGION });
+    const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION });
 
     const holderProcs = new Map<string, RoleProcess>();
     const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];

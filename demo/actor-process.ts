@@ -19,7 +19,7 @@ import { startVolumeWriter } from "../actors/volume-writer.ts";
 import { systemClock } from "../core/clock.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { setupTracing, otlpEndpointConfigured, SpanExporterKind, type TracingHandle } from "../telemetry/tracing.ts";
-import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { ActorRole, type ActorProcessConfig } from "./actor-protocol.ts";
@@ -136,7 +136,8 @@ async function runWriter(cfg: ActorProcessConfig, d: Deployment, km: KeyMaterial
 
 async function runController(cfg: ActorProcessConfig, d: Deployment, km: KeyMaterial): Promise<Running> {
   const transport = await NatsTransport.connect({ servers: cfg.natsUrl, name: cfg.id });
-  const store = await openJetStreamControlLog(transport.connection, { region: d.controller.region });
+  // The demo's controller is its operator too: it bootstraps the control log it then commits to.
+  const { log: store } = await initJetStreamControlLog(transport.connection, { region: d.controller.region });
   const controller = await startController({ controllerId: d.controller.id, region: d.controller.region, topology: topologyOf(d), evalIntervalMs: 50 }, { transport, clock: systemClock, store });
   const sites = Object.fromEntries(d.sites.map((s) => [s.id, s]));
   await controller.core.bootstrap(

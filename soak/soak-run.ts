@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { ControllerConfig } from "../actors/controller/controller-config.ts";
 import type { Site } from "../policies/index.ts";
-import { controlStreamName, openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { controlStreamName, initJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/process-stats.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
@@ -162,7 +162,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const url = (region: string) => sc!.regions[region]!.url;
     const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
     observer = await NatsTransport.connect({ servers: url("east"), name: "soak-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    const store = await openJetStreamControlLog(observer.connection, { region: REGION });
+    const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION });
     await store.close();
 
     const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];

@@ -1,5 +1,6 @@
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { CustodyError } from "../core/custody-error.ts";
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/control-error.ts";
 import { encodeControlEvent, hashControlEventBytes, type ControlEvent } from "../custody/control-event.ts";
 import { signEntryHash, type ControlSigner } from "../custody/control-trust.ts";
@@ -28,9 +29,59 @@ export function controlStreamName(region: string): string {
 }
 
 /**
- * Opens (creating if absent) a region's control log on JetStream: a file-storage, limits-retention
- * stream that never discards, deletes or purges entries. Throws the nats.js error when JetStream
- * is unavailable or an existing stream has an incompatible configuration.
+ * Thrown by `openJetStreamControlLog` when the region's control stream does not exist: it was
+ * never bootstrapped, or it vanished. Readers never create it (an empty stream in place of a
+ * lost one would look like a fresh log); only `initJetStreamControlLog` does.
+ */
+export class ControlLogMissingError extends CustodyError {
+  constructor(region: string, streamName: string, options?: { cause?: unknown }) {
+    super("control_log_missing", `control log ${region}: stream ${streamName} does not exist (bootstrap it with \`custody log init\`; if it existed before, it vanished)`, { region, streamName }, options);
+  }
+}
+
+/** The configuration every control stream has: file storage, nothing ever discarded, deleted or purged. */
+function controlStreamConfig(name: string, subject: string, replicas: number) {
+  return {
+    name,
+    subjects: [subject],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.New,
+    max_msgs: -1,
+    max_bytes: -1,
+    max_age: 0,
+    num_replicas: replicas,
+    // The log is append-only: nothing may remove a committed control event through the API.
+    deny_delete: true,
+    deny_purge: true,
+  };
+}
+
+/**
+ * The explicit bootstrap of a region's control log (`custody log init`): creates the stream
+ * unless it exists, then opens it. Needs the right to create streams (the operator's). Returns
+ * `created: false` when the stream was already there. Throws the nats.js error when JetStream is
+ * unavailable or an existing stream has an incompatible configuration.
+ */
+export async function initJetStreamControlLog(nc: NatsConnection, opts: JetStreamControlLogOptions): Promise<{ log: JetStreamControlLog; created: boolean }> {
+  const timeout = opts.timeoutMs ?? 5_000;
+  const jsm = await jetstreamManager(nc, { timeout });
+  const name = opts.streamName ?? controlStreamName(opts.region);
+  let created = false;
+  try {
+    await jsm.streams.info(name);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+    await jsm.streams.add(controlStreamConfig(name, ctrlSubject(opts.region), opts.replicas ?? 1));
+    created = true;
+  }
+  return { log: await openJetStreamControlLog(nc, opts), created };
+}
+
+/**
+ * Opens an existing region's control log on JetStream. Never creates it: throws
+ * ControlLogMissingError when the stream does not exist, and the nats.js error when JetStream is
+ * unavailable.
  */
 export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStreamControlLogOptions): Promise<JetStreamControlLog> {
   const timeout = opts.timeoutMs ?? 5_000;
@@ -40,21 +91,8 @@ export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStrea
   try {
     await jsm.streams.info(name);
   } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-    await jsm.streams.add({
-      name,
-      subjects: [subject],
-      storage: StorageType.File,
-      retention: RetentionPolicy.Limits,
-      discard: DiscardPolicy.New,
-      max_msgs: -1,
-      max_bytes: -1,
-      max_age: 0,
-      num_replicas: opts.replicas ?? 1,
-      // The log is append-only: nothing may remove a committed control event through the API.
-      deny_delete: true,
-      deny_purge: true,
-    });
+    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw new ControlLogMissingError(opts.region, name, { cause: err });
+    throw err;
   }
   return new JetStreamControlLog(jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout);
 }
@@ -148,7 +186,17 @@ export class JetStreamControlLog implements ControlLogStore {
 
   async lastSeq(): Promise<number> {
     this.apiRequests++;
-    return (await this.jsm.streams.info(this.streamName)).state.last_seq;
+    return (await this.info()).state.last_seq;
+  }
+
+  /** The stream's info; a stream that vanished since it was opened is ControlLogMissingError. */
+  private async info() {
+    try {
+      return await this.jsm.streams.info(this.streamName);
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw new ControlLogMissingError(this.region, this.streamName, { cause: err });
+      throw err;
+    }
   }
 
   /** Stops the standing consumer (reads after this are one-off reads). */
@@ -183,7 +231,7 @@ export class JetStreamControlLog implements ControlLogStore {
   /** One ordered read of the entries from `seq` to the stream's current last sequence. */
   private async readOnce(seq: number): Promise<{ entries: ControlLogEntry[]; last: number }> {
     this.apiRequests++;
-    const info = await this.jsm.streams.info(this.streamName);
+    const info = await this.info();
     const last = info.state.last_seq;
     const from = Math.max(seq, info.state.first_seq, 1);
     if (info.state.messages === 0 || from > last) return { entries: [], last };

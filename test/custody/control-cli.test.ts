@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { admit, createOb, release, who } from "./control-fixtures.ts";
 
@@ -19,7 +19,7 @@ const cli = (args: string[]) => run(process.execPath, ["bin/custody.js", ...args
 test.serial("custody control show prints the folded log as one JSON line, and verify refuses a head the log never had", async (t) => {
   const nc = await connectNats({ servers: t.context.nats.url, name: "cli-seed", maxReconnectAttempts: 0 });
   t.context.defer(() => closeNats(nc));
-  const store = await openJetStreamControlLog(nc, { region: "cli" });
+  const { log: store } = await initJetStreamControlLog(nc, { region: "cli" });
   const f = new ControlLogFollower(store);
   for (const b of [admit("h1"), admit("h2"), createOb("ob1", ["h1", "h2"]), release("h1", 1, 9, ["h2"])]) await commitControlEvent(store, f, who("ctl-a"), () => b);
 

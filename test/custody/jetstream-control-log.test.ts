@@ -6,7 +6,7 @@ import { ControlConflictError, ControlFenceError, ControlLogRegressionError } fr
 import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
-import { openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { checkControlLogContract } from "./control-log-contract.ts";
 import { admit, createOb, eventOn, release, who } from "./control-fixtures.ts";
@@ -32,7 +32,7 @@ const SETUP: ControlEventBody[] = [admit("h1"), admit("h2"), admit("relay"), cre
 
 async function seeded(t: { context: NatsTestContext }, region: string): Promise<{ nc: NatsConnection; store: JetStreamControlLog; f: ControlLogFollower }> {
   const nc = await connect(t, `ctl-${region}`);
-  const store = await openJetStreamControlLog(nc, { region });
+  const { log: store } = await initJetStreamControlLog(nc, { region });
   const f = new ControlLogFollower(store);
   for (const b of SETUP) await commitControlEvent(store, f, who("ctl-a"), () => b);
   return { nc, store, f };
@@ -42,7 +42,7 @@ async function seeded(t: { context: NatsTestContext }, region: string): Promise<
 
 test.serial("the JetStream control log keeps the ControlLogStore contract", async (t) => {
   const nc = await connect(t, "contract");
-  await checkControlLogContract(t, await openJetStreamControlLog(nc, { region: "contract" }));
+  await checkControlLogContract(t, (await initJetStreamControlLog(nc, { region: "contract" })).log);
   await disconnect(nc);
 });
 
@@ -122,7 +122,7 @@ test.serial("a log that lost its tail after a reader saw a newer head is refused
   // Model a server that acknowledged events it never made durable: the stream comes back shorter.
   const jsm = await jetstreamManager(nc);
   await jsm.streams.delete(store.streamName);
-  const rebuilt = await openJetStreamControlLog(nc, { region: "lost" });
+  const { log: rebuilt } = await initJetStreamControlLog(nc, { region: "lost" });
   for (const [i, e] of kept.entries()) await rebuilt.append(e.event, i);
   const err = await t.throwsAsync(f.refresh(), { instanceOf: ControlLogRegressionError });
   t.is(err?.code, "log_regression");

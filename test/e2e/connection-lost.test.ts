@@ -10,11 +10,21 @@ import { join } from "node:path";
 import { STOP_DEADLINE_MS, stopWithin } from "../../cli/commands/run.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { startNatsServer } from "../helpers/index.ts";
+import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+
+/** The operator's bootstrap of the holder's control stream (holders never create it). */
+async function bootstrapLog(servers: string, region: string): Promise<void> {
+  const nc = await connectNats({ servers, name: "operator", maxReconnectAttempts: 0 });
+  await (await initJetStreamControlLog(nc, { region })).log.close();
+  await closeNats(nc);
+}
 import { e2eHolderConfig, site, tempDir } from "./e2e-fixture.ts";
 
 test("a holder whose NATS connection closes for good exits 2 with connection_lost", async (t) => {
   const server = await startNatsServer();
   t.teardown(() => server.stop());
+  await bootstrapLog(server.url, "r-lost");
   const dir = tempDir("custody-lost-");
   const keyFile = join(dir, "h.key");
   writeFileSync(keyFile, generateHolderKeyPair().privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });

@@ -16,7 +16,7 @@ import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { Site } from "../../policies/topology.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import type { SuperclusterHandle } from "../helpers/index.ts";
 import { e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir, type LaunchedHolder, type WriterRig } from "./e2e-fixture.ts";
@@ -139,7 +139,7 @@ export async function deploy(
     else holders.set(id, await launchHolder(urls[region]!, keys, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }])));
   }
   const ctlTransport = await NatsTransport.connect({ servers: urls["us-east"]!, name: `ctl-${volume}` });
-  const store = await openJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
+  const { log: store } = await initJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
   // The repair launcher is bound late: it starts standby holders through the deployment below.
   let dep: Deployment | undefined;
   const repair: RepairLauncher = { prepare: (s) => dep!.startReplacement(s.holderId, s.site) };

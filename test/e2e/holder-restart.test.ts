@@ -24,7 +24,7 @@ import { ControlLogPeers } from "../../custody/control-peers.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { LossKind, type Site } from "../../policies/index.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
@@ -126,12 +126,12 @@ async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown)
     children.set(id, p.child);
     return { child: p.child, ready };
   };
-  // Holders start first (each claims incarnation 1), then the operator's bootstrap admits them.
-  await Promise.all(Object.keys(CHAIN).map((id) => start(id)));
-
+  // The operator bootstraps the control stream (holders only open it), holders start (each claims
+  // incarnation 1), then the operator's first events admit them.
   const ct = await NatsTransport.connect({ servers: url, name: `ctl-${volume}` });
   t.context.defer(() => ct.close());
-  const store = await openJetStreamControlLog(ct.connection, { region });
+  const { log: store } = await initJetStreamControlLog(ct.connection, { region });
+  await Promise.all(Object.keys(CHAIN).map((id) => start(id)));
   const holderSites: Record<string, string> = { vault: "s-v", ...Object.fromEntries(Object.entries(CHAIN).map(([id, h]) => [id, h.site])) };
   const config: ControllerConfig = {
     controllerId: "ctl",

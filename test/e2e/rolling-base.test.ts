@@ -16,7 +16,7 @@ import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { LossKind } from "../../policies/index.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, contentAt, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, readVolume, site, systemClock, tempDir } from "./e2e-fixture.ts";
@@ -43,7 +43,7 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
 
   const ct = await NatsTransport.connect({ servers: url, name: "ctl-base" });
   t.teardown(() => ct.close());
-  const log = await openJetStreamControlLog(ct.connection, { region: "r-base" });
+  const { log } = await initJetStreamControlLog(ct.connection, { region: "r-base" });
   const controller = await startController(
     {
       controllerId: "ctl",

@@ -3,7 +3,7 @@ import { systemClock } from "../../core/clock.ts";
 import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { ControlLogPeers } from "../../custody/control-peers.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { admit, createOb, release, who } from "../custody/control-fixtures.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, publishRelease, settle, transport, unit, Writer } from "./holder-fixture.ts";
@@ -16,7 +16,7 @@ withNatsServer(test);
 test.serial("a forged release frontier releases nothing: the holder catches up with the control log and refuses what it does not hold as release_unverified", async (t) => {
   const url = t.context.nats.url;
   const ct = await transport(url, "controller");
-  const store = await openJetStreamControlLog(ct.connection, { region: "rv" });
+  const { log: store } = await initJetStreamControlLog(ct.connection, { region: "rv" });
   const ctl = new ControlLogFollower(store);
   for (const b of [admit("h1"), admit("h2"), createOb("vol1-l0", ["h1", "h2"])]) await commitControlEvent(store, ctl, who("ctl-a"), () => b);
   const peers = new ControlLogPeers(new ControlLogFollower(store), systemClock, 1_000);

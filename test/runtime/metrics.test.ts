@@ -10,6 +10,8 @@ import { join } from "node:path";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
 import { freePort } from "../../testing/nats-server.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy } from "../e2e/deployment.ts";
 import { blockData, e2eHolderConfig, eventually, site, tempDir } from "../e2e/e2e-fixture.ts";
@@ -33,6 +35,10 @@ test.serial("custody run holder with a metrics port prints the endpoint in its r
   const port = await freePort();
   const holder = { ...e2eHolderConfig("h-m", site("s-1", "r1", "az1"), "vol-m", [{ lane: "l0", upstream: ["w1"] }]), incarnation: undefined };
   const cfg = { role: "holder", nats: { servers: t.context.supercluster.regions["us-east"]!.url }, metrics: { port }, controlRegion: "r-m", stateDir: join(dir, "state"), keyFile, holder };
+  // The operator's bootstrap of the control stream (holders never create it).
+  const nc = await connectNats({ servers: cfg.nats.servers, name: "operator", maxReconnectAttempts: 0 });
+  await (await initJetStreamControlLog(nc, { region: cfg.controlRegion })).log.close();
+  await closeNats(nc);
   writeFileSync(join(dir, "h.json"), JSON.stringify(cfg));
   const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", "holder", "--config", join(dir, "h.json")], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));

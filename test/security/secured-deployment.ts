@@ -13,7 +13,7 @@ import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
 import type { Site } from "../../policies/topology.ts";
-import { openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { e2eHolderConfig, site, tempDir } from "../e2e/e2e-fixture.ts";
 import { KeyRing } from "../holder/holder-fixture.ts";
@@ -92,8 +92,7 @@ export async function deploySecured(): Promise<SecuredDeployment> {
   };
   // The operator creates the control stream; nobody else may.
   const op = await conn("op");
-  const opLog = await openJetStreamControlLog(op.transport.connection, { region: REGION });
-  await opLog.close();
+  await (await initJetStreamControlLog(op.transport.connection, { region: REGION })).log.close();
 
   const keys = new KeyRing();
   const holders = new Map<string, Holder>();
