@@ -9,7 +9,7 @@ import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
-import { controlStreamName, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { controlStreamName, initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { ctrlSubject } from "../../transport/subjects.ts";
 import { encodeControlEvent, hashControlEventBytes } from "../../custody/control-event.ts";
@@ -96,7 +96,7 @@ test("a reader without a trust root reads the same log unsigned (unit tests and 
 test("on JetStream: a valid but unsigned control message published straight to the subject is skipped by trusted readers; signatures survive the store", async (t) => {
   const nc: NatsConnection = await connectNats({ servers: t.context.nats.url, name: "trust", maxReconnectAttempts: 0 });
   try {
-    const store = await openJetStreamControlLog(nc, { region: "trust-js" });
+    const { log: store } = await initJetStreamControlLog(nc, { region: "trust-js" });
     const f = new ControlLogFollower(store, undefined, trust);
     await commitControlEvent(store, f, as(operator), () => admitController(ctl));
     for (const b of [admit("h1"), admit("h2"), createOb("ob1", ["h1", "h2"])]) await commitControlEvent(store, f, as(ctl), () => b);
