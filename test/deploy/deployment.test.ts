@@ -124,8 +124,8 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
   const explainAll = async () => `${(await scrape().catch(() => "")).split("\n").filter((l) => l.startsWith("custody_scenario")).join("\n")}\n${await custody(["ps", "--server", eastUrl, "--json"]).catch(() => "")}\n${explain()}`;
   await until("writes confirmed and nothing lost to crash:h-e1", SETTLE_MS, async () => {
     const m = await scrape();
-    return (sample(m, "custody_acknowledged_seq", { volume: "vol-d", lane: "l0" }) ?? 0) >= 20 && sample(m, "custody_scenario_lost_seqs", crashE1) === 0 ? true : undefined;
-  }, explain);
+    return (sample(m, "custody_acknowledged_seq", { volume: "vol-d", lane: "l0" }) ?? 0) >= 20 && sample(m, "custody_scenario_lost_seqs", crashE1) === 0 && sample(m, "custody_scenario_met", crashE1) === 1 ? true : undefined;
+  }, explainAll);
 
   // The west holder dies: new writes now sit on h-e1 alone, so losing h-e1's host would lose them.
   const killed = await roles.get("holder-h-w1")!.signal("SIGKILL", STOP_MS);
@@ -133,7 +133,8 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
   const risen = await until("crash:h-e1 loses writes and its RPO rises", SETTLE_MS, async () => {
     const m = await scrape();
     return (sample(m, "custody_scenario_lost_seqs", crashE1) ?? 0) > 0 && (sample(m, "custody_scenario_rpo_seconds", crashE1) ?? 0) > 0 ? m : undefined;
-  }, explain);
+  }, explainAll);
+  t.is(sample(risen, "custody_scenario_met", crashE1), 0);
 
   // The same config starts it again: a new incarnation, admitted by key continuity; what it lacks
   // reaches it again (the writer's retained units, coverage repair for a unit the killed
@@ -141,7 +142,7 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
   t.is((await start("holder-h-w1"))["incarnation"], 3);
   const fallen = await until("crash:h-e1 loses nothing again", SETTLE_MS, async () => {
     const m = await scrape();
-    return sample(m, "custody_scenario_lost_seqs", crashE1) === 0 ? m : undefined;
+    return sample(m, "custody_scenario_lost_seqs", crashE1) === 0 && sample(m, "custody_scenario_met", crashE1) === 1 ? m : undefined;
   }, explainAll);
   t.is(sample(fallen, "custody_scenario_rpo_seconds", crashE1), 0);
   const again = await until("ps shows h-w1's new incarnation", SETTLE_MS, async () => {
