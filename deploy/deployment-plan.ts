@@ -184,13 +184,14 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
 
 /**
  * A controller for one volume: the sites of its writer, holders and recovery destination; an empty
- * genesis base and the data key's authority at the recovery site; the declared scenarios or, by
- * default, each holder's host crashing.
+ * genesis base (the volume before its first write) at each of the volume's disk holders unless
+ * declared; the data key's authority at the recovery site; the declared scenarios or, by default,
+ * each holder's host crashing.
  */
 function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v: DeploymentVolume, siteOf: (id: string) => Site): ControllerConfig {
   const holders = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
   const lanes = volumeLanes(d, v).map((l) => l.lane);
-  const genesisHolder = `${v.id}-genesis`;
+  const genesisHolders = v.genesisBases ?? holders.filter((h) => h.residency === "disk").map((h) => h.id);
   const siteIds = [...new Set([v.writer.site, v.recoverySite, ...holders.map((h) => h.site)])];
   const scenarios: Scenario[] =
     v.scenarios?.map((s) => ({ ...s, losses: s.losses.map((l) => ({ ...l })) })) ??
@@ -206,10 +207,11 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
       lanes,
       writerSite: v.writer.site,
       sites: siteIds.map(siteOf),
-      holderSites: { [genesisHolder]: v.recoverySite, ...Object.fromEntries(holders.map((h) => [h.id, h.site])) },
-      bases: [{ id: "genesis", holder: genesisHolder, cut: Object.fromEntries(lanes.map((l) => [l, 0])), bytes: 0 }],
+      holderSites: Object.fromEntries(holders.map((h) => [h.id, h.site])),
+      bases: genesisHolders.map((h) => ({ id: `genesis-${h}`, holder: h, cut: Object.fromEntries(lanes.map((l) => [l, 0])), bytes: 0 })),
       keyAuthorities: [{ id: `${v.id}-key-authority`, site: v.recoverySite }],
-      links: [],
+      // Every pair of the volume's sites, both directions, at the declared bandwidth.
+      links: siteIds.flatMap((a) => siteIds.filter((b) => b !== a).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: d.network.bandwidthBytesPerSec, deps: [] }))),
       recovery: { destination: v.recoverySite, detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
       scenarios,
       timelines: [],

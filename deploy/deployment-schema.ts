@@ -82,8 +82,10 @@ const volumeSchema = z.strictObject({
   }),
   /** The volume's lanes; default one lane `l0` over every block, sent to every holder the writer feeds. */
   lanes: z.array(z.strictObject({ lane: id, fromLba: z.number().int().nonnegative(), toLba: z.number().int().nonnegative(), firstHops: z.array(id).min(1) })).optional(),
-  /** Site a lost volume is recovered to; it holds the empty genesis base and the data key's authority. */
+  /** Site a lost volume is recovered to; the data key's authority is there. */
   recoverySite: id,
+  /** Holders that keep the empty genesis base (the volume before its first write); default the volume's disk holders. */
+  genesisBases: z.array(id).optional(),
   /** The contract; default: each of the volume's holders' hosts crashing, all required, 3600 s deadline. */
   scenarios: z.array(scenarioSchema).optional(),
   /** Holders that shed custody once the policy allows; default the RAM-only holders. */
@@ -122,6 +124,12 @@ export const deploymentSchema = z.strictObject({
   paths: z.strictObject({ configDir: absolutePath.optional(), stateDir: absolutePath.optional() }).optional(),
   regions: z.record(id, regionSchema),
   sites: z.record(id, siteSchema),
+  /**
+   * The network between sites as the controller's recovery-time estimate sees it: every pair of
+   * sites linked at `bandwidthBytesPerSec` (a site without a path to the recovery site makes its
+   * data unrecoverable in the estimate).
+   */
+  network: z.strictObject({ bandwidthBytesPerSec: z.number().positive() }),
   holders: z.array(holderSchema).min(1),
   volumes: z.array(volumeSchema).min(1),
   controllers: z.array(controllerSchema).default([]),
@@ -192,6 +200,7 @@ function checkDeployment(d: Deployment): void {
       for (const h of l.firstHops) if (!holderIds.has(h)) fail(`volumes.${i}.lanes.${j}.firstHops`, `unknown holder ${h}`);
     });
     for (const h of v.releasable ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.releasable`, `unknown holder ${h}`);
+    for (const h of v.genesisBases ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.genesisBases`, `unknown holder ${h}`);
   });
   d.controllers.forEach((c, i) => {
     if (!volumeIds.has(c.volume)) fail(`controllers.${i}.volume`, `unknown volume ${c.volume}`);

@@ -18,6 +18,7 @@ export async function loopbackDeployment(dir: string, o: { metrics?: boolean; wo
       "s-w1": { region: "west", az: "west-az1", host: "w1-host" },
       "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
     },
+    network: { bandwidthBytesPerSec: 125_000_000 },
     holders: [
       { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume: "vol-d", lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
       { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume: "vol-d", lane: "l0", upstream: ["w1"] }], ...(await metrics()) },

@@ -1,0 +1,165 @@
+/**
+ * The deployment, end to end on real processes: `custody init` writes the files, the nats-servers
+ * start from the configs it wrote, `custody bootstrap` admits the holders, every role starts with
+ * `custody run` from its config, the writer's workload writes, `custody ps` lists every role, the
+ * controller's `/metrics` shows a scenario's loss rise when a holder is SIGKILLed and fall back to
+ * zero when the same config starts it again (a new incarnation), and SIGTERM stops every process
+ * with exit 0 and nothing left.
+ */
+import test from "ava";
+import { execFile } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { tempDir } from "../e2e/e2e-fixture.ts";
+import { DeployedProcess, pidAlive, type Ended } from "./deployed-process.ts";
+import { loopbackDeployment } from "./loopback-deployment.ts";
+
+const run = promisify(execFile);
+const custody = async (args: string[]) => (await run(process.execPath, ["bin/custody.js", ...args], { cwd: process.cwd() })).stdout;
+const NATS_SERVER_BIN = process.env["NATS_SERVER_BIN"] ?? "nats-server";
+/** Generous bounds: they only end a hung run, they measure nothing. */
+const READY_MS = 90_000;
+const SETTLE_MS = 90_000;
+const STOP_MS = 60_000;
+
+/** The value of the first sample of `name` whose labels include every `labels` pair. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
+
+async function getJson(url: string): Promise<any> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return res.status === 200 ? await res.json() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Polls `check` until it returns a value (not undefined); throws with `explain()` after `ms`. */
+async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>, explain: () => string | Promise<string> = () => ""): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${await explain()}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+interface RoleEntry {
+  instance: string;
+  role: string;
+  region: string;
+  config: string;
+}
+
+test("custody init → nats-servers → custody bootstrap → custody run for every role: ps lists them, the RPO gauge rises when a holder is SIGKILLed and falls back when it restarts, SIGTERM ends everything with exit 0", async (t) => {
+  const dir = tempDir("custody-deploy-");
+  const deployment = await loopbackDeployment(dir, { metrics: true });
+  writeFileSync(join(dir, "deployment.json"), JSON.stringify(deployment));
+  const out = join(dir, "out");
+  await custody(["init", join(dir, "deployment.json"), "--out", out]);
+  const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as { roles: RoleEntry[]; natsServers: { region: string; config: string; url: string }[] };
+  const regions = deployment["regions"] as Record<string, { httpPort: number }>;
+  const eastUrl = index.natsServers.find((s) => s.region === "east")!.url;
+
+  const servers = index.natsServers.map((s) => new DeployedProcess(`nats-${s.region}`, NATS_SERVER_BIN, ["-c", s.config]));
+  const roles = new Map<string, DeployedProcess>();
+  const everyPid: number[] = [];
+  const explain = () => [...roles.values()].map((p) => p.log.slice(-3_000)).join("\n");
+  t.teardown(async () => {
+    for (const p of [...roles.values(), ...servers]) if (p.running) await p.signal("SIGKILL", 10_000);
+  });
+  everyPid.push(...servers.map((s) => s.pid));
+
+  // Every region healthy, gateways up both ways, a JetStream meta leader known.
+  for (const s of index.natsServers) {
+    const http = `http://127.0.0.1:${regions[s.region]!.httpPort}`;
+    const others = index.natsServers.map((o) => o.region).filter((r) => r !== s.region);
+    await until(`nats ${s.region} ready`, READY_MS, async () => {
+      const gw = await getJson(`${http}/gatewayz`);
+      const js = await getJson(`${http}/jsz`);
+      const ok = (await getJson(`${http}/healthz`)) !== undefined && others.every((o) => o in (gw?.outbound_gateways ?? {}) && o in (gw?.inbound_gateways ?? {})) && typeof js?.meta_cluster?.leader === "string";
+      return ok ? true : undefined;
+    }, () => servers.map((p) => p.log).join("\n"));
+  }
+
+  const boot = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"])) as { admitted: string[]; obligations: string[] };
+  t.deepEqual(boot.admitted, ["h-e1", "h-w1"]);
+  t.deepEqual(boot.obligations, ["vol-d-l0"]);
+
+  const start = async (instance: string) => {
+    const r = index.roles.find((x) => x.instance === instance)!;
+    const p = DeployedProcess.role(instance, r.role, r.config);
+    roles.set(instance, p);
+    everyPid.push(p.pid);
+    return await p.ready(READY_MS);
+  };
+  // The controller first: a holder's process claims an incarnation above the admitted one (the
+  // bootstrap's 1), which the controller admits because the same key signs it (key continuity).
+  await start("controller-ctl-1");
+  for (const r of index.roles.filter((x) => x.role === "holder")) t.is((await start(r.instance))["incarnation"], 2);
+  for (const r of index.roles.filter((x) => x.role === "writer" || x.role === "base-builder")) await start(r.instance);
+  const controllerMetrics = String((await roles.get("controller-ctl-1")!.ready(0))["metrics"]);
+
+  // custody ps lists every role through the services client, with the holders' incarnations.
+  type Ps = { processes: { role: string; id: string; incarnation?: number; figures: Record<string, number> }[] };
+  const ps = async () => JSON.parse(await custody(["ps", "--server", eastUrl, "--wait", "1500", "--json"])) as Ps;
+  const listed = await until("ps lists all five roles", SETTLE_MS, async () => {
+    const p = await ps();
+    return p.processes.length === 5 ? p : undefined;
+  });
+  t.deepEqual(listed.processes.map((p) => `${p.role}/${p.id}/${p.incarnation ?? "-"}`), ["base-builder/base-builder-h-w1/-", "controller/ctl-1/-", "holder/h-e1/2", "holder/h-w1/2", "writer/w1/1"]);
+
+  // Writes go on; with both holders up, no holder's crash would lose anything.
+  const crashE1 = { volume: "vol-d", scenario: "crash:h-e1" };
+  const scrape = async () => await (await fetch(controllerMetrics)).text();
+  // On a timeout: the controller's scenario figures and what every process says about itself.
+  const explainAll = async () => `${(await scrape().catch(() => "")).split("\n").filter((l) => l.startsWith("custody_scenario")).join("\n")}\n${await custody(["ps", "--server", eastUrl, "--json"]).catch(() => "")}\n${explain()}`;
+  await until("writes confirmed and nothing lost to crash:h-e1", SETTLE_MS, async () => {
+    const m = await scrape();
+    return (sample(m, "custody_acknowledged_seq", { volume: "vol-d", lane: "l0" }) ?? 0) >= 20 && sample(m, "custody_scenario_lost_seqs", crashE1) === 0 && sample(m, "custody_scenario_met", crashE1) === 1 ? true : undefined;
+  }, explainAll);
+
+  // The west holder dies: new writes now sit on h-e1 alone, so losing h-e1's host would lose them.
+  const killed = await roles.get("holder-h-w1")!.signal("SIGKILL", STOP_MS);
+  t.is(killed.signal, "SIGKILL");
+  const risen = await until("crash:h-e1 loses writes and its RPO rises", SETTLE_MS, async () => {
+    const m = await scrape();
+    return (sample(m, "custody_scenario_lost_seqs", crashE1) ?? 0) > 0 && (sample(m, "custody_scenario_rpo_seconds", crashE1) ?? 0) > 0 ? m : undefined;
+  }, explainAll);
+  t.is(sample(risen, "custody_scenario_met", crashE1), 0);
+
+  // The same config starts it again: a new incarnation, admitted by key continuity; what it lacks
+  // reaches it again (the writer's retained units, coverage repair for a unit the killed
+  // incarnation had receipted from RAM). Nothing else could cover: it is the only other holder.
+  t.is((await start("holder-h-w1"))["incarnation"], 3);
+  const fallen = await until("crash:h-e1 loses nothing again", SETTLE_MS, async () => {
+    const m = await scrape();
+    return sample(m, "custody_scenario_lost_seqs", crashE1) === 0 && sample(m, "custody_scenario_met", crashE1) === 1 ? m : undefined;
+  }, explainAll);
+  t.is(sample(fallen, "custody_scenario_rpo_seconds", crashE1), 0);
+  const again = await until("ps shows h-w1's new incarnation", SETTLE_MS, async () => {
+    const p = await ps();
+    return p.processes.some((x) => x.id === "h-w1" && x.incarnation === 3) ? p : undefined;
+  });
+  t.is(again.processes.length, 5);
+
+  // SIGTERM: the writer first (it drains to custody), then the others; each exits 0 in time.
+  const order = ["writer-w1", "base-builder-h-w1", "controller-ctl-1", "holder-h-e1", "holder-h-w1"];
+  const ends: Record<string, Ended & { inTime: boolean }> = {};
+  for (const instance of order) ends[instance] = await roles.get(instance)!.signal("SIGTERM", STOP_MS);
+  t.deepEqual(
+    Object.fromEntries(Object.entries(ends).map(([k, e]) => [k, `${e.code}/${e.signal}/${e.inTime}`])),
+    Object.fromEntries(order.map((k) => [k, "0/null/true"])),
+    explain(),
+  );
+  for (const s of servers) t.true((await s.signal("SIGTERM", STOP_MS)).inTime, s.log);
+  t.deepEqual(everyPid.filter(pidAlive), [], "no process left");
+});
