@@ -28,6 +28,7 @@ import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { runRepair } from "../repair.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
+import { ControllerSpend } from "./controller-spend.ts";
 
 /**
  * How the controller reaches the world to repair: it starts (or finds) a standby holder and returns
@@ -116,6 +117,8 @@ export class ControllerCore {
   private readonly admitting = new Set<string>();
   /** Copies that close coverage gaps (restarts, declared failures, single copies). */
   readonly coverage: CoverageRepair;
+  /** The spend ceiling and budgets over the work this controller starts. */
+  readonly spend: ControllerSpend;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -128,6 +131,7 @@ export class ControllerCore {
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
     this.follower = new ControlLogFollower(ports.store);
     this.bases = [...config.topology.bases];
+    this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     this.coverage = new CoverageRepair(
       {
         volume: config.topology.volume,
@@ -138,8 +142,9 @@ export class ControllerCore {
         beginRecovery: (r) => this.beginRecovery(r),
         endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
+        admitCopy: (c) => this.spend.admitCopy(c, this.commits, ports.clock.now()),
       },
-      { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000 },
+      { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000, optional: config.coverageRepair?.optional },
     );
   }
 
@@ -424,7 +429,7 @@ export class ControllerCore {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs);
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred));
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
