@@ -2,6 +2,7 @@ import type { BaseSnapshot, KeyAuthority, Link, MetadataQuorum, RecoveryParams }
 import type { Scenario, Timeline } from "../../policies/scenario.ts";
 import type { Site } from "../../policies/topology.ts";
 import type { SpendConfigInput } from "../../policies/spend-budget.ts";
+import type { ProtectedRamLayout } from "./protected-ram-check.ts";
 
 /**
  * What a regional controller knows about one volume besides receipts: where everything runs,
@@ -29,6 +30,12 @@ export interface VolumeTopology {
    * survive power loss, however fresh the receipt. Default: `staleAfterMs`.
    */
   readonly protectedEvidenceMaxAgeMs?: number;
+  /**
+   * Drain layout of protected-RAM holders: their receipted protected bytes are judged together by
+   * the same bound holders and `custody admit` use (shared targets and links split between
+   * simultaneous drains). A holder over the bound has its protected claims counted as plain RAM.
+   */
+  readonly protectedRam?: ProtectedRamLayout;
   /** Holders that shed custody once the policy allows (RAM tiers); others keep theirs. */
   readonly releasable: readonly string[];
 }

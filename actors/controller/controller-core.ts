@@ -29,6 +29,7 @@ import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-re
 import { runRepair } from "../repair.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { ControllerSpend } from "./controller-spend.ts";
+import { protectedRamOverBound } from "./protected-ram-check.ts";
 
 /**
  * How the controller reaches the world to repair: it starts (or finds) a standby holder and returns
@@ -132,6 +133,8 @@ export class ControllerCore {
     this.follower = new ControlLogFollower(ports.store);
     this.bases = [...config.topology.bases];
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
+    // A bad drain layout is a configuration error now, not a failed evaluation round later.
+    if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
     this.coverage = new CoverageRepair(
       {
         volume: config.topology.volume,
@@ -308,9 +311,11 @@ export class ControllerCore {
       return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
     });
     const commits = this.mergedCommits();
+    const layout = this.config.topology.protectedRam;
     return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
+      protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
     });
   }
 

@@ -22,7 +22,7 @@ export function buildEvaluationState(
   progress: SourceProgress,
   asOfMs: number,
   failed: ReadonlySet<string>,
-  extra: { forwards?: readonly PendingForward[]; recoveries?: readonly RecoveryInFlight[]; pins?: readonly PitrPin[] } = {},
+  extra: { forwards?: readonly PendingForward[]; recoveries?: readonly RecoveryInFlight[]; pins?: readonly PitrPin[]; protectedOverBound?: ReadonlySet<string> } = {},
 ): EvaluationState {
   const claims = new Map<string, RetainedClaim[]>();
   for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
@@ -36,7 +36,7 @@ export function buildEvaluationState(
       ranges: h.retained,
       residency: h.residency,
       evidence: { kind: "observed", atMs: h.issuedAt },
-      protectedRamValid: h.residency === "protected_ram" ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) : undefined,
+      protectedRamValid: h.residency === "protected_ram" ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) && !(extra.protectedOverBound?.has(h.holderId) ?? false) : undefined,
     });
   }
   const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c }));
