@@ -3,6 +3,7 @@ import type { Scenario, Timeline } from "../../policies/scenario.ts";
 import type { Site } from "../../policies/topology.ts";
 import type { SpendConfigInput } from "../../policies/spend-budget.ts";
 import type { ProtectedRamLayout } from "./protected-ram-check.ts";
+import type { RetentionWindow } from "./retention-window.ts";
 
 /**
  * What a regional controller knows about one volume besides receipts: where everything runs,
@@ -38,6 +39,8 @@ export interface VolumeTopology {
   readonly protectedRam?: ProtectedRamLayout;
   /** Holders that shed custody once the policy allows (RAM tiers); others keep theirs. */
   readonly releasable: readonly string[];
+  /** The contract's retention window: named holders keep each sequence this long after its commit. */
+  readonly retention?: RetentionWindow;
 }
 
 export interface ControllerConfig {

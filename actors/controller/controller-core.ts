@@ -30,6 +30,7 @@ import { runRepair } from "../repair.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { ControllerSpend } from "./controller-spend.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
+import { retentionFloor } from "./retention-window.ts";
 
 /**
  * How the controller reaches the world to repair: it starts (or finds) a standby holder and returns
@@ -120,6 +121,8 @@ export class ControllerCore {
   readonly coverage: CoverageRepair;
   /** The spend ceiling and budgets over the work this controller starts. */
   readonly spend: ControllerSpend;
+  /** When this controller started: a retention window counts sequences it has no commit time for from here. */
+  private readonly startedAtMs: number;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -132,6 +135,7 @@ export class ControllerCore {
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
     this.follower = new ControlLogFollower(ports.store);
     this.bases = [...config.topology.bases];
+    this.startedAtMs = ports.clock.now();
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
     if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
@@ -316,6 +320,7 @@ export class ControllerCore {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
       protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
+      retentionUnknownCommittedAtMs: this.startedAtMs,
     });
   }
 
@@ -348,6 +353,8 @@ export class ControllerCore {
    */
   private trimCommits(state: EvaluationState, report: EvaluationReport): void {
     const { floor, horizon } = commitHistoryBounds(state, report, this.config.topology.lanes);
+    const w = this.config.topology.retention;
+    if (w !== undefined) for (const [lane, f] of Object.entries(retentionFloor(w, this.commits, this.config.topology.lanes, state.asOfMs))) floor[lane] = Math.min(floor[lane] ?? f, f);
     this.commits = foldCommitHistory(this.commits, floor, horizon, COARSE_RUN_SEQS);
   }
 
