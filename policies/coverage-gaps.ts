@@ -10,15 +10,17 @@ export interface CoverageGap {
   readonly scenario: string;
   readonly lane: string;
   readonly gap: RangeSet;
+  /** False for a scenario the contract does not require: closing it is optional work. */
+  readonly required: boolean;
 }
 
 /**
- * For every required scenario and lane: the sequences up to `upTo[lane]` that some holder retains
- * (so a copy is possible) but that would not survive the scenario. Closing these gaps is what
- * repair is for — after a restart emptied a holder, after a declared failure, after anything that
- * left a single copy. Pure.
+ * For every required scenario (and, with `optional`, every other scenario too) and lane: the
+ * sequences up to `upTo[lane]` that some holder retains (so a copy is possible) but that would not
+ * survive the scenario. Closing these gaps is what repair is for — after a restart emptied a
+ * holder, after a declared failure, after anything that left a single copy. Pure.
  */
-export function coverageGaps(state: EvaluationState, upTo: Readonly<Record<string, number>>): CoverageGap[] {
+export function coverageGaps(state: EvaluationState, upTo: Readonly<Record<string, number>>, opts: { readonly optional?: boolean } = {}): CoverageGap[] {
   const out: CoverageGap[] = [];
   for (const lane of Object.keys(state.source.lanes)) {
     const limit = Math.min(upTo[lane] ?? 0, state.source.lanes[lane] ?? 0);
@@ -28,9 +30,9 @@ export function coverageGaps(state: EvaluationState, upTo: Readonly<Record<strin
     held = held.intersect(RangeSet.of(1, limit));
     if (held.isEmpty) continue;
     for (const s of state.scenarios) {
-      if (!s.required) continue;
+      if (!s.required && opts.optional !== true) continue;
       const gap = held.subtract(survivingRanges(state, s.losses, lane));
-      if (!gap.isEmpty) out.push({ scenario: s.name, lane, gap });
+      if (!gap.isEmpty) out.push({ scenario: s.name, lane, gap, required: s.required });
     }
   }
   return out;

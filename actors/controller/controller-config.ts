@@ -1,6 +1,9 @@
 import type { BaseSnapshot, KeyAuthority, Link, MetadataQuorum, RecoveryParams } from "../../policies/evaluation-state.ts";
 import type { Scenario, Timeline } from "../../policies/scenario.ts";
 import type { Site } from "../../policies/topology.ts";
+import type { SpendConfigInput } from "../../policies/spend-budget.ts";
+import type { ProtectedRamLayout } from "./protected-ram-check.ts";
+import type { RetentionWindow } from "./retention-window.ts";
 
 /**
  * What a regional controller knows about one volume besides receipts: where everything runs,
@@ -28,8 +31,16 @@ export interface VolumeTopology {
    * survive power loss, however fresh the receipt. Default: `staleAfterMs`.
    */
   readonly protectedEvidenceMaxAgeMs?: number;
+  /**
+   * Drain layout of protected-RAM holders: their receipted protected bytes are judged together by
+   * the same bound holders and `custody admit` use (shared targets and links split between
+   * simultaneous drains). A holder over the bound has its protected claims counted as plain RAM.
+   */
+  readonly protectedRam?: ProtectedRamLayout;
   /** Holders that shed custody once the policy allows (RAM tiers); others keep theirs. */
   readonly releasable: readonly string[];
+  /** The contract's retention window: named holders keep each sequence this long after its commit. */
+  readonly retention?: RetentionWindow;
 }
 
 export interface ControllerConfig {
@@ -60,9 +71,16 @@ export interface ControllerConfig {
    * Coverage repair: a gap (acknowledged sequences a required scenario would lose while some holder
    * has them) older than `graceMs` is copied to a holder that survives the scenario; a target is
    * tried again every `retryMs` until covered; gaps are looked for every `checkMs` too, between
-   * evaluation rounds. Defaults 1000/2000/500.
+   * evaluation rounds. Defaults 1000/2000/500. With `optional`, gaps of scenarios the contract
+   * does not require are closed too — optional work, which a `spend` ceiling may refuse.
    */
-  readonly coverageRepair?: { readonly graceMs?: number; readonly retryMs?: number; readonly checkMs?: number };
+  readonly coverageRepair?: { readonly graceMs?: number; readonly retryMs?: number; readonly checkMs?: number; readonly optional?: boolean };
+  /**
+   * Monthly spend ceiling, priced region edges and the steady / catch-up / repair / long-outage
+   * budget plan (see policies/spend-budget.ts). Work for required scenarios always runs; optional
+   * work past the ceiling or its budget is refused, counted and listed in the status document.
+   */
+  readonly spend?: SpendConfigInput;
 }
 
 /** A holder kept in reserve to replace a failed one (started on demand by the repair launcher). */

@@ -28,6 +28,9 @@ import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { runRepair } from "../repair.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
+import { ControllerSpend } from "./controller-spend.ts";
+import { protectedRamOverBound } from "./protected-ram-check.ts";
+import { retentionFloor } from "./retention-window.ts";
 
 /**
  * How the controller reaches the world to repair: it starts (or finds) a standby holder and returns
@@ -116,6 +119,10 @@ export class ControllerCore {
   private readonly admitting = new Set<string>();
   /** Copies that close coverage gaps (restarts, declared failures, single copies). */
   readonly coverage: CoverageRepair;
+  /** The spend ceiling and budgets over the work this controller starts. */
+  readonly spend: ControllerSpend;
+  /** When this controller started: a retention window counts sequences it has no commit time for from here. */
+  private readonly startedAtMs: number;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -128,6 +135,10 @@ export class ControllerCore {
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
     this.follower = new ControlLogFollower(ports.store);
     this.bases = [...config.topology.bases];
+    this.startedAtMs = ports.clock.now();
+    this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
+    // A bad drain layout is a configuration error now, not a failed evaluation round later.
+    if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
     this.coverage = new CoverageRepair(
       {
         volume: config.topology.volume,
@@ -138,8 +149,9 @@ export class ControllerCore {
         beginRecovery: (r) => this.beginRecovery(r),
         endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
+        admitCopy: (c) => this.spend.admitCopy(c, this.commits, ports.clock.now()),
       },
-      { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000 },
+      { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000, optional: config.coverageRepair?.optional },
     );
   }
 
@@ -303,9 +315,12 @@ export class ControllerCore {
       return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
     });
     const commits = this.mergedCommits();
+    const layout = this.config.topology.protectedRam;
     return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
+      protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
+      retentionUnknownCommittedAtMs: this.startedAtMs,
     });
   }
 
@@ -338,6 +353,8 @@ export class ControllerCore {
    */
   private trimCommits(state: EvaluationState, report: EvaluationReport): void {
     const { floor, horizon } = commitHistoryBounds(state, report, this.config.topology.lanes);
+    const w = this.config.topology.retention;
+    if (w !== undefined) for (const [lane, f] of Object.entries(retentionFloor(w, this.commits, this.config.topology.lanes, state.asOfMs))) floor[lane] = Math.min(floor[lane] ?? f, f);
     this.commits = foldCommitHistory(this.commits, floor, horizon, COARSE_RUN_SEQS);
   }
 
@@ -424,7 +441,7 @@ export class ControllerCore {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs);
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred));
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));

@@ -31,6 +31,32 @@ export interface CoverageRepairHost {
   endRecovery(id: string): void;
   /** Asks for another evaluation round soon (a copy finished). */
   nudge(): void;
+  /**
+   * Asked before each copy starts: true lets it start. Copies for required scenarios are always
+   * let through by the controller's spend guard; an optional one may be refused (`SpendRefusal`).
+   */
+  admitCopy?(c: PlannedCopy): { readonly allowed: boolean; readonly reason?: string };
+}
+
+/** A copy coverage repair wants to make: the gap of one lane, for the scenarios it closes. */
+export interface PlannedCopy {
+  readonly id: string;
+  readonly target: string;
+  readonly lane: string;
+  readonly ranges: RangeSet;
+  readonly sources: readonly string[];
+  /** True when a required scenario needs it; false when it only serves optional ones. */
+  readonly required: boolean;
+  readonly scenarios: readonly string[];
+}
+
+/** An optional copy the spend guard refused in the latest pass (tried again every pass). */
+export interface DeferredCopy {
+  readonly target: string;
+  readonly lane: string;
+  readonly ranges: RangeSet;
+  readonly scenarios: readonly string[];
+  readonly reason: string;
 }
 
 /** One copy under way or recently tried, per target and lane. */
@@ -49,8 +75,11 @@ export class CoverageRepair {
 
   constructor(
     private readonly host: CoverageRepairHost,
-    private readonly opts: { readonly graceMs: number; readonly retryMs: number },
+    private readonly opts: { readonly graceMs: number; readonly retryMs: number; readonly optional?: boolean },
   ) {}
+
+  /** Optional copies refused in the latest pass (empty when none was). */
+  deferred: DeferredCopy[] = [];
 
   /**
    * The part of `gap` that has been a gap for at least `graceMs` (the normal flow and the senders'
@@ -76,13 +105,16 @@ export class CoverageRepair {
    */
   progress(state: EvaluationState, s: ControlState): void {
     const now = this.host.clock.now();
-    const all = coverageGaps(state, state.source.lanes);
+    const all = coverageGaps(state, state.source.lanes, { optional: this.opts.optional === true });
     const seenKeys = new Set(all.map((g) => `${g.scenario}\u0000${g.lane}`));
     for (const k of [...this.firstSeen.keys()]) if (!seenKeys.has(k)) this.firstSeen.delete(k);
     const gaps = all.map((g) => ({ ...g, gap: this.overdue(`${g.scenario}\u0000${g.lane}`, g.gap, now) })).filter((g) => !g.gap.isEmpty);
+    const deferred: DeferredCopy[] = [];
+    this.deferred = deferred;
     if (gaps.length === 0) return;
-    // Per target and lane, the union of the gaps it is the chosen home for.
-    const plan = new Map<string, { target: string; lane: string; ranges: RangeSet }>();
+    // Per target and lane, the union of the gaps it is the chosen home for (required when any
+    // required scenario's gap is among them: the optional part then rides along).
+    const plan = new Map<string, { target: string; lane: string; ranges: RangeSet; required: boolean; scenarios: string[] }>();
     for (const g of gaps) {
       const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
       const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
@@ -97,7 +129,7 @@ export class CoverageRepair {
       }
       const key = `${target.id}/${g.lane}`;
       const p = plan.get(key);
-      plan.set(key, { target: target.id, lane: g.lane, ranges: (p?.ranges ?? RangeSet.EMPTY).union(g.gap) });
+      plan.set(key, { target: target.id, lane: g.lane, ranges: (p?.ranges ?? RangeSet.EMPTY).union(g.gap), required: (p?.required ?? false) || g.required, scenarios: [...(p?.scenarios ?? []), g.scenario] });
     }
     for (const [key, p] of plan) {
       const a = this.attempts.get(key);
@@ -107,6 +139,12 @@ export class CoverageRepair {
         .map((h) => ({ holderId: h.id, retained: h.claims.filter((c) => c.lane === p.lane).reduce((r, c) => r.union(c.ranges), RangeSet.EMPTY).intersect(p.ranges) }))
         .filter((x) => !x.retained.isEmpty)
         .sort((x, y) => y.retained.count - x.retained.count || (x.holderId < y.holderId ? -1 : 1));
+      const id = `coverage-${this.host.copier}-${this.seq + 1}`;
+      const admitted = this.host.admitCopy?.({ id, ...p, sources: sources.map((x) => x.holderId) }) ?? { allowed: true };
+      if (!admitted.allowed) {
+        deferred.push({ target: p.target, lane: p.lane, ranges: p.ranges, scenarios: p.scenarios, reason: admitted.reason ?? "refused" });
+        continue;
+      }
       void this.copy(key, p, sources);
     }
   }

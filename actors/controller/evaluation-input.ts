@@ -4,6 +4,7 @@ import { Residency, type CommitRun, type EvaluationState, type Holder, type Pend
 import type { VolumeTopology } from "./controller-config.ts";
 import { HoldKind } from "../../custody/control-event.ts";
 import type { Holds } from "../../custody/control-holds.ts";
+import { heldByRetention } from "./retention-window.ts";
 
 /** What the writer has reported: per lane, its head and commit runs. */
 export interface SourceProgress {
@@ -22,7 +23,14 @@ export function buildEvaluationState(
   progress: SourceProgress,
   asOfMs: number,
   failed: ReadonlySet<string>,
-  extra: { forwards?: readonly PendingForward[]; recoveries?: readonly RecoveryInFlight[]; pins?: readonly PitrPin[] } = {},
+  extra: {
+    forwards?: readonly PendingForward[];
+    recoveries?: readonly RecoveryInFlight[];
+    pins?: readonly PitrPin[];
+    protectedOverBound?: ReadonlySet<string>;
+    /** When sequences without a commit run count as committed, for the retention window (default: never held). */
+    retentionUnknownCommittedAtMs?: number;
+  } = {},
 ): EvaluationState {
   const claims = new Map<string, RetainedClaim[]>();
   for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
@@ -31,13 +39,24 @@ export function buildEvaluationState(
     // A claim is as fresh as the receipt that states it (the holder was alive and holding then);
     // protected RAM additionally needs its hold-up capability measured recently enough.
     const capabilityAgeMs = asOfMs - h.evidenceAt;
-    claims.get(h.holderId)!.push({
+    const claim: RetainedClaim = {
       lane: h.lane,
       ranges: h.retained,
       residency: h.residency,
       evidence: { kind: "observed", atMs: h.issuedAt },
-      protectedRamValid: h.residency === "protected_ram" ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) : undefined,
-    });
+      protectedRamValid: h.residency === "protected_ram" ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) && !(extra.protectedOverBound?.has(h.holderId) ?? false) : undefined,
+    };
+    // Inside the contract's retention window the claim must be kept: its part there carries the
+    // window's end (the release rule refuses it until then).
+    const w = topo.retention;
+    const inWindow = w !== undefined && (w.holders === undefined || w.holders.includes(h.holderId));
+    const { held, untilMs } = inWindow ? heldByRetention(w, progress.commits, h.lane, h.retained, asOfMs, extra.retentionUnknownCommittedAtMs ?? -Infinity) : { held: RangeSet.EMPTY, untilMs: 0 };
+    if (held.isEmpty) claims.get(h.holderId)!.push(claim);
+    else {
+      claims.get(h.holderId)!.push({ ...claim, ranges: held, retainUntilMs: untilMs });
+      const rest = h.retained.subtract(held);
+      if (!rest.isEmpty) claims.get(h.holderId)!.push({ ...claim, ranges: rest });
+    }
   }
   const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c }));
   // Bases materialized beside a holder (rolling bases), as its fresh receipts name them: like a
@@ -109,6 +128,8 @@ export function releaseCandidates(
       // a request that included them would be refused whole and hold back the part that may go.
       for (const p of held.pins) if (p.holder === id && p.lane === lane) mine = mine.subtract(p.ranges);
       for (const r of held.recoveries) if (r.lane === lane && (r.sources === undefined || r.sources.includes(id))) mine = mine.subtract(r.ranges);
+      // Likewise what a retention window still keeps here.
+      for (const c of me.claims) if (c.lane === lane && c.retainUntilMs !== undefined && c.retainUntilMs > state.asOfMs) mine = mine.subtract(c.ranges);
       if (mine.isEmpty) continue;
       let onDisk = RangeSet.EMPTY;
       let anywhere = RangeSet.EMPTY;

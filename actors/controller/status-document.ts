@@ -48,6 +48,21 @@ const repairStatus = z.object({
 /** One repair line of the status document. */
 export type RepairStatus = z.infer<typeof repairStatus>;
 
+const usd = z.number().nonnegative();
+const spendStatus = z.object({
+  ceilingUsd: usd,
+  periodStartMs: wireFields.timestampMs,
+  projectedUsd: usd,
+  overCeiling: z.boolean(),
+  budgets: z.array(z.object({ kind: z.string().max(32), budgetBytes: z.number().nonnegative(), spentBytes: z.number().nonnegative(), budgetUsd: usd, spentUsd: usd })).max(8),
+  steadyLegs: z.array(z.object({ from: z.string().max(128), to: z.string().max(128), charge: z.string().max(128), usdPerGB: usd, usd })).max(64),
+  refusedOptional: wireFields.uint,
+  /** Optional copies refused in the latest pass: scenarios they serve, and why. */
+  deferred: z.array(z.object({ target: z.string().max(128), lane: z.string().max(128), seqs: z.string().max(4096), scenarios: z.array(z.string().max(256)).max(64), reason: z.string().max(64) })).max(64),
+});
+/** The spend section of the status document. */
+export type SpendStatus = z.infer<typeof spendStatus>;
+
 export const volumeStatusSpec = defineMessage({
   kind: "volume-status",
   version: 1,
@@ -64,6 +79,8 @@ export const volumeStatusSpec = defineMessage({
     releasesCommitted: wireFields.uint,
     /** Declared failures and their repairs (absent in documents of controllers that predate it). */
     repairs: z.array(repairStatus).max(256).optional(),
+    /** Spend this period under the configured ceiling and budgets (absent without a `spend` section). */
+    spend: spendStatus.optional(),
   }),
   maxBytes: 512 * 1024,
 });
@@ -72,7 +89,7 @@ export type VolumeStatus = z.infer<typeof volumeStatusSpec.schema>;
 const pairs = (r: Record<string, number>): [string, number][] => Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
 
 /** Builds the status document from an evaluation. Pure. */
-export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = []): VolumeStatus {
+export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = [], spend?: SpendStatus): VolumeStatus {
   const required = report.reports.filter((r) => r.required);
   let surviving: Record<string, number> | null = { ...report.acknowledged };
   for (const r of required) {
@@ -115,5 +132,6 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
     evidence,
     releasesCommitted,
     repairs: [...repairs],
+    ...(spend === undefined ? {} : { spend: { ...spend, deferred: spend.deferred.slice(0, 64) } }),
   };
 }

@@ -22,7 +22,7 @@ import { FrontierBacking } from "./frontier-backing.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 import { dueResends, forgetReceipted, noteResent, noteSent, receiverReset } from "./edge-repair.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
-import { protectionStatus, ProtectionStatus } from "./protected-ram.ts";
+import { protectedCreditHeadroom, protectionStatus, ProtectionStatus } from "../../policies/protected-ram.ts";
 import { ReceiptBatcher } from "./receipt-batcher.ts";
 import { laneReceipts } from "./receipt-content.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
@@ -66,6 +66,7 @@ export class HolderCore {
   private addLane(volume: string, lane: string, upstream: readonly string[], downstream: readonly string[]): HolderLane {
     const key = laneKey(volume, lane);
     const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters);
+    hl.creditCap = () => this.protectedCreditHeadroom();
     for (const edge of downstream) {
       const onReset = (e: { incarnation: number; restarted: boolean }) => {
         this.counters.inc(e.restarted ? "edge_restarted" : "edge_new_window");
@@ -439,6 +440,18 @@ export class HolderCore {
     let queued = 0;
     for (const hl of this.lanes.values()) queued += hl.ramStoredBytes();
     return protectionStatus(this.evidence, queued, this.ports.clock.now(), p);
+  }
+
+  /**
+   * Credit bytes any lane may still promise so that RAM queued plus promised stays within the
+   * protected-RAM bound (policies/protected-ram.ts); unlimited without usable protected evidence.
+   */
+  private protectedCreditHeadroom(): number {
+    const p = this.config.protectedRam;
+    if (!p || !this.evidence || !this.config.residency.includes("protected_ram")) return Infinity;
+    let queued = 0;
+    for (const hl of this.lanes.values()) queued += hl.ramStoredBytes() + hl.arena.outstanding(hl.volume, hl.lane);
+    return protectedCreditHeadroom(this.evidence, queued, this.ports.clock.now(), p);
   }
 
   /** True while protected-RAM receipts may be issued for what is queued in RAM now. */

@@ -94,9 +94,15 @@ export class HolderLane {
    * increment is secured (up to the configured limit); past the limit credits are simply withheld.
    */
   grantSpace(n: number): number {
+    // Never promise what the protected-RAM bound would not admit (the holder's whole RAM queue).
+    const want = Math.min(n, this.creditCap());
+    if (want <= 0) return 0;
     if (this.arena.wantsIncrement()) this.arena.secureIncrement();
-    return this.arena.grant(this.volume, this.lane, n);
+    return this.arena.grant(this.volume, this.lane, want);
   }
+
+  /** Bytes this lane may still promise as credit (the holder sets it; unlimited by default). */
+  creditCap: () => number = () => Infinity;
 
   /** Returns unused credit bytes to the pool (units lost on the wire or refused after crediting). */
   forfeit(bytes: number): void {

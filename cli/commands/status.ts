@@ -58,7 +58,18 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
   }));
   const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
-  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}`);
+  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${spendText(doc)}`);
+}
+
+/** The spend lines of the table header: ceiling, projection, budgets, optional work refused. */
+function spendText(doc: VolumeStatus): string {
+  const s = doc.spend;
+  if (s === undefined) return "";
+  const usd = (n: number) => `$${n < 0.01 && n > 0 ? n.toExponential(2) : n.toFixed(2)}`;
+  const budgets = s.budgets.map((b) => `${b.kind} ${usd(b.spentUsd)}/${usd(b.budgetUsd)}`).join("  ");
+  const lines = [`spend ceiling ${usd(s.ceilingUsd)}/month  projected ${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  optional refused ${s.refusedOptional}`, `budgets ${budgets}`];
+  for (const d of s.deferred) lines.push(`deferred optional copy ${d.lane}:${d.seqs} -> ${d.target} (${d.scenarios.join(", ")}): ${d.reason}`);
+  return `\n${lines.join("\n")}`;
 }
 
 /** Registers `custody status <volume>`. */

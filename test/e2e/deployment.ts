@@ -127,7 +127,15 @@ export async function deploy(
   sc: SuperclusterHandle,
   volume: string,
   ctlRegion: string,
-  opts: { releasable?: string[]; external?: string[]; repair?: RepairConfig; coverageRepair?: ControllerConfig["coverageRepair"] } = {},
+  opts: {
+    releasable?: string[];
+    external?: string[];
+    repair?: RepairConfig;
+    coverageRepair?: ControllerConfig["coverageRepair"];
+    /** Controller settings beyond the defaults (e.g. `spend`), and a change to its topology (e.g. scenarios). */
+    controller?: Partial<Pick<ControllerConfig, "spend">>;
+    topology?: (t: VolumeTopology) => VolumeTopology;
+  } = {},
 ): Promise<Deployment> {
   const urls = Object.fromEntries(Object.entries(sc.regions).map(([k, r]) => [k, r.url]));
   const keys = new KeyRing();
@@ -143,7 +151,8 @@ export async function deploy(
   // The repair launcher is bound late: it starts standby holders through the deployment below.
   let dep: Deployment | undefined;
   const repair: RepairLauncher = { prepare: (s) => dep!.startReplacement(s.holderId, s.site) };
-  const ctlConfig = { controllerId: "ctl-east", region: ctlRegion, topology: { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] }, evalIntervalMs: 50, repair: opts.repair, coverageRepair: opts.coverageRepair };
+  const topology = { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] };
+  const ctlConfig = { controllerId: "ctl-east", region: ctlRegion, topology: opts.topology?.(topology) ?? topology, evalIntervalMs: 50, repair: opts.repair, coverageRepair: opts.coverageRepair, ...opts.controller };
   const controller = await startController(ctlConfig, { transport: ctlTransport, clock: systemClock, store, repair });
   let current = controller;
   const all = Object.keys(HOLDERS);

@@ -3,14 +3,8 @@ import fc from "fast-check";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { LaneObligations, EdgeReceiptError } from "../../actors/holder/lane-obligations.ts";
 import { ReceiptBatcher } from "../../actors/holder/receipt-batcher.ts";
-import {
-  evacuationFits,
-  preservationTimeMs,
-  protectedAdmissionLimit,
-  protectionStatus,
-} from "../../actors/holder/protected-ram.ts";
 import { parseHolderConfig, HolderConfigError } from "../../actors/holder/holder-config.ts";
-import { checkAllProtectedRam } from "../../policies/protected-ram.ts";
+import { checkAllProtectedRam, evacuationFits, preservationTimeMs, protectedAdmissionLimit, protectionStatus } from "../../policies/protected-ram.ts";
 import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 
 const receipt = (holder: string, incarnation: number, receiptSeq: number, ranges: [number, number][], epoch = 0) => ({

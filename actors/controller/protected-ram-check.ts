@@ -1,0 +1,35 @@
+import type { Holding } from "../../custody/receipt-ledger.ts";
+import type { CommitRun } from "../../policies/evaluation-state.ts";
+import { checkAllProtectedRam, parseProtectedRamInput, type DrainCapacities, type ProtectedRamNode } from "../../policies/protected-ram.ts";
+import { bytesOfRanges } from "./controller-spend.ts";
+
+/**
+ * The drain layout of a volume's protected-RAM holders, as the controller is told it: per holder,
+ * the `custody admit` node description without its queue (the controller measures that from
+ * receipts), and the capacities of shared drain targets and links.
+ */
+export interface ProtectedRamLayout {
+  readonly nodes: Readonly<Record<string, Omit<ProtectedRamNode, "id" | "queuedProtectedBytes">>>;
+  readonly capacities?: Partial<DrainCapacities>;
+}
+
+/**
+ * Holders whose protected-RAM claims the controller must not count as surviving power loss: with
+ * every described holder's receipted protected bytes queued at once, the group check (shared drain
+ * targets and links split between simultaneous drains) finds the bound broken for them. Holders
+ * the layout does not describe are not judged here. Pure; throws PolicyInputError for a layout
+ * that names a shared target or link without a capacity.
+ */
+export function protectedRamOverBound(layout: ProtectedRamLayout, holdings: readonly Holding[], commits: readonly CommitRun[]): Set<string> {
+  const ids = Object.keys(layout.nodes).sort();
+  const queued = new Map<string, number>(ids.map((id) => [id, 0]));
+  for (const h of holdings) {
+    if (h.residency !== "protected_ram" || !queued.has(h.holderId)) continue;
+    queued.set(h.holderId, queued.get(h.holderId)! + bytesOfRanges(commits, h.lane, h.retained));
+  }
+  const { nodes, capacities } = parseProtectedRamInput({
+    nodes: ids.map((id) => ({ id, queuedProtectedBytes: queued.get(id)!, ...layout.nodes[id] })),
+    capacities: { targets: layout.capacities?.targets ?? {}, links: layout.capacities?.links ?? {} },
+  });
+  return new Set(checkAllProtectedRam(nodes, capacities).filter((v) => !v.admitted).map((v) => v.node));
+}

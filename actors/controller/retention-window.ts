@@ -1,0 +1,61 @@
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { CommitRun } from "../../policies/evaluation-state.ts";
+
+/**
+ * A contract's retention window: the holders it names (every holder when none is named) keep each
+ * acknowledged sequence until `windowMs` after the writer committed it, whatever the scenarios
+ * alone would release (e.g. to serve point-in-time reads or audits from the WAL).
+ */
+export interface RetentionWindow {
+  readonly windowMs: number;
+  readonly holders?: readonly string[];
+}
+
+/**
+ * The part of `ranges` (of `lane`) still inside the window at `asOfMs`, and until when it must be
+ * kept (the newest commit among it plus the window). Commit times come from the writer's commit
+ * runs; a sequence no run describes (e.g. committed before this controller started) is taken as
+ * committed at `unknownCommittedAtMs`, never as old. Pure.
+ */
+export function heldByRetention(
+  w: RetentionWindow,
+  commits: readonly CommitRun[],
+  lane: string,
+  ranges: RangeSet,
+  asOfMs: number,
+  unknownCommittedAtMs: number,
+): { held: RangeSet; untilMs: number } {
+  let held = RangeSet.EMPTY;
+  let described = RangeSet.EMPTY;
+  let newest = -Infinity;
+  for (const c of commits) {
+    if (c.lane !== lane) continue;
+    const part = ranges.intersect(RangeSet.of(c.first, c.last));
+    if (part.isEmpty) continue;
+    described = described.union(part);
+    if (c.committedAtMs + w.windowMs <= asOfMs) continue;
+    held = held.union(part);
+    newest = Math.max(newest, c.committedAtMs);
+  }
+  const unknown = ranges.subtract(described);
+  if (!unknown.isEmpty && unknownCommittedAtMs + w.windowMs > asOfMs) {
+    held = held.union(unknown);
+    newest = Math.max(newest, unknownCommittedAtMs);
+  }
+  return { held, untilMs: held.isEmpty ? asOfMs : newest + w.windowMs };
+}
+
+/**
+ * The lowest sequence per lane whose commit is still inside the window minus one: commit history
+ * above it must stay exact (folding runs keeps the oldest time and would end the window early).
+ * Pure.
+ */
+export function retentionFloor(w: RetentionWindow, commits: readonly CommitRun[], lanes: readonly string[], asOfMs: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const lane of lanes) {
+    let low = Infinity;
+    for (const c of commits) if (c.lane === lane && c.committedAtMs + w.windowMs > asOfMs) low = Math.min(low, c.first);
+    if (Number.isFinite(low)) out[lane] = low - 1;
+  }
+  return out;
+}
