@@ -38,6 +38,19 @@ const natsSchema = z.strictObject({
 });
 export type NatsRoleConfig = z.infer<typeof natsSchema>;
 
+/**
+ * A signed control log (see custody/control-trust.ts): the operators whose keys every reader
+ * trusts (raw Ed25519 public keys, 64 hex digits in each file), and — for a controller — the
+ * PKCS#8 key it signs its commits with (mode 0600). Without this section the log is read unsigned.
+ */
+const controlTrustSchema = z
+  .strictObject({
+    operators: z.array(z.strictObject({ id: z.string().min(1), publicKeyFile: z.string().min(1) })).min(1),
+    signingKeyFile: z.string().min(1).optional(),
+  })
+  .optional();
+export type ControlTrustConfig = NonNullable<z.infer<typeof controlTrustSchema>>;
+
 /** Optional Prometheus endpoint of a role process: `http://<host>:<port>/metrics` (host defaults to 127.0.0.1). */
 const metricsSchema = z.strictObject({ port: z.number().int().min(1).max(65535), host: z.string().min(1).optional() }).optional();
 
@@ -46,6 +59,7 @@ export const holderRoleSchema = z.strictObject({
   role: z.literal("holder"),
   nats: natsSchema,
   metrics: metricsSchema,
+  controlTrust: controlTrustSchema,
   /** Region of the control log (JetStream stream `CUSTODY_CTRL_<region>`) the holder follows. */
   controlRegion: z.string().min(1),
   /** The holder's state directory: its incarnation, and its spill stream when it persists. */
@@ -81,6 +95,7 @@ export const writerRoleSchema = z.strictObject({
   role: z.literal("writer"),
   nats: natsSchema,
   metrics: metricsSchema,
+  controlTrust: controlTrustSchema,
   controlRegion: z.string().min(1),
   /** Holds the SmartWAL volume (`volume/`), the outbox (`outbox/`) and the term. */
   stateDir: z.string().min(1),
@@ -114,6 +129,7 @@ export const controllerRoleSchema = z.strictObject({
   role: z.literal("controller"),
   nats: natsSchema,
   metrics: metricsSchema,
+  controlTrust: controlTrustSchema,
   /** The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region. */
   controller: z.record(z.string(), z.unknown()),
 });
@@ -124,6 +140,7 @@ export const baseBuilderRoleSchema = z.strictObject({
   role: z.literal("base-builder"),
   nats: natsSchema,
   metrics: metricsSchema,
+  controlTrust: controlTrustSchema,
   /** The store holder whose WAL it reads and whose receipts will name its bases. */
   holder: z.string().min(1),
   volume: z.string().min(1),

@@ -3,6 +3,7 @@ import type { ControllerConfig } from "../actors/controller/controller-config.ts
 import { systemClock } from "../core/clock.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
+import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { ControllerRoleConfig } from "./role-config.ts";
 
@@ -19,7 +20,8 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
   const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: c.region });
-    const controller = await startController(c, { transport, clock: systemClock, store });
+    const files = loadControlTrust(cfg.controlTrust);
+    const controller = await startController(c, { transport, clock: systemClock, store, ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.core.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);

@@ -9,6 +9,7 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
+import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
 import { CustodyError } from "../core/custody-error.ts";
@@ -41,7 +42,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   const { transport, lost } = await connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`);
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
-    const peers = new ControlLogPeers(new ControlLogFollower(store), systemClock, 1_000);
+    const peers = new ControlLogPeers(new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust), systemClock, 1_000);
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const privateKey = privateKeyFromPkcs8(readFileSync(cfg.keyFile));

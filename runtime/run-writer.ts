@@ -11,6 +11,7 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { connectRole } from "./connect.ts";
+import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { WriterRoleConfig } from "./role-config.ts";
 import { workloadBlock } from "./workload.ts";
@@ -40,7 +41,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     const term = await claimIncarnation(nodeFileLayer, cfg.stateDir, { name: "term" });
     const { outbox, recovered } = await UnitOutbox.open(nodeFileLayer, join(cfg.stateDir, "outbox"), systemClock);
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
-    const peers = new ControlLogPeers(new ControlLogFollower(store), systemClock, 1_000);
+    const peers = new ControlLogPeers(new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust), systemClock, 1_000);
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };

@@ -2,7 +2,8 @@ import type { Clock } from "../../core/clock.ts";
 import { Counters } from "../../core/counters.ts";
 import { CustodyError } from "../../core/custody-error.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { commitControlEvent } from "../../custody/control-commit.ts";
+import { commitControlEvent, type ControllerIdentity } from "../../custody/control-commit.ts";
+import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts";
 import { ControlConflictError } from "../../custody/control-error.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { overdueHolds, overdueReason } from "../../custody/control-holds.ts";
@@ -54,6 +55,10 @@ export interface ControllerPorts {
    * passes one to prove its checks can fail; no configuration file or CLI flag reaches this port.
    */
   authorizeReleases?: typeof authorizeReleases;
+  /** A signed control log: only entries its operators (and the controllers they admitted) signed count. */
+  trust?: ControlTrust;
+  /** This controller's signing key (its id must be `config.controllerId`); needed to commit to a signed log. */
+  signer?: ControlSigner;
 }
 
 /** One committed release, with the exact evaluation state it was decided on (for audits and tests). */
@@ -133,7 +138,7 @@ export class ControllerCore {
   ) {
     this.counters = ports.counters ?? new Counters();
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
-    this.follower = new ControlLogFollower(ports.store);
+    this.follower = new ControlLogFollower(ports.store, undefined, ports.trust);
     this.bases = [...config.topology.bases];
     this.startedAtMs = ports.clock.now();
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
@@ -368,6 +373,11 @@ export class ControllerCore {
    * control log, evaluate every scenario, commit the releases the policy grants (in order, each
    * fenced and re-checked by the fold), publish release frontiers and the status document.
    */
+  /** Who this controller commits as: its id, clock and, for a signed log, its key. */
+  private identity(): ControllerIdentity {
+    return { controller: this.config.controllerId, clock: this.ports.clock, ...(this.ports.signer ? { signer: this.ports.signer } : {}) };
+  }
+
   evaluate(): Promise<VolumeStatus> {
     return this.exclusive(() => this.evaluateRound());
   }
@@ -430,7 +440,7 @@ export class ControllerCore {
     for (const req of granted) {
       const obligationId = obligationIdOf(this.volume, req.lane);
       try {
-        const { seq, state: next } = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, (cur) => this.releaseBody(cur, obligationId, req, state));
+        const { seq, state: next } = await commitControlEvent(this.ports.store, this.follower, this.identity(), (cur) => this.releaseBody(cur, obligationId, req, state));
         s = next;
         this.audits.push({ state, grantedTogether: granted, request: req, controlSeq: seq });
         if (this.audits.length > MAX_AUDITS) this.audits.splice(0, this.audits.length - MAX_AUDITS);
@@ -455,7 +465,7 @@ export class ControllerCore {
   private async endOverdueHolds(s: ControlState): Promise<ControlState> {
     for (const h of overdueHolds(s.holds, this.volume, this.ports.clock.now())) {
       try {
-        s = (await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, () => ({ type: "end_hold", holdId: h.holdId, reason: overdueReason(h) }))).state;
+        s = (await commitControlEvent(this.ports.store, this.follower, this.identity(), () => ({ type: "end_hold", holdId: h.holdId, reason: overdueReason(h) }))).state;
         this.counters.inc(`hold_expired.${h.kind}`);
       } catch (err) {
         this.counters.inc(`hold_end_${err instanceof CustodyError ? err.code : "failed"}`);
@@ -590,7 +600,7 @@ export class ControllerCore {
       // the refreshed state (never just re-sent), a bounded number of times.
       for (let attempt = 1; ; attempt++) {
         try {
-          const r = await commitControlEvent(this.ports.store, this.follower, { controller: this.config.controllerId, clock: this.ports.clock }, body);
+          const r = await commitControlEvent(this.ports.store, this.follower, this.identity(), body);
           this.dirty = true;
           return r;
         } catch (err) {

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
-import { systemClock } from "../../core/clock.ts";
 import { commitControlEventRetrying } from "../../custody/control-commit.ts";
 import { HoldKind } from "../../custody/control-event.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
@@ -10,8 +9,9 @@ import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { checkToken } from "../../transport/subjects.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { CustodyCliError } from "./custody.ts";
+import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 
-interface ConnOptions extends OutputOptions {
+interface ConnOptions extends OutputOptions, OperatorKeyOptions {
   server: string;
   region: string;
 }
@@ -41,7 +41,7 @@ async function withLog<T>(o: ConnOptions, name: string, fn: (log: { store: Await
   const nc = await connectNats({ servers: o.server, name, maxReconnectAttempts: 0 });
   try {
     const store = await openJetStreamControlLog(nc, { region: o.region });
-    return await fn({ store, follower: new ControlLogFollower(store) });
+    return await fn({ store, follower: new ControlLogFollower(store, undefined, operatorAccess(o).trust) });
   } finally {
     await closeNats(nc);
   }
@@ -56,7 +56,7 @@ async function withLog<T>(o: ConnOptions, name: string, fn: (log: { store: Await
 export function register(program: Command): void {
   const hold = program.command("hold").description("PITR pins and recovery holds in a region's control log");
   const conn = (c: Command) =>
-    c.requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222").requiredOption("--region <region>", "control-log region").option("--json", "one JSON object on one line");
+    withOperatorKey(c.requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222").requiredOption("--region <region>", "control-log region").option("--json", "one JSON object on one line"));
   conn(hold.command("pin").description("Commit a PITR pin: no bound holder may release the ranges until the pin ends"))
     .requiredOption("--volume <volume>", "volume id")
     .requiredOption("--lane <lane>", "lane")
@@ -72,7 +72,7 @@ export function register(program: Command): void {
         const ranges = parseRanges(o.ranges);
         const untilMs = parseUntil(o.until);
         const { seq } = await withLog(o, "custody-cli-hold", ({ store, follower }) =>
-          commitControlEventRetrying(store, follower, { controller: "operator", clock: systemClock }, () => ({ type: "hold_ranges", holdId, kind: HoldKind.pitr_pin, volume: checkToken(o.volume, "volume"), lane: checkToken(o.lane, "lane"), ranges, holders, untilMs, by: o.by })),
+          commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({ type: "hold_ranges", holdId, kind: HoldKind.pitr_pin, volume: checkToken(o.volume, "volume"), lane: checkToken(o.lane, "lane"), ranges, holders, untilMs, by: o.by })),
         );
         const out = { holdId, kind: HoldKind.pitr_pin, volume: o.volume, lane: o.lane, ranges: ranges.toString(), holders, untilMs, controlSeq: seq };
         printResult(o, out, [out]);
@@ -84,7 +84,7 @@ export function register(program: Command): void {
     .action(
       action(async (o: ConnOptions & { id: string; reason: string }) => {
         const { seq } = await withLog(o, "custody-cli-hold", ({ store, follower }) =>
-          commitControlEventRetrying(store, follower, { controller: "operator", clock: systemClock }, () => ({ type: "end_hold", holdId: o.id, reason: o.reason })),
+          commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({ type: "end_hold", holdId: o.id, reason: o.reason })),
         );
         const out = { ended: o.id, controlSeq: seq };
         printResult(o, out, [out]);

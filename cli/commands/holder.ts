@@ -3,12 +3,12 @@ import { action, printResult, type OutputOptions } from "../output.ts";
 import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { publicKeyFromRaw } from "../../custody/signing.ts";
-import { systemClock } from "../../core/clock.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { CustodyCliError } from "./custody.ts";
+import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 
-interface AdmitOptions extends OutputOptions {
+interface AdmitOptions extends OutputOptions, OperatorKeyOptions {
   server: string;
   region: string;
   holder: string;
@@ -25,8 +25,8 @@ interface AdmitOptions extends OutputOptions {
  */
 export function register(program: Command): void {
   const holder = program.command("holder").description("Operator commands for holders");
-  holder
-    .command("admit")
+  withOperatorKey(holder
+    .command("admit"))
     .description("Commit admit_holder (holder, incarnation, public key, failure domain) to a region's control log")
     .requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222")
     .requiredOption("--region <region>", "control-log region")
@@ -45,8 +45,9 @@ export function register(program: Command): void {
         const nc = await connectNats({ servers: o.server, name: "custody-cli-admit", maxReconnectAttempts: 0 });
         try {
           const store = await openJetStreamControlLog(nc, { region: o.region });
-          const follower = new ControlLogFollower(store);
-          const { seq } = await commitControlEvent(store, follower, { controller: "operator", clock: systemClock }, () => ({
+          const access = operatorAccess(o);
+          const follower = new ControlLogFollower(store, undefined, access.trust);
+          const { seq } = await commitControlEvent(store, follower, access.who, () => ({
             type: "admit_holder",
             holderId: o.holder,
             incarnation,
