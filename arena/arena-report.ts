@@ -1,5 +1,6 @@
 import { maxOutstanding, type CreditGeometry } from "./credit-math.ts";
-import { PIN_REASONS, Residency, type PinReason } from "./pin-reason.ts";
+import { Residency } from "../core/residency.ts";
+import { PIN_REASONS, type PinReason } from "./pin-reason.ts";
 import { SegmentState, type Segment } from "./segment.ts";
 
 /** Point-in-time accounting of one arena (what the LaneArena actor exposes as its snapshot). */

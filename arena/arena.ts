@@ -2,7 +2,8 @@ import type { Clock } from "../core/clock.ts";
 import { Counters } from "../core/counters.ts";
 import { CustodyError } from "../core/custody-error.ts";
 import { RangeSet } from "../lanes/range-set.ts";
-import { checkIdentifier, laneKey, type TransportUnit } from "../lanes/transport-unit.ts";
+import { laneKey } from "../core/lane-key.ts";
+import { checkIdentifier, type TransportUnit } from "../lanes/transport-unit.ts";
 import { resolveArenaConfig, type ArenaConfig } from "./arena-config.ts";
 import { maxOutstanding, type CreditGeometry } from "./credit-math.ts";
 import { promisedSegments, type ArenaLane } from "./arena-lane.ts";
@@ -17,7 +18,8 @@ import {
   UnitTooLargeError,
   UnknownSegmentError,
 } from "./errors.ts";
-import { PIN_REASONS, PinReason, Residency, pinIndex } from "./pin-reason.ts";
+import { Residency } from "../core/residency.ts";
+import { PIN_REASONS, PinReason, pinIndex } from "./pin-reason.ts";
 import { decodeSegment, encodeSegment } from "./segment-codec.ts";
 import { SegmentPool } from "./segment-pool.ts";
 import { SegmentState, unitRecordBytes, type Segment } from "./segment.ts";

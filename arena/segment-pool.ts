@@ -1,4 +1,5 @@
-import { PIN_REASONS, PinReason, Residency } from "./pin-reason.ts";
+import { Residency } from "../core/residency.ts";
+import { PIN_REASONS, PinReason } from "./pin-reason.ts";
 import { Segment, SegmentState } from "./segment.ts";
 import type { SpillEvidence } from "./spill-stream.ts";
 
