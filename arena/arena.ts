@@ -2,9 +2,13 @@ import type { Clock } from "../core/clock.ts";
 import { Counters } from "../core/counters.ts";
 import { CustodyError } from "../core/custody-error.ts";
 import { RangeSet } from "../lanes/range-set.ts";
-import { checkIdentifier, laneKey, type TransportUnit } from "../lanes/transport-unit.ts";
+import { laneKey } from "../core/lane-key.ts";
+import { checkIdentifier, type TransportUnit } from "../lanes/transport-unit.ts";
 import { resolveArenaConfig, type ArenaConfig } from "./arena-config.ts";
-import { maxOutstanding, segmentsNeeded, type CreditGeometry } from "./credit-math.ts";
+import { maxOutstanding, type CreditGeometry } from "./credit-math.ts";
+import { promisedSegments, type ArenaLane } from "./arena-lane.ts";
+import { arenaReport, type ArenaReport } from "./arena-report.ts";
+import type { AppendResult, SealResult } from "./arena-results.ts";
 import {
   ArenaFullError,
   CapacityLimitError,
@@ -14,58 +18,15 @@ import {
   UnitTooLargeError,
   UnknownSegmentError,
 } from "./errors.ts";
-import { PIN_REASONS, PinReason, Residency, pinIndex } from "./pin-reason.ts";
+import { Residency } from "../core/residency.ts";
+import { PIN_REASONS, PinReason, pinIndex } from "./pin-reason.ts";
 import { decodeSegment, encodeSegment } from "./segment-codec.ts";
-import { Segment, SegmentState, unitRecordBytes } from "./segment.ts";
+import { SegmentPool } from "./segment-pool.ts";
+import { SegmentState, unitRecordBytes, type Segment } from "./segment.ts";
 import type { SpillEvidence } from "./spill-stream.ts";
 
-interface LaneState {
-  readonly volume: string;
-  readonly lane: string;
-  open: Segment | undefined;
-  /** Granted, not yet used, credit bytes. */
-  outstanding: number;
-  /** Ranges released on this lane; a segment wholly inside them loses its custody pin. */
-  released: RangeSet;
-  readonly segments: Set<Segment>;
-}
-
-/** Result of `Arena.append`. */
-export interface AppendResult {
-  readonly segmentId: number;
-  readonly index: number;
-  /** True when the unit opened a new segment (the caller starts its max-open-delay timer). */
-  readonly opened: boolean;
-  /** The lane's previous segment, sealed because the unit did not fit in it. */
-  readonly sealedFull: number | undefined;
-}
-
-/** Result of `Arena.seal`. */
-export interface SealResult {
-  readonly segmentId: number | undefined;
-  /** Sealing now would strand space that granted credits rely on; the segment stays open. */
-  readonly deferred: boolean;
-}
-
-/** Point-in-time accounting of one arena (what the LaneArena actor exposes as its snapshot). */
-export interface ArenaReport {
-  readonly segmentBytes: number;
-  readonly capacityBytes: number;
-  readonly hardLimitBytes: number;
-  /** RAM held by segments (whole segments), and the unit bytes stored in them. */
-  readonly ramBytes: number;
-  readonly ramStoredBytes: number;
-  /** Stored bytes of segments whose custody continues on disk. */
-  readonly diskBytes: number;
-  readonly freeBytes: number;
-  readonly segments: { readonly open: number; readonly sealed: number; readonly spilled: number };
-  readonly pins: Record<PinReason, number>;
-  readonly outstandingCredits: number;
-  readonly creditsByLane: Record<string, number>;
-  /** Bytes that could still be granted to a new lane now. */
-  readonly grantableBytes: number;
-  readonly wantsIncrement: boolean;
-}
+export type { ArenaReport } from "./arena-report.ts";
+export type { AppendResult, SealResult } from "./arena-results.ts";
 
 /**
  * One holder's lane arena: fixed-size segments from a pool with a hard byte limit, grown in
@@ -88,12 +49,9 @@ export class Arena {
   private readonly geometry: CreditGeometry;
   private readonly manifestSlots: number;
   private capacitySlots: number;
-  private ramSlots = 0;
-  private nextId = 1;
-  private readonly segments = new Map<number, Segment>();
-  private readonly lanes = new Map<string, LaneState>();
-  private readonly freeBuffers: Buffer[] = [];
-  private lastLane: LaneState | undefined;
+  private readonly pool: SegmentPool;
+  private readonly lanes = new Map<string, ArenaLane>();
+  private lastLane: ArenaLane | undefined;
 
   constructor(config: Partial<ArenaConfig>, clock: Clock, counters: Counters = new Counters()) {
     this.config = resolveArenaConfig(config);
@@ -102,6 +60,7 @@ export class Arena {
     this.geometry = { segmentBytes: this.config.segmentBytes, maxUnitBytes: this.config.maxUnitBytes };
     this.manifestSlots = this.config.manifestReserveBytes / this.config.segmentBytes;
     this.capacitySlots = this.config.initialBytes / this.config.segmentBytes;
+    this.pool = new SegmentPool(this.config.segmentBytes);
   }
 
   // ---- capacity -------------------------------------------------------------------------------
@@ -112,26 +71,12 @@ export class Arena {
   }
 
   private get freeSlots(): number {
-    return this.capacitySlots - this.ramSlots;
+    return this.capacitySlots - this.pool.ramSlots;
   }
 
-  /**
-   * Fresh segments every lane's outstanding credits may still need (worst case). With `exceptKey`
-   * alone that lane is left out; with `remainingOverride` too, it is counted as if its open
-   * segment had that much room (0: as if sealed now).
-   */
+  /** Fresh segments the lanes' outstanding credits may still need (see promisedSegments). */
   private promisedSlots(exceptKey?: string, remainingOverride?: number): number {
-    let n = 0;
-    for (const [key, l] of this.lanes) {
-      if (l.outstanding === 0) continue;
-      let rem = l.open?.remaining ?? 0;
-      if (key === exceptKey) {
-        if (remainingOverride === undefined) continue; // the caller accounts for this lane itself
-        rem = remainingOverride;
-      }
-      n += segmentsNeeded(this.geometry, l.outstanding, rem);
-    }
-    return n;
+    return promisedSegments(this.geometry, this.lanes, exceptKey, remainingOverride);
   }
 
   /** Free segments not promised to credits or reserved for manifests. */
@@ -163,7 +108,7 @@ export class Arena {
 
   // ---- credits --------------------------------------------------------------------------------
 
-  private laneState(volume: string, lane: string): LaneState {
+  private laneState(volume: string, lane: string): ArenaLane {
     const key = laneKey(volume, lane);
     let l = this.lanes.get(key);
     if (!l) {
@@ -258,20 +203,15 @@ export class Arena {
     }
   }
 
-  private openSegment(l: LaneState): Segment {
-    const buf = this.freeBuffers.pop() ?? Buffer.allocUnsafeSlow(this.config.segmentBytes);
-    const seg = new Segment(this.nextId++, l.volume, l.lane, buf, this.clock.now());
-    seg.pins[PIN_REASONS.indexOf(PinReason.custody_obligation)] = 1;
-    seg.custodyHeld = true;
-    this.ramSlots++;
-    this.segments.set(seg.id, seg);
+  private openSegment(l: ArenaLane): Segment {
+    const seg = this.pool.open(l.volume, l.lane, this.clock.now());
     l.segments.add(seg);
     l.open = seg;
     return seg;
   }
 
   /** Seals the lane's open segment; drops custody at once when its ranges were already released. */
-  private closeOpen(l: LaneState): void {
+  private closeOpen(l: ArenaLane): void {
     const seg = l.open!;
     seg.state = SegmentState.sealed;
     l.open = undefined;
@@ -307,11 +247,11 @@ export class Arena {
 
   /** True while segment `id` exists (not yet recycled). */
   holds(id: number): boolean {
-    return this.segments.has(id);
+    return this.pool.get(id) !== undefined;
   }
 
   private segment(id: number): Segment {
-    const seg = this.segments.get(id);
+    const seg = this.pool.get(id);
     if (!seg) throw new UnknownSegmentError(id);
     return seg;
   }
@@ -348,13 +288,7 @@ export class Arena {
   }
 
   private recycleIfFree(seg: Segment): boolean {
-    if (seg.state !== SegmentState.sealed || seg.pinCount > 0) return false;
-    if (seg.residency === Residency.ram && seg.buffer) {
-      this.freeBuffers.push(seg.buffer);
-      this.ramSlots--;
-    }
-    seg.buffer = undefined;
-    this.segments.delete(seg.id);
+    if (!this.pool.recycleIfFree(seg)) return false;
     for (const l of this.lanes.values()) l.segments.delete(seg);
     return true;
   }
@@ -399,7 +333,7 @@ export class Arena {
   /** Sealed RAM segments that may move to disk (not being forwarded from RAM), oldest first. */
   spillCandidates(): number[] {
     const out: Segment[] = [];
-    for (const seg of this.segments.values()) {
+    for (const seg of this.pool.values()) {
       if (seg.state === SegmentState.sealed && seg.residency === Residency.ram && seg.pinsOf(PinReason.in_flight_forward) === 0) out.push(seg);
     }
     return out.sort((a, b) => a.openedAt - b.openedAt || a.id - b.id).map((s) => s.id);
@@ -410,14 +344,7 @@ export class Arena {
    * the RAM slot returns to the pool. Returns false (no change) when the segment meanwhile ended.
    */
   markSpilled(segmentId: number, evidence: SpillEvidence): boolean {
-    const seg = this.segments.get(segmentId);
-    if (!seg || seg.residency !== Residency.ram) return false;
-    this.freeBuffers.push(seg.buffer!);
-    seg.buffer = undefined;
-    seg.residency = Residency.disk;
-    seg.evidence = evidence;
-    this.ramSlots--;
-    return true;
+    return this.pool.toDisk(segmentId, evidence);
   }
 
   // ---- read, export, import -------------------------------------------------------------------
@@ -493,44 +420,8 @@ export class Arena {
 
   /** Bytes by residency, pins by reason, outstanding credits, grantable space. */
   report(): ArenaReport {
-    const pins = Object.fromEntries(PIN_REASONS.map((r) => [r, 0])) as Record<PinReason, number>;
-    let ramStored = 0;
-    let disk = 0;
-    let open = 0;
-    let sealed = 0;
-    let spilled = 0;
-    for (const seg of this.segments.values()) {
-      PIN_REASONS.forEach((r, i) => (pins[r] += seg.pins[i]!));
-      if (seg.residency === Residency.ram) ramStored += seg.fill;
-      else {
-        disk += seg.fill;
-        spilled++;
-      }
-      if (seg.state === SegmentState.open) open++;
-      else sealed++;
-    }
-    const creditsByLane: Record<string, number> = {};
-    let outstanding = 0;
-    for (const [k, l] of this.lanes) {
-      if (l.outstanding > 0) creditsByLane[k] = l.outstanding;
-      outstanding += l.outstanding;
-    }
-    const S = this.config.segmentBytes;
-    return {
-      segmentBytes: S,
-      capacityBytes: this.capacityBytes,
-      hardLimitBytes: this.config.hardLimitBytes,
-      ramBytes: this.ramSlots * S,
-      ramStoredBytes: ramStored,
-      diskBytes: disk,
-      freeBytes: this.freeSlots * S,
-      segments: { open, sealed, spilled },
-      pins,
-      outstandingCredits: outstanding,
-      creditsByLane,
-      grantableBytes: Math.max(0, maxOutstanding(this.geometry, this.spareSlots(), 0)),
-      wantsIncrement: this.wantsIncrement(),
-    };
+    const slots = { geometry: this.geometry, capacityBytes: this.capacityBytes, hardLimitBytes: this.config.hardLimitBytes, ramSlots: this.pool.ramSlots, freeSlots: this.freeSlots, spareSlots: this.spareSlots(), wantsIncrement: this.wantsIncrement() };
+    return arenaReport(this.pool.values(), this.lanes, slots);
   }
 
   // ---- helpers --------------------------------------------------------------------------------

@@ -22,6 +22,5 @@ export function pinIndex(reason: unknown): number {
   return i;
 }
 
-/** Where a segment's bytes live. */
-export const Residency = { ram: "ram", disk: "disk" } as const;
-export type Residency = (typeof Residency)[keyof typeof Residency];
+// Residency has one home, core/residency.ts; re-exported here for older importers.
+export { Residency, type SegmentResidency } from "../core/residency.ts";

@@ -1,6 +1,7 @@
 import { RangeSet } from "../lanes/range-set.ts";
 import { UNIT_DIGEST_BYTES, type TransportUnit } from "../lanes/transport-unit.ts";
-import { PIN_REASONS, Residency, type PinReason } from "./pin-reason.ts";
+import { Residency, type SegmentResidency } from "../core/residency.ts";
+import { PIN_REASONS, type PinReason } from "./pin-reason.ts";
 import type { SpillEvidence } from "./spill-stream.ts";
 
 /** Per-unit metadata stride in `Segment.meta`: offset, payloadLen, firstSeq, lastSeq, term. */
@@ -26,7 +27,7 @@ export class Segment {
   readonly lane: string;
   readonly openedAt: number;
   state: SegmentState = SegmentState.open;
-  residency: Residency = Residency.ram;
+  residency: SegmentResidency = Residency.ram;
   /** The RAM copy; undefined once spilled and recycled. */
   buffer: Buffer | undefined;
   /** Bytes used in `buffer` (the stored length; also the spilled length of the data part). */

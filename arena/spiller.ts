@@ -3,7 +3,7 @@ import type { FileLayer } from "../core/file-layer.ts";
 import type { TransportUnit } from "../lanes/transport-unit.ts";
 import type { Arena } from "./arena.ts";
 import { SegmentStateError } from "./errors.ts";
-import { Residency } from "./pin-reason.ts";
+import { Residency } from "../core/residency.ts";
 import { decodeSegment } from "./segment-codec.ts";
 import { SpillStream, type SpillRecordInfo } from "./spill-stream.ts";
 

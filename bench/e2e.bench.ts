@@ -24,7 +24,7 @@ import type { Site } from "../policies/topology.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { startSupercluster } from "../testing/nats-server.ts";
-import type { ActorSpec } from "../test/e2e/actor-process.ts";
+import type { ActorSpec } from "../testing/actor-spec.ts";
 import type { KeyObject } from "node:crypto";
 
 const args = process.argv.slice(2);
@@ -136,7 +136,7 @@ for (const [id, s] of Object.entries(sites)) {
   };
   const file = join(work, `${id}.json`);
   writeFileSync(file, JSON.stringify(spec));
-  const child = spawn(process.execPath, ["--import", "tsx", "test/e2e/actor-process.ts", file], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "testing/actor-process.ts", file], { stdio: ["ignore", "pipe", "inherit"] });
   children.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once("data", () => resolve());

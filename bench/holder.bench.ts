@@ -31,11 +31,10 @@
  */
 import { readFileSync } from "node:fs";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { unitRecordBytes } from "../arena/segment.ts";
 import { systemClock } from "../core/clock.ts";
 import { decodeReceiptBatch } from "../custody/receipt-batch.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/signing.ts";
-import { makeTransportUnit, validateTransportUnit, type TransportUnit } from "../lanes/transport-unit.ts";
+import { validateTransportUnit, type TransportUnit } from "../lanes/transport-unit.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { startHolder, type Holder } from "../actors/holder.ts";
 import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
@@ -44,9 +43,11 @@ import { CreditSender, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "
 import { encodeUnitRun, readUnitMessage } from "../transport/unit-frames.ts";
 import { NatsTransport } from "../transport/nats-transport.ts";
 import { receiptSubject, releaseSubject } from "../transport/subjects.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../transport/wire/index.ts";
+import { decodeMessage, encodeMessage } from "../transport/wire/index.ts";
 import { startNatsServer } from "../testing/nats-server.ts";
 import { receiptBatchSpec } from "../custody/custody-messages.ts";
+import { encodedUnits } from "./encoded-units.ts";
+import { median, percentile } from "./sample-stats.ts";
 
 const args = process.argv.slice(2);
 const json = args.includes("--json");
@@ -137,7 +138,7 @@ async function leastWork(size: number, count: number): Promise<Sample & { unitsP
   const pub = await connect({ servers: server.url, name: `least-pub-${size}` });
   const sub = await connect({ servers: server.url, name: `least-sub-${size}` });
   bare.push(pub, sub);
-  const units = makeUnits(`least${size}`, size, count);
+  const units = encodedUnits(VOLUME, `least${size}`, size, count);
   const ring = Buffer.allocUnsafe(64 << 20);
   let at = 0;
   let got = 0;
@@ -236,31 +237,6 @@ async function chain(hops: number, unitBytes: number): Promise<Chain> {
   };
 }
 
-/** Encoded units `from..from+count-1`, back to back in one buffer (no object per unit stays alive). */
-function makeUnits(lane: string, size: number, count: number, from = 1): { count: number; at(i: number): { data: Uint8Array; bytes: number } } {
-  const payload = new Uint8Array(size).fill(9);
-  const offsets = new Float64Array(count + 1);
-  let flat = new Uint8Array(0);
-  let bytes = 0;
-  let o = 0;
-  for (let k = 0; k < count; k++) {
-    const s = from + k;
-    const u = makeTransportUnit({ volume: VOLUME, lane, term: 1, firstSeq: s, lastSeq: s, commitTs: [Date.now()], payload });
-    const e = encodeMessage(unitSpec, u);
-    if (flat.length < o + e.length) {
-      const grown = new Uint8Array(Math.max(2 * flat.length, 2 * (o + e.length)));
-      grown.set(flat.subarray(0, o));
-      flat = grown;
-    }
-    flat.set(e, o);
-    offsets[k] = o;
-    o += e.length;
-    bytes = unitRecordBytes(u);
-  }
-  offsets[count] = o;
-  return { count, at: (i) => ({ data: flat.subarray(offsets[i]!, offsets[i + 1]!), bytes }) };
-}
-
 /** Watches receipts of the last hop and releases what it covers at every hop (a controller). */
 async function watchLastHop(c: Chain): Promise<{ covered(): RangeSet; onReceipt(fn: () => void): void; stop(): void }> {
   const t = await conn(`ctl-${c.lane}`);
@@ -300,7 +276,7 @@ async function watchLastHop(c: Chain): Promise<{ covered(): RangeSet; onReceipt(
 async function throughHolders(hops: number, size: number, count: number): Promise<Sample & { unitsPerMessage: number }> {
   const c = await chain(hops, size);
   const warm = Math.min(count, Math.ceil((24 << 20) / size));
-  const units = makeUnits(c.lane, size, warm + count);
+  const units = encodedUnits(VOLUME, c.lane, size, warm + count);
   const w = await watchLastHop(c);
   const ahead = Math.max(2, Math.floor((2 * CREDIT_WINDOW) / size));
   const run = (from: number, to: number): Promise<void> => {
@@ -333,7 +309,7 @@ async function throughHolders(hops: number, size: number, count: number): Promis
 /** Publish → first receipt latency for `samples` units sent one at a time; ms values. */
 async function receiptLatency(size: number, samples: number): Promise<number[]> {
   const c = await chain(1, size);
-  const units = makeUnits(c.lane, size, samples);
+  const units = encodedUnits(VOLUME, c.lane, size, samples);
   const w = await watchLastHop(c);
   await new Promise((r) => setTimeout(r, 50)); // initial credit
   const out: number[] = [];
@@ -348,16 +324,6 @@ async function receiptLatency(size: number, samples: number): Promise<number[]> 
   w.stop();
   await c.close();
   return out.sort((a, b) => a - b);
-}
-
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 type Row = "raw4k" | "least4k" | "hop1_4k" | "hop3_4k" | "raw64k" | "least64k" | "hop1_64k" | "hop3_64k";
@@ -421,7 +387,7 @@ try {
         (upm === undefined ? "1" : med(row, (s) => s.unitsPerMessage ?? 1).toFixed(1)).padStart(11),
     );
   }
-  console.log(`publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${pct(lat, 50).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms`);
+  console.log(`publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms`);
   console.log(`target: 1 hop ≥ 0.5× raw — 4 KiB ${ratio("hop1_4k", "raw4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "raw64k").toFixed(2)}×`);
   if (json) {
     console.log(
@@ -445,8 +411,8 @@ try {
         node_us_per_unit_raw_4k: med("raw4k", (s) => s.nodeUsPerUnit),
         node_us_per_unit_least_work_4k: med("least4k", (s) => s.nodeUsPerUnit),
         units_per_message_1hop_4k: med("hop1_4k", (s) => s.unitsPerMessage ?? 1),
-        receipt_p50_ms: pct(lat, 50),
-        receipt_p99_ms: pct(lat, 99),
+        receipt_p50_ms: percentile(lat, 50),
+        receipt_p99_ms: percentile(lat, 99),
       }),
     );
   }

@@ -1,18 +1,13 @@
+import { Residency } from "../core/residency.ts";
 import { boolAt, listOf, numberAt, PositionalError, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /**
- * Residency evidence kinds understood by receipt version 1. The list is closed per version: a
- * kind not listed here is *unsupported*, never read as a weaker or stronger kind.
+ * Residency evidence kinds understood by receipt version 1: exactly the residencies of
+ * core/residency.ts (their one home). The list is closed per version: a kind not listed here is
+ * *unsupported*, never read as a weaker or stronger kind.
  */
-export const EvidenceKind = {
-  /** Bytes in ordinary process memory: survives nothing that kills the process or the host. */
-  ram: "ram",
-  /** Memory with an autonomous, evidenced preservation path (battery/capacitor + drain). */
-  protected_ram: "protected_ram",
-  /** Bytes on a file whose write was followed by a completed fdatasync. */
-  disk: "disk",
-} as const;
-export type EvidenceKind = (typeof EvidenceKind)[keyof typeof EvidenceKind];
+export const EvidenceKind = Residency;
+export type EvidenceKind = Residency;
 
 const KNOWN_KINDS: ReadonlySet<string> = new Set(Object.values(EvidenceKind));
 

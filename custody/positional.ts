@@ -1,4 +1,4 @@
-import { tokenProblem } from "../transport/subjects.ts";
+import { identifierProblem } from "../core/identifier.ts";
 
 /**
  * Small, allocation-light validators for the canonical positional (msgpack array) forms. They
@@ -45,9 +45,9 @@ export function numberAt(x: unknown, min: number, max: number, path: string): nu
   return x;
 }
 
-/** `x` as a subject-token identifier (see `transport/subjects.ts`). */
+/** `x` as a subject-token identifier (see `core/identifier.ts`). */
 export function tokenAt(x: unknown, path: string): string {
-  const problem = tokenProblem(x);
+  const problem = identifierProblem(x);
   if (problem !== undefined) throw new PositionalError(path, `not a valid identifier: ${problem}`);
   return x as string;
 }

@@ -30,6 +30,9 @@ export interface TimelineBase {
 /**
  * Cut that survives `scenario` at `sample`: from the newest surviving base (or 0), as far as the
  * surviving holders' retained ranges reach contiguously. Never beyond what was acknowledged.
+ * Re-derives the cut on purpose rather than reusing the policy engine's (policies/survival-report.ts):
+ * the timeline plots what the sampled holders actually retained, to be read against the engine's
+ * predicted cut in the scenario table.
  */
 export function survivingCutAt(sample: TimelineSample, scenario: TimelineScenario, bases: readonly TimelineBase[]): number {
   const lost = new Set(scenario.lostHolders);

@@ -1,5 +1,6 @@
 import * as crypto from "node:crypto";
 import { CustodyError } from "../core/custody-error.ts";
+import { isIdentifier } from "../core/identifier.ts";
 
 /**
  * A transport unit: one complete, checksummed run of records of one lane of one log (volume).
@@ -40,14 +41,12 @@ export class UnitDigestError extends CustodyError {
   }
 }
 
-const BAD_TOKEN = /[.*>\s]/;
-
 /**
- * Throws InvalidUnitError unless `value` is a usable subject token (non-empty, at most 128 chars,
- * no `.`, `*`, `>` or whitespace) — volume and lane names end up in NATS subjects.
+ * Throws InvalidUnitError unless `value` is a usable subject token (the identifier rule of
+ * core/identifier.ts) — volume and lane names end up in NATS subjects.
  */
 export function checkIdentifier(field: string, value: unknown): asserts value is string {
-  if (typeof value !== "string" || value.length === 0 || value.length > 128 || BAD_TOKEN.test(value)) {
+  if (!isIdentifier(value)) {
     throw new InvalidUnitError(`invalid ${field} identifier`, { field, value });
   }
 }
@@ -181,7 +180,5 @@ function sameDigest(want: string, got: Uint8Array): boolean {
   return diff === 0;
 }
 
-/** Key naming one lane of one volume: `volume.lane` (unambiguous: identifiers never contain "."). */
-export function laneKey(volume: string, lane: string): string {
-  return `${volume}.${lane}`;
-}
+/** Key naming one lane of one volume: `volume.lane` (its home, beside the holder's own key: core/lane-key.ts). */
+export { laneKey } from "../core/lane-key.ts";

@@ -1,10 +1,10 @@
 import type { RangeSet } from "../lanes/range-set.ts";
 import type { Site } from "./topology.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
+import { Residency } from "../core/residency.ts";
 
-/** Where a retained range lives on a holder. */
-export const Residency = { ram: "ram", protectedRam: "protected_ram", disk: "disk" } as const;
-export type Residency = (typeof Residency)[keyof typeof Residency];
+/** Where a retained range lives on a holder (one home: core/residency.ts). */
+export { Residency };
 
 /** How a claim is known: by a receipt (`observed`) or by an admitted RPO bound not yet receipted. */
 export const EvidenceKind = { observed: "observed", admittedBound: "admitted_bound" } as const;

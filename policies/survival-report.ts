@@ -105,7 +105,12 @@ function cutWeight(cut: Record<string, number>): number {
   return Object.values(cut).reduce((a, b) => a + b, 0);
 }
 
-/** The newest rebuildable cut: per surviving base, extend each lane contiguously, then make it consistent. */
+/**
+ * The newest rebuildable cut: per surviving base, extend each lane contiguously, then make it
+ * consistent. The system's one computation of the surviving cut; the simulator's oracle
+ * (sim/invariants.ts `survivingCut`) and the demo timeline (demo/custody-timeline.ts) re-derive it
+ * independently on purpose, from ground truth and from sampled holder state respectively.
+ */
 function chooseCut(state: EvaluationState, view: SurvivorView, destination: string): CutChoice | null {
   const lanes = Object.keys(state.source.lanes).sort();
   const live = new Map(lanes.map((l) => [l, liveRanges(view, l)]));

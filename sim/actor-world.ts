@@ -1,47 +1,40 @@
 import type { KeyObject } from "node:crypto";
 import { startController, type Controller } from "../actors/controller.ts";
-import type { ControllerConfig } from "../actors/controller/controller-config.ts";
 import type { ControllerPorts, HolderAdmission, RepairLauncher } from "../actors/controller/controller-core.ts";
-import { startHolder, type Holder } from "../actors/holder.ts";
-import { laneKey, type HolderConfigInput, type ProtectedRamEvidence } from "../actors/holder/holder-config.ts";
+import { startHolder } from "../actors/holder.ts";
 import { releaseFrontierSpec } from "../actors/holder/holder-messages.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/volume-writer.ts";
 import { CrashFileLayer } from "../core/crash-file-layer.ts";
 import { Counters } from "../core/counters.ts";
 import { CustodyError } from "../core/custody-error.ts";
 import type { Random } from "../core/random.ts";
-import { commitControlEvent } from "../custody/control-commit.ts";
-import { ControlLogFollower } from "../custody/control-log-follower.ts";
-import { InMemoryControlLog } from "../custody/control-log.ts";
-import type { ControlEvent, ControlEventBody } from "../custody/control-event.ts";
-import { receiptBatchSpec } from "../custody/custody-messages.ts";
-import { decodeReceiptBatch } from "../custody/receipt-batch.ts";
 import { generateHolderKeyPair } from "../custody/signing.ts";
+import { ControlLogFollower } from "../custody/control-log-follower.ts";
 import { ControlLogPeers } from "../custody/control-peers.ts";
-import { SimPreservedRam } from "./preserved-ram.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { LossKind, siteDomains, type Scenario, type Site } from "../policies/index.ts";
-import { SENDER_HEADER, SENT_THROUGH_HEADER } from "../transport/credit-sender.ts";
-import { creditSubject, receiptSubject, releaseSubject, statusSubject, unitSubject } from "../transport/subjects.ts";
-import { headerValue } from "../transport/transport.ts";
-import { creditSpec, decodeMessage } from "../transport/wire/index.ts";
+import { releaseSubject, statusSubject } from "../transport/subjects.ts";
+import { decodeMessage } from "../transport/wire/index.ts";
 import { BLOCK_SIZE } from "../volume/format.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { claimIncarnation } from "../actors/holder/incarnation.ts";
 import { UnitOutbox } from "../actors/writer/unit-outbox.ts";
+import { ActorTaps } from "./actor-taps.ts";
 import type { EventTrace } from "./event-trace.ts";
+import { holderTruthsOf } from "./holder-truths.ts";
 import type { CreditTruth, HolderTruth, ReceiptTruth } from "./invariants.ts";
+import { OperatorDesk } from "./operator-desk.ts";
+import { controllerConfigFor, SIM_CONTROL_REGION, SIM_VOLUME_BLOCKS as BLOCKS, writerConfigFor } from "./sim-deployment.ts";
+import { addWorldHosts, failureDomainOf, holderConfigFor, protectedRamEvidence, SIM_EPOCH_MS, type HolderHost } from "./sim-host.ts";
 import type { SimNetwork } from "./sim-network.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
 import { TappedTransport } from "./tapped-transport.ts";
-import type { HolderSpec, WorldSpec } from "./world.ts";
+import { TracedControlLog } from "./traced-control-log.ts";
+import type { WorldSpec } from "./world.ts";
 
-/** Virtual wall-clock time at which every simulated run starts (fault times are relative to it). */
-export const SIM_EPOCH_MS = 1_700_000_000_000;
+export { SIM_EPOCH_MS } from "./sim-host.ts";
 
-const BLOCKS = 256;
 const VOLUME_DIR = "/sim/volume";
-const CONTROL_REGION = "vault";
 const WRITER_STATE = "/writer";
 
 /** What the world tells the runner as it happens. */
@@ -58,24 +51,6 @@ export interface ActorWorldHooks {
 export interface ActorWorldOptions {
   /** Test-only: replaces the controller's release rule (see ControllerPorts.authorizeReleases). */
   authorizeReleases?: ControllerPorts["authorizeReleases"];
-}
-
-/** One simulated holder host: the real Holder actor while it runs, and the disk that outlives it. */
-interface HolderHost {
-  readonly spec: HolderSpec;
-  readonly site: Site;
-  readonly upstream: readonly string[];
-  incarnation: number;
-  holder: Holder | undefined;
-  /** Destroyed for good (site destruction). */
-  dead: boolean;
-  evidenceValid: boolean;
-  /** The host's disk (state directory, spill stream); a crash keeps only what was synced. */
-  files: CrashFileLayer;
-  /** The host's preserved memory (protected-RAM hosts). */
-  readonly preserved: SimPreservedRam | undefined;
-  /** Bumped at every (re)start; in-flight restarts of an older life give up. */
-  life: number;
 }
 
 /**
@@ -96,24 +71,11 @@ export class ActorWorld {
   readonly granted = new Map<string, RangeSet>();
   /** What the controller's evaluation input claimed for each holder at its last evaluation. */
   private readonly ledgerClaims = new Map<string, RangeSet>();
-  private receipts: ReceiptTruth[] = [];
-  private readonly sentBytes = new Map<string, { sender: string; gen: number; receiver: string; sent: number }>();
-  private readonly grantedBytes = new Map<string, number>();
-  private readonly senderGen = new Map<string, number>();
+  private readonly taps: ActorTaps;
   private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: Uint8Array }>();
   /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
-  private readonly store = new (class extends InMemoryControlLog {
-    constructor(private readonly onAdmit: (holderId: string, incarnation: number) => void) {
-      super(CONTROL_REGION);
-    }
-    override async append(event: ControlEvent, expectedLastSeq: number): Promise<number> {
-      const seq = await super.append(event, expectedLastSeq);
-      if (event.type === "admit_holder") this.onAdmit(event.holderId, event.incarnation);
-      return seq;
-    }
-  })((holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
-  private readonly operator = new ControlLogFollower(this.store);
-  private operatorChain: Promise<unknown> = Promise.resolve();
+  private readonly store = new TracedControlLog(SIM_CONTROL_REGION, (holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
+  private readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
   private writer: VolumeWriter | undefined;
@@ -146,23 +108,13 @@ export class ActorWorld {
     this.lane = spec.lane;
     this.volume = spec.volume;
     this.siteById = new Map(spec.sites.map((s) => [s.id, s]));
-    for (const h of spec.holders) {
-      const upstream = [spec.writer, ...spec.holders].filter((x) => x.downstream.includes(h.id)).map((x) => x.id);
-      const preserved = h.protectedRam ? new SimPreservedRam() : undefined;
-      this.hosts.set(h.id, { spec: h, site: this.siteById.get(h.site)!, upstream, incarnation: 1, holder: undefined, dead: false, evidenceValid: h.protectedRam, files: new CrashFileLayer(), preserved, life: 0 });
-    }
-    // Standby holders in the vault (never struck), one per holder: the controller's repair launcher
-    // starts one to replace each holder a declared failure takes away.
-    for (const h of spec.holders) {
-      const id = standbyId(h.id);
-      this.standbys.push(id);
-      const sb: HolderSpec = { id, site: spec.vault.site, disk: false, protectedRam: false, keepUnits: 0, downstream: [] };
-      this.hosts.set(id, { spec: sb, site: this.siteById.get(spec.vault.site)!, upstream: [spec.writer.id], incarnation: 1, holder: undefined, dead: false, evidenceValid: false, files: new CrashFileLayer(), preserved: undefined, life: 0 });
-    }
+    this.taps = new ActorTaps(spec, this.hosts);
+    this.operator = new OperatorDesk(this.store, clock, trace, this.counters);
+    this.standbys = addWorldHosts(spec, this.siteById, this.hosts);
   }
 
   /** Ids of the standby holders (not started until a repair needs one). */
-  private readonly standbys: string[] = [];
+  private readonly standbys: string[];
 
   /** The repair launcher: starts a standby holder and returns its admission record. */
   private readonly launcher: RepairLauncher = {
@@ -206,48 +158,15 @@ export class ActorWorld {
     return { holderId: h.spec.id, incarnation: 1, publicKey: this.keys.get(h.spec.id)!.publicKey, failureDomain: failureDomainOf(h.site) };
   }
 
-  private holderConfig(h: HolderHost): HolderConfigInput {
-    const s = h.site;
-    const t = this.spec.timing;
-    const unitBytes = Math.max(this.spec.workload.bytesPerUnit, BLOCK_SIZE) + 4096;
-    return {
-      holderId: h.spec.id,
-      site: { region: s.region, az: s.az, host: s.host },
-      residency: ["ram", ...(h.spec.disk ? (["disk"] as const) : []), ...(h.spec.protectedRam ? (["protected_ram"] as const) : [])],
-      lanes: [{ volume: this.volume, lane: this.lane, upstream: [...h.upstream], downstream: [...h.spec.downstream] }],
-      arena: { segmentBytes: 256 * 1024, limitBytes: 32 << 20, maxOutstandingCredit: Math.max(256 * 1024, t.creditWindow * unitBytes), maxUnitBytes: 128 * 1024 },
-      receipts: { maxUnits: 16, maxDelayMs: t.receiptMs },
-      ...(h.spec.disk ? { flush: { intervalMs: t.flushMs, deadlineMs: t.flushMs * 4 } } : {}),
-      ...(h.spec.protectedRam ? { protectedRam: { evidence: this.evidence(h.evidenceValid), maxEvidenceAgeMs: 10 * t.durationMs + 60_000, minBatteryHealth: 0.5 } } : {}),
-      epoch: 1,
-      policyGeneration: 1,
-    };
-  }
-
-  private evidence(valid: boolean): ProtectedRamEvidence {
-    return {
-      protectedBytes: 256 << 20,
-      batteryHealth: valid ? 1 : 0,
-      holdUpMs: 10_000,
-      autonomousPreservation: true,
-      drainBytesPerSec: 500_000_000,
-      detectionMs: 10,
-      persistenceCompletionMs: 50,
-      marginMs: 50,
-      measuredAt: SIM_EPOCH_MS,
-      capabilityGeneration: 1,
-    };
-  }
-
   private async startHolderOn(h: HolderHost): Promise<void> {
     const life = ++h.life;
     const id = h.spec.id;
-    this.senderGen.set(id, (this.senderGen.get(id) ?? 0) + 1);
+    this.taps.newLife(id);
     const endpoint = this.net.endpoint(id, h.site.id);
-    const transport = new TappedTransport(endpoint, (subject, data, headers) => this.tapHolder(h, subject, data, headers));
+    const transport = new TappedTransport(endpoint, (subject, data, headers) => this.taps.holder(h, subject, data, headers));
     const peers = this.peersFor();
     await peers.refresh();
-    const holder = await startHolder(this.holderConfig(h), {
+    const holder = await startHolder(holderConfigFor(this.spec, h), {
       transport,
       clock: this.clock,
       privateKey: this.keys.get(id)!.privateKey,
@@ -269,7 +188,7 @@ export class ActorWorld {
     const life = ++this.controllerLife;
     const endpoint = this.net.endpoint("controller", this.spec.vault.site);
     const transport = new TappedTransport(endpoint, (subject, data) => this.tapController(subject, data));
-    const c = await startController(this.controllerConfig(), {
+    const c = await startController(controllerConfigFor(this.spec, this.standbys), {
       transport,
       clock: this.clock,
       store: this.store,
@@ -282,36 +201,6 @@ export class ActorWorld {
     }
     this.controller = c;
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "start", actor: "ctrl" });
-  }
-
-  private controllerConfig(): ControllerConfig {
-    const { spec } = this;
-    const holderSites: Record<string, string> = { [spec.vault.holder]: spec.vault.site };
-    for (const h of spec.holders) holderSites[h.id] = h.site;
-    for (const id of this.standbys) holderSites[id] = spec.vault.site;
-    return {
-      controllerId: "ctrl",
-      region: CONTROL_REGION,
-      evalIntervalMs: spec.timing.evalMs,
-      admission: "key-continuity",
-      repair: { standby: this.standbys.map((holderId) => ({ holderId, site: spec.vault.site })), bandwidthBytesPerSec: 100_000_000, receiptTimeoutMs: 4_000 },
-      topology: {
-        volume: spec.volume,
-        lanes: [spec.lane],
-        writerSite: spec.writer.site,
-        sites: spec.sites,
-        holderSites,
-        bases: [{ id: "base0", holder: spec.vault.holder, cut: { [spec.lane]: 0 }, bytes: 0 }],
-        keyAuthorities: [{ id: "ka", site: spec.vault.site }],
-        links: [],
-        recovery: { destination: spec.vault.site, detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
-        scenarios: spec.scenarios,
-        timelines: [],
-        staleAfterMs: 2 * spec.timing.suspectMs,
-        protectedEvidenceMaxAgeMs: 10 * spec.timing.durationMs + 60_000,
-        releasable: spec.holders.map((h) => h.id),
-      },
-    };
   }
 
   private async startWriter(): Promise<void> {
@@ -328,22 +217,13 @@ export class ActorWorld {
     const firstSeq = outbox.maxSeq(this.lane) + 1;
     this.writerTerm = term;
     this.writerVolume = volume;
-    this.senderGen.set(this.spec.writer.id, (this.senderGen.get(this.spec.writer.id) ?? 0) + 1);
+    this.taps.newLife(this.spec.writer.id);
     const endpoint = this.net.endpoint(this.spec.writer.id, this.spec.writer.site);
-    const transport = new TappedTransport(endpoint, (subject, _data, headers) => this.tapSender(this.spec.writer.id, subject, headers));
+    const transport = new TappedTransport(endpoint, (subject, _data, headers) => this.taps.sender(this.spec.writer.id, subject, headers));
     const holderSites: Record<string, Site> = {};
     for (const h of this.hosts.values()) holderSites[h.spec.id] = h.site;
     const w = startVolumeWriter(
-      {
-        writerId: this.spec.writer.id,
-        volume: this.volume,
-        term: this.writerTerm,
-        lanes: [{ lane: this.lane, fromLba: 0, toLba: BLOCKS - 1, holders: [...this.spec.writer.downstream], firstSeq }],
-        contracts: [],
-        holderSites,
-        topologyEpoch: 1,
-        policyGeneration: 1,
-      },
+      writerConfigFor(this.spec, this.writerTerm, firstSeq, holderSites),
       {
         transport,
         clock: this.clock,
@@ -389,44 +269,6 @@ export class ActorWorld {
 
   // ---- taps: what actors say, as they say it ----------------------------------------------------
 
-  private tapHolder(h: HolderHost, subject: string, data: Uint8Array, headers: Readonly<Record<string, string>>): void {
-    if (subject === receiptSubject(this.volume, this.lane)) {
-      const signed = decodeMessage(receiptBatchSpec, data);
-      let claimed = RangeSet.EMPTY;
-      for (const r of decodeReceiptBatch(signed.body).receipts) claimed = claimed.union(r.retained);
-      const ob = h.holder?.core.lanes.get(laneKey(this.volume, this.lane))?.obligations;
-      const held = ob === undefined ? RangeSet.EMPTY : ob.retained.subtract(ob.released);
-      this.receipts.push({ holder: h.spec.id, claimed, held });
-      return;
-    }
-    if (subject === creditSubject(h.spec.id, this.volume, this.lane)) {
-      const g = decodeMessage(creditSpec, data);
-      const k = `${g.sender}>${g.holder}`;
-      this.grantedBytes.set(k, Math.max(this.grantedBytes.get(k) ?? 0, g.grantedThrough));
-      return;
-    }
-    this.tapSender(h.spec.id, subject, headers);
-  }
-
-  /** A unit leaving `sender`: its cumulative sent bytes on that edge (checked against grants). */
-  private tapSender(sender: string, subject: string, headers: Readonly<Record<string, string>>): void {
-    if (!subject.startsWith("custody.v1.unit.")) return;
-    const sent = Number(headerValue(headers, SENT_THROUGH_HEADER) ?? NaN);
-    if (!Number.isFinite(sent) || headerValue(headers, SENDER_HEADER) !== sender) return;
-    for (const to of this.downstreamOf(sender)) {
-      if (subject !== unitSubject(to, this.volume, this.lane)) continue;
-      const gen = this.senderGen.get(sender) ?? 0;
-      const k = `${sender}#${gen}>${to}`;
-      const e = this.sentBytes.get(k);
-      if (e === undefined) this.sentBytes.set(k, { sender, gen, receiver: to, sent });
-      else e.sent = Math.max(e.sent, sent);
-    }
-  }
-
-  private downstreamOf(id: string): readonly string[] {
-    return id === this.spec.writer.id ? this.spec.writer.downstream : (this.hosts.get(id)?.spec.downstream ?? []);
-  }
-
   private tapController(subject: string, data: Uint8Array): void {
     if (subject === statusSubject(this.volume)) {
       const core = this.controller?.core;
@@ -470,25 +312,7 @@ export class ActorWorld {
 
   /** Ground truth of every holder (and the vault's base) right now. */
   holderTruths(): HolderTruth[] {
-    const key = laneKey(this.volume, this.lane);
-    const out: HolderTruth[] = [];
-    for (const h of this.hosts.values()) {
-      const ob = h.holder?.core.lanes.get(key)?.obligations;
-      const disk = ob?.diskResident ?? RangeSet.EMPTY;
-      out.push({
-        id: h.spec.id,
-        site: h.site.id,
-        ram: ob === undefined ? RangeSet.EMPTY : ob.retained.subtract(disk),
-        disk,
-        ramSurvivesPower: h.spec.protectedRam && h.evidenceValid,
-        released: ob?.released ?? RangeSet.EMPTY,
-        ledger: this.ledgerClaims.get(h.spec.id) ?? RangeSet.EMPTY,
-        granted: this.granted.get(h.spec.id) ?? RangeSet.EMPTY,
-      });
-    }
-    // The base snapshot in the vault covers everything before the first sequence.
-    out.push({ id: this.spec.vault.holder, site: this.spec.vault.site, ram: RangeSet.EMPTY, disk: RangeSet.of(0, 0), ramSurvivesPower: false, released: RangeSet.EMPTY, ledger: RangeSet.EMPTY, granted: RangeSet.EMPTY });
-    return out;
+    return holderTruthsOf(this.spec, this.hosts.values(), this.ledgerClaims, this.granted);
   }
 
   /** The writer's own copy as ground truth: what its outbox (disk) and retention (RAM) still hold. */
@@ -500,18 +324,12 @@ export class ActorWorld {
 
   /** Receipts sent since the last call, each with what its holder held when sending it. */
   takeReceipts(): ReceiptTruth[] {
-    const r = this.receipts;
-    this.receipts = [];
-    return r;
+    return this.taps.takeReceipts();
   }
 
   /** Per edge and sender life: bytes sent vs the most the receiver granted that sender. */
   credits(): CreditTruth[] {
-    const out: CreditTruth[] = [];
-    for (const e of this.sentBytes.values()) {
-      out.push({ sender: e.sender, receiver: e.receiver, inc: e.gen, sent: e.sent, maxGranted: this.grantedBytes.get(`${e.sender}>${e.receiver}`) ?? 0 });
-    }
-    return out;
+    return this.taps.credits();
   }
 
   /** The newest sequence the writer has acknowledged. */
@@ -555,7 +373,7 @@ export class ActorWorld {
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: destroy ? "destroyed" : "crashed", actor: id });
     if (destroy) {
       h.dead = true;
-      this.clock.schedule(() => this.operate(`declare ${id}`, () => ({ type: "declare_failure", scope: "holder", domain: failureDomainOf(h.site), holderIds: [id] })), 1_000, "declare");
+      this.clock.schedule(() => this.operator.commit(`declare ${id}`, () => ({ type: "declare_failure", scope: "holder", domain: failureDomainOf(h.site), holderIds: [id] })), 1_000, "declare");
       return;
     }
     // The supervisor starts the process again: it claims a new incarnation from its state
@@ -591,7 +409,7 @@ export class ActorWorld {
     const h = this.hosts.get(holder);
     if (h === undefined || !h.spec.protectedRam) return;
     h.evidenceValid = false;
-    h.holder?.updateEvidence(this.evidence(false));
+    h.holder?.updateEvidence(protectedRamEvidence(false));
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "evidence_degraded", actor: holder });
   }
 
@@ -610,28 +428,6 @@ export class ActorWorld {
     }, durationMs, "ctrl-restart");
   }
 
-  /** An operator commit to the control log (host agents, failure declarations), serialized. */
-  private operate(what: string, body: () => ControlEventBody): Promise<void> {
-    const run = async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await commitControlEvent(this.store, this.operator, { controller: "operator", clock: this.clock }, () => body());
-          this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "operator", actor: "operator", detail: { what } });
-          return;
-        } catch (err) {
-          const code = err instanceof CustodyError ? err.code : "error";
-          if (code === "control_conflict" && attempt < 10) continue;
-          this.counters.inc(`operator_${code}`);
-          if (!(err instanceof CustodyError)) throw err;
-          return;
-        }
-      }
-    };
-    const p = this.operatorChain.then(run, run);
-    this.operatorChain = p.catch(() => undefined);
-    return p;
-  }
-
   /** Stops every actor (end of run). */
   async stop(): Promise<void> {
     this.controllerLife++;
@@ -644,14 +440,4 @@ export class ActorWorld {
       h.holder = undefined;
     }
   }
-}
-
-/** The standby holder that may replace `holderId`. */
-function standbyId(holderId: string): string {
-  return `standby-${holderId}`;
-}
-
-/** The failure domain a holder is admitted with (region/az/host, as the e2e deployment uses). */
-function failureDomainOf(s: Site): string {
-  return `${s.region}/${s.az}/${s.host}`;
 }

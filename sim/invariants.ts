@@ -65,8 +65,11 @@ export interface WorldObservation {
 /**
  * The ground-truth recoverable cut if `losses` happened now: the contiguous prefix (from 0) of
  * every range that physically survives. Disk survives anything short of destruction; RAM survives
- * only when it is protected with valid evidence and the loss is not destruction. Independent of
- * the policy engine on purpose (it is the oracle the policy engine is checked against).
+ * only when it is protected with valid evidence and the loss is not destruction.
+ *
+ * Re-derives the surviving cut on purpose rather than reusing the policy engine's
+ * (policies/survival-report.ts `chooseCut`): it is the oracle that engine is checked against, so it
+ * reads physical ground truth and shares none of the engine's code.
  */
 export function survivingCut(holders: readonly HolderTruth[], sites: readonly Site[], losses: readonly Loss[], drop: (h: HolderTruth) => RangeSet = () => RangeSet.EMPTY): number {
   const siteById = new Map(sites.map((s) => [s.id, s]));

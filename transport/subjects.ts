@@ -1,4 +1,5 @@
 import { CustodyError } from "../core/custody-error.ts";
+import { identifierProblem } from "../core/identifier.ts";
 
 /**
  * The subject scheme: every NATS subject the system publishes or subscribes to is built and
@@ -62,8 +63,8 @@ export type ParsedSubject = { [K in SubjectKind]: { readonly kind: K } & FieldsO
 /** A parsed subject of one kind. */
 export type SubjectOf<K extends SubjectKind> = Extract<ParsedSubject, { kind: K }>;
 
-/** Longest accepted identifier, in UTF-16 code units. */
-export const MAX_TOKEN_LENGTH = 128;
+/** Longest accepted identifier, in UTF-16 code units (the identifier rule's home: core/identifier.ts). */
+export { MAX_IDENTIFIER_LENGTH as MAX_TOKEN_LENGTH } from "../core/identifier.ts";
 
 /**
  * Thrown when an identifier cannot be a subject token, or a string is not a subject of this
@@ -76,29 +77,12 @@ export class InvalidSubjectError extends CustodyError {
   }
 }
 
-// `.` separates tokens, `*` and `>` are wildcards; whitespace and non-printable characters
-// (Unicode category C: controls, format chars, lone surrogates, private use, unassigned) would make
-// a subject ambiguous, unprintable or not valid UTF-8 on the wire.
-const FORBIDDEN = /[.*>\s\p{C}]/u;
-
-/** Why `token` cannot be an identifier, or undefined when it can. Pure; never throws. */
-export function tokenProblem(token: unknown): string | undefined {
-  if (typeof token !== "string") return "not a string";
-  if (token.length === 0) return "empty";
-  if (token.length > MAX_TOKEN_LENGTH) return `longer than ${MAX_TOKEN_LENGTH} characters`;
-  const bad = FORBIDDEN.exec(token);
-  if (bad !== null) return `contains forbidden character ${JSON.stringify(bad[0])} at ${bad.index}`;
-  return undefined;
-}
-
-/** True when `token` is a valid identifier (holder, volume, lane, region). */
-export function isValidToken(token: unknown): token is string {
-  return tokenProblem(token) === undefined;
-}
+/** Why `token` cannot be an identifier, or undefined when it can; whether it is one (core/identifier.ts). */
+export { identifierProblem as tokenProblem, isIdentifier as isValidToken } from "../core/identifier.ts";
 
 /** Returns `token` when it is a valid identifier; throws InvalidSubjectError naming it and `role` otherwise. */
 export function checkToken(token: string, role: string): string {
-  const reason = tokenProblem(token);
+  const reason = identifierProblem(token);
   if (reason !== undefined) {
     throw new InvalidSubjectError(`invalid ${role} ${JSON.stringify(token)}: ${reason}`, { token: String(token), role, reason });
   }
@@ -249,7 +233,7 @@ export function parseSubject(subject: string): ParsedSubject {
   const out: Record<string, string> = { kind: kind as string };
   names.forEach((name, i) => {
     const token = rest[i] as string;
-    const reason = tokenProblem(token);
+    const reason = identifierProblem(token);
     if (reason !== undefined) {
       throw new InvalidSubjectError(`subject ${JSON.stringify(subject)}: invalid ${name} ${JSON.stringify(token)}: ${reason}`, { token, role: name, reason, subject });
     }

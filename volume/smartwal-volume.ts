@@ -1,71 +1,22 @@
 import { crc32 } from "node:zlib";
-import { systemClock, type Clock } from "../core/clock.ts";
+import { systemClock } from "../core/clock.ts";
 import { Counters } from "../core/counters.ts";
 import { isCustodyError } from "../core/custody-error.ts";
 import { nodeFileLayer, type FileLayer } from "../core/file-layer.ts";
-import { Allocator, Hold, type PhysicalRun } from "./allocator.ts";
-import { coalesceWrites, planCommit } from "./commit-plan.ts";
-import { BlockMap, UNMAPPED } from "./block-map.ts";
-import { CheckpointCorruptError, BadRequestError, DamagedBlockError, NoSpaceError, VolumeClosedError, WalDamagedError } from "./volume-errors.ts";
-import { loadCheckpoint, writeCheckpoint } from "./checkpoint.ts";
+import { Hold } from "./allocator.ts";
+import { UNMAPPED, type BlockMap } from "./block-map.ts";
+import { CommitEngine, type MountedState, type MutOp, type Op } from "./commit-engine.ts";
+import { CheckpointCorruptError, BadRequestError, DamagedBlockError, VolumeClosedError, WalDamagedError } from "./volume-errors.ts";
+import { loadCheckpoint } from "./checkpoint.ts";
 import { DirtyMap } from "./dirty-map.ts";
 import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { classifyLsn, RecoverabilityClass, type DurabilityProof } from "./recoverability.ts";
 import { recover, type RecoveryReport } from "./recovery.ts";
 import { createVolumeFiles, openVolumeFiles, type CreateVolumeOptions, type VolumeHandles } from "./volume-files.ts";
-import { RecordFlag, type WalRecord } from "./wal-record.ts";
-import { WalRing } from "./wal-ring.ts";
+import type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
-/** Runtime options of an open volume. */
-export interface OpenVolumeOptions {
-  fileLayer?: FileLayer;
-  clock?: Clock;
-  counters?: Counters;
-  /** Group commit: most operations per batch (default 64). */
-  maxBatch?: number;
-  /** Group commit: how long a lone write waits for company (default 0 ms). */
-  maxDelayMs?: number;
-  /** Re-verify every checkpoint-named block against its CRC at mount (default false). */
-  scrub?: boolean;
-  /** Mount even when recovery finds unreadable records inside the log, dropping them (default false: WalDamagedError). */
-  acceptLoss?: boolean;
-}
-
-/** One record of the WAL window, read back from the ring (what a replica's WAL catch-up replays). */
-export interface WalEntry {
-  lsn: number;
-  flag: RecordFlag;
-  lba: number;
-  blockCount: number;
-}
-
-/** I/O and accounting figures since open. */
-export interface VolumeStats {
-  writes: number;
-  trims: number;
-  blocksWritten: number;
-  extentSyncs: number;
-  walSyncs: number;
-  walBytes: number;
-  checkpoints: number;
-  flushes: number;
-  batches: number;
-  freeBlocks: number;
-}
-
-/** One block of a checkpoint-consistent read: its data, or null when the LBA is unmapped (reads as zeros). */
-export interface SnapshotBlock {
-  lba: number;
-  data: Uint8Array | null;
-}
-
-type Op =
-  | { kind: "write"; lba: number; data: Uint8Array; resolve: (lsn: number) => void; reject: (e: unknown) => void }
-  | { kind: "trim"; lba: number; count: number; resolve: (lsn: number) => void; reject: (e: unknown) => void }
-  | { kind: "sync" | "checkpoint"; resolve: (lsn: number) => void; reject: (e: unknown) => void }
-  | { kind: "exclusive"; run: () => Promise<number>; resolve: (lsn: number) => void; reject: (e: unknown) => void };
-type MutOp = Extract<Op, { kind: "write" | "trim" }>;
+export type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
 /**
  * A single-node block volume in SmartWAL mode (data to a free extent block, one fdatasync barrier
@@ -76,51 +27,25 @@ type MutOp = Extract<Op, { kind: "write" | "trim" }>;
  * All I/O goes through the FileLayer seam; time through the Clock seam.
  */
 export class SmartWalVolume {
-  private readonly map: BlockMap;
-  private readonly alloc: Allocator | undefined;
-  private readonly ring: WalRing;
+  private readonly engine: CommitEngine;
   private readonly queue: GroupCommit<Op>;
   private readonly counters: Counters;
-  /** Inline mode: admitted payloads not yet copied to the extent. */
-  private readonly unflushed = new Map<number, Uint8Array>();
   private readonly peers = new Map<string, DirtyMap>();
-  private checkpointMap: BlockMap;
-  private checkpointSeq: number;
-  private checkpointSlot: number;
-  private durableLsn: number;
   private failure: unknown;
   private closed = false;
   private snapshotReads: Promise<unknown> = Promise.resolve();
-  private readonly spare: number;
-  private readonly st = { writes: 0, trims: 0, blocksWritten: 0, extentSyncs: 0, walSyncs: 0, checkpoints: 0, flushes: 0, batches: 0 };
 
   private constructor(
     readonly dir: string,
     readonly geometry: VolumeGeometry,
     private readonly files: VolumeHandles,
-    state: { map: BlockMap; lastLsn: number; checkpointMap: BlockMap; checkpointLsn: number; checkpointSeq: number; checkpointSlot: number },
+    state: MountedState,
     /** What mount-time recovery found. */
     readonly recovery: RecoveryReport,
     opts: OpenVolumeOptions,
   ) {
-    this.map = state.map;
-    this.checkpointMap = state.checkpointMap;
-    this.checkpointSeq = state.checkpointSeq;
-    this.checkpointSlot = state.checkpointSlot;
-    this.durableLsn = state.lastLsn;
     this.counters = opts.counters ?? new Counters();
-    this.spare = geometry.physicalBlocks - geometry.blockCount;
-    this.ring = new WalRing(files.wal, geometry.walCapacity, geometry.walSlotSize, state.lastLsn, state.checkpointLsn);
-    if (geometry.mode === VolumeMode.SmartWal) {
-      const a = new Allocator(geometry.physicalBlocks);
-      for (let l = 0; l < geometry.blockCount; l++) {
-        const p = this.map.phys[l]!;
-        if (p !== UNMAPPED) a.hold(p, Hold.Live);
-        const c = this.checkpointMap.phys[l]!;
-        if (c !== UNMAPPED) a.hold(c, Hold.Checkpoint);
-      }
-      this.alloc = a;
-    }
+    this.engine = new CommitEngine(geometry, files, state, this.counters, (lba, count, lsn) => this.markPeers(lba, count, lsn));
     this.queue = new GroupCommit<Op>(
       { maxBatch: opts.maxBatch ?? 64, maxDelayMs: opts.maxDelayMs ?? 0, clock: opts.clock ?? systemClock },
       (batch) => this.runBatch(batch),
@@ -176,7 +101,7 @@ export class SmartWalVolume {
       const blocks = data instanceof Uint8Array && data.length > 0 && data.length % BLOCK_SIZE === 0 ? data.length / BLOCK_SIZE : 0;
       if (blocks === 0) throw new BadRequestError(`data must be a positive multiple of ${BLOCK_SIZE} bytes`, { length: (data as Uint8Array)?.length });
       this.checkRange(lba, blocks);
-      const limit = this.geometry.mode === VolumeMode.SmartWal ? this.spare : Math.floor(this.geometry.walCapacity / 2);
+      const limit = this.geometry.mode === VolumeMode.SmartWal ? this.engine.spare : Math.floor(this.geometry.walCapacity / 2);
       if (blocks > limit) throw new BadRequestError(`a single write may span at most ${limit} blocks`, { blocks, limit });
       return { kind: "write", lba, data: data.slice(), resolve, reject };
     });
@@ -219,21 +144,21 @@ export class SmartWalVolume {
 
   /** LBAs currently known damaged (from recovery or a failed read CRC). */
   damagedLbas(): number[] {
-    return this.map.damagedLbas();
+    return this.engine.map.damagedLbas();
   }
 
   /** The WAL window: first LSN still held (checkpoint LSN + 1), newest LSN, durable LSN. */
   walWindow(): { start: number; head: number; durable: number; checkpointLsn: number } {
-    return { start: this.ring.checkpointLsn + 1, head: this.ring.head, durable: this.durableLsn, checkpointLsn: this.ring.checkpointLsn };
+    return { start: this.engine.ring.checkpointLsn + 1, head: this.engine.ring.head, durable: this.engine.durableLsn, checkpointLsn: this.engine.ring.checkpointLsn };
   }
 
   /** What the last completed syncCache proves (memo section 9). */
   durabilityProof(): DurabilityProof {
     const inline = this.geometry.mode === VolumeMode.Inline;
     return {
-      durableLsn: this.durableLsn,
+      durableLsn: this.engine.durableLsn,
       epoch: this.geometry.epoch,
-      checkpointLsn: this.ring.checkpointLsn,
+      checkpointLsn: this.engine.ring.checkpointLsn,
       recoverability: inline ? RecoverabilityClass.Inline : RecoverabilityClass.ExtentReferenced,
       barriers: inline ? ["wal_fsync"] : ["extent_fdatasync", "wal_fsync"],
     };
@@ -241,7 +166,7 @@ export class SmartWalVolume {
 
   /** Recoverability class of the write with `lsn`. */
   recoverabilityOf(lsn: number): RecoverabilityClass {
-    return classifyLsn(lsn, this.ring.checkpointLsn, this.geometry.mode === VolumeMode.Inline);
+    return classifyLsn(lsn, this.engine.ring.checkpointLsn, this.geometry.mode === VolumeMode.Inline);
   }
 
   /**
@@ -257,14 +182,14 @@ export class SmartWalVolume {
       resolve,
       reject,
       run: async () => {
-        const start = this.ring.checkpointLsn + 1;
+        const start = this.engine.ring.checkpointLsn + 1;
         if (!Number.isSafeInteger(lsn) || lsn < 0 || lsn + 1 < start) {
           throw new BadRequestError(`LSN ${lsn} is before the WAL window starting at ${start}`, { lsn, walStart: start });
         }
-        const { records, unreadable } = await this.ring.readRecords(lsn + 1, this.ring.head);
+        const { records, unreadable } = await this.engine.ring.readRecords(lsn + 1, this.engine.ring.head);
         if (unreadable.length > 0) throw new WalDamagedError(`WAL records ${unreadable.join(",")} are unreadable`, unreadable);
         out = records.map((r) => ({ lsn: r.lsn, flag: r.flag, lba: r.lba, blockCount: r.blockCount }));
-        return this.ring.head;
+        return this.engine.ring.head;
       },
     }));
     return out;
@@ -277,7 +202,7 @@ export class SmartWalVolume {
    */
   async readDeltaSince(lsn: number): Promise<{ checkpointLsn: number; blocks: SnapshotBlock[] }> {
     this.assertOpen();
-    if (!this.alloc) throw new BadRequestError("checkpoint-consistent reads need SmartWAL mode");
+    if (!this.engine.alloc) throw new BadRequestError("checkpoint-consistent reads need SmartWAL mode");
     await this.checkpoint();
     // The LBAs are chosen from the snapshot actually read, even if another checkpoint came between.
     return this.readSnapshot((snap) => {
@@ -290,7 +215,7 @@ export class SmartWalVolume {
   /** Starts (or returns) the dirty map of `peer`, tracking every change after the current head. */
   trackPeer(peer: string): DirtyMap {
     let d = this.peers.get(peer);
-    if (!d) this.peers.set(peer, (d = new DirtyMap(this.geometry.blockCount, this.ring.head)));
+    if (!d) this.peers.set(peer, (d = new DirtyMap(this.geometry.blockCount, this.engine.ring.head)));
     return d;
   }
 
@@ -302,16 +227,16 @@ export class SmartWalVolume {
    */
   async readCheckpointConsistent(lbas: readonly number[]): Promise<{ checkpointLsn: number; blocks: SnapshotBlock[] }> {
     this.assertOpen();
-    if (!this.alloc) throw new BadRequestError("checkpoint-consistent reads need SmartWAL mode");
+    if (!this.engine.alloc) throw new BadRequestError("checkpoint-consistent reads need SmartWAL mode");
     for (const l of lbas) this.checkRange(l, 1);
     return this.readSnapshot(() => lbas);
   }
 
   private readSnapshot(select: (snap: BlockMap) => readonly number[]): Promise<{ checkpointLsn: number; blocks: SnapshotBlock[] }> {
     const run = async () => {
-      const alloc = this.alloc!;
-      const snap = this.checkpointMap;
-      const lsn = this.ring.checkpointLsn;
+      const alloc = this.engine.alloc!;
+      const snap = this.engine.checkpointMap;
+      const lsn = this.engine.ring.checkpointLsn;
       const lbas = select(snap);
       const held = lbas.map((l) => snap.phys[l]!).filter((p) => p !== UNMAPPED);
       for (const p of held) alloc.hold(p, Hold.Reader);
@@ -357,7 +282,7 @@ export class SmartWalVolume {
 
   /** I/O figures since open. */
   stats(): VolumeStats {
-    return { ...this.st, walBytes: this.ring.bytesWritten, freeBlocks: this.alloc?.freeCount() ?? 0 };
+    return { ...this.engine.st, walBytes: this.engine.ring.bytesWritten, freeBlocks: this.engine.alloc?.freeCount() ?? 0 };
   }
 
   /** Waits for queued operations, then closes the files. Does not sync: call syncCache() first for durability. */
@@ -406,27 +331,27 @@ export class SmartWalVolume {
 
   private async readBlock(lba: number, into: Uint8Array): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      if (this.map.damaged[lba]) {
+      if (this.engine.map.damaged[lba]) {
         this.counters.inc("VOLUME_BLOCK_DAMAGED");
-        throw new DamagedBlockError(lba, { lsn: this.map.lsn[lba] });
+        throw new DamagedBlockError(lba, { lsn: this.engine.map.lsn[lba] });
       }
-      const pending = this.unflushed.get(lba);
+      const pending = this.engine.unflushed.get(lba);
       if (pending) {
         into.set(pending);
         return;
       }
-      const p = this.map.phys[lba]!;
+      const p = this.engine.map.phys[lba]!;
       if (p === UNMAPPED) {
         into.fill(0);
         return;
       }
-      const lsn = this.map.lsn[lba]!;
+      const lsn = this.engine.map.lsn[lba]!;
       into.fill(0);
       await this.files.extent.read(into, 0, BLOCK_SIZE, p * BLOCK_SIZE);
-      if ((crc32(into) >>> 0) === this.map.crc[lba]) return;
+      if ((crc32(into) >>> 0) === this.engine.map.crc[lba]) return;
       // A write may have moved the LBA while we read; only a stable mapping with a bad CRC is damage.
-      if ((this.map.phys[lba] !== p || this.map.lsn[lba] !== lsn || this.unflushed.has(lba)) && attempt < 3) continue;
-      this.map.damaged[lba] = 1;
+      if ((this.engine.map.phys[lba] !== p || this.engine.map.lsn[lba] !== lsn || this.engine.unflushed.has(lba)) && attempt < 3) continue;
+      this.engine.map.damaged[lba] = 1;
       this.counters.inc("VOLUME_BLOCK_DAMAGED");
       throw new DamagedBlockError(lba, { lsn, physicalBlock: p });
     }
@@ -438,20 +363,20 @@ export class SmartWalVolume {
       for (const op of batch) op.reject(new VolumeClosedError("volume failed after an I/O error and is fenced"));
       return;
     }
-    this.st.batches++;
+    this.engine.st.batches++;
     const muts = batch.filter((o): o is MutOp => o.kind === "write" || o.kind === "trim");
-    this.st.writes += muts.filter((o) => o.kind === "write").length;
+    this.engine.st.writes += muts.filter((o) => o.kind === "write").length;
     if (muts.length > 0) {
-      if (this.alloc) await this.applySmart(muts);
-      else await this.applyInline(muts);
+      if (this.engine.alloc) await this.engine.applySmart(muts);
+      else await this.engine.applyInline(muts);
     }
     const wantsSync = batch.some((o) => o.kind === "sync" || o.kind === "checkpoint");
     if (wantsSync) {
-      const d = await this.syncWal();
+      const d = await this.engine.syncWal();
       for (const o of batch) if (o.kind === "sync") o.resolve(d);
     }
     if (batch.some((o) => o.kind === "checkpoint")) {
-      const l = await this.writeCheckpointNow();
+      const l = await this.engine.writeCheckpointNow();
       for (const o of batch) if (o.kind === "checkpoint") o.resolve(l);
     }
     for (const o of batch) {
@@ -463,161 +388,7 @@ export class SmartWalVolume {
         o.reject(err);
       }
     }
-    await this.maintain();
-  }
-
-  /** SmartWAL: allocate → pwrite → one extent barrier (I1) → WAL records, in groups that fit. */
-  private async applySmart(ops: MutOp[]): Promise<void> {
-    const alloc = this.alloc!;
-    let group: { op: MutOp; runs: PhysicalRun[] }[] = [];
-    let groupRecords = 0;
-    for (const op of ops) {
-      const blocks = op.kind === "write" ? op.data.length / BLOCK_SIZE : 0;
-      const fits = () => alloc.freeCount() >= blocks && this.ring.freeSlots() >= groupRecords + Math.max(1, blocks);
-      if (!fits()) {
-        await this.commitSmart(group);
-        group = [];
-        groupRecords = 0;
-        await this.syncWal();
-        if (!fits()) await this.writeCheckpointNow();
-        if (!fits()) {
-          const err = new NoSpaceError("no free blocks or WAL slots even after a checkpoint", { blocks, free: alloc.freeCount() });
-          this.count(err);
-          op.reject(err);
-          continue;
-        }
-      }
-      const runs = blocks > 0 ? alloc.allocate(blocks)! : [];
-      group.push({ op, runs });
-      groupRecords += Math.max(1, blocks);
-    }
-    await this.commitSmart(group);
-  }
-
-  private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
-    if (group.length === 0) return;
-    const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn);
-    await Promise.all(coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
-    this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
-    if (plan.extentWrites.length > 0) {
-      await this.files.extent.datasync(); // I1: data durable before any record names it
-      this.st.extentSyncs++;
-    }
-    await this.ring.append(plan.records);
-    group.forEach(({ op }, i) => op.resolve(plan.lastLsn[i]!));
-  }
-
-  /** Points the map at each record's block (SmartWAL: supersede the old one; inline: keep the payload until flushed). */
-  private applyRecords(records: readonly WalRecord[]): void {
-    for (const r of records) {
-      if (r.flag === RecordFlag.Trim) {
-        this.applyTrim(r.lba, r.blockCount, r.lsn);
-        continue;
-      }
-      if (r.payload) {
-        this.unflushed.set(r.lba, r.payload);
-        this.map.set(r.lba, r.lba, r.dataCrc, r.lsn);
-      } else {
-        const old = this.map.set(r.lba, r.physicalOffset / BLOCK_SIZE, r.dataCrc, r.lsn);
-        if (old !== UNMAPPED) this.alloc!.supersede(old, r.lsn);
-      }
-      this.markPeers(r.lba, 1, r.lsn);
-      this.st.blocksWritten++;
-    }
-  }
-
-  private applyTrim(lba: number, count: number, lsn: number): void {
-    for (let k = 0; k < count; k++) {
-      const old = this.map.unmap(lba + k, lsn);
-      this.unflushed.delete(lba + k);
-      if (old !== UNMAPPED && this.alloc) this.alloc.supersede(old, lsn);
-    }
-    this.markPeers(lba, count, lsn);
-    this.st.trims++;
-  }
-
-  /** Inline: the payload goes into the WAL (one record per block); the flusher copies it to the extent later. */
-  private async applyInline(ops: MutOp[]): Promise<void> {
-    let slice: MutOp[] = [];
-    let need = 0;
-    for (const op of ops) {
-      const n = op.kind === "write" ? op.data.length / BLOCK_SIZE : 1;
-      if (need + n > this.ring.freeSlots()) {
-        await this.commitInline(slice);
-        slice = [];
-        need = 0;
-        await this.flushInline(); // empties the ring; n ≤ capacity / 2 was checked at submit
-      }
-      slice.push(op);
-      need += n;
-    }
-    await this.commitInline(slice);
-  }
-
-  private async commitInline(ops: MutOp[]): Promise<void> {
-    if (ops.length === 0) return;
-    const plan = planCommit(ops, this.ring.head, this.geometry.epoch, true, this.durableLsn);
-    await this.ring.append(plan.records);
-    this.applyRecords(plan.records);
-    ops.forEach((op, i) => op.resolve(plan.lastLsn[i]!));
-  }
-
-  /** Inline flusher: WAL durable first (log before data), copy payloads in place, barrier, checkpoint. */
-  private async flushInline(): Promise<void> {
-    await this.syncWal();
-    const entries = [...this.unflushed.entries()];
-    await Promise.all(entries.map(([lba, data]) => this.files.extent.write(data, 0, BLOCK_SIZE, lba * BLOCK_SIZE)));
-    if (entries.length > 0) {
-      await this.files.extent.datasync();
-      this.st.extentSyncs++;
-    }
-    this.unflushed.clear();
-    this.st.flushes++;
-    await this.writeCheckpointNow();
-  }
-
-  private async syncWal(): Promise<number> {
-    const head = this.ring.head;
-    if (head > this.durableLsn) {
-      await this.ring.sync();
-      this.st.walSyncs++;
-      this.durableLsn = head;
-    }
-    this.alloc?.durableThrough(this.durableLsn);
-    return this.durableLsn;
-  }
-
-  /** Writes a checkpoint of the current map at the (durable) head into the other slot. */
-  private async writeCheckpointNow(): Promise<number> {
-    if (!this.alloc && this.unflushed.size > 0) {
-      await this.flushInline(); // it ends by calling back here with nothing unflushed
-      return this.ring.checkpointLsn;
-    }
-    await this.syncWal();
-    const snap = this.map.clone();
-    const lsn = this.ring.head;
-    const slot = 1 - this.checkpointSlot;
-    const sequence = this.checkpointSeq + 1;
-    await writeCheckpoint(this.files.checkpoints[slot]!, { sequence, lsn, ringStartSlot: lsn % this.geometry.walCapacity, epoch: this.geometry.epoch, map: snap });
-    this.checkpointSeq = sequence;
-    this.checkpointSlot = slot;
-    this.checkpointMap = snap;
-    this.ring.checkpointLsn = lsn;
-    if (this.alloc) {
-      const named: number[] = [];
-      for (let l = 0; l < snap.blockCount; l++) if (snap.phys[l] !== UNMAPPED) named.push(snap.phys[l]!);
-      this.alloc.setCheckpointHolds(named);
-    }
-    this.st.checkpoints++;
-    return lsn;
-  }
-
-  /** Background hygiene between batches: checkpoint (or flush) before the ring or the spare runs low. */
-  private async maintain(): Promise<void> {
-    const ringLow = this.ring.freeSlots() < this.geometry.walCapacity / 2;
-    if (this.alloc) {
-      if (ringLow || this.alloc.freeCount() < Math.max(1, Math.floor(this.spare / 2))) await this.writeCheckpointNow();
-    } else if (ringLow) await this.flushInline();
+    await this.engine.maintain();
   }
 
   private markPeers(lba: number, count: number, lsn: number): void {

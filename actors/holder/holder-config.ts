@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CustodyError } from "../../core/custody-error.ts";
+import { isIdentifier } from "../../core/identifier.ts";
 
 /**
  * Holder configuration. A holder needs no volume, no application reads, no decryption keys and no
@@ -7,16 +8,13 @@ import { CustodyError } from "../../core/custody-error.ts";
  * goes next, and how quickly it must batch receipts and flush.
  */
 
-const token = z
-  .string()
-  .min(1)
-  .regex(/^[^.*>\s]+$/, "identifier must not contain '.', '*', '>' or whitespace");
+// The identifier rule's home is core/identifier.ts.
+const token = z.string().refine(isIdentifier, "identifier must be 1-128 characters without '.', '*', '>', whitespace or control characters");
 const posInt = z.number().int().positive();
 const nonNegInt = z.number().int().nonnegative();
 
-/** Residency a holder may claim in its receipts. `disk` needs a spill stream; `protected_ram` needs evidence. */
-export const HolderResidency = { Ram: "ram", ProtectedRam: "protected_ram", Disk: "disk" } as const;
-export type HolderResidency = (typeof HolderResidency)[keyof typeof HolderResidency];
+/** Residency a holder may claim in its receipts (one home: core/residency.ts). `disk` needs a spill stream; `protected_ram` needs evidence. */
+export { Residency as HolderResidency } from "../../core/residency.ts";
 
 /** Protected-RAM evidence as measured on the host; every field is required (no default is evidence). */
 export const protectedRamEvidenceSchema = z.object({
@@ -149,7 +147,5 @@ export function parseHolderConfig(input: HolderConfigInput): z.infer<typeof hold
   return c;
 }
 
-/** Key of one lane inside a holder. */
-export function laneKey(volume: string, lane: string): string {
-  return `${volume}/${lane}`;
-}
+/** Key of one lane inside a holder, `volume/lane`: core/lane-key.ts `holderLaneKey` (not the arenas' `laneKey`). */
+export { holderLaneKey as laneKey } from "../../core/lane-key.ts";

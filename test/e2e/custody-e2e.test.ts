@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { rawPublicKey } from "../../custody/signing.ts";
-import type { ActorSpec } from "./actor-process.ts";
+import type { ActorSpec } from "../../testing/actor-spec.ts";
 import { commitFailover } from "../../actors/writer/failover.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
@@ -265,7 +265,7 @@ test.serial("a forged receipt batch is refused by the controller and the writer,
 async function spawnActor(t: { context: SuperclusterTestContext }, spec: ActorSpec): Promise<{ child: ChildProcess; first: Record<string, unknown> }> {
   const file = join(tempDir("custody-actor-"), "spec.json");
   writeFileSync(file, JSON.stringify(spec));
-  const child = spawn(process.execPath, ["--import", "tsx", "test/e2e/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "testing/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   t.context.defer(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });

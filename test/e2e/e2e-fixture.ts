@@ -18,6 +18,8 @@ import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { KeyRing, launchHolder } from "../holder/holder-fixture.ts";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 
+export { blockData } from "../../testing/block-data.ts";
+
 export { KeyRing, eventually, settle } from "../holder/holder-fixture.ts";
 
 /** A fresh temp directory. */
@@ -122,12 +124,6 @@ export function contentAt(writes: readonly { lsn: number; lba: number; data: Uin
   return out;
 }
 
-/** A block of `blocks` × 4 KiB filled from `seed`. */
-export function blockData(seed: number, blocks = 1): Uint8Array {
-  const b = new Uint8Array(blocks * BLOCK_SIZE);
-  for (let i = 0; i < b.length; i++) b[i] = (seed * 131 + i * 7) & 0xff;
-  return b;
-}
 
 /** Reads the whole volume at `dir`. */
 export async function readVolume(dir: string, blockCount: number): Promise<Uint8Array> {

@@ -1,23 +1,21 @@
 /**
- * Runs one actor (a holder or a volume writer) as its own OS process, so an e2e test can SIGKILL
- * it: whatever it held in memory is really gone. Usage: `node --import tsx actor-process.ts <spec.json>`.
+ * Runs one actor (a holder or a volume writer) as its own OS process, so a test or a bench can SIGKILL
+ * it: whatever it held in memory is really gone. Usage: `node --import tsx testing/actor-process.ts <spec.json>`
+ * (the spec: `ActorSpec` in actor-spec.ts).
  * It prints one JSON line when ready (writer: after its writes were acknowledged under the
  * contract) and then idles until killed.
  */
 import { readFileSync } from "node:fs";
-import { startHolder } from "../../actors/holder.ts";
-import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
-import { startVolumeWriter } from "../../actors/volume-writer.ts";
-import type { VolumeWriterConfig } from "../../actors/writer/writer-config.ts";
-import { systemClock } from "../../core/clock.ts";
-import { privateKeyFromPkcs8, publicKeyFromRaw } from "../../custody/signing.ts";
-import { NatsTransport } from "../../transport/nats-transport.ts";
-import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { blockData } from "./e2e-fixture.ts";
+import { startHolder } from "../actors/holder.ts";
+import { startVolumeWriter } from "../actors/volume-writer.ts";
+import { systemClock } from "../core/clock.ts";
+import { privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/signing.ts";
+import { NatsTransport } from "../transport/nats-transport.ts";
+import { SmartWalVolume } from "../volume/smartwal-volume.ts";
+import type { ActorSpec } from "./actor-spec.ts";
+import { blockData } from "./block-data.ts";
 
-export type ActorSpec =
-  | { kind: "holder"; url: string; config: HolderConfigInput; privateKeyHex: string; peers: Record<string, string> }
-  | { kind: "writer"; url: string; dir: string; blockCount: number; config: VolumeWriterConfig; dataKeyHex: string; peers: Record<string, string>; writes: { lba: number; seed: number }[]; contract: string };
+export type { ActorSpec } from "./actor-spec.ts";
 
 const spec = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as ActorSpec;
 const keys = new Map(Object.entries(spec.peers).map(([id, hex]) => [id, publicKeyFromRaw(Buffer.from(hex, "hex"))]));

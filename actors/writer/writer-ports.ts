@@ -1,0 +1,49 @@
+import type { Clock } from "../../core/clock.ts";
+import type { Counters } from "../../core/counters.ts";
+import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import type { Transport } from "../../transport/transport.ts";
+import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import type { PeerDirectory } from "../holder/holder-ports.ts";
+import type { UnitOutbox } from "./unit-outbox.ts";
+
+/** Ports of a volume writer: the volume, the data key, and the seams. */
+export interface VolumeWriterPorts {
+  transport: Transport;
+  clock: Clock;
+  volume: SmartWalVolume;
+  /** The volume's data key, obtained from the key authority (holders never see it). */
+  dataKey: Uint8Array;
+  /** Public keys of holders, to verify their receipts. */
+  peers: PeerDirectory;
+  counters?: Counters;
+  /** Called with every unit as it is handed to the credit senders (tests, recovery references). */
+  onUnit?: (u: TransportUnit) => void;
+  /** Called after every verified receipt batch folded into protection (benchmarks, status). */
+  onReceipt?: (lane: string) => void;
+  /**
+   * The durable outbox (production writers always have one): units are made durable there before
+   * they are sent, and a local sync covers it too. With it, `recovered` are the units an earlier
+   * writer process left unconfirmed: they are shipped again first, re-sealed under this term.
+   */
+  outbox?: UnitOutbox;
+  recovered?: readonly TransportUnit[];
+}
+
+/** Where one write went: its LSN and, per lane piece, the lane sequence. */
+export interface WriteAck {
+  readonly lsn: number;
+  readonly pieces: readonly { readonly lane: string; readonly seq: number }[];
+}
+
+/** WAL metadata of one write: the LSN of its last block, its first LBA and block count. */
+export interface ShipLogEntry {
+  readonly lsn: number;
+  readonly lba: number;
+  readonly blocks: number;
+}
+
+/** A consistency manifest: the lane cut that corresponds to one LSN of the volume. */
+export interface WriterCut {
+  readonly lsn: number;
+  readonly lanes: Readonly<Record<string, number>>;
+}

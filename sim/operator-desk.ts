@@ -1,0 +1,49 @@
+import type { Counters } from "../core/counters.ts";
+import { CustodyError } from "../core/custody-error.ts";
+import { commitControlEvent } from "../custody/control-commit.ts";
+import type { ControlEventBody } from "../custody/control-event.ts";
+import { ControlLogFollower } from "../custody/control-log-follower.ts";
+import type { InMemoryControlLog } from "../custody/control-log.ts";
+import type { EventTrace } from "./event-trace.ts";
+import { SIM_EPOCH_MS } from "./sim-host.ts";
+import type { SimulatedClock } from "./simulated-clock.ts";
+
+/**
+ * The world's operator (host agents, failure declarations): commits to the control log one at a
+ * time, retrying a lost race a few times; a refused commit is counted as `operator_<code>`.
+ */
+export class OperatorDesk {
+  private readonly follower: ControlLogFollower;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly store: InMemoryControlLog,
+    private readonly clock: SimulatedClock,
+    private readonly trace: EventTrace,
+    private readonly counters: Counters,
+  ) {
+    this.follower = new ControlLogFollower(store);
+  }
+
+  /** Commits `body` (built against the current log) after every earlier operator commit. */
+  commit(what: string, body: () => ControlEventBody): Promise<void> {
+    const run = async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await commitControlEvent(this.store, this.follower, { controller: "operator", clock: this.clock }, () => body());
+          this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "operator", actor: "operator", detail: { what } });
+          return;
+        } catch (err) {
+          const code = err instanceof CustodyError ? err.code : "error";
+          if (code === "control_conflict" && attempt < 10) continue;
+          this.counters.inc(`operator_${code}`);
+          if (!(err instanceof CustodyError)) throw err;
+          return;
+        }
+      }
+    };
+    const p = this.chain.then(run, run);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+}
