@@ -13,6 +13,7 @@ import { register as registerRelease } from "./commands/release.ts";
 import { register as registerSizing } from "./commands/sizing.ts";
 import { register as registerHold } from "./commands/hold.ts";
 import { register as registerAdmit } from "./commands/admit.ts";
+import { register as registerLog } from "./commands/log.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerSizing(program);
   registerHold(program);
   registerAdmit(program);
+  registerLog(program);
   return program;
 }
 

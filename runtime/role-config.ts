@@ -114,6 +114,12 @@ export const controllerRoleSchema = z.strictObject({
   role: z.literal("controller"),
   nats: natsSchema,
   metrics: metricsSchema,
+  /**
+   * Where the controller keeps its state: the control-log head it last verified (position + hash).
+   * With it, a restart refuses a log that regressed, forked or vanished since. Without it, nothing
+   * survives a restart and only the running process notices such a log.
+   */
+  stateDir: z.string().min(1).optional(),
   /** The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region. */
   controller: z.record(z.string(), z.unknown()),
 });
