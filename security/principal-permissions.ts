@@ -66,6 +66,9 @@ export interface RoleScopes {
   readonly operator: { readonly controlRegions: readonly string[] };
 }
 
+/** One principal to provision: its role, id and the scope its permissions are derived from. */
+export type PrincipalSpec = { [R in Role]: { readonly role: R; readonly id: string; readonly scope: RoleScopes[R] } }[Role];
+
 /** A principal's permissions, as the server config states them. Subjects are sorted and unique. */
 export interface SubjectPermissions {
   readonly publish: readonly string[];
