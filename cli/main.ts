@@ -14,6 +14,7 @@ import { register as registerSizing } from "./commands/sizing.ts";
 import { register as registerHold } from "./commands/hold.ts";
 import { register as registerAdmit } from "./commands/admit.ts";
 import { register as registerInit } from "./commands/init.ts";
+import { register as registerLog } from "./commands/log.ts";
 
 /**
  * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerHold(program);
   registerAdmit(program);
   registerInit(program);
+  registerLog(program);
   return program;
 }
 

@@ -130,6 +130,12 @@ export const controllerRoleSchema = z.strictObject({
   nats: natsSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
+  /**
+   * Where the controller keeps its state: the control-log head it last verified (position + hash).
+   * With it, a restart refuses a log that regressed, forked or vanished since. Without it, nothing
+   * survives a restart and only the running process notices such a log.
+   */
+  stateDir: z.string().min(1).optional(),
   /** The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region. */
   controller: z.record(z.string(), z.unknown()),
 });

@@ -1,7 +1,9 @@
 import { startController, type Controller } from "../actors/controller.ts";
 import type { ControllerConfig } from "../actors/controller/controller-config.ts";
 import { systemClock } from "../core/clock.ts";
+import { nodeFileLayer } from "../core/file-layer.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { checkControlLogHead, readControlLogHead, writeControlLogHead } from "./control-log-head.ts";
 import { connectRole } from "./connect.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
@@ -14,14 +16,53 @@ export interface RunningController {
   stop(): Promise<void>;
 }
 
-/** Starts a controller process on its region's control log (which it folds before serving). */
+/** How often the verified head is persisted when it moved (ms). */
+const HEAD_PERSIST_MS = 250;
+
+/**
+ * Persists the head the controller's follower verified whenever it moved (one write at a time).
+ * A crash loses at most the last HEAD_PERSIST_MS of progress of the persisted head, never more.
+ */
+function persistHeads(controller: Controller, dir: string, region: string, persisted: number): { stop(): Promise<void> } {
+  let writing: Promise<void> = Promise.resolve();
+  const tick = () => {
+    writing = writing.then(async () => {
+      const s = controller.core.follower.state;
+      if (s.lastSeq <= persisted) return;
+      // The entry at lastSeq: a skipped (unsigned) entry there has its own hash, not the chain head's.
+      await writeControlLogHead(nodeFileLayer, dir, { region, seq: s.lastSeq, hash: s.lastEntryHash ?? s.headHash });
+      persisted = s.lastSeq;
+    }).catch((err: unknown) => void process.stderr.write(`controller: cannot persist the control-log head: ${String(err)}\n`));
+  };
+  tick();
+  const timer = setInterval(tick, HEAD_PERSIST_MS);
+  return {
+    async stop() {
+      clearInterval(timer);
+      tick();
+      await writing;
+    },
+  };
+}
+
+/**
+ * Starts a controller process on its region's control log (which it folds before serving). With a
+ * `stateDir`, it first checks the log still holds the head it verified before (throws
+ * ControlLogRegressionError `log_regression`/`log_fork`, or `control_log_missing` when the stream
+ * vanished) and keeps persisting the head it verifies.
+ */
 export async function runController(cfg: ControllerRoleConfig): Promise<RunningController> {
   const c = cfg.controller as unknown as ControllerConfig;
   const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
   try {
+    // Never creates the stream: a missing one was never bootstrapped (`custody log init`) or vanished.
     const store = await openJetStreamControlLog(transport.connection, { region: c.region });
     const files = loadControlTrust(cfg.controlTrust);
+    const dir = cfg.stateDir;
+    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, c.region);
+    if (seen !== undefined) await checkControlLogHead(store, seen);
     const controller = await startController(c, { transport, clock: systemClock, store, ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
+    const heads = dir === undefined ? undefined : persistHeads(controller, dir, c.region, seen?.seq ?? 0);
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.core.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
@@ -34,6 +75,7 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
       lost,
       async stop() {
         stats.unsubscribe();
+        await heads?.stop();
         controller.stop();
         await store.close();
         await transport.close();

@@ -5,3 +5,4 @@ export * from "./permission-check.ts";
 export * from "./server-config.ts";
 export * from "./nkey-seed.ts";
 export * from "./certificates.ts";
+export * from "./provision.ts";

@@ -41,6 +41,10 @@ export const Role = {
   Controller: "controller",
   Repair: "repair",
   Operator: "operator",
+  /** Builds rolling bases beside a store holder and announces them to it. */
+  BaseBuilder: "base-builder",
+  /** A volume replica fed units like a first hop, answering flush requests. */
+  Replica: "replica",
 } as const;
 export type Role = (typeof Role)[keyof typeof Role];
 
@@ -64,7 +68,12 @@ export interface RoleScopes {
   readonly controller: { readonly controlRegion: string; readonly volumes: readonly string[] };
   readonly repair: { readonly controlRegion: string; readonly volumes: readonly string[] };
   readonly operator: { readonly controlRegions: readonly string[] };
+  readonly "base-builder": { readonly holder: string };
+  readonly replica: { readonly volume: string; readonly lanes: readonly string[] };
 }
+
+/** One principal to provision: its role, id and the scope its permissions are derived from. */
+export type PrincipalSpec = { [R in Role]: { readonly role: R; readonly id: string; readonly scope: RoleScopes[R] } }[Role];
 
 /** A principal's permissions, as the server config states them. Subjects are sorted and unique. */
 export interface SubjectPermissions {
@@ -130,6 +139,15 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
     case Role.Operator:
       operator(scope as RoleScopes["operator"], pub, sub);
       break;
+    case Role.BaseBuilder:
+      // It reads the holder's WAL from the holder's disk; on the bus it only announces bases.
+      pub.add(baseSubject((scope as RoleScopes["base-builder"]).holder));
+      break;
+    case Role.Replica: {
+      const s = scope as RoleScopes["replica"];
+      for (const lane of s.lanes) sub.add(unitSubject(id, s.volume, lane));
+      break;
+    }
     default:
       throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `unknown role ${JSON.stringify(role)}`, { role, id });
   }

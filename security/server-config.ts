@@ -60,6 +60,29 @@ export function renderServerAuth(users: readonly NkeyUser[], opts: { timeoutSec?
   return lines.join("\n");
 }
 
+/** The security text of one server of a supercluster region (see `regionConfig` in transport/). */
+export interface RegionSecurityText {
+  /** Top level: the `authorization` block and the client `tls {}` block. */
+  readonly top: string;
+  /** Inside `cluster {}`: its `tls {}` (peer certificates verified). */
+  readonly cluster: string;
+  /** Inside `gateway {}`: its `tls {}` (peer certificates verified). */
+  readonly gateway: string;
+}
+
+/**
+ * Everything a server needs to run secured: nkey users with their permissions, TLS for clients
+ * (no client certificate asked), and TLS with verified peer certificates on routes and gateways.
+ * Same errors as `renderServerAuth`.
+ */
+export function renderRegionSecurity(users: readonly NkeyUser[], files: TlsFiles): RegionSecurityText {
+  return {
+    top: [renderServerAuth(users), renderTlsBlock(files, { verify: false })].join("\n"),
+    cluster: renderTlsBlock(files, { verify: true, indent: "  " }),
+    gateway: renderTlsBlock(files, { verify: true, indent: "  " }),
+  };
+}
+
 /**
  * A `tls { ... }` block. For client listeners `verify` is false (clients prove who they are with
  * their nkey); cluster and gateway listeners verify the peer's certificate against the CA.

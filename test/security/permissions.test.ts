@@ -134,3 +134,14 @@ test("the status subject a writer listens to is its own volume's only", (t) => {
   t.true(mayReceive(writer, statusSubject("v1")));
   t.false(mayReceive(writer, statusSubject("v2")));
 });
+
+test("a base builder only announces bases to its own holder, and a replica only receives its volume's units", (t) => {
+  const bb = permissionsFor("base-builder", "bb1", { holder: "h1" });
+  t.true(mayPublish(bb, "custody.v1.base.h1"));
+  t.false(mayPublish(bb, "custody.v1.base.h2"));
+  t.false(mayPublish(bb, unitSubject("h1", "v1", "l0")));
+  const replica = permissionsFor("replica", "rep1", { volume: "v1", lanes: ["l0"] });
+  t.true(mayReceive(replica, unitSubject("rep1", "v1", "l0")));
+  t.false(mayReceive(replica, unitSubject("h1", "v1", "l0")));
+  t.false(replica.publish.some((s) => s.startsWith("custody.")), "it answers only under allow_responses");
+});

@@ -8,20 +8,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   makeCertificates,
-  permissionsFor,
+  nkeyUsers,
+  provisionPrincipals,
   readNkeySeed,
   renderServerAuth,
   renderTlsBlock,
-  writeNkeySeed,
+  type PrincipalSpec as SecurityPrincipalSpec,
   type Role,
-  type RoleScopes,
   type SubjectPermissions,
 } from "../../security/index.ts";
 import { NatsTransport, type PermissionViolation } from "../../transport/nats-transport.ts";
 import { startNatsServer, type NatsServerHandle } from "../../testing/nats-server.ts";
 
 /** One principal to create: `key` names it in the test. */
-export type PrincipalSpec = { [R in Role]: { readonly key: string; readonly role: R; readonly id: string; readonly scope: RoleScopes[R] } }[Role];
+export type PrincipalSpec = SecurityPrincipalSpec & { readonly key: string };
 
 /** A principal as created: its seed file and permissions. */
 export interface Principal {
@@ -54,15 +54,10 @@ export interface SecuredBus {
 export async function startSecuredBus(specs: readonly PrincipalSpec[]): Promise<SecuredBus> {
   const dir = mkdtempSync(join(tmpdir(), "custody-secured-"));
   const certs = await makeCertificates(join(dir, "tls"), [{ name: "nats", hosts: ["127.0.0.1", "localhost"] }]);
-  const principals = new Map<string, Principal>();
-  for (const s of specs) {
-    const creds = writeNkeySeed(join(dir, `${s.key}.nk`));
-    const permissions = permissionsFor(s.role, s.id, s.scope as never);
-    principals.set(s.key, { role: s.role, id: s.id, seedFile: creds.seedFile, publicKey: creds.publicKey, permissions });
-  }
-  const users = [...principals.entries()].map(([key, p]) => ({ nkey: p.publicKey, permissions: p.permissions, label: `${p.role} ${p.id} (${key})` }));
+  const provisioned = provisionPrincipals(dir, specs);
+  const principals = new Map<string, Principal>(provisioned.map((p, i) => [specs[i]!.key, p]));
   const server = await startNatsServer({
-    security: [renderServerAuth(users), renderTlsBlock({ ...certs.servers["nats"]!, caFile: certs.caFile }, { verify: false })].join("\n"),
+    security: [renderServerAuth(nkeyUsers(provisioned)), renderTlsBlock({ ...certs.servers["nats"]!, caFile: certs.caFile }, { verify: false })].join("\n"),
   });
   const open: NatsTransport[] = [];
   return {

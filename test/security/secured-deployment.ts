@@ -48,7 +48,8 @@ export const PRINCIPALS: PrincipalSpec[] = [
   { key: "op", role: "operator", id: "op", scope: { controlRegions: [REGION] } },
 ];
 
-function topology(): VolumeTopology {
+/** The controller's view of the deployment's volume. */
+export function topology(): VolumeTopology {
   const ids = Object.keys(SITES);
   const links = ids.flatMap((a, i) => ids.slice(i + 1).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: 125_000_000, deps: [] })));
   return {

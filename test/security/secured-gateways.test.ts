@@ -2,7 +2,7 @@ import test from "ava";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeCertificates, permissionsFor, readNkeySeed, renderServerAuth, renderTlsBlock, writeNkeySeed } from "../../security/index.ts";
+import { makeCertificates, permissionsFor, readNkeySeed, renderRegionSecurity, writeNkeySeed } from "../../security/index.ts";
 import { startSupercluster } from "../../testing/nats-server.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { unitSubject } from "../../transport/subjects.ts";
@@ -16,18 +16,14 @@ test("across a supercluster whose client, route and gateway connections all run 
   const hw = writeNkeySeed(join(dir, "hw.nk"));
   const wPerms = permissionsFor("writer", "w1", { controlRegion: "east", volume: "v1", lanes: [{ lane: "l0", firstHops: ["hw"] }] });
   const hPerms = permissionsFor("holder", "hw", { controlRegion: "east", lanes: [{ volume: "v1", lane: "l0", downstream: [] }] });
-  const auth = renderServerAuth([
+  const users = [
     { nkey: w1.publicKey, permissions: wPerms },
     { nkey: hw.publicKey, permissions: hPerms },
-  ]);
+  ];
   const files = (r: string) => ({ ...certs.servers[r]!, caFile: certs.caFile });
   const sc = await startSupercluster({
     regions,
-    security: (r) => ({
-      top: [auth, renderTlsBlock(files(r), { verify: false })].join("\n"),
-      cluster: renderTlsBlock(files(r), { verify: true, indent: "  " }),
-      gateway: renderTlsBlock(files(r), { verify: true, indent: "  " }),
-    }),
+    security: (r) => renderRegionSecurity(users, files(r)),
   });
   const open: NatsTransport[] = [];
   t.teardown(async () => {

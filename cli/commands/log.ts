@@ -1,0 +1,56 @@
+import type { Command } from "commander";
+import { action, printResult, type OutputOptions } from "../output.ts";
+import { readNkeySeed } from "../../security/nkey-seed.ts";
+import { controlStreamName, initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+
+interface LogInitOptions extends OutputOptions {
+  server: string;
+  region: string;
+  replicas: string;
+  nkeySeed?: string;
+  inboxPrefix?: string;
+  ca?: string;
+}
+
+/**
+ * `custody log init`: the explicit bootstrap of a region's control log. It is the only command
+ * that creates the control stream; every reader (controller, holders, writers, the other CLI
+ * commands) refuses a stream that does not exist instead of creating an empty one.
+ */
+export function register(program: Command): void {
+  const log = program.command("log").description("A region's control log (JetStream stream)");
+  log
+    .command("init")
+    .description("Create the region's control stream if it does not exist (the operator's bootstrap)")
+    .requiredOption("--server <url>", "NATS server URL")
+    .requiredOption("--region <name>", "control-log region")
+    .option("--replicas <n>", "JetStream replicas of the stream", "1")
+    .option("--nkey-seed <file>", "the operator's nkey seed file (mode 0600), on a secured bus")
+    .option("--inbox-prefix <prefix>", "the operator's inbox prefix (_INBOX.operator.<id>), on a secured bus")
+    .option("--ca <file>", "CA certificate to trust for the server's TLS certificate")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (o: LogInitOptions) => {
+        const replicas = Number(o.replicas);
+        if (!Number.isSafeInteger(replicas) || replicas < 1) throw new Error(`--replicas must be a positive integer, got ${o.replicas}`);
+        const nc = await connectNats({
+          servers: o.server,
+          name: "custody-cli-log-init",
+          maxReconnectAttempts: 0,
+          ...(o.nkeySeed !== undefined ? { nkeySeed: readNkeySeed(o.nkeySeed).seed } : {}),
+          ...(o.inboxPrefix !== undefined ? { inboxPrefix: o.inboxPrefix } : {}),
+          ...(o.ca !== undefined ? { caFile: o.ca } : {}),
+        });
+        try {
+          const { log: store, created } = await initJetStreamControlLog(nc, { region: o.region, replicas });
+          const lastSeq = await store.lastSeq();
+          await store.close();
+          const out = { region: o.region, stream: controlStreamName(o.region), created, lastSeq };
+          printResult(o, out, [out]);
+        } finally {
+          await closeNats(nc);
+        }
+      }),
+    );
+}
