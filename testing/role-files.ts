@@ -1,7 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { applyBootstrap } from "../deploy/control-bootstrap.ts";
-import { holderRoleConfig, writerRoleConfig } from "../deploy/role-configs.ts";
+import { applyBootstrap, holderRoleConfig, writerRoleConfig } from "../deploy/index.ts";
 import type { ControlLogStore } from "../custody/control-log.ts";
 import { generateHolderKeyPair } from "../custody/signing.ts";
 import type { Site } from "../policies/index.ts";

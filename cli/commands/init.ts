@@ -2,10 +2,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
-import { applyBootstrap } from "../../deploy/control-bootstrap.ts";
-import { planDeployment, ROLES_INDEX, type KeySource } from "../../deploy/deployment-plan.ts";
-import { DeploymentError, parseDeployment } from "../../deploy/deployment-schema.ts";
+import { applyBootstrap, BOOTSTRAP_FILE, DeploymentError, parseBootstrap, parseDeployment, planDeployment, ROLES_INDEX, type KeySource } from "../../deploy/index.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
@@ -50,7 +47,7 @@ export function register(program: Command): void {
         }
         printResult(
           o,
-          { roles: plan.roles, natsServers: plan.natsServers, bootstrap: join(out, "bootstrap.json") },
+          { roles: plan.roles, natsServers: plan.natsServers, bootstrap: join(out, BOOTSTRAP_FILE) },
           plan.roles.map((r) => ({ instance: r.instance, role: r.role, region: r.region, config: r.config })),
           `${plan.roles.length} role instances, ${plan.natsServers.length} nats-server configs in ${out}`,
         );

@@ -59,40 +59,65 @@ interface RoleEntry {
   config: string;
 }
 
-test("custody init → nats-servers → custody bootstrap → custody run for every role: ps lists them, the RPO gauge rises when a holder is SIGKILLed and falls back when it restarts, SIGTERM ends everything with exit 0", async (t) => {
-  const dir = tempDir("custody-deploy-");
-  const deployment = await loopbackDeployment(dir, { metrics: true });
-  writeFileSync(join(dir, "deployment.json"), JSON.stringify(deployment));
-  const out = join(dir, "out");
-  await custody(["init", join(dir, "deployment.json"), "--out", out]);
-  const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as { roles: RoleEntry[]; natsServers: { region: string; config: string; url: string }[] };
-  const regions = deployment["regions"] as Record<string, { httpPort: number }>;
-  const eastUrl = index.natsServers.find((s) => s.region === "east")!.url;
+type Index = { roles: RoleEntry[]; natsServers: { region: string; config: string; url: string }[] };
 
-  const servers = index.natsServers.map((s) => new DeployedProcess(`nats-${s.region}`, NATS_SERVER_BIN, ["-c", s.config]));
+/**
+ * `custody init` on a fresh loopback deployment, then one nats-server per region from the configs
+ * it wrote, until every region is healthy, its gateways are up both ways and a JetStream meta
+ * leader is known. Free ports are picked before the servers bind them; when another process took
+ * one meanwhile ("address already in use"), it starts over with new ports (3 attempts).
+ */
+async function initAndStartNats(track: (p: DeployedProcess) => void): Promise<{ out: string; index: Index; servers: DeployedProcess[] }> {
+  for (let attempt = 1; ; attempt++) {
+    const dir = tempDir("custody-deploy-");
+    const deployment = await loopbackDeployment(dir, { metrics: true });
+    writeFileSync(join(dir, "deployment.json"), JSON.stringify(deployment));
+    const out = join(dir, "out");
+    await custody(["init", join(dir, "deployment.json"), "--out", out]);
+    const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as Index;
+    const regions = deployment["regions"] as Record<string, { httpPort: number }>;
+    const servers = index.natsServers.map((s) => new DeployedProcess(`nats-${s.region}`, NATS_SERVER_BIN, ["-c", s.config]));
+    servers.forEach(track);
+    const logs = () => servers.map((p) => p.log).join("\n");
+    try {
+      for (const s of index.natsServers) {
+        const http = `http://127.0.0.1:${regions[s.region]!.httpPort}`;
+        const others = index.natsServers.map((o) => o.region).filter((r) => r !== s.region);
+        await until(`nats ${s.region} ready`, READY_MS, async () => {
+          if (servers.some((p) => !p.running)) throw new Error(`a nats-server ended before it was ready\n${logs()}`);
+          const gw = await getJson(`${http}/gatewayz`);
+          const js = await getJson(`${http}/jsz`);
+          const ok = (await getJson(`${http}/healthz`)) !== undefined && others.every((o) => o in (gw?.outbound_gateways ?? {}) && o in (gw?.inbound_gateways ?? {})) && typeof js?.meta_cluster?.leader === "string";
+          return ok ? true : undefined;
+        }, logs);
+      }
+      return { out, index, servers };
+    } catch (err) {
+      for (const p of servers) await p.signal("SIGKILL", 10_000);
+      if (attempt >= 3 || !/address already in use/i.test(logs())) throw err;
+    }
+  }
+}
+
+test("custody init → nats-servers → custody bootstrap → custody run for every role: ps lists them, the RPO gauge rises when a holder is SIGKILLed and falls back when it restarts, SIGTERM ends everything with exit 0", async (t) => {
   const roles = new Map<string, DeployedProcess>();
   const everyPid: number[] = [];
-  const explain = () => [...roles.values()].map((p) => p.log.slice(-3_000)).join("\n");
+  const started: DeployedProcess[] = [];
   t.teardown(async () => {
-    for (const p of [...roles.values(), ...servers]) if (p.running) await p.signal("SIGKILL", 10_000);
+    for (const p of [...roles.values(), ...started]) if (p.running) await p.signal("SIGKILL", 10_000);
   });
-  everyPid.push(...servers.map((s) => s.pid));
-
-  // Every region healthy, gateways up both ways, a JetStream meta leader known.
-  for (const s of index.natsServers) {
-    const http = `http://127.0.0.1:${regions[s.region]!.httpPort}`;
-    const others = index.natsServers.map((o) => o.region).filter((r) => r !== s.region);
-    await until(`nats ${s.region} ready`, READY_MS, async () => {
-      const gw = await getJson(`${http}/gatewayz`);
-      const js = await getJson(`${http}/jsz`);
-      const ok = (await getJson(`${http}/healthz`)) !== undefined && others.every((o) => o in (gw?.outbound_gateways ?? {}) && o in (gw?.inbound_gateways ?? {})) && typeof js?.meta_cluster?.leader === "string";
-      return ok ? true : undefined;
-    }, () => servers.map((p) => p.log).join("\n"));
-  }
+  const { out, index, servers } = await initAndStartNats((p) => {
+    started.push(p);
+    everyPid.push(p.pid);
+  });
+  const eastUrl = index.natsServers.find((s) => s.region === "east")!.url;
+  const explain = () => [...roles.values()].map((p) => p.log.slice(-3_000)).join("\n");
 
   const boot = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"])) as { admitted: string[]; obligations: string[] };
   t.deepEqual(boot.admitted, ["h-e1", "h-w1"]);
   t.deepEqual(boot.obligations, ["vol-d-l0"]);
+  const rerun = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"])) as { admitted: string[]; obligations: string[]; skipped: string[] };
+  t.deepEqual([rerun.admitted, rerun.obligations, rerun.skipped], [[], [], ["holder h-e1", "holder h-w1", "obligation vol-d-l0"]], "a second bootstrap commits nothing");
 
   const start = async (instance: string) => {
     const r = index.roles.find((x) => x.instance === instance)!;
@@ -160,6 +185,7 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
     Object.fromEntries(order.map((k) => [k, "0/null/true"])),
     explain(),
   );
+  t.deepEqual((await ps()).processes, [], "no role is listed once every process stopped");
   for (const s of servers) t.true((await s.signal("SIGTERM", STOP_MS)).inTime, s.log);
   t.deepEqual(everyPid.filter(pidAlive), [], "no process left");
 });

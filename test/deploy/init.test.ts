@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
 import { parseDeployment } from "../../deploy/deployment-schema.ts";
+import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
 import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { loopbackDeployment } from "./loopback-deployment.ts";
@@ -100,4 +101,14 @@ test("the plan puts the holder's public key in the bootstrap and its private key
   t.is(topo.links.length, topo.sites.length * (topo.sites.length - 1), "every pair of sites is linked both ways");
   t.deepEqual(topo.scenarios.map((s) => s.name), ["crash:h-e1", "crash:h-w1"]);
   t.deepEqual(topo.releasable, ["h-e1"], "RAM holders shed custody by default");
+});
+
+test("a bootstrap file with an unknown key or a public key that is not 64 hex digits is refused naming the path", (t) => {
+  const good = { controlRegion: "ctl", holders: [{ id: "h1", incarnation: 1, publicKey: "ab".repeat(32), failureDomain: "r/az/h" }], obligations: [{ volume: "v", lane: "l0", holders: ["h1"] }] };
+  t.is(parseBootstrap(good).holders[0]!.id, "h1");
+  const extra = t.throws(() => parseBootstrap({ ...good, holders: [{ ...good.holders[0], incarnaton: 2 }] }));
+  t.regex(extra.message, /unknown key holders\.0\.incarnaton/);
+  t.is((extra as unknown as { code: string }).code, "invalid_deployment");
+  const short = t.throws(() => parseBootstrap({ ...good, holders: [{ ...good.holders[0], publicKey: "ab" }] }));
+  t.regex(short.message, /holders\.0\.publicKey/);
 });
