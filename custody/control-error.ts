@@ -35,6 +35,8 @@ export const ControlFenceCode = {
   unknown_hold: "unknown_hold",
   /** A release of ranges a PITR pin or a registered recovery holds at that holder. */
   range_held: "range_held",
+  /** A failover whose term does not advance the lane's, or whose cut, old head and first sequence are out of order. */
+  failover_order: "failover_order",
 } as const;
 export type ControlFenceCode = (typeof ControlFenceCode)[keyof typeof ControlFenceCode];
 

@@ -20,6 +20,7 @@ export const ControlEventType = {
   declare_failure: "declare_failure",
   hold_ranges: "hold_ranges",
   end_hold: "end_hold",
+  commit_failover: "commit_failover",
 } as const;
 export type ControlEventType = (typeof ControlEventType)[keyof typeof ControlEventType];
 
@@ -118,7 +119,21 @@ export type ControlEventBody =
       /** Who placed it (an operator, a recovery run), for status and audit. */
       readonly by: string;
     }
-  | { readonly type: typeof ControlEventType.end_hold; readonly holdId: string; readonly reason: string };
+  | { readonly type: typeof ControlEventType.end_hold; readonly holdId: string; readonly reason: string }
+  | {
+      /**
+       * A failover on one lane: writer term `term` continues from `recoveredCut`; the old term's
+       * history reached `oldHead` (the highest sequence any holder receipted), so `recoveredCut+1 ..
+       * oldHead` is abandoned, and the new term's sequences start at `firstSeq` (> oldHead).
+       */
+      readonly type: typeof ControlEventType.commit_failover;
+      readonly volume: string;
+      readonly lane: string;
+      readonly term: number;
+      readonly recoveredCut: number;
+      readonly oldHead: number;
+      readonly firstSeq: number;
+    };
 
 /** One control event. */
 export type ControlEvent = ControlEventHeader & ControlEventBody;
@@ -160,6 +175,7 @@ const bodySchemas = {
   declare_failure: z.tuple([z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]), domainSchema, z.array(tokenSchema).max(1024)]),
   hold_ranges: z.tuple([tokenSchema, z.enum([HoldKind.pitr_pin, HoldKind.recovery]), tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64), uintSchema, z.string().max(256)]),
   end_hold: z.tuple([tokenSchema, z.string().max(1024)]),
+  commit_failover: z.tuple([tokenSchema, tokenSchema, uintSchema, uintSchema, uintSchema, uintSchema]),
 } as const;
 
 function bodyToTuple(e: ControlEventBody): unknown[] {
@@ -186,6 +202,8 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.holdId, e.kind, e.volume, e.lane, e.ranges.toJSON(), [...e.holders], e.untilMs, e.by];
     case "end_hold":
       return [e.holdId, e.reason];
+    case "commit_failover":
+      return [e.volume, e.lane, e.term, e.recoveredCut, e.oldHead, e.firstSeq];
   }
 }
 
@@ -234,6 +252,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "end_hold": {
       const [holdId, reason] = bodySchemas.end_hold.parse(raw);
       return { type, holdId, reason };
+    }
+    case "commit_failover": {
+      const [volume, lane, term, recoveredCut, oldHead, firstSeq] = bodySchemas.commit_failover.parse(raw);
+      return { type, volume, lane, term, recoveredCut, oldHead, firstSeq };
     }
   }
 }
