@@ -21,6 +21,7 @@ export const ControlEventType = {
   hold_ranges: "hold_ranges",
   end_hold: "end_hold",
   admit_controller: "admit_controller",
+  commit_failover: "commit_failover",
 } as const;
 export type ControlEventType = (typeof ControlEventType)[keyof typeof ControlEventType];
 
@@ -126,6 +127,20 @@ export type ControlEventBody =
       readonly controllerId: string;
       /** Raw 32-byte Ed25519 public key. */
       readonly publicKey: Uint8Array;
+    }
+  | {
+      /**
+       * A failover on one lane: writer term `term` continues from `recoveredCut`; the old term's
+       * history reached `oldHead` (the highest sequence any holder receipted), so `recoveredCut+1 ..
+       * oldHead` is abandoned, and the new term's sequences start at `firstSeq` (> oldHead).
+       */
+      readonly type: typeof ControlEventType.commit_failover;
+      readonly volume: string;
+      readonly lane: string;
+      readonly term: number;
+      readonly recoveredCut: number;
+      readonly oldHead: number;
+      readonly firstSeq: number;
     };
 
 /** One control event. */
@@ -169,6 +184,7 @@ const bodySchemas = {
   hold_ranges: z.tuple([tokenSchema, z.enum([HoldKind.pitr_pin, HoldKind.recovery]), tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64), uintSchema, z.string().max(256)]),
   end_hold: z.tuple([tokenSchema, z.string().max(1024)]),
   admit_controller: z.tuple([tokenSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "public key must be 32 bytes")]),
+  commit_failover: z.tuple([tokenSchema, tokenSchema, uintSchema, uintSchema, uintSchema, uintSchema]),
 } as const;
 
 function bodyToTuple(e: ControlEventBody): unknown[] {
@@ -197,6 +213,8 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.holdId, e.reason];
     case "admit_controller":
       return [e.controllerId, e.publicKey];
+    case "commit_failover":
+      return [e.volume, e.lane, e.term, e.recoveredCut, e.oldHead, e.firstSeq];
   }
 }
 
@@ -249,6 +267,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "admit_controller": {
       const [controllerId, publicKey] = bodySchemas.admit_controller.parse(raw);
       return { type, controllerId, publicKey };
+    }
+    case "commit_failover": {
+      const [volume, lane, term, recoveredCut, oldHead, firstSeq] = bodySchemas.commit_failover.parse(raw);
+      return { type, volume, lane, term, recoveredCut, oldHead, firstSeq };
     }
   }
 }

@@ -7,6 +7,7 @@ import type { ReceiptStream } from "./receipt-batch.ts";
 import type { ReceiptVerifyContext } from "./receipt-verification.ts";
 import { publicKeyFromRaw } from "./signing.ts";
 import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
+import { commitFailover, type Failovers } from "./control-failover.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
 
 /** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
@@ -58,6 +59,8 @@ export interface ControlState {
   readonly transfers: Readonly<Record<string, TransferRecord>>;
   /** Ranges held in the network by PITR pins and registered recoveries (see control-holds.ts). */
   readonly holds: Holds;
+  /** The newest failover per lane (see control-failover.ts); absent before the first. */
+  readonly failovers?: Failovers;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
   /** Controllers an operator admitted (`admit_controller`): their raw Ed25519 public keys. Absent until the first. */
@@ -152,6 +155,9 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
       return { ...s, holds: endHold(s.holds, e) };
     case "admit_controller":
       return { ...s, controllers: { ...s.controllers, [e.controllerId]: { publicKey: e.publicKey } } };
+    case "commit_failover":
+      obligationForLane(s, e.volume, e.lane);
+      return { ...s, failovers: commitFailover(s.failovers ?? {}, e) };
   }
 }
 

@@ -96,6 +96,8 @@ export interface RepairConfig {
   /** Bandwidth the repair estimate assumes (bytes/s). */
   readonly bandwidthBytesPerSec: number;
   readonly receiptTimeoutMs?: number;
+  /** Longest a repair's read stays held in the control log if its controller dies mid-repair (ms). Default 600000. */
+  readonly readLeaseMs?: number;
 }
 
 /** The obligation id holders put in their receipts for a lane (`<volume>-<lane>`). */

@@ -28,6 +28,8 @@ import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { runRepair } from "../repair.ts";
+import { missingCoverage, type RepairInput } from "../repair/repair-steps.ts";
+import { holdReads, type ReadHolds } from "./read-holds.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { ControllerSpend } from "./controller-spend.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
@@ -525,9 +527,10 @@ export class ControllerCore {
 
   private async repairOne(f: FailureToRepair, standby: StandbyHolder, cfg: RepairConfig, launcher: RepairLauncher): Promise<void> {
     const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId };
+    let reads: ReadHolds | undefined;
     try {
       const replacement = await launcher.prepare(standby);
-      const report = await runRepair({
+      const input: RepairInput = {
         repairId: repairIdOf(this.volume, f.seq),
         volume: this.volume,
         lanes: this.config.topology.lanes,
@@ -538,7 +541,10 @@ export class ControllerCore {
         clock: this.ports.clock,
         repairBandwidthBytesPerSec: cfg.bandwidthBytesPerSec,
         receiptTimeoutMs: cfg.receiptTimeoutMs,
-      });
+      };
+      // What the repair reads is held in the control log too (not only in this controller's memory).
+      reads = await holdReads((b) => this.commit(b), this.ports.clock, { id: input.repairId, volume: this.volume, ranges: missingCoverage(input), leaseMs: cfg.readLeaseMs ?? 600_000, by: `repair of failure ${f.seq}` });
+      const report = await runRepair(input);
       const est = report.estimate.totalSec;
       this.repairRecords.set(f.seq, { ...base, state: RepairStatusState.done, measuredMs: report.measuredMs, estimateMs: Number.isFinite(est) ? est * 1000 : null, copiedBytes: report.copiedBytes });
       this.counters.inc("repair_completed");
@@ -546,6 +552,7 @@ export class ControllerCore {
       this.repairRecords.set(f.seq, { ...base, state: RepairStatusState.failed, reason: err instanceof Error ? err.message.slice(0, 512) : String(err).slice(0, 512) });
       this.counters.inc(`repair_${err instanceof CustodyError ? err.code : "failed"}`);
     }
+    await reads?.end("repair finished");
     this.dirty = true;
   }
 

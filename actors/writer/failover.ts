@@ -7,14 +7,20 @@ export interface FailoverPlan {
   readonly term: number;
   /** Lane → the recovered cut the new history continues from. */
   readonly recoveredCut: Readonly<Record<string, number>>;
+  /** Lane → the old term's head: the highest sequence any holder receipted (cut+1 .. head is abandoned). */
+  readonly oldHead: Readonly<Record<string, number>>;
   /** Lane → first sequence of the new term (above every sequence any holder ever receipted). */
   readonly firstSeq: Readonly<Record<string, number>>;
+  /** Lane → control-log sequence of the `commit_failover` recording cut, old head and first sequence. */
+  readonly failoverSeq: Readonly<Record<string, number>>;
   /** Lane → control-log sequence of the `create_obligation` recording it. */
   readonly controlSeq: Readonly<Record<string, number>>;
 }
 
 /**
- * Records a failover in the control log before the new writer starts: per lane, an obligation
+ * Records a failover in the control log before the new writer starts: per lane, a
+ * `commit_failover` naming the recovered cut, the old term's head and the new first sequence (the
+ * fold refuses a term that does not advance or a cut above the head), then an obligation
  * `<volume>-<lane>-term<N>` from `firstSeq`, held by the lane's active holders. `firstSeq` is above
  * both the recovered cut and every sequence a holder receipted under the old term, so no unit of
  * the new history can collide with an old-term unit (sequences between the cut and `firstSeq` are
@@ -22,11 +28,16 @@ export interface FailoverPlan {
  */
 export async function commitFailover(controller: ControllerCore, volume: string, lanes: readonly string[], term: number, recoveredCut: Readonly<Record<string, number>>): Promise<FailoverPlan> {
   const firstSeq: Record<string, number> = {};
+  const oldHead: Record<string, number> = {};
+  const failoverSeq: Record<string, number> = {};
   const controlSeq: Record<string, number> = {};
   for (const lane of lanes) {
     let top = recoveredCut[lane] ?? 0;
     for (const h of controller.ledger.holdings({ volume, lane })) top = Math.max(top, h.retained.max ?? 0, h.prefix.through);
     firstSeq[lane] = top + 1;
+    oldHead[lane] = top;
+    const cut = recoveredCut[lane] ?? 0;
+    failoverSeq[lane] = (await controller.commit(() => ({ type: "commit_failover", volume, lane, term, recoveredCut: cut, oldHead: top, firstSeq: top + 1 }))).seq;
     const { seq } = await controller.commit((s) => {
       const o = s.obligations[obligationIdOf(volume, lane)];
       const holders = Object.keys(o?.responsible ?? {}).filter((h) => s.holders[h]?.status === HolderStatus.active);
@@ -34,5 +45,5 @@ export async function commitFailover(controller: ControllerCore, volume: string,
     });
     controlSeq[lane] = seq;
   }
-  return { term, recoveredCut, firstSeq, controlSeq };
+  return { term, recoveredCut, oldHead, firstSeq, failoverSeq, controlSeq };
 }

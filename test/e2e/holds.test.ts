@@ -4,12 +4,17 @@
  * keeps what it reads at its sources until it ends — or, when it dies, until its lease runs out.
  */
 import anyTest, { type TestFn } from "ava";
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { registerRecovery } from "../../actors/repair/recovery-registration.ts";
+import { rawPublicKey } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
+import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
-import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
-import { blockData, eventually } from "./e2e-fixture.ts";
+import type { ActorSpec } from "./actor-process.ts";
+import { AZ_CONTRACT, BLOCKS, deploy, HOLDERS, LANE, SITES, type Deployment } from "./deployment.ts";
+import { blockData, e2eHolderConfig, eventually, tempDir } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -85,4 +90,78 @@ test.serial("a registered recovery keeps what it reads at its sources until it e
   t.is(dead.holdIds.length, 1);
   await eventually(() => d.controller.core.counters.get("hold_expired.recovery") === 1, "the controller ended the overdue hold", 15_000);
   t.deepEqual(Object.keys(d.controller.core.follower.state.holds), []);
+});
+
+
+/** Starts a holder as its own OS process (so the test can stop and continue it); resolves once it is ready. */
+async function spawnHolder(t: { context: SuperclusterTestContext }, spec: ActorSpec): Promise<ChildProcess> {
+  const file = join(tempDir("custody-actor-"), "spec.json");
+  writeFileSync(file, JSON.stringify(spec));
+  const child = spawn(process.execPath, ["--import", "tsx", "test/e2e/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  t.context.defer(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once("data", () => resolve());
+    child.on("exit", (code) => reject(new Error(`holder process exited (${code}) before it was ready`)));
+  });
+  return child;
+}
+
+test.serial("a `custody recover` in flight blocks the release of what it reads until it finishes", async (t) => {
+  // h-w (the AZ scenario's contributor at its destination) runs as its own process and may release.
+  const d = await deploy(t.context.supercluster, "vol-clirec", "use-clirec", { releasable: ["h-e1", "h-e2", "h-w"], external: ["h-w"] });
+  t.context.defer(() => d.stop());
+  const peers = Object.fromEntries(Object.keys(HOLDERS).map((h) => [h, Buffer.from(rawPublicKey(d.keys.key(h, 1)!)).toString("hex")]));
+  const hw = await spawnHolder(t, {
+    kind: "holder",
+    url: d.urls["us-west"]!,
+    config: e2eHolderConfig("h-w", SITES["s-usw"]!, d.volume, [{ lane: LANE, upstream: ["w1", "w2"] }]),
+    privateKeyHex: Buffer.from(d.keys.privateKey("h-w").export({ format: "der", type: "pkcs8" })).toString("hex"),
+    peers,
+  });
+  const conn = ["--server", d.urls["us-east"]!, "--region", "use-clirec"];
+  // A pin keeps the first writes everywhere until the recovery has registered; then only the recovery holds them.
+  t.is((await cli(["hold", "pin", ...conn, "--volume", d.volume, "--lane", LANE, "--ranges", "1-1000000", "--id", "pin-first"])).code, 0);
+  await writeSome(d, 40, 7);
+  const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
+  const scenario = "AZ use1-az1 lost";
+  const sc = () => d.controller.core.status?.scenarios.find((s) => s.name === scenario);
+  await eventually(() => sc()?.contributors.includes("h-w") === true && (sc()?.cut?.[0]?.[1] ?? 0) >= head, "h-w contributes the AZ scenario's cut", 10_000, () => JSON.stringify(sc()));
+
+  // The recovery's source is slow: h-w is stopped, so the read waits (it is answered once h-w continues).
+  hw.kill("SIGSTOP");
+  d.authority.authorize(d.volume, "cli-recovery");
+  const keyFile = join(tempDir(), "data.key");
+  writeFileSync(keyFile, Buffer.from(d.authority.dataKey(d.volume, "cli-recovery")).toString("hex"));
+  const dir = join(tempDir("custody-clirec-"), "vol");
+  const recovery = cli(["recover", "--volume", d.volume, "--scenario", scenario, "--to", "s-usw", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, ...conn, "--timeout", "120000", "--json"]);
+  await eventually(() => Object.values(d.controller.core.follower.state.holds).some((h) => h.kind === "recovery"), "the recovery registered its read", 20_000);
+  t.is((await cli(["hold", "end", ...conn, "--id", "pin-first"])).code, 0);
+  // Releases go on meanwhile: the other RAM tiers let the first writes go ...
+  await eventually(() => releasedAt(d, "h-e2").intersects(RangeSet.of(1, head)), "h-e2 releases once the pin ended", 15_000);
+  const rounds = d.controller.core.counters.get("evaluations");
+  await eventually(() => d.controller.core.counters.get("evaluations") >= rounds + 20, "more evaluation rounds", 15_000);
+  // ... while h-w, which the recovery reads, keeps them.
+  t.false(releasedAt(d, "h-w").intersects(RangeSet.of(1, head)), `h-w released ${releasedAt(d, "h-w")} while the recovery read it`);
+
+  hw.kill("SIGCONT");
+  const done = await recovery;
+  t.is(done.code, 0, done.stderr);
+  const out = JSON.parse(done.stdout.trim().split("\n").at(-1)!) as { predicted: unknown; recovered: unknown };
+  t.deepEqual(out.recovered, out.predicted);
+  await eventually(() => releasedAt(d, "h-w").intersects(RangeSet.of(1, head)), "h-w releases what the recovery read once it finished", 15_000);
+
+  // The control log's order: no release of what the recovery read while it stood, one after.
+  const log = await (await openJetStreamControlLog(d.writer.transport.connection, { region: "use-clirec" })).readAll();
+  const placed = log.find((e) => e.event.type === "hold_ranges" && e.event.kind === "recovery")!;
+  const held = placed.event.type === "hold_ranges" ? placed.event : undefined;
+  t.deepEqual(held?.holders, ["h-w"]);
+  const ended = log.find((e) => e.event.type === "end_hold" && e.event.holdId === held!.holdId)!;
+  t.truthy(ended, "the recovery ended its own hold");
+  const pinEnded = log.find((e) => e.event.type === "end_hold" && e.event.holdId === "pin-first")!;
+  t.true(placed.seq < pinEnded.seq && pinEnded.seq < ended.seq, "the pin ended while the recovery was in flight");
+  const releasesOfRead = log.filter((e) => e.event.type === "release_ranges" && e.event.holderId === "h-w" && e.event.ranges.intersects(held!.ranges));
+  t.true(releasesOfRead.length > 0);
+  for (const r of releasesOfRead) t.true(r.seq > ended.seq, `release at seq ${r.seq} while the recovery (seqs ${placed.seq}-${ended.seq}) read`);
 });
