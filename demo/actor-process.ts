@@ -141,8 +141,9 @@ async function runWriter(cfg: ActorProcessConfig, d: Deployment, km: KeyMaterial
   let streaming = true;
   return {
     handlers: {
-      // The sustained workload: every volume at `writesPerSec`, one write at a time per volume; each
-      // acknowledgement is reported at once (an ack the launcher never saw is not acknowledged).
+      // The sustained workload: every volume at `writesPerSec`, up to `depth` writes in flight per
+      // volume, issued in order (the volume gives LSNs in issue order); each acknowledgement is
+      // reported at once (an ack the launcher never saw is not acknowledged).
       stream: async (a) => {
         const seconds = Number(a["seconds"]);
         const t0 = Date.now();
@@ -150,13 +151,20 @@ async function runWriter(cfg: ActorProcessConfig, d: Deployment, km: KeyMaterial
         await Promise.all(
           [...writers.keys()].map(async (name) => {
             let k = 0;
+            const inFlight = new Set<Promise<void>>();
             while (streaming && Date.now() - t0 < seconds * 1000) {
               const due = t0 + (k * 1000) / d.workload.writesPerSec;
               if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-              const ack = await writeOne(name, k);
-              process.send?.({ ack: { volume: name, k, lsn: ack.lsn, seq: ack.seq } });
-              k++;
+              while (inFlight.size >= d.workload.depth) await Promise.race(inFlight);
+              const mine = k++;
+              const p: Promise<void> = writeOne(name, mine).then(
+                (ack) => void process.send?.({ ack: { volume: name, k: mine, lsn: ack.lsn, seq: ack.seq, atMs: Date.now() } }),
+                () => undefined,
+              );
+              inFlight.add(p);
+              void p.finally(() => inFlight.delete(p));
             }
+            await Promise.all(inFlight);
             counts[name] = k;
           }),
         );

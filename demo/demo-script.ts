@@ -34,6 +34,7 @@ export interface ScenarioOutcome {
   readonly acknowledged: number;
   readonly predicted_cut: number | null;
   readonly recovered_cut: number;
+  readonly recovered_lsn: number;
   readonly lost_seqs: number;
   readonly predicted_lost_seqs: number;
   readonly cut_at_strike: number | null;
@@ -94,6 +95,7 @@ function summarize(d: Deployment, runDir: string, run: RunResult, registry: Proc
     acknowledged: o.acknowledged,
     predicted_cut: o.predictedCut,
     recovered_cut: o.recoveredCut,
+    recovered_lsn: o.recoveredLsn,
     lost_seqs: o.lostSeqs,
     predicted_lost_seqs: Math.max(0, o.acknowledged - (o.predictedCut ?? 0)),
     cut_at_strike: o.cutAtStrike,

@@ -75,8 +75,10 @@ export const deploymentSchema = z
       /** Seconds of sustained writing before the strike (full run / `--short`). */
       seconds: z.number().min(1).max(600),
       shortSeconds: z.number().min(1).max(600),
-      /** Writes per second on each volume (each one acknowledged before the next is issued). */
+      /** Writes per second on each volume. */
       writesPerSec: z.number().min(1).max(2000),
+      /** Writes in flight per volume (issued in order; more than one lets slow acknowledgements overlap). */
+      depth: z.number().int().min(1).max(64).default(1),
       blocksPerWrite: z.number().int().min(1).max(16).default(1),
     }),
     failures: z.object({
