@@ -116,7 +116,7 @@ function timelineSvg(r: DemoResult): string {
   parts.push(`<line class="surviving-cut" x1="${sx}" x2="${L + PW}" y1="${y(first.recoveredCut)}" y2="${y(first.recoveredCut)}"><title>surviving cut #${first.recoveredCut}</title></line>`);
   if (first.lostSeqs > 0) {
     const top = y(first.acknowledged);
-    parts.push(`<rect class="lost" data-volume="${esc(first.volume)}" x="${sx}" y="${top}" width="${L + PW - sx}" height="${Math.max(3, y(first.recoveredCut) - top)}"><title>lost ${esc(lostRange(first.recoveredCut, first.acknowledged))}</title></rect>`);
+    parts.push(`<rect class="lost-range" data-volume="${esc(first.volume)}" x="${sx}" y="${top}" width="${L + PW - sx}" height="${Math.max(3, y(first.recoveredCut) - top)}"><title>lost ${esc(lostRange(first.recoveredCut, first.acknowledged))}</title></rect>`);
   }
   run.events.forEach((e, i) => {
     parts.push(`<line class="event" x1="${x(e.tMs)}" x2="${x(e.tMs)}" y1="${T}" y2="${T + PH}"><title>${esc(e.label)}</title></line><text class="elabel" x="${x(e.tMs) + 3}" y="${T + 12 + (i % 6) * 12}">${i + 1}</text>`);
@@ -188,7 +188,7 @@ svg{width:100%;height:auto;background:#fff;border:1px solid #e2e8f0;border-radiu
 .plot{fill:#fff;stroke:#cbd5e1}.axis{font-size:10px;fill:#64748b}
 .acked{fill:none;stroke:#0f172a;stroke-width:2}.cut{fill:none;stroke-width:1.8}.event{stroke:#f59e0b;stroke-width:1}
 .strike{stroke:#b91c1c;stroke-width:3}.strike-label{font-size:11px;font-weight:700;fill:#b91c1c}
-.surviving-cut{stroke:#059669;stroke-width:2.5}.lost{fill:#e11d48;fill-opacity:.75;stroke:#9f1239}
+.surviving-cut{stroke:#059669;stroke-width:2.5}.lost-range{fill:#e11d48;fill-opacity:.75;stroke:#9f1239}
 .zoom .held{fill:#93c5fd}.zoom .acked-cell{fill:#cbd5e1}.zoom .kept{fill:#059669}.zoom .row{font-size:10px;fill:#334155}
 table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px solid #e2e8f0;padding:4px 8px;text-align:left}th{background:#f1f5f9}
 .legend span{margin-right:12px;font-size:12px;white-space:nowrap}.legend i{display:inline-block;width:12px;height:8px;margin-right:4px;vertical-align:middle}
@@ -218,7 +218,7 @@ ${lag}
 <script>
 // Runs offline: a one-line summary from the embedded numbers, and a check that every lost range is drawn.
 const data = ${data};
-const lost = [...document.querySelectorAll(".lost")];
+const lost = [...document.querySelectorAll(".lost-range")];
 document.body.dataset.lostShown = String(lost.filter((e) => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0; }).length);
 document.getElementById("summary").textContent = data.scenarios + " volumes struck, " + data.losing + " lost acknowledged writes, " + data.mismatches + " differ from the prediction; " + data.events + " timeline events.";
 document.body.dataset.rendered = "yes";

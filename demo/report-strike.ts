@@ -38,7 +38,7 @@ export function strikeZoomSvg(run: RunResult, o: VolumeOutcome): string {
   // The lost range, on its own row under the recovery.
   const ly = 24 + rows.length * (rh + 4);
   parts.push(`<text class="row" x="4" y="${ly + 12}">lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</text>`);
-  if (o.lostSeqs > 0) parts.push(`<rect class="lost" data-volume="${esc(o.volume)}" data-range="${esc(lostRange(o.recoveredCut, o.acknowledged))}" x="${L + (o.recoveredCut + 1 - lo) * cw}" y="${ly}" width="${(o.acknowledged - o.recoveredCut) * cw - 1}" height="${rh}"><title>lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</title></rect>`);
+  if (o.lostSeqs > 0) parts.push(`<rect class="lost-range" data-volume="${esc(o.volume)}" data-range="${esc(lostRange(o.recoveredCut, o.acknowledged))}" x="${L + (o.recoveredCut + 1 - lo) * cw}" y="${ly}" width="${(o.acknowledged - o.recoveredCut) * cw - 1}" height="${rh}"><title>lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</title></rect>`);
   for (let s = lo; s <= hi; s += Math.max(1, Math.ceil(n / 12))) parts.push(`<text class="axis" x="${L + (s - lo) * cw}" y="14">#${s}</text>`);
   const H = ly + rh + 10;
   return `<h3>${esc(o.volume)} — ${esc(o.path)}: acknowledged #${o.acknowledged}, predicted #${o.predictedCut ?? "nothing"}, recovered #${o.recoveredCut}</h3><svg class="zoom" data-volume="${esc(o.volume)}" viewBox="0 0 ${W} ${H}" role="img" aria-label="strike ${esc(o.volume)}">${parts.join("")}</svg>`;

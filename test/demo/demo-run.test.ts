@@ -219,10 +219,10 @@ test.serial("report.html renders in headless Chromium with the strike, the survi
     t.regex(html, /<line class="strike"/, "the strike is marked");
     t.regex(html, /<line class="surviving-cut"/, "the surviving cut is marked");
     const losing = result.scenarios.filter((s) => s.lost_seqs > 0);
-    for (const s of losing) t.regex(html, new RegExp(`<rect class="lost" data-volume="${s.volume}" data-range="${s.recovered_cut + 1}–${s.acknowledged}"`), `${s.volume}'s lost range is drawn`);
+    for (const s of losing) t.regex(html, new RegExp(`<rect class="lost-range" data-volume="${s.volume}" data-range="${s.recovered_cut + 1}–${s.acknowledged}"`), `${s.volume}'s lost range is drawn`);
     // The page's own script measured the lost-range shapes as laid out by Chromium: all have a size.
     const shown = Number(/data-lost-shown="(\d+)"/.exec(html)?.[1] ?? -1);
-    t.is(shown, (html.match(/class="lost"/g) ?? []).length);
+    t.is(shown, (html.match(/class="lost-range"/g) ?? []).length);
     t.true(shown >= losing.length);
     t.regex(html, /<table id="cost-table">[\s\S]*s-wp → s-eu[\s\S]*total/);
     t.regex(html, /<table id="scenario-table">[\s\S]*predicted loss[\s\S]*observed loss[\s\S]*exact/);
