@@ -56,7 +56,7 @@ export function networkDecoders(): Decoder[] {
   });
   out.push({ name: "receipt batch body", maxBytes: MIB, decode: (b) => decodeReceiptBatch(b) });
   out.push({ name: "control event bytes", maxBytes: MIB, decode: (b) => decodeControlEvent(b) });
-  out.push({ name: "unit frame (unit subject)", maxBytes: MIB, decode: (b) => readUnitMessage({ data: b, headers: undefined }, undefined) });
+  out.push({ name: "unit frame (unit subject)", maxBytes: MIB, decode: (b) => readUnitMessage({ data: b, headers: {} }, undefined) });
   return out;
 }
 

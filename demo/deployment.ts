@@ -39,6 +39,8 @@ export const deploymentSchema = z
   .object({
     $comment: z.string().optional(),
     volume: token,
+    /** More volumes written at the same time, on the same holders (one lane each, named `lane`). */
+    extraVolumes: z.array(token).max(3).default([]),
     lane: token,
     blocks: z.number().int().min(16).max(65_536),
     regions: z.array(z.object({ name: token, azs: z.array(token).min(1).max(8) })).min(2).max(8),
@@ -70,19 +72,27 @@ export const deploymentSchema = z
     recoverAt: token,
     edges: z.array(edgeSchema).min(1).max(128),
     workload: z.object({
-      writes: z.number().int().min(4).max(100_000),
-      shortWrites: z.number().int().min(4).max(100_000),
+      /** Seconds of sustained writing before the strike (full run / `--short`). */
+      seconds: z.number().min(1).max(600),
+      shortSeconds: z.number().min(1).max(600),
+      /** Writes per second on each volume. */
+      writesPerSec: z.number().min(1).max(2000),
+      /** Writes in flight per volume (issued in order; more than one lets slow acknowledgements overlap). */
+      depth: z.number().int().min(1).max(64).default(1),
       blocksPerWrite: z.number().int().min(1).max(16).default(1),
-      writeIntervalMs: z.number().min(0).max(1000).default(0),
     }),
     failures: z.object({
       /** Region lost first (the writer's region). */
       first: token,
-      /** Region lost second, while recovery replays from it. */
+      /** Region lost with it: the strike takes both at the same instant, mid-stream. */
       second: token,
-      /** Fraction of the replay read from the second region before it dies. */
-      westKillAfterReplayFraction: z.number().min(0).max(1).default(0.5),
     }),
+    /**
+     * What a waypoint is worth, side by side: one more volume with the same write stream, at the
+     * same time, whose custody path leaves this holder out (its senders send straight to its
+     * downstream holders over the edges the deployment declares).
+     */
+    waypointComparison: z.object({ holder: token, volume: token }).optional(),
   })
   .strict();
 
@@ -114,6 +124,7 @@ export function parseDeployment(raw: unknown): Deployment {
   unique("region", d.regions.map((r) => r.name));
   unique("site", d.sites.map((s) => s.id));
   unique("holder", d.holders.map((h) => h.id));
+  unique("volume", [d.volume, ...d.extraVolumes, ...(d.waypointComparison === undefined ? [] : [d.waypointComparison.volume])]);
   const regions = new Map(d.regions.map((r) => [r.name, r]));
   const sites = new Set(d.sites.map((s) => s.id));
   const holders = new Set(d.holders.map((h) => h.id));
@@ -137,6 +148,7 @@ export function parseDeployment(raw: unknown): Deployment {
     for (const x of h.downstream) if (!holders.has(x)) fail(`holder ${h.id} has unknown downstream ${x}`, { holder: h.id, downstream: x });
   }
   for (const h of d.writer.holders) if (!holders.has(h)) fail(`writer sends to unknown holder ${h}`, { holder: h });
+  if (d.waypointComparison !== undefined && !holders.has(d.waypointComparison.holder)) fail(`waypointComparison names unknown holder ${d.waypointComparison.holder}`, { holder: d.waypointComparison.holder });
   for (const e of d.edges) {
     needSite("edge", e.from);
     needSite("edge", e.to);
@@ -153,6 +165,11 @@ export function loadDeployment(path: string): Deployment {
     throw new DeploymentError(`deployment: cannot read ${path}: ${(err as Error).message}`, { path });
   }
   return parseDeployment(raw);
+}
+
+/** Every volume of the deployment, the first one first and the waypoint comparison's last. */
+export function volumesOf(d: Deployment): string[] {
+  return [d.volume, ...d.extraVolumes, ...(d.waypointComparison === undefined ? [] : [d.waypointComparison.volume])];
 }
 
 /** Policy-engine site records of the deployment. */
@@ -187,7 +204,7 @@ export function scenarioNames(d: Deployment): { az: string; first: string; both:
  * snapshot, the key authority, links from the edges, and the demo's named scenarios (the writer's
  * AZ; its region; both failure regions at once; and the sequential timeline). Pure.
  */
-export function topologyOf(d: Deployment): VolumeTopology {
+export function topologyOf(d: Deployment, volume = d.volume): VolumeTopology {
   const names = scenarioNames(d);
   const writerAz = d.sites.find((s) => s.id === d.writer.site)!.az;
   const lose = (domain: string) => ({ domain, kind: "site_destruction" as const });
@@ -209,7 +226,7 @@ export function topologyOf(d: Deployment): VolumeTopology {
     },
   ];
   return {
-    volume: d.volume,
+    volume,
     lanes: [d.lane],
     writerSite: d.writer.site,
     sites: sitesOf(d),

@@ -1,16 +1,20 @@
 // Public surface of demo/: the deployment file, the launcher pieces, the failure script, and the
 // pure parts the CLI and report use (link shaping, trace trees, tables, timeline).
-export { DeploymentError, deploymentSchema, parseDeployment, loadDeployment, topologyOf, sitesOf, edgeBetween, siteOfActor, scenarioNames, type Deployment, type DeploymentEdge, type DeploymentHolder } from "./deployment.ts";
+export { DeploymentError, deploymentSchema, parseDeployment, loadDeployment, topologyOf, sitesOf, edgeBetween, siteOfActor, scenarioNames, volumesOf, type Deployment, type DeploymentEdge, type DeploymentHolder } from "./deployment.ts";
 export { deploymentRoute } from "./deployment-route.ts";
 export { LinkQueue, LinkProfileError, ShapedTransport, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "./link-shaper.ts";
 export { ProcessRegistry, SpawnError, pidAlive, type ManagedProcess } from "./process-registry.ts";
 export { startRegions, checkNatsServer, NatsLaunchError, type RegionEndpoint } from "./nats-launcher.ts";
-export { launchNetwork, killRegion, stopActors, makeRunDir, type RunningNetwork } from "./network-launcher.ts";
+export { launchNetwork, strikeRegions, stopActors, makeRunDir, type RunningNetwork } from "./network-launcher.ts";
 export { ActorClient, ActorCallError, ActorRole, type ActorProcessConfig } from "./actor-protocol.ts";
-export { runDemo, type DemoOptions, type DemoResult, type DemoEvent } from "./demo-script.ts";
+export { runDemo, type DemoOptions, type DemoResult, type ScenarioOutcome } from "./demo-script.ts";
+export { strikeRun, type DemoEvent, type RunResult, type VolumeOutcome } from "./strike-run.ts";
+export { settledSurvivors, unaccounted, SettleTimeoutError, type HolderStats, type ControllerView } from "./settle.ts";
+export { withoutHolder } from "./waypoint-variant.ts";
+export { statusRows } from "./status-rows.ts";
 export { buildTraceTree, readRunSpans, traceRows, TraceQueryError, type TraceNode, type TraceTree } from "./trace-tree.ts";
 export { renderReport } from "./report-html.ts";
-export { formatScenarioTable, formatCostTable, legRow, lostRange, type ScenarioRow, type LegRow } from "./scenario-table.ts";
+export { formatScenarioTable, formatCostTable, formatStrikeTable, legRow, lostRange, type ScenarioRow, type LegRow, type StrikeRow } from "./scenario-table.ts";
 export { formatProgress, type Progress } from "./progress-line.ts";
 export { survivingCutAt, type TimelineSample, type TimelineScenario, type TimelineBase } from "./custody-timeline.ts";
-export { blockData, lbaOf, contentAt, type AckedWrite } from "./workload.ts";
+export { blockData, lbaOf, seedOf, lsnOffset, contentThrough, WorkloadOrderError, type AckedWrite } from "./workload.ts";

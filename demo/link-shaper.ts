@@ -87,6 +87,11 @@ export class ShapedTransport implements Transport {
     return this.inner.name;
   }
 
+  /** Messages held back right now (in flight on a shaped link). */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
   publish(subject: string, data: Uint8Array, opts?: PublishOptions): void {
     const route = this.opts.route(subject);
     if (route === undefined) return this.inner.publish(subject, data, opts);

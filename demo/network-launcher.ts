@@ -64,18 +64,24 @@ export async function launchNetwork(registry: ProcessRegistry, deploymentPath: s
     return client;
   };
 
-  // The controller first: it creates the control log the others are fenced by.
-  await start(ActorRole.Controller, d.controller.id, d.controller.region).ready;
-  await Promise.all(d.holders.map((h) => start(ActorRole.Holder, h.id, regionOfSite.get(h.site)!).ready));
+  // The controller and the holders start together (receipts are cumulative: one that arrives before
+  // the controller listens is covered by the next); the writer once every holder listens.
+  await Promise.all([start(ActorRole.Controller, d.controller.id, d.controller.region).ready, ...d.holders.map((h) => start(ActorRole.Holder, h.id, regionOfSite.get(h.site)!).ready)]);
   await start(ActorRole.Writer, d.writer.id, regionOfSite.get(d.writer.site)!).ready;
   return { deployment: d, runDir, regions, keys, actors, regionOf };
 }
 
-/** SIGKILLs every actor process of `region` and then its nats-server: the region is gone. */
-export async function killRegion(registry: ProcessRegistry, net: RunningNetwork, region: string): Promise<string[]> {
-  const victims = [...net.regionOf].filter(([, r]) => r === region).map(([id]) => id);
-  await Promise.all(victims.map((id) => registry.kill(id)));
-  await registry.kill(net.regions[region]!.processName);
+/**
+ * The strike: SIGKILL every actor process of `regions` and their nats-servers in one synchronous
+ * sweep (no event-loop turn between the signals, so nothing more leaves any of them), then wait
+ * until all are gone. Returns the actors killed.
+ */
+export async function strikeRegions(registry: ProcessRegistry, net: RunningNetwork, regions: readonly string[]): Promise<string[]> {
+  const struck = new Set(regions);
+  const victims = [...net.regionOf].filter(([, r]) => struck.has(r)).map(([id]) => id);
+  const names = [...victims, ...regions.map((r) => net.regions[r]!.processName)];
+  const gone = names.map((n) => registry.kill(n));
+  await Promise.all(gone);
   for (const id of victims) net.actors.delete(id);
   return victims;
 }

@@ -10,6 +10,9 @@ export interface Progress {
   readonly custodyBytes: Readonly<Record<string, number>>;
   /** Cut every required scenario keeps, per the controller's receipt ledger (null: none yet / controller gone). */
   readonly receiptedCut: number | null;
+  /** Seconds of streaming so far and the acknowledged write rate over them. */
+  readonly seconds?: number;
+  readonly mbPerSec?: number;
 }
 
 const kib = (n: number) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)}M` : `${Math.round(n / 1024)}K`);
@@ -21,5 +24,6 @@ export function formatProgress(p: Progress): string {
     .map(([s, b]) => `${s} ${kib(b)}`)
     .join(" ");
   const lag = Math.max(0, p.acked - (p.receiptedCut ?? 0));
-  return `[${p.phase}] writes ${p.writes} acked #${p.acked} | in custody: ${sites} | receipts protect #${p.receiptedCut ?? "-"} | lag ${lag} seq`;
+  const rate = p.seconds === undefined ? "" : ` ${p.seconds.toFixed(1)} s ${(p.mbPerSec ?? 0).toFixed(1)} MB/s |`;
+  return `[${p.phase}]${rate} writes ${p.writes} acked #${p.acked} | in custody: ${sites} | receipts protect #${p.receiptedCut ?? "-"} | lag ${lag} seq`;
 }

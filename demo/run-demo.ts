@@ -1,9 +1,10 @@
 /**
  * `npm run demo` — the multi-region custody demo:
  *   node --import tsx demo/run-demo.ts [--deployment examples/deployment.json] [--short] [--json]
- * Prints a live progress line and the timeline, then the per-scenario and cost tables; writes
- * `report.html` into the run folder; stops every process it started (also on Ctrl-C). Exit 1 when
- * the recovered cut differs from the prediction or the recovered volume is not byte-exact.
+ * Prints a live progress line and the timeline, then the strike table (predicted vs observed loss,
+ * with and without the waypoint), the scenario and cost tables; writes `report.html` into the run
+ * folder; stops every process it started (also on Ctrl-C). Exit 1 when a recovered cut differs
+ * from its prediction, a recovered volume is not byte-exact, or a process is left running.
  */
 import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -12,7 +13,8 @@ import { parseArgs } from "node:util";
 import { runDemo } from "./demo-script.ts";
 import { checkNatsServer } from "./nats-launcher.ts";
 import { renderReport } from "./report-html.ts";
-import { formatCostTable, formatScenarioTable } from "./scenario-table.ts";
+import { formatCostTable, formatScenarioTable, formatStrikeTable } from "./scenario-table.ts";
+import { statusRows } from "./status-rows.ts";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
@@ -41,34 +43,43 @@ const result = await runDemo({
 const reportPath = join(result.runDir, "report.html");
 writeFileSync(reportPath, renderReport(result));
 console.log("");
-console.log(formatScenarioTable(result.rows));
+const first = result.run;
+console.log(`the strike '${first.scenario}', per volume: predicted from the survivors' receipts vs recovered`);
+console.log(formatStrikeTable(first.outcomes.map((o) => ({ run: o.path, volume: o.volume, acknowledged: o.acknowledged, predictedCut: o.predictedCut, recoveredCut: o.recoveredCut, cutAtStrike: o.cutAtStrike }))));
+console.log("");
+console.log(`every scenario of ${first.deployment.volume}, evaluated from the survivors' receipts after the strike:`);
+console.log(formatScenarioTable(statusRows(first)));
 console.log("");
 console.log(formatCostTable(result.legs));
 console.log("");
+console.log(`write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ${first.writeMBps.toFixed(2)} MB/s acknowledged in total`);
 console.log(`capture lag after the first copy (median ms): ${Object.entries(result.captureLagMs).map(([h, ms]) => `${h} ${ms.toFixed(1)}`).join(", ")}`);
-const played = result.rows.filter((r) => r.observedCut !== undefined);
-const cutOk = result.predictedBothCut === result.recovered.cut && played.every((r) => r.observedCut === r.predictedCut);
-console.log(
-  `${played.length} scenarios played: recovered cuts ${cutOk ? "equal" : "DIFFER FROM"} the predictions (${played.map((r) => `#${r.observedCut ?? "-"} vs #${r.predictedCut ?? "-"}`).join(", ")}); every recovered volume ${result.recovered.byteExact ? "byte-exact" : "NOT byte-exact"} vs the writer`,
-);
+if (result.waypointLoss !== null) {
+  const w = result.waypointLoss;
+  console.log(`the waypoint's worth: ${w.withWaypoint} acknowledged seqs lost with it, ${w.withoutWaypoint} without it (same strike, same write stream, at the same time; the second volume's custody path leaves the waypoint out)`);
+}
+const byteExact = result.scenarios.every((s) => s.byte_exact);
+console.log(`${result.scenarios.length} strike outcomes: ${result.losingScenarios} lost acknowledged writes, ${result.mismatches} differ from the prediction; every recovered volume ${byteExact ? "byte-exact" : "NOT byte-exact"} vs the writes`);
 console.log(`processes started ${result.startedPids.length}, left running ${result.leftPids.length}; ${result.elapsedSec.toFixed(1)} s`);
 console.log(`report: ${reportPath}`);
-console.log(`trace a unit: npx tsx cli/main.ts trace ${result.deployment.volume}:${result.recovered.cut} --run ${result.runDir}`);
+console.log(`trace a unit: npx tsx cli/main.ts trace ${first.deployment.volume}:${Math.max(1, first.outcomes[0]!.recoveredCut - 1)} --run ${first.runDir}`);
 if (values.json) {
   console.log(
     JSON.stringify({
+      scenarios: result.scenarios,
+      losing_scenarios: result.losingScenarios,
+      mismatches: result.mismatches,
+      waypoint_loss: result.waypointLoss === null ? null : { with_waypoint: result.waypointLoss.withWaypoint, without_waypoint: result.waypointLoss.withoutWaypoint },
+      byte_exact: byteExact,
+      seconds: Number(result.elapsedSec.toFixed(1)),
       runDir: result.runDir,
-      rows: result.rows,
-      legs: result.legs,
-      recovered: result.recovered,
-      predictedCut: result.predictedBothCut,
-      acknowledged: result.acknowledged,
+      write_mb_per_sec: Number(first.writeMBps.toFixed(2)),
+      writes: first.writes,
+      settle_ms: first.settleMs,
       startedPids: result.startedPids,
       leftPids: result.leftPids,
-      captureLagMs: result.captureLagMs,
-      elapsedSec: result.elapsedSec,
       report: reportPath,
     }),
   );
 }
-process.exit(cutOk && result.recovered.byteExact && result.leftPids.length === 0 ? 0 : 1);
+process.exit(result.mismatches === 0 && byteExact && result.leftPids.length === 0 ? 0 : 1);

@@ -73,3 +73,30 @@ export function formatCostTable(legs: readonly LegRow[]): string {
   const total = legs.reduce((n, l) => n + l.monthlyUsd, 0);
   return pad([head, ...body, ["total", "", "", `$${total.toFixed(2)}`]]);
 }
+
+/** One strike outcome for the side-by-side table. */
+export interface StrikeRow {
+  readonly run: string;
+  readonly volume: string;
+  readonly acknowledged: number;
+  readonly predictedCut: number | null;
+  readonly recoveredCut: number;
+  readonly cutAtStrike: number | null;
+}
+
+/** Predicted vs observed loss of the strike, volume by volume (with and without the waypoint). */
+export function formatStrikeTable(rows: readonly StrikeRow[]): string {
+  const head = ["custody path", "volume", "acked", "predicted cut", "recovered cut", "predicted loss", "observed loss", "match", "cut at strike (receipts in flight)"];
+  const body = rows.map((r) => [
+    r.run,
+    r.volume,
+    `#${r.acknowledged}`,
+    r.predictedCut === null ? "nothing" : `#${r.predictedCut}`,
+    `#${r.recoveredCut}`,
+    lostRange(r.predictedCut, r.acknowledged),
+    lostRange(r.recoveredCut, r.acknowledged),
+    r.predictedCut === r.recoveredCut ? "exact" : "MISMATCH",
+    r.cutAtStrike === null ? "nothing" : `#${r.cutAtStrike}`,
+  ]);
+  return pad([head, ...body]);
+}

@@ -1,9 +1,10 @@
 /**
  * The demo's write workload as pure functions: block contents from a seed (so the writer process
- * and the checker agree without shipping data), the LBA of the i-th write, and the volume content
- * a list of acknowledged writes implies at a given LSN — the reference the recovered volume is
- * compared with byte for byte.
+ * and the checker agree without shipping data), the seed and LBA of a volume's k-th write, and the
+ * volume content the first writes imply — the reference a recovered volume is compared with byte
+ * for byte.
  */
+import { CustodyError } from "../core/custody-error.ts";
 import { BLOCK_SIZE } from "../volume/format.ts";
 
 /** `blocks` × 4 KiB derived from `seed`. */
@@ -19,18 +20,43 @@ export function lbaOf(i: number, blockCount: number, blocks: number): number {
   return ((i * 37) % slots) * blocks;
 }
 
-/** One acknowledged write. */
-export interface AckedWrite {
-  readonly lsn: number;
-  readonly seq: number;
-  readonly lba: number;
-  readonly seed: number;
-  readonly blocks: number;
+/** Seed of write `k` on `volume`: volumes get different contents. */
+export function seedOf(volume: string, k: number): number {
+  let h = 0;
+  for (const c of volume) h = (h * 31 + c.charCodeAt(0)) % 1_000_003;
+  return h * 7 + k + 1;
 }
 
-/** The volume content after every write with LSN ≤ `lsn`. */
-export function contentAt(writes: readonly AckedWrite[], blockCount: number, lsn: number): Uint8Array {
+/** One acknowledged write: the volume's `k`-th, with the LSN and lane sequence the writer gave it. */
+export interface AckedWrite {
+  readonly volume: string;
+  readonly k: number;
+  readonly lsn: number;
+  readonly seq: number;
+}
+
+/** Thrown when acknowledgements do not follow the one-write-at-a-time order the checker relies on. */
+export class WorkloadOrderError extends CustodyError {
+  constructor(detail: Record<string, unknown>) {
+    super("workload_out_of_order", "a volume's writes did not get consecutive LSNs", detail);
+  }
+}
+
+/**
+ * `lsn - k × blocks` of a volume's writes (an LSN counts blocks). Each volume is written one write
+ * at a time, so the k-th write has LSN k × blocks + offset; a write the launcher never saw
+ * acknowledged (its writer was killed) still has that LSN, which lets a recovery that reaches it
+ * be checked too. Throws WorkloadOrderError.
+ */
+export function lsnOffset(acks: readonly AckedWrite[], blocks: number): number {
+  const offsets = new Set(acks.map((a) => a.lsn - a.k * blocks));
+  if (offsets.size > 1) throw new WorkloadOrderError({ offsets: [...offsets] });
+  return offsets.values().next().value ?? blocks;
+}
+
+/** The content of `volume` after its writes with LSN ≤ `lsn`, the k-th write having LSN k × blocks + `offset`. */
+export function contentThrough(volume: string, blockCount: number, blocks: number, offset: number, lsn: number): Uint8Array {
   const out = new Uint8Array(blockCount * BLOCK_SIZE);
-  for (const w of [...writes].sort((a, b) => a.lsn - b.lsn)) if (w.lsn <= lsn) out.set(blockData(w.seed, w.blocks), w.lba * BLOCK_SIZE);
+  for (let k = 0; k * blocks + offset <= lsn; k++) out.set(blockData(seedOf(volume, k), blocks), lbaOf(k, blockCount, blocks) * BLOCK_SIZE);
   return out;
 }

@@ -23,7 +23,7 @@ test("Ctrl-C during the workload stops every process the demo started and exits 
     const t2 = setTimeout(() => rej(new Error(`the demo never reached its workload:\n${out.slice(-3000)}`)), 200_000);
     child.stdout.on("data", (b: Buffer) => {
       out += b.toString();
-      if (/writing \d+ blocks/.test(out)) {
+      if (/streaming \d+ volumes/.test(out)) {
         clearTimeout(t2);
         res();
       }

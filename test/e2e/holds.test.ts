@@ -12,7 +12,7 @@ import { rawPublicKey } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
-import type { ActorSpec } from "./actor-process.ts";
+import type { ActorSpec } from "../../testing/actor-spec.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, HOLDERS, LANE, SITES, type Deployment } from "./deployment.ts";
 import { blockData, e2eHolderConfig, eventually, tempDir } from "./e2e-fixture.ts";
 
@@ -97,7 +97,7 @@ test.serial("a registered recovery keeps what it reads at its sources until it e
 async function spawnHolder(t: { context: SuperclusterTestContext }, spec: ActorSpec): Promise<ChildProcess> {
   const file = join(tempDir("custody-actor-"), "spec.json");
   writeFileSync(file, JSON.stringify(spec));
-  const child = spawn(process.execPath, ["--import", "tsx", "test/e2e/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "testing/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   t.context.defer(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });

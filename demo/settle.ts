@@ -1,0 +1,88 @@
+/**
+ * When the loss of a strike is known: the survivors have accounted for everything that reached
+ * them before it — every unit any of them retains is covered by a receipt of one of them that the
+ * controller has verified. From then on nothing can change the outcome (the stricken regions send
+ * nothing more, and copies between survivors do not change what they hold together), so the
+ * controller's evaluation over those receipts is the prediction an operator reads and a recovery
+ * can be checked against.
+ */
+import type { VolumeStatus } from "../actors/controller/status-document.ts";
+import { CustodyError } from "../core/custody-error.ts";
+import { RangeSet } from "../lanes/range-set.ts";
+import type { RunningNetwork } from "./network-launcher.ts";
+
+/** A holder process's answer to `stats`. */
+export interface HolderStats {
+  /** Volume → retained sequences and payload bytes. */
+  readonly volumes: Record<string, { retained: [number, number][]; bytes: number }>;
+  /** Units held back on its shaped links (sent, not yet delivered). */
+  readonly inFlight: number;
+  /** [first, last, wall ms] of each first-volume admission. */
+  readonly captured: [number, number, number][];
+}
+
+/** The controller process's answer to `status`/`evaluate` for one volume. */
+export interface ControllerView {
+  readonly status: VolumeStatus | null;
+  /** Holder → sequences its verified receipts show it retaining. */
+  readonly receipted: Record<string, [number, number][]>;
+}
+
+/** Thrown when the survivors do not account for their custody within the bound. */
+export class SettleTimeoutError extends CustodyError {
+  constructor(detail: Record<string, unknown>) {
+    super("survivors_not_settled", "the survivors did not account for their custody in time", detail);
+  }
+}
+
+/**
+ * What keeps the survivors from being settled (empty = settled): units some survivor retains that
+ * no survivor's verified receipt covers yet. Units still travelling between survivors do not
+ * count: their sender retains them, so they are already in the survivors' holdings. Pure:
+ * `stats` by holder, `views` by volume.
+ */
+export function unaccounted(survivors: readonly string[], volumes: readonly string[], stats: Readonly<Record<string, HolderStats | undefined>>, views: Readonly<Record<string, ControllerView | undefined>>): string[] {
+  const out: string[] = [];
+  const missing = survivors.filter((h) => stats[h] === undefined);
+  for (const h of missing) out.push(`${h}: no stats`);
+  if (missing.length > 0) return out;
+  for (const v of volumes) {
+    let held = RangeSet.EMPTY;
+    let proven = RangeSet.EMPTY;
+    for (const h of survivors) {
+      held = held.union(RangeSet.fromJSON(stats[h]!.volumes[v]?.retained ?? []));
+      proven = proven.union(RangeSet.fromJSON(views[v]?.receipted[h] ?? []));
+    }
+    if (!proven.coversAll(held)) out.push(`${v}: survivors hold ${held.toString()}, their receipts show ${proven.toString()}`);
+  }
+  return out;
+}
+
+/** The survivors' holdings of each volume together (what a recovery from them can use). */
+export function survivorsHold(survivors: readonly string[], volumes: readonly string[], stats: Readonly<Record<string, HolderStats | undefined>>): Record<string, [number, number][]> {
+  return Object.fromEntries(volumes.map((v) => [v, survivors.reduce((acc, h) => acc.union(RangeSet.fromJSON(stats[h]?.volumes[v]?.retained ?? [])), RangeSet.EMPTY).toJSON()]));
+}
+
+/**
+ * Waits (up to `timeoutMs`) until `unaccounted` is empty on two checks in a row with the same
+ * holdings together, and returns each survivor's retained ranges per volume (as of the last
+ * check). Throws SettleTimeoutError.
+ */
+export async function settledSurvivors(net: RunningNetwork, survivors: readonly string[], volumes: readonly string[], timeoutMs: number): Promise<Record<string, Record<string, [number, number][]>>> {
+  const deadline = Date.now() + timeoutMs;
+  let previous: string | undefined;
+  let why: string[] = [];
+  for (;;) {
+    const stats: Record<string, HolderStats | undefined> = {};
+    await Promise.all(survivors.map(async (h) => (stats[h] = await net.actors.get(h)?.call<HolderStats>("stats", {}, 5000).catch(() => undefined))));
+    const views: Record<string, ControllerView | undefined> = {};
+    for (const v of volumes) views[v] = await net.actors.get(net.deployment.controller.id)?.call<ControllerView>("status", { volume: v }, 5000).catch(() => undefined);
+    why = unaccounted(survivors, volumes, stats, views);
+    const ranges = Object.fromEntries(volumes.map((v) => [v, Object.fromEntries(survivors.map((h) => [h, stats[h]?.volumes[v]?.retained ?? []]))]));
+    const key = JSON.stringify(survivorsHold(survivors, volumes, stats));
+    if (why.length === 0 && key === previous) return ranges;
+    previous = why.length === 0 ? key : undefined;
+    if (Date.now() > deadline) throw new SettleTimeoutError({ why });
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
