@@ -25,7 +25,8 @@ export function strikeZoomSvg(run: RunResult, o: VolumeOutcome): string {
   const held = run.survivorRanges[o.volume] ?? {};
   const rows: { label: string; cls: string; has: (s: number) => boolean }[] = [
     { label: "acknowledged", cls: "acked-cell", has: (s) => s <= o.acknowledged },
-    ...Object.entries(held).map(([h, r]) => ({ label: `${h} holds (settled)`, cls: "held", has: (s: number) => RangeSet.fromJSON(r).has(s) })),
+    // Survivors that hold nothing of this volume (not on its custody path) get no row.
+    ...Object.entries(held).filter(([, r]) => r.length > 0).map(([h, r]) => ({ label: `${h} holds (settled)`, cls: "held", has: (s: number) => RangeSet.fromJSON(r).has(s) })),
     { label: "predicted from receipts", cls: "kept", has: (s) => s <= (o.predictedCut ?? 0) },
     { label: "recovered", cls: "kept", has: (s) => s <= o.recoveredCut },
   ];
