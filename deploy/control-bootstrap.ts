@@ -1,8 +1,6 @@
 import { systemClock } from "../core/clock.ts";
 import { commitControlEventRetrying } from "../custody/control-commit.ts";
-import { ControlLogFollower } from "../custody/control-log-follower.ts";
-import type { ControlLogStore } from "../custody/control-log.ts";
-import { publicKeyFromRaw } from "../custody/signing.ts";
+import { ControlLogFollower, publicKeyFromRaw, type ControlLogStore } from "../custody/index.ts";
 import type { BootstrapPlan } from "./deployment-plan.ts";
 import { DeploymentError } from "./deployment-schema.ts";
 

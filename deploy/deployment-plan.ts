@@ -1,7 +1,6 @@
 import { join } from "node:path";
-import type { ControllerConfig } from "../actors/controller/controller-config.ts";
-import type { Scenario } from "../policies/scenario.ts";
-import type { Site } from "../policies/topology.ts";
+import type { ControllerConfig } from "../actors/index.ts";
+import type { Scenario, Site } from "../policies/index.ts";
 import type { NatsRoleConfig } from "../runtime/role-config.ts";
 import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
 import { natsServerConfig, regionUrl } from "./nats-server-config.ts";

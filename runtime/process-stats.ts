@@ -32,7 +32,7 @@ export interface ServedProcessStats extends TransportSubscription {
  * Answers `custody.v1.ps.<role>` (and the `*` form a caller uses to reach every role) with this
  * process's stats as JSON — what the soak run samples — and, on a NATS transport, registers the
  * process as the NATS service `custody-<role>` whose STATS replies carry the same stats: what
- * `custody ps` and `nats micro` list (see service-registration.ts).
+ * `custody ps` lists (see service-registration.ts).
  */
 export function serveProcessStats(transport: Transport & { readonly connection?: NatsConnection }, role: string, stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes" | "eventLoopP99Ms">): ServedProcessStats {
   const started = Date.now();

@@ -3,7 +3,7 @@ import type { NatsConnection } from "../transport/nats-connection.ts";
 
 /**
  * Every `custody run` process is a NATS service (the `$SRV.PING|INFO|STATS` conventions of
- * `@nats-io/services`), so `custody ps` and the standard `nats micro ls|info|stats` list the live
+ * `@nats-io/services`, the requests `nats micro ls|info|stats` send), so `custody ps` lists the live
  * roles. The service is `custody-<role>`; its metadata says role, id, incarnation and pid; its one
  * endpoint `stats` (subject `custody.v1.svc.<role>.<id>`) answers with the process's stats, which
  * are also the endpoint's `data` in a STATS reply.

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { applyBootstrap, BOOTSTRAP_FILE, DeploymentError, parseBootstrap, parseDeployment, planDeployment, ROLES_INDEX, type KeySource } from "../../deploy/index.ts";
-import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { generateHolderKeyPair } from "../../custody/index.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";

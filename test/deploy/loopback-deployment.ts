@@ -4,14 +4,15 @@ import { freePort } from "../../testing/nats-server.ts";
 /**
  * A two-region deployment on loopback for tests: east (writer, a RAM holder, the controller) and
  * west (a disk holder with a base builder beside it). Both holders are first hops of the writer.
- * Every port is a free loopback port; JetStream lives under `dir`.
+ * Every port is a free loopback port; JetStream lives under `dir`. `extraRegions` adds NATS regions
+ * with no role in them.
  */
-export async function loopbackDeployment(dir: string, o: { metrics?: boolean; workloadIntervalMs?: number; coverageGraceMs?: number } = {}): Promise<Record<string, unknown>> {
+export async function loopbackDeployment(dir: string, o: { metrics?: boolean; workloadIntervalMs?: number; coverageGraceMs?: number; extraRegions?: readonly string[] } = {}): Promise<Record<string, unknown>> {
   const region = async (name: string) => ({ host: "127.0.0.1", port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort(), jetstreamDir: join(dir, "js", name) });
   const metrics = async () => (o.metrics ? { metrics: { port: await freePort() } } : {});
   return {
     controlRegion: "ctl",
-    regions: { east: await region("east"), west: await region("west") },
+    regions: Object.fromEntries(await Promise.all(["east", "west", ...(o.extraRegions ?? [])].map(async (r) => [r, await region(r)] as const))),
     sites: {
       "s-w": { region: "east", az: "east-az1", host: "w-host" },
       "s-e1": { region: "east", az: "east-az2", host: "e1-host" },

@@ -1,0 +1,41 @@
+/**
+ * The nats-server configs `custody init` writes: with three regions, each server starts from its
+ * file, runs JetStream, and is joined to both other regions by gateways in both directions; a
+ * message published in one region reaches a subscriber in each other region.
+ */
+import test from "ava";
+import { connectNats, closeNats } from "../../transport/nats-connection.ts";
+import { pidAlive } from "./deployed-process.ts";
+import { initAndStartNats } from "./start-deployment.ts";
+
+test("three regions: every nats-server custody init configured starts with JetStream, gateways join each region to the other two, and a message crosses them", async (t) => {
+  const pids: number[] = [];
+  const { index, servers } = await initAndStartNats((p) => pids.push(p.pid), { extraRegions: ["eu"] });
+  t.teardown(async () => {
+    for (const s of servers) if (s.running) await s.signal("SIGKILL", 10_000);
+  });
+  t.deepEqual(index.natsServers.map((s) => s.region), ["east", "west", "eu"]);
+  const conns = await Promise.all(index.natsServers.map((s) => connectNats({ servers: s.url, name: `gw-${s.region}` })));
+  try {
+    const got = conns.slice(1).map((nc) => {
+      const sub = nc.subscribe("custody.test.gateway", { max: 1 });
+      return (async () => {
+        for await (const m of sub) return m.string();
+        return undefined;
+      })();
+    });
+    await Promise.all(conns.slice(1).map((nc) => nc.flush()));
+    // Gateways learn a remote interest lazily: publish until every other region has seen it.
+    let done = false;
+    const all = Promise.all(got).then((v) => ((done = true), v));
+    while (!done) {
+      conns[0]!.publish("custody.test.gateway", "from east");
+      await Promise.race([all, new Promise((r) => setTimeout(r, 200))]);
+    }
+    t.deepEqual(await all, ["from east", "from east"]);
+  } finally {
+    await Promise.all(conns.map((nc) => closeNats(nc)));
+  }
+  for (const s of servers) t.true((await s.signal("SIGTERM", 60_000)).inTime, s.log);
+  t.deepEqual(pids.filter(pidAlive), []);
+});
