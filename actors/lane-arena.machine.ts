@@ -4,13 +4,13 @@ import type { ArenaConfig } from "../arena/arena-config.ts";
 import { SegmentStateError } from "../arena/errors.ts";
 import { decodeSegment } from "../arena/segment-codec.ts";
 import type { PinReason } from "../arena/pin-reason.ts";
-import { Spiller, type SpillOutcome } from "../arena/spiller.ts";
 import { systemClock, type Clock } from "../core/clock.ts";
 import { CustodyError } from "../core/custody-error.ts";
 import type { FileLayer } from "../core/file-layer.ts";
 import { LaneLog, UnitVerdict } from "../lanes/lane-log.ts";
 import { RangeSet } from "../lanes/range-set.ts";
 import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/transport-unit.ts";
+import { LaneArenaSpill, type SpillOutcome } from "./lane-arena-spill.ts";
 
 /** How a LaneArena actor is built. Pass an `arena`, or a `config` (and `clock`) to make one. */
 export interface LaneArenaInput {
@@ -37,7 +37,7 @@ export interface LaneSummary {
 /** Snapshot context: the report is bytes by residency, pins by reason, outstanding credits. */
 export interface LaneArenaContext {
   readonly arena: Arena;
-  readonly spiller: Spiller | undefined;
+  readonly spiller: LaneArenaSpill | undefined;
   readonly acquire: ((bytes: number) => Promise<boolean>) | undefined;
   readonly flushDeadlineMs: number;
   readonly logs: Map<string, LaneLog>;
@@ -119,7 +119,7 @@ const base = setup({
   },
   actors: {
     /** Writes a batch to the spill stream and flushes it against the deadline. */
-    flushSpill: fromPromise<SpillOutcome, { spiller: Spiller; segmentIds: number[]; deadlineMs: number }>(({ input }) =>
+    flushSpill: fromPromise<SpillOutcome, { spiller: LaneArenaSpill; segmentIds: number[]; deadlineMs: number }>(({ input }) =>
       input.spiller.spill(input.segmentIds, input.deadlineMs),
     ),
     /** Asks the capacity source for the next increment. */
@@ -336,7 +336,7 @@ export const laneArenaMachine = withActions.createMachine({
     const arena = input.arena ?? new Arena(input.config ?? {}, clock);
     return {
       arena,
-      spiller: input.spill ? new Spiller(arena, input.spill.files, input.spill.path, clock) : undefined,
+      spiller: input.spill ? new LaneArenaSpill(arena, input.spill.files, input.spill.path, clock) : undefined,
       acquire: input.acquireIncrement,
       flushDeadlineMs: input.flushDeadlineMs ?? 200,
       logs: new Map<string, LaneLog>(),

@@ -19,4 +19,3 @@ export { Residency, type SegmentResidency } from "../core/residency.ts";
 export { Segment, SegmentState, unitRecordBytes } from "./segment.ts";
 export { encodeSegment, decodeSegment, type DecodedSegment, SEGMENT_FORMAT_VERSION } from "./segment-codec.ts";
 export { SpillStream, SpillRecordError, type SpillEvidence, type SpillRecordInfo, type FlushResult } from "./spill-stream.ts";
-export { Spiller, type SpillOutcome } from "./spiller.ts";

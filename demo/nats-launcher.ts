@@ -1,15 +1,15 @@
 /**
  * Starts the demo's NATS supercluster: one `nats-server` per region, JetStream on, regions joined
- * by gateways, everything on 127.0.0.1, config and store under the run folder. Same layout as the
- * test harness (`test/helpers/nats-server.ts`), but owned by the demo's process registry so the
- * demo can SIGKILL a region and stop everything on Ctrl-C.
+ * by gateways, everything on 127.0.0.1, config and store under the run folder. Same layout, ports
+ * and readiness check as the test kit (`testing/nats-server.ts`), but the processes are owned by
+ * the demo's process registry so the demo can SIGKILL a region and stop everything on Ctrl-C.
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { CustodyError } from "../core/custody-error.ts";
 import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/nats-region-config.ts";
+import { freePort, natsServerBin, regionReady } from "../testing/nats-server.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 
 const READY_TIMEOUT_MS = 20_000;
@@ -29,11 +29,6 @@ export interface RegionEndpoint {
   readonly processName: string;
 }
 
-/** The binary to run: `NATS_SERVER_BIN` or `nats-server` on PATH. */
-export function natsServerBin(): string {
-  return process.env["NATS_SERVER_BIN"] ?? "nats-server";
-}
-
 /** The installed nats-server version line; throws NatsLaunchError saying how to install it when missing. */
 export function checkNatsServer(): string {
   try {
@@ -45,40 +40,6 @@ export function checkNatsServer(): string {
   }
 }
 
-/** A free loopback port chosen by the OS. */
-export async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, LOOPBACK, () => {
-      const a = srv.address();
-      const port = typeof a === "object" && a !== null ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function monitor(httpPort: number, path: string): Promise<Record<string, unknown> | undefined> {
-  try {
-    const res = await fetch(`http://${LOOPBACK}:${httpPort}${path}`, { signal: AbortSignal.timeout(1000) });
-    if (res.status !== 200) return undefined;
-    return (await res.json()) as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
-}
-
-async function regionReady(p: RegionPorts, others: string[]): Promise<boolean> {
-  if ((await monitor(p.httpPort, "/healthz")) === undefined) return false;
-  const gw = await monitor(p.httpPort, "/gatewayz");
-  const out = (gw?.["outbound_gateways"] ?? {}) as Record<string, unknown>;
-  const inb = (gw?.["inbound_gateways"] ?? {}) as Record<string, unknown>;
-  if (!others.every((o) => o in out && o in inb)) return false;
-  const jsz = await monitor(p.httpPort, "/jsz");
-  const leader = (jsz?.["meta_cluster"] as { leader?: string } | undefined)?.leader;
-  return typeof leader === "string" && leader.length > 0;
-}
-
 /**
  * Starts one server per region under `runDir/nats/<region>/` and resolves once every region is
  * healthy, gateways are connected both ways and JetStream has a meta leader. Throws
@@ -87,17 +48,7 @@ async function regionReady(p: RegionPorts, others: string[]): Promise<boolean> {
 export async function startRegions(registry: ProcessRegistry, runDir: string, regions: readonly string[]): Promise<Record<string, RegionEndpoint>> {
   checkNatsServer();
   const ports: RegionPorts[] = [];
-  const taken = new Set<number>();
-  const pick = async () => {
-    for (;;) {
-      const p = await freeLoopbackPort();
-      if (!taken.has(p)) {
-        taken.add(p);
-        return p;
-      }
-    }
-  };
-  for (const name of regions) ports.push({ name, port: await pick(), httpPort: await pick(), clusterPort: await pick(), gatewayPort: await pick() });
+  for (const name of regions) ports.push({ name, port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() });
   const out: Record<string, RegionEndpoint> = {};
   for (const p of ports) {
     const dir = join(runDir, "nats", p.name);
@@ -113,7 +64,7 @@ export async function startRegions(registry: ProcessRegistry, runDir: string, re
     const others = regions.filter((r) => r !== p.name);
     for (;;) {
       if (!registry.get(`nats-${p.name}`)!.alive()) throw new NatsLaunchError(`nats-server for ${p.name} exited; see ${join(runDir, "nats", p.name, "server.log")}`, { region: p.name });
-      if (await regionReady(p, others)) break;
+      if (await regionReady(p.httpPort, others)) break;
       if (Date.now() > deadline) throw new NatsLaunchError(`region ${p.name} not ready within ${READY_TIMEOUT_MS} ms`, { region: p.name });
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -16,7 +16,10 @@ import { join } from "node:path";
 import { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "../transport/nats-region-config.ts";
 import { reapOnExit } from "./child-reaper.ts";
 
-const NATS_SERVER_BIN = process.env["NATS_SERVER_BIN"] ?? "nats-server";
+/** The binary to run: `NATS_SERVER_BIN` or `nats-server` on PATH. */
+export function natsServerBin(): string {
+  return process.env["NATS_SERVER_BIN"] ?? "nats-server";
+}
 const READY_TIMEOUT_MS = 20_000;
 const STOP_GRACE_MS = 5_000;
 const LOG_TAIL_CHARS = 4_000;
@@ -90,7 +93,7 @@ interface RunningProcess {
 }
 
 function spawnServer(configPath: string): RunningProcess {
-  const child = spawn(NATS_SERVER_BIN, ["-c", configPath], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(natsServerBin(), ["-c", configPath], { stdio: ["ignore", "pipe", "pipe"] });
   reapOnExit(child);
   liveChildren.add(child);
   let tail = "";
@@ -306,6 +309,14 @@ async function metaLeaderKnown(httpPort: number): Promise<boolean> {
 }
 
 /**
+ * True once the region server monitored on `httpPort` is healthy, has gateway connections both
+ * ways to every region in `others` and, with JetStream, a meta leader (streams can be created).
+ */
+export async function regionReady(httpPort: number, others: readonly string[], jetstream = true): Promise<boolean> {
+  return (await healthy(httpPort)) && (await gatewaysConnected(httpPort, others)) && (!jetstream || (await metaLeaderKnown(httpPort)));
+}
+
+/**
  * Starts one single-server cluster per region (JetStream on), all joined by gateways on loopback.
  * Resolves only when every region is healthy and every gateway (both directions) is connected.
  * On failure, stops whatever it started and throws with the server logs.
@@ -372,14 +383,7 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
         ports.map((r, i) => {
           const proc = procs[i]!;
           const others = names.filter((n) => n !== r.name);
-          return waitReady(
-            proc,
-            `region ${r.name}`,
-            async () =>
-              (await healthy(r.httpPort)) &&
-              (await gatewaysConnected(r.httpPort, others)) &&
-              (!jetstream || (await metaLeaderKnown(r.httpPort))),
-          );
+          return waitReady(proc, `region ${r.name}`, () => regionReady(r.httpPort, others, jetstream));
         }),
       );
     } catch (err) {

@@ -1,11 +1,12 @@
+import type { Arena } from "../arena/arena.ts";
+import { SegmentStateError } from "../arena/errors.ts";
+import { decodeSegment } from "../arena/segment-codec.ts";
+import { SpillSet } from "../arena/spill-set.ts";
+import type { SpillRecordInfo } from "../arena/spill-stream.ts";
 import type { Clock } from "../core/clock.ts";
 import type { FileLayer } from "../core/file-layer.ts";
-import type { TransportUnit } from "../lanes/transport-unit.ts";
-import type { Arena } from "./arena.ts";
-import { SegmentStateError } from "./errors.ts";
 import { Residency } from "../core/residency.ts";
-import { decodeSegment } from "./segment-codec.ts";
-import { SpillStream, type SpillRecordInfo } from "./spill-stream.ts";
+import type { TransportUnit } from "../lanes/transport-unit.ts";
 
 /** Outcome of one spill round. */
 export type SpillOutcome =
@@ -13,13 +14,14 @@ export type SpillOutcome =
   | { readonly kind: "deadline_missed"; readonly deadlineMs: number; readonly segmentIds: number[] };
 
 /**
- * Moves sealed segments of one arena from RAM to the shared spill stream. The stream file is
- * opened lazily on the first spill, so an arena that never spills never touches the disk.
- * A segment's RAM slot is recycled only after a flush produced its persistence evidence; a missed
- * flush deadline leaves custody in RAM, and a later successful flush still credits those records.
+ * The lane-arena actor's spill (its `flushSpill` actor): sealed RAM segments of its arena go to a
+ * spill set — the same rotating files a holder spills to — opened on the first spill, so an arena
+ * that never spills never touches the disk. A segment's RAM slot is recycled only after a flush
+ * produced its persistence evidence; a missed flush deadline leaves custody in RAM, and a later
+ * successful flush still credits those records.
  */
-export class Spiller {
-  private stream: SpillStream | undefined;
+export class LaneArenaSpill {
+  private set: SpillSet | undefined;
   private readonly written = new Map<SpillRecordInfo, number>();
 
   constructor(
@@ -29,9 +31,9 @@ export class Spiller {
     private readonly clock: Clock,
   ) {}
 
-  private async open(): Promise<SpillStream> {
-    this.stream ??= (await SpillStream.open(this.files, this.path, this.clock)).stream;
-    return this.stream;
+  private async open(): Promise<SpillSet> {
+    this.set ??= (await SpillSet.open(this.files, this.path, this.clock)).set;
+    return this.set;
   }
 
   /**
@@ -40,7 +42,7 @@ export class Spiller {
    * segments move to disk residency. Ids that are not sealed RAM segments are skipped.
    */
   async spill(segmentIds: readonly number[], deadlineMs: number): Promise<SpillOutcome> {
-    const stream = await this.open();
+    const set = await this.open();
     const writes: Promise<unknown>[] = [];
     for (const id of segmentIds) {
       let seg;
@@ -51,10 +53,10 @@ export class Spiller {
       }
       if (seg.residency !== Residency.ram || seg.state !== "sealed" || !seg.span) continue;
       const body = this.arena.exportSegment(id);
-      writes.push(stream.append(seg.volume, seg.lane, seg.span.first, seg.span.last, body).then((info) => this.written.set(info, id)));
+      writes.push(set.append(seg.volume, seg.lane, seg.span.first, seg.span.last, body).then((info) => this.written.set(info, id)));
     }
     await Promise.all(writes);
-    const result = await stream.flush(deadlineMs);
+    const result = await set.flush(deadlineMs);
     if (result.kind === "deadline_missed") {
       return { kind: "deadline_missed", deadlineMs, segmentIds: [...this.written.values()] };
     }
@@ -76,13 +78,13 @@ export class Spiller {
   async exportSpilled(segmentId: number): Promise<Uint8Array> {
     const seg = this.arena.describe(segmentId);
     if (seg.residency !== Residency.disk || !seg.evidence) throw new SegmentStateError("segment is not on disk", { segmentId });
-    const stream = await this.open();
-    return (await stream.read(seg.evidence.offset, seg.evidence.length)).body;
+    const set = await this.open();
+    return (await set.read(seg.evidence)).body;
   }
 
-  /** Closes the spill file if it was opened. */
+  /** Closes the spill files if they were opened. */
   async close(): Promise<void> {
-    await this.stream?.close();
-    this.stream = undefined;
+    await this.set?.close();
+    this.set = undefined;
   }
 }
