@@ -5,6 +5,10 @@ import { DeploymentError } from "./deployment-schema.ts";
 /** The `bootstrap.json` `custody init` writes, read back strictly by `custody bootstrap`. */
 const bootstrapSchema = z.strictObject({
   controlRegion: z.string().min(1),
+  /** Defaults: operator "operator", no controllers (an unsigned log). */
+  operatorId: z.string().min(1).default("operator"),
+  operatorPublicKey: z.string().regex(/^[0-9a-f]{64}$/i).optional(),
+  controllers: z.array(z.strictObject({ id: z.string().min(1), publicKey: z.string().regex(/^[0-9a-f]{64}$/i) })).default([]),
   holders: z.array(z.strictObject({ id: z.string().min(1), incarnation: z.literal(1), publicKey: z.string().regex(/^[0-9a-f]{64}$/i), failureDomain: z.string().min(1) })),
   obligations: z.array(z.strictObject({ volume: z.string().min(1), lane: z.string().min(1), holders: z.array(z.string().min(1)).min(1) })),
 });

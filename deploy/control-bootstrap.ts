@@ -1,11 +1,14 @@
 import { systemClock } from "../core/clock.ts";
 import { commitControlEventRetrying } from "../custody/control-commit.ts";
-import { ControlLogFollower, publicKeyFromRaw, type ControlLogStore } from "../custody/index.ts";
+import { createPublicKey } from "node:crypto";
+import { ControlLogFollower, publicKeyFromRaw, type ControlLogStore, type ControlSigner, type ControlTrust } from "../custody/index.ts";
 import type { BootstrapPlan } from "./deployment-plan.ts";
 import { DeploymentError } from "./deployment-schema.ts";
 
 /** What a bootstrap committed and what it found already there. */
 export interface BootstrapResult {
+  /** Controllers whose signing keys were admitted now (a signed log). */
+  readonly controllers: readonly string[];
   readonly admitted: readonly string[];
   readonly obligations: readonly string[];
   /** Holders already admitted and obligations already created (a bootstrap run again). */
@@ -13,16 +16,30 @@ export interface BootstrapResult {
 }
 
 /**
- * The operator's bootstrap of a control log: admits each holder's first incarnation with its key
- * and failure domain, and creates each lane's obligation over the holders that serve it. What the
- * log already has is left alone, so running it twice changes nothing.
+ * The operator's bootstrap of a control log: admits the controllers' signing keys, each holder's
+ * first incarnation with its key and failure domain, and creates each lane's obligation over the
+ * holders that serve it. With `signer` (the operator's key) every event is signed and the log is
+ * read as a signed log; without it, unsigned. What the log already has is left alone, so running
+ * it twice changes nothing.
  */
-export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan): Promise<BootstrapResult> {
-  const follower = new ControlLogFollower(store);
-  const op = { controller: "operator", clock: systemClock };
+export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan, signer?: ControlSigner): Promise<BootstrapResult> {
+  const trust: ControlTrust | undefined = signer === undefined ? undefined : { operators: { [signer.id]: createPublicKey(signer.privateKey) } };
+  const follower = new ControlLogFollower(store, undefined, trust);
+  const op = { controller: signer?.id ?? plan.operatorId, clock: systemClock, ...(signer ? { signer } : {}) };
   const admitted: string[] = [];
+  const controllers: string[] = [];
   const obligations: string[] = [];
   const skipped: string[] = [];
+  if (signer !== undefined) {
+    for (const c of plan.controllers) {
+      const publicKey = new Uint8Array(Buffer.from(c.publicKey, "hex"));
+      publicKeyFromRaw(publicKey);
+      const have = (await follower.refresh()).controllers?.[c.id];
+      if (have !== undefined && Buffer.from(have.publicKey).equals(publicKey)) continue;
+      await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_controller", controllerId: c.id, publicKey }));
+      controllers.push(c.id);
+    }
+  }
   for (const h of plan.holders) {
     if (!/^[0-9a-f]{64}$/i.test(h.publicKey)) throw new DeploymentError(`bootstrap: holder ${h.id}: publicKey is not 64 hex digits`, { path: `holders.${h.id}.publicKey` });
     const publicKey = new Uint8Array(Buffer.from(h.publicKey, "hex"));
@@ -43,5 +60,5 @@ export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan
     await commitControlEventRetrying(store, follower, op, () => ({ type: "create_obligation", obligationId, volume: o.volume, lane: o.lane, representation: "raw", holders: [...o.holders], fromSeq: 1 }));
     obligations.push(obligationId);
   }
-  return { admitted, obligations, skipped };
+  return { controllers, admitted, obligations, skipped };
 }

@@ -39,9 +39,15 @@ export interface PlannedRole {
   readonly dir: string;
 }
 
-/** What `custody bootstrap` commits to a fresh control log: first incarnations and obligations. */
+/** What `custody bootstrap` commits to a fresh control log: the controllers' keys, first incarnations and obligations. */
 export interface BootstrapPlan {
   readonly controlRegion: string;
+  /** The operator whose key signs the bootstrap and whom every role's `controlTrust` trusts. */
+  readonly operatorId: string;
+  /** The operator's raw public key (64 hex digits) when the log is signed: bootstrap then needs the matching private key. */
+  readonly operatorPublicKey?: string;
+  /** Controllers whose signing keys the operator admits first (`admit_controller`): raw public keys, 64 hex digits. */
+  readonly controllers: readonly { readonly id: string; readonly publicKey: string }[];
   readonly holders: readonly { readonly id: string; readonly incarnation: 1; readonly publicKey: string; readonly failureDomain: string }[];
   readonly obligations: readonly { readonly volume: string; readonly lane: string; readonly holders: readonly string[] }[];
 }
@@ -58,6 +64,8 @@ export interface DeploymentPlan {
 export const ROLES_INDEX = "roles.json";
 /** The bootstrap file `custody init` writes (`bootstrap.json`). */
 export const BOOTSTRAP_FILE = "bootstrap.json";
+/** The operator of a deployment `custody init` writes: its key signs the control log's bootstrap and holds. */
+export const OPERATOR_ID = "operator";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
@@ -89,16 +97,34 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
   const roles: PlannedRole[] = [];
   const siteOf = (id: string): Site => ({ id, region: d.sites[id]!.region, az: d.sites[id]!.az, host: d.sites[id]!.host, deps: [...(d.sites[id]!.deps ?? [])] });
   // One instance's files go to roles/<instance>/ in the output and to <configDir>/<instance>/ on its machine.
+  // Every role reads a signed control log: the operator's public key goes beside each config, and
+  // each controller signs with its own key (admitted by the operator at bootstrap).
+  const trustFor = (name: string, signing: boolean) => ({
+    operators: [{ id: OPERATOR_ID, publicKeyFile: join(configDir, name, "operator.pub") }],
+    ...(signing ? { signingKeyFile: join(configDir, name, "signing.key") } : {}),
+  });
   const instance = (name: string, role: PlannedRole["role"], region: string, config: Record<string, unknown>, extra: { file: string; contents: Uint8Array }[]) => {
     for (const f of extra) files.push({ path: join(outDir, "roles", name, f.file), contents: f.contents, mode: 0o600 });
-    files.push({ path: join(outDir, "roles", name, "config.json"), contents: json(config), mode: 0o644 });
+    files.push({ path: join(outDir, "roles", name, "operator.pub"), contents: `${hex(operatorKey().publicRaw)}\n`, mode: 0o644 });
+    const signing = role === "controller";
+    if (signing) files.push({ path: join(outDir, "roles", name, "signing.key"), contents: controllerKey(name).pkcs8, mode: 0o600 });
+    files.push({ path: join(outDir, "roles", name, "config.json"), contents: json({ ...config, controlTrust: trustFor(name, signing) }), mode: 0o644 });
     roles.push({ instance: name, role, region, config: join(configDir, name, "config.json"), dir: join(outDir, "roles", name) });
   };
 
+  // Drawn after every holder's key, so holders' keys do not depend on how many controllers there are.
+  let operator: { pkcs8: Uint8Array; publicRaw: Uint8Array } | undefined;
+  const operatorKey = () => (operator ??= keys.holderKey());
+  const controllerKeys = new Map<string, { pkcs8: Uint8Array; publicRaw: Uint8Array }>();
+  const controllerKey = (name: string) => {
+    if (!controllerKeys.has(name)) controllerKeys.set(name, keys.holderKey());
+    return controllerKeys.get(name)!;
+  };
   const publicKeys = new Map<string, Uint8Array>();
+  const holderKeys = new Map(d.holders.map((h) => [h.id, keys.holderKey()]));
   for (const h of d.holders) {
     const name = `holder-${h.id}`;
-    const key = keys.holderKey();
+    const key = holderKeys.get(h.id)!;
     publicKeys.set(h.id, key.publicRaw);
     const config = holderRoleConfig({
       id: h.id,
@@ -168,6 +194,9 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
 
   const bootstrap: BootstrapPlan = {
     controlRegion: d.controlRegion,
+    operatorId: OPERATOR_ID,
+    operatorPublicKey: hex(operatorKey().publicRaw),
+    controllers: d.controllers.map((c) => ({ id: c.id, publicKey: hex(controllerKey(`controller-${c.id}`).publicRaw) })),
     holders: d.holders.map((h) => {
       const s = d.sites[h.site]!;
       return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: `${s.region}/${s.az}/${s.host}` };
@@ -177,6 +206,9 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
     ),
   };
   files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
+  // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).
+  files.push({ path: join(outDir, "operator", "operator.key"), contents: operatorKey().pkcs8, mode: 0o600 });
+  files.push({ path: join(outDir, "operator", "operator.pub"), contents: `${hex(operatorKey().publicRaw)}\n`, mode: 0o644 });
   files.push({ path: join(outDir, ROLES_INDEX), contents: json({ roles, natsServers }), mode: 0o644 });
   return { files, roles, natsServers, bootstrap };
 }

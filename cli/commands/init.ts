@@ -1,11 +1,12 @@
-import { randomBytes } from "node:crypto";
+import { createPublicKey, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { applyBootstrap, BOOTSTRAP_FILE, DeploymentError, parseBootstrap, parseDeployment, planDeployment, ROLES_INDEX, type KeySource } from "../../deploy/index.ts";
-import { generateHolderKeyPair } from "../../custody/index.ts";
+import { generateHolderKeyPair, rawPublicKey } from "../../custody/index.ts";
+import { operatorAccess } from "../operator-signing.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { readJsonFile } from "./policy.ts";
 
@@ -24,8 +25,9 @@ const randomKeys: KeySource = {
  * `bootstrap.json` and `roles.json`. Refuses an output that already holds a deployment: new keys
  * would not match the ones already admitted.
  *
- * `custody bootstrap <bootstrap.json> --server URL`: commits the first incarnations and the
- * obligations to the control log; what is already there is skipped.
+ * `custody bootstrap <bootstrap.json> --server URL`: creates the region's control stream when it is
+ * not there yet (as `custody log init` does), then commits, signed with the operator's key, the
+ * controllers' keys, the first incarnations and the obligations; what is already there is skipped.
  */
 export function register(program: Command): void {
   program
@@ -59,15 +61,23 @@ export function register(program: Command): void {
     .argument("<bootstrap.json>", "written by custody init")
     .requiredOption("--server <url>", "NATS server URL")
     .option("--json", "one JSON object on one line")
+    .option("--operator-key <file>", "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and admits the controllers' keys")
     .action(
-      action(async (file: string, o: OutputOptions & { server: string }) => {
+      action(async (file: string, o: OutputOptions & { server: string; operatorKey?: string }) => {
         const plan = parseBootstrap(readJsonFile(file));
+        // A signed deployment's bootstrap needs the operator's key: by default the one init wrote beside bootstrap.json.
+        const keyFile = o.operatorKey ?? (plan.operatorPublicKey !== undefined ? join(dirname(resolve(file)), "operator", "operator.key") : undefined);
+        const { who } = operatorAccess({ operatorId: plan.operatorId, ...(keyFile !== undefined ? { operatorKey: keyFile } : {}) });
+        if (plan.operatorPublicKey !== undefined && (who.signer === undefined || Buffer.from(rawPublicKey(createPublicKey(who.signer.privateKey))).toString("hex") !== plan.operatorPublicKey.toLowerCase())) {
+          throw new DeploymentError(`${file} belongs to a signed deployment: --operator-key must be the key of operator ${plan.operatorId} (custody init wrote operator/operator.key)`, { path: "operatorKey" });
+        }
         const nc = await connectNats({ servers: o.server, name: "custody-bootstrap", maxReconnectAttempts: 0 });
         try {
-          const store = await openJetStreamControlLog(nc, { region: plan.controlRegion });
+          // The operator's explicit bootstrap: it creates the region's control stream if it is not there yet.
+          const { log: store } = await initJetStreamControlLog(nc, { region: plan.controlRegion });
           try {
-            const r = await applyBootstrap(store, plan);
-            printResult(o, r, [...r.admitted.map((h) => ({ committed: `admit_holder ${h}` })), ...r.obligations.map((x) => ({ committed: `create_obligation ${x}` })), ...r.skipped.map((x) => ({ committed: `(already there) ${x}` }))]);
+            const r = await applyBootstrap(store, plan, who.signer);
+            printResult(o, r, [...r.controllers.map((c) => ({ committed: `admit_controller ${c}` })), ...r.admitted.map((h) => ({ committed: `admit_holder ${h}` })), ...r.obligations.map((x) => ({ committed: `create_obligation ${x}` })), ...r.skipped.map((x) => ({ committed: `(already there) ${x}` }))]);
           } finally {
             await store.close();
           }

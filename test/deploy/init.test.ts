@@ -44,7 +44,7 @@ test("custody init writes a config per role instance that its role accepts, keys
     for (const k of keyFiles) t.is(statSync(join(r.dir, k)).mode & 0o777, 0o600, `${r.instance}/${k}`);
     if (r.role === "holder") t.deepEqual(keyFiles, ["holder.key"], "a holder never gets the volume's data key");
     if (r.role === "writer" || r.role === "base-builder") t.deepEqual(keyFiles, ["data.key"]);
-    if (r.role === "controller") t.deepEqual(keyFiles, []);
+    if (r.role === "controller") t.deepEqual(keyFiles, ["signing.key"], "a controller gets only the key it signs control-log events with");
   }
   const writerKey = readFileSync(join(out, "roles", "writer-w1", "data.key"));
   t.is(writerKey.length, 32);
