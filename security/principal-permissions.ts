@@ -107,7 +107,6 @@ export function controlLogReadSubjects(region: string): string[] {
   return [
     `${JS_API}.INFO`,
     `${JS_API}.STREAM.INFO.${stream}`,
-    `${JS_API}.CONSUMER.CREATE.${stream}`,
     `${JS_API}.CONSUMER.CREATE.${stream}.>`,
     `${JS_API}.CONSUMER.MSG.NEXT.${stream}.*`,
     `${JS_API}.CONSUMER.INFO.${stream}.*`,
