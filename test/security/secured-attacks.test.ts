@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { makeReceipt } from "../../custody/receipt.ts";
@@ -143,4 +143,17 @@ test.serial("a principal cannot answer into another principal's inbox nor listen
   h3.transport.subscribe(unitSubject("h1", VOL, LANE), () => undefined);
   await refused(d, "h3", unitSubject("h1", VOL, LANE), "subscription");
   t.pass();
+});
+
+test.serial("a reader's push consumer cannot turn control-log entries into release frontiers: the target counts them as malformed and releases nothing", async (t) => {
+  const d = t.context.d;
+  const h2 = d.holders.get("h2")!;
+  const before = laneOf(d, "h2").obligations.released;
+  const rejectedBefore = h2.counters.get("wrong_kind") ?? 0;
+  const jsm = await jetstreamManager(d.conns.get("h3")!.transport.connection, { timeout: 2000 });
+  await jsm.consumers.add(controlStreamName(REGION), { name: "evil", deliver_subject: releaseSubject("h2"), ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All });
+  const entries = (await d.store.readAll()).length;
+  await eventually(() => (h2.counters.get("wrong_kind") ?? 0) >= rejectedBefore + entries, "h2 refused every delivered entry", 5000, () => JSON.stringify(h2.counters.snapshot()));
+  t.true(laneOf(d, "h2").obligations.released.equals(before) && before.isEmpty, "h2 released nothing");
+  await stillServing(t, d);
 });
