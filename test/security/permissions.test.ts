@@ -26,7 +26,7 @@ const h1 = permissionsFor("holder", "h1", { controlRegion: REGION, lanes: [{ vol
 const h2 = permissionsFor("holder", "h2", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: [] }] });
 const controller = permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"] });
 const repair = permissionsFor("repair", "r1", { controlRegion: REGION, volumes: ["v1"] });
-const operator = permissionsFor("operator", "op", { controlRegions: [REGION] });
+const operator = permissionsFor("operator", "op", {});
 const ALL: Record<string, SubjectPermissions> = { writer, h1, h2, controller, repair, operator };
 const STREAM = controlStreamName(REGION);
 

@@ -1,6 +1,7 @@
 import anyTest, { type TestFn } from "ava";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
+import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { makeReceipt } from "../../custody/receipt.ts";
 import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
@@ -115,21 +116,24 @@ test.serial("a holder's credentials cannot receipt a lane it does not serve, and
   t.true(d.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 50_000);
 });
 
-test.serial("only the controller appends to the control stream: holders, the writer and the operator are refused on its subject, nobody but the operator may manage streams, and the stream is unchanged", async (t) => {
+test.serial("only the controller appends to the control stream: holders, the writer and the operator are refused on its subject, nobody but the operator may manage streams, and the log holds only the controller's entries, whole", async (t) => {
   const d = t.context.d;
   const before = await d.store.lastSeq();
   const subject = ctrlSubject(REGION);
   const junk = new TextEncoder().encode("garbage");
-  for (const key of ["h1", "w1", "op", "r1"]) d.conns.get(key)?.transport.publish(subject, junk);
+  for (const key of ["h1", "w1", "op"]) d.conns.get(key)!.transport.publish(subject, junk);
   for (const key of ["h1", "w1", "op"]) await refused(d, key, subject);
   const stream = controlStreamName(REGION);
   const jsm = await jetstreamManager(d.conns.get("h1")!.transport.connection, { timeout: 2000 });
   await t.throwsAsync(jsm.streams.delete(stream), undefined, "a holder cannot delete the control stream");
   await t.throwsAsync(jsm.streams.purge(stream), undefined, "nor purge it");
   await refused(d, "h1", `$JS.API.STREAM.DELETE.${stream}`);
-  t.is(await d.store.lastSeq(), before, "nothing was appended or removed");
-  const replay = await d.store.readAll();
-  t.is(replay.length, before, "the whole log still replays");
+  // The controller goes on committing (releases of h1) meanwhile: what must hold is that nothing
+  // was removed, every entry is the controller's, and the chain still replays from the start.
+  const replay = await new ControlLogFollower(d.store).replay();
+  t.true(replay.lastSeq >= before, "nothing was removed");
+  const entries = await d.store.readAll();
+  t.deepEqual([...new Set(entries.map((e) => e.event.controller))], ["c1"], "every entry was appended by the controller");
   await stillServing(t, d);
 });
 
@@ -143,4 +147,17 @@ test.serial("a principal cannot answer into another principal's inbox nor listen
   h3.transport.subscribe(unitSubject("h1", VOL, LANE), () => undefined);
   await refused(d, "h3", unitSubject("h1", VOL, LANE), "subscription");
   t.pass();
+});
+
+test.serial("a reader's push consumer cannot turn control-log entries into release frontiers: the target counts them as malformed and releases nothing", async (t) => {
+  const d = t.context.d;
+  const h2 = d.holders.get("h2")!;
+  const before = laneOf(d, "h2").obligations.released;
+  const rejectedBefore = h2.counters.get("wrong_kind") ?? 0;
+  const jsm = await jetstreamManager(d.conns.get("h3")!.transport.connection, { timeout: 2000 });
+  await jsm.consumers.add(controlStreamName(REGION), { name: "evil", deliver_subject: releaseSubject("h2"), ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All });
+  const entries = (await d.store.readAll()).length;
+  await eventually(() => (h2.counters.get("wrong_kind") ?? 0) >= rejectedBefore + entries, "h2 refused every delivered entry", 5000, () => JSON.stringify(h2.counters.snapshot()));
+  t.true(laneOf(d, "h2").obligations.released.equals(before) && before.isEmpty, "h2 released nothing");
+  await stillServing(t, d);
 });

@@ -45,7 +45,7 @@ export const PRINCIPALS: PrincipalSpec[] = [
   ...Object.entries(HOLDERS).map(([id, [, , downstream]]): PrincipalSpec => ({ key: id, role: "holder", id, scope: { controlRegion: REGION, lanes: [{ volume: VOL, lane: LANE, downstream }] } })),
   { key: "c1", role: "controller", id: "c1", scope: { controlRegion: REGION, volumes: [VOL] } },
   { key: "r1", role: "repair", id: "r1", scope: { controlRegion: REGION, volumes: [VOL] } },
-  { key: "op", role: "operator", id: "op", scope: { controlRegions: [REGION] } },
+  { key: "op", role: "operator", id: "op", scope: {} },
 ];
 
 /** The controller's view of the deployment's volume. */
