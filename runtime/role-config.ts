@@ -68,6 +68,11 @@ export const holderRoleSchema = z.strictObject({
   keyFile: z.string().min(1),
   /** The holder configuration (see actors/holder/holder-config.ts); validated by the holder. */
   holder: z.record(z.string(), z.unknown()),
+  /**
+   * On SIGTERM, how long to wait (ms, default 10000) for what the holder keeps only in RAM to be
+   * flushed to its spill stream or released by the control log, after it stopped granting credit.
+   */
+  drainDeadlineMs: z.number().int().nonnegative().optional(),
 });
 export type HolderRoleConfig = z.infer<typeof holderRoleSchema>;
 

@@ -9,6 +9,7 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
+import { drainHolder, type HolderDrainReport } from "./holder-drain.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
@@ -26,8 +27,8 @@ export interface RunningHolder {
   readonly holder: Holder;
   /** Resolves if the NATS connection closes for good. */
   readonly lost: Promise<void>;
-  /** Stops the holder and closes its connection. */
-  stop(): Promise<void>;
+  /** Drains (see holder-drain.ts), stops the holder and closes its connection; resolves with what was left only in RAM. */
+  stop(): Promise<HolderDrainReport>;
 }
 
 /**
@@ -85,11 +86,15 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       holder,
       lost,
       async stop() {
+        // Drain first: no new credit, and what only RAM holds is flushed or released, or named.
+        const left = await drainHolder(holder, cfg.drainDeadlineMs ?? 10_000);
+        for (const [lane, seqs] of Object.entries(left)) process.stderr.write(`holder ${holder.id}: stopping with ${lane} ${seqs.toString()} held only in RAM (neither flushed nor released by the deadline)\n`);
         stats.unsubscribe();
         clearInterval(timer);
         await holder.stop();
         await store.close();
         await transport.close();
+        return left;
       },
     };
   } catch (err) {

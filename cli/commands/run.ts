@@ -22,7 +22,8 @@ export const STOP_DEADLINE_MS = 45_000;
 /** What every role runner returns. */
 interface Running {
   readonly lost: Promise<void>;
-  stop(): Promise<void>;
+  /** What a stop resolves with is the role's own report (a holder's drain); the process already printed it. */
+  stop(): Promise<unknown>;
 }
 
 /** What `serve` needs from a started role: how to stop it, what to print when ready, and what `/metrics` shows. */
@@ -32,7 +33,7 @@ interface Served extends Running {
 }
 
 /** Runs `stop` and resolves true when it finished within `ms`, false when the deadline came first (a failed stop counts as finished). */
-export async function stopWithin(stop: () => Promise<void>, ms: number): Promise<boolean> {
+export async function stopWithin(stop: () => Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
   try {
