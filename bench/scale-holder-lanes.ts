@@ -8,7 +8,10 @@ import { startHolder, type Holder, type HolderConfigInput } from "../actors/inde
 import { systemClock } from "../core/clock.ts";
 import { decodeReceiptBatch, generateHolderKeyPair, receiptBatchSpec } from "../custody/index.ts";
 import { makeTransportUnit, RangeSet } from "../lanes/index.ts";
-import { CreditSender, decodeMessage, encodeMessage, NatsTransport, receiptSubject, unitSpec } from "../transport/index.ts";
+import { CreditSender, NatsTransport } from "../transport/index.ts";
+import { decodeMessage, encodeMessage } from "../transport/wire/codec.ts";
+import { unitSpec } from "../transport/wire/messages.ts";
+import { receiptSubject } from "../transport/subjects.ts";
 import { startNatsServer } from "../testing/nats-server.ts";
 import { unitRecordBytes } from "../arena/index.ts";
 

@@ -41,6 +41,8 @@ export function writeHolderRole(dir: string, h: HarnessHolder, controlRegion: st
 export async function bootstrapControlLog(store: ControlLogStore, holders: readonly { id: string; site: Site; publicKey: Uint8Array }[], obligation: { volume: string; lane: string }): Promise<void> {
   await applyBootstrap(store, {
     controlRegion: store.region,
+    operatorId: "operator",
+    controllers: [],
     holders: holders.map((h) => ({ id: h.id, incarnation: 1, publicKey: Buffer.from(h.publicKey).toString("hex"), failureDomain: `${h.site.region}/${h.site.az}/${h.site.host}` })),
     obligations: [{ volume: obligation.volume, lane: obligation.lane, holders: holders.map((h) => h.id) }],
   });
