@@ -2,7 +2,8 @@ import { createActor, waitFor, type Actor } from "xstate";
 import { CustodyError } from "../core/custody-error.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
-import { ControllerCore, type ControllerPorts } from "./controller/controller-core.ts";
+import { ControllerCore } from "./controller/controller-core.ts";
+import type { ControllerPorts } from "./controller/controller-ports.ts";
 
 /** A running controller of one volume. */
 export interface Controller {

@@ -33,7 +33,8 @@ export { controllerMachine, ControllerState, type ControllerContext, type Contro
 export { startController, ControllerStartError, type Controller } from "./controller.ts";
 export { obligationIdOf, type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";
 export { failuresToRepair, repairIdOf, type FailureToRepair } from "./controller/failure-repairs.ts";
-export { ControllerCore, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-core.ts";
+export { ControllerCore } from "./controller/controller-core.ts";
+export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-ports.ts";
 export { buildEvaluationState, releaseCandidates, type SourceProgress } from "./controller/evaluation-input.ts";
 export { statusDocument, volumeStatusSpec, RepairStatusState, type VolumeStatus, type RepairStatus } from "./controller/status-document.ts";
 export { repairMachine, RepairState, type RepairReport, type RepairContext } from "./repair.machine.ts";

@@ -1,89 +1,37 @@
-import type { Clock } from "../../core/clock.ts";
 import { Counters } from "../../core/counters.ts";
 import { CustodyError } from "../../core/custody-error.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { commitControlEvent, type ControllerIdentity } from "../../custody/control-commit.ts";
-import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts";
 import { ControlConflictError } from "../../custody/control-error.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { overdueHolds, overdueReason } from "../../custody/control-holds.ts";
-import type { ControlLogStore } from "../../custody/control-log.ts";
 import { HolderStatus, receiptVerifyContext, releasedRanges, type ControlState } from "../../custody/control-state.ts";
-import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequest, type AdmissionRequest } from "../../custody/admission.ts";
 import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ReceiptLedger } from "../../custody/receipt-ledger.ts";
 import { evaluateState, type EvaluationReport } from "../../policies/evaluate.ts";
-import { commitHistoryBounds, foldCommitHistory } from "../../policies/commit-log.ts";
-import { Residency, type BaseSnapshot, type CommitRun, type EvaluationState, type RecoveryInFlight } from "../../policies/evaluation-state.ts";
+import { Residency, type BaseSnapshot, type EvaluationState, type RecoveryInFlight } from "../../policies/evaluation-state.ts";
 import { authorizeReleases, withoutStaleClaims, type ReleaseRequest } from "../../policies/release.ts";
+import { releaseEventFor } from "../../policies/release-event.ts";
 import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../transport/subjects.ts";
-import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
+import type { InboundMessage, TransportSubscription } from "../../transport/transport.ts";
 import { decodeAny, decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
 import { releaseFrontierSpec } from "../holder/holder-messages.ts";
 import type { WriterProgressMessage } from "../writer/writer-messages.ts";
 import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
-import { RepairStatusState, statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
+import { statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
-import type { RepairConfig, StandbyHolder } from "./controller-config.ts";
-import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
-import { runRepair } from "../repair.ts";
-import { missingCoverage, type RepairInput } from "../repair/repair-steps.ts";
-import { holdReads, type ReadHolds } from "./read-holds.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
+import { CommitHistory } from "./commit-history.ts";
+import { FailureRepairRunner } from "./failure-repair-runner.ts";
+import { AutoAdmission } from "./auto-admission.ts";
+import { DurationWindow } from "../../core/duration-window.ts";
+import { RepeatingTimer } from "../../core/repeating-timer.ts";
 import { ControllerSpend } from "./controller-spend.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
-import { retentionFloor } from "./retention-window.ts";
-
-/**
- * How the controller reaches the world to repair: it starts (or finds) a standby holder and returns
- * its admission. Repairs read surviving units over NATS from the holders the ledger shows holding them.
- */
-export interface RepairLauncher {
-  /** Starts the standby holder (not yet admitted) and returns its admission record. */
-  prepare(standby: StandbyHolder): Promise<HolderAdmission>;
-}
-
-export interface ControllerPorts {
-  transport: Transport;
-  clock: Clock;
-  /** The region's control log (JetStream in production). */
-  store: ControlLogStore;
-  counters?: Counters;
-  /** Used with `config.repair` to repair declared failures automatically. */
-  repair?: RepairLauncher;
-  /**
-   * Test-only fault switch: replaces `authorizeReleases`. The simulator's weakened-release test
-   * passes one to prove its checks can fail; no configuration file or CLI flag reaches this port.
-   */
-  authorizeReleases?: typeof authorizeReleases;
-  /** A signed control log: only entries its operators (and the controllers they admitted) signed count. */
-  trust?: ControlTrust;
-  /** This controller's signing key (its id must be `config.controllerId`); needed to commit to a signed log. */
-  signer?: ControlSigner;
-}
-
-/** One committed release, with the exact evaluation state it was decided on (for audits and tests). */
-export interface ReleaseAudit {
-  readonly state: EvaluationState;
-  /** Every request granted in the same joint decision, in order (this one included). */
-  readonly grantedTogether: readonly ReleaseRequest[];
-  readonly request: ReleaseRequest;
-  readonly controlSeq: number;
-}
-
-/** Release audits kept in memory (see `ControllerCore.audits`). */
-export const MAX_AUDITS = 32;
-/** Sequences one folded commit run below every cut may span (see `trimCommits`). */
-export const COARSE_RUN_SEQS = 65_536;
-
-/** A holder being admitted by `bootstrap` or a repair. */
-export interface HolderAdmission {
-  readonly holderId: string;
-  readonly incarnation: number;
-  readonly publicKey: Uint8Array;
-  readonly failureDomain: string;
-}
+import { MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
+// Re-exported for callers that know them from here.
+export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts";
 
 /**
  * The controller's working parts behind its machine: the receipt ledger (fed only by verified
@@ -104,28 +52,24 @@ export class ControllerCore {
   private readonly subs: TransportSubscription[] = [];
   private readonly heads: Record<string, number> = {};
   /** The writer's commit runs still needed to price and date what a scenario would lose (trimmed each round). */
-  private commits: CommitRun[] = [];
+  private readonly history = new CommitHistory();
   private readonly recoveries = new Map<string, RecoveryInFlight>();
   private bases: BaseSnapshot[];
   private lastStatus: VolumeStatus | undefined;
   private lastReport: EvaluationReport | undefined;
   dirty = true;
-  /** Control-log sequence through which declare-failure events have been scanned. */
-  private scannedSeq = 0;
-  /** Failures seen by the last scan that have no repair record yet (launched by `startRepairs`). */
-  private pendingFailures: FailureToRepair[] = [];
-  /** Repair records keyed by the declare-failure sequence: each failure is handled once. */
-  private readonly repairRecords = new Map<number, RepairStatus>();
   private stopped = false;
-  private coverageTimer: unknown;
+  private coverageTimer: RepeatingTimer | undefined;
   /** Every holder's release frontier is re-sent in the next round (after a reconnect). */
   private frontiersDue = false;
   /** Admitted incarnation last seen per holder. */
   private readonly incarnationSeen = new Map<string, number>();
-  /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
-  private readonly admitting = new Set<string>();
+  /** Key-continuity admission of holders' new incarnations. */
+  private readonly admission: AutoAdmission;
   /** Copies that close coverage gaps (restarts, declared failures, single copies). */
   readonly coverage: CoverageRepair;
+  /** Repairs of the failures the control log declares. */
+  private readonly failureRepairs: FailureRepairRunner;
   /** The spend ceiling and budgets over the work this controller starts. */
   readonly spend: ControllerSpend;
   /** When this controller started: a retention window counts sequences it has no commit time for from here. */
@@ -146,6 +90,22 @@ export class ControllerCore {
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
     if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
+    this.admission = new AutoAdmission({
+      config,
+      counters: this.counters,
+      controlState: () => this.follower.state,
+      commit: (b) => this.commit(b),
+      admitted: (state) => this.noteIncarnations(state),
+    });
+    this.failureRepairs = new FailureRepairRunner({
+      config,
+      ports,
+      counters: this.counters,
+      controlState: () => this.follower.state,
+      commit: (b) => this.commit(b),
+      controller: this,
+      nudge: () => (this.dirty = true),
+    });
     this.coverage = new CoverageRepair(
       {
         volume: config.topology.volume,
@@ -156,7 +116,7 @@ export class ControllerCore {
         beginRecovery: (r) => this.beginRecovery(r),
         endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
-        admitCopy: (c) => this.spend.admitCopy(c, this.commits, ports.clock.now()),
+        admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, ports.clock.now()),
       },
       { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000, optional: config.coverageRepair?.optional },
     );
@@ -187,41 +147,16 @@ export class ControllerCore {
       }
     });
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
-    this.scheduleCoverageCheck();
+    if (!this.stopped) this.coverageTimer = new RepeatingTimer(this.ports.clock, this.config.coverageRepair?.checkMs ?? 500, () => this.dispatch({ type: "timer.coverage" }), () => this.stopped);
     if (this.config.admission === "key-continuity") {
       this.subs.push(this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })));
     }
     await this.ports.transport.flush();
   }
 
-  /**
-   * A holder's new incarnation asks to be admitted. Under the key-continuity policy it is committed
-   * when the log already admitted that holder with the same key and failure domain and the
-   * incarnation is higher; anything else is counted (`admission_<code>`) and left to an operator.
-   */
+  /** A holder's new incarnation asks to be admitted (see AutoAdmission). */
   handleAdmission(msg: InboundMessage): void {
-    let req: AdmissionRequest;
-    try {
-      req = readAdmissionRequest(msg.data);
-      if (!(req.holderId in this.config.topology.holderSites) && !(this.config.repair?.standby ?? []).some((x) => x.holderId === req.holderId)) return;
-      checkAutoAdmission(this.follower.state, req);
-    } catch (err) {
-      if (!(err instanceof AdmissionError && err.code === AdmissionRefusal.NotNewer)) this.counters.inc(err instanceof CustodyError ? err.code : "admission_malformed");
-      return;
-    }
-    const key = `${req.holderId}#${req.incarnation}`;
-    if (this.admitting.has(key)) return;
-    this.admitting.add(key);
-    this.commit((s) => {
-      checkAutoAdmission(s, req);
-      return { type: "admit_holder", holderId: req.holderId, incarnation: req.incarnation, publicKey: req.publicKey, failureDomain: req.failureDomain };
-    })
-      .then(({ state }) => {
-        this.counters.inc("admission_committed");
-        this.noteIncarnations(state);
-      })
-      .catch((err) => this.counters.inc(`admission_${err instanceof CustodyError ? err.code : "failed"}`))
-      .finally(() => this.admitting.delete(key));
+    this.admission.handle(msg);
   }
 
   /**
@@ -245,17 +180,8 @@ export class ControllerCore {
   /** Unsubscribes. Idempotent. */
   stop(): void {
     this.stopped = true;
-    if (this.coverageTimer !== undefined) this.ports.clock.clearTimeout(this.coverageTimer);
+    this.coverageTimer?.stop();
     for (const s of this.subs.splice(0)) s.unsubscribe();
-  }
-
-  private scheduleCoverageCheck(): void {
-    if (this.stopped) return;
-    this.coverageTimer = this.ports.clock.setTimeout(() => {
-      this.coverageTimer = undefined;
-      this.dispatch({ type: "timer.coverage" });
-      this.scheduleCoverageCheck();
-    }, this.config.coverageRepair?.checkMs ?? 500);
   }
 
   /**
@@ -302,7 +228,7 @@ export class ControllerCore {
     for (const l of p.lanes) {
       if (!this.config.topology.lanes.includes(l.lane)) continue;
       this.heads[l.lane] = Math.max(this.heads[l.lane] ?? 0, l.head);
-      for (const [first, last, at, bytes] of l.runs) this.addCommitRun({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
+      for (const [first, last, at, bytes] of l.runs) this.history.add({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
     }
     this.dirty = true;
   }
@@ -321,7 +247,7 @@ export class ControllerCore {
       const gone = o?.released[h.holderId];
       return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
     });
-    const commits = this.mergedCommits();
+    const commits = this.history.runs;
     const layout = this.config.topology.protectedRam;
     return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
@@ -336,38 +262,14 @@ export class ControllerCore {
     return holdsAsPolicy(s.holds, this.volume, Object.keys(this.config.topology.holderSites));
   }
 
-  /** Appends a run, merged into the last one of its lane when it continues it (same time and size). */
-  private addCommitRun(c: CommitRun): void {
-    for (let i = this.commits.length - 1; i >= 0 && i >= this.commits.length - 8; i--) {
-      const prev = this.commits[i]!;
-      if (prev.lane !== c.lane) continue;
-      if (prev.last + 1 === c.first && prev.committedAtMs === c.committedAtMs && prev.bytesPerSeq === c.bytesPerSeq) {
-        this.commits[i] = { ...prev, last: c.last };
-        return;
-      }
-      break;
-    }
-    this.commits.push(c);
-  }
-
-  private mergedCommits(): CommitRun[] {
-    return this.commits;
-  }
-
-  /**
-   * Keeps commit history small without losing what reports need (see `foldCommitHistory`): exact
-   * above each lane's lowest cut, coarse below it, one run below what any holder still retains.
-   */
-  private trimCommits(state: EvaluationState, report: EvaluationReport): void {
-    const { floor, horizon } = commitHistoryBounds(state, report, this.config.topology.lanes);
-    const w = this.config.topology.retention;
-    if (w !== undefined) for (const [lane, f] of Object.entries(retentionFloor(w, this.commits, this.config.topology.lanes, state.asOfMs))) floor[lane] = Math.min(floor[lane] ?? f, f);
-    this.commits = foldCommitHistory(this.commits, floor, horizon, COARSE_RUN_SEQS);
-  }
-
   /** Commit runs kept for evaluation (bounded by what is retained and unprotected, not by age). */
   get commitRunCount(): number {
-    return this.commits.length;
+    return this.history.runs.length;
+  }
+
+  /** Who this controller commits as: its id, clock and, for a signed log, its key. */
+  private identity(): ControllerIdentity {
+    return { controller: this.config.controllerId, clock: this.ports.clock, ...(this.ports.signer ? { signer: this.ports.signer } : {}) };
   }
 
   /**
@@ -375,11 +277,6 @@ export class ControllerCore {
    * control log, evaluate every scenario, commit the releases the policy grants (in order, each
    * fenced and re-checked by the fold), publish release frontiers and the status document.
    */
-  /** Who this controller commits as: its id, clock and, for a signed log, its key. */
-  private identity(): ControllerIdentity {
-    return { controller: this.config.controllerId, clock: this.ports.clock, ...(this.ports.signer ? { signer: this.ports.signer } : {}) };
-  }
-
   evaluate(): Promise<VolumeStatus> {
     return this.exclusive(() => this.evaluateRound());
   }
@@ -390,22 +287,16 @@ export class ControllerCore {
     return p;
   }
 
-  private async evaluateRound(): Promise<VolumeStatus> {
-    const t0 = performance.now();
-    try {
-      return await this.evaluateRoundTimed();
-    } finally {
-      this.evalMs.push(performance.now() - t0);
-      if (this.evalMs.length > 4096) this.evalMs.splice(0, this.evalMs.length - 4096);
-    }
+  private evaluateRound(): Promise<VolumeStatus> {
+    return this.evalMs.time(() => this.evaluateRoundTimed());
   }
 
   /** Durations (ms) of the evaluation rounds since the last call (at most the newest 4096). */
   takeEvalDurations(): number[] {
-    return this.evalMs.splice(0);
+    return this.evalMs.take();
   }
 
-  private readonly evalMs: number[] = [];
+  private readonly evalMs = new DurationWindow(4096);
   /** When each holder's last release was committed (releaseEveryMs). */
   private readonly lastReleaseAt = new Map<string, number>();
   /** Holders seen persisting (a disk claim): their copies are released only onto disk or a base. */
@@ -420,12 +311,12 @@ export class ControllerCore {
       this.frontiersDue = false;
       for (const h of Object.keys(s.holders)) for (const lane of this.config.topology.lanes) this.publishFrontier(s, obligationIdOf(this.volume, lane), h, lane);
     }
-    await this.scanFailures(s);
+    await this.failureRepairs.scan(s);
     s = await this.endOverdueHolds(s);
     const held = this.heldBy(s);
     const state = this.currentState(s, held);
     const report = evaluateState(state);
-    this.trimCommits(state, report);
+    this.history.trim(state, report, this.config.topology.lanes, this.config.topology.retention);
     this.coverage.progress(withoutStaleClaims(state), s);
     for (const h of state.holders) if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
     const now = this.ports.clock.now();
@@ -476,120 +367,26 @@ export class ControllerCore {
     return s;
   }
 
-  /**
-   * Reads the control-log entries committed since the last scan and notes the declare-failure
-   * events that still need a repair. The first scan (also after a restart) reads the whole log, so
-   * a failure whose repair already completed (a later activate_replacement) is never repaired again.
-   */
-  private async scanFailures(s: ControlState): Promise<void> {
-    if (s.lastSeq <= this.scannedSeq) return;
-    const entries = this.scannedSeq === 0 ? await this.ports.store.readAll() : await this.ports.store.readFrom(this.scannedSeq + 1);
-    const upTo = entries.filter((e) => e.seq > this.scannedSeq && e.seq <= s.lastSeq);
-    this.scannedSeq = s.lastSeq;
-    const obligations = this.config.topology.lanes.map((l) => obligationIdOf(this.volume, l));
-    const open = failuresToRepair(upTo, s, obligations).filter((f) => !this.repairRecords.has(f.seq));
-    for (const f of open) {
-      if (this.config.repair === undefined || this.ports.repair === undefined) {
-        this.repairRecords.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.needed, failed: [...f.failed], reason: "no repair section configured" });
-        this.counters.inc("repair_needed");
-      } else if (!this.pendingFailures.some((p) => p.seq === f.seq)) this.pendingFailures.push(f);
-    }
-  }
-
   /** True when the last scan found declared failures whose repair has not been started. */
   get repairsPending(): boolean {
-    return this.pendingFailures.length > 0;
+    return this.failureRepairs.pending;
   }
 
-  /**
-   * Starts one repair task per pending declared failure (once per control-log sequence), with the
-   * first standby holder never admitted. Runs in the background; its outcome (measured time next to
-   * the estimate) lands in `repairs` and the next status document. Never throws.
-   */
+  /** Starts one repair task per pending declared failure (see FailureRepairRunner.start). Never throws. */
   startRepairs(): void {
-    const cfg = this.config.repair;
-    const launcher = this.ports.repair;
-    for (const f of this.pendingFailures.splice(0)) {
-      if (this.repairRecords.has(f.seq) || cfg === undefined || launcher === undefined) continue;
-      const taken = new Set([...this.repairRecords.values()].map((r) => r.replacement));
-      const standby = cfg.standby.find((c) => this.follower.state.holders[c.holderId] === undefined && !taken.has(c.holderId));
-      if (standby === undefined) {
-        this.repairRecords.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.needed, failed: [...f.failed], reason: "no unused standby holder" });
-        this.counters.inc("repair_needed");
-        this.dirty = true;
-        continue;
-      }
-      this.repairRecords.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.running, failed: [...f.failed], replacement: standby.holderId });
-      this.counters.inc("repair_started");
-      void this.repairOne(f, standby, cfg, launcher);
-    }
-  }
-
-  private async repairOne(f: FailureToRepair, standby: StandbyHolder, cfg: RepairConfig, launcher: RepairLauncher): Promise<void> {
-    const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId };
-    let reads: ReadHolds | undefined;
-    try {
-      const replacement = await launcher.prepare(standby);
-      const input: RepairInput = {
-        repairId: repairIdOf(this.volume, f.seq),
-        volume: this.volume,
-        lanes: this.config.topology.lanes,
-        failed: f.failed,
-        replacement,
-        controller: this,
-        transport: this.ports.transport,
-        clock: this.ports.clock,
-        repairBandwidthBytesPerSec: cfg.bandwidthBytesPerSec,
-        receiptTimeoutMs: cfg.receiptTimeoutMs,
-      };
-      // What the repair reads is held in the control log too (not only in this controller's memory).
-      reads = await holdReads((b) => this.commit(b), this.ports.clock, { id: input.repairId, volume: this.volume, ranges: missingCoverage(input), leaseMs: cfg.readLeaseMs ?? 600_000, by: `repair of failure ${f.seq}` });
-      const report = await runRepair(input);
-      const est = report.estimate.totalSec;
-      this.repairRecords.set(f.seq, { ...base, state: RepairStatusState.done, measuredMs: report.measuredMs, estimateMs: Number.isFinite(est) ? est * 1000 : null, copiedBytes: report.copiedBytes });
-      this.counters.inc("repair_completed");
-    } catch (err) {
-      this.repairRecords.set(f.seq, { ...base, state: RepairStatusState.failed, reason: err instanceof Error ? err.message.slice(0, 512) : String(err).slice(0, 512) });
-      this.counters.inc(`repair_${err instanceof CustodyError ? err.code : "failed"}`);
-    }
-    await reads?.end("repair finished");
-    this.dirty = true;
+    this.failureRepairs.start();
   }
 
   /** Every declared failure this controller has seen and what became of its repair, by sequence. */
   get repairs(): RepairStatus[] {
-    return [...this.repairRecords.values()].sort((a, b) => a.failureSeq - b.failureSeq);
+    return this.failureRepairs.records;
   }
 
-  /** The release event body, or a throw (abstain) when no active, responsible holder backs it. */
+  /** The release event body (`releaseEventFor`), or a throw (abstain) when no active, responsible holder backs it. */
   private releaseBody(cur: ControlState, obligationId: string, req: ReleaseRequest, state: EvaluationState): ControlEventBody {
-    const o = cur.obligations[obligationId];
-    if (o === undefined) throw new CustodyError("unknown_obligation", `no obligation ${obligationId}`, { obligationId });
-    const already = o.released[req.holder] ?? RangeSet.EMPTY;
-    const ranges = req.ranges.subtract(already).intersect(o.responsible[req.holder] ?? RangeSet.EMPTY);
-    if (ranges.isEmpty) throw new CustodyError("nothing_to_release", "ranges already released or not this holder's responsibility", {});
-    // Who keeps what this release gives up: active holders responsible for it with fresh claims on it.
-    const keepers = withoutStaleClaims(state)
-      .holders.filter((h) => h.id !== req.holder && cur.holders[h.id]?.status === HolderStatus.active)
-      .map((h) => ({ id: h.id, keeps: h.claims.filter((c) => c.lane === req.lane).reduce((a, c) => a.union(c.ranges), RangeSet.EMPTY).intersect(ranges).intersect(o.responsible[h.id] ?? RangeSet.EMPTY) }));
-    const reliesOn = keepers.filter((k) => k.keeps.coversAll(ranges)).map((k) => k.id);
-    if (reliesOn.length > 0) return { type: "release_ranges", obligationId, holderId: req.holder, ranges, reliesOn };
-    // The policy may have counted several keepers together (one holds the older part, another the
-    // newer). The control log wants one keeper responsible for every released range, so release the
-    // part the best single keeper has — a subset of an authorized release is safe — unless a base
-    // covers everything.
-    const best = keepers.sort((a, b) => b.keeps.count - a.keeps.count)[0];
-    const coveredByBase = state.bases.some((b) => (b.cut[req.lane] ?? -1) >= (ranges.max ?? 0) && cur.holders[b.holder]?.status === HolderStatus.active);
-    if (!coveredByBase && best !== undefined && !best.keeps.isEmpty) {
-      this.counters.inc("release_narrowed");
-      return { type: "release_ranges", obligationId, holderId: req.holder, ranges: best.keeps, reliesOn: [best.id] };
-    }
-    // No other holder keeps them: a base an active holder keeps may contain them (a rolling base).
-    const base = state.bases
-      .filter((b) => (b.cut[req.lane] ?? -1) >= (ranges.max ?? 0) && cur.holders[b.holder]?.status === HolderStatus.active)
-      .sort((a, b) => (b.cut[req.lane] ?? 0) - (a.cut[req.lane] ?? 0))[0];
-    if (base === undefined) throw new CustodyError("release_not_covered", "no active responsible holder retains these ranges and no base contains them", { holder: req.holder });
-    return { type: "release_to_base", obligationId, holderId: req.holder, ranges, baseHolder: base.holder, snapshotId: base.id.slice(base.id.indexOf("/") + 1), baseThroughSeq: base.cut[req.lane]! };
+    const { body, narrowed } = releaseEventFor(cur, obligationId, req, state);
+    if (narrowed) this.counters.inc("release_narrowed");
+    return body;
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {

@@ -3,7 +3,8 @@ import { CustodyError } from "../../core/custody-error.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { Transport } from "../../transport/transport.ts";
 import { obligationIdOf } from "../controller/controller-config.ts";
-import type { ControllerCore, HolderAdmission } from "../controller/controller-core.ts";
+import type { ControllerCore } from "../controller/controller-core.ts";
+import type { HolderAdmission } from "../controller/controller-ports.ts";
 import { copyOverNats } from "./copy-over-nats.ts";
 import { HolderStatus } from "../../custody/control-state.ts";
 

@@ -1,0 +1,57 @@
+import type { Counters } from "../../core/counters.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequest, type AdmissionRequest } from "../../custody/admission.ts";
+import type { ControlEventBody } from "../../custody/control-event.ts";
+import type { ControlState } from "../../custody/control-state.ts";
+import type { InboundMessage } from "../../transport/transport.ts";
+import type { ControllerConfig } from "./controller-config.ts";
+
+/** What key-continuity admission needs from its controller. */
+export interface AutoAdmissionDeps {
+  readonly config: ControllerConfig;
+  readonly counters: Counters;
+  /** The newest folded control-log state. */
+  controlState(): ControlState;
+  commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }>;
+  /** An admission was committed; `state` includes it. */
+  admitted(state: ControlState): void;
+}
+
+/**
+ * A holder's new incarnation asks to be admitted. Under the key-continuity policy it is committed
+ * when the log already admitted that holder with the same key and failure domain and the
+ * incarnation is higher; anything else is counted (`admission_<code>`) and left to an operator.
+ * Requests for holders outside this controller's topology (or standby list) are ignored.
+ */
+export class AutoAdmission {
+  /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
+  private readonly admitting = new Set<string>();
+
+  constructor(private readonly d: AutoAdmissionDeps) {}
+
+  handle(msg: InboundMessage): void {
+    let req: AdmissionRequest;
+    try {
+      req = readAdmissionRequest(msg.data);
+      if (!(req.holderId in this.d.config.topology.holderSites) && !(this.d.config.repair?.standby ?? []).some((x) => x.holderId === req.holderId)) return;
+      checkAutoAdmission(this.d.controlState(), req);
+    } catch (err) {
+      if (!(err instanceof AdmissionError && err.code === AdmissionRefusal.NotNewer)) this.d.counters.inc(err instanceof CustodyError ? err.code : "admission_malformed");
+      return;
+    }
+    const key = `${req.holderId}#${req.incarnation}`;
+    if (this.admitting.has(key)) return;
+    this.admitting.add(key);
+    this.d
+      .commit((s) => {
+        checkAutoAdmission(s, req);
+        return { type: "admit_holder", holderId: req.holderId, incarnation: req.incarnation, publicKey: req.publicKey, failureDomain: req.failureDomain };
+      })
+      .then(({ state }) => {
+        this.d.counters.inc("admission_committed");
+        this.d.admitted(state);
+      })
+      .catch((err) => this.d.counters.inc(`admission_${err instanceof CustodyError ? err.code : "failed"}`))
+      .finally(() => this.admitting.delete(key));
+  }
+}

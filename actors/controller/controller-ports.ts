@@ -1,0 +1,58 @@
+import type { Clock } from "../../core/clock.ts";
+import type { Counters } from "../../core/counters.ts";
+import type { ControlLogStore } from "../../custody/control-log.ts";
+import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts";
+import type { EvaluationState } from "../../policies/evaluation-state.ts";
+import type { authorizeReleases, ReleaseRequest } from "../../policies/release.ts";
+import type { Transport } from "../../transport/transport.ts";
+import type { StandbyHolder } from "./controller-config.ts";
+
+/**
+ * How the controller reaches the world to repair: it starts (or finds) a standby holder and returns
+ * its admission. Repairs read surviving units over NATS from the holders the ledger shows holding them.
+ */
+export interface RepairLauncher {
+  /** Starts the standby holder (not yet admitted) and returns its admission record. */
+  prepare(standby: StandbyHolder): Promise<HolderAdmission>;
+}
+
+export interface ControllerPorts {
+  transport: Transport;
+  clock: Clock;
+  /** The region's control log (JetStream in production). */
+  store: ControlLogStore;
+  counters?: Counters;
+  /** Used with `config.repair` to repair declared failures automatically. */
+  repair?: RepairLauncher;
+  /**
+   * Test-only fault switch: replaces `authorizeReleases`. The simulator's weakened-release test
+   * passes one to prove its checks can fail; no configuration file or CLI flag reaches this port.
+   */
+  authorizeReleases?: typeof authorizeReleases;
+  /** A signed control log: only entries its operators (and the controllers they admitted) signed count. */
+  trust?: ControlTrust;
+  /** This controller's signing key (its id must be `config.controllerId`); needed to commit to a signed log. */
+  signer?: ControlSigner;
+}
+
+/** One committed release, with the exact evaluation state it was decided on (for audits and tests). */
+export interface ReleaseAudit {
+  readonly state: EvaluationState;
+  /** Every request granted in the same joint decision, in order (this one included). */
+  readonly grantedTogether: readonly ReleaseRequest[];
+  readonly request: ReleaseRequest;
+  readonly controlSeq: number;
+}
+
+/** Release audits kept in memory (see `ControllerCore.audits`). */
+export const MAX_AUDITS = 32;
+/** Sequences one folded commit run below every cut may span (see `trimCommits`). */
+export const COARSE_RUN_SEQS = 65_536;
+
+/** A holder being admitted by `bootstrap` or a repair. */
+export interface HolderAdmission {
+  readonly holderId: string;
+  readonly incarnation: number;
+  readonly publicKey: Uint8Array;
+  readonly failureDomain: string;
+}
