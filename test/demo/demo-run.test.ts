@@ -158,8 +158,9 @@ function find(n: TraceNode, pred: (x: TraceNode) => boolean): TraceNode[] {
 
 test.serial("custody trace rebuilds a unit's tree from the processes' spans: a child span per hop, cross-region hops, receipts", async (t) => {
   const { result } = t.context;
-  // A unit the waypoint forwarded to Europe before the strike.
-  const seq = Math.max(1, result.scenarios.find((s) => s.volume === "vol-demo")!.recovered_cut - 5);
+  // A unit the waypoint forwarded to Europe well before the strike: Europe trails the writer by
+  // seconds behind its slow ocean leg (more on a loaded machine), so take one from the first quarter.
+  const seq = Math.max(1, Math.floor(result.scenarios.find((s) => s.volume === "vol-demo")!.recovered_cut / 4));
   const out = await run(process.execPath, ["--import", "tsx", "cli/main.ts", "trace", `vol-demo:${seq}`, "--run", result.runDir, "--json"], 60_000);
   t.is(out.code, 0, out.stderr);
   const tree = JSON.parse(out.stdout.trim().split("\n").pop()!) as TraceTree;
