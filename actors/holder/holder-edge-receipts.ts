@@ -1,0 +1,101 @@
+import { CustodyError } from "../../core/custody-error.ts";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
+import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
+import { verifyReceiptBatch } from "../../custody/receipt-verification.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { receiptSubject } from "../../transport/subjects.ts";
+import { startConsumerSpan } from "../../transport/trace-context.ts";
+import type { InboundMessage } from "../../transport/transport.ts";
+import { decodeMessage } from "../../transport/wire/index.ts";
+import { forgetReceipted } from "./edge-repair.ts";
+import { laneKey } from "./holder-config.ts";
+import type { HolderContext } from "./holder-context.ts";
+import type { HolderLane } from "./holder-lane.ts";
+import { baseReadySpec } from "./holder-messages.ts";
+import { EdgeReceiptError } from "./lane-obligations.ts";
+
+/** What handling another holder's receipt may do besides the context: finish a transfer, release. */
+export interface EdgeReceiptActions {
+  completeTransfer(key: string, hl: HolderLane, from: string, stated: RangeSet): void;
+  tryRelease(key: string, hl: HolderLane): void;
+}
+
+/**
+ * A receipt batch on one of our lanes. Our own are ignored; an edge's verified receipt drops
+ * that edge's pins; the transfer neighbor's verified receipt completes a transfer. A batch that
+ * fails verification (forged, stale incarnation/epoch, wrong stream) is counted and changes nothing.
+ */
+export function handleLaneReceipt(h: HolderContext, act: EdgeReceiptActions, key: string, msg: InboundMessage): void {
+  const hl = h.lanes.get(key);
+  if (hl === undefined) return;
+  let holderId: string;
+  let signed: { body: Uint8Array; signature: Uint8Array };
+  try {
+    signed = decodeMessage(receiptBatchSpec, msg.data);
+    holderId = decodeReceiptBatch(signed.body).holder.holderId;
+  } catch (err) {
+    return h.reject(err instanceof CustodyError ? `receipt_${err.code}` : "receipt_malformed", key);
+  }
+  if (holderId === h.config.holderId) return;
+  const isEdge = hl.edges.has(holderId);
+  const isNeighbor = holderId === h.config.transferNeighbor;
+  if (!isEdge && !isNeighbor) return;
+  const span = startConsumerSpan(h.tracer, "holder.edge_receipt", msg);
+  try {
+    const batch = verifyReceiptBatch(signed, {
+      stream: { volume: hl.volume, lane: hl.lane, subject: receiptSubject(hl.volume, hl.lane) },
+      holderKey: (id, inc) => h.ports.peers.key(id, inc),
+      currentIncarnation: (id) => h.ports.peers.incarnation(id),
+      topologyEpoch: h.config.epoch,
+      policyGeneration: h.config.policyGeneration,
+      released: () => RangeSet.EMPTY,
+    });
+    let stated = RangeSet.EMPTY;
+    for (const r of batch.receipts) stated = stated.union(r.retained);
+    if (isEdge) {
+      const before = hl.obligations.receiptedBy(holderId);
+      for (const r of batch.receipts) {
+        const restarted = hl.obligations.applyEdgeReceipt({ holder: holderId, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained: r.retained });
+        if (restarted) hl.sendLogs.get(holderId)?.reset();
+      }
+      forgetReceipted(hl, holderId, !before.coversAll(hl.obligations.receiptedBy(holderId)));
+      h.observe({ type: "edge_receipt", lane: key, from: holderId, retained: stated.toString() });
+    }
+    if (isNeighbor) {
+      h.observe({ type: "neighbor_receipt", lane: key, from: holderId, retained: stated.toString() });
+      if (!hl.inTransfer.isEmpty) act.completeTransfer(key, hl, holderId, stated);
+    }
+    act.tryRelease(key, hl);
+  } catch (err) {
+    const code = err instanceof CustodyError ? err.code : "receipt_invalid";
+    span.setAttribute("custody.rejected", code);
+    h.counters.inc(`receipt_${code}`);
+    h.observe({ type: "receipt_refused", lane: key, from: holderId, code });
+    if (!(err instanceof CustodyError || err instanceof EdgeReceiptError)) throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/**
+ * The base builder beside us announces a base snapshot: from now on our receipts of that lane
+ * name it (newest wins; an older announcement changes nothing). Refused (counted) for a lane we
+ * do not serve. Returns the lane whose receipt should go out now, if any.
+ */
+export function noteBaseAnnouncement(h: HolderContext, msg: InboundMessage): string | undefined {
+  let b;
+  try {
+    b = decodeMessage(baseReadySpec, msg.data);
+  } catch (err) {
+    h.reject(err instanceof CustodyError ? err.code : "malformed");
+    return undefined;
+  }
+  if (b.holder !== h.config.holderId) return void h.reject("wrong_holder");
+  const key = laneKey(b.volume, b.lane);
+  const hl = h.lanes.get(key);
+  if (hl === undefined) return void h.reject("unknown_lane");
+  if (hl.base !== undefined && hl.base.throughSeq >= b.throughSeq) return undefined;
+  hl.base = { snapshotId: b.snapshotId, throughSeq: b.throughSeq, bytes: b.bytes };
+  h.counters.inc("base_announced");
+  return key;
+}

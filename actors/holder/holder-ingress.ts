@@ -1,0 +1,153 @@
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type SpanContext } from "@opentelemetry/api";
+import { unitRecordBytes } from "../../arena/segment.ts";
+import { CustodyError } from "../../core/custody-error.ts";
+import { UnitVerdict } from "../../lanes/lane-log.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
+import type { CreditHeaders, CreditRefusal } from "../../transport/credit-grantor.ts";
+import { startConsumerSpan, injectTraceContext } from "../../transport/trace-context.ts";
+import type { InboundMessage } from "../../transport/transport.ts";
+import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
+import { WireError } from "../../transport/wire/index.ts";
+import { noteSent } from "./edge-repair.ts";
+import type { HolderContext } from "./holder-context.ts";
+import type { HolderLane } from "./holder-lane.ts";
+import { HolderRejectCode, type HolderInbound } from "./holder-ports.ts";
+
+/** What ingress may do besides the context. */
+export interface IngressActions {
+  /** Notes an admitted (or re-announced) unit for the lane's next receipt batch. */
+  noteForReceipt(key: string, link?: Link): void;
+  /** Schedules an event back to the actor (a new segment's seal timer). */
+  later(ms: number, e: HolderInbound): void;
+  /** True while the holder grants credit (serving or degraded); false once draining. */
+  granting(): boolean;
+}
+
+/**
+ * One message on `custody.v1.unit.<me>.<volume>.<lane>`: a unit, a frame of units, or a credit
+ * request. Each unit is credited, validated (size, digest, term, overlap), stored, forwarded to
+ * every edge at once and noted for the next receipt. Any refusal is typed, counted, and changes
+ * no custody state; one bad unit in a frame costs the other units nothing.
+ */
+export function handleUnitMessage(h: HolderContext, act: IngressActions, key: string, msg: InboundMessage): void {
+  const hl = h.lanes.get(key);
+  if (hl === undefined) return;
+  const head = senderOf(msg.headers);
+  const sender = head.sender;
+  if (sender === undefined || !hl.grantor.knows(sender)) return h.reject(HolderRejectCode.UnknownSender, key);
+  let read: UnitSubjectMessage;
+  try {
+    read = readUnitMessage(msg, head.sentThrough);
+  } catch (err) {
+    // Unreadable: still account the sender's stated total so its credit is not leaked.
+    account(hl, sender, 0, head, false);
+    return h.reject(err instanceof WireError ? err.code : "malformed", key);
+  }
+  if (read.kind === "credit-request") {
+    hl.forfeit(hl.grantor.onRequest(sender, head));
+    hl.forfeit(hl.grantor.takeForfeited());
+    return;
+  }
+  if (read.kind !== "units") return h.reject(HolderRejectCode.UnexpectedKind, key);
+  for (const u of read.units) {
+    const credits = { ...head, sentThrough: u.sentThrough };
+    if (u.unit === undefined) {
+      account(hl, sender, 0, credits, false);
+      h.reject(u.error?.code ?? "malformed", key);
+    } else admitUnit(h, act, key, hl, sender, u.unit, u, msg.subject, credits);
+  }
+}
+
+/** Admission of one decoded unit (see `handleUnitMessage`). */
+function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders): void {
+  const span = startConsumerSpan(h.tracer, "holder.admit", { subject, headers: arrived.headers });
+  try {
+    const bytes = unitRecordBytes(unit);
+    const credit = account(hl, sender, bytes, credits, true);
+    if (credit === "exceeded") return h.reject("credit_exceeded", key);
+    // Credited by another window (a restart on either side): not ours to store; the sender
+    // re-sends it under the window our reply names.
+    if (credit !== "ok" && credit !== "replayed") return h.reject(credit, key);
+    if (credit === "replayed") {
+      // No credit backs it. A duplicate changes nothing; a late unit presumed lost is refused and
+      // will be re-forwarded by the sender once our receipts show the hole.
+      act.noteForReceipt(key);
+      return h.reject("replayed_unit", key);
+    }
+    let verdict: string;
+    try {
+      if (unit.volume !== hl.volume || unit.lane !== hl.lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
+      if (bytes > hl.arena.config.maxUnitBytes) {
+        throw new CustodyError("unit_too_large", "unit is larger than this holder accepts", { bytes, max: hl.arena.config.maxUnitBytes });
+      }
+      validateTransportUnit(unit);
+      verdict = hl.log.classify(unit);
+    } catch (err) {
+      hl.forfeit(bytes);
+      span.setAttribute("custody.rejected", (err as CustodyError).code ?? "error");
+      return h.reject(err instanceof CustodyError ? err.code : "invalid_unit", key);
+    }
+    if (verdict === UnitVerdict.duplicate) {
+      hl.forfeit(bytes);
+      h.counters.inc("duplicate_unit");
+      // The sender may have lost our receipt: re-announce soon.
+      act.noteForReceipt(key);
+      return;
+    }
+    let opened: boolean;
+    try {
+      opened = hl.store(unit);
+    } catch (err) {
+      // The arena refuses before changing anything; the sender still holds the unit unreceipted.
+      hl.forfeit(bytes);
+      return h.reject(err instanceof CustodyError ? err.code : "arena_refused", key);
+    }
+    if (opened) act.later(h.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
+    if (h.ports.preserved !== undefined) h.ports.preserved.keep(unit);
+    if (span.isRecording()) {
+      span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
+    }
+    if (h.ports.observe) h.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
+    const context = span.spanContext();
+    forward(h, hl, unit, arrived.data, bytes, context);
+    // Without a recording tracer there is nothing to link a receipt to.
+    act.noteForReceipt(key, isSpanContextValid(context) ? { context } : undefined);
+    if (act.granting()) hl.grantor.topUp(sender);
+  } finally {
+    span.end();
+  }
+}
+
+/** Credit accounting of one arrival (nothing changes when it is exceeded). */
+function account(hl: HolderLane, sender: string, bytes: number, credits: CreditHeaders, storing: boolean): "ok" | "exceeded" | "replayed" | CreditRefusal {
+  try {
+    const r = hl.grantor.onArrival(sender, bytes, credits);
+    hl.forfeit(hl.grantor.takeForfeited());
+    if (r.kind === "replayed") return "replayed";
+    if (r.kind === "refused") return r.code;
+    // Credit used by units lost on the wire is forfeited now; the stored unit's own bytes are
+    // consumed by the arena append (or forfeited by the caller if the unit is refused).
+    hl.forfeit(r.consumed - (storing ? bytes : 0));
+    return "ok";
+  } catch {
+    return "exceeded";
+  }
+}
+
+/** Fan-out: the unit goes to every edge at once, each within that edge's own credits. */
+function forward(h: HolderContext, hl: HolderLane, unit: TransportUnit, data: Uint8Array, bytes: number, parent: SpanContext): void {
+  if (hl.edges.size === 0) return;
+  const now = h.ports.clock.now();
+  for (const edge of hl.edges.keys()) noteSent(hl, edge, unit.firstSeq, unit.lastSeq, now);
+  if (!isSpanContextValid(parent)) {
+    // Nothing records spans: no forward span and no trace context to carry.
+    for (const s of hl.edges.values()) s.send({ data, bytes });
+    return;
+  }
+  const ctx = trace.setSpanContext(ROOT_CONTEXT, parent);
+  for (const [edge, s] of hl.edges) {
+    const span = h.tracer.startSpan("holder.forward", { kind: SpanKind.PRODUCER, attributes: { "custody.edge": edge } }, ctx);
+    const headers = injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span));
+    s.send({ data, bytes, headers, onSent: () => span.end() });
+  }
+}

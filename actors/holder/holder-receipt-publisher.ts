@@ -1,0 +1,94 @@
+import { ROOT_CONTEXT, SpanKind, trace, type Link } from "@opentelemetry/api";
+import { receiptBatchSpec } from "../../custody/custody-messages.ts";
+import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";
+import { receiptSubject } from "../../transport/subjects.ts";
+import { injectTraceContext } from "../../transport/trace-context.ts";
+import { encodeMessage } from "../../transport/wire/index.ts";
+import type { ProtectedRamEvidence } from "./holder-config.ts";
+import type { HolderContext } from "./holder-context.ts";
+import { ReceiptBatcher } from "./receipt-batcher.ts";
+import { laneReceipts } from "./receipt-content.ts";
+
+/**
+ * The holder's signed receipt batches: each admitted unit is noted for its lane's next batch,
+ * which goes out when full, when its maximum delay passed (`timer.receipts` back through the
+ * actor), or at once when asked. A published batch states the lane's whole retained custody
+ * (`laneReceipts`), with a span linked to the admit spans of the units it covers.
+ */
+export class ReceiptPublisher {
+  private readonly batcher: ReceiptBatcher<Link>;
+  private timer: unknown;
+
+  constructor(
+    private readonly h: HolderContext,
+    /** The protected-RAM evidence receipts may state now (undefined: none usable). */
+    private readonly protectedEvidence: () => ProtectedRamEvidence | undefined,
+  ) {
+    this.batcher = new ReceiptBatcher<Link>(h.config.receipts);
+  }
+
+  /** Notes an admitted (or re-announced) unit; publishes a full batch, else arms the delay timer. */
+  noteAdmitted(key: string, link?: Link): void {
+    const full = this.batcher.noteAdmitted(key, this.h.ports.clock.now(), link);
+    if (full) {
+      this.publish(key);
+      return;
+    }
+    if (this.timer === undefined) this.arm(this.h.config.receipts.maxDelayMs);
+  }
+
+  /** Publishes every batch that is full or past its maximum delay; re-arms the timer for the rest. */
+  flushDue(): void {
+    const now = this.h.ports.clock.now();
+    for (const key of this.batcher.due(now)) this.publish(key);
+    const next = this.batcher.nextDeadline();
+    if (next !== undefined && this.timer === undefined) this.arm(Math.max(0, next - now));
+  }
+
+  /** Drops the lane's pending batch; true when there was one (its units are to be receipted now). */
+  takePending(key: string): boolean {
+    return this.batcher.take(key) !== undefined;
+  }
+
+  /** Publishes the lane's receipt at once. */
+  publishNow(key: string): void {
+    this.batcher.noteAdmitted(key, this.h.ports.clock.now());
+    this.publish(key);
+  }
+
+  /** Signs and publishes the lane's receipt batch. */
+  publish(key: string): void {
+    const h = this.h;
+    const hl = h.lanes.get(key);
+    if (hl === undefined) return;
+    const taken = this.batcher.take(key);
+    const now = h.ports.clock.now();
+    const receipts = laneReceipts(hl, h.config, now, this.protectedEvidence());
+    if (receipts.length === 0) return;
+    const span = h.tracer.startSpan("holder.receipt", { kind: SpanKind.PRODUCER, links: taken?.links ?? [], attributes: { "custody.lane": key, "custody.units": taken?.units ?? 0 } });
+    try {
+      const subject = receiptSubject(hl.volume, hl.lane);
+      const holder = { holderId: h.config.holderId, incarnation: h.config.incarnation };
+      const batch = makeReceiptBatch({ volume: hl.volume, lane: hl.lane, subject }, holder, now, receipts);
+      const signed = signReceiptBatch(batch, h.ports.privateKey);
+      h.ports.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }), {
+        headers: injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span)),
+      });
+      for (const r of receipts) h.observe({ type: "receipt_published", lane: key, residency: r.residency.kind, retained: r.retained.toString() });
+    } finally {
+      span.end();
+    }
+  }
+
+  /** Cancels the delay timer (the holder stops). */
+  stop(): void {
+    if (this.timer !== undefined) this.h.ports.clock.clearTimeout(this.timer);
+  }
+
+  private arm(ms: number): void {
+    this.timer = this.h.ports.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.h.send({ type: "timer.receipts" });
+    }, ms);
+  }
+}
