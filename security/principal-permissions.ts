@@ -8,7 +8,8 @@
  * - a writer publishes units of its own volume only, and only into that lane's first hops;
  * - a holder publishes credits only under its own id, receipts only for the lanes it serves, and
  *   units only into its downstream edges of those lanes;
- * - only the controller publishes release frontiers and appends to the control stream;
+ * - only the controller publishes release frontiers; the controller and the operator (its signed
+ *   bootstrap, holds and admissions) append to the control stream;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
  *   deletes or purges streams);
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
@@ -151,7 +152,23 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
     default:
       throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `unknown role ${JSON.stringify(role)}`, { role, id });
   }
+  if (role !== Role.Operator && role !== Role.Repair && role !== Role.Replica) serviceDiscovery(role, id, sub);
   return { publish: [...pub].sort(), subscribe: [...sub].sort(), allowResponses: true, inboxPrefix };
+}
+
+/**
+ * What a `custody run` process listens on as a NATS service (`custody-<role>`, see
+ * runtime/service-registration.ts): the `$SRV` PING/INFO/STATS requests, to all services, to its
+ * service name and to its instance, and its own `stats` endpoint. It answers under `allow_responses`.
+ */
+export function serviceSubjects(role: Role, id: string): string[] {
+  const name = `custody-${checkRole(role)}`;
+  const verbs = ["PING", "INFO", "STATS"];
+  return [...verbs.flatMap((v) => [`$SRV.${v}`, `$SRV.${v}.${name}`, `$SRV.${v}.${name}.*`]), `custody.v1.svc.${role}.${checkToken(id, "principal id")}`];
+}
+
+function serviceDiscovery(role: Role, id: string, sub: Set<string>): void {
+  for (const s of serviceSubjects(role, id)) sub.add(s);
 }
 
 function writer(s: RoleScopes["writer"], pub: Set<string>, sub: Set<string>): void {
@@ -220,9 +237,13 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   // Stream management (create, update, delete, purge) is the operator's alone.
   pub.add(`${JS_API}.>`);
   pub.add(allOfKind("ps"));
+  // Service discovery requests (`custody ps`, `nats micro ls`); the roles answer under allow_responses.
+  pub.add("$SRV.>");
   sub.add(allOfKind("status"));
   sub.add(allOfKind("event"));
-  for (const r of s.controlRegions) checkToken(r, "region");
+  // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
+  // JetStream publish on the control subject, as the controller's commits are.
+  for (const r of s.controlRegions) pub.add(ctrlSubject(checkToken(r, "region")));
 }
 
 function readControlLog(region: string, pub: Set<string>): void {

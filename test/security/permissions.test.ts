@@ -42,9 +42,9 @@ test("only the controller may publish release frontiers", (t) => {
   for (const [name, p] of Object.entries(ALL)) t.is(mayPublish(p, releaseSubject("h1")), name === "controller", name);
 });
 
-test("only the controller may append to the control stream, and only the operator may create, delete or purge streams", (t) => {
+test("only the controller and the operator may append to the control stream, and only the operator may create, delete or purge streams", (t) => {
   for (const [name, p] of Object.entries(ALL)) {
-    t.is(mayPublish(p, ctrlSubject(REGION)), name === "controller", `${name} append`);
+    t.is(mayPublish(p, ctrlSubject(REGION)), name === "controller" || name === "operator", `${name} append`);
     for (const op of ["CREATE", "DELETE", "PURGE", "UPDATE", "MSG.DELETE"]) t.is(mayPublish(p, `$JS.API.STREAM.${op}.${STREAM}`), name === "operator", `${name} ${op}`);
   }
   // Every reader of the log may read it (stream info and ordered consumers).
@@ -144,4 +144,20 @@ test("a base builder only announces bases to its own holder, and a replica only 
   t.true(mayReceive(replica, unitSubject("rep1", "v1", "l0")));
   t.false(mayReceive(replica, unitSubject("h1", "v1", "l0")));
   t.false(replica.publish.some((s) => s.startsWith("custody.")), "it answers only under allow_responses");
+});
+
+test("the operator commits (bootstrap, holds, admissions) to the control streams of its regions only", (t) => {
+  t.true(mayPublish(operator, ctrlSubject(REGION)));
+  t.false(mayPublish(operator, ctrlSubject("elsewhere")));
+});
+
+test("a role process answers service discovery (custody ps) on its own service subjects, and only the operator sends the requests", (t) => {
+  t.true(mayReceive(h1, "$SRV.PING"));
+  t.true(mayReceive(h1, "$SRV.STATS.custody-holder"));
+  t.true(mayReceive(h1, "custody.v1.svc.holder.h1"));
+  t.false(mayReceive(h1, "custody.v1.svc.holder.h2"), "a holder does not take another's stats endpoint");
+  t.false(mayReceive(h1, "$SRV.STATS.custody-writer"));
+  t.true(mayReceive(writer, "$SRV.INFO.custody-writer.abc"));
+  t.true(mayPublish(operator, "$SRV.STATS.custody-holder"));
+  for (const name of ["writer", "h1", "controller", "repair"]) t.false(mayPublish(ALL[name]!, "$SRV.PING"), name);
 });
