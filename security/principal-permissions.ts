@@ -237,6 +237,8 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   // Stream management (create, update, delete, purge) is the operator's alone.
   pub.add(`${JS_API}.>`);
   pub.add(allOfKind("ps"));
+  // `custody recover` reads retained units from the holders.
+  pub.add(subjectFilter("fetch"));
   // Service discovery requests (`custody ps`, `nats micro ls`); the roles answer under allow_responses.
   pub.add("$SRV.>");
   sub.add(allOfKind("status"));
