@@ -50,7 +50,7 @@ export function deploymentPrincipals(d: Deployment, operatorId: string, lanesOf:
   for (const c of d.controllers) out.push({ instance: `controller-${c.id}`, spec: { role: "controller", id: c.id, scope: { controlRegion, volumes: [c.volume] } } });
   // A base builder's process is known by its instance name (its service id).
   for (const b of d.baseBuilders) out.push({ instance: `base-builder-${b.holder}`, spec: { role: "base-builder", id: `base-builder-${b.holder}`, scope: { holder: b.holder } } });
-  out.push({ instance: operatorId, spec: { role: "operator", id: operatorId, scope: { controlRegions: [controlRegion] } } });
+  out.push({ instance: operatorId, spec: { role: "operator", id: operatorId, scope: { controlRegions: [controlRegion], commitRegions: [controlRegion] } } });
   return out;
 }
 

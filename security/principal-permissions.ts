@@ -8,8 +8,8 @@
  * - a writer publishes units of its own volume only, and only into that lane's first hops;
  * - a holder publishes credits only under its own id, receipts only for the lanes it serves, and
  *   units only into its downstream edges of those lanes;
- * - only the controller publishes release frontiers; the controller and the operator (its signed
- *   bootstrap, holds and admissions) append to the control stream;
+ * - only the controller publishes release frontiers; the controller, and an operator given
+ *   `commitRegions` (its signed bootstrap, holds and admissions), append to the control stream;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
  *   deletes or purges streams);
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
@@ -68,7 +68,11 @@ export interface RoleScopes {
   readonly holder: { readonly controlRegion: string; readonly lanes: readonly HolderLaneScope[] };
   readonly controller: { readonly controlRegion: string; readonly volumes: readonly string[] };
   readonly repair: { readonly controlRegion: string; readonly volumes: readonly string[] };
-  readonly operator: { readonly controlRegions: readonly string[] };
+  /**
+   * `commitRegions`: the control streams the operator commits to (its signed bootstrap, holds and
+   * admissions). Without it the operator manages streams but appends to none.
+   */
+  readonly operator: { readonly controlRegions: readonly string[]; readonly commitRegions?: readonly string[] };
   readonly "base-builder": { readonly holder: string };
   readonly replica: { readonly volume: string; readonly lanes: readonly string[] };
 }
@@ -245,7 +249,8 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   sub.add(allOfKind("event"));
   // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
   // JetStream publish on the control subject, as the controller's commits are.
-  for (const r of s.controlRegions) pub.add(ctrlSubject(checkToken(r, "region")));
+  for (const r of s.controlRegions) checkToken(r, "region");
+  for (const r of s.commitRegions ?? []) pub.add(ctrlSubject(checkToken(r, "region")));
 }
 
 function readControlLog(region: string, pub: Set<string>): void {

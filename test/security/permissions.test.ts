@@ -42,9 +42,9 @@ test("only the controller may publish release frontiers", (t) => {
   for (const [name, p] of Object.entries(ALL)) t.is(mayPublish(p, releaseSubject("h1")), name === "controller", name);
 });
 
-test("only the controller and the operator may append to the control stream, and only the operator may create, delete or purge streams", (t) => {
+test("only the controller may append to the control stream, and only the operator may create, delete or purge streams", (t) => {
   for (const [name, p] of Object.entries(ALL)) {
-    t.is(mayPublish(p, ctrlSubject(REGION)), name === "controller" || name === "operator", `${name} append`);
+    t.is(mayPublish(p, ctrlSubject(REGION)), name === "controller", `${name} append`);
     for (const op of ["CREATE", "DELETE", "PURGE", "UPDATE", "MSG.DELETE"]) t.is(mayPublish(p, `$JS.API.STREAM.${op}.${STREAM}`), name === "operator", `${name} ${op}`);
   }
   // Every reader of the log may read it (stream info and ordered consumers).
@@ -146,9 +146,11 @@ test("a base builder only announces bases to its own holder, and a replica only 
   t.false(replica.publish.some((s) => s.startsWith("custody.")), "it answers only under allow_responses");
 });
 
-test("the operator commits (bootstrap, holds, admissions) to the control streams of its regions only", (t) => {
-  t.true(mayPublish(operator, ctrlSubject(REGION)));
-  t.false(mayPublish(operator, ctrlSubject("elsewhere")));
+test("an operator given commitRegions commits (bootstrap, holds, admissions) to those control streams only; without it, to none", (t) => {
+  const committing = permissionsFor("operator", "op", { controlRegions: [REGION], commitRegions: [REGION] });
+  t.true(mayPublish(committing, ctrlSubject(REGION)));
+  t.false(mayPublish(committing, ctrlSubject("elsewhere")));
+  t.false(mayPublish(operator, ctrlSubject(REGION)));
 });
 
 test("a role process answers service discovery (custody ps) on its own service subjects, and only the operator sends the requests", (t) => {
