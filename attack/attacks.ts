@@ -43,7 +43,7 @@ export interface AttackContext {
 /** One attack: `run` returns how it was refused, or undefined when it was not. */
 export interface Attack {
   readonly name: string;
-  run(ctx: AttackContext, before: NetworkState): Promise<{ refusal?: string; changed?: string[] }>;
+  run(ctx: AttackContext, before: NetworkState): Promise<{ refusal?: string; changed?: string[]; note?: string }>;
 }
 
 const FORGED_FROM = 10_000_001;
@@ -340,7 +340,7 @@ function bombAttacks(): Attack[] {
         const mine = r.filter((x) => target.processes.some((p) => x.startsWith(`${p}.`)));
         return target.processes.every((p) => mine.some((x) => x.startsWith(`${p}.`))) ? `counted: ${mine.join(", ")}` : undefined;
       });
-      return refusal ? { refusal } : {};
+      return refusal ? { refusal } : { note: `not refused: no rejection counted by ${target.processes.join(", ")}` };
     },
   }));
 }

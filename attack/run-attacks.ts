@@ -97,7 +97,7 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
       try {
         const r = await attack.run(ctx, before);
         refused = r.refusal !== undefined;
-        evidence = r.refusal ?? "not refused";
+        evidence = r.refusal ?? r.note ?? "not refused";
         changed = [...(r.changed ?? [])];
       } catch (err) {
         evidence = `attack failed to run: ${(err as Error).message}`;
