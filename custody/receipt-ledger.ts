@@ -180,6 +180,9 @@ export class ReceiptLedger {
     const s = this.seen.get(sk) ?? { holderId, incarnation, volume: batch.stream.volume, lane: batch.stream.lane, seqs: RangeSet.EMPTY };
     this.seen.set(sk, { ...s, seqs: RangeSet.from([...s.seqs.ranges(), ...batch.receipts.map((r) => [r.receiptSeq, r.receiptSeq] as const)]) });
     this.counters.inc("receipt.accepted", batch.receipts.length);
+    // Replays and reorderings change nothing, but are counted so they can be seen.
+    if (superseded > 0) this.counters.inc("receipt.superseded", superseded);
+    if (duplicates > 0) this.counters.inc("receipt.duplicate", duplicates);
     return { applied: plan.length, superseded, duplicates };
   }
 

@@ -3,6 +3,7 @@ import type { ControllerConfig } from "../actors/index.ts";
 import type { Scenario, Site } from "../policies/index.ts";
 import type { NatsRoleConfig } from "../runtime/role-config.ts";
 import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
+import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATOR_NATS_FILE, regionSecurityText, securedNats, type NkeyUserKey } from "./deployment-security.ts";
 import { natsServerConfig, regionUrl } from "./nats-server-config.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
 
@@ -18,6 +19,21 @@ export interface KeySource {
   holderKey(): { readonly pkcs8: Uint8Array; readonly publicRaw: Uint8Array };
   /** A new 32-byte volume data key. */
   dataKey(): Uint8Array;
+}
+
+/**
+ * What a secured deployment's plan needs besides keys: new nkey users, and the CA certificate the
+ * caller made (with `makeCertificates` into `tlsOutputDir(outDir)`) before planning.
+ */
+export interface SecuritySource {
+  nkeyUser(): NkeyUserKey;
+  /** The CA certificate (PEM) every role and the operator trust. */
+  readonly caPem: string;
+}
+
+/** Where `custody init` makes the CA and the regions' server certificates: `nats/tls` in the output. */
+export function tlsOutputDir(outDir: string): string {
+  return join(outDir, "nats", "tls");
 }
 
 /** One file to write: `path` is inside the output directory; keys are 0600, the rest 0644. */
@@ -70,10 +86,7 @@ export const OPERATOR_ID = "operator";
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
 
-/**
- * The `nats` section of a role's config. The single place a role's connection settings are made:
- * credentials and TLS files will be added here.
- */
+/** The `nats` section of a role's config on an unsecured deployment (`"security": "none"`, unit tests only). */
 export function roleNats(d: Deployment, region: string): NatsRoleConfig {
   return { servers: regionUrl(d.regions[region]!) };
 }
@@ -89,10 +102,23 @@ export function volumeLanes(d: Deployment, v: DeploymentVolume): { lane: string;
   return [{ lane: names[0]!, fromLba: 0, toLba: v.blockCount - 1, holders: firstHops }];
 }
 
-/** Plans every file of a deployment. `outDir` is where the files are written (absolute). */
-export function planDeployment(d: Deployment, outDir: string, keys: KeySource): DeploymentPlan {
+/**
+ * Plans every file of a deployment. `outDir` is where the files are written (absolute). A secured
+ * deployment (the default) needs `security`; one with `"security": "none"` ignores it.
+ */
+export function planDeployment(d: Deployment, outDir: string, keys: KeySource, security?: SecuritySource): DeploymentPlan {
   const configDir = d.paths?.configDir ?? join(outDir, "roles");
   const stateDir = d.paths?.stateDir ?? join(outDir, "state");
+  const secured = d.security !== "none";
+  if (secured && security === undefined) throw new DeploymentError("a secured deployment needs nkey users and a CA certificate to plan (or \"security\": \"none\")", { path: "security" });
+  // The servers' TLS files, on the servers' machines (beside their configs).
+  const natsDir = d.paths?.configDir !== undefined ? join(d.paths.configDir, "nats") : join(outDir, "nats");
+  const principals = deploymentPrincipals(d, OPERATOR_ID, (v) => volumeLanes(d, v));
+  const userKeys = new Map(secured ? principals.map((p) => [p.instance, security!.nkeyUser()]) : []);
+  const principalOf = (instance: string) => principals.find((p) => p.instance === instance)!;
+  // A role's connection: its region's URL and, when secured, its own seed file, inbox prefix and the CA.
+  const natsFor = (instance: string, region: string): NatsRoleConfig =>
+    secured ? securedNats(regionUrl(d.regions[region]!), join(configDir, instance), principalOf(instance).spec) : roleNats(d, region);
   const files: PlannedFile[] = [];
   const roles: PlannedRole[] = [];
   const siteOf = (id: string): Site => ({ id, region: d.sites[id]!.region, az: d.sites[id]!.az, host: d.sites[id]!.host, deps: [...(d.sites[id]!.deps ?? [])] });
@@ -105,6 +131,10 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
   });
   const instance = (name: string, role: PlannedRole["role"], region: string, config: Record<string, unknown>, extra: { file: string; contents: Uint8Array }[]) => {
     for (const f of extra) files.push({ path: join(outDir, "roles", name, f.file), contents: f.contents, mode: 0o600 });
+    if (secured) {
+      files.push({ path: join(outDir, "roles", name, NKEY_SEED_FILE), contents: `${userKeys.get(name)!.seed}\n`, mode: 0o600 });
+      files.push({ path: join(outDir, "roles", name, CA_FILE), contents: security!.caPem, mode: 0o644 });
+    }
     files.push({ path: join(outDir, "roles", name, "operator.pub"), contents: `${hex(operatorKey().publicRaw)}\n`, mode: 0o644 });
     const signing = role === "controller";
     if (signing) files.push({ path: join(outDir, "roles", name, "signing.key"), contents: controllerKey(name).pkcs8, mode: 0o600 });
@@ -129,7 +159,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
     const config = holderRoleConfig({
       id: h.id,
       site: d.sites[h.site]!,
-      nats: roleNats(d, h.region),
+      nats: natsFor(name, h.region),
       controlRegion: d.controlRegion,
       stateDir: join(stateDir, name),
       keyFile: join(configDir, name, "holder.key"),
@@ -147,7 +177,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
     const holders = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
     const config = writerRoleConfig({
       writerId: v.writer.id,
-      nats: roleNats(d, v.writer.region),
+      nats: natsFor(name, v.writer.region),
       controlRegion: d.controlRegion,
       stateDir: join(stateDir, name),
       dataKeyFile: join(configDir, name, "data.key"),
@@ -165,7 +195,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
 
   for (const c of d.controllers) {
     const v = d.volumes.find((x) => x.id === c.volume)!;
-    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: roleNats(d, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), controller: controllerConfig(d, c, v, siteOf) }, []);
+    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), controller: controllerConfig(d, c, v, siteOf) }, []);
   }
 
   for (const b of d.baseBuilders) {
@@ -174,7 +204,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
     const name = `base-builder-${b.holder}`;
     const config = {
       role: "base-builder",
-      nats: roleNats(d, h.region),
+      nats: natsFor(name, h.region),
       ...(b.metrics ? { metrics: b.metrics } : {}),
       holder: b.holder,
       volume: b.volume,
@@ -190,7 +220,11 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
   }
 
   const natsServers = Object.keys(d.regions).map((r) => ({ region: r, config: join(outDir, "nats", `${r}.conf`), url: regionUrl(d.regions[r]!) }));
-  for (const s of natsServers) files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions), mode: 0o644 });
+  const users = secured ? deploymentUsers(principals, (instance) => userKeys.get(instance)!) : [];
+  for (const s of natsServers) {
+    const text = secured ? regionSecurityText(users, { dir: join(natsDir, "tls") }, s.region) : undefined;
+    files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions, text), mode: 0o644 });
+  }
 
   const bootstrap: BootstrapPlan = {
     controlRegion: d.controlRegion,
@@ -209,6 +243,15 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource): 
   // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).
   files.push({ path: join(outDir, "operator", "operator.key"), contents: operatorKey().pkcs8, mode: 0o600 });
   files.push({ path: join(outDir, "operator", "operator.pub"), contents: `${hex(operatorKey().publicRaw)}\n`, mode: 0o644 });
+  if (secured) {
+    // The operator's connection, used by every operator command (`--operator-config`): it reaches
+    // the first controller's region (else the first region) as the operator principal.
+    const region = d.controllers[0]?.region ?? Object.keys(d.regions)[0]!;
+    const dir = join(outDir, "operator");
+    files.push({ path: join(dir, NKEY_SEED_FILE), contents: `${userKeys.get(OPERATOR_ID)!.seed}\n`, mode: 0o600 });
+    files.push({ path: join(dir, CA_FILE), contents: security!.caPem, mode: 0o644 });
+    files.push({ path: join(dir, OPERATOR_NATS_FILE), contents: json(securedNats(regionUrl(d.regions[region]!), dir, principalOf(OPERATOR_ID).spec)), mode: 0o644 });
+  }
   files.push({ path: join(outDir, ROLES_INDEX), contents: json({ roles, natsServers }), mode: 0o644 });
   return { files, roles, natsServers, bootstrap };
 }

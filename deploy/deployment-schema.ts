@@ -115,6 +115,12 @@ const baseBuilderSchema = z.strictObject({
 
 /** The whole deployment file. */
 export const deploymentSchema = z.strictObject({
+  /**
+   * `tls-nkeys` (default): every role and the operator log in with their own nkey user and the
+   * permissions derived for them, over TLS to servers certified by the deployment's own CA; routes
+   * and gateways verify their peers. `none`: open servers, anonymous roles (unit tests only).
+   */
+  security: z.enum(["tls-nkeys", "none"]).default("tls-nkeys"),
   /** Name of the control log (JetStream stream `CUSTODY_CTRL_<controlRegion>`) every role follows. */
   controlRegion: id,
   /**

@@ -1,3 +1,4 @@
+import type { RegionSecurityText } from "../security/server-config.ts";
 import type { DeploymentRegion } from "./deployment-schema.ts";
 
 /**
@@ -8,10 +9,11 @@ import type { DeploymentRegion } from "./deployment-schema.ts";
  * unless the server has a named cluster with routes; a one-server region lists its own cluster
  * address as its only route (as transport/nats-region-config.ts does for loopback harnesses).
  *
- * Credentials and TLS are not written here yet: `extraLines` is where an accounts/authorization
- * and `tls {}` block will go, so the caller adds them without changing this layout.
+ * With `security` (a secured deployment), the authorization block and the client `tls {}` go at
+ * the top level, and the cluster route and the gateways get their own `tls {}` with verified peers.
+ * Without it the server is open (unit tests only).
  */
-export function natsServerConfig(name: string, regions: Readonly<Record<string, DeploymentRegion>>, extraLines: readonly string[] = []): string {
+export function natsServerConfig(name: string, regions: Readonly<Record<string, DeploymentRegion>>, security?: RegionSecurityText): string {
   const r = regions[name]!;
   const listen = r.listen ?? r.host;
   const gateways = Object.entries(regions)
@@ -26,6 +28,7 @@ export function natsServerConfig(name: string, regions: Readonly<Record<string, 
     `  name: "${name}"`,
     `  listen: "${listen}:${r.clusterPort}"`,
     `  routes: ["nats-route://${r.host}:${r.clusterPort}"]`,
+    ...(security ? [security.cluster] : []),
     `}`,
     `gateway {`,
     `  name: "${name}"`,
@@ -33,8 +36,9 @@ export function natsServerConfig(name: string, regions: Readonly<Record<string, 
     `  gateways: [`,
     ...gateways,
     `  ]`,
+    ...(security ? [security.gateway] : []),
     `}`,
-    ...extraLines,
+    ...(security ? [security.top] : []),
     "",
   ].join("\n");
 }

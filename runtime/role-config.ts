@@ -15,7 +15,8 @@ export class RoleConfigError extends CustodyError {
   }
 }
 
-const natsSchema = z.strictObject({
+/** The `nats` section of a role config (also the operator's connection file `custody init` writes). */
+export const natsRoleSchema = z.strictObject({
   /** One URL or several of the same cluster. */
   servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
   /** Reconnect attempts before the connection is closed for good and the process exits (2); -1 = forever. Default 60. */
@@ -36,7 +37,7 @@ const natsSchema = z.strictObject({
   /** Require TLS and trust only this CA certificate (PEM) for the server's certificate. */
   tls: z.strictObject({ caFile: z.string().min(1) }).optional(),
 });
-export type NatsRoleConfig = z.infer<typeof natsSchema>;
+export type NatsRoleConfig = z.infer<typeof natsRoleSchema>;
 
 /**
  * A signed control log (see custody/control-trust.ts): the operators whose keys every reader
@@ -57,7 +58,7 @@ const metricsSchema = z.strictObject({ port: z.number().int().min(1).max(65535),
 /** A holder process: where its state lives, its signing key, its control log, and the holder itself. */
 export const holderRoleSchema = z.strictObject({
   role: z.literal("holder"),
-  nats: natsSchema,
+  nats: natsRoleSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
   /** Region of the control log (JetStream stream `CUSTODY_CTRL_<region>`) the holder follows. */
@@ -98,7 +99,7 @@ export function readRoleConfig<T>(file: string, schema: z.ZodType<T>): T {
 /** A volume writer process: its state directory (volume, outbox, term), data key, and an optional synthetic workload. */
 export const writerRoleSchema = z.strictObject({
   role: z.literal("writer"),
-  nats: natsSchema,
+  nats: natsRoleSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
   controlRegion: z.string().min(1),
@@ -132,7 +133,7 @@ export type WriterRoleConfig = z.infer<typeof writerRoleSchema>;
 /** A controller process: the control log it commits to and its configuration. */
 export const controllerRoleSchema = z.strictObject({
   role: z.literal("controller"),
-  nats: natsSchema,
+  nats: natsRoleSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
   /**
@@ -149,7 +150,7 @@ export type ControllerRoleConfig = z.infer<typeof controllerRoleSchema>;
 /** A base builder beside a store holder: it has the data key and turns the holder's WAL into rolling bases. */
 export const baseBuilderRoleSchema = z.strictObject({
   role: z.literal("base-builder"),
-  nats: natsSchema,
+  nats: natsRoleSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
   /** The store holder whose WAL it reads and whose receipts will name its bases. */

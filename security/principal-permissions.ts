@@ -8,7 +8,8 @@
  * - a writer publishes units of its own volume only, and only into that lane's first hops;
  * - a holder publishes credits only under its own id, receipts only for the lanes it serves, and
  *   units only into its downstream edges of those lanes;
- * - only the controller publishes release frontiers and appends to the control stream;
+ * - only the controller publishes release frontiers; the controller, and an operator given
+ *   `commitRegions` (its signed bootstrap, holds and admissions), append to the control stream;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
  *   deletes or purges streams);
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
@@ -67,8 +68,12 @@ export interface RoleScopes {
   readonly holder: { readonly controlRegion: string; readonly lanes: readonly HolderLaneScope[] };
   readonly controller: { readonly controlRegion: string; readonly volumes: readonly string[] };
   readonly repair: { readonly controlRegion: string; readonly volumes: readonly string[] };
-  /** The operator's rights do not depend on the topology. */
-  readonly operator: Readonly<Record<string, never>>;
+  /**
+   * The operator's stream management does not depend on the topology. `commitRegions`: the control
+   * streams it commits to (its signed bootstrap, holds and admissions); without it the operator
+   * manages streams but appends to none. (`controlRegions` is only checked to be region tokens.)
+   */
+  readonly operator: { readonly controlRegions?: readonly string[]; readonly commitRegions?: readonly string[] };
   readonly "base-builder": { readonly holder: string };
   readonly replica: { readonly volume: string; readonly lanes: readonly string[] };
 }
@@ -137,7 +142,7 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
       repair(scope as RoleScopes["repair"], pub, sub);
       break;
     case Role.Operator:
-      operator(pub, sub);
+      operator(scope as RoleScopes["operator"], pub, sub);
       break;
     case Role.BaseBuilder:
       // It reads the holder's WAL from the holder's disk; on the bus it only announces bases.
@@ -151,7 +156,23 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
     default:
       throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `unknown role ${JSON.stringify(role)}`, { role, id });
   }
+  if (role !== Role.Operator && role !== Role.Repair && role !== Role.Replica) serviceDiscovery(role, id, sub);
   return { publish: [...pub].sort(), subscribe: [...sub].sort(), allowResponses: true, inboxPrefix };
+}
+
+/**
+ * What a `custody run` process listens on as a NATS service (`custody-<role>`, see
+ * runtime/service-registration.ts): the `$SRV` PING/INFO/STATS requests, to all services, to its
+ * service name and to its instance, and its own `stats` endpoint. It answers under `allow_responses`.
+ */
+export function serviceSubjects(role: Role, id: string): string[] {
+  const name = `custody-${checkRole(role)}`;
+  const verbs = ["PING", "INFO", "STATS"];
+  return [...verbs.flatMap((v) => [`$SRV.${v}`, `$SRV.${v}.${name}`, `$SRV.${v}.${name}.*`]), `custody.v1.svc.${role}.${checkToken(id, "principal id")}`];
+}
+
+function serviceDiscovery(role: Role, id: string, sub: Set<string>): void {
+  for (const s of serviceSubjects(role, id)) sub.add(s);
 }
 
 function writer(s: RoleScopes["writer"], pub: Set<string>, sub: Set<string>): void {
@@ -216,12 +237,20 @@ function repair(s: RoleScopes["repair"], pub: Set<string>, sub: Set<string>): vo
   readControlLog(s.controlRegion, pub);
 }
 
-function operator(pub: Set<string>, sub: Set<string>): void {
+function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>): void {
   // Stream management (create, update, delete, purge) is the operator's alone.
   pub.add(`${JS_API}.>`);
   pub.add(allOfKind("ps"));
+  // `custody recover` reads retained units from the holders.
+  pub.add(subjectFilter("fetch"));
+  // Service discovery requests (`custody ps`, `nats micro ls`); the roles answer under allow_responses.
+  pub.add("$SRV.>");
   sub.add(allOfKind("status"));
   sub.add(allOfKind("event"));
+  // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
+  // JetStream publish on the control subject, as the controller's commits are.
+  for (const r of s.controlRegions ?? []) checkToken(r, "region");
+  for (const r of s.commitRegions ?? []) pub.add(ctrlSubject(checkToken(r, "region")));
 }
 
 function readControlLog(region: string, pub: Set<string>): void {

@@ -5,6 +5,7 @@ import { CustodyError } from "../../core/custody-error.ts";
 import { ControlLogFollower, generateHolderKeyPair, INITIAL_CONTROL_STATE, releaseFrontiers, type ControlState } from "../../custody/index.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
 /** A bad CLI argument of the custody commands. */
 export class CustodyCliError extends CustodyError {
@@ -13,8 +14,7 @@ export class CustodyCliError extends CustodyError {
   }
 }
 
-interface ControlOptions extends OutputOptions {
-  server: string;
+interface ControlOptions extends OutputOptions, OperatorConnectionOptions {
   region: string;
   headSeq?: string;
   headHash?: string;
@@ -30,7 +30,7 @@ async function replayControlLog(o: ControlOptions): Promise<ControlState> {
     if (!/^[0-9a-f]{64}$/.test(o.headHash)) throw new CustodyCliError("--head-hash must be 64 lowercase hex digits", { option: "head-hash" });
     seen = { ...INITIAL_CONTROL_STATE, lastSeq: seq, headHash: o.headHash };
   }
-  const nc = await connectNats({ servers: o.server, name: "custody-cli-control", maxReconnectAttempts: 0 });
+  const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-control"), maxReconnectAttempts: 0 });
   try {
     const follower = new ControlLogFollower(await openJetStreamControlLog(nc, { region: o.region }));
     const state = await follower.replay();
@@ -67,8 +67,7 @@ function summary(s: ControlState) {
 export function register(program: Command): void {
   const control = program.command("control").description("Inspect a region's fenced control log on JetStream");
   const common = (c: Command) =>
-    c
-      .requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222")
+    withOperatorConnection(c)
       .requiredOption("--region <region>", "control-log region (stream CUSTODY_CTRL_<region>)")
       .option("--head-seq <n>", "a head sequence seen before: refuse a log behind or forked from it")
       .option("--head-hash <hex>", "the hash of that head event")

@@ -10,9 +10,9 @@ import { checkToken } from "../../transport/subjects.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { CustodyCliError } from "./custody.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
-interface ConnOptions extends OutputOptions, OperatorKeyOptions {
-  server: string;
+interface ConnOptions extends OutputOptions, OperatorKeyOptions, OperatorConnectionOptions {
   region: string;
 }
 
@@ -38,7 +38,7 @@ function parseUntil(v: string | undefined): number {
 }
 
 async function withLog<T>(o: ConnOptions, name: string, fn: (log: { store: Awaited<ReturnType<typeof openJetStreamControlLog>>; follower: ControlLogFollower }) => Promise<T>): Promise<T> {
-  const nc = await connectNats({ servers: o.server, name, maxReconnectAttempts: 0 });
+  const nc = await connectNats({ ...operatorConnectOptions(o, name), maxReconnectAttempts: 0 });
   try {
     const store = await openJetStreamControlLog(nc, { region: o.region });
     return await fn({ store, follower: new ControlLogFollower(store, undefined, operatorAccess(o).trust) });
@@ -56,7 +56,7 @@ async function withLog<T>(o: ConnOptions, name: string, fn: (log: { store: Await
 export function register(program: Command): void {
   const hold = program.command("hold").description("PITR pins and recovery holds in a region's control log");
   const conn = (c: Command) =>
-    withOperatorKey(c.requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222").requiredOption("--region <region>", "control-log region").option("--json", "one JSON object on one line"));
+    withOperatorKey(withOperatorConnection(c).requiredOption("--region <region>", "control-log region").option("--json", "one JSON object on one line"));
   conn(hold.command("pin").description("Commit a PITR pin: no bound holder may release the ranges until the pin ends"))
     .requiredOption("--volume <volume>", "volume id")
     .requiredOption("--lane <lane>", "lane")

@@ -7,9 +7,9 @@ import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { CustodyCliError } from "./custody.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
-interface AdmitOptions extends OutputOptions, OperatorKeyOptions {
-  server: string;
+interface AdmitOptions extends OutputOptions, OperatorKeyOptions, OperatorConnectionOptions {
   region: string;
   holder: string;
   incarnation: string;
@@ -25,10 +25,9 @@ interface AdmitOptions extends OutputOptions, OperatorKeyOptions {
  */
 export function register(program: Command): void {
   const holder = program.command("holder").description("Operator commands for holders");
-  withOperatorKey(holder
-    .command("admit"))
+  withOperatorConnection(withOperatorKey(holder
+    .command("admit")))
     .description("Commit admit_holder (holder, incarnation, public key, failure domain) to a region's control log")
-    .requiredOption("--server <url>", "NATS server URL, e.g. nats://127.0.0.1:4222")
     .requiredOption("--region <region>", "control-log region")
     .requiredOption("--holder <id>", "holder id")
     .requiredOption("--incarnation <n>", "the incarnation to admit (above the admitted one)")
@@ -42,7 +41,7 @@ export function register(program: Command): void {
         if (!/^[0-9a-f]{64}$/i.test(o.publicKey)) throw new CustodyCliError("--public-key must be 64 hex digits", { option: "public-key" });
         const publicKey = new Uint8Array(Buffer.from(o.publicKey, "hex"));
         publicKeyFromRaw(publicKey); // throws InvalidKeyError for bytes that are not a key
-        const nc = await connectNats({ servers: o.server, name: "custody-cli-admit", maxReconnectAttempts: 0 });
+        const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-admit"), maxReconnectAttempts: 0 });
         try {
           const store = await openJetStreamControlLog(nc, { region: o.region });
           const access = operatorAccess(o);

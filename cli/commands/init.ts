@@ -1,8 +1,11 @@
 import { createPublicKey, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { applyBootstrap, BOOTSTRAP_FILE, DeploymentError, parseBootstrap, parseDeployment, planDeployment, ROLES_INDEX, type KeySource } from "../../deploy/index.ts";
+import { applyBootstrap, BOOTSTRAP_FILE, DeploymentError, OPERATOR_NATS_FILE, parseBootstrap, parseDeployment, planDeployment, regionServerIdentities, ROLES_INDEX, tlsOutputDir, type KeySource, type SecuritySource } from "../../deploy/index.ts";
+import { makeCertificates } from "../../security/certificates.ts";
+import { nkeys } from "@nats-io/transport-node";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { generateHolderKeyPair, rawPublicKey } from "../../custody/index.ts";
 import { operatorAccess } from "../operator-signing.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
@@ -19,10 +22,22 @@ const randomKeys: KeySource = {
   dataKey: () => new Uint8Array(randomBytes(32)),
 };
 
+/** A new nkey user; its seed is wiped from the key pair once read. */
+function newNkeyUser(): { seed: string; publicKey: string } {
+  const kp = nkeys.createUser();
+  try {
+    return { seed: new TextDecoder().decode(kp.getSeed()), publicKey: kp.getPublicKey() };
+  } finally {
+    kp.clear();
+  }
+}
+
 /**
  * `custody init <deployment.json> --out DIR`: validates the deployment and writes per role instance
  * `roles/<instance>/config.json` with its keys (0600), per region `nats/<region>.conf`,
- * `bootstrap.json` and `roles.json`. Refuses an output that already holds a deployment: new keys
+ * `bootstrap.json` and `roles.json`. Secured (the default): first a CA and a certificate per region
+ * (`nats/tls/`, openssl), then an nkey seed per role instance and for the operator (`nats.nk`,
+ * 0600), the CA beside each, and `operator/nats.json`, the operator commands' connection. Refuses an output that already holds a deployment: new keys
  * would not match the ones already admitted.
  *
  * `custody bootstrap <bootstrap.json> --server URL`: creates the region's control stream when it is
@@ -37,11 +52,18 @@ export function register(program: Command): void {
     .requiredOption("--out <dir>", "output directory")
     .option("--json", "one JSON object on one line")
     .action(
-      action((file: string, o: OutputOptions & { out: string }) => {
+      action(async (file: string, o: OutputOptions & { out: string }) => {
         const d = parseDeployment(readJsonFile(file));
         const out = resolve(o.out);
         if (existsSync(join(out, ROLES_INDEX))) throw new DeploymentError(`${out} already holds a deployment (${ROLES_INDEX}); choose another --out`, { path: "out" });
-        const plan = planDeployment(d, out, randomKeys);
+        let security: SecuritySource | undefined;
+        if (d.security !== "none") {
+          // Planned once without certificates first: a deployment the plan refuses leaves nothing behind.
+          planDeployment(d, out, randomKeys, { nkeyUser: newNkeyUser, caPem: "" });
+          const certs = await makeCertificates(tlsOutputDir(out), regionServerIdentities(d));
+          security = { nkeyUser: newNkeyUser, caPem: readFileSync(certs.caFile, "utf8") };
+        }
+        const plan = planDeployment(d, out, randomKeys, security);
         for (const f of plan.files) {
           mkdirSync(dirname(f.path), { recursive: true, mode: 0o700 });
           writeFileSync(f.path, f.contents, { mode: f.mode });
@@ -55,15 +77,14 @@ export function register(program: Command): void {
         );
       }),
     );
-  program
+  withOperatorConnection(program
     .command("bootstrap")
     .description("admit the holders' first incarnations and create the obligations `custody init` planned (skips what the control log has)")
     .argument("<bootstrap.json>", "written by custody init")
-    .requiredOption("--server <url>", "NATS server URL")
     .option("--json", "one JSON object on one line")
-    .option("--operator-key <file>", "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and admits the controllers' keys")
+    .option("--operator-key <file>", "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and admits the controllers' keys"))
     .action(
-      action(async (file: string, o: OutputOptions & { server: string; operatorKey?: string }) => {
+      action(async (file: string, o: OutputOptions & OperatorConnectionOptions & { operatorKey?: string }) => {
         const plan = parseBootstrap(readJsonFile(file));
         // A signed deployment's bootstrap needs the operator's key: by default the one init wrote beside bootstrap.json.
         const keyFile = o.operatorKey ?? (plan.operatorPublicKey !== undefined ? join(dirname(resolve(file)), "operator", "operator.key") : undefined);
@@ -71,7 +92,10 @@ export function register(program: Command): void {
         if (plan.operatorPublicKey !== undefined && (who.signer === undefined || Buffer.from(rawPublicKey(createPublicKey(who.signer.privateKey))).toString("hex") !== plan.operatorPublicKey.toLowerCase())) {
           throw new DeploymentError(`${file} belongs to a signed deployment: --operator-key must be the key of operator ${plan.operatorId} (custody init wrote operator/operator.key)`, { path: "operatorKey" });
         }
-        const nc = await connectNats({ servers: o.server, name: "custody-bootstrap", maxReconnectAttempts: 0 });
+        // A secured deployment's operator connects as init wrote it (operator/nats.json beside bootstrap.json) unless told otherwise.
+        const operatorConfig = join(dirname(resolve(file)), "operator", OPERATOR_NATS_FILE);
+        const conn = { ...(existsSync(operatorConfig) ? { operatorConfig } : {}), ...o };
+        const nc = await connectNats({ ...operatorConnectOptions(conn, "custody-bootstrap"), maxReconnectAttempts: 0 });
         try {
           // The operator's explicit bootstrap: it creates the region's control stream if it is not there yet.
           const { log: store } = await initJetStreamControlLog(nc, { region: plan.controlRegion });

@@ -1,16 +1,12 @@
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { readNkeySeed } from "../../security/nkey-seed.ts";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { controlStreamName, initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 
-interface LogInitOptions extends OutputOptions {
-  server: string;
+interface LogInitOptions extends OutputOptions, OperatorConnectionOptions {
   region: string;
   replicas: string;
-  nkeySeed?: string;
-  inboxPrefix?: string;
-  ca?: string;
 }
 
 /**
@@ -20,28 +16,15 @@ interface LogInitOptions extends OutputOptions {
  */
 export function register(program: Command): void {
   const log = program.command("log").description("A region's control log (JetStream stream)");
-  log
-    .command("init")
-    .description("Create the region's control stream if it does not exist (the operator's bootstrap)")
-    .requiredOption("--server <url>", "NATS server URL")
+  withOperatorConnection(log.command("init").description("Create the region's control stream if it does not exist (the operator's bootstrap)"))
     .requiredOption("--region <name>", "control-log region")
     .option("--replicas <n>", "JetStream replicas of the stream", "1")
-    .option("--nkey-seed <file>", "the operator's nkey seed file (mode 0600), on a secured bus")
-    .option("--inbox-prefix <prefix>", "the operator's inbox prefix (_INBOX.operator.<id>), on a secured bus")
-    .option("--ca <file>", "CA certificate to trust for the server's TLS certificate")
     .option("--json", "one JSON object on one line")
     .action(
       action(async (o: LogInitOptions) => {
         const replicas = Number(o.replicas);
         if (!Number.isSafeInteger(replicas) || replicas < 1) throw new Error(`--replicas must be a positive integer, got ${o.replicas}`);
-        const nc = await connectNats({
-          servers: o.server,
-          name: "custody-cli-log-init",
-          maxReconnectAttempts: 0,
-          ...(o.nkeySeed !== undefined ? { nkeySeed: readNkeySeed(o.nkeySeed).seed } : {}),
-          ...(o.inboxPrefix !== undefined ? { inboxPrefix: o.inboxPrefix } : {}),
-          ...(o.ca !== undefined ? { caFile: o.ca } : {}),
-        });
+        const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-log-init"), maxReconnectAttempts: 0 });
         try {
           const { log: store, created } = await initJetStreamControlLog(nc, { region: o.region, replicas });
           const lastSeq = await store.lastSeq();

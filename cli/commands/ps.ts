@@ -3,6 +3,7 @@ import { listProcesses, type ProcessStats } from "../../runtime/process-stats.ts
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { checkToken } from "../../transport/subjects.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { positiveInt } from "./status.ts";
 
 /** The figures worth a column, per role (the rest stays in `--json`). */
@@ -30,18 +31,17 @@ function row(s: ProcessStats): Record<string, unknown> {
 
 /** Registers `custody ps`: every running role process, found through the NATS services client (`custody-<role>` services). */
 export function register(program: Command): void {
-  program
+  withOperatorConnection(program
     .command("ps")
-    .description("list the running role processes (holders, writers, controllers, base builders) with incarnation, uptime, memory and key figures")
+    .description("list the running role processes (holders, writers, controllers, base builders) with incarnation, uptime, memory and key figures"))
     .option("--role <role>", "only this role")
-    .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
     .option("--wait <ms>", "how long to collect answers", "1000")
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (o: OutputOptions & { role?: string; server: string; wait: string }) => {
+      action(async (o: OutputOptions & OperatorConnectionOptions & { role?: string; wait: string }) => {
         if (o.role !== undefined) checkToken(o.role, "role");
         const waitMs = positiveInt("wait", o.wait);
-        const t = await NatsTransport.connect({ servers: o.server, name: "custody-ps" });
+        const t = await NatsTransport.connect(operatorConnectOptions(o, "custody-ps"));
         try {
           const { stats, rejected } = await listProcesses(t.connection, { ...(o.role !== undefined ? { role: o.role } : {}), waitMs });
           printResult(o, { processes: stats, rejected }, stats.map(row), `${stats.length} process${stats.length === 1 ? "" : "es"}${rejected > 0 ? ` (${rejected} unreadable answer${rejected === 1 ? "" : "s"} ignored)` : ""}`);

@@ -9,6 +9,7 @@ import { NatsTransport } from "../../transport/nats-transport.ts";
 import { checkToken } from "../../transport/subjects.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { nextStatus, positiveInt } from "./status.ts";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { registerRecovery, type RecoveryRegistration } from "../../actors/repair/recovery-registration.ts";
 
 /** Thrown when the status document names no such scenario, or it has nothing to recover. */
@@ -46,8 +47,8 @@ function parseCut(v: string): Record<string, number> {
 
 /** Registers `custody recover --volume V --scenario S --to <site>`. */
 export function register(program: Command): void {
-  program
-    .command("recover")
+  withOperatorConnection(program
+    .command("recover"))
     .description("materialize a volume at a destination from a base plus the WAL ranges that survive a named scenario; verifies every digest")
     .requiredOption("--volume <volume>", "volume id")
     .requiredOption("--scenario <name>", "scenario name from the volume's status document")
@@ -57,20 +58,19 @@ export function register(program: Command): void {
     .requiredOption("--key-file <path>", "hex data key issued by the key authority to this recovery")
     .option("--base <dir>", "base snapshot volume directory")
     .option("--base-cut <lane=seq,...>", "cut the base snapshot contains")
-    .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
     .option("--region <region>", "register the read in this region's control log first: no release of what it reads until it ends")
     .option("--lease-sec <n>", "how long the registration may outlive a recovery that dies (the controller then ends it)", "600")
     .option("--timeout <ms>", "per-request timeout", "5000")
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (o: OutputOptions & { volume: string; scenario: string; to: string; dir: string; blocks: string; keyFile: string; base?: string; baseCut?: string; server: string; timeout: string; region?: string; leaseSec: string }) => {
+      action(async (o: OutputOptions & OperatorConnectionOptions & { volume: string; scenario: string; to: string; dir: string; blocks: string; keyFile: string; base?: string; baseCut?: string; timeout: string; region?: string; leaseSec: string }) => {
         checkToken(o.volume, "volume");
         const timeoutMs = positiveInt("timeout", o.timeout);
         const leaseMs = positiveInt("lease-sec", o.leaseSec) * 1000;
         const blockCount = positiveInt("blocks", o.blocks);
         const dataKey = readKey(o.keyFile);
         if ((o.base === undefined) !== (o.baseCut === undefined)) throw new CustodyError("invalid_option", "--base and --base-cut go together", { option: "base" });
-        const t = await NatsTransport.connect({ servers: o.server, name: "custody-recover" });
+        const t = await NatsTransport.connect(operatorConnectOptions(o, "custody-recover"));
         let registration: RecoveryRegistration | undefined;
         try {
           const doc = await nextStatus(t, o.volume, timeoutMs);
@@ -80,7 +80,7 @@ export function register(program: Command): void {
           const predicted = Object.fromEntries(sc.cut);
           const lanes = Object.keys(predicted);
           if (o.region !== undefined) {
-            registration = await registerRecovery(o.server, o.region, { volume: o.volume, cut: predicted, sources: sc.contributors, leaseMs, by: `custody recover ${o.scenario} -> ${o.to}` });
+            registration = await registerRecovery([operatorConnectOptions(o, "custody-recover").servers].flat()[0]!, o.region, { volume: o.volume, cut: predicted, sources: sc.contributors, leaseMs, by: `custody recover ${o.scenario} -> ${o.to}` });
           }
           const units: TransportUnit[] = [];
           const fetched: Record<string, number> = {};

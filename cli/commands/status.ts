@@ -4,6 +4,7 @@ import { CustodyError } from "../../core/custody-error.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { checkToken, statusSubject } from "../../transport/subjects.ts";
 import { decodeMessage } from "../../transport/wire/index.ts";
+import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 
 /** Thrown when no status document for the volume arrives in time. */
@@ -74,20 +75,19 @@ function spendText(doc: VolumeStatus): string {
 
 /** Registers `custody status <volume>`. */
 export function register(program: Command): void {
-  program
+  withOperatorConnection(program
     .command("status <volume>")
-    .description("print the controller's status document of a volume: coverage per scenario, surviving cut, RPO, RTO, evidence freshness")
-    .option("--server <url>", "NATS server", "nats://127.0.0.1:4222")
+    .description("print the controller's status document of a volume: coverage per scenario, surviving cut, RPO, RTO, evidence freshness"))
     .option("--timeout <ms>", "how long to wait for a document", "5000")
     .option("--watch", "keep redrawing as new documents arrive, until Ctrl-C")
     .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000")
     .option("--json", "one JSON object on one line (with --watch, one per document)")
     .action(
-      action(async (volume: string, o: OutputOptions & { server: string; timeout: string; watch?: boolean; every: string }) => {
+      action(async (volume: string, o: OutputOptions & OperatorConnectionOptions & { timeout: string; watch?: boolean; every: string }) => {
         checkToken(volume, "volume");
         const timeoutMs = positiveInt("timeout", o.timeout);
         const everyMs = positiveInt("every", o.every);
-        const t = await NatsTransport.connect({ servers: o.server, name: "custody-status" });
+        const t = await NatsTransport.connect(operatorConnectOptions(o, "custody-status"));
         const stop = () => void t.close().finally(() => process.exit(0));
         if (o.watch) process.once("SIGINT", stop).once("SIGTERM", stop);
         try {

@@ -36,6 +36,8 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
     everyPid.push(p.pid);
   });
   const eastUrl = index.natsServers.find((s) => s.region === "east")!.url;
+  // The operator's connection on the secured deployment (custody bootstrap finds it beside bootstrap.json).
+  const asOperator = ["--operator-config", join(out, "operator", "nats.json")];
   const explain = () => [...roles.values()].map((p) => p.log.slice(-3_000)).join("\n");
 
   const boot = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"])) as { admitted: string[]; obligations: string[] };
@@ -60,7 +62,7 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
 
   // custody ps lists every role through the services client, with the holders' incarnations.
   type Ps = { processes: { role: string; id: string; incarnation?: number; figures: Record<string, number> }[] };
-  const ps = async () => JSON.parse(await custody(["ps", "--server", eastUrl, "--wait", "1500", "--json"])) as Ps;
+  const ps = async () => JSON.parse(await custody(["ps", "--server", eastUrl, ...asOperator, "--wait", "1500", "--json"])) as Ps;
   const listed = await until("ps lists all five roles", SETTLE_MS, async () => {
     const p = await ps();
     return p.processes.length === 5 ? p : undefined;
@@ -71,7 +73,7 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
   const crashE1 = { volume: "vol-d", scenario: "crash:h-e1" };
   const scrape = async () => await (await fetch(controllerMetrics)).text();
   // On a timeout: the controller's scenario figures and what every process says about itself.
-  const explainAll = async () => `${(await scrape().catch(() => "")).split("\n").filter((l) => l.startsWith("custody_scenario")).join("\n")}\n${await custody(["ps", "--server", eastUrl, "--json"]).catch(() => "")}\n${explain()}`;
+  const explainAll = async () => `${(await scrape().catch(() => "")).split("\n").filter((l) => l.startsWith("custody_scenario")).join("\n")}\n${await custody(["ps", "--server", eastUrl, ...asOperator, "--json"]).catch(() => "")}\n${explain()}`;
   await until("writes confirmed and nothing lost to crash:h-e1", SETTLE_MS, async () => {
     const m = await scrape();
     return (sample(m, "custody_acknowledged_seq", { volume: "vol-d", lane: "l0" }) ?? 0) >= 20 && sample(m, "custody_scenario_lost_seqs", crashE1) === 0 && sample(m, "custody_scenario_met", crashE1) === 1 ? true : undefined;

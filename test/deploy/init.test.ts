@@ -15,6 +15,7 @@ import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
 import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { loopbackDeployment } from "./loopback-deployment.ts";
+import { readNkeySeed } from "../../security/nkey-seed.ts";
 
 const run = promisify(execFile);
 const custody = (args: string[]) => run(process.execPath, ["bin/custody.js", ...args], { cwd: process.cwd() });
@@ -85,7 +86,8 @@ test("the plan puts the holder's public key in the bootstrap and its private key
   const d = parseDeployment({ ...(await loopbackDeployment(dir)), paths: { configDir: "/etc/custody", stateDir: "/var/lib/custody" } });
   let n = 0;
   const keys: KeySource = { holderKey: () => ({ pkcs8: new Uint8Array([++n]), publicRaw: new Uint8Array(32).fill(n) }), dataKey: () => new Uint8Array(32).fill(0xdd) };
-  const plan = planDeployment(d, "/out", keys);
+  let u = 0;
+  const plan = planDeployment(d, "/out", keys, { nkeyUser: () => ({ seed: `SU${++u}`, publicKey: `U${String.fromCharCode(65 + u).repeat(55)}` }), caPem: "CA\n" });
   t.deepEqual(plan.bootstrap.holders.map((h) => h.publicKey), ["01".repeat(32), "02".repeat(32)]);
   const holderKeys = plan.files.filter((f) => f.path.endsWith("holder.key"));
   t.deepEqual(holderKeys.map((f) => [f.path, [...(f.contents as Uint8Array)], f.mode]), [["/out/roles/holder-h-e1/holder.key", [1], 0o600], ["/out/roles/holder-h-w1/holder.key", [2], 0o600]]);
@@ -111,4 +113,43 @@ test("a bootstrap file with an unknown key or a public key that is not 64 hex di
   t.is((extra as unknown as { code: string }).code, "invalid_deployment");
   const short = t.throws(() => parseBootstrap({ ...good, holders: [{ ...good.holders[0], publicKey: "ab" }] }));
   t.regex(short.message, /holders\.0\.publicKey/);
+});
+
+test("custody init secures the deployment: a CA and a certificate per region, an nkey seed (0600) and the CA beside every role and the operator, servers with users, permissions and TLS on clients, routes and gateways", async (t) => {
+  const { dir, file } = await deploymentFile();
+  const out = join(dir, "out");
+  const json = JSON.parse((await custody(["init", file, "--out", out, "--json"])).stdout.trim()) as { roles: { instance: string; role: keyof typeof schemas; config: string; dir: string }[] };
+  for (const f of ["ca.pem", "east-cert.pem", "west-cert.pem"]) t.true(existsSync(join(out, "nats", "tls", f)), f);
+  for (const f of ["ca-key.pem", "east-key.pem", "west-key.pem"]) t.is(statSync(join(out, "nats", "tls", f)).mode & 0o777, 0o600, f);
+  const seeds = new Set<string>();
+  for (const r of json.roles) {
+    const cfg = readRoleConfig(r.config, schemas[r.role] as never) as { nats: { credentials?: { nkeySeedFile: string; inboxPrefix?: string }; tls?: { caFile: string } } };
+    t.is(cfg.nats.credentials?.nkeySeedFile, join(r.dir, "nats.nk"), r.instance);
+    t.regex(cfg.nats.credentials?.inboxPrefix ?? "", new RegExp(`^_INBOX\\.${r.role}\\.`), r.instance);
+    t.is(cfg.nats.tls?.caFile, join(r.dir, "ca.pem"), r.instance);
+    t.is(statSync(join(r.dir, "nats.nk")).mode & 0o777, 0o600, `${r.instance} seed`);
+    seeds.add(readNkeySeed(join(r.dir, "nats.nk")).publicKey);
+  }
+  t.is(seeds.size, json.roles.length, "every role instance is its own NATS user");
+  const op = JSON.parse(readFileSync(join(out, "operator", "nats.json"), "utf8")) as { credentials: { nkeySeedFile: string; inboxPrefix: string } };
+  t.is(op.credentials.inboxPrefix, "_INBOX.operator.operator");
+  const opKey = readNkeySeed(op.credentials.nkeySeedFile).publicKey;
+  for (const region of ["east", "west"]) {
+    const conf = readFileSync(join(out, "nats", `${region}.conf`), "utf8");
+    for (const k of [...seeds, opKey]) t.true(conf.includes(`nkey: "${k}"`), `${region} lists ${k}`);
+    t.is(conf.match(/tls \{/g)?.length, 3, `${region}: client, cluster and gateway TLS`);
+    t.is(conf.match(/verify: true/g)?.length, 2, `${region}: routes and gateways verify their peers`);
+    t.true(conf.includes(`${region}-cert.pem`));
+  }
+});
+
+test("a deployment with \"security\": \"none\" writes open servers and anonymous roles (for unit tests)", async (t) => {
+  const { dir, file } = await deploymentFile((d) => (d["security"] = "none"));
+  const out = join(dir, "out");
+  await custody(["init", file, "--out", out]);
+  const holder = JSON.parse(readFileSync(join(out, "roles", "holder-h-e1", "config.json"), "utf8")) as { nats: Record<string, unknown> };
+  t.deepEqual(Object.keys(holder.nats), ["servers"]);
+  t.false(readFileSync(join(out, "nats", "east.conf"), "utf8").includes("authorization"));
+  t.false(existsSync(join(out, "nats", "tls")));
+  t.false(existsSync(join(out, "roles", "holder-h-e1", "nats.nk")));
 });

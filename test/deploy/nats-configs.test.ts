@@ -4,21 +4,30 @@
  * message published in one region reaches a subscriber in each other region.
  */
 import test from "ava";
+import { join } from "node:path";
+import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { connectNats, closeNats } from "../../transport/nats-connection.ts";
 import { pidAlive } from "./deployed-process.ts";
 import { initAndStartNats } from "./start-deployment.ts";
 
+/** An event subject of the deployment's volume: the writer may publish it, the operator receive it. */
+const SUBJECT = "custody.v1.event.vol-d";
+
 test("three regions: every nats-server custody init configured starts with JetStream, gateways join each region to the other two, and a message crosses them", async (t) => {
   const pids: number[] = [];
-  const { index, servers } = await initAndStartNats((p) => pids.push(p.pid), { extraRegions: ["eu"] });
+  const { out, index, servers } = await initAndStartNats((p) => pids.push(p.pid), { extraRegions: ["eu"] });
   t.teardown(async () => {
     for (const s of servers) if (s.running) await s.signal("SIGKILL", 10_000);
   });
   t.deepEqual(index.natsServers.map((s) => s.region), ["east", "west", "eu"]);
-  const conns = await Promise.all(index.natsServers.map((s) => connectNats({ servers: s.url, name: `gw-${s.region}` })));
+  // The servers are secured: the writer publishes one of its volume's events in the first region,
+  // the operator (who may read every event) listens in the others.
+  const writerRole = join(out, "roles", "writer-w1");
+  const as = (dir: string, server: string, name: string) => connectNats(operatorConnectOptions({ server, nkeySeed: join(dir, "nats.nk"), ca: join(dir, "ca.pem"), inboxPrefix: `_INBOX.${name}` }, `gw-${server}`));
+  const conns = await Promise.all(index.natsServers.map((s, i) => (i === 0 ? as(writerRole, s.url, "writer.w1") : as(join(out, "operator"), s.url, "operator.operator"))));
   try {
     const got = conns.slice(1).map((nc) => {
-      const sub = nc.subscribe("custody.test.gateway", { max: 1 });
+      const sub = nc.subscribe(SUBJECT, { max: 1 });
       return (async () => {
         for await (const m of sub) return m.string();
         return undefined;
@@ -29,7 +38,7 @@ test("three regions: every nats-server custody init configured starts with JetSt
     let done = false;
     const all = Promise.all(got).then((v) => ((done = true), v));
     while (!done) {
-      conns[0]!.publish("custody.test.gateway", "from east");
+      conns[0]!.publish(SUBJECT, "from east");
       await Promise.race([all, new Promise((r) => setTimeout(r, 200))]);
     }
     t.deepEqual(await all, ["from east", "from east"]);

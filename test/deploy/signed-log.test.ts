@@ -1,8 +1,8 @@
 /**
  * A deployment `custody init` writes has a signed control log: `custody bootstrap` signs with the
  * operator's key and admits the controller's, and every reader trusts only the operator key each
- * role config names. An operator command without the key still reaches the stream (the bus is not
- * secured here) but changes nothing for those readers; with the key it does.
+ * role config names. An operator command with the operator's NATS credentials but without its key
+ * reaches the stream but changes nothing for those readers; with the key it does.
  */
 import test from "ava";
 import { randomBytes } from "node:crypto";
@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { ControlFenceCode } from "../../custody/control-error.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { loadControlTrust } from "../../runtime/control-trust-files.ts";
 import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
@@ -33,14 +34,16 @@ test("custody bootstrap signs the control log with the operator's key; an admiss
   const ctlRole = index.roles.find((r) => r.role === "controller")!;
   const { trust } = loadControlTrust(readRoleConfig(ctlRole.config, controllerRoleSchema).controlTrust);
   t.truthy(trust, "init wrote a controlTrust section");
-  const nc = await connectNats({ servers: url, name: "signed-log-test", maxReconnectAttempts: 0 });
+  // The test reads the log as the operator principal (the bus is secured).
+  const asOperator = ["--operator-config", join(out, "operator", "nats.json")];
+  const nc = await connectNats({ ...operatorConnectOptions({ server: url, operatorConfig: asOperator[1]! }, "signed-log-test"), maxReconnectAttempts: 0 });
   t.teardown(() => closeNats(nc));
   const store = await openJetStreamControlLog(nc, { region: "ctl" });
   const reader = new ControlLogFollower(store, undefined, trust);
   t.is((await reader.refresh()).holders["h-e1"]?.incarnation, 1);
 
   const rogueKey = Buffer.from(generateHolderKeyPair().publicKey).toString("hex");
-  const admit = (extra: string[]) => custody(["holder", "admit", "--server", url, "--region", "ctl", "--holder", "h-e1", "--incarnation", "7", "--public-key", rogueKey, "--failure-domain", "east/az1/evil", "--json", ...extra]);
+  const admit = (extra: string[]) => custody(["holder", "admit", "--server", url, "--region", "ctl", "--holder", "h-e1", "--incarnation", "7", "--public-key", rogueKey, "--failure-domain", "east/az1/evil", "--json", ...asOperator, ...extra]);
   await admit([]);
   const afterRogue = await reader.refresh();
   t.is(afterRogue.holders["h-e1"]?.incarnation, 1, "an unsigned admission is skipped");

@@ -145,3 +145,21 @@ test("a base builder only announces bases to its own holder, and a replica only 
   t.false(mayReceive(replica, unitSubject("h1", "v1", "l0")));
   t.false(replica.publish.some((s) => s.startsWith("custody.")), "it answers only under allow_responses");
 });
+
+test("an operator given commitRegions commits (bootstrap, holds, admissions) to those control streams only; without it, to none", (t) => {
+  const committing = permissionsFor("operator", "op", { controlRegions: [REGION], commitRegions: [REGION] });
+  t.true(mayPublish(committing, ctrlSubject(REGION)));
+  t.false(mayPublish(committing, ctrlSubject("elsewhere")));
+  t.false(mayPublish(operator, ctrlSubject(REGION)));
+});
+
+test("a role process answers service discovery (custody ps) on its own service subjects, and only the operator sends the requests", (t) => {
+  t.true(mayReceive(h1, "$SRV.PING"));
+  t.true(mayReceive(h1, "$SRV.STATS.custody-holder"));
+  t.true(mayReceive(h1, "custody.v1.svc.holder.h1"));
+  t.false(mayReceive(h1, "custody.v1.svc.holder.h2"), "a holder does not take another's stats endpoint");
+  t.false(mayReceive(h1, "$SRV.STATS.custody-writer"));
+  t.true(mayReceive(writer, "$SRV.INFO.custody-writer.abc"));
+  t.true(mayPublish(operator, "$SRV.STATS.custody-holder"));
+  for (const name of ["writer", "h1", "controller", "repair"]) t.false(mayPublish(ALL[name]!, "$SRV.PING"), name);
+});

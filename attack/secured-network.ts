@@ -1,0 +1,129 @@
+/**
+ * The network the attacks run against: a small deployment `custody init` writes secured (two
+ * regions on loopback; a RAM holder and the writer and controller in east, a disk holder in west),
+ * its nats-servers, `custody bootstrap`, and every role as a `custody run` process.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { freePort, natsServerBin } from "../testing/nats-server.ts";
+import { NetworkProcess } from "./network-process.ts";
+
+const run = promisify(execFile);
+/** Generous bound: it only ends a hung start, it measures nothing. */
+const READY_MS = 90_000;
+
+/** `custody <args>` as the operator runs it; resolves with stdout. */
+export async function custody(args: readonly string[]): Promise<string> {
+  return (await run(process.execPath, ["--import", "tsx", "cli/main.ts", ...args], { cwd: process.cwd(), maxBuffer: 16 << 20 })).stdout;
+}
+
+/** The instances and files of the running network. */
+export interface SecuredNetwork {
+  /** The output of `custody init`. */
+  readonly out: string;
+  /** Client URL per region. */
+  readonly urls: Readonly<Record<string, string>>;
+  readonly controlRegion: string;
+  readonly volume: string;
+  readonly lane: string;
+  /** Role processes by instance name (`holder-h-e1`, ...). */
+  readonly roles: ReadonlyMap<string, NetworkProcess>;
+  /** The operator's connection file (`--operator-config`). */
+  readonly operatorConfig: string;
+  /** The role instance's directory (its seed, CA, keys). */
+  roleDir(instance: string): string;
+  /** Output of every process (for failure messages). */
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+async function deploymentFile(dir: string): Promise<Record<string, unknown>> {
+  const region = async (name: string) => ({ host: "127.0.0.1", port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort(), jetstreamDir: join(dir, "js", name) });
+  return {
+    controlRegion: "ctl",
+    regions: { east: await region("east"), west: await region("west") },
+    sites: {
+      "s-w": { region: "east", az: "east-az1", host: "w-host" },
+      "s-e1": { region: "east", az: "east-az2", host: "e1-host" },
+      "s-w1": { region: "west", az: "west-az1", host: "w1-host" },
+      "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
+    },
+    network: { bandwidthBytesPerSec: 125_000_000 },
+    holders: [
+      { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume: "vol-a", lane: "l0", upstream: ["w1"] }] },
+      { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume: "vol-a", lane: "l0", upstream: ["w1"] }] },
+    ],
+    volumes: [{ id: "vol-a", blockCount: 256, writer: { id: "w1", site: "s-w", region: "east", workload: { intervalMs: 100 }, drainDeadlineMs: 5_000 }, recoverySite: "s-vault" }],
+    controllers: [{ id: "ctl-1", volume: "vol-a", region: "east", evalIntervalMs: 100 }],
+  };
+}
+
+async function getJson(url: string): Promise<any> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return res.status === 200 ? await res.json() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes the deployment, starts it and waits until every role serves. `keep` leaves the files behind. */
+export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<SecuredNetwork> {
+  const dir = mkdtempSync(join(tmpdir(), "custody-attack-"));
+  const d = await deploymentFile(dir);
+  writeFileSync(join(dir, "deployment.json"), JSON.stringify(d));
+  const out = join(dir, "out");
+  await custody(["init", join(dir, "deployment.json"), "--out", out]);
+  const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as { roles: { instance: string; role: string; config: string; dir: string }[]; natsServers: { region: string; config: string; url: string }[] };
+  const servers = index.natsServers.map((s) => new NetworkProcess(`nats-${s.region}`, natsServerBin(), ["-c", s.config]));
+  const roles = new Map<string, NetworkProcess>();
+  const logs = () => [...servers, ...roles.values()].map((p) => p.log.slice(-4_000)).join("\n");
+  const stop = async () => {
+    for (const p of roles.values()) await p.stop();
+    for (const p of servers) await p.stop();
+    if (!o.keep) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const regions = d["regions"] as Record<string, { httpPort: number }>;
+    for (const s of index.natsServers) {
+      const http = `http://127.0.0.1:${regions[s.region]!.httpPort}`;
+      const others = index.natsServers.map((x) => x.region).filter((r) => r !== s.region);
+      const until = Date.now() + READY_MS;
+      for (;;) {
+        if (servers.some((p) => !p.running)) throw new Error(`a nats-server ended before it was ready\n${logs()}`);
+        const gw = await getJson(`${http}/gatewayz`);
+        const js = await getJson(`${http}/jsz`);
+        if ((await getJson(`${http}/healthz`)) !== undefined && others.every((x) => x in (gw?.outbound_gateways ?? {}) && x in (gw?.inbound_gateways ?? {})) && typeof js?.meta_cluster?.leader === "string") break;
+        if (Date.now() > until) throw new Error(`nats ${s.region} not ready\n${logs()}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    await custody(["bootstrap", join(out, "bootstrap.json")]);
+    // The controller first (it admits the holders' new incarnations), then the holders, then the writer.
+    for (const role of ["controller", "holder", "writer"]) {
+      for (const r of index.roles.filter((x) => x.role === role)) {
+        const p = NetworkProcess.role(r.instance, r.role, r.config);
+        roles.set(r.instance, p);
+        await p.ready(READY_MS);
+      }
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    out,
+    urls: Object.fromEntries(index.natsServers.map((s) => [s.region, s.url])),
+    controlRegion: "ctl",
+    volume: "vol-a",
+    lane: "l0",
+    roles,
+    operatorConfig: join(out, "operator", "nats.json"),
+    roleDir: (instance) => join(out, "roles", instance),
+    logs,
+    stop,
+  };
+}
