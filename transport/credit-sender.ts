@@ -11,6 +11,7 @@ import {
 import { creditSubject, unitSubject } from "./subjects.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
 import { CREDIT_WINDOW_HEADER, creditWindowTag, encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "./unit-frames.ts";
+import { CustodyError } from "../core/custody-error.ts";
 import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "./wire/index.ts";
 
 /**
@@ -71,6 +72,8 @@ export interface CreditSenderOptions {
    * re-queues what that receiver has not receipted.
    */
   onReset?: (e: { readonly incarnation: number; readonly window: number; readonly restarted: boolean }) => void;
+  /** Called with the error code of a grant that could not be read (the owner counts it). */
+  onMalformed?: (code: string) => void;
 }
 
 /** Sender-side credit endpoint for one (holder, volume, lane). Not thread-safe; one owner. */
@@ -113,8 +116,10 @@ export class CreditSender {
     this.sub = this.o.transport.subscribe(creditSubject(this.o.holder, this.o.volume, this.o.lane), (m) => {
       try {
         this.onGrant(decodeMessage(creditSpec, m.data));
-      } catch {
-        // A malformed grant is ignored: grants are absolute, the next good one repairs the window.
+      } catch (err) {
+        // A malformed grant changes nothing (grants are absolute, the next good one repairs the
+        // window), but its owner counts it.
+        this.o.onMalformed?.(err instanceof CustodyError ? err.code : "malformed");
       }
     });
     this.requestCredit();

@@ -48,7 +48,8 @@ export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams
       seams.counters.inc(e.restarted ? "first_hop_restarted" : "first_hop_new_window");
       receiverReset(lane, h, e);
     };
-    edges.set(h, new CreditSender({ transport: seams.transport, clock: seams.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset }));
+    const onMalformed = (code: string) => seams.counters.inc(`credit_${code}`);
+    edges.set(h, new CreditSender({ transport: seams.transport, clock: seams.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset, onMalformed }));
   }
   const first = spec.firstSeq ?? 1;
   const senders = [...edges.values()];
