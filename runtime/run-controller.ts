@@ -8,6 +8,7 @@ import { connectRole } from "./connect.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { ControllerRoleConfig } from "./role-config.ts";
+import { startRoleTracing } from "./role-tracing.ts";
 
 /** A controller running as a process. */
 export interface RunningController {
@@ -54,15 +55,17 @@ function persistHeads(controller: Controller, dir: string, region: string, persi
 export async function runController(cfg: ControllerRoleConfig): Promise<RunningController> {
   const c = cfg.controller as unknown as ControllerConfig;
   const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
+  const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
   try {
+    const logRegion = cfg.controlLogRegion ?? c.region;
     // Never creates the stream: a missing one was never bootstrapped (`custody log init`) or vanished.
-    const store = await openJetStreamControlLog(transport.connection, { region: c.region });
+    const store = await openJetStreamControlLog(transport.connection, { region: logRegion });
     const files = loadControlTrust(cfg.controlTrust);
     const dir = cfg.stateDir;
-    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, c.region);
+    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, logRegion);
     if (seen !== undefined) await checkControlLogHead(store, seen);
     const controller = await startController(c, { transport, clock: systemClock, store, ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
-    const heads = dir === undefined ? undefined : persistHeads(controller, dir, c.region, seen?.seq ?? 0);
+    const heads = dir === undefined ? undefined : persistHeads(controller, dir, logRegion, seen?.seq ?? 0);
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.core.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
@@ -79,10 +82,12 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
         controller.stop();
         await store.close();
         await transport.close();
+        await tracing.stop();
       },
     };
   } catch (err) {
     await transport.close();
+    await tracing.stop();
     throw err;
   }
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { trace } from "@opentelemetry/api";
 import { join } from "node:path";
 import { startHolder, type Holder } from "../actors/holder.ts";
 import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
@@ -9,6 +10,8 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
+import { shapedByLinks } from "./role-links.ts";
+import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
@@ -40,6 +43,9 @@ export interface RunningHolder {
 export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   const holderCfg = cfg.holder as unknown as HolderConfigInput;
   const { transport, lost } = await connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`);
+  const tracing = startRoleTracing(cfg.spanFile, "holder", String(holderCfg.holderId), cfg.links ? { "custody.site": cfg.links.site } : {});
+  // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus directly.
+  const sending = shapedByLinks(transport, cfg.links, trace.getTracer("custody.link"));
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
     const peers = new ControlLogPeers(new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust), systemClock, 1_000);
@@ -47,7 +53,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const privateKey = privateKeyFromPkcs8(readFileSync(cfg.keyFile));
     const holder = await startHolder(holderCfg, {
-      transport,
+      transport: sending,
       clock: systemClock,
       privateKey,
       peers,
@@ -89,11 +95,14 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         clearInterval(timer);
         await holder.stop();
         await store.close();
-        await transport.close();
+        // Closing the shaped transport first delivers what it still holds back, then closes the bus.
+        await sending.close();
+        await tracing.stop();
       },
     };
   } catch (err) {
     await transport.close();
+    await tracing.stop();
     throw err;
   }
 }
