@@ -10,6 +10,7 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
+import { flatRuns } from "./custody-ranges.ts";
 import { shapedByLinks } from "./role-links.ts";
 import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
@@ -80,8 +81,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         lanes[`${key}.retainedRuns`] = ob.retained.ranges().length;
         lanes[`${key}.diskMax`] = ob.diskResident.max ?? 0;
         lanes[`${key}.releasedMax`] = ob.released.max ?? 0;
-        // The retained ranges themselves, flattened [first, last, first, last, ...] (the newest 64 runs).
-        ranges[`${key}.retained`] = ob.retained.toJSON().slice(-64).flat();
+        // The retained ranges themselves, flattened (see custody-ranges.ts).
+        ranges[`${key}.retained`] = flatRuns(ob.retained);
       }
       return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes }, samples: ranges };
     });

@@ -6,6 +6,11 @@ import anyTest, { type TestFn } from "ava";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { laneKey } from "../../actors/holder/holder-config.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import type { VolumeTopology } from "../../actors/controller/controller-config.ts";
+import { receiptedKey, runsOf } from "../../runtime/custody-ranges.ts";
+import { gatherProcessStats } from "../../runtime/process-stats.ts";
 import { holderRoleSchema, writerRoleSchema } from "../../runtime/role-config.ts";
 import { linksRoute } from "../../runtime/role-links.ts";
 import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
@@ -33,15 +38,34 @@ const REGION = "links";
 
 const spans = (file: string): JsonlSpanRecord[] => (existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as JsonlSpanRecord) : []);
 
-async function until(what: string, ms: number, check: () => boolean, explain: () => string): Promise<void> {
+async function until(what: string, ms: number, check: () => boolean | Promise<boolean>, explain: () => string): Promise<void> {
   const end = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${explain()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-test.serial("a writer whose links give the far holder a long link ships each unit to the near holder first, though the far one comes first in its lane; the link.send spans in its span file parent the far holder's admit spans", async (t) => {
+/** The volume as the controller sees it: the writer's site and the near holder east, the far holder west. */
+function topology(sites: Record<string, ReturnType<typeof site>>): VolumeTopology {
+  return {
+    volume: "vol-l",
+    lanes: ["l0"],
+    writerSite: "s-w",
+    sites: Object.values(sites),
+    holderSites: { "h-near": "s-w", "h-far": "s-far" },
+    bases: [{ id: "genesis", holder: "h-far", cut: { l0: 0 }, bytes: 0 }],
+    keyAuthorities: [{ id: "ka", site: "s-far" }],
+    links: [{ id: "w-far", from: "s-w", to: "s-far", bandwidthBytesPerSec: 125_000_000, deps: [] }],
+    recovery: { destination: "s-far", detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 },
+    scenarios: [{ name: "east lost", losses: [{ domain: "region:east", kind: "site_destruction" }], deadlineSec: 600, required: true, destination: "s-far" }],
+    timelines: [],
+    staleAfterMs: 10_000,
+    releasable: [],
+  };
+}
+
+test.serial("a writer whose links give the far holder a long link ships each unit to the near holder first, though the far one comes first in its lane; the link.send spans in its span file parent the far holder's admit spans; the controller's stats carry each holder's receipted ranges, which come to cover what the holder's stats say it retains", async (t) => {
   const { nc } = t.context;
   const dir = tempDir("custody-links-");
   const url = t.context.nats.url;
@@ -50,8 +74,6 @@ test.serial("a writer whose links give the far holder a long link ships each uni
   const near = writeHolderRole(dir, { id: "h-near", site: sites["s-w"], nats, volume: "vol-l", lane: "l0", upstream: ["w1"], downstream: [], disk: false }, REGION);
   const far = writeHolderRole(dir, { id: "h-far", site: sites["s-far"], nats, volume: "vol-l", lane: "l0", upstream: ["w1"], downstream: [], disk: false }, REGION);
   const { log } = await initJetStreamControlLog(nc, { region: REGION });
-  await bootstrapControlLog(log, [{ id: "h-near", site: sites["s-w"], publicKey: near.publicKey }, { id: "h-far", site: sites["s-far"], publicKey: far.publicKey }], { volume: "vol-l", lane: "l0" });
-  await log.close();
   // The far holder writes its spans too, to see the link's span parent its admit span.
   const farSpans = join(dir, "spans", "h-far.jsonl");
   const farCfg = JSON.parse(readFileSync(far.file, "utf8"));
@@ -79,16 +101,38 @@ test.serial("a writer whose links give the far holder a long link ships each uni
   let receipts = 0;
   nc.subscribe(receiptSubject("vol-l", "l0"), { callback: () => void receipts++ });
 
+  const controllerFile = join(dir, "ctl-l.json");
+  writeFileSync(controllerFile, JSON.stringify({ role: "controller", nats, controller: { controllerId: "ctl-l", region: REGION, topology: topology(sites), evalIntervalMs: 100 } }));
   const procs = [DeployedProcess.role("h-near", "holder", near.file), DeployedProcess.role("h-far", "holder", far.file)];
   t.teardown(async () => {
     for (const p of procs) if (p.running) await p.signal("SIGKILL", 10_000);
   });
+  // Holders first (each claims its first incarnation), then the operator's bootstrap admits those.
   for (const p of procs) await p.ready(READY_MS);
+  await bootstrapControlLog(log, [{ id: "h-near", site: sites["s-w"], publicKey: near.publicKey }, { id: "h-far", site: sites["s-far"], publicKey: far.publicKey }], { volume: "vol-l", lane: "l0" });
+  await log.close();
+  const ctl = DeployedProcess.role("ctl-l", "controller", controllerFile);
+  procs.push(ctl);
+  await ctl.ready(READY_MS);
   const writer = DeployedProcess.role("w1", "writer", writerFile);
   procs.push(writer);
   await writer.ready(READY_MS);
   const logs = () => procs.map((p) => p.log).join("\n");
   await until("units of 20 sequences to both holders and receipts", WAIT_MS, () => firstTo.size >= 20 && receipts > 0, logs);
+
+  // Settle inputs over NATS: each holder's retained ranges (its stats) against the controller's receipted ones (its stats).
+  let explain = "";
+  await until("the controller's receipted ranges to cover both holders' retained ranges", WAIT_MS, async () => (await covered(), explain === "covered"), () => `${explain}\n${logs()}`);
+  async function covered(): Promise<void> {
+    const holders = (await gatherProcessStats(nc, { role: "holder", waitMs: 500 })).stats;
+    const ctl = (await gatherProcessStats(nc, { role: "controller", waitMs: 500 })).stats[0];
+    const parts = ["h-near", "h-far"].map((h) => {
+      const retained = RangeSet.fromJSON(runsOf(holders.find((s) => s.id === h)?.samples?.[`${laneKey("vol-l", "l0")}.retained`]));
+      const receipted = RangeSet.fromJSON(runsOf(ctl?.samples?.[receiptedKey(h, "l0")]));
+      return { h, ok: !retained.isEmpty && receipted.coversAll(retained), retained: retained.toString(), receipted: receipted.toString() };
+    });
+    explain = parts.every((p) => p.ok) ? "covered" : JSON.stringify(parts) + JSON.stringify(ctl?.counters);
+  }
   for (const p of procs.reverse()) t.like(await p.signal("SIGTERM", WAIT_MS), { code: 0, inTime: true }, logs());
 
   t.deepEqual([...new Set(firstTo.values())], ["h-near"], "every unit reached the near holder before the far one");
