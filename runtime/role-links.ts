@@ -51,3 +51,8 @@ export function shapedByLinks(inner: Transport, links: LinksConfig | undefined, 
   if (links === undefined) return inner;
   return new ShapedTransport(inner, { fromSite: links.site, route: linksRoute(links), clock: systemClock, random: Math.random, ...(tracer ? { tracer } : {}) });
 }
+
+/** Units held back on shaped links right now (sent, not yet delivered); 0 for an unshaped transport. */
+export function linkInFlight(t: Transport): number {
+  return t instanceof ShapedTransport ? t.inFlight : 0;
+}

@@ -11,7 +11,7 @@ import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
 import { flatRuns } from "./custody-ranges.ts";
-import { shapedByLinks } from "./role-links.ts";
+import { linkInFlight, shapedByLinks } from "./role-links.ts";
 import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
@@ -84,7 +84,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         // The retained ranges themselves, flattened (see custody-ranges.ts).
         ranges[`${key}.retained`] = flatRuns(ob.retained);
       }
-      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes }, samples: ranges };
+      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes, linkInFlight: linkInFlight(sending) }, samples: ranges };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;

@@ -12,7 +12,7 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { connectRole } from "./connect.ts";
-import { shapedByLinks } from "./role-links.ts";
+import { linkInFlight, shapedByLinks } from "./role-links.ts";
 import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
@@ -84,7 +84,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       id: w.writerId,
       incarnation: term,
       counters: writer.core.counters.snapshot(),
-      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: written },
+      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: written, linkInFlight: linkInFlight(sending) },
     }));
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;

@@ -107,7 +107,8 @@ test.serial("a writer whose links give the far holder a long link ships each uni
   t.teardown(async () => {
     for (const p of procs) if (p.running) await p.signal("SIGKILL", 10_000);
   });
-  // Holders first (each claims its first incarnation), then the operator's bootstrap admits those.
+  // Holders first, so each claims incarnation 1 and the bootstrap admits exactly that (this controller
+  // has no key-continuity admission for a later incarnation).
   for (const p of procs) await p.ready(READY_MS);
   await bootstrapControlLog(log, [{ id: "h-near", site: sites["s-w"], publicKey: near.publicKey }, { id: "h-far", site: sites["s-far"], publicKey: far.publicKey }], { volume: "vol-l", lane: "l0" });
   await log.close();
@@ -119,6 +120,8 @@ test.serial("a writer whose links give the far holder a long link ships each uni
   await writer.ready(READY_MS);
   const logs = () => procs.map((p) => p.log).join("\n");
   await until("units of 20 sequences to both holders and receipts", WAIT_MS, () => firstTo.size >= 20 && receipts > 0, logs);
+  // The writer's stats say how many units its links hold back (the far link's latency keeps some in flight).
+  await until("the writer to report units in flight on its links", WAIT_MS, async () => ((await gatherProcessStats(nc, { role: "writer", waitMs: 500 })).stats[0]?.figures["linkInFlight"] ?? 0) > 0, logs);
 
   // Settle inputs over NATS: each holder's retained ranges (its stats) against the controller's receipted ones (its stats).
   let explain = "";
