@@ -26,7 +26,7 @@ import { ActorRole, type ActorProcessConfig } from "./actor-protocol.ts";
 import { loadDeployment, sitesOf, siteOfActor, topologyOf, volumesOf, type Deployment } from "./deployment.ts";
 import { deploymentRoute } from "./deployment-route.ts";
 import { dataKeyOf, holderPrivateKey, holderPublicRaw, loadKeyMaterial, peerDirectory, type KeyMaterial } from "./key-material.ts";
-import { ShapedTransport } from "./link-shaper.ts";
+import { ShapedTransport } from "../transport/link-shaper.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
 import { blockData, lbaOf, seedOf } from "./workload.ts";
 

@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { CustodyError } from "../core/custody-error.ts";
+import { linksSchema } from "./role-links.ts";
+import { spanFileSchema } from "./role-tracing.ts";
 
 /**
  * Configuration files of the roles a process can run (`custody run <role> --config FILE`). Every
@@ -61,6 +63,10 @@ export const holderRoleSchema = z.strictObject({
   nats: natsRoleSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
+  /** Link shaping of the units it forwards (test/demo facility, see runtime/role-links.ts). */
+  links: linksSchema,
+  /** Where its spans go, as JSON lines (see runtime/role-tracing.ts). */
+  spanFile: spanFileSchema,
   /** Region of the control log (JetStream stream `CUSTODY_CTRL_<region>`) the holder follows. */
   controlRegion: z.string().min(1),
   /** The holder's state directory: its incarnation, and its spill stream when it persists. */
@@ -102,6 +108,10 @@ export const writerRoleSchema = z.strictObject({
   nats: natsRoleSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
+  /** Link shaping of the units it ships (test/demo facility, see runtime/role-links.ts). */
+  links: linksSchema,
+  /** Where its spans go, as JSON lines (see runtime/role-tracing.ts). */
+  spanFile: spanFileSchema,
   controlRegion: z.string().min(1),
   /** Holds the SmartWAL volume (`volume/`), the outbox (`outbox/`) and the term. */
   stateDir: z.string().min(1),
@@ -136,6 +146,13 @@ export const controllerRoleSchema = z.strictObject({
   nats: natsRoleSchema,
   metrics: metricsSchema,
   controlTrust: controlTrustSchema,
+  /** Where its spans go, as JSON lines (see runtime/role-tracing.ts). */
+  spanFile: spanFileSchema,
+  /**
+   * Region token of the control log it commits to (stream `CUSTODY_CTRL_<token>`); default the
+   * controller's own `region`. Two controllers in one region (one per volume) each name their own.
+   */
+  controlLogRegion: z.string().min(1).optional(),
   /**
    * Where the controller keeps its state: the control-log head it last verified (position + hash).
    * With it, a restart refuses a log that regressed, forked or vanished since. Without it, nothing

@@ -5,9 +5,11 @@ import { nodeFileLayer } from "../core/file-layer.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { checkControlLogHead, readControlLogHead, writeControlLogHead } from "./control-log-head.ts";
 import { connectRole } from "./connect.ts";
+import { receiptedSamples } from "./custody-ranges.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { ControllerRoleConfig } from "./role-config.ts";
+import { startRoleTracing } from "./role-tracing.ts";
 
 /** A controller running as a process. */
 export interface RunningController {
@@ -54,19 +56,22 @@ function persistHeads(controller: Controller, dir: string, region: string, persi
 export async function runController(cfg: ControllerRoleConfig): Promise<RunningController> {
   const c = cfg.controller as unknown as ControllerConfig;
   const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
+  const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
   try {
+    const logRegion = cfg.controlLogRegion ?? c.region;
     // Never creates the stream: a missing one was never bootstrapped (`custody log init`) or vanished.
-    const store = await openJetStreamControlLog(transport.connection, { region: c.region });
+    const store = await openJetStreamControlLog(transport.connection, { region: logRegion });
     const files = loadControlTrust(cfg.controlTrust);
     const dir = cfg.stateDir;
-    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, c.region);
+    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, logRegion);
     if (seen !== undefined) await checkControlLogHead(store, seen);
     const controller = await startController(c, { transport, clock: systemClock, store, ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
-    const heads = dir === undefined ? undefined : persistHeads(controller, dir, c.region, seen?.seq ?? 0);
+    const heads = dir === undefined ? undefined : persistHeads(controller, dir, logRegion, seen?.seq ?? 0);
+    // Its stats carry each holder's verified receipted ranges (`receipted.<holder>.<lane>`, see custody-ranges.ts).
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.core.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
-      return { id: c.controllerId, counters: controller.core.counters.snapshot(), figures: { evaluations: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100) } };
+      return { id: c.controllerId, counters: controller.core.counters.snapshot(), figures: { evaluations: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...receiptedSamples(controller.core.ledger.holdings()) } };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -79,10 +84,12 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
         controller.stop();
         await store.close();
         await transport.close();
+        await tracing.stop();
       },
     };
   } catch (err) {
     await transport.close();
+    await tracing.stop();
     throw err;
   }
 }

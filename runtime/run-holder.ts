@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { trace } from "@opentelemetry/api";
 import { join } from "node:path";
 import { startHolder, type Holder } from "../actors/holder.ts";
 import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
@@ -10,6 +11,9 @@ import { privateKeyFromPkcs8 } from "../custody/signing.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { connectRole } from "./connect.ts";
 import { drainHolder, type HolderDrainReport } from "./holder-drain.ts";
+import { flatRuns } from "./custody-ranges.ts";
+import { linkInFlight, shapedByLinks } from "./role-links.ts";
+import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
@@ -41,6 +45,9 @@ export interface RunningHolder {
 export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   const holderCfg = cfg.holder as unknown as HolderConfigInput;
   const { transport, lost } = await connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`);
+  const tracing = startRoleTracing(cfg.spanFile, "holder", String(holderCfg.holderId), cfg.links ? { "custody.site": cfg.links.site } : {});
+  // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus directly.
+  const sending = shapedByLinks(transport, cfg.links, trace.getTracer("custody.link"));
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
     const peers = new ControlLogPeers(new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust), systemClock, 1_000);
@@ -48,7 +55,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const privateKey = privateKeyFromPkcs8(readFileSync(cfg.keyFile));
     const holder = await startHolder(holderCfg, {
-      transport,
+      transport: sending,
       clock: systemClock,
       privateKey,
       peers,
@@ -75,10 +82,10 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         lanes[`${key}.retainedRuns`] = ob.retained.ranges().length;
         lanes[`${key}.diskMax`] = ob.diskResident.max ?? 0;
         lanes[`${key}.releasedMax`] = ob.released.max ?? 0;
-        // The retained ranges themselves, flattened [first, last, first, last, ...] (the newest 64 runs).
-        ranges[`${key}.retained`] = ob.retained.toJSON().slice(-64).flat();
+        // The retained ranges themselves, flattened (see custody-ranges.ts).
+        ranges[`${key}.retained`] = flatRuns(ob.retained);
       }
-      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes }, samples: ranges };
+      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes, linkInFlight: linkInFlight(sending) }, samples: ranges };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -93,12 +100,15 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         clearInterval(timer);
         await holder.stop();
         await store.close();
-        await transport.close();
+        // Closing the shaped transport first delivers what it still holds back, then closes the bus.
+        await sending.close();
+        await tracing.stop();
         return left;
       },
     };
   } catch (err) {
     await transport.close();
+    await tracing.stop();
     throw err;
   }
 }

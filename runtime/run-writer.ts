@@ -1,5 +1,6 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { trace } from "@opentelemetry/api";
 import { startVolumeWriter, type VolumeWriter } from "../actors/volume-writer.ts";
 import { claimIncarnation } from "../actors/holder/incarnation.ts";
 import type { VolumeWriterConfig } from "../actors/writer/writer-config.ts";
@@ -11,6 +12,8 @@ import { ControlLogPeers } from "../custody/control-peers.ts";
 import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
 import { SmartWalVolume } from "../volume/smartwal-volume.ts";
 import { connectRole } from "./connect.ts";
+import { linkInFlight, shapedByLinks } from "./role-links.ts";
+import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { WriterRoleConfig } from "./role-config.ts";
@@ -33,6 +36,9 @@ export interface RunningWriter {
 export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
   const w = cfg.writer as unknown as Omit<VolumeWriterConfig, "term">;
   const { transport, lost } = await connectRole(cfg.nats, `writer-${w.writerId}`);
+  const tracing = startRoleTracing(cfg.spanFile, "writer", w.writerId, cfg.links ? { "custody.site": cfg.links.site } : {});
+  // The writer ships units through the shaped links when the config has them; the control log and stats use the bus directly.
+  const sending = shapedByLinks(transport, cfg.links, trace.getTracer("custody.link"));
   try {
     const volDir = join(cfg.stateDir, "volume");
     // The first start creates the volume; every later one recovers it (WAL replay, CRC checks).
@@ -45,7 +51,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };
-    const writer = startVolumeWriter(config, { transport, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
+    const writer = startVolumeWriter(config, { transport: sending, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
     let running = true;
     let written = 0;
     const workload = cfg.workload;
@@ -78,7 +84,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       id: w.writerId,
       incarnation: term,
       counters: writer.core.counters.snapshot(),
-      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: written },
+      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: written, linkInFlight: linkInFlight(sending) },
     }));
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -100,11 +106,14 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         await outbox.close().catch(() => undefined);
         await volume.close().catch(() => undefined);
         await store.close();
-        await transport.close();
+        // Closing the shaped transport first delivers what it still holds back, then closes the bus.
+        await sending.close();
+        await tracing.stop();
       },
     };
   } catch (err) {
     await transport.close();
+    await tracing.stop();
     throw err;
   }
 }

@@ -1,7 +1,7 @@
 import test from "ava";
 import { loadDeployment } from "../../demo/deployment.ts";
 import { deploymentRoute } from "../../demo/deployment-route.ts";
-import { LinkQueue, LinkProfileError, ShapedTransport } from "../../demo/link-shaper.ts";
+import { LinkQueue, LinkProfileError, ShapedTransport } from "../../transport/link-shaper.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
 import { unitSubject, receiptSubject } from "../../transport/subjects.ts";
 import type { InboundMessage, Transport } from "../../transport/transport.ts";

@@ -1,6 +1,6 @@
 /**
- * Link shaping for the demo: a `Transport` decorator that holds each transport unit back by the
- * configured latency, jitter and serialization time of the edge from this process's site to the
+ * Link shaping, a test and demo facility (never for production traffic): a `Transport` decorator
+ * that holds each transport unit back by the configured latency, jitter and serialization time of the edge from this process's site to the
  * destination holder's site, so geography is visible on one laptop (a waypoint 6 ms away captures
  * bytes well before a region 40 ms away). Each shaped hop gets a `link.send` span, the parent of
  * the receiving holder's `admit` span, so a trace shows every hop with its latency.
@@ -8,11 +8,11 @@
 import { context as otelContext, ROOT_CONTEXT, SpanKind, trace, type Tracer } from "@opentelemetry/api";
 import type { Clock } from "../core/clock.ts";
 import { CustodyError } from "../core/custody-error.ts";
-import { extractTraceContext, injectTraceContext } from "../transport/trace-context.ts";
-import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "../transport/transport.ts";
-import { headerValue, type MessageHeaders } from "../transport/transport.ts";
-import { encodeUnitMessage, readUnitMessage } from "../transport/unit-frames.ts";
-import { decodeAny, type WireUnit } from "../transport/wire/index.ts";
+import { extractTraceContext, injectTraceContext } from "./trace-context.ts";
+import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "./transport.ts";
+import { headerValue, type MessageHeaders } from "./transport.ts";
+import { encodeUnitMessage, readUnitMessage } from "./unit-frames.ts";
+import { decodeAny, type WireUnit } from "./wire/index.ts";
 
 /** Shape of one directed link. */
 export interface LinkProfile {

@@ -1,0 +1,76 @@
+import anyTest, { type TestFn } from "ava";
+import { nodeFileLayer } from "../../core/file-layer.ts";
+import { ControlLogFollower } from "../../custody/control-log-follower.ts";
+import { readControlLogHead } from "../../runtime/control-log-head.ts";
+import { controllerRoleSchema, type ControllerRoleConfig } from "../../runtime/role-config.ts";
+import { runController } from "../../runtime/run-controller.ts";
+import { initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
+import { admit } from "../custody/control-fixtures.ts";
+import { tempDir } from "../e2e/e2e-fixture.ts";
+import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { topology } from "../security/secured-deployment.ts";
+
+const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
+withNatsServer(test);
+test.before(async (t) => {
+  t.context.nc = await connectNats({ servers: t.context.nats.url, name: "ctl-log-region", maxReconnectAttempts: 0 });
+  t.context.defer(() => closeNats(t.context.nc));
+});
+
+function controllerConfig(url: string, id: string, stateDir: string, controlLogRegion?: string): ControllerRoleConfig {
+  return controllerRoleSchema.parse({
+    role: "controller",
+    nats: { servers: url, maxReconnectAttempts: 0 },
+    stateDir,
+    ...(controlLogRegion !== undefined ? { controlLogRegion } : {}),
+    controller: { controllerId: id, region: "east", topology: topology(), evalIntervalMs: 50 },
+  });
+}
+
+/** Every entry of a control log, folded by a fresh follower. */
+async function entries(nc: NatsConnection, region: string): Promise<number> {
+  const store = await openJetStreamControlLog(nc, { region });
+  try {
+    const f = new ControlLogFollower(store);
+    await f.refresh();
+    return f.state.lastSeq;
+  } finally {
+    await store.close();
+  }
+}
+
+test.serial("two controllers in one region commit to the control logs their configs name, each leaving the other's log untouched", async (t) => {
+  const { nc } = t.context;
+  await initJetStreamControlLog(nc, { region: "east-vol-a" });
+  await initJetStreamControlLog(nc, { region: "east-vol-b" });
+  const dirA = tempDir("custody-ctl-a-");
+  const dirB = tempDir("custody-ctl-b-");
+  const a = await runController(controllerConfig(t.context.nats.url, "ctl-a", dirA, "east-vol-a"));
+  t.teardown(() => a.stop());
+  const b = await runController(controllerConfig(t.context.nats.url, "ctl-b", dirB, "east-vol-b"));
+  t.teardown(() => b.stop());
+  for (const h of ["h1", "h2"]) await a.controller.core.commit(() => admit(h));
+  await b.controller.core.commit(() => admit("relay"));
+  t.is(await entries(nc, "east-vol-a"), 2);
+  t.is(await entries(nc, "east-vol-b"), 1);
+  await a.stop();
+  // The persisted head is keyed by the log's region token, not the controller's region.
+  t.is((await readControlLogHead(nodeFileLayer, dirA, "east-vol-a"))?.seq, 2);
+});
+
+test.serial("without controlLogRegion a controller opens its own region's log, and refuses to start when only the named logs exist", async (t) => {
+  const err = await runController(controllerConfig(t.context.nats.url, "ctl-c", tempDir("custody-ctl-c-"))).then(
+    async (r) => {
+      await r.stop();
+      return undefined;
+    },
+    (e: unknown) => e as { code?: string; message?: string },
+  );
+  t.is(err?.code, "control_log_missing");
+  t.regex(err?.message ?? "", /CUSTODY_CTRL_east\b/);
+});
+
+test("a controller config with an empty controlLogRegion is refused", (t) => {
+  t.false(controllerRoleSchema.safeParse({ role: "controller", nats: { servers: "x" }, controlLogRegion: "", controller: {} }).success);
+});
