@@ -1,5 +1,5 @@
 import { assertEvent, fromPromise, setup } from "xstate";
-import type { InboundMessage } from "../transport/transport.ts";
+import type { InboundMessage } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
 import type { VolumeStatus } from "./controller/status-document.ts";
 

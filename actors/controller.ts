@@ -1,5 +1,5 @@
 import { createActor, waitFor, type Actor } from "xstate";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";

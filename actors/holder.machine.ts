@@ -4,7 +4,7 @@ import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
-import { protectionStatus, ProtectionStatus } from "../policies/protected-ram.ts";
+import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 
 /**
  * The Holder actor. Lifecycle: starting → serving ⇄ degraded_evidence → draining → retired.

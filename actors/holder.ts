@@ -1,6 +1,6 @@
 import { createActor, waitFor, type Actor } from "xstate";
-import { CustodyError } from "../core/custody-error.ts";
-import type { Counters } from "../core/counters.ts";
+import { CustodyError } from "../core/index.ts";
+import type { Counters } from "../core/index.ts";
 import { holderMachine, HolderState } from "./holder.machine.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 import type { HolderCore } from "./holder/holder-core.ts";

@@ -50,3 +50,9 @@ export { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/re
 export { catchUpReplica, type CatchUpReport, type PrimaryView } from "./replica/replica-catch-up.ts";
 export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messages.ts";
 export { commitFailover, type FailoverPlan } from "./writer/failover.ts";
+export { BaseBuilder } from "./base-builder/base-builder.ts";
+export { laneKey } from "./holder/holder-config.ts";
+export { type PreservedRam } from "./holder/holder-ports.ts";
+export { claimIncarnation } from "./holder/incarnation.ts";
+export { registerRecovery, type RecoveryRegistration } from "./repair/recovery-registration.ts";
+export { UnitOutbox } from "./writer/unit-outbox.ts";

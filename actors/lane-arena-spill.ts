@@ -1,12 +1,12 @@
-import type { Arena } from "../arena/arena.ts";
-import { SegmentStateError } from "../arena/errors.ts";
-import { decodeSegment } from "../arena/segment-codec.ts";
-import { SpillSet } from "../arena/spill-set.ts";
-import type { SpillRecordInfo } from "../arena/spill-stream.ts";
-import type { Clock } from "../core/clock.ts";
-import type { FileLayer } from "../core/file-layer.ts";
-import { Residency } from "../core/residency.ts";
-import type { TransportUnit } from "../lanes/transport-unit.ts";
+import type { Arena } from "../arena/index.ts";
+import { SegmentStateError } from "../arena/index.ts";
+import { decodeSegment } from "../arena/index.ts";
+import { SpillSet } from "../arena/index.ts";
+import type { SpillRecordInfo } from "../arena/index.ts";
+import type { Clock } from "../core/index.ts";
+import type { FileLayer } from "../core/index.ts";
+import { Residency } from "../core/index.ts";
+import type { TransportUnit } from "../lanes/index.ts";
 
 /** Outcome of one spill round. */
 export type SpillOutcome =

@@ -1,15 +1,15 @@
 import { fromPromise, setup } from "xstate";
-import { Arena, type ArenaReport } from "../arena/arena.ts";
-import type { ArenaConfig } from "../arena/arena-config.ts";
-import { SegmentStateError } from "../arena/errors.ts";
-import { decodeSegment } from "../arena/segment-codec.ts";
-import type { PinReason } from "../arena/pin-reason.ts";
-import { systemClock, type Clock } from "../core/clock.ts";
-import { CustodyError } from "../core/custody-error.ts";
-import type { FileLayer } from "../core/file-layer.ts";
-import { LaneLog, UnitVerdict } from "../lanes/lane-log.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/transport-unit.ts";
+import { Arena, type ArenaReport } from "../arena/index.ts";
+import type { ArenaConfig } from "../arena/index.ts";
+import { SegmentStateError } from "../arena/index.ts";
+import { decodeSegment } from "../arena/index.ts";
+import type { PinReason } from "../arena/index.ts";
+import { systemClock, type Clock } from "../core/index.ts";
+import { CustodyError } from "../core/index.ts";
+import type { FileLayer } from "../core/index.ts";
+import { LaneLog, UnitVerdict } from "../lanes/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
 import { LaneArenaSpill, type SpillOutcome } from "./lane-arena-spill.ts";
 
 /** How a LaneArena actor is built. Pass an `arena`, or a `config` (and `clock`) to make one. */

@@ -1,5 +1,5 @@
 import { assign, fromPromise, setup } from "xstate";
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts";
 import { activateReplacement, admitReplacement, awaitReplacementReceipts, copyMissing, missingCoverage, type RepairInput } from "./repair/repair-steps.ts";
 

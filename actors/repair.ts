@@ -1,6 +1,6 @@
 import { createActor, toPromise } from "xstate";
-import { CustodyError } from "../core/custody-error.ts";
-import type { ControlEventOf } from "../custody/control-event.ts";
+import { CustodyError } from "../core/index.ts";
+import type { ControlEventOf } from "../custody/index.ts";
 import { repairMachine, RepairState, type RepairReport } from "./repair.machine.ts";
 import type { RepairInput } from "./repair/repair-steps.ts";
 

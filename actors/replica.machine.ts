@@ -1,5 +1,5 @@
 import { assertEvent, fromPromise, setup } from "xstate";
-import type { InboundMessage } from "../transport/transport.ts";
+import type { InboundMessage } from "../transport/index.ts";
 import type { ReplicaCore } from "./replica/replica-core.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { createActor, waitFor, type Actor } from "xstate";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 import { replicaMachine, ReplicaState } from "./replica.machine.ts";
 import { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
 

@@ -1,6 +1,6 @@
 import { assertEvent, setup } from "xstate";
-import type { ConnectionEvent, InboundMessage } from "../transport/transport.ts";
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { ConnectionEvent, InboundMessage } from "../transport/index.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import { WriterFencedError } from "./writer/writer-config.ts";
 import type { WriteAck, WriterCore } from "./writer/writer-core.ts";
 

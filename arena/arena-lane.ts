@@ -1,4 +1,4 @@
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import { segmentsNeeded, type CreditGeometry } from "./credit-math.ts";
 import type { Segment } from "./segment.ts";
 

@@ -1,5 +1,5 @@
 import { maxOutstanding, type CreditGeometry } from "./credit-math.ts";
-import { Residency } from "../core/residency.ts";
+import { Residency } from "../core/index.ts";
 import { PIN_REASONS, type PinReason } from "./pin-reason.ts";
 import { SegmentState, type Segment } from "./segment.ts";
 

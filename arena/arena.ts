@@ -1,9 +1,9 @@
-import type { Clock } from "../core/clock.ts";
-import { Counters } from "../core/counters.ts";
-import { CustodyError } from "../core/custody-error.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import { laneKey } from "../core/lane-key.ts";
-import { checkIdentifier, type TransportUnit } from "../lanes/transport-unit.ts";
+import type { Clock } from "../core/index.ts";
+import { Counters } from "../core/index.ts";
+import { CustodyError } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import { laneKey } from "../core/index.ts";
+import { checkIdentifier, type TransportUnit } from "../lanes/index.ts";
 import { resolveArenaConfig, type ArenaConfig } from "./arena-config.ts";
 import { maxOutstanding, type CreditGeometry } from "./credit-math.ts";
 import { promisedSegments, type ArenaLane } from "./arena-lane.ts";
@@ -18,7 +18,7 @@ import {
   UnitTooLargeError,
   UnknownSegmentError,
 } from "./errors.ts";
-import { Residency } from "../core/residency.ts";
+import { Residency } from "../core/index.ts";
 import { PIN_REASONS, PinReason, pinIndex } from "./pin-reason.ts";
 import { decodeSegment, encodeSegment } from "./segment-codec.ts";
 import { SegmentPool } from "./segment-pool.ts";

@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Thrown for an arena configuration that cannot work (sizes not multiples, unit cap too large). */
 export class InvalidArenaConfigError extends CustodyError {

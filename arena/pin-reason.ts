@@ -23,4 +23,4 @@ export function pinIndex(reason: unknown): number {
 }
 
 // Residency has one home, core/residency.ts; re-exported here for older importers.
-export { Residency, type SegmentResidency } from "../core/residency.ts";
+export { Residency, type SegmentResidency } from "../core/index.ts";

@@ -1,5 +1,5 @@
 import { crc32 } from "node:zlib";
-import { checkIdentifier, validateTransportUnit, type TransportUnit } from "../lanes/transport-unit.ts";
+import { checkIdentifier, validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
 import { SegmentFormatError } from "./errors.ts";
 import { Segment, unitRecordBytes } from "./segment.ts";
 

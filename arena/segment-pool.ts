@@ -1,4 +1,4 @@
-import { Residency } from "../core/residency.ts";
+import { Residency } from "../core/index.ts";
 import { PIN_REASONS, PinReason } from "./pin-reason.ts";
 import { Segment, SegmentState } from "./segment.ts";
 import type { SpillEvidence } from "./spill-stream.ts";

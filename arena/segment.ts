@@ -1,6 +1,6 @@
-import { RangeSet } from "../lanes/range-set.ts";
-import { UNIT_DIGEST_BYTES, type TransportUnit } from "../lanes/transport-unit.ts";
-import { Residency, type SegmentResidency } from "../core/residency.ts";
+import { RangeSet } from "../lanes/index.ts";
+import { UNIT_DIGEST_BYTES, type TransportUnit } from "../lanes/index.ts";
+import { Residency, type SegmentResidency } from "../core/index.ts";
 import { PIN_REASONS, type PinReason } from "./pin-reason.ts";
 import type { SpillEvidence } from "./spill-stream.ts";
 

@@ -1,6 +1,6 @@
 import { basename, dirname } from "node:path";
-import type { Clock } from "../core/clock.ts";
-import type { FileLayer } from "../core/file-layer.ts";
+import type { Clock } from "../core/index.ts";
+import type { FileLayer } from "../core/index.ts";
 import { SpillRecordError, SpillStream, type FlushResult, type SpillEvidence, type SpillRecordInfo } from "./spill-stream.ts";
 
 /**

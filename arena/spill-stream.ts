@@ -1,8 +1,8 @@
 import { dirname } from "node:path";
 import { crc32 } from "node:zlib";
-import type { Clock } from "../core/clock.ts";
-import { CustodyError } from "../core/custody-error.ts";
-import type { FileHandleLike, FileLayer } from "../core/file-layer.ts";
+import type { Clock } from "../core/index.ts";
+import { CustodyError } from "../core/index.ts";
+import type { FileHandleLike, FileLayer } from "../core/index.ts";
 
 /**
  * Proof that bytes reached stable storage: produced only when `datasync()` on the spill file

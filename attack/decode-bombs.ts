@@ -5,10 +5,10 @@
  * decoder and keeps the slowest time: every input must decode or fail, in bounded time.
  */
 import "../actors/index.ts"; // registers every message kind the actors speak
-import { DEFAULT_MAX_BYTES, decodeMessage, registeredKinds, specFor } from "../transport/wire/codec.ts";
-import { decodeReceiptBatch } from "../custody/receipt-batch.ts";
-import { decodeControlEvent } from "../custody/control-event.ts";
-import { readUnitMessage } from "../transport/unit-frames.ts";
+import { DEFAULT_MAX_BYTES, decodeMessage, registeredKinds, specFor } from "../protocol/index.ts";
+import { decodeReceiptBatch } from "../custody/index.ts";
+import { decodeControlEvent } from "../custody/index.ts";
+import { readUnitMessage } from "../transport/index.ts";
 
 /** One adversarial input. */
 export interface Bomb {

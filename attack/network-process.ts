@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { reapOnExit } from "../testing/child-reaper.ts";
+import { reapOnExit } from "../testing/index.ts";
 
 /**
  * One process of the attacked network (`nats-server -c FILE` or `custody run <role> --config FILE`),

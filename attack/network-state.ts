@@ -4,10 +4,10 @@
  * control log's fold as the roles read it (trusting only the operator key `custody init` wrote).
  */
 import { join } from "node:path";
-import { ControlLogFollower } from "../custody/control-log-follower.ts";
-import { readPublicKeyHex } from "../runtime/control-trust-files.ts";
-import { listProcesses, type ProcessStats } from "../runtime/process-stats.ts";
-import { openJetStreamControlLog, type JetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { ControlLogFollower } from "../custody/index.ts";
+import { readPublicKeyHex } from "../runtime/index.ts";
+import { listProcesses, type ProcessStats } from "../runtime/index.ts";
+import { openJetStreamControlLog, type JetStreamControlLog } from "../transport/index.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
 

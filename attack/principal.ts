@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { readOperatorConfig } from "../cli/operator-connection.ts";
-import { CA_FILE, NKEY_SEED_FILE } from "../deploy/deployment-security.ts";
-import { natsRoleSchema } from "../runtime/role-config.ts";
-import { readNkeySeed } from "../security/nkey-seed.ts";
-import { NatsTransport, type PermissionViolation } from "../transport/nats-transport.ts";
+import { readOperatorConfig } from "../cli/index.ts";
+import { CA_FILE, NKEY_SEED_FILE } from "../deploy/index.ts";
+import { natsRoleSchema } from "../runtime/index.ts";
+import { readNkeySeed } from "../security/index.ts";
+import { NatsTransport, type PermissionViolation } from "../transport/index.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
 
 /** A connection of the attacker, logged in with a principal's credentials taken from the deployment's files. */

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort, natsServerBin } from "../testing/nats-server.ts";
+import { freePort, natsServerBin } from "../testing/index.ts";
 import { NetworkProcess } from "./network-process.ts";
 
 const run = promisify(execFile);

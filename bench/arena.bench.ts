@@ -19,11 +19,11 @@
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { Arena } from "../arena/arena.ts";
-import { formatTable } from "../cli/output.ts";
-import { systemClock } from "../core/clock.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import type { TransportUnit } from "../lanes/transport-unit.ts";
+import { Arena } from "../arena/index.ts";
+import { formatTable } from "../cli/index.ts";
+import { systemClock } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import type { TransportUnit } from "../lanes/index.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) {

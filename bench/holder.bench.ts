@@ -31,21 +31,21 @@
  */
 import { readFileSync } from "node:fs";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { systemClock } from "../core/clock.ts";
-import { decodeReceiptBatch } from "../custody/receipt-batch.ts";
-import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/signing.ts";
-import { validateTransportUnit, type TransportUnit } from "../lanes/transport-unit.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import { startHolder, type Holder } from "../actors/holder.ts";
-import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
-import { releaseFrontierSpec } from "../actors/holder/holder-messages.ts";
-import { CreditSender, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "../transport/credit-sender.ts";
-import { encodeUnitRun, readUnitMessage } from "../transport/unit-frames.ts";
-import { NatsTransport } from "../transport/nats-transport.ts";
-import { receiptSubject, releaseSubject } from "../transport/subjects.ts";
-import { decodeMessage, encodeMessage } from "../transport/wire/index.ts";
-import { startNatsServer } from "../testing/nats-server.ts";
-import { receiptBatchSpec } from "../custody/custody-messages.ts";
+import { systemClock } from "../core/index.ts";
+import { decodeReceiptBatch } from "../custody/index.ts";
+import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/index.ts";
+import { validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import { startHolder, type Holder } from "../actors/index.ts";
+import type { HolderConfigInput } from "../actors/index.ts";
+import { releaseFrontierSpec } from "../actors/index.ts";
+import { CreditSender, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "../transport/index.ts";
+import { encodeUnitRun, readUnitMessage } from "../transport/index.ts";
+import { NatsTransport } from "../transport/index.ts";
+import { receiptSubject, releaseSubject } from "../protocol/index.ts";
+import { decodeMessage, encodeMessage } from "../protocol/index.ts";
+import { startNatsServer } from "../testing/index.ts";
+import { receiptBatchSpec } from "../custody/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
 import { median, percentile } from "./sample-stats.ts";
 

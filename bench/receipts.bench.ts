@@ -10,11 +10,11 @@
  *   npm run bench:receipts -- --ms 600     # measuring time per row (default 900 ms)
  */
 import { sign, verify } from "node:crypto";
-import { RangeSet } from "../lanes/range-set.ts";
-import { makeReceipt, type CustodyReceipt } from "../custody/receipt.ts";
-import { decodeReceiptBatch, encodeReceiptBatch, makeReceiptBatch, receiptStream, signReceiptBatch } from "../custody/receipt-batch.ts";
-import { verifyReceiptBatch, type ReceiptVerifyContext } from "../custody/receipt-verification.ts";
-import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/signing.ts";
+import { RangeSet } from "../lanes/index.ts";
+import { makeReceipt, type CustodyReceipt } from "../custody/index.ts";
+import { decodeReceiptBatch, encodeReceiptBatch, makeReceiptBatch, receiptStream, signReceiptBatch } from "../custody/index.ts";
+import { verifyReceiptBatch, type ReceiptVerifyContext } from "../custody/index.ts";
+import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/index.ts";
 
 const args = process.argv.slice(2);
 const json = args.includes("--json");

@@ -5,14 +5,14 @@
  * holder's signed receipts cover every unit sent.
  */
 import { startHolder, type Holder, type HolderConfigInput } from "../actors/index.ts";
-import { systemClock } from "../core/clock.ts";
+import { systemClock } from "../core/index.ts";
 import { decodeReceiptBatch, generateHolderKeyPair, receiptBatchSpec } from "../custody/index.ts";
 import { makeTransportUnit, RangeSet } from "../lanes/index.ts";
 import { CreditSender, NatsTransport } from "../transport/index.ts";
-import { decodeMessage, encodeMessage } from "../transport/wire/codec.ts";
-import { unitSpec } from "../transport/wire/messages.ts";
-import { receiptSubject } from "../transport/subjects.ts";
-import { startNatsServer } from "../testing/nats-server.ts";
+import { decodeMessage, encodeMessage } from "../protocol/index.ts";
+import { unitSpec } from "../protocol/index.ts";
+import { receiptSubject } from "../protocol/index.ts";
+import { startNatsServer } from "../testing/index.ts";
 import { unitRecordBytes } from "../arena/index.ts";
 
 const UNIT_BYTES = 4096;

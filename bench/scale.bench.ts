@@ -16,7 +16,7 @@
  * carrying the same bytes, each until the holder's receipts cover every unit.
  */
 import { readFileSync } from "node:fs";
-import { systemClock } from "../core/clock.ts";
+import { systemClock } from "../core/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { generateHolderKeyPair, makeReceipt, makeReceiptBatch, publicKeyFromRaw, receiptStream, ReceiptLedger, signReceiptBatch, type ReceiptVerifyContext } from "../custody/index.ts";
 import { evaluateState, parseEvaluationState, type EvaluationState } from "../policies/index.ts";

@@ -15,8 +15,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { nodeFileLayer, type FileHandleLike } from "../core/file-layer.ts";
-import { formatTable } from "../cli/output.ts";
+import { nodeFileLayer, type FileHandleLike } from "../core/index.ts";
+import { formatTable } from "../cli/index.ts";
 import { BLOCK_SIZE, SmartWalVolume, slotSizeFor, VolumeMode } from "../volume/index.ts";
 
 const args = process.argv.slice(2);

@@ -2,25 +2,25 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { fetchUnits } from "../actors/repair/custody-reader.ts";
-import { recoverVolume } from "../actors/repair/volume-recovery.ts";
-import type { ControllerConfig } from "../actors/controller/controller-config.ts";
-import { statusSubject } from "../transport/subjects.ts";
-import { decodeMessage } from "../transport/wire/index.ts";
-import { volumeStatusSpec, type VolumeStatus } from "../actors/controller/status-document.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import type { TransportUnit } from "../lanes/transport-unit.ts";
+import { fetchUnits } from "../actors/index.ts";
+import { recoverVolume } from "../actors/index.ts";
+import type { ControllerConfig } from "../actors/index.ts";
+import { statusSubject } from "../protocol/index.ts";
+import { decodeMessage } from "../protocol/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../actors/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import type { TransportUnit } from "../lanes/index.ts";
 import { LossKind, type Site } from "../policies/index.ts";
-import { initJetStreamControlLog } from "../transport/jetstream-control-log.ts";
-import { NatsTransport } from "../transport/nats-transport.ts";
-import { workloadBlock, type AckedWrite } from "../runtime/workload.ts";
-import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
-import { BLOCK_SIZE } from "../volume/format.ts";
-import { SmartWalVolume } from "../volume/smartwal-volume.ts";
+import { initJetStreamControlLog } from "../transport/index.ts";
+import { NatsTransport } from "../transport/index.ts";
+import { workloadBlock, type AckedWrite } from "../runtime/index.ts";
+import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts";
+import { BLOCK_SIZE } from "../volume/index.ts";
+import { SmartWalVolume } from "../volume/index.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
-import { pidAlive, RoleProcess } from "../testing/role-process.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/role-files.ts";
-import { harnessControllerConfig, harnessSite } from "../testing/harness-topology.ts";
+import { pidAlive, RoleProcess } from "../testing/index.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/index.ts";
+import { harnessControllerConfig, harnessSite } from "../testing/index.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */
 export interface ChaosResult {

@@ -1,4 +1,4 @@
-import { seededRandom } from "../core/random.ts";
+import { seededRandom } from "../core/index.ts";
 
 /** The faults a chaos run injects into real processes. */
 export const ChaosFaultKind = {

@@ -6,7 +6,7 @@
  * left behind.
  */
 import { Command } from "commander";
-import { failWith, formatTable } from "../cli/output.ts";
+import { failWith, formatTable } from "../cli/index.ts";
 import { runChaos } from "./chaos-run.ts";
 
 const program = new Command("chaos")

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { natsRoleSchema, type NatsRoleConfig } from "../runtime/role-config.ts";
-import { readNkeySeed } from "../security/nkey-seed.ts";
-import type { ConnectNatsOptions } from "../transport/nats-connection.ts";
+import { natsRoleSchema, type NatsRoleConfig } from "../runtime/index.ts";
+import { readNkeySeed } from "../security/index.ts";
+import type { ConnectNatsOptions } from "../transport/index.ts";
 import { CustodyCliError } from "./commands/custody.ts";
 
 /**

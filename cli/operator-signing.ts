@@ -1,10 +1,10 @@
 import { createPublicKey } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import type { Command } from "commander";
-import type { ControllerIdentity } from "../custody/control-commit.ts";
-import type { ControlSigner, ControlTrust } from "../custody/control-trust.ts";
-import { privateKeyFromPkcs8 } from "../custody/signing.ts";
-import { systemClock } from "../core/clock.ts";
+import type { ControllerIdentity } from "../custody/index.ts";
+import type { ControlSigner, ControlTrust } from "../custody/index.ts";
+import { privateKeyFromPkcs8 } from "../custody/index.ts";
+import { systemClock } from "../core/index.ts";
 import { CustodyCliError } from "./commands/custody.ts";
 
 /** Options of commands that commit to (or read) a signed control log as the operator. */

@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Options every subcommand accepts. */
 export interface OutputOptions {

@@ -1,8 +1,8 @@
 import type { KeyObject } from "node:crypto";
 import { z } from "zod";
-import { CustodyError } from "../core/custody-error.ts";
-import { decodeMessage, defineMessage, encodeMessage } from "../transport/wire/codec.ts";
-import { bytes, fixedBytes, identifier, timestampMs, uint } from "../transport/wire/fields.ts";
+import { CustodyError } from "../core/index.ts";
+import { decodeMessage, defineMessage, encodeMessage } from "../protocol/index.ts";
+import { bytes, fixedBytes, identifier, timestampMs, uint } from "../protocol/index.ts";
 import { HolderStatus, type ControlState } from "./control-state.ts";
 import { ED25519_PUBLIC_KEY_BYTES, ED25519_SIGNATURE_BYTES, publicKeyFromRaw, signBytes, verifyBytes } from "./signing.ts";
 

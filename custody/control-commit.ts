@@ -1,4 +1,4 @@
-import type { Clock } from "../core/clock.ts";
+import type { Clock } from "../core/index.ts";
 import type { ControlEvent, ControlEventBody } from "./control-event.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
 import type { ControlLogStore } from "./control-log.ts";

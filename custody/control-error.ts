@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Why the fold refused a control event. A refused event changes no state. */
 export const ControlFenceCode = {

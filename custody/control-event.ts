@@ -1,8 +1,8 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { decodeBounded } from "../transport/wire/msgpack-bounds.ts";
+import { decodeBounded } from "../protocol/index.ts";
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import { PayloadRepresentation } from "./source-cut.ts";
 import { tokenSchema, uintSchema } from "./token.ts";

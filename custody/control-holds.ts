@@ -1,4 +1,4 @@
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import type { ControlEventBody, ControlEventOf } from "./control-event.ts";
 

@@ -1,4 +1,4 @@
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import { ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import type { ControlLogStore } from "./control-log.ts";
 import { foldControlEntry, foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlState } from "./control-state.ts";

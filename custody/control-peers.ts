@@ -1,8 +1,8 @@
 import type { KeyObject } from "node:crypto";
-import type { Clock } from "../core/clock.ts";
+import type { Clock } from "../core/index.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
 import { releasedRanges, type ControlState } from "./control-state.ts";
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import { publicKeyFromRaw } from "./signing.ts";
 
 /**

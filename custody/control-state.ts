@@ -1,6 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { signatureProblem, type ControlTrust, type EntrySignature } from "./control-trust.ts";
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { ControlFenceCode, ControlFenceError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import { GENESIS_HASH, type ControlEvent, type ControlEventOf } from "./control-event.ts";
 import type { ReceiptStream } from "./receipt-batch.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { defineMessage } from "../transport/wire/codec.ts";
-import { bytes, fixedBytes } from "../transport/wire/fields.ts";
+import { defineMessage } from "../protocol/index.ts";
+import { bytes, fixedBytes } from "../protocol/index.ts";
 import { ED25519_SIGNATURE_BYTES } from "./signing.ts";
 
 /**

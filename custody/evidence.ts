@@ -1,4 +1,4 @@
-import { Residency } from "../core/residency.ts";
+import { Residency } from "../core/index.ts";
 import { boolAt, listOf, numberAt, PositionalError, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /**

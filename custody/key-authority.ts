@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Length of a volume data key (AES-256). */
 export const DATA_KEY_BYTES = 32;

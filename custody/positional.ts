@@ -1,4 +1,4 @@
-import { identifierProblem } from "../core/identifier.ts";
+import { identifierProblem } from "../core/index.ts";
 
 /**
  * Small, allocation-light validators for the canonical positional (msgpack array) forms. They

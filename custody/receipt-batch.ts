@@ -1,5 +1,5 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { decodeBounded } from "../transport/wire/msgpack-bounds.ts";
+import { decodeBounded } from "../protocol/index.ts";
 import type { KeyObject } from "node:crypto";
 import type { ResidencyClaim, ResidencyEvidence } from "./evidence.ts";
 import {
@@ -13,14 +13,14 @@ import {
 } from "./receipt.ts";
 import { ReceiptError, ReceiptErrorCode } from "./receipt-error.ts";
 import { signBytes } from "./signing.ts";
-import { receiptSubject } from "../transport/subjects.ts";
+import { receiptSubject } from "../protocol/index.ts";
 import { listOf, PositionalError, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /** The stream a batch is bound to: it is only valid on this volume, lane and receipt subject. */
 export interface ReceiptStream {
   readonly volume: string;
   readonly lane: string;
-  /** `custody.v1.receipt.<volume>.<lane>` (see `transport/subjects.ts`). */
+  /** `custody.v1.receipt.<volume>.<lane>` (see `protocol/subjects.ts`). */
   readonly subject: string;
 }
 

@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /**
  * Why a receipt batch was refused. Callers and counters branch on these codes; every one of them

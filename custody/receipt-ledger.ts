@@ -1,7 +1,7 @@
 import { Encoder } from "@msgpack/msgpack";
-import type { Clock } from "../core/clock.ts";
-import { Counters } from "../core/counters.ts";
-import { RangeSet } from "../lanes/range-set.ts";
+import type { Clock } from "../core/index.ts";
+import { Counters } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { survivesPowerLoss, type EvidenceKind, type ResidencyEvidence } from "./evidence.ts";
 import { receiptToTuple, type CustodyReceipt } from "./receipt.ts";
 import type { SignedReceiptBatch } from "./receipt-batch.ts";

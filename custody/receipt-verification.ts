@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import type { ResidencyEvidence } from "./evidence.ts";
 import { KNOWN_EXTENSION_KINDS } from "./receipt.ts";
 import { decodeReceiptBatch, type ReceiptBatch, type ReceiptStream, type SignedReceiptBatch } from "./receipt-batch.ts";

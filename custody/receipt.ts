@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import {
   evidenceFromTuple,
   evidenceToTuple,

@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Raw Ed25519 public keys are 32 bytes; signatures are 64 bytes. */
 export const ED25519_PUBLIC_KEY_BYTES = 32;

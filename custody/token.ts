@@ -1,8 +1,8 @@
-import { identifier, uint } from "../transport/wire/fields.ts";
+import { identifier, uint } from "../protocol/index.ts";
 
 /**
  * A name that may appear as one NATS subject token (holder ids, volumes, lanes, regions,
- * obligation ids). Same rule as every wire identifier (`transport/subjects.ts`).
+ * obligation ids). Same rule as every wire identifier (`protocol/subjects.ts`).
  */
 export const tokenSchema = identifier;
 

@@ -6,7 +6,7 @@
  * demo operator's hand on each process (drive the workload, read state, stop).
  */
 import type { ChildProcess } from "node:child_process";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Roles an actor process can play. */
 export const ActorRole = { Holder: "holder", Writer: "writer", Controller: "controller" } as const;

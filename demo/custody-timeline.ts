@@ -3,7 +3,7 @@
  * whether its site is still alive; from that, per named scenario, the cut that would survive
  * losing the scenario's regions or AZs at that moment (bases count from their cut on).
  */
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 
 /** One sample of the run. */
 export interface TimelineSample {

@@ -1,6 +1,6 @@
-import { parseSubject } from "../transport/subjects.ts";
+import { parseSubject } from "../protocol/index.ts";
 import { edgeBetween, siteOfActor, type Deployment } from "./deployment.ts";
-import type { LinkRoute } from "../transport/link-shaper.ts";
+import type { LinkRoute } from "../transport/index.ts";
 
 /**
  * The link route of a process at `fromSite`: units to a holder at another site take the declared

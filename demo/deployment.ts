@@ -6,10 +6,10 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { CustodyError } from "../core/custody-error.ts";
-import type { VolumeTopology } from "../actors/controller/controller-config.ts";
-import type { Site } from "../policies/topology.ts";
-import type { Scenario, Timeline } from "../policies/scenario.ts";
+import { CustodyError } from "../core/index.ts";
+import type { VolumeTopology } from "../actors/index.ts";
+import type { Site } from "../policies/index.ts";
+import type { Scenario, Timeline } from "../policies/index.ts";
 
 /** Thrown for a deployment file that does not parse, fails the schema or references unknown names. */
 export class DeploymentError extends CustodyError {

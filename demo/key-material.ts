@@ -7,9 +7,9 @@
 import type { KeyObject } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import type { PeerDirectory } from "../actors/holder/holder-ports.ts";
-import { generateHolderKeyPair, privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/signing.ts";
-import { DATA_KEY_BYTES } from "../custody/key-authority.ts";
+import type { PeerDirectory } from "../actors/index.ts";
+import { generateHolderKeyPair, privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/index.ts";
+import { DATA_KEY_BYTES } from "../custody/index.ts";
 
 /** The JSON file's shape (hex strings). */
 export interface KeyMaterial {

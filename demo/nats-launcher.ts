@@ -7,9 +7,9 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CustodyError } from "../core/custody-error.ts";
-import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/nats-region-config.ts";
-import { freePort, natsServerBin, regionReady } from "../testing/nats-server.ts";
+import { CustodyError } from "../core/index.ts";
+import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/index.ts";
+import { freePort, natsServerBin, regionReady } from "../testing/index.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 
 const READY_TIMEOUT_MS = 20_000;

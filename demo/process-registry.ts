@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { openSync, closeSync } from "node:fs";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Thrown when a child cannot be spawned (missing binary, bad path). */
 export class SpawnError extends CustodyError {

@@ -6,7 +6,7 @@
  * strike sequence by sequence per volume; predicted vs observed loss; every scenario's status;
  * the per-leg monthly transfer cost; and the capture lag per holder ("chasing the light").
  */
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { survivingCutAt } from "./custody-timeline.ts";
 import type { DemoResult } from "./demo-script.ts";
 import type { Deployment } from "./deployment.ts";

@@ -3,7 +3,7 @@
  * before the strike, which of them each survivor held once settled, the cut the controller
  * predicted from their receipts, the cut the recovery reached, and the lost range in its own colour.
  */
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { lostRange } from "./scenario-table.ts";
 import type { RunResult, VolumeOutcome } from "./strike-run.ts";
 

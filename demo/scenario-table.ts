@@ -4,7 +4,7 @@
  * played that scenario), the committed range lost, RPO, the RTO estimate next to the measured
  * recovery time, plus the monthly transfer cost of every custody leg.
  */
-import { legMonthlyCost } from "../policies/cost.ts";
+import { legMonthlyCost } from "../policies/index.ts";
 
 /** One scenario row. */
 export interface ScenarioRow {

@@ -6,9 +6,9 @@
  * controller's evaluation over those receipts is the prediction an operator reads and a recovery
  * can be checked against.
  */
-import type { VolumeStatus } from "../actors/controller/status-document.ts";
-import { CustodyError } from "../core/custody-error.ts";
-import { RangeSet } from "../lanes/range-set.ts";
+import type { VolumeStatus } from "../actors/index.ts";
+import { CustodyError } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { RunningNetwork } from "./network-launcher.ts";
 
 /** A holder process's answer to `stats`. */

@@ -7,11 +7,11 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { recoverVolume } from "../actors/repair/volume-recovery.ts";
-import type { VolumeStatus } from "../actors/controller/status-document.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import type { TransportUnit } from "../lanes/transport-unit.ts";
-import { SmartWalVolume } from "../volume/smartwal-volume.ts";
+import { recoverVolume } from "../actors/index.ts";
+import type { VolumeStatus } from "../actors/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import type { TransportUnit } from "../lanes/index.ts";
+import { SmartWalVolume } from "../volume/index.ts";
 import type { TimelineSample } from "./custody-timeline.ts";
 import { scenarioNames, volumesOf, type Deployment } from "./deployment.ts";
 import { dataKeyOf } from "./key-material.ts";

@@ -4,8 +4,8 @@
  * volume content the first writes imply — the reference a recovered volume is compared with byte
  * for byte.
  */
-import { CustodyError } from "../core/custody-error.ts";
-import { BLOCK_SIZE } from "../volume/format.ts";
+import { CustodyError } from "../core/index.ts";
+import { BLOCK_SIZE } from "../volume/index.ts";
 
 /** `blocks` × 4 KiB derived from `seed`. */
 export function blockData(seed: number, blocks = 1): Uint8Array {

@@ -1,5 +1,5 @@
-import { systemClock } from "../core/clock.ts";
-import { commitControlEventRetrying } from "../custody/control-commit.ts";
+import { systemClock } from "../core/index.ts";
+import { commitControlEventRetrying } from "../custody/index.ts";
 import { createPublicKey } from "node:crypto";
 import { ControlLogFollower, publicKeyFromRaw, type ControlLogStore, type ControlSigner, type ControlTrust } from "../custody/index.ts";
 import type { BootstrapPlan } from "./deployment-plan.ts";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { ControllerConfig } from "../actors/index.ts";
 import type { Scenario, Site } from "../policies/index.ts";
-import type { NatsRoleConfig } from "../runtime/role-config.ts";
+import type { NatsRoleConfig } from "../runtime/index.ts";
 import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
 import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATOR_NATS_FILE, regionSecurityText, securedNats, type NkeyUserKey } from "./deployment-security.ts";
 import { natsServerConfig, regionUrl } from "./nats-server-config.ts";

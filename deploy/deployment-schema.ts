@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /**
  * The deployment file `custody init` reads: NATS regions, sites, holders, volumes (each with its

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { inboxPrefixFor, permissionsFor, renderRegionSecurity, type NkeyUser, type PrincipalSpec, type ServerIdentity } from "../security/index.ts";
-import type { NatsRoleConfig } from "../runtime/role-config.ts";
+import type { NatsRoleConfig } from "../runtime/index.ts";
 import type { Deployment } from "./deployment-schema.ts";
 
 /**

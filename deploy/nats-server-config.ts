@@ -1,4 +1,4 @@
-import type { RegionSecurityText } from "../security/server-config.ts";
+import type { RegionSecurityText } from "../security/index.ts";
 import type { DeploymentRegion } from "./deployment-schema.ts";
 
 /**

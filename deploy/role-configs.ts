@@ -1,4 +1,4 @@
-import type { NatsRoleConfig } from "../runtime/role-config.ts";
+import type { NatsRoleConfig } from "../runtime/index.ts";
 
 /**
  * The `custody run` configuration objects of holders and writers, built from what a deployment

@@ -13,3 +13,5 @@ export {
   laneKey,
 } from "./transport-unit.ts";
 export { LaneLog, UnitVerdict, StaleTermError, OverlappingUnitError, WrongLaneError, type LaneProgress } from "./lane-log.ts";
+export { GrowingRangeSet } from "./growing-range-set.ts";
+export { SendLog } from "./send-log.ts";

@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 import { GrowingRangeSet } from "./growing-range-set.ts";
 import { RangeSet } from "./range-set.ts";
 import type { TransportUnit } from "./transport-unit.ts";

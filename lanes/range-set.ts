@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** An inclusive run of sequence numbers `first..last` (first <= last). */
 export interface SeqRange {

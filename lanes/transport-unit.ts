@@ -1,6 +1,6 @@
 import * as crypto from "node:crypto";
-import { CustodyError } from "../core/custody-error.ts";
-import { isIdentifier } from "../core/identifier.ts";
+import { CustodyError } from "../core/index.ts";
+import { isIdentifier } from "../core/index.ts";
 
 /**
  * A transport unit: one complete, checksummed run of records of one lane of one log (volume).
@@ -181,4 +181,4 @@ function sameDigest(want: string, got: Uint8Array): boolean {
 }
 
 /** Key naming one lane of one volume: `volume.lane` (its home, beside the holder's own key: core/lane-key.ts). */
-export { laneKey } from "../core/lane-key.ts";
+export { laneKey } from "../core/index.ts";

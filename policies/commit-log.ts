@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { CommitRun, EvaluationState } from "./evaluation-state.ts";
 import type { EvaluationReport } from "./evaluate.ts";
 

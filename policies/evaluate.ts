@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { EvaluationState, PendingForward } from "./evaluation-state.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
 import { PolicyInputError } from "./policy-errors.ts";

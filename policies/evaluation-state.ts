@@ -1,7 +1,7 @@
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import type { Site } from "./topology.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
-import { Residency } from "../core/residency.ts";
+import { Residency } from "../core/index.ts";
 
 /** Where a retained range lives on a holder (one home: core/residency.ts). */
 export { Residency };

@@ -76,3 +76,8 @@ export {
 } from "./placement.ts";
 export { placementInputSchema, parsePlacementInput, type PlacementInputJson } from "./placement-schema.ts";
 export { policyJsonSchemas } from "./json-schemas.ts";
+export { coverageGaps, ramSurvivesAt } from "./coverage-gaps.ts";
+export { ProtectionStatus, protectedCreditHeadroom, protectionStatus } from "./protected-ram.ts";
+export { releaseEventFor } from "./release-event.ts";
+export { withoutStaleClaims } from "./release.ts";
+export { SpendGuard, parseSpendConfig, type SpendConfigInput, type SpendReport } from "./spend-budget.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Counters } from "../core/counters.ts";
+import type { Counters } from "../core/index.ts";
 import type { PlacementInput } from "./placement.ts";
 import { lossSchema, parseWith, siteSchema } from "./state-schema.ts";
 

@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Stable error codes of the policy engine. */
 export const PolicyErrorCode = {

@@ -1,7 +1,7 @@
-import { CustodyError } from "../core/custody-error.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import type { ControlEventBody } from "../custody/control-event.ts";
-import { HolderStatus, type ControlState } from "../custody/control-state.ts";
+import { CustodyError } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import type { ControlEventBody } from "../custody/index.ts";
+import { HolderStatus, type ControlState } from "../custody/index.ts";
 import type { EvaluationState } from "./evaluation-state.ts";
 import { withoutStaleClaims, type ReleaseRequest } from "./release.ts";
 

@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { EvaluationState } from "./evaluation-state.ts";
 import { evaluateScenario, evaluateTimeline } from "./evaluate.ts";
 import type { SurvivalReport } from "./survival-report.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { RangeSet } from "../lanes/range-set.ts";
-import type { Counters } from "../core/counters.ts";
+import { RangeSet } from "../lanes/index.ts";
+import type { Counters } from "../core/index.ts";
 import type { EvaluationState } from "./evaluation-state.ts";
 import { PolicyInputError } from "./policy-errors.ts";
 import { validateEvaluationState } from "./state-validation.ts";

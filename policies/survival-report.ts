@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { BaseSnapshot, EvaluationState, EvidenceLabel } from "./evaluation-state.ts";
 import { tallyCommits } from "./commit-log.ts";
 import { widestPathsTo } from "./network-paths.ts";

@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { EvaluationState } from "./evaluation-state.ts";
 import type { Loss } from "./scenario.ts";
 import { applyLosses, initialView, liveRanges, siteDiskSurvives } from "./survivor-view.ts";

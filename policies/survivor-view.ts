@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { EvaluationState, Holder, RetainedClaim, EvidenceLabel } from "./evaluation-state.ts";
 import { LossKind, worseLoss, type Loss } from "./scenario.ts";
 import { siteDomains } from "./topology.ts";

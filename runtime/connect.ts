@@ -1,5 +1,5 @@
-import { readNkeySeed } from "../security/nkey-seed.ts";
-import { NatsTransport } from "../transport/nats-transport.ts";
+import { readNkeySeed } from "../security/index.ts";
+import { NatsTransport } from "../transport/index.ts";
 import type { NatsRoleConfig } from "./role-config.ts";
 
 /**

@@ -6,10 +6,10 @@
  * The controller refuses all three instead of serving from a log it cannot trust.
  */
 import { crc32 } from "node:zlib";
-import { CustodyError } from "../core/custody-error.ts";
-import type { FileLayer } from "../core/file-layer.ts";
-import { ControlLogRegressionCode, ControlLogRegressionError } from "../custody/control-error.ts";
-import type { ControlLogStore } from "../custody/control-log.ts";
+import { CustodyError } from "../core/index.ts";
+import type { FileLayer } from "../core/index.ts";
+import { ControlLogRegressionCode, ControlLogRegressionError } from "../custody/index.ts";
+import type { ControlLogStore } from "../custody/index.ts";
 
 /** A verified control-log head. */
 export interface ControlLogHead {

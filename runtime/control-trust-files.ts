@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
-import type { ControlSigner, ControlTrust } from "../custody/control-trust.ts";
-import { privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/signing.ts";
+import type { ControlSigner, ControlTrust } from "../custody/index.ts";
+import { privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/index.ts";
 import { RoleConfigError, type ControlTrustConfig } from "./role-config.ts";
 
 /** What a role needs to read (and, for a controller, write) a signed control log. */

@@ -1,5 +1,5 @@
-import type { Holding } from "../custody/receipt-ledger.ts";
-import { RangeSet } from "../lanes/range-set.ts";
+import type { Holding } from "../custody/index.ts";
+import { RangeSet } from "../lanes/index.ts";
 
 /**
  * Sequence ranges in process stats (`samples`), flattened [first, last, first, last, ...]: a

@@ -1,5 +1,5 @@
-import type { Holder } from "../actors/holder.ts";
-import type { RangeSet } from "../lanes/range-set.ts";
+import type { Holder } from "../actors/index.ts";
+import type { RangeSet } from "../lanes/index.ts";
 
 /** What a stopping holder still held only in RAM when its drain ended, per lane (`volume/lane`). */
 export type HolderDrainReport = Record<string, RangeSet>;

@@ -1,7 +1,7 @@
-import type { NatsConnection } from "../transport/nats-connection.ts";
+import type { NatsConnection } from "../transport/index.ts";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { subjectFilter, psSubject } from "../transport/subjects.ts";
-import type { Transport, TransportSubscription } from "../transport/transport.ts";
+import { subjectFilter, psSubject } from "../protocol/index.ts";
+import type { Transport, TransportSubscription } from "../transport/index.ts";
 import { gatherServiceStats, registerService, type RegisteredService } from "./service-registration.ts";
 
 /** What a running process says about itself when asked on `custody.v1.ps.<role>`. */

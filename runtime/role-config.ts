@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 import { linksSchema } from "./role-links.ts";
 import { spanFileSchema } from "./role-tracing.ts";
 

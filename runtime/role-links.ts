@@ -1,9 +1,9 @@
 import type { Tracer } from "@opentelemetry/api";
 import { z } from "zod";
-import { systemClock } from "../core/clock.ts";
-import { ShapedTransport, type LinkRoute } from "../transport/link-shaper.ts";
-import { parseSubject } from "../transport/subjects.ts";
-import type { Transport } from "../transport/transport.ts";
+import { systemClock } from "../core/index.ts";
+import { ShapedTransport, type LinkRoute } from "../transport/index.ts";
+import { parseSubject } from "../protocol/index.ts";
+import type { Transport } from "../transport/index.ts";
 
 /**
  * The optional `links` section of a holder or writer role config: link shaping, a test and demo

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { setupTracing, type TracingHandle } from "../telemetry/tracing.ts";
+import { setupTracing, type TracingHandle } from "../telemetry/index.ts";
 
 /**
  * The optional `spanFile` of a role config: the process's spans go to that file as JSON lines

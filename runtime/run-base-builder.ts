@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
-import { BaseBuilder } from "../actors/base-builder/base-builder.ts";
-import { Counters } from "../core/counters.ts";
+import { BaseBuilder } from "../actors/index.ts";
+import { Counters } from "../core/index.ts";
 import { connectRole } from "./connect.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { BaseBuilderRoleConfig } from "./role-config.ts";

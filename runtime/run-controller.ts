@@ -1,8 +1,8 @@
-import { startController, type Controller } from "../actors/controller.ts";
-import type { ControllerConfig } from "../actors/controller/controller-config.ts";
-import { systemClock } from "../core/clock.ts";
-import { nodeFileLayer } from "../core/file-layer.ts";
-import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { startController, type Controller } from "../actors/index.ts";
+import type { ControllerConfig } from "../actors/index.ts";
+import { systemClock } from "../core/index.ts";
+import { nodeFileLayer } from "../core/index.ts";
+import { openJetStreamControlLog } from "../transport/index.ts";
 import { checkControlLogHead, readControlLogHead, writeControlLogHead } from "./control-log-head.ts";
 import { connectRole } from "./connect.ts";
 import { receiptedSamples } from "./custody-ranges.ts";

@@ -1,14 +1,14 @@
 import { readFileSync } from "node:fs";
 import { trace } from "@opentelemetry/api";
 import { join } from "node:path";
-import { startHolder, type Holder } from "../actors/holder.ts";
-import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
-import { systemClock } from "../core/clock.ts";
-import { nodeFileLayer } from "../core/file-layer.ts";
-import { ControlLogFollower } from "../custody/control-log-follower.ts";
-import { ControlLogPeers } from "../custody/control-peers.ts";
-import { privateKeyFromPkcs8 } from "../custody/signing.ts";
-import { openJetStreamControlLog } from "../transport/jetstream-control-log.ts";
+import { startHolder, type Holder } from "../actors/index.ts";
+import type { HolderConfigInput } from "../actors/index.ts";
+import { systemClock } from "../core/index.ts";
+import { nodeFileLayer } from "../core/index.ts";
+import { ControlLogFollower } from "../custody/index.ts";
+import { ControlLogPeers } from "../custody/index.ts";
+import { privateKeyFromPkcs8 } from "../custody/index.ts";
+import { openJetStreamControlLog } from "../transport/index.ts";
 import { connectRole } from "./connect.ts";
 import { drainHolder, type HolderDrainReport } from "./holder-drain.ts";
 import { flatRuns } from "./custody-ranges.ts";
@@ -17,7 +17,7 @@ import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Thrown (and the process exits 2) when the NATS connection closes for good: a process must never run deaf. */
 export class ConnectionLostError extends CustodyError {

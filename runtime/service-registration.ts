@@ -1,5 +1,5 @@
 import { Svcm, type Service, type ServiceClient, type ServiceStats } from "@nats-io/services";
-import type { NatsConnection } from "../transport/nats-connection.ts";
+import type { NatsConnection } from "../transport/index.ts";
 
 /**
  * Every `custody run` process is a NATS service (the `$SRV.PING|INFO|STATS` conventions of

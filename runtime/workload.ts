@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { BLOCK_SIZE } from "../volume/format.ts";
+import { BLOCK_SIZE } from "../volume/index.ts";
 
 /**
  * The synthetic workload's data: block `i` is a deterministic function of `i`, so whoever reads the

@@ -1,6 +1,6 @@
 /**
  * Who may say what on the bus: the NATS publish/subscribe permissions of each principal, derived
- * from the subject scheme (transport/subjects.ts) and the principal's place in the topology. Pure:
+ * from the subject scheme (protocol/subjects.ts) and the principal's place in the topology. Pure:
  * no I/O, no NATS client. The rendered server config (server-config.ts) carries them; the server
  * enforces them, so identity comes from the connection, never from a header a publisher sets.
  *
@@ -16,7 +16,7 @@
  *   (the server lets a responder answer exactly the requests it received), and each principal's
  *   own inbox lives under `inboxPrefixFor(role, id)`, which only it may subscribe to.
  */
-import { controlStreamName } from "../transport/jetstream-control-log.ts";
+import { controlStreamName } from "../transport/index.ts";
 import {
   admitSubject,
   allOfKind,
@@ -32,7 +32,7 @@ import {
   subjectFilter,
   transferSubject,
   unitSubject,
-} from "../transport/subjects.ts";
+} from "../protocol/index.ts";
 import { SecurityError, SecurityErrorCode } from "./security-error.ts";
 
 /** The principals that connect to the bus, each as its own NATS user. */

@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** Why a security setup step failed. Callers branch on these, never on message text. */
 export const SecurityErrorCode = {

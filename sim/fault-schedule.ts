@@ -1,4 +1,4 @@
-import type { Random } from "../core/random.ts";
+import type { Random } from "../core/index.ts";
 import type { Scenario } from "../policies/index.ts";
 
 /** Kinds of fault the simulator injects. */

@@ -1,5 +1,5 @@
-import { holderLaneKey } from "../core/lane-key.ts";
-import { RangeSet } from "../lanes/range-set.ts";
+import { holderLaneKey } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { HolderTruth } from "./invariants.ts";
 import type { HolderHost } from "./sim-host.ts";
 import type { WorldSpec } from "./world.ts";

@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { LossKind, siteDomains, worseLoss, type Loss, type Scenario, type Site } from "../policies/index.ts";
 
 /** Invariants the simulator checks; each violation names one. */

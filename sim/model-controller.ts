@@ -1,6 +1,6 @@
-import type { Random } from "../core/random.ts";
-import { Counters } from "../core/counters.ts";
-import { RangeSet } from "../lanes/range-set.ts";
+import type { Random } from "../core/index.ts";
+import { Counters } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
 import {
   authorizeReleases,
   requiredReports,

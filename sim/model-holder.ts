@@ -1,4 +1,4 @@
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import type { SimEndpoint, SimNetwork } from "./sim-network.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
 import type { EventTrace } from "./event-trace.ts";

@@ -1,9 +1,9 @@
-import type { Counters } from "../core/counters.ts";
-import { CustodyError } from "../core/custody-error.ts";
-import { commitControlEvent } from "../custody/control-commit.ts";
-import type { ControlEventBody } from "../custody/control-event.ts";
-import { ControlLogFollower } from "../custody/control-log-follower.ts";
-import type { InMemoryControlLog } from "../custody/control-log.ts";
+import type { Counters } from "../core/index.ts";
+import { CustodyError } from "../core/index.ts";
+import { commitControlEvent } from "../custody/index.ts";
+import type { ControlEventBody } from "../custody/index.ts";
+import { ControlLogFollower } from "../custody/index.ts";
+import type { InMemoryControlLog } from "../custody/index.ts";
 import type { EventTrace } from "./event-trace.ts";
 import { SIM_EPOCH_MS } from "./sim-host.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";

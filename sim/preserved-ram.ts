@@ -1,6 +1,6 @@
-import type { PreservedRam } from "../actors/holder/holder-ports.ts";
-import { RangeSet } from "../lanes/range-set.ts";
-import type { TransportUnit } from "../lanes/transport-unit.ts";
+import type { PreservedRam } from "../actors/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import type { TransportUnit } from "../lanes/index.ts";
 
 /**
  * The simulated platform's preserved memory of one protected-RAM host (NVDIMM or battery-backed

@@ -1,5 +1,5 @@
 import { authorizeReleases, type Scenario } from "../policies/index.ts";
-import { RangeSet } from "../lanes/range-set.ts";
+import { RangeSet } from "../lanes/index.ts";
 import { EventTrace, type TraceEvent } from "./event-trace.ts";
 import { ContractTally, type RecoveryTally } from "./contract-tally.ts";
 import { FaultKind, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";

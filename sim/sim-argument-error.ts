@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** A bad simulator argument or world override (code `invalid_sim_argument`); `detail` names it. */
 export class SimArgumentError extends CustodyError {

@@ -1,5 +1,5 @@
-import type { ControllerConfig } from "../actors/controller/controller-config.ts";
-import type { VolumeWriterConfig } from "../actors/writer/writer-config.ts";
+import type { ControllerConfig } from "../actors/index.ts";
+import type { VolumeWriterConfig } from "../actors/index.ts";
 import type { Site } from "../policies/index.ts";
 import type { WorldSpec } from "./world.ts";
 

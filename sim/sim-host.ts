@@ -1,8 +1,8 @@
-import type { Holder } from "../actors/holder.ts";
-import type { HolderConfigInput, ProtectedRamEvidence } from "../actors/holder/holder-config.ts";
-import { CrashFileLayer } from "../core/crash-file-layer.ts";
+import type { Holder } from "../actors/index.ts";
+import type { HolderConfigInput, ProtectedRamEvidence } from "../actors/index.ts";
+import { CrashFileLayer } from "../core/index.ts";
 import type { Site } from "../policies/index.ts";
-import { BLOCK_SIZE } from "../volume/format.ts";
+import { BLOCK_SIZE } from "../volume/index.ts";
 import { SimPreservedRam } from "./preserved-ram.ts";
 import type { HolderSpec, WorldSpec } from "./world.ts";
 

@@ -1,5 +1,5 @@
-import type { Random } from "../core/random.ts";
-import { Counters } from "../core/counters.ts";
+import type { Random } from "../core/index.ts";
+import { Counters } from "../core/index.ts";
 import type {
   InboundMessage,
   MessageHandler,
@@ -9,8 +9,8 @@ import type {
   SubscribeOptions,
   Transport,
   TransportSubscription,
-} from "../transport/transport.ts";
-import { TransportError, TransportErrorCode } from "../transport/transport-error.ts";
+} from "../transport/index.ts";
+import { TransportError, TransportErrorCode } from "../transport/index.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
 import { isPublishSubject, isSubscribeSubject, subjectMatches, tokensMatch } from "./subject-match.ts";
 

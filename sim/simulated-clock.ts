@@ -1,5 +1,5 @@
-import type { Clock } from "../core/clock.ts";
-import { CustodyError } from "../core/custody-error.ts";
+import type { Clock } from "../core/index.ts";
+import { CustodyError } from "../core/index.ts";
 
 /** A misuse of the simulated clock (code `sim_clock`): going back in time, a runaway timer loop. */
 export class SimClockError extends CustodyError {

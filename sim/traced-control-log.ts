@@ -1,5 +1,5 @@
-import type { ControlEvent } from "../custody/control-event.ts";
-import { InMemoryControlLog } from "../custody/control-log.ts";
+import type { ControlEvent } from "../custody/index.ts";
+import { InMemoryControlLog } from "../custody/index.ts";
 
 /** The region's control log of the simulated world; tells `onAdmit` of every admission committed to it (by the controller's policy or an operator). */
 export class TracedControlLog extends InMemoryControlLog {

@@ -1,4 +1,4 @@
-import { seededRandom, type Random } from "../core/random.ts";
+import { seededRandom, type Random } from "../core/index.ts";
 import { LossKind, type Scenario, type Site } from "../policies/index.ts";
 import { generateFaultSchedule, type FaultEvent } from "./fault-schedule.ts";
 import type { EventTrace } from "./event-trace.ts";

@@ -3,15 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { ControllerConfig } from "../actors/controller/controller-config.ts";
+import type { ControllerConfig } from "../actors/index.ts";
 import type { Site } from "../policies/index.ts";
-import { controlStreamName, initJetStreamControlLog } from "../transport/jetstream-control-log.ts";
-import { NatsTransport } from "../transport/nats-transport.ts";
-import { gatherProcessStats, type ProcessStats } from "../runtime/process-stats.ts";
-import { startSupercluster, type SuperclusterHandle } from "../testing/nats-server.ts";
-import { pidAlive, RoleProcess } from "../testing/role-process.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/role-files.ts";
-import { harnessControllerConfig, harnessSite } from "../testing/harness-topology.ts";
+import { controlStreamName, initJetStreamControlLog } from "../transport/index.ts";
+import { NatsTransport } from "../transport/index.ts";
+import { gatherProcessStats, type ProcessStats } from "../runtime/index.ts";
+import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts";
+import { pidAlive, RoleProcess } from "../testing/index.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/index.ts";
+import { harnessControllerConfig, harnessSite } from "../testing/index.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
 
 /** Options of one soak run. */

@@ -16,7 +16,7 @@ import {
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 import { JsonlSpanExporter } from "./jsonl-span-exporter.ts";
 
 /** Where finished spans go. */

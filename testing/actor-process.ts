@@ -6,12 +6,12 @@
  * contract) and then idles until killed.
  */
 import { readFileSync } from "node:fs";
-import { startHolder } from "../actors/holder.ts";
-import { startVolumeWriter } from "../actors/volume-writer.ts";
-import { systemClock } from "../core/clock.ts";
-import { privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/signing.ts";
-import { NatsTransport } from "../transport/nats-transport.ts";
-import { SmartWalVolume } from "../volume/smartwal-volume.ts";
+import { startHolder } from "../actors/index.ts";
+import { startVolumeWriter } from "../actors/index.ts";
+import { systemClock } from "../core/index.ts";
+import { privateKeyFromPkcs8, publicKeyFromRaw } from "../custody/index.ts";
+import { NatsTransport } from "../transport/index.ts";
+import { SmartWalVolume } from "../volume/index.ts";
 import type { ActorSpec } from "./actor-spec.ts";
 import { blockData } from "./block-data.ts";
 

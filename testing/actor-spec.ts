@@ -1,5 +1,5 @@
-import type { HolderConfigInput } from "../actors/holder/holder-config.ts";
-import type { VolumeWriterConfig } from "../actors/writer/writer-config.ts";
+import type { HolderConfigInput } from "../actors/index.ts";
+import type { VolumeWriterConfig } from "../actors/index.ts";
 
 /**
  * What `testing/actor-process.ts` runs, as the JSON file it is given: a holder, or a volume writer

@@ -1,4 +1,4 @@
-import type { ControllerConfig } from "../actors/controller/controller-config.ts";
+import type { ControllerConfig } from "../actors/index.ts";
 import { LossKind, type Site } from "../policies/index.ts";
 
 /** A site of a harness deployment: one host per site, no shared dependencies. */

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "../transport/nats-region-config.ts";
+import { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "../transport/index.ts";
 import { reapOnExit } from "./child-reaper.ts";
 
 /** The binary to run: `NATS_SERVER_BIN` or `nats-server` on PATH. */

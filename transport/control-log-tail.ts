@@ -1,5 +1,5 @@
 import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from "@nats-io/jetstream";
-import type { ControlLogEntry } from "../custody/control-state.ts";
+import type { ControlLogEntry } from "../custody/index.ts";
 
 /**
  * One standing ordered consumer on a control-log stream, started once and kept: committed entries

@@ -1,4 +1,4 @@
-import type { Clock } from "../core/clock.ts";
+import type { Clock } from "../core/index.ts";
 import {
   initialSenderWindow,
   senderApplyGrant,
@@ -8,11 +8,11 @@ import {
   senderRecordSend,
   type SenderWindow,
 } from "./credit-window.ts";
-import { creditSubject, unitSubject } from "./subjects.ts";
+import { creditSubject, unitSubject } from "../protocol/index.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
 import { CREDIT_WINDOW_HEADER, creditWindowTag, encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "./unit-frames.ts";
-import { CustodyError } from "../core/custody-error.ts";
-import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "./wire/index.ts";
+import { CustodyError } from "../core/index.ts";
+import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "../protocol/index.ts";
 
 /**
  * The sending half of the credit protocol for one edge (sender → holder, one lane). Units are

@@ -1,15 +1,15 @@
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { CustodyError } from "../core/custody-error.ts";
-import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/control-error.ts";
-import { encodeControlEvent, hashControlEventBytes, type ControlEvent } from "../custody/control-event.ts";
-import { signEntryHash, type ControlSigner } from "../custody/control-trust.ts";
-import { entryFromBytes, type ControlLogStore } from "../custody/control-log.ts";
-import type { ControlLogEntry } from "../custody/control-state.ts";
-import { controlEventSpec } from "../custody/custody-messages.ts";
+import { CustodyError } from "../core/index.ts";
+import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/index.ts";
+import { encodeControlEvent, hashControlEventBytes, type ControlEvent } from "../custody/index.ts";
+import { signEntryHash, type ControlSigner } from "../custody/index.ts";
+import { entryFromBytes, type ControlLogStore } from "../custody/index.ts";
+import type { ControlLogEntry } from "../custody/index.ts";
+import { controlEventSpec } from "../custody/index.ts";
 import { ControlLogTail } from "./control-log-tail.ts";
-import { ctrlSubject } from "./subjects.ts";
-import { decodeMessage, encodeMessage } from "./wire/codec.ts";
+import { ctrlSubject } from "../protocol/index.ts";
+import { decodeMessage, encodeMessage } from "../protocol/index.ts";
 
 /** Options of `openJetStreamControlLog`. */
 export interface JetStreamControlLogOptions {

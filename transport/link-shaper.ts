@@ -6,13 +6,13 @@
  * the receiving holder's `admit` span, so a trace shows every hop with its latency.
  */
 import { context as otelContext, ROOT_CONTEXT, SpanKind, trace, type Tracer } from "@opentelemetry/api";
-import type { Clock } from "../core/clock.ts";
-import { CustodyError } from "../core/custody-error.ts";
+import type { Clock } from "../core/index.ts";
+import { CustodyError } from "../core/index.ts";
 import { extractTraceContext, injectTraceContext } from "./trace-context.ts";
 import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "./transport.ts";
 import { headerValue, type MessageHeaders } from "./transport.ts";
 import { encodeUnitMessage, readUnitMessage } from "./unit-frames.ts";
-import { decodeAny, type WireUnit } from "./wire/index.ts";
+import { decodeAny, type WireUnit } from "../protocol/index.ts";
 
 /** Shape of one directed link. */
 export interface LinkProfile {

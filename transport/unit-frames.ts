@@ -1,7 +1,7 @@
-import { fastDecodeUnitFrame, writeUnitFrame } from "./wire/unit-frame-codec.ts";
-import { fastDecodeUnit } from "./wire/unit-fast-decode.ts";
+import { fastDecodeUnitFrame, writeUnitFrame } from "../protocol/index.ts";
+import { fastDecodeUnit } from "../protocol/index.ts";
 import { headerValue, type InboundMessage, type MessageHeaders } from "./transport.ts";
-import { decodeAny, decodeMessage, encodeMessage, UNIT_MAX_BYTES, unitFrameSpec, unitSpec, WireError, WireErrorCode, type WireUnit, type WireUnitFrame } from "./wire/index.ts";
+import { decodeAny, decodeMessage, encodeMessage, UNIT_MAX_BYTES, unitFrameSpec, unitSpec, WireError, WireErrorCode, type WireUnit, type WireUnitFrame } from "../protocol/index.ts";
 
 /**
  * What travels on a unit subject (`custody.v1.unit.<toHolder>.<volume>.<lane>`), both ways:

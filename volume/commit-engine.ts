@@ -1,5 +1,5 @@
-import type { Counters } from "../core/counters.ts";
-import { isCustodyError } from "../core/custody-error.ts";
+import type { Counters } from "../core/index.ts";
+import { isCustodyError } from "../core/index.ts";
 import { Allocator, Hold, type PhysicalRun } from "./allocator.ts";
 import { UNMAPPED, type BlockMap } from "./block-map.ts";
 import { writeCheckpoint } from "./checkpoint.ts";

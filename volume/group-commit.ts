@@ -1,4 +1,4 @@
-import type { Clock } from "../core/clock.ts";
+import type { Clock } from "../core/index.ts";
 
 /** Group commit tuning: how many operations share one barrier, and how long the first may wait for company. */
 export interface GroupCommitOptions {

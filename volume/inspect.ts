@@ -1,4 +1,4 @@
-import type { FileLayer } from "../core/file-layer.ts";
+import type { FileLayer } from "../core/index.ts";
 import { decodeCheckpoint, readAll } from "./checkpoint.ts";
 import { decodeHeader, VolumeFiles, type VolumeGeometry } from "./format.ts";
 import { VolumeNotFoundError } from "./volume-errors.ts";

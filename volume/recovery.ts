@@ -1,5 +1,5 @@
 import { crc32 } from "node:zlib";
-import type { FileHandleLike } from "../core/file-layer.ts";
+import type { FileHandleLike } from "../core/index.ts";
 import { BlockMap, UNMAPPED } from "./block-map.ts";
 import type { Checkpoint, CheckpointIssue } from "./checkpoint.ts";
 import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";

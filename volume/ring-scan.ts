@@ -1,4 +1,4 @@
-import type { FileHandleLike } from "../core/file-layer.ts";
+import type { FileHandleLike } from "../core/index.ts";
 import { BLOCK_SIZE, RECORD_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { decodeRecord, RecordFlag, RecordProblem, type WalRecord } from "./wal-record.ts";
 

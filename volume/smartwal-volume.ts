@@ -1,8 +1,8 @@
 import { crc32 } from "node:zlib";
-import { systemClock } from "../core/clock.ts";
-import { Counters } from "../core/counters.ts";
-import { isCustodyError } from "../core/custody-error.ts";
-import { nodeFileLayer, type FileLayer } from "../core/file-layer.ts";
+import { systemClock } from "../core/index.ts";
+import { Counters } from "../core/index.ts";
+import { isCustodyError } from "../core/index.ts";
+import { nodeFileLayer, type FileLayer } from "../core/index.ts";
 import { Hold } from "./allocator.ts";
 import { UNMAPPED, type BlockMap } from "./block-map.ts";
 import { CommitEngine, type MountedState, type MutOp, type Op } from "./commit-engine.ts";

@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/custody-error.ts";
+import { CustodyError } from "../core/index.ts";
 import type { RecoveryReport } from "./recovery.ts";
 
 /** Stable codes of every error the volume store throws. */

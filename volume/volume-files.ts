@@ -1,4 +1,4 @@
-import type { FileHandleLike, FileLayer } from "../core/file-layer.ts";
+import type { FileHandleLike, FileLayer } from "../core/index.ts";
 import { BlockMap } from "./block-map.ts";
 import { readAll, writeCheckpoint } from "./checkpoint.ts";
 import {

@@ -1,6 +1,6 @@
-import type { Clock } from "../core/clock.ts";
-import type { Counters } from "../core/counters.ts";
-import type { FileLayer } from "../core/file-layer.ts";
+import type { Clock } from "../core/index.ts";
+import type { Counters } from "../core/index.ts";
+import type { FileLayer } from "../core/index.ts";
 import type { RecordFlag } from "./wal-record.ts";
 
 /** Runtime options of an open volume. */

@@ -1,4 +1,4 @@
-import type { FileHandleLike } from "../core/file-layer.ts";
+import type { FileHandleLike } from "../core/index.ts";
 import { RECORD_SIZE } from "./format.ts";
 import { decodeRecord, encodeRecord, type WalRecord } from "./wal-record.ts";
 

@@ -1,14 +1,14 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Counters } from "../../core/counters.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import { baseSubject } from "../../transport/subjects.ts";
-import type { Transport } from "../../transport/transport.ts";
-import { encodeMessage } from "../../transport/wire/index.ts";
+import type { Counters } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { baseSubject } from "../../protocol/index.ts";
+import type { Transport } from "../../transport/index.ts";
+import { encodeMessage } from "../../protocol/index.ts";
 import { baseReadySpec } from "../holder/holder-messages.ts";
 import { fetchUnits } from "../repair/custody-reader.ts";
 import { applyRecords, contiguousFrom, copyBlocks, openUnits } from "../repair/volume-recovery.ts";
-import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import { SmartWalVolume } from "../../volume/index.ts";
 
 /** Where the builder keeps its bases and what it builds. */
 export interface BaseBuilderConfig {

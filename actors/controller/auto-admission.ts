@@ -1,9 +1,9 @@
-import type { Counters } from "../../core/counters.ts";
-import { CustodyError } from "../../core/custody-error.ts";
-import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequest, type AdmissionRequest } from "../../custody/admission.ts";
-import type { ControlEventBody } from "../../custody/control-event.ts";
-import type { ControlState } from "../../custody/control-state.ts";
-import type { InboundMessage } from "../../transport/transport.ts";
+import type { Counters } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequest, type AdmissionRequest } from "../../custody/index.ts";
+import type { ControlEventBody } from "../../custody/index.ts";
+import type { ControlState } from "../../custody/index.ts";
+import type { InboundMessage } from "../../transport/index.ts";
 import type { ControllerConfig } from "./controller-config.ts";
 
 /** What key-continuity admission needs from its controller. */

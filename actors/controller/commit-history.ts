@@ -1,6 +1,6 @@
-import type { EvaluationReport } from "../../policies/evaluate.ts";
-import { commitHistoryBounds, foldCommitHistory } from "../../policies/commit-log.ts";
-import type { CommitRun, EvaluationState } from "../../policies/evaluation-state.ts";
+import type { EvaluationReport } from "../../policies/index.ts";
+import { commitHistoryBounds, foldCommitHistory } from "../../policies/index.ts";
+import type { CommitRun, EvaluationState } from "../../policies/index.ts";
 import type { VolumeTopology } from "./controller-config.ts";
 import { COARSE_RUN_SEQS } from "./controller-ports.ts";
 import { retentionFloor } from "./retention-window.ts";

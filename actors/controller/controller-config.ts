@@ -1,7 +1,7 @@
-import type { BaseSnapshot, KeyAuthority, Link, MetadataQuorum, RecoveryParams } from "../../policies/evaluation-state.ts";
-import type { Scenario, Timeline } from "../../policies/scenario.ts";
-import type { Site } from "../../policies/topology.ts";
-import type { SpendConfigInput } from "../../policies/spend-budget.ts";
+import type { BaseSnapshot, KeyAuthority, Link, MetadataQuorum, RecoveryParams } from "../../policies/index.ts";
+import type { Scenario, Timeline } from "../../policies/index.ts";
+import type { Site } from "../../policies/index.ts";
+import type { SpendConfigInput } from "../../policies/index.ts";
 import type { ProtectedRamLayout } from "./protected-ram-check.ts";
 import type { RetentionWindow } from "./retention-window.ts";
 

@@ -1,10 +1,10 @@
-import type { Clock } from "../../core/clock.ts";
-import type { Counters } from "../../core/counters.ts";
-import type { ControlLogStore } from "../../custody/control-log.ts";
-import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts";
-import type { EvaluationState } from "../../policies/evaluation-state.ts";
-import type { authorizeReleases, ReleaseRequest } from "../../policies/release.ts";
-import type { Transport } from "../../transport/transport.ts";
+import type { Clock } from "../../core/index.ts";
+import type { Counters } from "../../core/index.ts";
+import type { ControlLogStore } from "../../custody/index.ts";
+import type { ControlSigner, ControlTrust } from "../../custody/index.ts";
+import type { EvaluationState } from "../../policies/index.ts";
+import type { authorizeReleases, ReleaseRequest } from "../../policies/index.ts";
+import type { Transport } from "../../transport/index.ts";
 import type { StandbyHolder } from "./controller-config.ts";
 
 /**

@@ -1,8 +1,8 @@
-import type { Counters } from "../../core/counters.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import { BudgetKind } from "../../policies/cost.ts";
-import type { CommitRun } from "../../policies/evaluation-state.ts";
-import { parseSpendConfig, SpendGuard, type SpendReport } from "../../policies/spend-budget.ts";
+import type { Counters } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { BudgetKind } from "../../policies/index.ts";
+import type { CommitRun } from "../../policies/index.ts";
+import { parseSpendConfig, SpendGuard, type SpendReport } from "../../policies/index.ts";
 import type { VolumeTopology } from "./controller-config.ts";
 import type { DeferredCopy, PlannedCopy } from "./coverage-repair.ts";
 

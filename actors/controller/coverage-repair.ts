@@ -1,10 +1,10 @@
-import type { Clock } from "../../core/clock.ts";
-import type { Counters } from "../../core/counters.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import { HolderStatus, releasedRanges, type ControlState } from "../../custody/control-state.ts";
-import { coverageGaps, ramSurvivesAt } from "../../policies/coverage-gaps.ts";
-import type { EvaluationState, RecoveryInFlight } from "../../policies/evaluation-state.ts";
-import type { Transport } from "../../transport/transport.ts";
+import type { Clock } from "../../core/index.ts";
+import type { Counters } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { HolderStatus, releasedRanges, type ControlState } from "../../custody/index.ts";
+import { coverageGaps, ramSurvivesAt } from "../../policies/index.ts";
+import type { EvaluationState, RecoveryInFlight } from "../../policies/index.ts";
+import type { Transport } from "../../transport/index.ts";
 import { copyOverNats, type CopySource } from "../repair/copy-over-nats.ts";
 import { obligationIdOf } from "./controller-config.ts";
 

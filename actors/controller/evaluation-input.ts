@@ -1,9 +1,9 @@
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { Holding } from "../../custody/receipt-ledger.ts";
-import { Residency, type CommitRun, type EvaluationState, type Holder, type PendingForward, type PitrPin, type RecoveryInFlight, type RetainedClaim } from "../../policies/evaluation-state.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { Holding } from "../../custody/index.ts";
+import { Residency, type CommitRun, type EvaluationState, type Holder, type PendingForward, type PitrPin, type RecoveryInFlight, type RetainedClaim } from "../../policies/index.ts";
 import type { VolumeTopology } from "./controller-config.ts";
-import { HoldKind } from "../../custody/control-event.ts";
-import type { Holds } from "../../custody/control-holds.ts";
+import { HoldKind } from "../../custody/index.ts";
+import type { Holds } from "../../custody/index.ts";
 import { heldByRetention } from "./retention-window.ts";
 
 /** What the writer has reported: per lane, its head and commit runs. */

@@ -1,7 +1,7 @@
-import type { Counters } from "../../core/counters.ts";
-import { CustodyError } from "../../core/custody-error.ts";
-import type { ControlEventBody } from "../../custody/control-event.ts";
-import type { ControlState } from "../../custody/control-state.ts";
+import type { Counters } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import type { ControlEventBody } from "../../custody/index.ts";
+import type { ControlState } from "../../custody/index.ts";
 import { runRepair } from "../repair.ts";
 import { missingCoverage, type RepairInput } from "../repair/repair-steps.ts";
 import { obligationIdOf, type ControllerConfig, type RepairConfig, type StandbyHolder } from "./controller-config.ts";

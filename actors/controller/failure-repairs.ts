@@ -1,5 +1,5 @@
-import { HolderStatus, type ControlLogEntry, type ControlState } from "../../custody/control-state.ts";
-import type { ControlEventOf } from "../../custody/control-event.ts";
+import { HolderStatus, type ControlLogEntry, type ControlState } from "../../custody/index.ts";
+import type { ControlEventOf } from "../../custody/index.ts";
 
 /** A committed declare-failure event the controller still has to repair, keyed by its control-log sequence. */
 export interface FailureToRepair {

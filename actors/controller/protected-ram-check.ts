@@ -1,6 +1,6 @@
-import type { Holding } from "../../custody/receipt-ledger.ts";
-import type { CommitRun } from "../../policies/evaluation-state.ts";
-import { checkAllProtectedRam, parseProtectedRamInput, type DrainCapacities, type ProtectedRamNode } from "../../policies/protected-ram.ts";
+import type { Holding } from "../../custody/index.ts";
+import type { CommitRun } from "../../policies/index.ts";
+import { checkAllProtectedRam, parseProtectedRamInput, type DrainCapacities, type ProtectedRamNode } from "../../policies/index.ts";
 import { bytesOfRanges } from "./controller-spend.ts";
 
 /**

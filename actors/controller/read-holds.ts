@@ -1,7 +1,7 @@
-import type { Clock } from "../../core/clock.ts";
-import { HoldKind, type ControlEventBody } from "../../custody/control-event.ts";
-import type { ControlState } from "../../custody/control-state.ts";
-import type { RangeSet } from "../../lanes/range-set.ts";
+import type { Clock } from "../../core/index.ts";
+import { HoldKind, type ControlEventBody } from "../../custody/index.ts";
+import type { ControlState } from "../../custody/index.ts";
+import type { RangeSet } from "../../lanes/index.ts";
 
 /** Holds a reader placed in the control log; `end()` removes them (idempotent, never throws). */
 export interface ReadHolds {

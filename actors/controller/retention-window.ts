@@ -1,5 +1,5 @@
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { CommitRun } from "../../policies/evaluation-state.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { CommitRun } from "../../policies/index.ts";
 
 /**
  * A contract's retention window: the holders it names (every holder when none is named) keep each

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import type { EvaluationReport } from "../../policies/evaluate.ts";
-import type { EvaluationState } from "../../policies/evaluation-state.ts";
-import { defineMessage, wireFields } from "../../transport/wire/index.ts";
+import type { EvaluationReport } from "../../policies/index.ts";
+import type { EvaluationState } from "../../policies/index.ts";
+import { defineMessage, wireFields } from "../../protocol/index.ts";
 
 /**
  * `volume-status` v1 on `custody.v1.status.<volume>`: the controller's truth about one volume —

@@ -1,6 +1,6 @@
-import type { RangeSet } from "../../lanes/range-set.ts";
-import { SendLog } from "../../lanes/send-log.ts";
-import type { CreditSender } from "../../transport/credit-sender.ts";
+import type { RangeSet } from "../../lanes/index.ts";
+import { SendLog } from "../../lanes/index.ts";
+import type { CreditSender } from "../../transport/index.ts";
 import type { LaneObligations } from "./lane-obligations.ts";
 
 /**

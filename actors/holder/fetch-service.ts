@@ -1,7 +1,7 @@
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import type { InboundMessage } from "../../transport/transport.ts";
-import { decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
+import type { InboundMessage } from "../../transport/index.ts";
+import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../repair/custody-reader.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { CustodyError } from "../../core/custody-error.ts";
-import { isIdentifier } from "../../core/identifier.ts";
+import { CustodyError } from "../../core/index.ts";
+import { isIdentifier } from "../../core/index.ts";
 
 /**
  * Holder configuration. A holder needs no volume, no application reads, no decryption keys and no
@@ -14,7 +14,7 @@ const posInt = z.number().int().positive();
 const nonNegInt = z.number().int().nonnegative();
 
 /** Residency a holder may claim in its receipts (one home: core/residency.ts). `disk` needs a spill stream; `protected_ram` needs evidence. */
-export { Residency as HolderResidency } from "../../core/residency.ts";
+export { Residency as HolderResidency } from "../../core/index.ts";
 
 /** Protected-RAM evidence as measured on the host; every field is required (no default is evidence). */
 export const protectedRamEvidenceSchema = z.object({
@@ -148,4 +148,4 @@ export function parseHolderConfig(input: HolderConfigInput): z.infer<typeof hold
 }
 
 /** Key of one lane inside a holder, `volume/lane`: core/lane-key.ts `holderLaneKey` (not the arenas' `laneKey`). */
-export { holderLaneKey as laneKey } from "../../core/lane-key.ts";
+export { holderLaneKey as laneKey } from "../../core/index.ts";

@@ -1,6 +1,6 @@
 import type { Tracer } from "@opentelemetry/api";
-import type { SpillSet } from "../../arena/spill-set.ts";
-import type { Counters } from "../../core/counters.ts";
+import type { SpillSet } from "../../arena/index.ts";
+import type { Counters } from "../../core/index.ts";
 import type { HolderConfig } from "./holder-config.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import type { HolderInbound, HolderObservation, HolderPorts } from "./holder-ports.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineMessage, wireFields } from "../../transport/wire/index.ts";
+import { defineMessage, wireFields } from "../../protocol/index.ts";
 
 /**
  * Wire kinds the holder adds to the codec: release frontiers (controller → holder), custody

@@ -1,12 +1,12 @@
 import type { KeyObject } from "node:crypto";
 import type { Tracer } from "@opentelemetry/api";
-import type { SpillEvidence } from "../../arena/spill-stream.ts";
-import type { Clock } from "../../core/clock.ts";
-import type { Counters } from "../../core/counters.ts";
-import type { FileLayer } from "../../core/file-layer.ts";
-import type { RangeSet } from "../../lanes/range-set.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import type { ConnectionEvent, InboundMessage, Transport } from "../../transport/transport.ts";
+import type { SpillEvidence } from "../../arena/index.ts";
+import type { Clock } from "../../core/index.ts";
+import type { Counters } from "../../core/index.ts";
+import type { FileLayer } from "../../core/index.ts";
+import type { RangeSet } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
+import type { ConnectionEvent, InboundMessage, Transport } from "../../transport/index.ts";
 
 /**
  * What a holder is given and what it tells: its ports (transport, clock, key, peers, files,

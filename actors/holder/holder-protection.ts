@@ -1,4 +1,4 @@
-import { protectedCreditHeadroom, protectionStatus } from "../../policies/protected-ram.ts";
+import { protectedCreditHeadroom, protectionStatus } from "../../policies/index.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderLane } from "./holder-lane.ts";
 

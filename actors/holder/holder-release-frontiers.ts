@@ -1,7 +1,7 @@
-import { CustodyError } from "../../core/custody-error.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { InboundMessage } from "../../transport/transport.ts";
-import { decodeMessage } from "../../transport/wire/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { InboundMessage } from "../../transport/index.ts";
+import { decodeMessage } from "../../protocol/index.ts";
 import type { FrontierBacking } from "./frontier-backing.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";

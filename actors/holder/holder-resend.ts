@@ -1,7 +1,7 @@
-import { unitRecordBytes } from "../../arena/segment.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import { encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { unitRecordBytes } from "../../arena/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
+import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { dueResends, noteResent, noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";

@@ -1,6 +1,6 @@
 import { crc32 } from "node:zlib";
-import { CustodyError } from "../../core/custody-error.ts";
-import type { FileLayer } from "../../core/file-layer.ts";
+import { CustodyError } from "../../core/index.ts";
+import type { FileLayer } from "../../core/index.ts";
 
 /**
  * A holder's incarnation, claimed from durable state. Every start is a new incarnation, one above

@@ -1,6 +1,6 @@
-import { CustodyError } from "../../core/custody-error.ts";
-import { GrowingRangeSet } from "../../lanes/growing-range-set.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
+import { CustodyError } from "../../core/index.ts";
+import { GrowingRangeSet } from "../../lanes/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
 
 /**
  * What one holder still owes for one lane, pure. It answers the holder's three decisions:

@@ -1,5 +1,5 @@
-import type { ResidencyEvidence } from "../../custody/evidence.ts";
-import { makeReceipt, type CustodyReceipt } from "../../custody/receipt.ts";
+import type { ResidencyEvidence } from "../../custody/index.ts";
+import { makeReceipt, type CustodyReceipt } from "../../custody/index.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderLane } from "./holder-lane.ts";
 

@@ -1,9 +1,9 @@
-import { unitRecordBytes } from "../../arena/segment.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
-import { transferSubject } from "../../transport/subjects.ts";
-import type { Transport } from "../../transport/transport.ts";
-import { encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { unitRecordBytes } from "../../arena/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
+import { transferSubject } from "../../protocol/index.ts";
+import type { Transport } from "../../transport/index.ts";
+import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { transferOfferSpec } from "../holder/holder-messages.ts";
 import { fetchUnits } from "./custody-reader.ts";
 

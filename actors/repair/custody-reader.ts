@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { CustodyError } from "../../core/custody-error.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import { fetchSubject } from "../../transport/subjects.ts";
-import type { Transport, TransportSubscription } from "../../transport/transport.ts";
-import { decodeMessage, defineMessage, encodeMessage, unitSpec, wireFields } from "../../transport/wire/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
+import { fetchSubject } from "../../protocol/index.ts";
+import type { Transport, TransportSubscription } from "../../transport/index.ts";
+import { decodeMessage, defineMessage, encodeMessage, unitSpec, wireFields } from "../../protocol/index.ts";
 import type { SurvivorSource } from "./survivor-source.ts";
 
 /**

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { systemClock } from "../../core/clock.ts";
-import { commitControlEventRetrying } from "../../custody/control-commit.ts";
-import { HoldKind } from "../../custody/control-event.ts";
-import { ControlLogFollower } from "../../custody/control-log-follower.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+import { systemClock } from "../../core/index.ts";
+import { commitControlEventRetrying } from "../../custody/index.ts";
+import { HoldKind } from "../../custody/index.ts";
+import { ControlLogFollower } from "../../custody/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { openJetStreamControlLog } from "../../transport/index.ts";
+import { closeNats, connectNats } from "../../transport/index.ts";
 
 /** A recovery's holds in the control log; `end()` removes them (idempotent). */
 export interface RecoveryRegistration {

@@ -1,4 +1,4 @@
-import { recoveryTime, type RecoveryPhases, type RecoveryTime } from "../../policies/recovery-time.ts";
+import { recoveryTime, type RecoveryPhases, type RecoveryTime } from "../../policies/index.ts";
 
 /** The memo's repair budget, in seconds, split by phase (the same shape as a recovery's). */
 export type RepairEstimate = RecoveryTime;

@@ -1,12 +1,12 @@
-import type { Clock } from "../../core/clock.ts";
-import { CustodyError } from "../../core/custody-error.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { Transport } from "../../transport/transport.ts";
+import type { Clock } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { Transport } from "../../transport/index.ts";
 import { obligationIdOf } from "../controller/controller-config.ts";
 import type { ControllerCore } from "../controller/controller-core.ts";
 import type { HolderAdmission } from "../controller/controller-ports.ts";
 import { copyOverNats } from "./copy-over-nats.ts";
-import { HolderStatus } from "../../custody/control-state.ts";
+import { HolderStatus } from "../../custody/index.ts";
 
 /** Thrown when survivors no longer hold a range the repair must copy (that coverage is lost). */
 export class RepairSourceLostError extends CustodyError {

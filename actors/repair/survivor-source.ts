@@ -1,5 +1,5 @@
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
 import type { Holder } from "../holder.ts";
 import { laneKey } from "../holder/holder-config.ts";
 

@@ -1,8 +1,8 @@
-import { CustodyError } from "../../core/custody-error.ts";
-import { nodeFileLayer, type FileLayer } from "../../core/file-layer.ts";
-import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
-import { BLOCK_SIZE } from "../../volume/format.ts";
-import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import { CustodyError } from "../../core/index.ts";
+import { nodeFileLayer, type FileLayer } from "../../core/index.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
+import { BLOCK_SIZE } from "../../volume/index.ts";
+import { SmartWalVolume } from "../../volume/index.ts";
 import { openPayload, type WriteRecord } from "../writer/unit-payload.ts";
 
 /**

@@ -1,7 +1,7 @@
-import { isCustodyError } from "../../core/custody-error.ts";
-import { decideRecovery, RecoveryDecision } from "../../volume/recovery-decision.ts";
-import type { SmartWalVolume, SnapshotBlock, WalEntry } from "../../volume/smartwal-volume.ts";
-import { VolumeErrorCode } from "../../volume/volume-errors.ts";
+import { isCustodyError } from "../../core/index.ts";
+import { decideRecovery, RecoveryDecision } from "../../volume/index.ts";
+import type { SmartWalVolume, SnapshotBlock, WalEntry } from "../../volume/index.ts";
+import { VolumeErrorCode } from "../../volume/index.ts";
 import type { ReplicaCore } from "./replica-core.ts";
 
 /** The primary side of a reconnect: its volume (WAL window read from the ring, extent, checkpoints). */

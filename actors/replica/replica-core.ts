@@ -1,15 +1,15 @@
-import { unitRecordBytes } from "../../arena/segment.ts";
-import { Counters } from "../../core/counters.ts";
-import { CustodyError } from "../../core/custody-error.ts";
-import type { FileLayer } from "../../core/file-layer.ts";
-import { validateTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
-import { CreditGrantor } from "../../transport/credit-grantor.ts";
-import { unitSubject } from "../../transport/subjects.ts";
-import type { InboundMessage, Transport, TransportSubscription } from "../../transport/transport.ts";
-import { readUnitMessage, senderOf, type UnitSubjectMessage } from "../../transport/unit-frames.ts";
-import { encodeMessage, WireError } from "../../transport/wire/index.ts";
-import { BLOCK_SIZE } from "../../volume/format.ts";
-import type { SmartWalVolume, SnapshotBlock } from "../../volume/smartwal-volume.ts";
+import { unitRecordBytes } from "../../arena/index.ts";
+import { Counters } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import type { FileLayer } from "../../core/index.ts";
+import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
+import { CreditGrantor } from "../../transport/index.ts";
+import { unitSubject } from "../../protocol/index.ts";
+import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
+import { readUnitMessage, senderOf, type UnitSubjectMessage } from "../../transport/index.ts";
+import { encodeMessage, WireError } from "../../protocol/index.ts";
+import { BLOCK_SIZE } from "../../volume/index.ts";
+import type { SmartWalVolume, SnapshotBlock } from "../../volume/index.ts";
 import { openPayload } from "../writer/unit-payload.ts";
 import { replicaFlushedSpec } from "./replica-messages.ts";
 

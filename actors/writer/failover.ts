@@ -1,4 +1,4 @@
-import { HolderStatus } from "../../custody/control-state.ts";
+import { HolderStatus } from "../../custody/index.ts";
 import { obligationIdOf } from "../controller/controller-config.ts";
 import type { ControllerCore } from "../controller/controller-core.ts";
 

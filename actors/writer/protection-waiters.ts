@@ -1,5 +1,5 @@
-import type { Clock } from "../../core/clock.ts";
-import type { Counters } from "../../core/counters.ts";
+import type { Clock } from "../../core/index.ts";
+import type { Counters } from "../../core/index.ts";
 import { ProtectionTimeoutError } from "./writer-config.ts";
 
 interface Waiter {

@@ -1,5 +1,5 @@
-import { RangeSet } from "../../lanes/range-set.ts";
-import { siteDomains, type Site } from "../../policies/topology.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { siteDomains, type Site } from "../../policies/index.ts";
 import type { ProtectionContract } from "./writer-config.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { RangeSet } from "../../lanes/range-set.ts";
+import { RangeSet } from "../../lanes/index.ts";
 
 /**
  * What a receipt stated under `writerTerm` proves for a writer of term `ourTerm` whose history on

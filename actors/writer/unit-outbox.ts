@@ -1,9 +1,9 @@
-import { SpillStream } from "../../arena/spill-stream.ts";
-import type { Clock } from "../../core/clock.ts";
-import type { FileLayer } from "../../core/file-layer.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import { decodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { SpillStream } from "../../arena/index.ts";
+import type { Clock } from "../../core/index.ts";
+import type { FileLayer } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
+import { decodeMessage, unitSpec } from "../../protocol/index.ts";
 
 /**
  * The volume writer's durable outbox: every unit is appended here, and made durable, before it is

@@ -1,4 +1,4 @@
-import { RangeSet } from "../../lanes/range-set.ts";
+import { RangeSet } from "../../lanes/index.ts";
 
 /** One unit the writer still retains: its complete `unit` encoding and its credited bytes. */
 export interface RetainedUnit {

@@ -1,8 +1,8 @@
-import { unitRecordBytes } from "../../arena/segment.ts";
-import type { Counters } from "../../core/counters.ts";
-import { CustodyError } from "../../core/custody-error.ts";
-import { makeTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
-import { encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { unitRecordBytes } from "../../arena/index.ts";
+import type { Counters } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { makeTransportUnit, type TransportUnit } from "../../lanes/index.ts";
+import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { noteSent } from "../holder/edge-repair.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
 import { openPayload, sealPayload } from "./unit-payload.ts";

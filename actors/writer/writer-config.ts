@@ -1,5 +1,5 @@
-import { CustodyError } from "../../core/custody-error.ts";
-import type { Site } from "../../policies/topology.ts";
+import { CustodyError } from "../../core/index.ts";
+import type { Site } from "../../policies/index.ts";
 
 /**
  * Configuration of a volume writer: which lanes its log is spread over (by LBA range), the

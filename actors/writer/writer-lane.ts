@@ -1,10 +1,10 @@
-import type { Clock } from "../../core/clock.ts";
-import type { Counters } from "../../core/counters.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import { SendLog } from "../../lanes/send-log.ts";
-import { CreditSender } from "../../transport/credit-sender.ts";
-import type { Transport } from "../../transport/transport.ts";
-import { BLOCK_SIZE } from "../../volume/format.ts";
+import type { Clock } from "../../core/index.ts";
+import type { Counters } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { SendLog } from "../../lanes/index.ts";
+import { CreditSender } from "../../transport/index.ts";
+import type { Transport } from "../../transport/index.ts";
+import { BLOCK_SIZE } from "../../volume/index.ts";
 import { receiverReset, type DownstreamLane } from "../holder/edge-repair.ts";
 import { LaneObligations } from "../holder/lane-obligations.ts";
 import type { WriteRecord } from "./unit-payload.ts";

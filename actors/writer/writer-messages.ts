@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineMessage, wireFields } from "../../transport/wire/index.ts";
+import { defineMessage, wireFields } from "../../protocol/index.ts";
 
 /**
  * `writer-progress` v1 on `custody.v1.event.<volume>`: what the volume writer has acknowledged,

@@ -1,8 +1,8 @@
-import type { Clock } from "../../core/clock.ts";
-import type { Counters } from "../../core/counters.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import type { Transport } from "../../transport/transport.ts";
-import type { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import type { Clock } from "../../core/index.ts";
+import type { Counters } from "../../core/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
+import type { Transport } from "../../transport/index.ts";
+import type { SmartWalVolume } from "../../volume/index.ts";
 import type { PeerDirectory } from "../holder/holder-ports.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
 

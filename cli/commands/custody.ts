@@ -1,10 +1,10 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { CustodyError } from "../../core/custody-error.ts";
+import { CustodyError } from "../../core/index.ts";
 import { ControlLogFollower, generateHolderKeyPair, INITIAL_CONTROL_STATE, releaseFrontiers, type ControlState } from "../../custody/index.ts";
-import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { closeNats, connectNats } from "../../transport/index.ts";
+import { openJetStreamControlLog } from "../../transport/index.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
 /** A bad CLI argument of the custody commands. */

@@ -1,10 +1,10 @@
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { commitControlEvent } from "../../custody/control-commit.ts";
-import { ControlLogFollower } from "../../custody/control-log-follower.ts";
-import { publicKeyFromRaw } from "../../custody/signing.ts";
-import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { commitControlEvent } from "../../custody/index.ts";
+import { ControlLogFollower } from "../../custody/index.ts";
+import { publicKeyFromRaw } from "../../custody/index.ts";
+import { closeNats, connectNats } from "../../transport/index.ts";
+import { openJetStreamControlLog } from "../../transport/index.ts";
 import { CustodyCliError } from "./custody.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";

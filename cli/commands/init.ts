@@ -3,13 +3,13 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { applyBootstrap, BOOTSTRAP_FILE, DeploymentError, OPERATOR_NATS_FILE, parseBootstrap, parseDeployment, planDeployment, regionServerIdentities, ROLES_INDEX, tlsOutputDir, type KeySource, type SecuritySource } from "../../deploy/index.ts";
-import { makeCertificates } from "../../security/certificates.ts";
+import { makeCertificates } from "../../security/index.ts";
 import { nkeys } from "@nats-io/transport-node";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { generateHolderKeyPair, rawPublicKey } from "../../custody/index.ts";
 import { operatorAccess } from "../operator-signing.ts";
-import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { closeNats, connectNats } from "../../transport/index.ts";
+import { initJetStreamControlLog } from "../../transport/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { readJsonFile } from "./policy.ts";
 

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
-import { controlStreamName, initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { closeNats, connectNats } from "../../transport/nats-connection.ts";
+import { controlStreamName, initJetStreamControlLog } from "../../transport/index.ts";
+import { closeNats, connectNats } from "../../transport/index.ts";
 
 interface LogInitOptions extends OutputOptions, OperatorConnectionOptions {
   region: string;

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { listProcesses, type ProcessStats } from "../../runtime/process-stats.ts";
-import { NatsTransport } from "../../transport/nats-transport.ts";
-import { checkToken } from "../../transport/subjects.ts";
+import { listProcesses, type ProcessStats } from "../../runtime/index.ts";
+import { NatsTransport } from "../../transport/index.ts";
+import { checkToken } from "../../protocol/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { positiveInt } from "./status.ts";

@@ -1,16 +1,16 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { fetchUnits } from "../../actors/repair/custody-reader.ts";
-import { recoverVolume } from "../../actors/repair/volume-recovery.ts";
-import { CustodyError } from "../../core/custody-error.ts";
-import { RangeSet } from "../../lanes/range-set.ts";
-import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import { NatsTransport } from "../../transport/nats-transport.ts";
-import { checkToken } from "../../transport/subjects.ts";
+import { fetchUnits } from "../../actors/index.ts";
+import { recoverVolume } from "../../actors/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
+import { NatsTransport } from "../../transport/index.ts";
+import { checkToken } from "../../protocol/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { nextStatus, positiveInt } from "./status.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
-import { registerRecovery, type RecoveryRegistration } from "../../actors/repair/recovery-registration.ts";
+import { registerRecovery, type RecoveryRegistration } from "../../actors/index.ts";
 
 /** Thrown when the status document names no such scenario, or it has nothing to recover. */
 export class ScenarioUnavailableError extends CustodyError {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { RangeSet } from "../../lanes/range-set.ts";
+import { RangeSet } from "../../lanes/index.ts";
 import { authorizeReleases, parseEvaluationState, PolicyInputError, type ReleaseRequest } from "../../policies/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { readJsonFile } from "./policy.ts";

@@ -1,12 +1,12 @@
 import type { Command } from "commander";
 import type { z } from "zod";
 import { failWith } from "../output.ts";
-import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
-import { runBaseBuilder } from "../../runtime/run-base-builder.ts";
-import { ConnectionLostError, runHolder } from "../../runtime/run-holder.ts";
-import { runWriter } from "../../runtime/run-writer.ts";
-import { runController } from "../../runtime/run-controller.ts";
-import { serveMetrics, type MetricsOptions, type MetricsSource } from "../../runtime/metrics-endpoint.ts";
+import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/index.ts";
+import { runBaseBuilder } from "../../runtime/index.ts";
+import { ConnectionLostError, runHolder } from "../../runtime/index.ts";
+import { runWriter } from "../../runtime/index.ts";
+import { runController } from "../../runtime/index.ts";
+import { serveMetrics, type MetricsOptions, type MetricsSource } from "../../runtime/index.ts";
 
 /** Exit code when the NATS connection closed for good (a supervisor should restart the process). */
 export const EXIT_CONNECTION_LOST = 2;

@@ -1,9 +1,9 @@
 import type { Command } from "commander";
-import { volumeStatusSpec, type VolumeStatus } from "../../actors/controller/status-document.ts";
-import { CustodyError } from "../../core/custody-error.ts";
-import { NatsTransport } from "../../transport/nats-transport.ts";
-import { checkToken, statusSubject } from "../../transport/subjects.ts";
-import { decodeMessage } from "../../transport/wire/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../../actors/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { NatsTransport } from "../../transport/index.ts";
+import { checkToken, statusSubject } from "../../protocol/index.ts";
+import { decodeMessage } from "../../protocol/index.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 

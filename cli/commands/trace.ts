@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { buildTraceTree, readRunSpans, traceRows, TraceQueryError } from "../../demo/trace-tree.ts";
+import { buildTraceTree, readRunSpans, traceRows, TraceQueryError } from "../../demo/index.ts";
 
 interface TraceOptions extends OutputOptions {
   run?: string;

@@ -12,7 +12,7 @@ import {
   type RecoveryReport,
   type VolumeMode as Mode,
 } from "../../volume/index.ts";
-import { nodeFileLayer } from "../../core/file-layer.ts";
+import { nodeFileLayer } from "../../core/index.ts";
 
 /** Parses a non-negative integer option; a bad value is a BadRequestError naming the option. */
 function int(name: string, v: string | undefined, dflt?: number): number {

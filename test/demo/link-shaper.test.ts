@@ -3,7 +3,7 @@ import { loadDeployment } from "../../demo/deployment.ts";
 import { deploymentRoute } from "../../demo/deployment-route.ts";
 import { LinkQueue, LinkProfileError, ShapedTransport } from "../../transport/link-shaper.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
-import { unitSubject, receiptSubject } from "../../transport/subjects.ts";
+import { unitSubject, receiptSubject } from "../../protocol/subjects.ts";
 import type { InboundMessage, Transport } from "../../transport/transport.ts";
 
 /** An inner transport that records when (on the simulated clock) each publish reached it. */

@@ -7,8 +7,8 @@ import { replicaBarrierSpec, replicaFlushedSpec } from "../../actors/replica/rep
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { unitSubject } from "../../transport/subjects.ts";
-import { decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
+import { unitSubject } from "../../protocol/subjects.ts";
+import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
 import { RecoveryDecision } from "../../volume/recovery-decision.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";

@@ -6,8 +6,8 @@ import { makeReceiptBatch, receiptStream, signReceiptBatch } from "../../custody
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { receiptSubject } from "../../transport/subjects.ts";
-import { encodeMessage } from "../../transport/wire/index.ts";
+import { receiptSubject } from "../../protocol/subjects.ts";
+import { encodeMessage } from "../../protocol/wire/index.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, settle, site } from "./e2e-fixture.ts";
 

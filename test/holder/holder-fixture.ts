@@ -19,8 +19,8 @@ import type { HolderObservation, HolderPorts, PeerDirectory } from "../../actors
 import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { receiptSubject, releaseSubject } from "../../transport/subjects.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { receiptSubject, releaseSubject } from "../../protocol/subjects.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 export const VOLUME = "vol1";

@@ -18,8 +18,8 @@ import { startVolumeWriter } from "../../actors/volume-writer.ts";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
-import { receiptSubject, releaseSubject } from "../../transport/subjects.ts";
-import { decodeMessage, encodeMessage } from "../../transport/wire/index.ts";
+import { receiptSubject, releaseSubject } from "../../protocol/subjects.ts";
+import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
 import { holderConfig, KeyRing, LANE, VOLUME } from "./holder-fixture.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 

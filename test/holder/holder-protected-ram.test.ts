@@ -2,8 +2,8 @@ import anyTest, { type ExecutionContext, type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { holderEventSpec, type HolderEventMessage } from "../../actors/holder/holder-messages.ts";
 import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
-import { eventSubject } from "../../transport/subjects.ts";
-import { decodeMessage } from "../../transport/wire/index.ts";
+import { eventSubject } from "../../protocol/subjects.ts";
+import { decodeMessage } from "../../protocol/wire/index.ts";
 import { CountingFileLayer, eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

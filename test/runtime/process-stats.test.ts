@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { gatherProcessStats, serveProcessStats } from "../../runtime/process-stats.ts";
-import { psSubject } from "../../transport/subjects.ts";
+import { psSubject } from "../../protocol/subjects.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

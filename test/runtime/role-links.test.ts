@@ -16,7 +16,7 @@ import { linksRoute } from "../../runtime/role-links.ts";
 import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
-import { receiptSubject, unitSubject } from "../../transport/subjects.ts";
+import { receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";
 import { DeployedProcess } from "../deploy/deployed-process.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";

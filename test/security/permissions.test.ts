@@ -18,7 +18,7 @@ import {
   type SubjectPermissions,
 } from "../../security/index.ts";
 import { controlStreamName } from "../../transport/jetstream-control-log.ts";
-import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, statusSubject, unitSubject } from "../../transport/subjects.ts";
+import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, statusSubject, unitSubject } from "../../protocol/subjects.ts";
 
 const REGION = "r1";
 const writer = permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1", "h2"] }] });

@@ -8,9 +8,9 @@ import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.
 import { RangeSet } from "../../lanes/range-set.ts";
 import { makeTransportUnit } from "../../lanes/transport-unit.ts";
 import { controlStreamName } from "../../transport/jetstream-control-log.ts";
-import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, unitSubject } from "../../transport/subjects.ts";
+import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, unitSubject } from "../../protocol/subjects.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../../transport/unit-frames.ts";
-import { creditSpec, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { creditSpec, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { blockData } from "../e2e/e2e-fixture.ts";
 import { eventually } from "../holder/holder-fixture.ts";
 import { AZ_CONTRACT, BLOCKS, deploySecured, LANE, REGION, VOL, type SecuredDeployment } from "./secured-deployment.ts";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { makeCertificates, permissionsFor, readNkeySeed, renderRegionSecurity, writeNkeySeed } from "../../security/index.ts";
 import { startSupercluster } from "../../testing/nats-server.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { unitSubject } from "../../transport/subjects.ts";
+import { unitSubject } from "../../protocol/subjects.ts";
 import { eventually } from "../holder/holder-fixture.ts";
 
 test("across a supercluster whose client, route and gateway connections all run TLS with verified certificates, a writer in one region reaches its first hop in another, and the gateways report TLS", async (t) => {

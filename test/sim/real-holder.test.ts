@@ -14,8 +14,8 @@ import { EventTrace } from "../../sim/event-trace.ts";
 import { SimNetwork } from "../../sim/sim-network.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
-import { receiptSubject, releaseSubject } from "../../transport/subjects.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../transport/wire/index.ts";
+import { receiptSubject, releaseSubject } from "../../protocol/subjects.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { holderConfig, KeyRing, LANE, unit, VOLUME } from "../holder/holder-fixture.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 

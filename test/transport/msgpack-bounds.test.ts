@@ -4,8 +4,8 @@ import { Encoder } from "@msgpack/msgpack";
 import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
 import { decodeControlEvent } from "../../custody/control-event.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
-import { assertBoundedMsgpack, MAX_MSGPACK_DEPTH } from "../../transport/wire/msgpack-bounds.ts";
-import { decodeMessage, unitSpec, WireError } from "../../transport/wire/index.ts";
+import { assertBoundedMsgpack, MAX_MSGPACK_DEPTH } from "../../protocol/wire/msgpack-bounds.ts";
+import { decodeMessage, unitSpec, WireError } from "../../protocol/wire/index.ts";
 
 /** `head` repeated until the buffer holds `bytes` bytes. */
 function repeated(head: number[], bytes: number): Uint8Array {

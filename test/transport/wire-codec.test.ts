@@ -14,7 +14,7 @@ import {
   unitSpec,
   wireFields,
   type WireUnit,
-} from "../../transport/wire/index.ts";
+} from "../../protocol/wire/index.ts";
 import { CustodyError } from "../../core/custody-error.ts";
 
 const unit: WireUnit = {

@@ -12,7 +12,7 @@ import {
   unitSchema,
   unitSpec,
   type WireUnit,
-} from "../../transport/wire/index.ts";
+} from "../../protocol/wire/index.ts";
 
 const unit: WireUnit = {
   volume: "vol-a",

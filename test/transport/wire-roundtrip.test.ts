@@ -2,7 +2,7 @@ import test from "ava";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { decodeAny, decodeMessage, encodeMessage, registeredKinds, specFor } from "../../transport/wire/index.ts";
+import { decodeAny, decodeMessage, encodeMessage, registeredKinds, specFor } from "../../protocol/wire/index.ts";
 import { wireSamples } from "./wire-samples.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -39,7 +39,7 @@ test("every registered kind has a sample and round-trips through encode/decode u
     const key = `${kind}@${version}`;
     const sample = wireSamples[key];
     if (sample === undefined) {
-      t.fail(`kind ${key} is registered but test/transport/wire-samples.ts has no sample for it`);
+      t.fail(`kind ${key} is registered but test/protocol/wire-samples.ts has no sample for it`);
       continue;
     }
     const spec = specFor(kind, version);

@@ -62,7 +62,7 @@ const KEY_LAST_SEQ = key("lastSeq");
 const KEY_COMMIT_TS = key("commitTs");
 const KEY_PAYLOAD = key("payload");
 const KEY_DIGEST = key("digest");
-/** Same rule as transport/subjects.ts tokens, for ASCII: no '.', '*', '>', whitespace, control characters or DEL. */
+/** Same rule as protocol/subjects.ts tokens, for ASCII: no '.', '*', '>', whitespace, control characters or DEL. */
 const FORBIDDEN = new Uint8Array(128);
 for (const c of [0x2e, 0x2a, 0x3e, 0x20, 0x7f]) FORBIDDEN[c] = 1;
 for (let c = 0; c < 0x20; c++) FORBIDDEN[c] = 1;

@@ -6,7 +6,7 @@ import { tokenProblem } from "../subjects.ts";
  * and byte strings the same way.
  */
 
-/** A holder/volume/lane/region identifier: a valid subject token (see `transport/subjects.ts`). */
+/** A holder/volume/lane/region identifier: a valid subject token (see `protocol/subjects.ts`). */
 export const identifier = z.string().superRefine((value, ctx) => {
   const reason = tokenProblem(value);
   if (reason !== undefined) ctx.addIssue({ code: "custom", message: `not a valid identifier: ${reason}` });

@@ -1,4 +1,4 @@
-import { CustodyError } from "../../core/custody-error.ts";
+import { CustodyError } from "../../core/index.ts";
 
 /**
  * Why a wire message was refused. Values are stable: callers count and branch on them

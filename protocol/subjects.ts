@@ -1,5 +1,5 @@
-import { CustodyError } from "../core/custody-error.ts";
-import { identifierProblem } from "../core/identifier.ts";
+import { CustodyError } from "../core/index.ts";
+import { identifierProblem } from "../core/index.ts";
 
 /**
  * The subject scheme: every NATS subject the system publishes or subscribes to is built and
@@ -64,7 +64,7 @@ export type ParsedSubject = { [K in SubjectKind]: { readonly kind: K } & FieldsO
 export type SubjectOf<K extends SubjectKind> = Extract<ParsedSubject, { kind: K }>;
 
 /** Longest accepted identifier, in UTF-16 code units (the identifier rule's home: core/identifier.ts). */
-export { MAX_IDENTIFIER_LENGTH as MAX_TOKEN_LENGTH } from "../core/identifier.ts";
+export { MAX_IDENTIFIER_LENGTH as MAX_TOKEN_LENGTH } from "../core/index.ts";
 
 /**
  * Thrown when an identifier cannot be a subject token, or a string is not a subject of this
@@ -78,7 +78,7 @@ export class InvalidSubjectError extends CustodyError {
 }
 
 /** Why `token` cannot be an identifier, or undefined when it can; whether it is one (core/identifier.ts). */
-export { identifierProblem as tokenProblem, isIdentifier as isValidToken } from "../core/identifier.ts";
+export { identifierProblem as tokenProblem, isIdentifier as isValidToken } from "../core/index.ts";
 
 /** Returns `token` when it is a valid identifier; throws InvalidSubjectError naming it and `role` otherwise. */
 export function checkToken(token: string, role: string): string {

@@ -1,0 +1,12 @@
+/** Public surface of `core/`: seams every layer shares (errors, clock, files, counters, timers). */
+export { systemClock, type Clock } from "./clock.ts";
+export { Counters } from "./counters.ts";
+export { CrashFileLayer } from "./crash-file-layer.ts";
+export { CustodyError, isCustodyError } from "./custody-error.ts";
+export { DurationWindow } from "./duration-window.ts";
+export { nodeFileLayer, type FileHandleLike, type FileLayer } from "./file-layer.ts";
+export { MAX_IDENTIFIER_LENGTH, identifierProblem, isIdentifier } from "./identifier.ts";
+export { holderLaneKey, laneKey } from "./lane-key.ts";
+export { seededRandom, type Random } from "./random.ts";
+export { RepeatingTimer } from "./repeating-timer.ts";
+export { Residency, type SegmentResidency } from "./residency.ts";

@@ -1,0 +1,14 @@
+/**
+ * Public surface of `protocol/`: the subject scheme and the versioned wire kinds (codec, field
+ * schemas, decoder bounds) — what custody/ and transport/ both speak, without any connection code.
+ */
+export { admitSubject, allOfKind, baseSubject, checkToken, creditSubject, ctrlSubject, eventSubject, fetchSubject, parseSubject, parseSubjectOf, psSubject, receiptSubject, receiptsOfVolume, releaseSubject, statusSubject, subjectFilter, transferSubject, unitSubject } from "./subjects.ts";
+export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor } from "./wire/codec.ts";
+export { bytes, fixedBytes, identifier, timestampMs, uint } from "./wire/fields.ts";
+export { wireFields } from "./wire/index.ts";
+export { UNIT_MAX_BYTES } from "./wire/limits.ts";
+export { creditRequestSpec, creditSpec, unitFrameSpec, unitSpec, type WireCredit, type WireUnit, type WireUnitFrame } from "./wire/messages.ts";
+export { decodeBounded } from "./wire/msgpack-bounds.ts";
+export { fastDecodeUnit } from "./wire/unit-fast-decode.ts";
+export { fastDecodeUnitFrame, writeUnitFrame } from "./wire/unit-frame-codec.ts";
+export { WireError, WireErrorCode } from "./wire/wire-error.ts";

@@ -1,0 +1,10 @@
+/** Public surface of `runtime/`: running one role as a process (`custody run`), its config, stats and metrics. */
+export { readPublicKeyHex } from "./control-trust-files.ts";
+export { serveMetrics, type MetricsOptions, type MetricsSource } from "./metrics-endpoint.ts";
+export { gatherProcessStats, listProcesses, type ProcessStats } from "./process-stats.ts";
+export { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, natsRoleSchema, readRoleConfig, writerRoleSchema, type NatsRoleConfig } from "./role-config.ts";
+export { runBaseBuilder } from "./run-base-builder.ts";
+export { runController } from "./run-controller.ts";
+export { ConnectionLostError, runHolder } from "./run-holder.ts";
+export { runWriter } from "./run-writer.ts";
+export { workloadBlock, type AckedWrite } from "./workload.ts";
