@@ -8,8 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort, natsServerBin } from "../testing/index.ts";
-import { NetworkProcess } from "./network-process.ts";
+import { DeployedProcess, freePort, natsServerBin } from "../testing/index.ts";
 
 const run = promisify(execFile);
 /** Generous bound: it only ends a hung start, it measures nothing. */
@@ -30,7 +29,7 @@ export interface SecuredNetwork {
   readonly volume: string;
   readonly lane: string;
   /** Role processes by instance name (`holder-h-e1`, ...). */
-  readonly roles: ReadonlyMap<string, NetworkProcess>;
+  readonly roles: ReadonlyMap<string, DeployedProcess>;
   /** The operator's connection file (`--operator-config`). */
   readonly operatorConfig: string;
   /** The role instance's directory (its seed, CA, keys). */
@@ -78,8 +77,8 @@ export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<S
   const out = join(dir, "out");
   await custody(["init", join(dir, "deployment.json"), "--out", out]);
   const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as { roles: { instance: string; role: string; config: string; dir: string }[]; natsServers: { region: string; config: string; url: string }[] };
-  const servers = index.natsServers.map((s) => new NetworkProcess(`nats-${s.region}`, natsServerBin(), ["-c", s.config]));
-  const roles = new Map<string, NetworkProcess>();
+  const servers = index.natsServers.map((s) => new DeployedProcess(`nats-${s.region}`, natsServerBin(), ["-c", s.config]));
+  const roles = new Map<string, DeployedProcess>();
   const logs = () => [...servers, ...roles.values()].map((p) => p.log.slice(-4_000)).join("\n");
   const stop = async () => {
     for (const p of roles.values()) await p.stop();
@@ -105,7 +104,7 @@ export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<S
     // The controller first (it admits the holders' new incarnations), then the holders, then the writer.
     for (const role of ["controller", "holder", "writer"]) {
       for (const r of index.roles.filter((x) => x.role === role)) {
-        const p = NetworkProcess.role(r.instance, r.role, r.config);
+        const p = DeployedProcess.role(r.instance, r.role, r.config);
         roles.set(r.instance, p);
         await p.ready(READY_MS);
       }

@@ -5,3 +5,4 @@ export { harnessControllerConfig, harnessSite } from "./harness-topology.ts";
 export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluster, type SuperclusterHandle } from "./nats-server.ts";
 export { bootstrapControlLog, writeHolderRole, writeWriterRole } from "./role-files.ts";
 export { RoleProcess, pidAlive } from "./role-process.ts";
+export { DeployedProcess, type Ended } from "./deployed-process.ts";

@@ -107,7 +107,8 @@ export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (err) {
+    // EPERM: it exists, owned by someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }

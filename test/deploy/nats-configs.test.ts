@@ -7,7 +7,7 @@ import test from "ava";
 import { join } from "node:path";
 import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { connectNats, closeNats } from "../../transport/nats-connection.ts";
-import { pidAlive } from "./deployed-process.ts";
+import { pidAlive } from "../../testing/deployed-process.ts";
 import { initAndStartNats } from "./start-deployment.ts";
 
 /** An event subject of the deployment's volume: the writer may publish it, the operator receive it. */

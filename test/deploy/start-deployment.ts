@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { DeployedProcess } from "./deployed-process.ts";
+import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { loopbackDeployment } from "./loopback-deployment.ts";
 
 const run = promisify(execFile);

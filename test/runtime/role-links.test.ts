@@ -18,7 +18,7 @@ import { initJetStreamControlLog } from "../../transport/jetstream-control-log.t
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";
-import { DeployedProcess } from "../deploy/deployed-process.ts";
+import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import type { JsonlSpanRecord } from "../../telemetry/jsonl-span-exporter.ts";

@@ -1,13 +1,20 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { reapOnExit } from "../testing/index.ts";
+import { reapOnExit } from "./child-reaper.ts";
+
+/** How a child ended: its exit code, or the signal that killed it. */
+export interface Ended {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
 
 /**
- * One process of the attacked network (`nats-server -c FILE` or `custody run <role> --config FILE`),
- * started as an operator would start it; its output is kept for failure messages.
+ * One process of a deployment under test (or under attack), started exactly as an operator would
+ * (`custody run <role> --config FILE`, or `nats-server -c FILE`). Records how it ended;
+ * `reapOnExit` makes sure a failing run leaves nothing behind.
  */
-export class NetworkProcess {
+export class DeployedProcess {
   readonly child: ChildProcess;
-  readonly ended: Promise<void>;
+  readonly ended: Promise<Ended>;
   private out = "";
   private err = "";
 
@@ -20,19 +27,23 @@ export class NetworkProcess {
     reapOnExit(this.child);
     this.child.stdout!.on("data", (b) => (this.out = (this.out + String(b)).slice(-20_000)));
     this.child.stderr!.on("data", (b) => (this.err = (this.err + String(b)).slice(-20_000)));
-    this.ended = new Promise((resolve) => this.child.once("exit", () => resolve()));
+    this.ended = new Promise((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })));
   }
 
-  /** `custody run <role> --config FILE`. */
-  static role(name: string, role: string, config: string): NetworkProcess {
-    return new NetworkProcess(name, process.execPath, ["--import", "tsx", "cli/main.ts", "run", role, "--config", config]);
+  /** `custody run <role> --config FILE` as a child of this test. */
+  static role(name: string, role: string, config: string): DeployedProcess {
+    return new DeployedProcess(name, process.execPath, ["--import", "tsx", "cli/main.ts", "run", role, "--config", config]);
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
   }
 
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** stdout and stderr so far. */
+  /** stdout and stderr so far (for failure messages). */
   get log(): string {
     return `${this.name} stdout:\n${this.out}\n${this.name} stderr:\n${this.err}`;
   }
@@ -49,15 +60,23 @@ export class NetworkProcess {
     }
   }
 
-  /** SIGTERM, then SIGKILL if it has not ended within `ms`. */
-  async stop(ms = 20_000): Promise<void> {
-    if (!this.running) return;
-    this.child.kill("SIGTERM");
+  /** Sends `signal` and waits for the end, at most `ms` (then SIGKILL, and the result says so). */
+  async signal(signal: NodeJS.Signals, ms: number): Promise<Ended & { inTime: boolean }> {
+    if (!this.running) return { ...(await this.ended), inTime: true };
+    this.child.kill(signal);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
     const inTime = await Promise.race([this.ended.then(() => true as const), late]);
     clearTimeout(timer);
     if (!inTime) this.child.kill("SIGKILL");
-    await this.ended;
+    return { ...(await this.ended), inTime };
+  }
+
+  /** SIGTERM, then SIGKILL if it has not ended within `ms`. */
+  async stop(ms = 20_000): Promise<void> {
+    await this.signal("SIGTERM", ms);
   }
 }
+
+/** Whether a process is alive (the kit has one answer: role-process.ts). */
+export { pidAlive } from "./role-process.ts";
