@@ -1,50 +1,44 @@
 import { Command, CommanderError } from "commander";
 import { failWith } from "./output.ts";
-import { register as registerPolicy } from "./commands/policy.ts";
-import { register as registerVolume } from "./commands/volume.ts";
-import { register as registerCustody } from "./commands/custody.ts";
-import { register as registerStatus } from "./commands/status.ts";
-import { register as registerRecover } from "./commands/recover.ts";
-import { register as registerTrace } from "./commands/trace.ts";
-import { register as registerRun } from "./commands/run.ts";
-import { register as registerHolder } from "./commands/holder.ts";
-import { register as registerPs } from "./commands/ps.ts";
-import { register as registerRelease } from "./commands/release.ts";
-import { register as registerSizing } from "./commands/sizing.ts";
-import { register as registerHold } from "./commands/hold.ts";
-import { register as registerAdmit } from "./commands/admit.ts";
-import { register as registerInit } from "./commands/init.ts";
-import { register as registerLog } from "./commands/log.ts";
+type Area = { register(program: Command): void };
 
 /**
- * The `custody` command. Each area registers its subcommands from `cli/commands/<area>.ts`
- * (a `register(program)` function), so this file only lists them.
+ * Each area's subcommands live in `cli/commands/<area>.ts` (a `register(program)` function). They
+ * are loaded on demand: a run of one command loads only its area (a CLI that starts in a fraction
+ * of the time is what scripts and cron checks call many times); help and unknown commands load all.
  */
-export function buildProgram(): Command {
+const AREAS: readonly { readonly commands: readonly string[]; load(): Promise<Area> }[] = [
+  { commands: ["evaluate", "place"], load: () => import("./commands/policy.ts") },
+  { commands: ["volume"], load: () => import("./commands/volume.ts") },
+  { commands: ["control", "receipts"], load: () => import("./commands/custody.ts") },
+  { commands: ["status"], load: () => import("./commands/status.ts") },
+  { commands: ["recover"], load: () => import("./commands/recover.ts") },
+  { commands: ["trace"], load: () => import("./commands/trace.ts") },
+  { commands: ["run"], load: () => import("./commands/run.ts") },
+  { commands: ["holder"], load: () => import("./commands/holder.ts") },
+  { commands: ["ps"], load: () => import("./commands/ps.ts") },
+  { commands: ["release"], load: () => import("./commands/release.ts") },
+  { commands: ["size", "cost"], load: () => import("./commands/sizing.ts") },
+  { commands: ["hold"], load: () => import("./commands/hold.ts") },
+  { commands: ["admit"], load: () => import("./commands/admit.ts") },
+  { commands: ["init", "bootstrap"], load: () => import("./commands/init.ts") },
+  { commands: ["log"], load: () => import("./commands/log.ts") },
+];
+
+/** The `custody` command with the areas `argv` needs (all of them for help or an unknown command). */
+export async function buildProgram(argv: readonly string[] = process.argv): Promise<Command> {
   const program = new Command("custody")
     .description("Custody network for write-ahead logs: volumes, holders, receipts and survival reports")
     .version("0.1.0")
     .showHelpAfterError(false)
     .exitOverride();
-  registerPolicy(program);
-  registerVolume(program);
-  registerCustody(program);
-  registerStatus(program);
-  registerRecover(program);
-  registerTrace(program);
-  registerRun(program);
-  registerHolder(program);
-  registerPs(program);
-  registerRelease(program);
-  registerSizing(program);
-  registerHold(program);
-  registerAdmit(program);
-  registerInit(program);
-  registerLog(program);
+  const first = argv.slice(2).find((a) => !a.startsWith("-"));
+  const area = AREAS.find((a) => first !== undefined && a.commands.includes(first));
+  for (const a of area !== undefined ? [area] : AREAS) (await a.load()).register(program);
   return program;
 }
 
-const program = buildProgram();
+const program = await buildProgram();
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
