@@ -29,6 +29,8 @@ export function relativeImports(fileName: string, source: string): string[] {
       specs.push(node.moduleSpecifier.text);
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
       specs.push(node.arguments[0].text);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      specs.push(node.argument.literal.text); // `import("../x/y.ts").T` in a type position
     }
     ts.forEachChild(node, visit);
   };

@@ -1,5 +1,5 @@
 import { createPublicKey } from "node:crypto";
-import type { SpillSet } from "../../arena/index.ts";
+import type { SpillEvidence, SpillSet } from "../../arena/index.ts";
 import { unitRecordBytes } from "../../arena/index.ts";
 import { decodeSegment } from "../../arena/index.ts";
 import { encodeAdmissionRequest } from "../../custody/index.ts";
@@ -26,7 +26,7 @@ import type { HolderLane } from "./holder-lane.ts";
  */
 
 /** Re-admits every spill record of a served lane; returns the sequences taken back per lane key. */
-export async function adoptSpillRecords(core: HolderCore, spill: SpillSet, recovered: readonly { info: { volume: string; lane: string; offset: number; length: number }; evidence: import("../../arena/spill-stream.ts").SpillEvidence }[]): Promise<Map<string, RangeSet>> {
+export async function adoptSpillRecords(core: HolderCore, spill: SpillSet, recovered: readonly { info: { volume: string; lane: string; offset: number; length: number }; evidence: SpillEvidence }[]): Promise<Map<string, RangeSet>> {
   const out = new Map<string, RangeSet>();
   // Older records first: units of one lane then reach its log in sequence (and term) order.
   const records = [...recovered].sort((a, b) => a.info.offset - b.info.offset);

@@ -16,7 +16,7 @@ test("an import of another folder's internal module is a bypass naming file and 
 });
 
 test("re-exports and dynamic imports count as imports", (t) => {
-  t.deepEqual(relativeImports("a.ts", `export * from "./r.ts"; const m = await import("../d/m.ts"); import "./side.ts"; import z from "zod";`), ["./r.ts", "../d/m.ts", "./side.ts"]);
+  t.deepEqual(relativeImports("a.ts", `export * from "./r.ts"; const m = await import("../d/m.ts"); import "./side.ts"; import z from "zod"; let e: import("../e/t.ts").T;`), ["./r.ts", "../d/m.ts", "./side.ts", "../e/t.ts"]);
   const v = checkImportRules(tree({ "a/x.ts": `export { q } from "../b/q.ts"; const m = await import("../c/m.ts");` }));
   t.deepEqual(v.map((x) => x.rule), ["bypasses_index", "bypasses_index"]);
 });
