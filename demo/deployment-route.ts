@@ -1,6 +1,5 @@
-import { parseSubject } from "../protocol/index.ts";
 import { edgeBetween, siteOfActor, type Deployment } from "./deployment.ts";
-import type { LinkRoute } from "../transport/index.ts";
+import { unitDestination, type LinkRoute } from "../transport/index.ts";
 
 /**
  * The link route of a process at `fromSite`: units to a holder at another site take the declared
@@ -9,14 +8,8 @@ import type { LinkRoute } from "../transport/index.ts";
  */
 export function deploymentRoute(d: Deployment, fromSite: string): LinkRoute {
   return (subject) => {
-    let toHolder: string;
-    try {
-      const p = parseSubject(subject);
-      if (p.kind !== "unit") return undefined;
-      toHolder = p.toHolder;
-    } catch {
-      return undefined;
-    }
+    const toHolder = unitDestination(subject);
+    if (toHolder === undefined) return undefined;
     const toSite = siteOfActor(d, toHolder);
     if (toSite === undefined || toSite === fromSite) return undefined;
     const e = edgeBetween(d, fromSite, toSite);

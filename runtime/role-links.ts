@@ -1,8 +1,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import { z } from "zod";
 import { systemClock } from "../core/index.ts";
-import { ShapedTransport, type LinkRoute } from "../transport/index.ts";
-import { parseSubject } from "../protocol/index.ts";
+import { ShapedTransport, unitDestination, type LinkRoute } from "../transport/index.ts";
 import type { Transport } from "../transport/index.ts";
 
 /**
@@ -32,14 +31,8 @@ export type LinksConfig = NonNullable<z.infer<typeof linksSchema>>;
 /** The route of a `links` section (pure): units to a listed holder at another site take its link. */
 export function linksRoute(links: LinksConfig): LinkRoute {
   return (subject) => {
-    let toHolder: string;
-    try {
-      const p = parseSubject(subject);
-      if (p.kind !== "unit") return undefined;
-      toHolder = p.toHolder;
-    } catch {
-      return undefined;
-    }
+    const toHolder = unitDestination(subject);
+    if (toHolder === undefined) return undefined;
     const peer = links.peers[toHolder];
     if (peer === undefined || peer.site === links.site) return undefined;
     return { toSite: peer.site, toHolder, profile: { latencyMs: peer.latencyMs, jitterMs: peer.jitterMs ?? 0, bytesPerMs: peer.bandwidthMBps * 1000 } };

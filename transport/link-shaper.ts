@@ -12,7 +12,7 @@ import { extractTraceContext, injectTraceContext } from "./trace-context.ts";
 import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "./transport.ts";
 import { headerValue, type MessageHeaders } from "./transport.ts";
 import { encodeUnitMessage, readUnitMessage } from "./unit-frames.ts";
-import { decodeAny, type WireUnit } from "../protocol/index.ts";
+import { decodeAny, parseSubject, type WireUnit } from "../protocol/index.ts";
 
 /** Shape of one directed link. */
 export interface LinkProfile {
@@ -54,6 +54,16 @@ export class LinkQueue {
 }
 
 /** Where a subject goes: the destination site and the shape of the link to it; undefined = not shaped. */
+/** The holder a unit subject goes to; undefined for any other subject (routes shape units only). */
+export function unitDestination(subject: string): string | undefined {
+  try {
+    const p = parseSubject(subject);
+    return p.kind === "unit" ? p.toHolder : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export type LinkRoute = (subject: string) => { readonly toSite: string; readonly toHolder: string; readonly profile: LinkProfile } | undefined;
 
 /** Options of `ShapedTransport`. */
