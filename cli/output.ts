@@ -1,4 +1,5 @@
 import { CustodyError } from "../core/index.ts";
+import { cliIo } from "./cli-io.ts";
 
 /** Options every subcommand accepts. */
 export interface OutputOptions {
@@ -11,11 +12,11 @@ export interface OutputOptions {
  */
 export function printResult(opts: OutputOptions, jsonValue: unknown, rows: Record<string, unknown>[], title?: string): void {
   if (opts.json) {
-    process.stdout.write(JSON.stringify(jsonValue) + "\n");
+    cliIo().stdout(JSON.stringify(jsonValue) + "\n");
     return;
   }
-  if (title) process.stdout.write(title + "\n");
-  process.stdout.write(formatTable(rows) + "\n");
+  if (title) cliIo().stdout(title + "\n");
+  cliIo().stdout(formatTable(rows) + "\n");
 }
 
 /** Aligned plain-text table; columns are the union of the rows' keys in first-seen order. */
@@ -35,8 +36,8 @@ export function failWith(err: unknown): void {
     err instanceof CustodyError
       ? `error [${err.code}]: ${err.message}`
       : `error: ${err instanceof Error ? err.message : String(err)}`;
-  process.stderr.write(msg + "\n");
-  process.exitCode = 1;
+  cliIo().stderr(msg + "\n");
+  cliIo().setExitCode(1);
 }
 
 /** Wraps an async action so any throw becomes one error line and exit code 1. */

@@ -3,6 +3,7 @@ import { checkAllProtectedRam, parseProtectedRamInput } from "../../policies/ind
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { readJsonFile } from "./policy.ts";
 import { EXIT_REFUSED } from "./release.ts";
+import { cliIo } from "../cli-io.ts";
 
 /**
  * `custody admit <evidence.json>`: protected-RAM admission. Every node that shares a drain target,
@@ -34,7 +35,7 @@ export function register(program: Command): void {
         }));
         const refused = verdicts.filter((v) => !v.admitted).length;
         printResult(o, { verdicts }, rows, `${verdicts.length - refused} of ${verdicts.length} admitted (simultaneous drains share targets and links)`);
-        if (refused > 0) process.exitCode = EXIT_REFUSED;
+        if (refused > 0) cliIo().setExitCode(EXIT_REFUSED);
       }),
     );
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
+import { cliIo } from "../cli-io.ts";
 import {
   evaluateState,
   parseEvaluationState,
@@ -71,8 +72,8 @@ export function runEvaluate(path: string, opts: OutputOptions): void {
   printResult(opts, report, evaluationRows(report), `volume ${report.volume}  acknowledged ${ack}  as of ${new Date(report.asOfMs).toISOString()}`);
   const failing = report.reports.filter((r) => r.required && r.verdict !== "met");
   if (failing.length > 0) {
-    process.stderr.write(`contract not met: ${failing.map((r) => `${r.name} (${r.reasons.join("; ")})`).join(", ")}\n`);
-    process.exitCode = EXIT_NOT_MET;
+    cliIo().stderr(`contract not met: ${failing.map((r) => `${r.name} (${r.reasons.join("; ")})`).join(", ")}\n`);
+    cliIo().setExitCode(EXIT_NOT_MET);
   }
 }
 

@@ -11,6 +11,7 @@ import { action, printResult, type OutputOptions } from "../output.ts";
 import { nextStatus, positiveInt } from "./status.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { registerRecovery, type RecoveryRegistration } from "../../actors/index.ts";
+import { cliIo } from "../cli-io.ts";
 
 /** Thrown when the status document names no such scenario, or it has nothing to recover. */
 export class ScenarioUnavailableError extends CustodyError {
@@ -95,7 +96,7 @@ export function register(program: Command): void {
               } catch (err) {
                 const e = err as CustodyError;
                 fetchErrors[holder] = `${e.code ?? "error"}: ${String((e.detail as { cause?: unknown } | undefined)?.cause ?? e.message)}`;
-                process.stderr.write(`custody recover: fetch from ${holder} (lane ${lane}) failed: ${fetchErrors[holder]}\n`);
+                cliIo().stderr(`custody recover: fetch from ${holder} (lane ${lane}) failed: ${fetchErrors[holder]}\n`);
               }
             }
           }
@@ -109,7 +110,7 @@ export function register(program: Command): void {
           const out = { volume: o.volume, scenario: o.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched, fetchErrors };
           printResult(o, out, lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })), `recovered ${o.volume} at ${o.to} (${o.dir}): lsn ${r.lsn}, ${r.unitsVerified} units verified, ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`);
         } finally {
-          await registration?.end().catch((err: unknown) => process.stderr.write(`custody recover: could not end the recovery's hold (the controller ends it at its lease): ${String(err)}\n`));
+          await registration?.end().catch((err: unknown) => cliIo().stderr(`custody recover: could not end the recovery's hold (the controller ends it at its lease): ${String(err)}\n`));
           await t.close();
         }
       }),

@@ -3,6 +3,7 @@ import { RangeSet } from "../../lanes/index.ts";
 import { authorizeReleases, parseEvaluationState, PolicyInputError, type ReleaseRequest } from "../../policies/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { readJsonFile } from "./policy.ts";
+import { cliIo } from "../cli-io.ts";
 
 /** Exit code of `custody release check` when any requested release is refused. */
 export const EXIT_REFUSED = 3;
@@ -40,7 +41,7 @@ export function register(program: Command): void {
         const rows = decisions.map((d) => ({ holder: d.request.holder, lane: d.request.lane, ranges: d.request.ranges.toString(), decision: d.allowed ? "allowed" : "REFUSED", reasons: d.reasons.join(",") || "-", "blocked by": d.scenarios.join("; ") || "-" }));
         const refused = decisions.filter((d) => !d.allowed).length;
         printResult(opts, { decisions: json }, rows, `${decisions.length - refused} of ${decisions.length} allowed (decided jointly, in order: each sees the ones allowed before it)`);
-        if (refused > 0) process.exitCode = EXIT_REFUSED;
+        if (refused > 0) cliIo().setExitCode(EXIT_REFUSED);
       }),
     );
 }

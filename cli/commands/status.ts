@@ -6,6 +6,7 @@ import { checkToken, statusSubject } from "../../protocol/index.ts";
 import { decodeMessage } from "../../protocol/index.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
+import { cliIo } from "../cli-io.ts";
 
 /** Thrown when no status document for the volume arrives in time. */
 export class StatusTimeoutError extends CustodyError {
@@ -94,7 +95,7 @@ export function register(program: Command): void {
           // --watch: redraw on each document (at most every --every ms) until Ctrl-C; a quiet controller is an error.
           for (;;) {
             const doc = await nextStatus(t, volume, timeoutMs);
-            if (o.watch && !o.json && process.stdout.isTTY) process.stdout.write("\x1b[2J\x1b[H");
+            if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
             printStatus(doc, o);
             if (!o.watch) break;
             await new Promise((r) => setTimeout(r, everyMs));

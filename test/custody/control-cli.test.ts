@@ -1,9 +1,8 @@
 import anyTest, { type TestFn } from "ava";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
+import { custodyCli as cli } from "../helpers/custody-cli.ts";
 import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
@@ -13,8 +12,6 @@ import { admit, createOb, release, who } from "./control-fixtures.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
-const run = promisify(execFile);
-const cli = (args: string[]) => run(process.execPath, ["bin/custody.js", ...args], { cwd: process.cwd() });
 
 test.serial("custody control show prints the folded log as one JSON line, and verify refuses a head the log never had", async (t) => {
   const nc = await connectNats({ servers: t.context.nats.url, name: "cli-seed", maxReconnectAttempts: 0 });

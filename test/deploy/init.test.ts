@@ -5,10 +5,8 @@
  * control-log bootstrap. A bad deployment is refused naming the key, and nothing is written.
  */
 import test from "ava";
-import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
 import { parseDeployment } from "../../deploy/deployment-schema.ts";
 import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
@@ -16,9 +14,9 @@ import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRole
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { loopbackDeployment } from "./loopback-deployment.ts";
 import { readNkeySeed } from "../../security/nkey-seed.ts";
+import { custodyCli } from "../helpers/custody-cli.ts";
 
-const run = promisify(execFile);
-const custody = (args: string[]) => run(process.execPath, ["bin/custody.js", ...args], { cwd: process.cwd() });
+const custody = custodyCli;
 const failed = (p: Promise<unknown>) => p.then(() => ({ code: 0, stderr: "" }), (e: { code: number; stderr: string }) => e);
 
 async function deploymentFile(mutate: (d: Record<string, any>) => void = () => undefined): Promise<{ dir: string; file: string }> {

@@ -1,14 +1,12 @@
-import { execFile } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
+import { custodyCli } from "../helpers/custody-cli.ts";
 import { loopbackDeployment } from "./loopback-deployment.ts";
 
-const run = promisify(execFile);
-/** Runs `custody <args>` and resolves with its stdout (rejects on a non-zero exit). */
-export const custody = async (args: string[]) => (await run(process.execPath, ["bin/custody.js", ...args], { cwd: process.cwd() })).stdout;
+/** Runs `custody <args>` (in this process) and resolves with its stdout (rejects on a non-zero exit). */
+export const custody = async (args: string[]) => (await custodyCli(args)).stdout;
 const NATS_SERVER_BIN = process.env["NATS_SERVER_BIN"] ?? "nats-server";
 /** Generous bound: it only ends a hung start, it measures nothing. */
 export const READY_MS = 90_000;

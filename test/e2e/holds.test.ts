@@ -12,6 +12,7 @@ import { rawPublicKey } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { runCliCaptured } from "../../cli/program.ts";
 import type { ActorSpec } from "../../testing/actor-spec.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, HOLDERS, LANE, SITES, type Deployment } from "./deployment.ts";
 import { blockData, e2eHolderConfig, eventually, tempDir } from "./e2e-fixture.ts";
@@ -19,16 +20,8 @@ import { blockData, e2eHolderConfig, eventually, tempDir } from "./e2e-fixture.t
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", ...args], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d) => (stdout += String(d)));
-    p.stderr.on("data", (d) => (stderr += String(d)));
-    p.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** One `custody` command line, run in this process: its exit code and output. */
+const cli = (args: string[]) => runCliCaptured(args);
 
 async function writeSome(d: Deployment, n: number, seed: number): Promise<void> {
   for (let i = 0; i < n; i++) await d.writer.write((seed * 37 + i * 11) % BLOCKS, blockData(seed * 1000 + i));

@@ -1,20 +1,19 @@
 import anyTest, { type TestFn } from "ava";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { serveCustodyReads } from "../../actors/repair/custody-reader.ts";
 import { holderSource } from "../../actors/repair/survivor-source.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { blockData, contentAt, eventually, readVolume, tempDir } from "./e2e-fixture.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { custodyCli } from "../helpers/custody-cli.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
 
-const run = promisify(execFile);
-const cli = (args: string[]) => run(process.execPath, ["bin/custody.js", ...args], { cwd: process.cwd() });
+const cli = custodyCli;
 const lastJson = (out: string) => JSON.parse(out.trim().split("\n").at(-1)!) as Record<string, unknown>;
 
 test.serial("custody status prints the controller's document and custody recover rebuilds the predicted cut byte-exact from the scenario's survivors", async (t) => {

@@ -2,3 +2,4 @@
 export * from "./nats-server.ts";
 export * from "./nats-test-context.ts";
 export * from "./transport-conformance.ts";
+export * from "./custody-cli.ts";

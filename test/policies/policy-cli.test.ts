@@ -5,12 +5,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { runCliCaptured } from "../../cli/program.ts";
 import { CANDIDATES_PATH, EXAMPLE_PATH, exampleJson } from "./worked-example-fixture.ts";
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL("../../bin/custody.js", import.meta.url));
 
-async function custody(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs one `custody` command line in this process (the same program the binary runs). */
+const custody = (...args: string[]) => runCliCaptured(args);
+
+/** Runs one command line through the real executable, in its own process. */
+async function custodyBinary(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await run(process.execPath, [BIN, ...args], { timeout: 60_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -195,4 +200,14 @@ test("custody admit judges protected-RAM nodes under simultaneous drains: exit 3
   const typo = await custody("admit", file);
   t.is(typo.code, 1);
   t.regex(typo.stderr, /^error \[invalid_policy_input\]: nodes\[0\]: .*usableHoldupSec/);
+});
+
+test("the custody executable prints and exits exactly as the in-process run of the same command line", async (t) => {
+  for (const args of [["evaluate", EXAMPLE_PATH, "--json"], ["size", "--rate", "nonsense"]]) {
+    const inProcess = await custody(...args);
+    const binary = await custodyBinary(...args);
+    t.is(binary.code, inProcess.code, args.join(" "));
+    t.is(binary.stdout, inProcess.stdout, args.join(" "));
+    t.is(binary.stderr, inProcess.stderr, args.join(" "));
+  }
 });
