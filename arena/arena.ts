@@ -70,6 +70,11 @@ export class Arena {
     return this.capacitySlots * this.config.segmentBytes;
   }
 
+  /** RAM held by segments (whole segments): `report().ramBytes` without walking every segment. */
+  get ramBytes(): number {
+    return this.pool.ramSlots * this.config.segmentBytes;
+  }
+
   private get freeSlots(): number {
     return this.capacitySlots - this.pool.ramSlots;
   }

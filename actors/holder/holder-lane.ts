@@ -311,8 +311,8 @@ export class HolderLane {
 
   /** Fraction of the arena's capacity held in RAM. */
   fillRatio(): number {
-    const r = this.arena.report();
-    return r.ramBytes / r.capacityBytes;
+    // Asked for every lane on every pressure check: O(1), not a report over all segments.
+    return this.arena.ramBytes / this.arena.capacityBytes;
   }
 }
 

@@ -196,3 +196,19 @@ test("only sealed segments export or discard", (t) => {
   arena.seal("v", "l0");
   t.true(arena.discard(segmentId));
 });
+
+test("regression bench:scale 1,000 active lanes never finished: ramBytes, asked per lane on every pressure check, equals the report's figure without walking the segments", (t) => {
+  // A holder's pressure check asked every lane's arena for a full report (a walk over all its
+  // segments) on every seal and refresh timer: quadratic in lanes. It now reads `ramBytes`.
+  const arena = arenaWithCredits();
+  t.is(arena.ramBytes, arena.report().ramBytes);
+  let seq = 1;
+  for (let i = 0; i < 30; i++, seq++) {
+    arena.append(unit(seq, seq, 960));
+    t.is(arena.ramBytes, arena.report().ramBytes, `after unit ${seq}`);
+  }
+  arena.seal("v", "l0");
+  arena.release("v", "l0", RangeSet.of(1, seq - 1));
+  t.is(arena.ramBytes, arena.report().ramBytes, "after a release recycles segments");
+  t.true(arena.ramBytes < 30 * 960);
+});
