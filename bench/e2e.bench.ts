@@ -11,8 +11,19 @@
  *   npm run bench:e2e                 # table
  *   npm run bench:e2e -- --json       # table, then one JSON object on the last line
  *   npm run bench:e2e -- --writes 4000 # writes per mode (default 3000)
+ *   npm run bench:e2e -- --no-pin      # leave scheduling to the OS
+ *
+ * Pinned (the default when `taskset` exists and the machine has two CPUs or more): this process —
+ * the writer — runs alone on CPU 0, every holder process and nats-server on CPU 1, so custody's
+ * cost to the writer is measured as the writer's own CPU time, not as competition for cores. The
+ * two modes run in interleaved slices (off, on, off, on, …) against two volumes, so drift of a
+ * shared machine hits both alike. The writer's CPU µs per write comes from process.cpuUsage()
+ * around each slice; one more, profiled custody-on slice (not counted) splits the writer's CPU by
+ * where it goes.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { cpus } from "node:os";
+import { Session } from "node:inspector/promises";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,6 +47,21 @@ if (!Number.isSafeInteger(WRITES) || WRITES < 100) {
   process.exit(1);
 }
 const QD = 16;
+const SLICES = 3;
+
+/** Pins `pid` (all its threads) to `cpu` with taskset; false when taskset is missing or refuses. */
+function pin(pid: number, cpu: number): boolean {
+  try {
+    execFileSync("taskset", ["-a", "-cp", String(cpu), String(pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const wantPin = !args.includes("--no-pin") && cpus().length >= 2;
+const pinned = wantPin && pin(process.pid, 0);
+if (wantPin && !pinned) console.error("bench:e2e: taskset is missing or refused; running unpinned (install util-linux for pinned figures)");
+
 const BLOCKS = 4096;
 const VOLUME = "vbench";
 
@@ -43,6 +69,42 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
+
+/** The part of a V8 CPU profile the breakdown reads. */
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string } }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Where custody's CPU goes in the writer, by the code each sample was in (first match wins). */
+const CATEGORIES: readonly { readonly name: string; readonly match: (url: string, fn: string) => boolean }[] = [
+  { name: "idle", match: (u, f) => f === "(idle)" || f === "(program)" },
+  { name: "garbage collection", match: (u, f) => f === "(garbage collector)" },
+  { name: "seal/encrypt", match: (u) => u.includes("crypto/cipher") || u.includes("unit-payload") },
+  { name: "digests (SHA-256)", match: (u, f) => u.includes("crypto/hash") || (u === "" && (f === "update" || f === "digest")) },
+  { name: "receipt verification", match: (u, f) => u.includes("crypto/sig") || u.includes("crypto/keys") || u.includes("custody/receipt") || f === "SignJob" || f === "VerifyJob" },
+  { name: "encode/decode", match: (u) => u.includes("@msgpack") || u.includes("/protocol/") },
+  { name: "publish (NATS client)", match: (u) => u.includes("@nats-io") || u.includes("/transport/") || u.includes("node:net") || u.includes("stream_base") },
+  { name: "protection bookkeeping", match: (u) => /actors\/writer\/(protection|confirmed-cut|receipt-terms)/.test(u) || u.includes("/lanes/") },
+  { name: "SmartWAL volume", match: (u, f) => u.includes("/volume/") || u.includes("node:fs") || u.includes("internal/fs") || (u === "" && ["writeBuffer", "writeBuffers", "fdatasync", "fsync", "read", "crc32"].includes(f)) },
+  { name: "writer actor (machine, outbox, shipping)", match: (u) => u.includes("/actors/") || u.includes("xstate") },
+];
+
+/** Busy CPU share per category (idle left out), largest first. */
+function writerCpuBreakdown(p: CpuProfile): { category: string; share: number }[] {
+  const byId = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+  const totals = new Map<string, number>();
+  p.samples.forEach((id, i) => {
+    const f = byId.get(id)!;
+    const c = CATEGORIES.find((k) => k.match(f.url, f.functionName))?.name ?? "other";
+    // Count samples, not time deltas: a delta also spans time the process was not running.
+    totals.set(c, (totals.get(c) ?? 0) + 1);
+  });
+  totals.delete("idle");
+  const busy = [...totals.values()].reduce((a, b) => a + b, 0) || 1;
+  return [...totals].map(([category, t]) => ({ category, share: t / busy })).sort((a, b) => b.share - a.share);
+}
 
 const work = mkdtempSync(join(tmpdir(), "custody-bench-e2e-"));
 async function newVolume(name: string): Promise<SmartWalVolume> {
@@ -52,15 +114,16 @@ async function newVolume(name: string): Promise<SmartWalVolume> {
 }
 
 /** Runs WRITES 4 KiB writes at QD; `write` resolves on admission and returns a key for protection. */
-async function drive(write: (lba: number, data: Uint8Array) => Promise<number>): Promise<{ seconds: number; local: number[]; keys: { key: number; t0: number }[] }> {
+async function drive(count: number, offset: number, write: (lba: number, data: Uint8Array) => Promise<number>): Promise<{ seconds: number; cpuUs: number; local: number[]; keys: { key: number; t0: number }[] }> {
   const data = new Uint8Array(4096).fill(0x5a);
   const local: number[] = [];
   const keys: { key: number; t0: number }[] = [];
   let next = 0;
   const start = performance.now();
+  const cpu0 = process.cpuUsage();
   const worker = async () => {
-    while (next < WRITES) {
-      const i = next++;
+    while (next < count) {
+      const i = offset + next++;
       const t0 = performance.now();
       const key = await write((i * 2654435761) % BLOCKS, data);
       local.push(performance.now() - t0);
@@ -68,7 +131,8 @@ async function drive(write: (lba: number, data: Uint8Array) => Promise<number>):
     }
   };
   await Promise.all(Array.from({ length: QD }, worker));
-  return { seconds: (performance.now() - start) / 1000, local, keys };
+  const cpu = process.cpuUsage(cpu0);
+  return { seconds: (performance.now() - start) / 1000, cpuUs: cpu.user + cpu.system, local, keys };
 }
 
 // ---- custody OFF: the same writer actor with custody disabled (SmartWAL only, nothing shipped) ----
@@ -91,10 +155,6 @@ const offWriter = startVolumeWriter(
   { writerId: "w1", volume: VOLUME, term: 1, lanes: [{ lane: "l0", fromLba: 0, toLba: BLOCKS - 1, holders: [] }], contracts: [], holderSites: {}, topologyEpoch: 1, policyGeneration: 1, custody: false },
   { transport: offT, clock: systemClock, volume: offVol, dataKey: new Uint8Array(32), peers: { key: () => undefined, incarnation: () => undefined } },
 );
-const off = await drive(async (lba, d) => (await offWriter.write(lba, d)).lsn);
-await offWriter.sync();
-offWriter.stop();
-await offVol.close();
 
 // ---- custody ON: writer + 3 holders in 2 regions ----
 const sc = await startSupercluster({ regions: ["us-east", "us-west"], jetstream: false });
@@ -142,7 +202,9 @@ for (const [id, s] of Object.entries(sites)) {
     child.stdout!.once("data", () => resolve());
     child.once("exit", (c) => reject(new Error(`holder ${id} exited (${c})`)));
   });
+  if (pinned) pin(child.pid!, 1);
 }
+if (pinned) for (const pid of sc.pids) pin(pid, 1);
 const wt = await NatsTransport.connect({ servers: sc.regions["us-east"]!.url, name: "w1" });
 conns.push(wt);
 const onVol = await newVolume("on");
@@ -173,11 +235,38 @@ onReceipt = () => {
   for (let s = through + 1; s <= p; s++) protectedAt.set(s, now);
   through = Math.max(through, p);
 };
-const on = await drive(async (lba, d) => (await writer.write(lba, d)).pieces[0]!.seq);
+const writeOff = async (lba: number, d: Uint8Array) => (await offWriter.write(lba, d)).lsn;
+const writeOn = async (lba: number, d: Uint8Array) => (await writer.write(lba, d)).pieces[0]!.seq;
+type Slice = Awaited<ReturnType<typeof drive>>;
+const offSlices: Slice[] = [];
+const onSlices: Slice[] = [];
+const perSlice = Math.ceil(WRITES / SLICES);
+for (let i = 0; i < SLICES; i++) {
+  const n = Math.min(perSlice, WRITES - i * perSlice);
+  offSlices.push(await drive(n, i * perSlice, writeOff));
+  onSlices.push(await drive(n, i * perSlice, writeOn));
+}
+await offWriter.sync();
 await writer.sync(contract, 30_000);
+const merge = (xs: Slice[]): Slice => ({ seconds: xs.reduce((a, x) => a + x.seconds, 0), cpuUs: xs.reduce((a, x) => a + x.cpuUs, 0), local: xs.flatMap((x) => x.local), keys: xs.flatMap((x) => x.keys) });
+const off = merge(offSlices);
+const on = merge(onSlices);
+
+// One more custody-on slice under the CPU profiler (not counted above): where the writer's time goes.
+const session = new Session();
+session.connect();
+await session.post("Profiler.enable");
+await session.post("Profiler.setSamplingInterval", { interval: 200 });
+await session.post("Profiler.start");
+await drive(Math.min(perSlice, 1000), WRITES, writeOn);
+const { profile } = await session.post("Profiler.stop");
+session.disconnect();
+const breakdown = writerCpuBreakdown(profile as unknown as CpuProfile);
 const protectedMs = on.keys.map(({ key, t0 }) => (protectedAt.get(key) ?? NaN) - t0).filter((x) => Number.isFinite(x));
 
 writer.stop();
+offWriter.stop();
+await offVol.close();
 for (const c of children) c.kill("SIGKILL");
 for (const c of conns) await c.close();
 await onVol.close();
@@ -195,6 +284,12 @@ console.log(`bench:e2e  ${WRITES} writes of 4 KiB at qd${QD} per mode; protected
 console.log("mode                               write IOPS   p50 local ms  p99 local ms  p50 protected ms  p99 protected ms");
 for (const r of rows) console.log(`${r.mode.padEnd(35)}${f(r.iops, 0).padStart(10)}   ${f(r.p50Local).padStart(12)}  ${f(r.p99Local).padStart(12)}  ${f(r.p50Prot).padStart(16)}  ${f(r.p99Prot).padStart(16)}`);
 console.log(`ratio IOPS custody on / off: ${(iopsOn / iopsOff).toFixed(3)}   (protected samples: ${protectedMs.length}/${WRITES})`);
+const cpuOff = off.cpuUs / WRITES;
+const cpuOn = on.cpuUs / WRITES;
+console.log(`${pinned ? "pinned: writer alone on CPU 0, holders and nats-servers on CPU 1" : "unpinned"}; ${SLICES} interleaved slices per mode`);
+console.log(`writer CPU per write: custody off ${f(cpuOff, 1)} µs, custody on ${f(cpuOn, 1)} µs (${f(cpuOn / cpuOff)}x)`);
+console.log("where the writer's CPU goes with custody on (profiled slice, busy time):");
+for (const b of breakdown) console.log(`  ${b.category.padEnd(42)}${f(100 * b.share, 1).padStart(6)} %   ~${f(b.share * cpuOn, 1).padStart(7)} µs/write`);
 if (json) {
   console.log(
     JSON.stringify({
@@ -208,6 +303,13 @@ if (json) {
       p99_local_ms_custody_off: pct(off.local, 99),
       p50_protected_ms: pct(protectedMs, 50),
       p99_protected_ms: pct(protectedMs, 99),
+      pinned,
+      ratio_iops_custody_on_vs_off_pinned: pinned ? iopsOn / iopsOff : null,
+      p99_local_ms_on_pinned: pinned ? pct(on.local, 99) : null,
+      p99_local_ms_off_pinned: pinned ? pct(off.local, 99) : null,
+      writer_cpu_us_per_write_on: cpuOn,
+      writer_cpu_us_per_write_off: cpuOff,
+      writer_cpu_breakdown_on: Object.fromEntries(breakdown.map((b) => [b.category, Number(b.share.toFixed(3))])),
     }),
   );
 }
