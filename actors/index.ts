@@ -42,6 +42,7 @@ export { runRepair, runRepairTask, reportOf, repairForFailure, RepairFailedError
 export { RepairSourceLostError, RepairTimeoutError, missingCoverage, type RepairInput } from "./repair/repair-steps.ts";
 export type { RepairPort, RepairView, RepairHolding, ReplacementAdmission, ReplacementTransfer } from "./repair/repair-port.ts";
 export { natsRepairPort } from "./repair/repair-port-nats.ts";
+export { serveRepairTasks, type RepairWorker } from "./repair/repair-worker.ts";
 export { ControllerRefusedError, outcomeFromWire, outcomeToWire, viewFromWire, viewToWire } from "./repair/repair-wire.ts";
 export { inProcessRepairPort, repairViewOf } from "./controller/in-process-repair-port.ts";
 export { checkRepairRequest, RepairRequestRefusedError, type DelegatedRepair, type RepairRequest } from "./controller/repair-request-check.ts";
