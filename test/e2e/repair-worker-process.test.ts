@@ -4,6 +4,7 @@
  * (`custody run repair`); the worker's repair actor asks the controller over NATS for what it reads
  * and for the commits it needs. Real nats-servers (a supercluster), real holder actors, a real
  * child process. A request that is not part of a repair the controller handed out is refused.
+ * Without a worker, the repair is a child actor of the controller's machine.
  */
 import anyTest, { type TestFn } from "ava";
 import { writeFileSync } from "node:fs";
@@ -16,6 +17,7 @@ import { RepairOp, repairSubject, repairTaskSubject } from "../../protocol/subje
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { RoleProcess } from "../../testing/role-process.ts";
+import { repairChildId } from "../../actors/controller.machine.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
 import { blockData, eventually, tempDir } from "./e2e-fixture.ts";
@@ -102,4 +104,30 @@ test.serial("a forged repair request (a repair the controller did not hand out, 
   t.is(d.controller.core.counters.get("repair_request_answered") ?? 0, 0, "nothing was answered");
   const s = await d.controller.core.follower.refresh();
   t.deepEqual({ seq: s.lastSeq, holders: Object.keys(s.holders).sort(), holds: Object.keys(s.holds).sort() }, before, "no control-log entry, no holder admitted, no hold changed");
+});
+
+test.serial("without a worker, a declared failure's repair runs as a child actor of the controller's machine (repair.<repairId>), and the outcome it outputs is what the controller records", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-rw-child", "use-rw-child", { releasable: ["h-e2"], repair: { ...REMOTE, worker: "in-process" } });
+  t.context.defer(() => d.stop());
+  const parents = new Map<string, string | undefined>();
+  const outputs = new Map<string, unknown>();
+  const sub = d.controller.actor.system.inspect((e) => {
+    const ref = e.actorRef as unknown as { id: string; _parent?: { id: string } };
+    if (e.type === "@xstate.actor") parents.set(ref.id, ref._parent?.id);
+    if (e.type === "@xstate.snapshot" && e.snapshot.status === "done") outputs.set(ref.id, (e.snapshot as { output?: unknown }).output);
+  });
+  t.context.defer(() => sub.unsubscribe());
+  for (let i = 0; i < 10; i++) await d.writer.write(i, blockData(9700 + i));
+  await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
+  await d.kill("h-e1");
+  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
+  await eventually(() => d.controller.core.repairs.some((r) => r.failureSeq === failureSeq && r.state !== "running"), "the repair ended", 20_000, () => JSON.stringify(d.controller.core.repairs));
+  const child = repairChildId(`repair-${d.volume}-${failureSeq}`);
+  t.is(parents.get(child), d.controller.actor.id, "the repair actor's parent is the controller's actor");
+  const out = outputs.get(child) as { report?: { measuredMs: number; copiedBytes: number } } | undefined;
+  const [rep] = d.controller.core.repairs;
+  t.is(rep!.state, "done", rep!.reason);
+  t.is(rep!.measuredMs, out?.report?.measuredMs, "the record is the child's output");
+  t.is(rep!.copiedBytes, out?.report?.copiedBytes);
+  t.is(d.controller.core.counters.get("repair_request_answered") ?? 0, 0, "nothing went over the repair subjects");
 });
