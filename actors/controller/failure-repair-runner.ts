@@ -107,11 +107,6 @@ export class FailureRepairRunner {
     }
   }
 
-  /** True when the last scan found declared failures whose repair has not been started. */
-  get pending(): boolean {
-    return this.pendingFailures.length > 0;
-  }
-
   /**
    * Starts one repair task per pending declared failure (once per control-log sequence), with the
    * first standby holder never admitted. Runs in the background; its outcome lands in `records`.
