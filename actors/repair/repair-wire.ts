@@ -26,7 +26,8 @@ export function viewToWire(v: RepairView): WireRepairView {
     lanes: Object.entries(v.lanes).map(([lane, l]) => ({ lane, released: byHolder(l.released), responsible: byHolder(l.responsible) })),
     holdings: v.holdings.map((h) => ({ holderId: h.holderId, incarnation: h.incarnation, lane: h.lane, retained: h.retained.toJSON(), issuedAt: h.issuedAt })),
     staleAfterMs: v.staleAfterMs,
-    recovery: { ...v.recovery },
+    // Only the fields the kind declares (a topology may carry more): the encoder is strict.
+    recovery: { destination: v.recovery.destination, detectSec: v.recovery.detectSec, authorizeSec: v.recovery.authorizeSec, acquireCapacitySec: v.recovery.acquireCapacitySec, persistSec: v.recovery.persistSec, validateSec: v.recovery.validateSec },
   };
 }
 
