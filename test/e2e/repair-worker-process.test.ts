@@ -52,6 +52,7 @@ test.serial("a repair handed to a repair worker in another process (custody run 
   t.is(rep!.state, "done", rep!.reason);
   t.is(rep!.replacement, "h-e3");
   t.true((rep!.copiedBytes ?? 0) > 0, "units were copied");
+  t.log(`remote repair of failure @${failureSeq}: ${rep!.copiedBytes} B in ${rep!.measuredMs} ms (estimate ${rep!.estimateMs} ms), ${d.controller.core.counters.get("repair_request_answered")} requests answered over NATS`);
   t.true(retainedBy("h-e3").coversAll(lost), `the replacement retains what h-e1 retained (${lost}); it retains ${retainedBy("h-e3")}`);
   const o = d.controller.core.follower.state.obligations[obligationIdOf(d.volume, LANE)]!;
   t.true(o.responsible["h-e3"]?.coversAll(lost) ?? false, "the control log makes the replacement responsible for the failed holder's ranges");
