@@ -1,7 +1,10 @@
-import { assertEvent, fromPromise, setup } from "xstate";
-import type { InboundMessage } from "../transport/index.ts";
+import { assertEvent, enqueueActions, fromPromise, setup, type DoneActorEvent } from "xstate";
+import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
+import type { RepairLaunch } from "./controller/failure-repair-runner.ts";
+import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
 import type { VolumeStatus } from "./controller/status-document.ts";
+import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
@@ -10,8 +13,16 @@ import type { VolumeStatus } from "./controller/status-document.ts";
  * at most once per `evalIntervalMs` and only when something changed — never on the per-I/O path.
  * Each round's control-log refresh also notices newly committed declare-failure events; when the
  * round is done the `startRepairs` action starts one repair task per failure (or, without a repair
- * configuration, the status document reports the failure as "repair needed").
+ * configuration, the status document reports the failure as "repair needed"). Each prepared repair
+ * comes back as `repair.launch`, and `spawnRepair` starts it as a CHILD actor with id
+ * `repair.<repairId>`: a `repairMachine` reading and committing through the controller in-process,
+ * or `remoteRepair`, which hands it to a repair worker over NATS. The child's output arrives as
+ * `xstate.done.actor.repair.<repairId>` and `recordRepair` records it. Requests of repairs handed
+ * to a worker arrive as `nats.repair` and `answerRepair` answers them.
  */
+
+/** The id of a repair's child actor (its done event is `xstate.done.actor.repair.<repairId>`). */
+export const repairChildId = (repairId: string): string => `repair.${repairId}`;
 
 /** Lifecycle states, as an enumeration. */
 export const ControllerState = { Starting: "starting", Waiting: "waiting", Evaluating: "evaluating", Stopped: "stopped", Failed: "failed" } as const;
@@ -29,6 +40,9 @@ export type ControllerEvent =
   | { type: "nats.receipt"; msg: InboundMessage }
   | { type: "nats.event"; msg: InboundMessage }
   | { type: "nats.admit"; msg: InboundMessage }
+  | { type: "nats.repair"; msg: InboundMessage }
+  | { type: "repair.launch"; launch: RepairLaunch }
+  | DoneActorEvent<RepairOutcome, `repair.${string}`>
   | { type: "timer.coverage" }
   | { type: "evaluate.now" }
   | { type: "stop" };
@@ -37,6 +51,7 @@ const ingest = {
   "nats.receipt": { actions: "foldReceipt" },
   "nats.event": { actions: "foldEvent" },
   "nats.admit": { actions: "admitIncarnation" },
+  "nats.repair": { actions: "answerRepair" },
   "timer.coverage": { actions: "checkCoverage" },
   "evaluate.now": { actions: "force" },
 } as const;
@@ -50,6 +65,8 @@ export const controllerMachine = setup({
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: ControllerCore } }) => input.core.start()),
     evaluate: fromPromise<VolumeStatus, { core: ControllerCore }>(async ({ input }) => input.core.evaluate()),
+    repair: repairMachine,
+    remoteRepair: fromPromise<RepairOutcome, { transport: Transport; task: RemoteRepairTask; timeoutMs: number }>(({ input }) => requestRemoteRepair(input.transport, input.task, input.timeoutMs)),
   },
   actions: {
     foldReceipt: ({ context, event }) => {
@@ -80,6 +97,21 @@ export const controllerMachine = setup({
     // Declared failures noticed by the round's log refresh get one repair task each (keyed by
     // their control-log sequence; the core refuses a second start of the same one).
     startRepairs: ({ context }) => context.core.startRepairs(),
+    spawnRepair: enqueueActions(({ event, enqueue }) => {
+      assertEvent(event, "repair.launch");
+      const { input, remote, workerTimeoutMs } = event.launch;
+      const id = repairChildId(input.repairId);
+      if (!remote) return enqueue.spawnChild("repair", { id, input });
+      const task: RemoteRepairTask = { repairId: input.repairId, volume: input.volume, lanes: input.lanes, failed: input.failed, replacement: input.replacement, bandwidthBytesPerSec: input.repairBandwidthBytesPerSec, receiptTimeoutMs: input.receiptTimeoutMs };
+      enqueue.spawnChild("remoteRepair", { id, input: { transport: input.transport, task, timeoutMs: workerTimeoutMs } });
+    }),
+    recordRepair: ({ context, event }) => {
+      void context.core.settleRepair((event as DoneActorEvent<RepairOutcome>).output);
+    },
+    answerRepair: ({ context, event }) => {
+      assertEvent(event, "nats.repair");
+      context.core.handleRepairRequest(event.msg);
+    },
   },
   guards: {
     due: ({ context }) => context.core.dirty || context.forced,
@@ -91,7 +123,7 @@ export const controllerMachine = setup({
   id: "controller",
   context: ({ input }) => ({ core: input.core, intervalMs: input.intervalMs, forced: false }),
   initial: ControllerState.Starting,
-  on: { stop: `.${ControllerState.Stopped}` },
+  on: { stop: `.${ControllerState.Stopped}`, "repair.launch": { actions: "spawnRepair" }, "xstate.done.actor.repair.*": { actions: "recordRepair" } },
   states: {
     [ControllerState.Starting]: {
       invoke: {

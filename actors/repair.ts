@@ -1,7 +1,7 @@
 import { createActor, toPromise } from "xstate";
 import { CustodyError } from "../core/index.ts";
 import type { ControlEventOf } from "../custody/index.ts";
-import { repairMachine, RepairState, type RepairReport } from "./repair.machine.ts";
+import { repairMachine, type RepairFailure, type RepairOutcome, type RepairReport } from "./repair.machine.ts";
 import type { RepairInput } from "./repair/repair-steps.ts";
 
 /** Thrown when a repair task ends in `failed`; `detail.step` names where, `detail.cause` the code. */
@@ -11,21 +11,27 @@ export class RepairFailedError extends CustodyError {
   }
 }
 
+/** The report of a repair outcome, or RepairFailedError naming the step that failed. */
+export function reportOf(outcome: RepairOutcome): RepairReport {
+  if (outcome.report !== undefined) return outcome.report;
+  const f: RepairFailure = outcome.failure ?? { step: "unknown", code: "repair_failed", message: "unknown" };
+  throw new RepairFailedError(f.step, f);
+}
+
 /**
- * Runs one repair task to completion and resolves with its report (measured time next to the
- * estimate). Throws RepairFailedError when any step fails (nothing is activated then).
+ * Runs one repair task to completion as a root actor (a repair worker's task, or a test) and
+ * resolves with its report (measured time next to the estimate). Throws RepairFailedError when any
+ * step fails (nothing is activated then). The controller runs its own repairs as child actors.
  */
 export async function runRepair(input: RepairInput): Promise<RepairReport> {
+  return reportOf(await runRepairTask(input));
+}
+
+/** Runs one repair task to completion and resolves with its outcome (never rejects). */
+export async function runRepairTask(input: RepairInput): Promise<RepairOutcome> {
   const actor = createActor(repairMachine, { input, clock: input.clock });
-  let lastStep: string = RepairState.Admitting;
-  actor.subscribe((s) => {
-    if (s.value !== RepairState.Failed) lastStep = String(s.value);
-  });
   actor.start();
-  await toPromise(actor).catch(() => undefined);
-  const snap = actor.getSnapshot();
-  if (snap.value === RepairState.Done && snap.context.report) return snap.context.report;
-  throw new RepairFailedError(lastStep, snap.context.error ?? { code: "repair_failed", message: "unknown" });
+  return toPromise(actor);
 }
 
 /**

@@ -12,3 +12,5 @@ export { decodeBounded } from "./wire/msgpack-bounds.ts";
 export { fastDecodeUnit } from "./wire/unit-fast-decode.ts";
 export { fastDecodeUnitFrame, writeUnitFrame } from "./wire/unit-frame-codec.ts";
 export { WireError, WireErrorCode } from "./wire/wire-error.ts";
+export { repairActivateSpec, repairAdmitSpec, repairAnswerSpec, repairOutcomeSpec, repairProtectSpec, repairTaskSpec, repairUnprotectSpec, repairViewRequestSpec, repairViewSpec, type WireRepairAnswer, type WireRepairOutcome, type WireRepairTask, type WireRepairView } from "./wire/repair-messages.ts";
+export { RepairOp, repairSubject, repairRequestsOfVolume, repairTaskSubject } from "./subjects.ts";

@@ -19,6 +19,8 @@ import { identifierProblem } from "../core/index.ts";
  * | admit    | custody.v1.admit.<holder>                          | a new incarnation asks to be admitted     |
  * | base     | custody.v1.base.<holder>                           | a base snapshot built beside a holder     |
  * | ps       | custody.v1.ps.<role>                               | "who is running": every process answers   |
+ * | repair   | custody.v1.repair.<volume>.<op>                    | a repair task's requests to its controller|
+ * | repair-task | custody.v1.repair-task.<volume>                 | a controller hands a repair to a worker   |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -36,6 +38,8 @@ export const SubjectKind = {
   Admit: "admit",
   Base: "base",
   Ps: "ps",
+  Repair: "repair",
+  RepairTask: "repair-task",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -53,6 +57,8 @@ export const SUBJECT_FIELDS = {
   admit: ["holder"],
   base: ["holder"],
   ps: ["role"],
+  repair: ["volume", "op"],
+  "repair-task": ["volume"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -249,4 +255,25 @@ export function parseSubjectOf<K extends SubjectKind>(kind: K, subject: string):
     throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} is a ${parsed.kind} subject, expected ${kind}`, { token: parsed.kind, role: "kind", reason: `expected ${kind}`, subject });
   }
   return parsed as SubjectOf<K>;
+}
+
+// --- Repair protocol (issue #18): a repair task talks to its controller over these subjects. ---
+
+/** The requests a repair task makes of its controller, as the last token of its subject. */
+export const RepairOp = { View: "view", Admit: "admit", Activate: "activate", Protect: "protect", Unprotect: "unprotect" } as const;
+export type RepairOp = (typeof RepairOp)[keyof typeof RepairOp];
+
+/** `custody.v1.repair.<volume>.<op>`: a repair task's request to the controller of `volume`. */
+export function repairSubject(volume: string, op: RepairOp): string {
+  return buildSubject({ kind: "repair", volume, op });
+}
+
+/** Filter for every repair request to the controller of `volume` (what it answers). */
+export function repairRequestsOfVolume(volume: string): string {
+  return subjectFilter("repair", { volume });
+}
+
+/** `custody.v1.repair-task.<volume>`: a controller hands one repair of `volume` to a repair worker. */
+export function repairTaskSubject(volume: string): string {
+  return buildSubject({ kind: "repair-task", volume });
 }

@@ -2,9 +2,10 @@
 export { readPublicKeyHex } from "./control-trust-files.ts";
 export { serveMetrics, type MetricsOptions, type MetricsSource } from "./metrics-endpoint.ts";
 export { gatherProcessStats, listProcesses, type ProcessStats } from "./process-stats.ts";
-export { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, natsRoleSchema, readRoleConfig, writerRoleSchema, type NatsRoleConfig } from "./role-config.ts";
+export { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, natsRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema, type NatsRoleConfig, type RepairRoleConfig } from "./role-config.ts";
 export { runBaseBuilder } from "./run-base-builder.ts";
 export { runController } from "./run-controller.ts";
+export { runRepairWorker, type RunningRepairWorker } from "./run-repair.ts";
 export { ConnectionLostError, runHolder } from "./run-holder.ts";
 export { runWriter } from "./run-writer.ts";
 export { workloadBlock, type AckedWrite } from "./workload.ts";

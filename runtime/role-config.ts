@@ -186,3 +186,20 @@ export const baseBuilderRoleSchema = z.strictObject({
   maxSeqsPerBuild: z.number().int().positive().optional(),
 });
 export type BaseBuilderRoleConfig = z.infer<typeof baseBuilderRoleSchema>;
+
+/**
+ * A repair worker: it takes the repair tasks the controllers of `volumes` hand out (their
+ * `repair.worker` is `remote`) and runs each, asking the controller over NATS for what it reads
+ * and for the commits it needs.
+ */
+export const repairRoleSchema = z.strictObject({
+  role: z.literal("repair"),
+  nats: natsRoleSchema,
+  metrics: metricsSchema,
+  /** This worker's id (its connection name; on a secured bus, its repair principal). */
+  workerId: z.string().min(1),
+  volumes: z.array(z.string().min(1)).min(1),
+  /** How long one request to a controller may take before the repair fails (ms). Default 10000. */
+  requestTimeoutMs: z.number().int().positive().optional(),
+});
+export type RepairRoleConfig = z.infer<typeof repairRoleSchema>;

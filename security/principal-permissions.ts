@@ -10,6 +10,9 @@
  *   units only into its downstream edges of those lanes;
  * - only the controller publishes release frontiers; the controller, and an operator given
  *   `commitRegions` (its signed bootstrap, holds and admissions), append to the control stream;
+ * - only the controller of a volume answers its repair requests (`repair.<volume>.<op>`), which only
+ *   the repair principal and that controller may send; only the controller hands repair tasks
+ *   (`repair-task.<volume>`) to the repair principal;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
  *   deletes or purges streams);
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
@@ -28,6 +31,8 @@ import {
   fetchSubject,
   receiptSubject,
   releaseSubject,
+  repairRequestsOfVolume,
+  repairTaskSubject,
   statusSubject,
   subjectFilter,
   transferSubject,
@@ -219,19 +224,28 @@ function controller(s: RoleScopes["controller"], pub: Set<string>, sub: Set<stri
     sub.add(subjectFilter("receipt", { volume: v }));
     sub.add(eventSubject(v));
     pub.add(statusSubject(v));
+    // It answers the repairs it handed out, and may hand a repair to a worker (and ask itself).
+    sub.add(repairRequestsOfVolume(v));
+    pub.add(repairRequestsOfVolume(v));
+    pub.add(repairTaskSubject(v));
   }
   sub.add(subjectFilter("admit"));
   pub.add(subjectFilter("release"));
   // The only principal that appends to the control stream (a JetStream publish on its subject).
   pub.add(ctrlSubject(s.controlRegion));
-  // Repair runs inside the controller: it reads retained units and moves custody between holders.
+  // Repair may run inside the controller: it reads retained units and moves custody between holders.
   pub.add(subjectFilter("fetch"));
   pub.add(subjectFilter("transfer"));
   readControlLog(s.controlRegion, pub);
 }
 
 function repair(s: RoleScopes["repair"], pub: Set<string>, sub: Set<string>): void {
-  for (const v of s.volumes) sub.add(statusSubject(v));
+  for (const v of s.volumes) {
+    sub.add(statusSubject(v));
+    // It takes repair tasks of its volumes and asks their controllers for reads and commits.
+    sub.add(repairTaskSubject(v));
+    pub.add(repairRequestsOfVolume(v));
+  }
   pub.add(subjectFilter("fetch"));
   pub.add(subjectFilter("transfer"));
   readControlLog(s.controlRegion, pub);

@@ -98,6 +98,14 @@ export interface RepairConfig {
   readonly receiptTimeoutMs?: number;
   /** Longest a repair's read stays held in the control log if its controller dies mid-repair (ms). Default 600000. */
   readonly readLeaseMs?: number;
+  /**
+   * Where repairs run: `in-process` (default) as child actors of the controller, or `remote`:
+   * handed to a repair worker of the volume (`custody run repair`) over NATS, the controller
+   * answering its requests (see docs/custody.md).
+   */
+  readonly worker?: "in-process" | "remote";
+  /** How long a remote worker may take before the repair counts as failed (ms). Default 600000. */
+  readonly workerTimeoutMs?: number;
 }
 
 /** The obligation id holders put in their receipts for a lane (`<volume>-<lane>`). */

@@ -1,17 +1,10 @@
 import { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { commitControlEvent, type ControllerIdentity } from "../../custody/index.ts";
-import { ControlConflictError } from "../../custody/index.ts";
-import { ControlLogFollower } from "../../custody/index.ts";
-import { overdueHolds, overdueReason } from "../../custody/index.ts";
-import { HolderStatus, receiptVerifyContext, releasedRanges, type ControlState } from "../../custody/index.ts";
-import type { ControlEventBody } from "../../custody/index.ts";
-import { ReceiptLedger } from "../../custody/index.ts";
-import { evaluateState, type EvaluationReport } from "../../policies/index.ts";
-import { Residency, type BaseSnapshot, type EvaluationState, type RecoveryInFlight } from "../../policies/index.ts";
-import { authorizeReleases, withoutStaleClaims, type ReleaseRequest } from "../../policies/index.ts";
-import { releaseEventFor } from "../../policies/index.ts";
+import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
+import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
+import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutStaleClaims } from "../../policies/index.ts";
+import type { BaseSnapshot, EvaluationReport, EvaluationState, RecoveryInFlight, ReleaseRequest } from "../../policies/index.ts";
 import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { decodeAny, decodeMessage, encodeMessage } from "../../protocol/index.ts";
@@ -24,12 +17,14 @@ import { receiptBatchSpec } from "../../custody/index.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { CommitHistory } from "./commit-history.ts";
 import { FailureRepairRunner } from "./failure-repair-runner.ts";
+import { inProcessRepairPort } from "./in-process-repair-port.ts";
+import type { RepairOutcome } from "../repair.machine.ts";
 import { AutoAdmission } from "./auto-admission.ts";
 import { DurationWindow } from "../../core/index.ts";
 import { RepeatingTimer } from "../../core/index.ts";
 import { ControllerSpend } from "./controller-spend.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
-import { MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
+import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
 // Re-exported for callers that know them from here.
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts";
 
@@ -80,7 +75,7 @@ export class ControllerCore {
   constructor(
     readonly config: ControllerConfig,
     private readonly ports: ControllerPorts,
-    private readonly dispatch: (e: { type: "nats.receipt" | "nats.event" | "nats.admit"; msg: InboundMessage } | { type: "timer.coverage" }) => void,
+    private readonly dispatch: ControllerDispatch,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
@@ -103,7 +98,8 @@ export class ControllerCore {
       counters: this.counters,
       controlState: () => this.follower.state,
       commit: (b) => this.commit(b),
-      controller: this,
+      port: inProcessRepairPort(this),
+      launch: (launch) => this.dispatch({ type: "repair.launch", launch }),
       nudge: () => (this.dirty = true),
     });
     this.coverage = new CoverageRepair(
@@ -148,6 +144,8 @@ export class ControllerCore {
     });
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     if (!this.stopped) this.coverageTimer = new RepeatingTimer(this.ports.clock, this.config.coverageRepair?.checkMs ?? 500, () => this.dispatch({ type: "timer.coverage" }), () => this.stopped);
+    // Repairs handed to a worker ask this controller over NATS (only when repairs are delegated).
+    this.subs.push(...this.failureRepairs.subscribe((msg) => this.dispatch({ type: "nats.repair", msg })));
     if (this.config.admission === "key-continuity") {
       this.subs.push(this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })));
     }
@@ -367,14 +365,19 @@ export class ControllerCore {
     return s;
   }
 
-  /** True when the last scan found declared failures whose repair has not been started. */
-  get repairsPending(): boolean {
-    return this.failureRepairs.pending;
-  }
-
   /** Starts one repair task per pending declared failure (see FailureRepairRunner.start). Never throws. */
   startRepairs(): void {
     this.failureRepairs.start();
+  }
+
+  /** A repair task's request over NATS (see RepairService): checked, answered, counted. */
+  handleRepairRequest(msg: InboundMessage): void {
+    void this.failureRepairs.answer(msg);
+  }
+
+  /** A repair child actor ended: its outcome is recorded (see FailureRepairRunner.settle). */
+  settleRepair(outcome: RepairOutcome): Promise<void> {
+    return this.failureRepairs.settle(outcome);
   }
 
   /** Every declared failure this controller has seen and what became of its repair, by sequence. */

@@ -4,7 +4,9 @@ import type { ControlLogStore } from "../../custody/index.ts";
 import type { ControlSigner, ControlTrust } from "../../custody/index.ts";
 import type { EvaluationState } from "../../policies/index.ts";
 import type { authorizeReleases, ReleaseRequest } from "../../policies/index.ts";
-import type { Transport } from "../../transport/index.ts";
+import type { InboundMessage, Transport } from "../../transport/index.ts";
+import type { ReplacementAdmission } from "../repair/repair-port.ts";
+import type { RepairLaunch } from "./failure-repair-runner.ts";
 import type { StandbyHolder } from "./controller-config.ts";
 
 /**
@@ -50,9 +52,9 @@ export const MAX_AUDITS = 32;
 export const COARSE_RUN_SEQS = 65_536;
 
 /** A holder being admitted by `bootstrap` or a repair. */
-export interface HolderAdmission {
-  readonly holderId: string;
-  readonly incarnation: number;
-  readonly publicKey: Uint8Array;
-  readonly failureDomain: string;
-}
+export type HolderAdmission = ReplacementAdmission;
+
+/** How the controller's working parts hand events to its machine. */
+export type ControllerDispatch = (
+  e: { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair"; msg: InboundMessage } | { type: "timer.coverage" } | { type: "repair.launch"; launch: RepairLaunch },
+) => void;

@@ -2,11 +2,14 @@ import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import type { ControlEventBody } from "../../custody/index.ts";
 import type { ControlState } from "../../custody/index.ts";
-import { runRepair } from "../repair.ts";
+import type { RepairOutcome } from "../repair.machine.ts";
+import { reportOf } from "../repair.ts";
+import type { RepairPort } from "../repair/repair-port.ts";
 import { missingCoverage, type RepairInput } from "../repair/repair-steps.ts";
 import { obligationIdOf, type ControllerConfig, type RepairConfig, type StandbyHolder } from "./controller-config.ts";
-import type { ControllerCore } from "./controller-core.ts";
 import type { ControllerPorts, RepairLauncher } from "./controller-ports.ts";
+import { RepairService } from "./repair-service.ts";
+import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { holdReads, type ReadHolds } from "./read-holds.ts";
 import { RepairStatusState, type RepairStatus } from "./status-document.ts";
@@ -20,10 +23,29 @@ export interface FailureRepairDeps {
   controlState(): ControlState;
   /** Commits a control event (fenced, chained, signed when the log is). */
   commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }>;
-  /** The controller the repair task reports to (it admits the replacement and moves custody through it). */
-  readonly controller: ControllerCore;
+  /** How the controller's own (in-process) repairs read its state and commit through it. */
+  readonly port: RepairPort;
+  /** Hands a prepared repair to the controller machine, which starts it as a child actor. */
+  launch(repair: RepairLaunch): void;
   /** Something changed that the next status document should show. */
   nudge(): void;
+}
+
+/** A repair ready to run: in-process as a child `repairMachine`, or handed to a worker. */
+export interface RepairLaunch {
+  readonly input: RepairInput;
+  /** Hand it to a repair worker (`custody run repair`) instead of running it here. */
+  readonly remote: boolean;
+  /** How long a worker may take before the repair counts as failed (ms). */
+  readonly workerTimeoutMs: number;
+}
+
+/** A launched repair the runner waits to hear back from. */
+interface Running {
+  readonly failureSeq: number;
+  readonly base: Pick<RepairStatus, "failureSeq" | "failed" | "replacement">;
+  readonly reads: ReadHolds;
+  readonly remote: boolean;
 }
 
 /**
@@ -39,8 +61,25 @@ export class FailureRepairRunner {
   private pendingFailures: FailureToRepair[] = [];
   /** Repair records keyed by the declare-failure sequence: each failure is handled once. */
   private readonly recordsBySeq = new Map<number, RepairStatus>();
+  /** Launched repairs by repair id, until their outcome arrives (`settle`). */
+  private readonly running = new Map<string, Running>();
 
-  constructor(private readonly d: FailureRepairDeps) {}
+  /** Answers the requests of repairs handed to a worker (`config.repair.worker: "remote"`). */
+  private readonly service: RepairService;
+
+  constructor(private readonly d: FailureRepairDeps) {
+    this.service = new RepairService({ volume: d.config.topology.volume, transport: d.ports.transport, counters: d.counters, port: d.port });
+  }
+
+  /** Subscribes the repair requests when repairs are handed to workers (none otherwise). */
+  subscribe(deliver: (msg: InboundMessage) => void): TransportSubscription[] {
+    return this.d.config.repair?.worker === "remote" ? [this.service.subscribe(deliver)] : [];
+  }
+
+  /** Answers one repair request (see RepairService.handle). */
+  answer(msg: InboundMessage): Promise<void> {
+    return this.service.handle(msg);
+  }
 
   private get volume(): string {
     return this.d.config.topology.volume;
@@ -68,11 +107,6 @@ export class FailureRepairRunner {
     }
   }
 
-  /** True when the last scan found declared failures whose repair has not been started. */
-  get pending(): boolean {
-    return this.pendingFailures.length > 0;
-  }
-
   /**
    * Starts one repair task per pending declared failure (once per control-log sequence), with the
    * first standby holder never admitted. Runs in the background; its outcome lands in `records`.
@@ -97,6 +131,10 @@ export class FailureRepairRunner {
     }
   }
 
+  /**
+   * Prepares one repair (starts the standby, holds what it will read in the control log) and
+   * launches it. Its outcome comes back through `settle`.
+   */
   private async repairOne(f: FailureToRepair, standby: StandbyHolder, cfg: RepairConfig, launcher: RepairLauncher): Promise<void> {
     const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId };
     let reads: ReadHolds | undefined;
@@ -108,24 +146,47 @@ export class FailureRepairRunner {
         lanes: this.d.config.topology.lanes,
         failed: f.failed,
         replacement,
-        controller: this.d.controller,
+        port: this.d.port,
         transport: this.d.ports.transport,
         clock: this.d.ports.clock,
         repairBandwidthBytesPerSec: cfg.bandwidthBytesPerSec,
         receiptTimeoutMs: cfg.receiptTimeoutMs,
       };
+      const missing = missingCoverage(await this.d.port.view(input.lanes), input);
       // What the repair reads is held in the control log too (not only in this controller's memory).
-      reads = await holdReads((b) => this.d.commit(b), this.d.ports.clock, { id: input.repairId, volume: this.volume, ranges: missingCoverage(input), leaseMs: cfg.readLeaseMs ?? 600_000, by: `repair of failure ${f.seq}` });
-      const report = await runRepair(input);
+      reads = await holdReads((b) => this.d.commit(b), this.d.ports.clock, { id: input.repairId, volume: this.volume, ranges: missing, leaseMs: cfg.readLeaseMs ?? 600_000, by: `repair of failure ${f.seq}` });
+      const remote = cfg.worker === "remote";
+      this.running.set(input.repairId, { failureSeq: f.seq, base, reads, remote });
+      if (remote) this.service.openRepair({ repairId: input.repairId, lanes: input.lanes, failed: input.failed, replacement });
+      this.d.launch({ input, remote, workerTimeoutMs: cfg.workerTimeoutMs ?? 600_000 });
+    } catch (err) {
+      this.recordFailure(base, err);
+      await reads?.end("repair finished");
+      this.d.nudge();
+    }
+  }
+
+  /** A launched repair ended (its child actor's output): records it and ends its read hold. */
+  async settle(outcome: RepairOutcome): Promise<void> {
+    const r = this.running.get(outcome.repairId);
+    if (r === undefined) return;
+    this.running.delete(outcome.repairId);
+    if (r.remote) this.service.closeRepair(outcome.repairId);
+    try {
+      const report = reportOf(outcome);
       const est = report.estimate.totalSec;
-      this.recordsBySeq.set(f.seq, { ...base, state: RepairStatusState.done, measuredMs: report.measuredMs, estimateMs: Number.isFinite(est) ? est * 1000 : null, copiedBytes: report.copiedBytes });
+      this.recordsBySeq.set(r.failureSeq, { ...r.base, state: RepairStatusState.done, measuredMs: report.measuredMs, estimateMs: Number.isFinite(est) ? est * 1000 : null, copiedBytes: report.copiedBytes });
       this.d.counters.inc("repair_completed");
     } catch (err) {
-      this.recordsBySeq.set(f.seq, { ...base, state: RepairStatusState.failed, reason: err instanceof Error ? err.message.slice(0, 512) : String(err).slice(0, 512) });
-      this.d.counters.inc(`repair_${err instanceof CustodyError ? err.code : "failed"}`);
+      this.recordFailure(r.base, err);
     }
-    await reads?.end("repair finished");
+    await r.reads.end("repair finished");
     this.d.nudge();
+  }
+
+  private recordFailure(base: Running["base"], err: unknown): void {
+    this.recordsBySeq.set(base.failureSeq, { ...base, state: RepairStatusState.failed, reason: err instanceof Error ? err.message.slice(0, 512) : String(err).slice(0, 512) });
+    this.d.counters.inc(`repair_${err instanceof CustodyError ? err.code : "failed"}`);
   }
 
   /** Every declared failure seen and what became of its repair, by sequence. */

@@ -2,11 +2,9 @@ import type { Clock } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { Transport } from "../../transport/index.ts";
-import { obligationIdOf } from "../controller/controller-config.ts";
-import type { ControllerCore } from "../controller/controller-core.ts";
-import type { HolderAdmission } from "../controller/controller-ports.ts";
 import { copyOverNats } from "./copy-over-nats.ts";
 import { HolderStatus } from "../../custody/index.ts";
+import type { RepairPort, RepairView, ReplacementAdmission } from "./repair-port.ts";
 
 /** Thrown when survivors no longer hold a range the repair must copy (that coverage is lost). */
 export class RepairSourceLostError extends CustodyError {
@@ -29,8 +27,10 @@ export interface RepairInput {
   readonly lanes: readonly string[];
   /** Holders the declare-failure event named (their coverage is what is missing). */
   readonly failed: readonly string[];
-  readonly replacement: HolderAdmission;
-  readonly controller: ControllerCore;
+  readonly replacement: ReplacementAdmission;
+  /** How the repair reaches its controller (reads and commits go through it, never around it). */
+  readonly port: RepairPort;
+  /** Where it reads survivors' units and offers them to the replacement. */
   readonly transport: Transport;
   readonly clock: Clock;
   /** Bandwidth assumed for the estimate (bytes/s). */
@@ -38,28 +38,49 @@ export interface RepairInput {
   readonly receiptTimeoutMs?: number;
 }
 
+/** The parts of a repair's input `missingCoverage` reads. */
+export type CoverageQuestion = Pick<RepairInput, "lanes" | "failed">;
+
 /**
  * Lane → ranges the failed holders were still covering: what their last receipts retained, minus
- * what the control log had already released for them (that coverage was judged redundant).
+ * what the control log had already released for them (that coverage was judged redundant). Pure.
  */
-export function missingCoverage(inp: RepairInput): Record<string, RangeSet> {
+export function missingCoverage(view: RepairView, inp: CoverageQuestion): Record<string, RangeSet> {
   const out: Record<string, RangeSet> = {};
-  const s = inp.controller.follower.state;
   for (const lane of inp.lanes) {
-    const released = s.obligations[obligationIdOf(inp.volume, lane)]?.released ?? {};
+    const released = view.lanes[lane]?.released ?? {};
     let r = RangeSet.EMPTY;
-    for (const h of inp.failed) {
-      for (const x of inp.controller.ledger.holdings({ volume: inp.volume, lane, holderId: h })) r = r.union(x.retained.subtract(released[h] ?? RangeSet.EMPTY));
+    for (const h of view.holdings) {
+      if (h.lane !== lane || !inp.failed.includes(h.holderId)) continue;
+      r = r.union(h.retained.subtract(released[h.holderId] ?? RangeSet.EMPTY));
     }
     out[lane] = r;
   }
   return out;
 }
 
+/** What the survey step found: the missing coverage (now protected from release) and the view it came from. */
+export interface RepairSurvey {
+  readonly missing: Record<string, RangeSet>;
+  readonly view: RepairView;
+}
+
+/**
+ * Asks the controller for its view, computes the missing coverage and protects it from release
+ * while the repair reads it (one protection per lane, `<repairId>-<lane>`).
+ */
+export async function surveyMissing(inp: RepairInput): Promise<RepairSurvey> {
+  const view = await inp.port.view(inp.lanes);
+  const missing = missingCoverage(view, inp);
+  for (const [lane, ranges] of Object.entries(missing)) {
+    if (!ranges.isEmpty) await inp.port.protect({ id: `${inp.repairId}-${lane}`, lane, ranges });
+  }
+  return { missing, view };
+}
+
 /** Commits `admit_holder` for the replacement (acquiring capacity through the control log). */
-export async function admitReplacement(inp: RepairInput): Promise<number> {
-  const { seq } = await inp.controller.commit(() => ({ type: "admit_holder", ...inp.replacement }));
-  return seq;
+export function admitReplacement(inp: RepairInput): Promise<number> {
+  return inp.port.admit(inp.replacement);
 }
 
 /**
@@ -72,15 +93,15 @@ export async function admitReplacement(inp: RepairInput): Promise<number> {
 export async function copyMissing(inp: RepairInput, missing: Record<string, RangeSet>): Promise<{ units: number; bytes: number }> {
   let units = 0;
   let bytes = 0;
-  const s = inp.controller.follower.state;
+  const view = await inp.port.view(inp.lanes);
   const now = inp.clock.now();
-  const stale = inp.controller.config.topology.staleAfterMs;
   for (const [lane, ranges] of Object.entries(missing)) {
     if (ranges.isEmpty) continue;
     const by = new Map<string, RangeSet>();
-    for (const h of inp.controller.ledger.holdings({ volume: inp.volume, lane })) {
-      if (inp.failed.includes(h.holderId) || h.holderId === inp.replacement.holderId) continue;
-      if (s.holders[h.holderId]?.status !== HolderStatus.active || s.holders[h.holderId]?.incarnation !== h.incarnation || now - h.issuedAt > stale) continue;
+    for (const h of view.holdings) {
+      if (h.lane !== lane || inp.failed.includes(h.holderId) || h.holderId === inp.replacement.holderId) continue;
+      const admitted = view.holders[h.holderId];
+      if (admitted?.status !== HolderStatus.active || admitted.incarnation !== h.incarnation || now - h.issuedAt > view.staleAfterMs) continue;
       by.set(h.holderId, (by.get(h.holderId) ?? RangeSet.EMPTY).union(h.retained.intersect(ranges)));
     }
     const sources = [...by].map(([holderId, retained]) => ({ holderId, retained })).sort((a, b) => b.retained.count - a.retained.count || (a.holderId < b.holderId ? -1 : 1));
@@ -95,38 +116,37 @@ export async function copyMissing(inp: RepairInput, missing: Record<string, Rang
 /** Resolves once the controller's ledger shows the replacement retaining every missing range. */
 export function awaitReplacementReceipts(inp: RepairInput, missing: Record<string, RangeSet>): Promise<void> {
   const until = inp.clock.now() + (inp.receiptTimeoutMs ?? 10_000);
+  const lanes = Object.keys(missing);
   return new Promise((resolve, reject) => {
     const check = () => {
-      const ok = Object.entries(missing).every(([lane, ranges]) => {
-        let r = RangeSet.EMPTY;
-        for (const h of inp.controller.ledger.holdings({ volume: inp.volume, lane, holderId: inp.replacement.holderId })) r = r.union(h.retained);
-        return r.coversAll(ranges);
-      });
-      if (ok) return resolve();
-      if (inp.clock.now() > until) return reject(new RepairTimeoutError({ replacement: inp.replacement.holderId }));
-      inp.clock.setTimeout(check, 10);
+      inp.port.view(lanes).then((view) => {
+        const ok = Object.entries(missing).every(([lane, ranges]) => {
+          let r = RangeSet.EMPTY;
+          for (const h of view.holdings) if (h.lane === lane && h.holderId === inp.replacement.holderId) r = r.union(h.retained);
+          return r.coversAll(ranges);
+        });
+        if (ok) return resolve();
+        if (inp.clock.now() > until) return reject(new RepairTimeoutError({ replacement: inp.replacement.holderId }));
+        inp.clock.setTimeout(check, inp.port.pollMs);
+      }, reject);
     };
     check();
   });
 }
 
 /**
- * Makes the replacement responsible for what the failed holders were responsible for (prepare
- * and activate a transfer per failed holder and lane), so the controller may re-authorize releases
- * that relied on the lost copies. Returns the last committed sequence.
+ * Makes the replacement responsible for what the failed holders were responsible for (one transfer
+ * per failed holder and lane, committed by the controller), so the controller may re-authorize
+ * releases that relied on the lost copies. Returns the last committed sequence.
  */
 export async function activateReplacement(inp: RepairInput, missing: Record<string, RangeSet>): Promise<number> {
   let last = 0;
   for (const lane of inp.lanes) {
-    const obligationId = obligationIdOf(inp.volume, lane);
+    const ranges = missing[lane] ?? RangeSet.EMPTY;
+    if (ranges.isEmpty) continue;
     for (const from of inp.failed) {
-      const o = inp.controller.follower.state.obligations[obligationId];
-      const resp = o?.responsible[from];
-      const ranges = resp?.intersect(missing[lane] ?? RangeSet.EMPTY);
-      if (ranges === undefined || ranges.isEmpty) continue;
-      const transferId = `${inp.repairId}-${lane}-${from}`;
-      await inp.controller.commit(() => ({ type: "prepare_transfer", transferId, obligationId, fromHolder: from, toHolder: inp.replacement.holderId, ranges }));
-      last = (await inp.controller.commit(() => ({ type: "activate_replacement", transferId }))).seq;
+      const seq = await inp.port.activate({ transferId: `${inp.repairId}-${lane}-${from}`, lane, fromHolder: from, toHolder: inp.replacement.holderId, ranges });
+      if (seq > 0) last = seq;
     }
   }
   return last;

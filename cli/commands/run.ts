@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import type { z } from "zod";
 import { failWith } from "../output.ts";
-import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/index.ts";
+import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema } from "../../runtime/index.ts";
+import { runRepairWorker } from "../../runtime/index.ts";
 import { runBaseBuilder } from "../../runtime/index.ts";
 import { ConnectionLostError, runHolder } from "../../runtime/index.ts";
 import { runWriter } from "../../runtime/index.ts";
@@ -85,7 +86,7 @@ async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: s
 }
 
 /**
- * `custody run <holder|writer|controller> --config FILE`: runs one role as this process. It prints
+ * `custody run <holder|writer|controller|base-builder|repair> --config FILE`: runs one role as this process. It prints
  * one JSON line when it serves (`{"ready":true,"role":…}`), runs until SIGTERM or SIGINT, then stops
  * and exits 0. A start that fails (bad config, an incarnation that would be reused, NATS
  * unreachable) prints one error line and exits 1; a connection closed for good exits 2.
@@ -131,6 +132,16 @@ export function register(program: Command): void {
         const r = await runController(cfg);
         const id = r.controller.core.config.controllerId;
         return { ...r, ready: { controllerId: id }, metrics: { role: "controller", id, counters: () => r.controller.core.counters.snapshot(), status: () => r.controller.core.status } };
+      }),
+    );
+  run
+    .command("repair")
+    .description("Run a repair worker from its role config (nats, workerId, volumes): it takes the repairs its volumes' controllers hand out")
+    .requiredOption("--config <file>", "role configuration (JSON)")
+    .action((o: { config: string }) =>
+      serve("repair", o.config, repairRoleSchema, async (cfg) => {
+        const r = await runRepairWorker(cfg);
+        return { ...r, ready: { workerId: cfg.workerId, volumes: cfg.volumes }, metrics: { role: "repair", id: cfg.workerId, counters: () => r.counters.snapshot() } };
       }),
     );
 }

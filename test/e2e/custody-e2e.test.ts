@@ -1,5 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { runRepair } from "../../actors/repair.ts";
+import { inProcessRepairPort } from "../../actors/controller/in-process-repair-port.ts";
 import { authorizeReleases } from "../../policies/release.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
@@ -334,7 +335,7 @@ test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) lo
     lanes: [LANE],
     failed: ["h-e1"],
     replacement,
-    controller: d.controller.core,
+    port: inProcessRepairPort(d.controller.core),
     transport: d.holders.get("h-e2")!.transport,
     clock: { now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) },
     repairBandwidthBytesPerSec: 125_000_000,

@@ -77,4 +77,30 @@ export const wireSamples: Record<string, unknown> = {
   "replica-flushed@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 77, reached: true },
   "unit-fetch@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[1, 50]], after: -1, limit: 256 },
   "unit-batch@1": { holder: "us-east-1a-ram", units: [payload], done: true },
+  // protocol/wire/repair-messages.ts
+  "repair-view-request@1": { repairId: "repair-vol-a-12", lanes: ["lane-0"] },
+  "repair-view@1": {
+    holders: [{ holderId: "h-1", status: "failed", incarnation: 2 }],
+    lanes: [{ lane: "lane-0", released: [{ holder: "h-1", ranges: [[1, 9]] }], responsible: [{ holder: "h-1", ranges: [[1, 100]] }] }],
+    holdings: [{ holderId: "h-1", incarnation: 2, lane: "lane-0", retained: [[10, 100]], issuedAt: 1_764_000_000_000 }],
+    staleAfterMs: 30_000,
+    recovery: { destination: "s-usw", detectSec: 30, authorizeSec: 5, acquireCapacitySec: 60, persistSec: 10, validateSec: 5 },
+  },
+  "repair-admit@1": { repairId: "repair-vol-a-12", replacement: { holderId: "h-3", incarnation: 1, publicKey, failureDomain: "us-east/use1-az3/host-2" } },
+  "repair-activate@1": { repairId: "repair-vol-a-12", transferId: "repair-vol-a-12-lane-0-h-1", lane: "lane-0", fromHolder: "h-1", toHolder: "h-3", ranges: [[10, 100]] },
+  "repair-protect@1": { repairId: "repair-vol-a-12", id: "repair-vol-a-12-lane-0", lane: "lane-0", ranges: [[10, 100]] },
+  "repair-unprotect@1": { repairId: "repair-vol-a-12", id: "repair-vol-a-12-lane-0" },
+  "repair-answer@1": { ok: false, code: "repair_request_refused", message: "no such repair is running" },
+  "repair-task@1": { repairId: "repair-vol-a-12", volume: "vol-a", lanes: ["lane-0"], failed: ["h-1"], replacement: { holderId: "h-3", incarnation: 1, publicKey, failureDomain: "us-east/use1-az3/host-2" }, bandwidthBytesPerSec: 125_000_000, receiptTimeoutMs: 10_000 },
+  "repair-outcome@1": {
+    repairId: "repair-vol-a-12",
+    report: {
+      missing: [{ lane: "lane-0", ranges: [[10, 100]] }],
+      copiedUnits: 3,
+      copiedBytes: 4096,
+      measuredMs: 120.5,
+      controlSeq: 31,
+      estimate: { detectSec: 30, authorizeSec: 5, acquireCapacitySec: 60, transferSec: null, persistSec: 10, validateSec: 5, missingBytes: 4096, totalSec: null },
+    },
+  },
 };
