@@ -11,7 +11,7 @@ import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/index.ts"
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
-import type { HolderLane } from "./holder-lane.ts";
+import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
 import { holderEventSpec, transferOfferSpec } from "./holder-messages.ts";
 
 /** How long an unanswered transfer offer stands before its segments may be offered again. */
@@ -194,7 +194,7 @@ export class HolderCustodyMoves {
    * can promise their space now (else no receipt: the origin keeps custody), then publishes its own
    * signed receipt — the origin releases only on that.
    */
-  handleOffer(msg: InboundMessage): void {
+  handleOffer(msg: InboundMessage, spawnArena: SpawnLaneArena): void {
     let offer;
     try {
       offer = decodeMessage(transferOfferSpec, msg.data);
@@ -214,7 +214,7 @@ export class HolderCustodyMoves {
       this.core.counters.inc(err instanceof CustodyError ? `transfer_${err.code}` : "transfer_invalid");
       return;
     }
-    const hl = this.core.laneFor(offer.volume, offer.lane);
+    const hl = this.core.laneFor(offer.volume, offer.lane, spawnArena);
     const key = laneKey(offer.volume, offer.lane);
     const fresh = units.filter((u) => {
       try {
@@ -224,7 +224,7 @@ export class HolderCustodyMoves {
       }
     });
     const need = fresh.reduce((n, u) => n + unitRecordBytes(u), 0);
-    const got = need > 0 ? hl.arena.grant(hl.volume, hl.lane, need) : 0;
+    const got = need > 0 ? hl.reserve(need) : 0;
     if (got < need) {
       hl.forfeit(got);
       this.core.counters.inc("transfer_refused_no_space");
