@@ -5,9 +5,8 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditSender } from "../../transport/index.ts";
-import { baseSubject, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
+import { baseSubject, creditSpec, decodeMessage, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
-import { creditSpec, decodeMessage } from "../../protocol/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane, type SpawnLaneArena } from "./holder-lane.ts";
 import { FrontierBacking } from "./frontier-backing.ts";
@@ -78,9 +77,9 @@ export class HolderCore {
     this.receipts = new ReceiptPublisher(this.context, () => (this.protectionOk() ? this.evidence : undefined));
   }
 
-  private addLane(volume: string, lane: string, upstream: readonly string[], downstream: readonly string[], spawnArena: SpawnLaneArena): HolderLane {
+  private addLane(volume: string, lane: string, upstream: readonly string[], downstream: readonly string[], spawn: SpawnLaneArena): HolderLane {
     const key = laneKey(volume, lane);
-    const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters, spawnArena);
+    const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters, spawn);
     hl.creditCap = () => ramCreditHeadroom(this.config, this.evidence, this.lanes, this.ports.clock.now());
     for (const edge of downstream) {
       const onReset = (e: { incarnation: number; restarted: boolean }) => {
@@ -415,10 +414,7 @@ export class HolderCore {
     if (!this.stopped) this.dispatch(e);
   }
 
-  /**
-   * Lane runtime for `key`, created (custody-only: no upstream, no edges, its arena actor spawned
-   * by `spawnArena`) and subscribed when absent.
-   */
+  /** Lane runtime for `key`, created (custody-only; its arena actor from `spawnArena`) and subscribed when absent. */
   laneFor(volume: string, lane: string, spawnArena: SpawnLaneArena): HolderLane {
     const key = laneKey(volume, lane);
     let hl = this.lanes.get(key);
