@@ -12,7 +12,10 @@ import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 /**
  * The Holder actor. Lifecycle: starting → serving ⇄ degraded_evidence → draining → retired.
  * Every inbound NATS message, timer and async completion arrives as an event of this one actor
- * (the single owner of the holder's inbound events); named actions hand it to the core.
+ * (the single owner of the holder's inbound events); named actions hand it to the core. Each lane
+ * it serves is backed by a lane-arena actor spawned as its child (`lane-arena:<volume>/<lane>`),
+ * which owns that lane's segments, credits, pins, seal and acceptance log; the children stop when
+ * the holder retires, and a child that fails leaves its lane refusing (`lane_arena_stopped`).
  *
  * - serving: units admitted within credits, forwarded at once, receipted in signed batches.
  * - degraded_evidence: protected-RAM evidence failed; protected receipts stop (the bound is checked

@@ -310,7 +310,9 @@ const withActions = base.extend({
  * export/import) is handled in order on one region; spilling (write + deadline-bounded flush) and
  * capacity growth run as invoked promises in two parallel regions so admission never waits on disk.
  * Every refusal is a typed `rejected` emission, counted in `context.arena.counters`, with no state
- * change. Seal delays use the actor's clock (`createActor(machine, { clock, input })`).
+ * change. Seal delays use the actor's clock (`createActor(machine, { clock, input })`). Every holder
+ * lane runs one as a child of the holder actor (holder-lane.ts), which sends it every change to the
+ * lane's segments, credits, pins and log and reads the answer from what it emits within that send.
  */
 export const laneArenaMachine = withActions.createMachine({
   id: "laneArena",
