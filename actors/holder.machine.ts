@@ -1,7 +1,10 @@
-import { assertEvent, fromPromise, setup } from "xstate";
+import { assertEvent, assign, enqueueActions, fromPromise, setup, type ActorRefFrom } from "xstate";
 import { HolderCore } from "./holder/holder-core.ts";
 import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
+import { laneArenaMachine } from "./lane-arena.machine.ts";
+import type { LaneArenaInput } from "./lane-arena-events.ts";
+import type { SpawnLaneArena } from "./holder/holder-lane.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
@@ -9,7 +12,10 @@ import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 /**
  * The Holder actor. Lifecycle: starting → serving ⇄ degraded_evidence → draining → retired.
  * Every inbound NATS message, timer and async completion arrives as an event of this one actor
- * (the single owner of the holder's inbound events); named actions hand it to the core.
+ * (the single owner of the holder's inbound events); named actions hand it to the core. Each lane
+ * it serves is backed by a lane-arena actor spawned as its child (`lane-arena:<volume>/<lane>`),
+ * which owns that lane's segments, credits, pins, seal and acceptance log; the children stop when
+ * the holder retires, and a child that fails leaves its lane refusing (`lane_arena_stopped`).
  *
  * - serving: units admitted within credits, forwarded at once, receipted in signed batches.
  * - degraded_evidence: protected-RAM evidence failed; protected receipts stop (the bound is checked
@@ -63,6 +69,21 @@ function guarded(context: HolderContext, fn: () => void): void {
   }
 }
 
+/** XState's `spawn` as the context factory and `assign` actions receive it, narrowed to lane arenas. */
+type Spawner = (src: "laneArena", options: { id: string; input: LaneArenaInput }) => ActorRefFrom<typeof laneArenaMachine>;
+
+/**
+ * Spawns lane arenas as children of the holder actor. Each starts at once (XState would start it
+ * after the current transition): the holder stores into a lane in the same step that admits it.
+ */
+function laneSpawner(spawn: Spawner): SpawnLaneArena {
+  return (id, input) => {
+    const ref = spawn("laneArena", { id, input });
+    ref.start();
+    return ref;
+  };
+}
+
 function degradedBy(core: HolderCore, e: ProtectedRamEvidence): boolean {
   const p = core.config.protectedRam;
   if (!p) return false;
@@ -79,6 +100,7 @@ export const holderMachine = setup({
   },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
+    laneArena: laneArenaMachine,
   },
   actions: {
     admitUnits: ({ context, event }) => {
@@ -101,10 +123,21 @@ export const holderMachine = setup({
       assertEvent(event, "release.checked");
       guarded(context, () => context.core.releaseChecked(event.lane, event.holder, event.ranges));
     },
-    admitTransferOffer: ({ context, event }) => {
+    /** An `assign` only for its `spawn`: an offer for a lane not served yet spawns that lane's arena actor. */
+    admitTransferOffer: assign(({ context, event, spawn }) => {
       assertEvent(event, "nats.transfer");
-      guarded(context, () => context.moves.handleOffer(event.msg));
+      guarded(context, () => context.moves.handleOffer(event.msg, laneSpawner(spawn as Spawner)));
+      return {};
+    }),
+    /** A lane's arena actor failed: its lane refuses from now on (typed `lane_arena_stopped`); the holder keeps serving. */
+    noteLaneArenaFailure: ({ context, event }) => {
+      const id = event.type.slice("xstate.error.actor.".length);
+      context.core.counters.inc("lane_arena_failed");
+      context.core.note({ type: "rejected", code: `lane_arena_failed.${id}` });
     },
+    stopLaneArenas: enqueueActions(({ context, enqueue }) => {
+      for (const hl of context.core.lanes.values()) enqueue.stopChild(hl.arenaActor);
+    }),
     connectionChanged: ({ context, event }) => {
       assertEvent(event, "transport.connection");
       guarded(context, () => context.core.connectionChanged(event.event));
@@ -162,8 +195,8 @@ export const holderMachine = setup({
 }).createMachine({
   id: "holder",
   initial: HolderState.Starting,
-  context: ({ input, self }) => {
-    const core = new HolderCore(input.config, input.ports, (e) => self.send(e));
+  context: ({ input, self, spawn }) => {
+    const core = new HolderCore(input.config, input.ports, (e) => self.send(e), laneSpawner(spawn as Spawner));
     return { core, moves: new HolderCustodyMoves(core) };
   },
   on: {
@@ -184,6 +217,7 @@ export const holderMachine = setup({
     "timer.evacuation": { actions: "checkEvacuation" },
     "evidence.update": { actions: "updateEvidence" },
     retire: `.${HolderState.Retired}`,
+    "xstate.error.actor.*": { actions: "noteLaneArenaFailure" },
   },
   states: {
     [HolderState.Starting]: {
@@ -225,7 +259,7 @@ export const holderMachine = setup({
     },
     [HolderState.Retired]: {
       type: "final",
-      entry: "stopCore",
+      entry: ["stopCore", "stopLaneArenas"],
     },
   },
 });

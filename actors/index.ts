@@ -1,12 +1,16 @@
 /** Public surface of `actors/` (each machine's module adds its own line). */
 export {
   laneArenaMachine,
+  laneLogOf,
   type LaneArenaInput,
   type LaneArenaContext,
   type LaneArenaEvent,
   type LaneArenaEmitted,
+  type LaneArenaView,
+  type LaneLogView,
   type LaneSummary,
 } from "./lane-arena.machine.ts";
+export { SegmentSpillWriter, type SpillItem, type SpillRound } from "./lane-arena-spill.ts";
 export { holderMachine, HolderState, type HolderMachineInput, type HolderContext, type HolderCommand, type HolderEvent } from "./holder.machine.ts";
 export { startHolder, HolderStartError, type Holder } from "./holder.ts";
 export { parseHolderConfig, HolderConfigError, HolderResidency, type HolderConfig, type HolderConfigInput, type LaneConfig, type ProtectedRamEvidence } from "./holder/holder-config.ts";

@@ -1,38 +1,18 @@
 import { fromPromise, setup } from "xstate";
 import { Arena, type ArenaReport } from "../arena/index.ts";
-import type { ArenaConfig } from "../arena/index.ts";
 import { SegmentStateError } from "../arena/index.ts";
 import { decodeSegment } from "../arena/index.ts";
-import type { PinReason } from "../arena/index.ts";
+import { PinReason } from "../arena/index.ts";
 import { systemClock, type Clock } from "../core/index.ts";
 import { CustodyError } from "../core/index.ts";
 import type { FileLayer } from "../core/index.ts";
 import { LaneLog, UnitVerdict } from "../lanes/index.ts";
 import { RangeSet } from "../lanes/index.ts";
-import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
+import { laneKey, validateTransportUnit } from "../lanes/index.ts";
 import { LaneArenaSpill, type SpillOutcome } from "./lane-arena-spill.ts";
+import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneLogView, LaneSummary } from "./lane-arena-events.ts";
 
-/** How a LaneArena actor is built. Pass an `arena`, or a `config` (and `clock`) to make one. */
-export interface LaneArenaInput {
-  arena?: Arena;
-  config?: Partial<ArenaConfig>;
-  /** Also pass the same clock to `createActor(machine, { clock })` so seal delays use it. */
-  clock?: Clock;
-  /** Where sealed segments spill. Without it the holder is RAM-only and spill requests are refused. */
-  spill?: { files: FileLayer; path: string };
-  /** Flush completion deadline for spills (default 200 ms). */
-  flushDeadlineMs?: number;
-  /** Secures more memory (resolves true when `bytes` are really available). Without it, no growth. */
-  acquireIncrement?: (bytes: number) => Promise<boolean>;
-}
-
-/** Acceptance state of one lane, as the snapshot shows it. */
-export interface LaneSummary {
-  readonly term: number;
-  readonly retained: [number, number][];
-  readonly contiguousThrough: number;
-  readonly holes: [number, number][];
-}
+export type { LaneArenaInput, LaneSummary, LaneArenaView, LaneLogView, LaneArenaEvent, LaneArenaEmitted } from "./lane-arena-events.ts";
 
 /** Snapshot context: the report is bytes by residency, pins by reason, outstanding credits. */
 export interface LaneArenaContext {
@@ -41,6 +21,9 @@ export interface LaneArenaContext {
   readonly acquire: ((bytes: number) => Promise<boolean>) | undefined;
   readonly flushDeadlineMs: number;
   readonly logs: Map<string, LaneLog>;
+  readonly summaries: boolean;
+  readonly sealTimers: boolean;
+  /** With `summaries` off: the report at start (read `arena` instead). */
   report: ArenaReport;
   lanes: Record<string, LaneSummary>;
   spillQueue: number[];
@@ -49,38 +32,10 @@ export interface LaneArenaContext {
   growthRefused: boolean;
 }
 
-/** Events the LaneArena actor accepts. */
-export type LaneArenaEvent =
-  | { type: "admit"; unit: TransportUnit }
-  | { type: "seal"; volume: string; lane: string }
-  | { type: "sealDue"; segmentId: number; volume: string; lane: string }
-  | { type: "pin"; segmentId: number; reason: PinReason }
-  | { type: "unpin"; segmentId: number; reason: PinReason }
-  | { type: "grant"; volume: string; lane: string; bytes: number }
-  | { type: "revoke"; volume: string; lane: string }
-  | { type: "release"; volume: string; lane: string; ranges: [number, number][] }
-  | { type: "spill"; segmentIds?: number[] }
-  | { type: "pressure"; targetRamBytes?: number }
-  | { type: "export"; segmentId: number }
-  | { type: "import"; bytes: Uint8Array }
-  | { type: "grow" };
-
-/** Events the actor emits (`actor.on(type, fn)`): results of requests, refusals, and custody moves. */
-export type LaneArenaEmitted =
-  | { type: "admitted"; volume: string; lane: string; firstSeq: number; lastSeq: number; verdict: UnitVerdict; segmentId: number | undefined; contiguousThrough: number; holes: [number, number][] }
-  | { type: "rejected"; request: LaneArenaEvent["type"]; code: string; message: string }
-  | { type: "granted"; volume: string; lane: string; requested: number; granted: number }
-  | { type: "sealed"; segmentId: number; full: boolean }
-  | { type: "sealDeferred"; segmentId: number }
-  | { type: "released"; volume: string; lane: string; segmentIds: number[] }
-  | { type: "recycled"; segmentId: number }
-  | { type: "spilled"; segmentIds: number[] }
-  | { type: "flushDeadlineMissed"; segmentIds: number[]; deadlineMs: number }
-  | { type: "spillFailed"; message: string }
-  | { type: "exported"; segmentId: number; bytes: Uint8Array }
-  | { type: "imported"; segmentId: number; volume: string; lane: string; seqs: [number, number][] }
-  | { type: "grown"; capacityBytes: number }
-  | { type: "growthRefused"; capacityBytes: number };
+/** The acceptance log of one lane of this actor, if it has one (read-only for the actor's owner). */
+export function laneLogOf(context: LaneArenaContext, volume: string, lane: string): LaneLogView | undefined {
+  return context.logs.get(laneKey(volume, lane));
+}
 
 function summarize(log: LaneLog): LaneSummary {
   return { term: log.term, retained: log.retained.toJSON(), contiguousThrough: log.contiguousThrough(), holes: log.holes().toJSON() };
@@ -110,6 +65,16 @@ function attempt<T>(ctx: LaneArenaContext, count: boolean, fn: () => T): { ok: t
   }
 }
 
+/** Checks a unit before anything changes: an unexpected failure of a malformed unit is an `invalid_unit` refusal, not a crash. */
+function checkedUnit<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof CustodyError) throw err;
+    throw new CustodyError("invalid_unit", "unit could not be checked", { cause: String(err) });
+  }
+}
+
 const base = setup({
   types: {
     context: {} as LaneArenaContext,
@@ -136,11 +101,12 @@ const base = setup({
   },
 });
 
-const reject = (request: LaneArenaEvent["type"], error: CustodyError): LaneArenaEmitted => ({
+const reject = (request: LaneArenaEvent["type"], error: CustodyError, stage: "check" | "arena" = "arena"): LaneArenaEmitted => ({
   type: "rejected",
   request,
   code: error.code,
   message: error.message,
+  stage,
 });
 
 const withActions = base.extend({
@@ -148,37 +114,42 @@ const withActions = base.extend({
     /** Validate → classify (term, overlap, duplicate) → copy into the arena within credits → accept. */
     admit: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "admit") return;
-      const checked = attempt(context, true, () => {
-        const u = validateTransportUnit(event.unit);
-        const log = context.logs.get(laneKey(u.volume, u.lane)) ?? new LaneLog(u.volume, u.lane);
-        return { log, verdict: log.classify(u) };
-      });
-      if (!checked.ok) return enqueue.emit(reject("admit", checked.error));
-      const { log, verdict } = checked.value;
+      const check = attempt(context, true, () =>
+        checkedUnit(() => {
+          const u = validateTransportUnit(event.unit);
+          const log = context.logs.get(laneKey(u.volume, u.lane)) ?? new LaneLog(u.volume, u.lane);
+          return { log, verdict: log.classify(u) };
+        }),
+      );
+      if (!check.ok) return enqueue.emit(reject("admit", check.error, "check"));
+      const { log, verdict } = check.value;
       const stored = verdict === UnitVerdict.duplicate ? undefined : attempt(context, false, () => context.arena.append(event.unit));
       if (stored && !stored.ok) return enqueue.emit(reject("admit", stored.error));
       const append = stored?.value;
       context.logs.set(laneKey(log.volume, log.lane), log);
-      const progress = log.accept(event.unit);
       const u = event.unit;
+      // Without summaries the progress report (contiguous prefix, holes) is not computed per unit.
+      const progress = context.summaries ? log.accept(u) : undefined;
+      if (!progress) log.record(u);
+      if (append?.opened) for (let i = 0; i < (event.forwardPins ?? 0); i++) context.arena.pin(append.segmentId, PinReason.in_flight_forward);
       if (append?.sealedFull !== undefined) {
         enqueue.cancel(`seal-${append.sealedFull}`);
         enqueue.emit({ type: "sealed", segmentId: append.sealedFull, full: true });
       }
-      if (append?.opened) {
+      if (append?.opened && context.sealTimers) {
         enqueue.raise({ type: "sealDue", segmentId: append.segmentId, volume: u.volume, lane: u.lane }, { delay: "maxOpenDelay", id: `seal-${append.segmentId}` });
       }
-      enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(u.volume, u.lane)]: summarize(log) } });
+      if (context.summaries) enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(u.volume, u.lane)]: summarize(log) } });
       enqueue.emit({
         type: "admitted",
         volume: u.volume,
         lane: u.lane,
         firstSeq: u.firstSeq,
         lastSeq: u.lastSeq,
-        verdict: progress.verdict,
+        verdict: progress?.verdict ?? verdict,
         segmentId: append?.segmentId,
-        contiguousThrough: progress.contiguousThrough,
-        holes: progress.holes.toJSON(),
+        opened: append?.opened ?? false,
+        ...(progress ? { contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : {}),
       });
     }),
     /** An explicit seal, or the max-open-delay timer of the segment still open. */
@@ -189,43 +160,47 @@ const withActions = base.extend({
       const r = context.arena.seal(event.volume, event.lane);
       if (r.deferred) {
         enqueue.emit({ type: "sealDeferred", segmentId: open });
-        enqueue.raise({ type: "sealDue", segmentId: open, volume: event.volume, lane: event.lane }, { delay: "maxOpenDelay", id: `seal-${open}` });
+        if (context.sealTimers) enqueue.raise({ type: "sealDue", segmentId: open, volume: event.volume, lane: event.lane }, { delay: "maxOpenDelay", id: `seal-${open}` });
       } else {
-        enqueue.cancel(`seal-${open}`);
+        if (context.sealTimers) enqueue.cancel(`seal-${open}`);
         enqueue.emit({ type: "sealed", segmentId: open, full: false });
       }
-      enqueue.assign({ report: context.arena.report() });
+      if (context.summaries) enqueue.assign({ report: context.arena.report() });
     }),
     pin: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "pin") return;
       const r = attempt(context, false, () => context.arena.pin(event.segmentId, event.reason));
       if (!r.ok) return enqueue.emit(reject("pin", r.error));
-      enqueue.assign({ report: context.arena.report() });
+      if (context.summaries) enqueue.assign({ report: context.arena.report() });
     }),
     unpin: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "unpin") return;
       const r = attempt(context, false, () => context.arena.unpin(event.segmentId, event.reason));
       if (!r.ok) return enqueue.emit(reject("unpin", r.error));
       if (r.value) enqueue.emit({ type: "recycled", segmentId: event.segmentId });
-      enqueue.assign({ report: context.arena.report() });
+      if (context.summaries) enqueue.assign({ report: context.arena.report() });
     }),
     grant: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "grant") return;
-      const r = attempt(context, false, () => context.arena.grant(event.volume, event.lane, event.bytes));
+      const r = attempt(context, false, () => {
+        if (event.secure && context.arena.wantsIncrement()) context.arena.secureIncrement();
+        return context.arena.grant(event.volume, event.lane, event.bytes);
+      });
       if (!r.ok) return enqueue.emit(reject("grant", r.error));
       enqueue.emit({ type: "granted", volume: event.volume, lane: event.lane, requested: event.bytes, granted: r.value });
-      enqueue.assign({ report: context.arena.report() });
+      if (context.summaries) enqueue.assign({ report: context.arena.report() });
     }),
     revoke: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "revoke") return;
-      context.arena.revoke(event.volume, event.lane);
-      enqueue.assign({ report: context.arena.report() });
+      const bytes = context.arena.revoke(event.volume, event.lane);
+      enqueue.emit({ type: "revoked", volume: event.volume, lane: event.lane, bytes });
+      if (context.summaries) enqueue.assign({ report: context.arena.report() });
     }),
     /** Discard: obligations for these ranges ended; whole segments recycle with no disk I/O. */
     release: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "release") return;
       const parsed = attempt(context, true, () => RangeSet.fromJSON(event.ranges));
-      if (!parsed.ok) return enqueue.emit(reject("release", parsed.error));
+      if (!parsed.ok) return enqueue.emit(reject("release", parsed.error, "check"));
       const r = attempt(context, false, () => {
         const ended = context.arena.release(event.volume, event.lane, parsed.value);
         const log = laneLog(context, event.volume, event.lane);
@@ -234,7 +209,7 @@ const withActions = base.extend({
       });
       if (!r.ok) return enqueue.emit(reject("release", r.error));
       enqueue.emit({ type: "released", volume: event.volume, lane: event.lane, segmentIds: r.value.ended });
-      enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(event.volume, event.lane)]: summarize(r.value.log) } });
+      if (context.summaries) enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(event.volume, event.lane)]: summarize(r.value.log) } });
     }),
     /** Queues segments to spill (explicit ids, or the oldest candidates until RAM is under target). */
     queueSpill: base.enqueueActions(({ context, event, enqueue }) => {
@@ -242,7 +217,7 @@ const withActions = base.extend({
       if (!context.spiller) {
         const err = new SegmentStateError("this arena has no spill target (RAM-only holder)", {});
         context.arena.counters.inc("no_spill_target");
-        return enqueue.emit({ type: "rejected", request: event.type, code: "no_spill_target", message: err.message });
+        return enqueue.emit({ type: "rejected", request: event.type, code: "no_spill_target", message: err.message, stage: "check" });
       }
       const busy = new Set([...context.spillQueue, ...context.spillInFlight]);
       let ids: number[];
@@ -276,6 +251,13 @@ const withActions = base.extend({
       enqueue.emit({ type: "spillFailed", message: String((event as unknown as { error: unknown }).error) });
       enqueue.assign({ spillInFlight: [], report: context.arena.report() });
     }),
+    /** The owner's spill stream synced a segment in time: custody continues at disk residency. */
+    recordSpill: base.enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "recordSpill") return;
+      if (!context.arena.markSpilled(event.segmentId, event.evidence)) return;
+      enqueue.emit({ type: "spilled", segmentIds: [event.segmentId] });
+      if (context.summaries) enqueue.assign({ report: context.arena.report() });
+    }),
     /** Export form of a sealed RAM segment, for custody transfer to another holder. */
     exportSegment: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "export") return;
@@ -293,14 +275,16 @@ const withActions = base.extend({
         for (const u of d.units) log.classify(u);
         return log;
       });
-      if (!checked.ok) return enqueue.emit(reject("import", checked.error));
+      if (!checked.ok) return enqueue.emit(reject("import", checked.error, "check"));
       const r = attempt(context, false, () => context.arena.importSegment(event.bytes));
       if (!r.ok) return enqueue.emit(reject("import", r.error));
       const log = checked.value;
       context.logs.set(laneKey(log.volume, log.lane), log);
-      for (const u of context.arena.units(r.value.segmentId)) log.accept(u);
+      for (const u of context.arena.units(r.value.segmentId)) log.record(u);
+      // Found on disk at start: custody continues there, using no RAM.
+      if (event.evidence !== undefined) context.arena.markSpilled(r.value.segmentId, event.evidence);
       enqueue.emit({ type: "imported", segmentId: r.value.segmentId, volume: r.value.volume, lane: r.value.lane, seqs: r.value.seqs.toJSON() });
-      enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) } });
+      if (context.summaries) enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) } });
     }),
     secureIncrement: base.enqueueActions(({ context, event, enqueue }) => {
       const granted = (event as unknown as { output: boolean }).output;
@@ -326,20 +310,26 @@ const withActions = base.extend({
  * export/import) is handled in order on one region; spilling (write + deadline-bounded flush) and
  * capacity growth run as invoked promises in two parallel regions so admission never waits on disk.
  * Every refusal is a typed `rejected` emission, counted in `context.arena.counters`, with no state
- * change. Seal delays use the actor's clock (`createActor(machine, { clock, input })`).
+ * change. Seal delays use the actor's clock (`createActor(machine, { clock, input })`). Every holder
+ * lane runs one as a child of the holder actor (holder-lane.ts), which sends it every change to the
+ * lane's segments, credits, pins and log and reads the answer from what it emits within that send.
  */
 export const laneArenaMachine = withActions.createMachine({
   id: "laneArena",
   type: "parallel",
   context: ({ input }) => {
     const clock = input.clock ?? systemClock;
-    const arena = input.arena ?? new Arena(input.config ?? {}, clock);
+    const arena = input.arena ?? new Arena(input.config ?? {}, clock, input.counters);
+    const logs = new Map<string, LaneLog>();
+    for (const l of input.lanes ?? []) logs.set(laneKey(l.volume, l.lane), new LaneLog(l.volume, l.lane));
     return {
       arena,
       spiller: input.spill ? new LaneArenaSpill(arena, input.spill.files, input.spill.path, clock) : undefined,
       acquire: input.acquireIncrement,
       flushDeadlineMs: input.flushDeadlineMs ?? 200,
-      logs: new Map<string, LaneLog>(),
+      logs,
+      summaries: input.summaries ?? true,
+      sealTimers: input.sealTimers ?? true,
       report: arena.report(),
       lanes: {},
       spillQueue: [],
@@ -359,6 +349,7 @@ export const laneArenaMachine = withActions.createMachine({
     release: { actions: "release" },
     export: { actions: "exportSegment" },
     import: { actions: "importSegment" },
+    recordSpill: { actions: "recordSpill" },
   },
   states: {
     spill: {

@@ -5,11 +5,10 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditSender } from "../../transport/index.ts";
-import { baseSubject, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
+import { baseSubject, creditSpec, decodeMessage, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
-import { creditSpec, decodeMessage } from "../../protocol/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
-import { HolderLane } from "./holder-lane.ts";
+import { HolderLane, type SpawnLaneArena } from "./holder-lane.ts";
 import { FrontierBacking } from "./frontier-backing.ts";
 import { forgetReceipted, receiverReset } from "./edge-repair.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
@@ -57,12 +56,13 @@ export class HolderCore {
     readonly config: HolderConfig,
     private readonly ports: HolderPorts,
     private readonly dispatch: (e: HolderInbound) => void,
+    spawnArena: SpawnLaneArena,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.tracer = ports.tracer ?? trace.getTracer("custody.holder");
     this.frontiers = new FrontierBacking(ports.peers);
     this.evidence = config.protectedRam?.evidence;
-    for (const l of config.lanes) this.addLane(l.volume, l.lane, l.upstream, l.downstream);
+    for (const l of config.lanes) this.addLane(l.volume, l.lane, l.upstream, l.downstream, spawnArena);
     this.context = {
       config,
       ports,
@@ -77,9 +77,9 @@ export class HolderCore {
     this.receipts = new ReceiptPublisher(this.context, () => (this.protectionOk() ? this.evidence : undefined));
   }
 
-  private addLane(volume: string, lane: string, upstream: readonly string[], downstream: readonly string[]): HolderLane {
+  private addLane(volume: string, lane: string, upstream: readonly string[], downstream: readonly string[], spawn: SpawnLaneArena): HolderLane {
     const key = laneKey(volume, lane);
-    const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters);
+    const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters, spawn);
     hl.creditCap = () => ramCreditHeadroom(this.config, this.evidence, this.lanes, this.ports.clock.now());
     for (const edge of downstream) {
       const onReset = (e: { incarnation: number; restarted: boolean }) => {
@@ -414,12 +414,12 @@ export class HolderCore {
     if (!this.stopped) this.dispatch(e);
   }
 
-  /** Lane runtime for `key`, created (custody-only: no upstream, no edges) and subscribed when absent. */
-  laneFor(volume: string, lane: string): HolderLane {
+  /** Lane runtime for `key`, created (custody-only; its arena actor from `spawnArena`) and subscribed when absent. */
+  laneFor(volume: string, lane: string, spawnArena: SpawnLaneArena): HolderLane {
     const key = laneKey(volume, lane);
     let hl = this.lanes.get(key);
     if (hl === undefined) {
-      hl = this.addLane(volume, lane, [], []);
+      hl = this.addLane(volume, lane, [], [], spawnArena);
       this.subscribeLane(key, hl);
     }
     return hl;

@@ -1,5 +1,4 @@
 import { SpanKind } from "@opentelemetry/api";
-import type { SpillRecordInfo } from "../../arena/index.ts";
 import { unitRecordBytes } from "../../arena/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { UnitVerdict } from "../../lanes/index.ts";
@@ -11,8 +10,16 @@ import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/index.ts"
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
-import type { HolderLane } from "./holder-lane.ts";
+import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
 import { holderEventSpec, transferOfferSpec } from "./holder-messages.ts";
+import { SegmentSpillWriter } from "../lane-arena-spill.ts";
+
+/** What the holder remembers of a segment it writes to its spill stream. */
+interface FlushTag {
+  readonly lane: string;
+  readonly segmentId: number;
+  readonly seqs: RangeSet;
+}
 
 /** How long an unanswered transfer offer stands before its segments may be offered again. */
 export const TRANSFER_RETRY_MS = 1_000;
@@ -25,8 +32,8 @@ export const TRANSFER_RETRY_MS = 1_000;
  * (custody moves to a neighbor; local release only after the neighbor's own signed receipt).
  */
 export class HolderCustodyMoves {
-  /** Segments written to the spill stream but not yet covered by an in-deadline sync. */
-  private readonly unsynced = new Map<SpillRecordInfo, { lane: string; segmentId: number; seqs: RangeSet }>();
+  /** The spill driver; it holds the segments written but not yet covered by an in-deadline sync. */
+  private readonly writer = new SegmentSpillWriter<FlushTag>();
   private readonly appended = new Set<number>();
   /** Transfer offers awaiting the neighbor's receipt. */
   private readonly offers = new Map<number, { key: string; seqs: RangeSet; at: number }>();
@@ -55,32 +62,26 @@ export class HolderCustodyMoves {
         todo.push({ hl, key, id: s.id, seqs: s.seqs });
       }
     }
-    if (todo.length === 0 && this.unsynced.size === 0) return;
+    if (todo.length === 0 && !this.writer.pending) return;
     this.flushing = true;
     const span = this.core.spans.startSpan("holder.flush", { kind: SpanKind.INTERNAL, attributes: { "custody.segments": todo.length } });
+    const items = todo.map((t) => ({
+      volume: t.hl.volume,
+      lane: t.hl.lane,
+      first: t.seqs.min!,
+      last: t.seqs.max!,
+      tag: { lane: t.key, segmentId: t.id, seqs: t.seqs },
+      // Released (recycled) while earlier segments of this flush were being written: nothing to persist.
+      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id) : undefined),
+    }));
     const run = async (): Promise<FlushOutcome> => {
-      for (const t of todo) {
-        // Released (recycled) while earlier segments of this flush were being written: nothing to persist.
-        if (!t.hl.arena.holds(t.id)) continue;
-        const body = t.hl.arena.exportSegment(t.id);
-        const info = await spill.append(t.hl.volume, t.hl.lane, t.seqs.min!, t.seqs.max!, body);
-        this.appended.add(t.id);
-        this.unsynced.set(info, { lane: t.key, segmentId: t.id, seqs: t.seqs });
-      }
-      const r = await spill.flush(policy.deadlineMs);
+      const r = await this.writer.write(spill, items, policy.deadlineMs, (tag) => this.appended.add(tag.segmentId));
       if (r.kind === "deadline_missed") {
         let seqs = RangeSet.EMPTY;
-        for (const v of this.unsynced.values()) seqs = seqs.union(v.seqs);
+        for (const v of r.pending) seqs = seqs.union(v.seqs);
         return { kind: "deadline_missed", seqs };
       }
-      const spilled = [];
-      for (const [info, evidence] of r.evidence) {
-        const v = this.unsynced.get(info);
-        if (!v) continue;
-        this.unsynced.delete(info);
-        spilled.push({ ...v, evidence });
-      }
-      return { kind: "synced", spilled };
+      return { kind: "synced", spilled: r.spilled.map(({ tag, evidence }) => ({ ...tag, evidence })) };
     };
     run()
       .catch((err: unknown) => ({ kind: "failed", message: err instanceof Error ? err.message : String(err) }) as FlushOutcome)
@@ -194,7 +195,7 @@ export class HolderCustodyMoves {
    * can promise their space now (else no receipt: the origin keeps custody), then publishes its own
    * signed receipt — the origin releases only on that.
    */
-  handleOffer(msg: InboundMessage): void {
+  handleOffer(msg: InboundMessage, spawnArena: SpawnLaneArena): void {
     let offer;
     try {
       offer = decodeMessage(transferOfferSpec, msg.data);
@@ -214,7 +215,7 @@ export class HolderCustodyMoves {
       this.core.counters.inc(err instanceof CustodyError ? `transfer_${err.code}` : "transfer_invalid");
       return;
     }
-    const hl = this.core.laneFor(offer.volume, offer.lane);
+    const hl = this.core.laneFor(offer.volume, offer.lane, spawnArena);
     const key = laneKey(offer.volume, offer.lane);
     const fresh = units.filter((u) => {
       try {
@@ -224,7 +225,7 @@ export class HolderCustodyMoves {
       }
     });
     const need = fresh.reduce((n, u) => n + unitRecordBytes(u), 0);
-    const got = need > 0 ? hl.arena.grant(hl.volume, hl.lane, need) : 0;
+    const got = need > 0 ? hl.reserve(need) : 0;
     if (got < need) {
       hl.forfeit(got);
       this.core.counters.inc("transfer_refused_no_space");

@@ -1,8 +1,6 @@
 import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type SpanContext } from "@opentelemetry/api";
 import { unitRecordBytes } from "../../arena/index.ts";
-import { CustodyError } from "../../core/index.ts";
-import { UnitVerdict } from "../../lanes/index.ts";
-import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
 import type { CreditHeaders, CreditRefusal } from "../../transport/index.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
@@ -74,35 +72,29 @@ function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: Holde
       act.noteForReceipt(key);
       return h.reject("replayed_unit", key);
     }
-    let verdict: string;
-    try {
-      if (unit.volume !== hl.volume || unit.lane !== hl.lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
-      if (bytes > hl.arena.config.maxUnitBytes) {
-        throw new CustodyError("unit_too_large", "unit is larger than this holder accepts", { bytes, max: hl.arena.config.maxUnitBytes });
-      }
-      validateTransportUnit(unit);
-      verdict = hl.log.classify(unit);
-    } catch (err) {
+    const misfit = unit.volume !== hl.volume || unit.lane !== hl.lane ? "wrong_lane" : bytes > hl.arena.config.maxUnitBytes ? "unit_too_large" : undefined;
+    if (misfit !== undefined) {
       hl.forfeit(bytes);
-      span.setAttribute("custody.rejected", (err as CustodyError).code ?? "error");
-      return h.reject(err instanceof CustodyError ? err.code : "invalid_unit", key);
+      span.setAttribute("custody.rejected", misfit);
+      return h.reject(misfit, key);
     }
-    if (verdict === UnitVerdict.duplicate) {
+    // The lane's arena actor validates (digest), classifies (term, overlap, duplicate) and stores.
+    const admitted = hl.admit(unit);
+    if (admitted.kind === "refused") {
+      // Refused before anything changed; the sender still holds the unit unreceipted.
+      hl.forfeit(bytes);
+      if (!admitted.counted) return h.reject(admitted.code, key);
+      span.setAttribute("custody.rejected", admitted.code);
+      return h.observe({ type: "rejected", lane: key, code: admitted.code });
+    }
+    if (admitted.kind === "duplicate") {
       hl.forfeit(bytes);
       h.counters.inc("duplicate_unit");
       // The sender may have lost our receipt: re-announce soon.
       act.noteForReceipt(key);
       return;
     }
-    let opened: boolean;
-    try {
-      opened = hl.store(unit);
-    } catch (err) {
-      // The arena refuses before changing anything; the sender still holds the unit unreceipted.
-      hl.forfeit(bytes);
-      return h.reject(err instanceof CustodyError ? err.code : "arena_refused", key);
-    }
-    if (opened) act.later(h.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
+    if (admitted.opened) act.later(h.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
     if (h.ports.preserved !== undefined) h.ports.preserved.keep(unit);
     if (span.isRecording()) {
       span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });

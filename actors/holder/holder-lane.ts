@@ -1,5 +1,6 @@
+import type { ActorRefFrom } from "xstate";
 import type { Clock } from "../../core/index.ts";
-import { Arena } from "../../arena/index.ts";
+import { CustodyError } from "../../core/index.ts";
 import { PinReason } from "../../arena/index.ts";
 import { Residency } from "../../arena/index.ts";
 import { SegmentState } from "../../arena/index.ts";
@@ -7,28 +8,58 @@ import type { SpillEvidence } from "../../arena/index.ts";
 import type { SpillSet } from "../../arena/index.ts";
 import { decodeSegment } from "../../arena/index.ts";
 import type { Counters } from "../../core/index.ts";
-import { LaneLog } from "../../lanes/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
+import { UnitVerdict } from "../../lanes/index.ts";
 import { SendLog } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditGrantor } from "../../transport/index.ts";
 import type { CreditSender } from "../../transport/index.ts";
 import type { Transport } from "../../transport/index.ts";
+import type { laneArenaMachine } from "../lane-arena.machine.ts";
+import { laneLogOf } from "../lane-arena.machine.ts";
+import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneArenaView, LaneLogView } from "../lane-arena-events.ts";
 import type { HolderConfig } from "./holder-config.ts";
 import { LaneObligations } from "./lane-obligations.ts";
 
+/** A lane's arena actor, a child of the holder actor. */
+export type LaneArenaRef = ActorRefFrom<typeof laneArenaMachine>;
+
+/** Spawns a lane's arena actor as a child of the holder actor, started (holder.machine.ts supplies it). */
+export type SpawnLaneArena = (id: string, input: LaneArenaInput) => LaneArenaRef;
+
+/** The lane's arena actor stopped or failed: the lane can no longer store, pin or release. */
+export class LaneArenaStoppedError extends CustodyError {
+  constructor(detail: Record<string, unknown>) {
+    super("lane_arena_stopped", "the lane's arena actor is not running", detail);
+  }
+}
+
+/** The lane's arena actor refused a request (its `rejected` emission, as an error). */
+export class LaneArenaRefusal extends CustodyError {}
+
+/** Outcome of offering a unit to the lane's arena actor. */
+export type LaneAdmission =
+  | { readonly kind: "stored"; readonly opened: boolean }
+  | { readonly kind: "duplicate" }
+  /** `counted`: the actor already counted the refusal (validation, lane log), else the arena did. */
+  | { readonly kind: "refused"; readonly code: string; readonly counted: boolean };
+
 /**
- * One lane served by a holder: its own arena (one arena per lane, so a lane's memory bound and
- * credits never depend on another lane's traffic), acceptance log, obligations, credit grantor for
- * its upstream senders and one credit sender per downstream edge. Segment pins mirror the
- * obligations: `custody_obligation` until a release frontier and every edge's receipt cover the
- * whole segment, `in_flight_forward` (one per edge) until that edge's receipt covers it.
+ * One lane served by a holder: its own lane-arena actor (one arena per lane, so a lane's memory
+ * bound and credits never depend on another lane's traffic) that owns the lane's segments, credits,
+ * pins, seal and acceptance log; the lane's obligations, credit grantor for its upstream senders
+ * and one credit sender per downstream edge. Segment pins mirror the obligations:
+ * `custody_obligation` until a release frontier and every edge's receipt cover the whole segment,
+ * `in_flight_forward` (one per edge) until that edge's receipt covers it. Every change to the arena
+ * or the log is an event to the actor; its answer comes back as emitted events within that send.
  */
 export class HolderLane {
   readonly volume: string;
   readonly lane: string;
-  readonly arena: Arena;
-  readonly log: LaneLog;
+  /** The lane's arena actor (a child of the holder actor). */
+  readonly arenaActor: LaneArenaRef;
+  /** Emitted by the actor during the current request. */
+  private readonly replies: LaneArenaEmitted[] = [];
   readonly obligations: LaneObligations;
   readonly grantor: CreditGrantor;
   readonly edges = new Map<string, CreditSender>();
@@ -53,6 +84,7 @@ export class HolderLane {
     transport: Transport,
     clock: Clock,
     counters: Counters,
+    spawn: SpawnLaneArena,
   ) {
     this.volume = cfg.volume;
     this.lane = cfg.lane;
@@ -60,22 +92,20 @@ export class HolderLane {
     // The arena wants whole segments; round the configured limit down to one (at least 4 segments).
     const limit = Math.max(4 * seg, Math.floor(holder.arena.limitBytes / seg) * seg);
     const step = Math.max(seg, Math.floor((holder.arena.incrementBytes ?? limit) / seg) * seg);
-    this.arena = new Arena(
-      {
-        segmentBytes: seg,
-        // Capacity is secured in increments (see `grantSpace`), never all up front.
-        initialBytes: Math.min(limit, Math.max(4 * seg, step)),
-        incrementBytes: step,
-        hardLimitBytes: limit,
-        maxUnitBytes: holder.arena.maxUnitBytes,
-        manifestReserveBytes: seg,
-        maxOpenDelayMs: holder.arena.maxOpenDelayMs,
-        growthLowWaterBytes: seg,
-      },
-      clock,
-      counters,
-    );
-    this.log = new LaneLog(cfg.volume, cfg.lane);
+    const config = {
+      segmentBytes: seg,
+      // Capacity is secured in increments (see `grantSpace`), never all up front.
+      initialBytes: Math.min(limit, Math.max(4 * seg, step)),
+      incrementBytes: step,
+      hardLimitBytes: limit,
+      maxUnitBytes: holder.arena.maxUnitBytes,
+      manifestReserveBytes: seg,
+      maxOpenDelayMs: holder.arena.maxOpenDelayMs,
+      growthLowWaterBytes: seg,
+    };
+    const input = { config, clock, counters, lanes: [{ volume: cfg.volume, lane: cfg.lane }], summaries: false, sealTimers: false };
+    this.arenaActor = spawn(laneArenaActorId(cfg.volume, cfg.lane), input);
+    this.arenaActor.on("*", (e) => this.replies.push(e));
     this.obligations = new LaneObligations(cfg.downstream, holder.epoch);
     this.grantor = new CreditGrantor({
       transport,
@@ -89,6 +119,37 @@ export class HolderLane {
     });
   }
 
+  /** The lane's arena, read through the actor's snapshot (changes go through `request`). */
+  get arena(): LaneArenaView {
+    return this.arenaActor.getSnapshot().context.arena;
+  }
+
+  /** The lane's acceptance log, read through the actor's snapshot. */
+  get log(): LaneLogView {
+    return laneLogOf(this.arenaActor.getSnapshot().context, this.volume, this.lane)!;
+  }
+
+  /**
+   * Sends `e` to the lane's arena actor and returns what it emitted meanwhile (XState processes a
+   * send to an idle actor synchronously and delivers emitted events within it). Throws
+   * LaneArenaStoppedError when the actor is no longer running.
+   */
+  private request(e: LaneArenaEvent): LaneArenaEmitted[] {
+    const status = this.arenaActor.getSnapshot().status;
+    if (status !== "active") throw new LaneArenaStoppedError({ volume: this.volume, lane: this.lane, status, request: e.type });
+    this.replies.length = 0;
+    this.arenaActor.send(e);
+    return this.replies.splice(0);
+  }
+
+  /** `request`, expecting the reply `type`; a refusal is thrown as a LaneArenaRefusal with its code. */
+  private expect<T extends LaneArenaEmitted["type"]>(e: LaneArenaEvent, type: T): Extract<LaneArenaEmitted, { type: T }> | undefined {
+    const out = this.request(e);
+    const refused = out.find((r) => r.type === "rejected");
+    if (refused?.type === "rejected") throw new LaneArenaRefusal(refused.code, refused.message, { volume: this.volume, lane: this.lane, request: e.type });
+    return out.find((r): r is Extract<LaneArenaEmitted, { type: T }> => r.type === type);
+  }
+
   /**
    * Promises up to `n` bytes of ingress credit. Before unpromised space runs low the next capacity
    * increment is secured (up to the configured limit); past the limit credits are simply withheld.
@@ -97,8 +158,12 @@ export class HolderLane {
     // Never promise what the protected-RAM bound would not admit (the holder's whole RAM queue).
     const want = Math.min(n, this.creditCap());
     if (want <= 0) return 0;
-    if (this.arena.wantsIncrement()) this.arena.secureIncrement();
-    return this.arena.grant(this.volume, this.lane, want);
+    return this.expect({ type: "grant", volume: this.volume, lane: this.lane, bytes: want, secure: true }, "granted")?.granted ?? 0;
+  }
+
+  /** Grants up to `bytes` of credit from the capacity secured now (transfer and restart admissions). */
+  reserve(bytes: number): number {
+    return this.expect({ type: "grant", volume: this.volume, lane: this.lane, bytes }, "granted")?.granted ?? 0;
   }
 
   /** Bytes this lane may still promise as credit (the holder sets it; unlimited by default). */
@@ -107,30 +172,56 @@ export class HolderLane {
   /** Returns unused credit bytes to the pool (units lost on the wire or refused after crediting). */
   forfeit(bytes: number): void {
     if (bytes <= 0) return;
-    const had = this.arena.revoke(this.volume, this.lane);
+    const had = this.expect({ type: "revoke", volume: this.volume, lane: this.lane }, "revoked")?.bytes ?? 0;
     const keep = Math.max(0, had - bytes);
-    if (keep > 0) this.arena.grant(this.volume, this.lane, keep);
+    if (keep > 0) this.reserve(keep);
   }
 
   /**
-   * Stores a validated, credited, new unit: arena append, acceptance, obligations, and one
-   * in_flight_forward pin per edge on a freshly opened segment. Returns true when the unit opened
-   * a new segment (the caller starts that segment's max-open-delay timer).
+   * Offers a credited unit to the lane's arena actor, which validates it (size, digest), classifies
+   * it against the lane's log (term, overlap, duplicate), appends it and puts one in_flight_forward
+   * pin per edge on a segment it opens. A stored unit becomes an obligation here. `opened`: the
+   * caller starts that segment's max-open-delay timer.
    */
-  store(u: TransportUnit): boolean {
-    const r = this.arena.append(u);
-    this.log.record(u);
-    this.obligations.admit(u.firstSeq, u.lastSeq);
-    if (r.opened && this.edges.size > 0) {
-      for (let i = 0; i < this.edges.size; i++) this.arena.pin(r.segmentId, PinReason.in_flight_forward);
-      this.forwardPins.set(r.segmentId, new Set(this.edges.keys()));
+  admit(u: TransportUnit): LaneAdmission {
+    for (const r of this.request({ type: "admit", unit: u, forwardPins: this.edges.size })) {
+      if (r.type === "rejected") return { kind: "refused", code: r.code, counted: r.stage === "check" };
+      if (r.type !== "admitted") continue;
+      if (r.verdict === UnitVerdict.duplicate) return { kind: "duplicate" };
+      this.obligations.admit(u.firstSeq, u.lastSeq);
+      if (r.opened && this.edges.size > 0) this.forwardPins.set(r.segmentId!, new Set(this.edges.keys()));
+      return { kind: "stored", opened: r.opened };
     }
-    return r.opened;
+    throw new LaneArenaStoppedError({ volume: this.volume, lane: this.lane, request: "admit" });
+  }
+
+  /** `admit` for a unit already checked by its caller: a refusal is thrown (LaneArenaRefusal). Returns `opened`. */
+  store(u: TransportUnit): boolean {
+    const r = this.admit(u);
+    if (r.kind === "refused") throw new LaneArenaRefusal(r.code, "the lane's arena refused a checked unit", { volume: this.volume, lane: this.lane, firstSeq: u.firstSeq });
+    return r.kind === "stored" && r.opened;
+  }
+
+  /**
+   * Takes back a segment found on disk at start, at disk residency (the actor checks it against the
+   * lane's log first). Returns its sequences; a refusal is thrown (LaneArenaRefusal).
+   */
+  adoptSpilled(body: Uint8Array, evidence: SpillEvidence): RangeSet {
+    return RangeSet.fromJSON(this.expect({ type: "import", bytes: body, evidence }, "imported")!.seqs);
   }
 
   /** Seals the open segment (max open delay, or to release/spill/transfer a quiet lane). */
   seal(): void {
-    this.arena.seal(this.volume, this.lane);
+    this.request({ type: "seal", volume: this.volume, lane: this.lane });
+  }
+
+  private unpin(id: number): void {
+    this.expect({ type: "unpin", segmentId: id, reason: PinReason.in_flight_forward }, "recycled");
+  }
+
+  /** The actor releases `seqs`: its log forgets them and whole segments they cover lose their custody pin. */
+  private release(seqs: RangeSet): void {
+    this.expect({ type: "release", volume: this.volume, lane: this.lane, ranges: seqs.toJSON() }, "released");
   }
 
   /** Sealed segments with their sequences, oldest first. */
@@ -154,7 +245,7 @@ export class HolderLane {
         if (this.obligations.pendingFor(e).intersects(seqs)) continue;
         edges.delete(e);
         if (edges.size === 0) this.forwardPins.delete(id);
-        this.arena.unpin(id, PinReason.in_flight_forward);
+        this.unpin(id);
       }
     }
   }
@@ -170,14 +261,11 @@ export class HolderLane {
     if (releasable.isEmpty) return released;
     for (const s of this.sealedSegments()) {
       if (s.seqs.isEmpty || !releasable.coversAll(s.seqs)) continue;
-      if (this.obligations.release(s.seqs)) {
-        this.log.release(s.seqs);
-        released = released.union(s.seqs);
-      }
+      if (this.obligations.release(s.seqs)) released = released.union(s.seqs);
     }
     if (!released.isEmpty) {
       this.noteDroppedSpill(released);
-      this.arena.release(this.volume, this.lane, released);
+      this.release(released);
     }
     return released;
   }
@@ -200,19 +288,18 @@ export class HolderLane {
   /** Ends local custody of `seqs` after a neighbor's receipt covered them (custody transfer). */
   transferredOut(seqs: RangeSet, neighborRetained: RangeSet): boolean {
     if (!this.obligations.transferOut(seqs, neighborRetained)) return false;
-    this.log.release(seqs);
     this.inTransfer = this.inTransfer.subtract(seqs);
     // A transferred segment has no local forward obligation left either.
     for (const s of this.sealedSegments()) {
       if (!seqs.coversAll(s.seqs)) continue;
       const edges = this.forwardPins.get(s.id);
       if (edges) {
-        for (let i = 0; i < edges.size; i++) this.arena.unpin(s.id, PinReason.in_flight_forward);
+        for (let i = 0; i < edges.size; i++) this.unpin(s.id);
         this.forwardPins.delete(s.id);
       }
     }
     this.noteDroppedSpill(seqs);
-    this.arena.release(this.volume, this.lane, seqs);
+    this.release(seqs);
     return true;
   }
 
@@ -288,7 +375,7 @@ export class HolderLane {
 
   /** Records a completed, in-deadline sync of segment `id`: residency moves to disk, RAM is freed. */
   spilled(id: number, seqs: RangeSet, evidence: SpillEvidence): void {
-    if (!this.arena.markSpilled(id, evidence)) return;
+    if (this.expect({ type: "recordSpill", segmentId: id, evidence }, "spilled") === undefined) return;
     this.obligations.persisted(seqs);
     if (!this.lastDiskEvidence || evidence.offset >= this.lastDiskEvidence.offset) this.lastDiskEvidence = evidence;
   }
@@ -319,4 +406,9 @@ export class HolderLane {
 /** A unit whose payload, digest and timestamps no longer share memory with an arena segment. */
 function copyUnit(u: TransportUnit): TransportUnit {
   return { ...u, commitTs: [...u.commitTs], payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) };
+}
+
+/** Id of a lane's arena actor among the holder actor's children. */
+export function laneArenaActorId(volume: string, lane: string): string {
+  return `lane-arena:${volume}/${lane}`;
 }

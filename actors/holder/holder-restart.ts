@@ -46,12 +46,11 @@ export async function adoptSpillRecords(core: HolderCore, spill: SpillSet, recov
         void spill.release(r.evidence);
         continue;
       }
-      const adopted = hl.arena.adoptSpilled(body, r.evidence);
-      for (const u of units) hl.log.record(u);
-      hl.obligations.admit(adopted.seqs.min!, adopted.seqs.max!);
-      hl.obligations.persisted(adopted.seqs);
+      const seqs = hl.adoptSpilled(body, r.evidence);
+      hl.obligations.admit(seqs.min!, seqs.max!);
+      hl.obligations.persisted(seqs);
       hl.lastDiskEvidence = r.evidence;
-      out.set(key, (out.get(key) ?? RangeSet.EMPTY).union(adopted.seqs));
+      out.set(key, (out.get(key) ?? RangeSet.EMPTY).union(seqs));
       core.counters.inc("restart_spill_adopted_units", units.length);
     } catch (err) {
       core.counters.inc(`restart_spill_${(err as { code?: string }).code ?? "unreadable"}`);
@@ -80,13 +79,19 @@ export function adoptPreserved(core: HolderCore, units: readonly TransportUnit[]
       continue;
     }
     const bytes = unitRecordBytes(u);
-    const got = hl.arena.grant(hl.volume, hl.lane, bytes);
+    const got = hl.reserve(bytes);
     if (got < bytes) {
       hl.forfeit(got);
       core.counters.inc("restart_preserved_no_space");
       continue;
     }
-    hl.store(u);
+    // The lane's arena actor checks every unit's digest again before it stores it.
+    const r = hl.admit(u);
+    if (r.kind !== "stored") {
+      hl.forfeit(bytes);
+      core.counters.inc("restart_preserved_skipped");
+      continue;
+    }
     n++;
   }
   for (const hl of core.lanes.values()) hl.seal();
