@@ -47,7 +47,7 @@ export interface LaneSummary {
 /** What the actor's owner may do with its arena directly: read it. Every change is an event. */
 export type LaneArenaView = Pick<
   Arena,
-  "config" | "counters" | "capacityBytes" | "report" | "describe" | "segmentsOf" | "openSegmentOf" | "units" | "exportSegment" | "outstanding" | "holds" | "spillCandidates" | "wantsIncrement"
+  "config" | "counters" | "capacityBytes" | "ramBytes" | "report" | "describe" | "segmentsOf" | "openSegmentOf" | "units" | "exportSegment" | "outstanding" | "holds" | "spillCandidates" | "wantsIncrement"
 >;
 
 /** What the actor's owner may do with a lane's acceptance log directly: read it. */
