@@ -7,4 +7,4 @@ export { runBaseBuilder } from "./run-base-builder.ts";
 export { runController } from "./run-controller.ts";
 export { ConnectionLostError, runHolder } from "./run-holder.ts";
 export { runWriter } from "./run-writer.ts";
-export { workloadBlock, type AckedWrite } from "./workload.ts";
+export { workloadBlock, workloadWrite, type AckedWrite } from "./workload.ts";

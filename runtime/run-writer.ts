@@ -1,6 +1,7 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { trace } from "@opentelemetry/api";
+import type { WriteAck } from "../actors/index.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
 import { claimIncarnation } from "../actors/index.ts";
 import type { VolumeWriterConfig } from "../actors/index.ts";
@@ -17,7 +18,7 @@ import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { WriterRoleConfig } from "./role-config.ts";
-import { workloadBlock } from "./workload.ts";
+import { workloadWrite } from "./workload.ts";
 
 /** A volume writer running as a process. */
 export interface RunningWriter {
@@ -62,14 +63,16 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
             const log = workload.ackLog;
             let i = log !== undefined && existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0;
             const depth = workload.depth ?? 1;
+            const blocks = workload.blocksPerWrite ?? 1;
             const started = Date.now();
             let issued = 0;
             while (running) {
               try {
                 const round = Array.from({ length: depth }, (_, k) => i + k);
-                const acks = await Promise.all(round.map((j) => writer.write(j % cfg.volume.blockCount, workloadBlock(j))));
+                const writes = round.map((j) => workloadWrite(j, blocks, cfg.volume.blockCount));
+                const acks = await Promise.all(writes.map((x) => tracedWrite(writer, w.volume, x.lba, x.data)));
                 await writer.sync();
-                if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: round[k]! % cfg.volume.blockCount, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
+                if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: writes[k]!.lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
                 i += depth;
                 issued += depth;
                 written += depth;
@@ -116,4 +119,21 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     await tracing.stop();
     throw err;
   }
+}
+
+/**
+ * One workload write as a `writer.write` span, active while the writer hands the write's unit to
+ * its links, so each first hop's `link.send` (and through it the holder's admit) hangs under it.
+ */
+function tracedWrite(writer: VolumeWriter, volume: string, lba: number, data: Uint8Array): Promise<WriteAck> {
+  return trace.getTracer("custody.writer").startActiveSpan("writer.write", { attributes: { "custody.volume": volume, "custody.lba": lba, "custody.blocks": data.length / 4096 } }, async (span) => {
+    try {
+      const ack = await writer.write(lba, data);
+      const piece = ack.pieces[0];
+      span.setAttributes({ "custody.lsn": ack.lsn, ...(piece !== undefined ? { "custody.seq": piece.seq, "custody.lane": piece.lane } : {}) });
+      return ack;
+    } finally {
+      span.end();
+    }
+  });
 }
