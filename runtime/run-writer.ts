@@ -1,5 +1,5 @@
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { trace } from "@opentelemetry/api";
 import type { WriteAck } from "../actors/index.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
@@ -61,6 +61,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         ? Promise.resolve()
         : (async () => {
             const log = workload.ackLog;
+            if (log !== undefined) mkdirSync(dirname(log), { recursive: true });
             let i = log !== undefined && existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0;
             const depth = workload.depth ?? 1;
             const blocks = workload.blocksPerWrite ?? 1;
