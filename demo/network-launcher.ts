@@ -103,11 +103,11 @@ export async function launchNetwork(registry: ProcessRegistry, deploymentPath: s
   const roles = new Map(index.roles.map((r) => [r.instance, r]));
   const start = (r: RoleInstance) => registry.spawn(r.instance, process.execPath, ["--import", "tsx", join(REPO_ROOT, "cli", "main.ts"), "run", r.role, "--config", r.config], { logPath: join(runDir, "logs", `${r.instance}.log`), cwd: REPO_ROOT });
   const startAll = async (role: RoleInstance["role"]) => void (await Promise.all(index.roles.filter((r) => r.role === role).map((r) => ready(start(r), ROLE_READY_MS))));
-  // Controllers and holders together: a holder's process claims a new incarnation and keeps
-  // asking to be admitted until a controller admits it (the key the bootstrap admitted signs it:
-  // key continuity). Writers last: their workload starts writing the moment they serve.
-  await Promise.all([startAll("controller"), startAll("holder")]);
-  await startAll("writer");
+  // Every role at once (each takes seconds to load): a holder's process claims a new incarnation
+  // and keeps asking to be admitted until a controller admits it (the key the bootstrap admitted
+  // signs it: key continuity); a writer's workload writes from the moment it serves, and ships
+  // each unit to a holder once that holder grants credit (nothing is lost while it starts).
+  await Promise.all([startAll("controller"), startAll("holder"), startAll("writer")]);
   return { deployment: d, runDir, initDir, regions, roles, operatorNats };
 }
 

@@ -15,6 +15,7 @@ import { SmartWalVolume } from "../volume/index.ts";
 import { connectRole } from "./connect.ts";
 import { linkInFlight, shapedByLinks } from "./role-links.ts";
 import { startRoleTracing } from "./role-tracing.ts";
+import { publishingInWriteSpans, WriteSpans } from "./write-span-links.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { WriterRoleConfig } from "./role-config.ts";
@@ -52,7 +53,9 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };
-    const writer = startVolumeWriter(config, { transport: sending, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
+    // With spans, each unit's hops hang under the write it came from (see write-span-links.ts).
+    const writeSpans = cfg.spanFile !== undefined ? new WriteSpans() : undefined;
+    const writer = startVolumeWriter(config, { transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
     let running = true;
     let written = 0;
     const workload = cfg.workload;
@@ -71,7 +74,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
               try {
                 const round = Array.from({ length: depth }, (_, k) => i + k);
                 const writes = round.map((j) => workloadWrite(j, blocks, cfg.volume.blockCount));
-                const acks = await Promise.all(writes.map((x) => tracedWrite(writer, w.volume, x.lba, x.data)));
+                const acks = await Promise.all(writes.map((x) => tracedWrite(writer, w.volume, x.lba, x.data, writeSpans)));
                 await writer.sync();
                 if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: writes[k]!.lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
                 i += depth;
@@ -123,15 +126,16 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
 }
 
 /**
- * One workload write as a `writer.write` span, active while the writer hands the write's unit to
- * its links, so each first hop's `link.send` (and through it the holder's admit) hangs under it.
+ * One workload write as a `writer.write` span; its unit's hops are published in its context (see
+ * write-span-links.ts), so each first hop's `link.send` (and through it the holder's admit) hangs under it.
  */
-function tracedWrite(writer: VolumeWriter, volume: string, lba: number, data: Uint8Array): Promise<WriteAck> {
+function tracedWrite(writer: VolumeWriter, volume: string, lba: number, data: Uint8Array, spans: WriteSpans | undefined): Promise<WriteAck> {
   return trace.getTracer("custody.writer").startActiveSpan("writer.write", { attributes: { "custody.volume": volume, "custody.lba": lba, "custody.blocks": data.length / 4096 } }, async (span) => {
     try {
       const ack = await writer.write(lba, data);
       const piece = ack.pieces[0];
       span.setAttributes({ "custody.lsn": ack.lsn, ...(piece !== undefined ? { "custody.seq": piece.seq, "custody.lane": piece.lane } : {}) });
+      for (const p of ack.pieces) spans?.note(p.lane, p.seq, span.spanContext());
       return ack;
     } finally {
       span.end();
