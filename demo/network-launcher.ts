@@ -19,6 +19,8 @@ import type { ManagedProcess, ProcessRegistry } from "./process-registry.ts";
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 /** Generous bound on one role process starting (a loaded 2-core machine starts tsx slowly). */
 const ROLE_READY_MS = 90_000;
+/** Starts of one role before the demo gives up on it. */
+const START_ATTEMPTS = 3;
 
 /** Thrown when a `custody` command fails or a role process ends before it serves. */
 export class CustodyCommandError extends CustodyError {
@@ -102,12 +104,23 @@ export async function launchNetwork(registry: ProcessRegistry, deploymentPath: s
 
   const roles = new Map(index.roles.map((r) => [r.instance, r]));
   const start = (r: RoleInstance) => registry.spawn(r.instance, process.execPath, ["--import", "tsx", join(REPO_ROOT, "cli", "main.ts"), "run", r.role, "--config", r.config], { logPath: join(runDir, "logs", `${r.instance}.log`), cwd: REPO_ROOT });
-  const startAll = async (role: RoleInstance["role"]) => void (await Promise.all(index.roles.filter((r) => r.role === role).map((r) => ready(start(r), ROLE_READY_MS))));
-  // Every role at once (each takes seconds to load): a holder's process claims a new incarnation
-  // and keeps asking to be admitted until a controller admits it (the key the bootstrap admitted
-  // signs it: key continuity); a writer's workload writes from the moment it serves, and ships
-  // each unit to a holder once that holder grants credit (nothing is lost while it starts).
-  await Promise.all([startAll("controller"), startAll("holder"), startAll("writer")]);
+  // As a supervisor would (systemd's Restart=on-failure): a role whose start failed (on a loaded
+  // machine a connect or JetStream request can time out) is started again, a new incarnation.
+  const serve = async (r: RoleInstance) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ready(start(r), ROLE_READY_MS);
+      } catch (err) {
+        if (attempt >= START_ATTEMPTS) throw err;
+      }
+    }
+  };
+  const startAll = async (role: RoleInstance["role"]) => void (await Promise.all(index.roles.filter((r) => r.role === role).map(serve)));
+  // Controllers and holders together: a holder's process claims a new incarnation and keeps asking
+  // to be admitted until a controller admits it (the key the bootstrap admitted signs it: key
+  // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
+  await Promise.all([startAll("controller"), startAll("holder")]);
+  await startAll("writer");
   return { deployment: d, runDir, initDir, regions, roles, operatorNats };
 }
 
