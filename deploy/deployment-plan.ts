@@ -170,6 +170,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       overrides: h.overrides,
       links: shapedLinksOf(d, h.site),
       spanFile: spanFile(h.id),
+      drainDeadlineMs: h.drainDeadlineMs,
     });
     instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
   }

@@ -55,6 +55,8 @@ const holderSchema = z.strictObject({
   metrics,
   /** Holder configuration keys that replace the defaults (arena, flush, receipts, ...); validated by the holder. */
   overrides: z.record(z.string(), z.unknown()).optional(),
+  /** On SIGTERM, how long the holder waits for what only its RAM holds to be flushed or released (ms; role default 10000). */
+  drainDeadlineMs: z.number().int().nonnegative().optional(),
 });
 
 const workloadSchema = z.strictObject({

@@ -36,6 +36,7 @@ export interface HolderRoleInput {
   /** The role config's `links` (link shaping, test/demo facility) and `spanFile`. */
   readonly links?: Record<string, unknown> | undefined;
   readonly spanFile?: string | undefined;
+  readonly drainDeadlineMs?: number | undefined;
 }
 
 /** The optional `links` and `spanFile` keys of a role config. */
@@ -56,7 +57,7 @@ export function holderRoleConfig(h: HolderRoleInput): Record<string, unknown> {
     policyGeneration: 1,
     ...h.overrides,
   };
-  return { role: "holder", nats: h.nats, ...(h.metrics ? { metrics: h.metrics } : {}), ...extras(h), controlRegion: h.controlRegion, stateDir: h.stateDir, keyFile: h.keyFile, holder };
+  return { role: "holder", nats: h.nats, ...(h.metrics ? { metrics: h.metrics } : {}), ...extras(h), controlRegion: h.controlRegion, stateDir: h.stateDir, keyFile: h.keyFile, holder, ...(h.drainDeadlineMs !== undefined ? { drainDeadlineMs: h.drainDeadlineMs } : {}) };
 }
 
 /** Everything a writer's role config is made of. */

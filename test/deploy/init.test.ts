@@ -162,6 +162,7 @@ test("shaped legs give each holder and writer a links section naming the holders
     ...raw,
     security: "none",
     paths: { spanDir: "/runs/spans" },
+    holders: (raw["holders"] as Record<string, unknown>[]).map((h, i) => (i === 0 ? { ...h, drainDeadlineMs: 0 } : h)),
     network: { bandwidthBytesPerSec: 125_000_000, shapedLinks: [{ from: "s-w", to: "s-w1", latencyMs: 35, jitterMs: 3, bandwidthMBps: 0.5 }] },
     volumes: [{ ...volume, writer: { ...(volume["writer"] as object), workload: { intervalMs: 0, ratePerSec: 50, blocksPerWrite: 16 } }, timelines: [{ name: "east, then west", minIntervalSec: 60, deadlineSec: 1800, required: false, events: [{ afterSec: 0, losses: [{ domain: "region:east", kind: "site_destruction" }] }, { afterSec: 60, losses: [{ domain: "region:west", kind: "site_destruction" }] }] }], recoverySteps: { detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 } }],
   });
@@ -175,6 +176,7 @@ test("shaped legs give each holder and writer a links section naming the holders
   const west = holderRoleSchema.parse(config("holder-h-w1"));
   t.deepEqual(west.links, { site: "s-w1", peers: {} }, "no shaped leg joins the west holder's site to another holder's");
   t.is(west.spanFile, "/runs/spans/h-w1.jsonl");
+  t.is(holderRoleSchema.parse(config("holder-h-e1")).drainDeadlineMs, 0, "the holder's drain deadline from the deployment");
   const ctl = controllerRoleSchema.parse(config("controller-ctl-1"));
   t.is(ctl.spanFile, "/runs/spans/ctl-1.jsonl");
   const topo = (ctl.controller as { topology: { links: { from: string; to: string; bandwidthBytesPerSec: number }[]; timelines: { name: string }[]; recovery: { detectSec: number } } }).topology;
