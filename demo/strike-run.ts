@@ -10,6 +10,7 @@
 import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { fetchUnits, recoverVolume } from "../actors/index.ts";
+import { CustodyError } from "../core/index.ts";
 import type { VolumeStatus } from "../actors/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { TransportUnit } from "../lanes/index.ts";
@@ -170,6 +171,8 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     const settleMs = Date.now() - strikeAt;
     const predicted = new Map<string, VolumeStatus | undefined>();
     for (const v of volumes) predicted.set(v, await view.statusSince(v, settled.sinceMs, STATUS_WAIT_MS));
+    const firstStatus = predicted.get(d.volume);
+    if (firstStatus === undefined) throw new CustodyError("no_status", `no status document of ${d.volume} from its controller ${controllerOf(d.volume)}`, { volume: d.volume });
     const scenarioOf = (doc: VolumeStatus | undefined) => doc?.scenarios.find((s) => s.name === names.both);
     event(`survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; prediction from their receipts: ${volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`).join(", ")}`);
 
@@ -236,7 +239,7 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       strikeMs: strikeAt - t0,
       settleMs,
       outcomes,
-      status: predicted.get(d.volume)!,
+      status: firstStatus,
       survivorRanges: settled.ranges,
       writes,
       writeMBps: (writes * seqBytes) / 1e6 / Math.max(writeSec, 0.001),

@@ -1,8 +1,8 @@
 /**
- * The demo's write workload as pure functions: block contents from a seed (so the writer process
- * and the checker agree without shipping data), the seed and LBA of a volume's k-th write, and the
- * volume content the first writes imply — the reference a recovered volume is compared with byte
- * for byte.
+ * The demo's write workload as the checker sees it: the acknowledged writes a writer logged, the
+ * LSN offset of a volume's writes, and the volume content the first writes imply — the reference a
+ * recovered volume is compared with byte for byte (the writers' own workload, runtime/workload.ts).
+ * Also seeded block contents for a hand-driven writer (blockData, seedOf, lbaOf, contentThrough).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { CustodyError } from "../core/index.ts";
