@@ -69,7 +69,9 @@ export interface RunResult {
   /** Survivors' retained ranges of each volume once settled. */
   readonly survivorRanges: Record<string, Record<string, [number, number][]>>;
   readonly writes: number;
+  /** Acknowledged MB/s over the stream (writes acknowledged since every writer served), in total and per volume. */
   readonly writeMBps: number;
+  readonly writeMBpsByVolume: Record<string, number>;
   readonly latest: Map<string, HolderStats>;
   readonly elapsedSec: number;
 }
@@ -121,6 +123,9 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     const siteOf = new Map(d.holders.map((h) => [h.id, h.site]));
     let phase = "streaming";
     const tStream = Date.now();
+    // A writer writes from the moment it serves: the rate counts what was acknowledged since all serve.
+    const atStart = new Map(volumes.map((v) => [v, acksOf(v).length]));
+    const sinceStart = (v: string, n: number) => n - (atStart.get(v) ?? 0);
     const sample = async () => {
       const stats = await view.holders(volumes);
       const holders: Record<string, { retained: [number, number][]; bytes: number }> = {};
@@ -130,13 +135,14 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       }
       const acks = volumes.map(acksOf);
       const writes = acks.reduce((n, a) => n + a.length, 0);
+      const streamed = volumes.reduce((n, v, i) => n + sinceStart(v, acks[i]!.length), 0);
       const acked = headOf(acks[0]!);
       samples.push({ tMs: Date.now() - t0, holders, acked });
       const custodyBytes: Record<string, number> = {};
       for (const [h, s] of stats) for (const v of Object.values(s.volumes)) custodyBytes[siteOf.get(h)!] = (custodyBytes[siteOf.get(h)!] ?? 0) + v.bytes;
       const secs = (Date.now() - tStream) / 1000;
       const receiptedCut = view.status(d.volume)?.survivingCut?.[0]?.[1] ?? null;
-      progress(formatProgress({ phase, writes, acked, custodyBytes, receiptedCut, seconds: secs, mbPerSec: (writes * seqBytes) / 1e6 / Math.max(secs, 0.001) }));
+      progress(formatProgress({ phase, writes, acked, custodyBytes, receiptedCut, seconds: secs, mbPerSec: (streamed * seqBytes) / 1e6 / Math.max(secs, 0.001) }));
     };
     let sampling = true;
     const sampler = (async () => {
@@ -158,6 +164,7 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     const acks = new Map(volumes.map((v) => [v, acksOf(v)]));
     const head = new Map(volumes.map((v) => [v, headOf(acks.get(v)!)]));
     const writes = [...acks.values()].reduce((n, a) => n + a.length, 0);
+    const rateOf = (v: string) => (sinceStart(v, acks.get(v)!.length) * seqBytes) / 1e6 / Math.max(writeSec, 0.001);
     event(`STRIKE mid-stream: SIGKILL ${killed.join(", ")} and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ${writes} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`);
 
     // Survivors account for everything that reached them: every unit they hold covered by a
@@ -242,7 +249,8 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       status: firstStatus,
       survivorRanges: settled.ranges,
       writes,
-      writeMBps: (writes * seqBytes) / 1e6 / Math.max(writeSec, 0.001),
+      writeMBps: volumes.reduce((n, v) => n + rateOf(v), 0),
+      writeMBpsByVolume: Object.fromEntries(volumes.map((v) => [v, rateOf(v)])),
       latest,
       elapsedSec: (Date.now() - tRun) / 1000,
     };
