@@ -1,15 +1,14 @@
 /**
- * Starts the demo's NATS supercluster: one `nats-server` per region, JetStream on, regions joined
- * by gateways, everything on 127.0.0.1, config and store under the run folder. Same layout, ports
- * and readiness check as the test kit (`testing/nats-server.ts`), but the processes are owned by
- * the demo's process registry so the demo can SIGKILL a region and stop everything on Ctrl-C.
+ * Starts the demo's NATS supercluster from the configs `custody init` wrote: one `nats-server` per
+ * region, JetStream on, regions joined by gateways, everything on 127.0.0.1, store under the run
+ * folder. Same readiness check as the test kit (`testing/nats-server.ts`), but the processes are
+ * owned by the demo's process registry so the demo can SIGKILL a region and stop everything on Ctrl-C.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CustodyError } from "../core/index.ts";
-import { LOOPBACK, regionConfig, type RegionPorts } from "../transport/index.ts";
-import { freePort, natsServerBin, regionReady } from "../testing/index.ts";
+import { natsServerBin, regionReady } from "../testing/index.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 
 const READY_TIMEOUT_MS = 20_000;
@@ -41,31 +40,29 @@ export function checkNatsServer(): string {
 }
 
 /**
- * Starts one server per region under `runDir/nats/<region>/` and resolves once every region is
- * healthy, gateways are connected both ways and JetStream has a meta leader. Throws
- * NatsLaunchError (with the log path) otherwise; the caller's registry stops what was started.
+ * Starts one server per region from the configs `custody init` wrote (`configs[region]`), logs in
+ * `runDir/nats/<region>/server.log`, and resolves once every region is healthy, gateways are
+ * connected both ways and JetStream has a meta leader. Throws NatsLaunchError (with the log path)
+ * otherwise; the caller's registry stops what was started.
  */
-export async function startRegions(registry: ProcessRegistry, runDir: string, regions: readonly string[]): Promise<Record<string, RegionEndpoint>> {
+export async function startRegions(registry: ProcessRegistry, runDir: string, configs: Readonly<Record<string, { config: string; url: string; httpPort: number }>>): Promise<Record<string, RegionEndpoint>> {
   checkNatsServer();
-  const ports: RegionPorts[] = [];
-  for (const name of regions) ports.push({ name, port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() });
+  const regions = Object.keys(configs);
   const out: Record<string, RegionEndpoint> = {};
-  for (const p of ports) {
-    const dir = join(runDir, "nats", p.name);
-    mkdirSync(join(dir, "jetstream"), { recursive: true });
-    const conf = join(dir, "nats-server.conf");
-    writeFileSync(conf, regionConfig(p, ports, join(dir, "jetstream")));
-    const processName = `nats-${p.name}`;
-    registry.spawn(processName, natsServerBin(), ["-c", conf], { logPath: join(dir, "server.log") });
-    out[p.name] = { region: p.name, url: `nats://${LOOPBACK}:${p.port}`, httpPort: p.httpPort, processName };
+  for (const [name, c] of Object.entries(configs)) {
+    const dir = join(runDir, "nats", name);
+    mkdirSync(dir, { recursive: true });
+    const processName = `nats-${name}`;
+    registry.spawn(processName, natsServerBin(), ["-c", c.config], { logPath: join(dir, "server.log") });
+    out[name] = { region: name, url: c.url, httpPort: c.httpPort, processName };
   }
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  for (const p of ports) {
-    const others = regions.filter((r) => r !== p.name);
+  for (const name of regions) {
+    const others = regions.filter((r) => r !== name);
     for (;;) {
-      if (!registry.get(`nats-${p.name}`)!.alive()) throw new NatsLaunchError(`nats-server for ${p.name} exited; see ${join(runDir, "nats", p.name, "server.log")}`, { region: p.name });
-      if (await regionReady(p.httpPort, others)) break;
-      if (Date.now() > deadline) throw new NatsLaunchError(`region ${p.name} not ready within ${READY_TIMEOUT_MS} ms`, { region: p.name });
+      if (!registry.get(`nats-${name}`)!.alive()) throw new NatsLaunchError(`nats-server for ${name} exited; see ${join(runDir, "nats", name, "server.log")}`, { region: name });
+      if (await regionReady(out[name]!.httpPort, others)) break;
+      if (Date.now() > deadline) throw new NatsLaunchError(`region ${name} not ready within ${READY_TIMEOUT_MS} ms`, { region: name });
       await new Promise((r) => setTimeout(r, 50));
     }
   }

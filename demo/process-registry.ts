@@ -46,15 +46,14 @@ export class ProcessRegistry {
   readonly startedPids: number[] = [];
 
   /**
-   * Spawns `command args` with stdout/stderr appended to `logPath`; `ipc` adds a Node IPC channel
-   * (structured-clone serialization, so Uint8Arrays cross intact). Throws SpawnError.
+   * Spawns `command args` with stdout/stderr appended to `logPath`. Throws SpawnError.
    */
-  spawn(name: string, command: string, args: readonly string[], opts: { logPath: string; ipc?: boolean; cwd?: string; env?: NodeJS.ProcessEnv }): ManagedProcess {
+  spawn(name: string, command: string, args: readonly string[], opts: { logPath: string; cwd?: string; env?: NodeJS.ProcessEnv }): ManagedProcess {
     const fd = openSync(opts.logPath, "a");
-    const stdio: StdioOptions = opts.ipc ? ["ignore", fd, fd, "ipc"] : ["ignore", fd, fd];
+    const stdio: StdioOptions = ["ignore", fd, fd];
     let child: ChildProcess;
     try {
-      child = spawn(command, args, { stdio, cwd: opts.cwd, env: opts.env ?? process.env, serialization: opts.ipc ? "advanced" : "json" });
+      child = spawn(command, args, { stdio, cwd: opts.cwd, env: opts.env ?? process.env });
     } finally {
       closeSync(fd); // the child has its own copy
     }

@@ -52,7 +52,7 @@ console.log(formatScenarioTable(statusRows(first)));
 console.log("");
 console.log(formatCostTable(result.legs));
 console.log("");
-console.log(`write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ${first.writeMBps.toFixed(2)} MB/s acknowledged in total`);
+console.log(`write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ${first.writeMBps.toFixed(2)} MB/s acknowledged in total (${Object.entries(first.writeMBpsByVolume).map(([v, r]) => `${v} ${r.toFixed(2)}`).join(", ")})`);
 console.log(`capture lag after the first copy (median ms): ${Object.entries(result.captureLagMs).map(([h, ms]) => `${h} ${ms.toFixed(1)}`).join(", ")}`);
 if (result.waypointLoss !== null) {
   const w = result.waypointLoss;
@@ -74,6 +74,7 @@ if (values.json) {
       seconds: Number(result.elapsedSec.toFixed(1)),
       runDir: result.runDir,
       write_mb_per_sec: Number(first.writeMBps.toFixed(2)),
+      write_mb_per_sec_by_volume: Object.fromEntries(Object.entries(first.writeMBpsByVolume).map(([v, r]) => [v, Number(r.toFixed(2))])),
       writes: first.writes,
       settle_ms: first.settleMs,
       startedPids: result.startedPids,

@@ -9,19 +9,19 @@
 import type { VolumeStatus } from "../actors/index.ts";
 import { CustodyError } from "../core/index.ts";
 import { RangeSet } from "../lanes/index.ts";
-import type { RunningNetwork } from "./network-launcher.ts";
+import type { OperatorView } from "./operator-view.ts";
 
-/** A holder process's answer to `stats`. */
+/** What a holder process's stats say (see operator-view.ts). */
 export interface HolderStats {
   /** Volume → retained sequences and payload bytes. */
   readonly volumes: Record<string, { retained: [number, number][]; bytes: number }>;
   /** Units held back on its shaped links (sent, not yet delivered). */
   readonly inFlight: number;
-  /** [first, last, wall ms] of each first-volume admission. */
+  /** [first, last, wall ms] of each first-volume admission (from its span file, once the run is over). */
   readonly captured: [number, number, number][];
 }
 
-/** The controller process's answer to `status`/`evaluate` for one volume. */
+/** A volume's controller as its stats and status documents show it. */
 export interface ControllerView {
   readonly status: VolumeStatus | null;
   /** Holder → sequences its verified receipts show it retaining. */
@@ -63,25 +63,32 @@ export function survivorsHold(survivors: readonly string[], volumes: readonly st
   return Object.fromEntries(volumes.map((v) => [v, survivors.reduce((acc, h) => acc.union(RangeSet.fromJSON(stats[h]?.volumes[v]?.retained ?? [])), RangeSet.EMPTY).toJSON()]));
 }
 
+/** The settled holdings, and when the first of the two agreeing checks had read the controllers (a status document evaluated since then reflects what they verified). */
+export interface Settled {
+  readonly ranges: Record<string, Record<string, [number, number][]>>;
+  readonly sinceMs: number;
+}
+
 /**
  * Waits (up to `timeoutMs`) until `unaccounted` is empty on two checks in a row with the same
- * holdings together, and returns each survivor's retained ranges per volume (as of the last
- * check). Throws SettleTimeoutError.
+ * holdings together, reading holders' and controllers' stats over NATS as the operator, and
+ * returns each survivor's retained ranges per volume (as of the last check). Throws SettleTimeoutError.
  */
-export async function settledSurvivors(net: RunningNetwork, survivors: readonly string[], volumes: readonly string[], timeoutMs: number): Promise<Record<string, Record<string, [number, number][]>>> {
+export async function settledSurvivors(view: OperatorView, survivors: readonly string[], volumes: readonly string[], controllerOf: (volume: string) => string, timeoutMs: number): Promise<Settled> {
   const deadline = Date.now() + timeoutMs;
-  let previous: string | undefined;
+  let previous: { key: string; at: number } | undefined;
   let why: string[] = [];
   for (;;) {
-    const stats: Record<string, HolderStats | undefined> = {};
-    await Promise.all(survivors.map(async (h) => (stats[h] = await net.actors.get(h)?.call<HolderStats>("stats", {}, 5000).catch(() => undefined))));
-    const views: Record<string, ControllerView | undefined> = {};
-    for (const v of volumes) views[v] = await net.actors.get(net.deployment.controller.id)?.call<ControllerView>("status", { volume: v }, 5000).catch(() => undefined);
+    const all = await view.holders(volumes).catch(() => new Map<string, HolderStats>());
+    const stats: Record<string, HolderStats | undefined> = Object.fromEntries(survivors.map((h) => [h, all.get(h)]));
+    const views = await view.receipted(volumes, survivors, controllerOf).catch(() => ({}));
+    // Everything the controllers had verified by now is in any evaluation from now on.
+    const at = Date.now();
     why = unaccounted(survivors, volumes, stats, views);
     const ranges = Object.fromEntries(volumes.map((v) => [v, Object.fromEntries(survivors.map((h) => [h, stats[h]?.volumes[v]?.retained ?? []]))]));
     const key = JSON.stringify(survivorsHold(survivors, volumes, stats));
-    if (why.length === 0 && key === previous) return ranges;
-    previous = why.length === 0 ? key : undefined;
+    if (why.length === 0 && key === previous?.key) return { ranges, sinceMs: previous.at };
+    previous = why.length === 0 ? { key, at } : undefined;
     if (Date.now() > deadline) throw new SettleTimeoutError({ why });
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -1,25 +1,31 @@
 /**
- * One run of a deployment under load, on real processes: start it, stream writes to every volume,
- * strike mid-stream (SIGKILL every process of two regions and their nats-servers in the same
- * instant), let the survivors account for what reached them, read the controller's prediction
- * from those receipts, recover every volume at the destination from the survivors' units, and
- * compare: the recovered cut must equal the predicted one exactly.
+ * One run of a deployment under load, on real processes started as an operator would (`custody
+ * init`, `custody bootstrap`, `custody run` for every role): every volume's writer streams its
+ * workload, the strike lands mid-stream (SIGKILL every process of two regions and their
+ * nats-servers in the same instant), the survivors account for what reached them, the controllers'
+ * prediction is read from their status documents, every volume is recovered at the destination
+ * from the survivors' units (fetched over NATS as `custody recover` does), and compared: the
+ * recovered cut must equal the predicted one exactly.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { recoverVolume } from "../actors/index.ts";
+import { fetchUnits, recoverVolume } from "../actors/index.ts";
+import { CustodyError } from "../core/index.ts";
 import type { VolumeStatus } from "../actors/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { TransportUnit } from "../lanes/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import type { TimelineSample } from "./custody-timeline.ts";
+import { ackLogOf, controllerIdOf, writerIdOf } from "./custody-deployment.ts";
 import { scenarioNames, volumesOf, type Deployment } from "./deployment.ts";
-import { dataKeyOf } from "./key-material.ts";
-import { launchNetwork, stopActors, strikeRegions } from "./network-launcher.ts";
+import { launchNetwork, strikeRegions } from "./network-launcher.ts";
+import { OperatorView } from "./operator-view.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { formatProgress } from "./progress-line.ts";
-import { settledSurvivors, type ControllerView, type HolderStats } from "./settle.ts";
-import { contentThrough, lsnOffset, type AckedWrite } from "./workload.ts";
+import { settledSurvivors, type HolderStats } from "./settle.ts";
+import { readRunSpans } from "./trace-tree.ts";
+import { deploymentOfVolume } from "./waypoint-variant.ts";
+import { lsnOffset, readAckLog, workloadContentThrough, type AckedWrite } from "./workload.ts";
 
 /** A timeline event of a run. */
 export interface DemoEvent {
@@ -63,151 +69,192 @@ export interface RunResult {
   /** Survivors' retained ranges of each volume once settled. */
   readonly survivorRanges: Record<string, Record<string, [number, number][]>>;
   readonly writes: number;
+  /** Acknowledged MB/s over the stream (writes acknowledged since every writer served), in total and per volume. */
   readonly writeMBps: number;
+  readonly writeMBpsByVolume: Record<string, number>;
   readonly latest: Map<string, HolderStats>;
   readonly elapsedSec: number;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Runs `deploymentPath` into `runDir` for `seconds` of writing, then strikes. Stops its actors (not the registry) before returning. */
-export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPath: string; runDir: string; seconds: number; t0: number; print: (l: string) => void; progress: (l: string) => void; onLaunched: () => void }): Promise<RunResult> {
+/** Bounds that only end a hung step; they measure nothing. */
+const SETTLE_TIMEOUT_MS = 30_000;
+const STATUS_WAIT_MS = 3_000;
+const FETCH_TIMEOUT_MS = 30_000;
+
+/** [first, last, wall ms] of every admission of `volume` at each holder, from the run's span files. */
+function capturedFromSpans(runDir: string, volume: string): Map<string, [number, number, number][]> {
+  const out = new Map<string, [number, number, number][]>();
+  for (const s of readRunSpans(runDir)) {
+    if (s.name !== "holder.admit" || s.attributes["custody.volume"] !== volume) continue;
+    const h = String(s.resource["custody.actor"]);
+    const at = Number(BigInt(s.startUnixNano) / 1000n) / 1000;
+    out.set(h, [...(out.get(h) ?? []), [Number(s.attributes["custody.first_seq"]), Number(s.attributes["custody.last_seq"]), at]]);
+  }
+  return out;
+}
+
+/** Runs `deploymentPath` into `runDir`, lets the writers stream for `seconds`, then strikes. Stops its processes through the registry before returning. */
+export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPath: string; runDir: string; seconds: number; t0: number; secured?: boolean; print: (l: string) => void; progress: (l: string) => void; onLaunched: () => void }): Promise<RunResult> {
   const { print, progress, t0 } = opts;
   const tRun = Date.now();
-  const net = await launchNetwork(registry, opts.deploymentPath, opts.runDir);
+  const net = await launchNetwork(registry, opts.deploymentPath, opts.runDir, opts.secured ?? true);
   opts.onLaunched();
   const d = net.deployment;
   const volumes = volumesOf(d);
   const names = scenarioNames(d);
+  const seqBytes = d.workload.blocksPerWrite * 4096;
   const events: DemoEvent[] = [];
   const event = (label: string) => {
     events.push({ tMs: Date.now() - t0, label });
     print(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s  ${label}`);
   };
-  event(`started ${net.actors.size} actors and ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`);
+  const counts = (role: string) => [...net.roles.values()].filter((r) => r.role === role).length;
+  event(`custody init + bootstrap, then custody run for ${counts("controller")} controllers, ${counts("holder")} holders and ${counts("writer")} writers on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`);
+  const view = await OperatorView.open(net.operatorNats, volumes, d.lane, seqBytes);
+  try {
+    // What the application saw acknowledged: each writer's acknowledgement log (appended after each sync).
+    const acksOf = (v: string) => readAckLog(ackLogOf(net.runDir, v), v);
+    const headOf = (acks: readonly AckedWrite[]) => acks.reduce((m, a) => Math.max(m, a.seq), 0);
 
-  // Every acknowledgement the writer reports, as it happens; the IPC channel closes after the last one.
-  const acks: AckedWrite[] = [];
-  const head = new Map<string, number>(volumes.map((v) => [v, 0]));
-  const writerChild = registry.get(d.writer.id)!.child;
-  const writerClosed = new Promise<void>((r) => writerChild.once("close", () => r()));
-  writerChild.on("message", (m: { ack?: AckedWrite }) => {
-    if (m.ack === undefined) return;
-    acks.push(m.ack);
-    head.set(m.ack.volume, Math.max(head.get(m.ack.volume) ?? 0, m.ack.seq));
-  });
+    const samples: TimelineSample[] = [];
+    const latest = new Map<string, HolderStats>();
+    const siteOf = new Map(d.holders.map((h) => [h.id, h.site]));
+    let phase = "streaming";
+    const tStream = Date.now();
+    // A writer writes from the moment it serves: the rate counts what was acknowledged since all serve.
+    const atStart = new Map(volumes.map((v) => [v, acksOf(v).length]));
+    const sinceStart = (v: string, n: number) => n - (atStart.get(v) ?? 0);
+    const sample = async () => {
+      const stats = await view.holders(volumes);
+      const holders: Record<string, { retained: [number, number][]; bytes: number }> = {};
+      for (const [h, s] of stats) {
+        latest.set(h, s);
+        holders[h] = s.volumes[d.volume]!;
+      }
+      const acks = volumes.map(acksOf);
+      const writes = acks.reduce((n, a) => n + a.length, 0);
+      const streamed = volumes.reduce((n, v, i) => n + sinceStart(v, acks[i]!.length), 0);
+      const acked = headOf(acks[0]!);
+      samples.push({ tMs: Date.now() - t0, holders, acked });
+      const custodyBytes: Record<string, number> = {};
+      for (const [h, s] of stats) for (const v of Object.values(s.volumes)) custodyBytes[siteOf.get(h)!] = (custodyBytes[siteOf.get(h)!] ?? 0) + v.bytes;
+      const secs = (Date.now() - tStream) / 1000;
+      const receiptedCut = view.status(d.volume)?.survivingCut?.[0]?.[1] ?? null;
+      progress(formatProgress({ phase, writes, acked, custodyBytes, receiptedCut, seconds: secs, mbPerSec: (streamed * seqBytes) / 1e6 / Math.max(secs, 0.001) }));
+    };
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        await sample().catch(() => undefined);
+        await sleep(500);
+      }
+    })();
 
-  const samples: TimelineSample[] = [];
-  const latest = new Map<string, HolderStats>();
-  const siteOf = new Map(d.holders.map((h) => [h.id, h.site]));
-  let phase = "streaming";
-  let receiptedCut: number | null = null;
-  const tStream = Date.now();
-  const sample = async () => {
-    const holders: Record<string, { retained: [number, number][]; bytes: number }> = {};
-    await Promise.all(
-      d.holders.map(async (h) => {
-        const s = await net.actors.get(h.id)?.call<HolderStats>("stats", {}, 3000).catch(() => undefined);
-        if (s === undefined) return;
-        latest.set(h.id, s);
-        holders[h.id] = s.volumes[d.volume]!;
-      }),
-    );
-    const view = await net.actors.get(d.controller.id)?.call<ControllerView>("status", {}, 3000).catch(() => undefined);
-    receiptedCut = view?.status?.survivingCut?.[0]?.[1] ?? receiptedCut;
-    samples.push({ tMs: Date.now() - t0, holders, acked: head.get(d.volume)! });
-    const custodyBytes: Record<string, number> = {};
-    for (const [h, s] of latest) for (const v of Object.values(s.volumes)) custodyBytes[siteOf.get(h)!] = (custodyBytes[siteOf.get(h)!] ?? 0) + v.bytes;
-    const secs = (Date.now() - tStream) / 1000;
-    progress(formatProgress({ phase, writes: acks.length, acked: head.get(d.volume)!, custodyBytes, receiptedCut, seconds: secs, mbPerSec: (acks.length * d.workload.blocksPerWrite * 4096) / 1e6 / Math.max(secs, 0.001) }));
-  };
-  let sampling = true;
-  const sampler = (async () => {
-    while (sampling) {
-      await sample().catch(() => undefined);
-      await sleep(500);
-    }
-  })();
+    event(`streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ${d.workload.blocksPerWrite * 4} KiB per write (each writer's own workload)`);
+    await sleep(opts.seconds * 1000);
 
-  // The stream is asked for longer than the strike waits: the strike always lands mid-stream.
-  const writer = net.actors.get(d.writer.id)!;
-  const stream = writer.call("stream", { seconds: opts.seconds + 60 }, (opts.seconds + 90) * 1000).catch(() => undefined);
-  event(`streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ${d.workload.blocksPerWrite * 4} KiB per write`);
-  await sleep(opts.seconds * 1000);
+    // The last evaluation before the strike, for comparison only: receipts are still in flight.
+    const before = new Map<string, VolumeStatus | undefined>(volumes.map((v) => [v, view.status(v)]));
+    phase = `${d.failures.first} and ${d.failures.second} struck`;
+    const strikeAt = Date.now();
+    const killed = await strikeRegions(registry, net, [d.failures.first, d.failures.second]);
+    const writeSec = (strikeAt - tStream) / 1000;
+    const acks = new Map(volumes.map((v) => [v, acksOf(v)]));
+    const head = new Map(volumes.map((v) => [v, headOf(acks.get(v)!)]));
+    const writes = [...acks.values()].reduce((n, a) => n + a.length, 0);
+    const rateOf = (v: string) => (sinceStart(v, acks.get(v)!.length) * seqBytes) / 1e6 / Math.max(writeSec, 0.001);
+    event(`STRIKE mid-stream: SIGKILL ${killed.join(", ")} and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ${writes} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`);
 
-  // The last evaluation before the strike, for comparison only: receipts are still in flight.
-  const before = new Map<string, ControllerView>();
-  await Promise.all(volumes.map(async (v) => before.set(v, await net.actors.get(d.controller.id)!.call<ControllerView>("evaluate", { volume: v }))));
-  phase = `${d.failures.first} and ${d.failures.second} struck`;
-  const strikeAt = Date.now();
-  const killed = await strikeRegions(registry, net, [d.failures.first, d.failures.second]);
-  await writerClosed;
-  await stream;
-  const writeSec = (strikeAt - tStream) / 1000;
-  event(`STRIKE mid-stream: SIGKILL ${killed.join(", ")} and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ${acks.length} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`);
+    // Survivors account for everything that reached them: every unit they hold covered by a
+    // receipt the controller verified, read twice alike. Then the prediction, from a status
+    // document evaluated since.
+    const struck = new Set([d.failures.first, d.failures.second]);
+    const regionOfSite = new Map(d.sites.map((s) => [s.id, s.region]));
+    const survivors = d.holders.filter((h) => !struck.has(regionOfSite.get(h.site)!)).map((h) => h.id);
+    const controllerOf = (v: string) => controllerIdOf(d, v);
+    const settled = await settledSurvivors(view, survivors, volumes, controllerOf, SETTLE_TIMEOUT_MS);
+    const settleMs = Date.now() - strikeAt;
+    const predicted = new Map<string, VolumeStatus | undefined>();
+    for (const v of volumes) predicted.set(v, await view.statusSince(v, settled.sinceMs, STATUS_WAIT_MS));
+    const firstStatus = predicted.get(d.volume);
+    if (firstStatus === undefined) throw new CustodyError("no_status", `no status document of ${d.volume} from its controller ${controllerOf(d.volume)}`, { volume: d.volume });
+    const scenarioOf = (doc: VolumeStatus | undefined) => doc?.scenarios.find((s) => s.name === names.both);
+    event(`survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; prediction from their receipts: ${volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`).join(", ")}`);
 
-  // Survivors account for everything that reached them: nothing left in flight between them and
-  // every unit they hold covered by a receipt the controller verified. Then the prediction.
-  const survivors = d.holders.filter((h) => net.actors.has(h.id)).map((h) => h.id);
-  const settled = await settledSurvivors(net, survivors, volumes, 30_000);
-  const settleMs = Date.now() - strikeAt;
-  const predicted = new Map<string, ControllerView>();
-  for (const v of volumes) predicted.set(v, await net.actors.get(d.controller.id)!.call<ControllerView>("evaluate", { volume: v }));
-  const scenarioOf = (view: ControllerView | undefined) => view?.status?.scenarios.find((s) => s.name === names.both);
-  event(`survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; prediction from their receipts: ${volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`).join(", ")}`);
-
-  // Recover every volume at the destination from exactly the survivors' units.
-  phase = `recovering at ${d.recoverAt}`;
-  const outcomes: VolumeOutcome[] = [];
-  for (const v of volumes) {
-    const t = Date.now();
-    const units = (await Promise.all(survivors.map((id) => net.actors.get(id)!.call<TransportUnit[]>("units", { volume: v }, 60_000)))).flat();
-    const dir = join(net.runDir, "recovered", v);
+    // Recover every volume at the destination from every unit the survivors on its path return
+    // (fetched over NATS, as custody recover does), not only up to the prediction: the observed
+    // cut is what the units themselves reach.
+    phase = `recovering at ${d.recoverAt}`;
+    const outcomes: VolumeOutcome[] = [];
     mkdirSync(join(net.runDir, "recovered"), { recursive: true });
-    const res = await recoverVolume({ volume: v, dir, blockCount: d.blocks, lanes: [d.lane], dataKey: dataKeyOf(net.keys), units });
-    const recoverySec = (Date.now() - t) / 1000;
-    const vol = await SmartWalVolume.open(dir);
-    const got = Buffer.from(await vol.read(0, d.blocks));
-    await vol.close();
-    const mine = acks.filter((a) => a.volume === v);
-    const byteExact = got.equals(Buffer.from(contentThrough(v, d.blocks, d.workload.blocksPerWrite, lsnOffset(mine, d.workload.blocksPerWrite), res.lsn)));
-    const sc = scenarioOf(predicted.get(v));
-    const recoveredCut = res.cut[d.lane] ?? 0;
-    const acknowledged = head.get(v)!;
-    const cmp = d.waypointComparison;
-    outcomes.push({
-      volume: v,
-      path: cmp?.volume === v ? `without ${cmp.holder}` : cmp !== undefined ? `with ${cmp.holder}` : "as deployed",
-      acknowledged,
-      predictedCut: sc?.cut?.[0]?.[1] ?? null,
-      cutAtStrike: scenarioOf(before.get(v))?.cut?.[0]?.[1] ?? null,
-      recoveredCut,
-      recoveredLsn: res.lsn,
-      lostSeqs: Math.max(0, acknowledged - recoveredCut),
-      byteExact,
-      contributors: sc?.contributors ?? [],
-      recoverySec,
-    });
-    event(`${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ${byteExact ? "byte-exact" : "NOT byte-exact"}`);
+    mkdirSync(join(net.runDir, "writer"), { recursive: true });
+    for (const v of volumes) {
+      const t = Date.now();
+      const onPath = new Set(deploymentOfVolume(d, v).holders.map((h) => h.id));
+      const units: TransportUnit[] = [];
+      for (const h of survivors.filter((x) => onPath.has(x))) units.push(...(await fetchUnits(view.transport, h, v, d.lane, RangeSet.of(0, Number.MAX_SAFE_INTEGER), FETCH_TIMEOUT_MS)));
+      const dir = join(net.runDir, "recovered", v);
+      const writerInstance = net.roles.get(`writer-${writerIdOf(d, v)}`)!;
+      const dataKey = new Uint8Array(readFileSync(join(writerInstance.dir, "data.key")));
+      const res = await recoverVolume({ volume: v, dir, blockCount: d.blocks, lanes: [d.lane], dataKey, units });
+      const recoverySec = (Date.now() - t) / 1000;
+      const vol = await SmartWalVolume.open(dir);
+      const got = Buffer.from(await vol.read(0, d.blocks));
+      await vol.close();
+      const mine = acks.get(v)!;
+      const byteExact = got.equals(Buffer.from(workloadContentThrough(d.blocks, d.workload.blocksPerWrite, lsnOffset(mine, d.workload.blocksPerWrite), res.lsn)));
+      // The writer's own volume, where the run folder's readers expect it.
+      symlinkSync(join(net.runDir, "state", `writer-${writerIdOf(d, v)}`, "volume"), join(net.runDir, "writer", v));
+      const sc = scenarioOf(predicted.get(v));
+      const recoveredCut = res.cut[d.lane] ?? 0;
+      const acknowledged = head.get(v)!;
+      const cmp = d.waypointComparison;
+      outcomes.push({
+        volume: v,
+        path: cmp?.volume === v ? `without ${cmp.holder}` : cmp !== undefined ? `with ${cmp.holder}` : "as deployed",
+        acknowledged,
+        predictedCut: sc?.cut?.[0]?.[1] ?? null,
+        cutAtStrike: scenarioOf(before.get(v))?.cut?.[0]?.[1] ?? null,
+        recoveredCut,
+        recoveredLsn: res.lsn,
+        lostSeqs: Math.max(0, acknowledged - recoveredCut),
+        byteExact,
+        contributors: sc?.contributors ?? [],
+        recoverySec,
+      });
+      event(`${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ${byteExact ? "byte-exact" : "NOT byte-exact"}`);
+    }
+    phase = "done";
+    sampling = false;
+    await sampler;
+    await view.close();
+    // SIGTERM the survivors: each custody run flushes its spans and exits 0.
+    await registry.stopAll();
+    // Chasing the light: when each holder admitted each unit of the first volume, from its spans.
+    for (const [h, captured] of capturedFromSpans(net.runDir, d.volume)) {
+      const s = latest.get(h);
+      if (s !== undefined) latest.set(h, { ...s, captured });
+    }
+    return {
+      deployment: d,
+      runDir: net.runDir,
+      scenario: names.both,
+      samples,
+      events,
+      strikeMs: strikeAt - t0,
+      settleMs,
+      outcomes,
+      status: firstStatus,
+      survivorRanges: settled.ranges,
+      writes,
+      writeMBps: volumes.reduce((n, v) => n + rateOf(v), 0),
+      writeMBpsByVolume: Object.fromEntries(volumes.map((v) => [v, rateOf(v)])),
+      latest,
+      elapsedSec: (Date.now() - tRun) / 1000,
+    };
+  } finally {
+    await view.close().catch(() => undefined);
   }
-  phase = "done";
-  sampling = false;
-  await sampler;
-  await stopActors(net);
-  return {
-    deployment: d,
-    runDir: net.runDir,
-    scenario: names.both,
-    samples,
-    events,
-    strikeMs: strikeAt - t0,
-    settleMs,
-    outcomes,
-    status: predicted.get(d.volume)!.status!,
-    survivorRanges: settled,
-    writes: acks.length,
-    writeMBps: (acks.length * d.workload.blocksPerWrite * 4096) / 1e6 / Math.max(writeSec, 0.001),
-    latest,
-    elapsedSec: (Date.now() - tRun) / 1000,
-  };
 }

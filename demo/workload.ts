@@ -1,10 +1,12 @@
 /**
- * The demo's write workload as pure functions: block contents from a seed (so the writer process
- * and the checker agree without shipping data), the seed and LBA of a volume's k-th write, and the
- * volume content the first writes imply — the reference a recovered volume is compared with byte
- * for byte.
+ * The demo's write workload as the checker sees it: the acknowledged writes a writer logged, the
+ * LSN offset of a volume's writes, and the volume content the first writes imply — the reference a
+ * recovered volume is compared with byte for byte (the writers' own workload, runtime/workload.ts).
+ * Also seeded block contents for a hand-driven writer (blockData, seedOf, lbaOf, contentThrough).
  */
+import { existsSync, readFileSync } from "node:fs";
 import { CustodyError } from "../core/index.ts";
+import { workloadWrite } from "../runtime/index.ts";
 import { BLOCK_SIZE } from "../volume/index.ts";
 
 /** `blocks` × 4 KiB derived from `seed`. */
@@ -58,5 +60,37 @@ export function lsnOffset(acks: readonly AckedWrite[], blocks: number): number {
 export function contentThrough(volume: string, blockCount: number, blocks: number, offset: number, lsn: number): Uint8Array {
   const out = new Uint8Array(blockCount * BLOCK_SIZE);
   for (let k = 0; k * blocks + offset <= lsn; k++) out.set(blockData(seedOf(volume, k), blocks), lbaOf(k, blockCount, blocks) * BLOCK_SIZE);
+  return out;
+}
+
+/**
+ * The acknowledged writes a volume's writer logged (`custody run writer`'s `ackLog`: one JSON line
+ * per write, appended after its sync), as AckedWrites of `volume`. A line torn by the SIGKILL that
+ * ended the writer is not an acknowledgement the application saw, and is skipped.
+ */
+export function readAckLog(path: string, volume: string): AckedWrite[] {
+  if (!existsSync(path)) return [];
+  const out: AckedWrite[] = [];
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    try {
+      const a = JSON.parse(line) as { i: number; lsn: number; seq: number };
+      if (typeof a.i === "number" && typeof a.lsn === "number" && typeof a.seq === "number") out.push({ volume, k: a.i, lsn: a.lsn, seq: a.seq });
+    } catch {
+      // empty or torn line
+    }
+  }
+  return out;
+}
+
+/**
+ * The content of a volume written by `custody run writer`'s workload (`blocks` per write) after its
+ * writes with LSN ≤ `lsn`, the k-th write having LSN k × blocks + `offset` (see runtime/workload.ts).
+ */
+export function workloadContentThrough(blockCount: number, blocks: number, offset: number, lsn: number): Uint8Array {
+  const out = new Uint8Array(blockCount * BLOCK_SIZE);
+  for (let k = 0; k * blocks + offset <= lsn; k++) {
+    const w = workloadWrite(k, blocks, blockCount);
+    out.set(w.data, w.lba * BLOCK_SIZE);
+  }
   return out;
 }

@@ -152,6 +152,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
   };
   const publicKeys = new Map<string, Uint8Array>();
   const holderKeys = new Map(d.holders.map((h) => [h.id, keys.holderKey()]));
+  const spanFile = (id: string) => (d.paths?.spanDir !== undefined ? join(d.paths.spanDir, `${id}.jsonl`) : undefined);
   for (const h of d.holders) {
     const name = `holder-${h.id}`;
     const key = holderKeys.get(h.id)!;
@@ -167,6 +168,9 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       lanes: h.lanes,
       metrics: h.metrics,
       overrides: h.overrides,
+      links: shapedLinksOf(d, h.site),
+      spanFile: spanFile(h.id),
+      drainDeadlineMs: h.drainDeadlineMs,
     });
     instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
   }
@@ -189,13 +193,16 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       metrics: v.writer.metrics,
       workload: v.writer.workload,
       drainDeadlineMs: v.writer.drainDeadlineMs,
+      links: shapedLinksOf(d, v.writer.site),
+      spanFile: spanFile(v.writer.id),
     });
     instance(name, "writer", v.writer.region, config, [{ file: "data.key", contents: dataKeys.get(v.id)! }]);
   }
 
   for (const c of d.controllers) {
     const v = d.volumes.find((x) => x.id === c.volume)!;
-    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), controller: controllerConfig(d, c, v, siteOf) }, []);
+    const spans = spanFile(c.id);
+    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), ...(spans !== undefined ? { spanFile: spans } : {}), controller: controllerConfig(d, c, v, siteOf) }, []);
   }
 
   for (const b of d.baseBuilders) {
@@ -284,13 +291,32 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
       holderSites: Object.fromEntries(holders.map((h) => [h.id, h.site])),
       bases: genesisHolders.map((h) => ({ id: `genesis-${h}`, holder: h, cut: Object.fromEntries(lanes.map((l) => [l, 0])), bytes: 0 })),
       keyAuthorities: [{ id: `${v.id}-key-authority`, site: v.recoverySite }],
-      // Every pair of the volume's sites, both directions, at the declared bandwidth.
-      links: siteIds.flatMap((a) => siteIds.filter((b) => b !== a).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: d.network.bandwidthBytesPerSec, deps: [] }))),
-      recovery: { destination: v.recoverySite, detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+      // Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's own, when it has one).
+      links: siteIds.flatMap((a) => siteIds.filter((b) => b !== a).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: shapedLeg(d, a, b) === undefined ? d.network.bandwidthBytesPerSec : shapedLeg(d, a, b)!.bandwidthMBps * 1_000_000, deps: [] }))),
+      recovery: { destination: v.recoverySite, ...(v.recoverySteps ?? { detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 }) },
       scenarios,
-      timelines: [],
+      timelines: (v.timelines ?? []).map((tl) => ({ ...tl, events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })) })),
       staleAfterMs: c.staleAfterMs ?? 5_000,
       releasable: v.releasable ?? holders.filter((h) => h.residency === "ram").map((h) => h.id),
     },
   };
+}
+
+/** The shaped leg between sites `a` and `b` (declared either way round), if any. */
+function shapedLeg(d: Deployment, a: string, b: string): NonNullable<Deployment["network"]["shapedLinks"]>[number] | undefined {
+  return d.network.shapedLinks?.find((l) => (l.from === a && l.to === b) || (l.from === b && l.to === a));
+}
+
+/**
+ * The `links` section of a role at `site` (undefined when the deployment shapes no leg): every
+ * holder at another site that a shaped leg joins to this one, with that leg's shape.
+ */
+export function shapedLinksOf(d: Deployment, site: string): Record<string, unknown> | undefined {
+  if (d.network.shapedLinks === undefined) return undefined;
+  const peers: Record<string, { site: string; latencyMs: number; jitterMs?: number; bandwidthMBps: number }> = {};
+  for (const h of d.holders) {
+    const leg = h.site === site ? undefined : shapedLeg(d, site, h.site);
+    if (leg !== undefined) peers[h.id] = { site: h.site, latencyMs: leg.latencyMs, ...(leg.jitterMs !== undefined ? { jitterMs: leg.jitterMs } : {}), bandwidthMBps: leg.bandwidthMBps };
+  }
+  return { site, peers };
 }

@@ -55,6 +55,8 @@ const holderSchema = z.strictObject({
   metrics,
   /** Holder configuration keys that replace the defaults (arena, flush, receipts, ...); validated by the holder. */
   overrides: z.record(z.string(), z.unknown()).optional(),
+  /** On SIGTERM, how long the holder waits for what only its RAM holds to be flushed or released (ms; role default 10000). */
+  drainDeadlineMs: z.number().int().nonnegative().optional(),
 });
 
 const workloadSchema = z.strictObject({
@@ -62,10 +64,33 @@ const workloadSchema = z.strictObject({
   ackLog: z.string().min(1).optional(),
   depth: z.number().int().positive().optional(),
   ratePerSec: z.number().positive().optional(),
+  blocksPerWrite: z.number().int().positive().max(256).optional(),
 });
 
 const lossSchema = z.strictObject({ domain: z.string().min(1), kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]) });
 const scenarioSchema = z.strictObject({ name: z.string().min(1), losses: z.array(lossSchema).min(1), deadlineSec: z.number().positive(), required: z.boolean() });
+/** Losses one after another (e.g. a second region during the first one's replay), evaluated like a scenario. */
+const timelineSchema = z.strictObject({
+  name: z.string().min(1),
+  minIntervalSec: z.number().nonnegative(),
+  deadlineSec: z.number().positive(),
+  required: z.boolean(),
+  events: z.array(z.strictObject({ afterSec: z.number().nonnegative(), losses: z.array(lossSchema).min(1) })).min(1),
+});
+
+/**
+ * One shaped leg between two sites (either direction): a test and demo facility that makes
+ * geography visible on one machine. Units a holder or writer sends to a holder at the other site
+ * are held back by the latency, jitter and serialization time (the role configs' `links`), and the
+ * controllers' recovery estimate sees the leg's bandwidth instead of `network.bandwidthBytesPerSec`.
+ */
+const shapedLinkSchema = z.strictObject({
+  from: id,
+  to: id,
+  latencyMs: z.number().nonnegative(),
+  jitterMs: z.number().nonnegative().optional(),
+  bandwidthMBps: z.number().positive(),
+});
 
 const volumeSchema = z.strictObject({
   id,
@@ -88,6 +113,10 @@ const volumeSchema = z.strictObject({
   genesisBases: z.array(id).optional(),
   /** The contract; default: each of the volume's holders' hosts crashing, all required, 3600 s deadline. */
   scenarios: z.array(scenarioSchema).optional(),
+  /** Sequential losses the controllers evaluate too (default none). */
+  timelines: z.array(timelineSchema).optional(),
+  /** The fixed steps of a recovery in the controllers' RTO estimate, seconds each (default 1 s each). */
+  recoverySteps: z.strictObject({ detectSec: z.number().nonnegative(), authorizeSec: z.number().nonnegative(), acquireCapacitySec: z.number().nonnegative(), persistSec: z.number().nonnegative(), validateSec: z.number().nonnegative() }).optional(),
   /** Holders that shed custody once the policy allows; default the RAM-only holders. */
   releasable: z.array(id).optional(),
 });
@@ -127,7 +156,14 @@ export const deploymentSchema = z.strictObject({
    * Where the files land on the machines. Omitted: under the `--out` directory itself (one
    * machine, tests); on separate machines e.g. `/etc/custody` and `/var/lib/custody`.
    */
-  paths: z.strictObject({ configDir: absolutePath.optional(), stateDir: absolutePath.optional() }).optional(),
+  paths: z
+    .strictObject({
+      configDir: absolutePath.optional(),
+      stateDir: absolutePath.optional(),
+      /** Every holder, writer and controller writes its spans to `<spanDir>/<id>.jsonl` (role configs' `spanFile`). */
+      spanDir: absolutePath.optional(),
+    })
+    .optional(),
   regions: z.record(id, regionSchema),
   sites: z.record(id, siteSchema),
   /**
@@ -135,7 +171,11 @@ export const deploymentSchema = z.strictObject({
    * sites linked at `bandwidthBytesPerSec` (a site without a path to the recovery site makes its
    * data unrecoverable in the estimate).
    */
-  network: z.strictObject({ bandwidthBytesPerSec: z.number().positive() }),
+  network: z.strictObject({
+    bandwidthBytesPerSec: z.number().positive(),
+    /** Shaped legs between sites (test/demo facility, see `shapedLinkSchema`); default none. */
+    shapedLinks: z.array(shapedLinkSchema).optional(),
+  }),
   holders: z.array(holderSchema).min(1),
   volumes: z.array(volumeSchema).min(1),
   controllers: z.array(controllerSchema).default([]),
@@ -207,6 +247,11 @@ function checkDeployment(d: Deployment): void {
     });
     for (const h of v.releasable ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.releasable`, `unknown holder ${h}`);
     for (const h of v.genesisBases ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.genesisBases`, `unknown holder ${h}`);
+  });
+  (d.network.shapedLinks ?? []).forEach((l, i) => {
+    site(`network.shapedLinks.${i}.from`, l.from);
+    site(`network.shapedLinks.${i}.to`, l.to);
+    if (l.from === l.to) fail(`network.shapedLinks.${i}`, "a leg joins two different sites");
   });
   d.controllers.forEach((c, i) => {
     if (!volumeIds.has(c.volume)) fail(`controllers.${i}.volume`, `unknown volume ${c.volume}`);

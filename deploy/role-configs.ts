@@ -33,7 +33,14 @@ export interface HolderRoleInput {
   readonly metrics?: { readonly port: number; readonly host?: string | undefined } | undefined;
   /** Replace holder defaults (arena, flush, receipts, ...). */
   readonly overrides?: Record<string, unknown> | undefined;
+  /** The role config's `links` (link shaping, test/demo facility) and `spanFile`. */
+  readonly links?: Record<string, unknown> | undefined;
+  readonly spanFile?: string | undefined;
+  readonly drainDeadlineMs?: number | undefined;
 }
+
+/** The optional `links` and `spanFile` keys of a role config. */
+const extras = (r: { links?: Record<string, unknown> | undefined; spanFile?: string | undefined }) => ({ ...(r.links ? { links: r.links } : {}), ...(r.spanFile !== undefined ? { spanFile: r.spanFile } : {}) });
 
 /** The `custody run holder` config: a holder with modest RAM limits, a 100 ms flush when it has a disk. */
 export function holderRoleConfig(h: HolderRoleInput): Record<string, unknown> {
@@ -50,7 +57,7 @@ export function holderRoleConfig(h: HolderRoleInput): Record<string, unknown> {
     policyGeneration: 1,
     ...h.overrides,
   };
-  return { role: "holder", nats: h.nats, ...(h.metrics ? { metrics: h.metrics } : {}), controlRegion: h.controlRegion, stateDir: h.stateDir, keyFile: h.keyFile, holder };
+  return { role: "holder", nats: h.nats, ...(h.metrics ? { metrics: h.metrics } : {}), ...extras(h), controlRegion: h.controlRegion, stateDir: h.stateDir, keyFile: h.keyFile, holder, ...(h.drainDeadlineMs !== undefined ? { drainDeadlineMs: h.drainDeadlineMs } : {}) };
 }
 
 /** Everything a writer's role config is made of. */
@@ -69,6 +76,8 @@ export interface WriterRoleInput {
   readonly metrics?: { readonly port: number; readonly host?: string | undefined } | undefined;
   readonly workload?: Record<string, unknown> | undefined;
   readonly drainDeadlineMs?: number | undefined;
+  readonly links?: Record<string, unknown> | undefined;
+  readonly spanFile?: string | undefined;
 }
 
 /** The `custody run writer` config: one volume, its lanes and (optionally) a synthetic workload. */
@@ -77,6 +86,7 @@ export function writerRoleConfig(w: WriterRoleInput): Record<string, unknown> {
     role: "writer",
     nats: w.nats,
     ...(w.metrics ? { metrics: w.metrics } : {}),
+    ...extras(w),
     controlRegion: w.controlRegion,
     stateDir: w.stateDir,
     dataKeyFile: w.dataKeyFile,

@@ -121,8 +121,10 @@ export const writerRoleSchema = z.strictObject({
   /** The writer configuration without `term` and lanes' `firstSeq` (both derived from durable state). */
   writer: z.record(z.string(), z.unknown()),
   /**
-   * A synthetic workload (chaos runs, soak): write one block every `intervalMs`, sync, and append one
-   * JSON line per acknowledged write to `ackLog` (`{"i","lsn","lba","seq"}`); block `i` holds `workloadBlock(i)`.
+   * A synthetic workload (chaos runs, soak, the demo): write every `intervalMs`, sync, and append one
+   * JSON line per acknowledged write to `ackLog` (`{"i","lsn","lba","seq"}`); write `i` holds
+   * `workloadWrite(i, blocksPerWrite, blockCount)` (one block: block `i` holds `workloadBlock(i)`).
+   * Each write is a `writer.write` span (with its LBA, LSN and lane sequence) when spans are exported.
    */
   workload: z
     .strictObject({
@@ -133,6 +135,8 @@ export const writerRoleSchema = z.strictObject({
       depth: z.number().int().positive().optional(),
       /** Pace the workload to about this many writes per second (instead of `intervalMs` between rounds). */
       ratePerSec: z.number().positive().optional(),
+      /** Blocks per write (default 1): write `i` covers the `i`-th `blocksPerWrite`-wide slot, round and round (see runtime/workload.ts). */
+      blocksPerWrite: z.number().int().positive().max(256).optional(),
     })
     .optional(),
   /** On SIGTERM, how long to wait for custody to take everything the writer retains (ms, default 30000). */

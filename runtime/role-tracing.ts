@@ -1,11 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { setupTracing, type TracingHandle } from "../telemetry/index.ts";
+import { otlpEndpointConfigured, setupTracing, SpanExporterKind, type TracingHandle } from "../telemetry/index.ts";
 
 /**
  * The optional `spanFile` of a role config: the process's spans go to that file as JSON lines
- * (telemetry/jsonl-span-exporter.ts), for a demo's trace view or offline inspection.
+ * (telemetry/jsonl-span-exporter.ts), for a demo's trace view or offline inspection; also over
+ * OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
  */
 export const spanFileSchema = z.string().min(1).optional();
 
@@ -24,7 +25,7 @@ export interface RoleTracing {
 export function startRoleTracing(spanFile: string | undefined, role: string, id: string, attributes: Record<string, string> = {}): RoleTracing {
   if (spanFile === undefined) return { stop: async () => undefined };
   mkdirSync(dirname(spanFile), { recursive: true });
-  const handle: TracingHandle = setupTracing({ serviceName: `custody-${role}-${id}`, attributes: { "custody.actor": id, "custody.role": role, ...attributes }, exporter: "jsonl", jsonlPath: spanFile });
+  const handle: TracingHandle = setupTracing({ serviceName: `custody-${role}-${id}`, attributes: { "custody.actor": id, "custody.role": role, ...attributes }, exporter: otlpEndpointConfigured() ? [SpanExporterKind.Jsonl, SpanExporterKind.Otlp] : SpanExporterKind.Jsonl, jsonlPath: spanFile });
   const timer = setInterval(() => void handle.provider.forceFlush().catch(() => undefined), FLUSH_MS);
   return {
     async stop() {

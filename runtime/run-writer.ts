@@ -1,6 +1,7 @@
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { trace } from "@opentelemetry/api";
+import type { WriteAck } from "../actors/index.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
 import { claimIncarnation } from "../actors/index.ts";
 import type { VolumeWriterConfig } from "../actors/index.ts";
@@ -14,10 +15,11 @@ import { SmartWalVolume } from "../volume/index.ts";
 import { connectRole } from "./connect.ts";
 import { linkInFlight, shapedByLinks } from "./role-links.ts";
 import { startRoleTracing } from "./role-tracing.ts";
+import { publishingInWriteSpans, WriteSpans } from "./write-span-links.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { WriterRoleConfig } from "./role-config.ts";
-import { workloadBlock } from "./workload.ts";
+import { workloadWrite } from "./workload.ts";
 
 /** A volume writer running as a process. */
 export interface RunningWriter {
@@ -51,7 +53,9 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };
-    const writer = startVolumeWriter(config, { transport: sending, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
+    // With spans, each unit's hops hang under the write it came from (see write-span-links.ts).
+    const writeSpans = cfg.spanFile !== undefined ? new WriteSpans() : undefined;
+    const writer = startVolumeWriter(config, { transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
     let running = true;
     let written = 0;
     const workload = cfg.workload;
@@ -60,16 +64,19 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         ? Promise.resolve()
         : (async () => {
             const log = workload.ackLog;
+            if (log !== undefined) mkdirSync(dirname(log), { recursive: true });
             let i = log !== undefined && existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0;
             const depth = workload.depth ?? 1;
+            const blocks = workload.blocksPerWrite ?? 1;
             const started = Date.now();
             let issued = 0;
             while (running) {
               try {
                 const round = Array.from({ length: depth }, (_, k) => i + k);
-                const acks = await Promise.all(round.map((j) => writer.write(j % cfg.volume.blockCount, workloadBlock(j))));
+                const writes = round.map((j) => workloadWrite(j, blocks, cfg.volume.blockCount));
+                const acks = await Promise.all(writes.map((x) => tracedWrite(writer, w.volume, x.lba, x.data, writeSpans)));
                 await writer.sync();
-                if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: round[k]! % cfg.volume.blockCount, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
+                if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: writes[k]!.lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
                 i += depth;
                 issued += depth;
                 written += depth;
@@ -116,4 +123,22 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     await tracing.stop();
     throw err;
   }
+}
+
+/**
+ * One workload write as a `writer.write` span; its unit's hops are published in its context (see
+ * write-span-links.ts), so each first hop's `link.send` (and through it the holder's admit) hangs under it.
+ */
+function tracedWrite(writer: VolumeWriter, volume: string, lba: number, data: Uint8Array, spans: WriteSpans | undefined): Promise<WriteAck> {
+  return trace.getTracer("custody.writer").startActiveSpan("writer.write", { attributes: { "custody.volume": volume, "custody.lba": lba, "custody.blocks": data.length / 4096 } }, async (span) => {
+    try {
+      const ack = await writer.write(lba, data);
+      const piece = ack.pieces[0];
+      span.setAttributes({ "custody.lsn": ack.lsn, ...(piece !== undefined ? { "custody.seq": piece.seq, "custody.lane": piece.lane } : {}) });
+      for (const p of ack.pieces) spans?.note(p.lane, p.seq, span.spanContext());
+      return ack;
+    } finally {
+      span.end();
+    }
+  });
 }

@@ -15,6 +15,19 @@ export function workloadBlock(i: number): Uint8Array {
   return out;
 }
 
+/**
+ * Write `i` of a workload of `blocks`-block writes on a volume of `blockCount` blocks (pure): it
+ * covers the `i`-th of the volume's whole `blocks`-wide slots, round and round, and holds blocks
+ * `workloadBlock(i × blocks + b)`. With one block per write, write `i` is block `i` at LBA
+ * `i mod blockCount`, as before multi-block writes existed.
+ */
+export function workloadWrite(i: number, blocks: number, blockCount: number): { lba: number; data: Uint8Array } {
+  const slots = Math.floor(blockCount / blocks);
+  const data = new Uint8Array(blocks * BLOCK_SIZE);
+  for (let b = 0; b < blocks; b++) data.set(workloadBlock(i * blocks + b), b * BLOCK_SIZE);
+  return { lba: (i % slots) * blocks, data };
+}
+
 /** One line of the acknowledgement log: write `i` at `lba` got `lsn` and lane sequence `seq`. */
 export interface AckedWrite {
   readonly i: number;

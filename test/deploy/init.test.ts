@@ -151,3 +151,37 @@ test("a deployment with \"security\": \"none\" writes open servers and anonymous
   t.false(existsSync(join(out, "nats", "tls")));
   t.false(existsSync(join(out, "roles", "holder-h-e1", "nats.nk")));
 });
+
+test("shaped legs give each holder and writer a links section naming the holders across a leg, and the controllers' estimate that leg's bandwidth; spanDir gives every role a span file; timelines and recovery steps reach the controller", async (t) => {
+  const dir = tempDir("custody-plan-shaped-");
+  const raw = await loopbackDeployment(dir);
+  const volume = (raw["volumes"] as Record<string, unknown>[])[0]!;
+  const d = parseDeployment({
+    ...raw,
+    security: "none",
+    paths: { spanDir: "/runs/spans" },
+    holders: (raw["holders"] as Record<string, unknown>[]).map((h, i) => (i === 0 ? { ...h, drainDeadlineMs: 0 } : h)),
+    network: { bandwidthBytesPerSec: 125_000_000, shapedLinks: [{ from: "s-w", to: "s-w1", latencyMs: 35, jitterMs: 3, bandwidthMBps: 0.5 }] },
+    volumes: [{ ...volume, writer: { ...(volume["writer"] as object), workload: { intervalMs: 0, ratePerSec: 50, blocksPerWrite: 16 } }, timelines: [{ name: "east, then west", minIntervalSec: 60, deadlineSec: 1800, required: false, events: [{ afterSec: 0, losses: [{ domain: "region:east", kind: "site_destruction" }] }, { afterSec: 60, losses: [{ domain: "region:west", kind: "site_destruction" }] }] }], recoverySteps: { detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 } }],
+  });
+  let n = 0;
+  const plan = planDeployment(d, "/out", { holderKey: () => ({ pkcs8: new Uint8Array([++n]), publicRaw: new Uint8Array(32).fill(n) }), dataKey: () => new Uint8Array(32) });
+  const config = (instance: string) => JSON.parse(plan.files.find((f) => f.path === `/out/roles/${instance}/config.json`)!.contents as string) as Record<string, any>;
+  const writer = writerRoleSchema.parse(config("writer-w1"));
+  t.deepEqual(writer.links, { site: "s-w", peers: { "h-w1": { site: "s-w1", latencyMs: 35, jitterMs: 3, bandwidthMBps: 0.5 } } }, "only the holder across the shaped leg is shaped");
+  t.is(writer.spanFile, "/runs/spans/w1.jsonl");
+  t.is(writer.workload?.blocksPerWrite, 16);
+  const west = holderRoleSchema.parse(config("holder-h-w1"));
+  t.deepEqual(west.links, { site: "s-w1", peers: {} }, "no shaped leg joins the west holder's site to another holder's");
+  t.is(west.spanFile, "/runs/spans/h-w1.jsonl");
+  t.is(holderRoleSchema.parse(config("holder-h-e1")).drainDeadlineMs, 0, "the holder's drain deadline from the deployment");
+  const ctl = controllerRoleSchema.parse(config("controller-ctl-1"));
+  t.is(ctl.spanFile, "/runs/spans/ctl-1.jsonl");
+  const topo = (ctl.controller as { topology: { links: { from: string; to: string; bandwidthBytesPerSec: number }[]; timelines: { name: string }[]; recovery: { detectSec: number } } }).topology;
+  t.is(topo.links.find((l) => l.from === "s-w1" && l.to === "s-w")?.bandwidthBytesPerSec, 500_000, "the shaped leg's bandwidth, either way round");
+  t.is(topo.links.find((l) => l.from === "s-w" && l.to === "s-e1")?.bandwidthBytesPerSec, 125_000_000);
+  t.deepEqual(topo.timelines.map((x) => x.name), ["east, then west"]);
+  t.is(topo.recovery.detectSec, 5);
+  const unknownSite = t.throws(() => parseDeployment({ ...raw, network: { bandwidthBytesPerSec: 1, shapedLinks: [{ from: "s-w", to: "s-nowhere", latencyMs: 1, bandwidthMBps: 1 }] } }));
+  t.regex(unknownSite.message, /network\.shapedLinks\.0\.to: unknown site s-nowhere/);
+});

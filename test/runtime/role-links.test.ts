@@ -147,6 +147,10 @@ test.serial("a writer whose links give the far holder a long link ships each uni
   const admits = spans(farSpans).filter((s) => s.name === "holder.admit");
   t.true(admits.length > 0, "the far holder's span file has its admit spans");
   t.true(admits.some((s) => s.parentSpanId !== undefined && sendIds.has(s.parentSpanId)), "an admit span is the child of the link's span");
+  const writes = spans(writerSpans).filter((s) => s.name === "writer.write");
+  t.true(writes.length > 0, "each workload write is a writer.write span");
+  const writeIds = new Set(writes.map((s) => s.spanId));
+  t.true(sends.some((s) => s.parentSpanId !== undefined && writeIds.has(s.parentSpanId)), "a shaped hop hangs under the write its unit came from, though the unit left after the outbox flush");
 });
 
 test("a links section routes units to listed holders at other sites only, and is strict", (t) => {
