@@ -200,9 +200,10 @@ export function scenarioNames(d: Deployment): { az: string; first: string; both:
 }
 
 /**
- * The controller's view of the volume: sites, holders, genesis bases at stores with a base
- * snapshot, the key authority, links from the edges, and the demo's named scenarios (the writer's
- * AZ; its region; both failure regions at once; and the sequential timeline). Pure.
+ * Test-only: the running demo's controllers get their topology from `custody init`
+ * (demo/custody-deployment.ts → deploy/); this independent derivation of the same view (sites,
+ * holders, genesis bases, key authority, links, the demo's named scenarios) lets tests check the
+ * example deployment's shape without starting anything. Pure.
  */
 export function topologyOf(d: Deployment, volume = d.volume): VolumeTopology {
   const names = scenarioNames(d);

@@ -1,7 +1,6 @@
 // Public surface of demo/: the deployment file, the launcher pieces, the failure script, and the
 // pure parts the CLI and report use (link shaping, trace trees, tables, timeline).
 export { DeploymentError, deploymentSchema, parseDeployment, loadDeployment, topologyOf, sitesOf, edgeBetween, siteOfActor, scenarioNames, volumesOf, type Deployment, type DeploymentEdge, type DeploymentHolder } from "./deployment.ts";
-export { deploymentRoute } from "./deployment-route.ts";
 export { LinkQueue, LinkProfileError, ShapedTransport, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "../transport/index.ts";
 export { ProcessRegistry, SpawnError, pidAlive, type ManagedProcess } from "./process-registry.ts";
 export { startRegions, checkNatsServer, NatsLaunchError, type RegionEndpoint } from "./nats-launcher.ts";

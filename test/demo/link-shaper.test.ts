@@ -1,7 +1,6 @@
 import test from "ava";
-import { loadDeployment } from "../../demo/deployment.ts";
-import { deploymentRoute } from "../../demo/deployment-route.ts";
-import { LinkQueue, LinkProfileError, ShapedTransport } from "../../transport/link-shaper.ts";
+import { edgeBetween, loadDeployment, siteOfActor, type Deployment } from "../../demo/deployment.ts";
+import { LinkQueue, LinkProfileError, ShapedTransport, unitDestination, type LinkRoute } from "../../transport/link-shaper.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
 import { unitSubject, receiptSubject } from "../../protocol/subjects.ts";
 import type { InboundMessage, Transport } from "../../transport/transport.ts";
@@ -19,6 +18,25 @@ function recorder(clock: SimulatedClock): { t: Transport; sent: { subject: strin
     close: async () => undefined,
   };
   return { t, sent };
+}
+
+/* The demo's running processes get their routes from their role configs (runtime/role-links.ts);
+   these tests build the same routes straight from the example deployment's edges. */
+/**
+ * The link route of a process at `fromSite`: units to a holder at another site take the declared
+ * edge between the two sites; units inside one site, to unknown holders, over undeclared edges,
+ * and every other subject go unshaped. Pure.
+ */
+function deploymentRoute(d: Deployment, fromSite: string): LinkRoute {
+  return (subject) => {
+    const toHolder = unitDestination(subject);
+    if (toHolder === undefined) return undefined;
+    const toSite = siteOfActor(d, toHolder);
+    if (toSite === undefined || toSite === fromSite) return undefined;
+    const e = edgeBetween(d, fromSite, toSite);
+    if (e === undefined) return undefined;
+    return { toSite, toHolder, profile: { latencyMs: e.latencyMs, jitterMs: e.jitterMs, bytesPerMs: e.bandwidthMBps * 1000 } };
+  };
 }
 
 const d = loadDeployment(new URL("../../examples/deployment.json", import.meta.url).pathname);
