@@ -3,6 +3,7 @@ import { HolderCore } from "./holder/holder-core.ts";
 import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
+import { answerAudit } from "./holder/audit-responder.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 
@@ -117,6 +118,10 @@ export const holderMachine = setup({
       assertEvent(event, "nats.fetch");
       guarded(context, () => answerFetch(context.core, event.msg));
     },
+    answerAudit: ({ context, event }) => {
+      assertEvent(event, "nats.audit");
+      guarded(context, () => answerAudit(context.core, event.msg));
+    },
     flushDueReceipts: ({ context }) => guarded(context, () => context.core.flushDueReceipts()),
     refreshReceipts: ({ context }) => guarded(context, () => context.core.refreshReceipts()),
     sealLane: ({ context, event }) => {
@@ -173,6 +178,7 @@ export const holderMachine = setup({
     "release.checked": { actions: "applyCheckedRelease" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "nats.fetch": { actions: "serveFetch" },
+    "nats.audit": { actions: "answerAudit" },
     "nats.base": { actions: "noteBase" },
     "transport.connection": { actions: "connectionChanged" },
     "timer.receipts": { actions: "flushDueReceipts" },

@@ -19,6 +19,7 @@ import { identifierProblem } from "../core/index.ts";
  * | admit    | custody.v1.admit.<holder>                          | a new incarnation asks to be admitted     |
  * | base     | custody.v1.base.<holder>                           | a base snapshot built beside a holder     |
  * | ps       | custody.v1.ps.<role>                               | "who is running": every process answers   |
+ * | audit    | custody.v1.audit.<holder>                          | retention-audit challenges to a holder    |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -36,6 +37,7 @@ export const SubjectKind = {
   Admit: "admit",
   Base: "base",
   Ps: "ps",
+  Audit: "audit",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -53,6 +55,7 @@ export const SUBJECT_FIELDS = {
   admit: ["holder"],
   base: ["holder"],
   ps: ["role"],
+  audit: ["holder"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -164,6 +167,11 @@ export function baseSubject(holder: string): string {
 /** `custody.v1.ps.<role>`: a request every running process of `role` answers with its stats (`*` for all roles). */
 export function psSubject(role: string): string {
   return buildSubject({ kind: "ps", role });
+}
+
+/** `custody.v1.audit.<holder>`: retention-audit challenges to `holder` (request/reply; see docs/custody.md). */
+export function auditSubject(holder: string): string {
+  return buildSubject({ kind: "audit", holder });
 }
 
 /**

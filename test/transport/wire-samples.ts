@@ -77,4 +77,6 @@ export const wireSamples: Record<string, unknown> = {
   "replica-flushed@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 77, reached: true },
   "unit-fetch@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[1, 50]], after: -1, limit: 256 },
   "unit-batch@1": { holder: "us-east-1a-ram", units: [payload], done: true },
+  "retention-challenge@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", nonce: digest, seqs: [[5, 5], [90, 90]] },
+  "retention-answer@1": { holder: "us-east-1a-ram", nonce: digest, covered: [[5, 5], [90, 90]], digest },
 };
