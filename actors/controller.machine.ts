@@ -2,6 +2,7 @@ import { assertEvent, fromPromise, setup } from "xstate";
 import type { InboundMessage } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
 import type { VolumeStatus } from "./controller/status-document.ts";
+import type { AuditEvent } from "./controller/retention-audits.ts";
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
@@ -31,7 +32,8 @@ export type ControllerEvent =
   | { type: "nats.admit"; msg: InboundMessage }
   | { type: "timer.coverage" }
   | { type: "evaluate.now" }
-  | { type: "stop" };
+  | { type: "stop" }
+  | AuditEvent;
 
 const ingest = {
   "nats.receipt": { actions: "foldReceipt" },
@@ -39,6 +41,8 @@ const ingest = {
   "nats.admit": { actions: "admitIncarnation" },
   "timer.coverage": { actions: "checkCoverage" },
   "evaluate.now": { actions: "force" },
+  "timer.audit": { actions: "challengeHolders" },
+  "audit.judged": { actions: "recordAuditVerdict" },
 } as const;
 
 export const controllerMachine = setup({
@@ -61,6 +65,12 @@ export const controllerMachine = setup({
       context.core.handleEvent(event.msg);
     },
     checkCoverage: ({ context }) => context.core.checkCoverage(),
+    // Retention audits: a round of challenges starts; a finished audit's verdict is folded.
+    challengeHolders: ({ context }) => context.core.retentionAudits?.round(),
+    recordAuditVerdict: ({ context, event }) => {
+      assertEvent(event, "audit.judged");
+      context.core.retentionAudits?.judged(event);
+    },
     admitIncarnation: ({ context, event }) => {
       assertEvent(event, "nats.admit");
       context.core.handleAdmission(event.msg);

@@ -55,6 +55,11 @@ export class AuditBook {
     return new Set([...this.records.values()].filter((r) => r.state === AuditState.Failed).map((r) => r.holder));
   }
 
+  /** True when `holder`'s latest judged audit failed or timed out. */
+  isUnproven(holder: string): boolean {
+    return this.records.get(holder)?.state === AuditState.Failed;
+  }
+
   /** Records of `holders` (pending for those never audited), in the order given. */
   rows(holders: readonly string[]): HolderAuditRecord[] {
     return holders.map((h) => this.records.get(h) ?? fresh(h));
