@@ -1,6 +1,6 @@
 import { trace, type Tracer } from "@opentelemetry/api";
 import type { Clock, Counters, Random } from "../../core/index.ts";
-import { cryptoRandom, RepeatingTimer } from "../../core/index.ts";
+import { CustodyError, cryptoRandom, RepeatingTimer } from "../../core/index.ts";
 import { RangeSet, validateTransportUnit } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { HolderStatus, type ControlState, type ReceiptLedger } from "../../custody/index.ts";
@@ -174,6 +174,22 @@ export class RetentionAudits {
   }
 }
 
+/** A retention-audit configuration the controller refuses (code `invalid_retention_audit`; `detail.field` names it). */
+export class RetentionAuditConfigError extends CustodyError {
+  constructor(field: string, value: unknown) {
+    super("invalid_retention_audit", `retentionAudit.${field} must be a positive integer, got ${JSON.stringify(value)}`, { field: `retentionAudit.${field}`, value });
+  }
+}
+
+/** Returns `c` when every field is a positive safe integer (a zero cadence would spin); throws RetentionAuditConfigError otherwise. Pure. */
+export function checkRetentionAuditConfig(c: RetentionAuditConfig): RetentionAuditConfig {
+  for (const field of ["everyMs", "unitsPerChallenge", "answerTimeoutMs", "maxBytesPerPeriod", "periodMs"] as const) {
+    const v: unknown = (c as unknown as Record<string, unknown>)[field];
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) throw new RetentionAuditConfigError(field, v);
+  }
+  return c;
+}
+
 /**
  * The controller's audits of its volume when `config.retentionAudit` is set (undefined otherwise),
  * with their cadence started; the returned handle in `subs` stops it with the controller.
@@ -185,7 +201,7 @@ export function startRetentionAudits(
   subs: TransportSubscription[],
 ): RetentionAudits | undefined {
   if (config.retentionAudit === undefined) return undefined;
-  const audits = new RetentionAudits({ ...core, config: config.retentionAudit, volume: config.topology.volume, holders: Object.keys(config.topology.holderSites), transport: ports.transport, clock: ports.clock, random: cryptoRandom() });
+  const audits = new RetentionAudits({ ...core, config: checkRetentionAuditConfig(config.retentionAudit), volume: config.topology.volume, holders: Object.keys(config.topology.holderSites), transport: ports.transport, clock: ports.clock, random: cryptoRandom() });
   let stopped = false;
   audits.start(() => stopped);
   const stop = () => {
