@@ -10,11 +10,18 @@ import type { RetentionAuditConfig } from "../../actors/controller/controller-co
 import { RangeSet } from "../../lanes/range-set.ts";
 import { evaluateState } from "../../policies/index.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
 
-const test = anyTest as TestFn<SuperclusterTestContext>;
+const test = anyTest as TestFn<SuperclusterTestContext & { tracing: TracingHandle }>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
+test.before((t) => {
+  t.context.tracing = setupTracing({ serviceName: "retention-audit-test", exporter: "memory" });
+});
+test.after.always(async (t) => {
+  await t.context.tracing?.shutdown();
+});
 
 const AUDIT: RetentionAuditConfig = { everyMs: 200, unitsPerChallenge: 4, answerTimeoutMs: 5_000, maxBytesPerPeriod: 64 * 1024 * 1024, periodMs: 60_000 };
 /** Every challenge asks for payload bytes the cheater no longer has: its first judged audit (and every later one) fails. */
@@ -79,6 +86,13 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
   t.is(doc.audits!.find((a) => a.holder === "h-nj")!.state, "passed");
   t.not(doc.audits!.find((a) => a.holder === "h-nj")!.lastAuditAtMs, null);
   t.true(doc.scenarios.find((s) => s.name === ONLY_WEST.name)!.lostSeqs > 0);
+
+  // Every audit is a span naming the holder, its reference and the outcome; the holders trace their answers.
+  const spans = t.context.tracing.memoryExporter!.getFinishedSpans();
+  const auditSpans = spans.filter((x) => x.name === "controller.retention_audit");
+  t.true(auditSpans.some((x) => x.attributes["custody.holder"] === "h-w" && x.attributes["custody.audit_outcome"] === "failed" && x.attributes["custody.audit_reason"] === "digest mismatch"));
+  t.true(auditSpans.some((x) => x.attributes["custody.holder"] === "h-eu" && x.attributes["custody.audit_outcome"] === "passed" && x.attributes["custody.reference"] !== "h-eu"));
+  t.true(spans.some((x) => x.name === "holder.audit_answer"));
 
   // Cost per audited GiB: payload bytes read by the controller (reference copies) and by the audited holders, and the controller's CPU.
   const c = d.controller.core.counters;
