@@ -11,8 +11,8 @@ import { retentionAnswerSpec, retentionChallengeSpec } from "./audit-messages.ts
  * The holder's side of a retention audit on `custody.v1.audit.<holder>`: it reads the challenged
  * units from RAM or, for spilled segments, from its spill stream, and answers with the keyed
  * digest over their bytes (policies/audit-digest.ts) and the challenged sequences they cover.
- * A lane it does not serve is answered as covering nothing: the controller then judges the holder
- * by what it still claims.
+ * Sequences it no longer holds are simply not covered: the controller judges that against what the
+ * holder still claims.
  */
 
 /** Answers one challenge (asynchronously when disk is read). Bad or misaddressed challenges get no answer (counted). */
@@ -38,7 +38,13 @@ export function answerAudit(core: HolderCore, msg: InboundMessage): void {
     core.io.transport.respond(msg, encodeMessage(retentionAnswerSpec, { holder: core.config.holderId, nonce: challenge.nonce, covered: d.covered.toJSON(), digest: d.digest }));
   };
   const hl = core.lanes.get(laneKey(c.volume, c.lane));
-  if (hl === undefined || seqs.isEmpty) return answer([]);
+  // A lane not served here gets no answer (as with fetches): a request takes the first reply, and
+  // "nothing here" from a holder of another volume under the same id would be taken for this one's.
+  if (hl === undefined) {
+    span.end();
+    return void core.counters.inc("audit_unknown_lane");
+  }
+  if (seqs.isEmpty) return answer([]);
   hl.unitsPage(core.spillStream, seqs, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
     .then((r) => answer(r.units))
     .catch(() => {

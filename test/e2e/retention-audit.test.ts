@@ -108,3 +108,17 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
       `per audited GiB: ${((ctlBytes + holderBytes) / ctlBytes).toFixed(2)} GiB read, ${(c.get("audit_cpu_us") / 1000 / gib).toFixed(0)} controller CPU ms`,
   );
 });
+
+test.serial("the audit byte budget bounds the cost: once a period's bytes are read, no new challenge starts until the period ends (overshoot at most one round)", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-audit-budget", "use-vol-audit-budget", { controller: { retentionAudit: { ...AUDIT, everyMs: 100, maxBytesPerPeriod: 1, periodMs: 3_600_000 } } });
+  t.context.defer(() => d.stop());
+  await writeSome(d, 40, 3);
+  const c = d.controller.core.counters;
+  const judged = () => c.get("audit_passed") + c.get("audit_failed") + c.get("audit_timeout") + c.get("audit_void");
+  await eventually(() => judged() > 0 && c.get("audit_skipped_budget") >= 10, "rounds refused by the spent budget", 30_000, () => `judged ${judged()}, skipped ${c.get("audit_skipped_budget")}`);
+  const holders = Object.keys(d.controller.core.config.topology.holderSites).length;
+  t.true(judged() <= holders, `${judged()} audits ran on a 1-byte budget (one round is at most ${holders})`);
+  // The first test's cheating h-w may still be running on this supercluster under the same id: it
+  // must not answer for the h-w of this volume (a lane it does not serve gets no answer).
+  t.is(c.get("audit_failed") + c.get("audit_timeout"), 0, "no honest holder failed");
+});

@@ -80,13 +80,16 @@ test.serial("a holder with the test-only dropRetained fault covers the challenge
   }
 });
 
-test.serial("a challenge naming another holder or a malformed one gets no answer and is counted; nothing changes", async (t) => {
+test.serial("a challenge naming another holder, a lane not served here (another volume under the same holder id) or a malformed one gets no answer and is counted; nothing changes", async (t) => {
   const r = await spilledHolder(t.context.nats.url, "h-strict");
   try {
     const nonce = new Uint8Array(32);
     const wrong = encodeMessage(retentionChallengeSpec, { holder: "h-other", volume: "vol1", lane: "l0", nonce, seqs: [[1, 1]] });
     await t.throwsAsync(r.wt.request(auditSubject("h-strict"), wrong, { timeoutMs: 300 }));
     await t.throwsAsync(r.wt.request(auditSubject("h-strict"), new Uint8Array([1, 2, 3]), { timeoutMs: 300 }));
+    const otherVolume = encodeMessage(retentionChallengeSpec, { holder: "h-strict", volume: "vol2", lane: "l0", nonce, seqs: [[1, 1]] });
+    await t.throwsAsync(r.wt.request(auditSubject("h-strict"), otherVolume, { timeoutMs: 300 }));
+    t.is(r.h.holder.core.counters.get("audit_unknown_lane"), 1);
     t.is(r.h.holder.core.counters.get("audit_wrong_holder"), 1);
     t.is(r.h.holder.core.counters.get("audit_malformed"), 1);
     t.is(r.h.holder.core.counters.get("audit_answered"), 0);
