@@ -5,6 +5,7 @@ import type { RepairLaunch } from "./controller/failure-repair-runner.ts";
 import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
 import type { VolumeStatus } from "./controller/status-document.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
+import type { AuditEvent } from "./controller/retention-audits.ts";
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
@@ -45,7 +46,8 @@ export type ControllerEvent =
   | DoneActorEvent<RepairOutcome, `repair.${string}`>
   | { type: "timer.coverage" }
   | { type: "evaluate.now" }
-  | { type: "stop" };
+  | { type: "stop" }
+  | AuditEvent;
 
 const ingest = {
   "nats.receipt": { actions: "foldReceipt" },
@@ -54,6 +56,8 @@ const ingest = {
   "nats.repair": { actions: "answerRepair" },
   "timer.coverage": { actions: "checkCoverage" },
   "evaluate.now": { actions: "force" },
+  "timer.audit": { actions: "challengeHolders" },
+  "audit.judged": { actions: "recordAuditVerdict" },
 } as const;
 
 export const controllerMachine = setup({
@@ -78,6 +82,12 @@ export const controllerMachine = setup({
       context.core.handleEvent(event.msg);
     },
     checkCoverage: ({ context }) => context.core.checkCoverage(),
+    // Retention audits: a round of challenges starts; a finished audit's verdict is folded.
+    challengeHolders: ({ context }) => context.core.retentionAudits?.round(),
+    recordAuditVerdict: ({ context, event }) => {
+      assertEvent(event, "audit.judged");
+      context.core.retentionAudits?.judged(event);
+    },
     admitIncarnation: ({ context, event }) => {
       assertEvent(event, "nats.admit");
       context.core.handleAdmission(event.msg);

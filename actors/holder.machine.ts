@@ -6,6 +6,7 @@ import { laneArenaMachine } from "./lane-arena.machine.ts";
 import type { LaneArenaInput } from "./lane-arena-events.ts";
 import type { SpawnLaneArena } from "./holder/holder-lane.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
+import { answerAudit } from "./holder/audit-responder.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 
@@ -150,6 +151,10 @@ export const holderMachine = setup({
       assertEvent(event, "nats.fetch");
       guarded(context, () => answerFetch(context.core, event.msg));
     },
+    answerAudit: ({ context, event }) => {
+      assertEvent(event, "nats.audit");
+      guarded(context, () => answerAudit(context.core, event.msg));
+    },
     flushDueReceipts: ({ context }) => guarded(context, () => context.core.flushDueReceipts()),
     refreshReceipts: ({ context }) => guarded(context, () => context.core.refreshReceipts()),
     sealLane: ({ context, event }) => {
@@ -206,6 +211,7 @@ export const holderMachine = setup({
     "release.checked": { actions: "applyCheckedRelease" },
     "nats.transfer": { actions: "admitTransferOffer" },
     "nats.fetch": { actions: "serveFetch" },
+    "nats.audit": { actions: "answerAudit" },
     "nats.base": { actions: "noteBase" },
     "transport.connection": { actions: "connectionChanged" },
     "timer.receipts": { actions: "flushDueReceipts" },

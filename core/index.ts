@@ -8,5 +8,6 @@ export { nodeFileLayer, type FileHandleLike, type FileLayer } from "./file-layer
 export { MAX_IDENTIFIER_LENGTH, identifierProblem, isIdentifier } from "./identifier.ts";
 export { holderLaneKey, laneKey } from "./lane-key.ts";
 export { seededRandom, type Random } from "./random.ts";
+export { cryptoRandom } from "./random.ts";
 export { RepeatingTimer } from "./repeating-timer.ts";
 export { Residency, type SegmentResidency } from "./residency.ts";

@@ -81,3 +81,7 @@ export { ProtectionStatus, protectedCreditHeadroom, protectionStatus } from "./p
 export { releaseEventFor } from "./release-event.ts";
 export { withoutStaleClaims } from "./release.ts";
 export { SpendGuard, parseSpendConfig, type SpendConfigInput, type SpendReport } from "./spend-budget.ts";
+export { AUDIT_DIGEST_BYTES, auditDigest, auditedUnits, type AuditDigest, type AuditedUnit } from "./audit-digest.ts";
+export { planAudit, sampleSeqs, type AuditPlan } from "./audit-sampling.ts";
+export { AuditOutcome, auditVerdict, type AuditAnswer, type AuditVerdict, type AuditVerdictInput } from "./audit-verdict.ts";
+export { AuditBook, AuditBudget, AuditState, type HolderAuditRecord } from "./audit-book.ts";

@@ -3,6 +3,7 @@
  * schemas, decoder bounds) — what custody/ and transport/ both speak, without any connection code.
  */
 export { admitSubject, allOfKind, baseSubject, checkToken, creditSubject, ctrlSubject, eventSubject, fetchSubject, parseSubject, parseSubjectOf, psSubject, receiptSubject, receiptsOfVolume, releaseSubject, statusSubject, subjectFilter, transferSubject, unitSubject } from "./subjects.ts";
+export { auditSubject } from "./subjects.ts";
 export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor } from "./wire/codec.ts";
 export { bytes, fixedBytes, identifier, timestampMs, uint } from "./wire/fields.ts";
 export { wireFields } from "./wire/index.ts";

@@ -21,6 +21,7 @@ import { identifierProblem } from "../core/index.ts";
  * | ps       | custody.v1.ps.<role>                               | "who is running": every process answers   |
  * | repair   | custody.v1.repair.<volume>.<op>                    | a repair task's requests to its controller|
  * | repair-task | custody.v1.repair-task.<volume>                 | a controller hands a repair to a worker   |
+ * | audit    | custody.v1.audit.<holder>                          | retention-audit challenges to a holder    |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -40,6 +41,7 @@ export const SubjectKind = {
   Ps: "ps",
   Repair: "repair",
   RepairTask: "repair-task",
+  Audit: "audit",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -59,6 +61,7 @@ export const SUBJECT_FIELDS = {
   ps: ["role"],
   repair: ["volume", "op"],
   "repair-task": ["volume"],
+  audit: ["holder"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -170,6 +173,11 @@ export function baseSubject(holder: string): string {
 /** `custody.v1.ps.<role>`: a request every running process of `role` answers with its stats (`*` for all roles). */
 export function psSubject(role: string): string {
   return buildSubject({ kind: "ps", role });
+}
+
+/** `custody.v1.audit.<holder>`: retention-audit challenges to `holder` (request/reply; see docs/custody.md). */
+export function auditSubject(holder: string): string {
+  return buildSubject({ kind: "audit", holder });
 }
 
 /**

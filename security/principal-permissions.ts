@@ -29,6 +29,7 @@ import {
   ctrlSubject,
   eventSubject,
   fetchSubject,
+  auditSubject,
   receiptSubject,
   releaseSubject,
   repairRequestsOfVolume,
@@ -212,6 +213,8 @@ function holder(id: string, s: RoleScopes["holder"], pub: Set<string>, sub: Set<
   sub.add(releaseSubject(id));
   sub.add(transferSubject(id));
   sub.add(fetchSubject(id));
+  // Retention-audit challenges to this holder alone (answered under allow_responses).
+  sub.add(auditSubject(id));
   sub.add(baseSubject(id));
   pub.add(admitSubject(id));
   // Custody transfers go to whichever holder the control log names; the receiver checks them.
@@ -236,6 +239,8 @@ function controller(s: RoleScopes["controller"], pub: Set<string>, sub: Set<stri
   // Repair may run inside the controller: it reads retained units and moves custody between holders.
   pub.add(subjectFilter("fetch"));
   pub.add(subjectFilter("transfer"));
+  // Retention audits: challenges to any holder (the answer's reference copy comes through fetch).
+  pub.add(subjectFilter("audit"));
   readControlLog(s.controlRegion, pub);
 }
 

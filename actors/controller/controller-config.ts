@@ -81,6 +81,22 @@ export interface ControllerConfig {
    * work past the ceiling or its budget is refused, counted and listed in the status document.
    */
   readonly spend?: SpendConfigInput;
+  /** Retention audits of the holders (off when absent; see retention-audits.ts). */
+  readonly retentionAudit?: RetentionAuditConfig;
+}
+
+/**
+ * Retention audits' rate and cost bound. Every `everyMs` each holder claiming raw units gets one
+ * challenge of `unitsPerChallenge` sampled sequences (each pulls in its whole unit), answered
+ * within `answerTimeoutMs` or counted late. A challenge starts only while the reference bytes
+ * read in the current `periodMs` are below `maxBytesPerPeriod`.
+ */
+export interface RetentionAuditConfig {
+  readonly everyMs: number;
+  readonly unitsPerChallenge: number;
+  readonly answerTimeoutMs: number;
+  readonly maxBytesPerPeriod: number;
+  readonly periodMs: number;
 }
 
 /** A holder kept in reserve to replace a failed one (started on demand by the repair launcher). */

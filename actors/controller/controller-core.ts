@@ -1,13 +1,11 @@
-import { Counters } from "../../core/index.ts";
-import { CustodyError } from "../../core/index.ts";
+import { Counters, CustodyError, DurationWindow, RepeatingTimer } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
 import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
 import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutStaleClaims } from "../../policies/index.ts";
 import type { BaseSnapshot, EvaluationReport, EvaluationState, RecoveryInFlight, ReleaseRequest } from "../../policies/index.ts";
-import { eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../protocol/index.ts";
+import { decodeAny, decodeMessage, encodeMessage, eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
-import { decodeAny, decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import { releaseFrontierSpec } from "../holder/holder-messages.ts";
 import type { WriterProgressMessage } from "../writer/writer-messages.ts";
 import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
@@ -20,10 +18,9 @@ import { FailureRepairRunner } from "./failure-repair-runner.ts";
 import { inProcessRepairPort } from "./in-process-repair-port.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
 import { AutoAdmission } from "./auto-admission.ts";
-import { DurationWindow } from "../../core/index.ts";
-import { RepeatingTimer } from "../../core/index.ts";
 import { ControllerSpend } from "./controller-spend.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
+import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
 // Re-exported for callers that know them from here.
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts";
@@ -31,8 +28,8 @@ export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission
 /**
  * The controller's working parts behind its machine: the receipt ledger (fed only by verified
  * signed batches), writer progress, bounded-frequency policy evaluation, ordered fenced control
- * commits (releases only when `authorizeReleases` grants them), release frontiers and the
- * per-volume status document.
+ * commits (releases only when `authorizeReleases` grants them), release frontiers, the per-volume
+ * status document and, when configured, retention audits (an unproven holder's claims do not count).
  */
 export class ControllerCore {
   readonly counters: Counters;
@@ -67,6 +64,7 @@ export class ControllerCore {
   private readonly failureRepairs: FailureRepairRunner;
   /** The spend ceiling and budgets over the work this controller starts. */
   readonly spend: ControllerSpend;
+  retentionAudits: RetentionAudits | undefined;
   /** When this controller started: a retention window counts sequences it has no commit time for from here. */
   private readonly startedAtMs: number;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
@@ -143,6 +141,7 @@ export class ControllerCore {
       }
     });
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
+    if (!this.stopped) this.retentionAudits = startRetentionAudits(this.config, this.ports, { counters: this.counters, ledger: this.ledger, controlState: () => this.follower.state, dispatch: this.dispatch, nudge: () => (this.dirty = true) }, this.subs);
     if (!this.stopped) this.coverageTimer = new RepeatingTimer(this.ports.clock, this.config.coverageRepair?.checkMs ?? 500, () => this.dispatch({ type: "timer.coverage" }), () => this.stopped);
     // Repairs handed to a worker ask this controller over NATS (only when repairs are delegated).
     this.subs.push(...this.failureRepairs.subscribe((msg) => this.dispatch({ type: "nats.repair", msg })));
@@ -239,7 +238,7 @@ export class ControllerCore {
   currentState(s: ControlState = this.follower.state, held = this.heldBy(s)): EvaluationState {
     // Only the admitted incarnation speaks for a holder: the moment a newer one is admitted, what
     // the previous one claimed (its RAM is gone) stops counting, receipted again or not.
-    const admitted = this.ledger.holdings({ volume: this.volume }).filter((h) => s.holders[h.holderId]?.incarnation === h.incarnation);
+    const admitted = this.ledger.holdings({ volume: this.volume }).filter((h) => s.holders[h.holderId]?.incarnation === h.incarnation && this.retentionAudits?.isUnproven(h.holderId) !== true);
     const holdings = admitted.map((h) => {
       const o = s.obligations[h.obligationId];
       const gone = o?.released[h.holderId];
@@ -342,7 +341,7 @@ export class ControllerCore {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred));
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred), this.retentionAudits?.rows());
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));

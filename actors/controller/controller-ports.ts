@@ -7,6 +7,7 @@ import type { authorizeReleases, ReleaseRequest } from "../../policies/index.ts"
 import type { InboundMessage, Transport } from "../../transport/index.ts";
 import type { ReplacementAdmission } from "../repair/repair-port.ts";
 import type { RepairLaunch } from "./failure-repair-runner.ts";
+import type { AuditEvent } from "./retention-audits.ts";
 import type { StandbyHolder } from "./controller-config.ts";
 
 /**
@@ -56,5 +57,5 @@ export type HolderAdmission = ReplacementAdmission;
 
 /** How the controller's working parts hand events to its machine. */
 export type ControllerDispatch = (
-  e: { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair"; msg: InboundMessage } | { type: "timer.coverage" } | { type: "repair.launch"; launch: RepairLaunch },
+  e: { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair"; msg: InboundMessage } | { type: "timer.coverage" } | { type: "repair.launch"; launch: RepairLaunch } | AuditEvent,
 ) => void;

@@ -60,6 +60,18 @@ const spendStatus = z.object({
   /** Optional copies refused in the latest pass: scenarios they serve, and why. */
   deferred: z.array(z.object({ target: z.string().max(128), lane: z.string().max(128), seqs: z.string().max(4096), scenarios: z.array(z.string().max(256)).max(64), reason: z.string().max(64) })).max(64),
 });
+const auditStatus = z.object({
+  holder: z.string().max(128),
+  state: z.enum(["pending", "passed", "failed"]),
+  lastAuditAtMs: wireFields.timestampMs.nullable(),
+  passed: wireFields.uint,
+  failed: wireFields.uint,
+  timedOut: wireFields.uint,
+  voided: wireFields.uint,
+});
+/** One holder's line in the status document's `audits` section. */
+export type AuditStatus = z.infer<typeof auditStatus>;
+
 /** The spend section of the status document. */
 export type SpendStatus = z.infer<typeof spendStatus>;
 
@@ -81,6 +93,8 @@ export const volumeStatusSpec = defineMessage({
     repairs: z.array(repairStatus).max(256).optional(),
     /** Spend this period under the configured ceiling and budgets (absent without a `spend` section). */
     spend: spendStatus.optional(),
+    /** Per holder, its retention audits (absent when audits are off): `failed` means its claims do not count. */
+    audits: z.array(auditStatus).max(256).optional(),
   }),
   maxBytes: 512 * 1024,
 });
@@ -89,7 +103,7 @@ export type VolumeStatus = z.infer<typeof volumeStatusSpec.schema>;
 const pairs = (r: Record<string, number>): [string, number][] => Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
 
 /** Builds the status document from an evaluation. Pure. */
-export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = [], spend?: SpendStatus): VolumeStatus {
+export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = [], spend?: SpendStatus, audits?: readonly AuditStatus[]): VolumeStatus {
   const required = report.reports.filter((r) => r.required);
   let surviving: Record<string, number> | null = { ...report.acknowledged };
   for (const r of required) {
@@ -133,5 +147,6 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
     releasesCommitted,
     repairs: [...repairs],
     ...(spend === undefined ? {} : { spend: { ...spend, deferred: spend.deferred.slice(0, 64) } }),
+    ...(audits === undefined ? {} : { audits: audits.slice(0, 256) }),
   };
 }

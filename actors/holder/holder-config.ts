@@ -105,6 +105,12 @@ export const holderConfigSchema = z.object({
   pressureRatio: z.number().gt(0).lte(1).default(0.8),
   epoch: nonNegInt.default(0),
   policyGeneration: nonNegInt.default(0),
+  /**
+   * Test-only fault switches, for integration tests that must see a misbehaving holder caught;
+   * never set in a deployment. `dropRetained`: the holder answers retention audits as one that
+   * dropped the payload bytes it keeps receipting (it still knows every unit's header).
+   */
+  faults: z.object({ dropRetained: z.boolean().default(false) }).optional(),
 });
 /** Configuration as given (defaults optional). */
 export type HolderConfigInput = z.input<typeof holderConfigSchema>;

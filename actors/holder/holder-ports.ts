@@ -59,6 +59,7 @@ export type HolderInbound =
   | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
   | { type: "nats.transfer"; msg: InboundMessage }
   | { type: "nats.fetch"; msg: InboundMessage }
+  | { type: "nats.audit"; msg: InboundMessage }
   | { type: "nats.base"; msg: InboundMessage }
   | { type: "timer.receipts" }
   | { type: "timer.seal"; lane: string }

@@ -60,7 +60,14 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
   }));
   const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
-  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${spendText(doc)}`);
+  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${spendText(doc)}${auditText(doc)}`);
+}
+
+/** The retention-audit line of the table header: per holder, state, passed/failed/late counts and the last audit's age. */
+function auditText(doc: VolumeStatus): string {
+  if (doc.audits === undefined) return "";
+  const age = (at: number | null) => (at === null ? "never" : `${Math.max(0, doc.asOfMs - at)}ms ago`);
+  return `\naudits ${doc.audits.map((a) => `${a.holder}:${a.state === "failed" ? "FAILED(unproven)" : a.state} ${a.passed}/${a.failed}/${a.timedOut} ${age(a.lastAuditAtMs)}`).join("  ")}`;
 }
 
 /** The spend lines of the table header: ceiling, projection, budgets, optional work refused. */

@@ -133,7 +133,9 @@ export async function deploy(
     repair?: RepairConfig;
     coverageRepair?: ControllerConfig["coverageRepair"];
     /** Controller settings beyond the defaults (e.g. `spend`), and a change to its topology (e.g. scenarios). */
-    controller?: Partial<Pick<ControllerConfig, "spend">>;
+    controller?: Partial<Pick<ControllerConfig, "spend" | "retentionAudit">>;
+    /** Test-only holder faults by holder id (e.g. `{ "h-w": { dropRetained: true } }`). */
+    holderFaults?: Record<string, { dropRetained: boolean }>;
     topology?: (t: VolumeTopology) => VolumeTopology;
   } = {},
 ): Promise<Deployment> {
@@ -144,7 +146,7 @@ export async function deploy(
   for (const [id, [siteId, region, upstream, downstream]] of Object.entries(HOLDERS)) {
     // External holders run as their own processes (the test starts them); only their key is made here.
     if (opts.external?.includes(id)) keys.add(id, 1);
-    else holders.set(id, await launchHolder(urls[region]!, keys, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }])));
+    else holders.set(id, await launchHolder(urls[region]!, keys, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }], opts.holderFaults?.[id] ? { faults: opts.holderFaults[id] } : {})));
   }
   const ctlTransport = await NatsTransport.connect({ servers: urls["us-east"]!, name: `ctl-${volume}` });
   const { log: store } = await initJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });

@@ -103,4 +103,6 @@ export const wireSamples: Record<string, unknown> = {
       estimate: { detectSec: 30, authorizeSec: 5, acquireCapacitySec: 60, transferSec: null, persistSec: 10, validateSec: 5, missingBytes: 4096, totalSec: null },
     },
   },
+  "retention-challenge@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", nonce: digest, seqs: [[5, 5], [90, 90]] },
+  "retention-answer@1": { holder: "us-east-1a-ram", nonce: digest, covered: [[5, 5], [90, 90]], digest },
 };
