@@ -16,7 +16,7 @@ import { recover, type RecoveryReport } from "./recovery.ts";
 import { createVolumeFiles, openVolumeFiles, type CreateVolumeOptions, type VolumeHandles } from "./volume-files.ts";
 import type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
-export type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
+export type { ExtentBarrier, OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
 /**
  * A single-node block volume in SmartWAL mode (data to a free extent block, one fdatasync barrier
@@ -45,7 +45,7 @@ export class SmartWalVolume {
     opts: OpenVolumeOptions,
   ) {
     this.counters = opts.counters ?? new Counters();
-    this.engine = new CommitEngine(geometry, files, state, this.counters, (lba, count, lsn) => this.markPeers(lba, count, lsn));
+    this.engine = new CommitEngine(geometry, files, state, this.counters, (lba, count, lsn) => this.markPeers(lba, count, lsn), opts.extentBarrier);
     this.queue = new GroupCommit<Op>(
       { maxBatch: opts.maxBatch ?? 64, maxDelayMs: opts.maxDelayMs ?? 0, clock: opts.clock ?? systemClock },
       (batch) => this.runBatch(batch),
@@ -160,7 +160,7 @@ export class SmartWalVolume {
       epoch: this.geometry.epoch,
       checkpointLsn: this.engine.ring.checkpointLsn,
       recoverability: inline ? RecoverabilityClass.Inline : RecoverabilityClass.ExtentReferenced,
-      barriers: inline ? ["wal_fsync"] : ["extent_fdatasync", "wal_fsync"],
+      barriers: inline ? ["wal_fsync"] : ["extent_fdatasync", "wal_fsync"], // the same two in either SmartWAL barrier mode
     };
   }
 
