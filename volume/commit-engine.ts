@@ -61,7 +61,7 @@ export class CommitEngine {
     private readonly counters: Counters,
     /** Told of every change, for the peers' dirty maps. */
     private readonly markPeers: (lba: number, count: number, lsn: number) => void,
-    extentBarrier: ExtentBarrier = "per-batch",
+    extentBarrier: ExtentBarrier = "sync-cache",
   ) {
     this.deferBarrier = geometry.mode === VolumeMode.SmartWal && extentBarrier === "sync-cache";
     this.map = state.map;

@@ -24,7 +24,7 @@ export interface OpenVolumeOptions {
   scrub?: boolean;
   /** Mount even when recovery finds unreadable records inside the log, dropping them (default false: WalDamagedError). */
   acceptLoss?: boolean;
-  /** SmartWAL: when the extent barrier is taken (default `per-batch`; see ExtentBarrier). Ignored in inline mode. */
+  /** SmartWAL: when the extent barrier is taken (default `sync-cache`; see ExtentBarrier). Ignored in inline mode. */
   extentBarrier?: ExtentBarrier;
 }
 
