@@ -19,8 +19,8 @@ import type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./
 export type { ExtentBarrier, OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
 /**
- * A single-node block volume in SmartWAL mode (data to a free extent block, one fdatasync barrier
- * per group, then 64-byte WAL records) or inline mode (full payload in the WAL, flushed to the
+ * A single-node block volume in SmartWAL mode (data to a free extent block, an extent fdatasync
+ * barrier — per group, or at SyncCache by default, see ExtentBarrier — and 64-byte WAL records) or inline mode (full payload in the WAL, flushed to the
  * extent later), with group commit, copy-on-write allocation, checkpoints and crash recovery.
  * A write resolves with its LSN once admitted; `syncCache()` makes every admitted write durable
  * and returns the durable LSN. Reads return admitted data (G2) or throw DamagedBlockError.
@@ -160,7 +160,7 @@ export class SmartWalVolume {
       epoch: this.geometry.epoch,
       checkpointLsn: this.engine.ring.checkpointLsn,
       recoverability: inline ? RecoverabilityClass.Inline : RecoverabilityClass.ExtentReferenced,
-      barriers: inline ? ["wal_fsync"] : ["extent_fdatasync", "wal_fsync"], // the same two in either SmartWAL barrier mode
+      barriers: inline ? ["wal_fsync"] : ["extent_fdatasync", "wal_fsync"],
     };
   }
 
