@@ -273,7 +273,8 @@ function replay(log: readonly LoggedOp[], upTo: number): ReplayState {
     let d = resize(bytes(ino), bytes(ino).length);
     for (const u of (undo.get(ino) ?? []).reverse()) {
       if (d.length !== u.oldLength) d = resize(d, u.oldLength);
-      d.set(u.old, u.position);
+      // A write that started past the old end overwrote nothing (and its position is out of range).
+      if (u.old.length > 0) d.set(u.old, u.position);
     }
     durable.set(ino, d);
   }

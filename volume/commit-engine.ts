@@ -9,6 +9,8 @@ import type { VolumeHandles } from "./volume-files.ts";
 import { NoSpaceError } from "./volume-errors.ts";
 import { RecordFlag, type WalRecord } from "./wal-record.ts";
 import { WalRing } from "./wal-ring.ts";
+import { writeSyncMark } from "./sync-mark.ts";
+import type { ExtentBarrier } from "./volume-types.ts";
 
 /** An operation queued for group commit; every one resolves with an LSN. */
 export type Op =
@@ -48,6 +50,9 @@ export class CommitEngine {
   private checkpointSlot: number;
   /** Extent blocks beyond the volume size: the most one write may allocate. */
   readonly spare: number;
+  /** SmartWAL `sync-cache` barrier: extent data written since the last extent fdatasync. */
+  private extentDirty = false;
+  private readonly deferBarrier: boolean;
 
   constructor(
     private readonly geometry: VolumeGeometry,
@@ -56,7 +61,9 @@ export class CommitEngine {
     private readonly counters: Counters,
     /** Told of every change, for the peers' dirty maps. */
     private readonly markPeers: (lba: number, count: number, lsn: number) => void,
+    extentBarrier: ExtentBarrier = "sync-cache",
   ) {
+    this.deferBarrier = geometry.mode === VolumeMode.SmartWal && extentBarrier === "sync-cache";
     this.map = state.map;
     this.checkpointMap = state.checkpointMap;
     this.checkpointSeq = state.checkpointSeq;
@@ -80,7 +87,10 @@ export class CommitEngine {
     if (isCustodyError(err)) this.counters.inc(err.code);
   }
 
-  /** SmartWAL: allocate → pwrite → one extent barrier (I1) → WAL records, in groups that fit. */
+  /**
+   * SmartWAL: allocate → pwrite → one extent barrier (I1) → WAL records, in groups that fit. With
+   * the `sync-cache` barrier the fdatasync moves to syncWal and the records carry the deferred flag.
+   */
   async applySmart(ops: MutOp[]): Promise<void> {
     const alloc = this.alloc!;
     let group: { op: MutOp; runs: PhysicalRun[] }[] = [];
@@ -110,10 +120,11 @@ export class CommitEngine {
 
   private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
-    const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn);
+    const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn, this.deferBarrier);
     await Promise.all(coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
     this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
-    if (plan.extentWrites.length > 0) {
+    if (this.deferBarrier) this.extentDirty ||= plan.extentWrites.length > 0;
+    else if (plan.extentWrites.length > 0) {
       await this.files.extent.datasync(); // I1: data durable before any record names it
       this.st.extentSyncs++;
     }
@@ -190,9 +201,22 @@ export class CommitEngine {
     await this.writeCheckpointNow();
   }
 
+  /**
+   * SyncCache: makes every appended record durable and returns the durable LSN. With the deferred
+   * barrier it first fdatasyncs the extent, then writes the sync mark (extent covered through the
+   * head) so that the WAL's one fdatasync makes records and mark durable together.
+   */
   async syncWal(): Promise<number> {
     const head = this.ring.head;
     if (head > this.durableLsn) {
+      if (this.deferBarrier) {
+        if (this.extentDirty) {
+          await this.files.extent.datasync(); // I1 at SyncCache: data durable before the mark says so
+          this.st.extentSyncs++;
+          this.extentDirty = false;
+        }
+        await writeSyncMark(this.files.wal, this.geometry, head);
+      }
       await this.ring.sync();
       this.st.walSyncs++;
       this.durableLsn = head;

@@ -32,6 +32,8 @@ export function planCommit(
   epoch: number,
   inline: boolean,
   durableLsn = 0,
+  /** SmartWAL `sync-cache` barrier: mark write records as appended before their data's barrier. */
+  deferredBarrier = false,
 ): CommitPlan {
   const records: WalRecord[] = [];
   const extentWrites: CommitPlan["extentWrites"] = [];
@@ -63,6 +65,7 @@ export function planCommit(
             physicalOffset: (run.start + k) * BLOCK_SIZE,
             dataCrc: crc32(block) >>> 0,
             durableLsn,
+            ...(deferredBarrier ? { deferredBarrier: true } : {}),
           });
         }
         off += run.count;

@@ -1,5 +1,5 @@
 /** Public surface of the SmartWAL volume store. */
-export { SmartWalVolume, type OpenVolumeOptions, type VolumeStats, type SnapshotBlock, type WalEntry } from "./smartwal-volume.ts";
+export { SmartWalVolume, type ExtentBarrier, type OpenVolumeOptions, type VolumeStats, type SnapshotBlock, type WalEntry } from "./smartwal-volume.ts";
 export { type CreateVolumeOptions, geometryFor } from "./volume-files.ts";
 export { BLOCK_SIZE, RECORD_SIZE, VolumeMode, VolumeFiles, defaultSpareBlocks, slotSizeFor, decodeHeader, type VolumeGeometry } from "./format.ts";
 export { type RecoveryReport, type DamagedEntry, type LostRecord, ReplayStop } from "./recovery.ts";

@@ -6,6 +6,8 @@ import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { scanRing, walkLog, type LostRecord, type ReplayStop } from "./ring-scan.ts";
 import { WalDamagedError } from "./volume-errors.ts";
 import { RecordFlag } from "./wal-record.ts";
+import { readSyncMark, writeSyncMark } from "./sync-mark.ts";
+import { cutAtUnsyncedData } from "./unsynced-cut.ts";
 
 export { ReplayStop, type LostRecord } from "./ring-scan.ts";
 
@@ -31,6 +33,13 @@ export interface RecoveryReport {
   erasedTailRecords: number;
   /** Highest LSN known durable from the checkpoint and the records' durable watermarks. */
   durableProofLsn: number;
+  /**
+   * Highest LSN whose extent data a SyncCache made durable: the sync mark, the checkpoint LSN or
+   * the durable proof, whichever is highest. Deferred-barrier writes past it may be cut.
+   */
+  extentCoveredLsn: number;
+  /** Deferred-barrier records past `extentCoveredLsn` cut because a write's data never reached the disk (it and all later ones). */
+  unsyncedCutRecords: number;
   /**
    * Ring positions inside the log whose record is unreadable (damage, not a torn tail). Their LBAs
    * cannot be known: without `acceptLoss` the mount is refused with WalDamagedError.
@@ -76,7 +85,9 @@ export async function recover(
   const map = ckpt.map.clone();
   const scan = await scanRing(g, files.wal, ckpt.lsn, ckpt.ringStartSlot);
   const durableProofLsn = Math.max(ckpt.lsn, scan.maxWatermark);
-  const walk = walkLog(scan, durableProofLsn);
+  const mark = g.mode === VolumeMode.SmartWal ? await readSyncMark(files.wal, g) : undefined;
+  const extentCoveredLsn = Math.max(durableProofLsn, mark ?? 0);
+  const { walk, cutRecords } = await cutAtUnsyncedData(walkLog(scan, durableProofLsn), scan, files.extent, extentCoveredLsn);
   const records = walk.records;
 
   // Apply in LSN order; remember which record owns each LBA at the end.
@@ -149,6 +160,8 @@ export async function recover(
     stopDetail: { slot: walk.stop.slot, ...(walk.stop.foundLsn !== undefined ? { foundLsn: walk.stop.foundLsn } : {}) },
     erasedTailRecords: 0,
     durableProofLsn,
+    extentCoveredLsn,
+    unsyncedCutRecords: cutRecords,
     lostRecords: walk.lost,
     lossAccepted,
     damaged,
@@ -168,6 +181,9 @@ export async function recover(
   }
   report.erasedTailRecords = walk.staleSlots.length;
   await files.extent.datasync();
+  // Every replayed record's data is durable now: the mark moves to the end (a stale mark past it
+  // would later make an unsynced record at a reused LSN look covered, and damage of a crash image).
+  if (g.mode === VolumeMode.SmartWal && (mark !== undefined || cutRecords > 0)) await writeSyncMark(files.wal, g, lastLsn);
   await files.wal.datasync();
   return { map, lastLsn, report };
 }

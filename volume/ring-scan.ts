@@ -9,6 +9,8 @@ export const ReplayStop = {
   BadMagic: "bad_magic",
   BadField: "bad_field",
   LsnGap: "lsn_gap",
+  /** A deferred-barrier record past the sync mark whose extent data never reached the disk. */
+  UnsyncedData: "unsynced_data",
   End: "end",
 } as const;
 /** One of the ReplayStop values. */

@@ -16,11 +16,11 @@ import { recover, type RecoveryReport } from "./recovery.ts";
 import { createVolumeFiles, openVolumeFiles, type CreateVolumeOptions, type VolumeHandles } from "./volume-files.ts";
 import type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
-export type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
+export type { ExtentBarrier, OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
 /**
- * A single-node block volume in SmartWAL mode (data to a free extent block, one fdatasync barrier
- * per group, then 64-byte WAL records) or inline mode (full payload in the WAL, flushed to the
+ * A single-node block volume in SmartWAL mode (data to a free extent block, an extent fdatasync
+ * barrier — per group, or at SyncCache by default, see ExtentBarrier — and 64-byte WAL records) or inline mode (full payload in the WAL, flushed to the
  * extent later), with group commit, copy-on-write allocation, checkpoints and crash recovery.
  * A write resolves with its LSN once admitted; `syncCache()` makes every admitted write durable
  * and returns the durable LSN. Reads return admitted data (G2) or throw DamagedBlockError.
@@ -45,7 +45,7 @@ export class SmartWalVolume {
     opts: OpenVolumeOptions,
   ) {
     this.counters = opts.counters ?? new Counters();
-    this.engine = new CommitEngine(geometry, files, state, this.counters, (lba, count, lsn) => this.markPeers(lba, count, lsn));
+    this.engine = new CommitEngine(geometry, files, state, this.counters, (lba, count, lsn) => this.markPeers(lba, count, lsn), opts.extentBarrier);
     this.queue = new GroupCommit<Op>(
       { maxBatch: opts.maxBatch ?? 64, maxDelayMs: opts.maxDelayMs ?? 0, clock: opts.clock ?? systemClock },
       (batch) => this.runBatch(batch),

@@ -3,6 +3,14 @@ import type { Counters } from "../core/index.ts";
 import type { FileLayer } from "../core/index.ts";
 import type { RecordFlag } from "./wal-record.ts";
 
+/**
+ * When SmartWAL takes its extent barrier (fdatasync of the extent). `per-batch`: before each
+ * group's records are appended, so every record on disk names durable data. `sync-cache`: only at
+ * SyncCache, at a checkpoint and when the ring or spare needs room; records carry a flag and
+ * recovery ends the log at the first one past the sync mark whose data did not reach the disk.
+ */
+export type ExtentBarrier = "per-batch" | "sync-cache";
+
 /** Runtime options of an open volume. */
 export interface OpenVolumeOptions {
   fileLayer?: FileLayer;
@@ -16,6 +24,8 @@ export interface OpenVolumeOptions {
   scrub?: boolean;
   /** Mount even when recovery finds unreadable records inside the log, dropping them (default false: WalDamagedError). */
   acceptLoss?: boolean;
+  /** SmartWAL: when the extent barrier is taken (default `sync-cache`; see ExtentBarrier). Ignored in inline mode. */
+  extentBarrier?: ExtentBarrier;
 }
 
 /** One record of the WAL window, read back from the ring (what a replica's WAL catch-up replays). */

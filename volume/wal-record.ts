@@ -29,6 +29,11 @@ export interface WalRecord {
    * damage from a torn tail. Optional on input (0); always set by decodeRecord (0 in version 1).
    */
   durableLsn?: number;
+  /**
+   * SmartWAL write appended before its extent data was fdatasynced (the `sync-cache` barrier):
+   * recovery may find its data missing when no SyncCache covered it. Byte 6 bit 0.
+   */
+  deferredBarrier?: boolean;
 }
 
 /** Why a slot does not hold a valid record. */
@@ -38,7 +43,7 @@ export type RecordProblem = (typeof RecordProblem)[keyof typeof RecordProblem];
 
 /**
  * Encodes `r` into `slot` (RECORD_SIZE bytes, plus the payload right after it in inline mode).
- * Layout (little-endian): magic u32, version u8 (2), flag u8, pad u16, lsn u64, epoch u64, lba u64,
+ * Layout (little-endian): magic u32, version u8 (2), flag u8, options u8 (bit 0 = deferred barrier), pad u8, lsn u64, epoch u64, lba u64,
  * blockCount u32, payloadLength u32, physicalOffset u64, dataCrc u32, durable watermark u64 at 52,
  * recordCrc u32 at 60 covering bytes 0..59 and the payload.
  */
@@ -50,6 +55,7 @@ export function encodeRecord(r: WalRecord, slot: Uint8Array): void {
   dv.setUint32(0, RECORD_MAGIC, true);
   dv.setUint8(4, RECORD_VERSION);
   dv.setUint8(5, r.flag);
+  if (r.deferredBarrier) dv.setUint8(6, 1);
   dv.setBigUint64(8, BigInt(r.lsn), true);
   dv.setBigUint64(16, BigInt(r.epoch), true);
   dv.setBigUint64(24, BigInt(r.lba), true);
@@ -99,6 +105,7 @@ export function decodeRecord(slot: Uint8Array): WalRecord | RecordProblem {
     dataCrc: dv.getUint32(48, true),
     durableLsn: version === 1 ? 0 : big(52),
   };
+  if ((dv.getUint8(6) & 1) === 1) rec.deferredBarrier = true;
   if (rec.lsn < 1 || rec.epoch < 0 || rec.lba < 0 || rec.physicalOffset < 0 || rec.blockCount < 1) return RecordProblem.BadField;
   // A record cannot have been appended after its own LSN became durable.
   if (rec.durableLsn! < 0 || rec.durableLsn! >= rec.lsn) return RecordProblem.BadField;

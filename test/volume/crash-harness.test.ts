@@ -1,4 +1,5 @@
 import test from "ava";
+import fc from "fast-check";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { VolumeMode, VolumeNotFoundError } from "../../volume/index.ts";
 import { ackedAt, checkState, imageHash, prng, runWorkload, specsAt, type Workload } from "./crash-harness.ts";
@@ -13,10 +14,12 @@ interface Tally {
   silentCorruptions: number;
   damaged: number;
   lsnProblems: number;
+  /** Crash states in which recovery cut deferred-barrier records whose data never reached the disk. */
+  statesWithUnsyncedCut: number;
   problems: string[];
 }
 
-const newTally = (): Tally => ({ states: 0, distinct: new Set(), images: new Set(), lostAcked: 0, silentCorruptions: 0, damaged: 0, lsnProblems: 0, problems: [] });
+const newTally = (): Tally => ({ states: 0, distinct: new Set(), images: new Set(), lostAcked: 0, silentCorruptions: 0, damaged: 0, lsnProblems: 0, statesWithUnsyncedCut: 0, problems: [] });
 
 /** Explores every crash point of `w` with drop / keep-all / random subsets / torn sectors. */
 async function explore(w: Workload, seed: number, tally: Tally, opts: { subsets: number; tears: number; allowDamage: boolean }): Promise<void> {
@@ -37,6 +40,7 @@ async function explore(w: Workload, seed: number, tally: Tally, opts: { subsets:
         tally.silentCorruptions += r.silentCorruptions;
         tally.damaged += r.damaged;
         tally.lsnProblems += r.lsnProblems;
+        if (r.unsyncedCut > 0) tally.statesWithUnsyncedCut++;
         for (const p of r.problems) tally.problems.push(`seed ${seed} op ${at} ${name}: ${p}`);
       } catch (err) {
         // Before the header is durable there is no volume yet: that is the only acceptable refusal.
@@ -63,6 +67,23 @@ test("crash harness (SmartWAL): ≥1000 distinct crash states, zero lost acknowl
   t.true(tally.images.size >= 1000, `only ${tally.images.size} distinct crash states`);
 });
 
+test("crash harness (SmartWAL, extent barrier at SyncCache): every crash point with unsynced drops and torn sectors loses no SyncCache-acknowledged write, returns no wrong byte, reports no damage and leaves no LSN gap", async (t) => {
+  const tally = newTally();
+  for (const seed of [31, 32, 33, 34, 35, 36, 37, 38]) {
+    const w = await runWorkload(seed, VolumeMode.SmartWal, 26, undefined, undefined, "sync-cache");
+    await explore(w, seed, tally, { subsets: 3, tears: 3, allowDamage: false });
+  }
+  t.log(`states explored ${tally.states}, distinct (image, ack) ${tally.distinct.size}, distinct disk images ${tally.images.size}, states with unsynced records cut ${tally.statesWithUnsyncedCut}`);
+  t.deepEqual(tally.problems.slice(0, 5), []);
+  t.is(tally.lostAcked, 0);
+  t.is(tally.silentCorruptions, 0);
+  t.is(tally.damaged, 0);
+  t.is(tally.lsnProblems, 0);
+  t.true(tally.images.size >= 1000, `only ${tally.images.size} distinct crash states`);
+  // The images must include records whose data never landed, or the rule was never exercised.
+  t.true(tally.statesWithUnsyncedCut > 0, "no crash state had a durable record without its data");
+});
+
 test("crash harness (inline mode): every crash point recovers every acknowledged write byte-exact", async (t) => {
   const tally = newTally();
   for (const seed of [11, 12]) {
@@ -73,6 +94,19 @@ test("crash harness (inline mode): every crash point recovers every acknowledged
   t.deepEqual(tally.problems.slice(0, 5), []);
   t.is(tally.lostAcked + tally.silentCorruptions + tally.damaged + tally.lsnProblems, 0);
   t.true(tally.distinct.size >= 200);
+});
+
+test("I1/I5 (extent barrier at SyncCache): with a lying extent fdatasync, recovery reports damaged LBAs and reads fail typed instead of returning wrong data", async (t) => {
+  const tally = newTally();
+  for (const seed of [41, 42, 43]) {
+    let lying = false;
+    const fl = new CrashFileLayer(undefined, { brokenSync: (p) => lying && p.endsWith("/extent.dat") });
+    const w = await runWorkload(seed, VolumeMode.SmartWal, 16, fl, () => (lying = true), "sync-cache");
+    await explore(w, seed, tally, { subsets: 2, tears: 1, allowDamage: true });
+  }
+  t.log(`states ${tally.distinct.size}, damaged LBAs reported ${tally.damaged}`);
+  t.is(tally.silentCorruptions, 0, tally.problems.filter((p) => !p.includes("recovered LSN")).slice(0, 3).join("\n"));
+  t.true(tally.damaged > 0, "the broken barrier should have produced detectable damage");
 });
 
 test("I1/I5: with a lying extent fdatasync, recovery reports damaged LBAs and reads fail typed instead of returning wrong data", async (t) => {
@@ -92,4 +126,31 @@ test("I1/I5: with a lying extent fdatasync, recovery reports damaged LBAs and re
   t.is(tally.silentCorruptions, 0, tally.problems.filter((p) => !p.includes("recovered LSN")).slice(0, 3).join("\n"));
   t.true(tally.damaged > 0, "the broken barrier should have produced detectable damage");
   t.true(damagedStates > 0);
+});
+
+test("property (extent barrier at SyncCache): any workload, any crash point with writes in flight, any subset of them kept and any tear loses no SyncCache-acknowledged write and returns no wrong byte", async (t) => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 1_000_000 }),
+      fc.integer({ min: 4, max: 24 }),
+      fc.noBias(fc.nat()),
+      fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
+      fc.option(fc.array(fc.nat({ max: 9 }), { maxLength: 10 })),
+      async (seed, steps, where, keepBits, tearSectors) => {
+        const w = await runWorkload(seed, VolumeMode.SmartWal, steps, undefined, undefined, "sync-cache");
+        // Crash points with at least two writes in flight: where a record can land without its data.
+        const points = Array.from({ length: w.fl.opCount() - w.mountedAt + 1 }, (_, k) => w.mountedAt + k).filter((k) => w.fl.pendingWritesAt(k).length >= 2);
+        if (points.length === 0) return true;
+        const at = points[where % points.length]!;
+        const pending = w.fl.pendingWritesAt(at);
+        const kept = new Set(pending.filter((_, k) => keepBits[k % keepBits.length]).map((p) => p.id));
+        const victim = pending.find((p) => p.length > 512 && kept.has(p.id));
+        const tear = tearSectors && victim ? new Map([[victim.id, tearSectors]]) : undefined;
+        const r = await checkState(w, w.fl.crashAt(at, { keep: (id) => kept.has(id), ...(tear ? { tear } : {}) }), ackedAt(w, at), false, true);
+        return r.lostAcked + r.silentCorruptions + r.damaged + r.lsnProblems === 0;
+      },
+    ),
+    { numRuns: 60 },
+  );
+  t.pass();
 });

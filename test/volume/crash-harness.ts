@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { CrashFileLayer, type CrashSpec } from "../../core/crash-file-layer.ts";
-import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, type VolumeMode } from "../../volume/index.ts";
+import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, type ExtentBarrier, type VolumeMode } from "../../volume/index.ts";
 
 /** Seeded PRNG (mulberry32): the same seed replays the same workload and crash choices. */
 export function prng(seed: number): () => number {
@@ -32,6 +32,8 @@ export interface Workload {
   /** [opIndex, durableLsn]: a syncCache that had completed by opIndex acknowledged durableLsn. */
   acks: [number, number][];
   maxLsn: number;
+  /** SmartWAL barrier the workload ran with (recovery's reuse check mounts with it too). */
+  extentBarrier: ExtentBarrier;
 }
 
 export const DIR = "/vol";
@@ -50,11 +52,18 @@ function pattern(id: number, blocks: number): Uint8Array {
  * on a small volume over a CrashFileLayer whose ring wraps and whose CoW spare is reused, and
  * records what every op index must guarantee.
  */
-export async function runWorkload(seed: number, mode: VolumeMode, steps: number, fl = new CrashFileLayer(), onMounted?: () => void): Promise<Workload> {
+export async function runWorkload(
+  seed: number,
+  mode: VolumeMode,
+  steps: number,
+  fl = new CrashFileLayer(),
+  onMounted?: () => void,
+  extentBarrier: ExtentBarrier = "per-batch",
+): Promise<Workload> {
   const rnd = prng(seed);
   const blockCount = 6;
   await SmartWalVolume.create(DIR, { blockCount, mode, walCapacity: 12, spareBlocks: 5 }, fl);
-  const vol = await SmartWalVolume.open(DIR, { fileLayer: fl, maxBatch: 4 });
+  const vol = await SmartWalVolume.open(DIR, { fileLayer: fl, maxBatch: 4, extentBarrier });
   const mountedAt = fl.opCount();
   onMounted?.();
   const versions: Version[][] = Array.from({ length: blockCount }, () => [{ data: null, lsnLow: 0, lsnHigh: 0 }]);
@@ -98,7 +107,7 @@ export async function runWorkload(seed: number, mode: VolumeMode, steps: number,
   await vol.close();
   pendingVersions.sort((a, b) => a.v.lsnHigh - b.v.lsnHigh);
   for (const { lba, v } of pendingVersions) versions[lba]!.push(v);
-  return { mode, blockCount, fl, mountedAt, versions, acks, maxLsn };
+  return { mode, blockCount, fl, mountedAt, versions, acks, maxLsn, extentBarrier };
 }
 
 /** Durable LSN acknowledged to the client by op index `at`. */
@@ -114,6 +123,8 @@ export interface StateCheck {
   silentCorruptions: number;
   damaged: number;
   lsnProblems: number;
+  /** Records recovery cut because a deferred-barrier write's data never reached the disk. */
+  unsyncedCut: number;
   mounted: boolean;
   problems: string[];
 }
@@ -127,10 +138,11 @@ export interface StateCheck {
  */
 export async function checkState(w: Workload, layer: CrashFileLayer, acked: number, allowDamage: boolean, reuse = false): Promise<StateCheck> {
   // Where damage is possible, scrub so checkpoint-named blocks are verified (and reported) too.
-  const res: StateCheck = { lostAcked: 0, silentCorruptions: 0, damaged: 0, lsnProblems: 0, mounted: true, problems: [] };
-  const vol = await SmartWalVolume.open(DIR, { fileLayer: layer, scrub: allowDamage });
+  const res: StateCheck = { lostAcked: 0, silentCorruptions: 0, damaged: 0, lsnProblems: 0, unsyncedCut: 0, mounted: true, problems: [] };
+  const vol = await SmartWalVolume.open(DIR, { fileLayer: layer, scrub: allowDamage, extentBarrier: w.extentBarrier });
   try {
     const L = vol.recovery.lastLsn;
+    res.unsyncedCut = vol.recovery.unsyncedCutRecords;
     if (L < acked) {
       res.lostAcked++;
       res.problems.push(`recovered LSN ${L} < acknowledged ${acked}`);

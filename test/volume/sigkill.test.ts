@@ -1,17 +1,17 @@
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SmartWalVolume } from "../../volume/index.ts";
+import { SmartWalVolume, type ExtentBarrier } from "../../volume/index.ts";
 import { blockFor } from "./fixtures/block-pattern.ts";
 
 const WRITER = new URL("./fixtures/crash-writer.ts", import.meta.url).pathname;
 
 /** Runs the writer until it has acknowledged something, then SIGKILLs it after a random delay; returns its complete stdout lines. */
-function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: number): Promise<string[]> {
+function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: number, barrier: ExtentBarrier): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", WRITER, dir, String(idBase), String(seed)], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", WRITER, dir, String(idBase), String(seed), barrier], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     let armed = false;
@@ -33,7 +33,8 @@ function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: numb
   });
 }
 
-test("SIGKILL at a random moment, 20 rounds in a row: the reopened volume holds every acknowledged write", async (t) => {
+/** 20 rounds of write → SIGKILL → reopen and check, with the writer using `barrier`. */
+async function sigkillRounds(t: ExecutionContext, barrier: ExtentBarrier): Promise<void> {
   t.timeout(300_000); // child processes start slowly on a loaded machine
   const dir = await mkdtemp(join(tmpdir(), "sigkill-vol-"));
   try {
@@ -44,7 +45,7 @@ test("SIGKILL at a random moment, 20 rounds in a row: the reopened volume holds 
     let totalAcked = 0;
     for (let round = 0; round < 20; round++) {
       seedRnd = (seedRnd * 1103515245 + 12345) % 2 ** 31;
-      const lines = await runAndKill(dir, round * 1_000_000 + 1, seedRnd, 5 + (seedRnd % 120));
+      const lines = await runAndKill(dir, round * 1_000_000 + 1, seedRnd, 5 + (seedRnd % 120), barrier);
       for (const line of lines) {
         const [kind, a, b] = line.split(" ");
         if (kind === "issue") {
@@ -62,7 +63,7 @@ test("SIGKILL at a random moment, 20 rounds in a row: the reopened volume holds 
           }
         }
       }
-      const vol = await SmartWalVolume.open(dir);
+      const vol = await SmartWalVolume.open(dir, { extentBarrier: barrier });
       try {
         t.deepEqual(vol.recovery.damaged, [], `round ${round}: damage reported`);
         for (const [lba, h] of history) {
@@ -81,4 +82,9 @@ test("SIGKILL at a random moment, 20 rounds in a row: the reopened volume holds 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-});
+}
+
+test("SIGKILL at a random moment, 20 rounds in a row: the reopened volume holds every acknowledged write", (t) => sigkillRounds(t, "per-batch"));
+
+test("SIGKILL at a random moment, 20 rounds in a row, extent barrier at SyncCache: the reopened volume holds every acknowledged write and reports no damage", (t) =>
+  sigkillRounds(t, "sync-cache"));

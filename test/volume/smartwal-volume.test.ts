@@ -8,7 +8,8 @@ const blk = (fill: number, n = 1) => new Uint8Array(n * BLOCK_SIZE).fill(fill);
 async function fresh(mode: Mode, opts: { blockCount?: number; walCapacity?: number; spareBlocks?: number; maxBatch?: number } = {}) {
   const fl = new CrashFileLayer();
   await SmartWalVolume.create("/v", { blockCount: opts.blockCount ?? 16, mode, walCapacity: opts.walCapacity ?? 64, spareBlocks: opts.spareBlocks ?? 16 }, fl);
-  const vol = await SmartWalVolume.open("/v", { fileLayer: fl, maxBatch: opts.maxBatch ?? 64 });
+  // These tests pin the per-batch barrier's I/O order; the SyncCache barrier has its own tests.
+  const vol = await SmartWalVolume.open("/v", { fileLayer: fl, maxBatch: opts.maxBatch ?? 64, extentBarrier: "per-batch" });
   return { fl, vol };
 }
 
@@ -103,7 +104,7 @@ test("I1: every WAL record write comes after an extent fdatasync that follows th
     syncDir: (p) => inner.syncDir(p),
   };
   await SmartWalVolume.create("/v", { blockCount: 16, walCapacity: 64, spareBlocks: 8 }, spy);
-  const vol = await SmartWalVolume.open("/v", { fileLayer: spy, maxBatch: 3 });
+  const vol = await SmartWalVolume.open("/v", { fileLayer: spy, maxBatch: 3, extentBarrier: "per-batch" });
   events.length = 0;
   for (let r = 0; r < 5; r++) {
     await Promise.all(Array.from({ length: 7 }, (_, i) => vol.write((i * 3 + r) % 16, blk(r + i))));

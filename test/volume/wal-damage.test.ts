@@ -22,7 +22,8 @@ async function syncedVolume(writes: number): Promise<{ root: string; dir: string
   const root = await mkdtemp(join(tmpdir(), "wal-damage-"));
   const dir = join(root, "v");
   await SmartWalVolume.create(dir, { blockCount: 1000, walCapacity: 1024 });
-  const vol = await SmartWalVolume.open(dir);
+  // Per-batch barrier: no sync mark after the ring, so the file's last bytes are the last records.
+  const vol = await SmartWalVolume.open(dir, { extentBarrier: "per-batch" });
   for (let i = 0; i < writes; i++) {
     await vol.write(i % 1000, dataOf(i));
     await vol.syncCache();
