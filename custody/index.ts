@@ -127,3 +127,16 @@ export { commitControlEventRetrying } from "./control-commit.ts";
 export { HoldKind } from "./control-event.ts";
 export { overdueHolds, overdueReason, type Holds } from "./control-holds.ts";
 export { ControlLogPeers } from "./control-peers.ts";
+export {
+  MAX_ATTESTED_UNITS,
+  UnitAuthCode,
+  UnitAuthError,
+  attests,
+  readUnitAttestation,
+  signUnitAttestation,
+  verifyUnitAttestation,
+  type UnitAttestation,
+  type UnitClaim,
+} from "./unit-attestation.ts";
+export { UnitAuthenticator, WriterKeyring, type AttestedUnit, type UnitAuthVerdict } from "./unit-authenticator.ts";
+export { writerUnitSigner } from "./unit-signer.ts";
