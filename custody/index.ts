@@ -139,4 +139,4 @@ export {
   type UnitClaim,
 } from "./unit-attestation.ts";
 export { UnitAuthenticator, WriterKeyring, type AttestedUnit, type UnitAuthVerdict } from "./unit-authenticator.ts";
-export { writerUnitSigner } from "./unit-signer.ts";
+export { writerSigningKey, writerUnitSigner } from "./unit-signer.ts";
