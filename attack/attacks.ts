@@ -26,6 +26,7 @@ import { creditSpec, encodeMessage, unitSpec } from "../protocol/index.ts";
 import { readPublicKeyHex } from "../runtime/index.ts";
 import { decodeBombs } from "./decode-bombs.ts";
 import { unitAuthAttacks } from "./unit-attacks.ts";
+import { controlLogJunkAttacks } from "./control-log-attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
@@ -302,7 +303,7 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...bombAttacks()];
+  return [...list, ...controlLogJunkAttacks(), ...bombAttacks()];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {

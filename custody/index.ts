@@ -103,13 +103,16 @@ export {
   receiptVerifyContext,
   releaseFrontiers,
   releasedRanges,
+  isReadableEntry,
   type ControlLogEntry,
+  type ControlLogRecord,
+  type UnreadableControlEntry,
   type ControlState,
   type HolderRecord,
   type ObligationRecord,
   type TransferRecord,
 } from "./control-state.ts";
-export { InMemoryControlLog, entryFromBytes, type ControlLogStore } from "./control-log.ts";
+export { InMemoryControlLog, entryFromBytes, recordFromBytes, unreadableRecord, type ControlLogStore } from "./control-log.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
 export { signEntryHash, signatureProblem, type ControlTrust, type ControlSigner, type EntrySignature } from "./control-trust.ts";
