@@ -299,14 +299,14 @@ try {
     ["raw NATS pub→sub 4 KiB", "raw4k", "raw4k"],
     ["least work (verify + copy)", "least4k", "raw4k"],
     ["1 holder hop 4 KiB", "hop1_4k", "raw4k"],
-    ["  … auth + TLS", "tls4k", "raw4k"],
-    ["  … auth + TLS + unit signatures", "signed4k", "raw4k"],
+    ["  … auth+TLS", "tls4k", "raw4k"],
+    ["  … auth+TLS+unit sigs", "signed4k", "raw4k"],
     ["3 holder hops 4 KiB", "hop3_4k", "raw4k"],
     ["raw NATS pub→sub 64 KiB", "raw64k", "raw64k"],
     ["least work (verify + copy)", "least64k", "raw64k"],
     ["1 holder hop 64 KiB", "hop1_64k", "raw64k"],
-    ["  … auth + TLS", "tls64k", "raw64k"],
-    ["  … auth + TLS + unit signatures", "signed64k", "raw64k"],
+    ["  … auth+TLS", "tls64k", "raw64k"],
+    ["  … auth+TLS+unit sigs", "signed64k", "raw64k"],
     ["3 holder hops 64 KiB", "hop3_64k", "raw64k"],
   ];
   console.log(`bench:holder — ${payloadMiB} MiB of payload per row and slice (3-hop rows half), median of ${slices} interleaved slices, one process, one nats-server (${server.url})`);
