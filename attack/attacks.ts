@@ -25,6 +25,8 @@ import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../transport
 import { creditSpec, encodeMessage, unitSpec } from "../protocol/index.ts";
 import { readPublicKeyHex } from "../runtime/index.ts";
 import { decodeBombs } from "./decode-bombs.ts";
+import { unitAuthAttacks } from "./unit-attacks.ts";
+import { controlLogJunkAttacks } from "./control-log-attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
@@ -165,6 +167,7 @@ export function attacks(): Attack[] {
         return { refusal: refusals.join("; "), changed: forged.map(([k]) => `${k} retains forged sequences`) };
       },
     },
+    ...unitAuthAttacks(),
     {
       name: "credit grant as another holder",
       async run(ctx) {
@@ -300,7 +303,7 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...bombAttacks()];
+  return [...list, ...controlLogJunkAttacks(), ...bombAttacks()];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {

@@ -20,6 +20,12 @@
  *   work, not the holder's — and fed to the writer as a streaming writer produces them, at most
  *   two credit windows ahead.
  *
+ * - security rows (1 hop): the same chain on a second nats-server with nkey authentication and
+ *   TLS on the client port (bench/secured-bench-server.ts), then also with writer-authenticated
+ *   units (the writer signs batches of units, the holder verifies each attestation before it admits
+ *   anything). `security_cost_pct_<size>` is the throughput lost against the unsecured 1-hop row of
+ *   the same slice (median of per-slice ratios); the target is ≤ 15% at 64 KiB.
+ *
  *   npm run bench:holder               # table
  *   npm run bench:holder -- --json     # table, then one JSON object on the last line
  *   npm run bench:holder -- --mb 64    # payload MiB per throughput row per slice (default 24; 3-hop rows use half)
@@ -31,22 +37,15 @@
  */
 import { readFileSync } from "node:fs";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { systemClock } from "../core/index.ts";
-import { decodeReceiptBatch } from "../custody/index.ts";
-import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/index.ts";
+import { generateHolderKeyPair } from "../custody/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
-import { RangeSet } from "../lanes/index.ts";
-import { startHolder, type Holder } from "../actors/index.ts";
-import type { HolderConfigInput } from "../actors/index.ts";
-import { releaseFrontierSpec } from "../actors/index.ts";
-import { CreditSender, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "../transport/index.ts";
+import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "../transport/index.ts";
 import { encodeUnitRun, readUnitMessage } from "../transport/index.ts";
 import { NatsTransport } from "../transport/index.ts";
-import { receiptSubject, releaseSubject } from "../protocol/index.ts";
-import { decodeMessage, encodeMessage } from "../protocol/index.ts";
 import { startNatsServer } from "../testing/index.ts";
-import { receiptBatchSpec } from "../custody/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
+import { chain, CREDIT_WINDOW, RECEIPTS, VOLUME, watchLastHop, type ChainMode } from "./holder-chain.ts";
+import { startSecuredBenchServer } from "./secured-bench-server.ts";
 import { median, percentile } from "./sample-stats.ts";
 
 const args = process.argv.slice(2);
@@ -60,14 +59,8 @@ if (!Number.isFinite(payloadMiB) || payloadMiB <= 0 || !Number.isSafeInteger(sli
   process.exit(1);
 }
 
-const VOLUME = "vbench";
-/** Credit one upstream may hold (the holder config below) and how far raw runs ahead of the server. */
-const CREDIT_WINDOW = 8 << 20;
-/** Receipt batching of the benched holders: a signed batch per 256 units or 5 ms (the default deadline), whichever first. */
-const RECEIPTS = { maxUnits: 256, maxDelayMs: 5 };
-let laneCounter = 0;
-
 const server = await startNatsServer({ jetstream: false });
+const secured = await startSecuredBenchServer();
 const conns: NatsTransport[] = [];
 const bare: NatsConnection[] = [];
 async function conn(name: string): Promise<NatsTransport> {
@@ -75,11 +68,24 @@ async function conn(name: string): Promise<NatsTransport> {
   conns.push(t);
   return t;
 }
+async function securedConn(name: string): Promise<NatsTransport> {
+  const t = await secured.connect(name);
+  conns.push(t);
+  return t;
+}
+/** The three ways a chain runs: unsecured; nkey auth + TLS; auth + TLS + writer-authenticated units. */
+const writerKey = generateHolderKeyPair();
+const MODES = {
+  plain: { connect: conn, pid: () => server.pid },
+  tls: { connect: securedConn, pid: () => secured.server.pid },
+  signed: { connect: securedConn, pid: () => secured.server.pid, signed: writerKey },
+} satisfies Record<string, ChainMode & { pid(): number | undefined }>;
+type Mode = keyof typeof MODES;
 
-/** CPU microseconds used so far by this process and by the nats-server. */
-function cpuNow(): { node: number; nats: number } {
+/** CPU microseconds used so far by this process and by the nats-server `pid`. */
+function cpuNow(pid = server.pid): { node: number; nats: number } {
   const u = process.cpuUsage();
-  const stat = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   const ticks = Number(stat[11]) + Number(stat[12]);
   return { node: u.user + u.system, nats: (ticks * 1e6) / 100 };
 }
@@ -91,12 +97,12 @@ interface Sample {
   natsUsPerUnit: number;
 }
 
-async function timed(units: number, size: number, body: () => Promise<void>): Promise<Sample> {
-  const c0 = cpuNow();
+async function timed(units: number, size: number, body: () => Promise<void>, pid = server.pid): Promise<Sample> {
+  const c0 = cpuNow(pid);
   const t0 = performance.now();
   await body();
   const secs = (performance.now() - t0) / 1000;
-  const c1 = cpuNow();
+  const c1 = cpuNow(pid);
   return { mbPerS: (size * units) / secs / 1e6, nodeUsPerUnit: (c1.node - c0.node) / units, natsUsPerUnit: (c1.nats - c0.nats) / units };
 }
 
@@ -188,96 +194,18 @@ async function leastWork(size: number, count: number): Promise<Sample & { unitsP
   return { ...sample, unitsPerMessage: count / messages };
 }
 
-interface Chain {
-  holders: Holder[];
-  writer: CreditSender;
-  ids: string[];
-  lane: string;
-  close(): Promise<void>;
-}
-
-/** Starts writer → h1 → ... → hN on a fresh lane; every hop has its own connection. */
-async function chain(hops: number, unitBytes: number): Promise<Chain> {
-  const lane = `l${++laneCounter}`;
-  const ids = Array.from({ length: hops }, (_, i) => `bh${laneCounter}x${i}`);
-  const keys = ids.map(() => generateHolderKeyPair());
-  const publicKeys = keys.map((k) => publicKeyFromRaw(k.publicKey));
-  const peers = {
-    key: (h: string, inc: number) => {
-      const i = ids.indexOf(h);
-      return i >= 0 && inc === 1 ? publicKeys[i] : undefined;
-    },
-    incarnation: (h: string) => (ids.includes(h) ? 1 : undefined),
-  };
-  const holders: Holder[] = [];
-  for (let i = hops - 1; i >= 0; i--) {
-    const cfg: HolderConfigInput = {
-      holderId: ids[i]!,
-      incarnation: 1,
-      site: { region: "us-east", az: `az${i}`, host: `host${i}` },
-      residency: ["ram"],
-      lanes: [{ volume: VOLUME, lane, upstream: [i === 0 ? "writer" : ids[i - 1]!], downstream: i === hops - 1 ? [] : [ids[i + 1]!] }],
-      arena: { segmentBytes: 1 << 20, limitBytes: 96 << 20, maxOutstandingCredit: CREDIT_WINDOW, maxUnitBytes: Math.max(128 * 1024, unitBytes * 2) },
-      receipts: RECEIPTS,
-    };
-    const t = await conn(ids[i]!);
-    holders.unshift(await startHolder(cfg, { transport: t, clock: systemClock, privateKey: keys[i]!.privateKey, peers }));
-  }
-  const wt = await conn(`writer-${lane}`);
-  const writer = new CreditSender({ transport: wt, clock: systemClock, sender: "writer", holder: ids[0]!, volume: VOLUME, lane, retryMs: 20 }).attach();
-  return {
-    holders,
-    writer,
-    ids,
-    lane,
-    async close() {
-      writer.close();
-      for (const h of holders) await h.stop();
-    },
-  };
-}
-
-/** Watches receipts of the last hop and releases what it covers at every hop (a controller). */
-async function watchLastHop(c: Chain): Promise<{ covered(): RangeSet; onReceipt(fn: () => void): void; stop(): void }> {
-  const t = await conn(`ctl-${c.lane}`);
-  const last = c.ids[c.ids.length - 1]!;
-  let covered = RangeSet.EMPTY;
-  let listener: (() => void) | undefined;
-  const sub = t.subscribe(receiptSubject(VOLUME, c.lane), (m) => {
-    const b = decodeReceiptBatch(decodeMessage(receiptBatchSpec, m.data).body);
-    if (b.holder.holderId !== last) return;
-    for (const r of b.receipts) covered = covered.union(r.retained);
-    listener?.();
-  });
-  await t.flush();
-  let seq = 0;
-  const releaser = setInterval(() => {
-    if (covered.isEmpty) return;
-    for (const h of c.ids) {
-      t.publish(releaseSubject(h), encodeMessage(releaseFrontierSpec, { holder: h, volume: VOLUME, lane: c.lane, ranges: covered.toJSON(), epoch: 0, controlSeq: ++seq }));
-    }
-  }, 10);
-  return {
-    covered: () => covered,
-    onReceipt: (fn) => (listener = fn),
-    stop: () => {
-      clearInterval(releaser);
-      sub.unsubscribe();
-    },
-  };
-}
-
 /**
  * `count` units of `size` through `hops` holders, end to end. The chain first carries a warm-up
  * stream of the same size, so timing starts in steady state: arena segments are being recycled
  * (a fresh segment's first touch costs page faults that a long-running holder pays once),
  * connections and JIT are warm.
  */
-async function throughHolders(hops: number, size: number, count: number): Promise<Sample & { unitsPerMessage: number }> {
-  const c = await chain(hops, size);
+async function throughHolders(hops: number, size: number, count: number, modeName: Mode = "plain"): Promise<Sample & { unitsPerMessage: number }> {
+  const mode = MODES[modeName];
+  const c = await chain(hops, size, mode);
   const warm = Math.min(count, Math.ceil((24 << 20) / size));
   const units = encodedUnits(VOLUME, c.lane, size, warm + count);
-  const w = await watchLastHop(c);
+  const w = await watchLastHop(c, mode);
   const ahead = Math.max(2, Math.floor((2 * CREDIT_WINDOW) / size));
   const run = (from: number, to: number): Promise<void> => {
     let done!: () => void;
@@ -299,7 +227,7 @@ async function throughHolders(hops: number, size: number, count: number): Promis
   await run(1, warm);
   const m0 = c.writer.messagesSent;
   const u0 = c.writer.unitsSent;
-  const sample = await timed(count, size, () => run(warm + 1, warm + count));
+  const sample = await timed(count, size, () => run(warm + 1, warm + count), mode.pid());
   const unitsPerMessage = (c.writer.unitsSent - u0) / Math.max(1, c.writer.messagesSent - m0);
   w.stop();
   await c.close();
@@ -308,9 +236,9 @@ async function throughHolders(hops: number, size: number, count: number): Promis
 
 /** Publish → first receipt latency for `samples` units sent one at a time; ms values. */
 async function receiptLatency(size: number, samples: number): Promise<number[]> {
-  const c = await chain(1, size);
+  const c = await chain(1, size, MODES.plain);
   const units = encodedUnits(VOLUME, c.lane, size, samples);
-  const w = await watchLastHop(c);
+  const w = await watchLastHop(c, MODES.plain);
   await new Promise((r) => setTimeout(r, 50)); // initial credit
   const out: number[] = [];
   for (let i = 0; i < samples; i++) {
@@ -326,7 +254,7 @@ async function receiptLatency(size: number, samples: number): Promise<number[]> 
   return out.sort((a, b) => a - b);
 }
 
-type Row = "raw4k" | "least4k" | "hop1_4k" | "hop3_4k" | "raw64k" | "least64k" | "hop1_64k" | "hop3_64k";
+type Row = "raw4k" | "least4k" | "hop1_4k" | "tls4k" | "signed4k" | "hop3_4k" | "raw64k" | "least64k" | "hop1_64k" | "tls64k" | "signed64k" | "hop3_64k";
 type Measured = Sample & { unitsPerMessage?: number };
 
 try {
@@ -337,15 +265,20 @@ try {
   await raw(4096, 2000);
   await leastWork(4096, 2000);
   await throughHolders(1, 4096, 2000);
+  await throughHolders(1, 4096, 2000, "signed");
 
   const plan: [Row, () => Promise<Measured>][] = [
     ["raw4k", () => raw(4096, n4k)],
     ["least4k", () => leastWork(4096, n4k)],
     ["hop1_4k", () => throughHolders(1, 4096, n4k)],
+    ["tls4k", () => throughHolders(1, 4096, n4k, "tls")],
+    ["signed4k", () => throughHolders(1, 4096, n4k, "signed")],
     ["hop3_4k", () => throughHolders(3, 4096, Math.ceil(n4k / 2))],
     ["raw64k", () => raw(65536, n64k)],
     ["least64k", () => leastWork(65536, n64k)],
     ["hop1_64k", () => throughHolders(1, 65536, n64k)],
+    ["tls64k", () => throughHolders(1, 65536, n64k, "tls")],
+    ["signed64k", () => throughHolders(1, 65536, n64k, "signed")],
     ["hop3_64k", () => throughHolders(3, 65536, Math.ceil(n64k / 2))],
   ];
   const got = new Map<Row, Measured[]>(plan.map(([r]) => [r, []]));
@@ -366,10 +299,14 @@ try {
     ["raw NATS pub→sub 4 KiB", "raw4k", "raw4k"],
     ["least work (verify + copy)", "least4k", "raw4k"],
     ["1 holder hop 4 KiB", "hop1_4k", "raw4k"],
+    ["  … auth+TLS", "tls4k", "raw4k"],
+    ["  … auth+TLS+unit sigs", "signed4k", "raw4k"],
     ["3 holder hops 4 KiB", "hop3_4k", "raw4k"],
     ["raw NATS pub→sub 64 KiB", "raw64k", "raw64k"],
     ["least work (verify + copy)", "least64k", "raw64k"],
     ["1 holder hop 64 KiB", "hop1_64k", "raw64k"],
+    ["  … auth+TLS", "tls64k", "raw64k"],
+    ["  … auth+TLS+unit sigs", "signed64k", "raw64k"],
     ["3 holder hops 64 KiB", "hop3_64k", "raw64k"],
   ];
   console.log(`bench:holder — ${payloadMiB} MiB of payload per row and slice (3-hop rows half), median of ${slices} interleaved slices, one process, one nats-server (${server.url})`);
@@ -388,6 +325,9 @@ try {
     );
   }
   console.log(`publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms`);
+  /** Throughput lost to security, % of the unsecured 1-hop row measured in the same slice (median). */
+  const cost = (row: Row, base: Row) => (1 - ratio(row, base)) * 100;
+  console.log(`security cost, 1 hop, vs unsecured in the same slice: auth+TLS 4 KiB ${cost("tls4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("tls64k", "hop1_64k").toFixed(1)}%; auth+TLS+unit signatures 4 KiB ${cost("signed4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("signed64k", "hop1_64k").toFixed(1)}% (target ≤ 15% at 64 KiB)`);
   console.log(`target: 1 hop ≥ 0.5× raw — 4 KiB ${ratio("hop1_4k", "raw4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "raw64k").toFixed(2)}×`);
   if (json) {
     console.log(
@@ -411,6 +351,16 @@ try {
         node_us_per_unit_raw_4k: med("raw4k", (s) => s.nodeUsPerUnit),
         node_us_per_unit_least_work_4k: med("least4k", (s) => s.nodeUsPerUnit),
         units_per_message_1hop_4k: med("hop1_4k", (s) => s.unitsPerMessage ?? 1),
+        unsecured_4k_mb_s: mbs("hop1_4k"),
+        unsecured_64k_mb_s: mbs("hop1_64k"),
+        auth_tls_4k_mb_s: mbs("tls4k"),
+        auth_tls_64k_mb_s: mbs("tls64k"),
+        secured_4k_mb_s: mbs("signed4k"),
+        secured_64k_mb_s: mbs("signed64k"),
+        auth_tls_cost_pct_4k: cost("tls4k", "hop1_4k"),
+        auth_tls_cost_pct_64k: cost("tls64k", "hop1_64k"),
+        security_cost_pct_4k: cost("signed4k", "hop1_4k"),
+        security_cost_pct_64k: cost("signed64k", "hop1_64k"),
         receipt_p50_ms: percentile(lat, 50),
         receipt_p99_ms: percentile(lat, 99),
       }),
@@ -420,4 +370,5 @@ try {
   for (const c of conns) await c.close().catch(() => undefined);
   for (const c of bare) await c.close().catch(() => undefined);
   await server.stop();
+  await secured.stop();
 }

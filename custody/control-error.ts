@@ -41,6 +41,8 @@ export const ControlFenceCode = {
   bad_signature: "bad_signature",
   /** The signer is neither a trusted operator nor an admitted controller, or may not commit this event type, or is not the event's named author: skipped. */
   signer_not_allowed: "signer_not_allowed",
+  /** A signed log holds an entry whose bytes do not decode (junk from a principal with append rights): skipped. */
+  unreadable_entry: "unreadable_entry",
   /** A failover whose term does not advance the lane's, or whose cut, old head and first sequence are out of order. */
   failover_order: "failover_order",
 } as const;

@@ -1,7 +1,7 @@
 import type { RangeSet } from "../lanes/index.ts";
 import { ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import type { ControlLogStore } from "./control-log.ts";
-import { foldControlEntry, foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlState } from "./control-state.ts";
+import { foldControlEntry, foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlLogRecord, type ControlState } from "./control-state.ts";
 import type { ControlTrust } from "./control-trust.ts";
 
 /**
@@ -47,8 +47,8 @@ export class ControlLogFollower {
   async refresh(): Promise<ControlState> {
     this.throwIfDistrusted();
     const s = this.current;
-    if (s.lastSeq === 0) return this.accept(foldControlLog(await this.store.readAll(), INITIAL_CONTROL_STATE, this.trust));
-    const entries = await this.store.readFrom(s.lastSeq);
+    if (s.lastSeq === 0) return this.accept(foldControlLog(await this.read(1), INITIAL_CONTROL_STATE, this.trust));
+    const entries = await this.read(s.lastSeq);
     const first = entries[0];
     if (first === undefined || first.seq !== s.lastSeq) {
       const last = await this.store.lastSeq();
@@ -76,7 +76,7 @@ export class ControlLogFollower {
     let folded: ControlState;
     let hashAtSeen: string | undefined;
     try {
-      const entries = await this.store.readAll();
+      const entries = await this.read(1);
       hashAtSeen = entries.find((e) => e.seq === seen.lastSeq)?.hash;
       folded = foldControlLog(entries, INITIAL_CONTROL_STATE, this.trust);
     } catch (err) {
@@ -91,6 +91,14 @@ export class ControlLogFollower {
   /** True only when the log is trusted and a committed release authorizes `holderId` to forget all of `ranges`. */
   isReleaseAuthorized(obligationId: string, holderId: string, ranges: RangeSet): boolean {
     return this.problem === undefined && isReleaseAuthorized(this.current, obligationId, holderId, ranges);
+  }
+
+  /**
+   * With a trust root, unreadable entries come back as records the fold skips (junk from someone
+   * with append rights must not stop every reader for good); without one, they fail the read.
+   */
+  private read(seq: number): Promise<ControlLogRecord[]> {
+    return this.trust === undefined ? this.store.readFrom(seq) : this.store.readRecordsFrom(seq);
   }
 
   private accept(s: ControlState): ControlState {

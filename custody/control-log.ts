@@ -1,6 +1,6 @@
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import { decodeControlEvent, encodeControlEvent, hashControlEventBytes, type ControlEvent } from "./control-event.ts";
-import type { ControlLogEntry } from "./control-state.ts";
+import type { ControlLogEntry, ControlLogRecord } from "./control-state.ts";
 import { signEntryHash, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 
 /**
@@ -24,8 +24,27 @@ export interface ControlLogStore {
   append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number>;
   readAll(): Promise<ControlLogEntry[]>;
   readFrom(seq: number): Promise<ControlLogEntry[]>;
+  /**
+   * Like `readFrom`, but an entry that cannot be decoded comes back as an UnreadableControlEntry
+   * instead of failing the read, so a reader with a trust root can skip it (`foldControlEntry`).
+   */
+  readRecordsFrom(seq: number): Promise<ControlLogRecord[]>;
   /** The last sequence the store reports (0 when empty). */
   lastSeq(): Promise<number>;
+}
+
+/** Decodes one stored entry, or names why it is unreadable (see `ControlLogStore.readRecordsFrom`). */
+export function recordFromBytes(seq: number, bytes: Uint8Array, signature?: EntrySignature): ControlLogRecord {
+  try {
+    return entryFromBytes(seq, bytes, signature);
+  } catch (err) {
+    return unreadableRecord(seq, bytes, (err as Error).message);
+  }
+}
+
+/** The record of stored bytes at `seq` that are not a control event (`why`). */
+export function unreadableRecord(seq: number, bytes: Uint8Array, why: string): ControlLogRecord {
+  return { seq, hash: hashControlEventBytes(bytes), unreadable: why };
 }
 
 /** Decodes one stored entry; an undecodable one makes the log untrustworthy for this reader. */
@@ -74,6 +93,10 @@ export class InMemoryControlLog implements ControlLogStore {
       else hi = mid;
     }
     return this.entries.slice(lo).map((e) => entryFromBytes(e.seq, e.bytes, e.signature));
+  }
+
+  async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
+    return this.entries.filter((e) => e.seq >= seq).map((e) => recordFromBytes(e.seq, e.bytes, e.signature));
   }
 
   async lastSeq(): Promise<number> {

@@ -95,6 +95,29 @@ export interface ControlLogEntry {
   readonly signature?: EntrySignature;
 }
 
+/**
+ * A stored entry whose bytes do not decode as a control event (junk committed by a principal with
+ * append rights). A reader with a trust root skips it like an unsigned entry, counted as
+ * `unreadable_entry` in `rejected`; a reader without one stops at it (`unreadable_entry` thrown).
+ */
+export interface UnreadableControlEntry {
+  readonly seq: number;
+  /** Hex SHA-256 of the stored bytes, so the chain position is still pinned. */
+  readonly hash: string;
+  /** Why it did not decode. */
+  readonly unreadable: string;
+  readonly event?: undefined;
+  readonly signature?: EntrySignature;
+}
+
+/** What a store holds at one position: a decoded entry, or an unreadable one. */
+export type ControlLogRecord = ControlLogEntry | UnreadableControlEntry;
+
+/** True for an entry that decoded. */
+export function isReadableEntry(e: ControlLogRecord): e is ControlLogEntry {
+  return e.event !== undefined;
+}
+
 /** Sentinel "to the end of the log" for open-ended responsibility. */
 export const OPEN_END = Number.MAX_SAFE_INTEGER;
 
@@ -312,8 +335,14 @@ function declareFailure(s: ControlState, e: ControlEventOf<"declare_failure">): 
  * An event the fold refuses is recorded in `rejected` and changes nothing else, but still becomes
  * the head: every reader refuses the same events, so every reader reaches the same state.
  */
-export function foldControlEntry(s: ControlState, entry: ControlLogEntry, trust?: ControlTrust): ControlState {
+export function foldControlEntry(s: ControlState, entry: ControlLogRecord, trust?: ControlTrust): ControlState {
   if (entry.seq <= s.lastSeq) throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `log sequence ${entry.seq} does not advance past ${s.lastSeq}`, { seq: entry.seq, lastSeq: s.lastSeq });
+  if (!isReadableEntry(entry)) {
+    // Junk can change nothing; in a signed log it is skipped like an entry nobody trusted signed.
+    if (trust === undefined) throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, entry.unreadable, { seq: entry.seq });
+    const rejected = { seq: entry.seq, code: ControlFenceCode.unreadable_entry, message: entry.unreadable };
+    return { ...s, lastSeq: entry.seq, lastEntryHash: entry.hash, rejected: [...s.rejected, rejected] };
+  }
   // In a signed log an entry nobody trusted signed is skipped before the chain is looked at: it
   // changes nothing, and the next accepted event still names the last accepted one.
   const refused = trust === undefined ? undefined : signatureProblem(s, entry, trust);
@@ -337,7 +366,7 @@ export function foldControlEntry(s: ControlState, entry: ControlLogEntry, trust?
  * signed by a trusted operator or an admitted controller count (see control-trust.ts). Same
  * errors as `foldControlEntry`.
  */
-export function foldControlLog(entries: Iterable<ControlLogEntry>, from: ControlState = INITIAL_CONTROL_STATE, trust?: ControlTrust): ControlState {
+export function foldControlLog(entries: Iterable<ControlLogRecord>, from: ControlState = INITIAL_CONTROL_STATE, trust?: ControlTrust): ControlState {
   let s = from;
   for (const e of entries) s = foldControlEntry(s, e, trust);
   return s;

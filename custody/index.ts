@@ -103,13 +103,16 @@ export {
   receiptVerifyContext,
   releaseFrontiers,
   releasedRanges,
+  isReadableEntry,
   type ControlLogEntry,
+  type ControlLogRecord,
+  type UnreadableControlEntry,
   type ControlState,
   type HolderRecord,
   type ObligationRecord,
   type TransferRecord,
 } from "./control-state.ts";
-export { InMemoryControlLog, entryFromBytes, type ControlLogStore } from "./control-log.ts";
+export { InMemoryControlLog, entryFromBytes, recordFromBytes, unreadableRecord, type ControlLogStore } from "./control-log.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
 export { signEntryHash, signatureProblem, type ControlTrust, type ControlSigner, type EntrySignature } from "./control-trust.ts";
@@ -127,3 +130,16 @@ export { commitControlEventRetrying } from "./control-commit.ts";
 export { HoldKind } from "./control-event.ts";
 export { overdueHolds, overdueReason, type Holds } from "./control-holds.ts";
 export { ControlLogPeers } from "./control-peers.ts";
+export {
+  MAX_ATTESTED_UNITS,
+  UnitAuthCode,
+  UnitAuthError,
+  attests,
+  readUnitAttestation,
+  signUnitAttestation,
+  verifyUnitAttestation,
+  type UnitAttestation,
+  type UnitClaim,
+} from "./unit-attestation.ts";
+export { UnitAuthenticator, WriterKeyring, type AttestedUnit, type UnitAuthVerdict } from "./unit-authenticator.ts";
+export { writerSigningKey, writerUnitSigner } from "./unit-signer.ts";

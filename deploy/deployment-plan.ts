@@ -5,6 +5,7 @@ import type { NatsRoleConfig } from "../runtime/index.ts";
 import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
 import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATOR_NATS_FILE, regionSecurityText, securedNats, type NkeyUserKey } from "./deployment-security.ts";
 import { natsServerConfig, regionUrl } from "./nats-server-config.ts";
+import { writerSigningKey } from "../custody/index.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
 
 /**
@@ -153,6 +154,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
   const publicKeys = new Map<string, Uint8Array>();
   const holderKeys = new Map(d.holders.map((h) => [h.id, keys.holderKey()]));
   const spanFile = (id: string) => (d.paths?.spanDir !== undefined ? join(d.paths.spanDir, `${id}.jsonl`) : undefined);
+  const dataKeys = new Map(d.volumes.map((v) => [v.id, keys.dataKey()]));
   for (const h of d.holders) {
     const name = `holder-${h.id}`;
     const key = holderKeys.get(h.id)!;
@@ -172,10 +174,12 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       spanFile: spanFile(h.id),
       drainDeadlineMs: h.drainDeadlineMs,
     });
+    // A secured deployment signs units: the holder is given the public half of each of its volumes' writer keys.
+    const volumes = [...new Set(h.lanes.map((l) => l.volume))];
+    if (secured) config["writerKeys"] = volumes.map((v) => ({ volume: v, fromTerm: 1, publicKey: hex(writerSigningKey(dataKeys.get(v)!).publicKey) }));
     instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
   }
 
-  const dataKeys = new Map(d.volumes.map((v) => [v.id, keys.dataKey()]));
   for (const v of d.volumes) {
     const name = `writer-${v.writer.id}`;
     const holders = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
@@ -196,6 +200,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       links: shapedLinksOf(d, v.writer.site),
       spanFile: spanFile(v.writer.id),
     });
+    if (secured) config["signUnits"] = true;
     instance(name, "writer", v.writer.region, config, [{ file: "data.key", contents: dataKeys.get(v.id)! }]);
   }
 

@@ -101,7 +101,7 @@ export async function checkControlLogHead(store: ControlLogStore, head: ControlL
   if (last < head.seq) {
     throw new ControlLogRegressionError(ControlLogRegressionCode.log_regression, `control log ${store.region} ends at ${last}, before the head ${head.seq} this controller verified`, { seen: head.seq, last });
   }
-  const at = (await store.readFrom(head.seq))[0];
+  const at = (await store.readRecordsFrom(head.seq))[0];
   if (at === undefined || at.seq !== head.seq) {
     throw new ControlLogRegressionError(ControlLogRegressionCode.log_regression, `control log ${store.region} no longer holds the head ${head.seq} this controller verified`, { seen: head.seq, last });
   }

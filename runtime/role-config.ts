@@ -76,6 +76,14 @@ export const holderRoleSchema = z.strictObject({
   /** The holder configuration (see actors/holder/holder-config.ts); validated by the holder. */
   holder: z.record(z.string(), z.unknown()),
   /**
+   * The writer keys the key authority named for the holder's volumes (raw Ed25519 public keys in
+   * hex, each from `fromTerm` on). With them the holder admits only units the writer attested;
+   * without them (unsecured deployments) units are not checked.
+   */
+  writerKeys: z
+    .array(z.strictObject({ volume: z.string().min(1), fromTerm: z.number().int().nonnegative(), publicKey: z.string().regex(/^[0-9a-f]{64}$/) }))
+    .optional(),
+  /**
    * On SIGTERM, how long to wait (ms, default 10000) for what the holder keeps only in RAM to be
    * flushed to its spill stream or released by the control log, after it stopped granting credit.
    */
@@ -117,6 +125,11 @@ export const writerRoleSchema = z.strictObject({
   stateDir: z.string().min(1),
   /** The volume's 32-byte data key (from the key authority), mode 0600. */
   dataKeyFile: z.string().min(1),
+  /**
+   * Sign every unit with the writer key derived from the data key (custody/unit-signer.ts), which
+   * the holders are given as the volume's writer key. Off (unsecured deployments): units go unsigned.
+   */
+  signUnits: z.boolean().optional(),
   volume: z.strictObject({ blockCount: z.number().int().positive(), walCapacity: z.number().int().positive().optional() }),
   /** The writer configuration without `term` and lanes' `firstSeq` (both derived from durable state). */
   writer: z.record(z.string(), z.unknown()),

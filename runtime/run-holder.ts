@@ -7,7 +7,7 @@ import { systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
 import { ControlLogFollower } from "../custody/index.ts";
 import { ControlLogPeers } from "../custody/index.ts";
-import { privateKeyFromPkcs8 } from "../custody/index.ts";
+import { privateKeyFromPkcs8, WriterKeyring } from "../custody/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
 import { connectRole } from "./connect.ts";
 import { drainHolder, type HolderDrainReport } from "./holder-drain.ts";
@@ -59,6 +59,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       clock: systemClock,
       privateKey,
       peers,
+      ...(cfg.writerKeys ? { writerKeys: writerKeyring(cfg.writerKeys) } : {}),
       stateDir: { files: nodeFileLayer, dir: cfg.stateDir },
       // What an operator must see in the process log: disk trouble and custody violations.
       observe: (o) => {
@@ -111,4 +112,11 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     await tracing.stop();
     throw err;
   }
+}
+
+/** The writer keys a holder's role config names, as a keyring. */
+function writerKeyring(keys: readonly { volume: string; fromTerm: number; publicKey: string }[]): WriterKeyring {
+  const ring = new WriterKeyring();
+  for (const k of keys) ring.name(k.volume, k.fromTerm, Buffer.from(k.publicKey, "hex"));
+  return ring;
 }

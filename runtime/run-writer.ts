@@ -9,7 +9,7 @@ import { UnitOutbox } from "../actors/index.ts";
 import { systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
 import { ControlLogFollower } from "../custody/index.ts";
-import { ControlLogPeers } from "../custody/index.ts";
+import { ControlLogPeers, writerSigningKey } from "../custody/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { connectRole } from "./connect.ts";
@@ -55,7 +55,9 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };
     // With spans, each unit's hops hang under the write it came from (see write-span-links.ts).
     const writeSpans = cfg.spanFile !== undefined ? new WriteSpans() : undefined;
-    const writer = startVolumeWriter(config, { transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending, clock: systemClock, volume, dataKey: new Uint8Array(readFileSync(cfg.dataKeyFile)), peers, outbox, recovered });
+    const dataKey = new Uint8Array(readFileSync(cfg.dataKeyFile));
+    const signing = cfg.signUnits ? { writerKey: writerSigningKey(dataKey).privateKey } : {};
+    const writer = startVolumeWriter(config, { transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending, clock: systemClock, volume, dataKey, peers, outbox, recovered, ...signing });
     let running = true;
     let written = 0;
     const workload = cfg.workload;

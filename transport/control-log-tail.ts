@@ -1,5 +1,5 @@
 import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from "@nats-io/jetstream";
-import type { ControlLogEntry } from "../custody/index.ts";
+import type { ControlLogRecord } from "../custody/index.ts";
 
 /**
  * One standing ordered consumer on a control-log stream, started once and kept: committed entries
@@ -11,7 +11,7 @@ import type { ControlLogEntry } from "../custody/index.ts";
  */
 export class ControlLogTail {
   /** Contiguous, ascending entries, the newest `keep` received. */
-  private entries: ControlLogEntry[] = [];
+  private entries: ControlLogRecord[] = [];
   private highest: number;
   private broken: string | undefined;
   private waiters: { seq: number; wake: () => void }[] = [];
@@ -19,10 +19,10 @@ export class ControlLogTail {
 
   private constructor(
     /** Entries the caller already read (ascending, contiguous), the tail continues after them. */
-    seed: readonly ControlLogEntry[],
+    seed: readonly ControlLogRecord[],
     startSeq: number,
     private readonly keep: number,
-    private readonly decode: (seq: number, data: Uint8Array) => ControlLogEntry,
+    private readonly decode: (seq: number, data: Uint8Array) => ControlLogRecord,
   ) {
     this.entries = seed.slice(-keep);
     this.highest = startSeq - 1;
@@ -32,7 +32,7 @@ export class ControlLogTail {
    * Starts a tail delivering entries from `startSeq` on; `seed` are the entries just before it;
    * `decode` turns a stored message into an entry (throwing when it cannot).
    */
-  static async start(js: JetStreamClient, stream: string, startSeq: number, seed: readonly ControlLogEntry[], decode: (seq: number, data: Uint8Array) => ControlLogEntry, keep = 1024): Promise<ControlLogTail> {
+  static async start(js: JetStreamClient, stream: string, startSeq: number, seed: readonly ControlLogRecord[], decode: (seq: number, data: Uint8Array) => ControlLogRecord, keep = 1024): Promise<ControlLogTail> {
     const tail = new ControlLogTail(seed, startSeq, keep, decode);
     const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq });
     tail.messages = await consumer.consume({ callback: (m) => tail.receive(m.seq, m.data) });
@@ -80,7 +80,7 @@ export class ControlLogTail {
   }
 
   /** Entries with sequence >= `seq` (call only when `holdsFrom(seq)`). */
-  from(seq: number): ControlLogEntry[] {
+  from(seq: number): ControlLogRecord[] {
     const i = this.entries.findIndex((e) => e.seq >= seq);
     return i < 0 ? [] : this.entries.slice(i);
   }
@@ -111,7 +111,7 @@ export class ControlLogTail {
   private receive(seq: number, data: Uint8Array): void {
     if (this.broken !== undefined) return;
     if (seq !== this.highest + 1) return this.break(`expected entry ${this.highest + 1}, received ${seq}`);
-    let entry: ControlLogEntry;
+    let entry: ControlLogRecord;
     try {
       entry = this.decode(seq, data);
     } catch (err) {

@@ -10,7 +10,7 @@ import {
 } from "./credit-window.ts";
 import { creditSubject, unitSubject } from "../protocol/index.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
-import { CREDIT_WINDOW_HEADER, creditWindowTag, encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "./unit-frames.ts";
+import { CREDIT_WINDOW_HEADER, creditWindowTag, encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER, UNIT_ATTESTATION_HEADER } from "./unit-frames.ts";
 import { CustodyError } from "../core/index.ts";
 import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "../protocol/index.ts";
 
@@ -38,6 +38,18 @@ export interface QueuedUnit {
   readonly headers?: MessageHeaders;
   /** Called right after the unit is handed to the transport (never a receipt). */
   readonly onSent?: () => void;
+  /**
+   * The writer's attestation token covering this unit: set by a forwarding holder (it passes on
+   * what it verified) or by this sender's `attest` signer just before the unit goes out.
+   */
+  attestation?: string;
+}
+
+/** Signs units as the writer: one token per unit, shared by the units one signature covers. */
+export interface UnitAttester {
+  /** Most units handed to one `sign` call (one signature). */
+  readonly maxUnits: number;
+  sign(units: readonly Uint8Array[]): readonly string[];
 }
 
 /** Default largest frame: a socket read or so (64 KiB), well under NATS' default 1 MiB max_payload. */
@@ -74,6 +86,11 @@ export interface CreditSenderOptions {
   onReset?: (e: { readonly incarnation: number; readonly window: number; readonly restarted: boolean }) => void;
   /** Called with the error code of a grant that could not be read (the owner counts it). */
   onMalformed?: (code: string) => void;
+  /**
+   * The writer's unit signer: queued units without an attestation are signed in batches of up to
+   * `maxUnits` just before they go out (unset: units go unsigned, or with the attestation they came with).
+   */
+  attest?: UnitAttester;
 }
 
 /** Sender-side credit endpoint for one (holder, volume, lane). Not thread-safe; one owner. */
@@ -207,6 +224,7 @@ export class CreditSender {
       const data: Uint8Array[] = [];
       const figures: number[] = [];
       const headers: (MessageHeaders | undefined)[] = [];
+      const tokens: string[] = [];
       while (this.head + data.length < q.length && data.length < this.maxFrameUnits) {
         const u = q[this.head + data.length]!;
         if (sent + u.bytes > grantedThrough) break;
@@ -216,15 +234,17 @@ export class CreditSender {
         data.push(u.data);
         figures.push(sent);
         headers.push(u.headers);
+        if (this.o.attest !== undefined && u.attestation === undefined) this.signFrom(this.head + data.length - 1);
+        if (u.attestation !== undefined && !tokens.includes(u.attestation)) tokens.push(u.attestation);
       }
       const n = data.length;
       if (n === 0) break;
       const body = encodeUnitRun(data, figures, headers);
       // A lone unit keeps its own headers on the message; a frame carries them per unit inside.
       const own = n === 1 ? q[this.head]!.headers : undefined;
-      this.o.transport.publish(this.subject, body, {
-        headers: { ...own, ...this.creditHeaders(sent) },
-      });
+      const msgHeaders: Record<string, string> = { ...own, ...this.creditHeaders(sent) };
+      if (tokens.length > 0) msgHeaders[UNIT_ATTESTATION_HEADER] = tokens.join(",");
+      this.o.transport.publish(this.subject, body, { headers: msgHeaders });
       this.window = senderRecordSend(this.window, sent - sentBefore);
       this.queuedBytes -= sent - sentBefore;
       this.messagesSent++;
@@ -240,6 +260,16 @@ export class CreditSender {
     }
     if (this.head < this.queue.length) this.blocked();
     else this.clearRetry();
+  }
+
+  /** Signs the queued units from `at` on that have no attestation yet, up to one signature's worth. */
+  private signFrom(at: number): void {
+    const q = this.queue;
+    const signer = this.o.attest!;
+    let end = at;
+    while (end < q.length && end - at < signer.maxUnits && q[end]!.attestation === undefined) end++;
+    const tokens = signer.sign(q.slice(at, end).map((u) => u.data));
+    for (let i = at; i < end; i++) q[i]!.attestation = tokens[i - at];
   }
 
   /** Our identity, session, credit window and cumulative sent bytes, as message headers. */

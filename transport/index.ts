@@ -10,4 +10,4 @@ export * from "./credit-grantor.ts";
 export { JetStreamControlLog, controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "./jetstream-control-log.ts";
 export { LinkProfileError, LinkQueue, ShapedTransport, unitDestination, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "./link-shaper.ts";
 export { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "./nats-region-config.ts";
-export { encodeUnitRun, readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "./unit-frames.ts";
+export { attestationTokens, encodeUnitRun, readUnitMessage, senderOf, UNIT_ATTESTATION_HEADER, type InboundUnit, type UnitSubjectMessage } from "./unit-frames.ts";

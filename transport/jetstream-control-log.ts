@@ -4,8 +4,8 @@ import { CustodyError } from "../core/index.ts";
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/index.ts";
 import { encodeControlEvent, hashControlEventBytes, type ControlEvent } from "../custody/index.ts";
 import { signEntryHash, type ControlSigner } from "../custody/index.ts";
-import { entryFromBytes, type ControlLogStore } from "../custody/index.ts";
-import type { ControlLogEntry } from "../custody/index.ts";
+import { isReadableEntry, recordFromBytes, unreadableRecord, type ControlLogStore } from "../custody/index.ts";
+import type { ControlLogEntry, ControlLogRecord } from "../custody/index.ts";
 import { controlEventSpec } from "../custody/index.ts";
 import { ControlLogTail } from "./control-log-tail.ts";
 import { ctrlSubject } from "../protocol/index.ts";
@@ -165,6 +165,14 @@ export class JetStreamControlLog implements ControlLogStore {
   }
 
   async readFrom(seq: number): Promise<ControlLogEntry[]> {
+    // The strict read: the first entry that does not decode fails it (readers without a trust root).
+    return (await this.readRecordsFrom(seq)).map((r) => {
+      if (isReadableEntry(r)) return r;
+      throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, r.unreadable, { seq: r.seq });
+    });
+  }
+
+  async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
     const tail = this.#tail;
     if (tail !== undefined && tail.holdsFrom(seq)) {
       let target = Math.max(tail.head, this.#appended);
@@ -207,12 +215,12 @@ export class JetStreamControlLog implements ControlLogStore {
     await t?.close();
   }
 
-  private async startTail(startSeq: number, seed: readonly ControlLogEntry[]): Promise<void> {
+  private async startTail(startSeq: number, seed: readonly ControlLogRecord[]): Promise<void> {
     // Only a contiguous run that ends right before startSeq can seed the tail.
     const contiguous = seed.length > 0 && seed[seed.length - 1]!.seq === startSeq - 1 && seed[seed.length - 1]!.seq - seed[0]!.seq === seed.length - 1;
     try {
       this.apiRequests++;
-      const tail = await ControlLogTail.start(this.js, this.streamName, startSeq, contiguous ? seed : [], (s, data) => entryOf(s, data));
+      const tail = await ControlLogTail.start(this.js, this.streamName, startSeq, contiguous ? seed : [], (s, data) => recordOf(s, data));
       const old = this.#tail;
       this.#tail = tail;
       this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
@@ -229,7 +237,7 @@ export class JetStreamControlLog implements ControlLogStore {
   }
 
   /** One ordered read of the entries from `seq` to the stream's current last sequence. */
-  private async readOnce(seq: number): Promise<{ entries: ControlLogEntry[]; last: number }> {
+  private async readOnce(seq: number): Promise<{ entries: ControlLogRecord[]; last: number }> {
     this.apiRequests++;
     const info = await this.info();
     const last = info.state.last_seq;
@@ -237,7 +245,7 @@ export class JetStreamControlLog implements ControlLogStore {
     if (info.state.messages === 0 || from > last) return { entries: [], last };
     this.apiRequests++;
     const consumer = await this.js.consumers.get(this.streamName, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
-    const out: ControlLogEntry[] = [];
+    const out: ControlLogRecord[] = [];
     try {
       for (;;) {
         const batch = await consumer.fetch({ max_messages: 1000, expires: 2_000 });
@@ -245,7 +253,7 @@ export class JetStreamControlLog implements ControlLogStore {
         let done = false;
         for await (const m of batch) {
           got++;
-          out.push(entryOf(m.seq, m.data));
+          out.push(recordOf(m.seq, m.data));
           if (m.seq >= last || m.info.pending === 0) {
             done = true;
             break;
@@ -260,10 +268,18 @@ export class JetStreamControlLog implements ControlLogStore {
   }
 }
 
-/** The entry a stored message holds: its canonical event bytes and, in a signed log, their signature. */
-function entryOf(seq: number, data: Uint8Array): ControlLogEntry {
-  const m = unwrap(seq, data);
-  return entryFromBytes(seq, m.event, m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined);
+/**
+ * The entry a stored message holds: its canonical event bytes and, in a signed log, their
+ * signature; or, for a message that is not a control event or does not decode, an unreadable record.
+ */
+function recordOf(seq: number, data: Uint8Array): ControlLogRecord {
+  let m: ReturnType<typeof unwrap>;
+  try {
+    m = unwrap(seq, data);
+  } catch (err) {
+    return unreadableRecord(seq, data, (err as Error).message);
+  }
+  return recordFromBytes(seq, m.event, m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined);
 }
 
 /** The control-event message stored at `seq`; anything else makes the entry unreadable. */

@@ -20,6 +20,18 @@ export const SESSION_HEADER = "Custody-Session";
 /** Header naming the credit window a message was sent under, `<holder incarnation>.<window>` (absent before any grant). */
 export const CREDIT_WINDOW_HEADER = "Custody-Credit";
 
+/**
+ * Header naming the writer attestations of the message's units: their base64 tokens, comma
+ * separated (custody/unit-attestation.ts). Absent where the deployment has no writer key.
+ */
+export const UNIT_ATTESTATION_HEADER = "Custody-Unit-Attestation";
+
+/** The attestation tokens a unit message names (none when the header is absent). */
+export function attestationTokens(headers: MessageHeaders): string[] {
+  const v = headerValue(headers, UNIT_ATTESTATION_HEADER);
+  return v === undefined || v === "" ? [] : v.split(",");
+}
+
 /** One unit ready to go out: its complete `unit` v1 encoding, cumulative credited bytes through it, its own headers. */
 export interface OutboundUnit {
   readonly data: Uint8Array;

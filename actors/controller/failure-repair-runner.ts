@@ -5,6 +5,7 @@ import type { ControlState } from "../../custody/index.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
 import { reportOf } from "../repair.ts";
 import type { RepairPort } from "../repair/repair-port.ts";
+import { isReadableEntry } from "../../custody/index.ts";
 import { missingCoverage, type RepairInput } from "../repair/repair-steps.ts";
 import { obligationIdOf, type ControllerConfig, type RepairConfig, type StandbyHolder } from "./controller-config.ts";
 import type { ControllerPorts, RepairLauncher } from "./controller-ports.ts";
@@ -94,7 +95,8 @@ export class FailureRepairRunner {
   async scan(s: ControlState): Promise<void> {
     if (s.lastSeq <= this.scannedSeq) return;
     const store = this.d.ports.store;
-    const entries = this.scannedSeq === 0 ? await store.readAll() : await store.readFrom(this.scannedSeq + 1);
+    // Unreadable entries (junk the trusted fold skipped) hold no failure to repair.
+    const entries = (await store.readRecordsFrom(this.scannedSeq + 1)).filter(isReadableEntry);
     const upTo = entries.filter((e) => e.seq > this.scannedSeq && e.seq <= s.lastSeq);
     this.scannedSeq = s.lastSeq;
     const obligations = this.d.config.topology.lanes.map((l) => obligationIdOf(this.volume, l));

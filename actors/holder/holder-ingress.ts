@@ -4,12 +4,13 @@ import type { TransportUnit } from "../../lanes/index.ts";
 import type { CreditHeaders, CreditRefusal } from "../../transport/index.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/index.ts";
+import { attestationTokens, readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/index.ts";
 import { WireError } from "../../protocol/index.ts";
 import { noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import { HolderRejectCode, type HolderInbound } from "./holder-ports.ts";
+import { authenticateUnits, rememberAttestation } from "./unit-authentication.ts";
 
 /** What ingress may do besides the context. */
 export interface IngressActions {
@@ -23,7 +24,9 @@ export interface IngressActions {
 
 /**
  * One message on `custody.v1.unit.<me>.<volume>.<lane>`: a unit, a frame of units, or a credit
- * request. Each unit is credited, validated (size, digest, term, overlap), stored, forwarded to
+ * request. Where the holder knows its volumes' writer keys, each unit must first be listed by a
+ * writer attestation the message names (else a typed refusal, before anything is admitted or
+ * receipted). Each unit is credited, validated (size, digest, term, overlap), stored, forwarded to
  * every edge at once and noted for the next receipt. Any refusal is typed, counted, and changes
  * no custody state; one bad unit in a frame costs the other units nothing.
  */
@@ -47,17 +50,24 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
     return;
   }
   if (read.kind !== "units") return h.reject(HolderRejectCode.UnexpectedKind, key);
-  for (const u of read.units) {
+  const verdicts = authenticateUnits(h.ports.writerKeys, attestationTokens(msg.headers), read.units);
+  for (let i = 0; i < read.units.length; i++) {
+    const u = read.units[i]!;
+    const auth = verdicts?.[i];
     const credits = { ...head, sentThrough: u.sentThrough };
     if (u.unit === undefined) {
       account(hl, sender, 0, credits, false);
       h.reject(u.error?.code ?? "malformed", key);
-    } else admitUnit(h, act, key, hl, sender, u.unit, u, msg.subject, credits);
+    } else if (auth !== undefined && !auth.ok) {
+      // Not the writer's, so its credit figures are not believed either: nothing is accounted
+      // (a genuine unit refused here counts as lost on the wire; the next figure covers it).
+      h.reject(auth.code, key);
+    } else admitUnit(h, act, key, hl, sender, u.unit, u, msg.subject, credits, auth?.token);
   }
 }
 
 /** Admission of one decoded unit (see `handleUnitMessage`). */
-function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders): void {
+function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders, attestation: string | undefined): void {
   const span = startConsumerSpan(h.tracer, "holder.admit", { subject, headers: arrived.headers });
   try {
     const bytes = unitRecordBytes(unit);
@@ -95,13 +105,14 @@ function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: Holde
       return;
     }
     if (admitted.opened) act.later(h.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
+    if (attestation !== undefined) rememberAttestation(hl, unit.firstSeq, attestation);
     if (h.ports.preserved !== undefined) h.ports.preserved.keep(unit);
     if (span.isRecording()) {
       span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
     }
     if (h.ports.observe) h.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
     const context = span.spanContext();
-    forward(h, hl, unit, arrived.data, bytes, context);
+    forward(h, hl, unit, arrived.data, bytes, context, attestation);
     // Without a recording tracer there is nothing to link a receipt to.
     act.noteForReceipt(key, isSpanContextValid(context) ? { context } : undefined);
     if (act.granting()) hl.grantor.topUp(sender);
@@ -127,19 +138,19 @@ function account(hl: HolderLane, sender: string, bytes: number, credits: CreditH
 }
 
 /** Fan-out: the unit goes to every edge at once, each within that edge's own credits. */
-function forward(h: HolderContext, hl: HolderLane, unit: TransportUnit, data: Uint8Array, bytes: number, parent: SpanContext): void {
+function forward(h: HolderContext, hl: HolderLane, unit: TransportUnit, data: Uint8Array, bytes: number, parent: SpanContext, attestation: string | undefined): void {
   if (hl.edges.size === 0) return;
   const now = h.ports.clock.now();
   for (const edge of hl.edges.keys()) noteSent(hl, edge, unit.firstSeq, unit.lastSeq, now);
   if (!isSpanContextValid(parent)) {
     // Nothing records spans: no forward span and no trace context to carry.
-    for (const s of hl.edges.values()) s.send({ data, bytes });
+    for (const s of hl.edges.values()) s.send({ data, bytes, attestation });
     return;
   }
   const ctx = trace.setSpanContext(ROOT_CONTEXT, parent);
   for (const [edge, s] of hl.edges) {
     const span = h.tracer.startSpan("holder.forward", { kind: SpanKind.PRODUCER, attributes: { "custody.edge": edge } }, ctx);
     const headers = injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span));
-    s.send({ data, bytes, headers, onSent: () => span.end() });
+    s.send({ data, bytes, headers, attestation, onSent: () => span.end() });
   }
 }

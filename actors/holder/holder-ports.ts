@@ -2,6 +2,7 @@ import type { KeyObject } from "node:crypto";
 import type { Tracer } from "@opentelemetry/api";
 import type { SpillEvidence } from "../../arena/index.ts";
 import type { Clock } from "../../core/index.ts";
+import type { WriterKeyring } from "../../custody/index.ts";
 import type { Counters } from "../../core/index.ts";
 import type { FileLayer } from "../../core/index.ts";
 import type { RangeSet } from "../../lanes/index.ts";
@@ -101,6 +102,12 @@ export interface HolderPorts {
    * when the evidence says the preservation path completed.
    */
   preserved?: PreservedRam;
+  /**
+   * The writer keys the key authority named for the holder's volumes: with them every unit must
+   * carry a valid writer attestation (`unit_unsigned`, `unit_bad_signature`, … otherwise) before
+   * anything is admitted or receipted. Without them (unit tests, the simulator) units are not checked.
+   */
+  writerKeys?: WriterKeyring;
 }
 
 /** The preserved-memory region of a protected-RAM holder (see `HolderPorts.preserved`). */

@@ -5,6 +5,7 @@ import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { dueResends, noteResent, noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
+import { attestationOf } from "./unit-authentication.ts";
 
 /**
  * Gap repair towards the holder's edges: re-sends to each edge, in order and within its credits,
@@ -18,7 +19,7 @@ export function resendDue(h: HolderContext): void {
     for (const d of dueResends(hl, now, h.config.resendAfterMs)) {
       let sent = RangeSet.EMPTY;
       for (const u of hl.ramUnits(d.seqs)) {
-        d.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) });
+        d.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: attestationOf(hl, u.firstSeq) });
         noteSent(hl, d.edge, u.firstSeq, u.lastSeq, now);
         sent = sent.add(u.firstSeq, u.lastSeq);
       }
@@ -51,7 +52,7 @@ export function resendLoaded(h: HolderContext, key: string, edge: string, units:
   const pending = hl.obligations.pendingFor(edge);
   for (const u of units) {
     if (!pending.covers(u.firstSeq, u.lastSeq)) continue; // receipted or released meanwhile
-    sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) });
+    sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: attestationOf(hl, u.firstSeq) });
     noteSent(hl, edge, u.firstSeq, u.lastSeq, now);
     h.counters.inc("retransmit");
   }

@@ -2,7 +2,7 @@ import { Counters } from "../../core/index.ts";
 import { RepeatingTimer } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { verifyReceiptBatch } from "../../custody/index.ts";
+import { verifyReceiptBatch, writerUnitSigner } from "../../custody/index.ts";
 import { eventSubject, receiptSubject, releaseSubject, statusSubject } from "../../protocol/index.ts";
 import { volumeStatusSpec, type VolumeStatus } from "../controller/status-document.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
@@ -64,7 +64,7 @@ export class WriterCore {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
     this.frontiers = new FrontierBacking(ports.peers);
-    for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, { transport: ports.transport, clock: ports.clock, counters: this.counters }));
+    for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, { transport: ports.transport, clock: ports.clock, counters: this.counters, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) }));
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
     this.waiters = new ProtectionWaiters({ protectedThrough: (c, lane) => this.protectedThrough(c, lane), firstSeq: (lane) => this.lanes.get(lane)!.spec.firstSeq ?? 1 }, ports.clock, this.counters);
     this.ships = new ShipLog(() => ports.volume.walWindow().start);

@@ -3,7 +3,7 @@ import type { Counters } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { SendLog } from "../../lanes/index.ts";
 import { CreditSender } from "../../transport/index.ts";
-import type { Transport } from "../../transport/index.ts";
+import type { Transport, UnitAttester } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { receiverReset, type DownstreamLane } from "../holder/edge-repair.ts";
 import { LaneObligations } from "../holder/lane-obligations.ts";
@@ -35,7 +35,7 @@ export interface WriterLane extends DownstreamLane {
 }
 
 /** Builds the state of lane `spec`: one credit sender per first hop, nothing written yet. */
-export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams: { transport: Transport; clock: Clock; counters: Counters }): WriterLane {
+export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams: { transport: Transport; clock: Clock; counters: Counters; attest?: UnitAttester }): WriterLane {
   const edges = new Map<string, CreditSender>();
   const sendLogs = new Map<string, SendLog>();
   const obligations = new LaneObligations(spec.holders, config.topologyEpoch);
@@ -49,7 +49,7 @@ export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams
       receiverReset(lane, h, e);
     };
     const onMalformed = (code: string) => seams.counters.inc(`credit_${code}`);
-    edges.set(h, new CreditSender({ transport: seams.transport, clock: seams.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset, onMalformed }));
+    edges.set(h, new CreditSender({ transport: seams.transport, clock: seams.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset, onMalformed, attest: seams.attest }));
   }
   const first = spec.firstSeq ?? 1;
   const senders = [...edges.values()];

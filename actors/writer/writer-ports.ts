@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { Clock } from "../../core/index.ts";
 import type { Counters } from "../../core/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
@@ -13,6 +14,12 @@ export interface VolumeWriterPorts {
   volume: SmartWalVolume;
   /** The volume's data key, obtained from the key authority (holders never see it). */
   dataKey: Uint8Array;
+  /**
+   * The writer's Ed25519 signing key for this volume and term (its public half is what holders are
+   * given as the volume's writer key). With it every unit goes out attested, one signature per
+   * batch of up to 32 units; without it (unit tests, deployments without writer keys) units go unsigned.
+   */
+  writerKey?: KeyObject;
   /** Public keys of holders, to verify their receipts. */
   peers: PeerDirectory;
   counters?: Counters;

@@ -1,0 +1,111 @@
+import type { KeyObject } from "node:crypto";
+import { startHolder, type Holder } from "../actors/index.ts";
+import type { HolderConfigInput } from "../actors/index.ts";
+import { releaseFrontierSpec } from "../actors/index.ts";
+import { systemClock } from "../core/index.ts";
+import { decodeReceiptBatch, generateHolderKeyPair, publicKeyFromRaw, receiptBatchSpec, WriterKeyring, writerUnitSigner } from "../custody/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import { decodeMessage, encodeMessage, receiptSubject, releaseSubject } from "../protocol/index.ts";
+import { CreditSender, type NatsTransport } from "../transport/index.ts";
+
+/**
+ * bench:holder's custody chains: writer → h1 → … → hN on a fresh lane of one volume, each party
+ * on its own connection, with a controller loop that releases what the last hop receipted.
+ */
+
+export const VOLUME = "vbench";
+/** Credit one upstream may hold (the holder config below) and how far raw runs ahead of the server. */
+export const CREDIT_WINDOW = 8 << 20;
+/** Receipt batching of the benched holders: a signed batch per 256 units or 5 ms (the default deadline), whichever first. */
+export const RECEIPTS = { maxUnits: 256, maxDelayMs: 5 };
+let laneCounter = 0;
+
+export interface Chain {
+  holders: Holder[];
+  writer: CreditSender;
+  ids: string[];
+  lane: string;
+  close(): Promise<void>;
+}
+
+/** How a chain's parties reach the bus, and whether its units are signed. */
+export interface ChainMode {
+  /** A new connection for one party (plain, or authenticated over TLS). */
+  connect(name: string): Promise<NatsTransport>;
+  /** Writer-authenticated units: the writer signs, every holder verifies against `publicKey`. */
+  signed?: { readonly privateKey: KeyObject; readonly publicKey: Uint8Array };
+}
+
+/** Starts writer → h1 → ... → hN on a fresh lane; every hop has its own connection. */
+export async function chain(hops: number, unitBytes: number, mode: ChainMode): Promise<Chain> {
+  const lane = `l${++laneCounter}`;
+  const ids = Array.from({ length: hops }, (_, i) => `bh${laneCounter}x${i}`);
+  const keys = ids.map(() => generateHolderKeyPair());
+  const publicKeys = keys.map((k) => publicKeyFromRaw(k.publicKey));
+  const peers = {
+    key: (h: string, inc: number) => {
+      const i = ids.indexOf(h);
+      return i >= 0 && inc === 1 ? publicKeys[i] : undefined;
+    },
+    incarnation: (h: string) => (ids.includes(h) ? 1 : undefined),
+  };
+  const writerKeys = mode.signed && new WriterKeyring().name(VOLUME, 0, mode.signed.publicKey);
+  const holders: Holder[] = [];
+  for (let i = hops - 1; i >= 0; i--) {
+    const cfg: HolderConfigInput = {
+      holderId: ids[i]!,
+      incarnation: 1,
+      site: { region: "us-east", az: `az${i}`, host: `host${i}` },
+      residency: ["ram"],
+      lanes: [{ volume: VOLUME, lane, upstream: [i === 0 ? "writer" : ids[i - 1]!], downstream: i === hops - 1 ? [] : [ids[i + 1]!] }],
+      arena: { segmentBytes: 1 << 20, limitBytes: 96 << 20, maxOutstandingCredit: CREDIT_WINDOW, maxUnitBytes: Math.max(128 * 1024, unitBytes * 2) },
+      receipts: RECEIPTS,
+    };
+    const t = await mode.connect(ids[i]!);
+    holders.unshift(await startHolder(cfg, { transport: t, clock: systemClock, privateKey: keys[i]!.privateKey, peers, ...(writerKeys ? { writerKeys } : {}) }));
+  }
+  const wt = await mode.connect(`writer-${lane}`);
+  const attest = mode.signed && writerUnitSigner(mode.signed.privateKey);
+  const writer = new CreditSender({ transport: wt, clock: systemClock, sender: "writer", holder: ids[0]!, volume: VOLUME, lane, retryMs: 20, ...(attest ? { attest } : {}) }).attach();
+  return {
+    holders,
+    writer,
+    ids,
+    lane,
+    async close() {
+      writer.close();
+      for (const h of holders) await h.stop();
+    },
+  };
+}
+
+/** Watches receipts of the last hop and releases what it covers at every hop (a controller). */
+export async function watchLastHop(c: Chain, mode: ChainMode): Promise<{ covered(): RangeSet; onReceipt(fn: () => void): void; stop(): void }> {
+  const t = await mode.connect(`ctl-${c.lane}`);
+  const last = c.ids[c.ids.length - 1]!;
+  let covered = RangeSet.EMPTY;
+  let listener: (() => void) | undefined;
+  const sub = t.subscribe(receiptSubject(VOLUME, c.lane), (m) => {
+    const b = decodeReceiptBatch(decodeMessage(receiptBatchSpec, m.data).body);
+    if (b.holder.holderId !== last) return;
+    for (const r of b.receipts) covered = covered.union(r.retained);
+    listener?.();
+  });
+  await t.flush();
+  let seq = 0;
+  const releaser = setInterval(() => {
+    if (covered.isEmpty) return;
+    for (const h of c.ids) {
+      t.publish(releaseSubject(h), encodeMessage(releaseFrontierSpec, { holder: h, volume: VOLUME, lane: c.lane, ranges: covered.toJSON(), epoch: 0, controlSeq: ++seq }));
+    }
+  }, 10);
+  return {
+    covered: () => covered,
+    onReceipt: (fn) => (listener = fn),
+    stop: () => {
+      clearInterval(releaser);
+      sub.unsubscribe();
+    },
+  };
+}
+
