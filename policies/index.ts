@@ -81,3 +81,21 @@ export { ProtectionStatus, protectedCreditHeadroom, protectionStatus } from "./p
 export { releaseEventFor } from "./release-event.ts";
 export { withoutStaleClaims } from "./release.ts";
 export { SpendGuard, parseSpendConfig, type SpendConfigInput, type SpendReport } from "./spend-budget.ts";
+export {
+  RouteTable,
+  ValueSource,
+  burstThroughput,
+  freshRoutesBySitePair,
+  planBytes,
+  planProbeRound,
+  sitePairKey,
+  summarizeRtts,
+  withMeasuredEdges,
+  withMeasuredLinks,
+  type EdgeSource,
+  type LinkLoad,
+  type PeerProbePlan,
+  type ProbeShape,
+  type RouteMeasurement,
+} from "./route-measurements.ts";
+export { repairWindowFinding, sharedRepairBandwidth, type RepairWindowFinding } from "./repair-window.ts";
