@@ -19,6 +19,8 @@ import { identifierProblem } from "../core/index.ts";
  * | admit    | custody.v1.admit.<holder>                          | a new incarnation asks to be admitted     |
  * | base     | custody.v1.base.<holder>                           | a base snapshot built beside a holder     |
  * | ps       | custody.v1.ps.<role>                               | "who is running": every process answers   |
+ * | probe    | custody.v1.probe.<toPeer>                          | route probes (pings, bursts) and answers  |
+ * | route    | custody.v1.route.<fromPeer>                        | a prober's route measurements             |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -36,6 +38,8 @@ export const SubjectKind = {
   Admit: "admit",
   Base: "base",
   Ps: "ps",
+  Probe: "probe",
+  Route: "route",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -53,6 +57,8 @@ export const SUBJECT_FIELDS = {
   admit: ["holder"],
   base: ["holder"],
   ps: ["role"],
+  probe: ["toPeer"],
+  route: ["fromPeer"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -165,6 +171,28 @@ export function baseSubject(holder: string): string {
 export function psSubject(role: string): string {
   return buildSubject({ kind: "ps", role });
 }
+
+// --- Route probes (measured routes) ---------------------------------------------------------
+/** `custody.v1.probe.<toPeer>`: route probes to a writer or holder process, and the answers back to the prober. */
+export function probeSubject(toPeer: string): string {
+  return buildSubject({ kind: "probe", toPeer });
+}
+
+/** `custody.v1.route.<fromPeer>`: the route measurements `fromPeer` publishes (RTT, jitter, throughput, load, age). */
+export function routeSubject(fromPeer: string): string {
+  return buildSubject({ kind: "route", fromPeer });
+}
+
+/** The peer a probe subject goes to; undefined for any other subject (link shaping routes probes like units). */
+export function probeDestination(subject: string): string | undefined {
+  try {
+    const p = parseSubject(subject);
+    return p.kind === "probe" ? p.toPeer : undefined;
+  } catch {
+    return undefined;
+  }
+}
+// --- end route probes --------------------------------------------------------------------------
 
 /**
  * A subscription filter for `kind`: every identifier given in `fields` is fixed (and validated),

@@ -77,4 +77,12 @@ export const wireSamples: Record<string, unknown> = {
   "replica-flushed@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 77, reached: true },
   "unit-fetch@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[1, 50]], after: -1, limit: 256 },
   "unit-batch@1": { holder: "us-east-1a-ram", units: [payload], done: true },
+  // protocol/route-messages.ts
+  "route-probe@1": { from: "w1", to: "h-nj", phase: "burst", nonce: 7, index: 2, last: false, received: 0, pad: payload },
+  "route-measurements@1": {
+    from: "w1",
+    fromSite: "s-w",
+    routes: [{ to: "h-nj", toSite: "s-nj", rttMs: 101.5, jitterMs: 1.25, throughputBytesPerSec: 498_000, loadBytesPerSec: 12_000, samples: 5, ageMs: 40 }],
+    probeBytes: 99_000,
+  },
 };
