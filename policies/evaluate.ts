@@ -56,8 +56,11 @@ export function evaluateTimeline(state: EvaluationState, timeline: Timeline, pat
     if (timeline.repair !== undefined && k < timeline.events.length - 1) repairs.push(repairWindowFinding(state, before, view, k + 1, timeline.minIntervalSec, timeline.repair.site));
   });
   const report = reportFromView(state, view, { ...timeline, kind: "timeline" });
-  const late = repairs.filter((r) => !r.met).map((r) => r.reason);
-  return late.length === 0 ? report : { ...report, verdict: Verdict.notMet, reasons: [...report.reasons, ...late] };
+  // One sentence however many steps are late (the first one's, counting the rest): reasons stay few.
+  const late = repairs.filter((r) => !r.met);
+  if (late.length === 0) return report;
+  const reason = late[0]!.reason + (late.length > 1 ? ` (and after ${late.length - 1} later step${late.length > 2 ? "s" : ""})` : "");
+  return { ...report, verdict: Verdict.notMet, reasons: [...report.reasons, reason] };
 }
 
 /** The full evaluation: one report per scenario, then one per timeline, in input order. */

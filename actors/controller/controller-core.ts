@@ -28,6 +28,7 @@ import { AutoAdmission } from "./auto-admission.ts";
 import { DurationWindow } from "../../core/index.ts";
 import { RepeatingTimer } from "../../core/index.ts";
 import { ControllerSpend } from "./controller-spend.ts";
+import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
 // Re-exported for callers that know them from here.
@@ -72,6 +73,7 @@ export class ControllerCore {
   private readonly failureRepairs: FailureRepairRunner;
   /** The spend ceiling and budgets over the work this controller starts. */
   readonly spend: ControllerSpend;
+  readonly routes: ControllerRoutes; // measured routes (`config.routes`): link bandwidth, survivors' load, repair bandwidth
   /** When this controller started: a retention window counts sequences it has no commit time for from here. */
   private readonly startedAtMs: number;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
@@ -88,6 +90,7 @@ export class ControllerCore {
     this.bases = [...config.topology.bases];
     this.startedAtMs = ports.clock.now();
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
+    this.routes = new ControllerRoutes(config.routes);
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
     if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
     this.admission = new AutoAdmission({
@@ -137,6 +140,7 @@ export class ControllerCore {
     this.noteIncarnations(await this.follower.refresh());
     this.subs.push(this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) => this.dispatch({ type: "nats.receipt", msg })));
     this.subs.push(this.ports.transport.subscribe(eventSubject(this.volume), (msg) => this.dispatch({ type: "nats.event", msg })));
+    this.subs.push(...this.routes.listen(this.ports.transport, this.ports.clock, this.counters));
     // After a reconnect what was published meanwhile is gone: evaluate again and re-send every
     // holder its release frontier in the next round.
     const unwatch = this.ports.transport.onConnection?.((e) => {
@@ -249,12 +253,12 @@ export class ControllerCore {
     });
     const commits = this.history.runs;
     const layout = this.config.topology.protectedRam;
-    return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
+    return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
       protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
       retentionUnknownCommittedAtMs: this.startedAtMs,
-    });
+    }));
   }
 
   /** The control log's holds on this volume as pins and recoveries for the release rule. */

@@ -98,7 +98,9 @@ export class FailureRepairRunner {
   }
 
   private async repairOne(f: FailureToRepair, standby: StandbyHolder, cfg: RepairConfig, launcher: RepairLauncher): Promise<void> {
-    const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId };
+    // Repair shares its links with surviving traffic: measured bandwidth less measured load, where fresh.
+    const bw = this.d.controller.routes.repairBandwidth(this.d.controller.currentState(), standby.site, cfg.bandwidthBytesPerSec);
+    const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId, bandwidthBytesPerSec: bw.bytesPerSec, bandwidthSource: bw.source };
     let reads: ReadHolds | undefined;
     try {
       const replacement = await launcher.prepare(standby);
@@ -111,7 +113,7 @@ export class FailureRepairRunner {
         controller: this.d.controller,
         transport: this.d.ports.transport,
         clock: this.d.ports.clock,
-        repairBandwidthBytesPerSec: cfg.bandwidthBytesPerSec,
+        repairBandwidthBytesPerSec: bw.bytesPerSec,
         receiptTimeoutMs: cfg.receiptTimeoutMs,
       };
       // What the repair reads is held in the control log too (not only in this controller's memory).

@@ -133,7 +133,7 @@ export async function deploy(
     repair?: RepairConfig;
     coverageRepair?: ControllerConfig["coverageRepair"];
     /** Controller settings beyond the defaults (e.g. `spend`), and a change to its topology (e.g. scenarios). */
-    controller?: Partial<Pick<ControllerConfig, "spend">>;
+    controller?: Partial<Pick<ControllerConfig, "spend" | "routes">>;
     topology?: (t: VolumeTopology) => VolumeTopology;
   } = {},
 ): Promise<Deployment> {
