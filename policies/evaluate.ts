@@ -3,7 +3,8 @@ import type { EvaluationState, PendingForward } from "./evaluation-state.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
 import { PolicyInputError } from "./policy-errors.ts";
 import { applyLosses, initialView, siteUsable, type SurvivorView } from "./survivor-view.ts";
-import { reportFromView, type SurvivalReport } from "./survival-report.ts";
+import { reportFromView, Verdict, type SurvivalReport } from "./survival-report.ts";
+import { repairWindowFinding, type RepairWindowFinding } from "./repair-window.ts";
 import { validateEvaluationState } from "./state-validation.ts";
 
 /** Evaluates one scenario of simultaneous losses against the state. Pure and deterministic. */
@@ -42,15 +43,24 @@ export function evaluateTimeline(state: EvaluationState, timeline: Timeline, pat
     .sort((a, b) => a.f.completesAfterSec - b.f.completesAfterSec || a.i - b.i);
   let next = 0;
   let t = 0;
+  const repairs: RepairWindowFinding[] = [];
   timeline.events.forEach((ev, k) => {
     if (k > 0 && ev.afterSec < timeline.minIntervalSec) {
       throw new PolicyInputError(`${path}.events[${k}].afterSec`, `${ev.afterSec}s is shorter than the timeline's minIntervalSec ${timeline.minIntervalSec}s`);
     }
     t += ev.afterSec;
     while (next < pending.length && pending[next]!.f.completesAfterSec <= t) view = completeForward(state, view, pending[next++]!.f);
+    const before = view;
     view = applyLosses(state, view, ev.losses);
+    // The next step may come minIntervalSec later: the repair of this one must be done by then.
+    if (timeline.repair !== undefined && k < timeline.events.length - 1) repairs.push(repairWindowFinding(state, before, view, k + 1, timeline.minIntervalSec, timeline.repair.site));
   });
-  return reportFromView(state, view, { ...timeline, kind: "timeline" });
+  const report = reportFromView(state, view, { ...timeline, kind: "timeline" });
+  // One sentence however many steps are late (the first one's, counting the rest): reasons stay few.
+  const late = repairs.filter((r) => !r.met);
+  if (late.length === 0) return report;
+  const reason = late[0]!.reason + (late.length > 1 ? ` (and after ${late.length - 1} later step${late.length > 2 ? "s" : ""})` : "");
+  return { ...report, verdict: Verdict.notMet, reasons: [...report.reasons, reason] };
 }
 
 /** The full evaluation: one report per scenario, then one per timeline, in input order. */

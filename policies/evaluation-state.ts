@@ -2,6 +2,7 @@ import type { RangeSet } from "../lanes/index.ts";
 import type { Site } from "./topology.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
 import { Residency } from "../core/index.ts";
+import type { LinkLoad } from "./route-measurements.ts";
 
 /** Where a retained range lives on a holder (one home: core/residency.ts). */
 export { Residency };
@@ -68,6 +69,8 @@ export interface Link {
   readonly bandwidthBytesPerSec: number;
   /** Dependency tags of the path itself (e.g. `link:transatlantic-1`). */
   readonly deps: readonly string[];
+  /** Present when `bandwidthBytesPerSec` was measured (route probes): the measurement's age (ms). */
+  readonly measuredAgeMs?: number | undefined;
 }
 
 /** A group-committed run of sequences: all committed at `committedAtMs`, `bytesPerSeq` each. */
@@ -140,4 +143,6 @@ export interface EvaluationState {
   readonly recoveries: readonly RecoveryInFlight[];
   readonly scenarios: readonly Scenario[];
   readonly timelines: readonly Timeline[];
+  /** Steady write load measured on links, by sending site (repair shares the link with it). */
+  readonly linkLoads?: readonly LinkLoad[] | undefined;
 }

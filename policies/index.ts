@@ -85,3 +85,21 @@ export { AUDIT_DIGEST_BYTES, auditDigest, auditedUnits, type AuditDigest, type A
 export { planAudit, sampleSeqs, type AuditPlan } from "./audit-sampling.ts";
 export { AuditOutcome, auditVerdict, type AuditAnswer, type AuditVerdict, type AuditVerdictInput } from "./audit-verdict.ts";
 export { AuditBook, AuditBudget, AuditState, type HolderAuditRecord } from "./audit-book.ts";
+export {
+  RouteTable,
+  ValueSource,
+  burstThroughput,
+  freshRoutesBySitePair,
+  planBytes,
+  planProbeRound,
+  sitePairKey,
+  summarizeRtts,
+  withMeasuredEdges,
+  withMeasuredLinks,
+  type EdgeSource,
+  type LinkLoad,
+  type PeerProbePlan,
+  type ProbeShape,
+  type RouteMeasurement,
+} from "./route-measurements.ts";
+export { repairWindowFinding, sharedRepairBandwidth, type RepairWindowFinding } from "./repair-window.ts";

@@ -10,10 +10,15 @@ function linkAlive(view: SurvivorView, link: EvaluationState["links"][number]): 
 
 /**
  * Widest-path bandwidth (bytes/s) from every usable site to `destination` over surviving links,
- * relaying through usable sites. The destination maps to Infinity (no transfer needed); sites
+ * relaying through usable sites (`bandwidthOf` a link: its configured bandwidth unless given). The destination maps to Infinity (no transfer needed); sites
  * with no path are absent. Deterministic (sites are visited in id order on ties).
  */
-export function widestPathsTo(state: EvaluationState, view: SurvivorView, destination: string): Map<string, number> {
+export function widestPathsTo(
+  state: EvaluationState,
+  view: SurvivorView,
+  destination: string,
+  bandwidthOf: (link: EvaluationState["links"][number]) => number = (l) => l.bandwidthBytesPerSec,
+): Map<string, number> {
   const best = new Map<string, number>();
   if (!siteUsable(view, destination)) return best;
   const adj = new Map<string, { to: string; bw: number }[]>();
@@ -21,7 +26,7 @@ export function widestPathsTo(state: EvaluationState, view: SurvivorView, destin
     if (!linkAlive(view, l)) continue;
     for (const [a, b] of [[l.from, l.to], [l.to, l.from]] as const) {
       const list = adj.get(a) ?? [];
-      list.push({ to: b, bw: l.bandwidthBytesPerSec });
+      list.push({ to: b, bw: bandwidthOf(l) });
       adj.set(a, list);
     }
   }

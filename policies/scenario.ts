@@ -74,4 +74,10 @@ export interface Timeline {
   readonly required: boolean;
   readonly destination?: string | undefined;
   readonly allowedLoss?: AllowedLoss | undefined;
+  /**
+   * Repair before the next allowed failure: after every step but the last, the copies the step
+   * destroyed must be re-made at `site` within `minIntervalSec` (the next step may come that
+   * soon), over link bandwidth shared with the survivors' steady traffic. Absent: not checked.
+   */
+  readonly repair?: { readonly site: string } | undefined;
 }

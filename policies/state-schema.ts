@@ -55,6 +55,8 @@ export const timelineSchema = z.strictObject({
   required: z.boolean().default(true),
   destination: id.optional(),
   allowedLoss: allowedLossSchema.optional(),
+  /** Repair before the next allowed failure: re-make lost copies at `site` within `minIntervalSec`. */
+  repair: z.strictObject({ site: id }).optional(),
 });
 
 const claimSchema = z.strictObject({
@@ -79,7 +81,7 @@ export const evaluationStateSchema = z.strictObject({
   manifests: z.array(z.strictObject({ id, cut, holders: z.array(id).min(1) })).default([]),
   keyAuthorities: z.array(z.strictObject({ id, site: id })).default([]),
   metadataQuorum: z.strictObject({ members: z.array(id).min(1), quorum: z.number().int().positive() }).optional(),
-  links: z.array(z.strictObject({ id, from: id, to: id, bandwidthBytesPerSec: z.number().positive(), deps: z.array(z.string()).default([]) })).default([]),
+  links: z.array(z.strictObject({ id, from: id, to: id, bandwidthBytesPerSec: z.number().positive(), deps: z.array(z.string()).default([]), measuredAgeMs: nonNeg.optional() })).default([]),
   recovery: z.strictObject({
     destination: id,
     detectSec: nonNeg,
@@ -95,6 +97,8 @@ export const evaluationStateSchema = z.strictObject({
   recoveries: z.array(z.strictObject({ id, lane: id, ranges, sources: z.array(id).optional() })).default([]),
   scenarios: z.array(scenarioSchema).default([]),
   timelines: z.array(timelineSchema).default([]),
+  /** Steady write load measured on links, by sending site (repair shares the link with it). */
+  linkLoads: z.array(z.strictObject({ link: id, fromSite: id, bytesPerSec: nonNeg })).optional(),
 });
 
 /** The JSON shape accepted by `parseEvaluationState`. */

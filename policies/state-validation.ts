@@ -89,5 +89,10 @@ export function validateEvaluationState(s: EvaluationState): void {
   s.timelines.forEach((tl, i) => {
     tl.events.forEach((e, k) => checkLosses(e.losses, `timelines[${i}].events[${k}].losses`));
     if (tl.destination !== undefined) site(tl.destination, `timelines[${i}].destination`);
+    if (tl.repair !== undefined) site(tl.repair.site, `timelines[${i}].repair.site`);
+  });
+  s.linkLoads?.forEach((l, i) => {
+    if (!s.links.some((x) => x.id === l.link)) throw new UnknownReferenceError(`linkLoads[${i}].link`, l.link);
+    site(l.fromSite, `linkLoads[${i}].fromSite`);
   });
 }

@@ -2,6 +2,8 @@
  * Public surface of `protocol/`: the subject scheme and the versioned wire kinds (codec, field
  * schemas, decoder bounds) — what custody/ and transport/ both speak, without any connection code.
  */
+export { probeDestination, probeSubject, routeSubject } from "./subjects.ts";
+export { PROBE_FRAME_MAX_BYTES, ProbePhase, ROUTES_MAX, RouteSenderMismatchError, decodeRouteMeasurements, routeMeasurementsSpec, routeProbeSpec, type RouteMeasurements, type RouteProbe } from "./route-messages.ts";
 export { admitSubject, allOfKind, baseSubject, checkToken, creditSubject, ctrlSubject, eventSubject, fetchSubject, parseSubject, parseSubjectOf, psSubject, receiptSubject, receiptsOfVolume, releaseSubject, statusSubject, subjectFilter, transferSubject, unitSubject } from "./subjects.ts";
 export { auditSubject } from "./subjects.ts";
 export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor } from "./wire/codec.ts";

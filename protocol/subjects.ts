@@ -22,6 +22,8 @@ import { identifierProblem } from "../core/index.ts";
  * | repair   | custody.v1.repair.<volume>.<op>                    | a repair task's requests to its controller|
  * | repair-task | custody.v1.repair-task.<volume>                 | a controller hands a repair to a worker   |
  * | audit    | custody.v1.audit.<holder>                          | retention-audit challenges to a holder    |
+ * | probe    | custody.v1.probe.<toPeer>                          | route probes (pings, bursts) and answers  |
+ * | route    | custody.v1.route.<fromPeer>                        | a prober's route measurements             |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -42,6 +44,8 @@ export const SubjectKind = {
   Repair: "repair",
   RepairTask: "repair-task",
   Audit: "audit",
+  Probe: "probe",
+  Route: "route",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -62,6 +66,8 @@ export const SUBJECT_FIELDS = {
   repair: ["volume", "op"],
   "repair-task": ["volume"],
   audit: ["holder"],
+  probe: ["toPeer"],
+  route: ["fromPeer"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -179,6 +185,28 @@ export function psSubject(role: string): string {
 export function auditSubject(holder: string): string {
   return buildSubject({ kind: "audit", holder });
 }
+
+// --- Route probes (measured routes) ---------------------------------------------------------
+/** `custody.v1.probe.<toPeer>`: route probes to a writer or holder process, and the answers back to the prober. */
+export function probeSubject(toPeer: string): string {
+  return buildSubject({ kind: "probe", toPeer });
+}
+
+/** `custody.v1.route.<fromPeer>`: the route measurements `fromPeer` publishes (RTT, jitter, throughput, load, age). */
+export function routeSubject(fromPeer: string): string {
+  return buildSubject({ kind: "route", fromPeer });
+}
+
+/** The peer a probe subject goes to; undefined for any other subject (link shaping routes probes like units). */
+export function probeDestination(subject: string): string | undefined {
+  try {
+    const p = parseSubject(subject);
+    return p.kind === "probe" ? p.toPeer : undefined;
+  } catch {
+    return undefined;
+  }
+}
+// --- end route probes --------------------------------------------------------------------------
 
 /**
  * A subscription filter for `kind`: every identifier given in `fields` is fixed (and validated),

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { CustodyError } from "../core/index.ts";
 import { linksSchema } from "./role-links.ts";
+import { probeSchema } from "./route-probe-config.ts";
 import { spanFileSchema } from "./role-tracing.ts";
 
 /**
@@ -65,6 +66,8 @@ export const holderRoleSchema = z.strictObject({
   controlTrust: controlTrustSchema,
   /** Link shaping of the units it forwards (test/demo facility, see runtime/role-links.ts). */
   links: linksSchema,
+  /** Measured routes: answer probes, probe its edges, publish measurements (runtime/route-probe-config.ts). */
+  probe: probeSchema,
   /** Where its spans go, as JSON lines (see runtime/role-tracing.ts). */
   spanFile: spanFileSchema,
   /** Region of the control log (JetStream stream `CUSTODY_CTRL_<region>`) the holder follows. */
@@ -118,6 +121,8 @@ export const writerRoleSchema = z.strictObject({
   controlTrust: controlTrustSchema,
   /** Link shaping of the units it ships (test/demo facility, see runtime/role-links.ts). */
   links: linksSchema,
+  /** Measured routes: probe its first hops, publish measurements (runtime/route-probe-config.ts). */
+  probe: probeSchema,
   /** Where its spans go, as JSON lines (see runtime/role-tracing.ts). */
   spanFile: spanFileSchema,
   controlRegion: z.string().min(1),

@@ -3,6 +3,8 @@ import { z } from "zod";
 import { systemClock } from "../core/index.ts";
 import { ShapedTransport, unitDestination, type LinkRoute } from "../transport/index.ts";
 import type { Transport } from "../transport/index.ts";
+import { probeDestination } from "../protocol/index.ts";
+import { UnitTrafficMeter } from "./unit-traffic-meter.ts";
 
 /**
  * The optional `links` section of a holder or writer role config: link shaping, a test and demo
@@ -28,10 +30,10 @@ export const linksSchema = z
   .optional();
 export type LinksConfig = NonNullable<z.infer<typeof linksSchema>>;
 
-/** The route of a `links` section (pure): units to a listed holder at another site take its link. */
+/** The route of a `links` section (pure): units and route probes to a listed peer at another site take its link. */
 export function linksRoute(links: LinksConfig): LinkRoute {
   return (subject) => {
-    const toHolder = unitDestination(subject);
+    const toHolder = unitDestination(subject) ?? probeDestination(subject);
     if (toHolder === undefined) return undefined;
     const peer = links.peers[toHolder];
     if (peer === undefined || peer.site === links.site) return undefined;
@@ -47,5 +49,6 @@ export function shapedByLinks(inner: Transport, links: LinksConfig | undefined, 
 
 /** Units held back on shaped links right now (sent, not yet delivered); 0 for an unshaped transport. */
 export function linkInFlight(t: Transport): number {
+  if (t instanceof UnitTrafficMeter) return linkInFlight(t.inner);
   return t instanceof ShapedTransport ? t.inFlight : 0;
 }

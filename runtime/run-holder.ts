@@ -13,6 +13,7 @@ import { connectRole } from "./connect.ts";
 import { drainHolder, type HolderDrainReport } from "./holder-drain.ts";
 import { flatRuns } from "./custody-ranges.ts";
 import { linkInFlight, shapedByLinks } from "./role-links.ts";
+import { withRouteProbing } from "./route-probe-config.ts";
 import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
@@ -47,7 +48,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   const { transport, lost } = await connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`);
   const tracing = startRoleTracing(cfg.spanFile, "holder", String(holderCfg.holderId), cfg.links ? { "custody.site": cfg.links.site } : {});
   // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus directly.
-  const sending = shapedByLinks(transport, cfg.links, trace.getTracer("custody.link"));
+  const probing = withRouteProbing(shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")), cfg.probe, cfg.links, String(holderCfg.holderId));
+  const sending = probing.transport;
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
     const peers = new ControlLogPeers(new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust), systemClock, 1_000);
@@ -98,6 +100,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         const left = await drainHolder(holder, cfg.drainDeadlineMs ?? 10_000);
         for (const [lane, seqs] of Object.entries(left)) process.stderr.write(`holder ${holder.id}: stopping with ${lane} ${seqs.toString()} held only in RAM (neither flushed nor released by the deadline)\n`);
         stats.unsubscribe();
+        probing.stop();
         clearInterval(timer);
         await holder.stop();
         await store.close();
@@ -108,6 +111,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       },
     };
   } catch (err) {
+    probing.stop();
     await transport.close();
     await tracing.stop();
     throw err;

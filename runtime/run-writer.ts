@@ -14,6 +14,7 @@ import { openJetStreamControlLog } from "../transport/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { connectRole } from "./connect.ts";
 import { linkInFlight, shapedByLinks } from "./role-links.ts";
+import { withRouteProbing } from "./route-probe-config.ts";
 import { startRoleTracing } from "./role-tracing.ts";
 import { publishingInWriteSpans, WriteSpans } from "./write-span-links.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
@@ -40,7 +41,8 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
   const { transport, lost } = await connectRole(cfg.nats, `writer-${w.writerId}`);
   const tracing = startRoleTracing(cfg.spanFile, "writer", w.writerId, cfg.links ? { "custody.site": cfg.links.site } : {});
   // The writer ships units through the shaped links when the config has them; the control log and stats use the bus directly.
-  const sending = shapedByLinks(transport, cfg.links, trace.getTracer("custody.link"));
+  const probing = withRouteProbing(shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")), cfg.probe, cfg.links, w.writerId);
+  const sending = probing.transport;
   try {
     const volDir = join(cfg.stateDir, "volume");
     // The first start creates the volume; every later one recovers it (WAL replay, CRC checks).
@@ -104,6 +106,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       async stop() {
         running = false;
         stats.unsubscribe();
+        probing.stop();
         await done.catch(() => undefined);
         // Drain: custody takes what this writer still retains before it goes (the outbox keeps
         // anything left for the next start, which ships it again).
@@ -121,6 +124,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       },
     };
   } catch (err) {
+    probing.stop();
     await transport.close();
     await tracing.stop();
     throw err;

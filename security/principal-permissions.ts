@@ -40,6 +40,7 @@ import {
   unitSubject,
 } from "../protocol/index.ts";
 import { SecurityError, SecurityErrorCode } from "./security-error.ts";
+import { addRoutePermissions } from "./route-probe-permissions.ts";
 
 /** The principals that connect to the bus, each as its own NATS user. */
 export const Role = {
@@ -163,6 +164,7 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
       throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `unknown role ${JSON.stringify(role)}`, { role, id });
   }
   if (role !== Role.Operator && role !== Role.Repair && role !== Role.Replica) serviceDiscovery(role, id, sub);
+  addRoutePermissions(role, id, pub, sub);
   return { publish: [...pub].sort(), subscribe: [...sub].sort(), allowResponses: true, inboxPrefix };
 }
 

@@ -4,6 +4,7 @@ import type { Site } from "../../policies/index.ts";
 import type { SpendConfigInput } from "../../policies/index.ts";
 import type { ProtectedRamLayout } from "./protected-ram-check.ts";
 import type { RetentionWindow } from "./retention-window.ts";
+import type { RoutesConfig } from "./controller-routes.ts";
 
 /**
  * What a regional controller knows about one volume besides receipts: where everything runs,
@@ -81,6 +82,12 @@ export interface ControllerConfig {
    * work past the ceiling or its budget is refused, counted and listed in the status document.
    */
   readonly spend?: SpendConfigInput;
+  /**
+   * Measured routes (`custody.v1.route.*`): measurements younger than `maxAgeMs` replace the
+   * configured bandwidth of the links they cover, their steady load is shared with repair, and the
+   * repair estimate uses them. Absent: links and the repair estimate stay as configured.
+   */
+  readonly routes?: RoutesConfig;
   /** Retention audits of the holders (off when absent; see retention-audits.ts). */
   readonly retentionAudit?: RetentionAuditConfig;
 }

@@ -1,17 +1,14 @@
 import { Counters, CustodyError, DurationWindow, RepeatingTimer } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
+import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptBatchSpec, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
 import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
-import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutStaleClaims } from "../../policies/index.ts";
-import type { BaseSnapshot, EvaluationReport, EvaluationState, RecoveryInFlight, ReleaseRequest } from "../../policies/index.ts";
+import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutStaleClaims, type BaseSnapshot, type EvaluationReport, type EvaluationState, type RecoveryInFlight, type ReleaseRequest } from "../../policies/index.ts";
 import { decodeAny, decodeMessage, encodeMessage, eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { releaseFrontierSpec } from "../holder/holder-messages.ts";
 import type { WriterProgressMessage } from "../writer/writer-messages.ts";
-import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
 import { statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
-import { receiptBatchSpec } from "../../custody/index.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { CommitHistory } from "./commit-history.ts";
 import { FailureRepairRunner } from "./failure-repair-runner.ts";
@@ -19,11 +16,12 @@ import { inProcessRepairPort } from "./in-process-repair-port.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
 import { AutoAdmission } from "./auto-admission.ts";
 import { ControllerSpend } from "./controller-spend.ts";
+import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
+import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
-// Re-exported for callers that know them from here.
-export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts";
+export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts"; // re-exported for callers that know them from here
 
 /**
  * The controller's working parts behind its machine: the receipt ledger (fed only by verified
@@ -65,6 +63,7 @@ export class ControllerCore {
   /** The spend ceiling and budgets over the work this controller starts. */
   readonly spend: ControllerSpend;
   retentionAudits: RetentionAudits | undefined;
+  readonly routes: ControllerRoutes; // measured routes (`config.routes`)
   /** When this controller started: a retention window counts sequences it has no commit time for from here. */
   private readonly startedAtMs: number;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
@@ -81,6 +80,7 @@ export class ControllerCore {
     this.bases = [...config.topology.bases];
     this.startedAtMs = ports.clock.now();
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
+    this.routes = new ControllerRoutes(config.routes);
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
     if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
     this.admission = new AutoAdmission({
@@ -98,6 +98,7 @@ export class ControllerCore {
       commit: (b) => this.commit(b),
       port: inProcessRepairPort(this),
       launch: (launch) => this.dispatch({ type: "repair.launch", launch }),
+      repairBandwidth: (site, configured) => this.routes.repairBandwidth(this.currentState(), site, configured),
       nudge: () => (this.dirty = true),
     });
     this.coverage = new CoverageRepair(
@@ -131,6 +132,7 @@ export class ControllerCore {
     this.noteIncarnations(await this.follower.refresh());
     this.subs.push(this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) => this.dispatch({ type: "nats.receipt", msg })));
     this.subs.push(this.ports.transport.subscribe(eventSubject(this.volume), (msg) => this.dispatch({ type: "nats.event", msg })));
+    this.subs.push(...this.routes.listen(this.ports.transport, this.ports.clock, this.counters));
     // After a reconnect what was published meanwhile is gone: evaluate again and re-send every
     // holder its release frontier in the next round.
     const unwatch = this.ports.transport.onConnection?.((e) => {
@@ -246,12 +248,12 @@ export class ControllerCore {
     });
     const commits = this.history.runs;
     const layout = this.config.topology.protectedRam;
-    return buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
+    return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
       protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
       retentionUnknownCommittedAtMs: this.startedAtMs,
-    });
+    }));
   }
 
   /** The control log's holds on this volume as pins and recoveries for the release rule. */

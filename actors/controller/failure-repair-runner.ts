@@ -6,6 +6,7 @@ import type { RepairOutcome } from "../repair.machine.ts";
 import { reportOf } from "../repair.ts";
 import type { RepairPort } from "../repair/repair-port.ts";
 import { isReadableEntry } from "../../custody/index.ts";
+import type { ValueSource } from "../../policies/index.ts";
 import { missingCoverage, type RepairInput } from "../repair/repair-steps.ts";
 import { obligationIdOf, type ControllerConfig, type RepairConfig, type StandbyHolder } from "./controller-config.ts";
 import type { ControllerPorts, RepairLauncher } from "./controller-ports.ts";
@@ -28,6 +29,8 @@ export interface FailureRepairDeps {
   readonly port: RepairPort;
   /** Hands a prepared repair to the controller machine, which starts it as a child actor. */
   launch(repair: RepairLaunch): void;
+  /** Bandwidth a repair to `site` gets: measured less the survivors' load where fresh (controller-routes.ts). */
+  repairBandwidth(site: string, configured: number): { bytesPerSec: number; source: ValueSource };
   /** Something changed that the next status document should show. */
   nudge(): void;
 }
@@ -138,7 +141,9 @@ export class FailureRepairRunner {
    * launches it. Its outcome comes back through `settle`.
    */
   private async repairOne(f: FailureToRepair, standby: StandbyHolder, cfg: RepairConfig, launcher: RepairLauncher): Promise<void> {
-    const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId };
+    // Repair shares its links with surviving traffic: measured bandwidth less measured load, where fresh.
+    const bw = this.d.repairBandwidth(standby.site, cfg.bandwidthBytesPerSec);
+    const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId, bandwidthBytesPerSec: bw.bytesPerSec, bandwidthSource: bw.source };
     let reads: ReadHolds | undefined;
     try {
       const replacement = await launcher.prepare(standby);
@@ -151,7 +156,7 @@ export class FailureRepairRunner {
         port: this.d.port,
         transport: this.d.ports.transport,
         clock: this.d.ports.clock,
-        repairBandwidthBytesPerSec: cfg.bandwidthBytesPerSec,
+        repairBandwidthBytesPerSec: bw.bytesPerSec,
         receiptTimeoutMs: cfg.receiptTimeoutMs,
       };
       const missing = missingCoverage(await this.d.port.view(input.lanes), input);

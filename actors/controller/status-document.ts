@@ -44,6 +44,9 @@ const repairStatus = z.object({
   estimateMs: z.number().nonnegative().nullable().optional(),
   copiedBytes: wireFields.uint.optional(),
   reason: z.string().max(512).optional(),
+  /** Bandwidth the estimate assumed and whether a route measurement gave it (absent from older controllers). */
+  bandwidthBytesPerSec: z.number().nonnegative().optional(),
+  bandwidthSource: z.enum(["measured", "configured"]).optional(),
 });
 /** One repair line of the status document. */
 export type RepairStatus = z.infer<typeof repairStatus>;

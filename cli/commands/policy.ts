@@ -8,10 +8,22 @@ import {
   parsePlacementInput,
   placeCustody,
   PolicyInputError,
+  withMeasuredEdges,
   type CustodyGraph,
+  type EdgeSource,
   type EvaluationReport,
   type PlacementResult,
+  type RouteMeasurement,
 } from "../../policies/index.ts";
+import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { CustodyError } from "../../core/index.ts";
+
+/** A positive integer option (typed error naming the option). */
+function positiveInt(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new CustodyError("invalid_option", `--${name} must be a positive integer, got ${v}`, { option: name, value: v });
+  return n;
+}
 
 /** Reads and JSON-parses a file; a missing file or bad JSON becomes a PolicyInputError naming the file. */
 export function readJsonFile(path: string): unknown {
@@ -91,11 +103,33 @@ export function placementRows(result: PlacementResult): Record<string, unknown>[
   return [row("chosen", result.chosen), ...Object.entries(result.byShape).map(([shape, g]) => row(`best ${shape}`, g!))];
 }
 
-/** Runs `custody place`: parse + validate the candidates file, search, print. Throws typed errors. */
-export function runPlace(path: string, opts: OutputOptions): void {
-  const result = placeCustody(parsePlacementInput(readJsonFile(path)));
-  printResult(opts, result, placementRows(result), `${result.graphsConsidered} custody graphs considered`);
+/** One row per candidate edge: the values placement used and whether each was measured (with its age). */
+export function edgeRows(input: ReturnType<typeof parsePlacementInput>, sources: readonly EdgeSource[]): Record<string, unknown>[] {
+  return input.edges.map((e, i) => {
+    const s = sources[i]!;
+    return {
+      edge: `${e.from}-${e.to}`,
+      rtt: `${e.rttMs.toFixed(1)}ms`,
+      jitter: `${e.jitterMs.toFixed(1)}ms`,
+      bandwidth: `${(e.bandwidthBytesPerSec / 1e6).toFixed(2)} MB/s`,
+      source: s.source === "configured" ? "configured" : `measured (rtt ${s.rtt}, bandwidth ${s.bandwidth})`,
+      age: s.ageMs === null ? "-" : `${(s.ageMs / 1000).toFixed(1)}s`,
+    };
+  });
+}
+
+/**
+ * Runs `custody place`: parse + validate the candidates file, put in the fresh route measurements
+ * (`routes`, younger than `maxAgeMs`; none: every edge as configured), search, print. Throws typed errors.
+ */
+export function runPlace(path: string, opts: OutputOptions, routes: readonly RouteMeasurement[] = [], maxAgeMs = 0): void {
+  const configured = parsePlacementInput(readJsonFile(path));
+  const measured = withMeasuredEdges(configured.edges, routes, Date.now(), maxAgeMs);
+  const input = { ...configured, edges: measured.edges };
+  const result = placeCustody(input);
+  printResult(opts, { ...result, edgeSources: measured.sources }, placementRows(result), `${result.graphsConsidered} custody graphs considered`);
   if (!opts.json) {
+    printResult(opts, null, edgeRows(input, measured.sources), "\nedge values (source: measured from route probes, or configured)");
     const deps = Object.entries(result.chosen.feedDependencies).map(([h, d]) => ({ holder: h, "fed through": d.join(" ") || "-" }));
     const scen = result.chosen.scenarios.map((s) => ({ scenario: s.name, required: s.required ? "yes" : "no", "lag at loss": s.lagMs === null ? "unrecoverable" : `${s.lagMs}ms`, covered: s.covered ? "yes" : "NO" }));
     printResult(opts, null, scen, "\nchosen graph per scenario");
@@ -111,10 +145,22 @@ export function register(program: Command): void {
     .argument("<state.json>", "custody state snapshot")
     .option("--json", "print one JSON object")
     .action(action((path: string, opts: OutputOptions) => runEvaluate(path, opts)));
-  program
-    .command("place")
-    .description("choose the cheapest custody graph that meets the contract (schema: docs/policies.md)")
-    .argument("<candidates.json>", "candidate holders, measured edges, prices and the contract")
-    .option("--json", "print one JSON object")
-    .action(action((path: string, opts: OutputOptions) => runPlace(path, opts)));
+  withOperatorConnection(
+    program
+      .command("place")
+      .description("choose the cheapest custody graph that meets the contract (schema: docs/policies.md)")
+      .argument("<candidates.json>", "candidate holders, measured edges, prices and the contract")
+      .option("--json", "print one JSON object")
+      .option("--measured", "use the route measurements writers and holders publish on the bus (custody.v1.route.*) where fresh")
+      .option("--listen-ms <ms>", "with --measured, how long to collect measurements", "3000")
+      .option("--max-age-sec <s>", "with --measured, measurements older than this are ignored", "60"),
+  ).action(
+    action(async (path: string, opts: OutputOptions & OperatorConnectionOptions & { measured?: boolean; listenMs: string; maxAgeSec: string }) => {
+      if (!opts.measured) return runPlace(path, opts);
+      const maxAgeMs = positiveInt("max-age-sec", opts.maxAgeSec) * 1000;
+      const { collectRouteMeasurements } = await import("./place-measured.ts");
+      const { routes } = await collectRouteMeasurements(opts, positiveInt("listen-ms", opts.listenMs));
+      runPlace(path, opts, routes, maxAgeMs);
+    }),
+  );
 }

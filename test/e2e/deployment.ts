@@ -133,7 +133,7 @@ export async function deploy(
     repair?: RepairConfig;
     coverageRepair?: ControllerConfig["coverageRepair"];
     /** Controller settings beyond the defaults (e.g. `spend`), and a change to its topology (e.g. scenarios). */
-    controller?: Partial<Pick<ControllerConfig, "spend" | "retentionAudit">>;
+    controller?: Partial<Pick<ControllerConfig, "spend" | "retentionAudit" | "routes">>;
     /** Test-only holder faults by holder id (e.g. `{ "h-w": { dropRetained: true } }`). */
     holderFaults?: Record<string, { dropRetained: boolean }>;
     topology?: (t: VolumeTopology) => VolumeTopology;

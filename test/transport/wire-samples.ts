@@ -105,4 +105,12 @@ export const wireSamples: Record<string, unknown> = {
   },
   "retention-challenge@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", nonce: digest, seqs: [[5, 5], [90, 90]] },
   "retention-answer@1": { holder: "us-east-1a-ram", nonce: digest, covered: [[5, 5], [90, 90]], digest },
+  // protocol/route-messages.ts
+  "route-probe@1": { from: "w1", to: "h-nj", phase: "burst", nonce: 7, index: 2, last: false, received: 0, pad: payload },
+  "route-measurements@1": {
+    from: "w1",
+    fromSite: "s-w",
+    routes: [{ to: "h-nj", toSite: "s-nj", rttMs: 101.5, jitterMs: 1.25, throughputBytesPerSec: 498_000, loadBytesPerSec: 12_000, samples: 5, ageMs: 40 }],
+    probeBytes: 99_000,
+  },
 };
