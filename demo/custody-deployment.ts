@@ -6,8 +6,7 @@
  * and every file of the run under the run folder. `custody init` then writes every role's config.
  */
 import { join } from "node:path";
-import type { Loss } from "../policies/index.ts";
-import { scenarioNames, volumesOf, type Deployment } from "./deployment.ts";
+import { demoContract, volumesOf, type Deployment } from "./deployment.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
 
 /** The ports of one region's nats-server. */
@@ -35,10 +34,7 @@ export const ackLogOf = (runDir: string, volume: string): string => join(runDir,
  * `secured`: TLS and an nkey user per role (the `custody init` default) or open loopback servers.
  */
 export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readonly<Record<string, RegionPortSet>>, secured = true): Record<string, unknown> {
-  const names = scenarioNames(d);
   const regionOf = new Map(d.sites.map((s) => [s.id, s.region]));
-  const writerAz = d.sites.find((s) => s.id === d.writer.site)!.az;
-  const lose = (domain: string): Loss => ({ domain, kind: "site_destruction" });
   const volumes = volumesOf(d);
   return {
     security: secured ? "tls-nkeys" : "none",
@@ -82,23 +78,7 @@ export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readon
         recoverySite: d.recoverAt,
         genesisBases: dv.holders.filter((h) => h.baseSnapshot).map((h) => h.id),
         releasable: dv.holders.filter((h) => h.releasable).map((h) => h.id),
-        scenarios: [
-          { name: names.az, losses: [lose(`az:${writerAz}`)], deadlineSec: 600, required: true },
-          { name: names.first, losses: [lose(`region:${d.failures.first}`)], deadlineSec: 900, required: true },
-          { name: names.both, losses: [lose(`region:${d.failures.first}`), lose(`region:${d.failures.second}`)], deadlineSec: 1800, required: true },
-        ],
-        timelines: [
-          {
-            name: names.timeline,
-            minIntervalSec: 60,
-            deadlineSec: 1800,
-            required: false,
-            events: [
-              { afterSec: 0, losses: [lose(`region:${d.failures.first}`)] },
-              { afterSec: 60, losses: [lose(`region:${d.failures.second}`)] },
-            ],
-          },
-        ],
+        ...demoContract(d),
         recoverySteps: { detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 },
       };
     }),

@@ -200,12 +200,11 @@ export function scenarioNames(d: Deployment): { az: string; first: string; both:
 }
 
 /**
- * Test-only: the running demo's controllers get their topology from `custody init`
- * (demo/custody-deployment.ts → deploy/); this independent derivation of the same view (sites,
- * holders, genesis bases, key authority, links, the demo's named scenarios) lets tests check the
- * example deployment's shape without starting anything. Pure.
+ * The demo's contract: the named scenarios (the writer's AZ; its region; both failure regions at
+ * once) and the sequential timeline. One definition for the controllers `custody init` configures
+ * and for `topologyOf`. Pure.
  */
-export function topologyOf(d: Deployment, volume = d.volume): VolumeTopology {
+export function demoContract(d: Deployment): { scenarios: Scenario[]; timelines: Timeline[] } {
   const names = scenarioNames(d);
   const writerAz = d.sites.find((s) => s.id === d.writer.site)!.az;
   const lose = (domain: string) => ({ domain, kind: "site_destruction" as const });
@@ -226,6 +225,17 @@ export function topologyOf(d: Deployment, volume = d.volume): VolumeTopology {
       ],
     },
   ];
+  return { scenarios, timelines };
+}
+
+/**
+ * Test-only: the running demo's controllers get their topology from `custody init`
+ * (demo/custody-deployment.ts → deploy/); this independent derivation of the same view (sites,
+ * holders, genesis bases, key authority, links, the demo's named scenarios) lets tests check the
+ * example deployment's shape without starting anything. Pure.
+ */
+export function topologyOf(d: Deployment, volume = d.volume): VolumeTopology {
+  const { scenarios, timelines } = demoContract(d);
   return {
     volume,
     lanes: [d.lane],

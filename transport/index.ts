@@ -1,5 +1,6 @@
 // Public surface of transport/. Other folders import from here, never from the NATS client.
 export * from "./transport.ts";
+export * from "./transport-decorator.ts";
 export * from "./transport-error.ts";
 export * from "./nats-connection.ts";
 export * from "./nats-transport.ts";

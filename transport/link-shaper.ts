@@ -9,10 +9,11 @@ import { context as otelContext, ROOT_CONTEXT, SpanKind, trace, type Tracer } fr
 import type { Clock } from "../core/index.ts";
 import { CustodyError } from "../core/index.ts";
 import { extractTraceContext, injectTraceContext } from "./trace-context.ts";
-import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "./transport.ts";
+import type { PublishOptions, Transport } from "./transport.ts";
 import { headerValue, type MessageHeaders } from "./transport.ts";
 import { encodeUnitMessage, readUnitMessage } from "./unit-frames.ts";
 import { decodeAny, parseSubject, type WireUnit } from "../protocol/index.ts";
+import { TransportDecorator } from "./transport-decorator.ts";
 
 /** Shape of one directed link. */
 export interface LinkProfile {
@@ -81,7 +82,7 @@ export interface ShapedTransportOptions {
  * Decorates `inner`: publishes whose route is known are delayed per link; everything else
  * (credits, receipts, requests) passes straight through. Subscriptions are the inner ones.
  */
-export class ShapedTransport implements Transport {
+export class ShapedTransport extends TransportDecorator {
   private readonly queues = new Map<string, LinkQueue>();
   private readonly pending = new Map<unknown, () => void>();
   private idle: (() => void)[] = [];
@@ -89,12 +90,10 @@ export class ShapedTransport implements Transport {
   readonly stats = { shaped: 0, delayMs: 0 };
 
   constructor(
-    private readonly inner: Transport,
+    inner: Transport,
     private readonly opts: ShapedTransportOptions,
-  ) {}
-
-  get name(): string {
-    return this.inner.name;
+  ) {
+    super(inner);
   }
 
   /** Messages held back right now (in flight on a shaped link). */
@@ -102,7 +101,7 @@ export class ShapedTransport implements Transport {
     return this.pending.size;
   }
 
-  publish(subject: string, data: Uint8Array, opts?: PublishOptions): void {
+  override publish(subject: string, data: Uint8Array, opts?: PublishOptions): void {
     const route = this.opts.route(subject);
     if (route === undefined) return this.inner.publish(subject, data, opts);
     const key = `${this.opts.fromSite}>${route.toSite}`;
@@ -151,26 +150,14 @@ export class ShapedTransport implements Transport {
     this.pending.set(id, fire);
   }
 
-  subscribe(subject: string, handler: MessageHandler, opts?: SubscribeOptions): TransportSubscription {
-    return this.inner.subscribe(subject, handler, opts);
-  }
-
-  request(subject: string, data: Uint8Array, opts: RequestOptions): Promise<InboundMessage> {
-    return this.inner.request(subject, data, opts);
-  }
-
-  respond(msg: InboundMessage, data: Uint8Array, opts?: { headers?: Record<string, string> }): void {
-    this.inner.respond(msg, data, opts);
-  }
-
   /** Resolves once every held-back message was handed to the inner transport and flushed. */
-  async flush(): Promise<void> {
+  override async flush(): Promise<void> {
     if (this.pending.size > 0) await new Promise<void>((r) => this.idle.push(r));
     await this.inner.flush();
   }
 
   /** Delivers what is still held back (a clean shutdown drains its links), then closes the inner transport. */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     for (const [id, fire] of [...this.pending]) {
       this.opts.clock.clearTimeout(id);
       fire();
