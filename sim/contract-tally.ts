@@ -60,7 +60,7 @@ export class ContractTally {
   strikesChecked = 0;
   private lastDestructiveAt = -Infinity;
   private readonly open: OpenStrike[] = [];
-  private readonly done: { strike: OpenStrike; inBudget: boolean }[] = [];
+  private readonly done: { strike: OpenStrike; inBudget: boolean; doneAt: number }[] = [];
   private readonly outsideTally = new Map<string, number>();
   private unmetBefore = 0;
   /** Latest cut reported per required scenario (fresh evidence only; -1 otherwise). */
@@ -100,7 +100,7 @@ export class ContractTally {
       r.lastCuts = new Map(cuts);
       if (r.expected.every((s) => (cuts.get(s) ?? -1) >= r.target)) {
         this.open.splice(i, 1);
-        this.done.push({ strike: r, inBudget: nowMs - r.at <= this.settleMs + r.extraMs });
+        this.done.push({ strike: r, inBudget: nowMs - r.at <= this.settleMs + r.extraMs, doneAt: nowMs });
       }
     }
     if (!this.inContract(nowMs)) return;
@@ -169,7 +169,7 @@ export class ContractTally {
       if (d.inBudget) inBudget++;
       else {
         late++;
-        failures.push(describe(d.strike, "late"));
+        failures.push(`${describe(d.strike, "late")} (back after ${((d.doneAt - d.strike.at) / 1000).toFixed(3)} s, budget ${((this.settleMs + d.strike.extraMs) / 1000).toFixed(3)} s)`);
       }
     }
     for (const r of this.open) {
