@@ -18,14 +18,23 @@ const firstSeed = Number(firstSeedArg ?? 1);
 const seeds = Number(seedsArg ?? 10);
 const rounds = Number(roundsArg ?? 20);
 const outDir = outArg ?? join(tmpdir(), "sigkill-stress-failures");
+/** SIGKILL_STRESS_FIXED=1 parses every line up to 'close' (the fix); default: only what 'exit' saw, as the test did. */
+const exitOnly = process.env.SIGKILL_STRESS_FIXED !== "1";
+let roundsWithLateLines = 0;
+let lateIssueLines = 0;
 
-/** Same as the test: start the writer, SIGKILL it `killAfterMs` after its first ack; returns its complete lines. */
-function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: number): Promise<string[]> {
+/**
+ * Like the test (its lines are what stdout held when 'exit' fired), but it also waits for 'close'
+ * and returns the lines that arrived only after 'exit': Node may emit 'exit' before the child's
+ * last stdout chunks have been read.
+ */
+function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: number): Promise<{ lines: string[]; lateLines: string[] }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", WRITER, dir, String(idBase), String(seed), barrier], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     let armed = false;
+    let atExit: string | undefined;
     child.stdout.on("data", (d: Buffer) => {
       out += d.toString();
       if (!armed && out.includes("\nack ")) {
@@ -35,11 +44,14 @@ function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: numb
     });
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     child.on("error", reject);
-    child.on("exit", (code, signal) => {
+    child.on("exit", () => (atExit = out));
+    child.on("close", (code, signal) => {
       if (signal !== "SIGKILL") return reject(new Error(`writer exited ${code} ${signal}: ${err}`));
-      const lines = out.split("\n");
+      const lines = (atExit ?? out).split("\n");
       lines.pop();
-      resolve(lines);
+      const all = out.split("\n");
+      all.pop();
+      resolve({ lines: exitOnly ? lines : all, lateLines: all.slice(lines.length) });
     });
   });
 }
@@ -80,7 +92,11 @@ async function runSeed(seed0: number): Promise<{ acked: number; failure?: unknow
     for (let round = 0; round < rounds; round++) {
       seedRnd = (seedRnd * 1103515245 + 12345) % 2 ** 31;
       const killAfter = 5 + (seedRnd % 120);
-      const lines = await runAndKill(dir, round * 1_000_000 + 1, seedRnd, killAfter);
+      const { lines, lateLines } = await runAndKill(dir, round * 1_000_000 + 1, seedRnd, killAfter);
+      if (lateLines.length > 0) roundsWithLateLines++;
+      const late = lateLines.filter((l) => l.startsWith("issue "));
+      lateIssueLines += late.length;
+      const lateIds = late.map((l) => Number(l.split(" ")[1]));
       for (const line of lines) {
         const [kind, a, b] = line.split(" ");
         if (kind === "issue") {
@@ -109,11 +125,12 @@ async function runSeed(seed0: number): Promise<{ acked: number; failure?: unknow
           const allowed = h.ids.slice(Math.max(0, h.acked));
           const ok = allowed.some((id) => got.equals(blockFor(id))) || (h.acked < 0 && got.every((x) => x === 0));
           if (ok) continue;
-          const gotId = h.ids.find((id) => got.equals(blockFor(id)));
+          const gotId = h.ids.find((id) => got.equals(blockFor(id))) ?? lateIds.find((id) => got.equals(blockFor(id)));
+          const gotLateIssuedId = lateIds.includes(gotId ?? -1);
           const extent = await readFile(join(before, VolumeFiles.extent));
           const files = (await describeFiles(before, lba)) as { records: { phys: number }[] };
           const blocks = await Promise.all(files.records.map((r) => whoseBlock(extent, r.phys, h.ids)));
-          problems.push({ lba, ackedId: h.ids[h.acked], issuedIds: h.ids, gotId, files, blockHolds: blocks });
+          problems.push({ lba, ackedId: h.ids[h.acked], issuedIds: h.ids, gotId, gotLateIssuedId, lateLines, files, blockHolds: blocks });
         }
         if (problems.length === 0) continue;
         await mkdir(outDir, { recursive: true });
@@ -141,4 +158,4 @@ for (let s = firstSeed; s < firstSeed + seeds; s++) {
   if (r.failure) failures.push(r.failure);
   console.log(`${barrier} seed ${s}: ${r.failure ? "FAIL " + JSON.stringify(r.failure) : "ok"} (acked ${r.acked})`);
 }
-console.log(JSON.stringify({ barrier, firstSeed, seeds, rounds, roundsRun: seeds * rounds, ackedChecked: acked, failures: failures.length }));
+console.log(JSON.stringify({ barrier, firstSeed, seeds, rounds, exitOnly, ackedChecked: acked, failures: failures.length, roundsWithLateLines, lateIssueLines }));
