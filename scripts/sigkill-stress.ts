@@ -156,6 +156,6 @@ for (let s = firstSeed; s < firstSeed + seeds; s++) {
   const r = await runSeed(s);
   acked += r.acked;
   if (r.failure) failures.push(r.failure);
-  console.log(`${barrier} seed ${s}: ${r.failure ? "FAIL " + JSON.stringify(r.failure) : "ok"} (acked ${r.acked})`);
+  console.log(`${barrier} seed ${s}: ${r.failure ? "FAIL " + JSON.stringify(r.failure) : "ok"} (acked ${r.acked}; rounds with late lines so far ${roundsWithLateLines}, late issue lines ${lateIssueLines})`);
 }
 console.log(JSON.stringify({ barrier, firstSeed, seeds, rounds, exitOnly, ackedChecked: acked, failures: failures.length, roundsWithLateLines, lateIssueLines }));
