@@ -2,14 +2,14 @@
 // with many seeds and kill delays, and on a lost acknowledged write records everything needed to
 // explain it (pre-recovery copy of the files, recovery report, the LBA's WAL records, checkpoints,
 // the writer's output). Usage:
-//   nice -n 10 npx tsx scripts/sigkill-stress.ts <per-batch|sync-cache> <firstSeed> <seeds> [rounds=20] [outDir]
+//   [SIGKILL_STRESS_SOURCE=log|exit|close] nice -n 10 npx tsx scripts/sigkill-stress.ts <per-batch|sync-cache> <firstSeed> <seeds> [rounds=20] [outDir]
 // Prints one line per seed and, at the end, a JSON summary on the last line.
-import { spawn } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeCheckpoint, decodeHeader, decodeRecord, SmartWalVolume, VolumeFiles, type ExtentBarrier } from "../volume/index.ts";
 import { blockFor } from "../test/volume/fixtures/block-pattern.ts";
+import { runAndKill } from "../test/volume/fixtures/run-and-kill.ts";
 
 const WRITER = new URL("../test/volume/fixtures/crash-writer.ts", import.meta.url).pathname;
 const [barrierArg, firstSeedArg, seedsArg, roundsArg, outArg] = process.argv.slice(2);
@@ -18,43 +18,13 @@ const firstSeed = Number(firstSeedArg ?? 1);
 const seeds = Number(seedsArg ?? 10);
 const rounds = Number(roundsArg ?? 20);
 const outDir = outArg ?? join(tmpdir(), "sigkill-stress-failures");
-/** SIGKILL_STRESS_FIXED=1 parses every line up to 'close' (the fix); default: only what 'exit' saw, as the test did. */
-const exitOnly = process.env.SIGKILL_STRESS_FIXED !== "1";
-let roundsWithLateLines = 0;
-let lateIssueLines = 0;
-
 /**
- * Like the test (its lines are what stdout held when 'exit' fired), but it also waits for 'close'
- * and returns the lines that arrived only after 'exit': Node may emit 'exit' before the child's
- * last stdout chunks have been read.
+ * Which writer statements the check believes: "log" (default, what the test uses now: the statement
+ * log), "exit" (stdout lines seen at the 'exit' event: the test before the fix) or "close".
  */
-function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: number): Promise<{ lines: string[]; lateLines: string[] }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", WRITER, dir, String(idBase), String(seed), barrier], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    let armed = false;
-    let atExit: string | undefined;
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (!armed && out.includes("\nack ")) {
-        armed = true;
-        setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-      }
-    });
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    child.on("error", reject);
-    child.on("exit", () => (atExit = out));
-    child.on("close", (code, signal) => {
-      if (signal !== "SIGKILL") return reject(new Error(`writer exited ${code} ${signal}: ${err}`));
-      const lines = (atExit ?? out).split("\n");
-      lines.pop();
-      const all = out.split("\n");
-      all.pop();
-      resolve({ lines: exitOnly ? lines : all, lateLines: all.slice(lines.length) });
-    });
-  });
-}
+const source = (process.env.SIGKILL_STRESS_SOURCE ?? "log") as "log" | "exit" | "close";
+/** Rounds in which stdout (at 'exit' / at 'close') lacked "issue" statements the log has, and how many. */
+const missing = { exitRounds: 0, exitIssues: 0, closeRounds: 0, closeIssues: 0 };
 
 /** Every valid ring record naming `lba`, and both checkpoints' LSN/sequence and their mapping of it, read from a file copy. */
 async function describeFiles(dir: string, lba: number): Promise<unknown> {
@@ -92,11 +62,18 @@ async function runSeed(seed0: number): Promise<{ acked: number; failure?: unknow
     for (let round = 0; round < rounds; round++) {
       seedRnd = (seedRnd * 1103515245 + 12345) % 2 ** 31;
       const killAfter = 5 + (seedRnd % 120);
-      const { lines, lateLines } = await runAndKill(dir, round * 1_000_000 + 1, seedRnd, killAfter);
-      if (lateLines.length > 0) roundsWithLateLines++;
-      const late = lateLines.filter((l) => l.startsWith("issue "));
-      lateIssueLines += late.length;
-      const lateIds = late.map((l) => Number(l.split(" ")[1]));
+      const run = await runAndKill(WRITER, [dir, String(round * 1_000_000 + 1), String(seedRnd), barrier], `${dir}.statements`, killAfter);
+      const issues = (ls: string[]) => ls.filter((l) => l.startsWith("issue ")).length;
+      const logged = issues(run.statements);
+      const atExit = logged - issues(run.stdoutAtExit);
+      const atClose = logged - issues(run.stdoutAtClose);
+      if (atExit > 0) (missing.exitRounds++, (missing.exitIssues += atExit));
+      if (atClose > 0) (missing.closeRounds++, (missing.closeIssues += atClose));
+      const lines = source === "exit" ? run.stdoutAtExit : source === "close" ? run.stdoutAtClose : run.statements;
+      // Statements the checked source lacks (only the log is complete).
+      const seen = new Set(lines);
+      const lateLines = run.statements.filter((l) => !seen.has(l));
+      const lateIds = lateLines.filter((l) => l.startsWith("issue ")).map((l) => Number(l.split(" ")[1]));
       for (const line of lines) {
         const [kind, a, b] = line.split(" ");
         if (kind === "issue") {
@@ -147,6 +124,7 @@ async function runSeed(seed0: number): Promise<{ acked: number; failure?: unknow
   } finally {
     await rm(dir, { recursive: true, force: true });
     await rm(`${dir}-before`, { recursive: true, force: true });
+    await rm(`${dir}.statements`, { force: true });
   }
 }
 
@@ -156,6 +134,6 @@ for (let s = firstSeed; s < firstSeed + seeds; s++) {
   const r = await runSeed(s);
   acked += r.acked;
   if (r.failure) failures.push(r.failure);
-  console.log(`${barrier} seed ${s}: ${r.failure ? "FAIL " + JSON.stringify(r.failure) : "ok"} (acked ${r.acked}; rounds with late lines so far ${roundsWithLateLines}, late issue lines ${lateIssueLines})`);
+  console.log(`${barrier} seed ${s}: ${r.failure ? "FAIL " + JSON.stringify(r.failure) : "ok"} (acked ${r.acked}; so far stdout lacked logged issues: at exit ${missing.exitRounds} rounds/${missing.exitIssues} issues, at close ${missing.closeRounds}/${missing.closeIssues})`);
 }
-console.log(JSON.stringify({ barrier, firstSeed, seeds, rounds, exitOnly, ackedChecked: acked, failures: failures.length, roundsWithLateLines, lateIssueLines }));
+console.log(JSON.stringify({ barrier, firstSeed, seeds, rounds, source, ackedChecked: acked, failures: failures.length, missingFromStdout: missing }));
