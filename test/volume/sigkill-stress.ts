@@ -2,16 +2,16 @@
 // with many seeds and kill delays, and on a lost acknowledged write records everything needed to
 // explain it (pre-recovery copy of the files, recovery report, the LBA's WAL records, checkpoints,
 // the writer's output). Usage:
-//   [SIGKILL_STRESS_SOURCE=log|exit|close] nice -n 10 npx tsx scripts/sigkill-stress.ts <per-batch|sync-cache> <firstSeed> <seeds> [rounds=20] [outDir]
+//   [SIGKILL_STRESS_SOURCE=log|exit|close] nice -n 10 npx tsx test/volume/sigkill-stress.ts <per-batch|sync-cache> <firstSeed> <seeds> [rounds=20] [outDir]
 // Prints one line per seed and, at the end, a JSON summary on the last line.
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { decodeCheckpoint, decodeHeader, decodeRecord, SmartWalVolume, VolumeFiles, type ExtentBarrier } from "../volume/index.ts";
-import { blockFor } from "../test/volume/fixtures/block-pattern.ts";
-import { runAndKill } from "../test/volume/fixtures/run-and-kill.ts";
+import { decodeCheckpoint, decodeHeader, decodeRecord, SmartWalVolume, VolumeFiles, type ExtentBarrier } from "../../volume/index.ts";
+import { blockFor } from "./fixtures/block-pattern.ts";
+import { runAndKill } from "./fixtures/run-and-kill.ts";
 
-const WRITER = new URL("../test/volume/fixtures/crash-writer.ts", import.meta.url).pathname;
+const WRITER = new URL("./fixtures/crash-writer.ts", import.meta.url).pathname;
 const [barrierArg, firstSeedArg, seedsArg, roundsArg, outArg] = process.argv.slice(2);
 const barrier: ExtentBarrier = barrierArg === "sync-cache" ? "sync-cache" : "per-batch";
 const firstSeed = Number(firstSeedArg ?? 1);
