@@ -1,37 +1,12 @@
 import test, { type ExecutionContext } from "ava";
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SmartWalVolume, type ExtentBarrier } from "../../volume/index.ts";
 import { blockFor } from "./fixtures/block-pattern.ts";
+import { runAndKill } from "./fixtures/run-and-kill.ts";
 
 const WRITER = new URL("./fixtures/crash-writer.ts", import.meta.url).pathname;
-
-/** Runs the writer until it has acknowledged something, then SIGKILLs it after a random delay; returns its complete stdout lines. */
-function runAndKill(dir: string, idBase: number, seed: number, killAfterMs: number, barrier: ExtentBarrier): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", WRITER, dir, String(idBase), String(seed), barrier], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    let armed = false;
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (!armed && out.includes("\nack ")) {
-        armed = true;
-        setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-      }
-    });
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      if (signal !== "SIGKILL") return reject(new Error(`writer exited ${code} ${signal}: ${err}`));
-      const lines = out.split("\n");
-      lines.pop(); // a line cut by the kill is not a statement
-      resolve(lines);
-    });
-  });
-}
 
 /** 20 rounds of write → SIGKILL → reopen and check, with the writer using `barrier`. */
 async function sigkillRounds(t: ExecutionContext, barrier: ExtentBarrier): Promise<void> {
@@ -45,7 +20,9 @@ async function sigkillRounds(t: ExecutionContext, barrier: ExtentBarrier): Promi
     let totalAcked = 0;
     for (let round = 0; round < 20; round++) {
       seedRnd = (seedRnd * 1103515245 + 12345) % 2 ** 31;
-      const lines = await runAndKill(dir, round * 1_000_000 + 1, seedRnd, 5 + (seedRnd % 120), barrier);
+      // The writer's statements come from its statement log, not its stdout: see fixtures/statement-log.ts.
+      const args = [dir, String(round * 1_000_000 + 1), String(seedRnd), barrier];
+      const lines = (await runAndKill(WRITER, args, `${dir}.statements`, 5 + (seedRnd % 120))).statements;
       for (const line of lines) {
         const [kind, a, b] = line.split(" ");
         if (kind === "issue") {
@@ -81,6 +58,7 @@ async function sigkillRounds(t: ExecutionContext, barrier: ExtentBarrier): Promi
     t.true(totalAcked > 20);
   } finally {
     await rm(dir, { recursive: true, force: true });
+    await rm(`${dir}.statements`, { force: true });
   }
 }
 
