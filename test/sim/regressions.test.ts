@@ -73,14 +73,3 @@ for (const r of REGRESSIONS) {
   }
 }
 
-// Known and not yet fixed (found by the 930001.. sweep; the same trace at the previous stop's
-// code): a writer restarted after power:use1 does not get the units its single disk holder lost
-// with its RAM (72..87) into the holder's new incarnation; only the writer's next restart does,
-// 13.0 s after the strike against an 8 s budget. `test.failing` keeps it visible: it turns red,
-// on purpose, the day the fix lands — then move the seed into REGRESSIONS above.
-test.failing("regression sim seed 930138 (seed schedule, known open): liveness late: after power:use1 the single disk holder's cut stays at 71 until the writer's next restart (13.0 s > 8 s budget)", async (t) => {
-  const run = await runActorWorld(930138, {});
-  t.is(run.violation, undefined, run.violation?.message);
-  t.deepEqual(run.errors ?? [], []);
-  t.is(run.recovery.late + run.recovery.never, 0, run.recovery.failures.join("; "));
-});
