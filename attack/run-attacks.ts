@@ -42,21 +42,33 @@ function custodyMax(s: NetworkState, holder: string, laneKey: string): number {
   return Math.max(figure(s, `holder/${holder}`, `${laneKey}.retainedMax`), figure(s, `holder/${holder}`, `${laneKey}.releasedMax`));
 }
 
-/** Waits until the writer wrote past what it had at `from` and both holders took custody of it, and the controller evaluated again. */
-async function stillServing(read: () => Promise<NetworkState>, from: NetworkState, laneKey: string): Promise<boolean> {
+/**
+ * Waits until the writer wrote past what it had at `from`, both holders took custody of it, and the
+ * controller evaluated again. Each condition is remembered once seen: a stats reply that misses one
+ * read's window (a loaded machine) must not hide progress another read saw. Returns what never
+ * happened, or undefined when all did.
+ */
+async function stillServing(read: () => Promise<NetworkState>, from: NetworkState, laneKey: string): Promise<string | undefined> {
   const head = figure(from, "writer/w1", "head");
   const evals = figure(from, "controller/ctl-1", "evaluations");
+  const seen = { writer: 0, "h-e1": 0, "h-w1": 0, evaluations: 0 };
   const end = Date.now() + SERVING_MS;
   for (;;) {
     const s = await read();
-    const newHead = figure(s, "writer/w1", "head");
-    if (newHead > head && ["h-e1", "h-w1"].every((h) => custodyMax(s, h, laneKey) > head) && figure(s, "controller/ctl-1", "evaluations") > evals) return true;
-    if (Date.now() > end) return false;
+    seen.writer = Math.max(seen.writer, figure(s, "writer/w1", "head"));
+    for (const h of ["h-e1", "h-w1"] as const) seen[h] = Math.max(seen[h], custodyMax(s, h, laneKey));
+    seen.evaluations = Math.max(seen.evaluations, figure(s, "controller/ctl-1", "evaluations"));
+    const missing = [
+      ...(seen.writer > head ? [] : [`writer head stayed at ${seen.writer} (was ${head})`]),
+      ...(["h-e1", "h-w1"] as const).filter((h) => seen[h] <= head).map((h) => `${h} custody stayed at ${seen[h]} (writer head was ${head})`),
+      ...(seen.evaluations > evals ? [] : [`controller evaluations stayed at ${seen.evaluations}`]),
+    ];
+    if (missing.length === 0) return undefined;
+    if (Date.now() > end) return `${missing.join("; ")}; processes answering: ${Object.keys(s.processes).sort().join(", ")}`;
     await new Promise((r) => setTimeout(r, 250));
   }
 }
 
-/** Runs every attack (or those whose name matches `only`) against a fresh secured network. */
 export async function runAttacks(o: { only?: RegExp; log?: (line: string) => void } = {}): Promise<AttackReport> {
   const log = o.log ?? (() => undefined);
   const timings = timeDecoders(networkDecoders());
@@ -76,7 +88,8 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
     const read = () => reader!.read();
     const laneKey = `${net.volume}/${net.lane}`;
     log("network up: waiting for receipted writes");
-    if (!(await stillServing(read, await read(), laneKey))) throw new Error(`the network never served a write\n${net.logs()}`);
+    const notServing = await stillServing(read, await read(), laneKey);
+    if (notServing !== undefined) throw new Error(`the network never served a write: ${notServing}\n${net.logs()}`);
     // Counters that move in a quiet interval are progress, not rejections.
     const progress = new Set<string>();
     const q0 = await read();
@@ -102,9 +115,13 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
       } catch (err) {
         evidence = `attack failed to run: ${(err as Error).message}`;
       }
-      const serving = await stillServing(read, before, laneKey);
+      const notServing = await stillServing(read, before, laneKey);
+      const serving = notServing === undefined;
       changed.push(...invariantChanges(before, await read()));
-      if (!serving) changed.push("an actor stopped serving");
+      if (!serving) {
+        changed.push(`an actor stopped serving: ${notServing}`);
+        log(`not serving after ${attack.name}; process logs:\n${net.logs().slice(-6000)}`);
+      }
       rows.push({ attack: attack.name, refused, evidence, changed, serving });
       log(`${refused && changed.length === 0 ? "refused" : "NOT REFUSED"}  ${attack.name}: ${evidence}${changed.length ? ` — changed: ${changed.join("; ")}` : ""}`);
     }

@@ -3,6 +3,7 @@ import { nodeFileLayer } from "../../core/file-layer.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { readControlLogHead } from "../../runtime/control-log-head.ts";
 import { controllerRoleSchema, type ControllerRoleConfig } from "../../runtime/role-config.ts";
+import { listProcesses } from "../../runtime/process-stats.ts";
 import { runController } from "../../runtime/run-controller.ts";
 import { initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
@@ -73,4 +74,25 @@ test.serial("without controlLogRegion a controller opens its own region's log, a
 
 test("a controller config with an empty controlLogRegion is refused", (t) => {
   t.false(controllerRoleSchema.safeParse({ role: "controller", nats: { servers: "x" }, controlLogRegion: "", controller: {} }).success);
+});
+
+test.serial("regression attack-row stall: a controller's `evaluations` figure is a running total, so two stats reads never see it go down", async (t) => {
+  const { nc } = t.context;
+  await initJetStreamControlLog(nc, { region: "east-vol-e" });
+  const c = await runController(controllerConfig(t.context.nats.url, "ctl-e", tempDir("custody-ctl-e-"), "east-vol-e"));
+  t.teardown(() => c.stop());
+  await c.controller.core.commit(() => admit("h1"));
+  const evaluations = async () => {
+    const { stats } = await listProcesses(nc, { waitMs: 300 });
+    return stats.find((p) => p.role === "controller" && p.id === "ctl-e")?.figures["evaluations"] ?? -1;
+  };
+  // Stats reads used to drain the evaluation window, so a reader that compared two reads saw the count fall.
+  const seen: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    seen.push(await evaluations());
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  t.true(seen.every((v, i) => i === 0 || v >= seen[i - 1]!), `evaluations read: ${seen.join(", ")}`);
+  t.true(seen.at(-1)! <= c.controller.core.counters.get("evaluations"), "the figure is the controller's own total, read a moment earlier");
+  t.true(seen.at(-1)! > 0, "the controller evaluated");
 });
