@@ -26,7 +26,8 @@ test.serial("a serving process answers the services client's ping, info and stat
   let units = 5;
   const served = serveProcessStats(a, "holder", () => ({ id: "h-9", incarnation: 2, counters: { units }, figures: { retainedBytes: 64 } }));
   await served.registered;
-  const client = serviceClient(asker.connection, 500);
+  // Discovery collects the replies that arrive within the wait: generous, since a loaded machine answers late.
+  const client = serviceClient(asker.connection, 2_000);
   const pings = await collect(await client.ping("custody-holder"));
   t.deepEqual(pings.map((p) => [p.name, p.metadata?.["role"], p.metadata?.["id"], p.metadata?.["incarnation"], p.metadata?.["pid"]]), [["custody-holder", "holder", "h-9", "2", String(process.pid)]]);
   const infos = await collect(await client.info("custody-holder"));
@@ -36,7 +37,7 @@ test.serial("a serving process answers the services client's ping, info and stat
   const data = stats[0]!.endpoints!.find((e) => e.name === "stats")!.data as { counters: Record<string, number>; incarnation: number };
   t.is(data.counters["units"], 6);
   t.is(data.incarnation, 2);
-  const direct = await asker.connection.request("custody.v1.svc.holder.h-9", new Uint8Array(0), { timeout: 2_000 });
+  const direct = await asker.connection.request("custody.v1.svc.holder.h-9", new Uint8Array(0), { timeout: 15_000 });
   t.is((direct.json() as { id: string }).id, "h-9", "the stats endpoint answers a plain request too");
 
   served.unsubscribe();

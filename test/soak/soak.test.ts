@@ -29,9 +29,10 @@ test("the soak's checks fail a growing process, a slowing evaluation and a growi
 });
 
 test("a one-minute soak on real processes builds rolling bases, releases below them and leaves nothing running", async (t) => {
-  const r = await runSoak({ minutes: 1, rate: 200, sampleS: 10, baseEverySeqs: 2_000, log: (l) => t.log(l) });
+  // A base every 500 sequences: even a machine loaded to a tenth of the asked rate builds one in the minute.
+  const r = await runSoak({ minutes: 1, rate: 100, sampleS: 10, baseEverySeqs: 500, log: (l) => t.log(l) });
   t.log(JSON.stringify({ ...r, per_minute: undefined }));
-  t.true(r.writes >= 2_000, `writes: ${r.writes}`);
+  t.true(r.writes > 500, `writes: ${r.writes}`);
   t.true(r.bases >= 1, `bases: ${r.bases}`);
   t.true(r.releases > 0, `releases: ${r.releases}`);
   t.is(r.per_minute.length, 1);
