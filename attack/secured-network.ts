@@ -3,20 +3,20 @@
  * regions on loopback; a RAM holder and the writer and controller in east, a disk holder in west),
  * its nats-servers, `custody bootstrap`, and every role as a `custody run` process.
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
-import { DeployedProcess, freePort, natsServerBin } from "../testing/index.ts";
+import { runCliCaptured } from "../cli/index.ts";
+import { DeployedProcess, loopbackDeployment, natsServerBin } from "../testing/index.ts";
 
-const run = promisify(execFile);
 /** Generous bound: it only ends a hung start, it measures nothing. */
 const READY_MS = 90_000;
 
-/** `custody <args>` as the operator runs it; resolves with stdout. */
+/** `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a non-zero exit. */
 export async function custody(args: readonly string[]): Promise<string> {
-  return (await run(process.execPath, ["--import", "tsx", "cli/main.ts", ...args], { cwd: process.cwd(), maxBuffer: 16 << 20 })).stdout;
+  const r = await runCliCaptured(args);
+  if (r.code !== 0) throw new Error(`custody ${args.join(" ")} exited ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
 }
 
 /** The instances and files of the running network. */
@@ -39,27 +39,6 @@ export interface SecuredNetwork {
   stop(): Promise<void>;
 }
 
-async function deploymentFile(dir: string): Promise<Record<string, unknown>> {
-  const region = async (name: string) => ({ host: "127.0.0.1", port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort(), jetstreamDir: join(dir, "js", name) });
-  return {
-    controlRegion: "ctl",
-    regions: { east: await region("east"), west: await region("west") },
-    sites: {
-      "s-w": { region: "east", az: "east-az1", host: "w-host" },
-      "s-e1": { region: "east", az: "east-az2", host: "e1-host" },
-      "s-w1": { region: "west", az: "west-az1", host: "w1-host" },
-      "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
-    },
-    network: { bandwidthBytesPerSec: 125_000_000 },
-    holders: [
-      { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume: "vol-a", lane: "l0", upstream: ["w1"] }] },
-      { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume: "vol-a", lane: "l0", upstream: ["w1"] }] },
-    ],
-    volumes: [{ id: "vol-a", blockCount: 256, writer: { id: "w1", site: "s-w", region: "east", workload: { intervalMs: 100 }, drainDeadlineMs: 5_000 }, recoverySite: "s-vault" }],
-    controllers: [{ id: "ctl-1", volume: "vol-a", region: "east", evalIntervalMs: 100 }],
-  };
-}
-
 async function getJson(url: string): Promise<any> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
@@ -72,7 +51,8 @@ async function getJson(url: string): Promise<any> {
 /** Writes the deployment, starts it and waits until every role serves. `keep` leaves the files behind. */
 export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<SecuredNetwork> {
   const dir = mkdtempSync(join(tmpdir(), "custody-attack-"));
-  const d = await deploymentFile(dir);
+  // The deployment tests' two-region network, with the attack's own volume and no base builder.
+  const d = await loopbackDeployment(dir, { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false });
   writeFileSync(join(dir, "deployment.json"), JSON.stringify(d));
   const out = join(dir, "out");
   await custody(["init", join(dir, "deployment.json"), "--out", out]);

@@ -6,3 +6,4 @@ export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluste
 export { bootstrapControlLog, writeHolderRole, writeWriterRole } from "./role-files.ts";
 export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
+export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";

@@ -12,7 +12,7 @@ import { parseDeployment } from "../../deploy/deployment-schema.ts";
 import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
 import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { loopbackDeployment } from "./loopback-deployment.ts";
+import { loopbackDeployment } from "../../testing/index.ts";
 import { readNkeySeed } from "../../security/nkey-seed.ts";
 import { custodyCli } from "../helpers/custody-cli.ts";
 

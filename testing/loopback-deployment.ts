@@ -1,0 +1,52 @@
+import { join } from "node:path";
+import { freePort } from "./nats-server.ts";
+
+/** Choices of {@link loopbackDeployment}; the defaults are the deployment tests' network. */
+export interface LoopbackDeploymentOptions {
+  readonly volume?: string;
+  readonly metrics?: boolean;
+  readonly workloadIntervalMs?: number;
+  readonly drainDeadlineMs?: number;
+  readonly coverageGraceMs?: number;
+  /** A base builder beside the west disk holder (default true). */
+  readonly baseBuilder?: boolean;
+  readonly extraRegions?: readonly string[];
+}
+
+/**
+ * A two-region `custody init` deployment file on loopback: east (writer, a RAM holder, the
+ * controller) and west (a disk holder, by default with a base builder beside it). Both holders are
+ * first hops of the writer. Every port is a free loopback port; JetStream lives under `dir`.
+ * `extraRegions` adds NATS regions with no role in them. Used by the deployment tests and the
+ * attack harness.
+ */
+export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptions = {}): Promise<Record<string, unknown>> {
+  const volume = o.volume ?? "vol-d";
+  const region = async (name: string) => ({ host: "127.0.0.1", port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort(), jetstreamDir: join(dir, "js", name) });
+  const metrics = async () => (o.metrics ? { metrics: { port: await freePort() } } : {});
+  return {
+    controlRegion: "ctl",
+    regions: Object.fromEntries(await Promise.all(["east", "west", ...(o.extraRegions ?? [])].map(async (r) => [r, await region(r)] as const))),
+    sites: {
+      "s-w": { region: "east", az: "east-az1", host: "w-host" },
+      "s-e1": { region: "east", az: "east-az2", host: "e1-host" },
+      "s-w1": { region: "west", az: "west-az1", host: "w1-host" },
+      "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
+    },
+    network: { bandwidthBytesPerSec: 125_000_000 },
+    holders: [
+      { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
+      { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
+    ],
+    volumes: [
+      {
+        id: volume,
+        blockCount: 256,
+        writer: { id: "w1", site: "s-w", region: "east", ...(await metrics()), workload: { intervalMs: o.workloadIntervalMs ?? 20 }, drainDeadlineMs: o.drainDeadlineMs ?? 10_000 },
+        recoverySite: "s-vault",
+      },
+    ],
+    controllers: [{ id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) }],
+    ...(o.baseBuilder === false ? {} : { baseBuilders: [{ holder: "h-w1", volume, lane: "l0", intervalMs: 1_000, minNewSeqs: 64, ...(await metrics()) }] }),
+  };
+}
