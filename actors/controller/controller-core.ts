@@ -108,10 +108,10 @@ export class ControllerCore {
         transport: ports.transport,
         clock: ports.clock,
         counters: this.counters,
-        beginRecovery: (r) => this.beginRecovery(r),
-        endRecovery: (id) => this.endRecovery(id),
+        beginRecovery: (r) => this.beginRecovery(r), endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
         admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, ports.clock.now()),
+        unproven: () => this.retentionAudits?.unproven() ?? new Set(),
       },
       { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000, optional: config.coverageRepair?.optional },
     );

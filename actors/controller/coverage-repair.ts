@@ -36,6 +36,8 @@ export interface CoverageRepairHost {
    * let through by the controller's spend guard; an optional one may be refused (`SpendRefusal`).
    */
   admitCopy?(c: PlannedCopy): { readonly allowed: boolean; readonly reason?: string };
+  /** Holders whose last retention audit failed: never a copy's target (they may drop what they get). */
+  unproven?(): ReadonlySet<string>;
 }
 
 /** A copy coverage repair wants to make: the gap of one lane, for the scenarios it closes. */
@@ -115,11 +117,14 @@ export class CoverageRepair {
     // Per target and lane, the union of the gaps it is the chosen home for (required when any
     // required scenario's gap is among them: the optional part then rides along).
     const plan = new Map<string, { target: string; lane: string; ranges: RangeSet; required: boolean; scenarios: string[] }>();
+    const unproven = this.host.unproven?.() ?? new Set<string>();
     for (const g of gaps) {
       const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
       const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
-      const candidates = state.holders
-        .filter((h) => s.holders[h.id]?.status === HolderStatus.active && ramSurvivesAt(state, h.site, scenario.losses) && !released(h.id).intersects(g.gap))
+      const able = state.holders.filter((h) => s.holders[h.id]?.status === HolderStatus.active && ramSurvivesAt(state, h.site, scenario.losses) && !released(h.id).intersects(g.gap));
+      if (able.some((h) => unproven.has(h.id))) this.host.counters.inc("coverage_target_unproven");
+      const candidates = able
+        .filter((h) => !unproven.has(h.id))
         .map((h) => ({ id: h.id, has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0) }))
         .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
       const target = candidates[0];

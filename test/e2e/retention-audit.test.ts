@@ -28,9 +28,10 @@ const AUDIT: RetentionAuditConfig = { everyMs: 200, unitsPerChallenge: 4, answer
 const CAUGHT_WITHIN_AUDITS = 1;
 /** Only the US-West holder survives this (optional) scenario: it shows whether its receipts count. */
 const ONLY_WEST = {
-  name: "US-East and EU lost",
+  name: "US-East, NJ and EU lost",
   losses: [
     { domain: "region:us-east", kind: "site_destruction" as const },
+    { domain: "region:us-nj", kind: "site_destruction" as const },
     { domain: "region:eu", kind: "site_destruction" as const },
   ],
   deadlineSec: 1800,
@@ -42,10 +43,12 @@ async function writeSome(d: Deployment, n: number, seed: number): Promise<number
   return (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
 }
 
-test.serial("a holder that drops retained data but keeps receipting is caught by the first audit and unproven in evaluation and status; honest holders pass", async (t) => {
+test.serial("a holder that drops retained data but keeps receipting is caught by the first audit and unproven in evaluation and status; honest holders pass; coverage repair never copies to it", async (t) => {
   const d = await deploy(t.context.supercluster, "vol-audit", "use-vol-audit", {
     holderFaults: { "h-w": { dropRetained: true } },
     controller: { retentionAudit: AUDIT },
+    // Optional scenarios are repaired too: ONLY_WEST's gap has one possible home, the cheater.
+    coverageRepair: { optional: true, graceMs: 200, retryMs: 500 },
     topology: (topo) => ({ ...topo, scenarios: [...topo.scenarios, ONLY_WEST] }),
   });
   t.context.defer(() => d.stop());
@@ -77,6 +80,12 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
   const onlyWest = evaluateState(state).reports.find((r) => r.name === ONLY_WEST.name)!;
   t.true((onlyWest.cut?.[LANE] ?? 0) < head, `with only US-West left the cut is ${JSON.stringify(onlyWest.cut)}, not ${head}`);
   t.true(onlyWest.lostSeqs > 0);
+  // Coverage repair sees that gap, and its only home is unproven: it is skipped, not chosen.
+  const skipped = d.controller.core.counters.get("coverage_target_unproven");
+  await eventually(() => d.controller.core.counters.get("coverage_target_unproven") > skipped, "coverage repair skips the unproven holder again", 10_000, () => JSON.stringify(d.controller.core.counters.snapshot()));
+  const started = d.controller.core.counters.get("coverage_copy_started");
+  await eventually(() => d.controller.core.counters.get("coverage_target_unproven") > skipped + 2, "more rounds", 10_000);
+  t.is(d.controller.core.counters.get("coverage_copy_started"), started, "no copy starts while its only target is unproven");
 
   // The status document shows both states.
   d.controller.evaluateSoon();
