@@ -50,3 +50,8 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void> | 
     }
   };
 }
+
+/** The holders a cut relies on, each with its retention-audit state when it has one (`h-nj:passed`). */
+export function contributorsText(contributors: readonly string[], audits: Readonly<Record<string, string>>): string {
+  return contributors.map((h) => (audits[h] === undefined ? h : `${h}:${audits[h]}`)).join(" ") || "-";
+}

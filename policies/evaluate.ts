@@ -1,3 +1,4 @@
+import { AuditState } from "./audit-book.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { EvaluationState, PendingForward } from "./evaluation-state.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
@@ -72,8 +73,10 @@ export interface EvaluationReport {
 }
 
 /** Validates references, then evaluates every scenario and timeline. Pure and deterministic. */
-export function evaluateState(state: EvaluationState): EvaluationReport {
-  validateEvaluationState(state);
+export function evaluateState(given: EvaluationState): EvaluationReport {
+  validateEvaluationState(given);
+  // An unproven holder (failed retention audit) may have dropped what it claims: its claims count for nothing.
+  const state = given.holders.some((h) => h.audit === AuditState.Failed) ? { ...given, holders: given.holders.map((h) => (h.audit === AuditState.Failed ? { ...h, claims: [] } : h)) } : given;
   return {
     volume: state.volume,
     asOfMs: state.asOfMs,

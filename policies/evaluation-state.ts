@@ -2,6 +2,7 @@ import type { RangeSet } from "../lanes/index.ts";
 import type { Site } from "./topology.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
 import { Residency } from "../core/index.ts";
+import type { AuditState } from "./audit-book.ts";
 import type { LinkLoad } from "./route-measurements.ts";
 
 /** Where a retained range lives on a holder (one home: core/residency.ts). */
@@ -32,6 +33,11 @@ export interface Holder {
   readonly id: string;
   readonly site: string;
   readonly claims: readonly RetainedClaim[];
+  /**
+   * The holder's retention-audit state, when audits run (policies/audit-book.ts): a `failed` holder
+   * is unproven and its claims count for nothing (evaluateState drops them); absent means not audited.
+   */
+  readonly audit?: AuditState;
 }
 
 /** A base snapshot: a consistent cut (lane → last sequence included) stored on a holder's disk. */

@@ -76,7 +76,7 @@ export const evaluationStateSchema = z.strictObject({
   source: z.strictObject({ site: id, lanes: cut }),
   commits: z.array(z.strictObject({ lane: id, first: seq, last: seq, committedAtMs: nonNeg, bytesPerSeq: nonNeg })).default([]),
   sites: z.array(siteSchema).min(1),
-  holders: z.array(z.strictObject({ id, site: id, claims: z.array(claimSchema).default([]) })),
+  holders: z.array(z.strictObject({ id, site: id, claims: z.array(claimSchema).default([]), audit: z.enum(["pending", "passed", "failed"]).optional() })),
   bases: z.array(z.strictObject({ id, holder: id, cut, bytes: nonNeg })).default([]),
   manifests: z.array(z.strictObject({ id, cut, holders: z.array(id).min(1) })).default([]),
   keyAuthorities: z.array(z.strictObject({ id, site: id })).default([]),

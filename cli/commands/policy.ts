@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { action, printResult, type OutputOptions } from "../output.ts";
+import { action, contributorsText, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
 import {
   evaluateState,
@@ -57,7 +57,7 @@ const fmtRanges = (lost: Record<string, [number, number][]>) =>
     .join(" ");
 
 /** One table row per scenario/timeline of an evaluation report. */
-export function evaluationRows(report: EvaluationReport): Record<string, unknown>[] {
+export function evaluationRows(report: EvaluationReport, audits: Readonly<Record<string, string>> = {}): Record<string, unknown>[] {
   return report.reports.map((r) => ({
     scenario: r.name,
     kind: r.kind === "timeline" ? "timeline" : r.required ? "required" : "optional",
@@ -69,6 +69,7 @@ export function evaluationRows(report: EvaluationReport): Record<string, unknown
     "time to usable": r.timeToUsable === null ? "unbounded" : fmtSec(r.timeToUsable.totalSec),
     deadline: fmtSec(r.deadlineSec),
     evidence: r.evidence,
+    contributors: contributorsText(r.contributors, audits),
     flags: r.flags.filter((f) => f !== "deadline_missed").join(",") || "-",
     verdict: r.verdict === "met" ? "met" : `NOT MET: ${r.reasons.join("; ")}`,
   }));
@@ -79,9 +80,13 @@ export const EXIT_NOT_MET = 3;
 
 /** Runs `custody evaluate`: parse + validate the state file, evaluate, print. Throws typed errors. */
 export function runEvaluate(path: string, opts: OutputOptions): void {
-  const report = evaluateState(parseEvaluationState(readJsonFile(path)));
+  const state = parseEvaluationState(readJsonFile(path));
+  const report = evaluateState(state);
   const ack = Object.entries(report.acknowledged).map(([l, s]) => `${l}:${s}`).join(" ");
-  printResult(opts, report, evaluationRows(report), `volume ${report.volume}  acknowledged ${ack}  as of ${new Date(report.asOfMs).toISOString()}`);
+  const audits = Object.fromEntries(state.holders.filter((h) => h.audit !== undefined).map((h) => [h.id, h.audit!]));
+  const unproven = Object.keys(audits).filter((h) => audits[h] === "failed");
+  const header = `volume ${report.volume}  acknowledged ${ack}  as of ${new Date(report.asOfMs).toISOString()}${unproven.length ? `\nunproven (failed retention audit, claims not counted): ${unproven.join(" ")}` : ""}`;
+  printResult(opts, Object.keys(audits).length ? { ...report, holderAudits: audits } : report, evaluationRows(report, audits), header);
   const failing = report.reports.filter((r) => r.required && r.verdict !== "met");
   if (failing.length > 0) {
     cliIo().stderr(`contract not met: ${failing.map((r) => `${r.name} (${r.reasons.join("; ")})`).join(", ")}\n`);

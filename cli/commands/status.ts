@@ -5,7 +5,7 @@ import { NatsTransport } from "../../transport/index.ts";
 import { checkToken, statusSubject } from "../../protocol/index.ts";
 import { decodeMessage } from "../../protocol/index.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
-import { action, printResult, type OutputOptions } from "../output.ts";
+import { action, contributorsText, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
 
 /** Thrown when no status document for the volume arrives in time. */
@@ -56,6 +56,7 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     rto: s.rtoSec === null ? "unbounded" : `${s.rtoSec.toFixed(0)}s`,
     deadline: `${s.deadlineSec}s`,
     evidence: s.evidence,
+    contributors: contributorsText(s.contributors, Object.fromEntries((doc.audits ?? []).map((a) => [a.holder, a.state]))),
     flags: s.flags.join(",") || "-",
     verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
   }));

@@ -63,6 +63,29 @@ test("custody evaluate exits 0 when every required scenario is met: losses withi
   t.deepEqual(eastLost.reasons, ["loses 4194304 bytes, 1024 allowed"]);
 });
 
+test("custody evaluate names each contributor's retention-audit state, and an unproven holder's claims count for nothing", async (t) => {
+  const j = exampleJson();
+  for (const h of j.holders) if (h.id === "europe") h.audit = "passed";
+  for (const h of j.holders) if (h.id === "waypoint") h.audit = "failed";
+  const file = join(dir, "audits.json");
+  writeFileSync(file, JSON.stringify(j));
+  const r = await custody("evaluate", file);
+  const lines = r.stdout.trimEnd().split("\n");
+  t.is(lines[1], "unproven (failed retention audit, claims not counted): waypoint");
+  // Without the waypoint's 116-118 the two-region loss falls back to Europe's 115.
+  const row = lines.find((l) => l.startsWith("US-East and US-West lost"))!;
+  t.regex(row, /l0:115\s+l0:116-120/);
+  t.regex(row, /\seurope:passed\s/);
+  t.notRegex(row, /waypoint/);
+  const json = JSON.parse((await custody("evaluate", file, "--json")).stdout.trimEnd().split("\n").at(-1)!) as { holderAudits: Record<string, string> };
+  t.deepEqual(json.holderAudits, { europe: "passed", waypoint: "failed" });
+  j.holders[0].audit = "lost";
+  writeFileSync(file, JSON.stringify(j));
+  const bad = await custody("evaluate", file);
+  t.is(bad.code, 1);
+  t.regex(bad.stderr, /holders\[0\]\.audit/);
+});
+
 test("custody evaluate refuses a misspelled key, naming its path, and evidence from the future", async (t) => {
   const j = exampleJson();
   j.holders[1].claims[0].residncy = "ram";
