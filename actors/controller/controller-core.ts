@@ -5,7 +5,7 @@ import type { ControlEventBody, ControllerIdentity, ControlState } from "../../c
 import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutStaleClaims, type BaseSnapshot, type EvaluationReport, type EvaluationState, type RecoveryInFlight, type ReleaseRequest } from "../../policies/index.ts";
 import { decodeAny, decodeMessage, encodeMessage, eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
-import { releaseFrontierSpec } from "../holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../protocol/index.ts";
 import type { WriterProgressMessage } from "../writer/writer-messages.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
 import { statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";

@@ -16,7 +16,7 @@ import type { WriteRecord } from "./unit-payload.ts";
 import { checkWriterConfig, UnknownContractError, WriteRejectedError, type VolumeWriterConfig } from "./writer-config.ts";
 import { writerProgressSpec } from "./writer-messages.ts";
 import { receiptBatchSpec } from "../../custody/index.ts";
-import { releaseFrontierSpec } from "../holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../protocol/index.ts";
 import { FrontierBacking } from "../holder/frontier-backing.ts";
 import { ProtectionWaiters } from "./protection-waiters.ts";
 import { ShipLog } from "./ship-log.ts";

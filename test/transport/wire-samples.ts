@@ -26,7 +26,7 @@ export const wireSamples: Record<string, unknown> = {
   "unit-frame@1": { units: [payload, digest, payload], sentThrough: [4096, 8192, 12_288] },
   "credit@2": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", incarnation: 3, session: 2, window: 1, grantedThrough: 1_048_576, grantSeq: 7 },
   "credit-request@1": { sender: "writer-1", holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", wantBytes: 65_536 },
-  // actors/holder/holder-messages.ts
+  // protocol/wire/holder-messages.ts
   "release-frontier@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[0, 99], [120, 130]], epoch: 4, controlSeq: 17 },
   "base-ready@1": { holder: "us-west-2a-store", volume: "vol-a", lane: "lane-0", snapshotId: "base-4096", throughSeq: 4096, bytes: 16777216 },
   "transfer-offer@1": { from: "us-east-1a-ram", to: "us-east-1a-ram-2", volume: "vol-a", lane: "lane-0", offerId: 2, units: [payload, digest] },
