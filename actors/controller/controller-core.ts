@@ -6,7 +6,7 @@ import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutSt
 import { decodeAny, decodeMessage, encodeMessage, eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { releaseFrontierSpec } from "../../protocol/index.ts";
-import type { WriterProgressMessage } from "../writer/writer-messages.ts";
+import type { WriterProgressMessage } from "../../protocol/index.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
 import { statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
 import { CoverageRepair } from "./coverage-repair.ts";

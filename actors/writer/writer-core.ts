@@ -14,7 +14,7 @@ import { confirmedCut } from "./confirmed-cut.ts";
 import { dueResends, forgetReceipted, noteResent, noteSent } from "../holder/edge-repair.ts";
 import type { WriteRecord } from "./unit-payload.ts";
 import { checkWriterConfig, UnknownContractError, WriteRejectedError, type VolumeWriterConfig } from "./writer-config.ts";
-import { writerProgressSpec } from "./writer-messages.ts";
+import { writerProgressSpec } from "../../protocol/index.ts";
 import { receiptBatchSpec } from "../../custody/index.ts";
 import { releaseFrontierSpec } from "../../protocol/index.ts";
 import { FrontierBacking } from "../holder/frontier-backing.ts";
