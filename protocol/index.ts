@@ -18,3 +18,5 @@ export { WireError, WireErrorCode } from "./wire/wire-error.ts";
 export { repairActivateSpec, repairAdmitSpec, repairAnswerSpec, repairOutcomeSpec, repairProtectSpec, repairTaskSpec, repairUnprotectSpec, repairViewRequestSpec, repairViewSpec, type WireRepairAnswer, type WireRepairOutcome, type WireRepairTask, type WireRepairView } from "./wire/repair-messages.ts";
 export { RepairOp, repairSubject, repairRequestsOfVolume, repairTaskSubject } from "./subjects.ts";
 export { HolderEventKind, baseReadySpec, holderEventSpec, releaseFrontierSpec, transferOfferSpec, type BaseReadyMessage, type HolderEventMessage, type ReleaseFrontierMessage, type TransferOfferMessage } from "./wire/holder-messages.ts";
+export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
+export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";
