@@ -30,7 +30,6 @@ export {
 } from "./writer/writer-config.ts";
 export { WriterCore, type VolumeWriterPorts, type WriteAck, type WriterCut, type ShipLogEntry } from "./writer/writer-core.ts";
 export { coveredByAtLeast, survivesContract, protectedSeqs } from "./writer/protection.ts";
-export { sealPayload, openPayload, encodeRecords, decodeRecords, PayloadDecryptError, type WriteRecord, type PayloadIdentity } from "./writer/unit-payload.ts";
 export { controllerMachine, ControllerState, type ControllerContext, type ControllerEvent } from "./controller.machine.ts";
 export { startController, ControllerStartError, type Controller } from "./controller.ts";
 export { obligationIdOf, type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";

@@ -20,3 +20,4 @@ export { RepairOp, repairSubject, repairRequestsOfVolume, repairTaskSubject } fr
 export { HolderEventKind, baseReadySpec, holderEventSpec, releaseFrontierSpec, transferOfferSpec, type BaseReadyMessage, type HolderEventMessage, type ReleaseFrontierMessage, type TransferOfferMessage } from "./wire/holder-messages.ts";
 export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";
+export { PayloadDecryptError, decodeRecords, encodeRecords, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";

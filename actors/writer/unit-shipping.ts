@@ -5,7 +5,7 @@ import { makeTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { noteSent } from "../holder/edge-repair.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
-import { openPayload, sealPayload } from "./unit-payload.ts";
+import { openPayload, sealPayload } from "../../protocol/index.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
 import type { WriterLane } from "./writer-lane.ts";
 import type { VolumeWriterPorts } from "./writer-ports.ts";

@@ -12,7 +12,7 @@ import { protectedSeqs } from "./protection.ts";
 import { provableByTerm } from "./receipt-terms.ts";
 import { confirmedCut } from "./confirmed-cut.ts";
 import { dueResends, forgetReceipted, noteResent, noteSent } from "../holder/edge-repair.ts";
-import type { WriteRecord } from "./unit-payload.ts";
+import type { WriteRecord } from "../../protocol/index.ts";
 import { checkWriterConfig, UnknownContractError, WriteRejectedError, type VolumeWriterConfig } from "./writer-config.ts";
 import { writerProgressSpec } from "../../protocol/index.ts";
 import { receiptBatchSpec } from "../../custody/index.ts";
