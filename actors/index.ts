@@ -37,7 +37,7 @@ export { failuresToRepair, repairIdOf, type FailureToRepair } from "./controller
 export { ControllerCore } from "./controller/controller-core.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-ports.ts";
 export { buildEvaluationState, releaseCandidates, type SourceProgress } from "./controller/evaluation-input.ts";
-export { statusDocument, volumeStatusSpec, RepairStatusState, type VolumeStatus, type RepairStatus } from "./controller/status-document.ts";
+export { statusDocument } from "./controller/status-document.ts";
 export { repairMachine, RepairState, type RepairReport, type RepairContext, type RepairOutcome, type RepairFailure } from "./repair.machine.ts";
 export { runRepair, runRepairTask, reportOf, repairForFailure, RepairFailedError } from "./repair.ts";
 export { RepairSourceLostError, RepairTimeoutError, missingCoverage, type RepairInput } from "./repair/repair-steps.ts";

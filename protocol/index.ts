@@ -21,3 +21,4 @@ export { HolderEventKind, baseReadySpec, holderEventSpec, releaseFrontierSpec, t
 export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";
 export { PayloadDecryptError, decodeRecords, encodeRecords, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";
+export { RepairStatusState, volumeStatusSpec, type AuditStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";

@@ -8,7 +8,8 @@ import type { InboundMessage, TransportSubscription } from "../../transport/inde
 import { releaseFrontierSpec } from "../../protocol/index.ts";
 import type { WriterProgressMessage } from "../../protocol/index.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
-import { statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
+import { volumeStatusSpec, type RepairStatus, type VolumeStatus } from "../../protocol/index.ts";
+import { statusDocument } from "./status-document.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { CommitHistory } from "./commit-history.ts";
 import { FailureRepairRunner } from "./failure-repair-runner.ts";

@@ -14,7 +14,7 @@ import { RepairService } from "./repair-service.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { holdReads, type ReadHolds } from "./read-holds.ts";
-import { RepairStatusState, type RepairStatus } from "./status-document.ts";
+import { RepairStatusState, type RepairStatus } from "../../protocol/index.ts";
 
 /** What the runner needs from its controller. */
 export interface FailureRepairDeps {

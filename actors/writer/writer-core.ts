@@ -4,7 +4,7 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { verifyReceiptBatch, writerUnitSigner } from "../../custody/index.ts";
 import { eventSubject, receiptSubject, releaseSubject, statusSubject } from "../../protocol/index.ts";
-import { volumeStatusSpec, type VolumeStatus } from "../controller/status-document.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
