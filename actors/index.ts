@@ -51,7 +51,7 @@ export { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-
 export { repairChildId } from "./controller.machine.ts";
 export { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts";
 export { holderSource, type SurvivorSource } from "./repair/survivor-source.ts";
-export { serveCustodyReads, fetchUnits, FetchFailedError, unitFetchSpec, unitBatchSpec } from "./repair/custody-reader.ts";
+export { serveCustodyReads, fetchUnits, FetchFailedError } from "./repair/custody-reader.ts";
 export { recoverVolume, RecoveryGapError, type RecoveryBase, type RecoveryInput, type RecoveryResult } from "./repair/volume-recovery.ts";
 export { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica.machine.ts";
 export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";

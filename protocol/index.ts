@@ -22,3 +22,4 @@ export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-me
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";
 export { PayloadDecryptError, decodeRecords, encodeRecords, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";
 export { RepairStatusState, volumeStatusSpec, type AuditStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";
+export { DEFAULT_FETCH_PAGE_BYTES, encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "./wire/unit-fetch.ts";
