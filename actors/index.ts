@@ -58,7 +58,7 @@ export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";
 export { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
 export { catchUpReplica, type CatchUpReport, type PrimaryView } from "./replica/replica-catch-up.ts";
 export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messages.ts";
-export { commitFailover, type FailoverPlan } from "./writer/failover.ts";
+export { commitFailover, type FailoverPlan } from "./controller/failover.ts";
 export { BaseBuilder } from "./base-builder/base-builder.ts";
 export { laneKey } from "./holder/holder-config.ts";
 export { type PreservedRam } from "./holder/holder-ports.ts";
