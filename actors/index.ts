@@ -32,7 +32,7 @@ export { WriterCore, type VolumeWriterPorts, type WriteAck, type WriterCut, type
 export { coveredByAtLeast, survivesContract, protectedSeqs } from "./writer/protection.ts";
 export { controllerMachine, ControllerState, type ControllerContext, type ControllerEvent } from "./controller.machine.ts";
 export { startController, ControllerStartError, type Controller } from "./controller.ts";
-export { obligationIdOf, type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";
+export { type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";
 export { failuresToRepair, repairIdOf, type FailureToRepair } from "./controller/failure-repairs.ts";
 export { ControllerCore } from "./controller/controller-core.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-ports.ts";

@@ -23,3 +23,4 @@ export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type
 export { PayloadDecryptError, decodeRecords, encodeRecords, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";
 export { RepairStatusState, volumeStatusSpec, type AuditStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";
 export { DEFAULT_FETCH_PAGE_BYTES, encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "./wire/unit-fetch.ts";
+export { obligationIdOf } from "./obligation-id.ts";

@@ -1,5 +1,5 @@
 import { HolderStatus } from "../../custody/index.ts";
-import { obligationIdOf } from "./controller-config.ts";
+import { obligationIdOf } from "../../protocol/index.ts";
 import type { ControllerCore } from "./controller-core.ts";
 
 /** Where a new writer term starts on each lane, and the control-log entry that records it. */
