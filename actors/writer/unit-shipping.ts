@@ -3,7 +3,7 @@ import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/index.ts";
-import { noteSent } from "../holder/edge-repair.ts";
+import { noteSent } from "../holder/index.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
 import { openPayload, sealPayload } from "../../protocol/index.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
