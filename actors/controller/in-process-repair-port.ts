@@ -1,5 +1,5 @@
 import type { RangeSet } from "../../lanes/index.ts";
-import type { RepairPort, RepairView } from "../repair/repair-port.ts";
+import type { RepairPort, RepairView } from "../repair/index.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
 import type { ControllerCore } from "./controller-core.ts";
 
