@@ -3,7 +3,7 @@ import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
 import type { RepairLaunch } from "./controller/failure-repair-runner.ts";
 import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
-import type { VolumeStatus } from "./controller/status-document.ts";
+import type { VolumeStatus } from "../protocol/index.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
 import type { AuditEvent } from "./controller/retention-audits.ts";
 

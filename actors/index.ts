@@ -15,7 +15,6 @@ export { holderMachine, HolderState, type HolderMachineInput, type HolderContext
 export { startHolder, HolderStartError, type Holder } from "./holder.ts";
 export { parseHolderConfig, HolderConfigError, HolderResidency, type HolderConfig, type HolderConfigInput, type LaneConfig, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 export { HolderRejectCode, type HolderObservation, type HolderPorts, type PeerDirectory } from "./holder/holder-ports.ts";
-export { releaseFrontierSpec, transferOfferSpec, holderEventSpec, HolderEventKind } from "./holder/holder-messages.ts";
 export { volumeWriterMachine, WriterState, type WriterContext, type WriterEvent } from "./volume-writer.machine.ts";
 export { startVolumeWriter, type VolumeWriter } from "./volume-writer.ts";
 export {
@@ -31,16 +30,14 @@ export {
 } from "./writer/writer-config.ts";
 export { WriterCore, type VolumeWriterPorts, type WriteAck, type WriterCut, type ShipLogEntry } from "./writer/writer-core.ts";
 export { coveredByAtLeast, survivesContract, protectedSeqs } from "./writer/protection.ts";
-export { sealPayload, openPayload, encodeRecords, decodeRecords, PayloadDecryptError, type WriteRecord, type PayloadIdentity } from "./writer/unit-payload.ts";
-export { writerProgressSpec, type WriterProgressMessage } from "./writer/writer-messages.ts";
 export { controllerMachine, ControllerState, type ControllerContext, type ControllerEvent } from "./controller.machine.ts";
 export { startController, ControllerStartError, type Controller } from "./controller.ts";
-export { obligationIdOf, type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";
+export { type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";
 export { failuresToRepair, repairIdOf, type FailureToRepair } from "./controller/failure-repairs.ts";
 export { ControllerCore } from "./controller/controller-core.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-ports.ts";
 export { buildEvaluationState, releaseCandidates, type SourceProgress } from "./controller/evaluation-input.ts";
-export { statusDocument, volumeStatusSpec, RepairStatusState, type VolumeStatus, type RepairStatus } from "./controller/status-document.ts";
+export { statusDocument } from "./controller/status-document.ts";
 export { repairMachine, RepairState, type RepairReport, type RepairContext, type RepairOutcome, type RepairFailure } from "./repair.machine.ts";
 export { runRepair, runRepairTask, reportOf, repairForFailure, RepairFailedError } from "./repair.ts";
 export { RepairSourceLostError, RepairTimeoutError, missingCoverage, type RepairInput } from "./repair/repair-steps.ts";
@@ -54,14 +51,14 @@ export { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-
 export { repairChildId } from "./controller.machine.ts";
 export { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts";
 export { holderSource, type SurvivorSource } from "./repair/survivor-source.ts";
-export { serveCustodyReads, fetchUnits, FetchFailedError, unitFetchSpec, unitBatchSpec } from "./repair/custody-reader.ts";
+export { serveCustodyReads, fetchUnits, FetchFailedError } from "./repair/custody-reader.ts";
 export { recoverVolume, RecoveryGapError, type RecoveryBase, type RecoveryInput, type RecoveryResult } from "./repair/volume-recovery.ts";
 export { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica.machine.ts";
 export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";
 export { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
 export { catchUpReplica, type CatchUpReport, type PrimaryView } from "./replica/replica-catch-up.ts";
 export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messages.ts";
-export { commitFailover, type FailoverPlan } from "./writer/failover.ts";
+export { commitFailover, type FailoverPlan } from "./controller/failover.ts";
 export { BaseBuilder } from "./base-builder/base-builder.ts";
 export { laneKey } from "./holder/holder-config.ts";
 export { type PreservedRam } from "./holder/holder-ports.ts";

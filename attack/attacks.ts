@@ -8,7 +8,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { releaseFrontierSpec } from "../actors/index.ts";
+import { releaseFrontierSpec } from "../protocol/index.ts";
 import { systemClock } from "../core/index.ts";
 import { commitControlEvent } from "../custody/index.ts";
 import { ControlLogFollower } from "../custody/index.ts";

@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import { startHolder, type Holder } from "../actors/index.ts";
 import type { HolderConfigInput } from "../actors/index.ts";
-import { releaseFrontierSpec } from "../actors/index.ts";
+import { releaseFrontierSpec } from "../protocol/index.ts";
 import { systemClock } from "../core/index.ts";
 import { decodeReceiptBatch, generateHolderKeyPair, publicKeyFromRaw, receiptBatchSpec, WriterKeyring, writerUnitSigner } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";

@@ -20,7 +20,8 @@ import { systemClock } from "../core/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { generateHolderKeyPair, makeReceipt, makeReceiptBatch, publicKeyFromRaw, receiptStream, ReceiptLedger, signReceiptBatch, type ReceiptVerifyContext } from "../custody/index.ts";
 import { evaluateState, parseEvaluationState, type EvaluationState } from "../policies/index.ts";
-import { buildEvaluationState, obligationIdOf, type VolumeTopology } from "../actors/index.ts";
+import { buildEvaluationState, type VolumeTopology } from "../actors/index.ts";
+import { obligationIdOf } from "../protocol/index.ts";
 import { measureHolderLanes } from "./scale-holder-lanes.ts";
 
 const args = process.argv.slice(2);

@@ -7,7 +7,7 @@ import { recoverVolume } from "../actors/index.ts";
 import type { ControllerConfig } from "../actors/index.ts";
 import { statusSubject } from "../protocol/index.ts";
 import { decodeMessage } from "../protocol/index.ts";
-import { volumeStatusSpec, type VolumeStatus } from "../actors/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../protocol/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { TransportUnit } from "../lanes/index.ts";
 import { LossKind, type Site } from "../policies/index.ts";

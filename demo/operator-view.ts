@@ -4,7 +4,8 @@
  * stats, see runtime/custody-ranges.ts) and every volume's status documents (the controller's
  * evaluation: the prediction). The same subjects `custody ps` and `custody status` read.
  */
-import { laneKey, volumeStatusSpec, type VolumeStatus } from "../actors/index.ts";
+import { laneKey } from "../actors/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../protocol/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { decodeMessage, statusSubject } from "../protocol/index.ts";
 import { gatherProcessStats, type NatsRoleConfig, type ProcessStats } from "../runtime/index.ts";

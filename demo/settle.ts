@@ -6,7 +6,7 @@
  * controller's evaluation over those receipts is the prediction an operator reads and a recovery
  * can be checked against.
  */
-import type { VolumeStatus } from "../actors/index.ts";
+import type { VolumeStatus } from "../protocol/index.ts";
 import { CustodyError } from "../core/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { OperatorView } from "./operator-view.ts";

@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { fetchUnits, recoverVolume } from "../actors/index.ts";
 import { CustodyError } from "../core/index.ts";
-import type { VolumeStatus } from "../actors/index.ts";
+import type { VolumeStatus } from "../protocol/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { TransportUnit } from "../lanes/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";

@@ -1,6 +1,6 @@
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
-import type { VolumeStatus } from "../actors/index.ts";
+import type { VolumeStatus } from "../protocol/index.ts";
 
 /** What a role process exposes: its counters, and for a controller the newest status document. */
 export interface MetricsSource {

@@ -3,6 +3,10 @@
  * folder only through that folder's `index.ts`, and no two folders import each other, directly or
  * round a longer loop. Tests (`test/`) are exempt from the first rule because they exercise
  * internals on purpose; they still may not create folder cycles (they are a leaf: nothing imports them).
+ * Inside `actors/` the same two rules hold one level down: a file in one sub-folder (`actors/holder/`)
+ * reaches a sibling sub-folder only through that sub-folder's `index.ts`, and sub-folders form no
+ * loop. Files directly in `actors/` (the machines and the folder's own index) are the parent of those
+ * sub-folders and may use their modules.
  *
  * Usage: `tsx scripts/check-imports.ts [ROOT]` — prints each violation and exits 1 when there is one.
  */
@@ -19,6 +23,9 @@ export interface ImportViolation {
 
 /** Folders whose code may import other folders' internals (they test them). */
 const EXEMPT_FROM_INDEX_RULE = new Set(["test"]);
+
+/** Folders whose sub-folders are held to the index and no-loop rules among themselves. */
+const NESTED_FOLDERS = new Set(["actors"]);
 
 /** Relative module specifiers of a file's static and dynamic imports and re-exports. */
 export function relativeImports(fileName: string, source: string): string[] {
@@ -45,22 +52,49 @@ export function relativeImports(fileName: string, source: string): string[] {
 export function checkImportRules(files: ReadonlyMap<string, string>): ImportViolation[] {
   const violations: ImportViolation[] = [];
   const folderOf = (p: string): string | undefined => (p.includes("/") ? p.split("/")[0] : undefined);
+  // `actors/holder/x.ts` → `actors/holder`; undefined outside a nested folder or directly in it.
+  const subFolderOf = (p: string): string | undefined => {
+    const parts = p.split("/");
+    return parts.length > 2 && NESTED_FOLDERS.has(parts[0]!) ? `${parts[0]}/${parts[1]}` : undefined;
+  };
   const edges = new Map<string, Map<string, string>>(); // from folder -> to folder -> one example
+  const subEdges = new Map<string, Map<string, string>>(); // the same between sibling sub-folders
+  const addEdge = (graph: Map<string, Map<string, string>>, from: string, to: string, example: string): void => {
+    if (!graph.has(from)) graph.set(from, new Map());
+    if (!graph.get(from)!.has(to)) graph.get(from)!.set(to, example);
+  };
   for (const [file, source] of files) {
     const from = folderOf(file);
     if (from === undefined) continue;
     for (const spec of relativeImports(file, source)) {
       const target = join(dirname(file), spec).split(sep).join("/");
+      if (target.startsWith("..")) continue;
       const to = folderOf(target);
-      if (to === undefined || to === from || target.startsWith("..")) continue;
-      if (!edges.has(from)) edges.set(from, new Map());
-      if (!edges.get(from)!.has(to)) edges.get(from)!.set(to, `${file} → ${target}`);
+      if (to === undefined) continue;
+      if (to === from) {
+        const fromSub = subFolderOf(file);
+        const toSub = subFolderOf(target);
+        if (fromSub === undefined || toSub === undefined || fromSub === toSub) continue;
+        addEdge(subEdges, fromSub, toSub, `${file} → ${target}`);
+        if (target !== `${toSub}/index.ts`) {
+          violations.push({ rule: "bypasses_index", message: `${file} imports ${target}: import from ${toSub}/index.ts instead` });
+        }
+        continue;
+      }
+      addEdge(edges, from, to, `${file} → ${target}`);
       if (target !== `${to}/index.ts` && !EXEMPT_FROM_INDEX_RULE.has(from)) {
         violations.push({ rule: "bypasses_index", message: `${file} imports ${target}: import from ${to}/index.ts instead` });
       }
     }
   }
-  // Folder cycles: depth-first search; each back edge closes a loop, reported once with its path.
+  violations.push(...loopsIn(edges), ...loopsIn(subEdges));
+  return violations;
+}
+
+/** Each loop of `edges` (folder → folder → example import), reported once with the imports that close it. */
+function loopsIn(edges: ReadonlyMap<string, ReadonlyMap<string, string>>): ImportViolation[] {
+  const violations: ImportViolation[] = [];
+  // Depth-first search; each back edge closes a loop.
   const state = new Map<string, "open" | "done">();
   const stack: string[] = [];
   const seenLoops = new Set<string>();

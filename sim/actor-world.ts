@@ -2,7 +2,7 @@ import type { KeyObject } from "node:crypto";
 import { startController, type Controller } from "../actors/index.ts";
 import type { ControllerPorts, HolderAdmission, RepairLauncher } from "../actors/index.ts";
 import { startHolder } from "../actors/index.ts";
-import { releaseFrontierSpec } from "../actors/index.ts";
+import { releaseFrontierSpec } from "../protocol/index.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
 import { CrashFileLayer } from "../core/index.ts";
 import { Counters } from "../core/index.ts";

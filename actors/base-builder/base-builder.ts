@@ -5,9 +5,9 @@ import { RangeSet } from "../../lanes/index.ts";
 import { baseSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import { encodeMessage } from "../../protocol/index.ts";
-import { baseReadySpec } from "../holder/holder-messages.ts";
-import { fetchUnits } from "../repair/custody-reader.ts";
-import { applyRecords, contiguousFrom, copyBlocks, openUnits } from "../repair/volume-recovery.ts";
+import { baseReadySpec } from "../../protocol/index.ts";
+import { fetchUnits } from "../repair/index.ts";
+import { applyRecords, contiguousFrom, copyBlocks, openUnits } from "../repair/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
 
 /** Where the builder keeps its bases and what it builds. */

@@ -130,8 +130,3 @@ export interface RepairConfig {
   /** How long a remote worker may take before the repair counts as failed (ms). Default 600000. */
   readonly workerTimeoutMs?: number;
 }
-
-/** The obligation id holders put in their receipts for a lane (`<volume>-<lane>`). */
-export function obligationIdOf(volume: string, lane: string): string {
-  return `${volume}-${lane}`;
-}

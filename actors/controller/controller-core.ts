@@ -3,12 +3,11 @@ import { RangeSet } from "../../lanes/index.ts";
 import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptBatchSpec, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
 import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
 import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutStaleClaims, type BaseSnapshot, type EvaluationReport, type EvaluationState, type RecoveryInFlight, type ReleaseRequest } from "../../policies/index.ts";
-import { decodeAny, decodeMessage, encodeMessage, eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseSubject, statusSubject, subjectFilter } from "../../protocol/index.ts";
+import { decodeAny, decodeMessage, encodeMessage, eventSubject, obligationIdOf, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseFrontierSpec, releaseSubject, statusSubject, subjectFilter, volumeStatusSpec } from "../../protocol/index.ts";
+import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
-import { releaseFrontierSpec } from "../holder/holder-messages.ts";
-import type { WriterProgressMessage } from "../writer/writer-messages.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
-import { statusDocument, volumeStatusSpec, type RepairStatus, type VolumeStatus } from "./status-document.ts";
+import { statusDocument } from "./status-document.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { CommitHistory } from "./commit-history.ts";
 import { FailureRepairRunner } from "./failure-repair-runner.ts";
@@ -19,7 +18,7 @@ import { ControllerSpend } from "./controller-spend.ts";
 import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
-import { obligationIdOf, type ControllerConfig } from "./controller-config.ts";
+import type { ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts"; // re-exported for callers that know them from here
 

@@ -5,7 +5,7 @@ import type { ControlSigner, ControlTrust } from "../../custody/index.ts";
 import type { EvaluationState } from "../../policies/index.ts";
 import type { authorizeReleases, ReleaseRequest } from "../../policies/index.ts";
 import type { InboundMessage, Transport } from "../../transport/index.ts";
-import type { ReplacementAdmission } from "../repair/repair-port.ts";
+import type { ReplacementAdmission } from "../repair/index.ts";
 import type { RepairLaunch } from "./failure-repair-runner.ts";
 import type { AuditEvent } from "./retention-audits.ts";
 import type { StandbyHolder } from "./controller-config.ts";

@@ -5,8 +5,8 @@ import { HolderStatus, releasedRanges, type ControlState } from "../../custody/i
 import { coverageGaps, ramSurvivesAt } from "../../policies/index.ts";
 import type { EvaluationState, RecoveryInFlight } from "../../policies/index.ts";
 import type { Transport } from "../../transport/index.ts";
-import { copyOverNats, type CopySource } from "../repair/copy-over-nats.ts";
-import { obligationIdOf } from "./controller-config.ts";
+import { copyOverNats, type CopySource } from "../repair/index.ts";
+import { obligationIdOf } from "../../protocol/index.ts";
 
 /**
  * Keeps every required scenario covered by copying, without anyone asking. Each evaluation round

@@ -4,17 +4,18 @@ import type { ControlEventBody } from "../../custody/index.ts";
 import type { ControlState } from "../../custody/index.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
 import { reportOf } from "../repair.ts";
-import type { RepairPort } from "../repair/repair-port.ts";
+import type { RepairPort } from "../repair/index.ts";
 import { isReadableEntry } from "../../custody/index.ts";
 import type { ValueSource } from "../../policies/index.ts";
-import { missingCoverage, type RepairInput } from "../repair/repair-steps.ts";
-import { obligationIdOf, type ControllerConfig, type RepairConfig, type StandbyHolder } from "./controller-config.ts";
+import { missingCoverage, type RepairInput } from "../repair/index.ts";
+import { obligationIdOf } from "../../protocol/index.ts";
+import type { ControllerConfig, RepairConfig, StandbyHolder } from "./controller-config.ts";
 import type { ControllerPorts, RepairLauncher } from "./controller-ports.ts";
 import { RepairService } from "./repair-service.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { holdReads, type ReadHolds } from "./read-holds.ts";
-import { RepairStatusState, type RepairStatus } from "./status-document.ts";
+import { RepairStatusState, type RepairStatus } from "../../protocol/index.ts";
 
 /** What the runner needs from its controller. */
 export interface FailureRepairDeps {

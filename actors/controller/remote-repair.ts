@@ -2,8 +2,8 @@ import { CustodyError } from "../../core/index.ts";
 import { decodeMessage, encodeMessage, repairOutcomeSpec, repairTaskSpec, repairTaskSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
-import { outcomeFromWire } from "../repair/repair-wire.ts";
-import type { ReplacementAdmission } from "../repair/repair-port.ts";
+import { outcomeFromWire } from "../repair/index.ts";
+import type { ReplacementAdmission } from "../repair/index.ts";
 
 /** One repair handed to a worker: what the `repair-task` message carries. */
 export interface RemoteRepairTask {

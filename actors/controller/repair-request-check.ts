@@ -1,5 +1,5 @@
 import { CustodyError } from "../../core/index.ts";
-import type { ReplacementAdmission } from "../repair/repair-port.ts";
+import type { ReplacementAdmission } from "../repair/index.ts";
 
 /**
  * Which requests on the repair subjects the controller answers: only those of a repair it handed

@@ -16,8 +16,8 @@ import {
   repairViewSpec,
 } from "../../protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
-import type { RepairPort } from "../repair/repair-port.ts";
-import { viewToWire } from "../repair/repair-wire.ts";
+import type { RepairPort } from "../repair/index.ts";
+import { viewToWire } from "../repair/index.ts";
 import { checkRepairRequest, RepairRequestRefusedError, type DelegatedRepair, type RepairRequest } from "./repair-request-check.ts";
 
 /**

@@ -7,8 +7,8 @@ import { HolderStatus, type ControlState, type ReceiptLedger } from "../../custo
 import { AuditBook, AuditBudget, AuditOutcome, auditVerdict, planAudit, type AuditPlan, type HolderAuditRecord } from "../../policies/index.ts";
 import { auditSubject, decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import type { Transport, TransportSubscription } from "../../transport/index.ts";
-import { fetchUnits } from "../repair/custody-reader.ts";
-import { retentionAnswerSpec, retentionChallengeSpec } from "../holder/audit-messages.ts";
+import { fetchUnits } from "../repair/index.ts";
+import { retentionAnswerSpec, retentionChallengeSpec } from "../../protocol/index.ts";
 import type { ControllerConfig, RetentionAuditConfig } from "./controller-config.ts";
 import type { ControllerPorts } from "./controller-ports.ts";
 

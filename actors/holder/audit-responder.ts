@@ -5,7 +5,7 @@ import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import { auditDigest } from "../../policies/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
-import { retentionAnswerSpec, retentionChallengeSpec } from "./audit-messages.ts";
+import { retentionAnswerSpec, retentionChallengeSpec } from "../../protocol/index.ts";
 
 /**
  * The holder's side of a retention audit on `custody.v1.audit.<holder>`: it reads the challenged

@@ -2,7 +2,7 @@ import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
-import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../repair/custody-reader.ts";
+import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../../protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 

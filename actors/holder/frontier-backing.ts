@@ -1,5 +1,5 @@
 import { RangeSet } from "../../lanes/index.ts";
-import { obligationIdOf } from "../controller/controller-config.ts";
+import { obligationIdOf } from "../../protocol/index.ts";
 import type { PeerDirectory } from "./holder-ports.ts";
 
 /**

@@ -11,7 +11,7 @@ import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
-import { holderEventSpec, transferOfferSpec } from "./holder-messages.ts";
+import { holderEventSpec, transferOfferSpec } from "../../protocol/index.ts";
 import { SegmentSpillWriter } from "../lane-arena-spill.ts";
 
 /** What the holder remembers of a segment it writes to its spill stream. */

@@ -11,7 +11,7 @@ import { forgetReceipted } from "./edge-repair.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { baseReadySpec } from "./holder-messages.ts";
+import { baseReadySpec } from "../../protocol/index.ts";
 import { EdgeReceiptError } from "./lane-obligations.ts";
 
 /** What handling another holder's receipt may do besides the context: finish a transfer, release. */

@@ -6,7 +6,7 @@ import type { FrontierBacking } from "./frontier-backing.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { releaseFrontierSpec } from "./holder-messages.ts";
+import { releaseFrontierSpec } from "../../protocol/index.ts";
 
 /** A release frontier that passed its checks, and whether the control log backs it already. */
 export interface ReadFrontier {

@@ -4,7 +4,7 @@ import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts"
 import { transferSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/index.ts";
-import { transferOfferSpec } from "../holder/holder-messages.ts";
+import { transferOfferSpec } from "../../protocol/index.ts";
 import { fetchUnits } from "./custody-reader.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { Holder } from "../holder.ts";
-import { laneKey } from "../holder/holder-config.ts";
+import { holderLaneKey as laneKey } from "../../core/index.ts";
 
 /**
  * Where repair and recovery read surviving units from. A source yields whole, digest-carrying

@@ -3,7 +3,7 @@ import { nodeFileLayer, type FileLayer } from "../../core/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
-import { openPayload, type WriteRecord } from "../writer/unit-payload.ts";
+import { openPayload, type WriteRecord } from "../../protocol/index.ts";
 
 /**
  * Recovery at a destination: a fresh SmartWAL volume built from an optional base snapshot plus

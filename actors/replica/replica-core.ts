@@ -10,7 +10,7 @@ import { readUnitMessage, senderOf, type UnitSubjectMessage } from "../../transp
 import { encodeMessage, WireError } from "../../protocol/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import type { SmartWalVolume, SnapshotBlock } from "../../volume/index.ts";
-import { openPayload } from "../writer/unit-payload.ts";
+import { openPayload } from "../../protocol/index.ts";
 import { replicaFlushedSpec } from "./replica-messages.ts";
 
 export interface ReplicaConfig {

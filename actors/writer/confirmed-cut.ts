@@ -1,4 +1,4 @@
-import type { VolumeStatus } from "../controller/status-document.ts";
+import type { VolumeStatus } from "../../protocol/index.ts";
 
 /**
  * The cut of `lane` that every required scenario of the controller's status keeps on observed

@@ -5,9 +5,9 @@ import { SendLog } from "../../lanes/index.ts";
 import { CreditSender } from "../../transport/index.ts";
 import type { Transport, UnitAttester } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
-import { receiverReset, type DownstreamLane } from "../holder/edge-repair.ts";
-import { LaneObligations } from "../holder/lane-obligations.ts";
-import type { WriteRecord } from "./unit-payload.ts";
+import { receiverReset, type DownstreamLane } from "../holder/index.ts";
+import { LaneObligations } from "../holder/index.ts";
+import type { WriteRecord } from "../../protocol/index.ts";
 import { UnitRetention } from "./unit-retention.ts";
 import { WriteRejectedError, type LaneSpec, type VolumeWriterConfig } from "./writer-config.ts";
 

@@ -4,7 +4,7 @@ import type { Counters } from "../../core/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { SmartWalVolume } from "../../volume/index.ts";
-import type { PeerDirectory } from "../holder/holder-ports.ts";
+import type { PeerDirectory } from "../holder/index.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
 
 /** Ports of a volume writer: the volume, the data key, and the seams. */

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { volumeStatusSpec, type VolumeStatus } from "../../actors/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
 import { checkToken, statusSubject } from "../../protocol/index.ts";

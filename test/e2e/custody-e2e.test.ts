@@ -16,7 +16,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { rawPublicKey } from "../../custody/signing.ts";
 import type { ActorSpec } from "../../testing/actor-spec.ts";
-import { commitFailover } from "../../actors/writer/failover.ts";
+import { commitFailover } from "../../actors/controller/failover.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;

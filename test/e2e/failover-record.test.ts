@@ -4,7 +4,7 @@
  * starts, before the new term's obligation.
  */
 import anyTest, { type TestFn } from "ava";
-import { commitFailover } from "../../actors/writer/failover.ts";
+import { commitFailover } from "../../actors/controller/failover.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";

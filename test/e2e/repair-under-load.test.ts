@@ -5,7 +5,7 @@
  * the controller's status turns that timeline NOT met, naming repair time against the window.
  */
 import anyTest, { type TestFn } from "ava";
-import type { VolumeStatus } from "../../actors/controller/status-document.ts";
+import type { VolumeStatus } from "../../protocol/wire/volume-status.ts";
 import { systemClock } from "../../core/index.ts";
 import { shapedByLinks } from "../../runtime/role-links.ts";
 import { RouteProber } from "../../runtime/route-prober.ts";

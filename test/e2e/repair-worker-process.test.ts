@@ -10,7 +10,7 @@ import anyTest, { type TestFn } from "ava";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { obligationIdOf } from "../../actors/controller/controller-config.ts";
+import { obligationIdOf } from "../../protocol/index.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/wire/codec.ts";
 import { repairActivateSpec, repairAdmitSpec, repairAnswerSpec, repairTaskSpec, repairViewRequestSpec, type WireRepairTask } from "../../protocol/wire/repair-messages.ts";
 import { RepairOp, repairSubject, repairTaskSubject } from "../../protocol/subjects.ts";

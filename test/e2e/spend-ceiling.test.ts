@@ -7,7 +7,7 @@
 import anyTest, { type TestFn } from "ava";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import type { VolumeStatus } from "../../actors/controller/status-document.ts";
+import type { VolumeStatus } from "../../protocol/wire/volume-status.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { SpendConfigInput } from "../../policies/spend-budget.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";

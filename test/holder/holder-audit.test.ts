@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { randomBytes } from "node:crypto";
-import { retentionAnswerSpec, retentionChallengeSpec } from "../../actors/holder/audit-messages.ts";
+import { retentionAnswerSpec, retentionChallengeSpec } from "../../protocol/wire/audit-messages.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/index.ts";

@@ -16,7 +16,7 @@ import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.t
 import { startHolder, type Holder } from "../../actors/holder.ts";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 import type { HolderObservation, HolderPorts, PeerDirectory } from "../../actors/holder/holder-ports.ts";
-import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { receiptSubject, releaseSubject } from "../../protocol/subjects.ts";

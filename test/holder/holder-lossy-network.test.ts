@@ -8,7 +8,7 @@
  */
 import test from "ava";
 import { startHolder, type Holder } from "../../actors/holder.ts";
-import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
 import { seededRandom } from "../../core/random.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { RangeSet } from "../../lanes/range-set.ts";

@@ -1,6 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
-import { holderEventSpec, type HolderEventMessage } from "../../actors/holder/holder-messages.ts";
+import { holderEventSpec, type HolderEventMessage } from "../../protocol/wire/holder-messages.ts";
 import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import { eventSubject } from "../../protocol/subjects.ts";
 import { decodeMessage } from "../../protocol/wire/index.ts";

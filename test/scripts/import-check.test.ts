@@ -1,5 +1,6 @@
 import test from "ava";
-import { checkImportRules, relativeImports } from "../../scripts/check-imports.ts";
+import { fileURLToPath } from "node:url";
+import { checkImportRules, readSourceTree, relativeImports } from "../../scripts/check-imports.ts";
 
 const tree = (files: Record<string, string>) => new Map(Object.entries(files));
 
@@ -33,4 +34,45 @@ test("tests may reach internals but folder loops are refused, also round three f
   t.is(v.length, 1);
   t.is(v[0]!.rule, "folder_cycle");
   t.regex(v[0]!.message, /a → b → c → a/);
+});
+
+test("inside actors/, a sub-folder reaching into a sibling sub-folder's module is a bypass naming the sibling's index", (t) => {
+  const v = checkImportRules(tree({ "actors/writer/w.ts": `import { noteSent } from "../holder/edge-repair.ts";`, "actors/holder/edge-repair.ts": "export const noteSent = 1;" }));
+  t.is(v.length, 1);
+  t.is(v[0]!.rule, "bypasses_index");
+  t.regex(v[0]!.message, /actors\/writer\/w\.ts imports actors\/holder\/edge-repair\.ts: import from actors\/holder\/index\.ts instead/);
+});
+
+test("inside actors/, a sibling's index, the sub-folder's own files and the parent's files reaching down all pass", (t) => {
+  const v = checkImportRules(
+    tree({
+      "actors/writer/w.ts": `import { noteSent } from "../holder/index.ts"; import { x } from "./x.ts";`,
+      "actors/writer/x.ts": "export const x = 1;",
+      "actors/holder/index.ts": `export { noteSent } from "./edge-repair.ts";`,
+      "actors/holder/edge-repair.ts": "export const noteSent = 1;",
+      "actors/holder.ts": `import { noteSent } from "./holder/edge-repair.ts";`,
+      "protocol/wire/a.ts": `import { b } from "../other/b.ts";`,
+    }),
+  );
+  t.deepEqual(v, []);
+});
+
+test("sub-folders of actors/ importing each other, even through their indexes, are a loop naming both imports", (t) => {
+  const v = checkImportRules(
+    tree({
+      "actors/controller/c.ts": `import type { RepairPort } from "../repair/index.ts";`,
+      "actors/repair/index.ts": `export { r } from "./r.ts";`,
+      "actors/repair/r.ts": `import { c } from "../controller/index.ts";`,
+      "actors/controller/index.ts": `export { c } from "./c.ts";`,
+    }),
+  );
+  t.is(v.length, 1);
+  t.is(v[0]!.rule, "folder_cycle");
+  t.regex(v[0]!.message, /actors\/controller → actors\/repair → actors\/controller/);
+  t.regex(v[0]!.message, /actors\/repair\/r\.ts → actors\/controller\/index\.ts/);
+});
+
+test("the source tree keeps the layout: no index bypass and no folder or actors sub-folder loop", (t) => {
+  const violations = checkImportRules(readSourceTree(fileURLToPath(new URL("../..", import.meta.url))));
+  t.deepEqual(violations.map((v) => `${v.rule}: ${v.message}`), []);
 });

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { AckPolicy, DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
-import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { makeReceipt } from "../../custody/receipt.ts";

@@ -1,7 +1,7 @@
 import test from "ava";
 import fc from "fast-check";
 import { Encoder } from "@msgpack/msgpack";
-import { releaseFrontierSpec } from "../../actors/holder/holder-messages.ts";
+import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
 import { decodeControlEvent } from "../../custody/control-event.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { assertBoundedMsgpack, MAX_MSGPACK_DEPTH } from "../../protocol/wire/msgpack-bounds.ts";

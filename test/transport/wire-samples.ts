@@ -26,7 +26,7 @@ export const wireSamples: Record<string, unknown> = {
   "unit-frame@1": { units: [payload, digest, payload], sentThrough: [4096, 8192, 12_288] },
   "credit@2": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", incarnation: 3, session: 2, window: 1, grantedThrough: 1_048_576, grantSeq: 7 },
   "credit-request@1": { sender: "writer-1", holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", wantBytes: 65_536 },
-  // actors/holder/holder-messages.ts
+  // protocol/wire/holder-messages.ts
   "release-frontier@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[0, 99], [120, 130]], epoch: 4, controlSeq: 17 },
   "base-ready@1": { holder: "us-west-2a-store", volume: "vol-a", lane: "lane-0", snapshotId: "base-4096", throughSeq: 4096, bytes: 16777216 },
   "transfer-offer@1": { from: "us-east-1a-ram", to: "us-east-1a-ram-2", volume: "vol-a", lane: "lane-0", offerId: 2, units: [payload, digest] },
@@ -43,7 +43,7 @@ export const wireSamples: Record<string, unknown> = {
   // custody/custody-messages.ts (canonical bytes inside; see custody/receipt-batch.ts and custody/control-event.ts)
   "receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => i) },
   "control-event@1": { event: payload },
-  // actors/writer/writer-messages.ts, actors/controller/status-document.ts, actors/replica/replica-messages.ts, actors/repair/custody-reader.ts
+  // protocol/wire/writer-messages.ts, protocol/wire/volume-status.ts, actors/replica/replica-messages.ts, protocol/wire/unit-fetch.ts
   "writer-progress@1": { writer: "writer-1", volume: "vol-a", term: 2, lanes: [{ lane: "lane-0", head: 120, runs: [[101, 120, 1_764_000_000_000, 4096]] }], at: 1_764_000_000_100 },
   "volume-status@1": {
     volume: "vol-a",

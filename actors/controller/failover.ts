@@ -1,6 +1,6 @@
 import { HolderStatus } from "../../custody/index.ts";
-import { obligationIdOf } from "../controller/controller-config.ts";
-import type { ControllerCore } from "../controller/controller-core.ts";
+import { obligationIdOf } from "../../protocol/index.ts";
+import type { ControllerCore } from "./controller-core.ts";
 
 /** Where a new writer term starts on each lane, and the control-log entry that records it. */
 export interface FailoverPlan {

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { defineMessage, wireFields } from "../../protocol/index.ts";
+import { defineMessage } from "./codec.ts";
+import * as wireFields from "./fields.ts";
 
 /**
  * `writer-progress` v1 on `custody.v1.event.<volume>`: what the volume writer has acknowledged,

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { defineMessage, wireFields } from "../../protocol/index.ts";
+import { defineMessage } from "./codec.ts";
+import * as wireFields from "./fields.ts";
 
 /**
  * Wire kinds the holder adds to the codec: release frontiers (controller → holder), custody
