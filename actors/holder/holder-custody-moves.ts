@@ -13,6 +13,7 @@ import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
 import { holderEventSpec, transferOfferSpec } from "./holder-messages.ts";
 import { SegmentSpillWriter } from "../lane-arena-spill.ts";
+import { attestationOf } from "./unit-authentication.ts";
 
 /** What the holder remembers of a segment it writes to its spill stream. */
 interface FlushTag {
@@ -72,7 +73,8 @@ export class HolderCustodyMoves {
       last: t.seqs.max!,
       tag: { lane: t.key, segmentId: t.id, seqs: t.seqs },
       // Released (recycled) while earlier segments of this flush were being written: nothing to persist.
-      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id) : undefined),
+      // The record keeps each unit's writer attestation, so a restart can still pass it on.
+      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id, (first) => attestationOf(t.hl, first)) : undefined),
     }));
     const run = async (): Promise<FlushOutcome> => {
       const r = await this.writer.write(spill, items, policy.deadlineMs, (tag) => this.appended.add(tag.segmentId));

@@ -19,6 +19,7 @@ import type { laneArenaMachine } from "../lane-arena.machine.ts";
 import { laneLogOf } from "../lane-arena.machine.ts";
 import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneArenaView, LaneLogView } from "../lane-arena-events.ts";
 import type { HolderConfig } from "./holder-config.ts";
+import type { LoadedUnit } from "./holder-ports.ts";
 import { LaneObligations } from "./lane-obligations.ts";
 
 /** A lane's arena actor, a child of the holder actor. */
@@ -316,19 +317,23 @@ export class HolderLane {
     return out.sort((a, b) => a.firstSeq - b.firstSeq);
   }
 
-  /** Retained units intersecting `seqs` whose segments live on disk, read back (and verified) from the spill stream. */
-  async diskUnits(spill: SpillSet, seqs: RangeSet): Promise<TransportUnit[]> {
-    const out: TransportUnit[] = [];
+  /**
+   * Retained units intersecting `seqs` whose segments live on disk, read back (and verified) from
+   * the spill stream, each with the writer attestation its spill record stored (if any).
+   */
+  async diskUnits(spill: SpillSet, seqs: RangeSet): Promise<LoadedUnit[]> {
+    const out: LoadedUnit[] = [];
     for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
       const seg = this.arena.describe(id);
       const ev = seg.evidence;
       if (seg.buffer || ev === undefined || !seg.seqs().intersects(seqs)) continue;
       const { body } = await spill.read(ev);
-      for (const u of decodeSegment(body).units) {
-        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
+      const d = decodeSegment(body);
+      for (const [i, u] of d.units.entries()) {
+        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push({ unit: copyUnit(u), attestation: d.attestations[i] });
       }
     }
-    return out.sort((a, b) => a.firstSeq - b.firstSeq);
+    return out.sort((a, b) => a.unit.firstSeq - b.unit.firstSeq);
   }
 
   /**
