@@ -36,6 +36,10 @@ export const unitBatchSpec = defineMessage({
     units: z.array(wireFields.bytes).max(1024),
     /** True when no unit after the last one returned matches. */
     done: z.boolean(),
+    /** Writer attestation tokens (raw bytes) of the returned units, each once (optional: none known). */
+    attestations: z.array(wireFields.bytes).max(1024).optional(),
+    /** Per returned unit, the index of its token in `attestations`, or -1. */
+    attestationOf: z.array(z.number().int().min(-1).max(1023)).max(1024).optional(),
   }),
   maxBytes: 16 * 1024 * 1024,
 });
@@ -94,8 +98,12 @@ export class FetchFailedError extends CustodyError {
   }
 }
 
-/** Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. Throws FetchFailedError. */
-export async function fetchUnits(transport: Transport, holder: string, volume: string, lane: string, ranges: RangeSet, timeoutMs = 5000): Promise<TransportUnit[]> {
+/**
+ * Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. With
+ * `attestations`, the writer attestation tokens (base64) the holder named are added to it by first
+ * sequence. Throws FetchFailedError.
+ */
+export async function fetchUnits(transport: Transport, holder: string, volume: string, lane: string, ranges: RangeSet, timeoutMs = 5000, attestations?: Map<number, string>): Promise<TransportUnit[]> {
   const out: TransportUnit[] = [];
   let after = -1;
   for (;;) {
@@ -106,10 +114,12 @@ export async function fetchUnits(transport: Transport, holder: string, volume: s
       throw new FetchFailedError(holder, err);
     }
     const b = decodeMessage(unitBatchSpec, reply.data);
-    for (const raw of b.units) {
+    for (const [i, raw] of b.units.entries()) {
       const u = decodeMessage(unitSpec, raw) as TransportUnit;
       out.push(u);
       after = Math.max(after, u.firstSeq);
+      const token = b.attestations?.[b.attestationOf?.[i] ?? -1];
+      if (attestations !== undefined && token !== undefined) attestations.set(u.firstSeq, Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString("base64"));
     }
     if (b.done || b.units.length === 0) return out;
   }
