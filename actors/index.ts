@@ -15,7 +15,7 @@ export { holderMachine, HolderState, type HolderMachineInput, type HolderContext
 export { startHolder, HolderStartError, type Holder } from "./holder.ts";
 export { parseHolderConfig, HolderConfigError, HolderResidency, type HolderConfig, type HolderConfigInput, type LaneConfig, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 export { HolderRejectCode, type HolderObservation, type HolderPorts, type PeerDirectory } from "./holder/holder-ports.ts";
-export { releaseFrontierSpec, transferOfferSpec, holderEventSpec, HolderEventKind } from "./holder/holder-messages.ts";
+export { releaseFrontierSpec, transferOfferSpec, transferOfferV2Spec, decodeTransferOffer, encodeTransferOffer, holderEventSpec, HolderEventKind } from "./holder/holder-messages.ts";
 export { volumeWriterMachine, WriterState, type WriterContext, type WriterEvent } from "./volume-writer.machine.ts";
 export { startVolumeWriter, type VolumeWriter } from "./volume-writer.ts";
 export {
