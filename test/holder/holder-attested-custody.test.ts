@@ -5,6 +5,7 @@
  * written before attestations were stored (segment form v1) is still custody, read as unattested.
  */
 import anyTest, { type TestFn } from "ava";
+import { copyOverNats } from "../../actors/repair/copy-over-nats.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { encodeTransferOffer } from "../../actors/holder/holder-messages.ts";
 import { Arena } from "../../arena/arena.ts";
@@ -151,5 +152,37 @@ test.serial("a spill record in the format written before attestations were store
   } finally {
     await reader.close();
     await h.close();
+  }
+});
+
+test.serial("coverage repair's copy reads the writer attestations a holder kept in its spill records through the fetch replies and offers them on, so a target that checks units admits the copy", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const src = await launchHolder(url, keys, holderConfig("h-src", { residency: ["ram", "disk"], flush: { intervalMs: 20, deadlineMs: 2_000 } }), { files: nodeFileLayer, spillPath: `${tempDir()}/spill.log`, writerKeys: writerKeys() });
+  // The target serves the lane from another sender: it lacks everything until the copy.
+  const tgt = await launchHolder(url, keys, holderConfig("h-tgt", { upstream: ["w9"] }), { writerKeys: writerKeys() });
+  const wt = await transport(url, "writer-and-copier");
+  const w = new Writer(wt, "h-src");
+  const srcLane = () => src.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
+  const tgtLane = () => tgt.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
+  try {
+    const UNITS = 48;
+    for (let s = 1; s <= UNITS; s += 8) {
+      const batch = Array.from({ length: 8 }, (_, i) => unit(s + i, 1, 4096));
+      const token = attest(batch);
+      for (const u of batch) w.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: token });
+    }
+    await eventually(() => srcLane().obligations.diskResident.covers(1, UNITS), `h-src spilled 1-${UNITS}`, 10_000);
+    t.is(srcLane().arena.report().ramBytes, 0, "every unit is read back from the spill stream");
+    const outcome = await copyOverNats(wt, { copier: "ctl", volume: VOLUME, lane: LANE, target: "h-tgt", missing: RangeSet.of(1, UNITS), sources: [{ holderId: "h-src", retained: RangeSet.of(1, UNITS) }] });
+    t.is(outcome.copied.toString(), `1-${UNITS}`);
+    await eventually(() => tgtLane().obligations.retained.covers(1, UNITS), "the target admits the copy", 10_000, () => JSON.stringify(tgt.holder.counters.snapshot()));
+    t.deepEqual(Object.entries(tgt.holder.counters.snapshot()).filter(([k]) => k.startsWith("transfer_unit_")), []);
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await src.close();
+    await tgt.close();
   }
 });
