@@ -1,10 +1,12 @@
 /**
  * Attacks on writer-authenticated units: the writer's own NATS credentials, stolen without its
  * signing key, pass the server's permission check on the holders' unit subjects, so only the
- * writer attestation can refuse what they inject. Each returns the holders' counted refusal.
+ * writer attestation can refuse what they inject; a holder's credentials may offer custody
+ * transfers, so only the attestations an offer must carry refuse forged units offered that way.
+ * Each returns the holders' counted refusal.
  */
 import { makeTransportUnit } from "../lanes/index.ts";
-import { encodeMessage, unitSpec, unitSubject } from "../protocol/index.ts";
+import { encodeMessage, encodeTransferOffer, transferSubject, unitSpec, unitSubject } from "../protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER, UNIT_ATTESTATION_HEADER } from "../transport/index.ts";
 import type { Attack, AttackContext } from "./attacks.ts";
 import type { NetworkState } from "./network-state.ts";
@@ -78,5 +80,36 @@ export function unitAuthAttacks(): Attack[] {
         return refusal ? { refusal, changed: forgedRetained(ctx, await ctx.read()) } : {};
       },
     },
+    {
+      name: "a custody transfer offer of forged units from a holder's NATS credentials, unsigned and with a captured writer attestation",
+      async run(ctx, before) {
+        const c = await ctx.as("holder-h-e1");
+        const token = await capturedToken(ctx);
+        const subject = transferSubject("h-w1");
+        const offer = (first: number, tokens: string[], offerId: number) =>
+          encodeTransferOffer({ from: "h-e1", to: "h-w1", volume: ctx.net.volume, lane: ctx.net.lane, offerId, units: [encodeMessage(unitSpec, forgedUnit(ctx, first, 1))] }, tokens);
+        c.transport.publish(subject, offer(FORGED_FROM + 30, [], 90_001));
+        c.transport.publish(subject, offer(FORGED_FROM + 40, [token], 90_002));
+        await c.transport.flush();
+        const denied = c.violations.filter((v) => v.subject === subject);
+        if (denied.length > 0) return { note: `server denied: ${subject}` };
+        const unsigned = await countedAs(ctx, before, /transfer_unit_unsigned/);
+        const replayed = await countedAs(ctx, before, /transfer_unit_not_attested/);
+        return unsigned && replayed ? { refusal: `${unsigned}; ${replayed}`, changed: forgedRetained(ctx, await ctx.read()) } : {};
+      },
+    },
   ];
+}
+
+/** The first writer attestation seen on h-e1's unit subject (with h-e1's own right to read it). */
+async function capturedToken(ctx: AttackContext): Promise<string> {
+  const tap = await ctx.as("holder-h-e1");
+  return new Promise<string>((resolve) => {
+    const sub = tap.transport.subscribe(unitSubject("h-e1", ctx.net.volume, ctx.net.lane), (m) => {
+      const t = m.headers[UNIT_ATTESTATION_HEADER];
+      if (t === undefined) return;
+      sub.unsubscribe();
+      resolve(t.split(",")[0]!);
+    });
+  });
 }

@@ -25,18 +25,35 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
   const hl = core.lanes.get(laneKey(req.volume, req.lane));
   // Only what comes after the caller's cursor, read segment by segment until a page is full.
   const wanted = RangeSet.fromJSON(req.ranges).intersect(RangeSet.of(Math.max(0, req.after + 1), Number.MAX_SAFE_INTEGER));
-  const respond = (units: readonly TransportUnit[], complete: boolean) => {
+  const respond = (units: readonly TransportUnit[], complete: boolean, known = new Map<number, string>()) => {
     const after = units.filter((u) => u.firstSeq > req.after).sort((a, b) => a.firstSeq - b.firstSeq);
     const page = encodeFetchPage(after, req.limit, maxReplyBytes);
     core.counters.inc("fetch_served_units", page.length);
-    core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { holder: core.config.holderId, units: page, done: complete && page.length === after.length }));
+    const body = { holder: core.config.holderId, units: page, done: complete && page.length === after.length };
+    core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { ...body, ...pageAttestations(after.slice(0, page.length), known) }));
   };
   // A lane we do not serve gets no answer: a request takes the first reply, and "nothing here" from
   // a holder of another volume under the same id would pass for the real holder's custody.
   if (hl === undefined) return void core.counters.inc("fetch_unknown_lane");
   if (wanted.isEmpty) return respond([], true);
   hl.unitsPage(core.spillStream, wanted, req.limit + 1, maxReplyBytes + 1).then(
-    (r) => respond(r.units, r.complete),
+    (r) => respond(r.units, r.complete, r.attestations),
     () => core.counters.inc("fetch_unreadable"),
   );
+}
+
+/**
+ * The writer attestations of a page's units, each token once, so a copier can offer them on with
+ * the writer's signature (absent when none is known: the reply is what it was before).
+ */
+function pageAttestations(units: readonly TransportUnit[], known: ReadonlyMap<number, string>): { attestations?: Uint8Array[]; attestationOf?: number[] } {
+  const index = new Map<string, number>();
+  const attestationOf = units.map((u) => {
+    const token = known.get(u.firstSeq);
+    if (token === undefined) return -1;
+    if (!index.has(token)) index.set(token, index.size);
+    return index.get(token)!;
+  });
+  if (index.size === 0) return {};
+  return { attestations: [...index.keys()].map((t) => new Uint8Array(Buffer.from(t, "base64"))), attestationOf };
 }

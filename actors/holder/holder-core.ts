@@ -14,7 +14,7 @@ import { forgetReceipted, receiverReset } from "./edge-repair.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
 import { ProtectionStatus } from "../../policies/index.ts";
 import { ReceiptPublisher } from "./holder-receipt-publisher.ts";
-import type { HolderInbound, HolderObservation, HolderPorts } from "./holder-ports.ts";
+import type { HolderInbound, HolderObservation, HolderPorts, LoadedUnit } from "./holder-ports.ts";
 import type { HolderContext } from "./holder-context.ts";
 import { resendDue, resendLoaded } from "./holder-resend.ts";
 import { handleLaneReceipt, noteBaseAnnouncement } from "./holder-edge-receipts.ts";
@@ -231,7 +231,7 @@ export class HolderCore {
   }
 
   /** Units read back from disk for an edge: sent in order within its credits. */
-  resendLoaded(key: string, edge: string, units: readonly TransportUnit[]): void {
+  resendLoaded(key: string, edge: string, units: readonly LoadedUnit[]): void {
     resendLoaded(this.context, key, edge, units);
   }
 

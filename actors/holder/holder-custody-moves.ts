@@ -11,8 +11,9 @@ import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
-import { holderEventSpec, transferOfferSpec } from "../../protocol/index.ts";
+import { decodeTransferOffer, encodeTransferOffer, holderEventSpec } from "../../protocol/index.ts";
 import { SegmentSpillWriter } from "../lane-arena-spill.ts";
+import { attestationOf, authenticateDecoded, rememberAttestation } from "./unit-authentication.ts";
 
 /** What the holder remembers of a segment it writes to its spill stream. */
 interface FlushTag {
@@ -72,7 +73,8 @@ export class HolderCustodyMoves {
       last: t.seqs.max!,
       tag: { lane: t.key, segmentId: t.id, seqs: t.seqs },
       // Released (recycled) while earlier segments of this flush were being written: nothing to persist.
-      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id) : undefined),
+      // The record keeps each unit's writer attestation, so a restart can still pass it on.
+      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id, (first) => attestationOf(t.hl, first)) : undefined),
     }));
     const run = async (): Promise<FlushOutcome> => {
       const r = await this.writer.write(spill, items, policy.deadlineMs, (tag) => this.appended.add(tag.segmentId));
@@ -176,14 +178,14 @@ export class HolderCustodyMoves {
       if (s.residency !== "ram" || s.hasForwardPins || s.seqs.isEmpty || hl.inTransfer.intersects(s.seqs)) continue;
       const span = this.core.spans.startSpan("holder.transfer_offer", { kind: SpanKind.PRODUCER, attributes: { "custody.lane": key, "custody.to": to } });
       // Each unit travels as an ordinary encoded `unit` message: the neighbor validates it like ingress.
-      const units = hl.arena.units(s.id).map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
+      const plain = hl.arena.units(s.id);
+      const units = plain.map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
+      // The writer's attestations ride along, so a checking neighbor admits the units as the writer's.
+      const tokens = plain.map((u) => attestationOf(hl, u.firstSeq)).filter((t): t is string => t !== undefined);
       hl.inTransfer = hl.inTransfer.union(s.seqs);
       const offerId = this.core.nextOfferId();
       this.offers.set(offerId, { key, seqs: s.seqs, at: this.core.io.clock.now() });
-      this.core.io.transport.publish(
-        transferSubject(to),
-        encodeMessage(transferOfferSpec, { from: this.core.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units }),
-      );
+      this.core.io.transport.publish(transferSubject(to), encodeTransferOffer({ from: this.core.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units }, tokens));
       this.core.note({ type: "transfer_offered", lane: key, to, seqs: s.seqs.toString() });
       span.end();
       ram -= hl.arena.config.segmentBytes;
@@ -191,14 +193,17 @@ export class HolderCustodyMoves {
   }
 
   /**
-   * Neighbor side of a transfer: validates every unit like ingress, admits them only if the arena
-   * can promise their space now (else no receipt: the origin keeps custody), then publishes its own
-   * signed receipt — the origin releases only on that.
+   * Neighbor side of a transfer: validates every unit like ingress — where the holder knows its
+   * volumes' writer keys, each unit must be listed by a writer attestation the offer carries —
+   * admits them only if the arena can promise their space now (else no receipt: the origin keeps
+   * custody), then publishes its own signed receipt — the origin releases only on that. Any
+   * refusal is counted (`transfer_<code>`) and refuses the whole offer before anything changes.
    */
   handleOffer(msg: InboundMessage, spawnArena: SpawnLaneArena): void {
     let offer;
+    let tokens;
     try {
-      offer = decodeMessage(transferOfferSpec, msg.data);
+      ({ offer, attestations: tokens } = decodeTransferOffer(msg.data));
     } catch (err) {
       this.core.counters.inc(err instanceof CustodyError ? err.code : "malformed");
       return;
@@ -215,6 +220,12 @@ export class HolderCustodyMoves {
       this.core.counters.inc(err instanceof CustodyError ? `transfer_${err.code}` : "transfer_invalid");
       return;
     }
+    const verdicts = authenticateDecoded(this.core.io.writerKeys, tokens, units);
+    const refused = verdicts?.find((v) => !v.ok);
+    if (refused !== undefined && !refused.ok) return void this.core.counters.inc(`transfer_${refused.code}`);
+    // Remembered like ingress's, so what this holder forwards, spills or offers on stays the writer's.
+    const tokenOf = new Map<TransportUnit, string>();
+    verdicts?.forEach((v, i) => v.ok && tokenOf.set(units[i]!, v.token));
     const hl = this.core.laneFor(offer.volume, offer.lane, spawnArena);
     const key = laneKey(offer.volume, offer.lane);
     const fresh = units.filter((u) => {
@@ -237,6 +248,8 @@ export class HolderCustodyMoves {
     for (const u of fresh) {
       opened = hl.store(u) || opened;
       seqs = seqs.add(u.firstSeq, u.lastSeq);
+      const token = tokenOf.get(u);
+      if (token !== undefined) rememberAttestation(hl, u.firstSeq, token);
     }
     if (opened) this.core.schedule(this.core.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
     span.end();

@@ -19,7 +19,9 @@ import type { laneArenaMachine } from "../lane-arena.machine.ts";
 import { laneLogOf } from "../lane-arena.machine.ts";
 import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneArenaView, LaneLogView } from "../lane-arena-events.ts";
 import type { HolderConfig } from "./holder-config.ts";
+import type { LoadedUnit } from "./holder-ports.ts";
 import { LaneObligations } from "./lane-obligations.ts";
+import { attestationOf } from "./unit-authentication.ts";
 
 /** A lane's arena actor, a child of the holder actor. */
 export type LaneArenaRef = ActorRefFrom<typeof laneArenaMachine>;
@@ -316,28 +318,34 @@ export class HolderLane {
     return out.sort((a, b) => a.firstSeq - b.firstSeq);
   }
 
-  /** Retained units intersecting `seqs` whose segments live on disk, read back (and verified) from the spill stream. */
-  async diskUnits(spill: SpillSet, seqs: RangeSet): Promise<TransportUnit[]> {
-    const out: TransportUnit[] = [];
+  /**
+   * Retained units intersecting `seqs` whose segments live on disk, read back (and verified) from
+   * the spill stream, each with the writer attestation its spill record stored (if any).
+   */
+  async diskUnits(spill: SpillSet, seqs: RangeSet): Promise<LoadedUnit[]> {
+    const out: LoadedUnit[] = [];
     for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
       const seg = this.arena.describe(id);
       const ev = seg.evidence;
       if (seg.buffer || ev === undefined || !seg.seqs().intersects(seqs)) continue;
       const { body } = await spill.read(ev);
-      for (const u of decodeSegment(body).units) {
-        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
+      const d = decodeSegment(body);
+      for (const [i, u] of d.units.entries()) {
+        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push({ unit: copyUnit(u), attestation: d.attestations[i] });
       }
     }
-    return out.sort((a, b) => a.firstSeq - b.firstSeq);
+    return out.sort((a, b) => a.unit.firstSeq - b.unit.firstSeq);
   }
 
   /**
    * Retained units intersecting `seqs`, in sequence order, from RAM and (with `spill`) from disk,
    * reading segment by segment and stopping once `maxUnits` units or about `maxBytes` of payload
    * are gathered — a page costs what it returns, not what the whole range holds. `complete` is
-   * true when nothing retained in `seqs` is left after the returned units.
+   * true when nothing retained in `seqs` is left after the returned units. `attestations` names,
+   * by first sequence, the writer attestation known for a returned unit (its spill record's, else
+   * the one remembered in memory).
    */
-  async unitsPage(spill: SpillSet | undefined, seqs: RangeSet, maxUnits: number, maxBytes: number): Promise<{ units: TransportUnit[]; complete: boolean }> {
+  async unitsPage(spill: SpillSet | undefined, seqs: RangeSet, maxUnits: number, maxBytes: number): Promise<{ units: TransportUnit[]; complete: boolean; attestations: Map<number, string> }> {
     const segs = this.arena
       .segmentsOf(this.volume, this.lane)
       .map((id) => ({ id, d: this.arena.describe(id) }))
@@ -345,15 +353,22 @@ export class HolderLane {
       .filter((x) => x.seqs.intersects(seqs) && (x.d.buffer !== undefined || (spill !== undefined && x.d.evidence !== undefined)))
       .sort((a, b) => a.seqs.min! - b.seqs.min!);
     const out: TransportUnit[] = [];
+    const attestations = new Map<number, string>();
     let bytes = 0;
     for (const [i, x] of segs.entries()) {
       let units: readonly TransportUnit[];
       if (x.d.buffer !== undefined) units = this.arena.units(x.id);
       else {
         const { body } = await spill!.read(x.d.evidence!);
-        units = decodeSegment(body).units;
+        const d = decodeSegment(body);
+        units = d.units;
+        d.attestations.forEach((a, j) => a !== undefined && attestations.set(d.units[j]!.firstSeq, a));
       }
       const mine = units.filter((u) => seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)).map(copyUnit);
+      for (const u of mine) {
+        const a = attestations.get(u.firstSeq) ?? attestationOf(this, u.firstSeq);
+        if (a !== undefined) attestations.set(u.firstSeq, a);
+      }
       out.push(...mine);
       bytes += mine.reduce((n, u) => n + u.payload.byteLength, 0);
       if ((out.length >= maxUnits || bytes >= maxBytes) && i < segs.length - 1) {
@@ -363,11 +378,11 @@ export class HolderLane {
         let nextMin = Infinity;
         for (const y of segs.slice(i + 1)) nextMin = Math.min(nextMin, y.seqs.intersect(seqs).min ?? Infinity);
         const page = out.filter((u) => u.firstSeq <= nextMin).sort((a, b) => a.firstSeq - b.firstSeq);
-        return { units: page, complete: false };
+        return { units: page, complete: false, attestations };
       }
     }
     out.sort((a, b) => a.firstSeq - b.firstSeq);
-    return { units: out, complete: true };
+    return { units: out, complete: true, attestations };
   }
 
   /** Newest persistence evidence of this lane (a completed, in-deadline sync). */

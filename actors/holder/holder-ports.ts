@@ -68,8 +68,14 @@ export type HolderInbound =
   | { type: "timer.refresh" }
   | { type: "timer.evacuation" }
   | { type: "flush.completed"; result: FlushOutcome }
-  | { type: "resend.loaded"; lane: string; edge: string; units: readonly TransportUnit[] }
+  | { type: "resend.loaded"; lane: string; edge: string; units: readonly LoadedUnit[] }
   | { type: "transport.connection"; event: ConnectionEvent };
+
+/** A unit read back from the spill stream, with the writer attestation its record kept (if any). */
+export interface LoadedUnit {
+  readonly unit: TransportUnit;
+  readonly attestation: string | undefined;
+}
 
 /** What a persistence flush achieved: per lane, segment evidence only for an in-deadline sync. */
 export type FlushOutcome =

@@ -5,6 +5,7 @@ import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { dueResends, noteResent, noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
+import type { LoadedUnit } from "./holder-ports.ts";
 import { attestationOf } from "./unit-authentication.ts";
 
 /**
@@ -43,16 +44,19 @@ function resendFromDisk(h: HolderContext, key: string, hl: HolderLane, edge: str
   );
 }
 
-/** Units read back from disk for an edge: sent in order within its credits. */
-export function resendLoaded(h: HolderContext, key: string, edge: string, units: readonly TransportUnit[]): void {
+/**
+ * Units read back from disk for an edge: sent in order within its credits, each with the writer
+ * attestation its spill record kept (else the one still remembered in memory).
+ */
+export function resendLoaded(h: HolderContext, key: string, edge: string, units: readonly LoadedUnit[]): void {
   const hl = h.lanes.get(key);
   const sender = hl?.edges.get(edge);
   if (hl === undefined || sender === undefined) return;
   const now = h.ports.clock.now();
   const pending = hl.obligations.pendingFor(edge);
-  for (const u of units) {
+  for (const { unit: u, attestation } of units) {
     if (!pending.covers(u.firstSeq, u.lastSeq)) continue; // receipted or released meanwhile
-    sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: attestationOf(hl, u.firstSeq) });
+    sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: attestation ?? attestationOf(hl, u.firstSeq) });
     noteSent(hl, edge, u.firstSeq, u.lastSeq, now);
     h.counters.inc("retransmit");
   }

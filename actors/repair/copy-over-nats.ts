@@ -4,7 +4,7 @@ import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts"
 import { transferSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/index.ts";
-import { transferOfferSpec } from "../../protocol/index.ts";
+import { encodeTransferOffer } from "../../protocol/index.ts";
 import { fetchUnits } from "./custody-reader.ts";
 
 /**
@@ -58,20 +58,23 @@ export function splitBySeqs(seqs: RangeSet, n: number): RangeSet[] {
   return out;
 }
 
-/** Offers `units` to `to` as transfer offers of at most `maxBytes` each. */
-export function offerUnits(transport: Transport, from: string, to: string, volume: string, lane: string, units: readonly TransportUnit[], maxBytes = OFFER_MAX_BYTES): void {
+/** Offers `units` to `to` as transfer offers of at most `maxBytes` each, with the writer attestations known for them (by first sequence). */
+export function offerUnits(transport: Transport, from: string, to: string, volume: string, lane: string, units: readonly TransportUnit[], maxBytes = OFFER_MAX_BYTES, attestations: ReadonlyMap<number, string> = new Map()): void {
   let offerId = 0;
   for (let i = 0; i < units.length; ) {
     const chunk: Uint8Array[] = [];
+    const tokens: string[] = [];
     let size = 0;
     while (i < units.length && chunk.length < 256) {
       const enc = encodeMessage(unitSpec, units[i]!);
       if (chunk.length > 0 && size + enc.length > maxBytes) break;
       chunk.push(enc);
+      const token = attestations.get(units[i]!.firstSeq);
+      if (token !== undefined) tokens.push(token);
       size += enc.length;
       i++;
     }
-    transport.publish(transferSubject(to), encodeMessage(transferOfferSpec, { from, to, volume, lane, offerId: ++offerId, units: chunk }));
+    transport.publish(transferSubject(to), encodeTransferOffer({ from, to, volume, lane, offerId: ++offerId, units: chunk }, tokens));
   }
 }
 
@@ -86,13 +89,16 @@ export async function copyOverNats(
 ): Promise<CopyOutcome> {
   let remaining = o.missing;
   const got = new Map<number, TransportUnit>();
+  // The writer attestations the sources named: the target checks the copies against them.
+  const attestations = new Map<number, string>();
   const sourceErrors: Record<string, string> = {};
   for (const s of o.sources) {
     const ask = remaining.intersect(s.retained);
     if (ask.isEmpty || s.holderId === o.target) continue;
     // A fetch pages through request/reply round trips; over a long link those, not bandwidth,
     // set the copy's time, so the ask goes out as a few parts fetched side by side.
-    const parts = await Promise.allSettled(splitBySeqs(ask, PARALLEL_FETCHES).map((part) => fetchUnits(transport, s.holderId, o.volume, o.lane, part, o.timeoutMs ?? 5_000)));
+    const named = new Map<number, string>();
+    const parts = await Promise.allSettled(splitBySeqs(ask, PARALLEL_FETCHES).map((part) => fetchUnits(transport, s.holderId, o.volume, o.lane, part, o.timeoutMs ?? 5_000, named)));
     for (const r of parts) {
       if (r.status === "rejected") {
         sourceErrors[s.holderId] = (r.reason as { code?: string }).code ?? "fetch_failed";
@@ -102,13 +108,15 @@ export async function copyOverNats(
         if (got.has(u.firstSeq)) continue;
         validateTransportUnit(u);
         got.set(u.firstSeq, u);
+        const token = named.get(u.firstSeq);
+        if (token !== undefined) attestations.set(u.firstSeq, token);
         remaining = remaining.subtract(RangeSet.of(u.firstSeq, u.lastSeq));
       }
     }
     if (remaining.isEmpty) break;
   }
   const units = [...got.values()].sort((a, b) => a.firstSeq - b.firstSeq);
-  offerUnits(transport, o.copier, o.target, o.volume, o.lane, units);
+  offerUnits(transport, o.copier, o.target, o.volume, o.lane, units, OFFER_MAX_BYTES, attestations);
   let copied = RangeSet.EMPTY;
   let bytes = 0;
   for (const u of units) {

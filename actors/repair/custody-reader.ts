@@ -34,8 +34,12 @@ export class FetchFailedError extends CustodyError {
   }
 }
 
-/** Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. Throws FetchFailedError. */
-export async function fetchUnits(transport: Transport, holder: string, volume: string, lane: string, ranges: RangeSet, timeoutMs = 5000): Promise<TransportUnit[]> {
+/**
+ * Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. With
+ * `attestations`, the writer attestation tokens (base64) the holder named are added to it by first
+ * sequence. Throws FetchFailedError.
+ */
+export async function fetchUnits(transport: Transport, holder: string, volume: string, lane: string, ranges: RangeSet, timeoutMs = 5000, attestations?: Map<number, string>): Promise<TransportUnit[]> {
   const out: TransportUnit[] = [];
   let after = -1;
   for (;;) {
@@ -46,10 +50,12 @@ export async function fetchUnits(transport: Transport, holder: string, volume: s
       throw new FetchFailedError(holder, err);
     }
     const b = decodeMessage(unitBatchSpec, reply.data);
-    for (const raw of b.units) {
+    for (const [i, raw] of b.units.entries()) {
       const u = decodeMessage(unitSpec, raw) as TransportUnit;
       out.push(u);
       after = Math.max(after, u.firstSeq);
+      const token = b.attestations?.[b.attestationOf?.[i] ?? -1];
+      if (attestations !== undefined && token !== undefined) attestations.set(u.firstSeq, Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString("base64"));
     }
     if (b.done || b.units.length === 0) return out;
   }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineMessage } from "./codec.ts";
+import { decodeMessage, defineMessage, encodeMessage, WireError, WireErrorCode } from "./codec.ts";
 import * as wireFields from "./fields.ts";
 
 /**
@@ -29,6 +29,15 @@ export const releaseFrontierSpec = defineMessage({
 });
 export type ReleaseFrontierMessage = z.infer<typeof releaseFrontierSpec.schema>;
 
+const transferOfferFields = {
+  from: wireFields.identifier,
+  to: wireFields.identifier,
+  volume: wireFields.identifier,
+  lane: wireFields.identifier,
+  offerId: wireFields.uint,
+  units: z.array(wireFields.bytes).min(1).max(1024),
+};
+
 /**
  * `transfer-offer` v1 on `custody.v1.transfer.<toHolder>`: the origin offers custody of whole
  * units (each an encoded `unit` message, digest included, so the neighbor validates them like any
@@ -37,17 +46,52 @@ export type ReleaseFrontierMessage = z.infer<typeof releaseFrontierSpec.schema>;
 export const transferOfferSpec = defineMessage({
   kind: "transfer-offer",
   version: 1,
-  schema: z.object({
-    from: wireFields.identifier,
-    to: wireFields.identifier,
-    volume: wireFields.identifier,
-    lane: wireFields.identifier,
-    offerId: wireFields.uint,
-    units: z.array(wireFields.bytes).min(1).max(1024),
-  }),
+  schema: z.object(transferOfferFields),
   maxBytes: 8 * 1024 * 1024,
 });
 export type TransferOfferMessage = z.infer<typeof transferOfferSpec.schema>;
+
+/** Longest attestation token accepted in an offer (a full 32-unit attestation is 1,632 bytes plus two names). */
+const MAX_ATTESTATION_BYTES = 4096;
+
+/**
+ * `transfer-offer` v2: v1 plus `attestations`, the writer attestations (raw token bytes, see
+ * custody/unit-attestation.ts) covering the offered units, so a neighbor that checks units checks
+ * an offer's units against the writer's own signature exactly as it checks ingress.
+ */
+export const transferOfferV2Spec = defineMessage({
+  kind: "transfer-offer",
+  version: 2,
+  schema: z.object({
+    ...transferOfferFields,
+    attestations: z.array(wireFields.bytes.refine((b) => b.byteLength > 0 && b.byteLength <= MAX_ATTESTATION_BYTES, { message: `an attestation has 1..${MAX_ATTESTATION_BYTES} bytes` })).max(1024),
+  }),
+  maxBytes: 12 * 1024 * 1024,
+});
+
+/** An offer as read (either version), with its attestation tokens in base64 (none for v1). */
+export interface ReadTransferOffer {
+  readonly offer: TransferOfferMessage;
+  readonly attestations: readonly string[];
+}
+
+/** Decodes a `transfer-offer` of v1 or v2. Throws WireError like `decodeMessage`. */
+export function decodeTransferOffer(bytes: Uint8Array): ReadTransferOffer {
+  try {
+    const v2 = decodeMessage(transferOfferV2Spec, bytes);
+    return { offer: v2, attestations: v2.attestations.map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64")) };
+  } catch (err) {
+    if (!(err instanceof WireError) || err.code !== WireErrorCode.UnsupportedVersion) throw err;
+  }
+  return { offer: decodeMessage(transferOfferSpec, bytes), attestations: [] };
+}
+
+/** Encodes an offer: v2 when some unit has an attestation token (base64), else v1 as before. */
+export function encodeTransferOffer(offer: TransferOfferMessage, attestations: Iterable<string>): Uint8Array {
+  const tokens = [...new Set(attestations)];
+  if (tokens.length === 0) return encodeMessage(transferOfferSpec, offer);
+  return encodeMessage(transferOfferV2Spec, { ...offer, attestations: tokens.map((t) => new Uint8Array(Buffer.from(t, "base64"))) });
+}
 
 /**
  * `base-ready` v1 on `custody.v1.base.<holder>`: the base builder beside `holder` materialized a

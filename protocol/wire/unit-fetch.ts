@@ -33,6 +33,10 @@ export const unitBatchSpec = defineMessage({
     units: z.array(wireFields.bytes).max(1024),
     /** True when no unit after the last one returned matches. */
     done: z.boolean(),
+    /** Writer attestation tokens (raw bytes) of the returned units, each once (optional: none known). */
+    attestations: z.array(wireFields.bytes).max(1024).optional(),
+    /** Per returned unit, the index of its token in `attestations`, or -1. */
+    attestationOf: z.array(z.number().int().min(-1).max(1023)).max(1024).optional(),
   }),
   maxBytes: 16 * 1024 * 1024,
 });

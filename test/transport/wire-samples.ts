@@ -30,6 +30,7 @@ export const wireSamples: Record<string, unknown> = {
   "release-frontier@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[0, 99], [120, 130]], epoch: 4, controlSeq: 17 },
   "base-ready@1": { holder: "us-west-2a-store", volume: "vol-a", lane: "lane-0", snapshotId: "base-4096", throughSeq: 4096, bytes: 16777216 },
   "transfer-offer@1": { from: "us-east-1a-ram", to: "us-east-1a-ram-2", volume: "vol-a", lane: "lane-0", offerId: 2, units: [payload, digest] },
+  "transfer-offer@2": { from: "us-east-1a-ram", to: "us-east-1a-ram-2", volume: "vol-a", lane: "lane-0", offerId: 3, units: [payload, digest], attestations: [signature] },
   "holder-event@1": {
     event: "contract_violation",
     holder: "us-east-1a-ram",
