@@ -115,11 +115,8 @@ export class Arena {
 
   private laneState(volume: string, lane: string): ArenaLane {
     const key = laneKey(volume, lane);
-    let l = this.lanes.get(key);
-    if (!l) {
-      l = { volume, lane, open: undefined, outstanding: 0, released: RangeSet.EMPTY, segments: new Set() };
-      this.lanes.set(key, l);
-    }
+    const l = this.lanes.get(key) ?? { volume, lane, open: undefined, outstanding: 0, released: RangeSet.EMPTY, segments: new Set() };
+    this.lanes.set(key, l);
     return l;
   }
 
