@@ -47,7 +47,9 @@ export async function adoptSpillRecords(core: HolderCore, spill: SpillSet, recov
         continue;
       }
       const seqs = hl.adoptSpilled(body, r.evidence);
-      hl.obligations.admit(seqs.min!, seqs.max!);
+      // Range by range: a segment's units need not be contiguous (a unit lost on the wire and
+      // re-sent later lands in a later segment), and the hole is not ours to receipt.
+      for (const run of seqs.ranges()) hl.obligations.admit(run.first, run.last);
       hl.obligations.persisted(seqs);
       hl.lastDiskEvidence = r.evidence;
       out.set(key, (out.get(key) ?? RangeSet.EMPTY).union(seqs));
