@@ -56,12 +56,19 @@ const fmtRanges = (lost: Record<string, [number, number][]>) =>
     .map(([lane, rs]) => `${lane}:${rs.length === 0 ? "none" : rs.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",")}`)
     .join(" ");
 
+/** What makes a multi-lane cut consistent: its manifest, else the base it is ("-" for one lane or no cut). */
+export function consistentBy(lanes: number, manifest: string | null | undefined, base: string | null | undefined): string {
+  if (lanes < 2) return "-";
+  return manifest != null ? `manifest ${manifest}` : base != null ? `base ${base}` : "-";
+}
+
 /** One table row per scenario/timeline of an evaluation report. */
 export function evaluationRows(report: EvaluationReport): Record<string, unknown>[] {
   return report.reports.map((r) => ({
     scenario: r.name,
     kind: r.kind === "timeline" ? "timeline" : r.required ? "required" : "optional",
     cut: r.cut === null ? "none" : Object.entries(r.cut).map(([l, s]) => `${l}:${s}`).join(" "),
+    "consistent by": consistentBy(r.cut === null ? 0 : Object.keys(r.cut).length, r.manifest, r.base),
     lost: fmtRanges(r.lost),
     "lost bytes": fmtBytes(r.lostBytes),
     "oldest lost": fmtSec(r.oldestLostAgeMs / 1000),

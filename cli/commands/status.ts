@@ -7,6 +7,7 @@ import { decodeMessage } from "../../protocol/index.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
+import { consistentBy } from "./policy.ts";
 
 /** Thrown when no status document for the volume arrives in time. */
 export class StatusTimeoutError extends CustodyError {
@@ -50,6 +51,7 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     scenario: s.name,
     kind: s.required ? "required" : s.kind === "timeline" ? "timeline" : "optional",
     cut: cutText(s.cut),
+    "consistent by": consistentBy(s.cut?.length ?? 0, s.manifest, s.base),
     "lost seqs": s.lostSeqs,
     "lost bytes": s.lostBytes,
     "oldest lost": `${(s.oldestLostAgeMs / 1000).toFixed(1)}s`,
