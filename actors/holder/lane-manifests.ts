@@ -32,8 +32,9 @@ export class LaneManifests {
 
   constructor(private readonly lane: string) {}
 
-  get size(): number {
-    return this.kept.length;
+  /** The kept manifests, oldest first. */
+  entries(): readonly KeptManifest[] {
+    return this.kept;
   }
 
   /** Keeps `m` (ordered by LSN); false when it names no sequence of this lane or is already kept. */
