@@ -38,7 +38,8 @@ export function receiptedManifests(volume: string, lanes: readonly string[], hol
   const byId = new Map<string, { cut: Record<string, number>; holders: Set<string> }>();
   for (const h of holdings) {
     if (h.volume !== volume || !fresh(h)) continue;
-    for (const run of splitConsistencyCuts(h.receipt.payload.manifest.consistencyCuts)) {
+    // Receipts from before manifests were shipped may not carry the list at all.
+    for (const run of splitConsistencyCuts(h.receipt.payload.manifest.consistencyCuts ?? [])) {
       if (run.length < 2 || run.some((c) => c.volume !== volume || !known.has(c.lane))) continue;
       const cut = Object.fromEntries(run.map((c) => [c.lane, c.throughSeq]));
       const id = manifestId(cut);
