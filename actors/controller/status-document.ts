@@ -30,7 +30,8 @@ const scenarioStatus = z.object({
   reasons: z.array(z.string().max(256)).max(16).optional(),
   /**
    * What makes a cut across lanes consistent: the consistency manifest it is (`manifest`), else the
-   * base it is (`base`). Optional (added later): older readers ignore both, older writers omit them.
+   * base it is (`base`). Present for volumes of more than one lane only. Optional (added later):
+   * older readers ignore both, older controllers omit them.
    */
   manifest: z.string().max(512).nullable().optional(),
   base: z.string().max(512).nullable().optional(),
@@ -151,8 +152,8 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
       flags: r.flags,
       verdict: r.verdict,
       reasons: r.reasons,
-      manifest: r.manifest,
-      base: r.base,
+      // Only a cut across lanes needs something to make it consistent (one lane's documents stay as they were).
+      ...(Object.keys(report.acknowledged).length > 1 ? { manifest: r.manifest, base: r.base } : {}),
     })),
     evidence,
     releasesCommitted,

@@ -1,6 +1,6 @@
 import type { ResidencyEvidence } from "../../custody/index.ts";
 import { makeReceipt, type CustodyReceipt, type PayloadDescription } from "../../custody/index.ts";
-import type { RangeSet } from "../../lanes/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderLane } from "./holder-lane.ts";
 
@@ -24,6 +24,8 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
     topologyEpoch: config.epoch,
     policyGeneration: config.policyGeneration,
     prefixBase: hl.log.base,
+    // Replaced per receipt by `kept` (spreading keeps this key's place in the receipt object).
+    payload: kept(hl, RangeSet.EMPTY).payload,
     obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: config.site.region } } as const,
     extensions: [],
   };
