@@ -68,7 +68,6 @@ export function evaluationRows(report: EvaluationReport): Record<string, unknown
     scenario: r.name,
     kind: r.kind === "timeline" ? "timeline" : r.required ? "required" : "optional",
     cut: r.cut === null ? "none" : Object.entries(r.cut).map(([l, s]) => `${l}:${s}`).join(" "),
-    "consistent by": consistentBy(r.cut === null ? 0 : Object.keys(r.cut).length, r.manifest, r.base),
     lost: fmtRanges(r.lost),
     "lost bytes": fmtBytes(r.lostBytes),
     "oldest lost": fmtSec(r.oldestLostAgeMs / 1000),
@@ -76,6 +75,7 @@ export function evaluationRows(report: EvaluationReport): Record<string, unknown
     "time to usable": r.timeToUsable === null ? "unbounded" : fmtSec(r.timeToUsable.totalSec),
     deadline: fmtSec(r.deadlineSec),
     evidence: r.evidence,
+    "consistent by": consistentBy(r.cut === null ? 0 : Object.keys(r.cut).length, r.manifest, r.base),
     flags: r.flags.filter((f) => f !== "deadline_missed").join(",") || "-",
     verdict: r.verdict === "met" ? "met" : `NOT MET: ${r.reasons.join("; ")}`,
   }));
