@@ -55,3 +55,9 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void> | 
 export function contributorsText(contributors: readonly string[], audits: Readonly<Record<string, string>>): string {
   return contributors.map((h) => (audits[h] === undefined ? h : `${h}:${audits[h]}`)).join(" ") || "-";
 }
+
+/** What makes a multi-lane cut consistent: its manifest, else the base it is ("-" for one lane or no cut). */
+export function consistentBy(lanes: number, manifest: string | null | undefined, base: string | null | undefined): string {
+  if (lanes < 2) return "-";
+  return manifest != null ? `manifest ${manifest}` : base != null ? `base ${base}` : "-";
+}

@@ -53,6 +53,11 @@ export interface ConsistencyManifest {
   readonly id: string;
   readonly cut: Readonly<Record<string, number>>;
   readonly holders: readonly string[];
+  /**
+   * Where the holders keep it: on `disk` (the default) it lasts as long as their disks; in `ram`
+   * (beside the retained range it covers) only while their processes and that range survive.
+   */
+  readonly residency?: "ram" | "disk" | undefined;
 }
 
 /** A key authority able to authorize decryption of the volume. Lost with its site or `key_authority:<id>`. */

@@ -31,6 +31,7 @@ export {
   type EvaluationState,
 } from "./evaluation-state.ts";
 export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveClaim } from "./survivor-view.ts";
+export { manifestSurvives } from "./manifest-survival.ts";
 export { commitHistoryBounds, foldCommitHistory, tallyCommits, type CommitTally } from "./commit-log.ts";
 export { SurvivalFlag, type SurvivalReport } from "./survival-report.ts";
 export { recoveryTime, type RecoveryTime, type RecoveryPhases } from "./recovery-time.ts";

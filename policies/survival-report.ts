@@ -5,6 +5,7 @@ import { widestPathsTo } from "./network-paths.ts";
 import { recoveryTime, type RecoveryTime } from "./recovery-time.ts";
 import type { AllowedLoss } from "./scenario.ts";
 import { evidenceLabel, liveRanges, siteDiskSurvives, siteUsable, type SurvivorView } from "./survivor-view.ts";
+import { manifestSurvives } from "./manifest-survival.ts";
 
 /** Flags a survival report can carry. */
 export const SurvivalFlag = {
@@ -114,10 +115,7 @@ function cutWeight(cut: Record<string, number>): number {
 function chooseCut(state: EvaluationState, view: SurvivorView, destination: string): CutChoice | null {
   const lanes = Object.keys(state.source.lanes).sort();
   const live = new Map(lanes.map((l) => [l, liveRanges(view, l)]));
-  const manifests = state.manifests.filter((m) => m.holders.some((h) => {
-    const holder = state.holders.find((x) => x.id === h);
-    return holder !== undefined && siteDiskSurvives(view, holder.site);
-  }));
+  const manifests = state.manifests.filter((m) => manifestSurvives(state, view, m));
   let best: CutChoice | null = null;
   // Among equal cuts, a base already at the destination wins (nothing to ship), then the lower id.
   const atDest = (b: BaseSnapshot) => (state.holders.find((h) => h.id === b.holder)?.site === destination ? 0 : 1);

@@ -24,3 +24,4 @@ export { PayloadDecryptError, decodeRecords, encodeRecords, openPayload, sealPay
 export { RepairStatusState, volumeStatusSpec, type AuditStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";
 export { DEFAULT_FETCH_PAGE_BYTES, encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "./wire/unit-fetch.ts";
 export { obligationIdOf } from "./obligation-id.ts";
+export { MANIFEST_MAX_LANES, laneManifestSpec, type LaneManifestMessage } from "./wire/manifest-messages.ts";

@@ -11,4 +11,4 @@ export * from "./credit-grantor.ts";
 export { JetStreamControlLog, controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "./jetstream-control-log.ts";
 export { LinkProfileError, LinkQueue, ShapedTransport, unitDestination, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "./link-shaper.ts";
 export { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "./nats-region-config.ts";
-export { attestationTokens, encodeUnitRun, readUnitMessage, senderOf, UNIT_ATTESTATION_HEADER, type InboundUnit, type UnitSubjectMessage } from "./unit-frames.ts";
+export { attestationTokens, encodeUnitRun, readUnitMessage, senderOf, SENDER_HEADER, UNIT_ATTESTATION_HEADER, type InboundUnit, type UnitSubjectMessage } from "./unit-frames.ts";

@@ -5,6 +5,7 @@ import type { VolumeTopology } from "./controller-config.ts";
 import { HoldKind } from "../../custody/index.ts";
 import type { Holds } from "../../custody/index.ts";
 import { heldByRetention } from "./retention-window.ts";
+import { receiptedManifests } from "./receipted-manifests.ts";
 
 /** What the writer has reported: per lane, its head and commit runs. */
 export interface SourceProgress {
@@ -85,7 +86,7 @@ export function buildEvaluationState(
     sites: topo.sites,
     holders,
     bases: [...bases.values()],
-    manifests: [],
+    manifests: receiptedManifests(topo.volume, topo.lanes, holdings, (h) => !failed.has(h.holderId) && claims.has(h.holderId) && asOfMs - h.issuedAt <= topo.staleAfterMs),
     keyAuthorities: topo.keyAuthorities,
     metadataQuorum: topo.metadataQuorum,
     links: topo.links,

@@ -46,6 +46,8 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
       flags: r.flags,
       verdict: r.verdict,
       reasons: r.reasons,
+      // Only a cut across lanes needs something to make it consistent (one lane's documents stay as they were).
+      ...(Object.keys(report.acknowledged).length > 1 ? { manifest: r.manifest, base: r.base } : {}),
     })),
     evidence,
     releasesCommitted,

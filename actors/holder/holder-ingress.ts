@@ -11,6 +11,8 @@ import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import { HolderRejectCode, type HolderInbound } from "./holder-ports.ts";
 import { authenticateUnits, rememberAttestation } from "./unit-authentication.ts";
+import { keepManifest } from "./lane-manifests.ts";
+import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
 
 /** What ingress may do besides the context. */
 export interface IngressActions {
@@ -47,6 +49,10 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
   if (read.kind === "credit-request") {
     hl.forfeit(hl.grantor.onRequest(sender, head));
     hl.forfeit(hl.grantor.takeForfeited());
+    return;
+  }
+  if (read.kind === "other" && read.name === laneManifestSpec.kind) {
+    if (keepManifest(h, key, hl, read.body as LaneManifestMessage, msg.data)) act.noteForReceipt(key);
     return;
   }
   if (read.kind !== "units") return h.reject(HolderRejectCode.UnexpectedKind, key);

@@ -1,4 +1,5 @@
 import type { ActorRefFrom } from "xstate";
+import { LaneManifests } from "./lane-manifests.ts";
 import type { Clock } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { PinReason } from "../../arena/index.ts";
@@ -79,6 +80,8 @@ export class HolderLane {
   readonly resendBackoff = new Map<string, number>();
   /** Ranges offered to the transfer neighbor and not yet covered by its receipt. */
   inTransfer = RangeSet.EMPTY;
+  /** Consistency manifests kept beside this lane's retained range (listed in its receipts). */
+  readonly manifests: LaneManifests;
 
   constructor(
     cfg: { volume: string; lane: string; upstream: readonly string[]; downstream: readonly string[] },
@@ -90,6 +93,7 @@ export class HolderLane {
   ) {
     this.volume = cfg.volume;
     this.lane = cfg.lane;
+    this.manifests = new LaneManifests(cfg.lane);
     const seg = holder.arena.segmentBytes;
     // The arena wants whole segments; round the configured limit down to one (at least 4 segments).
     const limit = Math.max(4 * seg, Math.floor(holder.arena.limitBytes / seg) * seg);

@@ -1,5 +1,6 @@
 import type { ResidencyEvidence } from "../../custody/index.ts";
-import { makeReceipt, type CustodyReceipt } from "../../custody/index.ts";
+import { makeReceipt, type CustodyReceipt, type PayloadDescription } from "../../custody/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderLane } from "./holder-lane.ts";
 
@@ -12,6 +13,7 @@ import type { HolderLane } from "./holder-lane.ts";
  */
 export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, protectedEvidence: ProtectedRamEvidence | undefined): CustodyReceipt[] {
   const disk = hl.obligations.diskResident;
+  hl.manifests.prune(hl.obligations.retained);
   const ram = hl.obligations.retained.subtract(disk);
   const common = {
     holder: { holderId: config.holderId, incarnation: config.incarnation },
@@ -22,10 +24,8 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
     topologyEpoch: config.epoch,
     policyGeneration: config.policyGeneration,
     prefixBase: hl.log.base,
-    payload: {
-      representation: "raw",
-      manifest: { baseSnapshots: hl.base === undefined ? [] : [{ snapshotId: hl.base.snapshotId, volume: hl.volume, throughSeq: hl.base.throughSeq }], consistencyCuts: [] },
-    } as const,
+    // Replaced per receipt by `kept` (spreading keeps this key's place in the receipt object).
+    payload: kept(hl, RangeSet.EMPTY).payload,
     obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: config.site.region } } as const,
     extensions: [],
   };
@@ -46,13 +46,22 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
         }
       : { kind: "ram", capabilityGeneration: 0, observedAt: now };
     if (e) hl.protectedClaimed = hl.protectedClaimed.union(ram);
-    receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: ram, residency }));
+    receipts.push(makeReceipt({ ...common, ...kept(hl, ram), receiptSeq: hl.receiptSeq++, retained: ram, residency }));
   }
   const d = hl.lastDiskEvidence;
   if (!disk.isEmpty && d) {
     // The newest completed sync covers every earlier record of the one append stream.
     const residency: ResidencyEvidence = { kind: "disk", capabilityGeneration: 0, observedAt: now, file: d.file, offset: 0, length: d.offset + d.length, syncedAt: d.syncedAt };
-    receipts.push(makeReceipt({ ...common, receiptSeq: hl.receiptSeq++, retained: disk, residency }));
+    receipts.push(makeReceipt({ ...common, ...kept(hl, disk), receiptSeq: hl.receiptSeq++, retained: disk, residency }));
   }
   return receipts;
+}
+
+/**
+ * The receipt's payload with the consistency manifests kept beside `ranges` (each a run of its
+ * lanes in ascending order; see LaneManifests.cutsWithin).
+ */
+function kept(hl: HolderLane, ranges: RangeSet): { payload: PayloadDescription } {
+  const baseSnapshots = hl.base === undefined ? [] : [{ snapshotId: hl.base.snapshotId, volume: hl.volume, throughSeq: hl.base.throughSeq }];
+  return { payload: { representation: "raw", manifest: { baseSnapshots, consistencyCuts: hl.manifests.cutsWithin(hl.volume, ranges) } } };
 }

@@ -21,6 +21,7 @@ import { FrontierBacking } from "../holder/index.ts";
 import { ProtectionWaiters } from "./protection-waiters.ts";
 import { ShipLog } from "./ship-log.ts";
 import { UnitShipper } from "./unit-shipping.ts";
+import { ManifestShipper } from "./manifest-shipping.ts";
 import { openWriterLane, splitWrite, type WriterLane } from "./writer-lane.ts";
 import type { VolumeWriterPorts, WriteAck, WriterCut, ShipLogEntry } from "./writer-ports.ts";
 
@@ -40,6 +41,7 @@ export class WriterCore {
   private readonly cuts: WriterCut[] = [];
   private readonly ships: ShipLog;
   private readonly shipper: UnitShipper;
+  private readonly manifestShipper: ManifestShipper;
   private flushQueued = false;
   private progressTimer: RepeatingTimer | undefined;
   private resendTimer: RepeatingTimer | undefined;
@@ -69,6 +71,7 @@ export class WriterCore {
     this.waiters = new ProtectionWaiters({ protectedThrough: (c, lane) => this.protectedThrough(c, lane), firstSeq: (lane) => this.lanes.get(lane)!.spec.firstSeq ?? 1 }, ports.clock, this.counters);
     this.ships = new ShipLog(() => ports.volume.walWindow().start);
     this.shipper = new UnitShipper(config, ports, this.counters, () => this.stopped);
+    this.manifestShipper = new ManifestShipper(config, { transport: ports.transport, clock: ports.clock, counters: this.counters }, this.resendAfterMs);
   }
 
   /** Subscribes receipts and the controller's status, attaches credit senders and starts progress publication. */
@@ -402,6 +405,8 @@ export class WriterCore {
 
   /** Publishes what was written since the last progress message (for the controller's RPO). */
   publishProgress(): void {
+    // A volume spanning lanes also ships its newest consistency manifest to the lanes' holders.
+    this.manifestShipper.ship(this.cuts, this.ordered);
     const lanes = this.ordered.map((l) => ({ lane: l.spec.lane, head: l.next - 1, runs: l.runs.splice(0, 4096) }));
     this.ports.transport.publish(
       eventSubject(this.config.volume),

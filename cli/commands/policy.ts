@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { action, contributorsText, printResult, type OutputOptions } from "../output.ts";
+import { action, consistentBy, contributorsText, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
 import {
   evaluateState,
@@ -70,6 +70,7 @@ export function evaluationRows(report: EvaluationReport, audits: Readonly<Record
     deadline: fmtSec(r.deadlineSec),
     evidence: r.evidence,
     contributors: contributorsText(r.contributors, audits),
+    "consistent by": consistentBy(r.cut === null ? 0 : Object.keys(r.cut).length, r.manifest, r.base),
     flags: r.flags.filter((f) => f !== "deadline_missed").join(",") || "-",
     verdict: r.verdict === "met" ? "met" : `NOT MET: ${r.reasons.join("; ")}`,
   }));

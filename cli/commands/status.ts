@@ -5,7 +5,7 @@ import { NatsTransport } from "../../transport/index.ts";
 import { checkToken, statusSubject } from "../../protocol/index.ts";
 import { decodeMessage } from "../../protocol/index.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
-import { action, contributorsText, printResult, type OutputOptions } from "../output.ts";
+import { action, consistentBy, contributorsText, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
 
 /** Thrown when no status document for the volume arrives in time. */
@@ -57,6 +57,7 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     deadline: `${s.deadlineSec}s`,
     evidence: s.evidence,
     contributors: contributorsText(s.contributors, Object.fromEntries((doc.audits ?? []).map((a) => [a.holder, a.state]))),
+    "consistent by": consistentBy(s.cut?.length ?? 0, s.manifest, s.base),
     flags: s.flags.join(",") || "-",
     verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
   }));

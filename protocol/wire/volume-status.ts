@@ -27,6 +27,13 @@ const scenarioStatus = z.object({
   /** Added after v1's first release: readers that predate them ignore both. */
   verdict: z.enum(["met", "not_met"]).optional(),
   reasons: z.array(z.string().max(256)).max(16).optional(),
+  /**
+   * What makes a cut across lanes consistent: the consistency manifest it is (`manifest`), else the
+   * base it is (`base`). Present for volumes of more than one lane only. Optional (added later):
+   * older readers ignore both, older controllers omit them.
+   */
+  manifest: z.string().max(512).nullable().optional(),
+  base: z.string().max(512).nullable().optional(),
 });
 /** Lifecycle of the repair of one declared failure, as an enumeration. */
 export const RepairStatusState = { needed: "needed", running: "running", done: "done", failed: "failed" } as const;

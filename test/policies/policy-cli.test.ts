@@ -234,3 +234,22 @@ test("the custody executable prints and exits exactly as the in-process run of t
     t.is(binary.stderr, inProcess.stderr, args.join(" "));
   }
 });
+
+test("custody evaluate names what makes a cut across lanes consistent: the manifest it is, or the base", async (t) => {
+  const twoLanes = (withManifest: boolean) => {
+    const j = exampleJson();
+    j.source.lanes.l1 = 60;
+    for (const b of j.bases) b.cut.l1 = 50;
+    for (const h of j.holders) h.claims.push({ ...h.claims[0], lane: "l1", ranges: [[51, 60]] });
+    j.commits.push({ lane: "l1", first: 51, last: 60, committedAtMs: j.asOfMs - 1000, bytesPerSeq: 1 });
+    if (withManifest) j.manifests = [{ id: "m-118-58", cut: { l0: 118, l1: 58 }, holders: ["europe"] }];
+    const path = join(dir, `two-lanes-${withManifest}.json`);
+    writeFileSync(path, JSON.stringify(j));
+    return path;
+  };
+  const row = async (path: string) => (await custody("evaluate", path)).stdout.split("\n").find((l) => l.startsWith("US-East and US-West lost"))!;
+  t.regex(await row(twoLanes(true)), /l0:118 l1:58\s+.*manifest m-118-58/);
+  t.regex(await row(twoLanes(false)), /l0:100 l1:50\s+.*base /);
+  const json = JSON.parse((await custody("evaluate", "--json", twoLanes(true))).stdout.trimEnd().split("\n").pop()!);
+  t.is(json.reports.find((x: { name: string }) => x.name === "US-East and US-West lost").manifest, "m-118-58");
+});

@@ -41,6 +41,8 @@ export const wireSamples: Record<string, unknown> = {
     reason: "protected RAM evacuation missed its hold-up deadline",
     at: 1_764_000_000_500,
   },
+  // protocol/wire/manifest-messages.ts
+  "lane-manifest@1": { writer: "writer-1", volume: "vol-a", term: 2, lsn: 4711, cut: [["lane-0", 120], ["lane-1", 98]] },
   // custody/custody-messages.ts (canonical bytes inside; see custody/receipt-batch.ts and custody/control-event.ts)
   "receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => i) },
   "control-event@1": { event: payload },
