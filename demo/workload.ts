@@ -37,7 +37,7 @@ export interface AckedWrite {
   readonly seq: number;
 }
 
-/** Thrown when acknowledgements do not follow the one-write-at-a-time order the checker relies on. */
+/** Thrown when acknowledgements do not follow the write order (consecutive LSNs) the checker relies on. */
 export class WorkloadOrderError extends CustodyError {
   constructor(detail: Record<string, unknown>) {
     super("workload_out_of_order", "a volume's writes did not get consecutive LSNs", detail);
@@ -45,8 +45,8 @@ export class WorkloadOrderError extends CustodyError {
 }
 
 /**
- * `lsn - k × blocks` of a volume's writes (an LSN counts blocks). Each volume is written one write
- * at a time, so the k-th write has LSN k × blocks + offset; a write the launcher never saw
+ * `lsn - k × blocks` of a volume's writes (an LSN counts blocks). A volume's writes reach it in
+ * write order (several may be in flight), so the k-th write has LSN k × blocks + offset; a write the launcher never saw
  * acknowledged (its writer was killed) still has that LSN, which lets a recovery that reaches it
  * be checked too. Throws WorkloadOrderError.
  */
@@ -88,7 +88,9 @@ export function readAckLog(path: string, volume: string): AckedWrite[] {
  */
 export function workloadContentThrough(blockCount: number, blocks: number, offset: number, lsn: number): Uint8Array {
   const out = new Uint8Array(blockCount * BLOCK_SIZE);
-  for (let k = 0; k * blocks + offset <= lsn; k++) {
+  // Only the last write to each slot shows: the writes of the final round over the slots.
+  const last = Math.floor((lsn - offset) / blocks);
+  for (let k = Math.max(0, last - Math.floor(blockCount / blocks) + 1); k <= last; k++) {
     const w = workloadWrite(k, blocks, blockCount);
     out.set(w.data, w.lba * BLOCK_SIZE);
   }

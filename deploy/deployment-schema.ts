@@ -63,6 +63,7 @@ const workloadSchema = z.strictObject({
   intervalMs: z.number().int().nonnegative(),
   ackLog: z.string().min(1).optional(),
   depth: z.number().int().positive().optional(),
+  inFlight: z.number().int().positive().max(256).optional(),
   ratePerSec: z.number().positive().optional(),
   blocksPerWrite: z.number().int().positive().max(256).optional(),
 });

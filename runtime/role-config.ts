@@ -139,9 +139,9 @@ export const writerRoleSchema = z.strictObject({
   /** The writer configuration without `term` and lanes' `firstSeq` (both derived from durable state). */
   writer: z.record(z.string(), z.unknown()),
   /**
-   * A synthetic workload (chaos runs, soak, the demo): write every `intervalMs`, sync, and append one
-   * JSON line per acknowledged write to `ackLog` (`{"i","lsn","lba","seq"}`); write `i` holds
-   * `workloadWrite(i, blocksPerWrite, blockCount)` (one block: block `i` holds `workloadBlock(i)`).
+   * A synthetic workload (chaos runs, soak, the demo): write every `intervalMs` (with `inFlight`:
+   * issue a write every `intervalMs`), sync, and append one JSON line per acknowledged write to
+   * `ackLog` (`{"i","lsn","lba","seq"}`); write `i` holds `workloadWrite(i, blocksPerWrite, blockCount)` (one block: block `i` holds `workloadBlock(i)`).
    * Each write is a `writer.write` span (with its LBA, LSN and lane sequence) when spans are exported.
    */
   workload: z
@@ -149,13 +149,20 @@ export const writerRoleSchema = z.strictObject({
       intervalMs: z.number().int().nonnegative(),
       /** Where acknowledged writes are logged (optional: a long soak does not keep them). */
       ackLog: z.string().min(1).optional(),
-      /** Writes issued together before each sync (queue depth). Default 1. */
+      /** Writes issued together before each sync (queue depth), round after round. Default 1. */
       depth: z.number().int().positive().optional(),
+      /**
+       * Instead of rounds: keep this many writes in flight, each acknowledged (and logged, in write
+       * order) after its own local sync; the next is issued as soon as one is acknowledged, so the
+       * volume's group commit and one outbox flush serve many writes (runtime/workload-loop.ts).
+       */
+      inFlight: z.number().int().positive().max(256).optional(),
       /** Pace the workload to about this many writes per second (instead of `intervalMs` between rounds). */
       ratePerSec: z.number().positive().optional(),
       /** Blocks per write (default 1): write `i` covers the `i`-th `blocksPerWrite`-wide slot, round and round (see runtime/workload.ts). */
       blocksPerWrite: z.number().int().positive().max(256).optional(),
     })
+    .refine((w) => w.inFlight === undefined || w.depth === undefined, { message: "workload: give depth (rounds) or inFlight (a window of writes), not both" })
     .optional(),
   /** On SIGTERM, how long to wait for custody to take everything the writer retains (ms, default 30000). */
   drainDeadlineMs: z.number().int().nonnegative().optional(),

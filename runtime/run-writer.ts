@@ -1,5 +1,5 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { trace } from "@opentelemetry/api";
 import type { WriteAck } from "../actors/index.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
@@ -20,7 +20,7 @@ import { publishingInWriteSpans, WriteSpans } from "./write-span-links.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { WriterRoleConfig } from "./role-config.ts";
-import { workloadWrite } from "./workload.ts";
+import { startWorkload } from "./workload-loop.ts";
 
 /** A volume writer running as a process. */
 export interface RunningWriter {
@@ -34,7 +34,8 @@ export interface RunningWriter {
  * Starts a writer process: opens (creating on first start) the volume in the state directory,
  * claims a new term there, opens the outbox — whose units an earlier process left unconfirmed are
  * shipped again first — and starts each lane above everything the outbox holds. With a workload it
- * then writes block after block, each acknowledged after a local sync and logged.
+ * then writes block after block (one round or a window of writes in flight at a time), each
+ * acknowledged after a local sync and logged (runtime/workload-loop.ts).
  */
 export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
   const w = cfg.writer as unknown as Omit<VolumeWriterConfig, "term">;
@@ -60,42 +61,13 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     const dataKey = new Uint8Array(readFileSync(cfg.dataKeyFile));
     const signing = cfg.signUnits ? { writerKey: writerSigningKey(dataKey).privateKey } : {};
     const writer = startVolumeWriter(config, { transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending, clock: systemClock, volume, dataKey, peers, outbox, recovered, ...signing });
-    let running = true;
-    let written = 0;
-    const workload = cfg.workload;
-    const done =
-      workload === undefined
-        ? Promise.resolve()
-        : (async () => {
-            const log = workload.ackLog;
-            if (log !== undefined) mkdirSync(dirname(log), { recursive: true });
-            let i = log !== undefined && existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0;
-            const depth = workload.depth ?? 1;
-            const blocks = workload.blocksPerWrite ?? 1;
-            const started = Date.now();
-            let issued = 0;
-            while (running) {
-              try {
-                const round = Array.from({ length: depth }, (_, k) => i + k);
-                const writes = round.map((j) => workloadWrite(j, blocks, cfg.volume.blockCount));
-                const acks = await Promise.all(writes.map((x) => tracedWrite(writer, w.volume, x.lba, x.data, writeSpans)));
-                await writer.sync();
-                if (log !== undefined) appendFileSync(log, acks.map((ack, k) => JSON.stringify({ i: round[k], lsn: ack.lsn, lba: writes[k]!.lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
-                i += depth;
-                issued += depth;
-                written += depth;
-              } catch {
-                if (!running) break;
-              }
-              const wait = workload.ratePerSec !== undefined ? started + (issued / workload.ratePerSec) * 1000 - Date.now() : workload.intervalMs;
-              if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-            }
-          })();
+    const workload = cfg.workload === undefined ? undefined : startWorkload(writer, cfg.workload, cfg.volume.blockCount, (lba, data) => tracedWrite(writer, w.volume, lba, data, writeSpans));
+    const done = workload?.done ?? Promise.resolve();
     const stats = serveProcessStats(transport, "writer", () => ({
       id: w.writerId,
       incarnation: term,
       counters: writer.core.counters.snapshot(),
-      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: written, linkInFlight: linkInFlight(sending) },
+      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: workload?.written() ?? 0, linkInFlight: linkInFlight(sending) },
     }));
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -104,7 +76,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       term,
       lost,
       async stop() {
-        running = false;
+        workload?.stop();
         stats.unsubscribe();
         probing.stop();
         await done.catch(() => undefined);

@@ -22,6 +22,10 @@ export class UnitOutbox {
   private current = 0;
   private currentBytes = 0;
   private flushing: Promise<void> = Promise.resolve();
+  /** The flush under way, and the one callers that came during it share (see flush). */
+  private flushRunning: Promise<void> | undefined;
+  private flushNext: Promise<void> | undefined;
+  private appendFailure: unknown;
 
   private constructor(
     private readonly layer: FileLayer,
@@ -66,6 +70,10 @@ export class UnitOutbox {
   }
 
   private async rotate(): Promise<void> {
+    // Appends not yet flushed stay in the file being left: make them durable now, since `flush`
+    // only syncs the newest file.
+    const left = this.files.get(this.current);
+    if (left !== undefined && (await left.stream.flush(MAX_FLUSH_MS)).kind !== "synced") throw new Error("outbox flush did not complete");
     this.current++;
     const path = `${this.dir}/${String(this.current).padStart(8, "0")}.log`;
     const { stream } = await SpillStream.open(this.layer, path, this.clock);
@@ -87,15 +95,39 @@ export class UnitOutbox {
       f.seqs.set(unit.lane, (f.seqs.get(unit.lane) ?? RangeSet.EMPTY).add(unit.firstSeq, unit.lastSeq));
     };
     const appended = this.flushing.then(run);
-    this.flushing = appended.catch(() => undefined);
+    // A failed append leaves a unit out of the outbox: every later flush fails, so no sync acknowledges it.
+    this.flushing = appended.catch((err: unknown) => void (this.appendFailure ??= err));
     return appended;
   }
 
-  /** Makes everything appended so far durable. */
-  async flush(): Promise<void> {
-    await this.flushing;
-    const r = await this.files.get(this.current)!.stream.flush(MAX_FLUSH_MS);
-    if (r.kind !== "synced") throw new Error("outbox flush did not complete");
+  /**
+   * Makes everything appended so far durable. Callers that come while a flush runs share the one
+   * after it (that one began after their appends), so many concurrent syncs cost two fdatasyncs, not one each.
+   */
+  flush(): Promise<void> {
+    if (this.flushRunning === undefined) return this.startFlush();
+    this.flushNext ??= this.flushRunning
+      .catch(() => undefined)
+      .then(() => {
+        this.flushNext = undefined;
+        return this.startFlush();
+      });
+    return this.flushNext;
+  }
+
+  private startFlush(): Promise<void> {
+    const run = (async () => {
+      await this.flushing;
+      if (this.appendFailure !== undefined) throw this.appendFailure;
+      const r = await this.files.get(this.current)!.stream.flush(MAX_FLUSH_MS);
+      if (r.kind !== "synced") throw new Error("outbox flush did not complete");
+    })();
+    this.flushRunning = run;
+    const clear = () => {
+      if (this.flushRunning === run) this.flushRunning = undefined;
+    };
+    run.then(clear, clear);
+    return run;
   }
 
   /** Custody confirmed `seqs` of `lane`: files all of whose units are confirmed are deleted (never the newest). */

@@ -109,8 +109,10 @@ export class WriterCore {
     }
     // Custody off: the same SmartWAL path, nothing shipped.
     if (this.config.custody === false) return { lsn: await this.ports.volume.write(lba, data), pieces: [] };
-    // Backpressure: what custody has not yet taken stays bounded; past the bound, writes wait.
-    while (this.custodyBacklogBytes() >= this.maxBacklogBytes && !this.stopped) {
+    // Backpressure: what custody has not yet taken stays bounded; past the bound, writes wait —
+    // and a write that comes while others wait queues behind them, so writes reach the volume
+    // (and get their LSNs and lane sequences) in the order they were made.
+    while ((this.custodyBacklogBytes() >= this.maxBacklogBytes || this.roomWaiters.length > 0) && !this.stopped) {
       this.counters.inc("write_backpressure");
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }

@@ -4,7 +4,8 @@ import { DeploymentError, loadDeployment, parseDeployment, topologyOf, volumesOf
 import { formatStrikeTable } from "../../demo/scenario-table.ts";
 import { survivorsHold, unaccounted, type ControllerView, type HolderStats } from "../../demo/settle.ts";
 import { deploymentOfVolume, withoutHolder } from "../../demo/waypoint-variant.ts";
-import { blockData, contentThrough, lbaOf, lsnOffset, seedOf, WorkloadOrderError } from "../../demo/workload.ts";
+import { blockData, contentThrough, lbaOf, lsnOffset, seedOf, workloadContentThrough, WorkloadOrderError } from "../../demo/workload.ts";
+import { workloadWrite } from "../../runtime/workload.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 
 const path = new URL("../../examples/deployment.json", import.meta.url).pathname;
@@ -63,4 +64,19 @@ test("the strike table shows predicted and observed loss side by side and flags 
   ]);
   t.regex(text, /with h-wp\s+vol-demo\s+#120\s+#118\s+#118\s+119–120\s+119–120\s+exact\s+#115/);
   t.regex(text, /without h-wp\s+vol-direct\s+#120\s+#115\s+#116\s+116–120\s+117–120\s+MISMATCH/);
+});
+
+test("a workload volume's reference content through an LSN is the full replay of its writes, built from the last round over the slots only", (t) => {
+  const blocks = 4;
+  const blockCount = 40;
+  const offset = 4;
+  const replay = (lsn: number) => {
+    const out = new Uint8Array(blockCount * BLOCK_SIZE);
+    for (let k = 0; k * blocks + offset <= lsn; k++) {
+      const w = workloadWrite(k, blocks, blockCount);
+      out.set(w.data, w.lba * BLOCK_SIZE);
+    }
+    return out;
+  };
+  for (const lsn of [0, 3, 4, 7, 8, 40, 44, 123, 400, 1001]) t.deepEqual(workloadContentThrough(blockCount, blocks, offset, lsn), replay(lsn), `through LSN ${lsn}`);
 });

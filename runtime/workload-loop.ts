@@ -1,0 +1,132 @@
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname } from "node:path";
+import type { WriteAck } from "../actors/index.ts";
+import { workloadWrite } from "./workload.ts";
+
+/** What the workload needs of a writer: a write (resolves once the volume admitted it) and a local sync. */
+export interface WorkloadTarget {
+  write(lba: number, data: Uint8Array): Promise<WriteAck>;
+  sync(): Promise<unknown>;
+}
+
+/** The `workload` section of a writer role (see runtime/role-config.ts). */
+export interface WorkloadOptions {
+  readonly intervalMs: number;
+  readonly ackLog?: string;
+  readonly depth?: number;
+  readonly inFlight?: number;
+  readonly ratePerSec?: number;
+  readonly blocksPerWrite?: number;
+}
+
+/** A running workload: `written` counts acknowledged writes; `done` settles once `stop()` was called and it wound down. */
+export interface RunningWorkload {
+  readonly done: Promise<void>;
+  written(): number;
+  stop(): void;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Runs the synthetic workload against `target` until stopped. Write `i` is
+ * `workloadWrite(i, blocksPerWrite, blockCount)`; a write counts as acknowledged only after a local
+ * sync that began after the volume admitted it (volume barrier and outbox flush, see
+ * docs/write-path.md), and only then gets its line in the acknowledgement log. With `inFlight` the
+ * writes overlap (a sliding window: a new write is issued as soon as the oldest is acknowledged);
+ * otherwise `depth` writes are issued together and synced once, round after round.
+ */
+export function startWorkload(target: WorkloadTarget, w: WorkloadOptions, blockCount: number, traced: (lba: number, data: Uint8Array) => Promise<WriteAck>): RunningWorkload {
+  let running = true;
+  let written = 0;
+  const log = w.ackLog;
+  if (log !== undefined) mkdirSync(dirname(log), { recursive: true });
+  // A restart continues the write numbering where the log ends (what the earlier process saw acknowledged).
+  const first = log !== undefined && existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0;
+  const blocks = w.blocksPerWrite ?? 1;
+  const started = Date.now();
+  // Milliseconds until write number `issued` (counted from this start) is due.
+  const due = (issued: number) => (w.ratePerSec !== undefined ? started + (issued / w.ratePerSec) * 1000 - Date.now() : 0);
+  const record = (lines: { i: number; ack: WriteAck; lba: number }[]) => {
+    // Written synchronously after the ack, so a SIGKILL never loses a line of a write the log's reader must find.
+    if (log !== undefined && lines.length > 0) appendFileSync(log, lines.map(({ i, ack, lba }) => JSON.stringify({ i, lsn: ack.lsn, lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
+    written += lines.length;
+  };
+
+  const rounds = async () => {
+    const depth = w.depth ?? 1;
+    let i = first;
+    let issued = 0;
+    while (running) {
+      try {
+        const round = Array.from({ length: depth }, (_, k) => i + k);
+        const writes = round.map((j) => workloadWrite(j, blocks, blockCount));
+        const acks = await Promise.all(writes.map((x) => traced(x.lba, x.data)));
+        await target.sync();
+        record(acks.map((ack, k) => ({ i: round[k]!, ack, lba: writes[k]!.lba })));
+        i += depth;
+        issued += depth;
+      } catch {
+        if (!running) break;
+      }
+      const wait = w.ratePerSec !== undefined ? due(issued) : w.intervalMs;
+      if (wait > 0) await sleep(wait);
+    }
+  };
+
+  const window = async (inFlight: number) => {
+    // Oldest first; `outcome` is set once the write was admitted AND a sync issued after that completed.
+    const open: { i: number; lba: number; outcome?: { ack: WriteAck } | { err: unknown } }[] = [];
+    let issued = 0;
+    let nextAt = started;
+    let wake: (() => void) | undefined;
+    const issue = () => {
+      const i = first + issued++;
+      const x = workloadWrite(i, blocks, blockCount);
+      const entry: (typeof open)[number] = { i, lba: x.lba };
+      open.push(entry);
+      // Called in order and synchronously up to the volume's queue, so LSNs and lane sequences follow `i`.
+      traced(x.lba, x.data)
+        .then(async (ack) => (await target.sync(), ack))
+        .then(
+          (ack) => (entry.outcome = { ack }),
+          (err: unknown) => (entry.outcome = { err }),
+        )
+        .finally(() => wake?.());
+      nextAt = w.ratePerSec !== undefined ? started + (issued / w.ratePerSec) * 1000 : Date.now() + w.intervalMs;
+    };
+    while (running || open.length > 0) {
+      // Logged in write order: a write is logged once it and every earlier one settled. A failed
+      // write or sync is not acknowledged and gets no line; the stream goes on.
+      const acked: { i: number; ack: WriteAck; lba: number }[] = [];
+      while (open[0]?.outcome !== undefined) {
+        const e = open.shift()!;
+        if ("ack" in e.outcome!) acked.push({ i: e.i, ack: e.outcome.ack, lba: e.lba });
+      }
+      record(acked);
+      const wait = nextAt - Date.now();
+      if (running && open.length < inFlight && wait <= 0) {
+        issue();
+        continue;
+      }
+      if (!running && open.length === 0) break;
+      // Until a write settles, or the pace lets the next one go when there is room for it.
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        if (running && open.length < inFlight) timer = setTimeout(resolve, wait);
+      });
+      clearTimeout(timer);
+      wake = undefined;
+    }
+  };
+
+  const done = w.inFlight !== undefined ? window(w.inFlight) : rounds();
+  return {
+    done,
+    written: () => written,
+    stop: () => {
+      running = false;
+    },
+  };
+}
