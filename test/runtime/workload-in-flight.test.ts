@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { VolumeTopology } from "../../actors/controller/controller-config.ts";
-import { openPayload } from "../../actors/writer/unit-payload.ts";
+import { openPayload } from "../../protocol/index.ts";
 import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";
 import { systemClock } from "../../core/clock.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
