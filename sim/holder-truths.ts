@@ -42,7 +42,7 @@ const lastSplit = new WeakMap<HolderHost, { retained: RangeSet; disk: RangeSet; 
 
 function residencyOf(h: HolderHost, retained: RangeSet, disk: RangeSet): { ram: RangeSet; disk: RangeSet } {
   const last = lastSplit.get(h);
-  if (last !== undefined && last.retained === retained && last.disk.equals(disk)) return last;
+  if (last !== undefined && last.retained === retained && (last.disk === disk || last.disk.equals(disk))) return last;
   const next = { retained, disk, ram: retained.subtract(disk) };
   lastSplit.set(h, next);
   return next;
