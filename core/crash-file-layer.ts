@@ -30,12 +30,15 @@ export class CrashFileLayer implements FileLayer {
     this.brokenSync = opts.brokenSync ?? (() => false);
     this.live = new Namespace();
     this.nextInode = 1;
-    for (const [path, bytes] of initial ?? []) {
-      const ino = this.nextInode++;
-      this.live.entries.set(path, ino);
-      this.live.inodes.set(ino, bytes.slice());
-      this.log.push({ kind: "init", path, ino, data: bytes.slice() });
-    }
+    for (const [path, bytes] of initial ?? []) this.#init(path, bytes.slice());
+  }
+
+  /** Adds a durable file whose bytes this layer now owns: the log keeps them, the live view gets a copy. */
+  #init(path: string, owned: Uint8Array): void {
+    const ino = this.nextInode++;
+    this.live.entries.set(path, ino);
+    this.live.inodes.set(ino, owned.slice());
+    this.log.push({ kind: "init", path, ino, data: owned });
   }
 
   /** Number of operations logged so far; a crash point is any value in 0..opCount(). */
@@ -69,8 +72,8 @@ export class CrashFileLayer implements FileLayer {
   crashAt(at: number, spec: CrashSpec = {}): CrashFileLayer {
     const state = replay(this.log, this.checkPoint(at));
     const keep = spec.keep ?? "none";
-    const disk = new Map<number, Uint8Array>();
-    for (const [ino, bytes] of state.durable) disk.set(ino, bytes.slice());
+    // The replay's durable buffers are its own (nothing else refers to them): no copy needed.
+    const disk = new Map<number, Uint8Array>(state.durable);
     for (const w of state.pending) {
       const kept = keep === "all" || (keep !== "none" && keep(w.id));
       if (!kept) continue;
@@ -78,9 +81,10 @@ export class CrashFileLayer implements FileLayer {
       const base = disk.get(w.ino) ?? new Uint8Array(0);
       disk.set(w.ino, applyWrite(base, w.position, w.data, sectors));
     }
-    const files = new Map<string, Uint8Array>();
-    for (const [path, ino] of state.durableNames) files.set(path, disk.get(ino) ?? new Uint8Array(0));
-    return new CrashFileLayer(files);
+    const layer = new CrashFileLayer();
+    // The log never changes an init op's bytes, so two names of one inode may share them.
+    for (const [path, ino] of state.durableNames) layer.#init(path, disk.get(ino) ?? new Uint8Array(0));
+    return layer;
   }
 
   /** Every file of the current (live, not crashed) view: path → a copy of its bytes. */

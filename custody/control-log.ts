@@ -63,7 +63,9 @@ export function entryFromBytes(seq: number, bytes: Uint8Array, signature?: Entry
  * sequence check. `loseTail` injects the failure the hash chain exists to catch.
  */
 export class InMemoryControlLog implements ControlLogStore {
-  private entries: { seq: number; bytes: Uint8Array; signature?: EntrySignature }[] = [];
+  // `decoded` caches the entry the bytes decode to: stored entries never change, and every actor
+  // of a simulated world follows this one log, so each entry is decoded once, not once per read.
+  private entries: { seq: number; bytes: Uint8Array; signature?: EntrySignature; decoded?: ControlLogEntry }[] = [];
   private nextSeq = 1;
 
   constructor(readonly region: string) {}
@@ -92,11 +94,11 @@ export class InMemoryControlLog implements ControlLogStore {
       if (this.entries[mid]!.seq < seq) lo = mid + 1;
       else hi = mid;
     }
-    return this.entries.slice(lo).map((e) => entryFromBytes(e.seq, e.bytes, e.signature));
+    return this.entries.slice(lo).map((e) => (e.decoded ??= entryFromBytes(e.seq, e.bytes, e.signature)));
   }
 
   async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
-    return this.entries.filter((e) => e.seq >= seq).map((e) => recordFromBytes(e.seq, e.bytes, e.signature));
+    return this.entries.filter((e) => e.seq >= seq).map((e) => e.decoded ?? recordFromBytes(e.seq, e.bytes, e.signature));
   }
 
   async lastSeq(): Promise<number> {

@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
 import { CustodyError } from "../core/index.ts";
+import { VerifiedSignatures } from "./verified-signatures.ts";
 
 /** Raw Ed25519 public keys are 32 bytes; signatures are 64 bytes. */
 export const ED25519_PUBLIC_KEY_BYTES = 32;
@@ -35,19 +36,31 @@ export function rawPublicKey(key: KeyObject): Uint8Array {
   return new Uint8Array(der.subarray(der.length - ED25519_PUBLIC_KEY_BYTES));
 }
 
+// Parsed keys by raw bytes (hex). KeyObjects are immutable, so every caller can share one; sharing
+// also lets the verified-signature memo match keys by identity. Bounded: oldest parsed key goes first.
+const PARSED_KEYS_MAX = 4096;
+const parsedKeys = new Map<string, KeyObject>();
+
 /** A verification KeyObject from a raw 32-byte public key. Throws InvalidKeyError on a wrong length. */
 export function publicKeyFromRaw(raw: Uint8Array): KeyObject {
   if (raw.byteLength !== ED25519_PUBLIC_KEY_BYTES) {
     throw new InvalidKeyError(`an Ed25519 public key has ${ED25519_PUBLIC_KEY_BYTES} bytes, got ${raw.byteLength}`, { length: raw.byteLength });
   }
+  const id = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("hex");
+  const cached = parsedKeys.get(id);
+  if (cached !== undefined) return cached;
   const der = new Uint8Array(SPKI_PREFIX.length + raw.byteLength);
   der.set(SPKI_PREFIX, 0);
   der.set(raw, SPKI_PREFIX.length);
+  let key: KeyObject;
   try {
-    return createPublicKey({ key: Buffer.from(der), format: "der", type: "spki" });
+    key = createPublicKey({ key: Buffer.from(der), format: "der", type: "spki" });
   } catch {
     throw new InvalidKeyError("bytes are not an Ed25519 public key");
   }
+  parsedKeys.set(id, key);
+  if (parsedKeys.size > PARSED_KEYS_MAX) parsedKeys.delete(parsedKeys.keys().next().value!);
+  return key;
 }
 
 /** A private KeyObject from PKCS#8 DER bytes (for holders that load their key from a file). */
@@ -62,12 +75,19 @@ export function signBytes(privateKey: KeyObject, message: Uint8Array): Uint8Arra
   return new Uint8Array(sign(null, message, privateKey));
 }
 
+// Signatures that verified recently in this process (exact memo; see VerifiedSignatures).
+const verified = new VerifiedSignatures(4096);
+
 /** True only when `signature` is a valid Ed25519 signature of `message` under `publicKey`. Never throws. */
 export function verifyBytes(publicKey: KeyObject, message: Uint8Array, signature: Uint8Array): boolean {
   if (signature.byteLength !== ED25519_SIGNATURE_BYTES) return false;
+  if (verified.has(publicKey, message, signature)) return true;
+  let ok: boolean;
   try {
-    return verify(null, message, publicKey, signature);
+    ok = verify(null, message, publicKey, signature);
   } catch {
     return false;
   }
+  if (ok) verified.add(publicKey, message, signature);
+  return ok;
 }

@@ -20,6 +20,24 @@ function checkRange(first: number, last: number): void {
 }
 
 /**
+ * The canonical runs of the union of two canonical run lists: one linear merge (both are already
+ * sorted and valid), joining runs that overlap or touch.
+ */
+function mergeRuns(a: readonly SeqRange[], b: readonly SeqRange[]): SeqRange[] {
+  const out: SeqRange[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    const r = j >= b.length || (i < a.length && a[i]!.first <= b[j]!.first) ? a[i++]! : b[j++]!;
+    const tail = out[out.length - 1];
+    if (tail !== undefined && r.first <= tail.last + 1) {
+      if (r.last > tail.last) out[out.length - 1] = { first: tail.first, last: r.last };
+    } else out.push(r);
+  }
+  return out;
+}
+
+/**
  * An immutable set of sequence numbers kept as sorted, disjoint, non-adjacent inclusive ranges.
  * This is how retained coverage is stated everywhere (receipts, ledgers, arenas): the exact ranges,
  * the contiguous prefix from a base, and the holes — never a bare high-water mark.
@@ -167,7 +185,7 @@ export class RangeSet {
       const joined: SeqRange = { first: tail.first, last: head.last };
       return new RangeSet([...this.runs.slice(0, -1), joined, ...other.runs.slice(1)]);
     }
-    return RangeSet.from([...this.runs, ...other.runs]);
+    return new RangeSet(mergeRuns(this.runs, other.runs));
   }
 
   /** Members of this set that are not in `other`. */

@@ -14,11 +14,11 @@ export function holderTruthsOf(spec: WorldSpec, hosts: Iterable<HolderHost>, led
   const out: HolderTruth[] = [];
   for (const h of hosts) {
     const ob = h.holder?.core.lanes.get(key)?.obligations;
-    const disk = ob?.diskResident ?? RangeSet.EMPTY;
+    const { ram, disk } = ob === undefined ? NOTHING_HELD : residencyOf(h, ob.retained, ob.diskResident);
     out.push({
       id: h.spec.id,
       site: h.site.id,
-      ram: ob === undefined ? RangeSet.EMPTY : ob.retained.subtract(disk),
+      ram,
       disk,
       ramSurvivesPower: h.spec.protectedRam && h.evidenceValid,
       released: ob?.released ?? RangeSet.EMPTY,
@@ -26,6 +26,24 @@ export function holderTruthsOf(spec: WorldSpec, hosts: Iterable<HolderHost>, led
       granted: granted.get(h.spec.id) ?? RangeSet.EMPTY,
     });
   }
-  out.push({ id: spec.vault.holder, site: spec.vault.site, ram: RangeSet.EMPTY, disk: RangeSet.of(0, 0), ramSurvivesPower: false, released: RangeSet.EMPTY, ledger: RangeSet.EMPTY, granted: RangeSet.EMPTY });
+  out.push({ id: spec.vault.holder, site: spec.vault.site, ram: RangeSet.EMPTY, disk: VAULT_BASE, ramSurvivesPower: false, released: RangeSet.EMPTY, ledger: RangeSet.EMPTY, granted: RangeSet.EMPTY });
   return out;
+}
+
+/** The vault's base snapshot: everything before the first sequence. */
+const VAULT_BASE = RangeSet.of(0, 0);
+
+const NOTHING_HELD = { retained: RangeSet.EMPTY, disk: RangeSet.EMPTY, ram: RangeSet.EMPTY };
+
+// The last residency split per host. RangeSets are immutable and the runner re-checks a holder only
+// when one of its sets is a different object, so an unchanged holder must yield the same objects
+// (and its RAM part need not be recomputed every clock step).
+const lastSplit = new WeakMap<HolderHost, { retained: RangeSet; disk: RangeSet; ram: RangeSet }>();
+
+function residencyOf(h: HolderHost, retained: RangeSet, disk: RangeSet): { ram: RangeSet; disk: RangeSet } {
+  const last = lastSplit.get(h);
+  if (last !== undefined && last.retained === retained && (last.disk === disk || last.disk.equals(disk))) return last;
+  const next = { retained, disk, ram: retained.subtract(disk) };
+  lastSplit.set(h, next);
+  return next;
 }

@@ -106,8 +106,9 @@ export function checkReceipts(obs: WorldObservation): Violation[] {
 export function checkReleased(obs: WorldObservation): Violation[] {
   const out: Violation[] = [];
   for (const h of obs.holders) {
-    const held = h.ram.union(h.disk);
-    if (held.intersects(h.released)) {
+    // Checked per part: the union of RAM and disk is only built to name a violation.
+    if (h.ram.intersects(h.released) || h.disk.intersects(h.released)) {
+      const held = h.ram.union(h.disk);
       out.push({ invariant: InvariantId.releasedReappeared, atMs: obs.atMs, message: `${h.id} holds released ${held.intersect(h.released).toString()}`, detail: { holder: h.id } });
     }
     if (h.ledger.intersects(h.granted)) {

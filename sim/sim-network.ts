@@ -73,6 +73,8 @@ interface Sub {
   draining: boolean;
   inFlight: number;
   drained: Array<() => void>;
+  /** Latest scheduled FIFO arrival per publishing endpoint id (the channel publisher→this subscription). */
+  readonly lastArrival: Map<number, number>;
 }
 
 /**
@@ -86,9 +88,10 @@ export class SimNetwork {
   readonly counters = new Counters();
   readonly #random: Random;
   readonly #defaultEdge: EdgeProfile;
-  readonly #edges = new Map<string, EdgeProfile>();
-  readonly #busyUntil = new Map<string, number>();
-  readonly #lastArrival = new Map<string, number>();
+  /** Edge profiles by source site, then destination site (no key string built per delivery). */
+  readonly #edges = new Map<string, Map<string, EdgeProfile>>();
+  /** When each directed site edge finishes serializing what it already carries: by source, then destination site. */
+  readonly #busyUntil = new Map<string, Map<string, number>>();
   readonly #cuts = new Map<number, { a: ReadonlySet<string>; b: ReadonlySet<string> }>();
   readonly #endpoints = new Map<string, SimEndpoint>();
   readonly #onEvent: ((e: NetEvent) => void) | undefined;
@@ -115,12 +118,14 @@ export class SimNetwork {
 
   /** Sets the profile of the directed edge fromSite→toSite (fields not given keep the default). */
   setEdge(fromSite: string, toSite: string, profile: Partial<EdgeProfile>): void {
-    this.#edges.set(`${fromSite}>${toSite}`, { ...this.#defaultEdge, ...profile });
+    let from = this.#edges.get(fromSite);
+    if (from === undefined) this.#edges.set(fromSite, (from = new Map()));
+    from.set(toSite, { ...this.#defaultEdge, ...profile });
   }
 
   /** The profile of fromSite→toSite. */
   edge(fromSite: string, toSite: string): EdgeProfile {
-    return this.#edges.get(`${fromSite}>${toSite}`) ?? this.#defaultEdge;
+    return this.#edges.get(fromSite)?.get(toSite) ?? this.#defaultEdge;
   }
 
   /** Cuts every edge between a site in `a` and a site in `b` (both directions); returns the cut id for `heal`. */
@@ -142,6 +147,7 @@ export class SimNetwork {
 
   /** True when messages between the two sites are currently cut (either direction). */
   isCut(x: string, y: string): boolean {
+    if (this.#cuts.size === 0) return false;
     for (const { a, b } of this.#cuts.values()) if ((a.has(x) && b.has(y)) || (a.has(y) && b.has(x))) return true;
     return false;
   }
@@ -159,7 +165,7 @@ export class SimNetwork {
   /** @internal Registers a subscription of `ep`. */
   addSub(ep: SimEndpoint, pattern: string, handler: MessageHandler, queue: string | undefined): Sub {
     const wild = pattern.includes("*") || pattern.includes(">");
-    const sub: Sub = { id: this.#nextSub++, pattern, tokens: wild ? pattern.split(".") : undefined, queue, endpoint: ep, handler, active: true, draining: false, inFlight: 0, drained: [] };
+    const sub: Sub = { id: this.#nextSub++, pattern, tokens: wild ? pattern.split(".") : undefined, queue, endpoint: ep, handler, active: true, draining: false, inFlight: 0, drained: [], lastArrival: new Map() };
     this.#subs.push(sub);
     return sub;
   }
@@ -212,18 +218,18 @@ export class SimNetwork {
       ev("duplicate");
     }
     const now = this.clock.now();
-    const edgeKey = `${from.site}>${to.site}`;
     const serialization = e.bandwidthBytesPerSec > 0 ? (data.length * 1000) / e.bandwidthBytesPerSec : 0;
-    const departs = Math.max(now, this.#busyUntil.get(edgeKey) ?? 0) + serialization;
-    if (serialization > 0) this.#busyUntil.set(edgeKey, departs);
+    let busy = this.#busyUntil.get(from.site);
+    if (busy === undefined) this.#busyUntil.set(from.site, (busy = new Map()));
+    const departs = Math.max(now, busy.get(to.site) ?? 0) + serialization;
+    if (serialization > 0) busy.set(to.site, departs);
     for (let c = 0; c < copies; c++) {
       let arrival = departs + e.latencyMs + (e.jitterMs > 0 ? this.#random.next() * e.jitterMs : 0);
-      const channel = `${from.id}>${sub.id}`;
       if (e.reorder > 0 && this.#random.chance(e.reorder)) {
         arrival += this.#random.next() * e.reorderWindowMs; // may overtake or fall behind its neighbours
       } else {
-        arrival = Math.max(arrival, this.#lastArrival.get(channel) ?? 0); // FIFO per publisher→subscription
-        this.#lastArrival.set(channel, arrival);
+        arrival = Math.max(arrival, sub.lastArrival.get(from.id) ?? 0); // FIFO per publisher→subscription
+        sub.lastArrival.set(from.id, arrival);
       }
       const msg: InboundMessage = { subject, data: data.slice(), headers: { ...headers }, ...(reply !== undefined ? { reply } : {}) };
       sub.inFlight++;

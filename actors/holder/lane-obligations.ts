@@ -80,8 +80,16 @@ export class LaneObligations {
 
   /** The persistence cut: sequences whose bytes a completed fdatasync made disk-resident. */
   get diskResident(): RangeSet {
-    return this.disk.intersect(this.retained);
+    const retained = this.retained;
+    const c = this.residentCut;
+    if (c !== undefined && c.disk === this.disk && c.retained === retained) return c.value;
+    const value = this.disk.intersect(retained);
+    this.residentCut = { disk: this.disk, retained, value };
+    return value;
   }
+
+  /** The last persistence cut and the (immutable) sets it was cut from: asked far more often than they change. */
+  private residentCut: { disk: RangeSet; retained: RangeSet; value: RangeSet } | undefined;
 
   /** Downstream edges of this lane. */
   get edgeIds(): string[] {

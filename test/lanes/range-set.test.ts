@@ -68,3 +68,14 @@ test("set algebra agrees with a plain-set model (property)", (t) => {
     { numRuns: 300 },
   );
 });
+
+test("a union is in canonical form: exactly the runs of the set built from both inputs' ranges (property)", (t) => {
+  fc.assert(
+    fc.property(setArb, setArb, ({ rs: a }, { rs: b }) => {
+      const expected = RangeSet.from([...a.ranges(), ...b.ranges()]).toJSON();
+      t.deepEqual(a.union(b).toJSON(), expected);
+      t.deepEqual(b.union(a).toJSON(), expected);
+    }),
+    { numRuns: 500 },
+  );
+});
