@@ -21,6 +21,7 @@ import { readUnitMessage } from "../../transport/unit-frames.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { until } from "../helpers/until.ts";
 import type { JsonlSpanRecord } from "../../telemetry/jsonl-span-exporter.ts";
 
 const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
@@ -37,14 +38,6 @@ const FAR_LATENCY_MS = 400;
 const REGION = "links";
 
 const spans = (file: string): JsonlSpanRecord[] => (existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as JsonlSpanRecord) : []);
-
-async function until(what: string, ms: number, check: () => boolean | Promise<boolean>, explain: () => string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${explain()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** The volume as the controller sees it: the writer's site and the near holder east, the far holder west. */
 function topology(sites: Record<string, ReturnType<typeof site>>): VolumeTopology {

@@ -25,6 +25,7 @@ import { readUnitMessage } from "../../transport/unit-frames.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { until } from "../helpers/until.ts";
 
 const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
 withNatsServer(test);
@@ -41,14 +42,6 @@ const IN_FLIGHT = 8;
 const BLOCKS = Number(process.env.IF_BLOCKS ?? 4);
 const BLOCK_COUNT = 256;
 const SLOTS = BLOCK_COUNT / BLOCKS;
-
-async function until(what: string, ms: number, check: () => boolean, explain: () => string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${explain()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function topology(sites: Record<string, ReturnType<typeof site>>): VolumeTopology {
   return {
@@ -126,7 +119,7 @@ test.serial("a writer with 8 writes in flight that is SIGKILLed mid-stream loses
   const logs = () => procs.map((p) => p.log).join("\n");
 
   // Mid-stream: the volume has wrapped around its slots several times, writes still going.
-  await until("500 acknowledged writes", WAIT_MS, () => ackLines(ackLog).length >= 500, logs);
+  await until("500 acknowledged writes", WAIT_MS, () => ackLines(ackLog).length >= 500, logs, 50);
   const killed = await writer.signal("SIGKILL", 10_000);
   t.is(killed.signal, "SIGKILL", "the writer was still running when killed");
 

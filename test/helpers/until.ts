@@ -1,0 +1,11 @@
+/**
+ * Polls `check` (sync or async) every `pollMs` until it holds; after `ms` throws naming `what` with
+ * `explain()`'s account of the state. The bound only ends a hung run; it measures nothing.
+ */
+export async function until(what: string, ms: number, check: () => boolean | Promise<boolean>, explain: () => string, pollMs = 100): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${explain()}`);
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
