@@ -54,7 +54,7 @@ export class HolderCore {
 
   constructor(
     readonly config: HolderConfig,
-    private readonly ports: HolderPorts,
+    readonly ports: HolderPorts,
     private readonly dispatch: (e: HolderInbound) => void,
     spawnArena: SpawnLaneArena,
   ) {

@@ -247,6 +247,8 @@ export class HolderCustodyMoves {
     let opened = false;
     for (const u of fresh) {
       opened = hl.store(u) || opened;
+      // Mirrored like an ingress admission: the receipt below claims it at this holder's residency.
+      this.core.ports.preserved?.keep(u);
       seqs = seqs.add(u.firstSeq, u.lastSeq);
       const token = tokenOf.get(u);
       if (token !== undefined) rememberAttestation(hl, u.firstSeq, token);

@@ -2,6 +2,7 @@ import anyTest, { type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, transport, unit, Writer } from "./holder-fixture.ts";
+import { SimPreservedRam } from "../../sim/preserved-ram.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -62,6 +63,41 @@ test.serial("memory pressure transfers custody to a neighbor: memory stays bound
     t.false(Object.keys({ ...o.holder.counters.snapshot(), ...n.holder.counters.snapshot() }).some((k) => k.startsWith("internal_error")));
   } finally {
     clearInterval(sampler);
+    w.sender.close();
+    await wt.close();
+    await o.close();
+    await n.close();
+  }
+});
+
+// Sim seed 960179: a protected-RAM holder restarted from its preserved memory without the ranges it
+// had taken by transfer, though its receipts had claimed them; the release elsewhere left a hole no one
+// could refill.
+test.serial("units a holder admits by custody transfer are mirrored into its preserved memory like units from the writer", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const preserved = new SimPreservedRam();
+  const n = await launchHolder(url, keys, holderConfig("h-neighbor", {
+    lanes: [{ volume: "other", lane: "l0", upstream: ["w9"], downstream: [] }],
+    arena: { segmentBytes: 64 * 1024, limitBytes: 8 * 1024 * 1024, maxOutstandingCredit: 256 * 1024, maxUnitBytes: 16 * 1024 },
+  }), { preserved });
+  const o = await launchHolder(url, keys, holderConfig("h-origin", {
+    arena: { segmentBytes: 64 * 1024, limitBytes: 512 * 1024, maxOutstandingCredit: 128 * 1024, maxUnitBytes: 16 * 1024 },
+    transferNeighbor: "h-neighbor",
+    pressureRatio: 0.5,
+  }));
+  const wt = await transport(url, "writer");
+  const w = new Writer(wt, "h-origin");
+  const nLane = () => n.holder.core.lanes.get("vol1/l0");
+  try {
+    for (let s = 1; s <= 120; s++) w.send(unit(s, 1, BYTES));
+    await eventually(() => w.sender.backlog.units === 0 && (nLane()?.obligations.retained.count ?? 0) > 0 && o.log.some((e) => e.type === "transferred_out"), "custody moved to the neighbor", 20_000);
+    const taken = nLane()!.obligations.retained;
+    t.false(taken.isEmpty);
+    t.true(preserved.held.coversAll(taken), `preserved ${preserved.held.toString()} covers the transferred ${taken.toString()}`);
+    const recovered = await preserved.recovered();
+    t.true(recovered.every((u) => u.volume === "vol1" && u.lane === "l0"));
+  } finally {
     w.sender.close();
     await wt.close();
     await o.close();

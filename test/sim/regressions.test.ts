@@ -65,6 +65,15 @@ const REGRESSIONS: readonly Regression[] = [
       "liveness late (13.0 s > 8 s budget; never with the minimized schedule, cut stuck at 79 of 87): after power:use1 the single disk holder h1 restarted from a spill segment holding 79 and 81 but not 80, receipted the hole 80 as RAM-resident, so the restarted writer never re-sent it (found by the 930001.. sweep)",
     minimized: [{ kind: "strike", atMs: 8647, scenario: "power:use1" }],
   },
+  {
+    seed: 960179,
+    found:
+      "liveness never: after crash:h1 every cut stayed at 17 (target 287): the protected-RAM holder h1 restarted from its preserved memory without 18, 24-91 and 97-120, which it had taken from h2 by custody transfer while partitioned from the writer (transfers were not mirrored into preserved memory), and h2 had released them (found by the 960001.. sweep)",
+    minimized: [
+      { kind: "partition", atMs: 1165, durationMs: 7166, a: ["s-h2", "s-writer"], b: ["s-h1"] },
+      { kind: "strike", atMs: 14091, scenario: "crash:h1" },
+    ],
+  },
 ];
 
 for (const r of REGRESSIONS) {
