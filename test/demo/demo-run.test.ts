@@ -166,8 +166,14 @@ test.serial("custody trace rebuilds a unit's tree from the processes' spans: a c
   const root = tree.roots.find((r) => r.name === "writer.write");
   t.truthy(root, "the write is the root");
   const sends = root!.children.filter((c) => c.name === "link.send");
-  t.is(sends.length, 4, "one hop per first-hop holder");
-  for (const s of sends) t.deepEqual(s.children.map((c) => c.name), ["holder.admit"], `${s.detail}: the admit hangs under its hop`);
+  // One hop per first-hop holder; a holder whose receipt was late gets the unit again (a re-send is
+  // a second hop to the same holder), so count destinations, and each one admitted it under a hop.
+  const holderOf = (s: (typeof sends)[number]) => /\(([^)]+)\)/.exec(s.detail)?.[1] ?? s.detail; // "s-w -> s-e1 (h-e1)"
+  const byHolder = new Map<string, typeof sends>();
+  for (const s of sends) byHolder.set(holderOf(s), [...(byHolder.get(holderOf(s)) ?? []), s]);
+  t.deepEqual([...byHolder.keys()].sort(), ["h-e1", "h-e2", "h-usw", "h-wp"], "one hop per first-hop holder");
+  for (const [h, hops] of byHolder) t.true(hops.some((s) => s.children.some((c) => c.name === "holder.admit")), `${h}: the admit hangs under its hop`);
+  if (sends.length > byHolder.size) t.log(`${sends.length - byHolder.size} re-send(s) of vol-demo:${seq}`);
   t.true(tree.crossRegionHops >= 1);
   // The waypoint forwards: admit -> forward -> link.send (cross-region) -> admit at Europe.
   const euAdmit = find(root!, (n) => n.name === "holder.admit" && n.actor === "h-eu");
