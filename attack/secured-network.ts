@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliCaptured } from "../cli/index.ts";
-import { DeployedProcess, loopbackDeployment, natsServerBin } from "../testing/index.ts";
+import { DeployedProcess, loopbackDeployment, natsServerBin, waitForRegions } from "../testing/index.ts";
 
 /** Generous bound: it only ends a hung start, it measures nothing. */
 const READY_MS = 90_000;
@@ -39,15 +39,6 @@ export interface SecuredNetwork {
   stop(): Promise<void>;
 }
 
-async function getJson(url: string): Promise<any> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-    return res.status === 200 ? await res.json() : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Writes the deployment, starts it and waits until every role serves. `keep` leaves the files behind. */
 export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<SecuredNetwork> {
   const dir = mkdtempSync(join(tmpdir(), "custody-attack-"));
@@ -66,20 +57,7 @@ export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<S
     if (!o.keep) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const regions = d["regions"] as Record<string, { httpPort: number }>;
-    for (const s of index.natsServers) {
-      const http = `http://127.0.0.1:${regions[s.region]!.httpPort}`;
-      const others = index.natsServers.map((x) => x.region).filter((r) => r !== s.region);
-      const until = Date.now() + READY_MS;
-      for (;;) {
-        if (servers.some((p) => !p.running)) throw new Error(`a nats-server ended before it was ready\n${logs()}`);
-        const gw = await getJson(`${http}/gatewayz`);
-        const js = await getJson(`${http}/jsz`);
-        if ((await getJson(`${http}/healthz`)) !== undefined && others.every((x) => x in (gw?.outbound_gateways ?? {}) && x in (gw?.inbound_gateways ?? {})) && typeof js?.meta_cluster?.leader === "string") break;
-        if (Date.now() > until) throw new Error(`nats ${s.region} not ready\n${logs()}`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    await waitForRegions(index.natsServers, d["regions"] as Record<string, { httpPort: number }>, servers, logs, READY_MS);
     await custody(["bootstrap", join(out, "bootstrap.json")]);
     // The controller first (it admits the holders' new incarnations), then the holders, then the writer.
     for (const role of ["controller", "holder", "writer"]) {

@@ -7,3 +7,4 @@ export { bootstrapControlLog, writeHolderRole, writeWriterRole } from "./role-fi
 export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
 export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
+export { getJson, waitForRegions } from "./regions-ready.ts";

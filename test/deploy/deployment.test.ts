@@ -9,7 +9,7 @@
 import test from "ava";
 import { join } from "node:path";
 import { DeployedProcess, pidAlive, type Ended } from "../../testing/deployed-process.ts";
-import { custody, initAndStartNats, READY_MS, until } from "./fixtures/start-deployment.ts";
+import { custody, initAndStartNats, READY_MS, until } from "../helpers/start-deployment.ts";
 
 /** Generous bounds: they only end a hung run, they measure nothing. */
 const SETTLE_MS = 90_000;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { connectNats, closeNats } from "../../transport/nats-connection.ts";
 import { pidAlive } from "../../testing/deployed-process.ts";
-import { initAndStartNats } from "./fixtures/start-deployment.ts";
+import { initAndStartNats } from "../helpers/start-deployment.ts";
 
 /** An event subject of the deployment's volume: the writer may publish it, the operator receive it. */
 const SUBJECT = "custody.v1.event.vol-d";

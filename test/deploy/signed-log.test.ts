@@ -17,7 +17,7 @@ import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import type { DeployedProcess } from "../../testing/deployed-process.ts";
-import { custody, initAndStartNats } from "./fixtures/start-deployment.ts";
+import { custody, initAndStartNats } from "../helpers/start-deployment.ts";
 
 test("custody bootstrap signs the control log with the operator's key; an admission without that key changes nothing for the roles' readers, one with it does", async (t) => {
   const started: DeployedProcess[] = [];
