@@ -12,6 +12,7 @@
  * Teardown registered with `defer` runs last-in-first-out in `test.after.always`, then the
  * servers stop (and their files are deleted), also when tests failed.
  */
+import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import type { TestFn } from "ava";
 import {
   startNatsServer,
@@ -84,4 +85,18 @@ export function withSupercluster<C extends SuperclusterTestContext>(test: TestFn
     },
     (c) => c.supercluster?.stop(),
   );
+}
+
+/** A test context with one plain NATS client connection of its own (`nc`). */
+export interface NatsClientTestContext extends NatsTestContext {
+  nc: NatsConnection;
+}
+
+/** `withNatsServer`, then one client connection `t.context.nc` named `name`, closed before the server stops. */
+export function withNatsServerAndClient<C extends NatsClientTestContext>(test: TestFn<C>, name: string): void {
+  withNatsServer(test);
+  test.before(async (t) => {
+    t.context.nc = await connectNats({ servers: t.context.nats.url, name, maxReconnectAttempts: 0 });
+    t.context.defer(() => closeNats(t.context.nc));
+  });
 }

@@ -6,18 +6,14 @@ import { controllerRoleSchema, type ControllerRoleConfig } from "../../runtime/r
 import { listProcesses } from "../../runtime/process-stats.ts";
 import { runController } from "../../runtime/run-controller.ts";
 import { initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
+import type { NatsConnection } from "../../transport/nats-connection.ts";
 import { admit } from "../custody/control-fixtures.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
 import { topology } from "../security/secured-deployment.ts";
 
-const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
-withNatsServer(test);
-test.before(async (t) => {
-  t.context.nc = await connectNats({ servers: t.context.nats.url, name: "ctl-log-region", maxReconnectAttempts: 0 });
-  t.context.defer(() => closeNats(t.context.nc));
-});
+const test = anyTest as TestFn<NatsClientTestContext>;
+withNatsServerAndClient(test, "ctl-log-region");
 
 function controllerConfig(url: string, id: string, stateDir: string, controlLogRegion?: string): ControllerRoleConfig {
   return controllerRoleSchema.parse({

@@ -15,21 +15,16 @@ import { holderRoleSchema, writerRoleSchema } from "../../runtime/role-config.ts
 import { linksRoute } from "../../runtime/role-links.ts";
 import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
 import { until } from "../helpers/until.ts";
 import type { JsonlSpanRecord } from "../../telemetry/jsonl-span-exporter.ts";
 
-const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
-withNatsServer(test);
-test.before(async (t) => {
-  t.context.nc = await connectNats({ servers: t.context.nats.url, name: "links-test", maxReconnectAttempts: 0 });
-  t.context.defer(() => closeNats(t.context.nc));
-});
+const test = anyTest as TestFn<NatsClientTestContext>;
+withNatsServerAndClient(test, "links-test");
 
 /** Generous bounds that only end a hung run; they measure nothing. */
 const READY_MS = 60_000;

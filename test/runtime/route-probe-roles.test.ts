@@ -14,16 +14,11 @@ import { holderRoleSchema, writerRoleSchema } from "../../runtime/role-config.ts
 import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
 
-const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
-withNatsServer(test);
-test.before(async (t) => {
-  t.context.nc = await connectNats({ servers: t.context.nats.url, name: "route-roles-test", maxReconnectAttempts: 0 });
-  t.context.defer(() => closeNats(t.context.nc));
-});
+const test = anyTest as TestFn<NatsClientTestContext>;
+withNatsServerAndClient(test, "route-roles-test");
 
 /** Generous bounds that only end a hung run; they measure nothing. */
 const READY_MS = 60_000;

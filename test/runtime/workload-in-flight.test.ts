@@ -20,19 +20,14 @@ import { writerRoleSchema } from "../../runtime/role-config.ts";
 import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
 import { until } from "../helpers/until.ts";
 
-const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
-withNatsServer(test);
-test.before(async (t) => {
-  t.context.nc = await connectNats({ servers: t.context.nats.url, name: "in-flight-test", maxReconnectAttempts: 0 });
-  t.context.defer(() => closeNats(t.context.nc));
-});
+const test = anyTest as TestFn<NatsClientTestContext>;
+withNatsServerAndClient(test, "in-flight-test");
 
 /** Generous bounds that only end a hung run; they measure nothing. */
 const READY_MS = 60_000;

@@ -11,18 +11,14 @@ import { CONTROL_HEAD_FILE, readControlLogHead } from "../../runtime/control-log
 import type { ControllerRoleConfig } from "../../runtime/role-config.ts";
 import { runController } from "../../runtime/run-controller.ts";
 import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
+import type { NatsConnection } from "../../transport/nats-connection.ts";
 import { admit, createOb, who } from "../custody/control-fixtures.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
 import { topology } from "./secured-deployment.ts";
 
-const test = anyTest as TestFn<NatsTestContext & { nc: NatsConnection }>;
-withNatsServer(test);
-test.before(async (t) => {
-  t.context.nc = await connectNats({ servers: t.context.nats.url, name: "integrity", maxReconnectAttempts: 0 });
-  t.context.defer(() => closeNats(t.context.nc));
-});
+const test = anyTest as TestFn<NatsClientTestContext>;
+withNatsServerAndClient(test, "integrity");
 const run = promisify(execFile);
 
 async function streamExists(nc: NatsConnection, region: string): Promise<boolean> {
