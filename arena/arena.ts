@@ -115,8 +115,8 @@ export class Arena {
 
   private laneState(volume: string, lane: string): ArenaLane {
     const key = laneKey(volume, lane);
-    const l = this.lanes.get(key) ?? { volume, lane, open: undefined, outstanding: 0, released: RangeSet.EMPTY, segments: new Set() };
-    this.lanes.set(key, l);
+    let l = this.lanes.get(key);
+    if (!l) this.lanes.set(key, (l = { volume, lane, open: undefined, outstanding: 0, released: RangeSet.EMPTY, segments: new Set() }));
     return l;
   }
 
