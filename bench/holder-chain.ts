@@ -21,7 +21,6 @@ export const RECEIPTS = { maxUnits: 256, maxDelayMs: 5 };
 let laneCounter = 0;
 
 export interface Chain {
-  holders: Holder[];
   writer: CreditSender;
   ids: string[];
   lane: string;
@@ -36,10 +35,28 @@ export interface ChainMode {
   signed?: { readonly privateKey: KeyObject; readonly publicKey: Uint8Array };
 }
 
+/** The configuration of hop `i` of a bench chain: RAM only, one lane, receipts as RECEIPTS. */
+export function benchHolderConfig(holderId: string, i: number, lane: string, upstream: string, downstream: string | undefined, unitBytes: number): HolderConfigInput {
+  return {
+    holderId,
+    incarnation: 1,
+    site: { region: "us-east", az: `az${i}`, host: `host${i}` },
+    residency: ["ram"],
+    lanes: [{ volume: VOLUME, lane, upstream: [upstream], downstream: downstream === undefined ? [] : [downstream] }],
+    arena: { segmentBytes: 1 << 20, limitBytes: 96 << 20, maxOutstandingCredit: CREDIT_WINDOW, maxUnitBytes: Math.max(128 * 1024, unitBytes * 2) },
+    receipts: RECEIPTS,
+  };
+}
+
+/** A fresh lane name and holder ids for a chain of `hops`. */
+export function freshLane(hops: number): { lane: string; ids: string[] } {
+  const lane = `l${++laneCounter}`;
+  return { lane, ids: Array.from({ length: hops }, (_, i) => `bh${laneCounter}x${i}`) };
+}
+
 /** Starts writer → h1 → ... → hN on a fresh lane; every hop has its own connection. */
 export async function chain(hops: number, unitBytes: number, mode: ChainMode): Promise<Chain> {
-  const lane = `l${++laneCounter}`;
-  const ids = Array.from({ length: hops }, (_, i) => `bh${laneCounter}x${i}`);
+  const { lane, ids } = freshLane(hops);
   const keys = ids.map(() => generateHolderKeyPair());
   const publicKeys = keys.map((k) => publicKeyFromRaw(k.publicKey));
   const peers = {
@@ -52,15 +69,7 @@ export async function chain(hops: number, unitBytes: number, mode: ChainMode): P
   const writerKeys = mode.signed && new WriterKeyring().name(VOLUME, 0, mode.signed.publicKey);
   const holders: Holder[] = [];
   for (let i = hops - 1; i >= 0; i--) {
-    const cfg: HolderConfigInput = {
-      holderId: ids[i]!,
-      incarnation: 1,
-      site: { region: "us-east", az: `az${i}`, host: `host${i}` },
-      residency: ["ram"],
-      lanes: [{ volume: VOLUME, lane, upstream: [i === 0 ? "writer" : ids[i - 1]!], downstream: i === hops - 1 ? [] : [ids[i + 1]!] }],
-      arena: { segmentBytes: 1 << 20, limitBytes: 96 << 20, maxOutstandingCredit: CREDIT_WINDOW, maxUnitBytes: Math.max(128 * 1024, unitBytes * 2) },
-      receipts: RECEIPTS,
-    };
+    const cfg = benchHolderConfig(ids[i]!, i, lane, i === 0 ? "writer" : ids[i - 1]!, i === hops - 1 ? undefined : ids[i + 1]!, unitBytes);
     const t = await mode.connect(ids[i]!);
     holders.unshift(await startHolder(cfg, { transport: t, clock: systemClock, privateKey: keys[i]!.privateKey, peers, ...(writerKeys ? { writerKeys } : {}) }));
   }
@@ -68,7 +77,6 @@ export async function chain(hops: number, unitBytes: number, mode: ChainMode): P
   const attest = mode.signed && writerUnitSigner(mode.signed.privateKey);
   const writer = new CreditSender({ transport: wt, clock: systemClock, sender: "writer", holder: ids[0]!, volume: VOLUME, lane, retryMs: 20, ...(attest ? { attest } : {}) }).attach();
   return {
-    holders,
     writer,
     ids,
     lane,

@@ -26,6 +26,13 @@
  *   anything). `security_cost_pct_<size>` is the throughput lost against the unsecured 1-hop row of
  *   the same slice (median of per-slice ratios); the target is ≤ 15% at 64 KiB.
  *
+ * - peer rows: what a user would pick instead of a holder hop — a JetStream R1 stream (file and
+ *   memory storage) taking acked publishes with 64 in flight (bench/jetstream-peer.ts) — beside a
+ *   1-hop chain whose holder runs in its own node process (bench/holder-process.ts), so both sides
+ *   pay a process boundary: JetStream's storage work runs in nats-server, the holder's in its own
+ *   process (its CPU is counted in the node column). `ratio_1hop_<size>_vs_jetstream_file` compares
+ *   those two rows; `ratio_1hop_<size>_vs_least_work` compares the in-process 1-hop row with least work.
+ *
  *   npm run bench:holder               # table
  *   npm run bench:holder -- --json     # table, then one JSON object on the last line
  *   npm run bench:holder -- --mb 64    # payload MiB per throughput row per slice (default 24; 3-hop rows use half)
@@ -45,6 +52,8 @@ import { NatsTransport } from "../transport/index.ts";
 import { startNatsServer } from "../testing/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
 import { chain, CREDIT_WINDOW, RECEIPTS, VOLUME, watchLastHop, type ChainMode } from "./holder-chain.ts";
+import { processChain } from "./holder-process-chain.ts";
+import { jetstreamAckedPublish, JETSTREAM_WINDOW } from "./jetstream-peer.ts";
 import { startSecuredBenchServer } from "./secured-bench-server.ts";
 import { median, percentile } from "./sample-stats.ts";
 
@@ -59,7 +68,7 @@ if (!Number.isFinite(payloadMiB) || payloadMiB <= 0 || !Number.isSafeInteger(sli
   process.exit(1);
 }
 
-const server = await startNatsServer({ jetstream: false });
+const server = await startNatsServer({ jetstream: true });
 const secured = await startSecuredBenchServer();
 const conns: NatsTransport[] = [];
 const bare: NatsConnection[] = [];
@@ -82,12 +91,16 @@ const MODES = {
 } satisfies Record<string, ChainMode & { pid(): number | undefined }>;
 type Mode = keyof typeof MODES;
 
-/** CPU microseconds used so far by this process and by the nats-server `pid`. */
-function cpuNow(pid = server.pid): { node: number; nats: number } {
-  const u = process.cpuUsage();
+/** CPU microseconds a process has used (user + system), from /proc. */
+function processCpuUs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  const ticks = Number(stat[11]) + Number(stat[12]);
-  return { node: u.user + u.system, nats: (ticks * 1e6) / 100 };
+  return ((Number(stat[11]) + Number(stat[12])) * 1e6) / 100;
+}
+
+/** CPU microseconds used so far by node (this process and any holder `processes`) and by the nats-server `pid`. */
+function cpuNow(pid = server.pid, processes: readonly number[] = []): { node: number; nats: number } {
+  const u = process.cpuUsage();
+  return { node: u.user + u.system + processes.reduce((sum, p) => sum + processCpuUs(p), 0), nats: processCpuUs(pid!) };
 }
 
 /** One measured row: payload MB/s and CPU µs per unit (this process, nats-server). */
@@ -97,12 +110,12 @@ interface Sample {
   natsUsPerUnit: number;
 }
 
-async function timed(units: number, size: number, body: () => Promise<void>, pid = server.pid): Promise<Sample> {
-  const c0 = cpuNow(pid);
+async function timed(units: number, size: number, body: () => Promise<void>, pid = server.pid, processes: readonly number[] = []): Promise<Sample> {
+  const c0 = cpuNow(pid, processes);
   const t0 = performance.now();
   await body();
   const secs = (performance.now() - t0) / 1000;
-  const c1 = cpuNow(pid);
+  const c1 = cpuNow(pid, processes);
   return { mbPerS: (size * units) / secs / 1e6, nodeUsPerUnit: (c1.node - c0.node) / units, natsUsPerUnit: (c1.nats - c0.nats) / units };
 }
 
@@ -200,9 +213,10 @@ async function leastWork(size: number, count: number): Promise<Sample & { unitsP
  * (a fresh segment's first touch costs page faults that a long-running holder pays once),
  * connections and JIT are warm.
  */
-async function throughHolders(hops: number, size: number, count: number, modeName: Mode = "plain"): Promise<Sample & { unitsPerMessage: number }> {
+async function throughHolders(hops: number | "process", size: number, count: number, modeName: Mode = "plain"): Promise<Sample & { unitsPerMessage: number }> {
   const mode = MODES[modeName];
-  const c = await chain(hops, size, mode);
+  const c = hops === "process" ? await processChain(server.url, size, conn) : await chain(hops, size, mode);
+  const processes = "pid" in c ? [c.pid as number] : [];
   const warm = Math.min(count, Math.ceil((24 << 20) / size));
   const units = encodedUnits(VOLUME, c.lane, size, warm + count);
   const w = await watchLastHop(c, mode);
@@ -227,11 +241,20 @@ async function throughHolders(hops: number, size: number, count: number, modeNam
   await run(1, warm);
   const m0 = c.writer.messagesSent;
   const u0 = c.writer.unitsSent;
-  const sample = await timed(count, size, () => run(warm + 1, warm + count), mode.pid());
+  const sample = await timed(count, size, () => run(warm + 1, warm + count), mode.pid(), processes);
   const unitsPerMessage = (c.writer.unitsSent - u0) / Math.max(1, c.writer.messagesSent - m0);
   w.stop();
   await c.close();
   return { ...sample, unitsPerMessage };
+}
+
+/** A JetStream peer row: R1 stream of `storage`, acked publishes with a window (bench/jetstream-peer.ts). */
+async function jetstreamRow(storage: "file" | "memory", size: number, count: number): Promise<Sample> {
+  let sample: Sample | undefined;
+  await jetstreamAckedPublish(server.url, storage, size, count, async (body) => {
+    sample = await timed(count, size, body);
+  });
+  return sample!;
 }
 
 /** Publish → first receipt latency for `samples` units sent one at a time; ms values. */
@@ -254,7 +277,7 @@ async function receiptLatency(size: number, samples: number): Promise<number[]> 
   return out.sort((a, b) => a - b);
 }
 
-type Row = "raw4k" | "least4k" | "hop1_4k" | "tls4k" | "signed4k" | "hop3_4k" | "raw64k" | "least64k" | "hop1_64k" | "tls64k" | "signed64k" | "hop3_64k";
+type Row = `${"raw" | "least" | "js_file" | "js_mem" | "proc"}${"4k" | "64k"}` | `${"hop1_" | "tls" | "signed" | "hop3_"}${"4k" | "64k"}`;
 type Measured = Sample & { unitsPerMessage?: number };
 
 try {
@@ -266,6 +289,8 @@ try {
   await leastWork(4096, 2000);
   await throughHolders(1, 4096, 2000);
   await throughHolders(1, 4096, 2000, "signed");
+  await throughHolders("process", 4096, 2000);
+  await jetstreamRow("file", 4096, 2000);
 
   const plan: [Row, () => Promise<Measured>][] = [
     ["raw4k", () => raw(4096, n4k)],
@@ -274,12 +299,18 @@ try {
     ["tls4k", () => throughHolders(1, 4096, n4k, "tls")],
     ["signed4k", () => throughHolders(1, 4096, n4k, "signed")],
     ["hop3_4k", () => throughHolders(3, 4096, Math.ceil(n4k / 2))],
+    ["proc4k", () => throughHolders("process", 4096, n4k)],
+    ["js_file4k", () => jetstreamRow("file", 4096, n4k)],
+    ["js_mem4k", () => jetstreamRow("memory", 4096, n4k)],
     ["raw64k", () => raw(65536, n64k)],
     ["least64k", () => leastWork(65536, n64k)],
     ["hop1_64k", () => throughHolders(1, 65536, n64k)],
     ["tls64k", () => throughHolders(1, 65536, n64k, "tls")],
     ["signed64k", () => throughHolders(1, 65536, n64k, "signed")],
     ["hop3_64k", () => throughHolders(3, 65536, Math.ceil(n64k / 2))],
+    ["proc64k", () => throughHolders("process", 65536, n64k)],
+    ["js_file64k", () => jetstreamRow("file", 65536, n64k)],
+    ["js_mem64k", () => jetstreamRow("memory", 65536, n64k)],
   ];
   const got = new Map<Row, Measured[]>(plan.map(([r]) => [r, []]));
   for (let slice = 0; slice < slices; slice++) {
@@ -302,12 +333,18 @@ try {
     ["  … auth+TLS", "tls4k", "raw4k"],
     ["  … auth+TLS+unit sigs", "signed4k", "raw4k"],
     ["3 holder hops 4 KiB", "hop3_4k", "raw4k"],
+    ["1 hop, holder own process", "proc4k", "raw4k"],
+    ["JetStream R1 file, acked", "js_file4k", "raw4k"],
+    ["JetStream R1 memory, acked", "js_mem4k", "raw4k"],
     ["raw NATS pub→sub 64 KiB", "raw64k", "raw64k"],
     ["least work (verify + copy)", "least64k", "raw64k"],
     ["1 holder hop 64 KiB", "hop1_64k", "raw64k"],
     ["  … auth+TLS", "tls64k", "raw64k"],
     ["  … auth+TLS+unit sigs", "signed64k", "raw64k"],
     ["3 holder hops 64 KiB", "hop3_64k", "raw64k"],
+    ["1 hop, holder own process", "proc64k", "raw64k"],
+    ["JetStream R1 file, acked", "js_file64k", "raw64k"],
+    ["JetStream R1 memory, acked", "js_mem64k", "raw64k"],
   ];
   console.log(`bench:holder — ${payloadMiB} MiB of payload per row and slice (3-hop rows half), median of ${slices} interleaved slices, one process, one nats-server (${server.url})`);
   console.log(`holders: RAM only, ${CREDIT_WINDOW >> 20} MiB credit window, receipts every ${RECEIPTS.maxUnits} units or ${RECEIPTS.maxDelayMs} ms, frames up to ${DEFAULT_MAX_FRAME_BYTES >> 10} KiB; raw: bare nats.js`);
@@ -329,6 +366,8 @@ try {
   const cost = (row: Row, base: Row) => (1 - ratio(row, base)) * 100;
   console.log(`security cost, 1 hop, vs unsecured in the same slice: auth+TLS 4 KiB ${cost("tls4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("tls64k", "hop1_64k").toFixed(1)}%; auth+TLS+unit signatures 4 KiB ${cost("signed4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("signed64k", "hop1_64k").toFixed(1)}% (target ≤ 15% at 64 KiB)`);
   console.log(`target: 1 hop ≥ 0.5× raw — 4 KiB ${ratio("hop1_4k", "raw4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "raw64k").toFixed(2)}×`);
+  console.log(`target: 1 hop ≥ 0.9× least work — 4 KiB ${ratio("hop1_4k", "least4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "least64k").toFixed(2)}×`);
+  console.log(`target: 1 hop (holder in its own process) vs JetStream R1 file, ${JETSTREAM_WINDOW} acks in flight — 4 KiB ${ratio("proc4k", "js_file4k").toFixed(2)}× (≥ 2), 64 KiB ${ratio("proc64k", "js_file64k").toFixed(2)}× (≥ 1); vs memory storage ${ratio("proc4k", "js_mem4k").toFixed(2)}×, ${ratio("proc64k", "js_mem64k").toFixed(2)}×`);
   if (json) {
     console.log(
       JSON.stringify({
@@ -347,6 +386,18 @@ try {
         ratio_3hop_64k_vs_raw: ratio("hop3_64k", "raw64k"),
         ratio_least_work_4k_vs_raw: ratio("least4k", "raw4k"),
         ratio_least_work_64k_vs_raw: ratio("least64k", "raw64k"),
+        ratio_1hop_4k_vs_least_work: ratio("hop1_4k", "least4k"),
+        ratio_1hop_64k_vs_least_work: ratio("hop1_64k", "least64k"),
+        hop1_process_4k_mb_per_s: mbs("proc4k"),
+        hop1_process_64k_mb_per_s: mbs("proc64k"),
+        jetstream_file_4k_mb_per_s: mbs("js_file4k"),
+        jetstream_file_64k_mb_per_s: mbs("js_file64k"),
+        jetstream_memory_4k_mb_per_s: mbs("js_mem4k"),
+        jetstream_memory_64k_mb_per_s: mbs("js_mem64k"),
+        ratio_1hop_4k_vs_jetstream_file: ratio("proc4k", "js_file4k"),
+        ratio_1hop_64k_vs_jetstream_file: ratio("proc64k", "js_file64k"),
+        ratio_1hop_4k_vs_jetstream_memory: ratio("proc4k", "js_mem4k"),
+        ratio_1hop_64k_vs_jetstream_memory: ratio("proc64k", "js_mem64k"),
         node_us_per_unit_1hop_4k: med("hop1_4k", (s) => s.nodeUsPerUnit),
         node_us_per_unit_raw_4k: med("raw4k", (s) => s.nodeUsPerUnit),
         node_us_per_unit_least_work_4k: med("least4k", (s) => s.nodeUsPerUnit),
