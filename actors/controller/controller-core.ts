@@ -63,8 +63,6 @@ export class ControllerCore {
   readonly spend: ControllerSpend;
   retentionAudits: RetentionAudits | undefined;
   readonly routes: ControllerRoutes; // measured routes (`config.routes`)
-  /** When this controller started: a retention window counts sequences it has no commit time for from here. */
-  private readonly startedAtMs: number;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -77,7 +75,6 @@ export class ControllerCore {
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
     this.follower = new ControlLogFollower(ports.store, undefined, ports.trust);
     this.bases = [...config.topology.bases];
-    this.startedAtMs = ports.clock.now();
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     this.routes = new ControllerRoutes(config.routes);
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
@@ -247,11 +244,15 @@ export class ControllerCore {
     });
     const commits = this.history.runs;
     const layout = this.config.topology.protectedRam;
-    return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, this.ports.clock.now(), this.failedHolders(s), {
+    const now = this.ports.clock.now();
+    // A retention window dates what no commit run dates yet by when it was first seen retained.
+    if (this.config.topology.retention !== undefined) for (const h of holdings) this.history.sight(h.lane, h.retained, now);
+    return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, now, this.failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
       protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
-      retentionUnknownCommittedAtMs: this.startedAtMs,
+      retentionUnknownCommittedAtMs: now, // everything retained was just sighted: this never applies
+      retentionSightings: this.history.sightings.runs,
     }));
   }
 

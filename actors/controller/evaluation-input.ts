@@ -31,6 +31,8 @@ export function buildEvaluationState(
     protectedOverBound?: ReadonlySet<string>;
     /** When sequences without a commit run count as committed, for the retention window (default: never held). */
     retentionUnknownCommittedAtMs?: number;
+    /** When sequences without a commit run were first seen retained (see CommitSightings), for the retention window. */
+    retentionSightings?: readonly CommitRun[];
   } = {},
 ): EvaluationState {
   const claims = new Map<string, RetainedClaim[]>();
@@ -51,7 +53,7 @@ export function buildEvaluationState(
     // window's end (the release rule refuses it until then).
     const w = topo.retention;
     const inWindow = w !== undefined && (w.holders === undefined || w.holders.includes(h.holderId));
-    const { held, untilMs } = inWindow ? heldByRetention(w, progress.commits, h.lane, h.retained, asOfMs, extra.retentionUnknownCommittedAtMs ?? -Infinity) : { held: RangeSet.EMPTY, untilMs: 0 };
+    const { held, untilMs } = inWindow ? heldByRetention(w, progress.commits, h.lane, h.retained, asOfMs, extra.retentionUnknownCommittedAtMs ?? -Infinity, extra.retentionSightings) : { held: RangeSet.EMPTY, untilMs: 0 };
     if (held.isEmpty) claims.get(h.holderId)!.push(claim);
     else {
       claims.get(h.holderId)!.push({ ...claim, ranges: held, retainUntilMs: untilMs });

@@ -14,8 +14,9 @@ export interface RetentionWindow {
 /**
  * The part of `ranges` (of `lane`) still inside the window at `asOfMs`, and until when it must be
  * kept (the newest commit among it plus the window). Commit times come from the writer's commit
- * runs; a sequence no run describes (e.g. committed before this controller started) is taken as
- * committed at `unknownCommittedAtMs`, never as old. Pure.
+ * runs; a sequence no run dates takes the time `sightings` give it (when the controller first saw
+ * it retained: it was committed by then), and failing that `unknownCommittedAtMs` — never a time
+ * that makes it old before its commit is known to be. Pure.
  */
 export function heldByRetention(
   w: RetentionWindow,
@@ -24,20 +25,24 @@ export function heldByRetention(
   ranges: RangeSet,
   asOfMs: number,
   unknownCommittedAtMs: number,
+  sightings: readonly CommitRun[] = [],
 ): { held: RangeSet; untilMs: number } {
   let held = RangeSet.EMPTY;
-  let described = RangeSet.EMPTY;
   let newest = -Infinity;
-  for (const c of commits) {
-    if (c.lane !== lane) continue;
-    const part = ranges.intersect(RangeSet.of(c.first, c.last));
-    if (part.isEmpty) continue;
-    described = described.union(part);
-    if (c.committedAtMs + w.windowMs <= asOfMs) continue;
-    held = held.union(part);
-    newest = Math.max(newest, c.committedAtMs);
+  let unknown = ranges;
+  // Exact commit runs first; sightings only date what no run does.
+  for (const runs of [commits, sightings]) {
+    const described = unknown;
+    for (const c of runs) {
+      if (c.lane !== lane) continue;
+      const part = described.intersect(RangeSet.of(c.first, c.last));
+      if (part.isEmpty) continue;
+      unknown = unknown.subtract(part);
+      if (c.committedAtMs + w.windowMs <= asOfMs) continue;
+      held = held.union(part);
+      newest = Math.max(newest, c.committedAtMs);
+    }
   }
-  const unknown = ranges.subtract(described);
   if (!unknown.isEmpty && unknownCommittedAtMs + w.windowMs > asOfMs) {
     held = held.union(unknown);
     newest = Math.max(newest, unknownCommittedAtMs);
