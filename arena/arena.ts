@@ -386,9 +386,9 @@ export class Arena {
 
   /**
    * Takes custody of an exported segment from another holder: validates the whole form (checksum
-   * and every unit digest), then copies it (units and attestations) into a free segment as sealed, custody-pinned. Needs a
-   * segment not promised to credits; throws ArenaFullError otherwise, SegmentFormatError or a unit
-   * error for bad bytes — all without changing the arena.
+   * and every unit digest), then copies its units and attestations into a free segment as sealed,
+   * custody-pinned. Needs a segment not promised to credits; throws ArenaFullError otherwise,
+   * SegmentFormatError or a unit error for bad bytes — all without changing the arena.
    */
   importSegment(bytes: Uint8Array): { segmentId: number; volume: string; lane: string; seqs: RangeSet } {
     return this.guard(() => {
