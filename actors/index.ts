@@ -61,7 +61,7 @@ export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messag
 export { commitFailover, type FailoverPlan } from "./controller/failover.ts";
 export { BaseBuilder } from "./base-builder/base-builder.ts";
 export { laneKey } from "./holder/holder-config.ts";
-export { type PreservedRam } from "./holder/holder-ports.ts";
+export { type PreservedRam, type PreservedUnit } from "./holder/holder-ports.ts";
 export { claimIncarnation } from "./holder/incarnation.ts";
 export { registerRecovery, type RecoveryRegistration } from "./repair/recovery-registration.ts";
 export { UnitOutbox } from "./writer/unit-outbox.ts";

@@ -55,8 +55,8 @@ export type LaneLogView = Pick<LaneLog, "volume" | "lane" | "base" | "term" | "r
 
 /** Events the LaneArena actor accepts. */
 export type LaneArenaEvent =
-  /** Validate, classify and store a unit; `forwardPins` in_flight_forward pins go on a segment it opens. */
-  | { type: "admit"; unit: TransportUnit; forwardPins?: number }
+  /** Validate, classify and store a unit (with its writer `attestation`, if any); `forwardPins` in_flight_forward pins go on a segment it opens. */
+  | { type: "admit"; unit: TransportUnit; forwardPins?: number; attestation?: string }
   | { type: "seal"; volume: string; lane: string }
   | { type: "sealDue"; segmentId: number; volume: string; lane: string }
   | { type: "pin"; segmentId: number; reason: PinReason }

@@ -123,7 +123,7 @@ const withActions = base.extend({
       );
       if (!check.ok) return enqueue.emit(reject("admit", check.error, "check"));
       const { log, verdict } = check.value;
-      const stored = verdict === UnitVerdict.duplicate ? undefined : attempt(context, false, () => context.arena.append(event.unit));
+      const stored = verdict === UnitVerdict.duplicate ? undefined : attempt(context, false, () => context.arena.append(event.unit, event.attestation));
       if (stored && !stored.ok) return enqueue.emit(reject("admit", stored.error));
       const append = stored?.value;
       context.logs.set(laneKey(log.volume, log.lane), log);

@@ -165,11 +165,12 @@ export class Arena {
   }
 
   /**
-   * Copies a validated unit into its lane's open segment (opening a fresh one, and sealing the full
-   * one, when it does not fit), consuming its record size in credits. Throws UnitTooLargeError,
-   * CreditExceededError (no state change), or ArenaFullError (impossible for credited units).
+   * Copies a validated unit (and the writer `attestation` it came with, kept while the unit is) into
+   * its lane's open segment (opening a fresh one, and sealing the full one, when it does not fit),
+   * consuming its record size in credits. Throws UnitTooLargeError, CreditExceededError (no state
+   * change), or ArenaFullError (impossible for credited units).
    */
-  append(u: TransportUnit): AppendResult {
+  append(u: TransportUnit, attestation?: string): AppendResult {
     // Hot path: no closure, and the last lane is cached to skip building its key.
     try {
       const rec = unitRecordBytes(u);
@@ -196,7 +197,7 @@ export class Arena {
         seg = this.openSegment(l);
         opened = true;
       }
-      const index = seg.append(u, rec);
+      const index = seg.append(u, rec, attestation);
       l.outstanding -= rec;
       return { segmentId: seg.id, index, opened, sealedFull };
     } catch (err) {
@@ -373,22 +374,21 @@ export class Arena {
     });
   }
 
-  /** Export form of a sealed RAM segment (see segment-codec; with its units' attestations when `attestationOf` knows them). Throws SegmentStateError otherwise. */
+  /** Export form of a sealed RAM segment (see segment-codec), with the attestations its units were stored with (or `attestationOf`'s). Throws SegmentStateError otherwise. */
   exportSegment(segmentId: number, attestationOf?: AttestationLookup): Uint8Array {
     return this.guard(() => {
       const seg = this.segment(segmentId);
-      if (seg.state !== SegmentState.sealed || !seg.buffer) {
-        throw new SegmentStateError("only sealed, RAM-resident segments export directly", { segmentId });
-      }
-      return encodeSegment(seg, seg.buffer, attestationOf);
+      if (seg.state !== SegmentState.sealed || !seg.buffer) throw new SegmentStateError("only sealed, RAM-resident segments export directly", { segmentId });
+      const own: AttestationLookup | undefined = seg.attestations && ((_first, i) => seg.attestationAt(i));
+      return encodeSegment(seg, seg.buffer, attestationOf ?? own);
     });
   }
 
   /**
    * Takes custody of an exported segment from another holder: validates the whole form (checksum
-   * and every unit digest), then copies it into a free segment as sealed, custody-pinned. Needs a
-   * segment not promised to credits; throws ArenaFullError otherwise, SegmentFormatError or a unit
-   * error for bad bytes — all without changing the arena.
+   * and every unit digest), then copies its units and attestations into a free segment as sealed,
+   * custody-pinned. Needs a segment not promised to credits; throws ArenaFullError otherwise,
+   * SegmentFormatError or a unit error for bad bytes — all without changing the arena.
    */
   importSegment(bytes: Uint8Array): { segmentId: number; volume: string; lane: string; seqs: RangeSet } {
     return this.guard(() => {
@@ -401,7 +401,8 @@ export class Arena {
       const keepOpen = l.open;
       const seg = this.openSegment(l);
       l.open = keepOpen;
-      for (const u of d.units) seg.append(u, unitRecordBytes(u));
+      // The attestations the form carries stay with the units (a transfer's or a spill record's).
+      d.units.forEach((u, i) => seg.append(u, unitRecordBytes(u), d.attestations[i]));
       seg.state = SegmentState.sealed;
       return { segmentId: seg.id, volume: d.volume, lane: d.lane, seqs: seg.seqs() };
     });

@@ -39,8 +39,8 @@ export interface DecodedSegment {
   readonly attestations: readonly (string | undefined)[];
 }
 
-/** The attestation token (base64) a unit starting at `firstSeq` arrived with, if known. */
-export type AttestationLookup = (firstSeq: number) => string | undefined;
+/** The attestation token (base64) the unit starting at `firstSeq` (unit `index` of the segment) arrived with, if known. */
+export type AttestationLookup = (firstSeq: number, index: number) => string | undefined;
 
 /**
  * Encodes `seg` whose stored records are `data` (its RAM buffer, or bytes read back from disk).
@@ -85,7 +85,7 @@ function attestationTable(seg: Segment, attestationOf: AttestationLookup): Buffe
   const tokens: Buffer[] = [];
   const perUnit: number[] = [];
   for (let i = 0; i < seg.unitCount; i++) {
-    const token = attestationOf(seg.unitMeta(i).firstSeq);
+    const token = attestationOf(seg.unitMeta(i).firstSeq, i);
     let at = token === undefined ? undefined : index.get(token);
     if (token !== undefined && at === undefined) {
       const raw = Buffer.from(token, "base64");

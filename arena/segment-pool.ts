@@ -50,6 +50,7 @@ export class SegmentPool {
       this.ram--;
     }
     seg.buffer = undefined;
+    seg.attestations = undefined;
     this.byId.delete(seg.id);
     return true;
   }
@@ -60,6 +61,8 @@ export class SegmentPool {
     if (!seg || seg.residency !== Residency.ram) return false;
     this.freeBuffers.push(seg.buffer!);
     seg.buffer = undefined;
+    // The spill record stores the units' attestations; RAM keeps none for a disk segment.
+    seg.attestations = undefined;
     seg.residency = Residency.disk;
     seg.evidence = evidence;
     this.ram--;

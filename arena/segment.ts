@@ -41,6 +41,12 @@ export class Segment {
   custodyHeld = false;
   /** Disk location once spilled. */
   evidence: SpillEvidence | undefined;
+  /**
+   * Per unit index, the writer attestation token (base64) the unit was stored with; undefined
+   * until a unit has one. Held exactly as long as the RAM copy: the pool drops it when the segment
+   * spills (the spill record stores it) or recycles. Units of one attestation share its string.
+   */
+  attestations: (string | undefined)[] | undefined;
   private minSeq = Infinity;
   private maxSeq = -Infinity;
   private gapless = true;
@@ -73,9 +79,10 @@ export class Segment {
 
   /**
    * Copies `u` into the buffer. The caller (the arena) has checked the segment is open, in RAM and
-   * that `recordBytes` fits. Returns the unit's index in the segment.
+   * that `recordBytes` fits; `attestation` is the writer's token the unit came with, if any.
+   * Returns the unit's index in the segment.
    */
-  append(u: TransportUnit, recordBytes: number): number {
+  append(u: TransportUnit, recordBytes: number, attestation?: string): number {
     const buf = this.buffer!;
     let o = this.fill;
     buf.set(u.digest, o);
@@ -101,6 +108,7 @@ export class Segment {
     if (i > 0 && u.firstSeq !== this.maxSeq + 1) this.gapless = false;
     if (u.firstSeq < this.minSeq) this.minSeq = u.firstSeq;
     if (u.lastSeq > this.maxSeq) this.maxSeq = u.lastSeq;
+    if (attestation !== undefined) (this.attestations ??= [])[i] = attestation;
     this.fill += recordBytes;
     this.unitCount = i + 1;
     return i;
@@ -130,6 +138,11 @@ export class Segment {
       lastSeq: this.meta[m + 3]!,
       term: this.meta[m + 4]!,
     };
+  }
+
+  /** The writer attestation token unit `i` was stored with (undefined: none, or no longer in RAM). */
+  attestationAt(i: number): string | undefined {
+    return this.attestations?.[i];
   }
 
   /** Unit `i` rebuilt from `data` (the buffer, or bytes read back from disk); payload and digest are views. */

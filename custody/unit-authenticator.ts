@@ -48,8 +48,12 @@ export type UnitAuthVerdict = { readonly ok: true; readonly token: string } | { 
  * by one of them. Refusals are returned, never thrown; nothing here changes custody state.
  */
 export class UnitAuthenticator {
-  /** Verified attestations by token, oldest first (a bounded memory of recent batches). */
-  private readonly verified = new Map<string, UnitAttestation>();
+  /**
+   * Verified attestations by token, oldest first (a bounded memory of recent batches), each with
+   * the first string seen for its token: verdicts name that one, so the units of a batch that
+   * arrived in many messages share one token string wherever they are stored.
+   */
+  private readonly verified = new Map<string, { readonly a: UnitAttestation; readonly token: string }>();
 
   constructor(
     private readonly keys: WriterKeyring,
@@ -66,7 +70,7 @@ export class UnitAuthenticator {
     for (const t of tokens) {
       const r = this.verify(t);
       if (typeof r === "string") failure = r;
-      else good.push([t, r]);
+      else good.push([r.token, r.a]);
     }
     return units.map((u): UnitAuthVerdict => {
       for (const [token, a] of good) if (attests(a, u)) return { ok: true, token };
@@ -75,7 +79,7 @@ export class UnitAuthenticator {
   }
 
   /** One token: its verified attestation, or the refusal code. */
-  private verify(token: string): UnitAttestation | UnitAuthCode {
+  private verify(token: string): { readonly a: UnitAttestation; readonly token: string } | UnitAuthCode {
     const known = this.verified.get(token);
     if (known !== undefined) return known;
     let a: UnitAttestation;
@@ -87,8 +91,9 @@ export class UnitAuthenticator {
     const key = this.keys.keyFor(a.volume, a.term);
     if (key === undefined) return UnitAuthCode.SignerUnknown;
     if (!verifyUnitAttestation(key, a)) return UnitAuthCode.BadSignature;
-    this.verified.set(token, a);
+    const entry = { a, token };
+    this.verified.set(token, entry);
     if (this.verified.size > this.remember) this.verified.delete(this.verified.keys().next().value!);
-    return a;
+    return entry;
   }
 }

@@ -1,4 +1,4 @@
-import type { PreservedRam } from "../actors/index.ts";
+import type { PreservedRam, PreservedUnit } from "../actors/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { TransportUnit } from "../lanes/index.ts";
 
@@ -9,14 +9,16 @@ import type { TransportUnit } from "../lanes/index.ts";
  * incarnation reads what survived (`recovered`).
  */
 export class SimPreservedRam implements PreservedRam {
-  private units = new Map<string, TransportUnit>();
+  private units = new Map<string, PreservedUnit>();
 
-  async recovered(): Promise<readonly TransportUnit[]> {
+  async recovered(): Promise<readonly PreservedUnit[]> {
     return [...this.units.values()].sort((a, b) => a.firstSeq - b.firstSeq);
   }
 
-  keep(unit: TransportUnit): void {
-    this.units.set(`${unit.volume}/${unit.lane}/${unit.firstSeq}`, { ...unit, commitTs: [...unit.commitTs], payload: new Uint8Array(unit.payload), digest: new Uint8Array(unit.digest) });
+  keep(unit: TransportUnit, attestation?: string): void {
+    const copy = { ...unit, commitTs: [...unit.commitTs], payload: new Uint8Array(unit.payload), digest: new Uint8Array(unit.digest) };
+    // The writer's attestation is preserved with the unit, so the next incarnation can pass it on.
+    this.units.set(`${unit.volume}/${unit.lane}/${unit.firstSeq}`, attestation === undefined ? copy : { ...copy, attestation });
   }
 
   forget(volume: string, lane: string, seqs: RangeSet): void {

@@ -13,7 +13,7 @@ import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
 import { decodeTransferOffer, encodeTransferOffer, holderEventSpec } from "../../protocol/index.ts";
 import { SegmentSpillWriter } from "../lane-arena-spill.ts";
-import { attestationOf, authenticateDecoded, rememberAttestation } from "./unit-authentication.ts";
+import { authenticateDecoded } from "./unit-authentication.ts";
 
 /** What the holder remembers of a segment it writes to its spill stream. */
 interface FlushTag {
@@ -73,8 +73,8 @@ export class HolderCustodyMoves {
       last: t.seqs.max!,
       tag: { lane: t.key, segmentId: t.id, seqs: t.seqs },
       // Released (recycled) while earlier segments of this flush were being written: nothing to persist.
-      // The record keeps each unit's writer attestation, so a restart can still pass it on.
-      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id, (first) => attestationOf(t.hl, first)) : undefined),
+      // The record keeps the writer attestations stored with the units, so a restart can pass them on.
+      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id) : undefined),
     }));
     const run = async (): Promise<FlushOutcome> => {
       const r = await this.writer.write(spill, items, policy.deadlineMs, (tag) => this.appended.add(tag.segmentId));
@@ -179,9 +179,10 @@ export class HolderCustodyMoves {
       const span = this.core.spans.startSpan("holder.transfer_offer", { kind: SpanKind.PRODUCER, attributes: { "custody.lane": key, "custody.to": to } });
       // Each unit travels as an ordinary encoded `unit` message: the neighbor validates it like ingress.
       const plain = hl.arena.units(s.id);
+      const seg = hl.arena.describe(s.id);
       const units = plain.map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
       // The writer's attestations ride along, so a checking neighbor admits the units as the writer's.
-      const tokens = plain.map((u) => attestationOf(hl, u.firstSeq)).filter((t): t is string => t !== undefined);
+      const tokens = [...new Set(plain.map((_, i) => seg.attestationAt(i)).filter((t): t is string => t !== undefined))];
       hl.inTransfer = hl.inTransfer.union(s.seqs);
       const offerId = this.core.nextOfferId();
       this.offers.set(offerId, { key, seqs: s.seqs, at: this.core.io.clock.now() });
@@ -223,7 +224,7 @@ export class HolderCustodyMoves {
     const verdicts = authenticateDecoded(this.core.io.writerKeys, tokens, units);
     const refused = verdicts?.find((v) => !v.ok);
     if (refused !== undefined && !refused.ok) return void this.core.counters.inc(`transfer_${refused.code}`);
-    // Remembered like ingress's, so what this holder forwards, spills or offers on stays the writer's.
+    // Stored with the units like ingress's, so what this holder forwards, spills or offers on stays the writer's.
     const tokenOf = new Map<TransportUnit, string>();
     verdicts?.forEach((v, i) => v.ok && tokenOf.set(units[i]!, v.token));
     const hl = this.core.laneFor(offer.volume, offer.lane, spawnArena);
@@ -246,12 +247,11 @@ export class HolderCustodyMoves {
     let seqs = RangeSet.EMPTY;
     let opened = false;
     for (const u of fresh) {
-      opened = hl.store(u) || opened;
-      // Mirrored like an ingress admission: the receipt below claims it at this holder's residency.
-      this.core.ports.preserved?.keep(u);
-      seqs = seqs.add(u.firstSeq, u.lastSeq);
       const token = tokenOf.get(u);
-      if (token !== undefined) rememberAttestation(hl, u.firstSeq, token);
+      opened = hl.store(u, token) || opened;
+      // Mirrored like an ingress admission: the receipt below claims it at this holder's residency.
+      this.core.ports.preserved?.keep(u, token);
+      seqs = seqs.add(u.firstSeq, u.lastSeq);
     }
     if (opened) this.core.schedule(this.core.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
     span.end();

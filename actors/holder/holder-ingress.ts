@@ -10,7 +10,7 @@ import { noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import { HolderRejectCode, type HolderInbound } from "./holder-ports.ts";
-import { authenticateUnits, rememberAttestation } from "./unit-authentication.ts";
+import { authenticateUnits } from "./unit-authentication.ts";
 import { keepManifest } from "./lane-manifests.ts";
 import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
 
@@ -94,8 +94,9 @@ function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: Holde
       span.setAttribute("custody.rejected", misfit);
       return h.reject(misfit, key);
     }
-    // The lane's arena actor validates (digest), classifies (term, overlap, duplicate) and stores.
-    const admitted = hl.admit(unit);
+    // The lane's arena actor validates (digest), classifies (term, overlap, duplicate) and stores
+    // the unit with its writer attestation, which then lives as long as the unit is held.
+    const admitted = hl.admit(unit, attestation);
     if (admitted.kind === "refused") {
       // Refused before anything changed; the sender still holds the unit unreceipted.
       hl.forfeit(bytes);
@@ -111,8 +112,7 @@ function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: Holde
       return;
     }
     if (admitted.opened) act.later(h.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
-    if (attestation !== undefined) rememberAttestation(hl, unit.firstSeq, attestation);
-    if (h.ports.preserved !== undefined) h.ports.preserved.keep(unit);
+    if (h.ports.preserved !== undefined) h.ports.preserved.keep(unit, attestation);
     if (span.isRecording()) {
       span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
     }

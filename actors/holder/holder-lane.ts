@@ -22,7 +22,6 @@ import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneArenaView, L
 import type { HolderConfig } from "./holder-config.ts";
 import type { LoadedUnit } from "./holder-ports.ts";
 import { LaneObligations } from "./lane-obligations.ts";
-import { attestationOf } from "./unit-authentication.ts";
 
 /** A lane's arena actor, a child of the holder actor. */
 export type LaneArenaRef = ActorRefFrom<typeof laneArenaMachine>;
@@ -186,11 +185,11 @@ export class HolderLane {
   /**
    * Offers a credited unit to the lane's arena actor, which validates it (size, digest), classifies
    * it against the lane's log (term, overlap, duplicate), appends it and puts one in_flight_forward
-   * pin per edge on a segment it opens. A stored unit becomes an obligation here. `opened`: the
-   * caller starts that segment's max-open-delay timer.
+   * pin per edge on a segment it opens. A stored unit becomes an obligation here, kept with the
+   * writer `attestation` it came with. `opened`: the caller starts that segment's max-open-delay timer.
    */
-  admit(u: TransportUnit): LaneAdmission {
-    for (const r of this.request({ type: "admit", unit: u, forwardPins: this.edges.size })) {
+  admit(u: TransportUnit, attestation?: string): LaneAdmission {
+    for (const r of this.request({ type: "admit", unit: u, forwardPins: this.edges.size, attestation })) {
       if (r.type === "rejected") return { kind: "refused", code: r.code, counted: r.stage === "check" };
       if (r.type !== "admitted") continue;
       if (r.verdict === UnitVerdict.duplicate) return { kind: "duplicate" };
@@ -202,8 +201,8 @@ export class HolderLane {
   }
 
   /** `admit` for a unit already checked by its caller: a refusal is thrown (LaneArenaRefusal). Returns `opened`. */
-  store(u: TransportUnit): boolean {
-    const r = this.admit(u);
+  store(u: TransportUnit, attestation?: string): boolean {
+    const r = this.admit(u, attestation);
     if (r.kind === "refused") throw new LaneArenaRefusal(r.code, "the lane's arena refused a checked unit", { volume: this.volume, lane: this.lane, firstSeq: u.firstSeq });
     return r.kind === "stored" && r.opened;
   }
@@ -309,17 +308,17 @@ export class HolderLane {
     return true;
   }
 
-  /** Retained RAM-resident units that intersect `seqs`, in sequence order (payloads copied). */
-  ramUnits(seqs: RangeSet): TransportUnit[] {
-    const out: TransportUnit[] = [];
+  /** Retained RAM-resident units that intersect `seqs`, in sequence order (payloads copied), each with the writer attestation stored with it. */
+  ramUnits(seqs: RangeSet): LoadedUnit[] {
+    const out: LoadedUnit[] = [];
     for (const id of this.arena.segmentsOf(this.volume, this.lane)) {
       const seg = this.arena.describe(id);
       if (!seg.buffer || !seg.seqs().intersects(seqs)) continue;
-      for (const u of this.arena.units(id)) {
-        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push(copyUnit(u));
+      for (const [i, u] of this.arena.units(id).entries()) {
+        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push({ unit: copyUnit(u), attestation: seg.attestationAt(i) });
       }
     }
-    return out.sort((a, b) => a.firstSeq - b.firstSeq);
+    return out.sort((a, b) => a.unit.firstSeq - b.unit.firstSeq);
   }
 
   /**
@@ -346,8 +345,8 @@ export class HolderLane {
    * reading segment by segment and stopping once `maxUnits` units or about `maxBytes` of payload
    * are gathered — a page costs what it returns, not what the whole range holds. `complete` is
    * true when nothing retained in `seqs` is left after the returned units. `attestations` names,
-   * by first sequence, the writer attestation known for a returned unit (its spill record's, else
-   * the one remembered in memory).
+   * by first sequence, the writer attestation stored with a returned unit (in its RAM segment or
+   * its spill record).
    */
   async unitsPage(spill: SpillSet | undefined, seqs: RangeSet, maxUnits: number, maxBytes: number): Promise<{ units: TransportUnit[]; complete: boolean; attestations: Map<number, string> }> {
     const segs = this.arena
@@ -361,18 +360,14 @@ export class HolderLane {
     let bytes = 0;
     for (const [i, x] of segs.entries()) {
       let units: readonly TransportUnit[];
-      if (x.d.buffer !== undefined) units = this.arena.units(x.id);
-      else {
-        const { body } = await spill!.read(x.d.evidence!);
-        const d = decodeSegment(body);
-        units = d.units;
-        d.attestations.forEach((a, j) => a !== undefined && attestations.set(d.units[j]!.firstSeq, a));
-      }
-      const mine = units.filter((u) => seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)).map(copyUnit);
-      for (const u of mine) {
-        const a = attestations.get(u.firstSeq) ?? attestationOf(this, u.firstSeq);
-        if (a !== undefined) attestations.set(u.firstSeq, a);
-      }
+      let tokens: readonly (string | undefined)[];
+      if (x.d.buffer !== undefined) {
+        units = this.arena.units(x.id);
+        tokens = units.map((_, j) => x.d.attestationAt(j));
+      } else ({ units, attestations: tokens } = decodeSegment((await spill!.read(x.d.evidence!)).body));
+      const wanted = (u: TransportUnit) => seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq);
+      units.forEach((u, j) => wanted(u) && tokens[j] !== undefined && attestations.set(u.firstSeq, tokens[j]!));
+      const mine = units.filter(wanted).map(copyUnit);
       out.push(...mine);
       bytes += mine.reduce((n, u) => n + u.payload.byteLength, 0);
       if ((out.length >= maxUnits || bytes >= maxBytes) && i < segs.length - 1) {

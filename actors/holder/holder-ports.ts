@@ -116,12 +116,15 @@ export interface HolderPorts {
   writerKeys?: WriterKeyring;
 }
 
+/** A unit as preserved memory holds it: with the writer attestation it was admitted with, if any. */
+export type PreservedUnit = TransportUnit & { readonly attestation?: string };
+
 /** The preserved-memory region of a protected-RAM holder (see `HolderPorts.preserved`). */
 export interface PreservedRam {
   /** Units found in the region at start (the previous incarnation's protected RAM); empty when none survived. */
-  recovered(): Promise<readonly TransportUnit[]>;
-  /** Mirrors an admitted unit into the region. */
-  keep(unit: TransportUnit): void;
+  recovered(): Promise<readonly PreservedUnit[]>;
+  /** Mirrors an admitted unit, and the writer `attestation` it came with, into the region. */
+  keep(unit: TransportUnit, attestation?: string): void;
   /** The holder released or moved `seqs` of a lane out of RAM: the region may drop them. */
   forget(volume: string, lane: string, seqs: RangeSet): void;
 }

@@ -1,12 +1,10 @@
 import { unitRecordBytes } from "../../arena/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import type { TransportUnit } from "../../lanes/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { dueResends, noteResent, noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import type { LoadedUnit } from "./holder-ports.ts";
-import { attestationOf } from "./unit-authentication.ts";
 
 /**
  * Gap repair towards the holder's edges: re-sends to each edge, in order and within its credits,
@@ -19,8 +17,9 @@ export function resendDue(h: HolderContext): void {
   for (const [key, hl] of h.lanes) {
     for (const d of dueResends(hl, now, h.config.resendAfterMs)) {
       let sent = RangeSet.EMPTY;
-      for (const u of hl.ramUnits(d.seqs)) {
-        d.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: attestationOf(hl, u.firstSeq) });
+      // Each unit goes with the writer attestation stored beside it, however old the unit is.
+      for (const { unit: u, attestation } of hl.ramUnits(d.seqs)) {
+        d.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation });
         noteSent(hl, d.edge, u.firstSeq, u.lastSeq, now);
         sent = sent.add(u.firstSeq, u.lastSeq);
       }
@@ -46,7 +45,7 @@ function resendFromDisk(h: HolderContext, key: string, hl: HolderLane, edge: str
 
 /**
  * Units read back from disk for an edge: sent in order within its credits, each with the writer
- * attestation its spill record kept (else the one still remembered in memory).
+ * attestation its spill record kept.
  */
 export function resendLoaded(h: HolderContext, key: string, edge: string, units: readonly LoadedUnit[]): void {
   const hl = h.lanes.get(key);
@@ -56,7 +55,7 @@ export function resendLoaded(h: HolderContext, key: string, edge: string, units:
   const pending = hl.obligations.pendingFor(edge);
   for (const { unit: u, attestation } of units) {
     if (!pending.covers(u.firstSeq, u.lastSeq)) continue; // receipted or released meanwhile
-    sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: attestation ?? attestationOf(hl, u.firstSeq) });
+    sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation });
     noteSent(hl, edge, u.firstSeq, u.lastSeq, now);
     h.counters.inc("retransmit");
   }

@@ -11,6 +11,8 @@ import { admitSubject } from "../../protocol/index.ts";
 import { failureDomainOf, laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { HolderLane } from "./holder-lane.ts";
+import type { PreservedUnit } from "./holder-ports.ts";
+import { authenticateDecoded } from "./unit-authentication.ts";
 
 /**
  * What a holder does when it starts again: take back what survived the previous incarnation, and
@@ -21,8 +23,9 @@ import type { HolderLane } from "./holder-lane.ts";
  *   that lack them, and released by frontier like any other range.
  * - Protected RAM: units the platform preserved are re-admitted to RAM — only when the hold-up
  *   evidence says the preservation path completed.
- * Nothing recovered is trusted blindly: every unit's digest is checked again, and a unit that does
- * not fit the lane's log (overlap, older term beyond a newer one) is counted and left out.
+ * Nothing recovered is trusted blindly: every unit's digest is checked again (and, where the holder
+ * knows writer keys, the writer attestation kept with it), and a unit that does not fit the lane's
+ * log (overlap, older term beyond a newer one) is counted and left out.
  */
 
 /** Re-admits every spill record of a served lane; returns the sequences taken back per lane key. */
@@ -71,7 +74,7 @@ function fits(hl: HolderLane, u: TransportUnit): boolean {
 }
 
 /** Re-admits units the platform preserved in protected RAM; returns how many were taken back. */
-export function adoptPreserved(core: HolderCore, units: readonly TransportUnit[]): number {
+export function adoptPreserved(core: HolderCore, units: readonly PreservedUnit[]): number {
   let n = 0;
   for (const u of [...units].sort((a, b) => a.firstSeq - b.firstSeq)) {
     const key = laneKey(u.volume, u.lane);
@@ -87,8 +90,17 @@ export function adoptPreserved(core: HolderCore, units: readonly TransportUnit[]
       core.counters.inc("restart_preserved_no_space");
       continue;
     }
+    // Where the holder checks units, the token the region kept must still list the unit (else it
+    // is left out, counted): then it is stored with it, so the unit goes on as the writer's.
+    const { attestation, ...unit } = u;
+    const verdict = authenticateDecoded(core.io.writerKeys, attestation === undefined ? [] : [attestation], [unit])?.[0];
+    if (verdict !== undefined && !verdict.ok) {
+      hl.forfeit(bytes);
+      core.counters.inc(`restart_preserved_${verdict.code}`);
+      continue;
+    }
     // The lane's arena actor checks every unit's digest again before it stores it.
-    const r = hl.admit(u);
+    const r = hl.admit(unit, attestation);
     if (r.kind !== "stored") {
       hl.forfeit(bytes);
       core.counters.inc("restart_preserved_skipped");
