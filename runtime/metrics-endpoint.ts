@@ -1,6 +1,7 @@
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { VolumeStatus } from "../protocol/index.ts";
+import type { HolderMetrics } from "./metrics-holder.ts";
 
 /** What a role process exposes: its counters, and for a controller the newest status document. */
 export interface MetricsSource {
@@ -8,6 +9,8 @@ export interface MetricsSource {
   readonly id: string;
   counters(): Readonly<Record<string, number>>;
   status?(): VolumeStatus | undefined;
+  /** A holder's custody, credit, rejection and receipt-latency figures (see metrics-holder.ts). */
+  holder?: HolderMetrics;
 }
 
 /** Where a role serves `/metrics` (loopback by default). */
@@ -42,6 +45,7 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
   meter.createObservableCounter("custody_events", { description: "role counters (admissions, rejections by code, releases, ...)" }).addCallback((r) => {
     for (const [event, n] of Object.entries(source.counters())) r.observe(n, { ...who, event });
   });
+  source.holder?.register(meter, source.id);
   if (source.status !== undefined) {
     const status = source.status.bind(source);
     const perScenario = (name: string, description: string, unit: string, value: (s: VolumeStatus["scenarios"][number]) => number | null) =>
@@ -54,6 +58,7 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
         }
       });
     perScenario("custody_scenario_rpo_seconds", "age of the oldest acknowledged write the scenario would lose now (0: none)", "s", (s) => (s.lostSeqs === 0 ? 0 : s.oldestLostAgeMs / 1000));
+    perScenario("custody_scenario_lost_bytes", "acknowledged bytes the scenario would lose now", "By", (s) => s.lostBytes);
     perScenario("custody_scenario_lost_seqs", "acknowledged sequences the scenario would lose now", "1", (s) => s.lostSeqs);
     perScenario("custody_scenario_met", "1 when the scenario's verdict is met", "1", (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0));
     perScenario("custody_scenario_rto_seconds", "time to a usable volume at the scenario's destination (absent: unbounded)", "s", (s) => s.rtoSec);

@@ -17,6 +17,7 @@ import { withRouteProbing } from "./route-probe-config.ts";
 import { startRoleTracing } from "./role-tracing.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
+import { HolderMetrics } from "./metrics-holder.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
 import { CustodyError } from "../core/index.ts";
 
@@ -30,6 +31,8 @@ export class ConnectionLostError extends CustodyError {
 /** A holder running as a process, as `custody run holder` starts it. */
 export interface RunningHolder {
   readonly holder: Holder;
+  /** Its `/metrics` figures beyond the counters (custody bytes, credits, rejections by code, receipt latency). */
+  readonly metrics: HolderMetrics;
   /** Resolves if the NATS connection closes for good. */
   readonly lost: Promise<void>;
   /** Drains (see holder-drain.ts), stops the holder and closes its connection; resolves with what was left only in RAM. */
@@ -56,6 +59,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const privateKey = privateKeyFromPkcs8(readFileSync(cfg.keyFile));
+    const metrics = new HolderMetrics();
     const holder = await startHolder(holderCfg, {
       transport: sending,
       clock: systemClock,
@@ -65,10 +69,12 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       stateDir: { files: nodeFileLayer, dir: cfg.stateDir },
       // What an operator must see in the process log: disk trouble and custody violations.
       observe: (o) => {
+        metrics.observe(o);
         if (o.type === "flush_failed" || o.type === "violation") process.stderr.write(`holder ${String(holderCfg.holderId)}: ${JSON.stringify(o)}\n`);
       },
       ...(holderCfg.flush ? { files: nodeFileLayer, spillPath: join(cfg.stateDir, "spill.log") } : {}),
     });
+    metrics.attach(holder);
     const stats = serveProcessStats(transport, "holder", () => {
       let ram = 0;
       let disk = 0;
@@ -94,6 +100,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     await stats.registered;
     return {
       holder,
+      metrics,
       lost,
       async stop() {
         // Drain first: no new credit, and what only RAM holds is flushed or released, or named.

@@ -1,0 +1,78 @@
+/**
+ * A holder's `/metrics` beyond its counters: bytes in custody per lane and residency, credits
+ * outstanding, units rejected by code and the receipt latency histogram. Real nats-server, a real
+ * holder actor fed by a credit-bound writer, scraped over HTTP from OpenTelemetry's Prometheus exporter.
+ */
+import anyTest, { type TestFn } from "ava";
+import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
+import { HolderMetrics, parseRuns } from "../../runtime/metrics-holder.ts";
+import { freePort } from "../../testing/nats-server.ts";
+import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, transport, unit, VOLUME, watchReceipts, Writer } from "../holder/holder-fixture.ts";
+
+const test = anyTest as TestFn<NatsTestContext>;
+withNatsServer(test);
+
+/** The value of the first sample of `name` whose labels include every `labels` pair, or undefined. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
+
+test("parseRuns reads back a range set's human form", (t) => {
+  t.is(parseRuns("1-5,7,9-12").toString(), "1-5,7,9-12");
+  t.true(parseRuns("∅").isEmpty);
+});
+
+test.serial("a holder's metrics: custody bytes rise after writes and fall after release, a bad unit counts under its code, receipts fill the latency histogram", async (t) => {
+  const keys = new KeyRing();
+  const metrics = new HolderMetrics();
+  const h = await launchHolder(t.context.nats.url, keys, holderConfig("h-met"), { observe: (o) => metrics.observe(o) });
+  metrics.attach(h.holder);
+  const endpoint = await serveMetrics({ role: "holder", id: "h-met", counters: () => h.holder.counters.snapshot(), holder: metrics }, { port: await freePort() });
+  const wt = await transport(t.context.nats.url, "writer-met");
+  const receipts = watchReceipts(wt);
+  const w = new Writer(wt, "h-met");
+  t.teardown(async () => {
+    receipts.stop();
+    w.sender.close();
+    await wt.close();
+    await endpoint.close();
+    await h.close();
+  });
+  const scrape = async () => await (await fetch(endpoint.url)).text();
+  const lane = { holder: "h-met", volume: VOLUME, lane: LANE };
+
+  const empty = await scrape();
+  t.is(sample(empty, "custody_holder_custody_bytes", { ...lane, residency: "ram" }), 0, empty);
+  t.not(sample(empty, "custody_holder_credits_outstanding_bytes", lane), undefined, "credits outstanding are published per lane");
+
+  for (let s = 1; s <= 10; s++) w.send(unit(s));
+  const bad = unit(11);
+  bad.payload[0]! ^= 0xff; // its digest no longer matches
+  w.sendRaw(encodeMessage(unitSpec, bad), 1024 + 40);
+  await eventually(() => receipts.byHolder("h-met").covers(1, 10), "a receipt covering 1-10");
+
+  const full = await scrape();
+  t.true((sample(full, "custody_holder_custody_bytes", { ...lane, residency: "ram" }) ?? 0) >= 10 * 1024, full);
+  t.is(sample(full, "custody_holder_custody_bytes", { ...lane, residency: "disk" }), 0);
+  t.is(sample(full, "custody_holder_rejected_units_total", { ...lane, code: "digest_mismatch" }), 1, full);
+  t.is(h.holder.counters.get("digest_mismatch"), 1, "the counter agrees with the holder's own count");
+  t.regex(full, /# TYPE custody_holder_receipt_latency_seconds histogram/);
+  const count = sample(full, "custody_holder_receipt_latency_seconds_count", { ...lane, residency: "ram" }) ?? 0;
+  t.is(count, 10, "one latency per admitted unit, taken at its first receipt");
+
+  publishRelease(wt, "h-met", h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.retained.toJSON());
+  await eventually(() => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.retained.isEmpty, "1-10 released");
+  let after = "";
+  for (let i = 0; i < 100; i++) {
+    after = await scrape();
+    if (sample(after, "custody_holder_custody_bytes", { ...lane, residency: "ram" }) === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.is(sample(after, "custody_holder_custody_bytes", { ...lane, residency: "ram" }), 0, after);
+});
