@@ -60,6 +60,9 @@ test.serial("custody run holder with a metrics port prints the endpoint in its r
   const text = await (await fetch(ready.metrics!)).text();
   t.regex(text, /# TYPE custody_events_total counter/);
   t.true((sample(text, "custody_events_total", { role: "holder", id: "h-m", event: "admission_requested" }) ?? 0) >= 1, text);
+  // The holder's own figures are wired in the process: its lane's custody and credit gauges (nothing written yet).
+  t.is(sample(text, "custody_holder_custody_bytes", { holder: "h-m", volume: "vol-m", lane: "l0", residency: "ram" }), 0, text);
+  t.not(sample(text, "custody_holder_credits_outstanding_bytes", { holder: "h-m", volume: "vol-m", lane: "l0" }), undefined);
   child.kill("SIGTERM");
   t.is(await exited, 0, stderr);
   await t.throwsAsync(fetch(ready.metrics!), undefined, "the endpoint closes with the process");
@@ -84,6 +87,7 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   const before = await scrape();
   t.is(sample(before, "custody_scenario_rpo_seconds", scenario), 0);
   t.is(sample(before, "custody_scenario_lost_seqs", scenario), 0);
+  t.is(sample(before, "custody_scenario_lost_bytes", scenario), 0);
   t.is(sample(before, "custody_scenario_met", scenario), 1);
   t.true((sample(before, "custody_acknowledged_seq", { volume: "vol-metrics", lane: "l0" }) ?? 0) >= 1);
   t.true((sample(before, "custody_events_total", { role: "controller", event: "evaluations" }) ?? 0) > 0);
@@ -104,4 +108,5 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   t.true((sample(after, "custody_scenario_lost_seqs", scenario) ?? 0) > 0, after);
   t.true((sample(after, "custody_scenario_rpo_seconds", scenario) ?? 0) >= 1, "the oldest write it would lose is over a second old");
   t.is(sample(after, "custody_scenario_met", scenario), 0);
+  t.true((sample(after, "custody_scenario_lost_bytes", scenario) ?? 0) > 0, "the lag is also counted in bytes");
 });
