@@ -2,6 +2,7 @@ import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { VolumeStatus } from "../protocol/index.ts";
 import type { HolderMetrics } from "./metrics-holder.ts";
+import { registerRepairMetrics, registerRepairWorkerMetrics } from "./metrics-repair.ts";
 
 /** What a role process exposes: its counters, and for a controller the newest status document. */
 export interface MetricsSource {
@@ -11,6 +12,8 @@ export interface MetricsSource {
   status?(): VolumeStatus | undefined;
   /** A holder's custody, credit, rejection and receipt-latency figures (see metrics-holder.ts). */
   holder?: HolderMetrics;
+  /** A repair worker: the repair tasks it runs now. */
+  repairsRunning?(): number;
 }
 
 /** Where a role serves `/metrics` (loopback by default). */
@@ -46,6 +49,7 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
     for (const [event, n] of Object.entries(source.counters())) r.observe(n, { ...who, event });
   });
   source.holder?.register(meter, source.id);
+  if (source.repairsRunning !== undefined) registerRepairWorkerMetrics(meter, source.id, source.repairsRunning.bind(source));
   if (source.status !== undefined) {
     const status = source.status.bind(source);
     const perScenario = (name: string, description: string, unit: string, value: (s: VolumeStatus["scenarios"][number]) => number | null) =>
@@ -62,6 +66,7 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
     perScenario("custody_scenario_lost_seqs", "acknowledged sequences the scenario would lose now", "1", (s) => s.lostSeqs);
     perScenario("custody_scenario_met", "1 when the scenario's verdict is met", "1", (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0));
     perScenario("custody_scenario_rto_seconds", "time to a usable volume at the scenario's destination (absent: unbounded)", "s", (s) => s.rtoSec);
+    registerRepairMetrics(meter, status);
     meter.createObservableGauge("custody_acknowledged_seq", { description: "highest acknowledged sequence per lane", unit: "1" }).addCallback((r) => {
       const doc = status();
       if (doc !== undefined) for (const [lane, seq] of doc.acknowledged) r.observe(seq, { volume: doc.volume, lane });

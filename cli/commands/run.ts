@@ -141,7 +141,7 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("repair", o.config, repairRoleSchema, async (cfg) => {
         const r = await runRepairWorker(cfg);
-        return { ...r, ready: { workerId: cfg.workerId, volumes: cfg.volumes }, metrics: { role: "repair", id: cfg.workerId, counters: () => r.counters.snapshot() } };
+        return { ...r, ready: { workerId: cfg.workerId, volumes: cfg.volumes }, metrics: { role: "repair", id: cfg.workerId, counters: () => r.counters.snapshot(), repairsRunning: () => r.worker.running } };
       }),
     );
 }
