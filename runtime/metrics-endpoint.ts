@@ -2,6 +2,7 @@ import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { VolumeStatus } from "../protocol/index.ts";
 import type { HolderMetrics } from "./metrics-holder.ts";
+import { otlpMetricReader, type OtlpMetricsOptions } from "./metrics-otlp.ts";
 import { registerRepairMetrics, registerRepairWorkerMetrics } from "./metrics-repair.ts";
 
 /** What a role process exposes: its counters, and for a controller the newest status document. */
@@ -16,15 +17,17 @@ export interface MetricsSource {
   repairsRunning?(): number;
 }
 
-/** Where a role serves `/metrics` (loopback by default). */
+/** Where a role serves `/metrics` (loopback by default) and/or pushes its metrics over OTLP/HTTP. */
 export interface MetricsOptions {
-  readonly port: number;
-  readonly host?: string;
+  readonly port?: number | undefined;
+  readonly host?: string | undefined;
+  readonly otlp?: OtlpMetricsOptions | undefined;
 }
 
-/** A running `/metrics` endpoint. */
+/** A running `/metrics` endpoint (and OTLP push). */
 export interface MetricsEndpoint {
-  readonly url: string;
+  /** The scrape URL; absent when only OTLP export is configured. */
+  readonly url: string | undefined;
   close(): Promise<void>;
 }
 
@@ -35,13 +38,19 @@ export interface MetricsEndpoint {
  * (`custody_scenario_rpo_seconds` — age of the oldest acknowledged write it would lose —,
  * `custody_scenario_lost_seqs`), whether its verdict is met (`custody_scenario_met`), its recovery
  * time (`custody_scenario_rto_seconds`, absent when unbounded), the acknowledged head per lane and
- * each holder's evidence age. Values are read at scrape time; nothing is pushed.
+ * each holder's evidence age. Values are read at scrape time; with `otlp` the same instruments are
+ * also pushed every interval (and once at close) to an OTLP/HTTP collector.
  */
 export async function serveMetrics(source: MetricsSource, opts: MetricsOptions): Promise<MetricsEndpoint> {
   const host = opts.host ?? "127.0.0.1";
-  const exporter = new PrometheusExporter({ host, port: opts.port, preventServerStart: true });
-  await exporter.startServer();
-  const provider = new MeterProvider({ readers: [exporter] });
+  const readers: NonNullable<NonNullable<ConstructorParameters<typeof MeterProvider>[0]>["readers"]>[number][] = [];
+  if (opts.port !== undefined) {
+    const exporter = new PrometheusExporter({ host, port: opts.port, preventServerStart: true });
+    await exporter.startServer();
+    readers.push(exporter);
+  }
+  if (opts.otlp !== undefined) readers.push(otlpMetricReader(opts.otlp));
+  const provider = new MeterProvider({ readers });
   const meter = provider.getMeter("custody");
   const who = { role: source.role, id: source.id };
 
@@ -77,7 +86,7 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
     });
   }
   return {
-    url: `http://${host}:${opts.port}/metrics`,
+    url: opts.port === undefined ? undefined : `http://${host}:${opts.port}/metrics`,
     close: async () => {
       await provider.shutdown();
     },

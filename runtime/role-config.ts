@@ -55,8 +55,18 @@ const controlTrustSchema = z
   .optional();
 export type ControlTrustConfig = NonNullable<z.infer<typeof controlTrustSchema>>;
 
-/** Optional Prometheus endpoint of a role process: `http://<host>:<port>/metrics` (host defaults to 127.0.0.1). */
-const metricsSchema = z.strictObject({ port: z.number().int().min(1).max(65535), host: z.string().min(1).optional() }).optional();
+/**
+ * Optional metrics of a role process: a Prometheus endpoint `http://<host>:<port>/metrics` (host
+ * defaults to 127.0.0.1) and/or an OTLP/HTTP push to a collector's metrics URL; at least one of the two.
+ */
+const metricsSchema = z
+  .strictObject({
+    port: z.number().int().min(1).max(65535).optional(),
+    host: z.string().min(1).optional(),
+    otlp: z.strictObject({ url: z.url({ protocol: /^https?$/ }), intervalMs: z.number().int().min(100).max(3_600_000).optional() }).optional(),
+  })
+  .refine((m) => m.port !== undefined || m.otlp !== undefined, { message: "metrics needs a port (Prometheus endpoint) or otlp (push), or both" })
+  .optional();
 
 /** A holder process: where its state lives, its signing key, its control log, and the holder itself. */
 export const holderRoleSchema = z.strictObject({

@@ -44,7 +44,7 @@ test.serial("a holder's metrics: custody bytes rise after writes and fall after 
     await endpoint.close();
     await h.close();
   });
-  const scrape = async () => await (await fetch(endpoint.url)).text();
+  const scrape = async () => await (await fetch(endpoint.url!)).text();
   const lane = { holder: "h-met", volume: VOLUME, lane: LANE };
 
   const empty = await scrape();

@@ -28,7 +28,7 @@ test.serial("a controller's repair gauges follow a declared failure's repair: no
   const core = d.controller.core;
   const endpoint = await serveMetrics({ role: "controller", id: core.config.controllerId, counters: () => core.counters.snapshot(), status: () => core.status }, { port: await freePort() });
   t.context.defer(() => endpoint.close());
-  const scrape = async () => await (await fetch(endpoint.url)).text();
+  const scrape = async () => await (await fetch(endpoint.url!)).text();
   const volume = "vol-met-rep";
 
   for (let i = 0; i < 40; i++) await d.writer.write((i * 13) % BLOCKS, blockData(8000 + i));

@@ -76,7 +76,7 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   const core = d.controller.core;
   const endpoint = await serveMetrics({ role: "controller", id: core.config.controllerId, counters: () => core.counters.snapshot(), status: () => core.status }, { port: await freePort() });
   t.context.defer(() => endpoint.close());
-  const scrape = async () => await (await fetch(endpoint.url)).text();
+  const scrape = async () => await (await fetch(endpoint.url!)).text();
   const write = async (n: number, seed: number) => {
     for (let i = 0; i < n; i++) await d.writer.write((seed * 7 + i) % BLOCKS, blockData(seed * 100 + i));
     await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
