@@ -73,13 +73,16 @@ export class HolderMetrics {
     const q = this.pending.get(key);
     if (q === undefined || q.length === 0 || retained.isEmpty) return;
     const now = performance.now();
-    const max = retained.max ?? 0;
     const labels = { ...laneLabels(key), residency };
-    // Units at or below the receipt's top are settled: covered ones are measured; the others left custody before any receipt named them.
+    const held = this.holder?.core.lanes.get(key)?.obligations.retained;
+    // A covered unit is measured; one the holder no longer retains left custody before any receipt named it
+    // (a unit flushed to disk meanwhile waits for the disk receipt of the same batch).
     const keep = q.filter((u) => {
-      if (u.last > max) return true;
-      if (retained.has(u.last)) this.latency?.(Math.max(0, now - u.at) / 1000, labels);
-      return false;
+      if (retained.has(u.last)) {
+        this.latency?.(Math.max(0, now - u.at) / 1000, labels);
+        return false;
+      }
+      return held === undefined || held.has(u.last);
     });
     this.pending.set(key, keep);
   }

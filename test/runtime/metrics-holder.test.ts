@@ -4,12 +4,14 @@
  * holder actor fed by a credit-bound writer, scraped over HTTP from OpenTelemetry's Prometheus exporter.
  */
 import anyTest, { type TestFn } from "ava";
+import { join } from "node:path";
+import { nodeFileLayer } from "../../core/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
 import { HolderMetrics, parseRuns } from "../../runtime/metrics-holder.ts";
 import { freePort } from "../../testing/nats-server.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
-import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, transport, unit, VOLUME, watchReceipts, Writer } from "../holder/holder-fixture.ts";
+import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "../holder/holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -75,4 +77,33 @@ test.serial("a holder's metrics: custody bytes rise after writes and fall after 
     await new Promise((r) => setTimeout(r, 50));
   }
   t.is(sample(after, "custody_holder_custody_bytes", { ...lane, residency: "ram" }), 0, after);
+});
+
+test.serial("a disk holder's metrics: what its spill stream made durable shows at disk residency, and every unit's receipt latency is measured once", async (t) => {
+  const keys = new KeyRing();
+  const metrics = new HolderMetrics();
+  const h = await launchHolder(t.context.nats.url, keys, holderConfig("h-met-d", { residency: ["ram", "disk"], flush: { intervalMs: 10, deadlineMs: 2_000 } }), {
+    observe: (o) => metrics.observe(o),
+    files: nodeFileLayer,
+    spillPath: join(tempDir(), "spill.log"),
+  });
+  metrics.attach(h.holder);
+  const endpoint = await serveMetrics({ role: "holder", id: "h-met-d", counters: () => h.holder.counters.snapshot(), holder: metrics }, { port: await freePort() });
+  const wt = await transport(t.context.nats.url, "writer-met-d");
+  const receipts = watchReceipts(wt);
+  const w = new Writer(wt, "h-met-d");
+  t.teardown(async () => {
+    receipts.stop();
+    w.sender.close();
+    await wt.close();
+    await endpoint.close();
+    await h.close();
+  });
+  const lane = { holder: "h-met-d", volume: VOLUME, lane: LANE };
+  for (let s = 1; s <= 20; s++) w.send(unit(s, 1, 4096));
+  await eventually(() => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.diskResident.covers(1, 20) && receipts.residencies("h-met-d").includes("disk"), "1-20 on disk and receipted there", 10_000);
+  const text = await (await fetch(endpoint.url!)).text();
+  t.true((sample(text, "custody_holder_custody_bytes", { ...lane, residency: "disk" }) ?? 0) >= 20 * 4096, text);
+  const counts = ["ram", "disk"].map((residency) => sample(text, "custody_holder_receipt_latency_seconds_count", { ...lane, residency }) ?? 0);
+  t.is(counts[0]! + counts[1]!, 20, `one latency per unit, at its first receipt whatever its residency (ram ${counts[0]}, disk ${counts[1]})`);
 });
