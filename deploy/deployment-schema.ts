@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CustodyError } from "../core/index.ts";
+import { metricsSchema } from "../runtime/index.ts";
 
 /**
  * The deployment file `custody init` reads: NATS regions, sites, holders, volumes (each with its
@@ -20,8 +21,8 @@ const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, "letters, digits, '-'
 const port = z.number().int().min(1).max(65535);
 const absolutePath = z.string().regex(/^\//, "an absolute path");
 
-/** Where a role serves `/metrics` (same shape as a role config's `metrics`). */
-const metrics = z.strictObject({ port, host: z.string().min(1).optional() }).optional();
+/** A role's metrics (Prometheus endpoint and/or OTLP push): the role config's own schema. */
+const metrics = metricsSchema;
 
 /** One NATS region: a server (one-server cluster) joined to every other region by a gateway. */
 const regionSchema = z.strictObject({

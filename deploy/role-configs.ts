@@ -1,4 +1,4 @@
-import type { NatsRoleConfig } from "../runtime/index.ts";
+import type { MetricsConfig, NatsRoleConfig } from "../runtime/index.ts";
 
 /**
  * The `custody run` configuration objects of holders and writers, built from what a deployment
@@ -30,7 +30,7 @@ export interface HolderRoleInput {
   readonly keyFile: string;
   readonly disk: boolean;
   readonly lanes: readonly HolderLaneInput[];
-  readonly metrics?: { readonly port: number; readonly host?: string | undefined } | undefined;
+  readonly metrics?: MetricsConfig | undefined;
   /** Replace holder defaults (arena, flush, receipts, ...). */
   readonly overrides?: Record<string, unknown> | undefined;
   /** The role config's `links` (link shaping, test/demo facility) and `spanFile`. */
@@ -73,7 +73,7 @@ export interface WriterRoleInput {
   readonly lanes: readonly { readonly lane: string; readonly fromLba: number; readonly toLba: number; readonly holders: readonly string[] }[];
   /** Site of every holder whose receipts may count (as the policy sees sites). */
   readonly holderSites: Readonly<Record<string, unknown>>;
-  readonly metrics?: { readonly port: number; readonly host?: string | undefined } | undefined;
+  readonly metrics?: MetricsConfig | undefined;
   readonly workload?: Record<string, unknown> | undefined;
   readonly drainDeadlineMs?: number | undefined;
   readonly links?: Record<string, unknown> | undefined;

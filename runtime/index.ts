@@ -2,7 +2,7 @@
 export { readPublicKeyHex } from "./control-trust-files.ts";
 export { serveMetrics, type MetricsOptions, type MetricsSource } from "./metrics-endpoint.ts";
 export { gatherProcessStats, listProcesses, type ProcessStats } from "./process-stats.ts";
-export { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, natsRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema, type NatsRoleConfig, type RepairRoleConfig } from "./role-config.ts";
+export { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, metricsSchema, natsRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema, type MetricsConfig, type NatsRoleConfig, type RepairRoleConfig } from "./role-config.ts";
 export { runBaseBuilder } from "./run-base-builder.ts";
 export { runController } from "./run-controller.ts";
 export { runRepairWorker, type RunningRepairWorker } from "./run-repair.ts";

@@ -59,7 +59,7 @@ export type ControlTrustConfig = NonNullable<z.infer<typeof controlTrustSchema>>
  * Optional metrics of a role process: a Prometheus endpoint `http://<host>:<port>/metrics` (host
  * defaults to 127.0.0.1) and/or an OTLP/HTTP push to a collector's metrics URL; at least one of the two.
  */
-const metricsSchema = z
+export const metricsSchema = z
   .strictObject({
     port: z.number().int().min(1).max(65535).optional(),
     host: z.string().min(1).optional(),
@@ -67,6 +67,8 @@ const metricsSchema = z
   })
   .refine((m) => m.port !== undefined || m.otlp !== undefined, { message: "metrics needs a port (Prometheus endpoint) or otlp (push), or both" })
   .optional();
+/** A role's metrics section (Prometheus endpoint and/or OTLP push). */
+export type MetricsConfig = NonNullable<z.infer<typeof metricsSchema>>;
 
 /** A holder process: where its state lives, its signing key, its control log, and the holder itself. */
 export const holderRoleSchema = z.strictObject({

@@ -185,3 +185,18 @@ test("shaped legs give each holder and writer a links section naming the holders
   const unknownSite = t.throws(() => parseDeployment({ ...raw, network: { bandwidthBytesPerSec: 1, shapedLinks: [{ from: "s-w", to: "s-nowhere", latencyMs: 1, bandwidthMBps: 1 }] } }));
   t.regex(unknownSite.message, /network\.shapedLinks\.0\.to: unknown site s-nowhere/);
 });
+
+test("a deployment's metrics section takes an OTLP push as a role config does, reaches the role's config, and is strict", async (t) => {
+  const dir = tempDir("custody-plan-otlp-");
+  const raw = await loopbackDeployment(dir);
+  const otlp = { url: "http://127.0.0.1:4318/v1/metrics", intervalMs: 5_000 };
+  const holders = raw["holders"] as Record<string, unknown>[];
+  const d = parseDeployment({ ...raw, security: "none", holders: holders.map((h, i) => (i === 0 ? { ...h, metrics: { otlp } } : h)) });
+  let n = 0;
+  const plan = planDeployment(d, "/out", { holderKey: () => ({ pkcs8: new Uint8Array([++n]), publicRaw: new Uint8Array(32).fill(n) }), dataKey: () => new Uint8Array(32) });
+  const first = holders[0]!["id"] as string;
+  const config = JSON.parse(plan.files.find((f) => f.path === `/out/roles/holder-${first}/config.json`)!.contents as string);
+  t.deepEqual(holderRoleSchema.parse(config).metrics, { otlp });
+  const bad = t.throws(() => parseDeployment({ ...raw, security: "none", holders: holders.map((h, i) => (i === 0 ? { ...h, metrics: { otlp: { ...otlp, every: 1 } } } : h)) }));
+  t.regex(bad!.message, /holders\.0\.metrics\.otlp/);
+});
