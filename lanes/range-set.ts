@@ -58,6 +58,21 @@ export class RangeSet {
     return new RangeSet([{ first, last }]);
   }
 
+  /**
+   * Reads back the human form `toString` writes (`1-5,7,9-12`; `∅` or "" is empty). Throws
+   * InvalidRangeError on anything else.
+   */
+  static parse(text: string): RangeSet {
+    if (text === "∅" || text.trim() === "") return RangeSet.EMPTY;
+    return RangeSet.from(
+      text.split(",").map((part): [number, number] => {
+        const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+        if (m === null) throw new InvalidRangeError(`not a range: ${JSON.stringify(part)}`, { text });
+        return [Number(m[1]), Number(m[2] ?? m[1])];
+      }),
+    );
+  }
+
   /** Builds a set from any ranges (overlapping, adjacent, unsorted); validates each one. */
   static from(ranges: Iterable<SeqRange | readonly [number, number]>): RangeSet {
     const list: SeqRange[] = [];

@@ -17,17 +17,6 @@ export interface CustodyFigure {
   readonly bytes: number;
 }
 
-/** Parses a RangeSet's human form (`1-5,7`; `∅` is empty), as receipt observations carry it. */
-export function parseRuns(text: string): RangeSet {
-  if (text === "∅" || text === "") return RangeSet.EMPTY;
-  return RangeSet.from(
-    text.split(",").map((run): [number, number] => {
-      const [a, b] = run.split("-");
-      return [Number(a), Number(b ?? a)];
-    }),
-  );
-}
-
 /** Splits a holder's lane key (`volume/lane`) into its labels. */
 function laneLabels(key: string): { volume: string; lane: string } {
   const at = key.indexOf("/");
@@ -65,7 +54,7 @@ export class HolderMetrics {
       q.push({ last: o.last, at: performance.now() });
       if (q.length > PENDING_PER_LANE) q.shift();
     } else if (o.type === "receipt_published") {
-      this.receipted(o.lane, o.residency, parseRuns(o.retained));
+      this.receipted(o.lane, o.residency, RangeSet.parse(o.retained));
     }
   }
 

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { commitControlEventRetrying } from "../../custody/index.ts";
 import { HoldKind } from "../../custody/index.ts";
 import { ControlLogFollower } from "../../custody/index.ts";
-import { RangeSet } from "../../lanes/index.ts";
+import { InvalidRangeError, RangeSet } from "../../lanes/index.ts";
 import { openJetStreamControlLog } from "../../transport/index.ts";
 import { closeNats, connectNats } from "../../transport/index.ts";
 import { checkToken } from "../../protocol/index.ts";
@@ -18,15 +18,13 @@ interface ConnOptions extends OutputOptions, OperatorKeyOptions, OperatorConnect
 
 /** Parses `1-100,200-250` (or a single `7`) into ranges. */
 export function parseRanges(v: string): RangeSet {
-  let out = RangeSet.EMPTY;
-  for (const part of v.split(",")) {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
-    const a = m ? Number(m[1]) : NaN;
-    const b = m ? Number(m[2] ?? m[1]) : NaN;
-    if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || b < a) throw new CustodyCliError(`--ranges must look like 1-100[,200-250], got ${v}`, { option: "ranges" });
-    out = out.union(RangeSet.of(a, b));
+  try {
+    const out = RangeSet.parse(v);
+    if (!out.isEmpty) return out;
+  } catch (err) {
+    if (!(err instanceof InvalidRangeError)) throw err;
   }
-  return out;
+  throw new CustodyCliError(`--ranges must look like 1-100[,200-250], got ${v}`, { option: "ranges" });
 }
 
 /** Parses `--until`: an ISO time or ms since the epoch; absent means no end (0). */

@@ -79,3 +79,10 @@ test("a union is in canonical form: exactly the runs of the set built from both 
     { numRuns: 500 },
   );
 });
+
+test("RangeSet.parse reads back what toString writes, and refuses anything else with a typed error", (t) => {
+  t.is(RangeSet.parse("1-5,7,9-12").toString(), "1-5,7,9-12");
+  t.true(RangeSet.parse("∅").isEmpty);
+  t.true(RangeSet.parse("3,1-2").equals(RangeSet.of(1, 3)));
+  for (const bad of ["1-", "a", "5-3", "1,,2", "-1"]) t.is(t.throws(() => RangeSet.parse(bad))!.constructor, InvalidRangeError, bad);
+});

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { nodeFileLayer } from "../../core/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
-import { HolderMetrics, parseRuns } from "../../runtime/metrics-holder.ts";
+import { HolderMetrics } from "../../runtime/metrics-holder.ts";
 import { freePort } from "../../testing/nats-server.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "../holder/holder-fixture.ts";
@@ -24,11 +24,6 @@ function sample(text: string, name: string, labels: Record<string, string>): num
   }
   return undefined;
 }
-
-test("parseRuns reads back a range set's human form", (t) => {
-  t.is(parseRuns("1-5,7,9-12").toString(), "1-5,7,9-12");
-  t.true(parseRuns("∅").isEmpty);
-});
 
 test.serial("a holder's metrics: custody bytes rise after writes and fall after release, a bad unit counts under its code, receipts fill the latency histogram", async (t) => {
   const keys = new KeyRing();
