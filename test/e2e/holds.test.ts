@@ -103,7 +103,10 @@ async function spawnHolder(t: { context: SuperclusterTestContext }, spec: ActorS
 
 test.serial("a `custody recover` in flight blocks the release of what it reads until it finishes", async (t) => {
   // h-w (the AZ scenario's contributor at its destination) runs as its own process and may release.
-  const d = await deploy(t.context.supercluster, "vol-clirec", "use-clirec", { releasable: ["h-e1", "h-e2", "h-w"], external: ["h-w"] });
+  // h-w is stopped from before the recovery starts until after the releases below; under load the
+  // recovery process can take longer than the deployment's 10 s staleness to register, and a stale
+  // h-w rightly stops h-e2 from releasing. Its receipts stay fresh for a minute here.
+  const d = await deploy(t.context.supercluster, "vol-clirec", "use-clirec", { releasable: ["h-e1", "h-e2", "h-w"], external: ["h-w"], topology: (topo) => ({ ...topo, staleAfterMs: 60_000 }) });
   t.context.defer(() => d.stop());
   const peers = Object.fromEntries(Object.keys(HOLDERS).map((h) => [h, Buffer.from(rawPublicKey(d.keys.key(h, 1)!)).toString("hex")]));
   const hw = await spawnHolder(t, {
