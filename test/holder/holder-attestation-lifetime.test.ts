@@ -13,9 +13,8 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { SimPreservedRam } from "../../sim/preserved-ram.ts";
-import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
-import { eventually, holderConfig, KeyRing, LANE, launchHolder, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
+import { eventually, goodEvidence, holderConfig, KeyRing, LANE, launchHolder, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -77,19 +76,6 @@ test.serial("regression: a holder that admitted more than 65,536 units resends t
     await h1.close();
     await h2.close();
   }
-});
-
-const goodEvidence = (): ProtectedRamEvidence => ({
-  protectedBytes: 64 << 20,
-  batteryHealth: 0.95,
-  holdUpMs: 1_000,
-  autonomousPreservation: true,
-  drainBytesPerSec: 100 << 20,
-  detectionMs: 10,
-  persistenceCompletionMs: 50,
-  marginMs: 40,
-  measuredAt: Date.now(),
-  capabilityGeneration: 7,
 });
 
 // Bug: the protected-RAM region kept only the units, so a holder restarted from it re-admitted them

@@ -1,26 +1,12 @@
 import anyTest, { type ExecutionContext, type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { holderEventSpec, type HolderEventMessage } from "../../protocol/wire/holder-messages.ts";
-import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import { eventSubject } from "../../protocol/subjects.ts";
 import { decodeMessage } from "../../protocol/wire/index.ts";
-import { CountingFileLayer, eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "./holder-fixture.ts";
+import { CountingFileLayer, eventually, goodEvidence, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
-
-const goodEvidence = (): ProtectedRamEvidence => ({
-  protectedBytes: 64 << 20,
-  batteryHealth: 0.95,
-  holdUpMs: 1_000,
-  autonomousPreservation: true,
-  drainBytesPerSec: 100 << 20,
-  detectionMs: 10,
-  persistenceCompletionMs: 50,
-  marginMs: 40,
-  measuredAt: Date.now(),
-  capabilityGeneration: 7,
-});
 
 function protectedHolder(id: string) {
   return holderConfig(id, {

@@ -12,18 +12,10 @@ import { HolderMetrics } from "../../runtime/metrics-holder.ts";
 import { freePort } from "../../testing/nats-server.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "../holder/holder-fixture.ts";
+import { sample } from "../helpers/prometheus-sample.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
-
-/** The value of the first sample of `name` whose labels include every `labels` pair, or undefined. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
 
 test.serial("a holder's metrics: custody bytes rise after writes and fall after release, a bad unit counts under its code, receipts fill the latency histogram", async (t) => {
   const keys = new KeyRing();

@@ -9,18 +9,10 @@ import { freePort } from "../../testing/nats-server.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "../e2e/deployment.ts";
 import { blockData, eventually } from "../e2e/e2e-fixture.ts";
+import { sample } from "../helpers/prometheus-sample.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
-
-/** The value of the first sample of `name` whose labels include every `labels` pair, or undefined. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
 
 test.serial("a controller's repair gauges follow a declared failure's repair: none before, one done with the bytes it copied after", async (t) => {
   const d = await deploy(t.context.supercluster, "vol-met-rep", "use-met-rep", { releasable: ["h-e2"], repair: { standby: [{ holderId: "h-e3", site: "s-e3" }], bandwidthBytesPerSec: 125_000_000 } });

@@ -15,18 +15,10 @@ import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy } from "../e2e/deployment.ts";
 import { blockData, e2eHolderConfig, eventually, site, tempDir } from "../e2e/e2e-fixture.ts";
+import { sample } from "../helpers/prometheus-sample.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
-
-/** The value of the first sample of `name` whose labels include every `labels` pair, or undefined. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
 
 test.serial("custody run holder with a metrics port prints the endpoint in its ready line and serves its counters there", async (t) => {
   const dir = tempDir("custody-metrics-");
