@@ -354,7 +354,10 @@ export class HolderLane {
       .map((id) => ({ id, d: this.arena.describe(id) }))
       .map((x) => ({ ...x, seqs: x.d.seqs() }))
       .filter((x) => x.seqs.intersects(seqs) && (x.d.buffer !== undefined || (spill !== undefined && x.d.evidence !== undefined)))
-      .sort((a, b) => a.seqs.min! - b.seqs.min!);
+      // By the lowest sequence each segment holds of those asked for, not its lowest overall: a
+      // unit that arrived late lies in a later segment, and reading an earlier one first would
+      // fill the page with units above it and leave nothing at or below the cut.
+      .sort((a, b) => a.seqs.intersect(seqs).min! - b.seqs.intersect(seqs).min!);
     const out: TransportUnit[] = [];
     const attestations = new Map<number, string>();
     let bytes = 0;

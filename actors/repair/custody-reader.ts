@@ -57,6 +57,9 @@ export async function fetchUnits(transport: Transport, holder: string, volume: s
       const token = b.attestations?.[b.attestationOf?.[i] ?? -1];
       if (attestations !== undefined && token !== undefined) attestations.set(u.firstSeq, Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString("base64"));
     }
-    if (b.done || b.units.length === 0) return out;
+    if (b.done) return out;
+    // A page that is neither the last nor carries a unit would leave the cursor where it is: the
+    // rest of the range would be silently missing (a short recovery), so it is a failed fetch.
+    if (b.units.length === 0) throw new FetchFailedError(holder, { code: "empty_page_not_done" });
   }
 }

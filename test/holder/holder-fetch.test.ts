@@ -153,3 +153,27 @@ test.serial("a holder that does not serve the lane does not answer a fetch: the 
     await h.close();
   }
 });
+
+test.serial("a fetch reads past a unit that arrived late into a later segment (demo #24: recovery stopped at #91 while 1–208 were retained)", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const cfg = holderConfig("h-late", { residency: ["ram"], arena: { segmentBytes: 1024 * 1024, limitBytes: 16 * 1024 * 1024, maxOutstandingCredit: 8 * 1024 * 1024, maxUnitBytes: 32 * 1024 } });
+  const h = await launchHolder(url, keys, cfg);
+  const wt = await transport(url, "late-reader");
+  const w = new Writer(wt, "h-late");
+  try {
+    // 1-5, then 7-100, then the late 6, then 101-120: 6 lands in the second segment, behind 7-65.
+    for (const s of [1, 2, 3, 4, 5]) w.send(unit(s, 1, 16 * 1024));
+    for (let s = 7; s <= 100; s++) w.send(unit(s, 1, 16 * 1024));
+    w.send(unit(6, 1, 16 * 1024));
+    for (let s = 101; s <= 120; s++) w.send(unit(s, 1, 16 * 1024));
+    await eventually(() => h.holder.core.lanes.get("vol1/l0")?.obligations.retained.covers(1, 120) ?? false, "1-120 retained", 15_000);
+    const units = await fetchUnits(wt, "h-late", "vol1", "l0", RangeSet.of(1, 120));
+    t.deepEqual(units.map((u) => u.firstSeq), Array.from({ length: 120 }, (_, i) => i + 1));
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
+  }
+});
