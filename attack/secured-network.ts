@@ -3,14 +3,11 @@
  * regions on loopback; a RAM holder and the writer and controller in east, a disk holder in west),
  * its nats-servers, `custody bootstrap`, and every role as a `custody run` process.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliCaptured } from "../cli/index.ts";
-import { DeployedProcess, loopbackDeployment, natsServerBin, waitForRegions } from "../testing/index.ts";
-
-/** Generous bound: it only ends a hung start, it measures nothing. */
-const READY_MS = 90_000;
+import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../testing/index.ts";
 
 /** `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a non-zero exit. */
 export async function custody(args: readonly string[]): Promise<string> {
@@ -41,30 +38,25 @@ export interface SecuredNetwork {
 
 /** Writes the deployment, starts it and waits until every role serves. `keep` leaves the files behind. */
 export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<SecuredNetwork> {
-  const dir = mkdtempSync(join(tmpdir(), "custody-attack-"));
-  // The deployment tests' two-region network, with the attack's own volume and no base builder.
-  const d = await loopbackDeployment(dir, { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false });
-  writeFileSync(join(dir, "deployment.json"), JSON.stringify(d));
-  const out = join(dir, "out");
-  await custody(["init", join(dir, "deployment.json"), "--out", out]);
-  const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as { roles: { instance: string; role: string; config: string; dir: string }[]; natsServers: { region: string; config: string; url: string }[] };
-  const servers = index.natsServers.map((s) => new DeployedProcess(`nats-${s.region}`, natsServerBin(), ["-c", s.config]));
+  const servers: DeployedProcess[] = [];
   const roles = new Map<string, DeployedProcess>();
   const logs = () => [...servers, ...roles.values()].map((p) => p.log.slice(-4_000)).join("\n");
+  // The deployment tests' two-region network, with the attack's own volume and no base builder.
+  const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false }, (p) => servers.push(p));
+  const { dir, out, index } = started;
   const stop = async () => {
     for (const p of roles.values()) await p.stop();
     for (const p of servers) await p.stop();
     if (!o.keep) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitForRegions(index.natsServers, d["regions"] as Record<string, { httpPort: number }>, servers, logs, READY_MS);
     await custody(["bootstrap", join(out, "bootstrap.json")]);
     // The controller first (it admits the holders' new incarnations), then the holders, then the writer.
     for (const role of ["controller", "holder", "writer"]) {
       for (const r of index.roles.filter((x) => x.role === role)) {
         const p = DeployedProcess.role(r.instance, r.role, r.config);
         roles.set(r.instance, p);
-        await p.ready(READY_MS);
+        await p.ready(DEPLOYMENT_READY_MS);
       }
     }
   } catch (err) {

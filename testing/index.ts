@@ -8,3 +8,4 @@ export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
 export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
 export { getJson, waitForRegions } from "./regions-ready.ts";
+export { DEPLOYMENT_READY_MS, initAndStartNats, type DeploymentIndex, type OperatorCustody, type RoleEntry, type StartedNats } from "./deployment-start.ts";

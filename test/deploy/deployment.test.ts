@@ -9,7 +9,10 @@
 import test from "ava";
 import { join } from "node:path";
 import { DeployedProcess, pidAlive, type Ended } from "../../testing/deployed-process.ts";
-import { custody, initAndStartNats, READY_MS, until } from "../helpers/start-deployment.ts";
+import { DEPLOYMENT_READY_MS as READY_MS, initAndStartNats } from "../../testing/index.ts";
+import { custodyStdout as custody } from "../helpers/custody-cli.ts";
+import { untilValue as until } from "../helpers/until.ts";
+import { tempDir } from "../e2e/e2e-fixture.ts";
 
 /** Generous bounds: they only end a hung run, they measure nothing. */
 const SETTLE_MS = 90_000;
@@ -31,7 +34,7 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
   t.teardown(async () => {
     for (const p of [...roles.values(), ...started]) if (p.running) await p.signal("SIGKILL", 10_000);
   });
-  const { out, index, servers } = await initAndStartNats((p) => {
+  const { out, index, servers } = await initAndStartNats(custody, () => tempDir("custody-deploy-"), { metrics: true }, (p) => {
     started.push(p);
     everyPid.push(p.pid);
   });

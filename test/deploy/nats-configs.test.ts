@@ -8,14 +8,16 @@ import { join } from "node:path";
 import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { connectNats, closeNats } from "../../transport/nats-connection.ts";
 import { pidAlive } from "../../testing/deployed-process.ts";
-import { initAndStartNats } from "../helpers/start-deployment.ts";
+import { initAndStartNats } from "../../testing/index.ts";
+import { custodyStdout } from "../helpers/custody-cli.ts";
+import { tempDir } from "../e2e/e2e-fixture.ts";
 
 /** An event subject of the deployment's volume: the writer may publish it, the operator receive it. */
 const SUBJECT = "custody.v1.event.vol-d";
 
 test("three regions: every nats-server custody init configured starts with JetStream, gateways join each region to the other two, and a message crosses them", async (t) => {
   const pids: number[] = [];
-  const { out, index, servers } = await initAndStartNats((p) => pids.push(p.pid), { extraRegions: ["eu"] });
+  const { out, index, servers } = await initAndStartNats(custodyStdout, () => tempDir("custody-deploy-"), { metrics: true, extraRegions: ["eu"] }, (p) => pids.push(p.pid));
   t.teardown(async () => {
     for (const s of servers) if (s.running) await s.signal("SIGKILL", 10_000);
   });

@@ -17,14 +17,16 @@ import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import type { DeployedProcess } from "../../testing/deployed-process.ts";
-import { custody, initAndStartNats } from "../helpers/start-deployment.ts";
+import { initAndStartNats } from "../../testing/index.ts";
+import { custodyStdout as custody } from "../helpers/custody-cli.ts";
+import { tempDir } from "../e2e/e2e-fixture.ts";
 
 test("custody bootstrap signs the control log with the operator's key; an admission without that key changes nothing for the roles' readers, one with it does", async (t) => {
   const started: DeployedProcess[] = [];
   t.teardown(async () => {
     for (const p of started) if (p.running) await p.signal("SIGKILL", 10_000);
   });
-  const { out, index } = await initAndStartNats((p) => started.push(p));
+  const { out, index } = await initAndStartNats(custody, () => tempDir("custody-deploy-"), { metrics: true }, (p) => started.push(p));
   const url = index.natsServers.find((s) => s.region === "east")!.url;
   const boot = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", url, "--json"])) as { controllers: string[]; admitted: string[] };
   t.deepEqual(boot.controllers, ["ctl-1"], "the operator admitted the controller's signing key");

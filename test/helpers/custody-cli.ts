@@ -19,3 +19,6 @@ export async function custodyCli(args: readonly string[]): Promise<{ stdout: str
   if (r.code !== 0) throw Object.assign(new Error(`custody ${args.join(" ")} exited with ${r.code}\n${r.stderr}`), r) as CustodyCliFailure;
   return { stdout: r.stdout, stderr: r.stderr };
 }
+
+/** `custodyCli`'s stdout alone: the operator's command line as deployment tests run it. */
+export const custodyStdout = async (args: readonly string[]): Promise<string> => (await custodyCli(args)).stdout;

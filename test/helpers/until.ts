@@ -9,3 +9,14 @@ export async function until(what: string, ms: number, check: () => boolean | Pro
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }
+
+/** Polls `check` every 250 ms until it returns a value (not undefined) and resolves with it; after `ms` throws naming `what` with `explain()`. */
+export async function untilValue<T>(what: string, ms: number, check: () => Promise<T | undefined>, explain: () => string | Promise<string> = () => ""): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${await explain()}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
