@@ -3,7 +3,9 @@
  * outstanding, units rejected by code and the receipt latency histogram. Real nats-server, a real
  * holder actor fed by a credit-bound writer, scraped over HTTP from OpenTelemetry's Prometheus exporter.
  */
-import anyTest, { type TestFn } from "ava";
+import anyTest, { type ExecutionContext, type TestFn } from "ava";
+import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
+import type { HolderPorts } from "../../actors/holder/holder-ports.ts";
 import { join } from "node:path";
 import { nodeFileLayer } from "../../core/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
@@ -17,15 +19,15 @@ import { sample } from "../helpers/prometheus-sample.ts";
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
 
-test.serial("a holder's metrics: custody bytes rise after writes and fall after release, a bad unit counts under its code, receipts fill the latency histogram", async (t) => {
-  const keys = new KeyRing();
+/** A holder whose observations feed HolderMetrics behind a `/metrics` endpoint, and a writer sending to it; all closed at teardown. */
+async function holderWithMetrics(t: ExecutionContext<NatsTestContext>, cfg: HolderConfigInput, ports: Partial<HolderPorts> = {}) {
   const metrics = new HolderMetrics();
-  const h = await launchHolder(t.context.nats.url, keys, holderConfig("h-met"), { observe: (o) => metrics.observe(o) });
+  const h = await launchHolder(t.context.nats.url, new KeyRing(), cfg, { observe: (o) => metrics.observe(o), ...ports });
   metrics.attach(h.holder);
-  const endpoint = await serveMetrics({ role: "holder", id: "h-met", counters: () => h.holder.counters.snapshot(), holder: metrics }, { port: await freePort() });
-  const wt = await transport(t.context.nats.url, "writer-met");
+  const endpoint = await serveMetrics({ role: "holder", id: cfg.holderId, counters: () => h.holder.counters.snapshot(), holder: metrics }, { port: await freePort() });
+  const wt = await transport(t.context.nats.url, `writer-${cfg.holderId}`);
   const receipts = watchReceipts(wt);
-  const w = new Writer(wt, "h-met");
+  const w = new Writer(wt, cfg.holderId);
   t.teardown(async () => {
     receipts.stop();
     w.sender.close();
@@ -33,6 +35,11 @@ test.serial("a holder's metrics: custody bytes rise after writes and fall after 
     await endpoint.close();
     await h.close();
   });
+  return { h, endpoint, wt, receipts, w };
+}
+
+test.serial("a holder's metrics: custody bytes rise after writes and fall after release, a bad unit counts under its code, receipts fill the latency histogram", async (t) => {
+  const { h, endpoint, wt, receipts, w } = await holderWithMetrics(t, holderConfig("h-met"));
   const scrape = async () => await (await fetch(endpoint.url!)).text();
   const lane = { holder: "h-met", volume: VOLUME, lane: LANE };
 
@@ -67,25 +74,8 @@ test.serial("a holder's metrics: custody bytes rise after writes and fall after 
 });
 
 test.serial("a disk holder's metrics: what its spill stream made durable shows at disk residency, and every unit's receipt latency is measured once", async (t) => {
-  const keys = new KeyRing();
-  const metrics = new HolderMetrics();
-  const h = await launchHolder(t.context.nats.url, keys, holderConfig("h-met-d", { residency: ["ram", "disk"], flush: { intervalMs: 10, deadlineMs: 2_000 } }), {
-    observe: (o) => metrics.observe(o),
-    files: nodeFileLayer,
-    spillPath: join(tempDir(), "spill.log"),
-  });
-  metrics.attach(h.holder);
-  const endpoint = await serveMetrics({ role: "holder", id: "h-met-d", counters: () => h.holder.counters.snapshot(), holder: metrics }, { port: await freePort() });
-  const wt = await transport(t.context.nats.url, "writer-met-d");
-  const receipts = watchReceipts(wt);
-  const w = new Writer(wt, "h-met-d");
-  t.teardown(async () => {
-    receipts.stop();
-    w.sender.close();
-    await wt.close();
-    await endpoint.close();
-    await h.close();
-  });
+  const cfg = holderConfig("h-met-d", { residency: ["ram", "disk"], flush: { intervalMs: 10, deadlineMs: 2_000 } });
+  const { h, endpoint, receipts, w } = await holderWithMetrics(t, cfg, { files: nodeFileLayer, spillPath: join(tempDir(), "spill.log") });
   const lane = { holder: "h-met-d", volume: VOLUME, lane: LANE };
   for (let s = 1; s <= 20; s++) w.send(unit(s, 1, 4096));
   await eventually(() => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.diskResident.covers(1, 20) && receipts.residencies("h-met-d").includes("disk"), "1-20 on disk and receipted there", 10_000);
