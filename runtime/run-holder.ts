@@ -31,8 +31,8 @@ export class ConnectionLostError extends CustodyError {
 /** A holder running as a process, as `custody run holder` starts it. */
 export interface RunningHolder {
   readonly holder: Holder;
-  /** Its `/metrics` figures beyond the counters (custody bytes, credits, rejections by code, receipt latency). */
-  readonly metrics: HolderMetrics;
+  /** Its `/metrics` figures beyond the counters (custody bytes, credits, rejections by code, receipt latency); only when the config has a metrics section. */
+  readonly metrics: HolderMetrics | undefined;
   /** Resolves if the NATS connection closes for good. */
   readonly lost: Promise<void>;
   /** Drains (see holder-drain.ts), stops the holder and closes its connection; resolves with what was left only in RAM. */
@@ -59,7 +59,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const privateKey = privateKeyFromPkcs8(readFileSync(cfg.keyFile));
-    const metrics = new HolderMetrics();
+    // Only a holder that exports metrics pays for watching every admission and receipt.
+    const metrics = cfg.metrics !== undefined ? new HolderMetrics() : undefined;
     const holder = await startHolder(holderCfg, {
       transport: sending,
       clock: systemClock,
@@ -69,12 +70,12 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       stateDir: { files: nodeFileLayer, dir: cfg.stateDir },
       // What an operator must see in the process log: disk trouble and custody violations.
       observe: (o) => {
-        metrics.observe(o);
+        metrics?.observe(o);
         if (o.type === "flush_failed" || o.type === "violation") process.stderr.write(`holder ${String(holderCfg.holderId)}: ${JSON.stringify(o)}\n`);
       },
       ...(holderCfg.flush ? { files: nodeFileLayer, spillPath: join(cfg.stateDir, "spill.log") } : {}),
     });
-    metrics.attach(holder);
+    metrics?.attach(holder);
     const stats = serveProcessStats(transport, "holder", () => {
       let ram = 0;
       let disk = 0;

@@ -100,7 +100,7 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("holder", o.config, holderRoleSchema, async (cfg) => {
         const r = await runHolder(cfg);
-        return { ...r, ready: { holderId: r.holder.id, incarnation: r.holder.incarnation }, metrics: { role: "holder", id: r.holder.id, counters: () => r.holder.counters.snapshot(), holder: r.metrics } };
+        return { ...r, ready: { holderId: r.holder.id, incarnation: r.holder.incarnation }, metrics: { role: "holder", id: r.holder.id, counters: () => r.holder.counters.snapshot(), ...(r.metrics ? { holder: r.metrics } : {}) } };
       }),
     );
   run
