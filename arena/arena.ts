@@ -20,7 +20,7 @@ import {
 } from "./errors.ts";
 import { Residency } from "../core/index.ts";
 import { PIN_REASONS, PinReason, pinIndex } from "./pin-reason.ts";
-import { decodeSegment, encodeSegment, type AttestationLookup } from "./segment-codec.ts";
+import { decodeSegment, encodeSegment } from "./segment-codec.ts";
 import { SegmentPool } from "./segment-pool.ts";
 import { SegmentState, unitRecordBytes, type Segment } from "./segment.ts";
 import type { SpillEvidence } from "./spill-stream.ts";
@@ -374,13 +374,12 @@ export class Arena {
     });
   }
 
-  /** Export form of a sealed RAM segment (see segment-codec), with the attestations its units were stored with (or `attestationOf`'s). Throws SegmentStateError otherwise. */
-  exportSegment(segmentId: number, attestationOf?: AttestationLookup): Uint8Array {
+  /** Export form of a sealed RAM segment (see segment-codec), with the attestations its units were stored with. Throws SegmentStateError otherwise. */
+  exportSegment(segmentId: number): Uint8Array {
     return this.guard(() => {
       const seg = this.segment(segmentId);
       if (seg.state !== SegmentState.sealed || !seg.buffer) throw new SegmentStateError("only sealed, RAM-resident segments export directly", { segmentId });
-      const own: AttestationLookup | undefined = seg.attestations && ((_first, i) => seg.attestationAt(i));
-      return encodeSegment(seg, seg.buffer, attestationOf ?? own);
+      return encodeSegment(seg, seg.buffer);
     });
   }
 

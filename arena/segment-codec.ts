@@ -39,19 +39,16 @@ export interface DecodedSegment {
   readonly attestations: readonly (string | undefined)[];
 }
 
-/** The attestation token (base64) the unit starting at `firstSeq` (unit `index` of the segment) arrived with, if known. */
-export type AttestationLookup = (firstSeq: number, index: number) => string | undefined;
-
 /**
  * Encodes `seg` whose stored records are `data` (its RAM buffer, or bytes read back from disk).
- * With `attestationOf`, the units' attestation tokens are stored too (version 2); when no unit has
- * one the form is version 1.
+ * The attestation tokens stored with its units go too (version 2); when no unit has one the form
+ * is version 1.
  */
-export function encodeSegment(seg: Segment, data: Uint8Array, attestationOf?: AttestationLookup): Uint8Array {
+export function encodeSegment(seg: Segment, data: Uint8Array): Uint8Array {
   const vol = Buffer.from(seg.volume, "utf8");
   const lane = Buffer.from(seg.lane, "utf8");
   const n = seg.unitCount;
-  const table = attestationOf === undefined ? undefined : attestationTable(seg, attestationOf);
+  const table = seg.attestations === undefined ? undefined : attestationTable(seg);
   const total = FIXED + vol.length + lane.length + n * PER_UNIT + seg.fill + (table?.length ?? 0) + 4;
   const out = Buffer.allocUnsafe(total);
   out.writeUInt32LE(SEGMENT_MAGIC, 0);
@@ -80,12 +77,12 @@ export function encodeSegment(seg: Segment, data: Uint8Array, attestationOf?: At
 }
 
 /** The version 2 attestation section for `seg`'s units, or undefined when none has a token. */
-function attestationTable(seg: Segment, attestationOf: AttestationLookup): Buffer | undefined {
+function attestationTable(seg: Segment): Buffer | undefined {
   const index = new Map<string, number>();
   const tokens: Buffer[] = [];
   const perUnit: number[] = [];
   for (let i = 0; i < seg.unitCount; i++) {
-    const token = attestationOf(seg.unitMeta(i).firstSeq, i);
+    const token = seg.attestationAt(i);
     let at = token === undefined ? undefined : index.get(token);
     if (token !== undefined && at === undefined) {
       const raw = Buffer.from(token, "base64");

@@ -118,12 +118,15 @@ test.serial("a spill record in the format written before attestations were store
   const url = t.context.nats.url;
   const dir = tempDir();
   // The old format, byte for byte: an export without attestations is what every earlier build wrote.
-  const arena = new Arena({ segmentBytes: 64 * 1024, maxUnitBytes: 32 * 1024, initialBytes: 256 * 1024, incrementBytes: 64 * 1024, hardLimitBytes: 512 * 1024, manifestReserveBytes: 64 * 1024, growthLowWaterBytes: 64 * 1024 }, systemClock);
-  arena.grant(VOLUME, LANE, 64 * 1024);
   const units = [unit(1, 1, 2048), unit(2, 3, 2048), unit(5, 1, 2048)];
-  for (const u of units) arena.append(u);
-  const id = arena.seal(VOLUME, LANE).segmentId!;
-  const v1 = arena.exportSegment(id);
+  /** One sealed segment of `units`, each stored with the token `tokenOf` gives it; its export form. */
+  const exported = (tokenOf: (first: number) => string | undefined): Uint8Array => {
+    const arena = new Arena({ segmentBytes: 64 * 1024, maxUnitBytes: 32 * 1024, initialBytes: 256 * 1024, incrementBytes: 64 * 1024, hardLimitBytes: 512 * 1024, manifestReserveBytes: 64 * 1024, growthLowWaterBytes: 64 * 1024 }, systemClock);
+    arena.grant(VOLUME, LANE, 64 * 1024);
+    for (const u of units) arena.append(u, tokenOf(u.firstSeq));
+    return arena.exportSegment(arena.seal(VOLUME, LANE).segmentId!);
+  };
+  const v1 = exported(() => undefined);
   t.is(v1[4], SEGMENT_FORMAT_VERSION);
   const { set } = await SpillSet.open(nodeFileLayer, `${dir}/spill.log`, systemClock);
   await set.append(VOLUME, LANE, 1, 5, v1);
@@ -132,7 +135,7 @@ test.serial("a spill record in the format written before attestations were store
   t.deepEqual(decodeSegment(v1).attestations, [undefined, undefined, undefined]);
   // The version written now stores each unit's token beside it (here one token covers units 1 and 2-4).
   const token = attest(units.slice(0, 2));
-  const v2 = arena.exportSegment(id, (first) => (first <= 2 ? token : undefined));
+  const v2 = exported((first) => (first <= 2 ? token : undefined));
   t.is(v2[4], SEGMENT_ATTESTED_VERSION);
   t.deepEqual(decodeSegment(v2).attestations, [token, token, undefined]);
   t.deepEqual(decodeSegment(v2).units, decodeSegment(v1).units);
