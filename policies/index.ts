@@ -103,4 +103,5 @@ export {
   type ProbeShape,
   type RouteMeasurement,
 } from "./route-measurements.ts";
+export { PathEstimate, type PathEstimateValue, type PathEstimateWindow } from "./path-estimate.ts";
 export { repairWindowFinding, sharedRepairBandwidth, type RepairWindowFinding } from "./repair-window.ts";

@@ -16,7 +16,7 @@ export interface RouteMeasurement {
   readonly rttMs: number;
   /** Mean absolute difference of consecutive round trips (ms). */
   readonly jitterMs: number;
-  /** Sustained throughput of the last burst (bytes/s); null when the budget allowed no burst. */
+  /** Sustained throughput of the recent bursts (bytes/s, median of a few); null when the budget allowed no burst. */
   readonly throughputBytesPerSec: number | null;
   /** Transport-unit bytes per second the prober itself sent on this edge (its steady write load). */
   readonly loadBytesPerSec: number;
@@ -45,7 +45,7 @@ export function sitePairKey(a: string, b: string): string {
 }
 
 /** Median of a non-empty list. */
-function median(xs: readonly number[]): number {
+export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;

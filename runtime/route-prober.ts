@@ -1,6 +1,6 @@
 import { createActor, fromPromise, setup, type Actor } from "xstate";
 import { Counters, type Clock } from "../core/index.ts";
-import { burstThroughput, planProbeRound, summarizeRtts, type ProbeShape } from "../policies/index.ts";
+import { PathEstimate, planProbeRound, type ProbeShape } from "../policies/index.ts";
 import { encodeMessage, ProbePhase, routeMeasurementsSpec, routeProbeSpec, routeSubject, type RouteMeasurements } from "../protocol/index.ts";
 import type { Transport } from "../transport/index.ts";
 import { RouteProbeEndpoint } from "./route-probe-endpoint.ts";
@@ -68,6 +68,7 @@ export class RouteProber {
   readonly endpoint: RouteProbeEndpoint;
   readonly counters: Counters;
   private readonly latest = new Map<string, Measured>();
+  private readonly estimates = new Map<string, PathEstimate>();
   private readonly shape: ProbeShape;
   private readonly pad: Uint8Array;
   private nonce = 0;
@@ -147,7 +148,7 @@ export class RouteProber {
       this.counters.inc("route_probe_unanswered");
       return bytes;
     }
-    let throughput: number | null = null;
+    let burst: { bytes: number; elapsedMs: number } | undefined;
     if (frames >= 2) {
       const nonce = ++this.nonce;
       const answer = this.endpoint.answer(peer, ProbePhase.burstAck, nonce, timeoutMs + this.opts.intervalMs);
@@ -155,10 +156,12 @@ export class RouteProber {
       for (let j = 0; j < frames; j++) this.endpoint.send(peer, ProbePhase.burst, nonce, j, j === frames - 1, this.pad);
       bytes += frames * this.shape.frameBytes;
       const a = await answer;
-      if (a !== null && a.probe.received > 0) throughput = burstThroughput(a.probe.received, a.atMs - t0, Math.min(...rtts));
+      if (a !== null && a.probe.received > 0) burst = { bytes: a.probe.received, elapsedMs: a.atMs - t0 };
     }
-    const { rttMs, jitterMs } = summarizeRtts(rtts);
-    this.latest.set(peer, { toSite: this.opts.peers[peer]!.site, rttMs, jitterMs, throughputBytesPerSec: throughput, samples: rtts.length, atMs: clock.now() });
+    let estimate = this.estimates.get(peer);
+    if (estimate === undefined) this.estimates.set(peer, (estimate = new PathEstimate()));
+    const { rttMs, jitterMs, throughputBytesPerSec } = estimate.addRound(rtts, burst);
+    this.latest.set(peer, { toSite: this.opts.peers[peer]!.site, rttMs, jitterMs, throughputBytesPerSec, samples: rtts.length, atMs: clock.now() });
     this.counters.inc("route_measured");
     return bytes;
   }

@@ -24,6 +24,7 @@ withNatsServerAndClient(test, "route-roles-test");
 const READY_MS = 60_000;
 const WAIT_MS = 60_000;
 const FAR_LATENCY_MS = 150;
+const ROUNDS_TO_SETTLE = 5;
 const REGION = "routes";
 const PROBE = { intervalMs: 500, budgetBytesPerInterval: 100_000, pings: 3, frameBytes: 8192 };
 
@@ -90,6 +91,12 @@ test.serial("a writer process probes its first hops through its shaped links and
   const end = Date.now() + WAIT_MS;
   while (!(edge("h-far") && edge("h-near") && edge("h-far")!.loadBytesPerSec > 0 && edge("h-far")!.throughputBytesPerSec !== null)) {
     if (Date.now() > end) t.fail(`no measurement of both edges with load: ${JSON.stringify(seen.at(-1))}\n${logs()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // The rate is a median over recent rounds, each less the quietest recent ping: read it once a few rounds are in.
+  const settled = seen.length + ROUNDS_TO_SETTLE;
+  while (seen.length < settled) {
+    if (Date.now() > end) t.fail(`only ${seen.length} of ${settled} measurements\n${logs()}`);
     await new Promise((r) => setTimeout(r, 200));
   }
   const farEdge = edge("h-far")!;
