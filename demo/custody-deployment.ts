@@ -71,7 +71,7 @@ export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readon
           site: d.writer.site,
           region: regionOf.get(d.writer.site)!,
           // The sustained workload: it starts with the process and runs until the strike kills it.
-          workload: { intervalMs: 0, ratePerSec: d.workload.writesPerSec, depth: d.workload.depth, blocksPerWrite: d.workload.blocksPerWrite, ackLog: ackLogOf(runDir, v) },
+          workload: { intervalMs: 0, ratePerSec: d.workload.writesPerSec, inFlight: d.workload.inFlight, blocksPerWrite: d.workload.blocksPerWrite, ackLog: ackLogOf(runDir, v) },
           drainDeadlineMs: 0,
         },
         lanes: [{ lane: d.lane, fromLba: 0, toLba: d.blocks - 1, firstHops: [...dv.writer.holders] }],

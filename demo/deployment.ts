@@ -77,8 +77,11 @@ export const deploymentSchema = z
       shortSeconds: z.number().min(1).max(600),
       /** Writes per second on each volume. */
       writesPerSec: z.number().min(1).max(2000),
-      /** Writes in flight per volume (issued in order; more than one lets slow acknowledgements overlap). */
-      depth: z.number().int().min(1).max(64).default(1),
+      /**
+       * Writes in flight per volume (issued in order, each acknowledged after its own local sync;
+       * more than one lets the volume's group commit and one outbox flush serve many writes).
+       */
+      inFlight: z.number().int().min(1).max(64).default(1),
       blocksPerWrite: z.number().int().min(1).max(16).default(1),
     }),
     failures: z.object({

@@ -18,7 +18,7 @@ test("the example deployment becomes a deployment custody init accepts: one writ
   t.deepEqual(d.volumes[1]!.lanes![0]!.firstHops, ["h-e1", "h-e2", "h-eu", "h-usw"]);
   t.deepEqual(d.volumes[0]!.genesisBases, ["h-eu", "h-usw"]);
   t.deepEqual(d.volumes[0]!.releasable, ["h-e1", "h-e2"]);
-  t.deepEqual(d.volumes[0]!.writer.workload, { intervalMs: 0, ratePerSec: 50, depth: 1, blocksPerWrite: 16, ackLog: "/runs/r1/acks/vol-demo.jsonl" });
+  t.deepEqual(d.volumes[0]!.writer.workload, { intervalMs: 0, ratePerSec: 50, inFlight: 8, blocksPerWrite: 16, ackLog: "/runs/r1/acks/vol-demo.jsonl" });
   t.deepEqual(d.volumes[0]!.scenarios!.map((s) => s.name), ["AZ use1-az1 lost", "us-east lost", "us-east and us-west lost"]);
   t.is(d.volumes[0]!.timelines![0]!.name, "us-east, then us-west during replay");
 });

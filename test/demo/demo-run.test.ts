@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { loadDeployment } from "../../demo/deployment.ts";
 import { pidAlive } from "../../demo/process-registry.ts";
 import type { TraceNode, TraceTree } from "../../demo/trace-tree.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
@@ -121,12 +122,13 @@ test.serial("the waypoint's worth: the same strike loses less on the volume whos
 
 test.serial("a recovered volume equals the writer's own volume exactly when the writer had nothing durable past the recovered LSN", async (t) => {
   const { result } = t.context;
+  const blocks = loadDeployment(join(repo, "examples", "deployment.json")).blocks;
   for (const s of result.scenarios) {
     const writer = await SmartWalVolume.open(join(result.runDir, "writer", s.volume));
     let writerBytes: Buffer;
     let durable: number;
     try {
-      writerBytes = Buffer.from(await writer.read(0, 256));
+      writerBytes = Buffer.from(await writer.read(0, blocks));
       durable = writer.walWindow().durable;
     } finally {
       await writer.close();
@@ -134,7 +136,7 @@ test.serial("a recovered volume equals the writer's own volume exactly when the 
     const rec = await SmartWalVolume.open(join(result.runDir, "recovered", s.volume));
     let recovered: Buffer;
     try {
-      recovered = Buffer.from(await rec.read(0, 256));
+      recovered = Buffer.from(await rec.read(0, blocks));
     } finally {
       await rec.close();
     }

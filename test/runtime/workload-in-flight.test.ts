@@ -34,7 +34,7 @@ const READY_MS = 60_000;
 const WAIT_MS = 90_000;
 const REGION = "inflight";
 const IN_FLIGHT = 8;
-const BLOCKS = Number(process.env.IF_BLOCKS ?? 4);
+const BLOCKS = 4;
 const BLOCK_COUNT = 256;
 const SLOTS = BLOCK_COUNT / BLOCKS;
 
