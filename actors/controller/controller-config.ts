@@ -130,3 +130,13 @@ export interface RepairConfig {
   /** How long a remote worker may take before the repair counts as failed (ms). Default 600000. */
   readonly workerTimeoutMs?: number;
 }
+
+/**
+ * Holders the controller releases for: the topology's `releasable` list and every standby. A
+ * standby in service (a failure's replacement, or one coverage repair enlisted) receives copies
+ * for as long as it serves; without releasing them once the policy allows, it would grow forever.
+ */
+export function releasableHolders(config: Pick<ControllerConfig, "topology" | "repair">): string[] {
+  const listed = config.topology.releasable;
+  return [...listed, ...(config.repair?.standby ?? []).map((s) => s.holderId).filter((id) => !listed.includes(id))];
+}

@@ -18,7 +18,7 @@ import { ControllerSpend } from "./controller-spend.ts";
 import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
-import type { ControllerConfig } from "./controller-config.ts";
+import { releasableHolders, type ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts"; // re-exported for callers that know them from here
 
@@ -51,8 +51,7 @@ export class ControllerCore {
   private coverageTimer: RepeatingTimer | undefined;
   /** Every holder's release frontier is re-sent in the next round (after a reconnect). */
   private frontiersDue = false;
-  /** Admitted incarnation last seen per holder. */
-  private readonly incarnationSeen = new Map<string, number>();
+  private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
   /** Key-continuity admission of holders' new incarnations. */
   private readonly admission: AutoAdmission;
   /** Copies that close coverage gaps (restarts, declared failures, single copies). */
@@ -108,6 +107,7 @@ export class ControllerCore {
         nudge: () => (this.dirty = true),
         admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, ports.clock.now()),
         unproven: () => this.retentionAudits?.unproven() ?? new Set(),
+        enlist: (lane, gap, survives) => this.failureRepairs.enlist(lane, gap, survives),
       },
       { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000, optional: config.coverageRepair?.optional },
     );
@@ -321,7 +321,7 @@ export class ControllerCore {
     const now = this.ports.clock.now();
     const every = this.config.releaseEveryMs ?? 1_000;
     const due = (h: string) => s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
-    const requests: ReleaseRequest[] = releaseCandidates(state, this.config.topology.releasable.filter(due), this.durableHolders, held);
+    const requests: ReleaseRequest[] = releaseCandidates(state, releasableHolders(this.config).filter(due), this.durableHolders, held);
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
     for (const d of decisions) {

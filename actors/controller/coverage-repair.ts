@@ -16,7 +16,9 @@ import { obligationIdOf } from "../../protocol/index.ts";
  * least `graceMs` (the normal flow and the senders' own gap repair get that long first), picks a holder that would survive the scenario and has not
  * released those ranges, and copies the gap to it over NATS (fetch from the holders that retain
  * it, then a transfer offer the target admits and receipts itself). The ranges being read are an
- * in-flight recovery meanwhile, so no release drops them. Everything it needs is in the evaluation
+ * in-flight recovery meanwhile, so no release drops them. When a required gap has no such holder
+ * (each one that would survive has released those sequences), it asks for a standby to be brought
+ * in (`enlist`), and a later pass copies there. Everything it needs is in the evaluation
  * state and the control log, so a restarted controller picks up where its predecessor was.
  */
 
@@ -38,6 +40,8 @@ export interface CoverageRepairHost {
   admitCopy?(c: PlannedCopy): { readonly allowed: boolean; readonly reason?: string };
   /** Holders whose last retention audit failed: never a copy's target (they may drop what they get). */
   unproven?(): ReadonlySet<string>;
+  /** A required gap has no admitted holder to go to: bring in a standby at a site `survives` accepts. */
+  enlist?(lane: string, gap: RangeSet, survives: (site: string) => boolean): void;
 }
 
 /** A copy coverage repair wants to make: the gap of one lane, for the scenarios it closes. */
@@ -130,6 +134,7 @@ export class CoverageRepair {
       const target = candidates[0];
       if (target === undefined) {
         this.host.counters.inc("coverage_gap_no_target");
+        if (g.required) this.host.enlist?.(g.lane, g.gap, (site) => ramSurvivesAt(state, site, scenario.losses));
         continue;
       }
       const key = `${target.id}/${g.lane}`;

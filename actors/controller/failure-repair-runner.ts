@@ -1,5 +1,6 @@
 import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
+import type { RangeSet } from "../../lanes/index.ts";
 import type { ControlEventBody } from "../../custody/index.ts";
 import type { ControlState } from "../../custody/index.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
@@ -15,6 +16,7 @@ import { RepairService } from "./repair-service.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { holdReads, type ReadHolds } from "./read-holds.ts";
+import { StandbyEnlistment } from "./standby-enlistment.ts";
 import { RepairStatusState, type RepairStatus } from "../../protocol/index.ts";
 
 /** What the runner needs from its controller. */
@@ -72,8 +74,22 @@ export class FailureRepairRunner {
   /** Answers the requests of repairs handed to a worker (`config.repair.worker: "remote"`). */
   private readonly service: RepairService;
 
+  /** Standbys brought in for coverage gaps no admitted holder can take. */
+  private readonly enlistment: StandbyEnlistment;
+
   constructor(private readonly d: FailureRepairDeps) {
     this.service = new RepairService({ volume: d.config.topology.volume, transport: d.ports.transport, counters: d.counters, port: d.port });
+    this.enlistment = new StandbyEnlistment({ ...d, launcher: d.ports.repair, clock: d.ports.clock, taken: () => this.taken() }, d.config.coverageRepair?.retryMs ?? 2_000);
+  }
+
+  /** Standbys a repair has taken as its replacement. */
+  private taken(): Set<string> {
+    return new Set([...this.recordsBySeq.values()].flatMap((r) => (r.replacement === undefined ? [] : [r.replacement])));
+  }
+
+  /** A required coverage gap has no admitted holder to copy to: bring in a standby at a site `survives` accepts (see StandbyEnlistment). */
+  enlist(lane: string, gap: RangeSet, survives: (site: string) => boolean): void {
+    this.enlistment.enlist(lane, gap, survives);
   }
 
   /** Subscribes the repair requests when repairs are handed to workers (none otherwise). */
@@ -123,7 +139,7 @@ export class FailureRepairRunner {
     const launcher = this.d.ports.repair;
     for (const f of this.pendingFailures.splice(0)) {
       if (this.recordsBySeq.has(f.seq) || cfg === undefined || launcher === undefined) continue;
-      const taken = new Set([...this.recordsBySeq.values()].map((r) => r.replacement));
+      const taken = new Set([...this.taken(), ...this.enlistment.reserved]);
       const standby = cfg.standby.find((c) => this.d.controlState().holders[c.holderId] === undefined && !taken.has(c.holderId));
       if (standby === undefined) {
         this.recordsBySeq.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.needed, failed: [...f.failed], reason: "no unused standby holder" });

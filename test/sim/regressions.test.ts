@@ -74,6 +74,15 @@ const REGRESSIONS: readonly Regression[] = [
       { kind: "strike", atMs: 14091, scenario: "crash:h1" },
     ],
   },
+  {
+    seed: 960216,
+    found:
+      "liveness never: after crash:h2 every cut stayed at 5 (target 178): h1 and h3 had released 6-24 relying on h2's protected RAM, h2's hold-up evidence then degraded, and coverage repair found no holder to copy 6-24 to (a released range never returns to its holder; coverage_gap_no_target x16) — now a standby is enlisted (found by the 960001.. sweep)",
+    minimized: [
+      { kind: "evidence_degrade", atMs: 2710, holder: "h2" },
+      { kind: "strike", atMs: 13710, scenario: "crash:h2" },
+    ],
+  },
 ];
 
 for (const r of REGRESSIONS) {

@@ -1,0 +1,98 @@
+import type { Clock, Counters } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { OPEN_END, type ControlEventBody, type ControlState } from "../../custody/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { obligationIdOf } from "../../protocol/index.ts";
+import type { RepairPort } from "../repair/index.ts";
+import type { ControllerConfig, StandbyHolder } from "./controller-config.ts";
+import type { RepairLauncher } from "./controller-ports.ts";
+
+/** What enlisting a standby needs from its controller. */
+export interface StandbyEnlistmentDeps {
+  readonly config: ControllerConfig;
+  readonly launcher: RepairLauncher | undefined;
+  readonly counters: Counters;
+  readonly clock: Clock;
+  /** The newest folded control-log state. */
+  controlState(): ControlState;
+  commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }>;
+  /** Commits responsibility transfers (`prepare_transfer` + `activate_replacement`), as repairs do. */
+  readonly port: Pick<RepairPort, "activate">;
+  /** Standbys a failure repair has taken (never enlisted here as well). */
+  taken(): ReadonlySet<string>;
+  /** A standby was admitted (or the attempt ended): evaluate again soon. */
+  nudge(): void;
+}
+
+/**
+ * Brings a standby holder into service when a required scenario has a coverage gap and no admitted
+ * holder can take the copy: every holder that would survive the scenario has already released
+ * those sequences (a released range never comes back to the same holder), is audited unproven, or
+ * is gone. The case it exists for: three RAM holders release down to one protected-RAM copy, then
+ * that copy's hold-up evidence degrades — the memo asks to evacuate while protection lasts, and
+ * without a fresh holder there is nowhere to go. It starts the first standby (`repair.standby`,
+ * in order) that was never admitted, is not a failure repair's replacement and sits where the
+ * scenario's losses do not reach, commits its admission, and makes it responsible for the lane
+ * from the gap's first sequence on (transfers from the holders responsible for it), so it can
+ * release what it is sent once the policies allow and others can release relying on it; coverage
+ * repair's next pass copies the gap to it. One standby at a time; a failed attempt is retried
+ * after `retryMs`.
+ */
+export class StandbyEnlistment {
+  private enlisting: string | undefined;
+  private failedAt = -Infinity;
+
+  constructor(
+    private readonly d: StandbyEnlistmentDeps,
+    private readonly retryMs: number,
+  ) {}
+
+  /** Standbys being enlisted now (a failure repair must not pick them). */
+  get reserved(): ReadonlySet<string> {
+    return new Set(this.enlisting === undefined ? [] : [this.enlisting]);
+  }
+
+  /** Starts enlisting a standby for `gap` of `lane` at a site `survives` accepts, unless one is on its way. Never throws. */
+  enlist(lane: string, gap: RangeSet, survives: (site: string) => boolean): void {
+    if (this.enlisting !== undefined || this.d.clock.now() - this.failedAt < this.retryMs) return;
+    const cfg = this.d.config.repair;
+    if (cfg === undefined || this.d.launcher === undefined) {
+      this.d.counters.inc("coverage_enlist_unconfigured");
+      return;
+    }
+    const s = this.d.controlState();
+    const taken = this.d.taken();
+    const siteOf = (c: StandbyHolder) => this.d.config.topology.holderSites[c.holderId] ?? c.site;
+    const standby = cfg.standby.find((c) => s.holders[c.holderId] === undefined && !taken.has(c.holderId) && survives(siteOf(c)));
+    if (standby === undefined) {
+      this.d.counters.inc("coverage_enlist_no_standby");
+      return;
+    }
+    this.enlisting = standby.holderId;
+    this.d.counters.inc("coverage_enlist_started");
+    void this.start(standby, this.d.launcher, lane, RangeSet.of(gap.min ?? 1, OPEN_END));
+  }
+
+  private async start(standby: StandbyHolder, launcher: RepairLauncher, lane: string, from: RangeSet): Promise<void> {
+    try {
+      const a = await launcher.prepare(standby);
+      const { state } = await this.d.commit(() => ({ type: "admit_holder", holderId: a.holderId, incarnation: a.incarnation, publicKey: a.publicKey, failureDomain: a.failureDomain }));
+      // Responsible like a member of the lane from the gap on: one transfer per holder responsible for part of it.
+      let rest = from;
+      const responsible = state.obligations[obligationIdOf(this.d.config.topology.volume, lane)]?.responsible ?? {};
+      for (const [holder, ranges] of Object.entries(responsible).sort(([x], [y]) => (x < y ? -1 : 1))) {
+        const part = ranges.intersect(rest);
+        if (part.isEmpty || holder === a.holderId) continue;
+        await this.d.port.activate({ transferId: `enlist-${a.holderId}-${lane}-${holder}`, lane, fromHolder: holder, toHolder: a.holderId, ranges: part });
+        rest = rest.subtract(part);
+      }
+      this.d.counters.inc("coverage_enlisted");
+    } catch (err) {
+      this.failedAt = this.d.clock.now();
+      this.d.counters.inc(`coverage_enlist_${err instanceof CustodyError ? err.code : "failed"}`);
+    } finally {
+      this.enlisting = undefined;
+      this.d.nudge();
+    }
+  }
+}
