@@ -6,6 +6,7 @@ import { coverageGaps, ramSurvivesAt } from "../../policies/index.ts";
 import type { EvaluationState, RecoveryInFlight } from "../../policies/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import { copyOverNats, type CopySource } from "../repair/index.ts";
+import { copySources, SourceSuspicion } from "./copy-sources.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
 
 /**
@@ -73,16 +74,24 @@ interface Attempt {
   ranges: RangeSet;
 }
 
+/** Retry intervals a source that failed a fetch stays last in the copies' source order. */
+const SUSPECT_ROUNDS = 5;
+
 export class CoverageRepair {
   private readonly attempts = new Map<string, Attempt>();
   /** Per scenario and lane: gap sequences by the time they were first seen a gap. */
   private readonly firstSeen = new Map<string, { at: number; seqs: RangeSet }[]>();
   private seq = 0;
 
+  /** Sources that failed a fetch lately: asked last (see SourceSuspicion). */
+  private readonly suspicion: SourceSuspicion;
+
   constructor(
     private readonly host: CoverageRepairHost,
     private readonly opts: { readonly graceMs: number; readonly retryMs: number; readonly optional?: boolean },
-  ) {}
+  ) {
+    this.suspicion = new SourceSuspicion(opts.retryMs * SUSPECT_ROUNDS);
+  }
 
   /** Optional copies refused in the latest pass (empty when none was). */
   deferred: DeferredCopy[] = [];
@@ -144,11 +153,7 @@ export class CoverageRepair {
     for (const [key, p] of plan) {
       const a = this.attempts.get(key);
       if (a !== undefined && (a.copying || (now - a.at < this.opts.retryMs && a.ranges.coversAll(p.ranges)))) continue;
-      const sources: CopySource[] = state.holders
-        .filter((h) => h.id !== p.target)
-        .map((h) => ({ holderId: h.id, retained: h.claims.filter((c) => c.lane === p.lane).reduce((r, c) => r.union(c.ranges), RangeSet.EMPTY).intersect(p.ranges) }))
-        .filter((x) => !x.retained.isEmpty)
-        .sort((x, y) => y.retained.count - x.retained.count || (x.holderId < y.holderId ? -1 : 1));
+      const sources = copySources(state, p.lane, p.ranges, p.target, (h) => this.suspicion.suspect(h, now));
       const id = `coverage-${this.host.copier}-${this.seq + 1}`;
       const admitted = this.host.admitCopy?.({ id, ...p, sources: sources.map((x) => x.holderId) }) ?? { allowed: true };
       if (!admitted.allowed) {
@@ -169,6 +174,7 @@ export class CoverageRepair {
       const out = await copyOverNats(this.host.transport, { copier: this.host.copier, volume: this.host.volume, lane: p.lane, target: p.target, missing: p.ranges, sources });
       this.host.counters.inc("coverage_copied_units", out.units);
       if (!out.unavailable.isEmpty) this.host.counters.inc("coverage_unavailable_seqs", out.unavailable.count);
+      for (const h of Object.keys(out.sourceErrors)) this.suspicion.failed(h, this.host.clock.now());
     } catch {
       this.host.counters.inc("coverage_copy_failed");
     } finally {
