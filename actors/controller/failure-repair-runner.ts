@@ -135,6 +135,7 @@ export class FailureRepairRunner {
    * Never throws.
    */
   start(): void {
+    this.enlistment.resume();
     const cfg = this.d.config.repair;
     const launcher = this.d.ports.repair;
     for (const f of this.pendingFailures.splice(0)) {

@@ -1,6 +1,6 @@
 import type { Clock, Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
-import { OPEN_END, type ControlEventBody, type ControlState } from "../../custody/index.ts";
+import { HolderStatus, OPEN_END, type ControlEventBody, type ControlState } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
 import type { RepairPort } from "../repair/index.ts";
@@ -73,20 +73,63 @@ export class StandbyEnlistment {
     void this.start(standby, this.d.launcher, lane, RangeSet.of(gap.min ?? 1, OPEN_END));
   }
 
-  private async start(standby: StandbyHolder, launcher: RepairLauncher, lane: string, from: RangeSet): Promise<void> {
-    try {
-      const a = await launcher.prepare(standby);
-      const { state } = await this.d.commit(() => ({ type: "admit_holder", holderId: a.holderId, incarnation: a.incarnation, publicKey: a.publicKey, failureDomain: a.failureDomain }));
-      // Responsible like a member of the lane from the gap on: one transfer per holder responsible for part of it.
-      let rest = from;
-      const responsible = state.obligations[obligationIdOf(this.d.config.topology.volume, lane)]?.responsible ?? {};
-      for (const [holder, ranges] of Object.entries(responsible).sort(([x], [y]) => (x < y ? -1 : 1))) {
-        const part = ranges.intersect(rest);
-        if (part.isEmpty || holder === a.holderId) continue;
-        await this.d.port.activate({ transferId: `enlist-${a.holderId}-${lane}-${holder}`, lane, fromHolder: holder, toHolder: a.holderId, ranges: part });
-        rest = rest.subtract(part);
+  /**
+   * Finishes an enlistment a controller died in the middle of (a standby admitted, not yet made
+   * responsible — it would take copies it could never release): an admitted standby that is not
+   * being enlisted, is not a failure repair's replacement, and is responsible for nothing and has
+   * released nothing on a lane is made responsible for that lane from its first sequence on. Called
+   * every round; one at a time; never throws.
+   */
+  resume(): void {
+    const cfg = this.d.config.repair;
+    if (cfg === undefined || this.enlisting !== undefined || this.d.clock.now() - this.failedAt < this.retryMs) return;
+    const s = this.d.controlState();
+    const taken = this.d.taken();
+    for (const c of cfg.standby) {
+      if (s.holders[c.holderId]?.status !== HolderStatus.active || taken.has(c.holderId)) continue;
+      for (const lane of this.d.config.topology.lanes) {
+        const o = s.obligations[obligationIdOf(this.d.config.topology.volume, lane)];
+        if (o === undefined || !(o.responsible[c.holderId]?.isEmpty ?? true) || !(o.released[c.holderId]?.isEmpty ?? true)) continue;
+        this.enlisting = c.holderId;
+        this.d.counters.inc("coverage_enlist_resumed");
+        void this.run(() => this.makeResponsible(c.holderId, lane, RangeSet.of(1, OPEN_END)));
+        return;
       }
-      this.d.counters.inc("coverage_enlisted");
+    }
+  }
+
+  private start(standby: StandbyHolder, launcher: RepairLauncher, lane: string, from: RangeSet): Promise<void> {
+    return this.run(async () => {
+      const a = await launcher.prepare(standby);
+      await this.d.commit(() => ({ type: "admit_holder", holderId: a.holderId, incarnation: a.incarnation, publicKey: a.publicKey, failureDomain: a.failureDomain }));
+      await this.makeResponsible(a.holderId, lane, from);
+    });
+  }
+
+  /**
+   * Makes `holder` responsible for `from` of `lane` like a member of it: one transfer per holder
+   * responsible for part of it (`enlist-<holder>-<lane>-<donor>`; one a crash left prepared is
+   * activated, one already active skipped).
+   */
+  private async makeResponsible(holder: string, lane: string, from: RangeSet): Promise<void> {
+    const s = this.d.controlState();
+    let rest = from;
+    const responsible = s.obligations[obligationIdOf(this.d.config.topology.volume, lane)]?.responsible ?? {};
+    for (const [donor, ranges] of Object.entries(responsible).sort(([x], [y]) => (x < y ? -1 : 1))) {
+      const part = ranges.intersect(rest);
+      if (part.isEmpty || donor === holder) continue;
+      const transferId = `enlist-${holder}-${lane}-${donor}`;
+      const t = s.transfers[transferId];
+      if (t?.status === "prepared") await this.d.commit(() => ({ type: "activate_replacement", transferId }));
+      else if (t === undefined) await this.d.port.activate({ transferId, lane, fromHolder: donor, toHolder: holder, ranges: part });
+      rest = rest.subtract(part);
+    }
+    this.d.counters.inc("coverage_enlisted");
+  }
+
+  private async run(step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
     } catch (err) {
       this.failedAt = this.d.clock.now();
       this.d.counters.inc(`coverage_enlist_${err instanceof CustodyError ? err.code : "failed"}`);

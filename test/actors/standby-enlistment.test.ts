@@ -20,7 +20,7 @@ import { manualClock } from "../custody/receipt-fixtures.ts";
 
 const OB = "vol1-l0";
 const config = {
-  topology: { volume: "vol1", holderSites: { h1: "s-1", h2: "s-2", "sb-east": "s-east", "sb-vault": "s-vault" } },
+  topology: { volume: "vol1", lanes: ["l0"], holderSites: { h1: "s-1", h2: "s-2", "sb-east": "s-east", "sb-vault": "s-vault" } },
   repair: { standby: [{ holderId: "sb-east", site: "s-east" }, { holderId: "sb-vault", site: "s-vault" }, { holderId: "sb-late", site: "s-vault" }], bandwidthBytesPerSec: 1e8 },
 } as unknown as ControllerConfig;
 
@@ -66,9 +66,10 @@ async function world(opts: { launcher?: RepairLauncher | null; taken?: string[] 
     },
     2_000,
   );
-  return { enlistment, follower, counters, clock, started, nudges: () => nudges, done: () => next };
+  return { enlistment, follower, commit, counters, clock, started, nudges: () => nudges, done: () => next };
 }
 
+const admitStandby = (holderId: string): ControlEventBody => ({ type: "admit_holder", holderId, incarnation: 1, publicKey: generateHolderKeyPair().publicKey, failureDomain: "aws/s-vault/r1" });
 const notEast = (site: string) => site !== "s-east";
 
 test("a gap no admitted holder can take brings in the first unused standby where the scenario does not reach; it is admitted and responsible from the gap on", async (t) => {
@@ -135,4 +136,27 @@ test("a standby that fails to start is counted, nothing is committed, and it is 
   w.enlistment.enlist("l0", RangeSet.of(6, 24), () => true);
   await retried;
   t.is(calls, 2);
+});
+
+test("a standby its controller admitted but died before making responsible is made responsible by the next round; a transfer left prepared is activated, not prepared twice", async (t) => {
+  const w = await world();
+  // The dead controller's last commits: the admission, and one of the two transfers prepared only.
+  await w.commit(() => admitStandby("sb-vault"));
+  await w.commit(() => ({ type: "prepare_transfer", transferId: "enlist-sb-vault-l0-h2", obligationId: OB, fromHolder: "h2", toHolder: "sb-vault", ranges: RangeSet.of(6, 24) }));
+  const done = w.done();
+  w.enlistment.resume();
+  await done;
+  const s = w.follower.state;
+  t.is(s.transfers["enlist-sb-vault-l0-h2"]?.status, "active");
+  t.is(s.transfers["enlist-sb-vault-l0-h1"]?.status, "active");
+  t.true(s.obligations[OB]!.responsible["sb-vault"]!.coversAll(RangeSet.of(6, OPEN_END)));
+  t.is(w.counters.get("coverage_enlist_resumed"), 1);
+  t.is(w.counters.get("coverage_enlist_failed"), 0);
+  // Responsible now: later rounds leave it alone, and so do they a failure repair's replacement.
+  w.enlistment.resume();
+  t.is(w.counters.get("coverage_enlist_resumed"), 1);
+  const other = await world({ taken: ["sb-vault"] });
+  await other.commit(() => admitStandby("sb-vault"));
+  other.enlistment.resume();
+  t.is(other.counters.get("coverage_enlist_resumed"), 0);
 });
