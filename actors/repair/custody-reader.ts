@@ -2,7 +2,7 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { fetchSubject } from "../../protocol/index.ts";
-import type { Transport, TransportSubscription } from "../../transport/index.ts";
+import { TransportError, TransportErrorCode, type Transport, type TransportSubscription } from "../../transport/index.ts";
 import { decodeMessage, encodeFetchPage, encodeMessage, fetchPageBytes, unitBatchSpec, unitFetchSpec, unitSpec } from "../../protocol/index.ts";
 import type { SurvivorSource } from "./survivor-source.ts";
 
@@ -35,6 +35,26 @@ export class FetchFailedError extends CustodyError {
 }
 
 /**
+ * How long each try of one page request waits, as parts of the fetch's `timeoutMs`: a request or
+ * reply lost on the way costs a quarter of it, not all of it (sim seed 996049: two lost fetches
+ * of 5 s each made a repair late), while a page that truly needs the whole time over a slow link
+ * still gets it on the second try. A source that is gone costs a quarter more than one try did.
+ * A page request is a read: asking again is harmless.
+ */
+const PAGE_TRY_SHARES = [0.25, 1] as const;
+
+/** One page request, tried again on a timeout (see PAGE_TRY_SHARES); any other failure ends it. */
+async function requestPage(transport: Transport, subject: string, body: Uint8Array, timeoutMs: number) {
+  for (let i = 0; ; i++) {
+    try {
+      return await transport.request(subject, body, { timeoutMs: Math.max(1, Math.round(timeoutMs * PAGE_TRY_SHARES[i]!)) });
+    } catch (err) {
+      if (i === PAGE_TRY_SHARES.length - 1 || !(err instanceof TransportError) || err.code !== TransportErrorCode.Timeout) throw err;
+    }
+  }
+}
+
+/**
  * Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. With
  * `attestations`, the writer attestation tokens (base64) the holder named are added to it by first
  * sequence. Throws FetchFailedError.
@@ -45,7 +65,7 @@ export async function fetchUnits(transport: Transport, holder: string, volume: s
   for (;;) {
     let reply;
     try {
-      reply = await transport.request(fetchSubject(holder), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), { timeoutMs });
+      reply = await requestPage(transport, fetchSubject(holder), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), timeoutMs);
     } catch (err) {
       throw new FetchFailedError(holder, err);
     }

@@ -95,6 +95,18 @@ const REGRESSIONS: readonly Regression[] = [
       "liveness late (10.3 s > 8 s budget) after crash:h1: every coverage copy to the enlisted standby (the only holder outside use1-az1) first asked h3, and twice in a row one of h3's fetch parts was lost and waited out the 5 s timeout — now a source that failed a fetch is asked last for five retry intervals (found by the 996000.. sweep at 60 s; the minimized schedule is the one strike, found by hand)",
     minimized: [{ kind: "strike", atMs: 24104, scenario: "crash:h1" }],
   },
+  {
+    seed: 996049,
+    durationMs: 60_000,
+    minimizedOnly: true,
+    found:
+      "liveness late (9.3 s > 8 s budget) after crash:h4: two coverage copies to the enlisted standby each waited out a whole 5 s fetch timeout for a lost page request (h1's, then the restarted h4's) — now a page request is tried again after a quarter of the timeout (found by the 996000.. sweep at 60 s; its own schedule of three faults: no shorter one found by hand)",
+    minimized: [
+      { kind: "evidence_degrade", atMs: 16494, holder: "h4" },
+      { kind: "strike", atMs: 29662, scenario: "crash:writer" },
+      { kind: "strike", atMs: 39312, scenario: "crash:h4" },
+    ],
+  },
 ];
 
 for (const r of REGRESSIONS) {
