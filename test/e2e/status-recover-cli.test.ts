@@ -42,7 +42,7 @@ test.serial("custody status prints the controller's document and custody recover
   const watch = spawn(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url, "--watch", "--every", "100", "--json"], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   let watched = "";
   watch.stdout.on("data", (b: Buffer) => (watched += b.toString()));
-  await eventually(() => watched.split("\n").filter((l) => l.startsWith("{")).length >= 3, "three documents while watching", 15_000);
+  await eventually(() => watched.split("\n").filter((l) => l.startsWith("{")).length >= 3, "three documents while watching", 60_000);
   const watchExit = new Promise<number | null>((r) => watch.once("exit", (code) => r(code)));
   watch.kill("SIGINT");
   t.is(await watchExit, 0);
