@@ -33,6 +33,8 @@ const LONGEST_FIRST = [
   "test/volume/crash-harness.test.ts",
   "test/e2e/holds.test.ts",
   "test/e2e/bus-restart.test.ts",
+  "test/holder/holder-attestation-lifetime.test.ts",
+  "test/runtime/metrics.test.ts",
   "test/runtime/place-measured.test.ts",
   "test/transport/unit-frames.test.ts",
 ];
