@@ -105,27 +105,34 @@ test.serial("a fetch of 2,000 × 4 KiB units from one holder comes back whole, i
   }
 });
 
-test.serial("a fetch pages in sequence order when a segment mixes old and new sequences (chaos seed 1: the cursor jumped past 1,277 retained writes)", async (t) => {
-  const url = t.context.nats.url;
-  const keys = new KeyRing();
-  const cfg = holderConfig("h-mixed", { residency: ["ram"], arena: { segmentBytes: 64 * 1024, limitBytes: 8 * 1024 * 1024, maxOutstandingCredit: 4 * 1024 * 1024, maxUnitBytes: 32 * 1024 } });
-  const h = await launchHolder(url, keys, cfg);
-  const wt = await transport(url, "mixed-reader");
-  const w = new Writer(wt, "h-mixed");
+/**
+ * A RAM-only holder `id` (arena as given) is sent units of `unitBytes` in the order of `seqs`; once
+ * it retains them all, resolves with the first sequences a fetch of `ask` returns, in reply order.
+ */
+async function fetchAfterSending(url: string, id: string, arena: { segmentBytes: number; limitBytes: number; maxOutstandingCredit: number }, unitBytes: number, seqs: readonly number[], ask: RangeSet): Promise<number[]> {
+  const h = await launchHolder(url, new KeyRing(), holderConfig(id, { residency: ["ram"], arena: { ...arena, maxUnitBytes: 32 * 1024 } }));
+  const wt = await transport(url, `${id}-reader`);
+  const w = new Writer(wt, id);
   try {
-    // 1-5, then 1000-1019 (as re-sent or reordered units land), then 6-400: the first segments mix them.
-    for (const s of [1, 2, 3, 4, 5]) w.send(unit(s, 1, 4096));
-    for (let s = 1000; s <= 1019; s++) w.send(unit(s, 1, 4096));
-    for (let s = 6; s <= 400; s++) w.send(unit(s, 1, 4096));
-    await eventually(() => { const r = h.holder.core.lanes.get("vol1/l0")?.obligations.retained; return (r?.covers(1, 400) ?? false) && (r?.covers(1000, 1019) ?? false); }, "1-400 and 1000-1019 retained", 15_000);
-    const units = await fetchUnits(wt, "h-mixed", "vol1", "l0", RangeSet.of(1, 1019));
-    t.deepEqual(units.map((u) => u.firstSeq), [...Array.from({ length: 400 }, (_, i) => i + 1), ...Array.from({ length: 20 }, (_, i) => 1000 + i)]);
+    for (const s of seqs) w.send(unit(s, 1, unitBytes));
+    const all = seqs.reduce((r, s) => r.add(s, s), RangeSet.EMPTY);
+    await eventually(() => h.holder.core.lanes.get("vol1/l0")?.obligations.retained.coversAll(all) ?? false, `${all.toString()} retained`, 15_000);
+    return (await fetchUnits(wt, id, "vol1", "l0", ask)).map((u) => u.firstSeq);
   } finally {
     w.sender.close();
     await wt.close();
     await settle(50);
     await h.close();
   }
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+test.serial("a fetch pages in sequence order when a segment mixes old and new sequences (chaos seed 1: the cursor jumped past 1,277 retained writes)", async (t) => {
+  // 1-5, then 1000-1019 (as re-sent or reordered units land), then 6-400: the first segments mix them.
+  const sent = [...range(1, 5), ...range(1000, 1019), ...range(6, 400)];
+  const got = await fetchAfterSending(t.context.nats.url, "h-mixed", { segmentBytes: 64 * 1024, limitBytes: 8 * 1024 * 1024, maxOutstandingCredit: 4 * 1024 * 1024 }, 4096, sent, RangeSet.of(1, 1019));
+  t.deepEqual(got, [...Array.from({ length: 400 }, (_, i) => i + 1), ...Array.from({ length: 20 }, (_, i) => 1000 + i)]);
 });
 
 // Found by the CI run after fetches went out as parallel parts: holders of earlier tests' volumes
@@ -155,25 +162,8 @@ test.serial("a holder that does not serve the lane does not answer a fetch: the 
 });
 
 test.serial("a fetch reads past a unit that arrived late into a later segment (demo #24: recovery stopped at #91 while 1–208 were retained)", async (t) => {
-  const url = t.context.nats.url;
-  const keys = new KeyRing();
-  const cfg = holderConfig("h-late", { residency: ["ram"], arena: { segmentBytes: 1024 * 1024, limitBytes: 16 * 1024 * 1024, maxOutstandingCredit: 8 * 1024 * 1024, maxUnitBytes: 32 * 1024 } });
-  const h = await launchHolder(url, keys, cfg);
-  const wt = await transport(url, "late-reader");
-  const w = new Writer(wt, "h-late");
-  try {
-    // 1-5, then 7-100, then the late 6, then 101-120: 6 lands in the second segment, behind 7-65.
-    for (const s of [1, 2, 3, 4, 5]) w.send(unit(s, 1, 16 * 1024));
-    for (let s = 7; s <= 100; s++) w.send(unit(s, 1, 16 * 1024));
-    w.send(unit(6, 1, 16 * 1024));
-    for (let s = 101; s <= 120; s++) w.send(unit(s, 1, 16 * 1024));
-    await eventually(() => h.holder.core.lanes.get("vol1/l0")?.obligations.retained.covers(1, 120) ?? false, "1-120 retained", 15_000);
-    const units = await fetchUnits(wt, "h-late", "vol1", "l0", RangeSet.of(1, 120));
-    t.deepEqual(units.map((u) => u.firstSeq), Array.from({ length: 120 }, (_, i) => i + 1));
-  } finally {
-    w.sender.close();
-    await wt.close();
-    await settle(50);
-    await h.close();
-  }
+  // 1-5, then 7-100, then the late 6, then 101-120: 6 lands in the second segment, behind 7-65.
+  const sent = [...range(1, 5), ...range(7, 100), 6, ...range(101, 120)];
+  const got = await fetchAfterSending(t.context.nats.url, "h-late", { segmentBytes: 1024 * 1024, limitBytes: 16 * 1024 * 1024, maxOutstandingCredit: 8 * 1024 * 1024 }, 16 * 1024, sent, RangeSet.of(1, 120));
+  t.deepEqual(got, Array.from({ length: 120 }, (_, i) => i + 1));
 });
