@@ -16,8 +16,8 @@ export interface StandbyEnlistmentDeps {
   /** The newest folded control-log state. */
   controlState(): ControlState;
   commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }>;
-  /** Commits responsibility transfers (`prepare_transfer` + `activate_replacement`), as repairs do. */
-  readonly port: Pick<RepairPort, "activate">;
+  /** Commits the admission and the responsibility transfers (`prepare_transfer` + `activate_replacement`), as repairs do. */
+  readonly port: Pick<RepairPort, "admit" | "activate">;
   /** Standbys a failure repair has taken (never enlisted here as well). */
   taken(): ReadonlySet<string>;
   /** A standby was admitted (or the attempt ended): evaluate again soon. */
@@ -101,7 +101,7 @@ export class StandbyEnlistment {
   private start(standby: StandbyHolder, launcher: RepairLauncher, lane: string, from: RangeSet): Promise<void> {
     return this.run(async () => {
       const a = await launcher.prepare(standby);
-      await this.d.commit(() => ({ type: "admit_holder", holderId: a.holderId, incarnation: a.incarnation, publicKey: a.publicKey, failureDomain: a.failureDomain }));
+      await this.d.port.admit(a);
       await this.makeResponsible(a.holderId, lane, from);
     });
   }

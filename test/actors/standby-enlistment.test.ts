@@ -52,6 +52,7 @@ async function world(opts: { launcher?: RepairLauncher | null; taken?: string[] 
       controlState: () => follower.state,
       commit,
       port: {
+        admit: async (a) => (await commit(() => ({ type: "admit_holder", ...a }))).seq,
         activate: async (t) => {
           await commit(() => ({ type: "prepare_transfer", transferId: t.transferId, obligationId: OB, fromHolder: t.fromHolder, toHolder: t.toHolder, ranges: t.ranges }));
           return (await commit(() => ({ type: "activate_replacement", transferId: t.transferId }))).seq;
