@@ -58,6 +58,9 @@ export function serveProcessStats(transport: Transport & { readonly connection?:
           async (s) => {
             service = s;
             if (stopped) await s.stop();
+            // Registered means reachable: the server has the service's subscriptions before anyone is told
+            // (a ping from another connection right after got no_responders under load in CI).
+            else await transport.flush().catch(() => undefined);
           },
           (err: unknown) => {
             process.stderr.write(`${role} ${first.id}: not registered as a NATS service: ${(err as Error).message}\n`);
