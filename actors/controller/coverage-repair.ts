@@ -171,7 +171,7 @@ export class CoverageRepair {
     this.host.counters.inc("coverage_copy_started");
     this.host.beginRecovery({ id, lane: p.lane, ranges: p.ranges, sources: sources.map((x) => x.holderId) });
     try {
-      const out = await copyOverNats(this.host.transport, { copier: this.host.copier, volume: this.host.volume, lane: p.lane, target: p.target, missing: p.ranges, sources });
+      const out = await copyOverNats(this.host.transport, { copier: this.host.copier, volume: this.host.volume, lane: p.lane, target: p.target, missing: p.ranges, sources, clock: this.host.clock });
       this.host.counters.inc("coverage_copied_units", out.units);
       if (!out.unavailable.isEmpty) this.host.counters.inc("coverage_unavailable_seqs", out.unavailable.count);
       for (const h of Object.keys(out.sourceErrors)) this.suspicion.failed(h, this.host.clock.now());

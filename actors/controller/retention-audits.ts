@@ -131,7 +131,7 @@ export class RetentionAudits {
     const request = encodeMessage(retentionChallengeSpec, { holder: plan.holder, volume, lane, nonce, seqs: plan.seqs.toJSON() });
     const [reply, reference] = await Promise.all([
       transport.request(auditSubject(plan.holder), request, { timeoutMs: config.answerTimeoutMs }).catch(() => undefined),
-      fetchUnits(transport, plan.reference, volume, lane, plan.seqs, config.answerTimeoutMs).then(
+      fetchUnits(transport, plan.reference, volume, lane, plan.seqs, config.answerTimeoutMs, { clock }).then(
         (units) => units.map((u) => validateTransportUnit(u) as TransportUnit),
         () => undefined,
       ),

@@ -3,6 +3,7 @@ import { RangeSet } from "../../lanes/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { transferSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
+import type { Clock } from "../../core/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/index.ts";
 import { encodeTransferOffer } from "../../protocol/index.ts";
 import { fetchUnits } from "./custody-reader.ts";
@@ -85,7 +86,7 @@ export function offerUnits(transport: Transport, from: string, to: string, volum
  */
 export async function copyOverNats(
   transport: Transport,
-  o: { readonly copier: string; readonly volume: string; readonly lane: string; readonly target: string; readonly missing: RangeSet; readonly sources: readonly CopySource[]; readonly timeoutMs?: number },
+  o: { readonly copier: string; readonly volume: string; readonly lane: string; readonly target: string; readonly missing: RangeSet; readonly sources: readonly CopySource[]; readonly timeoutMs?: number; readonly clock?: Clock },
 ): Promise<CopyOutcome> {
   let remaining = o.missing;
   const got = new Map<number, TransportUnit>();
@@ -98,7 +99,7 @@ export async function copyOverNats(
     // A fetch pages through request/reply round trips; over a long link those, not bandwidth,
     // set the copy's time, so the ask goes out as a few parts fetched side by side.
     const named = new Map<number, string>();
-    const parts = await Promise.allSettled(splitBySeqs(ask, PARALLEL_FETCHES).map((part) => fetchUnits(transport, s.holderId, o.volume, o.lane, part, o.timeoutMs ?? 5_000, named)));
+    const parts = await Promise.allSettled(splitBySeqs(ask, PARALLEL_FETCHES).map((part) => fetchUnits(transport, s.holderId, o.volume, o.lane, part, o.timeoutMs ?? 5_000, { attestations: named, clock: o.clock })));
     for (const r of parts) {
       if (r.status === "rejected") {
         sourceErrors[s.holderId] = (r.reason as { code?: string }).code ?? "fetch_failed";

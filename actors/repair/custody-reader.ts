@@ -1,8 +1,8 @@
-import { CustodyError } from "../../core/index.ts";
+import { CustodyError, systemClock, type Clock } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { fetchSubject } from "../../protocol/index.ts";
-import { TransportError, TransportErrorCode, type Transport, type TransportSubscription } from "../../transport/index.ts";
+import { TransportError, TransportErrorCode, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/index.ts";
 import { decodeMessage, encodeFetchPage, encodeMessage, fetchPageBytes, unitBatchSpec, unitFetchSpec, unitSpec } from "../../protocol/index.ts";
 import type { SurvivorSource } from "./survivor-source.ts";
 
@@ -35,37 +35,72 @@ export class FetchFailedError extends CustodyError {
 }
 
 /**
- * How long each try of one page request waits, as parts of the fetch's `timeoutMs`: a request or
- * reply lost on the way costs a quarter of it, not all of it (sim seed 996049: two lost fetches
- * of 5 s each made a repair late), while a page that truly needs the whole time over a slow link
- * still gets it on the second try. A source that is gone costs a quarter more than one try did.
- * A page request is a read: asking again is harmless.
+ * When each copy of one page request goes out, as parts of the fetch's `timeoutMs`; every copy
+ * waits until the same deadline and the first reply wins. A request or reply lost on the way costs
+ * a quarter of the timeout, two lost ones half of it (sim seeds 996049 and 857158: lost fetches of
+ * 5 s each made repairs late), and a page that truly needs the whole time over a slow link is
+ * still taken when it comes instead of being dropped and asked for again. A page request is a
+ * read: asking again is harmless.
  */
-const PAGE_TRY_SHARES = [0.25, 1] as const;
+const PAGE_HEDGES = [0, 0.25, 0.5] as const;
 
-/** One page request, tried again on a timeout (see PAGE_TRY_SHARES); any other failure ends it. */
-async function requestPage(transport: Transport, subject: string, body: Uint8Array, timeoutMs: number) {
-  for (let i = 0; ; i++) {
-    try {
-      return await transport.request(subject, body, { timeoutMs: Math.max(1, Math.round(timeoutMs * PAGE_TRY_SHARES[i]!)) });
-    } catch (err) {
-      if (i === PAGE_TRY_SHARES.length - 1 || !(err instanceof TransportError) || err.code !== TransportErrorCode.Timeout) throw err;
+/**
+ * One page request, sent again at each PAGE_HEDGES offset while no reply has come. Fails when
+ * every copy timed out, or at once on any other failure (no responders: the holder is gone).
+ */
+function requestPage(transport: Transport, clock: Clock, subject: string, body: Uint8Array, timeoutMs: number): Promise<InboundMessage> {
+  return new Promise((resolve, reject) => {
+    const started = clock.now();
+    const timers: unknown[] = [];
+    let pending = PAGE_HEDGES.length;
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      for (const id of timers) clock.clearTimeout(id);
+      fn();
+    };
+    const send = () => {
+      if (settled) return;
+      const left = Math.max(1, Math.round(timeoutMs - (clock.now() - started)));
+      transport.request(subject, body, { timeoutMs: left }).then(
+        (reply) => settle(() => resolve(reply)),
+        (err: unknown) => {
+          pending--;
+          const timedOut = err instanceof TransportError && err.code === TransportErrorCode.Timeout;
+          if (!timedOut || pending === 0) settle(() => reject(err));
+        },
+      );
+    };
+    for (const share of PAGE_HEDGES) {
+      if (share === 0) send();
+      else timers.push(clock.setTimeout(send, Math.round(timeoutMs * share)));
     }
-  }
+  });
 }
 
 /**
  * Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. With
  * `attestations`, the writer attestation tokens (base64) the holder named are added to it by first
- * sequence. Throws FetchFailedError.
+ * sequence; `clock` times the page requests' extra copies (the simulator passes its own). Throws
+ * FetchFailedError.
  */
-export async function fetchUnits(transport: Transport, holder: string, volume: string, lane: string, ranges: RangeSet, timeoutMs = 5000, attestations?: Map<number, string>): Promise<TransportUnit[]> {
+export async function fetchUnits(
+  transport: Transport,
+  holder: string,
+  volume: string,
+  lane: string,
+  ranges: RangeSet,
+  timeoutMs = 5000,
+  opts: { readonly attestations?: Map<number, string>; readonly clock?: Clock } = {},
+): Promise<TransportUnit[]> {
+  const { attestations, clock = systemClock } = opts;
   const out: TransportUnit[] = [];
   let after = -1;
   for (;;) {
     let reply;
     try {
-      reply = await requestPage(transport, fetchSubject(holder), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), timeoutMs);
+      reply = await requestPage(transport, clock, fetchSubject(holder), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), timeoutMs);
     } catch (err) {
       throw new FetchFailedError(holder, err);
     }

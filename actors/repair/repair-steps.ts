@@ -105,7 +105,7 @@ export async function copyMissing(inp: RepairInput, missing: Record<string, Rang
       by.set(h.holderId, (by.get(h.holderId) ?? RangeSet.EMPTY).union(h.retained.intersect(ranges)));
     }
     const sources = [...by].map(([holderId, retained]) => ({ holderId, retained })).sort((a, b) => b.retained.count - a.retained.count || (a.holderId < b.holderId ? -1 : 1));
-    const out = await copyOverNats(inp.transport, { copier: inp.repairId, volume: inp.volume, lane, target: inp.replacement.holderId, missing: ranges, sources });
+    const out = await copyOverNats(inp.transport, { copier: inp.repairId, volume: inp.volume, lane, target: inp.replacement.holderId, missing: ranges, sources, clock: inp.clock });
     if (!out.unavailable.isEmpty) throw new RepairSourceLostError({ lane, missing: out.unavailable.toJSON(), sourceErrors: out.sourceErrors });
     units += out.units;
     bytes += out.bytes;

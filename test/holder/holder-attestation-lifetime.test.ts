@@ -109,7 +109,7 @@ test.serial("regression: a protected-RAM holder restarted from its preserved mem
     // Served: a fetch reply names, for every preserved unit, a writer attestation that lists it.
     const reader = await transport(url, "reader");
     const tokens = new Map<number, string>();
-    const fetched = await fetchUnits(reader, "h1", VOLUME, LANE, RangeSet.of(1, UNITS), 10_000, tokens);
+    const fetched = await fetchUnits(reader, "h1", VOLUME, LANE, RangeSet.of(1, UNITS), 10_000, { attestations: tokens });
     await reader.close();
     t.is(fetched.length, UNITS);
     const listed = fetched.filter((u) => {

@@ -149,7 +149,7 @@ test.serial("a spill record in the format written before attestations were store
     t.is(lane.obligations.retained.toString(), "1-5");
     t.is(lane.obligations.diskResident.toString(), "1-5");
     const named = new Map<number, string>();
-    const served = await fetchUnits(reader, "h-old", VOLUME, LANE, RangeSet.of(1, 5), 5_000, named);
+    const served = await fetchUnits(reader, "h-old", VOLUME, LANE, RangeSet.of(1, 5), 5_000, { attestations: named });
     t.deepEqual(served.map((u) => [u.firstSeq, u.lastSeq]), [[1, 1], [2, 4], [5, 5]]);
     t.is(named.size, 0, "no attestation is named for a v1 record's units");
   } finally {

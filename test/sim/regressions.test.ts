@@ -107,6 +107,12 @@ const REGRESSIONS: readonly Regression[] = [
       { kind: "strike", atMs: 39312, scenario: "crash:h4" },
     ],
   },
+  {
+    seed: 857158,
+    found:
+      "liveness late (8.5 s > 8 s budget) after crash:h5: the coverage copy to the enlisted standby (the only holder outside use1-az1) asked h6, the only source of 46-47, and both tries of one page were lost (1.25 s + 5 s), so the copy ended without them after 6.4 s and held up the lane's next copies — now a page request's copies go out at 0, 1/4 and 1/2 of the timeout and the first reply wins (found by the 857000.. sweep; minimized by hand to the one strike)",
+    minimized: [{ kind: "strike", atMs: 8566, scenario: "crash:h5" }],
+  },
 ];
 
 for (const r of REGRESSIONS) {
