@@ -1,4 +1,4 @@
-import { assertEvent, assign, enqueueActions, fromPromise, setup, type ActorRefFrom } from "xstate";
+import { assertEvent, assign, enqueueActions, fromPromise, raise, setup, type ActorRefFrom } from "xstate";
 import { HolderCore } from "./holder/holder-core.ts";
 import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
@@ -13,7 +13,9 @@ import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 /**
  * The Holder actor. Lifecycle: starting → serving ⇄ degraded_evidence → draining → retired.
  * Every inbound NATS message, timer and async completion arrives as an event of this one actor
- * (the single owner of the holder's inbound events); named actions hand it to the core. Each lane
+ * (the single owner of the holder's inbound events); named actions hand it to the core. Timers are
+ * the machine's own delayed events: the core asks for one with `timer.arm` and the machine raises
+ * it to itself later, so a retired or stopped holder has none left. Each lane
  * it serves is backed by a lane-arena actor spawned as its child (`lane-arena:<volume>/<lane>`),
  * which owns that lane's segments, credits, pins, seal and acceptance log; the children stop when
  * the holder retires, and a child that fails leaves its lane refusing (`lane_arena_stopped`).
@@ -155,6 +157,19 @@ export const holderMachine = setup({
       assertEvent(event, "nats.audit");
       guarded(context, () => answerAudit(context.core, event.msg));
     },
+    /** The core asked for a timer: the machine raises it to itself later (cancelled when the actor stops). */
+    armTimer: raise(
+      ({ event }) => {
+        assertEvent(event, "timer.arm");
+        return event.event;
+      },
+      {
+        delay: ({ event }) => {
+          assertEvent(event, "timer.arm");
+          return event.ms;
+        },
+      },
+    ),
     flushDueReceipts: ({ context }) => guarded(context, () => context.core.flushDueReceipts()),
     refreshReceipts: ({ context }) => guarded(context, () => context.core.refreshReceipts()),
     sealLane: ({ context, event }) => {
@@ -214,6 +229,7 @@ export const holderMachine = setup({
     "nats.audit": { actions: "answerAudit" },
     "nats.base": { actions: "noteBase" },
     "transport.connection": { actions: "connectionChanged" },
+    "timer.arm": { actions: "armTimer" },
     "timer.receipts": { actions: "flushDueReceipts" },
     "timer.refresh": { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
     "resend.loaded": { actions: "resendLoaded" },

@@ -3,7 +3,7 @@ import type { SpillSet } from "../../arena/index.ts";
 import type { Counters } from "../../core/index.ts";
 import type { HolderConfig } from "./holder-config.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import type { HolderInbound, HolderObservation, HolderPorts } from "./holder-ports.ts";
+import type { HolderInbound, HolderObservation, HolderPorts, HolderTimer } from "./holder-ports.ts";
 
 /**
  * What the holder's parts (resends, edge receipts, protection) see of the holder: its
@@ -23,4 +23,6 @@ export interface HolderContext {
   observe(o: HolderObservation): void;
   /** Hands `e` to the owning actor (async completions); dropped once stopped. */
   send(e: HolderInbound): void;
+  /** Has the owning actor raise timer `e` to itself after `ms` (a delayed event of the machine). */
+  later(ms: number, e: HolderTimer): void;
 }

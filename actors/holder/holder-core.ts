@@ -14,7 +14,7 @@ import { forgetReceipted, receiverReset } from "./edge-repair.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
 import { ProtectionStatus } from "../../policies/index.ts";
 import { ReceiptPublisher } from "./holder-receipt-publisher.ts";
-import type { HolderInbound, HolderObservation, HolderPorts, LoadedUnit } from "./holder-ports.ts";
+import type { HolderInbound, HolderObservation, HolderPorts, HolderTimer, LoadedUnit } from "./holder-ports.ts";
 import type { HolderContext } from "./holder-context.ts";
 import { resendDue, resendLoaded } from "./holder-resend.ts";
 import { handleLaneReceipt, noteBaseAnnouncement } from "./holder-edge-receipts.ts";
@@ -36,7 +36,6 @@ export class HolderCore {
   private readonly frontiers: FrontierBacking;
   private readonly tracer: Tracer;
   private readonly subs: TransportSubscription[] = [];
-  private readonly timers = new Set<unknown>();
   private spill: SpillSet | undefined;
   private evidence: ProtectedRamEvidence | undefined;
   private offerSeq = 0;
@@ -73,6 +72,7 @@ export class HolderCore {
       reject: (code, lane) => this.reject(code, lane),
       observe: (o) => this.observe(o),
       send: (e) => this.send(e),
+      later: (ms, e) => this.later(ms, e),
     };
     this.receipts = new ReceiptPublisher(this.context, () => (this.protectionOk() ? this.evidence : undefined));
   }
@@ -104,12 +104,9 @@ export class HolderCore {
     this.observe(lane === undefined ? { type: "rejected", code } : { type: "rejected", lane, code });
   }
 
-  private later(ms: number, e: HolderInbound): void {
-    const id = this.ports.clock.setTimeout(() => {
-      this.timers.delete(id);
-      if (!this.stopped) this.dispatch(e);
-    }, ms);
-    this.timers.add(id);
+  /** Asks the holder machine to raise `e` to itself after `ms` (its `armTimer` action). */
+  private later(ms: number, e: HolderTimer): void {
+    if (!this.stopped) this.dispatch({ type: "timer.arm", ms, event: e });
   }
 
   // ---- lifecycle --------------------------------------------------------------------------------
@@ -201,8 +198,6 @@ export class HolderCore {
     this.stopped = true;
     this.unwatch?.();
     for (const s of this.subs) s.unsubscribe();
-    for (const id of this.timers) this.ports.clock.clearTimeout(id);
-    this.receipts.stop();
     for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.close();
     await this.spill?.close();
   }
@@ -404,8 +399,8 @@ export class HolderCore {
     this.observe(o);
   }
 
-  /** Schedules an event back to the owning actor after `ms` on the clock. */
-  schedule(ms: number, e: HolderInbound): void {
+  /** Schedules a timer event back to the owning actor after `ms` (a delayed event of the machine). */
+  schedule(ms: number, e: HolderTimer): void {
     this.later(ms, e);
   }
 

@@ -9,7 +9,7 @@ import { WireError } from "../../protocol/index.ts";
 import { noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { HolderRejectCode, type HolderInbound } from "./holder-ports.ts";
+import { HolderRejectCode, type HolderInbound, type HolderTimer } from "./holder-ports.ts";
 import { authenticateUnits } from "./unit-authentication.ts";
 import { keepManifest } from "./lane-manifests.ts";
 import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
@@ -19,7 +19,7 @@ export interface IngressActions {
   /** Notes an admitted (or re-announced) unit for the lane's next receipt batch. */
   noteForReceipt(key: string, link?: Link): void;
   /** Schedules an event back to the actor (a new segment's seal timer). */
-  later(ms: number, e: HolderInbound): void;
+  later(ms: number, e: HolderTimer): void;
   /** True while the holder grants credit (serving or degraded); false once draining. */
   granting(): boolean;
 }

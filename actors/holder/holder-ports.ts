@@ -52,6 +52,17 @@ export type HolderObservation =
   | { type: "violation"; lane: string; seqs: string; reason: string };
 
 /** Events the core asks its owning actor to deliver back to it (timers, async completions, NATS). */
+/**
+ * The holder's timers: each is a delayed event the holder machine raises to itself (`timer.arm`
+ * asks for one), so a stopped or retired holder has none left running.
+ */
+export type HolderTimer =
+  | { type: "timer.receipts" }
+  | { type: "timer.seal"; lane: string }
+  | { type: "timer.flush" }
+  | { type: "timer.refresh" }
+  | { type: "timer.evacuation" };
+
 export type HolderInbound =
   | { type: "nats.units"; lane: string; msgs: InboundMessage[] }
   | { type: "nats.credit"; lane: string; edge: string; msg: InboundMessage }
@@ -62,11 +73,8 @@ export type HolderInbound =
   | { type: "nats.fetch"; msg: InboundMessage }
   | { type: "nats.audit"; msg: InboundMessage }
   | { type: "nats.base"; msg: InboundMessage }
-  | { type: "timer.receipts" }
-  | { type: "timer.seal"; lane: string }
-  | { type: "timer.flush" }
-  | { type: "timer.refresh" }
-  | { type: "timer.evacuation" }
+  | HolderTimer
+  | { type: "timer.arm"; ms: number; event: HolderTimer }
   | { type: "flush.completed"; result: FlushOutcome }
   | { type: "resend.loaded"; lane: string; edge: string; units: readonly LoadedUnit[] }
   | { type: "transport.connection"; event: ConnectionEvent };

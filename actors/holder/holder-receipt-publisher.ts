@@ -17,7 +17,8 @@ import { laneReceipts } from "./receipt-content.ts";
  */
 export class ReceiptPublisher {
   private readonly batcher: ReceiptBatcher<Link>;
-  private timer: unknown;
+  /** A `timer.receipts` is pending (one at a time). */
+  private armed = false;
 
   constructor(
     private readonly h: HolderContext,
@@ -34,15 +35,16 @@ export class ReceiptPublisher {
       this.publish(key);
       return;
     }
-    if (this.timer === undefined) this.arm(this.h.config.receipts.maxDelayMs);
+    if (!this.armed) this.arm(this.h.config.receipts.maxDelayMs);
   }
 
-  /** Publishes every batch that is full or past its maximum delay; re-arms the timer for the rest. */
+  /** On `timer.receipts`: publishes every batch that is full or past its maximum delay; re-arms the timer for the rest. */
   flushDue(): void {
+    this.armed = false;
     const now = this.h.ports.clock.now();
     for (const key of this.batcher.due(now)) this.publish(key);
     const next = this.batcher.nextDeadline();
-    if (next !== undefined && this.timer === undefined) this.arm(Math.max(0, next - now));
+    if (next !== undefined && !this.armed) this.arm(Math.max(0, next - now));
   }
 
   /** Drops the lane's pending batch; true when there was one (its units are to be receipted now). */
@@ -80,15 +82,8 @@ export class ReceiptPublisher {
     }
   }
 
-  /** Cancels the delay timer (the holder stops). */
-  stop(): void {
-    if (this.timer !== undefined) this.h.ports.clock.clearTimeout(this.timer);
-  }
-
   private arm(ms: number): void {
-    this.timer = this.h.ports.clock.setTimeout(() => {
-      this.timer = undefined;
-      this.h.send({ type: "timer.receipts" });
-    }, ms);
+    this.armed = true;
+    this.h.later(ms, { type: "timer.receipts" });
   }
 }

@@ -88,3 +88,32 @@ test("the real Holder over the simulated world is deterministic: the same seed g
   t.is(a.delivered, b.delivered);
   t.is(a.virtualMs, b.virtualMs);
 });
+
+test("a holder's timers are its machine's delayed events: refresh keeps firing while it serves, and none is left on the clock once it stopped", async (t) => {
+  const clock = new SimulatedClock({ startMs: 1_700_000_000_000 });
+  const net = new SimNetwork({ clock, random: seededRandom(7).fork("net"), defaultEdge: { latencyMs: 1, jitterMs: 0 } });
+  const keys = new KeyRing();
+  keys.add("ha");
+  const started = startHolder(holderConfig("ha", {}), { transport: net.endpoint("ha", "s-a"), clock, privateKey: keys.privateKey("ha"), peers: keys });
+  // Drive the start to its end, one timer at a time.
+  let ha: Awaited<typeof started> | undefined;
+  void started.then((h) => (ha = h));
+  while (ha === undefined) {
+    await new Promise((r) => setImmediate(r));
+    clock.step();
+  }
+  const t0 = clock.now();
+  for (let i = 0; i < 200; i++) {
+    await new Promise((r) => setImmediate(r));
+    clock.step();
+  }
+  t.true(clock.now() - t0 >= 1_000, "the refresh timer re-armed itself while serving");
+  t.true(clock.pending > 0);
+  await ha.stop();
+  // Network deliveries already in flight may remain; the holder's own timers may not.
+  while (clock.step()) await new Promise((r) => setImmediate(r));
+  const after = clock.now();
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+  t.is(clock.pending, 0, "nothing re-armed after the stop");
+  t.is(clock.now(), after);
+});
