@@ -1,4 +1,4 @@
-import { assertEvent, enqueueActions, fromPromise, setup, type DoneActorEvent } from "xstate";
+import { assertEvent, enqueueActions, fromPromise, raise, setup, type DoneActorEvent } from "xstate";
 import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
 import type { RepairLaunch } from "./controller/failure-repair-runner.ts";
@@ -6,6 +6,7 @@ import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-
 import type { VolumeStatus } from "../protocol/index.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
 import type { AuditEvent } from "./controller/retention-audits.ts";
+import type { ControllerTimer } from "./controller/controller-ports.ts";
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
@@ -44,7 +45,8 @@ export type ControllerEvent =
   | { type: "nats.repair"; msg: InboundMessage }
   | { type: "repair.launch"; launch: RepairLaunch }
   | DoneActorEvent<RepairOutcome, `repair.${string}`>
-  | { type: "timer.coverage" }
+  | ControllerTimer
+  | { type: "timer.arm"; ms: number; event: ControllerTimer }
   | { type: "evaluate.now" }
   | { type: "stop" }
   | AuditEvent;
@@ -54,9 +56,9 @@ const ingest = {
   "nats.event": { actions: "foldEvent" },
   "nats.admit": { actions: "admitIncarnation" },
   "nats.repair": { actions: "answerRepair" },
-  "timer.coverage": { actions: "checkCoverage" },
+  "timer.coverage": { actions: ["checkCoverage", "armNextCoverageCheck"] },
   "evaluate.now": { actions: "force" },
-  "timer.audit": { actions: "challengeHolders" },
+  "timer.audit": { actions: ["challengeHolders", "armNextAudit"] },
   "audit.judged": { actions: "recordAuditVerdict" },
 } as const;
 
@@ -82,6 +84,22 @@ export const controllerMachine = setup({
       context.core.handleEvent(event.msg);
     },
     checkCoverage: ({ context }) => context.core.checkCoverage(),
+    // The cadences are the machine's own delayed events: the core asks for the first one
+    // (`timer.arm`), each tick raises the next, and a stopped controller has none left.
+    armTimer: raise(
+      ({ event }) => {
+        assertEvent(event, "timer.arm");
+        return event.event;
+      },
+      {
+        delay: ({ event }) => {
+          assertEvent(event, "timer.arm");
+          return event.ms;
+        },
+      },
+    ),
+    armNextCoverageCheck: raise({ type: "timer.coverage" }, { delay: ({ context }) => context.core.coverageCheckMs }),
+    armNextAudit: raise({ type: "timer.audit" }, { delay: ({ context }) => context.core.retentionAudits?.everyMs ?? 0 }),
     // Retention audits: a round of challenges starts; a finished audit's verdict is folded.
     challengeHolders: ({ context }) => context.core.retentionAudits?.round(),
     recordAuditVerdict: ({ context, event }) => {
@@ -133,7 +151,15 @@ export const controllerMachine = setup({
   id: "controller",
   context: ({ input }) => ({ core: input.core, intervalMs: input.intervalMs, forced: false }),
   initial: ControllerState.Starting,
-  on: { stop: `.${ControllerState.Stopped}`, "repair.launch": { actions: "spawnRepair" }, "xstate.done.actor.repair.*": { actions: "recordRepair" } },
+  on: {
+    stop: `.${ControllerState.Stopped}`,
+    "repair.launch": { actions: "spawnRepair" },
+    "xstate.done.actor.repair.*": { actions: "recordRepair" },
+    "timer.arm": { actions: "armTimer" },
+    // A tick before the start finished does nothing but keep the cadence.
+    "timer.coverage": { actions: "armNextCoverageCheck" },
+    "timer.audit": { actions: "armNextAudit" },
+  },
   states: {
     [ControllerState.Starting]: {
       invoke: {

@@ -1,8 +1,9 @@
-import { assertEvent, setup } from "xstate";
+import { assertEvent, raise, setup } from "xstate";
 import type { ConnectionEvent, InboundMessage } from "../transport/index.ts";
 import type { RangeSet } from "../lanes/index.ts";
 import { WriterFencedError } from "./writer/writer-config.ts";
 import type { WriteAck, WriterCore } from "./writer/writer-core.ts";
+import type { WriterTimer } from "./writer/writer-ports.ts";
 
 /**
  * The Volume Writer actor. Lifecycle: active → fenced → stopped (or active → stopped).
@@ -44,7 +45,9 @@ export type WriterEvent =
   | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
   | { type: "transport.connection"; event: ConnectionEvent }
   | { type: "fence"; newTerm: number }
-  | { type: "stop" };
+  | { type: "stop" }
+  | WriterTimer
+  | { type: "timer.arm"; ms: number; event: WriterTimer };
 
 export const volumeWriterMachine = setup({
   types: {
@@ -93,6 +96,25 @@ export const volumeWriterMachine = setup({
       context.core.counters.inc("fenced");
       context.core.failWaiters(new WriterFencedError({ term: context.core.config.term, newTerm: event.newTerm }));
     },
+    // Timers are the machine's own delayed events: the core asks with `timer.arm`, the repeating
+    // ones raise their next tick, and a stopped writer has none left.
+    armTimer: raise(
+      ({ event }) => {
+        assertEvent(event, "timer.arm");
+        return event.event;
+      },
+      {
+        delay: ({ event }) => {
+          assertEvent(event, "timer.arm");
+          return event.ms;
+        },
+      },
+    ),
+    resendDue: ({ context }) => context.core.resendDue(),
+    armNextResend: raise({ type: "timer.resend" }, { delay: ({ context }) => context.core.resendEveryMs }),
+    publishProgress: ({ context }) => context.core.publishProgress(),
+    armNextProgress: raise({ type: "timer.progress" }, { delay: ({ context }) => context.core.progressEveryMs }),
+    cutUnits: ({ context }) => context.core.cutUnits(),
     stopCore: ({ context }) => {
       context.core.failWaiters(new WriterFencedError({ term: context.core.config.term, reason: "stopped" }));
       context.core.stop();
@@ -106,6 +128,13 @@ export const volumeWriterMachine = setup({
   context: ({ input }) => ({ core: input.core }),
   initial: WriterState.Active,
   entry: "startCore",
+  // In every state but stopped (a fenced writer still re-sends what holders have not receipted).
+  on: {
+    "timer.arm": { actions: "armTimer" },
+    "timer.resend": { actions: ["resendDue", "armNextResend"] },
+    "timer.progress": { actions: ["publishProgress", "armNextProgress"] },
+    "timer.cut": { actions: "cutUnits" },
+  },
   states: {
     [WriterState.Active]: {
       on: {

@@ -9,5 +9,4 @@ export { MAX_IDENTIFIER_LENGTH, identifierProblem, isIdentifier } from "./identi
 export { holderLaneKey, laneKey } from "./lane-key.ts";
 export { seededRandom, type Random } from "./random.ts";
 export { cryptoRandom } from "./random.ts";
-export { RepeatingTimer } from "./repeating-timer.ts";
 export { Residency, type SegmentResidency } from "./residency.ts";

@@ -1,4 +1,4 @@
-import { Counters, CustodyError, DurationWindow, RepeatingTimer } from "../../core/index.ts";
+import { Counters, CustodyError, DurationWindow } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptBatchSpec, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
 import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
@@ -48,16 +48,13 @@ export class ControllerCore {
   private lastReport: EvaluationReport | undefined;
   dirty = true;
   private stopped = false;
-  private coverageTimer: RepeatingTimer | undefined;
   /** Every holder's release frontier is re-sent in the next round (after a reconnect). */
   private frontiersDue = false;
   private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
-  /** Key-continuity admission of holders' new incarnations. */
-  private readonly admission: AutoAdmission;
+  private readonly admission: AutoAdmission; // key-continuity admission of holders' new incarnations
   /** Copies that close coverage gaps (restarts, declared failures, single copies). */
   readonly coverage: CoverageRepair;
-  /** Repairs of the failures the control log declares. */
-  private readonly failureRepairs: FailureRepairRunner;
+  private readonly failureRepairs: FailureRepairRunner; // repairs of the failures the control log declares
   /** The spend ceiling and budgets over the work this controller starts. */
   readonly spend: ControllerSpend;
   retentionAudits: RetentionAudits | undefined;
@@ -140,7 +137,7 @@ export class ControllerCore {
     });
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     if (!this.stopped) this.retentionAudits = startRetentionAudits(this.config, this.ports, { counters: this.counters, ledger: this.ledger, controlState: () => this.follower.state, dispatch: this.dispatch, nudge: () => (this.dirty = true) }, this.subs);
-    if (!this.stopped) this.coverageTimer = new RepeatingTimer(this.ports.clock, this.config.coverageRepair?.checkMs ?? 500, () => this.dispatch({ type: "timer.coverage" }), () => this.stopped);
+    if (!this.stopped) this.dispatch({ type: "timer.arm", ms: this.coverageCheckMs, event: { type: "timer.coverage" } });
     // Repairs handed to a worker ask this controller over NATS (only when repairs are delegated).
     this.subs.push(...this.failureRepairs.subscribe((msg) => this.dispatch({ type: "nats.repair", msg })));
     if (this.config.admission === "key-continuity") {
@@ -175,18 +172,21 @@ export class ControllerCore {
   /** Unsubscribes. Idempotent. */
   stop(): void {
     this.stopped = true;
-    this.coverageTimer?.stop();
     for (const s of this.subs.splice(0)) s.unsubscribe();
   }
 
   /**
    * Coverage repair between evaluation rounds: gaps are looked for on the current ledger and the
    * control log as last folded (no refresh, no evaluation), so a copy starts within `checkMs` of a
-   * gap becoming overdue rather than at the next round.
+   * gap becoming overdue rather than at the next round (on each `timer.coverage`).
    */
   checkCoverage(): void {
     const s = this.follower.state;
     this.coverage.progress(withoutStaleClaims(this.currentState(s)), s);
+  }
+
+  get coverageCheckMs(): number {
+    return this.config.coverageRepair?.checkMs ?? 500;
   }
 
   /**

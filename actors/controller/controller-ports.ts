@@ -55,7 +55,14 @@ export const COARSE_RUN_SEQS = 65_536;
 /** A holder being admitted by `bootstrap` or a repair. */
 export type HolderAdmission = ReplacementAdmission;
 
+/** The controller's cadences: delayed events its machine raises to itself (`timer.arm` asks for the first). */
+export type ControllerTimer = { type: "timer.coverage" } | { type: "timer.audit" };
+
 /** How the controller's working parts hand events to its machine. */
 export type ControllerDispatch = (
-  e: { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair"; msg: InboundMessage } | { type: "timer.coverage" } | { type: "repair.launch"; launch: RepairLaunch } | AuditEvent,
+  e:
+    | { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair"; msg: InboundMessage }
+    | { type: "timer.arm"; ms: number; event: ControllerTimer }
+    | { type: "repair.launch"; launch: RepairLaunch }
+    | AuditEvent,
 ) => void;

@@ -1,6 +1,6 @@
 import { trace, type Tracer } from "@opentelemetry/api";
 import type { Clock, Counters, Random } from "../../core/index.ts";
-import { CustodyError, cryptoRandom, RepeatingTimer } from "../../core/index.ts";
+import { CustodyError, cryptoRandom } from "../../core/index.ts";
 import { RangeSet, validateTransportUnit } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { HolderStatus, type ControlState, type ReceiptLedger } from "../../custody/index.ts";
@@ -22,9 +22,12 @@ import type { ControllerPorts } from "./controller-ports.ts";
  * evaluation until a later audit passes. Cost is bounded by the period's byte budget.
  */
 
-/** A timer tick or a finished audit, handed back to the controller's actor. */
+/**
+ * A finished audit, or the request for the next round's timer, handed back to the controller's
+ * actor (the machine raises `timer.audit` to itself, and again after each round).
+ */
 export type AuditEvent =
-  | { type: "timer.audit" }
+  | { type: "timer.arm"; ms: number; event: { type: "timer.audit" } }
   | { type: "audit.judged"; holder: string; outcome: AuditOutcome; reason: string | undefined; atMs: number; bytesRead: number; cpuMicros: number };
 
 /** What the audits need of the controller. */
@@ -51,20 +54,20 @@ export class RetentionAudits {
   private readonly budget: AuditBudget;
   private readonly inFlight = new Set<string>();
   private readonly tracer: Tracer;
-  private timer: RepeatingTimer | undefined;
 
   constructor(private readonly deps: RetentionAuditDeps) {
     this.budget = new AuditBudget(deps.config.maxBytesPerPeriod, deps.config.periodMs);
     this.tracer = deps.tracer ?? trace.getTracer("custody.controller");
   }
 
-  /** Starts the audit cadence (one `timer.audit` event per `everyMs`). */
-  start(stopped: () => boolean): void {
-    this.timer = new RepeatingTimer(this.deps.clock, this.deps.config.everyMs, () => this.deps.dispatch({ type: "timer.audit" }), stopped);
+  /** Starts the audit cadence: the machine raises `timer.audit` after `everyMs`, and again after each round. */
+  start(): void {
+    this.deps.dispatch({ type: "timer.arm", ms: this.everyMs, event: { type: "timer.audit" } });
   }
 
-  stop(): void {
-    this.timer?.stop();
+  /** The time between two rounds. */
+  get everyMs(): number {
+    return this.deps.config.everyMs;
   }
 
   /** Holders whose evidence is unproven now (their latest judged audit failed or timed out). */
@@ -202,12 +205,6 @@ export function startRetentionAudits(
 ): RetentionAudits | undefined {
   if (config.retentionAudit === undefined) return undefined;
   const audits = new RetentionAudits({ ...core, config: checkRetentionAuditConfig(config.retentionAudit), volume: config.topology.volume, holders: Object.keys(config.topology.holderSites), transport: ports.transport, clock: ports.clock, random: cryptoRandom() });
-  let stopped = false;
-  audits.start(() => stopped);
-  const stop = () => {
-    stopped = true;
-    audits.stop();
-  };
-  subs.push({ subject: "(retention audits)", unsubscribe: stop, drain: async () => stop() });
+  audits.start();
   return audits;
 }

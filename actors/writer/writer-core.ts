@@ -1,5 +1,4 @@
 import { Counters } from "../../core/index.ts";
-import { RepeatingTimer } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { verifyReceiptBatch, writerUnitSigner } from "../../custody/index.ts";
@@ -23,7 +22,7 @@ import { ShipLog } from "./ship-log.ts";
 import { UnitShipper } from "./unit-shipping.ts";
 import { ManifestShipper } from "./manifest-shipping.ts";
 import { openWriterLane, splitWrite, type WriterLane } from "./writer-lane.ts";
-import type { VolumeWriterPorts, WriteAck, WriterCut, ShipLogEntry } from "./writer-ports.ts";
+import type { VolumeWriterPorts, WriteAck, WriterCut, ShipLogEntry, WriterDispatch } from "./writer-ports.ts";
 
 export type { VolumeWriterPorts, WriteAck, WriterCut, ShipLogEntry } from "./writer-ports.ts";
 
@@ -43,8 +42,6 @@ export class WriterCore {
   private readonly shipper: UnitShipper;
   private readonly manifestShipper: ManifestShipper;
   private flushQueued = false;
-  private progressTimer: RepeatingTimer | undefined;
-  private resendTimer: RepeatingTimer | undefined;
   /** Writes waiting for retained custody bytes to fall under the bound (backpressure). */
   private readonly roomWaiters: (() => void)[] = [];
   private stopped = false;
@@ -55,13 +52,7 @@ export class WriterCore {
   constructor(
     readonly config: VolumeWriterConfig,
     private readonly ports: VolumeWriterPorts,
-    private readonly dispatch: (
-      e:
-        | { type: "nats.receipt"; lane: string; msg: InboundMessage }
-        | { type: "nats.status" | "nats.release"; msg: InboundMessage }
-        | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
-        | { type: "transport.connection"; event: ConnectionEvent },
-    ) => void,
+    private readonly dispatch: WriterDispatch,
   ) {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
@@ -87,10 +78,18 @@ export class WriterCore {
     if (this.ports.recovered !== undefined) this.shipper.reship(this.lanes, this.ports.recovered);
     const unwatch = this.ports.transport.onConnection?.((e) => this.dispatch({ type: "transport.connection", event: e }));
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
-    const resendEvery = Math.max(10, Math.floor(this.resendAfterMs / 2));
-    this.resendTimer = new RepeatingTimer(this.ports.clock, resendEvery, () => this.resendDue(), () => this.stopped);
-    const every = this.config.progressIntervalMs ?? 50;
-    if (every > 0) this.progressTimer = new RepeatingTimer(this.ports.clock, every, () => this.publishProgress(), () => this.stopped);
+    this.dispatch({ type: "timer.arm", ms: this.resendEveryMs, event: { type: "timer.resend" } });
+    if (this.progressEveryMs > 0) this.dispatch({ type: "timer.arm", ms: this.progressEveryMs, event: { type: "timer.progress" } });
+  }
+
+  /** How often unreceipted units are checked for a resend (`timer.resend`). */
+  get resendEveryMs(): number {
+    return Math.max(10, Math.floor(this.resendAfterMs / 2));
+  }
+
+  /** How often progress is published (`timer.progress`; 0: never). */
+  get progressEveryMs(): number {
+    return this.config.progressIntervalMs ?? 50;
   }
 
   /**
@@ -139,14 +138,17 @@ export class WriterCore {
     if (this.ordered.length > 1) this.noteCut(lsn);
     if (!this.flushQueued) {
       this.flushQueued = true;
-      // A zero-delay timer (through the clock seam) lets every write of one group commit land in
-      // the same unit: one seal, one digest and one send per batch instead of per write.
-      this.ports.clock.setTimeout(() => {
-        this.flushQueued = false;
-        for (const l of this.ordered) this.shipper.cutUnit(l);
-      }, 0);
+      // A zero-delay timer (the machine's `timer.cut`) lets every write of one group commit land
+      // in the same unit: one seal, one digest and one send per batch instead of per write.
+      this.dispatch({ type: "timer.arm", ms: 0, event: { type: "timer.cut" } });
     }
     return { lsn, pieces: acked };
+  }
+
+  /** On `timer.cut`: closes the units the writes since the last cut went into. */
+  cutUnits(): void {
+    this.flushQueued = false;
+    for (const l of this.ordered) this.shipper.cutUnit(l);
   }
 
   private noteCut(lsn: number): void {
@@ -442,8 +444,6 @@ export class WriterCore {
     this.stopped = true;
     for (const s of this.subs) s.unsubscribe();
     for (const l of this.ordered) for (const s of l.senders) s.close();
-    this.progressTimer?.stop();
-    this.resendTimer?.stop();
     for (const w of this.roomWaiters.splice(0)) w();
   }
 }
