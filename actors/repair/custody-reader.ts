@@ -63,7 +63,8 @@ function requestPage(transport: Transport, clock: Clock, subject: string, body: 
     const send = () => {
       if (settled) return;
       const left = Math.max(1, Math.round(timeoutMs - (clock.now() - started)));
-      transport.request(subject, body, { timeoutMs: left }).then(
+      // A transport that throws at once (closed) fails this copy like any other failure would.
+      new Promise<InboundMessage>((res) => res(transport.request(subject, body, { timeoutMs: left }))).then(
         (reply) => settle(() => resolve(reply)),
         (err: unknown) => {
           pending--;

@@ -11,7 +11,7 @@ import { SimulatedClock } from "../../sim/index.ts";
 import { TransportError, TransportErrorCode, type Transport } from "../../transport/index.ts";
 
 /** How the k-th request is answered: lost (times out), a reply after `ms`, or no responders. */
-type Answer = "lost" | { readonly replyAfterMs: number } | "no_responders";
+type Answer = "lost" | { readonly replyAfterMs: number } | "no_responders" | "throws";
 
 /** A transport on a virtual clock whose request answers come from `answers` in order. */
 function scripted(answers: Answer[]) {
@@ -21,10 +21,11 @@ function scripted(answers: Answer[]) {
   const replies: number[] = [];
   const timeouts: number[] = [];
   const transport = {
-    request: (_subject: string, _data: Uint8Array, opts: { timeoutMs: number }) =>
-      new Promise((resolve, reject) => {
-        sent.push({ atMs: clock.now(), timeoutMs: opts.timeoutMs });
-        const a = answers.shift() ?? "lost";
+    request: (_subject: string, _data: Uint8Array, opts: { timeoutMs: number }) => {
+      sent.push({ atMs: clock.now(), timeoutMs: opts.timeoutMs });
+      const a = answers.shift() ?? "lost";
+      if (a === "throws") throw new TransportError(TransportErrorCode.Closed, "scripted: connection closed", {});
+      return new Promise((resolve, reject) => {
         const timeout = () => {
           timeouts.push(clock.now());
           reject(new TransportError(TransportErrorCode.Timeout, "scripted", {}));
@@ -35,7 +36,8 @@ function scripted(answers: Answer[]) {
           replies.push(clock.now());
           resolve({ data: encodeMessage(unitBatchSpec, { holder: "h1", units: [], done: true }) });
         }, a.replyAfterMs);
-      }),
+      });
+    },
   } as unknown as Transport;
   // One timer at a time, with every promise settled in between (as the simulator runs).
   const fetch = async () => {
@@ -84,4 +86,12 @@ test("no responders is not retried: the holder is gone, the fetch fails at once"
   t.is(s.clock.now(), 0);
   t.is(s.sent.length, 1);
   t.is(s.clock.pending, 0, "no copy is left scheduled");
+});
+
+test("a copy whose request throws at once (connection closed) fails the fetch with FetchFailedError, with nothing left scheduled", async (t) => {
+  const s = scripted(["lost", "throws", { replyAfterMs: 1 }]);
+  const err = await t.throwsAsync(s.fetch(), { instanceOf: FetchFailedError });
+  t.is(err?.code, "fetch_failed");
+  t.deepEqual(s.sent.map((x) => x.atMs), [0, 1_250]);
+  t.is(s.clock.pending, 1, "only the first copy's own timeout is left on the clock");
 });
