@@ -114,7 +114,6 @@ export const volumeWriterMachine = setup({
     armNextResend: raise({ type: "timer.resend" }, { delay: ({ context }) => context.core.resendEveryMs }),
     publishProgress: ({ context }) => context.core.publishProgress(),
     armNextProgress: raise({ type: "timer.progress" }, { delay: ({ context }) => context.core.progressEveryMs }),
-    cutUnits: ({ context }) => context.core.cutUnits(),
     stopCore: ({ context }) => {
       context.core.failWaiters(new WriterFencedError({ term: context.core.config.term, reason: "stopped" }));
       context.core.stop();
@@ -133,7 +132,6 @@ export const volumeWriterMachine = setup({
     "timer.arm": { actions: "armTimer" },
     "timer.resend": { actions: ["resendDue", "armNextResend"] },
     "timer.progress": { actions: ["publishProgress", "armNextProgress"] },
-    "timer.cut": { actions: "cutUnits" },
   },
   states: {
     [WriterState.Active]: {

@@ -138,14 +138,16 @@ export class WriterCore {
     if (this.ordered.length > 1) this.noteCut(lsn);
     if (!this.flushQueued) {
       this.flushQueued = true;
-      // A zero-delay timer (the machine's `timer.cut`) lets every write of one group commit land
-      // in the same unit: one seal, one digest and one send per batch instead of per write.
-      this.dispatch({ type: "timer.arm", ms: 0, event: { type: "timer.cut" } });
+      // A zero-delay timer lets every write of one group commit land in the same unit: one seal,
+      // one digest and one send per batch instead of per write. It stays a plain clock timer, not a
+      // machine event: it is on every write's path, and a round through the machine cost the
+      // writer ~10% more CPU per write in bench:e2e.
+      this.ports.clock.setTimeout(() => this.cutUnits(), 0);
     }
     return { lsn, pieces: acked };
   }
 
-  /** On `timer.cut`: closes the units the writes since the last cut went into. */
+  /** Closes the units the writes since the last cut went into (one group commit's). */
   cutUnits(): void {
     this.flushQueued = false;
     for (const l of this.ordered) this.shipper.cutUnit(l);

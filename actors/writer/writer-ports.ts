@@ -38,11 +38,10 @@ export interface VolumeWriterPorts {
 }
 
 /**
- * The writer's timers: delayed events its machine raises to itself. `timer.resend` and
- * `timer.progress` repeat (the machine raises the next after each); `timer.cut` closes the units
- * one group commit's writes went into.
+ * The writer's timers: delayed events its machine raises to itself; each repeats (the machine
+ * raises the next after each tick).
  */
-export type WriterTimer = { type: "timer.resend" } | { type: "timer.progress" } | { type: "timer.cut" };
+export type WriterTimer = { type: "timer.resend" } | { type: "timer.progress" };
 
 /** How the writer's core hands events to its machine. */
 export type WriterDispatch = (
