@@ -22,13 +22,13 @@ import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 const UNITS = 60;
 
 /** Runs writer → ha → hb over a SimNetwork with cross-AZ latency and jitter; returns what was receipted. */
-async function chain(seed: number) {
-  const clock = new SimulatedClock({ autoAdvance: true, startMs: 1_700_000_000_000 });
+async function chain(seed: number, opts: { startMs?: number; jitterMs?: number } = {}) {
+  const clock = new SimulatedClock({ autoAdvance: true, startMs: opts.startMs ?? 1_700_000_000_000 });
   const trace = new EventTrace();
   const net = new SimNetwork({
     clock,
     random: seededRandom(seed).fork("net"),
-    defaultEdge: { latencyMs: 1.5, jitterMs: 3 },
+    defaultEdge: { latencyMs: 1.5, jitterMs: opts.jitterMs ?? 3 },
     onEvent: (e) => trace.hashNet(e.atMs - 1_700_000_000_000, e.kind, e.from, e.to, e.subject),
   });
   const keys = new KeyRing();
@@ -79,6 +79,13 @@ test("the real Holder actor runs over SimNetwork and SimulatedClock: a 2-hop cha
   t.true(r.receipted.get("hb")!.covers(1, UNITS));
   t.true(r.virtualMs > 0, "deliveries took virtual time");
   t.log(`virtual ${r.virtualMs.toFixed(1)} ms, ${r.delivered} deliveries`);
+});
+
+test("regression sim seeds 5, 10, 19: on a clock with fractional milliseconds a holder's receipt batches are still well-formed for every reader (they were dropped as malformed)", async (t) => {
+  // Every instant of this run is x.25 ms: before, each batch's issuedAt failed the wire's integer check.
+  const r = await chain(3, { startMs: 1_700_000_000_000.25, jitterMs: 0 });
+  t.true(r.receipted.get("ha")!.covers(1, UNITS));
+  t.true(r.receipted.get("hb")!.covers(1, UNITS));
 });
 
 test("the real Holder over the simulated world is deterministic: the same seed gives the same message trace", async (t) => {
