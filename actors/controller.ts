@@ -1,5 +1,7 @@
 import { createActor, waitFor, type Actor } from "xstate";
-import { CustodyError } from "../core/index.ts";
+import { CustodyError, type Counters } from "../core/index.ts";
+import type { ControlState, Holding } from "../custody/index.ts";
+import type { VolumeStatus } from "../protocol/index.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
@@ -10,6 +12,16 @@ export interface Controller {
   readonly actor: Actor<typeof controllerMachine>;
   readonly core: ControllerCore;
   state(): string;
+  readonly id: string;
+  readonly counters: Counters;
+  /** The control log as this controller last folded and verified it. */
+  controlState(): ControlState;
+  /** The latest status document (undefined before the first evaluation). */
+  status(): VolumeStatus | undefined;
+  /** Every holder's verified receipted custody in the ledger. */
+  holdings(): readonly Holding[];
+  /** Durations (ms) of the evaluations since the previous call. */
+  takeEvalDurations(): number[];
   /** Asks for an evaluation round at the next interval even if nothing changed. */
   evaluateSoon(): void;
   stop(): void;
@@ -38,6 +50,12 @@ export async function startController(config: ControllerConfig, ports: Controlle
     actor: a,
     core,
     state: () => String(a.getSnapshot().value),
+    id: config.controllerId,
+    counters: core.counters,
+    controlState: () => core.follower.state,
+    status: () => core.status,
+    holdings: () => core.ledger.holdings(),
+    takeEvalDurations: () => core.takeEvalDurations(),
     evaluateSoon: () => a.send({ type: "evaluate.now" }),
     stop: () => {
       if (a.getSnapshot().status === "active") a.send({ type: "stop" });

@@ -1,6 +1,8 @@
 import { createActor, waitFor, type Actor } from "xstate";
 import { CustodyError } from "../core/index.ts";
-import type { Counters } from "../core/index.ts";
+import { holderLaneKey, type Counters } from "../core/index.ts";
+import type { RangeSet, TransportUnit } from "../lanes/index.ts";
+import type { HolderLane } from "./holder/holder-lane.ts";
 import { holderMachine, HolderState } from "./holder.machine.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 import type { HolderCore } from "./holder/holder-core.ts";
@@ -21,12 +23,58 @@ export interface Holder {
   readonly counters: Counters;
   /** Current lifecycle state. */
   state(): string;
+  /** The lanes it serves, as read-only views (reports, drains, metrics, the simulator's observer). */
+  lanes(): HolderLaneView[];
+  /** One lane it serves, or undefined. */
+  lane(volume: string, lane: string): HolderLaneView | undefined;
+  /** Whether its protected-RAM evidence holds now (its RAM then counts as protected). */
+  protectionOk(): boolean;
+  /** Bytes in its spill files (0 without a flush policy). */
+  spillFileBytes(): number;
   /** New protected-RAM evidence from the host's monitoring. */
   updateEvidence(evidence: ProtectedRamEvidence): void;
   /** Stop promising credit; retire once nothing is retained. */
   drain(): void;
   /** Retire now (tests and shutdown): unsubscribes and closes files. Custody held is not released. */
   stop(): Promise<void>;
+}
+
+/** What a holder handle shows of one lane: sequence sets (immutable, the holder's own) and byte figures. */
+export interface HolderLaneView {
+  readonly volume: string;
+  readonly lane: string;
+  /** Sequences it keeps custody of, those of them on its disk, and those the control log released. */
+  readonly retained: RangeSet;
+  readonly diskResident: RangeSet;
+  readonly released: RangeSet;
+  /** Unit bytes in RAM and on disk. */
+  ramBytes(): number;
+  diskBytes(): number;
+  /** Ingress credit granted to upstream senders and not yet used or returned. */
+  creditsOutstanding(): number;
+  /** Retained RAM-resident units intersecting `seqs` (copies, safe to keep), in sequence order. */
+  ramUnits(seqs: RangeSet): TransportUnit[];
+}
+
+function laneView(hl: HolderLane): HolderLaneView {
+  const ob = hl.obligations;
+  return {
+    volume: hl.volume,
+    lane: hl.lane,
+    get retained() {
+      return ob.retained;
+    },
+    get diskResident() {
+      return ob.diskResident;
+    },
+    get released() {
+      return ob.released;
+    },
+    ramBytes: () => hl.arena.report().ramStoredBytes,
+    diskBytes: () => hl.arena.report().diskBytes,
+    creditsOutstanding: () => hl.grantor.outstanding,
+    ramUnits: (seqs) => hl.ramUnits(seqs).map((x) => x.unit),
+  };
 }
 
 /** Thrown when a holder cannot start (bad config, spill file cannot open, transport closed). */
@@ -65,6 +113,13 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     core,
     counters: core.counters,
     state: () => String(actor.getSnapshot().value),
+    lanes: () => [...core.lanes.values()].map(laneView),
+    lane: (volume, lane) => {
+      const hl = core.lanes.get(holderLaneKey(volume, lane));
+      return hl === undefined ? undefined : laneView(hl);
+    },
+    protectionOk: () => core.protectionOk(),
+    spillFileBytes: () => core.spillStream?.bytes ?? 0,
     updateEvidence: (evidence) => actor.send({ type: "evidence.update", evidence }),
     drain: () => actor.send({ type: "drain" }),
     async stop() {

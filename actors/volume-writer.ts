@@ -1,4 +1,6 @@
 import { createActor, type Actor } from "xstate";
+import type { Counters } from "../core/index.ts";
+import type { RangeSet } from "../lanes/index.ts";
 import { volumeWriterMachine, WriterState } from "./volume-writer.machine.ts";
 import { WriterFencedError, type VolumeWriterConfig } from "./writer/writer-config.ts";
 import { WriterCore, type VolumeWriterPorts, type WriteAck } from "./writer/writer-core.ts";
@@ -10,6 +12,19 @@ export interface VolumeWriter {
   readonly core: WriterCore;
   /** Current lifecycle state. */
   state(): string;
+  readonly counters: Counters;
+  /** Per lane, the highest sequence written. */
+  heads(): Record<string, number>;
+  /** Per lane, the highest sequence whose custody receipts prove `contract`. */
+  protectedThrough(contract: string, lane: string): number;
+  /** Sequences of `lane` the writer still keeps (not yet confirmed by the controller or released). */
+  retainedSeqs(lane: string): RangeSet;
+  /** Sequences written but not yet confirmed for every required scenario, worst lane. */
+  custodyLagSeqs(): number;
+  /** Bytes custody has not yet taken (the backpressure figure). */
+  custodyBacklogBytes(): number;
+  /** Resolves once custody took everything (empty), or with what is still retained at `deadlineMs`. */
+  drained(deadlineMs: number): Promise<Record<string, RangeSet>>;
   /** Writes whole blocks; resolves on local admission. Throws WriterFencedError once fenced. */
   write(lba: number, data: Uint8Array): Promise<WriteAck>;
   /**
@@ -45,6 +60,13 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
     actor: a,
     core,
     state: () => String(a.getSnapshot().value),
+    counters: core.counters,
+    heads: () => core.heads(),
+    protectedThrough: (contract, lane) => core.protectedThrough(contract, lane),
+    retainedSeqs: (lane) => core.retainedSeqs(lane),
+    custodyLagSeqs: () => core.custodyLagSeqs(),
+    custodyBacklogBytes: () => core.custodyBacklogBytes(),
+    drained: (deadlineMs) => core.drained(deadlineMs),
     async write(lba, data) {
       refuseIfStopped();
       return new Promise<WriteAck>((resolve, reject) => a.send({ type: "write", lba, data, reply: { resolve, reject } }));

@@ -231,7 +231,7 @@ const protectedAt = new Map<number, number>();
 let through = 0;
 onReceipt = () => {
   const now = performance.now();
-  const p = writer.core.protectedThrough(contract, "l0");
+  const p = writer.protectedThrough(contract, "l0");
   for (let s = through + 1; s <= p; s++) protectedAt.set(s, now);
   through = Math.max(through, p);
 };

@@ -1,3 +1,4 @@
+import { holderLaneKey } from "../core/index.ts";
 import type { Holder } from "../actors/index.ts";
 import type { RangeSet } from "../lanes/index.ts";
 
@@ -11,10 +12,9 @@ export type HolderDrainReport = Record<string, RangeSet>;
  */
 export function ramOnlyCustody(holder: Holder): HolderDrainReport {
   const out: HolderDrainReport = {};
-  for (const [key, hl] of holder.core.lanes) {
-    const ob = hl.obligations;
-    const left = ob.retained.subtract(ob.diskResident);
-    if (!left.isEmpty) out[key] = left;
+  for (const l of holder.lanes()) {
+    const left = l.retained.subtract(l.diskResident);
+    if (!left.isEmpty) out[holderLaneKey(l.volume, l.lane)] = left;
   }
   return out;
 }

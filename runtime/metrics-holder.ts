@@ -64,7 +64,7 @@ export class HolderMetrics {
     if (q === undefined || q.length === 0 || retained.isEmpty) return;
     const now = performance.now();
     const labels = { ...laneLabels(key), residency };
-    const held = this.holder?.core.lanes.get(key)?.obligations.retained;
+    const held = this.holder?.lane(labels.volume, labels.lane)?.retained;
     // A covered unit is measured; one the holder no longer retains left custody before any receipt named it
     // (a unit flushed to disk meanwhile waits for the disk receipt of the same batch).
     const keep = q.filter((u) => {
@@ -81,12 +81,11 @@ export class HolderMetrics {
   custody(): CustodyFigure[] {
     const h = this.holder;
     if (h === undefined) return [];
-    const ramKind = h.core.protectionOk() ? "protected_ram" : "ram";
+    const ramKind = h.protectionOk() ? "protected_ram" : "ram";
     const out: CustodyFigure[] = [];
-    for (const hl of h.core.lanes.values()) {
-      const r = hl.arena.report();
-      out.push({ volume: hl.volume, lane: hl.lane, residency: ramKind, bytes: r.ramStoredBytes });
-      out.push({ volume: hl.volume, lane: hl.lane, residency: "disk", bytes: r.diskBytes });
+    for (const l of h.lanes()) {
+      out.push({ volume: l.volume, lane: l.lane, residency: ramKind, bytes: l.ramBytes() });
+      out.push({ volume: l.volume, lane: l.lane, residency: "disk", bytes: l.diskBytes() });
     }
     return out;
   }
@@ -98,7 +97,7 @@ export class HolderMetrics {
       for (const f of this.custody()) r.observe(f.bytes, { ...holder, volume: f.volume, lane: f.lane, residency: f.residency });
     });
     meter.createObservableGauge("custody_holder_credits_outstanding_bytes", { description: "ingress credit granted to upstream senders and not yet used or returned", unit: "By" }).addCallback((r) => {
-      for (const hl of this.holder?.core.lanes.values() ?? []) r.observe(hl.grantor.outstanding, { ...holder, volume: hl.volume, lane: hl.lane });
+      for (const l of this.holder?.lanes() ?? []) r.observe(l.creditsOutstanding(), { ...holder, volume: l.volume, lane: l.lane });
     });
     meter.createObservableCounter("custody_holder_rejected_units", { description: "units and requests this holder refused, per lane and error code", unit: "1" }).addCallback((r) => {
       for (const [key, n] of this.rejections) {

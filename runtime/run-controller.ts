@@ -29,7 +29,7 @@ function persistHeads(controller: Controller, dir: string, region: string, persi
   let writing: Promise<void> = Promise.resolve();
   const tick = () => {
     writing = writing.then(async () => {
-      const s = controller.core.follower.state;
+      const s = controller.controlState();
       if (s.lastSeq <= persisted) return;
       // The entry at lastSeq: a skipped (unsigned) entry there has its own hash, not the chain head's.
       await writeControlLogHead(nodeFileLayer, dir, { region, seq: s.lastSeq, hash: s.lastEntryHash ?? s.headHash });
@@ -71,9 +71,9 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     // duration quantiles cover only the evaluations since the previous read.
     // Its stats carry each holder's verified receipted ranges (`receipted.<holder>.<lane>`, see custody-ranges.ts).
     const stats = serveProcessStats(transport, "controller", () => {
-      const d = controller.core.takeEvalDurations().sort((a, b) => a - b);
+      const d = controller.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
-      return { id: c.controllerId, counters: controller.core.counters.snapshot(), figures: { evaluations: controller.core.counters.get("evaluations"), evalsSinceLastRead: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...receiptedSamples(controller.core.ledger.holdings()) } };
+      return { id: c.controllerId, counters: controller.counters.snapshot(), figures: { evaluations: controller.counters.get("evaluations"), evalsSinceLastRead: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...receiptedSamples(controller.holdings()) } };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;

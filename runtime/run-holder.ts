@@ -3,7 +3,7 @@ import { trace } from "@opentelemetry/api";
 import { join } from "node:path";
 import { startHolder, type Holder } from "../actors/index.ts";
 import type { HolderConfigInput } from "../actors/index.ts";
-import { systemClock } from "../core/index.ts";
+import { holderLaneKey, systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
 import { ControlLogFollower } from "../custody/index.ts";
 import { ControlLogPeers } from "../custody/index.ts";
@@ -81,12 +81,11 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       let disk = 0;
       const lanes: Record<string, number> = {};
       const ranges: Record<string, number[]> = {};
-      for (const [key, hl] of holder.core.lanes) {
-        const r = hl.arena.report();
-        ram += r.ramStoredBytes;
-        disk += r.diskBytes;
+      for (const ob of holder.lanes()) {
+        const key = holderLaneKey(ob.volume, ob.lane);
+        ram += ob.ramBytes();
+        disk += ob.diskBytes();
         // Where each lane's custody stands (sequence numbers; 0 = none).
-        const ob = hl.obligations;
         lanes[`${key}.retainedMin`] = ob.retained.min ?? 0;
         lanes[`${key}.retainedMax`] = ob.retained.max ?? 0;
         lanes[`${key}.retainedRuns`] = ob.retained.ranges().length;
@@ -95,7 +94,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         // The retained ranges themselves, flattened (see custody-ranges.ts).
         ranges[`${key}.retained`] = flatRuns(ob.retained);
       }
-      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.core.spillStream?.bytes ?? 0, ...lanes, linkInFlight: linkInFlight(sending) }, samples: ranges };
+      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.spillFileBytes(), ...lanes, linkInFlight: linkInFlight(sending) }, samples: ranges };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;

@@ -66,8 +66,8 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     const stats = serveProcessStats(transport, "writer", () => ({
       id: w.writerId,
       incarnation: term,
-      counters: writer.core.counters.snapshot(),
-      figures: { custodyLagSeqs: writer.core.custodyLagSeqs(), custodyBacklogBytes: writer.core.custodyBacklogBytes(), head: Object.values(writer.core.heads()).reduce((a, b) => a + b, 0), workloadWrites: workload?.written() ?? 0, linkInFlight: linkInFlight(sending) },
+      counters: writer.counters.snapshot(),
+      figures: { custodyLagSeqs: writer.custodyLagSeqs(), custodyBacklogBytes: writer.custodyBacklogBytes(), head: Object.values(writer.heads()).reduce((a, b) => a + b, 0), workloadWrites: workload?.written() ?? 0, linkInFlight: linkInFlight(sending) },
     }));
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -82,7 +82,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         await done.catch(() => undefined);
         // Drain: custody takes what this writer still retains before it goes (the outbox keeps
         // anything left for the next start, which ships it again).
-        const left = await writer.core.drained(cfg.drainDeadlineMs ?? 30_000);
+        const left = await writer.drained(cfg.drainDeadlineMs ?? 30_000);
         for (const [lane, seqs] of Object.entries(left)) process.stderr.write(`writer ${w.writerId}: stopping with ${lane} ${seqs.toString()} not yet confirmed by custody (kept in the outbox)\n`);
         clearInterval(timer);
         writer.stop();

@@ -38,7 +38,7 @@ export class ActorTaps {
       const signed = decodeMessage(receiptBatchSpec, data);
       let claimed = RangeSet.EMPTY;
       for (const r of decodeReceiptBatch(signed.body).receipts) claimed = claimed.union(r.retained);
-      const ob = h.holder?.core.lanes.get(holderLaneKey(volume, lane))?.obligations;
+      const ob = h.holder?.lane(volume, lane);
       const held = ob === undefined ? RangeSet.EMPTY : ob.retained.subtract(ob.released);
       this.receipts.push({ holder: h.spec.id, claimed, held });
       return;

@@ -317,7 +317,7 @@ export class ActorWorld {
 
   /** The writer's own copy as ground truth: what its outbox (disk) and retention (RAM) still hold. */
   writerTruth(): HolderTruth {
-    const retained = this.writer?.core.retainedSeqs(this.lane) ?? RangeSet.EMPTY;
+    const retained = this.writer?.retainedSeqs(this.lane) ?? RangeSet.EMPTY;
     const none = RangeSet.EMPTY;
     return { id: this.spec.writer.id, site: this.spec.writer.site, ram: none, disk: retained, ramSurvivesPower: false, released: none, ledger: none, granted: none };
   }

@@ -13,7 +13,7 @@ export function holderTruthsOf(spec: WorldSpec, hosts: Iterable<HolderHost>, led
   const key = holderLaneKey(spec.volume, spec.lane);
   const out: HolderTruth[] = [];
   for (const h of hosts) {
-    const ob = h.holder?.core.lanes.get(key)?.obligations;
+    const ob = h.holder?.lane(spec.volume, spec.lane);
     const { ram, disk } = ob === undefined ? NOTHING_HELD : residencyOf(h, ob.retained, ob.diskResident);
     out.push({
       id: h.spec.id,

@@ -20,19 +20,6 @@ export interface SurvivorSource {
 export function holderSource(holder: Holder): SurvivorSource {
   return {
     holderId: holder.id,
-    units(volume, lane, ranges) {
-      const hl = holder.core.lanes.get(laneKey(volume, lane));
-      if (hl === undefined) return [];
-      const out: TransportUnit[] = [];
-      for (const id of hl.arena.segmentsOf(volume, lane)) {
-        const seg = hl.arena.describe(id);
-        if (seg.residency !== "ram" || !seg.seqs().intersects(ranges)) continue;
-        for (const u of hl.arena.units(id)) {
-          if (!hl.log.retained.covers(u.firstSeq, u.lastSeq) || !ranges.intersects(RangeSet.of(u.firstSeq, u.lastSeq))) continue;
-          out.push({ ...u, commitTs: [...u.commitTs], payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) });
-        }
-      }
-      return out;
-    },
+    units: (volume, lane, ranges) => holder.lane(volume, lane)?.ramUnits(ranges) ?? [],
   };
 }

@@ -110,7 +110,7 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("writer", o.config, writerRoleSchema, async (cfg) => {
         const r = await runWriter(cfg);
-        return { ...r, ready: { writerId: r.writer.id, term: r.term }, metrics: { role: "writer", id: r.writer.id, counters: () => r.writer.core.counters.snapshot() } };
+        return { ...r, ready: { writerId: r.writer.id, term: r.term }, metrics: { role: "writer", id: r.writer.id, counters: () => r.writer.counters.snapshot() } };
       }),
     );
   run
@@ -130,8 +130,8 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("controller", o.config, controllerRoleSchema, async (cfg) => {
         const r = await runController(cfg);
-        const id = r.controller.core.config.controllerId;
-        return { ...r, ready: { controllerId: id }, metrics: { role: "controller", id, counters: () => r.controller.core.counters.snapshot(), status: () => r.controller.core.status } };
+        const id = r.controller.id;
+        return { ...r, ready: { controllerId: id }, metrics: { role: "controller", id, counters: () => r.controller.counters.snapshot(), status: () => r.controller.status() } };
       }),
     );
   run
