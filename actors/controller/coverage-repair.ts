@@ -7,6 +7,7 @@ import type { EvaluationState, RecoveryInFlight } from "../../policies/index.ts"
 import type { Transport } from "../../transport/index.ts";
 import { copyOverNats, type CopySource } from "../repair/index.ts";
 import { copySources, SourceSuspicion } from "./copy-sources.ts";
+import { CopyTargets } from "./copy-targets.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
 
 /**
@@ -76,6 +77,8 @@ interface Attempt {
 
 /** Retry intervals a source that failed a fetch stays last in the copies' source order. */
 const SUSPECT_ROUNDS = 5;
+/** Retry intervals a target that does not take copies is passed over. */
+const PASS_OVER_ROUNDS = 10;
 
 export class CoverageRepair {
   private readonly attempts = new Map<string, Attempt>();
@@ -85,12 +88,15 @@ export class CoverageRepair {
 
   /** Sources that failed a fetch lately: asked last (see SourceSuspicion). */
   private readonly suspicion: SourceSuspicion;
+  /** Targets that keep not claiming what they were sent: passed over for a while (see CopyTargets). */
+  private readonly targets: CopyTargets;
 
   constructor(
     private readonly host: CoverageRepairHost,
     private readonly opts: { readonly graceMs: number; readonly retryMs: number; readonly optional?: boolean },
   ) {
     this.suspicion = new SourceSuspicion(opts.retryMs * SUSPECT_ROUNDS);
+    this.targets = new CopyTargets(opts.graceMs, opts.retryMs * PASS_OVER_ROUNDS);
   }
 
   /** Optional copies refused in the latest pass (empty when none was). */
@@ -137,7 +143,7 @@ export class CoverageRepair {
       const able = state.holders.filter((h) => s.holders[h.id]?.status === HolderStatus.active && ramSurvivesAt(state, h.site, scenario.losses) && !released(h.id).intersects(g.gap));
       if (able.some((h) => unproven.has(h.id))) this.host.counters.inc("coverage_target_unproven");
       const candidates = able
-        .filter((h) => !unproven.has(h.id))
+        .filter((h) => !unproven.has(h.id) && !this.targets.passedOver(`${h.id}/${g.lane}`, now))
         .map((h) => ({ id: h.id, has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0) }))
         .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
       const target = candidates[0];
@@ -153,6 +159,10 @@ export class CoverageRepair {
     for (const [key, p] of plan) {
       const a = this.attempts.get(key);
       if (a !== undefined && (a.copying || (now - a.at < this.opts.retryMs && a.ranges.coversAll(p.ranges)))) continue;
+      if (this.targets.retrying(key, p.ranges, now)) {
+        this.host.counters.inc("coverage_target_not_taking");
+        continue;
+      }
       const sources = copySources(state, p.lane, p.ranges, p.target, (h) => this.suspicion.suspect(h, now));
       const id = `coverage-${this.host.copier}-${this.seq + 1}`;
       const admitted = this.host.admitCopy?.({ id, ...p, sources: sources.map((x) => x.holderId) }) ?? { allowed: true };
@@ -173,6 +183,7 @@ export class CoverageRepair {
     try {
       const out = await copyOverNats(this.host.transport, { copier: this.host.copier, volume: this.host.volume, lane: p.lane, target: p.target, missing: p.ranges, sources, clock: this.host.clock });
       this.host.counters.inc("coverage_copied_units", out.units);
+      this.targets.offered(key, out.copied, this.host.clock.now());
       if (!out.unavailable.isEmpty) this.host.counters.inc("coverage_unavailable_seqs", out.unavailable.count);
       for (const h of Object.keys(out.sourceErrors)) this.suspicion.failed(h, this.host.clock.now());
     } catch {

@@ -113,6 +113,13 @@ const REGRESSIONS: readonly Regression[] = [
       "liveness late (8.5 s > 8 s budget) after crash:h5: the coverage copy to the enlisted standby (the only holder outside use1-az1) asked h6, the only source of 46-47, and both tries of one page were lost (1.25 s + 5 s), so the copy ended without them after 6.4 s and held up the lane's next copies — now a page request's copies go out at 0, 1/4 and 1/2 of the timeout and the first reply wins (found by the 857000.. sweep; minimized by hand to the one strike)",
     minimized: [{ kind: "strike", atMs: 8566, scenario: "crash:h5" }],
   },
+  {
+    seed: 998428,
+    durationMs: 60_000,
+    found:
+      "liveness never (cut of destroy:use1-az1 stuck at 349 of 367) after crash:h1: the one vault standby, the only holder outside use1-az1, had filled its 32 MiB arena (it can release nothing: it is the scenario's only copy), refused every transfer offer for lack of space, and coverage repair re-sent it the same units every retry for 30 s — now a target that does not claim what it was sent is passed over after three retries past the grace, and the gap enlists the next standby (found by the 998400.. sweep at 60 s; minimized by hand to the one strike)",
+    minimized: [{ kind: "strike", atMs: 26114, scenario: "crash:h1" }],
+  },
 ];
 
 for (const r of REGRESSIONS) {
