@@ -1,12 +1,15 @@
 /**
  * The workload's `count` and `contract` (runtime/workload-loop.ts): it ends by itself after `count`
  * acknowledged writes, and with a contract a write is acknowledged only by a sync under it — a sync
- * that fails acknowledges nothing. A fake writer, no I/O besides the acknowledgement log.
+ * that fails acknowledges nothing; a contract the writer lacks is refused at start. A fake writer,
+ * no I/O besides the acknowledgement log.
  */
 import test from "ava";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { WriteAck } from "../../actors/index.ts";
+import { writerRoleSchema } from "../../runtime/role-config.ts";
+import { runWriter } from "../../runtime/run-writer.ts";
 import { startWorkload, type WorkloadOptions } from "../../runtime/workload-loop.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
@@ -52,4 +55,21 @@ test("rounds: a sync under the contract that fails acknowledges none of its writ
   t.deepEqual(w.syncs, [["az-loss", 30_000], ["az-loss", 30_000]]);
   // The first round's writes (LSN 1-5) were never proved protected: only the second round's are logged.
   t.deepEqual(readFileSync(ackLog, "utf8").split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { lsn: number }).lsn), [6, 7, 8, 9, 10]);
+});
+
+test("a writer role whose workload names a contract the writer lacks is refused at start, before it connects", async (t) => {
+  const cfg = writerRoleSchema.parse({
+    role: "writer",
+    // Nothing listens here: the refusal must come before any connection attempt.
+    nats: { servers: "nats://127.0.0.1:1", maxReconnectAttempts: 0 },
+    controlRegion: "r",
+    stateDir: tempDir("custody-workload-"),
+    dataKeyFile: "/nonexistent",
+    volume: { blockCount: 64 },
+    writer: { writerId: "w1", volume: "v", lanes: [], contracts: [{ name: "az-loss", losses: ["az:a"] }], holderSites: {}, topologyEpoch: 1, policyGeneration: 1 },
+    workload: { intervalMs: 0, contract: { name: "region-loss" } },
+  });
+  const err = await t.throwsAsync(runWriter(cfg));
+  t.is((err as { code?: string }).code, "invalid_role_config");
+  t.regex(err!.message, /no contract region-loss/);
 });
