@@ -1,7 +1,7 @@
 /**
  * bench:e2e — the volume writer end to end: write IOPS and latency with custody ON (3 holders in
  * 2 regions of a real NATS supercluster: same-AZ and other-AZ RAM holders in us-east, one in
- * us-west; each holder its own process, as in production) next to the SAME writer actor with custody OFF (SmartWAL only: no units, no receipts), in one
+ * us-west; each holder its own `custody run holder` process, as in production) next to the SAME writer actor with custody OFF (SmartWAL only: no units, no receipts), in one
  * run, at queue depth 16 with 4 KiB writes.
  *
  * - local latency: write call → SmartWAL admission (what the application's write waits for);
@@ -21,21 +21,20 @@
  * around each slice; one more, profiled custody-on slice (not counted) splits the writer's CPU by
  * where it goes.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
 import { Session } from "node:inspector/promises";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startVolumeWriter } from "../actors/index.ts";
 import { systemClock } from "../core/index.ts";
 import { KeyAuthority } from "../custody/index.ts";
-import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/index.ts";
+import { publicKeyFromRaw } from "../custody/index.ts";
 import type { Site } from "../policies/index.ts";
-import { NatsTransport } from "../transport/index.ts";
+import { initJetStreamControlLog, NatsTransport } from "../transport/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
-import { startSupercluster } from "../testing/index.ts";
-import type { ActorSpec } from "../testing/index.ts";
+import { bootstrapControlLog, DeployedProcess, startSupercluster, writeHolderRole } from "../testing/index.ts";
 import type { KeyObject } from "node:crypto";
 
 const args = process.argv.slice(2);
@@ -157,53 +156,50 @@ const offWriter = startVolumeWriter(
 );
 
 // ---- custody ON: writer + 3 holders in 2 regions ----
-const sc = await startSupercluster({ regions: ["us-east", "us-west"], jetstream: false });
+// JetStream carries the control log the holder processes follow (as every `custody run` role does).
+const sc = await startSupercluster({ regions: ["us-east", "us-west"] });
 const sites: Record<string, Site> = {
   "h-e1": { id: "s-e1", region: "us-east", az: "use1-az1", host: "e1", deps: [] },
   "h-e2": { id: "s-e2", region: "us-east", az: "use1-az2", host: "e2", deps: [] },
   "h-w": { id: "s-w", region: "us-west", az: "usw2-a", host: "w", deps: [] },
 };
-// Holders run as their own processes (as in production), so their CPU is not the writer's event loop.
-const keys = new Map<string, KeyObject>();
-const peerHex: Record<string, string> = {};
-const privHex: Record<string, string> = {};
-for (const id of Object.keys(sites)) {
-  const kp = generateHolderKeyPair();
-  keys.set(id, publicKeyFromRaw(kp.publicKey));
-  peerHex[id] = Buffer.from(kp.publicKey).toString("hex");
-  privHex[id] = Buffer.from(kp.privateKey.export({ format: "der", type: "pkcs8" })).toString("hex");
-}
-const peers = { key: (h: string, inc: number) => (inc === 1 ? keys.get(h) : undefined), incarnation: (h: string) => (keys.has(h) ? 1 : undefined) };
 const conns: NatsTransport[] = [];
-const children: ChildProcess[] = [];
+const ct = await NatsTransport.connect({ servers: sc.regions["us-east"]!.url, name: "bench-operator" });
+conns.push(ct);
+const CONTROL = "bench";
+const { log: store } = await initJetStreamControlLog(ct.connection, { region: CONTROL });
+// Holders run as their own processes (`custody run holder`, as in production), so their CPU is not
+// the writer's event loop. They start on an empty control log (incarnation 1), then the operator's
+// bootstrap admits them.
+const keys = new Map<string, KeyObject>();
+const children: DeployedProcess[] = [];
+const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
 for (const [id, s] of Object.entries(sites)) {
-  const spec: ActorSpec = {
-    kind: "holder",
-    url: sc.regions[s.region]!.url,
-    config: {
-      holderId: id,
-      incarnation: 1,
-      site: { region: s.region, az: s.az, host: s.host },
-      residency: ["ram"],
-      lanes: [{ volume: VOLUME, lane: "l0", upstream: ["w1"], downstream: [] }],
-      arena: { segmentBytes: 256 << 10, limitBytes: Math.max(64 << 20, WRITES * 4400 * 4), maxOutstandingCredit: 2 << 20, maxUnitBytes: 128 << 10 },
-      receipts: { maxUnits: 16, maxDelayMs: 2 },
-      epoch: 1,
-      policyGeneration: 1,
+  const { file, publicKey } = writeHolderRole(
+    work,
+    {
+      id,
+      site: s,
+      nats: { servers: sc.regions[s.region]!.url },
+      volume: VOLUME,
+      lane: "l0",
+      upstream: ["w1"],
+      downstream: [],
+      disk: false,
+      // The holder's own resend default (1 s), not the deployment files' 500 ms.
+      overrides: { arena: { segmentBytes: 256 << 10, limitBytes: Math.max(64 << 20, WRITES * 4400 * 4), maxOutstandingCredit: 2 << 20, maxUnitBytes: 128 << 10 }, receipts: { maxUnits: 16, maxDelayMs: 2 }, resendAfterMs: 1_000 },
     },
-    privateKeyHex: privHex[id]!,
-    peers: peerHex,
-  };
-  const file = join(work, `${id}.json`);
-  writeFileSync(file, JSON.stringify(spec));
-  const child = spawn(process.execPath, ["--import", "tsx", "testing/actor-process.ts", file], { stdio: ["ignore", "pipe", "inherit"] });
+    CONTROL,
+  );
+  keys.set(id, publicKeyFromRaw(publicKey));
+  admitted.push({ id, site: s, publicKey });
+  const child = DeployedProcess.role(id, "holder", file);
   children.push(child);
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.once("data", () => resolve());
-    child.once("exit", (c) => reject(new Error(`holder ${id} exited (${c})`)));
-  });
-  if (pinned) pin(child.pid!, 1);
+  await child.ready(60_000);
+  if (pinned) pin(child.pid, 1);
 }
+await bootstrapControlLog(store, admitted, { volume: VOLUME, lane: "l0" });
+const peers = { key: (h: string, inc: number) => (inc === 1 ? keys.get(h) : undefined), incarnation: (h: string) => (keys.has(h) ? 1 : undefined) };
 if (pinned) for (const pid of sc.pids) pin(pid, 1);
 const wt = await NatsTransport.connect({ servers: sc.regions["us-east"]!.url, name: "w1" });
 conns.push(wt);
@@ -267,7 +263,7 @@ const protectedMs = on.keys.map(({ key, t0 }) => (protectedAt.get(key) ?? NaN) -
 writer.stop();
 offWriter.stop();
 await offVol.close();
-for (const c of children) c.kill("SIGKILL");
+for (const c of children) await c.signal("SIGKILL", 10_000);
 for (const c of conns) await c.close();
 await onVol.close();
 await sc.stop();

@@ -173,6 +173,14 @@ export const writerRoleSchema = z.strictObject({
       ratePerSec: z.number().positive().optional(),
       /** Blocks per write (default 1): write `i` covers the `i`-th `blocksPerWrite`-wide slot, round and round (see runtime/workload.ts). */
       blocksPerWrite: z.number().int().positive().max(256).optional(),
+      /**
+       * Acknowledge (and log) a write only once a sync under this contract of the writer proved it
+       * protected (waiting at most `timeoutMs`, default 30000, per sync; a sync that times out
+       * acknowledges none of its writes), instead of after the local sync alone. It must be one of `writer.contracts`.
+       */
+      contract: z.strictObject({ name: z.string().min(1), timeoutMs: z.number().int().positive().optional() }).optional(),
+      /** Stop writing once this many writes (counted from this start) were acknowledged; the process keeps running. */
+      count: z.number().int().positive().optional(),
     })
     .refine((w) => w.inFlight === undefined || w.depth === undefined, { message: "workload: give depth (rounds) or inFlight (a window of writes), not both" })
     .optional(),

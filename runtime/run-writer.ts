@@ -19,7 +19,7 @@ import { startRoleTracing } from "./role-tracing.ts";
 import { publishingInWriteSpans, WriteSpans } from "./write-span-links.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
-import type { WriterRoleConfig } from "./role-config.ts";
+import { RoleConfigError, type WriterRoleConfig } from "./role-config.ts";
 import { startWorkload } from "./workload-loop.ts";
 
 /** A volume writer running as a process. */
@@ -39,6 +39,9 @@ export interface RunningWriter {
  */
 export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
   const w = cfg.writer as unknown as Omit<VolumeWriterConfig, "term">;
+  const ackUnder = cfg.workload?.contract?.name;
+  // Checked before anything starts: a workload waiting on a contract the writer lacks would never acknowledge.
+  if (ackUnder !== undefined && !(w.contracts ?? []).some((c) => c.name === ackUnder)) throw new RoleConfigError(`workload.contract: the writer has no contract ${ackUnder}`, { path: "workload.contract.name" });
   const { transport, lost } = await connectRole(cfg.nats, `writer-${w.writerId}`);
   const tracing = startRoleTracing(cfg.spanFile, "writer", w.writerId, cfg.links ? { "custody.site": cfg.links.site } : {});
   // The writer ships units through the shaped links when the config has them; the control log and stats use the bus directly.

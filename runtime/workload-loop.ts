@@ -3,10 +3,10 @@ import { dirname } from "node:path";
 import type { WriteAck } from "../actors/index.ts";
 import { workloadWrite } from "./workload.ts";
 
-/** What the workload needs of a writer: a write (resolves once the volume admitted it) and a local sync. */
+/** What the workload needs of a writer: a write (resolves once the volume admitted it) and a sync (local, or under a contract). */
 export interface WorkloadTarget {
   write(lba: number, data: Uint8Array): Promise<WriteAck>;
-  sync(): Promise<unknown>;
+  sync(contract?: string, timeoutMs?: number): Promise<unknown>;
 }
 
 /** The `workload` section of a writer role (see runtime/role-config.ts). */
@@ -17,6 +17,10 @@ export interface WorkloadOptions {
   readonly inFlight?: number;
   readonly ratePerSec?: number;
   readonly blocksPerWrite?: number;
+  /** Acknowledge (and log) a write only once a sync under this contract proved it protected. */
+  readonly contract?: { readonly name: string; readonly timeoutMs?: number };
+  /** Stop once this many writes (counted from this start) were acknowledged. */
+  readonly count?: number;
 }
 
 /** A running workload: `written` counts acknowledged writes; `done` settles once `stop()` was called and it wound down. */
@@ -32,7 +36,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * Runs the synthetic workload against `target` until stopped. Write `i` is
  * `workloadWrite(i, blocksPerWrite, blockCount)`; a write counts as acknowledged only after a local
  * sync that began after the volume admitted it (volume barrier and outbox flush, see
- * docs/write-path.md), and only then gets its line in the acknowledgement log. With `inFlight` the
+ * docs/write-path.md) — with `contract`, a sync that proved it protected under that contract —
+ * and only then gets its line in the acknowledgement log. With `count` it ends by itself once
+ * that many writes were acknowledged. With `inFlight` the
  * writes overlap (a sliding window: a new write is issued as soon as the oldest is acknowledged);
  * otherwise `depth` writes are issued together and synced once, round after round.
  */
@@ -45,6 +51,9 @@ export function startWorkload(target: WorkloadTarget, w: WorkloadOptions, blockC
   const first = log !== undefined && existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).length : 0;
   const blocks = w.blocksPerWrite ?? 1;
   const started = Date.now();
+  const count = w.count ?? Infinity;
+  const contract = w.contract;
+  const sync = () => (contract !== undefined ? target.sync(contract.name, contract.timeoutMs ?? 30_000) : target.sync());
   // Milliseconds until write number `issued` (counted from this start) is due.
   const due = (issued: number) => (w.ratePerSec !== undefined ? started + (issued / w.ratePerSec) * 1000 - Date.now() : 0);
   const record = (lines: { i: number; ack: WriteAck; lba: number }[]) => {
@@ -57,20 +66,20 @@ export function startWorkload(target: WorkloadTarget, w: WorkloadOptions, blockC
     const depth = w.depth ?? 1;
     let i = first;
     let issued = 0;
-    while (running) {
+    while (running && issued < count) {
       try {
-        const round = Array.from({ length: depth }, (_, k) => i + k);
+        const round = Array.from({ length: Math.min(depth, count - issued) }, (_, k) => i + k);
         const writes = round.map((j) => workloadWrite(j, blocks, blockCount));
         const acks = await Promise.all(writes.map((x) => traced(x.lba, x.data)));
-        await target.sync();
+        await sync();
         record(acks.map((ack, k) => ({ i: round[k]!, ack, lba: writes[k]!.lba })));
-        i += depth;
-        issued += depth;
+        i += round.length;
+        issued += round.length;
       } catch {
         if (!running) break;
       }
       const wait = w.ratePerSec !== undefined ? due(issued) : w.intervalMs;
-      if (wait > 0) await sleep(wait);
+      if (wait > 0 && issued < count) await sleep(wait);
     }
   };
 
@@ -87,7 +96,7 @@ export function startWorkload(target: WorkloadTarget, w: WorkloadOptions, blockC
       open.push(entry);
       // Called in order and synchronously up to the volume's queue, so LSNs and lane sequences follow `i`.
       traced(x.lba, x.data)
-        .then(async (ack) => (await target.sync(), ack))
+        .then(async (ack) => (await sync(), ack))
         .then(
           (ack) => (entry.outcome = { ack }),
           (err: unknown) => (entry.outcome = { err }),
@@ -105,16 +114,18 @@ export function startWorkload(target: WorkloadTarget, w: WorkloadOptions, blockC
       }
       record(acked);
       const wait = nextAt - Date.now();
-      if (running && open.length < inFlight && wait <= 0) {
+      // A failed write is not acknowledged: with `count`, it is issued again under a later number.
+      const more = running && written + open.length < count;
+      if (more && open.length < inFlight && wait <= 0) {
         issue();
         continue;
       }
-      if (!running && open.length === 0) break;
+      if (!more && open.length === 0) break;
       // Until a write settles, or the pace lets the next one go when there is room for it.
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         wake = resolve;
-        if (running && open.length < inFlight) timer = setTimeout(resolve, wait);
+        if (more && open.length < inFlight) timer = setTimeout(resolve, wait);
       });
       clearTimeout(timer);
       wake = undefined;

@@ -1,5 +1,4 @@
 /** Public surface of `testing/`: the test kit (nats-server launcher, role files, processes) used by tests, demo and benches. */
-export { type ActorSpec } from "./actor-spec.ts";
 export { reapOnExit } from "./child-reaper.ts";
 export { harnessControllerConfig, harnessSite } from "./harness-topology.ts";
 export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluster, type SuperclusterHandle } from "./nats-server.ts";

@@ -11,11 +11,9 @@ import { receiptSubject } from "../../protocol/subjects.ts";
 import { encodeMessage } from "../../protocol/wire/index.ts";
 import { blockData, contentAt, e2eHolderConfig, eventually, launchWriter, readVolume, settle, tempDir } from "./e2e-fixture.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, FIRST_HOPS, HOLDERS, LANE, SITES, type Deployment } from "./deployment.ts";
-import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { rawPublicKey } from "../../custody/signing.ts";
-import type { ActorSpec } from "../../testing/actor-spec.ts";
+import type { ChildProcess } from "node:child_process";
+import { workloadWrite } from "../../runtime/workload.ts";
+import { ackLines, startWriterProcess } from "./role-processes.ts";
 import { commitFailover } from "../../actors/controller/failover.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
@@ -262,28 +260,6 @@ test.serial("a forged receipt batch is refused by the controller and the writer,
   t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 10_000);
 });
 
-/** Starts an actor process and resolves with its first JSON line. */
-async function spawnActor(t: { context: SuperclusterTestContext }, spec: ActorSpec): Promise<{ child: ChildProcess; first: Record<string, unknown> }> {
-  const file = join(tempDir("custody-actor-"), "spec.json");
-  writeFileSync(file, JSON.stringify(spec));
-  const child = spawn(process.execPath, ["--import", "tsx", "testing/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
-  t.context.defer(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  });
-  let err = "";
-  child.stderr!.on("data", (b) => (err += String(b)));
-  const first = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (b) => {
-      out += String(b);
-      const nl = out.indexOf("\n");
-      if (nl >= 0) resolve(JSON.parse(out.slice(0, nl)) as Record<string, unknown>);
-    });
-    child.on("exit", (code) => reject(new Error(`actor process exited (${code}) before it was ready: ${err}`)));
-  });
-  return { child, first };
-}
-
 function killed(child: ChildProcess): Promise<NodeJS.Signals | null> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve(child.signalCode);
@@ -293,38 +269,25 @@ function killed(child: ChildProcess): Promise<NodeJS.Signals | null> {
 }
 
 test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) loses no write acknowledged under the AZ contract: repair and recovery rebuild it byte-exact elsewhere", async (t) => {
-  const d = await deploy(t.context.supercluster, "vol-kill", "use-kill", { releasable: ["h-e2"], external: ["h-e1"] });
+  const d = await deploy(t.context.supercluster, "vol-kill", "use-kill", { releasable: ["h-e2"], processes: ["h-e1"] });
   t.context.defer(() => d.stop());
-  const peers = Object.fromEntries(Object.keys(HOLDERS).map((h) => [h, Buffer.from(rawPublicKey(d.keys.key(h, 1)!)).toString("hex")]));
   const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
-  const e1 = await spawnActor(t, {
-    kind: "holder",
-    url: d.urls["us-east"]!,
-    config: e2eHolderConfig("h-e1", SITES["s-e1"]!, d.volume, [{ lane: LANE, upstream: ["w1", "w2"] }]),
-    privateKeyHex: Buffer.from(d.keys.privateKey("h-e1").export({ format: "der", type: "pkcs8" })).toString("hex"),
-    peers,
-  });
+  // h-e1 and the writer w2 are `custody run` processes; they take their peers' keys from the control log.
+  const e1 = d.processes.get("h-e1")!.child;
   d.authority.authorize(d.volume, "w2");
-  const writes = Array.from({ length: 40 }, (_, i) => ({ lba: (i * 29) % BLOCKS, seed: 4000 + i }));
-  const w = await spawnActor(t, {
-    kind: "writer",
-    url: d.urls["us-east"]!,
-    dir: join(tempDir("custody-writer-proc-"), "vol"),
-    blockCount: BLOCKS,
-    config: { writerId: "w2", volume: d.volume, term: 1, lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: FIRST_HOPS }], contracts: [AZ_CONTRACT], holderSites, topologyEpoch: 1, policyGeneration: 1 },
-    dataKeyHex: Buffer.from(d.authority.dataKey(d.volume, "w2")).toString("hex"),
-    peers,
-    writes,
-    contract: AZ_CONTRACT.name,
-  });
-  const acked = w.first.acked as { lba: number; seed: number; lsn: number }[];
-  const head = (w.first.heads as Record<string, number>)[LANE]!;
+  // Forty writes (write i holds workloadWrite(i)), acknowledged once a sync under the AZ contract proved them protected.
+  const bus = { url: d.urls["us-east"]!, controlRegion: d.controlRegion };
+  const w = await startWriterProcess(bus, { writerId: "w2", volume: d.volume, lane: LANE, blockCount: BLOCKS, holders: FIRST_HOPS, contract: AZ_CONTRACT, holderSites, dataKey: d.authority.dataKey(d.volume, "w2"), count: 40 });
+  t.context.defer(() => w.process.signal("SIGKILL", 10_000));
+  await eventually(() => ackLines(w.ackLog).length >= 40 || !w.process.running, "the writer process logged its acknowledged writes", 60_000, () => w.process.log);
+  const acked = ackLines(w.ackLog);
+  const head = Math.max(...acked.map((a) => a.seq));
   t.is(acked.length, 40, "every write was acknowledged under the AZ contract before the failure");
   const e1Retained = () => d.controller.core.ledger.holdings({ holderId: "h-e1" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
   await eventually(() => e1Retained().covers(1, head), "the same-AZ holder process receipted everything", 5000);
 
-  t.is(await killed(w.child), "SIGKILL");
-  t.is(await killed(e1.child), "SIGKILL");
+  t.is(await killed(w.process.child), "SIGKILL");
+  t.is(await killed(e1), "SIGKILL");
   const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
   // This controller has no repair section: it reports the failure instead of repairing it.
   await eventually(() => d.controller.core.status?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "needed") ?? false, "the status document reports 'repair needed'", 5000);
@@ -345,6 +308,6 @@ test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) lo
 
   const { dir, result } = await d.recover("s-usw", d.survivors());
   t.is(result.cut[LANE], head);
-  const model = acked.map((a) => ({ lsn: a.lsn, lba: a.lba, data: blockData(a.seed) }));
+  const model = acked.map((a) => ({ lsn: a.lsn, lba: a.lba, data: workloadWrite(a.i, 1, BLOCKS).data }));
   t.true(Buffer.from(await readVolume(dir, BLOCKS)).equals(Buffer.from(contentAt(model, BLOCKS, result.lsn))), "byte-exact");
 });

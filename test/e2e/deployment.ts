@@ -19,6 +19,8 @@ import type { Site } from "../../policies/topology.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import type { SuperclusterHandle } from "../helpers/index.ts";
+import type { DeployedProcess } from "../../testing/deployed-process.ts";
+import { startHolderProcess } from "./role-processes.ts";
 import { e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir, type LaunchedHolder, type WriterRig } from "./e2e-fixture.ts";
 
 export const LANE = "l0";
@@ -103,9 +105,13 @@ export interface Deployment {
   readonly keys: KeyRing;
   readonly authority: KeyAuthority;
   readonly holders: Map<string, LaunchedHolder>;
+  /** The holders run as processes (`processes` option), for the test to signal. */
+  readonly processes: Map<string, DeployedProcess>;
   readonly writer: WriterRig;
   readonly controller: Controller;
   readonly urls: Record<string, string>;
+  /** Region token of the deployment's control log (holder and writer processes follow it). */
+  readonly controlRegion: string;
   /** Kills a holder: stops it and closes its connection; its RAM is gone. */
   kill(holderId: string): Promise<void>;
   /** Starts a replacement holder (not yet admitted) and returns its admission record. */
@@ -129,7 +135,10 @@ export async function deploy(
   ctlRegion: string,
   opts: {
     releasable?: string[];
+    /** Holders that never run here (the test may start them itself); only their key is made. */
     external?: string[];
+    /** Holders run as `custody run holder` processes, started before the operator's bootstrap admits their first incarnation. */
+    processes?: string[];
     repair?: RepairConfig;
     coverageRepair?: ControllerConfig["coverageRepair"];
     /** Controller settings beyond the defaults (e.g. `spend`), and a change to its topology (e.g. scenarios). */
@@ -145,11 +154,17 @@ export async function deploy(
   const holders = new Map<string, LaunchedHolder>();
   for (const [id, [siteId, region, upstream, downstream]] of Object.entries(HOLDERS)) {
     // External holders run as their own processes (the test starts them); only their key is made here.
-    if (opts.external?.includes(id)) keys.add(id, 1);
+    if (opts.external?.includes(id) || opts.processes?.includes(id)) keys.add(id, 1);
     else holders.set(id, await launchHolder(urls[region]!, keys, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }], opts.holderFaults?.[id] ? { faults: opts.holderFaults[id] } : {})));
   }
   const ctlTransport = await NatsTransport.connect({ servers: urls["us-east"]!, name: `ctl-${volume}` });
   const { log: store } = await initJetStreamControlLog(ctlTransport.connection, { region: ctlRegion });
+  // As in a deployment: the holder processes open the control log and claim incarnation 1, then the bootstrap admits them.
+  const processes = new Map<string, DeployedProcess>();
+  for (const id of opts.processes ?? []) {
+    const [siteId, region, upstream, downstream] = HOLDERS[id]!;
+    processes.set(id, await startHolderProcess({ url: urls[region]!, controlRegion: ctlRegion }, e2eHolderConfig(id, SITES[siteId]!, volume, [{ lane: LANE, upstream, downstream }]), keys.privateKey(id)));
+  }
   // The repair launcher is bound late: it starts standby holders through the deployment below.
   let dep: Deployment | undefined;
   const repair: RepairLauncher = { prepare: (s) => dep!.startReplacement(s.holderId, s.site) };
@@ -180,9 +195,11 @@ export async function deploy(
     keys,
     authority,
     holders,
+    processes,
     writer,
     controller,
     urls,
+    controlRegion: ctlRegion,
     async kill(id) {
       const h = holders.get(id);
       holders.delete(id);
@@ -213,6 +230,7 @@ export async function deploy(
       controller.stop();
       await writer.close().catch(() => undefined);
       for (const h of holders.values()) await h.close().catch(() => undefined);
+      for (const p of processes.values()) await p.signal("SIGKILL", 10_000);
       await ctlTransport.close();
     },
   };

@@ -4,18 +4,15 @@
  * keeps what it reads at its sources until it ends — or, when it dies, until its lease runs out.
  */
 import anyTest, { type TestFn } from "ava";
-import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { registerRecovery } from "../../actors/repair/recovery-registration.ts";
-import { rawPublicKey } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { runCliCaptured } from "../../cli/program.ts";
-import type { ActorSpec } from "../../testing/actor-spec.ts";
-import { AZ_CONTRACT, BLOCKS, deploy, HOLDERS, LANE, SITES, type Deployment } from "./deployment.ts";
-import { blockData, e2eHolderConfig, eventually, tempDir } from "./e2e-fixture.ts";
+import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
+import { blockData, eventually, tempDir } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -86,36 +83,15 @@ test.serial("a registered recovery keeps what it reads at its sources until it e
 });
 
 
-/** Starts a holder as its own OS process (so the test can stop and continue it); resolves once it is ready. */
-async function spawnHolder(t: { context: SuperclusterTestContext }, spec: ActorSpec): Promise<ChildProcess> {
-  const file = join(tempDir("custody-actor-"), "spec.json");
-  writeFileSync(file, JSON.stringify(spec));
-  const child = spawn(process.execPath, ["--import", "tsx", "testing/actor-process.ts", file], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
-  t.context.defer(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.once("data", () => resolve());
-    child.on("exit", (code) => reject(new Error(`holder process exited (${code}) before it was ready`)));
-  });
-  return child;
-}
-
 test.serial("a `custody recover` in flight blocks the release of what it reads until it finishes", async (t) => {
   // h-w (the AZ scenario's contributor at its destination) runs as its own process and may release.
   // h-w is stopped from before the recovery starts until after the releases below; under load the
   // recovery process can take longer than the deployment's 10 s staleness to register, and a stale
   // h-w rightly stops h-e2 from releasing. Its receipts stay fresh for a minute here.
-  const d = await deploy(t.context.supercluster, "vol-clirec", "use-clirec", { releasable: ["h-e1", "h-e2", "h-w"], external: ["h-w"], topology: (topo) => ({ ...topo, staleAfterMs: 60_000 }) });
+  const d = await deploy(t.context.supercluster, "vol-clirec", "use-clirec", { releasable: ["h-e1", "h-e2", "h-w"], processes: ["h-w"], topology: (topo) => ({ ...topo, staleAfterMs: 60_000 }) });
   t.context.defer(() => d.stop());
-  const peers = Object.fromEntries(Object.keys(HOLDERS).map((h) => [h, Buffer.from(rawPublicKey(d.keys.key(h, 1)!)).toString("hex")]));
-  const hw = await spawnHolder(t, {
-    kind: "holder",
-    url: d.urls["us-west"]!,
-    config: e2eHolderConfig("h-w", SITES["s-usw"]!, d.volume, [{ lane: LANE, upstream: ["w1", "w2"] }]),
-    privateKeyHex: Buffer.from(d.keys.privateKey("h-w").export({ format: "der", type: "pkcs8" })).toString("hex"),
-    peers,
-  });
+  // h-w is a `custody run holder` process (so the test can stop and continue it).
+  const hw = d.processes.get("h-w")!.child;
   const conn = ["--server", d.urls["us-east"]!, "--region", "use-clirec"];
   // A pin keeps the first writes everywhere until the recovery has registered; then only the recovery holds them.
   t.is((await cli(["hold", "pin", ...conn, "--volume", d.volume, "--lane", LANE, "--ranges", "1-1000000", "--id", "pin-first"])).code, 0);
