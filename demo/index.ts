@@ -17,4 +17,4 @@ export { renderReport } from "./report-html.ts";
 export { formatScenarioTable, formatCostTable, formatStrikeTable, legRow, lostRange, type ScenarioRow, type LegRow, type StrikeRow } from "./scenario-table.ts";
 export { formatProgress, type Progress } from "./progress-line.ts";
 export { survivingCutAt, type TimelineSample, type TimelineScenario, type TimelineBase } from "./custody-timeline.ts";
-export { blockData, lbaOf, seedOf, lsnOffset, contentThrough, readAckLog, workloadContentThrough, WorkloadOrderError, type AckedWrite } from "./workload.ts";
+export { blockData, lbaOf, seedOf, lsnOffset, contentThrough, readVolumeAckLog, workloadContentThrough, WorkloadOrderError, type AckedWrite } from "./workload.ts";

@@ -25,7 +25,7 @@ import { formatProgress } from "./progress-line.ts";
 import { settledSurvivors, type HolderStats } from "./settle.ts";
 import { readRunSpans } from "./trace-tree.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
-import { lsnOffset, readAckLog, workloadContentThrough, type AckedWrite } from "./workload.ts";
+import { lsnOffset, readVolumeAckLog, workloadContentThrough, type AckedWrite } from "./workload.ts";
 
 /** A timeline event of a run. */
 export interface DemoEvent {
@@ -115,7 +115,7 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
   const view = await OperatorView.open(net.operatorNats, volumes, d.lane, seqBytes);
   try {
     // What the application saw acknowledged: each writer's acknowledgement log (appended after each sync).
-    const acksOf = (v: string) => readAckLog(ackLogOf(net.runDir, v), v);
+    const acksOf = (v: string) => readVolumeAckLog(ackLogOf(net.runDir, v), v);
     const headOf = (acks: readonly AckedWrite[]) => acks.reduce((m, a) => Math.max(m, a.seq), 0);
 
     const samples: TimelineSample[] = [];

@@ -4,9 +4,8 @@
  * recovered volume is compared with byte for byte (the writers' own workload, runtime/workload.ts).
  * Also seeded block contents for a hand-driven writer (blockData, seedOf, lbaOf, contentThrough).
  */
-import { existsSync, readFileSync } from "node:fs";
 import { CustodyError } from "../core/index.ts";
-import { workloadWrite } from "../runtime/index.ts";
+import { readAckLog, workloadWrite } from "../runtime/index.ts";
 import { BLOCK_SIZE } from "../volume/index.ts";
 
 /** `blocks` × 4 KiB derived from `seed`. */
@@ -68,18 +67,8 @@ export function contentThrough(volume: string, blockCount: number, blocks: numbe
  * per write, appended after its sync), as AckedWrites of `volume`. A line torn by the SIGKILL that
  * ended the writer is not an acknowledgement the application saw, and is skipped.
  */
-export function readAckLog(path: string, volume: string): AckedWrite[] {
-  if (!existsSync(path)) return [];
-  const out: AckedWrite[] = [];
-  for (const line of readFileSync(path, "utf8").split("\n")) {
-    try {
-      const a = JSON.parse(line) as { i: number; lsn: number; seq: number };
-      if (typeof a.i === "number" && typeof a.lsn === "number" && typeof a.seq === "number") out.push({ volume, k: a.i, lsn: a.lsn, seq: a.seq });
-    } catch {
-      // empty or torn line
-    }
-  }
-  return out;
+export function readVolumeAckLog(path: string, volume: string): AckedWrite[] {
+  return readAckLog(path).map((a) => ({ volume, k: a.i, lsn: a.lsn, seq: a.seq }));
 }
 
 /**

@@ -8,6 +8,6 @@ export { runController } from "./run-controller.ts";
 export { runRepairWorker, type RunningRepairWorker } from "./run-repair.ts";
 export { ConnectionLostError, runHolder } from "./run-holder.ts";
 export { runWriter } from "./run-writer.ts";
-export { workloadBlock, workloadWrite, type AckedWrite } from "./workload.ts";
+export { readAckLog, workloadBlock, workloadWrite, type AckedWrite } from "./workload.ts";
 export { connectRole } from "./connect.ts";
 export { flatRuns, receiptedKey, runsOf } from "./custody-ranges.ts";

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import { createCipheriv, createHash } from "node:crypto";
 import { BLOCK_SIZE } from "../volume/index.ts";
 
@@ -39,4 +40,23 @@ export interface AckedWrite {
   readonly lsn: number;
   readonly lba: number;
   readonly seq: number;
+}
+
+/**
+ * The acknowledgement log's complete lines, in the order they were appended. A line torn by a
+ * SIGKILL (the writer died mid-append) is no acknowledgement the application saw, and is skipped;
+ * a missing file is an empty log.
+ */
+export function readAckLog(path: string): AckedWrite[] {
+  if (!existsSync(path)) return [];
+  const out: AckedWrite[] = [];
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    try {
+      const a = JSON.parse(line) as Partial<AckedWrite>;
+      if (typeof a.i === "number" && typeof a.lsn === "number" && typeof a.lba === "number" && typeof a.seq === "number") out.push({ i: a.i, lsn: a.lsn, lba: a.lba, seq: a.seq });
+    } catch {
+      // empty or torn line
+    }
+  }
+  return out;
 }

@@ -4,11 +4,11 @@
  * peers' keys; a holder claims its incarnation from its fresh state directory.
  */
 import type { KeyObject } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 import type { ProtectionContract } from "../../actors/writer/writer-config.ts";
-import type { AckedWrite } from "../../runtime/workload.ts";
+import { readAckLog } from "../../runtime/workload.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { tempDir } from "./e2e-fixture.ts";
 
@@ -73,16 +73,4 @@ export async function startWriterProcess(
 }
 
 /** The acknowledgement log's complete lines (a line torn by a SIGKILL is no acknowledgement). */
-export function ackLines(file: string): AckedWrite[] {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return [];
-  }
-  return text
-    .split("\n")
-    .slice(0, -1)
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as AckedWrite);
-}
+export const ackLines = readAckLog;

@@ -6,7 +6,7 @@
  */
 import anyTest, { type TestFn } from "ava";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { VolumeTopology } from "../../actors/controller/controller-config.ts";
 import { openPayload } from "../../protocol/index.ts";
@@ -15,7 +15,7 @@ import { systemClock } from "../../core/clock.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { unitSubject } from "../../protocol/subjects.ts";
-import { workloadWrite } from "../../runtime/workload.ts";
+import { readAckLog as ackLines, workloadWrite } from "../../runtime/workload.ts";
 import { writerRoleSchema } from "../../runtime/role-config.ts";
 import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
@@ -56,19 +56,6 @@ function topology(sites: Record<string, ReturnType<typeof site>>): VolumeTopolog
   };
 }
 
-/** The acknowledgement log's complete lines (a line torn by the SIGKILL is no acknowledgement). */
-function ackLines(file: string): { i: number; lsn: number; lba: number; seq: number }[] {
-  if (!existsSync(file)) return [];
-  const out: { i: number; lsn: number; lba: number; seq: number }[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    try {
-      out.push(JSON.parse(line) as { i: number; lsn: number; lba: number; seq: number });
-    } catch {
-      // empty or torn
-    }
-  }
-  return out;
-}
 
 test.serial("a writer with 8 writes in flight that is SIGKILLed mid-stream loses no acknowledged write, its acknowledgements follow write order, and its units reach the holder in write order holding each write's own blocks", async (t) => {
   t.timeout(240_000);
