@@ -1,4 +1,5 @@
 import { assertEvent, enqueueActions, fromPromise, raise, setup, type DoneActorEvent } from "xstate";
+import { armTimer } from "./machine-timer.ts";
 import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
 import type { RepairLaunch } from "./controller/failure-repair-runner.ts";
@@ -86,18 +87,7 @@ export const controllerMachine = setup({
     checkCoverage: ({ context }) => context.core.checkCoverage(),
     // The cadences are the machine's own delayed events: the core asks for the first one
     // (`timer.arm`), each tick raises the next, and a stopped controller has none left.
-    armTimer: raise(
-      ({ event }) => {
-        assertEvent(event, "timer.arm");
-        return event.event;
-      },
-      {
-        delay: ({ event }) => {
-          assertEvent(event, "timer.arm");
-          return event.ms;
-        },
-      },
-    ),
+    armTimer: armTimer<ControllerContext, ControllerEvent, "interval">(),
     armNextCoverageCheck: raise({ type: "timer.coverage" }, { delay: ({ context }) => context.core.coverageCheckMs }),
     armNextAudit: raise({ type: "timer.audit" }, { delay: ({ context }) => context.core.retentionAudits?.everyMs ?? 0 }),
     // Retention audits: a round of challenges starts; a finished audit's verdict is folded.

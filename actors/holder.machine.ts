@@ -1,4 +1,5 @@
-import { assertEvent, assign, enqueueActions, fromPromise, raise, setup, type ActorRefFrom } from "xstate";
+import { assertEvent, assign, enqueueActions, fromPromise, setup, type ActorRefFrom } from "xstate";
+import { armTimer } from "./machine-timer.ts";
 import { HolderCore } from "./holder/holder-core.ts";
 import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
@@ -158,18 +159,7 @@ export const holderMachine = setup({
       guarded(context, () => answerAudit(context.core, event.msg));
     },
     /** The core asked for a timer: the machine raises it to itself later (cancelled when the actor stops). */
-    armTimer: raise(
-      ({ event }) => {
-        assertEvent(event, "timer.arm");
-        return event.event;
-      },
-      {
-        delay: ({ event }) => {
-          assertEvent(event, "timer.arm");
-          return event.ms;
-        },
-      },
-    ),
+    armTimer: armTimer<HolderContext, HolderEvent>(),
     flushDueReceipts: ({ context }) => guarded(context, () => context.core.flushDueReceipts()),
     refreshReceipts: ({ context }) => guarded(context, () => context.core.refreshReceipts()),
     sealLane: ({ context, event }) => {

@@ -1,4 +1,5 @@
 import { assertEvent, raise, setup } from "xstate";
+import { armTimer } from "./machine-timer.ts";
 import type { ConnectionEvent, InboundMessage } from "../transport/index.ts";
 import type { RangeSet } from "../lanes/index.ts";
 import { WriterFencedError } from "./writer/writer-config.ts";
@@ -98,18 +99,7 @@ export const volumeWriterMachine = setup({
     },
     // Timers are the machine's own delayed events: the core asks with `timer.arm`, the repeating
     // ones raise their next tick, and a stopped writer has none left.
-    armTimer: raise(
-      ({ event }) => {
-        assertEvent(event, "timer.arm");
-        return event.event;
-      },
-      {
-        delay: ({ event }) => {
-          assertEvent(event, "timer.arm");
-          return event.ms;
-        },
-      },
-    ),
+    armTimer: armTimer<WriterContext, WriterEvent>(),
     resendDue: ({ context }) => context.core.resendDue(),
     armNextResend: raise({ type: "timer.resend" }, { delay: ({ context }) => context.core.resendEveryMs }),
     publishProgress: ({ context }) => context.core.publishProgress(),
