@@ -1,4 +1,5 @@
 import { assertEvent, enqueueActions, fromPromise, raise, setup, type DoneActorEvent } from "xstate";
+import type { TimerArm } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
 import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
@@ -47,7 +48,7 @@ export type ControllerEvent =
   | { type: "repair.launch"; launch: RepairLaunch }
   | DoneActorEvent<RepairOutcome, `repair.${string}`>
   | ControllerTimer
-  | { type: "timer.arm"; ms: number; event: ControllerTimer }
+  | TimerArm<ControllerTimer>
   | { type: "evaluate.now" }
   | { type: "stop" }
   | AuditEvent;

@@ -56,25 +56,36 @@ export interface HolderLaneView {
   ramUnits(seqs: RangeSet): TransportUnit[];
 }
 
-function laneView(hl: HolderLane): HolderLaneView {
-  const ob = hl.obligations;
-  return {
-    volume: hl.volume,
-    lane: hl.lane,
-    get retained() {
-      return ob.retained;
-    },
-    get diskResident() {
-      return ob.diskResident;
-    },
-    get released() {
-      return ob.released;
-    },
-    ramBytes: () => hl.arena.report().ramStoredBytes,
-    diskBytes: () => hl.arena.report().diskBytes,
-    creditsOutstanding: () => hl.grantor.outstanding,
-    ramUnits: (seqs) => hl.ramUnits(seqs).map((x) => x.unit),
-  };
+/** A lane's view over the holder's own state: reads it when asked (one small object, no copies). */
+class LaneView implements HolderLaneView {
+  constructor(private readonly hl: HolderLane) {}
+  get volume(): string {
+    return this.hl.volume;
+  }
+  get lane(): string {
+    return this.hl.lane;
+  }
+  get retained(): RangeSet {
+    return this.hl.obligations.retained;
+  }
+  get diskResident(): RangeSet {
+    return this.hl.obligations.diskResident;
+  }
+  get released(): RangeSet {
+    return this.hl.obligations.released;
+  }
+  ramBytes(): number {
+    return this.hl.arena.report().ramStoredBytes;
+  }
+  diskBytes(): number {
+    return this.hl.arena.report().diskBytes;
+  }
+  creditsOutstanding(): number {
+    return this.hl.grantor.outstanding;
+  }
+  ramUnits(seqs: RangeSet): TransportUnit[] {
+    return this.hl.ramUnits(seqs).map((x) => x.unit);
+  }
 }
 
 /** Thrown when a holder cannot start (bad config, spill file cannot open, transport closed). */
@@ -113,10 +124,10 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     core,
     counters: core.counters,
     state: () => String(actor.getSnapshot().value),
-    lanes: () => [...core.lanes.values()].map(laneView),
+    lanes: () => [...core.lanes.values()].map((hl) => new LaneView(hl)),
     lane: (volume, lane) => {
       const hl = core.lanes.get(holderLaneKey(volume, lane));
-      return hl === undefined ? undefined : laneView(hl);
+      return hl === undefined ? undefined : new LaneView(hl);
     },
     protectionOk: () => core.protectionOk(),
     spillFileBytes: () => core.spillStream?.bytes ?? 0,

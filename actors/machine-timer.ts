@@ -1,11 +1,5 @@
 import { raise, type EventObject, type MachineContext } from "xstate";
-
-/** A core's request for a timer: its machine raises `event` to itself after `ms` (see armTimer). */
-export interface TimerArm<T extends EventObject> {
-  readonly type: "timer.arm";
-  readonly ms: number;
-  readonly event: T;
-}
+import type { TimerArm } from "../core/index.ts";
 
 /**
  * The action that answers `timer.arm`: raises the requested event to the machine itself after the

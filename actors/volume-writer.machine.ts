@@ -1,4 +1,5 @@
 import { assertEvent, raise, setup } from "xstate";
+import type { TimerArm } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
 import type { ConnectionEvent, InboundMessage } from "../transport/index.ts";
 import type { RangeSet } from "../lanes/index.ts";
@@ -48,7 +49,7 @@ export type WriterEvent =
   | { type: "fence"; newTerm: number }
   | { type: "stop" }
   | WriterTimer
-  | { type: "timer.arm"; ms: number; event: WriterTimer };
+  | TimerArm<WriterTimer>;
 
 export const volumeWriterMachine = setup({
   types: {

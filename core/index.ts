@@ -10,3 +10,4 @@ export { holderLaneKey, laneKey } from "./lane-key.ts";
 export { seededRandom, type Random } from "./random.ts";
 export { cryptoRandom } from "./random.ts";
 export { Residency, type SegmentResidency } from "./residency.ts";
+export type { TimerArm } from "./timer-arm.ts";

@@ -1,3 +1,4 @@
+import type { TimerArm } from "../../core/index.ts";
 import type { Clock } from "../../core/index.ts";
 import type { Counters } from "../../core/index.ts";
 import type { ControlLogStore } from "../../custody/index.ts";
@@ -62,7 +63,7 @@ export type ControllerTimer = { type: "timer.coverage" } | { type: "timer.audit"
 export type ControllerDispatch = (
   e:
     | { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair"; msg: InboundMessage }
-    | { type: "timer.arm"; ms: number; event: ControllerTimer }
+    | TimerArm<ControllerTimer>
     | { type: "repair.launch"; launch: RepairLaunch }
     | AuditEvent,
 ) => void;

@@ -1,3 +1,4 @@
+import type { TimerArm } from "../../core/index.ts";
 import { trace, type Tracer } from "@opentelemetry/api";
 import type { Clock, Counters, Random } from "../../core/index.ts";
 import { CustodyError, cryptoRandom } from "../../core/index.ts";
@@ -27,7 +28,7 @@ import type { ControllerPorts } from "./controller-ports.ts";
  * actor (the machine raises `timer.audit` to itself, and again after each round).
  */
 export type AuditEvent =
-  | { type: "timer.arm"; ms: number; event: { type: "timer.audit" } }
+  | TimerArm<{ type: "timer.audit" }>
   | { type: "audit.judged"; holder: string; outcome: AuditOutcome; reason: string | undefined; atMs: number; bytesRead: number; cpuMicros: number };
 
 /** What the audits need of the controller. */

@@ -1,3 +1,4 @@
+import type { TimerArm } from "../../core/index.ts";
 import type { KeyObject } from "node:crypto";
 import type { Tracer } from "@opentelemetry/api";
 import type { SpillEvidence } from "../../arena/index.ts";
@@ -74,7 +75,7 @@ export type HolderInbound =
   | { type: "nats.audit"; msg: InboundMessage }
   | { type: "nats.base"; msg: InboundMessage }
   | HolderTimer
-  | { type: "timer.arm"; ms: number; event: HolderTimer }
+  | TimerArm<HolderTimer>
   | { type: "flush.completed"; result: FlushOutcome }
   | { type: "resend.loaded"; lane: string; edge: string; units: readonly LoadedUnit[] }
   | { type: "transport.connection"; event: ConnectionEvent };

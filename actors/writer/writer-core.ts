@@ -147,7 +147,7 @@ export class WriterCore {
   }
 
   /** Closes the units the writes since the last cut went into (one group commit's). */
-  cutUnits(): void {
+  private cutUnits(): void {
     this.flushQueued = false;
     for (const l of this.ordered) this.shipper.cutUnit(l);
   }

@@ -1,3 +1,4 @@
+import type { TimerArm } from "../../core/index.ts";
 import type { KeyObject } from "node:crypto";
 import type { Clock } from "../../core/index.ts";
 import type { Counters } from "../../core/index.ts";
@@ -50,7 +51,7 @@ export type WriterDispatch = (
     | { type: "nats.status" | "nats.release"; msg: InboundMessage }
     | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
     | { type: "transport.connection"; event: ConnectionEvent }
-    | { type: "timer.arm"; ms: number; event: WriterTimer },
+    | TimerArm<WriterTimer>,
 ) => void;
 
 /** Where one write went: its LSN and, per lane piece, the lane sequence. */
