@@ -23,6 +23,7 @@ const LONGEST_FIRST = [
   "test/sim/weakened-release.test.ts",
   "test/volume/wal-damage.test.ts",
   "test/deploy/deployment.test.ts",
+  "test/deploy/standby-process.test.ts",
   "test/runtime/role-links.test.ts",
   "test/runtime/workload-in-flight.test.ts",
   "test/sim/actor-world.test.ts",

@@ -36,6 +36,7 @@ export { type ControllerConfig, type VolumeTopology, type RepairConfig, type Sta
 export { failuresToRepair, repairIdOf, type FailureToRepair } from "./controller/failure-repairs.ts";
 export { ControllerCore } from "./controller/controller-core.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-ports.ts";
+export { AnnouncedStandbys, StandbyUnavailableError, type AnnouncedStandbysDeps } from "./controller/announced-standbys.ts";
 export { buildEvaluationState, releaseCandidates, type SourceProgress } from "./controller/evaluation-input.ts";
 export { statusDocument } from "./controller/status-document.ts";
 export { repairMachine, RepairState, type RepairReport, type RepairContext, type RepairOutcome, type RepairFailure } from "./repair.machine.ts";

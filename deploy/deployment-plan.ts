@@ -95,7 +95,7 @@ export function roleNats(d: Deployment, region: string): NatsRoleConfig {
 /** The volume's lanes as the writer splits them: declared, or one lane `l…` over every block to the holders it feeds. */
 export function volumeLanes(d: Deployment, v: DeploymentVolume): { lane: string; fromLba: number; toLba: number; holders: string[] }[] {
   if (v.lanes !== undefined) return v.lanes.map((l) => ({ lane: l.lane, fromLba: l.fromLba, toLba: l.toLba, holders: [...l.firstHops] }));
-  const served = d.holders.flatMap((h) => h.lanes.filter((l) => l.volume === v.id).map((l) => ({ holder: h.id, ...l })));
+  const served = d.holders.filter((h) => h.standby !== true).flatMap((h) => h.lanes.filter((l) => l.volume === v.id).map((l) => ({ holder: h.id, ...l })));
   const names = [...new Set(served.map((s) => s.lane))];
   if (names.length !== 1) throw new DeploymentError(`invalid deployment: volumes.${v.id}.lanes: holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`, { path: `volumes.${v.id}.lanes` });
   const firstHops = served.filter((s) => s.upstream.includes(v.writer.id)).map((s) => s.holder);
@@ -207,7 +207,8 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
   for (const c of d.controllers) {
     const v = d.volumes.find((x) => x.id === c.volume)!;
     const spans = spanFile(c.id);
-    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), ...(spans !== undefined ? { spanFile: spans } : {}), controller: controllerConfig(d, c, v, siteOf) }, []);
+    const controller = controllerConfig(d, c, v, siteOf, (h) => hex(holderKeys.get(h)!.publicRaw));
+    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), ...(spans !== undefined ? { spanFile: spans } : {}), controller }, []);
   }
 
   for (const b of d.baseBuilders) {
@@ -243,12 +244,13 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     operatorId: OPERATOR_ID,
     operatorPublicKey: hex(operatorKey().publicRaw),
     controllers: d.controllers.map((c) => ({ id: c.id, publicKey: hex(controllerKey(`controller-${c.id}`).publicRaw) })),
-    holders: d.holders.map((h) => {
+    // Standbys are admitted by their controller when it enlists them, never here.
+    holders: d.holders.filter((h) => h.standby !== true).map((h) => {
       const s = d.sites[h.site]!;
       return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: `${s.region}/${s.az}/${s.host}` };
     }),
     obligations: d.volumes.flatMap((v) =>
-      volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
+      volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
     ),
   };
   files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
@@ -274,11 +276,13 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
  * declared; the data key's authority at the recovery site; the declared scenarios or, by default,
  * each holder's host crashing.
  */
-function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v: DeploymentVolume, siteOf: (id: string) => Site): ControllerConfig {
-  const holders = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
+function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v: DeploymentVolume, siteOf: (id: string) => Site, publicKeyOf: (holder: string) => string): ControllerConfig {
+  const all = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
+  const holders = all.filter((h) => h.standby !== true);
+  const standby = all.filter((h) => h.standby === true);
   const lanes = volumeLanes(d, v).map((l) => l.lane);
   const genesisHolders = v.genesisBases ?? holders.filter((h) => h.residency === "disk").map((h) => h.id);
-  const siteIds = [...new Set([v.writer.site, v.recoverySite, ...holders.map((h) => h.site)])];
+  const siteIds = [...new Set([v.writer.site, v.recoverySite, ...all.map((h) => h.site)])];
   const scenarios: Scenario[] =
     v.scenarios?.map((s) => ({ ...s, losses: s.losses.map((l) => ({ ...l })) })) ??
     holders.map((h) => ({ name: `crash:${h.id}`, losses: [{ domain: `host:${d.sites[h.site]!.host}`, kind: "crash" }], deadlineSec: 3600, required: true }));
@@ -288,12 +292,14 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
     ...(c.evalIntervalMs !== undefined ? { evalIntervalMs: c.evalIntervalMs } : {}),
     admission: c.admission ?? "key-continuity",
     ...(c.coverageRepair !== undefined ? { coverageRepair: c.coverageRepair } : {}),
+    // Standby processes ask to be admitted; the controller takes one only when the key issued here signs the request.
+    ...(standby.length > 0 ? { repair: { standby: standby.map((h) => ({ holderId: h.id, site: h.site, publicKey: publicKeyOf(h.id) })), bandwidthBytesPerSec: d.network.bandwidthBytesPerSec } } : {}),
     topology: {
       volume: v.id,
       lanes,
       writerSite: v.writer.site,
       sites: siteIds.map(siteOf),
-      holderSites: Object.fromEntries(holders.map((h) => [h.id, h.site])),
+      holderSites: Object.fromEntries(all.map((h) => [h.id, h.site])),
       bases: genesisHolders.map((h) => ({ id: `genesis-${h}`, holder: h, cut: Object.fromEntries(lanes.map((l) => [l, 0])), bytes: 0 })),
       keyAuthorities: [{ id: `${v.id}-key-authority`, site: v.recoverySite }],
       // Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's own, when it has one).

@@ -58,6 +58,12 @@ const holderSchema = z.strictObject({
   overrides: z.record(z.string(), z.unknown()).optional(),
   /** On SIGTERM, how long the holder waits for what only its RAM holds to be flushed or released (ms; role default 10000). */
   drainDeadlineMs: z.number().int().nonnegative().optional(),
+  /**
+   * A standby: its process runs from the start, but the bootstrap does not admit it and no lane
+   * sends to it. The volume's controller brings it in (`repair.standby`, keyed with the key issued
+   * here) when a loss leaves a required scenario without a holder to copy to.
+   */
+  standby: z.boolean().optional(),
 });
 
 const workloadSchema = z.strictObject({
@@ -239,6 +245,14 @@ function checkDeployment(d: Deployment): void {
       for (const u of l.downstream) if (!holderIds.has(u)) fail(`holders.${i}.lanes.${j}.downstream`, `unknown holder ${u}`);
     }),
   );
+  const standbys = new Set(d.holders.filter((h) => h.standby === true).map((h) => h.id));
+  const notStandby = (path: string, h: string, why: string) => (standbys.has(h) ? fail(path, `${h} is a standby (${why})`) : h);
+  d.holders.forEach((h, i) => h.lanes.forEach((l, j) => l.downstream.forEach((x) => notStandby(`holders.${i}.lanes.${j}.downstream`, x, "nothing forwards to a holder the log has not admitted"))));
+  d.volumes.forEach((v, i) => {
+    (v.lanes ?? []).forEach((l, j) => l.firstHops.forEach((h) => notStandby(`volumes.${i}.lanes.${j}.firstHops`, h, "the writer sends only to admitted holders")));
+    (v.genesisBases ?? []).forEach((h) => notStandby(`volumes.${i}.genesisBases`, h, "it holds nothing until it is enlisted"));
+  });
+  d.baseBuilders.forEach((b, i) => notStandby(`baseBuilders.${i}.holder`, b.holder, "it holds nothing until it is enlisted"));
   d.volumes.forEach((v, i) => {
     site(`volumes.${i}.writer.site`, v.writer.site);
     region(`volumes.${i}.writer.region`, v.writer.region);

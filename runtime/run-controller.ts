@@ -1,6 +1,6 @@
-import { startController, type Controller } from "../actors/index.ts";
+import { AnnouncedStandbys, startController, type Controller } from "../actors/index.ts";
 import type { ControllerConfig } from "../actors/index.ts";
-import { systemClock } from "../core/index.ts";
+import { Counters, systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
 import { checkControlLogHead, readControlLogHead, writeControlLogHead } from "./control-log-head.ts";
@@ -65,7 +65,10 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     const dir = cfg.stateDir;
     const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, logRegion);
     if (seen !== undefined) await checkControlLogHead(store, seen);
-    const controller = await startController(c, { transport, clock: systemClock, store, ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
+    // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment keyed.
+    const counters = new Counters();
+    const standbys = (c.repair?.standby.length ?? 0) > 0 ? new AnnouncedStandbys({ transport, clock: systemClock, counters, standby: c.repair!.standby, sites: c.topology.sites }) : undefined;
+    const controller = await startController(c, { transport, clock: systemClock, store, counters, ...(standbys ? { repair: standbys } : {}), ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
     const heads = dir === undefined ? undefined : persistHeads(controller, dir, logRegion, seen?.seq ?? 0);
     // `evaluations` is the running total (what `custody ps` and watchers compare between reads); the
     // duration quantiles cover only the evaluations since the previous read.
@@ -83,6 +86,7 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
       async stop() {
         stats.unsubscribe();
         await heads?.stop();
+        standbys?.stop();
         controller.stop();
         await store.close();
         await transport.close();

@@ -11,6 +11,8 @@ export interface LoopbackDeploymentOptions {
   /** A base builder beside the west disk holder (default true). */
   readonly baseBuilder?: boolean;
   readonly extraRegions?: readonly string[];
+  /** A standby disk holder `h-s1` at its own east site (`s-e3`), admitted only when the controller enlists it. */
+  readonly standby?: boolean;
 }
 
 /**
@@ -32,11 +34,13 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       "s-e1": { region: "east", az: "east-az2", host: "e1-host" },
       "s-w1": { region: "west", az: "west-az1", host: "w1-host" },
       "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
+      ...(o.standby ? { "s-e3": { region: "east", az: "east-az3", host: "e3-host" } } : {}),
     },
     network: { bandwidthBytesPerSec: 125_000_000 },
     holders: [
       { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
       { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
+      ...(o.standby ? [{ id: "h-s1", site: "s-e3", region: "east", residency: "disk", standby: true, lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) }] : []),
     ],
     volumes: [
       {

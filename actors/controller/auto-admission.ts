@@ -21,7 +21,8 @@ export interface AutoAdmissionDeps {
  * A holder's new incarnation asks to be admitted. Under the key-continuity policy it is committed
  * when the log already admitted that holder with the same key and failure domain and the
  * incarnation is higher; anything else is counted (`admission_<code>`) and left to an operator.
- * Requests for holders outside this controller's topology (or standby list) are ignored.
+ * Requests for holders outside this controller's topology (or standby list) are ignored, and so are
+ * those of standbys not yet enlisted.
  */
 export class AutoAdmission {
   /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
@@ -33,7 +34,10 @@ export class AutoAdmission {
     let req: AdmissionRequest;
     try {
       req = readAdmissionRequest(msg.data);
-      if (!(req.holderId in this.d.config.topology.holderSites) && !(this.d.config.repair?.standby ?? []).some((x) => x.holderId === req.holderId)) return;
+      const standby = (this.d.config.repair?.standby ?? []).some((x) => x.holderId === req.holderId);
+      if (!(req.holderId in this.d.config.topology.holderSites) && !standby) return;
+      // A standby never admitted asks until it is enlisted: that is the repair launcher's to answer, not a refusal.
+      if (standby && this.d.controlState().holders[req.holderId] === undefined) return;
       checkAutoAdmission(this.d.controlState(), req);
     } catch (err) {
       if (!(err instanceof AdmissionError && err.code === AdmissionRefusal.NotNewer)) this.d.counters.inc(err instanceof CustodyError ? err.code : "admission_malformed");

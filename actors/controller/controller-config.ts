@@ -110,6 +110,12 @@ export interface RetentionAuditConfig {
 export interface StandbyHolder {
   readonly holderId: string;
   readonly site: string;
+  /**
+   * The raw Ed25519 public key (64 hex digits) the deployment issued to this standby. The
+   * production launcher (AnnouncedStandbys) takes a standby only when its admission request is
+   * signed by this key; launchers that start the holder themselves do not need it.
+   */
+  readonly publicKey?: string;
 }
 
 /** How the controller repairs a declared failure. */

@@ -24,6 +24,9 @@ export interface StandbyEnlistmentDeps {
   nudge(): void;
 }
 
+/** Retry intervals a standby whose launch failed is passed over while another candidate remains. */
+const PASS_OVER_RETRIES = 10;
+
 /**
  * Brings a standby holder into service when a required scenario has a coverage gap and no admitted
  * holder can take the copy: every holder that would survive the scenario has already released
@@ -41,6 +44,8 @@ export interface StandbyEnlistmentDeps {
 export class StandbyEnlistment {
   private enlisting: string | undefined;
   private failedAt = -Infinity;
+  /** When each standby's launcher last failed to bring it (see `pick`). */
+  private readonly launchFailedAt = new Map<string, number>();
 
   constructor(
     private readonly d: StandbyEnlistmentDeps,
@@ -63,7 +68,7 @@ export class StandbyEnlistment {
     const s = this.d.controlState();
     const taken = this.d.taken();
     const siteOf = (c: StandbyHolder) => this.d.config.topology.holderSites[c.holderId] ?? c.site;
-    const standby = cfg.standby.find((c) => s.holders[c.holderId] === undefined && !taken.has(c.holderId) && survives(siteOf(c)));
+    const standby = this.pick(cfg.standby.filter((c) => s.holders[c.holderId] === undefined && !taken.has(c.holderId) && survives(siteOf(c))));
     if (standby === undefined) {
       this.d.counters.inc("coverage_enlist_no_standby");
       return;
@@ -98,9 +103,26 @@ export class StandbyEnlistment {
     }
   }
 
+  /**
+   * The first candidate (in configured order) whose launch has not failed in the last
+   * PASS_OVER_RETRIES retry intervals — a standby whose process is down must not block the next
+   * one — else the one that failed longest ago.
+   */
+  private pick(candidates: readonly StandbyHolder[]): StandbyHolder | undefined {
+    const now = this.d.clock.now();
+    const fresh = candidates.find((c) => now - (this.launchFailedAt.get(c.holderId) ?? -Infinity) >= PASS_OVER_RETRIES * this.retryMs);
+    return fresh ?? [...candidates].sort((a, b) => this.launchFailedAt.get(a.holderId)! - this.launchFailedAt.get(b.holderId)!)[0];
+  }
+
   private start(standby: StandbyHolder, launcher: RepairLauncher, lane: string, from: RangeSet): Promise<void> {
     return this.run(async () => {
-      const a = await launcher.prepare(standby);
+      let a;
+      try {
+        a = await launcher.prepare(standby);
+      } catch (err) {
+        this.launchFailedAt.set(standby.holderId, this.d.clock.now());
+        throw err;
+      }
       await this.d.port.admit(a);
       await this.makeResponsible(a.holderId, lane, from);
     });

@@ -161,3 +161,37 @@ test("a standby its controller admitted but died before making responsible is ma
   other.enlistment.resume();
   t.is(other.counters.get("coverage_enlist_resumed"), 0);
 });
+
+test("a standby whose launch failed is passed over for ten retry intervals while another candidate remains; with none left it is tried again", async (t) => {
+  const tried: string[] = [];
+  const w = await world({
+    launcher: {
+      prepare: async (sb) => {
+        tried.push(sb.holderId);
+        if (sb.holderId !== "sb-late") throw new Error("its process is down");
+        return { holderId: sb.holderId, incarnation: 1, publicKey: generateHolderKeyPair().publicKey, failureDomain: "aws/s-vault/r1" };
+      },
+    },
+  });
+  const attempt = async () => {
+    w.clock.advance(2_000);
+    const done = w.done();
+    w.enlistment.enlist("l0", RangeSet.of(6, 24), notEast);
+    await done;
+  };
+  await attempt();
+  await attempt();
+  t.deepEqual(tried, ["sb-vault", "sb-late"], "the down sb-vault does not hold up sb-late");
+  t.is(w.follower.state.holders["sb-late"]?.status, "active");
+
+  // Only sb-vault left (sb-late is admitted now): after its pass-over it is tried again, and then every retryMs.
+  const only = await world({ launcher: { prepare: async (sb) => (tried.push(sb.holderId), Promise.reject(new Error("down"))) }, taken: ["sb-late"] });
+  tried.length = 0;
+  for (let i = 0; i < 3; i++) {
+    only.clock.advance(2_000);
+    const done = only.done();
+    only.enlistment.enlist("l0", RangeSet.of(6, 24), notEast);
+    await done;
+  }
+  t.deepEqual(tried, ["sb-vault", "sb-vault", "sb-vault"]);
+});

@@ -200,3 +200,36 @@ test("a deployment's metrics section takes an OTLP push as a role config does, r
   const bad = t.throws(() => parseDeployment({ ...raw, security: "none", holders: holders.map((h, i) => (i === 0 ? { ...h, metrics: { otlp: { ...otlp, every: 1 } } } : h)) }));
   t.regex(bad!.message, /holders\.0\.metrics\.otlp/);
 });
+
+test("a standby holder gets its config and key like any holder, but the bootstrap admits it to nothing; the controller lists it under repair.standby with the key issued to it", async (t) => {
+  const d = parseDeployment(await loopbackDeployment(tempDir("custody-plan-standby-"), { standby: true }));
+  let n = 0;
+  const keys: KeySource = { holderKey: () => ({ pkcs8: new Uint8Array([++n]), publicRaw: new Uint8Array(32).fill(n) }), dataKey: () => new Uint8Array(32) };
+  let u = 0;
+  const plan = planDeployment(d, "/out", keys, { nkeyUser: () => ({ seed: `SU${++u}`, publicKey: `U${String.fromCharCode(65 + u).repeat(55)}` }), caPem: "CA\n" });
+  t.deepEqual(plan.bootstrap.holders.map((h) => h.id), ["h-e1", "h-w1"]);
+  t.deepEqual(plan.bootstrap.obligations.map((o) => o.holders), [["h-e1", "h-w1"]]);
+  t.truthy(plan.files.find((f) => f.path === "/out/roles/holder-h-s1/holder.key" && f.mode === 0o600));
+  t.truthy(plan.roles.find((r) => r.instance === "holder-h-s1" && r.role === "holder"));
+  const config = (instance: string) => JSON.parse(plan.files.find((f) => f.path === `/out/roles/${instance}/config.json`)!.contents as string) as Record<string, any>;
+  const ctl = config("controller-ctl-1")["controller"];
+  t.deepEqual(ctl.repair, { standby: [{ holderId: "h-s1", site: "s-e3", publicKey: "03".repeat(32) }], bandwidthBytesPerSec: 125_000_000 });
+  t.is(ctl.topology.holderSites["h-s1"], "s-e3", "its receipts count once it is admitted");
+  t.deepEqual(ctl.topology.scenarios.map((s: { name: string }) => s.name), ["crash:h-e1", "crash:h-w1"]);
+  t.deepEqual(ctl.topology.bases.map((b: { holder: string }) => b.holder), ["h-w1"]);
+  t.deepEqual(config("writer-w1")["writer"].lanes[0].holders, ["h-e1", "h-w1"], "the writer never sends to a standby");
+});
+
+test("a standby cannot be a first hop, a downstream, a genesis base or a base builder's holder", async (t) => {
+  const dir = tempDir("custody-plan-standby-bad-");
+  const base = await loopbackDeployment(dir, { standby: true });
+  const refused = (mutate: (d: Record<string, any>) => void) => {
+    const d = structuredClone(base) as Record<string, any>;
+    mutate(d);
+    return t.throws(() => parseDeployment(d))?.message ?? "";
+  };
+  t.regex(refused((d) => (d["volumes"][0]["lanes"] = [{ lane: "l0", fromLba: 0, toLba: 255, firstHops: ["h-e1", "h-s1"] }])), /volumes\.0\.lanes\.0\.firstHops: h-s1 is a standby/);
+  t.regex(refused((d) => (d["holders"][0]["lanes"][0]["downstream"] = ["h-s1"])), /holders\.0\.lanes\.0\.downstream: h-s1 is a standby/);
+  t.regex(refused((d) => (d["volumes"][0]["genesisBases"] = ["h-s1"])), /volumes\.0\.genesisBases: h-s1 is a standby/);
+  t.regex(refused((d) => (d["baseBuilders"] = [{ holder: "h-s1", volume: "vol-d", lane: "l0", intervalMs: 1000, minNewSeqs: 64 }])), /baseBuilders\.0\.holder: h-s1 is a standby/);
+});
