@@ -5,7 +5,7 @@ import type { NatsRoleConfig } from "../runtime/index.ts";
 import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
 import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATOR_NATS_FILE, regionSecurityText, securedNats, type NkeyUserKey } from "./deployment-security.ts";
 import { natsServerConfig, regionUrl } from "./nats-server-config.ts";
-import { writerSigningKey } from "../custody/index.ts";
+import { failureDomainOf, writerSigningKey } from "../custody/index.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
 
 /**
@@ -247,7 +247,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     // Standbys are admitted by their controller when it enlists them, never here.
     holders: d.holders.filter((h) => h.standby !== true).map((h) => {
       const s = d.sites[h.site]!;
-      return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: `${s.region}/${s.az}/${s.host}` };
+      return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: failureDomainOf(s) };
     }),
     obligations: d.volumes.flatMap((v) =>
       volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),

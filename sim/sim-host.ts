@@ -67,10 +67,8 @@ export function standbyId(holderId: string): string {
   return `standby-${holderId}`;
 }
 
-/** The failure domain a holder is admitted with (region/az/host, as the e2e deployment uses). */
-export function failureDomainOf(s: Site): string {
-  return `${s.region}/${s.az}/${s.host}`;
-}
+/** The failure domain a holder is admitted with (custody's one rule). */
+export { failureDomainOf } from "../custody/index.ts";
 
 /**
  * Adds every host of the world to `hosts`: one per holder, then one standby in the vault per

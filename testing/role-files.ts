@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { applyBootstrap, holderRoleConfig, writerRoleConfig } from "../deploy/index.ts";
 import type { ControlLogStore } from "../custody/index.ts";
-import { generateHolderKeyPair } from "../custody/index.ts";
+import { failureDomainOf, generateHolderKeyPair } from "../custody/index.ts";
 import type { Site } from "../policies/index.ts";
 import type { NatsRoleConfig } from "../runtime/index.ts";
 
@@ -43,7 +43,7 @@ export async function bootstrapControlLog(store: ControlLogStore, holders: reado
     controlRegion: store.region,
     operatorId: "operator",
     controllers: [],
-    holders: holders.map((h) => ({ id: h.id, incarnation: 1, publicKey: Buffer.from(h.publicKey).toString("hex"), failureDomain: `${h.site.region}/${h.site.az}/${h.site.host}` })),
+    holders: holders.map((h) => ({ id: h.id, incarnation: 1, publicKey: Buffer.from(h.publicKey).toString("hex"), failureDomain: failureDomainOf(h.site) })),
     obligations: [{ volume: obligation.volume, lane: obligation.lane, holders: holders.map((h) => h.id) }],
   });
 }

@@ -117,10 +117,6 @@ export type HolderConfigInput = z.input<typeof holderConfigSchema>;
 /** Configuration after validation, with every default filled in and the incarnation claimed. */
 export type HolderConfig = z.infer<typeof holderConfigSchema> & { readonly incarnation: number };
 
-/** The failure domain a holder is admitted with: `region/az/host`. */
-export function failureDomainOf(site: { readonly region: string; readonly az: string; readonly host: string }): string {
-  return `${site.region}/${site.az}/${site.host}`;
-}
 
 /** Thrown for an invalid holder configuration; `detail.field` is the dotted path of the first bad field. */
 export class HolderConfigError extends CustodyError {

@@ -14,6 +14,7 @@ import { recoverVolume, type RecoveryBase, type RecoveryResult } from "../../act
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
+import { failureDomainOf } from "../../custody/admission.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { Site } from "../../policies/topology.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
@@ -125,7 +126,7 @@ export interface Deployment {
 }
 
 function admission(keys: KeyRing, holderId: string, s: Site): HolderAdmission {
-  return { holderId, incarnation: 1, publicKey: rawPublicKey(keys.key(holderId, 1)!), failureDomain: `${s.region}/${s.az}/${s.host}` };
+  return { holderId, incarnation: 1, publicKey: rawPublicKey(keys.key(holderId, 1)!), failureDomain: failureDomainOf(s) };
 }
 
 /** Starts holders, a writer and a controller for a fresh volume on the supercluster. */

@@ -12,6 +12,7 @@ import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
+import { failureDomainOf } from "../../custody/admission.ts";
 import type { Site } from "../../policies/topology.ts";
 import { initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
@@ -116,7 +117,7 @@ export async function deploySecured(): Promise<SecuredDeployment> {
   await controller.core.bootstrap(
     all.map((h) => {
       const s = SITES[HOLDERS[h]![0]]!;
-      return { holderId: h, incarnation: 1, publicKey: rawPublicKey(keys.key(h, 1)!), failureDomain: `${s.region}/${s.az}/${s.host}` };
+      return { holderId: h, incarnation: 1, publicKey: rawPublicKey(keys.key(h, 1)!), failureDomain: failureDomainOf(s) };
     }),
     all,
   );
