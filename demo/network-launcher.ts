@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CustodyError } from "../core/index.ts";
 import { natsRoleSchema, type NatsRoleConfig } from "../runtime/index.ts";
-import { freePort } from "../testing/index.ts";
+import { custodyCommand, freePort } from "../testing/index.ts";
 import { custodyDeploymentOf, type RegionPortSet } from "./custody-deployment.ts";
 import { loadDeployment, type Deployment } from "./deployment.ts";
 import { startRegions, type RegionEndpoint } from "./nats-launcher.ts";
@@ -62,7 +62,8 @@ export function makeRunDir(root = join(REPO_ROOT, "runs")): string {
 /** Runs `custody <args>` as a registered child (log in `logs/<name>.log`); resolves with its stdout, throws CustodyCommandError on a non-zero exit. */
 async function custody(registry: ProcessRegistry, runDir: string, name: string, args: readonly string[]): Promise<string> {
   const logPath = join(runDir, "logs", `${name}.log`);
-  const p = registry.spawn(name, process.execPath, ["--import", "tsx", join(REPO_ROOT, "cli", "main.ts"), ...args], { logPath, cwd: REPO_ROOT });
+  const c = custodyCommand(args);
+  const p = registry.spawn(name, c.command, c.args, { logPath, cwd: REPO_ROOT });
   const code = await p.exited;
   const out = readFileSync(logPath, "utf8");
   if (code !== 0) throw new CustodyCommandError(`custody ${args[0]} exited ${String(code)}: ${out.slice(-2000)}`, { command: args[0], code });
@@ -103,7 +104,10 @@ export async function launchNetwork(registry: ProcessRegistry, deploymentPath: s
   await custody(registry, runDir, "custody-bootstrap", ["bootstrap", join(initDir, "bootstrap.json"), "--server", regions[d.controller.region]!.url, "--json"]);
 
   const roles = new Map(index.roles.map((r) => [r.instance, r]));
-  const start = (r: RoleInstance) => registry.spawn(r.instance, process.execPath, ["--import", "tsx", join(REPO_ROOT, "cli", "main.ts"), "run", r.role, "--config", r.config], { logPath: join(runDir, "logs", `${r.instance}.log`), cwd: REPO_ROOT });
+  const start = (r: RoleInstance) => {
+    const c = custodyCommand(["run", r.role, "--config", r.config]);
+    return registry.spawn(r.instance, c.command, c.args, { logPath: join(runDir, "logs", `${r.instance}.log`), cwd: REPO_ROOT });
+  };
   // As a supervisor would (systemd's Restart=on-failure): a role whose start failed (on a loaded
   // machine a connect or JetStream request can time out) is started again, a new incarnation.
   const serve = async (r: RoleInstance) => {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { reapOnExit } from "./child-reaper.ts";
+import { custodyCommand } from "./custody-command.ts";
 
 /** How a child ended: its exit code, or the signal that killed it. */
 export interface Ended {
@@ -32,7 +33,8 @@ export class DeployedProcess {
 
   /** `custody run <role> --config FILE` as a child of this test. */
   static role(name: string, role: string, config: string): DeployedProcess {
-    return new DeployedProcess(name, process.execPath, ["--import", "tsx", "cli/main.ts", "run", role, "--config", config]);
+    const c = custodyCommand(["run", role, "--config", config]);
+    return new DeployedProcess(name, c.command, c.args);
   }
 
   get pid(): number {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { reapOnExit } from "./child-reaper.ts";
+import { custodyCommand } from "./custody-command.ts";
 
 /**
  * One role process (`custody run <role> --config FILE`) under a small supervisor, as a deployment
@@ -41,7 +42,8 @@ export class RoleProcess {
   }
 
   private startOnce(): Promise<Record<string, unknown>> {
-    const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", this.role, "--config", this.configFile], { cwd: this.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const c = custodyCommand(["run", this.role, "--config", this.configFile]);
+    const child = spawn(c.command, c.args, { cwd: this.cwd, stdio: ["ignore", "pipe", "pipe"] });
     reapOnExit(child);
     this.child = child;
     if (child.pid !== undefined) this.pids.push(child.pid);

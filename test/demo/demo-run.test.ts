@@ -17,6 +17,13 @@ import { loadDeployment } from "../../demo/deployment.ts";
 import { pidAlive } from "../../demo/process-registry.ts";
 import type { TraceNode, TraceTree } from "../../demo/trace-tree.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
+
+/** `custody <args>` as run() takes it. */
+const custodyLine = (args: string[]): [string, string[]] => {
+  const c = custodyCommand(args);
+  return [c.command, c.args];
+};
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -162,7 +169,7 @@ test.serial("custody trace rebuilds a unit's tree from the processes' spans: a c
   // A unit the waypoint forwarded to Europe well before the strike: Europe trails the writer by
   // seconds behind its slow ocean leg (more on a loaded machine), so take one from the first quarter.
   const seq = Math.max(1, Math.floor(result.scenarios.find((s) => s.volume === "vol-demo")!.recovered_cut / 4));
-  const out = await run(process.execPath, ["--import", "tsx", "cli/main.ts", "trace", `vol-demo:${seq}`, "--run", result.runDir, "--json"], 60_000);
+  const out = await run(...custodyLine(["trace", `vol-demo:${seq}`, "--run", result.runDir, "--json"]), 60_000);
   t.is(out.code, 0, out.stderr);
   const tree = JSON.parse(out.stdout.trim().split("\n").pop()!) as TraceTree;
   const root = tree.roots.find((r) => r.name === "writer.write");
@@ -189,7 +196,7 @@ test.serial("custody trace rebuilds a unit's tree from the processes' spans: a c
   t.true(receipts.length >= 1);
   // A receipt id leads back to the same unit's trace.
   const id = /receipt id ([0-9a-f]{16})/.exec(receipts[0]!.detail)![1]!;
-  const again = await run(process.execPath, ["--import", "tsx", "cli/main.ts", "trace", id, "--run", result.runDir, "--json"], 60_000);
+  const again = await run(...custodyLine(["trace", id, "--run", result.runDir, "--json"]), 60_000);
   t.is(again.code, 0, again.stderr);
   t.true((JSON.parse(again.stdout.trim().split("\n").pop()!) as TraceTree).roots.some((r) => r.name === "writer.write"));
 });

@@ -9,6 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { STOP_DEADLINE_MS, stopWithin } from "../../cli/commands/run.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 import { startNatsServer } from "../helpers/index.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
@@ -31,7 +32,8 @@ test("a holder whose NATS connection closes for good exits 2 with connection_los
   const holder = { ...e2eHolderConfig("h-lost", site("s-1", "r1", "az1"), "vol-lost", [{ lane: "l0", upstream: ["w1"] }]), incarnation: undefined };
   const cfg = { role: "holder", nats: { servers: server.url, maxReconnectAttempts: 2, reconnectTimeWaitMs: 200 }, controlRegion: "r-lost", stateDir: join(dir, "state"), keyFile, holder };
   writeFileSync(join(dir, "h.json"), JSON.stringify(cfg));
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", "holder", "--config", join(dir, "h.json")], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const c = custodyCommand(["run", "holder", "--config", join(dir, "h.json")]);
+  const child = spawn(c.command, c.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
 import { freePort } from "../../testing/nats-server.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
@@ -32,7 +33,8 @@ test.serial("custody run holder with a metrics port prints the endpoint in its r
   await (await initJetStreamControlLog(nc, { region: cfg.controlRegion })).log.close();
   await closeNats(nc);
   writeFileSync(join(dir, "h.json"), JSON.stringify(cfg));
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", "holder", "--config", join(dir, "h.json")], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const c = custodyCommand(["run", "holder", "--config", join(dir, "h.json")]);
+  const child = spawn(c.command, c.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");

@@ -3,12 +3,15 @@ import { spawnSync } from "node:child_process";
 import { mkdtemp, open as openFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { custodyCommand } from "../../testing/index.ts";
 import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, VolumeFiles, WalDamagedError } from "../../volume/index.ts";
 
 // Issue #16 item 4 on real files with real fdatasync. Write i (0-based) goes to LBA i mod 1000 with
 // its own bytes, so LSN 1023 is LBA 22, LSN 1024 is LBA 23 and LSN 1025 is LBA 24.
-const MAIN = new URL("../../cli/main.ts", import.meta.url).pathname;
-const custody = (...args: string[]) => spawnSync(process.execPath, ["--import", "tsx", MAIN, "volume", ...args], { encoding: "utf8" });
+const custody = (...args: string[]) => {
+  const c = custodyCommand(["volume", ...args]);
+  return spawnSync(c.command, c.args, { encoding: "utf8" });
+};
 const lastJson = (out: string) => JSON.parse(out.trim().split("\n").pop()!);
 const dataOf = (i: number) => {
   const b = new Uint8Array(BLOCK_SIZE);
