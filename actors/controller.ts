@@ -1,6 +1,6 @@
 import { createActor, waitFor, type Actor } from "xstate";
 import { CustodyError, type Counters } from "../core/index.ts";
-import type { ControlState, Holding } from "../custody/index.ts";
+import type { ControlState, Holding, HoldingFilter } from "../custody/index.ts";
 import type { VolumeStatus } from "../protocol/index.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
@@ -19,7 +19,7 @@ export interface Controller {
   /** The latest status document (undefined before the first evaluation). */
   status(): VolumeStatus | undefined;
   /** Every holder's verified receipted custody in the ledger. */
-  holdings(): readonly Holding[];
+  holdings(filter?: HoldingFilter): readonly Holding[];
   /** Durations (ms) of the evaluations since the previous call. */
   takeEvalDurations(): number[];
   /** Asks for an evaluation round at the next interval even if nothing changed. */
@@ -54,7 +54,7 @@ export async function startController(config: ControllerConfig, ports: Controlle
     counters: core.counters,
     controlState: () => core.follower.state,
     status: () => core.status,
-    holdings: () => core.ledger.holdings(),
+    holdings: (filter) => core.ledger.holdings(filter),
     takeEvalDurations: () => core.takeEvalDurations(),
     evaluateSoon: () => a.send({ type: "evaluate.now" }),
     stop: () => {

@@ -67,6 +67,7 @@ export {
   ReceiptLedger,
   type CoverageQuery,
   type Holding,
+  type HoldingFilter,
   type LedgerApplyResult,
   type LedgerSnapshot,
   type ReceiptLedgerOptions,

@@ -19,6 +19,14 @@ export interface ReceiptLedgerOptions {
 }
 
 /** One holder's current, verified statement for one (volume, lane, obligation, residency). */
+/** Which holdings `ReceiptLedger.holdings` returns: every field given must match. */
+export interface HoldingFilter {
+  readonly volume?: string;
+  readonly lane?: string;
+  readonly holderId?: string;
+  readonly obligationId?: string;
+}
+
 export interface Holding {
   readonly holderId: string;
   readonly incarnation: number;
@@ -216,7 +224,7 @@ export class ReceiptLedger {
   }
 
   /** Current holdings, optionally filtered, sorted by holder, volume, lane, obligation, residency. */
-  holdings(filter: { volume?: string; lane?: string; holderId?: string; obligationId?: string } = {}): Holding[] {
+  holdings(filter: HoldingFilter = {}): Holding[] {
     const now = this.opts.clock.now();
     const out: Holding[] = [];
     for (const key of [...this.entries.keys()].sort()) {

@@ -51,11 +51,11 @@ for (const kill of [false, true]) {
     const { heads } = await rig.writer.sync("az-loss", 60_000);
     t.is(heads[LANE], WRITES);
     for (const h of holders) {
-      await eventually(() => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.retained.covers(1, WRITES), `${h.holder.id} holds 1-${WRITES}`, 30_000);
-      t.is(h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.retained.toString(), RangeSet.of(1, WRITES).toString());
+      await eventually(() => h.holder.lane(VOLUME, LANE)!.retained.covers(1, WRITES), `${h.holder.id} holds 1-${WRITES}`, 30_000);
+      t.is(h.holder.lane(VOLUME, LANE)!.retained.toString(), RangeSet.of(1, WRITES).toString());
       t.true(h.holder.counters.get("connection_reconnected") >= 1, `${h.holder.id} saw the reconnect`);
     }
-    t.true(rig.writer.core.counters.get("connection_reconnected") >= 1);
-    t.log(`writer retransmits ${rig.writer.core.counters.get("retransmit")}, holder credit refusals ${holders.map((h) => h.holder.counters.get("stale_credit_window")).join("/")}`);
+    t.true(rig.writer.counters.get("connection_reconnected") >= 1);
+    t.log(`writer retransmits ${rig.writer.counters.get("retransmit")}, holder credit refusals ${holders.map((h) => h.holder.counters.get("stale_credit_window")).join("/")}`);
   });
 }

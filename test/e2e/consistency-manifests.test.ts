@@ -109,10 +109,10 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
   });
   t.teardown(() => rig.close());
 
-  const scenario = (name: string) => controller.core.status?.scenarios.find((s) => s.name === name);
+  const scenario = (name: string) => controller.status()?.scenarios.find((s) => s.name === name);
   const cutOf = (name: string) => Object.fromEntries(scenario(name)?.cut ?? []) as Record<string, number>;
   const kept = (h: typeof hA, lane: string) => h.holder.core.lanes.get(`${VOLUME}/${lane}`)!.manifests.entries();
-  const retained = (h: typeof hA, lane: string) => h.holder.core.lanes.get(`${VOLUME}/${lane}`)!.obligations.retained;
+  const retained = (h: typeof hA, lane: string) => h.holder.lane(VOLUME, lane)!.retained;
   /**
    * Writes alternate between the lanes, starting on lane b (so no cut after an earlier phase keeps
    * that phase's lane b head); the last one spans both (its LSN's cut is unique to it).
@@ -161,5 +161,5 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
   await controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "h-b2", holderIds: ["h-b2"] }));
   await eventually(() => sameCut(cutOf(WRITER_LOST), { a: 0, b: 0 }), "with no lane-b holder left the cut is the base", 10_000, () => JSON.stringify(scenario(WRITER_LOST)));
   t.like(scenario(WRITER_LOST), { manifest: null, base: "genesis" });
-  t.true(hA.holder.core.counters.get("manifest_kept") > 0 && rig.writer.core.counters.get("manifest_shipped") > 0);
+  t.true(hA.holder.counters.get("manifest_kept") > 0 && rig.writer.counters.get("manifest_shipped") > 0);
 });

@@ -48,7 +48,7 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) >= acked);
   const writes = [...d.writer.writes];
   const ackedLsn = Math.max(...writes.map((w) => w.lsn));
-  await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= acked, "controller saw the writer's progress", 5000);
+  await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= acked, "controller saw the writer's progress", 5000);
   t.deepEqual(d.controller.core.repairs, [], "no failure declared, no repair");
 
   // The writer's AZ dies: the writer and its same-AZ holder. The test only declares the failure.
@@ -64,18 +64,18 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   t.true((rep!.copiedBytes ?? 0) > 0);
   t.true(rep!.estimateMs !== null && rep!.estimateMs !== undefined && rep!.measuredMs !== undefined && rep!.measuredMs < rep!.estimateMs, "measured repair time is within the policy estimate");
   const e3 = d.holders.get("h-e3")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
-  const o = d.controller.core.follower.state.obligations[`${d.volume}-${LANE}`]!;
+  const o = d.controller.controlState().obligations[`${d.volume}-${LANE}`]!;
   const missing = o.responsible["h-e3"] ?? RangeSet.EMPTY;
   t.false(missing.isEmpty, "the replacement took over the failed holder's responsibility in the control log");
   t.true(e3.log.retained.coversAll(missing), "and holds every range it is now responsible for");
-  await eventually(() => d.controller.core.status?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "done") ?? false, "the status document reports the repair", 5000);
+  await eventually(() => d.controller.status()?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "done") ?? false, "the status document reports the repair", 5000);
 
   // A restarted controller replays the log: the completed repair is not started again.
   const again = await d.restartController();
   again.evaluateSoon();
-  await eventually(() => (again.core.counters.get("evaluations") ?? 0) >= 2, "the restarted controller evaluated", 5000);
+  await eventually(() => (again.counters.get("evaluations") ?? 0) >= 2, "the restarted controller evaluated", 5000);
   t.deepEqual(again.core.repairs, [], "a repaired failure is not repaired twice");
-  t.is(again.core.counters.get("repair_started") ?? 0, 0);
+  t.is(again.counters.get("repair_started") ?? 0, 0);
 
   // Recovery at US-West from what survives (the writer's AZ is gone).
   const { dir, result } = await d.recover("s-usw", d.survivors());
@@ -92,7 +92,7 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
   // which is the network healing, not the prediction being wrong. This test is about the prediction.
   const d = await deploy(t.context.supercluster, "vol-ew", "use-ew", { coverageRepair: { graceMs: 600_000 } });
   t.context.defer(() => d.stop());
-  const eu = () => d.controller.core.ledger.holdings({ holderId: "h-eu", lane: LANE }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  const eu = () => d.controller.holdings({ holderId: "h-eu", lane: LANE }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
 
   // Phase 1, then Europe materializes a base at cut c0 from its own WAL copy.
   await writeSome(d, 30, 2);
@@ -111,7 +111,7 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   const writes = [...d.writer.writes];
   const njLane = d.holders.get("h-nj")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
-  await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the head", 5000);
+  await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the head", 5000);
   let seen = "";
   let since = Date.now();
   await eventually(() => {
@@ -120,9 +120,9 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
     return Date.now() - since > 300 && eu().coversAll(njLane.log.retained);
   }, "the waypoint stopped receiving and Europe caught up with it", 10_000);
   d.controller.evaluateSoon();
-  const before = d.controller.core.status!.asOfMs;
-  await eventually(() => d.controller.core.status!.asOfMs > before, "a fresh evaluation", 5000);
-  const status = d.controller.core.status!;
+  const before = d.controller.status()!.asOfMs;
+  await eventually(() => d.controller.status()!.asOfMs > before, "a fresh evaluation", 5000);
+  const status = d.controller.status()!;
   const predicted = status.scenarios.find((s) => s.name === "US-East and US-West lost")!;
   const timeline = status.scenarios.find((s) => s.kind === "timeline")!;
   t.log(`predicted before failures: scenario ${JSON.stringify(predicted.cut)} via ${predicted.contributors.join(",")}; timeline ${JSON.stringify(timeline.cut)}`);
@@ -161,10 +161,10 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
   // Failover: the new history's relation to the recovered cut goes into the control log.
   // Say recovery chose a cut 3 below the old head: the new term still starts above every old-term
   // sequence any holder receipted, so old and new units can never share a sequence.
-  await eventually(() => d.controller.core.ledger.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(cut)), "controller has the receipts", 5000);
+  await eventually(() => d.controller.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(cut)), "controller has the receipts", 5000);
   const plan = await commitFailover(d.controller.core, d.volume, [LANE], 2, { [LANE]: cut - 3 });
   t.is(plan.firstSeq[LANE], cut + 1, "sequences between the recovered cut and the old head are abandoned");
-  const recorded = d.controller.core.follower.state.obligations[`${d.volume}-${LANE}-term2`]!;
+  const recorded = d.controller.controlState().obligations[`${d.volume}-${LANE}-term2`]!;
   t.true(recorded.responsible["h-w"]!.has(cut + 1), "the control log records where term 2 starts");
   const w2 = await launchWriter({
     url: d.urls["us-east"]!,
@@ -207,8 +207,8 @@ test.serial("the controller commits releases, holders recycle them, and every co
   const d = await deploy(t.context.supercluster, "vol-rel", "use-rel");
   t.context.defer(() => d.stop());
   const started = Date.now();
-  const evals0 = d.controller.core.counters.get("evaluations");
-  const batches0 = d.controller.core.counters.get("receipt_batches");
+  const evals0 = d.controller.counters.get("evaluations");
+  const batches0 = d.controller.counters.get("receipt_batches");
   await writeSome(d, 60, 5);
   await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
   await eventually(() => d.controller.core.audits.length > 0, "a release was committed", 5000);
@@ -216,14 +216,14 @@ test.serial("the controller commits releases, holders recycle them, and every co
   const n = checkReleases(t, d);
   t.true(n > 0);
   for (const a of d.controller.core.audits) t.true(["h-e1", "h-e2"].includes(a.request.holder), "only RAM tiers shed custody");
-  const c = d.controller.core.counters;
+  const c = d.controller.counters;
   const evals = c.get("evaluations") - evals0;
   const batches = c.get("receipt_batches") - batches0;
   t.log(`${n} releases committed; ${c.get("release_denied")} candidates refused; ${evals} evaluations for ${batches} receipt batches in ${Date.now() - started} ms`);
   // Evaluation is batched and rate-bounded (one per 50 ms interval at most), never per receipt.
   t.true(evals <= Math.ceil((Date.now() - started) / 50) + 2);
   t.true(batches > evals);
-  const status = d.controller.core.status!;
+  const status = d.controller.status()!;
   t.is(status.scenarios.length, 4);
   t.true(status.scenarios.filter((s) => s.required).every((s) => s.cut !== null && s.meetsDeadline));
 });
@@ -233,7 +233,7 @@ test.serial("a forged receipt batch is refused by the controller and the writer,
   t.context.defer(() => d.stop());
   await d.writer.write(0, blockData(1));
   await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
-  const wRetained = () => d.controller.core.ledger.holdings({ holderId: "h-w" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  const wRetained = () => d.controller.holdings({ holderId: "h-w" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
   await eventually(() => wRetained().has(1), "the controller has US-West's genuine receipt", 5000);
   const subject = receiptSubject(d.volume, LANE);
   const receipt = makeReceipt({
@@ -255,7 +255,7 @@ test.serial("a forged receipt batch is refused by the controller and the writer,
   const batch = makeReceiptBatch({ volume: d.volume, lane: LANE, subject }, { holderId: "h-w", incarnation: 1 }, Date.now(), [receipt]);
   const forged = signReceiptBatch(batch, generateHolderKeyPair().privateKey);
   d.writer.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: forged.body, signature: forged.signature }));
-  await eventually(() => d.controller.core.counters.get("receipt_bad_signature") >= 1 && d.writer.writer.core.counters.get("receipt_bad_signature") >= 1, "both refused the forgery", 5000);
+  await eventually(() => d.controller.counters.get("receipt_bad_signature") >= 1 && d.writer.writer.counters.get("receipt_bad_signature") >= 1, "both refused the forgery", 5000);
   t.is(wRetained().max, 1, "the forged claim on 1..10000 never entered the ledger");
   t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 10_000);
 });
@@ -283,14 +283,14 @@ test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) lo
   const acked = ackLines(w.ackLog);
   const head = Math.max(...acked.map((a) => a.seq));
   t.is(acked.length, 40, "every write was acknowledged under the AZ contract before the failure");
-  const e1Retained = () => d.controller.core.ledger.holdings({ holderId: "h-e1" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  const e1Retained = () => d.controller.holdings({ holderId: "h-e1" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
   await eventually(() => e1Retained().covers(1, head), "the same-AZ holder process receipted everything", 5000);
 
   t.is(await killed(w.process.child), "SIGKILL");
   t.is(await killed(e1), "SIGKILL");
   const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
   // This controller has no repair section: it reports the failure instead of repairing it.
-  await eventually(() => d.controller.core.status?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "needed") ?? false, "the status document reports 'repair needed'", 5000);
+  await eventually(() => d.controller.status()?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "needed") ?? false, "the status document reports 'repair needed'", 5000);
   const replacement = await d.startReplacement("h-e3", "s-e3");
   const report = await runRepair({
     repairId: "repair-kill",

@@ -18,7 +18,7 @@ test.serial("a failover commits the recovered cut, the old head above it and the
   t.context.defer(() => d.stop());
   for (let i = 0; i < 12; i++) await d.writer.write((i * 5) % BLOCKS, blockData(100 + i));
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
-  await eventually(() => d.controller.core.ledger.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(head)), "controller has the receipts", 5000);
+  await eventually(() => d.controller.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(head)), "controller has the receipts", 5000);
 
   const plan = await commitFailover(d.controller.core, d.volume, [LANE], 2, { [LANE]: head - 4 });
   t.deepEqual(plan.oldHead, { [LANE]: head });
@@ -27,7 +27,7 @@ test.serial("a failover commits the recovered cut, the old head above it and the
   const fo = log.find((e) => e.seq === plan.failoverSeq[LANE])!;
   t.like(fo.event, { type: "commit_failover", volume: d.volume, lane: LANE, term: 2, recoveredCut: head - 4, oldHead: head, firstSeq: head + 1 });
   t.true(fo.seq < plan.controlSeq[LANE]!, "recorded before the new term's obligation");
-  t.like(d.controller.core.follower.state.failovers?.[`${d.volume}/${LANE}`], { term: 2, recoveredCut: head - 4, oldHead: head });
+  t.like(d.controller.controlState().failovers?.[`${d.volume}/${LANE}`], { term: 2, recoveredCut: head - 4, oldHead: head });
 
   const again = await commitFailover(d.controller.core, d.volume, [LANE], 2, { [LANE]: head }).catch((e: { code?: string }) => e);
   t.is((again as { code?: string }).code, "failover_order");

@@ -226,13 +226,13 @@ test.serial("a SIGKILLed mid-chain RAM holder comes back as a new, admitted inca
   const head2 = await r.write(30); // written while h2 is down: h1 keeps them, h3 gets nothing
   const again = await r.start("h2");
   t.is(again.ready.incarnation, 2, "the restart claimed a new incarnation from its state directory");
-  await eventually(() => r.controller.core.follower.state.holders.h2?.incarnation === 2, "the controller admitted h2#2 (key continuity)", 20_000);
+  await eventually(() => r.controller.controlState().holders.h2?.incarnation === 2, "the controller admitted h2#2 (key continuity)", 20_000);
   await eventually(() => r.cut(ONLY_H2) >= head2, `the cut resting on h2 alone is back at the writer's head ${head2}`, 30_000);
-  const h2 = r.controller.core.ledger.holdings({ holderId: "h2" });
+  const h2 = r.controller.holdings({ holderId: "h2" });
   t.true(h2.every((h) => h.incarnation === 2), "only the admitted incarnation counts");
   t.true(h2.reduce((a, h) => a.union(h.retained), RangeSet.EMPTY).covers(1, head2));
-  t.true(r.controller.core.counters.get("admission_committed") >= 1);
-  t.log(`coverage copies: ${r.controller.core.counters.get("coverage_copy_started")}, units copied ${r.controller.core.counters.get("coverage_copied_units")}`);
+  t.true(r.controller.counters.get("admission_committed") >= 1);
+  t.log(`coverage copies: ${r.controller.counters.get("coverage_copy_started")}, units copied ${r.controller.counters.get("coverage_copied_units")}`);
 });
 
 test.serial("a SIGKILLed disk holder re-receipts its spilled ranges under its new incarnation, and a recovery reads them from it byte-exact", async (t) => {
@@ -248,9 +248,9 @@ test.serial("a SIGKILLed disk holder re-receipts its spilled ranges under its ne
   await killed(r.children.get("h3")!);
   const again = await r.start("h3");
   t.is(again.ready.incarnation, 2);
-  await eventually(() => r.controller.core.follower.state.holders.h3?.incarnation === 2, "h3#2 admitted", 20_000);
+  await eventually(() => r.controller.controlState().holders.h3?.incarnation === 2, "h3#2 admitted", 20_000);
   await eventually(
-    () => r.controller.core.ledger.holdings({ holderId: "h3" }).some((h) => h.incarnation === 2 && h.residency === "disk" && h.retained.covers(1, head)),
+    () => r.controller.holdings({ holderId: "h3" }).some((h) => h.incarnation === 2 && h.residency === "disk" && h.retained.covers(1, head)),
     "h3#2 receipts the recovered spill records at disk residency",
     20_000,
   );
@@ -300,9 +300,9 @@ test.serial("a restart with a new key is left to the operator: refused automatic
   writeFileSync(cfg.keyFile, kp.privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
   const again = await r.start("h2");
   t.is(again.ready.incarnation, 2);
-  await eventually(() => r.controller.core.counters.get("admission_key_changed") >= 1, "the controller refused the automatic admission", 20_000);
-  t.is(r.controller.core.follower.state.holders.h2?.incarnation, 1);
-  t.false(r.controller.core.ledger.holdings({ holderId: "h2" }).some((h) => h.incarnation === 2), "receipts of the unadmitted incarnation count for nothing");
+  await eventually(() => r.controller.counters.get("admission_key_changed") >= 1, "the controller refused the automatic admission", 20_000);
+  t.is(r.controller.controlState().holders.h2?.incarnation, 1);
+  t.false(r.controller.holdings({ holderId: "h2" }).some((h) => h.incarnation === 2), "receipts of the unadmitted incarnation count for nothing");
 
   const admit = spawn(
     process.execPath,
@@ -314,5 +314,5 @@ test.serial("a restart with a new key is left to the operator: refused automatic
   const code = await new Promise<number | null>((resolve) => admit.on("exit", resolve));
   t.is(code, 0);
   t.like(JSON.parse(out.trim().split("\n").at(-1)!), { admitted: "h2", incarnation: 2 });
-  await eventually(() => r.controller.core.ledger.holdings({ holderId: "h2" }).some((h) => h.incarnation === 2 && h.retained.covers(1, head)), "h2#2's receipts count once admitted", 20_000);
+  await eventually(() => r.controller.holdings({ holderId: "h2" }).some((h) => h.incarnation === 2 && h.retained.covers(1, head)), "h2#2's receipts count once admitted", 20_000);
 });

@@ -45,7 +45,7 @@ test.serial("a PITR pin placed with `custody hold pin` keeps ranges at the pinne
   await eventually(() => releasedAt(d, "h-e2").intersects(RangeSet.of(1, 30)) && !releasedAt(d, "h-e1").isEmpty, "releases at both RAM tiers", 10_000, () => `h-e1 ${releasedAt(d, "h-e1")} h-e2 ${releasedAt(d, "h-e2")}`);
   // ... while h-e1 releases only what the pin does not hold, and keeps 1-30.
   t.false(releasedAt(d, "h-e1").intersects(RangeSet.of(1, 30)), `h-e1 released ${releasedAt(d, "h-e1")}`);
-  t.true(d.holders.get("h-e1")!.holder.core.lanes.get(`vol-pin/${LANE}`)!.obligations.retained.coversAll(RangeSet.of(1, 30)));
+  t.true(d.holders.get("h-e1")!.holder.lane("vol-pin", LANE)!.retained.coversAll(RangeSet.of(1, 30)));
   const listed = await cli(["hold", "list", ...conn, "--json"]);
   t.is(JSON.parse(listed.stdout).holds.length, 1);
 
@@ -78,8 +78,8 @@ test.serial("a registered recovery keeps what it reads at its sources until it e
   const dead = await registerRecovery(d.urls["us-east"]!, "use-rec", { volume: "vol-rec", cut: { [LANE]: 70 }, sources: [], leaseMs: 1_500, by: "a recovery that dies" });
   t.context.defer(() => dead.end());
   t.is(dead.holdIds.length, 1);
-  await eventually(() => d.controller.core.counters.get("hold_expired.recovery") === 1, "the controller ended the overdue hold", 15_000);
-  t.deepEqual(Object.keys(d.controller.core.follower.state.holds), []);
+  await eventually(() => d.controller.counters.get("hold_expired.recovery") === 1, "the controller ended the overdue hold", 15_000);
+  t.deepEqual(Object.keys(d.controller.controlState().holds), []);
 });
 
 
@@ -98,7 +98,7 @@ test.serial("a `custody recover` in flight blocks the release of what it reads u
   await writeSome(d, 40, 7);
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   const scenario = "AZ use1-az1 lost";
-  const sc = () => d.controller.core.status?.scenarios.find((s) => s.name === scenario);
+  const sc = () => d.controller.status()?.scenarios.find((s) => s.name === scenario);
   await eventually(() => sc()?.contributors.includes("h-w") === true && (sc()?.cut?.[0]?.[1] ?? 0) >= head, "h-w contributes the AZ scenario's cut", 10_000, () => JSON.stringify(sc()));
 
   // The recovery's source is slow: h-w is stopped, so the read waits (it is answered once h-w continues).
@@ -108,12 +108,12 @@ test.serial("a `custody recover` in flight blocks the release of what it reads u
   writeFileSync(keyFile, Buffer.from(d.authority.dataKey(d.volume, "cli-recovery")).toString("hex"));
   const dir = join(tempDir("custody-clirec-"), "vol");
   const recovery = cli(["recover", "--volume", d.volume, "--scenario", scenario, "--to", "s-usw", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, ...conn, "--timeout", "120000", "--json"]);
-  await eventually(() => Object.values(d.controller.core.follower.state.holds).some((h) => h.kind === "recovery"), "the recovery registered its read", 20_000);
+  await eventually(() => Object.values(d.controller.controlState().holds).some((h) => h.kind === "recovery"), "the recovery registered its read", 20_000);
   t.is((await cli(["hold", "end", ...conn, "--id", "pin-first"])).code, 0);
   // Releases go on meanwhile: the other RAM tiers let the first writes go ...
   await eventually(() => releasedAt(d, "h-e2").intersects(RangeSet.of(1, head)), "h-e2 releases once the pin ended", 15_000);
-  const rounds = d.controller.core.counters.get("evaluations");
-  await eventually(() => d.controller.core.counters.get("evaluations") >= rounds + 20, "more evaluation rounds", 15_000);
+  const rounds = d.controller.counters.get("evaluations");
+  await eventually(() => d.controller.counters.get("evaluations") >= rounds + 20, "more evaluation rounds", 15_000);
   // ... while h-w, which the recovery reads, keeps them.
   t.false(releasedAt(d, "h-w").intersects(RangeSet.of(1, head)), `h-w released ${releasedAt(d, "h-w")} while the recovery read it`);
 

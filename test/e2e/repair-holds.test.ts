@@ -19,7 +19,7 @@ test.serial("a repair holds what it reads in the control log from before its cop
   t.context.defer(() => d.stop());
   for (let i = 0; i < 40; i++) await d.writer.write((i * 13) % BLOCKS, blockData(7000 + i));
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
-  await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the writes", 5000);
+  await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the writes", 5000);
   await d.kill("h-e1");
   const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
   await eventually(() => d.controller.core.repairs.some((r) => r.failureSeq === failureSeq && r.state === "done"), "the repair finished", 20_000, () => JSON.stringify(d.controller.core.repairs));
@@ -38,5 +38,5 @@ test.serial("a repair holds what it reads in the control log from before its cop
   t.true(placed!.seq < activated.seq && activated.seq < ended!.seq, "placed before the copy, ended after the replacement took over");
   const during = log.filter((e) => e.seq > placed!.seq && e.seq < ended!.seq && (e.event.type === "release_ranges" || e.event.type === "release_to_base") && e.event.ranges.intersects(hold!.ranges));
   t.deepEqual(during.map((e) => e.seq), [], "no release of what the repair read while it read");
-  t.deepEqual(Object.keys(d.controller.core.follower.state.holds), []);
+  t.deepEqual(Object.keys(d.controller.controlState().holds), []);
 });

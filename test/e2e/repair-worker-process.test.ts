@@ -41,7 +41,7 @@ test.serial("a repair handed to a repair worker in another process (custody run 
 
   for (let i = 0; i < 40; i++) await d.writer.write((i * 11) % BLOCKS, blockData(9000 + i));
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
-  const retainedBy = (h: string) => d.controller.core.ledger.holdings({ holderId: h }).reduce((a, x) => a.union(x.retained), RangeSet.EMPTY);
+  const retainedBy = (h: string) => d.controller.holdings({ holderId: h }).reduce((a, x) => a.union(x.retained), RangeSet.EMPTY);
   await eventually(() => retainedBy("h-e1").covers(1, head), "the controller saw h-e1 receipt the writes", 5000);
   const lost = retainedBy("h-e1");
   await d.kill("h-e1");
@@ -52,17 +52,17 @@ test.serial("a repair handed to a repair worker in another process (custody run 
   t.is(rep!.state, "done", rep!.reason);
   t.is(rep!.replacement, "h-e3");
   t.true((rep!.copiedBytes ?? 0) > 0, "units were copied");
-  t.log(`remote repair of failure @${failureSeq}: ${rep!.copiedBytes} B in ${rep!.measuredMs} ms (estimate ${rep!.estimateMs} ms), ${d.controller.core.counters.get("repair_request_answered")} requests answered over NATS`);
+  t.log(`remote repair of failure @${failureSeq}: ${rep!.copiedBytes} B in ${rep!.measuredMs} ms (estimate ${rep!.estimateMs} ms), ${d.controller.counters.get("repair_request_answered")} requests answered over NATS`);
   t.true(retainedBy("h-e3").coversAll(lost), `the replacement retains what h-e1 retained (${lost}); it retains ${retainedBy("h-e3")}`);
-  const o = d.controller.core.follower.state.obligations[obligationIdOf(d.volume, LANE)]!;
+  const o = d.controller.controlState().obligations[obligationIdOf(d.volume, LANE)]!;
   t.true(o.responsible["h-e3"]?.coversAll(lost) ?? false, "the control log makes the replacement responsible for the failed holder's ranges");
-  t.true(d.controller.core.follower.state.holders["h-e3"] !== undefined, "the replacement was admitted");
+  t.true(d.controller.controlState().holders["h-e3"] !== undefined, "the replacement was admitted");
   // Everything the repair read and committed went through the controller's repair service over NATS.
-  t.true((d.controller.core.counters.get("repair_request_answered") ?? 0) >= 4, "view, protect, admit, activate answered over NATS");
-  t.is(d.controller.core.counters.get("repair_request_refused") ?? 0, 0);
+  t.true((d.controller.counters.get("repair_request_answered") ?? 0) >= 4, "view, protect, admit, activate answered over NATS");
+  t.is(d.controller.counters.get("repair_request_refused") ?? 0, 0);
   const log = await (await openJetStreamControlLog(d.writer.transport.connection, { region: "use-rw" })).readAll();
   t.true(log.some((e) => e.event.type === "activate_replacement" && e.event.transferId === `repair-${d.volume}-${failureSeq}-${LANE}-h-e1`), "the controller committed the activation the worker asked for");
-  await eventually(() => d.controller.core.status?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "done") ?? false, "the status document reports the repair", 5000);
+  await eventually(() => d.controller.status()?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "done") ?? false, "the status document reports the repair", 5000);
   t.true(worker.alive, "the worker keeps serving");
 });
 
@@ -81,7 +81,7 @@ test.serial("a forged repair request (a repair the controller did not hand out, 
   await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
   await eventually(() => tasks.length === 1, "the controller handed the repair out", 10_000);
   const task = tasks[0]!;
-  const before = { seq: d.controller.core.follower.state.lastSeq, holders: Object.keys(d.controller.core.follower.state.holders).sort(), holds: Object.keys(d.controller.core.follower.state.holds).sort() };
+  const before = { seq: d.controller.controlState().lastSeq, holders: Object.keys(d.controller.controlState().holders).sort(), holds: Object.keys(d.controller.controlState().holds).sort() };
 
   const ask = async (op: RepairOp, data: Uint8Array) => decodeMessage(repairAnswerSpec, (await forger.request(repairSubject(d.volume, op), data, { timeoutMs: 5000 })).data);
   const otherKey = new Uint8Array(32).fill(7);
@@ -100,9 +100,9 @@ test.serial("a forged repair request (a repair the controller did not hand out, 
   const malformed = await ask(RepairOp.Admit, encodeMessage(repairViewRequestSpec, { repairId: task.repairId, lanes: [LANE] }));
   t.false(malformed.ok);
   t.is(malformed.code, "wrong_kind", "a body of another kind is refused by the strict decoder");
-  t.is(d.controller.core.counters.get("repair_request_refused"), refusals.length, "each refusal is counted");
-  t.is(d.controller.core.counters.get("repair_request_wrong_kind"), 1);
-  t.is(d.controller.core.counters.get("repair_request_answered") ?? 0, 0, "nothing was answered");
+  t.is(d.controller.counters.get("repair_request_refused"), refusals.length, "each refusal is counted");
+  t.is(d.controller.counters.get("repair_request_wrong_kind"), 1);
+  t.is(d.controller.counters.get("repair_request_answered") ?? 0, 0, "nothing was answered");
   const s = await d.controller.core.follower.refresh();
   t.deepEqual({ seq: s.lastSeq, holders: Object.keys(s.holders).sort(), holds: Object.keys(s.holds).sort() }, before, "no control-log entry, no holder admitted, no hold changed");
 });
@@ -130,5 +130,5 @@ test.serial("without a worker, a declared failure's repair runs as a child actor
   t.is(rep!.state, "done", rep!.reason);
   t.is(rep!.measuredMs, out?.report?.measuredMs, "the record is the child's output");
   t.is(rep!.copiedBytes, out?.report?.copiedBytes);
-  t.is(d.controller.core.counters.get("repair_request_answered") ?? 0, 0, "nothing went over the repair subjects");
+  t.is(d.controller.counters.get("repair_request_answered") ?? 0, 0, "nothing went over the repair subjects");
 });

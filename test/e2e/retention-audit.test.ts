@@ -62,7 +62,7 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
   t.is(caught.passed, 0);
   t.true(caught.failed >= CAUGHT_WITHIN_AUDITS);
   t.is(caught.timedOut, 0, "it answered, wrongly (it still knows every unit's header)");
-  t.true(d.controller.core.counters.get("audit_failed") >= 1);
+  t.true(d.controller.counters.get("audit_failed") >= 1);
 
   for (const h of ["h-nj", "h-eu"]) await eventually(() => row(h).passed >= 2, `${h} passes audits`, 30_000, () => JSON.stringify(audits.rows()));
   await writeSome(d, 20, 2);
@@ -72,7 +72,7 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
   for (const h of ["h-e1", "h-e2", "h-nj", "h-eu"]) t.deepEqual([row(h).failed, row(h).timedOut], [0, 0], h);
 
   // The cheater's receipts still claim everything, but evaluation leaves them out.
-  const ledgerWest = d.controller.core.ledger.holdings({ volume: d.volume, holderId: "h-w" }).reduce((r, h) => r.union(h.retained), RangeSet.EMPTY);
+  const ledgerWest = d.controller.holdings({ volume: d.volume, holderId: "h-w" }).reduce((r, h) => r.union(h.retained), RangeSet.EMPTY);
   t.true(ledgerWest.coversAll(RangeSet.of(1, head)), `h-w still receipts ${ledgerWest}`);
   const state = d.controller.core.currentState();
   t.deepEqual(state.holders.find((h) => h.id === "h-w")!.claims, []);
@@ -81,16 +81,16 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
   t.true((onlyWest.cut?.[LANE] ?? 0) < head, `with only US-West left the cut is ${JSON.stringify(onlyWest.cut)}, not ${head}`);
   t.true(onlyWest.lostSeqs > 0);
   // Coverage repair sees that gap, and its only home is unproven: it is skipped, not chosen.
-  const skipped = d.controller.core.counters.get("coverage_target_unproven");
-  await eventually(() => d.controller.core.counters.get("coverage_target_unproven") > skipped, "coverage repair skips the unproven holder again", 10_000, () => JSON.stringify(d.controller.core.counters.snapshot()));
-  const started = d.controller.core.counters.get("coverage_copy_started");
-  await eventually(() => d.controller.core.counters.get("coverage_target_unproven") > skipped + 2, "more rounds", 10_000);
-  t.is(d.controller.core.counters.get("coverage_copy_started"), started, "no copy starts while its only target is unproven");
+  const skipped = d.controller.counters.get("coverage_target_unproven");
+  await eventually(() => d.controller.counters.get("coverage_target_unproven") > skipped, "coverage repair skips the unproven holder again", 10_000, () => JSON.stringify(d.controller.counters.snapshot()));
+  const started = d.controller.counters.get("coverage_copy_started");
+  await eventually(() => d.controller.counters.get("coverage_target_unproven") > skipped + 2, "more rounds", 10_000);
+  t.is(d.controller.counters.get("coverage_copy_started"), started, "no copy starts while its only target is unproven");
 
   // The status document shows both states.
   d.controller.evaluateSoon();
-  await eventually(() => d.controller.core.status?.audits?.some((a) => a.holder === "h-w" && a.state === "failed") === true && d.controller.core.status.audits.some((a) => a.holder === "h-eu" && a.state === "passed"), "status shows both states", 10_000);
-  const doc = d.controller.core.status!;
+  await eventually(() => d.controller.status()?.audits?.some((a) => a.holder === "h-w" && a.state === "failed") === true && d.controller.status()!.audits!.some((a) => a.holder === "h-eu" && a.state === "passed"), "status shows both states", 10_000);
+  const doc = d.controller.status()!;
   t.is(doc.audits!.find((a) => a.holder === "h-w")!.state, "failed");
   t.is(doc.audits!.find((a) => a.holder === "h-nj")!.state, "passed");
   t.not(doc.audits!.find((a) => a.holder === "h-nj")!.lastAuditAtMs, null);
@@ -104,10 +104,10 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
   t.true(spans.some((x) => x.name === "holder.audit_answer"));
 
   // Cost per audited GiB: payload bytes read by the controller (reference copies) and by the audited holders, and the controller's CPU.
-  const c = d.controller.core.counters;
+  const c = d.controller.counters;
   const ctlBytes = c.get("audit_bytes_read");
   let holderBytes = 0;
-  for (const h of d.holders.values()) holderBytes += h.holder.core.counters.get("audit_bytes_read");
+  for (const h of d.holders.values()) holderBytes += h.holder.counters.get("audit_bytes_read");
   const judged = c.get("audit_passed") + c.get("audit_failed") + c.get("audit_timeout");
   const gib = ctlBytes / 2 ** 30;
   t.true(ctlBytes > 0);
@@ -122,7 +122,7 @@ test.serial("the audit byte budget bounds the cost: once a period's bytes are re
   const d = await deploy(t.context.supercluster, "vol-audit-budget", "use-vol-audit-budget", { controller: { retentionAudit: { ...AUDIT, everyMs: 100, maxBytesPerPeriod: 1, periodMs: 3_600_000 } } });
   t.context.defer(() => d.stop());
   await writeSome(d, 40, 3);
-  const c = d.controller.core.counters;
+  const c = d.controller.counters;
   const judged = () => c.get("audit_passed") + c.get("audit_failed") + c.get("audit_timeout") + c.get("audit_void");
   await eventually(() => judged() > 0 && c.get("audit_skipped_budget") >= 10, "rounds refused by the spent budget", 30_000, () => `judged ${judged()}, skipped ${c.get("audit_skipped_budget")}`);
   const holders = Object.keys(d.controller.core.config.topology.holderSites).length;

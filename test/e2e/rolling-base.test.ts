@@ -98,9 +98,9 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   t.is(base!.throughSeq, 300);
   // The store names the base in its receipts; the controller releases what the base covers.
   await eventually(() => storeLane().obligations.released.covers(1, 250), "the store released WAL below its base", 20_000);
-  await eventually(() => ram.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.released.covers(1, 250), "the RAM holder released it too", 20_000);
+  await eventually(() => ram.holder.lane(VOLUME, LANE)!.released.covers(1, 250), "the RAM holder released it too", 20_000);
   await eventually(() => spillFiles().length < filesBefore, "spill files with nothing left in custody were deleted", 20_000);
-  t.log(`spill files ${filesBefore} → ${spillFiles().length}; releases committed ${controller.core.counters.get("release_committed")}`);
+  t.log(`spill files ${filesBefore} → ${spillFiles().length}; releases committed ${controller.counters.get("release_committed")}`);
 
   // More writes after the base; then recover from base + what the store still retains.
   for (let i = 300; i < 340; i++) await rig.write((i * 5) % BLOCKS, blockData(9000 + i));

@@ -58,15 +58,15 @@ async function writeSome(d: Deployment, n: number): Promise<number> {
   return (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
 }
 
-const retainedAtEurope = (d: Deployment) => d.holders.get("h-eu")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!.obligations.retained;
-const status = (d: Deployment): VolumeStatus | undefined => d.controller.core.status;
+const retainedAtEurope = (d: Deployment) => d.holders.get("h-eu")!.holder.lane(d.volume, LANE)!.retained;
+const status = (d: Deployment): VolumeStatus | undefined => d.controller.status();
 
 test.serial("over the spend ceiling an optional scenario's coverage copy is refused, counted and listed in `custody status`; nothing is copied", async (t) => {
   const d = await deployWith(t, "vol-sp-opt", false, 1);
   const head = await writeSome(d, 40);
   const deferredSeqs = () => RangeSet.from((status(d)?.spend?.deferred[0]?.seqs ?? "").split(",").filter(Boolean).map((r) => { const [a, b] = r.split("-").map(Number); return [a!, b ?? a!] as [number, number]; }));
   await eventually(() => deferredSeqs().coversAll(RangeSet.of(1, head)), "the optional copy of every write is deferred", 15_000, () => JSON.stringify(status(d)?.spend));
-  const c = d.controller.core.counters;
+  const c = d.controller.counters;
   t.true(c.get("spend_optional_refused.spend_ceiling") >= 1);
   t.is(c.get("coverage_copy_started"), 0, "no copy was started");
   t.true(retainedAtEurope(d).isEmpty, `h-eu retains ${retainedAtEurope(d)}`);
@@ -91,7 +91,7 @@ test.serial("with room under the ceiling the same optional copy runs and is char
   const d = await deployWith(t, "vol-sp-room", false, 1_000);
   const head = await writeSome(d, 40);
   await eventually(() => retainedAtEurope(d).coversAll(RangeSet.of(1, head)), "h-eu holds the copy", 20_000, () => `h-eu ${retainedAtEurope(d)}`);
-  const c = d.controller.core.counters;
+  const c = d.controller.counters;
   t.true(c.get("spend_optional_admitted") >= 1);
   t.is(c.get("spend_optional_refused"), 0);
   await eventually(() => (status(d)?.spend?.budgets.find((b) => b.kind === "repair")?.spentUsd ?? 0) > 0, "the copy's cost is in the repair budget", 5_000);
@@ -102,7 +102,7 @@ test.serial("a ceiling never weakens a required scenario: under a ceiling it is 
   const d = await deployWith(t, "vol-sp-req", true, 1);
   const head = await writeSome(d, 40);
   await eventually(() => retainedAtEurope(d).coversAll(RangeSet.of(1, head)), "h-eu holds the copy", 20_000, () => `h-eu ${retainedAtEurope(d)}`);
-  const c = d.controller.core.counters;
+  const c = d.controller.counters;
   t.true(c.get("spend_required_admitted") >= 1);
   t.is(c.get("spend_optional_refused"), 0);
   await eventually(() => status(d)?.scenarios.find((s) => s.name === AMERICAS)?.verdict === "met", "the required scenario is met", 10_000, () => JSON.stringify(status(d)?.scenarios.find((s) => s.name === AMERICAS)));

@@ -176,7 +176,7 @@ test.serial("regression sim seed 930138: a disk holder restarted from a spilled 
   // h1 comes back alone: nothing can send it the hole now, so whatever it claims comes from its spill.
   h1 = await startH1();
   t.is(h1.ready.incarnation, 2);
-  await eventually(() => controller.core.follower.state.holders.h1?.incarnation === 2, "the controller admitted h1#2", SETTLE_MS);
+  await eventually(() => controller.controlState().holders.h1?.incarnation === 2, "the controller admitted h1#2", SETTLE_MS);
   await eventually(() => h1Holdings(2, "disk").coversAll(rest), "h1#2 receipts its spill at disk residency", SETTLE_MS);
   t.false((claims.get(2) ?? RangeSet.EMPTY).intersects(hole), `h1#2 claims ${claims.get(2)?.toString()}, never the hole ${hole.toString()} it does not hold`);
   t.false(h1Holdings(2).intersects(hole), "the ledger holds no claim of h1#2 on the hole");

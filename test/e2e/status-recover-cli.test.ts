@@ -26,7 +26,7 @@ test.serial("custody status prints the controller's document and custody recover
   // 300 × 4 KiB: more than one NATS message (1 MiB) of units per holder, so fetches must page.
   for (let i = 0; i < 300; i++) await d.writer.write((i * 13) % BLOCKS, blockData(500 + i));
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
-  await eventually(() => (d.controller.core.status?.acknowledged[0]?.[1] ?? 0) >= head, "controller evaluated the writes", 5000);
+  await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= head, "controller evaluated the writes", 5000);
   const writes = [...d.writer.writes];
 
   const url = d.urls["eu"]!;

@@ -104,8 +104,8 @@ test.serial("bad writes and unknown contracts get typed errors, are counted, and
     await t.throwsAsync(w.writer.write(0, new Uint8Array(100)), { instanceOf: WriteRejectedError });
     await t.throwsAsync(w.writer.write(64, blockData(1)), { instanceOf: WriteRejectedError });
     await t.throwsAsync(w.writer.sync("no-such"), { instanceOf: UnknownContractError });
-    t.is(w.writer.core.counters.get("write_rejected"), 2);
-    t.is(w.writer.core.counters.get("units_sent"), 0);
+    t.is(w.writer.counters.get("write_rejected"), 2);
+    t.is(w.writer.counters.get("units_sent"), 0);
     t.deepEqual(w.writer.core.heads(), { l0: 0 });
   } finally {
     await close();
@@ -138,7 +138,7 @@ test.serial("with custody off the same writer only writes SmartWAL: no unit is b
     const ack = await w.writer.write(2, blockData(3));
     t.deepEqual(ack.pieces, []);
     await w.writer.sync();
-    t.is(w.writer.core.counters.get("units_sent"), 0);
+    t.is(w.writer.counters.get("units_sent"), 0);
     t.deepEqual(await w.volume.read(2), blockData(3));
   } finally {
     await w.close();

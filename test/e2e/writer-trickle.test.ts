@@ -66,7 +66,7 @@ test.serial("over a 60 s trickle with custody stalled the writer's backlog stays
   }
   const maxSample = Math.max(...samples);
   t.true(maxSample <= BOUND + 2 * (BLOCK_SIZE + 512), `backlog peaked at ${maxSample} bytes, bound ${BOUND}`);
-  t.true(writer.core.counters.get("write_backpressure") > 0, "writes waited at the bound");
+  t.true(writer.counters.get("write_backpressure") > 0, "writes waited at the bound");
   const stalledAt = acked;
   t.true(stalledAt < TRICKLE_MS / 20 / 2, `writes stalled (${stalledAt} acknowledged) instead of piling up`);
   t.log(`acknowledged ${stalledAt} writes in ${TRICKLE_MS / 1000} s with custody stalled; backlog samples max ${maxSample} B`);

@@ -70,7 +70,7 @@ test.serial("a transfer offer whose units no valid writer attestation lists — 
     const refusals = () => Object.entries(n.holder.counters.snapshot()).filter(([k]) => k.startsWith("transfer_unit_"));
     const before = refusals();
     offer(rogue, "h-recv", genuine, [token], 9);
-    await eventually(() => n.holder.core.lanes.get(`${VOLUME}/${LANE}`)?.obligations.retained.covers(1, 3) === true, "the attested offer is admitted");
+    await eventually(() => n.holder.lane(VOLUME, LANE)?.retained.covers(1, 3) === true, "the attested offer is admitted");
     t.deepEqual(refusals(), before, "the admitted offer refused nothing");
   } finally {
     await rogue.close();
@@ -99,7 +99,7 @@ test.serial("a holder's own transfer offers carry the writer attestations its un
       const token = attest(batch);
       for (const u of batch) w.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: token });
     }
-    const moved = () => n.holder.core.lanes.get(`${VOLUME}/${LANE}`)?.obligations.retained ?? RangeSet.EMPTY;
+    const moved = () => n.holder.lane(VOLUME, LANE)?.retained ?? RangeSet.EMPTY;
     await eventually(() => o.log.some((e) => e.type === "transferred_out"), "the origin transferred custody after the neighbor's receipt", 20_000, () => JSON.stringify({ origin: o.holder.counters.snapshot(), neighbor: n.holder.counters.snapshot() }));
     t.false(moved().isEmpty, "the neighbor holds what it was offered");
     const refusals = Object.entries(n.holder.counters.snapshot()).filter(([k, v]) => k.startsWith("transfer_unit_") && v > 0);

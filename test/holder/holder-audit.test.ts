@@ -61,8 +61,8 @@ test.serial("a holder whose units are only on disk answers a retention challenge
     t.deepEqual(answer.covered.toJSON(), seqs.toJSON());
     const v = auditVerdict({ nonce, challenged: seqs, answer, referenceUnits: r.sent, stillClaimed: RangeSet.of(1, 30) });
     t.is(v.outcome, AuditOutcome.Passed);
-    t.is(r.h.holder.core.counters.get("audit_answered"), 1);
-    t.is(r.h.holder.core.counters.get("audit_bytes_read"), 3 * 4096);
+    t.is(r.h.holder.counters.get("audit_answered"), 1);
+    t.is(r.h.holder.counters.get("audit_bytes_read"), 3 * 4096);
   } finally {
     await r.close();
   }
@@ -89,11 +89,11 @@ test.serial("a challenge naming another holder, a lane not served here (another 
     await t.throwsAsync(r.wt.request(auditSubject("h-strict"), new Uint8Array([1, 2, 3]), { timeoutMs: 300 }));
     const otherVolume = encodeMessage(retentionChallengeSpec, { holder: "h-strict", volume: "vol2", lane: "l0", nonce, seqs: [[1, 1]] });
     await t.throwsAsync(r.wt.request(auditSubject("h-strict"), otherVolume, { timeoutMs: 300 }));
-    t.is(r.h.holder.core.counters.get("audit_unknown_lane"), 1);
-    t.is(r.h.holder.core.counters.get("audit_wrong_holder"), 1);
-    t.is(r.h.holder.core.counters.get("audit_malformed"), 1);
-    t.is(r.h.holder.core.counters.get("audit_answered"), 0);
-    t.is(r.h.holder.core.lanes.get("vol1/l0")!.obligations.retained.toString(), "1-30");
+    t.is(r.h.holder.counters.get("audit_unknown_lane"), 1);
+    t.is(r.h.holder.counters.get("audit_wrong_holder"), 1);
+    t.is(r.h.holder.counters.get("audit_malformed"), 1);
+    t.is(r.h.holder.counters.get("audit_answered"), 0);
+    t.is(r.h.holder.lane("vol1", "l0")!.retained.toString(), "1-30");
   } finally {
     await r.close();
   }

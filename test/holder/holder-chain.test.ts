@@ -45,7 +45,7 @@ test.serial("memory-only chain of 3 holders: receive, forward, receipt and relea
     await eventually(() => ["ha", "hb", "hc"].every((h) => receipts.byHolder(h).covers(1, UNITS)), "every hop receipted 1..N", 15_000);
 
     // Nothing is released before the control log authorizes it, even though every edge receipted.
-    for (const h of [a, b, c]) t.is(h.holder.core.lanes.get("vol1/l0")!.obligations.retained.toString(), `1-${UNITS}`);
+    for (const h of [a, b, c]) t.is(h.holder.lane("vol1", "l0")!.retained.toString(), `1-${UNITS}`);
 
     for (const h of ["hc", "hb", "ha"]) publishRelease(wt, h, [[1, UNITS]]);
     await eventually(() => [a, b, c].every((h) => h.holder.core.empty), "all three released", 10_000, () =>
@@ -61,7 +61,7 @@ test.serial("memory-only chain of 3 holders: receive, forward, receipt and relea
       t.is(f.datasyncs, 0);
     }
     t.is(w.sender.backlog.units, 0);
-    t.is(c.holder.core.lanes.get("vol1/l0")!.obligations.released.toString(), `1-${UNITS}`);
+    t.is(c.holder.lane("vol1", "l0")!.released.toString(), `1-${UNITS}`);
   } finally {
     receipts.stop();
     w.sender.close();

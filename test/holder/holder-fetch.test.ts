@@ -82,7 +82,7 @@ test.serial("a fetch of 2,000 × 4 KiB units from one holder comes back whole, i
   const w = new Writer(wt, "h-big");
   try {
     for (let s = 1; s <= 2_000; s++) w.send(unit(s, 1, 4096));
-    await eventually(() => h.holder.core.lanes.get("vol1/l0")?.obligations.retained.covers(1, 2_000) ?? false, "1-2000 retained", 30_000);
+    await eventually(() => h.holder.lane("vol1", "l0")?.retained.covers(1, 2_000) ?? false, "1-2000 retained", 30_000);
     // Count every reply's size on the way in.
     const replies: number[] = [];
     const counted = Object.create(wt) as typeof wt;
@@ -116,7 +116,7 @@ async function fetchAfterSending(url: string, id: string, arena: { segmentBytes:
   try {
     for (const s of seqs) w.send(unit(s, 1, unitBytes));
     const all = seqs.reduce((r, s) => r.add(s, s), RangeSet.EMPTY);
-    await eventually(() => h.holder.core.lanes.get("vol1/l0")?.obligations.retained.coversAll(all) ?? false, `${all.toString()} retained`, 15_000);
+    await eventually(() => h.holder.lane("vol1", "l0")?.retained.coversAll(all) ?? false, `${all.toString()} retained`, 15_000);
     return (await fetchUnits(wt, id, "vol1", "l0", ask)).map((u) => u.firstSeq);
   } finally {
     w.sender.close();
@@ -147,7 +147,7 @@ test.serial("a holder that does not serve the lane does not answer a fetch: the 
   const w = new Writer(wt, "h-twin");
   try {
     for (let s = 1; s <= 10; s++) w.send(unit(s));
-    await eventually(() => h.holder.core.lanes.get("vol1/l0")!.obligations.retained.toString() === "1-10", "units 1-10 admitted");
+    await eventually(() => h.holder.lane("vol1", "l0")!.retained.toString() === "1-10", "units 1-10 admitted");
     for (let i = 0; i < 20; i++) {
       const units = await fetchUnits(wt, "h-twin", "vol1", "l0", RangeSet.of(1, 10));
       t.is(units.length, 10, `fetch ${i}`);

@@ -26,7 +26,7 @@ test.serial("malformed, oversized and digest-failing units are rejected with typ
     t.is(c.get("malformed"), 1);
     t.is(c.get("unit_too_large"), 1);
     t.is(c.get("digest_mismatch"), 1);
-    t.is(h.holder.core.lanes.get("vol1/l0")!.obligations.retained.toString(), "1,3-4");
+    t.is(h.holder.lane("vol1", "l0")!.retained.toString(), "1,3-4");
     t.false(receipts.byHolder("h-ingress").has(2), "the oversized unit is never claimed");
     t.is(h.holder.state(), "serving");
     t.deepEqual(
@@ -49,7 +49,7 @@ test.serial("a unit from an unknown sender is refused and counted", async (t) =>
   try {
     wt.publish("custody.v1.unit.h-unknown.vol1.l0", encodeMessage(unitSpec, unit(1)), { headers: { "Custody-Sender": "stranger", "Custody-Sent-Through": "1064" } });
     await eventually(() => h.holder.counters.get("unknown_sender") >= 1, "unknown_sender counted");
-    t.true(h.holder.core.lanes.get("vol1/l0")!.obligations.retained.isEmpty);
+    t.true(h.holder.lane("vol1", "l0")!.retained.isEmpty);
   } finally {
     w.sender.close();
     await wt.close();

@@ -16,7 +16,7 @@ test.serial("a draining holder promises no new credit, keeps its custody until r
   const w = new Writer(wt, "h-drain");
   try {
     for (let s = 1; s <= 5; s++) w.send(unit(s));
-    await eventually(() => h.holder.core.lanes.get("vol1/l0")!.obligations.retained.covers(1, 5), "1-5 admitted");
+    await eventually(() => h.holder.lane("vol1", "l0")!.retained.covers(1, 5), "1-5 admitted");
     t.is(h.holder.state(), "serving");
     h.holder.drain();
     t.is(h.holder.state(), "draining");
@@ -26,7 +26,7 @@ test.serial("a draining holder promises no new credit, keeps its custody until r
     t.is(w.sender.state.grantedThrough, granted, "no new credit while draining");
     t.true(w.sender.backlog.units > 0, "the sender holds what could not be sent");
     t.is(h.holder.state(), "draining", "custody still held: not retired");
-    const retained = h.holder.core.lanes.get("vol1/l0")!.obligations.retained;
+    const retained = h.holder.lane("vol1", "l0")!.retained;
     publishRelease(wt, "h-drain", retained.toJSON());
     await eventually(() => h.holder.state() === "retired", "retired after release");
   } finally {

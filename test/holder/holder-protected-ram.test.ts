@@ -47,7 +47,7 @@ test.serial("losing protected-RAM evidence stops protected receipts and evacuate
     s.h.holder.updateEvidence({ ...goodEvidence(), batteryHealth: 0.3, holdUpMs: 400 });
     await eventually(() => s.h.holder.state() === "degraded_evidence", "degraded_evidence state");
     for (let q = 21; q <= 25; q++) s.w.send(unit(q, 1, 4096));
-    await eventually(() => s.h.holder.core.lanes.get("vol1/l0")!.obligations.diskResident.covers(1, 20), "evacuated to disk");
+    await eventually(() => s.h.holder.lane("vol1", "l0")!.diskResident.covers(1, 20), "evacuated to disk");
     await eventually(() => s.receipts.byHolder("h-bbu-ok").covers(21, 25), "new units receipted");
     await settle(500); // past the hold-up time
     // The holder's own ordered log: every receipt it issued after the evidence update.
@@ -76,7 +76,7 @@ test.serial("when evacuation cannot finish within the hold-up time a contract vi
     t.is(v.holder, "h-bbu-lost");
     t.deepEqual(v.ranges, [[1, 20]]);
     t.is(s.h.holder.counters.get("contract_violation"), 1);
-    t.true(s.h.holder.core.lanes.get("vol1/l0")!.obligations.diskResident.isEmpty);
+    t.true(s.h.holder.lane("vol1", "l0")!.diskResident.isEmpty);
   } finally {
     await s.close();
   }

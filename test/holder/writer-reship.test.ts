@@ -61,7 +61,7 @@ test.serial("a restarted writer re-ships its unconfirmed units byte for byte und
     await eventually(() => again.length === 5, "re-shipped");
     t.deepEqual(again.map((u) => u.term), [1, 1, 1, 1, 1], "re-shipped under the term they were written in");
     t.deepEqual(again.map(hex), first.map(hex), "byte for byte: the same digests");
-    t.is(w2.writer.core.counters.get("units_reshipped"), 5);
+    t.is(w2.writer.counters.get("units_reshipped"), 5);
     // h-a has seen only term 1 (its receipts say writerTerm 1): they still prove the shared history below 6.
     const owed = () => w2.writer.core.owedTo(LANE, "h-a");
     await eventually(() => owed().isEmpty, "term 2's writer counts term-1 receipts of its re-shipped units", 10_000, () => owed().toString());

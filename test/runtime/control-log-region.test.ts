@@ -89,6 +89,6 @@ test.serial("regression attack-row stall: a controller's `evaluations` figure is
     await new Promise((r) => setTimeout(r, 150));
   }
   t.true(seen.every((v, i) => i === 0 || v >= seen[i - 1]!), `evaluations read: ${seen.join(", ")}`);
-  t.true(seen.at(-1)! <= c.controller.core.counters.get("evaluations"), "the figure is the controller's own total, read a moment earlier");
+  t.true(seen.at(-1)! <= c.controller.counters.get("evaluations"), "the figure is the controller's own total, read a moment earlier");
   t.true(seen.at(-1)! > 0, "the controller evaluated");
 });

@@ -44,7 +44,7 @@ test("a stopping disk holder flushes what only RAM held and leaves nothing behin
   t.deepEqual(Object.keys(left), [], "nothing was left only in RAM");
   const again = await holderProcess(t, "hd", "drain-a", true, dir);
   t.context.defer(() => again.stop().then(() => undefined));
-  await eventually(() => again.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.retained.covers(1, 20), "the next incarnation retains 1..20 from its spill stream");
+  await eventually(() => again.holder.lane(VOLUME, LANE)!.retained.covers(1, 20), "the next incarnation retains 1..20 from its spill stream");
   t.true(again.holder.incarnation > h.holder.incarnation);
   w.sender.close();
   await w.t.close();

@@ -62,8 +62,8 @@ test.serial("a holder's metrics: custody bytes rise after writes and fall after 
   const count = sample(full, "custody_holder_receipt_latency_seconds_count", { ...lane, residency: "ram" }) ?? 0;
   t.is(count, 10, "one latency per admitted unit, taken at its first receipt");
 
-  publishRelease(wt, "h-met", h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.retained.toJSON());
-  await eventually(() => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.retained.isEmpty, "1-10 released");
+  publishRelease(wt, "h-met", h.holder.lane(VOLUME, LANE)!.retained.toJSON());
+  await eventually(() => h.holder.lane(VOLUME, LANE)!.retained.isEmpty, "1-10 released");
   let after = "";
   for (let i = 0; i < 100; i++) {
     after = await scrape();
@@ -78,7 +78,7 @@ test.serial("a disk holder's metrics: what its spill stream made durable shows a
   const { h, endpoint, receipts, w } = await holderWithMetrics(t, cfg, { files: nodeFileLayer, spillPath: join(tempDir(), "spill.log") });
   const lane = { holder: "h-met-d", volume: VOLUME, lane: LANE };
   for (let s = 1; s <= 20; s++) w.send(unit(s, 1, 4096));
-  await eventually(() => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations.diskResident.covers(1, 20) && receipts.residencies("h-met-d").includes("disk"), "1-20 on disk and receipted there", 10_000);
+  await eventually(() => h.holder.lane(VOLUME, LANE)!.diskResident.covers(1, 20) && receipts.residencies("h-met-d").includes("disk"), "1-20 on disk and receipted there", 10_000);
   const text = await (await fetch(endpoint.url!)).text();
   t.true((sample(text, "custody_holder_custody_bytes", { ...lane, residency: "disk" }) ?? 0) >= 20 * 4096, text);
   const counts = ["ram", "disk"].map((residency) => sample(text, "custody_holder_receipt_latency_seconds_count", { ...lane, residency }) ?? 0);

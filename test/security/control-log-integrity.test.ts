@@ -74,7 +74,7 @@ test.serial("a controller persists the control-log head it verified and, restart
   const first = await runController(cfg);
   for (const h of ["h1", "h2", "relay"]) await first.controller.core.commit(() => admit(h));
   await first.controller.core.commit(() => createOb("vol-l0", ["h1", "h2"]));
-  const verified = first.controller.core.follower.state;
+  const verified = first.controller.controlState();
   await first.stop();
   t.deepEqual(await readControlLogHead(nodeFileLayer, dir, region), { region, seq: verified.lastSeq, hash: verified.headHash }, "the head is in the state directory");
 

@@ -107,11 +107,11 @@ test.serial("a holder's credentials cannot receipt a lane it does not serve, and
   });
   const batch = makeReceiptBatch({ volume: VOL, lane: LANE, subject }, { holderId: "h2", incarnation: 1 }, Date.now(), [receipt]);
   const forged = signReceiptBatch(batch, d.keys.privateKey("h3")); // h3 signs in h2's name
-  const wBad = d.writer.core.counters.get("receipt_bad_signature") ?? 0;
-  const cBad = d.controller.core.counters.get("receipt_bad_signature") ?? 0;
+  const wBad = d.writer.counters.get("receipt_bad_signature") ?? 0;
+  const cBad = d.controller.counters.get("receipt_bad_signature") ?? 0;
   h3.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: forged.body, signature: forged.signature }));
-  await eventually(() => (d.writer.core.counters.get("receipt_bad_signature") ?? 0) > wBad && (d.controller.core.counters.get("receipt_bad_signature") ?? 0) > cBad, "writer and controller both rejected the forgery", 5000);
-  const h2Held = d.controller.core.ledger.holdings({ holderId: "h2" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  await eventually(() => (d.writer.counters.get("receipt_bad_signature") ?? 0) > wBad && (d.controller.counters.get("receipt_bad_signature") ?? 0) > cBad, "writer and controller both rejected the forgery", 5000);
+  const h2Held = d.controller.holdings({ holderId: "h2" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
   t.false(h2Held.has(50_000), "the forged claim never entered the ledger");
   t.true(d.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 50_000);
 });
