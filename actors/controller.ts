@@ -1,11 +1,11 @@
 import { createActor, waitFor, type Actor } from "xstate";
 import { CustodyError, type Counters } from "../core/index.ts";
 import type { ControlState, Holding, HoldingFilter } from "../custody/index.ts";
-import type { VolumeStatus } from "../protocol/index.ts";
+import type { RepairStatus, VolumeStatus } from "../protocol/index.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
-import type { ControllerPorts } from "./controller/controller-ports.ts";
+import type { ControllerPorts, ReleaseAudit } from "./controller/controller-ports.ts";
 
 /** A running controller of one volume. */
 export interface Controller {
@@ -20,6 +20,10 @@ export interface Controller {
   status(): VolumeStatus | undefined;
   /** Every holder's verified receipted custody in the ledger. */
   holdings(filter?: HoldingFilter): readonly Holding[];
+  /** Every declared failure seen and what became of its repair, by control-log sequence. */
+  repairs(): readonly RepairStatus[];
+  /** The last MAX_AUDITS committed releases, each with the evaluation state it was decided on. */
+  releaseAudits(): readonly ReleaseAudit[];
   /** Durations (ms) of the evaluations since the previous call. */
   takeEvalDurations(): number[];
   /** Asks for an evaluation round at the next interval even if nothing changed. */
@@ -55,6 +59,8 @@ export async function startController(config: ControllerConfig, ports: Controlle
     controlState: () => core.follower.state,
     status: () => core.status,
     holdings: (filter) => core.ledger.holdings(filter),
+    repairs: () => core.repairs,
+    releaseAudits: () => core.audits,
     takeEvalDurations: () => core.takeEvalDurations(),
     evaluateSoon: () => a.send({ type: "evaluate.now" }),
     stop: () => {

@@ -27,6 +27,8 @@ export interface Holder {
   lanes(): HolderLaneView[];
   /** One lane it serves, or undefined. */
   lane(volume: string, lane: string): HolderLaneView | undefined;
+  /** True when no lane retains anything (everything it held was released). */
+  empty(): boolean;
   /** Whether its protected-RAM evidence holds now (its RAM then counts as protected). */
   protectionOk(): boolean;
   /** Bytes in its spill files (0 without a flush policy). */
@@ -129,6 +131,7 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
       const hl = core.lanes.get(holderLaneKey(volume, lane));
       return hl === undefined ? undefined : new LaneView(hl);
     },
+    empty: () => core.empty,
     protectionOk: () => core.protectionOk(),
     spillFileBytes: () => core.spillStream?.bytes ?? 0,
     updateEvidence: (evidence) => actor.send({ type: "evidence.update", evidence }),

@@ -19,6 +19,8 @@ export interface VolumeWriter {
   protectedThrough(contract: string, lane: string): number;
   /** Sequences of `lane` the writer still keeps (not yet confirmed by the controller or released). */
   retainedSeqs(lane: string): RangeSet;
+  /** Retained sequences of `lane` the first hop `holder` still needs (not receipted, not released there). */
+  owedTo(lane: string, holder: string): RangeSet;
   /** Sequences written but not yet confirmed for every required scenario, worst lane. */
   custodyLagSeqs(): number;
   /** Bytes custody has not yet taken (the backpressure figure). */
@@ -64,6 +66,7 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
     heads: () => core.heads(),
     protectedThrough: (contract, lane) => core.protectedThrough(contract, lane),
     retainedSeqs: (lane) => core.retainedSeqs(lane),
+    owedTo: (lane, holder) => core.owedTo(lane, holder),
     custodyLagSeqs: () => core.custodyLagSeqs(),
     custodyBacklogBytes: () => core.custodyBacklogBytes(),
     drained: (deadlineMs) => core.drained(deadlineMs),

@@ -125,7 +125,7 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
     }
     await rig.write(SPLIT - 1, new Uint8Array([...blockData(seed * 1000 + 900), ...blockData(seed * 1000 + 901)]));
     await rig.writer.sync();
-    return rig.writer.core.heads();
+    return rig.writer.heads();
   }
   const sameCut = (x: Record<string, number>, y: Record<string, number>) => x.a === y.a && x.b === y.b;
   const writerCuts = () => rig.writer.core.manifests().map((m) => m.lanes);

@@ -29,12 +29,12 @@ async function writeSome(d: Deployment, n: number, seed: number): Promise<void> 
 
 /** Every committed release re-evaluated by the policy engine on the exact state it was decided on. */
 function checkReleases(t: { true(v: boolean, m?: string): void; deepEqual(a: unknown, b: unknown, m?: string): void }, d: Deployment): number {
-  for (const a of d.controller.core.audits) {
+  for (const a of d.controller.releaseAudits()) {
     const upTo = a.grantedTogether.slice(0, a.grantedTogether.indexOf(a.request) + 1);
     const again = authorizeReleases(a.state, upTo);
     t.true(again.every((x) => x.allowed), `release ${a.request.holder} ${a.request.ranges.toString()} at control seq ${a.controlSeq} is one the policy engine grants`);
   }
-  return d.controller.core.audits.length;
+  return d.controller.releaseAudits().length;
 }
 
 test.serial("a write acknowledged under 'survive loss of the writer's AZ' is recovered byte-exact at another site after that AZ's writer and holders die, via an automatic repair started by the declare-failure event and recovery", async (t) => {
@@ -45,20 +45,20 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   await writeSome(d, 40, 1);
   const { heads } = await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
   const acked = heads[LANE]!;
-  t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) >= acked);
+  t.true(d.writer.writer.protectedThrough(AZ_CONTRACT.name, LANE) >= acked);
   const writes = [...d.writer.writes];
   const ackedLsn = Math.max(...writes.map((w) => w.lsn));
   await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= acked, "controller saw the writer's progress", 5000);
-  t.deepEqual(d.controller.core.repairs, [], "no failure declared, no repair");
+  t.deepEqual(d.controller.repairs(), [], "no failure declared, no repair");
 
   // The writer's AZ dies: the writer and its same-AZ holder. The test only declares the failure.
   await d.writer.close();
   await d.kill("h-e1");
   const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
 
-  await eventually(() => d.controller.core.repairs.some((r) => r.failureSeq === failureSeq && (r.state === "done" || r.state === "failed")), "the controller ran the repair", 15_000);
-  const [rep] = d.controller.core.repairs;
-  t.is(d.controller.core.repairs.length, 1, "exactly one repair for the one failure");
+  await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && (r.state === "done" || r.state === "failed")), "the controller ran the repair", 15_000);
+  const [rep] = d.controller.repairs();
+  t.is(d.controller.repairs().length, 1, "exactly one repair for the one failure");
   t.like(rep, { failureSeq, state: "done", replacement: "h-e3", failed: ["h-e1"] });
   t.log(`repair of failure @${failureSeq}: ${rep!.copiedBytes} B in ${rep!.measuredMs} ms; policy estimate ${rep!.estimateMs} ms`);
   t.true((rep!.copiedBytes ?? 0) > 0);
@@ -74,7 +74,7 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   const again = await d.restartController();
   again.evaluateSoon();
   await eventually(() => (again.counters.get("evaluations") ?? 0) >= 2, "the restarted controller evaluated", 5000);
-  t.deepEqual(again.core.repairs, [], "a repaired failure is not repaired twice");
+  t.deepEqual(again.repairs(), [], "a repaired failure is not repaired twice");
   t.is(again.counters.get("repair_started") ?? 0, 0);
 
   // Recovery at US-West from what survives (the writer's AZ is gone).
@@ -211,11 +211,11 @@ test.serial("the controller commits releases, holders recycle them, and every co
   const batches0 = d.controller.counters.get("receipt_batches");
   await writeSome(d, 60, 5);
   await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
-  await eventually(() => d.controller.core.audits.length > 0, "a release was committed", 5000);
+  await eventually(() => d.controller.releaseAudits().length > 0, "a release was committed", 5000);
   await eventually(() => ["h-e1", "h-e2"].some((h) => d.holders.get(h)!.log.some((o) => o.type === "released")), "a RAM holder recycled released ranges", 5000);
   const n = checkReleases(t, d);
   t.true(n > 0);
-  for (const a of d.controller.core.audits) t.true(["h-e1", "h-e2"].includes(a.request.holder), "only RAM tiers shed custody");
+  for (const a of d.controller.releaseAudits()) t.true(["h-e1", "h-e2"].includes(a.request.holder), "only RAM tiers shed custody");
   const c = d.controller.counters;
   const evals = c.get("evaluations") - evals0;
   const batches = c.get("receipt_batches") - batches0;
@@ -257,7 +257,7 @@ test.serial("a forged receipt batch is refused by the controller and the writer,
   d.writer.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: forged.body, signature: forged.signature }));
   await eventually(() => d.controller.counters.get("receipt_bad_signature") >= 1 && d.writer.writer.counters.get("receipt_bad_signature") >= 1, "both refused the forgery", 5000);
   t.is(wRetained().max, 1, "the forged claim on 1..10000 never entered the ledger");
-  t.true(d.writer.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 10_000);
+  t.true(d.writer.writer.protectedThrough(AZ_CONTRACT.name, LANE) < 10_000);
 });
 
 function killed(child: ChildProcess): Promise<NodeJS.Signals | null> {

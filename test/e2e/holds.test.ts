@@ -27,7 +27,7 @@ async function writeSome(d: Deployment, n: number, seed: number): Promise<void> 
 /** What the controller has committed as released at `holder` (all of its audits). */
 function releasedAt(d: Deployment, holder: string): RangeSet {
   let r = RangeSet.EMPTY;
-  for (const a of d.controller.core.audits) if (a.request.holder === holder) r = r.union(a.request.ranges);
+  for (const a of d.controller.releaseAudits()) if (a.request.holder === holder) r = r.union(a.request.ranges);
   return r;
 }
 

@@ -46,9 +46,9 @@ test.serial("a repair handed to a repair worker in another process (custody run 
   const lost = retainedBy("h-e1");
   await d.kill("h-e1");
   const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
-  await eventually(() => d.controller.core.repairs.some((r) => r.failureSeq === failureSeq && r.state !== "running"), "the repair ended", 30_000, () => `${JSON.stringify(d.controller.core.repairs)} worker: ${worker.log}`);
+  await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && r.state !== "running"), "the repair ended", 30_000, () => `${JSON.stringify(d.controller.repairs())} worker: ${worker.log}`);
 
-  const [rep] = d.controller.core.repairs;
+  const [rep] = d.controller.repairs();
   t.is(rep!.state, "done", rep!.reason);
   t.is(rep!.replacement, "h-e3");
   t.true((rep!.copiedBytes ?? 0) > 0, "units were copied");
@@ -122,11 +122,11 @@ test.serial("without a worker, a declared failure's repair runs as a child actor
   await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
   await d.kill("h-e1");
   const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
-  await eventually(() => d.controller.core.repairs.some((r) => r.failureSeq === failureSeq && r.state !== "running"), "the repair ended", 20_000, () => JSON.stringify(d.controller.core.repairs));
+  await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && r.state !== "running"), "the repair ended", 20_000, () => JSON.stringify(d.controller.repairs()));
   const child = repairChildId(`repair-${d.volume}-${failureSeq}`);
   t.is(parents.get(child), d.controller.actor.id, "the repair actor's parent is the controller's actor");
   const out = outputs.get(child) as { report?: { measuredMs: number; copiedBytes: number } } | undefined;
-  const [rep] = d.controller.core.repairs;
+  const [rep] = d.controller.repairs();
   t.is(rep!.state, "done", rep!.reason);
   t.is(rep!.measuredMs, out?.report?.measuredMs, "the record is the child's output");
   t.is(rep!.copiedBytes, out?.report?.copiedBytes);

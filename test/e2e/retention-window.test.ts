@@ -24,7 +24,7 @@ async function writeSome(d: Deployment, n: number, seed: number): Promise<number
   return (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
 }
 
-const releasedAt = (d: Deployment, holder: string) => d.controller.core.audits.filter((a) => a.request.holder === holder).reduce((r, a) => r.union(a.request.ranges), RangeSet.EMPTY);
+const releasedAt = (d: Deployment, holder: string) => d.controller.releaseAudits().filter((a) => a.request.holder === holder).reduce((r, a) => r.union(a.request.ranges), RangeSet.EMPTY);
 
 /** The commit time of `seq` in the state a release was decided on. */
 function committedAt(a: ReleaseAudit, seq: number): number {
@@ -47,7 +47,7 @@ test.serial("a range kept by a short retention window is released once the windo
   const d = await deployWithWindow(t, "vol-ret-short", windowMs);
   const head = await writeSome(d, 60, 3);
   await eventually(() => releasedAt(d, "h-e1").coversAll(RangeSet.of(1, head)), "h-e1 releases everything once the window passed", 20_000, () => `h-e1 ${releasedAt(d, "h-e1")}`);
-  for (const a of d.controller.core.audits.filter((x) => x.request.holder === "h-e1")) {
+  for (const a of d.controller.releaseAudits().filter((x) => x.request.holder === "h-e1")) {
     for (const seq of [a.request.ranges.min!, a.request.ranges.max!]) {
       t.true(committedAt(a, seq) + windowMs <= a.state.asOfMs, `seq ${seq} released at ${a.state.asOfMs}, committed ${committedAt(a, seq)}`);
     }

@@ -37,7 +37,7 @@ test.serial("a protected sync resolves only after a receipt from a holder outsid
   try {
     for (let i = 0; i < 10; i++) await w.write(i, blockData(i));
     await w.writer.sync("az-loss", 5000);
-    const through = w.writer.core.protectedThrough("az-loss", "l0");
+    const through = w.writer.protectedThrough("az-loss", "l0");
     t.true(through >= 10);
     t.true(far.holder.core.lanes.get(`${VOL}/l0`)!.log.retained.covers(1, 10));
   } finally {
@@ -90,7 +90,7 @@ test.serial("a volume spread over two lanes by LBA range keeps a per-lane sequen
     t.deepEqual(ack.pieces, [{ lane: "lo", seq: 1 }, { lane: "hi", seq: 1 }]);
     await w.writer.write(40, blockData(2));
     await w.writer.sync("two-copies", 5000);
-    t.deepEqual(w.writer.core.heads(), { lo: 1, hi: 2 });
+    t.deepEqual(w.writer.heads(), { lo: 1, hi: 2 });
     const last = w.writer.core.manifests().at(-1)!;
     t.deepEqual(last.lanes, { lo: 1, hi: 2 });
   } finally {
@@ -106,7 +106,7 @@ test.serial("bad writes and unknown contracts get typed errors, are counted, and
     await t.throwsAsync(w.writer.sync("no-such"), { instanceOf: UnknownContractError });
     t.is(w.writer.counters.get("write_rejected"), 2);
     t.is(w.writer.counters.get("units_sent"), 0);
-    t.deepEqual(w.writer.core.heads(), { l0: 0 });
+    t.deepEqual(w.writer.heads(), { l0: 0 });
   } finally {
     await close();
   }

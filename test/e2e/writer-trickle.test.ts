@@ -62,7 +62,7 @@ test.serial("over a 60 s trickle with custody stalled the writer's backlog stays
   const started = Date.now();
   while (Date.now() - started < TRICKLE_MS) {
     await new Promise((r) => setTimeout(r, 1_000));
-    samples.push(writer.core.custodyBacklogBytes());
+    samples.push(writer.custodyBacklogBytes());
   }
   const maxSample = Math.max(...samples);
   t.true(maxSample <= BOUND + 2 * (BLOCK_SIZE + 512), `backlog peaked at ${maxSample} bytes, bound ${BOUND}`);
@@ -78,5 +78,5 @@ test.serial("over a 60 s trickle with custody stalled the writer's backlog stays
   stop = true;
   await trickle;
   await writer.sync();
-  await eventually(() => writer.core.custodyBacklogBytes() === 0, "the backlog drained", 30_000);
+  await eventually(() => writer.custodyBacklogBytes() === 0, "the backlog drained", 30_000);
 });

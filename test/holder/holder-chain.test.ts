@@ -48,7 +48,7 @@ test.serial("memory-only chain of 3 holders: receive, forward, receipt and relea
     for (const h of [a, b, c]) t.is(h.holder.lane("vol1", "l0")!.retained.toString(), `1-${UNITS}`);
 
     for (const h of ["hc", "hb", "ha"]) publishRelease(wt, h, [[1, UNITS]]);
-    await eventually(() => [a, b, c].every((h) => h.holder.core.empty), "all three released", 10_000, () =>
+    await eventually(() => [a, b, c].every((h) => h.holder.empty()), "all three released", 10_000, () =>
       JSON.stringify([a, b, c].map((h) => {
         const l = h.holder.core.lanes.get("vol1/l0")!;
         return { id: h.holder.id, retained: l.obligations.retained.toString(), releasable: l.obligations.releasable().toString(), pending: l.obligations.edgeIds.map((e) => l.obligations.pendingFor(e).toString()), segs: l.sealedSegments().length, open: l.arena.openSegmentOf("vol1", "l0"), counters: h.holder.counters.snapshot() };

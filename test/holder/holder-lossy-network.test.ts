@@ -84,7 +84,7 @@ for (const seed of [3, 11]) {
       for (const h of ["hb", "ha"]) {
         ctl.publish(releaseSubject(h), encodeMessage(releaseFrontierSpec, { holder: h, volume: VOLUME, lane: LANE, ranges: [[1, UNITS]], epoch: 0, controlSeq: 1 }));
       }
-      await until(() => ha.core.empty && hb.core.empty, () => "release did not empty the holders");
+      await until(() => ha.empty() && hb.empty(), () => "release did not empty the holders");
       t.true(writer.counters.get("retransmit") + ha.counters.get("retransmit") > 0, "the senders repaired gaps themselves");
       t.log(`writer retransmits ${writer.counters.get("retransmit")}, holder retransmits ${ha.counters.get("retransmit")}, replayed ${ha.counters.get("replayed_unit") + hb.counters.get("replayed_unit")}, drops ${net.counters.get("drop_loss")}`);
     } finally {

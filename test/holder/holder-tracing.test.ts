@@ -28,7 +28,7 @@ test.serial("admit, forward and release spans chain across NATS hops through tra
     root.end();
     await eventually(() => receipts.byHolder("ta").has(1) && receipts.byHolder("tb").has(1), "both hops receipted");
     for (const h of ["tb", "ta"]) publishRelease(wt, h, [[1, 1]]);
-    await eventually(() => a.holder.core.empty && b.holder.core.empty, "released");
+    await eventually(() => a.holder.empty() && b.holder.empty(), "released");
     const spans = t.context.tracing.memoryExporter!.getFinishedSpans();
     const traceId = root.spanContext().traceId;
     const inTrace = spans.filter((s) => s.spanContext().traceId === traceId);

@@ -63,7 +63,7 @@ test.serial("a restarted writer re-ships its unconfirmed units byte for byte und
     t.deepEqual(again.map(hex), first.map(hex), "byte for byte: the same digests");
     t.is(w2.writer.counters.get("units_reshipped"), 5);
     // h-a has seen only term 1 (its receipts say writerTerm 1): they still prove the shared history below 6.
-    const owed = () => w2.writer.core.owedTo(LANE, "h-a");
+    const owed = () => w2.writer.owedTo(LANE, "h-a");
     await eventually(() => owed().isEmpty, "term 2's writer counts term-1 receipts of its re-shipped units", 10_000, () => owed().toString());
     t.is(lane().log.term, 1);
     await w2.writer.write(6, new Uint8Array(BLOCK_SIZE).fill(6));

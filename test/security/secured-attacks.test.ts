@@ -40,7 +40,7 @@ async function refused(d: SecuredDeployment, key: string, subject: string, opera
 async function stillServing(t: { true(v: boolean, m?: string): void }, d: SecuredDeployment): Promise<void> {
   await d.writer.write(0, blockData(999));
   const head = (await d.writer.sync(AZ_CONTRACT.name, 15_000)).heads[LANE]!;
-  t.true(d.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) >= head, "the writer's next write is protected");
+  t.true(d.writer.protectedThrough(AZ_CONTRACT.name, LANE) >= head, "the writer's next write is protected");
   await eventually(() => laneOf(d, "h3").obligations.retained.has(head), "h3 still receives forwarded units", 10_000);
 }
 
@@ -113,7 +113,7 @@ test.serial("a holder's credentials cannot receipt a lane it does not serve, and
   await eventually(() => (d.writer.counters.get("receipt_bad_signature") ?? 0) > wBad && (d.controller.counters.get("receipt_bad_signature") ?? 0) > cBad, "writer and controller both rejected the forgery", 5000);
   const h2Held = d.controller.holdings({ holderId: "h2" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
   t.false(h2Held.has(50_000), "the forged claim never entered the ledger");
-  t.true(d.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) < 50_000);
+  t.true(d.writer.protectedThrough(AZ_CONTRACT.name, LANE) < 50_000);
 });
 
 test.serial("only the controller appends to the control stream: holders, the writer and the operator are refused on its subject, nobody but the operator may manage streams, and the log holds only the controller's entries, whole", async (t) => {

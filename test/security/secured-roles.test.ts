@@ -25,7 +25,7 @@ test.serial("on a bus with nkey users and TLS, every role does its job: the writ
   const { heads } = await d.writer.sync(AZ_CONTRACT.name, 15_000);
   const head = heads[LANE]!;
   t.true(head >= 1);
-  t.true(d.writer.core.protectedThrough(AZ_CONTRACT.name, LANE) >= head, "the writer counted signed receipts from holders outside its AZ");
+  t.true(d.writer.protectedThrough(AZ_CONTRACT.name, LANE) >= head, "the writer counted signed receipts from holders outside its AZ");
   // h3 only ever hears from h2: forwarding ran under h2's permissions.
   await eventually(() => laneOf(d, "h3").obligations.retained.coversAll(RangeSet.of(1, head)), "h3 retains everything h2 forwarded", 10_000);
   // The controller appended (bootstrap, then releases) and published status the operator could read.

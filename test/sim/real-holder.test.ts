@@ -63,7 +63,7 @@ async function chain(seed: number, opts: { startMs?: number; jitterMs?: number }
   for (const h of ["hb", "ha"]) {
     wt.publish(releaseSubject(h), encodeMessage(releaseFrontierSpec, { holder: h, volume: VOLUME, lane: LANE, ranges: [[1, UNITS]], epoch: 0, controlSeq: 1 }));
   }
-  while (!(ha.core.empty && hb.core.empty)) {
+  while (!(ha.empty() && hb.empty())) {
     if (Date.now() > deadline) throw new Error("release did not empty the holders");
     await new Promise((r) => setImmediate(r));
   }
