@@ -6,17 +6,16 @@
  * registered, so one `stopAll()` ends them.
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { CustodyError } from "../core/index.ts";
 import { natsRoleSchema, type NatsRoleConfig } from "../runtime/index.ts";
-import { custodyCommand, freePort } from "../testing/index.ts";
+import { custodyCommand, freePort, repoRoot } from "../testing/index.ts";
 import { custodyDeploymentOf, type RegionPortSet } from "./custody-deployment.ts";
 import { loadDeployment, type Deployment } from "./deployment.ts";
 import { startRegions, type RegionEndpoint } from "./nats-launcher.ts";
 import type { ManagedProcess, ProcessRegistry } from "./process-registry.ts";
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const REPO_ROOT = repoRoot();
 /** Generous bound on one role process starting (a loaded 2-core machine starts tsx slowly). */
 const ROLE_READY_MS = 90_000;
 /** Starts of one role before the demo gives up on it. */

@@ -1,10 +1,10 @@
 import { mkdirSync, readdirSync, renameSync, statSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import { repoRoot } from "./repo-root.ts";
 
-/** The repository this file is in (tests, the demo and benches start roles from its CLI). */
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+/** The repository (tests, the demo and benches start roles from its CLI). */
+const REPO_ROOT = repoRoot();
 /** The bundled CLI: our TypeScript in one ESM file, node_modules left external (resolved from the repo). */
 export const CLI_BUNDLE = join(REPO_ROOT, "dist", "custody.mjs");
 /** Folders whose TypeScript the CLI may import (everything but tests, benches and tools). */
