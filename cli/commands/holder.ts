@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { commitControlEvent } from "../../custody/index.ts";
+import { commitControlEvent, commitControlEventRetrying, FailureScope, HolderStatus } from "../../custody/index.ts";
 import { ControlLogFollower } from "../../custody/index.ts";
 import { publicKeyFromRaw } from "../../custody/index.ts";
 import { closeNats, connectNats } from "../../transport/index.ts";
@@ -22,6 +22,10 @@ interface AdmitOptions extends OutputOptions, OperatorKeyOptions, OperatorConnec
  * committing `admit_holder` to the region's control log — the first admission of a holder, a new
  * key, or a move, which the controller's key-continuity policy leaves to an operator. The log's own
  * fold refuses an incarnation that is not above the admitted one (exit 1, nothing committed).
+ *
+ * `custody holder fail`: the operator declares a holder (or every active holder of a zone or
+ * region) failed by committing `declare_failure`; its ranges stop backing releases, and a controller
+ * with a `repair` section copies what it held onto a standby.
  */
 export function register(program: Command): void {
   const holder = program.command("holder").description("Operator commands for holders");
@@ -55,6 +59,44 @@ export function register(program: Command): void {
           }));
           const out = { admitted: o.holder, incarnation, controlSeq: seq };
           printResult(o, out, [out]);
+        } finally {
+          await closeNats(nc);
+        }
+      }),
+    );
+
+  withOperatorConnection(withOperatorKey(holder
+    .command("fail")))
+    .description("Commit declare_failure: a holder, or every active holder of a zone or region, is gone; its controller repairs onto a standby")
+    .requiredOption("--region <region>", "control-log region")
+    .option("--holder <id>", "the failed holder (scope holder; the domain is the failure domain it was admitted with)")
+    .option("--domain <region[/az]>", "a failed zone (region/az) or region: every active holder admitted inside it")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (o: OutputOptions & OperatorKeyOptions & OperatorConnectionOptions & { region: string; holder?: string; domain?: string }) => {
+        if ((o.holder === undefined) === (o.domain === undefined)) throw new CustodyCliError("give exactly one of --holder and --domain", { option: "holder" });
+        const depth = o.domain?.split("/").length ?? 0;
+        if (o.domain !== undefined && (depth > 2 || o.domain.split("/").some((p) => p.length === 0))) throw new CustodyCliError(`--domain must be a region or region/az, got ${o.domain}`, { option: "domain" });
+        const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-fail"), maxReconnectAttempts: 0 });
+        try {
+          const store = await openJetStreamControlLog(nc, { region: o.region });
+          const access = operatorAccess(o);
+          const follower = new ControlLogFollower(store, undefined, access.trust);
+          let declared: { scope: FailureScope; domain: string; holderIds: string[] } | undefined;
+          const { seq } = await commitControlEventRetrying(store, follower, access.who, (s) => {
+            if (o.holder !== undefined) {
+              const h = s.holders[o.holder];
+              if (h === undefined) throw new CustodyCliError(`holder ${o.holder} was never admitted in ${o.region}`, { holder: o.holder });
+              declared = { scope: FailureScope.holder, domain: h.failureDomain, holderIds: [o.holder] };
+            } else {
+              const d = o.domain!;
+              const holderIds = Object.values(s.holders).filter((h) => h.status === HolderStatus.active && (h.failureDomain === d || h.failureDomain.startsWith(`${d}/`))).map((h) => h.holderId).sort();
+              declared = { scope: depth === 1 ? FailureScope.region : FailureScope.zone, domain: d, holderIds };
+            }
+            return { type: "declare_failure", ...declared };
+          });
+          const out = { declared: declared!.holderIds, scope: declared!.scope, domain: declared!.domain, controlSeq: seq };
+          printResult(o, out, [{ ...out, declared: out.declared.join(",") || "(none active)" }]);
         } finally {
           await closeNats(nc);
         }

@@ -54,7 +54,7 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   // The writer's AZ dies: the writer and its same-AZ holder. The test only declares the failure.
   await d.writer.close();
   await d.kill("h-e1");
-  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.declareFailure({ domain: "us-east/use1-az1" });
 
   await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && (r.state === "done" || r.state === "failed")), "the controller ran the repair", 15_000);
   const [rep] = d.controller.repairs();
@@ -288,7 +288,7 @@ test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) lo
 
   t.is(await killed(w.process.child), "SIGKILL");
   t.is(await killed(e1), "SIGKILL");
-  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "zone", domain: "us-east/use1-az1", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.declareFailure({ domain: "us-east/use1-az1" });
   // This controller has no repair section: it reports the failure instead of repairing it.
   await eventually(() => d.controller.status()?.repairs?.some((r) => r.failureSeq === failureSeq && r.state === "needed") ?? false, "the status document reports 'repair needed'", 5000);
   const replacement = await d.startReplacement("h-e3", "s-e3");

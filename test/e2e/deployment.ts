@@ -22,6 +22,7 @@ import { NatsTransport } from "../../transport/nats-transport.ts";
 import type { SuperclusterHandle } from "../helpers/index.ts";
 import type { DeployedProcess } from "../../testing/deployed-process.ts";
 import { startHolderProcess } from "./role-processes.ts";
+import { custodyStdout } from "../helpers/custody-cli.ts";
 import { e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir, type LaunchedHolder, type WriterRig } from "./e2e-fixture.ts";
 
 export const LANE = "l0";
@@ -115,6 +116,8 @@ export interface Deployment {
   readonly controlRegion: string;
   /** Kills a holder: stops it and closes its connection; its RAM is gone. */
   kill(holderId: string): Promise<void>;
+  /** The operator declares a holder, or every active holder of a zone, failed (`custody holder fail`); resolves with the entry's control-log sequence. */
+  declareFailure(failed: { holder: string } | { domain: string }): Promise<{ seq: number }>;
   /** Starts a replacement holder (not yet admitted) and returns its admission record. */
   startReplacement(holderId: string, siteId: string): Promise<HolderAdmission>;
   survivors(): SurvivorSource[];
@@ -201,6 +204,11 @@ export async function deploy(
     controller,
     urls,
     controlRegion: ctlRegion,
+    async declareFailure(failed) {
+      const target = "holder" in failed ? ["--holder", failed.holder] : ["--domain", failed.domain];
+      const out = JSON.parse(await custodyStdout(["holder", "fail", "--server", urls["us-east"]!, "--region", ctlRegion, ...target, "--json"])) as { controlSeq: number };
+      return { seq: out.controlSeq };
+    },
     async kill(id) {
       const h = holders.get(id);
       holders.delete(id);

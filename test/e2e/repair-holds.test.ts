@@ -21,7 +21,7 @@ test.serial("a repair holds what it reads in the control log from before its cop
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the writes", 5000);
   await d.kill("h-e1");
-  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.declareFailure({ holder: "h-e1" });
   await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && r.state === "done"), "the repair finished", 20_000, () => JSON.stringify(d.controller.repairs()));
 
   const log = await (await openJetStreamControlLog(d.writer.transport.connection, { region: "use-rep-hold" })).readAll();

@@ -45,7 +45,7 @@ test.serial("a repair handed to a repair worker in another process (custody run 
   await eventually(() => retainedBy("h-e1").covers(1, head), "the controller saw h-e1 receipt the writes", 5000);
   const lost = retainedBy("h-e1");
   await d.kill("h-e1");
-  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.declareFailure({ holder: "h-e1" });
   await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && r.state !== "running"), "the repair ended", 30_000, () => `${JSON.stringify(d.controller.repairs())} worker: ${worker.log}`);
 
   const [rep] = d.controller.repairs();
@@ -78,7 +78,7 @@ test.serial("a forged repair request (a repair the controller did not hand out, 
   for (let i = 0; i < 10; i++) await d.writer.write(i, blockData(9500 + i));
   await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
   await d.kill("h-e1");
-  await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
+  await d.declareFailure({ holder: "h-e1" });
   await eventually(() => tasks.length === 1, "the controller handed the repair out", 10_000);
   const task = tasks[0]!;
   const before = { seq: d.controller.controlState().lastSeq, holders: Object.keys(d.controller.controlState().holders).sort(), holds: Object.keys(d.controller.controlState().holds).sort() };
@@ -121,7 +121,7 @@ test.serial("without a worker, a declared failure's repair runs as a child actor
   for (let i = 0; i < 10; i++) await d.writer.write(i, blockData(9700 + i));
   await d.writer.writer.sync(AZ_CONTRACT.name, 10_000);
   await d.kill("h-e1");
-  const { seq: failureSeq } = await d.controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.declareFailure({ holder: "h-e1" });
   await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && r.state !== "running"), "the repair ended", 20_000, () => JSON.stringify(d.controller.repairs()));
   const child = repairChildId(`repair-${d.volume}-${failureSeq}`);
   t.is(parents.get(child), d.controller.actor.id, "the repair actor's parent is the controller's actor");

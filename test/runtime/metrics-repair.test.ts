@@ -30,7 +30,7 @@ test.serial("a controller's repair gauges follow a declared failure's repair: no
   for (const state of ["needed", "running", "done", "failed"]) t.is(sample(before, "custody_repairs", { volume, state }), 0, before);
 
   await d.kill("h-e1");
-  const { seq: failureSeq } = await core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "us-east/use1-az1/h-e1-host", holderIds: ["h-e1"] }));
+  const { seq: failureSeq } = await d.declareFailure({ holder: "h-e1" });
   let after = "";
   const seen = new Set<string>();
   for (let i = 0; i < 400; i++) {
