@@ -20,6 +20,11 @@ export interface AnnouncedStandbysDeps {
   readonly sites: readonly Site[];
   /** How long `prepare` waits for an announcement it has not heard yet (ms). Default 5000. */
   readonly waitMs?: number;
+  /**
+   * An announcement older than this is not taken (ms; default 5000): a standby process asks every
+   * half second while it runs, so a silent one has probably died since.
+   */
+  readonly freshMs?: number;
 }
 
 /**
@@ -46,9 +51,12 @@ export class AnnouncedStandbys implements RepairLauncher {
     if (standby.publicKey === undefined) {
       throw new StandbyUnavailableError("standby_key_unknown", `standby ${standby.holderId} has no publicKey in repair.standby: the controller takes no standby whose key the deployment did not name`, { holderId: standby.holderId });
     }
-    if (!this.heard.has(standby.holderId)) await this.announcement(standby.holderId, this.d.waitMs ?? 5_000);
+    if (!this.freshlyHeard(standby.holderId)) {
+      this.heard.delete(standby.holderId);
+      await this.announcement(standby.holderId, this.d.waitMs ?? 5_000);
+    }
     const h = this.heard.get(standby.holderId);
-    if (h === undefined) {
+    if (h === undefined || !this.freshlyHeard(standby.holderId)) {
       this.d.counters.inc("standby_not_announced");
       throw new StandbyUnavailableError("standby_not_announced", `standby ${standby.holderId} did not ask to be admitted within ${this.d.waitMs ?? 5_000} ms: is its process running?`, { holderId: standby.holderId });
     }
@@ -60,6 +68,11 @@ export class AnnouncedStandbys implements RepairLauncher {
     for (const s of this.subs) s.unsubscribe();
     for (const wake of [...this.waiting.values()].flat()) wake();
     this.waiting.clear();
+  }
+
+  private freshlyHeard(holderId: string): boolean {
+    const h = this.heard.get(holderId);
+    return h !== undefined && this.d.clock.now() - h.at <= (this.d.freshMs ?? 5_000);
   }
 
   private hear(standby: StandbyHolder, data: Uint8Array): void {

@@ -23,14 +23,14 @@ test.after.always(async () => server?.stop());
 
 let worlds = 0;
 /** A launcher and a standby's connection; each world's standby has its own id (the tests run at once on one server). */
-async function world(waitMs = 3_000) {
+async function world(waitMs = 3_000, freshMs = 5_000) {
   const id = `h-v${++worlds}`;
   const key = generateHolderKeyPair();
   const launcherSide = await NatsTransport.connect({ servers: server.url, name: "ctl" });
   const standbySide = await NatsTransport.connect({ servers: server.url, name: "standby" });
   const counters = new Counters();
   const standby = { holderId: id, site: "s-v", publicKey: Buffer.from(key.publicKey).toString("hex") };
-  const launcher = new AnnouncedStandbys({ transport: launcherSide, clock: systemClock, counters, standby: [standby], sites: SITES, waitMs });
+  const launcher = new AnnouncedStandbys({ transport: launcherSide, clock: systemClock, counters, standby: [standby], sites: SITES, waitMs, freshMs });
   await launcherSide.flush();
   const ask = async (o: { key?: typeof key; holderId?: string; subject?: string; incarnation?: number; failureDomain?: string; raw?: Uint8Array } = {}) => {
     const k = o.key ?? key;
@@ -94,4 +94,16 @@ test("a standby the deployment gave no key is never taken, whatever it announces
   await w.ask();
   const err = await t.throwsAsync(w.launcher.prepare({ holderId: w.standby.holderId, site: "s-v" }), { instanceOf: StandbyUnavailableError });
   t.is(err?.code, "standby_key_unknown");
+});
+
+test("an announcement older than freshMs is not taken: the standby must ask again (its process may have died since)", async (t) => {
+  const w = await world(400, 200);
+  t.teardown(w.close);
+  await w.ask();
+  await new Promise((r) => setTimeout(r, 300));
+  const err = await t.throwsAsync(w.launcher.prepare(w.standby), { instanceOf: StandbyUnavailableError });
+  t.is(err?.code, "standby_not_announced");
+  const pending = w.launcher.prepare(w.standby);
+  await w.ask({ incarnation: 2 });
+  t.is((await pending).incarnation, 2);
 });
