@@ -1,18 +1,22 @@
 import { createActor, waitFor, type Actor } from "xstate";
 import { CustodyError, type Counters } from "../core/index.ts";
 import type { ControlState, Holding, HoldingFilter } from "../custody/index.ts";
+import type { BaseSnapshot, EvaluationReport, EvaluationState, HolderAuditRecord } from "../policies/index.ts";
 import type { RepairStatus, VolumeStatus } from "../protocol/index.ts";
+import type { RepairPort } from "./repair/index.ts";
+import { commitFailover, type FailoverPlan } from "./controller/failover.ts";
+import { inProcessRepairPort } from "./controller/in-process-repair-port.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
-import type { ControllerPorts, ReleaseAudit } from "./controller/controller-ports.ts";
+import type { ControllerPorts, HolderAdmission, ReleaseAudit } from "./controller/controller-ports.ts";
 
 /** A running controller of one volume. */
 export interface Controller {
   readonly actor: Actor<typeof controllerMachine>;
-  readonly core: ControllerCore;
   state(): string;
   readonly id: string;
+  readonly config: ControllerConfig;
   readonly counters: Counters;
   /** The control log as this controller last folded and verified it. */
   controlState(): ControlState;
@@ -26,8 +30,26 @@ export interface Controller {
   releaseAudits(): readonly ReleaseAudit[];
   /** Durations (ms) of the evaluations since the previous call. */
   takeEvalDurations(): number[];
+  /** The evaluation input as it stands now (fresh evidence, the folded log). */
+  evaluationState(): EvaluationState;
+  /** The last evaluation's per-scenario report (undefined before the first). */
+  report(): EvaluationReport | undefined;
+  /** Folded commit runs kept in memory below every cut (the footprint the simulator checks stays bounded). */
+  commitRunCount(): number;
+  /** Each holder's retention-audit record (empty without `retentionAudit`). */
+  auditRows(): readonly HolderAuditRecord[];
+  /** Reads the control log again and returns what it folded to. */
+  refreshControlState(): Promise<ControlState>;
   /** Asks for an evaluation round at the next interval even if nothing changed. */
   evaluateSoon(): void;
+  /** Commits the first admissions and obligations of a fresh control log (what `custody bootstrap` does for a deployment). */
+  bootstrap(holders: readonly HolderAdmission[], responsible: readonly string[], fromSeq?: number): Promise<void>;
+  /** A base snapshot became available at a holder (releases may then go to it). */
+  addBase(base: BaseSnapshot): void;
+  /** Records a writer failover in the control log before the new term's writer starts (see failover.ts). */
+  failover(lanes: readonly string[], term: number, recoveredCut: Readonly<Record<string, number>>): Promise<FailoverPlan>;
+  /** The repair port over this controller, for a repair task run in this process. */
+  repairPort(): RepairPort;
   stop(): void;
 }
 
@@ -52,9 +74,9 @@ export async function startController(config: ControllerConfig, ports: Controlle
   }
   return {
     actor: a,
-    core,
     state: () => String(a.getSnapshot().value),
     id: config.controllerId,
+    config,
     counters: core.counters,
     controlState: () => core.follower.state,
     status: () => core.status,
@@ -62,7 +84,16 @@ export async function startController(config: ControllerConfig, ports: Controlle
     repairs: () => core.repairs,
     releaseAudits: () => core.audits,
     takeEvalDurations: () => core.takeEvalDurations(),
+    evaluationState: () => core.currentState(),
+    report: () => core.report,
+    auditRows: () => core.retentionAudits?.rows() ?? [],
+    commitRunCount: () => core.commitRunCount,
+    refreshControlState: () => core.follower.refresh(),
     evaluateSoon: () => a.send({ type: "evaluate.now" }),
+    bootstrap: (holders, responsible, fromSeq) => core.bootstrap(holders, responsible, fromSeq),
+    addBase: (base) => core.addBase(base),
+    failover: (lanes, term, recoveredCut) => commitFailover(core, config.topology.volume, lanes, term, recoveredCut),
+    repairPort: () => inProcessRepairPort(core),
     stop: () => {
       if (a.getSnapshot().status === "active") a.send({ type: "stop" });
       a.stop();

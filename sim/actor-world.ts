@@ -138,7 +138,7 @@ export class ActorWorld {
     // operator's bootstrap admits them and creates the obligation.
     const serving = [...this.hosts.values()].filter((h) => !this.standbys.includes(h.spec.id));
     await Promise.all(serving.map((h) => this.startHolderOn(h)));
-    await this.controller!.core.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
+    await this.controller!.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
     await this.startWriter();
     const tick = () => {
       if (this.writerDead) return;
@@ -271,10 +271,10 @@ export class ActorWorld {
 
   private tapController(subject: string, data: Uint8Array): void {
     if (subject === statusSubject(this.volume)) {
-      const core = this.controller?.core;
-      const report = core?.report;
-      if (core === undefined || report === undefined) return;
-      for (const h of core.currentState().holders) {
+      const controller = this.controller;
+      const report = controller?.report();
+      if (controller === undefined || report === undefined) return;
+      for (const h of controller.evaluationState().holders) {
         let claimed = RangeSet.EMPTY;
         for (const c of h.claims) if (c.lane === this.lane) claimed = claimed.union(c.ranges);
         this.ledgerClaims.set(h.id, claimed);
@@ -303,11 +303,11 @@ export class ActorWorld {
    * releases committed (counter), commit runs kept, and release entries persisted in the log.
    */
   async controllerFootprint(): Promise<{ audits: number; releasesCommitted: number; commitRuns: number; releaseEntries: number } | undefined> {
-    const core = this.controller?.core;
-    if (core === undefined) return undefined;
+    const controller = this.controller;
+    if (controller === undefined) return undefined;
     const entries = await this.store.readAll();
     const releaseEntries = entries.filter((e) => e.event.type === "release_ranges" || e.event.type === "release_to_base").length;
-    return { audits: core.audits.length, releasesCommitted: core.counters.get("release_committed"), commitRuns: core.commitRunCount, releaseEntries };
+    return { audits: controller.releaseAudits().length, releasesCommitted: controller.counters.get("release_committed"), commitRuns: controller.commitRunCount(), releaseEntries };
   }
 
   /** Ground truth of every holder (and the vault's base) right now. */

@@ -4,6 +4,7 @@
  * they cover and list them in their receipts, and the controller reports a cut across both lanes
  * only where both lanes' ranges and a manifest naming exactly that cut survive.
  */
+import { operatorCommit } from "../helpers/operator-commit.ts";
 import anyTest, { type TestFn } from "ava";
 import { startController } from "../../actors/controller.ts";
 import { manifestId } from "../../actors/controller/receipted-manifests.ts";
@@ -92,7 +93,7 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
   );
   t.teardown(() => controller.stop());
   const ids = ["h-a", "h-b", "h-b2"];
-  await controller.core.bootstrap(ids.map((h) => ({ holderId: h, incarnation: 1, publicKey: rawPublicKey(keys.key(h, 1)!), failureDomain: h })), ids);
+  await controller.bootstrap(ids.map((h) => ({ holderId: h, incarnation: 1, publicKey: rawPublicKey(keys.key(h, 1)!), failureDomain: h })), ids);
   const rig = await launchWriter({
     url,
     writerId: "w1",
@@ -150,7 +151,7 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
   t.true(scenario(B_LOST)!.contributors.includes("h-b2"));
 
   // Strike h-b: the control log marks it failed, so it contributes nothing, its manifests included.
-  await controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "h-b", holderIds: ["h-b"] }));
+  await operatorCommit(log, { type: "declare_failure", scope: "holder", domain: "h-b", holderIds: ["h-b"] });
   await eventually(() => sameCut(cutOf(WRITER_LOST), h1), "after the strike the cut is the newest manifest the survivors cover", 10_000, () => JSON.stringify(scenario(WRITER_LOST)));
   const struck = scenario(WRITER_LOST)!;
   t.is(struck.manifest, manifestId(h1));
@@ -158,7 +159,7 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
   t.false(struck.contributors.includes("h-b"));
 
   // Strike h-b2 too: nothing holds lane b beyond the base (and no cut has lane a ahead of a base lane b), so the cut is the base's.
-  await controller.core.commit(() => ({ type: "declare_failure", scope: "holder", domain: "h-b2", holderIds: ["h-b2"] }));
+  await operatorCommit(log, { type: "declare_failure", scope: "holder", domain: "h-b2", holderIds: ["h-b2"] });
   await eventually(() => sameCut(cutOf(WRITER_LOST), { a: 0, b: 0 }), "with no lane-b holder left the cut is the base", 10_000, () => JSON.stringify(scenario(WRITER_LOST)));
   t.like(scenario(WRITER_LOST), { manifest: null, base: "genesis" });
   t.true(hA.holder.counters.get("manifest_kept") > 0 && rig.writer.counters.get("manifest_shipped") > 0);

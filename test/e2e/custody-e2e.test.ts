@@ -100,7 +100,7 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
   await eventually(() => eu().covers(1, c0), "Europe receipted phase 1", 5000);
   const euSource = d.survivors().find((s) => s.holderId === "h-eu")!;
   const base = await d.recover("s-eu", [euSource], { upTo: { [LANE]: c0 } });
-  d.controller.core.addBase({ id: "base-eu-c0", holder: "h-eu", cut: { [LANE]: c0 }, bytes: c0 * 4096 });
+  d.controller.addBase({ id: "base-eu-c0", holder: "h-eu", cut: { [LANE]: c0 }, bytes: c0 * 4096 });
 
   // Phase 2 reaches everyone. Then the waypoint stops granting credit (drains): phase 3 outruns its
   // outstanding credit, so the independent path ends before the head — the interesting case.
@@ -162,7 +162,7 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
   // Say recovery chose a cut 3 below the old head: the new term still starts above every old-term
   // sequence any holder receipted, so old and new units can never share a sequence.
   await eventually(() => d.controller.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(cut)), "controller has the receipts", 5000);
-  const plan = await commitFailover(d.controller.core, d.volume, [LANE], 2, { [LANE]: cut - 3 });
+  const plan = await d.controller.failover([LANE], 2, { [LANE]: cut - 3 });
   t.is(plan.firstSeq[LANE], cut + 1, "sequences between the recovered cut and the old head are abandoned");
   const recorded = d.controller.controlState().obligations[`${d.volume}-${LANE}-term2`]!;
   t.true(recorded.responsible["h-w"]!.has(cut + 1), "the control log records where term 2 starts");
@@ -298,7 +298,7 @@ test.serial("SIGKILL of the writer's AZ (writer and same-AZ holder processes) lo
     lanes: [LANE],
     failed: ["h-e1"],
     replacement,
-    port: inProcessRepairPort(d.controller.core),
+    port: d.controller.repairPort(),
     transport: d.holders.get("h-e2")!.transport,
     clock: { now: () => Date.now(), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) },
     repairBandwidthBytesPerSec: 125_000_000,

@@ -177,7 +177,7 @@ export async function deploy(
   const controller = await startController(ctlConfig, { transport: ctlTransport, clock: systemClock, store, repair });
   let current = controller;
   const all = Object.keys(HOLDERS);
-  await controller.core.bootstrap(
+  await controller.bootstrap(
     all.map((h) => admission(keys, h, SITES[HOLDERS[h]![0]]!)),
     all,
   );

@@ -20,7 +20,7 @@ test.serial("a failover commits the recovered cut, the old head above it and the
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   await eventually(() => d.controller.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(head)), "controller has the receipts", 5000);
 
-  const plan = await commitFailover(d.controller.core, d.volume, [LANE], 2, { [LANE]: head - 4 });
+  const plan = await d.controller.failover([LANE], 2, { [LANE]: head - 4 });
   t.deepEqual(plan.oldHead, { [LANE]: head });
   t.deepEqual(plan.firstSeq, { [LANE]: head + 1 });
   const log = await (await openJetStreamControlLog(d.writer.transport.connection, { region: "use-fo" })).readAll();
@@ -29,6 +29,6 @@ test.serial("a failover commits the recovered cut, the old head above it and the
   t.true(fo.seq < plan.controlSeq[LANE]!, "recorded before the new term's obligation");
   t.like(d.controller.controlState().failovers?.[`${d.volume}/${LANE}`], { term: 2, recoveredCut: head - 4, oldHead: head });
 
-  const again = await commitFailover(d.controller.core, d.volume, [LANE], 2, { [LANE]: head }).catch((e: { code?: string }) => e);
+  const again = await d.controller.failover([LANE], 2, { [LANE]: head }).catch((e: { code?: string }) => e);
   t.is((again as { code?: string }).code, "failover_order");
 });

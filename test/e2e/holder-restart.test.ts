@@ -160,7 +160,7 @@ async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown)
   };
   const controller = await startController(config, { transport: ct, clock: systemClock, store });
   t.context.defer(() => controller.stop());
-  await controller.core.bootstrap(
+  await controller.bootstrap(
     Object.entries(CHAIN).map(([id, h]) => ({ holderId: id, incarnation: 1, publicKey: keys[id]!, failureDomain: `r1/${SITES[h.site]!.az}/${SITES[h.site]!.host}` })),
     Object.keys(CHAIN),
   );
@@ -211,7 +211,7 @@ async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown)
       return head;
     },
     cut(scenario) {
-      const r = controller.core.report?.reports.find((x) => x.name === scenario);
+      const r = controller.report()?.reports.find((x) => x.name === scenario);
       return r !== undefined && r.evidence === "observed" ? (r.cut?.[LANE] ?? -1) : -1;
     },
   };
@@ -239,8 +239,7 @@ test.serial("a SIGKILLed disk holder re-receipts its spilled ranges under its ne
   const r = await deploy(t, "vol-disk");
   const head = await r.write(50);
   const onDisk = () =>
-    r.controller.core.ledger
-      .holdings({ holderId: "h3" })
+    r.controller.holdings({ holderId: "h3" })
       .filter((h) => h.residency === "disk")
       .reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
   await eventually(() => onDisk().covers(1, head), "h3 persisted everything", 20_000);

@@ -103,7 +103,7 @@ test.serial("a forged repair request (a repair the controller did not hand out, 
   t.is(d.controller.counters.get("repair_request_refused"), refusals.length, "each refusal is counted");
   t.is(d.controller.counters.get("repair_request_wrong_kind"), 1);
   t.is(d.controller.counters.get("repair_request_answered") ?? 0, 0, "nothing was answered");
-  const s = await d.controller.core.follower.refresh();
+  const s = await d.controller.refreshControlState();
   t.deepEqual({ seq: s.lastSeq, holders: Object.keys(s.holders).sort(), holds: Object.keys(s.holds).sort() }, before, "no control-log entry, no holder admitted, no hold changed");
 });
 

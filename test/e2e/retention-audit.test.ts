@@ -52,7 +52,7 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
     topology: (topo) => ({ ...topo, scenarios: [...topo.scenarios, ONLY_WEST] }),
   });
   t.context.defer(() => d.stop());
-  const audits = d.controller.core.retentionAudits!;
+  const audits = { rows: () => d.controller.auditRows() };
   const row = (h: string) => audits.rows().find((r) => r.holder === h)!;
   const head = await writeSome(d, 60, 1);
 
@@ -74,7 +74,7 @@ test.serial("a holder that drops retained data but keeps receipting is caught by
   // The cheater's receipts still claim everything, but evaluation leaves them out.
   const ledgerWest = d.controller.holdings({ volume: d.volume, holderId: "h-w" }).reduce((r, h) => r.union(h.retained), RangeSet.EMPTY);
   t.true(ledgerWest.coversAll(RangeSet.of(1, head)), `h-w still receipts ${ledgerWest}`);
-  const state = d.controller.core.currentState();
+  const state = d.controller.evaluationState();
   t.deepEqual(state.holders.find((h) => h.id === "h-w")!.claims, []);
   t.true(state.holders.find((h) => h.id === "h-eu")!.claims.length > 0);
   const onlyWest = evaluateState(state).reports.find((r) => r.name === ONLY_WEST.name)!;
@@ -125,7 +125,7 @@ test.serial("the audit byte budget bounds the cost: once a period's bytes are re
   const c = d.controller.counters;
   const judged = () => c.get("audit_passed") + c.get("audit_failed") + c.get("audit_timeout") + c.get("audit_void");
   await eventually(() => judged() > 0 && c.get("audit_skipped_budget") >= 10, "rounds refused by the spent budget", 30_000, () => `judged ${judged()}, skipped ${c.get("audit_skipped_budget")}`);
-  const holders = Object.keys(d.controller.core.config.topology.holderSites).length;
+  const holders = Object.keys(d.controller.config.topology.holderSites).length;
   t.true(judged() <= holders, `${judged()} audits ran on a 1-byte budget (one round is at most ${holders})`);
   // The first test's cheating h-w may still be running on this supercluster under the same id: it
   // must not answer for the h-w of this volume (a lane it does not serve gets no answer).

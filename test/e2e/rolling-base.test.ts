@@ -72,7 +72,7 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
     { transport: ct, clock: systemClock, store: log },
   );
   t.teardown(() => controller.stop());
-  await controller.core.bootstrap(
+  await controller.bootstrap(
     (["h-store", "h-ram"] as const).map((h) => ({ holderId: h, incarnation: 1, publicKey: rawPublicKey(keys.key(h, 1)!), failureDomain: h })),
     ["h-store", "h-ram"],
   );

@@ -114,14 +114,13 @@ test.serial("regression sim seed 930138: a disk holder restarted from a spilled 
   };
   const controller = await startController(config, { transport: ct, clock: systemClock, store });
   t.context.defer(() => controller.stop());
-  await controller.core.bootstrap([{ holderId: "h1", incarnation: 1, publicKey: kp.publicKey, failureDomain: `r1/az1/${SITES["s-1"]!.host}` }], ["h1"]);
+  await controller.bootstrap([{ holderId: "h1", incarnation: 1, publicKey: kp.publicKey, failureDomain: `r1/az1/${SITES["s-1"]!.host}` }], ["h1"]);
   const h1Holdings = (incarnation: number, residency?: string) =>
-    controller.core.ledger
-      .holdings({ holderId: "h1" })
+    controller.holdings({ holderId: "h1" })
       .filter((h) => h.incarnation === incarnation && (residency === undefined || h.residency === residency))
       .reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
   const cut = () => {
-    const r = controller.core.report?.reports.find((x) => x.name === POWER);
+    const r = controller.report()?.reports.find((x) => x.name === POWER);
     return r !== undefined && r.evidence === "observed" ? (r.cut?.[LANE] ?? -1) : -1;
   };
 

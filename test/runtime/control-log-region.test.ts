@@ -1,3 +1,4 @@
+import { operatorCommit } from "../helpers/operator-commit.ts";
 import anyTest, { type TestFn } from "ava";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
@@ -39,16 +40,16 @@ async function entries(nc: NatsConnection, region: string): Promise<number> {
 
 test.serial("two controllers in one region commit to the control logs their configs name, each leaving the other's log untouched", async (t) => {
   const { nc } = t.context;
-  await initJetStreamControlLog(nc, { region: "east-vol-a" });
-  await initJetStreamControlLog(nc, { region: "east-vol-b" });
+  const { log: logA } = await initJetStreamControlLog(nc, { region: "east-vol-a" });
+  const { log: logB } = await initJetStreamControlLog(nc, { region: "east-vol-b" });
   const dirA = tempDir("custody-ctl-a-");
   const dirB = tempDir("custody-ctl-b-");
   const a = await runController(controllerConfig(t.context.nats.url, "ctl-a", dirA, "east-vol-a"));
   t.teardown(() => a.stop());
   const b = await runController(controllerConfig(t.context.nats.url, "ctl-b", dirB, "east-vol-b"));
   t.teardown(() => b.stop());
-  for (const h of ["h1", "h2"]) await a.controller.core.commit(() => admit(h));
-  await b.controller.core.commit(() => admit("relay"));
+  for (const h of ["h1", "h2"]) await operatorCommit(logA, admit(h));
+  await operatorCommit(logB, admit("relay"));
   t.is(await entries(nc, "east-vol-a"), 2);
   t.is(await entries(nc, "east-vol-b"), 1);
   await a.stop();
@@ -74,10 +75,10 @@ test("a controller config with an empty controlLogRegion is refused", (t) => {
 
 test.serial("regression attack-row stall: a controller's `evaluations` figure is a running total, so two stats reads never see it go down", async (t) => {
   const { nc } = t.context;
-  await initJetStreamControlLog(nc, { region: "east-vol-e" });
+  const { log: logE } = await initJetStreamControlLog(nc, { region: "east-vol-e" });
   const c = await runController(controllerConfig(t.context.nats.url, "ctl-e", tempDir("custody-ctl-e-"), "east-vol-e"));
   t.teardown(() => c.stop());
-  await c.controller.core.commit(() => admit("h1"));
+  await operatorCommit(logE, admit("h1"));
   const evaluations = async () => {
     const { stats } = await listProcesses(nc, { waitMs: 300 });
     return stats.find((p) => p.role === "controller" && p.id === "ctl-e")?.figures["evaluations"] ?? -1;

@@ -67,8 +67,8 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   // and the loss this test watches the gauges for is gone before it has aged.
   const d = await deploy(t.context.supercluster, "vol-metrics", "use-met", { coverageRepair: { graceMs: 600_000 } });
   t.context.defer(() => d.stop());
-  const core = d.controller.core;
-  const endpoint = await serveMetrics({ role: "controller", id: core.config.controllerId, counters: () => core.counters.snapshot(), status: () => core.status }, { port: await freePort() });
+  const ctl = d.controller;
+  const endpoint = await serveMetrics({ role: "controller", id: ctl.id, counters: () => ctl.counters.snapshot(), status: () => ctl.status() }, { port: await freePort() });
   t.context.defer(() => endpoint.close());
   const scrape = async () => await (await fetch(endpoint.url!)).text();
   const write = async (n: number, seed: number) => {
@@ -77,7 +77,7 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   };
   await write(20, 1);
   const scenario = { volume: "vol-metrics", scenario: "US-East lost" };
-  await eventually(() => core.status?.scenarios.find((s) => s.name === "US-East lost")?.lostSeqs === 0, "nothing lost to US-East lost", 10_000);
+  await eventually(() => ctl.status()?.scenarios.find((s) => s.name === "US-East lost")?.lostSeqs === 0, "nothing lost to US-East lost", 10_000);
   const before = await scrape();
   t.is(sample(before, "custody_scenario_rpo_seconds", scenario), 0);
   t.is(sample(before, "custody_scenario_lost_seqs", scenario), 0);

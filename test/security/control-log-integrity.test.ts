@@ -1,3 +1,4 @@
+import { operatorCommit } from "../helpers/operator-commit.ts";
 import anyTest, { type TestFn } from "ava";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -72,8 +73,8 @@ test.serial("a controller persists the control-log head it verified and, restart
 
   const { log } = await initJetStreamControlLog(nc, { region });
   const first = await runController(cfg);
-  for (const h of ["h1", "h2", "relay"]) await first.controller.core.commit(() => admit(h));
-  await first.controller.core.commit(() => createOb("vol-l0", ["h1", "h2"]));
+  for (const h of ["h1", "h2", "relay"]) await operatorCommit(log, admit(h));
+  await operatorCommit(log, createOb("vol-l0", ["h1", "h2"]));
   const verified = first.controller.controlState();
   await first.stop();
   t.deepEqual(await readControlLogHead(nodeFileLayer, dir, region), { region, seq: verified.lastSeq, hash: verified.headHash }, "the head is in the state directory");

@@ -114,7 +114,7 @@ export async function deploySecured(): Promise<SecuredDeployment> {
     await store.close();
   });
   const all = Object.keys(HOLDERS);
-  await controller.core.bootstrap(
+  await controller.bootstrap(
     all.map((h) => {
       const s = SITES[HOLDERS[h]![0]]!;
       return { holderId: h, incarnation: 1, publicKey: rawPublicKey(keys.key(h, 1)!), failureDomain: failureDomainOf(s) };
