@@ -133,7 +133,8 @@ export const controllerMachine = setup({
     },
   },
   guards: {
-    due: ({ context }) => context.core.dirty || context.forced,
+    // Entries someone else committed (an operator's failure or hold, another controller) need a round too.
+    due: ({ context }) => context.core.dirty || context.forced || (context.core.ports.store.seenHead?.() ?? 0) > context.core.follower.state.lastSeq,
   },
   delays: {
     interval: ({ context }) => context.intervalMs,

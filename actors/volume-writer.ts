@@ -3,16 +3,20 @@ import type { Counters } from "../core/index.ts";
 import type { RangeSet } from "../lanes/index.ts";
 import { volumeWriterMachine, WriterState } from "./volume-writer.machine.ts";
 import { WriterFencedError, type VolumeWriterConfig } from "./writer/writer-config.ts";
-import { WriterCore, type VolumeWriterPorts, type WriteAck } from "./writer/writer-core.ts";
+import { WriterCore, type VolumeWriterPorts, type WriteAck, type WriterCut } from "./writer/writer-core.ts";
 
 /** A running volume writer: the actor plus the calls an application (or block device) makes. */
 export interface VolumeWriter {
   readonly id: string;
   readonly actor: Actor<typeof volumeWriterMachine>;
-  readonly core: WriterCore;
+  readonly config: VolumeWriterConfig;
   /** Current lifecycle state. */
   state(): string;
   readonly counters: Counters;
+  /** The newest writer term a holder's receipts told of (0 while none is above this writer's own). */
+  newestTerm(): number;
+  /** Consistency manifests of recent multi-lane cuts, oldest first. */
+  manifests(): readonly WriterCut[];
   /** Per lane, the highest sequence written. */
   heads(): Record<string, number>;
   /** Per lane, the highest sequence whose custody receipts prove `contract`. */
@@ -60,10 +64,12 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
   return {
     id: config.writerId,
     actor: a,
-    core,
+    config,
     state: () => String(a.getSnapshot().value),
     counters: core.counters,
     heads: () => core.heads(),
+    newestTerm: () => core.newestTerm,
+    manifests: () => core.manifests(),
     protectedThrough: (contract, lane) => core.protectedThrough(contract, lane),
     retainedSeqs: (lane) => core.retainedSeqs(lane),
     owedTo: (lane, holder) => core.owedTo(lane, holder),

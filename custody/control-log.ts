@@ -31,6 +31,12 @@ export interface ControlLogStore {
   readRecordsFrom(seq: number): Promise<ControlLogRecord[]>;
   /** The last sequence the store reports (0 when empty). */
   lastSeq(): Promise<number>;
+  /**
+   * The highest sequence the store has seen arrive without asking anyone (a standing tail), or
+   * undefined when it cannot tell. A reader compares it with what it folded to learn, for free,
+   * that someone else (an operator, another controller) committed since.
+   */
+  seenHead?(): number | undefined;
 }
 
 /** Decodes one stored entry, or names why it is unreadable (see `ControlLogStore.readRecordsFrom`). */

@@ -192,6 +192,10 @@ export class JetStreamControlLog implements ControlLogStore {
     return entries;
   }
 
+  seenHead(): number | undefined {
+    return this.#tail?.failure === undefined ? this.#tail?.head : undefined;
+  }
+
   async lastSeq(): Promise<number> {
     this.apiRequests++;
     return (await this.info()).state.last_seq;

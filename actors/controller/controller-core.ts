@@ -64,7 +64,7 @@ export class ControllerCore {
 
   constructor(
     readonly config: ControllerConfig,
-    private readonly ports: ControllerPorts,
+    readonly ports: ControllerPorts,
     private readonly dispatch: ControllerDispatch,
   ) {
     this.counters = ports.counters ?? new Counters();

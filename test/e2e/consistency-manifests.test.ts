@@ -129,7 +129,7 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
     return rig.writer.heads();
   }
   const sameCut = (x: Record<string, number>, y: Record<string, number>) => x.a === y.a && x.b === y.b;
-  const writerCuts = () => rig.writer.core.manifests().map((m) => m.lanes);
+  const writerCuts = () => rig.writer.manifests().map((m) => m.lanes);
 
   // Phase 1: both lanes' holders, h-b2 included, hold everything and keep the newest manifest.
   const h1 = await writePhase(1, 20);

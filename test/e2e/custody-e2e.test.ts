@@ -174,7 +174,7 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
     blockCount: BLOCKS,
     lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: FIRST_HOPS, firstSeq: plan.firstSeq[LANE]! }],
     contracts: [AZ_CONTRACT],
-    sites: d.writer.writer.core.config.holderSites,
+    sites: d.writer.writer.config.holderSites,
     keys: d.keys,
     authority: d.authority,
   });
@@ -200,7 +200,7 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
   }
   const err = await t.throwsAsync(d.writer.writer.sync(AZ_CONTRACT.name, 300));
   t.is((err as { code?: string }).code, "protection_timeout", "the stale writer can never prove protection again");
-  t.is(d.writer.writer.core.newestTerm, 2, "receipts told the stale writer a newer term exists");
+  t.is(d.writer.writer.newestTerm(), 2, "receipts told the stale writer a newer term exists");
 });
 
 test.serial("the controller commits releases, holders recycle them, and every committed release is one the policy engine grants on re-evaluation", async (t) => {

@@ -91,7 +91,7 @@ test.serial("a volume spread over two lanes by LBA range keeps a per-lane sequen
     await w.writer.write(40, blockData(2));
     await w.writer.sync("two-copies", 5000);
     t.deepEqual(w.writer.heads(), { lo: 1, hi: 2 });
-    const last = w.writer.core.manifests().at(-1)!;
+    const last = w.writer.manifests().at(-1)!;
     t.deepEqual(last.lanes, { lo: 1, hi: 2 });
   } finally {
     await close();

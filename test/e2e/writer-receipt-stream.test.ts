@@ -59,29 +59,29 @@ test.serial("a validly signed receipt batch for another lane or volume never cou
   const near = await launchHolder(url, keys, e2eHolderConfig("h-near", sites.near, VOL, lanes.map((l) => ({ lane: l.lane, upstream: ["w1"] }))));
   const w = await launchWriter({ url, writerId: "w1", volume: VOL, blockCount: 64, lanes, contracts, sites: { "h-near": sites.near, "h-far": sites.far }, keys, authority: new KeyAuthority("ka-east", "s-near") });
   const peer = await NatsTransport.connect({ servers: url, name: "h-far-impostor" });
-  const core = w.writer.core;
+  const handle = w.writer;
   const l0 = receiptSubject(VOL, "l0");
   try {
     for (let i = 0; i < 10; i++) await w.write(i, blockData(i)); // l0 sequences 1-10
     await eventually(() => near.holder.core.lanes.get(`${VOL}/l0`)!.log.retained.covers(1, 10), "h-near holds l0 1-10");
-    t.is(core.protectedThrough("az-loss", "l0"), 0, "the only holder so far shares the writer's AZ");
+    t.is(handle.protectedThrough("az-loss", "l0"), 0, "the only holder so far shares the writer's AZ");
 
     // Signed by an admitted holder outside the AZ, with the current term/epoch/generation, but for l1 or another volume.
     publishBatch(peer, farKey, "h-far", VOL, "l1", [[1, 10]], l0);
     publishBatch(peer, farKey, "h-far", "othervol", "l0", [[1, 10]], l0);
-    await eventually(() => core.counters.get("receipt_wrong_stream") === 2, "both misbound batches refused as wrong_stream");
+    await eventually(() => handle.counters.get("receipt_wrong_stream") === 2, "both misbound batches refused as wrong_stream");
     await settle();
-    t.is(core.protectedThrough("az-loss", "l0"), 0, "l0 gained no protection from batches about other streams");
+    t.is(handle.protectedThrough("az-loss", "l0"), 0, "l0 gained no protection from batches about other streams");
 
     // The l1 batch on l1's own subject proves l1 only.
     publishBatch(peer, farKey, "h-far", VOL, "l1", [[1, 10]], receiptSubject(VOL, "l1"));
-    await eventually(() => core.protectedThrough("az-loss", "l1") === 10, "l1 protected through 10 by its own batch");
-    t.is(core.protectedThrough("az-loss", "l0"), 0, "a batch for l1 does not count for l0");
+    await eventually(() => handle.protectedThrough("az-loss", "l1") === 10, "l1 protected through 10 by its own batch");
+    t.is(handle.protectedThrough("az-loss", "l0"), 0, "a batch for l1 does not count for l0");
 
     // The same holder's batch bound to l0 on l0's subject is what proves l0.
     publishBatch(peer, farKey, "h-far", VOL, "l0", [[1, 10]], l0);
-    await eventually(() => core.protectedThrough("az-loss", "l0") === 10, "l0 protected through 10 by a batch bound to l0");
-    t.is(core.counters.get("receipt_wrong_stream"), 2);
+    await eventually(() => handle.protectedThrough("az-loss", "l0") === 10, "l0 protected through 10 by a batch bound to l0");
+    t.is(handle.counters.get("receipt_wrong_stream"), 2);
   } finally {
     await peer.close();
     await w.close();

@@ -14,6 +14,7 @@ import { runController } from "../../runtime/run-controller.ts";
 import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import type { NatsConnection } from "../../transport/nats-connection.ts";
 import { admit, createOb, who } from "../custody/control-fixtures.ts";
+import { eventually } from "../e2e/e2e-fixture.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
 import { topology } from "./secured-deployment.ts";
@@ -75,6 +76,7 @@ test.serial("a controller persists the control-log head it verified and, restart
   const first = await runController(cfg);
   for (const h of ["h1", "h2", "relay"]) await operatorCommit(log, admit(h));
   await operatorCommit(log, createOb("vol-l0", ["h1", "h2"]));
+  await eventually(() => first.controller.controlState().lastSeq === 4, "the controller folded the operator's four entries");
   const verified = first.controller.controlState();
   await first.stop();
   t.deepEqual(await readControlLogHead(nodeFileLayer, dir, region), { region, seq: verified.lastSeq, hash: verified.headHash }, "the head is in the state directory");
