@@ -15,11 +15,6 @@ import { ED25519_PUBLIC_KEY_BYTES, ED25519_SIGNATURE_BYTES, publicKeyFromRaw, si
  * domain, for a higher incarnation — anything else (a new key, a move) needs an operator.
  */
 
-/** The failure domain a holder is admitted with: `region/az/host` of its site. */
-export function failureDomainOf(site: { readonly region: string; readonly az: string; readonly host: string }): string {
-  return `${site.region}/${site.az}/${site.host}`;
-}
-
 /** What a new incarnation states about itself (signed by its key). */
 export interface AdmissionRequest {
   readonly holderId: string;

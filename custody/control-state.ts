@@ -1,4 +1,5 @@
 import type { KeyObject } from "node:crypto";
+import { inFailureDomain } from "./failure-domain.ts";
 import { signatureProblem, type ControlTrust, type EntrySignature } from "./control-trust.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { ControlFenceCode, ControlFenceError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
@@ -322,7 +323,7 @@ function declareFailure(s: ControlState, e: ControlEventOf<"declare_failure">): 
   for (const id of e.holderIds) if (!s.holders[id]) fail(ControlFenceCode.unknown_holder, `holder ${id} was never admitted`, { holderId: id });
   const holders = { ...s.holders };
   for (const h of Object.values(s.holders)) {
-    const inDomain = h.failureDomain === e.domain || h.failureDomain.startsWith(e.domain + "/");
+    const inDomain = inFailureDomain(h.failureDomain, e.domain);
     // Failure changes who can back a release; it never releases the failed holder's ranges.
     if ((e.holderIds.includes(h.holderId) || inDomain) && h.status === HolderStatus.active) holders[h.holderId] = { ...h, status: HolderStatus.failed };
   }

@@ -126,7 +126,8 @@ export {
   receiptBatchSpec,
 } from "./custody-messages.ts";
 export { KeyAuthority, KeyAccessDeniedError, KeyAuthorityUnavailableError, DATA_KEY_BYTES } from "./key-authority.ts";
-export { AdmissionError, AdmissionRefusal, checkAutoAdmission, encodeAdmissionRequest, failureDomainOf, readAdmissionRequest, type AdmissionRequest } from "./admission.ts";
+export { failureDomainOf, inFailureDomain } from "./failure-domain.ts";
+export { AdmissionError, AdmissionRefusal, checkAutoAdmission, encodeAdmissionRequest, readAdmissionRequest, type AdmissionRequest } from "./admission.ts";
 export { commitControlEventRetrying } from "./control-commit.ts";
 export { HoldKind } from "./control-event.ts";
 export { overdueHolds, overdueReason, type Holds } from "./control-holds.ts";

@@ -97,13 +97,18 @@ export class AnnouncedStandbys implements RepairLauncher {
 
   private announcement(holderId: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = this.d.clock.setTimeout(() => resolve(), ms);
-      const list = this.waiting.get(holderId) ?? [];
-      list.push(() => {
+      const wake = () => {
         this.d.clock.clearTimeout(timer);
         resolve();
-      });
-      this.waiting.set(holderId, list);
+      };
+      // A wait that timed out leaves nothing behind: a standby that is down for a month is asked about every few seconds.
+      const timer = this.d.clock.setTimeout(() => {
+        const left = (this.waiting.get(holderId) ?? []).filter((w) => w !== wake);
+        if (left.length === 0) this.waiting.delete(holderId);
+        else this.waiting.set(holderId, left);
+        resolve();
+      }, ms);
+      this.waiting.set(holderId, [...(this.waiting.get(holderId) ?? []), wake]);
     });
   }
 }

@@ -1,4 +1,4 @@
-import { HolderStatus, type ControlLogEntry, type ControlState } from "../../custody/index.ts";
+import { HolderStatus, inFailureDomain, type ControlLogEntry, type ControlState } from "../../custody/index.ts";
 import type { ControlEventOf } from "../../custody/index.ts";
 
 /** A committed declare-failure event the controller still has to repair, keyed by its control-log sequence. */
@@ -12,10 +12,6 @@ export interface FailureToRepair {
 /** The repair id of the failure committed at `seq` (also the prefix of the repair's transfer ids). */
 export function repairIdOf(volume: string, seq: number): string {
   return `repair-${volume}-${seq}`;
-}
-
-function inDomain(failureDomain: string, domain: string): boolean {
-  return failureDomain === domain || failureDomain.startsWith(domain + "/");
 }
 
 /**
@@ -33,7 +29,7 @@ export function failuresToRepair(entries: readonly ControlLogEntry[], s: Control
     const ev = e.event;
     if (ev.type === "declare_failure") {
       const failed = new Set(ev.holderIds);
-      for (const h of Object.values(s.holders)) if (h.status === HolderStatus.failed && inDomain(h.failureDomain, ev.domain)) failed.add(h.holderId);
+      for (const h of Object.values(s.holders)) if (h.status === HolderStatus.failed && inFailureDomain(h.failureDomain, ev.domain)) failed.add(h.holderId);
       open.push({ seq: e.seq, event: ev, failed: [...failed].sort() });
     } else if (ev.type === "activate_replacement") {
       const from = s.transfers[ev.transferId]?.fromHolder;

@@ -1,16 +1,14 @@
 import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
+import { withOperatorLog } from "../operator-log.ts";
 import { commitControlEventRetrying } from "../../custody/index.ts";
 import { HoldKind } from "../../custody/index.ts";
-import { ControlLogFollower } from "../../custody/index.ts";
 import { InvalidRangeError, RangeSet } from "../../lanes/index.ts";
-import { openJetStreamControlLog } from "../../transport/index.ts";
-import { closeNats, connectNats } from "../../transport/index.ts";
 import { checkToken } from "../../protocol/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { CustodyCliError } from "./custody.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
 interface ConnOptions extends OutputOptions, OperatorKeyOptions, OperatorConnectionOptions {
   region: string;
@@ -35,15 +33,6 @@ function parseUntil(v: string | undefined): number {
   return ms;
 }
 
-async function withLog<T>(o: ConnOptions, name: string, fn: (log: { store: Awaited<ReturnType<typeof openJetStreamControlLog>>; follower: ControlLogFollower }) => Promise<T>): Promise<T> {
-  const nc = await connectNats({ ...operatorConnectOptions(o, name), maxReconnectAttempts: 0 });
-  try {
-    const store = await openJetStreamControlLog(nc, { region: o.region });
-    return await fn({ store, follower: new ControlLogFollower(store, undefined, operatorAccess(o).trust) });
-  } finally {
-    await closeNats(nc);
-  }
-}
 
 /**
  * `custody hold pin|end|list`: holds in a region's control log. A PITR pin keeps ranges in the
@@ -69,7 +58,7 @@ export function register(program: Command): void {
         const holders = (o.holders ?? "").split(",").filter((h) => h.length > 0).map((h) => checkToken(h, "holder"));
         const ranges = parseRanges(o.ranges);
         const untilMs = parseUntil(o.until);
-        const { seq } = await withLog(o, "custody-cli-hold", ({ store, follower }) =>
+        const { seq } = await withOperatorLog(o, "custody-cli-hold", ({ store, follower }) =>
           commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({ type: "hold_ranges", holdId, kind: HoldKind.pitr_pin, volume: checkToken(o.volume, "volume"), lane: checkToken(o.lane, "lane"), ranges, holders, untilMs, by: o.by })),
         );
         const out = { holdId, kind: HoldKind.pitr_pin, volume: o.volume, lane: o.lane, ranges: ranges.toString(), holders, untilMs, controlSeq: seq };
@@ -81,7 +70,7 @@ export function register(program: Command): void {
     .option("--reason <text>", "why it ends", "ended by the operator")
     .action(
       action(async (o: ConnOptions & { id: string; reason: string }) => {
-        const { seq } = await withLog(o, "custody-cli-hold", ({ store, follower }) =>
+        const { seq } = await withOperatorLog(o, "custody-cli-hold", ({ store, follower }) =>
           commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({ type: "end_hold", holdId: o.id, reason: o.reason })),
         );
         const out = { ended: o.id, controlSeq: seq };
@@ -91,7 +80,7 @@ export function register(program: Command): void {
   conn(hold.command("list").description("The holds the control log has now"))
     .action(
       action(async (o: ConnOptions) => {
-        const holds = await withLog(o, "custody-cli-hold", async ({ follower }) => Object.values((await follower.refresh()).holds));
+        const holds = await withOperatorLog(o, "custody-cli-hold", async ({ follower }) => Object.values((await follower.refresh()).holds));
         const rows = holds.map((h) => ({ id: h.holdId, kind: h.kind, volume: h.volume, lane: h.lane, ranges: h.ranges.toString(), holders: h.holders.join(",") || "(all)", until: h.untilMs === 0 ? "-" : new Date(h.untilMs).toISOString(), by: h.by }));
         printResult(o, { holds: rows }, rows, rows.length === 0 ? "no holds" : undefined);
       }),

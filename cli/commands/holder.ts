@@ -1,13 +1,11 @@
 import type { Command } from "commander";
+import { withOperatorLog } from "../operator-log.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { commitControlEvent, commitControlEventRetrying, FailureScope, HolderStatus } from "../../custody/index.ts";
-import { ControlLogFollower } from "../../custody/index.ts";
+import { commitControlEvent, commitControlEventRetrying, FailureScope, HolderStatus, inFailureDomain } from "../../custody/index.ts";
 import { publicKeyFromRaw } from "../../custody/index.ts";
-import { closeNats, connectNats } from "../../transport/index.ts";
-import { openJetStreamControlLog } from "../../transport/index.ts";
 import { CustodyCliError } from "./custody.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
 interface AdmitOptions extends OutputOptions, OperatorKeyOptions, OperatorConnectionOptions {
   region: string;
@@ -45,23 +43,11 @@ export function register(program: Command): void {
         if (!/^[0-9a-f]{64}$/i.test(o.publicKey)) throw new CustodyCliError("--public-key must be 64 hex digits", { option: "public-key" });
         const publicKey = new Uint8Array(Buffer.from(o.publicKey, "hex"));
         publicKeyFromRaw(publicKey); // throws InvalidKeyError for bytes that are not a key
-        const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-admit"), maxReconnectAttempts: 0 });
-        try {
-          const store = await openJetStreamControlLog(nc, { region: o.region });
-          const access = operatorAccess(o);
-          const follower = new ControlLogFollower(store, undefined, access.trust);
-          const { seq } = await commitControlEvent(store, follower, access.who, () => ({
-            type: "admit_holder",
-            holderId: o.holder,
-            incarnation,
-            publicKey,
-            failureDomain: o.failureDomain,
-          }));
-          const out = { admitted: o.holder, incarnation, controlSeq: seq };
-          printResult(o, out, [out]);
-        } finally {
-          await closeNats(nc);
-        }
+        const { seq } = await withOperatorLog(o, "custody-cli-admit", ({ store, follower }) =>
+          commitControlEvent(store, follower, operatorAccess(o).who, () => ({ type: "admit_holder", holderId: o.holder, incarnation, publicKey, failureDomain: o.failureDomain })),
+        );
+        const out = { admitted: o.holder, incarnation, controlSeq: seq };
+        printResult(o, out, [out]);
       }),
     );
 
@@ -77,29 +63,23 @@ export function register(program: Command): void {
         if ((o.holder === undefined) === (o.domain === undefined)) throw new CustodyCliError("give exactly one of --holder and --domain", { option: "holder" });
         const depth = o.domain?.split("/").length ?? 0;
         if (o.domain !== undefined && (depth > 2 || o.domain.split("/").some((p) => p.length === 0))) throw new CustodyCliError(`--domain must be a region or region/az, got ${o.domain}`, { option: "domain" });
-        const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-fail"), maxReconnectAttempts: 0 });
-        try {
-          const store = await openJetStreamControlLog(nc, { region: o.region });
-          const access = operatorAccess(o);
-          const follower = new ControlLogFollower(store, undefined, access.trust);
-          let declared: { scope: FailureScope; domain: string; holderIds: string[] } | undefined;
-          const { seq } = await commitControlEventRetrying(store, follower, access.who, (s) => {
+        let declared: { scope: FailureScope; domain: string; holderIds: string[] } | undefined;
+        const { seq } = await withOperatorLog(o, "custody-cli-fail", ({ store, follower }) =>
+          commitControlEventRetrying(store, follower, operatorAccess(o).who, (s) => {
             if (o.holder !== undefined) {
               const h = s.holders[o.holder];
               if (h === undefined) throw new CustodyCliError(`holder ${o.holder} was never admitted in ${o.region}`, { holder: o.holder });
               declared = { scope: FailureScope.holder, domain: h.failureDomain, holderIds: [o.holder] };
             } else {
               const d = o.domain!;
-              const holderIds = Object.values(s.holders).filter((h) => h.status === HolderStatus.active && (h.failureDomain === d || h.failureDomain.startsWith(`${d}/`))).map((h) => h.holderId).sort();
+              const holderIds = Object.values(s.holders).filter((h) => h.status === HolderStatus.active && inFailureDomain(h.failureDomain, d)).map((h) => h.holderId).sort();
               declared = { scope: depth === 1 ? FailureScope.region : FailureScope.zone, domain: d, holderIds };
             }
             return { type: "declare_failure", ...declared };
-          });
-          const out = { declared: declared!.holderIds, scope: declared!.scope, domain: declared!.domain, controlSeq: seq };
-          printResult(o, out, [{ ...out, declared: out.declared.join(",") || "(none active)" }]);
-        } finally {
-          await closeNats(nc);
-        }
+          }),
+        );
+        const out = { declared: declared!.holderIds, scope: declared!.scope, domain: declared!.domain, controlSeq: seq };
+        printResult(o, out, [{ ...out, declared: out.declared.join(",") || "(none active)" }]);
       }),
     );
 }

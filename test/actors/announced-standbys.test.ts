@@ -107,3 +107,10 @@ test("an announcement older than freshMs is not taken: the standby must ask agai
   await w.ask({ incarnation: 2 });
   t.is((await pending).incarnation, 2);
 });
+
+test("waits that time out leave nothing behind (a standby down for long is asked about again and again)", async (t) => {
+  const w = await world(50);
+  t.teardown(w.close);
+  for (let i = 0; i < 5; i++) await t.throwsAsync(w.launcher.prepare(w.standby), { instanceOf: StandbyUnavailableError });
+  t.is((w.launcher as unknown as { waiting: Map<string, unknown[]> }).waiting.size, 0);
+});

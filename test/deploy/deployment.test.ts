@@ -8,40 +8,18 @@
  */
 import test from "ava";
 import { join } from "node:path";
-import { DeployedProcess, pidAlive, type Ended } from "../../testing/deployed-process.ts";
-import { DEPLOYMENT_READY_MS as READY_MS, initAndStartNats } from "../../testing/index.ts";
+import { pidAlive, type Ended } from "../../testing/deployed-process.ts";
 import { custodyStdout as custody } from "../helpers/custody-cli.ts";
 import { untilValue as until } from "../helpers/until.ts";
-import { tempDir } from "../e2e/e2e-fixture.ts";
+import { sample } from "../helpers/prometheus-sample.ts";
+import { deployedNetwork } from "./deployed-network.ts";
 
 /** Generous bounds: they only end a hung run, they measure nothing. */
 const SETTLE_MS = 90_000;
 const STOP_MS = 60_000;
 
-/** The value of the first sample of `name` whose labels include every `labels` pair. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
-
 test("custody init → nats-servers → custody bootstrap → custody run for every role: ps lists them, the RPO gauge rises when a holder is SIGKILLed and falls back when it restarts, SIGTERM ends everything with exit 0", async (t) => {
-  const roles = new Map<string, DeployedProcess>();
-  const everyPid: number[] = [];
-  const started: DeployedProcess[] = [];
-  t.teardown(async () => {
-    for (const p of [...roles.values(), ...started]) if (p.running) await p.signal("SIGKILL", 10_000);
-  });
-  const { out, index, servers } = await initAndStartNats(custody, () => tempDir("custody-deploy-"), { metrics: true }, (p) => {
-    started.push(p);
-    everyPid.push(p.pid);
-  });
-  const eastUrl = index.natsServers.find((s) => s.region === "east")!.url;
-  // The operator's connection on the secured deployment (custody bootstrap finds it beside bootstrap.json).
-  const asOperator = ["--operator-config", join(out, "operator", "nats.json")];
-  const explain = () => [...roles.values()].map((p) => p.log.slice(-3_000)).join("\n");
+  const { out, index, servers, roles, everyPid, start, eastUrl, asOperator, explain } = await deployedNetwork(t, "custody-deploy-", { metrics: true });
 
   const boot = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"])) as { admitted: string[]; obligations: string[] };
   t.deepEqual(boot.admitted, ["h-e1", "h-w1"]);
@@ -49,13 +27,6 @@ test("custody init → nats-servers → custody bootstrap → custody run for ev
   const rerun = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"])) as { admitted: string[]; obligations: string[]; skipped: string[] };
   t.deepEqual([rerun.admitted, rerun.obligations, rerun.skipped], [[], [], ["holder h-e1", "holder h-w1", "obligation vol-d-l0"]], "a second bootstrap commits nothing");
 
-  const start = async (instance: string) => {
-    const r = index.roles.find((x) => x.instance === instance)!;
-    const p = DeployedProcess.role(instance, r.role, r.config);
-    roles.set(instance, p);
-    everyPid.push(p.pid);
-    return await p.ready(READY_MS);
-  };
   // The controller first: a holder's process claims an incarnation above the admitted one (the
   // bootstrap's 1), which the controller admits because the same key signs it (key continuity).
   await start("controller-ctl-1");

@@ -9,52 +9,24 @@
  */
 import test from "ava";
 import { join } from "node:path";
-import { DeployedProcess, pidAlive } from "../../testing/deployed-process.ts";
-import { DEPLOYMENT_READY_MS as READY_MS, initAndStartNats } from "../../testing/index.ts";
+import { pidAlive } from "../../testing/deployed-process.ts";
 import { custodyStdout as custody } from "../helpers/custody-cli.ts";
 import { untilValue as until } from "../helpers/until.ts";
-import { tempDir } from "../e2e/e2e-fixture.ts";
+import { sample } from "../helpers/prometheus-sample.ts";
+import { deployedNetwork } from "./deployed-network.ts";
 
 /** Generous bounds: they only end a hung run, they measure nothing. */
 const SETTLE_MS = 120_000;
 const STOP_MS = 60_000;
 
-/** The value of the first sample of `name` whose labels include every `labels` pair. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return undefined;
-}
-
 type Ps = { processes: { role: string; id: string; incarnation?: number; counters: Record<string, number>; figures: Record<string, number> }[] };
 
 test("a disk holder SIGKILLed for good: the controller enlists the deployment's standby process by its issued key, and copies what only h-e1 holds to it: crash:h-e1's cut moves on without a restart", async (t) => {
-  const roles = new Map<string, DeployedProcess>();
-  const everyPid: number[] = [];
-  const started: DeployedProcess[] = [];
-  t.teardown(async () => {
-    for (const p of [...roles.values(), ...started]) if (p.running) await p.signal("SIGKILL", 10_000);
-  });
-  const { out, index, servers } = await initAndStartNats(custody, () => tempDir("custody-standby-"), { metrics: true, baseBuilder: false, standby: true }, (p) => {
-    started.push(p);
-    everyPid.push(p.pid);
-  });
-  const eastUrl = index.natsServers.find((s) => s.region === "east")!.url;
-  const asOperator = ["--operator-config", join(out, "operator", "nats.json")];
-  const explain = () => [...roles.values()].map((p) => p.log.slice(-3_000)).join("\n");
+  const { out, index, servers, roles, everyPid, start, eastUrl, asOperator, explain } = await deployedNetwork(t, "custody-standby-", { metrics: true, baseBuilder: false, standby: true });
 
   const boot = JSON.parse(await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"])) as { admitted: string[] };
   t.deepEqual(boot.admitted, ["h-e1", "h-w1"], "the bootstrap never admits the standby");
 
-  const start = async (instance: string) => {
-    const r = index.roles.find((x) => x.instance === instance)!;
-    const p = DeployedProcess.role(instance, r.role, r.config);
-    roles.set(instance, p);
-    everyPid.push(p.pid);
-    return await p.ready(READY_MS);
-  };
   await start("controller-ctl-1");
   for (const r of index.roles.filter((x) => x.role === "holder")) await start(r.instance);
   await start("writer-w1");

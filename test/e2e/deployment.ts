@@ -14,7 +14,7 @@ import { recoverVolume, type RecoveryBase, type RecoveryResult } from "../../act
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
-import { failureDomainOf } from "../../custody/admission.ts";
+import { failureDomainOf } from "../../custody/failure-domain.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { Site } from "../../policies/topology.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";

@@ -12,7 +12,7 @@ import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
-import { failureDomainOf } from "../../custody/admission.ts";
+import { failureDomainOf } from "../../custody/failure-domain.ts";
 import type { Site } from "../../policies/topology.ts";
 import { initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
