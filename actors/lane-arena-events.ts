@@ -57,6 +57,8 @@ export type LaneLogView = Pick<LaneLog, "volume" | "lane" | "base" | "term" | "r
 export type LaneArenaEvent =
   /** Validate, classify and store a unit (with its writer `attestation`, if any); `forwardPins` in_flight_forward pins go on a segment it opens. */
   | { type: "admit"; unit: TransportUnit; forwardPins?: number; attestation?: string }
+  /** `admit` for each of a frame's units in order, as one event: one `admitted` or `rejected` per unit, in that order. */
+  | { type: "admitMany"; units: readonly { readonly unit: TransportUnit; readonly attestation?: string }[]; forwardPins?: number }
   | { type: "seal"; volume: string; lane: string }
   | { type: "sealDue"; segmentId: number; volume: string; lane: string }
   | { type: "pin"; segmentId: number; reason: PinReason }

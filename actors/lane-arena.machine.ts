@@ -113,44 +113,57 @@ const withActions = base.extend({
   actions: {
     /** Validate → classify (term, overlap, duplicate) → copy into the arena within credits → accept. */
     admit: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "admit") return;
-      const check = attempt(context, true, () =>
-        checkedUnit(() => {
-          const u = validateTransportUnit(event.unit);
-          const log = context.logs.get(laneKey(u.volume, u.lane)) ?? new LaneLog(u.volume, u.lane);
-          return { log, verdict: log.classify(u) };
-        }),
-      );
-      if (!check.ok) return enqueue.emit(reject("admit", check.error, "check"));
-      const { log, verdict } = check.value;
-      const stored = verdict === UnitVerdict.duplicate ? undefined : attempt(context, false, () => context.arena.append(event.unit, event.attestation));
-      if (stored && !stored.ok) return enqueue.emit(reject("admit", stored.error));
-      const append = stored?.value;
-      context.logs.set(laneKey(log.volume, log.lane), log);
-      const u = event.unit;
-      // Without summaries the progress report (contiguous prefix, holes) is not computed per unit.
-      const progress = context.summaries ? log.accept(u) : undefined;
-      if (!progress) log.record(u);
-      if (append?.opened) for (let i = 0; i < (event.forwardPins ?? 0); i++) context.arena.pin(append.segmentId, PinReason.in_flight_forward);
-      if (append?.sealedFull !== undefined) {
-        enqueue.cancel(`seal-${append.sealedFull}`);
-        enqueue.emit({ type: "sealed", segmentId: append.sealedFull, full: true });
+      // One unit, or a frame's units in order (one event per frame keeps the actor off the per-unit path).
+      const units = event.type === "admit" ? [event] : event.type === "admitMany" ? event.units : [];
+      const forwardPins = event.type === "admit" || event.type === "admitMany" ? (event.forwardPins ?? 0) : 0;
+      let lanes = context.lanes;
+      for (const { unit: u, attestation } of units) {
+        const check = attempt(context, true, () =>
+          checkedUnit(() => {
+            const v = validateTransportUnit(u);
+            const log = context.logs.get(laneKey(v.volume, v.lane)) ?? new LaneLog(v.volume, v.lane);
+            return { log, verdict: log.classify(v) };
+          }),
+        );
+        if (!check.ok) {
+          enqueue.emit(reject("admit", check.error, "check"));
+          continue;
+        }
+        const { log, verdict } = check.value;
+        const stored = verdict === UnitVerdict.duplicate ? undefined : attempt(context, false, () => context.arena.append(u, attestation));
+        if (stored && !stored.ok) {
+          enqueue.emit(reject("admit", stored.error));
+          continue;
+        }
+        const append = stored?.value;
+        context.logs.set(laneKey(log.volume, log.lane), log);
+        // Without summaries the progress report (contiguous prefix, holes) is not computed per unit.
+        const progress = context.summaries ? log.accept(u) : undefined;
+        if (!progress) log.record(u);
+        if (append?.opened) for (let i = 0; i < forwardPins; i++) context.arena.pin(append.segmentId, PinReason.in_flight_forward);
+        if (append?.sealedFull !== undefined) {
+          enqueue.cancel(`seal-${append.sealedFull}`);
+          enqueue.emit({ type: "sealed", segmentId: append.sealedFull, full: true });
+        }
+        if (append?.opened && context.sealTimers) {
+          enqueue.raise({ type: "sealDue", segmentId: append.segmentId, volume: u.volume, lane: u.lane }, { delay: "maxOpenDelay", id: `seal-${append.segmentId}` });
+        }
+        if (context.summaries) {
+          lanes = { ...lanes, [laneKey(u.volume, u.lane)]: summarize(log) };
+          enqueue.assign({ report: context.arena.report(), lanes });
+        }
+        enqueue.emit({
+          type: "admitted",
+          volume: u.volume,
+          lane: u.lane,
+          firstSeq: u.firstSeq,
+          lastSeq: u.lastSeq,
+          verdict: progress?.verdict ?? verdict,
+          segmentId: append?.segmentId,
+          opened: append?.opened ?? false,
+          ...(progress ? { contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : {}),
+        });
       }
-      if (append?.opened && context.sealTimers) {
-        enqueue.raise({ type: "sealDue", segmentId: append.segmentId, volume: u.volume, lane: u.lane }, { delay: "maxOpenDelay", id: `seal-${append.segmentId}` });
-      }
-      if (context.summaries) enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(u.volume, u.lane)]: summarize(log) } });
-      enqueue.emit({
-        type: "admitted",
-        volume: u.volume,
-        lane: u.lane,
-        firstSeq: u.firstSeq,
-        lastSeq: u.lastSeq,
-        verdict: progress?.verdict ?? verdict,
-        segmentId: append?.segmentId,
-        opened: append?.opened ?? false,
-        ...(progress ? { contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : {}),
-      });
     }),
     /** An explicit seal, or the max-open-delay timer of the segment still open. */
     seal: base.enqueueActions(({ context, event, enqueue }) => {
@@ -340,6 +353,7 @@ export const laneArenaMachine = withActions.createMachine({
   },
   on: {
     admit: { actions: "admit" },
+    admitMany: { actions: "admit" },
     seal: { actions: "seal" },
     sealDue: { actions: "seal" },
     pin: { actions: "pin" },

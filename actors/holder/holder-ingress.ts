@@ -1,4 +1,4 @@
-import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type SpanContext } from "@opentelemetry/api";
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type Span, type SpanContext } from "@opentelemetry/api";
 import { unitRecordBytes } from "../../arena/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { CreditHeaders, CreditRefusal } from "../../transport/index.ts";
@@ -8,7 +8,7 @@ import { attestationTokens, readUnitMessage, senderOf, type InboundUnit, type Un
 import { WireError } from "../../protocol/index.ts";
 import { noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
-import type { HolderLane } from "./holder-lane.ts";
+import type { HolderLane, LaneAdmission } from "./holder-lane.ts";
 import { HolderRejectCode, type HolderInbound, type HolderTimer } from "./holder-ports.ts";
 import { authenticateUnits } from "./unit-authentication.ts";
 import { keepManifest } from "./lane-manifests.ts";
@@ -57,46 +57,98 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
   }
   if (read.kind !== "units") return h.reject(HolderRejectCode.UnexpectedKind, key);
   const verdicts = authenticateUnits(h.ports.writerKeys, attestationTokens(msg.headers), read.units);
+  // Credit every unit first, then store the frame's credited units with one request to the lane's
+  // actor, then finish each unit in frame order (refusals, receipts and forwards keep that order).
+  const steps: AdmissionStep[] = [];
+  const offered: { unit: TransportUnit; attestation?: string }[] = [];
   for (let i = 0; i < read.units.length; i++) {
     const u = read.units[i]!;
     const auth = verdicts?.[i];
     const credits = { ...head, sentThrough: u.sentThrough };
     if (u.unit === undefined) {
       account(hl, sender, 0, credits, false);
-      h.reject(u.error?.code ?? "malformed", key);
+      steps.push({ refused: u.error?.code ?? "malformed" });
     } else if (auth !== undefined && !auth.ok) {
       // Not the writer's, so its credit figures are not believed either: nothing is accounted
       // (a genuine unit refused here counts as lost on the wire; the next figure covers it).
-      h.reject(auth.code, key);
-    } else admitUnit(h, act, key, hl, sender, u.unit, u, msg.subject, credits, auth?.token);
+      steps.push({ refused: auth.code });
+    } else {
+      const step = creditUnit(h, act, key, hl, sender, u.unit, u, msg.subject, credits, auth?.token);
+      if ("unit" in step) offered.push({ unit: step.unit, attestation: step.attestation });
+      steps.push(step);
+    }
+  }
+  let admissions: LaneAdmission[] = [];
+  try {
+    if (offered.length > 0) admissions = hl.admitMany(offered);
+  } catch (err) {
+    for (const step of steps) if ("span" in step) step.span.end();
+    throw err;
+  }
+  let next = 0;
+  for (const step of steps) {
+    if ("refused" in step) h.reject(step.refused, key);
+    else if ("unit" in step) finishUnit(h, act, key, hl, sender, step, admissions[next++]!);
+    else step.done();
   }
 }
 
-/** Admission of one decoded unit (see `handleUnitMessage`). */
-function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders, attestation: string | undefined): void {
+/** What ingress does with one unit of a frame: refuse it, finish it otherwise, or store it. */
+type AdmissionStep = { readonly refused: string } | { readonly done: () => void } | CreditedUnit;
+
+interface CreditedUnit {
+  readonly unit: TransportUnit;
+  readonly arrived: InboundUnit;
+  readonly bytes: number;
+  readonly attestation: string | undefined;
+  readonly span: Span;
+}
+
+/** Credit accounting and the holder's own checks of one decoded unit (see `handleUnitMessage`). */
+function creditUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders, attestation: string | undefined): AdmissionStep {
   const span = startConsumerSpan(h.tracer, "holder.admit", { subject, headers: arrived.headers });
+  const ended = (step: AdmissionStep): AdmissionStep => {
+    span.end();
+    return step;
+  };
   try {
     const bytes = unitRecordBytes(unit);
     const credit = account(hl, sender, bytes, credits, true);
-    if (credit === "exceeded") return h.reject("credit_exceeded", key);
+    if (credit === "exceeded") return ended({ refused: "credit_exceeded" });
     // Credited by another window (a restart on either side): not ours to store; the sender
     // re-sends it under the window our reply names.
-    if (credit !== "ok" && credit !== "replayed") return h.reject(credit, key);
+    if (credit !== "ok" && credit !== "replayed") return ended({ refused: credit });
     if (credit === "replayed") {
       // No credit backs it. A duplicate changes nothing; a late unit presumed lost is refused and
       // will be re-forwarded by the sender once our receipts show the hole.
-      act.noteForReceipt(key);
-      return h.reject("replayed_unit", key);
+      return ended({
+        done: () => {
+          act.noteForReceipt(key);
+          h.reject("replayed_unit", key);
+        },
+      });
     }
     const misfit = unit.volume !== hl.volume || unit.lane !== hl.lane ? "wrong_lane" : bytes > hl.arena.config.maxUnitBytes ? "unit_too_large" : undefined;
     if (misfit !== undefined) {
       hl.forfeit(bytes);
       span.setAttribute("custody.rejected", misfit);
-      return h.reject(misfit, key);
+      return ended({ refused: misfit });
     }
-    // The lane's arena actor validates (digest), classifies (term, overlap, duplicate) and stores
-    // the unit with its writer attestation, which then lives as long as the unit is held.
-    const admitted = hl.admit(unit, attestation);
+    return { unit, arrived, bytes, attestation, span };
+  } catch (err) {
+    span.end();
+    throw err;
+  }
+}
+
+/**
+ * What follows the lane actor's verdict on a credited unit: it validated (digest), classified
+ * (term, overlap, duplicate) and stored it with its writer attestation, which then lives as long
+ * as the unit is held.
+ */
+function finishUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, c: CreditedUnit, admitted: LaneAdmission): void {
+  const { unit, span, bytes, attestation } = c;
+  try {
     if (admitted.kind === "refused") {
       // Refused before anything changed; the sender still holds the unit unreceipted.
       hl.forfeit(bytes);
@@ -118,7 +170,7 @@ function admitUnit(h: HolderContext, act: IngressActions, key: string, hl: Holde
     }
     if (h.ports.observe) h.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
     const context = span.spanContext();
-    forward(h, hl, unit, arrived.data, bytes, context, attestation);
+    forward(h, hl, unit, c.arrived.data, bytes, context, attestation);
     // Without a recording tracer there is nothing to link a receipt to.
     act.noteForReceipt(key, isSpanContextValid(context) ? { context } : undefined);
     if (act.granting()) hl.grantor.topUp(sender);

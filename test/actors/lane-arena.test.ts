@@ -66,6 +66,22 @@ test("a unit with a bad digest is rejected, counted, and changes nothing", (t) =
   t.deepEqual(ctx().lanes, {});
 });
 
+test("a frame's units admitted as one event get one result each, in order: a bad unit is refused alone and the others are stored", (t) => {
+  const { actor, seen, ctx } = start();
+  actor.send({ type: "grant", volume: "v", lane: "l0", bytes: 4000 });
+  const bad = unit(2, 2, 100);
+  bad.payload[0]! ^= 1;
+  seen.length = 0;
+  actor.send({ type: "admitMany", units: [{ unit: unit(1, 1, 100) }, { unit: bad }, { unit: unit(3, 3, 100) }, { unit: unit(1, 1, 100) }] });
+  const results = seen.filter((e) => e.type === "admitted" || e.type === "rejected");
+  t.deepEqual(
+    results.map((e) => (e.type === "admitted" ? `${e.firstSeq}:${e.verdict}` : `rejected:${e.code}`)),
+    ["1:accepted", "rejected:digest_mismatch", "3:held", "1:duplicate"],
+  );
+  t.is(ctx().arena.counters.get("digest_mismatch"), 1);
+  t.deepEqual(ctx().lanes["v.l0"], { term: 1, retained: [[1, 1], [3, 3]], contiguousThrough: 1, holes: [[2, 2]] });
+});
+
 test("a stale-term unit is rejected with stale_term and custody is unchanged", (t) => {
   const { actor, seen, ctx } = start();
   actor.send({ type: "grant", volume: "v", lane: "l0", bytes: 4000 });
