@@ -4,8 +4,8 @@ import { foldFailover, type ControlState } from "../../custody/index.ts";
 /**
  * Which failover requests the controller commits (pure). Bad input is refused before anything is
  * committed, for every lane at once, so a request never leaves half its lanes failed over: lanes of
- * this volume only, each once, a cut only for a requested lane and not above the highest sequence
- * any holder receipted. A term that does not advance is refused by the control-log fold's own rule
+ * this volume only, each once and covered by an obligation, a cut only for a requested lane and not
+ * above the highest sequence any holder receipted. A term that does not advance is refused by the control-log fold's own rule
  * (`foldFailover`, ControlFenceError `failover_order`), run here as a dry run on the folded state.
  * A lane whose committed failover already has this term and cut is the same request again (its
  * reply was lost): it is answered from the log, not committed twice.
@@ -50,6 +50,8 @@ export function checkFailoverRequest(s: ControlState, volume: { readonly volume:
     const cut = req.recoveredCut[lane] ?? 0;
     const prev = s.failovers?.[`${req.volume}/${lane}`];
     if (prev !== undefined && prev.term === req.term && prev.recoveredCut === cut) return { lane, cut, oldHead: prev.oldHead, committed: true };
+    // The fold refuses a lane no obligation covers (`unknown_obligation`): refused here, before any lane commits.
+    if (!Object.values(s.obligations).some((o) => o.volume === req.volume && o.lane === lane)) throw refuse(`no obligation covers lane ${lane} yet`, { lane });
     const head = receiptedHead(lane);
     if (cut > head) throw refuse(`recovered cut ${cut} of lane ${lane} is above ${head}, the highest sequence any holder receipted`, { lane, cut, head });
     foldFailover(s.failovers ?? {}, { type: "commit_failover", volume: req.volume, lane, term: req.term, recoveredCut: cut, oldHead: head, firstSeq: head + 1, issuedAt: 0 });
