@@ -22,7 +22,9 @@ import type { ControllerTimer } from "./controller/controller-ports.ts";
  * `repair.<repairId>`: a `repairMachine` reading and committing through the controller in-process,
  * or `remoteRepair`, which hands it to a repair worker over NATS. The child's output arrives as
  * `xstate.done.actor.repair.<repairId>` and `recordRepair` records it. Requests of repairs handed
- * to a worker arrive as `nats.repair` and `answerRepair` answers them.
+ * to a worker arrive as `nats.repair` and `answerRepair` answers them. A new writer's or the
+ * operator's failover request arrives as `nats.failover` and `answerFailover` checks it, commits the
+ * failover and answers with the plan (in any state after the start, like the other requests).
  */
 
 /** The id of a repair's child actor (its done event is `xstate.done.actor.repair.<repairId>`). */
@@ -45,6 +47,7 @@ export type ControllerEvent =
   | { type: "nats.event"; msg: InboundMessage }
   | { type: "nats.admit"; msg: InboundMessage }
   | { type: "nats.repair"; msg: InboundMessage }
+  | { type: "nats.failover"; msg: InboundMessage }
   | { type: "repair.launch"; launch: RepairLaunch }
   | DoneActorEvent<RepairOutcome, `repair.${string}`>
   | ControllerTimer
@@ -58,6 +61,7 @@ const ingest = {
   "nats.event": { actions: "foldEvent" },
   "nats.admit": { actions: "admitIncarnation" },
   "nats.repair": { actions: "answerRepair" },
+  "nats.failover": { actions: "answerFailover" },
   "timer.coverage": { actions: ["checkCoverage", "armNextCoverageCheck"] },
   "evaluate.now": { actions: "force" },
   "timer.audit": { actions: ["challengeHolders", "armNextAudit"] },
@@ -130,6 +134,11 @@ export const controllerMachine = setup({
     answerRepair: ({ context, event }) => {
       assertEvent(event, "nats.repair");
       context.core.handleRepairRequest(event.msg);
+    },
+    // A failover request: checked, committed (see failover.ts) and answered; never throws.
+    answerFailover: ({ context, event }) => {
+      assertEvent(event, "nats.failover");
+      void context.core.failovers.handle(event.msg);
     },
   },
   guards: {

@@ -4,8 +4,8 @@ import type { ControlState, Holding, HoldingFilter } from "../custody/index.ts";
 import type { BaseSnapshot, EvaluationReport, EvaluationState, HolderAuditRecord } from "../policies/index.ts";
 import type { RepairStatus, VolumeStatus } from "../protocol/index.ts";
 import type { RepairPort } from "./repair/index.ts";
-import { commitFailover, type FailoverPlan } from "./controller/failover.ts";
 import { inProcessRepairPort } from "./controller/in-process-repair-port.ts";
+import { bootstrapVolume } from "./controller/volume-bootstrap.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
@@ -46,8 +46,6 @@ export interface Controller {
   bootstrap(holders: readonly HolderAdmission[], responsible: readonly string[], fromSeq?: number): Promise<void>;
   /** A base snapshot became available at a holder (releases may then go to it). */
   addBase(base: BaseSnapshot): void;
-  /** Records a writer failover in the control log before the new term's writer starts (see failover.ts). */
-  failover(lanes: readonly string[], term: number, recoveredCut: Readonly<Record<string, number>>): Promise<FailoverPlan>;
   /** The repair port over this controller, for a repair task run in this process. */
   repairPort(): RepairPort;
   stop(): void;
@@ -90,9 +88,8 @@ export async function startController(config: ControllerConfig, ports: Controlle
     commitRunCount: () => core.commitRunCount,
     refreshControlState: () => core.follower.refresh(),
     evaluateSoon: () => a.send({ type: "evaluate.now" }),
-    bootstrap: (holders, responsible, fromSeq) => core.bootstrap(holders, responsible, fromSeq),
+    bootstrap: (holders, responsible, fromSeq) => bootstrapVolume(core, holders, responsible, fromSeq),
     addBase: (base) => core.addBase(base),
-    failover: (lanes, term, recoveredCut) => commitFailover(core, config.topology.volume, lanes, term, recoveredCut),
     repairPort: () => inProcessRepairPort(core),
     stop: () => {
       if (a.getSnapshot().status === "active") a.send({ type: "stop" });

@@ -17,6 +17,7 @@ const AREAS: readonly { readonly commands: readonly string[]; load(): Promise<Ar
   { commands: ["trace"], load: () => import("./commands/trace.ts") },
   { commands: ["run"], load: () => import("./commands/run.ts") },
   { commands: ["holder"], load: () => import("./commands/holder.ts") },
+  { commands: ["failover"], load: () => import("./commands/failover.ts") },
   { commands: ["ps"], load: () => import("./commands/ps.ts") },
   { commands: ["release"], load: () => import("./commands/release.ts") },
   { commands: ["size", "cost"], load: () => import("./commands/sizing.ts") },

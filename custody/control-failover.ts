@@ -1,5 +1,5 @@
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
-import type { ControlEventOf } from "./control-event.ts";
+import type { ControlEventBody } from "./control-event.ts";
 
 /** The newest committed failover of one lane: the cut the new term continues from and the old history it abandons. */
 export interface FailoverRecord {
@@ -19,9 +19,10 @@ export type Failovers = Readonly<Record<string, FailoverRecord>>;
 /**
  * The failovers after `e`. Refused (ControlFenceError `failover_order`) unless the term is above
  * the lane's last failover term and recoveredCut ≤ oldHead < firstSeq: the new history never
- * reuses a sequence the old one may have written. Pure.
+ * reuses a sequence the old one may have written. Pure (a controller runs it as a dry run to refuse
+ * a failover request before committing any of its lanes).
  */
-export function commitFailover(failovers: Failovers, e: ControlEventOf<"commit_failover"> & { readonly issuedAt: number }): Failovers {
+export function commitFailover(failovers: Failovers, e: Extract<ControlEventBody, { type: "commit_failover" }> & { readonly issuedAt: number }): Failovers {
   const key = `${e.volume}/${e.lane}`;
   const prev = failovers[key];
   const bad = (message: string): never => {

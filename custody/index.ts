@@ -113,6 +113,7 @@ export {
   type ObligationRecord,
   type TransferRecord,
 } from "./control-state.ts";
+export { commitFailover as foldFailover, type FailoverRecord, type Failovers } from "./control-failover.ts";
 export { InMemoryControlLog, entryFromBytes, recordFromBytes, unreadableRecord, type ControlLogStore } from "./control-log.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";

@@ -24,6 +24,7 @@ import { identifierProblem } from "../core/index.ts";
  * | audit    | custody.v1.audit.<holder>                          | retention-audit challenges to a holder    |
  * | probe    | custody.v1.probe.<toPeer>                          | route probes (pings, bursts) and answers  |
  * | route    | custody.v1.route.<fromPeer>                        | a prober's route measurements             |
+ * | failover | custody.v1.failover.<volume>                       | a writer failover asked of the controller |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -46,6 +47,7 @@ export const SubjectKind = {
   Audit: "audit",
   Probe: "probe",
   Route: "route",
+  Failover: "failover",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -68,6 +70,7 @@ export const SUBJECT_FIELDS = {
   audit: ["holder"],
   probe: ["toPeer"],
   route: ["fromPeer"],
+  failover: ["volume"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -312,4 +315,9 @@ export function repairRequestsOfVolume(volume: string): string {
 /** `custody.v1.repair-task.<volume>`: a controller hands one repair of `volume` to a repair worker. */
 export function repairTaskSubject(volume: string): string {
   return buildSubject({ kind: "repair-task", volume });
+}
+
+/** `custody.v1.failover.<volume>`: the volume's writer or the operator asks its controller to record a failover (request/reply). */
+export function failoverSubject(volume: string): string {
+  return buildSubject({ kind: "failover", volume });
 }

@@ -13,6 +13,8 @@
  * - only the controller of a volume answers its repair requests (`repair.<volume>.<op>`), which only
  *   the repair principal and that controller may send; only the controller hands repair tasks
  *   (`repair-task.<volume>`) to the repair principal;
+ * - only the controller of a volume answers its failover requests (`failover.<volume>`), which only
+ *   that volume's writer and the operator may send;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
  *   deletes or purges streams);
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
@@ -28,6 +30,7 @@ import {
   creditSubject,
   ctrlSubject,
   eventSubject,
+  failoverSubject,
   fetchSubject,
   auditSubject,
   receiptSubject,
@@ -195,6 +198,8 @@ function writer(s: RoleScopes["writer"], pub: Set<string>, sub: Set<string>): vo
     sub.add(receiptSubject(v, l.lane));
   }
   pub.add(eventSubject(v));
+  // A new writer asks its volume's controller to record its failover (request/reply).
+  pub.add(failoverSubject(v));
   sub.add(statusSubject(v));
   readControlLog(s.controlRegion, pub);
 }
@@ -233,6 +238,8 @@ function controller(s: RoleScopes["controller"], pub: Set<string>, sub: Set<stri
     sub.add(repairRequestsOfVolume(v));
     pub.add(repairRequestsOfVolume(v));
     pub.add(repairTaskSubject(v));
+    // It alone answers the volume's failover requests.
+    sub.add(failoverSubject(v));
   }
   sub.add(subjectFilter("admit"));
   pub.add(subjectFilter("release"));
@@ -264,6 +271,8 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   pub.add(allOfKind("ps"));
   // `custody recover` reads retained units from the holders.
   pub.add(subjectFilter("fetch"));
+  // `custody failover`: the operator asks any volume's controller to record a writer failover.
+  pub.add(subjectFilter("failover"));
   // Service discovery requests (`custody ps`, `nats micro ls`); the roles answer under allow_responses.
   pub.add("$SRV.>");
   sub.add(allOfKind("status"));

@@ -19,7 +19,9 @@ import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
 import { releasableHolders, type ControllerConfig } from "./controller-config.ts";
-import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type HolderAdmission, type ReleaseAudit } from "./controller-ports.ts";
+import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
+import { FailoverService } from "./failover-service.ts";
+import { commitFailover } from "./failover.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts"; // re-exported for callers that know them from here
 
 /**
@@ -59,6 +61,8 @@ export class ControllerCore {
   readonly spend: ControllerSpend;
   retentionAudits: RetentionAudits | undefined;
   readonly routes: ControllerRoutes; // measured routes (`config.routes`)
+  /** Answers failover requests of a new writer or the operator (custody.v1.failover.<volume>). */
+  readonly failovers: FailoverService;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -93,6 +97,7 @@ export class ControllerCore {
       repairBandwidth: (site, configured) => this.routes.repairBandwidth(this.currentState(), site, configured),
       nudge: () => (this.dirty = true),
     });
+    this.failovers = new FailoverService({ volume: config.topology.volume, transport: ports.transport, counters: this.counters, commit: (req) => commitFailover(this, req) });
     this.coverage = new CoverageRepair(
       {
         volume: config.topology.volume,
@@ -140,6 +145,7 @@ export class ControllerCore {
     if (!this.stopped) this.dispatch({ type: "timer.arm", ms: this.coverageCheckMs, event: { type: "timer.coverage" } });
     // Repairs handed to a worker ask this controller over NATS (only when repairs are delegated).
     this.subs.push(...this.failureRepairs.subscribe((msg) => this.dispatch({ type: "nats.repair", msg })));
+    this.subs.push(this.failovers.subscribe((msg) => this.dispatch({ type: "nats.failover", msg })));
     if (this.config.admission === "key-continuity") {
       this.subs.push(this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })));
     }
@@ -417,14 +423,6 @@ export class ControllerCore {
         }
       }
     });
-  }
-
-  /** Admits holders and creates one obligation per lane naming `responsible` from `fromSeq` on. */
-  async bootstrap(holders: readonly HolderAdmission[], responsible: readonly string[], fromSeq = 1): Promise<void> {
-    for (const h of holders) await this.commit(() => ({ type: "admit_holder", ...h }));
-    for (const lane of this.config.topology.lanes) {
-      await this.commit(() => ({ type: "create_obligation", obligationId: obligationIdOf(this.volume, lane), volume: this.volume, lane, representation: "raw", holders: responsible, fromSeq }));
-    }
   }
 
   /** A recovery or repair is reading `ranges` of `lane`: releases of them are refused until `endRecovery`. */

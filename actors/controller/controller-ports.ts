@@ -62,7 +62,7 @@ export type ControllerTimer = { type: "timer.coverage" } | { type: "timer.audit"
 /** How the controller's working parts hand events to its machine. */
 export type ControllerDispatch = (
   e:
-    | { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair"; msg: InboundMessage }
+    | { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair" | "nats.failover"; msg: InboundMessage }
     | TimerArm<ControllerTimer>
     | { type: "repair.launch"; launch: RepairLaunch }
     | AuditEvent,

@@ -6,7 +6,7 @@
  */
 export type { RepairPort, RepairView, ReplacementAdmission } from "./repair-port.ts";
 export { missingCoverage, type RepairInput } from "./repair-steps.ts";
-export { outcomeFromWire, viewToWire } from "./repair-wire.ts";
+export { ControllerRefusedError, outcomeFromWire, viewToWire } from "./repair-wire.ts";
 export { copyOverNats, type CopySource } from "./copy-over-nats.ts";
 export { fetchUnits } from "./custody-reader.ts";
 export { applyRecords, contiguousFrom, copyBlocks, openUnits } from "./volume-recovery.ts";

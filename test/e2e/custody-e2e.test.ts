@@ -14,7 +14,7 @@ import { AZ_CONTRACT, BLOCKS, deploy, FIRST_HOPS, HOLDERS, LANE, SITES, type Dep
 import type { ChildProcess } from "node:child_process";
 import { workloadWrite } from "../../runtime/workload.ts";
 import { ackLines, startWriterProcess } from "./role-processes.ts";
-import { commitFailover } from "../../actors/controller/failover.ts";
+import { requestFailover } from "../../actors/controller/failover-client.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
@@ -162,7 +162,8 @@ test.serial("a stale writer that keeps sending after failover has every unit rej
   // Say recovery chose a cut 3 below the old head: the new term still starts above every old-term
   // sequence any holder receipted, so old and new units can never share a sequence.
   await eventually(() => d.controller.holdings({ volume: d.volume, lane: LANE, holderId: "h-w" }).some((h) => h.retained.has(cut)), "controller has the receipts", 5000);
-  const plan = await d.controller.failover([LANE], 2, { [LANE]: cut - 3 });
+  // The failover is asked of the controller over NATS, as a new writer or the operator would.
+  const plan = await requestFailover(d.writer.transport, d.volume, { lanes: [LANE], term: 2, recoveredCut: { [LANE]: cut - 3 } });
   t.is(plan.firstSeq[LANE], cut + 1, "sequences between the recovered cut and the old head are abandoned");
   const recorded = d.controller.controlState().obligations[`${d.volume}-${LANE}-term2`]!;
   t.true(recorded.responsible["h-w"]!.has(cut + 1), "the control log records where term 2 starts");

@@ -8,7 +8,9 @@ import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.
 import { RangeSet } from "../../lanes/range-set.ts";
 import { makeTransportUnit } from "../../lanes/transport-unit.ts";
 import { controlStreamName } from "../../transport/jetstream-control-log.ts";
-import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, unitSubject } from "../../protocol/subjects.ts";
+import { creditSubject, ctrlSubject, failoverSubject, receiptSubject, releaseSubject, unitSubject } from "../../protocol/subjects.ts";
+import { requestFailover } from "../../actors/controller/failover-client.ts";
+import { failoverRequestSpec } from "../../protocol/wire/failover-messages.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../../transport/unit-frames.ts";
 import { creditSpec, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { blockData } from "../e2e/e2e-fixture.ts";
@@ -160,4 +162,20 @@ test.serial("a reader's push consumer cannot turn control-log entries into relea
   await eventually(() => (h2.counters.get("wrong_kind") ?? 0) >= rejectedBefore + entries, "h2 refused every delivered entry", 5000, () => JSON.stringify(h2.counters.snapshot()));
   t.true(laneOf(d, "h2").obligations.released.equals(before) && before.isEmpty, "h2 released nothing");
   await stillServing(t, d);
+});
+
+test.serial("only the volume's writer and the operator reach the controller with a failover request: a holder's is refused by the server and never answered or counted; the writer's and operator's bad requests are answered with the controller's code; nothing is committed", async (t) => {
+  const d = t.context.d;
+  const subject = failoverSubject(VOL);
+  const answered = () => Object.entries(d.controller.counters.snapshot()).filter(([k]) => k.startsWith("failover_request_")).reduce((a, [, n]) => a + Number(n), 0);
+  d.conns.get("h3")!.transport.publish(subject, encodeMessage(failoverRequestSpec, { volume: VOL, lanes: [LANE], term: 2, recoveredCut: { [LANE]: 1 } }));
+  await refused(d, "h3", subject);
+  t.is(answered(), 0, "the controller never saw the holder's request");
+  for (const key of ["w1", "op"]) {
+    const err = await t.throwsAsync(requestFailover(d.conns.get(key)!.transport, VOL, { lanes: ["l9"], term: 2, recoveredCut: {} }, { timeoutMs: 5000 }));
+    t.is((err as unknown as { code: string }).code, "failover_request_refused", `${key} was answered`);
+  }
+  t.is(d.controller.counters.get("failover_request_refused"), 2);
+  t.is(d.controller.controlState().failovers, undefined, "no failover was committed");
+  for (const key of ["w1", "op"]) t.false(d.conns.get(key)!.violations.some((v) => v.subject === subject), `${key} may ask`);
 });

@@ -80,6 +80,9 @@ export const wireSamples: Record<string, unknown> = {
   "replica-flushed@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 77, reached: true },
   "unit-fetch@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[1, 50]], after: -1, limit: 256 },
   "unit-batch@1": { holder: "us-east-1a-ram", units: [payload], done: true },
+  // protocol/wire/failover-messages.ts
+  "failover-request@1": { volume: "vol-a", lanes: ["lane-0", "lane-1"], term: 2, recoveredCut: { "lane-0": 96, "lane-1": 40 } },
+  "failover-answer@1": { ok: true, plan: { term: 2, recoveredCut: { "lane-0": 96 }, oldHead: { "lane-0": 100 }, firstSeq: { "lane-0": 101 }, failoverSeq: { "lane-0": 17 }, controlSeq: { "lane-0": 18 } } },
   // protocol/wire/repair-messages.ts
   "repair-view-request@1": { repairId: "repair-vol-a-12", lanes: ["lane-0"] },
   "repair-view@1": {
