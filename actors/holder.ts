@@ -7,7 +7,6 @@ import type { ReceiverWindow } from "../transport/index.ts";
 import type { LaneLogView } from "./lane-arena-events.ts";
 import type { HolderLane, LaneArenaRef } from "./holder/holder-lane.ts";
 import type { KeptManifest } from "./holder/lane-manifests.ts";
-import type { HolderCore } from "./holder/holder-core.ts";
 import { holderMachine, HolderState } from "./holder.machine.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 import type { HolderPorts } from "./holder/holder-ports.ts";
@@ -22,8 +21,6 @@ export interface Holder {
   /** The incarnation this start claimed. */
   readonly incarnation: number;
   readonly actor: Actor<typeof holderMachine>;
-  /** The working parts (read-only use: lanes, counters, obligations) for reports and tests. */
-  readonly core: HolderCore;
   readonly counters: Counters;
   /** Current lifecycle state. */
   state(): string;
@@ -184,7 +181,6 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     id: cfg.holderId,
     incarnation,
     actor,
-    core,
     counters: core.counters,
     state: () => String(actor.getSnapshot().value),
     lanes: () => [...core.lanes.values()].map((hl) => new LaneView(hl)),
