@@ -1,11 +1,14 @@
 import { createActor, waitFor, type Actor } from "xstate";
+import type { ArenaReport } from "../arena/index.ts";
 import { CustodyError } from "../core/index.ts";
 import { holderLaneKey, type Counters } from "../core/index.ts";
 import type { RangeSet, TransportUnit } from "../lanes/index.ts";
-import type { HolderLane } from "./holder/holder-lane.ts";
+import type { ReceiverWindow } from "../transport/index.ts";
+import type { LaneLogView } from "./lane-arena-events.ts";
+import type { HolderLane, LaneArenaRef } from "./holder/holder-lane.ts";
+import type { KeptManifest } from "./holder/lane-manifests.ts";
 import { holderMachine, HolderState } from "./holder.machine.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
-import type { HolderCore } from "./holder/holder-core.ts";
 import type { HolderPorts } from "./holder/holder-ports.ts";
 import { claimIncarnation } from "./holder/incarnation.ts";
 
@@ -18,8 +21,6 @@ export interface Holder {
   /** The incarnation this start claimed. */
   readonly incarnation: number;
   readonly actor: Actor<typeof holderMachine>;
-  /** The working parts (read-only use: lanes, counters, obligations) for reports and tests. */
-  readonly core: HolderCore;
   readonly counters: Counters;
   /** Current lifecycle state. */
   state(): string;
@@ -31,6 +32,8 @@ export interface Holder {
   empty(): boolean;
   /** Whether its protected-RAM evidence holds now (its RAM then counts as protected). */
   protectionOk(): boolean;
+  /** Why its RAM does or does not count as protected now (a ProtectionStatus value, "ok" when it does). */
+  protectionState(): string;
   /** Bytes in its spill files (0 without a flush policy). */
   spillFileBytes(): number;
   /** New protected-RAM evidence from the host's monitoring. */
@@ -56,6 +59,28 @@ export interface HolderLaneView {
   creditsOutstanding(): number;
   /** Retained RAM-resident units intersecting `seqs` (copies, safe to keep), in sequence order. */
   ramUnits(seqs: RangeSet): TransportUnit[];
+  /** Sequences offered to the transfer neighbor and not yet covered by its receipt. */
+  readonly inTransfer: RangeSet;
+  /** The lane's acceptance log (retained, received, term...), read-only, read when asked. */
+  readonly log: LaneLogView;
+  /** The lane's arena accounting now (a fresh value). */
+  arenaReport(): ArenaReport;
+  /** Credit bytes the lane's arena holds for grants upstream senders have not used yet. */
+  arenaCreditBytes(): number;
+  /** Times a credit top-up found nothing grantable while a sender wanted more (backpressure). */
+  creditsWithheld(): number;
+  /** The credit window granted to upstream `sender` (an immutable value), or undefined. */
+  creditWindow(sender: string): ReceiverWindow | undefined;
+  /** Downstream edges it forwards to (a copy). */
+  edges(): string[];
+  /** Retained sequences downstream `edge` has not receipted yet. */
+  pendingFor(edge: string): RangeSet;
+  /** Retained sequences the control log and every edge allow it to release. */
+  releasable(): RangeSet;
+  /** Consistency manifests kept beside the lane's retained range (a copy), oldest first. */
+  manifests(): readonly KeptManifest[];
+  /** The lane's arena actor (a child of the holder actor), for reading its id and snapshot only. */
+  readonly arenaActor: Pick<LaneArenaRef, "id" | "getSnapshot">;
 }
 
 /** A lane's view over the holder's own state: reads it when asked (one small object, no copies). */
@@ -87,6 +112,39 @@ class LaneView implements HolderLaneView {
   }
   ramUnits(seqs: RangeSet): TransportUnit[] {
     return this.hl.ramUnits(seqs).map((x) => x.unit);
+  }
+  get inTransfer(): RangeSet {
+    return this.hl.inTransfer;
+  }
+  get log(): LaneLogView {
+    return this.hl.log;
+  }
+  arenaReport(): ArenaReport {
+    return this.hl.arena.report();
+  }
+  arenaCreditBytes(): number {
+    return this.hl.arena.outstanding(this.hl.volume, this.hl.lane);
+  }
+  creditsWithheld(): number {
+    return this.hl.grantor.withheld;
+  }
+  creditWindow(sender: string): ReceiverWindow | undefined {
+    return this.hl.grantor.windowOf(sender);
+  }
+  edges(): string[] {
+    return this.hl.obligations.edgeIds;
+  }
+  pendingFor(edge: string): RangeSet {
+    return this.hl.obligations.pendingFor(edge);
+  }
+  releasable(): RangeSet {
+    return this.hl.obligations.releasable();
+  }
+  manifests(): readonly KeptManifest[] {
+    return [...this.hl.manifests.entries()];
+  }
+  get arenaActor(): Pick<LaneArenaRef, "id" | "getSnapshot"> {
+    return this.hl.arenaActor;
   }
 }
 
@@ -123,7 +181,6 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     id: cfg.holderId,
     incarnation,
     actor,
-    core,
     counters: core.counters,
     state: () => String(actor.getSnapshot().value),
     lanes: () => [...core.lanes.values()].map((hl) => new LaneView(hl)),
@@ -133,6 +190,7 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     },
     empty: () => core.empty,
     protectionOk: () => core.protectionOk(),
+    protectionState: () => core.protectionState(),
     spillFileBytes: () => core.spillStream?.bytes ?? 0,
     updateEvidence: (evidence) => actor.send({ type: "evidence.update", evidence }),
     drain: () => actor.send({ type: "drain" }),

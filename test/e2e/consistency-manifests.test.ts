@@ -112,7 +112,7 @@ test.serial("a cut across two lanes is reported only where both lanes' ranges an
 
   const scenario = (name: string) => controller.status()?.scenarios.find((s) => s.name === name);
   const cutOf = (name: string) => Object.fromEntries(scenario(name)?.cut ?? []) as Record<string, number>;
-  const kept = (h: typeof hA, lane: string) => h.holder.core.lanes.get(`${VOLUME}/${lane}`)!.manifests.entries();
+  const kept = (h: typeof hA, lane: string) => h.holder.lane(VOLUME, lane)!.manifests();
   const retained = (h: typeof hA, lane: string) => h.holder.lane(VOLUME, lane)!.retained;
   /**
    * Writes alternate between the lanes, starting on lane b (so no cut after an earlier phase keeps

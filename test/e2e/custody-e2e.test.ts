@@ -63,7 +63,7 @@ test.serial("a write acknowledged under 'survive loss of the writer's AZ' is rec
   t.log(`repair of failure @${failureSeq}: ${rep!.copiedBytes} B in ${rep!.measuredMs} ms; policy estimate ${rep!.estimateMs} ms`);
   t.true((rep!.copiedBytes ?? 0) > 0);
   t.true(rep!.estimateMs !== null && rep!.estimateMs !== undefined && rep!.measuredMs !== undefined && rep!.measuredMs < rep!.estimateMs, "measured repair time is within the policy estimate");
-  const e3 = d.holders.get("h-e3")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
+  const e3 = d.holders.get("h-e3")!.holder.lane(d.volume, LANE)!;
   const o = d.controller.controlState().obligations[`${d.volume}-${LANE}`]!;
   const missing = o.responsible["h-e3"] ?? RangeSet.EMPTY;
   t.false(missing.isEmpty, "the replacement took over the failed holder's responsibility in the control log");
@@ -110,7 +110,7 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
   await writeSome(d, 400, 4);
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   const writes = [...d.writer.writes];
-  const njLane = d.holders.get("h-nj")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
+  const njLane = d.holders.get("h-nj")!.holder.lane(d.volume, LANE)!;
   await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the head", 5000);
   let seen = "";
   let since = Date.now();
@@ -134,7 +134,7 @@ test.serial("East fails, forwarding continues, West fails during replay: the way
   await d.writer.close();
   await d.kill("h-e1");
   await d.kill("h-e2");
-  const nj = d.holders.get("h-nj")!.holder.core.lanes.get(`${d.volume}/${LANE}`)!;
+  const nj = d.holders.get("h-nj")!.holder.lane(d.volume, LANE)!;
   await eventually(() => eu().coversAll(nj.log.retained), "Europe holds everything the waypoint holds", 5000);
 
   // Replay starts from US-West, which fails half way through: its partial reads are abandoned.

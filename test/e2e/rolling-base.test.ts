@@ -87,8 +87,8 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
 
   for (let i = 0; i < 300; i++) await rig.write((i * 7) % BLOCKS, blockData(9000 + i));
   await rig.writer.sync();
-  const storeLane = () => store.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
-  await eventually(() => storeLane().obligations.diskResident.covers(1, 300), "the store persisted 1-300", 20_000);
+  const storeLane = () => store.holder.lane(VOLUME, LANE)!;
+  await eventually(() => storeLane().diskResident.covers(1, 300), "the store persisted 1-300", 20_000);
   const spillFiles = () => readdirSync(join(dir, "store")).filter((n) => n.startsWith("spill.log"));
   const filesBefore = spillFiles().length;
   t.true(filesBefore >= 3, `the spill stream rotated (${filesBefore} files)`);
@@ -97,7 +97,7 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   t.truthy(base);
   t.is(base!.throughSeq, 300);
   // The store names the base in its receipts; the controller releases what the base covers.
-  await eventually(() => storeLane().obligations.released.covers(1, 250), "the store released WAL below its base", 20_000);
+  await eventually(() => storeLane().released.covers(1, 250), "the store released WAL below its base", 20_000);
   await eventually(() => ram.holder.lane(VOLUME, LANE)!.released.covers(1, 250), "the RAM holder released it too", 20_000);
   await eventually(() => spillFiles().length < filesBefore, "spill files with nothing left in custody were deleted", 20_000);
   t.log(`spill files ${filesBefore} → ${spillFiles().length}; releases committed ${controller.counters.get("release_committed")}`);
@@ -105,7 +105,7 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   // More writes after the base; then recover from base + what the store still retains.
   for (let i = 300; i < 340; i++) await rig.write((i * 5) % BLOCKS, blockData(9000 + i));
   await rig.writer.sync();
-  await eventually(() => storeLane().obligations.retained.covers(301, 340), "the store holds 301-340", 20_000);
+  await eventually(() => storeLane().retained.covers(301, 340), "the store holds 301-340", 20_000);
   const units = await fetchUnits(bt, "h-store", VOLUME, LANE, RangeSet.of(base!.throughSeq + 1, 340));
   const out = join(tempDir("custody-base-recover-"), "vol");
   const result = await recoverVolume({ volume: VOLUME, dir: out, blockCount: BLOCKS, lanes: [LANE], dataKey: authority.dataKey(VOLUME, "base-builder"), units, base: { dir: base!.dir, cut: { [LANE]: base!.throughSeq } } });

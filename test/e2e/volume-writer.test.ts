@@ -39,7 +39,7 @@ test.serial("a protected sync resolves only after a receipt from a holder outsid
     await w.writer.sync("az-loss", 5000);
     const through = w.writer.protectedThrough("az-loss", "l0");
     t.true(through >= 10);
-    t.true(far.holder.core.lanes.get(`${VOL}/l0`)!.log.retained.covers(1, 10));
+    t.true(far.holder.lane(VOL, "l0")!.log.retained.covers(1, 10));
   } finally {
     await close();
   }
@@ -73,7 +73,7 @@ test.serial("units are built from the write's own buffer and sealed: holders see
     const recs = openPayload(authority.dataKey(VOL, "w1"), unit, unit.payload);
     t.deepEqual(recs[0]!.data, want);
     t.is(recs[0]!.lba, 3);
-    t.true(near.holder.core.lanes.get(`${VOL}/l0`)!.log.retained.has(1));
+    t.true(near.holder.lane(VOL, "l0")!.log.retained.has(1));
   } finally {
     await close();
   }

@@ -63,7 +63,7 @@ test.serial("a validly signed receipt batch for another lane or volume never cou
   const l0 = receiptSubject(VOL, "l0");
   try {
     for (let i = 0; i < 10; i++) await w.write(i, blockData(i)); // l0 sequences 1-10
-    await eventually(() => near.holder.core.lanes.get(`${VOL}/l0`)!.log.retained.covers(1, 10), "h-near holds l0 1-10");
+    await eventually(() => near.holder.lane(VOL, "l0")!.log.retained.covers(1, 10), "h-near holds l0 1-10");
     t.is(handle.protectedThrough("az-loss", "l0"), 0, "the only holder so far shares the writer's AZ");
 
     // Signed by an admitted holder outside the AZ, with the current term/epoch/generation, but for l1 or another volume.

@@ -4,6 +4,7 @@
  * listed by a writer attestation, so every unit h1 sends on shows whether h1 still had its token.
  */
 import anyTest, { type TestFn } from "ava";
+import type { Holder } from "../../actors/holder.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
@@ -37,7 +38,7 @@ function sendAttested(w: Writer, count: number, bytes: number): void {
   }
 }
 
-const lane = (h: { holder: { core: { lanes: Map<string, { obligations: { retained: RangeSet } }> } } }) => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
+const lane = (h: { holder: Pick<Holder, "lane"> }) => h.holder.lane(VOLUME, LANE)!;
 
 // Bug: the holder kept each unit's attestation in a side map bounded at 65,536 units per lane; the
 // oldest RAM units' tokens fell out of it, so a resend sent them unattested and a checking
@@ -53,10 +54,10 @@ test.serial("regression: a holder that admitted more than 65,536 units resends t
   const h1 = await launchHolder(url, keys, holderConfig("h1", { downstream: ["h2"], arena, resendAfterMs: 300 }), { writerKeys: writerKeys() });
   const wt = await transport(url, "w1");
   const w = new Writer(wt, "h1");
-  const explain = () => JSON.stringify({ h1: h1.holder.counters.snapshot(), h2: h2.holder.counters.snapshot(), h2Retained: lane(h2).obligations.retained.toString() });
+  const explain = () => JSON.stringify({ h1: h1.holder.counters.snapshot(), h2: h2.holder.counters.snapshot(), h2Retained: lane(h2).retained.toString() });
   try {
     sendAttested(w, UNITS, 16);
-    await eventually(() => lane(h2).obligations.retained.covers(1, UNITS), `h2 holds 1-${UNITS}, forwarded by h1`, WAIT_MS, explain);
+    await eventually(() => lane(h2).retained.covers(1, UNITS), `h2 holds 1-${UNITS}, forwarded by h1`, WAIT_MS, explain);
     t.is(h1.holder.counters.get("unit_unsigned"), 0);
 
     // h2 starts over empty (a new incarnation): only h1's resend from its RAM can bring the units back,
@@ -64,8 +65,8 @@ test.serial("regression: a holder that admitted more than 65,536 units resends t
     await h2.close();
     keys.add("h2", 2);
     h2 = await launchHolder(url, keys, h2Config(2), { writerKeys: writerKeys() });
-    t.true(lane(h2).obligations.retained.isEmpty);
-    await eventually(() => lane(h2).obligations.retained.covers(1, UNITS), `h2#2 admits 1-${UNITS} from h1's resend`, WAIT_MS, explain);
+    t.true(lane(h2).retained.isEmpty);
+    await eventually(() => lane(h2).retained.covers(1, UNITS), `h2#2 admits 1-${UNITS} from h1's resend`, WAIT_MS, explain);
     t.is(h2.holder.counters.get("unit_unsigned"), 0, "no resent unit, the oldest included, came without the writer's attestation");
     t.is(h2.holder.counters.get("unit_not_attested") + h2.holder.counters.get("unit_bad_signature"), 0);
     t.true(h1.holder.counters.get("retransmit") >= UNITS, "the units came back by h1's resend");
@@ -95,7 +96,7 @@ test.serial("regression: a protected-RAM holder restarted from its preserved mem
   const explain = () => JSON.stringify({ h1: h1.holder.counters.snapshot(), h2: h2?.holder.counters.snapshot(), preserved: preserved.held.toString() });
   try {
     sendAttested(w, UNITS, 512);
-    await eventually(() => lane(h1).obligations.retained.covers(1, UNITS) && preserved.held.covers(1, UNITS), `h1 holds and preserved 1-${UNITS}`, WAIT_MS, explain);
+    await eventually(() => lane(h1).retained.covers(1, UNITS) && preserved.held.covers(1, UNITS), `h1 holds and preserved 1-${UNITS}`, WAIT_MS, explain);
     w.sender.close();
 
     // h1 goes down with its preservation path intact and comes back as a new incarnation from the region.
@@ -103,7 +104,7 @@ test.serial("regression: a protected-RAM holder restarted from its preserved mem
     preserved.crash(true);
     keys.add("h1", 2);
     h1 = await launchHolder(url, keys, h1Config(2), { writerKeys: writerKeys(), preserved });
-    t.true(lane(h1).obligations.retained.covers(1, UNITS), "the restarted holder re-admitted the preserved units");
+    t.true(lane(h1).retained.covers(1, UNITS), "the restarted holder re-admitted the preserved units");
     t.is(h1.holder.counters.get("restart_preserved_units"), UNITS);
 
     // Served: a fetch reply names, for every preserved unit, a writer attestation that lists it.
@@ -122,7 +123,7 @@ test.serial("regression: a protected-RAM holder restarted from its preserved mem
 
     // Sent: h2, which checks units, takes them from the restarted h1.
     h2 = await launchHolder(url, keys, holderConfig("h2", { upstream: ["h1"] }), { writerKeys: writerKeys() });
-    await eventually(() => lane(h2!).obligations.retained.covers(1, UNITS), `h2 admits 1-${UNITS} from the restarted h1`, WAIT_MS, explain);
+    await eventually(() => lane(h2!).retained.covers(1, UNITS), `h2 admits 1-${UNITS} from the restarted h1`, WAIT_MS, explain);
     t.is(h2.holder.counters.get("unit_unsigned"), 0, "no unit came without the writer's attestation");
     t.is(h2.holder.counters.get("unit_not_attested") + h2.holder.counters.get("unit_bad_signature"), 0);
   } finally {

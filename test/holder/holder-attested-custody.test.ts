@@ -62,7 +62,7 @@ test.serial("a transfer offer whose units no valid writer attestation lists — 
     for (const [i, [code, units, tokens]] of cases.entries()) {
       offer(rogue, "h-recv", units, tokens, i + 1);
       await eventually(() => count(code) === 1, `the receiver counts ${code}`, 5_000, () => JSON.stringify(n.holder.counters.snapshot()));
-      t.is(n.holder.core.lanes.get(`${VOLUME}/${LANE}`), undefined, `${code}: no lane, arena or obligation was created`);
+      t.is(n.holder.lane(VOLUME, LANE), undefined, `${code}: no lane, arena or obligation was created`);
     }
     t.false(n.log.some((e) => e.type === "transfer_admitted"), "nothing was admitted");
 
@@ -145,9 +145,9 @@ test.serial("a spill record in the format written before attestations were store
   const h = await launchHolder(url, keys, cfg, { files: nodeFileLayer, spillPath: `${dir}/spill.log`, writerKeys: writerKeys() });
   const reader = await transport(url, "reader");
   try {
-    const lane = h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
-    t.is(lane.obligations.retained.toString(), "1-5");
-    t.is(lane.obligations.diskResident.toString(), "1-5");
+    const lane = h.holder.lane(VOLUME, LANE)!;
+    t.is(lane.retained.toString(), "1-5");
+    t.is(lane.diskResident.toString(), "1-5");
     const named = new Map<number, string>();
     const served = await fetchUnits(reader, "h-old", VOLUME, LANE, RangeSet.of(1, 5), 5_000, { attestations: named });
     t.deepEqual(served.map((u) => [u.firstSeq, u.lastSeq]), [[1, 1], [2, 4], [5, 5]]);
@@ -166,8 +166,8 @@ test.serial("coverage repair's copy reads the writer attestations a holder kept 
   const tgt = await launchHolder(url, keys, holderConfig("h-tgt", { upstream: ["w9"] }), { writerKeys: writerKeys() });
   const wt = await transport(url, "writer-and-copier");
   const w = new Writer(wt, "h-src");
-  const srcLane = () => src.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
-  const tgtLane = () => tgt.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
+  const srcLane = () => src.holder.lane(VOLUME, LANE)!;
+  const tgtLane = () => tgt.holder.lane(VOLUME, LANE)!;
   try {
     const UNITS = 48;
     for (let s = 1; s <= UNITS; s += 8) {
@@ -175,11 +175,11 @@ test.serial("coverage repair's copy reads the writer attestations a holder kept 
       const token = attest(batch);
       for (const u of batch) w.sender.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: token });
     }
-    await eventually(() => srcLane().obligations.diskResident.covers(1, UNITS), `h-src spilled 1-${UNITS}`, 10_000);
-    t.is(srcLane().arena.report().ramBytes, 0, "every unit is read back from the spill stream");
+    await eventually(() => srcLane().diskResident.covers(1, UNITS), `h-src spilled 1-${UNITS}`, 10_000);
+    t.is(srcLane().arenaReport().ramBytes, 0, "every unit is read back from the spill stream");
     const outcome = await copyOverNats(wt, { copier: "ctl", volume: VOLUME, lane: LANE, target: "h-tgt", missing: RangeSet.of(1, UNITS), sources: [{ holderId: "h-src", retained: RangeSet.of(1, UNITS) }] });
     t.is(outcome.copied.toString(), `1-${UNITS}`);
-    await eventually(() => tgtLane().obligations.retained.covers(1, UNITS), "the target admits the copy", 10_000, () => JSON.stringify(tgt.holder.counters.snapshot()));
+    await eventually(() => tgtLane().retained.covers(1, UNITS), "the target admits the copy", 10_000, () => JSON.stringify(tgt.holder.counters.snapshot()));
     t.deepEqual(Object.entries(tgt.holder.counters.snapshot()).filter(([k]) => k.startsWith("transfer_unit_")), []);
   } finally {
     w.sender.close();

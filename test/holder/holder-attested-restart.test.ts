@@ -87,7 +87,7 @@ test.serial("a SIGKILLed disk holder, restarted, resends its spilled units with 
     await h2.stop().catch(() => undefined);
   });
   const explain = () => JSON.stringify({ h2: h2.counters.snapshot(), h1OnDisk: h1OnDisk.toString() }) + "\n" + procs.map((p) => p.log.slice(-3_000)).join("\n");
-  const h2Lane = () => h2.core.lanes.get(`${VOLUME}/${LANE}`)!;
+  const h2Lane = () => h2.lane(VOLUME, LANE)!;
 
   const first = DeployedProcess.role("h1", "holder", h1File);
   procs.push(first);
@@ -101,7 +101,7 @@ test.serial("a SIGKILLed disk holder, restarted, resends its spilled units with 
     const token = Buffer.from(signUnitAttestation(writerKey.privateKey, VOLUME, LANE, 1, batch.map((u) => ({ firstSeq: u.firstSeq, lastSeq: u.lastSeq, digest: u.digest })))).toString("base64");
     for (const u of batch) w.send({ data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u), attestation: token });
   }
-  await eventually(() => h2Lane().obligations.retained.covers(1, UNITS), `h2 holds 1-${UNITS}, forwarded by h1`, WAIT_MS, explain);
+  await eventually(() => h2Lane().retained.covers(1, UNITS), `h2 holds 1-${UNITS}, forwarded by h1`, WAIT_MS, explain);
   await eventually(() => h1OnDisk.covers(1, UNITS), `h1 receipted 1-${UNITS} at disk residency (spilled)`, WAIT_MS, explain);
   w.close();
   await wt.close();
@@ -110,12 +110,12 @@ test.serial("a SIGKILLed disk holder, restarted, resends its spilled units with 
   t.is((await first.signal("SIGKILL", 10_000)).signal, "SIGKILL");
   await h2.stop();
   h2 = await startH2(2);
-  t.true(h2Lane().obligations.retained.isEmpty);
+  t.true(h2Lane().retained.isEmpty);
 
   const again = DeployedProcess.role("h1", "holder", h1File);
   procs.push(again);
   t.is((await again.ready(READY_MS))["incarnation"], incarnation + 1, "h1 came back as a new incarnation on the same spill stream");
-  await eventually(() => h2Lane().obligations.retained.covers(1, UNITS), `h2#2 admits 1-${UNITS} from h1#2's resend`, WAIT_MS, explain);
+  await eventually(() => h2Lane().retained.covers(1, UNITS), `h2#2 admits 1-${UNITS} from h1#2's resend`, WAIT_MS, explain);
   t.is(h2.counters.get("unit_unsigned"), 0, "no resent unit came without the writer's attestation");
   t.is(h2.counters.get("unit_not_attested") + h2.counters.get("unit_bad_signature"), 0);
   await eventually(() => h2Again.covers(1, UNITS), `h2#2 receipts 1-${UNITS}`, WAIT_MS, explain);

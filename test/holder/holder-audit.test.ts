@@ -28,9 +28,9 @@ async function spilledHolder(url: string, id: string, over: Parameters<typeof ho
     sent.push(u);
     w.send(u);
   }
-  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
-  await eventually(() => lane().obligations.diskResident.covers(1, 30), "1-30 spilled", 5_000);
-  await eventually(() => lane().arena.report().ramBytes === 0, "nothing left in RAM");
+  const lane = () => h.holder.lane("vol1", "l0")!;
+  await eventually(() => lane().diskResident.covers(1, 30), "1-30 spilled", 5_000);
+  await eventually(() => lane().arenaReport().ramBytes === 0, "nothing left in RAM");
   return {
     h,
     wt,

@@ -50,12 +50,12 @@ test.serial("memory-only chain of 3 holders: receive, forward, receipt and relea
     for (const h of ["hc", "hb", "ha"]) publishRelease(wt, h, [[1, UNITS]]);
     await eventually(() => [a, b, c].every((h) => h.holder.empty()), "all three released", 10_000, () =>
       JSON.stringify([a, b, c].map((h) => {
-        const l = h.holder.core.lanes.get("vol1/l0")!;
-        return { id: h.holder.id, retained: l.obligations.retained.toString(), releasable: l.obligations.releasable().toString(), pending: l.obligations.edgeIds.map((e) => l.obligations.pendingFor(e).toString()), segs: l.sealedSegments().length, open: l.arena.openSegmentOf("vol1", "l0"), counters: h.holder.counters.snapshot() };
+        const l = h.holder.lane("vol1", "l0")!;
+        return { id: h.holder.id, retained: l.retained.toString(), releasable: l.releasable().toString(), pending: l.edges().map((e) => l.pendingFor(e).toString()), segs: l.arenaReport().segments.sealed, open: l.arenaReport().segments.open, counters: h.holder.counters.snapshot() };
       })),
     );
     // Whole segments went back to the pool: no RAM held, no pins left.
-    await eventually(() => [a, b, c].every((h) => h.holder.core.lanes.get("vol1/l0")!.arena.report().ramBytes === 0), "arenas empty", 5_000);
+    await eventually(() => [a, b, c].every((h) => h.holder.lane("vol1", "l0")!.arenaReport().ramBytes === 0), "arenas empty", 5_000);
     for (const f of Object.values(files)) {
       t.is(f.writes, 0);
       t.is(f.datasyncs, 0);

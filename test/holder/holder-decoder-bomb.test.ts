@@ -22,10 +22,10 @@ test.serial("nearly 1 MiB decoder bombs on every subject a holder reads are refu
   const h = await launchHolder(url, keys, holderConfig("h-bomb", { downstream: ["h-down"] }));
   const wt = await transport(url, "attacker-and-writer");
   const w = new Writer(wt, "h-bomb");
-  const lane = () => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
+  const lane = () => h.holder.lane(VOLUME, LANE)!;
   try {
     for (let s = 1; s <= 5; s++) w.send(unit(s));
-    await eventually(() => lane().obligations.retained.toString() === "1-5", "units 1-5 admitted");
+    await eventually(() => lane().retained.toString() === "1-5", "units 1-5 admitted");
     const before = h.holder.counters.snapshot();
     const payload = bomb(1024 * 1024 - 4096);
     const subjects = [
@@ -45,10 +45,10 @@ test.serial("nearly 1 MiB decoder bombs on every subject a holder reads are refu
       return Object.keys(now).filter((k) => k !== "duplicate_unit" && (now[k] ?? 0) > (before[k] ?? 0));
     };
     await eventually(() => rejected().length > 0 && h.log.filter((o) => o.type === "rejected").length >= subjects.length - 2, "the bombs were refused", 10_000, () => JSON.stringify(rejected()));
-    t.is(lane().obligations.retained.toString(), "1-5", "custody unchanged");
-    t.true(lane().obligations.released.isEmpty, "nothing released");
+    t.is(lane().retained.toString(), "1-5", "custody unchanged");
+    t.true(lane().released.isEmpty, "nothing released");
     for (let s = 6; s <= 8; s++) w.send(unit(s));
-    await eventually(() => lane().obligations.retained.toString() === "1-8", "the holder still admits units");
+    await eventually(() => lane().retained.toString() === "1-8", "the holder still admits units");
     t.log(`rejections: ${JSON.stringify(Object.fromEntries(rejected().map((k) => [k, (h.holder.counters.snapshot()[k] ?? 0) - (before[k] ?? 0)])))}`);
   } finally {
     w.sender.close();

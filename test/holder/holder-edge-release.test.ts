@@ -22,29 +22,29 @@ test.serial("units a downstream edge was released of stop being owed to it, with
   const h = await launchHolder(url, keys, holderConfig("h-a", { downstream: ["h-b"], epoch: 3 }));
   const wt = await transport(url, "writer-and-controller");
   const w = new Writer(wt, "h-a");
-  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => h.holder.lane("vol1", "l0")!;
   const rejected = (code: string) => h.log.filter((o) => o.type === "rejected" && o.code === code).length;
   try {
     for (let s = 1; s <= 10; s++) w.send(unit(s));
-    await eventually(() => lane().obligations.retained.toString() === "1-10", "units 1-10 admitted");
-    t.is(lane().obligations.pendingFor("h-b").toString(), "1-10");
+    await eventually(() => lane().retained.toString() === "1-10", "units 1-10 admitted");
+    t.is(lane().pendingFor("h-b").toString(), "1-10");
 
     publishRelease(wt, "h-a", [[1, 10]], 3);
-    await eventually(() => lane().obligations.releasable().isEmpty && h.log.some((o) => o.type === "receipt_published"), "own frontier applied");
+    await eventually(() => lane().releasable().isEmpty && h.log.some((o) => o.type === "receipt_published"), "own frontier applied");
     await settle();
-    t.is(lane().obligations.retained.toString(), "1-10", "our own frontier alone releases nothing still owed to h-b");
+    t.is(lane().retained.toString(), "1-10", "our own frontier alone releases nothing still owed to h-b");
 
     publishRelease(wt, "h-b", [[1, 10]], 2);
     await eventually(() => rejected("stale_epoch") === 1, "an older-epoch frontier of the edge refused");
     await settle();
     t.is(h.holder.counters.get("stale_epoch"), 1, "and counted");
-    t.is(lane().obligations.pendingFor("h-b").toString(), "1-10", "it changed nothing owed to h-b");
-    t.is(lane().obligations.retained.toString(), "1-10");
+    t.is(lane().pendingFor("h-b").toString(), "1-10", "it changed nothing owed to h-b");
+    t.is(lane().retained.toString(), "1-10");
 
     publishRelease(wt, "h-b", [[1, 10]], 3);
-    await eventually(() => lane().obligations.retained.isEmpty, "released once h-b was released of them");
-    t.true(lane().obligations.pendingFor("h-b").isEmpty);
-    t.is(lane().obligations.released.toString(), "1-10");
+    await eventually(() => lane().retained.isEmpty, "released once h-b was released of them");
+    t.true(lane().pendingFor("h-b").isEmpty);
+    t.is(lane().released.toString(), "1-10");
   } finally {
     w.sender.close();
     await wt.close();

@@ -17,12 +17,12 @@ test.serial("a holder serves fetch of its retained units from RAM and, once spil
   const h = await launchHolder(url, keys, cfg, { files: nodeFileLayer, spillPath: `${dir}/spill.log` });
   const wt = await transport(url, "writer-and-reader");
   const w = new Writer(wt, "h-fetch");
-  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => h.holder.lane("vol1", "l0")!;
   try {
     for (let s = 1; s <= 30; s++) w.send(unit(s, 1, 4096));
-    await eventually(() => lane().obligations.retained.covers(1, 30), "1-30 admitted");
-    await eventually(() => lane().obligations.diskResident.covers(1, 30), "1-30 spilled", 5_000);
-    t.is(lane().arena.report().ramBytes, 0, "nothing left in RAM: every unit must come from disk");
+    await eventually(() => lane().retained.covers(1, 30), "1-30 admitted");
+    await eventually(() => lane().diskResident.covers(1, 30), "1-30 spilled", 5_000);
+    t.is(lane().arenaReport().ramBytes, 0, "nothing left in RAM: every unit must come from disk");
     const units = await fetchUnits(wt, "h-fetch", "vol1", "l0", RangeSet.of(1, 30));
     t.deepEqual(units.map((u) => u.firstSeq), Array.from({ length: 30 }, (_, i) => i + 1));
     t.true(h.holder.counters.get("fetch_served_units") >= 30);
@@ -34,9 +34,9 @@ test.serial("a holder serves fetch of its retained units from RAM and, once spil
   // Incarnation 2 on the same spill file: every record is custody again, and readable.
   const again = await launchHolder(url, keys, { ...cfg, incarnation: 2 }, { files: nodeFileLayer, spillPath: `${dir}/spill.log` });
   try {
-    const l2 = again.holder.core.lanes.get("vol1/l0")!;
-    t.is(l2.obligations.retained.toString(), "1-30");
-    t.is(l2.obligations.diskResident.toString(), "1-30");
+    const l2 = again.holder.lane("vol1", "l0")!;
+    t.is(l2.retained.toString(), "1-30");
+    t.is(l2.diskResident.toString(), "1-30");
     const units = await fetchUnits(wt, "h-fetch", "vol1", "l0", RangeSet.of(1, 30));
     t.is(units.length, 30);
   } finally {
@@ -53,11 +53,11 @@ test.serial("a fetch page reads from disk about what it returns, not the whole r
   const h = await launchHolder(url, keys, cfg, { files, spillPath: `${tempDir()}/spill.log` });
   const wt = await transport(url, "paged-reader");
   const w = new Writer(wt, "h-paged");
-  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => h.holder.lane("vol1", "l0")!;
   try {
     for (let s = 1; s <= 600; s++) w.send(unit(s, 1, 4096));
-    await eventually(() => lane().obligations.diskResident.covers(1, 600), "1-600 spilled", 15_000);
-    await eventually(() => lane().arena.report().ramBytes === 0, "nothing left in RAM");
+    await eventually(() => lane().diskResident.covers(1, 600), "1-600 spilled", 15_000);
+    await eventually(() => lane().arenaReport().ramBytes === 0, "nothing left in RAM");
     const spilled = files.counts.writtenBytes;
     const before = files.counts.readBytes;
     const units = await fetchUnits(wt, "h-paged", "vol1", "l0", RangeSet.of(1, 600));

@@ -77,19 +77,19 @@ test.serial("a frame with a digest-failing unit and a duplicate: only those are 
     w.send(unit(2)); // a duplicate of an admitted unit, in a frame of its own kind
     w.send(unit(3));
     await eventually(() => receipts.byHolder("h-frames").covers(3), "the good unit 3 receipted");
-    const lane = h.holder.core.lanes.get("vol1/l0")!;
-    t.is(lane.obligations.retained.toString(), "1-4");
+    const lane = h.holder.lane("vol1", "l0")!;
+    t.is(lane.retained.toString(), "1-4");
     t.is(h.holder.counters.get("digest_mismatch"), 1);
     t.is(h.holder.counters.get("duplicate_unit"), 1);
     // More than a window of further units all get through: the refused units' credit came back.
     for (let s = 5; s <= 250; s++) w.send(unit(s));
-    await eventually(() => lane.obligations.retained.covers(5, 250), "more than a credit window admitted", 10_000);
+    await eventually(() => lane.retained.covers(5, 250), "more than a credit window admitted", 10_000);
     t.is(h.holder.counters.get("credit_exceeded"), 0);
     t.true(w.sender.unitsSent > w.sender.messagesSent, "units were framed");
     // Every byte the sender sent is accounted, and the arena holds exactly the grantor's unused credit.
-    const win = lane.grantor.windowOf("w1")!;
+    const win = lane.creditWindow("w1")!;
     t.is(win.consumedThrough, w.sender.state.sentThrough);
-    t.is(lane.arena.outstanding("vol1", "l0"), win.grantedThrough - win.consumedThrough);
+    t.is(lane.arenaCreditBytes(), win.grantedThrough - win.consumedThrough);
   } finally {
     receipts.stop();
     w.sender.close();

@@ -35,7 +35,7 @@ test.serial("each lane a holder serves is a lane-arena actor among the holder ac
   try {
     const children = laneArenaChildren(h.holder.actor.getSnapshot().children);
     t.deepEqual(Object.keys(children).sort(), ["lane-arena:vol1/l0", "lane-arena:vol1/l1"]);
-    for (const [key, hl] of h.holder.core.lanes) t.is<unknown, unknown>(hl.arenaActor, children[`lane-arena:${key}`], `lane ${key} is backed by its child actor`);
+    for (const v of h.holder.lanes()) t.is<unknown, unknown>(v.arenaActor, children[`lane-arena:${v.volume}/${v.lane}`], `lane ${v.volume}/${v.lane} is backed by its child actor`);
     for (let s = 1; s <= 3; s++) w.send(unit(s, 1, 2048));
     const l0 = children["lane-arena:vol1/l0"]!;
     await eventually(() => laneLogOf(l0.getSnapshot().context, VOLUME, "l0")!.retained.covers(1, 3), "the l0 actor's log retains 1-3");
@@ -43,14 +43,14 @@ test.serial("each lane a holder serves is a lane-arena actor among the holder ac
     t.is(ctx.arena.report().segments.open + ctx.arena.report().segments.sealed, 1, "the units sit in the l0 actor's arena");
     t.true(ctx.arena.report().ramStoredBytes >= 3 * 2048);
     t.is(children["lane-arena:vol1/l1"]!.getSnapshot().context.arena.report().ramStoredBytes, 0, "l1's arena is untouched");
-    t.is(h.holder.core.lanes.get("vol1/l0")!.log.retained.toString(), "1-3", "the holder reads the actor's log");
+    t.is(h.holder.lane("vol1", "l0")!.log.retained.toString(), "1-3", "the holder reads the actor's log");
   } finally {
     w.sender.close();
     await wt.close();
     await h.close();
   }
   t.is(h.holder.actor.getSnapshot().status, "done");
-  for (const hl of h.holder.core.lanes.values()) t.is(hl.arenaActor.getSnapshot().status, "stopped", "a retired holder's lane actors are stopped");
+  for (const v of h.holder.lanes()) t.is(v.arenaActor.getSnapshot().status, "stopped", "a retired holder's lane actors are stopped");
 });
 
 test.serial("a lane-arena actor that fails is a typed refusal on its lane, not a crash: the holder keeps serving its other lanes", async (t) => {
@@ -66,10 +66,11 @@ test.serial("a lane-arena actor that fails is a typed refusal on its lane, not a
   };
   try {
     sendL1(1);
-    const l1 = h.holder.core.lanes.get("vol1/l1")!;
+    const l1 = h.holder.lane("vol1", "l1")!;
     await eventually(() => l1.log.retained.has(1), "l1 admits before its actor fails");
-    // A bug inside the lane's actor (a non-custody exception) stops that actor.
-    l1.arenaActor.send({ type: "import", bytes: null as unknown as Uint8Array });
+    // A bug inside the lane's actor (a non-custody exception) stops that actor: sent to the child directly.
+    const l1Actor = laneArenaChildren(h.holder.actor.getSnapshot().children)["lane-arena:vol1/l1"]!;
+    l1Actor.send({ type: "import", bytes: null as unknown as Uint8Array });
     t.is(l1.arenaActor.getSnapshot().status, "error");
     t.is(h.holder.counters.get("lane_arena_failed"), 1);
     t.true(h.log.some((o) => o.type === "rejected" && o.code === "lane_arena_failed.lane-arena:vol1/l1"));
@@ -81,7 +82,7 @@ test.serial("a lane-arena actor that fails is a typed refusal on its lane, not a
     t.is(h.holder.state(), "serving");
 
     for (let s = 1; s <= 3; s++) w0.send(unit(s, 1, 1024));
-    await eventually(() => h.holder.core.lanes.get("vol1/l0")!.log.retained.covers(1, 3), "the other lane still admits");
+    await eventually(() => h.holder.lane("vol1", "l0")!.log.retained.covers(1, 3), "the other lane still admits");
   } finally {
     w0.sender.close();
     w1.close();

@@ -42,8 +42,8 @@ test.serial("a protected-RAM holder never grants credit past the shared-drain ad
     await wt.close();
     await h.close();
   });
-  const lane = h.holder.core.lanes.get("vol1/l0")!;
-  const queuedAndPromised = () => lane.ramStoredBytes() + lane.arena.outstanding("vol1", "l0");
+  const lane = h.holder.lane("vol1", "l0")!;
+  const queuedAndPromised = () => lane.ramBytes() + lane.arenaCreditBytes();
   let worst = 0;
   const watch = setInterval(() => (worst = Math.max(worst, queuedAndPromised())), 2);
   t.teardown(() => clearInterval(watch));
@@ -55,7 +55,7 @@ test.serial("a protected-RAM holder never grants credit past the shared-drain ad
   const first = receipts.byHolder("h-pram");
   t.false(first.covers(1, 100), `the sender waits for credit; receipted ${first}`);
   t.true(worst <= limit, `RAM queued + promised reached ${worst} > bound ${limit}`);
-  t.is(h.holder.core.protectionState(), "ok");
+  t.is(h.holder.protectionState(), "ok");
   t.deepEqual([...new Set(receipts.residencies("h-pram"))], ["protected_ram"], "no receipt fell back to plain RAM");
 
   // The releases a controller would commit make room: the rest arrives, still within the bound.

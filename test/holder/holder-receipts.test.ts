@@ -59,7 +59,7 @@ test.serial("missing, stale, forged, reordered and duplicated receipts keep the 
   // Play the edge: grant ha plenty of credit; never acknowledge by anything but receipts.
   wt.publish(creditSubject("hb", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb", sender: "ha", volume: VOLUME, lane: LANE, incarnation: 2, session: 1, window: 1, grantedThrough: 1 << 24, grantSeq: 1 }));
   const w = new Writer(wt, "ha");
-  const lane = () => a.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => a.holder.lane("vol1", "l0")!;
   try {
     for (let s = 1; s <= 10; s++) w.send(unit(s));
     await eventually(() => forwarded.length === 10, "10 units forwarded to hb");
@@ -67,8 +67,8 @@ test.serial("missing, stale, forged, reordered and duplicated receipts keep the 
 
     // Missing: forwarding completed long ago, the frontier allows release, but no receipt came.
     await settle();
-    t.is(lane().obligations.retained.toString(), "1-10");
-    t.is(lane().obligations.pendingFor("hb").toString(), "1-10");
+    t.is(lane().retained.toString(), "1-10");
+    t.is(lane().pendingFor("hb").toString(), "1-10");
 
     // Stale incarnation, stale epoch, forged signature, and a non-edge holder: all refused.
     sendReceipt(wt, hbKey, "hb", 1, 9, [[1, 10]], 3);
@@ -79,20 +79,20 @@ test.serial("missing, stale, forged, reordered and duplicated receipts keep the 
     await settle();
     const refused = a.log.filter((o) => o.type === "receipt_refused").map((o) => (o as { code: string }).code);
     t.deepEqual(refused.sort(), ["bad_signature", "stale_epoch", "stale_incarnation"]);
-    t.is(lane().obligations.retained.toString(), "1-10", "nothing released on a stale or foreign receipt");
-    t.is(lane().obligations.pendingFor("hb").toString(), "1-10");
+    t.is(lane().retained.toString(), "1-10", "nothing released on a stale or foreign receipt");
+    t.is(lane().pendingFor("hb").toString(), "1-10");
 
     // Reordered and duplicated: seq 3 (1-6) before seq 2 (1-3), then seq 3 again.
     sendReceipt(wt, hbKey, "hb", 2, 3, [[1, 6]], 3);
     sendReceipt(wt, hbKey, "hb", 2, 2, [[1, 3]], 3);
     sendReceipt(wt, hbKey, "hb", 2, 3, [[1, 6]], 3);
-    await eventually(() => lane().obligations.pendingFor("hb").toString() === "7-10", "pins for 1-6 dropped");
+    await eventually(() => lane().pendingFor("hb").toString() === "7-10", "pins for 1-6 dropped");
     await settle();
-    t.is(lane().obligations.retained.toString(), "1-10", "a segment is released whole, only when all of it is covered");
+    t.is(lane().retained.toString(), "1-10", "a segment is released whole, only when all of it is covered");
 
     // The right receipt: everything released.
     sendReceipt(wt, hbKey, "hb", 2, 4, [[1, 10]], 3);
-    await eventually(() => lane().obligations.retained.isEmpty, "released after the covering receipt");
+    await eventually(() => lane().retained.isEmpty, "released after the covering receipt");
     const order = a.log.filter((o) => o.type === "edge_receipt" || o.type === "released").map((o) => o.type);
     t.is(order[order.length - 1], "released");
     t.is(a.holder.counters.get("receipt_bad_signature"), 1);
@@ -123,13 +123,13 @@ test.serial("a unit lost on the way to an edge is re-forwarded from RAM once the
   });
   wt.publish(creditSubject("hb2", VOLUME, LANE), encodeMessage(creditSpec, { holder: "hb2", sender: "ha2", volume: VOLUME, lane: LANE, incarnation: 1, session: 1, window: 1, grantedThrough: 1 << 24, grantSeq: 1 }));
   const w = new Writer(wt, "ha2");
-  const lane = () => a.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => a.holder.lane("vol1", "l0")!;
   try {
     for (let s = 1; s <= 10; s++) w.send(unit(s));
     publishRelease(wt, "ha2", [[1, 10]]);
     await eventually(() => deliveries5 >= 2, "unit 5 re-forwarded");
     t.true(a.holder.counters.get("retransmit") >= 1);
-    await eventually(() => lane().obligations.retained.isEmpty, "released once the edge holds everything");
+    await eventually(() => lane().retained.isEmpty, "released once the edge holds everything");
     t.is(got.toString(), "1-10");
   } finally {
     sub.unsubscribe();

@@ -14,27 +14,27 @@ test.serial("a release frontier from an older topology epoch is refused, counted
   const h = await launchHolder(url, keys, holderConfig("h-epoch", { epoch: 3 }));
   const wt = await transport(url, "writer-and-controller");
   const w = new Writer(wt, "h-epoch");
-  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => h.holder.lane("vol1", "l0")!;
   const rejected = () => h.log.filter((o) => o.type === "rejected" && o.code === "stale_epoch").length;
   try {
     for (let s = 1; s <= 10; s++) w.send(unit(s));
-    await eventually(() => lane().obligations.retained.toString() === "1-10", "units 1-10 admitted");
+    await eventually(() => lane().retained.toString() === "1-10", "units 1-10 admitted");
 
     publishRelease(wt, "h-epoch", [[1, 10]], 2);
     publishRelease(wt, "h-epoch", [[1, 10]], 0);
     await eventually(() => rejected() === 2, "both older-epoch frontiers refused as stale_epoch", 5000, () => `rejections: ${JSON.stringify(h.log.filter((o) => o.type === "rejected"))}`);
     await settle();
     t.is(h.holder.counters.get("stale_epoch"), 2, "each refusal is counted");
-    t.is(lane().obligations.retained.toString(), "1-10", "nothing was released");
-    t.true(lane().obligations.released.isEmpty, "no range is marked released");
+    t.is(lane().retained.toString(), "1-10", "nothing was released");
+    t.true(lane().released.isEmpty, "no range is marked released");
     t.false(h.log.some((o) => o.type === "released"), "no release was observed");
 
     // The same frontier under the current epoch is honoured, and ingress continues.
     publishRelease(wt, "h-epoch", [[1, 10]], 3);
-    await eventually(() => lane().obligations.retained.isEmpty, "released under the current epoch");
-    t.is(lane().obligations.released.toString(), "1-10");
+    await eventually(() => lane().retained.isEmpty, "released under the current epoch");
+    t.is(lane().released.toString(), "1-10");
     for (let s = 11; s <= 12; s++) w.send(unit(s));
-    await eventually(() => lane().obligations.retained.toString() === "11-12", "the holder still admits units");
+    await eventually(() => lane().retained.toString() === "11-12", "the holder still admits units");
   } finally {
     w.sender.close();
     await wt.close();

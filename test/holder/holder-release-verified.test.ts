@@ -24,32 +24,32 @@ test.serial("a forged release frontier releases nothing: the holder catches up w
   const h = await launchHolder(url, new KeyRing(), holderConfig("h1"), { peers });
   const wt = await transport(url, "writer-and-attacker");
   const w = new Writer(wt, "h1");
-  const lane = () => h.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => h.holder.lane("vol1", "l0")!;
   const unverified = () => h.holder.counters.get("release_unverified");
   try {
     for (let s = 1; s <= 10; s++) w.send(unit(s));
-    await eventually(() => lane().obligations.retained.toString() === "1-10", "units 1-10 admitted");
+    await eventually(() => lane().retained.toString() === "1-10", "units 1-10 admitted");
 
     // The attacker: any connection may publish on the release subject.
     publishRelease(wt, "h1", [[1, 10]], 1);
     await eventually(() => unverified() === 1, "the forged frontier refused after catching up with the log");
     await settle();
-    t.is(lane().obligations.retained.toString(), "1-10", "nothing released");
-    t.true(lane().obligations.released.isEmpty);
+    t.is(lane().retained.toString(), "1-10", "nothing released");
+    t.true(lane().released.isEmpty);
 
     // The log releases 1-5 at h1 (relying on h2); a frontier claiming 1-10 authorizes exactly 1-5.
     await commitControlEvent(store, ctl, who("ctl-a"), () => release("h1", 1, 5, ["h2"], "vol1-l0"));
     publishRelease(wt, "h1", [[1, 10]], 1);
-    await eventually(() => unverified() === 2 && lane().obligations.releasable().toString() === "1-5", "only what the log backs is authorized", 5000, () => lane().obligations.releasable().toString());
+    await eventually(() => unverified() === 2 && lane().releasable().toString() === "1-5", "only what the log backs is authorized", 5000, () => lane().releasable().toString());
     // Whole segments only: 1-10 share one, so nothing goes until the log releases the rest of it.
-    t.is(lane().obligations.retained.toString(), "1-10");
+    t.is(lane().retained.toString(), "1-10");
     await commitControlEvent(store, ctl, who("ctl-a"), () => release("h1", 6, 10, ["h2"], "vol1-l0"));
     publishRelease(wt, "h1", [[1, 10]], 1);
-    await eventually(() => lane().obligations.retained.isEmpty, "released once the log backs all of it", 5000, () => lane().obligations.retained.toString());
-    t.is(lane().obligations.released.toString(), "1-10");
+    await eventually(() => lane().retained.isEmpty, "released once the log backs all of it", 5000, () => lane().retained.toString());
+    t.is(lane().released.toString(), "1-10");
     t.is(unverified(), 2);
     for (let s = 11; s <= 12; s++) w.send(unit(s));
-    await eventually(() => lane().obligations.retained.toString() === "11-12", "the holder keeps serving");
+    await eventually(() => lane().retained.toString() === "11-12", "the holder keeps serving");
   } finally {
     w.sender.close();
     await wt.close();

@@ -25,33 +25,33 @@ test.serial("memory pressure transfers custody to a neighbor: memory stays bound
   }));
   const wt = await transport(url, "writer");
   const w = new Writer(wt, "h-origin");
-  const lane = () => o.holder.core.lanes.get("vol1/l0")!;
+  const lane = () => o.holder.lane("vol1", "l0")!;
   let maxRam = 0;
-  const sampler = setInterval(() => (maxRam = Math.max(maxRam, lane().arena.report().ramBytes)), 2);
+  const sampler = setInterval(() => (maxRam = Math.max(maxRam, lane().arenaReport().ramBytes)), 2);
   try {
     for (let s = 1; s <= UNITS; s++) w.send(unit(s, 1, BYTES));
-    const nLane = () => n.holder.core.lanes.get("vol1/l0");
-    await eventually(() => w.sender.backlog.units === 0 && lane().obligations.retained.union(nLane()?.obligations.retained ?? RangeSet.EMPTY).covers(1, UNITS), "all units in custody somewhere", 20_000, () =>
+    const nLane = () => n.holder.lane("vol1", "l0");
+    await eventually(() => w.sender.backlog.units === 0 && lane().retained.union(nLane()?.retained ?? RangeSet.EMPTY).covers(1, UNITS), "all units in custody somewhere", 20_000, () =>
       JSON.stringify({
-        origin: lane().obligations.retained.toString(),
-        neighbor: nLane()?.obligations.retained.toString(),
+        origin: lane().retained.toString(),
+        neighbor: nLane()?.retained.toString(),
         inTransfer: lane().inTransfer.toString(),
         backlog: w.sender.backlog,
         window: w.sender.state,
-        arena: lane().arena.report(),
+        arena: lane().arenaReport(),
         origin_counters: o.holder.counters.snapshot(),
         neighbor_counters: n.holder.counters.snapshot(),
       }),
     );
     clearInterval(sampler);
 
-    const capacity = lane().arena.report().capacityBytes;
+    const capacity = lane().arenaReport().capacityBytes;
     t.true(UNITS * BYTES > 2 * capacity, "the stream was far larger than the origin's memory");
     t.true(maxRam <= capacity, `origin RAM peaked at ${maxRam} <= ${capacity}`);
     const moved = RangeSet.from(o.log.filter((e) => e.type === "transferred_out").flatMap((e) => RangeSet.from(parse((e as { seqs: string }).seqs)).ranges()));
     t.false(moved.isEmpty, "custody was transferred");
-    t.true(nLane()!.obligations.retained.coversAll(moved), "the neighbor holds everything the origin gave up");
-    t.true(lane().obligations.retained.intersect(moved).isEmpty);
+    t.true(nLane()!.retained.coversAll(moved), "the neighbor holds everything the origin gave up");
+    t.true(lane().retained.intersect(moved).isEmpty);
 
     // Every local release by transfer came after a neighbor receipt covering it.
     let covered = RangeSet.EMPTY;
@@ -88,11 +88,11 @@ test.serial("units a holder admits by custody transfer are mirrored into its pre
   }));
   const wt = await transport(url, "writer");
   const w = new Writer(wt, "h-origin");
-  const nLane = () => n.holder.core.lanes.get("vol1/l0");
+  const nLane = () => n.holder.lane("vol1", "l0");
   try {
     for (let s = 1; s <= 120; s++) w.send(unit(s, 1, BYTES));
-    await eventually(() => w.sender.backlog.units === 0 && (nLane()?.obligations.retained.count ?? 0) > 0 && o.log.some((e) => e.type === "transferred_out"), "custody moved to the neighbor", 20_000);
-    const taken = nLane()!.obligations.retained;
+    await eventually(() => w.sender.backlog.units === 0 && (nLane()?.retained.count ?? 0) > 0 && o.log.some((e) => e.type === "transferred_out"), "custody moved to the neighbor", 20_000);
+    const taken = nLane()!.retained;
     t.false(taken.isEmpty);
     t.true(preserved.held.coversAll(taken), `preserved ${preserved.held.toString()} covers the transferred ${taken.toString()}`);
     const recovered = await preserved.recovered();

@@ -78,13 +78,13 @@ test.serial("on real NATS a manifest from the writer is kept beside the range, f
   send("w1", 1, 42, 5);
   await eventually(() => a.holder.counters.get("manifest_stale_term") === 1, "the older term's manifest is refused");
   await settle(100);
-  t.deepEqual(a.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.manifests.entries().map((k) => k.lsn), [40]);
-  t.is(b.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.manifests.entries().length, 1);
+  t.deepEqual(a.holder.lane(VOLUME, LANE)!.manifests().map((k) => k.lsn), [40]);
+  t.is(b.holder.lane(VOLUME, LANE)!.manifests().length, 1);
 
   // Released with the range: the manifest goes too, and the next receipt lists none.
   for (const h of ["mb", "ma"]) publishRelease(wt, h, [[1, 5]]);
   await eventually(() => a.holder.lane(VOLUME, LANE)!.retained.isEmpty, "ma released 1-5");
   w.send(unit(6, 1, 1024, 2));
   await eventually(() => cuts.get("ma")?.length === 0, "ma's receipt no longer lists it", 5000, () => JSON.stringify(cuts.get("ma")));
-  t.is(a.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.manifests.entries().length, 0);
+  t.is(a.holder.lane(VOLUME, LANE)!.manifests().length, 0);
 });

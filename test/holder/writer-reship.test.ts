@@ -27,7 +27,7 @@ test.serial("a restarted writer re-ships its unconfirmed units byte for byte und
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const keys = new KeyRing();
   const h = await launchHolder(url, keys, holderConfig("h-a"));
-  const lane = () => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!;
+  const lane = () => h.holder.lane(VOLUME, LANE)!;
   const vdir = join(dir, "volume");
   await SmartWalVolume.create(vdir, { blockCount: 64, walCapacity: 4096 });
   const site = { id: "s-a", region: "r", az: "r-a", host: "h", deps: [] };
@@ -48,7 +48,7 @@ test.serial("a restarted writer re-ships its unconfirmed units byte for byte und
       await w1.writer.write(s, new Uint8Array(BLOCK_SIZE).fill(s));
       await w1.writer.sync();
     }
-    await eventually(() => lane().obligations.retained.toString() === "1-5", "term 1's units admitted");
+    await eventually(() => lane().retained.toString() === "1-5", "term 1's units admitted");
   } finally {
     // The writer process ends with nothing confirmed (no controller runs): its outbox keeps 1-5.
     await w1.close();
@@ -68,7 +68,7 @@ test.serial("a restarted writer re-ships its unconfirmed units byte for byte und
     t.is(lane().log.term, 1);
     await w2.writer.write(6, new Uint8Array(BLOCK_SIZE).fill(6));
     await w2.writer.sync();
-    await eventually(() => lane().obligations.retained.toString() === "1-6" && lane().log.term === 2, "term 2's own write admitted");
+    await eventually(() => lane().retained.toString() === "1-6" && lane().log.term === 2, "term 2's own write admitted");
     t.is(h.holder.counters.get("stale_term"), 0, "nothing was refused as fenced");
   } finally {
     await w2.close();

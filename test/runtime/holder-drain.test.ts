@@ -37,7 +37,7 @@ test("a stopping disk holder flushes what only RAM held and leaves nothing behin
   const h = await holderProcess(t, "hd", "drain-a", true, dir, 400);
   const w = new Writer(await transport(t.context.nats.url, "drain-w"), "hd");
   for (let s = 1; s <= 20; s++) w.send(unit(s));
-  const lane = () => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations;
+  const lane = () => h.holder.lane(VOLUME, LANE)!;
   await eventually(() => lane().retained.covers(1, 20), "hd retains 1..20");
   t.true(Object.keys(ramOnlyCustody(h.holder)).length > 0, "precondition: part of it is held only in RAM at the stop");
   const left = await h.stop();
@@ -58,7 +58,7 @@ test("a stopping RAM holder stops granting credit and names, at its deadline, th
   const h = await holderProcess(t, "hr", "drain-b", false, dir);
   const w = new Writer(await transport(t.context.nats.url, "drain-wb"), "hr");
   for (let s = 1; s <= 10; s++) w.send(unit(s));
-  const lane = () => h.holder.core.lanes.get(`${VOLUME}/${LANE}`)!.obligations;
+  const lane = () => h.holder.lane(VOLUME, LANE)!;
   await eventually(() => lane().retained.covers(1, 10), "hr retains 1..10");
   const left = await h.stop();
   t.deepEqual(Object.keys(left), [`${VOLUME}/${LANE}`]);

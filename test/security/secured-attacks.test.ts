@@ -29,7 +29,7 @@ test.after.always(async (t) => {
   await t.context.d?.stop();
 });
 
-const laneOf = (d: SecuredDeployment, h: string) => d.holders.get(h)!.core.lanes.get(`${VOL}/${LANE}`)!;
+const laneOf = (d: SecuredDeployment, h: string) => d.holders.get(h)!.lane(VOL, LANE)!;
 
 /** Waits until the server has refused `subject` to principal `key` (`operation` publish or subscription). */
 async function refused(d: SecuredDeployment, key: string, subject: string, operation: "publish" | "subscription" = "publish"): Promise<void> {
@@ -43,19 +43,19 @@ async function stillServing(t: { true(v: boolean, m?: string): void }, d: Secure
   await d.writer.write(0, blockData(999));
   const head = (await d.writer.sync(AZ_CONTRACT.name, 15_000)).heads[LANE]!;
   t.true(d.writer.protectedThrough(AZ_CONTRACT.name, LANE) >= head, "the writer's next write is protected");
-  await eventually(() => laneOf(d, "h3").obligations.retained.has(head), "h3 still receives forwarded units", 10_000);
+  await eventually(() => laneOf(d, "h3").retained.has(head), "h3 still receives forwarded units", 10_000);
 }
 
 test.serial("a holder's credentials cannot publish a release frontier, not even its own: the server refuses it and the target releases nothing", async (t) => {
   const d = t.context.d;
-  const before = laneOf(d, "h2").obligations.released;
+  const before = laneOf(d, "h2").released;
   const frontier = encodeMessage(releaseFrontierSpec, { holder: "h2", volume: VOL, lane: LANE, ranges: [[1, t.context.head]], epoch: 1, controlSeq: 1 });
   d.conns.get("h3")!.transport.publish(releaseSubject("h2"), frontier);
   d.conns.get("h2")!.transport.publish(releaseSubject("h2"), frontier);
   await refused(d, "h3", releaseSubject("h2"));
   await refused(d, "h2", releaseSubject("h2"));
-  t.true(laneOf(d, "h2").obligations.released.equals(before) && before.isEmpty, "h2 released nothing");
-  t.true(laneOf(d, "h2").obligations.retained.coversAll(RangeSet.of(1, t.context.head)));
+  t.true(laneOf(d, "h2").released.equals(before) && before.isEmpty, "h2 released nothing");
+  t.true(laneOf(d, "h2").retained.coversAll(RangeSet.of(1, t.context.head)));
   await stillServing(t, d);
 });
 
@@ -63,7 +63,7 @@ test.serial("a non-writer cannot publish units for the volume, whatever Custody-
   const d = t.context.d;
   // h2 is a first hop that never releases, so anything it retains stays visible.
   const h2 = laneOf(d, "h2");
-  const retained = h2.obligations.retained;
+  const retained = h2.retained;
   const forged = makeTransportUnit({ volume: VOL, lane: LANE, term: 1, firstSeq: 10_001, lastSeq: 10_005, commitTs: [1, 2, 3, 4, 5], payload: new Uint8Array(64) });
   const data = encodeMessage(unitSpec, forged);
   const headers = { [SENDER_HEADER]: "w1", [SESSION_HEADER]: "1", [SENT_THROUGH_HEADER]: "999999" };
@@ -71,8 +71,8 @@ test.serial("a non-writer cannot publish units for the volume, whatever Custody-
   const attackers = ["h1", "h3", "c1", "op"];
   for (const key of attackers) d.conns.get(key)!.transport.publish(subject, data, { headers });
   for (const key of attackers) await refused(d, key, subject);
-  t.false(h2.obligations.retained.has(10_001), "h2 never admitted the injected sequences");
-  t.true(h2.obligations.retained.coversAll(retained));
+  t.false(h2.retained.has(10_001), "h2 never admitted the injected sequences");
+  t.true(h2.retained.coversAll(retained));
   await stillServing(t, d);
 });
 
@@ -154,13 +154,13 @@ test.serial("a principal cannot answer into another principal's inbox nor listen
 test.serial("a reader's push consumer cannot turn control-log entries into release frontiers: the target counts them as malformed and releases nothing", async (t) => {
   const d = t.context.d;
   const h2 = d.holders.get("h2")!;
-  const before = laneOf(d, "h2").obligations.released;
+  const before = laneOf(d, "h2").released;
   const rejectedBefore = h2.counters.get("wrong_kind") ?? 0;
   const jsm = await jetstreamManager(d.conns.get("h3")!.transport.connection, { timeout: 2000 });
   await jsm.consumers.add(controlStreamName(REGION), { name: "evil", deliver_subject: releaseSubject("h2"), ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All });
   const entries = (await d.store.readAll()).length;
   await eventually(() => (h2.counters.get("wrong_kind") ?? 0) >= rejectedBefore + entries, "h2 refused every delivered entry", 5000, () => JSON.stringify(h2.counters.snapshot()));
-  t.true(laneOf(d, "h2").obligations.released.equals(before) && before.isEmpty, "h2 released nothing");
+  t.true(laneOf(d, "h2").released.equals(before) && before.isEmpty, "h2 released nothing");
   await stillServing(t, d);
 });
 

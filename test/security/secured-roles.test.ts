@@ -15,7 +15,7 @@ test.after.always(async (t) => {
   await t.context.d?.stop();
 });
 
-const laneOf = (d: SecuredDeployment, h: string) => d.holders.get(h)!.core.lanes.get(`${VOL}/${LANE}`)!;
+const laneOf = (d: SecuredDeployment, h: string) => d.holders.get(h)!.lane(VOL, LANE)!;
 
 test.serial("on a bus with nkey users and TLS, every role does its job: the writer's units are receipted by its first hops and the forwarded hop, the controller commits and publishes status, a release frontier reaches the releasable holder, repair reads retained units", async (t) => {
   const d = t.context.d;
@@ -27,12 +27,12 @@ test.serial("on a bus with nkey users and TLS, every role does its job: the writ
   t.true(head >= 1);
   t.true(d.writer.protectedThrough(AZ_CONTRACT.name, LANE) >= head, "the writer counted signed receipts from holders outside its AZ");
   // h3 only ever hears from h2: forwarding ran under h2's permissions.
-  await eventually(() => laneOf(d, "h3").obligations.retained.coversAll(RangeSet.of(1, head)), "h3 retains everything h2 forwarded", 10_000);
+  await eventually(() => laneOf(d, "h3").retained.coversAll(RangeSet.of(1, head)), "h3 retains everything h2 forwarded", 10_000);
   // The controller appended (bootstrap, then releases) and published status the operator could read.
   t.true((await d.store.lastSeq()) >= 4, "the controller's appends are in the control stream");
   await eventually(() => operatorStatus.length > 0, "the operator sees the volume's status", 10_000);
   // The controller's release frontier reached h1 (only the controller may publish it).
-  await eventually(() => !laneOf(d, "h1").obligations.released.isEmpty, "h1 released ranges on the controller's frontier", 15_000);
+  await eventually(() => !laneOf(d, "h1").released.isEmpty, "h1 released ranges on the controller's frontier", 15_000);
   // Repair reads h2's retained units over a request its permissions allow; h2 answers under allow_responses.
   const repair = await d.bus.connect("r1");
   const units = await fetchUnits(repair.transport, "h2", VOL, LANE, RangeSet.of(1, head));

@@ -115,8 +115,8 @@ test.after.always(async (t) => {
   await t.context.stop?.();
 });
 
-const lane = (c: Ctx, h: string, l: string) => c.holders.get(h)!.core.lanes.get(`${VOL}/${l}`)!;
-const retained = (c: Ctx, h: string, l: string) => lane(c, h, l).obligations.retained;
+const lane = (c: Ctx, h: string, l: string) => c.holders.get(h)!.lane(VOL, l)!;
+const retained = (c: Ctx, h: string, l: string) => lane(c, h, l).retained;
 const count = (c: Ctx, h: string, code: string) => c.holders.get(h)!.counters.get(code);
 
 /** Publishes `units` on h1's subject of `l` with h0's credentials, posing as the writer. */
