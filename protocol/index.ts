@@ -17,6 +17,8 @@ export { fastDecodeUnitFrame, writeUnitFrame } from "./wire/unit-frame-codec.ts"
 export { WireError, WireErrorCode } from "./wire/wire-error.ts";
 export { repairActivateSpec, repairAdmitSpec, repairAnswerSpec, repairOutcomeSpec, repairProtectSpec, repairTaskSpec, repairUnprotectSpec, repairViewRequestSpec, repairViewSpec, type WireRepairAnswer, type WireRepairOutcome, type WireRepairTask, type WireRepairView } from "./wire/repair-messages.ts";
 export { RepairOp, repairSubject, repairRequestsOfVolume, repairTaskSubject } from "./subjects.ts";
+export { replicaCatchupRequestsOfVolume, replicaCatchupSubject } from "./subjects.ts";
+export { replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec, type WireCatchupPlan } from "./wire/replica-catchup-messages.ts";
 export { HolderEventKind, baseReadySpec, decodeTransferOffer, encodeTransferOffer, holderEventSpec, releaseFrontierSpec, transferOfferSpec, transferOfferV2Spec, type ReadTransferOffer, type BaseReadyMessage, type HolderEventMessage, type ReleaseFrontierMessage, type TransferOfferMessage } from "./wire/holder-messages.ts";
 export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";

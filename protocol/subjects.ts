@@ -24,6 +24,7 @@ import { identifierProblem } from "../core/index.ts";
  * | audit    | custody.v1.audit.<holder>                          | retention-audit challenges to a holder    |
  * | probe    | custody.v1.probe.<toPeer>                          | route probes (pings, bursts) and answers  |
  * | route    | custody.v1.route.<fromPeer>                        | a prober's route measurements             |
+ * | replica-catchup | custody.v1.replica-catchup.<volume>.<replica> | a replica's catch-up requests to the primary |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -46,6 +47,7 @@ export const SubjectKind = {
   Audit: "audit",
   Probe: "probe",
   Route: "route",
+  ReplicaCatchup: "replica-catchup",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -68,6 +70,7 @@ export const SUBJECT_FIELDS = {
   audit: ["holder"],
   probe: ["toPeer"],
   route: ["fromPeer"],
+  "replica-catchup": ["volume", "replica"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -312,4 +315,20 @@ export function repairRequestsOfVolume(volume: string): string {
 /** `custody.v1.repair-task.<volume>`: a controller hands one repair of `volume` to a repair worker. */
 export function repairTaskSubject(volume: string): string {
   return buildSubject({ kind: "repair-task", volume });
+}
+
+// --- Replica catch-up (issue #18): a replica pulls what it missed from the primary volume's writer. ---
+
+/**
+ * `custody.v1.replica-catchup.<volume>.<replica>`: catch-up requests of `replica` to the primary of
+ * `volume`. The replica is a subject token, not only a body field, so the server's publish
+ * permissions (one subject per replica principal) say who is asking.
+ */
+export function replicaCatchupSubject(volume: string, replica: string): string {
+  return buildSubject({ kind: "replica-catchup", volume, replica });
+}
+
+/** Filter for every replica's catch-up requests of `volume` (what the primary's catch-up service answers). */
+export function replicaCatchupRequestsOfVolume(volume: string): string {
+  return subjectFilter("replica-catchup", { volume });
 }
