@@ -13,6 +13,8 @@
  * - only the controller of a volume answers its repair requests (`repair.<volume>.<op>`), which only
  *   the repair principal and that controller may send; only the controller hands repair tasks
  *   (`repair-task.<volume>`) to the repair principal;
+ * - a replica asks for catch-up only under its own id (`replica-catchup.<volume>.<replica>`), and
+ *   only its volume's writer (beside the primary volume) answers those requests;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
  *   deletes or purges streams);
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
@@ -34,6 +36,8 @@ import {
   releaseSubject,
   repairRequestsOfVolume,
   repairTaskSubject,
+  replicaCatchupRequestsOfVolume,
+  replicaCatchupSubject,
   statusSubject,
   subjectFilter,
   transferSubject,
@@ -158,6 +162,8 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
     case Role.Replica: {
       const s = scope as RoleScopes["replica"];
       for (const lane of s.lanes) sub.add(unitSubject(id, s.volume, lane));
+      // Catch-up requests to the primary, under its own id only: the subject says who asks.
+      pub.add(replicaCatchupSubject(s.volume, id));
       break;
     }
     default:
@@ -196,6 +202,8 @@ function writer(s: RoleScopes["writer"], pub: Set<string>, sub: Set<string>): vo
   }
   pub.add(eventSubject(v));
   sub.add(statusSubject(v));
+  // Its catch-up service answers the volume's replicas (under allow_responses).
+  sub.add(replicaCatchupRequestsOfVolume(v));
   readControlLog(s.controlRegion, pub);
 }
 
