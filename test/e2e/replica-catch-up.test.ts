@@ -12,13 +12,17 @@ import { KeyAuthority } from "../../custody/key-authority.ts";
 import { replicaCatchupSubject } from "../../protocol/subjects.ts";
 import { decodeAny, decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
 import { replicaCatchupBeginSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec } from "../../protocol/wire/replica-catchup-messages.ts";
+import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { RecoveryDecision } from "../../volume/recovery-decision.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { until } from "../helpers/until.ts";
-import { tempDir } from "./e2e-fixture.ts";
+import { writeFileSync } from "node:fs";
+import { readAckLog, workloadWrite } from "../../runtime/workload.ts";
+import { DeployedProcess } from "../../testing/deployed-process.ts";
+import { contentAt, tempDir } from "./e2e-fixture.ts";
 import { BLOCKS, newReplicaDir, openReplica, servePrimary } from "./replica-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
@@ -231,5 +235,40 @@ test.serial("malformed, mistargeted and unexpected catch-up requests are answere
     await raw.close();
     await served.close();
     await primary.close();
+  }
+});
+
+test.serial("a `custody run writer` process configured with replicas serves their catch-up: a replica in this process ends byte-identical to the acknowledged writes", async (t) => {
+  t.timeout(120_000);
+  const url = t.context.nats.url;
+  const authority = new KeyAuthority("ka", "s-r");
+  authority.authorize("rvolw", "w1");
+  const dir = tempDir("custody-catchup-writer-");
+  const dataKeyFile = join(dir, "data.key");
+  writeFileSync(dataKeyFile, authority.dataKey("rvolw", "w1"), { mode: 0o600 });
+  const ackLog = join(dir, "acks.log");
+  const writer = { writerId: "w1", volume: "rvolw", lanes: [{ lane: "l0", fromLba: 0, toLba: BLOCKS - 1, holders: [] }], contracts: [], holderSites: {}, topologyEpoch: 1, policyGeneration: 1, custody: false };
+  const file = join(dir, "w1.json");
+  writeFileSync(file, JSON.stringify({ role: "writer", nats: { servers: url }, controlRegion: "rc", stateDir: join(dir, "state"), dataKeyFile, volume: { blockCount: BLOCKS }, writer, replicas: ["r1"], workload: { intervalMs: 0, depth: 5, count: 20, ackLog } }));
+  // The writer process follows a control log (empty here: custody is off, it has no holders).
+  const operator = await NatsTransport.connect({ servers: url, name: "operator" });
+  await (await initJetStreamControlLog(operator.connection, { region: "rc" })).log.close();
+  await operator.close();
+  const p = DeployedProcess.role("w1", "writer", file);
+  t.teardown(() => p.signal("SIGKILL", 10_000));
+  await p.ready(60_000);
+  await until("the writer process acknowledged its 20 writes", 60_000, () => readAckLog(ackLog).length === 20, () => p.log);
+  const r = await openReplica(url, "rvolw", await newReplicaDir(), authority);
+  try {
+    const report = await r.replica.catchUp();
+    const acked = readAckLog(ackLog);
+    const head = Math.max(...acked.map((a) => a.lsn));
+    t.is(report.decision, RecoveryDecision.CatchUp);
+    t.is(report.walRecordsReplayed, 20);
+    t.is(report.flushedLsn, head);
+    const model = acked.map((a) => ({ lsn: a.lsn, lba: a.lba, data: workloadWrite(a.i, 1, BLOCKS).data }));
+    t.true(Buffer.from(await r.vol.read(0, BLOCKS)).equals(Buffer.from(contentAt(model, BLOCKS, head))), "byte-identical to the writer process's acknowledged writes");
+  } finally {
+    await r.close();
   }
 });
