@@ -6,7 +6,7 @@ export { probeDestination, probeSubject, routeSubject } from "./subjects.ts";
 export { PROBE_FRAME_MAX_BYTES, ProbePhase, ROUTES_MAX, RouteSenderMismatchError, decodeRouteMeasurements, routeMeasurementsSpec, routeProbeSpec, type RouteMeasurements, type RouteProbe } from "./route-messages.ts";
 export { admitSubject, allOfKind, baseSubject, checkToken, creditSubject, ctrlSubject, eventSubject, fetchSubject, parseSubject, parseSubjectOf, psSubject, receiptSubject, receiptsOfVolume, releaseSubject, statusSubject, subjectFilter, transferSubject, unitSubject } from "./subjects.ts";
 export { auditSubject } from "./subjects.ts";
-export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor } from "./wire/codec.ts";
+export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor, type MessageSpec } from "./wire/codec.ts";
 export { bytes, fixedBytes, identifier, timestampMs, uint } from "./wire/fields.ts";
 export { wireFields } from "./wire/index.ts";
 export { UNIT_MAX_BYTES } from "./wire/limits.ts";

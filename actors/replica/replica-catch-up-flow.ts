@@ -1,5 +1,4 @@
-import { decodeAny, decodeMessage, encodeMessage, replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec, replicaCatchupSubject } from "../../protocol/index.ts";
-import type { MessageSpec } from "../../protocol/wire/codec.ts";
+import { decodeAny, decodeMessage, encodeMessage, type MessageSpec, replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec, replicaCatchupSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RecoveryDecision } from "../../volume/index.ts";
 import { CatchUpRefusedError } from "./catch-up-refusal.ts";
