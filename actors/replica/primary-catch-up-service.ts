@@ -100,7 +100,12 @@ export class PrimaryCatchUpService {
       this.counters.inc(`replica_catchup_${code.replace(/^catchup_/, "")}`);
       reply = encodeMessage(replicaCatchupRefusedSpec, { code: code.slice(0, 64), message: (err instanceof Error ? err.message : String(err)).slice(0, 1024) });
     }
-    this.ports.transport.respond(msg, reply);
+    try {
+      this.ports.transport.respond(msg, reply);
+    } catch {
+      // The connection closed under a late answer (stop during a read): the replica times out and asks again.
+      this.counters.inc("replica_catchup_reply_lost");
+    }
   }
 
   private async answer(msg: InboundMessage): Promise<Uint8Array> {

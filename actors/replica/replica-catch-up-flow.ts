@@ -1,4 +1,4 @@
-import { decodeAny, decodeMessage, encodeMessage, type MessageSpec, replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec, replicaCatchupSubject } from "../../protocol/index.ts";
+import { decodeMessage, encodeMessage, type MessageSpec, WireError, WireErrorCode, replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec, replicaCatchupSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RecoveryDecision } from "../../volume/index.ts";
 import { CatchUpRefusedError } from "./catch-up-refusal.ts";
@@ -47,11 +47,14 @@ export async function runCatchUp(core: ReplicaCore, link: CatchUpLink): Promise<
   const subject = replicaCatchupSubject(volume, replica);
   const ask = async <T>(spec: MessageSpec<string, T>, data: Uint8Array): Promise<T> => {
     const reply = (await link.transport.request(subject, data, { timeoutMs: link.timeoutMs ?? 10_000 })).data;
-    if (decodeAny(reply).kind === replicaCatchupRefusedSpec.kind) {
+    try {
+      return decodeMessage(spec, reply);
+    } catch (err) {
+      // Not the answer asked for: a refusal, or a bad reply (thrown as its WireError).
+      if (!(err instanceof WireError && err.code === WireErrorCode.WrongKind)) throw err;
       const r = decodeMessage(replicaCatchupRefusedSpec, reply);
       throw new CatchUpRefusedError(r.code, `the primary refused catch-up: ${r.message}`, { volume, replica });
     }
-    return decodeMessage(spec, reply);
   };
   const R = core.flushedLsn;
   const plan = await ask(replicaCatchupPlanSpec, encodeMessage(replicaCatchupBeginSpec, { replica, volume, flushedLsn: R }));
