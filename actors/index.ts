@@ -54,10 +54,12 @@ export { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts
 export { holderSource, type SurvivorSource } from "./repair/survivor-source.ts";
 export { serveCustodyReads, fetchUnits, FetchFailedError } from "./repair/custody-reader.ts";
 export { recoverVolume, RecoveryGapError, type RecoveryBase, type RecoveryInput, type RecoveryResult } from "./repair/volume-recovery.ts";
-export { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica.machine.ts";
+export { replicaMachine, ReplicaState, type CatchUpReply, type ReplicaEvent } from "./replica.machine.ts";
 export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";
 export { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
-export { catchUpReplica, type CatchUpReport, type PrimaryView } from "./replica/replica-catch-up.ts";
+export { runCatchUp, CatchUpChunkError, type CatchUpLink, type CatchUpReport } from "./replica/replica-catch-up-flow.ts";
+export { PrimaryCatchUpService, startPrimaryCatchUp, type PrimaryCatchUpConfig, type PrimaryCatchUpPorts } from "./replica/primary-catch-up-service.ts";
+export { CatchUpRefusal, CatchUpRefusedError, CatchUpUnavailableError } from "./replica/catch-up-refusal.ts";
 export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messages.ts";
 export { commitFailover, FailoverRecordMissingError, type FailoverPlan } from "./controller/failover.ts";
 export { checkFailoverRequest, FailoverRequestRefusedError, type FailoverRequest, type LaneFailover } from "./controller/failover-request-check.ts";

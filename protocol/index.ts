@@ -6,7 +6,7 @@ export { probeDestination, probeSubject, routeSubject } from "./subjects.ts";
 export { PROBE_FRAME_MAX_BYTES, ProbePhase, ROUTES_MAX, RouteSenderMismatchError, decodeRouteMeasurements, routeMeasurementsSpec, routeProbeSpec, type RouteMeasurements, type RouteProbe } from "./route-messages.ts";
 export { admitSubject, allOfKind, baseSubject, checkToken, creditSubject, ctrlSubject, eventSubject, fetchSubject, parseSubject, parseSubjectOf, psSubject, receiptSubject, receiptsOfVolume, releaseSubject, statusSubject, subjectFilter, transferSubject, unitSubject } from "./subjects.ts";
 export { auditSubject } from "./subjects.ts";
-export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor } from "./wire/codec.ts";
+export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor, type MessageSpec } from "./wire/codec.ts";
 export { bytes, fixedBytes, identifier, timestampMs, uint } from "./wire/fields.ts";
 export { wireFields } from "./wire/index.ts";
 export { UNIT_MAX_BYTES } from "./wire/limits.ts";
@@ -19,6 +19,8 @@ export { repairActivateSpec, repairAdmitSpec, repairAnswerSpec, repairOutcomeSpe
 export { RepairOp, repairSubject, repairRequestsOfVolume, repairTaskSubject } from "./subjects.ts";
 export { failoverSubject } from "./subjects.ts";
 export { failoverAnswerSpec, failoverRequestSpec, type WireFailoverAnswer, type WireFailoverRequest } from "./wire/failover-messages.ts";
+export { replicaCatchupRequestsOfVolume, replicaCatchupSubject } from "./subjects.ts";
+export { replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec, type WireCatchupPlan } from "./wire/replica-catchup-messages.ts";
 export { HolderEventKind, baseReadySpec, decodeTransferOffer, encodeTransferOffer, holderEventSpec, releaseFrontierSpec, transferOfferSpec, transferOfferV2Spec, type ReadTransferOffer, type BaseReadyMessage, type HolderEventMessage, type ReleaseFrontierMessage, type TransferOfferMessage } from "./wire/holder-messages.ts";
 export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";

@@ -25,6 +25,7 @@ import { identifierProblem } from "../core/index.ts";
  * | probe    | custody.v1.probe.<toPeer>                          | route probes (pings, bursts) and answers  |
  * | route    | custody.v1.route.<fromPeer>                        | a prober's route measurements             |
  * | failover | custody.v1.failover.<volume>                       | a writer failover asked of the controller |
+ * | replica-catchup | custody.v1.replica-catchup.<volume>.<replica> | a replica's catch-up requests to the primary |
  */
 export const SUBJECT_PREFIX = "custody.v1";
 
@@ -48,6 +49,7 @@ export const SubjectKind = {
   Probe: "probe",
   Route: "route",
   Failover: "failover",
+  ReplicaCatchup: "replica-catchup",
 } as const;
 export type SubjectKind = (typeof SubjectKind)[keyof typeof SubjectKind];
 
@@ -71,6 +73,7 @@ export const SUBJECT_FIELDS = {
   probe: ["toPeer"],
   route: ["fromPeer"],
   failover: ["volume"],
+  "replica-catchup": ["volume", "replica"],
 } as const satisfies Record<SubjectKind, readonly string[]>;
 
 type FieldsOf<K extends SubjectKind> = { readonly [F in (typeof SUBJECT_FIELDS)[K][number]]: string };
@@ -320,4 +323,20 @@ export function repairTaskSubject(volume: string): string {
 /** `custody.v1.failover.<volume>`: the volume's writer or the operator asks its controller to record a failover (request/reply). */
 export function failoverSubject(volume: string): string {
   return buildSubject({ kind: "failover", volume });
+}
+
+// --- Replica catch-up (issue #18): a replica pulls what it missed from the primary volume's writer. ---
+
+/**
+ * `custody.v1.replica-catchup.<volume>.<replica>`: catch-up requests of `replica` to the primary of
+ * `volume`. The replica is a subject token, not only a body field, so the server's publish
+ * permissions (one subject per replica principal) say who is asking.
+ */
+export function replicaCatchupSubject(volume: string, replica: string): string {
+  return buildSubject({ kind: "replica-catchup", volume, replica });
+}
+
+/** Filter for every replica's catch-up requests of `volume` (what the primary's catch-up service answers). */
+export function replicaCatchupRequestsOfVolume(volume: string): string {
+  return subjectFilter("replica-catchup", { volume });
 }

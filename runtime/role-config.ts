@@ -151,6 +151,11 @@ export const writerRoleSchema = z.strictObject({
   /** The writer configuration without `term` and lanes' `firstSeq` (both derived from durable state). */
   writer: z.record(z.string(), z.unknown()),
   /**
+   * Replicas that may catch up from this writer's volume: its catch-up service answers them on
+   * `custody.v1.replica-catchup.<volume>.<replica>` (actors/replica/primary-catch-up-service.ts); any other is refused.
+   */
+  replicas: z.array(z.string().min(1)).optional(),
+  /**
    * A synthetic workload (chaos runs, soak, the demo): write every `intervalMs` (with `inFlight`:
    * issue a write every `intervalMs`), sync, and append one JSON line per acknowledged write to
    * `ackLog` (`{"i","lsn","lba","seq"}`); write `i` holds `workloadWrite(i, blocksPerWrite, blockCount)` (one block: block `i` holds `workloadBlock(i)`).

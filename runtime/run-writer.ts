@@ -6,6 +6,7 @@ import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
 import { claimIncarnation } from "../actors/index.ts";
 import type { VolumeWriterConfig } from "../actors/index.ts";
 import { UnitOutbox } from "../actors/index.ts";
+import { startPrimaryCatchUp } from "../actors/index.ts";
 import { systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
 import { ControlLogFollower } from "../custody/index.ts";
@@ -64,6 +65,8 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     const dataKey = new Uint8Array(readFileSync(cfg.dataKeyFile));
     const signing = cfg.signUnits ? { writerKey: writerSigningKey(dataKey).privateKey } : {};
     const writer = startVolumeWriter(config, { transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending, clock: systemClock, volume, dataKey, peers, outbox, recovered, ...signing });
+    // Beside the primary volume: the configured replicas catch up from it over the bus (counted with the writer's counters).
+    const catchUp = (cfg.replicas ?? []).length > 0 ? await startPrimaryCatchUp({ volume: w.volume, replicas: cfg.replicas! }, { transport, volume, dataKey, counters: writer.counters }) : undefined;
     const workload = cfg.workload === undefined ? undefined : startWorkload(writer, cfg.workload, cfg.volume.blockCount, (lba, data) => tracedWrite(writer, w.volume, lba, data, writeSpans));
     const done = workload?.done ?? Promise.resolve();
     const stats = serveProcessStats(transport, "writer", () => ({
@@ -88,6 +91,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         const left = await writer.drained(cfg.drainDeadlineMs ?? 30_000);
         for (const [lane, seqs] of Object.entries(left)) process.stderr.write(`writer ${w.writerId}: stopping with ${lane} ${seqs.toString()} not yet confirmed by custody (kept in the outbox)\n`);
         clearInterval(timer);
+        catchUp?.stop();
         writer.stop();
         await done.catch(() => undefined);
         await outbox.close().catch(() => undefined);

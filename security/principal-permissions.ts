@@ -15,6 +15,8 @@
  *   (`repair-task.<volume>`) to the repair principal;
  * - only the controller of a volume answers its failover requests (`failover.<volume>`), which only
  *   that volume's writer and the operator may send;
+ * - a replica asks for catch-up only under its own id (`replica-catchup.<volume>.<replica>`), and
+ *   only its volume's writer (beside the primary volume) answers those requests;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
  *   deletes or purges streams);
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
@@ -37,6 +39,8 @@ import {
   releaseSubject,
   repairRequestsOfVolume,
   repairTaskSubject,
+  replicaCatchupRequestsOfVolume,
+  replicaCatchupSubject,
   statusSubject,
   subjectFilter,
   transferSubject,
@@ -161,6 +165,8 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
     case Role.Replica: {
       const s = scope as RoleScopes["replica"];
       for (const lane of s.lanes) sub.add(unitSubject(id, s.volume, lane));
+      // Catch-up requests to the primary, under its own id only: the subject says who asks.
+      pub.add(replicaCatchupSubject(s.volume, id));
       break;
     }
     default:
@@ -201,6 +207,8 @@ function writer(s: RoleScopes["writer"], pub: Set<string>, sub: Set<string>): vo
   // A new writer asks its volume's controller to record its failover (request/reply).
   pub.add(failoverSubject(v));
   sub.add(statusSubject(v));
+  // Its catch-up service answers the volume's replicas (under allow_responses).
+  sub.add(replicaCatchupRequestsOfVolume(v));
   readControlLog(s.controlRegion, pub);
 }
 

@@ -38,7 +38,7 @@ export interface ReplicaPorts {
  * A holder variant that materializes the volume: every record of an accepted unit is written to
  * the local SmartWAL volume (extent write, barrier, then the local WAL record — I7: data before
  * its WAL record), in source LSN order. A barrier syncs and persists the flushed source LSN, which
- * the primary compares with its WAL window on reconnect (see `catchUpReplica`).
+ * the primary compares with its WAL window on reconnect (see replica-catch-up-flow.ts).
  */
 export class ReplicaCore {
   readonly counters: Counters;
@@ -150,6 +150,18 @@ export class ReplicaCore {
       if (lsn <= this.appliedLsn) return void this.counters.inc("duplicate_record");
       await this.ports.volume.write(lba, data);
       this.appliedLsn = lsn;
+    });
+    return this.chain;
+  }
+
+  /**
+   * Writes one piece of a source write too large for one catch-up chunk (skipped when the write is
+   * already applied); the applied LSN moves only with its last piece (`applyRecord`).
+   */
+  applyPiece(lsn: number, lba: number, data: Uint8Array): Promise<void> {
+    this.chain = this.chain.then(async () => {
+      if (lsn <= this.appliedLsn) return;
+      await this.ports.volume.write(lba, data);
     });
     return this.chain;
   }

@@ -1,50 +1,20 @@
 import anyTest, { type TestFn } from "ava";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { startReplica, type Replica } from "../../actors/replica.ts";
-import { catchUpReplica } from "../../actors/replica/replica-catch-up.ts";
 import { replicaBarrierSpec, replicaFlushedSpec } from "../../actors/replica/replica-messages.ts";
-import { nodeFileLayer } from "../../core/file-layer.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
-import { NatsTransport } from "../../transport/nats-transport.ts";
 import { unitSubject } from "../../protocol/subjects.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
 import { RecoveryDecision } from "../../volume/recovery-decision.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir } from "./e2e-fixture.ts";
+import { BLOCKS, newReplicaDir, openReplica, servePrimary } from "./replica-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
 
-const BLOCKS = 64;
 const s1 = site("s-r", "us-east", "use1-az2");
-
-async function openReplica(url: string, volume: string, dir: string, authority: KeyAuthority): Promise<{ replica: Replica; vol: SmartWalVolume; t: NatsTransport; close(): Promise<void> }> {
-  const vol = await SmartWalVolume.open(dir);
-  const t = await NatsTransport.connect({ servers: url, name: "r1" });
-  authority.authorize(volume, "r1");
-  const replica = await startReplica(
-    { replicaId: "r1", volume, lanes: ["l0"], upstream: ["w1"], term: 1 },
-    { transport: t, volume: vol, dataKey: authority.dataKey(volume, "r1"), files: nodeFileLayer, positionPath: join(dir, "..", "replica-position") },
-  );
-  return {
-    replica,
-    vol,
-    t,
-    async close() {
-      replica.stop();
-      await vol.close();
-      await t.close();
-    },
-  };
-}
-
-async function newReplicaDir(): Promise<string> {
-  const dir = join(tempDir("custody-replica-"), "vol");
-  await SmartWalVolume.create(dir, { blockCount: BLOCKS, walCapacity: 4096 });
-  return dir;
-}
 
 test.serial("a replica fed by the writer applies every write and answers a barrier with its flushed LSN; it ends byte-identical", async (t) => {
   const url = t.context.nats.url;
@@ -78,20 +48,21 @@ test.serial("a replica that was down catches up by WAL inside the WAL window and
   const authority = new KeyAuthority("ka", "s-r");
   const h = await launchHolder(url, keys, e2eHolderConfig("h1", s1, "rvol2", [{ lane: "l0", upstream: ["w1"] }]));
   const w = await launchWriter({ url, writerId: "w1", volume: "rvol2", blockCount: BLOCKS, lanes: [{ lane: "l0", fromLba: 0, toLba: BLOCKS - 1, holders: ["h1"] }], contracts: [], sites: {}, keys, authority });
-  const primary = { volume: w.volume };
+  // The primary's catch-up service beside the writer's volume; the replica asks it over NATS.
+  const primary = await servePrimary(url, w.volume, authority, { volume: "rvol2", replicas: ["r1"] });
   const dir = await newReplicaDir();
   try {
     for (let i = 0; i < 10; i++) await w.write(i, blockData(i));
     let r = await openReplica(url, "rvol2", dir, authority);
-    const first = await catchUpReplica(primary, r.replica.core);
+    const first = await r.replica.catchUp();
     t.is(first.decision, RecoveryDecision.CatchUp);
     await r.close(); // the replica goes down
 
     // Gap inside the WAL window (no checkpoint since): WAL catch-up after restart.
     for (let i = 0; i < 10; i++) await w.write((i * 3) % BLOCKS, blockData(100 + i));
     r = await openReplica(url, "rvol2", dir, authority);
-    t.is(r.replica.core.flushedLsn, first.flushedLsn, "the flushed LSN survived the restart");
-    const wal = await catchUpReplica(primary, r.replica.core);
+    t.is(r.replica.flushedLsn(), first.flushedLsn, "the flushed LSN survived the restart");
+    const wal = await r.replica.catchUp();
     t.is(wal.decision, RecoveryDecision.CatchUp);
     t.true(wal.walRecordsReplayed > 0);
     t.is(wal.deltaBlocks, 0);
@@ -103,7 +74,7 @@ test.serial("a replica that was down catches up by WAL inside the WAL window and
     await w.volume.checkpoint();
     for (let i = 0; i < 3; i++) await w.write(40 + i, blockData(300 + i));
     r = await openReplica(url, "rvol2", dir, authority);
-    const delta = await catchUpReplica(primary, r.replica.core);
+    const delta = await r.replica.catchUp();
     t.is(delta.decision, RecoveryDecision.DeltaRebuild);
     t.true(delta.replicaFlushedLsn + 1 < delta.walStart, `R=${delta.replicaFlushedLsn} is outside the window starting at ${delta.walStart}`);
     t.true(delta.deltaBlocks > 0);
@@ -111,6 +82,7 @@ test.serial("a replica that was down catches up by WAL inside the WAL window and
     t.true(Buffer.from(await r.vol.read(0, BLOCKS)).equals(Buffer.from(await w.volume.read(0, BLOCKS))), "byte-identical after extent delta");
     await r.close();
   } finally {
+    await primary.close();
     await w.close();
     await h.close();
   }
@@ -149,11 +121,13 @@ test.serial("regression #16: after the primary process is SIGKILLed and restarte
   const writes = (from: number, n: number, lba: (i: number) => number) => Array.from({ length: n }, (_, i) => `w${lba(from + i)}:${((from + i) % 250) + 1}`);
   const catchUp = async () => {
     const primary = await SmartWalVolume.open(pdir); // a fresh process's view: recovered from disk only
+    const served = await servePrimary(url, primary, authority, { volume: "rvol3", replicas: ["r1"] });
     const r = await openReplica(url, "rvol3", rdir, authority);
     try {
-      const report = await catchUpReplica({ volume: primary }, r.replica.core);
+      const report = await r.replica.catchUp();
       return { report, identical: Buffer.from(await r.vol.read(0, BLOCKS)).equals(Buffer.from(await primary.read(0, BLOCKS))) };
     } finally {
+      await served.close();
       await primary.close();
       await r.close();
     }

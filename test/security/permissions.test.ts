@@ -18,7 +18,7 @@ import {
   type SubjectPermissions,
 } from "../../security/index.ts";
 import { controlStreamName } from "../../transport/jetstream-control-log.ts";
-import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, statusSubject, unitSubject } from "../../protocol/subjects.ts";
+import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, replicaCatchupSubject, statusSubject, unitSubject } from "../../protocol/subjects.ts";
 
 const REGION = "r1";
 const writer = permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1", "h2"] }] });
@@ -143,7 +143,21 @@ test("a base builder only announces bases to its own holder, and a replica only 
   const replica = permissionsFor("replica", "rep1", { volume: "v1", lanes: ["l0"] });
   t.true(mayReceive(replica, unitSubject("rep1", "v1", "l0")));
   t.false(mayReceive(replica, unitSubject("h1", "v1", "l0")));
-  t.false(replica.publish.some((s) => s.startsWith("custody.")), "it answers only under allow_responses");
+  t.deepEqual(
+    replica.publish.filter((s) => s.startsWith("custody.")),
+    [replicaCatchupSubject("v1", "rep1")],
+    "it answers only under allow_responses; it publishes nothing but its own catch-up requests",
+  );
+});
+
+test("a replica asks for catch-up under its own id only, and only its volume's writer receives those requests", (t) => {
+  const replica = permissionsFor("replica", "rep1", { volume: "v1", lanes: ["l0"] });
+  t.true(mayPublish(replica, replicaCatchupSubject("v1", "rep1")));
+  t.false(mayPublish(replica, replicaCatchupSubject("v1", "rep2")), "not as another replica");
+  t.false(mayPublish(replica, replicaCatchupSubject("v2", "rep1")), "not to another volume's primary");
+  t.true(mayReceive(writer, replicaCatchupSubject("v1", "rep1")));
+  t.false(mayReceive(writer, replicaCatchupSubject("v2", "rep1")));
+  for (const [name, p] of Object.entries(ALL)) if (name !== "writer") t.false(mayReceive(p, replicaCatchupSubject("v1", "rep1")), name);
 });
 
 test("an operator given commitRegions commits (bootstrap, holds, admissions) to those control streams only; without it, to none", (t) => {

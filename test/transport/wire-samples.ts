@@ -78,6 +78,12 @@ export const wireSamples: Record<string, unknown> = {
   },
   "replica-barrier@1": { replica: "replica-1", volume: "vol-a", targetLsn: 77 },
   "replica-flushed@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 77, reached: true },
+  // protocol/wire/replica-catchup-messages.ts
+  "replica-catchup-begin@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 70 },
+  "replica-catchup-plan@1": { session: "9f3a0c1d2e4b5a67", decision: "delta_rebuild", reason: "records after 70 were recycled; dirty map covers them", replicaFlushedLsn: 70, walStart: 90, walHead: 120, checkpointLsn: 89, deltaBlocks: 12, walRecords: 31, items: 43, fellBackToDelta: false },
+  "replica-catchup-next@1": { replica: "replica-1", volume: "vol-a", session: "9f3a0c1d2e4b5a67", cursor: 12 },
+  "replica-catchup-chunk@1": { session: "9f3a0c1d2e4b5a67", cursor: 12, count: 3, done: false, sealed: payload },
+  "replica-catchup-refused@1": { code: "catchup_not_configured", message: "replica replica-9 is not configured for vol-a" },
   "unit-fetch@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[1, 50]], after: -1, limit: 256 },
   "unit-batch@1": { holder: "us-east-1a-ram", units: [payload], done: true },
   // protocol/wire/failover-messages.ts
