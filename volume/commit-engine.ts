@@ -53,6 +53,14 @@ export class CommitEngine {
   /** SmartWAL `sync-cache` barrier: extent data written since the last extent fdatasync. */
   private extentDirty = false;
   private readonly deferBarrier: boolean;
+  /**
+   * Highest LSN recovery is sure to take as extent-covered (a durable sync mark or checkpoint, or
+   * records never data-checked): a superseded block is reused only once this covers the record
+   * that superseded it, so recovery never checks a record whose block was rewritten.
+   */
+  private coveredLsn: number;
+  /** One-file layout: the LSN of the last sync mark written (durable only after the next fdatasync). */
+  private markWritten: number;
 
   constructor(
     private readonly geometry: VolumeGeometry,
@@ -69,6 +77,9 @@ export class CommitEngine {
     this.checkpointSeq = state.checkpointSeq;
     this.checkpointSlot = state.checkpointSlot;
     this.durableLsn = state.lastLsn;
+    // Recovery left a durable mark at its end when deferred records were replayed.
+    this.coveredLsn = state.lastLsn;
+    this.markWritten = state.lastLsn;
     this.spare = geometry.physicalBlocks - geometry.blockCount;
     this.ring = new WalRing(files.wal, geometry.walCapacity, geometry.walSlotSize, state.lastLsn, state.checkpointLsn);
     if (geometry.mode === VolumeMode.SmartWal) {
@@ -103,6 +114,7 @@ export class CommitEngine {
         group = [];
         groupRecords = 0;
         await this.syncWal();
+        if (!fits()) await this.settleMark();
         if (!fits()) await this.writeCheckpointNow();
         if (!fits()) {
           const err = new NoSpaceError("no free blocks or WAL slots even after a checkpoint", { blocks, free: alloc.freeCount() });
@@ -203,12 +215,14 @@ export class CommitEngine {
 
   /**
    * SyncCache: makes every appended record durable and returns the durable LSN. With the deferred
-   * barrier it first fdatasyncs the extent, then writes the sync mark (extent covered through the
-   * head) so that the WAL's one fdatasync makes records and mark durable together.
+   * barrier on split files it first fdatasyncs the extent, then writes the sync mark (extent covered
+   * through the head) so that the WAL's one fdatasync makes records and mark durable together. On
+   * one file a single fdatasync covers data and records; see syncShared.
    */
   async syncWal(): Promise<number> {
     const head = this.ring.head;
-    if (head > this.durableLsn) {
+    if (head > this.durableLsn && this.deferBarrier && this.files.sharedFile) await this.syncShared(head);
+    else if (head > this.durableLsn) {
       if (this.deferBarrier) {
         if (this.extentDirty) {
           await this.files.extent.datasync(); // I1 at SyncCache: data durable before the mark says so
@@ -220,9 +234,36 @@ export class CommitEngine {
       await this.ring.sync();
       this.st.walSyncs++;
       this.durableLsn = head;
+      this.coveredLsn = head;
     }
-    this.alloc?.durableThrough(this.durableLsn);
+    this.alloc?.durableThrough(this.coveredLsn);
     return this.durableLsn;
+  }
+
+  /**
+   * One-file layout, deferred barrier: ONE fdatasync makes data, records and the mark written
+   * after the previous one durable. Data and mark are not ordered inside it, so the mark may only
+   * name what an earlier fdatasync had already covered: it is written after this one returns (true
+   * now, durable at the next one). Until then recovery sees the previous mark, so blocks superseded
+   * since are not reused yet (coveredLsn lags one SyncCache; settleMark closes the gap on demand).
+   */
+  private async syncShared(head: number): Promise<void> {
+    await this.ring.sync();
+    this.st.walSyncs++;
+    this.extentDirty = false;
+    this.coveredLsn = this.markWritten;
+    this.durableLsn = head;
+    await writeSyncMark(this.files.wal, this.geometry, head);
+    this.markWritten = head;
+  }
+
+  /** One-file layout: makes the last mark durable (one more fdatasync) when blocks wait for it. */
+  private async settleMark(): Promise<void> {
+    if (this.markWritten <= this.coveredLsn) return;
+    await this.ring.sync();
+    this.st.walSyncs++;
+    this.coveredLsn = this.markWritten;
+    this.alloc?.durableThrough(this.coveredLsn);
   }
 
   /** Writes a checkpoint of the current map at the (durable) head into the other slot. */
@@ -241,6 +282,9 @@ export class CommitEngine {
     this.checkpointSlot = slot;
     this.checkpointMap = snap;
     this.ring.checkpointLsn = lsn;
+    // Recovery takes the checkpoint LSN as extent-covered: blocks superseded up to it may be reused.
+    this.coveredLsn = Math.max(this.coveredLsn, lsn);
+    this.alloc?.durableThrough(this.coveredLsn);
     if (this.alloc) {
       const named: number[] = [];
       for (let l = 0; l < snap.blockCount; l++) if (snap.phys[l] !== UNMAPPED) named.push(snap.phys[l]!);

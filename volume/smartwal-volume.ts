@@ -160,7 +160,7 @@ export class SmartWalVolume {
       epoch: this.geometry.epoch,
       checkpointLsn: this.engine.ring.checkpointLsn,
       recoverability: inline ? RecoverabilityClass.Inline : RecoverabilityClass.ExtentReferenced,
-      barriers: inline ? ["wal_fsync"] : ["extent_fdatasync", "wal_fsync"],
+      barriers: inline ? ["wal_fsync"] : this.files.sharedFile ? ["shared_fdatasync"] : ["extent_fdatasync", "wal_fsync"],
     };
   }
 
