@@ -59,7 +59,7 @@ export class CommitEngine {
    * that superseded it, so recovery never checks a record whose block was rewritten.
    */
   private coveredLsn: number;
-  /** One-file layout: the LSN of the last sync mark written (durable only after the next fdatasync). */
+  /** One-file layout: the LSN of the last sync mark written (durable once an fdatasync followed it). */
   private markWritten: number;
 
   constructor(
@@ -133,14 +133,22 @@ export class CommitEngine {
   private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
     const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn, this.deferBarrier);
-    await Promise.all(coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
-    this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
-    if (this.deferBarrier) this.extentDirty ||= plan.extentWrites.length > 0;
-    else if (plan.extentWrites.length > 0) {
-      await this.files.extent.datasync(); // I1: data durable before any record names it
-      this.st.extentSyncs++;
+    const extentWrites = coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset));
+    if (this.deferBarrier) {
+      // Records may reach the disk before their data anyway (recovery checks them), so data and
+      // records go out together: one I/O round trip.
+      await Promise.all([...extentWrites, this.ring.append(plan.records)]);
+      this.applyRecords(plan.records); // admitted once the data is written: reads now see the new blocks (G2)
+      this.extentDirty ||= plan.extentWrites.length > 0;
+    } else {
+      await Promise.all(extentWrites);
+      this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
+      if (plan.extentWrites.length > 0) {
+        await this.files.extent.datasync(); // I1: data durable before any record names it
+        this.st.extentSyncs++;
+      }
+      await this.ring.append(plan.records);
     }
-    await this.ring.append(plan.records);
     group.forEach(({ op }, i) => op.resolve(plan.lastLsn[i]!));
   }
 
@@ -241,29 +249,44 @@ export class CommitEngine {
   }
 
   /**
-   * One-file layout, deferred barrier: ONE fdatasync makes data, records and the mark written
-   * after the previous one durable. Data and mark are not ordered inside it, so the mark may only
-   * name what an earlier fdatasync had already covered: it is written after this one returns (true
-   * now, durable at the next one). Until then recovery sees the previous mark, so blocks superseded
-   * since are not reused yet (coveredLsn lags one SyncCache; settleMark closes the gap on demand).
+   * One-file layout, deferred barrier: ONE fdatasync makes data and records durable. They are not
+   * ordered inside it, so nothing written before it may claim its data is covered. What recovery
+   * takes as extent-covered after it is the previous durable LSN: every record appended since
+   * carries it as its durable watermark (and a sync mark written at close or by settleMark counts
+   * too). No mark is written on this path. Blocks superseded after the previous SyncCache are
+   * therefore not reused yet (coveredLsn lags one SyncCache; settleMark closes the gap when space
+   * is short).
    */
   private async syncShared(head: number): Promise<void> {
+    const previous = this.durableLsn; // the watermark of every record appended since
     await this.ring.sync();
     this.st.walSyncs++;
     this.extentDirty = false;
-    this.coveredLsn = this.markWritten;
+    this.coveredLsn = Math.max(this.coveredLsn, previous, this.markWritten);
     this.durableLsn = head;
-    await writeSyncMark(this.files.wal, this.geometry, head);
-    this.markWritten = head;
   }
 
-  /** One-file layout: makes the last mark durable (one more fdatasync) when blocks wait for it. */
+  /** One-file layout, deferred barrier: writes the mark at the durable LSN when the one on file is older (not synced). */
+  private async writeLaggingMark(): Promise<void> {
+    if (!this.deferBarrier || !this.files.sharedFile || this.markWritten >= this.durableLsn) return;
+    const lsn = this.durableLsn;
+    await writeSyncMark(this.files.wal, this.geometry, lsn);
+    this.markWritten = Math.max(this.markWritten, lsn);
+  }
+
+  /** One-file layout: makes the mark at the durable LSN durable (one more fdatasync) when blocks wait for it. */
   private async settleMark(): Promise<void> {
+    await this.writeLaggingMark();
     if (this.markWritten <= this.coveredLsn) return;
     await this.ring.sync();
     this.st.walSyncs++;
     this.coveredLsn = this.markWritten;
     this.alloc?.durableThrough(this.coveredLsn);
+  }
+
+  /** Before the files close: the mark names the last SyncCache's head (written, not synced: close does not sync). */
+  async beforeClose(): Promise<void> {
+    await this.writeLaggingMark();
   }
 
   /** Writes a checkpoint of the current map at the (durable) head into the other slot. */

@@ -291,6 +291,7 @@ export class SmartWalVolume {
     while (this.queue.busy) await new Promise((r) => setImmediate(r));
     this.closed = true;
     await this.snapshotReads;
+    await this.engine.beforeClose().catch(() => undefined); // best effort: a failed write here loses nothing
     await closeAll(this.files);
   }
 
