@@ -32,7 +32,7 @@ export interface CreateVolumeOptions {
 }
 
 /** Layout of new volumes (the reason is in docs/volume-format.md, "Why the default layout is …"). */
-export const DEFAULT_LAYOUT: VolumeLayout = VolumeLayout.Split;
+export const DEFAULT_LAYOUT: VolumeLayout = VolumeLayout.OneFile;
 
 /** The open files of a volume. */
 export interface VolumeHandles {
