@@ -53,6 +53,14 @@ export class CommitEngine {
   /** SmartWAL `sync-cache` barrier: extent data written since the last extent fdatasync. */
   private extentDirty = false;
   private readonly deferBarrier: boolean;
+  /**
+   * Highest LSN recovery is sure to take as extent-covered (a durable sync mark or checkpoint, or
+   * records never data-checked): a superseded block is reused only once this covers the record
+   * that superseded it, so recovery never checks a record whose block was rewritten.
+   */
+  private coveredLsn: number;
+  /** One-file layout: the LSN of the last sync mark written (durable once an fdatasync followed it). */
+  private markWritten: number;
 
   constructor(
     private readonly geometry: VolumeGeometry,
@@ -69,6 +77,9 @@ export class CommitEngine {
     this.checkpointSeq = state.checkpointSeq;
     this.checkpointSlot = state.checkpointSlot;
     this.durableLsn = state.lastLsn;
+    // Recovery left a durable mark at its end when deferred records were replayed.
+    this.coveredLsn = state.lastLsn;
+    this.markWritten = state.lastLsn;
     this.spare = geometry.physicalBlocks - geometry.blockCount;
     this.ring = new WalRing(files.wal, geometry.walCapacity, geometry.walSlotSize, state.lastLsn, state.checkpointLsn);
     if (geometry.mode === VolumeMode.SmartWal) {
@@ -103,6 +114,7 @@ export class CommitEngine {
         group = [];
         groupRecords = 0;
         await this.syncWal();
+        if (!fits()) await this.settleMark();
         if (!fits()) await this.writeCheckpointNow();
         if (!fits()) {
           const err = new NoSpaceError("no free blocks or WAL slots even after a checkpoint", { blocks, free: alloc.freeCount() });
@@ -121,14 +133,22 @@ export class CommitEngine {
   private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
     const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn, this.deferBarrier);
-    await Promise.all(coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset)));
-    this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
-    if (this.deferBarrier) this.extentDirty ||= plan.extentWrites.length > 0;
-    else if (plan.extentWrites.length > 0) {
-      await this.files.extent.datasync(); // I1: data durable before any record names it
-      this.st.extentSyncs++;
+    const extentWrites = coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset));
+    if (this.deferBarrier) {
+      // Records may reach the disk before their data anyway (recovery checks them), so data and
+      // records go out together: one I/O round trip.
+      await Promise.all([...extentWrites, this.ring.append(plan.records)]);
+      this.applyRecords(plan.records); // admitted once the data is written: reads now see the new blocks (G2)
+      this.extentDirty ||= plan.extentWrites.length > 0;
+    } else {
+      await Promise.all(extentWrites);
+      this.applyRecords(plan.records); // admitted: reads now see the new blocks (G2)
+      if (plan.extentWrites.length > 0) {
+        await this.files.extent.datasync(); // I1: data durable before any record names it
+        this.st.extentSyncs++;
+      }
+      await this.ring.append(plan.records);
     }
-    await this.ring.append(plan.records);
     group.forEach(({ op }, i) => op.resolve(plan.lastLsn[i]!));
   }
 
@@ -203,12 +223,14 @@ export class CommitEngine {
 
   /**
    * SyncCache: makes every appended record durable and returns the durable LSN. With the deferred
-   * barrier it first fdatasyncs the extent, then writes the sync mark (extent covered through the
-   * head) so that the WAL's one fdatasync makes records and mark durable together.
+   * barrier on split files it first fdatasyncs the extent, then writes the sync mark (extent covered
+   * through the head) so that the WAL's one fdatasync makes records and mark durable together. On
+   * one file a single fdatasync covers data and records; see syncShared.
    */
   async syncWal(): Promise<number> {
     const head = this.ring.head;
-    if (head > this.durableLsn) {
+    if (head > this.durableLsn && this.deferBarrier && this.files.sharedFile) await this.syncShared(head);
+    else if (head > this.durableLsn) {
       if (this.deferBarrier) {
         if (this.extentDirty) {
           await this.files.extent.datasync(); // I1 at SyncCache: data durable before the mark says so
@@ -220,9 +242,51 @@ export class CommitEngine {
       await this.ring.sync();
       this.st.walSyncs++;
       this.durableLsn = head;
+      this.coveredLsn = head;
     }
-    this.alloc?.durableThrough(this.durableLsn);
+    this.alloc?.durableThrough(this.coveredLsn);
     return this.durableLsn;
+  }
+
+  /**
+   * One-file layout, deferred barrier: ONE fdatasync makes data and records durable. They are not
+   * ordered inside it, so nothing written before it may claim its data is covered. What recovery
+   * takes as extent-covered after it is the previous durable LSN: every record appended since
+   * carries it as its durable watermark (and a sync mark written at close or by settleMark counts
+   * too). No mark is written on this path. Blocks superseded after the previous SyncCache are
+   * therefore not reused yet (coveredLsn lags one SyncCache; settleMark closes the gap when space
+   * is short).
+   */
+  private async syncShared(head: number): Promise<void> {
+    const previous = this.durableLsn; // the watermark of every record appended since
+    await this.ring.sync();
+    this.st.walSyncs++;
+    this.extentDirty = false;
+    this.coveredLsn = Math.max(this.coveredLsn, previous, this.markWritten);
+    this.durableLsn = head;
+  }
+
+  /** One-file layout, deferred barrier: writes the mark at the durable LSN when the one on file is older (not synced). */
+  private async writeLaggingMark(): Promise<void> {
+    if (!this.deferBarrier || !this.files.sharedFile || this.markWritten >= this.durableLsn) return;
+    const lsn = this.durableLsn;
+    await writeSyncMark(this.files.wal, this.geometry, lsn);
+    this.markWritten = Math.max(this.markWritten, lsn);
+  }
+
+  /** One-file layout: makes the mark at the durable LSN durable (one more fdatasync) when blocks wait for it. */
+  private async settleMark(): Promise<void> {
+    await this.writeLaggingMark();
+    if (this.markWritten <= this.coveredLsn) return;
+    await this.ring.sync();
+    this.st.walSyncs++;
+    this.coveredLsn = this.markWritten;
+    this.alloc?.durableThrough(this.coveredLsn);
+  }
+
+  /** Before the files close: the mark names the last SyncCache's head (written, not synced: close does not sync). */
+  async beforeClose(): Promise<void> {
+    await this.writeLaggingMark();
   }
 
   /** Writes a checkpoint of the current map at the (durable) head into the other slot. */
@@ -241,6 +305,9 @@ export class CommitEngine {
     this.checkpointSlot = slot;
     this.checkpointMap = snap;
     this.ring.checkpointLsn = lsn;
+    // Recovery takes the checkpoint LSN as extent-covered: blocks superseded up to it may be reused.
+    this.coveredLsn = Math.max(this.coveredLsn, lsn);
+    this.alloc?.durableThrough(this.coveredLsn);
     if (this.alloc) {
       const named: number[] = [];
       for (let l = 0; l < snap.blockCount; l++) if (snap.phys[l] !== UNMAPPED) named.push(snap.phys[l]!);

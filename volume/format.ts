@@ -23,8 +23,21 @@ export const VolumeFiles = {
   header: "volume.hdr",
   extent: "extent.dat",
   wal: "wal.ring",
+  /** One-file layout: the extent at offset 0, the WAL region (ring + sync mark sector) after it. */
+  data: "volume.dat",
   checkpoints: ["checkpoint.0", "checkpoint.1"],
 } as const;
+
+/**
+ * Where extent and WAL live. `split`: two files (`extent.dat`, `wal.ring`), so a deferred extent
+ * barrier costs two fdatasyncs per SyncCache. `one-file`: both regions in `volume.dat`, as on one
+ * block device, so one fdatasync covers data and records together.
+ */
+export const VolumeLayout = { Split: "split", OneFile: "one-file" } as const;
+/** One of the VolumeLayout values. */
+export type VolumeLayout = (typeof VolumeLayout)[keyof typeof VolumeLayout];
+/** Header byte 49; 0 is what every volume written before the layout existed holds. */
+const LAYOUT_CODE: Record<VolumeLayout, number> = { split: 0, "one-file": 1 };
 
 /** The immutable geometry of a volume, as stored in its header. */
 export interface VolumeGeometry {
@@ -39,6 +52,7 @@ export interface VolumeGeometry {
   /** Bytes per WAL slot: 64 (SmartWAL) or 64 + 4096 (inline). */
   walSlotSize: number;
   epoch: number;
+  layout: VolumeLayout;
 }
 
 /** Slot size for a mode: metadata-only records, or record + one block of payload. */
@@ -68,6 +82,7 @@ export function encodeHeader(g: VolumeGeometry): Uint8Array {
   dv.setUint32(36, g.walSlotSize, true);
   dv.setBigUint64(40, BigInt(g.epoch), true);
   dv.setUint8(48, MODE_CODE[g.mode]);
+  dv.setUint8(49, LAYOUT_CODE[g.layout]);
   dv.setUint32(60, crc32(buf.subarray(0, 60)) >>> 0, true);
   return buf;
 }
@@ -89,6 +104,9 @@ export function decodeHeader(buf: Uint8Array): VolumeGeometry {
   const modeCode = dv.getUint8(48);
   const mode = modeCode === 1 ? VolumeMode.SmartWal : modeCode === 2 ? VolumeMode.Inline : undefined;
   if (!mode) throw new HeaderCorruptError(`unknown mode code ${modeCode}`, { modeCode });
+  const layoutCode = dv.getUint8(49);
+  const layout = layoutCode === 0 ? VolumeLayout.Split : layoutCode === 1 ? VolumeLayout.OneFile : undefined;
+  if (!layout) throw new HeaderCorruptError(`unknown layout code ${layoutCode}`, { layoutCode });
   const g: VolumeGeometry = {
     mode,
     blockSize: dv.getUint32(12, true),
@@ -97,6 +115,7 @@ export function decodeHeader(buf: Uint8Array): VolumeGeometry {
     walCapacity: dv.getUint32(32, true),
     walSlotSize: dv.getUint32(36, true),
     epoch: Number(dv.getBigUint64(40, true)),
+    layout,
   };
   const problem = geometryProblem(g);
   if (problem) throw new HeaderCorruptError(`header geometry invalid: ${problem}`, { ...g });
@@ -114,8 +133,25 @@ export function geometryProblem(g: VolumeGeometry): string | undefined {
   if (!Number.isInteger(g.walCapacity) || g.walCapacity < 4 || g.walCapacity > 1 << 26) return `WAL capacity ${g.walCapacity}`;
   if (g.walSlotSize !== slotSizeFor(g.mode)) return `WAL slot size ${g.walSlotSize}`;
   if (!Number.isSafeInteger(g.epoch) || g.epoch < 0) return `epoch ${g.epoch}`;
+  if (g.layout !== VolumeLayout.Split && g.layout !== VolumeLayout.OneFile) return `layout ${String(g.layout)}`;
   return undefined;
 }
 
 /** Largest block count: physical block numbers are 31-bit in the checkpoint (top bit = damaged). */
 export const MAX_BLOCKS = 0x7fff_fff0;
+
+/** Bytes of the extent: physical blocks × block size (the extent starts at offset 0 of its file). */
+export function extentBytes(g: VolumeGeometry): number {
+  return g.physicalBlocks * BLOCK_SIZE;
+}
+
+/**
+ * Bytes the WAL needs: the ring, plus (one-file layout) the sync mark sector after it, rounded up to
+ * 4 KiB so the region is pre-allocated whole. A split `wal.ring` is sized to the ring alone, as it
+ * always was; its mark sector is appended by the first mark write.
+ */
+export function walRegionBytes(g: VolumeGeometry): number {
+  const ring = g.walCapacity * g.walSlotSize;
+  if (g.layout === VolumeLayout.Split) return ring;
+  return Math.ceil((Math.ceil(ring / 512) * 512 + 512) / 4096) * 4096;
+}

@@ -1,6 +1,6 @@
 import type { FileLayer } from "../core/index.ts";
 import { decodeCheckpoint, readAll } from "./checkpoint.ts";
-import { decodeHeader, VolumeFiles, type VolumeGeometry } from "./format.ts";
+import { decodeHeader, extentBytes, VolumeFiles, VolumeLayout, walRegionBytes, type VolumeGeometry } from "./format.ts";
 import { VolumeNotFoundError } from "./volume-errors.ts";
 import { decodeRecord } from "./wal-record.ts";
 
@@ -34,21 +34,28 @@ export async function inspectVolume(fl: FileLayer, dir: string): Promise<VolumeI
   };
   const geometry = decodeHeader((await read(VolumeFiles.header))!);
   const files: Record<string, number> = {};
-  const names = [VolumeFiles.header, VolumeFiles.extent, VolumeFiles.wal, ...VolumeFiles.checkpoints];
+  const oneFile = geometry.layout === VolumeLayout.OneFile;
+  // The extent (and the one-file layout's volume.dat) is only sized; the WAL is read whole.
+  const walFile = oneFile ? VolumeFiles.data : VolumeFiles.wal;
+  const walAt = oneFile ? extentBytes(geometry) : 0;
+  const names = [VolumeFiles.header, ...(oneFile ? [VolumeFiles.data] : [VolumeFiles.extent, VolumeFiles.wal]), ...VolumeFiles.checkpoints];
   const checkpoints: VolumeInspection["checkpoints"] = [];
   let wal: Uint8Array | undefined;
   for (const n of names) {
-    const bytes = n === VolumeFiles.extent ? undefined : await read(n);
-    if (n === VolumeFiles.extent) {
-      if (await fl.exists(path(n))) {
-        const f = await fl.open(path(n));
-        files[n] = await f.size();
-        await f.close();
-      } else files[n] = -1;
+    if (!(await fl.exists(path(n)))) {
+      files[n] = -1;
       continue;
     }
-    files[n] = bytes?.length ?? -1;
-    if (n === VolumeFiles.wal) wal = bytes;
+    const f = await fl.open(path(n));
+    try {
+      files[n] = await f.size();
+      if (n === walFile) {
+        wal = new Uint8Array(Math.max(0, Math.min(walRegionBytes(geometry), files[n] - walAt)));
+        await f.read(wal, 0, wal.length, walAt);
+      }
+    } finally {
+      await f.close();
+    }
   }
   for (let slot = 0; slot < VolumeFiles.checkpoints.length; slot++) {
     const bytes = (await read(VolumeFiles.checkpoints[slot]!)) ?? new Uint8Array(0);

@@ -23,8 +23,8 @@ export interface DurabilityProof {
   checkpointLsn: number;
   /** How writes in (checkpointLsn, durableLsn] are recoverable. */
   recoverability: RecoverabilityClass;
-  /** The barriers behind the proof, in order. */
-  barriers: readonly ("extent_fdatasync" | "wal_fsync")[];
+  /** The barriers behind the proof, in order (`shared_fdatasync`: one-file layout, one fdatasync for extent and WAL). */
+  barriers: readonly ("extent_fdatasync" | "wal_fsync" | "shared_fdatasync")[];
 }
 
 /** Class of the write with `lsn` given the volume's mode and checkpoint LSN. */

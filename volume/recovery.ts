@@ -183,7 +183,10 @@ export async function recover(
   await files.extent.datasync();
   // Every replayed record's data is durable now: the mark moves to the end (a stale mark past it
   // would later make an unsynced record at a reused LSN look covered, and damage of a crash image).
-  if (g.mode === VolumeMode.SmartWal && (mark !== undefined || cutRecords > 0)) await writeSyncMark(files.wal, g, lastLsn);
+  // It is also written when deferred records were replayed: the mount frees the blocks they
+  // superseded, so the next recovery must not check those records against reused blocks.
+  const deferred = records.some((r) => r.deferredBarrier === true);
+  if (g.mode === VolumeMode.SmartWal && (mark !== undefined || cutRecords > 0 || deferred)) await writeSyncMark(files.wal, g, lastLsn);
   await files.wal.datasync();
   return { map, lastLsn, report };
 }

@@ -160,7 +160,7 @@ export class SmartWalVolume {
       epoch: this.geometry.epoch,
       checkpointLsn: this.engine.ring.checkpointLsn,
       recoverability: inline ? RecoverabilityClass.Inline : RecoverabilityClass.ExtentReferenced,
-      barriers: inline ? ["wal_fsync"] : ["extent_fdatasync", "wal_fsync"],
+      barriers: inline ? ["wal_fsync"] : this.files.sharedFile ? ["shared_fdatasync"] : ["extent_fdatasync", "wal_fsync"],
     };
   }
 
@@ -291,6 +291,7 @@ export class SmartWalVolume {
     while (this.queue.busy) await new Promise((r) => setImmediate(r));
     this.closed = true;
     await this.snapshotReads;
+    await this.engine.beforeClose().catch(() => undefined); // best effort: a failed write here loses nothing
     await closeAll(this.files);
   }
 

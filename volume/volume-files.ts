@@ -6,12 +6,16 @@ import {
   decodeHeader,
   defaultSpareBlocks,
   encodeHeader,
+  extentBytes,
   geometryProblem,
   slotSizeFor,
   VolumeFiles,
+  VolumeLayout,
   VolumeMode,
+  walRegionBytes,
   type VolumeGeometry,
 } from "./format.ts";
+import { fileRegions } from "./file-region.ts";
 import { BadRequestError, FileSizeError, VolumeExistsError, VolumeNotFoundError } from "./volume-errors.ts";
 
 /** Parameters of a new volume. */
@@ -23,13 +27,20 @@ export interface CreateVolumeOptions {
   /** Extra physical blocks for copy-on-write (SmartWAL only; default defaultSpareBlocks()). */
   spareBlocks?: number;
   epoch?: number;
+  /** Where extent and WAL live (default DEFAULT_LAYOUT; see VolumeLayout). */
+  layout?: VolumeLayout;
 }
+
+/** Layout of new volumes (the reason is in docs/volume-format.md, "Why the default layout is …"). */
+export const DEFAULT_LAYOUT: VolumeLayout = VolumeLayout.OneFile;
 
 /** The open files of a volume. */
 export interface VolumeHandles {
   extent: FileHandleLike;
   wal: FileHandleLike;
   checkpoints: FileHandleLike[];
+  /** True when extent and WAL are regions of one file: a sync of either makes both durable. */
+  sharedFile: boolean;
 }
 
 const join = (dir: string, name: string) => `${dir}/${name}`;
@@ -47,6 +58,7 @@ export function geometryFor(opts: CreateVolumeOptions): VolumeGeometry {
     walCapacity: opts.walCapacity ?? 1024,
     walSlotSize: slotSizeFor(mode),
     epoch: opts.epoch ?? 1,
+    layout: opts.layout ?? DEFAULT_LAYOUT,
   };
   const problem = geometryProblem(g);
   if (problem || !Number.isInteger(spare) || spare < 0) throw new BadRequestError(`invalid volume geometry: ${problem ?? `spare ${spare}`}`, { ...g });
@@ -72,12 +84,12 @@ export async function createVolumeFiles(fl: FileLayer, dir: string, opts: Create
     for (let off = 0; off < bytes; off += zeros.length) await f.write(zeros, 0, Math.min(zeros.length, bytes - off), off);
     return f;
   };
-  const extent = await sized(VolumeFiles.extent, g.physicalBlocks * BLOCK_SIZE);
-  const wal = await sized(VolumeFiles.wal, g.walCapacity * g.walSlotSize);
-  await extent.datasync();
-  await wal.datasync();
-  await extent.close();
-  await wal.close();
+  const dataFiles =
+    g.layout === VolumeLayout.OneFile
+      ? [await sized(VolumeFiles.data, extentBytes(g) + walRegionBytes(g))]
+      : [await sized(VolumeFiles.extent, extentBytes(g)), await sized(VolumeFiles.wal, walRegionBytes(g))];
+  for (const f of dataFiles) await f.datasync();
+  for (const f of dataFiles) await f.close();
   for (const name of VolumeFiles.checkpoints) {
     const f = await sized(name, 0);
     await writeCheckpoint(f, { sequence: 0, lsn: 0, ringStartSlot: 0, epoch: g.epoch, map: new BlockMap(g.blockCount) });
@@ -94,8 +106,8 @@ export async function createVolumeFiles(fl: FileLayer, dir: string, opts: Create
 
 /**
  * Reads and validates the header, opens the other files and checks their sizes. Throws
- * VolumeNotFoundError (no header), HeaderCorruptError, or FileSizeError when the extent or WAL is
- * shorter than the geometry (a silently shorter volume is never mounted). A missing checkpoint
+ * VolumeNotFoundError (no header), HeaderCorruptError, or FileSizeError when the extent or WAL file
+ * (one-file layout: `volume.dat`, extent and WAL region) is shorter than the geometry (a silently shorter volume is never mounted). A missing checkpoint
  * file opens as empty: mount falls back to the other slot.
  */
 export async function openVolumeFiles(fl: FileLayer, dir: string): Promise<{ geometry: VolumeGeometry; handles: VolumeHandles }> {
@@ -127,15 +139,26 @@ export async function openVolumeFiles(fl: FileLayer, dir: string): Promise<{ geo
       if (size < bytes) throw new FileSizeError(`${name} is ${size} bytes, header requires ${bytes}`, { file: name, size, required: bytes });
       return f;
     };
-    const extent = await need(VolumeFiles.extent, geometry.physicalBlocks * BLOCK_SIZE);
-    const wal = await need(VolumeFiles.wal, geometry.walCapacity * geometry.walSlotSize);
+    const g = geometry;
+    let extent: FileHandleLike;
+    let wal: FileHandleLike;
+    if (g.layout === VolumeLayout.OneFile) {
+      const data = await need(VolumeFiles.data, extentBytes(g) + walRegionBytes(g));
+      [extent, wal] = fileRegions(data, [
+        { base: 0, length: extentBytes(g) },
+        { base: extentBytes(g), length: walRegionBytes(g) },
+      ]) as [FileHandleLike, FileHandleLike];
+    } else {
+      extent = await need(VolumeFiles.extent, extentBytes(g));
+      wal = await need(VolumeFiles.wal, walRegionBytes(g));
+    }
     const checkpoints: FileHandleLike[] = [];
     for (const name of VolumeFiles.checkpoints) {
       const f = await fl.open(join(dir, name), { create: true });
       opened.push(f);
       checkpoints.push(f);
     }
-    return { geometry, handles: { extent, wal, checkpoints } };
+    return { geometry, handles: { extent, wal, checkpoints, sharedFile: g.layout === VolumeLayout.OneFile } };
   } catch (err) {
     await Promise.all(opened.map((f) => f.close().catch(() => undefined)));
     throw err;

@@ -7,6 +7,7 @@ import {
   BLOCK_SIZE,
   inspectVolume,
   SmartWalVolume,
+  VolumeLayout,
   VolumeMode,
   WalDamagedError,
   type RecoveryReport,
@@ -66,16 +67,21 @@ export function register(program: Command): void {
     .option("--wal-capacity <n>", "WAL ring slots", "1024")
     .option("--spare <n>", "copy-on-write spare blocks (smartwal; default max(64, blocks/8))")
     .option("--epoch <n>", "epoch", "1")
+    .option("--layout <layout>", "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per docs/volume-format.md")
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (dir: string, o: OutputOptions & { blocks: string; mode: string; walCapacity: string; spare?: string; epoch: string }) => {
+      action(async (dir: string, o: OutputOptions & { blocks: string; mode: string; walCapacity: string; spare?: string; epoch: string; layout?: string }) => {
         if (o.mode !== VolumeMode.SmartWal && o.mode !== VolumeMode.Inline) throw new BadRequestError(`--mode must be smartwal or inline, got ${o.mode}`);
+        if (o.layout !== undefined && o.layout !== VolumeLayout.Split && o.layout !== VolumeLayout.OneFile) {
+          throw new BadRequestError(`--layout must be split or one-file, got ${o.layout}`, { option: "layout", value: o.layout });
+        }
         const g = await SmartWalVolume.create(dir, {
           blockCount: int("blocks", o.blocks),
           mode: o.mode as Mode,
           walCapacity: int("wal-capacity", o.walCapacity),
           ...(o.spare !== undefined ? { spareBlocks: int("spare", o.spare) } : {}),
           epoch: int("epoch", o.epoch),
+          ...(o.layout !== undefined ? { layout: o.layout as VolumeLayout } : {}),
         });
         printResult(o, { dir, ...g }, [{ dir, ...g }], "created");
       }),

@@ -1,4 +1,4 @@
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import fc from "fast-check";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { CustodyError } from "../../core/custody-error.ts";
@@ -13,6 +13,7 @@ import {
   VolumeClosedError,
   VolumeExistsError,
   VolumeFiles,
+  VolumeLayout,
   VolumeNotFoundError,
   WalDamagedError,
 } from "../../volume/index.ts";
@@ -21,9 +22,9 @@ const blk = (fill: number) => new Uint8Array(BLOCK_SIZE).fill(fill);
 const path = (name: string) => `/v/${name}`;
 
 /** A synced volume with 6 written LBAs, part in the checkpoint and part only in the WAL. */
-async function written(): Promise<Map<string, Uint8Array>> {
+async function written(layout: VolumeLayout = VolumeLayout.Split): Promise<Map<string, Uint8Array>> {
   const fl = new CrashFileLayer();
-  await SmartWalVolume.create("/v", { blockCount: 8, walCapacity: 16, spareBlocks: 8 }, fl);
+  await SmartWalVolume.create("/v", { blockCount: 8, walCapacity: 16, spareBlocks: 8, layout }, fl);
   const vol = await SmartWalVolume.open("/v", { fileLayer: fl });
   for (let i = 0; i < 3; i++) await vol.write(i, blk(i + 1));
   await vol.checkpoint();
@@ -101,9 +102,10 @@ test("one corrupted checkpoint slot falls back to the other and is listed; both 
   t.is((err?.detail["issues"] as unknown[]).length, 2);
 });
 
-test("random corruption or truncation of any volume file gives a typed error or a clean report, never a crash or wrong data", async (t) => {
-  const base = await written();
-  const names = [VolumeFiles.header, VolumeFiles.extent, VolumeFiles.wal, ...VolumeFiles.checkpoints];
+async function randomCorruption(t: ExecutionContext, layout: VolumeLayout): Promise<void> {
+  const base = await written(layout);
+  const data = layout === VolumeLayout.Split ? [VolumeFiles.extent, VolumeFiles.wal] : [VolumeFiles.data];
+  const names = [VolumeFiles.header, ...data, ...VolumeFiles.checkpoints];
   await fc.assert(
     fc.asyncProperty(
       fc.constantFrom(...names),
@@ -142,11 +144,15 @@ test("random corruption or truncation of any volume file gives a typed error or 
     { numRuns: 150, seed: 7 },
   );
   t.pass();
-});
+}
+
+test("random corruption or truncation of any volume file gives a typed error or a clean report, never a crash or wrong data", (t) => randomCorruption(t, VolumeLayout.Split));
+test("one file: random corruption or truncation of any volume file gives a typed error or a clean report, never a crash or wrong data", (t) =>
+  randomCorruption(t, VolumeLayout.OneFile));
 
 test("bad requests are rejected with BadRequestError, counted, and change nothing", async (t) => {
   const fl = new CrashFileLayer();
-  await SmartWalVolume.create("/v", { blockCount: 8, walCapacity: 16, spareBlocks: 4 }, fl);
+  await SmartWalVolume.create("/v", { blockCount: 8, walCapacity: 16, spareBlocks: 4, layout: VolumeLayout.Split }, fl);
   const vol = await SmartWalVolume.open("/v", { fileLayer: fl });
   await vol.write(0, blk(1));
   const before = { stats: vol.stats(), window: vol.walWindow(), ops: fl.opCount() };

@@ -1,56 +1,8 @@
 import test from "ava";
 import fc from "fast-check";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
-import { VolumeMode, VolumeNotFoundError } from "../../volume/index.ts";
-import { ackedAt, checkState, imageHash, prng, runWorkload, specsAt, type Workload } from "./crash-harness.ts";
-
-interface Tally {
-  states: number;
-  /** Distinct (disk image, acknowledged LSN) pairs checked. */
-  distinct: Set<string>;
-  /** Distinct disk images alone. */
-  images: Set<string>;
-  lostAcked: number;
-  silentCorruptions: number;
-  damaged: number;
-  lsnProblems: number;
-  /** Crash states in which recovery cut deferred-barrier records whose data never reached the disk. */
-  statesWithUnsyncedCut: number;
-  problems: string[];
-}
-
-const newTally = (): Tally => ({ states: 0, distinct: new Set(), images: new Set(), lostAcked: 0, silentCorruptions: 0, damaged: 0, lsnProblems: 0, statesWithUnsyncedCut: 0, problems: [] });
-
-/** Explores every crash point of `w` with drop / keep-all / random subsets / torn sectors. */
-async function explore(w: Workload, seed: number, tally: Tally, opts: { subsets: number; tears: number; allowDamage: boolean }): Promise<void> {
-  const rnd = prng(seed ^ 0x5eed);
-  for (let at = 0; at <= w.fl.opCount(); at++) {
-    const acked = ackedAt(w, at);
-    for (const { name, spec } of specsAt(w, at, rnd, opts.subsets, opts.tears)) {
-      const layer = w.fl.crashAt(at, spec);
-      const hash = imageHash(layer);
-      const key = `${hash}:${acked}`;
-      tally.states++;
-      tally.images.add(hash);
-      if (tally.distinct.has(key)) continue;
-      tally.distinct.add(key);
-      try {
-        const r = await checkState(w, layer, acked, opts.allowDamage, tally.distinct.size % 7 === 0);
-        tally.lostAcked += r.lostAcked;
-        tally.silentCorruptions += r.silentCorruptions;
-        tally.damaged += r.damaged;
-        tally.lsnProblems += r.lsnProblems;
-        if (r.unsyncedCut > 0) tally.statesWithUnsyncedCut++;
-        for (const p of r.problems) tally.problems.push(`seed ${seed} op ${at} ${name}: ${p}`);
-      } catch (err) {
-        // Before the header is durable there is no volume yet: that is the only acceptable refusal.
-        if (err instanceof VolumeNotFoundError && at < w.mountedAt) continue;
-        tally.problems.push(`seed ${seed} op ${at} ${name}: mount threw ${String(err)}`);
-        tally.silentCorruptions++;
-      }
-    }
-  }
-}
+import { VolumeMode } from "../../volume/index.ts";
+import { ackedAt, checkState, explore, newTally, runWorkload } from "./crash-harness.ts";
 
 test("crash harness (SmartWAL): ≥1000 distinct crash states, zero lost acknowledged writes, zero silent corruption, no damage, no LSN gap", async (t) => {
   const tally = newTally();

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { CrashFileLayer, type CrashSpec } from "../../core/crash-file-layer.ts";
-import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, type ExtentBarrier, type VolumeMode } from "../../volume/index.ts";
+import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, VolumeNotFoundError, VolumeLayout, type ExtentBarrier, type VolumeMode } from "../../volume/index.ts";
 
 /** Seeded PRNG (mulberry32): the same seed replays the same workload and crash choices. */
 export function prng(seed: number): () => number {
@@ -34,6 +34,8 @@ export interface Workload {
   maxLsn: number;
   /** SmartWAL barrier the workload ran with (recovery's reuse check mounts with it too). */
   extentBarrier: ExtentBarrier;
+  /** Where extent and WAL live: two files, or one (one fdatasync covers both). */
+  layout: VolumeLayout;
 }
 
 export const DIR = "/vol";
@@ -59,10 +61,11 @@ export async function runWorkload(
   fl = new CrashFileLayer(),
   onMounted?: () => void,
   extentBarrier: ExtentBarrier = "per-batch",
+  layout: VolumeLayout = VolumeLayout.Split,
 ): Promise<Workload> {
   const rnd = prng(seed);
   const blockCount = 6;
-  await SmartWalVolume.create(DIR, { blockCount, mode, walCapacity: 12, spareBlocks: 5 }, fl);
+  await SmartWalVolume.create(DIR, { blockCount, mode, walCapacity: 12, spareBlocks: 5, layout }, fl);
   const vol = await SmartWalVolume.open(DIR, { fileLayer: fl, maxBatch: 4, extentBarrier });
   const mountedAt = fl.opCount();
   onMounted?.();
@@ -107,7 +110,7 @@ export async function runWorkload(
   await vol.close();
   pendingVersions.sort((a, b) => a.v.lsnHigh - b.v.lsnHigh);
   for (const { lba, v } of pendingVersions) versions[lba]!.push(v);
-  return { mode, blockCount, fl, mountedAt, versions, acks, maxLsn, extentBarrier };
+  return { mode, blockCount, fl, mountedAt, versions, acks, maxLsn, extentBarrier, layout };
 }
 
 /** Durable LSN acknowledged to the client by op index `at`. */
@@ -136,7 +139,7 @@ export interface StateCheck {
  * old or new). With `allowDamage`, a read may instead fail with DamagedBlockError, but only for an
  * LBA the recovery report lists.
  */
-export async function checkState(w: Workload, layer: CrashFileLayer, acked: number, allowDamage: boolean, reuse = false): Promise<StateCheck> {
+export async function checkState(w: Workload, layer: CrashFileLayer, acked: number, allowDamage: boolean, reuse = false, crashAgain = false): Promise<StateCheck> {
   // Where damage is possible, scrub so checkpoint-named blocks are verified (and reported) too.
   const res: StateCheck = { lostAcked: 0, silentCorruptions: 0, damaged: 0, lsnProblems: 0, unsyncedCut: 0, mounted: true, problems: [] };
   const vol = await SmartWalVolume.open(DIR, { fileLayer: layer, scrub: allowDamage, extentBarrier: w.extentBarrier });
@@ -173,6 +176,11 @@ export async function checkState(w: Workload, layer: CrashFileLayer, acked: numb
         res.problems.push(`LBA ${lba}: content matches no version allowed at LSN ${L}`);
       }
     }
+    if (crashAgain && !allowDamage && res.problems.length === 0) {
+      await vol.close();
+      await crashAfterRecovery(w, layer, L, res);
+      return res;
+    }
     if (reuse && res.problems.length === 0) {
       // Recovery must leave a usable volume whose next LSN continues without a gap.
       const lsn = await vol.write(0, pattern(999_999, 1));
@@ -186,6 +194,51 @@ export async function checkState(w: Workload, layer: CrashFileLayer, acked: numb
     await vol.close();
   }
   return res;
+}
+
+/**
+ * A second power cut right after recovery: the recovered volume (whose mount freed the blocks that
+ * replayed records superseded) takes new writes that reuse those blocks; the cut keeps every data
+ * pwrite and drops every WAL write. Everything recovered before (LSN ≤ L) was made durable by
+ * the recovery, so the next mount must hold it unchanged: never cut it, never call it damage.
+ */
+async function crashAfterRecovery(w: Workload, layer: CrashFileLayer, L: number, res: StateCheck): Promise<void> {
+  const vol = await SmartWalVolume.open(DIR, { fileLayer: layer, extentBarrier: w.extentBarrier });
+  const extentEnd = (w.blockCount + 5) * BLOCK_SIZE; // runWorkload's spare is 5 blocks
+  const fresh = new Map<number, { lsn: number; data: Uint8Array }>();
+  try {
+    await Promise.all(
+      [0, 1, 2].map(async (lba) => {
+        const data = pattern(900_000 + lba, 1);
+        fresh.set(lba, { lsn: await vol.write(lba, data), data });
+      }),
+    );
+  } finally {
+    await vol.close();
+  }
+  const isData = (p: { path: string; position: number }) => p.path.endsWith("/extent.dat") || (p.path.endsWith("/volume.dat") && p.position < extentEnd);
+  const pending = new Set(layer.pendingWritesAt(layer.opCount()).filter(isData).map((p) => p.id));
+  const again = await SmartWalVolume.open(DIR, { fileLayer: layer.crashAt(layer.opCount(), { keep: (id) => pending.has(id) }), extentBarrier: w.extentBarrier });
+  try {
+    const L2 = again.recovery.lastLsn;
+    if (L2 < L || again.recovery.damaged.length > 0) {
+      res.lostAcked++;
+      res.problems.push(`after a second crash: recovered LSN ${L2} (first recovery ${L}), damaged ${JSON.stringify(again.recovery.damaged)}`);
+      return;
+    }
+    for (let lba = 0; lba < w.blockCount; lba++) {
+      const got = await again.read(lba);
+      const f = fresh.get(lba);
+      if (f && f.lsn <= L2 && same(f.data, got)) continue;
+      const vs = w.versions[lba]!;
+      if (!vs.some((v, i) => v.lsnLow <= L && vs.slice(i + 1).every((later) => later.lsnHigh > L) && same(v.data, got))) {
+        res.lostAcked++;
+        res.problems.push(`after a second crash: LBA ${lba} no longer holds what the first recovery gave`);
+      }
+    }
+  } finally {
+    await again.close();
+  }
 }
 
 function same(expected: Uint8Array | null, got: Uint8Array): boolean {
@@ -227,4 +280,52 @@ export function specsAt(w: Workload, at: number, rnd: () => number, subsets: num
     out.push({ name: `tear-${i}`, spec: { keep: (id) => kept.has(id), tear: new Map([[victim.id, landed]]) } });
   }
   return out;
+}
+
+export interface Tally {
+  states: number;
+  /** Distinct (disk image, acknowledged LSN) pairs checked. */
+  distinct: Set<string>;
+  /** Distinct disk images alone. */
+  images: Set<string>;
+  lostAcked: number;
+  silentCorruptions: number;
+  damaged: number;
+  lsnProblems: number;
+  /** Crash states in which recovery cut deferred-barrier records whose data never reached the disk. */
+  statesWithUnsyncedCut: number;
+  problems: string[];
+}
+
+export const newTally = (): Tally => ({ states: 0, distinct: new Set(), images: new Set(), lostAcked: 0, silentCorruptions: 0, damaged: 0, lsnProblems: 0, statesWithUnsyncedCut: 0, problems: [] });
+
+/** Explores every crash point of `w` with drop / keep-all / random subsets / torn sectors. */
+export async function explore(w: Workload, seed: number, tally: Tally, opts: { subsets: number; tears: number; allowDamage: boolean }): Promise<void> {
+  const rnd = prng(seed ^ 0x5eed);
+  for (let at = 0; at <= w.fl.opCount(); at++) {
+    const acked = ackedAt(w, at);
+    for (const { name, spec } of specsAt(w, at, rnd, opts.subsets, opts.tears)) {
+      const layer = w.fl.crashAt(at, spec);
+      const hash = imageHash(layer);
+      const key = `${hash}:${acked}`;
+      tally.states++;
+      tally.images.add(hash);
+      if (tally.distinct.has(key)) continue;
+      tally.distinct.add(key);
+      try {
+        const r = await checkState(w, layer, acked, opts.allowDamage, tally.distinct.size % 7 === 0, tally.distinct.size % 7 === 3);
+        tally.lostAcked += r.lostAcked;
+        tally.silentCorruptions += r.silentCorruptions;
+        tally.damaged += r.damaged;
+        tally.lsnProblems += r.lsnProblems;
+        if (r.unsyncedCut > 0) tally.statesWithUnsyncedCut++;
+        for (const p of r.problems) tally.problems.push(`seed ${seed} op ${at} ${name}: ${p}`);
+      } catch (err) {
+        // Before the header is durable there is no volume yet: that is the only acceptable refusal.
+        if (err instanceof VolumeNotFoundError && at < w.mountedAt) continue;
+        tally.problems.push(`seed ${seed} op ${at} ${name}: mount threw ${String(err)}`);
+        tally.silentCorruptions++;
+      }
+    }
+  }
 }

@@ -2,14 +2,14 @@ import test, { type ExecutionContext } from "ava";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SmartWalVolume, type ExtentBarrier } from "../../volume/index.ts";
+import { SmartWalVolume, VolumeLayout, type ExtentBarrier } from "../../volume/index.ts";
 import { blockFor } from "./fixtures/block-pattern.ts";
 import { runAndKill } from "./fixtures/run-and-kill.ts";
 
 const WRITER = new URL("./fixtures/crash-writer.ts", import.meta.url).pathname;
 
-/** 20 rounds of write → SIGKILL → reopen and check, with the writer using `barrier`. */
-async function sigkillRounds(t: ExecutionContext, barrier: ExtentBarrier): Promise<void> {
+/** 20 rounds of write → SIGKILL → reopen and check, with the writer using `barrier` on a volume of `layout`. */
+async function sigkillRounds(t: ExecutionContext, barrier: ExtentBarrier, layout: VolumeLayout = VolumeLayout.Split): Promise<void> {
   t.timeout(300_000); // child processes start slowly on a loaded machine
   const dir = await mkdtemp(join(tmpdir(), "sigkill-vol-"));
   try {
@@ -21,7 +21,7 @@ async function sigkillRounds(t: ExecutionContext, barrier: ExtentBarrier): Promi
     for (let round = 0; round < 20; round++) {
       seedRnd = (seedRnd * 1103515245 + 12345) % 2 ** 31;
       // The writer's statements come from its statement log, not its stdout: see fixtures/statement-log.ts.
-      const args = [dir, String(round * 1_000_000 + 1), String(seedRnd), barrier];
+      const args = [dir, String(round * 1_000_000 + 1), String(seedRnd), `${barrier}:${layout}`];
       const lines = (await runAndKill(WRITER, args, `${dir}.statements`, 5 + (seedRnd % 120))).statements;
       for (const line of lines) {
         const [kind, a, b] = line.split(" ");
@@ -66,3 +66,6 @@ test("SIGKILL at a random moment, 20 rounds in a row: the reopened volume holds 
 
 test("SIGKILL at a random moment, 20 rounds in a row, extent barrier at SyncCache: the reopened volume holds every acknowledged write and reports no damage", (t) =>
   sigkillRounds(t, "sync-cache"));
+
+test("SIGKILL at a random moment, 20 rounds in a row, one-file layout with the extent barrier at SyncCache: the reopened volume holds every acknowledged write and reports no damage", (t) =>
+  sigkillRounds(t, "sync-cache", VolumeLayout.OneFile));

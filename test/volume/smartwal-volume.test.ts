@@ -1,13 +1,13 @@
 import test from "ava";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import type { FileHandleLike, FileLayer } from "../../core/file-layer.ts";
-import { BLOCK_SIZE, DamagedBlockError, RecoverabilityClass, SmartWalVolume, VolumeMode, type VolumeMode as Mode } from "../../volume/index.ts";
+import { BLOCK_SIZE, DamagedBlockError, RecoverabilityClass, SmartWalVolume, VolumeLayout, VolumeMode, type VolumeMode as Mode } from "../../volume/index.ts";
 
 const blk = (fill: number, n = 1) => new Uint8Array(n * BLOCK_SIZE).fill(fill);
 
 async function fresh(mode: Mode, opts: { blockCount?: number; walCapacity?: number; spareBlocks?: number; maxBatch?: number } = {}) {
   const fl = new CrashFileLayer();
-  await SmartWalVolume.create("/v", { blockCount: opts.blockCount ?? 16, mode, walCapacity: opts.walCapacity ?? 64, spareBlocks: opts.spareBlocks ?? 16 }, fl);
+  await SmartWalVolume.create("/v", { blockCount: opts.blockCount ?? 16, mode, walCapacity: opts.walCapacity ?? 64, spareBlocks: opts.spareBlocks ?? 16, layout: VolumeLayout.Split }, fl);
   // These tests pin the per-batch barrier's I/O order; the SyncCache barrier has its own tests.
   const vol = await SmartWalVolume.open("/v", { fileLayer: fl, maxBatch: opts.maxBatch ?? 64, extentBarrier: "per-batch" });
   return { fl, vol };
@@ -103,7 +103,7 @@ test("I1: every WAL record write comes after an extent fdatasync that follows th
     readdir: (p) => inner.readdir(p),
     syncDir: (p) => inner.syncDir(p),
   };
-  await SmartWalVolume.create("/v", { blockCount: 16, walCapacity: 64, spareBlocks: 8 }, spy);
+  await SmartWalVolume.create("/v", { blockCount: 16, walCapacity: 64, spareBlocks: 8, layout: VolumeLayout.Split }, spy);
   const vol = await SmartWalVolume.open("/v", { fileLayer: spy, maxBatch: 3, extentBarrier: "per-batch" });
   events.length = 0;
   for (let r = 0; r < 5; r++) {

@@ -4,7 +4,7 @@ import { mkdtemp, open as openFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { custodyCommand } from "../../testing/index.ts";
-import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, VolumeFiles, WalDamagedError } from "../../volume/index.ts";
+import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, VolumeFiles, VolumeLayout, WalDamagedError } from "../../volume/index.ts";
 
 // Issue #16 item 4 on real files with real fdatasync. Write i (0-based) goes to LBA i mod 1000 with
 // its own bytes, so LSN 1023 is LBA 22, LSN 1024 is LBA 23 and LSN 1025 is LBA 24.
@@ -24,7 +24,7 @@ const dataOf = (i: number) => {
 async function syncedVolume(writes: number): Promise<{ root: string; dir: string }> {
   const root = await mkdtemp(join(tmpdir(), "wal-damage-"));
   const dir = join(root, "v");
-  await SmartWalVolume.create(dir, { blockCount: 1000, walCapacity: 1024 });
+  await SmartWalVolume.create(dir, { blockCount: 1000, walCapacity: 1024, layout: VolumeLayout.Split });
   // Per-batch barrier: no sync mark after the ring, so the file's last bytes are the last records.
   const vol = await SmartWalVolume.open(dir, { extentBarrier: "per-batch" });
   for (let i = 0; i < writes; i++) {
@@ -121,7 +121,7 @@ test("damage found by a scrub persists across remounts until the LBA is rewritte
   const root = await mkdtemp(join(tmpdir(), "wal-scrub-"));
   const dir = join(root, "v");
   try {
-    await SmartWalVolume.create(dir, { blockCount: 16, walCapacity: 64 });
+    await SmartWalVolume.create(dir, { blockCount: 16, walCapacity: 64, layout: VolumeLayout.Split });
     let vol = await SmartWalVolume.open(dir);
     for (let i = 0; i < 8; i++) await vol.write(i, dataOf(i));
     await vol.checkpoint();
