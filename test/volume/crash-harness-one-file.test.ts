@@ -1,7 +1,7 @@
 import test from "ava";
 import fc from "fast-check";
 import { VolumeLayout, VolumeMode } from "../../volume/index.ts";
-import { ackedAt, checkState, explore, newTally, runWorkload, type Tally } from "./crash-harness.ts";
+import { explore, inFlightCrashProperty, newTally, runWorkload, type Tally } from "./crash-harness.ts";
 
 // The schedules of crash-harness.test.ts (same seeds, steps, crash points, drops, subsets and
 // tears) on the one-file layout: extent and WAL regions in volume.dat, one fdatasync per SyncCache.
@@ -47,27 +47,6 @@ test("crash harness (inline mode, one file): every crash point recovers every ac
 });
 
 test("property (one file, extent barrier at SyncCache): any workload, any crash point with writes in flight, any subset of them kept and any tear loses no SyncCache-acknowledged write and returns no wrong byte", async (t) => {
-  await fc.assert(
-    fc.asyncProperty(
-      fc.integer({ min: 1, max: 1_000_000 }),
-      fc.integer({ min: 4, max: 24 }),
-      fc.noBias(fc.nat()),
-      fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
-      fc.option(fc.array(fc.nat({ max: 9 }), { maxLength: 10 })),
-      async (seed, steps, where, keepBits, tearSectors) => {
-        const w = await runWorkload(seed, VolumeMode.SmartWal, steps, undefined, undefined, "sync-cache", VolumeLayout.OneFile);
-        const points = Array.from({ length: w.fl.opCount() - w.mountedAt + 1 }, (_, k) => w.mountedAt + k).filter((k) => w.fl.pendingWritesAt(k).length >= 2);
-        if (points.length === 0) return true;
-        const at = points[where % points.length]!;
-        const pending = w.fl.pendingWritesAt(at);
-        const kept = new Set(pending.filter((_, k) => keepBits[k % keepBits.length]).map((p) => p.id));
-        const victim = pending.find((p) => p.length > 512 && kept.has(p.id));
-        const tear = tearSectors && victim ? new Map([[victim.id, tearSectors]]) : undefined;
-        const r = await checkState(w, w.fl.crashAt(at, { keep: (id) => kept.has(id), ...(tear ? { tear } : {}) }), ackedAt(w, at), false, true);
-        return r.lostAcked + r.silentCorruptions + r.damaged + r.lsnProblems === 0;
-      },
-    ),
-    { numRuns: 60 },
-  );
+  await fc.assert(inFlightCrashProperty(VolumeLayout.OneFile), { numRuns: 60 });
   t.pass();
 });

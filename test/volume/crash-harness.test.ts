@@ -2,7 +2,7 @@ import test from "ava";
 import fc from "fast-check";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { VolumeMode } from "../../volume/index.ts";
-import { ackedAt, checkState, explore, newTally, runWorkload } from "./crash-harness.ts";
+import { explore, inFlightCrashProperty, newTally, runWorkload } from "./crash-harness.ts";
 
 test("crash harness (SmartWAL): ≥1000 distinct crash states, zero lost acknowledged writes, zero silent corruption, no damage, no LSN gap", async (t) => {
   const tally = newTally();
@@ -81,28 +81,6 @@ test("I1/I5: with a lying extent fdatasync, recovery reports damaged LBAs and re
 });
 
 test("property (extent barrier at SyncCache): any workload, any crash point with writes in flight, any subset of them kept and any tear loses no SyncCache-acknowledged write and returns no wrong byte", async (t) => {
-  await fc.assert(
-    fc.asyncProperty(
-      fc.integer({ min: 1, max: 1_000_000 }),
-      fc.integer({ min: 4, max: 24 }),
-      fc.noBias(fc.nat()),
-      fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
-      fc.option(fc.array(fc.nat({ max: 9 }), { maxLength: 10 })),
-      async (seed, steps, where, keepBits, tearSectors) => {
-        const w = await runWorkload(seed, VolumeMode.SmartWal, steps, undefined, undefined, "sync-cache");
-        // Crash points with at least two writes in flight: where a record can land without its data.
-        const points = Array.from({ length: w.fl.opCount() - w.mountedAt + 1 }, (_, k) => w.mountedAt + k).filter((k) => w.fl.pendingWritesAt(k).length >= 2);
-        if (points.length === 0) return true;
-        const at = points[where % points.length]!;
-        const pending = w.fl.pendingWritesAt(at);
-        const kept = new Set(pending.filter((_, k) => keepBits[k % keepBits.length]).map((p) => p.id));
-        const victim = pending.find((p) => p.length > 512 && kept.has(p.id));
-        const tear = tearSectors && victim ? new Map([[victim.id, tearSectors]]) : undefined;
-        const r = await checkState(w, w.fl.crashAt(at, { keep: (id) => kept.has(id), ...(tear ? { tear } : {}) }), ackedAt(w, at), false, true);
-        return r.lostAcked + r.silentCorruptions + r.damaged + r.lsnProblems === 0;
-      },
-    ),
-    { numRuns: 60 },
-  );
+  await fc.assert(inFlightCrashProperty(), { numRuns: 60 });
   t.pass();
 });
