@@ -57,7 +57,7 @@ export type LaneLogView = Pick<LaneLog, "volume" | "lane" | "base" | "term" | "r
 export type LaneArenaEvent =
   /** Validate, classify and store a unit (with its writer `attestation`, if any); `forwardPins` in_flight_forward pins go on a segment it opens. */
   | { type: "admit"; unit: TransportUnit; forwardPins?: number; attestation?: string }
-  /** `admit` for each of a frame's units in order, as one event: one `admitted` or `rejected` per unit, in that order. */
+  /** `admit` for each of a frame's units in order, as one event: answered by one `admittedMany` listing each unit's `admitted` or `rejected`, in that order. */
   | { type: "admitMany"; units: readonly { readonly unit: TransportUnit; readonly attestation?: string }[]; forwardPins?: number }
   | { type: "seal"; volume: string; lane: string }
   | { type: "sealDue"; segmentId: number; volume: string; lane: string }
@@ -94,6 +94,8 @@ export type LaneArenaEmitted =
     }
   /** `stage`: "check" refusals (validation, lane log) are counted by the actor, "arena" ones by the arena. */
   | { type: "rejected"; request: LaneArenaEvent["type"]; code: string; message: string; stage: "check" | "arena" }
+  /** The verdicts of an `admitMany`, one per unit in order. */
+  | { type: "admittedMany"; verdicts: UnitVerdictEmitted[] }
   | { type: "granted"; volume: string; lane: string; requested: number; granted: number }
   | { type: "revoked"; volume: string; lane: string; bytes: number }
   | { type: "sealed"; segmentId: number; full: boolean }
@@ -107,3 +109,6 @@ export type LaneArenaEmitted =
   | { type: "imported"; segmentId: number; volume: string; lane: string; seqs: [number, number][] }
   | { type: "grown"; capacityBytes: number }
   | { type: "growthRefused"; capacityBytes: number };
+
+/** One unit's verdict: stored (or a duplicate), or refused. */
+export type UnitVerdictEmitted = Extract<LaneArenaEmitted, { type: "admitted" | "rejected" }>;

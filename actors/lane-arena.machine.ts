@@ -8,9 +8,9 @@ import { CustodyError } from "../core/index.ts";
 import type { FileLayer } from "../core/index.ts";
 import { LaneLog, UnitVerdict } from "../lanes/index.ts";
 import { RangeSet } from "../lanes/index.ts";
-import { laneKey, validateTransportUnit } from "../lanes/index.ts";
+import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
 import { LaneArenaSpill, type SpillOutcome } from "./lane-arena-spill.ts";
-import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneLogView, LaneSummary } from "./lane-arena-events.ts";
+import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneLogView, LaneSummary, UnitVerdictEmitted } from "./lane-arena-events.ts";
 
 export type { LaneArenaInput, LaneSummary, LaneArenaView, LaneLogView, LaneArenaEvent, LaneArenaEmitted } from "./lane-arena-events.ts";
 
@@ -65,13 +65,30 @@ function attempt<T>(ctx: LaneArenaContext, count: boolean, fn: () => T): { ok: t
   }
 }
 
-/** Checks a unit before anything changes: an unexpected failure of a malformed unit is an `invalid_unit` refusal, not a crash. */
-function checkedUnit<T>(fn: () => T): T {
+/**
+ * Validates `u` and classifies it against its lane's log (a new log for a lane not seen yet) before
+ * anything changes. A refusal is counted; an unexpected failure of a malformed unit is an
+ * `invalid_unit` refusal, not a crash. No closure per unit: the admit loop runs it for every unit.
+ */
+function classifyUnit(ctx: LaneArenaContext, u: TransportUnit): { ok: true; value: { log: LaneLog; verdict: UnitVerdict } } | { ok: false; error: CustodyError } {
   try {
-    return fn();
+    const v = validateTransportUnit(u);
+    const log = ctx.logs.get(laneKey(v.volume, v.lane)) ?? new LaneLog(v.volume, v.lane);
+    return { ok: true, value: { log, verdict: log.classify(v) } };
   } catch (err) {
-    if (err instanceof CustodyError) throw err;
-    throw new CustodyError("invalid_unit", "unit could not be checked", { cause: String(err) });
+    const error = err instanceof CustodyError ? err : new CustodyError("invalid_unit", "unit could not be checked", { cause: String(err) });
+    ctx.arena.counters.inc(error.code);
+    return { ok: false, error };
+  }
+}
+
+/** Appends `u` to the arena; its refusal (counted by the arena) is a failed result. */
+function storeUnit(ctx: LaneArenaContext, u: TransportUnit, attestation: string | undefined): { ok: true; value: ReturnType<Arena["append"]> } | { ok: false; error: CustodyError } {
+  try {
+    return { ok: true, value: ctx.arena.append(u, attestation) };
+  } catch (err) {
+    if (!(err instanceof CustodyError)) throw err;
+    return { ok: false, error: err };
   }
 }
 
@@ -101,7 +118,7 @@ const base = setup({
   },
 });
 
-const reject = (request: LaneArenaEvent["type"], error: CustodyError, stage: "check" | "arena" = "arena"): LaneArenaEmitted => ({
+const reject = (request: LaneArenaEvent["type"], error: CustodyError, stage: "check" | "arena" = "arena"): Extract<LaneArenaEmitted, { type: "rejected" }> => ({
   type: "rejected",
   request,
   code: error.code,
@@ -117,22 +134,22 @@ const withActions = base.extend({
       const units = event.type === "admit" ? [event] : event.type === "admitMany" ? event.units : [];
       const forwardPins = event.type === "admit" || event.type === "admitMany" ? (event.forwardPins ?? 0) : 0;
       let lanes = context.lanes;
+      // A frame's verdicts go out as one emitted event: an emit per unit cost as much as the event did.
+      const verdicts: UnitVerdictEmitted[] | undefined = event.type === "admitMany" ? [] : undefined;
+      const answer = (e: UnitVerdictEmitted): void => {
+        if (verdicts) verdicts.push(e);
+        else enqueue.emit(e);
+      };
       for (const { unit: u, attestation } of units) {
-        const check = attempt(context, true, () =>
-          checkedUnit(() => {
-            const v = validateTransportUnit(u);
-            const log = context.logs.get(laneKey(v.volume, v.lane)) ?? new LaneLog(v.volume, v.lane);
-            return { log, verdict: log.classify(v) };
-          }),
-        );
+        const check = classifyUnit(context, u);
         if (!check.ok) {
-          enqueue.emit(reject("admit", check.error, "check"));
+          answer(reject("admit", check.error, "check"));
           continue;
         }
         const { log, verdict } = check.value;
-        const stored = verdict === UnitVerdict.duplicate ? undefined : attempt(context, false, () => context.arena.append(u, attestation));
+        const stored = verdict === UnitVerdict.duplicate ? undefined : storeUnit(context, u, attestation);
         if (stored && !stored.ok) {
-          enqueue.emit(reject("admit", stored.error));
+          answer(reject("admit", stored.error));
           continue;
         }
         const append = stored?.value;
@@ -152,7 +169,7 @@ const withActions = base.extend({
           lanes = { ...lanes, [laneKey(u.volume, u.lane)]: summarize(log) };
           enqueue.assign({ report: context.arena.report(), lanes });
         }
-        enqueue.emit({
+        answer({
           type: "admitted",
           volume: u.volume,
           lane: u.lane,
@@ -164,6 +181,7 @@ const withActions = base.extend({
           ...(progress ? { contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : {}),
         });
       }
+      if (verdicts) enqueue.emit({ type: "admittedMany", verdicts });
     }),
     /** An explicit seal, or the max-open-delay timer of the segment still open. */
     seal: base.enqueueActions(({ context, event, enqueue }) => {

@@ -73,7 +73,7 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
       // (a genuine unit refused here counts as lost on the wire; the next figure covers it).
       steps.push({ refused: auth.code });
     } else {
-      const step = creditUnit(h, act, key, hl, sender, u.unit, u, msg.subject, credits, auth?.token);
+      const step = creditUnit(h, hl, sender, u.unit, u, msg.subject, credits, auth?.token);
       if ("unit" in step) offered.push({ unit: step.unit, attestation: step.attestation });
       steps.push(step);
     }
@@ -89,12 +89,15 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
   for (const step of steps) {
     if ("refused" in step) h.reject(step.refused, key);
     else if ("unit" in step) finishUnit(h, act, key, hl, sender, step, admissions[next++]!);
-    else step.done();
+    else {
+      act.noteForReceipt(key);
+      h.reject("replayed_unit", key);
+    }
   }
 }
 
-/** What ingress does with one unit of a frame: refuse it, finish it otherwise, or store it. */
-type AdmissionStep = { readonly refused: string } | { readonly done: () => void } | CreditedUnit;
+/** What ingress does with one unit of a frame: refuse it, note a replayed one for the next receipt and refuse it, or store it. */
+type AdmissionStep = { readonly refused: string } | { readonly replayed: true } | CreditedUnit;
 
 interface CreditedUnit {
   readonly unit: TransportUnit;
@@ -105,39 +108,31 @@ interface CreditedUnit {
 }
 
 /** Credit accounting and the holder's own checks of one decoded unit (see `handleUnitMessage`). */
-function creditUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders, attestation: string | undefined): AdmissionStep {
+function creditUnit(h: HolderContext, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders, attestation: string | undefined): AdmissionStep {
   const span = startConsumerSpan(h.tracer, "holder.admit", { subject, headers: arrived.headers });
-  const ended = (step: AdmissionStep): AdmissionStep => {
-    span.end();
-    return step;
-  };
+  let step: AdmissionStep | undefined;
   try {
     const bytes = unitRecordBytes(unit);
     const credit = account(hl, sender, bytes, credits, true);
-    if (credit === "exceeded") return ended({ refused: "credit_exceeded" });
+    if (credit === "exceeded") step = { refused: "credit_exceeded" };
     // Credited by another window (a restart on either side): not ours to store; the sender
     // re-sends it under the window our reply names.
-    if (credit !== "ok" && credit !== "replayed") return ended({ refused: credit });
-    if (credit === "replayed") {
-      // No credit backs it. A duplicate changes nothing; a late unit presumed lost is refused and
-      // will be re-forwarded by the sender once our receipts show the hole.
-      return ended({
-        done: () => {
-          act.noteForReceipt(key);
-          h.reject("replayed_unit", key);
-        },
-      });
+    else if (credit !== "ok" && credit !== "replayed") step = { refused: credit };
+    // No credit backs it. A duplicate changes nothing; a late unit presumed lost is refused and
+    // will be re-forwarded by the sender once our receipts show the hole.
+    else if (credit === "replayed") step = { replayed: true };
+    else {
+      const misfit = unit.volume !== hl.volume || unit.lane !== hl.lane ? "wrong_lane" : bytes > hl.arena.config.maxUnitBytes ? "unit_too_large" : undefined;
+      if (misfit !== undefined) {
+        hl.forfeit(bytes);
+        span.setAttribute("custody.rejected", misfit);
+        step = { refused: misfit };
+      } else step = { unit, arrived, bytes, attestation, span };
     }
-    const misfit = unit.volume !== hl.volume || unit.lane !== hl.lane ? "wrong_lane" : bytes > hl.arena.config.maxUnitBytes ? "unit_too_large" : undefined;
-    if (misfit !== undefined) {
-      hl.forfeit(bytes);
-      span.setAttribute("custody.rejected", misfit);
-      return ended({ refused: misfit });
-    }
-    return { unit, arrived, bytes, attestation, span };
-  } catch (err) {
-    span.end();
-    throw err;
+    return step;
+  } finally {
+    // A unit that is not stored ends its span here; a stored one ends it once finished.
+    if (step === undefined || !("unit" in step)) span.end();
   }
 }
 

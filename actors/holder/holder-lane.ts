@@ -198,7 +198,8 @@ export class HolderLane {
    */
   admitMany(units: readonly { readonly unit: TransportUnit; readonly attestation?: string }[]): LaneAdmission[] {
     const out: LaneAdmission[] = [];
-    for (const r of this.request({ type: "admitMany", units, forwardPins: this.edges.size })) {
+    const answer = this.request({ type: "admitMany", units, forwardPins: this.edges.size }).find((r) => r.type === "admittedMany");
+    for (const r of answer?.type === "admittedMany" ? answer.verdicts : []) {
       if (r.type === "rejected") out.push({ kind: "refused", code: r.code, counted: r.stage === "check" });
       if (r.type !== "admitted") continue;
       if (r.verdict === UnitVerdict.duplicate) {

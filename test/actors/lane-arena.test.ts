@@ -66,14 +66,16 @@ test("a unit with a bad digest is rejected, counted, and changes nothing", (t) =
   t.deepEqual(ctx().lanes, {});
 });
 
-test("a frame's units admitted as one event get one result each, in order: a bad unit is refused alone and the others are stored", (t) => {
+test("a frame's units admitted as one event are answered by one event with a verdict per unit, in order: a bad unit is refused alone and the others are stored", (t) => {
   const { actor, seen, ctx } = start();
   actor.send({ type: "grant", volume: "v", lane: "l0", bytes: 4000 });
   const bad = unit(2, 2, 100);
   bad.payload[0]! ^= 1;
   seen.length = 0;
   actor.send({ type: "admitMany", units: [{ unit: unit(1, 1, 100) }, { unit: bad }, { unit: unit(3, 3, 100) }, { unit: unit(1, 1, 100) }] });
-  const results = seen.filter((e) => e.type === "admitted" || e.type === "rejected");
+  const answers = seen.filter((e) => e.type === "admittedMany");
+  t.is(answers.length, 1);
+  const results = answers[0]!.type === "admittedMany" ? answers[0]!.verdicts : [];
   t.deepEqual(
     results.map((e) => (e.type === "admitted" ? `${e.firstSeq}:${e.verdict}` : `rejected:${e.code}`)),
     ["1:accepted", "rejected:digest_mismatch", "3:held", "1:duplicate"],
