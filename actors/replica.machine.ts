@@ -52,20 +52,16 @@ export const replicaMachine = setup({
         return event.reply;
       },
     }),
-    resolveCatchUp: assign({
-      pending: ({ context, event }) => {
-        context.pending?.resolve((event as unknown as { output: CatchUpReport }).output);
-        return undefined;
-      },
-    }),
-    rejectCatchUp: assign({
-      pending: ({ context, event }) => {
-        const err = (event as { error?: unknown }).error;
-        context.core.counters.inc(`replica_catchup_failed_${err instanceof Error && "code" in err ? String(err.code) : "error"}`);
-        context.pending?.reject(err);
-        return undefined;
-      },
-    }),
+    // Side effects stay out of assign (its assigners must be pure): settle the caller, then clear.
+    resolveCatchUp: ({ context, event }) => {
+      context.pending?.resolve((event as unknown as { output: CatchUpReport }).output);
+    },
+    rejectCatchUp: ({ context, event }) => {
+      const err = (event as { error?: unknown }).error;
+      context.core.counters.inc(`replica_catchup_failed_${err instanceof Error && "code" in err ? String(err.code) : "error"}`);
+      context.pending?.reject(err);
+    },
+    clearPending: assign({ pending: undefined }),
     refuseBusy: ({ context, event }) => {
       assertEvent(event, "catchUp");
       context.core.counters.inc("catchup_in_progress");
@@ -105,8 +101,8 @@ export const replicaMachine = setup({
           invoke: {
             src: "catchUpFlow",
             input: ({ context }) => ({ core: context.core, link: context.link }),
-            onDone: { target: "idle", actions: "resolveCatchUp" },
-            onError: { target: "idle", actions: "rejectCatchUp" },
+            onDone: { target: "idle", actions: ["resolveCatchUp", "clearPending"] },
+            onError: { target: "idle", actions: ["rejectCatchUp", "clearPending"] },
           },
         },
       },

@@ -4,7 +4,7 @@ import { Allocator, Hold, type PhysicalRun } from "./allocator.ts";
 import { UNMAPPED, type BlockMap } from "./block-map.ts";
 import { writeCheckpoint } from "./checkpoint.ts";
 import { coalesceWrites, planCommit } from "./commit-plan.ts";
-import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
+import { BLOCK_SIZE, VolumeLayout, VolumeMode, type VolumeGeometry } from "./format.ts";
 import type { VolumeHandles } from "./volume-files.ts";
 import { NoSpaceError } from "./volume-errors.ts";
 import { RecordFlag, type WalRecord } from "./wal-record.ts";
@@ -53,6 +53,8 @@ export class CommitEngine {
   /** SmartWAL `sync-cache` barrier: extent data written since the last extent fdatasync. */
   private extentDirty = false;
   private readonly deferBarrier: boolean;
+  /** Extent and WAL are regions of one file (VolumeLayout.OneFile): one fdatasync makes both durable. */
+  private readonly oneFile: boolean;
   /**
    * Highest LSN recovery is sure to take as extent-covered (a durable sync mark or checkpoint, or
    * records never data-checked): a superseded block is reused only once this covers the record
@@ -72,6 +74,7 @@ export class CommitEngine {
     extentBarrier: ExtentBarrier = "sync-cache",
   ) {
     this.deferBarrier = geometry.mode === VolumeMode.SmartWal && extentBarrier === "sync-cache";
+    this.oneFile = geometry.layout === VolumeLayout.OneFile;
     this.map = state.map;
     this.checkpointMap = state.checkpointMap;
     this.checkpointSeq = state.checkpointSeq;
@@ -229,7 +232,7 @@ export class CommitEngine {
    */
   async syncWal(): Promise<number> {
     const head = this.ring.head;
-    if (head > this.durableLsn && this.deferBarrier && this.files.sharedFile) await this.syncShared(head);
+    if (head > this.durableLsn && this.deferBarrier && this.oneFile) await this.syncShared(head);
     else if (head > this.durableLsn) {
       if (this.deferBarrier) {
         if (this.extentDirty) {
@@ -268,7 +271,7 @@ export class CommitEngine {
 
   /** One-file layout, deferred barrier: writes the mark at the durable LSN when the one on file is older (not synced). */
   private async writeLaggingMark(): Promise<void> {
-    if (!this.deferBarrier || !this.files.sharedFile || this.markWritten >= this.durableLsn) return;
+    if (!this.deferBarrier || !this.oneFile || this.markWritten >= this.durableLsn) return;
     const lsn = this.durableLsn;
     await writeSyncMark(this.files.wal, this.geometry, lsn);
     this.markWritten = Math.max(this.markWritten, lsn);

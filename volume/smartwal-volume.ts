@@ -9,7 +9,7 @@ import { CommitEngine, type MountedState, type MutOp, type Op } from "./commit-e
 import { CheckpointCorruptError, BadRequestError, DamagedBlockError, VolumeClosedError, WalDamagedError } from "./volume-errors.ts";
 import { loadCheckpoint } from "./checkpoint.ts";
 import { DirtyMap } from "./dirty-map.ts";
-import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
+import { BLOCK_SIZE, VolumeLayout, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { classifyLsn, RecoverabilityClass, type DurabilityProof } from "./recoverability.ts";
 import { recover, type RecoveryReport } from "./recovery.ts";
@@ -160,7 +160,7 @@ export class SmartWalVolume {
       epoch: this.geometry.epoch,
       checkpointLsn: this.engine.ring.checkpointLsn,
       recoverability: inline ? RecoverabilityClass.Inline : RecoverabilityClass.ExtentReferenced,
-      barriers: inline ? ["wal_fsync"] : this.files.sharedFile ? ["shared_fdatasync"] : ["extent_fdatasync", "wal_fsync"],
+      barriers: inline ? ["wal_fsync"] : this.geometry.layout === VolumeLayout.OneFile ? ["shared_fdatasync"] : ["extent_fdatasync", "wal_fsync"],
     };
   }
 

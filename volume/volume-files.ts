@@ -39,8 +39,6 @@ export interface VolumeHandles {
   extent: FileHandleLike;
   wal: FileHandleLike;
   checkpoints: FileHandleLike[];
-  /** True when extent and WAL are regions of one file: a sync of either makes both durable. */
-  sharedFile: boolean;
 }
 
 const join = (dir: string, name: string) => `${dir}/${name}`;
@@ -158,7 +156,7 @@ export async function openVolumeFiles(fl: FileLayer, dir: string): Promise<{ geo
       opened.push(f);
       checkpoints.push(f);
     }
-    return { geometry, handles: { extent, wal, checkpoints, sharedFile: g.layout === VolumeLayout.OneFile } };
+    return { geometry, handles: { extent, wal, checkpoints } };
   } catch (err) {
     await Promise.all(opened.map((f) => f.close().catch(() => undefined)));
     throw err;

@@ -1,20 +1,10 @@
 import test from "ava";
 import fc from "fast-check";
 import { VolumeLayout, VolumeMode } from "../../volume/index.ts";
-import { explore, inFlightCrashProperty, newTally, runWorkload, type Tally } from "./crash-harness.ts";
+import { assertClean, explore, inFlightCrashProperty, newTally, runWorkload } from "./crash-harness.ts";
 
 // The schedules of crash-harness.test.ts (same seeds, steps, crash points, drops, subsets and
 // tears) on the one-file layout: extent and WAL regions in volume.dat, one fdatasync per SyncCache.
-
-function assertClean(t: import("ava").ExecutionContext, tally: Tally, minImages: number): void {
-  t.log(`states explored ${tally.states}, distinct (image, ack) ${tally.distinct.size}, distinct disk images ${tally.images.size}, states with unsynced records cut ${tally.statesWithUnsyncedCut}`);
-  t.deepEqual(tally.problems.slice(0, 5), []);
-  t.is(tally.lostAcked, 0);
-  t.is(tally.silentCorruptions, 0);
-  t.is(tally.damaged, 0);
-  t.is(tally.lsnProblems, 0);
-  t.true(tally.images.size >= minImages, `only ${tally.images.size} distinct crash states`);
-}
 
 test("crash harness (SmartWAL, one file, extent barrier at SyncCache): every crash point with unsynced drops and torn sectors loses no SyncCache-acknowledged write, returns no wrong byte, reports no damage and leaves no LSN gap", async (t) => {
   const tally = newTally();

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { ExecutionContext } from "ava";
 import fc from "fast-check";
 import { CrashFileLayer, type CrashSpec } from "../../core/crash-file-layer.ts";
 import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, VolumeNotFoundError, VolumeLayout, type ExtentBarrier, VolumeMode } from "../../volume/index.ts";
@@ -357,4 +358,15 @@ export function inFlightCrashProperty(layout?: VolumeLayout) {
       return r.lostAcked + r.silentCorruptions + r.damaged + r.lsnProblems === 0;
     },
   );
+}
+
+/** The checks every clean exploration passes: no problem, lost write, wrong byte, damage or LSN gap, and at least `minImages` distinct disk images. */
+export function assertClean(t: ExecutionContext, tally: Tally, minImages: number): void {
+  t.log(`states explored ${tally.states}, distinct (image, ack) ${tally.distinct.size}, distinct disk images ${tally.images.size}, states with unsynced records cut ${tally.statesWithUnsyncedCut}`);
+  t.deepEqual(tally.problems.slice(0, 5), []);
+  t.is(tally.lostAcked, 0);
+  t.is(tally.silentCorruptions, 0);
+  t.is(tally.damaged, 0);
+  t.is(tally.lsnProblems, 0);
+  t.true(tally.images.size >= minImages, `only ${tally.images.size} distinct crash states`);
 }
