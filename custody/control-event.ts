@@ -22,6 +22,7 @@ export const ControlEventType = {
   end_hold: "end_hold",
   admit_controller: "admit_controller",
   commit_failover: "commit_failover",
+  choose_persistence: "choose_persistence",
 } as const;
 export type ControlEventType = (typeof ControlEventType)[keyof typeof ControlEventType];
 
@@ -35,6 +36,9 @@ export const GENESIS_HASH = "0".repeat(64);
 /** Why ranges are held in the network: an operator's point-in-time-recovery pin, or a recovery reading them. */
 export const HoldKind = { pitr_pin: "pitr_pin", recovery: "recovery" } as const;
 export type HoldKind = (typeof HoldKind)[keyof typeof HoldKind];
+
+/** Format versions of the `choose_persistence` body (it carries its own, so it can grow without a new log version). */
+export const PersistenceChoiceVersion = { v1: 1 } as const;
 
 /** Scope of a declared failure. */
 export const FailureScope = { holder: "holder", zone: "zone", region: "region" } as const;
@@ -141,6 +145,20 @@ export type ControlEventBody =
       readonly recoveredCut: number;
       readonly oldHead: number;
       readonly firstSeq: number;
+    }
+  | {
+      /**
+       * The controller's persistence targets for one lane: only `targets` (disk-capable holders of
+       * the lane) flush its segments from `fromSeq` on, for the named `scenarios` that need disk;
+       * other disk-capable holders keep them in RAM. Empty `targets` withdraws the choice (every
+       * disk-capable holder flushes again). The newest choice of a lane replaces the previous one.
+       */
+      readonly type: typeof ControlEventType.choose_persistence;
+      readonly volume: string;
+      readonly lane: string;
+      readonly fromSeq: number;
+      readonly targets: readonly string[];
+      readonly scenarios: readonly string[];
     };
 
 /** One control event. */
@@ -185,6 +203,7 @@ const bodySchemas = {
   end_hold: z.tuple([tokenSchema, z.string().max(1024)]),
   admit_controller: z.tuple([tokenSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "public key must be 32 bytes")]),
   commit_failover: z.tuple([tokenSchema, tokenSchema, uintSchema, uintSchema, uintSchema, uintSchema]),
+  choose_persistence: z.tuple([z.literal(PersistenceChoiceVersion.v1), tokenSchema, tokenSchema, uintSchema, z.array(tokenSchema).max(64), z.array(z.string().min(1).max(256)).max(64)]),
 } as const;
 
 function bodyToTuple(e: ControlEventBody): unknown[] {
@@ -215,6 +234,8 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.controllerId, e.publicKey];
     case "commit_failover":
       return [e.volume, e.lane, e.term, e.recoveredCut, e.oldHead, e.firstSeq];
+    case "choose_persistence":
+      return [PersistenceChoiceVersion.v1, e.volume, e.lane, e.fromSeq, [...e.targets], [...e.scenarios]];
   }
 }
 
@@ -271,6 +292,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "commit_failover": {
       const [volume, lane, term, recoveredCut, oldHead, firstSeq] = bodySchemas.commit_failover.parse(raw);
       return { type, volume, lane, term, recoveredCut, oldHead, firstSeq };
+    }
+    case "choose_persistence": {
+      const [, volume, lane, fromSeq, targets, scenarios] = bodySchemas.choose_persistence.parse(raw);
+      return { type, volume, lane, fromSeq, targets, scenarios };
     }
   }
 }

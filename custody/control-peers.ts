@@ -2,6 +2,7 @@ import type { KeyObject } from "node:crypto";
 import type { Clock } from "../core/index.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
 import { releasedRanges, type ControlState } from "./control-state.ts";
+import { flushableAt } from "./control-persistence.ts";
 import type { RangeSet } from "../lanes/index.ts";
 import { publicKeyFromRaw } from "./signing.ts";
 
@@ -50,6 +51,16 @@ export class ControlLogPeers {
   /** What the log has released at `holderId` under `obligationId`, as of the last refresh. */
   releasedAt(obligationId: string, holderId: string): RangeSet {
     return releasedRanges(this.follower.state, obligationId, holderId);
+  }
+
+  /**
+   * The part of `seqs` of a lane that `holderId` may persist, as the log's persistence targets say
+   * (all of it without a choice). Asking keeps the log fresh, so a new choice is followed within
+   * `refreshMs`.
+   */
+  flushable(holderId: string, volume: string, lane: string, seqs: RangeSet): RangeSet {
+    this.refreshSoon(false);
+    return flushableAt(this.follower.state.persistence, holderId, volume, lane, seqs);
   }
 
   /** The current admitted incarnation of `holderId`, if it was ever admitted. */

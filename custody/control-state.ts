@@ -9,6 +9,7 @@ import type { ReceiptVerifyContext } from "./receipt-verification.ts";
 import { publicKeyFromRaw } from "./signing.ts";
 import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
 import { commitFailover, type Failovers } from "./control-failover.ts";
+import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
 
 /** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
@@ -62,6 +63,8 @@ export interface ControlState {
   readonly holds: Holds;
   /** The newest failover per lane (see control-failover.ts); absent before the first. */
   readonly failovers?: Failovers;
+  /** The controller's persistence targets per lane (see control-persistence.ts); absent before the first. */
+  readonly persistence?: PersistenceChoices;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
   /** Controllers an operator admitted (`admit_controller`): their raw Ed25519 public keys. Absent until the first. */
@@ -182,6 +185,9 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
     case "commit_failover":
       obligationForLane(s, e.volume, e.lane);
       return { ...s, failovers: commitFailover(s.failovers ?? {}, e) };
+    case "choose_persistence":
+      obligationForLane(s, e.volume, e.lane);
+      return { ...s, persistence: choosePersistence(s.persistence ?? {}, s.holders, e) };
   }
 }
 

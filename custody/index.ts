@@ -82,6 +82,7 @@ export {
 export {
   ControlEventType,
   ControlEventVersion,
+  PersistenceChoiceVersion,
   FailureScope,
   GENESIS_HASH,
   decodeControlEvent,
@@ -132,6 +133,7 @@ export { AdmissionError, AdmissionRefusal, checkAutoAdmission, encodeAdmissionRe
 export { commitControlEventRetrying } from "./control-commit.ts";
 export { HoldKind } from "./control-event.ts";
 export { overdueHolds, overdueReason, type Holds } from "./control-holds.ts";
+export { flushableAt, persistenceChoiceOf, type PersistenceChoice, type PersistenceChoices } from "./control-persistence.ts";
 export { ControlLogPeers } from "./control-peers.ts";
 export {
   MAX_ATTESTED_UNITS,

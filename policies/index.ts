@@ -105,3 +105,4 @@ export {
 } from "./route-measurements.ts";
 export { PathEstimate, type PathEstimateValue, type PathEstimateWindow } from "./path-estimate.ts";
 export { repairWindowFinding, sharedRepairBandwidth, type RepairWindowFinding } from "./repair-window.ts";
+export { choosePersistenceTargets, type PersistenceTargetInput, type PersistenceTargets } from "./persistence-targets.ts";

@@ -90,6 +90,13 @@ export interface ControllerConfig {
   readonly routes?: RoutesConfig;
   /** Retention audits of the holders (off when absent; see retention-audits.ts). */
   readonly retentionAudit?: RetentionAuditConfig;
+  /**
+   * Persistence targets (see persistence-choice.ts): the controller names, per lane, which of
+   * `candidates` (holders that can persist) flush it, enough for every required scenario that no
+   * RAM copy survives to keep `copies` (default 1) persisted copies; the others keep it in RAM.
+   * Absent: every disk-capable holder flushes as its own flush policy says.
+   */
+  readonly persistenceTargets?: { readonly candidates: readonly string[]; readonly copies?: number };
 }
 
 /**

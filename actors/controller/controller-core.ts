@@ -18,6 +18,7 @@ import { ControllerSpend } from "./controller-spend.ts";
 import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
+import { PersistenceTargetChooser } from "./persistence-target-chooser.ts";
 import { releasableHolders, type ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
 import { FailoverService } from "./failover-service.ts";
@@ -27,8 +28,8 @@ export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission
 /**
  * The controller's working parts behind its machine: the receipt ledger (fed only by verified
  * signed batches), writer progress, bounded-frequency policy evaluation, ordered fenced control
- * commits (releases only when `authorizeReleases` grants them), release frontiers, the per-volume
- * status document and, when configured, retention audits (an unproven holder's claims do not count).
+ * commits (releases only when `authorizeReleases` grants them), release frontiers, persistence
+ * targets, the status document and, when configured, retention audits (unproven claims do not count).
  */
 export class ControllerCore {
   readonly counters: Counters;
@@ -42,16 +43,14 @@ export class ControllerCore {
   readonly audits: ReleaseAudit[] = [];
   private readonly subs: TransportSubscription[] = [];
   private readonly heads: Record<string, number> = {};
-  /** The writer's commit runs still needed to price and date what a scenario would lose (trimmed each round). */
-  private readonly history = new CommitHistory();
+  private readonly history = new CommitHistory(); // the writer's commit runs still needed to price and date a scenario's loss
   private readonly recoveries = new Map<string, RecoveryInFlight>();
   private bases: BaseSnapshot[];
   private lastStatus: VolumeStatus | undefined;
   private lastReport: EvaluationReport | undefined;
   dirty = true;
   private stopped = false;
-  /** Every holder's release frontier is re-sent in the next round (after a reconnect). */
-  private frontiersDue = false;
+  private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
   private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
   private readonly admission: AutoAdmission; // key-continuity admission of holders' new incarnations
   /** Copies that close coverage gaps (restarts, declared failures, single copies). */
@@ -61,6 +60,7 @@ export class ControllerCore {
   readonly spend: ControllerSpend;
   retentionAudits: RetentionAudits | undefined;
   readonly routes: ControllerRoutes; // measured routes (`config.routes`)
+  private readonly persistence: PersistenceTargetChooser; // `config.persistenceTargets`
   /** Answers failover requests of a new writer or the operator (custody.v1.failover.<volume>). */
   readonly failovers: FailoverService;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
@@ -97,6 +97,7 @@ export class ControllerCore {
       repairBandwidth: (site, configured) => this.routes.repairBandwidth(this.currentState(), site, configured),
       nudge: () => (this.dirty = true),
     });
+    this.persistence = new PersistenceTargetChooser(config, this);
     this.failovers = new FailoverService({ volume: config.topology.volume, transport: ports.transport, counters: this.counters, commit: (req) => commitFailover(this, req) });
     this.coverage = new CoverageRepair(
       {
@@ -323,6 +324,7 @@ export class ControllerCore {
     const report = evaluateState(state);
     this.history.trim(state, report, this.config.topology.lanes, this.config.topology.retention);
     this.coverage.progress(withoutStaleClaims(state), s);
+    s = await this.persistence.step(s, state);
     for (const h of state.holders) if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
     const now = this.ports.clock.now();
     const every = this.config.releaseEveryMs ?? 1_000;

@@ -40,6 +40,8 @@ export class HolderCustodyMoves {
   private readonly offers = new Map<number, { key: string; seqs: RangeSet; at: number }>();
   private flushing = false;
   private evacuating = false;
+  /** Sealed RAM segments the last flush passed over as not this holder's to persist (each counted once). */
+  private notTarget = new Set<number>();
 
   constructor(private readonly core: HolderCore) {}
 
@@ -47,22 +49,34 @@ export class HolderCustodyMoves {
 
   /**
    * Starts one sequential flush of sealed, fully forwarded RAM segments (all lanes, one append
-   * stream). A segment that other coverage already made releasable is released instead — the
-   * unstarted flush is cancelled and nothing is written. Completion comes back as `flush.completed`.
+   * stream). A segment that other coverage already made releasable is released instead, and one
+   * the control log's persistence targets leave to other holders stays in RAM (counted once as
+   * `flush_skipped_not_target`) — unless the flush `relieves` memory pressure or an evacuation is
+   * under way: then keeping custody beats saving a write. A segment that stops being this holder's
+   * to persist (released, or the targets changed) before its turn is cancelled unwritten
+   * (`flush_cancelled`). Completion comes back as `flush.completed`.
    */
-  startFlush(all = false): void {
+  startFlush(all = false, relieves = false): void {
     const spill = this.core.spillStream;
     const policy = this.core.config.flush;
     if (!spill || !policy || this.flushing) return;
     const todo: { hl: HolderLane; key: string; id: number; seqs: RangeSet }[] = [];
+    const passedOver = new Set<number>();
     for (const [key, hl] of this.core.lanes) {
       if (all) hl.seal();
       this.core.tryRelease(key, hl);
       for (const s of hl.sealedSegments()) {
         if (s.residency !== "ram" || s.hasForwardPins || this.appended.has(s.id) || s.seqs.isEmpty) continue;
+        if (!this.targeted(hl, s.seqs, relieves)) {
+          // Another holder persists it for the lane: it stays in RAM here until released.
+          passedOver.add(s.id);
+          if (!this.notTarget.has(s.id)) this.core.counters.inc("flush_skipped_not_target");
+          continue;
+        }
         todo.push({ hl, key, id: s.id, seqs: s.seqs });
       }
     }
+    this.notTarget = passedOver;
     if (todo.length === 0 && !this.writer.pending) return;
     this.flushing = true;
     const span = this.core.spans.startSpan("holder.flush", { kind: SpanKind.INTERNAL, attributes: { "custody.segments": todo.length } });
@@ -72,9 +86,14 @@ export class HolderCustodyMoves {
       first: t.seqs.min!,
       last: t.seqs.max!,
       tag: { lane: t.key, segmentId: t.id, seqs: t.seqs },
-      // Released (recycled) while earlier segments of this flush were being written: nothing to persist.
-      // The record keeps the writer attestations stored with the units, so a restart can pass them on.
-      body: () => (t.hl.arena.holds(t.id) ? t.hl.arena.exportSegment(t.id) : undefined),
+      // Not started yet when it was released (recycled) or stopped being this holder's to persist:
+      // cancelled, nothing written. The record keeps the writer attestations stored with the units,
+      // so a restart can pass them on.
+      body: () => {
+        if (t.hl.arena.holds(t.id) && this.targeted(t.hl, t.seqs, relieves)) return t.hl.arena.exportSegment(t.id);
+        this.core.counters.inc("flush_cancelled");
+        return undefined;
+      },
     }));
     const run = async (): Promise<FlushOutcome> => {
       const r = await this.writer.write(spill, items, policy.deadlineMs, (tag) => this.appended.add(tag.segmentId));
@@ -125,6 +144,13 @@ export class HolderCustodyMoves {
     if (this.evacuating) this.evacuationProgress();
   }
 
+  /** True when this holder persists (some of) `seqs` of the lane: the log names no other target for them, or custody needs the write anyway. */
+  private targeted(hl: HolderLane, seqs: RangeSet, relieves: boolean): boolean {
+    if (relieves || this.evacuating) return true;
+    const flushable = this.core.ports.peers.flushable?.(this.core.config.holderId, hl.volume, hl.lane, seqs);
+    return flushable === undefined || !flushable.isEmpty;
+  }
+
   /** Periodic flush tick: flush, then re-arm. */
   flushTick(): void {
     this.startFlush();
@@ -145,7 +171,7 @@ export class HolderCustodyMoves {
     for (const [key, hl] of this.core.lanes) {
       if (hl.fillRatio() <= ratio) continue;
       if (this.core.config.transferNeighbor) this.offer(key, hl, false);
-      else this.startFlush();
+      else this.startFlush(false, true);
     }
   }
 

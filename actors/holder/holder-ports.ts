@@ -33,6 +33,11 @@ export interface PeerDirectory {
   releasedAt?(obligationId: string, holderId: string): RangeSet;
   /** Catches up with the log now. */
   refresh?(): Promise<unknown>;
+  /**
+   * The part of `seqs` this holder may persist, when the log names the lane's persistence targets
+   * (a directory that does not follow the log: everything).
+   */
+  flushable?(holderId: string, volume: string, lane: string, seqs: RangeSet): RangeSet;
 }
 
 /** Something a holder did, in order, for tests and operators (spans carry the same facts). */
