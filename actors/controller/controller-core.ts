@@ -97,7 +97,7 @@ export class ControllerCore {
       repairBandwidth: (site, configured) => this.routes.repairBandwidth(this.currentState(), site, configured),
       nudge: () => (this.dirty = true),
     });
-    this.persistence = new PersistenceTargetChooser(config, this);
+    this.persistence = new PersistenceTargetChooser(config, { counters: this.counters, commit: (b) => commitControlEvent(ports.store, this.follower, this.identity(), b) });
     this.failovers = new FailoverService({ volume: config.topology.volume, transport: ports.transport, counters: this.counters, commit: (req) => commitFailover(this, req) });
     this.coverage = new CoverageRepair(
       {
