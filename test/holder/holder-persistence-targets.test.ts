@@ -2,7 +2,8 @@
  * A disk-capable holder whose peer directory names other persistence targets for its lane keeps
  * the lane in RAM (no spill write at all), counts each passed-over segment once, and flushes as
  * soon as the targets include it again; a segment that stops being its to persist while a flush is
- * writing earlier ones is cancelled unwritten. Real nats-server, real files with fdatasync.
+ * writing earlier ones is cancelled unwritten; under memory pressure it spills anyway, so a left-out
+ * holder never stops its writer. Real nats-server, real files with fdatasync.
  */
 import anyTest, { type TestFn } from "ava";
 import { RangeSet } from "../../lanes/range-set.ts";
@@ -88,6 +89,31 @@ test.serial("segments that stop being the holder's to persist while a flush writ
     t.is(files.writes, writes, "no later flush writes them");
   } finally {
     openGate();
+    w.sender.close();
+    await wt.close();
+    await settle(50);
+    await h.close();
+  }
+});
+
+test.serial("a left-out holder whose RAM fills past the pressure ratio spills anyway: custody moves to disk and its writer is never stopped", async (t) => {
+  const url = t.context.nats.url;
+  const peers = new ChoosingPeers();
+  peers.persists = false;
+  const files = new CountingFileLayer();
+  // 256 KiB of RAM: 200 units of 4 KiB (about 850 KiB on the wire) cannot all stay in RAM.
+  const small = { ...DISK, arena: { ...DISK.arena, limitBytes: 256 * 1024, maxOutstandingCredit: 64 * 1024 }, pressureRatio: 0.5 };
+  const h = await launchHolder(url, peers, holderConfig("h-pressed", small), { files, spillPath: `${tempDir()}/spill.log`, peers });
+  const wt = await transport(url, "writer-pressed");
+  const w = new Writer(wt, "h-pressed");
+  const lane = () => h.holder.lane("vol1", "l0")!;
+  try {
+    for (let s = 1; s <= 200; s++) w.send(unit(s, 1, 4096));
+    await eventually(() => lane().retained.covers(1, 200), "all 200 units admitted: credit kept flowing", 20_000, () => lane().retained.toString());
+    t.false(lane().diskResident.isEmpty, `pressure moved custody to disk (${lane().diskResident.toString()})`);
+    t.true(files.datasyncs >= 1);
+    t.true(h.holder.counters.get("flush_skipped_not_target") >= 1, "before the pressure, segments were passed over");
+  } finally {
     w.sender.close();
     await wt.close();
     await settle(50);
