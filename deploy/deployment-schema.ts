@@ -127,6 +127,12 @@ const volumeSchema = z.strictObject({
   recoverySteps: z.strictObject({ detectSec: z.number().nonnegative(), authorizeSec: z.number().nonnegative(), acquireCapacitySec: z.number().nonnegative(), persistSec: z.number().nonnegative(), validateSec: z.number().nonnegative() }).optional(),
   /** Holders that shed custody once the policy allows; default the RAM-only holders. */
   releasable: z.array(id).optional(),
+  /**
+   * The controller names which of the volume's disk holders persist each lane (enough for `copies`
+   * persisted copies, default 1, in every required scenario no RAM copy survives); omitted: every
+   * disk holder flushes everything.
+   */
+  persistenceTargets: z.strictObject({ copies: z.number().int().min(1).max(16).optional() }).optional(),
 });
 
 const controllerSchema = z.strictObject({

@@ -101,6 +101,20 @@ test("the plan puts the holder's public key in the bootstrap and its private key
   t.is(topo.links.length, topo.sites.length * (topo.sites.length - 1), "every pair of sites is linked both ways");
   t.deepEqual(topo.scenarios.map((s) => s.name), ["crash:h-e1", "crash:h-w1"]);
   t.deepEqual(topo.releasable, ["h-e1"], "RAM holders shed custody by default");
+  t.false("persistenceTargets" in ctl.controller, "every disk holder flushes unless the volume asks for targets");
+});
+
+test("a volume that asks for persistence targets gets a controller choosing among its disk holders", async (t) => {
+  const dir = tempDir("custody-plan-");
+  const base = await loopbackDeployment(dir);
+  const withTargets = (targets: unknown) => ({ ...base, volumes: (base["volumes"] as Record<string, unknown>[]).map((v) => ({ ...v, persistenceTargets: targets })) });
+  const d = parseDeployment(withTargets({ copies: 2 }));
+  const keys: KeySource = { holderKey: () => ({ pkcs8: new Uint8Array([1]), publicRaw: new Uint8Array(32).fill(1) }), dataKey: () => new Uint8Array(32).fill(0xdd) };
+  let u = 0;
+  const plan = planDeployment(d, "/out", keys, { nkeyUser: () => ({ seed: `SU${++u}`, publicKey: `U${String.fromCharCode(65 + u).repeat(55)}` }), caPem: "CA\n" });
+  const ctl = JSON.parse(plan.files.find((f) => f.path === "/out/roles/controller-ctl-1/config.json")!.contents as string) as { controller: { persistenceTargets?: unknown } };
+  t.deepEqual(ctl.controller.persistenceTargets, { candidates: ["h-w1"], copies: 2 });
+  t.throws(() => parseDeployment(withTargets({ copies: 0 })), { message: /persistenceTargets\.copies/ });
 });
 
 test("a bootstrap file with an unknown key or a public key that is not 64 hex digits is refused naming the path", (t) => {
