@@ -19,6 +19,8 @@ export interface SecuredBenchServer {
   readonly server: NatsServerHandle;
   /** A connection as the bench user, over TLS. */
   connect(name: string): Promise<NatsTransport>;
+  /** What another process needs to connect the same way (the bench's own holder process). */
+  readonly connectOptions: { readonly servers: string; readonly nkeySeedFile: string; readonly caFile: string; readonly inboxPrefix: string };
   stop(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function startSecuredBenchServer(): Promise<SecuredBenchServer> {
   return {
     server,
     connect: (name) => NatsTransport.connect({ servers: server.url, name, nkeySeed: seed, caFile: certs.caFile, inboxPrefix }),
+    connectOptions: { servers: server.url, nkeySeedFile: seedFile, caFile: certs.caFile, inboxPrefix },
     async stop() {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
