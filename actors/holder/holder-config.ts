@@ -46,6 +46,11 @@ export const laneConfigSchema = z.object({
   downstream: z.array(token).default([]),
   /** Senders allowed to push this lane into us (upstream holders or the volume writer). */
   upstream: z.array(token).min(1),
+  /**
+   * What this lane's units are (issue #22): `raw` (the original log) or `coalesced` (a writer's
+   * derived lane, one unit per window): its receipts then say `coalesced` with `sourceCutSeq`.
+   */
+  representation: z.enum(["raw", "coalesced"]).default("raw"),
 });
 export type LaneConfig = z.infer<typeof laneConfigSchema>;
 

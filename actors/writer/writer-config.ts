@@ -1,5 +1,6 @@
 import { CustodyError } from "../../core/index.ts";
 import type { Site } from "../../policies/index.ts";
+import type { CoalescedStreamSpec } from "./coalesced-stream.ts";
 
 /**
  * Configuration of a volume writer: which lanes its log is spread over (by LBA range), the
@@ -62,6 +63,11 @@ export interface VolumeWriterConfig {
    * only until every first hop receipted it (`receipted`: for deployments without a controller).
    */
   readonly retainUntil?: "receipted" | "confirmed";
+  /**
+   * Optional coalesced stream beside the raw lanes (issue #22): its own holders and cadence
+   * (see coalesced-stream.ts; checked by checkCoalescedStream). Absent: nothing changes.
+   */
+  readonly coalesced?: CoalescedStreamSpec;
 }
 
 /** Thrown for an impossible writer configuration (overlapping lanes, unknown holder site, ...). */
