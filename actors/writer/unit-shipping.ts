@@ -2,7 +2,7 @@ import { unitRecordBytes } from "../../arena/index.ts";
 import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/index.ts";
-import { encodeMessage, unitSpec } from "../../protocol/index.ts";
+import { encodeMessage, unitSpec, type WriteRecord } from "../../protocol/index.ts";
 import { noteSent } from "../holder/index.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
 import { openPayload, sealPayload } from "../../protocol/index.ts";
@@ -37,6 +37,15 @@ export class UnitShipper {
     const id = { volume: this.config.volume, lane: l.spec.lane, term: this.config.term, firstSeq: recs[0]!.seq, lastSeq: recs[recs.length - 1]!.seq };
     const unit = makeTransportUnit({ ...id, commitTs: ts, payload: sealPayload(this.ports.dataKey, id, recs) });
     this.ship(l, unit, true);
+  }
+
+  /**
+   * Seals a derived (coalesced) window into one unit of its derived lane: the raw window's range
+   * and commit times, only the surviving records (issue #22). It then takes the raw units' path.
+   */
+  cutDerived(l: WriterLane, parts: { firstSeq: number; lastSeq: number; commitTs: number[]; records: readonly WriteRecord[] }): void {
+    const id = { volume: this.config.volume, lane: l.spec.lane, term: this.config.term, firstSeq: parts.firstSeq, lastSeq: parts.lastSeq };
+    this.ship(l, makeTransportUnit({ ...id, commitTs: parts.commitTs, payload: sealPayload(this.ports.dataKey, id, parts.records) }), true);
   }
 
   /**

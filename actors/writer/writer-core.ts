@@ -1,27 +1,20 @@
-import { Counters } from "../../core/index.ts";
-import { CustodyError } from "../../core/index.ts";
+import { Counters, CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { verifyReceiptBatch, writerUnitSigner } from "../../custody/index.ts";
-import { eventSubject, receiptSubject, releaseSubject, statusSubject } from "../../protocol/index.ts";
-import { volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
+import { receiptBatchSpec, verifyReceiptBatch, writerUnitSigner } from "../../custody/index.ts";
+import { decodeMessage, encodeMessage, eventSubject, receiptSubject, releaseFrontierSpec, releaseSubject, statusSubject, volumeStatusSpec, writerProgressSpec, type VolumeStatus, type WriteRecord } from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { protectedSeqs } from "./protection.ts";
 import { provableByTerm } from "./receipt-terms.ts";
 import { confirmedCut } from "./confirmed-cut.ts";
-import { dueResends, forgetReceipted, noteResent, noteSent } from "../holder/index.ts";
-import type { WriteRecord } from "../../protocol/index.ts";
+import { dueResends, forgetReceipted, FrontierBacking, noteResent, noteSent } from "../holder/index.ts";
 import { checkWriterConfig, UnknownContractError, WriteRejectedError, type VolumeWriterConfig } from "./writer-config.ts";
-import { writerProgressSpec } from "../../protocol/index.ts";
-import { receiptBatchSpec } from "../../custody/index.ts";
-import { releaseFrontierSpec } from "../../protocol/index.ts";
-import { FrontierBacking } from "../holder/index.ts";
 import { ProtectionWaiters } from "./protection-waiters.ts";
 import { ShipLog } from "./ship-log.ts";
 import { UnitShipper } from "./unit-shipping.ts";
 import { ManifestShipper } from "./manifest-shipping.ts";
 import { openWriterLane, splitWrite, type WriterLane } from "./writer-lane.ts";
+import { CoalescingConsumer, openCoalescedStream } from "./coalescing-consumer.ts";
 import type { VolumeWriterPorts, WriteAck, WriterCut, ShipLogEntry, WriterDispatch } from "./writer-ports.ts";
 
 export type { VolumeWriterPorts, WriteAck, WriterCut, ShipLogEntry } from "./writer-ports.ts";
@@ -35,6 +28,8 @@ export class WriterCore {
   readonly counters: Counters;
   private readonly lanes = new Map<string, WriterLane>();
   private readonly ordered: WriterLane[];
+  private readonly all: WriterLane[]; // raw and derived (coalesced) lanes; derived ones take no writes
+  private readonly coalescing: CoalescingConsumer | undefined;
   private readonly subs: TransportSubscription[] = [];
   private readonly waiters: ProtectionWaiters;
   private readonly cuts: WriterCut[] = [];
@@ -57,8 +52,11 @@ export class WriterCore {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
     this.frontiers = new FrontierBacking(ports.peers);
-    for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, { transport: ports.transport, clock: ports.clock, counters: this.counters, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) }));
+    const seams = { transport: ports.transport, clock: ports.clock, counters: this.counters, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) };
+    for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, seams));
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
+    this.coalescing = openCoalescedStream(config, this.lanes, seams, (l, p) => this.shipper.cutDerived(l, p));
+    this.all = [...this.lanes.values()];
     this.waiters = new ProtectionWaiters({ protectedThrough: (c, lane) => this.protectedThrough(c, lane), firstSeq: (lane) => this.lanes.get(lane)!.spec.firstSeq ?? 1 }, ports.clock, this.counters);
     this.ships = new ShipLog(() => ports.volume.walWindow().start);
     this.shipper = new UnitShipper(config, ports, this.counters, () => this.stopped);
@@ -67,13 +65,13 @@ export class WriterCore {
 
   /** Subscribes receipts and the controller's status, attaches credit senders and starts progress publication. */
   start(): void {
-    for (const l of this.ordered) {
+    for (const l of this.all) {
       this.subs.push(this.ports.transport.subscribe(receiptSubject(this.config.volume, l.spec.lane), (msg) => this.dispatch({ type: "nats.receipt", lane: l.spec.lane, msg })));
       for (const s of l.senders) s.attach();
     }
     if (this.retainUntil === "confirmed") this.subs.push(this.ports.transport.subscribe(statusSubject(this.config.volume), (msg) => this.dispatch({ type: "nats.status", msg })));
     // First hops' release frontiers: what the control log released there is owed to them no more.
-    const firstHops = new Set(this.ordered.flatMap((l) => [...l.edges.keys()]));
+    const firstHops = new Set(this.all.flatMap((l) => [...l.edges.keys()]));
     for (const h of firstHops) this.subs.push(this.ports.transport.subscribe(releaseSubject(h), (msg) => this.dispatch({ type: "nats.release", msg })));
     if (this.ports.recovered !== undefined) this.shipper.reship(this.lanes, this.ports.recovered);
     const unwatch = this.ports.transport.onConnection?.((e) => this.dispatch({ type: "transport.connection", event: e }));
@@ -126,6 +124,7 @@ export class WriterCore {
       const seq = l.next++;
       const rec: WriteRecord = { seq, lsn, lba: p.lba, data: own.subarray((p.lba - lba) * BLOCK_SIZE, (p.lba - lba) * BLOCK_SIZE + p.data.length) };
       l.pending.push(rec);
+      this.coalescing?.note(l.spec.lane, rec, now);
       l.pendingTs.push(now);
       l.pendingBytes += rec.data.length;
       const last = l.runs[l.runs.length - 1];
@@ -150,6 +149,7 @@ export class WriterCore {
   private cutUnits(): void {
     this.flushQueued = false;
     for (const l of this.ordered) this.shipper.cutUnit(l);
+    this.coalescing?.tick();
   }
 
   private noteCut(lsn: number): void {
@@ -188,7 +188,7 @@ export class WriterCore {
     const until = this.ports.clock.now() + deadlineMs;
     for (;;) {
       const left: Record<string, RangeSet> = {};
-      for (const l of this.ordered) if (!l.obligations.retained.isEmpty) left[l.spec.lane] = l.obligations.retained;
+      for (const l of this.all) if (!l.obligations.retained.isEmpty) left[l.spec.lane] = l.obligations.retained;
       if (Object.keys(left).length === 0 || this.ports.clock.now() >= until) return left;
       await new Promise<void>((resolve) => this.ports.clock.setTimeout(() => resolve(), 50));
     }
@@ -229,7 +229,7 @@ export class WriterCore {
   /** Re-sends, per first hop, retained units it has not receipted a while after their last send (gap repair). */
   resendDue(): void {
     const now = this.ports.clock.now();
-    for (const l of this.ordered) {
+    for (const l of this.all) {
       for (const d of dueResends(l, now, this.resendAfterMs)) {
         for (const u of l.retention.within(d.seqs)) {
           d.sender.send({ data: u.data, bytes: u.bytes });
@@ -411,12 +411,11 @@ export class WriterCore {
   /** Publishes what was written since the last progress message (for the controller's RPO). */
   publishProgress(): void {
     // A volume spanning lanes also ships its newest consistency manifest to the lanes' holders.
+    this.coalescing?.tick(); // the coalesced stream's `windowMs` cadence rides on this timer
     this.manifestShipper.ship(this.cuts, this.ordered);
     const lanes = this.ordered.map((l) => ({ lane: l.spec.lane, head: l.next - 1, runs: l.runs.splice(0, 4096) }));
-    this.ports.transport.publish(
-      eventSubject(this.config.volume),
-      encodeMessage(writerProgressSpec, { writer: this.config.writerId, volume: this.config.volume, term: this.config.term, lanes, at: this.ports.clock.now() }),
-    );
+    const progress = { writer: this.config.writerId, volume: this.config.volume, term: this.config.term, lanes, at: this.ports.clock.now() };
+    this.ports.transport.publish(eventSubject(this.config.volume), encodeMessage(writerProgressSpec, progress));
   }
 
   /**
@@ -444,7 +443,7 @@ export class WriterCore {
     if (this.stopped) return;
     this.stopped = true;
     for (const s of this.subs) s.unsubscribe();
-    for (const l of this.ordered) for (const s of l.senders) s.close();
+    for (const l of this.all) for (const s of l.senders) s.close();
     for (const w of this.roomWaiters.splice(0)) w();
   }
 }

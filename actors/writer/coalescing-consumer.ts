@@ -1,0 +1,126 @@
+import type { Clock, Counters } from "../../core/index.ts";
+import { CoalesceQueue, CoalesceInputError, type CoalesceRecord, type DerivedWindow, type WriteRecord } from "../../protocol/index.ts";
+import { checkCoalescedStream, derivedLaneName, derivedLaneSpecs, type CoalescedStreamSpec } from "./coalesced-stream.ts";
+import type { VolumeWriterConfig } from "./writer-config.ts";
+import { openWriterLane, type WriterLane } from "./writer-lane.ts";
+
+/**
+ * The coalescing consumer at the writer (it holds the data key, so it sees plaintext records):
+ * every raw record of a lane also enters that lane's open window; a window closes after
+ * `windowRecords` records or `windowMs`, goes through the budgeted CoalesceQueue, and each derived
+ * window is handed to `ship` (sealed into one unit of the derived lane, sequences `first..last` of
+ * the raw window). Counters: `coalesce_windows`, `coalesce_raw_bytes`, `coalesce_derived_bytes`,
+ * `coalesce_dropped_records`, `coalesce_window_splits`, `coalesce_backlog_ticks`.
+ */
+
+/** A derived window ready to seal: the raw window's range and commit times, the surviving records. */
+export interface DerivedUnitParts {
+  readonly rawLane: string;
+  readonly lane: string;
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+  readonly commitTs: number[];
+  readonly records: WriteRecord[];
+}
+
+interface OpenWindow {
+  records: WriteRecord[];
+  ts: number[];
+  openedAt: number;
+}
+
+export class CoalescingConsumer {
+  private readonly open = new Map<string, OpenWindow>();
+  private readonly queues = new Map<string, CoalesceQueue>();
+  private readonly pendingTs = new Map<string, number[]>();
+
+  constructor(
+    private readonly spec: CoalescedStreamSpec,
+    private readonly seams: { clock: Clock; counters: Counters; ship: (parts: DerivedUnitParts) => void },
+  ) {}
+
+  /** A raw record of `lane` (same buffer as the raw unit's; never copied here). */
+  note(lane: string, rec: WriteRecord, committedAt: number): void {
+    let w = this.open.get(lane);
+    if (w === undefined) this.open.set(lane, (w = { records: [], ts: [], openedAt: this.seams.clock.now() }));
+    w.records.push(rec);
+    w.ts.push(committedAt);
+    if (w.records.length >= this.spec.windowRecords) this.close(lane, w);
+  }
+
+  /** Closes windows past their age, then coalesces within the CPU budget and ships what it derived. */
+  tick(): void {
+    const now = this.seams.clock.now();
+    const age = this.spec.windowMs;
+    if (age !== undefined) for (const [lane, w] of this.open) if (now - w.openedAt >= age) this.close(lane, w);
+    for (const [lane, q] of this.queues) {
+      for (const d of q.tick()) this.shipDerived(lane, d);
+      if (q.backlog > 0) this.seams.counters.inc("coalesce_backlog_ticks");
+    }
+  }
+
+  /** Closes every open window now (a protected sync or a stop: nothing waits for the cadence). */
+  closeAll(): void {
+    for (const [lane, w] of this.open) this.close(lane, w);
+  }
+
+  /** Raw windows closed but not yet coalesced (the CPU budget's backlog), all lanes. */
+  backlog(): number {
+    let n = 0;
+    for (const q of this.queues.values()) n += q.backlog;
+    return n;
+  }
+
+  private close(lane: string, w: OpenWindow): void {
+    this.open.delete(lane);
+    if (w.records.length === 0) return;
+    let q = this.queues.get(lane);
+    if (q === undefined) {
+      q = new CoalesceQueue({ maxRecords: this.spec.maxWindowRecords ?? 4096, maxBytes: this.spec.maxWindowBytes ?? 8 << 20 }, this.spec.windowsPerTick ?? 4);
+      this.queues.set(lane, q);
+    }
+    const records: CoalesceRecord[] = w.records.map((r) => ({ kind: "write", seq: r.seq, lsn: r.lsn, lba: r.lba, data: r.data }));
+    const splitsBefore = q.totals.splits;
+    try {
+      q.push({ firstSeq: records[0]!.seq, lastSeq: records[records.length - 1]!.seq, records });
+    } catch (err) {
+      // Cannot happen for the writer's own contiguous records; counted, and the window is not shipped.
+      this.seams.counters.inc(`coalesce_${err instanceof CoalesceInputError ? err.code : "failed"}`);
+      return;
+    }
+    this.seams.counters.inc("coalesce_window_splits", q.totals.splits - splitsBefore);
+    // Commit times wait in seq order beside the queue: a (split) derived window takes its own.
+    const ts = this.pendingTs.get(lane);
+    if (ts === undefined) this.pendingTs.set(lane, [...w.ts]);
+    else for (const t of w.ts) ts.push(t);
+  }
+
+  private shipDerived(lane: string, d: DerivedWindow): void {
+    const ts = this.pendingTs.get(lane)!.splice(0, d.sourceCutSeq - d.firstSeq + 1);
+    const records: WriteRecord[] = [];
+    for (const r of d.records) if (r.kind === "write") records.push({ seq: r.seq, lsn: r.lsn, lba: r.lba, data: r.data });
+    const c = this.seams.counters;
+    c.inc("coalesce_windows");
+    c.inc("coalesce_raw_bytes", d.rawBytes);
+    c.inc("coalesce_derived_bytes", d.derivedBytes);
+    c.inc("coalesce_dropped_records", d.droppedRecords);
+    this.seams.ship({ rawLane: lane, lane: derivedLaneName(this.spec, lane), firstSeq: d.firstSeq, lastSeq: d.sourceCutSeq, commitTs: ts, records });
+  }
+}
+
+/**
+ * Checks `config`'s coalesced stream and, when there is one, opens its derived lanes into `lanes`
+ * (sent and re-sent like raw lanes; kept only until receipted, since no controller status
+ * confirms a derived lane) and returns the consumer that fills them through `ship`.
+ */
+export function openCoalescedStream(
+  config: VolumeWriterConfig,
+  lanes: Map<string, WriterLane>,
+  seams: Parameters<typeof openWriterLane>[2],
+  ship: (l: WriterLane, parts: DerivedUnitParts) => void,
+): CoalescingConsumer | undefined {
+  checkCoalescedStream(config);
+  if (config.coalesced === undefined) return undefined;
+  for (const spec of derivedLaneSpecs(config)) lanes.set(spec.lane, Object.assign(openWriterLane(spec, config, seams), { confirmed: Number.MAX_SAFE_INTEGER }));
+  return new CoalescingConsumer(config.coalesced, { clock: seams.clock, counters: seams.counters, ship: (p) => ship(lanes.get(p.lane)!, p) });
+}
