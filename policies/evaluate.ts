@@ -7,6 +7,7 @@ import { applyLosses, initialView, siteUsable, type SurvivorView } from "./survi
 import { reportFromView, Verdict, type SurvivalReport } from "./survival-report.ts";
 import { repairWindowFinding, type RepairWindowFinding } from "./repair-window.ts";
 import { validateEvaluationState } from "./state-validation.ts";
+import { withCoalescedStream } from "./coalesced-cut.ts";
 
 /** Evaluates one scenario of simultaneous losses against the state. Pure and deterministic. */
 export function evaluateScenario(state: EvaluationState, scenario: Scenario): SurvivalReport {
@@ -76,13 +77,14 @@ export interface EvaluationReport {
 export function evaluateState(given: EvaluationState): EvaluationReport {
   validateEvaluationState(given);
   // An unproven holder (failed retention audit) may have dropped what it claims: its claims count for nothing.
-  const state = given.holders.some((h) => h.audit === AuditState.Failed) ? { ...given, holders: given.holders.map((h) => (h.audit === AuditState.Failed ? { ...h, claims: [] } : h)) } : given;
+  const state = given.holders.some((h) => h.audit === AuditState.Failed) ? { ...given, holders: given.holders.map((h) => (h.audit === AuditState.Failed ? { ...h, claims: [], ...(h.coalesced === undefined ? {} : { coalesced: [] }) } : h)) } : given;
   return {
     volume: state.volume,
     asOfMs: state.asOfMs,
     acknowledged: { ...state.source.lanes },
     reports: [
-      ...state.scenarios.map((s) => evaluateScenario(state, s)),
+      // Reports (not release decisions) may name a cut from the coalesced stream.
+      ...state.scenarios.map((s) => withCoalescedStream(state, s, evaluateScenario(state, s))),
       ...state.timelines.map((tl, i) => evaluateTimeline(state, tl, `timelines[${i}]`)),
     ],
   };

@@ -34,6 +34,12 @@ export interface Holder {
   readonly site: string;
   readonly claims: readonly RetainedClaim[];
   /**
+   * Coalesced images the holder keeps (issue #22), each claimed under the raw lane it images, its
+   * ranges ending at a window end (the image's source cut). Never possession of the raw records:
+   * only `evaluateState` weighs them, as a scenario's alternative cut (see coalesced-cut.ts).
+   */
+  readonly coalesced?: readonly RetainedClaim[] | undefined;
+  /**
    * The holder's retention-audit state, when audits run (policies/audit-book.ts): a `failed` holder
    * is unproven and its claims count for nothing (evaluateState drops them); absent means not audited.
    */

@@ -33,7 +33,8 @@ export {
 export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveClaim } from "./survivor-view.ts";
 export { manifestSurvives } from "./manifest-survival.ts";
 export { commitHistoryBounds, foldCommitHistory, tallyCommits, type CommitTally } from "./commit-log.ts";
-export { SurvivalFlag, type SurvivalReport } from "./survival-report.ts";
+export { CutStream, SurvivalFlag, type SurvivalReport } from "./survival-report.ts";
+export { withCoalescedStream } from "./coalesced-cut.ts";
 export { recoveryTime, type RecoveryTime, type RecoveryPhases } from "./recovery-time.ts";
 export { evaluateScenario, evaluateTimeline, evaluateState, type EvaluationReport } from "./evaluate.ts";
 export { validateEvaluationState } from "./state-validation.ts";

@@ -76,7 +76,7 @@ export const evaluationStateSchema = z.strictObject({
   source: z.strictObject({ site: id, lanes: cut }),
   commits: z.array(z.strictObject({ lane: id, first: seq, last: seq, committedAtMs: nonNeg, bytesPerSeq: nonNeg })).default([]),
   sites: z.array(siteSchema).min(1),
-  holders: z.array(z.strictObject({ id, site: id, claims: z.array(claimSchema).default([]), audit: z.enum(["pending", "passed", "failed"]).optional() })),
+  holders: z.array(z.strictObject({ id, site: id, claims: z.array(claimSchema).default([]), coalesced: z.array(claimSchema).optional(), audit: z.enum(["pending", "passed", "failed"]).optional() })),
   bases: z.array(z.strictObject({ id, holder: id, cut, bytes: nonNeg })).default([]),
   manifests: z.array(z.strictObject({ id, cut, holders: z.array(id).min(1), residency: z.enum(["ram", "disk"]).optional() })).default([]),
   keyAuthorities: z.array(z.strictObject({ id, site: id })).default([]),
@@ -137,7 +137,7 @@ export function parseEvaluationState(input: unknown, counters?: Counters): Evalu
   const rs = (r: [number, number][]) => RangeSet.from(r);
   const state: EvaluationState = {
     ...j,
-    holders: j.holders.map((h) => ({ ...h, claims: h.claims.map((c) => ({ ...c, ranges: rs(c.ranges) })) })),
+    holders: j.holders.map(({ coalesced, ...h }) => ({ ...h, claims: h.claims.map((c) => ({ ...c, ranges: rs(c.ranges) })), ...(coalesced === undefined ? {} : { coalesced: coalesced.map((c) => ({ ...c, ranges: rs(c.ranges) })) }) })),
     forwards: j.forwards.map((f) => ({ ...f, ranges: rs(f.ranges) })),
     pins: j.pins.map((p) => ({ ...p, ranges: rs(p.ranges) })),
     recoveries: j.recoveries.map((r) => ({ ...r, ranges: rs(r.ranges) })),

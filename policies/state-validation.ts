@@ -39,6 +39,7 @@ export function validateEvaluationState(s: EvaluationState): void {
   };
   s.holders.forEach((h, i) => {
     site(h.site, `holders[${i}].site`);
+    h.coalesced?.forEach((c, j) => lane(c.lane, `holders[${i}].coalesced[${j}].lane`));
     h.claims.forEach((c, j) => {
       lane(c.lane, `holders[${i}].claims[${j}].lane`);
       // Evidence newer than the snapshot cannot have been observed: a clock or input error.

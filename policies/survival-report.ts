@@ -31,6 +31,11 @@ export interface SurvivalReport {
   readonly required: boolean;
   /** Lane → last recoverable sequence; null when nothing can be rebuilt. */
   readonly cut: Record<string, number> | null;
+  /**
+   * The stream the cut comes from: `raw` (the original log) or `coalesced` (a derived image whose
+   * cut is a window end; the raw records before it are not held). See coalesced-cut.ts.
+   */
+  readonly stream: CutStream;
   readonly base: string | null;
   readonly manifest: string | null;
   readonly keyAuthority: string | null;
@@ -54,6 +59,10 @@ export interface SurvivalReport {
   /** Why it is `not_met` (empty when met), one short sentence each. */
   readonly reasons: string[];
 }
+
+/** Which stream a report's cut comes from. */
+export const CutStream = { raw: "raw", coalesced: "coalesced" } as const;
+export type CutStream = (typeof CutStream)[keyof typeof CutStream];
 
 /** A report's verdict. */
 export const Verdict = { met: "met", notMet: "not_met" } as const;
@@ -102,7 +111,7 @@ interface CutChoice {
   manifest: string | null;
 }
 
-function cutWeight(cut: Record<string, number>): number {
+export function cutWeight(cut: Record<string, number>): number {
   return Object.values(cut).reduce((a, b) => a + b, 0);
 }
 
@@ -257,6 +266,7 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
     kind: meta.kind,
     required: meta.required,
     cut: choice?.cut ?? null,
+    stream: CutStream.raw,
     base: choice?.base.id ?? null,
     manifest: choice?.manifest ?? null,
     keyAuthority: key?.id ?? null,

@@ -40,6 +40,12 @@ export interface VolumeTopology {
   readonly protectedRam?: ProtectedRamLayout;
   /** Holders that shed custody once the policy allows (RAM tiers); others keep theirs. */
   readonly releasable: readonly string[];
+  /**
+   * The volume's coalesced stream (issue #22): derived lane → the raw lane it images. Receipts of a
+   * derived lane (representation `coalesced`) count only as coalesced images of that raw lane, never
+   * as its raw records; a derived lane not named here counts for nothing.
+   */
+  readonly coalesced?: Readonly<Record<string, string>>;
   /** The contract's retention window: named holders keep each sequence this long after its commit. */
   readonly retention?: RetentionWindow;
 }

@@ -37,8 +37,14 @@ export function buildEvaluationState(
 ): EvaluationState {
   const claims = new Map<string, RetainedClaim[]>();
   for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
+  const images = new Map<string, RetainedClaim[]>();
   for (const h of holdings) {
     if (h.volume !== topo.volume || failed.has(h.holderId) || !claims.has(h.holderId) || h.retained.isEmpty) continue;
+    if (h.representation === "coalesced") {
+      const image = coalescedClaim(topo, h);
+      if (image !== undefined) images.set(h.holderId, [...(images.get(h.holderId) ?? []), image]);
+      continue;
+    }
     // A claim is as fresh as the receipt that states it (the holder was alive and holding then);
     // protected RAM additionally needs its hold-up capability measured recently enough.
     const capabilityAgeMs = asOfMs - h.evidenceAt;
@@ -61,7 +67,7 @@ export function buildEvaluationState(
       if (!rest.isEmpty) claims.get(h.holderId)!.push({ ...claim, ranges: rest });
     }
   }
-  const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c }));
+  const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c, ...(images.has(id) ? { coalesced: images.get(id)! } : {}) }));
   // Bases materialized beside a holder (rolling bases), as its fresh receipts name them: like a
   // disk claim at that holder's site, covering its lane through the base's cut.
   const bases = new Map(topo.bases.map((b) => [b.id, b]));
@@ -99,6 +105,17 @@ export function buildEvaluationState(
     scenarios: topo.scenarios,
     timelines: topo.timelines,
   };
+}
+
+/**
+ * A coalesced holding as an image of its raw lane: its ranges through the receipt's source cut
+ * (a window end), or nothing when the topology names no raw lane for it. Never a raw claim.
+ */
+function coalescedClaim(topo: VolumeTopology, h: Holding): RetainedClaim | undefined {
+  const lane = topo.coalesced?.[h.lane];
+  const p = h.receipt.payload;
+  if (lane === undefined || p.representation !== "coalesced") return undefined;
+  return { lane, ranges: h.retained.intersect(RangeSet.of(0, p.sourceCutSeq)), residency: h.residency, evidence: { kind: "observed", atMs: h.issuedAt } };
 }
 
 /**

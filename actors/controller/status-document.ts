@@ -34,6 +34,8 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
       kind: r.kind,
       required: r.required,
       cut: r.cut === null ? null : pairs(r.cut),
+      // Only a coalesced cut names its stream: a document without `stream` speaks of the raw log (as before).
+      ...(r.stream === "coalesced" ? { stream: r.stream } : {}),
       lostSeqs: r.lostSeqs,
       lostBytes: r.lostBytes,
       oldestLostAgeMs: r.oldestLostAgeMs,

@@ -69,6 +69,8 @@ export function evaluationRows(report: EvaluationReport, audits: Readonly<Record
     "time to usable": r.timeToUsable === null ? "unbounded" : fmtSec(r.timeToUsable.totalSec),
     deadline: fmtSec(r.deadlineSec),
     evidence: r.evidence,
+    // Which stream the cut comes from: raw, or a coalesced image (issue #22).
+    stream: r.stream,
     contributors: contributorsText(r.contributors, audits),
     "consistent by": consistentBy(r.cut === null ? 0 : Object.keys(r.cut).length, r.manifest, r.base),
     flags: r.flags.filter((f) => f !== "deadline_missed").join(",") || "-",

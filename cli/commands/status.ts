@@ -56,6 +56,7 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     rto: s.rtoSec === null ? "unbounded" : `${s.rtoSec.toFixed(0)}s`,
     deadline: `${s.deadlineSec}s`,
     evidence: s.evidence,
+    stream: s.stream ?? "raw", // absent: the raw log (documents before issue #22 never name it)
     contributors: contributorsText(s.contributors, Object.fromEntries((doc.audits ?? []).map((a) => [a.holder, a.state]))),
     "consistent by": consistentBy(s.cut?.length ?? 0, s.manifest, s.base),
     flags: s.flags.join(",") || "-",

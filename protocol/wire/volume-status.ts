@@ -34,6 +34,12 @@ const scenarioStatus = z.object({
    */
   manifest: z.string().max(512).nullable().optional(),
   base: z.string().max(512).nullable().optional(),
+  /**
+   * The stream the cut comes from (issue #22): `raw`, or `coalesced` (a derived image; the cut is
+   * a window end and the raw records before it are not held). Optional (added later): older
+   * readers ignore it, and a document without it speaks of the raw stream.
+   */
+  stream: z.enum(["raw", "coalesced"]).optional(),
 });
 /** Lifecycle of the repair of one declared failure, as an enumeration. */
 export const RepairStatusState = { needed: "needed", running: "running", done: "done", failed: "failed" } as const;

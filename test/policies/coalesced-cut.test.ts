@@ -1,0 +1,106 @@
+import test from "ava";
+import { authorizeReleases, evaluateScenario, evaluateState, parseEvaluationState, type EvaluationStateJson } from "../../policies/index.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
+import { buildEvaluationState } from "../../actors/controller/evaluation-input.ts";
+import { confirmedCut } from "../../actors/writer/confirmed-cut.ts";
+import type { Holding } from "../../custody/index.ts";
+
+// Issue #22 item 1: a coalesced image may give a scenario its cut (and the report says so), but it
+// never counts as possession of the raw records it omits — not in a raw cut, not for a release.
+
+const AS_OF = 1_800_000_000_000;
+const observed = { kind: "observed" as const, atMs: AS_OF };
+const sourceLost = { name: "source and raw holder lost", losses: [{ domain: "region:r1", kind: "site_destruction" as const }], deadlineSec: 3600, required: true };
+
+/** Writer at `src` acknowledged l0 through 60; `raw` (r1) holds it all, `img` (r2) a coalesced image through `imageCut`. */
+function state(imageCut: number): EvaluationStateJson {
+  return {
+    volume: "v",
+    asOfMs: AS_OF,
+    staleAfterMs: 60_000,
+    source: { site: "src", lanes: { l0: 60 } },
+    commits: [{ lane: "l0", first: 1, last: 60, committedAtMs: AS_OF - 1000, bytesPerSeq: 4096 }],
+    sites: [
+      { id: "src", region: "r1", az: "a1", host: "h-src" },
+      { id: "s-raw", region: "r1", az: "a2", host: "h-raw" },
+      { id: "s-img", region: "r2", az: "b1", host: "h-img" },
+      { id: "s-v", region: "r3", az: "c1", host: "h-v" },
+    ],
+    holders: [
+      { id: "raw", site: "s-raw", claims: [{ lane: "l0", ranges: [[1, 60]], residency: "disk", evidence: observed }] },
+      { id: "img", site: "s-img", claims: [], coalesced: [{ lane: "l0", ranges: [[1, imageCut]], residency: "disk", evidence: observed }] },
+      { id: "vault", site: "s-v", claims: [] },
+    ],
+    bases: [{ id: "genesis", holder: "vault", cut: { l0: 0 }, bytes: 0 }],
+    keyAuthorities: [{ id: "kms", site: "s-v" }],
+    recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+    scenarios: [sourceLost, { name: "image holder lost", losses: [{ domain: "region:r2", kind: "site_destruction" }], deadlineSec: 3600, required: true }],
+  };
+}
+
+test("where only the coalesced image survives, the report names stream coalesced and the image's window end; elsewhere the raw cut stands", (t) => {
+  const s = parseEvaluationState(state(48));
+  const [lost, imgLost] = evaluateState(s).reports;
+  t.is(lost!.stream, "coalesced");
+  t.deepEqual(lost!.cut, { l0: 48 });
+  t.deepEqual(lost!.contributors, ["img", "vault"]);
+  t.is(imgLost!.stream, "raw");
+  t.deepEqual(imgLost!.cut, { l0: 60 });
+  // The raw evaluation of the same scenario (what release decisions use) keeps nothing past the base.
+  const raw = evaluateScenario(s, s.scenarios[0]!);
+  t.is(raw.stream, "raw");
+  t.deepEqual(raw.cut, { l0: 0 });
+});
+
+test("a coalesced image is no successor: releasing the only raw copy is refused although an image covers it", (t) => {
+  const s = parseEvaluationState(state(60));
+  const [d] = authorizeReleases(s, [{ holder: "raw", lane: "l0", ranges: RangeSet.of(1, 60) }]);
+  t.false(d!.allowed);
+  t.true(d!.reasons.includes("no_successor"));
+});
+
+test("the controller's input turns a coalesced holding into an image of its raw lane (through its source cut), never a raw claim", (t) => {
+  const topo = {
+    volume: "v",
+    lanes: ["l0"],
+    writerSite: "src",
+    sites: parseEvaluationState(state(1)).sites,
+    holderSites: { raw: "s-raw", img: "s-img", vault: "s-v" },
+    bases: [{ id: "genesis", holder: "vault", cut: { l0: 0 }, bytes: 0 }],
+    keyAuthorities: [{ id: "kms", site: "s-v" }],
+    links: [],
+    recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+    scenarios: [],
+    timelines: [],
+    staleAfterMs: 60_000,
+    releasable: [],
+  };
+  const holding = (lane: string, retained: RangeSet, sourceCutSeq: number): Holding =>
+    ({
+      holderId: "img",
+      incarnation: 1,
+      volume: "v",
+      lane,
+      obligationId: `v-${lane}`,
+      representation: "coalesced",
+      residency: "disk",
+      retained,
+      issuedAt: AS_OF,
+      evidenceAt: AS_OF,
+      receipt: { payload: { representation: "coalesced", sourceCutSeq, manifest: { baseSnapshots: [], consistencyCuts: [] } } },
+    }) as unknown as Holding;
+  const hs = [holding("l0-coalesced", RangeSet.of(1, 40), 32)];
+  const without = buildEvaluationState(topo, hs, { heads: { l0: 40 }, commits: [] }, AS_OF, new Set());
+  t.deepEqual(without.holders.find((h) => h.id === "img")!.claims, [], "no raw claim");
+  t.is(without.holders.find((h) => h.id === "img")!.coalesced, undefined, "a derived lane the topology does not name counts for nothing");
+  const withMap = buildEvaluationState({ ...topo, coalesced: { "l0-coalesced": "l0" } }, hs, { heads: { l0: 40 }, commits: [] }, AS_OF, new Set());
+  const img = withMap.holders.find((h) => h.id === "img")!;
+  t.deepEqual(img.claims, []);
+  t.deepEqual(img.coalesced!.map((c) => [c.lane, c.ranges.toString()]), [["l0", "1-32"]], "clipped at the receipt's source cut");
+});
+
+test("the writer confirms no raw record through a cut that comes from the coalesced stream", (t) => {
+  const doc = (stream?: "coalesced") => ({ scenarios: [{ required: true, evidence: "observed", cut: [["l0", 48]], ...(stream ? { stream } : {}) }] }) as never;
+  t.is(confirmedCut(doc(), "l0"), 48);
+  t.is(confirmedCut(doc("coalesced"), "l0"), -1);
+});
