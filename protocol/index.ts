@@ -24,7 +24,7 @@ export { replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpe
 export { HolderEventKind, baseReadySpec, decodeTransferOffer, encodeTransferOffer, holderEventSpec, releaseFrontierSpec, transferOfferSpec, transferOfferV2Spec, type ReadTransferOffer, type BaseReadyMessage, type HolderEventMessage, type ReleaseFrontierMessage, type TransferOfferMessage } from "./wire/holder-messages.ts";
 export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";
-export { PayloadDecryptError, decodeRecords, encodeRecords, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";
+export { PayloadDecryptError, decodeRecords, encodeRecords, openCoalescedPayload, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";
 export { CoalesceInputError, CoalesceQueue, coalesceWindow, recordBytes, splitWindow, type CoalesceBudget, type CoalesceRecord, type CoalesceTotals, type DerivedWindow, type RawWindow } from "./wire/coalesce-window.ts";
 export { RepairStatusState, volumeStatusSpec, type AuditStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";
 export { DEFAULT_FETCH_PAGE_BYTES, encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "./wire/unit-fetch.ts";

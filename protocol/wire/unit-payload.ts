@@ -97,6 +97,27 @@ export function sealPayload(key: Uint8Array, id: PayloadIdentity, records: reado
  * was altered or moved under another unit identity, or the plaintext is malformed.
  */
 export function openPayload(key: Uint8Array, id: PayloadIdentity, payload: Uint8Array): WriteRecord[] {
+  const recs = decryptRecords(key, id, payload);
+  if (recs.length !== id.lastSeq - id.firstSeq + 1 || recs.some((r, i) => r.seq !== id.firstSeq + i)) {
+    throw new PayloadDecryptError("payload records do not match the unit's sequence range", { ...id });
+  }
+  return recs;
+}
+
+/**
+ * Opens a derived (coalesced) unit's payload (issue #22): the surviving records of the raw window
+ * `firstSeq..lastSeq`, fewer than one per sequence, in non-decreasing seq order inside the window
+ * (a partly superseded write keeps several runs under its own seq). Throws PayloadDecryptError.
+ */
+export function openCoalescedPayload(key: Uint8Array, id: PayloadIdentity, payload: Uint8Array): WriteRecord[] {
+  const recs = decryptRecords(key, id, payload);
+  if (recs.some((r, i) => r.seq < id.firstSeq || r.seq > id.lastSeq || (i > 0 && r.seq < recs[i - 1]!.seq))) {
+    throw new PayloadDecryptError("coalesced records lie outside the unit's window or out of order", { ...id });
+  }
+  return recs;
+}
+
+function decryptRecords(key: Uint8Array, id: PayloadIdentity, payload: Uint8Array): WriteRecord[] {
   if (payload.length < IV_BYTES + TAG_BYTES) throw new PayloadDecryptError("payload too short", { length: payload.length });
   const b = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
   const d = createDecipheriv("aes-256-gcm", key, b.subarray(0, IV_BYTES));
@@ -108,9 +129,5 @@ export function openPayload(key: Uint8Array, id: PayloadIdentity, payload: Uint8
   } catch {
     throw new PayloadDecryptError("payload does not authenticate under this key and unit identity", { ...id });
   }
-  const recs = decodeRecords(new Uint8Array(plain.buffer, plain.byteOffset, plain.length));
-  if (recs.length !== id.lastSeq - id.firstSeq + 1 || recs.some((r, i) => r.seq !== id.firstSeq + i)) {
-    throw new PayloadDecryptError("payload records do not match the unit's sequence range", { ...id });
-  }
-  return recs;
+  return decodeRecords(new Uint8Array(plain.buffer, plain.byteOffset, plain.length));
 }

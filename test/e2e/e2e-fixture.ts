@@ -10,6 +10,7 @@ import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer.ts";
 import type { LaneSpec, ProtectionContract } from "../../actors/writer/writer-config.ts";
+import type { CoalescedStreamSpec } from "../../actors/writer/coalesced-stream.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import type { Site } from "../../policies/topology.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
@@ -33,13 +34,13 @@ export function site(id: string, region: string, az: string): Site {
 }
 
 /** Holder config for one volume's lanes at `s`, fenced at epoch/generation 1 (the control log's initial fence). */
-export function e2eHolderConfig(holderId: string, s: Site, volume: string, lanes: { lane: string; upstream: string[]; downstream?: string[] }[], over: Partial<HolderConfigInput> = {}): HolderConfigInput {
+export function e2eHolderConfig(holderId: string, s: Site, volume: string, lanes: { lane: string; upstream: string[]; downstream?: string[]; representation?: "raw" | "coalesced" }[], over: Partial<HolderConfigInput> = {}): HolderConfigInput {
   return {
     holderId,
     incarnation: 1,
     site: { region: s.region, az: s.az, host: s.host },
     residency: ["ram"],
-    lanes: lanes.map((l) => ({ volume, lane: l.lane, upstream: l.upstream, downstream: l.downstream ?? [] })),
+    lanes: lanes.map((l) => ({ volume, lane: l.lane, upstream: l.upstream, downstream: l.downstream ?? [], ...(l.representation === undefined ? {} : { representation: l.representation }) })),
     arena: { segmentBytes: 256 * 1024, limitBytes: 8 * 1024 * 1024, maxOutstandingCredit: 1024 * 1024, maxUnitBytes: 128 * 1024 },
     receipts: { maxUnits: 16, maxDelayMs: 5 },
     epoch: 1,
@@ -76,6 +77,7 @@ export async function launchWriter(opts: {
   keys: KeyRing;
   authority: KeyAuthority;
   custody?: boolean;
+  coalesced?: CoalescedStreamSpec;
 }): Promise<WriterRig> {
   const dir = join(tempDir(), "vol");
   await SmartWalVolume.create(dir, { blockCount: opts.blockCount, walCapacity: 4096 });
@@ -94,6 +96,7 @@ export async function launchWriter(opts: {
       topologyEpoch: 1,
       policyGeneration: 1,
       custody: opts.custody,
+      ...(opts.coalesced === undefined ? {} : { coalesced: opts.coalesced }),
     },
     { transport, clock: systemClock, volume, dataKey: opts.authority.dataKey(opts.volume, opts.writerId), peers: opts.keys, onUnit: (u) => units.push(u) },
   );
