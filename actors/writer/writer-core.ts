@@ -186,6 +186,7 @@ export class WriterCore {
    */
   async drained(deadlineMs: number): Promise<Record<string, RangeSet>> {
     const until = this.ports.clock.now() + deadlineMs;
+    this.coalescing?.closeAll(); // a graceful stop does not wait for the coalesced stream's cadence
     for (;;) {
       const left: Record<string, RangeSet> = {};
       for (const l of this.all) if (!l.obligations.retained.isEmpty) left[l.spec.lane] = l.obligations.retained;

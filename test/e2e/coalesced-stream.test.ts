@@ -17,6 +17,7 @@ import { initJetStreamControlLog } from "../../transport/jetstream-control-log.t
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { custodyCli } from "../helpers/custody-cli.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, site, systemClock } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
@@ -127,6 +128,11 @@ test.serial("an overwrite-heavy workload: the coalesced holder receipts coalesce
   t.deepEqual(lost.contributors, ["h-img", "vault"]);
   // Where the raw holder survives, the raw stream gives the cut (a document without `stream` is raw).
   t.is(scenario(IMAGE_LOST)?.stream ?? "raw", "raw");
+  // `custody status` prints the stream of each scenario's cut.
+  const table = (await custodyCli(["status", VOLUME, "--server", url])).stdout.split("\n");
+  t.regex(table.find((l) => l.startsWith("scenario"))!, /\sstream\s/);
+  t.regex(table.find((l) => l.startsWith(RAW_SIDE_LOST))!, new RegExp(`\\s${LANE}:${cut}\\s.*\\sobserved\\s+coalesced\\s`));
+  t.regex(table.find((l) => l.startsWith(IMAGE_LOST))!, /\sobserved\s+raw\s/);
 
   // Recovery from the image alone equals the raw log applied through the cut.
   const reader = await NatsTransport.connect({ servers: url, name: "reader-co" });

@@ -1,4 +1,8 @@
 import test from "ava";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCliCaptured } from "../../cli/program.ts";
 import { authorizeReleases, evaluateScenario, evaluateState, parseEvaluationState, type EvaluationStateJson } from "../../policies/index.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { buildEvaluationState } from "../../actors/controller/evaluation-input.ts";
@@ -103,4 +107,18 @@ test("the writer confirms no raw record through a cut that comes from the coales
   const doc = (stream?: "coalesced") => ({ scenarios: [{ required: true, evidence: "observed", cut: [["l0", 48]], ...(stream ? { stream } : {}) }] }) as never;
   t.is(confirmedCut(doc(), "l0"), 48);
   t.is(confirmedCut(doc("coalesced"), "l0"), -1);
+});
+
+test("custody evaluate prints the stream each scenario's cut comes from", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "custody-coalesced-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, "state.json");
+  writeFileSync(path, JSON.stringify(state(48)));
+  const r = await runCliCaptured(["evaluate", path]);
+  const lines = r.stdout.split("\n");
+  t.regex(lines.find((l) => l.startsWith("scenario"))!, /\sevidence\s+stream\s/);
+  t.regex(lines.find((l) => l.startsWith(sourceLost.name))!, /\sl0:48\s.*\sobserved\s+coalesced\s/);
+  t.regex(lines.find((l) => l.startsWith("image holder lost"))!, /\sl0:60\s.*\sobserved\s+raw\s/);
+  const json = JSON.parse((await runCliCaptured(["evaluate", "--json", path])).stdout.trimEnd().split("\n").pop()!);
+  t.deepEqual(json.reports.map((x: { stream: string }) => x.stream), ["coalesced", "raw"]);
 });
