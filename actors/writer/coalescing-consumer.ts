@@ -59,9 +59,10 @@ export class CoalescingConsumer {
     }
   }
 
-  /** Closes every open window now (a protected sync or a stop: nothing waits for the cadence). */
-  closeAll(): void {
+  /** Closes every open window now and ticks (a graceful stop does not wait for the cadence; the CPU budget still holds per call). */
+  flush(): void {
     for (const [lane, w] of this.open) this.close(lane, w);
+    this.tick();
   }
 
   /** Raw windows closed but not yet coalesced (the CPU budget's backlog), all lanes. */

@@ -186,8 +186,8 @@ export class WriterCore {
    */
   async drained(deadlineMs: number): Promise<Record<string, RangeSet>> {
     const until = this.ports.clock.now() + deadlineMs;
-    this.coalescing?.closeAll(); // a graceful stop does not wait for the coalesced stream's cadence
     for (;;) {
+      this.coalescing?.flush(); // a graceful stop does not wait for the coalesced stream's cadence
       const left: Record<string, RangeSet> = {};
       for (const l of this.all) if (!l.obligations.retained.isEmpty) left[l.spec.lane] = l.obligations.retained;
       if (Object.keys(left).length === 0 || this.ports.clock.now() >= until) return left;

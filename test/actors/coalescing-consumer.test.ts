@@ -37,7 +37,7 @@ test("a window closes after windowRecords records and ships one derived unit ove
   t.is(r.counters.get("coalesce_derived_bytes"), 2 * BLOCK_SIZE);
 });
 
-test("windowMs closes a window by age; closeAll closes every open one", (t) => {
+test("windowMs closes a window by age; flush closes every open one and ships it", (t) => {
   const r = rig({ holders: ["h"], windowRecords: 100, windowMs: 50 });
   r.write(3);
   r.c.tick();
@@ -47,8 +47,7 @@ test("windowMs closes a window by age; closeAll closes every open one", (t) => {
   t.deepEqual(r.shipped.map((u) => [u.firstSeq, u.lastSeq]), [[1, 1]]);
   r.write(4);
   r.write(5, "l1");
-  r.c.closeAll();
-  r.c.tick();
+  r.c.flush();
   t.deepEqual(r.shipped.map((u) => [u.lane, u.firstSeq, u.lastSeq]), [["l0-coalesced", 1, 1], ["l0-coalesced", 2, 2], ["l1-coalesced", 3, 3]]);
 });
 
