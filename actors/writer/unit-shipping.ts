@@ -5,7 +5,8 @@ import { makeTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { encodeMessage, unitSpec, type WriteRecord } from "../../protocol/index.ts";
 import { noteSent } from "../holder/index.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
-import { openPayload, sealPayload } from "../../protocol/index.ts";
+import { openCoalescedPayload, openPayload, sealPayload } from "../../protocol/index.ts";
+import { derivedLaneSpecs } from "./coalesced-stream.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
 import type { WriterLane } from "./writer-lane.ts";
 import type { VolumeWriterPorts } from "./writer-ports.ts";
@@ -101,12 +102,14 @@ export class UnitShipper {
    * records still arriving under the old term from a downstream holder's disk.
    */
   reship(lanes: ReadonlyMap<string, WriterLane>, recovered: readonly TransportUnit[]): void {
+    const derived = new Set(derivedLaneSpecs(this.config).map((d) => d.lane));
     for (const u of recovered) {
       const l = lanes.get(u.lane);
       if (l === undefined || u.volume !== this.config.volume) continue;
       try {
         // Only units that still open with our key, below where this term's own writes begin.
-        openPayload(this.ports.dataKey, u, u.payload);
+        // A derived (coalesced) unit holds fewer records than sequences: it opens by its own rule.
+        (derived.has(u.lane) ? openCoalescedPayload : openPayload)(this.ports.dataKey, u, u.payload);
         if (u.term > this.config.term || u.lastSeq >= (l.spec.firstSeq ?? 1)) throw new CustodyError("reship_out_of_history", "recovered unit is not below this term's first sequence", { term: u.term, lastSeq: u.lastSeq });
         this.ship(l, u, false);
         this.counters.inc("units_reshipped");
