@@ -107,6 +107,9 @@ test.serial("an overwrite-heavy workload: the coalesced holder receipts coalesce
   // The image holder holds every window and receipts it as coalesced, through a window end.
   await eventually(() => hImg.holder.lane(VOLUME, DERIVED)?.retained.covers(1, WRITES) === true, "h-img holds every window", 20_000, () => JSON.stringify({ held: hImg.holder.lane(VOLUME, DERIVED)?.retained.toString(), writer: rig.writer.counters.snapshot(), holder: hImg.holder.counters.snapshot() }));
   await eventually(() => controller.holdings({ volume: VOLUME }).some((h) => h.lane === DERIVED && h.retained.covers(1, WRITES)), "the controller has h-img's receipts", 20_000);
+  // The writer keeps a derived window only until its holders receipt it (no status confirms a
+  // derived lane: waiting for one would keep every window for good).
+  await eventually(() => rig.writer.retainedSeqs(DERIVED).isEmpty, "the writer forgets receipted windows", 20_000, () => rig.writer.retainedSeqs(DERIVED).toString());
   const images = controller.holdings({ volume: VOLUME }).filter((h) => h.lane === DERIVED);
   t.true(images.length > 0);
   const windowEnds = new Set(rig.units.filter((u) => u.lane === DERIVED).map((u) => u.lastSeq));
