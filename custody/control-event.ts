@@ -321,6 +321,17 @@ export function encodeControlEvent(e: ControlEvent): Uint8Array {
 }
 
 /** Decodes canonical event bytes. Throws ControlFenceError `malformed` for anything that is not a valid v1 event. */
+/**
+ * `encodeControlEvent` for an append: the bytes are decoded back first, so an event every reader
+ * would refuse (a field outside its schema, e.g. a token with a `.`) is refused here as `malformed`
+ * before it reaches a log. Stored, it would stop every replay of that log for good (`unreadable_entry`).
+ */
+export function encodeAppendableControlEvent(e: ControlEvent): Uint8Array {
+  const bytes = encodeControlEvent(e);
+  decodeControlEvent(bytes);
+  return bytes;
+}
+
 export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
   try {
     const [, , type, region, controller, preparedEpoch, preparedGeneration, prev, issuedAt, body] = headerTuple.parse(decodeBounded(decoder, bytes));

@@ -1,5 +1,5 @@
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
-import { decodeControlEvent, encodeControlEvent, hashControlEventBytes, type ControlEvent } from "./control-event.ts";
+import { decodeControlEvent, encodeAppendableControlEvent, hashControlEventBytes, type ControlEvent } from "./control-event.ts";
 import type { ControlLogEntry, ControlLogRecord } from "./control-state.ts";
 import { signEntryHash, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 
@@ -77,7 +77,7 @@ export class InMemoryControlLog implements ControlLogStore {
   constructor(readonly region: string) {}
 
   async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
-    const bytes = encodeControlEvent(event);
+    const bytes = encodeAppendableControlEvent(event);
     const last = this.last();
     if (last !== expectedLastSeq) {
       throw new ControlConflictError(`control log ${this.region} is at ${last}, not ${expectedLastSeq}`, { expectedLastSeq, actualLastSeq: last, region: this.region });

@@ -87,6 +87,7 @@ export {
   GENESIS_HASH,
   decodeControlEvent,
   encodeControlEvent,
+  encodeAppendableControlEvent,
   hashControlEvent,
   hashControlEventBytes,
   type ControlEvent,

@@ -2,7 +2,7 @@ import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApi
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CustodyError } from "../core/index.ts";
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/index.ts";
-import { encodeControlEvent, hashControlEventBytes, type ControlEvent } from "../custody/index.ts";
+import { encodeAppendableControlEvent, hashControlEventBytes, type ControlEvent } from "../custody/index.ts";
 import { signEntryHash, type ControlSigner } from "../custody/index.ts";
 import { isReadableEntry, recordFromBytes, unreadableRecord, type ControlLogStore } from "../custody/index.ts";
 import type { ControlLogEntry, ControlLogRecord } from "../custody/index.ts";
@@ -134,7 +134,7 @@ export class JetStreamControlLog implements ControlLogStore {
   ) {}
 
   async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
-    const bytes = encodeControlEvent(event);
+    const bytes = encodeAppendableControlEvent(event);
     const data = encodeMessage(controlEventSpec, signer === undefined ? { event: bytes } : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), expectedLastSeq + 1, signer) });
     try {
       const ack = await this.js.publish(this.subject, data, {

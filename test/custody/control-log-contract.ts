@@ -1,9 +1,10 @@
 import type { ExecutionContext } from "ava";
-import { ControlConflictError } from "../../custody/control-error.ts";
+import { ControlConflictError, ControlFenceError } from "../../custody/control-error.ts";
 import { encodeControlEvent, GENESIS_HASH, hashControlEvent } from "../../custody/control-event.ts";
 import type { ControlLogStore } from "../../custody/control-log.ts";
 import { INITIAL_CONTROL_STATE } from "../../custody/control-state.ts";
 import { admit, eventOn } from "./control-fixtures.ts";
+import { RangeSet } from "../../lanes/range-set.ts";
 
 /**
  * The ControlLogStore contract, run against every implementation (in-memory and JetStream):
@@ -33,4 +34,11 @@ export async function checkControlLogContract(t: ExecutionContext, store: Contro
   t.is(await store.lastSeq(), all[1]!.seq);
   t.deepEqual((await store.readFrom(all[1]!.seq)).map((e) => e.seq), [all[1]!.seq]);
   t.deepEqual(await store.readFrom(all[1]!.seq + 1), []);
+  // An event no reader could decode (a token with a "."; schemas elsewhere allow ids like "h1.snap-1")
+  // is refused before it is stored: stored, it would stop every replay of this log for good.
+  const headState = { ...INITIAL_CONTROL_STATE, lastSeq: all[1]!.seq, headHash: all[1]!.hash };
+  const poison = eventOn(headState, { type: "release_to_base", obligationId: "ob1", holderId: "h1", ranges: RangeSet.of(1, 5), baseHolder: "h2", snapshotId: "h2.snap-1", baseThroughSeq: 5 });
+  t.is((await t.throwsAsync(store.append(poison, all[1]!.seq), { instanceOf: ControlFenceError }))?.code, "malformed");
+  t.is(await store.lastSeq(), all[1]!.seq, "nothing was stored");
+  t.is((await store.readAll()).length, 2, "and the log still reads");
 }
