@@ -80,7 +80,7 @@ export { placementInputSchema, parsePlacementInput, type PlacementInputJson } fr
 export { policyJsonSchemas } from "./json-schemas.ts";
 export { coverageGaps, ramSurvivesAt } from "./coverage-gaps.ts";
 export { ProtectionStatus, protectedCreditHeadroom, protectionStatus } from "./protected-ram.ts";
-export { releaseEventFor } from "./release-event.ts";
+export { releaseEventFor, snapshotIdOf } from "./release-event.ts";
 export { withoutStaleClaims } from "./release.ts";
 export { SpendGuard, parseSpendConfig, type SpendConfigInput, type SpendReport } from "./spend-budget.ts";
 export { AUDIT_DIGEST_BYTES, auditDigest, auditedUnits, type AuditDigest, type AuditedUnit } from "./audit-digest.ts";
@@ -107,3 +107,4 @@ export {
 export { PathEstimate, type PathEstimateValue, type PathEstimateWindow } from "./path-estimate.ts";
 export { repairWindowFinding, sharedRepairBandwidth, type RepairWindowFinding } from "./repair-window.ts";
 export { choosePersistenceTargets, type PersistenceTargetInput, type PersistenceTargets } from "./persistence-targets.ts";
+export { imageReleases, type ImageRelease } from "./image-release.ts";

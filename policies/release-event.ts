@@ -2,7 +2,7 @@ import { CustodyError } from "../core/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { ControlEventBody } from "../custody/index.ts";
 import { HolderStatus, type ControlState } from "../custody/index.ts";
-import type { EvaluationState } from "./evaluation-state.ts";
+import type { BaseSnapshot, EvaluationState } from "./evaluation-state.ts";
 import { withoutStaleClaims, type ReleaseRequest } from "./release.ts";
 
 /**
@@ -39,5 +39,10 @@ export function releaseEventFor(cur: ControlState, obligationId: string, req: Re
     .filter((b) => (b.cut[req.lane] ?? -1) >= (ranges.max ?? 0) && cur.holders[b.holder]?.status === HolderStatus.active)
     .sort((a, b) => (b.cut[req.lane] ?? 0) - (a.cut[req.lane] ?? 0))[0];
   if (base === undefined) throw new CustodyError("release_not_covered", "no active responsible holder retains these ranges and no base contains them", { holder: req.holder });
-  return { body: { type: "release_to_base", obligationId, holderId: req.holder, ranges, baseHolder: base.holder, snapshotId: base.id.slice(base.id.indexOf("/") + 1), baseThroughSeq: base.cut[req.lane]! }, narrowed: false };
+  return { body: { type: "release_to_base", obligationId, holderId: req.holder, ranges, baseHolder: base.holder, snapshotId: snapshotIdOf(base), baseThroughSeq: base.cut[req.lane]! }, narrowed: false };
+}
+
+/** The snapshot id a `release_to_base` names for `base` (a rolling base's id is `<holder>/<snapshot>`). */
+export function snapshotIdOf(base: BaseSnapshot): string {
+  return base.id.slice(base.id.indexOf("/") + 1);
 }

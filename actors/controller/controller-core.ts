@@ -19,6 +19,7 @@ import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
 import { PersistenceTargetChooser } from "./persistence-target-chooser.ts";
+import { ImageCustody } from "./image-custody.ts";
 import { releasableHolders, type ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
 import { FailoverService } from "./failover-service.ts";
@@ -53,14 +54,14 @@ export class ControllerCore {
   private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
   private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
   private readonly admission: AutoAdmission; // key-continuity admission of holders' new incarnations
-  /** Copies that close coverage gaps (restarts, declared failures, single copies). */
-  readonly coverage: CoverageRepair;
+  readonly coverage: CoverageRepair; // copies that close coverage gaps (restarts, declared failures, single copies)
   private readonly failureRepairs: FailureRepairRunner; // repairs of the failures the control log declares
   /** The spend ceiling and budgets over the work this controller starts. */
   readonly spend: ControllerSpend;
   retentionAudits: RetentionAudits | undefined;
   readonly routes: ControllerRoutes; // measured routes (`config.routes`)
   private readonly persistence: PersistenceTargetChooser; // `config.persistenceTargets`
+  private readonly images: ImageCustody; // coalesced windows a base contains are released
   /** Answers failover requests of a new writer or the operator (custody.v1.failover.<volume>). */
   readonly failovers: FailoverService;
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
@@ -98,6 +99,7 @@ export class ControllerCore {
       nudge: () => (this.dirty = true),
     });
     this.persistence = new PersistenceTargetChooser(config, { counters: this.counters, commit: (b) => commitControlEvent(ports.store, this.follower, this.identity(), b) });
+    this.images = new ImageCustody(config.topology, { counters: this.counters, commit: (b) => commitControlEvent(ports.store, this.follower, this.identity(), b), publishFrontier: (s, o, h, l) => this.publishFrontier(s, o, h, l) });
     this.failovers = new FailoverService({ volume: config.topology.volume, transport: ports.transport, counters: this.counters, commit: (req) => commitFailover(this, req) });
     this.coverage = new CoverageRepair(
       {
@@ -351,6 +353,7 @@ export class ControllerCore {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
+    s = await this.images.step(s, state);
     const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred), this.retentionAudits?.rows());
     this.lastStatus = doc;
     this.lastReport = report;
@@ -402,11 +405,8 @@ export class ControllerCore {
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {
-    const ranges = releasedRanges(s, obligationId, holder);
-    this.ports.transport.publish(
-      releaseSubject(holder),
-      encodeMessage(releaseFrontierSpec, { holder, volume: this.volume, lane, ranges: ranges.toJSON(), epoch: s.topologyEpoch, controlSeq: s.lastSeq }),
-    );
+    const frontier = { holder, volume: this.volume, lane, ranges: releasedRanges(s, obligationId, holder).toJSON(), epoch: s.topologyEpoch, controlSeq: s.lastSeq };
+    this.ports.transport.publish(releaseSubject(holder), encodeMessage(releaseFrontierSpec, frontier));
   }
 
   /** Commits `body` (fenced, chained, optimistic). Throws ControlFenceError / ControlConflictError. */

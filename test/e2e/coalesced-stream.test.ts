@@ -149,6 +149,13 @@ test.serial("an overwrite-heavy workload: the coalesced holder receipts coalesce
   for (const u of rawUnits) for (const r of openPayload(key, u, u.payload)) if (r.seq <= cut) rawLog.set(r.data, r.lba * BLOCK_SIZE);
   t.true(Buffer.from(image).equals(Buffer.from(rawLog)), "the coalesced image equals the raw log through the cut");
 
+  // A base through the cut on h-img's own disk (as a base builder's receipts would announce it): it
+  // outlives the image wherever the image survives, so the windows it contains are released there.
+  controller.addBase({ id: "h-img-snap-1", holder: "h-img", cut: { [LANE]: cut }, bytes: 0 });
+  await eventually(() => hImg.holder.lane(VOLUME, DERIVED)!.released.covers(1, cut), `h-img released the windows through ${cut}`, 20_000, () => JSON.stringify({ released: hImg.holder.lane(VOLUME, DERIVED)!.released.toString(), counters: controller.counters.snapshot() }));
+  t.true(controller.counters.get("image_release_committed") >= 1);
+  t.false(hImg.holder.lane(VOLUME, DERIVED)!.retained.intersects(RangeSet.of(1, cut)), "and no longer keeps them");
+
   // The figure: derived bytes ÷ raw bytes on this workload (block bytes, and whole unit payloads).
   const c = rig.writer.counters;
   const blockRatio = c.get("coalesce_derived_bytes") / c.get("coalesce_raw_bytes");
