@@ -8,38 +8,16 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { buildEvaluationState } from "../../actors/controller/evaluation-input.ts";
 import { confirmedCut } from "../../actors/writer/confirmed-cut.ts";
 import type { Holding } from "../../custody/index.ts";
+import { AS_OF, coalescedState, observed } from "./coalesced-fixture.ts";
 
 // Issue #22 item 1: a coalesced image may give a scenario its cut (and the report says so), but it
 // never counts as possession of the raw records it omits — not in a raw cut, not for a release.
 
-const AS_OF = 1_800_000_000_000;
-const observed = { kind: "observed" as const, atMs: AS_OF };
 const sourceLost = { name: "source and raw holder lost", losses: [{ domain: "region:r1", kind: "site_destruction" as const }], deadlineSec: 3600, required: true };
 
 /** Writer at `src` acknowledged l0 through 60; `raw` (r1) holds it all, `img` (r2) a coalesced image through `imageCut`. */
 function state(imageCut: number): EvaluationStateJson {
-  return {
-    volume: "v",
-    asOfMs: AS_OF,
-    staleAfterMs: 60_000,
-    source: { site: "src", lanes: { l0: 60 } },
-    commits: [{ lane: "l0", first: 1, last: 60, committedAtMs: AS_OF - 1000, bytesPerSeq: 4096 }],
-    sites: [
-      { id: "src", region: "r1", az: "a1", host: "h-src" },
-      { id: "s-raw", region: "r1", az: "a2", host: "h-raw" },
-      { id: "s-img", region: "r2", az: "b1", host: "h-img" },
-      { id: "s-v", region: "r3", az: "c1", host: "h-v" },
-    ],
-    holders: [
-      { id: "raw", site: "s-raw", claims: [{ lane: "l0", ranges: [[1, 60]], residency: "disk", evidence: observed }] },
-      { id: "img", site: "s-img", claims: [], coalesced: [{ lane: "l0", ranges: [[1, imageCut]], residency: "disk", evidence: observed }] },
-      { id: "vault", site: "s-v", claims: [] },
-    ],
-    bases: [{ id: "genesis", holder: "vault", cut: { l0: 0 }, bytes: 0 }],
-    keyAuthorities: [{ id: "kms", site: "s-v" }],
-    recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
-    scenarios: [sourceLost, { name: "image holder lost", losses: [{ domain: "region:r2", kind: "site_destruction" }], deadlineSec: 3600, required: true }],
-  };
+  return coalescedState(imageCut, [sourceLost, { name: "image holder lost", losses: [{ domain: "region:r2", kind: "site_destruction" }], deadlineSec: 3600, required: true }]);
 }
 
 test("where only the coalesced image survives, the report names stream coalesced and the image's window end; elsewhere the raw cut stands", (t) => {

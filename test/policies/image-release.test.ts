@@ -1,36 +1,15 @@
 import test from "ava";
 import { imageReleases, parseEvaluationState, type EvaluationStateJson } from "../../policies/index.ts";
+import { coalescedState } from "./coalesced-fixture.ts";
 
 // Issue #22 item 1: a derived lane's windows are released onto a base that contains them, only where
 // that base outlives the image — otherwise the image's holder keeps them.
 
-const AS_OF = 1_800_000_000_000;
-const observed = { kind: "observed" as const, atMs: AS_OF };
+const r1Lost: EvaluationStateJson["scenarios"] = [{ name: "r1 lost", losses: [{ domain: "region:r1", kind: "site_destruction" }], deadlineSec: 3600, required: true }];
 
-/** `raw` (r1) holds l0 1-60, `img` (r2) a coalesced image 1-60; a base through `baseCut` at `baseHolder`. */
-function state(baseCut: number, baseHolder = "vault", scenarios: EvaluationStateJson["scenarios"] = [{ name: "r1 lost", losses: [{ domain: "region:r1", kind: "site_destruction" }], deadlineSec: 3600, required: true }]): EvaluationStateJson {
-  return {
-    volume: "v",
-    asOfMs: AS_OF,
-    staleAfterMs: 60_000,
-    source: { site: "src", lanes: { l0: 60 } },
-    commits: [{ lane: "l0", first: 1, last: 60, committedAtMs: AS_OF - 1000, bytesPerSeq: 4096 }],
-    sites: [
-      { id: "src", region: "r1", az: "a1", host: "h-src" },
-      { id: "s-raw", region: "r1", az: "a2", host: "h-raw" },
-      { id: "s-img", region: "r2", az: "b1", host: "h-img" },
-      { id: "s-v", region: "r3", az: "c1", host: "h-v" },
-    ],
-    holders: [
-      { id: "raw", site: "s-raw", claims: [{ lane: "l0", ranges: [[1, 60]], residency: "disk", evidence: observed }] },
-      { id: "img", site: "s-img", claims: [], coalesced: [{ lane: "l0", ranges: [[1, 60]], residency: "disk", evidence: observed }] },
-      { id: "vault", site: "s-v", claims: [] },
-    ],
-    bases: [{ id: "genesis", holder: "vault", cut: { l0: 0 }, bytes: 0 }, { id: `${baseHolder}.snap-1`, holder: baseHolder, cut: { l0: baseCut }, bytes: 0 }],
-    keyAuthorities: [{ id: "kms", site: "s-v" }],
-    recovery: { destination: "s-v", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
-    scenarios,
-  };
+/** The image (r2) holds windows 1-60; a base through `baseCut` at `baseHolder`. */
+function state(baseCut: number, baseHolder = "vault", scenarios = r1Lost): EvaluationStateJson {
+  return coalescedState(60, scenarios, [{ id: `${baseHolder}.snap-1`, holder: baseHolder, cut: { l0: baseCut }, bytes: 0 }]);
 }
 
 const everyone = () => true;
