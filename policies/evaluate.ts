@@ -84,8 +84,8 @@ export function evaluateState(given: EvaluationState): EvaluationReport {
     acknowledged: { ...state.source.lanes },
     reports: [
       // Reports (not release decisions) may name a cut from the coalesced stream.
-      ...state.scenarios.map((s) => withCoalescedStream(state, s, evaluateScenario(state, s))),
-      ...state.timelines.map((tl, i) => evaluateTimeline(state, tl, `timelines[${i}]`)),
+      ...state.scenarios.map((s) => withCoalescedStream(state, evaluateScenario(state, s), (images) => evaluateScenario(images, s))),
+      ...state.timelines.map((tl, i) => withCoalescedStream(state, evaluateTimeline(state, tl, `timelines[${i}]`), (images) => evaluateTimeline(images, tl, `timelines[${i}]`))),
     ],
   };
 }

@@ -2,6 +2,7 @@ import { RangeSet } from "../lanes/index.ts";
 import type { BaseSnapshot, EvaluationState } from "./evaluation-state.ts";
 import type { Loss } from "./scenario.ts";
 import { applyLosses, initialView, siteDiskSurvives, type SurvivorView } from "./survivor-view.ts";
+import { imagesOnly } from "./coalesced-cut.ts";
 
 /** Coalesced windows a holder may give up onto a base: the base already contains their state. */
 export interface ImageRelease {
@@ -23,8 +24,7 @@ export interface ImageRelease {
 export function imageReleases(state: EvaluationState, active: (holder: string) => boolean): ImageRelease[] {
   const holders = state.holders.filter((h) => (h.coalesced?.length ?? 0) > 0);
   if (holders.length === 0) return [];
-  // The images as the only claims, as coalesced-cut.ts evaluates them.
-  const images: EvaluationState = { ...state, holders: state.holders.map((h) => ({ id: h.id, site: h.site, claims: h.coalesced ?? [] })), forwards: [] };
+  const images = imagesOnly(state);
   const losses: (readonly Loss[])[] = [...state.scenarios.map((s) => s.losses)];
   for (const tl of state.timelines) {
     let sofar: Loss[] = [];

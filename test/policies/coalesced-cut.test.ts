@@ -34,6 +34,22 @@ test("where only the coalesced image survives, the report names stream coalesced
   t.deepEqual(raw.cut, { l0: 0 });
 });
 
+test("a timeline takes its cut from the coalesced stream too where only the image outlives its steps; where the raw holder survives them, the raw cut stands", (t) => {
+  const step = (region: string) => ({ afterSec: 60, losses: [{ domain: `region:${region}`, kind: "site_destruction" as const }] });
+  const s = parseEvaluationState({
+    ...coalescedState(48, [sourceLost]),
+    timelines: [
+      { name: "r1, then the raw holder's az", minIntervalSec: 30, events: [step("r1"), { afterSec: 60, losses: [{ domain: "az:a2", kind: "site_destruction" as const }] }], deadlineSec: 3600, required: true },
+      { name: "r2, then the image's az", minIntervalSec: 30, events: [step("r2"), { afterSec: 60, losses: [{ domain: "az:b1", kind: "site_destruction" as const }] }], deadlineSec: 3600, required: true },
+    ],
+  });
+  const [, onlyImage, rawSurvives] = evaluateState(s).reports;
+  t.is(onlyImage!.kind, "timeline");
+  t.is(onlyImage!.stream, "coalesced");
+  t.deepEqual(onlyImage!.cut, { l0: 48 }, "the image's window end, on the vault's genesis base");
+  t.is(rawSurvives!.stream, "raw");
+});
+
 test("a coalesced image is no successor: releasing the only raw copy is refused although an image covers it", (t) => {
   const s = parseEvaluationState(state(60));
   const [d] = authorizeReleases(s, [{ holder: "raw", lane: "l0", ranges: RangeSet.of(1, 60) }]);
