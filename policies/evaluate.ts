@@ -7,7 +7,7 @@ import { applyLosses, initialView, siteUsable, type SurvivorView } from "./survi
 import { reportFromView, Verdict, type SurvivalReport } from "./survival-report.ts";
 import { repairWindowFinding, type RepairWindowFinding } from "./repair-window.ts";
 import { validateEvaluationState } from "./state-validation.ts";
-import { withCoalescedStream } from "./coalesced-cut.ts";
+import { imagesOnly, withCoalescedStream } from "./coalesced-cut.ts";
 
 /** Evaluates one scenario of simultaneous losses against the state. Pure and deterministic. */
 export function evaluateScenario(state: EvaluationState, scenario: Scenario): SurvivalReport {
@@ -78,14 +78,15 @@ export function evaluateState(given: EvaluationState): EvaluationReport {
   validateEvaluationState(given);
   // An unproven holder (failed retention audit) may have dropped what it claims: its claims count for nothing.
   const state = given.holders.some((h) => h.audit === AuditState.Failed) ? { ...given, holders: given.holders.map((h) => (h.audit === AuditState.Failed ? { ...h, claims: [], ...(h.coalesced === undefined ? {} : { coalesced: [] }) } : h)) } : given;
+  // Reports (not release decisions) may name a cut from the coalesced stream.
+  const images = imagesOnly(state);
   return {
     volume: state.volume,
     asOfMs: state.asOfMs,
     acknowledged: { ...state.source.lanes },
     reports: [
-      // Reports (not release decisions) may name a cut from the coalesced stream.
-      ...state.scenarios.map((s) => withCoalescedStream(state, evaluateScenario(state, s), (images) => evaluateScenario(images, s))),
-      ...state.timelines.map((tl, i) => withCoalescedStream(state, evaluateTimeline(state, tl, `timelines[${i}]`), (images) => evaluateTimeline(images, tl, `timelines[${i}]`))),
+      ...state.scenarios.map((s) => withCoalescedStream(evaluateScenario(state, s), images && evaluateScenario(images, s))),
+      ...state.timelines.map((tl, i) => withCoalescedStream(evaluateTimeline(state, tl, `timelines[${i}]`), images && evaluateTimeline(images, tl, `timelines[${i}]`))),
     ],
   };
 }

@@ -22,9 +22,9 @@ export interface ImageRelease {
  * custody, so this never touches what raw release decisions rely on. Pure.
  */
 export function imageReleases(state: EvaluationState, active: (holder: string) => boolean): ImageRelease[] {
-  const holders = state.holders.filter((h) => (h.coalesced?.length ?? 0) > 0);
-  if (holders.length === 0) return [];
   const images = imagesOnly(state);
+  if (images === undefined) return [];
+  const holders = state.holders.filter((h) => (h.coalesced?.length ?? 0) > 0);
   const losses: (readonly Loss[])[] = [...state.scenarios.map((s) => s.losses)];
   for (const tl of state.timelines) {
     let sofar: Loss[] = [];

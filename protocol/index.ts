@@ -25,7 +25,6 @@ export { HolderEventKind, baseReadySpec, decodeTransferOffer, encodeTransferOffe
 export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";
 export { PayloadDecryptError, decodeRecords, encodeRecords, openCoalescedPayload, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";
-export { CoalesceInputError, CoalesceQueue, coalesceWindow, recordBytes, splitWindow, type CoalesceBudget, type CoalesceRecord, type CoalesceTotals, type DerivedWindow, type RawWindow } from "./wire/coalesce-window.ts";
 export { RepairStatusState, volumeStatusSpec, type AuditStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";
 export { DEFAULT_FETCH_PAGE_BYTES, encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "./wire/unit-fetch.ts";
 export { obligationIdOf } from "./obligation-id.ts";

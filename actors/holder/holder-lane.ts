@@ -81,6 +81,7 @@ export class HolderLane {
   inTransfer = RangeSet.EMPTY;
   /** Consistency manifests kept beside this lane's retained range (listed in its receipts). */
   readonly manifests: LaneManifests;
+  readonly coalesced: boolean; // a writer's derived lane (configured `representation: coalesced`): receipted as coalesced
 
   constructor(
     cfg: { volume: string; lane: string; upstream: readonly string[]; downstream: readonly string[] },
@@ -93,6 +94,7 @@ export class HolderLane {
     this.volume = cfg.volume;
     this.lane = cfg.lane;
     this.manifests = new LaneManifests(cfg.lane);
+    this.coalesced = holder.lanes.some((l) => l.volume === cfg.volume && l.lane === cfg.lane && l.representation === "coalesced");
     const seg = holder.arena.segmentBytes;
     // The arena wants whole segments; round the configured limit down to one (at least 4 segments).
     const limit = Math.max(4 * seg, Math.floor(holder.arena.limitBytes / seg) * seg);

@@ -25,7 +25,7 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
     policyGeneration: config.policyGeneration,
     prefixBase: hl.log.base,
     // Replaced per receipt by `kept` (spreading keeps this key's place in the receipt object).
-    payload: kept(hl, config, RangeSet.EMPTY).payload,
+    payload: kept(hl, RangeSet.EMPTY).payload,
     obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: config.site.region } } as const,
     extensions: [],
   };
@@ -46,13 +46,13 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
         }
       : { kind: "ram", capabilityGeneration: 0, observedAt: now };
     if (e) hl.protectedClaimed = hl.protectedClaimed.union(ram);
-    receipts.push(makeReceipt({ ...common, ...kept(hl, config, ram), receiptSeq: hl.receiptSeq++, retained: ram, residency }));
+    receipts.push(makeReceipt({ ...common, ...kept(hl, ram), receiptSeq: hl.receiptSeq++, retained: ram, residency }));
   }
   const d = hl.lastDiskEvidence;
   if (!disk.isEmpty && d) {
     // The newest completed sync covers every earlier record of the one append stream.
     const residency: ResidencyEvidence = { kind: "disk", capabilityGeneration: 0, observedAt: now, file: d.file, offset: 0, length: d.offset + d.length, syncedAt: d.syncedAt };
-    receipts.push(makeReceipt({ ...common, ...kept(hl, config, disk), receiptSeq: hl.receiptSeq++, retained: disk, residency }));
+    receipts.push(makeReceipt({ ...common, ...kept(hl, disk), receiptSeq: hl.receiptSeq++, retained: disk, residency }));
   }
   return receipts;
 }
@@ -61,15 +61,11 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
  * The receipt's payload with the consistency manifests kept beside `ranges` (each a run of its
  * lanes in ascending order; see LaneManifests.cutsWithin).
  */
-function kept(hl: HolderLane, config: HolderConfig, ranges: RangeSet): { payload: PayloadDescription } {
+function kept(hl: HolderLane, ranges: RangeSet): { payload: PayloadDescription } {
   const baseSnapshots = hl.base === undefined ? [] : [{ snapshotId: hl.base.snapshotId, volume: hl.volume, throughSeq: hl.base.throughSeq }];
   const manifest = { baseSnapshots, consistencyCuts: hl.manifests.cutsWithin(hl.volume, ranges) };
   // A coalesced lane's units are whole windows, so the newest retained sequence is a window end:
   // the raw cut whose state the image reproduces (never possession of the raw records before it).
-  if (coalescedLane(hl, config)) return { payload: { representation: "coalesced", manifest, sourceCutSeq: ranges.max ?? Math.max(0, hl.log.base - 1) } };
+  if (hl.coalesced) return { payload: { representation: "coalesced", manifest, sourceCutSeq: ranges.max ?? Math.max(0, hl.log.base - 1) } };
   return { payload: { representation: "raw", manifest } };
-}
-
-function coalescedLane(hl: HolderLane, config: HolderConfig): boolean {
-  return config.lanes.some((l) => l.volume === hl.volume && l.lane === hl.lane && l.representation === "coalesced");
 }

@@ -1,5 +1,6 @@
 import type { Clock, Counters } from "../../core/index.ts";
-import { CoalesceQueue, CoalesceInputError, type CoalesceRecord, type DerivedWindow, type WriteRecord } from "../../protocol/index.ts";
+import type { WriteRecord } from "../../protocol/index.ts";
+import { CoalesceQueue, CoalesceInputError, type CoalesceRecord, type DerivedWindow } from "./coalesce-window.ts";
 import { checkCoalescedStream, derivedLaneName, derivedLaneSpecs, type CoalescedStreamSpec } from "./coalesced-stream.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
 import { openWriterLane, type WriterLane } from "./writer-lane.ts";

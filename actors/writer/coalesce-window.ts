@@ -8,7 +8,9 @@ import { BLOCK_SIZE } from "../../volume/index.ts";
  * and consistency manifests are carried unchanged. Applying the derived records in order on the
  * window's base gives the same block image as applying the raw records (the property test checks
  * this), so a derived window is a faithful image *at its end* — never the raw log.
- * No I/O, no clock: the writer's coalescing consumer calls it.
+ * No I/O, no clock: the writer's coalescing consumer (its only caller) calls it. The writer's
+ * custody records are writes only today; trims and barriers are kept for the volume's other record
+ * kinds (the property test covers them).
  */
 
 /** A write of whole blocks (`data` is a multiple of BLOCK_SIZE) at `lba`. */
@@ -72,7 +74,7 @@ export class CoalesceInputError extends CustodyError {
 }
 
 /** Block bytes a record carries. */
-export function recordBytes(r: CoalesceRecord): number {
+function recordBytes(r: CoalesceRecord): number {
   return r.kind === "write" ? r.data.length : 0;
 }
 

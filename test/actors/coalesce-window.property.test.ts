@@ -1,7 +1,7 @@
 import test from "ava";
 import fc from "fast-check";
 import { BLOCK_SIZE } from "../../volume/index.ts";
-import { CoalesceInputError, CoalesceQueue, coalesceWindow, splitWindow, type CoalesceRecord, type RawWindow } from "../../protocol/wire/coalesce-window.ts";
+import { CoalesceInputError, CoalesceQueue, coalesceWindow, splitWindow, type CoalesceRecord, type RawWindow } from "../../actors/writer/coalesce-window.ts";
 
 // Random write/trim/barrier sequences over a few blocks; each write fills its blocks with a byte
 // derived from its seq and block, so a wrong survivor shows in the image.
