@@ -17,9 +17,10 @@ export function withCoalescedStream(raw: SurvivalReport, image: SurvivalReport |
 
 /**
  * The state with the holders' coalesced images as their only claims (no forwards: images are not
- * forwarded); undefined when no holder has one.
+ * forwarded) and the coalesced stream's manifests as its only manifests (a raw manifest may cut
+ * inside a window, where no image rebuilds the volume); undefined when no holder has an image.
  */
 export function imagesOnly(state: EvaluationState): EvaluationState | undefined {
   if (!state.holders.some((h) => (h.coalesced?.length ?? 0) > 0)) return undefined;
-  return { ...state, holders: state.holders.map((h) => ({ id: h.id, site: h.site, claims: h.coalesced ?? [], ...(h.audit === undefined ? {} : { audit: h.audit }) })), forwards: [] };
+  return { ...state, holders: state.holders.map((h) => ({ id: h.id, site: h.site, claims: h.coalesced ?? [], ...(h.audit === undefined ? {} : { audit: h.audit }) })), forwards: [], manifests: state.coalescedManifests ?? [] };
 }

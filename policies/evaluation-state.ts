@@ -151,6 +151,12 @@ export interface EvaluationState {
   readonly holders: readonly Holder[];
   readonly bases: readonly BaseSnapshot[];
   readonly manifests: readonly ConsistencyManifest[];
+  /**
+   * Consistency manifests of the coalesced stream (in raw lane names): cuts at which every lane's
+   * image ends a window together. Only the images-only evaluation uses them (coalesced-cut.ts); a
+   * raw manifest may fall inside a window, where no image can rebuild the volume.
+   */
+  readonly coalescedManifests?: readonly ConsistencyManifest[] | undefined;
   readonly keyAuthorities: readonly KeyAuthority[];
   readonly metadataQuorum?: MetadataQuorum | undefined;
   readonly links: readonly Link[];

@@ -68,6 +68,8 @@ const claimSchema = z.strictObject({
   retainUntilMs: nonNeg.optional(),
 });
 
+const manifestSchema = z.strictObject({ id, cut, holders: z.array(id).min(1), residency: z.enum(["ram", "disk"]).optional() });
+
 /** zod schema of the JSON form of an EvaluationState (ranges as [[first, last], ...]). */
 export const evaluationStateSchema = z.strictObject({
   volume: id,
@@ -78,7 +80,8 @@ export const evaluationStateSchema = z.strictObject({
   sites: z.array(siteSchema).min(1),
   holders: z.array(z.strictObject({ id, site: id, claims: z.array(claimSchema).default([]), coalesced: z.array(claimSchema).optional(), audit: z.enum(["pending", "passed", "failed"]).optional() })),
   bases: z.array(z.strictObject({ id, holder: id, cut, bytes: nonNeg })).default([]),
-  manifests: z.array(z.strictObject({ id, cut, holders: z.array(id).min(1), residency: z.enum(["ram", "disk"]).optional() })).default([]),
+  manifests: z.array(manifestSchema).default([]),
+  coalescedManifests: z.array(manifestSchema).optional(),
   keyAuthorities: z.array(z.strictObject({ id, site: id })).default([]),
   metadataQuorum: z.strictObject({ members: z.array(id).min(1), quorum: z.number().int().positive() }).optional(),
   links: z.array(z.strictObject({ id, from: id, to: id, bandwidthBytesPerSec: z.number().positive(), deps: z.array(z.string()).default([]), measuredAgeMs: nonNeg.optional() })).default([]),

@@ -51,10 +51,13 @@ export function validateEvaluationState(s: EvaluationState): void {
     holder(b.holder, `bases[${i}].holder`);
     for (const l of Object.keys(b.cut)) lane(l, `bases[${i}].cut.${l}`);
   });
-  s.manifests.forEach((m, i) => {
-    m.holders.forEach((h, j) => holder(h, `manifests[${i}].holders[${j}]`));
-    for (const l of Object.keys(m.cut)) lane(l, `manifests[${i}].cut.${l}`);
-  });
+  const manifests = (list: readonly { holders: readonly string[]; cut: Readonly<Record<string, number>> }[], field: string) =>
+    list.forEach((m, i) => {
+      m.holders.forEach((h, j) => holder(h, `${field}[${i}].holders[${j}]`));
+      for (const l of Object.keys(m.cut)) lane(l, `${field}[${i}].cut.${l}`);
+    });
+  manifests(s.manifests, "manifests");
+  manifests(s.coalescedManifests ?? [], "coalescedManifests");
   s.keyAuthorities.forEach((k, i) => site(k.site, `keyAuthorities[${i}].site`));
   s.metadataQuorum?.members.forEach((m, i) => site(m, `metadataQuorum.members[${i}]`));
   if (s.metadataQuorum && s.metadataQuorum.quorum > s.metadataQuorum.members.length) {

@@ -5,7 +5,7 @@ import type { VolumeTopology } from "./controller-config.ts";
 import { HoldKind } from "../../custody/index.ts";
 import type { Holds } from "../../custody/index.ts";
 import { heldByRetention } from "./retention-window.ts";
-import { receiptedManifests } from "./receipted-manifests.ts";
+import { receiptedImageManifests, receiptedManifests } from "./receipted-manifests.ts";
 
 /** What the writer has reported: per lane, its head and commit runs. */
 export interface SourceProgress {
@@ -85,6 +85,11 @@ export function buildEvaluationState(
   const lanes: Record<string, number> = {};
   for (const l of topo.lanes) lanes[l] = progress.heads[l] ?? 0;
   for (const h of holdings) if (h.volume === topo.volume && h.lane in lanes && h.retained.max !== undefined) lanes[h.lane] = Math.max(lanes[h.lane]!, h.retained.max);
+  // ...and a coalesced window's end was written too (the images' cut is never cut off inside a window).
+  for (const [derived, raw] of Object.entries(topo.coalesced ?? {})) {
+    for (const h of holdings) if (h.volume === topo.volume && h.lane === derived && h.receipt.payload.representation === "coalesced" && raw in lanes) lanes[raw] = Math.max(lanes[raw]!, h.receipt.payload.sourceCutSeq);
+  }
+  const fresh = (h: Holding) => !failed.has(h.holderId) && claims.has(h.holderId) && asOfMs - h.issuedAt <= topo.staleAfterMs;
   return {
     volume: topo.volume,
     asOfMs,
@@ -94,7 +99,8 @@ export function buildEvaluationState(
     sites: topo.sites,
     holders,
     bases: [...bases.values()],
-    manifests: receiptedManifests(topo.volume, topo.lanes, holdings, (h) => !failed.has(h.holderId) && claims.has(h.holderId) && asOfMs - h.issuedAt <= topo.staleAfterMs),
+    manifests: receiptedManifests(topo.volume, topo.lanes, holdings, fresh),
+    ...(topo.coalesced === undefined ? {} : { coalescedManifests: receiptedImageManifests(topo.volume, topo.coalesced, holdings, fresh) }),
     keyAuthorities: topo.keyAuthorities,
     metadataQuorum: topo.metadataQuorum,
     links: topo.links,

@@ -34,14 +34,26 @@ export function manifestId(cut: Readonly<Record<string, number>>): string {
  * Pure.
  */
 export function receiptedManifests(volume: string, lanes: readonly string[], holdings: readonly Holding[], fresh: (h: Holding) => boolean): ConsistencyManifest[] {
-  const known = new Set(lanes);
+  return receiptedIn(volume, new Map(lanes.map((l) => [l, l])), holdings, fresh);
+}
+
+/**
+ * The coalesced stream's manifests (`derived` maps each derived lane to its raw lane): those the
+ * derived lanes' fresh holdings list, renamed into raw lanes, as cuts of the images. Pure.
+ */
+export function receiptedImageManifests(volume: string, derived: Readonly<Record<string, string>>, holdings: readonly Holding[], fresh: (h: Holding) => boolean): ConsistencyManifest[] {
+  return receiptedIn(volume, new Map(Object.entries(derived)), holdings, (h) => h.representation === "coalesced" && fresh(h));
+}
+
+/** Manifests over the lanes `rename` knows (keys: listed names; values: names in the result). */
+function receiptedIn(volume: string, rename: ReadonlyMap<string, string>, holdings: readonly Holding[], fresh: (h: Holding) => boolean): ConsistencyManifest[] {
   const byId = new Map<string, { cut: Record<string, number>; holders: Set<string> }>();
   for (const h of holdings) {
     if (h.volume !== volume || !fresh(h)) continue;
     // Receipts from before manifests were shipped may not carry the list at all.
     for (const run of splitConsistencyCuts(h.receipt.payload.manifest.consistencyCuts ?? [])) {
-      if (run.length < 2 || run.some((c) => c.volume !== volume || !known.has(c.lane))) continue;
-      const cut = Object.fromEntries(run.map((c) => [c.lane, c.throughSeq]));
+      if (run.length < 2 || run.some((c) => c.volume !== volume || !rename.has(c.lane))) continue;
+      const cut = Object.fromEntries(run.map((c) => [rename.get(c.lane)!, c.throughSeq]));
       const id = manifestId(cut);
       const m = byId.get(id) ?? { cut, holders: new Set<string>() };
       m.holders.add(h.holderId);

@@ -2,15 +2,20 @@ import type { Clock, Counters } from "../../core/index.ts";
 import type { WriteRecord } from "../../protocol/index.ts";
 import { CoalesceQueue, CoalesceInputError, type CoalesceRecord, type DerivedWindow } from "./coalesce-window.ts";
 import { checkCoalescedStream, derivedLaneName, derivedLaneSpecs, type CoalescedStreamSpec } from "./coalesced-stream.ts";
+import { ManifestShipper } from "./manifest-shipping.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
 import { openWriterLane, type WriterLane } from "./writer-lane.ts";
+import type { WriterCut } from "./writer-ports.ts";
 
 /**
  * The coalescing consumer at the writer (it holds the data key, so it sees plaintext records):
- * every raw record of a lane also enters that lane's open window; a window closes after
- * `windowRecords` records or `windowMs`, goes through the budgeted CoalesceQueue, and each derived
- * window is handed to `ship` (sealed into one unit of the derived lane, sequences `first..last` of
- * the raw window). Counters: `coalesce_windows`, `coalesce_raw_bytes`, `coalesce_derived_bytes`,
+ * every raw record of a lane also enters that lane's open window. The windows of all lanes close
+ * together — after `windowRecords` records of the volume, at the end of a write, or `windowMs`
+ * after the oldest opened — so the lane heads at a close are one consistent cut of the volume: its
+ * consistency manifest, in derived lane names, goes to `manifest` (volumes of two or more lanes).
+ * Each closed window goes through the budgeted CoalesceQueue, and each derived window is handed to
+ * `ship` (sealed into one unit of the derived lane, sequences `first..last` of the raw window).
+ * Counters: `coalesce_windows`, `coalesce_raw_bytes`, `coalesce_derived_bytes`,
  * `coalesce_dropped_records`, `coalesce_window_splits`, `coalesce_backlog_ticks`.
  */
 
@@ -34,36 +39,66 @@ export class CoalescingConsumer {
   private readonly open = new Map<string, OpenWindow>();
   private readonly queues = new Map<string, CoalesceQueue>();
   private readonly pendingTs = new Map<string, number[]>();
+  /** Records in the open windows (all lanes) and the newest record's LSN. */
+  private openRecords = 0;
+  private lastLsn = 0;
+  /** The consistency manifest of the newest close (derived lane names), re-offered every tick. */
+  private newestCut: WriterCut | undefined;
 
   constructor(
     private readonly spec: CoalescedStreamSpec,
-    private readonly seams: { clock: Clock; counters: Counters; ship: (parts: DerivedUnitParts) => void },
+    private readonly seams: {
+      clock: Clock;
+      counters: Counters;
+      ship: (parts: DerivedUnitParts) => void;
+      /** The raw lanes' heads now (a consistent cut whenever no write is half-noted). */
+      heads?: () => Readonly<Record<string, number>>;
+      /** Offered the newest close's manifest every tick (the shipper decides what goes on the wire). */
+      manifest?: (cut: WriterCut) => void;
+    },
   ) {}
 
-  /** A raw record of `lane` (same buffer as the raw unit's; never copied here). */
-  note(lane: string, rec: WriteRecord, committedAt: number): void {
+  /**
+   * A raw record of `lane` (same buffer as the raw unit's; never copied here). `endOfWrite` is
+   * false for every piece of a write spanning lanes but its last: windows close only between
+   * writes, so a close never splits one LSN across windows.
+   */
+  note(lane: string, rec: WriteRecord, committedAt: number, endOfWrite = true): void {
     let w = this.open.get(lane);
     if (w === undefined) this.open.set(lane, (w = { records: [], ts: [], openedAt: this.seams.clock.now() }));
     w.records.push(rec);
     w.ts.push(committedAt);
-    if (w.records.length >= this.spec.windowRecords) this.close(lane, w);
+    this.openRecords++;
+    this.lastLsn = rec.lsn;
+    if (endOfWrite && this.openRecords >= this.spec.windowRecords) this.closeAll();
   }
 
-  /** Closes windows past their age, then coalesces within the CPU budget and ships what it derived. */
+  /** Closes the windows once the oldest is past its age, then coalesces within the CPU budget and ships what it derived. */
   tick(): void {
     const now = this.seams.clock.now();
     const age = this.spec.windowMs;
-    if (age !== undefined) for (const [lane, w] of this.open) if (now - w.openedAt >= age) this.close(lane, w);
+    if (age !== undefined && [...this.open.values()].some((w) => now - w.openedAt >= age)) this.closeAll();
     for (const [lane, q] of this.queues) {
       for (const d of q.tick()) this.shipDerived(lane, d);
       if (q.backlog > 0) this.seams.counters.inc("coalesce_backlog_ticks");
     }
+    if (this.newestCut !== undefined) this.seams.manifest?.(this.newestCut);
   }
 
   /** Closes every open window now and ticks (a graceful stop does not wait for the cadence; the CPU budget still holds per call). */
   flush(): void {
-    for (const [lane, w] of this.open) this.close(lane, w);
+    this.closeAll();
     this.tick();
+  }
+
+  /** Closes every lane's open window at once; the lane heads then are the volume's manifest. */
+  private closeAll(): void {
+    if (this.open.size === 0) return;
+    for (const [lane, w] of [...this.open]) this.close(lane, w);
+    this.openRecords = 0;
+    const heads = this.seams.heads?.();
+    if (heads === undefined || Object.keys(heads).length < 2) return;
+    this.newestCut = { lsn: this.lastLsn, lanes: Object.fromEntries(Object.entries(heads).map(([l, seq]) => [derivedLaneName(this.spec, l), seq])) };
   }
 
   /** Raw windows closed but not yet coalesced (the CPU budget's backlog), all lanes. */
@@ -113,16 +148,26 @@ export class CoalescingConsumer {
 /**
  * Checks `config`'s coalesced stream and, when there is one, opens its derived lanes into `lanes`
  * (sent and re-sent like raw lanes; kept only until receipted, since no controller status
- * confirms a derived lane) and returns the consumer that fills them through `ship`.
+ * confirms a derived lane) and returns the consumer that fills them through `ship`. A volume of
+ * several lanes also ships each close's manifest to the derived lanes' first hops (counted as
+ * `coalesced_manifest_shipped` / `coalesced_manifest_reshipped`; re-sent every `repeatMs`).
  */
 export function openCoalescedStream(
   config: VolumeWriterConfig,
   lanes: Map<string, WriterLane>,
-  seams: Parameters<typeof openWriterLane>[2],
+  seams: Parameters<typeof openWriterLane>[2] & { heads: () => Readonly<Record<string, number>>; repeatMs: number },
   ship: (l: WriterLane, parts: DerivedUnitParts) => void,
 ): CoalescingConsumer | undefined {
   checkCoalescedStream(config);
   if (config.coalesced === undefined) return undefined;
-  for (const spec of derivedLaneSpecs(config)) lanes.set(spec.lane, Object.assign(openWriterLane(spec, config, seams), { confirmed: Number.MAX_SAFE_INTEGER }));
-  return new CoalescingConsumer(config.coalesced, { clock: seams.clock, counters: seams.counters, ship: (p) => ship(lanes.get(p.lane)!, p) });
+  const derived = derivedLaneSpecs(config).map((spec) => Object.assign(openWriterLane(spec, config, seams), { confirmed: Number.MAX_SAFE_INTEGER }));
+  for (const l of derived) lanes.set(l.spec.lane, l);
+  const manifests = new ManifestShipper(config, seams, seams.repeatMs, "coalesced_manifest");
+  return new CoalescingConsumer(config.coalesced, {
+    clock: seams.clock,
+    counters: seams.counters,
+    ship: (p) => ship(lanes.get(p.lane)!, p),
+    heads: seams.heads,
+    manifest: (cut) => manifests.ship([cut], derived),
+  });
 }

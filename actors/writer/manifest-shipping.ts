@@ -21,6 +21,8 @@ export class ManifestShipper {
     private readonly config: Pick<VolumeWriterConfig, "writerId" | "volume" | "term">,
     private readonly seams: { transport: Transport; clock: Clock; counters: Counters },
     private readonly repeatMs: number,
+    /** Counter prefix: `manifest` for raw lanes, `coalesced_manifest` for a coalesced stream's derived lanes. */
+    private readonly counterPrefix = "manifest",
   ) {}
 
   /** Ships the newest of `cuts` (oldest first) to the first hops of `lanes` when due. */
@@ -33,7 +35,7 @@ export class ManifestShipper {
     const data = encodeMessage(laneManifestSpec, { writer: this.config.writerId, volume: this.config.volume, term: this.config.term, lsn: newest.lsn, cut });
     const headers = { [SENDER_HEADER]: this.config.writerId };
     for (const l of lanes) for (const hop of l.edges.keys()) this.seams.transport.publish(unitSubject(hop, this.config.volume, l.spec.lane), data, { headers });
-    this.seams.counters.inc(newest.lsn === this.shippedLsn ? "manifest_reshipped" : "manifest_shipped");
+    this.seams.counters.inc(`${this.counterPrefix}_${newest.lsn === this.shippedLsn ? "reshipped" : "shipped"}`);
     this.shippedLsn = newest.lsn;
     this.shippedAt = now;
   }

@@ -55,7 +55,7 @@ export class WriterCore {
     const seams = { transport: ports.transport, clock: ports.clock, counters: this.counters, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) };
     for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, seams));
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
-    this.coalescing = openCoalescedStream(config, this.lanes, seams, (l, p) => this.shipper.cutDerived(l, p));
+    this.coalescing = openCoalescedStream(config, this.lanes, { ...seams, heads: () => this.heads(), repeatMs: this.resendAfterMs }, (l, p) => this.shipper.cutDerived(l, p));
     this.all = [...this.lanes.values()];
     this.waiters = new ProtectionWaiters({ protectedThrough: (c, lane) => this.protectedThrough(c, lane), firstSeq: (lane) => this.lanes.get(lane)!.spec.firstSeq ?? 1 }, ports.clock, this.counters);
     this.ships = new ShipLog(() => ports.volume.walWindow().start);
@@ -119,12 +119,12 @@ export class WriterCore {
     const now = this.ports.clock.now();
     this.ships.push({ lsn, lba, blocks: own.length / BLOCK_SIZE });
     const acked: { lane: string; seq: number }[] = [];
-    for (const p of pieces) {
+    for (const [i, p] of pieces.entries()) {
       const l = p.lane;
       const seq = l.next++;
       const rec: WriteRecord = { seq, lsn, lba: p.lba, data: own.subarray((p.lba - lba) * BLOCK_SIZE, (p.lba - lba) * BLOCK_SIZE + p.data.length) };
       l.pending.push(rec);
-      this.coalescing?.note(l.spec.lane, rec, now);
+      this.coalescing?.note(l.spec.lane, rec, now, i === pieces.length - 1);
       l.pendingTs.push(now);
       l.pendingBytes += rec.data.length;
       const last = l.runs[l.runs.length - 1];

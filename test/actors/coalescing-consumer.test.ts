@@ -81,3 +81,38 @@ test("an impossible coalesced stream is a typed configuration error", (t) => {
   }
   t.throws(() => checkCoalescedStream({ ...base, custody: false, coalesced: { holders: ["img"], windowRecords: 8 } }), { instanceOf: WriterConfigError });
 });
+
+test("a volume of two lanes closes both lanes' windows together, only between writes, and offers each close's lane heads as the derived lanes' manifest", (t) => {
+  let now = 1000;
+  const clock: Clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => undefined };
+  const shipped: DerivedUnitParts[] = [];
+  const cuts: { lsn: number; lanes: Record<string, number> }[] = [];
+  const heads = { a: 0, b: 0 };
+  const c = new CoalescingConsumer({ holders: ["h"], windowRecords: 3, windowMs: 100 }, { clock, counters: new Counters(), ship: (p) => shipped.push(p), heads: () => ({ ...heads }), manifest: (cut) => cuts.push(structuredClone(cut)) });
+  let lsn = 0;
+  // A write of `lanes` pieces (one record per lane, same LSN), noted as the writer does.
+  const write = (...lanes: ("a" | "b")[]) => {
+    lsn++;
+    lanes.forEach((lane, i) => {
+      heads[lane]++;
+      c.note(lane, { seq: heads[lane], lsn, lba: lane === "a" ? 0 : 10, data: new Uint8Array(BLOCK_SIZE).fill(lsn) }, now, i === lanes.length - 1);
+    });
+  };
+  write("a");
+  write("a");
+  write("a", "b"); // the 3rd record arrives mid-write: no close until the write's last piece
+  write("b");
+  c.tick();
+  t.deepEqual(shipped.map((u) => [u.lane, u.firstSeq, u.lastSeq]), [["a-coalesced", 1, 3], ["b-coalesced", 1, 1]], "both lanes closed after the write's 4th record, not inside it");
+  t.deepEqual(cuts, [{ lsn: 3, lanes: { "a-coalesced": 3, "b-coalesced": 1 } }], "the manifest is the heads at the close");
+  // An age close takes every lane with it; a lane without records keeps its earlier window end.
+  write("b");
+  now += 100;
+  c.tick();
+  t.deepEqual(shipped.slice(2).map((u) => [u.lane, u.firstSeq, u.lastSeq]), [["b-coalesced", 2, 3]]);
+  t.deepEqual(cuts[cuts.length - 1], { lsn: 5, lanes: { "a-coalesced": 3, "b-coalesced": 3 } });
+  // Every manifest names window ends only.
+  const ends = new Map<string, Set<number>>();
+  for (const u of shipped) ends.set(u.lane, (ends.get(u.lane) ?? new Set([0])).add(u.lastSeq));
+  for (const cut of cuts) for (const [lane, seq] of Object.entries(cut.lanes)) t.true(ends.get(lane)!.has(seq), `${lane}:${seq} is a window end`);
+});

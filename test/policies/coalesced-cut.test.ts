@@ -116,3 +116,29 @@ test("custody evaluate prints the stream each scenario's cut comes from", async 
   const json = JSON.parse((await runCliCaptured(["evaluate", "--json", path])).stdout.trimEnd().split("\n").pop()!);
   t.deepEqual(json.reports.map((x: { stream: string }) => x.stream), ["coalesced", "raw"]);
 });
+
+test("across two lanes the images give a cut only at a coalesced-stream manifest; a raw manifest (which may fall inside a window) never counts for them", (t) => {
+  const one = coalescedState(48, [sourceLost]);
+  const twoLanes = (coalescedManifests?: EvaluationStateJson["coalescedManifests"]): EvaluationStateJson => ({
+    ...one,
+    source: { site: "src", lanes: { l0: 60, l1: 30 } },
+    holders: [
+      { id: "raw", site: "s-raw", claims: [{ lane: "l0", ranges: [[1, 60]], residency: "disk", evidence: observed }, { lane: "l1", ranges: [[1, 30]], residency: "disk", evidence: observed }] },
+      { id: "img", site: "s-img", claims: [], coalesced: [{ lane: "l0", ranges: [[1, 40]], residency: "disk", evidence: observed }, { lane: "l1", ranges: [[1, 20]], residency: "disk", evidence: observed }] },
+      { id: "vault", site: "s-v", claims: [] },
+    ],
+    bases: [{ id: "genesis", holder: "vault", cut: { l0: 0, l1: 0 }, bytes: 0 }],
+    // A raw manifest kept on the vault's disk, inside the images' windows (l0 35 of window ..40).
+    manifests: [{ id: "m-raw", cut: { l0: 35, l1: 15 }, holders: ["vault"] }],
+    ...(coalescedManifests === undefined ? {} : { coalescedManifests }),
+  });
+  const [without] = evaluateState(parseEvaluationState(twoLanes())).reports;
+  t.deepEqual(without!.cut, { l0: 0, l1: 0 }, "no image manifest: only the base is consistent");
+  t.is(without!.stream, "raw");
+  const [withImage] = evaluateState(parseEvaluationState(twoLanes([{ id: "m-img", cut: { l0: 40, l1: 20 }, holders: ["img"], residency: "ram" }]))).reports;
+  t.deepEqual(withImage!.cut, { l0: 40, l1: 20 });
+  t.is(withImage!.stream, "coalesced");
+  t.is(withImage!.manifest, "m-img");
+  // A coalesced manifest names the raw lanes the images stand for; an unknown lane is refused.
+  t.throws(() => parseEvaluationState(twoLanes([{ id: "m-bad", cut: { l0: 40, l9: 20 }, holders: ["img"] }])), { message: /coalescedManifests\[0\]\.cut\.l9/ });
+});
