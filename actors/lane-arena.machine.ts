@@ -126,6 +126,15 @@ const reject = (request: LaneArenaEvent["type"], error: CustodyError, stage: "ch
   stage,
 });
 
+/**
+ * One unit's verdict: into the frame's list (`admitMany`), or emitted at once (`admit`). A module
+ * function, not a closure per event: the transpiler names every closure it creates, per call.
+ */
+function answerUnit(verdicts: UnitVerdictEmitted[] | undefined, enqueue: { emit(e: UnitVerdictEmitted): void }, e: UnitVerdictEmitted): void {
+  if (verdicts) verdicts.push(e);
+  else enqueue.emit(e);
+}
+
 const withActions = base.extend({
   actions: {
     /** Validate → classify (term, overlap, duplicate) → copy into the arena within credits → accept. */
@@ -136,20 +145,16 @@ const withActions = base.extend({
       let lanes = context.lanes;
       // A frame's verdicts go out as one emitted event: an emit per unit cost as much as the event did.
       const verdicts: UnitVerdictEmitted[] | undefined = event.type === "admitMany" ? [] : undefined;
-      const answer = (e: UnitVerdictEmitted): void => {
-        if (verdicts) verdicts.push(e);
-        else enqueue.emit(e);
-      };
       for (const { unit: u, attestation } of units) {
         const check = classifyUnit(context, u);
         if (!check.ok) {
-          answer(reject("admit", check.error, "check"));
+          answerUnit(verdicts, enqueue, reject("admit", check.error, "check"));
           continue;
         }
         const { log, verdict } = check.value;
         const stored = verdict === UnitVerdict.duplicate ? undefined : storeUnit(context, u, attestation);
         if (stored && !stored.ok) {
-          answer(reject("admit", stored.error));
+          answerUnit(verdicts, enqueue, reject("admit", stored.error));
           continue;
         }
         const append = stored?.value;
@@ -169,7 +174,7 @@ const withActions = base.extend({
           lanes = { ...lanes, [laneKey(u.volume, u.lane)]: summarize(log) };
           enqueue.assign({ report: context.arena.report(), lanes });
         }
-        answer({
+        answerUnit(verdicts, enqueue, {
           type: "admitted",
           volume: u.volume,
           lane: u.lane,

@@ -10,13 +10,24 @@ export const MAX_IDENTIFIER_LENGTH = 128;
 
 const FORBIDDEN = /[.*>\s\p{C}]/u;
 
-/** Why `value` cannot be an identifier, or undefined when it can. Pure; never throws. */
+/**
+ * Identifiers found valid lately. Every unit names its volume and lane, so the same few strings
+ * are checked over and over on the hot path; a valid string stays valid, so a hit skips the
+ * Unicode-aware scan. Bounded: cleared when full (a flood of distinct names only costs scans).
+ */
+const recentlyValid = new Set<string>();
+const RECENTLY_VALID_MAX = 4096;
+
+/** Why `value` cannot be an identifier, or undefined when it can. Pure (a cache aside); never throws. */
 export function identifierProblem(value: unknown): string | undefined {
   if (typeof value !== "string") return "not a string";
+  if (recentlyValid.has(value)) return undefined;
   if (value.length === 0) return "empty";
   if (value.length > MAX_IDENTIFIER_LENGTH) return `longer than ${MAX_IDENTIFIER_LENGTH} characters`;
   const bad = FORBIDDEN.exec(value);
   if (bad !== null) return `contains forbidden character ${JSON.stringify(bad[0])} at ${bad.index}`;
+  if (recentlyValid.size >= RECENTLY_VALID_MAX) recentlyValid.clear();
+  recentlyValid.add(value);
   return undefined;
 }
 

@@ -50,3 +50,11 @@ test("a transport unit whose volume breaks the identifier rule is refused with i
   }
   t.notThrows(() => validateTransportUnit(makeTransportUnit({ volume: "Ä-lane", lane: "l", term: 1, firstSeq: 1, lastSeq: 1, commitTs: [0], payload: new Uint8Array(4) })));
 });
+
+test("the cache of recently valid identifiers never admits an invalid one, also after more valid names than it keeps", (t) => {
+  for (let i = 0; i < 5000; i++) t.is(identifierProblem(`vol-${i}`), undefined);
+  t.is(identifierProblem("vol-1"), undefined);
+  t.regex(identifierProblem("vol-1.x") ?? "", /forbidden character "\."/);
+  t.regex(identifierProblem("vol 1") ?? "", /forbidden character/);
+  t.is(identifierProblem(""), "empty");
+});
