@@ -247,3 +247,29 @@ test("a standby cannot be a first hop, a downstream, a genesis base or a base bu
   t.regex(refused((d) => (d["volumes"][0]["genesisBases"] = ["h-s1"])), /volumes\.0\.genesisBases: h-s1 is a standby/);
   t.regex(refused((d) => (d["baseBuilders"] = [{ holder: "h-s1", volume: "vol-d", lane: "l0", intervalMs: 1000, minNewSeqs: 64 }])), /baseBuilders\.0\.holder: h-s1 is a standby/);
 });
+
+test("a volume's coalesced section is checked by the writer's own rules and against the holders, naming the path", async (t) => {
+  const base = await loopbackDeployment(tempDir("custody-plan-coalesced-bad-"), { coalesced: true, standby: true });
+  t.notThrows(() => parseDeployment(base), "h-img declares no lane: it serves the derived lane the section gives it");
+  const refused = (mutate: (d: Record<string, any>) => void) => {
+    const d = structuredClone(base) as Record<string, any>;
+    mutate(d);
+    const err = t.throws(() => parseDeployment(d));
+    t.is((err as unknown as { code: string }).code, "invalid_deployment");
+    return err?.message ?? "";
+  };
+  const section = (d: Record<string, any>) => d["volumes"][0]["coalesced"];
+  t.regex(refused((d) => (section(d).holders = ["h-nowhere"])), /volumes\.0\.coalesced\.holders\.0: unknown holder h-nowhere/);
+  t.regex(refused((d) => (section(d).holders = ["h-s1"])), /volumes\.0\.coalesced\.holders\.0: h-s1 is a standby/);
+  t.regex(refused((d) => (section(d).holders = ["h-img", "h-img"])), /volumes\.0\.coalesced\.holders\.1: duplicate holder h-img/);
+  t.regex(refused((d) => (section(d).holders = [])), /volumes\.0\.coalesced\.holders/);
+  t.regex(refused((d) => (section(d).windowRecords = 0)), /volumes\.0\.coalesced: coalesced stream cadence and budgets must be positive integers/);
+  t.regex(refused((d) => (section(d).windowMs = 2.5)), /volumes\.0\.coalesced: .*positive integers/);
+  t.regex(refused((d) => (section(d).maxWindowBytes = 100)), /volumes\.0\.coalesced: coalesced window byte budget must hold at least one block/);
+  t.regex(refused((d) => (section(d).laneSuffix = "")), /volumes\.0\.coalesced: derived lane name "l0" is not a free identifier/);
+  t.regex(refused((d) => (section(d).laneSuffix = ".x")), /volumes\.0\.coalesced\.laneSuffix/);
+  t.regex(refused((d) => (section(d).window = 3)), /unknown key volumes\.0\.coalesced\.window/);
+  t.regex(refused((d) => (d["volumes"][0]["lanes"] = [{ lane: "l0", fromLba: 0, toLba: 99, firstHops: ["h-e1"] }, { lane: "l0-coalesced", fromLba: 100, toLba: 255, firstHops: ["h-w1"] }])), /volumes\.0\.coalesced: derived lane name "l0-coalesced" is not a free identifier/);
+  t.regex(refused((d) => d["holders"][1]["lanes"].push({ volume: "vol-d", lane: "l0-coalesced", upstream: ["w1"] })), /holders\.1\.lanes\.1\.lane: l0-coalesced is vol-d's derived lane: volumes\.0\.coalesced\.holders gives it/);
+  t.regex(refused((d) => delete d["volumes"][0]["coalesced"]), /holders\.3\.lanes: holder h-img serves no lane/);
+});
