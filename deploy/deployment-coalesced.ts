@@ -66,9 +66,14 @@ export function servedLanes(d: Deployment, h: DeploymentHolder): ServedLane[] {
   return [...h.lanes.map((l) => ({ volume: l.volume, lane: l.lane, upstream: [...l.upstream], downstream: [...l.downstream] })), ...derived];
 }
 
-/** The holders of a volume's coalesced stream (none without the section). */
-export function coalescedHolders(v: DeploymentVolume): string[] {
-  return [...(v.coalesced?.holders ?? [])];
+/** The derived lanes as the writer feeds them (for its NATS permissions): each to the stream's holders. */
+export function derivedWriterLanes(d: Deployment, v: DeploymentVolume): { lane: string; holders: string[] }[] {
+  return derivedLaneNames(d, v).map((lane) => ({ lane, holders: [...(v.coalesced?.holders ?? [])] }));
+}
+
+/** The bootstrap's obligations of a volume's derived lanes: the stream's holders answer for them, as coalesced. */
+export function derivedObligations(d: Deployment, v: DeploymentVolume): { volume: string; lane: string; holders: string[]; representation: "coalesced" }[] {
+  return derivedWriterLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: l.holders, representation: "coalesced" as const }));
 }
 
 /**
