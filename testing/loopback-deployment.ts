@@ -18,6 +18,8 @@ export interface LoopbackDeploymentOptions {
    * no lane and serves the volume's derived lane `l0-coalesced`, windows of 32 records or 500 ms.
    */
   readonly coalesced?: boolean;
+  /** Keys merged into the volume as declared (e.g. `scenarios`, `genesisBases`). */
+  readonly volumeExtras?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -47,7 +49,9 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
       { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
       ...(o.standby ? [{ id: "h-s1", site: "s-e3", region: "east", residency: "disk", standby: true, lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) }] : []),
-      ...(o.coalesced ? [{ id: "h-img", site: "s-w2", region: "west", residency: "ram", lanes: [], ...(await metrics()) }] : []),
+      // Its windows are released only once a base contains them: without a base builder it would
+      // wait its whole drain deadline on SIGTERM for nothing.
+      ...(o.coalesced ? [{ id: "h-img", site: "s-w2", region: "west", residency: "ram", lanes: [], drainDeadlineMs: 0, ...(await metrics()) }] : []),
     ],
     volumes: [
       {
@@ -56,6 +60,7 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
         writer: { id: "w1", site: "s-w", region: "east", ...(await metrics()), workload: { intervalMs: o.workloadIntervalMs ?? 20 }, drainDeadlineMs: o.drainDeadlineMs ?? 10_000 },
         recoverySite: "s-vault",
         ...(o.coalesced ? { coalesced: { holders: ["h-img"], windowRecords: 32, windowMs: 500 } } : {}),
+        ...o.volumeExtras,
       },
     ],
     controllers: [{ id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) }],
