@@ -28,6 +28,7 @@ export {
   type ProtectionContract,
   type VolumeWriterConfig,
 } from "./writer/writer-config.ts";
+export { checkCoalescedStream, derivedLaneName, DEFAULT_COALESCED_SUFFIX, type CoalescedStreamSpec } from "./writer/coalesced-stream.ts";
 export { WriterCore, type VolumeWriterPorts, type WriteAck, type WriterCut, type ShipLogEntry } from "./writer/writer-core.ts";
 export { coveredByAtLeast, survivesContract, protectedSeqs } from "./writer/protection.ts";
 export { controllerMachine, ControllerState, type ControllerContext, type ControllerEvent } from "./controller.machine.ts";

@@ -10,7 +10,8 @@ const bootstrapSchema = z.strictObject({
   operatorPublicKey: z.string().regex(/^[0-9a-f]{64}$/i).optional(),
   controllers: z.array(z.strictObject({ id: z.string().min(1), publicKey: z.string().regex(/^[0-9a-f]{64}$/i) })).default([]),
   holders: z.array(z.strictObject({ id: z.string().min(1), incarnation: z.literal(1), publicKey: z.string().regex(/^[0-9a-f]{64}$/i), failureDomain: z.string().min(1) })),
-  obligations: z.array(z.strictObject({ volume: z.string().min(1), lane: z.string().min(1), holders: z.array(z.string().min(1)).min(1) })),
+  /** `representation` (default raw): `coalesced` for a coalesced stream's derived lane (issue #22). */
+  obligations: z.array(z.strictObject({ volume: z.string().min(1), lane: z.string().min(1), holders: z.array(z.string().min(1)).min(1), representation: z.enum(["raw", "coalesced"]).optional() })),
 });
 
 /** Validates a parsed bootstrap file; throws DeploymentError naming the first bad key. */

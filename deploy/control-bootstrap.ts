@@ -18,7 +18,7 @@ export interface BootstrapResult {
 /**
  * The operator's bootstrap of a control log: admits the controllers' signing keys, each holder's
  * first incarnation with its key and failure domain, and creates each lane's obligation over the
- * holders that serve it. With `signer` (the operator's key) every event is signed and the log is
+ * holders that serve it (a coalesced stream's derived lane as `coalesced`, over the stream's holders). With `signer` (the operator's key) every event is signed and the log is
  * read as a signed log; without it, unsigned. What the log already has is left alone, so running
  * it twice changes nothing.
  */
@@ -57,7 +57,7 @@ export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan
       skipped.push(`obligation ${obligationId}`);
       continue;
     }
-    await commitControlEventRetrying(store, follower, op, () => ({ type: "create_obligation", obligationId, volume: o.volume, lane: o.lane, representation: "raw", holders: [...o.holders], fromSeq: 1 }));
+    await commitControlEventRetrying(store, follower, op, () => ({ type: "create_obligation", obligationId, volume: o.volume, lane: o.lane, representation: o.representation ?? "raw", holders: [...o.holders], fromSeq: 1 }));
     obligations.push(obligationId);
   }
   return { controllers, admitted, obligations, skipped };

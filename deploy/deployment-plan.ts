@@ -7,6 +7,7 @@ import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATO
 import { natsServerConfig, regionUrl } from "./nats-server-config.ts";
 import { failureDomainOf, writerSigningKey } from "../custody/index.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
+import { coalescedSpecOf, coalescedTopology, derivedObligations, derivedWriterLanes, servedLanes } from "./deployment-coalesced.ts";
 
 /**
  * From a validated deployment to the files `custody init` writes: per role instance a
@@ -66,7 +67,8 @@ export interface BootstrapPlan {
   /** Controllers whose signing keys the operator admits first (`admit_controller`): raw public keys, 64 hex digits. */
   readonly controllers: readonly { readonly id: string; readonly publicKey: string }[];
   readonly holders: readonly { readonly id: string; readonly incarnation: 1; readonly publicKey: string; readonly failureDomain: string }[];
-  readonly obligations: readonly { readonly volume: string; readonly lane: string; readonly holders: readonly string[] }[];
+  /** `representation` only on a coalesced stream's derived lanes (absent: raw). */
+  readonly obligations: readonly { readonly volume: string; readonly lane: string; readonly holders: readonly string[]; readonly representation?: "raw" | "coalesced" }[];
 }
 
 /** Everything `custody init` writes. */
@@ -114,7 +116,8 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
   if (secured && security === undefined) throw new DeploymentError("a secured deployment needs nkey users and a CA certificate to plan (or \"security\": \"none\")", { path: "security" });
   // The servers' TLS files, on the servers' machines (beside their configs).
   const natsDir = d.paths?.configDir !== undefined ? join(d.paths.configDir, "nats") : join(outDir, "nats");
-  const principals = deploymentPrincipals(d, OPERATOR_ID, (v) => volumeLanes(d, v));
+  // A writer's permissions cover its raw lanes and a coalesced stream's derived lanes.
+  const principals = deploymentPrincipals(d, OPERATOR_ID, (v) => [...volumeLanes(d, v), ...derivedWriterLanes(d, v)]);
   const userKeys = new Map(secured ? principals.map((p) => [p.instance, security!.nkeyUser()]) : []);
   const principalOf = (instance: string) => principals.find((p) => p.instance === instance)!;
   // A role's connection: its region's URL and, when secured, its own seed file, inbox prefix and the CA.
@@ -167,7 +170,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       stateDir: join(stateDir, name),
       keyFile: join(configDir, name, "holder.key"),
       disk: h.residency === "disk",
-      lanes: h.lanes,
+      lanes: servedLanes(d, h),
       metrics: h.metrics,
       overrides: h.overrides,
       links: shapedLinksOf(d, h.site),
@@ -175,14 +178,14 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       drainDeadlineMs: h.drainDeadlineMs,
     });
     // A secured deployment signs units: the holder is given the public half of each of its volumes' writer keys.
-    const volumes = [...new Set(h.lanes.map((l) => l.volume))];
+    const volumes = [...new Set(servedLanes(d, h).map((l) => l.volume))];
     if (secured) config["writerKeys"] = volumes.map((v) => ({ volume: v, fromTerm: 1, publicKey: hex(writerSigningKey(dataKeys.get(v)!).publicKey) }));
     instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
   }
 
   for (const v of d.volumes) {
     const name = `writer-${v.writer.id}`;
-    const holders = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
+    const holders = d.holders.filter((h) => servedLanes(d, h).some((l) => l.volume === v.id));
     const config = writerRoleConfig({
       writerId: v.writer.id,
       nats: natsFor(name, v.writer.region),
@@ -196,6 +199,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       holderSites: Object.fromEntries(holders.map((h) => [h.id, siteOf(h.site)])),
       metrics: v.writer.metrics,
       workload: v.writer.workload,
+      coalesced: v.coalesced !== undefined ? { ...coalescedSpecOf(v.coalesced) } : undefined,
       drainDeadlineMs: v.writer.drainDeadlineMs,
       links: shapedLinksOf(d, v.writer.site),
       spanFile: spanFile(v.writer.id),
@@ -249,9 +253,10 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       const s = d.sites[h.site]!;
       return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: failureDomainOf(s) };
     }),
-    obligations: d.volumes.flatMap((v) =>
-      volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
-    ),
+    obligations: d.volumes.flatMap((v) => [
+      ...volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
+      ...derivedObligations(d, v),
+    ]),
   };
   files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
   // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).
@@ -277,15 +282,20 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
  * each holder's host crashing.
  */
 function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v: DeploymentVolume, siteOf: (id: string) => Site, publicKeyOf: (holder: string) => string): ControllerConfig {
-  const all = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
-  const holders = all.filter((h) => h.standby !== true);
-  const standby = all.filter((h) => h.standby === true);
+  // Raw-lane holders decide genesis bases, persistence candidates and what is releasable; a
+  // coalesced stream's holders add their sites and a crash scenario each (never standbys).
+  const raw = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
+  const imaging = d.holders.filter((h) => !raw.includes(h) && v.coalesced?.holders.includes(h.id) === true);
+  const all = [...raw, ...imaging];
+  const holders = raw.filter((h) => h.standby !== true);
+  const coalesced = coalescedTopology(d, v);
+  const standby = raw.filter((h) => h.standby === true);
   const lanes = volumeLanes(d, v).map((l) => l.lane);
   const genesisHolders = v.genesisBases ?? holders.filter((h) => h.residency === "disk").map((h) => h.id);
   const siteIds = [...new Set([v.writer.site, v.recoverySite, ...all.map((h) => h.site)])];
   const scenarios: Scenario[] =
     v.scenarios?.map((s) => ({ ...s, losses: s.losses.map((l) => ({ ...l })) })) ??
-    holders.map((h) => ({ name: `crash:${h.id}`, losses: [{ domain: `host:${d.sites[h.site]!.host}`, kind: "crash" }], deadlineSec: 3600, required: true }));
+    [...holders, ...imaging].map((h) => ({ name: `crash:${h.id}`, losses: [{ domain: `host:${d.sites[h.site]!.host}`, kind: "crash" }], deadlineSec: 3600, required: true }));
   return {
     controllerId: c.id,
     region: d.controlRegion,
@@ -298,6 +308,7 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
     topology: {
       volume: v.id,
       lanes,
+      ...(Object.keys(coalesced).length > 0 ? { coalesced } : {}),
       writerSite: v.writer.site,
       sites: siteIds.map(siteOf),
       holderSites: Object.fromEntries(all.map((h) => [h.id, h.site])),

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CustodyError } from "../core/index.ts";
 import { metricsSchema } from "../runtime/index.ts";
+import { checkCoalescedSections, coalescedSectionSchema } from "./deployment-coalesced.ts";
 
 /**
  * The deployment file `custody init` reads: NATS regions, sites, holders, volumes (each with its
@@ -52,7 +53,8 @@ const holderSchema = z.strictObject({
   region: id,
   /** `disk`: RAM and a spill file made durable; `ram`: RAM only. */
   residency: z.enum(["ram", "disk"]),
-  lanes: z.array(holderLaneSchema).min(1),
+  /** May be empty for a holder that only serves a volume's coalesced stream (`volumes[].coalesced.holders`). */
+  lanes: z.array(holderLaneSchema),
   metrics,
   /** Holder configuration keys that replace the defaults (arena, flush, receipts, ...); validated by the holder. */
   overrides: z.record(z.string(), z.unknown()).optional(),
@@ -133,6 +135,8 @@ const volumeSchema = z.strictObject({
    * disk holder flushes everything.
    */
   persistenceTargets: z.strictObject({ copies: z.number().int().min(1).max(16).optional() }).optional(),
+  /** A coalesced stream beside the raw lanes (issue #22): its holders get a derived lane per raw lane (see deployment-coalesced.ts). */
+  coalesced: coalescedSectionSchema.optional(),
 });
 
 const controllerSchema = z.strictObject({
@@ -259,6 +263,12 @@ function checkDeployment(d: Deployment): void {
     (v.genesisBases ?? []).forEach((h) => notStandby(`volumes.${i}.genesisBases`, h, "it holds nothing until it is enlisted"));
   });
   d.baseBuilders.forEach((b, i) => notStandby(`baseBuilders.${i}.holder`, b.holder, "it holds nothing until it is enlisted"));
+  checkCoalescedSections(d, fail);
+  // A holder serves a lane it declares or a derived lane of a volume's coalesced stream.
+  const coalescedHolderIds = new Set(d.volumes.flatMap((v) => v.coalesced?.holders ?? []));
+  d.holders.forEach((h, i) => {
+    if (h.lanes.length === 0 && !coalescedHolderIds.has(h.id)) fail(`holders.${i}.lanes`, `holder ${h.id} serves no lane (declare one, or name it in a volume's coalesced.holders)`);
+  });
   d.volumes.forEach((v, i) => {
     site(`volumes.${i}.writer.site`, v.writer.site);
     region(`volumes.${i}.writer.region`, v.writer.region);

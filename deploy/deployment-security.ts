@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { inboxPrefixFor, permissionsFor, renderRegionSecurity, type NkeyUser, type PrincipalSpec, type ServerIdentity } from "../security/index.ts";
 import type { NatsRoleConfig } from "../runtime/index.ts";
 import type { Deployment } from "./deployment-schema.ts";
+import { servedLanes } from "./deployment-coalesced.ts";
 
 /**
  * The NATS identities of a secured deployment: one nkey user per role instance and one for the
@@ -36,13 +37,13 @@ export const OPERATOR_NATS_FILE = "nats.json";
 
 /**
  * Every principal of the deployment: holders, writers, controllers and base builders as their role
- * instances, then the operator (`operatorId`), which commits to the control log of `controlRegion`.
+ * instances (a holder with the derived lanes of a coalesced stream it serves), then the operator (`operatorId`), which commits to the control log of `controlRegion`.
  */
 export function deploymentPrincipals(d: Deployment, operatorId: string, lanesOf: (v: Deployment["volumes"][number]) => { lane: string; holders: string[] }[]): DeploymentPrincipal[] {
   const out: DeploymentPrincipal[] = [];
   const controlRegion = d.controlRegion;
   for (const h of d.holders) {
-    out.push({ instance: `holder-${h.id}`, spec: { role: "holder", id: h.id, scope: { controlRegion, lanes: h.lanes.map((l) => ({ volume: l.volume, lane: l.lane, downstream: [...l.downstream] })) } } });
+    out.push({ instance: `holder-${h.id}`, spec: { role: "holder", id: h.id, scope: { controlRegion, lanes: servedLanes(d, h).map((l) => ({ volume: l.volume, lane: l.lane, downstream: [...l.downstream] })) } } });
   }
   for (const v of d.volumes) {
     out.push({ instance: `writer-${v.writer.id}`, spec: { role: "writer", id: v.writer.id, scope: { controlRegion, volume: v.id, lanes: lanesOf(v).map((l) => ({ lane: l.lane, firstHops: l.holders })) } } });

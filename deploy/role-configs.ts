@@ -18,6 +18,8 @@ export interface HolderLaneInput {
   readonly lane: string;
   readonly upstream: readonly string[];
   readonly downstream: readonly string[];
+  /** A derived lane of a coalesced stream (issue #22); absent for the raw log. */
+  readonly representation?: "coalesced" | undefined;
 }
 
 /** Everything a holder's role config is made of. */
@@ -48,7 +50,7 @@ export function holderRoleConfig(h: HolderRoleInput): Record<string, unknown> {
     holderId: h.id,
     site: { region: h.site.region, az: h.site.az, host: h.site.host },
     residency: h.disk ? ["ram", "disk"] : ["ram"],
-    lanes: h.lanes.map((l) => ({ volume: l.volume, lane: l.lane, upstream: [...l.upstream], downstream: [...l.downstream] })),
+    lanes: h.lanes.map((l) => ({ volume: l.volume, lane: l.lane, upstream: [...l.upstream], downstream: [...l.downstream], ...(l.representation !== undefined ? { representation: l.representation } : {}) })),
     arena: { segmentBytes: 256 * 1024, limitBytes: 32 * 1024 * 1024, maxOutstandingCredit: 1024 * 1024, maxUnitBytes: 128 * 1024 },
     receipts: { maxUnits: 32, maxDelayMs: 10 },
     ...(h.disk ? { flush: { intervalMs: 100, deadlineMs: 5_000 } } : {}),
@@ -75,6 +77,8 @@ export interface WriterRoleInput {
   readonly holderSites: Readonly<Record<string, unknown>>;
   readonly metrics?: MetricsConfig | undefined;
   readonly workload?: Record<string, unknown> | undefined;
+  /** The volume's coalesced stream (the writer config's `coalesced`, issue #22); absent: none. */
+  readonly coalesced?: Record<string, unknown> | undefined;
   readonly drainDeadlineMs?: number | undefined;
   readonly links?: Record<string, unknown> | undefined;
   readonly spanFile?: string | undefined;
@@ -91,7 +95,7 @@ export function writerRoleConfig(w: WriterRoleInput): Record<string, unknown> {
     stateDir: w.stateDir,
     dataKeyFile: w.dataKeyFile,
     volume: { blockCount: w.blockCount, ...(w.walCapacity !== undefined ? { walCapacity: w.walCapacity } : {}) },
-    writer: { writerId: w.writerId, volume: w.volume, lanes: w.lanes.map((l) => ({ ...l, holders: [...l.holders] })), contracts: [], holderSites: w.holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500 },
+    writer: { writerId: w.writerId, volume: w.volume, lanes: w.lanes.map((l) => ({ ...l, holders: [...l.holders] })), contracts: [], holderSites: w.holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500, ...(w.coalesced !== undefined ? { coalesced: w.coalesced } : {}) },
     ...(w.workload ? { workload: w.workload } : {}),
     ...(w.drainDeadlineMs !== undefined ? { drainDeadlineMs: w.drainDeadlineMs } : {}),
   };

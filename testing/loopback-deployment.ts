@@ -13,6 +13,13 @@ export interface LoopbackDeploymentOptions {
   readonly extraRegions?: readonly string[];
   /** A standby disk holder `h-s1` at its own east site (`s-e3`), admitted only when the controller enlists it. */
   readonly standby?: boolean;
+  /**
+   * A coalesced stream (issue #22): a RAM holder `h-img` at its own west site (`s-w2`) that declares
+   * no lane and serves the volume's derived lane `l0-coalesced`, windows of 32 records or 500 ms.
+   */
+  readonly coalesced?: boolean;
+  /** Keys merged into the volume as declared (e.g. `scenarios`, `genesisBases`). */
+  readonly volumeExtras?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -35,12 +42,16 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       "s-w1": { region: "west", az: "west-az1", host: "w1-host" },
       "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
       ...(o.standby ? { "s-e3": { region: "east", az: "east-az3", host: "e3-host" } } : {}),
+      ...(o.coalesced ? { "s-w2": { region: "west", az: "west-az2", host: "w2-host" } } : {}),
     },
     network: { bandwidthBytesPerSec: 125_000_000 },
     holders: [
       { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
       { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
       ...(o.standby ? [{ id: "h-s1", site: "s-e3", region: "east", residency: "disk", standby: true, lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) }] : []),
+      // Its windows are released only once a base contains them: without a base builder it would
+      // wait its whole drain deadline on SIGTERM for nothing.
+      ...(o.coalesced ? [{ id: "h-img", site: "s-w2", region: "west", residency: "ram", lanes: [], drainDeadlineMs: 0, ...(await metrics()) }] : []),
     ],
     volumes: [
       {
@@ -48,6 +59,8 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
         blockCount: 256,
         writer: { id: "w1", site: "s-w", region: "east", ...(await metrics()), workload: { intervalMs: o.workloadIntervalMs ?? 20 }, drainDeadlineMs: o.drainDeadlineMs ?? 10_000 },
         recoverySite: "s-vault",
+        ...(o.coalesced ? { coalesced: { holders: ["h-img"], windowRecords: 32, windowMs: 500 } } : {}),
+        ...o.volumeExtras,
       },
     ],
     controllers: [{ id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) }],

@@ -15,6 +15,7 @@ import { tempDir } from "../e2e/e2e-fixture.ts";
 import { loopbackDeployment } from "../../testing/index.ts";
 import { readNkeySeed } from "../../security/nkey-seed.ts";
 import { custodyCli } from "../helpers/custody-cli.ts";
+import { creditSubject, receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 
 const custody = custodyCli;
 const failed = (p: Promise<unknown>) => p.then(() => ({ code: 0, stderr: "" }), (e: { code: number; stderr: string }) => e);
@@ -246,4 +247,89 @@ test("a standby cannot be a first hop, a downstream, a genesis base or a base bu
   t.regex(refused((d) => (d["holders"][0]["lanes"][0]["downstream"] = ["h-s1"])), /holders\.0\.lanes\.0\.downstream: h-s1 is a standby/);
   t.regex(refused((d) => (d["volumes"][0]["genesisBases"] = ["h-s1"])), /volumes\.0\.genesisBases: h-s1 is a standby/);
   t.regex(refused((d) => (d["baseBuilders"] = [{ holder: "h-s1", volume: "vol-d", lane: "l0", intervalMs: 1000, minNewSeqs: 64 }])), /baseBuilders\.0\.holder: h-s1 is a standby/);
+});
+
+test("a volume's coalesced section is checked by the writer's own rules and against the holders, naming the path", async (t) => {
+  const base = await loopbackDeployment(tempDir("custody-plan-coalesced-bad-"), { coalesced: true, standby: true });
+  t.notThrows(() => parseDeployment(base), "h-img declares no lane: it serves the derived lane the section gives it");
+  const refused = (mutate: (d: Record<string, any>) => void) => {
+    const d = structuredClone(base) as Record<string, any>;
+    mutate(d);
+    const err = t.throws(() => parseDeployment(d));
+    t.is((err as unknown as { code: string }).code, "invalid_deployment");
+    return err?.message ?? "";
+  };
+  const section = (d: Record<string, any>) => d["volumes"][0]["coalesced"];
+  t.regex(refused((d) => (section(d).holders = ["h-nowhere"])), /volumes\.0\.coalesced\.holders\.0: unknown holder h-nowhere/);
+  t.regex(refused((d) => (section(d).holders = ["h-s1"])), /volumes\.0\.coalesced\.holders\.0: h-s1 is a standby/);
+  t.regex(refused((d) => (section(d).holders = ["h-img", "h-img"])), /volumes\.0\.coalesced\.holders\.1: duplicate holder h-img/);
+  t.regex(refused((d) => (section(d).holders = [])), /volumes\.0\.coalesced\.holders/);
+  t.regex(refused((d) => (section(d).windowRecords = 0)), /volumes\.0\.coalesced: coalesced stream cadence and budgets must be positive integers/);
+  t.regex(refused((d) => (section(d).windowMs = 2.5)), /volumes\.0\.coalesced: .*positive integers/);
+  t.regex(refused((d) => (section(d).maxWindowBytes = 100)), /volumes\.0\.coalesced: coalesced window byte budget must hold at least one block/);
+  t.regex(refused((d) => (section(d).laneSuffix = "")), /volumes\.0\.coalesced: derived lane name "l0" is not a free identifier/);
+  t.regex(refused((d) => (section(d).laneSuffix = ".x")), /volumes\.0\.coalesced\.laneSuffix/);
+  t.regex(refused((d) => (section(d).window = 3)), /unknown key volumes\.0\.coalesced\.window/);
+  t.regex(refused((d) => (d["volumes"][0]["lanes"] = [{ lane: "l0", fromLba: 0, toLba: 99, firstHops: ["h-e1"] }, { lane: "l0-coalesced", fromLba: 100, toLba: 255, firstHops: ["h-w1"] }])), /volumes\.0\.coalesced: derived lane name "l0-coalesced" is not a free identifier/);
+  t.regex(refused((d) => d["holders"][1]["lanes"].push({ volume: "vol-d", lane: "l0-coalesced", upstream: ["w1"] })), /holders\.1\.lanes\.1\.lane: l0-coalesced is vol-d's derived lane: volumes\.0\.coalesced\.holders gives it/);
+  t.regex(refused((d) => delete d["volumes"][0]["coalesced"]), /holders\.3\.lanes: holder h-img serves no lane/);
+});
+
+test("a coalesced stream reaches every generated file: the writer's coalesced config and the holder's site, the holder's derived lane, the controller's topology, a coalesced obligation, and NATS permissions for the derived lane's subjects only", async (t) => {
+  const d = parseDeployment(await loopbackDeployment(tempDir("custody-plan-coalesced-"), { coalesced: true }));
+  let n = 0;
+  const keys: KeySource = { holderKey: () => ({ pkcs8: new Uint8Array([++n]), publicRaw: new Uint8Array(32).fill(n) }), dataKey: () => new Uint8Array(32).fill(0xdd) };
+  const users: string[] = [];
+  const plan = planDeployment(d, "/out", keys, {
+    nkeyUser: () => {
+      const publicKey = `U${String.fromCharCode(65 + users.length).repeat(55)}`;
+      users.push(publicKey);
+      return { seed: `SU${users.length}`, publicKey };
+    },
+    caPem: "CA\n",
+  });
+  const config = (instance: string) => JSON.parse(plan.files.find((f) => f.path === `/out/roles/${instance}/config.json`)!.contents as string) as Record<string, any>;
+
+  const writer = writerRoleSchema.parse(config("writer-w1")).writer as Record<string, any>;
+  t.deepEqual(writer["coalesced"], { holders: ["h-img"], windowRecords: 32, windowMs: 500 });
+  t.deepEqual(writer["lanes"].map((l: { lane: string; holders: string[] }) => `${l.lane}:${l.holders.join(",")}`), ["l0:h-e1,h-w1"], "the raw lanes are unchanged: the writer derives l0-coalesced itself");
+  t.deepEqual(writer["holderSites"]["h-img"], { id: "s-w2", region: "west", az: "west-az2", host: "w2-host", deps: [] });
+
+  const img = holderRoleSchema.parse(config("holder-h-img")).holder as Record<string, any>;
+  t.deepEqual(img["lanes"], [{ volume: "vol-d", lane: "l0-coalesced", upstream: ["w1"], downstream: [], representation: "coalesced" }]);
+  t.deepEqual(config("holder-h-img")["writerKeys"].map((k: { volume: string }) => k.volume), ["vol-d"], "it checks the writer's signature on derived units too");
+  t.deepEqual(config("holder-h-e1")["holder"]["lanes"].map((l: { lane: string }) => l.lane), ["l0"], "raw holders serve only the raw lane");
+
+  const topo = config("controller-ctl-1")["controller"]["topology"];
+  t.deepEqual(topo.lanes, ["l0"]);
+  t.deepEqual(topo.coalesced, { "l0-coalesced": "l0" });
+  t.is(topo.holderSites["h-img"], "s-w2");
+  t.true(topo.sites.some((s: { id: string }) => s.id === "s-w2"));
+  t.deepEqual(topo.scenarios.map((s: { name: string }) => s.name), ["crash:h-e1", "crash:h-w1", "crash:h-img"]);
+  t.deepEqual(topo.bases.map((b: { holder: string }) => b.holder), ["h-w1"], "genesis bases stay with the raw disk holders");
+  t.deepEqual(topo.releasable, ["h-e1"]);
+
+  t.deepEqual(plan.bootstrap.holders.map((h) => h.id), ["h-e1", "h-w1", "h-img"]);
+  t.deepEqual(plan.bootstrap.obligations, [
+    { volume: "vol-d", lane: "l0", holders: ["h-e1", "h-w1"] },
+    { volume: "vol-d", lane: "l0-coalesced", holders: ["h-img"], representation: "coalesced" },
+  ]);
+  t.deepEqual(parseBootstrap(JSON.parse(plan.files.find((f) => f.path === "/out/bootstrap.json")!.contents as string)).obligations[1], plan.bootstrap.obligations[1], "the bootstrap file keeps the representation");
+
+  // Permissions: the writer publishes derived units to h-img only; h-img subscribes to them and
+  // publishes credits and receipts of the derived lane only; the raw holders get nothing of it.
+  const conf = plan.files.find((f) => f.path === "/out/nats/east.conf")!.contents as string;
+  const block = (label: string) => conf.slice(conf.indexOf(`# ${label}`), conf.indexOf("}\n    }", conf.indexOf(`# ${label}`)));
+  const writerPerms = block("writer w1");
+  const imgPerms = block("holder h-img");
+  t.true(writerPerms.includes(`"${unitSubject("h-img", "vol-d", "l0-coalesced")}"`), writerPerms);
+  t.false(writerPerms.includes(`"${unitSubject("h-e1", "vol-d", "l0-coalesced")}"`));
+  t.true(writerPerms.includes(`"${creditSubject("h-img", "vol-d", "l0-coalesced")}"`));
+  t.false(writerPerms.includes(`"${unitSubject("h-img", "vol-d", "l0")}"`), "h-img is no first hop of the raw lane");
+  t.true(imgPerms.includes(`"${unitSubject("h-img", "vol-d", "l0-coalesced")}"`), imgPerms);
+  t.true(imgPerms.includes(`"${receiptSubject("vol-d", "l0-coalesced")}"`));
+  t.true(imgPerms.includes(`"${creditSubject("h-img", "vol-d", "l0-coalesced")}"`));
+  t.false(imgPerms.includes(`"${receiptSubject("vol-d", "l0")}"`), "nothing of the raw lane");
+  t.true(block("holder h-e1").includes(`"${unitSubject("h-e1", "vol-d", "l0")}"`));
+  t.false(block("holder h-e1").includes("l0-coalesced"));
 });
