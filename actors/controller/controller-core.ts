@@ -80,13 +80,7 @@ export class ControllerCore {
     this.routes = new ControllerRoutes(config.routes);
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
     if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
-    this.admission = new AutoAdmission({
-      config,
-      counters: this.counters,
-      controlState: () => this.follower.state,
-      commit: (b) => this.commit(b),
-      admitted: (state) => this.noteIncarnations(state),
-    });
+    this.admission = new AutoAdmission({ config, counters: this.counters, controlState: () => this.follower.state, commit: (b) => this.commit(b), admitted: (state) => this.noteIncarnations(state) });
     this.failureRepairs = new FailureRepairRunner({
       config,
       ports,
@@ -405,6 +399,9 @@ export class ControllerCore {
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {
+    // Not to a holder that never answered for the lane (one serving only a derived lane would refuse it as unknown_lane).
+    const o = s.obligations[obligationId];
+    if (o !== undefined && o.responsible[holder] === undefined && o.released[holder] === undefined) return;
     const frontier = { holder, volume: this.volume, lane, ranges: releasedRanges(s, obligationId, holder).toJSON(), epoch: s.topologyEpoch, controlSeq: s.lastSeq };
     this.ports.transport.publish(releaseSubject(holder), encodeMessage(releaseFrontierSpec, frontier));
   }

@@ -72,6 +72,9 @@ test("a deployment with a coalesced stream: bootstrap creates the derived lane's
   t.true(figures("h-img")["vol-d/l0-coalesced.retainedMax"]! >= 64, JSON.stringify(figures("h-img")));
   t.is(figures("h-img")["vol-d/l0.retainedMax"], undefined);
   t.is(figures("h-e1")["vol-d/l0-coalesced.retainedMax"], undefined);
+  // The controller sends a lane's release frontier only to holders that answer for that lane:
+  // h-img, serving only the derived lane, is never offered l0's (it would refuse it as unknown).
+  t.is(p.processes.find((x) => x.id === "h-img")!.counters["unknown_lane"] ?? 0, 0, JSON.stringify(p.processes.find((x) => x.id === "h-img")!.counters));
 
   const ends: Record<string, string> = {};
   // The RAM holder h-e1 before the controller: its drain waits for the releases the controller commits.
