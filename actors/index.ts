@@ -1,6 +1,7 @@
 /** Public surface of `actors/` (each machine's module adds its own line). */
 export {
   laneArenaMachine,
+  laneArenaIngressMachine,
   laneLogOf,
   type LaneArenaInput,
   type LaneArenaContext,

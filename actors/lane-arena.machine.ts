@@ -341,53 +341,60 @@ const withActions = base.extend({
   },
 });
 
+/** The arena's state from its input: the arena, its lane logs and the spill and growth bookkeeping. */
+const laneArenaContext = ({ input }: { input: LaneArenaInput }): LaneArenaContext => {
+  const clock = input.clock ?? systemClock;
+  const arena = input.arena ?? new Arena(input.config ?? {}, clock, input.counters);
+  const logs = new Map<string, LaneLog>();
+  for (const l of input.lanes ?? []) logs.set(laneKey(l.volume, l.lane), new LaneLog(l.volume, l.lane));
+  return {
+    arena,
+    spiller: input.spill ? new LaneArenaSpill(arena, input.spill.files, input.spill.path, clock) : undefined,
+    acquire: input.acquireIncrement,
+    flushDeadlineMs: input.flushDeadlineMs ?? 200,
+    logs,
+    summaries: input.summaries ?? true,
+    sealTimers: input.sealTimers ?? true,
+    report: arena.report(),
+    lanes: {},
+    spillQueue: [],
+    spillInFlight: [],
+    flushDeadlineMisses: 0,
+    growthRefused: false,
+  };
+};
+
+/** Ingress, handled in order whatever the spill and growth regions are doing. */
+const laneArenaIngress = {
+  admit: { actions: "admit" },
+  admitMany: { actions: "admit" },
+  seal: { actions: "seal" },
+  sealDue: { actions: "seal" },
+  pin: { actions: "pin" },
+  unpin: { actions: "unpin" },
+  grant: { actions: "grant" },
+  revoke: { actions: "revoke" },
+  release: { actions: "release" },
+  export: { actions: "exportSegment" },
+  import: { actions: "importSegment" },
+  recordSpill: { actions: "recordSpill" },
+} as const;
+
 /**
  * The LaneArena actor: owns one arena's lifecycle. Ingress (admit, grant, seal, pin, release,
  * export/import) is handled in order on one region; spilling (write + deadline-bounded flush) and
  * capacity growth run as invoked promises in two parallel regions so admission never waits on disk.
  * Every refusal is a typed `rejected` emission, counted in `context.arena.counters`, with no state
  * change. Seal delays use the actor's clock (`createActor(machine, { clock, input })`). Every holder
- * lane runs one as a child of the holder actor (holder-lane.ts), which sends it every change to the
- * lane's segments, credits, pins and log and reads the answer from what it emits within that send.
+ * lane runs one — the ingress-only twin below, since a holder spills and secures capacity itself —
+ * as a child of the holder actor (holder-lane.ts), which sends it every change to the lane's
+ * segments, credits, pins and log and reads the answer from what it emits within that send.
  */
 export const laneArenaMachine = withActions.createMachine({
   id: "laneArena",
   type: "parallel",
-  context: ({ input }) => {
-    const clock = input.clock ?? systemClock;
-    const arena = input.arena ?? new Arena(input.config ?? {}, clock, input.counters);
-    const logs = new Map<string, LaneLog>();
-    for (const l of input.lanes ?? []) logs.set(laneKey(l.volume, l.lane), new LaneLog(l.volume, l.lane));
-    return {
-      arena,
-      spiller: input.spill ? new LaneArenaSpill(arena, input.spill.files, input.spill.path, clock) : undefined,
-      acquire: input.acquireIncrement,
-      flushDeadlineMs: input.flushDeadlineMs ?? 200,
-      logs,
-      summaries: input.summaries ?? true,
-      sealTimers: input.sealTimers ?? true,
-      report: arena.report(),
-      lanes: {},
-      spillQueue: [],
-      spillInFlight: [],
-      flushDeadlineMisses: 0,
-      growthRefused: false,
-    };
-  },
-  on: {
-    admit: { actions: "admit" },
-    admitMany: { actions: "admit" },
-    seal: { actions: "seal" },
-    sealDue: { actions: "seal" },
-    pin: { actions: "pin" },
-    unpin: { actions: "unpin" },
-    grant: { actions: "grant" },
-    revoke: { actions: "revoke" },
-    release: { actions: "release" },
-    export: { actions: "exportSegment" },
-    import: { actions: "importSegment" },
-    recordSpill: { actions: "recordSpill" },
-  },
+  context: laneArenaContext,
+  on: laneArenaIngress,
   states: {
     spill: {
       initial: "idle",
@@ -426,4 +433,16 @@ export const laneArenaMachine = withActions.createMachine({
       },
     },
   },
+});
+
+/**
+ * The same actor without the spill and growth regions, for an owner that spills through its own
+ * spill stream (`recordSpill`) and secures capacity with each grant (`secure: true`): a holder
+ * lane. With nothing to run beside ingress, an event costs one atomic transition instead of a
+ * walk over two idle parallel regions and their eventless checks.
+ */
+export const laneArenaIngressMachine = withActions.createMachine({
+  id: "laneArena",
+  context: laneArenaContext,
+  on: laneArenaIngress,
 });

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createActor } from "xstate";
-import { laneArenaMachine, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena.machine.ts";
+import { laneArenaIngressMachine, laneArenaMachine, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena.machine.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { CountingFileLayer, ManualClock, unit, until } from "../arena/fixtures.ts";
 
@@ -220,4 +220,28 @@ test("an import that conflicts with the lane (stale term: at or above where a ne
   t.like(b.seen.at(-1), { type: "rejected", request: "import", code: "stale_term" });
   t.deepEqual(b.ctx().report, before);
   t.deepEqual(b.ctx().lanes["v.l0"]!.retained, [[5, 5]]);
+});
+
+test("the ingress-only twin a holder lane runs answers every ingress event exactly as the full machine does", (t) => {
+  const script = [
+    { type: "grant", volume: "v", lane: "l0", bytes: 6 * KiB, secure: true },
+    { type: "admitMany", units: [{ unit: unit(1, 1) }, { unit: unit(2, 2) }, { unit: unit(2, 2) }], forwardPins: 1 },
+    { type: "admit", unit: unit(9, 9, 3) },
+    { type: "seal", volume: "v", lane: "l0" },
+    { type: "release", volume: "v", lane: "l0", ranges: [[1, 1]] },
+    { type: "release", volume: "v", lane: "l0", ranges: [[5, 2]] },
+    { type: "revoke", volume: "v", lane: "l0" },
+  ] as const;
+  const emitted = (machine: typeof laneArenaMachine | typeof laneArenaIngressMachine) => {
+    const clock = new ManualClock();
+    const actor = createActor(machine, { clock, input: { config, clock, lanes: [{ volume: "v", lane: "l0" }], summaries: false, sealTimers: false } });
+    const seen: LaneArenaEmitted[] = [];
+    actor.on("*", (e) => seen.push(e));
+    actor.start();
+    for (const e of script) actor.send(e as Parameters<typeof actor.send>[0]);
+    return JSON.parse(JSON.stringify(seen)) as unknown;
+  };
+  const full = emitted(laneArenaMachine);
+  t.deepEqual(emitted(laneArenaIngressMachine), full);
+  t.true(JSON.stringify(full).includes("admittedMany") && JSON.stringify(full).includes("rejected"), "the script covers admissions and a refusal");
 });
