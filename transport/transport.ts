@@ -88,7 +88,8 @@ export interface Transport {
 export function headerValue(headers: MessageHeaders, name: string): string | undefined {
   const direct = headers[name];
   if (direct !== undefined) return direct;
+  // A miss is the common case (absent trace or attestation headers): compare lengths before case.
   const lower = name.toLowerCase();
-  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === lower) return v;
+  for (const k in headers) if (k.length === lower.length && k.toLowerCase() === lower) return headers[k];
   return undefined;
 }
