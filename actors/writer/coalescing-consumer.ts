@@ -29,12 +29,6 @@ export interface DerivedUnitParts {
   readonly records: WriteRecord[];
 }
 
-/** A raw lane's records a restarted writer re-shipped (with commit times), and the newest derived window end it re-shipped. */
-export interface RecoveredRaw {
-  readonly records: [WriteRecord, number][];
-  derivedEnd?: number;
-}
-
 interface OpenWindow {
   records: WriteRecord[];
   ts: number[];
@@ -97,38 +91,11 @@ export class CoalescingConsumer {
     this.tick();
   }
 
-  /**
-   * After a restart, before any new write: a raw lane's re-shipped records above its newest
-   * re-shipped window end were in a window still open at the crash; unless they become a window
-   * now, the derived lane keeps a hole there for good (its images could never extend past it).
-   * They do when they run contiguously up to the lane's head; otherwise (records not recovered,
-   * or no window end known) the lane is counted `coalesce_catchup_gap` and left. The manifest of
-   * this close goes out only when every lane is whole up to its head.
-   */
-  catchUp(recovered: ReadonlyMap<string, RecoveredRaw>): void {
-    let whole = true;
-    for (const [lane, head] of Object.entries(this.seams.heads?.() ?? {})) {
-      const r = recovered.get(lane);
-      const end = r?.derivedEnd;
-      const above = (r?.records ?? []).filter(([rec]) => end === undefined || rec.seq > end).sort(([a], [b]) => a.seq - b.seq);
-      if (above.length === 0 && (end === undefined || end === head)) continue;
-      if (end === undefined || above.length !== head - end || above.some(([rec], i) => rec.seq !== end + 1 + i)) {
-        this.seams.counters.inc("coalesce_catchup_gap");
-        whole = false;
-        continue;
-      }
-      for (const [rec, ts] of above) this.note(lane, rec, ts, false);
-      this.seams.counters.inc("coalesce_catchup_windows");
-    }
-    this.closeAll(whole);
-  }
-
-  /** Closes every lane's open window at once; the lane heads then are the volume's manifest (unless `withManifest` is false). */
-  private closeAll(withManifest = true): void {
+  /** Closes every lane's open window at once; the lane heads then are the volume's manifest. */
+  private closeAll(): void {
     if (this.open.size === 0) return;
     for (const [lane, w] of [...this.open]) this.close(lane, w);
     this.openRecords = 0;
-    if (!withManifest) return;
     const heads = this.seams.heads?.();
     if (heads === undefined || Object.keys(heads).length < 2) return;
     this.newestCut = { lsn: this.lastLsn, lanes: Object.fromEntries(Object.entries(heads).map(([l, seq]) => [derivedLaneName(this.spec, l), seq])) };

@@ -10,7 +10,6 @@ import { derivedLaneSpecs } from "./coalesced-stream.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
 import type { WriterLane } from "./writer-lane.ts";
 import type { VolumeWriterPorts } from "./writer-ports.ts";
-import type { CoalescingConsumer, RecoveredRaw } from "./coalescing-consumer.ts";
 
 /**
  * The writer's outbound path: pending records are sealed into one encrypted unit, retained for
@@ -102,28 +101,21 @@ export class UnitShipper {
    * sees them first treat this term as starting at their sequences, and refuse as fenced the same
    * records still arriving under the old term from a downstream holder's disk.
    */
-  reship(lanes: ReadonlyMap<string, WriterLane>, recovered: readonly TransportUnit[], coalescing?: CoalescingConsumer): void {
-    const derived = new Map(derivedLaneSpecs(this.config).map((d, i) => [d.lane, this.config.lanes[i]!.lane]));
-    // What the coalesced stream may need to catch up on: each raw lane's re-shipped records and its newest re-shipped window end.
-    const recoveredRaw = new Map<string, RecoveredRaw>();
-    const entry = (lane: string) => recoveredRaw.get(lane) ?? recoveredRaw.set(lane, { records: [] }).get(lane)!;
+  reship(lanes: ReadonlyMap<string, WriterLane>, recovered: readonly TransportUnit[]): void {
+    const derived = new Set(derivedLaneSpecs(this.config).map((d) => d.lane));
     for (const u of recovered) {
       const l = lanes.get(u.lane);
       if (l === undefined || u.volume !== this.config.volume) continue;
       try {
         // Only units that still open with our key, below where this term's own writes begin.
         // A derived (coalesced) unit holds fewer records than sequences: it opens by its own rule.
-        const records = (derived.has(u.lane) ? openCoalescedPayload : openPayload)(this.ports.dataKey, u, u.payload);
+        (derived.has(u.lane) ? openCoalescedPayload : openPayload)(this.ports.dataKey, u, u.payload);
         if (u.term > this.config.term || u.lastSeq >= (l.spec.firstSeq ?? 1)) throw new CustodyError("reship_out_of_history", "recovered unit is not below this term's first sequence", { term: u.term, lastSeq: u.lastSeq });
         this.ship(l, u, false);
         this.counters.inc("units_reshipped");
-        const raw = derived.get(u.lane);
-        if (raw !== undefined) entry(raw).derivedEnd = Math.max(entry(raw).derivedEnd ?? 0, u.lastSeq);
-        else for (const r of records) entry(u.lane).records.push([r, u.commitTs[r.seq - u.firstSeq] ?? 0]);
       } catch (err) {
         this.counters.inc(`reship_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    coalescing?.catchUp(recoveredRaw);
   }
 }

@@ -73,7 +73,7 @@ export class WriterCore {
     // First hops' release frontiers: what the control log released there is owed to them no more.
     const firstHops = new Set(this.all.flatMap((l) => [...l.edges.keys()]));
     for (const h of firstHops) this.subs.push(this.ports.transport.subscribe(releaseSubject(h), (msg) => this.dispatch({ type: "nats.release", msg })));
-    if (this.ports.recovered !== undefined) this.shipper.reship(this.lanes, this.ports.recovered, this.coalescing);
+    if (this.ports.recovered !== undefined) this.shipper.reship(this.lanes, this.ports.recovered);
     const unwatch = this.ports.transport.onConnection?.((e) => this.dispatch({ type: "transport.connection", event: e }));
     if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     this.dispatch({ type: "timer.arm", ms: this.resendEveryMs, event: { type: "timer.resend" } });

@@ -2,7 +2,7 @@ import test from "ava";
 import { Counters } from "../../core/index.ts";
 import type { Clock } from "../../core/index.ts";
 import { checkCoalescedStream } from "../../actors/writer/coalesced-stream.ts";
-import { CoalescingConsumer, type DerivedUnitParts, type RecoveredRaw } from "../../actors/writer/coalescing-consumer.ts";
+import { CoalescingConsumer, type DerivedUnitParts } from "../../actors/writer/coalescing-consumer.ts";
 import { WriterConfigError, type VolumeWriterConfig } from "../../actors/writer/writer-config.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 
@@ -115,35 +115,4 @@ test("a volume of two lanes closes both lanes' windows together, only between wr
   const ends = new Map<string, Set<number>>();
   for (const u of shipped) ends.set(u.lane, (ends.get(u.lane) ?? new Set([0])).add(u.lastSeq));
   for (const cut of cuts) for (const [lane, seq] of Object.entries(cut.lanes)) t.true(ends.get(lane)!.has(seq), `${lane}:${seq} is a window end`);
-});
-
-test("after a restart, a lane's recovered records above its last window end become one window only when they reach its head; a gap or an unknown end is counted and left, and then no manifest goes out", (t) => {
-  const clock: Clock = { now: () => 0, setTimeout: () => 0, clearTimeout: () => undefined };
-  const rec = (seq: number, lba: number) => ({ seq, lsn: seq, lba, data: new Uint8Array(BLOCK_SIZE).fill(seq) });
-  const run = (heads: Record<string, number>, recovered: Map<string, RecoveredRaw>) => {
-    const counters = new Counters();
-    const shipped: DerivedUnitParts[] = [];
-    const cuts: unknown[] = [];
-    const c = new CoalescingConsumer({ holders: ["h"], windowRecords: 100 }, { clock, counters, ship: (p) => shipped.push(p), heads: () => heads, manifest: (cut) => cuts.push(cut) });
-    c.catchUp(recovered);
-    c.tick();
-    return { counters, shipped, cuts };
-  };
-  // Both lanes whole up to their heads: a window each (the newest version of block 1 only), and the manifest.
-  const whole = run({ a: 6, b: 4 }, new Map<string, RecoveredRaw>([
-    ["a", { derivedEnd: 4, records: [[rec(3, 0), 3], [rec(5, 1), 5], [rec(6, 1), 6]] }],
-    ["b", { derivedEnd: 4, records: [] }],
-  ]));
-  t.deepEqual(whole.shipped.map((u) => [u.lane, u.firstSeq, u.lastSeq, u.records.map((r) => r.seq)]), [["a-coalesced", 5, 6, [6]]]);
-  t.deepEqual(whole.cuts, [{ lsn: 6, lanes: { "a-coalesced": 6, "b-coalesced": 4 } }]);
-  t.is(whole.counters.get("coalesce_catchup_windows"), 1);
-  // A missing record (7 of 6..8) and an unknown window end: nothing shipped for those lanes, counted, no manifest.
-  const gaps = run({ a: 8, b: 3, c: 5 }, new Map<string, RecoveredRaw>([
-    ["a", { derivedEnd: 5, records: [[rec(6, 0), 6], [rec(8, 0), 8]] }],
-    ["b", { records: [[rec(3, 0), 3]] }],
-    ["c", { derivedEnd: 4, records: [[rec(5, 2), 5]] }],
-  ]));
-  t.deepEqual(gaps.shipped.map((u) => [u.lane, u.firstSeq, u.lastSeq]), [["c-coalesced", 5, 5]]);
-  t.is(gaps.counters.get("coalesce_catchup_gap"), 2);
-  t.deepEqual(gaps.cuts, [], "no manifest while a lane is not whole up to its head");
 });

@@ -7,7 +7,6 @@ import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";
 import { systemClock } from "../../core/clock.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import { openCoalescedPayload } from "../../protocol/wire/unit-payload.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
@@ -55,50 +54,6 @@ test.serial("a restarted writer re-ships the derived units its outbox recovered,
     t.is(w2.writer.counters.get("reship_payload_decrypt_failed"), 0);
     const hex = (u: TransportUnit) => Buffer.from(u.digest).toString("hex");
     t.deepEqual(again.filter((u) => u.lane === derived).map(hex), first.filter((u) => u.lane === derived).map(hex), "the same derived units, byte for byte");
-  } finally {
-    await w2.close();
-  }
-});
-
-test.serial("a restarted writer turns the records of the window still open at the crash into a derived window, so the derived lane has no hole", async (t) => {
-  const url = t.context.nats.url;
-  const dir = mkdtempSync(join(tmpdir(), "custody-reship-co-open-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const keys = new KeyRing();
-  const vdir = join(dir, "volume");
-  await SmartWalVolume.create(vdir, { blockCount: 64, walCapacity: 4096 });
-  const site = { id: "s-a", region: "r", az: "r-a", host: "h", deps: [] };
-  const derived = `${LANE}-coalesced`;
-  const key = new Uint8Array(32).fill(5);
-  const launch = async (term: number, firstSeq: number, sent: TransportUnit[]) => {
-    const wt = await transport(url, `w1-co-open-term${term}`);
-    const volume = await SmartWalVolume.open(vdir);
-    const { outbox, recovered } = await UnitOutbox.open(nodeFileLayer, join(dir, "outbox"), systemClock);
-    const writer = startVolumeWriter(
-      { writerId: "w1", volume: VOLUME, term, lanes: [{ lane: LANE, fromLba: 0, toLba: 63, holders: ["h-raw"], firstSeq }], contracts: [], holderSites: { "h-raw": site, "h-img": site }, topologyEpoch: 0, policyGeneration: 0, coalesced: { holders: ["h-img"], windowRecords: 4 } },
-      { transport: wt, clock: systemClock, volume, dataKey: key, peers: keys, outbox, recovered, onUnit: (u) => sent.push(u) },
-    );
-    return { writer, async close() { writer.stop(); await outbox.close(); await volume.close(); await wt.close(); } };
-  };
-  const first: TransportUnit[] = [];
-  const w1 = await launch(1, 1, first);
-  try {
-    // 10 records: windows 1-4 and 5-8 close; 9-10 are still in the open window when the process ends.
-    for (const lba of [1, 2, 1, 1, 3, 3, 3, 2, 5, 5]) await w1.writer.write(lba, new Uint8Array(BLOCK_SIZE).fill(lba));
-    await w1.writer.sync();
-    await eventually(() => first.filter((u) => u.lane === derived).length === 2 && first.some((u) => u.lane === LANE && u.lastSeq === 10), "two windows and every raw record sealed");
-  } finally {
-    await w1.close();
-  }
-  const again: TransportUnit[] = [];
-  const w2 = await launch(2, 11, again);
-  try {
-    await eventually(() => again.some((u) => u.lane === derived && u.firstSeq === 9), "the open window's records go out as a derived window");
-    t.deepEqual(again.filter((u) => u.lane === derived).map((u) => [u.firstSeq, u.lastSeq]).sort((a, b) => a[0]! - b[0]!), [[1, 4], [5, 8], [9, 10]], "the derived lane covers 1-10 without a hole");
-    const caught = again.find((u) => u.lane === derived && u.firstSeq === 9)!;
-    t.deepEqual(openCoalescedPayload(key, caught, caught.payload).map((r) => [r.seq, r.lba]), [[10, 5]], "only the newest version of block 5");
-    t.is(w2.writer.counters.get("coalesce_catchup_windows"), 1);
-    t.is(w2.writer.counters.get("coalesce_catchup_gap"), 0);
   } finally {
     await w2.close();
   }
