@@ -86,8 +86,10 @@ export function buildEvaluationState(
   for (const l of topo.lanes) lanes[l] = progress.heads[l] ?? 0;
   for (const h of holdings) if (h.volume === topo.volume && h.lane in lanes && h.retained.max !== undefined) lanes[h.lane] = Math.max(lanes[h.lane]!, h.retained.max);
   // ...and a coalesced window's end was written too (the images' cut is never cut off inside a window).
-  for (const [derived, raw] of Object.entries(topo.coalesced ?? {})) {
-    for (const h of holdings) if (h.volume === topo.volume && h.lane === derived && h.receipt.payload.representation === "coalesced" && raw in lanes) lanes[raw] = Math.max(lanes[raw]!, h.receipt.payload.sourceCutSeq);
+  for (const h of holdings) {
+    const raw = topo.coalesced?.[h.lane];
+    const p = h.receipt.payload;
+    if (h.volume === topo.volume && raw !== undefined && raw in lanes && p.representation === "coalesced") lanes[raw] = Math.max(lanes[raw]!, p.sourceCutSeq);
   }
   const fresh = (h: Holding) => !failed.has(h.holderId) && claims.has(h.holderId) && asOfMs - h.issuedAt <= topo.staleAfterMs;
   return {

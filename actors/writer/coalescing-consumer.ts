@@ -77,7 +77,14 @@ export class CoalescingConsumer {
   tick(): void {
     const now = this.seams.clock.now();
     const age = this.spec.windowMs;
-    if (age !== undefined && [...this.open.values()].some((w) => now - w.openedAt >= age)) this.closeAll();
+    // On every group commit: a plain loop, no array per tick (closeAll ends the iteration at once).
+    if (age !== undefined) {
+      for (const w of this.open.values()) {
+        if (now - w.openedAt < age) continue;
+        this.closeAll();
+        break;
+      }
+    }
     for (const [lane, q] of this.queues) {
       for (const d of q.tick()) this.shipDerived(lane, d);
       if (q.backlog > 0) this.seams.counters.inc("coalesce_backlog_ticks");
