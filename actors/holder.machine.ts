@@ -3,7 +3,7 @@ import { armTimer } from "./machine-timer.ts";
 import { HolderCore } from "./holder/holder-core.ts";
 import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
 import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
-import { laneArenaIngressMachine } from "./lane-arena.machine.ts";
+import { laneArenaIngressLogic } from "./lane-arena.machine.ts";
 import type { LaneArenaInput } from "./lane-arena-events.ts";
 import type { SpawnLaneArena } from "./holder/holder-lane.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
@@ -74,7 +74,7 @@ function guarded(context: HolderContext, fn: () => void): void {
 }
 
 /** XState's `spawn` as the context factory and `assign` actions receive it, narrowed to lane arenas. */
-type Spawner = (src: "laneArena", options: { id: string; input: LaneArenaInput }) => ActorRefFrom<typeof laneArenaIngressMachine>;
+type Spawner = (src: "laneArena", options: { id: string; input: LaneArenaInput }) => ActorRefFrom<typeof laneArenaIngressLogic>;
 
 /**
  * Spawns lane arenas as children of the holder actor. Each starts at once (XState would start it
@@ -104,7 +104,7 @@ export const holderMachine = setup({
   },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
-    laneArena: laneArenaIngressMachine,
+    laneArena: laneArenaIngressLogic,
   },
   actions: {
     admitUnits: ({ context, event }) => {

@@ -1,7 +1,8 @@
 /** Public surface of `actors/` (each machine's module adds its own line). */
 export {
   laneArenaMachine,
-  laneArenaIngressMachine,
+  laneArenaIngressLogic,
+  LaneArenaInputError,
   laneLogOf,
   type LaneArenaInput,
   type LaneArenaContext,

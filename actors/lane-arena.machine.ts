@@ -1,96 +1,13 @@
 import { fromPromise, setup } from "xstate";
-import { Arena, type ArenaReport } from "../arena/index.ts";
 import { SegmentStateError } from "../arena/index.ts";
-import { decodeSegment } from "../arena/index.ts";
-import { PinReason } from "../arena/index.ts";
-import { systemClock, type Clock } from "../core/index.ts";
-import { CustodyError } from "../core/index.ts";
-import type { FileLayer } from "../core/index.ts";
-import { LaneLog, UnitVerdict } from "../lanes/index.ts";
-import { RangeSet } from "../lanes/index.ts";
-import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
-import { LaneArenaSpill, type SpillOutcome } from "./lane-arena-spill.ts";
-import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneLogView, LaneSummary, UnitVerdictEmitted } from "./lane-arena-events.ts";
+import { laneArenaContext, type LaneArenaContext } from "./lane-arena-context.ts";
+import { admitUnits, exportSegment, grantCredit, importSegment, pinSegment, recordSpill, releaseRanges, revokeCredit, sealOpen, unpinSegment, type IngressOut } from "./lane-arena-ingress.ts";
+import type { LaneArenaSpill, SpillOutcome } from "./lane-arena-spill.ts";
+import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput } from "./lane-arena-events.ts";
 
 export type { LaneArenaInput, LaneSummary, LaneArenaView, LaneLogView, LaneArenaEvent, LaneArenaEmitted } from "./lane-arena-events.ts";
-
-/** Snapshot context: the report is bytes by residency, pins by reason, outstanding credits. */
-export interface LaneArenaContext {
-  readonly arena: Arena;
-  readonly spiller: LaneArenaSpill | undefined;
-  readonly acquire: ((bytes: number) => Promise<boolean>) | undefined;
-  readonly flushDeadlineMs: number;
-  readonly logs: Map<string, LaneLog>;
-  readonly summaries: boolean;
-  readonly sealTimers: boolean;
-  /** With `summaries` off: the report at start (read `arena` instead). */
-  report: ArenaReport;
-  lanes: Record<string, LaneSummary>;
-  spillQueue: number[];
-  spillInFlight: number[];
-  flushDeadlineMisses: number;
-  growthRefused: boolean;
-}
-
-/** The acceptance log of one lane of this actor, if it has one (read-only for the actor's owner). */
-export function laneLogOf(context: LaneArenaContext, volume: string, lane: string): LaneLogView | undefined {
-  return context.logs.get(laneKey(volume, lane));
-}
-
-function summarize(log: LaneLog): LaneSummary {
-  return { term: log.term, retained: log.retained.toJSON(), contiguousThrough: log.contiguousThrough(), holes: log.holes().toJSON() };
-}
-
-function laneLog(ctx: LaneArenaContext, volume: string, lane: string): LaneLog {
-  const key = laneKey(volume, lane);
-  let log = ctx.logs.get(key);
-  if (!log) {
-    log = new LaneLog(volume, lane);
-    ctx.logs.set(key, log);
-  }
-  return log;
-}
-
-/**
- * Runs `fn`; a CustodyError becomes a failed result. `count` is false around Arena calls, which
- * count their own refusals; true around validation and lane-log checks (digest, term, overlap).
- */
-function attempt<T>(ctx: LaneArenaContext, count: boolean, fn: () => T): { ok: true; value: T } | { ok: false; error: CustodyError } {
-  try {
-    return { ok: true, value: fn() };
-  } catch (err) {
-    if (!(err instanceof CustodyError)) throw err;
-    if (count) ctx.arena.counters.inc(err.code);
-    return { ok: false, error: err };
-  }
-}
-
-/**
- * Validates `u` and classifies it against its lane's log (a new log for a lane not seen yet) before
- * anything changes. A refusal is counted; an unexpected failure of a malformed unit is an
- * `invalid_unit` refusal, not a crash. No closure per unit: the admit loop runs it for every unit.
- */
-function classifyUnit(ctx: LaneArenaContext, u: TransportUnit): { ok: true; value: { log: LaneLog; verdict: UnitVerdict } } | { ok: false; error: CustodyError } {
-  try {
-    const v = validateTransportUnit(u);
-    const log = ctx.logs.get(laneKey(v.volume, v.lane)) ?? new LaneLog(v.volume, v.lane);
-    return { ok: true, value: { log, verdict: log.classify(v) } };
-  } catch (err) {
-    const error = err instanceof CustodyError ? err : new CustodyError("invalid_unit", "unit could not be checked", { cause: String(err) });
-    ctx.arena.counters.inc(error.code);
-    return { ok: false, error };
-  }
-}
-
-/** Appends `u` to the arena; its refusal (counted by the arena) is a failed result. */
-function storeUnit(ctx: LaneArenaContext, u: TransportUnit, attestation: string | undefined): { ok: true; value: ReturnType<Arena["append"]> } | { ok: false; error: CustodyError } {
-  try {
-    return { ok: true, value: ctx.arena.append(u, attestation) };
-  } catch (err) {
-    if (!(err instanceof CustodyError)) throw err;
-    return { ok: false, error: err };
-  }
-}
+export { laneLogOf, type LaneArenaContext } from "./lane-arena-context.ts";
+export { laneArenaIngressLogic, LaneArenaInputError } from "./lane-arena-ingress.ts";
 
 const base = setup({
   types: {
@@ -118,135 +35,27 @@ const base = setup({
   },
 });
 
-const reject = (request: LaneArenaEvent["type"], error: CustodyError, stage: "check" | "arena" = "arena"): Extract<LaneArenaEmitted, { type: "rejected" }> => ({
-  type: "rejected",
-  request,
-  code: error.code,
-  message: error.message,
-  stage,
-});
-
-/**
- * One unit's verdict: into the frame's list (`admitMany`), or emitted at once (`admit`). A module
- * function, not a closure per event: the transpiler names every closure it creates, per call.
- */
-function answerUnit(verdicts: UnitVerdictEmitted[] | undefined, enqueue: { emit(e: UnitVerdictEmitted): void }, e: UnitVerdictEmitted): void {
-  if (verdicts) verdicts.push(e);
-  else enqueue.emit(e);
+/** An ingress handler as a statechart action: its answers, timers and snapshot fields go through `enqueue`. */
+function ingressAction(handler: (context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut) => void) {
+  return base.enqueueActions(({ context, event, enqueue }) =>
+    handler(context, event, {
+      emit: (e) => enqueue.emit(e),
+      sealDue: (e) => enqueue.raise(e, { delay: "maxOpenDelay", id: `seal-${e.segmentId}` }),
+      cancelSeal: (segmentId) => enqueue.cancel(`seal-${segmentId}`),
+      assign: (patch) => enqueue.assign(patch),
+    }),
+  );
 }
 
 const withActions = base.extend({
   actions: {
-    /** Validate → classify (term, overlap, duplicate) → copy into the arena within credits → accept. */
-    admit: base.enqueueActions(({ context, event, enqueue }) => {
-      // One unit, or a frame's units in order (one event per frame keeps the actor off the per-unit path).
-      const units = event.type === "admit" ? [event] : event.type === "admitMany" ? event.units : [];
-      const forwardPins = event.type === "admit" || event.type === "admitMany" ? (event.forwardPins ?? 0) : 0;
-      let lanes = context.lanes;
-      // A frame's verdicts go out as one emitted event: an emit per unit cost as much as the event did.
-      const verdicts: UnitVerdictEmitted[] | undefined = event.type === "admitMany" ? [] : undefined;
-      for (const { unit: u, attestation } of units) {
-        const check = classifyUnit(context, u);
-        if (!check.ok) {
-          answerUnit(verdicts, enqueue, reject("admit", check.error, "check"));
-          continue;
-        }
-        const { log, verdict } = check.value;
-        const stored = verdict === UnitVerdict.duplicate ? undefined : storeUnit(context, u, attestation);
-        if (stored && !stored.ok) {
-          answerUnit(verdicts, enqueue, reject("admit", stored.error));
-          continue;
-        }
-        const append = stored?.value;
-        context.logs.set(laneKey(log.volume, log.lane), log);
-        // Without summaries the progress report (contiguous prefix, holes) is not computed per unit.
-        const progress = context.summaries ? log.accept(u) : undefined;
-        if (!progress) log.record(u);
-        if (append?.opened) for (let i = 0; i < forwardPins; i++) context.arena.pin(append.segmentId, PinReason.in_flight_forward);
-        if (append?.sealedFull !== undefined) {
-          enqueue.cancel(`seal-${append.sealedFull}`);
-          enqueue.emit({ type: "sealed", segmentId: append.sealedFull, full: true });
-        }
-        if (append?.opened && context.sealTimers) {
-          enqueue.raise({ type: "sealDue", segmentId: append.segmentId, volume: u.volume, lane: u.lane }, { delay: "maxOpenDelay", id: `seal-${append.segmentId}` });
-        }
-        if (context.summaries) {
-          lanes = { ...lanes, [laneKey(u.volume, u.lane)]: summarize(log) };
-          enqueue.assign({ report: context.arena.report(), lanes });
-        }
-        answerUnit(verdicts, enqueue, {
-          type: "admitted",
-          volume: u.volume,
-          lane: u.lane,
-          firstSeq: u.firstSeq,
-          lastSeq: u.lastSeq,
-          verdict: progress?.verdict ?? verdict,
-          segmentId: append?.segmentId,
-          opened: append?.opened ?? false,
-          ...(progress ? { contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : {}),
-        });
-      }
-      if (verdicts) enqueue.emit({ type: "admittedMany", verdicts });
-    }),
-    /** An explicit seal, or the max-open-delay timer of the segment still open. */
-    seal: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "seal" && event.type !== "sealDue") return;
-      const open = context.arena.openSegmentOf(event.volume, event.lane);
-      if (open === undefined || (event.type === "sealDue" && open !== event.segmentId)) return;
-      const r = context.arena.seal(event.volume, event.lane);
-      if (r.deferred) {
-        enqueue.emit({ type: "sealDeferred", segmentId: open });
-        if (context.sealTimers) enqueue.raise({ type: "sealDue", segmentId: open, volume: event.volume, lane: event.lane }, { delay: "maxOpenDelay", id: `seal-${open}` });
-      } else {
-        if (context.sealTimers) enqueue.cancel(`seal-${open}`);
-        enqueue.emit({ type: "sealed", segmentId: open, full: false });
-      }
-      if (context.summaries) enqueue.assign({ report: context.arena.report() });
-    }),
-    pin: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "pin") return;
-      const r = attempt(context, false, () => context.arena.pin(event.segmentId, event.reason));
-      if (!r.ok) return enqueue.emit(reject("pin", r.error));
-      if (context.summaries) enqueue.assign({ report: context.arena.report() });
-    }),
-    unpin: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "unpin") return;
-      const r = attempt(context, false, () => context.arena.unpin(event.segmentId, event.reason));
-      if (!r.ok) return enqueue.emit(reject("unpin", r.error));
-      if (r.value) enqueue.emit({ type: "recycled", segmentId: event.segmentId });
-      if (context.summaries) enqueue.assign({ report: context.arena.report() });
-    }),
-    grant: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "grant") return;
-      const r = attempt(context, false, () => {
-        if (event.secure && context.arena.wantsIncrement()) context.arena.secureIncrement();
-        return context.arena.grant(event.volume, event.lane, event.bytes);
-      });
-      if (!r.ok) return enqueue.emit(reject("grant", r.error));
-      enqueue.emit({ type: "granted", volume: event.volume, lane: event.lane, requested: event.bytes, granted: r.value });
-      if (context.summaries) enqueue.assign({ report: context.arena.report() });
-    }),
-    revoke: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "revoke") return;
-      const bytes = context.arena.revoke(event.volume, event.lane);
-      enqueue.emit({ type: "revoked", volume: event.volume, lane: event.lane, bytes });
-      if (context.summaries) enqueue.assign({ report: context.arena.report() });
-    }),
-    /** Discard: obligations for these ranges ended; whole segments recycle with no disk I/O. */
-    release: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "release") return;
-      const parsed = attempt(context, true, () => RangeSet.fromJSON(event.ranges));
-      if (!parsed.ok) return enqueue.emit(reject("release", parsed.error, "check"));
-      const r = attempt(context, false, () => {
-        const ended = context.arena.release(event.volume, event.lane, parsed.value);
-        const log = laneLog(context, event.volume, event.lane);
-        log.release(parsed.value);
-        return { log, ended };
-      });
-      if (!r.ok) return enqueue.emit(reject("release", r.error));
-      enqueue.emit({ type: "released", volume: event.volume, lane: event.lane, segmentIds: r.value.ended });
-      if (context.summaries) enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(event.volume, event.lane)]: summarize(r.value.log) } });
-    }),
+    admit: ingressAction(admitUnits),
+    seal: ingressAction(sealOpen),
+    pin: ingressAction(pinSegment),
+    unpin: ingressAction(unpinSegment),
+    grant: ingressAction(grantCredit),
+    revoke: ingressAction(revokeCredit),
+    release: ingressAction(releaseRanges),
     /** Queues segments to spill (explicit ids, or the oldest candidates until RAM is under target). */
     queueSpill: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "spill" && event.type !== "pressure") return;
@@ -287,41 +96,9 @@ const withActions = base.extend({
       enqueue.emit({ type: "spillFailed", message: String((event as unknown as { error: unknown }).error) });
       enqueue.assign({ spillInFlight: [], report: context.arena.report() });
     }),
-    /** The owner's spill stream synced a segment in time: custody continues at disk residency. */
-    recordSpill: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "recordSpill") return;
-      if (!context.arena.markSpilled(event.segmentId, event.evidence)) return;
-      enqueue.emit({ type: "spilled", segmentIds: [event.segmentId] });
-      if (context.summaries) enqueue.assign({ report: context.arena.report() });
-    }),
-    /** Export form of a sealed RAM segment, for custody transfer to another holder. */
-    exportSegment: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "export") return;
-      const r = attempt(context, false, () => context.arena.exportSegment(event.segmentId));
-      if (!r.ok) return enqueue.emit(reject("export", r.error));
-      enqueue.emit({ type: "exported", segmentId: event.segmentId, bytes: r.value });
-    }),
-    /** Takes custody of another holder's exported segment (validated whole before any change). */
-    importSegment: base.enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "import") return;
-      // Check every unit against the lane log first (stale term, overlap): all or nothing.
-      const checked = attempt(context, true, () => {
-        const d = decodeSegment(event.bytes);
-        const log = context.logs.get(laneKey(d.volume, d.lane)) ?? new LaneLog(d.volume, d.lane);
-        for (const u of d.units) log.classify(u);
-        return log;
-      });
-      if (!checked.ok) return enqueue.emit(reject("import", checked.error, "check"));
-      const r = attempt(context, false, () => context.arena.importSegment(event.bytes));
-      if (!r.ok) return enqueue.emit(reject("import", r.error));
-      const log = checked.value;
-      context.logs.set(laneKey(log.volume, log.lane), log);
-      for (const u of context.arena.units(r.value.segmentId)) log.record(u);
-      // Found on disk at start: custody continues there, using no RAM.
-      if (event.evidence !== undefined) context.arena.markSpilled(r.value.segmentId, event.evidence);
-      enqueue.emit({ type: "imported", segmentId: r.value.segmentId, volume: r.value.volume, lane: r.value.lane, seqs: r.value.seqs.toJSON() });
-      if (context.summaries) enqueue.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) } });
-    }),
+    recordSpill: ingressAction(recordSpill),
+    exportSegment: ingressAction(exportSegment),
+    importSegment: ingressAction(importSegment),
     secureIncrement: base.enqueueActions(({ context, event, enqueue }) => {
       const granted = (event as unknown as { output: boolean }).output;
       if (granted === true && context.arena.capacityBytes < context.arena.config.hardLimitBytes) {
@@ -341,28 +118,6 @@ const withActions = base.extend({
   },
 });
 
-/** The arena's state from its input: the arena, its lane logs and the spill and growth bookkeeping. */
-const laneArenaContext = ({ input }: { input: LaneArenaInput }): LaneArenaContext => {
-  const clock = input.clock ?? systemClock;
-  const arena = input.arena ?? new Arena(input.config ?? {}, clock, input.counters);
-  const logs = new Map<string, LaneLog>();
-  for (const l of input.lanes ?? []) logs.set(laneKey(l.volume, l.lane), new LaneLog(l.volume, l.lane));
-  return {
-    arena,
-    spiller: input.spill ? new LaneArenaSpill(arena, input.spill.files, input.spill.path, clock) : undefined,
-    acquire: input.acquireIncrement,
-    flushDeadlineMs: input.flushDeadlineMs ?? 200,
-    logs,
-    summaries: input.summaries ?? true,
-    sealTimers: input.sealTimers ?? true,
-    report: arena.report(),
-    lanes: {},
-    spillQueue: [],
-    spillInFlight: [],
-    flushDeadlineMisses: 0,
-    growthRefused: false,
-  };
-};
 
 /** Ingress, handled in order whatever the spill and growth regions are doing. */
 const laneArenaIngress = {
@@ -386,7 +141,8 @@ const laneArenaIngress = {
  * capacity growth run as invoked promises in two parallel regions so admission never waits on disk.
  * Every refusal is a typed `rejected` emission, counted in `context.arena.counters`, with no state
  * change. Seal delays use the actor's clock (`createActor(machine, { clock, input })`). Every holder
- * lane runs one — the ingress-only twin below, since a holder spills and secures capacity itself —
+ * lane runs one — the ingress-only actor of lane-arena-ingress.ts, since a holder spills, secures
+ * capacity and times its seals itself —
  * as a child of the holder actor (holder-lane.ts), which sends it every change to the lane's
  * segments, credits, pins and log and reads the answer from what it emits within that send.
  */
@@ -433,16 +189,4 @@ export const laneArenaMachine = withActions.createMachine({
       },
     },
   },
-});
-
-/**
- * The same actor without the spill and growth regions, for an owner that spills through its own
- * spill stream (`recordSpill`) and secures capacity with each grant (`secure: true`): a holder
- * lane. With nothing to run beside ingress, an event costs one atomic transition instead of a
- * walk over two idle parallel regions and their eventless checks.
- */
-export const laneArenaIngressMachine = withActions.createMachine({
-  id: "laneArena",
-  context: laneArenaContext,
-  on: laneArenaIngress,
 });

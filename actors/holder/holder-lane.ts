@@ -16,7 +16,7 @@ import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditGrantor } from "../../transport/index.ts";
 import type { CreditSender } from "../../transport/index.ts";
 import type { Transport } from "../../transport/index.ts";
-import type { laneArenaIngressMachine } from "../lane-arena.machine.ts";
+import type { laneArenaIngressLogic } from "../lane-arena.machine.ts";
 import { laneLogOf } from "../lane-arena.machine.ts";
 import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneArenaView, LaneLogView } from "../lane-arena-events.ts";
 import type { HolderConfig } from "./holder-config.ts";
@@ -24,7 +24,7 @@ import type { LoadedUnit } from "./holder-ports.ts";
 import { LaneObligations } from "./lane-obligations.ts";
 
 /** A lane's arena actor, a child of the holder actor. */
-export type LaneArenaRef = ActorRefFrom<typeof laneArenaIngressMachine>;
+export type LaneArenaRef = ActorRefFrom<typeof laneArenaIngressLogic>;
 
 /** Spawns a lane's arena actor as a child of the holder actor, started (holder.machine.ts supplies it). */
 export type SpawnLaneArena = (id: string, input: LaneArenaInput) => LaneArenaRef;

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createActor } from "xstate";
-import { laneArenaIngressMachine, laneArenaMachine, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena.machine.ts";
+import { LaneArenaInputError, laneArenaIngressLogic, laneArenaMachine, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena.machine.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { CountingFileLayer, ManualClock, unit, until } from "../arena/fixtures.ts";
 
@@ -232,7 +232,7 @@ test("the ingress-only twin a holder lane runs answers every ingress event exact
     { type: "release", volume: "v", lane: "l0", ranges: [[5, 2]] },
     { type: "revoke", volume: "v", lane: "l0" },
   ] as const;
-  const emitted = (machine: typeof laneArenaMachine | typeof laneArenaIngressMachine) => {
+  const emitted = (machine: typeof laneArenaMachine | typeof laneArenaIngressLogic) => {
     const clock = new ManualClock();
     const actor = createActor(machine, { clock, input: { config, clock, lanes: [{ volume: "v", lane: "l0" }], summaries: false, sealTimers: false } });
     const seen: LaneArenaEmitted[] = [];
@@ -242,6 +242,23 @@ test("the ingress-only twin a holder lane runs answers every ingress event exact
     return JSON.parse(JSON.stringify(seen)) as unknown;
   };
   const full = emitted(laneArenaMachine);
-  t.deepEqual(emitted(laneArenaIngressMachine), full);
+  t.deepEqual(emitted(laneArenaIngressLogic), full);
   t.true(JSON.stringify(full).includes("admittedMany") && JSON.stringify(full).includes("rejected"), "the script covers admissions and a refusal");
+});
+
+test("the ingress-only lane arena refuses an input it cannot honour (seal timers, a spill target, a capacity source) with a typed error", (t) => {
+  const base = { config, lanes: [{ volume: "v", lane: "l0" }], summaries: false, sealTimers: false } as const;
+  const started = createActor(laneArenaIngressLogic, { input: base });
+  t.is(started.getSnapshot().status, "active");
+  for (const extra of [{ sealTimers: true }, { sealTimers: undefined }, { acquireIncrement: async () => true }] as const) {
+    const actor = createActor(laneArenaIngressLogic, { input: { ...base, ...extra } });
+    const snap = actor.getSnapshot();
+    t.is(snap.status, "error", JSON.stringify(extra));
+    t.true(snap.error instanceof LaneArenaInputError);
+    t.is((snap.error as LaneArenaInputError).code, "invalid_input");
+  }
+  const stopped = createActor(laneArenaIngressLogic, { input: base });
+  stopped.start();
+  stopped.stop();
+  t.is(stopped.getSnapshot().status, "stopped", "a stopped lane arena reads as stopped, as the statechart's does");
 });
