@@ -116,7 +116,7 @@ export function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out
       lanes = { ...lanes, [laneKey(u.volume, u.lane)]: summarize(log) };
       out.assign({ report: context.arena.report(), lanes });
     }
-    answerUnit(verdicts, out, {
+    const admitted: UnitVerdictEmitted = {
       type: "admitted",
       volume: u.volume,
       lane: u.lane,
@@ -125,8 +125,8 @@ export function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out
       verdict: progress?.verdict ?? verdict,
       segmentId: append?.segmentId,
       opened: append?.opened ?? false,
-      ...(progress ? { contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : {}),
-    });
+    };
+    answerUnit(verdicts, out, progress ? { ...admitted, contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : admitted);
   }
   if (verdicts) out.emit({ type: "admittedMany", verdicts });
 }

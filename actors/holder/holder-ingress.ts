@@ -60,11 +60,13 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
   // Credit every unit first, then store the frame's credited units with one request to the lane's
   // actor, then finish each unit in frame order (refusals, receipts and forwards keep that order).
   const steps: AdmissionStep[] = [];
-  const offered: { unit: TransportUnit; attestation?: string }[] = [];
+  const offered: CreditedUnit[] = [];
+  // One credit figure object per frame, its sent-through figure set per unit (the grantor keeps none).
+  const credits = { ...head };
   for (let i = 0; i < read.units.length; i++) {
     const u = read.units[i]!;
     const auth = verdicts?.[i];
-    const credits = { ...head, sentThrough: u.sentThrough };
+    credits.sentThrough = u.sentThrough;
     if (u.unit === undefined) {
       account(hl, sender, 0, credits, false);
       steps.push({ refused: u.error?.code ?? "malformed" });
@@ -74,7 +76,7 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
       steps.push({ refused: auth.code });
     } else {
       const step = creditUnit(h, hl, sender, u.unit, u, msg.subject, credits, auth?.token);
-      if ("unit" in step) offered.push({ unit: step.unit, attestation: step.attestation });
+      if ("unit" in step) offered.push(step);
       steps.push(step);
     }
   }

@@ -46,6 +46,11 @@ export type LaneAdmission =
   /** `counted`: the actor already counted the refusal (validation, lane log), else the arena did. */
   | { readonly kind: "refused"; readonly code: string; readonly counted: boolean };
 
+// Admissions without fields of their own, shared (one frame's verdicts allocate none of them).
+const STORED_OPENED: LaneAdmission = Object.freeze({ kind: "stored", opened: true });
+const STORED: LaneAdmission = Object.freeze({ kind: "stored", opened: false });
+const DUPLICATE: LaneAdmission = Object.freeze({ kind: "duplicate" });
+
 /**
  * One lane served by a holder: its own lane-arena actor (one arena per lane, so a lane's memory
  * bound and credits never depend on another lane's traffic) that owns the lane's segments, credits,
@@ -205,12 +210,12 @@ export class HolderLane {
       if (r.type === "rejected") out.push({ kind: "refused", code: r.code, counted: r.stage === "check" });
       if (r.type !== "admitted") continue;
       if (r.verdict === UnitVerdict.duplicate) {
-        out.push({ kind: "duplicate" });
+        out.push(DUPLICATE);
         continue;
       }
       this.obligations.admit(r.firstSeq, r.lastSeq);
       if (r.opened && this.edges.size > 0) this.forwardPins.set(r.segmentId!, new Set(this.edges.keys()));
-      out.push({ kind: "stored", opened: r.opened });
+      out.push(r.opened ? STORED_OPENED : STORED);
     }
     if (out.length !== units.length) throw new LaneArenaStoppedError({ volume: this.volume, lane: this.lane, request: "admit" });
     return out;
