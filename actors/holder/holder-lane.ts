@@ -1,4 +1,5 @@
 import type { ActorRefFrom } from "xstate";
+import { DUPLICATE, STORED, STORED_OPENED, type LaneAdmission } from "./lane-admission.ts";
 import { LaneManifests } from "./lane-manifests.ts";
 import type { Clock } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
@@ -39,17 +40,7 @@ export class LaneArenaStoppedError extends CustodyError {
 /** The lane's arena actor refused a request (its `rejected` emission, as an error). */
 export class LaneArenaRefusal extends CustodyError {}
 
-/** Outcome of offering a unit to the lane's arena actor. */
-export type LaneAdmission =
-  | { readonly kind: "stored"; readonly opened: boolean }
-  | { readonly kind: "duplicate" }
-  /** `counted`: the actor already counted the refusal (validation, lane log), else the arena did. */
-  | { readonly kind: "refused"; readonly code: string; readonly counted: boolean };
-
-// Admissions without fields of their own, shared (one frame's verdicts allocate none of them).
-const STORED_OPENED: LaneAdmission = Object.freeze({ kind: "stored", opened: true });
-const STORED: LaneAdmission = Object.freeze({ kind: "stored", opened: false });
-const DUPLICATE: LaneAdmission = Object.freeze({ kind: "duplicate" });
+export type { LaneAdmission } from "./lane-admission.ts";
 
 /**
  * One lane served by a holder: its own lane-arena actor (one arena per lane, so a lane's memory
