@@ -40,12 +40,12 @@ function attempt<T>(ctx: LaneArenaContext, count: boolean, fn: () => T): { ok: t
  * anything changes. A refusal is counted; an unexpected failure of a malformed unit is an
  * `invalid_unit` refusal, not a crash. No closure per unit: the admit loop runs it for every unit.
  */
-function classifyUnit(ctx: LaneArenaContext, u: TransportUnit): { ok: true; value: { log: LaneLog; fresh: boolean; verdict: UnitVerdict } } | { ok: false; error: CustodyError } {
+function classifyUnit(ctx: LaneArenaContext, u: TransportUnit): { ok: true; log: LaneLog; fresh: boolean; verdict: UnitVerdict } | { ok: false; error: CustodyError } {
   try {
     const v = validateTransportUnit(u);
     const known = ctx.logs.get(laneKey(v.volume, v.lane));
     const log = known ?? new LaneLog(v.volume, v.lane);
-    return { ok: true, value: { log, fresh: known === undefined, verdict: log.classify(v) } };
+    return { ok: true, log, fresh: known === undefined, verdict: log.classify(v) };
   } catch (err) {
     const error = err instanceof CustodyError ? err : new CustodyError("invalid_unit", "unit could not be checked", { cause: String(err) });
     ctx.arena.counters.inc(error.code);
@@ -53,13 +53,13 @@ function classifyUnit(ctx: LaneArenaContext, u: TransportUnit): { ok: true; valu
   }
 }
 
-/** Appends `u` to the arena; its refusal (counted by the arena) is a failed result. */
-function storeUnit(ctx: LaneArenaContext, u: TransportUnit, attestation: string | undefined): { ok: true; value: ReturnType<Arena["append"]> } | { ok: false; error: CustodyError } {
+/** Appends `u` to the arena: what the append did, or its refusal (counted by the arena). No wrapper object per unit. */
+function storeUnit(ctx: LaneArenaContext, u: TransportUnit, attestation: string | undefined): ReturnType<Arena["append"]> | CustodyError {
   try {
-    return { ok: true, value: ctx.arena.append(u, attestation) };
+    return ctx.arena.append(u, attestation);
   } catch (err) {
     if (!(err instanceof CustodyError)) throw err;
-    return { ok: false, error: err };
+    return err;
   }
 }
 
@@ -93,13 +93,13 @@ export function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out
       answerUnit(verdicts, out, reject("admit", check.error, "check"));
       continue;
     }
-    const { log, fresh, verdict } = check.value;
+    const { log, fresh, verdict } = check;
     const stored = verdict === UnitVerdict.duplicate ? undefined : storeUnit(context, u, attestation);
-    if (stored && !stored.ok) {
-      answerUnit(verdicts, out, reject("admit", stored.error));
+    if (stored instanceof CustodyError) {
+      answerUnit(verdicts, out, reject("admit", stored));
       continue;
     }
-    const append = stored?.value;
+    const append = stored;
     if (fresh) context.logs.set(laneKey(log.volume, log.lane), log);
     // Without summaries the progress report (contiguous prefix, holes) is not computed per unit.
     const progress = context.summaries ? log.accept(u) : undefined;
