@@ -80,7 +80,7 @@ function answerUnit(verdicts: UnitVerdictEmitted[] | undefined, out: { emit(e: U
   else out.emit(e);
 }
 /** Validate → classify (term, overlap, duplicate) → copy into the arena within credits → accept. */
-export function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   // One unit, or a frame's units in order (one event per frame keeps the actor off the per-unit path).
   const units = event.type === "admit" ? [event] : event.type === "admitMany" ? event.units : [];
   const forwardPins = event.type === "admit" || event.type === "admitMany" ? (event.forwardPins ?? 0) : 0;
@@ -132,7 +132,7 @@ export function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out
 }
 
 /** An explicit seal, or the max-open-delay timer of the segment still open. */
-export function sealOpen(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function sealOpen(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "seal" && event.type !== "sealDue") return;
   const open = context.arena.openSegmentOf(event.volume, event.lane);
   if (open === undefined || (event.type === "sealDue" && open !== event.segmentId)) return;
@@ -147,14 +147,14 @@ export function sealOpen(context: LaneArenaContext, event: LaneArenaEvent, out: 
   if (context.summaries) out.assign({ report: context.arena.report() });
 }
 
-export function pinSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function pinSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "pin") return;
   const r = attempt(context, false, () => context.arena.pin(event.segmentId, event.reason));
   if (!r.ok) return out.emit(reject("pin", r.error));
   if (context.summaries) out.assign({ report: context.arena.report() });
 }
 
-export function unpinSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function unpinSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "unpin") return;
   const r = attempt(context, false, () => context.arena.unpin(event.segmentId, event.reason));
   if (!r.ok) return out.emit(reject("unpin", r.error));
@@ -162,7 +162,7 @@ export function unpinSegment(context: LaneArenaContext, event: LaneArenaEvent, o
   if (context.summaries) out.assign({ report: context.arena.report() });
 }
 
-export function grantCredit(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function grantCredit(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "grant") return;
   const r = attempt(context, false, () => {
     if (event.secure && context.arena.wantsIncrement()) context.arena.secureIncrement();
@@ -173,7 +173,7 @@ export function grantCredit(context: LaneArenaContext, event: LaneArenaEvent, ou
   if (context.summaries) out.assign({ report: context.arena.report() });
 }
 
-export function revokeCredit(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function revokeCredit(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "revoke") return;
   const bytes = context.arena.revoke(event.volume, event.lane);
   out.emit({ type: "revoked", volume: event.volume, lane: event.lane, bytes });
@@ -181,7 +181,7 @@ export function revokeCredit(context: LaneArenaContext, event: LaneArenaEvent, o
 }
 
 /** Discard: obligations for these ranges ended; whole segments recycle with no disk I/O. */
-export function releaseRanges(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function releaseRanges(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "release") return;
   const parsed = attempt(context, true, () => RangeSet.fromJSON(event.ranges));
   if (!parsed.ok) return out.emit(reject("release", parsed.error, "check"));
@@ -197,7 +197,7 @@ export function releaseRanges(context: LaneArenaContext, event: LaneArenaEvent, 
 }
 
 /** The owner's spill stream synced a segment in time: custody continues at disk residency. */
-export function recordSpill(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function recordSpill(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "recordSpill") return;
   if (!context.arena.markSpilled(event.segmentId, event.evidence)) return;
   out.emit({ type: "spilled", segmentIds: [event.segmentId] });
@@ -205,7 +205,7 @@ export function recordSpill(context: LaneArenaContext, event: LaneArenaEvent, ou
 }
 
 /** Export form of a sealed RAM segment, for custody transfer to another holder. */
-export function exportSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function exportSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "export") return;
   const r = attempt(context, false, () => context.arena.exportSegment(event.segmentId));
   if (!r.ok) return out.emit(reject("export", r.error));
@@ -213,7 +213,7 @@ export function exportSegment(context: LaneArenaContext, event: LaneArenaEvent, 
 }
 
 /** Takes custody of another holder's exported segment (validated whole before any change). */
-export function importSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
+function importSegment(context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut): void {
   if (event.type !== "import") return;
   // Check every unit against the lane log first (stale term, overlap): all or nothing.
   const checked = attempt(context, true, () => {
@@ -234,8 +234,11 @@ export function importSegment(context: LaneArenaContext, event: LaneArenaEvent, 
   if (context.summaries) out.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) } });
 }
 
+/** One ingress event's handling over the actor's context. */
+type IngressHandler = (context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut) => void;
+
 /** The ingress events and their handlers; any other event changes nothing. */
-export const ingressHandlers: Partial<Record<LaneArenaEvent["type"], (context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut) => void>> = {
+export const ingressHandlers = {
   admit: admitUnits,
   admitMany: admitUnits,
   seal: sealOpen,
@@ -248,7 +251,12 @@ export const ingressHandlers: Partial<Record<LaneArenaEvent["type"], (context: L
   export: exportSegment,
   import: importSegment,
   recordSpill,
-};
+} satisfies Partial<Record<LaneArenaEvent["type"], IngressHandler>>;
+
+/** The handler of an event, if it is an ingress event. */
+export function ingressHandlerOf(type: LaneArenaEvent["type"]): IngressHandler | undefined {
+  return (ingressHandlers as Partial<Record<LaneArenaEvent["type"], IngressHandler>>)[type];
+}
 
 /** Thrown when the ingress-only actor is asked for what only the statechart does. */
 export class LaneArenaInputError extends CustodyError {}
@@ -281,7 +289,7 @@ class TransitionOut implements IngressOut {
  */
 const ingressTransition = fromTransition<LaneArenaContext, LaneArenaEvent, ActorSystem<any>, LaneArenaInput, LaneArenaEmitted>(
   (context, event, scope) => {
-    const handler = ingressHandlers[event.type];
+    const handler = ingressHandlerOf(event.type);
     if (handler === undefined) return context;
     const out = new TransitionOut(scope, context);
     handler(context, event, out);

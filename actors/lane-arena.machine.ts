@@ -1,7 +1,7 @@
 import { fromPromise, setup } from "xstate";
 import { SegmentStateError } from "../arena/index.ts";
 import { laneArenaContext, type LaneArenaContext } from "./lane-arena-context.ts";
-import { admitUnits, exportSegment, grantCredit, importSegment, pinSegment, recordSpill, releaseRanges, revokeCredit, sealOpen, unpinSegment, type IngressOut } from "./lane-arena-ingress.ts";
+import { ingressHandlerOf, ingressHandlers } from "./lane-arena-ingress.ts";
 import type { LaneArenaSpill, SpillOutcome } from "./lane-arena-spill.ts";
 import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput } from "./lane-arena-events.ts";
 
@@ -35,27 +35,22 @@ const base = setup({
   },
 });
 
-/** An ingress handler as a statechart action: its answers, timers and snapshot fields go through `enqueue`. */
-function ingressAction(handler: (context: LaneArenaContext, event: LaneArenaEvent, out: IngressOut) => void) {
-  return base.enqueueActions(({ context, event, enqueue }) =>
-    handler(context, event, {
-      emit: (e) => enqueue.emit(e),
-      sealDue: (e) => enqueue.raise(e, { delay: "maxOpenDelay", id: `seal-${e.segmentId}` }),
-      cancelSeal: (segmentId) => enqueue.cancel(`seal-${segmentId}`),
-      assign: (patch) => enqueue.assign(patch),
-    }),
-  );
-}
+/**
+ * Every ingress event, handled by its handler in lane-arena-ingress.ts (the one routing table both
+ * forms of the actor use): answers, timers and snapshot fields go through `enqueue`.
+ */
+const ingress = base.enqueueActions(({ context, event, enqueue }) =>
+  ingressHandlerOf(event.type)?.(context, event, {
+    emit: (e) => enqueue.emit(e),
+    sealDue: (e) => enqueue.raise(e, { delay: "maxOpenDelay", id: `seal-${e.segmentId}` }),
+    cancelSeal: (segmentId) => enqueue.cancel(`seal-${segmentId}`),
+    assign: (patch) => enqueue.assign(patch),
+  }),
+);
 
 const withActions = base.extend({
   actions: {
-    admit: ingressAction(admitUnits),
-    seal: ingressAction(sealOpen),
-    pin: ingressAction(pinSegment),
-    unpin: ingressAction(unpinSegment),
-    grant: ingressAction(grantCredit),
-    revoke: ingressAction(revokeCredit),
-    release: ingressAction(releaseRanges),
+    ingress,
     /** Queues segments to spill (explicit ids, or the oldest candidates until RAM is under target). */
     queueSpill: base.enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "spill" && event.type !== "pressure") return;
@@ -96,9 +91,6 @@ const withActions = base.extend({
       enqueue.emit({ type: "spillFailed", message: String((event as unknown as { error: unknown }).error) });
       enqueue.assign({ spillInFlight: [], report: context.arena.report() });
     }),
-    recordSpill: ingressAction(recordSpill),
-    exportSegment: ingressAction(exportSegment),
-    importSegment: ingressAction(importSegment),
     secureIncrement: base.enqueueActions(({ context, event, enqueue }) => {
       const granted = (event as unknown as { output: boolean }).output;
       if (granted === true && context.arena.capacityBytes < context.arena.config.hardLimitBytes) {
@@ -118,22 +110,10 @@ const withActions = base.extend({
   },
 });
 
-
 /** Ingress, handled in order whatever the spill and growth regions are doing. */
-const laneArenaIngress = {
-  admit: { actions: "admit" },
-  admitMany: { actions: "admit" },
-  seal: { actions: "seal" },
-  sealDue: { actions: "seal" },
-  pin: { actions: "pin" },
-  unpin: { actions: "unpin" },
-  grant: { actions: "grant" },
-  revoke: { actions: "revoke" },
-  release: { actions: "release" },
-  export: { actions: "exportSegment" },
-  import: { actions: "importSegment" },
-  recordSpill: { actions: "recordSpill" },
-} as const;
+const laneArenaIngress = Object.fromEntries(Object.keys(ingressHandlers).map((type) => [type, { actions: "ingress" as const }])) as {
+  [K in keyof typeof ingressHandlers]: { actions: "ingress" };
+};
 
 /**
  * The LaneArena actor: owns one arena's lifecycle. Ingress (admit, grant, seal, pin, release,
