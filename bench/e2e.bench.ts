@@ -12,6 +12,7 @@
  *   npm run bench:e2e -- --json       # table, then one JSON object on the last line
  *   npm run bench:e2e -- --writes 4000 # writes per mode (default 3000)
  *   npm run bench:e2e -- --no-pin      # leave scheduling to the OS
+ *   npm run bench:e2e -- --rate 2000   # paced pass at this many writes/s (default: half the protected throughput)
  *
  * Pinned (the default when `taskset` exists and the machine has two CPUs or more): this process —
  * the writer — runs alone on CPU 0, every holder process and nats-server on CPU 1, so custody's
@@ -20,6 +21,11 @@
  * shared machine hits both alike. The writer's CPU µs per write comes from process.cpuUsage()
  * around each slice; one more, profiled custody-on slice (not counted) splits the writer's CPU by
  * where it goes.
+ *
+ * The closed-loop protected latency grows with the length of a slice (the writer outruns the
+ * holders; see protected-throughput.ts), so two more custody-on passes follow: protected
+ * throughput (writes until a protected sync covers them) and protected latency at a paced rate
+ * below it.
  */
 import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
@@ -36,6 +42,7 @@ import { initJetStreamControlLog, NatsTransport } from "../transport/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { bootstrapControlLog, DeployedProcess, startSupercluster, writeHolderRole } from "../testing/index.ts";
 import type { KeyObject } from "node:crypto";
+import { pacedWrites, protectedThroughput } from "./protected-throughput.ts";
 
 const args = process.argv.slice(2);
 const json = args.includes("--json");
@@ -46,6 +53,12 @@ if (!Number.isSafeInteger(WRITES) || WRITES < 100) {
   process.exit(1);
 }
 const QD = 16;
+const ri = args.indexOf("--rate");
+const RATE = ri >= 0 ? Number(args[ri + 1]) : undefined;
+if (RATE !== undefined && !(RATE > 0)) {
+  console.error("--rate needs a positive number of writes per second");
+  process.exit(1);
+}
 const SLICES = 3;
 
 /** Pins `pid` (all its threads) to `cpu` with taskset; false when taskset is missing or refuses. */
@@ -248,6 +261,17 @@ const merge = (xs: Slice[]): Slice => ({ seconds: xs.reduce((a, x) => a + x.seco
 const off = merge(offSlices);
 const on = merge(onSlices);
 
+// What the custody pipeline sustains end to end, and its latency when offered less than that.
+const protect = () => writer.sync(contract, 60_000);
+const sustained = await protectedThroughput(perSlice, 2 * WRITES, QD, BLOCKS, writeOn, protect);
+const paceRate = RATE ?? Math.max(100, Math.round(sustained.iops / 2));
+// The contract needs only the us-west holder: the other two may still be working off the pass's
+// backlog on the shared CPU. The paced pass starts once every first hop has receipted everything.
+const settleUntil = performance.now() + 30_000;
+while (Object.keys(sites).some((h) => !writer.owedTo("l0", h).isEmpty) && performance.now() < settleUntil) await new Promise((r) => setTimeout(r, 10));
+const pacedCount = Math.max(perSlice, Math.round(2 * paceRate)); // at least two seconds of pacing
+const paced = await pacedWrites(pacedCount, 3 * WRITES, paceRate, QD, BLOCKS, writeOn, protect);
+
 // One more custody-on slice under the CPU profiler (not counted above): where the writer's time goes.
 const session = new Session();
 session.connect();
@@ -258,7 +282,9 @@ await drive(Math.min(perSlice, 1000), WRITES, writeOn);
 const { profile } = await session.post("Profiler.stop");
 session.disconnect();
 const breakdown = writerCpuBreakdown(profile as unknown as CpuProfile);
-const protectedMs = on.keys.map(({ key, t0 }) => (protectedAt.get(key) ?? NaN) - t0).filter((x) => Number.isFinite(x));
+const protectedLatencies = (keys: { key: number; t0: number }[]) => keys.map(({ key, t0 }) => (protectedAt.get(key) ?? NaN) - t0).filter((x) => Number.isFinite(x));
+const protectedMs = protectedLatencies(on.keys);
+const pacedMs = protectedLatencies(paced);
 
 writer.stop();
 offWriter.stop();
@@ -282,6 +308,8 @@ for (const r of rows) console.log(`${r.mode.padEnd(35)}${f(r.iops, 0).padStart(1
 console.log(`ratio IOPS custody on / off: ${(iopsOn / iopsOff).toFixed(3)}   (protected samples: ${protectedMs.length}/${WRITES})`);
 const cpuOff = off.cpuUs / WRITES;
 const cpuOn = on.cpuUs / WRITES;
+console.log(`protected throughput: ${f(sustained.iops, 0)} writes/s (${perSlice} writes at qd${QD} until a protected sync covers them)`);
+console.log(`paced at ${paceRate} writes/s: protected p50 ${f(pct(pacedMs, 50))} ms, p99 ${f(pct(pacedMs, 99))} ms (${pacedMs.length}/${pacedCount} samples, from each write's scheduled time)`);
 console.log(`${pinned ? "pinned: writer alone on CPU 0, holders and nats-servers on CPU 1" : "unpinned"}; ${SLICES} interleaved slices per mode`);
 console.log(`writer CPU per write: custody off ${f(cpuOff, 1)} µs, custody on ${f(cpuOn, 1)} µs (${f(cpuOn / cpuOff)}x)`);
 console.log("where the writer's CPU goes with custody on (profiled slice, busy time):");
@@ -299,6 +327,10 @@ if (json) {
       p99_local_ms_custody_off: pct(off.local, 99),
       p50_protected_ms: pct(protectedMs, 50),
       p99_protected_ms: pct(protectedMs, 99),
+      protected_iops: sustained.iops,
+      paced_rate: paceRate,
+      p50_protected_ms_paced: pct(pacedMs, 50),
+      p99_protected_ms_paced: pct(pacedMs, 99),
       pinned,
       ratio_iops_custody_on_vs_off_pinned: pinned ? iopsOn / iopsOff : null,
       p99_local_ms_on_pinned: pinned ? pct(on.local, 99) : null,
