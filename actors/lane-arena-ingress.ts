@@ -94,12 +94,11 @@ function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out: Ingre
       continue;
     }
     const { log, fresh, verdict } = check;
-    const stored = verdict === UnitVerdict.duplicate ? undefined : storeUnit(context, u, attestation);
-    if (stored instanceof CustodyError) {
-      answerUnit(verdicts, out, reject("admit", stored));
+    const append = verdict === UnitVerdict.duplicate ? undefined : storeUnit(context, u, attestation);
+    if (append instanceof CustodyError) {
+      answerUnit(verdicts, out, reject("admit", append));
       continue;
     }
-    const append = stored;
     if (fresh) context.logs.set(laneKey(log.volume, log.lane), log);
     // Without summaries the progress report (contiguous prefix, holes) is not computed per unit.
     const progress = context.summaries ? log.accept(u) : undefined;

@@ -8,7 +8,8 @@ import { attestationTokens, readUnitMessage, senderOf, type InboundUnit, type Un
 import { WireError } from "../../protocol/index.ts";
 import { noteSent } from "./edge-repair.ts";
 import type { HolderContext } from "./holder-context.ts";
-import type { HolderLane, LaneAdmission } from "./holder-lane.ts";
+import type { HolderLane } from "./holder-lane.ts";
+import type { LaneAdmission } from "./lane-admission.ts";
 import { HolderRejectCode, type HolderInbound, type HolderTimer } from "./holder-ports.ts";
 import { authenticateUnits } from "./unit-authentication.ts";
 import { keepManifest } from "./lane-manifests.ts";

@@ -40,8 +40,6 @@ export class LaneArenaStoppedError extends CustodyError {
 /** The lane's arena actor refused a request (its `rejected` emission, as an error). */
 export class LaneArenaRefusal extends CustodyError {}
 
-export type { LaneAdmission } from "./lane-admission.ts";
-
 /**
  * One lane served by a holder: its own lane-arena actor (one arena per lane, so a lane's memory
  * bound and credits never depend on another lane's traffic) that owns the lane's segments, credits,
