@@ -1,5 +1,6 @@
 /**
- * Two custody-on measurements for bench:e2e that a closed-loop drive cannot give.
+ * Two custody-on measurements for bench:e2e that a closed-loop drive cannot give (this file
+ * paces the second).
  *
  * At queue depth 16 the writer's local acks come back in well under a millisecond, so it admits
  * writes faster than three holders and two nats-servers sharing one CPU can receipt them. Custody
@@ -8,8 +9,9 @@
  * of 94 ms, slices of 2,000 gave 344 ms, on the same commit. Neither figure is a property of the
  * custody pipeline. These two are:
  *
- * - **protected throughput**: writes per second from the first write of a pass until a protected
- *   sync covers its last one (what the holders, NATS and the receipts sustain end to end);
+ * - **protected throughput**: writes per second from the first write of a closed-loop pass until a
+ *   protected sync covers its last one (what the holders, NATS and the receipts sustain end to end;
+ *   bench:e2e times its own `drive` and the sync);
  * - **paced protected latency**: writes offered at a fixed rate below that throughput, open loop,
  *   each latency taken from the write's scheduled time (so a stalled pipeline cannot hide behind
  *   writes that were never issued).
@@ -18,21 +20,9 @@
 /** Issues one write at `lba`; resolves on local admission with the key `protectedAt` is stamped by. */
 export type KeyedWrite = (lba: number, data: Uint8Array) => Promise<number>;
 
-/** Writes `count` blocks at `qd`, then waits for `protect` (a protected sync); writes per second overall. */
-export async function protectedThroughput(count: number, offset: number, qd: number, blocks: number, write: KeyedWrite, protect: () => Promise<unknown>): Promise<{ iops: number; seconds: number }> {
-  const data = new Uint8Array(4096).fill(0x6b);
-  let next = 0;
-  const start = performance.now();
-  const worker = async () => {
-    while (next < count) {
-      const i = offset + next++;
-      await write((i * 2654435761) % blocks, data);
-    }
-  };
-  await Promise.all(Array.from({ length: qd }, worker));
-  await protect();
-  const seconds = (performance.now() - start) / 1000;
-  return { iops: count / seconds, seconds };
+/** The block the `i`-th write of a bench goes to: spread over the volume by a multiplicative hash. */
+export function scatteredLba(i: number, blocks: number): number {
+  return (i * 2654435761) % blocks;
 }
 
 /**
@@ -51,7 +41,7 @@ export async function pacedWrites(count: number, offset: number, rate: number, m
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
     const n = offset + i;
-    const p: Promise<void> = write((n * 2654435761) % blocks, data).then((key) => {
+    const p: Promise<void> = write(scatteredLba(n, blocks), data).then((key) => {
       keys.push({ key, t0: due });
       inFlight.delete(p);
     });
