@@ -40,7 +40,8 @@ import { publicKeyFromRaw } from "../custody/index.ts";
 import type { Site } from "../policies/index.ts";
 import { initJetStreamControlLog, NatsTransport } from "../transport/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
-import { bootstrapControlLog, DeployedProcess, startSupercluster, writeHolderRole } from "../testing/index.ts";
+import { DeployedProcess, startSupercluster } from "../testing/index.ts";
+import { bootstrapControlLog, writeHolderRole } from "../harness/index.ts";
 import type { KeyObject } from "node:crypto";
 import { pacedWrites, scatteredLba } from "./protected-throughput.ts";
 

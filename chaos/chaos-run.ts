@@ -19,8 +19,7 @@ import { BLOCK_SIZE } from "../volume/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
 import { pidAlive, RoleProcess } from "../testing/index.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/index.ts";
-import { harnessControllerConfig, harnessSite } from "../testing/index.ts";
+import { bootstrapControlLog, harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../harness/index.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */
 export interface ChaosResult {

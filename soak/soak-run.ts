@@ -10,8 +10,7 @@ import { NatsTransport } from "../transport/index.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/index.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts";
 import { pidAlive, RoleProcess } from "../testing/index.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../testing/index.ts";
-import { harnessControllerConfig, harnessSite } from "../testing/index.ts";
+import { bootstrapControlLog, harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../harness/index.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
 
 /** Options of one soak run. */

@@ -1,10 +1,13 @@
-/** Public surface of `testing/`: the test kit (nats-server launcher, role files, processes) used by tests, demo and benches. */
+/**
+ * Public surface of `testing/`: the test kit used by tests, demo and benches (nats-server launcher,
+ * single server and supercluster; role processes). It imports none of the custody code beyond
+ * `transport/` (the server configuration), so a process that only needs a server does not load the
+ * product; the harness deployments' role files live in `harness/`.
+ */
 export { reapOnExit } from "./child-reaper.ts";
 export { CLI_BUNDLE, custodyCommand, ensureCliBundle } from "./custody-command.ts";
 export { repoRoot } from "./repo-root.ts";
-export { harnessControllerConfig, harnessSite } from "./harness-topology.ts";
 export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluster, type SuperclusterHandle } from "./nats-server.ts";
-export { bootstrapControlLog, writeHolderRole, writeWriterRole } from "./role-files.ts";
 export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
 export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";

@@ -21,7 +21,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { receiptSubject } from "../../protocol/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
-import { bootstrapControlLog } from "../../testing/role-files.ts";
+import { bootstrapControlLog } from "../../harness/index.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";

@@ -13,7 +13,7 @@ import { receiptedKey, runsOf } from "../../runtime/custody-ranges.ts";
 import { gatherProcessStats } from "../../runtime/process-stats.ts";
 import { holderRoleSchema, writerRoleSchema } from "../../runtime/role-config.ts";
 import { linksRoute } from "../../runtime/role-links.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../harness/index.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";

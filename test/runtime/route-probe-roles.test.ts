@@ -11,7 +11,7 @@ import type { VolumeTopology } from "../../actors/controller/controller-config.t
 import { decodeRouteMeasurements, routeSubject, type RouteMeasurements } from "../../protocol/index.ts";
 import { gatherProcessStats } from "../../runtime/process-stats.ts";
 import { holderRoleSchema, writerRoleSchema } from "../../runtime/role-config.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../harness/index.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";

@@ -17,7 +17,7 @@ import type { TransportUnit } from "../../lanes/index.ts";
 import { unitSubject } from "../../protocol/subjects.ts";
 import { readAckLog as ackLines, workloadWrite } from "../../runtime/workload.ts";
 import { writerRoleSchema } from "../../runtime/role-config.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../testing/role-files.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../harness/index.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";
