@@ -1,4 +1,5 @@
 /** Public surface of `core/`: seams every layer shares (errors, clock, files, counters, timers). */
+export { BLOCK_SIZE } from "./block-size.ts";
 export { systemClock, type Clock } from "./clock.ts";
 export { Counters } from "./counters.ts";
 export { CrashFileLayer } from "./crash-file-layer.ts";

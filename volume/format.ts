@@ -1,8 +1,9 @@
 import { crc32 } from "node:zlib";
+import { BLOCK_SIZE } from "../core/index.ts";
 import { HeaderCorruptError } from "./volume-errors.ts";
 
-/** Fixed block size of every volume (bytes). */
-export const BLOCK_SIZE = 4096;
+/** The block size every volume uses (defined in core/, which the wire format shares). */
+export { BLOCK_SIZE };
 /** Size of the header file and of a metadata-only WAL record slot. */
 export const HEADER_SIZE = 4096;
 /** Bytes of a WAL record's fixed part (the whole slot in SmartWAL mode). */

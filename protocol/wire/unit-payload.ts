@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { CustodyError } from "../../core/index.ts";
-import { BLOCK_SIZE } from "../../volume/index.ts";
+import { BLOCK_SIZE } from "../../core/index.ts";
 
 /**
  * The plaintext inside a transport unit's payload: the volume writes that make up the unit's
