@@ -28,10 +28,6 @@ export interface EdgeReceiptActions {
 export function handleLaneReceipt(h: HolderContext, act: EdgeReceiptActions, key: string, msg: InboundMessage): void {
   const hl = h.lanes.get(key);
   if (hl === undefined) return;
-  // Only an edge's receipt (its pins) or the transfer neighbor's (a transfer) is acted on. A holder
-  // with neither, as every last hop is, reads the lane's batches without decoding them: at 1,000
-  // single-unit writes/s a last hop spent 9% of its CPU decoding its peers' batches to drop them.
-  if (hl.edges.size === 0 && h.config.transferNeighbor === undefined) return;
   let holderId: string;
   let signed: { body: Uint8Array; signature: Uint8Array };
   try {
