@@ -39,6 +39,12 @@ export interface QueuedUnit {
   /** Called right after the unit is handed to the transport (never a receipt). */
   readonly onSent?: () => void;
   /**
+   * Asked when the unit reaches the head of the queue, before it takes credit: false drops it
+   * unsent (its `onSent` is not called). The one who queued it no longer needs it delivered, e.g.
+   * custody of it ended while it waited for credit.
+   */
+  readonly wanted?: () => boolean;
+  /**
    * The writer's attestation token covering this unit: set by a forwarding holder (it passes on
    * what it verified) or by this sender's `attest` signer just before the unit goes out.
    */
@@ -117,6 +123,8 @@ export class CreditSender {
   /** Messages published and units they carried (diagnostics: units / messages is the framing factor). */
   messagesSent = 0;
   unitsSent = 0;
+  /** Units dropped unsent because their `wanted` said no. */
+  unitsSkipped = 0;
 
   constructor(private readonly o: CreditSenderOptions) {
     this.subject = unitSubject(o.holder, o.volume, o.lane);
@@ -196,7 +204,7 @@ export class CreditSender {
     this.pump();
   }
 
-  /** Queues a unit (FIFO); it goes out at the end of this turn, with the others queued, if credit allows. Never drops. */
+  /** Queues a unit (FIFO); it goes out at the end of this turn, with the others queued, if credit allows. Drops only what its `wanted` refuses. */
   send(unit: QueuedUnit): void {
     if (this.closed) throw new Error("credit sender is closed");
     if (!Number.isSafeInteger(unit.bytes) || unit.bytes < 0) throw new CreditError(CreditErrorCode.InvalidCredit, `unit bytes must be a non-negative safe integer, got ${unit.bytes}`, { bytes: unit.bytes });
@@ -217,6 +225,14 @@ export class CreditSender {
   pump(): void {
     const q = this.queue;
     while (this.head < q.length) {
+      // A unit no longer wanted leaves from the head without taking credit.
+      const headUnit = q[this.head]!;
+      if (headUnit.wanted !== undefined && !headUnit.wanted()) {
+        this.queuedBytes -= headUnit.bytes;
+        this.unitsSkipped++;
+        this.head++;
+        continue;
+      }
       // The longest run from the head that fits the credit window and one frame.
       const { sentThrough: sentBefore, grantedThrough } = this.window;
       let sent = sentBefore;
@@ -228,6 +244,7 @@ export class CreditSender {
       while (this.head + data.length < q.length && data.length < this.maxFrameUnits) {
         const u = q[this.head + data.length]!;
         if (sent + u.bytes > grantedThrough) break;
+        if (data.length > 0 && u.wanted !== undefined && !u.wanted()) break; // skipped at the head next round
         if (data.length > 0 && encoded + u.data.byteLength > this.maxFrameBytes) break;
         sent += u.bytes;
         encoded += u.data.byteLength;

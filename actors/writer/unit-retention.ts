@@ -36,6 +36,14 @@ export class UnitRetention {
     return out;
   }
 
+  /**
+   * Whether the unit starting at `firstSeq` (one this retention was given) is still retained: only
+   * a prefix is ever dropped, so it is unless the oldest retained unit starts above it.
+   */
+  stillRetains(firstSeq: number): boolean {
+    return this.head < this.units.length && this.units[this.head]!.firstSeq <= firstSeq;
+  }
+
   /** Adds a unit above every retained one (units are cut in sequence order). */
   add(u: RetainedUnit): void {
     this.units.push(u);

@@ -88,9 +88,14 @@ export class UnitShipper {
   private send(l: WriterLane, unit: TransportUnit, data: Uint8Array, bytes: number): void {
     if (this.stopped()) return;
     const now = this.ports.clock.now();
+    // A unit waiting for credit that every first hop has since receipted (or that the control log
+    // released at them) is not sent: a restarted writer re-ships its whole outbox, and at 64 KiB
+    // units a first hop's credit let three through per grant, so units its peers had long taken
+    // over held the one still unprotected back for 13 s (sim seed 1003480).
+    const wanted = () => l.retention.stillRetains(unit.firstSeq);
     for (const [h, s] of l.edges) {
       noteSent(l, h, unit.firstSeq, unit.lastSeq, now);
-      s.send({ data, bytes });
+      s.send({ data, bytes, wanted });
     }
     this.counters.inc("units_sent");
   }

@@ -129,3 +129,23 @@ test("property: whatever the unit sizes, grants and frame limits, units leave in
   );
   t.pass();
 });
+
+test("a queued unit its sender no longer wants leaves unsent when it reaches the head, takes no credit, and the ones behind it go out", async (t) => {
+  const transport = recordingTransport();
+  const s = new CreditSender({ transport, clock: new SimulatedClock(), sender: "w1", holder: "h1", volume: "v", lane: "l" });
+  const dropped = new Set<number>();
+  const sentSeqs: number[] = [];
+  const queued = (seq: number): QueuedUnit => ({ ...unit(seq, 100), wanted: () => !dropped.has(seq), onSent: () => sentSeqs.push(seq) });
+  s.onGrant(grant(280)); // room for two units of 140
+  for (let i = 1; i <= 6; i++) s.send(queued(i));
+  await microtasks();
+  t.deepEqual(unitsSent(transport.sent).map((u) => u.seq), [1, 2]);
+  // While 3-6 wait for credit, custody of 3, 4 and 6 ends.
+  dropped.add(3).add(4).add(6);
+  s.onGrant(grant(560, 2));
+  await microtasks();
+  t.deepEqual(unitsSent(transport.sent).map((u) => [u.seq, u.sentThrough]), [[1, 140], [2, 280], [5, 420]], "5 takes the credit 3 and 4 would have, and 6 is dropped too");
+  t.deepEqual(sentSeqs, [1, 2, 5], "onSent only for units that went out");
+  t.is(s.unitsSkipped, 3);
+  t.deepEqual(s.backlog, { units: 0, bytes: 0 });
+});
