@@ -1,8 +1,8 @@
 /**
  * Public surface of `testing/`: the test kit used by tests, demo and benches (nats-server launcher,
- * single server and supercluster; role processes). It imports none of the custody code beyond
- * `transport/` (the server configuration), so a process that only needs a server does not load the
- * product; the harness deployments' role files live in `harness/`.
+ * single server and supercluster; role processes). Of our folders it imports only `transport/` (the
+ * server configuration) and `core/`, not the actors, runtime or deploy, so a process that only needs
+ * a server stays small; the harness deployments' role files live in `harness/`.
  */
 export { reapOnExit } from "./child-reaper.ts";
 export { CLI_BUNDLE, custodyCommand, ensureCliBundle } from "./custody-command.ts";

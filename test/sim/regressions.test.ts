@@ -140,4 +140,3 @@ for (const r of REGRESSIONS) {
   }
 }
 
-
