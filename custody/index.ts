@@ -56,6 +56,7 @@ export {
   decodeReceiptBatch,
   encodeReceiptBatch,
   makeReceiptBatch,
+  receiptBatchSender,
   receiptStream,
   signReceiptBatch,
   type ReceiptBatch,

@@ -17,7 +17,7 @@ import { ReceiptPublisher } from "./holder-receipt-publisher.ts";
 import type { HolderInbound, HolderObservation, HolderPorts, HolderTimer, LoadedUnit } from "./holder-ports.ts";
 import type { HolderContext } from "./holder-context.ts";
 import { resendDue, resendLoaded } from "./holder-resend.ts";
-import { handleLaneReceipt, noteBaseAnnouncement } from "./holder-edge-receipts.ts";
+import { handleLaneReceipt, ignoresLaneReceipt, noteBaseAnnouncement } from "./holder-edge-receipts.ts";
 import { handleUnitMessage, type IngressActions } from "./holder-ingress.ts";
 import { ramCreditHeadroom, ramProtectionState } from "./holder-protection.ts";
 import { readReleaseFrontier } from "./holder-release-frontiers.ts";
@@ -153,7 +153,7 @@ export class HolderCore {
         if (pending.length === 1) queueMicrotask(() => !this.stopped && this.dispatch({ type: "nats.units", lane: key, msgs: pending.splice(0) }));
       }, { borrow: true }), // every unit is copied into the arena; the message is dropped after admission
     );
-    this.subs.push(t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => this.dispatch({ type: "nats.receipt", lane: key, msg })));
+    this.subs.push(t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => ignoresLaneReceipt(this.context, key, msg.data) || this.dispatch({ type: "nats.receipt", lane: key, msg })));
     for (const [edge, s] of hl.edges) {
       this.subs.push(t.subscribe(s.creditSubject, (msg) => this.dispatch({ type: "nats.credit", lane: key, edge, msg })));
     }

@@ -1,6 +1,6 @@
 import { CustodyError } from "../../core/index.ts";
 import { receiptBatchSpec } from "../../custody/index.ts";
-import { decodeReceiptBatch } from "../../custody/index.ts";
+import { decodeReceiptBatch, receiptBatchSender } from "../../custody/index.ts";
 import { verifyReceiptBatch } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { receiptSubject } from "../../protocol/index.ts";
@@ -18,6 +18,21 @@ import { EdgeReceiptError } from "./lane-obligations.ts";
 export interface EdgeReceiptActions {
   completeTransfer(key: string, hl: HolderLane, from: string, stated: RangeSet): void;
   tryRelease(key: string, hl: HolderLane): void;
+}
+
+/**
+ * True when a message on a lane's receipt subject is a batch this holder would not act on — its own
+ * (the subject echoes it back) or one of a holder that is neither an edge of the lane nor the
+ * transfer neighbor — read from the batch's head alone, so it can be passed over before it becomes
+ * an actor event. With three holders batching every few milliseconds, most of what a last hop
+ * receives on the subject is such batches. Anything whose head does not read as a v1 batch is not
+ * ignorable: it goes the full way and is refused and counted there.
+ */
+export function ignoresLaneReceipt(h: HolderContext, key: string, data: Uint8Array): boolean {
+  const from = receiptBatchSender(data);
+  if (from === undefined) return false;
+  const hl = h.lanes.get(key);
+  return from === h.config.holderId || (hl !== undefined && !hl.edges.has(from) && from !== h.config.transferNeighbor);
 }
 
 /**

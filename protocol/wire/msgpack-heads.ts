@@ -17,6 +17,7 @@ export interface LengthTags {
 }
 export const ARRAY: LengthTags = { fixMax: 15, fix: 0x90, tag16: 0xdc, tag32: 0xdd };
 export const BIN: LengthTags = { fixMax: -1, fix: 0, tag8: 0xc4, tag16: 0xc5, tag32: 0xc6 };
+export const STR: LengthTags = { fixMax: 31, fix: 0xa0, tag8: 0xd9, tag16: 0xda, tag32: 0xdb };
 
 /** Bytes `writeLengthHeader` writes for length `n`. */
 export function lengthHeaderBytes(n: number, k: LengthTags): number {

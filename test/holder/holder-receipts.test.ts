@@ -10,7 +10,7 @@ import { creditSpec, encodeMessage, type WireUnit } from "../../protocol/wire/in
 import { readUnitMessage } from "../../transport/unit-frames.ts";
 import type { InboundMessage } from "../../transport/transport.ts";
 import type { NatsTransport } from "../../transport/nats-transport.ts";
-import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
+import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, settle, transport, unit, VOLUME, watchReceipts, Writer } from "./holder-fixture.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
@@ -18,6 +18,11 @@ withNatsServer(test);
 
 /** Publishes a receipt batch as downstream holder `holderId` would (signed with `key`). */
 function sendReceipt(t: NatsTransport, key: KeyObject, holderId: string, incarnation: number, receiptSeq: number, ranges: [number, number][], epoch = 0): void {
+  t.publish(receiptSubject(VOLUME, LANE), receiptMessage(key, holderId, incarnation, receiptSeq, ranges, epoch));
+}
+
+/** The encoded receipt-batch message downstream holder `holderId` would publish (signed with `key`). */
+function receiptMessage(key: KeyObject, holderId: string, incarnation: number, receiptSeq: number, ranges: [number, number][], epoch = 0): Uint8Array {
   const subject = receiptSubject(VOLUME, LANE);
   const holder = { holderId, incarnation };
   const r = makeReceipt({
@@ -37,7 +42,7 @@ function sendReceipt(t: NatsTransport, key: KeyObject, holderId: string, incarna
     extensions: [],
   });
   const signed = signReceiptBatch(makeReceiptBatch({ volume: VOLUME, lane: LANE, subject }, holder, Date.now(), [r]), key);
-  t.publish(subject, encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }));
+  return encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature });
 }
 
 /** The units a forwarded message carries (one bare unit or a frame of several). */
@@ -136,5 +141,42 @@ test.serial("a unit lost on the way to an edge is re-forwarded from RAM once the
     w.sender.close();
     await wt.close();
     await a.close();
+  }
+});
+
+test.serial("a holder passes over the batches of holders it does not act on without decoding them, yet every holder on the subject refuses and counts unreadable bytes, and a holder refuses its edge's forged batch; both keep admitting and receipting", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  keys.add("hl-down", 1);
+  keys.add("hl-other", 1);
+  const mid = await launchHolder(url, keys, holderConfig("hl-mid", { downstream: ["hl-down"] }));
+  const last = await launchHolder(url, keys, holderConfig("hl-last"));
+  const wt = await transport(url, "peer");
+  const refusals = (h: typeof mid) => Object.entries(h.holder.counters.snapshot()).filter(([k, v]) => k.startsWith("receipt_") && v > 0).map(([k]) => k);
+  const w = new Writer(wt, "hl-last");
+  try {
+    // Bytes that are no receipt batch at all: every holder on the subject refuses and counts them.
+    wt.publish(receiptSubject(VOLUME, LANE), new Uint8Array([0xc1, 0xc1, 0xc1, 0xc1]));
+    await eventually(() => refusals(mid).includes("receipt_malformed") && refusals(last).includes("receipt_malformed"), "both refused the unreadable bytes");
+    // A batch of a holder neither acts on, corrupt after its head: passed over by both, undecoded
+    // (the writer and the controller, which act on every holder's receipts, are the ones to refuse it).
+    const corrupt = receiptMessage(generateHolderKeyPair().privateKey, "hl-other", 1, 1, [[1, 4]]);
+    corrupt[Buffer.from(corrupt).indexOf(Buffer.from("signature")) - 2] = 0xc1; // the body's last byte
+    wt.publish(receiptSubject(VOLUME, LANE), corrupt);
+    // The edge's batch signed by a key nobody admitted: the holder with that edge refuses it.
+    sendReceipt(wt, generateHolderKeyPair().privateKey, "hl-down", 1, 1, [[1, 4]]);
+    await eventually(() => refusals(mid).length > 1, "the holder with the edge refused its forged batch");
+    await settle();
+    t.deepEqual(refusals(last), ["receipt_malformed"], "the last hop counted the unreadable bytes and nothing else");
+    t.is(mid.holder.counters.snapshot()["receipt_malformed"], 1, "the corrupt batch of a holder that is no edge was not decoded");
+    const watch = watchReceipts(wt);
+    for (let s = 1; s <= 4; s++) w.send(unit(s));
+    await eventually(() => watch.byHolder("hl-last").toString() === "1-4", "the last hop still admits and receipts");
+    watch.stop();
+  } finally {
+    w.sender.close();
+    await wt.close();
+    await mid.close();
+    await last.close();
   }
 });
