@@ -13,6 +13,7 @@
  *   npm run bench:e2e -- --writes 4000 # writes per mode (default 3000)
  *   npm run bench:e2e -- --no-pin      # leave scheduling to the OS
  *   npm run bench:e2e -- --rate 2000   # paced pass at this many writes/s (default: half the protected throughput)
+ *   npm run bench:e2e -- --settle 4    # seconds of pacing between the first and the settled paced pass (default 3)
  *
  * Pinned (the default when `taskset` exists and the machine has two CPUs or more): this process —
  * the writer — runs alone on CPU 0, every holder process and nats-server on CPU 1, so custody's
@@ -25,7 +26,10 @@
  * The closed-loop protected latency grows with the length of a slice (the writer outruns the
  * holders; see protected-throughput.ts), so two more custody-on passes follow: protected
  * throughput (writes until a protected sync covers them) and protected latency at a paced rate
- * below it.
+ * below it. The paced latency is measured twice: right after the throughput passes, when the
+ * holder processes are a few seconds old (V8 is still optimizing their per-unit paths and their
+ * first full collections fall inside the pass), and again after `--settle` more seconds at the
+ * same rate, as a holder that has been running a while serves it (`_settled` keys).
  */
 import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
@@ -58,6 +62,12 @@ const ri = args.indexOf("--rate");
 const RATE = ri >= 0 ? Number(args[ri + 1]) : undefined;
 if (RATE !== undefined && !(RATE > 0)) {
   console.error("--rate needs a positive number of writes per second");
+  process.exit(1);
+}
+const si = args.indexOf("--settle");
+const SETTLE_S = si >= 0 ? Number(args[si + 1]) : 3;
+if (!(SETTLE_S >= 0)) {
+  console.error("--settle needs a number of seconds >= 0");
   process.exit(1);
 }
 const SLICES = 3;
@@ -275,6 +285,9 @@ const settleUntil = performance.now() + 30_000;
 while (Object.keys(sites).some((h) => !writer.owedTo("l0", h).isEmpty) && performance.now() < settleUntil) await new Promise((r) => setTimeout(r, 10));
 const pacedCount = Math.max(perSlice, Math.round(2 * paceRate)); // at least two seconds of pacing
 const paced = await pacedWrites(pacedCount, 3 * WRITES, paceRate, QD, BLOCKS, writeOn, protect);
+// Pacing goes on at the same rate (not measured), then the settled pass is measured.
+await pacedWrites(Math.round(SETTLE_S * paceRate), 3 * WRITES + pacedCount, paceRate, QD, BLOCKS, writeOn, protect);
+const settled = await pacedWrites(pacedCount, 3 * WRITES + pacedCount + Math.round(SETTLE_S * paceRate), paceRate, QD, BLOCKS, writeOn, protect);
 
 // One more custody-on slice under the CPU profiler (not counted above): where the writer's time goes.
 const session = new Session();
@@ -289,6 +302,7 @@ const breakdown = writerCpuBreakdown(profile as unknown as CpuProfile);
 const protectedLatencies = (keys: { key: number; t0: number }[]) => keys.map(({ key, t0 }) => (protectedAt.get(key) ?? NaN) - t0).filter((x) => Number.isFinite(x));
 const protectedMs = protectedLatencies(on.keys);
 const pacedMs = protectedLatencies(paced);
+const settledMs = protectedLatencies(settled);
 
 writer.stop();
 offWriter.stop();
@@ -314,6 +328,7 @@ const cpuOff = off.cpuUs / WRITES;
 const cpuOn = on.cpuUs / WRITES;
 console.log(`protected throughput: ${f(sustained.iops, 0)} writes/s (${perSlice} writes at qd${QD} until a protected sync covers them)`);
 console.log(`paced at ${paceRate} writes/s: protected p50 ${f(pct(pacedMs, 50))} ms, p99 ${f(pct(pacedMs, 99))} ms (${pacedMs.length}/${pacedCount} samples, from each write's scheduled time)`);
+console.log(`  … after ${SETTLE_S} s more at that rate: p50 ${f(pct(settledMs, 50))} ms, p99 ${f(pct(settledMs, 99))} ms (${settledMs.length}/${pacedCount} samples)`);
 console.log(`${pinned ? "pinned: writer alone on CPU 0, holders and nats-servers on CPU 1" : "unpinned"}; ${SLICES} interleaved slices per mode`);
 console.log(`writer CPU per write: custody off ${f(cpuOff, 1)} µs, custody on ${f(cpuOn, 1)} µs (${f(cpuOn / cpuOff)}x)`);
 console.log("where the writer's CPU goes with custody on (profiled slice, busy time):");
@@ -335,6 +350,9 @@ if (json) {
       paced_rate: paceRate,
       p50_protected_ms_paced: pct(pacedMs, 50),
       p99_protected_ms_paced: pct(pacedMs, 99),
+      settle_s: SETTLE_S,
+      p50_protected_ms_paced_settled: pct(settledMs, 50),
+      p99_protected_ms_paced_settled: pct(settledMs, 99),
       pinned,
       ratio_iops_custody_on_vs_off_pinned: pinned ? iopsOn / iopsOff : null,
       p99_local_ms_on_pinned: pinned ? pct(on.local, 99) : null,
