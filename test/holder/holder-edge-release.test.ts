@@ -67,6 +67,9 @@ test.serial("the writer too: what the control log released at a first hop is owe
     { transport: wt, clock: systemClock, volume, dataKey: new Uint8Array(32).fill(4), peers: keys },
   );
   try {
+    // The writer's subscriptions reach the server before the controller's frontier does (the
+    // frontier is published once, on another connection).
+    await wt.flush();
     for (let s = 1; s <= 3; s++) {
       await writer.write(s, new Uint8Array(BLOCK_SIZE).fill(s));
       await writer.sync();
