@@ -1,7 +1,8 @@
 /**
- * The few msgpack headers the per-unit fast paths read and write by hand (`unit-fast-decode.ts`,
- * `unit-frame-codec.ts`): length headers of arrays and bins, and unsigned integers, in exactly the
- * forms @msgpack/msgpack uses. Readers return -1 for anything they do not recognise.
+ * The few msgpack headers the per-message fast paths read and write by hand (`unit-fast-decode.ts`,
+ * `unit-frame-codec.ts`, and the receipt-batch sender peek in custody/receipt-batch.ts): length
+ * headers of arrays, bins and strings, and unsigned integers, in exactly the forms @msgpack/msgpack
+ * uses. Readers return -1 for anything they do not recognise.
  */
 
 /** The bytes of an ASCII string. */
