@@ -1,5 +1,5 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { ascii, BIN, decodeBounded, msgpackHeadEnd, readLengthHeader, STR } from "../protocol/index.ts";
+import { BIN, bytesAt, decodeBounded, fixstr, msgpackHeadEnd, readLengthHeader, STR } from "../protocol/index.ts";
 import type { KeyObject } from "node:crypto";
 import type { ResidencyClaim, ResidencyEvidence } from "./evidence.ts";
 import {
@@ -147,17 +147,10 @@ function checkMembers(batch: ReceiptBatch<ResidencyClaim>): void {
   });
 }
 
-const fixstr = (s: string): number[] => [0xa0 | s.length, ...ascii(s)];
 /** How `encodeMessage(receiptBatchSpec, …)` begins: fixmap{k: "receipt-batch", v: 1, b: fixmap{body: bin…}}. */
 const MESSAGE_HEAD = Uint8Array.from([0x83, ...fixstr("k"), ...fixstr("receipt-batch"), ...fixstr("v"), 0x01, ...fixstr("b"), 0x82, ...fixstr("body")]);
 /** How a v1 batch body begins: the 9-tuple, MAGIC, the version. */
 const BODY_HEAD = Uint8Array.from([0x99, ...fixstr(MAGIC), ReceiptVersion.v1]);
-
-function startsWith(b: Uint8Array, o: number, head: Uint8Array): boolean {
-  if (o + head.length > b.length) return false;
-  for (let i = 0; i < head.length; i++) if (b[o + i] !== head[i]) return false;
-  return true;
-}
 
 /**
  * The holder id a `receipt-batch` message names, read from the head of its bytes without decoding
@@ -166,29 +159,26 @@ function startsWith(b: Uint8Array, o: number, head: Uint8Array): boolean {
  * batch; the full decoder then decides, and counts what is wrong.
  */
 export function receiptBatchSender(message: Uint8Array): string | undefined {
-  if (!startsWith(message, 0, MESSAGE_HEAD)) return undefined;
+  if (!bytesAt(message, 0, MESSAGE_HEAD)) return undefined;
   const bodyLength = readLengthHeader(message, MESSAGE_HEAD.length, BIN);
   let o = msgpackHeadEnd.o;
   const end = o + bodyLength;
-  if (bodyLength < 0 || end > message.length || !startsWith(message, o, BODY_HEAD)) return undefined;
+  if (bodyLength < 0 || end > message.length || !bytesAt(message, o, BODY_HEAD)) return undefined;
   o += BODY_HEAD.length;
-  for (let field = 0; field < 4; field++) {
-    // volume, lane, subject, then the holder id
+  // Past volume, lane and subject to the holder id.
+  for (let field = 0; field < 3; field++) {
     const n = readLengthHeader(message, o, STR);
-    const start = msgpackHeadEnd.o;
-    if (n < 0 || start + n > end) return undefined;
-    if (field < 3) {
-      o = start + n;
-      continue;
-    }
-    if (n === 0 || n > 128) return undefined;
-    let id = "";
-    for (let i = start; i < start + n; i++) {
-      const c = message[i]!;
-      if (c >= 0x80) return undefined;
-      id += String.fromCharCode(c);
-    }
-    return id;
+    if (n < 0) return undefined;
+    o = msgpackHeadEnd.o + n;
   }
-  return undefined;
+  const n = readLengthHeader(message, o, STR);
+  const start = msgpackHeadEnd.o;
+  if (n < 1 || n > 128 || start + n > end) return undefined;
+  let id = "";
+  for (let i = start; i < start + n; i++) {
+    const c = message[i]!;
+    if (c >= 0x80) return undefined;
+    id += String.fromCharCode(c);
+  }
+  return id;
 }

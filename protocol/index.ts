@@ -13,7 +13,7 @@ export { UNIT_MAX_BYTES } from "./wire/limits.ts";
 export { creditRequestSpec, creditSpec, unitFrameSpec, unitSpec, type WireCredit, type WireUnit, type WireUnitFrame } from "./wire/messages.ts";
 export { decodeBounded } from "./wire/msgpack-bounds.ts";
 export { fastDecodeUnit } from "./wire/unit-fast-decode.ts";
-export { after as msgpackHeadEnd, ascii, BIN, readLengthHeader, STR } from "./wire/msgpack-heads.ts";
+export { after as msgpackHeadEnd, BIN, bytesAt, fixstr, readLengthHeader, STR } from "./wire/msgpack-heads.ts";
 export { fastDecodeUnitFrame, writeUnitFrame } from "./wire/unit-frame-codec.ts";
 export { WireError, WireErrorCode } from "./wire/wire-error.ts";
 export { repairActivateSpec, repairAdmitSpec, repairAnswerSpec, repairOutcomeSpec, repairProtectSpec, repairTaskSpec, repairUnprotectSpec, repairViewRequestSpec, repairViewSpec, type WireRepairAnswer, type WireRepairOutcome, type WireRepairTask, type WireRepairView } from "./wire/repair-messages.ts";

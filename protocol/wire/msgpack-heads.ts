@@ -8,6 +8,16 @@
 /** The bytes of an ASCII string. */
 export const ascii = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
 
+/** The msgpack encoding of a short ASCII string (fixstr: at most 31 characters), e.g. a map key. */
+export const fixstr = (s: string): Uint8Array => Uint8Array.from([0xa0 | s.length, ...ascii(s)]);
+
+/** Whether `bytes` come next in `b` at `o`. */
+export function bytesAt(b: Uint8Array, o: number, bytes: Uint8Array): boolean {
+  if (o + bytes.length > b.length) return false;
+  for (let i = 0; i < bytes.length; i++) if (b[o + i] !== bytes[i]) return false;
+  return true;
+}
+
 /** A msgpack length header family: a fix form up to `fixMax`, an 8-bit form (bin only), then 16- and 32-bit forms. */
 export interface LengthTags {
   readonly fixMax: number;

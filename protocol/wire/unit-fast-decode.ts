@@ -1,5 +1,5 @@
 import type { WireUnit } from "./messages.ts";
-import { after, ARRAY, ascii, BIN, readLengthHeader, readUint, type LengthTags } from "./msgpack-heads.ts";
+import { after, ARRAY, BIN, bytesAt, fixstr, readLengthHeader, readUint, type LengthTags } from "./msgpack-heads.ts";
 
 /**
  * Reads a `unit` v1 message laid out exactly as `encodeMessage(unitSpec, …)` writes it (envelope
@@ -51,7 +51,7 @@ interface Token {
 let lastVolume: Token | undefined;
 let lastLane: Token | undefined;
 
-const key = (s: string) => Uint8Array.from([0xa0 | s.length, ...ascii(s)]);
+const key = fixstr;
 /** fixmap{k: "unit", v: 1, b: fixmap(8)…} */
 const UNIT_ENVELOPE_HEAD = Uint8Array.from([0x83, ...key("k"), ...key("unit"), ...key("v"), 0x01, ...key("b"), 0x88]);
 const KEY_VOLUME = key("volume");
@@ -84,11 +84,8 @@ class Reader {
 
   /** Consumes `bytes` when they come next. */
   expect(bytes: Uint8Array): boolean {
-    const b = this.b;
-    const o = this.o;
-    if (o + bytes.length > b.length) return false;
-    for (let i = 0; i < bytes.length; i++) if (b[o + i] !== bytes[i]) return false;
-    this.o = o + bytes.length;
+    if (!bytesAt(this.b, this.o, bytes)) return false;
+    this.o += bytes.length;
     return true;
   }
 

@@ -1,7 +1,7 @@
 import { WireError, WireErrorCode } from "./wire-error.ts";
 import { FRAME_MAX_UNITS, UNIT_MAX_BYTES } from "./limits.ts";
 import type { WireUnitFrame } from "./messages.ts";
-import { after, ARRAY, ascii, BIN, lengthHeaderBytes, readLengthHeader, readUint, uintBytes, writeLengthHeader, writeUint } from "./msgpack-heads.ts";
+import { after, ARRAY, BIN, bytesAt, fixstr, lengthHeaderBytes, readLengthHeader, readUint, uintBytes, writeLengthHeader, writeUint } from "./msgpack-heads.ts";
 
 /**
  * The sender's and receiver's per-frame hot paths for untraced `unit-frame` v1 messages, byte-exact
@@ -53,8 +53,8 @@ export function writeUnitFrame(units: readonly Uint8Array[], sentThrough: readon
 }
 
 /** fixmap{k: "unit-frame", v: 1, b: fixmap{units: …}} up to the units array header. */
-const ENVELOPE_HEAD = Uint8Array.from([0x83, 0xa1, ...ascii("k"), 0xaa, ...ascii("unit-frame"), 0xa1, ...ascii("v"), 0x01, 0xa1, ...ascii("b"), 0x82, 0xa5, ...ascii("units")]);
-const SENT_KEY = Uint8Array.from([0xab, ...ascii("sentThrough")]);
+const ENVELOPE_HEAD = Uint8Array.from([0x83, ...fixstr("k"), ...fixstr("unit-frame"), ...fixstr("v"), 0x01, ...fixstr("b"), 0x82, ...fixstr("units")]);
+const SENT_KEY = fixstr("sentThrough");
 
 /**
  * Reads an untraced frame laid out exactly as `writeUnitFrame` writes it; undefined for anything
@@ -63,8 +63,7 @@ const SENT_KEY = Uint8Array.from([0xab, ...ascii("sentThrough")]);
  */
 export function fastDecodeUnitFrame(bytes: Uint8Array): WireUnitFrame | undefined {
   const b = bytes;
-  if (b.length < ENVELOPE_HEAD.length) return undefined;
-  for (let i = 0; i < ENVELOPE_HEAD.length; i++) if (b[i] !== ENVELOPE_HEAD[i]) return undefined;
+  if (!bytesAt(b, 0, ENVELOPE_HEAD)) return undefined;
   const n = readLengthHeader(b, ENVELOPE_HEAD.length, ARRAY);
   let o = after.o;
   if (n < 2 || n > FRAME_MAX_UNITS) return undefined;
@@ -75,8 +74,7 @@ export function fastDecodeUnitFrame(bytes: Uint8Array): WireUnitFrame | undefine
     units[i] = b.subarray(after.o, after.o + len);
     o = after.o + len;
   }
-  if (o + SENT_KEY.length > b.length) return undefined;
-  for (let i = 0; i < SENT_KEY.length; i++) if (b[o + i] !== SENT_KEY[i]) return undefined;
+  if (!bytesAt(b, o, SENT_KEY)) return undefined;
   if (readLengthHeader(b, o + SENT_KEY.length, ARRAY) !== n) return undefined;
   o = after.o;
   const sentThrough: number[] = new Array(n);
