@@ -92,17 +92,21 @@ export async function watchLastHop(c: Chain, mode: ChainMode): Promise<{ covered
   const t = await mode.connect(`ctl-${c.lane}`);
   const last = c.ids[c.ids.length - 1]!;
   let covered = RangeSet.EMPTY;
+  /** Receipts came since the last release: an idle chain (a long-running holder between slices) gets no releases. */
+  let fresh = false;
   let listener: (() => void) | undefined;
   const sub = t.subscribe(receiptSubject(VOLUME, c.lane), (m) => {
     const b = decodeReceiptBatch(decodeMessage(receiptBatchSpec, m.data).body);
     if (b.holder.holderId !== last) return;
     for (const r of b.receipts) covered = covered.union(r.retained);
+    fresh = true;
     listener?.();
   });
   await t.flush();
   let seq = 0;
   const releaser = setInterval(() => {
-    if (covered.isEmpty) return;
+    if (!fresh) return;
+    fresh = false;
     for (const h of c.ids) {
       t.publish(releaseSubject(h), encodeMessage(releaseFrontierSpec, { holder: h, volume: VOLUME, lane: c.lane, ranges: covered.toJSON(), epoch: 0, controlSeq: ++seq }));
     }
