@@ -45,7 +45,7 @@ export class CommitEngine {
   /** The map as of the latest checkpoint (what checkpoint-consistent reads see). */
   checkpointMap: BlockMap;
   durableLsn: number;
-  readonly st = { writes: 0, trims: 0, blocksWritten: 0, extentSyncs: 0, walSyncs: 0, checkpoints: 0, flushes: 0, batches: 0 };
+  readonly st = { writes: 0, trims: 0, blocksWritten: 0, extentSyncs: 0, extentWrites: 0, walSyncs: 0, checkpoints: 0, flushes: 0, batches: 0 };
   private checkpointSeq: number;
   private checkpointSlot: number;
   /** Extent blocks beyond the volume size: the most one write may allocate. */
@@ -136,7 +136,9 @@ export class CommitEngine {
   private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
     const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn, this.deferBarrier);
-    const extentWrites = coalesceWrites(plan.extentWrites).map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset));
+    const runs = coalesceWrites(plan.extentWrites);
+    this.st.extentWrites += runs.length;
+    const extentWrites = runs.map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset));
     if (this.deferBarrier) {
       // Records may reach the disk before their data anyway (recovery checks them), so data and
       // records go out together: one I/O round trip.
@@ -214,6 +216,7 @@ export class CommitEngine {
   private async flushInline(): Promise<void> {
     await this.syncWal();
     const entries = [...this.unflushed.entries()];
+    this.st.extentWrites += entries.length;
     await Promise.all(entries.map(([lba, data]) => this.files.extent.write(data, 0, BLOCK_SIZE, lba * BLOCK_SIZE)));
     if (entries.length > 0) {
       await this.files.extent.datasync();

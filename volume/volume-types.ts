@@ -42,6 +42,8 @@ export interface VolumeStats {
   trims: number;
   blocksWritten: number;
   extentSyncs: number;
+  /** pwrite calls to the extent (a group commit's coalesced data runs, an inline flush's blocks). */
+  extentWrites: number;
   walSyncs: number;
   walBytes: number;
   checkpoints: number;
