@@ -5,6 +5,7 @@ import { releaseFrontierSpec } from "../protocol/index.ts";
 import { systemClock } from "../core/index.ts";
 import { decodeReceiptBatch, generateHolderKeyPair, publicKeyFromRaw, receiptBatchSpec, WriterKeyring, writerUnitSigner } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
+import { encodedUnits, type EncodedUnits } from "./encoded-units.ts";
 import { decodeMessage, encodeMessage, receiptSubject, releaseSubject } from "../protocol/index.ts";
 import { CreditSender, type NatsTransport } from "../transport/index.ts";
 
@@ -87,8 +88,15 @@ export async function chain(hops: number, unitBytes: number, mode: ChainMode): P
   };
 }
 
+/** What the last hop has receipted, and a listener for its next receipt batch. */
+export interface LastHopWatch {
+  covered(): RangeSet;
+  onReceipt(fn: () => void): void;
+  stop(): void;
+}
+
 /** Watches receipts of the last hop and releases what it covers at every hop (a controller). */
-export async function watchLastHop(c: Chain, mode: ChainMode): Promise<{ covered(): RangeSet; onReceipt(fn: () => void): void; stop(): void }> {
+export async function watchLastHop(c: Chain, mode: ChainMode): Promise<LastHopWatch> {
   const t = await mode.connect(`ctl-${c.lane}`);
   const last = c.ids[c.ids.length - 1]!;
   let covered = RangeSet.EMPTY;
@@ -121,3 +129,42 @@ export async function watchLastHop(c: Chain, mode: ChainMode): Promise<{ covered
   };
 }
 
+/** A chain being driven: its watcher and the next sequence its writer sends. */
+export interface Driven {
+  c: Chain;
+  w: LastHopWatch;
+  next: number;
+}
+
+/**
+ * The chain's next `count` units of `size`, encoded (with their digests) before any clock starts:
+ * that is the writer's work, not the holder's.
+ */
+export function nextUnits(d: Driven, size: number, count: number): { from: number; units: EncodedUnits } {
+  const from = d.next;
+  d.next += count;
+  return { from, units: encodedUnits(VOLUME, d.c.lane, size, count, from) };
+}
+
+/**
+ * Sends `units` as a streaming writer produces them (each unit sent makes room for the next, at
+ * most two credit windows queued) and resolves once the last hop has receipted all of them.
+ */
+export function carry(d: Driven, size: number, { from, units }: { from: number; units: EncodedUnits }): Promise<void> {
+  const to = from + units.count - 1;
+  const ahead = Math.max(2, Math.floor((2 * CREDIT_WINDOW) / size));
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  d.w.onReceipt(() => {
+    if (d.w.covered().covers(from, to)) done();
+  });
+  let next = from;
+  const feed = (): void => {
+    while (next <= to && d.c.writer.backlog.units < ahead) {
+      const u = units.at(next++ - from);
+      d.c.writer.send({ data: u.data, bytes: u.bytes, onSent: feed });
+    }
+  };
+  feed();
+  return finished;
+}

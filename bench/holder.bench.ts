@@ -52,15 +52,13 @@
  * the median of the per-slice ratios, so a slow moment that hits both sides of a slice cancels out.
  */
 import { readFileSync } from "node:fs";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { generateHolderKeyPair } from "../custody/index.ts";
-import { validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
-import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "../transport/index.ts";
-import { encodeUnitRun, readUnitMessage } from "../transport/index.ts";
+import { DEFAULT_MAX_FRAME_BYTES } from "../transport/index.ts";
 import { NatsTransport } from "../transport/index.ts";
 import { startNatsServer } from "../testing/index.ts";
-import { encodedUnits, type EncodedUnits } from "./encoded-units.ts";
-import { chain, type Chain, CREDIT_WINDOW, RECEIPTS, VOLUME, watchLastHop, type ChainMode } from "./holder-chain.ts";
+import { encodedUnits } from "./encoded-units.ts";
+import { carry, chain, CREDIT_WINDOW, nextUnits, RECEIPTS, VOLUME, watchLastHop, type ChainMode, type Driven } from "./holder-chain.ts";
+import { leastWork, raw } from "./nats-baselines.ts";
 import { processChain, type ChildConnect } from "./holder-process-chain.ts";
 import { jetstreamAckedPublish, JETSTREAM_WINDOW } from "./jetstream-peer.ts";
 import { startSecuredBenchServer } from "./secured-bench-server.ts";
@@ -84,7 +82,6 @@ if (!Number.isFinite(payloadMiB) || payloadMiB <= 0 || !Number.isSafeInteger(sli
 const server = await startNatsServer({ jetstream: !coreRows });
 const secured = coreRows ? undefined : await startSecuredBenchServer();
 const conns: NatsTransport[] = [];
-const bare: NatsConnection[] = [];
 async function conn(name: string): Promise<NatsTransport> {
   const t = await NatsTransport.connect({ servers: server.url, name });
   conns.push(t);
@@ -132,142 +129,18 @@ async function timed(units: number, size: number, body: () => Promise<void>, pid
   return { mbPerS: (size * units) / secs / 1e6, nodeUsPerUnit: (c1.node - c0.node) / units, natsUsPerUnit: (c1.nats - c0.nats) / units };
 }
 
-/** Raw NATS: bare nats.js publisher → subscriber of `count` messages of `size` bytes. */
-async function raw(size: number, count: number): Promise<Sample> {
-  const pub = await connect({ servers: server.url, name: `raw-pub-${size}` });
-  const sub = await connect({ servers: server.url, name: `raw-sub-${size}` });
-  bare.push(pub, sub);
-  const data = new Uint8Array(size).fill(7);
-  let got = 0;
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
-  const subject = `bench.raw.${size}`;
-  const s = sub.subscribe(subject, {
-    callback: () => {
-      if (++got === count) done();
-    },
-  });
-  await sub.flush();
-  const perWindow = Math.max(1, Math.floor(CREDIT_WINDOW / 2 / size));
-  const sample = await timed(count, size, async () => {
-    for (let i = 0; i < count; i++) {
-      pub.publish(subject, data);
-      if ((i + 1) % perWindow === 0) await pub.flush();
-    }
-    await finished;
-  });
-  s.unsubscribe();
-  await pub.close();
-  await sub.close();
-  return sample;
-}
-
-/**
- * The least work of a holder: units framed as a credit sender frames them, then at the receiver
- * decoded, digest-verified and copied into a reused ring (retained memory), with bare nats.js.
- */
-async function leastWork(size: number, count: number): Promise<Sample & { unitsPerMessage: number }> {
-  const pub = await connect({ servers: server.url, name: `least-pub-${size}` });
-  const sub = await connect({ servers: server.url, name: `least-sub-${size}` });
-  bare.push(pub, sub);
-  const units = encodedUnits(VOLUME, `least${size}`, size, count);
-  const ring = Buffer.allocUnsafe(64 << 20);
-  let at = 0;
-  let got = 0;
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
-  const subject = `bench.least.${size}`;
-  const s = sub.subscribe(subject, {
-    callback: (_err, m) => {
-      const read = readUnitMessage({ data: m.data, headers: {} }, undefined);
-      if (read.kind !== "units") throw new Error(`unexpected ${read.kind}`);
-      for (const u of read.units) {
-        const unit = validateTransportUnit(u.unit as TransportUnit);
-        if (at + unit.payload.length > ring.length) at = 0;
-        ring.set(unit.payload, at);
-        at += unit.payload.length;
-        if (++got === count) done();
-      }
-    },
-  });
-  await sub.flush();
-  let messages = 0;
-  const sample = await timed(count, size, async () => {
-    let sinceFlush = 0;
-    for (let i = 0; i < count; ) {
-      const data: Uint8Array[] = [];
-      const figures: number[] = [];
-      let bytes = 0;
-      while (i < count && (data.length === 0 || bytes + units.at(i).data.byteLength <= DEFAULT_MAX_FRAME_BYTES) && data.length < DEFAULT_MAX_FRAME_UNITS) {
-        const u = units.at(i++);
-        data.push(u.data);
-        figures.push(i * u.bytes);
-        bytes += u.data.byteLength;
-      }
-      pub.publish(subject, encodeUnitRun(data, figures, []));
-      messages++;
-      sinceFlush += bytes;
-      if (sinceFlush >= CREDIT_WINDOW / 2) {
-        sinceFlush = 0;
-        await pub.flush();
-      }
-    }
-    await finished;
-  });
-  s.unsubscribe();
-  await pub.close();
-  await sub.close();
-  return { ...sample, unitsPerMessage: count / messages };
-}
-
-/** A chain being driven: its watcher and the next sequence its writer sends. */
-interface Driven {
-  c: Chain;
-  w: Awaited<ReturnType<typeof watchLastHop>>;
-  next: number;
-}
-
-/**
- * The chain's next `count` units of `size`, encoded (with their digests) before any clock starts:
- * that is the writer's work, not the holder's.
- */
-function nextUnits(d: Driven, size: number, count: number): { from: number; units: EncodedUnits } {
-  const from = d.next;
-  d.next += count;
-  return { from, units: encodedUnits(VOLUME, d.c.lane, size, count, from) };
-}
-
-/**
- * Sends `units` as a streaming writer produces them (each unit sent makes room for the next, at
- * most two credit windows queued) and resolves once the last hop has receipted all of them.
- */
-function carry(d: Driven, size: number, { from, units }: { from: number; units: EncodedUnits }): Promise<void> {
-  const to = from + units.count - 1;
-  const ahead = Math.max(2, Math.floor((2 * CREDIT_WINDOW) / size));
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
-  d.w.onReceipt(() => {
-    if (d.w.covered().covers(from, to)) done();
-  });
-  let next = from;
-  const feed = (): void => {
-    while (next <= to && d.c.writer.backlog.units < ahead) {
-      const u = units.at(next++ - from);
-      d.c.writer.send({ data: u.data, bytes: u.bytes, onSent: feed });
-    }
-  };
-  feed();
-  return finished;
-}
-
-/** Times `count` more units through a driven chain; `processes` are holder processes whose CPU counts as node's. */
-async function timedCarry(d: Driven, size: number, count: number, modeName: Mode, processes: readonly number[] = []): Promise<Sample & { unitsPerMessage: number }> {
+/** Times `batch` (from nextUnits) through a driven chain; `processes` are holder processes whose CPU counts as node's. */
+async function timedCarry(d: Driven, size: number, batch: ReturnType<typeof nextUnits>, modeName: Mode, processes: readonly number[] = []): Promise<Sample & { unitsPerMessage: number }> {
+  const count = batch.units.count;
   const m0 = d.c.writer.messagesSent;
   const u0 = d.c.writer.unitsSent;
-  const batch = nextUnits(d, size, count);
   const sample = await timed(count, size, () => carry(d, size, batch), MODES[modeName].pid(), processes);
   return { ...sample, unitsPerMessage: (d.c.writer.unitsSent - u0) / Math.max(1, d.c.writer.messagesSent - m0) };
 }
+
+/** Baseline rows on the main server, timed like every other row. */
+const rawRow = (size: number, count: number) => raw(server.url, size, count, (body) => timed(count, size, body));
+const leastWorkRow = (size: number, count: number) => leastWork(server.url, size, count, (body) => timed(count, size, body));
 
 /**
  * Own-process holders, one per unit size and mode, kept for the whole run on one lane: a deployed
@@ -304,13 +177,16 @@ async function processHolder(size: number, modeName: Mode): Promise<Driven & { p
 async function throughHolders(hops: number | "process", size: number, count: number, modeName: Mode = "plain"): Promise<Sample & { unitsPerMessage: number }> {
   if (hops === "process") {
     const d = await processHolder(size, modeName);
-    return timedCarry(d, size, count, modeName, [d.pid]);
+    return timedCarry(d, size, nextUnits(d, size, count), modeName, [d.pid]);
   }
   const mode = MODES[modeName];
   const c = await chain(hops, size, mode);
   const d: Driven = { c, w: await watchLastHop(c, mode), next: 1 };
-  await carry(d, size, nextUnits(d, size, Math.min(count, Math.ceil((24 << 20) / size))));
-  const sample = await timedCarry(d, size, count, modeName);
+  // Both streams are encoded before the warm-up, so the garbage of encoding is collected before the clock starts.
+  const warm = nextUnits(d, size, Math.min(count, Math.ceil((24 << 20) / size)));
+  const batch = nextUnits(d, size, count);
+  await carry(d, size, warm);
+  const sample = await timedCarry(d, size, batch, modeName);
   d.w.stop();
   await c.close();
   return sample;
@@ -353,8 +229,8 @@ try {
   const n4k = Math.round(bytes / 4096);
   const n64k = Math.round(bytes / 65536);
   // Warm-up (JIT, connections) on a small run of each path.
-  await raw(4096, 2000);
-  await leastWork(4096, 2000);
+  await rawRow(4096, 2000);
+  await leastWorkRow(4096, 2000);
   await throughHolders(1, 4096, 2000);
   if (!coreRows) {
     await throughHolders(1, 4096, 2000, "signed");
@@ -363,8 +239,8 @@ try {
   }
 
   const allRows: [Row, () => Promise<Measured>][] = [
-    ["raw4k", () => raw(4096, n4k)],
-    ["least4k", () => leastWork(4096, n4k)],
+    ["raw4k", () => rawRow(4096, n4k)],
+    ["least4k", () => leastWorkRow(4096, n4k)],
     ["hop1_4k", () => throughHolders(1, 4096, n4k)],
     ["tls4k", () => throughHolders(1, 4096, n4k, "tls")],
     ["signed4k", () => throughHolders(1, 4096, n4k, "signed")],
@@ -373,8 +249,8 @@ try {
     ["proc_signed4k", () => throughHolders("process", 4096, n4k, "signed")],
     ["js_file4k", () => jetstreamRow("file", 4096, n4k)],
     ["js_mem4k", () => jetstreamRow("memory", 4096, n4k)],
-    ["raw64k", () => raw(65536, n64k)],
-    ["least64k", () => leastWork(65536, n64k)],
+    ["raw64k", () => rawRow(65536, n64k)],
+    ["least64k", () => leastWorkRow(65536, n64k)],
     ["hop1_64k", () => throughHolders(1, 65536, n64k)],
     ["tls64k", () => throughHolders(1, 65536, n64k, "tls")],
     ["signed64k", () => throughHolders(1, 65536, n64k, "signed")],
@@ -503,7 +379,6 @@ try {
     await d.c.close().catch(() => undefined);
   }
   for (const c of conns) await c.close().catch(() => undefined);
-  for (const c of bare) await c.close().catch(() => undefined);
   await server.stop();
   await secured?.stop();
 }
