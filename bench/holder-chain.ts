@@ -5,9 +5,9 @@ import { releaseFrontierSpec } from "../protocol/index.ts";
 import { systemClock } from "../core/index.ts";
 import { decodeReceiptBatch, generateHolderKeyPair, publicKeyFromRaw, receiptBatchSpec, WriterKeyring, writerUnitSigner } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
-import { encodedUnits, type EncodedUnits } from "./encoded-units.ts";
 import { decodeMessage, encodeMessage, receiptSubject, releaseSubject } from "../protocol/index.ts";
 import { CreditSender, type NatsTransport } from "../transport/index.ts";
+import { encodedUnits, type EncodedUnits } from "./encoded-units.ts";
 
 /**
  * bench:holder's custody chains: writer → h1 → … → hN on a fresh lane of one volume, each party

@@ -146,7 +146,7 @@ const leastWorkRow = (size: number, count: number) => leastWork(server.url, size
  * Own-process holders, one per unit size and mode, kept for the whole run on one lane: a deployed
  * holder is a long-running process, as nats-server (which does the JetStream rows' work) is. A
  * fresh process per slice measured its first few thousand units — V8 still compiling its per-unit
- * paths — which halved these rows against a warm process (#23's closing note has the figures).
+ * paths — which halved these rows against a warm process (figures: docs/performance.md).
  */
 const processHolders = new Map<string, Driven & { pid: number }>();
 /** How long a new holder process carries traffic before its first measured slice. */
