@@ -286,8 +286,9 @@ while (Object.keys(sites).some((h) => !writer.owedTo("l0", h).isEmpty) && perfor
 const pacedCount = Math.max(perSlice, Math.round(2 * paceRate)); // at least two seconds of pacing
 const paced = await pacedWrites(pacedCount, 3 * WRITES, paceRate, QD, BLOCKS, writeOn, protect);
 // Pacing goes on at the same rate (not measured), then the settled pass is measured.
-await pacedWrites(Math.round(SETTLE_S * paceRate), 3 * WRITES + pacedCount, paceRate, QD, BLOCKS, writeOn, protect);
-const settled = await pacedWrites(pacedCount, 3 * WRITES + pacedCount + Math.round(SETTLE_S * paceRate), paceRate, QD, BLOCKS, writeOn, protect);
+const settleCount = Math.round(SETTLE_S * paceRate);
+await pacedWrites(settleCount, 3 * WRITES + pacedCount, paceRate, QD, BLOCKS, writeOn, protect);
+const settled = await pacedWrites(pacedCount, 3 * WRITES + pacedCount + settleCount, paceRate, QD, BLOCKS, writeOn, protect);
 
 // One more custody-on slice under the CPU profiler (not counted above): where the writer's time goes.
 const session = new Session();

@@ -1,4 +1,4 @@
-import { connect } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
 import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS, encodeUnitRun, readUnitMessage } from "../transport/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
@@ -11,11 +11,21 @@ import { CREDIT_WINDOW, VOLUME } from "./holder-chain.ts";
  */
 export type Timed<S> = (body: () => Promise<void>) => Promise<S>;
 
-/** Raw NATS: bare nats.js publisher → subscriber of `count` messages of `size` bytes. */
-export async function raw<S>(url: string, size: number, count: number, timed: Timed<S>): Promise<S> {
-  const pub = await connect({ servers: url, name: `raw-pub-${size}` });
-  const sub = await connect({ servers: url, name: `raw-sub-${size}` });
+/** Runs `use` with a publisher and a subscriber connection named after `row`, closing both after. */
+async function withPubSub<T>(url: string, row: string, use: (pub: NatsConnection, sub: NatsConnection) => Promise<T>): Promise<T> {
+  const pub = await connect({ servers: url, name: `${row}-pub` });
+  const sub = await connect({ servers: url, name: `${row}-sub` });
   try {
+    return await use(pub, sub);
+  } finally {
+    await pub.close();
+    await sub.close();
+  }
+}
+
+/** Raw NATS: bare nats.js publisher → subscriber of `count` messages of `size` bytes. */
+export function raw<S>(url: string, size: number, count: number, timed: Timed<S>): Promise<S> {
+  return withPubSub(url, `raw-${size}`, async (pub, sub) => {
     const data = new Uint8Array(size).fill(7);
     let got = 0;
     let done!: () => void;
@@ -37,20 +47,15 @@ export async function raw<S>(url: string, size: number, count: number, timed: Ti
     });
     s.unsubscribe();
     return sample;
-  } finally {
-    await pub.close();
-    await sub.close();
-  }
+  });
 }
 
 /**
  * The least work of a holder: units framed as a credit sender frames them, then at the receiver
  * decoded, digest-verified and copied into a reused ring (retained memory), with bare nats.js.
  */
-export async function leastWork<S>(url: string, size: number, count: number, timed: Timed<S>): Promise<S & { unitsPerMessage: number }> {
-  const pub = await connect({ servers: url, name: `least-pub-${size}` });
-  const sub = await connect({ servers: url, name: `least-sub-${size}` });
-  try {
+export function leastWork<S>(url: string, size: number, count: number, timed: Timed<S>): Promise<S & { unitsPerMessage: number }> {
+  return withPubSub(url, `least-${size}`, async (pub, sub) => {
     const units = encodedUnits(VOLUME, `least${size}`, size, count);
     const ring = Buffer.allocUnsafe(64 << 20);
     let at = 0;
@@ -97,8 +102,5 @@ export async function leastWork<S>(url: string, size: number, count: number, tim
     });
     s.unsubscribe();
     return { ...sample, unitsPerMessage: count / messages };
-  } finally {
-    await pub.close();
-    await sub.close();
-  }
+  });
 }

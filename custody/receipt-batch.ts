@@ -1,5 +1,6 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
 import { BIN, bytesAt, decodeBounded, fixstr, msgpackHeadEnd, readLengthHeader, STR } from "../protocol/index.ts";
+import { MAX_IDENTIFIER_LENGTH } from "../core/index.ts";
 import type { KeyObject } from "node:crypto";
 import type { ResidencyClaim, ResidencyEvidence } from "./evidence.ts";
 import {
@@ -173,7 +174,7 @@ export function receiptBatchSender(message: Uint8Array): string | undefined {
   }
   const n = readLengthHeader(message, o, STR);
   const start = msgpackHeadEnd.o;
-  if (n < 1 || n > 128 || start + n > end) return undefined;
+  if (n < 1 || n > MAX_IDENTIFIER_LENGTH || start + n > end) return undefined;
   let id = "";
   for (let i = start; i < start + n; i++) {
     const c = message[i]!;

@@ -153,7 +153,11 @@ export class HolderCore {
         if (pending.length === 1) queueMicrotask(() => !this.stopped && this.dispatch({ type: "nats.units", lane: key, msgs: pending.splice(0) }));
       }, { borrow: true }), // every unit is copied into the arena; the message is dropped after admission
     );
-    this.subs.push(t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => ignoresLaneReceipt(this.context, key, msg.data) || this.dispatch({ type: "nats.receipt", lane: key, msg })));
+    this.subs.push(
+      t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => {
+        if (!ignoresLaneReceipt(this.context, key, msg.data)) this.dispatch({ type: "nats.receipt", lane: key, msg });
+      }),
+    );
     for (const [edge, s] of hl.edges) {
       this.subs.push(t.subscribe(s.creditSubject, (msg) => this.dispatch({ type: "nats.credit", lane: key, edge, msg })));
     }

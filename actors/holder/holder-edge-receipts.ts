@@ -32,7 +32,12 @@ export function ignoresLaneReceipt(h: HolderContext, key: string, data: Uint8Arr
   const from = receiptBatchSender(data);
   if (from === undefined) return false;
   const hl = h.lanes.get(key);
-  return from === h.config.holderId || (hl !== undefined && !hl.edges.has(from) && from !== h.config.transferNeighbor);
+  return hl === undefined ? from === h.config.holderId : !actsOnReceiptsOf(h, hl, from);
+}
+
+/** Whether this holder acts on `holderId`'s receipt batches on lane `hl`: an edge's or the transfer neighbor's, never its own. */
+function actsOnReceiptsOf(h: HolderContext, hl: HolderLane, holderId: string): boolean {
+  return holderId !== h.config.holderId && (hl.edges.has(holderId) || holderId === h.config.transferNeighbor);
 }
 
 /**
@@ -51,10 +56,9 @@ export function handleLaneReceipt(h: HolderContext, act: EdgeReceiptActions, key
   } catch (err) {
     return h.reject(err instanceof CustodyError ? `receipt_${err.code}` : "receipt_malformed", key);
   }
-  if (holderId === h.config.holderId) return;
+  if (!actsOnReceiptsOf(h, hl, holderId)) return;
   const isEdge = hl.edges.has(holderId);
   const isNeighbor = holderId === h.config.transferNeighbor;
-  if (!isEdge && !isNeighbor) return;
   const span = startConsumerSpan(h.tracer, "holder.edge_receipt", msg);
   try {
     const batch = verifyReceiptBatch(signed, {

@@ -59,4 +59,3 @@ test("a head that differs from what the encoder writes (kind, version, tuple siz
 function indexOfAscii(b: Uint8Array, s: string): number {
   return Buffer.from(b).indexOf(Buffer.from(s, "ascii"));
 }
-
