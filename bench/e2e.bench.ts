@@ -14,6 +14,7 @@
  *   npm run bench:e2e -- --no-pin      # leave scheduling to the OS
  *   npm run bench:e2e -- --rate 2000   # paced pass at this many writes/s (default: half the protected throughput)
  *   npm run bench:e2e -- --settle 4    # seconds of pacing between the first and the settled paced pass (default 3)
+ *   npm run bench:e2e -- --paced-s 10  # seconds of each measured paced pass (default 2; see below)
  *
  * Pinned (the default when `taskset` exists and the machine has two CPUs or more): this process —
  * the writer — runs alone on CPU 0, every holder process and nats-server on CPU 1, so custody's
@@ -30,6 +31,14 @@
  * holder processes are a few seconds old (V8 is still optimizing their per-unit paths and their
  * first full collections fall inside the pass), and again after `--settle` more seconds at the
  * same rate, as a holder that has been running a while serves it (`_settled` keys).
+ *
+ * A 2 s pass has 2,000 samples at 1,000 writes/s, so its p99 is set by the 1–5 bursts of slow
+ * writes that pass happened to catch (the same commit gives 28–84 ms from run to run). `--paced-s`
+ * lengthens both measured passes for a steadier tail. No controller runs here to confirm and
+ * release custody, and a writer that keeps units until confirmation stops admitting at its 64 MiB
+ * backlog bound (about 15,000 writes), so a run that writes more than that keeps units in the
+ * writer only until every first hop receipted them (`retainUntil: "receipted"`, the setting for
+ * deployments without a controller), and the holders' arenas are sized to keep the whole run.
  */
 import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
@@ -70,7 +79,27 @@ if (!(SETTLE_S >= 0)) {
   console.error("--settle needs a number of seconds >= 0");
   process.exit(1);
 }
+const pi = args.indexOf("--paced-s");
+const PACED_S = pi >= 0 ? Number(args[pi + 1]) : 2;
+if (!(PACED_S >= 1)) {
+  console.error("--paced-s needs a number of seconds >= 1");
+  process.exit(1);
+}
 const SLICES = 3;
+/**
+ * Longer passes than the default 2 s write more than a writer that keeps units until confirmation
+ * can hold (see the header): the writer then keeps them only until receipted, and each holder's
+ * arena is sized for every custody-on write of the run at the highest rate the run can pace (8 KiB
+ * per write: a holder's arena took about 5.6 KB per paced 4 KiB write, and a full arena withholds
+ * credit, which stalls the run; 5,000 writes/s is above any protected throughput measured here).
+ */
+const longPasses = PACED_S > 2;
+const custodyOnWrites = (rate: number) => {
+  const perSlice = Math.ceil(WRITES / SLICES);
+  const paced = Math.max(perSlice, Math.round(PACED_S * rate));
+  return WRITES + 2 * perSlice + 2 * paced + Math.round(SETTLE_S * rate);
+};
+const arenaLimitBytes = longPasses ? Math.max(64 << 20, custodyOnWrites(RATE ?? 5_000) * 8192) : Math.max(64 << 20, WRITES * 4400 * 4);
 
 /** Pins `pid` (all its threads) to `cpu` with taskset; false when taskset is missing or refuses. */
 function pin(pid: number, cpu: number): boolean {
@@ -211,7 +240,7 @@ for (const [id, s] of Object.entries(sites)) {
       downstream: [],
       disk: false,
       // The holder's own resend default (1 s), not the deployment files' 500 ms.
-      overrides: { arena: { segmentBytes: 256 << 10, limitBytes: Math.max(64 << 20, WRITES * 4400 * 4), maxOutstandingCredit: 2 << 20, maxUnitBytes: 128 << 10 }, receipts: { maxUnits: 16, maxDelayMs: 2 }, resendAfterMs: 1_000 },
+      overrides: { arena: { segmentBytes: 256 << 10, limitBytes: arenaLimitBytes, maxOutstandingCredit: 2 << 20, maxUnitBytes: 128 << 10 }, receipts: { maxUnits: 16, maxDelayMs: 2 }, resendAfterMs: 1_000 },
     },
     CONTROL,
   );
@@ -243,6 +272,7 @@ const writer = startVolumeWriter(
     topologyEpoch: 1,
     policyGeneration: 1,
     maxUnitPayloadBytes: 64 * 1024,
+    ...(longPasses ? { retainUntil: "receipted" as const } : {}),
   },
   { transport: wt, clock: systemClock, volume: onVol, dataKey: authority.dataKey(VOLUME, "w1"), peers, onReceipt: () => onReceipt() },
 );
@@ -283,7 +313,7 @@ const paceRate = RATE ?? Math.max(100, Math.round(sustained.iops / 2));
 // backlog on the shared CPU. The paced pass starts once every first hop has receipted everything.
 const settleUntil = performance.now() + 30_000;
 while (Object.keys(sites).some((h) => !writer.owedTo("l0", h).isEmpty) && performance.now() < settleUntil) await new Promise((r) => setTimeout(r, 10));
-const pacedCount = Math.max(perSlice, Math.round(2 * paceRate)); // at least two seconds of pacing
+const pacedCount = Math.max(perSlice, Math.round(PACED_S * paceRate));
 const paced = await pacedWrites(pacedCount, 3 * WRITES, paceRate, QD, BLOCKS, writeOn, protect);
 // Pacing goes on at the same rate (not measured), then the settled pass is measured.
 const settleCount = Math.round(SETTLE_S * paceRate);
@@ -351,6 +381,7 @@ if (json) {
       paced_rate: paceRate,
       p50_protected_ms_paced: pct(pacedMs, 50),
       p99_protected_ms_paced: pct(pacedMs, 99),
+      paced_s: PACED_S,
       settle_s: SETTLE_S,
       p50_protected_ms_paced_settled: pct(settledMs, 50),
       p99_protected_ms_paced_settled: pct(settledMs, 99),
