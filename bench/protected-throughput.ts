@@ -25,14 +25,21 @@ export function scatteredLba(i: number, blocks: number): number {
   return (i * 2654435761) % blocks;
 }
 
+/** One paced write: its key, when it was due, and when the volume admitted it locally. */
+export interface PacedWrite {
+  readonly key: number;
+  readonly t0: number;
+  readonly admitted: number;
+}
+
 /**
  * Offers `count` writes at `rate` per second (open loop, at most `maxInFlight` awaiting admission),
- * then waits for `protect`. Returns each write's key with its scheduled time, for latencies taken
- * against `protectedAt`.
+ * then waits for `protect`. Returns each write's key with its scheduled time and its local
+ * admission time, for latencies taken against `protectedAt`.
  */
-export async function pacedWrites(count: number, offset: number, rate: number, maxInFlight: number, blocks: number, write: KeyedWrite, protect: () => Promise<unknown>): Promise<{ key: number; t0: number }[]> {
+export async function pacedWrites(count: number, offset: number, rate: number, maxInFlight: number, blocks: number, write: KeyedWrite, protect: () => Promise<unknown>): Promise<PacedWrite[]> {
   const data = new Uint8Array(4096).fill(0x3c);
-  const keys: { key: number; t0: number }[] = [];
+  const keys: PacedWrite[] = [];
   const start = performance.now();
   const inFlight = new Set<Promise<void>>();
   for (let i = 0; i < count; i++) {
@@ -42,7 +49,7 @@ export async function pacedWrites(count: number, offset: number, rate: number, m
     while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
     const n = offset + i;
     const p: Promise<void> = write(scatteredLba(n, blocks), data).then((key) => {
-      keys.push({ key, t0: due });
+      keys.push({ key, t0: due, admitted: performance.now() });
       inFlight.delete(p);
     });
     inFlight.add(p);
