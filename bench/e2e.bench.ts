@@ -88,6 +88,9 @@ if (!(PACED_S >= 1)) {
   process.exit(1);
 }
 const SLICES = 3;
+const perSlice = Math.ceil(WRITES / SLICES);
+/** Writes in each measured paced pass at `rate` writes/s (never fewer than a slice). */
+const pacedCountAt = (rate: number) => Math.max(perSlice, Math.round(PACED_S * rate));
 /**
  * Longer passes than the default 2 s write more than a writer that keeps units until confirmation
  * can hold (see the header): the writer then keeps them only until receipted, and each holder's
@@ -96,11 +99,7 @@ const SLICES = 3;
  * credit, which stalls the run; 5,000 writes/s is above any protected throughput measured here).
  */
 const longPasses = PACED_S > 2;
-const custodyOnWrites = (rate: number) => {
-  const perSlice = Math.ceil(WRITES / SLICES);
-  const paced = Math.max(perSlice, Math.round(PACED_S * rate));
-  return WRITES + 2 * perSlice + 2 * paced + Math.round(SETTLE_S * rate);
-};
+const custodyOnWrites = (rate: number) => WRITES + 2 * perSlice + 2 * pacedCountAt(rate) + Math.round(SETTLE_S * rate);
 const arenaLimitBytes = longPasses ? Math.max(64 << 20, custodyOnWrites(RATE ?? 5_000) * 8192) : Math.max(64 << 20, WRITES * 4400 * 4);
 
 /** Pins `pid` (all its threads) to `cpu` with taskset; false when taskset is missing or refuses. */
@@ -292,7 +291,6 @@ const writeOn = async (lba: number, d: Uint8Array) => (await writer.write(lba, d
 type Slice = Awaited<ReturnType<typeof drive>>;
 const offSlices: Slice[] = [];
 const onSlices: Slice[] = [];
-const perSlice = Math.ceil(WRITES / SLICES);
 for (let i = 0; i < SLICES; i++) {
   const n = Math.min(perSlice, WRITES - i * perSlice);
   offSlices.push(await drive(n, i * perSlice, writeOff));
@@ -315,7 +313,7 @@ const paceRate = RATE ?? Math.max(100, Math.round(sustained.iops / 2));
 // backlog on the shared CPU. The paced pass starts once every first hop has receipted everything.
 const settleUntil = performance.now() + 30_000;
 while (Object.keys(sites).some((h) => !writer.owedTo("l0", h).isEmpty) && performance.now() < settleUntil) await new Promise((r) => setTimeout(r, 10));
-const pacedCount = Math.max(perSlice, Math.round(PACED_S * paceRate));
+const pacedCount = pacedCountAt(paceRate);
 const paced = await pacedWrites(pacedCount, 3 * WRITES, paceRate, QD, BLOCKS, writeOn, protect);
 // Pacing goes on at the same rate (not measured), then the settled pass is measured.
 const settleCount = Math.round(SETTLE_S * paceRate);
@@ -332,15 +330,17 @@ await drive(Math.min(perSlice, 1000), WRITES, writeOn);
 const { profile } = await session.post("Profiler.stop");
 session.disconnect();
 const breakdown = writerCpuBreakdown(profile as unknown as CpuProfile);
-const protectedLatencies = (keys: { key: number; t0: number }[]) => keys.map(({ key, t0 }) => (protectedAt.get(key) ?? NaN) - t0).filter((x) => Number.isFinite(x));
-const protectedMs = protectedLatencies(on.keys);
-const pacedMs = protectedLatencies(paced);
-const settledMs = protectedLatencies(settled);
+/** Each protected write's latency, from the time `start` gives it until the contract covered it. */
+const latenciesFrom = <K extends { key: number }>(keys: readonly K[], start: (k: K) => number) => keys.map((k) => (protectedAt.get(k.key) ?? NaN) - start(k)).filter((x) => Number.isFinite(x));
+const due = (k: { t0: number }) => k.t0;
+const protectedMs = latenciesFrom(on.keys, due);
+const pacedMs = latenciesFrom(paced, due);
+const settledMs = latenciesFrom(settled, due);
 // The same writes from their local admission on: custody's own part, without the SmartWAL barrier's
-// stalls on a shared disk (p99 local admission in 10 s passes: 2.7–39.5 ms from run to run, one commit).
-const custodyLatencies = (keys: PacedWrite[]) => keys.map(({ key, admitted }) => (protectedAt.get(key) ?? NaN) - admitted).filter((x) => Number.isFinite(x));
-const pacedCustodyMs = custodyLatencies(paced);
-const settledCustodyMs = custodyLatencies(settled);
+// stalls on a shared disk (p99 local admission in 10 s passes: 3–54 ms from run to run, one commit).
+const localAdmission = (k: PacedWrite) => k.admitted;
+const pacedCustodyMs = latenciesFrom(paced, localAdmission);
+const settledCustodyMs = latenciesFrom(settled, localAdmission);
 
 writer.stop();
 offWriter.stop();
