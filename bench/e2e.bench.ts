@@ -32,7 +32,7 @@
  * first full collections fall inside the pass), and again after `--settle` more seconds at the
  * same rate, as a holder that has been running a while serves it (`_settled` keys). Both passes
  * also report the same writes' latency from their local admission (`p50/p99_custody_ms_paced[_settled]`):
- * custody's own part, without the stalls of the SmartWAL barrier that delay shipping.
+ * custody's own part, without the stalls of local admission (a long volume batch) that delay shipping.
  *
  * A 2 s pass has 2,000 samples at 1,000 writes/s, so its p99 is set by the 1–5 bursts of slow
  * writes that pass happened to catch (the same commit gives 28–84 ms from run to run). `--paced-s`
@@ -336,8 +336,9 @@ const due = (k: { t0: number }) => k.t0;
 const protectedMs = latenciesFrom(on.keys, due);
 const pacedMs = latenciesFrom(paced, due);
 const settledMs = latenciesFrom(settled, due);
-// The same writes from their local admission on: custody's own part, without the SmartWAL barrier's
-// stalls on a shared disk (p99 local admission in 10 s passes: 3–54 ms from run to run, one commit).
+// The same writes from their local admission on: custody's own part, without the stalls of local
+// admission, a volume batch held up on the shared machine (its p99 in 10 s passes: 3–54 ms from run
+// to run, one commit).
 const localAdmission = (k: PacedWrite) => k.admitted;
 const pacedCustodyMs = latenciesFrom(paced, localAdmission);
 const settledCustodyMs = latenciesFrom(settled, localAdmission);
