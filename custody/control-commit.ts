@@ -3,7 +3,8 @@ import type { ControlEvent, ControlEventBody } from "./control-event.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
 import type { ControlLogStore } from "./control-log.ts";
 import { applyControlEvent, type ControlState } from "./control-state.ts";
-import { ControlConflictError } from "./control-error.ts";
+import { ControlConflictError, ControlFenceError } from "./control-error.ts";
+import { volumeScopeProblem } from "./control-scope.ts";
 import type { ControlSigner } from "./control-trust.ts";
 
 /** Who commits: the controller's name, its clock (for `issuedAt`) and, in a signed log, its key (`signer.id` must be `controller`). */
@@ -18,7 +19,8 @@ export interface ControllerIdentity {
  * 1. refreshes `follower` (throws ControlLogRegressionError on a regressed/forked log);
  * 2. lets `decide` build the event body from the current state (it may throw to abstain);
  * 3. stamps the fence (current epoch and generation) and the chain (current head hash);
- * 4. checks the transition locally (throws ControlFenceError, nothing is appended);
+ * 4. checks the transition locally, and that a signing controller's admitted volumes cover it
+ *    (throws ControlFenceError, nothing is appended);
  * 5. appends with `expectedLastSeq` = the folded head; a concurrent commit makes this throw
  *    ControlConflictError, and the caller must re-run the whole decision, never just resend.
  * Resolves to the committed sequence and the refreshed state that includes it.
@@ -40,6 +42,10 @@ export async function commitControlEvent(
     ...decide(s),
   };
   applyControlEvent(s, event);
+  if (who.signer !== undefined) {
+    const outside = volumeScopeProblem(s, who.signer.id, event);
+    if (outside !== undefined) throw new ControlFenceError(outside.code, outside.message, { controller: who.signer.id, type: event.type });
+  }
   const seq = await store.append(event, s.lastSeq, who.signer);
   return { seq, state: await follower.refresh() };
 }

@@ -43,6 +43,14 @@ export const ControlFenceCode = {
   signer_not_allowed: "signer_not_allowed",
   /** A signed log holds an entry whose bytes do not decode (junk from a principal with append rights): skipped. */
   unreadable_entry: "unreadable_entry",
+  /**
+   * A controller committed an event touching a volume (or an obligation, transfer, hold or holder of
+   * one) it was not admitted for (`admit_controller` volumes), or touching every volume (a policy
+   * change, a holder bound to no volume list) while admitted for some only: skipped.
+   */
+  not_authorized_for_volume: "not_authorized_for_volume",
+  /** A transfer, release, obligation or persistence choice names a holder not bound to the event's volume. */
+  holder_not_bound_to_volume: "holder_not_bound_to_volume",
   /** A failover whose term does not advance the lane's, or whose cut, old head and first sequence are out of order. */
   failover_order: "failover_order",
 } as const;

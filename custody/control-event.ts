@@ -40,6 +40,14 @@ export type HoldKind = (typeof HoldKind)[keyof typeof HoldKind];
 /** Format versions of the `choose_persistence` body (it carries its own, so it can grow without a new log version). */
 export const PersistenceChoiceVersion = { v1: 1 } as const;
 
+/**
+ * Format versions of the `admit_holder` and `admit_controller` bodies. The first bodies (v1) carry
+ * no version and no volumes, and their bytes are unchanged, so logs written before keep their
+ * hashes and fold as before (an admission without volumes is unscoped). A v2 body starts with
+ * `2` and ends with the volumes the holder serves or the controller may commit for.
+ */
+export const AdmissionBodyVersion = { v1: 1, v2: 2 } as const;
+
 /** Scope of a declared failure. */
 export const FailureScope = { holder: "holder", zone: "zone", region: "region" } as const;
 export type FailureScope = (typeof FailureScope)[keyof typeof FailureScope];
@@ -78,6 +86,12 @@ export type ControlEventBody =
       readonly publicKey: Uint8Array;
       /** Failure domain path, e.g. `aws/us-east-1/use1-az1/rack7`. */
       readonly failureDomain: string;
+      /**
+       * Volumes the holder is bound to (v2 body; see control-scope.ts). They add to the ones it
+       * was bound to before. Absent (a v1 body): a new incarnation keeps its holder's binding, and
+       * a holder admitted for the first time this way is unscoped, bound to every volume.
+       */
+      readonly volumes?: readonly string[];
     }
   | {
       readonly type: typeof ControlEventType.prepare_transfer;
@@ -131,6 +145,11 @@ export type ControlEventBody =
       readonly controllerId: string;
       /** Raw 32-byte Ed25519 public key. */
       readonly publicKey: Uint8Array;
+      /**
+       * Volumes the controller may commit for (v2 body; see control-scope.ts). Absent (a v1 body):
+       * every volume, as before scoping; `custody bootstrap` re-admits such a controller with its volumes.
+       */
+      readonly volumes?: readonly string[];
     }
   | {
       /**
@@ -176,6 +195,8 @@ const decoder = new Decoder({ maxStrLength: 64 * 1024, maxArrayLength: 64 * 1024
 const hashBytes = z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "must be 32 bytes");
 const rangesSchema = z.array(z.tuple([uintSchema, uintSchema])).max(4096);
 const domainSchema = z.string().min(1).max(256);
+const publicKeySchema = z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "public key must be 32 bytes");
+const volumesSchema = z.array(tokenSchema).min(1).max(64);
 const headerTuple = z.tuple([
   z.literal(MAGIC),
   z.literal(ControlEventVersion.v1),
@@ -191,7 +212,8 @@ const headerTuple = z.tuple([
 
 const bodySchemas = {
   create_obligation: z.tuple([tokenSchema, tokenSchema, tokenSchema, z.enum([PayloadRepresentation.raw, PayloadRepresentation.coalesced]), z.array(tokenSchema).max(64), uintSchema]),
-  admit_holder: z.tuple([tokenSchema, uintSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "public key must be 32 bytes"), domainSchema]),
+  admit_holder: z.tuple([tokenSchema, uintSchema, publicKeySchema, domainSchema]),
+  admit_holder_v2: z.tuple([z.literal(AdmissionBodyVersion.v2), tokenSchema, uintSchema, publicKeySchema, domainSchema, volumesSchema]),
   prepare_transfer: z.tuple([tokenSchema, tokenSchema, tokenSchema, tokenSchema, rangesSchema]),
   activate_replacement: z.tuple([tokenSchema]),
   release_ranges: z.tuple([tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64)]),
@@ -201,7 +223,8 @@ const bodySchemas = {
   declare_failure: z.tuple([z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]), domainSchema, z.array(tokenSchema).max(1024)]),
   hold_ranges: z.tuple([tokenSchema, z.enum([HoldKind.pitr_pin, HoldKind.recovery]), tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64), uintSchema, z.string().max(256)]),
   end_hold: z.tuple([tokenSchema, z.string().max(1024)]),
-  admit_controller: z.tuple([tokenSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength === 32, "public key must be 32 bytes")]),
+  admit_controller: z.tuple([tokenSchema, publicKeySchema]),
+  admit_controller_v2: z.tuple([z.literal(AdmissionBodyVersion.v2), tokenSchema, publicKeySchema, volumesSchema]),
   commit_failover: z.tuple([tokenSchema, tokenSchema, uintSchema, uintSchema, uintSchema, uintSchema]),
   choose_persistence: z.tuple([z.literal(PersistenceChoiceVersion.v1), tokenSchema, tokenSchema, uintSchema, z.array(tokenSchema).max(64), z.array(z.string().min(1).max(256)).max(64)]),
 } as const;
@@ -211,7 +234,7 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
     case "create_obligation":
       return [e.obligationId, e.volume, e.lane, e.representation, [...e.holders], e.fromSeq];
     case "admit_holder":
-      return [e.holderId, e.incarnation, e.publicKey, e.failureDomain];
+      return e.volumes === undefined ? [e.holderId, e.incarnation, e.publicKey, e.failureDomain] : [AdmissionBodyVersion.v2, e.holderId, e.incarnation, e.publicKey, e.failureDomain, [...e.volumes]];
     case "prepare_transfer":
       return [e.transferId, e.obligationId, e.fromHolder, e.toHolder, e.ranges.toJSON()];
     case "activate_replacement":
@@ -231,7 +254,7 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
     case "end_hold":
       return [e.holdId, e.reason];
     case "admit_controller":
-      return [e.controllerId, e.publicKey];
+      return e.volumes === undefined ? [e.controllerId, e.publicKey] : [AdmissionBodyVersion.v2, e.controllerId, e.publicKey, [...e.volumes]];
     case "commit_failover":
       return [e.volume, e.lane, e.term, e.recoveredCut, e.oldHead, e.firstSeq];
     case "choose_persistence":
@@ -246,6 +269,11 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
       return { type, obligationId, volume, lane, representation, holders, fromSeq };
     }
     case "admit_holder": {
+      // A v2 body starts with its version (a number); a v1 body with the holder id (a string).
+      if (typeof raw[0] === "number") {
+        const [, holderId, incarnation, publicKey, failureDomain, volumes] = bodySchemas.admit_holder_v2.parse(raw);
+        return { type, holderId, incarnation, publicKey, failureDomain, volumes };
+      }
       const [holderId, incarnation, publicKey, failureDomain] = bodySchemas.admit_holder.parse(raw);
       return { type, holderId, incarnation, publicKey, failureDomain };
     }
@@ -286,6 +314,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
       return { type, holdId, reason };
     }
     case "admit_controller": {
+      if (typeof raw[0] === "number") {
+        const [, controllerId, publicKey, volumes] = bodySchemas.admit_controller_v2.parse(raw);
+        return { type, controllerId, publicKey, volumes };
+      }
       const [controllerId, publicKey] = bodySchemas.admit_controller.parse(raw);
       return { type, controllerId, publicKey };
     }

@@ -10,6 +10,7 @@ import { publicKeyFromRaw } from "./signing.ts";
 import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
 import { commitFailover, type Failovers } from "./control-failover.ts";
 import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
+import { checkHolderBound } from "./control-scope.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
 
 /** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
@@ -23,6 +24,8 @@ export interface HolderRecord {
   readonly publicKey: Uint8Array;
   readonly failureDomain: string;
   readonly status: HolderStatus;
+  /** Volumes admissions bound it to (control-scope.ts); absent: admitted unscoped, bound to every volume. */
+  readonly volumes?: readonly string[];
 }
 
 /** A retention obligation: who is responsible for which ranges, and what each holder has released. */
@@ -67,8 +70,11 @@ export interface ControlState {
   readonly persistence?: PersistenceChoices;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
-  /** Controllers an operator admitted (`admit_controller`): their raw Ed25519 public keys. Absent until the first. */
-  readonly controllers?: Readonly<Record<string, { readonly publicKey: Uint8Array }>>;
+  /**
+   * Controllers an operator admitted (`admit_controller`): their raw Ed25519 public keys and the
+   * volumes they may commit for (absent: every volume, a v1 admission). Absent until the first.
+   */
+  readonly controllers?: Readonly<Record<string, { readonly publicKey: Uint8Array; readonly volumes?: readonly string[] }>>;
   /**
    * Hash of the entry at `lastSeq` when the fold skipped it (an unsigned or wrongly signed entry
    * of a signed log): the chain (`headHash`) runs over accepted events only, while a reader that
@@ -181,12 +187,14 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
     case "end_hold":
       return { ...s, holds: endHold(s.holds, e) };
     case "admit_controller":
-      return { ...s, controllers: { ...s.controllers, [e.controllerId]: { publicKey: e.publicKey } } };
+      // A re-admission replaces the key and the volumes.
+      return { ...s, controllers: { ...s.controllers, [e.controllerId]: { publicKey: e.publicKey, ...(e.volumes !== undefined ? { volumes: [...e.volumes] } : {}) } } };
     case "commit_failover":
       obligationForLane(s, e.volume, e.lane);
       return { ...s, failovers: commitFailover(s.failovers ?? {}, e) };
     case "choose_persistence":
       obligationForLane(s, e.volume, e.lane);
+      for (const t of e.targets) if (s.holders[t] !== undefined) checkHolderBound(s, t, e.volume, "persistence target");
       return { ...s, persistence: choosePersistence(s.persistence ?? {}, s.holders, e) };
   }
 }
@@ -196,6 +204,7 @@ function createObligation(s: ControlState, e: ControlEventOf<"create_obligation"
   const responsible: Record<string, RangeSet> = {};
   for (const h of e.holders) {
     activeHolder(s, h, "holder");
+    checkHolderBound(s, h, e.volume, "holder");
     responsible[h] = RangeSet.of(e.fromSeq, OPEN_END);
   }
   const o: ObligationRecord = { obligationId: e.obligationId, volume: e.volume, lane: e.lane, representation: e.representation, responsible, released: {} };
@@ -207,14 +216,25 @@ function admitHolder(s: ControlState, e: ControlEventOf<"admit_holder">): Contro
   if (cur !== undefined && e.incarnation <= cur.incarnation) {
     fail(ControlFenceCode.stale_incarnation, `holder ${e.holderId} incarnation ${e.incarnation} is not newer than ${cur.incarnation}`, { holderId: e.holderId, incarnation: e.incarnation, current: cur.incarnation });
   }
-  const h: HolderRecord = { holderId: e.holderId, incarnation: e.incarnation, publicKey: e.publicKey, failureDomain: e.failureDomain, status: HolderStatus.active };
+  const h: HolderRecord = { holderId: e.holderId, incarnation: e.incarnation, publicKey: e.publicKey, failureDomain: e.failureDomain, status: HolderStatus.active, ...boundVolumes(cur, e.volumes) };
   return { ...s, holders: { ...s.holders, [e.holderId]: h } };
+}
+
+/**
+ * The binding of a holder after an admission: named volumes add to what it was bound to; without
+ * any it keeps its binding, and a holder first admitted without volumes (or unscoped before) stays
+ * unscoped unless volumes are named.
+ */
+function boundVolumes(cur: HolderRecord | undefined, named: readonly string[] | undefined): { volumes?: readonly string[] } {
+  if (named === undefined) return cur?.volumes === undefined ? {} : { volumes: cur.volumes };
+  return { volumes: [...new Set([...(cur?.volumes ?? []), ...named])].sort() };
 }
 
 function prepareTransfer(s: ControlState, e: ControlEventOf<"prepare_transfer">): ControlState {
   if (s.transfers[e.transferId] !== undefined) fail(ControlFenceCode.duplicate_id, `transfer ${e.transferId} already exists`, { transferId: e.transferId });
   const o = obligationOf(s, e.obligationId);
   activeHolder(s, e.toHolder, "successor");
+  checkHolderBound(s, e.toHolder, o.volume, "successor");
   if (e.toHolder === e.fromHolder) fail(ControlFenceCode.not_responsible, "a transfer needs two different holders", { holderId: e.toHolder });
   if (!rs(o.responsible, e.fromHolder).coversAll(e.ranges)) {
     fail(ControlFenceCode.not_responsible, `holder ${e.fromHolder} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.fromHolder, obligationId: e.obligationId });
@@ -237,6 +257,7 @@ function activateReplacement(s: ControlState, e: ControlEventOf<"activate_replac
   if (t.preparedGeneration !== s.policyGeneration) fail(ControlFenceCode.stale_generation, `transfer ${e.transferId} was prepared under generation ${t.preparedGeneration}`, { transferId: e.transferId, generation: t.preparedGeneration, current: s.policyGeneration });
   activeHolder(s, t.toHolder, "successor");
   const o = obligationOf(s, t.obligationId);
+  checkHolderBound(s, t.toHolder, o.volume, "successor");
   checkNoReappearance(o, t.toHolder, t.ranges);
   const responsible = { ...o.responsible, [t.toHolder]: rs(o.responsible, t.toHolder).union(t.ranges) };
   return {
@@ -262,6 +283,8 @@ function releaseRanges(s: ControlState, e: ControlEventOf<"release_ranges">): Co
   const o = obligationOf(s, e.obligationId);
   checkNotHeld(s.holds, o.volume, o.lane, e.holderId, e.ranges);
   if (!s.holders[e.holderId]) fail(ControlFenceCode.unknown_holder, `holder ${e.holderId} was never admitted`, { holderId: e.holderId });
+  checkHolderBound(s, e.holderId, o.volume, "releasing holder");
+  for (const r of e.reliesOn) if (s.holders[r] !== undefined) checkHolderBound(s, r, o.volume, "relied-on holder");
   if (e.ranges.isEmpty || !rs(o.responsible, e.holderId).coversAll(e.ranges)) {
     fail(ControlFenceCode.not_responsible, `holder ${e.holderId} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.holderId, obligationId: e.obligationId });
   }
@@ -292,10 +315,12 @@ function releaseToBase(s: ControlState, e: ControlEventOf<"release_to_base">): C
   const o = obligationOf(s, e.obligationId);
   checkNotHeld(s.holds, o.volume, o.lane, e.holderId, e.ranges);
   if (!s.holders[e.holderId]) fail(ControlFenceCode.unknown_holder, `holder ${e.holderId} was never admitted`, { holderId: e.holderId });
+  checkHolderBound(s, e.holderId, o.volume, "releasing holder");
   if (e.ranges.isEmpty || !rs(o.responsible, e.holderId).coversAll(e.ranges)) {
     fail(ControlFenceCode.not_responsible, `holder ${e.holderId} is not responsible for all of ${e.ranges.toString()}`, { holderId: e.holderId, obligationId: e.obligationId });
   }
   activeHolder(s, e.baseHolder, "base holder");
+  checkHolderBound(s, e.baseHolder, o.volume, "base holder");
   if ((e.ranges.max ?? 0) > e.baseThroughSeq) {
     fail(ControlFenceCode.release_not_covered, `release of ${e.ranges.toString()} goes beyond base ${e.snapshotId} (through ${e.baseThroughSeq})`, { holderId: e.holderId, snapshotId: e.snapshotId });
   }

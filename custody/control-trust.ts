@@ -2,14 +2,17 @@ import type { KeyObject } from "node:crypto";
 import { ControlFenceCode } from "./control-error.ts";
 import { ControlEventType } from "./control-event.ts";
 import type { ControlLogEntry, ControlState } from "./control-state.ts";
+import { volumeScopeProblem } from "./control-scope.ts";
 import { ED25519_SIGNATURE_BYTES, publicKeyFromRaw, signBytes, verifyBytes } from "./signing.ts";
 
 /**
  * Who may write the control log. Readers that hold a trust root fold only signed entries:
  * an operator key (given to every reader out of band, at bootstrap) signs anything, in particular
- * `admit_controller`, which hands a controller's key to the log; an admitted controller signs
- * every other event type. The signer must also be the author the event names (`controller`), so
- * a signature cannot be lifted onto another author's event. Without a trust root (unit tests, the
+ * `admit_controller`, which hands a controller's key and volumes to the log; an admitted
+ * controller signs every other event type, but only for the volumes it was admitted for (see
+ * control-scope.ts: an event touching another volume is skipped as `not_authorized_for_volume`).
+ * The signer must also be the author the event names (`controller`), so a signature cannot be
+ * lifted onto another author's event. Without a trust root (unit tests, the
  * simulator) the log is read unsigned, as before.
  *
  * The signature covers the entry's hash (SHA-256 of the event's canonical bytes, which names the
@@ -50,7 +53,10 @@ export function signEntryHash(hashHex: string, seq: number, signer: ControlSigne
   return { signer: signer.id, signature: signBytes(signer.privateKey, signedBytes(hashHex, seq)) };
 }
 
-/** Why a signed log's reader must skip `entry`, or undefined when a trusted principal signed it. Pure. */
+/**
+ * Why a signed log's reader must skip `entry`, or undefined when a trusted principal signed it and
+ * may commit it (an operator anything; a controller what its admitted volumes cover). Pure.
+ */
 export function signatureProblem(s: ControlState, entry: ControlLogEntry, trust: ControlTrust): { code: ControlFenceCode; message: string } | undefined {
   const sig = entry.signature;
   if (sig === undefined) return { code: ControlFenceCode.unsigned_event, message: `entry ${entry.seq} (${entry.event.type}) carries no signature` };
@@ -69,6 +75,10 @@ export function signatureProblem(s: ControlState, entry: ControlLogEntry, trust:
   }
   if (sig.signature.byteLength !== ED25519_SIGNATURE_BYTES || !verifyBytes(key, signedBytes(entry.hash, entry.seq), sig.signature)) {
     return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)` };
+  }
+  if (operator === undefined) {
+    const outside = volumeScopeProblem(s, sig.signer, entry.event);
+    if (outside !== undefined) return { code: outside.code, message: `entry ${entry.seq}: ${outside.message}` };
   }
   return undefined;
 }

@@ -84,6 +84,7 @@ export {
   ControlEventType,
   ControlEventVersion,
   PersistenceChoiceVersion,
+  AdmissionBodyVersion,
   FailureScope,
   GENESIS_HASH,
   decodeControlEvent,
@@ -120,6 +121,7 @@ export { commitFailover as foldFailover, type FailoverRecord, type Failovers } f
 export { InMemoryControlLog, entryFromBytes, recordFromBytes, unreadableRecord, type ControlLogStore } from "./control-log.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
+export { eventScope, holderScope, isHolderBound, volumeScopeProblem, type VolumeScope } from "./control-scope.ts";
 export { signEntryHash, signatureProblem, type ControlTrust, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 export {
   CONTROL_EVENT_MAX_BYTES,

@@ -1,0 +1,119 @@
+import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
+import type { ControlEvent } from "./control-event.ts";
+import { inFailureDomain } from "./failure-domain.ts";
+import type { ControlState, HolderRecord } from "./control-state.ts";
+
+/**
+ * Least authority in the control log: which volumes an event touches, which volumes a holder is
+ * bound to, and whether a controller may commit an event. Pure.
+ *
+ * - An operator commits anything. A controller commits an event only when it was admitted
+ *   (`admit_controller` volumes) for every volume the event touches; a controller admitted without
+ *   volumes (a v1 admission, before scoping) is admitted for every volume.
+ * - An event touches: the volume it names (create_obligation, hold_ranges, commit_failover,
+ *   choose_persistence), its obligation's volume (transfers, releases; activate_replacement through
+ *   its transfer), its hold's volume (end_hold), every volume a holder it admits, retires or fails
+ *   is bound to (admit_holder, retire_holder, declare_failure, including every active holder in the
+ *   declared domain), and every volume at once for a policy change (the fence of all of them).
+ *   A holder bound to no list (admitted unscoped) counts as every volume, so only an operator or an
+ *   unscoped controller may admit, retire or fail it. An event whose target does not exist touches
+ *   nothing here; the fold refuses it (`unknown_*`) and it changes nothing.
+ * - A holder is bound to a volume when an admission named that volume for it, when it is or was
+ *   responsible for ranges of an obligation of that volume, or when it was admitted unscoped.
+ */
+export type VolumeScope = { readonly every: true } | { readonly every?: false; readonly volumes: readonly string[] };
+
+const EVERY: VolumeScope = { every: true };
+const some = (volumes: Iterable<string>): VolumeScope => ({ volumes: [...new Set(volumes)].sort() });
+
+/** Volumes of obligations in which `holderId` is or was responsible. */
+function obligationVolumes(s: ControlState, holderId: string): string[] {
+  return Object.values(s.obligations)
+    .filter((o) => o.responsible[holderId] !== undefined || o.released[holderId] !== undefined)
+    .map((o) => o.volume);
+}
+
+/** The volumes `h` is bound to: every volume for an unscoped holder. */
+export function holderScope(s: ControlState, h: HolderRecord): VolumeScope {
+  return h.volumes === undefined ? EVERY : some([...h.volumes, ...obligationVolumes(s, h.holderId)]);
+}
+
+/** True when `holderId` is admitted and bound to `volume` (see the module comment). */
+export function isHolderBound(s: ControlState, holderId: string, volume: string): boolean {
+  const h = s.holders[holderId];
+  if (h === undefined) return false;
+  const scope = holderScope(s, h);
+  return scope.every === true || scope.volumes.includes(volume);
+}
+
+/** Throws ControlFenceError `holder_not_bound_to_volume` unless `holderId` is bound to `volume`. */
+export function checkHolderBound(s: ControlState, holderId: string, volume: string, role: string): void {
+  if (!isHolderBound(s, holderId, volume)) {
+    throw new ControlFenceError(ControlFenceCode.holder_not_bound_to_volume, `${role} ${holderId} is not bound to volume ${volume}`, { holderId, volume });
+  }
+}
+
+function union(scopes: readonly VolumeScope[]): VolumeScope {
+  if (scopes.some((x) => x.every === true)) return EVERY;
+  return some(scopes.flatMap((x) => (x.every === true ? [] : x.volumes)));
+}
+
+const holderIdScope = (s: ControlState, holderId: string): VolumeScope => {
+  const h = s.holders[holderId];
+  return h === undefined ? some([]) : holderScope(s, h);
+};
+
+/** The volumes `e` touches in state `s` (see the module comment). */
+export function eventScope(s: ControlState, e: ControlEvent): VolumeScope {
+  const obligationVolume = (id: string | undefined) => some(id === undefined || s.obligations[id] === undefined ? [] : [s.obligations[id].volume]);
+  switch (e.type) {
+    case "create_obligation":
+    case "hold_ranges":
+    case "commit_failover":
+    case "choose_persistence":
+      return some([e.volume]);
+    case "prepare_transfer":
+    case "release_ranges":
+    case "release_to_base":
+      return obligationVolume(e.obligationId);
+    case "activate_replacement":
+      return obligationVolume(s.transfers[e.transferId]?.obligationId);
+    case "end_hold": {
+      const h = s.holds[e.holdId];
+      return some(h === undefined ? [] : [h.volume]);
+    }
+    case "admit_holder": {
+      const cur = s.holders[e.holderId];
+      // A new holder admitted without volumes is unscoped: bound to every volume.
+      if (cur === undefined) return e.volumes === undefined ? EVERY : some(e.volumes);
+      return union([holderScope(s, cur), some(e.volumes ?? [])]);
+    }
+    case "retire_holder":
+      return holderIdScope(s, e.holderId);
+    case "declare_failure": {
+      const hit = Object.values(s.holders).filter((h) => e.holderIds.includes(h.holderId) || (h.status === "active" && inFailureDomain(h.failureDomain, e.domain)));
+      return union(hit.map((h) => holderScope(s, h)));
+    }
+    case "policy_change":
+      return EVERY;
+    case "admit_controller":
+      // Operator-only (control-trust.ts); a controller's own admission must not widen its scope.
+      return EVERY;
+  }
+}
+
+/**
+ * Why controller `controllerId` may not commit `e` on state `s`, or undefined when it may: its
+ * admitted volumes must include every volume `e` touches. Pure.
+ */
+export function volumeScopeProblem(s: ControlState, controllerId: string, e: ControlEvent): { code: ControlFenceCode; message: string } | undefined {
+  const admitted = s.controllers?.[controllerId];
+  if (admitted === undefined || admitted.volumes === undefined) return undefined;
+  const touched = eventScope(s, e);
+  if (touched.every === true) {
+    return { code: ControlFenceCode.not_authorized_for_volume, message: `${e.type} by ${controllerId} touches every volume; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only` };
+  }
+  const outside = touched.volumes.filter((v) => !admitted.volumes!.includes(v));
+  if (outside.length === 0) return undefined;
+  return { code: ControlFenceCode.not_authorized_for_volume, message: `${e.type} by ${controllerId} touches volume ${outside.join(", ")}; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only` };
+}
