@@ -15,11 +15,14 @@ import type { ControlState, HolderRecord } from "./control-state.ts";
  *   its transfer), its hold's volume (end_hold), every volume a holder it admits, retires or fails
  *   is bound to (admit_holder, retire_holder, declare_failure, including every active holder in the
  *   declared domain), and every volume at once for a policy change (the fence of all of them).
- *   A holder bound to no list (admitted unscoped) counts as every volume, so only an operator or an
- *   unscoped controller may admit, retire or fail it. An event whose target does not exist touches
+ *   A holder's volumes are the ones admissions named for it and those of every obligation it is or
+ *   was responsible in; a holder admitted unscoped (a v1 admission, before scoping) in no
+ *   obligation counts as every volume, so only an operator or an unscoped controller may admit
+ *   another incarnation of it, retire or fail it. An event whose target does not exist touches
  *   nothing here; the fold refuses it (`unknown_*`) and it changes nothing.
  * - A holder is bound to a volume when an admission named that volume for it, when it is or was
- *   responsible for ranges of an obligation of that volume, or when it was admitted unscoped.
+ *   responsible for ranges of an obligation of that volume, or when it was admitted unscoped
+ *   (bound to every volume, as before scoping).
  */
 export type VolumeScope = { readonly every: true } | { readonly every?: false; readonly volumes: readonly string[] };
 
@@ -33,17 +36,17 @@ function obligationVolumes(s: ControlState, holderId: string): string[] {
     .map((o) => o.volume);
 }
 
-/** The volumes `h` is bound to: every volume for an unscoped holder. */
+/** The volumes an event on holder `h` touches: named and obligation volumes; every volume for an unscoped holder in no obligation. */
 export function holderScope(s: ControlState, h: HolderRecord): VolumeScope {
-  return h.volumes === undefined ? EVERY : some([...h.volumes, ...obligationVolumes(s, h.holderId)]);
+  const volumes = [...(h.volumes ?? []), ...obligationVolumes(s, h.holderId)];
+  return h.volumes === undefined && volumes.length === 0 ? EVERY : some(volumes);
 }
 
 /** True when `holderId` is admitted and bound to `volume` (see the module comment). */
 export function isHolderBound(s: ControlState, holderId: string, volume: string): boolean {
   const h = s.holders[holderId];
   if (h === undefined) return false;
-  const scope = holderScope(s, h);
-  return scope.every === true || scope.volumes.includes(volume);
+  return h.volumes === undefined || h.volumes.includes(volume) || obligationVolumes(s, holderId).includes(volume);
 }
 
 /** Throws ControlFenceError `holder_not_bound_to_volume` unless `holderId` is bound to `volume`. */

@@ -16,9 +16,9 @@ export interface BootstrapResult {
 }
 
 /**
- * The operator's bootstrap of a control log: admits the controllers' signing keys, each holder's
- * first incarnation with its key and failure domain, and creates each lane's obligation over the
- * holders that serve it (a coalesced stream's derived lane as `coalesced`, over the stream's holders). With `signer` (the operator's key) every event is signed and the log is
+ * The operator's bootstrap of a control log: admits the controllers' signing keys with the volumes
+ * each may commit for, each holder's first incarnation with its key, failure domain and the volumes
+ * it is bound to, and creates each lane's obligation over the holders that serve it (a coalesced stream's derived lane as `coalesced`, over the stream's holders). With `signer` (the operator's key) every event is signed and the log is
  * read as a signed log; without it, unsigned. What the log already has is left alone, so running
  * it twice changes nothing.
  */
@@ -34,9 +34,11 @@ export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan
     for (const c of plan.controllers) {
       const publicKey = new Uint8Array(Buffer.from(c.publicKey, "hex"));
       publicKeyFromRaw(publicKey);
+      const volumes = [...new Set(c.volumes)].sort();
       const have = (await follower.refresh()).controllers?.[c.id];
-      if (have !== undefined && Buffer.from(have.publicKey).equals(publicKey)) continue;
-      await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_controller", controllerId: c.id, publicKey }));
+      // Admitted with another key, or unscoped / for other volumes (a log from before scoping): admitted again.
+      if (have !== undefined && Buffer.from(have.publicKey).equals(publicKey) && sameVolumes(have.volumes, volumes)) continue;
+      await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_controller", controllerId: c.id, publicKey, volumes }));
       controllers.push(c.id);
     }
   }
@@ -48,7 +50,9 @@ export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan
       skipped.push(`holder ${h.id}`);
       continue;
     }
-    await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_holder", holderId: h.id, incarnation: h.incarnation, publicKey, failureDomain: h.failureDomain }));
+    const volumes = h.volumes ?? [...new Set(plan.obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort();
+    if (volumes.length === 0) throw new DeploymentError(`bootstrap: holder ${h.id} is in no obligation and names no volumes: it would be bound to every volume`, { path: `holders.${h.id}.volumes` });
+    await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_holder", holderId: h.id, incarnation: h.incarnation, publicKey, failureDomain: h.failureDomain, volumes }));
     admitted.push(h.id);
   }
   for (const o of plan.obligations) {
@@ -61,4 +65,8 @@ export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan
     obligations.push(obligationId);
   }
   return { controllers, admitted, obligations, skipped };
+}
+
+function sameVolumes(a: readonly string[] | undefined, b: readonly string[]): boolean {
+  return a !== undefined && a.length === b.length && [...a].sort().every((v, i) => v === b[i]);
 }

@@ -64,9 +64,13 @@ export interface BootstrapPlan {
   readonly operatorId: string;
   /** The operator's raw public key (64 hex digits) when the log is signed: bootstrap then needs the matching private key. */
   readonly operatorPublicKey?: string;
-  /** Controllers whose signing keys the operator admits first (`admit_controller`): raw public keys, 64 hex digits. */
-  readonly controllers: readonly { readonly id: string; readonly publicKey: string }[];
-  readonly holders: readonly { readonly id: string; readonly incarnation: 1; readonly publicKey: string; readonly failureDomain: string }[];
+  /**
+   * Controllers whose signing keys the operator admits first (`admit_controller`): raw public keys,
+   * 64 hex digits, and the volumes each may commit for (its events on any other volume are skipped).
+   */
+  readonly controllers: readonly { readonly id: string; readonly publicKey: string; readonly volumes: readonly string[] }[];
+  /** `volumes`: what the holder is bound to (absent: the volumes of the obligations that name it). */
+  readonly holders: readonly { readonly id: string; readonly incarnation: 1; readonly publicKey: string; readonly failureDomain: string; readonly volumes?: readonly string[] }[];
   /** `representation` only on a coalesced stream's derived lanes (absent: raw). */
   readonly obligations: readonly { readonly volume: string; readonly lane: string; readonly holders: readonly string[]; readonly representation?: "raw" | "coalesced" }[];
 }
@@ -243,20 +247,23 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions, text), mode: 0o644 });
   }
 
+  const obligations = d.volumes.flatMap((v) => [
+    ...volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
+    ...derivedObligations(d, v),
+  ]);
   const bootstrap: BootstrapPlan = {
     controlRegion: d.controlRegion,
     operatorId: OPERATOR_ID,
     operatorPublicKey: hex(operatorKey().publicRaw),
-    controllers: d.controllers.map((c) => ({ id: c.id, publicKey: hex(controllerKey(`controller-${c.id}`).publicRaw) })),
-    // Standbys are admitted by their controller when it enlists them, never here.
+    // Each controller may commit for its own volume only.
+    controllers: d.controllers.map((c) => ({ id: c.id, publicKey: hex(controllerKey(`controller-${c.id}`).publicRaw), volumes: [c.volume] })),
+    // Standbys are admitted by their controller when it enlists them, never here. A holder is
+    // bound to the volumes whose obligations name it.
     holders: d.holders.filter((h) => h.standby !== true).map((h) => {
       const s = d.sites[h.site]!;
-      return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: failureDomainOf(s) };
+      return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: failureDomainOf(s), volumes: [...new Set(obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort() };
     }),
-    obligations: d.volumes.flatMap((v) => [
-      ...volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
-      ...derivedObligations(d, v),
-    ]),
+    obligations,
   };
   files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
   // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).

@@ -16,7 +16,8 @@ export function inProcessRepairPort(core: ControllerCore): RepairPort {
   return {
     pollMs: IN_PROCESS_POLL_MS,
     view: (lanes) => Promise.resolve(repairViewOf(core, lanes)),
-    admit: async (a) => (await core.commit(() => ({ type: "admit_holder", ...a }))).seq,
+    // The replacement is bound to this controller's volume, so custody of it may move there.
+    admit: async (a) => (await core.commit(() => ({ type: "admit_holder", ...a, volumes: [core.config.topology.volume] }))).seq,
     activate: async (t) => {
       const obligationId = obligationIdOf(core.config.topology.volume, t.lane);
       const ranges = core.follower.state.obligations[obligationId]?.responsible[t.fromHolder]?.intersect(t.ranges);

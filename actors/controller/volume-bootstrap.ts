@@ -4,12 +4,12 @@ import type { HolderAdmission } from "./controller-ports.ts";
 
 /**
  * The first entries of a fresh control log, committed by the controller (what `custody bootstrap`
- * does for a deployment): holder admissions, then one obligation per lane naming `responsible` from
+ * does for a deployment): holder admissions bound to its volume, then one obligation per lane naming `responsible` from
  * `fromSeq` on, and one per derived lane of a coalesced stream naming every admitted holder.
  */
 export async function bootstrapVolume(controller: ControllerCore, holders: readonly HolderAdmission[], responsible: readonly string[], fromSeq = 1): Promise<void> {
   const { volume, lanes } = controller.config.topology;
-  for (const h of holders) await controller.commit(() => ({ type: "admit_holder", ...h }));
+  for (const h of holders) await controller.commit(() => ({ type: "admit_holder", ...h, volumes: [volume] }));
   for (const lane of lanes) {
     await controller.commit(() => ({ type: "create_obligation", obligationId: obligationIdOf(volume, lane), volume, lane, representation: "raw", holders: responsible, fromSeq }));
   }
