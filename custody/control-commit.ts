@@ -19,7 +19,7 @@ export interface ControllerIdentity {
  * 1. refreshes `follower` (throws ControlLogRegressionError on a regressed/forked log);
  * 2. lets `decide` build the event body from the current state (it may throw to abstain);
  * 3. stamps the fence (current epoch and generation) and the chain (current head hash);
- * 4. checks the transition locally, and that a signing controller's admitted volumes cover it
+ * 4. checks that a signing controller's admitted volumes cover the event, then the transition
  *    (throws ControlFenceError, nothing is appended);
  * 5. appends with `expectedLastSeq` = the folded head; a concurrent commit makes this throw
  *    ControlConflictError, and the caller must re-run the whole decision, never just resend.
@@ -41,11 +41,11 @@ export async function commitControlEvent(
     issuedAt: Math.floor(who.clock.now()),
     ...decide(s),
   };
-  applyControlEvent(s, event);
   if (who.signer !== undefined) {
     const outside = volumeScopeProblem(s, who.signer.id, event);
     if (outside !== undefined) throw new ControlFenceError(outside.code, outside.message, { controller: who.signer.id, type: event.type });
   }
+  applyControlEvent(s, event);
   const seq = await store.append(event, s.lastSeq, who.signer);
   return { seq, state: await follower.refresh() };
 }
