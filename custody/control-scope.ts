@@ -56,6 +56,15 @@ export function checkHolderBound(s: ControlState, holderId: string, volume: stri
   }
 }
 
+/**
+ * A holder's named volumes after an admission naming `named`: they add to what it had; without any
+ * it keeps them, and a holder first admitted without volumes stays unscoped until some are named.
+ */
+export function volumesAfterAdmission(cur: HolderRecord | undefined, named: readonly string[] | undefined): { volumes?: readonly string[] } {
+  if (named === undefined) return cur?.volumes === undefined ? {} : { volumes: cur.volumes };
+  return { volumes: [...new Set([...(cur?.volumes ?? []), ...named])].sort() };
+}
+
 function union(scopes: readonly VolumeScope[]): VolumeScope {
   if (scopes.some((x) => x.every === true)) return EVERY;
   return some(scopes.flatMap((x) => (x.every === true ? [] : x.volumes)));

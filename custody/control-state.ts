@@ -10,7 +10,7 @@ import { publicKeyFromRaw } from "./signing.ts";
 import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
 import { commitFailover, type Failovers } from "./control-failover.ts";
 import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
-import { checkHolderBound } from "./control-scope.ts";
+import { checkHolderBound, volumesAfterAdmission } from "./control-scope.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
 
 /** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
@@ -216,18 +216,8 @@ function admitHolder(s: ControlState, e: ControlEventOf<"admit_holder">): Contro
   if (cur !== undefined && e.incarnation <= cur.incarnation) {
     fail(ControlFenceCode.stale_incarnation, `holder ${e.holderId} incarnation ${e.incarnation} is not newer than ${cur.incarnation}`, { holderId: e.holderId, incarnation: e.incarnation, current: cur.incarnation });
   }
-  const h: HolderRecord = { holderId: e.holderId, incarnation: e.incarnation, publicKey: e.publicKey, failureDomain: e.failureDomain, status: HolderStatus.active, ...boundVolumes(cur, e.volumes) };
+  const h: HolderRecord = { holderId: e.holderId, incarnation: e.incarnation, publicKey: e.publicKey, failureDomain: e.failureDomain, status: HolderStatus.active, ...volumesAfterAdmission(cur, e.volumes) };
   return { ...s, holders: { ...s.holders, [e.holderId]: h } };
-}
-
-/**
- * The binding of a holder after an admission: named volumes add to what it was bound to; without
- * any it keeps its binding, and a holder first admitted without volumes (or unscoped before) stays
- * unscoped unless volumes are named.
- */
-function boundVolumes(cur: HolderRecord | undefined, named: readonly string[] | undefined): { volumes?: readonly string[] } {
-  if (named === undefined) return cur?.volumes === undefined ? {} : { volumes: cur.volumes };
-  return { volumes: [...new Set([...(cur?.volumes ?? []), ...named])].sort() };
 }
 
 function prepareTransfer(s: ControlState, e: ControlEventOf<"prepare_transfer">): ControlState {
