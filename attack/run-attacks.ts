@@ -74,7 +74,8 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
   const timings = timeDecoders(networkDecoders());
   const maxDecodeMs = Math.max(...timings.map((t) => t.ms));
   log(`decoders: slowest ${maxDecodeMs.toFixed(1)} ms over ${timings.length} (decoder, 1 MiB input) pairs`);
-  const net = await startSecuredNetwork();
+  // A second volume with its own controller on the same control log, for the volume-scope attacks.
+  const net = await startSecuredNetwork({ secondVolume: true });
   const conns = new Map<string, AttackerConnection>();
   const as = async (instance: string, region = instance.includes("h-w1") ? "west" : "east") => {
     const key = `${instance}@${region}`;

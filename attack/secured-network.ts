@@ -36,13 +36,16 @@ export interface SecuredNetwork {
   stop(): Promise<void>;
 }
 
-/** Writes the deployment, starts it and waits until every role serves. `keep` leaves the files behind. */
-export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<SecuredNetwork> {
+/**
+ * Writes the deployment, starts it and waits until every role serves. `keep` leaves the files
+ * behind; `secondVolume` adds vol-b on the same control log (writer w2, holder h-e2, controller ctl-2).
+ */
+export async function startSecuredNetwork(o: { keep?: boolean; secondVolume?: boolean } = {}): Promise<SecuredNetwork> {
   const servers: DeployedProcess[] = [];
   const roles = new Map<string, DeployedProcess>();
   const logs = () => [...servers, ...roles.values()].map((p) => p.log.slice(-4_000)).join("\n");
   // The deployment tests' two-region network, with the attack's own volume and no base builder.
-  const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false }, (p) => servers.push(p));
+  const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false, ...(o.secondVolume ? { secondVolume: true } : {}) }, (p) => servers.push(p));
   const { dir, out, index } = started;
   const stop = async () => {
     for (const p of roles.values()) await p.stop();

@@ -18,6 +18,12 @@ export interface LoopbackDeploymentOptions {
    * no lane and serves the volume's derived lane `l0-coalesced`, windows of 32 records or 500 ms.
    */
   readonly coalesced?: boolean;
+  /**
+   * A second volume `vol-b` on the same control log: its own writer `w2` (site `s-wb`), one RAM
+   * holder `h-e2` (site `s-e2`, east) and its own controller `ctl-2` (east). One required scenario
+   * (the writer's host crashing) that h-e2 alone covers. For the volume-scope tests and attacks.
+   */
+  readonly secondVolume?: boolean;
   /** Keys merged into the volume as declared (e.g. `scenarios`, `genesisBases`). */
   readonly volumeExtras?: Readonly<Record<string, unknown>>;
 }
@@ -43,6 +49,7 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
       ...(o.standby ? { "s-e3": { region: "east", az: "east-az3", host: "e3-host" } } : {}),
       ...(o.coalesced ? { "s-w2": { region: "west", az: "west-az2", host: "w2-host" } } : {}),
+      ...(o.secondVolume ? { "s-wb": { region: "east", az: "east-az1", host: "wb-host" }, "s-e2": { region: "east", az: "east-az4", host: "e2-host" } } : {}),
     },
     network: { bandwidthBytesPerSec: 125_000_000 },
     holders: [
@@ -52,6 +59,7 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       // Its windows are released only once a base contains them: without a base builder it would
       // wait its whole drain deadline on SIGTERM for nothing.
       ...(o.coalesced ? [{ id: "h-img", site: "s-w2", region: "west", residency: "ram", lanes: [], drainDeadlineMs: 0, ...(await metrics()) }] : []),
+      ...(o.secondVolume ? [{ id: "h-e2", site: "s-e2", region: "east", residency: "ram", lanes: [{ volume: "vol-b", lane: "l0", upstream: ["w2"] }], ...(await metrics()) }] : []),
     ],
     volumes: [
       {
@@ -62,8 +70,22 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
         ...(o.coalesced ? { coalesced: { holders: ["h-img"], windowRecords: 32, windowMs: 500 } } : {}),
         ...o.volumeExtras,
       },
+      ...(o.secondVolume
+        ? [
+            {
+              id: "vol-b",
+              blockCount: 256,
+              writer: { id: "w2", site: "s-wb", region: "east", ...(await metrics()), workload: { intervalMs: 200 }, drainDeadlineMs: o.drainDeadlineMs ?? 10_000 },
+              recoverySite: "s-vault",
+              scenarios: [{ name: "crash:w2", losses: [{ domain: "host:wb-host", kind: "crash" }], deadlineSec: 3600, required: true }],
+            },
+          ]
+        : []),
     ],
-    controllers: [{ id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) }],
+    controllers: [
+      { id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) },
+      ...(o.secondVolume ? [{ id: "ctl-2", volume: "vol-b", region: "east", evalIntervalMs: 100, ...(await metrics()) }] : []),
+    ],
     ...(o.baseBuilder === false ? {} : { baseBuilders: [{ holder: "h-w1", volume, lane: "l0", intervalMs: 1_000, minNewSeqs: 64, ...(await metrics()) }] }),
   };
 }
