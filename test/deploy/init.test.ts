@@ -333,3 +333,17 @@ test("a coalesced stream reaches every generated file: the writer's coalesced co
   t.true(block("holder h-e1").includes(`"${unitSubject("h-e1", "vol-d", "l0")}"`));
   t.false(block("holder h-e1").includes("l0-coalesced"));
 });
+
+test("the bootstrap scopes each controller to its volume and each holder to the volumes of its obligations; a bootstrap file's controller must name its volumes", async (t) => {
+  const dir = tempDir("custody-plan-");
+  const d = parseDeployment(await loopbackDeployment(dir, { volume: "vol-a", secondVolume: true }));
+  const keys: KeySource = { holderKey: () => ({ pkcs8: new Uint8Array([1]), publicRaw: new Uint8Array(32).fill(1) }), dataKey: () => new Uint8Array(32).fill(0xdd) };
+  let u = 0;
+  const plan = planDeployment(d, "/out", keys, { nkeyUser: () => ({ seed: `SU${++u}`, publicKey: `U${String.fromCharCode(65 + u).repeat(55)}` }), caPem: "CA\n" });
+  t.deepEqual(plan.bootstrap.controllers.map((c) => [c.id, c.volumes]), [["ctl-1", ["vol-a"]], ["ctl-2", ["vol-b"]]]);
+  t.deepEqual(plan.bootstrap.holders.map((h) => [h.id, h.volumes]), [["h-e1", ["vol-a"]], ["h-w1", ["vol-a"]], ["h-e2", ["vol-b"]]]);
+  const file = parseBootstrap(JSON.parse(plan.files.find((f) => f.path === "/out/bootstrap.json")!.contents as string));
+  t.deepEqual(file.controllers, plan.bootstrap.controllers, "the bootstrap file keeps the volumes");
+  const unscoped = t.throws(() => parseBootstrap({ ...file, controllers: [{ id: "ctl-1", publicKey: "ab".repeat(32) }] }));
+  t.regex(unscoped.message, /controllers\.0\.volumes/);
+});
