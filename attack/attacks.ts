@@ -317,7 +317,7 @@ function bombTargets(net: SecuredNetwork): { target: string; as: string; region?
     { target: "holder h-e1 (units)", as: "writer-w1", subject: unitSubject("h-e1", v, l), processes: ["holder/h-e1"] },
     { target: "holder h-w1 and writer (release frontiers)", as: "controller-ctl-1", subject: releaseSubject("h-w1"), processes: ["holder/h-w1", "writer/w1"] },
     { target: "holder h-w1 (custody transfers)", as: "holder-h-e1", subject: transferSubject("h-w1"), processes: ["holder/h-w1"] },
-    { target: "holder h-w1 (fetches)", as: "operator", subject: fetchSubject("h-w1"), processes: ["holder/h-w1"] },
+    { target: "holder h-w1 (fetches)", as: "operator", subject: fetchSubject("h-w1", v), processes: ["holder/h-w1"] },
     { target: "writer (credits)", as: "holder-h-e1", subject: creditSubject("h-e1", v, l), processes: ["writer/w1"] },
     { target: "writer (status)", as: "controller-ctl-1", subject: statusSubject(v), processes: ["writer/w1"] },
     { target: "writer, controller, holders (receipts)", as: "holder-h-e1", subject: receiptSubject(v, l), processes: ["writer/w1", "controller/ctl-1", "holder/h-e1", "holder/h-w1"] },
