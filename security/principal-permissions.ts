@@ -30,7 +30,7 @@
  *   (the server lets a responder answer exactly the requests it received), and each principal's
  *   own inbox lives under `inboxPrefixFor(role, id)`, which only it may subscribe to.
  */
-import { controlStreamName } from "../transport/index.ts";
+import { controlStreamName, streamAdvisorySubject } from "../transport/index.ts";
 import {
   admitSubject,
   allOfKind,
@@ -293,14 +293,22 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
   // JetStream publish on the control subject, as the controller's commits are.
   // It reads the control logs it is given like any reader (entries by sequence, new ones announced on the subject).
-  for (const r of s.controlRegions ?? []) sub.add(ctrlSubject(checkToken(r, "region")));
+  for (const r of s.controlRegions ?? []) for (const x of controlLogWatchSubjects(r)) sub.add(x);
   for (const r of s.commitRegions ?? []) pub.add(ctrlSubject(checkToken(r, "region")));
 }
 
-/** Reads entries by sequence; a plain subscription on the control subject says when new ones were committed. */
+/**
+ * Reads entries by sequence; a plain subscription on the control subject says when new ones were
+ * committed, and the server's advisories about the stream say when what was read may be stale.
+ */
 function readControlLog(region: string, pub: Set<string>, sub: Set<string>): void {
   for (const s of controlLogReadSubjects(region)) pub.add(s);
-  sub.add(ctrlSubject(region));
+  for (const s of controlLogWatchSubjects(region)) sub.add(s);
+}
+
+/** What a reader of one control stream subscribes to: the control subject and the stream's advisories. */
+export function controlLogWatchSubjects(region: string): string[] {
+  return [ctrlSubject(region), streamAdvisorySubject(controlStreamName(checkToken(region, "region")))];
 }
 
 function checkRole(role: string): Role {
