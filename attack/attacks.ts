@@ -27,6 +27,8 @@ import { readPublicKeyHex } from "../runtime/index.ts";
 import { decodeBombs } from "./decode-bombs.ts";
 import { unitAuthAttacks } from "./unit-attacks.ts";
 import { controlLogJunkAttacks } from "./control-log-attacks.ts";
+import { jetStreamAttacks } from "./jetstream-attacks.ts";
+import { scopeAttacks } from "./scope-attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
@@ -303,7 +305,7 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...controlLogJunkAttacks(), ...bombAttacks()];
+  return [...list, ...controlLogJunkAttacks(), ...jetStreamAttacks(), ...scopeAttacks(), ...bombAttacks()];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {

@@ -1,13 +1,15 @@
 /**
  * The network the attacks run against: a small deployment `custody init` writes secured (two
  * regions on loopback; a RAM holder and the writer and controller in east, a disk holder in west),
- * its nats-servers, `custody bootstrap`, and every role as a `custody run` process.
+ * its nats-servers, `custody bootstrap`, and every role of the attacked volume as a `custody run`
+ * process. A second volume `vol-b` is declared too (its writer, holder and controller get users
+ * and configs, for attacks across volumes) but its processes are not started.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliCaptured } from "../cli/index.ts";
-import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../testing/index.ts";
+import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats, OTHER_VOLUME_INSTANCES } from "../testing/index.ts";
 
 /** `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a non-zero exit. */
 export async function custody(args: readonly string[]): Promise<string> {
@@ -41,8 +43,8 @@ export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<S
   const servers: DeployedProcess[] = [];
   const roles = new Map<string, DeployedProcess>();
   const logs = () => [...servers, ...roles.values()].map((p) => p.log.slice(-4_000)).join("\n");
-  // The deployment tests' two-region network, with the attack's own volume and no base builder.
-  const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false }, (p) => servers.push(p));
+  // The deployment tests' two-region network, with the attack's own volume, another volume's principals and no base builder.
+  const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false, otherVolume: true }, (p) => servers.push(p));
   const { dir, out, index } = started;
   const stop = async () => {
     for (const p of roles.values()) await p.stop();
@@ -53,7 +55,7 @@ export async function startSecuredNetwork(o: { keep?: boolean } = {}): Promise<S
     await custody(["bootstrap", join(out, "bootstrap.json")]);
     // The controller first (it admits the holders' new incarnations), then the holders, then the writer.
     for (const role of ["controller", "holder", "writer"]) {
-      for (const r of index.roles.filter((x) => x.role === role)) {
+      for (const r of index.roles.filter((x) => x.role === role && !OTHER_VOLUME_INSTANCES.includes(x.instance))) {
         const p = DeployedProcess.role(r.instance, r.role, r.config);
         roles.set(r.instance, p);
         await p.ready(DEPLOYMENT_READY_MS);

@@ -10,6 +10,6 @@ export { repoRoot } from "./repo-root.ts";
 export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluster, type SuperclusterHandle } from "./nats-server.ts";
 export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
-export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
+export { loopbackDeployment, OTHER_VOLUME_INSTANCES, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
 export { getJson, waitForRegions } from "./regions-ready.ts";
 export { DEPLOYMENT_READY_MS, initAndStartNats, type DeploymentIndex, type OperatorCustody, type RoleEntry, type StartedNats } from "./deployment-start.ts";

@@ -18,6 +18,12 @@ export interface LoopbackDeploymentOptions {
    * no lane and serves the volume's derived lane `l0-coalesced`, windows of 32 records or 500 ms.
    */
   readonly coalesced?: boolean;
+  /**
+   * A second volume `vol-b` (writer `w2`, a RAM holder `h-b1` at its own east site `s-b1`,
+   * controller `ctl-2`): its principals exist (users, configs), for attacks across volumes;
+   * {@link OTHER_VOLUME_INSTANCES} names its role instances.
+   */
+  readonly otherVolume?: boolean;
   /** Keys merged into the volume as declared (e.g. `scenarios`, `genesisBases`). */
   readonly volumeExtras?: Readonly<Record<string, unknown>>;
 }
@@ -43,6 +49,7 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
       ...(o.standby ? { "s-e3": { region: "east", az: "east-az3", host: "e3-host" } } : {}),
       ...(o.coalesced ? { "s-w2": { region: "west", az: "west-az2", host: "w2-host" } } : {}),
+      ...(o.otherVolume ? { "s-b1": { region: "east", az: "east-az4", host: "b1-host" } } : {}),
     },
     network: { bandwidthBytesPerSec: 125_000_000 },
     holders: [
@@ -52,6 +59,7 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       // Its windows are released only once a base contains them: without a base builder it would
       // wait its whole drain deadline on SIGTERM for nothing.
       ...(o.coalesced ? [{ id: "h-img", site: "s-w2", region: "west", residency: "ram", lanes: [], drainDeadlineMs: 0, ...(await metrics()) }] : []),
+      ...(o.otherVolume ? [{ id: "h-b1", site: "s-b1", region: "east", residency: "ram", lanes: [{ volume: "vol-b", lane: "l0", upstream: ["w2"] }] }] : []),
     ],
     volumes: [
       {
@@ -62,8 +70,15 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
         ...(o.coalesced ? { coalesced: { holders: ["h-img"], windowRecords: 32, windowMs: 500 } } : {}),
         ...o.volumeExtras,
       },
+      ...(o.otherVolume ? [{ id: "vol-b", blockCount: 64, writer: { id: "w2", site: "s-w", region: "east" }, recoverySite: "s-vault" }] : []),
     ],
-    controllers: [{ id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) }],
+    controllers: [
+      { id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) },
+      ...(o.otherVolume ? [{ id: "ctl-2", volume: "vol-b", region: "east", evalIntervalMs: 100 }] : []),
+    ],
     ...(o.baseBuilder === false ? {} : { baseBuilders: [{ holder: "h-w1", volume, lane: "l0", intervalMs: 1_000, minNewSeqs: 64, ...(await metrics()) }] }),
   };
 }
+
+/** The role instances of `otherVolume`'s volume `vol-b`. */
+export const OTHER_VOLUME_INSTANCES: readonly string[] = ["holder-h-b1", "writer-w2", "controller-ctl-2"];
