@@ -24,7 +24,7 @@ async function tryConsumers(ctx: AttackContext, who: string, targets: readonly s
   const c = await ctx.as(who, who.includes("h-w1") ? "west" : "east");
   const jsm = await jetstreamManager(c.transport.connection, { timeout: 2_000 });
   const stream = controlStreamName(ctx.net.controlRegion);
-  const denied: string[] = [];
+  let first: string | undefined;
   for (const [i, deliver] of targets.entries()) {
     const name = `storm-${who}-${i}`;
     const seen = c.violations.length;
@@ -34,10 +34,10 @@ async function tryConsumers(ctx: AttackContext, who: string, targets: readonly s
     } catch {
       const v = await consumerDenial(c, seen);
       if (v === undefined) return undefined;
-      denied.push(`${deliver}: ${v}`);
+      first ??= v;
     }
   }
-  return `${who}: ${denied.join("; ")}`;
+  return `${who}: ${targets.length} creates onto ${[...new Set(targets)].join(", ")} denied (${first} …)`;
 }
 
 /** The server's denial of a consumer API subject reported to `c` after its `seen`-th violation, if any comes. */
