@@ -293,7 +293,7 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
   // JetStream publish on the control subject, as the controller's commits are.
   // It reads the control logs it is given like any reader (entries by sequence, new ones announced on the subject).
-  for (const r of s.controlRegions ?? []) for (const x of controlLogWatchSubjects(r)) sub.add(x);
+  for (const r of [...(s.controlRegions ?? []), ...(s.commitRegions ?? [])]) for (const x of controlLogWatchSubjects(r)) sub.add(x);
   for (const r of s.commitRegions ?? []) pub.add(ctrlSubject(checkToken(r, "region")));
 }
 

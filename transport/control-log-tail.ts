@@ -10,8 +10,9 @@ import type { ControlLogRecord } from "../custody/index.ts";
 const RETRY_MS = [5, 25, 100] as const;
 
 /**
- * The server's advisories about stream `stream` (created, updated, deleted): a tail that sees one
- * stops trusting what it holds, since the stream it reads by sequence may not be the one it read.
+ * The server's advisories about stream `stream` (created, updated, deleted, and in a cluster a new
+ * leader or a lost quorum): a tail that sees any stops trusting what it holds, since the stream it
+ * reads by sequence may not be the one it read. The cost of a false alarm is one fresh read.
  */
 export function streamAdvisorySubject(stream: string): string {
   return `$JS.EVENT.ADVISORY.STREAM.*.${stream}`;
@@ -26,8 +27,8 @@ export function streamAdvisorySubject(stream: string): string {
  *
  * It keeps the newest `keep` entries; a reader asking for anything older, or a tail that saw
  * something it cannot trust (a sequence not the next one, an entry that does not decode, a failed
- * read, a subscription the server closed, an advisory that the stream was deleted, recreated or
- * updated), falls back to a one-off read — the tail never hides a
+ * read, a subscription the server closed, any advisory about the stream: deleted, recreated,
+ * updated, a new leader), falls back to a one-off read — the tail never hides a
  * regression from the follower that checks for one.
  */
 export class ControlLogTail {

@@ -122,6 +122,8 @@ export class JetStreamControlLog implements ControlLogStore {
   /** Highest sequence this store appended itself (a read must include it). */
   #appended = 0;
   #verifyAt = 0;
+  /** The stream's last sequence when it was last asked. */
+  #reportedLast = 0;
   #closed = false;
   /** JetStream API requests made by reads (stream info, entry reads): what the tail saves. */
   apiRequests = 0;
@@ -178,17 +180,17 @@ export class JetStreamControlLog implements ControlLogStore {
   async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
     const tail = this.#tail;
     if (tail !== undefined && tail.holdsFrom(seq)) {
-      let target = Math.max(tail.head, this.#appended);
-      let trusted = true;
       if (Date.now() >= this.#verifyAt) {
-        const last = await this.lastSeq();
+        await this.lastSeq();
         this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
-        // The stream ends before what the tail holds: let a fresh read show the follower the truth.
-        if (last < tail.head) trusted = false;
-        target = Math.max(target, last);
       }
-      if (trusted && (await tail.waitFor(target, this.timeoutMs))) return tail.from(seq);
-      await this.dropTail(tail);
+      // lastSeq drops a tail that holds more than the stream: a fresh read shows the follower the truth.
+      if (this.#tail === tail) {
+        // What this store appended and the last sequence the stream reported (here or by a caller of lastSeq) must be in the read.
+        const target = Math.max(tail.head, this.#appended, this.#reportedLast);
+        if (await tail.waitFor(target, this.timeoutMs)) return tail.from(seq);
+        await this.dropTail(tail);
+      }
     }
     const { entries, last } = await this.readOnce(seq);
     if (!this.#closed) await this.startTail(last + 1, entries);
@@ -201,7 +203,15 @@ export class JetStreamControlLog implements ControlLogStore {
 
   async lastSeq(): Promise<number> {
     this.apiRequests++;
-    return (await this.info()).state.last_seq;
+    return this.noteLast((await this.info()).state.last_seq);
+  }
+
+  /** Remembers the stream's last sequence as reported now; a tail holding more than that is dropped. */
+  private noteLast(last: number): number {
+    this.#reportedLast = last;
+    const tail = this.#tail;
+    if (tail !== undefined && last < tail.head) void this.dropTail(tail);
+    return last;
   }
 
   /** The stream's info; a stream that vanished since it was opened is ControlLogMissingError. */
@@ -250,7 +260,7 @@ export class JetStreamControlLog implements ControlLogStore {
   private async readOnce(seq: number): Promise<{ entries: ControlLogRecord[]; last: number }> {
     this.apiRequests++;
     const info = await this.info();
-    const last = info.state.last_seq;
+    const last = this.noteLast(info.state.last_seq);
     const from = Math.max(seq, info.state.first_seq, 1);
     if (info.state.messages === 0 || from > last) return { entries: [], last };
     const out: ControlLogRecord[] = [];
