@@ -28,6 +28,8 @@ import { decodeBombs } from "./decode-bombs.ts";
 import { unitAuthAttacks } from "./unit-attacks.ts";
 import { controlLogJunkAttacks } from "./control-log-attacks.ts";
 import { volumeScopeAttacks } from "./volume-scope-attacks.ts";
+import { jetStreamAttacks } from "./jetstream-attacks.ts";
+import { scopeAttacks } from "./scope-attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
@@ -304,7 +306,7 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...controlLogJunkAttacks(), ...volumeScopeAttacks(), ...bombAttacks()];
+  return [...list, ...controlLogJunkAttacks(), ...volumeScopeAttacks(), ...jetStreamAttacks(), ...scopeAttacks(), ...bombAttacks()];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {
@@ -318,7 +320,7 @@ function bombTargets(net: SecuredNetwork): { target: string; as: string; region?
     { target: "holder h-e1 (units)", as: "writer-w1", subject: unitSubject("h-e1", v, l), processes: ["holder/h-e1"] },
     { target: "holder h-w1 and writer (release frontiers)", as: "controller-ctl-1", subject: releaseSubject("h-w1"), processes: ["holder/h-w1", "writer/w1"] },
     { target: "holder h-w1 (custody transfers)", as: "holder-h-e1", subject: transferSubject("h-w1"), processes: ["holder/h-w1"] },
-    { target: "holder h-w1 (fetches)", as: "operator", subject: fetchSubject("h-w1"), processes: ["holder/h-w1"] },
+    { target: "holder h-w1 (fetches)", as: "operator", subject: fetchSubject("h-w1", v), processes: ["holder/h-w1"] },
     { target: "writer (credits)", as: "holder-h-e1", subject: creditSubject("h-e1", v, l), processes: ["writer/w1"] },
     { target: "writer (status)", as: "controller-ctl-1", subject: statusSubject(v), processes: ["writer/w1"] },
     { target: "writer, controller, holders (receipts)", as: "holder-h-e1", subject: receiptSubject(v, l), processes: ["writer/w1", "controller/ctl-1", "holder/h-e1", "holder/h-w1"] },

@@ -1,13 +1,15 @@
 /**
  * The network the attacks run against: a small deployment `custody init` writes secured (two
  * regions on loopback; a RAM holder and the writer and controller in east, a disk holder in west),
- * its nats-servers, `custody bootstrap`, and every role as a `custody run` process.
+ * its nats-servers, `custody bootstrap`, and every role of the attacked volume as a `custody run`
+ * process. With `secondVolume`, a second volume `vol-b` runs on the same control log (writer w2,
+ * holder h-e2, controller ctl-2), for attacks across volumes.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliCaptured } from "../cli/index.ts";
-import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../testing/index.ts";
+import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats, } from "../testing/index.ts";
 
 /** `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a non-zero exit. */
 export async function custody(args: readonly string[]): Promise<string> {

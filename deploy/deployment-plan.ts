@@ -327,7 +327,8 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
       scenarios,
       timelines: (v.timelines ?? []).map((tl) => ({ ...tl, events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })) })),
       staleAfterMs: c.staleAfterMs ?? 5_000,
-      releasable: v.releasable ?? holders.filter((h) => h.residency === "ram").map((h) => h.id),
+      // A store with a base builder beside it releases its WAL below the bases (the release rule still checks every scenario).
+      releasable: v.releasable ?? holders.filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id)).map((h) => h.id),
     },
   };
 }

@@ -48,11 +48,16 @@ export function deploymentPrincipals(d: Deployment, operatorId: string, lanesOf:
   for (const v of d.volumes) {
     out.push({ instance: `writer-${v.writer.id}`, spec: { role: "writer", id: v.writer.id, scope: { controlRegion, volume: v.id, lanes: lanesOf(v).map((l) => ({ lane: l.lane, firstHops: l.holders })) } } });
   }
-  for (const c of d.controllers) out.push({ instance: `controller-${c.id}`, spec: { role: "controller", id: c.id, scope: { controlRegion, volumes: [c.volume] } } });
-  // A base builder's process is known by its instance name (its service id).
-  for (const b of d.baseBuilders) out.push({ instance: `base-builder-${b.holder}`, spec: { role: "base-builder", id: `base-builder-${b.holder}`, scope: { holder: b.holder } } });
+  for (const c of d.controllers) out.push({ instance: `controller-${c.id}`, spec: { role: "controller", id: c.id, scope: { controlRegion, volumes: [c.volume], releaseTo: holdersOfVolume(d, c.volume) } } });
+  // A base builder's process is known by its instance name (its service id); it fetches its holder's units of its volume.
+  for (const b of d.baseBuilders) out.push({ instance: `base-builder-${b.holder}`, spec: { role: "base-builder", id: `base-builder-${b.holder}`, scope: { holder: b.holder, volume: b.volume } } });
   out.push({ instance: operatorId, spec: { role: "operator", id: operatorId, scope: { controlRegions: [controlRegion], commitRegions: [controlRegion] } } });
   return out;
+}
+
+/** The holders that serve a lane of `volume` (standbys and a coalesced stream's holders included): where its controller sends release frontiers. */
+export function holdersOfVolume(d: Deployment, volume: string): string[] {
+  return d.holders.filter((h) => servedLanes(d, h).some((l) => l.volume === volume)).map((h) => h.id);
 }
 
 const IP_ADDRESS = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]*)$/;

@@ -4,7 +4,7 @@
  */
 export { probeDestination, probeSubject, routeSubject } from "./subjects.ts";
 export { PROBE_FRAME_MAX_BYTES, ProbePhase, ROUTES_MAX, RouteSenderMismatchError, decodeRouteMeasurements, routeMeasurementsSpec, routeProbeSpec, type RouteMeasurements, type RouteProbe } from "./route-messages.ts";
-export { admitSubject, allOfKind, baseSubject, checkToken, creditSubject, ctrlSubject, eventSubject, fetchSubject, parseSubject, parseSubjectOf, psSubject, receiptSubject, receiptsOfVolume, releaseSubject, statusSubject, subjectFilter, transferSubject, unitSubject } from "./subjects.ts";
+export { admitSubject, allOfKind, baseSubject, checkToken, creditSubject, ctrlSubject, eventSubject, fetchSubject, fetchesToHolder, parseSubject, parseSubjectOf, psSubject, receiptSubject, receiptsOfVolume, releaseSubject, statusSubject, subjectFilter, transferSubject, unitSubject } from "./subjects.ts";
 export { auditSubject } from "./subjects.ts";
 export { DEFAULT_MAX_BYTES, decodeAny, decodeMessage, defineMessage, encodeMessage, registeredKinds, specFor, type MessageSpec } from "./wire/codec.ts";
 export { bytes, fixedBytes, identifier, timestampMs, uint } from "./wire/fields.ts";

@@ -15,7 +15,7 @@ import { identifierProblem } from "../core/index.ts";
  * | release  | custody.v1.release.<holder>                        | release frontiers to a holder             |
  * | transfer | custody.v1.transfer.<toHolder>                     | custody transfer offers                   |
  * | event    | custody.v1.event.<volume>                          | contract violations and lifecycle events  |
- * | fetch    | custody.v1.fetch.<holder>                          | repair/recovery reads of retained units   |
+ * | fetch    | custody.v1.fetch.<holder>.<volume>                 | repair/recovery reads of retained units   |
  * | admit    | custody.v1.admit.<holder>                          | a new incarnation asks to be admitted     |
  * | base     | custody.v1.base.<holder>                           | a base snapshot built beside a holder     |
  * | ps       | custody.v1.ps.<role>                               | "who is running": every process answers   |
@@ -63,7 +63,7 @@ export const SUBJECT_FIELDS = {
   release: ["holder"],
   transfer: ["toHolder"],
   event: ["volume"],
-  fetch: ["holder"],
+  fetch: ["holder", "volume"],
   admit: ["holder"],
   base: ["holder"],
   ps: ["role"],
@@ -167,9 +167,19 @@ export function eventSubject(volume: string): string {
   return buildSubject({ kind: "event", volume });
 }
 
-/** `custody.v1.fetch.<holder>`: requests for units `holder` retains (repair copies, recovery reads). */
-export function fetchSubject(holder: string): string {
-  return buildSubject({ kind: "fetch", holder });
+/**
+ * `custody.v1.fetch.<holder>.<volume>`: requests for units of `volume` that `holder` retains
+ * (repair copies, recovery reads, base builds). The volume is a subject token, not only a body
+ * field, so a principal's publish permission can say "fetch of vol-a from h-w1"; the holder refuses
+ * a request whose body names another volume than its subject.
+ */
+export function fetchSubject(holder: string, volume: string): string {
+  return buildSubject({ kind: "fetch", holder, volume });
+}
+
+/** Filter for every fetch request to `holder` (what its read service answers), any volume. */
+export function fetchesToHolder(holder: string): string {
+  return subjectFilter("fetch", { holder });
 }
 
 /** `custody.v1.admit.<holder>`: signed admission requests of a holder's new incarnation. */

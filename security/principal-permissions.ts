@@ -8,7 +8,8 @@
  * - a writer publishes units of its own volume only, and only into that lane's first hops;
  * - a holder publishes credits only under its own id, receipts only for the lanes it serves, and
  *   units only into its downstream edges of those lanes;
- * - only the controller publishes release frontiers; the controller, and an operator given
+ * - only the controller publishes release frontiers, and only to the holders of its volumes
+ *   (`releaseTo`, from the deployment plan); the controller, and an operator given
  *   `commitRegions` (its signed bootstrap, holds and admissions), append to the control stream;
  * - only the controller of a volume answers its repair requests (`repair.<volume>.<op>`), which only
  *   the repair principal and that controller may send; only the controller hands repair tasks
@@ -18,12 +19,18 @@
  * - a replica asks for catch-up only under its own id (`replica-catchup.<volume>.<replica>`), and
  *   only its volume's writer (beside the primary volume) answers those requests;
  * - only the operator uses the JetStream API beyond reading the control stream (creates, updates,
- *   deletes or purges streams);
+ *   deletes or purges streams, creates or deletes consumers). A reader reads entries by sequence
+ *   (`STREAM.MSG.GET`) and learns of new ones on the control subject: no consumer, so no push
+ *   consumer whose deliver subject (in the request body, out of the permissions' reach) could
+ *   point a redelivery storm at another principal's subject;
+ * - a fetch names the holder and the volume in its subject (`fetch.<holder>.<volume>`): the
+ *   controller and repair fetch their volumes only, a base builder its holder's volume only, the
+ *   operator (`custody recover`) any;
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
  *   (the server lets a responder answer exactly the requests it received), and each principal's
  *   own inbox lives under `inboxPrefixFor(role, id)`, which only it may subscribe to.
  */
-import { controlStreamName } from "../transport/index.ts";
+import { controlStreamName, streamAdvisorySubject } from "../transport/index.ts";
 import {
   admitSubject,
   allOfKind,
@@ -80,7 +87,8 @@ export interface HolderLaneScope {
 export interface RoleScopes {
   readonly writer: { readonly controlRegion: string; readonly volume: string; readonly lanes: readonly WriterLaneScope[] };
   readonly holder: { readonly controlRegion: string; readonly lanes: readonly HolderLaneScope[] };
-  readonly controller: { readonly controlRegion: string; readonly volumes: readonly string[] };
+  /** `releaseTo`: the holders serving its volumes' lanes (standbys included), the only ones it sends release frontiers to. */
+  readonly controller: { readonly controlRegion: string; readonly volumes: readonly string[]; readonly releaseTo: readonly string[] };
   readonly repair: { readonly controlRegion: string; readonly volumes: readonly string[] };
   /**
    * The operator's stream management does not depend on the topology. `commitRegions`: the control
@@ -88,7 +96,7 @@ export interface RoleScopes {
    * manages streams but appends to none. (`controlRegions` is only checked to be region tokens.)
    */
   readonly operator: { readonly controlRegions?: readonly string[]; readonly commitRegions?: readonly string[] };
-  readonly "base-builder": { readonly holder: string };
+  readonly "base-builder": { readonly holder: string; readonly volume: string };
   readonly replica: { readonly volume: string; readonly lanes: readonly string[] };
 }
 
@@ -117,20 +125,13 @@ export function inboxPrefixFor(role: Role, id: string): string {
 }
 
 /**
- * The JetStream API subjects a reader of one control stream needs: account info (the client
- * checks JetStream is there), stream info, and ordered consumers (create, fetch, info, delete).
- * None of them changes the stream.
+ * The JetStream API subjects a reader of one control stream publishes to: account info (the
+ * client checks JetStream is there), stream info (its last sequence) and message get (one entry by
+ * sequence). None of them changes the stream or creates anything on the server: no consumer.
  */
 export function controlLogReadSubjects(region: string): string[] {
   const stream = controlStreamName(checkToken(region, "region"));
-  return [
-    `${JS_API}.INFO`,
-    `${JS_API}.STREAM.INFO.${stream}`,
-    `${JS_API}.CONSUMER.CREATE.${stream}.>`,
-    `${JS_API}.CONSUMER.MSG.NEXT.${stream}.*`,
-    `${JS_API}.CONSUMER.INFO.${stream}.*`,
-    `${JS_API}.CONSUMER.DELETE.${stream}.*`,
-  ];
+  return [`${JS_API}.INFO`, `${JS_API}.STREAM.INFO.${stream}`, `${JS_API}.STREAM.MSG.GET.${stream}`];
 }
 
 /**
@@ -158,10 +159,13 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
     case Role.Operator:
       operator(scope as RoleScopes["operator"], pub, sub);
       break;
-    case Role.BaseBuilder:
-      // It reads the holder's WAL from the holder's disk; on the bus it only announces bases.
-      pub.add(baseSubject((scope as RoleScopes["base-builder"]).holder));
+    case Role.BaseBuilder: {
+      // It reads its holder's units of its volume (fetch) and announces the bases it built.
+      const s = scope as RoleScopes["base-builder"];
+      pub.add(fetchSubject(s.holder, s.volume));
+      pub.add(baseSubject(s.holder));
       break;
+    }
     case Role.Replica: {
       const s = scope as RoleScopes["replica"];
       for (const lane of s.lanes) sub.add(unitSubject(id, s.volume, lane));
@@ -209,7 +213,7 @@ function writer(s: RoleScopes["writer"], pub: Set<string>, sub: Set<string>): vo
   sub.add(statusSubject(v));
   // Its catch-up service answers the volume's replicas (under allow_responses).
   sub.add(replicaCatchupRequestsOfVolume(v));
-  readControlLog(s.controlRegion, pub);
+  readControlLog(s.controlRegion, pub, sub);
 }
 
 function holder(id: string, s: RoleScopes["holder"], pub: Set<string>, sub: Set<string>): void {
@@ -227,14 +231,14 @@ function holder(id: string, s: RoleScopes["holder"], pub: Set<string>, sub: Set<
   }
   sub.add(releaseSubject(id));
   sub.add(transferSubject(id));
-  sub.add(fetchSubject(id));
+  sub.add(subjectFilter("fetch", { holder: id }));
   // Retention-audit challenges to this holder alone (answered under allow_responses).
   sub.add(auditSubject(id));
   sub.add(baseSubject(id));
   pub.add(admitSubject(id));
   // Custody transfers go to whichever holder the control log names; the receiver checks them.
   pub.add(subjectFilter("transfer"));
-  readControlLog(s.controlRegion, pub);
+  readControlLog(s.controlRegion, pub, sub);
 }
 
 function controller(s: RoleScopes["controller"], pub: Set<string>, sub: Set<string>): void {
@@ -248,17 +252,18 @@ function controller(s: RoleScopes["controller"], pub: Set<string>, sub: Set<stri
     pub.add(repairTaskSubject(v));
     // It alone answers the volume's failover requests.
     sub.add(failoverSubject(v));
+    // Repair may run inside the controller, and audits take their reference copy by fetch: its volumes only.
+    pub.add(subjectFilter("fetch", { volume: v }));
   }
   sub.add(subjectFilter("admit"));
-  pub.add(subjectFilter("release"));
+  for (const h of s.releaseTo) pub.add(releaseSubject(h));
   // The only principal that appends to the control stream (a JetStream publish on its subject).
   pub.add(ctrlSubject(s.controlRegion));
-  // Repair may run inside the controller: it reads retained units and moves custody between holders.
-  pub.add(subjectFilter("fetch"));
+  // Repair may run inside the controller: it moves custody between holders.
   pub.add(subjectFilter("transfer"));
   // Retention audits: challenges to any holder (the answer's reference copy comes through fetch).
   pub.add(subjectFilter("audit"));
-  readControlLog(s.controlRegion, pub);
+  readControlLog(s.controlRegion, pub, sub);
 }
 
 function repair(s: RoleScopes["repair"], pub: Set<string>, sub: Set<string>): void {
@@ -267,10 +272,10 @@ function repair(s: RoleScopes["repair"], pub: Set<string>, sub: Set<string>): vo
     // It takes repair tasks of its volumes and asks their controllers for reads and commits.
     sub.add(repairTaskSubject(v));
     pub.add(repairRequestsOfVolume(v));
+    pub.add(subjectFilter("fetch", { volume: v }));
   }
-  pub.add(subjectFilter("fetch"));
   pub.add(subjectFilter("transfer"));
-  readControlLog(s.controlRegion, pub);
+  readControlLog(s.controlRegion, pub, sub);
 }
 
 function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>): void {
@@ -287,12 +292,23 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   sub.add(allOfKind("event"));
   // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
   // JetStream publish on the control subject, as the controller's commits are.
-  for (const r of s.controlRegions ?? []) checkToken(r, "region");
+  // It reads the control logs it is given like any reader (entries by sequence, new ones announced on the subject).
+  for (const r of [...(s.controlRegions ?? []), ...(s.commitRegions ?? [])]) for (const x of controlLogWatchSubjects(r)) sub.add(x);
   for (const r of s.commitRegions ?? []) pub.add(ctrlSubject(checkToken(r, "region")));
 }
 
-function readControlLog(region: string, pub: Set<string>): void {
+/**
+ * Reads entries by sequence; a plain subscription on the control subject says when new ones were
+ * committed, and the server's advisories about the stream say when what was read may be stale.
+ */
+function readControlLog(region: string, pub: Set<string>, sub: Set<string>): void {
   for (const s of controlLogReadSubjects(region)) pub.add(s);
+  for (const s of controlLogWatchSubjects(region)) sub.add(s);
+}
+
+/** What a reader of one control stream subscribes to: the control subject and the stream's advisories. */
+export function controlLogWatchSubjects(region: string): string[] {
+  return [ctrlSubject(region), streamAdvisorySubject(controlStreamName(checkToken(region, "region")))];
 }
 
 function checkRole(role: string): Role {

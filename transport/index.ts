@@ -9,6 +9,7 @@ export * from "./credit-window.ts";
 export * from "./credit-sender.ts";
 export * from "./credit-grantor.ts";
 export { JetStreamControlLog, controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "./jetstream-control-log.ts";
+export { streamAdvisorySubject } from "./control-log-tail.ts";
 export { LinkProfileError, LinkQueue, ShapedTransport, unitDestination, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "./link-shaper.ts";
 export { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "./nats-region-config.ts";
 export { attestationTokens, encodeUnitRun, readUnitMessage, senderOf, SENDER_HEADER, UNIT_ATTESTATION_HEADER, type InboundUnit, type UnitSubjectMessage } from "./unit-frames.ts";

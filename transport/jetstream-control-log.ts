@@ -1,4 +1,4 @@
-import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CustodyError } from "../core/index.ts";
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/index.ts";
@@ -94,7 +94,7 @@ export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStrea
     if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw new ControlLogMissingError(opts.region, name, { cause: err });
     throw err;
   }
-  return new JetStreamControlLog(jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout);
+  return new JetStreamControlLog(nc, jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout);
 }
 
 /** How often a reader served by the tail still asks the stream for its last sequence (ms). */
@@ -103,10 +103,12 @@ const VERIFY_EVERY_MS = 2_000;
 /**
  * ControlLogStore on a JetStream stream. `append` publishes with the expected-last-sequence
  * expectation (`Nats-Expected-Last-Sequence`), so the server commits it only on top of the entry
- * the controller folded; a lost race surfaces as ControlConflictError. Reads are served by one
- * standing ordered consumer (ControlLogTail) started by the first read; a read it cannot serve
- * (too old, or the tail saw something it cannot trust) is a one-off ordered read, after which
- * the tail starts again. Every VERIFY_EVERY_MS, and after a conflict, a read also asks the
+ * the controller folded; a lost race surfaces as ControlConflictError. Reads create nothing on
+ * the server (no consumer: see docs/security.md): entries are read by sequence with
+ * `$JS.API.STREAM.MSG.GET`. They are served by one standing tail (ControlLogTail: a subscription
+ * on the control subject, then reads of the entries after the newest held) started by the first
+ * read; a read it cannot serve (too old, or the tail saw something it cannot trust) is a one-off
+ * read of the range, after which the tail starts again. Every VERIFY_EVERY_MS, and after a conflict, a read also asks the
  * stream for its last sequence, so entries another controller committed are waited for and a
  * stream that went backwards is seen.
  *
@@ -120,11 +122,14 @@ export class JetStreamControlLog implements ControlLogStore {
   /** Highest sequence this store appended itself (a read must include it). */
   #appended = 0;
   #verifyAt = 0;
+  /** The stream's last sequence when it was last asked. */
+  #reportedLast = 0;
   #closed = false;
-  /** JetStream API requests made by reads (stream info, consumer creations): what the tail saves. */
+  /** JetStream API requests made by reads (stream info, entry reads): what the tail saves. */
   apiRequests = 0;
 
   constructor(
+    private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     readonly region: string,
@@ -175,17 +180,17 @@ export class JetStreamControlLog implements ControlLogStore {
   async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
     const tail = this.#tail;
     if (tail !== undefined && tail.holdsFrom(seq)) {
-      let target = Math.max(tail.head, this.#appended);
-      let trusted = true;
       if (Date.now() >= this.#verifyAt) {
-        const last = await this.lastSeq();
+        await this.lastSeq();
         this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
-        // The stream ends before what the tail holds: let a fresh read show the follower the truth.
-        if (last < tail.head) trusted = false;
-        target = Math.max(target, last);
       }
-      if (trusted && (await tail.waitFor(target, this.timeoutMs))) return tail.from(seq);
-      await this.dropTail(tail);
+      // lastSeq drops a tail that holds more than the stream: a fresh read shows the follower the truth.
+      if (this.#tail === tail) {
+        // What this store appended and the last sequence the stream reported (here or by a caller of lastSeq) must be in the read.
+        const target = Math.max(tail.head, this.#appended, this.#reportedLast);
+        if (await tail.waitFor(target, this.timeoutMs)) return tail.from(seq);
+        await this.dropTail(tail);
+      }
     }
     const { entries, last } = await this.readOnce(seq);
     if (!this.#closed) await this.startTail(last + 1, entries);
@@ -198,7 +203,15 @@ export class JetStreamControlLog implements ControlLogStore {
 
   async lastSeq(): Promise<number> {
     this.apiRequests++;
-    return (await this.info()).state.last_seq;
+    return this.noteLast((await this.info()).state.last_seq);
+  }
+
+  /** Remembers the stream's last sequence as reported now; a tail holding more than that is dropped. */
+  private noteLast(last: number): number {
+    this.#reportedLast = last;
+    const tail = this.#tail;
+    if (tail !== undefined && last < tail.head) void this.dropTail(tail);
+    return last;
   }
 
   /** The stream's info; a stream that vanished since it was opened is ControlLogMissingError. */
@@ -211,7 +224,7 @@ export class JetStreamControlLog implements ControlLogStore {
     }
   }
 
-  /** Stops the standing consumer (reads after this are one-off reads). */
+  /** Stops the standing tail (reads after this are one-off reads). */
   async close(): Promise<void> {
     this.#closed = true;
     const t = this.#tail;
@@ -223,8 +236,7 @@ export class JetStreamControlLog implements ControlLogStore {
     // Only a contiguous run that ends right before startSeq can seed the tail.
     const contiguous = seed.length > 0 && seed[seed.length - 1]!.seq === startSeq - 1 && seed[seed.length - 1]!.seq - seed[0]!.seq === seed.length - 1;
     try {
-      this.apiRequests++;
-      const tail = await ControlLogTail.start(this.js, this.streamName, startSeq, contiguous ? seed : [], (s, data) => recordOf(s, data));
+      const tail = await ControlLogTail.start(this.nc, this.jsm, this.streamName, this.subject, startSeq, contiguous ? seed : [], (s, data) => recordOf(s, data), () => this.apiRequests++);
       const old = this.#tail;
       this.#tail = tail;
       this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
@@ -240,37 +252,30 @@ export class JetStreamControlLog implements ControlLogStore {
     await tail.close();
   }
 
-  /** One ordered read of the entries from `seq` to the stream's current last sequence. */
+  /**
+   * One read of the entries from `seq` to the stream's current last sequence, by sequence
+   * (READ_PARALLEL requests in flight). A sequence the stream no longer holds is skipped, as a
+   * consumer would skip it; the follower sees the gap.
+   */
   private async readOnce(seq: number): Promise<{ entries: ControlLogRecord[]; last: number }> {
     this.apiRequests++;
     const info = await this.info();
-    const last = info.state.last_seq;
+    const last = this.noteLast(info.state.last_seq);
     const from = Math.max(seq, info.state.first_seq, 1);
     if (info.state.messages === 0 || from > last) return { entries: [], last };
-    this.apiRequests++;
-    const consumer = await this.js.consumers.get(this.streamName, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
     const out: ControlLogRecord[] = [];
-    try {
-      for (;;) {
-        const batch = await consumer.fetch({ max_messages: 1000, expires: 2_000 });
-        let got = 0;
-        let done = false;
-        for await (const m of batch) {
-          got++;
-          out.push(recordOf(m.seq, m.data));
-          if (m.seq >= last || m.info.pending === 0) {
-            done = true;
-            break;
-          }
-        }
-        if (done || got === 0) break;
-      }
-    } finally {
-      await consumer.delete().catch(() => undefined);
+    for (let start = from; start <= last; start += READ_PARALLEL) {
+      const seqs = Array.from({ length: Math.min(READ_PARALLEL, last - start + 1) }, (_, i) => start + i);
+      this.apiRequests += seqs.length;
+      const got = await Promise.all(seqs.map((s) => this.jsm.streams.getMessage(this.streamName, { seq: s })));
+      for (const m of got) if (m !== null) out.push(recordOf(m.seq, m.data));
     }
     return { entries: out, last: Math.max(last, out[out.length - 1]?.seq ?? 0) };
   }
 }
+
+/** Entry reads a one-off read keeps in flight at once. */
+const READ_PARALLEL = 64;
 
 /**
  * The entry a stored message holds: its canonical event bytes and, in a signed log, their

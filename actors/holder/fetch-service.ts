@@ -1,13 +1,13 @@
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
+import { decodeMessage, encodeMessage, parseSubjectOf } from "../../protocol/index.ts";
 import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../../protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 
 /**
- * The holder's own read service on `custody.v1.fetch.<holder>`: repair and recovery ask it for
+ * The holder's own read service on `custody.v1.fetch.<holder>.<volume>`: repair and recovery ask it for
  * retained units (ciphertext; no key needed) and it answers from RAM and, for spilled segments,
  * from its spill stream — so what a restarted disk holder recovered is readable like anything
  * else. Replies are paged by bytes, under `maxReplyBytes` (kept below the server's max_payload).
@@ -22,6 +22,9 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
     return void core.counters.inc("fetch_malformed");
   }
   if (req.holder !== core.config.holderId) return void core.counters.inc("fetch_wrong_holder");
+  // The subject's volume is what the server's permissions checked; a body naming another volume
+  // would read units the requester may not fetch (see docs/security.md).
+  if (volumeOf(msg.subject) !== req.volume) return void core.counters.inc("fetch_volume_not_in_subject");
   const hl = core.lanes.get(laneKey(req.volume, req.lane));
   // Only what comes after the caller's cursor, read segment by segment until a page is full.
   const wanted = RangeSet.fromJSON(req.ranges).intersect(RangeSet.of(Math.max(0, req.after + 1), Number.MAX_SAFE_INTEGER));
@@ -56,4 +59,13 @@ function pageAttestations(units: readonly TransportUnit[], known: ReadonlyMap<nu
   });
   if (index.size === 0) return {};
   return { attestations: [...index.keys()].map((t) => new Uint8Array(Buffer.from(t, "base64"))), attestationOf };
+}
+
+/** The volume a fetch subject names (undefined for a subject that is not one). */
+function volumeOf(subject: string): string | undefined {
+  try {
+    return parseSubjectOf("fetch", subject).volume;
+  } catch {
+    return undefined;
+  }
 }

@@ -5,7 +5,7 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditSender } from "../../transport/index.ts";
-import { auditSubject, baseSubject, creditSpec, decodeMessage, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
+import { auditSubject, baseSubject, creditSpec, decodeMessage, fetchesToHolder, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { HolderLane, type SpawnLaneArena } from "./holder-lane.ts";
@@ -131,7 +131,7 @@ export class HolderCore {
     for (const hl of this.lanes.values()) for (const e of hl.edges.keys()) edges.add(e);
     for (const e of edges) this.subs.push(t.subscribe(releaseSubject(e), (msg) => this.dispatch({ type: "nats.release", msg })));
     this.subs.push(t.subscribe(transferSubject(me), (msg) => this.dispatch({ type: "nats.transfer", msg })));
-    this.subs.push(t.subscribe(fetchSubject(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
+    this.subs.push(t.subscribe(fetchesToHolder(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
     this.subs.push(t.subscribe(auditSubject(me), (msg) => this.dispatch({ type: "nats.audit", msg })));
     this.subs.push(t.subscribe(baseSubject(me), (msg) => this.dispatch({ type: "nats.base", msg })));
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });

@@ -10,7 +10,7 @@ import { fetchUnits } from "./custody-reader.ts";
 
 /**
  * One copy of missing custody between holders, entirely over NATS: read the units from surviving
- * holders (`custody.v1.fetch.<holder>`, ciphertext only, every digest checked) and offer them to
+ * holders (`custody.v1.fetch.<holder>.<volume>`, ciphertext only, every digest checked) and offer them to
  * the target (`custody.v1.transfer.<target>`), which admits them like ingress and receipts them
  * itself. Used to refill a restarted holder and to fill a replacement after a declared failure;
  * the caller decides when the target's receipts count as done.

@@ -1,7 +1,7 @@
 import { CustodyError, systemClock, type Clock } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { fetchSubject } from "../../protocol/index.ts";
+import { fetchesToHolder, fetchSubject, parseSubjectOf } from "../../protocol/index.ts";
 import { TransportError, TransportErrorCode, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/index.ts";
 import { decodeMessage, encodeFetchPage, encodeMessage, fetchPageBytes, unitBatchSpec, unitFetchSpec, unitSpec } from "../../protocol/index.ts";
 import type { SurvivorSource } from "./survivor-source.ts";
@@ -10,10 +10,12 @@ import type { SurvivorSource } from "./survivor-source.ts";
 
 /** Serves `source` (an in-process holder's retained units) on the holder's fetch subject. */
 export function serveCustodyReads(transport: Transport, source: SurvivorSource): TransportSubscription {
-  return transport.subscribe(fetchSubject(source.holderId), (msg) => {
+  return transport.subscribe(fetchesToHolder(source.holderId), (msg) => {
     let req;
     try {
       req = decodeMessage(unitFetchSpec, msg.data);
+      // The subject's volume is what permissions checked: a body naming another is not answered.
+      if (parseSubjectOf("fetch", msg.subject).volume !== req.volume) return;
     } catch {
       return; // malformed requests get no answer; the requester times out
     }
@@ -101,7 +103,7 @@ export async function fetchUnits(
   for (;;) {
     let reply;
     try {
-      reply = await requestPage(transport, clock, fetchSubject(holder), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), timeoutMs);
+      reply = await requestPage(transport, clock, fetchSubject(holder, volume), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), timeoutMs);
     } catch (err) {
       throw new FetchFailedError(holder, err);
     }

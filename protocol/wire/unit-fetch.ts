@@ -7,7 +7,7 @@ import { unitSpec } from "./messages.ts";
 /**
  * Reads of retained units over NATS, for repair and recovery at another site. A reader serves the
  * ciphertext units a holder retains (`unit-fetch` request → `unit-batch` reply on
- * `custody.v1.fetch.<holder>`); it never needs, or gets, a data key. Replies are paged by
+ * `custody.v1.fetch.<holder>.<volume>`); it never needs, or gets, a data key. Replies are paged by
  * sequence (`after`), at most `limit` units each.
  */
 export const unitFetchSpec = defineMessage({

@@ -101,7 +101,7 @@ test("the plan puts the holder's public key in the bootstrap and its private key
   t.deepEqual(topo.bases.map((b) => b.holder), ["h-w1"], "the empty genesis base is kept by the disk holder");
   t.is(topo.links.length, topo.sites.length * (topo.sites.length - 1), "every pair of sites is linked both ways");
   t.deepEqual(topo.scenarios.map((s) => s.name), ["crash:h-e1", "crash:h-w1"]);
-  t.deepEqual(topo.releasable, ["h-e1"], "RAM holders shed custody by default");
+  t.deepEqual(topo.releasable, ["h-e1", "h-w1"], "RAM holders shed custody by default, and a store with a base builder beside it its WAL below the bases");
   t.false("persistenceTargets" in ctl.controller, "every disk holder flushes unless the volume asks for targets");
 });
 
@@ -307,7 +307,7 @@ test("a coalesced stream reaches every generated file: the writer's coalesced co
   t.true(topo.sites.some((s: { id: string }) => s.id === "s-w2"));
   t.deepEqual(topo.scenarios.map((s: { name: string }) => s.name), ["crash:h-e1", "crash:h-w1", "crash:h-img"]);
   t.deepEqual(topo.bases.map((b: { holder: string }) => b.holder), ["h-w1"], "genesis bases stay with the raw disk holders");
-  t.deepEqual(topo.releasable, ["h-e1"]);
+  t.deepEqual(topo.releasable, ["h-e1", "h-w1"]);
 
   t.deepEqual(plan.bootstrap.holders.map((h) => h.id), ["h-e1", "h-w1", "h-img"]);
   t.deepEqual(plan.bootstrap.obligations, [

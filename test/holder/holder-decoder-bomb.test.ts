@@ -35,7 +35,7 @@ test.serial("nearly 1 MiB decoder bombs on every subject a holder reads are refu
       releaseSubject("h-bomb"),
       releaseSubject("h-down"),
       transferSubject("h-bomb"),
-      fetchSubject("h-bomb"),
+      fetchSubject("h-bomb", VOLUME),
       baseSubject("h-bomb"),
     ];
     for (const s of subjects) wt.publish(s, payload, { headers: { [SENDER_HEADER]: "w1" } });

@@ -2,6 +2,8 @@ import anyTest, { type TestFn } from "ava";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
+import { encodeMessage, unitFetchSpec } from "../../protocol/index.ts";
+import { fetchSubject } from "../../protocol/subjects.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { CountingFileLayer } from "../helpers/counting-file-layer.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, Writer } from "./holder-fixture.ts";
@@ -157,6 +159,30 @@ test.serial("a holder that does not serve the lane does not answer a fetch: the 
     w.sender.close();
     await wt.close();
     await other.close();
+    await h.close();
+  }
+});
+
+// A fetch subject names the volume so the server's permissions can scope who reads which volume
+// (docs/security.md); a body naming another volume would slip past that scope, so it is refused.
+test.serial("a fetch whose body names another volume than its subject gets no answer and is counted, and changes nothing", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const h = await launchHolder(url, keys, holderConfig("h-scoped"));
+  const wt = await transport(url, "fetcher");
+  const w = new Writer(wt, "h-scoped");
+  try {
+    for (let s = 1; s <= 5; s++) w.send(unit(s));
+    await eventually(() => h.holder.lane("vol1", "l0")!.retained.toString() === "1-5", "units 1-5 admitted");
+    const body = encodeMessage(unitFetchSpec, { holder: "h-scoped", volume: "vol1", lane: "l0", ranges: RangeSet.of(1, 5).toJSON(), after: -1, limit: 256 });
+    await t.throwsAsync(wt.request(fetchSubject("h-scoped", "vol-allowed"), body, { timeoutMs: 300 }), { code: "timeout" });
+    await eventually(() => h.holder.counters.get("fetch_volume_not_in_subject") === 1, "the refusal is counted");
+    t.is(h.holder.counters.get("fetch_served_units"), 0);
+    t.is(h.holder.lane("vol1", "l0")!.retained.toString(), "1-5");
+    t.is((await fetchUnits(wt, "h-scoped", "vol1", "l0", RangeSet.of(1, 5))).length, 5, "the same request on its own volume's subject is served");
+  } finally {
+    w.sender.close();
+    await wt.close();
     await h.close();
   }
 });

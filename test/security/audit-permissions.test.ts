@@ -5,7 +5,7 @@ import { auditSubject } from "../../protocol/index.ts";
 const REGION = "r1";
 const h1 = permissionsFor("holder", "h1", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: [] }] });
 const h2 = permissionsFor("holder", "h2", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: [] }] });
-const controller = permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"] });
+const controller = permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"], releaseTo: ["h1", "h2", "h3"] });
 const writer = permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1"] }] });
 const repair = permissionsFor("repair", "r1", { controlRegion: REGION, volumes: ["v1"] });
 

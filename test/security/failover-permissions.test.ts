@@ -11,11 +11,11 @@ const ALL: Record<string, SubjectPermissions> = {
   writer: permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1"] }] }),
   otherWriter: permissionsFor("writer", "w2", { controlRegion: REGION, volume: "v2", lanes: [{ lane: "l0", firstHops: ["h1"] }] }),
   holder: permissionsFor("holder", "h1", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: ["h3"] }] }),
-  controller: permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"] }),
-  otherController: permissionsFor("controller", "c2", { controlRegion: REGION, volumes: ["v2"] }),
+  controller: permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"], releaseTo: ["h1", "h2", "h3"] }),
+  otherController: permissionsFor("controller", "c2", { controlRegion: REGION, volumes: ["v2"], releaseTo: ["h9"] }),
   repair: permissionsFor("repair", "r1", { controlRegion: REGION, volumes: ["v1"] }),
   operator: permissionsFor("operator", "op", { commitRegions: [REGION] }),
-  baseBuilder: permissionsFor("base-builder", "b1", { holder: "h1" }),
+  baseBuilder: permissionsFor("base-builder", "b1", { holder: "h1", volume: "v1" }),
   replica: permissionsFor("replica", "rp1", { volume: "v1", lanes: ["l0"] }),
 };
 

@@ -30,7 +30,7 @@ const essentials = (s: ControlState) => ({ holders: s.holders, obligations: s.ob
 test("junk committed with the controller's credentials is skipped by trusted readers as a counted unreadable_entry: state unchanged, the log still trusted, the controller commits on and a fresh reader agrees", async (t) => {
   const bus = await startSecuredBus([
     { key: "op", role: "operator", id: "op", scope: { commitRegions: [REGION] } },
-    { key: "c1", role: "controller", id: "c1", scope: { controlRegion: REGION, volumes: ["vol"] } },
+    { key: "c1", role: "controller", id: "c1", scope: { controlRegion: REGION, volumes: ["vol"], releaseTo: ["h1", "h2"] } },
   ]);
   try {
     const operator = signer("operator");

@@ -18,13 +18,13 @@ import {
   type SubjectPermissions,
 } from "../../security/index.ts";
 import { controlStreamName } from "../../transport/jetstream-control-log.ts";
-import { creditSubject, ctrlSubject, receiptSubject, releaseSubject, replicaCatchupSubject, statusSubject, unitSubject } from "../../protocol/subjects.ts";
+import { creditSubject, ctrlSubject, fetchSubject, receiptSubject, releaseSubject, replicaCatchupSubject, statusSubject, unitSubject } from "../../protocol/subjects.ts";
 
 const REGION = "r1";
 const writer = permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1", "h2"] }] });
 const h1 = permissionsFor("holder", "h1", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: ["h3"] }] });
 const h2 = permissionsFor("holder", "h2", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: [] }] });
-const controller = permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"] });
+const controller = permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"], releaseTo: ["h1", "h2", "h3"] });
 const repair = permissionsFor("repair", "r1", { controlRegion: REGION, volumes: ["v1"] });
 const operator = permissionsFor("operator", "op", {});
 const ALL: Record<string, SubjectPermissions> = { writer, h1, h2, controller, repair, operator };
@@ -38,8 +38,24 @@ test("pattern matching follows nats-server: * is one token, a final > one or mor
   t.false(patternCovers("a.b", "a.b.c"));
 });
 
-test("only the controller may publish release frontiers", (t) => {
+test("only the controller may publish release frontiers, and only to the holders of its volumes", (t) => {
   for (const [name, p] of Object.entries(ALL)) t.is(mayPublish(p, releaseSubject("h1")), name === "controller", name);
+  t.false(mayPublish(controller, releaseSubject("h9")), "not to a holder of another volume");
+});
+
+test("a fetch names its volume: the controller and repair fetch their volumes only, a base builder its holder's volume, the operator any", (t) => {
+  t.true(mayPublish(controller, fetchSubject("h1", "v1")));
+  t.false(mayPublish(controller, fetchSubject("h1", "v2")));
+  t.true(mayPublish(repair, fetchSubject("h2", "v1")));
+  t.false(mayPublish(repair, fetchSubject("h2", "v2")));
+  t.true(mayPublish(operator, fetchSubject("h2", "v2")));
+  const bb = permissionsFor("base-builder", "bb1", { holder: "h1", volume: "v1" });
+  t.true(mayPublish(bb, fetchSubject("h1", "v1")));
+  t.false(mayPublish(bb, fetchSubject("h1", "v2")));
+  t.false(mayPublish(bb, fetchSubject("h2", "v1")));
+  for (const name of ["writer", "h1", "h2"]) t.false(mayPublish(ALL[name]!, fetchSubject("h1", "v1")), name);
+  t.true(mayReceive(h1, fetchSubject("h1", "v2")), "a holder takes every fetch to it and checks the volume itself");
+  t.false(mayReceive(h1, fetchSubject("h2", "v1")));
 });
 
 test("only the controller may append to the control stream, and only the operator may create, delete or purge streams", (t) => {
@@ -47,10 +63,14 @@ test("only the controller may append to the control stream, and only the operato
     t.is(mayPublish(p, ctrlSubject(REGION)), name === "controller", `${name} append`);
     for (const op of ["CREATE", "DELETE", "PURGE", "UPDATE", "MSG.DELETE"]) t.is(mayPublish(p, `$JS.API.STREAM.${op}.${STREAM}`), name === "operator", `${name} ${op}`);
   }
-  // Every reader of the log may read it (stream info and ordered consumers).
+  // Every reader of the log may read it (stream info, entries by sequence, the subject's announcements), and create no consumer.
   for (const name of ["writer", "h1", "controller", "repair"]) {
     t.true(mayPublish(ALL[name]!, `$JS.API.STREAM.INFO.${STREAM}`), name);
-    t.true(mayPublish(ALL[name]!, `$JS.API.CONSUMER.CREATE.${STREAM}.abc`), name);
+    t.true(mayPublish(ALL[name]!, `$JS.API.STREAM.MSG.GET.${STREAM}`), name);
+    t.true(mayReceive(ALL[name]!, ctrlSubject(REGION)), name);
+    for (const api of [`CONSUMER.CREATE.${STREAM}`, `CONSUMER.CREATE.${STREAM}.abc`, `CONSUMER.CREATE.${STREAM}.abc.${ctrlSubject(REGION)}`, `CONSUMER.DURABLE.CREATE.${STREAM}.abc`, `CONSUMER.DELETE.${STREAM}.abc`, `CONSUMER.MSG.NEXT.${STREAM}.abc`]) {
+      t.false(mayPublish(ALL[name]!, `$JS.API.${api}`), `${name} ${api}`);
+    }
     t.false(mayPublish(ALL[name]!, `$JS.API.STREAM.INFO.OTHER`), `${name} reads only its region's stream`);
   }
 });
@@ -136,7 +156,7 @@ test("the status subject a writer listens to is its own volume's only", (t) => {
 });
 
 test("a base builder only announces bases to its own holder, and a replica only receives its volume's units", (t) => {
-  const bb = permissionsFor("base-builder", "bb1", { holder: "h1" });
+  const bb = permissionsFor("base-builder", "bb1", { holder: "h1", volume: "v1" });
   t.true(mayPublish(bb, "custody.v1.base.h1"));
   t.false(mayPublish(bb, "custody.v1.base.h2"));
   t.false(mayPublish(bb, unitSubject("h1", "v1", "l0")));

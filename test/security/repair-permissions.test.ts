@@ -10,12 +10,12 @@ const REGION = "r1";
 const ALL: Record<string, SubjectPermissions> = {
   writer: permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1"] }] }),
   holder: permissionsFor("holder", "h1", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: ["h3"] }] }),
-  controller: permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"] }),
-  otherController: permissionsFor("controller", "c2", { controlRegion: REGION, volumes: ["v2"] }),
+  controller: permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"], releaseTo: ["h1", "h2", "h3"] }),
+  otherController: permissionsFor("controller", "c2", { controlRegion: REGION, volumes: ["v2"], releaseTo: ["h9"] }),
   repair: permissionsFor("repair", "r1", { controlRegion: REGION, volumes: ["v1"] }),
   otherRepair: permissionsFor("repair", "r2", { controlRegion: REGION, volumes: ["v2"] }),
   operator: permissionsFor("operator", "op", { commitRegions: [REGION] }),
-  baseBuilder: permissionsFor("base-builder", "b1", { holder: "h1" }),
+  baseBuilder: permissionsFor("base-builder", "b1", { holder: "h1", volume: "v1" }),
   replica: permissionsFor("replica", "rp1", { volume: "v1", lanes: ["l0"] }),
 };
 
@@ -37,7 +37,8 @@ test("only the volume's controller hands out its repair tasks, and only the repa
   }
 });
 
-test("the repair principal still reads survivors' units and offers them to the replacement, as before", (t) => {
-  t.true(mayPublish(ALL.repair!, "custody.v1.fetch.h1"));
+test("the repair principal still reads survivors' units of its volumes (not others') and offers them to the replacement", (t) => {
+  t.true(mayPublish(ALL.repair!, "custody.v1.fetch.h1.v1"));
+  t.false(mayPublish(ALL.repair!, "custody.v1.fetch.h1.v2"));
   t.true(mayPublish(ALL.repair!, "custody.v1.transfer.h3"));
 });

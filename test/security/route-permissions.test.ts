@@ -5,7 +5,7 @@ import { probeSubject, routeSubject } from "../../protocol/subjects.ts";
 const REGION = "r1";
 const writer = permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1"] }] });
 const h1 = permissionsFor("holder", "h1", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: ["h3"] }] });
-const controller = permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"] });
+const controller = permissionsFor("controller", "c1", { controlRegion: REGION, volumes: ["v1"], releaseTo: ["h1", "h2", "h3"] });
 const operator = permissionsFor("operator", "op", {});
 const repair = permissionsFor("repair", "r1", { controlRegion: REGION, volumes: ["v1"] });
 

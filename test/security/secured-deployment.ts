@@ -44,7 +44,7 @@ const FIRST_HOPS = ["h1", "h2"];
 export const PRINCIPALS: PrincipalSpec[] = [
   { key: "w1", role: "writer", id: "w1", scope: { controlRegion: REGION, volume: VOL, lanes: [{ lane: LANE, firstHops: FIRST_HOPS }] } },
   ...Object.entries(HOLDERS).map(([id, [, , downstream]]): PrincipalSpec => ({ key: id, role: "holder", id, scope: { controlRegion: REGION, lanes: [{ volume: VOL, lane: LANE, downstream }] } })),
-  { key: "c1", role: "controller", id: "c1", scope: { controlRegion: REGION, volumes: [VOL] } },
+  { key: "c1", role: "controller", id: "c1", scope: { controlRegion: REGION, volumes: [VOL], releaseTo: Object.keys(HOLDERS) } },
   { key: "r1", role: "repair", id: "r1", scope: { controlRegion: REGION, volumes: [VOL] } },
   { key: "op", role: "operator", id: "op", scope: {} },
 ];
