@@ -26,6 +26,9 @@ import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
  *   for every receipt), custody is evacuated, and a violation is reported if the hold-up time ends first.
  * - draining: no new credit is promised; credited units are still admitted; custody ends only by
  *   release or transfer. Retires once nothing is retained.
+ * - fenced: the control log admitted a newer incarnation of this holder (one identity, one
+ *   process: issue #46). Checked on every refresh tick; the holder stops at once — no receipt,
+ *   credit, forward, fetch or release after it — and its process exits (runtime/run-holder.ts).
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -35,6 +38,7 @@ export const HolderState = {
   DegradedEvidence: "degraded_evidence",
   Draining: "draining",
   Retired: "retired",
+  Fenced: "fenced",
 } as const;
 export type HolderState = (typeof HolderState)[keyof typeof HolderState];
 
@@ -48,6 +52,8 @@ export interface HolderContext {
   readonly core: HolderCore;
   readonly moves: HolderCustodyMoves;
   startError?: string;
+  /** The newer incarnation the control log admitted, once this one is fenced by it. */
+  fencedBy?: number;
 }
 
 /** Operator events (besides the core's own inbound events). */
@@ -86,6 +92,11 @@ function laneSpawner(spawn: Spawner): SpawnLaneArena {
     ref.start();
     return ref;
   };
+}
+
+/** The incarnation of this holder the control log admitted last, as its peer directory knows it. */
+function admittedIncarnation(core: HolderCore): number | undefined {
+  return core.io.peers.incarnation(core.config.holderId);
 }
 
 function degradedBy(core: HolderCore, e: ProtectedRamEvidence): boolean {
@@ -187,6 +198,10 @@ export const holderMachine = setup({
     stopCore: ({ context }) => {
       void context.core.stop();
     },
+    recordFence: assign(({ context }) => {
+      context.core.counters.inc("fenced");
+      return { fencedBy: admittedIncarnation(context.core) };
+    }),
     recordStartFailure: ({ context, event }) => {
       context.startError = String((event as { error?: unknown }).error);
     },
@@ -201,6 +216,7 @@ export const holderMachine = setup({
       return !degradedBy(context.core, event.evidence);
     },
     drained: ({ context }) => context.core.empty,
+    superseded: ({ context }) => (admittedIncarnation(context.core) ?? 0) > context.core.config.incarnation,
   },
 }).createMachine({
   id: "holder",
@@ -221,7 +237,7 @@ export const holderMachine = setup({
     "transport.connection": { actions: "connectionChanged" },
     "timer.arm": { actions: "armTimer" },
     "timer.receipts": { actions: "flushDueReceipts" },
-    "timer.refresh": { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
+    "timer.refresh": [{ guard: "superseded", target: `.${HolderState.Fenced}` }, { actions: ["refreshReceipts", "resendDue", "relievePressure"] }],
     "resend.loaded": { actions: "resendLoaded" },
     "timer.seal": { actions: ["sealLane", "relievePressure"] },
     "timer.flush": { actions: "flushTick" },
@@ -272,6 +288,10 @@ export const holderMachine = setup({
     [HolderState.Retired]: {
       type: "final",
       entry: ["stopCore", "stopLaneArenas"],
+    },
+    [HolderState.Fenced]: {
+      type: "final",
+      entry: ["recordFence", "stopCore", "stopLaneArenas"],
     },
   },
 });

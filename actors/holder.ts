@@ -24,6 +24,8 @@ export interface Holder {
   readonly counters: Counters;
   /** Current lifecycle state. */
   state(): string;
+  /** The newer incarnation that fenced this one (the holder then serves nothing), else undefined. */
+  fencedBy(): number | undefined;
   /** The lanes it serves, as read-only views (reports, drains, metrics, the simulator's observer). */
   lanes(): HolderLaneView[];
   /** One lane it serves, or undefined. */
@@ -183,6 +185,7 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     actor,
     counters: core.counters,
     state: () => String(actor.getSnapshot().value),
+    fencedBy: () => actor.getSnapshot().context.fencedBy,
     lanes: () => [...core.lanes.values()].map((hl) => new LaneView(hl)),
     lane: (volume, lane) => {
       const hl = core.lanes.get(holderLaneKey(volume, lane));

@@ -20,6 +20,7 @@ function row(s: ProcessStats): Record<string, unknown> {
     role: s.role,
     id: s.id,
     inc: s.incarnation ?? "",
+    state: s.fencedBy !== undefined ? `FENCED by #${s.fencedBy}` : "serving",
     pid: s.pid,
     "up s": Math.round(s.uptimeMs / 1000),
     "rss MB": Math.round(s.rssBytes / 2 ** 20),

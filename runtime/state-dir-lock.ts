@@ -1,0 +1,195 @@
+import { randomUUID } from "node:crypto";
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { CustodyError } from "../core/index.ts";
+
+/**
+ * One process per state directory (issue #46): a role that keeps state takes `<dir>/custody.lock`
+ * for its whole life, and a second start on the same directory is refused, naming the process
+ * that holds it. Node has no flock, so the lock is a file that says who holds it — pid, the
+ * process's start time (from /proc, which defeats pid reuse), role, id and incarnation — and is
+ * believed only while that process lives: a lock left by a SIGKILLed process (or a host that
+ * rebooted) is stale and is broken by the next start.
+ *
+ * - Taking it is atomic: the full record is written to a private temporary file and hard-linked
+ *   to the lock's name (link fails when the name exists), so a lock file is never half-written.
+ * - Breaking a stale one moves it aside under a unique name and checks that what was moved is the
+ *   record judged stale; if another start replaced it meanwhile, that live record is linked back.
+ * - It is removed when the process stops or exits; what is left after a kill is judged stale.
+ */
+
+/** The lock file's name inside a role's state directory. */
+export const LOCK_FILE = "custody.lock";
+
+/** Who holds a state directory, as its lock file says. */
+export interface LockHolder {
+  readonly pid: number;
+  /** The process's start time in clock ticks since boot (/proc/<pid>/stat field 22), null where /proc is absent. */
+  readonly start: number | null;
+  readonly role: string;
+  readonly id: string;
+  /** The incarnation (a writer's term) it claimed, once claimed. */
+  readonly incarnation?: number;
+  /** Wall-clock ms when it took the lock. */
+  readonly at: number;
+  /** Unique per lock taken, so a record is never mistaken for another. */
+  readonly token: string;
+}
+
+/** Thrown when another live process holds the state directory: the start changes nothing. */
+export class StateDirLockedError extends CustodyError {
+  constructor(readonly dir: string, readonly holder: LockHolder) {
+    const what = holder.incarnation === undefined ? "" : ` ${holder.role === "writer" ? "term" : "incarnation"} ${holder.incarnation}`;
+    super("state_dir_locked", `${dir} is held by pid ${holder.pid} (${holder.role} ${holder.id}${what})`, { dir, pid: holder.pid, role: holder.role, id: holder.id, ...(holder.incarnation !== undefined ? { incarnation: holder.incarnation } : {}) });
+  }
+}
+
+/** A state-directory lock this process holds. */
+export interface StateDirLock {
+  readonly path: string;
+  /** Records the incarnation (or term) this process claimed, so a refused start can name it. */
+  claimed(incarnation: number): void;
+  /** Removes the lock if it is still ours. Idempotent; also runs when the process exits. */
+  release(): void;
+}
+
+/** Start time of `pid` in clock ticks since boot, or null when /proc does not say (not Linux, gone). */
+export function processStart(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // fields[0] is field 3 (state): a zombie has exited and holds nothing.
+    if (fields[0] === "Z" || fields[0] === "X") return null;
+    const start = Number(fields[19]);
+    return Number.isFinite(start) ? start : null;
+  } catch {
+    return null;
+  }
+}
+
+/** True while the process a lock record names still runs (the same process, not a reused pid). */
+export function holderAlive(h: Pick<LockHolder, "pid" | "start">): boolean {
+  try {
+    process.kill(h.pid, 0);
+  } catch (err) {
+    // EPERM: it exists under another user; anything else (ESRCH): gone.
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const now = processStart(h.pid);
+  if (h.start === null) return now !== null || !procAvailable();
+  return now === h.start;
+}
+
+function procAvailable(): boolean {
+  return processStart(process.pid) !== null;
+}
+
+function parseHolder(raw: string): LockHolder | undefined {
+  try {
+    const v = JSON.parse(raw) as Partial<LockHolder>;
+    if (typeof v.pid !== "number" || !Number.isSafeInteger(v.pid) || v.pid <= 0 || typeof v.token !== "string") return undefined;
+    return { pid: v.pid, start: typeof v.start === "number" ? v.start : null, role: String(v.role ?? "?"), id: String(v.id ?? "?"), ...(typeof v.incarnation === "number" ? { incarnation: v.incarnation } : {}), at: Number(v.at ?? 0), token: v.token };
+  } catch {
+    return undefined;
+  }
+}
+
+function readRaw(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
+/** Writes `record` to a fresh file next to `path` (synced) and returns its name. */
+function writeTemp(path: string, record: LockHolder): string {
+  const tmp = `${path}.${process.pid}.${randomUUID()}.tmp`;
+  const fd = openSync(tmp, "wx", 0o644);
+  try {
+    writeSync(fd, JSON.stringify(record) + "\n");
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return tmp;
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Moves a stale lock aside. Returns when the name is free of it (or was already taken by another
+ * start, which the caller then finds alive or stale on its next attempt).
+ */
+function breakStale(path: string, staleRaw: string): void {
+  const aside = `${path}.stale.${process.pid}.${randomUUID()}`;
+  try {
+    renameSync(path, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw err;
+  }
+  const moved = readRaw(aside);
+  if (moved !== staleRaw) {
+    // Another start broke the same stale lock and took the name first: put its record back.
+    try {
+      linkSync(aside, path);
+    } catch {
+      // a third start holds the name now; it decides for itself
+    }
+  }
+  unlinkQuietly(aside);
+}
+
+/**
+ * Takes the lock of state directory `dir` (creating the directory) for this process, as `role`
+ * `id`. Throws StateDirLockedError when a live process holds it; a stale lock is broken.
+ */
+export function lockStateDir(dir: string, owner: { role: string; id: string }): StateDirLock {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, LOCK_FILE);
+  let record: LockHolder = { pid: process.pid, start: processStart(process.pid), role: owner.role, id: owner.id, at: Date.now(), token: randomUUID() };
+  for (let attempt = 0; ; attempt++) {
+    const tmp = writeTemp(path, record);
+    try {
+      linkSync(tmp, path);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    } finally {
+      unlinkQuietly(tmp);
+    }
+    const raw = readRaw(path);
+    if (raw === undefined) continue; // released meanwhile
+    const held = parseHolder(raw);
+    if (held !== undefined && held.token !== record.token && holderAlive(held)) throw new StateDirLockedError(dir, held);
+    // A few rounds are enough: each one either takes the lock, finds a live holder or breaks a stale one.
+    if (attempt >= 8) throw new StateDirLockedError(dir, held ?? { ...record, pid: 0, role: "unknown", id: "unreadable lock" });
+    breakStale(path, raw);
+  }
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    process.removeListener("exit", release);
+    if (parseHolder(readRaw(path) ?? "")?.token === record.token) unlinkQuietly(path);
+  };
+  process.on("exit", release);
+  return {
+    path,
+    claimed(incarnation) {
+      if (released) return;
+      record = { ...record, incarnation };
+      renameSync(writeTemp(path, record), path);
+    },
+    release,
+  };
+}
