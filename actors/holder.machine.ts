@@ -8,6 +8,7 @@ import type { LaneArenaInput } from "./lane-arena-events.ts";
 import type { SpawnLaneArena } from "./holder/holder-lane.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
 import { answerAudit } from "./holder/audit-responder.ts";
+import { handOver } from "./holder/holder-handover.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 
@@ -28,7 +29,8 @@ import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
  *   release or transfer. Retires once nothing is retained.
  * - fenced: the control log admitted a newer incarnation of this holder (one identity, one
  *   process: issue #46). Checked on every refresh tick; the holder stops at once — no receipt,
- *   credit, forward, fetch or release after it — and its process exits (runtime/run-holder.ts).
+ *   credit, forward, fetch or release after it — hands what it retains to the newer incarnation
+ *   (holder/holder-handover.ts) and retires; its process exits (runtime/run-holder.ts).
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -115,6 +117,7 @@ export const holderMachine = setup({
   },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
+    handOver: fromPromise(async ({ input }: { input: { core: HolderCore } }) => handOver(input.core)),
     laneArena: laneArenaIngressLogic,
   },
   actions: {
@@ -197,6 +200,10 @@ export const holderMachine = setup({
     stopGranting: ({ context }) => guarded(context, () => context.core.stopGranting()),
     stopCore: ({ context }) => {
       void context.core.stop();
+    },
+    /** Stops serving at once but keeps the spill stream open for the handover. */
+    quiesceCore: ({ context }) => {
+      void context.core.stop(true);
     },
     recordFence: assign(({ context }) => {
       context.core.counters.inc("fenced");
@@ -290,8 +297,15 @@ export const holderMachine = setup({
       entry: ["stopCore", "stopLaneArenas"],
     },
     [HolderState.Fenced]: {
-      type: "final",
-      entry: ["recordFence", "stopCore", "stopLaneArenas"],
+      entry: ["recordFence", "quiesceCore"],
+      invoke: {
+        src: "handOver",
+        input: ({ context }) => ({ core: context.core }),
+        onDone: HolderState.Retired,
+        onError: HolderState.Retired,
+      },
+      // Nothing it receives or was due to do counts any more (no receipt, credit, release or flush).
+      on: { retire: HolderState.Retired, "*": {} },
     },
   },
 });

@@ -15,12 +15,12 @@ export class HolderFencedError extends CustodyError {
   }
 }
 
-/** Resolves once `holder` is fenced (never, if it stops otherwise). */
+/** Resolves once `holder` is fenced and has handed over what it retained (never, if it stops otherwise). */
 export function whenFenced(holder: Holder): Promise<HolderFencedError> {
   return new Promise((resolve) => {
     const check = (): boolean => {
       const by = holder.fencedBy();
-      if (by === undefined) return false;
+      if (by === undefined || holder.actor.getSnapshot().status !== "done") return false;
       resolve(new HolderFencedError(holder.id, holder.incarnation, by));
       return true;
     };

@@ -47,7 +47,8 @@ const SITES: Record<string, Site> = {
   /** Holds the genesis base only (no holder process): no scenario reaches it. */
   "s-v": site("s-v", "r1", "az9"),
 };
-const CHAIN: Record<string, { site: string; upstream: string[]; downstream: string[] }> = {
+type Chain = Record<string, { site: string; upstream: string[]; downstream: string[] }>;
+const CHAIN: Chain = {
   h1: { site: "s-1", upstream: ["w1"], downstream: ["h2"] },
   h2: { site: "s-2", upstream: ["h1"], downstream: [] },
 };
@@ -104,13 +105,16 @@ interface Rig {
   metCut(): number;
 }
 
-async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown): void }, volume: string): Promise<Rig> {
+/** h2 alone, fed by the writer: once h2 receipts a unit, the writer forgets it (no upstream can re-send). */
+const SOLE: Chain = { h2: { site: "s-2", upstream: ["w1"], downstream: [] } };
+
+async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown): void }, volume: string, chain: Chain = CHAIN): Promise<Rig> {
   const url = t.context.nats.url;
   const region = `r-${volume}`;
   const dir = tempDir("custody-identity-");
   const keys: Record<string, Uint8Array> = {};
   const holderFiles: Record<string, string> = {};
-  for (const [id, h] of Object.entries(CHAIN)) {
+  for (const [id, h] of Object.entries(chain)) {
     const kp = generateHolderKeyPair();
     keys[id] = kp.publicKey;
     const keyFile = join(dir, `${id}.key`);
@@ -131,7 +135,7 @@ async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown)
   const ct = await NatsTransport.connect({ servers: url, name: `ctl-${volume}` });
   t.context.defer(() => ct.close());
   const { log: store } = await initJetStreamControlLog(ct.connection, { region });
-  await Promise.all(Object.keys(CHAIN).map((id) => start(id)));
+  await Promise.all(Object.keys(chain).map((id) => start(id)));
   const config: ControllerConfig = {
     controllerId: "ctl",
     region,
@@ -143,7 +147,7 @@ async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown)
       lanes: [LANE],
       writerSite: "s-w",
       sites: Object.values(SITES),
-      holderSites: { vault: "s-v", ...Object.fromEntries(Object.entries(CHAIN).map(([id, h]) => [id, h.site])) },
+      holderSites: { vault: "s-v", ...Object.fromEntries(Object.entries(chain).map(([id, h]) => [id, h.site])) },
       bases: [{ id: "genesis", holder: "vault", cut: { [LANE]: 0 }, bytes: 0 }],
       keyAuthorities: [{ id: "ka", site: "s-v" }],
       // Every site reaches every other: a scenario's recovery time is bounded, so "met" can be reached.
@@ -158,8 +162,8 @@ async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown)
   const controller = await startController(config, { transport: ct, clock: systemClock, store });
   t.context.defer(() => controller.stop());
   await controller.bootstrap(
-    Object.entries(CHAIN).map(([id, h]) => ({ holderId: id, incarnation: 1, publicKey: keys[id]!, failureDomain: `r1/${SITES[h.site]!.az}/${SITES[h.site]!.host}` })),
-    Object.keys(CHAIN),
+    Object.entries(chain).map(([id, h]) => ({ holderId: id, incarnation: 1, publicKey: keys[id]!, failureDomain: `r1/${SITES[h.site]!.az}/${SITES[h.site]!.host}` })),
+    Object.keys(chain),
   );
 
   const wt = await NatsTransport.connect({ servers: url, name: `w1-${volume}` });
@@ -175,9 +179,9 @@ async function deploy(t: { context: NatsTestContext; teardown(fn: () => unknown)
       writerId: "w1",
       volume,
       term: 1,
-      lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: ["h1"] }],
+      lanes: [{ lane: LANE, fromLba: 0, toLba: BLOCKS - 1, holders: Object.keys(chain).filter((id) => chain[id]!.upstream.includes("w1")) }],
       contracts: [],
-      holderSites: Object.fromEntries(Object.entries(CHAIN).map(([id, h]) => [id, SITES[h.site]!])),
+      holderSites: Object.fromEntries(Object.entries(chain).map(([id, h]) => [id, SITES[h.site]!])),
       topologyEpoch: 1,
       policyGeneration: 1,
       resendAfterMs: 300,
@@ -229,8 +233,9 @@ test.serial("the same holder config started twice: the second exits 5 naming the
   t.is(readFileSync(join(r.dir, "h2", "incarnation")).length, 12, "the incarnation file is the first start's");
 });
 
-test.serial("the same identity started elsewhere fences the running one: it exits 3, and the new incarnation is refilled to the writer's head with the scenario met", async (t) => {
-  const r = await deploy(t, "vol-elsewhere");
+for (const [name, chain] of [["behind an upstream holder", CHAIN], ["as the writer's only holder", SOLE]] as const)
+test.serial(`the same identity started elsewhere (${name}) fences the running one: it exits 3, and the new incarnation is refilled to the writer's head with the scenario met`, async (t) => {
+  const r = await deploy(t, `vol-elsewhere-${Object.keys(chain).length}`, chain);
   const head1 = await r.write(40);
   await eventually(() => r.metCut() >= head1, `h2 alone holds through ${head1}`, 20_000);
   const old = r.spawned.get("h2")!;
