@@ -8,7 +8,7 @@ import type { LaneArenaInput } from "./lane-arena-events.ts";
 import type { SpawnLaneArena } from "./holder/holder-lane.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
 import { answerAudit } from "./holder/audit-responder.ts";
-import { handOver } from "./holder/holder-handover.ts";
+import { handOver, type HandoverReport } from "./holder/holder-handover.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 
@@ -56,6 +56,8 @@ export interface HolderContext {
   startError?: string;
   /** The newer incarnation the control log admitted, once this one is fenced by it. */
   fencedBy?: number;
+  /** What the fenced holder handed to the newer incarnation, once done. */
+  handover?: HandoverReport;
 }
 
 /** Operator events (besides the core's own inbound events). */
@@ -117,7 +119,7 @@ export const holderMachine = setup({
   },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
-    handOver: fromPromise(async ({ input }: { input: { core: HolderCore } }) => handOver(input.core)),
+    handOver: fromPromise(async ({ input }: { input: { core: HolderCore; by: number } }) => handOver(input.core, input.by)),
     laneArena: laneArenaIngressLogic,
   },
   actions: {
@@ -300,8 +302,8 @@ export const holderMachine = setup({
       entry: ["recordFence", "quiesceCore"],
       invoke: {
         src: "handOver",
-        input: ({ context }) => ({ core: context.core }),
-        onDone: HolderState.Retired,
+        input: ({ context }) => ({ core: context.core, by: context.fencedBy! }),
+        onDone: { target: HolderState.Retired, actions: assign({ handover: ({ event }) => event.output }) },
         onError: HolderState.Retired,
       },
       // Nothing it receives or was due to do counts any more (no receipt, credit, release or flush).

@@ -1,4 +1,4 @@
-import type { Holder } from "../actors/index.ts";
+import type { HandoverReport, Holder } from "../actors/index.ts";
 import { CustodyError } from "../core/index.ts";
 
 /**
@@ -10,8 +10,9 @@ import { CustodyError } from "../core/index.ts";
 
 /** Why a fenced holder process ends (printed as its one error line). */
 export class HolderFencedError extends CustodyError {
-  constructor(readonly holderId: string, readonly incarnation: number, readonly by: number) {
-    super("holder_fenced", `holder ${holderId} incarnation ${incarnation} is fenced by incarnation ${by} (admitted in the control log); it stopped serving and exits`, { holderId, incarnation, by });
+  constructor(readonly holderId: string, readonly incarnation: number, readonly by: number, handover: HandoverReport | undefined) {
+    const handed = handover === undefined ? "its handover failed" : `handed ${handover.offeredUnits} units to it${handover.unconfirmedSeqs > 0 ? ` (${handover.unconfirmedSeqs} sequences NOT confirmed by it)` : ""}`;
+    super("holder_fenced", `holder ${holderId} incarnation ${incarnation} is fenced by incarnation ${by} (admitted in the control log); it stopped serving, ${handed}, and exits`, { holderId, incarnation, by, ...(handover ?? {}) });
   }
 }
 
@@ -21,7 +22,7 @@ export function whenFenced(holder: Holder): Promise<HolderFencedError> {
     const check = (): boolean => {
       const by = holder.fencedBy();
       if (by === undefined || holder.actor.getSnapshot().status !== "done") return false;
-      resolve(new HolderFencedError(holder.id, holder.incarnation, by));
+      resolve(new HolderFencedError(holder.id, holder.incarnation, by, holder.handover()));
       return true;
     };
     if (check()) return;
