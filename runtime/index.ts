@@ -1,6 +1,7 @@
 /** Public surface of `runtime/`: running one role as a process (`custody run`), its config, stats and metrics. */
 export { readPublicKeyHex } from "./control-trust-files.ts";
 export { serveMetrics, type MetricsOptions, type MetricsSource } from "./metrics-endpoint.ts";
+export { checkMetricsPortFree, MetricsPortInUseError } from "./metrics-port-check.ts";
 export { gatherProcessStats, listProcesses, type ProcessStats } from "./process-stats.ts";
 export { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, metricsSchema, natsRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema, type MetricsConfig, type NatsRoleConfig, type RepairRoleConfig } from "./role-config.ts";
 export { runBaseBuilder } from "./run-base-builder.ts";

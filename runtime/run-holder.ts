@@ -21,6 +21,7 @@ import { HolderMetrics } from "./metrics-holder.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
 import { CustodyError } from "../core/index.ts";
 import { lockStateDir } from "./state-dir-lock.ts";
+import { checkMetricsPortFree } from "./metrics-port-check.ts";
 import { whenFenced, type HolderFencedError } from "./holder-fencing.ts";
 
 /** Thrown (and the process exits 2) when the NATS connection closes for good: a process must never run deaf. */
@@ -59,10 +60,14 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   // One process per state directory, before anything else: a second start is refused here and
   // claims no incarnation, opens no spill stream and connects nowhere (StateDirLockedError).
   const lock = lockStateDir(cfg.stateDir, { role: "holder", id: String(holderCfg.holderId) });
-  const { transport, lost } = await connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`).catch((err: unknown) => {
-    lock.release();
-    throw err;
-  });
+  // A second copy here with another state directory would ask to be admitted (fencing the running
+  // one) before it found its metrics port taken: it fails now instead (MetricsPortInUseError).
+  const { transport, lost } = await (cfg.metrics ? checkMetricsPortFree(cfg.metrics) : Promise.resolve())
+    .then(() => connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`))
+    .catch((err: unknown) => {
+      lock.release();
+      throw err;
+    });
   const tracing = startRoleTracing(cfg.spanFile, "holder", String(holderCfg.holderId), cfg.links ? { "custody.site": cfg.links.site } : {});
   // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus directly.
   const probing = withRouteProbing(shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")), cfg.probe, cfg.links, String(holderCfg.holderId));
