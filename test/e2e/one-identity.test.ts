@@ -20,6 +20,7 @@ import { startController, type Controller } from "../../actors/controller.ts";
 import type { ControllerConfig } from "../../actors/controller/controller-config.ts";
 import { startVolumeWriter } from "../../actors/volume-writer.ts";
 import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";
+import { lastIncarnation } from "../../actors/holder/incarnation.ts";
 import { systemClock } from "../../core/clock.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
@@ -230,7 +231,7 @@ test.serial("the same holder config started twice: the second exits 5 naming the
   await eventually(() => r.metCut() >= head2, `h2#1 keeps serving through ${head2}`, 20_000);
   t.is(r.controller.controlState().holders.h2?.incarnation, 1);
   t.is(r.spawned.get("h2")!.child.exitCode, null);
-  t.is(readFileSync(join(r.dir, "h2", "incarnation")).length, 12, "the incarnation file is the first start's");
+  t.is(await lastIncarnation(nodeFileLayer, join(r.dir, "h2")), first.incarnation, "the refused start claimed no incarnation");
 });
 
 for (const [name, chain] of [["behind an upstream holder", CHAIN], ["as the writer's only holder", SOLE]] as const)
