@@ -53,6 +53,10 @@ export interface StateDirLock {
   release(): void;
 }
 
+/** Releases of the locks this process holds, run at exit (one listener for all of them). */
+const heldLocks = new Set<() => void>();
+let exitHooked = false;
+
 /** Start time of `pid` in clock ticks since boot, or null when /proc does not say (not Linux, gone). */
 export function processStart(pid: number): number | null {
   try {
@@ -179,10 +183,14 @@ export function lockStateDir(dir: string, owner: { role: string; id: string }): 
   const release = (): void => {
     if (released) return;
     released = true;
-    process.removeListener("exit", release);
+    heldLocks.delete(release);
     if (parseHolder(readRaw(path) ?? "")?.token === record.token) unlinkQuietly(path);
   };
-  process.on("exit", release);
+  heldLocks.add(release);
+  if (heldLocks.size === 1 && !exitHooked) {
+    exitHooked = true;
+    process.on("exit", () => [...heldLocks].forEach((r) => r()));
+  }
   return {
     path,
     claimed(incarnation) {
