@@ -9,7 +9,7 @@ export { runController } from "./run-controller.ts";
 export { runRepairWorker, type RunningRepairWorker } from "./run-repair.ts";
 export { ConnectionLostError, runHolder } from "./run-holder.ts";
 export { HolderFencedError } from "./holder-fencing.ts";
-export { lockStateDir, StateDirLockedError, LOCK_FILE, type StateDirLock, type LockHolder } from "./state-dir-lock.ts";
+export { currentLock, lockStateDir, StateDirLockedError, LOCK_PREFIX, type StateDirLock, type LockHolder } from "./state-dir-lock.ts";
 export { runWriter } from "./run-writer.ts";
 export { readAckLog, workloadBlock, workloadWrite, type AckedWrite } from "./workload.ts";
 export { connectRole } from "./connect.ts";

@@ -1,25 +1,28 @@
 import { randomUUID } from "node:crypto";
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { CustodyError } from "../core/index.ts";
 
 /**
- * One process per state directory (issue #46): a role that keeps state takes `<dir>/custody.lock`
- * for its whole life, and a second start on the same directory is refused, naming the process
- * that holds it. Node has no flock, so the lock is a file that says who holds it — pid, the
- * process's start time (from /proc, which defeats pid reuse), role, id and incarnation — and is
- * believed only while that process lives: a lock left by a SIGKILLed process (or a host that
- * rebooted) is stale and is broken by the next start.
+ * One process per state directory (issue #46): a role that keeps state takes a lock file in its
+ * directory for its whole life, and a second start on the same directory is refused, naming the
+ * process that holds it. Node has no flock, so the lock is a file that says who holds it — pid,
+ * the process's start time (from /proc, which defeats pid reuse), role, id and incarnation — and
+ * is believed only while that process lives: a lock left by a SIGKILLed process (or a host that
+ * rebooted) is stale and is taken over by the next start.
  *
- * - Taking it is atomic: the full record is written to a private temporary file and hard-linked
- *   to the lock's name (link fails when the name exists), so a lock file is never half-written.
- * - Breaking a stale one moves it aside under a unique name and checks that what was moved is the
- *   record judged stale; if another start replaced it meanwhile, that live record is linked back.
+ * - Locks are numbered: `custody.lock.<n>`; the highest number present is the lock. A start takes
+ *   `n + 1` when `n` is stale (or none exists), by writing its full record to a private temporary
+ *   file and hard-linking it to that name: link fails when the name exists, so of several starts
+ *   racing over one stale lock exactly one wins, and no lock file is ever half-written. A start
+ *   that loses the race reads the winner's lock and is refused.
+ * - The winner removes the lower numbers (stale by then); nothing ever renames or removes a lock
+ *   another live process holds.
  * - It is removed when the process stops or exits; what is left after a kill is judged stale.
  */
 
-/** The lock file's name inside a role's state directory. */
-export const LOCK_FILE = "custody.lock";
+/** The lock files' common prefix inside a role's state directory (`custody.lock.<n>`). */
+export const LOCK_PREFIX = "custody.lock.";
 
 /** Who holds a state directory, as its lock file says. */
 export interface LockHolder {
@@ -129,56 +132,60 @@ function unlinkQuietly(path: string): void {
   }
 }
 
-/**
- * Moves a stale lock aside. Returns when the name is free of it (or was already taken by another
- * start, which the caller then finds alive or stale on its next attempt).
- */
-function breakStale(path: string, staleRaw: string): void {
-  const aside = `${path}.stale.${process.pid}.${randomUUID()}`;
+/** The lock numbers present in `dir`, highest first. */
+function lockNumbers(dir: string): number[] {
+  let names: string[];
   try {
-    renameSync(path, aside);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw err;
+    names = readdirSync(dir);
+  } catch {
+    return [];
   }
-  const moved = readRaw(aside);
-  if (moved !== staleRaw) {
-    // Another start broke the same stale lock and took the name first: put its record back.
-    try {
-      linkSync(aside, path);
-    } catch {
-      // a third start holds the name now; it decides for itself
-    }
+  return names
+    .filter((n) => n.startsWith(LOCK_PREFIX) && /^[1-9]\d{0,14}$/.test(n.slice(LOCK_PREFIX.length)))
+    .map((n) => Number(n.slice(LOCK_PREFIX.length)))
+    .sort((a, b) => b - a);
+}
+
+/** The current lock of `dir` (the highest number) and what it says, or undefined when there is none. */
+export function currentLock(dir: string): { readonly n: number; readonly path: string; readonly holder: LockHolder | undefined } | undefined {
+  for (let tries = 0; tries < 8; tries++) {
+    const n = lockNumbers(dir)[0];
+    if (n === undefined) return undefined;
+    const path = join(dir, `${LOCK_PREFIX}${n}`);
+    const raw = readRaw(path);
+    // Gone between listing and reading: released, or cleaned up by a newer lock; look again.
+    if (raw !== undefined) return { n, path, holder: parseHolder(raw) };
   }
-  unlinkQuietly(aside);
+  return undefined;
 }
 
 /**
  * Takes the lock of state directory `dir` (creating the directory) for this process, as `role`
- * `id`. Throws StateDirLockedError when a live process holds it; a stale lock is broken.
+ * `id`. Throws StateDirLockedError when a live process holds it; a stale lock is taken over.
  */
 export function lockStateDir(dir: string, owner: { role: string; id: string }): StateDirLock {
   mkdirSync(dir, { recursive: true });
-  const path = join(dir, LOCK_FILE);
   let record: LockHolder = { pid: process.pid, start: processStart(process.pid), role: owner.role, id: owner.id, at: Date.now(), token: randomUUID() };
-  for (let attempt = 0; ; attempt++) {
-    const tmp = writeTemp(path, record);
+  let mine: { n: number; path: string } | undefined;
+  // A few rounds are enough: each one takes the lock, finds a live holder, or lost a race and looks again.
+  for (let attempt = 0; mine === undefined; attempt++) {
+    const cur = currentLock(dir);
+    if (cur?.holder !== undefined && holderAlive(cur.holder)) throw new StateDirLockedError(dir, cur.holder);
+    if (attempt >= 8) throw new StateDirLockedError(dir, cur?.holder ?? { ...record, pid: 0, role: "unknown", id: "unreadable lock" });
+    const n = (cur?.n ?? 0) + 1;
+    const tmp = writeTemp(join(dir, `${LOCK_PREFIX}tmp`), record);
     try {
-      linkSync(tmp, path);
-      break;
+      linkSync(tmp, join(dir, `${LOCK_PREFIX}${n}`));
+      mine = { n, path: join(dir, `${LOCK_PREFIX}${n}`) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     } finally {
       unlinkQuietly(tmp);
     }
-    const raw = readRaw(path);
-    if (raw === undefined) continue; // released meanwhile
-    const held = parseHolder(raw);
-    if (held !== undefined && held.token !== record.token && holderAlive(held)) throw new StateDirLockedError(dir, held);
-    // A few rounds are enough: each one either takes the lock, finds a live holder or breaks a stale one.
-    if (attempt >= 8) throw new StateDirLockedError(dir, held ?? { ...record, pid: 0, role: "unknown", id: "unreadable lock" });
-    breakStale(path, raw);
   }
+  const { n: held, path } = mine;
+  // The lower numbers are stale (the highest was, and we hold the one above it): clean them up.
+  for (const n of lockNumbers(dir)) if (n < held) unlinkQuietly(join(dir, `${LOCK_PREFIX}${n}`));
   let released = false;
   const release = (): void => {
     if (released) return;

@@ -32,7 +32,7 @@ import { initJetStreamControlLog } from "../../transport/jetstream-control-log.t
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { EXIT_FENCED, EXIT_STATE_DIR_LOCKED } from "../../cli/commands/run.ts";
-import { LOCK_FILE } from "../../runtime/state-dir-lock.ts";
+import { currentLock } from "../../runtime/state-dir-lock.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, e2eHolderConfig, eventually, site, tempDir } from "./e2e-fixture.ts";
 
@@ -273,11 +273,11 @@ test.serial("a lock left by a SIGKILLed holder does not block its restart", asyn
   const head1 = await r.write(10);
   await eventually(() => r.metCut() >= head1, `h2 alone holds through ${head1}`, 20_000);
   await killed(r.spawned.get("h2")!.child);
-  t.like(JSON.parse(readFileSync(join(r.dir, "h2", LOCK_FILE), "utf8")), { role: "holder", id: "h2", incarnation: 1 }, "the kill left the lock behind");
+  t.like(currentLock(join(r.dir, "h2"))?.holder, { role: "holder", id: "h2", incarnation: 1 }, "the kill left the lock behind");
 
   const again = await r.start("h2");
   t.is((await again.ready).incarnation, 2);
-  t.like(JSON.parse(readFileSync(join(r.dir, "h2", LOCK_FILE), "utf8")), { pid: again.child.pid, incarnation: 2 });
+  t.like(currentLock(join(r.dir, "h2"))?.holder, { pid: again.child.pid, incarnation: 2 });
   const head2 = await r.write(10);
   await eventually(() => r.metCut() >= head2, `h2#2 holds through ${head2}`, 30_000);
 });
