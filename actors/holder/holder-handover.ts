@@ -70,11 +70,13 @@ export async function handOver(core: HolderCore, by: number): Promise<HandoverRe
   );
   let offeredUnits = 0;
   let offerId = 0;
+  // A flush waits for the server; a connection that is down must not hold the process for ever.
+  const flushed = () => Promise.race([transport.flush().catch(() => undefined), new Promise<void>((resolve) => clock.setTimeout(() => resolve(), HANDOVER_RETRY_MS))]);
   try {
-    await transport.flush();
+    await flushed();
     for (let round = 0; round < HANDOVER_ROUNDS && !done(); round++) {
       for (const hl of core.lanes.values()) offeredUnits += await offerLane(core, hl, missing(hl), () => ++offerId);
-      await transport.flush();
+      await flushed();
       await new Promise<void>((resolve) => {
         wake = resolve;
         clock.setTimeout(() => resolve(), HANDOVER_RETRY_MS);

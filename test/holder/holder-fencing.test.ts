@@ -10,6 +10,7 @@ import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { decodeMessage } from "../../protocol/wire/index.ts";
 import { receiptSubject } from "../../protocol/subjects.ts";
+import { HANDOVER_RETRY_MS, HANDOVER_ROUNDS } from "../../actors/holder/holder-handover.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
@@ -55,4 +56,23 @@ test.serial("a holder fenced by its newer incarnation stops serving, hands what 
   t.is(newer.holder.fencedBy(), undefined);
   t.is(newer.holder.state(), "serving");
   t.is(receiptsOf.get(1), receiptsWhenFenced, "no receipt of h2#1 after it was fenced");
+});
+
+test.serial("a fenced holder whose newer incarnation never receipts offers again each round and reports what stayed unconfirmed", async (t) => {
+  const url = t.context.nats.url;
+  const keys = new KeyRing();
+  const old = await launchHolder(url, keys, holderConfig("h3", { incarnation: 1 }));
+  t.teardown(() => old.close());
+  const wt = await transport(url, "w1");
+  t.teardown(() => wt.close());
+  const w = new Writer(wt, "h3");
+  for (let i = 1; i <= 10; i++) w.send(unit(i));
+  await eventually(() => old.holder.lane(VOLUME, LANE)!.retained.covers(1, 10), "h3#1 holds 1-10");
+  w.sender.close();
+  // The log admits h3#2, which never comes up: nobody takes the offers.
+  keys.add("h3", 2);
+  await eventually(() => old.holder.actor.getSnapshot().status === "done", "h3#1 is done", 5_000 + HANDOVER_ROUNDS * HANDOVER_RETRY_MS * 2);
+  t.is(old.holder.fencedBy(), 2);
+  t.deepEqual(old.holder.handover(), { offeredUnits: 10 * HANDOVER_ROUNDS, unconfirmedSeqs: 10 });
+  t.is(old.holder.counters.get("handover_unconfirmed_seqs"), 10);
 });
