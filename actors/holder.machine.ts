@@ -8,6 +8,7 @@ import type { LaneArenaInput } from "./lane-arena-events.ts";
 import type { SpawnLaneArena } from "./holder/holder-lane.ts";
 import { answerFetch } from "./holder/fetch-service.ts";
 import { answerAudit } from "./holder/audit-responder.ts";
+import { handOver, type HandoverReport } from "./holder/holder-handover.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
 import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
 
@@ -26,6 +27,10 @@ import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
  *   for every receipt), custody is evacuated, and a violation is reported if the hold-up time ends first.
  * - draining: no new credit is promised; credited units are still admitted; custody ends only by
  *   release or transfer. Retires once nothing is retained.
+ * - fenced: the control log admitted a newer incarnation of this holder (one identity, one
+ *   process: issue #46). Checked on every refresh tick; the holder stops at once — no receipt,
+ *   credit, forward, fetch or release after it — hands what it retains to the newer incarnation
+ *   (holder/holder-handover.ts) and retires; its process exits (runtime/run-holder.ts).
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -35,6 +40,7 @@ export const HolderState = {
   DegradedEvidence: "degraded_evidence",
   Draining: "draining",
   Retired: "retired",
+  Fenced: "fenced",
 } as const;
 export type HolderState = (typeof HolderState)[keyof typeof HolderState];
 
@@ -48,6 +54,10 @@ export interface HolderContext {
   readonly core: HolderCore;
   readonly moves: HolderCustodyMoves;
   startError?: string;
+  /** The newer incarnation the control log admitted, once this one is fenced by it. */
+  fencedBy?: number;
+  /** What the fenced holder handed to the newer incarnation, once done. */
+  handover?: HandoverReport;
 }
 
 /** Operator events (besides the core's own inbound events). */
@@ -88,6 +98,11 @@ function laneSpawner(spawn: Spawner): SpawnLaneArena {
   };
 }
 
+/** The incarnation of this holder the control log admitted last, as its peer directory knows it. */
+function admittedIncarnation(core: HolderCore): number | undefined {
+  return core.io.peers.incarnation(core.config.holderId);
+}
+
 function degradedBy(core: HolderCore, e: ProtectedRamEvidence): boolean {
   const p = core.config.protectedRam;
   if (!p) return false;
@@ -104,6 +119,7 @@ export const holderMachine = setup({
   },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
+    handOver: fromPromise(async ({ input }: { input: { core: HolderCore; by: number } }) => handOver(input.core, input.by)),
     laneArena: laneArenaIngressLogic,
   },
   actions: {
@@ -187,6 +203,14 @@ export const holderMachine = setup({
     stopCore: ({ context }) => {
       void context.core.stop();
     },
+    /** Stops serving at once but keeps the spill stream open for the handover. */
+    quiesceCore: ({ context }) => {
+      void context.core.stop(true);
+    },
+    recordFence: assign(({ context }) => {
+      context.core.counters.inc("fenced");
+      return { fencedBy: admittedIncarnation(context.core) };
+    }),
     recordStartFailure: ({ context, event }) => {
       context.startError = String((event as { error?: unknown }).error);
     },
@@ -201,6 +225,7 @@ export const holderMachine = setup({
       return !degradedBy(context.core, event.evidence);
     },
     drained: ({ context }) => context.core.empty,
+    superseded: ({ context }) => (admittedIncarnation(context.core) ?? 0) > context.core.config.incarnation,
   },
 }).createMachine({
   id: "holder",
@@ -221,7 +246,7 @@ export const holderMachine = setup({
     "transport.connection": { actions: "connectionChanged" },
     "timer.arm": { actions: "armTimer" },
     "timer.receipts": { actions: "flushDueReceipts" },
-    "timer.refresh": { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
+    "timer.refresh": [{ guard: "superseded", target: `.${HolderState.Fenced}` }, { actions: ["refreshReceipts", "resendDue", "relievePressure"] }],
     "resend.loaded": { actions: "resendLoaded" },
     "timer.seal": { actions: ["sealLane", "relievePressure"] },
     "timer.flush": { actions: "flushTick" },
@@ -272,6 +297,17 @@ export const holderMachine = setup({
     [HolderState.Retired]: {
       type: "final",
       entry: ["stopCore", "stopLaneArenas"],
+    },
+    [HolderState.Fenced]: {
+      entry: ["recordFence", "quiesceCore"],
+      invoke: {
+        src: "handOver",
+        input: ({ context }) => ({ core: context.core, by: context.fencedBy! }),
+        onDone: { target: HolderState.Retired, actions: assign({ handover: ({ event }) => event.output }) },
+        onError: HolderState.Retired,
+      },
+      // Nothing it receives or was due to do counts any more (no receipt, credit, release or flush).
+      on: { retire: HolderState.Retired, "*": {} },
     },
   },
 });

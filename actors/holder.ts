@@ -11,6 +11,7 @@ import { holderMachine, HolderState } from "./holder.machine.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 import type { HolderPorts } from "./holder/holder-ports.ts";
 import { claimIncarnation } from "./holder/incarnation.ts";
+import type { HandoverReport } from "./holder/holder-handover.ts";
 
 /**
  * Runtime wiring of one holder: validates the configuration, creates the actor with the clock
@@ -24,6 +25,10 @@ export interface Holder {
   readonly counters: Counters;
   /** Current lifecycle state. */
   state(): string;
+  /** The newer incarnation that fenced this one (the holder then serves nothing), else undefined. */
+  fencedBy(): number | undefined;
+  /** Once fenced and done: what it handed to the newer incarnation (actors/holder/holder-handover.ts). */
+  handover(): HandoverReport | undefined;
   /** The lanes it serves, as read-only views (reports, drains, metrics, the simulator's observer). */
   lanes(): HolderLaneView[];
   /** One lane it serves, or undefined. */
@@ -183,6 +188,8 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     actor,
     counters: core.counters,
     state: () => String(actor.getSnapshot().value),
+    fencedBy: () => actor.getSnapshot().context.fencedBy,
+    handover: () => actor.getSnapshot().context.handover,
     lanes: () => [...core.lanes.values()].map((hl) => new LaneView(hl)),
     lane: (volume, lane) => {
       const hl = core.lanes.get(holderLaneKey(volume, lane));

@@ -30,6 +30,7 @@ import { controlLogJunkAttacks } from "./control-log-attacks.ts";
 import { volumeScopeAttacks } from "./volume-scope-attacks.ts";
 import { jetStreamAttacks } from "./jetstream-attacks.ts";
 import { scopeAttacks } from "./scope-attacks.ts";
+import { incarnationAttacks } from "./incarnation-attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
@@ -88,10 +89,10 @@ async function counted(ctx: AttackContext, before: NetworkState, filter: (name: 
   return r;
 }
 
-/** A receipt of `holder` claiming `retained` (a forgery when signed with someone else's key). */
-function forgedReceiptBatch(net: SecuredNetwork, holder: string, retained: RangeSet, signerKeyFile: string) {
+/** A receipt of `holder` at `incarnation` claiming `retained` (a forgery when signed with someone else's key, or for an incarnation not current). */
+export function forgedReceiptBatch(net: SecuredNetwork, holder: string, retained: RangeSet, signerKeyFile: string, incarnation = 2) {
   const receipt = makeReceipt({
-    holder: { holderId: holder, incarnation: 2 },
+    holder: { holderId: holder, incarnation },
     volume: net.volume,
     lane: net.lane,
     issuedAt: Date.now(),
@@ -106,7 +107,7 @@ function forgedReceiptBatch(net: SecuredNetwork, holder: string, retained: Range
     retained,
     residency: { kind: "ram", capabilityGeneration: 0, observedAt: Date.now() },
   });
-  const batch = makeReceiptBatch({ volume: net.volume, lane: net.lane, subject: receiptSubject(net.volume, net.lane) }, { holderId: holder, incarnation: 2 }, Date.now(), [receipt]);
+  const batch = makeReceiptBatch({ volume: net.volume, lane: net.lane, subject: receiptSubject(net.volume, net.lane) }, { holderId: holder, incarnation }, Date.now(), [receipt]);
   const signed = signReceiptBatch(batch, privateKeyFromPkcs8(readFileSync(signerKeyFile)));
   return encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature });
 }
@@ -306,7 +307,7 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...controlLogJunkAttacks(), ...volumeScopeAttacks(), ...jetStreamAttacks(), ...scopeAttacks(), ...bombAttacks()];
+  return [...list, ...controlLogJunkAttacks(), ...incarnationAttacks(), ...volumeScopeAttacks(), ...jetStreamAttacks(), ...scopeAttacks(), ...bombAttacks()];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {

@@ -26,7 +26,7 @@ export { HolderEventKind, baseReadySpec, decodeTransferOffer, encodeTransferOffe
 export { writerProgressSpec, type WriterProgressMessage } from "./wire/writer-messages.ts";
 export { retentionAnswerSpec, retentionChallengeSpec, type RetentionAnswer, type RetentionChallenge } from "./wire/audit-messages.ts";
 export { PayloadDecryptError, decodeRecords, encodeRecords, openCoalescedPayload, openPayload, sealPayload, type PayloadIdentity, type WriteRecord } from "./wire/unit-payload.ts";
-export { RepairStatusState, volumeStatusSpec, type AuditStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";
+export { RepairStatusState, volumeStatusSpec, type AuditStatus, type FencedStatus, type RepairStatus, type SpendStatus, type VolumeStatus } from "./wire/volume-status.ts";
 export { DEFAULT_FETCH_PAGE_BYTES, encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "./wire/unit-fetch.ts";
 export { obligationIdOf } from "./obligation-id.ts";
 export { MANIFEST_MAX_LANES, laneManifestSpec, type LaneManifestMessage } from "./wire/manifest-messages.ts";

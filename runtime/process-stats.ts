@@ -9,6 +9,8 @@ export interface ProcessStats {
   readonly role: string;
   readonly id: string;
   readonly incarnation?: number;
+  /** Set once the control log admitted a newer incarnation of this identity: this process serves nothing and is exiting. */
+  readonly fencedBy?: number;
   readonly pid: number;
   readonly uptimeMs: number;
   readonly rssBytes: number;

@@ -3,6 +3,7 @@ import { BaseBuilder } from "../actors/index.ts";
 import { Counters } from "../core/index.ts";
 import { connectRole } from "./connect.ts";
 import { serveProcessStats } from "./process-stats.ts";
+import { lockStateDir } from "./state-dir-lock.ts";
 import type { BaseBuilderRoleConfig } from "./role-config.ts";
 
 /** A base builder running as a process. */
@@ -19,7 +20,12 @@ export interface RunningBaseBuilder {
  * A failed build (holder unreachable) is counted and tried again next time.
  */
 export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<RunningBaseBuilder> {
-  const { transport, lost } = await connectRole(cfg.nats, `base-builder-${cfg.holder}`);
+  // One builder per bases directory: two would build and announce over each other (StateDirLockedError).
+  const lock = lockStateDir(cfg.dir, { role: "base-builder", id: `base-builder-${cfg.holder}` });
+  const { transport, lost } = await connectRole(cfg.nats, `base-builder-${cfg.holder}`).catch((err: unknown) => {
+    lock.release();
+    throw err;
+  });
   const counters = new Counters();
   const builder = new BaseBuilder(
     { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs, ...(cfg.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: cfg.maxSeqsPerBuild } : {}) },
@@ -44,6 +50,7 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
       clearInterval(timer);
       await busy;
       await transport.close();
+      lock.release();
     },
   };
 }

@@ -10,6 +10,7 @@ import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { ControllerRoleConfig } from "./role-config.ts";
 import { startRoleTracing } from "./role-tracing.ts";
+import { lockStateDir } from "./state-dir-lock.ts";
 
 /** A controller running as a process. */
 export interface RunningController {
@@ -55,7 +56,12 @@ function persistHeads(controller: Controller, dir: string, region: string, persi
  */
 export async function runController(cfg: ControllerRoleConfig): Promise<RunningController> {
   const c = cfg.controller as unknown as ControllerConfig;
-  const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
+  // With a state directory, one process per directory (StateDirLockedError for a second start).
+  const lock = cfg.stateDir === undefined ? undefined : lockStateDir(cfg.stateDir, { role: "controller", id: c.controllerId });
+  const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`).catch((err: unknown) => {
+    lock?.release();
+    throw err;
+  });
   const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
   try {
     const logRegion = cfg.controlLogRegion ?? c.region;
@@ -91,11 +97,13 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
         await store.close();
         await transport.close();
         await tracing.stop();
+        lock?.release();
       },
     };
   } catch (err) {
     await transport.close();
     await tracing.stop();
+    lock?.release();
     throw err;
   }
 }

@@ -20,6 +20,9 @@ import { serveProcessStats } from "./process-stats.ts";
 import { HolderMetrics } from "./metrics-holder.ts";
 import type { HolderRoleConfig } from "./role-config.ts";
 import { CustodyError } from "../core/index.ts";
+import { lockStateDir } from "./state-dir-lock.ts";
+import { checkMetricsPortFree } from "./metrics-port-check.ts";
+import { whenFenced, type HolderFencedError } from "./holder-fencing.ts";
 
 /** Thrown (and the process exits 2) when the NATS connection closes for good: a process must never run deaf. */
 export class ConnectionLostError extends CustodyError {
@@ -35,7 +38,12 @@ export interface RunningHolder {
   readonly metrics: HolderMetrics | undefined;
   /** Resolves if the NATS connection closes for good. */
   readonly lost: Promise<void>;
-  /** Drains (see holder-drain.ts), stops the holder and closes its connection; resolves with what was left only in RAM. */
+  /** Resolves once the control log admitted a newer incarnation of this holder: it serves nothing from then on. */
+  readonly fenced: Promise<HolderFencedError>;
+  /**
+   * Drains (see holder-drain.ts), stops the holder and closes its connection; resolves with what
+   * was left only in RAM. A fenced holder is not drained (it may not flush, receipt or release).
+   */
   stop(): Promise<HolderDrainReport>;
 }
 
@@ -43,12 +51,23 @@ export interface RunningHolder {
  * Starts a holder process from its role configuration: connects to NATS, follows the region's
  * control log for peers' admitted keys (re-read every second), claims a new incarnation in the
  * state directory, and starts the holder — which asks to be admitted and, with a flush policy,
- * takes back what its spill stream recovered. Throws the holder's start errors (e.g.
- * `incarnation_reused`).
+ * takes back what its spill stream recovered. The state directory is locked for the process's
+ * life (runtime/state-dir-lock.ts). Throws the holder's start errors (e.g. `incarnation_reused`,
+ * `state_dir_locked`).
  */
 export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
   const holderCfg = cfg.holder as unknown as HolderConfigInput;
-  const { transport, lost } = await connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`);
+  // One process per state directory, before anything else: a second start is refused here and
+  // claims no incarnation, opens no spill stream and connects nowhere (StateDirLockedError).
+  const lock = lockStateDir(cfg.stateDir, { role: "holder", id: String(holderCfg.holderId) });
+  // A second copy here with another state directory would ask to be admitted (fencing the running
+  // one) before it found its metrics port taken: it fails now instead (MetricsPortInUseError).
+  const { transport, lost } = await (cfg.metrics ? checkMetricsPortFree(cfg.metrics) : Promise.resolve())
+    .then(() => connectRole(cfg.nats, `holder-${String(holderCfg.holderId)}`))
+    .catch((err: unknown) => {
+      lock.release();
+      throw err;
+    });
   const tracing = startRoleTracing(cfg.spanFile, "holder", String(holderCfg.holderId), cfg.links ? { "custody.site": cfg.links.site } : {});
   // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus directly.
   const probing = withRouteProbing(shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")), cfg.probe, cfg.links, String(holderCfg.holderId));
@@ -76,6 +95,9 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       ...(holderCfg.flush ? { files: nodeFileLayer, spillPath: join(cfg.stateDir, "spill.log") } : {}),
     });
     metrics?.attach(holder);
+    // A refused second start names the incarnation this process serves.
+    lock.claimed(holder.incarnation);
+    const fenced = whenFenced(holder);
     const stats = serveProcessStats(transport, "holder", () => {
       let ram = 0;
       let disk = 0;
@@ -94,7 +116,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         // The retained ranges themselves, flattened (see custody-ranges.ts).
         ranges[`${key}.retained`] = flatRuns(ob.retained);
       }
-      return { id: holder.id, incarnation: holder.incarnation, counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.spillFileBytes(), ...lanes, linkInFlight: linkInFlight(sending) }, samples: ranges };
+      const fencedBy = holder.fencedBy();
+      return { id: holder.id, incarnation: holder.incarnation, ...(fencedBy !== undefined ? { fencedBy } : {}), counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.spillFileBytes(), ...lanes, linkInFlight: linkInFlight(sending) }, samples: ranges };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -102,9 +125,10 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       holder,
       metrics,
       lost,
+      fenced,
       async stop() {
         // Drain first: no new credit, and what only RAM holds is flushed or released, or named.
-        const left = await drainHolder(holder, cfg.drainDeadlineMs ?? 10_000);
+        const left = holder.fencedBy() === undefined ? await drainHolder(holder, cfg.drainDeadlineMs ?? 10_000) : {};
         for (const [lane, seqs] of Object.entries(left)) process.stderr.write(`holder ${holder.id}: stopping with ${lane} ${seqs.toString()} held only in RAM (neither flushed nor released by the deadline)\n`);
         stats.unsubscribe();
         probing.stop();
@@ -114,6 +138,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         // Closing the shaped transport first delivers what it still holds back, then closes the bus.
         await sending.close();
         await tracing.stop();
+        lock.release();
         return left;
       },
     };
@@ -121,6 +146,7 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     probing.stop();
     await transport.close();
     await tracing.stop();
+    lock.release();
     throw err;
   }
 }

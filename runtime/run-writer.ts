@@ -22,6 +22,7 @@ import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import { RoleConfigError, type WriterRoleConfig } from "./role-config.ts";
 import { startWorkload } from "./workload-loop.ts";
+import { lockStateDir } from "./state-dir-lock.ts";
 
 /** A volume writer running as a process. */
 export interface RunningWriter {
@@ -43,7 +44,12 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
   const ackUnder = cfg.workload?.contract?.name;
   // Checked before anything starts: a workload waiting on a contract the writer lacks would never acknowledge.
   if (ackUnder !== undefined && !(w.contracts ?? []).some((c) => c.name === ackUnder)) throw new RoleConfigError(`workload.contract: the writer has no contract ${ackUnder}`, { path: "workload.contract.name" });
-  const { transport, lost } = await connectRole(cfg.nats, `writer-${w.writerId}`);
+  // One process per state directory: a second start is refused before it claims a term (StateDirLockedError).
+  const lock = lockStateDir(cfg.stateDir, { role: "writer", id: w.writerId });
+  const { transport, lost } = await connectRole(cfg.nats, `writer-${w.writerId}`).catch((err: unknown) => {
+    lock.release();
+    throw err;
+  });
   const tracing = startRoleTracing(cfg.spanFile, "writer", w.writerId, cfg.links ? { "custody.site": cfg.links.site } : {});
   // The writer ships units through the shaped links when the config has them; the control log and stats use the bus directly.
   const probing = withRouteProbing(shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")), cfg.probe, cfg.links, w.writerId);
@@ -54,6 +60,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     if (!existsSync(volDir)) await SmartWalVolume.create(volDir, { blockCount: cfg.volume.blockCount, walCapacity: cfg.volume.walCapacity ?? 4096 });
     const volume = await SmartWalVolume.open(volDir);
     const term = await claimIncarnation(nodeFileLayer, cfg.stateDir, { name: "term" });
+    lock.claimed(term);
     const { outbox, recovered } = await UnitOutbox.open(nodeFileLayer, join(cfg.stateDir, "outbox"), systemClock);
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
     const peers = new ControlLogPeers(new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust), systemClock, 1_000);
@@ -100,12 +107,14 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         // Closing the shaped transport first delivers what it still holds back, then closes the bus.
         await sending.close();
         await tracing.stop();
+        lock.release();
       },
     };
   } catch (err) {
     probing.stop();
     await transport.close();
     await tracing.stop();
+    lock.release();
     throw err;
   }
 }

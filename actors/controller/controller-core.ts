@@ -24,6 +24,7 @@ import { releasableHolders, type ControllerConfig } from "./controller-config.ts
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
 import { FailoverService } from "./failover-service.ts";
 import { commitFailover } from "./failover.ts";
+import { FencedSpeakers } from "./fenced-speakers.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts"; // re-exported for callers that know them from here
 
 /**
@@ -53,6 +54,7 @@ export class ControllerCore {
   private stopped = false;
   private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
   private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
+  private readonly fencedSpeakers = new FencedSpeakers(); // superseded incarnations still sending receipts (status `fenced`)
   private readonly admission: AutoAdmission; // key-continuity admission of holders' new incarnations
   readonly coverage: CoverageRepair; // copies that close coverage gaps (restarts, declared failures, single copies)
   private readonly failureRepairs: FailureRepairRunner; // repairs of the failures the control log declares
@@ -208,6 +210,7 @@ export class ControllerCore {
       this.dirty = true;
     } catch (err) {
       this.counters.inc(`receipt_${err instanceof CustodyError ? err.code : "invalid"}`);
+      this.fencedSpeakers.note(err, this.ports.clock.now());
     }
   }
 
@@ -348,7 +351,7 @@ export class ControllerCore {
       }
     }
     s = await this.images.step(s, state);
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred), this.retentionAudits?.rows());
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred), this.retentionAudits?.rows(), this.fencedSpeakers.rows(now));
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));

@@ -1,13 +1,13 @@
 import type { EvaluationReport } from "../../policies/index.ts";
 import type { EvaluationState } from "../../policies/index.ts";
-import type { AuditStatus, RepairStatus, SpendStatus, VolumeStatus } from "../../protocol/index.ts";
+import type { AuditStatus, FencedStatus, RepairStatus, SpendStatus, VolumeStatus } from "../../protocol/index.ts";
 
 /* The `volume-status` wire kind itself lives in protocol/wire/volume-status.ts; this is the controller's builder of it. */
 
 const pairs = (r: Record<string, number>): [string, number][] => Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
 
 /** Builds the status document from an evaluation. Pure. */
-export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = [], spend?: SpendStatus, audits?: readonly AuditStatus[]): VolumeStatus {
+export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = [], spend?: SpendStatus, audits?: readonly AuditStatus[], fenced: readonly FencedStatus[] = []): VolumeStatus {
   const required = report.reports.filter((r) => r.required);
   let surviving: Record<string, number> | null = { ...report.acknowledged };
   for (const r of required) {
@@ -56,5 +56,6 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
     repairs: [...repairs],
     ...(spend === undefined ? {} : { spend: { ...spend, deferred: spend.deferred.slice(0, 64) } }),
     ...(audits === undefined ? {} : { audits: audits.slice(0, 256) }),
+    ...(fenced.length === 0 ? {} : { fenced: fenced.slice(0, 64) }),
   };
 }

@@ -38,7 +38,6 @@ export class HolderCore {
   private readonly subs: TransportSubscription[] = [];
   private spill: SpillSet | undefined;
   private evidence: ProtectedRamEvidence | undefined;
-  private offerSeq = 0;
   private serving = true;
   private stopped = false;
   private unwatch: (() => void) | undefined;
@@ -196,14 +195,17 @@ export class HolderCore {
     this.resendDue();
   }
 
-  /** Unsubscribes, stops timers and closes the spill stream. Idempotent. */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    this.unwatch?.();
-    for (const s of this.subs) s.unsubscribe();
-    for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.close();
-    await this.spill?.close();
+  /** Unsubscribes and stops timers, then closes the spill stream unless `keepSpill` (a fenced holder reads it to hand over first). Idempotent. */
+  async stop(keepSpill = false): Promise<void> {
+    if (!this.stopped) {
+      this.stopped = true;
+      this.unwatch?.();
+      for (const s of this.subs) s.unsubscribe();
+      for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.close();
+    }
+    const spill = keepSpill ? undefined : this.spill;
+    if (!keepSpill) this.spill = undefined;
+    await spill?.close();
   }
 
   // ---- ingress ----------------------------------------------------------------------------------
@@ -427,11 +429,6 @@ export class HolderCore {
   /** Publishes a receipt for `key` at once (after a transfer admission or a flush). */
   receiptNow(key: string): void {
     this.publishReceiptNow(key);
-  }
-
-  /** Next transfer offer id. */
-  nextOfferId(): number {
-    return ++this.offerSeq;
   }
 
   /** A transfer neighbor receipted `stated`: what we offered it of that is custody no more here. */

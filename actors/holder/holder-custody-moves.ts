@@ -38,6 +38,7 @@ export class HolderCustodyMoves {
   private readonly appended = new Set<number>();
   /** Transfer offers awaiting the neighbor's receipt. */
   private readonly offers = new Map<number, { key: string; seqs: RangeSet; at: number }>();
+  private offerSeq = 0;
   private flushing = false;
   private evacuating = false;
   /** Sealed RAM segments the last flush passed over as not this holder's to persist (each counted once). */
@@ -210,7 +211,7 @@ export class HolderCustodyMoves {
       // The writer's attestations ride along, so a checking neighbor admits the units as the writer's.
       const tokens = [...new Set(plain.map((_, i) => seg.attestationAt(i)).filter((t): t is string => t !== undefined))];
       hl.inTransfer = hl.inTransfer.union(s.seqs);
-      const offerId = this.core.nextOfferId();
+      const offerId = ++this.offerSeq;
       this.offers.set(offerId, { key, seqs: s.seqs, at: this.core.io.clock.now() });
       this.core.io.transport.publish(transferSubject(to), encodeTransferOffer({ from: this.core.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units }, tokens));
       this.core.note({ type: "transfer_offered", lane: key, to, seqs: s.seqs.toString() });

@@ -19,7 +19,8 @@ function row(s: ProcessStats): Record<string, unknown> {
   return {
     role: s.role,
     id: s.id,
-    inc: s.incarnation ?? "",
+    // A process a newer incarnation fenced serves nothing and is about to exit: never shown as healthy.
+    inc: s.fencedBy !== undefined ? `${s.incarnation ?? ""} FENCED by ${s.fencedBy}` : (s.incarnation ?? ""),
     pid: s.pid,
     "up s": Math.round(s.uptimeMs / 1000),
     "rss MB": Math.round(s.rssBytes / 2 ** 20),

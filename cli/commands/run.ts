@@ -4,15 +4,23 @@ import { failWith } from "../output.ts";
 import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema } from "../../runtime/index.ts";
 import { runRepairWorker } from "../../runtime/index.ts";
 import { runBaseBuilder } from "../../runtime/index.ts";
-import { ConnectionLostError, runHolder } from "../../runtime/index.ts";
+import { ConnectionLostError, runHolder, StateDirLockedError } from "../../runtime/index.ts";
 import { runWriter } from "../../runtime/index.ts";
 import { runController } from "../../runtime/index.ts";
 import { serveMetrics, type MetricsOptions, type MetricsSource } from "../../runtime/index.ts";
 
 /** Exit code when the NATS connection closed for good (a supervisor should restart the process). */
 export const EXIT_CONNECTION_LOST = 2;
+/**
+ * Exit code of a holder fenced by a newer incarnation of its identity (the control log admitted
+ * it): it stopped serving. A supervisor must not restart it (systemd: `RestartPreventExitStatus=3`),
+ * or the restart would in turn fence the newer one.
+ */
+export const EXIT_FENCED = 3;
 /** Exit code when a stop (SIGTERM/SIGINT) did not finish within STOP_DEADLINE_MS. */
 export const EXIT_STOP_TIMEOUT = 4;
+/** Exit code when another live process holds the role's state directory (`state_dir_locked`); nothing was started or changed. */
+export const EXIT_STATE_DIR_LOCKED = 5;
 /**
  * How long a stop may take before the process exits anyway: longer than the writer's default
  * drain deadline (30 s), so a drain that can finish does, and a stop that hangs (its NATS servers
@@ -23,6 +31,8 @@ export const STOP_DEADLINE_MS = 45_000;
 /** What every role runner returns. */
 interface Running {
   readonly lost: Promise<void>;
+  /** Resolves with the one line to print when a newer incarnation fenced this process (holders). */
+  readonly fenced?: Promise<Error>;
   /** What a stop resolves with is the role's own report (a holder's drain); the process already printed it. */
   stop(): Promise<unknown>;
 }
@@ -45,9 +55,10 @@ export async function stopWithin(stop: () => Promise<unknown>, ms: number): Prom
 }
 
 /**
- * Runs one role until SIGTERM/SIGINT (stop, exit 0) or until its connection closes for good (one
- * error line, exit 2: it never runs deaf). A start that fails prints one error line and exits 1;
- * a stop that has not finished after STOP_DEADLINE_MS exits 4.
+ * Runs one role until SIGTERM/SIGINT (stop, exit 0), until its connection closes for good (one
+ * error line, exit 2: it never runs deaf) or until a newer incarnation fences it (one error line,
+ * exit 3). A start that fails prints one error line and exits 1 — 5 when another live process
+ * holds its state directory; a stop that has not finished after STOP_DEADLINE_MS exits 4.
  */
 async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: string, file: string, schema: z.ZodType<C>, start: (cfg: C) => Promise<Served>): Promise<void> {
   try {
@@ -61,17 +72,24 @@ async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: s
         throw err;
       });
       metricsUrl = endpoint.url;
-      r = { lost: started.lost, stop: () => started.stop().finally(() => endpoint.close()) };
+      r = { lost: started.lost, ...(started.fenced ? { fenced: started.fenced } : {}), stop: () => started.stop().finally(() => endpoint.close()) };
     }
     process.stdout.write(JSON.stringify({ ready: true, role, pid: process.pid, ...started.ready, ...(metricsUrl ? { metrics: metricsUrl } : {}) }) + "\n");
-    const ended = await new Promise<"signal" | "lost">((resolve) => {
+    const ended = await new Promise<"signal" | "lost" | Error>((resolve) => {
       process.once("SIGTERM", () => resolve("signal"));
       process.once("SIGINT", () => resolve("signal"));
       void r.lost.then(() => resolve("lost"));
+      void r.fenced?.then(resolve);
     });
     if (ended === "lost") {
       failWith(new ConnectionLostError(role));
       process.exit(EXIT_CONNECTION_LOST);
+    }
+    if (ended instanceof Error) {
+      // Fenced: the role already serves nothing; close what is open (no drain) and say why in one line.
+      failWith(ended);
+      await stopWithin(() => r.stop(), STOP_DEADLINE_MS);
+      process.exit(EXIT_FENCED);
     }
     const stopped = await stopWithin(() => r.stop(), STOP_DEADLINE_MS);
     if (!stopped) {
@@ -81,7 +99,7 @@ async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: s
     process.exit(0);
   } catch (err) {
     failWith(err);
-    process.exit(1);
+    process.exit(err instanceof StateDirLockedError ? EXIT_STATE_DIR_LOCKED : 1);
   }
 }
 
@@ -89,7 +107,8 @@ async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: s
  * `custody run <holder|writer|controller|base-builder|repair> --config FILE`: runs one role as this process. It prints
  * one JSON line when it serves (`{"ready":true,"role":…}`), runs until SIGTERM or SIGINT, then stops
  * and exits 0. A start that fails (bad config, an incarnation that would be reused, NATS
- * unreachable) prints one error line and exits 1; a connection closed for good exits 2.
+ * unreachable) prints one error line and exits 1 (5: its state directory is held by a live process);
+ * a connection closed for good exits 2; a holder fenced by a newer incarnation exits 3.
  */
 export function register(program: Command): void {
   const run = program.command("run").description("Run one role of the custody network as this process");

@@ -63,7 +63,16 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
   }));
   const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
-  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${spendText(doc)}${auditText(doc)}`);
+  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`);
+}
+
+/**
+ * The fenced line of the table header: superseded holder incarnations that still send receipts
+ * (issue #46), e.g. `FENCED h-e2#2 (admitted #3) still speaking, last 120ms ago, 14 batches`.
+ */
+function fencedText(doc: VolumeStatus): string {
+  if (doc.fenced === undefined || doc.fenced.length === 0) return "";
+  return `\nFENCED ${doc.fenced.map((f) => `${f.holder}#${f.incarnation} (admitted #${f.admitted}) still speaking, last ${f.lastSeenAgeMs}ms ago, ${f.batches} batch${f.batches === 1 ? "" : "es"}`).join("  ")}: stop that process (its receipts count for nothing)`;
 }
 
 /** The retention-audit line of the table header: per holder, state, passed/failed/late counts and the last audit's age. */

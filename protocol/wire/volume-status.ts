@@ -84,6 +84,24 @@ const auditStatus = z.object({
   timedOut: wireFields.uint,
   voided: wireFields.uint,
 });
+/**
+ * A holder incarnation that still sent receipts after a newer incarnation of the same holder was
+ * admitted (issue #46): a process that should have stopped — fenced processes exit, so one seen
+ * here is stuck, or cannot read the control log. Its receipts count for nothing.
+ */
+const fencedStatus = z.object({
+  holder: z.string().max(128),
+  incarnation: z.number().int().nonnegative(),
+  /** The incarnation the control log admitted since. */
+  admitted: z.number().int().nonnegative(),
+  /** How long ago its last receipt arrived (ms). */
+  lastSeenAgeMs: z.number().nonnegative(),
+  /** Receipt batches it sent since the controller started noticing. */
+  batches: z.number().int().nonnegative(),
+});
+/** One line of the status document's `fenced` section. */
+export type FencedStatus = z.infer<typeof fencedStatus>;
+
 /** One holder's line in the status document's `audits` section. */
 export type AuditStatus = z.infer<typeof auditStatus>;
 
@@ -110,6 +128,8 @@ export const volumeStatusSpec = defineMessage({
     spend: spendStatus.optional(),
     /** Per holder, its retention audits (absent when audits are off): `failed` means its claims do not count. */
     audits: z.array(auditStatus).max(256).optional(),
+    /** Superseded holder incarnations still speaking (absent when there is none): see `fencedStatus`. */
+    fenced: z.array(fencedStatus).max(64).optional(),
   }),
   maxBytes: 512 * 1024,
 });
