@@ -81,6 +81,8 @@ export interface BootstrapPlan {
 /** A replica server of a replicated control log, as `roles.json` lists it. */
 export interface PlannedControlServer {
   readonly region: string;
+  /** The control log's cluster (and gateway) name. */
+  readonly cluster: string;
   readonly serverName: string;
   readonly config: string;
   readonly httpPort: number;
@@ -261,7 +263,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
   const securityOf = (region: string) => (secured ? regionSecurityText(users, { dir: join(natsDir, "tls") }, region) : undefined);
   for (const s of natsServers) files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions, securityOf(s.region), control), mode: 0o644 });
   // A replicated control log's servers: one per region of the first three, each beside its region's server (its certificate).
-  const controlServers: PlannedControlServer[] = control.replicated ? control.servers.map((c) => ({ region: c.region, serverName: c.serverName, config: join(outDir, "nats", `${c.serverName}.conf`), httpPort: c.httpPort })) : [];
+  const controlServers: PlannedControlServer[] = control.replicated ? control.servers.map((c) => ({ region: c.region, cluster: control.cluster, serverName: c.serverName, config: join(outDir, "nats", `${c.serverName}.conf`), httpPort: c.httpPort })) : [];
   if (control.replicated) control.servers.forEach((c, i) => files.push({ path: controlServers[i]!.config, contents: controlServerConfig(c, control, d.regions, securityOf(c.region)), mode: 0o644 }));
 
   const obligations = d.volumes.flatMap((v) => [
