@@ -55,6 +55,17 @@ export class ControlLogMissingError extends CustodyError {
   }
 }
 
+/**
+ * Thrown by `initJetStreamControlLog` when the stream exists with fewer or more replicas, or on
+ * another cluster, than asked (e.g. created with one replica before the deployment had a control
+ * cluster): nothing is changed; the operator moves or re-creates it knowingly.
+ */
+export class ControlLogPlacementError extends CustodyError {
+  constructor(region: string, streamName: string, want: { replicas?: number | undefined; cluster?: string | undefined }, have: { replicas: number; cluster?: string | undefined }) {
+    super("control_log_placement", `control log ${region}: stream ${streamName} exists with ${have.replicas} replica(s) on cluster ${have.cluster ?? "(none)"}, not ${want.replicas ?? have.replicas} on ${want.cluster ?? have.cluster ?? "(none)"}`, { region, streamName, want, have });
+  }
+}
+
 /** The configuration every control stream has: file storage, nothing ever discarded, deleted or purged. */
 function controlStreamConfig(name: string, subject: string, replicas: number, cluster: string | undefined) {
   return {
@@ -76,7 +87,8 @@ function controlStreamConfig(name: string, subject: string, replicas: number, cl
 
 /**
  * The explicit bootstrap of a region's control log (`custody log init`): creates the stream
- * unless it exists, then opens it. Needs the right to create streams (the operator's). Returns
+ * unless it exists (with `replicas`, on `placementCluster`), then opens it. An existing stream with
+ * other replicas or on another cluster than asked is ControlLogPlacementError. Needs the right to create streams (the operator's). Returns
  * `created: false` when the stream was already there. Throws the nats.js error when JetStream is
  * unavailable or an existing stream has an incompatible configuration.
  */
@@ -86,8 +98,14 @@ export async function initJetStreamControlLog(nc: NatsConnection, opts: JetStrea
   const name = opts.streamName ?? controlStreamName(opts.region);
   let created = false;
   try {
-    await jsm.streams.info(name);
+    const info = await jsm.streams.info(name);
+    // An existing stream is never moved or re-replicated here: asked for another placement, say so.
+    const have = { replicas: info.config.num_replicas, cluster: info.cluster?.name };
+    if ((opts.replicas !== undefined && opts.replicas !== have.replicas) || (opts.placementCluster !== undefined && opts.placementCluster !== have.cluster)) {
+      throw new ControlLogPlacementError(opts.region, name, { replicas: opts.replicas, cluster: opts.placementCluster }, have);
+    }
   } catch (err) {
+    if (err instanceof ControlLogPlacementError) throw err;
     if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
     await jsm.streams.add(controlStreamConfig(name, ctrlSubject(opts.region), opts.replicas ?? 1, opts.placementCluster));
     created = true;
