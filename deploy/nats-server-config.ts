@@ -4,8 +4,10 @@ import type { DeploymentRegion } from "./deployment-schema.ts";
 
 /**
  * The nats-server configuration of one deployment region: a one-server cluster with JetStream,
- * joined to every other region by a gateway (and, with a replicated control log, to the control
- * log's cluster: `control`).
+ * joined to every other region by a gateway. With a replicated control log (`control`), also to the
+ * control log's cluster, and without JetStream: the control stream is the only JetStream state, and
+ * it lives on that cluster, so the JetStream meta group is the three control servers alone (one
+ * region lost leaves 2 of 3) and a region's server keeps no state.
  *
  * Why the self-route cluster block: nats-server 2.9 refuses JetStream together with gateways
  * unless the server has a named cluster with routes; a one-server region lists its own cluster
@@ -22,7 +24,7 @@ export function natsServerConfig(name: string, regions: Readonly<Record<string, 
     `server_name: "${name}-0"`,
     `listen: "${listen}:${r.port}"`,
     `http: "${listen}:${r.httpPort}"`,
-    `jetstream { store_dir: ${JSON.stringify(r.jetstreamDir)} }`,
+    ...(control?.replicated === true ? [] : [`jetstream { store_dir: ${JSON.stringify(r.jetstreamDir)} }`]),
     `cluster {`,
     `  name: "${name}"`,
     `  listen: "${listen}:${r.clusterPort}"`,

@@ -22,8 +22,9 @@ export interface ControlServerEntry {
 /**
  * Waits until every region's nats-server (started from `custody init`'s configs) is healthy, its
  * gateways to every other region (and to the control log's cluster, with `controlServers`) are up
- * both ways and a JetStream meta leader is known; then the same for each control log server, with
- * outbound gateways to every region. Throws with `logs()` when a server ends first or `readyMs` passes.
+ * both ways and a JetStream meta leader is known (without `controlServers`: the regions' servers
+ * then run no JetStream); then each control log server, with outbound gateways to every region and
+ * a meta leader. Throws with `logs()` when a server ends first or `readyMs` passes.
  * The bound measures nothing.
  */
 export async function waitForRegions(
@@ -38,9 +39,10 @@ export async function waitForRegions(
   const cluster = controlServers[0]?.cluster;
   const gateways = [...regions, ...(cluster !== undefined ? [cluster] : [])];
   const all = [
-    ...natsServers.map((s) => ({ name: `nats ${s.region}`, httpPort: httpPorts[s.region]!.httpPort, others: gateways.filter((r) => r !== s.region), inbound: true })),
+    // With a replicated control log the regions' servers run no JetStream (no meta leader to wait for there).
+    ...natsServers.map((s) => ({ name: `nats ${s.region}`, httpPort: httpPorts[s.region]!.httpPort, others: gateways.filter((r) => r !== s.region), inbound: true, jetstream: cluster === undefined })),
     // A region's one outbound gateway to the control cluster lands on one of its servers: a control server has outbound gateways only for sure.
-    ...controlServers.map((c) => ({ name: `nats ${c.serverName}`, httpPort: c.httpPort, others: regions, inbound: false })),
+    ...controlServers.map((c) => ({ name: `nats ${c.serverName}`, httpPort: c.httpPort, others: regions, inbound: false, jetstream: true })),
   ];
   for (const s of all) {
     const http = `http://127.0.0.1:${s.httpPort}`;
@@ -50,7 +52,7 @@ export async function waitForRegions(
       const gw = await getJson(`${http}/gatewayz`);
       const js = await getJson(`${http}/jsz`);
       const up = (await getJson(`${http}/healthz`)) !== undefined && s.others.every((x) => x in (gw?.outbound_gateways ?? {}) && (!s.inbound || x in (gw?.inbound_gateways ?? {})));
-      if (up && typeof js?.meta_cluster?.leader === "string") break;
+      if (up && (!s.jetstream || typeof js?.meta_cluster?.leader === "string")) break;
       if (Date.now() > end) throw new Error(`timed out waiting for ${s.name} ready\n${logs()}`);
       await new Promise((r) => setTimeout(r, 250));
     }

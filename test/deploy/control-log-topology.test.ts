@@ -26,7 +26,7 @@ const security = () => {
 const text = (plan: ReturnType<typeof planDeployment>, path: string) => plan.files.find((f) => f.path === path)!.contents as string;
 type Region = { host: string; port: number; httpPort: number; clusterPort: number; gatewayPort: number; jetstreamDir: string; controlServer: { port: number; httpPort: number; clusterPort: number; gatewayPort: number; jetstreamDir: string } };
 
-test("three regions: three control servers, one per region, in their own cluster with routes to each other and gateways to every region, secured like the regions' servers", async (t) => {
+test("three regions: three control servers, one per region, in their own cluster with routes to each other and gateways to every region, secured like the regions' servers; the regions' servers run no JetStream", async (t) => {
   const raw = await loopbackDeployment(tempDir("custody-ctl-topo-"), { extraRegions: ["eu"] });
   const d = parseDeployment(raw);
   const regions = raw["regions"] as Record<string, Region>;
@@ -54,6 +54,7 @@ test("three regions: three control servers, one per region, in their own cluster
     const region = text(plan, `/out/nats/${r}.conf`);
     const urls = ["east", "west", "eu"].map((x) => `"nats://127.0.0.1:${regions[x]!.controlServer.gatewayPort}"`).join(", ");
     t.true(region.includes(`{ name: "control-ctl", urls: [${urls}] }`), `region ${r} has a gateway to the control cluster: ${region}`);
+    t.false(region.includes("jetstream {"), "the region's server keeps no JetStream state: the meta group is the control servers");
   }
 });
 
@@ -75,6 +76,7 @@ test("two regions, or controlLog.replicas 1: a single replica, no control server
   t.is(plan.bootstrap.controlStream, undefined);
   t.deepEqual(plan.warnings, ["control log ctl has a single replica (the deployment has 2 regions and a replicated control log needs 3): losing the region whose server stores it loses the log"]);
   t.false(text(plan, "/out/nats/east.conf").includes("control-ctl"));
+  t.true(text(plan, "/out/nats/east.conf").includes("jetstream {"), "a single-replica log lives on a region's server");
   const three = await loopbackDeployment(tempDir("custody-ctl-topo-"), { extraRegions: ["eu"], controlReplicas: 1 });
   t.regex(planDeployment(parseDeployment(three), "/out", keys(), security()).warnings[0]!, /controlLog\.replicas is 1/);
   t.throws(() => parseDeployment({ ...two, controlLog: { replicas: 3 } }), { message: /controlLog\.replicas: 3 replicas need 3 regions/ });
