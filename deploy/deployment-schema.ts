@@ -3,6 +3,7 @@ import { CustodyError } from "../core/index.ts";
 import { metricsSchema } from "../runtime/index.ts";
 import { checkCoalescedSections, coalescedSectionSchema } from "./deployment-coalesced.ts";
 import { controlClusterName } from "./control-cluster-name.ts";
+import { controlLogTopology } from "./control-servers.ts";
 
 /**
  * The deployment file `custody init` reads: NATS regions, sites, holders, volumes (each with its
@@ -248,6 +249,14 @@ function checkDeployment(d: Deployment): void {
   if (regions.length === 0) fail("regions", "at least one region");
   if (d.controlLog?.replicas === 3 && regions.length < 3) fail("controlLog.replicas", `3 replicas need 3 regions (the deployment has ${regions.length})`);
   if (d.regions[controlClusterName(d.controlRegion)] !== undefined) fail("regions", `region ${controlClusterName(d.controlRegion)} has the name of the control log's cluster`);
+  // A control server runs on its region's host: none of its ports may be one of the region server's.
+  const control = controlLogTopology(d);
+  for (const c of control.replicated ? control.servers : []) {
+    const r = d.regions[c.region]!;
+    const taken = new Set([r.port, r.httpPort, r.clusterPort, r.gatewayPort]);
+    const mine = [c.port, c.httpPort, c.clusterPort, c.gatewayPort];
+    if (mine.some((p) => taken.has(p)) || new Set(mine).size !== mine.length) fail(`regions.${c.region}.controlServer`, `the control server's ports ${mine.join(", ")} clash with each other or with the region server's ${[...taken].join(", ")} (declare controlServer)`);
+  }
   const region = (path: string, r: string) => (d.regions[r] === undefined ? fail(path, `unknown region ${r}`) : r);
   const site = (path: string, s: string) => (d.sites[s] === undefined ? fail(path, `unknown site ${s}`) : s);
   const holderIds = new Set<string>();

@@ -67,6 +67,9 @@ test("a region's control server defaults to its ports + 1 and its JetStream dire
   t.deepEqual(topo.servers.map((s) => s.region), ["east", "west", "eu"]);
   const east = regions["east"]!;
   t.like(topo.servers[0], { port: east.port! + 1, httpPort: east.httpPort! + 1, clusterPort: east.clusterPort! + 1, gatewayPort: east.gatewayPort! + 1, jetstreamDir: `${east.jetstreamDir}-control` });
+  // Consecutive region ports would put the control server on the region server's: refused, naming the region.
+  const clashing = { ...raw, regions: { ...regions, west: { ...regions["west"], port: 4222, httpPort: 4223, clusterPort: 4224, gatewayPort: 4225 } } };
+  t.throws(() => parseDeployment(clashing), { message: /regions\.west\.controlServer: the control server's ports 4223, 4224, 4225, 4226 clash/ });
 });
 
 test("two regions, or controlLog.replicas 1: a single replica, no control servers, and a warning naming why; replicas 3 on two regions and a region named like the control cluster are refused", async (t) => {
