@@ -45,7 +45,11 @@ export function controlLogTopology(d: Deployment): ControlLogTopology {
       regions.length < CONTROL_LOG_REPLICAS
         ? `the deployment has ${regions.length} region${regions.length === 1 ? "" : "s"} and a replicated control log needs 3`
         : "controlLog.replicas is 1";
-    return { replicated: false, replicas: 1, warning: `control log ${d.controlRegion} has a single replica (${why}): losing the region whose server stores it loses the log` };
+    // The bootstrap (the operator's connection) reaches the first controller's region: the stream is stored there.
+    const home = d.controllers[0]?.region ?? regions[0]![0];
+    const promised = d.volumes.flatMap((v) => (v.scenarios ?? []).filter((x) => x.required && x.losses.some((l) => l.domain === `region:${home}`)).map((x) => `${v.id}: ${x.name}`));
+    const breaks = promised.length > 0 ? `; required scenarios that lose it: ${promised.join(", ")}` : "";
+    return { replicated: false, replicas: 1, warning: `control log ${d.controlRegion} has a single replica (${why}): losing the region whose server stores it (${home}) loses the log${breaks}` };
   }
   const cluster = controlClusterName(d.controlRegion);
   return { replicated: true, replicas: CONTROL_LOG_REPLICAS, cluster, servers: regions.slice(0, CONTROL_LOG_REPLICAS).map(([name, r]) => controlServerOf(cluster, name, r)) };

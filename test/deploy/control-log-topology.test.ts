@@ -77,7 +77,10 @@ test("two regions, or controlLog.replicas 1: a single replica, no control server
   const plan = planDeployment(parseDeployment(two), "/out", keys(), security());
   t.deepEqual(plan.controlServers, []);
   t.is(plan.bootstrap.controlStream, undefined);
-  t.deepEqual(plan.warnings, ["control log ctl has a single replica (the deployment has 2 regions and a replicated control log needs 3): losing the region whose server stores it loses the log"]);
+  t.deepEqual(plan.warnings, ["control log ctl has a single replica (the deployment has 2 regions and a replicated control log needs 3): losing the region whose server stores it (east) loses the log"]);
+  // A required scenario that takes that region is named: the deployment promises what its control log cannot give.
+  const promising = await loopbackDeployment(tempDir("custody-ctl-topo-"), { volumeExtras: { scenarios: [{ name: "east lost", losses: [{ domain: "region:east", kind: "site_destruction" }], deadlineSec: 900, required: true }] } });
+  t.regex(planDeployment(parseDeployment(promising), "/out", keys(), security()).warnings[0]!, /loses the log; required scenarios that lose it: vol-d: east lost$/);
   t.false(text(plan, "/out/nats/east.conf").includes("control-ctl"));
   t.true(text(plan, "/out/nats/east.conf").includes("jetstream {"), "a single-replica log lives on a region's server");
   const three = await loopbackDeployment(tempDir("custody-ctl-topo-"), { extraRegions: ["eu"], controlReplicas: 1 });
