@@ -58,7 +58,8 @@ test("the control stream's leader region is SIGKILLed: commits resume, nothing c
     await closeNats(east);
     await closeNats(west);
   });
-  const jsm = await jetstreamManager(east);
+  // Short API timeouts: the stream info polls time the election, not a request timeout.
+  const jsm = await jetstreamManager(east, { timeout: 1_000 });
   const placed = await until("the control stream has a leader", SETTLE_MS, () => streamCluster(jsm));
   t.deepEqual([placed.name, placed.replicas, placed.peers], ["control-ctl", 3, ["control-ctl-east", "control-ctl-north", "control-ctl-west"]], "3 replicas, one per region, on the control cluster");
   const leaderNow = async () => (await streamCluster(jsm).catch(() => undefined))?.leader;
