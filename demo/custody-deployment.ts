@@ -39,6 +39,9 @@ export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readon
   return {
     security: secured ? "tls-nkeys" : "none",
     controlRegion: DEMO_CONTROL_LOG,
+    // The demo's launcher starts one server per region only: its control log keeps one replica
+    // (a replicated log needs the 3 servers of its own cluster; see docs/deploy.md).
+    controlLog: { replicas: 1 },
     paths: { stateDir: join(runDir, "state"), spanDir: join(runDir, "spans") },
     regions: Object.fromEntries(d.regions.map((r) => [r.name, { host: "127.0.0.1", ...ports[r.name]!, jetstreamDir: join(runDir, "nats", r.name, "jetstream") }])),
     sites: Object.fromEntries(d.sites.map((s) => [s.id, { region: s.region, az: s.az, host: `${s.id}-host` }])),

@@ -4,7 +4,8 @@ import type { Scenario, Site } from "../policies/index.ts";
 import type { NatsRoleConfig } from "../runtime/index.ts";
 import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
 import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATOR_NATS_FILE, regionSecurityText, securedNats, type NkeyUserKey } from "./deployment-security.ts";
-import { natsServerConfig, regionUrl } from "./nats-server-config.ts";
+import { controlServerConfig, natsServerConfig, regionUrl } from "./nats-server-config.ts";
+import { controlLogTopology } from "./control-servers.ts";
 import { failureDomainOf, writerSigningKey } from "../custody/index.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
 import { coalescedSpecOf, coalescedTopology, derivedObligations, derivedWriterLanes, servedLanes } from "./deployment-coalesced.ts";
@@ -73,6 +74,18 @@ export interface BootstrapPlan {
   readonly holders: readonly { readonly id: string; readonly incarnation: 1; readonly publicKey: string; readonly failureDomain: string; readonly volumes?: readonly string[] }[];
   /** `representation` only on a coalesced stream's derived lanes (absent: raw). */
   readonly obligations: readonly { readonly volume: string; readonly lane: string; readonly holders: readonly string[]; readonly representation?: "raw" | "coalesced" }[];
+  /** A replicated control log: the bootstrap creates its stream with these replicas on this cluster (absent: one replica where the bootstrap connects). */
+  readonly controlStream?: { readonly replicas: number; readonly cluster: string };
+}
+
+/** A replica server of a replicated control log, as `roles.json` lists it. */
+export interface PlannedControlServer {
+  readonly region: string;
+  /** The control log's cluster (and gateway) name. */
+  readonly cluster: string;
+  readonly serverName: string;
+  readonly config: string;
+  readonly httpPort: number;
 }
 
 /** Everything `custody init` writes. */
@@ -80,7 +93,11 @@ export interface DeploymentPlan {
   readonly files: readonly PlannedFile[];
   readonly roles: readonly PlannedRole[];
   readonly natsServers: readonly { readonly region: string; readonly config: string; readonly url: string }[];
+  /** The control log's replica servers (empty with a single-replica log): started beside their regions' servers. */
+  readonly controlServers: readonly PlannedControlServer[];
   readonly bootstrap: BootstrapPlan;
+  /** What the operator must know about the plan (e.g. a control log with a single replica). */
+  readonly warnings: readonly string[];
 }
 
 /** The file index `custody init` writes beside the roles (`roles.json`). */
@@ -242,10 +259,12 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
 
   const natsServers = Object.keys(d.regions).map((r) => ({ region: r, config: join(outDir, "nats", `${r}.conf`), url: regionUrl(d.regions[r]!) }));
   const users = secured ? deploymentUsers(principals, (instance) => userKeys.get(instance)!) : [];
-  for (const s of natsServers) {
-    const text = secured ? regionSecurityText(users, { dir: join(natsDir, "tls") }, s.region) : undefined;
-    files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions, text), mode: 0o644 });
-  }
+  const control = controlLogTopology(d);
+  const securityOf = (region: string) => (secured ? regionSecurityText(users, { dir: join(natsDir, "tls") }, region) : undefined);
+  for (const s of natsServers) files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions, securityOf(s.region), control), mode: 0o644 });
+  // A replicated control log's servers: one per region of the first three, each beside its region's server (its certificate).
+  const controlServers: PlannedControlServer[] = control.replicated ? control.servers.map((c) => ({ region: c.region, cluster: control.cluster, serverName: c.serverName, config: join(outDir, "nats", `${c.serverName}.conf`), httpPort: c.httpPort })) : [];
+  if (control.replicated) control.servers.forEach((c, i) => files.push({ path: controlServers[i]!.config, contents: controlServerConfig(c, control, d.regions, securityOf(c.region)), mode: 0o644 }));
 
   const obligations = d.volumes.flatMap((v) => [
     ...volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
@@ -264,6 +283,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: failureDomainOf(s), volumes: [...new Set(obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort() };
     }),
     obligations,
+    ...(control.replicated ? { controlStream: { replicas: control.replicas, cluster: control.cluster } } : {}),
   };
   files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
   // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).
@@ -278,8 +298,8 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     files.push({ path: join(dir, CA_FILE), contents: security!.caPem, mode: 0o644 });
     files.push({ path: join(dir, OPERATOR_NATS_FILE), contents: json(securedNats(regionUrl(d.regions[region]!), dir, principalOf(OPERATOR_ID).spec)), mode: 0o644 });
   }
-  files.push({ path: join(outDir, ROLES_INDEX), contents: json({ roles, natsServers }), mode: 0o644 });
-  return { files, roles, natsServers, bootstrap };
+  files.push({ path: join(outDir, ROLES_INDEX), contents: json({ roles, natsServers, controlServers }), mode: 0o644 });
+  return { files, roles, natsServers, controlServers, bootstrap, warnings: control.replicated || control.warning === undefined ? [] : [control.warning] };
 }
 
 /**

@@ -2,6 +2,8 @@ import { z } from "zod";
 import { CustodyError } from "../core/index.ts";
 import { metricsSchema } from "../runtime/index.ts";
 import { checkCoalescedSections, coalescedSectionSchema } from "./deployment-coalesced.ts";
+import { controlClusterName } from "./control-cluster-name.ts";
+import { controlLogTopology } from "./control-servers.ts";
 
 /**
  * The deployment file `custody init` reads: NATS regions, sites, holders, volumes (each with its
@@ -38,6 +40,11 @@ const regionSchema = z.strictObject({
   gatewayPort: port,
   /** JetStream storage directory on the server's machine. */
   jetstreamDir: absolutePath,
+  /**
+   * The region's replica server of the control log (see deploy/control-servers.ts), when the log
+   * is replicated. Omitted: the region's ports + 1 each, and `<jetstreamDir>-control`.
+   */
+  controlServer: z.strictObject({ port, httpPort: port, clusterPort: port, gatewayPort: port, jetstreamDir: absolutePath }).optional(),
 });
 
 /** A failure domain position: the region, AZ and host a role or a recovery destination sits on. */
@@ -171,6 +178,12 @@ export const deploymentSchema = z.strictObject({
   /** Name of the control log (JetStream stream `CUSTODY_CTRL_<controlRegion>`) every role follows. */
   controlRegion: id,
   /**
+   * How many copies of the control log: 3 (the default with 3 regions or more) on a dedicated
+   * 3-server JetStream cluster, one server in each of 3 regions; 1 (the default, and the only
+   * choice, with fewer regions) on the server the bootstrap reaches. See deploy/control-servers.ts.
+   */
+  controlLog: z.strictObject({ replicas: z.union([z.literal(1), z.literal(3)]) }).optional(),
+  /**
    * Where the files land on the machines. Omitted: under the `--out` directory itself (one
    * machine, tests); on separate machines e.g. `/etc/custody` and `/var/lib/custody`.
    */
@@ -234,6 +247,16 @@ function checkDeployment(d: Deployment): void {
   };
   const regions = Object.keys(d.regions);
   if (regions.length === 0) fail("regions", "at least one region");
+  if (d.controlLog?.replicas === 3 && regions.length < 3) fail("controlLog.replicas", `3 replicas need 3 regions (the deployment has ${regions.length})`);
+  if (d.regions[controlClusterName(d.controlRegion)] !== undefined) fail("regions", `region ${controlClusterName(d.controlRegion)} has the name of the control log's cluster`);
+  // A control server runs on its region's host: none of its ports may be one of the region server's.
+  const control = controlLogTopology(d);
+  for (const c of control.replicated ? control.servers : []) {
+    const r = d.regions[c.region]!;
+    const taken = new Set([r.port, r.httpPort, r.clusterPort, r.gatewayPort]);
+    const mine = [c.port, c.httpPort, c.clusterPort, c.gatewayPort];
+    if (mine.some((p) => taken.has(p)) || new Set(mine).size !== mine.length) fail(`regions.${c.region}.controlServer`, `the control server's ports ${mine.join(", ")} clash with each other or with the region server's ${[...taken].join(", ")} (declare controlServer)`);
+  }
   const region = (path: string, r: string) => (d.regions[r] === undefined ? fail(path, `unknown region ${r}`) : r);
   const site = (path: string, s: string) => (d.sites[s] === undefined ? fail(path, `unknown site ${s}`) : s);
   const holderIds = new Set<string>();

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { DeployedProcess } from "./deployed-process.ts";
 import { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
 import { natsServerBin } from "./nats-server.ts";
-import { waitForRegions } from "./regions-ready.ts";
+import { waitForRegions, type ControlServerEntry } from "./regions-ready.ts";
 
 /** Generous bound on a deployment's start: it only ends a hung start, it measures nothing. */
 export const DEPLOYMENT_READY_MS = 90_000;
@@ -23,6 +23,8 @@ export interface RoleEntry {
 export interface DeploymentIndex {
   roles: RoleEntry[];
   natsServers: { region: string; config: string; url: string }[];
+  /** A replicated control log's servers (absent or empty: a single-replica log). */
+  controlServers?: ControlServerEntry[];
 }
 
 /** A written deployment whose nats-servers are up. */
@@ -32,12 +34,13 @@ export interface StartedNats {
   /** The output of `custody init`. */
   readonly out: string;
   readonly index: DeploymentIndex;
+  /** Every region's server, then the control log's servers (`nats-<region>`, then `nats-<serverName>`). */
   readonly servers: DeployedProcess[];
 }
 
 /**
  * `custody init` (through `custody`) on a fresh loopback deployment in a folder `makeDir()` gives, then one nats-server
- * per region from the configs it wrote, until every region is healthy, its gateways are up both
+ * per region from the configs it wrote (and, with a replicated control log, its three servers), until every region is healthy, its gateways are up both
  * ways and a JetStream meta leader is known. `track` sees every server as it starts (to stop it
  * later). Free ports are picked before the servers bind them; when another process took one
  * meanwhile ("address already in use"), it starts over with new ports (3 attempts).
@@ -51,11 +54,15 @@ export async function initAndStartNats(custody: OperatorCustody, makeDir: () => 
     await custody(["init", join(dir, "deployment.json"), "--out", out]);
     const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as DeploymentIndex;
     const regions = deployment["regions"] as Record<string, { httpPort: number }>;
-    const servers = index.natsServers.map((s) => new DeployedProcess(`nats-${s.region}`, natsServerBin(), ["-c", s.config]));
+    const control = index.controlServers ?? [];
+    const servers = [
+      ...index.natsServers.map((s) => new DeployedProcess(`nats-${s.region}`, natsServerBin(), ["-c", s.config])),
+      ...control.map((c) => new DeployedProcess(`nats-${c.serverName}`, natsServerBin(), ["-c", c.config])),
+    ];
     servers.forEach(track);
     const logs = () => servers.map((p) => p.log).join("\n");
     try {
-      await waitForRegions(index.natsServers, regions, servers, logs, DEPLOYMENT_READY_MS);
+      await waitForRegions(index.natsServers, regions, servers, logs, DEPLOYMENT_READY_MS, control);
       return { dir, out, index, servers };
     } catch (err) {
       for (const p of servers) await p.signal("SIGKILL", 10_000);

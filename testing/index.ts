@@ -11,5 +11,5 @@ export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluste
 export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
 export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
-export { getJson, waitForRegions } from "./regions-ready.ts";
+export { getJson, waitForRegions, type ControlServerEntry } from "./regions-ready.ts";
 export { DEPLOYMENT_READY_MS, initAndStartNats, type DeploymentIndex, type OperatorCustody, type RoleEntry, type StartedNats } from "./deployment-start.ts";

@@ -11,6 +11,11 @@ export interface LoopbackDeploymentOptions {
   /** A base builder beside the west disk holder (default true). */
   readonly baseBuilder?: boolean;
   readonly extraRegions?: readonly string[];
+  /**
+   * The control log's replicas (`controlLog.replicas`); default as `custody init` decides: 3 with
+   * 3 regions or more (each region then gets a `controlServer` on free ports), else 1.
+   */
+  readonly controlReplicas?: 1 | 3;
   /** A standby disk holder `h-s1` at its own east site (`s-e3`), admitted only when the controller enlists it. */
   readonly standby?: boolean;
   /**
@@ -32,16 +37,21 @@ export interface LoopbackDeploymentOptions {
  * A two-region `custody init` deployment file on loopback: east (writer, a RAM holder, the
  * controller) and west (a disk holder, by default with a base builder beside it). Both holders are
  * first hops of the writer. Every port is a free loopback port; JetStream lives under `dir`.
- * `extraRegions` adds NATS regions with no role in them. Used by the deployment tests and the
+ * `extraRegions` adds NATS regions with no role in them; with 3 regions or more each also gets the
+ * ports of its control log server (used when the log is replicated). Used by the deployment tests and the
  * attack harness.
  */
 export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptions = {}): Promise<Record<string, unknown>> {
   const volume = o.volume ?? "vol-d";
-  const region = async (name: string) => ({ host: "127.0.0.1", port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort(), jetstreamDir: join(dir, "js", name) });
+  const regionNames = ["east", "west", ...(o.extraRegions ?? [])];
+  const ports = async () => ({ port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() });
+  const controlServer = async (name: string) => (regionNames.length >= 3 ? { controlServer: { ...(await ports()), jetstreamDir: join(dir, "js", `${name}-control`) } } : {});
+  const region = async (name: string) => ({ host: "127.0.0.1", ...(await ports()), jetstreamDir: join(dir, "js", name), ...(await controlServer(name)) });
   const metrics = async () => (o.metrics ? { metrics: { port: await freePort() } } : {});
   return {
     controlRegion: "ctl",
-    regions: Object.fromEntries(await Promise.all(["east", "west", ...(o.extraRegions ?? [])].map(async (r) => [r, await region(r)] as const))),
+    ...(o.controlReplicas !== undefined ? { controlLog: { replicas: o.controlReplicas } } : {}),
+    regions: Object.fromEntries(await Promise.all(regionNames.map(async (r) => [r, await region(r)] as const))),
     sites: {
       "s-w": { region: "east", az: "east-az1", host: "w-host" },
       "s-e1": { region: "east", az: "east-az2", host: "e1-host" },

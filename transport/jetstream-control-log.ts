@@ -8,6 +8,7 @@ import { isReadableEntry, recordFromBytes, unreadableRecord, type ControlLogStor
 import type { ControlLogEntry, ControlLogRecord } from "../custody/index.ts";
 import { controlEventSpec } from "../custody/index.ts";
 import { ControlLogTail } from "./control-log-tail.ts";
+import { retryWhileUnavailable } from "./control-log-unavailable.ts";
 import { ctrlSubject } from "../protocol/index.ts";
 import { decodeMessage, encodeMessage } from "../protocol/index.ts";
 
@@ -21,7 +22,22 @@ export interface JetStreamControlLogOptions {
   readonly replicas?: number;
   /** Publish-ack / API timeout in ms. Default 5000. */
   readonly timeoutMs?: number;
+  /**
+   * The JetStream cluster the stream is created on (`placement.cluster`; `initJetStreamControlLog`
+   * only): a replicated log's own cluster, reached through the gateways. Default: the cluster of
+   * the server the bootstrap is connected to.
+   */
+  readonly placementCluster?: string;
+  /**
+   * How long an append or a read keeps trying while the stream has no leader (ms): a replicated
+   * log elects a new one within seconds of losing its leader's server. Default 30000 for a stream
+   * with more than one replica, 0 (one try, as a single server has no one to fail over to) otherwise.
+   */
+  readonly failoverMs?: number;
 }
+
+/** Default of `failoverMs`: generous beside a 2.9 stream leader election (seconds), bounded so a lost log is still reported. */
+const FAILOVER_MS = 30_000;
 
 /** The default stream name of a region's control log. */
 export function controlStreamName(region: string): string {
@@ -39,9 +55,21 @@ export class ControlLogMissingError extends CustodyError {
   }
 }
 
+/**
+ * Thrown by `initJetStreamControlLog` when the stream exists with fewer or more replicas, or on
+ * another cluster, than asked (e.g. created with one replica before the deployment had a control
+ * cluster): nothing is changed; the operator moves or re-creates it knowingly.
+ */
+export class ControlLogPlacementError extends CustodyError {
+  constructor(region: string, streamName: string, want: { replicas?: number | undefined; cluster?: string | undefined }, have: { replicas: number; cluster?: string | undefined }) {
+    super("control_log_placement", `control log ${region}: stream ${streamName} exists with ${have.replicas} replica(s) on cluster ${have.cluster ?? "(none)"}, not ${want.replicas ?? have.replicas} on ${want.cluster ?? have.cluster ?? "(none)"}`, { region, streamName, want, have });
+  }
+}
+
 /** The configuration every control stream has: file storage, nothing ever discarded, deleted or purged. */
-function controlStreamConfig(name: string, subject: string, replicas: number) {
+function controlStreamConfig(name: string, subject: string, replicas: number, cluster: string | undefined) {
   return {
+    ...(cluster !== undefined ? { placement: { cluster, tags: [] } } : {}),
     name,
     subjects: [subject],
     storage: StorageType.File,
@@ -59,7 +87,8 @@ function controlStreamConfig(name: string, subject: string, replicas: number) {
 
 /**
  * The explicit bootstrap of a region's control log (`custody log init`): creates the stream
- * unless it exists, then opens it. Needs the right to create streams (the operator's). Returns
+ * unless it exists (with `replicas`, on `placementCluster`), then opens it. An existing stream with
+ * other replicas or on another cluster than asked is ControlLogPlacementError. Needs the right to create streams (the operator's). Returns
  * `created: false` when the stream was already there. Throws the nats.js error when JetStream is
  * unavailable or an existing stream has an incompatible configuration.
  */
@@ -69,10 +98,16 @@ export async function initJetStreamControlLog(nc: NatsConnection, opts: JetStrea
   const name = opts.streamName ?? controlStreamName(opts.region);
   let created = false;
   try {
-    await jsm.streams.info(name);
+    const info = await jsm.streams.info(name);
+    // An existing stream is never moved or re-replicated here: asked for another placement, say so.
+    const have = { replicas: info.config.num_replicas, cluster: info.cluster?.name };
+    if ((opts.replicas !== undefined && opts.replicas !== have.replicas) || (opts.placementCluster !== undefined && opts.placementCluster !== have.cluster)) {
+      throw new ControlLogPlacementError(opts.region, name, { replicas: opts.replicas, cluster: opts.placementCluster }, have);
+    }
   } catch (err) {
+    if (err instanceof ControlLogPlacementError) throw err;
     if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-    await jsm.streams.add(controlStreamConfig(name, ctrlSubject(opts.region), opts.replicas ?? 1));
+    await jsm.streams.add(controlStreamConfig(name, ctrlSubject(opts.region), opts.replicas ?? 1, opts.placementCluster));
     created = true;
   }
   return { log: await openJetStreamControlLog(nc, opts), created };
@@ -88,13 +123,14 @@ export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStrea
   const jsm = await jetstreamManager(nc, { timeout });
   const name = opts.streamName ?? controlStreamName(opts.region);
   const subject = ctrlSubject(opts.region);
+  let replicas: number;
   try {
-    await jsm.streams.info(name);
+    replicas = (await retryWhileUnavailable(opts.failoverMs ?? 0, () => jsm.streams.info(name))).config.num_replicas;
   } catch (err) {
     if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw new ControlLogMissingError(opts.region, name, { cause: err });
     throw err;
   }
-  return new JetStreamControlLog(nc, jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout);
+  return new JetStreamControlLog(nc, jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout, opts.failoverMs ?? (replicas > 1 ? FAILOVER_MS : 0));
 }
 
 /** How often a reader served by the tail still asks the stream for its last sequence (ms). */
@@ -136,19 +172,31 @@ export class JetStreamControlLog implements ControlLogStore {
     readonly streamName: string,
     readonly subject: string,
     private readonly timeoutMs: number,
+    private readonly failoverMs: number = 0,
   ) {}
 
   async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
     const bytes = encodeAppendableControlEvent(event);
     const data = encodeMessage(controlEventSpec, signer === undefined ? { event: bytes } : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), expectedLastSeq + 1, signer) });
+    // While a replicated log elects a new leader the publish times out or finds no responders:
+    // it is sent again (same id) within `failoverMs`. A try that timed out may have been stored,
+    // so a later try told "duplicate" or "moved past" checks whether the entry there is this one.
+    let retried = false;
     try {
-      const ack = await this.js.publish(this.subject, data, {
-        expect: { lastSequence: expectedLastSeq, streamName: this.streamName },
-        // Two events prepared on the same head share this id, so even on a server that ignores an
-        // expected last sequence of 0 (empty stream) only one of them is stored (duplicate window).
-        msgID: `${this.region}-${expectedLastSeq + 1}-${event.prevHash.slice(0, 16)}`,
-        timeout: this.timeoutMs,
+      const ack = await retryWhileUnavailable(this.failoverMs, async (n) => {
+        retried = n > 1;
+        return await this.js.publish(this.subject, data, {
+          expect: { lastSequence: expectedLastSeq, streamName: this.streamName },
+          // Two events prepared on the same head share this id, so even on a server that ignores an
+          // expected last sequence of 0 (empty stream) only one of them is stored (duplicate window).
+          msgID: `${this.region}-${expectedLastSeq + 1}-${event.prevHash.slice(0, 16)}`,
+          timeout: this.timeoutMs,
+        });
       });
+      if (ack.duplicate && retried && (await this.storedIs(ack.seq, data))) {
+        this.#appended = Math.max(this.#appended, ack.seq);
+        return ack.seq;
+      }
       if (ack.duplicate) {
         this.#verifyAt = 0;
         throw new ControlConflictError(`control log ${this.region}: an event for position ${expectedLastSeq + 1} was already committed`, { expectedLastSeq, region: this.region });
@@ -157,12 +205,22 @@ export class JetStreamControlLog implements ControlLogStore {
       return ack.seq;
     } catch (err) {
       if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+        if (retried && (await this.storedIs(expectedLastSeq + 1, data))) {
+          this.#appended = Math.max(this.#appended, expectedLastSeq + 1);
+          return expectedLastSeq + 1;
+        }
         // Someone else committed: the next read asks the stream how far it goes.
         this.#verifyAt = 0;
         throw new ControlConflictError(`control log ${this.region} moved past ${expectedLastSeq}: ${err.message}`, { expectedLastSeq, region: this.region }, { cause: err });
       }
       throw err;
     }
+  }
+
+  /** Whether the stream holds exactly `data` at `seq` (a retried append finding its own earlier try). */
+  private async storedIs(seq: number, data: Uint8Array): Promise<boolean> {
+    const m = await retryWhileUnavailable(this.failoverMs, () => this.jsm.streams.getMessage(this.streamName, { seq }));
+    return m !== null && Buffer.from(m.data).equals(Buffer.from(data));
   }
 
   async readAll(): Promise<ControlLogEntry[]> {
@@ -217,7 +275,7 @@ export class JetStreamControlLog implements ControlLogStore {
   /** The stream's info; a stream that vanished since it was opened is ControlLogMissingError. */
   private async info() {
     try {
-      return await this.jsm.streams.info(this.streamName);
+      return await retryWhileUnavailable(this.failoverMs, () => this.jsm.streams.info(this.streamName));
     } catch (err) {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw new ControlLogMissingError(this.region, this.streamName, { cause: err });
       throw err;
@@ -267,7 +325,7 @@ export class JetStreamControlLog implements ControlLogStore {
     for (let start = from; start <= last; start += READ_PARALLEL) {
       const seqs = Array.from({ length: Math.min(READ_PARALLEL, last - start + 1) }, (_, i) => start + i);
       this.apiRequests += seqs.length;
-      const got = await Promise.all(seqs.map((s) => this.jsm.streams.getMessage(this.streamName, { seq: s })));
+      const got = await Promise.all(seqs.map((s) => retryWhileUnavailable(this.failoverMs, () => this.jsm.streams.getMessage(this.streamName, { seq: s }))));
       for (const m of got) if (m !== null) out.push(recordOf(m.seq, m.data));
     }
     return { entries: out, last: Math.max(last, out[out.length - 1]?.seq ?? 0) };

@@ -11,6 +11,7 @@ import { operatorAccess } from "../operator-signing.ts";
 import { closeNats, connectNats } from "../../transport/index.ts";
 import { initJetStreamControlLog } from "../../transport/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
+import { cliIo } from "../cli-io.ts";
 import { readJsonFile } from "./policy.ts";
 
 /** Fresh random keys: Ed25519 receipt keys for holders, 32-byte data keys for volumes. */
@@ -69,11 +70,13 @@ export function register(program: Command): void {
           writeFileSync(f.path, f.contents, { mode: f.mode });
           chmodSync(f.path, f.mode); // the umask never loosens a key
         }
+        // A control log with a single replica is a choice the operator sees (stderr, so --json stays one line).
+        for (const w of plan.warnings) cliIo().stderr(`warning: ${w}\n`);
         printResult(
           o,
-          { roles: plan.roles, natsServers: plan.natsServers, bootstrap: join(out, BOOTSTRAP_FILE) },
+          { roles: plan.roles, natsServers: plan.natsServers, controlServers: plan.controlServers, bootstrap: join(out, BOOTSTRAP_FILE), warnings: plan.warnings },
           plan.roles.map((r) => ({ instance: r.instance, role: r.role, region: r.region, config: r.config })),
-          `${plan.roles.length} role instances, ${plan.natsServers.length} nats-server configs in ${out}`,
+          `${plan.roles.length} role instances, ${plan.natsServers.length + plan.controlServers.length} nats-server configs (${plan.controlServers.length} for the control log's replicas) in ${out}`,
         );
       }),
     );
@@ -98,7 +101,8 @@ export function register(program: Command): void {
         const nc = await connectNats({ ...operatorConnectOptions(conn, "custody-bootstrap"), maxReconnectAttempts: 0 });
         try {
           // The operator's explicit bootstrap: it creates the region's control stream if it is not there yet.
-          const { log: store } = await initJetStreamControlLog(nc, { region: plan.controlRegion });
+          // A replicated log's stream goes to its own cluster (through the gateways), with its replicas.
+          const { log: store } = await initJetStreamControlLog(nc, { region: plan.controlRegion, ...(plan.controlStream !== undefined ? { replicas: plan.controlStream.replicas, placementCluster: plan.controlStream.cluster } : {}) });
           try {
             const r = await applyBootstrap(store, plan, who.signer);
             printResult(o, r, [...r.controllers.map((c) => ({ committed: `admit_controller ${c}` })), ...r.admitted.map((h) => ({ committed: `admit_holder ${h}` })), ...r.obligations.map((x) => ({ committed: `create_obligation ${x}` })), ...r.skipped.map((x) => ({ committed: `(already there) ${x}` }))]);

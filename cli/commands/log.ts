@@ -6,7 +6,8 @@ import { closeNats, connectNats } from "../../transport/index.ts";
 
 interface LogInitOptions extends OutputOptions, OperatorConnectionOptions {
   region: string;
-  replicas: string;
+  replicas?: string;
+  cluster?: string;
 }
 
 /**
@@ -18,15 +19,16 @@ export function register(program: Command): void {
   const log = program.command("log").description("A region's control log (JetStream stream)");
   withOperatorConnection(log.command("init").description("Create the region's control stream if it does not exist (the operator's bootstrap)"))
     .requiredOption("--region <name>", "control-log region")
-    .option("--replicas <n>", "JetStream replicas of the stream", "1")
+    .option("--replicas <n>", "JetStream replicas of the stream (default 1 when it is created; an existing stream with other replicas is refused)")
+    .option("--cluster <name>", "JetStream cluster the stream is placed on (a replicated log's control cluster, e.g. control-<region>)")
     .option("--json", "one JSON object on one line")
     .action(
       action(async (o: LogInitOptions) => {
-        const replicas = Number(o.replicas);
-        if (!Number.isSafeInteger(replicas) || replicas < 1) throw new Error(`--replicas must be a positive integer, got ${o.replicas}`);
+        const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
+        if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1)) throw new Error(`--replicas must be a positive integer, got ${o.replicas}`);
         const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-log-init"), maxReconnectAttempts: 0 });
         try {
-          const { log: store, created } = await initJetStreamControlLog(nc, { region: o.region, replicas });
+          const { log: store, created } = await initJetStreamControlLog(nc, { region: o.region, ...(replicas !== undefined ? { replicas } : {}), ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}) });
           const lastSeq = await store.lastSeq();
           await store.close();
           const out = { region: o.region, stream: controlStreamName(o.region), created, lastSeq };

@@ -6,7 +6,7 @@ import { ControlConflictError, ControlFenceError, ControlLogRegressionError } fr
 import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
-import { initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
+import { ControlLogPlacementError, initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 import { checkControlLogContract } from "./control-log-contract.ts";
 import { admit, createOb, eventOn, release, who } from "./control-fixtures.ts";
@@ -206,5 +206,19 @@ test.serial("one standing tail serves a follower's rounds: 200 refreshes create 
   await storeB.close();
   await disconnect(ncB);
   await disconnect(spy);
+  await disconnect(nc);
+});
+
+test.serial("an existing control stream is never re-replicated or moved by a bootstrap: asked for other replicas or another cluster, the bootstrap says so and changes nothing", async (t) => {
+  const nc = await connect(t, "placement");
+  const { log } = await initJetStreamControlLog(nc, { region: "placement" });
+  await log.close();
+  const refused = await t.throwsAsync(initJetStreamControlLog(nc, { region: "placement", replicas: 3, placementCluster: "control-placement" }), { instanceOf: ControlLogPlacementError });
+  t.is(refused.code, "control_log_placement");
+  t.like(refused.detail, { want: { replicas: 3, cluster: "control-placement" }, have: { replicas: 1 } });
+  const again = await initJetStreamControlLog(nc, { region: "placement" });
+  t.false(again.created, "without asking for a placement, the existing stream is opened");
+  t.is((await (await jetstreamManager(nc)).streams.info("CUSTODY_CTRL_placement")).config.num_replicas, 1);
+  await again.log.close();
   await disconnect(nc);
 });

@@ -1,6 +1,7 @@
 /**
  * The nats-server configs `custody init` writes: with three regions, each server starts from its
- * file, runs JetStream, and is joined to both other regions by gateways in both directions; a
+ * file (the regions' and the replicated control log's three), and is joined to both other regions
+ * (and the control cluster, whose servers run JetStream) by gateways in both directions; a
  * message published in one region reaches a subscriber in each other region.
  */
 import test from "ava";
@@ -15,7 +16,7 @@ import { tempDir } from "../e2e/e2e-fixture.ts";
 /** An event subject of the deployment's volume: the writer may publish it, the operator receive it. */
 const SUBJECT = "custody.v1.event.vol-d";
 
-test("three regions: every nats-server custody init configured starts with JetStream, gateways join each region to the other two, and a message crosses them", async (t) => {
+test("three regions: every nats-server custody init configured starts, gateways join each region to the other two, and a message crosses them", async (t) => {
   const pids: number[] = [];
   const { out, index, servers } = await initAndStartNats(custodyStdout, () => tempDir("custody-deploy-"), { metrics: true, extraRegions: ["eu"] }, (p) => pids.push(p.pid));
   t.teardown(async () => {
