@@ -1,0 +1,92 @@
+/**
+ * Recovery and status need no controller (issue #45): a `custody init` deployment on real
+ * processes writes through its workload until every write is acknowledged and receipted; then its
+ * only controller is SIGKILLed and not restarted. `custody status` still answers — computed from
+ * the control log and the holders' signed receipts, saying that no controller answered — and
+ * `custody recover --volume V --to SITE` rebuilds the volume byte-exact against the writer's
+ * acknowledgement log, its read held in the control log while it reads. A command that reaches no
+ * server says which URLs it tried.
+ */
+import test from "ava";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { freePort } from "../../testing/nats-server.ts";
+import { custodyCli, custodyStdout as custody, type CustodyCliFailure } from "../helpers/custody-cli.ts";
+import { untilValue as until } from "../helpers/until.ts";
+import { readVolume, tempDir } from "../e2e/e2e-fixture.ts";
+import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../demo/workload.ts";
+import { deployedNetwork } from "./deployed-network.ts";
+
+/** Generous bounds: they only end a hung run, they measure nothing. */
+const SETTLE_MS = 90_000;
+const WRITES = 40;
+const BLOCKS = 256;
+const lastJson = (out: string) => JSON.parse(out.trim().split("\n").at(-1)!) as Record<string, unknown>;
+
+test("with its only controller SIGKILLed, custody status answers from the control log and the holders and says no controller answered; custody recover rebuilds the volume byte-exact against the acknowledgement log", async (t) => {
+  const { out, index, roles, start, eastUrl, asOperator, explain } = await deployedNetwork(t, "custody-recov-", { baseBuilder: false });
+  // The writer's workload: WRITES writes, each logged once acknowledged.
+  const ackLog = join(tempDir("custody-recov-acks-"), "acks.jsonl");
+  const writerConfig = index.roles.find((r) => r.role === "writer")!.config;
+  const w = JSON.parse(readFileSync(writerConfig, "utf8")) as { workload: Record<string, unknown> };
+  writeFileSync(writerConfig, JSON.stringify({ ...w, workload: { ...w.workload, count: WRITES, ackLog } }));
+
+  await custody(["bootstrap", join(out, "bootstrap.json"), "--server", eastUrl, "--json"]);
+  await start("controller-ctl-1");
+  for (const r of index.roles.filter((x) => x.role === "holder" || x.role === "writer")) await start(r.instance);
+
+  // Every write acknowledged, and the controller's own document shows them receipted: the
+  // surviving cut (every required scenario) reaches the last acknowledged write.
+  const acks = await until("the workload's writes acknowledged", SETTLE_MS, async () => {
+    const a = readVolumeAckLog(ackLog, "vol-d");
+    return a.length === WRITES ? a : undefined;
+  }, explain);
+  const lastSeq = Math.max(...acks.map((a) => a.seq));
+  const lastLsn = Math.max(...acks.map((a) => a.lsn));
+  await until("the controller's status shows every acknowledged write surviving", SETTLE_MS, async () => {
+    const doc = lastJson(await custody(["status", "vol-d", ...asOperator, "--json"]));
+    const cut = doc.survivingCut as [string, number][] | null;
+    return doc.controller === "ctl-1" && cut !== null && (cut.find(([l]) => l === "l0")?.[1] ?? 0) >= lastSeq ? true : undefined;
+  }, explain);
+
+  // The only controller dies and stays dead.
+  t.is((await roles.get("controller-ctl-1")!.signal("SIGKILL", SETTLE_MS)).signal, "SIGKILL");
+
+  // custody status: no document comes, so the command computes it and says so. A dead server
+  // named first is tried and passed over (the deployment's regions follow it).
+  const dead = `nats://127.0.0.1:${await freePort()}`;
+  const noController = ["--server", dead, ...asOperator, "--timeout", "1000"];
+  const computed = lastJson(await custody(["status", "vol-d", ...noController, "--json"]));
+  t.is(computed.controllerAnswered, false);
+  t.is(computed.controller, "none");
+  const from = computed.computedFrom as { holders: string[]; server: string; controlSeq: number };
+  t.deepEqual(from.holders, ["h-e1", "h-w1"], "both holders' receipts verified");
+  t.is(from.server, eastUrl, "the dead server was passed over for the region serving the control log");
+  const cut = computed.survivingCut as [string, number][] | null;
+  t.true(cut !== null && cut.find(([l]) => l === "l0")![1] >= lastSeq, `the computed surviving cut ${JSON.stringify(cut)} keeps every acknowledged write (through seq ${lastSeq})`);
+  const table = await custody(["status", "vol-d", ...noController]);
+  t.regex(table, /^controller: none answered \(status computed by this command from the control log .* and 2 holders: h-e1,h-w1/m);
+  t.regex(table, /crash:h-e1/);
+
+  // custody recover: no controller, no scenario — everything that survives now, byte-exact.
+  const keyFile = join(tempDir("custody-recov-key-"), "data.key");
+  writeFileSync(keyFile, readFileSync(join(out, "roles", "writer-w1", "data.key")).toString("hex"));
+  const dir = join(tempDir("custody-recov-vol-"), "vol");
+  const r = lastJson(await custody(["recover", "--volume", "vol-d", "--to", "s-vault", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, ...noController, "--json"]));
+  t.is(r.controllerAnswered, false);
+  t.deepEqual(r.recovered, r.predicted);
+  t.deepEqual(r.fetchErrors, {});
+  t.true((r.lsn as number) >= lastLsn, `recovered through lsn ${String(r.lsn)}, the last acknowledged is ${lastLsn}`);
+  const got = await readVolume(dir, BLOCKS);
+  t.true(Buffer.from(got).equals(Buffer.from(workloadContentThrough(BLOCKS, 1, lsnOffset(acks, 1), r.lsn as number))), "byte-exact against the acknowledgement log");
+  t.is((r.holds as string[]).length, 1, "its read was held in the control log");
+  const holds = lastJson(await custody(["hold", "list", "--region", "ctl", ...asOperator, "--json"])).holds as unknown[];
+  t.deepEqual(holds, [], "and the hold ended with the recovery");
+  t.log(`recover: ${String(r.elapsedMs)} ms, ${String(r.unitsVerified)} units (${String(r.unitBytes)} bytes) from ${(r.holdersHeard as string[]).length} holders heard in ${String(r.listenedMs)} ms; fetched ${JSON.stringify(r.fetched)}`);
+
+  // A command that reaches no server names every URL it tried, in one line.
+  const failed = (await custodyCli(["status", "vol-d", "--server", dead, "--connect-timeout", "500"]).catch((e: CustodyCliFailure) => e)) as CustodyCliFailure;
+  t.is(failed.code, 1);
+  t.regex(failed.stderr, new RegExp(`^error \\[no_server\\]: no server answered within 500 ms: ${dead.replace(/[.]/g, "\\.")} \\(`));
+  t.is(failed.stderr.trim().split("\n").length, 1);
+});
