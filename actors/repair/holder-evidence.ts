@@ -4,7 +4,6 @@ import { ReceiptLedger, receiptBatchSpec, receiptVerifyContext, type ControlStat
 import { decodeAny, decodeMessage, eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, type WriterProgressMessage } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { CommitRun } from "../../policies/index.ts";
-import type { SourceProgress } from "../controller/evaluation-input.ts";
 
 /** What the surviving holders (and, when it lives, the writer) said within the listening window. */
 export interface HolderEvidence {
@@ -14,8 +13,8 @@ export interface HolderEvidence {
   readonly heard: string[];
   /** Batches refused by verification, per error code (they changed nothing). */
   readonly rejected: Record<string, number>;
-  /** The writer's progress, when it published any (else empty: heads then come from the receipts). */
-  readonly progress: SourceProgress;
+  /** The writer's progress (a controller's SourceProgress), when it published any (else empty: heads then come from the receipts). */
+  readonly progress: { readonly heads: Record<string, number>; readonly commits: CommitRun[] };
   /** How long it listened (ms). */
   readonly listenedMs: number;
 }
