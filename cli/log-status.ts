@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { evaluateFromLog, gatherHolderEvidence, statusDocument, type VolumeTopology } from "../actors/index.ts";
-import { CustodyError, systemClock } from "../core/index.ts";
+import { evaluateFromLog, failedHolders, gatherHolderEvidence, statusDocument, type VolumeTopology } from "../actors/index.ts";
+import { CustodyError, holderLaneKey, systemClock } from "../core/index.ts";
 import { ControlLogFollower, type ControlState, type ControlTrust } from "../custody/index.ts";
 import type { EvaluationReport, EvaluationState } from "../policies/index.ts";
 import type { VolumeStatus } from "../protocol/index.ts";
-import { controllerRoleSchema, readPublicKeyHex, readRoleConfig } from "../runtime/index.ts";
+import { controllerRoleSchema, listProcesses, readPublicKeyHex, readRoleConfig, type ProcessStats } from "../runtime/index.ts";
 import { NatsTransport, openJetStreamControlLog } from "../transport/index.ts";
 import { DEFAULT_SERVER, operatorConnectOptions, readOperatorConfig, type OperatorConnectionOptions } from "./operator-connection.ts";
 
@@ -16,6 +16,9 @@ import { DEFAULT_SERVER, operatorConnectOptions, readOperatorConfig, type Operat
  * controller's own evaluation (`evaluateFromLog`). A status document, when a controller publishes
  * one, is only a faster answer; nothing here depends on it.
  */
+
+/** How long the holders' stats answers are collected (bounded by --evidence-ms too). */
+const STATS_WAIT_MS = 1_000;
 
 /** Thrown when no server of the deployment answered (or none served the control log) in time. */
 export class NoServerAnsweredError extends CustodyError {
@@ -126,6 +129,8 @@ export interface LogStatus {
   readonly control: ControlState;
   /** Holders a verified receipt batch came from. */
   readonly heard: string[];
+  /** The volume's holders that answered the stats request (alive, whatever they retain). */
+  readonly answered: string[];
   readonly listenedMs: number;
   readonly rejected: Record<string, number>;
   /** The server whose region served the control log. */
@@ -165,12 +170,20 @@ export async function statusFromLogAndHolders(
       const follower = new ControlLogFollower(store, undefined, deployment.trust);
       const control = await follower.refresh();
       const t = deployment.topology;
-      const expect = Object.keys(t.holderSites).filter((h) => control.holders[h] !== undefined);
-      const ev = await gatherHolderEvidence(transport, control, { volume, lanes: t.lanes, expect, waitMs: q.evidenceMs, staleAfterMs: t.staleAfterMs, clock: systemClock });
+      // Listening ends early once every admitted holder the log has not declared failed was heard.
+      const failed = failedHolders(control);
+      const expect = Object.keys(t.holderSites).filter((h) => control.holders[h] !== undefined && !failed.has(h));
+      // The holders are asked too (their process stats): one that retains nothing of the volume sends
+      // no receipt, so it is not waited for. Only verified receipts count as evidence.
+      const asked = listProcesses(transport.connection, { role: "holder", waitMs: Math.min(q.evidenceMs, STATS_WAIT_MS) }).then((r) => r.stats, () => []);
+      const retainsNothing = (p: ProcessStats) => t.lanes.every((l) => (p.samples?.[`${holderLaneKey(volume, l)}.retained`]?.length ?? 0) === 0);
+      const excused = asked.then((stats) => stats.filter((p) => expect.includes(p.id) && retainsNothing(p)).map((p) => p.id));
+      const ev = await gatherHolderEvidence(transport, control, { volume, lanes: t.lanes, expect, excused, waitMs: q.evidenceMs, staleAfterMs: t.staleAfterMs, clock: systemClock });
+      const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
       const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
       const doc = statusDocument("none", control.lastSeq, state, report, 0);
       return {
-        doc, state, report, control, heard: ev.heard, listenedMs: ev.listenedMs, rejected: ev.rejected, url, deployment, store, follower, transport,
+        doc, state, report, control, heard: ev.heard, answered, listenedMs: ev.listenedMs, rejected: ev.rejected, url, deployment, store, follower, transport,
         close: async () => {
           await store.close();
           if (!reused) await transport.close();
@@ -185,6 +198,7 @@ export async function statusFromLogAndHolders(
 }
 
 /** The one line that says the status was computed here, not by a controller. */
-export function noControllerLine(s: Pick<LogStatus, "heard" | "listenedMs" | "url" | "control">): string {
-  return `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} via ${s.url} and ${s.heard.length} holder${s.heard.length === 1 ? "" : "s"}: ${s.heard.join(",") || "none"}, listened ${s.listenedMs} ms)`;
+export function noControllerLine(s: Pick<LogStatus, "heard" | "answered" | "listenedMs" | "url" | "control">): string {
+  const n = s.heard.length;
+  return `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} via ${s.url} and ${n} holder${n === 1 ? "" : "s"}' receipts: ${s.heard.join(",") || "none"}; ${s.answered.length} holder${s.answered.length === 1 ? "" : "s"} answered stats; listened ${s.listenedMs} ms)`;
 }

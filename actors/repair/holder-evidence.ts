@@ -23,13 +23,26 @@ export interface HolderEvidence {
  * Listens, as a controller does, to `volume`'s signed receipt batches (every holder re-announces
  * what it retains every receipt-refresh interval) and writer progress, for at most `waitMs`: each
  * batch is verified against the folded control log `s` into a fresh receipt ledger; a refused one
- * is counted and changes nothing. Ends early once every holder in `expect` was heard from on every
- * lane in `lanes`. Needs no controller: this is how recovery and status learn what survives.
+ * is counted and changes nothing. Ends early once every holder in `expect` (less the `excused`)
+ * was heard from on every lane in `lanes`. Needs no controller: this is how recovery and status learn what survives.
  */
 export async function gatherHolderEvidence(
   transport: Transport,
   s: ControlState,
-  q: { readonly volume: string; readonly lanes: readonly string[]; readonly expect: readonly string[]; readonly waitMs: number; readonly staleAfterMs: number; readonly clock: Clock },
+  q: {
+    readonly volume: string;
+    readonly lanes: readonly string[];
+    readonly expect: readonly string[];
+    /**
+     * Holders not to wait for once it resolves: those that said (unsigned, e.g. in their process
+     * stats) they retain nothing of the volume — a holder with nothing sends no receipt. It only
+     * ends the wait sooner; what counts is still only a verified receipt.
+     */
+    readonly excused?: Promise<readonly string[]>;
+    readonly waitMs: number;
+    readonly staleAfterMs: number;
+    readonly clock: Clock;
+  },
 ): Promise<HolderEvidence> {
   const ledger = new ReceiptLedger({ clock: q.clock, maxEvidenceAgeMs: q.staleAfterMs });
   const rejected: Record<string, number> = {};
@@ -39,7 +52,15 @@ export async function gatherHolderEvidence(
   const seen = new Set<string>();
   let done: () => void = () => undefined;
   const finished = new Promise<void>((resolve) => (done = resolve));
-  const complete = () => q.expect.every((h) => q.lanes.every((l) => seen.has(`${h}/${l}`)));
+  const expect = new Set(q.expect);
+  const complete = () => [...expect].every((h) => q.lanes.every((l) => seen.has(`${h}/${l}`)));
+  void q.excused?.then(
+    (ids) => {
+      for (const id of ids) expect.delete(id);
+      if (complete()) done();
+    },
+    () => undefined,
+  );
   const receipts = transport.subscribe(receiptsOfVolume(q.volume), (msg) => {
     try {
       const { volume, lane } = parseSubjectOf("receipt", msg.subject);

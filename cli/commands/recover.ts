@@ -161,7 +161,7 @@ export function register(program: Command): void {
           });
           if (failed && lanes.some((l) => (r.cut[l] ?? 0) < predicted[l]!)) throw new RecoveryShortError(o.volume, predicted, r.cut, fetchErrors);
           const unitBytes = units.reduce((n, u) => n + u.payload.byteLength, 0);
-          const without = computed === undefined ? {} : { controllerAnswered: false, controlSeq: computed.control.lastSeq, server: computed.url, holdersHeard: computed.heard, listenedMs: computed.listenedMs, holds: registration?.holdIds ?? [] };
+          const without = computed === undefined ? {} : { controllerAnswered: false, controlSeq: computed.control.lastSeq, server: computed.url, holdersHeard: computed.heard, holdersAnswered: computed.answered, listenedMs: computed.listenedMs, holds: registration?.holdIds ?? [] };
           const out = { volume: o.volume, scenario: plan.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched, fetchErrors, unitBytes, elapsedMs: Math.round(performance.now() - started), ...without };
           printResult(o, out, lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })), `recovered ${o.volume} at ${o.to} (${o.dir}): lsn ${r.lsn}, ${r.unitsVerified} units verified (${unitBytes} bytes), ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`);
         } finally {

@@ -101,7 +101,7 @@ export interface WithoutControllerOptions extends LogStatusOptions {
 export function withoutController(c: Command): Command {
   return c
     .option("--controller-config <file>", "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)")
-    .option("--evidence-ms <ms>", "when no controller answers: at most this long listening to the holders' signed receipts", "1500")
+    .option("--evidence-ms <ms>", "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)", "3000")
     .option("--connect-timeout <ms>", "per server: how long a connection (and a control-log read) may take before the next region's server is tried", "2000")
     .option("--json", "one JSON object on one line");
 }
@@ -140,7 +140,7 @@ export function register(program: Command): void {
             if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
             if ("doc" in doc) {
               if (!o.json) cliIo().stdout(noControllerLine(doc) + "\n");
-              printStatus(doc.doc, o, { controllerAnswered: false, computedFrom: { controlSeq: doc.control.lastSeq, server: doc.url, holders: doc.heard, listenedMs: doc.listenedMs, rejectedBatches: doc.rejected } });
+              printStatus(doc.doc, o, { controllerAnswered: false, computedFrom: { controlSeq: doc.control.lastSeq, server: doc.url, holders: doc.heard, holdersAnswered: doc.answered, listenedMs: doc.listenedMs, rejectedBatches: doc.rejected } });
             } else printStatus(doc, o);
             if (!o.watch) break;
             await new Promise((r) => setTimeout(r, everyMs));

@@ -61,17 +61,21 @@ test("with its only controller SIGKILLed, custody status answers from the contro
   // custody status: no document comes, so the command computes it and says so. A dead server
   // named first is tried and passed over (the deployment's regions follow it).
   const dead = `nats://127.0.0.1:${await freePort()}`;
-  const noController = ["--server", dead, ...asOperator, "--timeout", "1000"];
+  // A generous listening bound (it only ends a hung run): listening ends once both holders were heard.
+  const noController = ["--server", dead, ...asOperator, "--timeout", "1000", "--evidence-ms", "30000"];
   const computed = lastJson(await custody(["status", "vol-d", ...noController, "--json"]));
   t.is(computed.controllerAnswered, false);
   t.is(computed.controller, "none");
-  const from = computed.computedFrom as { holders: string[]; server: string; controlSeq: number };
-  t.deepEqual(from.holders, ["h-e1", "h-w1"], "both holders' receipts verified");
+  const from = computed.computedFrom as { holders: string[]; holdersAnswered: string[]; server: string; controlSeq: number };
+  // h-w1 keeps every write on disk (no base, so nothing releases it); h-e1's RAM copies may all be
+  // released already, and a holder with nothing sends no receipt — but it answers when asked.
+  t.true(from.holders.includes("h-w1"), `the disk holder's receipts verified: ${JSON.stringify(from)}`);
+  t.deepEqual(from.holdersAnswered, ["h-e1", "h-w1"], "both holders were asked and answered");
   t.is(from.server, eastUrl, "the dead server was passed over for the region serving the control log");
   const cut = computed.survivingCut as [string, number][] | null;
   t.true(cut !== null && cut.find(([l]) => l === "l0")![1] >= lastSeq, `the computed surviving cut ${JSON.stringify(cut)} keeps every acknowledged write (through seq ${lastSeq})`);
   const table = await custody(["status", "vol-d", ...noController]);
-  t.regex(table, /^controller: none answered \(status computed by this command from the control log .* and 2 holders: h-e1,h-w1/m);
+  t.regex(table, /^controller: none answered \(status computed by this command from the control log at seq \d+ via \S+ and \d holders?' receipts: [^;]*h-w1[^;]*; 2 holders answered stats; listened \d+ ms\)$/m);
   t.regex(table, /crash:h-e1/);
 
   // custody recover: no controller, no scenario — everything that survives now, byte-exact.
@@ -98,7 +102,7 @@ test("with its only controller SIGKILLed, custody status answers from the contro
   t.deepEqual(folded.rejected.filter((x) => holdEntries.some((e) => e.seq === x.seq)), [], "both signed by the operator's key");
   t.deepEqual(Object.keys(folded.holds), [], "and the hold ended with the recovery");
   await store.close();
-  t.log(`recover: ${String(r.elapsedMs)} ms, ${String(r.unitsVerified)} units (${String(r.unitBytes)} bytes) from ${(r.holdersHeard as string[]).length} holders heard in ${String(r.listenedMs)} ms; fetched ${JSON.stringify(r.fetched)}`);
+  t.log(`recover: ${String(r.elapsedMs)} ms, ${String(r.unitsVerified)} units (${String(r.unitBytes)} bytes); receipts from ${JSON.stringify(r.holdersHeard)}, ${(r.holdersAnswered as string[]).length} holders answered, listened ${String(r.listenedMs)} ms; fetched ${JSON.stringify(r.fetched)}`);
 
   // A command that reaches no server names every URL it tried, in one line.
   const failed = (await custodyCli(["status", "vol-d", "--server", dead, "--connect-timeout", "500"]).catch((e: CustodyCliFailure) => e)) as CustodyCliFailure;
