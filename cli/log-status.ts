@@ -20,6 +20,9 @@ import { DEFAULT_SERVER, operatorConnectOptions, readOperatorConfig, type Operat
 /** How long the holders' stats answers are collected (bounded by --evidence-ms too). */
 const STATS_WAIT_MS = 1_000;
 
+/** Pause between two passes over the servers while none serves the control log. */
+const LOG_RETRY_MS = 500;
+
 /** Thrown when no server of the deployment answered (or none served the control log) in time. */
 export class NoServerAnsweredError extends CustodyError {
   constructor(what: string, failures: readonly { url: string; why: string }[]) {
@@ -146,15 +149,36 @@ export interface LogStatus {
 /**
  * Computes `volume`'s status as its controller would, without one: for each server in turn (the
  * already-open `first` connection for its URL), read the control log and listen to the holders'
- * receipts for up to `evidenceMs`; the first server that serves the log answers. Throws
- * NoServerAnsweredError naming every URL tried and why when none does.
+ * receipts for up to `evidenceMs`; the first server that serves the log answers. Passes are
+ * repeated for up to `logWaitMs`; then throws NoServerAnsweredError naming every URL and why.
  */
 export async function statusFromLogAndHolders(
   o: LogStatusOptions,
   volume: string,
-  q: { readonly connectMs: number; readonly evidenceMs: number; readonly first?: { transport: NatsTransport; url: string } },
+  q: { readonly connectMs: number; readonly evidenceMs: number; readonly logWaitMs: number; readonly first?: { transport: NatsTransport; url: string } },
 ): Promise<LogStatus> {
   const deployment = volumeDeployment(o, volume);
+  const started = performance.now();
+  // Right after a region is lost, the survivors' JetStream may still be electing a leader: the
+  // servers are tried again, round after round, until one serves the log or logWaitMs has passed.
+  for (let round = 1; ; round++) {
+    const { status, failures } = await oneRound(o, volume, deployment, q);
+    if (status !== undefined) return status;
+    const waited = Math.round(performance.now() - started);
+    if (waited + LOG_RETRY_MS >= q.logWaitMs) {
+      throw new NoServerAnsweredError(`no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file}) in ${round} round${round === 1 ? "" : "s"} over ${waited} ms`, failures);
+    }
+    await new Promise((r) => setTimeout(r, LOG_RETRY_MS));
+  }
+}
+
+/** One pass over the servers: the first that serves the log answers; else why each did not. */
+async function oneRound(
+  o: LogStatusOptions,
+  volume: string,
+  deployment: VolumeDeployment,
+  q: { readonly connectMs: number; readonly evidenceMs: number; readonly first?: { transport: NatsTransport; url: string } },
+): Promise<{ status?: LogStatus; failures: { url: string; why: string }[] }> {
   const failures: { url: string; why: string }[] = [];
   for (const url of serverUrls(o)) {
     let transport: NatsTransport;
@@ -165,8 +189,10 @@ export async function statusFromLogAndHolders(
       failures.push({ url, why: (err as Error).message ?? String(err) });
       continue;
     }
+    let store: Awaited<ReturnType<typeof openJetStreamControlLog>> | undefined;
     try {
-      const store = await openJetStreamControlLog(transport.connection, { region: deployment.region, timeoutMs: q.connectMs });
+      store = await openJetStreamControlLog(transport.connection, { region: deployment.region, timeoutMs: q.connectMs });
+      const log = store;
       const follower = new ControlLogFollower(store, undefined, deployment.trust);
       const control = await follower.refresh();
       const t = deployment.topology;
@@ -182,23 +208,25 @@ export async function statusFromLogAndHolders(
       const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
       const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
       const doc = statusDocument("none", control.lastSeq, state, report, 0);
-      return {
-        doc, state, report, control, heard: ev.heard, answered, listenedMs: ev.listenedMs, rejected: ev.rejected, url, deployment, store, follower, transport,
+      const status: LogStatus = {
+        doc, state, report, control, heard: ev.heard, answered, listenedMs: ev.listenedMs, rejected: ev.rejected, url, deployment, store: log, follower, transport,
         close: async () => {
-          await store.close();
+          await log.close();
           if (!reused) await transport.close();
         },
       };
+      return { status, failures };
     } catch (err) {
       failures.push({ url, why: `control log ${deployment.region}: ${err instanceof CustodyError ? `${err.code}: ` : ""}${(err as Error).message ?? String(err)}` });
+      await store?.close().catch(() => undefined);
       if (!reused) await transport.close().catch(() => undefined);
     }
   }
-  throw new NoServerAnsweredError(`no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file})`, failures);
+  return { failures };
 }
 
 /** The one line that says the status was computed here, not by a controller. */
 export function noControllerLine(s: Pick<LogStatus, "heard" | "answered" | "listenedMs" | "url" | "control">): string {
   const n = s.heard.length;
-  return `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} via ${s.url} and ${n} holder${n === 1 ? "" : "s"}' receipts: ${s.heard.join(",") || "none"}; ${s.answered.length} holder${s.answered.length === 1 ? "" : "s"} answered stats; listened ${s.listenedMs} ms)`;
+  return `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} via ${s.url} and ${n} ${n === 1 ? "holder's" : "holders'"} receipts: ${s.heard.join(",") || "none"}; ${s.answered.length} holder${s.answered.length === 1 ? "" : "s"} answered stats; listened ${s.listenedMs} ms)`;
 }

@@ -103,6 +103,7 @@ export function register(program: Command): void {
         const controllerWaitMs = positiveInt("controller-wait", o.controllerWait);
         const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
         const connectMs = positiveInt("connect-timeout", o.connectTimeout);
+        const logWaitMs = positiveInt("log-wait", o.logWait);
         const dataKey = readKey(o.keyFile);
         if ((o.base === undefined) !== (o.baseCut === undefined)) throw new CustodyError("invalid_option", "--base and --base-cut go together", { option: "base" });
         const first = await connectFirst(o, serverUrls(o), "custody-recover", connectMs);
@@ -125,7 +126,7 @@ export function register(program: Command): void {
               registration = await registerRecovery(first.url, o.region, { volume: o.volume, cut: plan.cut, sources: plan.contributors, leaseMs, by: `custody recover ${plan.scenario} -> ${o.to}` });
             }
           } else {
-            computed = await statusFromLogAndHolders(o, o.volume, { connectMs, evidenceMs, first }).catch((err: unknown) => {
+            computed = await statusFromLogAndHolders(o, o.volume, { connectMs, evidenceMs, logWaitMs, first }).catch((err: unknown) => {
               throw o.scenario === undefined ? err : noControllerAnd(err, controllerWaitMs);
             });
             plan = planFrom(o.volume, computed, o.scenario);

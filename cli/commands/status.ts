@@ -95,6 +95,7 @@ export function noControllerAnd(err: unknown, timeoutMs: number): unknown {
 export interface WithoutControllerOptions extends LogStatusOptions {
   evidenceMs: string;
   connectTimeout: string;
+  logWait: string;
 }
 
 /** Adds `--controller-config`, `--evidence-ms` and `--connect-timeout` to a command. */
@@ -103,6 +104,7 @@ export function withoutController(c: Command): Command {
     .option("--controller-config <file>", "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)")
     .option("--evidence-ms <ms>", "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)", "3000")
     .option("--connect-timeout <ms>", "per server: how long a connection (and a control-log read) may take before the next region's server is tried", "2000")
+    .option("--log-wait <ms>", "when no controller answers: how long to keep trying the servers for the control log (a region just lost may leave JetStream electing a leader)", "15000")
     .option("--json", "one JSON object on one line");
 }
 
@@ -121,6 +123,7 @@ export function register(program: Command): void {
         const everyMs = positiveInt("every", o.every);
         const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
         const connectMs = positiveInt("connect-timeout", o.connectTimeout);
+        const logWaitMs = positiveInt("log-wait", o.logWait);
         const first = await connectFirst(o, serverUrls(o), "custody-status", connectMs);
         const t = first.transport;
         const stop = () => void t.close().finally(() => process.exit(0));
@@ -131,7 +134,7 @@ export function register(program: Command): void {
           for (;;) {
             const doc = await nextStatus(t, volume, timeoutMs).catch(async (err: unknown) => {
               if (!(err instanceof StatusTimeoutError)) throw err;
-              const computed = await statusFromLogAndHolders(o, volume, { connectMs, evidenceMs, first }).catch((e: unknown) => {
+              const computed = await statusFromLogAndHolders(o, volume, { connectMs, evidenceMs, logWaitMs, first }).catch((e: unknown) => {
                 throw noControllerAnd(e, timeoutMs);
               });
               await computed.close();
