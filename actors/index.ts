@@ -72,5 +72,7 @@ export { laneKey } from "./holder/holder-config.ts";
 export { type PreservedRam, type PreservedUnit } from "./holder/holder-ports.ts";
 export { claimIncarnation } from "./holder/incarnation.ts";
 export { HANDOVER_RETRY_MS, HANDOVER_ROUNDS, type HandoverReport } from "./holder/holder-handover.ts";
-export { registerRecovery, type RecoveryRegistration } from "./repair/recovery-registration.ts";
+export { placeRecoveryHolds, registerRecovery, type RecoveryRead, type RecoveryRegistration } from "./repair/recovery-registration.ts";
 export { UnitOutbox } from "./writer/unit-outbox.ts";
+export { countedHoldings, evaluateFromLog, failedHolders } from "./controller/log-evaluation.ts";
+export { gatherHolderEvidence, type HolderEvidence } from "./repair/holder-evidence.ts";

@@ -26,6 +26,8 @@
  * - a fetch names the holder and the volume in its subject (`fetch.<holder>.<volume>`): the
  *   controller and repair fetch their volumes only, a base builder its holder's volume only, the
  *   operator (`custody recover`) any;
+ * - the operator reads every volume's receipts (read only), so `custody status` and `custody recover`
+ *   answer from the control log and the holders when no controller does;
  * - nobody may publish into another principal's inbox: replies go out under `allow_responses`
  *   (the server lets a responder answer exactly the requests it received), and each principal's
  *   own inbox lives under `inboxPrefixFor(role, id)`, which only it may subscribe to.
@@ -290,6 +292,9 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   pub.add("$SRV.>");
   sub.add(allOfKind("status"));
   sub.add(allOfKind("event"));
+  // `custody status` / `custody recover` when no controller answers: they verify the holders'
+  // signed receipts themselves (read only: a receipt is signed by its holder, so reading one grants nothing).
+  sub.add(allOfKind("receipt"));
   // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
   // JetStream publish on the control subject, as the controller's commits are.
   // It reads the control logs it is given like any reader (entries by sequence, new ones announced on the subject).

@@ -8,6 +8,7 @@ import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../pr
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
 import { statusDocument } from "./status-document.ts";
+import { countedHoldings, failedHolders } from "./log-evaluation.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
 import { CommitHistory } from "./commit-history.ts";
 import { FailureRepairRunner } from "./failure-repair-runner.ts";
@@ -234,26 +235,17 @@ export class ControllerCore {
     this.dirty = true;
   }
 
-  private failedHolders(s: ControlState): Set<string> {
-    return new Set(Object.values(s.holders).filter((h) => h.status === HolderStatus.failed).map((h) => h.holderId));
-  }
-
   /** The evaluation input as of now (released ranges and failed holders already removed). */
   currentState(s: ControlState = this.follower.state, held = this.heldBy(s)): EvaluationState {
     // Only the admitted incarnation speaks for a holder: the moment a newer one is admitted, what
     // the previous one claimed (its RAM is gone) stops counting, receipted again or not.
-    const admitted = this.ledger.holdings({ volume: this.volume }).filter((h) => s.holders[h.holderId]?.incarnation === h.incarnation && this.retentionAudits?.isUnproven(h.holderId) !== true);
-    const holdings = admitted.map((h) => {
-      const o = s.obligations[h.obligationId];
-      const gone = o?.released[h.holderId];
-      return gone ? { ...h, retained: h.retained.subtract(gone) } : h;
-    });
+    const holdings = countedHoldings(this.ledger.holdings({ volume: this.volume }), s, (h) => this.retentionAudits?.isUnproven(h) === true);
     const commits = this.history.runs;
     const layout = this.config.topology.protectedRam;
     const now = this.ports.clock.now();
     // A retention window dates what no commit run dates yet by when it was first seen retained.
     if (this.config.topology.retention !== undefined) for (const h of holdings) this.history.sight(h.lane, h.retained, now);
-    return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, now, this.failedHolders(s), {
+    return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, now, failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
       protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),

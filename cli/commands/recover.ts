@@ -1,16 +1,19 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { fetchUnits } from "../../actors/index.ts";
 import { recoverVolume } from "../../actors/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { NatsTransport } from "../../transport/index.ts";
 import { checkToken } from "../../protocol/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { nextStatus, positiveInt } from "./status.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
-import { registerRecovery, type RecoveryRegistration } from "../../actors/index.ts";
+import { nextStatus, noControllerAnd, positiveInt, StatusTimeoutError, withoutController, type WithoutControllerOptions } from "./status.ts";
+import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { placeRecoveryHolds, registerRecovery, type RecoveryRegistration } from "../../actors/index.ts";
+import { evaluateScenario, type Scenario } from "../../policies/index.ts";
+import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
+import { connectFirst, noControllerLine, serverUrls, statusFromLogAndHolders, type LogStatus } from "../log-status.ts";
 import { cliIo } from "../cli-io.ts";
 
 /** Thrown when the status document names no such scenario, or it has nothing to recover. */
@@ -46,48 +49,99 @@ function parseCut(v: string): Record<string, number> {
   return out;
 }
 
-/** Registers `custody recover --volume V --scenario S --to <site>`. */
+/** The cut a recovery reads and where from. */
+interface RecoveryPlan {
+  readonly scenario: string;
+  readonly cut: Record<string, number>;
+  readonly contributors: string[];
+}
+
+/** "What survives now": no loss applied to the evaluation (the default without --scenario). */
+const NOW: Scenario = { name: "surviving now", losses: [], deadlineSec: 0, required: false };
+
+/** The operator's key for the recovery's holds: --operator-key, else operator.key beside --operator-config. */
+function operatorKeyOf(o: OperatorKeyOptions & OperatorConnectionOptions): OperatorKeyOptions {
+  if (o.operatorKey !== undefined || o.operatorConfig === undefined) return o;
+  const beside = join(dirname(resolve(o.operatorConfig)), "operator.key");
+  return existsSync(beside) ? { ...o, operatorKey: beside } : o;
+}
+
+/** The plan from a computed evaluation: the named scenario's report, or what survives now. Throws ScenarioUnavailableError. */
+function planFrom(volume: string, s: LogStatus, scenario: string | undefined): RecoveryPlan {
+  const r = scenario === undefined ? evaluateScenario(s.state, NOW) : s.report.reports.find((x) => x.name === scenario);
+  if (r === undefined) throw new ScenarioUnavailableError(volume, scenario!, `not among the volume's scenarios (${s.deployment.file})`);
+  if (r.cut === null) throw new ScenarioUnavailableError(volume, r.name, `no cut survives it (holders heard: ${s.heard.join(",") || "none"})`);
+  return { scenario: r.name, cut: { ...r.cut }, contributors: [...r.contributors] };
+}
+
+type RecoverOptions = OutputOptions & WithoutControllerOptions & OperatorKeyOptions & { volume: string; scenario?: string; to: string; dir: string; blocks: string; keyFile: string; base?: string; baseCut?: string; timeout: string; region?: string; leaseSec: string; controllerWait: string };
+
+/** Registers `custody recover --volume V --to <site> [--scenario S]`. */
 export function register(program: Command): void {
-  withOperatorConnection(program
+  withOperatorKey(withoutController(withOperatorConnection(program
     .command("recover"))
-    .description("materialize a volume at a destination from a base plus the WAL ranges that survive a named scenario; verifies every digest")
+    .description("materialize a volume at a destination from a base plus the WAL ranges that survive now (or a named scenario); verifies every digest. Needs no controller: without one it reads the control log and asks the holders itself")
     .requiredOption("--volume <volume>", "volume id")
-    .requiredOption("--scenario <name>", "scenario name from the volume's status document")
+    .option("--scenario <name>", "recover the cut that survives this scenario of the volume (default: everything that survives now)")
     .requiredOption("--to <site>", "destination site")
     .requiredOption("--dir <path>", "destination directory of the new volume")
     .requiredOption("--blocks <n>", "volume size in 4 KiB blocks")
     .requiredOption("--key-file <path>", "hex data key issued by the key authority to this recovery")
     .option("--base <dir>", "base snapshot volume directory")
     .option("--base-cut <lane=seq,...>", "cut the base snapshot contains")
-    .option("--region <region>", "register the read in this region's control log first: no release of what it reads until it ends")
-    .option("--lease-sec <n>", "how long the registration may outlive a recovery that dies (the controller then ends it)", "600")
-    .option("--timeout <ms>", "per-request timeout", "5000")
-    .option("--json", "one JSON object on one line")
+    .option("--region <region>", "with a controller's document: register the read in this region's control log first (without a controller the read is always registered, in the volume's control log)")
+    .option("--lease-sec <n>", "how long the registration may outlive a recovery that dies (a controller then ends it)", "600")
+    .option("--controller-wait <ms>", "with --scenario: how long to wait for a controller's status document before computing the cut without one", "2000")
+    .option("--timeout <ms>", "per-request timeout", "5000")))
     .action(
-      action(async (o: OutputOptions & OperatorConnectionOptions & { volume: string; scenario: string; to: string; dir: string; blocks: string; keyFile: string; base?: string; baseCut?: string; timeout: string; region?: string; leaseSec: string }) => {
+      action(async (o: RecoverOptions) => {
         checkToken(o.volume, "volume");
+        const started = performance.now();
         const timeoutMs = positiveInt("timeout", o.timeout);
         const leaseMs = positiveInt("lease-sec", o.leaseSec) * 1000;
         const blockCount = positiveInt("blocks", o.blocks);
+        const controllerWaitMs = positiveInt("controller-wait", o.controllerWait);
+        const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
+        const connectMs = positiveInt("connect-timeout", o.connectTimeout);
+        const logWaitMs = positiveInt("log-wait", o.logWait);
         const dataKey = readKey(o.keyFile);
         if ((o.base === undefined) !== (o.baseCut === undefined)) throw new CustodyError("invalid_option", "--base and --base-cut go together", { option: "base" });
-        const t = await NatsTransport.connect(operatorConnectOptions(o, "custody-recover"));
+        const first = await connectFirst(o, serverUrls(o), "custody-recover", connectMs);
+        const t = first.transport;
         let registration: RecoveryRegistration | undefined;
+        let computed: LogStatus | undefined;
         try {
-          const doc = await nextStatus(t, o.volume, timeoutMs);
-          const sc = doc.scenarios.find((s) => s.name === o.scenario);
-          if (sc === undefined) throw new ScenarioUnavailableError(o.volume, o.scenario, "not in the status document");
-          if (sc.cut === null) throw new ScenarioUnavailableError(o.volume, o.scenario, "no cut survives it");
-          const predicted = Object.fromEntries(sc.cut);
-          const lanes = Object.keys(predicted);
-          if (o.region !== undefined) {
-            registration = await registerRecovery([operatorConnectOptions(o, "custody-recover").servers].flat()[0]!, o.region, { volume: o.volume, cut: predicted, sources: sc.contributors, leaseMs, by: `custody recover ${o.scenario} -> ${o.to}` });
+          // A controller's document is a faster answer for a named scenario, never a dependency.
+          const doc = o.scenario === undefined ? undefined : await nextStatus(t, o.volume, controllerWaitMs).catch((err: unknown) => {
+            if (err instanceof StatusTimeoutError) return undefined;
+            throw err;
+          });
+          let plan: RecoveryPlan;
+          if (doc !== undefined) {
+            const sc = doc.scenarios.find((s) => s.name === o.scenario);
+            if (sc === undefined) throw new ScenarioUnavailableError(o.volume, o.scenario!, "not in the status document");
+            if (sc.cut === null) throw new ScenarioUnavailableError(o.volume, o.scenario!, "no cut survives it");
+            plan = { scenario: sc.name, cut: Object.fromEntries(sc.cut), contributors: sc.contributors };
+            if (o.region !== undefined) {
+              registration = await registerRecovery(first.url, o.region, { volume: o.volume, cut: plan.cut, sources: plan.contributors, leaseMs, by: `custody recover ${plan.scenario} -> ${o.to}` });
+            }
+          } else {
+            computed = await statusFromLogAndHolders(o, o.volume, { connectMs, evidenceMs, logWaitMs, first }).catch((err: unknown) => {
+              throw o.scenario === undefined ? err : noControllerAnd(err, controllerWaitMs);
+            });
+            plan = planFrom(o.volume, computed, o.scenario);
+            // Registered as the operator (signed on a signed log) before the first read: no source may release what it reads.
+            const who = operatorAccess(operatorKeyOf(o)).who;
+            registration = await placeRecoveryHolds(computed.store, computed.follower, who, { volume: o.volume, cut: plan.cut, sources: plan.contributors, leaseMs, by: `custody recover ${plan.scenario} -> ${o.to}` });
+            if (!o.json) cliIo().stdout(noControllerLine(computed) + "\n");
           }
+          const predicted = plan.cut;
+          const lanes = Object.keys(predicted);
           const units: TransportUnit[] = [];
           const fetched: Record<string, number> = {};
           // A failed fetch is reported per holder, never taken for "that holder has nothing".
           const fetchErrors: Record<string, string> = {};
-          for (const holder of sc.contributors) {
+          for (const holder of plan.contributors) {
             for (const lane of lanes) {
               try {
                 const got = await fetchUnits(t, holder, o.volume, lane, RangeSet.of(0, predicted[lane]!), timeoutMs);
@@ -107,10 +161,13 @@ export function register(program: Command): void {
             throw failed ? new RecoveryShortError(o.volume, predicted, {}, fetchErrors, (err as Error).message) : err;
           });
           if (failed && lanes.some((l) => (r.cut[l] ?? 0) < predicted[l]!)) throw new RecoveryShortError(o.volume, predicted, r.cut, fetchErrors);
-          const out = { volume: o.volume, scenario: o.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched, fetchErrors };
-          printResult(o, out, lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })), `recovered ${o.volume} at ${o.to} (${o.dir}): lsn ${r.lsn}, ${r.unitsVerified} units verified, ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`);
+          const unitBytes = units.reduce((n, u) => n + u.payload.byteLength, 0);
+          const without = computed === undefined ? {} : { controllerAnswered: false, controlSeq: computed.control.lastSeq, server: computed.url, holdersHeard: computed.heard, holdersAnswered: computed.answered, listenedMs: computed.listenedMs, holds: registration?.holdIds ?? [] };
+          const out = { volume: o.volume, scenario: plan.scenario, destination: o.to, dir: o.dir, predicted, recovered: r.cut, lsn: r.lsn, unitsVerified: r.unitsVerified, recordsApplied: r.recordsApplied, baseUsed: r.baseUsed, fetched, fetchErrors, unitBytes, elapsedMs: Math.round(performance.now() - started), ...without };
+          printResult(o, out, lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })), `recovered ${o.volume} at ${o.to} (${o.dir}): lsn ${r.lsn}, ${r.unitsVerified} units verified (${unitBytes} bytes), ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`);
         } finally {
-          await registration?.end().catch((err: unknown) => cliIo().stderr(`custody recover: could not end the recovery's hold (the controller ends it at its lease): ${String(err)}\n`));
+          await registration?.end().catch((err: unknown) => cliIo().stderr(`custody recover: could not end the recovery's hold (a controller ends it at its lease; else custody hold end): ${String(err)}\n`));
+          await computed?.close();
           await t.close();
         }
       }),

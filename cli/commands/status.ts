@@ -1,10 +1,11 @@
 import type { Command } from "commander";
 import { volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
 import { CustodyError } from "../../core/index.ts";
-import { NatsTransport } from "../../transport/index.ts";
+import type { NatsTransport } from "../../transport/index.ts";
 import { checkToken, statusSubject } from "../../protocol/index.ts";
 import { decodeMessage } from "../../protocol/index.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { withOperatorConnection } from "../operator-connection.ts";
+import { connectFirst, noControllerLine, serverUrls, statusFromLogAndHolders, type LogStatusOptions } from "../log-status.ts";
 import { action, consistentBy, contributorsText, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
 
@@ -44,8 +45,8 @@ export function positiveInt(name: string, v: string): number {
   return n;
 }
 
-/** Prints one status document as a table (or one JSON line). */
-function printStatus(doc: VolumeStatus, o: OutputOptions): void {
+/** Prints one status document as a table (or one JSON line, with `extra` fields). */
+function printStatus(doc: VolumeStatus, o: OutputOptions, extra: Record<string, unknown> = {}): void {
   const rows = doc.scenarios.map((s) => ({
     scenario: s.name,
     kind: s.required ? "required" : s.kind === "timeline" ? "timeline" : "optional",
@@ -63,7 +64,7 @@ function printStatus(doc: VolumeStatus, o: OutputOptions): void {
     verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
   }));
   const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
-  printResult(o, doc, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`);
+  printResult(o, { ...doc, ...extra }, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`);
 }
 
 /**
@@ -93,29 +94,66 @@ function spendText(doc: VolumeStatus): string {
   return `\n${lines.join("\n")}`;
 }
 
+/** `err` (from computing the status without a controller) said after "no controller answered": same code, one line. */
+export function noControllerAnd(err: unknown, timeoutMs: number): unknown {
+  if (!(err instanceof CustodyError)) return err;
+  return new CustodyError(err.code, `no controller answered within ${timeoutMs} ms, and the command could not compute the status itself: ${err.message}`, err.detail as Record<string, unknown>);
+}
+
+/** Options of the commands that answer without a controller when none does. */
+export interface WithoutControllerOptions extends LogStatusOptions {
+  evidenceMs: string;
+  connectTimeout: string;
+  logWait: string;
+}
+
+/** Adds `--controller-config`, `--evidence-ms` and `--connect-timeout` to a command. */
+export function withoutController(c: Command): Command {
+  return c
+    .option("--controller-config <file>", "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)")
+    .option("--evidence-ms <ms>", "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)", "3000")
+    .option("--connect-timeout <ms>", "per server: how long a connection (and a control-log read) may take before the next region's server is tried", "2000")
+    .option("--log-wait <ms>", "when no controller answers: how long to keep trying the servers for the control log (a region just lost may leave JetStream electing a leader)", "15000")
+    .option("--json", "one JSON object on one line");
+}
+
 /** Registers `custody status <volume>`. */
 export function register(program: Command): void {
-  withOperatorConnection(program
+  withoutController(withOperatorConnection(program
     .command("status <volume>")
-    .description("print the controller's status document of a volume: coverage per scenario, surviving cut, RPO, RTO, evidence freshness"))
-    .option("--timeout <ms>", "how long to wait for a document", "5000")
+    .description("print a volume's status: coverage per scenario, surviving cut, RPO, RTO, evidence freshness — its controller's document, or, when no controller answers, computed here from the control log and the holders' receipts"))
+    .option("--timeout <ms>", "how long to wait for a controller's document before computing the status without one", "5000")
     .option("--watch", "keep redrawing as new documents arrive, until Ctrl-C")
-    .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000")
-    .option("--json", "one JSON object on one line (with --watch, one per document)")
+    .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000"))
     .action(
-      action(async (volume: string, o: OutputOptions & OperatorConnectionOptions & { timeout: string; watch?: boolean; every: string }) => {
+      action(async (volume: string, o: OutputOptions & WithoutControllerOptions & { timeout: string; watch?: boolean; every: string }) => {
         checkToken(volume, "volume");
         const timeoutMs = positiveInt("timeout", o.timeout);
         const everyMs = positiveInt("every", o.every);
-        const t = await NatsTransport.connect(operatorConnectOptions(o, "custody-status"));
+        const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
+        const connectMs = positiveInt("connect-timeout", o.connectTimeout);
+        const logWaitMs = positiveInt("log-wait", o.logWait);
+        const first = await connectFirst(o, serverUrls(o), "custody-status", connectMs);
+        const t = first.transport;
         const stop = () => void t.close().finally(() => process.exit(0));
         if (o.watch) process.once("SIGINT", stop).once("SIGTERM", stop);
         try {
-          // --watch: redraw on each document (at most every --every ms) until Ctrl-C; a quiet controller is an error.
+          // --watch: redraw on each document (at most every --every ms) until Ctrl-C; without a
+          // controller each redraw is computed here again.
           for (;;) {
-            const doc = await nextStatus(t, volume, timeoutMs);
+            const doc = await nextStatus(t, volume, timeoutMs).catch(async (err: unknown) => {
+              if (!(err instanceof StatusTimeoutError)) throw err;
+              const computed = await statusFromLogAndHolders(o, volume, { connectMs, evidenceMs, logWaitMs, first }).catch((e: unknown) => {
+                throw noControllerAnd(e, timeoutMs);
+              });
+              await computed.close();
+              return computed;
+            });
             if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
-            printStatus(doc, o);
+            if ("doc" in doc) {
+              if (!o.json) cliIo().stdout(noControllerLine(doc) + "\n");
+              printStatus(doc.doc, o, { controllerAnswered: false, computedFrom: { controlSeq: doc.control.lastSeq, server: doc.url, holders: doc.heard, holdersAnswered: doc.answered, listenedMs: doc.listenedMs, rejectedBatches: doc.rejected } });
+            } else printStatus(doc, o);
             if (!o.watch) break;
             await new Promise((r) => setTimeout(r, everyMs));
           }

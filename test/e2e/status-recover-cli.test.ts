@@ -6,9 +6,13 @@ import { serveCustodyReads } from "../../actors/repair/custody-reader.ts";
 import { holderSource } from "../../actors/repair/survivor-source.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { blockData, contentAt, eventually, readVolume, tempDir } from "./e2e-fixture.ts";
-import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
+import { AZ_CONTRACT, BLOCKS, deploy, LANE, topologyFor } from "./deployment.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { custodyCli } from "../helpers/custody-cli.ts";
+import { gatherHolderEvidence } from "../../actors/repair/holder-evidence.ts";
+import { evaluateFromLog } from "../../actors/controller/log-evaluation.ts";
+import { ControlLogFollower } from "../../custody/control-log-follower.ts";
+import { systemClock } from "../../core/clock.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -82,4 +86,26 @@ test.serial("custody status prints the controller's document and custody recover
   const bad = await cli(["recover", "--volume", d.volume, "--scenario", "no such", "--to", "s-eu", "--dir", dir + "2", "--blocks", "64", "--key-file", keyFile, "--server", url]).catch((e: { stderr: string; code: number }) => e);
   t.is((bad as { code: number }).code, 1);
   t.regex((bad as { stderr: string }).stderr, /scenario_unavailable/);
+});
+
+test.serial("without its controller, the evaluation from the control log and the holders' verified receipts names the cuts the controller's own document names", async (t) => {
+  const d = await deploy(t.context.supercluster, "vol-nocl", "use-nocl");
+  t.context.defer(() => d.stop());
+  for (let i = 0; i < 60; i++) await d.writer.write((i * 7) % BLOCKS, blockData(900 + i));
+  const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
+  await eventually(() => (d.controller.status()?.survivingCut?.[0]?.[1] ?? 0) >= head, "the controller's surviving cut reaches the head", 10_000);
+  const doc = d.controller.status()!;
+
+  // What `custody status` and `custody recover` do when no controller answers: the log, the receipts, the controller's evaluation.
+  const follower = new ControlLogFollower(await openJetStreamControlLog(d.writer.transport.connection, { region: "use-nocl" }));
+  const control = await follower.refresh();
+  const topology = { ...topologyFor(d.volume), releasable: ["h-e1", "h-e2"] };
+  const expect = Object.keys(topology.holderSites).filter((h) => control.holders[h] !== undefined);
+  const ev = await gatherHolderEvidence(d.writer.transport, control, { volume: d.volume, lanes: topology.lanes, expect, waitMs: 3_000, staleAfterMs: topology.staleAfterMs, clock: systemClock });
+  // (A holder whose copies were all released sends no receipt: it is not waited for past the bound, and adds nothing to a cut.)
+  t.true(ev.heard.length > 0 && ev.heard.every((h) => expect.includes(h)), JSON.stringify(ev.heard));
+  t.deepEqual(ev.rejected, {});
+  const { report } = evaluateFromLog(topology, control, ev.holdings, ev.progress, systemClock.now());
+  const cuts = (names: { name: string; cut: unknown }[]) => Object.fromEntries(names.map((r) => [r.name, r.cut === null ? null : Object.fromEntries(Array.isArray(r.cut) ? r.cut : Object.entries(r.cut as object))]));
+  t.deepEqual(cuts(report.reports), cuts(doc.scenarios), "the same cut for every scenario and timeline");
 });
