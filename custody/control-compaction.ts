@@ -1,4 +1,5 @@
 import { CustodyError } from "../core/index.ts";
+import { ControlConflictError } from "./control-error.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
 import type { ControlLogStore } from "./control-log.ts";
 import { CONTROL_SNAPSHOT_MAX_BYTES, encodeControlSnapshot } from "./control-snapshot.ts";
@@ -42,6 +43,8 @@ export class ControlLogCompactor {
     private readonly signer?: ControlSigner,
     /** Entries committed since the last snapshot before another is due. */
     private readonly everyEntries = 1_000,
+    /** Tries when a controller's commit takes the snapshot's position first. */
+    private readonly attempts = 8,
   ) {}
 
   /** Position of the newest snapshot this compactor committed (0 before the first). */
@@ -51,6 +54,8 @@ export class ControlLogCompactor {
 
   /** Compacts when `everyEntries` entries were committed since the last snapshot; undefined when not due. Same errors as `compact`. */
   async compactIfDue(): Promise<CompactionResult | undefined> {
+    // Ask the store how far the log goes, so the fold below includes every entry committed by now (a standing tail may lag).
+    await this.store.lastSeq();
     const s = await this.follower.refresh();
     if (s.lastSeq - this.#lastSnapshotSeq < this.everyEntries) return undefined;
     return this.compact();
@@ -58,23 +63,35 @@ export class ControlLogCompactor {
 
   /**
    * Snapshots the log at its current head and purges below the snapshot. Throws ControlConflictError
-   * when another commit won the position (nothing was purged; try again), ControlLogRegressionError
+   * when other commits won the position `attempts` times (nothing was purged), ControlLogRegressionError
    * from the follower, and ControlLogNotCompactableError.
    */
   async compact(): Promise<CompactionResult> {
     const { store } = this;
     if (store.appendSnapshot === undefined || store.purgeBelow === undefined) throw new ControlLogNotCompactableError(store.region, "its store keeps no snapshots");
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.snapshotAndPurge(store.appendSnapshot.bind(store), store.purgeBelow.bind(store));
+      } catch (err) {
+        // A controller committed first: the snapshot must be of the newer head, so fold again.
+        if (!(err instanceof ControlConflictError) || attempt >= this.attempts) throw err;
+      }
+    }
+  }
+
+  private async snapshotAndPurge(appendSnapshot: NonNullable<ControlLogStore["appendSnapshot"]>, purgeBelow: NonNullable<ControlLogStore["purgeBelow"]>): Promise<CompactionResult> {
+    const { store } = this;
     const s = await this.follower.refresh();
     const body = encodeControlSnapshot(store.region, s);
     // Room for the message envelope and the signature.
     if (body.byteLength > CONTROL_SNAPSHOT_MAX_BYTES - 4_096) throw new ControlLogNotCompactableError(store.region, `its state (${body.byteLength} bytes) exceeds one snapshot message`, { bytes: body.byteLength });
-    const seq = await store.appendSnapshot(body, s.lastSeq, this.signer);
+    const seq = await appendSnapshot(body, s.lastSeq, this.signer);
     // Purge only below a snapshot this follower verified against its own fold: a mismatch throws
     // here, and a snapshot readers would skip (not an operator's signature) is in `rejected`.
     const after = await this.follower.refresh();
     const refused = after.rejected.find((r) => r.seq === seq);
     if (refused !== undefined) throw new ControlLogNotCompactableError(store.region, `its readers refuse the snapshot at ${seq}: ${refused.message}`, { seq, why: refused.code });
-    const purged = await store.purgeBelow(seq);
+    const purged = await purgeBelow(seq);
     this.#lastSnapshotSeq = seq;
     return { snapshotSeq: seq, throughSeq: s.lastSeq, purged, snapshotBytes: body.byteLength };
   }

@@ -63,6 +63,7 @@ test.serial("compaction on JetStream: snapshot, purge below it, and a new follow
   // The controller goes on committing (a commit prepared before it saw the snapshot loses the
   // position and is decided again, as after any other writer's commit): it chains on from the snapshot.
   for (let i = 10; i < 14; i++) await commitControlEventRetrying(ctlStore, ctlFollower, as(ctl), () => release(i % 2 === 0 ? "h1" : "h2", 10 * i + 1, 10 * i + 10, [i % 2 === 0 ? "h2" : "h1"]));
+  await oldStore.lastSeq(); // reads after this include everything committed so far
   const after = (await oldStore.readRecordsFrom(17))[0]!;
   const snapshot = (await oldStore.readRecordsFrom(16))[0]!;
   t.true(isSnapshotRecord(snapshot));
@@ -93,7 +94,8 @@ test.serial("a forged snapshot appended by a principal with append rights is ref
   // The admitted controller (it may append) commits a snapshot of a state where h2 released everything.
   const lie = { ...s, obligations: { ob1: { ...s.obligations["ob1"]!, released: { ...s.obligations["ob1"]!.released, h2: RangeSet.of(1, 1_000_000) } } } };
   const seq = await ctlStore.appendSnapshot(encodeControlSnapshot(region, lie), s.lastSeq, ctl);
-  const reader = new ControlLogFollower(await openJetStreamControlLog(await connect(t, "reader-f"), { region }), undefined, trust);
+  const readerStore = await openJetStreamControlLog(await connect(t, "reader-f"), { region });
+  const reader = new ControlLogFollower(readerStore, undefined, trust);
   const folded = await reader.refresh();
   t.is(folded.lastSeq, seq);
   t.is(folded.rejected.at(-1)?.code, ControlFenceCode.signer_not_allowed);
@@ -108,6 +110,7 @@ test.serial("a forged snapshot appended by a principal with append rights is ref
   const done = await new ControlLogCompactor(opStore, opFollower, operator, 1).compact();
   const fresh = new ControlLogFollower(await openJetStreamControlLog(await connect(t, "reader-g"), { region }), undefined, trust);
   await fresh.refresh();
+  await readerStore.lastSeq();
   await reader.refresh();
   t.is(fresh.state.lastSeq, done.snapshotSeq);
   t.deepEqual(fresh.state, reader.state);
