@@ -9,6 +9,7 @@ import { encodeControlSnapshot, isSnapshotRecord } from "../../custody/control-s
 import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
+import { runCliCaptured } from "../../cli/program.ts";
 import { ctrlSubject } from "../../protocol/subjects.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { ControlLogPurgeDeniedError, controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
@@ -128,4 +129,18 @@ test.serial("a control stream created to deny purges refuses a snapshot before c
   await commitControlEvent(store, f, as(operator), () => admitController);
   await t.throwsAsync(new ControlLogCompactor(store, f, operator, 1).compact(), { instanceOf: ControlLogPurgeDeniedError });
   t.is(await store.lastSeq(), 1, "no snapshot was committed");
+});
+
+test.serial("`custody log compact` snapshots the log and purges below the snapshot", async (t) => {
+  const region = "snap-cli";
+  const nc = await connect(t, "cli-setup");
+  const { log: store } = await initJetStreamControlLog(nc, { region });
+  const f = new ControlLogFollower(store);
+  for (const b of [admit("h1"), admit("h2"), createOb("ob1", ["h1", "h2"]), release("h1", 1, 10, ["h2"])]) await commitControlEvent(store, f, { controller: "ctl-a", clock }, () => b);
+  const r = await runCliCaptured(["log", "compact", "--region", region, "--server", t.context.nats.url, "--json"]);
+  t.is(r.code, 0, r.stderr);
+  t.like(JSON.parse(r.stdout.trim()), { region, snapshotSeq: 5, throughSeq: 4, purged: 4 });
+  const fresh = new ControlLogFollower(await openJetStreamControlLog(await connect(t, "cli-reader"), { region }));
+  await store.lastSeq();
+  t.deepEqual(await fresh.refresh(), await f.refresh());
 });
