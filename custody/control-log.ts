@@ -129,23 +129,15 @@ export class InMemoryControlLog implements ControlLogStore {
   }
 
   async readFrom(seq: number): Promise<ControlLogEntry[]> {
-    // Sequences ascend: find the first entry >= seq by bisection, so a reader that keeps up pays for what is new only.
-    let lo = 0;
-    let hi = this.entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.entries[mid]!.seq < seq) lo = mid + 1;
-      else hi = mid;
-    }
     // Events only: a snapshot is not an event (readers that fold read records).
     return this.entries
-      .slice(lo)
+      .slice(this.indexOf(seq))
       .filter((e) => !e.snapshot)
       .map((e) => (e.decoded !== undefined && isReadableEntry(e.decoded) ? e.decoded : (e.decoded = entryFromBytes(e.seq, e.bytes, e.signature))));
   }
 
   async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
-    return this.entries.filter((e) => e.seq >= seq).map((e) => (e.decoded ??= e.snapshot ? snapshotRecordOf(e.seq, e.bytes, e.signature) : recordFromBytes(e.seq, e.bytes, e.signature)));
+    return this.entries.slice(this.indexOf(seq)).map((e) => (e.decoded ??= e.snapshot ? snapshotRecordOf(e.seq, e.bytes, e.signature) : recordFromBytes(e.seq, e.bytes, e.signature)));
   }
 
   async lastSeq(): Promise<number> {
@@ -159,6 +151,18 @@ export class InMemoryControlLog implements ControlLogStore {
   loseTail(n: number): void {
     this.entries = this.entries.slice(0, Math.max(0, this.entries.length - n));
     this.nextSeq = this.last() + 1;
+  }
+
+  /** Index of the first entry >= seq, by bisection (sequences ascend), so a reader that keeps up pays for what is new only. */
+  private indexOf(seq: number): number {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.entries[mid]!.seq < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   private last(): number {
