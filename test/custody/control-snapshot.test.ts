@@ -91,16 +91,23 @@ test("fold from a snapshot equals fold from genesis, for random event sequences 
   const holders = ["h1", "h2", "relay"];
   const h = fc.constantFrom(...holders);
   const body: fc.Arbitrary<ControlEventBody> = fc.oneof(
-    h.map((id) => admit(id)),
+    { weight: 1, arbitrary: h.map((id) => admit(id)) },
     fc.tuple(fc.constantFrom("ob1", "ob2"), fc.subarray(holders, { minLength: 1 })).map(([ob, hs]) => createOb(ob, hs)),
-    fc.tuple(h, fc.integer({ min: 1, max: 40 }), fc.integer({ min: 0, max: 10 }), h, fc.constantFrom("ob1", "ob2")).map(([id, a, n, by, ob]) => release(id, a, a + n, [by], ob)),
+    {
+      weight: 4,
+      arbitrary: fc.tuple(h, fc.integer({ min: 1, max: 40 }), fc.integer({ min: 0, max: 10 }), h, fc.constantFrom("ob1", "ob1", "ob2")).map(([id, a, n, by, ob]) => release(id, a, a + n, [by], ob)),
+    },
     fc.tuple(h, h, fc.integer({ min: 1, max: 40 }), fc.nat(5)).map(([from, to, a, i]): ControlEventBody => ({ type: "prepare_transfer", transferId: `t${i}`, obligationId: "ob1", fromHolder: from, toHolder: to, ranges: RangeSet.of(a, a + 3) })),
     fc.nat(5).map((i): ControlEventBody => ({ type: "activate_replacement", transferId: `t${i}` })),
     h.map((id): ControlEventBody => ({ type: "declare_failure", scope: "holder", domain: `aws/us-east-1/az-${id}`, holderIds: [id] })),
     fc.nat(3).map((g): ControlEventBody => ({ type: "policy_change", topologyEpoch: 1, policyGeneration: 2 + g, reason: "p" })),
   );
+  let withReleases = 0;
+  let withRefusals = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(body, { minLength: 1, maxLength: 24 }), fc.nat(), fc.nat(), async (bodies, cut1, cut2) => {
+    fc.asyncProperty(fc.array(body, { minLength: 1, maxLength: 24 }), fc.nat(), fc.nat(), async (random, cut1, cut2) => {
+      // A start most runs share (holders and an obligation), so the random events act on something.
+      const bodies = [admit("h1"), admit("h2"), admit("relay"), createOb("ob1", ["h1", "h2"]), ...random];
       const points = new Set([cut1 % (bodies.length + 1), cut2 % (bodies.length + 1)]);
       // The same events, once in a log without snapshots, once in one compacted at up to two points.
       const plain = new InMemoryControlLog(REGION);
@@ -121,9 +128,15 @@ test("fold from a snapshot equals fold from genesis, for random event sequences 
       const content = (s: ControlState) => ({ ...s, lastSeq: 0, lastEntryHash: undefined, rejected: s.rejected.map((r) => r.code) });
       t.is(fromSnapshot.headHash, genesis.headHash);
       t.deepEqual(content(fromSnapshot), content(genesis));
+      if (Object.values(fromSnapshot.obligations).some((o) => Object.keys(o.released).length > 0)) withReleases++;
+      if (fromSnapshot.rejected.length > 0) withRefusals++;
     }),
-    { numRuns: 60 },
+    { numRuns: 100 },
   );
+  // The sequences reach real states: some commit releases, some have refused events in the snapshot.
+  t.true(withReleases > 0, `runs with releases: ${withReleases}`);
+  t.true(withRefusals > 0, `runs with refusals: ${withRefusals}`);
+  t.log(`of 100 runs: ${withReleases} with releases, ${withRefusals} with refused events`);
 });
 
 test("a snapshot from an admitted controller is skipped by a follower that has the entries, and refused by one that must start from it", async (t) => {
