@@ -147,6 +147,23 @@ export function snapshotSignatureProblem(r: ControlSnapshotRecord, trust: Contro
   return undefined;
 }
 
+/**
+ * True when the state encoded in `snapshotState` is the one this reader folded, refusal messages
+ * aside: they are prose a newer release may word differently, while the refused position and code
+ * are what every reader must agree on.
+ */
+function sameFold(s: ControlState, snapshotState: Uint8Array): boolean {
+  if (hashControlState(s) === sha256(snapshotState)) return true;
+  let theirs: ControlState;
+  try {
+    theirs = decodeControlState(snapshotState);
+  } catch {
+    return false;
+  }
+  const comparable = (x: ControlState): ControlState => ({ ...x, rejected: x.rejected.map((r) => ({ seq: r.seq, code: r.code, message: "" })) });
+  return hashControlState(comparable(s)) === hashControlState(comparable(theirs));
+}
+
 function refuse(code: ControlLogRegressionCode, message: string, detail: Record<string, unknown>): never {
   throw new ControlLogRegressionError(code, message, detail);
 }
@@ -154,8 +171,8 @@ function refuse(code: ControlLogRegressionCode, message: string, detail: Record<
 /**
  * Folds a snapshot record at `r.seq` (> `s.lastSeq`) onto `s`. Pure; throws ControlLogRegressionError.
  * - A reader that folded every entry up to the snapshot (`s.lastSeq === throughSeq`) checks it
- *   against its own fold: the operator's snapshot must hash to the state it folded itself and name
- *   its head (else `snapshot_mismatch`); one no operator signed is skipped and counted in
+ *   against its own fold: the operator's snapshot must hold the state it folded itself (refusal
+ *   messages aside) and name its head (else `snapshot_mismatch`); one no operator signed is skipped and counted in
  *   `rejected` (junk from a principal with append rights stops nobody; nothing is purged below it).
  * - A reader behind it (the entries before it were purged, or it starts here) adopts the snapshot's
  *   state, only when an operator signed it (`snapshot_forged`), its content hashes to what it
@@ -174,7 +191,7 @@ export function foldSnapshotRecord(s: ControlState, r: ControlSnapshotRecord, tr
     if (forged !== undefined) return skip(forged);
     if (s.lastSeq > snap.throughSeq) refuse(ControlLogRegressionCode.snapshot_regressed, `snapshot at ${r.seq} covers through ${snap.throughSeq}, behind ${s.lastSeq} already folded`, detail);
     if (snap.throughSeq !== r.seq - 1) refuse(ControlLogRegressionCode.snapshot_mismatch, `snapshot at ${r.seq} claims to cover through ${snap.throughSeq}`, detail);
-    if (sha256(snap.state) !== snap.stateHash || snap.headHash !== s.headHash || hashControlState(s) !== snap.stateHash) {
+    if (sha256(snap.state) !== snap.stateHash || snap.headHash !== s.headHash || !sameFold(s, snap.state)) {
       refuse(ControlLogRegressionCode.snapshot_mismatch, `snapshot at ${r.seq} does not match the state folded from the log through ${s.lastSeq}`, { ...detail, headHash: s.headHash, snapshotHead: snap.headHash });
     }
     return { ...s, lastSeq: r.seq, lastEntryHash: r.hash };

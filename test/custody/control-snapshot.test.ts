@@ -206,3 +206,18 @@ test("a snapshot behind what the reader already folded is snapshot_regressed", a
   t.is(foldSnapshotRecord({ ...old, lastSeq: 2 }, r, trust).headHash, s.headHash, "a reader behind adopts it");
   t.is(t.throws(() => foldSnapshotRecord({ ...old, lastSeq: 2, topologyEpoch: 9 }, r, trust), { instanceOf: ControlLogRegressionError })?.code, ControlLogRegressionCode.snapshot_regressed);
 });
+
+test("a follower checks a snapshot by content, not by the wording of refusal messages", async (t) => {
+  const { store, f } = await signedLog();
+  await appendRaw(store, f, release("h1", 1, 10, ["h2"]), ctl); // refused: already released
+  const s = await f.refresh();
+  t.is(s.rejected.length, 1);
+  const reworded = { ...s, rejected: s.rejected.map((r) => ({ ...r, message: "worded by another release" })) };
+  await store.appendSnapshot(encodeControlSnapshot(REGION, reworded), s.lastSeq, operator);
+  await f.refresh();
+  t.is(f.distrusted, undefined);
+  // Against the state before that snapshot, one that changes a refusal's code is a different fold.
+  const recoded = { ...s, rejected: s.rejected.map((r) => ({ ...r, code: ControlFenceCode.bad_signature })) };
+  const r = snapshotRecordFromBytes(s.lastSeq + 1, encodeControlSnapshot(REGION, recoded));
+  t.is(t.throws(() => foldSnapshotRecord(s, r), { instanceOf: ControlLogRegressionError })?.code, ControlLogRegressionCode.snapshot_mismatch);
+});
