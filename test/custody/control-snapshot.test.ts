@@ -12,6 +12,7 @@ import { signEntryHash, type ControlSigner, type ControlTrust } from "../../cust
 import { hashControlEventBytes } from "../../custody/control-event.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
+import { checkControlLogHead } from "../../runtime/control-log-head.ts";
 import { admit, clock, createOb, eventOn, release, REGION } from "./control-fixtures.ts";
 
 const signer = (id: string): ControlSigner & { publicKey: Uint8Array } => {
@@ -220,4 +221,18 @@ test("a follower checks a snapshot by content, not by the wording of refusal mes
   const recoded = { ...s, rejected: s.rejected.map((r) => ({ ...r, code: ControlFenceCode.bad_signature })) };
   const r = snapshotRecordFromBytes(s.lastSeq + 1, encodeControlSnapshot(REGION, recoded));
   t.is(t.throws(() => foldSnapshotRecord(s, r), { instanceOf: ControlLogRegressionError })?.code, ControlLogRegressionCode.snapshot_mismatch);
+});
+
+test("a controller's persisted head compacted away below a snapshot still passes the start check; a log that lost it otherwise does not", async (t) => {
+  const { store, f } = await signedLog();
+  const head = { region: REGION, seq: 4, hash: (await store.readRecordsFrom(4))[0]!.hash };
+  await checkControlLogHead(store, head);
+  await new ControlLogCompactor(store, f, operator, 1).compact();
+  await t.notThrowsAsync(checkControlLogHead(store, head), "the snapshot at 7 replaced entries 1-6");
+  const bare = new InMemoryControlLog(REGION);
+  const g = new ControlLogFollower(bare, undefined, trust);
+  await commitControlEvent(bare, g, as(operator), () => admitController);
+  for (const b of [admit("h1"), admit("h2"), admit("relay"), createOb("ob1", ["h1", "h2"]), release("h1", 1, 10, ["h2"])]) await commitControlEvent(bare, g, as(ctl), () => b);
+  await bare.purgeBelow(5); // purged without a snapshot
+  t.is((await t.throwsAsync(checkControlLogHead(bare, head), { instanceOf: ControlLogRegressionError }))?.code, ControlLogRegressionCode.log_regression);
 });
