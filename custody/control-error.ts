@@ -85,6 +85,18 @@ export const ControlLogRegressionCode = {
   chain_broken: "chain_broken",
   /** An entry cannot be decoded (corrupt, or a version this reader does not implement). */
   unreadable_entry: "unreadable_entry",
+  /**
+   * A snapshot a reader must start from (the entries below it are gone) that no trusted operator
+   * signed (unsigned, another signer, or a signature that does not verify at its position).
+   */
+  snapshot_forged: "snapshot_forged",
+  /**
+   * A snapshot whose content does not match its own hash or the sequence and head it claims, or,
+   * signed by the operator, does not match the state this reader folded from the entries itself.
+   */
+  snapshot_mismatch: "snapshot_mismatch",
+  /** A snapshot that covers less than the reader already folded (a stale snapshot or a rolled-back log). */
+  snapshot_regressed: "snapshot_regressed",
 } as const;
 export type ControlLogRegressionCode = (typeof ControlLogRegressionCode)[keyof typeof ControlLogRegressionCode];
 

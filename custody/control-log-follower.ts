@@ -1,7 +1,8 @@
 import type { RangeSet } from "../lanes/index.ts";
 import { ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import type { ControlLogStore } from "./control-log.ts";
-import { foldControlEntry, foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlLogRecord, type ControlState } from "./control-state.ts";
+import { isSnapshotRecord } from "./control-snapshot.ts";
+import { foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlLogRecord, type ControlState } from "./control-state.ts";
 import type { ControlTrust } from "./control-trust.ts";
 
 /**
@@ -47,23 +48,28 @@ export class ControlLogFollower {
   async refresh(): Promise<ControlState> {
     this.throwIfDistrusted();
     const s = this.current;
-    if (s.lastSeq === 0) return this.accept(foldControlLog(await this.read(1), INITIAL_CONTROL_STATE, this.trust));
+    if (s.lastSeq === 0) return this.accept(this.fold(await this.read(1), INITIAL_CONTROL_STATE));
     const entries = await this.read(s.lastSeq);
     const first = entries[0];
+    // The entries from the head on were purged below a snapshot: fold on from it (foldSnapshotRecord checks it).
+    if (first !== undefined && first.seq > s.lastSeq && isSnapshotRecord(first)) return this.accept(this.fold(entries, s));
     if (first === undefined || first.seq !== s.lastSeq) {
       const last = await this.store.lastSeq();
       if (first === undefined && last < s.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} ends at ${last}, before head ${s.lastSeq} already seen`, { seen: s.lastSeq, last });
       this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} no longer holds head ${s.lastSeq}`, { seen: s.lastSeq, last });
     }
     if (first.hash !== (s.lastEntryHash ?? s.headHash)) this.distrust(ControlLogRegressionCode.log_fork, `control log ${this.store.region} holds a different event at ${s.lastSeq}`, { seq: s.lastSeq, seen: s.headHash, found: first.hash });
-    let next = s;
+    return this.accept(this.fold(entries.slice(1), s));
+  }
+
+  /** Folds `entries` onto `from`; a ControlLogRegressionError makes this follower distrust the log. */
+  private fold(entries: readonly ControlLogRecord[], from: ControlState): ControlState {
     try {
-      for (const e of entries.slice(1)) next = foldControlEntry(next, e, this.trust);
+      return foldControlLog(entries, from, this.trust);
     } catch (err) {
       if (err instanceof ControlLogRegressionError) this.distrust(err.code, err.message, err.detail);
       throw err;
     }
-    return this.accept(next);
   }
 
   /**
@@ -75,16 +81,20 @@ export class ControlLogFollower {
     const seen = this.current;
     let folded: ControlState;
     let hashAtSeen: string | undefined;
+    let purgedPastSeen = false;
     try {
       const entries = await this.read(1);
       hashAtSeen = entries.find((e) => e.seq === seen.lastSeq)?.hash;
-      folded = foldControlLog(entries, INITIAL_CONTROL_STATE, this.trust);
+      // The head seen was purged below a snapshot: the fold checks that snapshot instead (signature, content, not behind).
+      purgedPastSeen = entries[0] !== undefined && entries[0].seq > seen.lastSeq && isSnapshotRecord(entries[0]);
+      // Folded onto what was seen, the snapshot must not go behind it either (`snapshot_regressed`).
+      folded = foldControlLog(entries, purgedPastSeen ? seen : INITIAL_CONTROL_STATE, this.trust);
     } catch (err) {
       if (err instanceof ControlLogRegressionError) this.distrust(err.code, err.message, err.detail);
       throw err;
     }
     if (folded.lastSeq < seen.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `replayed control log ${this.store.region} ends at ${folded.lastSeq}, before head ${seen.lastSeq} already seen`, { seen: seen.lastSeq, last: folded.lastSeq });
-    if (seen.lastSeq > 0 && hashAtSeen !== (seen.lastEntryHash ?? seen.headHash)) this.distrust(ControlLogRegressionCode.log_fork, `replayed control log ${this.store.region} differs at ${seen.lastSeq}`, { seq: seen.lastSeq });
+    if (seen.lastSeq > 0 && !purgedPastSeen && hashAtSeen !== (seen.lastEntryHash ?? seen.headHash)) this.distrust(ControlLogRegressionCode.log_fork, `replayed control log ${this.store.region} differs at ${seen.lastSeq}`, { seq: seen.lastSeq });
     return this.accept(folded);
   }
 
@@ -94,11 +104,12 @@ export class ControlLogFollower {
   }
 
   /**
-   * With a trust root, unreadable entries come back as records the fold skips (junk from someone
-   * with append rights must not stop every reader for good); without one, they fail the read.
+   * Every record from `seq` on, snapshots included. With a trust root the fold skips unreadable
+   * ones (junk from someone with append rights must not stop every reader for good); without one,
+   * the fold stops at them (`unreadable_entry`).
    */
   private read(seq: number): Promise<ControlLogRecord[]> {
-    return this.trust === undefined ? this.store.readFrom(seq) : this.store.readRecordsFrom(seq);
+    return this.store.readRecordsFrom(seq);
   }
 
   private accept(s: ControlState): ControlState {

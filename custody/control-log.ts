@@ -1,7 +1,8 @@
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import { decodeControlEvent, encodeAppendableControlEvent, hashControlEventBytes, type ControlEvent } from "./control-event.ts";
-import type { ControlLogEntry, ControlLogRecord } from "./control-state.ts";
+import { isReadableEntry, type ControlLogEntry, type ControlLogRecord } from "./control-state.ts";
 import { signEntryHash, type ControlSigner, type EntrySignature } from "./control-trust.ts";
+import { snapshotRecordFromBytes } from "./control-snapshot.ts";
 
 /**
  * Where a region's control events are committed, in order. Contract every implementation keeps
@@ -37,6 +38,26 @@ export interface ControlLogStore {
    * that someone else (an operator, another controller) committed since.
    */
   seenHead?(): number | undefined;
+  /**
+   * Commits canonical snapshot bytes (`encodeControlSnapshot`) after `expectedLastSeq`, with the
+   * same conflict rule as `append`; with `signer`, signed at its position like an entry. Stores that
+   * cannot be compacted leave it out (control-compaction.ts).
+   */
+  appendSnapshot?(snapshot: Uint8Array, expectedLastSeq: number, signer?: ControlSigner): Promise<number>;
+  /**
+   * Removes every entry below `seq` (the position of a snapshot the caller verified); resolves to
+   * how many were removed. The caller must have verified the snapshot at `seq` first.
+   */
+  purgeBelow?(seq: number): Promise<number>;
+}
+
+/** Decodes one stored snapshot, or names why it is unreadable (see control-snapshot.ts). */
+export function snapshotRecordOf(seq: number, bytes: Uint8Array, signature?: EntrySignature): ControlLogRecord {
+  try {
+    return snapshotRecordFromBytes(seq, bytes, signature);
+  } catch (err) {
+    return unreadableRecord(seq, bytes, `control log entry ${seq} is not a snapshot: ${(err as Error).message.slice(0, 200)}`);
+  }
 }
 
 /** Decodes one stored entry, or names why it is unreadable (see `ControlLogStore.readRecordsFrom`). */
@@ -71,19 +92,35 @@ export function entryFromBytes(seq: number, bytes: Uint8Array, signature?: Entry
 export class InMemoryControlLog implements ControlLogStore {
   // `decoded` caches the entry the bytes decode to: stored entries never change, and every actor
   // of a simulated world follows this one log, so each entry is decoded once, not once per read.
-  private entries: { seq: number; bytes: Uint8Array; signature?: EntrySignature; decoded?: ControlLogEntry }[] = [];
+  private entries: { seq: number; bytes: Uint8Array; signature?: EntrySignature; snapshot?: true; decoded?: ControlLogRecord }[] = [];
   private nextSeq = 1;
 
   constructor(readonly region: string) {}
 
   async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
     const bytes = encodeAppendableControlEvent(event);
+    return this.store(bytes, expectedLastSeq, signer);
+  }
+
+  async appendSnapshot(snapshot: Uint8Array, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
+    return this.store(snapshot, expectedLastSeq, signer, true);
+  }
+
+  async purgeBelow(seq: number): Promise<number> {
+    const before = this.entries.length;
+    this.entries = this.entries.filter((e) => e.seq >= seq);
+    return before - this.entries.length;
+  }
+
+  /** Stores bytes (a snapshot's or an event's) after `expectedLastSeq`, or throws ControlConflictError. */
+  private store(bytes: Uint8Array, expectedLastSeq: number, signer: ControlSigner | undefined, snapshot?: true): number {
     const last = this.last();
     if (last !== expectedLastSeq) {
       throw new ControlConflictError(`control log ${this.region} is at ${last}, not ${expectedLastSeq}`, { expectedLastSeq, actualLastSeq: last, region: this.region });
     }
     const seq = this.nextSeq++;
-    this.entries.push(signer === undefined ? { seq, bytes } : { seq, bytes, signature: signEntryHash(hashControlEventBytes(bytes), seq, signer) });
+    const signature = signer === undefined ? undefined : signEntryHash(hashControlEventBytes(bytes), seq, signer);
+    this.entries.push({ seq, bytes, ...(signature === undefined ? {} : { signature }), ...(snapshot ? { snapshot } : {}) });
     return seq;
   }
 
@@ -92,19 +129,15 @@ export class InMemoryControlLog implements ControlLogStore {
   }
 
   async readFrom(seq: number): Promise<ControlLogEntry[]> {
-    // Sequences ascend: find the first entry >= seq by bisection, so a reader that keeps up pays for what is new only.
-    let lo = 0;
-    let hi = this.entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.entries[mid]!.seq < seq) lo = mid + 1;
-      else hi = mid;
-    }
-    return this.entries.slice(lo).map((e) => (e.decoded ??= entryFromBytes(e.seq, e.bytes, e.signature)));
+    // Events only: a snapshot is not an event (readers that fold read records).
+    return this.entries
+      .slice(this.indexOf(seq))
+      .filter((e) => !e.snapshot)
+      .map((e) => (e.decoded !== undefined && isReadableEntry(e.decoded) ? e.decoded : (e.decoded = entryFromBytes(e.seq, e.bytes, e.signature))));
   }
 
   async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
-    return this.entries.filter((e) => e.seq >= seq).map((e) => e.decoded ?? recordFromBytes(e.seq, e.bytes, e.signature));
+    return this.entries.slice(this.indexOf(seq)).map((e) => (e.decoded ??= e.snapshot ? snapshotRecordOf(e.seq, e.bytes, e.signature) : recordFromBytes(e.seq, e.bytes, e.signature)));
   }
 
   async lastSeq(): Promise<number> {
@@ -118,6 +151,18 @@ export class InMemoryControlLog implements ControlLogStore {
   loseTail(n: number): void {
     this.entries = this.entries.slice(0, Math.max(0, this.entries.length - n));
     this.nextSeq = this.last() + 1;
+  }
+
+  /** Index of the first entry >= seq, by bisection (sequences ascend), so a reader that keeps up pays for what is new only. */
+  private indexOf(seq: number): number {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.entries[mid]!.seq < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   private last(): number {

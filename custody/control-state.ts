@@ -12,6 +12,7 @@ import { commitFailover, type Failovers } from "./control-failover.ts";
 import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
 import { checkHolderBound, volumesAfterAdmission } from "./control-scope.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
+import { foldSnapshotRecord, isSnapshotRecord, type ControlSnapshotRecord } from "./control-snapshot.ts";
 
 /** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
 export const HolderStatus = { active: "active", retired: "retired", failed: "failed" } as const;
@@ -120,8 +121,8 @@ export interface UnreadableControlEntry {
   readonly signature?: EntrySignature;
 }
 
-/** What a store holds at one position: a decoded entry, or an unreadable one. */
-export type ControlLogRecord = ControlLogEntry | UnreadableControlEntry;
+/** What a store holds at one position: a decoded entry, a snapshot (control-snapshot.ts), or an unreadable one. */
+export type ControlLogRecord = ControlLogEntry | UnreadableControlEntry | ControlSnapshotRecord;
 
 /** True for an entry that decoded. */
 export function isReadableEntry(e: ControlLogRecord): e is ControlLogEntry {
@@ -359,6 +360,7 @@ function declareFailure(s: ControlState, e: ControlEventOf<"declare_failure">): 
  */
 export function foldControlEntry(s: ControlState, entry: ControlLogRecord, trust?: ControlTrust): ControlState {
   if (entry.seq <= s.lastSeq) throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `log sequence ${entry.seq} does not advance past ${s.lastSeq}`, { seq: entry.seq, lastSeq: s.lastSeq });
+  if (isSnapshotRecord(entry)) return foldSnapshotRecord(s, entry, trust);
   if (!isReadableEntry(entry)) {
     // Junk can change nothing; in a signed log it is skipped like an entry nobody trusted signed.
     if (trust === undefined) throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, entry.unreadable, { seq: entry.seq });

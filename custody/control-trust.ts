@@ -53,6 +53,11 @@ export function signEntryHash(hashHex: string, seq: number, signer: ControlSigne
   return { signer: signer.id, signature: signBytes(signer.privateKey, signedBytes(hashHex, seq)) };
 }
 
+/** True when `signature` is a valid Ed25519 signature by `key` of the entry hash `hashHex` at position `seq`. */
+export function entrySignatureVerifies(key: KeyObject, hashHex: string, seq: number, signature: Uint8Array): boolean {
+  return signature.byteLength === ED25519_SIGNATURE_BYTES && verifyBytes(key, signedBytes(hashHex, seq), signature);
+}
+
 /**
  * Why a signed log's reader must skip `entry`, or undefined when a trusted principal signed it and
  * may commit it (an operator anything; a controller what its admitted volumes cover). Pure.

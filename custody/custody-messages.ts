@@ -2,6 +2,7 @@ import { z } from "zod";
 import { defineMessage } from "../protocol/index.ts";
 import { bytes, fixedBytes } from "../protocol/index.ts";
 import { ED25519_SIGNATURE_BYTES } from "./signing.ts";
+import { CONTROL_SNAPSHOT_MAX_BYTES } from "./control-snapshot.ts";
 
 /**
  * Wire kinds of the custody vocabulary. Both carry canonical bytes rather than a re-encodable
@@ -25,3 +26,15 @@ export const controlEventSchema = z.object({
   signature: bytes.optional(),
 });
 export const controlEventSpec = defineMessage({ kind: "control-event", version: 1, schema: controlEventSchema, maxBytes: CONTROL_EVENT_MAX_BYTES });
+
+/**
+ * `control-snapshot` v1, stored in the control stream beside control events: `snapshot` = canonical
+ * snapshot bytes (`encodeControlSnapshot`, control-snapshot.ts); in a signed log the operator's
+ * signature of their SHA-256 at the position they are committed at (as for an event).
+ */
+export const controlSnapshotSchema = z.object({
+  snapshot: bytes,
+  signer: z.string().min(1).max(128).optional(),
+  signature: bytes.optional(),
+});
+export const controlSnapshotSpec = defineMessage({ kind: "control-snapshot", version: 1, schema: controlSnapshotSchema, maxBytes: CONTROL_SNAPSHOT_MAX_BYTES });

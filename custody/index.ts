@@ -118,7 +118,23 @@ export {
   type TransferRecord,
 } from "./control-state.ts";
 export { commitFailover as foldFailover, type FailoverRecord, type Failovers } from "./control-failover.ts";
-export { InMemoryControlLog, entryFromBytes, recordFromBytes, unreadableRecord, type ControlLogStore } from "./control-log.ts";
+export { InMemoryControlLog, entryFromBytes, recordFromBytes, snapshotRecordOf, unreadableRecord, type ControlLogStore } from "./control-log.ts";
+export {
+  ControlSnapshotVersion,
+  CONTROL_SNAPSHOT_MAX_BYTES,
+  decodeControlSnapshot,
+  decodeControlState,
+  encodeControlSnapshot,
+  encodeControlState,
+  foldSnapshotRecord,
+  hashControlState,
+  isSnapshotRecord,
+  snapshotRecordFromBytes,
+  snapshotSignatureProblem,
+  type ControlSnapshot,
+  type ControlSnapshotRecord,
+} from "./control-snapshot.ts";
+export { ControlLogCompactor, ControlLogNotCompactableError, type CompactionResult } from "./control-compaction.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
 export { eventScope, holderScope, isHolderBound, volumeScopeProblem, type VolumeScope } from "./control-scope.ts";
@@ -128,6 +144,8 @@ export {
   RECEIPT_BATCH_MAX_BYTES,
   controlEventSchema,
   controlEventSpec,
+  controlSnapshotSchema,
+  controlSnapshotSpec,
   receiptBatchSchema,
   receiptBatchSpec,
 } from "./custody-messages.ts";

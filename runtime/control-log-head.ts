@@ -8,7 +8,7 @@
 import { crc32 } from "node:zlib";
 import { CustodyError } from "../core/index.ts";
 import type { FileLayer } from "../core/index.ts";
-import { ControlLogRegressionCode, ControlLogRegressionError } from "../custody/index.ts";
+import { ControlLogRegressionCode, ControlLogRegressionError, isSnapshotRecord } from "../custody/index.ts";
 import type { ControlLogStore } from "../custody/index.ts";
 
 /** A verified control-log head. */
@@ -102,6 +102,8 @@ export async function checkControlLogHead(store: ControlLogStore, head: ControlL
     throw new ControlLogRegressionError(ControlLogRegressionCode.log_regression, `control log ${store.region} ends at ${last}, before the head ${head.seq} this controller verified`, { seen: head.seq, last });
   }
   const at = (await store.readRecordsFrom(head.seq))[0];
+  // The head was compacted away below an operator's snapshot: the follower checks that snapshot instead (custody/control-snapshot.ts).
+  if (at !== undefined && at.seq > head.seq && isSnapshotRecord(at)) return;
   if (at === undefined || at.seq !== head.seq) {
     throw new ControlLogRegressionError(ControlLogRegressionCode.log_regression, `control log ${store.region} no longer holds the head ${head.seq} this controller verified`, { seen: head.seq, last });
   }

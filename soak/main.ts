@@ -1,6 +1,6 @@
 #!/usr/bin/env -S npx tsx
 /**
- * `npm run soak -- --minutes N [--rate W] [--sample-s S] [--json]`: the long run of #17 on real
+ * `npm run soak -- --minutes N [--rate W] [--sample-s S] [--compact-every-s C] [--json]`: the long run of #17 on real
  * processes (see soak-run.ts). Prints one row per minute as it completes, then the run's figures and
  * the checks; with `--json`, one JSON object on the last line. Exits 1 when a check fails.
  */
@@ -30,8 +30,9 @@ const program = new Command("soak")
   .option("--minutes <n>", "minutes of load", "20")
   .option("--rate <w>", "4 KiB writes per second (queue depth 8)", "1000")
   .option("--sample-s <s>", "seconds between samples (divides 60)", "10")
+  .option("--compact-every-s <s>", "seconds between the operator's control-log compactions (0: never)", "15")
   .option("--json", "one JSON object on the last line")
-  .action(async (o: { minutes: string; rate: string; sampleS: string; json?: boolean }) => {
+  .action(async (o: { minutes: string; rate: string; sampleS: string; compactEveryS: string; json?: boolean }) => {
     try {
       const minutes = Number(o.minutes);
       const rate = Number(o.rate);
@@ -39,11 +40,14 @@ const program = new Command("soak")
       if (!Number.isInteger(minutes) || minutes < 2 || minutes > 24 * 60) throw new Error(`--minutes must be an integer 2..1440, got ${o.minutes}`);
       if (!Number.isFinite(rate) || rate <= 0 || rate > 20_000) throw new Error(`--rate must be 1..20000, got ${o.rate}`);
       if (!Number.isInteger(sampleS) || sampleS < 1 || 60 % sampleS !== 0) throw new Error(`--sample-s must divide 60, got ${o.sampleS}`);
+      const compactEveryS = Number(o.compactEveryS);
+      if (!Number.isFinite(compactEveryS) || compactEveryS < 0) throw new Error(`--compact-every-s must be 0 or more, got ${o.compactEveryS}`);
       let header = false;
       const r = await runSoak({
         minutes,
         rate,
         sampleS,
+        compactEveryS,
         log: (l) => process.stderr.write(l + "\n"),
         onMinute: (row) => {
           // One table row per minute; the header once.

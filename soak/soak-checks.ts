@@ -8,6 +8,11 @@ export function soakChecks(r: SoakResult): { check: string; value: string; ok: b
     { check: "store disk flat once bases roll (slope ≤ 1 MB/min)", value: `${r.store_disk_bytes_slope_mb_per_min} MB/min`, ok: Math.abs(r.store_disk_bytes_slope_mb_per_min) <= 1 },
     { check: "custody lag bounded (second half ≤ first-half max or ≤ 2 s of writes)", value: `${r.custody_lag_max_seqs_second_half} / ${r.custody_lag_max_seqs} seqs`, ok: r.custody_lag_max_seqs_second_half <= Math.max(r.custody_lag_max_seqs, 2 * r.rate) && r.custody_lag_max_seqs <= 2 * r.rate },
     { check: "bases rolled and releases committed", value: `${r.bases} bases, ${r.releases} releases`, ok: r.bases > 0 && r.releases > 0 },
+    {
+      check: "control log bounded once compacted (slope after the first snapshot ≤ 0.005 MB/min)",
+      value: `${r.control_log_bytes_slope_mb_per_min} MB/min, ${r.control_log_snapshots} snapshots`,
+      ok: r.control_log_snapshots > 0 && r.control_log_bytes_slope_mb_per_min <= 0.005,
+    },
     { check: "no process left behind", value: String(r.leftover_processes), ok: r.leftover_processes === 0 },
   ];
 }

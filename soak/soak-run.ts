@@ -5,7 +5,8 @@ import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { ControllerConfig } from "../actors/index.ts";
 import type { Site } from "../policies/index.ts";
-import { controlStreamName, initJetStreamControlLog } from "../transport/index.ts";
+import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../transport/index.ts";
+import { ControlLogCompactor, ControlLogFollower, type CompactionResult } from "../custody/index.ts";
 import { NatsTransport } from "../transport/index.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/index.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts";
@@ -22,6 +23,12 @@ export interface SoakOptions {
   readonly sampleS?: number;
   /** Sequences of new WAL per rolling base (default 20 s of writes). */
   readonly baseEverySeqs?: number;
+  /**
+   * Seconds between the operator's compactions of the control log (a snapshot, then a purge below
+   * it: custody/control-compaction.ts), each only when COMPACT_EVERY_ENTRIES were committed since
+   * the last. Default 15; 0 never compacts (the log grows as before).
+   */
+  readonly compactEveryS?: number;
   readonly log?: (line: string) => void;
   /** Called with each minute's row as it completes. */
   readonly onMinute?: (row: SoakMinute) => void;
@@ -64,9 +71,17 @@ export interface SoakResult {
   readonly store_disk_bytes_slope_mb_per_min: number;
   readonly store_disk_bytes_max: number;
   readonly base_bytes: number;
-  /** The control log's JetStream stream (every release is an event), slope over the second half. */
+  /**
+   * The control log's JetStream stream (every release is an event): slope over the samples after
+   * the first compaction (over the second half when there was none).
+   */
   readonly control_log_bytes_slope_mb_per_min: number;
   readonly control_log_bytes: number;
+  /** Compactions (snapshot + purge below it) during the run, and the entries they purged. */
+  readonly control_log_snapshots: number;
+  readonly control_log_purged_entries: number;
+  /** Size of the newest snapshot's canonical bytes (the folded state). */
+  readonly control_log_snapshot_bytes: number;
   readonly process_restarts: number;
   readonly leftover_processes: number;
   readonly per_minute: readonly SoakMinute[];
@@ -77,6 +92,8 @@ const LANE = "l0";
 const BLOCKS = 4096;
 const REGION = "ctl";
 const MB = 1024 * 1024;
+/** Entries committed since the last snapshot before the soak's operator takes another. */
+const COMPACT_EVERY_ENTRIES = 50;
 
 const site = harnessSite;
 const SITES: Record<string, Site> = {
@@ -203,6 +220,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     log(`soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences`);
 
     const jsm = await jetstreamManager(observer.connection);
+    const compaction = startCompaction(await openJetStreamControlLog(observer.connection, { region: REGION }), (o.compactEveryS ?? 15) * 1000, log);
     const samples: Sample[] = [];
     const evalByMinute = new Map<number, number[]>();
     const t0 = Date.now();
@@ -234,8 +252,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       }
     }
 
+    await compaction.stop();
     // Figures over the run.
     const second = samples.filter((s) => s.t >= totalMs / 2);
+    const firstSnapshotAt = compaction.done[0]?.t;
+    const compacted = firstSnapshotAt === undefined ? second : samples.filter((s) => s.t > firstSnapshotAt - t0);
     const slope = (pts: [number, number][]) => round(linearSlope(pts), 3);
     const roles = [...new Set(samples.flatMap((s) => s.stats.map(key)))];
     const rssSlope: Record<string, number> = {};
@@ -269,8 +290,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       store_disk_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.storeDisk / MB])),
       store_disk_bytes_max: Math.max(0, ...samples.map((s) => s.storeDisk)),
       base_bytes: dirBytes(join(dir, "bases")),
-      control_log_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])),
+      control_log_bytes_slope_mb_per_min: round(linearSlope(compacted.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])), 4),
       control_log_bytes: last?.controlLog ?? 0,
+      control_log_snapshots: compaction.done.length,
+      control_log_purged_entries: compaction.done.reduce((n, c) => n + c.purged, 0),
+      control_log_snapshot_bytes: compaction.done.at(-1)?.snapshotBytes ?? 0,
       process_restarts: procs.reduce((n, p) => n + p.restarts, 0),
       per_minute: minuteRows,
     };
@@ -290,6 +314,43 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await sc?.stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The soak's operator compacting the control log every `everyMs` (the log is unsigned here, as
+ * the soak's controller commits unsigned, so the snapshot is too). A compaction that loses its
+ * position to the controller three times waits for the next tick.
+ */
+function startCompaction(store: JetStreamControlLog, everyMs: number, log: (line: string) => void): { done: (CompactionResult & { t: number })[]; stop(): Promise<void> } {
+  const done: (CompactionResult & { t: number })[] = [];
+  const compactor = new ControlLogCompactor(store, new ControlLogFollower(store), undefined, COMPACT_EVERY_ENTRIES, 3);
+  let stopped = false;
+  let wake = () => undefined as void;
+  const loop = async () => {
+    while (!stopped) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, everyMs);
+        wake = () => (clearTimeout(timer), resolve());
+      });
+      if (stopped) return;
+      try {
+        const r = await compactor.compactIfDue();
+        if (r !== undefined) done.push({ ...r, t: Date.now() });
+      } catch (err) {
+        log(`soak: compaction failed: ${(err as Error).message}`);
+      }
+    }
+  };
+  const running = everyMs > 0 ? loop() : Promise.resolve();
+  return {
+    done,
+    stop: async () => {
+      stopped = true;
+      wake();
+      await running;
+      await store.close();
+    },
+  };
 }
 
 function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sample[], evals: readonly number[]): SoakMinute {

@@ -6,7 +6,7 @@ import { encodeAppendableControlEvent, hashControlEventBytes, type ControlEvent 
 import { signEntryHash, type ControlSigner } from "../custody/index.ts";
 import { isReadableEntry, recordFromBytes, unreadableRecord, type ControlLogStore } from "../custody/index.ts";
 import type { ControlLogEntry, ControlLogRecord } from "../custody/index.ts";
-import { controlEventSpec } from "../custody/index.ts";
+import { controlEventSpec, controlSnapshotSpec, isSnapshotRecord, snapshotRecordOf } from "../custody/index.ts";
 import { ControlLogTail } from "./control-log-tail.ts";
 import { retryWhileUnavailable } from "./control-log-unavailable.ts";
 import { ctrlSubject } from "../protocol/index.ts";
@@ -79,9 +79,12 @@ function controlStreamConfig(name: string, subject: string, replicas: number, cl
     max_bytes: -1,
     max_age: 0,
     num_replicas: replicas,
-    // The log is append-only: nothing may remove a committed control event through the API.
+    // Nothing may remove one committed control event through the API. A purge is allowed (below a
+    // verified snapshot: control-compaction.ts), and only the operator holds the purge API
+    // (security/principal-permissions.ts); no roll-up headers, so a publisher cannot purge.
     deny_delete: true,
-    deny_purge: true,
+    deny_purge: false,
+    allow_rollup_hdrs: false,
   };
 }
 
@@ -133,6 +136,16 @@ export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStrea
   return new JetStreamControlLog(nc, jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout, opts.failoverMs ?? (replicas > 1 ? FAILOVER_MS : 0));
 }
 
+/**
+ * Thrown by `appendSnapshot` on a control stream created with `deny_purge` (before compaction
+ * existed): nats-server 2.9 cannot lift that flag, so such a log cannot be compacted in place.
+ */
+export class ControlLogPurgeDeniedError extends CustodyError {
+  constructor(region: string, streamName: string) {
+    super("control_log_purge_denied", `control log ${region}: stream ${streamName} denies purges (created before compaction); it cannot be compacted in place`, { region, streamName });
+  }
+}
+
 /** How often a reader served by the tail still asks the stream for its last sequence (ms). */
 const VERIFY_EVERY_MS = 2_000;
 
@@ -178,20 +191,23 @@ export class JetStreamControlLog implements ControlLogStore {
   async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
     const bytes = encodeAppendableControlEvent(event);
     const data = encodeMessage(controlEventSpec, signer === undefined ? { event: bytes } : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), expectedLastSeq + 1, signer) });
-    // While a replicated log elects a new leader the publish times out or finds no responders:
-    // it is sent again (same id) within `failoverMs`. A try that timed out may have been stored,
-    // so a later try told "duplicate" or "moved past" checks whether the entry there is this one.
+    // Two events prepared on the same head share this id, so even on a server that ignores an
+    // expected last sequence of 0 (empty stream) only one of them is stored (duplicate window).
+    return this.publishAt(data, expectedLastSeq, `${this.region}-${expectedLastSeq + 1}-${event.prevHash.slice(0, 16)}`);
+  }
+
+  /**
+   * Publishes `data` to be stored right after `expectedLastSeq`; a lost race is ControlConflictError.
+   * While a replicated log elects a new leader the publish times out or finds no responders: it is
+   * sent again (same id) within `failoverMs`. A try that timed out may have been stored, so a later
+   * try told "duplicate" or "moved past" checks whether the entry there is this one.
+   */
+  private async publishAt(data: Uint8Array, expectedLastSeq: number, msgID: string): Promise<number> {
     let retried = false;
     try {
       const ack = await retryWhileUnavailable(this.failoverMs, async (n) => {
         retried = n > 1;
-        return await this.js.publish(this.subject, data, {
-          expect: { lastSequence: expectedLastSeq, streamName: this.streamName },
-          // Two events prepared on the same head share this id, so even on a server that ignores an
-          // expected last sequence of 0 (empty stream) only one of them is stored (duplicate window).
-          msgID: `${this.region}-${expectedLastSeq + 1}-${event.prevHash.slice(0, 16)}`,
-          timeout: this.timeoutMs,
-        });
+        return await this.js.publish(this.subject, data, { expect: { lastSequence: expectedLastSeq, streamName: this.streamName }, msgID, timeout: this.timeoutMs });
       });
       if (ack.duplicate && retried && (await this.storedIs(ack.seq, data))) {
         this.#appended = Math.max(this.#appended, ack.seq);
@@ -223,14 +239,32 @@ export class JetStreamControlLog implements ControlLogStore {
     return m !== null && Buffer.from(m.data).equals(Buffer.from(data));
   }
 
+  /**
+   * Commits a snapshot (control-snapshot.ts) after `expectedLastSeq`, like `append`. Refused with
+   * ControlLogPurgeDeniedError, before anything is committed, on a stream that may never be purged
+   * (created `deny_purge` before compaction existed: nats-server cannot lift that flag).
+   */
+  async appendSnapshot(snapshot: Uint8Array, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
+    if ((await this.info()).config.deny_purge) throw new ControlLogPurgeDeniedError(this.region, this.streamName);
+    const data = encodeMessage(controlSnapshotSpec, signer === undefined ? { snapshot } : { snapshot, ...signEntryHash(hashControlEventBytes(snapshot), expectedLastSeq + 1, signer) });
+    return this.publishAt(data, expectedLastSeq, `${this.region}-${expectedLastSeq + 1}-snapshot`);
+  }
+
+  /** Purges every entry below `seq` (`$JS.API.STREAM.PURGE` with `seq`: the operator's right alone). */
+  async purgeBelow(seq: number): Promise<number> {
+    return (await this.jsm.streams.purge(this.streamName, { seq })).purged;
+  }
+
   async readAll(): Promise<ControlLogEntry[]> {
     return this.readFrom(1);
   }
 
   async readFrom(seq: number): Promise<ControlLogEntry[]> {
-    // The strict read: the first entry that does not decode fails it (readers without a trust root).
-    return (await this.readRecordsFrom(seq)).map((r) => {
-      if (isReadableEntry(r)) return r;
+    // The strict read of events: the first entry that does not decode fails it (readers without a
+    // trust root); snapshots are not events and are left out (readers that fold read records).
+    return (await this.readRecordsFrom(seq)).flatMap((r) => {
+      if (isReadableEntry(r)) return [r];
+      if (isSnapshotRecord(r)) return [];
       throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, r.unreadable, { seq: r.seq });
     });
   }
@@ -344,9 +378,20 @@ function recordOf(seq: number, data: Uint8Array): ControlLogRecord {
   try {
     m = unwrap(seq, data);
   } catch (err) {
-    return unreadableRecord(seq, data, (err as Error).message);
+    return snapshotOf(seq, data) ?? unreadableRecord(seq, data, (err as Error).message);
   }
   return recordFromBytes(seq, m.event, m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined);
+}
+
+/** The control-snapshot message stored at `seq`, or undefined when `data` is not one. */
+function snapshotOf(seq: number, data: Uint8Array): ControlLogRecord | undefined {
+  let m;
+  try {
+    m = decodeMessage(controlSnapshotSpec, data);
+  } catch {
+    return undefined;
+  }
+  return snapshotRecordOf(seq, m.snapshot, m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined);
 }
 
 /** The control-event message stored at `seq`; anything else makes the entry unreadable. */

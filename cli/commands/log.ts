@@ -2,12 +2,19 @@ import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { controlStreamName, initJetStreamControlLog } from "../../transport/index.ts";
+import { ControlLogCompactor } from "../../custody/index.ts";
+import { withOperatorLog } from "../operator-log.ts";
+import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { closeNats, connectNats } from "../../transport/index.ts";
 
 interface LogInitOptions extends OutputOptions, OperatorConnectionOptions {
   region: string;
   replicas?: string;
   cluster?: string;
+}
+
+interface LogCompactOptions extends OutputOptions, OperatorConnectionOptions, OperatorKeyOptions {
+  region: string;
 }
 
 /**
@@ -36,6 +43,23 @@ export function register(program: Command): void {
         } finally {
           await closeNats(nc);
         }
+      }),
+    );
+  // The operator's compaction (docs/custody.md, "Snapshots and compaction"): run it from a timer.
+  withOperatorKey(withOperatorConnection(log.command("compact").description("Snapshot the region's control log (signed with the operator key) and purge every entry below the snapshot")))
+    .requiredOption("--region <name>", "control-log region")
+    .option("--json", "one JSON object on one line")
+    .action(
+      action(async (o: LogCompactOptions) => {
+        const out = await withOperatorLog(o, "custody-cli-log-compact", async ({ store, follower }) => {
+          try {
+            const r = await new ControlLogCompactor(store, follower, operatorAccess(o).who.signer).compact();
+            return { region: o.region, stream: controlStreamName(o.region), ...r };
+          } finally {
+            await store.close();
+          }
+        });
+        printResult(o, out, [out]);
       }),
     );
 }

@@ -46,6 +46,7 @@ export const wireSamples: Record<string, unknown> = {
   // custody/custody-messages.ts (canonical bytes inside; see custody/receipt-batch.ts and custody/control-event.ts)
   "receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => i) },
   "control-event@1": { event: payload },
+  "control-snapshot@1": { snapshot: payload, signer: "operator", signature: new Uint8Array(64).fill(7) },
   // protocol/wire/writer-messages.ts, protocol/wire/volume-status.ts, actors/replica/replica-messages.ts, protocol/wire/unit-fetch.ts
   "writer-progress@1": { writer: "writer-1", volume: "vol-a", term: 2, lanes: [{ lane: "lane-0", head: 120, runs: [[101, 120, 1_764_000_000_000, 4096]] }], at: 1_764_000_000_100 },
   "volume-status@1": {
