@@ -11,6 +11,7 @@ import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts
 import { commitFailover, type Failovers } from "./control-failover.ts";
 import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
 import { checkHolderBound, volumesAfterAdmission } from "./control-scope.ts";
+import { checkLeaseHolder, checkRenewal, claimLease, noteHeartbeat, type ControlLeases } from "./control-lease.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
 
 /** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
@@ -68,6 +69,8 @@ export interface ControlState {
   readonly failovers?: Failovers;
   /** The controller's persistence targets per lane (see control-persistence.ts); absent before the first. */
   readonly persistence?: PersistenceChoices;
+  /** Control leases per volume (see control-lease.ts); absent before the first claim, and a volume without one is unleased. */
+  readonly leases?: ControlLeases;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
   /**
@@ -162,6 +165,8 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
   if (e.preparedEpoch !== s.topologyEpoch || e.preparedGeneration !== s.policyGeneration) {
     fail(ControlFenceCode.fence_mismatch, `${e.type} prepared under epoch ${e.preparedEpoch}/generation ${e.preparedGeneration}, which the log never reached`, { epoch: e.preparedEpoch, generation: e.preparedGeneration });
   }
+  // A controller that is not the lease holder of a volume the event touches was deposed (or never claimed).
+  checkLeaseHolder(s, e);
   switch (e.type) {
     case "create_obligation":
       return createObligation(s, e);
@@ -196,6 +201,11 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
       obligationForLane(s, e.volume, e.lane);
       for (const t of e.targets) if (s.holders[t] !== undefined) checkHolderBound(s, t, e.volume, "persistence target");
       return { ...s, persistence: choosePersistence(s.persistence ?? {}, s.holders, e) };
+    case "claim_lease":
+      return { ...s, leases: claimLease(s, e) };
+    case "renew_lease":
+      checkRenewal(s, e);
+      return s;
   }
 }
 
@@ -373,14 +383,18 @@ export function foldControlEntry(s: ControlState, entry: ControlLogRecord, trust
     throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `event at ${entry.seq} names prevHash ${entry.event.prevHash.slice(0, 12)}…, head is ${s.headHash.slice(0, 12)}…`, { seq: entry.seq, prevHash: entry.event.prevHash, headHash: s.headHash });
   }
   let next: ControlState;
+  let accepted = true;
   try {
     next = applyControlEvent(s, entry.event);
   } catch (err) {
     if (!(err instanceof ControlFenceError)) throw err;
+    accepted = false;
     next = { ...s, rejected: [...s.rejected, { seq: entry.seq, code: err.code, message: err.message }] };
   }
   const { lastEntryHash: _skipped, ...rest } = next;
-  return { ...rest, lastSeq: entry.seq, headHash: entry.hash };
+  // An accepted entry of a lease holder is its heartbeat (a refused one is not).
+  const leases = accepted ? noteHeartbeat(next.leases, entry.event.controller, entry.seq, entry.event.type === "claim_lease" ? entry.event.volume : undefined) : next.leases;
+  return { ...rest, ...(leases !== undefined ? { leases } : {}), lastSeq: entry.seq, headHash: entry.hash };
 }
 
 /**
