@@ -73,3 +73,5 @@ export { type PreservedRam, type PreservedUnit } from "./holder/holder-ports.ts"
 export { claimIncarnation } from "./holder/incarnation.ts";
 export { registerRecovery, type RecoveryRegistration } from "./repair/recovery-registration.ts";
 export { UnitOutbox } from "./writer/unit-outbox.ts";
+export { LeaseKeeper, type LeaseKeeperPorts } from "./controller/lease-keeper.ts";
+export { leaseStep, DEFAULT_LEASE_TIMINGS, type LeaseRole, type LeaseStep, type LeaseTimings } from "./controller/lease-step.ts";
