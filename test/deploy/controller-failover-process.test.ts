@@ -96,6 +96,7 @@ test("SIGSTOP the active controller: the standby claims the next term and resume
   const ctl1 = ps.processes.find((p) => p.id === "ctl-1");
   const ctl1b = ps.processes.find((p) => p.id === "ctl-1b");
   t.like(ctl1, { figures: { active: 0 }, counters: { lease_lost: 1 } }, JSON.stringify(ctl1));
+  t.log(`ctl-1's refusals before it stepped down: ${JSON.stringify(Object.fromEntries(Object.entries(ctl1!.counters).filter(([k]) => /lease|conflict/.test(k))))}`);
   t.like(ctl1b, { figures: { active: 1 }, counters: { lease_claimed: 1 } }, JSON.stringify(ctl1b));
 
   for (const instance of ["writer-w1", "controller-ctl-1", "controller-ctl-1b", "holder-h-e1", "holder-h-w1"]) await roles.get(instance)!.signal("SIGTERM", STOP_MS);
