@@ -1,12 +1,8 @@
-import type { KeyObject } from "node:crypto";
 import { inFailureDomain } from "./failure-domain.ts";
 import { signatureProblem, type ControlTrust, type EntrySignature } from "./control-trust.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { ControlFenceCode, ControlFenceError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import { GENESIS_HASH, type ControlEvent, type ControlEventOf } from "./control-event.ts";
-import type { ReceiptStream } from "./receipt-batch.ts";
-import type { ReceiptVerifyContext } from "./receipt-verification.ts";
-import { publicKeyFromRaw } from "./signing.ts";
 import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
 import { commitFailover, type Failovers } from "./control-failover.ts";
 import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
@@ -428,35 +424,4 @@ export function releaseFrontiers(s: ControlState): { obligationId: string; volum
   return out;
 }
 
-const keyCache = new Map<string, KeyObject>();
-function keyObject(raw: Uint8Array): KeyObject {
-  const hex = Buffer.from(raw).toString("hex");
-  let k = keyCache.get(hex);
-  if (k === undefined) {
-    k = publicKeyFromRaw(raw);
-    keyCache.set(hex, k);
-  }
-  return k;
-}
-
-/**
- * A receipt verification context from folded control state: admitted keys per incarnation,
- * current epoch and generation, and release frontiers. Failed and retired holders keep their key
- * (what they signed before is still attributable), but only their current incarnation verifies.
- */
-export function receiptVerifyContext(s: ControlState, stream: ReceiptStream): ReceiptVerifyContext {
-  return {
-    stream,
-    holderKey: (id, inc) => {
-      const h = s.holders[id];
-      return h !== undefined && h.incarnation === inc ? keyObject(h.publicKey) : undefined;
-    },
-    currentIncarnation: (id) => s.holders[id]?.incarnation,
-    topologyEpoch: s.topologyEpoch,
-    policyGeneration: s.policyGeneration,
-    released: (id, volume, lane, obligationId) => {
-      const o = s.obligations[obligationId];
-      return o !== undefined && o.volume === volume && o.lane === lane ? rs(o.released, id) : RangeSet.EMPTY;
-    },
-  };
-}
+export { receiptVerifyContext } from "./receipt-verify-context.ts"; // the context of a folded state, kept where callers know it from
