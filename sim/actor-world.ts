@@ -30,6 +30,7 @@ import type { SimNetwork } from "./sim-network.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
 import { TappedTransport } from "./tapped-transport.ts";
 import { TracedControlLog } from "./traced-control-log.ts";
+import { ControllerPair } from "./controller-pair.ts";
 import type { WorldSpec } from "./world.ts";
 
 export { SIM_EPOCH_MS } from "./sim-host.ts";
@@ -78,6 +79,12 @@ export class ActorWorld {
   private readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
+  /** With `spec.failover`: an active and a standby controller process sharing the volume's lease (replaces `controller`). */
+  private pair: ControllerPair | undefined;
+  /** The controller that currently runs the volume's job. */
+  private get ctl(): Controller | undefined {
+    return this.pair !== undefined ? this.pair.active() : this.controller;
+  }
   private writer: VolumeWriter | undefined;
   private writerVolume: SmartWalVolume | undefined;
   private writerFiles = new CrashFileLayer();
@@ -138,7 +145,7 @@ export class ActorWorld {
     // operator's bootstrap admits them and creates the obligation.
     const serving = [...this.hosts.values()].filter((h) => !this.standbys.includes(h.spec.id));
     await Promise.all(serving.map((h) => this.startHolderOn(h)));
-    await this.controller!.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
+    await this.ctl!.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
     await this.startWriter();
     const tick = () => {
       if (this.writerDead) return;
@@ -184,7 +191,27 @@ export class ActorWorld {
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "start", actor: id, detail: { inc: h.incarnation } });
   }
 
+  /** The lease audit reads the same log the controllers commit to. */
+  get controlLog(): TracedControlLog {
+    return this.store;
+  }
+
   private async startController(): Promise<void> {
+    if (this.spec.failover === true) {
+      this.pair ??= new ControllerPair({
+        clock: this.clock,
+        net: this.net,
+        trace: this.trace,
+        store: this.store,
+        counters: this.counters,
+        site: this.spec.vault.site,
+        config: (controllerId) => ({ ...controllerConfigFor(this.spec, this.standbys), controllerId }),
+        ports: { repair: this.launcher, ...(this.opts.authorizeReleases ? { authorizeReleases: this.opts.authorizeReleases } : {}) },
+        tap: (subject, data, controller) => this.tapController(subject, data, controller),
+        error: (where, err) => this.hooks.error(where, err),
+      });
+      return this.pair.start();
+    }
     const life = ++this.controllerLife;
     const endpoint = this.net.endpoint("controller", this.spec.vault.site);
     const transport = new TappedTransport(endpoint, (subject, data) => this.tapController(subject, data));
@@ -269,9 +296,9 @@ export class ActorWorld {
 
   // ---- taps: what actors say, as they say it ----------------------------------------------------
 
-  private tapController(subject: string, data: Uint8Array): void {
+  private tapController(subject: string, data: Uint8Array, who?: Controller): void {
     if (subject === statusSubject(this.volume)) {
-      const controller = this.controller;
+      const controller = who ?? this.controller;
       const report = controller?.report();
       if (controller === undefined || report === undefined) return;
       for (const h of controller.evaluationState().holders) {
@@ -303,7 +330,7 @@ export class ActorWorld {
    * releases committed (counter), commit runs kept, and release entries persisted in the log.
    */
   async controllerFootprint(): Promise<{ audits: number; releasesCommitted: number; commitRuns: number; releaseEntries: number } | undefined> {
-    const controller = this.controller;
+    const controller = this.ctl;
     if (controller === undefined) return undefined;
     const entries = await this.store.readAll();
     const releaseEntries = entries.filter((e) => e.event.type === "release_ranges" || e.event.type === "release_to_base").length;
@@ -415,6 +442,7 @@ export class ActorWorld {
 
   /** The controller process is lost for `durationMs`; its successor folds the durable control log. */
   loseController(durationMs: number): void {
+    if (this.pair !== undefined) return this.pair.lose(durationMs);
     const c = this.controller;
     if (c === undefined) return;
     const life = ++this.controllerLife;
@@ -428,8 +456,15 @@ export class ActorWorld {
     }, durationMs, "ctrl-restart");
   }
 
+  /** With failover, the active controller process freezes for `durationMs` (else it is lost that long). */
+  pauseController(durationMs: number): void {
+    if (this.pair !== undefined) return this.pair.pause(durationMs);
+    this.loseController(durationMs);
+  }
+
   /** Stops every actor (end of run). */
   async stop(): Promise<void> {
+    await this.pair?.stop();
     this.controllerLife++;
     this.writerLife++;
     this.controller?.stop();
