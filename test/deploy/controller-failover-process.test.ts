@@ -4,12 +4,13 @@
  * releases; SIGSTOP freezes it; ctl-1b sees no heartbeat for the lease's timeout, claims the next
  * term and resumes the job from the folded log (it commits releases). SIGCONT wakes ctl-1: it
  * learns from the log it lost the lease, steps down (one log line) and nothing it commits after
- * the claim counts. No range is released twice.
+ * the claim counts (an entry signed with its key and appended anyway is refused `not_lease_holder`
+ * and counted). No range is released twice.
  */
 import test from "ava";
 import { join } from "node:path";
 import { operatorConnectOptions } from "../../cli/operator-connection.ts";
-import { ControlFenceCode, ControlLogFollower, leaseOf, type ControlLogEntry } from "../../custody/index.ts";
+import { ControlConflictError, ControlFenceCode, ControlLogFollower, leaseOf, type ControlLogEntry } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { loadControlTrust } from "../../runtime/control-trust-files.ts";
 import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
@@ -68,10 +69,30 @@ test("SIGSTOP the active controller: the standby claims the next term and resume
   await until("ctl-1b keeps releasing after ctl-1 woke", SETTLE_MS, async () => ((await releasesBy("ctl-1b", woke)).length >= 1 ? true : undefined), explain);
   t.true(active.running, "the deposed controller keeps running, as a standby");
 
+  // A deposed controller that skipped its own check would still be refused by every reader: an
+  // entry signed with ctl-1's key, prepared on the current head, is counted and changes nothing.
+  const ctl1Signer = loadControlTrust(readRoleConfig(ctlRole.config, controllerRoleSchema).controlTrust).signer!("ctl-1");
+  let head = await reader.refresh();
+  let forgedSeq = 0;
+  const ob = Object.values(head.obligations).find((o) => o.volume === "vol-d" && o.lane === "l0")!;
+  for (let attempt = 1; forgedSeq === 0; attempt++) {
+    const on = { region: "ctl", controller: "ctl-1", preparedEpoch: head.topologyEpoch, preparedGeneration: head.policyGeneration, prevHash: head.headHash, issuedAt: Date.now() };
+    try {
+      forgedSeq = await store.append({ ...on, type: "release_ranges", obligationId: ob.obligationId, holderId: "h-e1", ranges: RangeSet.of(1, 1), reliesOn: ["h-w1"] }, head.lastSeq, ctl1Signer);
+    } catch (err) {
+      // ctl-1b committed meanwhile: prepare on the new head.
+      if (!(err instanceof ControlConflictError) || attempt >= 20) throw err;
+      head = await reader.refresh();
+    }
+  }
+  const afterForged = await reader.refresh();
+  t.like(afterForged.rejected.find((r) => r.seq === forgedSeq), { code: ControlFenceCode.not_lease_holder });
+  t.deepEqual(afterForged.obligations[ob.obligationId]!.released, head.obligations[ob.obligationId]!.released, "it released nothing");
+
   // What the log says: after the claim, nothing of ctl-1 counts; whatever it got in was refused.
   const s = await reader.refresh();
   const all = await store.readAll();
-  const byCtl1After = all.filter((e) => e.seq > claim.sinceSeq && e.event.controller === "ctl-1");
+  const byCtl1After = all.filter((e) => e.seq > claim.sinceSeq && e.seq !== forgedSeq && e.event.controller === "ctl-1");
   const refused = new Map(s.rejected.map((r) => [r.seq, r.code]));
   for (const e of byCtl1After) t.true(([ControlFenceCode.not_lease_holder, ControlFenceCode.stale_term] as string[]).includes(refused.get(e.seq) ?? "accepted"), `ctl-1's ${e.event.type} at ${e.seq} was refused`);
   t.log(`ctl-1 entries after the claim: ${byCtl1After.length} (all refused); rejected in the fold: ${s.rejected.length}`);
