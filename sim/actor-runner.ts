@@ -112,7 +112,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
   };
   for (const f of spec.faults) clock.schedule(() => applyFault(f), f.atMs, "fault");
   // With failover, the control log is audited for its leases after every step (sim/lease-audit.ts).
-  const leases = spec.failover === true ? new LeaseAudit(world.controlLog) : undefined;
+  const leases = spec.failover === true ? new LeaseAudit(world.store) : undefined;
 
   const started = world.start().catch((err) => errors.push(`start: ${String(err)}`));
   let lastHolders = new Map<string, WorldObservation["holders"][number]>();

@@ -2,7 +2,6 @@ import type { KeyObject } from "node:crypto";
 import { startController, type Controller } from "../actors/index.ts";
 import type { ControllerPorts, HolderAdmission, RepairLauncher } from "../actors/index.ts";
 import { startHolder } from "../actors/index.ts";
-import { releaseFrontierSpec } from "../protocol/index.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
 import { CrashFileLayer } from "../core/index.ts";
 import { Counters } from "../core/index.ts";
@@ -13,8 +12,6 @@ import { ControlLogFollower } from "../custody/index.ts";
 import { ControlLogPeers } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { LossKind, siteDomains, type Scenario, type Site } from "../policies/index.ts";
-import { releaseSubject, statusSubject } from "../protocol/index.ts";
-import { decodeMessage } from "../protocol/index.ts";
 import { BLOCK_SIZE } from "../volume/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { claimIncarnation } from "../actors/index.ts";
@@ -31,6 +28,7 @@ import type { SimulatedClock } from "./simulated-clock.ts";
 import { TappedTransport } from "./tapped-transport.ts";
 import { TracedControlLog } from "./traced-control-log.ts";
 import { ControllerPair } from "./controller-pair.ts";
+import { tapControllerMessage, type ControllerTapSink } from "./controller-tap.ts";
 import type { WorldSpec } from "./world.ts";
 
 export { SIM_EPOCH_MS } from "./sim-host.ts";
@@ -75,7 +73,7 @@ export class ActorWorld {
   private readonly taps: ActorTaps;
   private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: Uint8Array }>();
   /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
-  private readonly store = new TracedControlLog(SIM_CONTROL_REGION, (holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
+  readonly store = new TracedControlLog(SIM_CONTROL_REGION, (holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
   private readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
@@ -191,11 +189,6 @@ export class ActorWorld {
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "start", actor: id, detail: { inc: h.incarnation } });
   }
 
-  /** The lease audit reads the same log the controllers commit to. */
-  get controlLog(): TracedControlLog {
-    return this.store;
-  }
-
   private async startController(): Promise<void> {
     if (this.spec.failover === true) {
       this.pair ??= new ControllerPair({
@@ -297,30 +290,9 @@ export class ActorWorld {
   // ---- taps: what actors say, as they say it ----------------------------------------------------
 
   private tapController(subject: string, data: Uint8Array, who?: Controller): void {
-    if (subject === statusSubject(this.volume)) {
-      const controller = who ?? this.controller;
-      const report = controller?.report();
-      if (controller === undefined || report === undefined) return;
-      for (const h of controller.evaluationState().holders) {
-        let claimed = RangeSet.EMPTY;
-        for (const c of h.claims) if (c.lane === this.lane) claimed = claimed.union(c.ranges);
-        this.ledgerClaims.set(h.id, claimed);
-      }
-      const cuts = new Map<string, number>();
-      // A cut counts as confirmed only on fresh evidence: a report resting on a silent holder's
-      // stale receipts says so (`evidence: stale`) and promises nothing.
-      for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.evidence === "observed" ? (r.cut?.[this.lane] ?? -1) : -1);
-      this.hooks.confirmed(cuts);
-      return;
-    }
-    if (subject.startsWith("custody.v1.release.")) {
-      const f = decodeMessage(releaseFrontierSpec, data);
-      if (subject !== releaseSubject(f.holder)) return;
-      const ranges = RangeSet.fromJSON(f.ranges);
-      this.granted.set(f.holder, (this.granted.get(f.holder) ?? RangeSet.EMPTY).union(ranges));
-      this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "grant_release", actor: "ctrl", detail: { holder: f.holder, ranges: f.ranges } });
-      this.hooks.granted(f.holder, ranges);
-    }
+    const { spec, ledgerClaims, granted, trace, hooks } = this;
+    const sink: ControllerTapSink = { volume: spec.volume, lane: spec.lane, ledgerClaims, granted, trace, relMs: () => this.clock.now() - SIM_EPOCH_MS, confirmed: (c) => hooks.confirmed(c), grantedTo: (h, r) => hooks.granted(h, r) };
+    tapControllerMessage(sink, subject, data, who ?? this.controller);
   }
 
   // ---- what the checks see ----------------------------------------------------------------------
