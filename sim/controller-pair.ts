@@ -214,14 +214,14 @@ export class ControllerPair {
     }, durationMs, "ctrl-resume");
   }
 
-  /** Stops both processes (end of run). */
+  /** Stops both processes (end of run). A paused one stays frozen: nothing it had pending runs after the end. */
   async stop(): Promise<void> {
     for (const p of this.procs) {
       p.life++;
-      p.gate.open();
-      await p.keeper?.stop();
       p.controller?.stop();
       p.controller = undefined;
+      if (!p.gate.closed) await p.keeper?.stop();
+      else void p.keeper?.stop();
     }
   }
 }

@@ -42,7 +42,7 @@ export function tapControllerMessage(sink: ControllerTapSink, subject: string, d
     if (subject !== releaseSubject(f.holder)) return;
     const ranges = RangeSet.fromJSON(f.ranges);
     sink.granted.set(f.holder, (sink.granted.get(f.holder) ?? RangeSet.EMPTY).union(ranges));
-    sink.trace.record({ atMs: sink.relMs(), kind: "grant_release", actor: "ctrl", detail: { holder: f.holder, ranges: f.ranges } });
+    sink.trace.record({ atMs: sink.relMs(), kind: "grant_release", actor: controller?.id ?? "ctrl", detail: { holder: f.holder, ranges: f.ranges } });
     sink.grantedTo(f.holder, ranges);
   }
 }
