@@ -1,6 +1,6 @@
 import { AnnouncedStandbys, DEFAULT_LEASE_TIMINGS, LeaseKeeper, startController, type Controller, type LeaseTimings } from "../actors/index.ts";
 import type { ControllerConfig } from "../actors/index.ts";
-import { Counters, systemClock } from "../core/index.ts";
+import { Counters, CustodyError, systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
 import { ControlLogFollower, type ControlState } from "../custody/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
@@ -122,6 +122,8 @@ export interface RunningLeasedController {
 export async function runLeasedController(cfg: ControllerRoleConfig): Promise<RunningLeasedController> {
   const c = cfg.controller as unknown as ControllerConfig;
   const timings: LeaseTimings = { ...DEFAULT_LEASE_TIMINGS, ...cfg.lease };
+  // Every claim would be refused (`malformed`): a configuration error now, not a volume without a controller later.
+  if (timings.timeoutMs <= timings.renewMs) throw new CustodyError("bad_lease_timings", `lease timeoutMs ${timings.timeoutMs} must exceed renewMs ${timings.renewMs}`, { ...timings });
   const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
   const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
   try {
