@@ -76,3 +76,5 @@ export { placeRecoveryHolds, registerRecovery, type RecoveryRead, type RecoveryR
 export { UnitOutbox } from "./writer/unit-outbox.ts";
 export { countedHoldings, evaluateFromLog, failedHolders } from "./controller/log-evaluation.ts";
 export { gatherHolderEvidence, type HolderEvidence } from "./repair/holder-evidence.ts";
+export { LeaseKeeper, type LeaseKeeperPorts } from "./controller/lease-keeper.ts";
+export { leaseStep, DEFAULT_LEASE_TIMINGS, type LeaseRole, type LeaseStep, type LeaseTimings } from "./controller/lease-step.ts";

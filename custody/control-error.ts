@@ -53,6 +53,13 @@ export const ControlFenceCode = {
   holder_not_bound_to_volume: "holder_not_bound_to_volume",
   /** A failover whose term does not advance the lane's, or whose cut, old head and first sequence are out of order. */
   failover_order: "failover_order",
+  /**
+   * A controller committed an event touching a volume whose control lease another controller
+   * holds (it was deposed, or never claimed), or renewed a lease it does not hold (see control-lease.ts).
+   */
+  not_lease_holder: "not_lease_holder",
+  /** A lease claim whose term does not advance the volume's, or a renewal naming another term than the current one. */
+  stale_term: "stale_term",
 } as const;
 export type ControlFenceCode = (typeof ControlFenceCode)[keyof typeof ControlFenceCode];
 

@@ -23,6 +23,8 @@ export const ControlEventType = {
   admit_controller: "admit_controller",
   commit_failover: "commit_failover",
   choose_persistence: "choose_persistence",
+  claim_lease: "claim_lease",
+  renew_lease: "renew_lease",
 } as const;
 export type ControlEventType = (typeof ControlEventType)[keyof typeof ControlEventType];
 
@@ -47,6 +49,13 @@ export const PersistenceChoiceVersion = { v1: 1 } as const;
  * `2` and ends with the volumes the holder serves or the controller may commit for.
  */
 export const AdmissionBodyVersion = { v1: 1, v2: 2 } as const;
+
+/**
+ * Format versions of the `claim_lease` and `renew_lease` bodies (they carry their own, like
+ * `choose_persistence`). A reader older than these types refuses them as malformed: every reader
+ * of a log must be upgraded before a volume gets a standby controller.
+ */
+export const LeaseBodyVersion = { v1: 1 } as const;
 
 /** Scope of a declared failure. */
 export const FailureScope = { holder: "holder", zone: "zone", region: "region" } as const;
@@ -178,6 +187,25 @@ export type ControlEventBody =
       readonly fromSeq: number;
       readonly targets: readonly string[];
       readonly scenarios: readonly string[];
+    }
+  | {
+      /**
+       * The author claims the control lease of `volume` for `term` (greater than the volume's
+       * current term): from now on only it may commit events touching the volume (control-lease.ts).
+       * It promises to commit something at least every `renewMs`; a standby that sees nothing from
+       * it for `timeoutMs` by its own clock may claim the next term.
+       */
+      readonly type: typeof ControlEventType.claim_lease;
+      readonly volume: string;
+      readonly term: number;
+      readonly renewMs: number;
+      readonly timeoutMs: number;
+    }
+  | {
+      /** The lease holder of `volume` is alive at `term` (committed only when it committed nothing else for `renewMs`). */
+      readonly type: typeof ControlEventType.renew_lease;
+      readonly volume: string;
+      readonly term: number;
     };
 
 /** One control event. */
@@ -227,6 +255,8 @@ const bodySchemas = {
   admit_controller_v2: z.tuple([z.literal(AdmissionBodyVersion.v2), tokenSchema, publicKeySchema, volumesSchema]),
   commit_failover: z.tuple([tokenSchema, tokenSchema, uintSchema, uintSchema, uintSchema, uintSchema]),
   choose_persistence: z.tuple([z.literal(PersistenceChoiceVersion.v1), tokenSchema, tokenSchema, uintSchema, z.array(tokenSchema).max(64), z.array(z.string().min(1).max(256)).max(64)]),
+  claim_lease: z.tuple([z.literal(LeaseBodyVersion.v1), tokenSchema, uintSchema, uintSchema, uintSchema]),
+  renew_lease: z.tuple([z.literal(LeaseBodyVersion.v1), tokenSchema, uintSchema]),
 } as const;
 
 function bodyToTuple(e: ControlEventBody): unknown[] {
@@ -259,6 +289,10 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.volume, e.lane, e.term, e.recoveredCut, e.oldHead, e.firstSeq];
     case "choose_persistence":
       return [PersistenceChoiceVersion.v1, e.volume, e.lane, e.fromSeq, [...e.targets], [...e.scenarios]];
+    case "claim_lease":
+      return [LeaseBodyVersion.v1, e.volume, e.term, e.renewMs, e.timeoutMs];
+    case "renew_lease":
+      return [LeaseBodyVersion.v1, e.volume, e.term];
   }
 }
 
@@ -328,6 +362,14 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "choose_persistence": {
       const [, volume, lane, fromSeq, targets, scenarios] = bodySchemas.choose_persistence.parse(raw);
       return { type, volume, lane, fromSeq, targets, scenarios };
+    }
+    case "claim_lease": {
+      const [, volume, term, renewMs, timeoutMs] = bodySchemas.claim_lease.parse(raw);
+      return { type, volume, term, renewMs, timeoutMs };
+    }
+    case "renew_lease": {
+      const [, volume, term] = bodySchemas.renew_lease.parse(raw);
+      return { type, volume, term };
     }
   }
 }

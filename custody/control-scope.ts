@@ -83,6 +83,8 @@ export function eventScope(s: ControlState, e: ControlEvent): VolumeScope {
     case "hold_ranges":
     case "commit_failover":
     case "choose_persistence":
+    case "claim_lease":
+    case "renew_lease":
       return some([e.volume]);
     case "prepare_transfer":
     case "release_ranges":

@@ -1,16 +1,13 @@
-import type { KeyObject } from "node:crypto";
 import { inFailureDomain } from "./failure-domain.ts";
 import { signatureProblem, type ControlTrust, type EntrySignature } from "./control-trust.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { ControlFenceCode, ControlFenceError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import { GENESIS_HASH, type ControlEvent, type ControlEventOf } from "./control-event.ts";
-import type { ReceiptStream } from "./receipt-batch.ts";
-import type { ReceiptVerifyContext } from "./receipt-verification.ts";
-import { publicKeyFromRaw } from "./signing.ts";
 import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
 import { commitFailover, type Failovers } from "./control-failover.ts";
 import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
 import { checkHolderBound, volumesAfterAdmission } from "./control-scope.ts";
+import { checkLeaseHolder, checkRenewal, claimLease, noteHeartbeat, type ControlLeases } from "./control-lease.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
 import { foldSnapshotRecord, isSnapshotRecord, type ControlSnapshotRecord } from "./control-snapshot.ts";
 
@@ -69,6 +66,8 @@ export interface ControlState {
   readonly failovers?: Failovers;
   /** The controller's persistence targets per lane (see control-persistence.ts); absent before the first. */
   readonly persistence?: PersistenceChoices;
+  /** Control leases per volume (see control-lease.ts); absent before the first claim, and a volume without one is unleased. */
+  readonly leases?: ControlLeases;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
   /**
@@ -163,6 +162,8 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
   if (e.preparedEpoch !== s.topologyEpoch || e.preparedGeneration !== s.policyGeneration) {
     fail(ControlFenceCode.fence_mismatch, `${e.type} prepared under epoch ${e.preparedEpoch}/generation ${e.preparedGeneration}, which the log never reached`, { epoch: e.preparedEpoch, generation: e.preparedGeneration });
   }
+  // A controller that is not the lease holder of a volume the event touches was deposed (or never claimed).
+  checkLeaseHolder(s, e);
   switch (e.type) {
     case "create_obligation":
       return createObligation(s, e);
@@ -197,6 +198,11 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
       obligationForLane(s, e.volume, e.lane);
       for (const t of e.targets) if (s.holders[t] !== undefined) checkHolderBound(s, t, e.volume, "persistence target");
       return { ...s, persistence: choosePersistence(s.persistence ?? {}, s.holders, e) };
+    case "claim_lease":
+      return { ...s, leases: claimLease(s, e) };
+    case "renew_lease":
+      checkRenewal(s, e);
+      return s;
   }
 }
 
@@ -375,14 +381,18 @@ export function foldControlEntry(s: ControlState, entry: ControlLogRecord, trust
     throw new ControlLogRegressionError(ControlLogRegressionCode.chain_broken, `event at ${entry.seq} names prevHash ${entry.event.prevHash.slice(0, 12)}…, head is ${s.headHash.slice(0, 12)}…`, { seq: entry.seq, prevHash: entry.event.prevHash, headHash: s.headHash });
   }
   let next: ControlState;
+  let accepted = true;
   try {
     next = applyControlEvent(s, entry.event);
   } catch (err) {
     if (!(err instanceof ControlFenceError)) throw err;
+    accepted = false;
     next = { ...s, rejected: [...s.rejected, { seq: entry.seq, code: err.code, message: err.message }] };
   }
   const { lastEntryHash: _skipped, ...rest } = next;
-  return { ...rest, lastSeq: entry.seq, headHash: entry.hash };
+  // An accepted entry of a lease holder is its heartbeat (a refused one is not).
+  const leases = accepted ? noteHeartbeat(next.leases, entry.event.controller, entry.seq, entry.event.type === "claim_lease" ? entry.event.volume : undefined) : next.leases;
+  return { ...rest, ...(leases !== undefined ? { leases } : {}), lastSeq: entry.seq, headHash: entry.hash };
 }
 
 /**
@@ -416,35 +426,4 @@ export function releaseFrontiers(s: ControlState): { obligationId: string; volum
   return out;
 }
 
-const keyCache = new Map<string, KeyObject>();
-function keyObject(raw: Uint8Array): KeyObject {
-  const hex = Buffer.from(raw).toString("hex");
-  let k = keyCache.get(hex);
-  if (k === undefined) {
-    k = publicKeyFromRaw(raw);
-    keyCache.set(hex, k);
-  }
-  return k;
-}
-
-/**
- * A receipt verification context from folded control state: admitted keys per incarnation,
- * current epoch and generation, and release frontiers. Failed and retired holders keep their key
- * (what they signed before is still attributable), but only their current incarnation verifies.
- */
-export function receiptVerifyContext(s: ControlState, stream: ReceiptStream): ReceiptVerifyContext {
-  return {
-    stream,
-    holderKey: (id, inc) => {
-      const h = s.holders[id];
-      return h !== undefined && h.incarnation === inc ? keyObject(h.publicKey) : undefined;
-    },
-    currentIncarnation: (id) => s.holders[id]?.incarnation,
-    topologyEpoch: s.topologyEpoch,
-    policyGeneration: s.policyGeneration,
-    released: (id, volume, lane, obligationId) => {
-      const o = s.obligations[obligationId];
-      return o !== undefined && o.volume === volume && o.lane === lane ? rs(o.released, id) : RangeSet.EMPTY;
-    },
-  };
-}
+export { receiptVerifyContext } from "./receipt-verify-context.ts"; // the context of a folded state, kept where callers know it from

@@ -84,6 +84,7 @@ export {
   ControlEventType,
   ControlEventVersion,
   PersistenceChoiceVersion,
+  LeaseBodyVersion,
   AdmissionBodyVersion,
   FailureScope,
   GENESIS_HASH,
@@ -138,6 +139,7 @@ export { ControlLogCompactor, ControlLogNotCompactableError, type CompactionResu
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
 export { eventScope, holderScope, isHolderBound, volumeScopeProblem, type VolumeScope } from "./control-scope.ts";
+export { leaseOf, type ControlLease, type ControlLeases } from "./control-lease.ts";
 export { signEntryHash, signatureProblem, type ControlTrust, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 export {
   CONTROL_EVENT_MAX_BYTES,

@@ -233,7 +233,9 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     const v = d.volumes.find((x) => x.id === c.volume)!;
     const spans = spanFile(c.id);
     const controller = controllerConfig(d, c, v, siteOf, (h) => hex(holderKeys.get(h)!.publicRaw));
-    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), ...(spans !== undefined ? { spanFile: spans } : {}), controller }, []);
+    // Several controllers of one volume share it through the control lease: one active, the others standbys.
+    const leased = c.lease !== undefined || d.controllers.filter((x) => x.volume === c.volume).length > 1;
+    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), ...(spans !== undefined ? { spanFile: spans } : {}), controller, ...(leased ? { lease: { ...c.lease } } : {}) }, []);
   }
 
   for (const b of d.baseBuilders) {

@@ -155,6 +155,12 @@ const controllerSchema = z.strictObject({
   admission: z.enum(["key-continuity", "operator"]).optional(),
   staleAfterMs: z.number().int().positive().optional(),
   coverageRepair: z.strictObject({ graceMs: z.number().int().nonnegative().optional(), retryMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() }).optional(),
+  /**
+   * Control-lease timings (ms; see docs/deploy.md). A volume named by several controllers gets a
+   * lease: one is active at a time and the others are standbys that take over when it falls
+   * silent for `timeoutMs`. Default 3 000 / 10 000 / 1 000 (a takeover within about 11 s).
+   */
+  lease: z.strictObject({ renewMs: z.number().int().positive().optional(), timeoutMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() }).optional(),
 });
 
 const baseBuilderSchema = z.strictObject({

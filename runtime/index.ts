@@ -5,7 +5,7 @@ export { checkMetricsPortFree, MetricsPortInUseError } from "./metrics-port-chec
 export { gatherProcessStats, listProcesses, type ProcessStats } from "./process-stats.ts";
 export { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, metricsSchema, natsRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema, type MetricsConfig, type NatsRoleConfig, type RepairRoleConfig } from "./role-config.ts";
 export { runBaseBuilder } from "./run-base-builder.ts";
-export { runController } from "./run-controller.ts";
+export { runController, runLeasedController, type RunningLeasedController } from "./run-controller.ts";
 export { runRepairWorker, type RunningRepairWorker } from "./run-repair.ts";
 export { ConnectionLostError, runHolder } from "./run-holder.ts";
 export { HolderFencedError } from "./holder-fencing.ts";

@@ -215,6 +215,16 @@ export const controllerRoleSchema = z.strictObject({
   stateDir: z.string().min(1).optional(),
   /** The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region. */
   controller: z.record(z.string(), z.unknown()),
+  /**
+   * The volume has standby controllers: this one runs its job only while it holds the volume's
+   * control lease (custody/control-lease.ts), claiming it when the holder is silent for `timeoutMs`.
+   * Absent: it runs at once and never claims (a volume with one controller, as before leases).
+   * Defaults: actors/controller/lease-step.ts.
+   */
+  lease: z
+    .strictObject({ renewMs: z.number().int().positive().optional(), timeoutMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() })
+    .refine((l) => l.renewMs === undefined || l.timeoutMs === undefined || l.timeoutMs > l.renewMs, "timeoutMs must exceed renewMs")
+    .optional(),
 });
 export type ControllerRoleConfig = z.infer<typeof controllerRoleSchema>;
 

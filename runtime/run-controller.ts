@@ -1,7 +1,8 @@
-import { AnnouncedStandbys, startController, type Controller } from "../actors/index.ts";
+import { AnnouncedStandbys, DEFAULT_LEASE_TIMINGS, LeaseKeeper, startController, type Controller, type LeaseTimings } from "../actors/index.ts";
 import type { ControllerConfig } from "../actors/index.ts";
-import { Counters, systemClock } from "../core/index.ts";
+import { Counters, CustodyError, systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
+import { ControlLogFollower, type ControlState } from "../custody/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
 import { checkControlLogHead, readControlLogHead, writeControlLogHead } from "./control-log-head.ts";
 import { connectRole } from "./connect.ts";
@@ -26,11 +27,11 @@ const HEAD_PERSIST_MS = 250;
  * Persists the head the controller's follower verified whenever it moved (one write at a time).
  * A crash loses at most the last HEAD_PERSIST_MS of progress of the persisted head, never more.
  */
-function persistHeads(controller: Controller, dir: string, region: string, persisted: number): { stop(): Promise<void> } {
+function persistHeads(controlState: () => ControlState, dir: string, region: string, persisted: number): { stop(): Promise<void> } {
   let writing: Promise<void> = Promise.resolve();
   const tick = () => {
     writing = writing.then(async () => {
-      const s = controller.controlState();
+      const s = controlState();
       if (s.lastSeq <= persisted) return;
       // The entry at lastSeq: a skipped (unsigned) entry there has its own hash, not the chain head's.
       await writeControlLogHead(nodeFileLayer, dir, { region, seq: s.lastSeq, hash: s.lastEntryHash ?? s.headHash });
@@ -75,7 +76,7 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     const counters = new Counters();
     const standbys = (c.repair?.standby.length ?? 0) > 0 ? new AnnouncedStandbys({ transport, clock: systemClock, counters, standby: c.repair!.standby, sites: c.topology.sites }) : undefined;
     const controller = await startController(c, { transport, clock: systemClock, store, counters, ...(standbys ? { repair: standbys } : {}), ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
-    const heads = dir === undefined ? undefined : persistHeads(controller, dir, logRegion, seen?.seq ?? 0);
+    const heads = dir === undefined ? undefined : persistHeads(() => controller.controlState(), dir, logRegion, seen?.seq ?? 0);
     // `evaluations` is the running total (what `custody ps` and watchers compare between reads); the
     // duration quantiles cover only the evaluations since the previous read.
     // Its stats carry each holder's verified receipted ranges (`receipted.<holder>.<lane>`, see custody-ranges.ts).
@@ -104,6 +105,90 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     await transport.close();
     await tracing.stop();
     lock?.release();
+    throw err;
+  }
+}
+
+/** A controller process of a volume with standbys: it runs the controller's job only while it holds the volume's lease. */
+export interface RunningLeasedController {
+  readonly id: string;
+  readonly counters: Counters;
+  readonly keeper: LeaseKeeper;
+  /** The running controller while active; undefined while standby. */
+  current(): Controller | undefined;
+  readonly lost: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a controller process as a standby of its volume (`cfg.lease`, see LeaseKeeper): it
+ * follows the control log and claims the volume's lease when it is free or its holder has been
+ * silent for the lease's timeout; then it starts the controller's job from the folded log. When
+ * the log shows another holder it stops that job at once and says so in one log line. Same
+ * start-up checks as `runController`.
+ */
+export async function runLeasedController(cfg: ControllerRoleConfig): Promise<RunningLeasedController> {
+  const c = cfg.controller as unknown as ControllerConfig;
+  const timings: LeaseTimings = { ...DEFAULT_LEASE_TIMINGS, ...cfg.lease };
+  // Every claim would be refused (`malformed`): a configuration error now, not a volume without a controller later.
+  if (timings.timeoutMs <= timings.renewMs) throw new CustodyError("bad_lease_timings", `lease timeoutMs ${timings.timeoutMs} must exceed renewMs ${timings.renewMs}`, { ...timings });
+  const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
+  const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
+  try {
+    const logRegion = cfg.controlLogRegion ?? c.region;
+    const store = await openJetStreamControlLog(transport.connection, { region: logRegion });
+    const files = loadControlTrust(cfg.controlTrust);
+    const dir = cfg.stateDir;
+    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, logRegion);
+    if (seen !== undefined) await checkControlLogHead(store, seen);
+    const counters = new Counters();
+    const standbys = (c.repair?.standby.length ?? 0) > 0 ? new AnnouncedStandbys({ transport, clock: systemClock, counters, standby: c.repair!.standby, sites: c.topology.sites }) : undefined;
+    const signer = files.signer ? files.signer(c.controllerId) : undefined;
+    const follower = new ControlLogFollower(store, undefined, files.trust);
+    let current: Controller | undefined;
+    const keeper = new LeaseKeeper(c.topology.volume, timings, {
+      store,
+      follower,
+      identity: { controller: c.controllerId, clock: systemClock, ...(signer ? { signer } : {}) },
+      clock: systemClock,
+      counters,
+      log: (line) => void process.stderr.write(`${line}\n`),
+      becomeActive: async () => {
+        current = await startController(c, { transport, clock: systemClock, store, counters, ...(standbys ? { repair: standbys } : {}), ...(files.trust ? { trust: files.trust } : {}), ...(signer ? { signer } : {}) });
+      },
+      stepDown: async () => {
+        current?.stop();
+        current = undefined;
+      },
+    });
+    await keeper.start();
+    const heads = dir === undefined ? undefined : persistHeads(() => current?.controlState() ?? follower.state, dir, logRegion, seen?.seq ?? 0);
+    const stats = serveProcessStats(transport, "controller", () => {
+      const d = current?.takeEvalDurations().sort((a, b) => a - b) ?? [];
+      const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
+      return { id: c.controllerId, counters: counters.snapshot(), figures: { active: keeper.role === "active" ? 1 : 0, evaluations: counters.get("evaluations"), evalsSinceLastRead: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...(current ? receiptedSamples(current.holdings()) : {}) } };
+    });
+    await stats.registered;
+    return {
+      id: c.controllerId,
+      counters,
+      keeper,
+      current: () => current,
+      lost,
+      async stop() {
+        stats.unsubscribe();
+        await keeper.stop();
+        await heads?.stop();
+        standbys?.stop();
+        current?.stop();
+        await store.close();
+        await transport.close();
+        await tracing.stop();
+      },
+    };
+  } catch (err) {
+    await transport.close();
+    await tracing.stop();
     throw err;
   }
 }

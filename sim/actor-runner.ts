@@ -5,6 +5,7 @@ import { FaultKind, scheduleKey, scheduleShape, type FaultEvent } from "./fault-
 import { checkCredits, checkReceipts, checkReleaseCoverage, checkReleased, checkStrike, InvariantId, survivingCut, type Violation, type WorldObservation } from "./invariants.ts";
 import type { RunOptions, RunResult } from "./runner.ts";
 import { SimulatedClock } from "./simulated-clock.ts";
+import { LeaseAudit } from "./lease-audit.ts";
 import { buildWorld, networkFor, overridesOf, runRandom } from "./world.ts";
 
 const ALL_CHECKS = Object.values(InvariantId);
@@ -94,6 +95,9 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
       case FaultKind.controllerLoss:
         world.loseController(f.durationMs);
         break;
+      case FaultKind.controllerPause:
+        world.pauseController(f.durationMs);
+        break;
       case FaultKind.partition: {
         const id = net.partition(f.a, f.b);
         trace.record({ atMs: rel(), kind: "partition", actor: "world", detail: { a: f.a, b: f.b, durationMs: f.durationMs } });
@@ -107,6 +111,8 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     contract.faultApplied(f);
   };
   for (const f of spec.faults) clock.schedule(() => applyFault(f), f.atMs, "fault");
+  // With failover, the control log is audited for its leases after every step (sim/lease-audit.ts).
+  const leases = spec.failover === true ? new LeaseAudit(world.store) : undefined;
 
   const started = world.start().catch((err) => errors.push(`start: ${String(err)}`));
   let lastHolders = new Map<string, WorldObservation["holders"][number]>();
@@ -127,7 +133,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
       return p === undefined || p.ram !== h.ram || p.disk !== h.disk || p.released !== h.released || p.granted !== h.granted || p.ledger !== h.ledger;
     });
     if (changed.length > 0) lastHolders = new Map([...lastHolders, ...changed.map((h) => [h.id, h] as const)]);
-    fail([...checkReceipts(obs), ...checkReleased({ ...obs, holders: changed }), ...checkCredits(obs)]);
+    fail([...checkReceipts(obs), ...checkReleased({ ...obs, holders: changed }), ...checkCredits(obs), ...(leases ? await leases.check(rel()) : [])]);
   }
   await started;
   const controller = await world.controllerFootprint();
@@ -149,7 +155,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     recovery: contract.recovery(spec.timing.durationMs),
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
-    counters: { ...net.counters.snapshot(), ...world.counters.snapshot() },
+    counters: { ...net.counters.snapshot(), ...world.counters.snapshot(), ...(leases ? Object.fromEntries(Object.entries(leases.figures()).map(([k, v]) => [`lease_${k}`, v])) : {}) },
     errors,
     ...(controller !== undefined ? { controller } : {}),
   };

@@ -2,7 +2,6 @@ import type { KeyObject } from "node:crypto";
 import { startController, type Controller } from "../actors/index.ts";
 import type { ControllerPorts, HolderAdmission, RepairLauncher } from "../actors/index.ts";
 import { startHolder } from "../actors/index.ts";
-import { releaseFrontierSpec } from "../protocol/index.ts";
 import { startVolumeWriter, type VolumeWriter } from "../actors/index.ts";
 import { CrashFileLayer } from "../core/index.ts";
 import { Counters } from "../core/index.ts";
@@ -13,8 +12,6 @@ import { ControlLogFollower } from "../custody/index.ts";
 import { ControlLogPeers } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { LossKind, siteDomains, type Scenario, type Site } from "../policies/index.ts";
-import { releaseSubject, statusSubject } from "../protocol/index.ts";
-import { decodeMessage } from "../protocol/index.ts";
 import { BLOCK_SIZE } from "../volume/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { claimIncarnation } from "../actors/index.ts";
@@ -30,6 +27,8 @@ import type { SimNetwork } from "./sim-network.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
 import { TappedTransport } from "./tapped-transport.ts";
 import { TracedControlLog } from "./traced-control-log.ts";
+import { ControllerPair } from "./controller-pair.ts";
+import { tapControllerMessage, type ControllerTapSink } from "./controller-tap.ts";
 import type { WorldSpec } from "./world.ts";
 
 export { SIM_EPOCH_MS } from "./sim-host.ts";
@@ -74,10 +73,16 @@ export class ActorWorld {
   private readonly taps: ActorTaps;
   private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: Uint8Array }>();
   /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
-  private readonly store = new TracedControlLog(SIM_CONTROL_REGION, (holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
+  readonly store = new TracedControlLog(SIM_CONTROL_REGION, (holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
   private readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
+  /** With `spec.failover`: an active and a standby controller process sharing the volume's lease (replaces `controller`). */
+  private pair: ControllerPair | undefined;
+  /** The controller that currently runs the volume's job. */
+  private get ctl(): Controller | undefined {
+    return this.pair !== undefined ? this.pair.active() : this.controller;
+  }
   private writer: VolumeWriter | undefined;
   private writerVolume: SmartWalVolume | undefined;
   private writerFiles = new CrashFileLayer();
@@ -138,7 +143,7 @@ export class ActorWorld {
     // operator's bootstrap admits them and creates the obligation.
     const serving = [...this.hosts.values()].filter((h) => !this.standbys.includes(h.spec.id));
     await Promise.all(serving.map((h) => this.startHolderOn(h)));
-    await this.controller!.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
+    await this.ctl!.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
     await this.startWriter();
     const tick = () => {
       if (this.writerDead) return;
@@ -185,6 +190,21 @@ export class ActorWorld {
   }
 
   private async startController(): Promise<void> {
+    if (this.spec.failover === true) {
+      this.pair ??= new ControllerPair({
+        clock: this.clock,
+        net: this.net,
+        trace: this.trace,
+        store: this.store,
+        counters: this.counters,
+        site: this.spec.vault.site,
+        config: (controllerId) => ({ ...controllerConfigFor(this.spec, this.standbys), controllerId }),
+        ports: { repair: this.launcher, ...(this.opts.authorizeReleases ? { authorizeReleases: this.opts.authorizeReleases } : {}) },
+        tap: (subject, data, controller) => this.tapController(subject, data, controller),
+        error: (where, err) => this.hooks.error(where, err),
+      });
+      return this.pair.start();
+    }
     const life = ++this.controllerLife;
     const endpoint = this.net.endpoint("controller", this.spec.vault.site);
     const transport = new TappedTransport(endpoint, (subject, data) => this.tapController(subject, data));
@@ -269,31 +289,10 @@ export class ActorWorld {
 
   // ---- taps: what actors say, as they say it ----------------------------------------------------
 
-  private tapController(subject: string, data: Uint8Array): void {
-    if (subject === statusSubject(this.volume)) {
-      const controller = this.controller;
-      const report = controller?.report();
-      if (controller === undefined || report === undefined) return;
-      for (const h of controller.evaluationState().holders) {
-        let claimed = RangeSet.EMPTY;
-        for (const c of h.claims) if (c.lane === this.lane) claimed = claimed.union(c.ranges);
-        this.ledgerClaims.set(h.id, claimed);
-      }
-      const cuts = new Map<string, number>();
-      // A cut counts as confirmed only on fresh evidence: a report resting on a silent holder's
-      // stale receipts says so (`evidence: stale`) and promises nothing.
-      for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.evidence === "observed" ? (r.cut?.[this.lane] ?? -1) : -1);
-      this.hooks.confirmed(cuts);
-      return;
-    }
-    if (subject.startsWith("custody.v1.release.")) {
-      const f = decodeMessage(releaseFrontierSpec, data);
-      if (subject !== releaseSubject(f.holder)) return;
-      const ranges = RangeSet.fromJSON(f.ranges);
-      this.granted.set(f.holder, (this.granted.get(f.holder) ?? RangeSet.EMPTY).union(ranges));
-      this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "grant_release", actor: "ctrl", detail: { holder: f.holder, ranges: f.ranges } });
-      this.hooks.granted(f.holder, ranges);
-    }
+  private tapController(subject: string, data: Uint8Array, who?: Controller): void {
+    const { spec, ledgerClaims, granted, trace, hooks } = this;
+    const sink: ControllerTapSink = { volume: spec.volume, lane: spec.lane, ledgerClaims, granted, trace, relMs: () => this.clock.now() - SIM_EPOCH_MS, confirmed: (c) => hooks.confirmed(c), grantedTo: (h, r) => hooks.granted(h, r) };
+    tapControllerMessage(sink, subject, data, who ?? this.controller);
   }
 
   // ---- what the checks see ----------------------------------------------------------------------
@@ -303,7 +302,7 @@ export class ActorWorld {
    * releases committed (counter), commit runs kept, and release entries persisted in the log.
    */
   async controllerFootprint(): Promise<{ audits: number; releasesCommitted: number; commitRuns: number; releaseEntries: number } | undefined> {
-    const controller = this.controller;
+    const controller = this.ctl;
     if (controller === undefined) return undefined;
     const entries = await this.store.readAll();
     const releaseEntries = entries.filter((e) => e.event.type === "release_ranges" || e.event.type === "release_to_base").length;
@@ -415,6 +414,7 @@ export class ActorWorld {
 
   /** The controller process is lost for `durationMs`; its successor folds the durable control log. */
   loseController(durationMs: number): void {
+    if (this.pair !== undefined) return this.pair.lose(durationMs);
     const c = this.controller;
     if (c === undefined) return;
     const life = ++this.controllerLife;
@@ -428,8 +428,15 @@ export class ActorWorld {
     }, durationMs, "ctrl-restart");
   }
 
+  /** With failover, the active controller process freezes for `durationMs` (else it is lost that long). */
+  pauseController(durationMs: number): void {
+    if (this.pair !== undefined) return this.pair.pause(durationMs);
+    this.loseController(durationMs);
+  }
+
   /** Stops every actor (end of run). */
   async stop(): Promise<void> {
+    await this.pair?.stop();
     this.controllerLife++;
     this.writerLife++;
     this.controller?.stop();

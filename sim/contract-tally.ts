@@ -114,9 +114,9 @@ export class ContractTally {
     for (const r of [...this.open, ...this.done.map((d) => d.strike)]) {
       if (r.outside !== undefined || nowMs - r.at > this.settleMs + r.extraMs || nowMs === r.at) continue;
       if (isDestructive(f)) r.outside = OutsideContract.lossDuringRepair;
-      else if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss) r.extraMs += f.durationMs;
+      else if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss || f.kind === FaultKind.controllerPause) r.extraMs += f.durationMs;
     }
-    if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss) this.disruptions.push({ start: nowMs, end: nowMs + f.durationMs });
+    if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss || f.kind === FaultKind.controllerPause) this.disruptions.push({ start: nowMs, end: nowMs + f.durationMs });
     if (isDestructive(f)) this.lastDestructiveAt = nowMs;
   }
 

@@ -11,6 +11,11 @@ export const FaultKind = {
   controllerLoss: "controller_loss",
   /** Sites in `a` cannot talk to sites in `b` for `durationMs`. */
   partition: "partition",
+  /**
+   * With failover (a standby controller): the active controller process is frozen or cut off from
+   * the control log for `durationMs` (SIGSTOP, a partition), then resumes where it stopped.
+   */
+  controllerPause: "controller_pause",
 } as const;
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 
@@ -19,6 +24,7 @@ export type FaultEvent =
   | { readonly kind: typeof FaultKind.strike; readonly atMs: number; readonly scenario: string }
   | { readonly kind: typeof FaultKind.evidenceDegrade; readonly atMs: number; readonly holder: string }
   | { readonly kind: typeof FaultKind.controllerLoss; readonly atMs: number; readonly durationMs: number }
+  | { readonly kind: typeof FaultKind.controllerPause; readonly atMs: number; readonly durationMs: number }
   | { readonly kind: typeof FaultKind.partition; readonly atMs: number; readonly durationMs: number; readonly a: readonly string[]; readonly b: readonly string[] };
 
 /** What the schedule generator needs to know about the world. */
@@ -30,6 +36,8 @@ export interface FaultContext {
   readonly sites: readonly string[];
   /** Repair budget: a strike this long after the previous destructive fault is within the contract. */
   readonly settleMs: number;
+  /** A standby controller runs: the active one may also be paused (one more draw, only then). */
+  readonly failover?: boolean;
 }
 
 /**
@@ -56,7 +64,8 @@ export function generateFaultSchedule(random: Random, ctx: FaultContext): FaultE
     if (which === 0 && ctx.protectedHolders.length > 0) {
       out.push({ kind: FaultKind.evidenceDegrade, atMs, holder: random.pick(ctx.protectedHolders) });
     } else if (which === 1) {
-      out.push({ kind: FaultKind.controllerLoss, atMs, durationMs: random.int(500, 8_000) });
+      const pause = ctx.failover === true && random.chance(0.5);
+      out.push({ kind: pause ? FaultKind.controllerPause : FaultKind.controllerLoss, atMs, durationMs: random.int(500, 8_000) });
     } else if (ctx.sites.length >= 2) {
       const shuffled = random.shuffle(ctx.sites);
       const cut = random.int(1, shuffled.length - 1);
@@ -87,6 +96,8 @@ export function scheduleShape(faults: readonly FaultEvent[]): string {
           return `degrade(${f.holder})`;
         case FaultKind.controllerLoss:
           return "controller_loss";
+        case FaultKind.controllerPause:
+          return "controller_pause";
         case FaultKind.partition:
           return `partition(${f.a.join("+")}|${f.b.join("+")})`;
       }

@@ -13,6 +13,10 @@ export const InvariantId = {
   releasedReappeared: "released_reappeared",
   /** A sender forwarded more units to a receiver than the receiver granted credits for. */
   creditExceeded: "credit_exceeded",
+  /** Two controllers had commits accepted in one lease term of the volume (see sim/lease-audit.ts). */
+  twoCommittersInTerm: "two_committers_in_term",
+  /** The fold accepted a release committed by a controller that was not the volume's lease holder. */
+  deposedRelease: "deposed_release",
 } as const;
 export type InvariantId = (typeof InvariantId)[keyof typeof InvariantId];
 

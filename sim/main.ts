@@ -34,6 +34,7 @@ interface Flags {
   json?: boolean;
   minimize: boolean;
   model?: boolean;
+  failover?: boolean;
 }
 
 async function runOne(seed: number, opts: RunOptions, flags: Flags, run: WorldRunner): Promise<void> {
@@ -64,7 +65,7 @@ async function runOne(seed: number, opts: RunOptions, flags: Flags, run: WorldRu
     process.stdout.write(JSON.stringify({ ...summary, message: r.violation.message, minimizedFaults: small.spec.faults, trace: tail }) + "\n");
   } else {
     process.stdout.write(`VIOLATION seed=${seed} ${r.violation.invariant}: ${r.violation.message}\n`);
-    process.stdout.write(`reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}${flags.model ? " --model" : ""}\n`);
+    process.stdout.write(`reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}${flags.model ? " --model" : ""}${flags.failover ? " --failover" : ""}\n`);
     process.stdout.write(`minimized fault schedule (${small.spec.faults.length} of ${r.spec.faults.length} faults, ${small.steps} steps):\n`);
     for (const f of small.spec.faults) process.stdout.write(`  ${JSON.stringify(f)}\n`);
     process.stdout.write(`last ${tail.length} trace events:\n`);
@@ -103,6 +104,7 @@ export function buildSimProgram(): Command {
     .option("--no-minimize", "print the failing run without shrinking it")
     .option("--json", "one JSON object on the last line")
     .option("--model", "run the pure model of the actors instead of the production actors")
+    .option("--failover", "a standby controller shares the volume through the control lease; faults also pause the active one")
     .action(async (flags: Flags) => {
       try {
         const holders = int("holders", flags.holders, 1, 10);
@@ -112,6 +114,7 @@ export function buildSimProgram(): Command {
           ...(holders !== undefined ? { holders } : {}),
           ...(steps !== undefined ? { steps } : {}),
           ...(durationMs !== undefined ? { durationMs } : {}),
+          ...(flags.failover ? { failover: true } : {}),
         };
         const run: WorldRunner = flags.model ? runWorld : runActorWorld;
         if (flags.seeds !== undefined) await runSweep(flags.seeds, opts, flags, run);

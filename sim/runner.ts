@@ -37,6 +37,11 @@ export interface RunOptions {
   authorize?: ReleaseAuthorizer;
   /** Invariants to check (default: all). */
   checks?: readonly InvariantId[];
+  /**
+   * A standby controller beside the active one, sharing the volume through the control lease; the
+   * faults then also pause the active one (production actors only; the pure model treats a pause as a loss).
+   */
+  failover?: boolean;
 }
 
 /** Summary of one run. */
@@ -205,6 +210,7 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
         byId.get(f.holder)?.degradeEvidence();
         break;
       case FaultKind.controllerLoss:
+      case FaultKind.controllerPause:
         controller.lose(f.durationMs);
         break;
       case FaultKind.partition: {

@@ -50,6 +50,8 @@ export interface WorldSpec {
   /** Edge profile per directed site pair `from>to`. */
   readonly edges: Readonly<Record<string, EdgeProfile>>;
   readonly faults: readonly FaultEvent[];
+  /** A standby controller shares the volume with the active one through the control lease (sim/controller-pair.ts). */
+  readonly failover?: boolean;
 }
 
 /** Options that override what the seed would choose. */
@@ -59,6 +61,8 @@ export interface WorldOverrides {
   /** Replace the drawn fault schedule (used by the minimizer). */
   faults?: readonly FaultEvent[];
   durationMs?: number;
+  /** Run a standby controller beside the active one (and draw pauses of the active into the faults). */
+  failover?: boolean;
 }
 
 const REGIONS = ["use1", "usw2", "euc1"] as const;
@@ -166,6 +170,7 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
       protectedHolders: finalHolders.filter((h) => h.protectedRam).map((h) => h.id),
       sites: sites.filter((s) => s.id !== vault.id).map((s) => s.id),
       settleMs: timing.settleMs,
+      ...(overrides.failover === true ? { failover: true } : {}),
     });
   return {
     seed,
@@ -180,6 +185,7 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
     timing,
     edges,
     faults,
+    ...(overrides.failover === true ? { failover: true } : {}),
   };
 }
 
@@ -189,8 +195,9 @@ export function runRandom(spec: WorldSpec, component: string): Random {
 }
 
 /** The world overrides carried by a run's options (absent fields keep what the seed chooses). */
-export function overridesOf(o: { holders?: number; faults?: readonly FaultEvent[]; durationMs?: number }): WorldOverrides {
+export function overridesOf(o: { holders?: number; faults?: readonly FaultEvent[]; durationMs?: number; failover?: boolean }): WorldOverrides {
   return {
+    ...(o.failover === true ? { failover: true } : {}),
     ...(o.holders !== undefined ? { holders: o.holders } : {}),
     ...(o.faults !== undefined ? { faults: o.faults } : {}),
     ...(o.durationMs !== undefined ? { durationMs: o.durationMs } : {}),

@@ -29,9 +29,17 @@ export interface LoopbackDeploymentOptions {
    * (the writer's host crashing) that h-e2 alone covers. For the volume-scope tests and attacks.
    */
   readonly secondVolume?: boolean;
+  /**
+   * A standby controller `ctl-1b` of the volume in the west region (issue #45): both controllers
+   * share the volume through the control lease, with short timings (renew 500 ms, timeout 3 s).
+   */
+  readonly standbyController?: boolean;
   /** Keys merged into the volume as declared (e.g. `scenarios`, `genesisBases`). */
   readonly volumeExtras?: Readonly<Record<string, unknown>>;
 }
+
+/** Short lease timings for the failover tests: a standby takes over about 3 s after the active falls silent. */
+const STANDBY_LEASE = { renewMs: 500, timeoutMs: 3_000, checkMs: 250 };
 
 /**
  * A two-region `custody init` deployment file on loopback: east (writer, a RAM holder, the
@@ -93,7 +101,8 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
         : []),
     ],
     controllers: [
-      { id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}) },
+      { id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}), ...(o.standbyController ? { lease: STANDBY_LEASE } : {}) },
+      ...(o.standbyController ? [{ id: "ctl-1b", volume, region: "west", evalIntervalMs: 100, ...(await metrics()), lease: STANDBY_LEASE }] : []),
       ...(o.secondVolume ? [{ id: "ctl-2", volume: "vol-b", region: "east", evalIntervalMs: 100, ...(await metrics()) }] : []),
     ],
     ...(o.baseBuilder === false ? {} : { baseBuilders: [{ holder: "h-w1", volume, lane: "l0", intervalMs: 1_000, minNewSeqs: 64, ...(await metrics()) }] }),

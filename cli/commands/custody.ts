@@ -59,6 +59,7 @@ function summary(s: ControlState) {
       responsible: Object.fromEntries(Object.entries(o.responsible).map(([h, r]) => [h, r.toJSON()])),
     })),
     releaseFrontiers: releaseFrontiers(s).map((f) => ({ obligationId: f.obligationId, holderId: f.holderId, released: f.released.toJSON() })),
+    leases: Object.entries(s.leases?.volumes ?? {}).map(([volume, l]) => ({ volume, ...l })),
     rejected: s.rejected,
   };
 }
@@ -80,6 +81,7 @@ export function register(program: Command): void {
         ...s.holders.map((h) => ({ kind: "holder", id: h.holderId, detail: `incarnation ${h.incarnation}, ${h.status}, ${h.failureDomain}` })),
         ...s.obligations.map((ob) => ({ kind: "obligation", id: ob.obligationId, detail: `${ob.volume}/${ob.lane} ${ob.representation} responsible ${JSON.stringify(ob.responsible)}` })),
         ...s.releaseFrontiers.map((f) => ({ kind: "released", id: `${f.obligationId}/${f.holderId}`, detail: JSON.stringify(f.released) })),
+        ...s.leases.map((l) => ({ kind: "lease", id: l.volume, detail: `${l.holder} at term ${l.term} since seq ${l.sinceSeq}, last heartbeat seq ${l.heartbeatSeq}` })),
         ...s.rejected.map((r) => ({ kind: "rejected", id: `seq ${r.seq}`, detail: `${r.code}: ${r.message}` })),
       ];
       printResult(o, s, rows, `control log ${o.region}: head ${s.lastSeq} ${s.headHash.slice(0, 16)}…, epoch ${s.topologyEpoch}, generation ${s.policyGeneration}`);

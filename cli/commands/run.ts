@@ -6,7 +6,7 @@ import { runRepairWorker } from "../../runtime/index.ts";
 import { runBaseBuilder } from "../../runtime/index.ts";
 import { ConnectionLostError, runHolder, StateDirLockedError } from "../../runtime/index.ts";
 import { runWriter } from "../../runtime/index.ts";
-import { runController } from "../../runtime/index.ts";
+import { runController, runLeasedController } from "../../runtime/index.ts";
 import { serveMetrics, type MetricsOptions, type MetricsSource } from "../../runtime/index.ts";
 
 /** Exit code when the NATS connection closed for good (a supervisor should restart the process). */
@@ -148,6 +148,11 @@ export function register(program: Command): void {
     .requiredOption("--config <file>", "role configuration (JSON)")
     .action((o: { config: string }) =>
       serve("controller", o.config, controllerRoleSchema, async (cfg) => {
+        if (cfg.lease !== undefined) {
+          // A volume with standbys: this process may start as one (`active` in the ready line).
+          const l = await runLeasedController(cfg);
+          return { ...l, ready: { controllerId: l.id, lease: l.keeper.role }, metrics: { role: "controller", id: l.id, counters: () => l.counters.snapshot(), status: () => l.current()?.status() } };
+        }
         const r = await runController(cfg);
         const id = r.controller.id;
         return { ...r, ready: { controllerId: id }, metrics: { role: "controller", id, counters: () => r.controller.counters.snapshot(), status: () => r.controller.status() } };

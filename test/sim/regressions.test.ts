@@ -16,6 +16,8 @@ interface Regression {
   readonly durationMs?: number;
   /** Replay only the minimized schedule (a long world whose own schedule adds nothing the minimized one lacks). */
   readonly minimizedOnly?: boolean;
+  /** A failover world (`--failover`: a standby controller, pauses of the active one). */
+  readonly failover?: boolean;
 }
 
 const REGRESSIONS: readonly Regression[] = [
@@ -126,12 +128,25 @@ const REGRESSIONS: readonly Regression[] = [
       "liveness never: power:use1 at 10.462 s hit the writer's site with acknowledged write 180 in its outbox and not yet at the single holder h1; the restarted writer re-shipped its whole outbox from 1, and with 64 KiB units h1's credit let three through per grant, so units h1 and its standby had long taken over held 180 back until 13.4 s after the strike (never, once a later partition took the rest of the run) — now a unit every first hop has receipted, or the control log released at them, leaves the credit queue unsent (found by the 1003400.. sweep; minimized to the one strike)",
     minimized: [{ kind: "strike", atMs: 10462, scenario: "power:use1" }],
   },
+  {
+    seed: 3456018,
+    failover: true,
+    found:
+      "release_uncovered: releases leave crash:writer at 0, below its confirmed 322: the active controller ctrl-b, paused at 21.2 s (during a partition) past the end of the run, was resumed by the world's shutdown and committed a release decided on its frozen view — now a process paused when the run ends stays frozen (found by the 3456000.. failover sweep, with 3456065, 3456075, 3456107 and 3456155)",
+    minimized: [
+      { kind: "evidence_degrade", atMs: 1860, holder: "h2" },
+      { kind: "controller_loss", atMs: 12970, durationMs: 4091 },
+      { kind: "controller_pause", atMs: 13540, durationMs: 3076 },
+      { kind: "partition", atMs: 20585, durationMs: 4515, a: ["s-h3", "s-writer"], b: ["s-h1", "s-h2"] },
+      { kind: "controller_pause", atMs: 21176, durationMs: 4224 },
+    ],
+  },
 ];
 
 for (const r of REGRESSIONS) {
   for (const schedule of r.minimizedOnly === true ? (["minimized"] as const) : (["seed", "minimized"] as const)) {
     test(`regression sim seed ${r.seed} (${schedule} schedule): ${r.found} — now clean`, async (t) => {
-      const run = await runActorWorld(r.seed, { ...(schedule === "minimized" ? { faults: r.minimized } : {}), ...(r.durationMs !== undefined ? { durationMs: r.durationMs } : {}) });
+      const run = await runActorWorld(r.seed, { ...(schedule === "minimized" ? { faults: r.minimized } : {}), ...(r.durationMs !== undefined ? { durationMs: r.durationMs } : {}), ...(r.failover === true ? { failover: true } : {}) });
       t.is(run.violation, undefined, run.violation?.message);
       t.deepEqual(run.errors ?? [], []);
       t.deepEqual(run.recovery.failures, []);

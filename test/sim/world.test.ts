@@ -66,6 +66,10 @@ test("across the corpus every fault kind occurs, including sequential strikes", 
     for (const f of faults) kinds.add(f.kind);
     if (faults.filter((f) => f.kind === FaultKind.strike).length >= 2) sequential++;
   }
-  t.deepEqual([...kinds].sort(), Object.values(FaultKind).sort());
+  // A pause of the active controller needs a standby to matter: only failover worlds draw it.
+  t.deepEqual([...kinds].sort(), Object.values(FaultKind).filter((k) => k !== FaultKind.controllerPause).sort());
   t.true(sequential > 10, `${sequential} worlds with sequential strikes`);
+  const failover = new Set<string>();
+  for (let seed = 1; seed <= 100; seed++) for (const f of buildWorld(seed, { failover: true }).faults) failover.add(f.kind);
+  t.deepEqual([...failover].sort(), Object.values(FaultKind).sort());
 });
