@@ -11,6 +11,7 @@ import type { Random } from "../core/index.ts";
 import { generateHolderKeyPair } from "../custody/index.ts";
 import { ControlLogFollower } from "../custody/index.ts";
 import { ControlLogPeers } from "../custody/index.ts";
+import { HoldKind } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { LossKind, siteDomains, type Scenario, type Site } from "../policies/index.ts";
 import { releaseSubject, statusSubject } from "../protocol/index.ts";
@@ -30,7 +31,9 @@ import type { SimNetwork } from "./sim-network.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
 import { TappedTransport } from "./tapped-transport.ts";
 import { TracedControlLog } from "./traced-control-log.ts";
+import { ControlLogTruth } from "./control-log-truth.ts";
 import type { WorldSpec } from "./world.ts";
+import type { FaultEvent } from "./fault-schedule.ts";
 
 export { SIM_EPOCH_MS } from "./sim-host.ts";
 
@@ -73,8 +76,14 @@ export class ActorWorld {
   private readonly ledgerClaims = new Map<string, RangeSet>();
   private readonly taps: ActorTaps;
   private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: Uint8Array }>();
+  /** The control log as the checks see it (folded as entries are committed). */
+  readonly log: ControlLogTruth;
   /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
-  private readonly store = new TracedControlLog(SIM_CONTROL_REGION, (holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
+  private readonly store = new TracedControlLog(SIM_CONTROL_REGION, (entry) => {
+    this.log.fold(entry);
+    const e = entry.event;
+    if (e.type === "admit_holder") this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: e.holderId, detail: { inc: e.incarnation } });
+  });
   private readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
@@ -107,6 +116,7 @@ export class ActorWorld {
   ) {
     this.lane = spec.lane;
     this.volume = spec.volume;
+    this.log = new ControlLogTruth(spec.volume, spec.lane);
     this.siteById = new Map(spec.sites.map((s) => [s.id, s]));
     this.taps = new ActorTaps(spec, this.hosts);
     this.operator = new OperatorDesk(this.store, clock, trace, this.counters);
@@ -312,14 +322,14 @@ export class ActorWorld {
 
   /** Ground truth of every holder (and the vault's base) right now. */
   holderTruths(): HolderTruth[] {
-    return holderTruthsOf(this.spec, this.hosts.values(), this.ledgerClaims, this.granted);
+    return holderTruthsOf(this.spec, this.hosts.values(), this.ledgerClaims, this.granted, (id) => this.log.committed(id));
   }
 
   /** The writer's own copy as ground truth: what its outbox (disk) and retention (RAM) still hold. */
   writerTruth(): HolderTruth {
     const retained = this.writer?.retainedSeqs(this.lane) ?? RangeSet.EMPTY;
     const none = RangeSet.EMPTY;
-    return { id: this.spec.writer.id, site: this.spec.writer.site, ram: none, disk: retained, ramSurvivesPower: false, released: none, ledger: none, granted: none };
+    return { id: this.spec.writer.id, site: this.spec.writer.site, ram: none, disk: retained, ramSurvivesPower: false, released: none, ledger: none, granted: none, committed: none };
   }
 
   /** Receipts sent since the last call, each with what its holder held when sending it. */
@@ -411,6 +421,19 @@ export class ActorWorld {
     h.evidenceValid = false;
     h.holder?.updateEvidence(protectedRamEvidence(false));
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "evidence_degraded", actor: holder });
+  }
+
+  /**
+   * The operator places hold `holdId` (`hold_ranges`) over `first`..`last` at `holders` (every
+   * holder when empty). A PITR pin is ended by the operator's `end_hold` after `durationMs`; a
+   * recovery hold carries its end (`untilMs`) and the controller ends it once that has passed.
+   */
+  placeHold(f: Extract<FaultEvent, { kind: "hold" }>, holdId: string): void {
+    const recovery = f.holdKind === HoldKind.recovery;
+    const untilMs = recovery ? this.clock.now() + f.durationMs : 0;
+    const ranges = RangeSet.of(f.first, f.last);
+    void this.operator.commit(`hold ${holdId}`, () => ({ type: "hold_ranges", holdId, kind: f.holdKind, volume: this.volume, lane: this.lane, ranges, holders: [...f.holders], untilMs, by: "sim operator" }));
+    if (!recovery) this.clock.schedule(() => void this.operator.commit(`end ${holdId}`, () => ({ type: "end_hold", holdId, reason: "pin no longer needed" })), f.durationMs, "end-hold");
   }
 
   /** The controller process is lost for `durationMs`; its successor folds the durable control log. */

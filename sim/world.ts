@@ -166,6 +166,8 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
       protectedHolders: finalHolders.filter((h) => h.protectedRam).map((h) => h.id),
       sites: sites.filter((s) => s.id !== vault.id).map((s) => s.id),
       settleMs: timing.settleMs,
+      holders: finalHolders.map((h) => h.id),
+      writeIntervalMs: workload.intervalMs,
     });
   return {
     seed,
