@@ -27,6 +27,7 @@ import { readPublicKeyHex } from "../runtime/index.ts";
 import { decodeBombs } from "./decode-bombs.ts";
 import { unitAuthAttacks } from "./unit-attacks.ts";
 import { controlLogJunkAttacks } from "./control-log-attacks.ts";
+import { semanticAttacks } from "./semantic-attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
@@ -303,7 +304,7 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...controlLogJunkAttacks(), ...bombAttacks()];
+  return [...list, ...controlLogJunkAttacks(), ...semanticAttacks(), ...bombAttacks()];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {
