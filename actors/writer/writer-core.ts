@@ -52,7 +52,7 @@ export class WriterCore {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
     this.frontiers = new FrontierBacking(ports.peers);
-    const seams = { transport: ports.transport, clock: ports.clock, counters: this.counters, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) };
+    const seams = { transport: ports.transport, clock: ports.clock, counters: this.counters, peers: ports.peers, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) };
     for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, seams));
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
     this.coalescing = openCoalescedStream(config, this.lanes, { ...seams, heads: () => this.heads(), repeatMs: this.resendAfterMs }, (l, p) => this.shipper.cutDerived(l, p));
