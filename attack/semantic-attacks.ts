@@ -23,17 +23,21 @@ const FORGED_FROM = 30_000_001;
 /** A hand-made envelope, past encodeMessage's checks (what a hostile peer with the right to publish sends). */
 const raw = (k: string, v: number, b: Record<string, unknown>): Uint8Array => encode({ k, v, b });
 
-/** Rejections counted by `process` since `before` (sum of the counters' growth), with their names. */
-function countedAt(ctx: AttackContext, before: NetworkState, after: NetworkState, process: string): { n: number; names: string[] } {
-  const mine = ctx.rejections(before, after).filter((r) => r.startsWith(`${process}.`));
+/** Rejections counted by `process` since `before` (sum of the counters' growth; only counters matching `counters` when given), with their names. */
+function countedAt(ctx: AttackContext, before: NetworkState, after: NetworkState, process: string, counters?: RegExp): { n: number; names: string[] } {
+  const mine = ctx.rejections(before, after).filter((r) => r.startsWith(`${process}.`) && (counters === undefined || counters.test(r.slice(process.length + 1))));
   return { n: mine.reduce((sum, r) => sum + Number(r.slice(r.lastIndexOf("+") + 1)), 0), names: mine };
 }
 
 /**
  * Publishes `variants` on `subject` as `as`, then waits until `process` counted at least one
- * rejection per variant. Returns the refusal, or a note saying what was missing.
+ * rejection per variant (on counters matching `counters`, when given). Returns the refusal, or a note saying what was missing.
  */
-async function publishAndCount(ctx: AttackContext, before: NetworkState, o: { as: string; subject: string; variants: readonly Uint8Array[]; process: string; headers?: Record<string, string> }): Promise<{ refusal?: string; note?: string }> {
+async function publishAndCount(
+  ctx: AttackContext,
+  before: NetworkState,
+  o: { as: string; subject: string; variants: readonly Uint8Array[]; process: string; headers?: Record<string, string>; counters?: RegExp },
+): Promise<{ refusal?: string; note?: string }> {
   const c = await ctx.as(o.as);
   const earlier = c.violations.length;
   for (const v of o.variants) c.transport.publish(o.subject, v, o.headers ? { headers: o.headers } : undefined);
@@ -42,7 +46,7 @@ async function publishAndCount(ctx: AttackContext, before: NetworkState, o: { as
   const end = Date.now() + 10_000;
   let seen = { n: 0, names: [] as string[] };
   for (;;) {
-    seen = countedAt(ctx, before, await ctx.read(), o.process);
+    seen = countedAt(ctx, before, await ctx.read(), o.process, o.counters);
     if (seen.n >= o.variants.length) return { refusal: `${o.variants.length} variants, counted: ${seen.names.join(", ")}` };
     if (Date.now() > end) return { note: `only ${seen.n} of ${o.variants.length} variants counted by ${o.process}: ${seen.names.join(", ") || "none"}` };
     await new Promise((r) => setTimeout(r, 200));
@@ -107,12 +111,13 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: credit grants from a holder's credentials (another holder, sender, lane or volume in the body than the subject, incarnation 2^53-1)",
+      name: "semantic: credit grants from a holder's credentials (another holder, lane or volume in the body than the subject, an unadmitted incarnation 2^53-1)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const g = (over: Record<string, unknown>) => encodeMessage(creditSpec, { holder: "h-e1", sender: "w1", volume, lane, incarnation: incarnationOf(before, "h-e1"), session: 1, window: 1, grantedThrough: 1 << 30, grantSeq: 1, ...over });
-        const variants = [g({ holder: "h-w1" }), g({ sender: "w9" }), g({ lane: "l9" }), g({ volume: "vol-x" }), g({ incarnation: MAX_SEQ, grantedThrough: MAX_SEQ })];
-        return publishAndCount(ctx, before, { as: "holder-h-e1", subject: creditSubject("h-e1", volume, lane), variants, process: "writer/w1" });
+        const variants = [g({ holder: "h-w1" }), g({ lane: "l9" }), g({ volume: "vol-x" }), g({ incarnation: MAX_SEQ, grantedThrough: MAX_SEQ })];
+        // A believed made-up incarnation would leave every real grant stale: the writer would stop sending to h-e1 (the runner's serving check).
+        return publishAndCount(ctx, before, { as: "holder-h-e1", subject: creditSubject("h-e1", volume, lane), variants, process: "writer/w1", counters: /^credit_/ });
       },
     },
     {
@@ -151,7 +156,7 @@ export function semanticAttacks(): Attack[] {
           batch({ incarnation: 0 }),
           batch({ epoch: 0, retained: RangeSet.of(1, MAX_SEQ) }),
         ];
-        const r = await publishAndCount(ctx, before, { as: "holder-h-e1", subject: receiptSubject(volume, lane), variants, process: "controller/ctl-1" });
+        const r = await publishAndCount(ctx, before, { as: "holder-h-e1", subject: receiptSubject(volume, lane), variants, process: "controller/ctl-1", counters: /^receipt_/ });
         const after = await ctx.read();
         const claimed = receiptedMax(after, "h-e1", lane);
         return { ...r, changed: claimed > Math.max(receiptedMax(before, "h-e1", lane), figure(after, "writer/w1", "head")) ? [`the controller has h-e1 holding through ${claimed}`] : [] };
