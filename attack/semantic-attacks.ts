@@ -9,9 +9,9 @@
 import { encode } from "@msgpack/msgpack";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeReceipt, makeReceiptBatch, privateKeyFromPkcs8, receiptBatchSpec, receiptStream, signReceiptBatch } from "../custody/index.ts";
+import { encodeAdmissionRequest, generateHolderKeyPair, makeReceipt, makeReceiptBatch, privateKeyFromPkcs8, receiptBatchSpec, receiptStream, signReceiptBatch } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
-import { creditSpec, creditSubject, encodeMessage, eventSubject, fetchSubject, receiptSubject, releaseFrontierSpec, releaseSubject, transferSubject, unitSubject, writerProgressSpec } from "../protocol/index.ts";
+import { admitSubject, creditSpec, creditSubject, encodeMessage, eventSubject, fetchSubject, receiptSubject, releaseFrontierSpec, releaseSubject, transferSubject, unitSubject, writerProgressSpec } from "../protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../transport/index.ts";
 import type { Attack, AttackContext } from "./attacks.ts";
 import { figure, type NetworkState } from "./network-state.ts";
@@ -53,10 +53,16 @@ async function publishAndCount(
   }
 }
 
-/** `h-e1@<inc>` of the log's admitted holders: the holder's current incarnation. */
+/** `<id>@<inc>/<key hex>/<failure domain>/<status>` of the log's admitted holders, read back. */
+function admittedAs(s: NetworkState, holder: string): { incarnation: number; publicKey: Uint8Array; failureDomain: string } {
+  const row = s.log.holders.find((h) => h.startsWith(`${holder}@`)) ?? `${holder}@1//x/active`;
+  const [head, key, ...rest] = row.split("/");
+  return { incarnation: Number(head!.slice(holder.length + 1)), publicKey: new Uint8Array(Buffer.from(key!, "hex")), failureDomain: rest.slice(0, -1).join("/") };
+}
+
+/** The holder's current incarnation in the log. */
 function incarnationOf(s: NetworkState, holder: string): number {
-  const row = s.log.holders.find((h) => h.startsWith(`${holder}@`));
-  return Number(row?.slice(holder.length + 1, row.indexOf("/")) ?? 1);
+  return admittedAs(s, holder).incarnation;
 }
 
 /** The highest sequence the controller has as receipted by `holder` on `lane` (0: none). */
@@ -88,6 +94,32 @@ export function semanticAttacks(): Attack[] {
         const key = `${volume}/${lane}`;
         const moved = figure(after, "holder/h-w1", `${key}.releasedMax`) > figure(before, "holder/h-w1", `${key}.retainedMax`);
         return { ...r, changed: moved ? [`h-w1 released through ${figure(after, "holder/h-w1", `${key}.releasedMax`)}`] : [] };
+      },
+    },
+    {
+      name: "semantic: release frontiers of a first hop from the controller's credentials, as the writer reads them (whole sequence space, inverted range, a holder that is not a first hop, another volume, epoch 0)",
+      async run(ctx, before) {
+        const { volume, lane } = ctx.net;
+        const f = (over: Record<string, unknown>) => raw(releaseFrontierSpec.kind, releaseFrontierSpec.version, { holder: "h-w1", volume, lane, ranges: [[1, 5]], epoch: 1, controlSeq: before.log.lastSeq, ...over });
+        const variants = [f({ ranges: [[1, MAX_SEQ]] }), f({ ranges: [[MAX_SEQ, 1]] }), f({ holder: "h-zz" }), f({ volume: "vol-x" }), f({ epoch: 0, ranges: [[1, MAX_SEQ]] })];
+        return publishAndCount(ctx, before, { as: "controller-ctl-1", subject: releaseSubject("h-w1"), variants, process: "writer/w1", counters: /^edge_release_/ });
+      },
+    },
+    {
+      name: "semantic: admission requests from a holder's credentials and key (another holder's name, incarnation 2^53-1, a non-ASCII failure domain, a key not its own)",
+      async run(ctx, before) {
+        const key = privateKeyFromPkcs8(readFileSync(join(ctx.net.roleDir("holder-h-e1"), "holder.key")));
+        const me = admittedAs(before, "h-e1");
+        const other = admittedAs(before, "h-w1");
+        const req = (over: Record<string, unknown>, signer = key) => encodeAdmissionRequest({ holderId: "h-e1", incarnation: me.incarnation + 1, publicKey: me.publicKey, failureDomain: me.failureDomain, at: Date.now(), ...over }, signer);
+        const variants = [
+          req({ holderId: "h-w1", incarnation: other.incarnation + 1 }),
+          req({ incarnation: MAX_SEQ }),
+          req({ failureDomain: "zöne/ä/宿主" }),
+          req({}, generateHolderKeyPair().privateKey),
+        ];
+        // Refused or not, a request may not change who the log admits (the runner compares the admitted holders).
+        return publishAndCount(ctx, before, { as: "holder-h-e1", subject: admitSubject("h-e1"), variants, process: "controller/ctl-1", counters: /^admission_/ });
       },
     },
     {
