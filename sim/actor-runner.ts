@@ -116,7 +116,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
         break;
       }
       case FaultKind.hold:
-        world.placeHold(f, `hold-${index}`);
+        world.operator.placeHold(f, `hold-${index}`, spec.volume, spec.lane);
         break;
     }
     contract.faultApplied(f);

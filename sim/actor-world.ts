@@ -9,9 +9,7 @@ import { Counters } from "../core/index.ts";
 import { CustodyError } from "../core/index.ts";
 import type { Random } from "../core/index.ts";
 import { generateHolderKeyPair } from "../custody/index.ts";
-import { ControlLogFollower } from "../custody/index.ts";
-import { ControlLogPeers } from "../custody/index.ts";
-import { HoldKind } from "../custody/index.ts";
+import { ControlLogFollower, ControlLogPeers } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { LossKind, siteDomains, type Scenario, type Site } from "../policies/index.ts";
 import { releaseSubject, statusSubject } from "../protocol/index.ts";
@@ -33,7 +31,6 @@ import { TappedTransport } from "./tapped-transport.ts";
 import { TracedControlLog } from "./traced-control-log.ts";
 import { ControlLogTruth } from "./control-log-truth.ts";
 import type { WorldSpec } from "./world.ts";
-import type { FaultEvent } from "./fault-schedule.ts";
 
 export { SIM_EPOCH_MS } from "./sim-host.ts";
 
@@ -81,10 +78,10 @@ export class ActorWorld {
   /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
   private readonly store = new TracedControlLog(SIM_CONTROL_REGION, (entry) => {
     this.log.fold(entry);
-    const e = entry.event;
-    if (e.type === "admit_holder") this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: e.holderId, detail: { inc: e.incarnation } });
+    if (entry.event.type === "admit_holder") this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: entry.event.holderId, detail: { inc: entry.event.incarnation } });
   });
-  private readonly operator: OperatorDesk;
+  /** The world's operator (failure declarations, holds). */
+  readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
   private writer: VolumeWriter | undefined;
@@ -421,19 +418,6 @@ export class ActorWorld {
     h.evidenceValid = false;
     h.holder?.updateEvidence(protectedRamEvidence(false));
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "evidence_degraded", actor: holder });
-  }
-
-  /**
-   * The operator places hold `holdId` (`hold_ranges`) over `first`..`last` at `holders` (every
-   * holder when empty). A PITR pin is ended by the operator's `end_hold` after `durationMs`; a
-   * recovery hold carries its end (`untilMs`) and the controller ends it once that has passed.
-   */
-  placeHold(f: Extract<FaultEvent, { kind: "hold" }>, holdId: string): void {
-    const recovery = f.holdKind === HoldKind.recovery;
-    const untilMs = recovery ? this.clock.now() + f.durationMs : 0;
-    const ranges = RangeSet.of(f.first, f.last);
-    void this.operator.commit(`hold ${holdId}`, () => ({ type: "hold_ranges", holdId, kind: f.holdKind, volume: this.volume, lane: this.lane, ranges, holders: [...f.holders], untilMs, by: "sim operator" }));
-    if (!recovery) this.clock.schedule(() => void this.operator.commit(`end ${holdId}`, () => ({ type: "end_hold", holdId, reason: "pin no longer needed" })), f.durationMs, "end-hold");
   }
 
   /** The controller process is lost for `durationMs`; its successor folds the durable control log. */

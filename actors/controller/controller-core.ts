@@ -214,19 +214,14 @@ export class ControllerCore {
 
   /** Writer progress on the volume's event subject (other event kinds are ignored here); refused whole and counted when it cannot be this volume's writer's (see writer-progress-check.ts). */
   handleEvent(msg: InboundMessage): void {
-    let decoded;
+    let p: WriterProgressMessage;
     try {
-      decoded = decodeAny(msg.data);
-    } catch (err) {
-      this.counters.inc(err instanceof CustodyError ? err.code : "malformed");
-      return;
-    }
-    if (decoded.kind !== "writer-progress") return;
-    const p = decoded.body as WriterProgressMessage;
-    try {
+      const decoded = decodeAny(msg.data);
+      if (decoded.kind !== "writer-progress") return;
+      p = decoded.body as WriterProgressMessage;
       checkWriterProgress(p, this.volume, this.config.topology.lanes);
     } catch (err) {
-      return this.counters.inc(err instanceof CustodyError ? err.code : "progress_invalid");
+      return this.counters.inc(err instanceof CustodyError ? err.code : "malformed");
     }
     for (const l of p.lanes) {
       this.heads[l.lane] = Math.max(this.heads[l.lane] ?? 0, l.head);
