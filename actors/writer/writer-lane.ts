@@ -7,7 +7,7 @@ import type { Transport, UnitAttester } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { receiverReset, type DownstreamLane } from "../holder/index.ts";
 import { LaneObligations } from "../holder/index.ts";
-import type { PeerDirectory } from "../holder/index.ts";
+import { believesIncarnation, type PeerDirectory } from "../holder/index.ts";
 import type { WriteRecord } from "../../protocol/index.ts";
 import { UnitRetention } from "./unit-retention.ts";
 import { WriteRejectedError, type LaneSpec, type VolumeWriterConfig } from "./writer-config.ts";
@@ -33,17 +33,6 @@ export interface WriterLane extends DownstreamLane {
   runs: [number, number, number, number][];
   /** Highest sequence the controller confirmed for every required scenario, on fresh evidence. */
   confirmed: number;
-}
-
-/**
- * Whether `holderId`'s incarnation `incarnation` counts: the log admitted it (a directory that does
- * not know the holder at all has nothing to check against). Asking about a newer incarnation than
- * the one known makes a directory that follows the log catch up soon, so a restarted holder's
- * grants count once its admission is committed.
- */
-export function believesIncarnation(peers: PeerDirectory, holderId: string, incarnation: number): boolean {
-  const admitted = peers.incarnation(holderId);
-  return admitted === undefined || incarnation <= admitted || peers.key(holderId, incarnation) !== undefined;
 }
 
 /** Builds the state of lane `spec`: one credit sender per first hop, nothing written yet. */
