@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeAdmissionRequest, generateHolderKeyPair, makeReceipt, makeReceiptBatch, privateKeyFromPkcs8, receiptBatchSpec, receiptStream, signReceiptBatch } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
-import { admitSubject, creditSpec, creditSubject, encodeMessage, eventSubject, fetchSubject, receiptSubject, releaseFrontierSpec, releaseSubject, transferSubject, unitSubject, writerProgressSpec } from "../protocol/index.ts";
+import { admitSubject, creditSpec, creditSubject, encodeMessage, statusSubject, volumeStatusSpec, eventSubject, fetchSubject, receiptSubject, releaseFrontierSpec, releaseSubject, transferSubject, unitSubject, writerProgressSpec } from "../protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../transport/index.ts";
 import type { Attack, AttackContext } from "./attacks.ts";
 import { figure, type NetworkState } from "./network-state.ts";
@@ -103,6 +103,16 @@ export function semanticAttacks(): Attack[] {
         const f = (over: Record<string, unknown>) => raw(releaseFrontierSpec.kind, releaseFrontierSpec.version, { holder: "h-w1", volume, lane, ranges: [[1, 5]], epoch: 1, controlSeq: before.log.lastSeq, ...over });
         const variants = [f({ ranges: [[1, MAX_SEQ]] }), f({ ranges: [[MAX_SEQ, 1]] }), f({ holder: "h-zz" }), f({ volume: "vol-x" }), f({ epoch: 0, ranges: [[1, MAX_SEQ]] })];
         return publishAndCount(ctx, before, { as: "controller-ctl-1", subject: releaseSubject("h-w1"), variants, process: "writer/w1", counters: /^edge_release_/ });
+      },
+    },
+    {
+      name: "semantic: status documents from the controller's credentials (a cut confirmed through 2^53-1, another volume, an empty lane)",
+      async run(ctx, before) {
+        const { volume, lane } = ctx.net;
+        const scenario = (cut: unknown[]) => ({ name: "attack", kind: "scenario", required: true, cut, lostSeqs: 0, lostBytes: 0, oldestLostAgeMs: 0, rtoSec: 1, deadlineSec: 1, meetsDeadline: true, destination: "h-w1", evidence: "observed", contributors: [], flags: [] });
+        const doc = (over: Record<string, unknown>) => raw(volumeStatusSpec.kind, volumeStatusSpec.version, { volume, controller: "ctl-1", asOfMs: Date.now(), controlSeq: before.log.lastSeq, acknowledged: [], survivingCut: null, scenarios: [scenario([[lane, MAX_SEQ]])], evidence: [], releasesCommitted: 0, ...over });
+        const variants = [doc({}), doc({ volume: "vol-x" }), doc({ scenarios: [scenario([["", 5]])] })];
+        return publishAndCount(ctx, before, { as: "controller-ctl-1", subject: statusSubject(volume), variants, process: "writer/w1", counters: /^status_/ });
       },
     },
     {
