@@ -31,6 +31,7 @@ import { volumeScopeAttacks } from "./volume-scope-attacks.ts";
 import { jetStreamAttacks } from "./jetstream-attacks.ts";
 import { scopeAttacks } from "./scope-attacks.ts";
 import { incarnationAttacks } from "./incarnation-attacks.ts";
+import { semanticAttacks } from "./semantic-attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { NetworkState } from "./network-state.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
@@ -307,7 +308,7 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...controlLogJunkAttacks(), ...incarnationAttacks(), ...volumeScopeAttacks(), ...jetStreamAttacks(), ...scopeAttacks(), ...bombAttacks()];
+  return [...list, ...controlLogJunkAttacks(), ...incarnationAttacks(), ...volumeScopeAttacks(), ...jetStreamAttacks(), ...scopeAttacks(), ...semanticAttacks(), ...bombAttacks()];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {

@@ -55,8 +55,17 @@ export const AdmissionRefusal = {
   NotNewer: "admission_not_newer",
   /** The holder is failed or retired in the log. */
   NotActive: "admission_holder_not_active",
+  /**
+   * The incarnation leaps more than MAX_AUTO_INCARNATION_LEAP past the admitted one. A restart
+   * claims the next incarnation from its state directory; a leap to 2^53-1 would leave no
+   * incarnation for any later restart, so only an operator admits one.
+   */
+  IncarnationLeap: "admission_incarnation_leap",
 } as const;
 export type AdmissionRefusal = (typeof AdmissionRefusal)[keyof typeof AdmissionRefusal];
+
+/** Most an automatically admitted incarnation may lie above the admitted one (restarts that never got admitted each used one). */
+export const MAX_AUTO_INCARNATION_LEAP = 1024;
 
 /** An admission request that was refused; `code` is an AdmissionRefusal. */
 export class AdmissionError extends CustodyError {
@@ -86,7 +95,8 @@ export function readAdmissionRequest(data: Uint8Array): AdmissionRequest {
 
 /**
  * The key-continuity admission policy: admits `req` only when the log already admitted this holder
- * with the same key and failure domain, the holder is active, and the incarnation is higher. Pure;
+ * with the same key and failure domain, the holder is active, and the incarnation is higher, by
+ * at most MAX_AUTO_INCARNATION_LEAP. Pure;
  * throws AdmissionError naming the first rule broken.
  */
 export function checkAutoAdmission(s: ControlState, req: AdmissionRequest): void {
@@ -96,6 +106,9 @@ export function checkAutoAdmission(s: ControlState, req: AdmissionRequest): void
   if (cur.status !== HolderStatus.active) throw new AdmissionError(AdmissionRefusal.NotActive, `holder ${req.holderId} is ${cur.status}`, { ...at, status: cur.status });
   if (req.incarnation <= cur.incarnation) {
     throw new AdmissionError(AdmissionRefusal.NotNewer, `incarnation ${req.incarnation} of ${req.holderId} is not above the admitted ${cur.incarnation}`, { ...at, current: cur.incarnation });
+  }
+  if (req.incarnation - cur.incarnation > MAX_AUTO_INCARNATION_LEAP) {
+    throw new AdmissionError(AdmissionRefusal.IncarnationLeap, `incarnation ${req.incarnation} of ${req.holderId} leaps more than ${MAX_AUTO_INCARNATION_LEAP} past the admitted ${cur.incarnation}`, { ...at, current: cur.incarnation });
   }
   if (Buffer.compare(Buffer.from(cur.publicKey), Buffer.from(req.publicKey)) !== 0) {
     throw new AdmissionError(AdmissionRefusal.KeyChanged, `incarnation ${req.incarnation} of ${req.holderId} names a key the log never admitted for it`, at);

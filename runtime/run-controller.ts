@@ -79,11 +79,12 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     const heads = dir === undefined ? undefined : persistHeads(() => controller.controlState(), dir, logRegion, seen?.seq ?? 0);
     // `evaluations` is the running total (what `custody ps` and watchers compare between reads); the
     // duration quantiles cover only the evaluations since the previous read.
+    // `writerHeadMax`: the highest head writer progress reported on any lane (what an attack on progress must not move).
     // Its stats carry each holder's verified receipted ranges (`receipted.<holder>.<lane>`, see custody-ranges.ts).
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
-      return { id: c.controllerId, counters: controller.counters.snapshot(), figures: { evaluations: controller.counters.get("evaluations"), evalsSinceLastRead: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...receiptedSamples(controller.holdings()) } };
+      return { id: c.controllerId, counters: controller.counters.snapshot(), figures: { evaluations: controller.counters.get("evaluations"), evalsSinceLastRead: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests, writerHeadMax: Math.max(0, ...Object.values(controller.evaluationState().source.lanes)) }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...receiptedSamples(controller.holdings()) } };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;

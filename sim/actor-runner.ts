@@ -2,7 +2,19 @@ import { ActorWorld, SIM_EPOCH_MS } from "./actor-world.ts";
 import { EventTrace } from "./event-trace.ts";
 import { ContractTally } from "./contract-tally.ts";
 import { FaultKind, scheduleKey, scheduleShape, type FaultEvent } from "./fault-schedule.ts";
-import { checkCredits, checkReceipts, checkReleaseCoverage, checkReleased, checkStrike, InvariantId, survivingCut, type Violation, type WorldObservation } from "./invariants.ts";
+import {
+  checkCredits,
+  checkHolds,
+  checkReceipts,
+  checkReleaseCoverage,
+  checkReleased,
+  checkReleasesCommitted,
+  checkStrike,
+  InvariantId,
+  survivingCut,
+  type Violation,
+  type WorldObservation,
+} from "./invariants.ts";
 import type { RunOptions, RunResult } from "./runner.ts";
 import { SimulatedClock } from "./simulated-clock.ts";
 import { LeaseAudit } from "./lease-audit.ts";
@@ -44,7 +56,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
       trace.record({ atMs: rel(), kind: "VIOLATION", actor: v.invariant, detail: { message: v.message } });
     }
   };
-  const observe = (): WorldObservation => ({ atMs: rel(), holders: world.holderTruths(), credits: world.credits(), receipts: world.takeReceipts() });
+  const observe = (): WorldObservation => ({ atMs: rel(), holders: world.holderTruths(), credits: world.credits(), receipts: world.takeReceipts(), holds: world.log.holds() });
 
   const world: ActorWorld = new ActorWorld(
     spec,
@@ -67,7 +79,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     { ...(opts.authorize ? { authorizeReleases: opts.authorize } : {}) },
   );
 
-  const applyFault = (f: FaultEvent) => {
+  const applyFault = (f: FaultEvent, index: number) => {
     if (f.kind === FaultKind.strike) {
       const s = spec.scenarios.find((x) => x.name === f.scenario);
       if (s !== undefined) {
@@ -107,10 +119,13 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
         }, f.durationMs, "heal");
         break;
       }
+      case FaultKind.hold:
+        world.operator.placeHold(f, `hold-${index}`, spec.volume, spec.lane);
+        break;
     }
     contract.faultApplied(f);
   };
-  for (const f of spec.faults) clock.schedule(() => applyFault(f), f.atMs, "fault");
+  spec.faults.forEach((f, i) => clock.schedule(() => applyFault(f, i), f.atMs, "fault"));
   // With failover, the control log is audited for its leases after every step (sim/lease-audit.ts).
   const leases = spec.failover === true ? new LeaseAudit(world.store) : undefined;
 
@@ -133,7 +148,8 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
       return p === undefined || p.ram !== h.ram || p.disk !== h.disk || p.released !== h.released || p.granted !== h.granted || p.ledger !== h.ledger;
     });
     if (changed.length > 0) lastHolders = new Map([...lastHolders, ...changed.map((h) => [h.id, h] as const)]);
-    fail([...checkReceipts(obs), ...checkReleased({ ...obs, holders: changed }), ...checkCredits(obs), ...(leases ? await leases.check(rel()) : [])]);
+    const changedObs = { ...obs, holders: changed };
+    fail([...checkReceipts(obs), ...checkReleased(changedObs), ...checkCredits(obs), ...checkReleasesCommitted(changedObs), ...checkHolds(changedObs), ...(leases ? await leases.check(rel()) : [])]);
   }
   await started;
   const controller = await world.controllerFootprint();

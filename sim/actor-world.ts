@@ -8,8 +8,7 @@ import { Counters } from "../core/index.ts";
 import { CustodyError } from "../core/index.ts";
 import type { Random } from "../core/index.ts";
 import { generateHolderKeyPair } from "../custody/index.ts";
-import { ControlLogFollower } from "../custody/index.ts";
-import { ControlLogPeers } from "../custody/index.ts";
+import { ControlLogFollower, ControlLogPeers } from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { LossKind, siteDomains, type Scenario, type Site } from "../policies/index.ts";
 import { BLOCK_SIZE } from "../volume/index.ts";
@@ -18,7 +17,8 @@ import { claimIncarnation } from "../actors/index.ts";
 import { UnitOutbox } from "../actors/index.ts";
 import { ActorTaps } from "./actor-taps.ts";
 import type { EventTrace } from "./event-trace.ts";
-import { holderTruthsOf } from "./holder-truths.ts";
+import { holderTruthsOf, writerTruthOf } from "./holder-truths.ts";
+import { controllerFootprintOf, type ControllerFootprint } from "./controller-footprint.ts";
 import type { CreditTruth, HolderTruth, ReceiptTruth } from "./invariants.ts";
 import { OperatorDesk } from "./operator-desk.ts";
 import { controllerConfigFor, SIM_CONTROL_REGION, SIM_VOLUME_BLOCKS as BLOCKS, writerConfigFor } from "./sim-deployment.ts";
@@ -29,6 +29,7 @@ import { TappedTransport } from "./tapped-transport.ts";
 import { TracedControlLog } from "./traced-control-log.ts";
 import { ControllerPair } from "./controller-pair.ts";
 import { tapControllerMessage, type ControllerTapSink } from "./controller-tap.ts";
+import { ControlLogTruth } from "./control-log-truth.ts";
 import type { WorldSpec } from "./world.ts";
 
 export { SIM_EPOCH_MS } from "./sim-host.ts";
@@ -72,9 +73,15 @@ export class ActorWorld {
   private readonly ledgerClaims = new Map<string, RangeSet>();
   private readonly taps: ActorTaps;
   private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: Uint8Array }>();
+  /** The control log as the checks see it (folded as entries are committed). */
+  readonly log: ControlLogTruth;
   /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
-  readonly store = new TracedControlLog(SIM_CONTROL_REGION, (holderId, incarnation) => this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: holderId, detail: { inc: incarnation } }));
-  private readonly operator: OperatorDesk;
+  readonly store = new TracedControlLog(SIM_CONTROL_REGION, (entry) => {
+    this.log.fold(entry);
+    if (entry.event.type === "admit_holder") this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: entry.event.holderId, detail: { inc: entry.event.incarnation } });
+  });
+  /** The world's operator (failure declarations, holds). */
+  readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
   /** With `spec.failover`: an active and a standby controller process sharing the volume's lease (replaces `controller`). */
@@ -112,6 +119,7 @@ export class ActorWorld {
   ) {
     this.lane = spec.lane;
     this.volume = spec.volume;
+    this.log = new ControlLogTruth(spec.volume, spec.lane);
     this.siteById = new Map(spec.sites.map((s) => [s.id, s]));
     this.taps = new ActorTaps(spec, this.hosts);
     this.operator = new OperatorDesk(this.store, clock, trace, this.counters);
@@ -297,28 +305,19 @@ export class ActorWorld {
 
   // ---- what the checks see ----------------------------------------------------------------------
 
-  /**
-   * What the controller keeps in memory against what the control log holds: audits in memory,
-   * releases committed (counter), commit runs kept, and release entries persisted in the log.
-   */
-  async controllerFootprint(): Promise<{ audits: number; releasesCommitted: number; commitRuns: number; releaseEntries: number } | undefined> {
-    const controller = this.ctl;
-    if (controller === undefined) return undefined;
-    const entries = await this.store.readAll();
-    const releaseEntries = entries.filter((e) => e.event.type === "release_ranges" || e.event.type === "release_to_base").length;
-    return { audits: controller.releaseAudits().length, releasesCommitted: controller.counters.get("release_committed"), commitRuns: controller.commitRunCount(), releaseEntries };
+  /** What the controller keeps in memory against what the control log holds (sim/controller-footprint.ts). */
+  async controllerFootprint(): Promise<ControllerFootprint | undefined> {
+    return this.ctl === undefined ? undefined : controllerFootprintOf(this.ctl, this.store);
   }
 
   /** Ground truth of every holder (and the vault's base) right now. */
   holderTruths(): HolderTruth[] {
-    return holderTruthsOf(this.spec, this.hosts.values(), this.ledgerClaims, this.granted);
+    return holderTruthsOf(this.spec, this.hosts.values(), this.ledgerClaims, this.granted, (id) => this.log.committed(id));
   }
 
   /** The writer's own copy as ground truth: what its outbox (disk) and retention (RAM) still hold. */
   writerTruth(): HolderTruth {
-    const retained = this.writer?.retainedSeqs(this.lane) ?? RangeSet.EMPTY;
-    const none = RangeSet.EMPTY;
-    return { id: this.spec.writer.id, site: this.spec.writer.site, ram: none, disk: retained, ramSurvivesPower: false, released: none, ledger: none, granted: none };
+    return writerTruthOf(this.spec.writer, this.writer?.retainedSeqs(this.lane) ?? RangeSet.EMPTY);
   }
 
   /** Receipts sent since the last call, each with what its holder held when sending it. */

@@ -1,5 +1,6 @@
 import type { Random } from "../core/index.ts";
 import type { Scenario } from "../policies/index.ts";
+import { HoldKind } from "../custody/index.ts";
 
 /** Kinds of fault the simulator injects. */
 export const FaultKind = {
@@ -16,6 +17,13 @@ export const FaultKind = {
    * the control log for `durationMs` (SIGSTOP, a partition), then resumes where it stopped.
    */
   controllerPause: "controller_pause",
+  /**
+   * Not a fault but an operator's act on the same schedule: a hold (`hold_ranges`: a PITR pin, or
+   * a recovery reading) on sequences `first`..`last` at `holders` (every holder when empty), ended
+   * `durationMs` later (a pin by the operator's `end_hold`, a recovery by the controller when its
+   * `untilMs` has passed). While it stands no holder it binds may release those sequences.
+   */
+  hold: "hold",
 } as const;
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 
@@ -25,7 +33,16 @@ export type FaultEvent =
   | { readonly kind: typeof FaultKind.evidenceDegrade; readonly atMs: number; readonly holder: string }
   | { readonly kind: typeof FaultKind.controllerLoss; readonly atMs: number; readonly durationMs: number }
   | { readonly kind: typeof FaultKind.controllerPause; readonly atMs: number; readonly durationMs: number }
-  | { readonly kind: typeof FaultKind.partition; readonly atMs: number; readonly durationMs: number; readonly a: readonly string[]; readonly b: readonly string[] };
+  | { readonly kind: typeof FaultKind.partition; readonly atMs: number; readonly durationMs: number; readonly a: readonly string[]; readonly b: readonly string[] }
+  | {
+      readonly kind: typeof FaultKind.hold;
+      readonly atMs: number;
+      readonly durationMs: number;
+      readonly holdKind: HoldKind;
+      readonly first: number;
+      readonly last: number;
+      readonly holders: readonly string[];
+    };
 
 /** What the schedule generator needs to know about the world. */
 export interface FaultContext {
@@ -38,6 +55,10 @@ export interface FaultContext {
   readonly settleMs: number;
   /** A standby controller runs: the active one may also be paused (one more draw, only then). */
   readonly failover?: boolean;
+  /** Holders a hold may bind (none: no holds are drawn). */
+  readonly holders?: readonly string[];
+  /** The workload's write interval: a hold's sequences are drawn around what is written by its time. */
+  readonly writeIntervalMs?: number;
 }
 
 /**
@@ -72,7 +93,31 @@ export function generateFaultSchedule(random: Random, ctx: FaultContext): FaultE
       out.push({ kind: FaultKind.partition, atMs, durationMs: random.int(200, 10_000), a: shuffled.slice(0, cut).sort(), b: shuffled.slice(cut).sort() });
     }
   }
+  // From their own fork: adding holds shifts none of the faults drawn above.
+  out.push(...drawHolds(random.fork("holds"), ctx));
   return out.sort((x, y) => x.atMs - y.atMs || x.kind.localeCompare(y.kind));
+}
+
+/**
+ * 0–3 holds at seeded times over seeded sequences: each starts a little below what the workload
+ * has written by then (so some of it is not released yet) and runs on past it (so releases that
+ * come while it stands must skip it), binding every holder or one or two of them.
+ */
+function drawHolds(random: Random, ctx: FaultContext): FaultEvent[] {
+  const holders = ctx.holders ?? [];
+  const interval = ctx.writeIntervalMs ?? 0;
+  if (holders.length === 0 || interval <= 0) return [];
+  const out: FaultEvent[] = [];
+  const n = random.int(0, 3);
+  for (let i = 0; i < n; i++) {
+    const atMs = random.int(1_000, Math.max(1_001, ctx.durationMs - 2_000));
+    const written = Math.floor(atMs / interval);
+    const first = Math.max(1, written - random.int(0, 30));
+    const last = first + random.int(5, 80);
+    const bound = random.chance(0.5) ? [] : [...new Set([random.pick(holders), random.pick(holders)])].sort();
+    out.push({ kind: FaultKind.hold, atMs, durationMs: random.int(1_000, 8_000), holdKind: random.chance(0.5) ? HoldKind.pitr_pin : HoldKind.recovery, first, last, holders: bound });
+  }
+  return out;
 }
 
 /** True for faults that destroy data or evidence (they open a window outside the contract). */
@@ -100,6 +145,8 @@ export function scheduleShape(faults: readonly FaultEvent[]): string {
           return "controller_pause";
         case FaultKind.partition:
           return `partition(${f.a.join("+")}|${f.b.join("+")})`;
+        case FaultKind.hold:
+          return `hold(${f.holdKind}:${f.holders.join("+") || "*"})`;
       }
     })
     .join(",");

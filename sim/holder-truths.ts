@@ -7,9 +7,16 @@ import type { WorldSpec } from "./world.ts";
 /**
  * Ground truth of every holder host right now (what its running holder physically retains, and
  * where), plus the vault's base snapshot, which covers everything before the first sequence.
- * `ledger` and `granted` are what the controller claimed for and released to each holder.
+ * `ledger` and `granted` are what the controller claimed for and released to each holder;
+ * `committed` what the control log released at it.
  */
-export function holderTruthsOf(spec: WorldSpec, hosts: Iterable<HolderHost>, ledger: ReadonlyMap<string, RangeSet>, granted: ReadonlyMap<string, RangeSet>): HolderTruth[] {
+export function holderTruthsOf(
+  spec: WorldSpec,
+  hosts: Iterable<HolderHost>,
+  ledger: ReadonlyMap<string, RangeSet>,
+  granted: ReadonlyMap<string, RangeSet>,
+  committed: (holderId: string) => RangeSet,
+): HolderTruth[] {
   const key = holderLaneKey(spec.volume, spec.lane);
   const out: HolderTruth[] = [];
   for (const h of hosts) {
@@ -24,9 +31,10 @@ export function holderTruthsOf(spec: WorldSpec, hosts: Iterable<HolderHost>, led
       released: ob?.released ?? RangeSet.EMPTY,
       ledger: ledger.get(h.spec.id) ?? RangeSet.EMPTY,
       granted: granted.get(h.spec.id) ?? RangeSet.EMPTY,
+      committed: committed(h.spec.id),
     });
   }
-  out.push({ id: spec.vault.holder, site: spec.vault.site, ram: RangeSet.EMPTY, disk: VAULT_BASE, ramSurvivesPower: false, released: RangeSet.EMPTY, ledger: RangeSet.EMPTY, granted: RangeSet.EMPTY });
+  out.push({ id: spec.vault.holder, site: spec.vault.site, ram: RangeSet.EMPTY, disk: VAULT_BASE, ramSurvivesPower: false, released: RangeSet.EMPTY, ledger: RangeSet.EMPTY, granted: RangeSet.EMPTY, committed: RangeSet.EMPTY });
   return out;
 }
 
@@ -46,4 +54,10 @@ function residencyOf(h: HolderHost, retained: RangeSet, disk: RangeSet): { ram: 
   const next = { retained, disk, ram: retained.subtract(disk) };
   lastSplit.set(h, next);
   return next;
+}
+
+/** The writer's own copy as ground truth: `retained` (its outbox on disk and its RAM retention) counts as disk. */
+export function writerTruthOf(writer: { readonly id: string; readonly site: string }, retained: RangeSet): HolderTruth {
+  const none = RangeSet.EMPTY;
+  return { id: writer.id, site: writer.site, ram: none, disk: retained, ramSurvivesPower: false, released: none, ledger: none, granted: none, committed: none };
 }

@@ -17,6 +17,10 @@ export const InvariantId = {
   twoCommittersInTerm: "two_committers_in_term",
   /** The fold accepted a release committed by a controller that was not the volume's lease holder. */
   deposedRelease: "deposed_release",
+  /** A holder released a range a standing hold (PITR pin, recovery) binds it to keep. */
+  heldRangeReleased: "held_range_released",
+  /** A holder released a range the control log has not released at it. */
+  releaseBeyondLog: "release_beyond_log",
 } as const;
 export type InvariantId = (typeof InvariantId)[keyof typeof InvariantId];
 
@@ -40,6 +44,17 @@ export interface HolderTruth {
   /** What the controller's ledger claims for this holder, and what it granted for release. */
   readonly ledger: RangeSet;
   readonly granted: RangeSet;
+  /** What the control log has committed as released at this holder (its release frontier in the log). */
+  readonly committed: RangeSet;
+}
+
+/** A hold standing in the control log, with what the log had released at each holder before it was placed. */
+export interface HoldTruth {
+  readonly holdId: string;
+  readonly ranges: RangeSet;
+  /** Holders it binds; empty: every holder. */
+  readonly holders: readonly string[];
+  readonly releasedBefore: Readonly<Record<string, RangeSet>>;
 }
 
 /** A credit edge as seen by both ends: units sent in the receiver's incarnation vs the most it granted. */
@@ -64,6 +79,8 @@ export interface WorldObservation {
   readonly holders: readonly HolderTruth[];
   readonly credits: readonly CreditTruth[];
   readonly receipts: readonly ReceiptTruth[];
+  /** Holds standing in the control log now. */
+  readonly holds: readonly HoldTruth[];
 }
 
 /**
@@ -131,6 +148,36 @@ export function checkCredits(obs: WorldObservation): Violation[] {
       atMs: obs.atMs,
       message: `${c.sender} sent ${c.sent} units to ${c.receiver} (inc ${c.inc}) with ${c.maxGranted} granted`,
       detail: { ...c },
+    }));
+}
+
+/**
+ * No holder has released a range a standing hold binds it to keep, beyond what the log had
+ * already released at it when the hold was placed (a hold cannot take back an earlier release).
+ */
+export function checkHolds(obs: WorldObservation): Violation[] {
+  const out: Violation[] = [];
+  for (const hold of obs.holds) {
+    for (const h of obs.holders) {
+      if (hold.holders.length > 0 && !hold.holders.includes(h.id)) continue;
+      if (!h.released.intersects(hold.ranges)) continue;
+      const bad = h.released.intersect(hold.ranges).subtract(hold.releasedBefore[h.id] ?? RangeSet.EMPTY);
+      if (bad.isEmpty) continue;
+      out.push({ invariant: InvariantId.heldRangeReleased, atMs: obs.atMs, message: `${h.id} released ${bad.toString()} while hold ${hold.holdId} stands`, detail: { holder: h.id, holdId: hold.holdId, ranges: bad.toJSON() } });
+    }
+  }
+  return out;
+}
+
+/** Every range a holder released, the control log had committed as released at that holder. */
+export function checkReleasesCommitted(obs: WorldObservation): Violation[] {
+  return obs.holders
+    .filter((h) => !h.committed.coversAll(h.released))
+    .map((h) => ({
+      invariant: InvariantId.releaseBeyondLog,
+      atMs: obs.atMs,
+      message: `${h.id} released ${h.released.subtract(h.committed).toString()} the control log never released at it`,
+      detail: { holder: h.id, ranges: h.released.subtract(h.committed).toJSON() },
     }));
 }
 

@@ -156,9 +156,13 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
         released: h.released,
         ledger: controller.ledgerClaims(h.id),
         granted: controller.grantedTo(h.id),
+        // The model's controller grants only what it committed: its grants are its log.
+        committed: controller.grantedTo(h.id),
       })),
       credits,
       receipts,
+      // The model has no control log, so no holds (only the actor world places them).
+      holds: [],
     };
     receipts = [];
     return obs;
@@ -222,6 +226,8 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
         }, f.durationMs, "heal");
         break;
       }
+      case FaultKind.hold:
+        break; // the model has no control log to hold ranges in
     }
     contract.faultApplied(f);
   };

@@ -171,6 +171,8 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
       sites: sites.filter((s) => s.id !== vault.id).map((s) => s.id),
       settleMs: timing.settleMs,
       ...(overrides.failover === true ? { failover: true } : {}),
+      holders: finalHolders.map((h) => h.id),
+      writeIntervalMs: workload.intervalMs,
     });
   return {
     seed,

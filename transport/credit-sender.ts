@@ -93,11 +93,30 @@ export interface CreditSenderOptions {
   /** Called with the error code of a grant that could not be read (the owner counts it). */
   onMalformed?: (code: string) => void;
   /**
+   * Whether a grant from receiver incarnation `incarnation` (newer than the one our window belongs
+   * to) may count. A sender whose peer directory follows the control log believes only an
+   * incarnation the log admitted: a grant from an unadmitted one would start our window over under
+   * an incarnation that counts for nothing, and one from a made-up future incarnation would leave
+   * every real grant looking stale. Unset: every newer incarnation counts.
+   */
+  believes?: (incarnation: number) => boolean;
+  /** Called with the code of a grant that was read but refused (a GrantRefusal); the owner counts it. */
+  onRefused?: (code: GrantRefusal) => void;
+  /**
    * The writer's unit signer: queued units without an attestation are signed in batches of up to
    * `maxUnits` just before they go out (unset: units go unsigned, or with the attestation they came with).
    */
   attest?: UnitAttester;
 }
+
+/** Why a readable grant was refused. */
+export const GrantRefusal = {
+  /** The grant names another holder, volume or lane than the credit subject it came on (the subject is the holder's own). */
+  wrongSubject: "wrong_subject",
+  /** The grant is from a receiver incarnation the control log has not admitted. */
+  unadmittedIncarnation: "unadmitted_incarnation",
+} as const;
+export type GrantRefusal = (typeof GrantRefusal)[keyof typeof GrantRefusal];
 
 /** Sender-side credit endpoint for one (holder, volume, lane). Not thread-safe; one owner. */
 export class CreditSender {
@@ -172,15 +191,20 @@ export class CreditSender {
   }
 
   /**
-   * Applies a grant addressed to us (others' grants on the same subject are ignored), then sends
-   * what fits. A grant from a newer incarnation of the receiver, or for a new window, starts our
+   * Applies a grant addressed to us (others' grants on the same subject are ignored; one naming
+   * another holder, volume or lane than the subject, or an incarnation we do not believe, is
+   * refused through `onRefused`), then sends what fits. A grant from a newer incarnation of the receiver, or for a new window, starts our
    * figures over (and tells the owner through `onReset`); grants of older incarnations, windows or
    * other sessions of ours are ignored.
    */
   onGrant(g: WireCredit): void {
-    if (g.sender !== this.o.sender || g.holder !== this.o.holder || g.volume !== this.o.volume || g.lane !== this.o.lane) return;
+    // The subject is the holder's own: a body naming another holder, volume or lane is refused.
+    if (g.holder !== this.o.holder || g.volume !== this.o.volume || g.lane !== this.o.lane) return this.o.onRefused?.(GrantRefusal.wrongSubject);
+    // Grants to the holder's other senders share the subject: not ours, not wrong.
+    if (g.sender !== this.o.sender) return;
     if (g.session !== 0 && g.session !== this.session) return;
     if (g.incarnation < this.receiverIncarnation) return;
+    if (g.incarnation > this.receiverIncarnation && this.o.believes?.(g.incarnation) === false) return this.o.onRefused?.(GrantRefusal.unadmittedIncarnation);
     let reset: { incarnation: number; window: number; restarted: boolean } | undefined;
     if (g.incarnation > this.receiverIncarnation) {
       const restarted = this.receiverIncarnation !== -1;

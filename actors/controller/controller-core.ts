@@ -26,6 +26,7 @@ import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type Release
 import { FailoverService } from "./failover-service.ts";
 import { commitFailover } from "./failover.ts";
 import { FencedSpeakers } from "./fenced-speakers.ts";
+import { checkWriterProgress } from "./writer-progress-check.ts";
 export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts"; // re-exported for callers that know them from here
 
 /**
@@ -215,20 +216,18 @@ export class ControllerCore {
     }
   }
 
-  /** Writer progress on the volume's event subject (other event kinds are ignored here). */
+  /** Writer progress on the volume's event subject (other event kinds are ignored here); refused whole and counted when it cannot be this volume's writer's (see writer-progress-check.ts). */
   handleEvent(msg: InboundMessage): void {
-    let decoded;
+    let p: WriterProgressMessage;
     try {
-      decoded = decodeAny(msg.data);
+      const decoded = decodeAny(msg.data);
+      if (decoded.kind !== "writer-progress") return;
+      p = decoded.body as WriterProgressMessage;
+      checkWriterProgress(p, this.volume, this.config.topology.lanes);
     } catch (err) {
-      this.counters.inc(err instanceof CustodyError ? err.code : "malformed");
-      return;
+      return this.counters.inc(err instanceof CustodyError ? err.code : "malformed");
     }
-    if (decoded.kind !== "writer-progress") return;
-    const p = decoded.body as WriterProgressMessage;
-    if (p.volume !== this.volume) return this.counters.inc("wrong_volume");
     for (const l of p.lanes) {
-      if (!this.config.topology.lanes.includes(l.lane)) continue;
       this.heads[l.lane] = Math.max(this.heads[l.lane] ?? 0, l.head);
       for (const [first, last, at, bytes] of l.runs) this.history.add({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
     }

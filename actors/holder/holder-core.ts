@@ -8,6 +8,7 @@ import { CreditSender } from "../../transport/index.ts";
 import { auditSubject, baseSubject, creditSpec, decodeMessage, fetchesToHolder, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
+import { edgeGrantChecks } from "./admitted-incarnation.ts";
 import { HolderLane, type SpawnLaneArena } from "./holder-lane.ts";
 import { FrontierBacking } from "./frontier-backing.ts";
 import { forgetReceipted, receiverReset } from "./edge-repair.ts";
@@ -87,7 +88,7 @@ export class HolderCore {
       };
       hl.edges.set(
         edge,
-        new CreditSender({ transport: this.ports.transport, clock: this.ports.clock, sender: this.config.holderId, holder: edge, volume, lane, session: this.config.incarnation, onReset }),
+        new CreditSender({ transport: this.ports.transport, clock: this.ports.clock, sender: this.config.holderId, holder: edge, volume, lane, session: this.config.incarnation, onReset, ...edgeGrantChecks(this.ports.peers, this.counters, edge) }),
       );
     }
     this.lanes.set(key, hl);

@@ -8,3 +8,4 @@ export { dueResends, forgetReceipted, noteResent, noteSent, receiverReset, type 
 export { LaneObligations } from "./lane-obligations.ts";
 export { FrontierBacking } from "./frontier-backing.ts";
 export type { PeerDirectory } from "./holder-ports.ts";
+export { believesIncarnation } from "./admitted-incarnation.ts";

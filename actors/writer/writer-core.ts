@@ -1,12 +1,12 @@
 import { Counters, CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { receiptBatchSpec, verifyReceiptBatch, writerUnitSigner } from "../../custody/index.ts";
-import { decodeMessage, encodeMessage, eventSubject, receiptSubject, releaseFrontierSpec, releaseSubject, statusSubject, volumeStatusSpec, writerProgressSpec, type VolumeStatus, type WriteRecord } from "../../protocol/index.ts";
+import { decodeMessage, encodeMessage, eventSubject, receiptSubject, releaseFrontierSpec, releaseSubject, statusSubject, volumeStatusSpec, writerProgressSpec, type WriteRecord } from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { protectedSeqs } from "./protection.ts";
 import { provableByTerm } from "./receipt-terms.ts";
-import { confirmedCut } from "./confirmed-cut.ts";
+import { confirmedCuts } from "./confirmed-cut.ts";
 import { dueResends, forgetReceipted, FrontierBacking, noteResent, noteSent } from "../holder/index.ts";
 import { checkWriterConfig, UnknownContractError, WriteRejectedError, type VolumeWriterConfig } from "./writer-config.ts";
 import { ProtectionWaiters } from "./protection-waiters.ts";
@@ -52,7 +52,7 @@ export class WriterCore {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
     this.frontiers = new FrontierBacking(ports.peers);
-    const seams = { transport: ports.transport, clock: ports.clock, counters: this.counters, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) };
+    const seams = { transport: ports.transport, clock: ports.clock, counters: this.counters, peers: ports.peers, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) };
     for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, seams));
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
     this.coalescing = openCoalescedStream(config, this.lanes, { ...seams, heads: () => this.heads(), repeatMs: this.resendAfterMs }, (l, p) => this.shipper.cutDerived(l, p));
@@ -252,16 +252,14 @@ export class WriterCore {
    * mean the write survives every scenario of the contract (the first hop may be its only copy).
    */
   handleStatus(msg: InboundMessage): void {
-    let doc: VolumeStatus;
+    let cuts: [WriterLane, number][];
     try {
-      doc = decodeMessage(volumeStatusSpec, msg.data);
+      cuts = confirmedCuts(decodeMessage(volumeStatusSpec, msg.data), this.config.volume, this.ordered);
     } catch (err) {
       return this.counters.inc(`status_${err instanceof CustodyError ? err.code : "invalid"}`);
     }
-    if (doc.volume !== this.config.volume) return;
-    for (const l of this.ordered) {
-      const cut = confirmedCut(doc, l.spec.lane);
-      if (Number.isFinite(cut) && cut > l.confirmed) {
+    for (const [l, cut] of cuts) {
+      if (cut > l.confirmed) {
         l.confirmed = cut;
         this.dropReceipted(l);
       }

@@ -7,6 +7,7 @@ import type { Transport, UnitAttester } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { receiverReset, type DownstreamLane } from "../holder/index.ts";
 import { LaneObligations } from "../holder/index.ts";
+import { believesIncarnation, type PeerDirectory } from "../holder/index.ts";
 import type { WriteRecord } from "../../protocol/index.ts";
 import { UnitRetention } from "./unit-retention.ts";
 import { WriteRejectedError, type LaneSpec, type VolumeWriterConfig } from "./writer-config.ts";
@@ -35,7 +36,7 @@ export interface WriterLane extends DownstreamLane {
 }
 
 /** Builds the state of lane `spec`: one credit sender per first hop, nothing written yet. */
-export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams: { transport: Transport; clock: Clock; counters: Counters; attest?: UnitAttester }): WriterLane {
+export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams: { transport: Transport; clock: Clock; counters: Counters; attest?: UnitAttester; peers?: PeerDirectory }): WriterLane {
   const edges = new Map<string, CreditSender>();
   const sendLogs = new Map<string, SendLog>();
   const obligations = new LaneObligations(spec.holders, config.topologyEpoch);
@@ -49,7 +50,9 @@ export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams
       receiverReset(lane, h, e);
     };
     const onMalformed = (code: string) => seams.counters.inc(`credit_${code}`);
-    edges.set(h, new CreditSender({ transport: seams.transport, clock: seams.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset, onMalformed, attest: seams.attest }));
+    const peers = seams.peers;
+    const believes = peers === undefined ? undefined : (incarnation: number) => believesIncarnation(peers, h, incarnation);
+    edges.set(h, new CreditSender({ transport: seams.transport, clock: seams.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset, onMalformed, onRefused: onMalformed, believes, attest: seams.attest }));
   }
   const first = spec.firstSeq ?? 1;
   const senders = [...edges.values()];

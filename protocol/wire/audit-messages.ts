@@ -7,7 +7,7 @@ import * as wireFields from "./fields.ts";
  * challenge and the holder's answer. See policies/audit-digest.ts for what the digest covers.
  */
 
-const ranges = z.array(z.tuple([wireFields.uint, wireFields.uint])).max(1024);
+const ranges = wireFields.seqRanges(1024);
 
 /** `retention-challenge` v1: prove you hold the units with these sequences of one lane, keyed by a fresh nonce. */
 export const retentionChallengeSpec = defineMessage({

@@ -15,6 +15,15 @@ export const identifier = z.string().superRefine((value, ctx) => {
 /** A non-negative safe integer: sequence numbers, terms, epochs, byte counts. */
 export const uint = z.number().int().nonnegative();
 
+/**
+ * Up to `max` sequence ranges `[first, last]`, each with first <= last. An inverted range is an
+ * invalid field on the wire (a typed decode error every receiver counts), never left for a receiver's
+ * range arithmetic to throw on after some of the message was acted on.
+ */
+export function seqRanges(max: number) {
+  return z.array(z.tuple([uint, uint]).refine(([first, last]) => first <= last, { message: "a range's first sequence exceeds its last" })).max(max);
+}
+
 /** Milliseconds since the Unix epoch; finite and non-negative (fractions allowed for simulated clocks). */
 export const timestampMs = z.number().nonnegative();
 

@@ -7,7 +7,7 @@ import * as wireFields from "./fields.ts";
  * transfer offers (holder → neighbor) and holder events (contract violations, lifecycle).
  */
 
-const ranges = z.array(z.tuple([wireFields.uint, wireFields.uint])).max(4096);
+const ranges = wireFields.seqRanges(4096);
 
 /**
  * `release-frontier` v1 on `custody.v1.release.<holder>`: ranges of one lane the control log has

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { defineMessage } from "./codec.ts";
-import { bytes, identifier, timestampMs, uint } from "./fields.ts";
+import { bytes, identifier, seqRanges, timestampMs, uint } from "./fields.ts";
 
 /**
  * Wire kinds of the repair protocol (issue #18): a repair task asks its volume's controller on
@@ -9,7 +9,7 @@ import { bytes, identifier, timestampMs, uint } from "./fields.ts";
  * `custody.v1.repair-task.<volume>`. Every body is a strict object: an unknown field is refused.
  */
 
-const ranges = z.array(z.tuple([uint, uint])).max(4096);
+const ranges = seqRanges(4096);
 const lanes = z.array(identifier).min(1).max(64);
 const holders = z.array(identifier).max(256);
 /** Seconds of an estimate; null stands for "infinite" (no bandwidth), which msgpack-safe schemas refuse. */

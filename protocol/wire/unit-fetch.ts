@@ -17,7 +17,7 @@ export const unitFetchSpec = defineMessage({
     holder: wireFields.identifier,
     volume: wireFields.identifier,
     lane: wireFields.identifier,
-    ranges: z.array(z.tuple([wireFields.uint, wireFields.uint])).max(4096),
+    ranges: wireFields.seqRanges(4096),
     /** Only units whose firstSeq is greater than this. */
     after: z.number().int().min(-1),
     limit: z.number().int().min(1).max(1024),

@@ -25,8 +25,11 @@ const contracts = [{ name: "az-loss", losses: ["az:use1-az1"] }];
 
 let receiptSeq = 0;
 
-/** A batch signed by `holderId` claiming sequences `ranges` of (volume, lane), published on `onSubject`. */
-function publishBatch(t: NatsTransport, key: KeyObject, holderId: string, volume: string, lane: string, ranges: [number, number][], onSubject: string): void {
+/**
+ * A batch signed by `holderId` claiming sequences `ranges` of (volume, lane), published on
+ * `onSubject`; it binds itself to `boundSubject` (by default its own lane's receipt subject).
+ */
+function publishBatch(t: NatsTransport, key: KeyObject, holderId: string, volume: string, lane: string, ranges: [number, number][], onSubject: string, boundSubject = receiptSubject(volume, lane)): void {
   const holder = { holderId, incarnation: 1 };
   const r = makeReceipt({
     holder,
@@ -44,7 +47,7 @@ function publishBatch(t: NatsTransport, key: KeyObject, holderId: string, volume
     obligation: { obligationId: `${volume}-${lane}`, releaseAuthority: { kind: "control_log", region: "us-east" } },
     extensions: [],
   });
-  const signed = signReceiptBatch(makeReceiptBatch(receiptStream(volume, lane), holder, Date.now(), [r]), key);
+  const signed = signReceiptBatch(makeReceiptBatch({ ...receiptStream(volume, lane), subject: boundSubject }, holder, Date.now(), [r]), key);
   t.publish(onSubject, encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }));
 }
 
@@ -69,7 +72,10 @@ test.serial("a validly signed receipt batch for another lane or volume never cou
     // Signed by an admitted holder outside the AZ, with the current term/epoch/generation, but for l1 or another volume.
     publishBatch(peer, farKey, "h-far", VOL, "l1", [[1, 10]], l0);
     publishBatch(peer, farKey, "h-far", "othervol", "l0", [[1, 10]], l0);
-    await eventually(() => handle.counters.get("receipt_wrong_stream") === 2, "both misbound batches refused as wrong_stream");
+    // Issue #46: bound to l1 (or another volume) yet signed for l0's subject; only the lane or volume it names gives it away.
+    publishBatch(peer, farKey, "h-far", VOL, "l1", [[1, 10]], l0, l0);
+    publishBatch(peer, farKey, "h-far", "othervol", "l0", [[1, 10]], l0, l0);
+    await eventually(() => handle.counters.get("receipt_wrong_stream") === 4, "every misbound batch refused as wrong_stream");
     await settle();
     t.is(handle.protectedThrough("az-loss", "l0"), 0, "l0 gained no protection from batches about other streams");
 
@@ -81,7 +87,7 @@ test.serial("a validly signed receipt batch for another lane or volume never cou
     // The same holder's batch bound to l0 on l0's subject is what proves l0.
     publishBatch(peer, farKey, "h-far", VOL, "l0", [[1, 10]], l0);
     await eventually(() => handle.protectedThrough("az-loss", "l0") === 10, "l0 protected through 10 by a batch bound to l0");
-    t.is(handle.counters.get("receipt_wrong_stream"), 2);
+    t.is(handle.counters.get("receipt_wrong_stream"), 4);
   } finally {
     await peer.close();
     await w.close();

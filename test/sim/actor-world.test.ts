@@ -60,3 +60,17 @@ test("the controller's memory does not grow with releases or writes: 32 audits k
   t.true(long.writes >= 3 * short.writes);
   t.true(c.commitRuns <= short.controller!.commitRuns, `commit runs: ${short.controller!.commitRuns} after 10 s, ${c.commitRuns} after 40 s`);
 });
+
+test("the operator places a seeded hold and ends it: held ranges stay while it stands, and are released after", async (t) => {
+  const hold = { kind: FaultKind.hold, atMs: 2_000, durationMs: 3_000, holdKind: "pitr_pin", first: 1, last: 10_000, holders: [] } as const;
+  const r = await runActorWorld(9, { holders: 4, faults: [hold], durationMs: 9_000 });
+  t.is(r.violation, undefined, "held_range_released and release_beyond_log hold");
+  t.deepEqual(r.errors, []);
+  const ops = r.trace.filter((e) => e.kind === "operator").map((e) => ({ at: e.atMs, what: (e.detail as { what: string }).what }));
+  const placed = ops.find((o) => o.what === "hold hold-0");
+  const ended = ops.find((o) => o.what === "end hold-0");
+  t.truthy(placed && ended && ended.at >= placed.at + hold.durationMs, JSON.stringify(ops));
+  const grants = r.trace.filter((e) => e.kind === "grant_release");
+  t.false(grants.some((e) => e.atMs > placed!.at + 100 && e.atMs < ended!.at), "no release frontier was committed while everything is held");
+  t.true(grants.some((e) => e.atMs > ended!.at), "releases go on once the hold ended");
+});

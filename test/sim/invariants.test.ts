@@ -3,13 +3,16 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { LossKind, type Scenario, type Site } from "../../policies/index.ts";
 import {
   checkCredits,
+  checkHolds,
   checkReceipts,
   checkReleaseCoverage,
   checkReleased,
+  checkReleasesCommitted,
   checkStrike,
   InvariantId,
   survivingCut,
   type HolderTruth,
+  type HoldTruth,
   type WorldObservation,
 } from "../../sim/invariants.ts";
 
@@ -24,9 +27,10 @@ const holder = (id: string, s: string, over: Partial<HolderTruth> = {}): HolderT
   released: RangeSet.EMPTY,
   ledger: RangeSet.EMPTY,
   granted: RangeSet.EMPTY,
+  committed: RangeSet.EMPTY,
   ...over,
 });
-const obs = (holders: HolderTruth[], extra: Partial<WorldObservation> = {}): WorldObservation => ({ atMs: 5, holders, credits: [], receipts: [], ...extra });
+const obs = (holders: HolderTruth[], extra: Partial<WorldObservation> = {}): WorldObservation => ({ atMs: 5, holders, credits: [], receipts: [], holds: [], ...extra });
 const crashA: Scenario = { name: "crash:a", losses: [{ domain: "host:host-sa", kind: LossKind.crash }], deadlineSec: 60, required: true };
 const destroyA: Scenario = { name: "destroy:az1", losses: [{ domain: "az:az1", kind: LossKind.siteDestruction }], deadlineSec: 60, required: true };
 
@@ -71,4 +75,25 @@ test("sending more units than granted credits is credit_exceeded", (t) => {
   const c = { sender: "w", receiver: "a", inc: 1, sent: 8, maxGranted: 8 };
   t.deepEqual(checkCredits(obs([], { credits: [c] })), []);
   t.is(checkCredits(obs([], { credits: [{ ...c, sent: 9 }] }))[0]?.invariant, InvariantId.creditExceeded);
+});
+
+test("a holder releasing a range a standing hold binds it to keep is held_range_released, unless the log released it before the hold", (t) => {
+  const pin: HoldTruth = { holdId: "pin-a", ranges: RangeSet.of(10, 20), holders: ["a"], releasedBefore: { a: RangeSet.of(1, 12) } };
+  const everyone: HoldTruth = { holdId: "rec-1", ranges: RangeSet.of(30, 40), holders: [], releasedBefore: {} };
+  const ok = [holder("a", "sa", { released: RangeSet.of(1, 12) }), holder("b", "sb", { released: RangeSet.of(1, 25) })];
+  t.deepEqual(checkHolds(obs(ok, { holds: [pin, everyone] })), [], "released before the pin, or at a holder it does not bind");
+  const v = checkHolds(obs([holder("a", "sa", { released: RangeSet.of(1, 15) })], { holds: [pin] }));
+  t.is(v[0]?.invariant, InvariantId.heldRangeReleased);
+  t.deepEqual(v[0]?.detail, { holder: "a", holdId: "pin-a", ranges: [[13, 15]] });
+  const all = checkHolds(obs([holder("b", "sb", { released: RangeSet.of(1, 30) })], { holds: [pin, everyone] }));
+  t.deepEqual(all.map((x) => x.detail["holdId"]), ["rec-1"], "a hold naming no holder binds them all");
+  t.deepEqual(checkHolds(obs([holder("a", "sa", { released: RangeSet.of(1, 15) })])), [], "once the hold ended nothing is held");
+});
+
+test("a holder releasing more than the control log released at it is release_beyond_log", (t) => {
+  t.deepEqual(checkReleasesCommitted(obs([holder("a", "sa", { released: RangeSet.of(1, 9), committed: RangeSet.of(1, 12) })])), []);
+  const v = checkReleasesCommitted(obs([holder("a", "sa", { released: RangeSet.of(1, 9), committed: RangeSet.of(1, 5) }), holder("b", "sb")]));
+  t.is(v.length, 1);
+  t.is(v[0]?.invariant, InvariantId.releaseBeyondLog);
+  t.deepEqual(v[0]?.detail, { holder: "a", ranges: [[6, 9]] });
 });
