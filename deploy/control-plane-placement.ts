@@ -14,7 +14,7 @@ export function controlPlaneOf(d: Deployment, volume: string): ControlPlanePlace
   return {
     version: 1,
     log: d.controlRegion,
-    logReplicas: control.replicated ? control.servers.map((s) => ({ id: s.serverName, region: s.region })) : [{ id: `${d.controlRegion}@${home}`, region: home }],
+    logReplicas: control.replicated ? control.servers.map((s) => ({ id: s.serverName, region: s.region })) : [{ id: `${d.controlRegion}:${home}`, region: home }],
     controllers: d.controllers.filter((c) => c.volume === volume).map((c) => ({ id: c.id, region: c.region })),
   };
 }

@@ -62,6 +62,9 @@ function takenOut(domains: ReadonlySet<string>, lost: ReadonlyMap<string, LossKi
   return false;
 }
 
+/** The longest reason a status document carries. */
+const REASON_MAX = 256;
+
 const where = (m: ControlPlaneMember) => `${m.id} in ${m.site ?? m.region}`;
 
 /**
@@ -88,11 +91,13 @@ export function controlPlaneSurvival(placement: ControlPlanePlacement, sites: re
     roles.push(ControlPlaneRole.keyAuthority);
     parts.push(`every key authority of ${volume} (${keyAuthorities.map((k) => `${k.id} at ${k.site}`).join(", ") || "none"})`);
   }
+  const reason = parts.length === 0 ? null : `control_plane_lost: destroys ${parts.join("; ")}`;
   return {
     logReplicas: { surviving: replicas.map((r) => r.id), of: placement.logReplicas.length, quorum },
     controllers: controllers.map((c) => c.id),
     keyAuthority: !keyAuthorityLost,
     lost: roles,
-    reason: parts.length === 0 ? null : `control_plane_lost: destroys ${parts.join("; ")}`,
+    // A status document's reason is at most 256 characters (protocol/wire/volume-status.ts).
+    reason: reason === null || reason.length <= REASON_MAX ? reason : `${reason.slice(0, REASON_MAX - 1)}…`,
   };
 }
