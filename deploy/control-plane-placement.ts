@@ -19,9 +19,12 @@ export function controlPlaneOf(d: Deployment, volume: string): ControlPlanePlace
   };
 }
 
-/** The key authority `custody init` gives a volume: the data key's authority at its recovery site. */
-export function keyAuthorityOf(v: DeploymentVolume): { id: string; site: string } {
-  return { id: `${v.id}-key-authority`, site: v.recoverySite };
+/**
+ * The key authorities `custody init` gives a volume: one at each of its `keyAuthorities` sites
+ * (default the recovery site alone); the recovery site's is `<volume>-key-authority`.
+ */
+export function keyAuthoritiesOf(v: DeploymentVolume): { id: string; site: string }[] {
+  return (v.keyAuthorities ?? [v.recoverySite]).map((site) => ({ id: site === v.recoverySite ? `${v.id}-key-authority` : `${v.id}-key-authority-${site}`, site }));
 }
 
 /** A required scenario (or timeline) of a volume that loses part of its control plane. */
@@ -44,8 +47,7 @@ export function controlPlaneLosses(d: Deployment): ControlPlaneLoss[] {
   const out: ControlPlaneLoss[] = [];
   for (const v of d.volumes) {
     const placement = controlPlaneOf(d, v.id);
-    const key = keyAuthorityOf(v);
-    const keySite = siteOf(key.site);
+    const keys = keyAuthoritiesOf(v);
     const required = [
       ...(v.scenarios ?? []).filter((s) => s.required).map((s) => ({ name: s.name, losses: s.losses as readonly Loss[] })),
       ...(v.timelines ?? []).filter((t) => t.required).map((t) => ({ name: t.name, losses: t.events.flatMap((e) => e.losses) as readonly Loss[] })),
@@ -53,9 +55,12 @@ export function controlPlaneLosses(d: Deployment): ControlPlaneLoss[] {
     for (const s of required) {
       const lost = new Map<string, LossKind>();
       for (const l of s.losses) lost.set(l.domain, worseLoss(lost.get(l.domain), l.kind)!);
-      const keyDomains = new Set([`site:${keySite.id}`, `region:${keySite.region}`, `az:${keySite.az}`, `host:${keySite.host}`, ...keySite.deps]);
-      const keyLost = [...lost].some(([dom, k]) => (keyDomains.has(dom) && (k === "site_destruction" || k === "partition")) || dom === `key_authority:${key.id}`);
-      const f = controlPlaneSurvival(placement, sites, lost, v.id, [key], keyLost);
+      const keyLost = keys.every((key) => {
+        const site = siteOf(key.site);
+        const domains = new Set([`site:${site.id}`, `region:${site.region}`, `az:${site.az}`, `host:${site.host}`, ...site.deps]);
+        return [...lost].some(([dom, k]) => (domains.has(dom) && (k === "site_destruction" || k === "partition")) || dom === `key_authority:${key.id}`);
+      });
+      const f = controlPlaneSurvival(placement, sites, lost, v.id, keys, keyLost);
       if (f.reason !== null) out.push({ volume: v.id, scenario: s.name, roles: f.lost, reason: f.reason });
     }
   }
@@ -64,7 +69,7 @@ export function controlPlaneLosses(d: Deployment): ControlPlaneLoss[] {
 
 /** What `custody init` prints for one loss, and the way out. */
 export function controlPlaneLossMessage(l: ControlPlaneLoss): string {
-  const fix = l.roles.map((r) => (r === "controller" ? "add a standby controller in another region" : r === "quorum" ? "replicate the control log across 3 regions (controlLog.replicas 3, or put the losses outside two of its first three regions)" : "put the recovery site (the key authority) outside the scenario's losses"));
+  const fix = l.roles.map((r) => (r === "controller" ? "add a standby controller in another region" : r === "quorum" ? "replicate the control log across 3 regions (controlLog.replicas 3, or put the losses outside two of its first three regions)" : "put a key authority (volumes[].keyAuthorities) outside the scenario's losses"));
   return `required scenario "${l.scenario}" of ${l.volume} ${l.reason.replace(/^control_plane_lost: /, "")}; ${fix.join(", ")} or pass --allow-control-plane-loss`;
 }
 

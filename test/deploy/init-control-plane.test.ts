@@ -15,7 +15,7 @@ const EAST_LOST = { scenarios: [{ name: "east lost", losses: [{ domain: "region:
 
 async function deploymentFile(o: Parameters<typeof loopbackDeployment>[1]) {
   const dir = tempDir("custody-init-cp-");
-  const d = { ...(await loopbackDeployment(dir, o)), security: "none" };
+  const d: Record<string, unknown> = { ...(await loopbackDeployment(dir, o)), security: "none" };
   const file = join(dir, "deployment.json");
   writeFileSync(file, JSON.stringify(d));
   return { dir, file, d };
