@@ -49,6 +49,10 @@ test("three regions (a replicated log) and a standby controller in west: the sam
   // A scenario that takes the recovery site loses the key authority.
   const vault = parseDeployment({ ...d, volumes: (d["volumes"] as object[]).map((v) => ({ ...v, scenarios: [{ name: "vault lost", losses: [{ domain: "site:s-vault", kind: "site_destruction" }], deadlineSec: 900, required: true }] })) });
   t.deepEqual(controlPlaneLosses(vault).map((l) => [l.scenario, l.roles]), [["vault lost", ["key authority"]]]);
+  // ...unless the key is escrowed at a site the scenario keeps (volumes[].keyAuthorities); a scenario may then recover elsewhere.
+  const escrowed = parseDeployment({ ...vault, volumes: vault.volumes.map((v) => ({ ...v, keyAuthorities: ["s-vault", "s-w1"], scenarios: v.scenarios!.map((x) => ({ ...x, destination: "s-w1" })) })) });
+  t.deepEqual(controlPlaneLosses(escrowed), []);
+  t.throws(() => parseDeployment({ ...d, volumes: (d["volumes"] as object[]).map((v) => ({ ...v, keyAuthorities: ["nowhere"] })) }), { message: /volumes\.0\.keyAuthorities\.0: unknown site nowhere/ });
   // Optional scenarios are never refused.
   const optional = parseDeployment({ ...alone, volumes: alone.volumes.map((v) => ({ ...v, scenarios: v.scenarios!.map((s) => ({ ...s, required: false })) })) });
   t.deepEqual(controlPlaneLosses(optional), []);
