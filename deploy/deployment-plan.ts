@@ -6,6 +6,7 @@ import { DeploymentError, type Deployment, type DeploymentVolume } from "./deplo
 import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATOR_NATS_FILE, regionSecurityText, securedNats, type NkeyUserKey } from "./deployment-security.ts";
 import { controlServerConfig, natsServerConfig, regionUrl } from "./nats-server-config.ts";
 import { controlLogTopology } from "./control-servers.ts";
+import { controlPlaneOf, keyAuthoritiesOf } from "./control-plane-placement.ts";
 import { failureDomainOf, writerSigningKey } from "../custody/index.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
 import { coalescedSpecOf, coalescedTopology, derivedObligations, derivedWriterLanes, servedLanes } from "./deployment-coalesced.ts";
@@ -321,7 +322,8 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
   const standby = raw.filter((h) => h.standby === true);
   const lanes = volumeLanes(d, v).map((l) => l.lane);
   const genesisHolders = v.genesisBases ?? holders.filter((h) => h.residency === "disk").map((h) => h.id);
-  const siteIds = [...new Set([v.writer.site, v.recoverySite, ...all.map((h) => h.site)])];
+  // Key authorities and scenarios' own destinations are sites of the evaluation too.
+  const siteIds = [...new Set([v.writer.site, v.recoverySite, ...all.map((h) => h.site), ...keyAuthoritiesOf(v).map((k) => k.site), ...(v.scenarios ?? []).flatMap((s) => (s.destination === undefined ? [] : [s.destination]))])];
   const scenarios: Scenario[] =
     v.scenarios?.map((s) => ({ ...s, losses: s.losses.map((l) => ({ ...l })) })) ??
     [...holders, ...imaging].map((h) => ({ name: `crash:${h.id}`, losses: [{ domain: `host:${d.sites[h.site]!.host}`, kind: "crash" }], deadlineSec: 3600, required: true }));
@@ -342,7 +344,7 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
       sites: siteIds.map(siteOf),
       holderSites: Object.fromEntries(all.map((h) => [h.id, h.site])),
       bases: genesisHolders.map((h) => ({ id: `genesis-${h}`, holder: h, cut: Object.fromEntries(lanes.map((l) => [l, 0])), bytes: 0 })),
-      keyAuthorities: [{ id: `${v.id}-key-authority`, site: v.recoverySite }],
+      keyAuthorities: keyAuthoritiesOf(v),
       // Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's own, when it has one).
       links: siteIds.flatMap((a) => siteIds.filter((b) => b !== a).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: shapedLeg(d, a, b) === undefined ? d.network.bandwidthBytesPerSec : shapedLeg(d, a, b)!.bandwidthMBps * 1_000_000, deps: [] }))),
       recovery: { destination: v.recoverySite, ...(v.recoverySteps ?? { detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 }) },
@@ -351,6 +353,8 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
       staleAfterMs: c.staleAfterMs ?? 5_000,
       // A store with a base builder beside it releases its WAL below the bases (the release rule still checks every scenario).
       releasable: v.releasable ?? holders.filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id)).map((h) => h.id),
+      // Each scenario also says whether the control plane survives it (control-log quorum, a controller, the key authority).
+      controlPlane: controlPlaneOf(d, v.id),
     },
   };
 }

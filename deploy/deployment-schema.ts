@@ -82,10 +82,13 @@ const workloadSchema = z.strictObject({
   inFlight: z.number().int().positive().max(256).optional(),
   ratePerSec: z.number().positive().optional(),
   blocksPerWrite: z.number().int().positive().max(256).optional(),
+  /** Stop writing once this many writes of a start were acknowledged (the role config's `count`, documented in docs/deploy.md). */
+  count: z.number().int().positive().optional(),
 });
 
 const lossSchema = z.strictObject({ domain: z.string().min(1), kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]) });
-const scenarioSchema = z.strictObject({ name: z.string().min(1), losses: z.array(lossSchema).min(1), deadlineSec: z.number().positive(), required: z.boolean() });
+/** `destination`: the site this scenario recovers to when it is not the volume's `recoverySite` (e.g. a scenario that loses that site). */
+const scenarioSchema = z.strictObject({ name: z.string().min(1), losses: z.array(lossSchema).min(1), deadlineSec: z.number().positive(), required: z.boolean(), destination: id.optional() });
 /** Losses one after another (e.g. a second region during the first one's replay), evaluated like a scenario. */
 const timelineSchema = z.strictObject({
   name: z.string().min(1),
@@ -126,6 +129,11 @@ const volumeSchema = z.strictObject({
   lanes: z.array(z.strictObject({ lane: id, fromLba: z.number().int().nonnegative(), toLba: z.number().int().nonnegative(), firstHops: z.array(id).min(1) })).optional(),
   /** Site a lost volume is recovered to; the data key's authority is there. */
   recoverySite: id,
+  /**
+   * Sites where an authority for the volume's data key sits (an escrowed copy): a scenario keeps
+   * the key while one of them survives. Default: the recovery site alone.
+   */
+  keyAuthorities: z.array(id).min(1).optional(),
   /** Holders that keep the empty genesis base (the volume before its first write); default the volume's disk holders. */
   genesisBases: z.array(id).optional(),
   /** The contract; default: each of the volume's holders' hosts crashing, all required, 3600 s deadline. */
@@ -302,6 +310,8 @@ function checkDeployment(d: Deployment): void {
     site(`volumes.${i}.writer.site`, v.writer.site);
     region(`volumes.${i}.writer.region`, v.writer.region);
     site(`volumes.${i}.recoverySite`, v.recoverySite);
+    (v.keyAuthorities ?? []).forEach((k, j) => site(`volumes.${i}.keyAuthorities.${j}`, k));
+    (v.scenarios ?? []).forEach((x, j) => x.destination !== undefined && site(`volumes.${i}.scenarios.${j}.destination`, x.destination));
     (v.lanes ?? []).forEach((l, j) => {
       if (l.toLba < l.fromLba || l.toLba >= v.blockCount) fail(`volumes.${i}.lanes.${j}`, `LBAs ${l.fromLba}..${l.toLba} outside 0..${v.blockCount - 1}`);
       for (const h of l.firstHops) if (!holderIds.has(h)) fail(`volumes.${i}.lanes.${j}.firstHops`, `unknown holder ${h}`);

@@ -8,3 +8,4 @@ export { controlClusterName } from "./control-cluster-name.ts";
 export { holderRoleConfig, writerRoleConfig, type HolderLaneInput, type HolderRoleInput, type RoleSite, type WriterRoleInput } from "./role-configs.ts";
 export { parseBootstrap } from "./bootstrap-file.ts";
 export { applyBootstrap, type BootstrapResult } from "./control-bootstrap.ts";
+export { controlPlaneOf, controlPlaneLosses, controlPlaneLossMessage, ControlPlaneLostError, keyAuthoritiesOf, type ControlPlaneLoss } from "./control-plane-placement.ts";

@@ -4,6 +4,7 @@ import type { Scenario, Timeline } from "./scenario.ts";
 import { Residency } from "../core/index.ts";
 import type { AuditState } from "./audit-book.ts";
 import type { LinkLoad } from "./route-measurements.ts";
+import type { ControlPlanePlacement } from "./control-plane.ts";
 
 /** Where a retained range lives on a holder (one home: core/residency.ts). */
 export { Residency };
@@ -168,4 +169,9 @@ export interface EvaluationState {
   readonly timelines: readonly Timeline[];
   /** Steady write load measured on links, by sending site (repair shares the link with it). */
   readonly linkLoads?: readonly LinkLoad[] | undefined;
+  /**
+   * Where the control plane runs (control-log replicas, the volume's controllers). Present: each
+   * report says what of it survives and a scenario that loses it is not met (control-plane.ts).
+   */
+  readonly controlPlane?: ControlPlanePlacement | undefined;
 }

@@ -34,6 +34,7 @@ export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveCl
 export { manifestSurvives } from "./manifest-survival.ts";
 export { commitHistoryBounds, foldCommitHistory, tallyCommits, type CommitTally } from "./commit-log.ts";
 export { CutStream, SurvivalFlag, type SurvivalReport } from "./survival-report.ts";
+export { controlPlaneSurvival, ControlPlaneRole, type ControlPlanePlacement, type ControlPlaneMember, type ControlPlaneFinding } from "./control-plane.ts";
 export { withCoalescedStream } from "./coalesced-cut.ts";
 export { recoveryTime, type RecoveryTime, type RecoveryPhases } from "./recovery-time.ts";
 export { evaluateScenario, evaluateTimeline, evaluateState, type EvaluationReport } from "./evaluate.ts";

@@ -68,6 +68,9 @@ const claimSchema = z.strictObject({
   retainUntilMs: nonNeg.optional(),
 });
 
+/** A control-log replica or controller: its region, or the site it runs at. */
+const controlMemberSchema = z.strictObject({ id, region: id, site: id.optional() });
+
 const manifestSchema = z.strictObject({ id, cut, holders: z.array(id).min(1), residency: z.enum(["ram", "disk"]).optional() });
 
 /** zod schema of the JSON form of an EvaluationState (ranges as [[first, last], ...]). */
@@ -102,6 +105,15 @@ export const evaluationStateSchema = z.strictObject({
   timelines: z.array(timelineSchema).default([]),
   /** Steady write load measured on links, by sending site (repair shares the link with it). */
   linkLoads: z.array(z.strictObject({ link: id, fromSite: id, bytesPerSec: nonNeg })).optional(),
+  /** Where the control plane runs (issue #45), version 1; absent: not evaluated (older files). */
+  controlPlane: z
+    .strictObject({
+      version: z.literal(1),
+      log: id,
+      logReplicas: z.array(controlMemberSchema).min(1),
+      controllers: z.array(controlMemberSchema),
+    })
+    .optional(),
 });
 
 /** The JSON shape accepted by `parseEvaluationState`. */

@@ -95,6 +95,8 @@ export function validateEvaluationState(s: EvaluationState): void {
     if (tl.destination !== undefined) site(tl.destination, `timelines[${i}].destination`);
     if (tl.repair !== undefined) site(tl.repair.site, `timelines[${i}].repair.site`);
   });
+  s.controlPlane?.logReplicas.forEach((m, i) => m.site !== undefined && site(m.site, `controlPlane.logReplicas[${i}].site`));
+  s.controlPlane?.controllers.forEach((m, i) => m.site !== undefined && site(m.site, `controlPlane.controllers[${i}].site`));
   s.linkLoads?.forEach((l, i) => {
     if (!s.links.some((x) => x.id === l.link)) throw new UnknownReferenceError(`linkLoads[${i}].link`, l.link);
     site(l.fromSite, `linkLoads[${i}].fromSite`);

@@ -6,6 +6,7 @@ import { recoveryTime, type RecoveryTime } from "./recovery-time.ts";
 import type { AllowedLoss } from "./scenario.ts";
 import { evidenceLabel, liveRanges, siteDiskSurvives, siteUsable, type SurvivorView } from "./survivor-view.ts";
 import { manifestSurvives } from "./manifest-survival.ts";
+import { controlPlaneSurvival, type ControlPlaneFinding } from "./control-plane.ts";
 
 /** Flags a survival report can carry. */
 export const SurvivalFlag = {
@@ -17,6 +18,7 @@ export const SurvivalFlag = {
   protectedRamUnproven: "protected_ram_unproven",
   deadlineMissed: "deadline_missed",
   lostBytesUnknown: "lost_bytes_unknown",
+  controlPlaneLost: "control_plane_lost",
 } as const;
 export type SurvivalFlag = (typeof SurvivalFlag)[keyof typeof SurvivalFlag];
 
@@ -54,6 +56,11 @@ export interface SurvivalReport {
   readonly meetsDeadline: boolean;
   readonly evidence: EvidenceLabel;
   readonly flags: SurvivalFlag[];
+  /**
+   * What of the control plane survives (control-log quorum, a controller, the key authority);
+   * present only when the state places the control plane (`controlPlane`).
+   */
+  readonly controlPlane?: ControlPlaneFinding | undefined;
   /** Whether the scenario's contract holds: its allowed loss, deadline, evidence and activation. */
   readonly verdict: Verdict;
   /** Why it is `not_met` (empty when met), one short sentence each. */
@@ -100,6 +107,8 @@ export function verdictOf(r: Omit<SurvivalReport, "verdict" | "reasons">, allowe
   if (r.flags.includes(SurvivalFlag.noKeyPath)) reasons.push("no key authority survives");
   if (r.flags.includes(SurvivalFlag.writableActivationBlocked)) reasons.push("writable activation blocked (metadata quorum lost)");
   if (r.flags.includes(SurvivalFlag.isolatedHolder)) reasons.push("some surviving data is only on partitioned holders");
+  // Nothing can be committed, read or acted on without the control plane, whatever the data says.
+  if (r.controlPlane?.reason) reasons.push(r.controlPlane.reason);
   return { verdict: reasons.length === 0 ? Verdict.met : Verdict.notMet, reasons };
 }
 
@@ -261,6 +270,8 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
   if (q && q.members.filter((m) => !view.siteLoss.has(m)).length < q.quorum) flags.add(SurvivalFlag.writableActivationBlocked);
   const meetsDeadline = timeToUsable !== null && timeToUsable.totalSec <= meta.deadlineSec;
   if (!meetsDeadline) flags.add(SurvivalFlag.deadlineMissed);
+  const controlPlane = state.controlPlane === undefined ? undefined : controlPlaneSurvival(state.controlPlane, state.sites, view.tokenLoss, state.volume, state.keyAuthorities, key === undefined);
+  if (controlPlane !== undefined && controlPlane.lost.length > 0) flags.add(SurvivalFlag.controlPlaneLost);
   const report: Omit<SurvivalReport, "verdict" | "reasons"> = {
     name: meta.name,
     kind: meta.kind,
@@ -281,6 +292,7 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
     meetsDeadline,
     evidence,
     flags: [...flags].sort(),
+    ...(controlPlane === undefined ? {} : { controlPlane }),
   };
   return { ...report, ...verdictOf(report, meta.allowedLoss) };
 }

@@ -12,4 +12,4 @@ export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
 export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
 export { getJson, waitForRegions, type ControlServerEntry } from "./regions-ready.ts";
-export { DEPLOYMENT_READY_MS, initAndStartNats, type DeploymentIndex, type OperatorCustody, type RoleEntry, type StartedNats } from "./deployment-start.ts";
+export { DEPLOYMENT_READY_MS, initAndStartNats, initAndStartNatsOf, type DeploymentIndex, type OperatorCustody, type RoleEntry, type StartedNats } from "./deployment-start.ts";

@@ -1,4 +1,4 @@
-import type { BaseSnapshot, KeyAuthority, Link, MetadataQuorum, RecoveryParams } from "../../policies/index.ts";
+import type { BaseSnapshot, ControlPlanePlacement, KeyAuthority, Link, MetadataQuorum, RecoveryParams } from "../../policies/index.ts";
 import type { Scenario, Timeline } from "../../policies/index.ts";
 import type { Site } from "../../policies/index.ts";
 import type { SpendConfigInput } from "../../policies/index.ts";
@@ -48,6 +48,8 @@ export interface VolumeTopology {
   readonly coalesced?: Readonly<Record<string, string>>;
   /** The contract's retention window: named holders keep each sequence this long after its commit. */
   readonly retention?: RetentionWindow;
+  /** Where the control plane runs (control-log replicas, the volume's controllers): each scenario says whether it survives. */
+  readonly controlPlane?: ControlPlanePlacement;
 }
 
 export interface ControllerConfig {

@@ -112,6 +112,7 @@ export function buildEvaluationState(
     recoveries: extra.recoveries ?? [],
     scenarios: topo.scenarios,
     timelines: topo.timelines,
+    ...(topo.controlPlane === undefined ? {} : { controlPlane: topo.controlPlane }),
   };
 }
 

@@ -48,6 +48,8 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
       flags: r.flags,
       verdict: r.verdict,
       reasons: r.reasons,
+      // Only a topology that places the control plane says what of it survives (issue #45).
+      ...(r.controlPlane === undefined ? {} : { controlPlane: { lost: r.controlPlane.lost, logReplicas: r.controlPlane.logReplicas, controllers: r.controlPlane.controllers, keyAuthority: r.controlPlane.keyAuthority } }),
       // Only a cut across lanes needs something to make it consistent (one lane's documents stay as they were).
       ...(Object.keys(report.acknowledged).length > 1 ? { manifest: r.manifest, base: r.base } : {}),
     })),

@@ -2,7 +2,7 @@ import { createPublicKey, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { applyBootstrap, BOOTSTRAP_FILE, DeploymentError, OPERATOR_NATS_FILE, parseBootstrap, parseDeployment, planDeployment, regionServerIdentities, ROLES_INDEX, tlsOutputDir, type KeySource, type SecuritySource } from "../../deploy/index.ts";
+import { applyBootstrap, BOOTSTRAP_FILE, controlPlaneLosses, controlPlaneLossMessage, ControlPlaneLostError, DeploymentError, OPERATOR_NATS_FILE, parseBootstrap, parseDeployment, planDeployment, regionServerIdentities, ROLES_INDEX, tlsOutputDir, type KeySource, type SecuritySource } from "../../deploy/index.ts";
 import { makeCertificates } from "../../security/index.ts";
 import { nkeys } from "@nats-io/transport-node";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
@@ -52,11 +52,15 @@ export function register(program: Command): void {
     .argument("<deployment.json>", "the deployment: regions, sites, holders, volumes, controllers, baseBuilders")
     .requiredOption("--out <dir>", "output directory")
     .option("--json", "one JSON object on one line")
+    .option("--allow-control-plane-loss", "write the deployment even when a required scenario destroys its control-log quorum, every controller of a volume, or its key authority (each is printed as a warning)")
     .action(
-      action(async (file: string, o: OutputOptions & { out: string }) => {
+      action(async (file: string, o: OutputOptions & { out: string; allowControlPlaneLoss?: boolean }) => {
         const d = parseDeployment(readJsonFile(file));
         const out = resolve(o.out);
         if (existsSync(join(out, ROLES_INDEX))) throw new DeploymentError(`${out} already holds a deployment (${ROLES_INDEX}); choose another --out`, { path: "out" });
+        // A required scenario that loses the control plane is a promise nobody could keep: refused unless the operator says so.
+        const controlLosses = controlPlaneLosses(d);
+        if (controlLosses.length > 0 && o.allowControlPlaneLoss !== true) throw new ControlPlaneLostError(controlLosses);
         let security: SecuritySource | undefined;
         if (d.security !== "none") {
           // Planned once without certificates first: a deployment the plan refuses leaves nothing behind.
@@ -72,6 +76,7 @@ export function register(program: Command): void {
         }
         // A control log with a single replica is a choice the operator sees (stderr, so --json stays one line).
         for (const w of plan.warnings) cliIo().stderr(`warning: ${w}\n`);
+        for (const l of controlLosses) cliIo().stderr(`warning: control_plane_lost allowed: ${controlPlaneLossMessage(l).replace(/ or pass --allow-control-plane-loss$/, "")}\n`);
         printResult(
           o,
           { roles: plan.roles, natsServers: plan.natsServers, controlServers: plan.controlServers, bootstrap: join(out, BOOTSTRAP_FILE), warnings: plan.warnings },

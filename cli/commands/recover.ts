@@ -67,8 +67,10 @@ function operatorKeyOf(o: OperatorKeyOptions & OperatorConnectionOptions): Opera
 }
 
 /** The plan from a computed evaluation: the named scenario's report, or what survives now. Throws ScenarioUnavailableError. */
-function planFrom(volume: string, s: LogStatus, scenario: string | undefined): RecoveryPlan {
-  const r = scenario === undefined ? evaluateScenario(s.state, NOW) : s.report.reports.find((x) => x.name === scenario);
+function planFrom(volume: string, s: LogStatus, scenario: string | undefined, to: string): RecoveryPlan {
+  // Everything that survives now, planned for where it goes: a base already at `--to` wins (not one at a recovery site that may be gone).
+  const here = s.state.sites.some((x) => x.id === to) ? { ...NOW, destination: to } : NOW;
+  const r = scenario === undefined ? evaluateScenario(s.state, here) : s.report.reports.find((x) => x.name === scenario);
   if (r === undefined) throw new ScenarioUnavailableError(volume, scenario!, `not among the volume's scenarios (${s.deployment.file})`);
   if (r.cut === null) throw new ScenarioUnavailableError(volume, r.name, `no cut survives it (holders heard: ${s.heard.join(",") || "none"})`);
   return { scenario: r.name, cut: { ...r.cut }, contributors: [...r.contributors] };
@@ -129,7 +131,7 @@ export function register(program: Command): void {
             computed = await statusFromLogAndHolders(o, o.volume, { connectMs, evidenceMs, logWaitMs, first }).catch((err: unknown) => {
               throw o.scenario === undefined ? err : noControllerAnd(err, controllerWaitMs);
             });
-            plan = planFrom(o.volume, computed, o.scenario);
+            plan = planFrom(o.volume, computed, o.scenario, o.to);
             // Registered as the operator (signed on a signed log) before the first read: no source may release what it reads.
             const who = operatorAccess(operatorKeyOf(o)).who;
             registration = await placeRecoveryHolds(computed.store, computed.follower, who, { volume: o.volume, cut: plan.cut, sources: plan.contributors, leaseMs, by: `custody recover ${plan.scenario} -> ${o.to}` });

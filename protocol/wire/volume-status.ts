@@ -40,6 +40,21 @@ const scenarioStatus = z.object({
    * readers ignore it, and a document without it speaks of the raw stream.
    */
   stream: z.enum(["raw", "coalesced"]).optional(),
+  /**
+   * What of the control plane survives the scenario (issue #45): the roles it loses (`quorum`,
+   * `controller`, `key authority`), the control log's surviving replicas of how many and the
+   * majority needed, the volume's surviving controllers, whether a key authority survives.
+   * Optional (added later): older readers ignore it; a controller whose topology does not place
+   * the control plane omits it.
+   */
+  controlPlane: z
+    .object({
+      lost: z.array(z.enum(["quorum", "controller", "key authority"])).max(3),
+      logReplicas: z.object({ surviving: z.array(z.string().max(128)).max(16), of: wireFields.uint, quorum: wireFields.uint }),
+      controllers: z.array(z.string().max(128)).max(64),
+      keyAuthority: z.boolean(),
+    })
+    .optional(),
 });
 /** Lifecycle of the repair of one declared failure, as an enumeration. */
 export const RepairStatusState = { needed: "needed", running: "running", done: "done", failed: "failed" } as const;
