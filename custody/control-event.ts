@@ -46,9 +46,11 @@ export const PersistenceChoiceVersion = { v1: 1 } as const;
  * Format versions of the `admit_holder` and `admit_controller` bodies. The first bodies (v1) carry
  * no version and no volumes, and their bytes are unchanged, so logs written before keep their
  * hashes and fold as before (an admission without volumes is unscoped). A v2 body starts with
- * `2` and ends with the volumes the holder serves or the controller may commit for.
+ * `2` and ends with the volumes the holder serves or the controller may commit for. A v3
+ * `admit_holder` body starts with `3`, names no volumes and ends with the holder's own signed
+ * admission request (a re-admission it asked for; see control-scope.ts).
  */
-export const AdmissionBodyVersion = { v1: 1, v2: 2 } as const;
+export const AdmissionBodyVersion = { v1: 1, v2: 2, v3: 3 } as const;
 
 /**
  * Format versions of the `claim_lease` and `renew_lease` bodies (they carry their own, like
@@ -101,6 +103,13 @@ export type ControlEventBody =
        * a holder admitted for the first time this way is unscoped, bound to every volume.
        */
       readonly volumes?: readonly string[];
+      /**
+       * The holder's own signed admission request (admission-request.ts wire bytes; a v3 body,
+       * which names no volumes): proof that the holder asked for this incarnation with the key the
+       * log admitted. With it, a controller of any one of a shared holder's volumes may commit the
+       * re-admission (control-scope.ts `authorityScope`).
+       */
+      readonly request?: Uint8Array;
     }
   | {
       readonly type: typeof ControlEventType.prepare_transfer;
@@ -242,6 +251,7 @@ const bodySchemas = {
   create_obligation: z.tuple([tokenSchema, tokenSchema, tokenSchema, z.enum([PayloadRepresentation.raw, PayloadRepresentation.coalesced]), z.array(tokenSchema).max(64), uintSchema]),
   admit_holder: z.tuple([tokenSchema, uintSchema, publicKeySchema, domainSchema]),
   admit_holder_v2: z.tuple([z.literal(AdmissionBodyVersion.v2), tokenSchema, uintSchema, publicKeySchema, domainSchema, volumesSchema]),
+  admit_holder_v3: z.tuple([z.literal(AdmissionBodyVersion.v3), tokenSchema, uintSchema, publicKeySchema, domainSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength <= 4096, "admission request at most 4096 bytes")]),
   prepare_transfer: z.tuple([tokenSchema, tokenSchema, tokenSchema, tokenSchema, rangesSchema]),
   activate_replacement: z.tuple([tokenSchema]),
   release_ranges: z.tuple([tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64)]),
@@ -264,6 +274,10 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
     case "create_obligation":
       return [e.obligationId, e.volume, e.lane, e.representation, [...e.holders], e.fromSeq];
     case "admit_holder":
+      if (e.request !== undefined) {
+        if (e.volumes !== undefined) throw new ControlFenceError(ControlFenceCode.malformed, "an admission carrying the holder's request names no volumes (v3 body)", { holderId: e.holderId });
+        return [AdmissionBodyVersion.v3, e.holderId, e.incarnation, e.publicKey, e.failureDomain, e.request];
+      }
       return e.volumes === undefined ? [e.holderId, e.incarnation, e.publicKey, e.failureDomain] : [AdmissionBodyVersion.v2, e.holderId, e.incarnation, e.publicKey, e.failureDomain, [...e.volumes]];
     case "prepare_transfer":
       return [e.transferId, e.obligationId, e.fromHolder, e.toHolder, e.ranges.toJSON()];
@@ -304,6 +318,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     }
     case "admit_holder": {
       // A v2 body starts with its version (a number); a v1 body with the holder id (a string).
+      if (raw[0] === AdmissionBodyVersion.v3) {
+        const [, holderId, incarnation, publicKey, failureDomain, request] = bodySchemas.admit_holder_v3.parse(raw);
+        return { type, holderId, incarnation, publicKey, failureDomain, request };
+      }
       if (typeof raw[0] === "number") {
         const [, holderId, incarnation, publicKey, failureDomain, volumes] = bodySchemas.admit_holder_v2.parse(raw);
         return { type, holderId, incarnation, publicKey, failureDomain, volumes };

@@ -1,6 +1,6 @@
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import type { ControlEvent, ControlEventOf } from "./control-event.ts";
-import { eventScope } from "./control-scope.ts";
+import { authorityScope } from "./control-scope.ts";
 import type { ControlState } from "./control-state.ts";
 
 /**
@@ -80,7 +80,7 @@ export function checkLeaseHolder(s: ControlState, e: ControlEvent): void {
   if (leases === undefined || e.type === "claim_lease" || e.type === "renew_lease" || e.type === "admit_controller") return;
   const author = e.controller;
   if (s.controllers?.[author] === undefined && !leases.claimants.includes(author)) return;
-  const scope = eventScope(s, e);
+  const scope = authorityScope(s, author, e);
   for (const [volume, lease] of Object.entries(leases.volumes)) {
     if (lease.holder === author) continue;
     if (scope.every === true || scope.volumes.includes(volume)) {

@@ -1,6 +1,7 @@
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import type { ControlEvent } from "./control-event.ts";
 import { inFailureDomain } from "./failure-domain.ts";
+import { readAdmissionRequest } from "./admission-request.ts";
 import type { ControlState, HolderRecord } from "./control-state.ts";
 
 /**
@@ -116,14 +117,48 @@ export function eventScope(s: ControlState, e: ControlEvent): VolumeScope {
   }
 }
 
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));
+
+/**
+ * True when `e` re-admits an admitted holder exactly as the holder itself asked: it carries the
+ * holder's signed admission request, signed by the key the log admitted for it, naming this
+ * incarnation, key and failure domain, and `e` names no volumes (the binding stays as it was).
+ */
+function askedByHolder(s: ControlState, e: ControlEvent): boolean {
+  if (e.type !== "admit_holder" || e.request === undefined || e.volumes !== undefined) return false;
+  const cur = s.holders[e.holderId];
+  if (cur === undefined || !sameBytes(cur.publicKey, e.publicKey) || cur.failureDomain !== e.failureDomain) return false;
+  try {
+    const req = readAdmissionRequest(e.request);
+    return req.holderId === e.holderId && req.incarnation === e.incarnation && req.failureDomain === e.failureDomain && sameBytes(req.publicKey, e.publicKey);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The volumes controller `controllerId` needs authority for to commit `e`: the volumes `e`
+ * touches, except for a holder's re-admission the holder asked for itself (`askedByHolder`): a
+ * holder several volumes share restarts under whichever of their controllers hears it first, so
+ * the volumes it shares with that controller suffice. Without the holder's signature a controller
+ * of one volume could fence a holder that other volumes rely on. Pure.
+ */
+export function authorityScope(s: ControlState, controllerId: string, e: ControlEvent): VolumeScope {
+  const touched = eventScope(s, e);
+  const admitted = s.controllers?.[controllerId]?.volumes;
+  if (touched.every === true || admitted === undefined || !askedByHolder(s, e)) return touched;
+  const shared = touched.volumes.filter((v) => admitted.includes(v));
+  return shared.length > 0 ? some(shared) : touched;
+}
+
 /**
  * Why controller `controllerId` may not commit `e` on state `s`, or undefined when it may: its
- * admitted volumes must include every volume `e` touches. Pure.
+ * admitted volumes must include every volume it needs authority for (`authorityScope`). Pure.
  */
 export function volumeScopeProblem(s: ControlState, controllerId: string, e: ControlEvent): { code: ControlFenceCode; message: string } | undefined {
   const admitted = s.controllers?.[controllerId];
   if (admitted === undefined || admitted.volumes === undefined) return undefined;
-  const touched = eventScope(s, e);
+  const touched = authorityScope(s, controllerId, e);
   if (touched.every === true) {
     return { code: ControlFenceCode.not_authorized_for_volume, message: `${e.type} by ${controllerId} touches every volume; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only` };
   }

@@ -138,7 +138,7 @@ export {
 export { ControlLogCompactor, ControlLogNotCompactableError, type CompactionResult } from "./control-compaction.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
-export { eventScope, holderScope, isHolderBound, volumeScopeProblem, type VolumeScope } from "./control-scope.ts";
+export { authorityScope, eventScope, holderScope, isHolderBound, volumeScopeProblem, type VolumeScope } from "./control-scope.ts";
 export { leaseOf, type ControlLease, type ControlLeases } from "./control-lease.ts";
 export { signEntryHash, signatureProblem, type ControlTrust, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 export {
@@ -153,7 +153,8 @@ export {
 } from "./custody-messages.ts";
 export { KeyAuthority, KeyAccessDeniedError, KeyAuthorityUnavailableError, DATA_KEY_BYTES } from "./key-authority.ts";
 export { failureDomainOf, inFailureDomain } from "./failure-domain.ts";
-export { AdmissionError, AdmissionRefusal, checkAutoAdmission, encodeAdmissionRequest, readAdmissionRequest, type AdmissionRequest } from "./admission.ts";
+export { checkAutoAdmission, MAX_AUTO_INCARNATION_LEAP } from "./admission.ts";
+export { AdmissionError, AdmissionRefusal, encodeAdmissionRequest, readAdmissionRequest, type AdmissionRequest } from "./admission-request.ts";
 export { commitControlEventRetrying } from "./control-commit.ts";
 export { HoldKind } from "./control-event.ts";
 export { overdueHolds, overdueReason, type Holds } from "./control-holds.ts";

@@ -49,7 +49,9 @@ export class AutoAdmission {
     this.d
       .commit((s) => {
         checkAutoAdmission(s, req);
-        return { type: "admit_holder", holderId: req.holderId, incarnation: req.incarnation, publicKey: req.publicKey, failureDomain: req.failureDomain };
+        // The holder's own request rides along: with it a controller of any one of a shared holder's
+        // volumes may commit the re-admission (custody/control-scope.ts authorityScope).
+        return { type: "admit_holder", holderId: req.holderId, incarnation: req.incarnation, publicKey: req.publicKey, failureDomain: req.failureDomain, request: msg.data };
       })
       .then(({ state }) => {
         this.d.counters.inc("admission_committed");

@@ -6,7 +6,8 @@
 import test from "ava";
 import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlFenceCode, ControlFenceError } from "../../custody/control-error.ts";
-import { decodeControlEvent, encodeControlEvent, type ControlEvent, type ControlEventBody } from "../../custody/control-event.ts";
+import { decodeControlEvent, encodeControlEvent, type ControlEvent, type ControlEventBody, type ControlEventOf } from "../../custody/control-event.ts";
+import { encodeAdmissionRequest } from "../../custody/admission-request.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { InMemoryControlLog } from "../../custody/control-log.ts";
 import { applyControlEvent, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlState } from "../../custody/control-state.ts";
@@ -240,4 +241,53 @@ test("wire: v1 admission bodies keep their bytes; v2 bodies carry the volumes an
   for (const bad of [{ ...c2, volumes: [] }, { ...c2, volumes: ["a.b"] }]) {
     t.is((t.throws(() => decodeControlEvent(encodeControlEvent(bad as ControlEvent))) as ControlFenceError).code, ControlFenceCode.malformed);
   }
+});
+
+/**
+ * Regression (found by the demo after scoping landed: its holders serve two volumes with one
+ * controller each, and no controller could re-admit a restarted holder, so writers never believed
+ * its credits and one volume lost everything to the strike): a holder bound to two volumes is
+ * re-admitted by a controller of either, provided the admission carries the holder's own signed
+ * request for exactly that incarnation, key and domain, and names no volumes.
+ */
+test("a shared holder's re-admission it asked for itself is committed by a controller of any one of its volumes; without its signature, with another key or widening its volumes it is not", async (t) => {
+  const store = new InMemoryControlLog("ctl");
+  const f = new ControlLogFollower(store, undefined, trust);
+  const as = (s: ControlSigner) => ({ controller: s.id, clock, signer: s });
+  const ctl3 = signer("ctl-3");
+  for (const [c, volume] of [[ctl1, "vol-a"], [ctl2, "vol-b"], [ctl3, "vol-c"]] as const) {
+    await commitControlEvent(store, f, as(operator), () => ({ type: "admit_controller", controllerId: c.id, publicKey: c.publicKey, volumes: [volume] }));
+  }
+  const shared = generateHolderKeyPair();
+  const domain = "east/az-1/host-s";
+  const admit = (incarnation: number, extra: Partial<ControlEventOf<"admit_holder">> = {}): ControlEventBody => ({ type: "admit_holder", holderId: "h-s", incarnation, publicKey: shared.publicKey, failureDomain: domain, ...extra });
+  await commitControlEvent(store, f, as(operator), () => admit(1, { volumes: ["vol-a", "vol-b"] }));
+  const asked = (incarnation: number, key = shared) => encodeAdmissionRequest({ holderId: "h-s", incarnation, publicKey: key.publicKey, failureDomain: domain, at: 1 }, key.privateKey);
+
+  // No signature of the holder's: vol-a's lease on h-s is not ctl-2's to take.
+  let s = await appendAs(store, f, ctl2, admit(2));
+  t.is(s.holders["h-s"]!.incarnation, 1);
+  t.is(s.rejected.at(-1)!.code, ControlFenceCode.not_authorized_for_volume);
+  // A request signed by another key, or for another incarnation, vouches for nothing.
+  const other = generateHolderKeyPair();
+  for (const request of [asked(2, other), asked(3)]) {
+    s = await appendAs(store, f, ctl2, admit(2, { request }));
+    t.is(s.holders["h-s"]!.incarnation, 1);
+    t.is(s.rejected.at(-1)!.code, ControlFenceCode.not_authorized_for_volume);
+  }
+  // A controller of a volume the holder does not serve cannot, even with the holder's request.
+  s = await appendAs(store, f, ctl3, admit(2, { request: asked(2) }));
+  t.is(s.holders["h-s"]!.incarnation, 1);
+  t.is(s.rejected.at(-1)!.code, ControlFenceCode.not_authorized_for_volume);
+  // The holder's own request: either controller of its volumes commits it, binding unchanged.
+  s = (await commitControlEvent(store, f, as(ctl2), () => admit(2, { request: asked(2) }))).state;
+  t.is(s.holders["h-s"]!.incarnation, 2);
+  t.deepEqual(s.holders["h-s"]!.volumes, ["vol-a", "vol-b"]);
+  s = (await commitControlEvent(store, f, as(ctl1), () => admit(3, { request: asked(3) }))).state;
+  t.is(s.holders["h-s"]!.incarnation, 3);
+  // Naming volumes beside the request is not a v3 body at all.
+  t.throws(() => encodeControlEvent(eventOn(s, admit(4, { request: asked(4), volumes: ["vol-c"] }), "ctl-2")), { instanceOf: ControlFenceError });
+  // The v3 body round-trips.
+  const e = eventOn(s, admit(4, { request: asked(4) }), "ctl-2");
+  t.deepEqual(decodeControlEvent(encodeControlEvent(e)), e);
 });
