@@ -125,6 +125,9 @@ test.serial("the waypoint's worth: the same strike loses less on the volume whos
   t.is(result.waypoint_loss!.with_waypoint, withWp.lost_seqs);
   t.is(result.waypoint_loss!.without_waypoint, direct.lost_seqs);
   t.true(withWp.lost_seqs < direct.lost_seqs, `with the waypoint ${withWp.lost_seqs} lost, without ${direct.lost_seqs}`);
+  // Europe is a first hop of vol-direct: it loses what was in flight, never everything (a holder
+  // several volumes share once stayed unadmitted after its restart, and vol-direct lost all).
+  t.true(direct.recovered_cut > 0, `vol-direct recovered through #${direct.recovered_cut} of #${direct.acknowledged}`);
 });
 
 test.serial("a recovered volume equals the writer's own volume exactly when the writer had nothing durable past the recovered LSN", async (t) => {
