@@ -4,12 +4,16 @@
  * both with the volume's writer key, so h2 admits only units a writer attestation lists. h1
  * spills what it forwarded; then h1 is SIGKILLed and h2 starts over empty (a new incarnation),
  * so only h1's resend from its spill stream can bring the units back to h2. Nothing else sends
- * anything: no controller (no coverage repair) and the writer is gone.
+ * anything: the writer is gone, and the controller only admits h2's new incarnation (key
+ * continuity, as in every deployment: a sender believes credit grants of admitted incarnations
+ * only) — it repairs nothing (no failure is declared, no holder is releasable).
  */
 import anyTest, { type TestFn } from "ava";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startHolder, type Holder } from "../../actors/holder.ts";
+import { startController, type ControllerConfig } from "../../actors/index.ts";
+import { LossKind } from "../../policies/index.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { systemClock } from "../../core/clock.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
@@ -53,6 +57,31 @@ test.serial("a SIGKILLed disk holder, restarted, resends its spilled units with 
   t.teardown(() => obs.close());
   const { log } = await initJetStreamControlLog(obs.connection, { region: REGION });
   await bootstrapControlLog(log, [{ id: "h1", site: s1, publicKey: h1Key.publicKey }, { id: "h2", site: s2, publicKey: h2Key.publicKey }], { volume: VOLUME, lane: LANE });
+  const controllerConfig: ControllerConfig = {
+    controllerId: "ctl",
+    region: REGION,
+    evalIntervalMs: 200,
+    admission: "key-continuity",
+    topology: {
+      volume: VOLUME,
+      lanes: [LANE],
+      writerSite: "s-1",
+      sites: [s1, s2],
+      holderSites: { h1: "s-1", h2: "s-2" },
+      bases: [{ id: "genesis", holder: "h2", cut: { [LANE]: 0 }, bytes: 0 }],
+      keyAuthorities: [{ id: "ka", site: "s-2" }],
+      links: [],
+      recovery: { destination: "s-2", detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+      scenarios: [{ name: "crash:s-1", losses: [{ domain: `host:${s1.host}`, kind: LossKind.crash }], deadlineSec: 3600, required: true }],
+      timelines: [],
+      staleAfterMs: 5_000,
+      releasable: [],
+    },
+  };
+  const ct = await NatsTransport.connect({ servers: url, name: "ctl" });
+  t.teardown(() => ct.close());
+  const controller = await startController(controllerConfig, { transport: ct, clock: systemClock, store: log });
+  t.teardown(() => controller.stop());
 
   // What h1 receipted at disk residency, and what h2's second incarnation receipted, as their receipts say.
   let h1OnDisk = RangeSet.EMPTY;
