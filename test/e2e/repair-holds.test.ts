@@ -20,6 +20,10 @@ test.serial("a repair holds what it reads in the control log from before its cop
   for (let i = 0; i < 40; i++) await d.writer.write((i * 13) % BLOCKS, blockData(7000 + i));
   const head = (await d.writer.writer.sync(AZ_CONTRACT.name, 10_000)).heads[LANE]!;
   await eventually(() => (d.controller.status()?.acknowledged[0]?.[1] ?? 0) >= head, "controller saw the writes", 5000);
+  // What the repair reads is what h-e1's receipts showed; under load the writer's sync can return
+  // before h-e1 receipted the last writes, so wait for its receipts through the head first.
+  const heldByE1 = () => d.controller.holdings({ holderId: "h-e1" }).reduce((a, h) => a.union(h.retained), RangeSet.EMPTY);
+  await eventually(() => heldByE1().coversAll(RangeSet.of(1, head)), "h-e1 receipted every write", 10_000, () => `h-e1 ${heldByE1()}`);
   await d.kill("h-e1");
   const { seq: failureSeq } = await d.declareFailure({ holder: "h-e1" });
   await eventually(() => d.controller.repairs().some((r) => r.failureSeq === failureSeq && r.state === "done"), "the repair finished", 20_000, () => JSON.stringify(d.controller.repairs()));
