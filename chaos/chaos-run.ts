@@ -145,7 +145,9 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
       ctlProcs.set(id, ctl);
       await ctl.start();
     }
-    watch = await watchControlPlane(Object.values(sc.control).map((c) => c.url), REGION, store, VOLUME);
+    // Times in the log count from the first fault's window (t0); before it, from now.
+    let t0 = Date.now();
+    watch = await watchControlPlane(Object.values(sc.control).map((c) => c.url), REGION, store, VOLUME, (line) => log(`  ${((Date.now() - t0) / 1000).toFixed(1)} s (watch) ${line}`));
     const tally = watch.tally;
     // The lease holder now (the first controller until the watch saw a lease).
     const activeController = () => ctlProcs.get(tally.activeController ?? "ctl-east")!;
@@ -177,7 +179,7 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     const head = () => ackedWrites(ackLog).reduce((m, a) => Math.max(m, a.seq), 0);
 
     // Faults, each measured from the moment it is over until the acknowledged head then is protected.
-    const t0 = Date.now();
+    t0 = Date.now();
     const heals: Promise<number | null>[] = [];
     const faultRuns: Promise<void>[] = [];
     // Faults on the same process happen one after another (a restart never races another).

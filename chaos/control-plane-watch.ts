@@ -27,8 +27,10 @@ export interface ControlPlaneWatch {
  *   which is what an append needs; it appends nothing, so the log is not polluted;
  * - the lease: `store` (the operator's reader) is folded every 500 ms and the volume's lease
  *   holder noted.
+ *
+ * Each change it sees (a new stream leader, a new lease holder) is told to `log`.
  */
-export async function watchControlPlane(controlUrls: readonly string[], region: string, store: ControlLogStore, volume: string): Promise<ControlPlaneWatch> {
+export async function watchControlPlane(controlUrls: readonly string[], region: string, store: ControlLogStore, volume: string, log: (line: string) => void = () => undefined): Promise<ControlPlaneWatch> {
   const tally = new ControlPlaneTally();
   const probe = await NatsTransport.connect({ servers: [...controlUrls], name: "chaos-control-probe", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const jsm = await jetstreamManager(probe.connection, { timeout: PROBE_TIMEOUT_MS });
@@ -40,7 +42,9 @@ export async function watchControlPlane(controlUrls: readonly string[], region: 
       const asked = Date.now();
       try {
         const info = await jsm.streams.info(stream);
+        const before = tally.streamLeader;
         tally.probe(Date.now(), true, info.cluster?.leader);
+        if (tally.streamLeader !== before) log(`stream leader: ${tally.streamLeader} (was ${before ?? "none seen"})`);
       } catch {
         tally.probe(Date.now(), false);
       }
@@ -50,7 +54,9 @@ export async function watchControlPlane(controlUrls: readonly string[], region: 
   const following = (async () => {
     while (running) {
       try {
+        const before = tally.activeController;
         tally.leaseHolder(leaseOf(await follower.refresh(), volume)?.holder);
+        if (tally.activeController !== before) log(`lease holder: ${tally.activeController} (was ${before ?? "none seen"})`);
       } catch {
         // the log is unavailable right now (the probe measures that); read again next time
       }
