@@ -214,7 +214,10 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
             log(`    active controller: ${tally.activeController ?? "(no lease seen)"}`);
             await activeController().pause(f.ms);
           } else if (f.kind === ChaosFaultKind.controlLeaderKill) {
-            // The stream leader the probe last saw; the first control server when none was seen yet.
+            // The leader elected now: wait (up to the appenders' 30 s) for a probe newer than the fault
+            // to name one, so a follower is never killed for a leader that already lost its place.
+            const asked = Date.now();
+            while ((tally.lastAnsweredMs ?? 0) <= asked && Date.now() - asked < CONTROL_UNAVAILABLE_BOUND_S * 1000) await sleep(100);
             const leader = Object.values(sc!.control).find((c) => c.serverName === tally.streamLeader) ?? Object.values(sc!.control)[0]!;
             log(`    stream leader: ${tally.streamLeader ?? "(none seen)"}; killing ${leader.serverName}`);
             serverPids.push(leader.pid);

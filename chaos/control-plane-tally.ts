@@ -46,6 +46,11 @@ export class ControlPlaneTally {
     return this.leader;
   }
 
+  /** When a probe last found an elected stream leader (undefined: never). */
+  get lastAnsweredMs(): number | undefined {
+    return this.lastOkMs;
+  }
+
   /** The lease holder last seen. */
   get activeController(): string | undefined {
     return this.holder;

@@ -33,6 +33,7 @@ test("unavailability runs from the last success to the next; an answer naming no
   c.probe(2_500, true, ""); // answered, but no leader elected: nothing can be committed
   c.probe(5_250, true, "b");
   t.is(c.maxUnavailableMs(5_300), 4_000);
+  t.is(c.lastAnsweredMs, 5_250);
   c.probe(5_500, false);
   t.is(c.maxUnavailableMs(12_000), 6_750);
   const never = new ControlPlaneTally();
