@@ -20,6 +20,8 @@ import { SmartWalVolume } from "../volume/index.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
 import { pidAlive, RoleProcess } from "../testing/index.ts";
 import { bootstrapControlLog, harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../harness/index.ts";
+import { controlClusterName } from "../deploy/index.ts";
+import { watchControlPlane, type ControlPlaneWatch } from "./control-plane-watch.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */
 export interface ChaosResult {
@@ -34,6 +36,12 @@ export interface ChaosResult {
   readonly heal_s: readonly (number | null)[];
   readonly lost_acknowledged: number;
   readonly leftover_processes: number;
+  /** Control stream leader changes plus volume lease holder changes seen (chaos/control-plane-tally.ts). */
+  readonly control_failovers: number;
+  readonly control_leader_changes: number;
+  readonly control_lease_changes: number;
+  /** Longest stretch without a successful control stream probe (s). */
+  readonly max_control_unavailable_s: number;
   readonly seconds: number;
 }
 
@@ -41,7 +49,16 @@ const VOLUME = "vol-chaos";
 const LANE = "l0";
 const BLOCKS = 256;
 const REGION = "ctl";
+/** The longest the control log may be unavailable: what its appenders wait for a new leader (transport/jetstream-control-log.ts). */
+export const CONTROL_UNAVAILABLE_BOUND_S = 30;
 const HEAL_TIMEOUT_MS = 45_000;
+/** Every region hosts a control log server; roles live in east and west only. */
+const REGIONS = ["east", "west", "vault"];
+const ROLE_REGIONS = ["east", "west"];
+/** The volume's two controllers (active and standby, decided by the lease) and their regions. */
+const CONTROLLERS: Record<string, string> = { "ctl-east": "east", "ctl-west": "west" };
+/** Lease timings as `custody init` writes them for loopback tests: a takeover within about 3.3 s. */
+const LEASE = { renewMs: 500, timeoutMs: 3_000, checkMs: 250 };
 
 const site = harnessSite;
 const SITES: Record<string, Site> = {
@@ -60,9 +77,9 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
   "h-w2": ["s-w2", "west", ["h-e2"], [], true],
 };
 
-function controllerConfig(): ControllerConfig {
+function controllerConfig(controllerId: string): ControllerConfig {
   const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
-  return harnessControllerConfig({ controllerId: "ctl-east", controlRegion: REGION, evalIntervalMs: 250, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east"], releasable: ["h-e1", "h-w1"] });
+  return harnessControllerConfig({ controllerId, controlRegion: REGION, evalIntervalMs: 250, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east"], releasable: ["h-e1", "h-w1"] });
 }
 
 /** The acknowledgement log so far. */
@@ -87,20 +104,23 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
   const started = Date.now();
   const log = o.log ?? (() => undefined);
   const durationMs = (o.durationS ?? 40) * 1000;
-  const faults = chaosPlan(seed, { durationMs, regions: ["east", "west"], holders: Object.keys(HOLDERS) });
+  const faults = chaosPlan(seed, { durationMs, regions: ROLE_REGIONS, holders: Object.keys(HOLDERS), leaseTimeoutMs: LEASE.timeoutMs });
   const dir = mkdtempSync(join(tmpdir(), `custody-chaos-${seed}-`));
   const cwd = process.cwd();
   let sc: SuperclusterHandle | undefined;
   const procs: RoleProcess[] = [];
   const serverPids: number[] = [];
   let observer: NatsTransport | undefined;
+  let watch: ControlPlaneWatch | undefined;
   try {
-    sc = await startSupercluster({ regions: ["east", "west"] });
+    // The control log as `custody init` lays it out with 3 regions: a JetStream cluster of its own, one server per region, 3 replicas.
+    const cluster = controlClusterName(REGION);
+    sc = await startSupercluster({ regions: REGIONS, jetstream: false, controlCluster: { name: cluster, regions: REGIONS } });
     const url = (region: string) => sc!.regions[region]!.url;
     const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
-    // The control log's stream is created in the east, before any other process opens it.
+    // The control log's stream is created on the control cluster, before any other process opens it.
     observer = await NatsTransport.connect({ servers: url("east"), name: "chaos-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION });
+    const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION, replicas: 3, placementCluster: cluster });
 
     const holderProcs = new Map<string, RoleProcess>();
     const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
@@ -115,11 +135,22 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     // The operator's bootstrap: admit each holder's first incarnation, create the lane's obligation.
     await bootstrapControlLog(store, admitted, { volume: VOLUME, lane: LANE });
 
-    const ctlFile = join(dir, "controller.json");
-    writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));
-    const ctl = new RoleProcess("controller", ctlFile, cwd);
-    procs.push(ctl);
-    await ctl.start();
+    // Two controllers of the volume sharing it through the lease: the first to start claims it.
+    const ctlProcs = new Map<string, RoleProcess>();
+    for (const [id, region] of Object.entries(CONTROLLERS)) {
+      const ctlFile = join(dir, `${id}.json`);
+      writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats(region), controller: controllerConfig(id), lease: LEASE }));
+      const ctl = new RoleProcess("controller", ctlFile, cwd);
+      procs.push(ctl);
+      ctlProcs.set(id, ctl);
+      await ctl.start();
+    }
+    // Times in the log count from the first fault's window (t0); before it, from now.
+    let t0 = Date.now();
+    watch = await watchControlPlane(Object.values(sc.control).map((c) => c.url), REGION, store, VOLUME, (line) => log(`  ${((Date.now() - t0) / 1000).toFixed(1)} s (watch) ${line}`));
+    const tally = watch.tally;
+    // The lease holder now (the first controller until the watch saw a lease).
+    const activeController = () => ctlProcs.get(tally.activeController ?? "ctl-east")!;
 
     const dataKeyFile = join(dir, "data.key");
     const dataKey = randomBytes(32);
@@ -148,12 +179,13 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     const head = () => ackedWrites(ackLog).reduce((m, a) => Math.max(m, a.seq), 0);
 
     // Faults, each measured from the moment it is over until the acknowledged head then is protected.
-    const t0 = Date.now();
+    t0 = Date.now();
     const heals: Promise<number | null>[] = [];
     const faultRuns: Promise<void>[] = [];
     // Faults on the same process happen one after another (a restart never races another).
     const busy = new Map<string, Promise<void>>();
-    const targetOf = (f: ChaosFault) => (f.kind === ChaosFaultKind.holderKill ? f.holder : f.kind === ChaosFaultKind.controllerKill ? "controller" : `server-${f.region}`);
+    const targetOf = (f: ChaosFault) =>
+      f.kind === ChaosFaultKind.holderKill ? f.holder : f.kind === ChaosFaultKind.controllerKill || f.kind === ChaosFaultKind.controllerPause ? "controller" : f.kind === ChaosFaultKind.controlLeaderKill ? "control-leader" : `server-${f.region}`;
     for (const f of faults) {
       const key = targetOf(f);
       const prev = busy.get(key) ?? Promise.resolve();
@@ -173,9 +205,23 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
             await sleep(f.downMs);
             await p.start();
           } else if (f.kind === ChaosFaultKind.controllerKill) {
+            const ctl = activeController();
+            log(`    active controller: ${tally.activeController ?? "(no lease seen)"}`);
             await ctl.kill();
             await sleep(f.downMs);
             await ctl.start();
+          } else if (f.kind === ChaosFaultKind.controllerPause) {
+            log(`    active controller: ${tally.activeController ?? "(no lease seen)"}`);
+            await activeController().pause(f.ms);
+          } else if (f.kind === ChaosFaultKind.controlLeaderKill) {
+            // The leader elected now: wait (up to the appenders' 30 s) for a probe newer than the fault
+            // to name one, so a follower is never killed for a leader that already lost its place.
+            const asked = Date.now();
+            while ((tally.lastAnsweredMs ?? 0) <= asked && Date.now() - asked < CONTROL_UNAVAILABLE_BOUND_S * 1000) await sleep(100);
+            const leader = Object.values(sc!.control).find((c) => c.serverName === tally.streamLeader) ?? Object.values(sc!.control)[0]!;
+            log(`    stream leader: ${tally.streamLeader ?? "(none seen)"}; killing ${leader.serverName}`);
+            serverPids.push(leader.pid);
+            await leader.restart({ kill: true, downMs: f.downMs });
           } else {
             await sc!.regions[f.region]!.pause(f.ms);
           }
@@ -237,6 +283,8 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     const heal = healS.map((x) => (x === null ? null : Math.round(x * 10) / 10));
     const maxHeal = heal.reduce<number>((m, x) => Math.max(m, x ?? HEAL_TIMEOUT_MS / 1000), 0);
     const summary = { acknowledged: acked.length, protectedThrough, stranded, maxHeal, heal, lost };
+    const control = await watch.stop();
+    watch = undefined;
 
     await Promise.all(procs.map((p) => p.stop()));
     await observer.close();
@@ -257,9 +305,14 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
       heal_s: summary.heal,
       lost_acknowledged: summary.lost,
       leftover_processes: leftover,
+      control_failovers: control.failovers,
+      control_leader_changes: control.leaderChanges,
+      control_lease_changes: control.holderChanges,
+      max_control_unavailable_s: Math.round(control.maxUnavailableMs / 100) / 10,
       seconds: Math.round((Date.now() - started) / 1000),
     };
   } finally {
+    await watch?.stop().catch(() => undefined);
     for (const p of procs) await p.kill().catch(() => undefined);
     await observer?.close().catch(() => undefined);
     await sc?.stop().catch(() => undefined);

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "nod
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "../transport/index.ts";
+import { controlClusterServerConfig, LOOPBACK, regionConfig, type ControlClusterPorts, type RegionPorts, type RegionSecurityBlocks } from "../transport/index.ts";
 import { reapOnExit } from "./child-reaper.ts";
 
 /** The binary to run: `NATS_SERVER_BIN` or `nats-server` on PATH. */
@@ -284,8 +284,8 @@ export interface RegionServer {
   readonly storeDir: string;
   /** PID of the current process (changes after `restart`). */
   readonly pid: number;
-  /** Stops the region's server (SIGTERM, or SIGKILL when `kill`) and starts it again with the same config and store. */
-  restart(opts?: { kill?: boolean }): Promise<void>;
+  /** Stops the server (SIGTERM, or SIGKILL when `kill`) and starts it again, `downMs` later (default at once), with the same config and store. */
+  restart(opts?: { kill?: boolean; downMs?: number }): Promise<void>;
   /** Freezes the server (SIGSTOP) for `ms`, then resumes it (SIGCONT): a partition of that region. */
   pause(ms: number): Promise<void>;
 }
@@ -293,6 +293,8 @@ export interface RegionServer {
 /** A running supercluster; `regions[name].url` is where a client of that region connects. */
 export interface SuperclusterHandle {
   readonly regions: Readonly<Record<string, RegionServer>>;
+  /** With `controlCluster`: its member in each of its regions, by region (`serverName` `<cluster>-<region>`); else empty. */
+  readonly control: Readonly<Record<string, RegionServer>>;
   /** PIDs of every server of the supercluster now (for leak checks). */
   readonly pids: readonly number[];
   /** Stops every server and deletes the temp dir. Idempotent. */
@@ -307,6 +309,13 @@ export interface SuperclusterOptions {
   jetstream?: boolean;
   /** Security config text per region (auth, client/cluster/gateway TLS); see `RegionSecurityBlocks`. */
   security?: (region: string) => RegionSecurityBlocks;
+  /**
+   * A replicated control log's own JetStream cluster, as `custody init` lays it out with 3 regions
+   * (deploy/control-servers.ts): one more server in each of `regions`, routed to each other and
+   * joined to every region by gateways. Use it with `jetstream: false`, so its members are the
+   * whole JetStream meta group.
+   */
+  controlCluster?: { readonly name: string; readonly regions: readonly string[] };
 }
 
 interface GatewayzBody {
@@ -322,6 +331,14 @@ async function gatewaysConnected(httpPort: number, others: readonly string[]): P
   const out = body.outbound_gateways ?? {};
   const inb = body.inbound_gateways ?? {};
   return others.every((o) => o in out && o in inb);
+}
+
+/** True when this server has outbound gateway connections to every cluster in `others`. */
+async function outboundGateways(httpPort: number, others: readonly string[]): Promise<boolean> {
+  const res = await fetchMonitor(httpPort, "/gatewayz");
+  if (res?.status !== 200 || typeof res.body !== "object" || res.body === null) return false;
+  const out = (res.body as GatewayzBody).outbound_gateways ?? {};
+  return others.every((o) => o in out);
 }
 
 /** Ready when this server's JetStream meta group has an elected leader (streams can be created). */
@@ -361,8 +378,39 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
     for (const name of names) {
       ports.push({ name, port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() });
     }
+    const controlPorts: ControlClusterPorts | undefined =
+      opts.controlCluster === undefined
+        ? undefined
+        : { name: opts.controlCluster.name, servers: await Promise.all(opts.controlCluster.regions.map(async (region) => ({ name: region, serverName: `${opts.controlCluster!.name}-${region}`, port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() }))) };
     const procs: RunningProcess[] = [];
     const regions: Record<string, RegionServer> = {};
+    const control: Record<string, RegionServer> = {};
+    /** The handle of the server spawned at `procs[index]` from `configPath`; `ready` is what a restart waits for. */
+    const serverHandle = (r: RegionPorts, serverName: string, storeDir: string, configPath: string, index: number, ready: () => Promise<boolean>): RegionServer => ({
+      name: r.name,
+      serverName,
+      url: `nats://${LOOPBACK}:${r.port}`,
+      port: r.port,
+      httpPort: r.httpPort,
+      clusterPort: r.clusterPort,
+      gatewayPort: r.gatewayPort,
+      storeDir,
+      get pid() {
+        return procs[index]!.child.pid ?? -1;
+      },
+      async restart(o = {}) {
+        await stopProcess(procs[index]!, o.kill ? "SIGKILL" : "SIGTERM");
+        if (o.downMs !== undefined) await sleep(o.downMs);
+        procs[index] = spawnServer(configPath);
+        await waitReady(procs[index]!, `${serverName} (restart)`, ready);
+      },
+      async pause(ms) {
+        const child = procs[index]!.child;
+        child.kill("SIGSTOP");
+        await sleep(ms);
+        child.kill("SIGCONT");
+      },
+    });
     const stopAll = async () => {
       await Promise.all(procs.map((p) => stopProcess(p, "SIGTERM")));
       rmSync(dir, { recursive: true, force: true });
@@ -373,42 +421,31 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
         const storeDir = join(regionDir, "jetstream");
         mkdirSync(storeDir, { recursive: true });
         const configPath = join(regionDir, "nats-server.conf");
-        writeFileSync(configPath, regionConfig(r, ports, jetstream ? storeDir : undefined, opts.security?.(r.name)));
+        writeFileSync(configPath, regionConfig(r, ports, jetstream ? storeDir : undefined, opts.security?.(r.name), controlPorts));
         const proc = spawnServer(configPath);
         procs.push(proc);
-        const index = procs.length - 1;
         const others = names.filter((n) => n !== r.name);
-        regions[r.name] = {
-          name: r.name,
-          serverName: `${r.name}-0`,
-          url: `nats://${LOOPBACK}:${r.port}`,
-          port: r.port,
-          httpPort: r.httpPort,
-          clusterPort: r.clusterPort,
-          gatewayPort: r.gatewayPort,
-          storeDir,
-          get pid() {
-            return procs[index]!.child.pid ?? -1;
-          },
-          async restart(o = {}) {
-            await stopProcess(procs[index]!, o.kill ? "SIGKILL" : "SIGTERM");
-            procs[index] = spawnServer(configPath);
-            await waitReady(procs[index]!, `region ${r.name} (restart)`, async () => (await healthy(r.httpPort)) && (await gatewaysConnected(r.httpPort, others)));
-          },
-          async pause(ms) {
-            const child = procs[index]!.child;
-            child.kill("SIGSTOP");
-            await sleep(ms);
-            child.kill("SIGCONT");
-          },
-        };
+        regions[r.name] = serverHandle(r, `${r.name}-0`, storeDir, configPath, procs.length - 1, async () => (await healthy(r.httpPort)) && (await gatewaysConnected(r.httpPort, others)));
+      }
+      for (const c of controlPorts?.servers ?? []) {
+        const serverDir = join(dir, c.serverName);
+        const storeDir = join(serverDir, "jetstream");
+        mkdirSync(storeDir, { recursive: true });
+        const configPath = join(serverDir, "nats-server.conf");
+        writeFileSync(configPath, controlClusterServerConfig(c, controlPorts!, ports, storeDir));
+        procs.push(spawnServer(configPath));
+        // A restarted member is ready once healthy (JetStream caught up) with its gateways out to every region.
+        control[c.name] = serverHandle(c, c.serverName, storeDir, configPath, procs.length - 1, async () => (await healthy(c.httpPort)) && (await outboundGateways(c.httpPort, names)));
       }
       await Promise.all(
         ports.map((r, i) => {
           const proc = procs[i]!;
           const others = names.filter((n) => n !== r.name);
-          return waitReady(proc, `region ${r.name}`, () => regionReady(r.httpPort, others, jetstream));
+          return waitReady(proc, `region ${r.name}`, () => regionReady(r.httpPort, controlPorts === undefined ? others : [...others, controlPorts.name], jetstream));
         }),
+      );
+      await Promise.all(
+        (controlPorts?.servers ?? []).map((c, i) => waitReady(procs[ports.length + i]!, c.serverName, async () => (await healthy(c.httpPort)) && (await outboundGateways(c.httpPort, names)) && (await metaLeaderKnown(c.httpPort)))),
       );
     } catch (err) {
       const clash = procs.some((p) => isPortClash(p.log()));
@@ -419,8 +456,9 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
     let stopped = false;
     return {
       regions,
+      control,
       get pids() {
-        return Object.values(regions).map((r) => r.pid);
+        return [...Object.values(regions), ...Object.values(control)].map((r) => r.pid);
       },
       async stop() {
         if (stopped) return;

@@ -91,6 +91,15 @@ export class RoleProcess {
     clearTimeout(t);
   }
 
+  /** Freezes the current process (SIGSTOP) for `ms`, then resumes it (SIGCONT): it is cut off, not dead. */
+  async pause(ms: number): Promise<void> {
+    const child = this.child;
+    if (child === undefined || !this.alive) return;
+    child.kill("SIGSTOP");
+    await new Promise((r) => setTimeout(r, ms));
+    child.kill("SIGCONT");
+  }
+
   /** SIGKILL, then wait for the exit (not restarted until `start`). */
   kill(): Promise<void> {
     this.wanted = false;

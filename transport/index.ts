@@ -12,5 +12,5 @@ export { ControlLogMissingError, ControlLogPlacementError, JetStreamControlLog, 
 export { isControlLogUnavailable, retryWhileUnavailable } from "./control-log-unavailable.ts";
 export { streamAdvisorySubject } from "./control-log-tail.ts";
 export { LinkProfileError, LinkQueue, ShapedTransport, unitDestination, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "./link-shaper.ts";
-export { LOOPBACK, regionConfig, type RegionPorts, type RegionSecurityBlocks } from "./nats-region-config.ts";
+export { controlClusterServerConfig, LOOPBACK, regionConfig, type ControlClusterPorts, type RegionPorts, type RegionSecurityBlocks } from "./nats-region-config.ts";
 export { attestationTokens, encodeUnitRun, readUnitMessage, senderOf, SENDER_HEADER, UNIT_ATTESTATION_HEADER, type InboundUnit, type UnitSubjectMessage } from "./unit-frames.ts";

@@ -29,12 +29,54 @@ export interface RegionSecurityBlocks {
   readonly gateway?: string;
 }
 
-/** Config text for region `r` of `all`; JetStream is on when `storeDir` is given; `security` adds auth and TLS. */
-export function regionConfig(r: RegionPorts, all: readonly RegionPorts[], storeDir: string | undefined, security: RegionSecurityBlocks = {}): string {
-  const gateways = all
-    .filter((o) => o.name !== r.name)
-    .map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`)
-    .join("\n");
+/**
+ * A replicated control log's own JetStream cluster on loopback (the topology `custody init` gives a
+ * deployment with 3 regions, deploy/control-servers.ts): `servers` are its members, one per region,
+ * each a gateway peer of every region.
+ */
+export interface ControlClusterPorts {
+  readonly name: string;
+  readonly servers: readonly (RegionPorts & { readonly serverName: string })[];
+}
+
+/** The `gateways` entries of a server of cluster `self`: every other region, and the control cluster (all its members' URLs). */
+function gatewayLines(self: string, all: readonly RegionPorts[], control: ControlClusterPorts | undefined): string {
+  const lines = all.filter((o) => o.name !== self).map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`);
+  if (control !== undefined && control.name !== self) lines.push(`    { name: "${control.name}", urls: [${control.servers.map((c) => `"nats://${LOOPBACK}:${c.gatewayPort}"`).join(", ")}] }`);
+  return lines.join("\n");
+}
+
+/**
+ * Config text of member `server` of the control cluster `control`: JetStream in `storeDir`, routes
+ * to the other members, gateways to every region of `regions` (no security: the chaos harness).
+ */
+export function controlClusterServerConfig(server: ControlClusterPorts["servers"][number], control: ControlClusterPorts, regions: readonly RegionPorts[], storeDir: string): string {
+  return [
+    `server_name: "${server.serverName}"`,
+    `listen: "${LOOPBACK}:${server.port}"`,
+    `http: "${LOOPBACK}:${server.httpPort}"`,
+    `jetstream { store_dir: ${JSON.stringify(storeDir)} }`,
+    `cluster {`,
+    `  name: "${control.name}"`,
+    `  listen: "${LOOPBACK}:${server.clusterPort}"`,
+    `  routes: [${control.servers.map((c) => `"nats-route://${LOOPBACK}:${c.clusterPort}"`).join(", ")}]`,
+    `}`,
+    `gateway {`,
+    `  name: "${control.name}"`,
+    `  listen: "${LOOPBACK}:${server.gatewayPort}"`,
+    `  gateways: [`,
+    gatewayLines(control.name, regions, undefined),
+    `  ]`,
+    `}`,
+  ].join("\n");
+}
+
+/**
+ * Config text for region `r` of `all`; JetStream is on when `storeDir` is given; `security` adds
+ * auth and TLS; `control` adds a gateway to a replicated control log's cluster.
+ */
+export function regionConfig(r: RegionPorts, all: readonly RegionPorts[], storeDir: string | undefined, security: RegionSecurityBlocks = {}, control?: ControlClusterPorts): string {
+  const gateways = gatewayLines(r.name, all, control);
   return [
     `server_name: "${r.name}-0"`,
     `listen: "${LOOPBACK}:${r.port}"`,
