@@ -1,0 +1,51 @@
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { LOOPBACK } from "../transport/index.ts";
+
+/** Ports handed out in this process, so two servers started back to back never get the same one. */
+const handedOutPorts = new Set<number>();
+
+/** Lowest port the kernel hands out as an ephemeral (client source) port; 32768 where it cannot be read. */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 1024 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+const PICK_FROM = 10_000;
+const PICK_BELOW = ephemeralLow();
+
+/** True when `port` can be bound on loopback right now (`0`: the OS picks; resolves the port bound, or 0). */
+function bindable(port: number): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once("error", () => resolve(0));
+    srv.listen(port, LOOPBACK, () => {
+      const addr = srv.address();
+      const p = typeof addr === "object" && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+/**
+ * Picks a currently free loopback TCP port for a server to listen on later; never one handed out
+ * before in this process. It is drawn below the kernel's ephemeral range: a port the OS picks
+ * (listen on 0) comes from that range, which is also where every outgoing connection takes its
+ * source port, so under load such a port was sometimes taken by a client connection before the
+ * server meant for it listened (EADDRINUSE).
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const wanted = PICK_BELOW - PICK_FROM > 1_000 ? PICK_FROM + Math.floor(Math.random() * (PICK_BELOW - PICK_FROM)) : 0;
+    const port = await bindable(wanted);
+    if (port > 0 && !handedOutPorts.has(port)) {
+      handedOutPorts.add(port);
+      return port;
+    }
+  }
+  throw new Error("could not find a free loopback port");
+}
