@@ -49,6 +49,70 @@ function persistHeads(controlState: () => ControlState, dir: string, region: str
   };
 }
 
+/** What both kinds of controller process open before their job: lock, connection, tracing, log, trust, standbys. */
+interface ControllerBase {
+  readonly c: ControllerConfig;
+  readonly transport: Awaited<ReturnType<typeof connectRole>>["transport"];
+  readonly lost: Promise<void>;
+  readonly store: Awaited<ReturnType<typeof openJetStreamControlLog>>;
+  readonly files: ReturnType<typeof loadControlTrust>;
+  readonly logRegion: string;
+  readonly seen: Awaited<ReturnType<typeof readControlLogHead>>;
+  readonly counters: Counters;
+  readonly standbys: AnnouncedStandbys | undefined;
+  /** Releases what was opened, in reverse (after the job's own parts stopped). */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a controller process's common parts. With a state directory, one process per directory
+ * (StateDirLockedError for a second start). The log is never created here: a missing stream was
+ * never bootstrapped (`custody log init`) or vanished. A persisted head is checked against the log.
+ */
+async function openControllerBase(cfg: ControllerRoleConfig): Promise<ControllerBase> {
+  const c = cfg.controller as unknown as ControllerConfig;
+  const lock = cfg.stateDir === undefined ? undefined : lockStateDir(cfg.stateDir, { role: "controller", id: c.controllerId });
+  const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`).catch((err: unknown) => {
+    lock?.release();
+    throw err;
+  });
+  const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
+  const closeOpened = async () => {
+    await transport.close();
+    await tracing.stop();
+    lock?.release();
+  };
+  try {
+    const logRegion = cfg.controlLogRegion ?? c.region;
+    const store = await openJetStreamControlLog(transport.connection, { region: logRegion });
+    const files = loadControlTrust(cfg.controlTrust);
+    const seen = cfg.stateDir === undefined ? undefined : await readControlLogHead(nodeFileLayer, cfg.stateDir, logRegion);
+    if (seen !== undefined) await checkControlLogHead(store, seen);
+    const counters = new Counters();
+    // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment keyed.
+    const standbys = (c.repair?.standby.length ?? 0) > 0 ? new AnnouncedStandbys({ transport, clock: systemClock, counters, standby: c.repair!.standby, sites: c.topology.sites }) : undefined;
+    return {
+      c,
+      transport,
+      lost,
+      store,
+      files,
+      logRegion,
+      seen,
+      counters,
+      standbys,
+      async close() {
+        standbys?.stop();
+        await store.close();
+        await closeOpened();
+      },
+    };
+  } catch (err) {
+    await closeOpened();
+    throw err;
+  }
+}
+
 /**
  * Starts a controller process on its region's control log (which it folds before serving). With a
  * `stateDir`, it first checks the log still holds the head it verified before (throws
@@ -56,25 +120,10 @@ function persistHeads(controlState: () => ControlState, dir: string, region: str
  * vanished) and keeps persisting the head it verifies.
  */
 export async function runController(cfg: ControllerRoleConfig): Promise<RunningController> {
-  const c = cfg.controller as unknown as ControllerConfig;
-  // With a state directory, one process per directory (StateDirLockedError for a second start).
-  const lock = cfg.stateDir === undefined ? undefined : lockStateDir(cfg.stateDir, { role: "controller", id: c.controllerId });
-  const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`).catch((err: unknown) => {
-    lock?.release();
-    throw err;
-  });
-  const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
+  const base = await openControllerBase(cfg);
+  const { c, transport, lost, store, files, logRegion, seen, counters, standbys } = base;
   try {
-    const logRegion = cfg.controlLogRegion ?? c.region;
-    // Never creates the stream: a missing one was never bootstrapped (`custody log init`) or vanished.
-    const store = await openJetStreamControlLog(transport.connection, { region: logRegion });
-    const files = loadControlTrust(cfg.controlTrust);
     const dir = cfg.stateDir;
-    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, logRegion);
-    if (seen !== undefined) await checkControlLogHead(store, seen);
-    // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment keyed.
-    const counters = new Counters();
-    const standbys = (c.repair?.standby.length ?? 0) > 0 ? new AnnouncedStandbys({ transport, clock: systemClock, counters, standby: c.repair!.standby, sites: c.topology.sites }) : undefined;
     const controller = await startController(c, { transport, clock: systemClock, store, counters, ...(standbys ? { repair: standbys } : {}), ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
     const heads = dir === undefined ? undefined : persistHeads(() => controller.controlState(), dir, logRegion, seen?.seq ?? 0);
     // `evaluations` is the running total (what `custody ps` and watchers compare between reads); the
@@ -94,18 +143,12 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
       async stop() {
         stats.unsubscribe();
         await heads?.stop();
-        standbys?.stop();
         controller.stop();
-        await store.close();
-        await transport.close();
-        await tracing.stop();
-        lock?.release();
+        await base.close();
       },
     };
   } catch (err) {
-    await transport.close();
-    await tracing.stop();
-    lock?.release();
+    await base.close();
     throw err;
   }
 }
@@ -133,17 +176,10 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
   const timings: LeaseTimings = { ...DEFAULT_LEASE_TIMINGS, ...cfg.lease };
   // Every claim would be refused (`malformed`): a configuration error now, not a volume without a controller later.
   if (timings.timeoutMs <= timings.renewMs) throw new CustodyError("bad_lease_timings", `lease timeoutMs ${timings.timeoutMs} must exceed renewMs ${timings.renewMs}`, { ...timings });
-  const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`);
-  const tracing = startRoleTracing(cfg.spanFile, "controller", c.controllerId, { "custody.region": c.region });
+  const base = await openControllerBase(cfg);
+  const { transport, lost, store, files, logRegion, seen, counters, standbys } = base;
   try {
-    const logRegion = cfg.controlLogRegion ?? c.region;
-    const store = await openJetStreamControlLog(transport.connection, { region: logRegion });
-    const files = loadControlTrust(cfg.controlTrust);
     const dir = cfg.stateDir;
-    const seen = dir === undefined ? undefined : await readControlLogHead(nodeFileLayer, dir, logRegion);
-    if (seen !== undefined) await checkControlLogHead(store, seen);
-    const counters = new Counters();
-    const standbys = (c.repair?.standby.length ?? 0) > 0 ? new AnnouncedStandbys({ transport, clock: systemClock, counters, standby: c.repair!.standby, sites: c.topology.sites }) : undefined;
     const signer = files.signer ? files.signer(c.controllerId) : undefined;
     const follower = new ControlLogFollower(store, undefined, files.trust);
     let current: Controller | undefined;
@@ -180,16 +216,12 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
         stats.unsubscribe();
         await keeper.stop();
         await heads?.stop();
-        standbys?.stop();
         current?.stop();
-        await store.close();
-        await transport.close();
-        await tracing.stop();
+        await base.close();
       },
     };
   } catch (err) {
-    await transport.close();
-    await tracing.stop();
+    await base.close();
     throw err;
   }
 }

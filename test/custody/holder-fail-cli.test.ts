@@ -9,6 +9,7 @@ import { commitControlEvent, ControlLogFollower, generateHolderKeyPair, HolderSt
 import { startNatsServer } from "../../testing/index.ts";
 import { closeNats, connectNats, initJetStreamControlLog } from "../../transport/index.ts";
 import { custodyCli, type CustodyCliFailure } from "../helpers/custody-cli.ts";
+import { untilValue } from "../helpers/until.ts";
 
 let server: Awaited<ReturnType<typeof startNatsServer>>;
 test.before(async () => {
@@ -25,7 +26,12 @@ async function log() {
   const follower = new ControlLogFollower(store);
   for (const [h, d] of [["h1", "aws/z1/r1"], ["h2", "aws/z1/r2"], ["h3", "aws/z2/r1"]] as const) await commitControlEvent(store, follower, { controller: "operator", clock: systemClock }, () => ({ type: "admit_holder", holderId: h, incarnation: 1, publicKey: generateHolderKeyPair().publicKey, failureDomain: d }));
   const fail = async (...args: string[]) => JSON.parse((await custodyCli(["holder", "fail", "--server", server.url, "--region", region, "--json", ...args])).stdout) as { declared: string[]; scope: string; domain: string; controlSeq: number };
-  const state = async () => await follower.refresh();
+  // A long-lived reader learns of another process's commits from its tail subscription (or its
+  // periodic check of the stream's last sequence), so it is read until it reached `seq`.
+  const state = async (seq = 0) => untilValue(`the reader folded seq ${seq}`, 10_000, async () => {
+    const s = await follower.refresh();
+    return s.lastSeq >= seq ? s : undefined;
+  });
   return { region, fail, state, close: () => closeNats(nc) };
 }
 
@@ -37,7 +43,7 @@ test("a holder is declared failed with the failure domain it was admitted with; 
   const zone = await l.fail("--domain", "aws/z1");
   t.like(zone, { declared: ["h1", "h2"], scope: "zone", domain: "aws/z1" });
   t.true(zone.controlSeq > one.controlSeq);
-  const s = await l.state();
+  const s = await l.state(zone.controlSeq);
   t.deepEqual(["h1", "h2", "h3"].map((h) => s.holders[h]!.status), [HolderStatus.failed, HolderStatus.failed, HolderStatus.failed]);
 });
 
