@@ -1,6 +1,6 @@
 import { CustodyError, type Clock, type Counters } from "../../core/index.ts";
 import { commitControlEvent, ControlFenceCode, ControlFenceError, leaseOf, type ControlLogFollower, type ControlLogStore, type ControllerIdentity } from "../../custody/index.ts";
-import { leaseStep, type LeaseRole, type LeaseTimings } from "./lease-step.ts";
+import { BLIND_AFTER_CHECKS, leaseStep, UNWATCHED, watchSilence, type LeaseRole, type LeaseTimings, type SilenceWatch } from "./lease-step.ts";
 
 /** What the keeper drives: the controller's job, started on taking the lease and stopped on losing it. */
 export interface LeaseKeeperPorts {
@@ -21,14 +21,14 @@ export interface LeaseKeeperPorts {
 /**
  * Keeps one volume's control lease for a controller process (see custody/control-lease.ts and
  * lease-step.ts). Every `checkMs` it folds the log, notes by its own clock when the lease's holder,
- * term or heartbeat last changed, and claims, renews, steps down or waits. Ticks never overlap.
+ * term or heartbeat last changed (counting only time it could read the log: watchSilence), and
+ * claims, renews, steps down or waits. Ticks never overlap.
  * A claim that loses a race or a renewal the fold refuses is counted (`lease_claim_<code>`,
  * `lease_renew_<code>`) and decided again on the next tick from the log, never retried blindly.
  */
 export class LeaseKeeper {
   private roleNow: LeaseRole = "standby";
-  private seenKey: string | undefined;
-  private seenAtMs = 0;
+  private watch: SilenceWatch = UNWATCHED;
   private timer: ReturnType<typeof setInterval> | undefined;
   private ticking: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -67,11 +67,9 @@ export class LeaseKeeper {
     const lease = leaseOf(s, this.volume);
     const now = this.ports.clock.now();
     const key = lease === undefined ? "none" : `${lease.holder}/${lease.term}/${lease.heartbeatSeq}`;
-    if (key !== this.seenKey) {
-      this.seenKey = key;
-      this.seenAtMs = now;
-    }
-    const silentMs = now - this.seenAtMs;
+    const blindAfterMs = BLIND_AFTER_CHECKS * this.timings.checkMs;
+    this.watch = watchSilence(this.watch, key, now, blindAfterMs);
+    const silentMs = now - this.watch.sinceMs;
     const next = leaseStep(this.me, this.roleNow, lease, silentMs);
     switch (next.kind) {
       case "wait":

@@ -15,6 +15,34 @@ export interface LeaseTimings {
 /** Defaults: a takeover within about 11 s (≤ 15 s), a renewal at most every 3 s when idle. */
 export const DEFAULT_LEASE_TIMINGS: LeaseTimings = { renewMs: 3_000, timeoutMs: 10_000, checkMs: 1_000 };
 
+/**
+ * What a keeper knows of the lease holder's silence: the lease's holder/term/heartbeat as last
+ * read (`key`), since when by its own clock, and when it last read the log at all.
+ */
+export interface SilenceWatch {
+  readonly key: string | undefined;
+  readonly sinceMs: number;
+  readonly lastReadMs: number | undefined;
+}
+
+export const UNWATCHED: SilenceWatch = { key: undefined, sinceMs: 0, lastReadMs: undefined };
+
+/**
+ * The watch after a successful read of the log at `nowMs` that found `key`. Silence counts only
+ * time the keeper watched: when its previous read is more than `blindAfterMs` ago (the log was
+ * unreadable during a stream-leader election, or this process was paused), nobody could have seen a
+ * heartbeat, so the holder's silence starts again now. Without this, a standby that could not read
+ * for longer than the lease timeout claimed the lease the moment the log came back, although the
+ * holder had been just as unable to renew: the lease moved on every long election. Pure.
+ */
+export function watchSilence(w: SilenceWatch, key: string, nowMs: number, blindAfterMs: number): SilenceWatch {
+  const blind = w.lastReadMs !== undefined && nowMs - w.lastReadMs > blindAfterMs;
+  return { key, sinceMs: key !== w.key || blind ? nowMs : w.sinceMs, lastReadMs: nowMs };
+}
+
+/** Reads further apart than this many check intervals leave the keeper blind in between. */
+export const BLIND_AFTER_CHECKS = 3;
+
 /** What this controller process is doing for its volume. */
 export type LeaseRole = "active" | "standby";
 
