@@ -2,7 +2,7 @@ import { CustodyError } from "../core/index.ts";
 import { ControlConflictError } from "./control-error.ts";
 import type { ControlLogFollower } from "./control-log-follower.ts";
 import type { ControlLogStore } from "./control-log.ts";
-import { CONTROL_SNAPSHOT_MAX_BYTES, encodeControlSnapshot } from "./control-snapshot.ts";
+import { CONTROL_SNAPSHOT_MAX_BYTES, encodeControlSnapshot, isSnapshotRecord } from "./control-snapshot.ts";
 import type { ControlSigner } from "./control-trust.ts";
 
 /** The control log cannot be compacted: the store has no snapshots or purge, the snapshot is too large, or it did not verify. */
@@ -25,8 +25,8 @@ export interface CompactionResult {
 }
 
 /**
- * The operator's compaction of one control log (`custody log compact`, or a timer in the
- * operator's tooling, as in the soak): fold the log, commit a snapshot of the state right after
+ * The operator's compaction of one control log (`custody log compact`, once or on a timer with
+ * `--every`): fold the log, commit a snapshot of the state right after
  * the entry it folded (signed with the operator key in a signed log), fold it back — which checks
  * it against the fold it was made from — and only then purge every entry below it. The purge right
  * is the operator's alone (security/principal-permissions.ts), and the operator key is the only key
@@ -34,6 +34,7 @@ export interface CompactionResult {
  */
 export class ControlLogCompactor {
   #lastSnapshotSeq = 0;
+  #found = false;
 
   constructor(
     private readonly store: ControlLogStore,
@@ -52,8 +53,18 @@ export class ControlLogCompactor {
     return this.#lastSnapshotSeq;
   }
 
-  /** Compacts when `everyEntries` entries were committed since the last snapshot; undefined when not due. Same errors as `compact`. */
+  /**
+   * Compacts when `everyEntries` entries were committed since the newest snapshot (found in the log
+   * on the first call, so a restarted compactor does not snapshot again at once); undefined when
+   * not due. Same errors as `compact`.
+   */
   async compactIfDue(): Promise<CompactionResult | undefined> {
+    if (!this.#found) {
+      // After a purge the log starts at its newest snapshot.
+      const first = (await this.store.readRecordsFrom(1))[0];
+      if (first !== undefined && isSnapshotRecord(first)) this.#lastSnapshotSeq = Math.max(this.#lastSnapshotSeq, first.seq);
+      this.#found = true;
+    }
     // Ask the store how far the log goes, so the fold below includes every entry committed by now (a standing tail may lag).
     await this.store.lastSeq();
     const s = await this.follower.refresh();

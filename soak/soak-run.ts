@@ -5,12 +5,14 @@ import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { ControllerConfig } from "../actors/index.ts";
 import type { Site } from "../policies/index.ts";
-import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../transport/index.ts";
-import { ControlLogCompactor, ControlLogFollower, type CompactionResult } from "../custody/index.ts";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { controlStreamName, initJetStreamControlLog } from "../transport/index.ts";
+import type { CompactionResult } from "../custody/index.ts";
 import { NatsTransport } from "../transport/index.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/index.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts";
-import { pidAlive, RoleProcess } from "../testing/index.ts";
+import { custodyCommand, pidAlive, reapOnExit, RoleProcess } from "../testing/index.ts";
 import { bootstrapControlLog, harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../harness/index.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
 
@@ -24,9 +26,9 @@ export interface SoakOptions {
   /** Sequences of new WAL per rolling base (default 20 s of writes). */
   readonly baseEverySeqs?: number;
   /**
-   * Seconds between the operator's compactions of the control log (a snapshot, then a purge below
-   * it: custody/control-compaction.ts), each only when COMPACT_EVERY_ENTRIES were committed since
-   * the last. Default 15; 0 never compacts (the log grows as before).
+   * Seconds between the compactions of the control log (a snapshot, then a purge below it:
+   * `custody log compact --every`, a process of its own), each only when COMPACT_EVERY_ENTRIES were
+   * committed since the last. Default 15; 0 never compacts (the log grows as before).
    */
   readonly compactEveryS?: number;
   readonly log?: (line: string) => void;
@@ -220,7 +222,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     log(`soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences`);
 
     const jsm = await jetstreamManager(observer.connection);
-    const compaction = startCompaction(await openJetStreamControlLog(observer.connection, { region: REGION }), (o.compactEveryS ?? 15) * 1000, log);
+    const compaction = startCompaction(url("east"), (o.compactEveryS ?? 15) * 1000, log);
     const samples: Sample[] = [];
     const evalByMinute = new Map<number, number[]>();
     const t0 = Date.now();
@@ -303,7 +305,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await Promise.all(procs.map((p) => p.stop()));
     await observer.close();
     observer = undefined;
-    const pids = [...procs.flatMap((p) => p.pids), ...sc.pids];
+    const pids = [...procs.flatMap((p) => p.pids), ...compaction.pids, ...sc.pids];
     await sc.stop();
     sc = undefined;
     await sleep(200);
@@ -317,38 +319,31 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
 }
 
 /**
- * The soak's operator compacting the control log every `everyMs` (the log is unsigned here, as
- * the soak's controller commits unsigned, so the snapshot is too). A compaction that loses its
- * position to the controller three times waits for the next tick.
+ * The operator's compaction as the product runs it: a `custody log compact --every` process of its
+ * own (the log is unsigned here, as the soak's controller commits unsigned, so the snapshots are
+ * too). Each compaction it prints is noted with the time it arrived.
  */
-function startCompaction(store: JetStreamControlLog, everyMs: number, log: (line: string) => void): { done: (CompactionResult & { t: number })[]; stop(): Promise<void> } {
+function startCompaction(server: string, everyMs: number, log: (line: string) => void): { done: (CompactionResult & { t: number })[]; pids: number[]; stop(): Promise<void> } {
   const done: (CompactionResult & { t: number })[] = [];
-  const compactor = new ControlLogCompactor(store, new ControlLogFollower(store), undefined, COMPACT_EVERY_ENTRIES, 3);
-  let stopped = false;
-  let wake = () => undefined as void;
-  const loop = async () => {
-    while (!stopped) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, everyMs);
-        wake = () => (clearTimeout(timer), resolve());
-      });
-      if (stopped) return;
-      try {
-        const r = await compactor.compactIfDue();
-        if (r !== undefined) done.push({ ...r, t: Date.now() });
-      } catch (err) {
-        log(`soak: compaction failed: ${(err as Error).message}`);
-      }
+  if (everyMs <= 0) return { done, pids: [], stop: async () => undefined };
+  const c = custodyCommand(["log", "compact", "--region", REGION, "--server", server, "--every", String(everyMs / 1000), "--min-entries", String(COMPACT_EVERY_ENTRIES), "--json"]);
+  const child = spawn(c.command, c.args, { stdio: ["ignore", "pipe", "pipe"] });
+  reapOnExit(child);
+  const ended = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    try {
+      done.push({ ...(JSON.parse(line) as CompactionResult), t: Date.now() });
+    } catch {
+      log(`soak: compactor: ${line}`);
     }
-  };
-  const running = everyMs > 0 ? loop() : Promise.resolve();
+  });
+  createInterface({ input: child.stderr! }).on("line", (line) => log(`soak: compactor: ${line}`));
   return {
     done,
+    pids: child.pid === undefined ? [] : [child.pid],
     stop: async () => {
-      stopped = true;
-      wake();
-      await running;
-      await store.close();
+      child.kill("SIGTERM");
+      await ended;
     },
   };
 }

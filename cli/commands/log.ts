@@ -1,8 +1,11 @@
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
-import { controlStreamName, initJetStreamControlLog } from "../../transport/index.ts";
-import { ControlLogCompactor } from "../../custody/index.ts";
+import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/index.ts";
+import { ControlLogCompactor, ControlLogFollower } from "../../custody/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { runCompactionTimer } from "../compaction-timer.ts";
+import { CustodyCliError } from "./custody.ts";
 import { withOperatorLog } from "../operator-log.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { closeNats, connectNats } from "../../transport/index.ts";
@@ -15,6 +18,8 @@ interface LogInitOptions extends OutputOptions, OperatorConnectionOptions {
 
 interface LogCompactOptions extends OutputOptions, OperatorConnectionOptions, OperatorKeyOptions {
   region: string;
+  every?: string;
+  minEntries: string;
 }
 
 /**
@@ -45,12 +50,15 @@ export function register(program: Command): void {
         }
       }),
     );
-  // The operator's compaction (docs/custody.md, "Snapshots and compaction"): run it from a timer.
+  // The operator's compaction (docs/custody.md, "Snapshots and compaction"): once, or as a process of its own with --every.
   withOperatorKey(withOperatorConnection(log.command("compact").description("Snapshot the region's control log (signed with the operator key) and purge every entry below the snapshot")))
     .requiredOption("--region <name>", "control-log region")
-    .option("--json", "one JSON object on one line")
+    .option("--every <seconds>", "keep running: every N seconds, compact when --min-entries entries were committed since the newest snapshot (ends on SIGTERM or SIGINT)")
+    .option("--min-entries <n>", "with --every: entries since the newest snapshot before the next one", "1000")
+    .option("--json", "one JSON object on one line (with --every: one per compaction)")
     .action(
       action(async (o: LogCompactOptions) => {
+        if (o.every !== undefined) return compactOnTimer(o);
         const out = await withOperatorLog(o, "custody-cli-log-compact", async ({ store, follower }) => {
           try {
             const r = await new ControlLogCompactor(store, follower, operatorAccess(o).who.signer).compact();
@@ -62,4 +70,51 @@ export function register(program: Command): void {
         printResult(o, out, [out]);
       }),
     );
+}
+
+function positiveNumber(flag: string, text: string, integer: boolean): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isSafeInteger(n))) throw new CustodyCliError(`${flag} must be a positive ${integer ? "integer" : "number"}, got ${text}`, { option: flag.slice(2) });
+  return n;
+}
+
+/**
+ * `custody log compact --every S`: stays connected (reconnecting across server restarts) and
+ * compacts on a timer until SIGTERM or SIGINT, printing one line per compaction and one warning
+ * line per failed try.
+ */
+async function compactOnTimer(o: LogCompactOptions): Promise<void> {
+  const everyMs = positiveNumber("--every", o.every!, false) * 1000;
+  const minEntries = positiveNumber("--min-entries", o.minEntries, true);
+  const access = operatorAccess(o);
+  const nc = await connectNats({ ...operatorConnectOptions(o, "custody-log-compactor"), maxReconnectAttempts: -1 });
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+  try {
+    const store = await openJetStreamControlLog(nc, { region: o.region });
+    const compactor = new ControlLogCompactor(store, new ControlLogFollower(store, undefined, access.trust), access.who.signer, minEntries);
+    const stream = controlStreamName(o.region);
+    try {
+      await runCompactionTimer(
+        compactor,
+        everyMs,
+        {
+          compacted: (r) => {
+            const out = { region: o.region, stream, at: new Date().toISOString(), ...r };
+            printResult(o, out, [out]);
+          },
+          failed: (err) => process.stderr.write(`warning [${err instanceof CustodyError ? err.code : "compaction_failed"}]: ${(err as Error).message}; trying again in ${everyMs / 1000} s\n`),
+        },
+        stop.signal,
+      );
+    } finally {
+      await store.close();
+    }
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+    await closeNats(nc);
+  }
 }
