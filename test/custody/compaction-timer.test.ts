@@ -8,6 +8,7 @@ import anyTest, { type ExecutionContext, type TestFn } from "ava";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { commitControlEvent } from "../../custody/control-commit.ts";
+import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { isSnapshotRecord } from "../../custody/control-snapshot.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
@@ -50,7 +51,7 @@ test.serial("`custody log compact --every` compacts when due, resumes after SIGK
   t.teardown(() => closeNats(nc).catch(() => undefined));
   const { log: store } = await initJetStreamControlLog(nc, { region });
   const f = new ControlLogFollower(store);
-  const commit = (b: Parameters<typeof commitControlEvent>[3] extends () => infer B ? B : never) => commitControlEvent(store, f, { controller: "ctl-a", clock }, () => b);
+  const commit = (b: ControlEventBody) => commitControlEvent(store, f, { controller: "ctl-a", clock }, () => b);
   for (const b of [admit("h1"), admit("h2"), createOb("ob1", ["h1", "h2"])]) await commit(b);
   for (let i = 0; i < 4; i++) await commit(release("h1", 10 * i + 1, 10 * i + 10, ["h2"]));
 
