@@ -50,13 +50,14 @@ const FIGURES: Readonly<Record<string, readonly FigureColumn[]>> = {
 
 /**
  * A number as a reader wants it: integers whole, other values to about three significant digits
- * (51.098595999999816 → "51.1", 0.00390625 → "0.0039", 1234.5 → "1235").
+ * (51.098595999999816 → "51.1", 3.5 → "3.5", 0.00390625 → "0.0039", 1234.5 → "1235").
  */
 export function humanNumber(n: number): string {
   if (!Number.isFinite(n) || Number.isInteger(n)) return String(n);
   const a = Math.abs(n);
   const decimals = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : Math.min(8, 1 - Math.floor(Math.log10(a)));
-  return n.toFixed(decimals);
+  // Through a number again, so no trailing zeros: 3.5, not 3.50.
+  return String(Number(n.toFixed(decimals)));
 }
 
 /** Every answering process and every expected role that did not answer, by role then id. */
