@@ -43,7 +43,7 @@ export interface LogStatusOptions extends OperatorConnectionOptions {
 }
 
 /** The deployment folder an operator config sits in (`<out>/operator/nats.json`), when it has one. */
-function deploymentDir(o: LogStatusOptions): string | undefined {
+export function deploymentDir(o: LogStatusOptions): string | undefined {
   if (o.operatorConfig === undefined) return undefined;
   const out = dirname(dirname(resolve(o.operatorConfig)));
   return existsSync(join(out, "roles.json")) ? out : undefined;

@@ -13,6 +13,8 @@ export { settledSurvivors, unaccounted, SettleTimeoutError, type HolderStats, ty
 export { withoutHolder } from "./waypoint-variant.ts";
 export { statusRows } from "./status-rows.ts";
 export { buildTraceTree, readRunSpans, traceRows, TraceQueryError, type TraceNode, type TraceTree } from "./trace-tree.ts";
+export { unitFate, pathOf, strikeAfter, type UnitFate, type FateHolder, type FateStrike, type PathHolder } from "./unit-fate.ts";
+export { recordStrikeSpan, STRIKE_SPAN, type StrikeRecord } from "./strike-span.ts";
 export { renderReport } from "./report-html.ts";
 export { formatScenarioTable, formatCostTable, formatStrikeTable, legRow, lostRange, type ScenarioRow, type LegRow, type StrikeRow } from "./scenario-table.ts";
 export { formatProgress, type Progress } from "./progress-line.ts";

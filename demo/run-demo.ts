@@ -62,7 +62,10 @@ const byteExact = result.scenarios.every((s) => s.byte_exact);
 console.log(`${result.scenarios.length} strike outcomes: ${result.losingScenarios} lost acknowledged writes, ${result.mismatches} differ from the prediction; every recovered volume ${byteExact ? "byte-exact" : "NOT byte-exact"} vs the writes`);
 console.log(`processes started ${result.startedPids.length}, left running ${result.leftPids.length}; ${result.elapsedSec.toFixed(1)} s`);
 console.log(`report: ${reportPath}`);
-console.log(`trace a unit: npx tsx cli/main.ts trace ${first.deployment.volume}:${Math.max(1, first.outcomes[0]!.recoveredCut - 1)} --run ${first.runDir}`);
+console.log(`trace a unit: npx custody trace ${first.deployment.volume}:${Math.max(1, first.outcomes[0]!.recoveredCut - 1)} --run ${first.runDir}`);
+// A lost write's trace ends with where its custody stopped and the strike that ended it.
+const lost = first.outcomes.find((o) => o.lostSeqs > 0);
+if (lost !== undefined) console.log(`trace a lost write: npx custody trace ${lost.volume}:${lost.recoveredCut + 1} --run ${first.runDir}`);
 if (values.json) {
   console.log(
     JSON.stringify({

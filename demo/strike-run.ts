@@ -23,7 +23,8 @@ import { OperatorView } from "./operator-view.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { formatProgress } from "./progress-line.ts";
 import { settledSurvivors, type HolderStats } from "./settle.ts";
-import { readRunSpans } from "./trace-tree.ts";
+import { recordStrikeSpan } from "./strike-span.ts";
+import { admitOutcome, readRunSpans, seqRange, startMs } from "./trace-tree.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
 import { lsnOffset, readVolumeAckLog, workloadContentThrough, type AckedWrite } from "./workload.ts";
 
@@ -87,10 +88,11 @@ const FETCH_TIMEOUT_MS = 30_000;
 function capturedFromSpans(runDir: string, volume: string): Map<string, [number, number, number][]> {
   const out = new Map<string, [number, number, number][]>();
   for (const s of readRunSpans(runDir)) {
-    if (s.name !== "holder.admit" || s.attributes["custody.volume"] !== volume) continue;
+    // Only the admission that stored a unit is its capture (a re-send's admit names the range too).
+    const range = seqRange(s);
+    if (s.name !== "holder.admit" || s.attributes["custody.volume"] !== volume || range === undefined || admitOutcome(s) !== "stored") continue;
     const h = String(s.resource["custody.actor"]);
-    const at = Number(BigInt(s.startUnixNano) / 1000n) / 1000;
-    out.set(h, [...(out.get(h) ?? []), [Number(s.attributes["custody.first_seq"]), Number(s.attributes["custody.last_seq"]), at]]);
+    out.set(h, [...(out.get(h) ?? []), [range[0], range[1], startMs(s)]]);
   }
   return out;
 }
@@ -160,6 +162,9 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     phase = `${d.failures.first} and ${d.failures.second} struck`;
     const strikeAt = Date.now();
     const killed = await strikeRegions(registry, net, [d.failures.first, d.failures.second]);
+    // Instances are `<role>-<actor id>` (custody init's naming), the id the role's spans carry.
+    const actorOf = (instance: string) => instance.slice(net.roles.get(instance)!.role.length + 1);
+    await recordStrikeSpan(net.runDir, { startMs: strikeAt, endMs: Date.now(), signal: "SIGKILL", regions: [d.failures.first, d.failures.second], actors: killed.map(actorOf), processes: killed });
     const writeSec = (strikeAt - tStream) / 1000;
     const acks = new Map(volumes.map((v) => [v, acksOf(v)]));
     const head = new Map(volumes.map((v) => [v, headOf(acks.get(v)!)]));

@@ -30,6 +30,8 @@ export interface TraceNode {
   /** For a link.send: the configured delay the link shaper applied. */
   readonly linkDelayMs?: number;
   readonly detail: string;
+  /** For an admit: what became of the unit there (`stored`, `duplicate`, `replayed`, `refused`; `not-stored` on older spans). */
+  readonly outcome?: string;
   /** True for a `link.send` between sites of different regions. */
   readonly crossRegion?: boolean;
   /** How the node hangs on its parent: a real parent span, or a span link (receipts), or the holder's next release. */
@@ -41,6 +43,8 @@ export interface TraceNode {
 export interface TraceTree {
   readonly selector: string;
   readonly traceIds: string[];
+  /** Wall-clock ms since the epoch of the earliest span: what every node's `offsetMs` counts from. */
+  readonly t0Ms: number;
   readonly roots: TraceNode[];
   readonly hops: number;
   readonly crossRegionHops: number;
@@ -70,16 +74,48 @@ export function readRunSpans(runDir: string): JsonlSpanRecord[] {
   return out;
 }
 
-const startMs = (s: JsonlSpanRecord) => Number(BigInt(s.startUnixNano) / 1000n) / 1000;
+/** A span's start, in ms since the epoch. */
+export const startMs = (s: JsonlSpanRecord) => Number(BigInt(s.startUnixNano) / 1000n) / 1000;
 const num = (v: unknown) => (typeof v === "number" ? v : undefined);
+
+/** `[first, last]` a span names, if it names both. */
+export function seqRange(s: JsonlSpanRecord): [number, number] | undefined {
+  const f = num(s.attributes["custody.first_seq"]);
+  const l = num(s.attributes["custody.last_seq"]);
+  return f !== undefined && l !== undefined ? [f, l] : undefined;
+}
+
+/**
+ * What became of the unit at an admit (`custody.outcome`, see holder-ingress.ts). Spans written
+ * before holders named it carry a range only when the unit was stored.
+ */
+export function admitOutcome(s: JsonlSpanRecord): string {
+  const o = s.attributes["custody.outcome"];
+  if (typeof o === "string") return o;
+  return seqRange(s) !== undefined ? "stored" : "not-stored";
+}
+
+const OUTCOME_TEXT: Readonly<Record<string, string>> = {
+  stored: "",
+  duplicate: " (already held: a re-send)",
+  replayed: " (no credit backed it: not stored)",
+  "not-stored": " (not stored: a re-send it held, or refused)",
+};
+
+/** `seq a..b` of an admit — its own range, else (older spans) the range of the send that carried it — and its outcome. */
+function admitDetail(s: JsonlSpanRecord, send: JsonlSpanRecord | undefined): string {
+  const r = seqRange(s) ?? (send !== undefined ? seqRange(send) : undefined);
+  const outcome = admitOutcome(s);
+  const why = outcome === "refused" ? ` (refused: ${String(s.attributes["custody.rejected"] ?? "?")})` : (OUTCOME_TEXT[outcome] ?? ` (${outcome})`);
+  return `${r === undefined ? "seq ?" : `seq ${r[0]}..${r[1]}`}${why}`;
+}
 
 function coversSeq(s: JsonlSpanRecord, volume: string, seq: number): boolean {
   const a = s.attributes;
   if (a["custody.volume"] !== volume) return false;
   if (num(a["custody.seq"]) === seq) return true;
-  const f = num(a["custody.first_seq"]);
-  const l = num(a["custody.last_seq"]);
-  return f !== undefined && l !== undefined && f <= seq && seq <= l;
+  const r = seqRange(s);
+  return r !== undefined && r[0] <= seq && seq <= r[1];
 }
 
 /**
@@ -130,6 +166,7 @@ export function buildTraceTree(spans: readonly JsonlSpanRecord[], selector: stri
     let hopLatencyMs: number | undefined;
     let linkDelayMs: number | undefined;
     let crossRegion: boolean | undefined;
+    let outcome: string | undefined;
     if (s.name === "link.send") {
       hops++;
       const from = String(a["custody.from_site"]);
@@ -141,7 +178,8 @@ export function buildTraceTree(spans: readonly JsonlSpanRecord[], selector: stri
     } else if (s.name === "holder.admit") {
       const parent = s.parentSpanId === undefined ? undefined : byId.get(s.parentSpanId);
       if (parent !== undefined) hopLatencyMs = startMs(s) - startMs(parent);
-      detail = `seq ${String(a["custody.first_seq"])}..${String(a["custody.last_seq"])}`;
+      detail = admitDetail(s, parent);
+      outcome = admitOutcome(s);
     } else if (s.name === "writer.write") {
       detail = `lba ${String(a["custody.lba"])} lsn ${String(a["custody.lsn"])} seq ${String(a["custody.seq"])}`;
     } else if (s.name === "holder.forward") {
@@ -159,10 +197,10 @@ export function buildTraceTree(spans: readonly JsonlSpanRecord[], selector: stri
       if (rel !== undefined && r.name === "holder.receipt") rn.children.push(node(rel, "next-release"));
       children.push(rn);
     }
-    return { name: s.name, spanId: s.spanId, actor, site, offsetMs: startMs(s) - t0, durationMs: s.durationMs, hopLatencyMs, linkDelayMs, detail, crossRegion, relation, children };
+    return { name: s.name, spanId: s.spanId, actor, site, offsetMs: startMs(s) - t0, durationMs: s.durationMs, hopLatencyMs, linkDelayMs, detail, ...(outcome !== undefined ? { outcome } : {}), crossRegion, relation, children };
   };
   const roots = (byParent.get("") ?? []).sort((x, y) => startMs(x) - startMs(y)).map((s) => node(s, "parent"));
-  return { selector, traceIds: [...traceIds], roots, hops, crossRegionHops: cross, receipts: receiptCount };
+  return { selector, traceIds: [...traceIds], t0Ms: t0, roots, hops, crossRegionHops: cross, receipts: receiptCount };
 }
 
 /** Flattens the tree into table rows (depth shown by indentation). */

@@ -15,6 +15,12 @@ import { authenticateUnits } from "./unit-authentication.ts";
 import { keepManifest } from "./lane-manifests.ts";
 import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
 
+/**
+ * The `holder.admit` span attribute saying what became of the unit: `stored`, `duplicate` (already
+ * held), `replayed` (no credit backs it) or `refused` (with `custody.rejected` naming why).
+ */
+const ADMIT_OUTCOME = "custody.outcome";
+
 /** What ingress may do besides the context. */
 export interface IngressActions {
   /** Notes an admitted (or re-announced) unit for the lane's next receipt batch. */
@@ -113,6 +119,8 @@ interface CreditedUnit {
 /** Credit accounting and the holder's own checks of one decoded unit (see `handleUnitMessage`). */
 function creditUnit(h: HolderContext, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders, attestation: string | undefined): AdmissionStep {
   const span = startConsumerSpan(h.tracer, "holder.admit", { subject, headers: arrived.headers });
+  // The unit's range whatever becomes of it: a trace of a re-sent or refused unit still names it.
+  if (span.isRecording()) span.setAttributes({ "custody.volume": unit.volume, "custody.lane": unit.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
   let step: AdmissionStep | undefined;
   try {
     const bytes = unitRecordBytes(unit);
@@ -128,14 +136,16 @@ function creditUnit(h: HolderContext, hl: HolderLane, sender: string, unit: Tran
       const misfit = unit.volume !== hl.volume || unit.lane !== hl.lane ? "wrong_lane" : bytes > hl.arena.config.maxUnitBytes ? "unit_too_large" : undefined;
       if (misfit !== undefined) {
         hl.forfeit(bytes);
-        span.setAttribute("custody.rejected", misfit);
         step = { refused: misfit };
       } else step = { unit, arrived, bytes, attestation, span };
     }
     return step;
   } finally {
     // A unit that is not stored ends its span here; a stored one ends it once finished.
-    if (step === undefined || !("unit" in step)) span.end();
+    if (step === undefined || !("unit" in step)) {
+      if (step !== undefined) span.setAttributes("refused" in step ? { [ADMIT_OUTCOME]: "refused", "custody.rejected": step.refused } : { [ADMIT_OUTCOME]: "replayed" });
+      span.end();
+    }
   }
 }
 
@@ -150,11 +160,12 @@ function finishUnit(h: HolderContext, act: IngressActions, key: string, hl: Hold
     if (admitted.kind === "refused") {
       // Refused before anything changed; the sender still holds the unit unreceipted.
       hl.forfeit(bytes);
+      span.setAttributes({ [ADMIT_OUTCOME]: "refused", "custody.rejected": admitted.code });
       if (!admitted.counted) return h.reject(admitted.code, key);
-      span.setAttribute("custody.rejected", admitted.code);
       return h.observe({ type: "rejected", lane: key, code: admitted.code });
     }
     if (admitted.kind === "duplicate") {
+      span.setAttribute(ADMIT_OUTCOME, "duplicate");
       hl.forfeit(bytes);
       h.counters.inc("duplicate_unit");
       // The sender may have lost our receipt: re-announce soon.
@@ -163,9 +174,7 @@ function finishUnit(h: HolderContext, act: IngressActions, key: string, hl: Hold
     }
     if (admitted.opened) act.later(h.config.arena.maxOpenDelayMs, { type: "timer.seal", lane: key });
     if (h.ports.preserved !== undefined) h.ports.preserved.keep(unit, attestation);
-    if (span.isRecording()) {
-      span.setAttributes({ "custody.volume": hl.volume, "custody.lane": hl.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
-    }
+    span.setAttribute(ADMIT_OUTCOME, "stored");
     if (h.ports.observe) h.observe({ type: "admitted", lane: key, first: unit.firstSeq, last: unit.lastSeq });
     const context = span.spanContext();
     forward(h, hl, unit, c.arrived.data, bytes, context, attestation);

@@ -1,51 +1,74 @@
 import type { Command } from "commander";
-import { listProcesses, type ProcessStats } from "../../runtime/index.ts";
+import { listProcesses } from "../../runtime/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
 import { checkToken } from "../../protocol/index.ts";
-import { action, printResult, type OutputOptions } from "../output.ts";
+import { cliIo } from "../cli-io.ts";
+import { controlLogOf, loggedRoles, mergeExpected, plannedRoles, readControlState, type ExpectedRole } from "../expected-roles.ts";
+import { deploymentDir } from "../log-status.ts";
+import { action, formatTable, type OutputOptions } from "../output.ts";
 import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { psEntries, psRows, rolesOf } from "../process-table.ts";
 import { positiveInt } from "./status.ts";
 
-/** The figures worth a column, per role (the rest stays in `--json`). */
-const KEY_FIGURES: Readonly<Record<string, readonly string[]>> = {
-  holder: ["retainedRamBytes", "retainedDiskBytes"],
-  writer: ["head", "custodyLagSeqs", "custodyBacklogBytes"],
-  controller: ["evaluations", "evalMsP99"],
-  "base-builder": ["baseThroughSeq", "baseBytes"],
-};
-
-function row(s: ProcessStats): Record<string, unknown> {
-  const figures = (KEY_FIGURES[s.role] ?? []).filter((k) => s.figures[k] !== undefined).map((k) => `${k}=${s.figures[k]}`);
-  return {
-    role: s.role,
-    id: s.id,
-    // A process a newer incarnation fenced serves nothing and is about to exit: never shown as healthy.
-    inc: s.fencedBy !== undefined ? `${s.incarnation ?? ""} FENCED by ${s.fencedBy}` : (s.incarnation ?? ""),
-    pid: s.pid,
-    "up s": Math.round(s.uptimeMs / 1000),
-    "rss MB": Math.round(s.rssBytes / 2 ** 20),
-    "heap MB": Math.round(s.heapUsedBytes / 2 ** 20),
-    "loop p99 ms": s.eventLoopP99Ms,
-    figures: figures.join(" "),
-  };
+/** The roles the control log names, or why it could not be read. */
+interface LoggedRoles {
+  readonly roles: ExpectedRole[];
+  readonly error?: string;
 }
 
-/** Registers `custody ps`: every running role process, found through the NATS services client (`custody-<role>` services). */
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** Registers `custody ps`: every running role process, found through the NATS services client (`custody-<role>` services), beside every role the deployment expects. */
 export function register(program: Command): void {
   withOperatorConnection(program
     .command("ps")
-    .description("list the running role processes (holders, writers, controllers, base builders) with incarnation, uptime, memory and key figures"))
+    .description("list the role processes (holders, writers, controllers, base builders) with their state — running, FENCED, or ABSENT when the deployment (roles.json beside --operator-config) or its control log expects one that does not answer — incarnation, uptime, memory and key figures"))
     .option("--role <role>", "only this role")
     .option("--wait <ms>", "how long to collect answers", "1000")
-    .option("--json", "one JSON object on one line")
+    .option("--json", "one JSON object on one line (raw figures)")
     .action(
       action(async (o: OutputOptions & OperatorConnectionOptions & { role?: string; wait: string }) => {
         if (o.role !== undefined) checkToken(o.role, "role");
         const waitMs = positiveInt("wait", o.wait);
+        const dir = deploymentDir(o);
+        const planned = dir === undefined ? undefined : plannedRoles(dir);
+        const log = dir === undefined ? undefined : controlLogOf(dir);
         const t = await NatsTransport.connect(operatorConnectOptions(o, "custody-ps"));
         try {
-          const { stats, rejected } = await listProcesses(t.connection, { ...(o.role !== undefined ? { role: o.role } : {}), waitMs });
-          printResult(o, { processes: stats, rejected }, stats.map(row), `${stats.length} process${stats.length === 1 ? "" : "es"}${rejected > 0 ? ` (${rejected} unreadable answer${rejected === 1 ? "" : "s"} ignored)` : ""}`);
+          // The control log is read while the answers are collected; a log that cannot be read leaves the plan alone to go by.
+          const [{ stats, rejected }, logged] = await Promise.all([
+            listProcesses(t.connection, { ...(o.role !== undefined ? { role: o.role } : {}), waitMs }),
+            log === undefined
+              ? undefined
+              : readControlState(t.connection, log, waitMs).then(
+                  (s): LoggedRoles => ({ roles: loggedRoles(s) }),
+                  (err: unknown): LoggedRoles => ({ roles: [], error: `control log of ${log.region} not read: ${(err as Error).message}` }),
+                ),
+          ]);
+          const expected = planned === undefined ? undefined : mergeExpected(planned, logged?.roles ?? []).filter((e) => o.role === undefined || e.role === o.role);
+          const entries = psEntries(stats, expected);
+          const absent = entries.filter((e) => e.state === "ABSENT");
+          const fenced = entries.filter((e) => e.state === "FENCED");
+          const summary = {
+            answered: stats.length,
+            ...(expected !== undefined ? { expected: expected.filter((e) => e.logStatus !== "retired").length } : {}),
+            absent: absent.map((e) => ({ role: e.role, id: e.id })),
+            fenced: fenced.map((e) => ({ role: e.role, id: e.id })),
+          };
+          if (o.json === true) {
+            cliIo().stdout(JSON.stringify({ processes: stats, rejected, ...summary, entries: entries.map((e) => ({ role: e.role, id: e.id, state: e.state, note: e.note })), ...(dir !== undefined ? { deployment: dir } : {}), ...(logged?.error !== undefined ? { controlLogError: logged.error } : {}) }) + "\n");
+            return;
+          }
+          const head = [
+            `${plural(stats.length, "process", "processes")} answered${summary.expected !== undefined ? ` of ${summary.expected} expected` : ""}`,
+            `${absent.length} absent`,
+            `${fenced.length} fenced`,
+            ...(rejected > 0 ? [`${plural(rejected, "unreadable answer")} ignored`] : []),
+          ].join(", ");
+          const source = dir === undefined ? " (no deployment known: give --operator-config of a custody init output to list absent roles)" : ` (deployment ${dir}${log !== undefined && logged?.error === undefined ? `, control log ${log.region}` : ""})`;
+          const lines = [head + source, ...(logged?.error !== undefined ? [logged.error] : [])];
+          for (const role of rolesOf(entries)) lines.push("", role, formatTable(psRows(entries.filter((e) => e.role === role))));
+          cliIo().stdout(lines.join("\n") + "\n");
         } finally {
           await t.close();
         }

@@ -1,8 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { cliIo } from "../cli-io.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { buildTraceTree, readRunSpans, traceRows, TraceQueryError } from "../../demo/index.ts";
+import { buildTraceTree, pathOf, readRunSpans, traceRows, TraceQueryError, unitFate, type PathHolder, type TraceTree } from "../../demo/index.ts";
+import type { JsonlSpanRecord } from "../../telemetry/index.ts";
 
 interface TraceOptions extends OutputOptions {
   run?: string;
@@ -27,19 +29,36 @@ function regionsOf(runDir: string): Record<string, string> {
   }
 }
 
+/** The holders serving the traced unit's volume and lane, from the run's custody deployment file (empty when absent). */
+function unitPath(runDir: string, tree: TraceTree, spans: readonly JsonlSpanRecord[]): PathHolder[] {
+  const volume = tree.selector.split(":")[0]!;
+  const write = spans.find((s) => s.name === "writer.write" && tree.traceIds.includes(s.traceId));
+  const lane = write?.attributes["custody.lane"];
+  if (typeof lane !== "string") return [];
+  try {
+    return pathOf(JSON.parse(readFileSync(join(runDir, "custody-deployment.json"), "utf8")), volume, lane);
+  } catch {
+    return [];
+  }
+}
+
 /** Registers `custody trace <receipt-id | volume:seq> [--run <dir>] [--json]`. */
 export function register(program: Command): void {
   program
     .command("trace")
-    .description("rebuild one unit's causal tree (write -> hops -> admits -> receipts -> release) from a run's span files")
+    .description("rebuild one unit's causal tree (write -> hops -> admits -> receipts -> release) from a run's span files, and where its custody ended (last hop, the strike)")
     .argument("<unit>", "<volume>:<seq>, or a receipt id (the 16-hex span id a previous trace printed)")
     .option("--run <dir>", "run folder (default: newest under ./runs)")
     .option("--json", "one JSON object on one line")
     .action(
       action(async (unit: string, o: TraceOptions) => {
         const runDir = o.run === undefined ? newestRun() : resolve(o.run);
-        const tree = buildTraceTree(readRunSpans(runDir), unit, regionsOf(runDir));
-        printResult(o, { runDir, ...tree }, traceRows(tree), `${unit}: ${tree.hops} hops (${tree.crossRegionHops} cross-region), ${tree.receipts} receipts — run ${runDir}`);
+        const spans = readRunSpans(runDir);
+        const tree = buildTraceTree(spans, unit, regionsOf(runDir));
+        // A unit (not a receipt's batch) also gets where its custody ended.
+        const fate = unit.includes(":") ? unitFate(tree, unitPath(runDir, tree, spans), spans) : undefined;
+        printResult(o, { runDir, ...tree, ...(fate !== undefined ? { fate } : {}) }, traceRows(tree), `${unit}: ${tree.hops} hops (${tree.crossRegionHops} cross-region), ${tree.receipts} receipts — run ${runDir}`);
+        if (fate !== undefined && o.json !== true) cliIo().stdout(fate.lines.join("\n") + "\n");
       }),
     );
 }

@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { loadDeployment } from "../../demo/deployment.ts";
 import { pidAlive } from "../../demo/process-registry.ts";
 import { readRunSpans, type TraceNode, type TraceTree } from "../../demo/trace-tree.ts";
+import type { UnitFate } from "../../demo/unit-fate.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { custodyCommand } from "../../testing/custody-command.ts";
 
@@ -210,6 +211,36 @@ test.serial("custody trace rebuilds a unit's tree from the processes' spans: a c
   const again = await run(...custodyLine(["trace", id, "--run", result.runDir, "--json"]), 60_000);
   t.is(again.code, 0, again.stderr);
   t.true((JSON.parse(again.stdout.trim().split("\n").pop()!) as TraceTree).roots.some((r) => r.name === "writer.write"));
+});
+
+test.serial("custody trace of a write the strike lost names the last hop its unit reached and the strike that ended it, and every admit its range", async (t) => {
+  const { result } = t.context;
+  const direct = result.scenarios.find((s) => s.volume === "vol-direct")!;
+  t.true(direct.lost_seqs > 0, "vol-direct lost acknowledged writes");
+  // The first acknowledged write no survivor had (the recovered cut is the survivors' prefix).
+  const seq = direct.recovered_cut + 1;
+  const out = await run(...custodyLine(["trace", `vol-direct:${seq}`, "--run", result.runDir, "--json"]), 60_000);
+  t.is(out.code, 0, out.stderr);
+  const tree = JSON.parse(out.stdout.trim().split("\n").pop()!) as TraceTree & { fate: UnitFate };
+  const { fate } = tree;
+  t.is(fate.verdict, "lost_in_strike", fate.lines.join("\n"));
+  t.deepEqual([...fate.strike!.regions].sort(), ["us-east", "us-west"]);
+  t.true(fate.strike!.killed.includes("w1-vol-direct"), "the strike killed the writer");
+  t.true(fate.strike!.killed.includes(fate.lastHop!.holder), `the last hop ${fate.lastHop!.holder} was struck`);
+  t.deepEqual(fate.survivors, []);
+  const eu = fate.holders.find((h) => h.holder === "h-eu");
+  t.truthy(eu, "the path names Europe, the survivor it never reached");
+  t.is(eu!.admittedAtMs, undefined);
+  const admits = tree.roots.flatMap((r) => find(r, (n) => n.name === "holder.admit"));
+  t.true(admits.length > 0);
+  for (const a of admits) {
+    t.regex(a.detail, /^seq \d+\.\.\d+/, `${a.actor}: ${a.detail}`);
+    t.true(["stored", "duplicate", "replayed", "refused"].includes(a.outcome ?? ""), `${a.actor}: the holder named what became of the unit (${a.outcome})`);
+  }
+  const text = await run(...custodyLine(["trace", `vol-direct:${seq}`, "--run", result.runDir]), 60_000);
+  t.regex(text.stdout, /^fate: LOST in the strike at \+\d+ ms \(SIGKILL of us-east, us-west: .*w1-vol-direct.*\)/m);
+  t.regex(text.stdout, new RegExp(`^last hop: ${fate.lastHop!.holder} \\(s-[a-z0-9]+\\) admitted it at \\+\\d+ ms$`, "m"));
+  t.notRegex(text.stdout, /undefined/);
 });
 
 /** Chromium's path; installs Debian's package when missing (CI runs as root) or fails saying how to. */

@@ -45,10 +45,11 @@ test.serial("custody ps lists every answering process with its role, incarnation
   await Promise.all([a.flush(), b.flush()]);
   const cli = (args: string[]) => run(process.execPath, ["bin/custody.js", "ps", "--server", t.context.nats.url, "--wait", "500", ...args], { cwd: process.cwd() });
   const table = (await cli([])).stdout;
-  t.regex(table, /^2 processes/m);
-  t.regex(table, /holder\s+h-7\s+4\s+\d+/);
-  t.regex(table, /retainedRamBytes=4096/);
-  t.regex(table, /controller\s+ctl-1/);
+  t.regex(table, /^2 processes answered, 0 absent, 0 fenced/m);
+  // One table per role, the figures rounded under headers that carry their units.
+  t.regex(table, /^holder\nid\s+state\s+inc\s+pid\s+up s\s+rss MiB\s+heap MiB\s+loop p99 ms\s+RAM MiB\s+disk MiB\s+note$/m);
+  t.regex(table, /^h-7\s+running\s+4\s+\d+\s.*\s0\.0039\s+0$/m);
+  t.regex(table, /^ctl-1\s+running\s.*\s12\s+3\.5$/m);
   const json = JSON.parse((await cli(["--role", "holder", "--json"])).stdout.trim()) as { processes: { id: string; figures: Record<string, number> }[]; rejected: number };
   t.deepEqual(json.processes.map((p) => p.id), ["h-7"]);
   t.is(json.processes[0]!.figures["retainedRamBytes"], 4096);
