@@ -1,7 +1,8 @@
 /**
  * Why a holder captures units later than the first copy (pure): what its inbound leg did. A leg
  * that carried less than the stream queues units, so the lag grows while the writer streams;
- * otherwise the lag is about the leg's latency (plus the sender's own, further down the path).
+ * otherwise the leg kept up and the lag is its latency plus time spent in the processes (and the
+ * sender's own lag, further down the path).
  */
 import { edgeBetween, type Deployment } from "./deployment.ts";
 import type { LegRow } from "./scenario-table.ts";
@@ -11,7 +12,7 @@ export interface CaptureLagRow {
   readonly holder: string;
   /** Median ms after the unit's first copy anywhere; null: it captured nothing. */
   readonly ms: number | null;
-  /** One short phrase: "queues: …", "latency …", "struck before it captured anything". */
+  /** One short phrase: "queues: …", "kept up: …", "captured nothing …". */
   readonly why: string;
 }
 
@@ -33,7 +34,7 @@ export function captureLagRows(d: Deployment, lagMs: Readonly<Record<string, num
     let why: string;
     if (ms === null) why = "captured nothing of this volume";
     else if (got !== undefined && got < BEHIND * streamBytesPerSec) why = `queues: its leg ${slowest.from} → ${h.site} carried ${kb(got)} of the ${kb(streamBytesPerSec)} stream${slowest.edge === undefined ? "" : ` (declared ${slowest.edge.bandwidthMBps} MB/s)`}`;
-    else if (slowest.edge !== undefined) why = `latency: ${slowest.from} → ${h.site} is ${slowest.edge.latencyMs} ms one way${h.upstream.includes(d.writer.id) ? "" : `, after ${h.upstream.join(", ")}`}`;
+    else if (slowest.edge !== undefined) why = `kept up: its leg ${slowest.from} → ${h.site} (${slowest.edge.latencyMs} ms one way) carried ${got === undefined ? "?" : kb(got)} of the ${kb(streamBytesPerSec)} stream${h.upstream.includes(d.writer.id) ? "" : `, after ${h.upstream.join(", ")}`}`;
     else why = "local leg";
     return { holder: h.id, ms, why };
   });
