@@ -10,8 +10,10 @@ import { join } from "node:path";
 import { loadDeployment, edgeBetween, type Deployment } from "./deployment.ts";
 import { makeRunDir } from "./network-launcher.ts";
 import { ProcessRegistry } from "./process-registry.ts";
+import { savedResult } from "./report-input.ts";
 import { legRow, type LegRow } from "./scenario-table.ts";
 import { strikeRun, type RunResult } from "./strike-run.ts";
+import { deploymentOfVolume } from "./waypoint-variant.ts";
 
 /** Options of `runDemo`. */
 export interface DemoOptions {
@@ -22,7 +24,8 @@ export interface DemoOptions {
   readonly runRoot?: string;
   /** Where lines go (default stdout). `progress` lines rewrite one terminal line when `tty`. */
   readonly print?: (line: string) => void;
-  readonly progress?: (line: string) => void;
+  /** The live status block (see progress-line.ts), replaced on each sample. */
+  readonly progress?: (lines: string[]) => void;
 }
 
 /** One scenario of the JSON summary: the strike, on one volume. */
@@ -52,8 +55,8 @@ export interface DemoResult {
   /** Lost sequences of the first volume (with the waypoint) and of the comparison volume (without). */
   readonly waypointLoss: { readonly withWaypoint: number; readonly withoutWaypoint: number } | null;
   readonly legs: LegRow[];
-  /** Median ms from a unit's first capture anywhere to its capture at each holder (first volume). */
-  readonly captureLagMs: Record<string, number>;
+  /** Median ms from a unit's first capture anywhere to its capture at each holder (first volume); null: it captured nothing. */
+  readonly captureLagMs: Record<string, number | null>;
   readonly startedPids: number[];
   readonly leftPids: number[];
   readonly elapsedSec: number;
@@ -68,7 +71,7 @@ function median(xs: number[]): number {
 /** Runs the whole demo; always stops every process it started (also when it throws). */
 export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   const print = opts.print ?? ((l: string) => console.log(l));
-  const progress = opts.progress ?? print;
+  const progress = opts.progress ?? ((lines: string[]) => lines.forEach(print));
   const registry = new ProcessRegistry();
   const runDir = makeRunDir(opts.runRoot);
   const uninstall = registry.installSignalHandlers(() => console.error(`\ninterrupted: every process stopped; run folder ${runDir}`));
@@ -87,6 +90,29 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   }
 }
 
+/**
+ * Every custody leg of every volume, priced at the rate it carried while the writers streamed: how
+ * far its receiving holder's highest retained or released sequence of that volume advanced, per second. A
+ * holder fed by several senders of one volume gets one row naming all of them.
+ */
+export function measuredLegs(d: Deployment, run: Pick<RunResult, "outcomes" | "carried">): LegRow[] {
+  const seqBytes = d.workload.blocksPerWrite * 4096;
+  const legs: LegRow[] = [];
+  for (const v of run.outcomes.map((o) => o.volume)) {
+    const dv = deploymentOfVolume(d, v);
+    const siteOf = (id: string) => (id === dv.writer.id ? dv.writer.site : dv.holders.find((h) => h.id === id)!.site);
+    for (const h of dv.holders) {
+      const senders = [...(dv.writer.holders.includes(h.id) ? [dv.writer.id] : []), ...dv.holders.filter((x) => x.downstream.includes(h.id)).map((x) => x.id)];
+      if (senders.length === 0) continue;
+      const c = run.carried[v]?.[h.id];
+      const rate = c === undefined || c.ms <= 0 ? 0 : (c.seqs * seqBytes) / (c.ms / 1000);
+      const from = [...new Set(senders.map(siteOf))].join(", ");
+      legs.push(legRow(from, h.site, edgeBetween(d, siteOf(senders[0]!), h.site)?.pricePerGb ?? 0, rate, { volume: v, senders, receiver: h.id }));
+    }
+  }
+  return legs;
+}
+
 function summarize(d: Deployment, runDir: string, run: RunResult, registry: ProcessRegistry, t0: number): DemoResult {
   const scenarios: ScenarioOutcome[] = run.outcomes.map((o) => ({
     name: `${run.scenario}: ${o.volume} ${o.path}`,
@@ -103,18 +129,12 @@ function summarize(d: Deployment, runDir: string, run: RunResult, registry: Proc
   }));
   const cmp = d.waypointComparison;
   const lossOf = (v: string) => run.outcomes.find((o) => o.volume === v)?.lostSeqs ?? 0;
-  // Chasing the light: how long after a unit's first capture each holder captured it.
+  // Capture lag: how long after a unit's first capture anywhere each holder captured it.
   const firstCapture = new Map<number, number>();
   for (const s of run.latest.values()) for (const [f, , at] of s.captured) firstCapture.set(f, Math.min(firstCapture.get(f) ?? Infinity, at));
-  const captureLagMs: Record<string, number> = {};
-  for (const [h, s] of run.latest) captureLagMs[h] = median(s.captured.map(([f, , at]) => at - firstCapture.get(f)!));
-  // Every custody leg carries the whole stream of a volume: price it at one volume's measured rate.
-  const rate = (run.writeMBps * 1e6) / run.outcomes.length;
-  const siteOf = new Map(d.holders.map((h) => [h.id, h.site]));
-  const legs: LegRow[] = [];
-  const legOf = (from: string, to: string) => legs.push(legRow(from, to, edgeBetween(d, from, to)?.pricePerGb ?? 0, rate));
-  for (const h of d.writer.holders) legOf(d.writer.site, siteOf.get(h)!);
-  for (const h of d.holders) for (const x of h.downstream) legOf(h.site, siteOf.get(x)!);
+  const captureLagMs: Record<string, number | null> = {};
+  for (const [h, s] of run.latest) captureLagMs[h] = s.captured.length === 0 ? null : median(s.captured.map(([f, , at]) => at - firstCapture.get(f)!));
+  const legs = measuredLegs(d, run);
   const out: DemoResult = {
     runDir,
     deployment: d,
@@ -129,6 +149,6 @@ function summarize(d: Deployment, runDir: string, run: RunResult, registry: Proc
     leftPids: registry.livePids(),
     elapsedSec: (Date.now() - t0) / 1000,
   };
-  writeFileSync(join(runDir, "result.json"), JSON.stringify({ ...out, run: { ...run, latest: undefined } }));
+  writeFileSync(join(runDir, "result.json"), savedResult(out));
   return out;
 }

@@ -86,7 +86,7 @@ async function ready(p: ManagedProcess, ms: number): Promise<void> {
  * by default, TLS and an nkey user per role). Throws DeploymentError, NatsLaunchError or
  * CustodyCommandError; whatever was started before the failure stays in `registry` for the caller to stop.
  */
-export async function launchNetwork(registry: ProcessRegistry, deploymentPath: string, runDir: string, secured = true): Promise<RunningNetwork> {
+export async function launchNetwork(registry: ProcessRegistry, deploymentPath: string, runDir: string, secured = true, say: (step: string) => void = () => undefined): Promise<RunningNetwork> {
   const d = loadDeployment(deploymentPath);
   copyFileSync(deploymentPath, join(runDir, "deployment.json"));
   const ports: Record<string, RegionPortSet> = {};
@@ -94,12 +94,15 @@ export async function launchNetwork(registry: ProcessRegistry, deploymentPath: s
   const custodyFile = join(runDir, "custody-deployment.json");
   writeFileSync(custodyFile, JSON.stringify(custodyDeploymentOf(d, runDir, ports, secured), null, 2));
   const initDir = join(runDir, "deployment");
+  say(`custody init: every role's config, keys${secured ? ", TLS certificates" : ""} and NATS users, and ${d.regions.length} nats-server configs…`);
   await custody(registry, runDir, "custody-init", ["init", custodyFile, "--out", initDir]);
   const index = JSON.parse(readFileSync(join(initDir, "roles.json"), "utf8")) as { roles: RoleInstance[]; natsServers: { region: string; config: string; url: string }[] };
+  say(`starting ${index.natsServers.length} nats-servers (${index.natsServers.map((x) => x.region).join(", ")})…`);
   const regions = await startRegions(registry, runDir, Object.fromEntries(index.natsServers.map((s) => [s.region, { config: s.config, url: s.url, httpPort: ports[s.region]!.httpPort }])));
   const operatorFile = join(initDir, "operator", "nats.json");
   const operatorNats: NatsRoleConfig = existsSync(operatorFile) ? natsRoleSchema.parse(JSON.parse(readFileSync(operatorFile, "utf8"))) : { servers: regions[d.controller.region]!.url };
   // The operator's bootstrap (on the controller's region: the control stream lives there): controllers' keys, first incarnations, obligations.
+  say(`custody bootstrap: admitting the controllers' keys and the holders, creating each volume's obligation…`);
   await custody(registry, runDir, "custody-bootstrap", ["bootstrap", join(initDir, "bootstrap.json"), "--server", regions[d.controller.region]!.url, "--json"]);
 
   const roles = new Map(index.roles.map((r) => [r.instance, r]));
@@ -122,7 +125,10 @@ export async function launchNetwork(registry: ProcessRegistry, deploymentPath: s
   // Controllers and holders together: a holder's process claims a new incarnation and keeps asking
   // to be admitted until a controller admits it (the key the bootstrap admitted signs it: key
   // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
+  const count = (role: RoleInstance["role"]) => index.roles.filter((r) => r.role === role).length;
+  say(`custody run: starting ${count("controller")} controllers and ${count("holder")} holders, each its own process (slow on a loaded machine)…`);
   await Promise.all([startAll("controller"), startAll("holder")]);
+  say(`custody run: starting ${count("writer")} writers; each writes from the moment it serves…`);
   await startAll("writer");
   return { deployment: d, runDir, initDir, regions, roles, operatorNats };
 }

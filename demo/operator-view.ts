@@ -83,10 +83,12 @@ export class OperatorView {
   async holders(volumes: readonly string[]): Promise<Map<string, HolderStats>> {
     const out = new Map<string, HolderStats>();
     for (const [id, s] of await this.stats("holder")) {
-      const per: Record<string, { retained: [number, number][]; bytes: number }> = {};
+      const per: Record<string, { retained: [number, number][]; bytes: number; reach: number }> = {};
       for (const v of volumes) {
-        const retained = RangeSet.fromJSON(runsOf(s.samples?.[`${laneKey(v, this.lane)}.retained`] as number[] | undefined));
-        per[v] = { retained: retained.toJSON(), bytes: retained.count * this.seqBytes };
+        const key = laneKey(v, this.lane);
+        const retained = RangeSet.fromJSON(runsOf(s.samples?.[`${key}.retained`] as number[] | undefined));
+        // How far it got: a RAM holder may already have released what it held.
+        per[v] = { retained: retained.toJSON(), bytes: retained.count * this.seqBytes, reach: Math.max(retained.max ?? 0, s.figures[`${key}.releasedMax`] ?? 0) };
       }
       out.set(id, { volumes: per, inFlight: s.figures["linkInFlight"] ?? 0, captured: [] });
     }

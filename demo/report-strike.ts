@@ -14,12 +14,12 @@ export const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => ({ "&": 
 const CONTEXT = 10;
 
 /** One zoom SVG (`class="zoom"`, `data-volume`) for outcome `o` of `run`. */
-export function strikeZoomSvg(run: RunResult, o: VolumeOutcome): string {
+export function strikeZoomSvg(run: Pick<RunResult, "survivorRanges">, o: VolumeOutcome): string {
   const lo = Math.max(1, Math.min(o.predictedCut ?? 0, o.recoveredCut, o.acknowledged) - CONTEXT);
   const hi = Math.max(o.acknowledged, o.recoveredCut, o.predictedCut ?? 0) + 1;
   const n = hi - lo + 1;
   const L = 190;
-  const W = 920;
+  const W = 1280;
   const cw = (W - L - 10) / n;
   const rh = 16;
   const held = run.survivorRanges[o.volume] ?? {};

@@ -10,7 +10,9 @@ import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { captureLagRows, carriedInto, formatLag } from "./capture-lag.ts";
 import { runDemo } from "./demo-script.ts";
+import { LiveBlock } from "./live-block.ts";
 import { checkNatsServer } from "./nats-launcher.ts";
 import { renderReport } from "./report-html.ts";
 import { formatCostTable, formatScenarioTable, formatStrikeTable } from "./scenario-table.ts";
@@ -33,13 +35,15 @@ try {
   process.exit(1);
 }
 const tty = process.stdout.isTTY === true && !values.json;
+const out = new LiveBlock((text) => process.stdout.write(text), tty);
 const result = await runDemo({
   deploymentPath: resolve(values.deployment!),
   short: values.short,
   runRoot: values.runs === undefined ? undefined : resolve(values.runs),
-  print: (l) => console.log(tty ? `\r\x1b[K${l}` : l),
-  progress: (l) => (tty ? process.stdout.write(`\r\x1b[K${l}`) : console.log(l)),
+  print: (l) => out.print(l),
+  progress: (lines) => out.show(lines),
 });
+out.clear();
 const reportPath = join(result.runDir, "report.html");
 writeFileSync(reportPath, renderReport(result));
 console.log("");
@@ -53,7 +57,8 @@ console.log("");
 console.log(formatCostTable(result.legs));
 console.log("");
 console.log(`write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ${first.writeMBps.toFixed(2)} MB/s acknowledged in total (${Object.entries(first.writeMBpsByVolume).map(([v, r]) => `${v} ${r.toFixed(2)}`).join(", ")})`);
-console.log(`capture lag after the first copy (median ms): ${Object.entries(result.captureLagMs).map(([h, ms]) => `${h} ${ms.toFixed(1)}`).join(", ")}`);
+console.log(`capture lag of ${first.deployment.volume} (median time after a unit's first copy until each holder has it):`);
+for (const row of captureLagRows(first.deployment, result.captureLagMs, (first.writeMBpsByVolume[first.deployment.volume] ?? 0) * 1e6, carriedInto(result.legs, first.deployment.volume))) console.log(`  ${row.holder.padEnd(8)} ${formatLag(row.ms).padStart(7)}  ${row.why}`);
 if (result.waypointLoss !== null) {
   const w = result.waypointLoss;
   console.log(`the waypoint's worth: ${w.withWaypoint} acknowledged seqs lost with it, ${w.withoutWaypoint} without it (same strike, same write stream, at the same time; the second volume's custody path leaves the waypoint out)`);

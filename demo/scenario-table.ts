@@ -25,18 +25,23 @@ export interface ScenarioRow {
   readonly contributors: readonly string[];
 }
 
-/** One custody leg and its cost at the measured stream rate. */
+/** One custody leg and its cost at the rate it carried. */
 export interface LegRow {
+  /** Sites: the sender's (several joined by ", ") and the receiver's. */
   readonly from: string;
   readonly to: string;
+  /** The volume whose stream the leg carries, and its sending and receiving actors (absent: a leg priced outside a run). */
+  readonly volume?: string;
+  readonly senders?: readonly string[];
+  readonly receiver?: string;
   readonly usdPerGb: number;
   readonly bytesPerSec: number;
   readonly monthlyUsd: number;
 }
 
 /** Monthly cost of a leg carrying `bytesPerSec` (30 days) at `usdPerGb`. */
-export function legRow(from: string, to: string, usdPerGb: number, bytesPerSec: number): LegRow {
-  return { from, to, usdPerGb, bytesPerSec, monthlyUsd: legMonthlyCost(bytesPerSec, usdPerGb) };
+export function legRow(from: string, to: string, usdPerGb: number, bytesPerSec: number, who?: { volume: string; senders: readonly string[]; receiver: string }): LegRow {
+  return { from, to, ...who, usdPerGb, bytesPerSec, monthlyUsd: legMonthlyCost(bytesPerSec, usdPerGb) };
 }
 
 /** `a–b` for a lost range after `cut` up to `acked`, or "none". */
@@ -68,10 +73,10 @@ export function formatScenarioTable(rows: readonly ScenarioRow[]): string {
 
 /** The cost table as aligned text. */
 export function formatCostTable(legs: readonly LegRow[]): string {
-  const head = ["leg", "$/GB", "measured rate", "monthly (30 d)"];
-  const body = legs.map((l) => [`${l.from} -> ${l.to}`, l.usdPerGb.toFixed(3), `${(l.bytesPerSec / 1000).toFixed(1)} kB/s`, `$${l.monthlyUsd.toFixed(2)}`]);
+  const head = ["volume", "leg", "sites", "$/GB", "carried while streaming", "monthly (30 d)"];
+  const body = legs.map((l) => [l.volume ?? "", l.senders === undefined ? "" : `${l.senders.join(", ")} -> ${l.receiver}`, `${l.from} -> ${l.to}`, l.usdPerGb.toFixed(3), `${(l.bytesPerSec / 1000).toFixed(1)} kB/s`, `$${l.monthlyUsd.toFixed(2)}`]);
   const total = legs.reduce((n, l) => n + l.monthlyUsd, 0);
-  return pad([head, ...body, ["total", "", "", `$${total.toFixed(2)}`]]);
+  return pad([head, ...body, ["total", "", "", "", "", `$${total.toFixed(2)}`]]);
 }
 
 /** One strike outcome for the side-by-side table. */

@@ -13,8 +13,8 @@ import type { OperatorView } from "./operator-view.ts";
 
 /** What a holder process's stats say (see operator-view.ts). */
 export interface HolderStats {
-  /** Volume → retained sequences and payload bytes. */
-  readonly volumes: Record<string, { retained: [number, number][]; bytes: number }>;
+  /** Volume → retained sequences, their payload bytes and the highest sequence it retained or released (0: none). */
+  readonly volumes: Record<string, { retained: [number, number][]; bytes: number; reach?: number }>;
   /** Units held back on its shaped links (sent, not yet delivered). */
   readonly inFlight: number;
   /** [first, last, wall ms] of each first-volume admission (from its span file, once the run is over). */

@@ -8,7 +8,7 @@ import { lostRange } from "./scenario-table.ts";
 import type { RunResult } from "./strike-run.ts";
 
 /** Rows of `run`'s settled status; the struck scenario carries the observed cut and recovery time. */
-export function statusRows(run: RunResult): ScenarioRow[] {
+export function statusRows(run: Pick<RunResult, "outcomes" | "deployment" | "status" | "scenario">): ScenarioRow[] {
   const o = run.outcomes.find((x) => x.volume === run.deployment.volume)!;
   return run.status.scenarios.map((s) => {
     const cut = s.cut?.[0]?.[1] ?? null;

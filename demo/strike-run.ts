@@ -21,7 +21,7 @@ import { scenarioNames, volumesOf, type Deployment } from "./deployment.ts";
 import { launchNetwork, strikeRegions } from "./network-launcher.ts";
 import { OperatorView } from "./operator-view.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import { formatProgress } from "./progress-line.ts";
+import { clock, formatProgress } from "./progress-line.ts";
 import { settledSurvivors, type HolderStats } from "./settle.ts";
 import { recordStrikeSpan } from "./strike-span.ts";
 import { admitOutcome, readRunSpans, seqRange, startMs } from "./trace-tree.ts";
@@ -74,6 +74,14 @@ export interface RunResult {
   readonly writeMBps: number;
   readonly writeMBpsByVolume: Record<string, number>;
   readonly latest: Map<string, HolderStats>;
+  /** Seconds the writers streamed before the strike (from when every writer served). */
+  readonly streamSec: number;
+  /**
+   * Volume → holder → how far its highest retained (or released) sequence got past the head
+   * acknowledged when streaming began, by its last stats before the strike, and over how many ms:
+   * what its inbound leg carried (the same window as the write rate).
+   */
+  readonly carried: Record<string, Record<string, { readonly seqs: number; readonly ms: number }>>;
   readonly elapsedSec: number;
 }
 
@@ -84,24 +92,29 @@ const SETTLE_TIMEOUT_MS = 30_000;
 const STATUS_WAIT_MS = 3_000;
 const FETCH_TIMEOUT_MS = 30_000;
 
-/** [first, last, wall ms] of every admission of `volume` at each holder, from the run's span files. */
-function capturedFromSpans(runDir: string, volume: string): Map<string, [number, number, number][]> {
-  const out = new Map<string, [number, number, number][]>();
+/** [first, last, wall ms] of every admission at each holder, by volume then holder, from the run's span files. */
+function admissionsFromSpans(runDir: string): Map<string, Map<string, [number, number, number][]>> {
+  const out = new Map<string, Map<string, [number, number, number][]>>();
   for (const s of readRunSpans(runDir)) {
     // Only the admission that stored a unit is its capture (a re-send's admit names the range too).
     const range = seqRange(s);
-    if (s.name !== "holder.admit" || s.attributes["custody.volume"] !== volume || range === undefined || admitOutcome(s) !== "stored") continue;
+    if (s.name !== "holder.admit" || range === undefined || admitOutcome(s) !== "stored") continue;
+    const v = String(s.attributes["custody.volume"]);
     const h = String(s.resource["custody.actor"]);
-    out.set(h, [...(out.get(h) ?? []), [range[0], range[1], startMs(s)]]);
+    const byHolder = out.get(v) ?? new Map<string, [number, number, number][]>();
+    out.set(v, byHolder);
+    byHolder.set(h, [...(byHolder.get(h) ?? []), [range[0], range[1], startMs(s)]]);
   }
   return out;
 }
 
 /** Runs `deploymentPath` into `runDir`, lets the writers stream for `seconds`, then strikes. Stops its processes through the registry before returning. */
-export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPath: string; runDir: string; seconds: number; t0: number; secured?: boolean; print: (l: string) => void; progress: (l: string) => void; onLaunched: () => void }): Promise<RunResult> {
+export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPath: string; runDir: string; seconds: number; t0: number; secured?: boolean; print: (l: string) => void; progress: (lines: string[]) => void; onLaunched: () => void }): Promise<RunResult> {
   const { print, progress, t0 } = opts;
   const tRun = Date.now();
-  const net = await launchNetwork(registry, opts.deploymentPath, opts.runDir, opts.secured ?? true);
+  // Starting takes a while (init, servers, every role process): say each step on the demo's clock.
+  const step = (label: string) => print(`  ${clock((Date.now() - t0) / 1000)}${label}`);
+  const net = await launchNetwork(registry, opts.deploymentPath, opts.runDir, opts.secured ?? true, step);
   opts.onLaunched();
   const d = net.deployment;
   const volumes = volumesOf(d);
@@ -110,10 +123,11 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
   const events: DemoEvent[] = [];
   const event = (label: string) => {
     events.push({ tMs: Date.now() - t0, label });
-    print(`  ${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s  ${label}`);
+    print(`  ${clock((Date.now() - t0) / 1000)}${label}`);
   };
   const counts = (role: string) => [...net.roles.values()].filter((r) => r.role === role).length;
   event(`custody init + bootstrap, then custody run for ${counts("controller")} controllers, ${counts("holder")} holders and ${counts("writer")} writers on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`);
+  step("connecting as the operator to read the holders' stats and the controllers' status documents…");
   const view = await OperatorView.open(net.operatorNats, volumes, d.lane, seqBytes);
   try {
     // What the application saw acknowledged: each writer's acknowledgement log (appended after each sync).
@@ -127,24 +141,49 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     const tStream = Date.now();
     // A writer writes from the moment it serves: the rate counts what was acknowledged since all serve.
     const atStart = new Map(volumes.map((v) => [v, acksOf(v).length]));
+    // What each leg carried is counted over the same window as the write rate: from the head acknowledged now.
+    const headAtStart = new Map(volumes.map((v) => [v, headOf(acksOf(v))]));
     const sinceStart = (v: string, n: number) => n - (atStart.get(v) ?? 0);
+    // Sites in custody, in the deployment's order; the last answer stays until the next one (a
+    // holder busy past one stats round is not gone), and a struck site says so.
+    const custodySites = [...new Set(d.holders.map((h) => h.site))];
+    const regionOfSite = new Map(d.sites.map((s) => [s.id, s.region]));
+    const siteBytes = new Map<string, number>();
+    let struckRegions = new Set<string>();
+    // Each holder's highest retained or released sequence per volume, last seen while streaming.
+    const reach = new Map<string, Map<string, { tMs: number; seq: number }>>();
     const sample = async () => {
       const stats = await view.holders(volumes);
+      if (phase === "streaming")
+        for (const [h, s] of stats)
+          for (const v of volumes) {
+            const seq = s.volumes[v]?.reach ?? 0;
+            if (seq === 0) continue;
+            const byHolder = reach.get(v) ?? new Map<string, { tMs: number; seq: number }>();
+            reach.set(v, byHolder);
+            byHolder.set(h, { tMs: Date.now(), seq });
+          }
       const holders: Record<string, { retained: [number, number][]; bytes: number }> = {};
       for (const [h, s] of stats) {
         latest.set(h, s);
         holders[h] = s.volumes[d.volume]!;
       }
       const acks = volumes.map(acksOf);
-      const writes = acks.reduce((n, a) => n + a.length, 0);
       const streamed = volumes.reduce((n, v, i) => n + sinceStart(v, acks[i]!.length), 0);
-      const acked = headOf(acks[0]!);
-      samples.push({ tMs: Date.now() - t0, holders, acked });
-      const custodyBytes: Record<string, number> = {};
-      for (const [h, s] of stats) for (const v of Object.values(s.volumes)) custodyBytes[siteOf.get(h)!] = (custodyBytes[siteOf.get(h)!] ?? 0) + v.bytes;
+      samples.push({ tMs: Date.now() - t0, holders, acked: headOf(acks[0]!) });
+      const answered = new Map<string, number>();
+      for (const [h, s] of stats) for (const v of Object.values(s.volumes)) answered.set(siteOf.get(h)!, (answered.get(siteOf.get(h)!) ?? 0) + v.bytes);
+      for (const [site, bytes] of answered) siteBytes.set(site, bytes);
       const secs = (Date.now() - tStream) / 1000;
-      const receiptedCut = view.status(d.volume)?.survivingCut?.[0]?.[1] ?? null;
-      progress(formatProgress({ phase, writes, acked, custodyBytes, receiptedCut, seconds: secs, mbPerSec: (streamed * seqBytes) / 1e6 / Math.max(secs, 0.001) }));
+      progress(
+        formatProgress({
+          seconds: (Date.now() - t0) / 1000,
+          phase,
+          mbPerSec: (streamed * seqBytes) / 1e6 / Math.max(secs, 0.001),
+          volumes: volumes.map((v, i) => ({ volume: v, writes: acks[i]!.length, acked: headOf(acks[i]!), receiptedCut: view.status(v)?.survivingCut?.[0]?.[1] ?? null })),
+          sites: custodySites.map((site) => ({ site, bytes: struckRegions.has(regionOfSite.get(site)!) ? "struck" : (siteBytes.get(site) ?? null) })),
+        }),
+      );
     };
     let sampling = true;
     const sampler = (async () => {
@@ -160,6 +199,7 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     // The last evaluation before the strike, for comparison only: receipts are still in flight.
     const before = new Map<string, VolumeStatus | undefined>(volumes.map((v) => [v, view.status(v)]));
     phase = `${d.failures.first} and ${d.failures.second} struck`;
+    struckRegions = new Set([d.failures.first, d.failures.second]);
     const strikeAt = Date.now();
     const killed = await strikeRegions(registry, net, [d.failures.first, d.failures.second]);
     // Instances are `<role>-<actor id>` (custody init's naming), the id the role's spans carry.
@@ -175,8 +215,7 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     // Survivors account for everything that reached them: every unit they hold covered by a
     // receipt the controller verified, read twice alike. Then the prediction, from a status
     // document evaluated since.
-    const struck = new Set([d.failures.first, d.failures.second]);
-    const regionOfSite = new Map(d.sites.map((s) => [s.id, s.region]));
+    const struck = struckRegions;
     const survivors = d.holders.filter((h) => !struck.has(regionOfSite.get(h.site)!)).map((h) => h.id);
     const controllerOf = (v: string) => controllerIdOf(d, v);
     const settled = await settledSurvivors(view, survivors, volumes, controllerOf, SETTLE_TIMEOUT_MS);
@@ -237,8 +276,9 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     await view.close();
     // SIGTERM the survivors: each custody run flushes its spans and exits 0.
     await registry.stopAll();
-    // Chasing the light: when each holder admitted each unit of the first volume, from its spans.
-    for (const [h, captured] of capturedFromSpans(net.runDir, d.volume)) {
+    // When each holder admitted each unit of the first volume (its capture lag), from its spans.
+    const admissions = admissionsFromSpans(net.runDir);
+    for (const [h, captured] of admissions.get(d.volume) ?? []) {
       const s = latest.get(h);
       if (s !== undefined) latest.set(h, { ...s, captured });
     }
@@ -257,6 +297,8 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       writeMBps: volumes.reduce((n, v) => n + rateOf(v), 0),
       writeMBpsByVolume: Object.fromEntries(volumes.map((v) => [v, rateOf(v)])),
       latest,
+      streamSec: writeSec,
+      carried: Object.fromEntries(volumes.map((v) => [v, Object.fromEntries([...(reach.get(v) ?? [])].map(([h, r]) => [h, { seqs: Math.max(0, r.seq - headAtStart.get(v)!), ms: r.tMs - tStream }]))])),
       elapsedSec: (Date.now() - tRun) / 1000,
     };
   } finally {
