@@ -1,7 +1,7 @@
 /** Public surface of the SmartWAL volume store. */
 export { SmartWalVolume, type ExtentBarrier, type OpenVolumeOptions, type VolumeStats, type SnapshotBlock, type WalEntry } from "./smartwal-volume.ts";
 export { type CreateVolumeOptions, DEFAULT_LAYOUT, geometryFor } from "./volume-files.ts";
-export { BLOCK_SIZE, RECORD_SIZE, VolumeLayout, VolumeMode, VolumeFiles, defaultSpareBlocks, slotSizeFor, decodeHeader, type VolumeGeometry } from "./format.ts";
+export { BLOCK_SIZE, RECORD_SIZE, VolumeLayout, VolumeMode, VolumeFiles, defaultSpareBlocks, defaultWalCapacity, maxWriteBlocks, slotSizeFor, decodeHeader, type VolumeGeometry } from "./format.ts";
 export { type RecoveryReport, type DamagedEntry, type LostRecord, ReplayStop } from "./recovery.ts";
 export { DirtyMap } from "./dirty-map.ts";
 export { decideRecovery, RecoveryDecision, type RecoveryInputs } from "./recovery-decision.ts";

@@ -5,6 +5,7 @@ import {
   BLOCK_SIZE,
   decodeHeader,
   defaultSpareBlocks,
+  defaultWalCapacity,
   encodeHeader,
   extentBytes,
   geometryProblem,
@@ -22,7 +23,7 @@ import { BadRequestError, FileSizeError, VolumeExistsError, VolumeNotFoundError 
 export interface CreateVolumeOptions {
   blockCount: number;
   mode?: VolumeMode;
-  /** WAL ring slots (default 1024, at least 4). */
+  /** WAL ring slots (default defaultWalCapacity(): at least the spare, so the largest write fits; at least 4). */
   walCapacity?: number;
   /** Extra physical blocks for copy-on-write (SmartWAL only; default defaultSpareBlocks()). */
   spareBlocks?: number;
@@ -53,7 +54,7 @@ export function geometryFor(opts: CreateVolumeOptions): VolumeGeometry {
     blockSize: BLOCK_SIZE,
     blockCount: opts.blockCount,
     physicalBlocks: opts.blockCount + spare,
-    walCapacity: opts.walCapacity ?? 1024,
+    walCapacity: opts.walCapacity ?? defaultWalCapacity(mode, spare),
     walSlotSize: slotSizeFor(mode),
     epoch: opts.epoch ?? 1,
     layout: opts.layout ?? DEFAULT_LAYOUT,
