@@ -89,7 +89,7 @@ export function progressBar(now: () => number = () => performance.now()): Progre
       } else if (t - drawn < REDRAW_MS && frame.done < frame.total) return;
       drawn = t;
       visible = true;
-      const columns = process.stderr.columns ?? 120;
+      const columns = process.stderr.columns || 120; // a terminal of unknown width (0) gets 120
       io.stderr(`\r${progressLine({ ...frame, elapsedMs: t - began }).slice(0, Math.max(20, columns - 1))}\x1b[K`);
     },
     clear() {

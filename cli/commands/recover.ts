@@ -95,12 +95,12 @@ async function fetchPlanned(t: Parameters<typeof fetchUnits>[0], o: RecoverOptio
   const units: TransportUnit[] = [];
   const fetched: Record<string, number> = {};
   const fetchErrors: Record<string, string> = {};
-  let bytes = 0;
   for (const holder of plan.contributors) {
     for (const lane of Object.keys(plan.cut)) {
       const total = plan.cut[lane]!;
       let through = 0;
       let got = 0;
+      let bytes = 0;
       const onPage = (page: readonly TransportUnit[]) => {
         for (const u of page) {
           through = Math.max(through, u.lastSeq);
