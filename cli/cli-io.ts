@@ -10,6 +10,8 @@ export interface CliIo {
   stderr(text: string): void;
   /** The exit code the run ends with (the last one set wins, as with `process.exitCode`). */
   setExitCode(code: number): void;
+  /** Whether `stderr` reaches a terminal (a progress bar is drawn only there); absent: it does not. */
+  stderrIsTerminal?(): boolean;
 }
 
 /** The process's own streams and exit code (what `custody` on a shell uses). */
@@ -19,6 +21,7 @@ export const processIo: CliIo = {
   setExitCode: (code) => {
     process.exitCode = code;
   },
+  stderrIsTerminal: () => process.stderr.isTTY === true,
 };
 
 const current = new AsyncLocalStorage<CliIo>();

@@ -58,6 +58,7 @@ export async function runCli(args: readonly string[], io?: CliIo): Promise<numbe
       code = c;
       if (io !== undefined) io.setExitCode(c);
     },
+    stderrIsTerminal: () => target.stderrIsTerminal?.() ?? false,
   };
   await withCliIo(runIo, async () => {
     const argv = ["node", "custody", ...args];

@@ -9,8 +9,11 @@ import { dirname } from "node:path";
  * completed; `syncDir()` makes creations and renames in a directory durable.
  */
 export interface FileLayer {
-  /** Opens `path` for reading and writing; creates it when `create` is set. */
-  open(path: string, opts?: { create?: boolean }): Promise<FileHandleLike>;
+  /**
+   * Opens `path` for reading and writing; creates it when `create` is set, with permission bits
+   * `mode` when given (default 0666 less the umask; a layer without permissions ignores it).
+   */
+  open(path: string, opts?: { create?: boolean; mode?: number }): Promise<FileHandleLike>;
   exists(path: string): Promise<boolean>;
   mkdirp(path: string): Promise<void>;
   rename(from: string, to: string): Promise<void>;
@@ -44,7 +47,7 @@ export const nodeFileLayer: FileLayer = {
       fh = await open(path, "r+");
     } catch (err) {
       if (!opts?.create || (err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      fh = await open(path, "w+");
+      fh = await open(path, "w+", opts.mode);
     }
     const handle = fh;
     return {

@@ -5,7 +5,7 @@ export { Counters } from "./counters.ts";
 export { CrashFileLayer } from "./crash-file-layer.ts";
 export { CustodyError, isCustodyError } from "./custody-error.ts";
 export { DurationWindow } from "./duration-window.ts";
-export { nodeFileLayer, type FileHandleLike, type FileLayer } from "./file-layer.ts";
+export { nodeFileLayer, parentDir, type FileHandleLike, type FileLayer } from "./file-layer.ts";
 export { MAX_IDENTIFIER_LENGTH, identifierProblem, isIdentifier } from "./identifier.ts";
 export { holderLaneKey, laneKey } from "./lane-key.ts";
 export { seededRandom, type Random } from "./random.ts";

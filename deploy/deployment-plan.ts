@@ -338,6 +338,7 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
     ...(standby.length > 0 ? { repair: { standby: standby.map((h) => ({ holderId: h.id, site: h.site, publicKey: publicKeyOf(h.id) })), bandwidthBytesPerSec: d.network.bandwidthBytesPerSec } } : {}),
     topology: {
       volume: v.id,
+      blockCount: v.blockCount,
       lanes,
       ...(Object.keys(coalesced).length > 0 ? { coalesced } : {}),
       writerSite: v.writer.site,

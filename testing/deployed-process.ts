@@ -45,6 +45,16 @@ export class DeployedProcess {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** What it printed on stdout so far (the last 20,000 characters). */
+  get stdout(): string {
+    return this.out;
+  }
+
+  /** What it printed on stderr so far (the last 20,000 characters). */
+  get stderr(): string {
+    return this.err;
+  }
+
   /** stdout and stderr so far (for failure messages). */
   get log(): string {
     return `${this.name} stdout:\n${this.out}\n${this.name} stderr:\n${this.err}`;

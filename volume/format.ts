@@ -70,6 +70,26 @@ export function defaultSpareBlocks(blockCount: number): number {
   return Math.max(64, Math.ceil(blockCount / 8));
 }
 
+/** The fewest WAL slots a new volume gets by default. */
+export const MIN_DEFAULT_WAL_CAPACITY = 1024;
+
+/**
+ * Default WAL ring slots. SmartWAL: one record per block, and a write's records must fit the ring
+ * at once, so the ring holds at least the spare (the largest write copy-on-write allows): a volume
+ * over 8,192 blocks gets one slot per spare block (64 bytes each), smaller ones 1,024. Inline: 1,024.
+ */
+export function defaultWalCapacity(mode: VolumeMode, spareBlocks: number): number {
+  return mode === VolumeMode.SmartWal ? Math.max(MIN_DEFAULT_WAL_CAPACITY, spareBlocks) : MIN_DEFAULT_WAL_CAPACITY;
+}
+
+/**
+ * The most blocks one write may span. SmartWAL: the copy-on-write spare, and no more than the ring
+ * holds (a write's records are appended together). Inline: half the ring (payloads live there until flushed).
+ */
+export function maxWriteBlocks(g: Pick<VolumeGeometry, "mode" | "blockCount" | "physicalBlocks" | "walCapacity">): number {
+  return g.mode === VolumeMode.SmartWal ? Math.min(g.physicalBlocks - g.blockCount, g.walCapacity) : Math.floor(g.walCapacity / 2);
+}
+
 /** Encodes the header (4096 bytes; fields little-endian, CRC32 over bytes 0..59 at offset 60). */
 export function encodeHeader(g: VolumeGeometry): Uint8Array {
   const buf = new Uint8Array(HEADER_SIZE);

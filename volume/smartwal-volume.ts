@@ -9,7 +9,7 @@ import { CommitEngine, type MountedState, type MutOp, type Op } from "./commit-e
 import { CheckpointCorruptError, BadRequestError, DamagedBlockError, VolumeClosedError, WalDamagedError } from "./volume-errors.ts";
 import { loadCheckpoint } from "./checkpoint.ts";
 import { DirtyMap } from "./dirty-map.ts";
-import { BLOCK_SIZE, VolumeLayout, VolumeMode, type VolumeGeometry } from "./format.ts";
+import { BLOCK_SIZE, maxWriteBlocks, VolumeLayout, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { classifyLsn, RecoverabilityClass, type DurabilityProof } from "./recoverability.ts";
 import { recover, type RecoveryReport } from "./recovery.ts";
@@ -101,8 +101,8 @@ export class SmartWalVolume {
       const blocks = data instanceof Uint8Array && data.length > 0 && data.length % BLOCK_SIZE === 0 ? data.length / BLOCK_SIZE : 0;
       if (blocks === 0) throw new BadRequestError(`data must be a positive multiple of ${BLOCK_SIZE} bytes`, { length: (data as Uint8Array)?.length });
       this.checkRange(lba, blocks);
-      const limit = this.geometry.mode === VolumeMode.SmartWal ? this.engine.spare : Math.floor(this.geometry.walCapacity / 2);
-      if (blocks > limit) throw new BadRequestError(`a single write may span at most ${limit} blocks`, { blocks, limit });
+      const limit = maxWriteBlocks(this.geometry);
+      if (blocks > limit) throw new BadRequestError(`a single write may span at most ${limit} blocks (spare ${this.geometry.physicalBlocks - this.geometry.blockCount}, WAL ring ${this.geometry.walCapacity} slots)`, { blocks, limit });
       return { kind: "write", lba, data: data.slice(), resolve, reject };
     });
   }

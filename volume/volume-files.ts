@@ -5,6 +5,7 @@ import {
   BLOCK_SIZE,
   decodeHeader,
   defaultSpareBlocks,
+  defaultWalCapacity,
   encodeHeader,
   extentBytes,
   geometryProblem,
@@ -22,13 +23,20 @@ import { BadRequestError, FileSizeError, VolumeExistsError, VolumeNotFoundError 
 export interface CreateVolumeOptions {
   blockCount: number;
   mode?: VolumeMode;
-  /** WAL ring slots (default 1024, at least 4). */
+  /** WAL ring slots (default defaultWalCapacity(): at least the spare, so the largest write fits; at least 4). */
   walCapacity?: number;
   /** Extra physical blocks for copy-on-write (SmartWAL only; default defaultSpareBlocks()). */
   spareBlocks?: number;
   epoch?: number;
   /** Where extent and WAL live (default DEFAULT_LAYOUT; see VolumeLayout). */
   layout?: VolumeLayout;
+}
+
+/** How a create runs (not part of the volume): it may be stopped, and it reports the bytes pre-allocated. */
+export interface CreateRun {
+  /** Checked between 1 MiB pre-allocation writes; when aborted, its reason is thrown (files stay, headerless). */
+  readonly signal?: AbortSignal;
+  readonly onAllocated?: (bytes: number, total: number) => void;
 }
 
 /** Layout of new volumes (the reason is in docs/volume-format.md, "Why the default layout is …"). */
@@ -53,7 +61,7 @@ export function geometryFor(opts: CreateVolumeOptions): VolumeGeometry {
     blockSize: BLOCK_SIZE,
     blockCount: opts.blockCount,
     physicalBlocks: opts.blockCount + spare,
-    walCapacity: opts.walCapacity ?? 1024,
+    walCapacity: opts.walCapacity ?? defaultWalCapacity(mode, spare),
     walSlotSize: slotSizeFor(mode),
     epoch: opts.epoch ?? 1,
     layout: opts.layout ?? DEFAULT_LAYOUT,
@@ -69,17 +77,28 @@ export function geometryFor(opts: CreateVolumeOptions): VolumeGeometry {
  * so a crash mid-create leaves no header and no half-made volume that would mount.
  * Throws VolumeExistsError when a header is already there, BadRequestError on a bad geometry.
  */
-export async function createVolumeFiles(fl: FileLayer, dir: string, opts: CreateVolumeOptions): Promise<VolumeGeometry> {
+export async function createVolumeFiles(fl: FileLayer, dir: string, opts: CreateVolumeOptions, run: CreateRun = {}): Promise<VolumeGeometry> {
   const g = geometryFor(opts);
   await fl.mkdirp(dir);
   if (await fl.exists(join(dir, VolumeFiles.header))) throw new VolumeExistsError(dir);
+  const total = extentBytes(g) + walRegionBytes(g);
+  let allocated = 0;
   // Pre-allocate by writing zeros (not a sparse truncate): later overwrites then need no block
   // allocation, so an fdatasync flushes data only, with no filesystem journal commit.
   const sized = async (name: string, bytes: number) => {
     const f = await fl.open(join(dir, name), { create: true });
     await f.truncate(0);
     const zeros = new Uint8Array(Math.min(bytes, 1 << 20));
-    for (let off = 0; off < bytes; off += zeros.length) await f.write(zeros, 0, Math.min(zeros.length, bytes - off), off);
+    for (let off = 0; off < bytes; off += zeros.length) {
+      if (run.signal?.aborted) {
+        await f.close();
+        run.signal.throwIfAborted();
+      }
+      const n = Math.min(zeros.length, bytes - off);
+      await f.write(zeros, 0, n, off);
+      allocated += n;
+      run.onAllocated?.(allocated, total);
+    }
     return f;
   };
   const dataFiles =

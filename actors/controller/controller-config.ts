@@ -13,6 +13,11 @@ import type { RoutesConfig } from "./controller-routes.ts";
  */
 export interface VolumeTopology {
   readonly volume: string;
+  /**
+   * The volume's size in 4 KiB blocks, as its deployment declares it (`custody init` writes it).
+   * The controller does not use it; `custody recover` builds a volume of this size.
+   */
+  readonly blockCount?: number;
   readonly lanes: readonly string[];
   readonly writerSite: string;
   readonly sites: readonly Site[];

@@ -85,8 +85,8 @@ function requestPage(transport: Transport, clock: Clock, subject: string, body: 
 /**
  * Fetches every unit of `lane` within `ranges` that `holder` retains, over NATS. With
  * `attestations`, the writer attestation tokens (base64) the holder named are added to it by first
- * sequence; `clock` times the page requests' extra copies (the simulator passes its own). Throws
- * FetchFailedError.
+ * sequence; `clock` times the page requests' extra copies (the simulator passes its own); `onPage`
+ * is told each page's units as they arrive (a progress bar). Throws FetchFailedError.
  */
 export async function fetchUnits(
   transport: Transport,
@@ -95,9 +95,9 @@ export async function fetchUnits(
   lane: string,
   ranges: RangeSet,
   timeoutMs = 5000,
-  opts: { readonly attestations?: Map<number, string>; readonly clock?: Clock } = {},
+  opts: { readonly attestations?: Map<number, string>; readonly clock?: Clock; readonly onPage?: (units: readonly TransportUnit[]) => void } = {},
 ): Promise<TransportUnit[]> {
-  const { attestations, clock = systemClock } = opts;
+  const { attestations, clock = systemClock, onPage } = opts;
   const out: TransportUnit[] = [];
   let after = -1;
   for (;;) {
@@ -108,6 +108,7 @@ export async function fetchUnits(
       throw new FetchFailedError(holder, err);
     }
     const b = decodeMessage(unitBatchSpec, reply.data);
+    const first = out.length;
     for (const [i, raw] of b.units.entries()) {
       const u = decodeMessage(unitSpec, raw) as TransportUnit;
       out.push(u);
@@ -115,6 +116,7 @@ export async function fetchUnits(
       const token = b.attestations?.[b.attestationOf?.[i] ?? -1];
       if (attestations !== undefined && token !== undefined) attestations.set(u.firstSeq, Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString("base64"));
     }
+    onPage?.(out.slice(first));
     if (b.done) return out;
     // A page that is neither the last nor carries a unit would leave the cursor where it is: the
     // rest of the range would be silently missing (a short recovery), so it is a failed fetch.

@@ -64,13 +64,13 @@ export function register(program: Command): void {
     .description("create a volume (pre-allocated extent, WAL ring, checkpoints, header)")
     .requiredOption("--blocks <n>", "logical 4 KiB blocks")
     .option("--mode <mode>", "smartwal | inline", "smartwal")
-    .option("--wal-capacity <n>", "WAL ring slots", "1024")
+    .option("--wal-capacity <n>", "WAL ring slots (default: the spare, at least 1024, so one write of up to the spare's blocks fits)")
     .option("--spare <n>", "copy-on-write spare blocks (smartwal; default max(64, blocks/8))")
     .option("--epoch <n>", "epoch", "1")
     .option("--layout <layout>", "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per docs/volume-format.md")
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (dir: string, o: OutputOptions & { blocks: string; mode: string; walCapacity: string; spare?: string; epoch: string; layout?: string }) => {
+      action(async (dir: string, o: OutputOptions & { blocks: string; mode: string; walCapacity?: string; spare?: string; epoch: string; layout?: string }) => {
         if (o.mode !== VolumeMode.SmartWal && o.mode !== VolumeMode.Inline) throw new BadRequestError(`--mode must be smartwal or inline, got ${o.mode}`);
         if (o.layout !== undefined && o.layout !== VolumeLayout.Split && o.layout !== VolumeLayout.OneFile) {
           throw new BadRequestError(`--layout must be split or one-file, got ${o.layout}`, { option: "layout", value: o.layout });
@@ -78,7 +78,7 @@ export function register(program: Command): void {
         const g = await SmartWalVolume.create(dir, {
           blockCount: int("blocks", o.blocks),
           mode: o.mode as Mode,
-          walCapacity: int("wal-capacity", o.walCapacity),
+          ...(o.walCapacity !== undefined ? { walCapacity: int("wal-capacity", o.walCapacity) } : {}),
           ...(o.spare !== undefined ? { spareBlocks: int("spare", o.spare) } : {}),
           epoch: int("epoch", o.epoch),
           ...(o.layout !== undefined ? { layout: o.layout as VolumeLayout } : {}),

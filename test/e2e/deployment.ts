@@ -5,6 +5,7 @@
  * JetStream control log. Holders run in this process, each on its own NATS connection to its
  * region's server; "killing" one stops it and closes its connection (its memory is gone).
  */
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startController, type Controller } from "../../actors/controller.ts";
 import type { ControllerConfig, RepairConfig, VolumeTopology } from "../../actors/controller/controller-config.ts";
@@ -112,6 +113,11 @@ export interface Deployment {
   readonly writer: WriterRig;
   readonly controller: Controller;
   readonly urls: Record<string, string>;
+  /**
+   * The controller's config as a `custody run controller` role config file (its topology: what
+   * `custody recover --controller-config` and `custody status` read for the volume's sites).
+   */
+  readonly controllerConfigFile: string;
   /** Region token of the deployment's control log (holder and writer processes follow it). */
   readonly controlRegion: string;
   /** Kills a holder: stops it and closes its connection; its RAM is gone. */
@@ -175,6 +181,8 @@ export async function deploy(
   const topology = { ...topologyFor(volume), releasable: opts.releasable ?? ["h-e1", "h-e2"] };
   const ctlConfig = { controllerId: "ctl-east", region: ctlRegion, topology: opts.topology?.(topology) ?? topology, evalIntervalMs: 50, repair: opts.repair, coverageRepair: opts.coverageRepair, ...opts.controller };
   const controller = await startController(ctlConfig, { transport: ctlTransport, clock: systemClock, store, repair });
+  const controllerConfigFile = join(tempDir("custody-ctl-config-"), "config.json");
+  writeFileSync(controllerConfigFile, JSON.stringify({ role: "controller", nats: { servers: urls["us-east"]! }, controller: ctlConfig }));
   let current = controller;
   const all = Object.keys(HOLDERS);
   await controller.bootstrap(
@@ -203,6 +211,7 @@ export async function deploy(
     writer,
     controller,
     urls,
+    controllerConfigFile,
     controlRegion: ctlRegion,
     async declareFailure(failed) {
       const target = "holder" in failed ? ["--holder", failed.holder] : ["--domain", failed.domain];

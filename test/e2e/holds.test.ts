@@ -107,7 +107,7 @@ test.serial("a `custody recover` in flight blocks the release of what it reads u
   const keyFile = join(tempDir(), "data.key");
   writeFileSync(keyFile, Buffer.from(d.authority.dataKey(d.volume, "cli-recovery")).toString("hex"));
   const dir = join(tempDir("custody-clirec-"), "vol");
-  const recovery = cli(["recover", "--volume", d.volume, "--scenario", scenario, "--to", "s-usw", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, ...conn, "--timeout", "120000", "--json"]);
+  const recovery = cli(["recover", "--volume", d.volume, "--scenario", scenario, "--to", "s-usw", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, "--controller-config", d.controllerConfigFile, ...conn, "--timeout", "120000", "--json"]);
   await eventually(() => Object.values(d.controller.controlState().holds).some((h) => h.kind === "recovery"), "the recovery registered its read", 20_000);
   t.is((await cli(["hold", "end", ...conn, "--id", "pin-first"])).code, 0);
   // Releases go on meanwhile: the other RAM tiers let the first writes go ...

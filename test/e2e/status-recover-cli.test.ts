@@ -57,7 +57,7 @@ test.serial("custody status prints the controller's document and custody recover
   const keyFile = join(tempDir(), "data.key");
   writeFileSync(keyFile, Buffer.from(d.authority.dataKey(d.volume, "cli-recovery")).toString("hex"));
   const dir = join(tempDir("custody-cli-recover-"), "vol");
-  const out = lastJson((await cli(["recover", "--volume", d.volume, "--scenario", "US-East lost", "--to", "s-eu", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, "--server", url, "--region", "use-cli", "--json"])).stdout);
+  const out = lastJson((await cli(["recover", "--volume", d.volume, "--scenario", "US-East lost", "--to", "s-eu", "--dir", dir, "--blocks", String(BLOCKS), "--key-file", keyFile, "--controller-config", d.controllerConfigFile, "--server", url, "--region", "use-cli", "--json"])).stdout);
   t.deepEqual(out.recovered, out.predicted);
   // With --region the read was registered in the control log before the first fetch, and ended after it.
   const log = await (await openJetStreamControlLog(d.writer.transport.connection, { region: "use-cli" })).readAll();
@@ -78,12 +78,12 @@ test.serial("custody status prints the controller's document and custody recover
   const contributors = scenarios.find((s) => s.name === "US-East lost")!.contributors;
   const gone = contributors.find((c) => d.holders.has(c))!;
   await d.kill(gone);
-  const again = await cli(["recover", "--volume", d.volume, "--scenario", "US-East lost", "--to", "s-eu", "--dir", dir + "-again", "--blocks", String(BLOCKS), "--key-file", keyFile, "--server", url, "--timeout", "1000", "--json"]).catch((e: { stdout: string; stderr: string; code: number }) => e);
+  const again = await cli(["recover", "--volume", d.volume, "--scenario", "US-East lost", "--to", "s-eu", "--dir", dir + "-again", "--blocks", String(BLOCKS), "--key-file", keyFile, "--controller-config", d.controllerConfigFile, "--server", url, "--timeout", "1000", "--json"]).catch((e: { stdout: string; stderr: string; code: number }) => e);
   t.regex(again.stderr, new RegExp(`fetch from ${gone} \\(lane ${LANE}\\) failed: fetch_failed`));
   if ((again as { code?: number }).code === 1) t.regex(again.stderr, /recovery_short/, "short of the prediction: a typed error");
   else t.deepEqual(Object.keys(lastJson(again.stdout).fetchErrors as object), [gone], "the others covered it; the failure is still in the result");
 
-  const bad = await cli(["recover", "--volume", d.volume, "--scenario", "no such", "--to", "s-eu", "--dir", dir + "2", "--blocks", "64", "--key-file", keyFile, "--server", url]).catch((e: { stderr: string; code: number }) => e);
+  const bad = await cli(["recover", "--volume", d.volume, "--scenario", "no such", "--to", "s-eu", "--dir", dir + "2", "--blocks", "64", "--key-file", keyFile, "--controller-config", d.controllerConfigFile, "--server", url]).catch((e: { stderr: string; code: number }) => e);
   t.is((bad as { code: number }).code, 1);
   t.regex((bad as { stderr: string }).stderr, /scenario_unavailable/);
 });
