@@ -9,6 +9,7 @@ import type { ControlLogEntry, ControlLogRecord } from "../custody/index.ts";
 import { controlEventSpec, controlSnapshotSpec, isSnapshotRecord, snapshotRecordOf } from "../custody/index.ts";
 import { ControlLogTail } from "./control-log-tail.ts";
 import { retryWhileUnavailable } from "./control-log-unavailable.ts";
+import { openNamingFailure } from "./control-log-unreachable.ts";
 import { ctrlSubject } from "../protocol/index.ts";
 import { decodeMessage, encodeMessage } from "../protocol/index.ts";
 
@@ -92,13 +93,18 @@ function controlStreamConfig(name: string, subject: string, replicas: number, cl
  * The explicit bootstrap of a region's control log (`custody log init`): creates the stream
  * unless it exists (with `replicas`, on `placementCluster`), then opens it. An existing stream with
  * other replicas or on another cluster than asked is ControlLogPlacementError. Needs the right to create streams (the operator's). Returns
- * `created: false` when the stream was already there. Throws the nats.js error when JetStream is
- * unavailable or an existing stream has an incompatible configuration.
+ * `created: false` when the stream was already there. Throws ControlLogUnreachableError (naming
+ * the server, with the nats.js error as its cause) when JetStream is unavailable or an existing
+ * stream has an incompatible configuration.
  */
 export async function initJetStreamControlLog(nc: NatsConnection, opts: JetStreamControlLogOptions): Promise<{ log: JetStreamControlLog; created: boolean }> {
   const timeout = opts.timeoutMs ?? 5_000;
-  const jsm = await jetstreamManager(nc, { timeout });
   const name = opts.streamName ?? controlStreamName(opts.region);
+  return openNamingFailure(nc, opts.region, name, timeout, () => initStream(nc, opts, name, timeout));
+}
+
+async function initStream(nc: NatsConnection, opts: JetStreamControlLogOptions, name: string, timeout: number): Promise<{ log: JetStreamControlLog; created: boolean }> {
+  const jsm = await jetstreamManager(nc, { timeout });
   let created = false;
   try {
     const info = await jsm.streams.info(name);
@@ -118,13 +124,17 @@ export async function initJetStreamControlLog(nc: NatsConnection, opts: JetStrea
 
 /**
  * Opens an existing region's control log on JetStream. Never creates it: throws
- * ControlLogMissingError when the stream does not exist, and the nats.js error when JetStream is
- * unavailable.
+ * ControlLogMissingError when the stream does not exist, and ControlLogUnreachableError (naming
+ * the server, with the nats.js error as its cause) when JetStream is unavailable.
  */
 export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStreamControlLogOptions): Promise<JetStreamControlLog> {
   const timeout = opts.timeoutMs ?? 5_000;
-  const jsm = await jetstreamManager(nc, { timeout });
   const name = opts.streamName ?? controlStreamName(opts.region);
+  return openNamingFailure(nc, opts.region, name, timeout, () => openStream(nc, opts, name, timeout));
+}
+
+async function openStream(nc: NatsConnection, opts: JetStreamControlLogOptions, name: string, timeout: number): Promise<JetStreamControlLog> {
+  const jsm = await jetstreamManager(nc, { timeout });
   const subject = ctrlSubject(opts.region);
   let replicas: number;
   try {

@@ -2,7 +2,9 @@
  * The one place that opens NATS connections. Connections are always named (the name shows in
  * the server's `/connz` and in traces) and reconnect with bounded, jittered back-off.
  */
-import { connect, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import { nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import { connectOverNode } from "./handshake-closing-transport.ts";
+import { toConnectError } from "./nats-connect-error.ts";
 
 export type { NatsConnection } from "@nats-io/transport-node";
 
@@ -42,22 +44,26 @@ export interface ConnectNatsOptions {
 }
 
 /**
- * Opens a named NATS connection with the project's reconnect settings.
- * Rejects (with the nats.js error) when the first connect fails.
+ * Opens a named NATS connection with the project's reconnect settings. Rejects with a
+ * NatsConnectError naming the server URL(s) and the cause when the first connect fails; a failed
+ * connect leaves no socket open (see handshake-closing-transport.ts).
  */
 export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnection> {
-  return connect({
+  const timeout = opts.timeout ?? DEFAULT_RECONNECT.timeout;
+  return connectOverNode({
     ...opts.extra,
     servers: opts.servers,
     name: opts.name,
     maxReconnectAttempts: opts.maxReconnectAttempts ?? DEFAULT_RECONNECT.maxReconnectAttempts,
     reconnectTimeWait: opts.reconnectTimeWait ?? DEFAULT_RECONNECT.reconnectTimeWait,
     reconnectJitter: opts.reconnectJitter ?? DEFAULT_RECONNECT.reconnectJitter,
-    timeout: opts.timeout ?? DEFAULT_RECONNECT.timeout,
+    timeout,
     waitOnFirstConnect: opts.waitOnFirstConnect ?? false,
     ...(opts.nkeySeed !== undefined ? { authenticator: nkeyAuthenticator(opts.nkeySeed) } : {}),
     ...(opts.caFile !== undefined ? { tls: { caFile: opts.caFile } } : {}),
     ...(opts.inboxPrefix !== undefined ? { inboxPrefix: opts.inboxPrefix } : {}),
+  }).catch((err: unknown) => {
+    throw toConnectError(err, [opts.servers].flat(), timeout, { caFile: opts.caFile, credentials: opts.nkeySeed !== undefined });
   });
 }
 
