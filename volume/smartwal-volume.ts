@@ -333,7 +333,7 @@ export class SmartWalVolume {
   private async readBlock(lba: number, into: Uint8Array): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       if (this.engine.map.damaged[lba]) {
-        this.counters.inc("VOLUME_BLOCK_DAMAGED");
+        this.counters.inc("volume_block_damaged");
         throw new DamagedBlockError(lba, { lsn: this.engine.map.lsn[lba] });
       }
       const pending = this.engine.unflushed.get(lba);
@@ -353,7 +353,7 @@ export class SmartWalVolume {
       // A write may have moved the LBA while we read; only a stable mapping with a bad CRC is damage.
       if ((this.engine.map.phys[lba] !== p || this.engine.map.lsn[lba] !== lsn || this.engine.unflushed.has(lba)) && attempt < 3) continue;
       this.engine.map.damaged[lba] = 1;
-      this.counters.inc("VOLUME_BLOCK_DAMAGED");
+      this.counters.inc("volume_block_damaged");
       throw new DamagedBlockError(lba, { lsn, physicalBlock: p });
     }
   }

@@ -3,16 +3,16 @@ import type { RecoveryReport } from "./recovery.ts";
 
 /** Stable codes of every error the volume store throws. */
 export const VolumeErrorCode = {
-  HeaderCorrupt: "VOLUME_HEADER_CORRUPT",
-  FileSize: "VOLUME_FILE_SIZE",
-  CheckpointCorrupt: "VOLUME_CHECKPOINT_CORRUPT",
-  Damaged: "VOLUME_BLOCK_DAMAGED",
-  WalDamaged: "VOLUME_WAL_DAMAGED",
-  BadRequest: "VOLUME_BAD_REQUEST",
-  NoSpace: "VOLUME_NO_SPACE",
-  Closed: "VOLUME_CLOSED",
-  Exists: "VOLUME_EXISTS",
-  NotFound: "VOLUME_NOT_FOUND",
+  HeaderCorrupt: "volume_header_corrupt",
+  FileSize: "volume_file_size",
+  CheckpointCorrupt: "volume_checkpoint_corrupt",
+  Damaged: "volume_block_damaged",
+  WalDamaged: "volume_wal_damaged",
+  BadRequest: "volume_bad_request",
+  NoSpace: "volume_no_space",
+  Closed: "volume_closed",
+  Exists: "volume_exists",
+  NotFound: "volume_not_found",
 } as const;
 /** One of the VolumeErrorCode values. */
 export type VolumeErrorCode = (typeof VolumeErrorCode)[keyof typeof VolumeErrorCode];

@@ -54,7 +54,7 @@ test("a truncated, corrupted or empty header is HeaderCorruptError", async (t) =
     const files = new Map(base);
     files.set(path(VolumeFiles.header), mutate(base.get(path(VolumeFiles.header))!));
     const err = await t.throwsAsync(open(files), { instanceOf: HeaderCorruptError }, name);
-    t.is(err?.code, "VOLUME_HEADER_CORRUPT");
+    t.is(err?.code, "volume_header_corrupt");
   }
 });
 
@@ -73,7 +73,7 @@ test("a corrupted record inside the synced log is damage, not a torn tail: the m
   // Records 4..6 live in slots 3..5 (checkpoint LSN 3); flip a byte of LSN 5's record.
   wal[4 * 64 + 30] = wal[4 * 64 + 30]! ^ 0xff;
   const err = await t.throwsAsync(open(files), { instanceOf: WalDamagedError });
-  t.is(err?.code, "VOLUME_WAL_DAMAGED");
+  t.is(err?.code, "volume_wal_damaged");
   // 7 and 8 are empty slots of the same damaged 512-byte sector: the damage may have zeroed them too.
   t.deepEqual(err?.lostLsns, [5, 7, 8]);
   t.deepEqual(err?.report?.lostRecords[0], { lsn: 5, slot: 4, problem: "bad_crc" });
@@ -169,7 +169,7 @@ test("bad requests are rejected with BadRequestError, counted, and change nothin
     vol.read(8),
   ];
   for (const p of bad) await t.throwsAsync(p, { instanceOf: BadRequestError });
-  t.is(vol.rejected()["VOLUME_BAD_REQUEST"], bad.length);
+  t.is(vol.rejected()["volume_bad_request"], bad.length);
   t.deepEqual(vol.stats(), before.stats);
   t.deepEqual(vol.walWindow(), before.window);
   t.is(fl.opCount(), before.ops);

@@ -30,7 +30,7 @@ test("custody volume create/write/read/recover/inspect speak one-line JSON, and 
     t.is(ins.entriesPer64MiB, 1048576);
     const bad = await custody("read", v, "--lba", "40");
     t.is(bad.status, 1);
-    t.regex(bad.stderr, /^error \[VOLUME_BAD_REQUEST\]: .*\n$/);
+    t.regex(bad.stderr, /^error \[volume_bad_request\]: .*\n$/);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -166,7 +166,7 @@ test("inspect and the CLI: create --layout one-file makes volume.dat, inspect sh
     t.false(VolumeFiles.extent in ins.files);
     const bad = await runCliCaptured(["volume", "create", join(root, "w"), "--blocks", "8", "--layout", "striped"]);
     t.is(bad.code, 1);
-    t.regex(bad.stderr, /^error \[VOLUME_BAD_REQUEST\]: --layout must be split or one-file/);
+    t.regex(bad.stderr, /^error \[volume_bad_request\]: --layout must be split or one-file/);
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -201,9 +201,9 @@ test("a block corrupted behind the volume's back fails its read with DamagedBloc
   for (let i = 0; i < extent.length; i++) if (extent[i] === 3) extent[i] = 4;
   const again = await SmartWalVolume.open("/v", { fileLayer: new CrashFileLayer(files) });
   const err = await t.throwsAsync(again.read(2), { instanceOf: DamagedBlockError });
-  t.is(err.code, "VOLUME_BLOCK_DAMAGED");
+  t.is(err.code, "volume_block_damaged");
   t.deepEqual(again.damagedLbas(), [2]);
-  t.is(again.rejected()["VOLUME_BLOCK_DAMAGED"], 1);
+  t.is(again.rejected()["volume_block_damaged"], 1);
   await again.close();
 });
 

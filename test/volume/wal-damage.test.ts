@@ -52,9 +52,9 @@ for (const fill of [0xa5, 0x00]) {
       await damageRingTail(dir, 100, fill);
       const refused = custody("recover", dir, "--json");
       t.is(refused.status, 1);
-      t.regex(refused.stderr, /^error \[VOLUME_WAL_DAMAGED\]: /);
+      t.regex(refused.stderr, /^error \[volume_wal_damaged\]: /);
       const report = lastJson(refused.stdout);
-      t.is(report.error, "VOLUME_WAL_DAMAGED");
+      t.is(report.error, "volume_wal_damaged");
       t.deepEqual(report.lostRecords.map((l: { lsn: number }) => l.lsn), [1023, 1024]);
       const err = await t.throwsAsync(SmartWalVolume.open(dir), { instanceOf: WalDamagedError });
       t.deepEqual(err?.lostLsns, [1023, 1024], "refusing wrote nothing: the same report again");
@@ -140,7 +140,7 @@ test("damage found by a scrub persists across remounts until the LBA is rewritte
     await vol.close();
     vol = await SmartWalVolume.open(dir); // no scrub this time
     t.deepEqual(vol.recovery.knownDamaged, [5]);
-    await t.throwsAsync(vol.read(5), { instanceOf: DamagedBlockError, code: "VOLUME_BLOCK_DAMAGED" });
+    await t.throwsAsync(vol.read(5), { instanceOf: DamagedBlockError, code: "volume_block_damaged" });
     t.deepEqual(await vol.read(4), dataOf(4));
     await vol.write(5, dataOf(500)); // repair by rewriting
     await vol.syncCache();

@@ -1,6 +1,6 @@
 /**
  * Issue #47: on a fresh default volume `custody volume write` refused any write over 1,024 blocks
- * with VOLUME_NO_SPACE while the documented limit (one write may span the copy-on-write spare)
+ * with volume_no_space while the documented limit (one write may span the copy-on-write spare)
  * allowed 8,192 on a 65,536-block volume: a write's records (one per block) must fit the WAL ring
  * at once, and the default ring had 1,024 slots. The default ring now holds the spare, and a
  * geometry whose ring is smaller than its spare says so as a bad request, never "no space".
@@ -46,7 +46,7 @@ test("a fresh default 65,536-block volume takes one write of 8,192 blocks (its s
   t.regex(over.stderr, /^error \[volume_bad_request\]: a single write may span at most 8192 blocks/i);
 });
 
-test("a volume created with a ring smaller than its spare limits one write to the ring, as a bad request (nothing written), not VOLUME_NO_SPACE", async (t) => {
+test("a volume created with a ring smaller than its spare limits one write to the ring, as a bad request (nothing written), not volume_no_space", async (t) => {
   const root = await mkdtemp(join(tmpdir(), "vol-capacity-ring-"));
   t.teardown(() => rm(root, { recursive: true, force: true }));
   const dir = join(root, "v");
