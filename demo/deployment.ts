@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { CustodyError } from "../core/index.ts";
+import { CustodyError, issueText, reportedIssue } from "../core/index.ts";
 import type { VolumeTopology } from "../actors/index.ts";
 import type { Site } from "../policies/index.ts";
 import type { Scenario, Timeline } from "../policies/index.ts";
@@ -21,7 +21,7 @@ export class DeploymentError extends CustodyError {
 // Names end up in NATS subjects and file names: one token, no wildcards or separators.
 const token = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a name of letters, digits, '-' or '_'");
 
-const edgeSchema = z.object({
+const edgeSchema = z.strictObject({
   from: token,
   to: token,
   /** One-way latency added to units sent over this edge. */
@@ -43,17 +43,17 @@ export const deploymentSchema = z
     extraVolumes: z.array(token).max(3).default([]),
     lane: token,
     blocks: z.number().int().min(16).max(65_536),
-    regions: z.array(z.object({ name: token, azs: z.array(token).min(1).max(8) })).min(2).max(8),
-    sites: z.array(z.object({ id: token, region: token, az: token })).min(2).max(32),
-    writer: z.object({
+    regions: z.array(z.strictObject({ name: token, azs: z.array(token).min(1).max(8) })).min(2).max(8),
+    sites: z.array(z.strictObject({ id: token, region: token, az: token })).min(2).max(32),
+    writer: z.strictObject({
       id: token,
       site: token,
       holders: z.array(token).min(1).max(10),
-      contract: z.object({ name: token, losses: z.array(z.string().min(1).max(128)).min(1), copies: z.number().int().min(1).optional() }),
+      contract: z.strictObject({ name: token, losses: z.array(z.string().min(1).max(128)).min(1), copies: z.number().int().min(1).optional() }),
     }),
     holders: z
       .array(
-        z.object({
+        z.strictObject({
           id: token,
           site: token,
           role: z.string().max(64),
@@ -67,11 +67,11 @@ export const deploymentSchema = z
       )
       .min(1)
       .max(10),
-    controller: z.object({ id: token, region: token }),
-    keyAuthority: z.object({ id: token, site: token }),
+    controller: z.strictObject({ id: token, region: token }),
+    keyAuthority: z.strictObject({ id: token, site: token }),
     recoverAt: token,
     edges: z.array(edgeSchema).min(1).max(128),
-    workload: z.object({
+    workload: z.strictObject({
       /** Seconds of sustained writing before the strike (full run / `--short`). */
       seconds: z.number().min(1).max(600),
       shortSeconds: z.number().min(1).max(600),
@@ -84,7 +84,7 @@ export const deploymentSchema = z
       inFlight: z.number().int().min(1).max(64).default(1),
       blocksPerWrite: z.number().int().min(1).max(16).default(1),
     }),
-    failures: z.object({
+    failures: z.strictObject({
       /** Region lost first (the writer's region). */
       first: token,
       /** Region lost with it: the strike takes both at the same instant, mid-stream. */
@@ -95,7 +95,7 @@ export const deploymentSchema = z
      * same time, whose custody path leaves this holder out (its senders send straight to its
      * downstream holders over the edges the deployment declares).
      */
-    waypointComparison: z.object({ holder: token, volume: token }).optional(),
+    waypointComparison: z.strictObject({ holder: token, volume: token }).optional(),
   })
   .strict();
 
@@ -113,8 +113,8 @@ export type DeploymentHolder = Deployment["holders"][number];
 export function parseDeployment(raw: unknown): Deployment {
   const parsed = deploymentSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new DeploymentError(`deployment: ${issue.path.join(".") || "(root)"}: ${issue.message}`, { path: issue.path.map(String), issues: parsed.error.issues.length });
+    const issue = reportedIssue(parsed.error.issues);
+    throw new DeploymentError(`deployment: ${issueText(issue)}`, { path: issue.path.map(String), issues: parsed.error.issues.length });
   }
   const d = parsed.data;
   const fail = (message: string, detail: Record<string, unknown>) => {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { issueText, reportedIssue } from "../core/index.ts";
 import type { BootstrapPlan } from "./deployment-plan.ts";
 import { DeploymentError } from "./deployment-schema.ts";
 
@@ -22,8 +23,6 @@ const bootstrapSchema = z.strictObject({
 export function parseBootstrap(raw: unknown): BootstrapPlan {
   const r = bootstrapSchema.safeParse(raw);
   if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const keys = (issue as { keys?: string[] }).keys;
-  const path = [issue.path.join("."), keys?.[0]].filter(Boolean).join(".");
-  throw new DeploymentError(`invalid bootstrap file: ${issue.code === "unrecognized_keys" ? `unknown key ${path}` : `${path || "(root)"}: ${issue.message}`}`, { path });
+  const issue = reportedIssue(r.error.issues);
+  throw new DeploymentError(`invalid bootstrap file: ${issueText(issue)}`, { path: issue.path.join(".") });
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CustodyError } from "../core/index.ts";
+import { CustodyError, issueText, reportedIssue } from "../core/index.ts";
 import { metricsSchema } from "../runtime/index.ts";
 import { checkCoalescedSections, coalescedSectionSchema } from "./deployment-coalesced.ts";
 import { controlClusterName } from "./control-cluster-name.ts";
@@ -233,14 +233,8 @@ export type DeploymentRegion = Deployment["regions"][string];
 
 /** The first schema issue as "unknown key a.b" or "a.b: message", and its path. */
 function describeIssue(error: z.ZodError): { what: string; path: string } {
-  const issue = error.issues[0]!;
-  const base = issue.path.join(".");
-  const keys = (issue as { keys?: string[] }).keys;
-  if (issue.code === "unrecognized_keys" && keys !== undefined) {
-    const path = [base, keys[0]].filter(Boolean).join(".");
-    return { what: `unknown key ${path}`, path };
-  }
-  return { what: `${base || "(root)"}: ${issue.message}`, path: base };
+  const issue = reportedIssue(error.issues);
+  return { what: issueText(issue), path: issue.path.join(".") };
 }
 
 /** Validates a parsed deployment file: its shape, then its cross-references. Throws DeploymentError naming the path. */

@@ -5,16 +5,16 @@ import { lossSchema, parseWith, siteSchema } from "./state-schema.ts";
 
 const id = z.string().min(1).regex(/^[A-Za-z0-9_\-:.]+$/, "ids use letters, digits, _ - : .");
 const nonNeg = z.number().nonnegative();
-const charge = z.object({ name: z.string().min(1), usdPerGB: nonNeg });
+const charge = z.strictObject({ name: z.string().min(1), usdPerGB: nonNeg });
 
 /** zod schema of the JSON accepted by `custody place` (see docs/policies.md). */
-export const placementInputSchema = z.object({
-  source: z.object({ site: id, sendBytesPerSec: z.number().positive() }),
+export const placementInputSchema = z.strictObject({
+  source: z.strictObject({ site: id, sendBytesPerSec: z.number().positive() }),
   streamBytesPerSec: z.number().positive(),
   sites: z.array(siteSchema).min(1),
   candidates: z
     .array(
-      z.object({
+      z.strictObject({
         id,
         site: id,
         residency: z.enum(["ram", "protected_ram", "disk"]),
@@ -27,7 +27,7 @@ export const placementInputSchema = z.object({
     )
     .min(1),
   edges: z.array(
-    z.object({
+    z.strictObject({
       from: id,
       to: id,
       rttMs: nonNeg,
@@ -37,17 +37,17 @@ export const placementInputSchema = z.object({
       deps: z.array(z.string()).default([]),
     }),
   ),
-  contract: z.object({
+  contract: z.strictObject({
     maxHolders: z.number().int().min(1).max(10),
     days: z.number().positive().default(30),
     scenarios: z
       .array(
-        z.object({
+        z.strictObject({
           name: z.string().min(1),
           losses: z.array(lossSchema).min(1),
           maxLagMs: nonNeg,
           required: z.boolean().default(true),
-          preceding: z.object({ losses: z.array(lossSchema).min(1), intervalSec: nonNeg }).optional(),
+          preceding: z.strictObject({ losses: z.array(lossSchema).min(1), intervalSec: nonNeg }).optional(),
         }),
       )
       .min(1),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RangeSet } from "../lanes/index.ts";
-import type { Counters } from "../core/index.ts";
+import { reportedIssue, type Counters } from "../core/index.ts";
 import type { EvaluationState } from "./evaluation-state.ts";
 import { PolicyInputError } from "./policy-errors.ts";
 import { validateEvaluationState } from "./state-validation.ts";
@@ -134,8 +134,11 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown, counte
   const r = schema.safeParse(input);
   if (!r.success) {
     // A misspelled key shows up twice (unknown key, missing field): name the misspelling.
-    const issue = r.error.issues.find((x) => x.code === "unrecognized_keys") ?? r.error.issues[0]!;
-    const err = new PolicyInputError(fieldPath(issue.path), issue.message);
+    const issue = reportedIssue(r.error.issues);
+    const key = issue.path[issue.path.length - 1];
+    const err = issue.unknownKey
+      ? new PolicyInputError(fieldPath(issue.path.slice(0, -1)), issue.problem.replace(/^unknown key/, `unknown key ${JSON.stringify(String(key))}`))
+      : new PolicyInputError(fieldPath(issue.path), issue.problem);
     counters?.inc(err.code);
     throw err;
   }

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { CustodyError } from "../core/index.ts";
+import { CustodyError, issueText, reportedIssue } from "../core/index.ts";
 import { linksSchema } from "./role-links.ts";
 import { probeSchema } from "./route-probe-config.ts";
 import { spanFileSchema } from "./role-tracing.ts";
@@ -116,11 +116,8 @@ export function readRoleConfig<T>(file: string, schema: z.ZodType<T>): T {
   }
   const r = schema.safeParse(raw);
   if (!r.success) {
-    const issue = r.error.issues[0]!;
-    const path = issue.path.join(".");
-    const keys = (issue as { keys?: string[] }).keys;
-    const what = issue.code === "unrecognized_keys" && keys ? `unknown key ${[path, keys[0]].filter(Boolean).join(".")}` : `${path || "(root)"}: ${issue.message}`;
-    throw new RoleConfigError(`invalid config ${file}: ${what}`, { file, path: keys ? [path, keys[0]].filter(Boolean).join(".") : path });
+    const issue = reportedIssue(r.error.issues);
+    throw new RoleConfigError(`invalid config ${file}: ${issueText(issue)}`, { file, path: issue.path.join(".") });
   }
   return r.data;
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CustodyError } from "../../core/index.ts";
+import { CustodyError, issueText, reportedIssue } from "../../core/index.ts";
 import { isIdentifier } from "../../core/index.ts";
 
 /**
@@ -137,9 +137,9 @@ export class HolderConfigError extends CustodyError {
 export function parseHolderConfig(input: HolderConfigInput): z.infer<typeof holderConfigSchema> {
   const r = holderConfigSchema.safeParse(input);
   if (!r.success) {
-    const issue = r.error.issues[0];
-    const field = issue?.path.join(".") ?? "";
-    throw new HolderConfigError(`invalid holder config at ${field}: ${issue?.message}`, { field });
+    const issue = reportedIssue(r.error.issues);
+    const field = issue.path.join(".");
+    throw new HolderConfigError(`invalid holder config: ${issueText(issue)}`, { field });
   }
   const c = r.data;
   if (c.residency.includes("disk") && !c.flush) {
