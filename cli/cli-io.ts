@@ -12,17 +12,47 @@ export interface CliIo {
   setExitCode(code: number): void;
   /** Whether `stderr` reaches a terminal (a progress bar is drawn only there); absent: it does not. */
   stderrIsTerminal?(): boolean;
+  /** True once nobody reads stdout any more (`custody status --watch | head -2`): a redraw loop ends. */
+  stdoutClosed?(): boolean;
 }
+
+/** Streams of this process whose reader went away (EPIPE): what is written to them is dropped. */
+const closedStreams = new Set<NodeJS.WriteStream>();
+
+const writeTo = (stream: NodeJS.WriteStream, text: string) => {
+  if (!closedStreams.has(stream)) stream.write(text);
+};
 
 /** The process's own streams and exit code (what `custody` on a shell uses). */
 export const processIo: CliIo = {
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
+  stdout: (text) => writeTo(process.stdout, text),
+  stderr: (text) => writeTo(process.stderr, text),
   setExitCode: (code) => {
     process.exitCode = code;
   },
   stderrIsTerminal: () => process.stderr.isTTY === true,
+  stdoutClosed: () => closedStreams.has(process.stdout),
 };
+
+/**
+ * Output to a closed pipe ends quietly (`custody status … | head -2`): an EPIPE on stdout or
+ * stderr marks that stream closed, so later output is dropped instead of ending the process with a
+ * stack trace; the command itself finishes and exits with its own code. Any other stream error is
+ * one line on stderr. Installed once, by the `custody` executable.
+ */
+export function dropOutputToClosedPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (err: NodeJS.ErrnoException) => {
+      closedStreams.add(stream);
+      if (err.code !== "EPIPE" && stream !== process.stderr) writeTo(process.stderr, `error [${(err.code ?? "output_failed").toLowerCase()}]: cannot write the output: ${err.message}\n`);
+    });
+  }
+}
+
+/** Resolves once what was written to stdout and stderr has been handed to the system (or the stream is gone). */
+export async function outputFlushed(): Promise<void> {
+  await Promise.all([process.stdout, process.stderr].map((s) => new Promise<void>((resolve) => (closedStreams.has(s) || s.destroyed ? resolve() : s.write("", () => resolve())))));
+}
 
 const current = new AsyncLocalStorage<CliIo>();
 

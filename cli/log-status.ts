@@ -6,8 +6,8 @@ import { ControlLogFollower, type ControlState, type ControlTrust } from "../cus
 import type { EvaluationReport, EvaluationState } from "../policies/index.ts";
 import type { VolumeStatus } from "../protocol/index.ts";
 import { controllerRoleSchema, listProcesses, readPublicKeyHex, readRoleConfig, type ProcessStats } from "../runtime/index.ts";
-import { NatsTransport, openJetStreamControlLog } from "../transport/index.ts";
-import { DEFAULT_SERVER, operatorConnectOptions, readOperatorConfig, type OperatorConnectionOptions } from "./operator-connection.ts";
+import { NatsConnectError, openJetStreamControlLog, type NatsTransport } from "../transport/index.ts";
+import { connectOperatorTransport, DEFAULT_SERVER, readOperatorConfig, type OperatorConnectionOptions } from "./operator-connection.ts";
 
 /**
  * Status and recovery without a controller: the volume's topology from the deployment's files (the
@@ -113,7 +113,7 @@ export async function connectFirst(o: OperatorConnectionOptions, urls: readonly 
     try {
       return { transport: await connectOne(o, url, name, connectMs), url };
     } catch (err) {
-      failures.push({ url, why: (err as Error).message ?? String(err) });
+      failures.push({ url, why: connectFailure(err) });
     }
   }
   throw new NoServerAnsweredError(`no server answered within ${connectMs} ms`, failures);
@@ -121,7 +121,12 @@ export async function connectFirst(o: OperatorConnectionOptions, urls: readonly 
 
 /** One connection to `url` as the operator, bounded by `connectMs`, without reconnects. */
 function connectOne(o: OperatorConnectionOptions, url: string, name: string, connectMs: number): Promise<NatsTransport> {
-  return NatsTransport.connect({ ...operatorConnectOptions({ ...o, server: url }, name), maxReconnectAttempts: 0, timeout: connectMs });
+  return connectOperatorTransport({ ...o, server: url, connectTimeout: String(connectMs) }, name);
+}
+
+/** Why a connect to a URL failed, said after that URL (a NatsConnectError's reason already follows its URL). */
+function connectFailure(err: unknown): string {
+  return err instanceof NatsConnectError ? err.reason : err instanceof Error ? err.message : String(err);
 }
 
 /** A status computed by the command itself, and what it was computed from. */
@@ -186,7 +191,7 @@ async function oneRound(
     try {
       transport = reused ? q.first!.transport : await connectOne(o, url, "custody-log-status", q.connectMs);
     } catch (err) {
-      failures.push({ url, why: (err as Error).message ?? String(err) });
+      failures.push({ url, why: connectFailure(err) });
       continue;
     }
     let store: Awaited<ReturnType<typeof openJetStreamControlLog>> | undefined;
@@ -217,7 +222,10 @@ async function oneRound(
       };
       return { status, failures };
     } catch (err) {
-      failures.push({ url, why: `control log ${deployment.region}: ${err instanceof CustodyError ? `${err.code}: ` : ""}${(err as Error).message ?? String(err)}` });
+      // The control log's own errors already start with `control log <region>`.
+      const message = (err as Error).message ?? String(err);
+      const what = message.startsWith(`control log ${deployment.region}`) ? message : `control log ${deployment.region}: ${message}`;
+      failures.push({ url, why: err instanceof CustodyError ? `${err.code}: ${what}` : what });
       await store?.close().catch(() => undefined);
       if (!reused) await transport.close().catch(() => undefined);
     }

@@ -1,7 +1,7 @@
 import { ControlLogFollower } from "../custody/index.ts";
-import { closeNats, connectNats, openJetStreamControlLog } from "../transport/index.ts";
+import { closeNats, openJetStreamControlLog } from "../transport/index.ts";
 import { operatorAccess, type OperatorKeyOptions } from "./operator-signing.ts";
-import { operatorConnectOptions, type OperatorConnectionOptions } from "./operator-connection.ts";
+import { connectOperator, type OperatorConnectionOptions } from "./operator-connection.ts";
 
 /** What an operator command that reads or commits to a region's control log is given. */
 export interface OperatorLogOptions extends OperatorKeyOptions, OperatorConnectionOptions {
@@ -14,7 +14,7 @@ export interface OperatorLogOptions extends OperatorKeyOptions, OperatorConnecti
  * The connection is closed whatever `fn` does.
  */
 export async function withOperatorLog<T>(o: OperatorLogOptions, name: string, fn: (log: { store: Awaited<ReturnType<typeof openJetStreamControlLog>>; follower: ControlLogFollower }) => Promise<T>): Promise<T> {
-  const nc = await connectNats({ ...operatorConnectOptions(o, name), maxReconnectAttempts: 0 });
+  const nc = await connectOperator(o, name);
   try {
     const store = await openJetStreamControlLog(nc, { region: o.region });
     return await fn({ store, follower: new ControlLogFollower(store, undefined, operatorAccess(o).trust) });

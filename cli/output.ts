@@ -30,13 +30,26 @@ export function formatTable(rows: Record<string, unknown>[]): string {
   return [line(cols), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(cols.map((c) => cell(r[c]))))].join("\n");
 }
 
-/** Prints one clear error line to stderr and sets a non-zero exit code. */
+/**
+ * The code of an error line: a CustodyError's own; else the error's `code` in lower case (Node's
+ * `ENOENT`, whose message names the path, is `enoent`); else `unexpected` (a failure no typed
+ * error describes yet).
+ */
+export function errorCode(err: unknown): string {
+  if (err instanceof CustodyError) return err.code;
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === "string" && /^[A-Za-z][A-Za-z0-9_]*$/.test(code) ? code.toLowerCase() : "unexpected";
+}
+
+/**
+ * Prints the error line (`error [code]: message`) to stderr and sets exit code 1. Another
+ * library's message is kept to one line; a CustodyError's is printed as written (init's
+ * control_plane_lost is one `error [control_plane_lost]: …` line per scenario).
+ */
 export function failWith(err: unknown): void {
-  const msg =
-    err instanceof CustodyError
-      ? `error [${err.code}]: ${err.message}`
-      : `error: ${err instanceof Error ? err.message : String(err)}`;
-  cliIo().stderr(msg + "\n");
+  const text = err instanceof Error ? err.message : String(err);
+  const message = err instanceof CustodyError ? text : text.replace(/\s*\n\s*/g, " ");
+  cliIo().stderr(`error [${errorCode(err)}]: ${message}\n`);
   cliIo().setExitCode(1);
 }
 

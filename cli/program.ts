@@ -27,6 +27,11 @@ const AREAS: readonly { readonly commands: readonly string[]; load(): Promise<Ar
   { commands: ["log"], load: () => import("./commands/log.ts") },
 ];
 
+/** Commander's usage error (`error: unknown option '--x'`, perhaps a second `(Did you mean …?)` line) as one error line. */
+function usageLine(s: string): string {
+  return `${s.trim().replace(/^error: /, "error [usage]: ").replace(/\s*\n\s*/g, " ")}\n`;
+}
+
 /** The `custody` command with the areas `argv` needs (all of them for help or an unknown command). */
 export async function buildProgram(argv: readonly string[] = process.argv): Promise<Command> {
   const program = new Command("custody")
@@ -34,8 +39,9 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
     .version("0.1.0")
     .showHelpAfterError(false)
     .exitOverride()
-    // Commander's own output (help, usage errors) goes where the run's output goes.
-    .configureOutput({ writeOut: (s) => cliIo().stdout(s), writeErr: (s) => cliIo().stderr(s) });
+    // Commander's own output (help, usage errors) goes where the run's output goes; a usage error
+    // is one `error [usage]: …` line like every other failure.
+    .configureOutput({ writeOut: (s) => cliIo().stdout(s), writeErr: (s) => cliIo().stderr(s), outputError: (s, write) => write(usageLine(s)) });
   const first = argv.slice(2).find((a) => !a.startsWith("-"));
   const area = AREAS.find((a) => first !== undefined && a.commands.includes(first));
   for (const a of area !== undefined ? [area] : AREAS) (await a.load()).register(program);
@@ -59,6 +65,7 @@ export async function runCli(args: readonly string[], io?: CliIo): Promise<numbe
       if (io !== undefined) io.setExitCode(c);
     },
     stderrIsTerminal: () => target.stderrIsTerminal?.() ?? false,
+    stdoutClosed: () => target.stdoutClosed?.() ?? false,
   };
   await withCliIo(runIo, async () => {
     const argv = ["node", "custody", ...args];

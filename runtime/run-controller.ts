@@ -8,6 +8,7 @@ import { checkControlLogHead, readControlLogHead, writeControlLogHead } from "./
 import { connectRole } from "./connect.ts";
 import { receiptedSamples } from "./custody-ranges.ts";
 import { loadControlTrust } from "./control-trust-files.ts";
+import { startFailure } from "./role-start-error.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import type { ControllerRoleConfig } from "./role-config.ts";
 import { startRoleTracing } from "./role-tracing.ts";
@@ -109,7 +110,7 @@ async function openControllerBase(cfg: ControllerRoleConfig): Promise<Controller
     };
   } catch (err) {
     await closeOpened();
-    throw err;
+    throw startFailure(err, `controller ${c.controllerId}`, `control log ${cfg.controlLogRegion ?? c.region} via ${transport.connection.getServer()}`);
   }
 }
 
@@ -149,7 +150,7 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     };
   } catch (err) {
     await base.close();
-    throw err;
+    throw startFailure(err, `controller ${c.controllerId}`, `control log ${logRegion} via ${transport.connection.getServer()}`);
   }
 }
 
@@ -222,6 +223,6 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
     };
   } catch (err) {
     await base.close();
-    throw err;
+    throw startFailure(err, `controller ${c.controllerId}`, `control log ${logRegion} via ${transport.connection.getServer()}`);
   }
 }

@@ -3,9 +3,9 @@ import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { CustodyError } from "../../core/index.ts";
 import { ControlLogFollower, generateHolderKeyPair, INITIAL_CONTROL_STATE, releaseFrontiers, type ControlState } from "../../custody/index.ts";
-import { closeNats, connectNats } from "../../transport/index.ts";
+import { closeNats } from "../../transport/index.ts";
 import { openJetStreamControlLog } from "../../transport/index.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { connectOperator, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
 /** A bad CLI argument of the custody commands. */
 export class CustodyCliError extends CustodyError {
@@ -30,7 +30,7 @@ async function replayControlLog(o: ControlOptions): Promise<ControlState> {
     if (!/^[0-9a-f]{64}$/.test(o.headHash)) throw new CustodyCliError("--head-hash must be 64 lowercase hex digits", { option: "head-hash" });
     seen = { ...INITIAL_CONTROL_STATE, lastSeq: seq, headHash: o.headHash };
   }
-  const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-control"), maxReconnectAttempts: 0 });
+  const nc = await connectOperator(o, "custody-cli-control");
   try {
     const follower = new ControlLogFollower(await openJetStreamControlLog(nc, { region: o.region }));
     const state = await follower.replay();

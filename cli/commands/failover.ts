@@ -1,10 +1,9 @@
 import type { Command } from "commander";
 import { requestFailover } from "../../actors/index.ts";
 import { checkToken } from "../../protocol/index.ts";
-import { NatsTransport } from "../../transport/index.ts";
 import { cliIo } from "../cli-io.ts";
 import { action } from "../output.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { connectOperatorTransport, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { CustodyCliError } from "./custody.ts";
 import { positiveInt } from "./status.ts";
 
@@ -48,7 +47,7 @@ export function register(program: Command): void {
         const volume = checkToken(o.volume, "volume");
         const term = positiveInt("term", o.term);
         const recoveredCut = parseCuts(o.cut);
-        const transport = await NatsTransport.connect({ ...operatorConnectOptions(o, "custody-failover"), maxReconnectAttempts: 0 });
+        const transport = await connectOperatorTransport(o, "custody-failover");
         try {
           const plan = await requestFailover(transport, volume, { lanes: Object.keys(recoveredCut), term, recoveredCut }, { timeoutMs: positiveInt("timeout", o.timeout) });
           cliIo().stdout(JSON.stringify(plan) + "\n");

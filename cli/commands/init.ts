@@ -5,10 +5,10 @@ import type { Command } from "commander";
 import { applyBootstrap, BOOTSTRAP_FILE, controlPlaneLosses, controlPlaneLossMessage, ControlPlaneLostError, DeploymentError, OPERATOR_NATS_FILE, parseBootstrap, parseDeployment, planDeployment, regionServerIdentities, ROLES_INDEX, tlsOutputDir, type KeySource, type SecuritySource } from "../../deploy/index.ts";
 import { makeCertificates } from "../../security/index.ts";
 import { nkeys } from "@nats-io/transport-node";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { connectOperator, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { generateHolderKeyPair, rawPublicKey } from "../../custody/index.ts";
 import { operatorAccess } from "../operator-signing.ts";
-import { closeNats, connectNats } from "../../transport/index.ts";
+import { closeNats } from "../../transport/index.ts";
 import { initJetStreamControlLog } from "../../transport/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
@@ -22,6 +22,17 @@ const randomKeys: KeySource = {
   },
   dataKey: () => new Uint8Array(randomBytes(32)),
 };
+
+/** Reads the deployment or bootstrap file `file` with `parse`; a refusal names the file, its code kept. */
+function readDeploymentFile<T>(file: string, parse: (raw: unknown) => T): T {
+  const raw = readJsonFile(file);
+  try {
+    return parse(raw);
+  } catch (err) {
+    if (err instanceof DeploymentError) throw new DeploymentError(`${file}: ${err.message}`, { ...err.detail, file });
+    throw err;
+  }
+}
 
 /** A new nkey user; its seed is wiped from the key pair once read. */
 function newNkeyUser(): { seed: string; publicKey: string } {
@@ -55,7 +66,7 @@ export function register(program: Command): void {
     .option("--allow-control-plane-loss", "write the deployment even when a required scenario destroys its control-log quorum, every controller of a volume, or its key authority (each is printed as a warning)")
     .action(
       action(async (file: string, o: OutputOptions & { out: string; allowControlPlaneLoss?: boolean }) => {
-        const d = parseDeployment(readJsonFile(file));
+        const d = readDeploymentFile(file, parseDeployment);
         const out = resolve(o.out);
         if (existsSync(join(out, ROLES_INDEX))) throw new DeploymentError(`${out} already holds a deployment (${ROLES_INDEX}); choose another --out`, { path: "out" });
         // A required scenario that loses the control plane is a promise nobody could keep: refused unless the operator says so.
@@ -93,7 +104,7 @@ export function register(program: Command): void {
     .option("--operator-key <file>", "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and admits the controllers' keys"))
     .action(
       action(async (file: string, o: OutputOptions & OperatorConnectionOptions & { operatorKey?: string }) => {
-        const plan = parseBootstrap(readJsonFile(file));
+        const plan = readDeploymentFile(file, parseBootstrap);
         // A signed deployment's bootstrap needs the operator's key: by default the one init wrote beside bootstrap.json.
         const keyFile = o.operatorKey ?? (plan.operatorPublicKey !== undefined ? join(dirname(resolve(file)), "operator", "operator.key") : undefined);
         const { who } = operatorAccess({ operatorId: plan.operatorId, ...(keyFile !== undefined ? { operatorKey: keyFile } : {}) });
@@ -103,7 +114,7 @@ export function register(program: Command): void {
         // A secured deployment's operator connects as init wrote it (operator/nats.json beside bootstrap.json) unless told otherwise.
         const operatorConfig = join(dirname(resolve(file)), "operator", OPERATOR_NATS_FILE);
         const conn = { ...(existsSync(operatorConfig) ? { operatorConfig } : {}), ...o };
-        const nc = await connectNats({ ...operatorConnectOptions(conn, "custody-bootstrap"), maxReconnectAttempts: 0 });
+        const nc = await connectOperator(conn, "custody-bootstrap");
         try {
           // The operator's explicit bootstrap: it creates the region's control stream if it is not there yet.
           // A replicated log's stream goes to its own cluster (through the gateways), with its replicas.

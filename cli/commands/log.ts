@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { connectOperator, operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/index.ts";
 import { ControlLogCompactor, ControlLogFollower } from "../../custody/index.ts";
 import { CustodyError } from "../../core/index.ts";
@@ -38,7 +38,7 @@ export function register(program: Command): void {
       action(async (o: LogInitOptions) => {
         const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
         if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1)) throw new Error(`--replicas must be a positive integer, got ${o.replicas}`);
-        const nc = await connectNats({ ...operatorConnectOptions(o, "custody-cli-log-init"), maxReconnectAttempts: 0 });
+        const nc = await connectOperator(o, "custody-cli-log-init");
         try {
           const { log: store, created } = await initJetStreamControlLog(nc, { region: o.region, ...(replicas !== undefined ? { replicas } : {}), ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}) });
           const lastSeq = await store.lastSeq();

@@ -1,8 +1,7 @@
 import { CustodyError } from "../../core/index.ts";
 import { RouteTable, type RouteMeasurement } from "../../policies/index.ts";
 import { decodeRouteMeasurements, parseSubjectOf, subjectFilter } from "../../protocol/index.ts";
-import { NatsTransport } from "../../transport/index.ts";
-import { operatorConnectOptions, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { connectOperatorTransport, type OperatorConnectionOptions } from "../operator-connection.ts";
 
 /**
  * Listens `listenMs` on `custody.v1.route.*` and returns the newest measurement per peer pair.
@@ -10,7 +9,7 @@ import { operatorConnectOptions, type OperatorConnectionOptions } from "../opera
  * or mis-sent message is skipped and counted in `skipped`.
  */
 export async function collectRouteMeasurements(o: OperatorConnectionOptions, listenMs: number): Promise<{ routes: RouteMeasurement[]; skipped: number }> {
-  const t = await NatsTransport.connect({ ...operatorConnectOptions(o, "custody-place"), maxReconnectAttempts: 0 });
+  const t = await connectOperatorTransport(o, "custody-place");
   const table = new RouteTable();
   let skipped = 0;
   try {

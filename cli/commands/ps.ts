@@ -1,12 +1,11 @@
 import type { Command } from "commander";
 import { listProcesses } from "../../runtime/index.ts";
-import { NatsTransport } from "../../transport/index.ts";
 import { checkToken } from "../../protocol/index.ts";
 import { cliIo } from "../cli-io.ts";
 import { controlLogOf, loggedRoles, mergeExpected, plannedRoles, readControlState, type ExpectedRole } from "../expected-roles.ts";
 import { deploymentDir } from "../log-status.ts";
 import { action, formatTable, type OutputOptions } from "../output.ts";
-import { operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import { connectOperatorTransport, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { psEntries, psRows, rolesOf } from "../process-table.ts";
 import { positiveInt } from "./status.ts";
 
@@ -33,7 +32,7 @@ export function register(program: Command): void {
         const dir = deploymentDir(o);
         const planned = dir === undefined ? undefined : plannedRoles(dir);
         const log = dir === undefined ? undefined : controlLogOf(dir);
-        const t = await NatsTransport.connect(operatorConnectOptions(o, "custody-ps"));
+        const t = await connectOperatorTransport(o, "custody-ps");
         try {
           // The control log is read while the answers are collected; a log that cannot be read leaves the plan alone to go by.
           const [{ stats, rejected }, logged] = await Promise.all([

@@ -107,12 +107,11 @@ export interface WithoutControllerOptions extends LogStatusOptions {
   logWait: string;
 }
 
-/** Adds `--controller-config`, `--evidence-ms` and `--connect-timeout` to a command. */
+/** Adds `--controller-config`, `--evidence-ms`, `--log-wait` and `--json` to a command (`--connect-timeout` comes with the connection options). */
 export function withoutController(c: Command): Command {
   return c
     .option("--controller-config <file>", "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)")
     .option("--evidence-ms <ms>", "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)", "3000")
-    .option("--connect-timeout <ms>", "per server: how long a connection (and a control-log read) may take before the next region's server is tried", "2000")
     .option("--log-wait <ms>", "when no controller answers: how long to keep trying the servers for the control log (a region just lost may leave JetStream electing a leader)", "15000")
     .option("--json", "one JSON object on one line");
 }
@@ -154,7 +153,7 @@ export function register(program: Command): void {
               if (!o.json) cliIo().stdout(noControllerLine(doc) + "\n");
               printStatus(doc.doc, o, { controllerAnswered: false, computedFrom: { controlSeq: doc.control.lastSeq, server: doc.url, holders: doc.heard, holdersAnswered: doc.answered, listenedMs: doc.listenedMs, rejectedBatches: doc.rejected } });
             } else printStatus(doc, o);
-            if (!o.watch) break;
+            if (!o.watch || cliIo().stdoutClosed?.() === true) break;
             await new Promise((r) => setTimeout(r, everyMs));
           }
         } finally {
