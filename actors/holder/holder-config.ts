@@ -17,7 +17,7 @@ const nonNegInt = z.number().int().nonnegative();
 export { Residency as HolderResidency } from "../../core/index.ts";
 
 /** Protected-RAM evidence as measured on the host; every field is required (no default is evidence). */
-export const protectedRamEvidenceSchema = z.object({
+export const protectedRamEvidenceSchema = z.strictObject({
   protectedBytes: nonNegInt,
   /** Battery health 0..1 as reported by the controller. */
   batteryHealth: z.number().min(0).max(1),
@@ -40,7 +40,7 @@ export const protectedRamEvidenceSchema = z.object({
 export type ProtectedRamEvidence = z.infer<typeof protectedRamEvidenceSchema>;
 
 /** One lane this holder serves, and the holders it forwards that lane to (fan-out). */
-export const laneConfigSchema = z.object({
+export const laneConfigSchema = z.strictObject({
   volume: token,
   lane: token,
   downstream: z.array(token).default([]),
@@ -54,7 +54,7 @@ export const laneConfigSchema = z.object({
 });
 export type LaneConfig = z.infer<typeof laneConfigSchema>;
 
-export const holderConfigSchema = z.object({
+export const holderConfigSchema = z.strictObject({
   holderId: token,
   /**
    * Test-only when a state directory is given: the incarnation is claimed from the holder's state
@@ -62,10 +62,10 @@ export const holderConfigSchema = z.object({
    * Without a state directory (in-process tests) it is required.
    */
   incarnation: nonNegInt.optional(),
-  site: z.object({ region: token, az: token, host: token }),
+  site: z.strictObject({ region: token, az: token, host: token }),
   residency: z.array(z.enum(["ram", "protected_ram", "disk"])).min(1),
   lanes: z.array(laneConfigSchema).min(1),
-  arena: z.object({
+  arena: z.strictObject({
     segmentBytes: posInt.default(1 << 20),
     limitBytes: posInt,
     /** Bytes one upstream may have granted-but-unused at once. */
@@ -80,12 +80,12 @@ export const holderConfigSchema = z.object({
     /** Units larger than this are refused as oversized. */
     maxUnitBytes: posInt.default(1 << 20),
   }),
-  receipts: z.object({
+  receipts: z.strictObject({
     maxUnits: posInt.default(64),
     maxDelayMs: posInt.default(5),
   }),
   flush: z
-    .object({
+    .strictObject({
       intervalMs: posInt,
       deadlineMs: posInt,
       /** The spill stream starts a new file at this size; a file with nothing left in custody is deleted. Default 64 MiB. */
@@ -93,7 +93,7 @@ export const holderConfigSchema = z.object({
     })
     .optional(),
   protectedRam: z
-    .object({
+    .strictObject({
       evidence: protectedRamEvidenceSchema,
       maxEvidenceAgeMs: posInt,
       minBatteryHealth: z.number().min(0).max(1),
@@ -115,7 +115,7 @@ export const holderConfigSchema = z.object({
    * never set in a deployment. `dropRetained`: the holder answers retention audits as one that
    * dropped the payload bytes it keeps receipting (it still knows every unit's header).
    */
-  faults: z.object({ dropRetained: z.boolean().default(false) }).optional(),
+  faults: z.strictObject({ dropRetained: z.boolean().default(false) }).optional(),
 });
 /** Configuration as given (defaults optional). */
 export type HolderConfigInput = z.input<typeof holderConfigSchema>;

@@ -8,6 +8,7 @@ import test from "ava";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { runCliCaptured } from "../../cli/program.ts";
+import { parseHolderConfig } from "../../actors/holder/holder-config.ts";
 import { parseDeployment as parseDemoDeployment } from "../../demo/deployment.ts";
 import { holderRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
 import { makeCertificates, renderTlsBlock } from "../../security/index.ts";
@@ -72,6 +73,10 @@ test("a misspelled required key is reported as the unknown key it is, with the f
   const role = join(dir, "holder.json");
   writeFileSync(role, JSON.stringify({ role: "holder", nats: { servers: "nats://127.0.0.1:4222" }, controlRegon: "ctl", stateDir: dir, keyFile: join(dir, "k"), holder: {} }));
   t.throws(() => readRoleConfig(role, holderRoleSchema), { code: "invalid_role_config", message: `invalid config ${role}: unknown key controlRegon (did you mean controlRegion?)` });
+
+  // Its holder section (validated by the holder; a deployment's holder overrides end up there).
+  const holder = { holderId: "h1", incarnation: 1, site: { region: "r", az: "a", host: "h" }, residency: ["ram"], lanes: [{ volume: "v", lane: "l0", upstream: ["w1"] }], arena: { limitByte: 1 << 20 }, receipts: {} };
+  t.throws(() => parseHolderConfig(holder as never), { code: "invalid_holder_config", message: "invalid holder config: unknown key arena.limitByte (did you mean limitBytes?)" });
 
   // The demo's deployment file: nested objects are strict too.
   const demo = JSON.parse(readFileSync(join(repoRoot(), "examples", "deployment.json"), "utf8")) as { holders: Record<string, unknown>[] };
