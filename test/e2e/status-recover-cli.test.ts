@@ -51,6 +51,16 @@ test.serial("custody status prints the controller's document and custody recover
   watch.kill("SIGINT");
   t.is(await watchExit, 0);
   for (const line of watched.trim().split("\n")) t.is((JSON.parse(line) as { volume: string }).volume, d.volume);
+  // Nobody reads any more (`custody status --watch | head -2`): the watch ends by itself, quietly, exit 0.
+  const unread = spawn(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url, "--watch", "--every", "100", "--json"], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  unread.stdout.destroy();
+  let unreadErr = "";
+  unread.stderr.on("data", (b: Buffer) => (unreadErr += b.toString()));
+  const killer = setTimeout(() => unread.kill("SIGKILL"), 60_000);
+  const unreadExit = await new Promise<number | null>((r) => unread.once("exit", (code) => r(code)));
+  clearTimeout(killer);
+  t.is(unreadExit, 0, `a watch nobody reads ends by itself: ${unreadErr}`);
+  t.is(unreadErr, "");
 
   // Recover the "US-East lost" scenario at Europe from its contributors only.
   d.authority.authorize(d.volume, "cli-recovery");
