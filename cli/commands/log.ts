@@ -37,7 +37,7 @@ export function register(program: Command): void {
     .action(
       action(async (o: LogInitOptions) => {
         const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
-        if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1)) throw new Error(`--replicas must be a positive integer, got ${o.replicas}`);
+        if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1)) throw new CustodyCliError(`--replicas must be a positive integer, got ${o.replicas}`, { option: "replicas" });
         const nc = await connectOperator(o, "custody-cli-log-init");
         try {
           const { log: store, created } = await initJetStreamControlLog(nc, { region: o.region, ...(replicas !== undefined ? { replicas } : {}), ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}) });
