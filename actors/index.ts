@@ -16,7 +16,8 @@ export { SegmentSpillWriter, type SpillItem, type SpillRound } from "./lane-aren
 export { holderMachine, HolderState, type HolderMachineInput, type HolderContext, type HolderCommand, type HolderEvent } from "./holder.machine.ts";
 export { startHolder, HolderStartError, type Holder } from "./holder.ts";
 export { parseHolderConfig, HolderConfigError, HolderResidency, type HolderConfig, type HolderConfigInput, type LaneConfig, type ProtectedRamEvidence } from "./holder/holder-config.ts";
-export { HolderRejectCode, type HolderObservation, type HolderPorts, type PeerDirectory } from "./holder/holder-ports.ts";
+export { HolderRejectCode, type HolderObservation, type HolderPorts } from "./holder/holder-ports.ts";
+export type { PeerDirectory } from "./hop/index.ts";
 export { volumeWriterMachine, WriterState, type WriterContext, type WriterEvent } from "./volume-writer.machine.ts";
 export { startVolumeWriter, type VolumeWriter } from "./volume-writer.ts";
 export {

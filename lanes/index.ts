@@ -14,4 +14,3 @@ export {
 } from "./transport-unit.ts";
 export { LaneLog, UnitVerdict, StaleTermError, OverlappingUnitError, WrongLaneError, type LaneProgress } from "./lane-log.ts";
 export { GrowingRangeSet } from "./growing-range-set.ts";
-export { SendLog } from "./send-log.ts";

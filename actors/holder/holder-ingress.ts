@@ -6,7 +6,7 @@ import { startConsumerSpan, injectTraceContext } from "../../transport/index.ts"
 import type { InboundMessage } from "../../transport/index.ts";
 import { attestationTokens, readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/index.ts";
 import { WireError } from "../../protocol/index.ts";
-import { noteSent } from "./edge-repair.ts";
+import { noteSent } from "../hop/index.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import type { LaneAdmission } from "./lane-admission.ts";

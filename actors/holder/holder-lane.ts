@@ -12,7 +12,7 @@ import { decodeSegment } from "../../arena/index.ts";
 import type { Counters } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { UnitVerdict } from "../../lanes/index.ts";
-import { SendLog } from "../../lanes/index.ts";
+import { SendLog } from "../hop/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditGrantor } from "../../transport/index.ts";
 import type { CreditSender } from "../../transport/index.ts";
@@ -22,7 +22,7 @@ import { laneLogOf } from "../lane-arena.machine.ts";
 import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneArenaView, LaneLogView } from "../lane-arena-events.ts";
 import type { HolderConfig } from "./holder-config.ts";
 import type { LoadedUnit } from "./holder-ports.ts";
-import { LaneObligations } from "./lane-obligations.ts";
+import { LaneObligations } from "../hop/index.ts";
 
 /** A lane's arena actor, a child of the holder actor. */
 export type LaneArenaRef = ActorRefFrom<typeof laneArenaIngressLogic>;

@@ -7,6 +7,7 @@ import type { WriterKeyring } from "../../custody/index.ts";
 import type { Counters } from "../../core/index.ts";
 import type { FileLayer } from "../../core/index.ts";
 import type { RangeSet } from "../../lanes/index.ts";
+import type { PeerDirectory } from "../hop/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { ConnectionEvent, InboundMessage, Transport } from "../../transport/index.ts";
 
@@ -20,25 +21,6 @@ export const HolderRejectCode = {
   UnknownSender: "unknown_sender",
   UnexpectedKind: "unexpected_kind",
 } as const;
-
-/** Public keys of peer holders (normally folded from the control log's `admit_holder` events). */
-export interface PeerDirectory {
-  key(holderId: string, incarnation: number): KeyObject | undefined;
-  incarnation(holderId: string): number | undefined;
-  /**
-   * What the control log has released at `holderId` under `obligationId`, as of the last refresh.
-   * A directory that follows the log has it, and then a release frontier is believed only as far
-   * as the log backs it (a publish on the release subject proves nothing by itself).
-   */
-  releasedAt?(obligationId: string, holderId: string): RangeSet;
-  /** Catches up with the log now. */
-  refresh?(): Promise<unknown>;
-  /**
-   * The part of `seqs` this holder may persist, when the log names the lane's persistence targets
-   * (a directory that does not follow the log: everything).
-   */
-  flushable?(holderId: string, volume: string, lane: string, seqs: RangeSet): RangeSet;
-}
 
 /** Something a holder did, in order, for tests and operators (spans carry the same facts). */
 export type HolderObservation =

@@ -2,7 +2,7 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
 import { decodeMessage } from "../../protocol/index.ts";
-import type { FrontierBacking } from "./frontier-backing.ts";
+import type { FrontierBacking } from "../hop/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";

@@ -1,7 +1,7 @@
 import { unitRecordBytes } from "../../arena/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/index.ts";
-import { dueResends, noteResent, noteSent } from "./edge-repair.ts";
+import { dueResends, noteResent, noteSent } from "../hop/index.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import type { LoadedUnit } from "./holder-ports.ts";

@@ -3,7 +3,7 @@ import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { encodeMessage, unitSpec, type WriteRecord } from "../../protocol/index.ts";
-import { noteSent } from "../holder/index.ts";
+import { noteSent } from "../hop/index.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
 import { openCoalescedPayload, openPayload, sealPayload } from "../../protocol/index.ts";
 import { derivedLaneSpecs } from "./coalesced-stream.ts";

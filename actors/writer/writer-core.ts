@@ -7,7 +7,7 @@ import { BLOCK_SIZE } from "../../volume/index.ts";
 import { protectedSeqs } from "./protection.ts";
 import { provableByTerm } from "./receipt-terms.ts";
 import { confirmedCuts } from "./confirmed-cut.ts";
-import { dueResends, forgetReceipted, FrontierBacking, noteResent, noteSent } from "../holder/index.ts";
+import { dueResends, forgetReceipted, FrontierBacking, noteResent, noteSent } from "../hop/index.ts";
 import { checkWriterConfig, UnknownContractError, WriteRejectedError, type VolumeWriterConfig } from "./writer-config.ts";
 import { ProtectionWaiters } from "./protection-waiters.ts";
 import { ShipLog } from "./ship-log.ts";

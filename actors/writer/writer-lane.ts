@@ -1,13 +1,13 @@
 import type { Clock } from "../../core/index.ts";
 import type { Counters } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { SendLog } from "../../lanes/index.ts";
+import { SendLog } from "../hop/index.ts";
 import { CreditSender } from "../../transport/index.ts";
 import type { Transport, UnitAttester } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
-import { receiverReset, type DownstreamLane } from "../holder/index.ts";
-import { LaneObligations } from "../holder/index.ts";
-import { believesIncarnation, type PeerDirectory } from "../holder/index.ts";
+import { receiverReset, type DownstreamLane } from "../hop/index.ts";
+import { LaneObligations } from "../hop/index.ts";
+import { believesIncarnation, type PeerDirectory } from "../hop/index.ts";
 import type { WriteRecord } from "../../protocol/index.ts";
 import { UnitRetention } from "./unit-retention.ts";
 import { WriteRejectedError, type LaneSpec, type VolumeWriterConfig } from "./writer-config.ts";

@@ -6,7 +6,7 @@ import type { TransportUnit } from "../../lanes/index.ts";
 import type { ConnectionEvent, InboundMessage, Transport } from "../../transport/index.ts";
 import type { RangeSet } from "../../lanes/index.ts";
 import type { SmartWalVolume } from "../../volume/index.ts";
-import type { PeerDirectory } from "../holder/index.ts";
+import type { PeerDirectory } from "../hop/index.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
 
 /** Ports of a volume writer: the volume, the data key, and the seams. */

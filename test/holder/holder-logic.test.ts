@@ -1,7 +1,7 @@
 import test from "ava";
 import fc from "fast-check";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { LaneObligations, EdgeReceiptError } from "../../actors/holder/lane-obligations.ts";
+import { LaneObligations, EdgeReceiptError } from "../../actors/hop/lane-obligations.ts";
 import { ReceiptBatcher } from "../../actors/holder/receipt-batcher.ts";
 import { parseHolderConfig, HolderConfigError } from "../../actors/holder/holder-config.ts";
 import { checkAllProtectedRam, evacuationFits, preservationTimeMs, protectedAdmissionLimit, protectionStatus } from "../../policies/protected-ram.ts";

@@ -1,5 +1,5 @@
 import type { RangeSet } from "../../lanes/index.ts";
-import { SendLog } from "../../lanes/index.ts";
+import { SendLog } from "./send-log.ts";
 import type { CreditSender } from "../../transport/index.ts";
 import type { LaneObligations } from "./lane-obligations.ts";
 

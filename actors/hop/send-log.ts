@@ -1,4 +1,4 @@
-import { RangeSet } from "./range-set.ts";
+import { RangeSet } from "../../lanes/index.ts";
 
 /**
  * When each range of a lane was last sent to one downstream receiver, so a sender can tell a

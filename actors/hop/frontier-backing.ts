@@ -1,6 +1,6 @@
 import { RangeSet } from "../../lanes/index.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
-import type { PeerDirectory } from "./holder-ports.ts";
+import type { PeerDirectory } from "./peer-directory.ts";
 
 /**
  * A release frontier counts only as far as the control log backs it. A publish on a release

@@ -1,4 +1,4 @@
-import type { PeerDirectory } from "./holder-ports.ts";
+import type { PeerDirectory } from "./peer-directory.ts";
 
 /**
  * Whether `holderId`'s incarnation `incarnation` counts as a receiver of ours: the control log
