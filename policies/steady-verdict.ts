@@ -16,7 +16,9 @@ import { lossReasons, SurvivalFlag, Verdict, type SurvivalReport } from "./survi
  *   dates at all counts as overdue;
  * - the overdue writes are held against the contract's allowance (writes, bytes, age);
  * - only once that excess has held without a break for `graceMs` does the verdict say not met for
- *   it. A single evaluation in which it does not hold starts the grace over.
+ *   it. A single evaluation in which it does not hold starts the grace over, and the excess is
+ *   never taken to have begun before its oldest dated overdue write passed its deadline (between
+ *   two evaluations far apart, other writes may have come and gone).
  *
  * Every other reason (nothing rebuildable, deadline, evidence, key path, control plane, …) counts
  * at once, as in the evaluation. Pure: the caller carries `VerdictMemory` from one evaluation to
@@ -48,7 +50,14 @@ export interface SteadyReport extends SurvivalReport {
 /** What a report's loss splits into: the writes in flight, and the figures of the overdue rest. */
 export interface LossSplit {
   readonly inFlightSeqs: number;
-  readonly overdue: { readonly seqs: number; readonly bytes: number; readonly bytesUnknown: boolean; readonly oldestAgeMs: number };
+  readonly overdue: {
+    readonly seqs: number;
+    readonly bytes: number;
+    readonly bytesUnknown: boolean;
+    readonly oldestAgeMs: number;
+    /** When the oldest dated overdue write was committed (or first seen); null when none is dated. */
+    readonly oldestAtMs: number | null;
+  };
 }
 
 /**
@@ -88,7 +97,7 @@ export function splitLoss(lost: Readonly<Record<string, readonly [number, number
     const first = tallyCommits([...commits, ...sightings], lane, overdue).oldestCommittedAtMs;
     if (first !== null && (oldest === null || first < oldest)) oldest = first;
   }
-  return { inFlightSeqs, overdue: { seqs, bytes, bytesUnknown, oldestAgeMs: seqs === 0 || oldest === null ? 0 : Math.max(0, asOfMs - oldest) } };
+  return { inFlightSeqs, overdue: { seqs, bytes, bytesUnknown, oldestAgeMs: seqs === 0 || oldest === null ? 0 : Math.max(0, asOfMs - oldest), oldestAtMs: seqs === 0 ? null : oldest } };
 }
 
 /** What runs of `lane` committed at or before `cutoff` cover from `low` up. */
@@ -115,7 +124,9 @@ export function steadyVerdicts(state: EvaluationState, report: EvaluationReport,
     const others = r.reasons.filter((x) => !whole.includes(x));
     const excess = lossReasons(split.overdue, allowed);
     const key = `${r.kind}:${r.name}`;
-    const since = excess.length === 0 ? null : (memory[key] ?? state.asOfMs);
+    const at = split.overdue.oldestAtMs;
+    const overdueFrom = at === null ? -Infinity : Math.min(at + timing.receiptDeadlineMs, state.asOfMs);
+    const since = excess.length === 0 ? null : Math.max(memory[key] ?? state.asOfMs, overdueFrom);
     if (since !== null) next[key] = since;
     const held = since !== null && state.asOfMs - since >= timing.graceMs;
     const reasons = [...(held ? excess : []), ...others];
