@@ -17,6 +17,8 @@ export interface VerdictFlap {
  */
 export class VerdictTally {
   documents = 0;
+  /** Documents in which some scenario was not met. */
+  notMetDocuments = 0;
   inFlightMax = 0;
   overdueMax = 0;
   readonly flaps: VerdictFlap[] = [];
@@ -24,6 +26,7 @@ export class VerdictTally {
 
   note(doc: VolumeStatus): void {
     this.documents++;
+    if (doc.scenarios.some((s) => s.verdict !== "met")) this.notMetDocuments++;
     for (const s of doc.scenarios) {
       this.inFlightMax = Math.max(this.inFlightMax, s.inFlightSeqs ?? 0);
       this.overdueMax = Math.max(this.overdueMax, s.overdueSeqs ?? 0);
