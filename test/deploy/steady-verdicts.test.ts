@@ -2,7 +2,8 @@
  * Verdicts that mean a loss (issue #47), on real processes: a healthy deployment `custody init`
  * wrote (loopback, the writer at 20 writes/s, both holders up) is watched as an operator would —
  * the controller's `custody_scenario_met` scraped and `custody status --json` read again and again
- * for 20 s. Writes in flight are there in many frames; no scenario's verdict changes, ever.
+ * for 20 s. Writes in flight are there in many frames; no scenario's verdict changes, ever. The
+ * controller's metrics name it (service.name custody-controller, service.instance.id ctl-1).
  */
 import test from "ava";
 import { join } from "node:path";
@@ -37,6 +38,8 @@ test("a healthy deployment at 20 writes/s: custody_scenario_met and custody stat
   t.log(`settled after ${Date.now() - t0} ms`);
   const names = first.scenarios.map((x) => x.name).sort();
   t.deepEqual(names, ["crash:h-e1", "crash:h-w1"]);
+  // The controller names itself in its metrics (OpenTelemetry resource; it was unknown_service:node).
+  t.regex(await scrape(), /^target_info\{[^}]*service_name="custody-controller",service_instance_id="ctl-1"[^}]*\} 1$/m);
 
   // Two watchers side by side until the window closes: the gauge, and the status command's documents.
   const gauge: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
