@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { evaluateFromLog, failedHolders, gatherHolderEvidence, statusDocument, type VolumeTopology } from "../actors/index.ts";
+import { evaluateFromLog, failedHolders, gatherHolderEvidence, statusDocument, type ControllerConfig, type VolumeTopology } from "../actors/index.ts";
+import { DEFAULT_VERDICT_TIMING, steadyVerdicts } from "../policies/index.ts";
 import { CustodyError, holderLaneKey, systemClock } from "../core/index.ts";
 import { ControlLogFollower, type ControlState, type ControlTrust } from "../custody/index.ts";
 import type { EvaluationReport, EvaluationState } from "../policies/index.ts";
@@ -77,6 +78,8 @@ export interface VolumeDeployment {
   readonly region: string;
   readonly trust?: ControlTrust;
   readonly file: string;
+  /** The controller's receipt deadline (its `verdict` settings; default DEFAULT_VERDICT_TIMING's). */
+  readonly receiptDeadlineMs: number;
 }
 
 /**
@@ -94,11 +97,12 @@ export function volumeDeployment(o: LogStatusOptions, volume: string): VolumeDep
   }
   for (const file of files) {
     const cfg = readRoleConfig(file, controllerRoleSchema);
-    const c = cfg.controller as unknown as { region: string; topology: VolumeTopology };
+    const c = cfg.controller as unknown as Pick<ControllerConfig, "region" | "topology" | "verdict">;
     if (c.topology.volume !== volume) continue;
     const operators = cfg.controlTrust?.operators;
     const trust = operators === undefined ? undefined : { operators: Object.fromEntries(operators.map((op) => [op.id, readPublicKeyHex(op.publicKeyFile)])) };
-    return { topology: c.topology, region: cfg.controlLogRegion ?? c.region, ...(trust !== undefined ? { trust } : {}), file };
+    const receiptDeadlineMs = c.verdict?.receiptDeadlineMs ?? DEFAULT_VERDICT_TIMING.receiptDeadlineMs;
+    return { topology: c.topology, region: cfg.controlLogRegion ?? c.region, ...(trust !== undefined ? { trust } : {}), file, receiptDeadlineMs };
   }
   throw new NoTopologyError(volume, files.join(", ") || "the deployment's roles.json (it lists no controller)");
 }
@@ -212,7 +216,9 @@ async function oneRound(
       const ev = await gatherHolderEvidence(transport, control, { volume, lanes: t.lanes, expect, excused, waitMs: q.evidenceMs, staleAfterMs: t.staleAfterMs, clock: systemClock });
       const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
       const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
-      const doc = statusDocument("none", control.lastSeq, state, report, 0);
+      // One look cannot tell how long a loss has lasted: writes past their receipt deadline count at once (no grace).
+      const steady = steadyVerdicts(state, report, { receiptDeadlineMs: deployment.receiptDeadlineMs, graceMs: 0 }, {});
+      const doc = statusDocument("none", control.lastSeq, state, { ...report, reports: steady.reports }, 0);
       const status: LogStatus = {
         doc, state, report, control, heard: ev.heard, answered, listenedMs: ev.listenedMs, rejected: ev.rejected, url, deployment, store: log, follower, transport,
         close: async () => {

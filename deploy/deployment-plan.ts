@@ -333,6 +333,7 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
     ...(c.evalIntervalMs !== undefined ? { evalIntervalMs: c.evalIntervalMs } : {}),
     admission: c.admission ?? "key-continuity",
     ...(c.coverageRepair !== undefined ? { coverageRepair: c.coverageRepair } : {}),
+    ...(c.verdict !== undefined ? { verdict: c.verdict } : {}),
     ...(v.persistenceTargets !== undefined ? { persistenceTargets: { candidates: holders.filter((h) => h.residency === "disk").map((h) => h.id), ...v.persistenceTargets } } : {}),
     // Standby processes ask to be admitted; the controller takes one only when the key issued here signs the request.
     ...(standby.length > 0 ? { repair: { standby: standby.map((h) => ({ holderId: h.id, site: h.site, publicKey: publicKeyOf(h.id) })), bandwidthBytesPerSec: d.network.bandwidthBytesPerSec } } : {}),

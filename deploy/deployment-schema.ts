@@ -164,6 +164,12 @@ const controllerSchema = z.strictObject({
   staleAfterMs: z.number().int().positive().optional(),
   coverageRepair: z.strictObject({ graceMs: z.number().int().nonnegative().optional(), retryMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() }).optional(),
   /**
+   * How its verdicts read over time (ms; docs/policies.md, "Verdicts over time"): a write is in
+   * flight, not lost, for `receiptDeadlineMs` after its commit; lost writes beyond the allowance
+   * turn a verdict to not met after `graceMs`. Default 2 000 / 2 000.
+   */
+  verdict: z.strictObject({ receiptDeadlineMs: z.number().int().positive().optional(), graceMs: z.number().int().nonnegative().optional() }).optional(),
+  /**
    * Control-lease timings (ms; see docs/deploy.md). A volume named by several controllers gets a
    * lease: one is active at a time and the others are standbys that take over when it falls
    * silent for `timeoutMs`. Default 3 000 / 10 000 / 1 000 (a takeover within about 11 s).

@@ -33,7 +33,8 @@ export {
 export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveClaim } from "./survivor-view.ts";
 export { manifestSurvives } from "./manifest-survival.ts";
 export { commitHistoryBounds, foldCommitHistory, tallyCommits, type CommitTally } from "./commit-log.ts";
-export { CutStream, SurvivalFlag, type SurvivalReport } from "./survival-report.ts";
+export { CutStream, lossReasons, SurvivalFlag, type LossFigures, type SurvivalReport } from "./survival-report.ts";
+export { DEFAULT_VERDICT_TIMING, splitLoss, steadyVerdicts, type LossSplit, type SteadyReport, type VerdictMemory, type VerdictTiming } from "./steady-verdict.ts";
 export { controlPlaneSurvival, ControlPlaneRole, type ControlPlanePlacement, type ControlPlaneMember, type ControlPlaneFinding } from "./control-plane.ts";
 export { withCoalescedStream } from "./coalesced-cut.ts";
 export { recoveryTime, type RecoveryTime, type RecoveryPhases } from "./recovery-time.ts";

@@ -92,14 +92,7 @@ export interface ReportMeta {
  * activation must be possible.
  */
 export function verdictOf(r: Omit<SurvivalReport, "verdict" | "reasons">, allowed: AllowedLoss | undefined): { verdict: Verdict; reasons: string[] } {
-  const reasons: string[] = [];
-  const maxSeqs = allowed === undefined ? 0 : allowed.seqs;
-  if (maxSeqs !== undefined && r.lostSeqs > maxSeqs) reasons.push(`loses ${r.lostSeqs} acknowledged write${r.lostSeqs === 1 ? "" : "s"}, ${maxSeqs} allowed`);
-  if (allowed?.bytes !== undefined) {
-    if (r.flags.includes(SurvivalFlag.lostBytesUnknown)) reasons.push("lost bytes unknown (no commit record for some lost writes)");
-    else if (r.lostBytes > allowed.bytes) reasons.push(`loses ${r.lostBytes} bytes, ${allowed.bytes} allowed`);
-  }
-  if (allowed?.ageSec !== undefined && r.oldestLostAgeMs > allowed.ageSec * 1000) reasons.push(`oldest lost write is ${(r.oldestLostAgeMs / 1000).toFixed(1)} s old, ${allowed.ageSec} s allowed`);
+  const reasons = lossReasons({ seqs: r.lostSeqs, bytes: r.lostBytes, bytesUnknown: r.flags.includes(SurvivalFlag.lostBytesUnknown), oldestAgeMs: r.oldestLostAgeMs }, allowed);
   if (r.cut === null) reasons.push("nothing can be rebuilt");
   if (!r.meetsDeadline) reasons.push(r.timeToUsable === null ? "recovery time unbounded" : `usable after ${r.timeToUsable.totalSec.toFixed(1)} s, deadline ${r.deadlineSec} s`);
   if (r.evidence !== "observed") reasons.push(`evidence is ${r.evidence.replace("_", " ")}`);
@@ -110,6 +103,31 @@ export function verdictOf(r: Omit<SurvivalReport, "verdict" | "reasons">, allowe
   // Nothing can be committed, read or acted on without the control plane, whatever the data says.
   if (r.controlPlane?.reason) reasons.push(r.controlPlane.reason);
   return { verdict: reasons.length === 0 ? Verdict.met : Verdict.notMet, reasons };
+}
+
+/** Some acknowledged writes a report would lose: how many, their bytes (unless unknown) and the oldest one's age. */
+export interface LossFigures {
+  readonly seqs: number;
+  readonly bytes: number;
+  /** Some of them have no commit record: their bytes are not known. */
+  readonly bytesUnknown: boolean;
+  readonly oldestAgeMs: number;
+}
+
+/**
+ * Why a loss breaks `allowed` (no acknowledged write when absent), one sentence per limit it
+ * exceeds; empty when it stays within every stated limit. Pure.
+ */
+export function lossReasons(loss: LossFigures, allowed: AllowedLoss | undefined): string[] {
+  const reasons: string[] = [];
+  const maxSeqs = allowed === undefined ? 0 : allowed.seqs;
+  if (maxSeqs !== undefined && loss.seqs > maxSeqs) reasons.push(`loses ${loss.seqs} acknowledged write${loss.seqs === 1 ? "" : "s"}, ${maxSeqs} allowed`);
+  if (allowed?.bytes !== undefined) {
+    if (loss.bytesUnknown) reasons.push("lost bytes unknown (no commit record for some lost writes)");
+    else if (loss.bytes > allowed.bytes) reasons.push(`loses ${loss.bytes} bytes, ${allowed.bytes} allowed`);
+  }
+  if (allowed?.ageSec !== undefined && loss.oldestAgeMs > allowed.ageSec * 1000) reasons.push(`oldest lost write is ${(loss.oldestAgeMs / 1000).toFixed(1)} s old, ${allowed.ageSec} s allowed`);
+  return reasons;
 }
 
 const LABEL_RANK: Record<EvidenceLabel, number> = { observed: 0, admitted_bound: 1, stale: 2 };

@@ -3,6 +3,7 @@ import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { VolumeStatus } from "../protocol/index.ts";
 import type { HolderMetrics } from "./metrics-holder.ts";
 import { otlpMetricReader, type OtlpMetricsOptions } from "./metrics-otlp.ts";
+import { roleResource } from "../telemetry/index.ts";
 import { registerRepairMetrics, registerRepairWorkerMetrics } from "./metrics-repair.ts";
 
 /** What a role process exposes: its counters, and for a controller the newest status document. */
@@ -36,7 +37,8 @@ export interface MetricsEndpoint {
  * exporter. Every counter of the role is `custody_events_total{role,id,event}`; a controller adds,
  * per scenario of its newest status document, the loss it would suffer now
  * (`custody_scenario_rpo_seconds` — age of the oldest acknowledged write it would lose —,
- * `custody_scenario_lost_seqs`), whether its verdict is met (`custody_scenario_met`), its recovery
+ * `custody_scenario_lost_seqs`, split into `custody_scenario_in_flight_seqs` and
+ * `custody_scenario_overdue_seqs`), whether its verdict is met (`custody_scenario_met`), its recovery
  * time (`custody_scenario_rto_seconds`, absent when unbounded), the acknowledged head per lane and
  * each holder's evidence age. Values are read at scrape time; with `otlp` the same instruments are
  * also pushed every interval (and once at close) to an OTLP/HTTP collector.
@@ -50,7 +52,8 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
     readers.push(exporter);
   }
   if (opts.otlp !== undefined) readers.push(otlpMetricReader(opts.otlp));
-  const provider = new MeterProvider({ readers });
+  // Named like the process's traces: `service.name` custody-<role>, `service.instance.id` its id.
+  const provider = new MeterProvider({ readers, resource: roleResource(source.role, source.id) });
   const meter = provider.getMeter("custody");
   const who = { role: source.role, id: source.id };
 
@@ -73,7 +76,9 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
     perScenario("custody_scenario_rpo_seconds", "age of the oldest acknowledged write the scenario would lose now (0: none)", "s", (s) => (s.lostSeqs === 0 ? 0 : s.oldestLostAgeMs / 1000));
     perScenario("custody_scenario_lost_bytes", "acknowledged bytes the scenario would lose now", "By", (s) => s.lostBytes);
     perScenario("custody_scenario_lost_seqs", "acknowledged sequences the scenario would lose now", "1", (s) => s.lostSeqs);
-    perScenario("custody_scenario_met", "1 when the scenario's verdict is met", "1", (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0));
+    perScenario("custody_scenario_in_flight_seqs", "of the writes the scenario would lose now, those still within their receipt deadline", "1", (s) => s.inFlightSeqs ?? null);
+    perScenario("custody_scenario_overdue_seqs", "of the writes the scenario would lose now, those past their receipt deadline (lost)", "1", (s) => s.overdueSeqs ?? null);
+    perScenario("custody_scenario_met", "1 when the scenario's verdict is met (a loss counts once past its receipt deadline and grace)", "1", (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0));
     perScenario("custody_scenario_rto_seconds", "time to a usable volume at the scenario's destination (absent: unbounded)", "s", (s) => s.rtoSec);
     registerRepairMetrics(meter, status);
     meter.createObservableGauge("custody_acknowledged_seq", { description: "highest acknowledged sequence per lane", unit: "1" }).addCallback((r) => {

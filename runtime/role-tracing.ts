@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { otlpEndpointConfigured, setupTracing, SpanExporterKind, type TracingHandle } from "../telemetry/index.ts";
+import { otlpEndpointConfigured, roleServiceName, setupTracing, SpanExporterKind, type TracingHandle } from "../telemetry/index.ts";
 
 /**
  * The optional `spanFile` of a role config: the process's spans go to that file as JSON lines
@@ -20,12 +20,13 @@ export interface RoleTracing {
 
 /**
  * Registers a global tracer provider writing to `spanFile` (the actors' tracers are the global
- * ones), with the role and id as resource attributes. Without a span file nothing is registered.
+ * ones), with the role and id as resource attributes (`service.name` `custody-<role>`,
+ * `service.instance.id` the id: telemetry/role-resource.ts). Without a span file nothing is registered.
  */
 export function startRoleTracing(spanFile: string | undefined, role: string, id: string, attributes: Record<string, string> = {}): RoleTracing {
   if (spanFile === undefined) return { stop: async () => undefined };
   mkdirSync(dirname(spanFile), { recursive: true });
-  const handle: TracingHandle = setupTracing({ serviceName: `custody-${role}-${id}`, attributes: { "custody.actor": id, "custody.role": role, ...attributes }, exporter: otlpEndpointConfigured() ? [SpanExporterKind.Jsonl, SpanExporterKind.Otlp] : SpanExporterKind.Jsonl, jsonlPath: spanFile });
+  const handle: TracingHandle = setupTracing({ serviceName: roleServiceName(role), serviceInstanceId: id, attributes: { "custody.actor": id, "custody.role": role, ...attributes }, exporter: otlpEndpointConfigured() ? [SpanExporterKind.Jsonl, SpanExporterKind.Otlp] : SpanExporterKind.Jsonl, jsonlPath: spanFile });
   const timer = setInterval(() => void handle.provider.forceFlush().catch(() => undefined), FLUSH_MS);
   return {
     async stop() {

@@ -22,6 +22,7 @@ function minuteLine(r: SoakMinute): Record<string, unknown> {
     "retained MB max": r.retained_mb_max,
     "store disk MB": r.store_disk_mb,
     "control log MB": r.control_log_mb,
+    "verdict flaps": r.verdict_flaps,
   };
 }
 

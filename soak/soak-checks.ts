@@ -14,5 +14,6 @@ export function soakChecks(r: SoakResult): { check: string; value: string; ok: b
       ok: r.control_log_snapshots > 0 && r.control_log_bytes_slope_mb_per_min <= 0.005,
     },
     { check: "no process left behind", value: String(r.leftover_processes), ok: r.leftover_processes === 0 },
+    { check: "no verdict flaps (no fault injected)", value: `${r.verdict_flaps} in ${r.verdict_documents} status documents (${r.verdict_not_met_documents} with a scenario not met)`, ok: r.verdict_flaps === 0 },
   ];
 }

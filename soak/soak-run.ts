@@ -15,6 +15,7 @@ import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts"
 import { custodyCommand, pidAlive, reapOnExit, RoleProcess } from "../testing/index.ts";
 import { bootstrapControlLog, harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../harness/index.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
+import { watchVerdicts, type VerdictFlap } from "./verdict-watch.ts";
 
 /** Options of one soak run. */
 export interface SoakOptions {
@@ -49,6 +50,8 @@ export interface SoakMinute {
   readonly retained_mb_max: number;
   readonly store_disk_mb: number;
   readonly control_log_mb: number;
+  /** Changes of any scenario's verdict in this minute. */
+  readonly verdict_flaps: number;
 }
 
 /** The soak's result: the keys #17 names, and what else an operator would want to see. */
@@ -86,6 +89,17 @@ export interface SoakResult {
   readonly control_log_snapshot_bytes: number;
   readonly process_restarts: number;
   readonly leftover_processes: number;
+  /**
+   * Changes of any scenario's verdict between consecutive status documents of the controller, from
+   * its start to the end of the run (no fault is injected in a soak): must be 0. With the
+   * documents watched, and the most writes a scenario had in flight and overdue in any of them.
+   */
+  readonly verdict_flaps: number;
+  readonly verdict_documents: number;
+  /** Of those, the documents in which some scenario was not met. */
+  readonly verdict_not_met_documents: number;
+  readonly in_flight_seqs_max: number;
+  readonly overdue_seqs_max: number;
   readonly per_minute: readonly SoakMinute[];
 }
 
@@ -114,7 +128,12 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
 
 function controllerConfig(): ControllerConfig {
   const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
-  return harnessControllerConfig({ controllerId: "ctl-soak", controlRegion: REGION, evalIntervalMs: 50, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east", "west"], releasable: Object.keys(HOLDERS) });
+  const c = harnessControllerConfig({ controllerId: "ctl-soak", controlRegion: REGION, evalIntervalMs: 50, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east", "west"], releasable: Object.keys(HOLDERS) });
+  // Every pair of sites linked (as `custody init` links a deployment's): each scenario's recovery
+  // time is bounded, so its verdict says met exactly while it loses nothing (verdict_flaps).
+  const ids = Object.keys(SITES);
+  const links = ids.flatMap((a) => ids.filter((b) => b !== a).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: 125_000_000, deps: [] })));
+  return { ...c, topology: { ...c.topology, links } };
 }
 
 function dirBytes(path: string): number {
@@ -201,6 +220,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const ctl = new RoleProcess("controller", ctlFile, cwd);
     procs.push(ctl);
     await ctl.start();
+    // Every status document from the controller's first on: no scenario's verdict may change.
+    const verdicts = watchVerdicts(observer, VOLUME);
+    let flapsLogged = 0;
 
     const dataKeyFile = join(dir, "data.key");
     writeFileSync(dataKeyFile, randomBytes(32), { mode: 0o600 });
@@ -219,7 +241,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const writer = new RoleProcess("writer", writerFile, cwd);
     procs.push(writer);
     await writer.start();
-    log(`soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences`);
+    log(`soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences; watch it with: custody status ${VOLUME} --server ${url("east")} --watch`);
 
     const jsm = await jetstreamManager(observer.connection);
     const compaction = startCompaction(url("east"), (o.compactEveryS ?? 15) * 1000, log);
@@ -246,8 +268,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       const evals = evalByMinute.get(minute) ?? [];
       evals.push(...(stats.find((s) => s.role === "controller")?.samples?.["evalMs"] ?? []));
       evalByMinute.set(minute, evals);
+      for (const f of verdicts.tally.flaps.slice(flapsLogged)) log(`soak: verdict of ${f.scenario} ${f.from} -> ${f.to}${f.reasons.length > 0 ? `: ${f.reasons.join("; ")}` : ""}`);
+      flapsLogged = verdicts.tally.flaps.length;
       if ((k * sampleMs) % 60_000 === 0 || (k + 1) * sampleMs > totalMs) {
-        const row = minuteRow(minute, samples.slice(minuteStart), samples, evals);
+        const row = minuteRow(minute, samples.slice(minuteStart), samples, evals, flapsIn(verdicts.tally.flaps, minute, t0 + (minute - 1) * 60_000, t0 + minute * 60_000));
         minuteStart = samples.length;
         minuteRows.push(row);
         o.onMinute?.(row);
@@ -255,6 +279,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     }
 
     await compaction.stop();
+    verdicts.stop();
     // Figures over the run.
     const second = samples.filter((s) => s.t >= totalMs / 2);
     const firstSnapshotAt = compaction.done[0]?.t;
@@ -298,6 +323,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       control_log_purged_entries: compaction.done.reduce((n, c) => n + c.purged, 0),
       control_log_snapshot_bytes: compaction.done.at(-1)?.snapshotBytes ?? 0,
       process_restarts: procs.reduce((n, p) => n + p.restarts, 0),
+      verdict_flaps: verdicts.tally.flaps.length,
+      verdict_documents: verdicts.tally.documents,
+      verdict_not_met_documents: verdicts.tally.notMetDocuments,
+      in_flight_seqs_max: verdicts.tally.inFlightMax,
+      overdue_seqs_max: verdicts.tally.overdueMax,
       per_minute: minuteRows,
     };
 
@@ -348,7 +378,12 @@ function startCompaction(server: string, everyMs: number, log: (line: string) =>
   };
 }
 
-function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sample[], evals: readonly number[]): SoakMinute {
+/** Flaps before `to` and, after the first minute (which also counts those before the load began), at or after `from`. */
+function flapsIn(flaps: readonly VerdictFlap[], minute: number, from: number, to: number): number {
+  return flaps.filter((f) => f.atMs < to && (minute === 1 || f.atMs >= from)).length;
+}
+
+function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sample[], evals: readonly number[], verdictFlaps: number): SoakMinute {
   const lastS = inMinute.at(-1)!;
   const prevIndex = all.indexOf(inMinute[0]!) - 1;
   const prev = prevIndex >= 0 ? all[prevIndex] : undefined;
@@ -371,5 +406,6 @@ function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sa
     retained_mb_max: round(Math.max(0, ...stats.filter((s) => s.role === "holder").map((s) => s.figures["retainedBytes"] ?? 0)) / MB, 1),
     store_disk_mb: round(lastS.storeDisk / MB, 1),
     control_log_mb: round(lastS.controlLog / MB, 2),
+    verdict_flaps: verdictFlaps,
   };
 }

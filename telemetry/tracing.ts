@@ -15,7 +15,7 @@ import {
   SimpleSpanProcessor,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-node";
-import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { CustodyError } from "../core/index.ts";
 import { JsonlSpanExporter } from "./jsonl-span-exporter.ts";
 
@@ -41,6 +41,8 @@ const JSONL_EXPORT_DELAY_MS = 200;
 /** Options of `setupTracing`. */
 export interface TracingOptions {
   serviceName: string;
+  /** `service.instance.id`, e.g. a role process's id (absent: not set). */
+  serviceInstanceId?: string;
   /** Extra resource attributes, e.g. `{ "custody.region": "us-east", "custody.holder": "h1" }`. */
   attributes?: Attributes;
   /** Default: `otlp` when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else `none`. A list enables several. */
@@ -103,7 +105,7 @@ export function setupTracing(opts: TracingOptions): TracingHandle {
   }
 
   const provider = new NodeTracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ ...opts.attributes, [ATTR_SERVICE_NAME]: opts.serviceName })),
+    resource: defaultResource().merge(resourceFromAttributes({ ...opts.attributes, [ATTR_SERVICE_NAME]: opts.serviceName, ...(opts.serviceInstanceId === undefined ? {} : { [ATTR_SERVICE_INSTANCE_ID]: opts.serviceInstanceId }) })),
     spanProcessors: processors,
   });
   const registerGlobal = opts.registerGlobal ?? true;

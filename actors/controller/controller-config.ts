@@ -101,6 +101,13 @@ export interface ControllerConfig {
    * repair estimate uses them. Absent: links and the repair estimate stay as configured.
    */
   readonly routes?: RoutesConfig;
+  /**
+   * How the status document's verdicts read over time (policies/steady-verdict.ts): a write a
+   * scenario would lose is in flight, not lost, for `receiptDeadlineMs` after its commit, and lost
+   * writes beyond the allowance turn a verdict to not met only after `graceMs` without a break.
+   * Defaults 2000 / 2000.
+   */
+  readonly verdict?: { readonly receiptDeadlineMs?: number; readonly graceMs?: number };
   /** Retention audits of the holders (off when absent; see retention-audits.ts). */
   readonly retentionAudit?: RetentionAuditConfig;
   /**

@@ -2,7 +2,7 @@ import { Counters, CustodyError, DurationWindow } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptBatchSpec, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
 import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
-import { authorizeReleases, evaluateState, releaseEventFor, Residency, withoutStaleClaims, type BaseSnapshot, type EvaluationReport, type EvaluationState, type RecoveryInFlight, type ReleaseRequest } from "../../policies/index.ts";
+import { authorizeReleases, DEFAULT_VERDICT_TIMING, evaluateState, releaseEventFor, Residency, steadyVerdicts, withoutStaleClaims, type BaseSnapshot, type EvaluationReport, type EvaluationState, type RecoveryInFlight, type ReleaseRequest, type VerdictMemory } from "../../policies/index.ts";
 import { decodeAny, decodeMessage, encodeMessage, eventSubject, obligationIdOf, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseFrontierSpec, releaseSubject, statusSubject, subjectFilter, volumeStatusSpec } from "../../protocol/index.ts";
 import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
@@ -68,6 +68,8 @@ export class ControllerCore {
   private readonly images: ImageCustody; // coalesced windows a base contains are released
   /** Answers failover requests of a new writer or the operator (custody.v1.failover.<volume>). */
   readonly failovers: FailoverService;
+  /** Since when each scenario's overdue writes exceed its allowance (the steady verdicts' grace). */
+  private verdictMemory: VerdictMemory = {};
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -242,8 +244,9 @@ export class ControllerCore {
     const commits = this.history.runs;
     const layout = this.config.topology.protectedRam;
     const now = this.ports.clock.now();
-    // A retention window dates what no commit run dates yet by when it was first seen retained.
-    if (this.config.topology.retention !== undefined) for (const h of holdings) this.history.sight(h.lane, h.retained, now);
+    // What no commit run dates yet is dated by when it was first seen retained: for a retention
+    // window, and for the steady verdicts (a receipt often arrives before the progress dating it).
+    for (const h of holdings) this.history.sight(h.lane, h.retained, now);
     return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, now, failedHolders(s), {
       recoveries: [...this.recoveries.values(), ...held.recoveries],
       pins: held.pins,
@@ -342,7 +345,10 @@ export class ControllerCore {
       }
     }
     s = await this.images.step(s, state);
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, report, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred), this.retentionAudits?.rows(), this.fencedSpeakers.rows(now));
+    // The document's verdicts mean a loss: writes in flight are not lost, and a loss counts after its grace.
+    const steady = steadyVerdicts(state, report, { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict }, this.verdictMemory, this.history.sightings.runs);
+    this.verdictMemory = steady.memory;
+    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, { ...report, reports: steady.reports }, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred), this.retentionAudits?.rows(), this.fencedSpeakers.rows(now));
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));

@@ -1,4 +1,4 @@
-import type { EvaluationReport } from "../../policies/index.ts";
+import type { EvaluationReport, SteadyReport, SurvivalReport } from "../../policies/index.ts";
 import type { EvaluationState } from "../../policies/index.ts";
 import type { AuditStatus, FencedStatus, RepairStatus, SpendStatus, VolumeStatus } from "../../protocol/index.ts";
 
@@ -6,7 +6,9 @@ import type { AuditStatus, FencedStatus, RepairStatus, SpendStatus, VolumeStatus
 
 const pairs = (r: Record<string, number>): [string, number][] => Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
 
-/** Builds the status document from an evaluation. Pure. */
+const isSteady = (r: SurvivalReport): r is SteadyReport => typeof (r as Partial<SteadyReport>).inFlightSeqs === "number";
+
+/** Builds the status document from an evaluation (its reports steady ones when the caller applied the steady rule). Pure. */
 export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = [], spend?: SpendStatus, audits?: readonly AuditStatus[], fenced: readonly FencedStatus[] = []): VolumeStatus {
   const required = report.reports.filter((r) => r.required);
   let surviving: Record<string, number> | null = { ...report.acknowledged };
@@ -37,6 +39,8 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
       // Only a coalesced cut names its stream: a document without `stream` speaks of the raw log (as before).
       ...(r.stream === "coalesced" ? { stream: r.stream } : {}),
       lostSeqs: r.lostSeqs,
+      // A steady verdict (policies/steady-verdict.ts) splits the loss: writes in flight and lost ones.
+      ...(isSteady(r) ? { inFlightSeqs: r.inFlightSeqs, overdueSeqs: r.overdueSeqs, lossSinceMs: r.lossSinceMs } : {}),
       lostBytes: r.lostBytes,
       oldestLostAgeMs: r.oldestLostAgeMs,
       rtoSec: r.timeToUsable?.totalSec ?? null,

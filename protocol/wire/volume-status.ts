@@ -24,6 +24,15 @@ const scenarioStatus = z.object({
   evidence: z.string().max(32),
   contributors: z.array(z.string().max(128)).max(64),
   flags: z.array(z.string().max(64)).max(16),
+  /**
+   * The loss split over time (issue #47; policies/steady-verdict.ts): of `lostSeqs`, the writes
+   * still within their receipt deadline (`inFlightSeqs`) and those past it (`overdueSeqs`, lost),
+   * and since when the lost ones exceed the allowance (`lossSinceMs`, null while they do not).
+   * Optional (added later): older readers ignore them, a status computed by older code omits them.
+   */
+  inFlightSeqs: wireFields.uint.optional(),
+  overdueSeqs: wireFields.uint.optional(),
+  lossSinceMs: wireFields.timestampMs.nullable().optional(),
   /** Added after v1's first release: readers that predate them ignore both. */
   verdict: z.enum(["met", "not_met"]).optional(),
   reasons: z.array(z.string().max(256)).max(16).optional(),

@@ -1,7 +1,9 @@
 /**
  * `/metrics`: a role started with `custody run` serves its counters in the Prometheus text format,
  * and a controller's per-scenario gauges follow its status document — the RPO of a scenario rises
- * when the holder its cut rests on is killed while writes go on.
+ * when the holder its cut rests on is killed while writes go on, and its verdict turns once the
+ * stranded writes are past their receipt deadline and the grace. Every series names its process
+ * (`target_info`: service.name custody-<role>, service.instance.id its id).
  */
 import anyTest, { type TestFn } from "ava";
 import { spawn } from "node:child_process";
@@ -53,6 +55,9 @@ test.serial("custody run holder with a metrics port prints the endpoint in its r
   t.is(ready.metrics, `http://127.0.0.1:${port}/metrics`);
   const text = await (await fetch(ready.metrics!)).text();
   t.regex(text, /# TYPE custody_events_total counter/);
+  // The process names itself: OpenTelemetry's resource, as the exporter's target_info shows it.
+  t.regex(text, /^target_info\{[^}]*service_name="custody-holder"[^}]*\} 1$/m, text);
+  t.regex(text, /^target_info\{[^}]*service_instance_id="h-m"[^}]*\} 1$/m, text);
   t.true((sample(text, "custody_events_total", { role: "holder", id: "h-m", event: "admission_requested" }) ?? 0) >= 1, text);
   // The holder's own figures are wired in the process: its lane's custody and credit gauges (nothing written yet).
   t.is(sample(text, "custody_holder_custody_bytes", { holder: "h-m", volume: "vol-m", lane: "l0", residency: "ram" }), 0, text);
@@ -90,17 +95,39 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   // writes are lost to that scenario.
   await d.kill("h-w");
   await d.kill("h-nj");
+  // Every status document from here on, as the controller publishes them (it evaluates every 50 ms).
+  const docs: NonNullable<ReturnType<typeof ctl.status>>[] = [];
+  const watching = setInterval(() => {
+    const doc = ctl.status();
+    if (doc !== undefined && doc !== docs.at(-1)) docs.push(doc);
+  }, 20);
+  t.teardown(() => clearInterval(watching));
   await write(10, 2);
   await new Promise((r) => setTimeout(r, 1_500));
   await write(5, 3);
   let after = "";
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 300; i++) {
     after = await scrape();
-    if ((sample(after, "custody_scenario_lost_seqs", scenario) ?? 0) > 0 && (sample(after, "custody_scenario_rpo_seconds", scenario) ?? 0) >= 1) break;
+    if (sample(after, "custody_scenario_met", scenario) === 0 && (sample(after, "custody_scenario_rpo_seconds", scenario) ?? 0) >= 1) break;
     await new Promise((r) => setTimeout(r, 100));
   }
+  clearInterval(watching);
   t.true((sample(after, "custody_scenario_lost_seqs", scenario) ?? 0) > 0, after);
   t.true((sample(after, "custody_scenario_rpo_seconds", scenario) ?? 0) >= 1, "the oldest write it would lose is over a second old");
   t.is(sample(after, "custody_scenario_met", scenario), 0);
   t.true((sample(after, "custody_scenario_lost_bytes", scenario) ?? 0) > 0, "the lag is also counted in bytes");
+  // The lost writes are past their receipt deadline: overdue, and with those in flight they make up what it would lose.
+  const overdue = sample(after, "custody_scenario_overdue_seqs", scenario) ?? 0;
+  t.true(overdue > 0, after);
+  t.is(overdue + (sample(after, "custody_scenario_in_flight_seqs", scenario) ?? -1), sample(after, "custody_scenario_lost_seqs", scenario) ?? 0);
+
+  // The verdict turned only after the grace (default 2000 ms): never while the loss was younger.
+  const rows = docs.map((doc) => ({ asOfMs: doc.asOfMs, ...doc.scenarios.find((x) => x.name === "US-East lost")! }));
+  const turned = rows.findIndex((r) => r.verdict === "not_met");
+  t.true(turned > 0, JSON.stringify(rows.slice(-3)));
+  for (const r of rows.slice(0, turned)) t.true(r.verdict === "met" && (r.lossSinceMs === null || r.asOfMs - r.lossSinceMs! < 2_000), JSON.stringify(r));
+  const first = rows[turned]!;
+  t.true(first.asOfMs - first.lossSinceMs! >= 2_000, JSON.stringify(first));
+  t.deepEqual(first.reasons, [`loses ${first.overdueSeqs} acknowledged write${first.overdueSeqs === 1 ? "" : "s"}, 0 allowed`]);
+  t.true(rows.slice(turned).every((r) => r.verdict === "not_met"), "and it stays turned");
 });

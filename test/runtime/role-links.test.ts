@@ -139,6 +139,9 @@ test.serial("a writer whose links give the far holder a long link ships each uni
   t.true(writes.length > 0, "each workload write is a writer.write span");
   const writeIds = new Set(writes.map((s) => s.spanId));
   t.true(sends.some((s) => s.parentSpanId !== undefined && writeIds.has(s.parentSpanId)), "a shaped hop hangs under the write its unit came from, though the unit left after the outbox flush");
+  // Each process names itself in its spans: service.name custody-<role>, service.instance.id its id.
+  t.like(writes[0]!.resource, { "service.name": "custody-writer", "service.instance.id": "w1" });
+  t.like(admits[0]!.resource, { "service.name": "custody-holder", "service.instance.id": "h-far" });
 });
 
 test("a links section routes units to listed holders at other sites only, and is strict", (t) => {

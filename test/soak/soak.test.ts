@@ -17,7 +17,7 @@ test("percentile is nearest-rank and linearSlope is the least-squares slope", (t
 });
 
 test("the soak's checks fail a growing process, a slowing evaluation and a growing store", (t) => {
-  const good = { rate: 1000, rss_slope_mb_per_min_max: 0.4, eval_ms_p99_first_minute: 10, eval_ms_p99_last_minute: 11, store_disk_bytes_slope_mb_per_min: 0.2, custody_lag_max_seqs: 100, custody_lag_max_seqs_second_half: 90, bases: 3, releases: 40, leftover_processes: 0, control_log_bytes_slope_mb_per_min: 0.001, control_log_snapshots: 4 } as SoakResult;
+  const good = { rate: 1000, rss_slope_mb_per_min_max: 0.4, eval_ms_p99_first_minute: 10, eval_ms_p99_last_minute: 11, store_disk_bytes_slope_mb_per_min: 0.2, custody_lag_max_seqs: 100, custody_lag_max_seqs_second_half: 90, bases: 3, releases: 40, leftover_processes: 0, control_log_bytes_slope_mb_per_min: 0.001, control_log_snapshots: 4, verdict_flaps: 0, verdict_documents: 1200, verdict_not_met_documents: 0 } as SoakResult;
   t.true(soakChecks(good).every((c) => c.ok));
   const failing = (edit: Partial<SoakResult>) => soakChecks({ ...good, ...edit }).filter((c) => !c.ok).map((c) => c.check);
   t.is(failing({ rss_slope_mb_per_min_max: 3 }).length, 1);
@@ -28,6 +28,7 @@ test("the soak's checks fail a growing process, a slowing evaluation and a growi
   t.is(failing({ leftover_processes: 2 }).length, 1);
   t.is(failing({ control_log_bytes_slope_mb_per_min: 0.05 }).length, 1);
   t.is(failing({ control_log_snapshots: 0 }).length, 1);
+  t.deepEqual(failing({ verdict_flaps: 1 }), ["no verdict flaps (no fault injected)"]);
 });
 
 test("a one-minute soak on real processes builds rolling bases, releases below them and leaves nothing running", async (t) => {
@@ -40,5 +41,10 @@ test("a one-minute soak on real processes builds rolling bases, releases below t
   t.is(r.per_minute.length, 1);
   t.is(r.process_restarts, 0);
   t.is(r.leftover_processes, 0);
-  for (const k of ["minutes", "writes", "releases", "bases", "rss_slope_mb_per_min_max", "eval_ms_p99_first_minute", "eval_ms_p99_last_minute", "custody_lag_max_seqs", "retained_bytes_max", "store_disk_bytes_slope_mb_per_min", "control_log_bytes_slope_mb_per_min", "control_log_snapshots"]) t.true(k in r, `the result names ${k}`);
+  // No fault is injected: writes in flight never change a verdict (issue #47).
+  t.true(r.verdict_documents > 0);
+  t.is(r.verdict_flaps, 0);
+  t.is(r.verdict_not_met_documents, 0, "every scenario is met all along: nothing is lost, the writes in flight are not");
+  t.true(r.in_flight_seqs_max > 0, "writes were in flight");
+  for (const k of ["minutes", "writes", "releases", "bases", "rss_slope_mb_per_min_max", "eval_ms_p99_first_minute", "eval_ms_p99_last_minute", "custody_lag_max_seqs", "retained_bytes_max", "store_disk_bytes_slope_mb_per_min", "control_log_bytes_slope_mb_per_min", "control_log_snapshots", "verdict_flaps", "in_flight_seqs_max", "overdue_seqs_max"]) t.true(k in r, `the result names ${k}`);
 });
