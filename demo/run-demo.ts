@@ -30,6 +30,8 @@ const { values } = parseArgs({
 
 try {
   console.log(`nats-server: ${checkNatsServer()}`);
+  // The role processes are started with this process's own binary (process.execPath), so they run on it too.
+  console.log(`node: ${process.version} (${process.execPath})`);
 } catch (err) {
   console.error((err as Error).message);
   process.exit(1);
@@ -88,6 +90,7 @@ if (values.json) {
       startedPids: result.startedPids,
       leftPids: result.leftPids,
       report: reportPath,
+      node: process.version,
     }),
   );
 }

@@ -30,7 +30,8 @@ await build({
   bundle: true,
   platform: "node",
   format: "esm",
-  target: "node20",
+  // The bundles run on the Node that runs this script (npm test runs both on the pinned one).
+  target: `node${process.versions.node}`,
   packages: "external",
   outdir: root,
   outbase: root,

@@ -45,7 +45,7 @@ export function ensureCliBundle(): boolean {
     // Loaded only here: esbuild is a development dependency, and the CLI itself (which reaches this
     // file through the demo's launcher) must not need it.
     const { buildSync } = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
-    buildSync({ entryPoints: [join(REPO_ROOT, "cli", "main.ts")], bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", outfile: tmp, logLevel: "error" });
+    buildSync({ entryPoints: [join(REPO_ROOT, "cli", "main.ts")], bundle: true, platform: "node", format: "esm", target: `node${process.versions.node}`, packages: "external", outfile: tmp, logLevel: "error" });
     renameSync(tmp, CLI_BUNDLE);
     return (fresh = true);
   } catch (err) {
