@@ -1,6 +1,6 @@
-import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
-import { MeterProvider } from "@opentelemetry/sdk-metrics";
+import type { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { VolumeStatus } from "../protocol/index.ts";
+import { otelMetricsSdk, otelPrometheus } from "../telemetry/index.ts";
 import type { HolderMetrics } from "./metrics-holder.ts";
 import { otlpMetricReader, type OtlpMetricsOptions } from "./metrics-otlp.ts";
 import { registerRepairMetrics, registerRepairWorkerMetrics } from "./metrics-repair.ts";
@@ -45,12 +45,12 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
   const host = opts.host ?? "127.0.0.1";
   const readers: NonNullable<NonNullable<ConstructorParameters<typeof MeterProvider>[0]>["readers"]>[number][] = [];
   if (opts.port !== undefined) {
-    const exporter = new PrometheusExporter({ host, port: opts.port, preventServerStart: true });
+    const exporter = new (otelPrometheus().PrometheusExporter)({ host, port: opts.port, preventServerStart: true });
     await exporter.startServer();
     readers.push(exporter);
   }
   if (opts.otlp !== undefined) readers.push(otlpMetricReader(opts.otlp));
-  const provider = new MeterProvider({ readers });
+  const provider = new (otelMetricsSdk().MeterProvider)({ readers });
   const meter = provider.getMeter("custody");
   const who = { role: source.role, id: source.id };
 
