@@ -54,7 +54,8 @@ test.serial("custody status prints the controller's document and custody recover
   t.is(await watchExit, 0);
   for (const line of watched.trim().split("\n")) t.is((JSON.parse(line) as { volume: string }).volume, d.volume);
   // Nobody reads any more (`custody status --watch | head -2`): the watch ends by itself, quietly, exit 0.
-  const unread = spawn(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url, "--watch", "--every", "100", "--json"], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const unreadCommand = custodyCommand(["status", d.volume, "--server", url, "--watch", "--every", "100", "--json"]);
+  const unread = spawn(unreadCommand.command, unreadCommand.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   unread.stdout.destroy();
   let unreadErr = "";
   unread.stderr.on("data", (b: Buffer) => (unreadErr += b.toString()));
