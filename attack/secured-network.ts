@@ -50,10 +50,11 @@ export async function startSecuredNetwork(o: { keep?: boolean; secondVolume?: bo
   const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false, ...(o.secondVolume ? { secondVolume: true } : {}) }, (p) => servers.push(p));
   const { dir, out, index } = started;
   const stop = async () => {
-    // The writers first (they drain to the holders), then every other role at once, then the servers.
-    const writer = (p: DeployedProcess) => index.roles.some((r) => r.instance === p.name && r.role === "writer");
-    const all = [...roles.values()];
-    for (const group of [all.filter(writer), all.filter((p) => !writer(p)), servers]) await Promise.all(group.map((p) => p.stop()));
+    // As an operator stops it: the writers (they drain to the holders), then the holders while the
+    // controllers still run (a RAM holder drains by the log releasing its ranges), then the
+    // controllers, then the servers; the processes of one step side by side.
+    const ofRole = (role: string) => [...roles.values()].filter((p) => index.roles.some((r) => r.instance === p.name && r.role === role));
+    for (const group of [ofRole("writer"), ofRole("holder"), ofRole("controller"), servers]) await Promise.all(group.map((p) => p.stop()));
     if (!o.keep) rmSync(dir, { recursive: true, force: true });
   };
   try {
