@@ -34,16 +34,20 @@ export class StateReader {
     private readonly op: AttackerConnection,
     private readonly store: JetStreamControlLog,
     private readonly follower: ControlLogFollower,
+    /** How many role processes the network runs: a read that heard from all of them waits no longer. */
+    private readonly processCount: number,
   ) {}
 
   static async open(net: SecuredNetwork, op: AttackerConnection): Promise<StateReader> {
     const store = await openJetStreamControlLog(op.transport.connection, { region: net.controlRegion });
     const trust = { operators: { operator: readPublicKeyHex(join(net.out, "operator", "operator.pub")) } };
-    return new StateReader(op, store, new ControlLogFollower(store, undefined, trust));
+    return new StateReader(op, store, new ControlLogFollower(store, undefined, trust), net.roles.size);
   }
 
   async read(): Promise<NetworkState> {
-    const { stats } = await listProcesses(this.op.transport.connection, { waitMs: 800 });
+    // Every process answers at once with its figures of that moment; waiting out the rest of the
+    // 800 ms is only for one that is gone (it then shows as "no longer answers").
+    const { stats } = await listProcesses(this.op.transport.connection, { waitMs: 800, expect: this.processCount });
     const s = await this.follower.refresh();
     return {
       processes: Object.fromEntries(stats.map((p) => [`${p.role}/${p.id}`, p])),

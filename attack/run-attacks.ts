@@ -116,7 +116,9 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
       } catch (err) {
         evidence = `attack failed to run: ${(err as Error).message}`;
       }
-      const notServing = await stillServing(read, before, laneKey);
+      // Serving means progress after the attack: past what the network had when it ended, not
+      // only past what it had before it (writes made during the attack prove nothing about after).
+      const notServing = await stillServing(read, await read(), laneKey);
       const serving = notServing === undefined;
       changed.push(...invariantChanges(before, await read()));
       if (!serving) {

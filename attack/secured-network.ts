@@ -50,19 +50,24 @@ export async function startSecuredNetwork(o: { keep?: boolean; secondVolume?: bo
   const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false, ...(o.secondVolume ? { secondVolume: true } : {}) }, (p) => servers.push(p));
   const { dir, out, index } = started;
   const stop = async () => {
-    for (const p of roles.values()) await p.stop();
-    for (const p of servers) await p.stop();
+    // As an operator stops it: the writers (they drain to the holders), then the holders while the
+    // controllers still run (a RAM holder drains by the log releasing its ranges), then the
+    // controllers, then the servers; the processes of one step side by side.
+    const ofRole = (role: string) => [...roles.values()].filter((p) => index.roles.some((r) => r.instance === p.name && r.role === role));
+    for (const group of [ofRole("writer"), ofRole("holder"), ofRole("controller"), servers]) await Promise.all(group.map((p) => p.stop()));
     if (!o.keep) rmSync(dir, { recursive: true, force: true });
   };
   try {
     await custody(["bootstrap", join(out, "bootstrap.json")]);
-    // The controller first (it admits the holders' new incarnations), then the holders, then the writer.
+    // The controllers first (they admit the holders' new incarnations), then the holders, then the
+    // writers; the processes of one role start side by side (each serves its own volume or region).
     for (const role of ["controller", "holder", "writer"]) {
-      for (const r of index.roles.filter((x) => x.role === role)) {
+      const starting = index.roles.filter((x) => x.role === role).map((r) => {
         const p = DeployedProcess.role(r.instance, r.role, r.config);
         roles.set(r.instance, p);
-        await p.ready(DEPLOYMENT_READY_MS);
-      }
+        return p;
+      });
+      await Promise.all(starting.map((p) => p.ready(DEPLOYMENT_READY_MS)));
     }
   } catch (err) {
     await stop();

@@ -7,9 +7,9 @@
  * from its prediction, a recovered volume is not byte-exact, or a process is left running.
  */
 import { writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { repoRoot } from "../testing/index.ts";
 import { captureLagRows, carriedInto, formatLag } from "./capture-lag.ts";
 import { runDemo } from "./demo-script.ts";
 import { LiveBlock } from "./live-block.ts";
@@ -18,7 +18,8 @@ import { renderReport } from "./report-html.ts";
 import { formatCostTable, formatScenarioTable, formatStrikeTable } from "./scenario-table.ts";
 import { statusRows } from "./status-rows.ts";
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+// Found by walking up (not `..` from this file), so the demo also runs from a bundle.
+const repo = repoRoot();
 const { values } = parseArgs({
   options: {
     deployment: { type: "string", default: join(repo, "examples", "deployment.json") },

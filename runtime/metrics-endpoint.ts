@@ -1,9 +1,8 @@
-import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
-import { MeterProvider } from "@opentelemetry/sdk-metrics";
+import type { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { VolumeStatus } from "../protocol/index.ts";
+import { otelMetricsSdk, otelPrometheus, roleResource } from "../telemetry/index.ts";
 import type { HolderMetrics } from "./metrics-holder.ts";
 import { otlpMetricReader, type OtlpMetricsOptions } from "./metrics-otlp.ts";
-import { roleResource } from "../telemetry/index.ts";
 import { registerRepairMetrics, registerRepairWorkerMetrics } from "./metrics-repair.ts";
 
 /** What a role process exposes: its counters, and for a controller the newest status document. */
@@ -47,13 +46,13 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
   const host = opts.host ?? "127.0.0.1";
   const readers: NonNullable<NonNullable<ConstructorParameters<typeof MeterProvider>[0]>["readers"]>[number][] = [];
   if (opts.port !== undefined) {
-    const exporter = new PrometheusExporter({ host, port: opts.port, preventServerStart: true });
+    const exporter = new (otelPrometheus().PrometheusExporter)({ host, port: opts.port, preventServerStart: true });
     await exporter.startServer();
     readers.push(exporter);
   }
   if (opts.otlp !== undefined) readers.push(otlpMetricReader(opts.otlp));
   // Named like the process's traces: `service.name` custody-<role>, `service.instance.id` its id.
-  const provider = new MeterProvider({ readers, resource: roleResource(source.role, source.id) });
+  const provider = new (otelMetricsSdk().MeterProvider)({ readers, resource: roleResource(source.role, source.id) });
   const meter = provider.getMeter("custody");
   const who = { role: source.role, id: source.id };
 

@@ -1,5 +1,5 @@
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
-import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import type { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import { otelMetricsOtlp, otelMetricsSdk } from "../telemetry/index.ts";
 
 /** Where a role pushes its metrics over OTLP/HTTP, and how often. */
 export interface OtlpMetricsOptions {
@@ -20,5 +20,5 @@ const EXPORT_TIMEOUT_MS = 5_000;
 export function otlpMetricReader(opts: OtlpMetricsOptions): PeriodicExportingMetricReader {
   const interval = opts.intervalMs ?? 10_000;
   const timeout = Math.min(interval, EXPORT_TIMEOUT_MS);
-  return new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: opts.url, timeoutMillis: timeout }), exportIntervalMillis: interval, exportTimeoutMillis: timeout });
+  return new (otelMetricsSdk().PeriodicExportingMetricReader)({ exporter: new (otelMetricsOtlp().OTLPMetricExporter)({ url: opts.url, timeoutMillis: timeout }), exportIntervalMillis: interval, exportTimeoutMillis: timeout });
 }

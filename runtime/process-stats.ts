@@ -138,9 +138,10 @@ export async function gatherProcessStats(nc: NatsConnection, opts: { role?: stri
  * Lists the live role processes through the NATS services client: every `custody-<role>` service's
  * STATS reply within `waitMs` (of one role when given), its `stats` endpoint data read as
  * ProcessStats. Replies that do not read as such are counted in `rejected`, never returned.
+ * `expect` ends the wait once that many services answered (see gatherServiceStats).
  */
-export async function listProcesses(nc: NatsConnection, opts: { role?: string; waitMs?: number } = {}): Promise<{ stats: ProcessStats[]; rejected: number }> {
-  const { replies, unreadable } = await gatherServiceStats(nc, { role: opts.role, waitMs: opts.waitMs ?? 1000 });
+export async function listProcesses(nc: NatsConnection, opts: { role?: string; waitMs?: number; expect?: number } = {}): Promise<{ stats: ProcessStats[]; rejected: number }> {
+  const { replies, unreadable } = await gatherServiceStats(nc, { role: opts.role, waitMs: opts.waitMs ?? 1000, expect: opts.expect });
   const stats: ProcessStats[] = [];
   let rejected = unreadable;
   for (const r of replies) {

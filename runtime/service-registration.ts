@@ -72,14 +72,18 @@ export function serviceClient(nc: NatsConnection, waitMs: number): ServiceClient
 /**
  * Every `custody-*` service's STATS reply within `waitMs` (of one role when given). A reply the
  * client cannot read ends the collection early and is counted in `unreadable`; no service at all
- * is an empty list.
+ * is an empty list. With `expect`, the collection also ends as soon as that many `custody-*`
+ * services answered (a caller who knows how many processes run need not wait out `waitMs`).
  */
-export async function gatherServiceStats(nc: NatsConnection, opts: { role?: string | undefined; waitMs: number }): Promise<{ replies: ServiceStats[]; unreadable: number }> {
+export async function gatherServiceStats(nc: NatsConnection, opts: { role?: string | undefined; waitMs: number; expect?: number | undefined }): Promise<{ replies: ServiceStats[]; unreadable: number }> {
   const replies: ServiceStats[] = [];
   let unreadable = 0;
   try {
     const it = await serviceClient(nc, opts.waitMs).stats(opts.role === undefined ? "" : serviceName(token(opts.role)));
-    for await (const s of it) if (typeof s?.name === "string" && s.name.startsWith(SERVICE_PREFIX)) replies.push(s);
+    for await (const s of it) {
+      if (typeof s?.name === "string" && s.name.startsWith(SERVICE_PREFIX)) replies.push(s);
+      if (opts.expect !== undefined && replies.length >= opts.expect) break;
+    }
   } catch (err) {
     // No responders means no service runs; anything else is an answer we could not read.
     if (!/no responders/i.test(String((err as Error)?.message ?? err))) unreadable += 1;

@@ -203,6 +203,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await store.close();
 
     const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
+    const ramHolders: RoleProcess[] = [];
     for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
       const overrides = {
         arena: { segmentBytes: 256 * 1024, limitBytes: 64 * MB, maxOutstandingCredit: 4 * MB, maxUnitBytes: 128 * 1024 },
@@ -210,7 +211,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       };
       const { file, publicKey } = writeHolderRole(dir, { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk, overrides }, REGION);
       admitted.push({ id, site: SITES[s]!, publicKey });
-      procs.push(new RoleProcess("holder", file, cwd));
+      const holder = new RoleProcess("holder", file, cwd);
+      procs.push(holder);
+      if (!disk) ramHolders.push(holder);
     }
     await Promise.all(procs.map((p) => p.start()));
     await bootstrapControlLog(store, admitted, { volume: VOLUME, lane: LANE });
@@ -219,7 +222,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));
     const ctl = new RoleProcess("controller", ctlFile, cwd);
     procs.push(ctl);
-    await ctl.start();
     // Every status document from the controller's first on: no scenario's verdict may change.
     const verdicts = watchVerdicts(observer, VOLUME);
     let flapsLogged = 0;
@@ -234,7 +236,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     );
     const builder = new RoleProcess("base-builder", builderFile, cwd);
     procs.push(builder);
-    await builder.start();
+    // The controller and the base builder need only the holders (and the log): they start side by side.
+    await Promise.all([ctl.start(), builder.start()]);
 
     const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
     const writerFile = writeWriterRole(join(dir, "writer.json"), { nats: nats("east"), stateDir: join(dir, "w1"), dataKeyFile, volume: VOLUME, lane: LANE, blockCount: BLOCKS, firstHops: ["h-ram1", "h-store"], holderSites, workload: { intervalMs: 0, depth: 8, ratePerSec: o.rate } }, REGION);
@@ -331,7 +334,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       per_minute: minuteRows,
     };
 
+    // As an operator stops it: the writer first (it drains to custody), then the RAM holders while
+    // the controller and the store still run (a RAM holder drains by the log releasing what the
+    // store persisted; stopped together, each waited out its drain deadline), then the rest.
     await writer.stop();
+    await Promise.all(ramHolders.map((p) => p.stop()));
     await Promise.all(procs.map((p) => p.stop()));
     await observer.close();
     observer = undefined;

@@ -2,3 +2,4 @@
 export * from "./tracing.ts";
 export * from "./jsonl-span-exporter.ts";
 export * from "./role-resource.ts";
+export * from "./otel-packages.ts";

@@ -4,8 +4,9 @@
  */
 import { appendFile } from "node:fs/promises";
 import { SpanKind, type HrTime } from "@opentelemetry/api";
-import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
+import type { ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
+import { otelCore } from "./otel-packages.ts";
 
 /** The shape of one line of a JSONL trace file. */
 export interface JsonlSpanRecord {
@@ -68,15 +69,15 @@ export class JsonlSpanExporter implements SpanExporter {
   /** Writes the batch as one append; reports FAILED (with the error) if the write fails. */
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
     if (this.#shutdown) {
-      resultCallback({ code: ExportResultCode.FAILED, error: new Error("JsonlSpanExporter is shut down") });
+      resultCallback({ code: otelCore().ExportResultCode.FAILED, error: new Error("JsonlSpanExporter is shut down") });
       return;
     }
     const text = spans.map((s) => JSON.stringify(spanToJsonlRecord(s)) + "\n").join("");
     // Chain writes so batches land in export order.
     this.#pending = this.#pending.then(() =>
       appendFile(this.path, text).then(
-        () => resultCallback({ code: ExportResultCode.SUCCESS }),
-        (error: Error) => resultCallback({ code: ExportResultCode.FAILED, error }),
+        () => resultCallback({ code: otelCore().ExportResultCode.SUCCESS }),
+        (error: Error) => resultCallback({ code: otelCore().ExportResultCode.FAILED, error }),
       ),
     );
   }

@@ -1,5 +1,6 @@
-import { defaultResource, resourceFromAttributes, type Resource } from "@opentelemetry/resources";
+import type { Resource } from "@opentelemetry/resources";
 import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { otelResources } from "./otel-packages.ts";
 
 /** A role process's OpenTelemetry service name: `custody-<role>` (the same name `custody ps` lists). */
 export function roleServiceName(role: string): string {
@@ -12,5 +13,6 @@ export function roleServiceName(role: string): string {
  * the SDK's defaults. Without it a process reports `unknown_service:node`.
  */
 export function roleResource(role: string, id: string): Resource {
+  const { defaultResource, resourceFromAttributes } = otelResources();
   return defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: roleServiceName(role), [ATTR_SERVICE_INSTANCE_ID]: id }));
 }

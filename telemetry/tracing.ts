@@ -5,19 +5,11 @@
  * span follows async code.
  */
 import { context, propagation, trace, type Attributes, type Tracer } from "@opentelemetry/api";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  BatchSpanProcessor,
-  InMemorySpanExporter,
-  NodeTracerProvider,
-  SimpleSpanProcessor,
-  type SpanProcessor,
-} from "@opentelemetry/sdk-trace-node";
+import type { InMemorySpanExporter, NodeTracerProvider, SpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { CustodyError } from "../core/index.ts";
 import { JsonlSpanExporter } from "./jsonl-span-exporter.ts";
+import { otelCore, otelResources, otelTraceOtlp, otelTraceSdk } from "./otel-packages.ts";
 
 /** Where finished spans go. */
 export const SpanExporterKind = {
@@ -85,6 +77,8 @@ export function setupTracing(opts: TracingOptions): TracingHandle {
         ? opts.exporter
         : [opts.exporter],
   );
+  const { BatchSpanProcessor, InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } = otelTraceSdk();
+  const { defaultResource, resourceFromAttributes } = otelResources();
   const processors: SpanProcessor[] = [];
   const handle: Partial<TracingHandle> = {};
   if (kinds.has(SpanExporterKind.Memory)) {
@@ -101,7 +95,7 @@ export function setupTracing(opts: TracingOptions): TracingHandle {
   }
   if (kinds.has(SpanExporterKind.Otlp)) {
     // Without a URL the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and headers from the environment.
-    processors.push(new BatchSpanProcessor(new OTLPTraceExporter(opts.otlpUrl ? { url: opts.otlpUrl } : {})));
+    processors.push(new BatchSpanProcessor(new (otelTraceOtlp().OTLPTraceExporter)(opts.otlpUrl ? { url: opts.otlpUrl } : {})));
   }
 
   const provider = new NodeTracerProvider({
@@ -109,7 +103,7 @@ export function setupTracing(opts: TracingOptions): TracingHandle {
     spanProcessors: processors,
   });
   const registerGlobal = opts.registerGlobal ?? true;
-  if (registerGlobal) provider.register({ propagator: new W3CTraceContextPropagator() });
+  if (registerGlobal) provider.register({ propagator: new (otelCore().W3CTraceContextPropagator)() });
 
   let done: Promise<void> | undefined;
   const result: TracingHandle = {

@@ -6,6 +6,7 @@
  */
 export { reapOnExit } from "./child-reaper.ts";
 export { CLI_BUNDLE, custodyCommand, ensureCliBundle } from "./custody-command.ts";
+export { scriptCommand } from "./script-command.ts";
 export { repoRoot } from "./repo-root.ts";
 export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluster, type SuperclusterHandle } from "./nats-server.ts";
 export { RoleProcess, pidAlive } from "./role-process.ts";

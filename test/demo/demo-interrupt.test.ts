@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pidAlive } from "../../demo/process-registry.ts";
+import { scriptCommand } from "../../testing/script-command.ts";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -16,7 +17,8 @@ test("Ctrl-C during the workload stops every process the demo started and exits 
   t.timeout(240_000);
   const root = mkdtempSync(join(tmpdir(), "custody-demo-int-"));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const child = spawn(process.execPath, ["--import", "tsx", "demo/run-demo.ts", "--short", "--runs", root], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  const demo = scriptCommand(join(repo, "demo", "run-demo.ts"), ["--short", "--runs", root]);
+  const child = spawn(demo.command, demo.args, { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   await new Promise<void>((res, rej) => {

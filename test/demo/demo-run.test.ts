@@ -19,6 +19,7 @@ import { readRunSpans, type TraceNode, type TraceTree } from "../../demo/trace-t
 import type { UnitFate } from "../../demo/unit-fate.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { custodyCommand } from "../../testing/custody-command.ts";
+import { scriptCommand } from "../../testing/script-command.ts";
 
 /** `custody <args>` as run() takes it. */
 const custodyLine = (args: string[]): [string, string[]] => {
@@ -83,7 +84,8 @@ function run(cmd: string, args: string[], timeoutMs: number): Promise<{ stdout: 
 test.before(async (t) => {
   t.timeout(300_000);
   const root = mkdtempSync(join(tmpdir(), "custody-demo-test-"));
-  const out = await run(process.execPath, ["--import", "tsx", "demo/run-demo.ts", "--short", "--json", "--runs", root], 280_000);
+  const demo = scriptCommand(join(repo, "demo", "run-demo.ts"), ["--short", "--json", "--runs", root]);
+  const out = await run(demo.command, demo.args, 280_000);
   const last = out.stdout.trim().split("\n").pop() ?? "";
   let result: DemoJson;
   try {

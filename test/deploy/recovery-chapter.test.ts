@@ -89,11 +89,12 @@ test("§10 of docs/deploy.md, run as written after each region of the example is
     const asOperator = ["--operator-config", join(out, "operator", "nats.json")];
     const explain = () => processes.map((p) => `${p.name}: ${p.log.slice(-1_500)}`).join("\n");
     await custody(["bootstrap", join(out, "bootstrap.json"), "--json"]);
-    const order = ["controller", "holder", "writer", "base-builder"];
-    for (const r of [...index.roles].sort((a, b) => order.indexOf(a.role) - order.indexOf(b.role))) {
-      const p = DeployedProcess.role(r.instance, r.role, r.config);
-      processes.push(p);
-      await p.ready(DEPLOYMENT_READY_MS);
+    // The controllers first (they admit the holders' new incarnations), then the holders, then the
+    // writer and the base builder; the processes of one step start side by side.
+    for (const step of [["controller"], ["holder"], ["writer", "base-builder"]]) {
+      const starting = index.roles.filter((r) => step.includes(r.role)).map((r) => DeployedProcess.role(r.instance, r.role, r.config));
+      processes.push(...starting);
+      await Promise.all(starting.map((p) => p.ready(DEPLOYMENT_READY_MS)));
     }
 
     // Every write acknowledged, and both required region scenarios keep every one of them.

@@ -29,6 +29,7 @@ import { NatsTransport } from "../../transport/nats-transport.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, contentAt, e2eHolderConfig, eventually, readVolume, site, tempDir } from "./e2e-fixture.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -66,7 +67,8 @@ interface Rig {
 }
 
 function spawnRole(t: { context: NatsTestContext }, config: string): { child: ChildProcess; ready: Promise<Record<string, unknown>>; exit: Promise<{ code: number | null; stderr: string }> } {
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", "holder", "--config", config], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const c = custodyCommand(["run", "holder", "--config", config]);
+  const child = spawn(c.command, c.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   t.context.defer(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
@@ -303,11 +305,8 @@ test.serial("a restart with a new key is left to the operator: refused automatic
   t.is(r.controller.controlState().holders.h2?.incarnation, 1);
   t.false(r.controller.holdings({ holderId: "h2" }).some((h) => h.incarnation === 2), "receipts of the unadmitted incarnation count for nothing");
 
-  const admit = spawn(
-    process.execPath,
-    ["--import", "tsx", "cli/main.ts", "holder", "admit", "--server", t.context.nats.url, "--region", "r-vol-rekey", "--holder", "h2", "--incarnation", "2", "--public-key", Buffer.from(kp.publicKey).toString("hex"), "--failure-domain", `r1/az2/${SITES["s-2"]!.host}`, "--json"],
-    { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] },
-  );
+  const admitCommand = custodyCommand(["holder", "admit", "--server", t.context.nats.url, "--region", "r-vol-rekey", "--holder", "h2", "--incarnation", "2", "--public-key", Buffer.from(kp.publicKey).toString("hex"), "--failure-domain", `r1/az2/${SITES["s-2"]!.host}`, "--json"]);
+  const admit = spawn(admitCommand.command, admitCommand.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   admit.stdout!.on("data", (b) => (out += String(b)));
   const code = await new Promise<number | null>((resolve) => admit.on("exit", resolve));

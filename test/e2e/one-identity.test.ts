@@ -35,6 +35,7 @@ import { EXIT_FENCED, EXIT_STATE_DIR_LOCKED } from "../../cli/commands/run.ts";
 import { currentLock } from "../../runtime/state-dir-lock.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, e2eHolderConfig, eventually, site, tempDir } from "./e2e-fixture.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -67,7 +68,8 @@ interface Spawned {
 }
 
 function spawnHolder(t: { context: NatsTestContext }, config: string): Spawned {
-  const child = spawn(process.execPath, ["--import", "tsx", "cli/main.ts", "run", "holder", "--config", config], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const c = custodyCommand(["run", "holder", "--config", config]);
+  const child = spawn(c.command, c.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   t.context.defer(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });

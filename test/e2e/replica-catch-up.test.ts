@@ -24,6 +24,7 @@ import { readAckLog, workloadWrite } from "../../runtime/workload.ts";
 import { DeployedProcess } from "../../testing/deployed-process.ts";
 import { contentAt, tempDir } from "./e2e-fixture.ts";
 import { BLOCKS, newReplicaDir, openReplica, servePrimary } from "./replica-fixture.ts";
+import { scriptCommand } from "../../testing/script-command.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -50,7 +51,8 @@ async function withVolume<T>(dir: string, fn: (v: SmartWalVolume) => Promise<T>)
 /** Starts the primary's catch-up service as its own process; resolves once it serves. */
 function spawnPrimary(url: string, dir: string, volume: string, key: Uint8Array, maxChunkBytes: number): Promise<{ child: ChildProcess; stop(): Promise<Record<string, number>> }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", PRIMARY, url, dir, volume, "r1", Buffer.from(key).toString("hex"), String(maxChunkBytes)], { stdio: ["ignore", "pipe", "pipe"] });
+    const c = scriptCommand(PRIMARY, [url, dir, volume, "r1", Buffer.from(key).toString("hex"), String(maxChunkBytes)]);
+    const child = spawn(c.command, c.args, { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     const exited = new Promise<void>((res) => child.on("exit", () => res()));

@@ -10,6 +10,7 @@ import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir } from "./e2e-fixture.ts";
 import { BLOCKS, newReplicaDir, openReplica, servePrimary } from "./replica-fixture.ts";
+import { scriptCommand } from "../../testing/script-command.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
@@ -93,7 +94,8 @@ const PRIMARY = new URL("../volume/fixtures/primary-writer.ts", import.meta.url)
 /** Runs the primary as its own process over `ops`, waits for its "synced" line, then SIGKILLs it. */
 function primaryRun(dir: string, ops: string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", PRIMARY, dir, ...ops], { stdio: ["ignore", "pipe", "pipe"] });
+    const c = scriptCommand(PRIMARY, [dir, ...ops]);
+    const child = spawn(c.command, c.args, { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     let synced = -1;

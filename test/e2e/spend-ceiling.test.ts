@@ -13,11 +13,17 @@ import type { SpendConfigInput } from "../../policies/spend-budget.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
 
 const run = promisify(execFile);
+/** `custody <args>` as its own process (the bundled CLI; see testing/custody-command.ts). */
+const custody = (args: string[]) => {
+  const c = custodyCommand(args);
+  return run(c.command, c.args);
+};
 const AMERICAS = "Americas lost";
 
 /** Transatlantic copies cost $0.02/GB; the plan budgets repairs of up to 1 TB a month ($20). */
@@ -79,10 +85,10 @@ test.serial("over the spend ceiling an optional scenario's coverage copy is refu
   t.is(required.verdict, "met");
 
   const url = d.urls["us-east"]!;
-  const json = JSON.parse((await run(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url, "--json"])).stdout.trim().split("\n").at(-1)!) as VolumeStatus;
+  const json = JSON.parse((await custody(["status", d.volume, "--server", url, "--json"])).stdout.trim().split("\n").at(-1)!) as VolumeStatus;
   t.is(json.spend?.ceilingUsd, 1);
   t.true((json.spend?.refusedOptional ?? 0) >= 1);
-  const table = (await run(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url])).stdout;
+  const table = (await custody(["status", d.volume, "--server", url])).stdout;
   t.regex(table, /OVER CEILING/);
   t.regex(table, new RegExp(`deferred optional copy ${LANE}:.* -> h-eu \\(${AMERICAS}\\): spend_ceiling`));
 });

@@ -13,6 +13,7 @@ import { gatherHolderEvidence } from "../../actors/repair/holder-evidence.ts";
 import { evaluateFromLog } from "../../actors/controller/log-evaluation.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { systemClock } from "../../core/clock.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
@@ -43,7 +44,8 @@ test.serial("custody status prints the controller's document and custody recover
   t.regex(table, /verdict/);
 
   // --watch keeps printing documents as the controller publishes them, until Ctrl-C (exit 0).
-  const watch = spawn(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url, "--watch", "--every", "100", "--json"], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const watchCommand = custodyCommand(["status", d.volume, "--server", url, "--watch", "--every", "100", "--json"]);
+  const watch = spawn(watchCommand.command, watchCommand.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   let watched = "";
   watch.stdout.on("data", (b: Buffer) => (watched += b.toString()));
   await eventually(() => watched.split("\n").filter((l) => l.startsWith("{")).length >= 3, "three documents while watching", 60_000);
@@ -52,7 +54,8 @@ test.serial("custody status prints the controller's document and custody recover
   t.is(await watchExit, 0);
   for (const line of watched.trim().split("\n")) t.is((JSON.parse(line) as { volume: string }).volume, d.volume);
   // Nobody reads any more (`custody status --watch | head -2`): the watch ends by itself, quietly, exit 0.
-  const unread = spawn(process.execPath, ["bin/custody.js", "status", d.volume, "--server", url, "--watch", "--every", "100", "--json"], { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
+  const unreadCommand = custodyCommand(["status", d.volume, "--server", url, "--watch", "--every", "100", "--json"]);
+  const unread = spawn(unreadCommand.command, unreadCommand.args, { cwd: process.cwd(), stdio: ["ignore", "pipe", "pipe"] });
   unread.stdout.destroy();
   let unreadErr = "";
   unread.stderr.on("data", (b: Buffer) => (unreadErr += b.toString()));

@@ -7,19 +7,23 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { systemClock } from "../../core/index.ts";
 import { shapedByLinks } from "../../runtime/role-links.ts";
 import { RouteProber } from "../../runtime/route-prober.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL("../../bin/custody.js", import.meta.url));
+/** `custody <args>` as its own process (the bundled CLI; see testing/custody-command.ts). */
+const custody = (args: string[]) => {
+  const c = custodyCommand(args);
+  return run(c.command, c.args, { timeout: 60_000 });
+};
 const dir = mkdtempSync(join(tmpdir(), "custody-place-measured-"));
 test.after.always(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -57,16 +61,16 @@ test("custody place --measured uses a fresh measured route in place of the confi
   const file = join(dir, "candidates.json");
   writeFileSync(file, JSON.stringify(candidates));
 
-  const configured = await run(process.execPath, [BIN, "place", file, "--json"], { timeout: 60_000 });
+  const configured = await custody(["place", file, "--json"]);
   t.deepEqual(JSON.parse(configured.stdout.trim().split("\n").at(-1)!).chosen.holders, ["h-b"], "configured: the nearer store");
 
-  const m = await run(process.execPath, [BIN, "place", file, "--measured", "--server", t.context.nats.url, "--listen-ms", "3000", "--json"], { timeout: 60_000 });
+  const m = await custody(["place", file, "--measured", "--server", t.context.nats.url, "--listen-ms", "3000", "--json"]);
   const j = JSON.parse(m.stdout.trim().split("\n").at(-1)!);
   t.like(j.edgeSources[0], { from: "s-a", to: "s-b", source: "measured", rtt: "measured" });
   t.like(j.edgeSources[1], { from: "s-a", to: "s-c", source: "configured", ageMs: null });
   t.deepEqual(j.chosen.holders, ["h-c"], "measured: the link to h-b is slower than configured");
 
-  const text = await run(process.execPath, [BIN, "place", file, "--measured", "--server", t.context.nats.url, "--listen-ms", "3000"], { timeout: 60_000 });
+  const text = await custody(["place", file, "--measured", "--server", t.context.nats.url, "--listen-ms", "3000"]);
   const row = text.stdout.split("\n").find((l) => l.startsWith("s-a-s-b"))!;
   t.log(row);
   t.regex(row, /measured \(rtt measured, bandwidth (measured|configured)\)\s+\d+\.\ds$/);

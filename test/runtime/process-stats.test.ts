@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { gatherProcessStats, serveProcessStats } from "../../runtime/process-stats.ts";
 import { psSubject } from "../../protocol/subjects.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
@@ -43,7 +44,10 @@ test.serial("custody ps lists every answering process with its role, incarnation
   serveProcessStats(a, "holder", () => ({ id: "h-7", incarnation: 4, counters: { units: 1 }, figures: { retainedRamBytes: 4096, retainedDiskBytes: 0 } }));
   serveProcessStats(b, "controller", () => ({ id: "ctl-1", counters: {}, figures: { evaluations: 12, evalMsP99: 3.5 } }));
   await Promise.all([a.flush(), b.flush()]);
-  const cli = (args: string[]) => run(process.execPath, ["bin/custody.js", "ps", "--server", t.context.nats.url, "--wait", "500", ...args], { cwd: process.cwd() });
+  const cli = (args: string[]) => {
+    const c = custodyCommand(["ps", "--server", t.context.nats.url, "--wait", "500", ...args]);
+    return run(c.command, c.args, { cwd: process.cwd() });
+  };
   const table = (await cli([])).stdout;
   t.regex(table, /^2 processes answered, 0 absent, 0 fenced/m);
   // One table per role, the figures rounded under headers that carry their units.

@@ -74,3 +74,19 @@ test.serial("listProcesses lists only custody services and counts a custody serv
   t.deepEqual(writers.stats, []);
   t.is(writers.rejected, 1);
 });
+
+test.serial("listProcesses with expect returns as soon as that many custody services answered, not after its window; other services do not count", async (t) => {
+  // The window is far longer than the test may run: only the early end lets it pass.
+  t.timeout(60_000);
+  const a = await NatsTransport.connect({ servers: t.context.nats.url, name: "svc-expect-a" });
+  const b = await NatsTransport.connect({ servers: t.context.nats.url, name: "svc-expect-b" });
+  const asker = await NatsTransport.connect({ servers: t.context.nats.url, name: "svc-expect-asker" });
+  t.teardown(() => Promise.all([a.close(), b.close(), asker.close()]));
+  await serveProcessStats(a, "holder", () => ({ id: "h-1", counters: {}, figures: {} })).registered;
+  await serveProcessStats(b, "writer", () => ({ id: "w-1", counters: {}, figures: {} })).registered;
+  const other = await new Svcm(b.connection as never).add({ name: "billing", version: "1.0.0" });
+  t.teardown(() => other.stop());
+  const listed = await listProcesses(asker.connection, { waitMs: 600_000, expect: 2 });
+  t.deepEqual(listed.stats.map((s) => `${s.role}/${s.id}`), ["holder/h-1", "writer/w-1"]);
+  t.is(listed.rejected, 0);
+});

@@ -18,6 +18,7 @@ import { eventually } from "../e2e/e2e-fixture.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
 import { topology } from "./secured-deployment.ts";
+import { custodyCommand } from "../../testing/custody-command.ts";
 
 const test = anyTest as TestFn<NatsClientTestContext>;
 withNatsServerAndClient(test, "integrity");
@@ -38,7 +39,8 @@ test.serial("opening a control log never creates its stream: a missing one is co
 });
 
 test.serial("`custody log init` creates the control stream once; a second init finds it and changes nothing", async (t) => {
-  const cli = async () => JSON.parse((await run(process.execPath, ["--import", "tsx", "cli/main.ts", "log", "init", "--server", t.context.nats.url, "--region", "boot", "--json"], { cwd: process.cwd() })).stdout.trim().split("\n").at(-1)!) as { created: boolean; lastSeq: number; stream: string };
+  const c = custodyCommand(["log", "init", "--server", t.context.nats.url, "--region", "boot", "--json"]);
+  const cli = async () => JSON.parse((await run(c.command, c.args, { cwd: process.cwd() })).stdout.trim().split("\n").at(-1)!) as { created: boolean; lastSeq: number; stream: string };
   const first = await cli();
   t.like(first, { created: true, lastSeq: 0, stream: controlStreamName("boot") });
   const store = await openJetStreamControlLog(t.context.nc, { region: "boot" });

@@ -14,7 +14,7 @@ import { connectAs } from "../../attack/principal.ts";
 import { startSecuredNetwork } from "../../attack/secured-network.ts";
 import { nextStatus } from "../../cli/commands/status.ts";
 import { systemClock } from "../../core/clock.ts";
-import { commitControlEvent } from "../../custody/control-commit.ts";
+import { commitControlEventRetrying } from "../../custody/control-commit.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import type { ControlState } from "../../custody/control-state.ts";
 import { privateKeyFromPkcs8 } from "../../custody/signing.ts";
@@ -79,9 +79,10 @@ test("two volumes, two controllers, one control log: every control event ctl-2 t
   // vol-a is written, receipted and covered before anything is tried.
   const statusBefore = await statusPast(op.transport, 0);
   t.true(cutOf(statusBefore) > 0, `vol-a covered: ${JSON.stringify(statusBefore.survivingCut)}`);
-  // The operator pins a range far ahead of the writer, so vol-a has a hold ctl-2 can try to end.
+  // The operator pins a range far ahead of the writer, so vol-a has a hold ctl-2 can try to end
+  // (retried when ctl-1 commits a release at the same moment, as an operator's commit is).
   const operatorKey = privateKeyFromPkcs8(readFileSync(join(net.out, "operator", "operator.key")));
-  await commitControlEvent(store, fold, { controller: "operator", clock: systemClock, signer: { id: "operator", privateKey: operatorKey } }, () => ({
+  await commitControlEventRetrying(store, fold, { controller: "operator", clock: systemClock, signer: { id: "operator", privateKey: operatorKey } }, () => ({
     type: "hold_ranges", holdId: "pin-far", kind: "pitr_pin", volume: "vol-a", lane: "l0", ranges: RangeSet.of(1e12, 1e12 + 9), holders: [], untilMs: 0, by: "operator",
   }));
   const before = await reader.read();

@@ -1,9 +1,13 @@
 import test from "ava";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { scriptCommand } from "../../testing/script-command.ts";
 
 const run = promisify(execFile);
-const sim = (...args: string[]) => run(process.execPath, ["--import", "tsx", "sim/main.ts", ...args], { cwd: process.cwd() });
+const sim = (...args: string[]) => {
+  const c = scriptCommand("sim/main.ts", args);
+  return run(c.command, c.args, { cwd: process.cwd() });
+};
 
 test("sim --seed prints a one-line JSON summary with the trace hash, and the same seed prints the same hash", async (t) => {
   const a = await sim("--seed", "4", "--holders", "3", "--duration-ms", "5000", "--json");
