@@ -18,6 +18,7 @@ export class ControlLogPeers {
   private readonly keys = new Map<string, KeyObject>();
   private lastRefresh = -Infinity;
   private inFlight: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
   /** Called after each refresh that changed the state (e.g. to re-verify or re-announce). */
   onChange: ((s: ControlState) => void) | undefined;
 
@@ -69,20 +70,41 @@ export class ControlLogPeers {
     return this.follower.state.holders[holderId]?.incarnation;
   }
 
-  /** Re-reads the log now (errors are left to the follower, which then distrusts the log). */
+  /**
+   * Re-reads the log now (errors are left to the follower, which then distrusts the log). A read
+   * already in flight may have started before the commit the caller has just learned of (a release
+   * frontier naming it), so the caller gets the next read after it, shared by everyone who asks
+   * meanwhile; joining the old one counted a legitimate frontier as unbacked.
+   */
   async refresh(): Promise<ControlState> {
     if (this.inFlight === undefined) {
-      const before = this.follower.state.lastSeq;
-      this.lastRefresh = this.clock.now();
-      this.inFlight = this.follower
-        .refresh()
-        .then((s) => {
-          if (s.lastSeq !== before) this.onChange?.(s);
-        })
-        .finally(() => (this.inFlight = undefined));
+      this.inFlight = this.read();
+      await this.inFlight;
+    } else {
+      this.queued ??= this.inFlight
+        .catch(() => undefined)
+        .then(() => {
+          this.queued = undefined;
+          this.inFlight = this.read();
+          return this.inFlight;
+        });
+      await this.queued;
     }
-    await this.inFlight;
     return this.follower.state;
+  }
+
+  private read(): Promise<void> {
+    const before = this.follower.state.lastSeq;
+    this.lastRefresh = this.clock.now();
+    const p: Promise<void> = this.follower
+      .refresh()
+      .then((s) => {
+        if (s.lastSeq !== before) this.onChange?.(s);
+      })
+      .finally(() => {
+        if (this.inFlight === p) this.inFlight = undefined;
+      });
+    return p;
   }
 
   private refreshSoon(urgent: boolean): void {
