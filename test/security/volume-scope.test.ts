@@ -37,7 +37,8 @@ async function statusPast(t: NatsTransport, above: number): Promise<VolumeStatus
   }
 }
 const cutOf = (d: VolumeStatus) => d.survivingCut?.find(([lane]) => lane === "l0")?.[1] ?? 0;
-const scenarioShape = (d: VolumeStatus) => d.scenarios.map((s) => ({ name: s.name, required: s.required, lost: s.required ? s.lostSeqs : "-" }));
+// What a required scenario loses past the receipt deadline (a write still in flight is not lost: policies/steady-verdict.ts).
+const scenarioShape = (d: VolumeStatus) => d.scenarios.map((s) => ({ name: s.name, required: s.required, lost: s.required ? (s.overdueSeqs ?? s.lostSeqs) : "-" }));
 
 /** vol-a's custody in the fold: its holders (incarnation, key, status, volumes), its obligation's responsible holders and the disk holder's frontier, its holds. */
 function volA(s: ControlState) {
