@@ -63,7 +63,9 @@ export function toConnectError(err: unknown, servers: readonly string[], timeout
   }
   if (typeof code === "string" && TLS_VERIFY_CODES.has(code)) {
     const against = trust.caFile !== undefined ? `checked against the CA in ${trust.caFile}` : "no CA to trust was given";
-    return new NatsConnectError(NatsConnectErrorCode.TlsUntrusted, servers, `the server's TLS certificate is not trusted (${message}; ${against})`, opts);
+    // Node 24 appends a hint to run Node with --use-system-ca; the way out here is --ca or --operator-config.
+    const reason = message.split(";")[0]!.trim();
+    return new NatsConnectError(NatsConnectErrorCode.TlsUntrusted, servers, `the server's TLS certificate is not trusted (${reason}; ${against})`, opts);
   }
   if (err instanceof natsErrors.AuthorizationError || err instanceof natsErrors.UserAuthenticationExpiredError) {
     return new NatsConnectError(NatsConnectErrorCode.AuthFailed, servers, `${trust.credentials === true ? "the server refused the credentials" : "the server wants credentials and none were given"} (${message})`, opts);
