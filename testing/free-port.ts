@@ -1,4 +1,6 @@
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer } from "node:net";
 import { LOOPBACK } from "../transport/index.ts";
 
@@ -31,18 +33,51 @@ function bindable(port: number): Promise<number> {
   });
 }
 
+/** Where test processes reserve the ports they hand out, one file per port holding the owner's pid. */
+const RESERVATIONS = join(tmpdir(), "custody-test-ports");
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Reserves `port` for this process among every test process on the machine (AVA runs files in
+ * processes of their own, and each keeps only its own `handedOutPorts`): two files picking the
+ * same free port within the moment before either server listened collided (EADDRINUSE). A
+ * reservation whose process is gone is taken over.
+ */
+function reserve(port: number): boolean {
+  const file = join(RESERVATIONS, String(port));
+  try {
+    mkdirSync(RESERVATIONS, { recursive: true });
+    writeFileSync(file, String(process.pid), { flag: "wx" });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") return true; // no shared reservations here: the in-process set still holds
+    const owner = Number(readFileSync(file, "utf8"));
+    if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && alive(owner))) return false;
+    writeFileSync(file, String(process.pid));
+    return true;
+  }
+}
+
 /**
  * Picks a currently free loopback TCP port for a server to listen on later; never one handed out
  * before in this process. It is drawn below the kernel's ephemeral range: a port the OS picks
  * (listen on 0) comes from that range, which is also where every outgoing connection takes its
  * source port, so under load such a port was sometimes taken by a client connection before the
- * server meant for it listened (EADDRINUSE).
+ * server meant for it listened (EADDRINUSE). Reserved across test processes too (`reserve`).
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const wanted = PICK_BELOW - PICK_FROM > 1_000 ? PICK_FROM + Math.floor(Math.random() * (PICK_BELOW - PICK_FROM)) : 0;
     const port = await bindable(wanted);
-    if (port > 0 && !handedOutPorts.has(port)) {
+    if (port > 0 && !handedOutPorts.has(port) && reserve(port)) {
       handedOutPorts.add(port);
       return port;
     }

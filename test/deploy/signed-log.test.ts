@@ -46,19 +46,21 @@ test("custody bootstrap signs the control log with the operator's key; an admiss
 
   const rogueKey = Buffer.from(generateHolderKeyPair().publicKey).toString("hex");
   const admit = (extra: string[]) => custody(["holder", "admit", "--server", url, "--region", "ctl", "--holder", "h-e1", "--incarnation", "7", "--public-key", rogueKey, "--failure-domain", "east/az1/evil", "--json", ...asOperator, ...extra]);
+  // Another process commits: asking the stream its last sequence makes the next read include it (a standing tail may lag).
+  const refreshed = async () => (await store.lastSeq(), reader.refresh());
   await admit([]);
-  const afterRogue = await reader.refresh();
+  const afterRogue = await refreshed();
   t.is(afterRogue.holders["h-e1"]?.incarnation, 1, "an unsigned admission is skipped");
   t.is(afterRogue.rejected.at(-1)?.code, ControlFenceCode.unsigned_event);
 
   const wrongKey = join(out, `wrong-${randomBytes(3).toString("hex")}.key`);
   writeFileSync(wrongKey, generateHolderKeyPair().privateKey.export({ format: "der", type: "pkcs8" }), { mode: 0o600 });
   await admit(["--operator-key", wrongKey]);
-  t.is((await reader.refresh()).rejected.at(-1)?.code, ControlFenceCode.bad_signature, "a key that is not the operator's does not verify");
+  t.is((await refreshed()).rejected.at(-1)?.code, ControlFenceCode.bad_signature, "a key that is not the operator's does not verify");
   t.is(reader.state.holders["h-e1"]?.incarnation, 1);
 
   await admit(["--operator-key", join(out, "operator", "operator.key")]);
-  t.is((await reader.refresh()).holders["h-e1"]?.incarnation, 7, "the operator's signed admission counts");
+  t.is((await refreshed()).holders["h-e1"]?.incarnation, 7, "the operator's signed admission counts");
   t.is(reader.distrusted, undefined);
   await store.close();
 });
