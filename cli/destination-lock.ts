@@ -1,6 +1,6 @@
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { CustodyError } from "../core/index.ts";
+import { CustodyError, processRunning } from "../core/index.ts";
 
 /** The lock file a recovery keeps in its destination directory while it builds there. */
 export const RECOVER_LOCK = ".recover.lock";
@@ -9,16 +9,6 @@ export const RECOVER_LOCK = ".recover.lock";
 export class RecoverInProgressError extends CustodyError {
   constructor(dir: string, pid: number) {
     super("recover_in_progress", `process ${pid} is recovering into ${dir} (${join(dir, RECOVER_LOCK)}): wait for it to end, or stop it`, { dir, pid });
-  }
-}
-
-/** Whether process `pid` runs (one we may not signal still runs). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
@@ -46,7 +36,7 @@ export function lockDestination(dir: string): DestinationLock {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
       const pid = Number(readFileSync(path, "utf8").trim());
-      if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) throw new RecoverInProgressError(dir, pid);
+      if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && processRunning(pid)) throw new RecoverInProgressError(dir, pid);
       unlinkSync(path); // its process is gone: the lock is stale
     }
   }

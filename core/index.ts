@@ -9,6 +9,7 @@ export { nodeFileLayer, parentDir, type FileHandleLike, type FileLayer } from ".
 export { MAX_IDENTIFIER_LENGTH, identifierProblem, isIdentifier } from "./identifier.ts";
 export { holderLaneKey, laneKey } from "./lane-key.ts";
 export { dottedPath, issueText, reportedIssue, type ReportedIssue, type SchemaIssue } from "./schema-issue.ts";
+export { processRunning } from "./process-running.ts";
 export { seededRandom, type Random } from "./random.ts";
 export { cryptoRandom } from "./random.ts";
 export { Residency, type SegmentResidency } from "./residency.ts";

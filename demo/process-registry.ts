@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { openSync, closeSync } from "node:fs";
-import { CustodyError } from "../core/index.ts";
+import { CustodyError, processRunning } from "../core/index.ts";
 
 /** Thrown when a child cannot be spawned (missing binary, bad path). */
 export class SpawnError extends CustodyError {
@@ -28,15 +28,8 @@ export interface ManagedProcess {
 
 const STOP_GRACE_MS = 3_000;
 
-/** True when a process with this PID exists (signal 0 only probes). */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+/** True when a process with this PID exists. */
+export const pidAlive = processRunning;
 
 /** Tracks and stops the demo's children. */
 export class ProcessRegistry {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { CustodyError } from "../core/index.ts";
+import { CustodyError, processRunning } from "../core/index.ts";
 
 /**
  * One process per state directory (issue #46): a role that keeps state takes a lock file in its
@@ -77,12 +77,7 @@ export function processStart(pid: number): number | null {
 
 /** True while the process a lock record names still runs (the same process, not a reused pid). */
 export function holderAlive(h: Pick<LockHolder, "pid" | "start">): boolean {
-  try {
-    process.kill(h.pid, 0);
-  } catch (err) {
-    // EPERM: it exists under another user; anything else (ESRCH): gone.
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
+  if (!processRunning(h.pid)) return false;
   const now = processStart(h.pid);
   if (h.start === null) return now !== null || !procAvailable();
   return now === h.start;

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer } from "node:net";
+import { processRunning } from "../core/index.ts";
 import { LOOPBACK } from "../transport/index.ts";
 
 /** Ports handed out in this process, so two servers started back to back never get the same one. */
@@ -36,15 +37,6 @@ function bindable(port: number): Promise<number> {
 /** Where test processes reserve the ports they hand out, one file per port holding the owner's pid. */
 const RESERVATIONS = join(tmpdir(), "custody-test-ports");
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /**
  * Reserves `port` for this process among every test process on the machine (AVA runs files in
  * processes of their own, and each keeps only its own `handedOutPorts`): two files picking the
@@ -60,7 +52,7 @@ function reserve(port: number): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") return true; // no shared reservations here: the in-process set still holds
     const owner = Number(readFileSync(file, "utf8"));
-    if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && alive(owner))) return false;
+    if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && processRunning(owner))) return false;
     writeFileSync(file, String(process.pid));
     return true;
   }

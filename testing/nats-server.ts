@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { controlClusterServerConfig, LOOPBACK, regionConfig, type ControlClusterPorts, type RegionPorts, type RegionSecurityBlocks } from "../transport/index.ts";
+import { processRunning } from "../core/index.ts";
 import { reapOnExit } from "./child-reaper.ts";
 import { freePort } from "./free-port.ts";
 export { freePort } from "./free-port.ts";
@@ -33,15 +34,8 @@ export function liveNatsServerPids(): number[] {
   return [...liveChildren].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
 }
 
-/** True when a process with this PID exists (signal 0 probes without touching it). */
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+/** True when a process with this PID exists. */
+export const isProcessAlive = processRunning;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { processRunning } from "../core/index.ts";
 import { reapOnExit } from "./child-reaper.ts";
 import { custodyCommand } from "./custody-command.ts";
 
@@ -113,13 +114,5 @@ export class RoleProcess {
   }
 }
 
-/** True when `pid` is still a live process. */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists, owned by someone else.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+/** True when a process with this PID exists. */
+export const pidAlive = processRunning;
