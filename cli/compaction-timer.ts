@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { CompactionResult, ControlLogCompactor } from "../custody/index.ts";
 
 /** What the timer reports: each compaction made, and each one that failed (the timer goes on). */
@@ -21,14 +22,7 @@ export async function runCompactionTimer(compactor: ControlLogCompactor, everyMs
     } catch (err) {
       report.failed(err);
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, everyMs);
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      }
-      signal.addEventListener("abort", done);
-    });
+    // Aborting the wait rejects it: the loop then sees the signal and ends.
+    await sleep(everyMs, undefined, { signal }).catch(() => undefined);
   }
 }
