@@ -61,6 +61,8 @@ export interface SoakResult {
   readonly writes: number;
   readonly releases: number;
   readonly bases: number;
+  /** The base builder's counters at the end (`base_build_<code>` counts builds that failed, by code). */
+  readonly base_builder_counters: Readonly<Record<string, number>>;
   /** Worst role process's RSS slope over the second half (MB/min). */
   readonly rss_slope_mb_per_min_max: number;
   readonly rss_slope_mb_per_min: Readonly<Record<string, number>>;
@@ -308,6 +310,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       writes: last?.stats.find((s) => s.role === "writer")?.figures["workloadWrites"] ?? 0,
       releases: counterOf("controller", "release_committed"),
       bases: last?.stats.find((s) => s.role === "base-builder")?.counters["bases_built"] ?? 0,
+      base_builder_counters: last?.stats.find((s) => s.role === "base-builder")?.counters ?? {},
       rss_slope_mb_per_min_max: Math.max(...Object.values(rssSlope)),
       rss_slope_mb_per_min: rssSlope,
       nats_rss_slope_mb_per_min_max: natsSlope,
