@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readDataKeyFile } from "./data-key-file.ts";
 import { BaseBuilder } from "../actors/index.ts";
 import { Counters } from "../core/index.ts";
 import { connectRole } from "./connect.ts";
@@ -31,7 +31,7 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
     { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs, ...(cfg.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: cfg.maxSeqsPerBuild } : {}) },
     transport,
     counters,
-    new Uint8Array(readFileSync(cfg.dataKeyFile)),
+    readDataKeyFile(cfg.dataKeyFile),
   );
   let busy: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {

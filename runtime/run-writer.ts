@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
+import { readDataKeyFile } from "./data-key-file.ts";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { trace } from "@opentelemetry/api";
 import type { WriteAck } from "../actors/index.ts";
@@ -69,7 +70,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     const config: VolumeWriterConfig = { ...w, term, lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })) };
     // With spans, each unit's hops hang under the write it came from (see write-span-links.ts).
     const writeSpans = cfg.spanFile !== undefined ? new WriteSpans() : undefined;
-    const dataKey = new Uint8Array(readFileSync(cfg.dataKeyFile));
+    const dataKey = readDataKeyFile(cfg.dataKeyFile);
     const signing = cfg.signUnits ? { writerKey: writerSigningKey(dataKey).privateKey } : {};
     const writer = startVolumeWriter(config, { transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending, clock: systemClock, volume, dataKey, peers, outbox, recovered, ...signing });
     // Beside the primary volume: the configured replicas catch up from it over the bus (counted with the writer's counters).

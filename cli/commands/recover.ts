@@ -15,7 +15,7 @@ import { evaluateScenario, type Scenario } from "../../policies/index.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { connectFirst, noControllerLine, serverUrls, statusFromLogAndHolders, volumeDeployment, type LogStatus } from "../log-status.ts";
 import { cliIo } from "../cli-io.ts";
-import { readDataKeyFile } from "../data-key-file.ts";
+import { readDataKeyFile } from "../../runtime/index.ts";
 import { recoveryTarget } from "../recovery-target.ts";
 import { InterruptedError, interruptible, withInterrupt } from "../interrupt.ts";
 import { progressBar, type ProgressBar } from "../progress-bar.ts";
