@@ -65,9 +65,7 @@ export class ControlLogCompactor {
       if (first !== undefined && isSnapshotRecord(first)) this.#lastSnapshotSeq = Math.max(this.#lastSnapshotSeq, first.seq);
       this.#found = true;
     }
-    // Ask the store how far the log goes, so the fold below includes every entry committed by now (a standing tail may lag).
-    await this.store.lastSeq();
-    const s = await this.follower.refresh();
+    const s = await this.follower.refreshToHead();
     if (s.lastSeq - this.#lastSnapshotSeq < this.everyEntries) return undefined;
     return this.compact();
   }

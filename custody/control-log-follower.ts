@@ -41,6 +41,17 @@ export class ControlLogFollower {
   }
 
   /**
+   * `refresh`, after asking the store how far the log goes now, so the fold includes every entry
+   * committed by then — what a reader needs after hearing of a commit some other way (a release
+   * frontier, another process's command): a store's standing tail may deliver it later. One more
+   * request to the store than `refresh`.
+   */
+  async refreshToHead(): Promise<ControlState> {
+    await this.store.lastSeq();
+    return this.refresh();
+  }
+
+  /**
    * Reads what is new and folds it. The last entry already folded is read again and must still
    * carry the same hash; the store must not end before it. Throws ControlLogRegressionError
    * (`log_regression`, `log_fork`, `chain_broken`, `unreadable_entry`) and then stays distrusted.

@@ -19,6 +19,8 @@ export class ControlLogPeers {
   private lastRefresh = -Infinity;
   private inFlight: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
+  /** Whether the queued read must first ask the store for its head (someone asked with `toHead`). */
+  private queuedToHead = false;
   /** Called after each refresh that changed the state (e.g. to re-verify or re-announce). */
   onChange: ((s: ControlState) => void) | undefined;
 
@@ -74,18 +76,22 @@ export class ControlLogPeers {
    * Re-reads the log now (errors are left to the follower, which then distrusts the log). A read
    * already in flight may have started before the commit the caller has just learned of (a release
    * frontier naming it), so the caller gets the next read after it, shared by everyone who asks
-   * meanwhile; joining the old one counted a legitimate frontier as unbacked.
+   * meanwhile; joining the old one counted a legitimate frontier as unbacked. `toHead`: the read
+   * asks the store how far the log goes first (ControlLogFollower.refreshToHead).
    */
-  async refresh(): Promise<ControlState> {
+  async refresh(toHead = false): Promise<ControlState> {
     if (this.inFlight === undefined) {
-      this.inFlight = this.read();
+      this.inFlight = this.read(toHead);
       await this.inFlight;
     } else {
+      this.queuedToHead ||= toHead;
       this.queued ??= this.inFlight
         .catch(() => undefined)
         .then(() => {
+          const head = this.queuedToHead;
           this.queued = undefined;
-          this.inFlight = this.read();
+          this.queuedToHead = false;
+          this.inFlight = this.read(head);
           return this.inFlight;
         });
       await this.queued;
@@ -93,11 +99,10 @@ export class ControlLogPeers {
     return this.follower.state;
   }
 
-  private read(): Promise<void> {
+  private read(toHead: boolean): Promise<void> {
     const before = this.follower.state.lastSeq;
     this.lastRefresh = this.clock.now();
-    const p: Promise<void> = this.follower
-      .refresh()
+    const p: Promise<void> = (toHead ? this.follower.refreshToHead() : this.follower.refresh())
       .then((s) => {
         if (s.lastSeq !== before) this.onChange?.(s);
       })

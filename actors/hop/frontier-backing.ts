@@ -17,9 +17,14 @@ export class FrontierBacking {
     return this.log.releasedAt === undefined || this.log.releasedAt(obligationIdOf(volume, lane), holder).coversAll(ranges);
   }
 
-  /** Catches up with the log (errors leave it as it was), then calls `then`. */
+  /**
+   * Catches up with the log through its current head (errors leave it as it was), then calls
+   * `then`. Through the head: the controller committed before it published the frontier, and a
+   * read that only drains the local tail could still miss that commit and count a legitimate
+   * frontier as unverified.
+   */
   catchUp(then: () => void): void {
-    void (this.log.refresh?.() ?? Promise.resolve()).catch(() => undefined).then(then);
+    void (this.log.refresh?.(true) ?? Promise.resolve()).catch(() => undefined).then(then);
   }
 
   /** After catching up: the part of `ranges` the log holds, and whether some of it was not. */

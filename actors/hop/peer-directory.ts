@@ -11,8 +11,8 @@ export interface PeerDirectory {
    * as the log backs it (a publish on the release subject proves nothing by itself).
    */
   releasedAt?(obligationId: string, holderId: string): RangeSet;
-  /** Catches up with the log now. */
-  refresh?(): Promise<unknown>;
+  /** Catches up with the log now; `toHead`: with every entry committed by now (ControlLogPeers.refresh). */
+  refresh?(toHead?: boolean): Promise<unknown>;
   /**
    * The part of `seqs` this holder may persist, when the log names the lane's persistence targets
    * (a directory that does not follow the log: everything).

@@ -47,3 +47,24 @@ test("a refresh asked for while a read is in flight returns a state read after i
   t.is(sb.lastSeq, 4);
   t.is(reads, 2, "the two later callers share one read");
 });
+
+test("a refresh to the head asks the store how far the log goes before it reads (a standing tail may lag a commit made elsewhere)", async (t) => {
+  const log = new InMemoryControlLog("r");
+  const calls: string[] = [];
+  const watched = new Proxy(log, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof v !== "function") return v;
+      return (...args: unknown[]) => {
+        if (prop === "lastSeq" || prop === "readRecordsFrom") calls.push(String(prop));
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as ControlLogStore;
+  const peers = new ControlLogPeers(new ControlLogFollower(watched), clock);
+  await peers.refresh();
+  t.deepEqual(calls, ["readRecordsFrom"], "a plain refresh reads what the store has");
+  calls.length = 0;
+  await peers.refresh(true);
+  t.deepEqual(calls, ["lastSeq", "readRecordsFrom"]);
+});
