@@ -69,7 +69,7 @@ export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messag
 export { commitFailover, FailoverRecordMissingError, type FailoverPlan } from "./controller/failover.ts";
 export { checkFailoverRequest, FailoverRequestRefusedError, type FailoverRequest, type LaneFailover } from "./controller/failover-request-check.ts";
 export { requestFailover } from "./controller/failover-client.ts";
-export { BaseBuilder } from "./base-builder/base-builder.ts";
+export { BaseBuilder, BaseBuildTimeoutError, type BaseBuildPhase } from "./base-builder/base-builder.ts";
 export { laneKey } from "./holder/holder-config.ts";
 export { type PreservedRam, type PreservedUnit } from "./holder/holder-ports.ts";
 export { claimIncarnation } from "./holder/incarnation.ts";

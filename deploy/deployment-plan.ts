@@ -256,6 +256,7 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
       intervalMs: b.intervalMs,
       minNewSeqs: b.minNewSeqs,
       ...(b.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: b.maxSeqsPerBuild } : {}),
+      ...(b.buildTimeoutMs !== undefined ? { buildTimeoutMs: b.buildTimeoutMs } : {}),
     };
     instance(name, "base-builder", h.region, config, [{ file: "data.key", contents: dataKeys.get(b.volume)! }]);
   }

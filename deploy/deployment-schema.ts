@@ -185,6 +185,8 @@ const baseBuilderSchema = z.strictObject({
   intervalMs: z.number().int().positive(),
   minNewSeqs: z.number().int().positive(),
   maxSeqsPerBuild: z.number().int().positive().optional(),
+  /** A build running longer is abandoned and counted (`base_build_timeout`); default 600000 ms. */
+  buildTimeoutMs: z.number().int().positive().optional(),
 });
 
 /** The whole deployment file. */

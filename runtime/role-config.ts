@@ -245,6 +245,8 @@ export const baseBuilderRoleSchema = z.strictObject({
   minNewSeqs: z.number().int().positive(),
   /** At most this many sequences per build (bounds memory). Default 4 × minNewSeqs. */
   maxSeqsPerBuild: z.number().int().positive().optional(),
+  /** A build running longer is abandoned and counted (base_build_timeout); the next starts afresh. Default 600000 (10 min). */
+  buildTimeoutMs: z.number().int().positive().optional(),
 });
 export type BaseBuilderRoleConfig = z.infer<typeof baseBuilderRoleSchema>;
 

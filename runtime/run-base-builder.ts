@@ -1,5 +1,5 @@
 import { readDataKeyFile } from "./data-key-file.ts";
-import { BaseBuilder } from "../actors/index.ts";
+import { BaseBuilder, BaseBuildTimeoutError } from "../actors/index.ts";
 import { Counters } from "../core/index.ts";
 import { connectRole } from "./connect.ts";
 import { serveProcessStats } from "./process-stats.ts";
@@ -28,7 +28,7 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
   });
   const counters = new Counters();
   const builder = new BaseBuilder(
-    { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs, ...(cfg.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: cfg.maxSeqsPerBuild } : {}) },
+    { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs, ...(cfg.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: cfg.maxSeqsPerBuild } : {}), ...(cfg.buildTimeoutMs !== undefined ? { buildTimeoutMs: cfg.buildTimeoutMs } : {}) },
     transport,
     counters,
     readDataKeyFile(cfg.dataKeyFile),
@@ -36,9 +36,13 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
   let busy: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
     builder.announce();
-    busy = builder.build().catch((err) => counters.inc(`base_build_${(err as { code?: string }).code ?? "failed"}`));
+    busy = builder.build().catch((err: unknown) => {
+      const code = (err as { code?: string }).code ?? "failed";
+      counters.inc(code.startsWith("base_build_") ? code : `base_build_${code}`);
+      if (err instanceof BaseBuildTimeoutError) process.stderr.write(`base-builder ${cfg.holder}: warning [${err.code}] ${err.message}\n`);
+    });
   }, cfg.intervalMs);
-  const stats = serveProcessStats(transport, "base-builder", () => ({ id: `base-builder-${cfg.holder}`, counters: counters.snapshot(), figures: { baseThroughSeq: builder.base?.throughSeq ?? 0, baseBytes: builder.base?.bytes ?? 0 } }));
+  const stats = serveProcessStats(transport, "base-builder", () => ({ id: `base-builder-${cfg.holder}`, counters: counters.snapshot(), figures: buildFigures(builder) }));
   // Listed by `custody ps` (a NATS service) before the process says it is ready.
   await stats.registered;
   return {
@@ -53,4 +57,12 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
       lock.release();
     },
   };
+}
+
+/** What `custody ps` shows of a builder: its base, and of a running build how long it runs and in which phase. */
+function buildFigures(builder: BaseBuilder): Record<string, number> {
+  const p = builder.progress();
+  const figures: Record<string, number> = { baseThroughSeq: builder.base?.throughSeq ?? 0, baseBytes: builder.base?.bytes ?? 0, buildMs: p.buildMs };
+  if (p.phase !== "idle") figures[`build_${p.phase}Ms`] = p.phaseMs;
+  return figures;
 }

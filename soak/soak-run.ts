@@ -234,7 +234,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const builderFile = join(dir, "base-builder.json");
     writeFileSync(
       builderFile,
-      JSON.stringify({ role: "base-builder", nats: nats("west"), holder: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), dataKeyFile, intervalMs: 2_000, minNewSeqs: baseEvery, maxSeqsPerBuild: 2 * baseEvery }),
+      JSON.stringify({ role: "base-builder", nats: nats("west"), holder: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), dataKeyFile, intervalMs: 2_000, minNewSeqs: baseEvery, maxSeqsPerBuild: 2 * baseEvery, buildTimeoutMs: 120_000 }),
     );
     const builder = new RoleProcess("base-builder", builderFile, cwd);
     procs.push(builder);

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Counters } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { baseSubject } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
@@ -22,7 +23,21 @@ export interface BaseBuilderConfig {
   readonly minNewSeqs: number;
   /** At most this many sequences go into one build (bounds the builder's memory); more wait for the next. Default 4 × minNewSeqs. */
   readonly maxSeqsPerBuild?: number;
+  /** A build still running after this long is abandoned (counted, its files deleted) so the next can start. Default 10 minutes. */
+  readonly buildTimeoutMs?: number;
 }
+
+/** Where a build is: the probe, copying the current base, fetching WAL, applying it, syncing, publishing. */
+export type BaseBuildPhase = "idle" | "probe" | "copy" | "fetch" | "apply" | "sync" | "publish";
+
+/** Thrown when a build outlived `buildTimeoutMs`; names the phase it was stuck in. */
+export class BaseBuildTimeoutError extends CustodyError {
+  constructor(detail: { phase: BaseBuildPhase; phaseMs: number; timeoutMs: number }) {
+    super("base_build_timeout", `a base build was still in its ${detail.phase} phase after ${detail.timeoutMs} ms; abandoned`, detail);
+  }
+}
+
+const DEFAULT_BUILD_TIMEOUT_MS = 10 * 60_000;
 
 /** The base a builder holds now. */
 export interface BuiltBase {
@@ -44,7 +59,11 @@ export interface BuiltBase {
  */
 export class BaseBuilder {
   private current: BuiltBase | undefined;
-  private building = false;
+  /** The build running now (at most one); an abandoned one no longer counts. */
+  private running: { readonly signal: AbortSignal; readonly started: number } | undefined;
+  private phase: BaseBuildPhase = "idle";
+  private phaseSince = 0;
+  private attempts = 0;
 
   constructor(
     private readonly cfg: BaseBuilderConfig,
@@ -56,11 +75,19 @@ export class BaseBuilder {
     mkdirSync(cfg.dir, { recursive: true });
     const manifest = join(cfg.dir, "current.json");
     if (existsSync(manifest)) this.current = JSON.parse(readFileSync(manifest, "utf8")) as BuiltBase;
+    removeBuildDirs(cfg.dir); // what a killed process was building
   }
 
   /** The newest base built (undefined before the first). */
   get base(): BuiltBase | undefined {
     return this.current;
+  }
+
+  /** The running build's phase and how long it has been in it and in all (zeros when idle): what `custody ps` shows of a slow build. */
+  progress(now = Date.now()): { readonly phase: BaseBuildPhase; readonly phaseMs: number; readonly buildMs: number } {
+    const r = this.running;
+    if (r === undefined) return { phase: "idle", phaseMs: 0, buildMs: 0 };
+    return { phase: this.phase, phaseMs: now - this.phaseSince, buildMs: now - r.started };
   }
 
   /** Re-announces the current base (the holder may have restarted and forgotten it). */
@@ -79,68 +106,107 @@ export class BaseBuilder {
    * fresh volume, then the holder's WAL applied chunk by chunk (`BUILD_CHUNK_SEQS` at a time, every
    * digest checked and payload authenticated), as far as it runs contiguously, up to
    * `maxSeqsPerBuild`. Memory stays at one chunk whatever the backlog. Made durable, published
-   * (`current.json`) and announced. Returns the new base, or undefined when it is not time yet.
-   * Throws what the fetch or the checks throw (nothing is published then).
+   * (`current.json`) and announced. Returns the new base, or undefined when it is not time yet
+   * (or a build is running). Throws what the fetch or the checks throw, or BaseBuildTimeoutError
+   * after `buildTimeoutMs` (nothing is published then; the next call starts afresh, so one step
+   * that never returns cannot stop the bases for good).
    */
   async build(): Promise<BuiltBase | undefined> {
-    if (this.building) return undefined;
-    this.building = true;
-    const tmp = join(this.cfg.dir, "building.tmp");
+    if (this.running !== undefined) return undefined;
+    const abort = new AbortController();
+    const tmp = join(this.cfg.dir, `building-${++this.attempts}.tmp`);
+    this.running = { signal: abort.signal, started: Date.now() };
+    this.enter("probe", abort.signal);
+    const timeoutMs = this.cfg.buildTimeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = new BaseBuildTimeoutError({ phase: this.phase, phaseMs: Date.now() - this.phaseSince, timeoutMs });
+        abort.abort(err);
+        reject(err);
+      }, timeoutMs);
+    });
+    const work = this.attempt(tmp, abort.signal);
+    work.catch(() => undefined); // an abandoned attempt's late failure is nobody's to handle
     try {
-      const cur = this.current;
-      const from = (cur?.throughSeq ?? 0) + 1;
-      const probeSeq = from + this.cfg.minNewSeqs - 1;
-      const probe = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(probeSeq, probeSeq), 10_000);
-      if (probe.length === 0) return undefined;
-      rmSync(tmp, { recursive: true, force: true });
-      await SmartWalVolume.create(tmp, { blockCount: this.cfg.blockCount });
-      const vol = await SmartWalVolume.open(tmp);
-      let through = from - 1;
-      try {
-        if (cur !== undefined) await copyBlocks(cur.dir, vol, this.cfg.blockCount);
-        const last = from + (this.cfg.maxSeqsPerBuild ?? 4 * this.cfg.minNewSeqs) - 1;
-        while (through < last) {
-          const hi = Math.min(last, through + BUILD_CHUNK_SEQS);
-          const units = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(through + 1, hi), 10_000);
-          const records = openUnits(this.cfg.volume, [this.cfg.lane], this.dataKey, units).byLane.get(this.cfg.lane)!;
-          const end = Math.min(last, contiguousFrom(records, through + 1));
-          if (end <= through) break;
-          const run = [];
-          for (let seq = through + 1; seq <= end; seq++) run.push(records.get(seq)!);
-          await applyRecords(vol, run);
-          through = end;
-          if (end < hi) break; // a hole, or the end of what the holder has
-        }
-        await vol.syncCache();
-      } finally {
-        await vol.close();
-      }
-      if (through - from + 1 < this.cfg.minNewSeqs) return undefined;
-      const name = `base-${through}`;
-      const final = join(this.cfg.dir, name);
-      rmSync(final, { recursive: true, force: true });
-      renameSync(tmp, final);
-      syncDir(this.cfg.dir);
-      const built: BuiltBase = { snapshotId: name, throughSeq: through, dir: final, bytes: dirBytes(final) };
-      const manifestTmp = join(this.cfg.dir, "current.json.tmp");
-      writeFileSync(manifestTmp, JSON.stringify(built));
-      fsyncFile(manifestTmp);
-      renameSync(manifestTmp, join(this.cfg.dir, "current.json"));
-      syncDir(this.cfg.dir);
-      // Keep the previous base (a recovery may be reading it); delete everything older.
-      for (const n of readdirSync(this.cfg.dir)) {
-        if (!n.startsWith("base-") || n === name || (cur !== undefined && join(this.cfg.dir, n) === cur.dir)) continue;
-        rmSync(join(this.cfg.dir, n), { recursive: true, force: true });
-      }
-      this.current = built;
-      this.counters.inc("bases_built");
-      this.announce();
-      return built;
+      return await Promise.race([work, deadline]);
     } finally {
+      clearTimeout(timer);
       rmSync(tmp, { recursive: true, force: true });
-      this.building = false;
+      this.running = undefined;
+      this.phase = "idle";
     }
   }
+
+  /** Moves the running build to `phase`; an abandoned attempt stops at its next step instead. */
+  private enter(phase: BaseBuildPhase, signal: AbortSignal): void {
+    signal.throwIfAborted();
+    this.phase = phase;
+    this.phaseSince = Date.now();
+  }
+
+  private async attempt(tmp: string, signal: AbortSignal): Promise<BuiltBase | undefined> {
+    const cur = this.current;
+    const from = (cur?.throughSeq ?? 0) + 1;
+    const probeSeq = from + this.cfg.minNewSeqs - 1;
+    const probe = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(probeSeq, probeSeq), 10_000);
+    if (probe.length === 0) return undefined;
+    this.enter("copy", signal);
+    removeBuildDirs(this.cfg.dir);
+    await SmartWalVolume.create(tmp, { blockCount: this.cfg.blockCount });
+    const vol = await SmartWalVolume.open(tmp);
+    let through = from - 1;
+    try {
+      if (cur !== undefined) await copyBlocks(cur.dir, vol, this.cfg.blockCount, undefined, signal);
+      const last = from + (this.cfg.maxSeqsPerBuild ?? 4 * this.cfg.minNewSeqs) - 1;
+      while (through < last) {
+        this.enter("fetch", signal);
+        const hi = Math.min(last, through + BUILD_CHUNK_SEQS);
+        const units = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(through + 1, hi), 10_000);
+        this.enter("apply", signal);
+        const records = openUnits(this.cfg.volume, [this.cfg.lane], this.dataKey, units).byLane.get(this.cfg.lane)!;
+        const end = Math.min(last, contiguousFrom(records, through + 1));
+        if (end <= through) break;
+        const run = [];
+        for (let seq = through + 1; seq <= end; seq++) run.push(records.get(seq)!);
+        await applyRecords(vol, run, signal);
+        through = end;
+        if (end < hi) break; // a hole, or the end of what the holder has
+      }
+      this.enter("sync", signal);
+      await vol.syncCache();
+    } finally {
+      await vol.close();
+    }
+    if (through - from + 1 < this.cfg.minNewSeqs) return undefined;
+    // From here to the announcement nothing awaits: an abandoned attempt cannot publish half a base.
+    this.enter("publish", signal);
+    const name = `base-${through}`;
+    const final = join(this.cfg.dir, name);
+    rmSync(final, { recursive: true, force: true });
+    renameSync(tmp, final);
+    syncDir(this.cfg.dir);
+    const built: BuiltBase = { snapshotId: name, throughSeq: through, dir: final, bytes: dirBytes(final) };
+    const manifestTmp = join(this.cfg.dir, "current.json.tmp");
+    writeFileSync(manifestTmp, JSON.stringify(built));
+    fsyncFile(manifestTmp);
+    renameSync(manifestTmp, join(this.cfg.dir, "current.json"));
+    syncDir(this.cfg.dir);
+    // Keep the previous base (a recovery may be reading it); delete everything older.
+    for (const n of readdirSync(this.cfg.dir)) {
+      if (!n.startsWith("base-") || n === name || (cur !== undefined && join(this.cfg.dir, n) === cur.dir)) continue;
+      rmSync(join(this.cfg.dir, n), { recursive: true, force: true });
+    }
+    this.current = built;
+    this.counters.inc("bases_built");
+    this.announce();
+    return built;
+  }
+}
+
+/** Deletes every build directory in `dir`: one a killed process left, or one an abandoned attempt still writes into. */
+function removeBuildDirs(dir: string): void {
+  for (const n of readdirSync(dir)) if (n.startsWith("building")) rmSync(join(dir, n), { recursive: true, force: true });
 }
 
 /** Sequences fetched and applied at a time while building a base (bounds the builder's memory). */

@@ -6,7 +6,7 @@
  */
 import anyTest, { type TestFn } from "ava";
 import { join } from "node:path";
-import { BaseBuilder } from "../../actors/base-builder/base-builder.ts";
+import { BaseBuilder, BaseBuildTimeoutError } from "../../actors/base-builder/base-builder.ts";
 import { startController } from "../../actors/controller.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { recoverVolume } from "../../actors/repair/volume-recovery.ts";
@@ -18,6 +18,8 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { LossKind } from "../../policies/index.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
+import { TransportDecorator } from "../../transport/transport-decorator.ts";
+import type { InboundMessage, RequestOptions } from "../../transport/transport.ts";
 import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
 import { blockData, contentAt, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, readVolume, site, systemClock, tempDir } from "./e2e-fixture.ts";
 import { readdirSync } from "node:fs";
@@ -83,7 +85,9 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   const bt = await NatsTransport.connect({ servers: url, name: "base-builder" });
   t.teardown(() => bt.close());
   authority.authorize(VOLUME, "base-builder");
-  const builder = new BaseBuilder({ holderId: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), minNewSeqs: 50, maxSeqsPerBuild: 1000 }, bt, new Counters(), authority.dataKey(VOLUME, "base-builder"));
+  // Its link can swallow requests for good: a reply that never comes, neither answer nor timeout.
+  const link = new SwallowingTransport(bt);
+  const builder = new BaseBuilder({ holderId: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), minNewSeqs: 50, maxSeqsPerBuild: 1000, buildTimeoutMs: 3_000 }, link, new Counters(), authority.dataKey(VOLUME, "base-builder"));
 
   for (let i = 0; i < 300; i++) await rig.write((i * 7) % BLOCKS, blockData(9000 + i));
   await rig.writer.sync();
@@ -92,6 +96,14 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   const spillFiles = () => readdirSync(join(dir, "store")).filter((n) => n.startsWith("spill.log"));
   const filesBefore = spillFiles().length;
   t.true(filesBefore >= 3, `the spill stream rotated (${filesBefore} files)`);
+
+  // Regression (30-minute soak at 8f52bb3): one build that never returned stopped every later build.
+  link.swallowAfter = 1; // the probe is answered, the first WAL fetch never is
+  const stuck = await t.throwsAsync(builder.build(), { instanceOf: BaseBuildTimeoutError });
+  t.is(stuck?.detail["phase"], "fetch");
+  t.deepEqual(readdirSync(join(dir, "bases")).filter((n) => n.startsWith("building")), [], "the abandoned build's files are gone");
+  t.is(builder.progress().phase, "idle");
+  link.swallowAfter = Infinity;
 
   const base = await builder.build();
   t.truthy(base);
@@ -112,3 +124,13 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   t.is(result.cut[LANE], 340);
   t.true(Buffer.from(await readVolume(out, BLOCKS)).equals(Buffer.from(contentAt(rig.writes, BLOCKS, result.lsn))), "base + remaining WAL is byte-exact");
 });
+
+/** Answers the first `swallowAfter` requests, then swallows the rest: their promises never settle. */
+class SwallowingTransport extends TransportDecorator {
+  swallowAfter = Infinity;
+  override request(subject: string, data: Uint8Array, opts: RequestOptions): Promise<InboundMessage> {
+    if (this.swallowAfter <= 0) return new Promise<InboundMessage>(() => undefined);
+    this.swallowAfter--;
+    return super.request(subject, data, opts);
+  }
+}
