@@ -31,7 +31,13 @@ import type { ControllerTimer } from "./controller/controller-ports.ts";
 export const repairChildId = (repairId: string): string => `repair.${repairId}`;
 
 /** Lifecycle states, as an enumeration. */
-export const ControllerState = { Starting: "starting", Waiting: "waiting", Evaluating: "evaluating", Stopped: "stopped", Failed: "failed" } as const;
+export const ControllerState = {
+  Starting: "starting",
+  Waiting: "waiting",
+  Evaluating: "evaluating",
+  Stopped: "stopped",
+  Failed: "failed",
+} as const;
 export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
 
 export interface ControllerContext {
@@ -78,7 +84,9 @@ export const controllerMachine = setup({
     startCore: fromPromise(async ({ input }: { input: { core: ControllerCore } }) => input.core.start()),
     evaluate: fromPromise<VolumeStatus, { core: ControllerCore }>(async ({ input }) => input.core.evaluate()),
     repair: repairMachine,
-    remoteRepair: fromPromise<RepairOutcome, { transport: Transport; task: RemoteRepairTask; timeoutMs: number }>(({ input }) => requestRemoteRepair(input.transport, input.task, input.timeoutMs)),
+    remoteRepair: fromPromise<RepairOutcome, { transport: Transport; task: RemoteRepairTask; timeoutMs: number }>(
+      ({ input }) => requestRemoteRepair(input.transport, input.task, input.timeoutMs),
+    ),
   },
   actions: {
     foldReceipt: ({ context, event }) => {
@@ -94,7 +102,10 @@ export const controllerMachine = setup({
     // (`timer.arm`), each tick raises the next, and a stopped controller has none left.
     armTimer: armTimer<ControllerContext, ControllerEvent, "interval">(),
     armNextCoverageCheck: raise({ type: "timer.coverage" }, { delay: ({ context }) => context.core.coverageCheckMs }),
-    armNextAudit: raise({ type: "timer.audit" }, { delay: ({ context }) => context.core.retentionAudits?.everyMs ?? 0 }),
+    armNextAudit: raise(
+      { type: "timer.audit" },
+      { delay: ({ context }) => context.core.retentionAudits?.everyMs ?? 0 },
+    ),
     // Retention audits: a round of challenges starts; a finished audit's verdict is folded.
     challengeHolders: ({ context }) => context.core.retentionAudits?.round(),
     recordAuditVerdict: ({ context, event }) => {
@@ -125,8 +136,19 @@ export const controllerMachine = setup({
       const { input, remote, workerTimeoutMs } = event.launch;
       const id = repairChildId(input.repairId);
       if (!remote) return enqueue.spawnChild("repair", { id, input });
-      const task: RemoteRepairTask = { repairId: input.repairId, volume: input.volume, lanes: input.lanes, failed: input.failed, replacement: input.replacement, bandwidthBytesPerSec: input.repairBandwidthBytesPerSec, receiptTimeoutMs: input.receiptTimeoutMs };
-      enqueue.spawnChild("remoteRepair", { id, input: { transport: input.transport, task, timeoutMs: workerTimeoutMs } });
+      const task: RemoteRepairTask = {
+        repairId: input.repairId,
+        volume: input.volume,
+        lanes: input.lanes,
+        failed: input.failed,
+        replacement: input.replacement,
+        bandwidthBytesPerSec: input.repairBandwidthBytesPerSec,
+        receiptTimeoutMs: input.receiptTimeoutMs,
+      };
+      enqueue.spawnChild("remoteRepair", {
+        id,
+        input: { transport: input.transport, task, timeoutMs: workerTimeoutMs },
+      });
     }),
     recordRepair: ({ context, event }) => {
       void context.core.settleRepair((event as DoneActorEvent<RepairOutcome>).output);
@@ -143,7 +165,10 @@ export const controllerMachine = setup({
   },
   guards: {
     // Entries someone else committed (an operator's failure or hold, another controller) need a round too.
-    due: ({ context }) => context.core.dirty || context.forced || (context.core.ports.store.seenHead?.() ?? 0) > context.core.follower.state.lastSeq,
+    due: ({ context }) =>
+      context.core.dirty ||
+      context.forced ||
+      (context.core.ports.store.seenHead?.() ?? 0) > context.core.follower.state.lastSeq,
   },
   delays: {
     interval: ({ context }) => context.intervalMs,
@@ -172,7 +197,12 @@ export const controllerMachine = setup({
     },
     [ControllerState.Waiting]: {
       on: ingest,
-      after: { interval: [{ guard: "due", target: ControllerState.Evaluating }, { target: ControllerState.Waiting, reenter: true }] },
+      after: {
+        interval: [
+          { guard: "due", target: ControllerState.Evaluating },
+          { target: ControllerState.Waiting, reenter: true },
+        ],
+      },
     },
     [ControllerState.Evaluating]: {
       on: ingest,

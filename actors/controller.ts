@@ -62,7 +62,10 @@ export class ControllerStartError extends CustodyError {
 export async function startController(config: ControllerConfig, ports: ControllerPorts): Promise<Controller> {
   let actor: Actor<typeof controllerMachine> | undefined;
   const core = new ControllerCore(config, ports, (e) => actor?.send(e));
-  actor = createActor(controllerMachine, { input: { core, intervalMs: config.evalIntervalMs ?? 100 }, clock: ports.clock });
+  actor = createActor(controllerMachine, {
+    input: { core, intervalMs: config.evalIntervalMs ?? 100 },
+    clock: ports.clock,
+  });
   actor.start();
   const a = actor;
   const snap = await waitFor(a, (s) => s.value !== ControllerState.Starting);

@@ -62,9 +62,7 @@ export interface HolderContext {
 
 /** Operator events (besides the core's own inbound events). */
 export type HolderCommand =
-  | { type: "evidence.update"; evidence: ProtectedRamEvidence }
-  | { type: "drain" }
-  | { type: "retire" };
+  { type: "evidence.update"; evidence: ProtectedRamEvidence } | { type: "drain" } | { type: "retire" };
 
 export type HolderEvent = HolderInbound | HolderCommand;
 
@@ -84,7 +82,10 @@ function guarded(context: HolderContext, fn: () => void): void {
 }
 
 /** XState's `spawn` as the context factory and `assign` actions receive it, narrowed to lane arenas. */
-type Spawner = (src: "laneArena", options: { id: string; input: LaneArenaInput }) => ActorRefFrom<typeof laneArenaIngressLogic>;
+type Spawner = (
+  src: "laneArena",
+  options: { id: string; input: LaneArenaInput },
+) => ActorRefFrom<typeof laneArenaIngressLogic>;
 
 /**
  * Spawns lane arenas as children of the holder actor. Each starts at once (XState would start it
@@ -119,7 +120,9 @@ export const holderMachine = setup({
   },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
-    handOver: fromPromise(async ({ input }: { input: { core: HolderCore; by: number } }) => handOver(input.core, input.by)),
+    handOver: fromPromise(async ({ input }: { input: { core: HolderCore; by: number } }) =>
+      handOver(input.core, input.by),
+    ),
     laneArena: laneArenaIngressLogic,
   },
   actions: {
@@ -246,7 +249,10 @@ export const holderMachine = setup({
     "transport.connection": { actions: "connectionChanged" },
     "timer.arm": { actions: "armTimer" },
     "timer.receipts": { actions: "flushDueReceipts" },
-    "timer.refresh": [{ guard: "superseded", target: `.${HolderState.Fenced}` }, { actions: ["refreshReceipts", "resendDue", "relievePressure"] }],
+    "timer.refresh": [
+      { guard: "superseded", target: `.${HolderState.Fenced}` },
+      { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
+    ],
     "resend.loaded": { actions: "resendLoaded" },
     "timer.seal": { actions: ["sealLane", "relievePressure"] },
     "timer.flush": { actions: "flushTick" },

@@ -170,9 +170,14 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
   if (ports.stateDir !== undefined) {
     // A durable claim, above everything this directory and the control log have seen: a restart
     // is always a new incarnation, and a start that would reuse one is refused.
-    incarnation = await claimIncarnation(ports.stateDir.files, ports.stateDir.dir, { admitted: ports.peers.incarnation(parsed.holderId), requested: parsed.incarnation });
+    incarnation = await claimIncarnation(ports.stateDir.files, ports.stateDir.dir, {
+      admitted: ports.peers.incarnation(parsed.holderId),
+      requested: parsed.incarnation,
+    });
   } else if (incarnation === undefined) {
-    throw new HolderStartError(`holder ${parsed.holderId} needs a state directory to claim its incarnation`, { holderId: parsed.holderId });
+    throw new HolderStartError(`holder ${parsed.holderId} needs a state directory to claim its incarnation`, {
+      holderId: parsed.holderId,
+    });
   }
   const cfg = { ...parsed, incarnation };
   const actor = createActor(holderMachine, { input: { config: cfg, ports }, clock: ports.clock });
@@ -180,7 +185,9 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
   const snap = await waitFor(actor, (s) => s.value !== HolderState.Starting);
   const core = snap.context.core;
   if (snap.value === HolderState.Retired) {
-    throw new HolderStartError(`holder ${cfg.holderId} failed to start: ${snap.context.startError}`, { holderId: cfg.holderId });
+    throw new HolderStartError(`holder ${cfg.holderId} failed to start: ${snap.context.startError}`, {
+      holderId: cfg.holderId,
+    });
   }
   return {
     id: cfg.holderId,

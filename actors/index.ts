@@ -13,9 +13,24 @@ export {
   type LaneSummary,
 } from "./lane-arena.machine.ts";
 export { SegmentSpillWriter, type SpillItem, type SpillRound } from "./lane-arena-spill.ts";
-export { holderMachine, HolderState, type HolderMachineInput, type HolderContext, type HolderCommand, type HolderEvent } from "./holder.machine.ts";
+export {
+  holderMachine,
+  HolderState,
+  type HolderMachineInput,
+  type HolderContext,
+  type HolderCommand,
+  type HolderEvent,
+} from "./holder.machine.ts";
 export { startHolder, HolderStartError, type Holder } from "./holder.ts";
-export { parseHolderConfig, HolderConfigError, HolderResidency, type HolderConfig, type HolderConfigInput, type LaneConfig, type ProtectedRamEvidence } from "./holder/holder-config.ts";
+export {
+  parseHolderConfig,
+  HolderConfigError,
+  HolderResidency,
+  type HolderConfig,
+  type HolderConfigInput,
+  type LaneConfig,
+  type ProtectedRamEvidence,
+} from "./holder/holder-config.ts";
 export { HolderRejectCode, type HolderObservation, type HolderPorts } from "./holder/holder-ports.ts";
 export type { PeerDirectory } from "./hop/index.ts";
 export { volumeWriterMachine, WriterState, type WriterContext, type WriterEvent } from "./volume-writer.machine.ts";
@@ -31,52 +46,143 @@ export {
   type ProtectionContract,
   type VolumeWriterConfig,
 } from "./writer/writer-config.ts";
-export { checkCoalescedStream, derivedLaneName, DEFAULT_COALESCED_SUFFIX, type CoalescedStreamSpec } from "./writer/coalesced-stream.ts";
-export { WriterCore, type VolumeWriterPorts, type WriteAck, type WriterCut, type ShipLogEntry } from "./writer/writer-core.ts";
+export {
+  checkCoalescedStream,
+  derivedLaneName,
+  DEFAULT_COALESCED_SUFFIX,
+  type CoalescedStreamSpec,
+} from "./writer/coalesced-stream.ts";
+export {
+  WriterCore,
+  type VolumeWriterPorts,
+  type WriteAck,
+  type WriterCut,
+  type ShipLogEntry,
+} from "./writer/writer-core.ts";
 export { coveredByAtLeast, survivesContract, protectedSeqs } from "./writer/protection.ts";
-export { controllerMachine, ControllerState, type ControllerContext, type ControllerEvent } from "./controller.machine.ts";
+export {
+  controllerMachine,
+  ControllerState,
+  type ControllerContext,
+  type ControllerEvent,
+} from "./controller.machine.ts";
 export { startController, ControllerStartError, type Controller } from "./controller.ts";
-export { type ControllerConfig, type VolumeTopology, type RepairConfig, type StandbyHolder } from "./controller/controller-config.ts";
+export {
+  type ControllerConfig,
+  type VolumeTopology,
+  type RepairConfig,
+  type StandbyHolder,
+} from "./controller/controller-config.ts";
 export { failuresToRepair, repairIdOf, type FailureToRepair } from "./controller/failure-repairs.ts";
 export { ControllerCore } from "./controller/controller-core.ts";
-export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type ReleaseAudit, type HolderAdmission, type RepairLauncher } from "./controller/controller-ports.ts";
-export { AnnouncedStandbys, StandbyUnavailableError, type AnnouncedStandbysDeps } from "./controller/announced-standbys.ts";
+export {
+  COARSE_RUN_SEQS,
+  MAX_AUDITS,
+  type ControllerPorts,
+  type ReleaseAudit,
+  type HolderAdmission,
+  type RepairLauncher,
+} from "./controller/controller-ports.ts";
+export {
+  AnnouncedStandbys,
+  StandbyUnavailableError,
+  type AnnouncedStandbysDeps,
+} from "./controller/announced-standbys.ts";
 export { buildEvaluationState, releaseCandidates, type SourceProgress } from "./controller/evaluation-input.ts";
 export { statusDocument } from "./controller/status-document.ts";
-export { repairMachine, RepairState, type RepairReport, type RepairContext, type RepairOutcome, type RepairFailure } from "./repair.machine.ts";
+export {
+  repairMachine,
+  RepairState,
+  type RepairReport,
+  type RepairContext,
+  type RepairOutcome,
+  type RepairFailure,
+} from "./repair.machine.ts";
 export { runRepair, runRepairTask, reportOf, repairForFailure, RepairFailedError } from "./repair.ts";
 export { RepairSourceLostError, RepairTimeoutError, missingCoverage, type RepairInput } from "./repair/repair-steps.ts";
-export type { RepairPort, RepairView, RepairHolding, ReplacementAdmission, ReplacementTransfer } from "./repair/repair-port.ts";
+export type {
+  RepairPort,
+  RepairView,
+  RepairHolding,
+  ReplacementAdmission,
+  ReplacementTransfer,
+} from "./repair/repair-port.ts";
 export { natsRepairPort } from "./repair/repair-port-nats.ts";
 export { serveRepairTasks, type RepairWorker } from "./repair/repair-worker.ts";
-export { ControllerRefusedError, outcomeFromWire, outcomeToWire, viewFromWire, viewToWire } from "./repair/repair-wire.ts";
+export {
+  ControllerRefusedError,
+  outcomeFromWire,
+  outcomeToWire,
+  viewFromWire,
+  viewToWire,
+} from "./repair/repair-wire.ts";
 export { inProcessRepairPort, repairViewOf } from "./controller/in-process-repair-port.ts";
-export { checkRepairRequest, RepairRequestRefusedError, type DelegatedRepair, type RepairRequest } from "./controller/repair-request-check.ts";
+export {
+  checkRepairRequest,
+  RepairRequestRefusedError,
+  type DelegatedRepair,
+  type RepairRequest,
+} from "./controller/repair-request-check.ts";
 export { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
 export { repairChildId } from "./controller.machine.ts";
 export { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts";
 export { holderSource, type SurvivorSource } from "./repair/survivor-source.ts";
 export { serveCustodyReads, fetchUnits, FetchFailedError } from "./repair/custody-reader.ts";
-export { recoverVolume, stageRecoveryDestination, RecoveryGapError, type BuildPhase, type BuildProgress, type RecoveryBase, type RecoveryInput, type RecoveryResult } from "./repair/volume-recovery.ts";
+export {
+  recoverVolume,
+  stageRecoveryDestination,
+  RecoveryGapError,
+  type BuildPhase,
+  type BuildProgress,
+  type RecoveryBase,
+  type RecoveryInput,
+  type RecoveryResult,
+} from "./repair/volume-recovery.ts";
 export { RecoveryVerifyError } from "./repair/built-volume-check.ts";
 export { replicaMachine, ReplicaState, type CatchUpReply, type ReplicaEvent } from "./replica.machine.ts";
 export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";
 export { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
-export { runCatchUp, CatchUpChunkError, type CatchUpLink, type CatchUpReport } from "./replica/replica-catch-up-flow.ts";
-export { PrimaryCatchUpService, startPrimaryCatchUp, type PrimaryCatchUpConfig, type PrimaryCatchUpPorts } from "./replica/primary-catch-up-service.ts";
+export {
+  runCatchUp,
+  CatchUpChunkError,
+  type CatchUpLink,
+  type CatchUpReport,
+} from "./replica/replica-catch-up-flow.ts";
+export {
+  PrimaryCatchUpService,
+  startPrimaryCatchUp,
+  type PrimaryCatchUpConfig,
+  type PrimaryCatchUpPorts,
+} from "./replica/primary-catch-up-service.ts";
 export { CatchUpRefusal, CatchUpRefusedError, CatchUpUnavailableError } from "./replica/catch-up-refusal.ts";
 export { replicaBarrierSpec, replicaFlushedSpec } from "./replica/replica-messages.ts";
 export { commitFailover, FailoverRecordMissingError, type FailoverPlan } from "./controller/failover.ts";
-export { checkFailoverRequest, FailoverRequestRefusedError, type FailoverRequest, type LaneFailover } from "./controller/failover-request-check.ts";
+export {
+  checkFailoverRequest,
+  FailoverRequestRefusedError,
+  type FailoverRequest,
+  type LaneFailover,
+} from "./controller/failover-request-check.ts";
 export { requestFailover } from "./controller/failover-client.ts";
 export { BaseBuilder, BaseBuildTimeoutError, type BaseBuildPhase } from "./base-builder/base-builder.ts";
 export { laneKey } from "./holder/holder-config.ts";
 export { type PreservedRam, type PreservedUnit } from "./holder/holder-ports.ts";
 export { claimIncarnation } from "./holder/incarnation.ts";
 export { HANDOVER_RETRY_MS, HANDOVER_ROUNDS, type HandoverReport } from "./holder/holder-handover.ts";
-export { placeRecoveryHolds, registerRecovery, type RecoveryRead, type RecoveryRegistration } from "./repair/recovery-registration.ts";
+export {
+  placeRecoveryHolds,
+  registerRecovery,
+  type RecoveryRead,
+  type RecoveryRegistration,
+} from "./repair/recovery-registration.ts";
 export { UnitOutbox } from "./writer/unit-outbox.ts";
 export { countedHoldings, evaluateFromLog, failedHolders } from "./controller/log-evaluation.ts";
 export { gatherHolderEvidence, type HolderEvidence } from "./repair/holder-evidence.ts";
 export { LeaseKeeper, type LeaseKeeperPorts } from "./controller/lease-keeper.ts";
-export { leaseStep, DEFAULT_LEASE_TIMINGS, type LeaseRole, type LeaseStep, type LeaseTimings } from "./controller/lease-step.ts";
+export {
+  leaseStep,
+  DEFAULT_LEASE_TIMINGS,
+  type LeaseRole,
+  type LeaseStep,
+  type LeaseTimings,
+} from "./controller/lease-step.ts";

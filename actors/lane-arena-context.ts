@@ -35,7 +35,12 @@ export function laneLogOf(context: LaneArenaContext, volume: string, lane: strin
 }
 
 export function summarize(log: LaneLog): LaneSummary {
-  return { term: log.term, retained: log.retained.toJSON(), contiguousThrough: log.contiguousThrough(), holes: log.holes().toJSON() };
+  return {
+    term: log.term,
+    retained: log.retained.toJSON(),
+    contiguousThrough: log.contiguousThrough(),
+    holes: log.holes().toJSON(),
+  };
 }
 
 export function laneLog(ctx: LaneArenaContext, volume: string, lane: string): LaneLog {
@@ -47,7 +52,6 @@ export function laneLog(ctx: LaneArenaContext, volume: string, lane: string): La
   }
   return log;
 }
-
 
 /** The arena's state from its input: the arena, its lane logs and the spill and growth bookkeeping. */
 export const laneArenaContext = ({ input }: { input: LaneArenaInput }): LaneArenaContext => {

@@ -47,18 +47,47 @@ export interface LaneSummary {
 /** What the actor's owner may do with its arena directly: read it. Every change is an event. */
 export type LaneArenaView = Pick<
   Arena,
-  "config" | "counters" | "capacityBytes" | "ramBytes" | "report" | "describe" | "segmentsOf" | "openSegmentOf" | "units" | "exportSegment" | "outstanding" | "holds" | "spillCandidates" | "wantsIncrement"
+  | "config"
+  | "counters"
+  | "capacityBytes"
+  | "ramBytes"
+  | "report"
+  | "describe"
+  | "segmentsOf"
+  | "openSegmentOf"
+  | "units"
+  | "exportSegment"
+  | "outstanding"
+  | "holds"
+  | "spillCandidates"
+  | "wantsIncrement"
 >;
 
 /** What the actor's owner may do with a lane's acceptance log directly: read it. */
-export type LaneLogView = Pick<LaneLog, "volume" | "lane" | "base" | "term" | "retained" | "released" | "received" | "contiguousThrough" | "holes" | "classify">;
+export type LaneLogView = Pick<
+  LaneLog,
+  | "volume"
+  | "lane"
+  | "base"
+  | "term"
+  | "retained"
+  | "released"
+  | "received"
+  | "contiguousThrough"
+  | "holes"
+  | "classify"
+>;
 
 /** Events the LaneArena actor accepts. */
 export type LaneArenaEvent =
   /** Validate, classify and store a unit (with its writer `attestation`, if any); `forwardPins` in_flight_forward pins go on a segment it opens. */
   | { type: "admit"; unit: TransportUnit; forwardPins?: number; attestation?: string }
   /** `admit` for each of a frame's units in order, as one event: answered by one `admittedMany` listing each unit's `admitted` or `rejected`, in that order. */
-  | { type: "admitMany"; units: readonly { readonly unit: TransportUnit; readonly attestation?: string }[]; forwardPins?: number }
+  | {
+      type: "admitMany";
+      units: readonly { readonly unit: TransportUnit; readonly attestation?: string }[];
+      forwardPins?: number;
+    }
   | { type: "seal"; volume: string; lane: string }
   | { type: "sealDue"; segmentId: number; volume: string; lane: string }
   | { type: "pin"; segmentId: number; reason: PinReason }

@@ -25,7 +25,11 @@ export interface IngressOut {
  * Runs `fn`; a CustodyError becomes a failed result. `count` is false around Arena calls, which
  * count their own refusals; true around validation and lane-log checks (digest, term, overlap).
  */
-function attempt<T>(ctx: LaneArenaContext, count: boolean, fn: () => T): { ok: true; value: T } | { ok: false; error: CustodyError } {
+function attempt<T>(
+  ctx: LaneArenaContext,
+  count: boolean,
+  fn: () => T,
+): { ok: true; value: T } | { ok: false; error: CustodyError } {
   try {
     return { ok: true, value: fn() };
   } catch (err) {
@@ -40,21 +44,31 @@ function attempt<T>(ctx: LaneArenaContext, count: boolean, fn: () => T): { ok: t
  * anything changes. A refusal is counted; an unexpected failure of a malformed unit is an
  * `invalid_unit` refusal, not a crash. No closure per unit: the admit loop runs it for every unit.
  */
-function classifyUnit(ctx: LaneArenaContext, u: TransportUnit): { ok: true; log: LaneLog; fresh: boolean; verdict: UnitVerdict } | { ok: false; error: CustodyError } {
+function classifyUnit(
+  ctx: LaneArenaContext,
+  u: TransportUnit,
+): { ok: true; log: LaneLog; fresh: boolean; verdict: UnitVerdict } | { ok: false; error: CustodyError } {
   try {
     const v = validateTransportUnit(u);
     const known = ctx.logs.get(laneKey(v.volume, v.lane));
     const log = known ?? new LaneLog(v.volume, v.lane);
     return { ok: true, log, fresh: known === undefined, verdict: log.classify(v) };
   } catch (err) {
-    const error = err instanceof CustodyError ? err : new CustodyError("invalid_unit", "unit could not be checked", { cause: String(err) });
+    const error =
+      err instanceof CustodyError
+        ? err
+        : new CustodyError("invalid_unit", "unit could not be checked", { cause: String(err) });
     ctx.arena.counters.inc(error.code);
     return { ok: false, error };
   }
 }
 
 /** Appends `u` to the arena: what the append did, or its refusal (counted by the arena). No wrapper object per unit. */
-function storeUnit(ctx: LaneArenaContext, u: TransportUnit, attestation: string | undefined): ReturnType<Arena["append"]> | CustodyError {
+function storeUnit(
+  ctx: LaneArenaContext,
+  u: TransportUnit,
+  attestation: string | undefined,
+): ReturnType<Arena["append"]> | CustodyError {
   try {
     return ctx.arena.append(u, attestation);
   } catch (err) {
@@ -63,7 +77,11 @@ function storeUnit(ctx: LaneArenaContext, u: TransportUnit, attestation: string 
   }
 }
 
-const reject = (request: LaneArenaEvent["type"], error: CustodyError, stage: "check" | "arena" = "arena"): Extract<LaneArenaEmitted, { type: "rejected" }> => ({
+const reject = (
+  request: LaneArenaEvent["type"],
+  error: CustodyError,
+  stage: "check" | "arena" = "arena",
+): Extract<LaneArenaEmitted, { type: "rejected" }> => ({
   type: "rejected",
   request,
   code: error.code,
@@ -75,7 +93,11 @@ const reject = (request: LaneArenaEvent["type"], error: CustodyError, stage: "ch
  * One unit's verdict: into the frame's list (`admitMany`), or emitted at once (`admit`). A module
  * function, not a closure per event: the transpiler names every closure it creates, per call.
  */
-function answerUnit(verdicts: UnitVerdictEmitted[] | undefined, out: { emit(e: UnitVerdictEmitted): void }, e: UnitVerdictEmitted): void {
+function answerUnit(
+  verdicts: UnitVerdictEmitted[] | undefined,
+  out: { emit(e: UnitVerdictEmitted): void },
+  e: UnitVerdictEmitted,
+): void {
   if (verdicts) verdicts.push(e);
   else out.emit(e);
 }
@@ -103,7 +125,8 @@ function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out: Ingre
     // Without summaries the progress report (contiguous prefix, holes) is not computed per unit.
     const progress = context.summaries ? log.accept(u) : undefined;
     if (!progress) log.record(u);
-    if (append?.opened) for (let i = 0; i < forwardPins; i++) context.arena.pin(append.segmentId, PinReason.in_flight_forward);
+    if (append?.opened)
+      for (let i = 0; i < forwardPins; i++) context.arena.pin(append.segmentId, PinReason.in_flight_forward);
     if (append?.sealedFull !== undefined) {
       out.cancelSeal(append.sealedFull);
       out.emit({ type: "sealed", segmentId: append.sealedFull, full: true });
@@ -125,7 +148,13 @@ function admitUnits(context: LaneArenaContext, event: LaneArenaEvent, out: Ingre
       segmentId: append?.segmentId,
       opened: append?.opened ?? false,
     };
-    answerUnit(verdicts, out, progress ? { ...admitted, contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() } : admitted);
+    answerUnit(
+      verdicts,
+      out,
+      progress
+        ? { ...admitted, contiguousThrough: progress.contiguousThrough, holes: progress.holes.toJSON() }
+        : admitted,
+    );
   }
   if (verdicts) out.emit({ type: "admittedMany", verdicts });
 }
@@ -192,7 +221,11 @@ function releaseRanges(context: LaneArenaContext, event: LaneArenaEvent, out: In
   });
   if (!r.ok) return out.emit(reject("release", r.error));
   out.emit({ type: "released", volume: event.volume, lane: event.lane, segmentIds: r.value.ended });
-  if (context.summaries) out.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(event.volume, event.lane)]: summarize(r.value.log) } });
+  if (context.summaries)
+    out.assign({
+      report: context.arena.report(),
+      lanes: { ...context.lanes, [laneKey(event.volume, event.lane)]: summarize(r.value.log) },
+    });
 }
 
 /** The owner's spill stream synced a segment in time: custody continues at disk residency. */
@@ -229,8 +262,18 @@ function importSegment(context: LaneArenaContext, event: LaneArenaEvent, out: In
   for (const u of context.arena.units(r.value.segmentId)) log.record(u);
   // Found on disk at start: custody continues there, using no RAM.
   if (event.evidence !== undefined) context.arena.markSpilled(r.value.segmentId, event.evidence);
-  out.emit({ type: "imported", segmentId: r.value.segmentId, volume: r.value.volume, lane: r.value.lane, seqs: r.value.seqs.toJSON() });
-  if (context.summaries) out.assign({ report: context.arena.report(), lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) } });
+  out.emit({
+    type: "imported",
+    segmentId: r.value.segmentId,
+    volume: r.value.volume,
+    lane: r.value.lane,
+    seqs: r.value.seqs.toJSON(),
+  });
+  if (context.summaries)
+    out.assign({
+      report: context.arena.report(),
+      lanes: { ...context.lanes, [laneKey(r.value.volume, r.value.lane)]: summarize(log) },
+    });
 }
 
 /** One ingress event's handling over the actor's context. */
@@ -270,7 +313,9 @@ class TransitionOut implements IngressOut {
     this.scope.emit(e);
   }
   sealDue(e: Extract<LaneArenaEvent, { type: "sealDue" }>): void {
-    throw new LaneArenaInputError("invalid_input", "the ingress-only lane arena runs no seal timers", { segmentId: e.segmentId });
+    throw new LaneArenaInputError("invalid_input", "the ingress-only lane arena runs no seal timers", {
+      segmentId: e.segmentId,
+    });
   }
   cancelSeal(): void {}
   assign(patch: Partial<LaneArenaContext>): void {
@@ -286,7 +331,13 @@ class TransitionOut implements IngressOut {
  * holder, a statechart step (transition selection, action queue, snapshot) cost 26 µs per frame
  * beyond its handler, this actor 5 µs.
  */
-const ingressTransition = fromTransition<LaneArenaContext, LaneArenaEvent, ActorSystem<any>, LaneArenaInput, LaneArenaEmitted>(
+const ingressTransition = fromTransition<
+  LaneArenaContext,
+  LaneArenaEvent,
+  ActorSystem<any>,
+  LaneArenaInput,
+  LaneArenaEmitted
+>(
   (context, event, scope) => {
     const handler = ingressHandlerOf(event.type);
     if (handler === undefined) return context;
@@ -296,7 +347,11 @@ const ingressTransition = fromTransition<LaneArenaContext, LaneArenaEvent, Actor
   },
   ({ input }) => {
     if (input.sealTimers !== false || input.spill !== undefined || input.acquireIncrement !== undefined) {
-      throw new LaneArenaInputError("invalid_input", "the ingress-only lane arena needs sealTimers: false and no spill target or capacity source", {});
+      throw new LaneArenaInputError(
+        "invalid_input",
+        "the ingress-only lane arena needs sealTimers: false and no spill target or capacity source",
+        {},
+      );
     }
     return laneArenaContext({ input });
   },
@@ -306,5 +361,7 @@ const ingressTransition = fromTransition<LaneArenaContext, LaneArenaEvent, Actor
 export const laneArenaIngressLogic: typeof ingressTransition = {
   ...ingressTransition,
   transition: (snapshot, event, scope) =>
-    (event as { type: string }).type === "xstate.stop" ? { status: "stopped", output: undefined, error: undefined, context: snapshot.context } : ingressTransition.transition(snapshot, event, scope),
+    (event as { type: string }).type === "xstate.stop"
+      ? { status: "stopped", output: undefined, error: undefined, context: snapshot.context }
+      : ingressTransition.transition(snapshot, event, scope),
 };

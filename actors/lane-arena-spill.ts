@@ -19,7 +19,9 @@ export interface SpillItem<T> {
 }
 
 /** What one write-and-flush round achieved: evidence per tag only for an in-deadline sync. */
-export type SpillRound<T> = { readonly kind: "synced"; readonly spilled: { tag: T; evidence: SpillEvidence }[] } | { readonly kind: "deadline_missed"; readonly pending: T[] };
+export type SpillRound<T> =
+  | { readonly kind: "synced"; readonly spilled: { tag: T; evidence: SpillEvidence }[] }
+  | { readonly kind: "deadline_missed"; readonly pending: T[] };
 
 /**
  * The one spill driver: writes sealed segments' export forms to a spill set, one after another,
@@ -38,7 +40,12 @@ export class SegmentSpillWriter<T> {
   }
 
   /** Writes `items` in order (`onWritten` after each append), then flushes within `deadlineMs`. */
-  async write(set: SpillSet, items: Iterable<SpillItem<T>>, deadlineMs: number, onWritten?: (tag: T) => void): Promise<SpillRound<T>> {
+  async write(
+    set: SpillSet,
+    items: Iterable<SpillItem<T>>,
+    deadlineMs: number,
+    onWritten?: (tag: T) => void,
+  ): Promise<SpillRound<T>> {
     for (const it of items) {
       const body = it.body();
       if (body === undefined) continue;
@@ -109,7 +116,14 @@ export class LaneArenaSpill {
       if (!this.arena.holds(id)) continue;
       const seg = this.arena.describe(id);
       if (!seg.span) continue;
-      items.push({ volume: seg.volume, lane: seg.lane, first: seg.span.first, last: seg.span.last, tag: id, body: () => this.body(id) });
+      items.push({
+        volume: seg.volume,
+        lane: seg.lane,
+        first: seg.span.first,
+        last: seg.span.last,
+        tag: id,
+        body: () => this.body(id),
+      });
     }
     const r = await this.writer.write(set, items, deadlineMs);
     if (r.kind === "deadline_missed") return { kind: "deadline_missed", deadlineMs, segmentIds: r.pending };
@@ -126,7 +140,8 @@ export class LaneArenaSpill {
   /** The export form of a disk-resident segment, for custody transfer without reloading it into RAM. */
   async exportSpilled(segmentId: number): Promise<Uint8Array> {
     const seg = this.arena.describe(segmentId);
-    if (seg.residency !== Residency.disk || !seg.evidence) throw new SegmentStateError("segment is not on disk", { segmentId });
+    if (seg.residency !== Residency.disk || !seg.evidence)
+      throw new SegmentStateError("segment is not on disk", { segmentId });
     const set = await this.open();
     return (await set.read(seg.evidence)).body;
   }

@@ -5,7 +5,14 @@ import { ingressHandlerOf, ingressHandlers } from "./lane-arena-ingress.ts";
 import type { LaneArenaSpill, SpillOutcome } from "./lane-arena-spill.ts";
 import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput } from "./lane-arena-events.ts";
 
-export type { LaneArenaInput, LaneSummary, LaneArenaView, LaneLogView, LaneArenaEvent, LaneArenaEmitted } from "./lane-arena-events.ts";
+export type {
+  LaneArenaInput,
+  LaneSummary,
+  LaneArenaView,
+  LaneLogView,
+  LaneArenaEvent,
+  LaneArenaEmitted,
+} from "./lane-arena-events.ts";
 export { laneLogOf, type LaneArenaContext } from "./lane-arena-context.ts";
 export { laneArenaIngressLogic, LaneArenaInputError } from "./lane-arena-ingress.ts";
 
@@ -18,17 +25,18 @@ const base = setup({
   },
   actors: {
     /** Writes a batch to the spill stream and flushes it against the deadline. */
-    flushSpill: fromPromise<SpillOutcome, { spiller: LaneArenaSpill; segmentIds: number[]; deadlineMs: number }>(({ input }) =>
-      input.spiller.spill(input.segmentIds, input.deadlineMs),
+    flushSpill: fromPromise<SpillOutcome, { spiller: LaneArenaSpill; segmentIds: number[]; deadlineMs: number }>(
+      ({ input }) => input.spiller.spill(input.segmentIds, input.deadlineMs),
     ),
     /** Asks the capacity source for the next increment. */
-    acquireIncrement: fromPromise<boolean, { acquire: (bytes: number) => Promise<boolean>; bytes: number }>(({ input }) =>
-      input.acquire(input.bytes),
+    acquireIncrement: fromPromise<boolean, { acquire: (bytes: number) => Promise<boolean>; bytes: number }>(
+      ({ input }) => input.acquire(input.bytes),
     ),
   },
   guards: {
     spillQueued: ({ context }) => context.spiller !== undefined && context.spillQueue.length > 0,
-    shouldGrow: ({ context }) => context.acquire !== undefined && !context.growthRefused && context.arena.wantsIncrement(),
+    shouldGrow: ({ context }) =>
+      context.acquire !== undefined && !context.growthRefused && context.arena.wantsIncrement(),
   },
   delays: {
     maxOpenDelay: ({ context }) => context.arena.config.maxOpenDelayMs,
@@ -57,7 +65,13 @@ const withActions = base.extend({
       if (!context.spiller) {
         const err = new SegmentStateError("this arena has no spill target (RAM-only holder)", {});
         context.arena.counters.inc("no_spill_target");
-        return enqueue.emit({ type: "rejected", request: event.type, code: "no_spill_target", message: err.message, stage: "check" });
+        return enqueue.emit({
+          type: "rejected",
+          request: event.type,
+          code: "no_spill_target",
+          message: err.message,
+          stage: "check",
+        });
       }
       const busy = new Set([...context.spillQueue, ...context.spillInFlight]);
       let ids: number[];
@@ -79,7 +93,8 @@ const withActions = base.extend({
     applySpill: base.enqueueActions(({ context, event, enqueue }) => {
       const outcome = (event as unknown as { output: SpillOutcome }).output;
       if (outcome.kind === "spilled") enqueue.emit({ type: "spilled", segmentIds: outcome.segmentIds });
-      else enqueue.emit({ type: "flushDeadlineMissed", segmentIds: outcome.segmentIds, deadlineMs: outcome.deadlineMs });
+      else
+        enqueue.emit({ type: "flushDeadlineMissed", segmentIds: outcome.segmentIds, deadlineMs: outcome.deadlineMs });
       enqueue.assign({
         spillInFlight: [],
         flushDeadlineMisses: context.flushDeadlineMisses + (outcome.kind === "deadline_missed" ? 1 : 0),
@@ -111,7 +126,9 @@ const withActions = base.extend({
 });
 
 /** Ingress, handled in order whatever the spill and growth regions are doing. */
-const laneArenaIngress = Object.fromEntries(Object.keys(ingressHandlers).map((type) => [type, { actions: "ingress" as const }])) as {
+const laneArenaIngress = Object.fromEntries(
+  Object.keys(ingressHandlers).map((type) => [type, { actions: "ingress" as const }]),
+) as {
   [K in keyof typeof ingressHandlers]: { actions: "ingress" };
 };
 
@@ -144,7 +161,11 @@ export const laneArenaMachine = withActions.createMachine({
           on: { spill: { actions: "queueSpill" }, pressure: { actions: "queueSpill" } },
           invoke: {
             src: "flushSpill",
-            input: ({ context }) => ({ spiller: context.spiller!, segmentIds: context.spillInFlight, deadlineMs: context.flushDeadlineMs }),
+            input: ({ context }) => ({
+              spiller: context.spiller!,
+              segmentIds: context.spillInFlight,
+              deadlineMs: context.flushDeadlineMs,
+            }),
             onDone: { target: "idle", actions: "applySpill" },
             onError: { target: "idle", actions: "spillFailed" },
           },

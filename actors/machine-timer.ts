@@ -8,5 +8,7 @@ import type { TimerArm } from "../core/index.ts";
  */
 export function armTimer<TContext extends MachineContext, TEvent extends EventObject, TDelay extends string = never>() {
   const arm = (event: TEvent) => event as unknown as TimerArm<TEvent>;
-  return raise<TContext, TEvent, TEvent, undefined, TDelay>(({ event }) => arm(event).event, { delay: ({ event }) => arm(event).ms });
+  return raise<TContext, TEvent, TEvent, undefined, TDelay>(({ event }) => arm(event).event, {
+    delay: ({ event }) => arm(event).ms,
+  });
 }

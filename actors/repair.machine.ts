@@ -2,7 +2,15 @@ import { assign, fromPromise, setup } from "xstate";
 import type { RangeSet } from "../lanes/index.ts";
 import type { RecoveryParams } from "../policies/index.ts";
 import { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts";
-import { activateReplacement, admitReplacement, awaitReplacementReceipts, copyMissing, surveyMissing, type RepairInput, type RepairSurvey } from "./repair/repair-steps.ts";
+import {
+  activateReplacement,
+  admitReplacement,
+  awaitReplacementReceipts,
+  copyMissing,
+  surveyMissing,
+  type RepairInput,
+  type RepairSurvey,
+} from "./repair/repair-steps.ts";
 
 /**
  * The Repair Task actor, started by a declare-failure control event (as a child of the
@@ -71,14 +79,19 @@ const failedIn =
   });
 
 type StepInput = { input: RepairInput; missing: Record<string, RangeSet> };
-const stepInput = ({ context }: { context: RepairContext }): StepInput => ({ input: context.input, missing: context.missing });
+const stepInput = ({ context }: { context: RepairContext }): StepInput => ({
+  input: context.input,
+  missing: context.missing,
+});
 
 export const repairMachine = setup({
   types: { context: {} as RepairContext, input: {} as RepairInput, output: {} as RepairOutcome },
   actors: {
     survey: fromPromise<RepairSurvey, RepairInput>(({ input }) => surveyMissing(input)),
     admit: fromPromise<number, RepairInput>(({ input }) => admitReplacement(input)),
-    copy: fromPromise<{ units: number; bytes: number }, StepInput>(async ({ input }) => copyMissing(input.input, input.missing)),
+    copy: fromPromise<{ units: number; bytes: number }, StepInput>(async ({ input }) =>
+      copyMissing(input.input, input.missing),
+    ),
     awaitReceipts: fromPromise<void, StepInput>(({ input }) => awaitReplacementReceipts(input.input, input.missing)),
     activate: fromPromise<number, StepInput>(({ input }) => activateReplacement(input.input, input.missing)),
   },
@@ -86,20 +99,31 @@ export const repairMachine = setup({
     // Fire and forget: a protection left behind (its controller unreachable) is ended by the
     // controller when the repair's outcome reaches it, and the control-log hold has a lease.
     unprotectSources: ({ context }) => {
-      for (const lane of Object.keys(context.missing)) void context.input.port.unprotect(`${context.input.repairId}-${lane}`).catch(() => undefined);
+      for (const lane of Object.keys(context.missing))
+        void context.input.port.unprotect(`${context.input.repairId}-${lane}`).catch(() => undefined);
     },
   },
 }).createMachine({
   id: "repair-task",
   context: ({ input }) => ({ input, startedAt: input.clock.now(), missing: {}, copied: { units: 0, bytes: 0 } }),
   initial: RepairState.Surveying,
-  output: ({ context }) => ({ repairId: context.input.repairId, ...(context.report ? { report: context.report } : {}), ...(context.error ? { failure: context.error } : {}) }),
+  output: ({ context }) => ({
+    repairId: context.input.repairId,
+    ...(context.report ? { report: context.report } : {}),
+    ...(context.error ? { failure: context.error } : {}),
+  }),
   states: {
     [RepairState.Surveying]: {
       invoke: {
         src: "survey",
         input: ({ context }) => context.input,
-        onDone: { target: RepairState.Admitting, actions: assign({ missing: ({ event }) => event.output.missing, recovery: ({ event }) => event.output.view.recovery }) },
+        onDone: {
+          target: RepairState.Admitting,
+          actions: assign({
+            missing: ({ event }) => event.output.missing,
+            recovery: ({ event }) => event.output.view.recovery,
+          }),
+        },
         onError: { target: RepairState.Failed, actions: assign({ error: failedIn(RepairState.Surveying) }) },
       },
     },
@@ -140,7 +164,11 @@ export const repairMachine = setup({
               copiedUnits: context.copied.units,
               copiedBytes: context.copied.bytes,
               measuredMs: context.input.clock.now() - context.startedAt,
-              estimate: repairEstimate(context.recovery!, context.copied.bytes, context.input.repairBandwidthBytesPerSec),
+              estimate: repairEstimate(
+                context.recovery!,
+                context.copied.bytes,
+                context.input.repairBandwidthBytesPerSec,
+              ),
               controlSeq: event.output,
             }),
           }),

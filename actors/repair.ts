@@ -38,7 +38,11 @@ export async function runRepairTask(input: RepairInput): Promise<RepairOutcome> 
  * Starts a repair for a committed declare-failure event: the failed holders it names (and those of
  * its domain, given by the caller from the folded state) lose their coverage, which is restored.
  */
-export function repairForFailure(event: ControlEventOf<"declare_failure">, failedInDomain: readonly string[], rest: Omit<RepairInput, "failed">): Promise<RepairReport> {
+export function repairForFailure(
+  event: ControlEventOf<"declare_failure">,
+  failedInDomain: readonly string[],
+  rest: Omit<RepairInput, "failed">,
+): Promise<RepairReport> {
   const failed = [...new Set([...event.holderIds, ...failedInDomain])];
   return runRepair({ ...rest, failed });
 }

@@ -22,7 +22,10 @@ export interface CatchUpReply {
   reject(err: unknown): void;
 }
 
-export type ReplicaEvent = { type: "nats.message"; lane: string; msg: InboundMessage } | { type: "catchUp"; reply: CatchUpReply } | { type: "stop" };
+export type ReplicaEvent =
+  | { type: "nats.message"; lane: string; msg: InboundMessage }
+  | { type: "catchUp"; reply: CatchUpReply }
+  | { type: "stop" };
 
 interface ReplicaContext {
   core: ReplicaCore;
@@ -33,10 +36,16 @@ interface ReplicaContext {
 }
 
 export const replicaMachine = setup({
-  types: { context: {} as ReplicaContext, events: {} as ReplicaEvent, input: {} as { core: ReplicaCore; link: CatchUpLink } },
+  types: {
+    context: {} as ReplicaContext,
+    events: {} as ReplicaEvent,
+    input: {} as { core: ReplicaCore; link: CatchUpLink },
+  },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: ReplicaCore } }) => input.core.start()),
-    catchUpFlow: fromPromise(async ({ input }: { input: { core: ReplicaCore; link: CatchUpLink } }) => runCatchUp(input.core, input.link)),
+    catchUpFlow: fromPromise(async ({ input }: { input: { core: ReplicaCore; link: CatchUpLink } }) =>
+      runCatchUp(input.core, input.link),
+    ),
   },
   actions: {
     handle: ({ context, event }) => {
@@ -58,7 +67,9 @@ export const replicaMachine = setup({
     },
     rejectCatchUp: ({ context, event }) => {
       const err = (event as { error?: unknown }).error;
-      context.core.counters.inc(`replica_catchup_failed_${err instanceof Error && "code" in err ? String(err.code) : "error"}`);
+      context.core.counters.inc(
+        `replica_catchup_failed_${err instanceof Error && "code" in err ? String(err.code) : "error"}`,
+      );
       context.pending?.reject(err);
     },
     clearPending: assign({ pending: undefined }),

@@ -34,15 +34,23 @@ export class ReplicaStartError extends CustodyError {
 }
 
 /** Starts a replica consumer; resolves once it serves. Throws ReplicaStartError. `catchUpTimeoutMs`: wait per catch-up answer (default 10 s). */
-export async function startReplica(config: ReplicaConfig, ports: ReplicaPorts & { catchUpTimeoutMs?: number }): Promise<Replica> {
+export async function startReplica(
+  config: ReplicaConfig,
+  ports: ReplicaPorts & { catchUpTimeoutMs?: number },
+): Promise<Replica> {
   let actor: Actor<typeof replicaMachine> | undefined;
   const core = new ReplicaCore(config, ports, (lane, msg) => actor?.send({ type: "nats.message", lane, msg }));
-  const link = { transport: ports.transport, dataKey: ports.dataKey, ...(ports.catchUpTimeoutMs !== undefined ? { timeoutMs: ports.catchUpTimeoutMs } : {}) };
+  const link = {
+    transport: ports.transport,
+    dataKey: ports.dataKey,
+    ...(ports.catchUpTimeoutMs !== undefined ? { timeoutMs: ports.catchUpTimeoutMs } : {}),
+  };
   actor = createActor(replicaMachine, { input: { core, link } });
   actor.start();
   const a = actor;
   const snap = await waitFor(a, (s) => s.value !== ReplicaState.Starting);
-  if (snap.value === ReplicaState.Failed) throw new ReplicaStartError(`replica ${config.replicaId} failed to start: ${snap.context.error}`);
+  if (snap.value === ReplicaState.Failed)
+    throw new ReplicaStartError(`replica ${config.replicaId} failed to start: ${snap.context.error}`);
   return {
     actor: a,
     counters: core.counters,

@@ -78,11 +78,15 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
     drained: (deadlineMs) => core.drained(deadlineMs),
     async write(lba, data) {
       refuseIfStopped();
-      return new Promise<WriteAck>((resolve, reject) => a.send({ type: "write", lba, data, reply: { resolve, reject } }));
+      return new Promise<WriteAck>((resolve, reject) =>
+        a.send({ type: "write", lba, data, reply: { resolve, reject } }),
+      );
     },
     async sync(contract, timeoutMs) {
       refuseIfStopped();
-      return new Promise((resolve, reject) => a.send({ type: "sync", contract, timeoutMs, reply: { resolve, reject } }));
+      return new Promise((resolve, reject) =>
+        a.send({ type: "sync", contract, timeoutMs, reply: { resolve, reject } }),
+      );
     },
     fence: (newTerm) => a.send({ type: "fence", newTerm }),
     stop: () => {

@@ -43,7 +43,10 @@ export function resolveArenaConfig(partial: Partial<ArenaConfig> = {}): ArenaCon
   const segmentBytes = partial.segmentBytes ?? DEFAULT_ARENA_CONFIG.segmentBytes;
   const scale = segmentBytes / DEFAULT_ARENA_CONFIG.segmentBytes;
   const pick = (k: keyof ArenaConfig, scaled: boolean): number =>
-    partial[k] ?? (scaled ? Math.max(segmentBytes, Math.round(DEFAULT_ARENA_CONFIG[k] * scale / segmentBytes) * segmentBytes) : DEFAULT_ARENA_CONFIG[k]);
+    partial[k] ??
+    (scaled
+      ? Math.max(segmentBytes, Math.round((DEFAULT_ARENA_CONFIG[k] * scale) / segmentBytes) * segmentBytes)
+      : DEFAULT_ARENA_CONFIG[k]);
   const c: ArenaConfig = {
     segmentBytes,
     initialBytes: pick("initialBytes", true),

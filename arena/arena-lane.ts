@@ -19,7 +19,12 @@ export interface ArenaLane {
  * alone that lane is left out; with `remainingOverride` too, it is counted as if its open
  * segment had that much room (0: as if sealed now). Pure.
  */
-export function promisedSegments(geometry: CreditGeometry, lanes: ReadonlyMap<string, ArenaLane>, exceptKey?: string, remainingOverride?: number): number {
+export function promisedSegments(
+  geometry: CreditGeometry,
+  lanes: ReadonlyMap<string, ArenaLane>,
+  exceptKey?: string,
+  remainingOverride?: number,
+): number {
   let n = 0;
   for (const [key, l] of lanes) {
     if (l.outstanding === 0) continue;

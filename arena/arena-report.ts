@@ -35,7 +35,11 @@ export interface ArenaSlots {
 }
 
 /** Bytes by residency, pins by reason, outstanding credits per lane key, grantable space. Pure. */
-export function arenaReport(segments: Iterable<Segment>, lanes: Iterable<[string, { readonly outstanding: number }]>, slots: ArenaSlots): ArenaReport {
+export function arenaReport(
+  segments: Iterable<Segment>,
+  lanes: Iterable<[string, { readonly outstanding: number }]>,
+  slots: ArenaSlots,
+): ArenaReport {
   const pins = Object.fromEntries(PIN_REASONS.map((r) => [r, 0])) as Record<PinReason, number>;
   let ramStored = 0;
   let disk = 0;

@@ -91,7 +91,10 @@ export class Arena {
 
   /** True when unpromised space is below the low-water mark and the hard limit allows growth. */
   wantsIncrement(): boolean {
-    return this.capacityBytes < this.config.hardLimitBytes && this.spareSlots() * this.config.segmentBytes < this.config.growthLowWaterBytes;
+    return (
+      this.capacityBytes < this.config.hardLimitBytes &&
+      this.spareSlots() * this.config.segmentBytes < this.config.growthLowWaterBytes
+    );
   }
 
   /**
@@ -105,7 +108,8 @@ export class Arena {
         throw new InvalidArenaRequestError("increment must be a positive multiple of segmentBytes", { bytes });
       }
       const room = this.config.hardLimitBytes - this.capacityBytes;
-      if (room <= 0) throw new CapacityLimitError({ capacityBytes: this.capacityBytes, hardLimitBytes: this.config.hardLimitBytes });
+      if (room <= 0)
+        throw new CapacityLimitError({ capacityBytes: this.capacityBytes, hardLimitBytes: this.config.hardLimitBytes });
       this.capacitySlots += Math.min(bytes, room) / this.config.segmentBytes;
       return this.capacityBytes;
     });
@@ -116,7 +120,11 @@ export class Arena {
   private laneState(volume: string, lane: string): ArenaLane {
     const key = laneKey(volume, lane);
     let l = this.lanes.get(key);
-    if (!l) this.lanes.set(key, (l = { volume, lane, open: undefined, outstanding: 0, released: RangeSet.EMPTY, segments: new Set() }));
+    if (!l)
+      this.lanes.set(
+        key,
+        (l = { volume, lane, open: undefined, outstanding: 0, released: RangeSet.EMPTY, segments: new Set() }),
+      );
     return l;
   }
 
@@ -183,7 +191,12 @@ export class Arena {
         if (l) this.lastLane = l;
       }
       if (!l || l.outstanding < rec) {
-        throw new CreditExceededError({ volume: u.volume, lane: u.lane, recordBytes: rec, outstanding: l?.outstanding ?? 0 });
+        throw new CreditExceededError({
+          volume: u.volume,
+          lane: u.lane,
+          recordBytes: rec,
+          outstanding: l?.outstanding ?? 0,
+        });
       }
       let seg = l.open;
       let opened = false;
@@ -325,7 +338,8 @@ export class Arena {
   discard(segmentId: number): boolean {
     return this.guard(() => {
       const seg = this.segment(segmentId);
-      if (seg.state !== SegmentState.sealed) throw new SegmentStateError("only sealed segments can be discarded", { segmentId });
+      if (seg.state !== SegmentState.sealed)
+        throw new SegmentStateError("only sealed segments can be discarded", { segmentId });
       if (!seg.custodyHeld) return false;
       return this.dropCustody(seg);
     });
@@ -337,7 +351,12 @@ export class Arena {
   spillCandidates(): number[] {
     const out: Segment[] = [];
     for (const seg of this.pool.values()) {
-      if (seg.state === SegmentState.sealed && seg.residency === Residency.ram && seg.pinsOf(PinReason.in_flight_forward) === 0) out.push(seg);
+      if (
+        seg.state === SegmentState.sealed &&
+        seg.residency === Residency.ram &&
+        seg.pinsOf(PinReason.in_flight_forward) === 0
+      )
+        out.push(seg);
     }
     return out.sort((a, b) => a.openedAt - b.openedAt || a.id - b.id).map((s) => s.id);
   }
@@ -378,7 +397,8 @@ export class Arena {
   exportSegment(segmentId: number): Uint8Array {
     return this.guard(() => {
       const seg = this.segment(segmentId);
-      if (seg.state !== SegmentState.sealed || !seg.buffer) throw new SegmentStateError("only sealed, RAM-resident segments export directly", { segmentId });
+      if (seg.state !== SegmentState.sealed || !seg.buffer)
+        throw new SegmentStateError("only sealed, RAM-resident segments export directly", { segmentId });
       return encodeSegment(seg, seg.buffer);
     });
   }
@@ -412,7 +432,10 @@ export class Arena {
    * incarnation): validated like an import (checksum and every unit digest), then held at disk
    * residency with `evidence`, using no RAM once adopted. Throws like `importSegment`.
    */
-  adoptSpilled(bytes: Uint8Array, evidence: SpillEvidence): { segmentId: number; volume: string; lane: string; seqs: RangeSet } {
+  adoptSpilled(
+    bytes: Uint8Array,
+    evidence: SpillEvidence,
+  ): { segmentId: number; volume: string; lane: string; seqs: RangeSet } {
     const r = this.importSegment(bytes);
     this.markSpilled(r.segmentId, evidence);
     return r;
@@ -422,7 +445,15 @@ export class Arena {
 
   /** Bytes by residency, pins by reason, outstanding credits, grantable space. */
   report(): ArenaReport {
-    const slots = { geometry: this.geometry, capacityBytes: this.capacityBytes, hardLimitBytes: this.config.hardLimitBytes, ramSlots: this.pool.ramSlots, freeSlots: this.freeSlots, spareSlots: this.spareSlots(), wantsIncrement: this.wantsIncrement() };
+    const slots = {
+      geometry: this.geometry,
+      capacityBytes: this.capacityBytes,
+      hardLimitBytes: this.config.hardLimitBytes,
+      ramSlots: this.pool.ramSlots,
+      freeSlots: this.freeSlots,
+      spareSlots: this.spareSlots(),
+      wantsIncrement: this.wantsIncrement(),
+    };
     return arenaReport(this.pool.values(), this.lanes, slots);
   }
 

@@ -17,6 +17,18 @@ export {
 export { PinReason, PIN_REASONS } from "./pin-reason.ts";
 export { Residency, type SegmentResidency } from "../core/index.ts";
 export { Segment, SegmentState, unitRecordBytes } from "./segment.ts";
-export { encodeSegment, decodeSegment, type DecodedSegment, SEGMENT_ATTESTED_VERSION, SEGMENT_FORMAT_VERSION } from "./segment-codec.ts";
-export { SpillStream, SpillRecordError, type SpillEvidence, type SpillRecordInfo, type FlushResult } from "./spill-stream.ts";
+export {
+  encodeSegment,
+  decodeSegment,
+  type DecodedSegment,
+  SEGMENT_ATTESTED_VERSION,
+  SEGMENT_FORMAT_VERSION,
+} from "./segment-codec.ts";
+export {
+  SpillStream,
+  SpillRecordError,
+  type SpillEvidence,
+  type SpillRecordInfo,
+  type FlushResult,
+} from "./spill-stream.ts";
 export { SpillSet } from "./spill-set.ts";

@@ -140,14 +140,16 @@ export function decodeSegment(bytes: Uint8Array): DecodedSegment {
   if (b.length < FIXED + 4) throw new SegmentFormatError("segment form too short", { length: b.length });
   if (b.readUInt32LE(0) !== SEGMENT_MAGIC) throw new SegmentFormatError("bad segment magic");
   const version = b.readUInt8(4);
-  if (version !== SEGMENT_FORMAT_VERSION && version !== SEGMENT_ATTESTED_VERSION) throw new SegmentFormatError("unsupported segment version", { version });
+  if (version !== SEGMENT_FORMAT_VERSION && version !== SEGMENT_ATTESTED_VERSION)
+    throw new SegmentFormatError("unsupported segment version", { version });
   const volLen = b.readUInt16LE(6);
   const laneLen = b.readUInt16LE(8);
   const n = b.readUInt32LE(12);
   const dataLen = b.readUInt32LE(16);
   const dataEnd = FIXED + volLen + laneLen + n * PER_UNIT + dataLen;
   const total = version === SEGMENT_FORMAT_VERSION ? dataEnd + 4 : b.length;
-  if (total !== b.length || total < dataEnd + 4) throw new SegmentFormatError("segment form length mismatch", { expected: dataEnd + 4, got: b.length });
+  if (total !== b.length || total < dataEnd + 4)
+    throw new SegmentFormatError("segment form length mismatch", { expected: dataEnd + 4, got: b.length });
   if (b.readUInt32LE(total - 4) !== crc32(b.subarray(0, total - 4))) {
     throw new SegmentFormatError("segment checksum mismatch");
   }
@@ -169,18 +171,31 @@ export function decodeSegment(bytes: Uint8Array): DecodedSegment {
     const term = b.readDoubleLE(o + 20);
     o += PER_UNIT;
     const records = lastSeq - firstSeq + 1;
-    if (!Number.isSafeInteger(records) || records < 1) throw new SegmentFormatError("bad unit range", { i, firstSeq, lastSeq });
+    if (!Number.isSafeInteger(records) || records < 1)
+      throw new SegmentFormatError("bad unit range", { i, firstSeq, lastSeq });
     const size = unitRecordBytes({ firstSeq, lastSeq, payload: { length: payloadLength } as Uint8Array });
     if (at + size > dataLen) throw new SegmentFormatError("unit overruns segment data", { i });
     const digest = data.subarray(at, at + 32);
     const commitTs: number[] = [];
     let p = at + 32;
     for (let r = 0; r < records; r++, p += 8) commitTs.push(data.readDoubleLE(p));
-    const unit: TransportUnit = { volume, lane, term, firstSeq, lastSeq, commitTs, payload: data.subarray(p, p + payloadLength), digest };
+    const unit: TransportUnit = {
+      volume,
+      lane,
+      term,
+      firstSeq,
+      lastSeq,
+      commitTs,
+      payload: data.subarray(p, p + payloadLength),
+      digest,
+    };
     units.push(validateTransportUnit(unit));
     at += size;
   }
   if (at !== dataLen) throw new SegmentFormatError("segment data has trailing bytes", { used: at, dataLen });
-  const attestations = version === SEGMENT_FORMAT_VERSION ? new Array<undefined>(n).fill(undefined) : readAttestationTable(b, dataEnd, total - 4, n);
+  const attestations =
+    version === SEGMENT_FORMAT_VERSION
+      ? new Array<undefined>(n).fill(undefined)
+      : readAttestationTable(b, dataEnd, total - 4, n);
   return { volume, lane, units, data, attestations };
 }

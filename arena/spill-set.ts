@@ -1,7 +1,13 @@
 import { basename, dirname } from "node:path";
 import type { Clock } from "../core/index.ts";
 import type { FileLayer } from "../core/index.ts";
-import { SpillRecordError, SpillStream, type FlushResult, type SpillEvidence, type SpillRecordInfo } from "./spill-stream.ts";
+import {
+  SpillRecordError,
+  SpillStream,
+  type FlushResult,
+  type SpillEvidence,
+  type SpillRecordInfo,
+} from "./spill-stream.ts";
 
 /**
  * A holder's spill stream as a series of files: `<path>`, `<path>.1`, `<path>.2`, … Records are
@@ -30,7 +36,12 @@ export class SpillSet {
    * Opens every file of the set (creating the first), recovering each intact record with evidence
    * stamped at open (`SpillStream.open`), oldest file first.
    */
-  static async open(layer: FileLayer, path: string, clock: Clock, rotateBytes = 64 * 1024 * 1024): Promise<{ set: SpillSet; recovered: { info: SpillRecordInfo; evidence: SpillEvidence }[] }> {
+  static async open(
+    layer: FileLayer,
+    path: string,
+    clock: Clock,
+    rotateBytes = 64 * 1024 * 1024,
+  ): Promise<{ set: SpillSet; recovered: { info: SpillRecordInfo; evidence: SpillEvidence }[] }> {
     const set = new SpillSet(layer, path, clock, rotateBytes);
     const dir = dirname(path);
     await layer.mkdirp(dir);
@@ -46,7 +57,11 @@ export class SpillSet {
       const file = set.fileName(id);
       if (id !== 0 && !(await layer.exists(file))) continue;
       const opened = await SpillStream.open(layer, file, clock);
-      set.files.set(id, { stream: opened.stream, path: file, live: new Set(opened.recovered.map((r) => r.info.offset)) });
+      set.files.set(id, {
+        stream: opened.stream,
+        path: file,
+        live: new Set(opened.recovered.map((r) => r.info.offset)),
+      });
       set.current = Math.max(set.current, id);
       recovered.push(...opened.recovered);
     }
@@ -73,7 +88,13 @@ export class SpillSet {
   }
 
   /** Appends one record to the newest file (starting the next one when it is full). Not durable until `flush`. */
-  async append(volume: string, lane: string, firstSeq: number, lastSeq: number, body: Uint8Array): Promise<SpillRecordInfo> {
+  async append(
+    volume: string,
+    lane: string,
+    firstSeq: number,
+    lastSeq: number,
+    body: Uint8Array,
+  ): Promise<SpillRecordInfo> {
     let f = this.files.get(this.current)!;
     if (f.stream.size >= this.rotateBytes) {
       const id = this.current + 1;

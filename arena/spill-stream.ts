@@ -83,7 +83,11 @@ export class SpillStream {
     files: FileLayer,
     path: string,
     clock: Clock,
-  ): Promise<{ stream: SpillStream; recovered: { info: SpillRecordInfo; evidence: SpillEvidence }[]; droppedBytes: number }> {
+  ): Promise<{
+    stream: SpillStream;
+    recovered: { info: SpillRecordInfo; evidence: SpillEvidence }[];
+    droppedBytes: number;
+  }> {
     const existed = await files.exists(path);
     const fh = await files.open(path, { create: true });
     // A new file's directory entry is durable only once its directory is synced: without this a
@@ -97,7 +101,10 @@ export class SpillStream {
       await fh.datasync();
     }
     const syncedAt = clock.now();
-    const recovered = found.map((info) => ({ info, evidence: { file: path, offset: info.offset, length: info.length, syncedAt } }));
+    const recovered = found.map((info) => ({
+      info,
+      evidence: { file: path, offset: info.offset, length: info.length, syncedAt },
+    }));
     return { stream: new SpillStream(path, fh, clock, end), recovered, droppedBytes: size - end };
   }
 
@@ -178,7 +185,8 @@ export class SpillStream {
     }
     const syncedAt = this.clock.now();
     const evidence = new Map<SpillRecordInfo, SpillEvidence>();
-    for (const p of written) evidence.set(p.info, { file: this.path, offset: p.info.offset, length: p.info.length, syncedAt });
+    for (const p of written)
+      evidence.set(p.info, { file: this.path, offset: p.info.offset, length: p.info.length, syncedAt });
     return { kind: "synced", evidence };
   }
 
@@ -187,7 +195,8 @@ export class SpillStream {
     const buf = Buffer.allocUnsafe(length);
     const n = await this.fh.read(buf, 0, length, offset);
     const parsed = n === length ? parseRecord(buf, 0, offset) : undefined;
-    if (!parsed || parsed.info.length !== length) throw new SpillRecordError("spill record unreadable or corrupt", { offset, length });
+    if (!parsed || parsed.info.length !== length)
+      throw new SpillRecordError("spill record unreadable or corrupt", { offset, length });
     return parsed;
   }
 
@@ -199,7 +208,11 @@ export class SpillStream {
 }
 
 /** Parses one record at `at` in `buf`; undefined when it is incomplete or fails any check. */
-function parseRecord(buf: Buffer, at: number, fileOffset: number): { info: SpillRecordInfo; body: Uint8Array } | undefined {
+function parseRecord(
+  buf: Buffer,
+  at: number,
+  fileOffset: number,
+): { info: SpillRecordInfo; body: Uint8Array } | undefined {
   if (buf.length - at < HEADER + 4) return undefined;
   if (buf.readUInt32LE(at) !== MAGIC || buf.readUInt8(at + 4) !== VERSION) return undefined;
   const volLen = buf.readUInt16LE(at + 6);
@@ -213,7 +226,14 @@ function parseRecord(buf: Buffer, at: number, fileOffset: number): { info: Spill
   const lane = buf.toString("utf8", at + HEADER + volLen, at + HEADER + volLen + laneLen);
   const bodyAt = at + HEADER + volLen + laneLen;
   return {
-    info: { volume, lane, firstSeq: buf.readDoubleLE(at + 12), lastSeq: buf.readDoubleLE(at + 20), offset: fileOffset, length },
+    info: {
+      volume,
+      lane,
+      firstSeq: buf.readDoubleLE(at + 12),
+      lastSeq: buf.readDoubleLE(at + 20),
+      offset: fileOffset,
+      length,
+    },
     body: buf.subarray(bodyAt, bodyAt + bodyLen),
   };
 }

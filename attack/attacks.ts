@@ -20,7 +20,18 @@ import { RangeSet } from "../lanes/index.ts";
 import { makeTransportUnit } from "../lanes/index.ts";
 import { connectNats, closeNats } from "../transport/index.ts";
 import { controlStreamName, openJetStreamControlLog } from "../transport/index.ts";
-import { admitSubject, creditSubject, ctrlSubject, eventSubject, fetchSubject, receiptSubject, releaseSubject, statusSubject, transferSubject, unitSubject } from "../protocol/index.ts";
+import {
+  admitSubject,
+  creditSubject,
+  ctrlSubject,
+  eventSubject,
+  fetchSubject,
+  receiptSubject,
+  releaseSubject,
+  statusSubject,
+  transferSubject,
+  unitSubject,
+} from "../protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../transport/index.ts";
 import { creditSpec, encodeMessage, unitSpec } from "../protocol/index.ts";
 import { readPublicKeyHex } from "../runtime/index.ts";
@@ -59,7 +70,12 @@ const LANE_KEY = (net: SecuredNetwork) => `${net.volume}/${net.lane}`;
 const BOMB_BYTES = (1 << 20) - 4096;
 
 /** Waits (at most `ms`) for the server to refuse `subject` to `c`; returns the violation or undefined. */
-async function violation(c: AttackerConnection, subject: string, operation: "publish" | "subscription" = "publish", ms = 5_000): Promise<string | undefined> {
+async function violation(
+  c: AttackerConnection,
+  subject: string,
+  operation: "publish" | "subscription" = "publish",
+  ms = 5_000,
+): Promise<string | undefined> {
   await c.transport.flush().catch(() => undefined);
   const end = Date.now() + ms;
   for (;;) {
@@ -81,17 +97,31 @@ async function eventually(ms: number, check: () => Promise<string | undefined>):
 }
 
 /** Waits for an actor's counted rejection since `before`. */
-async function counted(ctx: AttackContext, before: NetworkState, filter: (name: string) => boolean = () => true, ms = 8_000): Promise<string | undefined> {
+async function counted(
+  ctx: AttackContext,
+  before: NetworkState,
+  filter: (name: string) => boolean = () => true,
+  ms = 8_000,
+): Promise<string | undefined> {
   const r = await eventually(ms, async () => {
     const r = ctx.rejections(before, await ctx.read()).filter(filter);
     return r.length > 0 ? `counted: ${r.join(", ")}` : undefined;
   });
-  if (r === undefined && process.env["ATTACK_DEBUG"]) process.stderr.write(`debug: processes ${JSON.stringify(Object.fromEntries(Object.entries((await ctx.read()).processes).map(([k, p]) => [k, p.counters])))}\n`);
+  if (r === undefined && process.env["ATTACK_DEBUG"])
+    process.stderr.write(
+      `debug: processes ${JSON.stringify(Object.fromEntries(Object.entries((await ctx.read()).processes).map(([k, p]) => [k, p.counters])))}\n`,
+    );
   return r;
 }
 
 /** A receipt of `holder` at `incarnation` claiming `retained` (a forgery when signed with someone else's key, or for an incarnation not current). */
-export function forgedReceiptBatch(net: SecuredNetwork, holder: string, retained: RangeSet, signerKeyFile: string, incarnation = 2) {
+export function forgedReceiptBatch(
+  net: SecuredNetwork,
+  holder: string,
+  retained: RangeSet,
+  signerKeyFile: string,
+  incarnation = 2,
+) {
   const receipt = makeReceipt({
     holder: { holderId: holder, incarnation },
     volume: net.volume,
@@ -102,13 +132,21 @@ export function forgedReceiptBatch(net: SecuredNetwork, holder: string, retained
     policyGeneration: 1,
     prefixBase: 1,
     payload: { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } },
-    obligation: { obligationId: `${net.volume}-${net.lane}`, releaseAuthority: { kind: "control_log", region: net.controlRegion } },
+    obligation: {
+      obligationId: `${net.volume}-${net.lane}`,
+      releaseAuthority: { kind: "control_log", region: net.controlRegion },
+    },
     extensions: [],
     receiptSeq: 999_999,
     retained,
     residency: { kind: "ram", capabilityGeneration: 0, observedAt: Date.now() },
   });
-  const batch = makeReceiptBatch({ volume: net.volume, lane: net.lane, subject: receiptSubject(net.volume, net.lane) }, { holderId: holder, incarnation }, Date.now(), [receipt]);
+  const batch = makeReceiptBatch(
+    { volume: net.volume, lane: net.lane, subject: receiptSubject(net.volume, net.lane) },
+    { holderId: holder, incarnation },
+    Date.now(),
+    [receipt],
+  );
   const signed = signReceiptBatch(batch, privateKeyFromPkcs8(readFileSync(signerKeyFile)));
   return encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature });
 }
@@ -121,7 +159,9 @@ export function attacks(): Attack[] {
       async run({ net }) {
         const caFile = join(net.out, "operator", "ca.pem");
         try {
-          await closeNats(await connectNats({ servers: net.urls["east"]!, name: "anonymous", caFile, maxReconnectAttempts: 0 }));
+          await closeNats(
+            await connectNats({ servers: net.urls["east"]!, name: "anonymous", caFile, maxReconnectAttempts: 0 }),
+          );
           return {};
         } catch (err) {
           return { refusal: `connect refused: ${(err as Error).message}` };
@@ -134,7 +174,15 @@ export function attacks(): Attack[] {
         const other = readOperatorSeed(net);
         try {
           // The operator's own seed, but the system's CAs instead of the deployment's: TLS must fail.
-          await closeNats(await connectNats({ servers: net.urls["east"]!, name: "untrusting", nkeySeed: other, tls: {}, maxReconnectAttempts: 0 } as never));
+          await closeNats(
+            await connectNats({
+              servers: net.urls["east"]!,
+              name: "untrusting",
+              nkeySeed: other,
+              tls: {},
+              maxReconnectAttempts: 0,
+            } as never),
+          );
           return {};
         } catch (err) {
           return { refusal: `TLS refused: ${(err as Error).message}` };
@@ -146,7 +194,17 @@ export function attacks(): Attack[] {
       async run(ctx, before) {
         const c = await ctx.as("holder-h-e1");
         const subject = releaseSubject("h-w1");
-        c.transport.publish(subject, encodeMessage(releaseFrontierSpec, { holder: "h-w1", volume: ctx.net.volume, lane: ctx.net.lane, ranges: [[1, 1_000_000]], epoch: 1, controlSeq: before.log.lastSeq }));
+        c.transport.publish(
+          subject,
+          encodeMessage(releaseFrontierSpec, {
+            holder: "h-w1",
+            volume: ctx.net.volume,
+            lane: ctx.net.lane,
+            ranges: [[1, 1_000_000]],
+            epoch: 1,
+            controlSeq: before.log.lastSeq,
+          }),
+        );
         const refusal = await violation(c, subject);
         const after = await ctx.read();
         const released = after.processes["holder/h-w1"]?.figures[`${LANE_KEY(ctx.net)}.releasedMax`] ?? 0;
@@ -156,8 +214,20 @@ export function attacks(): Attack[] {
     {
       name: "units with a spoofed Custody-Sender from non-writer credentials",
       async run(ctx) {
-        const unit = makeTransportUnit({ volume: ctx.net.volume, lane: ctx.net.lane, term: 1, firstSeq: FORGED_FROM, lastSeq: FORGED_FROM + 4, commitTs: [1, 2, 3, 4, 5], payload: new Uint8Array(64) });
-        const headers = { [SENDER_HEADER]: "w1", [SESSION_HEADER]: "1", [SENT_THROUGH_HEADER]: String(FORGED_FROM + 4) };
+        const unit = makeTransportUnit({
+          volume: ctx.net.volume,
+          lane: ctx.net.lane,
+          term: 1,
+          firstSeq: FORGED_FROM,
+          lastSeq: FORGED_FROM + 4,
+          commitTs: [1, 2, 3, 4, 5],
+          payload: new Uint8Array(64),
+        });
+        const headers = {
+          [SENDER_HEADER]: "w1",
+          [SESSION_HEADER]: "1",
+          [SENT_THROUGH_HEADER]: String(FORGED_FROM + 4),
+        };
         const subject = unitSubject("h-w1", ctx.net.volume, ctx.net.lane);
         const refusals: string[] = [];
         for (const who of ["holder-h-e1", "controller-ctl-1", "operator"]) {
@@ -168,7 +238,9 @@ export function attacks(): Attack[] {
           refusals.push(`${who}: ${r}`);
         }
         const after = await ctx.read();
-        const forged = Object.entries(after.processes).filter(([k, p]) => k.startsWith("holder/") && (p.figures[`${LANE_KEY(ctx.net)}.retainedMax`] ?? 0) >= FORGED_FROM);
+        const forged = Object.entries(after.processes).filter(
+          ([k, p]) => k.startsWith("holder/") && (p.figures[`${LANE_KEY(ctx.net)}.retainedMax`] ?? 0) >= FORGED_FROM,
+        );
         return { refusal: refusals.join("; "), changed: forged.map(([k]) => `${k} retains forged sequences`) };
       },
     },
@@ -178,7 +250,20 @@ export function attacks(): Attack[] {
       async run(ctx) {
         const c = await ctx.as("holder-h-w1", "west");
         const subject = creditSubject("h-e1", ctx.net.volume, ctx.net.lane);
-        c.transport.publish(subject, encodeMessage(creditSpec, { holder: "h-e1", sender: "w1", volume: ctx.net.volume, lane: ctx.net.lane, incarnation: 2, session: 1, window: 99, grantedThrough: 1 << 30, grantSeq: 1 }));
+        c.transport.publish(
+          subject,
+          encodeMessage(creditSpec, {
+            holder: "h-e1",
+            sender: "w1",
+            volume: ctx.net.volume,
+            lane: ctx.net.lane,
+            incarnation: 2,
+            session: 1,
+            window: 99,
+            grantedThrough: 1 << 30,
+            grantSeq: 1,
+          }),
+        );
         const refusal = await violation(c, subject);
         return refusal ? { refusal } : {};
       },
@@ -187,7 +272,12 @@ export function attacks(): Attack[] {
       name: "receipt batch signed by one holder in another's name",
       async run(ctx, before) {
         const c = await ctx.as("holder-h-e1");
-        const forged = forgedReceiptBatch(ctx.net, "h-w1", RangeSet.of(1, 50_000_000), join(ctx.net.roleDir("holder-h-e1"), "holder.key"));
+        const forged = forgedReceiptBatch(
+          ctx.net,
+          "h-w1",
+          RangeSet.of(1, 50_000_000),
+          join(ctx.net.roleDir("holder-h-e1"), "holder.key"),
+        );
         c.transport.publish(receiptSubject(ctx.net.volume, ctx.net.lane), forged);
         const refusal = await counted(ctx, before, (n) => n.includes("signature"));
         return refusal ? { refusal } : {};
@@ -227,7 +317,10 @@ export function attacks(): Attack[] {
         const stream = controlStreamName(ctx.net.controlRegion);
         const jsm = await jetstreamManager(c.transport.connection, { timeout: 2_000 });
         const outcomes: string[] = [];
-        for (const [op, call] of [["DELETE", () => jsm.streams.delete(stream)], ["PURGE", () => jsm.streams.purge(stream)]] as const) {
+        for (const [op, call] of [
+          ["DELETE", () => jsm.streams.delete(stream)],
+          ["PURGE", () => jsm.streams.purge(stream)],
+        ] as const) {
           try {
             await call();
             return {};
@@ -238,7 +331,10 @@ export function attacks(): Attack[] {
           }
         }
         const after = await ctx.read();
-        return { refusal: outcomes.join("; "), changed: after.log.lastSeq < before.log.lastSeq ? ["the log lost entries"] : [] };
+        return {
+          refusal: outcomes.join("; "),
+          changed: after.log.lastSeq < before.log.lastSeq ? ["the log lost entries"] : [],
+        };
       },
     },
     {
@@ -260,7 +356,10 @@ export function attacks(): Attack[] {
         const stream = controlStreamName(ctx.net.controlRegion);
         const jsm = await jetstreamManager(c.transport.connection, { timeout: 5_000 });
         const first = await jsm.streams.getMessage(stream, { seq: 2 });
-        await jetstream(c.transport.connection, { timeout: 5_000 }).publish(ctrlSubject(ctx.net.controlRegion), first!.data);
+        await jetstream(c.transport.connection, { timeout: 5_000 }).publish(
+          ctrlSubject(ctx.net.controlRegion),
+          first!.data,
+        );
         const refusal = await eventually(8_000, async () => {
           const after = await ctx.read();
           const codes = after.log.rejected.slice(before.log.rejected.length);
@@ -293,8 +392,16 @@ export function attacks(): Attack[] {
         const store = await openJetStreamControlLog(c.transport.connection, { region: ctx.net.controlRegion });
         try {
           // Folded as the roles fold it (trusting the operator key), so the commit is prepared on the real head.
-          const follower = new ControlLogFollower(store, undefined, { operators: { operator: readPublicKeyHex(join(ctx.net.out, "operator", "operator.pub")) } });
-          await commitControlEvent(store, follower, { controller: "operator", clock: systemClock }, () => ({ type: "admit_holder", holderId: "h-e1", incarnation: 99, publicKey: new Uint8Array(32).fill(7), failureDomain: "east/evil/evil" }));
+          const follower = new ControlLogFollower(store, undefined, {
+            operators: { operator: readPublicKeyHex(join(ctx.net.out, "operator", "operator.pub")) },
+          });
+          await commitControlEvent(store, follower, { controller: "operator", clock: systemClock }, () => ({
+            type: "admit_holder",
+            holderId: "h-e1",
+            incarnation: 99,
+            publicKey: new Uint8Array(32).fill(7),
+            failureDomain: "east/evil/evil",
+          }));
         } catch (err) {
           return { refusal: `commit refused: ${(err as Error).message}` };
         } finally {
@@ -308,7 +415,16 @@ export function attacks(): Attack[] {
       },
     },
   ];
-  return [...list, ...controlLogJunkAttacks(), ...incarnationAttacks(), ...volumeScopeAttacks(), ...jetStreamAttacks(), ...scopeAttacks(), ...semanticAttacks(), ...bombAttacks()];
+  return [
+    ...list,
+    ...controlLogJunkAttacks(),
+    ...incarnationAttacks(),
+    ...volumeScopeAttacks(),
+    ...jetStreamAttacks(),
+    ...scopeAttacks(),
+    ...semanticAttacks(),
+    ...bombAttacks(),
+  ];
 }
 
 function readOperatorSeed(net: SecuredNetwork): Uint8Array {
@@ -316,18 +432,40 @@ function readOperatorSeed(net: SecuredNetwork): Uint8Array {
 }
 
 /** Where decoder bombs go: each subject an actor subscribes to, published by a principal allowed to publish there. */
-function bombTargets(net: SecuredNetwork): { target: string; as: string; region?: string; subject: string; processes: string[] }[] {
+function bombTargets(
+  net: SecuredNetwork,
+): { target: string; as: string; region?: string; subject: string; processes: string[] }[] {
   const { volume: v, lane: l } = net;
   return [
     { target: "holder h-e1 (units)", as: "writer-w1", subject: unitSubject("h-e1", v, l), processes: ["holder/h-e1"] },
-    { target: "holder h-w1 and writer (release frontiers)", as: "controller-ctl-1", subject: releaseSubject("h-w1"), processes: ["holder/h-w1", "writer/w1"] },
-    { target: "holder h-w1 (custody transfers)", as: "holder-h-e1", subject: transferSubject("h-w1"), processes: ["holder/h-w1"] },
+    {
+      target: "holder h-w1 and writer (release frontiers)",
+      as: "controller-ctl-1",
+      subject: releaseSubject("h-w1"),
+      processes: ["holder/h-w1", "writer/w1"],
+    },
+    {
+      target: "holder h-w1 (custody transfers)",
+      as: "holder-h-e1",
+      subject: transferSubject("h-w1"),
+      processes: ["holder/h-w1"],
+    },
     { target: "holder h-w1 (fetches)", as: "operator", subject: fetchSubject("h-w1", v), processes: ["holder/h-w1"] },
     { target: "writer (credits)", as: "holder-h-e1", subject: creditSubject("h-e1", v, l), processes: ["writer/w1"] },
     { target: "writer (status)", as: "controller-ctl-1", subject: statusSubject(v), processes: ["writer/w1"] },
-    { target: "writer, controller, holders (receipts)", as: "holder-h-e1", subject: receiptSubject(v, l), processes: ["writer/w1", "controller/ctl-1", "holder/h-e1", "holder/h-w1"] },
+    {
+      target: "writer, controller, holders (receipts)",
+      as: "holder-h-e1",
+      subject: receiptSubject(v, l),
+      processes: ["writer/w1", "controller/ctl-1", "holder/h-e1", "holder/h-w1"],
+    },
     { target: "controller (events)", as: "writer-w1", subject: eventSubject(v), processes: ["controller/ctl-1"] },
-    { target: "controller (admission requests)", as: "holder-h-e1", subject: admitSubject("h-e1"), processes: ["controller/ctl-1"] },
+    {
+      target: "controller (admission requests)",
+      as: "holder-h-e1",
+      subject: admitSubject("h-e1"),
+      processes: ["controller/ctl-1"],
+    },
   ];
 }
 
@@ -341,12 +479,15 @@ function bombAttacks(): Attack[] {
       const earlier = c.violations.length; // the connection may carry refusals of earlier attacks
       for (const b of bombs) c.transport.publish(target.subject, b.bytes);
       await c.transport.flush();
-      if (c.violations.length > earlier) return { changed: [`the server refused a publisher that may publish on ${target.subject}`] };
+      if (c.violations.length > earlier)
+        return { changed: [`the server refused a publisher that may publish on ${target.subject}`] };
       // Every process that receives the subject must have counted a rejection.
       const refusal = await eventually(8_000, async () => {
         const r = ctx.rejections(before, await ctx.read());
         const mine = r.filter((x) => target.processes.some((p) => x.startsWith(`${p}.`)));
-        return target.processes.every((p) => mine.some((x) => x.startsWith(`${p}.`))) ? `counted: ${mine.join(", ")}` : undefined;
+        return target.processes.every((p) => mine.some((x) => x.startsWith(`${p}.`)))
+          ? `counted: ${mine.join(", ")}`
+          : undefined;
       });
       return refusal ? { refusal } : { note: `not refused: no rejection counted by ${target.processes.join(", ")}` };
     },

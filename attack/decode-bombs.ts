@@ -52,11 +52,19 @@ export interface Decoder {
 export function networkDecoders(): Decoder[] {
   const out: Decoder[] = registeredKinds().map(({ kind, version }) => {
     const spec = specFor(kind, version)!;
-    return { name: `${kind} v${version}`, maxBytes: Math.min(MIB, spec.maxBytes ?? DEFAULT_MAX_BYTES), decode: (b: Uint8Array) => decodeMessage(spec, b) };
+    return {
+      name: `${kind} v${version}`,
+      maxBytes: Math.min(MIB, spec.maxBytes ?? DEFAULT_MAX_BYTES),
+      decode: (b: Uint8Array) => decodeMessage(spec, b),
+    };
   });
   out.push({ name: "receipt batch body", maxBytes: MIB, decode: (b) => decodeReceiptBatch(b) });
   out.push({ name: "control event bytes", maxBytes: MIB, decode: (b) => decodeControlEvent(b) });
-  out.push({ name: "unit frame (unit subject)", maxBytes: MIB, decode: (b) => readUnitMessage({ data: b, headers: {} }, undefined) });
+  out.push({
+    name: "unit frame (unit subject)",
+    maxBytes: MIB,
+    decode: (b) => readUnitMessage({ data: b, headers: {} }, undefined),
+  });
   return out;
 }
 

@@ -27,17 +27,27 @@ export function incarnationAttacks(): Attack[] {
       async run(ctx, before) {
         const running = before.processes["holder/h-e1"];
         if (running === undefined) return { note: "holder h-e1 is not running" };
-        const second = DeployedProcess.role("holder-h-e1-again", "holder", join(ctx.net.roleDir("holder-h-e1"), "config.json"));
+        const second = DeployedProcess.role(
+          "holder-h-e1-again",
+          "holder",
+          join(ctx.net.roleDir("holder-h-e1"), "config.json"),
+        );
         let timer: NodeJS.Timeout | undefined;
-        const ended = await Promise.race([second.ended, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), START_MS)))]);
+        const ended = await Promise.race([
+          second.ended,
+          new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), START_MS))),
+        ]);
         clearTimeout(timer);
         if (ended === undefined || second.running) {
           await second.stop();
           return { changed: ["a second h-e1 process kept running"] };
         }
         const line = second.log.split("\n").find((l) => l.startsWith("error [state_dir_locked]:"));
-        const names = line !== undefined && line.includes(`held by pid ${running.pid} (holder h-e1 incarnation ${running.incarnation})`);
-        if (ended.code !== EXIT_STATE_DIR_LOCKED || !names) return { note: `second start exited ${ended.code}: ${second.log.slice(-500)}` };
+        const names =
+          line !== undefined &&
+          line.includes(`held by pid ${running.pid} (holder h-e1 incarnation ${running.incarnation})`);
+        if (ended.code !== EXIT_STATE_DIR_LOCKED || !names)
+          return { note: `second start exited ${ended.code}: ${second.log.slice(-500)}` };
         return { refusal: `exit ${ended.code}: ${line}` };
       },
     },
@@ -45,10 +55,17 @@ export function incarnationAttacks(): Attack[] {
       name: "receipt batch of a superseded incarnation, signed with the holder's own key",
       async run(ctx, before) {
         const running = before.processes["holder/h-e1"];
-        if (running?.incarnation === undefined || running.incarnation < 2) return { note: "holder h-e1 has no superseded incarnation" };
+        if (running?.incarnation === undefined || running.incarnation < 2)
+          return { note: "holder h-e1 has no superseded incarnation" };
         const stale = running.incarnation - 1;
         const c = await ctx.as("holder-h-e1");
-        const batch = forgedReceiptBatch(ctx.net, "h-e1", RangeSet.of(1, 50_000_000), join(ctx.net.roleDir("holder-h-e1"), "holder.key"), stale);
+        const batch = forgedReceiptBatch(
+          ctx.net,
+          "h-e1",
+          RangeSet.of(1, 50_000_000),
+          join(ctx.net.roleDir("holder-h-e1"), "holder.key"),
+          stale,
+        );
         const end = Date.now() + 8_000;
         for (;;) {
           c.transport.publish(receiptSubject(ctx.net.volume, ctx.net.lane), batch);
@@ -56,9 +73,16 @@ export function incarnationAttacks(): Attack[] {
           const counted = ctx.rejections(before, await ctx.read()).filter((n) => n.includes("stale_incarnation"));
           if (counted.length > 0) {
             // The controller names the old incarnation in its next status document.
-            const doc = JSON.parse((await custody(["status", ctx.net.volume, "--operator-config", ctx.net.operatorConfig, "--json"])).trim().split("\n").at(-1)!) as { fenced?: { holder: string; incarnation: number }[] };
+            const doc = JSON.parse(
+              (await custody(["status", ctx.net.volume, "--operator-config", ctx.net.operatorConfig, "--json"]))
+                .trim()
+                .split("\n")
+                .at(-1)!,
+            ) as { fenced?: { holder: string; incarnation: number }[] };
             const listed = (doc.fenced ?? []).some((f) => f.holder === "h-e1" && f.incarnation === stale);
-            return { refusal: `counted: ${counted.join(", ")}${listed ? `; status lists h-e1#${stale} as fenced` : "; status does not list it"}` };
+            return {
+              refusal: `counted: ${counted.join(", ")}${listed ? `; status lists h-e1#${stale} as fenced` : "; status does not list it"}`,
+            };
           }
           if (Date.now() > end) return {};
           await new Promise((r) => setTimeout(r, 500));

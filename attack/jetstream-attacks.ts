@@ -7,13 +7,25 @@
  * try it with a holder's and the writer's credentials, onto every kind of subject a role listens to.
  */
 import { AckPolicy, DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
-import { admitSubject, eventSubject, receiptSubject, statusSubject, transferSubject, unitSubject } from "../protocol/index.ts";
+import {
+  admitSubject,
+  eventSubject,
+  receiptSubject,
+  statusSubject,
+  transferSubject,
+  unitSubject,
+} from "../protocol/index.ts";
 import { controlStreamName } from "../transport/index.ts";
 import type { Attack, AttackContext } from "./attacks.ts";
 import type { AttackerConnection } from "./principal.ts";
 
 /** The redelivery storm's settings: 100 ms ack wait, never given up. */
-const STORM = { ack_policy: AckPolicy.Explicit, ack_wait: 100_000_000, max_deliver: -1, deliver_policy: DeliverPolicy.All } as const;
+const STORM = {
+  ack_policy: AckPolicy.Explicit,
+  ack_wait: 100_000_000,
+  max_deliver: -1,
+  deliver_policy: DeliverPolicy.All,
+} as const;
 
 /**
  * Tries one durable push consumer per deliver subject with `who`'s credentials: each create must
@@ -45,7 +57,9 @@ async function consumerDenial(c: AttackerConnection, seen: number, ms = 5_000): 
   await c.transport.flush().catch(() => undefined);
   const end = Date.now() + ms;
   for (;;) {
-    const v = c.violations.slice(seen).find((x) => x.operation === "publish" && x.subject.startsWith("$JS.API.CONSUMER."));
+    const v = c.violations
+      .slice(seen)
+      .find((x) => x.operation === "publish" && x.subject.startsWith("$JS.API.CONSUMER."));
     if (v !== undefined) return `server denied ${v.subject}`;
     if (Date.now() > end) return undefined;
     await new Promise((r) => setTimeout(r, 50));
@@ -68,24 +82,44 @@ export function jetStreamAttacks(): Attack[] {
       name: "redelivery storm: durable push consumers on the control stream from a holder's credentials, delivering onto another holder's unit subject",
       async run(ctx) {
         const onto = unitSubject("h-w1", ctx.net.volume, ctx.net.lane);
-        const refusal = await tryConsumers(ctx, "holder-h-e1", Array.from({ length: 10 }, () => onto));
+        const refusal = await tryConsumers(
+          ctx,
+          "holder-h-e1",
+          Array.from({ length: 10 }, () => onto),
+        );
         const left = await consumersOnControlStream(ctx);
-        return { ...(refusal ? { refusal } : {}), changed: left.map((n) => `consumer ${n} exists on the control stream`) };
+        return {
+          ...(refusal ? { refusal } : {}),
+          changed: left.map((n) => `consumer ${n} exists on the control stream`),
+        };
       },
     },
     {
       name: "push consumers delivering onto status, event, admit, receipt, transfer and inbox subjects, from a holder's and the writer's credentials",
       async run(ctx) {
         const { volume: v, lane: l } = ctx.net;
-        const targets = [statusSubject(v), eventSubject(v), admitSubject("h-e1"), receiptSubject(v, l), transferSubject("h-w1"), "_INBOX.controller.ctl-1.storm"];
+        const targets = [
+          statusSubject(v),
+          eventSubject(v),
+          admitSubject("h-e1"),
+          receiptSubject(v, l),
+          transferSubject("h-w1"),
+          "_INBOX.controller.ctl-1.storm",
+        ];
         const refusals: string[] = [];
         for (const who of ["holder-h-w1", "writer-w1"]) {
           const r = await tryConsumers(ctx, who, targets);
-          if (r === undefined) return { changed: (await consumersOnControlStream(ctx)).map((n) => `consumer ${n} exists on the control stream`) };
+          if (r === undefined)
+            return {
+              changed: (await consumersOnControlStream(ctx)).map((n) => `consumer ${n} exists on the control stream`),
+            };
           refusals.push(r);
         }
         const left = await consumersOnControlStream(ctx);
-        return { refusal: refusals.join(" | "), changed: left.map((n) => `consumer ${n} exists on the control stream`) };
+        return {
+          refusal: refusals.join(" | "),
+          changed: left.map((n) => `consumer ${n} exists on the control stream`),
+        };
       },
     },
   ];

@@ -54,8 +54,15 @@ export class StateReader {
       log: {
         lastSeq: s.lastSeq,
         headHash: s.headHash,
-        holders: Object.values(s.holders).map((h) => `${h.holderId}@${h.incarnation}/${Buffer.from(h.publicKey).toString("hex")}/${h.failureDomain}/${h.status}`).sort(),
-        obligations: Object.values(s.obligations).map((o) => `${o.obligationId}: ${Object.keys(o.responsible).sort().join(",")}`).sort(),
+        holders: Object.values(s.holders)
+          .map(
+            (h) =>
+              `${h.holderId}@${h.incarnation}/${Buffer.from(h.publicKey).toString("hex")}/${h.failureDomain}/${h.status}`,
+          )
+          .sort(),
+        obligations: Object.values(s.obligations)
+          .map((o) => `${o.obligationId}: ${Object.keys(o.responsible).sort().join(",")}`)
+          .sort(),
         rejected: s.rejected.map((r) => r.code),
       },
     };
@@ -99,7 +106,9 @@ export function invariantChanges(a: NetworkState, b: NetworkState): string[] {
     if (q === undefined) out.push(`${key} no longer answers`);
     else if (q.incarnation !== p.incarnation || q.pid !== p.pid) out.push(`${key} restarted`);
   }
-  if (JSON.stringify(a.log.holders) !== JSON.stringify(b.log.holders)) out.push(`admitted holders changed: ${b.log.holders.join("; ")}`);
-  if (JSON.stringify(a.log.obligations) !== JSON.stringify(b.log.obligations)) out.push(`obligations changed: ${b.log.obligations.join("; ")}`);
+  if (JSON.stringify(a.log.holders) !== JSON.stringify(b.log.holders))
+    out.push(`admitted holders changed: ${b.log.holders.join("; ")}`);
+  if (JSON.stringify(a.log.obligations) !== JSON.stringify(b.log.obligations))
+    out.push(`obligations changed: ${b.log.obligations.join("; ")}`);
   return out;
 }

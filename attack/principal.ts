@@ -19,7 +19,12 @@ export interface AttackerConnection {
  * inbox prefix and CA its own config names. Stolen credentials, as far as the attack goes.
  */
 export async function connectAs(net: SecuredNetwork, instance: string, region: string): Promise<AttackerConnection> {
-  const nats = instance === "operator" ? readOperatorConfig(net.operatorConfig) : natsRoleSchema.parse((JSON.parse(readFileSync(join(net.roleDir(instance), "config.json"), "utf8")) as { nats: unknown }).nats);
+  const nats =
+    instance === "operator"
+      ? readOperatorConfig(net.operatorConfig)
+      : natsRoleSchema.parse(
+          (JSON.parse(readFileSync(join(net.roleDir(instance), "config.json"), "utf8")) as { nats: unknown }).nats,
+        );
   const violations: PermissionViolation[] = [];
   const transport = await NatsTransport.connect({
     servers: net.urls[region]!,

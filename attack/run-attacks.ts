@@ -39,7 +39,10 @@ const QUIET_MS = 3_000;
 
 /** Sum of a holder's highest retained or released sequence on the lane (what it has taken custody of). */
 function custodyMax(s: NetworkState, holder: string, laneKey: string): number {
-  return Math.max(figure(s, `holder/${holder}`, `${laneKey}.retainedMax`), figure(s, `holder/${holder}`, `${laneKey}.releasedMax`));
+  return Math.max(
+    figure(s, `holder/${holder}`, `${laneKey}.retainedMax`),
+    figure(s, `holder/${holder}`, `${laneKey}.releasedMax`),
+  );
 }
 
 /**
@@ -48,7 +51,11 @@ function custodyMax(s: NetworkState, holder: string, laneKey: string): number {
  * read's window (a loaded machine) must not hide progress another read saw. Returns what never
  * happened, or undefined when all did.
  */
-async function stillServing(read: () => Promise<NetworkState>, from: NetworkState, laneKey: string): Promise<string | undefined> {
+async function stillServing(
+  read: () => Promise<NetworkState>,
+  from: NetworkState,
+  laneKey: string,
+): Promise<string | undefined> {
   const head = figure(from, "writer/w1", "head");
   const evals = figure(from, "controller/ctl-1", "evaluations");
   const seen = { writer: 0, "h-e1": 0, "h-w1": 0, evaluations: 0 };
@@ -60,11 +67,14 @@ async function stillServing(read: () => Promise<NetworkState>, from: NetworkStat
     seen.evaluations = Math.max(seen.evaluations, figure(s, "controller/ctl-1", "evaluations"));
     const missing = [
       ...(seen.writer > head ? [] : [`writer head stayed at ${seen.writer} (was ${head})`]),
-      ...(["h-e1", "h-w1"] as const).filter((h) => seen[h] <= head).map((h) => `${h} custody stayed at ${seen[h]} (writer head was ${head})`),
+      ...(["h-e1", "h-w1"] as const)
+        .filter((h) => seen[h] <= head)
+        .map((h) => `${h} custody stayed at ${seen[h]} (writer head was ${head})`),
       ...(seen.evaluations > evals ? [] : [`controller evaluations stayed at ${seen.evaluations}`]),
     ];
     if (missing.length === 0) return undefined;
-    if (Date.now() > end) return `${missing.join("; ")}; processes answering: ${Object.keys(s.processes).sort().join(", ")}`;
+    if (Date.now() > end)
+      return `${missing.join("; ")}; processes answering: ${Object.keys(s.processes).sort().join(", ")}`;
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -126,7 +136,9 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
         log(`not serving after ${attack.name}; process logs:\n${net.logs().slice(-6000)}`);
       }
       rows.push({ attack: attack.name, refused, evidence, changed, serving });
-      log(`${refused && changed.length === 0 ? "refused" : "NOT REFUSED"}  ${attack.name}: ${evidence}${changed.length ? ` — changed: ${changed.join("; ")}` : ""}`);
+      log(
+        `${refused && changed.length === 0 ? "refused" : "NOT REFUSED"}  ${attack.name}: ${evidence}${changed.length ? ` — changed: ${changed.join("; ")}` : ""}`,
+      );
     }
   } finally {
     await reader?.close().catch(() => undefined);

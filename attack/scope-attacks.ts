@@ -17,7 +17,8 @@ async function denied(c: AttackerConnection, subject: string, ms = 5_000): Promi
   await c.transport.flush().catch(() => undefined);
   const end = Date.now() + ms;
   for (;;) {
-    if (c.violations.some((x) => x.subject === subject && x.operation === "publish")) return `server: publish on ${subject} denied`;
+    if (c.violations.some((x) => x.subject === subject && x.operation === "publish"))
+      return `server: publish on ${subject} denied`;
     if (Date.now() > end) return undefined;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -25,7 +26,14 @@ async function denied(c: AttackerConnection, subject: string, ms = 5_000): Promi
 
 /** A fetch request body for `volume`'s units 1-1000 at `holder`. */
 function fetchBody(holder: string, volume: string, lane: string): Uint8Array {
-  return encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: RangeSet.of(1, 1000).toJSON(), after: -1, limit: 256 });
+  return encodeMessage(unitFetchSpec, {
+    holder,
+    volume,
+    lane,
+    ranges: RangeSet.of(1, 1000).toJSON(),
+    after: -1,
+    limit: 256,
+  });
 }
 
 /** The scope attacks, in the order they run. */
@@ -49,8 +57,12 @@ export function scopeAttacks(): Attack[] {
         );
         if (answered) return { changed: [`h-w1 answered a fetch of ${v} asked on ${disguised}`] };
         const after = await ctx.read();
-        const counted = counter(after, "holder/h-w1", "fetch_volume_not_in_subject") > counter(before, "holder/h-w1", "fetch_volume_not_in_subject");
-        return counted ? { refusal: `${refusal}; h-w1 counted fetch_volume_not_in_subject and did not answer` } : { note: `${refusal}; but h-w1 did not count the disguised fetch` };
+        const counted =
+          counter(after, "holder/h-w1", "fetch_volume_not_in_subject") >
+          counter(before, "holder/h-w1", "fetch_volume_not_in_subject");
+        return counted
+          ? { refusal: `${refusal}; h-w1 counted fetch_volume_not_in_subject and did not answer` }
+          : { note: `${refusal}; but h-w1 did not count the disguised fetch` };
       },
     },
     {
@@ -74,7 +86,17 @@ export function scopeAttacks(): Attack[] {
       async run(ctx, before) {
         const c = await ctx.as("controller-ctl-1");
         const subject = releaseSubject("h-e2");
-        c.transport.publish(subject, encodeMessage(releaseFrontierSpec, { holder: "h-e2", volume: OTHER_VOLUME, lane: ctx.net.lane, ranges: [[1, 1_000_000]], epoch: 1, controlSeq: before.log.lastSeq }));
+        c.transport.publish(
+          subject,
+          encodeMessage(releaseFrontierSpec, {
+            holder: "h-e2",
+            volume: OTHER_VOLUME,
+            lane: ctx.net.lane,
+            ranges: [[1, 1_000_000]],
+            epoch: 1,
+            controlSeq: before.log.lastSeq,
+          }),
+        );
         const refusal = await denied(c, subject);
         return refusal ? { refusal } : {};
       },

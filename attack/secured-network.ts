@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliCaptured } from "../cli/index.ts";
-import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats, } from "../testing/index.ts";
+import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../testing/index.ts";
 
 /** `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a non-zero exit. */
 export async function custody(args: readonly string[]): Promise<string> {
@@ -47,14 +47,27 @@ export async function startSecuredNetwork(o: { keep?: boolean; secondVolume?: bo
   const roles = new Map<string, DeployedProcess>();
   const logs = () => [...servers, ...roles.values()].map((p) => p.log.slice(-4_000)).join("\n");
   // The deployment tests' two-region network, with the attack's own volume and no base builder.
-  const started = await initAndStartNats(custody, () => mkdtempSync(join(tmpdir(), "custody-attack-")), { volume: "vol-a", workloadIntervalMs: 100, drainDeadlineMs: 5_000, baseBuilder: false, ...(o.secondVolume ? { secondVolume: true } : {}) }, (p) => servers.push(p));
+  const started = await initAndStartNats(
+    custody,
+    () => mkdtempSync(join(tmpdir(), "custody-attack-")),
+    {
+      volume: "vol-a",
+      workloadIntervalMs: 100,
+      drainDeadlineMs: 5_000,
+      baseBuilder: false,
+      ...(o.secondVolume ? { secondVolume: true } : {}),
+    },
+    (p) => servers.push(p),
+  );
   const { dir, out, index } = started;
   const stop = async () => {
     // As an operator stops it: the writers (they drain to the holders), then the holders while the
     // controllers still run (a RAM holder drains by the log releasing its ranges), then the
     // controllers, then the servers; the processes of one step side by side.
-    const ofRole = (role: string) => [...roles.values()].filter((p) => index.roles.some((r) => r.instance === p.name && r.role === role));
-    for (const group of [ofRole("writer"), ofRole("holder"), ofRole("controller"), servers]) await Promise.all(group.map((p) => p.stop()));
+    const ofRole = (role: string) =>
+      [...roles.values()].filter((p) => index.roles.some((r) => r.instance === p.name && r.role === role));
+    for (const group of [ofRole("writer"), ofRole("holder"), ofRole("controller"), servers])
+      await Promise.all(group.map((p) => p.stop()));
     if (!o.keep) rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -62,11 +75,13 @@ export async function startSecuredNetwork(o: { keep?: boolean; secondVolume?: bo
     // The controllers first (they admit the holders' new incarnations), then the holders, then the
     // writers; the processes of one role start side by side (each serves its own volume or region).
     for (const role of ["controller", "holder", "writer"]) {
-      const starting = index.roles.filter((x) => x.role === role).map((r) => {
-        const p = DeployedProcess.role(r.instance, r.role, r.config);
-        roles.set(r.instance, p);
-        return p;
-      });
+      const starting = index.roles
+        .filter((x) => x.role === role)
+        .map((r) => {
+          const p = DeployedProcess.role(r.instance, r.role, r.config);
+          roles.set(r.instance, p);
+          return p;
+        });
       await Promise.all(starting.map((p) => p.ready(DEPLOYMENT_READY_MS)));
     }
   } catch (err) {

@@ -15,7 +15,12 @@ const FORGED_FROM = 20_000_001;
 const HOLDERS = ["h-e1", "h-w1"];
 
 /** Waits (at most `ms`) for counters matching `pattern` that grew since `before`. */
-async function countedAs(ctx: AttackContext, before: NetworkState, pattern: RegExp, ms = 8_000): Promise<string | undefined> {
+async function countedAs(
+  ctx: AttackContext,
+  before: NetworkState,
+  pattern: RegExp,
+  ms = 8_000,
+): Promise<string | undefined> {
   const end = Date.now() + ms;
   for (;;) {
     const r = ctx.rejections(before, await ctx.read()).filter((n) => pattern.test(n));
@@ -34,12 +39,28 @@ function forgedRetained(ctx: AttackContext, s: NetworkState): string[] {
 }
 
 const forgedUnit = (ctx: AttackContext, first: number, term: number) =>
-  makeTransportUnit({ volume: ctx.net.volume, lane: ctx.net.lane, term, firstSeq: first, lastSeq: first + 1, commitTs: [1, 2], payload: new Uint8Array(64).fill(7) });
+  makeTransportUnit({
+    volume: ctx.net.volume,
+    lane: ctx.net.lane,
+    term,
+    firstSeq: first,
+    lastSeq: first + 1,
+    commitTs: [1, 2],
+    payload: new Uint8Array(64).fill(7),
+  });
 
 /** Publishes `unit` to every first hop with the writer's credentials, posing as the writer. */
-async function injectAsWriter(ctx: AttackContext, unit: ReturnType<typeof forgedUnit>, attestation?: string): Promise<string | undefined> {
+async function injectAsWriter(
+  ctx: AttackContext,
+  unit: ReturnType<typeof forgedUnit>,
+  attestation?: string,
+): Promise<string | undefined> {
   const c = await ctx.as("writer-w1");
-  const headers: Record<string, string> = { [SENDER_HEADER]: "w1", [SESSION_HEADER]: "1", [SENT_THROUGH_HEADER]: String(unit.lastSeq) };
+  const headers: Record<string, string> = {
+    [SENDER_HEADER]: "w1",
+    [SESSION_HEADER]: "1",
+    [SENT_THROUGH_HEADER]: String(unit.lastSeq),
+  };
   if (attestation !== undefined) headers[UNIT_ATTESTATION_HEADER] = attestation;
   const subjects = HOLDERS.map((h) => unitSubject(h, ctx.net.volume, ctx.net.lane));
   for (const s of subjects) c.transport.publish(s, encodeMessage(unitSpec, unit), { headers });
@@ -74,7 +95,9 @@ export function unitAuthAttacks(): Attack[] {
             resolve(t.split(",")[0]!);
           });
         });
-        const denied = (await injectAsWriter(ctx, forgedUnit(ctx, FORGED_FROM + 10, 2), token)) ?? (await injectAsWriter(ctx, forgedUnit(ctx, FORGED_FROM + 20, 1), token));
+        const denied =
+          (await injectAsWriter(ctx, forgedUnit(ctx, FORGED_FROM + 10, 2), token)) ??
+          (await injectAsWriter(ctx, forgedUnit(ctx, FORGED_FROM + 20, 1), token));
         if (denied !== undefined) return { note: denied };
         const refusal = await countedAs(ctx, before, /unit_not_attested/);
         return refusal ? { refusal, changed: forgedRetained(ctx, await ctx.read()) } : {};
@@ -87,7 +110,17 @@ export function unitAuthAttacks(): Attack[] {
         const token = await capturedToken(ctx);
         const subject = transferSubject("h-w1");
         const offer = (first: number, tokens: string[], offerId: number) =>
-          encodeTransferOffer({ from: "h-e1", to: "h-w1", volume: ctx.net.volume, lane: ctx.net.lane, offerId, units: [encodeMessage(unitSpec, forgedUnit(ctx, first, 1))] }, tokens);
+          encodeTransferOffer(
+            {
+              from: "h-e1",
+              to: "h-w1",
+              volume: ctx.net.volume,
+              lane: ctx.net.lane,
+              offerId,
+              units: [encodeMessage(unitSpec, forgedUnit(ctx, first, 1))],
+            },
+            tokens,
+          );
         c.transport.publish(subject, offer(FORGED_FROM + 30, [], 90_001));
         c.transport.publish(subject, offer(FORGED_FROM + 40, [token], 90_002));
         await c.transport.flush();
@@ -95,7 +128,9 @@ export function unitAuthAttacks(): Attack[] {
         if (denied.length > 0) return { note: `server denied: ${subject}` };
         const unsigned = await countedAs(ctx, before, /transfer_unit_unsigned/);
         const replayed = await countedAs(ctx, before, /transfer_unit_not_attested/);
-        return unsigned && replayed ? { refusal: `${unsigned}; ${replayed}`, changed: forgedRetained(ctx, await ctx.read()) } : {};
+        return unsigned && replayed
+          ? { refusal: `${unsigned}; ${replayed}`, changed: forgedRetained(ctx, await ctx.read()) }
+          : {};
       },
     },
   ];

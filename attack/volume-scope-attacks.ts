@@ -8,7 +8,16 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ControlConflictError, ControlLogFollower, foldControlEntry, INITIAL_CONTROL_STATE, privateKeyFromPkcs8, type ControlEventBody, type ControlSigner, type ControlState } from "../custody/index.ts";
+import {
+  ControlConflictError,
+  ControlLogFollower,
+  foldControlEntry,
+  INITIAL_CONTROL_STATE,
+  privateKeyFromPkcs8,
+  type ControlEventBody,
+  type ControlSigner,
+  type ControlState,
+} from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { readPublicKeyHex } from "../runtime/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
@@ -41,10 +50,38 @@ function tenOf(s: ControlState, holder: string): RangeSet {
 /** The finding, step by step: release h-w1 relying on h-e1, move h-e1's custody to vol-b's h-e2, release h-e1 relying on h-e2. */
 export function findingEvents(transferId: string): ScopedEvents {
   return [
-    ["release_ranges h-w1 reliesOn h-e1", (s) => ({ type: "release_ranges", obligationId: VOL_A_OBLIGATION, holderId: "h-w1", ranges: tenOf(s, "h-w1"), reliesOn: ["h-e1"] })],
-    ["prepare_transfer h-e1 → h-e2", (s) => ({ type: "prepare_transfer", transferId, obligationId: VOL_A_OBLIGATION, fromHolder: "h-e1", toHolder: "h-e2", ranges: tenOf(s, "h-e1") })],
+    [
+      "release_ranges h-w1 reliesOn h-e1",
+      (s) => ({
+        type: "release_ranges",
+        obligationId: VOL_A_OBLIGATION,
+        holderId: "h-w1",
+        ranges: tenOf(s, "h-w1"),
+        reliesOn: ["h-e1"],
+      }),
+    ],
+    [
+      "prepare_transfer h-e1 → h-e2",
+      (s) => ({
+        type: "prepare_transfer",
+        transferId,
+        obligationId: VOL_A_OBLIGATION,
+        fromHolder: "h-e1",
+        toHolder: "h-e2",
+        ranges: tenOf(s, "h-e1"),
+      }),
+    ],
     ["activate_replacement", () => ({ type: "activate_replacement", transferId })],
-    ["release_ranges h-e1 reliesOn h-e2", (s) => ({ type: "release_ranges", obligationId: VOL_A_OBLIGATION, holderId: "h-e1", ranges: tenOf(s, "h-e1"), reliesOn: ["h-e2"] })],
+    [
+      "release_ranges h-e1 reliesOn h-e2",
+      (s) => ({
+        type: "release_ranges",
+        obligationId: VOL_A_OBLIGATION,
+        holderId: "h-e1",
+        ranges: tenOf(s, "h-e1"),
+        reliesOn: ["h-e2"],
+      }),
+    ],
   ];
 }
 
@@ -53,17 +90,111 @@ export function otherVolumeEvents(tag: string, s0: ControlState): ScopedEvents {
   const holder = (s: ControlState, id: string) => s.holders[id]!;
   const hold = Object.values(s0.holds).find((h) => h.volume === "vol-a");
   return [
-    ["create_obligation vol-a/l9", () => ({ type: "create_obligation", obligationId: `vol-a-l9-${tag}`, volume: "vol-a", lane: "l9", representation: "raw", holders: ["h-w1"], fromSeq: 1 })],
-    ["admit_holder h-w1, next incarnation, same key (fences the running one)", (s) => ({ type: "admit_holder", holderId: "h-w1", incarnation: holder(s, "h-w1").incarnation + 1, publicKey: holder(s, "h-w1").publicKey, failureDomain: holder(s, "h-w1").failureDomain })],
-    ["admit_holder h-e2 bound to vol-a too", (s) => ({ type: "admit_holder", holderId: "h-e2", incarnation: holder(s, "h-e2").incarnation + 1, publicKey: holder(s, "h-e2").publicKey, failureDomain: holder(s, "h-e2").failureDomain, volumes: ["vol-a", "vol-b"] })],
-    ["release_to_base h-e1 on a base at h-w1", (s) => ({ type: "release_to_base", obligationId: VOL_A_OBLIGATION, holderId: "h-e1", ranges: tenOf(s, "h-e1"), baseHolder: "h-w1", snapshotId: `snap-${tag}`, baseThroughSeq: Number.MAX_SAFE_INTEGER - 1 })],
-    ["retire_holder h-e1", (s) => ({ type: "retire_holder", holderId: "h-e1", incarnation: holder(s, "h-e1").incarnation })],
-    ["declare_failure h-w1", (s) => ({ type: "declare_failure", scope: "holder", domain: holder(s, "h-w1").failureDomain, holderIds: ["h-w1"] })],
-    ["policy_change (the shared fence)", (s) => ({ type: "policy_change", topologyEpoch: s.topologyEpoch + 1, policyGeneration: s.policyGeneration, reason: `scope attack ${tag}` })],
-    ["hold_ranges on vol-a", (s) => ({ type: "hold_ranges", holdId: `hold-${tag}`, kind: "pitr_pin", volume: "vol-a", lane: "l0", ranges: tenOf(s, "h-w1"), holders: [], untilMs: 0, by: "ctl-2" })],
-    ...(hold !== undefined ? [[`end_hold ${hold.holdId}`, (): ControlEventBody => ({ type: "end_hold", holdId: hold.holdId, reason: "ctl-2" })] as const] : []),
-    ["commit_failover vol-a/l0", () => ({ type: "commit_failover", volume: "vol-a", lane: "l0", term: 1_000, recoveredCut: 1, oldHead: 1, firstSeq: 2 })],
-    ["choose_persistence vol-a/l0", () => ({ type: "choose_persistence", volume: "vol-a", lane: "l0", fromSeq: 1, targets: ["h-e1"], scenarios: [] })],
+    [
+      "create_obligation vol-a/l9",
+      () => ({
+        type: "create_obligation",
+        obligationId: `vol-a-l9-${tag}`,
+        volume: "vol-a",
+        lane: "l9",
+        representation: "raw",
+        holders: ["h-w1"],
+        fromSeq: 1,
+      }),
+    ],
+    [
+      "admit_holder h-w1, next incarnation, same key (fences the running one)",
+      (s) => ({
+        type: "admit_holder",
+        holderId: "h-w1",
+        incarnation: holder(s, "h-w1").incarnation + 1,
+        publicKey: holder(s, "h-w1").publicKey,
+        failureDomain: holder(s, "h-w1").failureDomain,
+      }),
+    ],
+    [
+      "admit_holder h-e2 bound to vol-a too",
+      (s) => ({
+        type: "admit_holder",
+        holderId: "h-e2",
+        incarnation: holder(s, "h-e2").incarnation + 1,
+        publicKey: holder(s, "h-e2").publicKey,
+        failureDomain: holder(s, "h-e2").failureDomain,
+        volumes: ["vol-a", "vol-b"],
+      }),
+    ],
+    [
+      "release_to_base h-e1 on a base at h-w1",
+      (s) => ({
+        type: "release_to_base",
+        obligationId: VOL_A_OBLIGATION,
+        holderId: "h-e1",
+        ranges: tenOf(s, "h-e1"),
+        baseHolder: "h-w1",
+        snapshotId: `snap-${tag}`,
+        baseThroughSeq: Number.MAX_SAFE_INTEGER - 1,
+      }),
+    ],
+    [
+      "retire_holder h-e1",
+      (s) => ({ type: "retire_holder", holderId: "h-e1", incarnation: holder(s, "h-e1").incarnation }),
+    ],
+    [
+      "declare_failure h-w1",
+      (s) => ({
+        type: "declare_failure",
+        scope: "holder",
+        domain: holder(s, "h-w1").failureDomain,
+        holderIds: ["h-w1"],
+      }),
+    ],
+    [
+      "policy_change (the shared fence)",
+      (s) => ({
+        type: "policy_change",
+        topologyEpoch: s.topologyEpoch + 1,
+        policyGeneration: s.policyGeneration,
+        reason: `scope attack ${tag}`,
+      }),
+    ],
+    [
+      "hold_ranges on vol-a",
+      (s) => ({
+        type: "hold_ranges",
+        holdId: `hold-${tag}`,
+        kind: "pitr_pin",
+        volume: "vol-a",
+        lane: "l0",
+        ranges: tenOf(s, "h-w1"),
+        holders: [],
+        untilMs: 0,
+        by: "ctl-2",
+      }),
+    ],
+    ...(hold !== undefined
+      ? [
+          [
+            `end_hold ${hold.holdId}`,
+            (): ControlEventBody => ({ type: "end_hold", holdId: hold.holdId, reason: "ctl-2" }),
+          ] as const,
+        ]
+      : []),
+    [
+      "commit_failover vol-a/l0",
+      () => ({
+        type: "commit_failover",
+        volume: "vol-a",
+        lane: "l0",
+        term: 1_000,
+        recoveredCut: 1,
+        oldHead: 1,
+        firstSeq: 2,
+      }),
+    ],
+    [
+      "choose_persistence vol-a/l0",
+      () => ({ type: "choose_persistence", volume: "vol-a", lane: "l0", fromSeq: 1, targets: ["h-e1"], scenarios: [] }),
+    ],
   ];
 }
 
@@ -73,7 +204,10 @@ const essentials = ({ rejected: _r, lastSeq: _l, lastEntryHash: _e, headHash: _h
 function stateDiff(a: ControlState, b: ControlState): string[] {
   const x = essentials(a) as Record<string, unknown>;
   const y = essentials(b) as Record<string, unknown>;
-  const json = (v: unknown) => JSON.stringify(v, (_k, w: unknown) => (w instanceof Uint8Array ? Buffer.from(w).toString("hex") : w instanceof RangeSet ? w.toJSON() : w));
+  const json = (v: unknown) =>
+    JSON.stringify(v, (_k, w: unknown) =>
+      w instanceof Uint8Array ? Buffer.from(w).toString("hex") : w instanceof RangeSet ? w.toJSON() : w,
+    );
   return [...new Set([...Object.keys(x), ...Object.keys(y)])].filter((k) => json(x[k]) !== json(y[k]));
 }
 
@@ -84,10 +218,18 @@ function stateDiff(a: ControlState, b: ControlState): string[] {
  * does (trusting the operator key `custody init` wrote) and reports, per event, the refusal and
  * what it changed: the state just before its entry against the state just after it.
  */
-export async function appendAsController(net: SecuredNetwork, conn: AttackerConnection, instance: string, events: ScopedEvents | ((s: ControlState) => ScopedEvents)): Promise<ScopedTry[]> {
+export async function appendAsController(
+  net: SecuredNetwork,
+  conn: AttackerConnection,
+  instance: string,
+  events: ScopedEvents | ((s: ControlState) => ScopedEvents),
+): Promise<ScopedTry[]> {
   const dir = net.roleDir(instance);
   const trust = { operators: { operator: readPublicKeyHex(join(dir, "operator.pub")) } };
-  const signer: ControlSigner = { id: instance.replace(/^controller-/, ""), privateKey: privateKeyFromPkcs8(readFileSync(join(dir, "signing.key"))) };
+  const signer: ControlSigner = {
+    id: instance.replace(/^controller-/, ""),
+    privateKey: privateKeyFromPkcs8(readFileSync(join(dir, "signing.key"))),
+  };
   const store = await openJetStreamControlLog(conn.transport.connection, { region: net.controlRegion });
   try {
     const follower = new ControlLogFollower(store, undefined, trust);
@@ -96,7 +238,15 @@ export async function appendAsController(net: SecuredNetwork, conn: AttackerConn
     for (const [label, body] of list) {
       for (let attempt = 1; ; attempt++) {
         const s = await follower.refresh();
-        const event = { region: net.controlRegion, controller: signer.id, preparedEpoch: s.topologyEpoch, preparedGeneration: s.policyGeneration, prevHash: s.headHash, issuedAt: Date.now(), ...body(s) };
+        const event = {
+          region: net.controlRegion,
+          controller: signer.id,
+          preparedEpoch: s.topologyEpoch,
+          preparedGeneration: s.policyGeneration,
+          prevHash: s.headHash,
+          issuedAt: Date.now(),
+          ...body(s),
+        };
         try {
           appended.push({ label, seq: await store.append(event, s.lastSeq, signer) });
           break;
@@ -112,7 +262,13 @@ export async function appendAsController(net: SecuredNetwork, conn: AttackerConn
     for (const r of records) {
       const next = foldControlEntry(s, r, trust);
       const mine = appended.find((a) => a.seq === r.seq);
-      if (mine !== undefined) out.push({ label: mine.label, seq: r.seq, code: next.rejected.find((x) => x.seq === r.seq)?.code, changed: stateDiff(s, next) });
+      if (mine !== undefined)
+        out.push({
+          label: mine.label,
+          seq: r.seq,
+          code: next.rejected.find((x) => x.seq === r.seq)?.code,
+          changed: stateDiff(s, next),
+        });
       s = next;
     }
     return out;
@@ -122,15 +278,25 @@ export async function appendAsController(net: SecuredNetwork, conn: AttackerConn
 }
 
 /** Refused when every try got its expected code and changed nothing; else what got through. */
-function judge(tries: readonly ScopedTry[], expected: (t: ScopedTry) => string): { refusal?: string; changed: string[] } {
+function judge(
+  tries: readonly ScopedTry[],
+  expected: (t: ScopedTry) => string,
+): { refusal?: string; changed: string[] } {
   const through = tries.filter((t) => t.code !== expected(t) || t.changed.length > 0);
   const changed = tries.filter((t) => t.changed.length > 0).map((t) => `${t.label} changed ${t.changed.join(", ")}`);
-  if (through.length > 0) return { changed: [...changed, ...through.filter((t) => t.changed.length === 0).map((t) => `${t.label}: ${t.code ?? "applied"}`)] };
+  if (through.length > 0)
+    return {
+      changed: [
+        ...changed,
+        ...through.filter((t) => t.changed.length === 0).map((t) => `${t.label}: ${t.code ?? "applied"}`),
+      ],
+    };
   return { refusal: `fold skipped each: ${tries.map((t) => `${t.label} → ${t.code}`).join("; ")}`, changed };
 }
 
 /** The activation of a transfer whose prepare was skipped names no transfer: the fold refuses it as unknown. */
-const findingCode = (t: ScopedTry) => (t.label === "activate_replacement" ? "unknown_transfer" : "not_authorized_for_volume");
+const findingCode = (t: ScopedTry) =>
+  t.label === "activate_replacement" ? "unknown_transfer" : "not_authorized_for_volume";
 
 /** The attacks on control rights per volume, in the order they run. */
 export function volumeScopeAttacks(): Attack[] {
@@ -139,7 +305,12 @@ export function volumeScopeAttacks(): Attack[] {
     {
       name: "vol-b's controller (ctl-2) credentials and key: release vol-a's custody relying on a vol-b holder",
       async run(ctx: AttackContext) {
-        const tries = await appendAsController(ctx.net, await ctx.as("controller-ctl-2"), "controller-ctl-2", findingEvents(`scope-${tag()}`));
+        const tries = await appendAsController(
+          ctx.net,
+          await ctx.as("controller-ctl-2"),
+          "controller-ctl-2",
+          findingEvents(`scope-${tag()}`),
+        );
         return judge(tries, findingCode);
       },
     },
@@ -147,7 +318,9 @@ export function volumeScopeAttacks(): Attack[] {
       name: "vol-b's controller (ctl-2) credentials and key: every other control event on vol-a",
       async run(ctx: AttackContext) {
         const t = tag();
-        const tries = await appendAsController(ctx.net, await ctx.as("controller-ctl-2"), "controller-ctl-2", (s0) => otherVolumeEvents(t, s0));
+        const tries = await appendAsController(ctx.net, await ctx.as("controller-ctl-2"), "controller-ctl-2", (s0) =>
+          otherVolumeEvents(t, s0),
+        );
         return judge(tries, () => "not_authorized_for_volume");
       },
     },
@@ -156,8 +329,27 @@ export function volumeScopeAttacks(): Attack[] {
       async run(ctx: AttackContext) {
         const id = `scope-${tag()}`;
         const events: ScopedEvents = [
-          ["prepare_transfer h-e1 → h-e2", (s) => ({ type: "prepare_transfer", transferId: id, obligationId: VOL_A_OBLIGATION, fromHolder: "h-e1", toHolder: "h-e2", ranges: tenOf(s, "h-e1") })],
-          ["release_ranges h-e1 reliesOn h-e2", (s) => ({ type: "release_ranges", obligationId: VOL_A_OBLIGATION, holderId: "h-e1", ranges: tenOf(s, "h-e1"), reliesOn: ["h-e2"] })],
+          [
+            "prepare_transfer h-e1 → h-e2",
+            (s) => ({
+              type: "prepare_transfer",
+              transferId: id,
+              obligationId: VOL_A_OBLIGATION,
+              fromHolder: "h-e1",
+              toHolder: "h-e2",
+              ranges: tenOf(s, "h-e1"),
+            }),
+          ],
+          [
+            "release_ranges h-e1 reliesOn h-e2",
+            (s) => ({
+              type: "release_ranges",
+              obligationId: VOL_A_OBLIGATION,
+              holderId: "h-e1",
+              ranges: tenOf(s, "h-e1"),
+              reliesOn: ["h-e2"],
+            }),
+          ],
         ];
         const tries = await appendAsController(ctx.net, await ctx.as("controller-ctl-1"), "controller-ctl-1", events);
         return judge(tries, () => "holder_not_bound_to_volume");

@@ -28,7 +28,11 @@ import type { TransportUnit } from "../lanes/index.ts";
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) {
   // Re-run with --expose-gc so memory is measured after a full collection.
-  const r = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: "inherit" });
+  const r = spawnSync(
+    process.execPath,
+    ["--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url), ...process.argv.slice(2)],
+    { stdio: "inherit" },
+  );
   process.exit(r.status ?? 1);
 }
 
@@ -56,12 +60,24 @@ function sources(size: number): Buffer[] {
  */
 function ring(size: number): TransportUnit[] {
   const digest = new Uint8Array(32).fill(7);
-  return sources(size).map((payload, i) => ({ volume: "vol", lane: "l0", term: 1, firstSeq: i + 1, lastSeq: i + 1, commitTs: [1_700_000_000_000 + i], payload, digest }));
+  return sources(size).map((payload, i) => ({
+    volume: "vol",
+    lane: "l0",
+    term: 1,
+    firstSeq: i + 1,
+    lastSeq: i + 1,
+    commitTs: [1_700_000_000_000 + i],
+    payload,
+    digest,
+  }));
 }
 
 function newArena(capacityMiB: number): Arena {
   const capacity = Math.ceil(capacityMiB / 16) * 16 * MiB;
-  return new Arena({ initialBytes: capacity, hardLimitBytes: Math.max(capacity, 1024 * MiB), maxOpenDelayMs: 1_000_000 }, systemClock);
+  return new Arena(
+    { initialBytes: capacity, hardLimitBytes: Math.max(capacity, 1024 * MiB), maxOpenDelayMs: 1_000_000 },
+    systemClock,
+  );
 }
 
 /** CPU time (user + system, ns) of `fn`: robust to this process being descheduled on a busy host. */
@@ -127,7 +143,16 @@ function throughput(size: number) {
   const ratios = a.map((ns, r) => c[r]! / ns);
   const bytes = count * size;
   const gbps = (ns: number) => bytes / ns; // bytes per ns = GB/s
-  return { size, count, arenaGBs: gbps(best(a)), copyGBs: gbps(best(c)), ratio: median(ratios), bestRatio: best(c) / best(a), minRatio: Math.min(...ratios), maxRatio: Math.max(...ratios) };
+  return {
+    size,
+    count,
+    arenaGBs: gbps(best(a)),
+    copyGBs: gbps(best(c)),
+    ratio: median(ratios),
+    bestRatio: best(c) / best(a),
+    minRatio: Math.min(...ratios),
+    maxRatio: Math.max(...ratios),
+  };
 }
 
 function memory() {
@@ -140,7 +165,16 @@ function memory() {
   const digest = new Uint8Array(32).fill(7);
   const ts = [1_700_000_000_000];
   for (let i = 0; i < RETAINED_UNITS; i++) {
-    arena.append({ volume: "vol", lane: "l0", term: 1, firstSeq: i + 1, lastSeq: i + 1, commitTs: ts, payload: src[i % src.length]!, digest });
+    arena.append({
+      volume: "vol",
+      lane: "l0",
+      term: 1,
+      firstSeq: i + 1,
+      lastSeq: i + 1,
+      commitTs: ts,
+      payload: src[i % src.length]!,
+      digest,
+    });
   }
   gc!();
   gc!();
@@ -170,10 +204,14 @@ const rows = [t4, t64].map((t) => ({
   "best / best": t.bestRatio.toFixed(2),
   target: ">= 0.50",
 }));
-console.log(`arena append vs Buffer.copy (GB per CPU-second), ${roundMiB} MiB per round, ${ROUNDS} interleaved round pairs`);
+console.log(
+  `arena append vs Buffer.copy (GB per CPU-second), ${roundMiB} MiB per round, ${ROUNDS} interleaved round pairs`,
+);
 console.log(formatTable(rows));
 console.log();
-console.log(`memory with ${mem.retainedUnits} retained 4 KiB units (${(mem.payload / MiB).toFixed(1)} MiB payload, ${mem.segments} segments of 1 MiB)`);
+console.log(
+  `memory with ${mem.retainedUnits} retained 4 KiB units (${(mem.payload / MiB).toFixed(1)} MiB payload, ${mem.segments} segments of 1 MiB)`,
+);
 console.log(
   formatTable([
     { measure: "RSS growth per payload byte", value: mem.rssPerByte.toFixed(4), target: "<= 1.10" },

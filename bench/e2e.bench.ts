@@ -100,7 +100,9 @@ const pacedCountAt = (rate: number) => Math.max(perSlice, Math.round(PACED_S * r
  */
 const longPasses = PACED_S > 2;
 const custodyOnWrites = (rate: number) => WRITES + 2 * perSlice + 2 * pacedCountAt(rate) + Math.round(SETTLE_S * rate);
-const arenaLimitBytes = longPasses ? Math.max(64 << 20, custodyOnWrites(RATE ?? 5_000) * 8192) : Math.max(64 << 20, WRITES * 4400 * 4);
+const arenaLimitBytes = longPasses
+  ? Math.max(64 << 20, custodyOnWrites(RATE ?? 5_000) * 8192)
+  : Math.max(64 << 20, WRITES * 4400 * 4);
 
 /** Pins `pid` (all its threads) to `cpu` with taskset; false when taskset is missing or refuses. */
 function pin(pid: number, cpu: number): boolean {
@@ -113,7 +115,8 @@ function pin(pid: number, cpu: number): boolean {
 }
 const wantPin = !args.includes("--no-pin") && cpus().length >= 2;
 const pinned = wantPin && pin(process.pid, 0);
-if (wantPin && !pinned) console.error("bench:e2e: taskset is missing or refused; running unpinned (install util-linux for pinned figures)");
+if (wantPin && !pinned)
+  console.error("bench:e2e: taskset is missing or refused; running unpinned (install util-linux for pinned figures)");
 
 const BLOCKS = 4096;
 const VOLUME = "vbench";
@@ -135,12 +138,37 @@ const CATEGORIES: readonly { readonly name: string; readonly match: (url: string
   { name: "idle", match: (u, f) => f === "(idle)" || f === "(program)" },
   { name: "garbage collection", match: (u, f) => f === "(garbage collector)" },
   { name: "seal/encrypt", match: (u) => u.includes("crypto/cipher") || u.includes("unit-payload") },
-  { name: "digests (SHA-256)", match: (u, f) => u.includes("crypto/hash") || (u === "" && (f === "update" || f === "digest")) },
-  { name: "receipt verification", match: (u, f) => u.includes("crypto/sig") || u.includes("crypto/keys") || u.includes("custody/receipt") || f === "SignJob" || f === "VerifyJob" },
+  {
+    name: "digests (SHA-256)",
+    match: (u, f) => u.includes("crypto/hash") || (u === "" && (f === "update" || f === "digest")),
+  },
+  {
+    name: "receipt verification",
+    match: (u, f) =>
+      u.includes("crypto/sig") ||
+      u.includes("crypto/keys") ||
+      u.includes("custody/receipt") ||
+      f === "SignJob" ||
+      f === "VerifyJob",
+  },
   { name: "encode/decode", match: (u) => u.includes("@msgpack") || u.includes("/protocol/") },
-  { name: "publish (NATS client)", match: (u) => u.includes("@nats-io") || u.includes("/transport/") || u.includes("node:net") || u.includes("stream_base") },
-  { name: "protection bookkeeping", match: (u) => /actors\/writer\/(protection|confirmed-cut|receipt-terms)/.test(u) || u.includes("/lanes/") },
-  { name: "SmartWAL volume", match: (u, f) => u.includes("/volume/") || u.includes("node:fs") || u.includes("internal/fs") || (u === "" && ["writeBuffer", "writeBuffers", "fdatasync", "fsync", "read", "crc32"].includes(f)) },
+  {
+    name: "publish (NATS client)",
+    match: (u) =>
+      u.includes("@nats-io") || u.includes("/transport/") || u.includes("node:net") || u.includes("stream_base"),
+  },
+  {
+    name: "protection bookkeeping",
+    match: (u) => /actors\/writer\/(protection|confirmed-cut|receipt-terms)/.test(u) || u.includes("/lanes/"),
+  },
+  {
+    name: "SmartWAL volume",
+    match: (u, f) =>
+      u.includes("/volume/") ||
+      u.includes("node:fs") ||
+      u.includes("internal/fs") ||
+      (u === "" && ["writeBuffer", "writeBuffers", "fdatasync", "fsync", "read", "crc32"].includes(f)),
+  },
   { name: "writer actor (machine, outbox, shipping)", match: (u) => u.includes("/actors/") || u.includes("xstate") },
 ];
 
@@ -167,7 +195,11 @@ async function newVolume(name: string): Promise<SmartWalVolume> {
 }
 
 /** Runs WRITES 4 KiB writes at QD; `write` resolves on admission and returns a key for protection. */
-async function drive(count: number, offset: number, write: (lba: number, data: Uint8Array) => Promise<number>): Promise<{ seconds: number; cpuUs: number; local: number[]; keys: { key: number; t0: number }[] }> {
+async function drive(
+  count: number,
+  offset: number,
+  write: (lba: number, data: Uint8Array) => Promise<number>,
+): Promise<{ seconds: number; cpuUs: number; local: number[]; keys: { key: number; t0: number }[] }> {
   const data = new Uint8Array(4096).fill(0x5a);
   const local: number[] = [];
   const keys: { key: number; t0: number }[] = [];
@@ -205,8 +237,24 @@ const offT = new (class {
   async close(): Promise<void> {}
 })();
 const offWriter = startVolumeWriter(
-  { writerId: "w1", volume: VOLUME, term: 1, lanes: [{ lane: "l0", fromLba: 0, toLba: BLOCKS - 1, holders: [] }], contracts: [], holderSites: {}, topologyEpoch: 1, policyGeneration: 1, custody: false },
-  { transport: offT, clock: systemClock, volume: offVol, dataKey: new Uint8Array(32), peers: { key: () => undefined, incarnation: () => undefined } },
+  {
+    writerId: "w1",
+    volume: VOLUME,
+    term: 1,
+    lanes: [{ lane: "l0", fromLba: 0, toLba: BLOCKS - 1, holders: [] }],
+    contracts: [],
+    holderSites: {},
+    topologyEpoch: 1,
+    policyGeneration: 1,
+    custody: false,
+  },
+  {
+    transport: offT,
+    clock: systemClock,
+    volume: offVol,
+    dataKey: new Uint8Array(32),
+    peers: { key: () => undefined, incarnation: () => undefined },
+  },
 );
 
 // ---- custody ON: writer + 3 holders in 2 regions ----
@@ -241,7 +289,16 @@ for (const [id, s] of Object.entries(sites)) {
       downstream: [],
       disk: false,
       // The holder's own resend default (1 s), not the deployment files' 500 ms.
-      overrides: { arena: { segmentBytes: 256 << 10, limitBytes: arenaLimitBytes, maxOutstandingCredit: 2 << 20, maxUnitBytes: 128 << 10 }, receipts: { maxUnits: 16, maxDelayMs: 2 }, resendAfterMs: 1_000 },
+      overrides: {
+        arena: {
+          segmentBytes: 256 << 10,
+          limitBytes: arenaLimitBytes,
+          maxOutstandingCredit: 2 << 20,
+          maxUnitBytes: 128 << 10,
+        },
+        receipts: { maxUnits: 16, maxDelayMs: 2 },
+        resendAfterMs: 1_000,
+      },
     },
     CONTROL,
   );
@@ -253,7 +310,10 @@ for (const [id, s] of Object.entries(sites)) {
   if (pinned) pin(child.pid, 1);
 }
 await bootstrapControlLog(store, admitted, { volume: VOLUME, lane: "l0" });
-const peers = { key: (h: string, inc: number) => (inc === 1 ? keys.get(h) : undefined), incarnation: (h: string) => (keys.has(h) ? 1 : undefined) };
+const peers = {
+  key: (h: string, inc: number) => (inc === 1 ? keys.get(h) : undefined),
+  incarnation: (h: string) => (keys.has(h) ? 1 : undefined),
+};
 if (pinned) for (const pid of sc.pids) pin(pid, 1);
 const wt = await NatsTransport.connect({ servers: sc.regions["us-east"]!.url, name: "w1" });
 conns.push(wt);
@@ -275,7 +335,14 @@ const writer = startVolumeWriter(
     maxUnitPayloadBytes: 64 * 1024,
     ...(longPasses ? { retainUntil: "receipted" as const } : {}),
   },
-  { transport: wt, clock: systemClock, volume: onVol, dataKey: authority.dataKey(VOLUME, "w1"), peers, onReceipt: () => onReceipt() },
+  {
+    transport: wt,
+    clock: systemClock,
+    volume: onVol,
+    dataKey: authority.dataKey(VOLUME, "w1"),
+    peers,
+    onReceipt: () => onReceipt(),
+  },
 );
 // Protected latency: each write's sequence is stamped when the contract first covers it.
 const protectedAt = new Map<number, number>();
@@ -298,7 +365,12 @@ for (let i = 0; i < SLICES; i++) {
 }
 await offWriter.sync();
 await writer.sync(contract, 30_000);
-const merge = (xs: Slice[]): Slice => ({ seconds: xs.reduce((a, x) => a + x.seconds, 0), cpuUs: xs.reduce((a, x) => a + x.cpuUs, 0), local: xs.flatMap((x) => x.local), keys: xs.flatMap((x) => x.keys) });
+const merge = (xs: Slice[]): Slice => ({
+  seconds: xs.reduce((a, x) => a + x.seconds, 0),
+  cpuUs: xs.reduce((a, x) => a + x.cpuUs, 0),
+  local: xs.flatMap((x) => x.local),
+  keys: xs.flatMap((x) => x.keys),
+});
 const off = merge(offSlices);
 const on = merge(onSlices);
 
@@ -312,13 +384,22 @@ const paceRate = RATE ?? Math.max(100, Math.round(sustained.iops / 2));
 // The contract needs only the us-west holder: the other two may still be working off the pass's
 // backlog on the shared CPU. The paced pass starts once every first hop has receipted everything.
 const settleUntil = performance.now() + 30_000;
-while (Object.keys(sites).some((h) => !writer.owedTo("l0", h).isEmpty) && performance.now() < settleUntil) await new Promise((r) => setTimeout(r, 10));
+while (Object.keys(sites).some((h) => !writer.owedTo("l0", h).isEmpty) && performance.now() < settleUntil)
+  await new Promise((r) => setTimeout(r, 10));
 const pacedCount = pacedCountAt(paceRate);
 const paced = await pacedWrites(pacedCount, 3 * WRITES, paceRate, QD, BLOCKS, writeOn, protect);
 // Pacing goes on at the same rate (not measured), then the settled pass is measured.
 const settleCount = Math.round(SETTLE_S * paceRate);
 await pacedWrites(settleCount, 3 * WRITES + pacedCount, paceRate, QD, BLOCKS, writeOn, protect);
-const settled = await pacedWrites(pacedCount, 3 * WRITES + pacedCount + settleCount, paceRate, QD, BLOCKS, writeOn, protect);
+const settled = await pacedWrites(
+  pacedCount,
+  3 * WRITES + pacedCount + settleCount,
+  paceRate,
+  QD,
+  BLOCKS,
+  writeOn,
+  protect,
+);
 
 // One more custody-on slice under the CPU profiler (not counted above): where the writer's time goes.
 const session = new Session();
@@ -331,7 +412,8 @@ const { profile } = await session.post("Profiler.stop");
 session.disconnect();
 const breakdown = writerCpuBreakdown(profile as unknown as CpuProfile);
 /** Each protected write's latency, from the time `start` gives it until the contract covered it. */
-const latenciesFrom = <K extends { key: number }>(keys: readonly K[], start: (k: K) => number) => keys.map((k) => (protectedAt.get(k.key) ?? NaN) - start(k)).filter((x) => Number.isFinite(x));
+const latenciesFrom = <K extends { key: number }>(keys: readonly K[], start: (k: K) => number) =>
+  keys.map((k) => (protectedAt.get(k.key) ?? NaN) - start(k)).filter((x) => Number.isFinite(x));
 const due = (k: { t0: number }) => k.t0;
 const protectedMs = latenciesFrom(on.keys, due);
 const pacedMs = latenciesFrom(paced, due);
@@ -355,24 +437,62 @@ rmSync(work, { recursive: true, force: true });
 const iopsOff = WRITES / off.seconds;
 const iopsOn = WRITES / on.seconds;
 const rows = [
-  { mode: "custody off (same writer)", iops: iopsOff, p50Local: pct(off.local, 50), p99Local: pct(off.local, 99), p50Prot: NaN, p99Prot: NaN },
-  { mode: "custody on (3 holders, 2 regions)", iops: iopsOn, p50Local: pct(on.local, 50), p99Local: pct(on.local, 99), p50Prot: pct(protectedMs, 50), p99Prot: pct(protectedMs, 99) },
+  {
+    mode: "custody off (same writer)",
+    iops: iopsOff,
+    p50Local: pct(off.local, 50),
+    p99Local: pct(off.local, 99),
+    p50Prot: NaN,
+    p99Prot: NaN,
+  },
+  {
+    mode: "custody on (3 holders, 2 regions)",
+    iops: iopsOn,
+    p50Local: pct(on.local, 50),
+    p99Local: pct(on.local, 99),
+    p50Prot: pct(protectedMs, 50),
+    p99Prot: pct(protectedMs, 99),
+  },
 ];
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
-console.log(`bench:e2e  ${WRITES} writes of 4 KiB at qd${QD} per mode; protected = receipt proving "survive loss of us-east"`);
-console.log("mode                               write IOPS   p50 local ms  p99 local ms  p50 protected ms  p99 protected ms");
-for (const r of rows) console.log(`${r.mode.padEnd(35)}${f(r.iops, 0).padStart(10)}   ${f(r.p50Local).padStart(12)}  ${f(r.p99Local).padStart(12)}  ${f(r.p50Prot).padStart(16)}  ${f(r.p99Prot).padStart(16)}`);
-console.log(`ratio IOPS custody on / off: ${(iopsOn / iopsOff).toFixed(3)}   (protected samples: ${protectedMs.length}/${WRITES})`);
+console.log(
+  `bench:e2e  ${WRITES} writes of 4 KiB at qd${QD} per mode; protected = receipt proving "survive loss of us-east"`,
+);
+console.log(
+  "mode                               write IOPS   p50 local ms  p99 local ms  p50 protected ms  p99 protected ms",
+);
+for (const r of rows)
+  console.log(
+    `${r.mode.padEnd(35)}${f(r.iops, 0).padStart(10)}   ${f(r.p50Local).padStart(12)}  ${f(r.p99Local).padStart(12)}  ${f(r.p50Prot).padStart(16)}  ${f(r.p99Prot).padStart(16)}`,
+  );
+console.log(
+  `ratio IOPS custody on / off: ${(iopsOn / iopsOff).toFixed(3)}   (protected samples: ${protectedMs.length}/${WRITES})`,
+);
 const cpuOff = off.cpuUs / WRITES;
 const cpuOn = on.cpuUs / WRITES;
-console.log(`protected throughput: ${f(sustained.iops, 0)} writes/s (${perSlice} writes at qd${QD} until a protected sync covers them)`);
-console.log(`paced at ${paceRate} writes/s: protected p50 ${f(pct(pacedMs, 50))} ms, p99 ${f(pct(pacedMs, 99))} ms (${pacedMs.length}/${pacedCount} samples, from each write's scheduled time)`);
-console.log(`  … after ${SETTLE_S} s more at that rate: p50 ${f(pct(settledMs, 50))} ms, p99 ${f(pct(settledMs, 99))} ms (${settledMs.length}/${pacedCount} samples)`);
-console.log(`  from local admission instead (custody's part): p50/p99 ${f(pct(pacedCustodyMs, 50))}/${f(pct(pacedCustodyMs, 99))} ms, settled ${f(pct(settledCustodyMs, 50))}/${f(pct(settledCustodyMs, 99))} ms`);
-console.log(`${pinned ? "pinned: writer alone on CPU 0, holders and nats-servers on CPU 1" : "unpinned"}; ${SLICES} interleaved slices per mode`);
-console.log(`writer CPU per write: custody off ${f(cpuOff, 1)} µs, custody on ${f(cpuOn, 1)} µs (${f(cpuOn / cpuOff)}x)`);
+console.log(
+  `protected throughput: ${f(sustained.iops, 0)} writes/s (${perSlice} writes at qd${QD} until a protected sync covers them)`,
+);
+console.log(
+  `paced at ${paceRate} writes/s: protected p50 ${f(pct(pacedMs, 50))} ms, p99 ${f(pct(pacedMs, 99))} ms (${pacedMs.length}/${pacedCount} samples, from each write's scheduled time)`,
+);
+console.log(
+  `  … after ${SETTLE_S} s more at that rate: p50 ${f(pct(settledMs, 50))} ms, p99 ${f(pct(settledMs, 99))} ms (${settledMs.length}/${pacedCount} samples)`,
+);
+console.log(
+  `  from local admission instead (custody's part): p50/p99 ${f(pct(pacedCustodyMs, 50))}/${f(pct(pacedCustodyMs, 99))} ms, settled ${f(pct(settledCustodyMs, 50))}/${f(pct(settledCustodyMs, 99))} ms`,
+);
+console.log(
+  `${pinned ? "pinned: writer alone on CPU 0, holders and nats-servers on CPU 1" : "unpinned"}; ${SLICES} interleaved slices per mode`,
+);
+console.log(
+  `writer CPU per write: custody off ${f(cpuOff, 1)} µs, custody on ${f(cpuOn, 1)} µs (${f(cpuOn / cpuOff)}x)`,
+);
 console.log("where the writer's CPU goes with custody on (profiled slice, busy time):");
-for (const b of breakdown) console.log(`  ${b.category.padEnd(42)}${f(100 * b.share, 1).padStart(6)} %   ~${f(b.share * cpuOn, 1).padStart(7)} µs/write`);
+for (const b of breakdown)
+  console.log(
+    `  ${b.category.padEnd(42)}${f(100 * b.share, 1).padStart(6)} %   ~${f(b.share * cpuOn, 1).padStart(7)} µs/write`,
+  );
 if (json) {
   console.log(
     JSON.stringify({

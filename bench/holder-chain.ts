@@ -3,7 +3,14 @@ import { startHolder, type Holder } from "../actors/index.ts";
 import type { HolderConfigInput } from "../actors/index.ts";
 import { releaseFrontierSpec } from "../protocol/index.ts";
 import { systemClock } from "../core/index.ts";
-import { decodeReceiptBatch, generateHolderKeyPair, publicKeyFromRaw, receiptBatchSpec, WriterKeyring, writerUnitSigner } from "../custody/index.ts";
+import {
+  decodeReceiptBatch,
+  generateHolderKeyPair,
+  publicKeyFromRaw,
+  receiptBatchSpec,
+  WriterKeyring,
+  writerUnitSigner,
+} from "../custody/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { decodeMessage, encodeMessage, receiptSubject, releaseSubject } from "../protocol/index.ts";
 import { CreditSender, type NatsTransport } from "../transport/index.ts";
@@ -37,14 +44,26 @@ export interface ChainMode {
 }
 
 /** The configuration of hop `i` of a bench chain: RAM only, one lane, receipts as RECEIPTS. */
-export function benchHolderConfig(holderId: string, i: number, lane: string, upstream: string, downstream: string | undefined, unitBytes: number): HolderConfigInput {
+export function benchHolderConfig(
+  holderId: string,
+  i: number,
+  lane: string,
+  upstream: string,
+  downstream: string | undefined,
+  unitBytes: number,
+): HolderConfigInput {
   return {
     holderId,
     incarnation: 1,
     site: { region: "us-east", az: `az${i}`, host: `host${i}` },
     residency: ["ram"],
     lanes: [{ volume: VOLUME, lane, upstream: [upstream], downstream: downstream === undefined ? [] : [downstream] }],
-    arena: { segmentBytes: 1 << 20, limitBytes: 96 << 20, maxOutstandingCredit: CREDIT_WINDOW, maxUnitBytes: Math.max(128 * 1024, unitBytes * 2) },
+    arena: {
+      segmentBytes: 1 << 20,
+      limitBytes: 96 << 20,
+      maxOutstandingCredit: CREDIT_WINDOW,
+      maxUnitBytes: Math.max(128 * 1024, unitBytes * 2),
+    },
     receipts: RECEIPTS,
   };
 }
@@ -70,13 +89,37 @@ export async function chain(hops: number, unitBytes: number, mode: ChainMode): P
   const writerKeys = mode.signed && new WriterKeyring().name(VOLUME, 0, mode.signed.publicKey);
   const holders: Holder[] = [];
   for (let i = hops - 1; i >= 0; i--) {
-    const cfg = benchHolderConfig(ids[i]!, i, lane, i === 0 ? "writer" : ids[i - 1]!, i === hops - 1 ? undefined : ids[i + 1]!, unitBytes);
+    const cfg = benchHolderConfig(
+      ids[i]!,
+      i,
+      lane,
+      i === 0 ? "writer" : ids[i - 1]!,
+      i === hops - 1 ? undefined : ids[i + 1]!,
+      unitBytes,
+    );
     const t = await mode.connect(ids[i]!);
-    holders.unshift(await startHolder(cfg, { transport: t, clock: systemClock, privateKey: keys[i]!.privateKey, peers, ...(writerKeys ? { writerKeys } : {}) }));
+    holders.unshift(
+      await startHolder(cfg, {
+        transport: t,
+        clock: systemClock,
+        privateKey: keys[i]!.privateKey,
+        peers,
+        ...(writerKeys ? { writerKeys } : {}),
+      }),
+    );
   }
   const wt = await mode.connect(`writer-${lane}`);
   const attest = mode.signed && writerUnitSigner(mode.signed.privateKey);
-  const writer = new CreditSender({ transport: wt, clock: systemClock, sender: "writer", holder: ids[0]!, volume: VOLUME, lane, retryMs: 20, ...(attest ? { attest } : {}) }).attach();
+  const writer = new CreditSender({
+    transport: wt,
+    clock: systemClock,
+    sender: "writer",
+    holder: ids[0]!,
+    volume: VOLUME,
+    lane,
+    retryMs: 20,
+    ...(attest ? { attest } : {}),
+  }).attach();
   return {
     writer,
     ids,
@@ -116,7 +159,17 @@ export async function watchLastHop(c: Chain, mode: ChainMode): Promise<LastHopWa
     if (!fresh) return;
     fresh = false;
     for (const h of c.ids) {
-      t.publish(releaseSubject(h), encodeMessage(releaseFrontierSpec, { holder: h, volume: VOLUME, lane: c.lane, ranges: covered.toJSON(), epoch: 0, controlSeq: ++seq }));
+      t.publish(
+        releaseSubject(h),
+        encodeMessage(releaseFrontierSpec, {
+          holder: h,
+          volume: VOLUME,
+          lane: c.lane,
+          ranges: covered.toJSON(),
+          epoch: 0,
+          controlSeq: ++seq,
+        }),
+      );
     }
   }, 10);
   return {

@@ -19,11 +19,31 @@ export interface ChildConnect {
  * A one-hop chain whose holder runs in its own process (bench/holder-process.ts); `pid` is its
  * process. The writer connects with `mode` (and signs its units when `mode.signed`), the holder with `child`.
  */
-export async function processChain(child: ChildConnect, unitBytes: number, mode: ChainMode): Promise<Chain & { pid: number }> {
+export async function processChain(
+  child: ChildConnect,
+  unitBytes: number,
+  mode: ChainMode,
+): Promise<Chain & { pid: number }> {
   const { lane, ids } = freshLane(1);
   const { servers, ...secured } = child;
-  const env = { ...process.env, BENCH_HOLDER_CONNECT: JSON.stringify(secured), ...(mode.signed ? { BENCH_WRITER_KEY: Buffer.from(mode.signed.publicKey).toString("hex") } : {}) };
-  const holder = spawn(process.execPath, ["--import", "tsx", new URL("./holder-process.ts", import.meta.url).pathname, servers, lane, ids[0]!, String(unitBytes)], { stdio: ["ignore", "pipe", "inherit"], env });
+  const env = {
+    ...process.env,
+    BENCH_HOLDER_CONNECT: JSON.stringify(secured),
+    ...(mode.signed ? { BENCH_WRITER_KEY: Buffer.from(mode.signed.publicKey).toString("hex") } : {}),
+  };
+  const holder = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      new URL("./holder-process.ts", import.meta.url).pathname,
+      servers,
+      lane,
+      ids[0]!,
+      String(unitBytes),
+    ],
+    { stdio: ["ignore", "pipe", "inherit"], env },
+  );
   const lines = createInterface({ input: holder.stdout! });
   const ready = new Promise<void>((resolve, reject) => {
     lines.on("line", (l) => l === "ready" && resolve());
@@ -32,7 +52,16 @@ export async function processChain(child: ChildConnect, unitBytes: number, mode:
   await ready;
   const wt = await mode.connect(`writer-${lane}`);
   const attest = mode.signed && writerUnitSigner(mode.signed.privateKey);
-  const writer = new CreditSender({ transport: wt, clock: systemClock, sender: "writer", holder: ids[0]!, volume: VOLUME, lane, retryMs: 20, ...(attest ? { attest } : {}) }).attach();
+  const writer = new CreditSender({
+    transport: wt,
+    clock: systemClock,
+    sender: "writer",
+    holder: ids[0]!,
+    volume: VOLUME,
+    lane,
+    retryMs: 20,
+    ...(attest ? { attest } : {}),
+  }).attach();
   return {
     writer,
     ids,

@@ -22,12 +22,28 @@ if (!url || !lane || !holderId || !Number.isSafeInteger(Number(unitBytes))) {
 }
 const key = generateHolderKeyPair();
 const publicKey = publicKeyFromRaw(key.publicKey);
-const peers = { key: (h: string, inc: number) => (h === holderId && inc === 1 ? publicKey : undefined), incarnation: (h: string) => (h === holderId ? 1 : undefined) };
-const { nkeySeedFile, ...secured } = process.env["BENCH_HOLDER_CONNECT"] ? (JSON.parse(process.env["BENCH_HOLDER_CONNECT"]) as Record<string, string>) : {};
-const transport = await NatsTransport.connect({ ...secured, ...(nkeySeedFile ? { nkeySeed: readNkeySeed(nkeySeedFile).seed } : {}), servers: url, name: holderId });
+const peers = {
+  key: (h: string, inc: number) => (h === holderId && inc === 1 ? publicKey : undefined),
+  incarnation: (h: string) => (h === holderId ? 1 : undefined),
+};
+const { nkeySeedFile, ...secured } = process.env["BENCH_HOLDER_CONNECT"]
+  ? (JSON.parse(process.env["BENCH_HOLDER_CONNECT"]) as Record<string, string>)
+  : {};
+const transport = await NatsTransport.connect({
+  ...secured,
+  ...(nkeySeedFile ? { nkeySeed: readNkeySeed(nkeySeedFile).seed } : {}),
+  servers: url,
+  name: holderId,
+});
 const writerKey = process.env["BENCH_WRITER_KEY"];
 const writerKeys = writerKey ? new WriterKeyring().name(VOLUME, 0, Buffer.from(writerKey, "hex")) : undefined;
-const holder = await startHolder(benchHolderConfig(holderId, 0, lane, "writer", undefined, Number(unitBytes)), { transport, clock: systemClock, privateKey: key.privateKey, peers, ...(writerKeys ? { writerKeys } : {}) });
+const holder = await startHolder(benchHolderConfig(holderId, 0, lane, "writer", undefined, Number(unitBytes)), {
+  transport,
+  clock: systemClock,
+  privateKey: key.privateKey,
+  peers,
+  ...(writerKeys ? { writerKeys } : {}),
+});
 await transport.flush();
 process.stdout.write("ready\n");
 process.once("SIGTERM", () => {

@@ -57,7 +57,17 @@ import { DEFAULT_MAX_FRAME_BYTES } from "../transport/index.ts";
 import { NatsTransport } from "../transport/index.ts";
 import { startNatsServer } from "../testing/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
-import { carry, chain, CREDIT_WINDOW, nextUnits, RECEIPTS, VOLUME, watchLastHop, type ChainMode, type Driven } from "./holder-chain.ts";
+import {
+  carry,
+  chain,
+  CREDIT_WINDOW,
+  nextUnits,
+  RECEIPTS,
+  VOLUME,
+  watchLastHop,
+  type ChainMode,
+  type Driven,
+} from "./holder-chain.ts";
 import { leastWork, raw } from "./nats-baselines.ts";
 import { processChain, type ChildConnect } from "./holder-process-chain.ts";
 import { jetstreamAckedPublish, JETSTREAM_WINDOW } from "./jetstream-peer.ts";
@@ -96,8 +106,17 @@ async function securedConn(name: string): Promise<NatsTransport> {
 const writerKey = generateHolderKeyPair();
 const MODES = {
   plain: { connect: conn, pid: () => server.pid, child: { servers: server.url } },
-  tls: { connect: securedConn, pid: () => secured!.server.pid, child: secured?.connectOptions ?? { servers: server.url } },
-  signed: { connect: securedConn, pid: () => secured!.server.pid, signed: writerKey, child: secured?.connectOptions ?? { servers: server.url } },
+  tls: {
+    connect: securedConn,
+    pid: () => secured!.server.pid,
+    child: secured?.connectOptions ?? { servers: server.url },
+  },
+  signed: {
+    connect: securedConn,
+    pid: () => secured!.server.pid,
+    signed: writerKey,
+    child: secured?.connectOptions ?? { servers: server.url },
+  },
 } satisfies Record<string, ChainMode & { pid(): number | undefined; child: ChildConnect }>;
 type Mode = keyof typeof MODES;
 
@@ -120,17 +139,33 @@ interface Sample {
   natsUsPerUnit: number;
 }
 
-async function timed(units: number, size: number, body: () => Promise<void>, pid = server.pid, processes: readonly number[] = []): Promise<Sample> {
+async function timed(
+  units: number,
+  size: number,
+  body: () => Promise<void>,
+  pid = server.pid,
+  processes: readonly number[] = [],
+): Promise<Sample> {
   const c0 = cpuNow(pid, processes);
   const t0 = performance.now();
   await body();
   const secs = (performance.now() - t0) / 1000;
   const c1 = cpuNow(pid, processes);
-  return { mbPerS: (size * units) / secs / 1e6, nodeUsPerUnit: (c1.node - c0.node) / units, natsUsPerUnit: (c1.nats - c0.nats) / units };
+  return {
+    mbPerS: (size * units) / secs / 1e6,
+    nodeUsPerUnit: (c1.node - c0.node) / units,
+    natsUsPerUnit: (c1.nats - c0.nats) / units,
+  };
 }
 
 /** Times `batch` (from nextUnits) through a driven chain; `processes` are holder processes whose CPU counts as node's. */
-async function timedCarry(d: Driven, size: number, batch: ReturnType<typeof nextUnits>, modeName: Mode, processes: readonly number[] = []): Promise<Sample & { unitsPerMessage: number }> {
+async function timedCarry(
+  d: Driven,
+  size: number,
+  batch: ReturnType<typeof nextUnits>,
+  modeName: Mode,
+  processes: readonly number[] = [],
+): Promise<Sample & { unitsPerMessage: number }> {
   const count = batch.units.count;
   const m0 = d.c.writer.messagesSent;
   const u0 = d.c.writer.unitsSent;
@@ -140,7 +175,8 @@ async function timedCarry(d: Driven, size: number, batch: ReturnType<typeof next
 
 /** Baseline rows on the main server, timed like every other row. */
 const rawRow = (size: number, count: number) => raw(server.url, size, count, (body) => timed(count, size, body));
-const leastWorkRow = (size: number, count: number) => leastWork(server.url, size, count, (body) => timed(count, size, body));
+const leastWorkRow = (size: number, count: number) =>
+  leastWork(server.url, size, count, (body) => timed(count, size, body));
 
 /**
  * Own-process holders, one per unit size and mode, kept for the whole run on one lane: a deployed
@@ -174,7 +210,12 @@ async function processHolder(size: number, modeName: Mode): Promise<Driven & { p
  * long-running holder pays once) and connections are warm; the process's JIT is warm from earlier
  * rows. `"process"` drives the long-running own-process holder of this size and mode.
  */
-async function throughHolders(hops: number | "process", size: number, count: number, modeName: Mode = "plain"): Promise<Sample & { unitsPerMessage: number }> {
+async function throughHolders(
+  hops: number | "process",
+  size: number,
+  count: number,
+  modeName: Mode = "plain",
+): Promise<Sample & { unitsPerMessage: number }> {
   if (hops === "process") {
     const d = await processHolder(size, modeName);
     return timedCarry(d, size, nextUnits(d, size, count), modeName, [d.pid]);
@@ -221,7 +262,9 @@ async function receiptLatency(size: number, samples: number): Promise<number[]> 
   return out.sort((a, b) => a - b);
 }
 
-type Row = `${"raw" | "least" | "js_file" | "js_mem" | "proc"}${"4k" | "64k"}` | `${"hop1_" | "tls" | "signed" | "hop3_" | "proc_signed"}${"4k" | "64k"}`;
+type Row =
+  | `${"raw" | "least" | "js_file" | "js_mem" | "proc"}${"4k" | "64k"}`
+  | `${"hop1_" | "tls" | "signed" | "hop3_" | "proc_signed"}${"4k" | "64k"}`;
 type Measured = Sample & { unitsPerMessage?: number };
 
 try {
@@ -298,9 +341,21 @@ try {
     ["JetStream R1 file, acked", "js_file64k", "raw64k"],
     ["JetStream R1 memory, acked", "js_mem64k", "raw64k"],
   ];
-  console.log(`bench:holder — ${payloadMiB} MiB of payload per row and slice (3-hop rows half), median of ${slices} interleaved slices, one process, one nats-server (${server.url})`);
-  console.log(`holders: RAM only, ${CREDIT_WINDOW >> 20} MiB credit window, receipts every ${RECEIPTS.maxUnits} units or ${RECEIPTS.maxDelayMs} ms, frames up to ${DEFAULT_MAX_FRAME_BYTES >> 10} KiB; raw: bare nats.js`);
-  console.log("path".padEnd(30) + "MB/s".padStart(8) + "(range)".padStart(11) + "vs raw".padStart(8) + "node µs/unit".padStart(14) + "nats µs/unit".padStart(14) + "units/msg".padStart(11));
+  console.log(
+    `bench:holder — ${payloadMiB} MiB of payload per row and slice (3-hop rows half), median of ${slices} interleaved slices, one process, one nats-server (${server.url})`,
+  );
+  console.log(
+    `holders: RAM only, ${CREDIT_WINDOW >> 20} MiB credit window, receipts every ${RECEIPTS.maxUnits} units or ${RECEIPTS.maxDelayMs} ms, frames up to ${DEFAULT_MAX_FRAME_BYTES >> 10} KiB; raw: bare nats.js`,
+  );
+  console.log(
+    "path".padEnd(30) +
+      "MB/s".padStart(8) +
+      "(range)".padStart(11) +
+      "vs raw".padStart(8) +
+      "node µs/unit".padStart(14) +
+      "nats µs/unit".padStart(14) +
+      "units/msg".padStart(11),
+  );
   for (const [name, row, base] of rows) {
     if (got.get(row)!.length === 0) continue; // not measured (--core-rows)
     const upm = got.get(row)![0]!.unitsPerMessage;
@@ -309,19 +364,38 @@ try {
         mbs(row).toFixed(1).padStart(8) +
         spread(row).padStart(11) +
         `${ratio(row, base).toFixed(2)}×`.padStart(8) +
-        med(row, (s) => s.nodeUsPerUnit).toFixed(1).padStart(14) +
-        med(row, (s) => s.natsUsPerUnit).toFixed(1).padStart(14) +
+        med(row, (s) => s.nodeUsPerUnit)
+          .toFixed(1)
+          .padStart(14) +
+        med(row, (s) => s.natsUsPerUnit)
+          .toFixed(1)
+          .padStart(14) +
         (upm === undefined ? "1" : med(row, (s) => s.unitsPerMessage ?? 1).toFixed(1)).padStart(11),
     );
   }
-  console.log(`publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms`);
+  console.log(
+    `publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms`,
+  );
   /** Throughput lost to security, % of the unsecured 1-hop row measured in the same slice (median). */
   const cost = (row: Row, base: Row) => (1 - ratio(row, base)) * 100;
-  if (!coreRows) console.log(`security cost, 1 hop, vs unsecured in the same slice: auth+TLS 4 KiB ${cost("tls4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("tls64k", "hop1_64k").toFixed(1)}%; auth+TLS+unit signatures 4 KiB ${cost("signed4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("signed64k", "hop1_64k").toFixed(1)}% (target ≤ 15% at 64 KiB)`);
-  if (!coreRows) console.log(`security cost, 1 hop, holder in its own process as deployed (writer and holder each pay their own TLS): auth+TLS+unit signatures 4 KiB ${cost("proc_signed4k", "proc4k").toFixed(1)}%, 64 KiB ${cost("proc_signed64k", "proc64k").toFixed(1)}%`);
-  console.log(`target: 1 hop ≥ 0.5× raw — 4 KiB ${ratio("hop1_4k", "raw4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "raw64k").toFixed(2)}×`);
-  console.log(`target: 1 hop ≥ 0.9× least work — 4 KiB ${ratio("hop1_4k", "least4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "least64k").toFixed(2)}×`);
-  if (!coreRows) console.log(`target: 1 hop (holder in its own process) vs JetStream R1 file, ${JETSTREAM_WINDOW} acks in flight — 4 KiB ${ratio("proc4k", "js_file4k").toFixed(2)}× (≥ 2), 64 KiB ${ratio("proc64k", "js_file64k").toFixed(2)}× (≥ 1); vs memory storage ${ratio("proc4k", "js_mem4k").toFixed(2)}×, ${ratio("proc64k", "js_mem64k").toFixed(2)}×`);
+  if (!coreRows)
+    console.log(
+      `security cost, 1 hop, vs unsecured in the same slice: auth+TLS 4 KiB ${cost("tls4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("tls64k", "hop1_64k").toFixed(1)}%; auth+TLS+unit signatures 4 KiB ${cost("signed4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("signed64k", "hop1_64k").toFixed(1)}% (target ≤ 15% at 64 KiB)`,
+    );
+  if (!coreRows)
+    console.log(
+      `security cost, 1 hop, holder in its own process as deployed (writer and holder each pay their own TLS): auth+TLS+unit signatures 4 KiB ${cost("proc_signed4k", "proc4k").toFixed(1)}%, 64 KiB ${cost("proc_signed64k", "proc64k").toFixed(1)}%`,
+    );
+  console.log(
+    `target: 1 hop ≥ 0.5× raw — 4 KiB ${ratio("hop1_4k", "raw4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "raw64k").toFixed(2)}×`,
+  );
+  console.log(
+    `target: 1 hop ≥ 0.9× least work — 4 KiB ${ratio("hop1_4k", "least4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "least64k").toFixed(2)}×`,
+  );
+  if (!coreRows)
+    console.log(
+      `target: 1 hop (holder in its own process) vs JetStream R1 file, ${JETSTREAM_WINDOW} acks in flight — 4 KiB ${ratio("proc4k", "js_file4k").toFixed(2)}× (≥ 2), 64 KiB ${ratio("proc64k", "js_file64k").toFixed(2)}× (≥ 1); vs memory storage ${ratio("proc4k", "js_mem4k").toFixed(2)}×, ${ratio("proc64k", "js_mem64k").toFixed(2)}×`,
+    );
   if (json) {
     console.log(
       JSON.stringify({

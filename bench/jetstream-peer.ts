@@ -11,13 +11,24 @@ let streamCounter = 0;
  * `JETSTREAM_WINDOW` unacknowledged. `timed` wraps the publishing only; the stream is created
  * before and deleted after, so each row starts empty like a fresh holder lane.
  */
-export async function jetstreamAckedPublish(url: string, storage: "file" | "memory", size: number, count: number, timed: (body: () => Promise<void>) => Promise<void>): Promise<void> {
+export async function jetstreamAckedPublish(
+  url: string,
+  storage: "file" | "memory",
+  size: number,
+  count: number,
+  timed: (body: () => Promise<void>) => Promise<void>,
+): Promise<void> {
   const nc = await connect({ servers: url, name: `js-${storage}-${size}` });
   try {
     const jsm = await jetstreamManager(nc);
     const name = `BENCH_${storage.toUpperCase()}_${size}_${++streamCounter}`;
     const subject = `bench.js.${name}`;
-    await jsm.streams.add({ name, subjects: [subject], storage: storage === "file" ? StorageType.File : StorageType.Memory, num_replicas: 1 });
+    await jsm.streams.add({
+      name,
+      subjects: [subject],
+      storage: storage === "file" ? StorageType.File : StorageType.Memory,
+      num_replicas: 1,
+    });
     const js = jetstream(nc);
     const data = new Uint8Array(size).fill(7);
     await timed(async () => {

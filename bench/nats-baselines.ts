@@ -1,6 +1,11 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
-import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS, encodeUnitRun, readUnitMessage } from "../transport/index.ts";
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  DEFAULT_MAX_FRAME_UNITS,
+  encodeUnitRun,
+  readUnitMessage,
+} from "../transport/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
 import { CREDIT_WINDOW, VOLUME } from "./holder-chain.ts";
 
@@ -12,7 +17,11 @@ import { CREDIT_WINDOW, VOLUME } from "./holder-chain.ts";
 export type Timed<S> = (body: () => Promise<void>) => Promise<S>;
 
 /** Runs `use` with a publisher and a subscriber connection named after `row`, closing both after. */
-async function withPubSub<T>(url: string, row: string, use: (pub: NatsConnection, sub: NatsConnection) => Promise<T>): Promise<T> {
+async function withPubSub<T>(
+  url: string,
+  row: string,
+  use: (pub: NatsConnection, sub: NatsConnection) => Promise<T>,
+): Promise<T> {
   const pub = await connect({ servers: url, name: `${row}-pub` });
   const sub = await connect({ servers: url, name: `${row}-sub` });
   try {
@@ -54,7 +63,12 @@ export function raw<S>(url: string, size: number, count: number, timed: Timed<S>
  * The least work of a holder: units framed as a credit sender frames them, then at the receiver
  * decoded, digest-verified and copied into a reused ring (retained memory), with bare nats.js.
  */
-export function leastWork<S>(url: string, size: number, count: number, timed: Timed<S>): Promise<S & { unitsPerMessage: number }> {
+export function leastWork<S>(
+  url: string,
+  size: number,
+  count: number,
+  timed: Timed<S>,
+): Promise<S & { unitsPerMessage: number }> {
   return withPubSub(url, `least-${size}`, async (pub, sub) => {
     const units = encodedUnits(VOLUME, `least${size}`, size, count);
     const ring = Buffer.allocUnsafe(64 << 20);
@@ -80,11 +94,15 @@ export function leastWork<S>(url: string, size: number, count: number, timed: Ti
     let messages = 0;
     const sample = await timed(async () => {
       let sinceFlush = 0;
-      for (let i = 0; i < count; ) {
+      for (let i = 0; i < count;) {
         const data: Uint8Array[] = [];
         const figures: number[] = [];
         let bytes = 0;
-        while (i < count && (data.length === 0 || bytes + units.at(i).data.byteLength <= DEFAULT_MAX_FRAME_BYTES) && data.length < DEFAULT_MAX_FRAME_UNITS) {
+        while (
+          i < count &&
+          (data.length === 0 || bytes + units.at(i).data.byteLength <= DEFAULT_MAX_FRAME_BYTES) &&
+          data.length < DEFAULT_MAX_FRAME_UNITS
+        ) {
           const u = units.at(i++);
           data.push(u.data);
           figures.push(i * u.bytes);

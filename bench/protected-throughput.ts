@@ -37,7 +37,15 @@ export interface PacedWrite {
  * then waits for `protect`. Returns each write's key with its scheduled time and its local
  * admission time, for latencies taken against `protectedAt`.
  */
-export async function pacedWrites(count: number, offset: number, rate: number, maxInFlight: number, blocks: number, write: KeyedWrite, protect: () => Promise<unknown>): Promise<PacedWrite[]> {
+export async function pacedWrites(
+  count: number,
+  offset: number,
+  rate: number,
+  maxInFlight: number,
+  blocks: number,
+  write: KeyedWrite,
+  protect: () => Promise<unknown>,
+): Promise<PacedWrite[]> {
   const data = new Uint8Array(4096).fill(0x3c);
   const keys: PacedWrite[] = [];
   const start = performance.now();

@@ -12,7 +12,13 @@
 import { sign, verify } from "node:crypto";
 import { RangeSet } from "../lanes/index.ts";
 import { makeReceipt, type CustodyReceipt } from "../custody/index.ts";
-import { decodeReceiptBatch, encodeReceiptBatch, makeReceiptBatch, receiptStream, signReceiptBatch } from "../custody/index.ts";
+import {
+  decodeReceiptBatch,
+  encodeReceiptBatch,
+  makeReceiptBatch,
+  receiptStream,
+  signReceiptBatch,
+} from "../custody/index.ts";
 import { verifyReceiptBatch, type ReceiptVerifyContext } from "../custody/index.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../custody/index.ts";
 
@@ -43,16 +49,37 @@ const receipts: CustodyReceipt[] = Array.from({ length: RECEIPTS_PER_BATCH }, (_
     writerTerm: 7,
     topologyEpoch: 4,
     policyGeneration: 9,
-    retained: i % 5 === 0 ? RangeSet.from([[i * 100, i * 100 + 40], [i * 100 + 45, i * 100 + 99]]) : RangeSet.of(i * 100, i * 100 + 99),
+    retained:
+      i % 5 === 0
+        ? RangeSet.from([
+            [i * 100, i * 100 + 40],
+            [i * 100 + 45, i * 100 + 99],
+          ])
+        : RangeSet.of(i * 100, i * 100 + 99),
     prefixBase: i * 100,
     payload:
       i % 16 === 15
-        ? { representation: "coalesced", sourceCutSeq: i * 100 + 99, manifest: { baseSnapshots: [{ snapshotId: "snap-42", volume: stream.volume, throughSeq: 0 }], consistencyCuts: [{ volume: stream.volume, lane: "lane-1", throughSeq: i * 90 }] } }
+        ? {
+            representation: "coalesced",
+            sourceCutSeq: i * 100 + 99,
+            manifest: {
+              baseSnapshots: [{ snapshotId: "snap-42", volume: stream.volume, throughSeq: 0 }],
+              consistencyCuts: [{ volume: stream.volume, lane: "lane-1", throughSeq: i * 90 }],
+            },
+          }
         : { representation: "raw", manifest: { baseSnapshots: [], consistencyCuts: [] } },
     residency:
       i % 2 === 0
         ? { kind: "ram", capabilityGeneration: 2, observedAt: t0 }
-        : { kind: "disk", capabilityGeneration: 2, observedAt: t0, file: "/var/lib/custody/spill-0007", offset: i * 65536, length: 65536, syncedAt: t0 },
+        : {
+            kind: "disk",
+            capabilityGeneration: 2,
+            observedAt: t0,
+            file: "/var/lib/custody/spill-0007",
+            offset: i * 65536,
+            length: 65536,
+            syncedAt: t0,
+          },
     obligation: { obligationId: `ob-${i % 4}`, releaseAuthority: { kind: "control_log", region: "us-east" } },
     extensions: [],
   }),
@@ -88,23 +115,38 @@ function measure(op: () => void, ms: number): number {
 }
 
 const cases: [string, () => void][] = [
-  ["raw Ed25519 sign+verify of the batch bytes (baseline)", () => {
-    const sig = sign(null, bytes, keys.privateKey);
-    sink += verify(null, bytes, publicKey, sig) ? 1 : 0;
-  }],
-  ["receipt batch sign+verify (encode, sign, decode, verify, checks)", () => {
-    const s = signReceiptBatch(batch, keys.privateKey);
-    sink += verifyReceiptBatch(s, ctx).receipts.length;
-  }],
-  ["  of which: encode batch", () => {
-    sink += encodeReceiptBatch(batch).byteLength;
-  }],
-  ["  of which: decode batch", () => {
-    sink += decodeReceiptBatch(bytes).receipts.length;
-  }],
-  ["  of which: verifyReceiptBatch", () => {
-    sink += verifyReceiptBatch(signed, ctx).receipts.length;
-  }],
+  [
+    "raw Ed25519 sign+verify of the batch bytes (baseline)",
+    () => {
+      const sig = sign(null, bytes, keys.privateKey);
+      sink += verify(null, bytes, publicKey, sig) ? 1 : 0;
+    },
+  ],
+  [
+    "receipt batch sign+verify (encode, sign, decode, verify, checks)",
+    () => {
+      const s = signReceiptBatch(batch, keys.privateKey);
+      sink += verifyReceiptBatch(s, ctx).receipts.length;
+    },
+  ],
+  [
+    "  of which: encode batch",
+    () => {
+      sink += encodeReceiptBatch(batch).byteLength;
+    },
+  ],
+  [
+    "  of which: decode batch",
+    () => {
+      sink += decodeReceiptBatch(bytes).receipts.length;
+    },
+  ],
+  [
+    "  of which: verifyReceiptBatch",
+    () => {
+      sink += verifyReceiptBatch(signed, ctx).receipts.length;
+    },
+  ],
 ];
 
 const ROUNDS = 3;
@@ -116,20 +158,26 @@ const rate = (prefix: string): number => best.get(cases.find(([n]) => n.startsWi
 const raw = rate("raw Ed25519");
 const full = rate("receipt batch sign+verify");
 
-const fmt = (n: number, digits = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const header = ["operation (one batch of 64 receipts)", "batches/s", "receipts/s", "µs/batch", "vs raw"];
 const table = cases.map(([name]) => {
   const r = best.get(name) ?? 0;
   return [name, fmt(r), fmt(r * RECEIPTS_PER_BATCH), fmt(1e6 / r, 1), `${fmt(r / raw, 3)}x`];
 });
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => (r[i] as string).length)));
-const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ");
+const line = (cells: string[]): string =>
+  cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ");
 
-console.log(`receipt batches: ${RECEIPTS_PER_BATCH} receipts, ${bytes.byteLength} B canonical body, Ed25519 (node:crypto); ${measureMs} ms per row, best of ${ROUNDS} slices; node ${process.version}`);
+console.log(
+  `receipt batches: ${RECEIPTS_PER_BATCH} receipts, ${bytes.byteLength} B canonical body, Ed25519 (node:crypto); ${measureMs} ms per row, best of ${ROUNDS} slices; node ${process.version}`,
+);
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const r of table) console.log(line(r));
-console.log(`a full batch sign+verify runs at ${fmt((full / raw) * 100, 1)}% of raw Ed25519 sign+verify speed on the same bytes (${fmt(1e6 / full / RECEIPTS_PER_BATCH, 2)} µs per receipt)`);
+console.log(
+  `a full batch sign+verify runs at ${fmt((full / raw) * 100, 1)}% of raw Ed25519 sign+verify speed on the same bytes (${fmt(1e6 / full / RECEIPTS_PER_BATCH, 2)} µs per receipt)`,
+);
 if (sink === -1) console.log("");
 
 if (json) {

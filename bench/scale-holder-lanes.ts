@@ -42,7 +42,9 @@ export async function measureHolderLanes(laneCounts: readonly number[]): Promise
   const writerConn = await NatsTransport.connect({ servers: server.url, name: "scale-writer" });
   const receiptConn = await NatsTransport.connect({ servers: server.url, name: "scale-receipts" });
   let run = 0;
-  const start = async (lanes: readonly { volume: string; lane: string }[]): Promise<{ holder: Holder; id: string; conn: NatsTransport }> => {
+  const start = async (
+    lanes: readonly { volume: string; lane: string }[],
+  ): Promise<{ holder: Holder; id: string; conn: NatsTransport }> => {
     const id = `scale-h${++run}`;
     const conn = await NatsTransport.connect({ servers: server.url, name: id });
     const cfg: HolderConfigInput = {
@@ -54,13 +56,23 @@ export async function measureHolderLanes(laneCounts: readonly number[]): Promise
       arena: { segmentBytes: 64 * 1024, limitBytes: 1 << 30, maxOutstandingCredit: 1 << 20, maxUnitBytes: 32 * 1024 },
       receipts: { maxUnits: 64, maxDelayMs: 5 },
     };
-    const holder = await startHolder(cfg, { transport: conn, clock: systemClock, privateKey: generateHolderKeyPair().privateKey, peers: { key: () => undefined, incarnation: () => undefined } });
+    const holder = await startHolder(cfg, {
+      transport: conn,
+      clock: systemClock,
+      privateKey: generateHolderKeyPair().privateKey,
+      peers: { key: () => undefined, incarnation: () => undefined },
+    });
     return { holder, id, conn };
   };
-  const lanesOf = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ volume: `sv${tag}${i}`, lane: "l0" }));
+  const lanesOf = (n: number, tag: string) =>
+    Array.from({ length: n }, (_, i) => ({ volume: `sv${tag}${i}`, lane: "l0" }));
 
   /** Sends `unitsPerLane` units on every lane and resolves with MB/s once receipts cover them all. */
-  const drive = async (holderId: string, lanes: readonly { volume: string; lane: string }[], unitsPerLane: number): Promise<number> => {
+  const drive = async (
+    holderId: string,
+    lanes: readonly { volume: string; lane: string }[],
+    unitsPerLane: number,
+  ): Promise<number> => {
     const pending = new Map(lanes.map((l) => [l.volume, RangeSet.EMPTY]));
     let done!: () => void;
     const finished = new Promise<void>((r) => (done = r));
@@ -75,10 +87,28 @@ export async function measureHolderLanes(laneCounts: readonly number[]): Promise
     );
     await receiptConn.flush();
     const payload = new Uint8Array(UNIT_BYTES).fill(7);
-    const senders = lanes.map((l) => new CreditSender({ transport: writerConn, clock: systemClock, sender: "writer", holder: holderId, volume: l.volume, lane: l.lane, retryMs: 20 }).attach());
+    const senders = lanes.map((l) =>
+      new CreditSender({
+        transport: writerConn,
+        clock: systemClock,
+        sender: "writer",
+        holder: holderId,
+        volume: l.volume,
+        lane: l.lane,
+        retryMs: 20,
+      }).attach(),
+    );
     const units = lanes.map((l) =>
       Array.from({ length: unitsPerLane }, (_, k) => {
-        const u = makeTransportUnit({ volume: l.volume, lane: l.lane, term: 1, firstSeq: k + 1, lastSeq: k + 1, commitTs: [Date.now()], payload });
+        const u = makeTransportUnit({
+          volume: l.volume,
+          lane: l.lane,
+          term: 1,
+          firstSeq: k + 1,
+          lastSeq: k + 1,
+          commitTs: [Date.now()],
+          payload,
+        });
         return { data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) };
       }),
     );

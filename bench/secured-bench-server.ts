@@ -20,7 +20,12 @@ export interface SecuredBenchServer {
   /** A connection as the bench user, over TLS. */
   connect(name: string): Promise<NatsTransport>;
   /** What another process needs to connect the same way (the bench's own holder process). */
-  readonly connectOptions: { readonly servers: string; readonly nkeySeedFile: string; readonly caFile: string; readonly inboxPrefix: string };
+  readonly connectOptions: {
+    readonly servers: string;
+    readonly nkeySeedFile: string;
+    readonly caFile: string;
+    readonly inboxPrefix: string;
+  };
   stop(): Promise<void>;
 }
 
@@ -31,15 +36,24 @@ export async function startSecuredBenchServer(): Promise<SecuredBenchServer> {
   const seedFile = join(dir, "bench.nk");
   const user = writeNkeySeed(seedFile);
   const inboxPrefix = "_INBOX.bench";
-  const permissions = { publish: ["custody.v1.>"], subscribe: ["custody.v1.>", `${inboxPrefix}.>`], allowResponses: true, inboxPrefix };
+  const permissions = {
+    publish: ["custody.v1.>"],
+    subscribe: ["custody.v1.>", `${inboxPrefix}.>`],
+    allowResponses: true,
+    inboxPrefix,
+  };
   const server = await startNatsServer({
     jetstream: false,
-    security: [renderServerAuth([{ nkey: user.publicKey, permissions, label: "bench" }]), renderTlsBlock({ ...certs.servers["nats"]!, caFile: certs.caFile }, { verify: false })].join("\n"),
+    security: [
+      renderServerAuth([{ nkey: user.publicKey, permissions, label: "bench" }]),
+      renderTlsBlock({ ...certs.servers["nats"]!, caFile: certs.caFile }, { verify: false }),
+    ].join("\n"),
   });
   const seed = readNkeySeed(seedFile).seed;
   return {
     server,
-    connect: (name) => NatsTransport.connect({ servers: server.url, name, nkeySeed: seed, caFile: certs.caFile, inboxPrefix }),
+    connect: (name) =>
+      NatsTransport.connect({ servers: server.url, name, nkeySeed: seed, caFile: certs.caFile, inboxPrefix }),
     connectOptions: { servers: server.url, nkeySeedFile: seedFile, caFile: certs.caFile, inboxPrefix },
     async stop() {
       await server.stop();

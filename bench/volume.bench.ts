@@ -25,7 +25,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nodeFileLayer, type FileHandleLike } from "../core/index.ts";
 import { formatTable } from "../cli/index.ts";
-import { BLOCK_SIZE, DEFAULT_LAYOUT, SmartWalVolume, slotSizeFor, VolumeLayout, VolumeMode, type ExtentBarrier } from "../volume/index.ts";
+import {
+  BLOCK_SIZE,
+  DEFAULT_LAYOUT,
+  SmartWalVolume,
+  slotSizeFor,
+  VolumeLayout,
+  VolumeMode,
+  type ExtentBarrier,
+} from "../volume/index.ts";
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: number) => {
@@ -81,7 +89,9 @@ async function rawEngine(dir: string): Promise<Engine> {
   return {
     async batch(qd, lat) {
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: qd }, (_, i) => f.write(pool[i % 64]!, 0, BLOCK_SIZE, nextLba() * BLOCK_SIZE)));
+      await Promise.all(
+        Array.from({ length: qd }, (_, i) => f.write(pool[i % 64]!, 0, BLOCK_SIZE, nextLba() * BLOCK_SIZE)),
+      );
       await f.datasync();
       syncs++;
       writes += qd;
@@ -95,7 +105,13 @@ async function rawEngine(dir: string): Promise<Engine> {
   };
 }
 
-async function volumeEngine(dir: string, mode: VolumeMode, syncEvery: number, extentBarrier: ExtentBarrier = "per-batch", layout: VolumeLayout = VolumeLayout.Split): Promise<Engine> {
+async function volumeEngine(
+  dir: string,
+  mode: VolumeMode,
+  syncEvery: number,
+  extentBarrier: ExtentBarrier = "per-batch",
+  layout: VolumeLayout = VolumeLayout.Split,
+): Promise<Engine> {
   const path = join(dir, `${mode}-${syncEvery}-${extentBarrier}-${layout}`);
   await SmartWalVolume.create(path, {
     blockCount: BLOCKS,
@@ -150,7 +166,17 @@ const pct = (xs: number[], p: number) => {
 };
 
 const dir = await mkdtemp(join(tmpdir(), "bench-volume-"));
-const names = ["raw", "smartwal", "smartwal+sync", "smartwal@sc", "smartwal@sc+sync", "smartwal@1f", "smartwal@1f+sync", "inline", "inline+sync"] as const;
+const names = [
+  "raw",
+  "smartwal",
+  "smartwal+sync",
+  "smartwal@sc",
+  "smartwal@sc+sync",
+  "smartwal@1f",
+  "smartwal@1f+sync",
+  "inline",
+  "inline+sync",
+] as const;
 const results = new Map<string, Acc>();
 try {
   const engines = {
@@ -197,16 +223,25 @@ const rows = [...results.entries()].map(([k, a]) => {
     "fdatasyncs/write": (a.syncs / a.writes).toFixed(3),
     "WAL B/write": (a.walBytes / a.writes).toFixed(1),
     "data pwrites/write": (a.dataWrites / a.writes).toFixed(3),
-    "entries per 64 MiB WAL": engine === "raw" ? "-" : Math.floor(WAL_BYTES / slotSizeFor(engine!.startsWith("smartwal") ? VolumeMode.SmartWal : VolumeMode.Inline)),
+    "entries per 64 MiB WAL":
+      engine === "raw"
+        ? "-"
+        : Math.floor(WAL_BYTES / slotSizeFor(engine!.startsWith("smartwal") ? VolumeMode.SmartWal : VolumeMode.Inline)),
   };
 });
-rows.sort((a, b) => Number(a.qd) - Number(b.qd) || names.indexOf(a.engine as (typeof names)[number]) - names.indexOf(b.engine as (typeof names)[number]));
+rows.sort(
+  (a, b) =>
+    Number(a.qd) - Number(b.qd) ||
+    names.indexOf(a.engine as (typeof names)[number]) - names.indexOf(b.engine as (typeof names)[number]),
+);
 
 // The headline SmartWAL-vs-inline ratios use what a new volume gets: the default layout with the
 // default (sync-cache) barrier. Both layouts' ratios are printed beside them.
-const defaultRow = (synced: boolean) => (DEFAULT_LAYOUT === VolumeLayout.OneFile ? "smartwal@1f" : "smartwal@sc") + (synced ? "+sync" : "") + ":qd16";
+const defaultRow = (synced: boolean) =>
+  (DEFAULT_LAYOUT === VolumeLayout.OneFile ? "smartwal@1f" : "smartwal@sc") + (synced ? "+sync" : "") + ":qd16";
 const bestBarrier: ExtentBarrier = iops("smartwal@sc:qd16") >= iops("smartwal:qd16") ? "sync-cache" : "per-batch";
-const bestBarrierSynced: ExtentBarrier = iops("smartwal@sc+sync:qd16") >= iops("smartwal+sync:qd16") ? "sync-cache" : "per-batch";
+const bestBarrierSynced: ExtentBarrier =
+  iops("smartwal@sc+sync:qd16") >= iops("smartwal+sync:qd16") ? "sync-cache" : "per-batch";
 const ratio = (a: string, b: string) => Number((iops(a) / iops(b)).toFixed(3));
 
 const summary = {
@@ -219,8 +254,12 @@ const summary = {
   inline_entries_per_64mib_wal: Math.floor(WAL_BYTES / slotSizeFor(VolumeMode.Inline)),
   iops: Object.fromEntries([...results.keys()].map((k) => [k, Math.round(iops(k))])),
   p99_ms: Object.fromEntries([...results.entries()].map(([k, a]) => [k, Number(pct(a.lat, 99).toFixed(3))])),
-  fdatasyncs_per_write: Object.fromEntries([...results.entries()].map(([k, a]) => [k, Number((a.syncs / a.writes).toFixed(4))])),
-  data_pwrites_per_write: Object.fromEntries([...results.entries()].map(([k, a]) => [k, Number((a.dataWrites / a.writes).toFixed(4))])),
+  fdatasyncs_per_write: Object.fromEntries(
+    [...results.entries()].map(([k, a]) => [k, Number((a.syncs / a.writes).toFixed(4))]),
+  ),
+  data_pwrites_per_write: Object.fromEntries(
+    [...results.entries()].map(([k, a]) => [k, Number((a.dataWrites / a.writes).toFixed(4))]),
+  ),
   ratio_qd16_smartwal_vs_raw: Number((iops("smartwal:qd16") / iops("raw:qd16")).toFixed(3)),
   default_layout: DEFAULT_LAYOUT,
   best_smartwal_barrier_qd16: bestBarrier,

@@ -65,24 +65,42 @@ function measure(op: () => void, ms: number): number {
 }
 
 const cases: [string, () => void][] = [
-  ["Buffer.copy 4 KiB (baseline)", () => {
-    sink += copySrc.copy(copyDst);
-  }],
-  ["encodeMessage(unit)", () => {
-    sink += encodeMessage(unitSpec, unit).byteLength;
-  }],
-  ["decodeMessage(unit)", () => {
-    sink += decodeMessage(unitSpec, encoded).lastSeq;
-  }],
-  ["decodeAny(unit)", () => {
-    sink += decodeAny(encoded).version;
-  }],
-  ["raw msgpack encode (no checks)", () => {
-    sink += rawEncoder.encode(rawEnvelope).byteLength;
-  }],
-  ["raw msgpack decode (no checks)", () => {
-    sink += (rawDecoder.decode(encoded) as { v: number }).v;
-  }],
+  [
+    "Buffer.copy 4 KiB (baseline)",
+    () => {
+      sink += copySrc.copy(copyDst);
+    },
+  ],
+  [
+    "encodeMessage(unit)",
+    () => {
+      sink += encodeMessage(unitSpec, unit).byteLength;
+    },
+  ],
+  [
+    "decodeMessage(unit)",
+    () => {
+      sink += decodeMessage(unitSpec, encoded).lastSeq;
+    },
+  ],
+  [
+    "decodeAny(unit)",
+    () => {
+      sink += decodeAny(encoded).version;
+    },
+  ],
+  [
+    "raw msgpack encode (no checks)",
+    () => {
+      sink += rawEncoder.encode(rawEnvelope).byteLength;
+    },
+  ],
+  [
+    "raw msgpack decode (no checks)",
+    () => {
+      sink += (rawDecoder.decode(encoded) as { v: number }).v;
+    },
+  ],
 ];
 
 // Rows are measured round-robin in ROUNDS slices and the best slice is kept, so a burst of load
@@ -102,17 +120,23 @@ const copy = byName("Buffer.copy");
 const enc = byName("encodeMessage");
 const dec = byName("decodeMessage");
 
-const fmt = (n: number, digits = 0): string => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const header = ["operation", "ops/s", "MB/s (payload)", "vs copy"];
 const table = rows.map((r) => [r.name, fmt(r.opsPerS), fmt(r.mbPerS, 1), `${fmt(r.opsPerS / copy.opsPerS, 4)}x`]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => (r[i] as string).length)));
-const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ");
+const line = (cells: string[]): string =>
+  cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ");
 
-console.log(`wire codec, one transport unit: ${PAYLOAD_BYTES} B payload, ${encoded.byteLength} B encoded; ${measureMs} ms per row, best of ${ROUNDS} round-robin slices; node ${process.version}`);
+console.log(
+  `wire codec, one transport unit: ${PAYLOAD_BYTES} B payload, ${encoded.byteLength} B encoded; ${measureMs} ms per row, best of ${ROUNDS} round-robin slices; node ${process.version}`,
+);
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const r of table) console.log(line(r));
-console.log(`encode runs at ${fmt((enc.opsPerS / copy.opsPerS) * 100, 2)}% of Buffer.copy speed, decode at ${fmt((dec.opsPerS / copy.opsPerS) * 100, 2)}%`);
+console.log(
+  `encode runs at ${fmt((enc.opsPerS / copy.opsPerS) * 100, 2)}% of Buffer.copy speed, decode at ${fmt((dec.opsPerS / copy.opsPerS) * 100, 2)}%`,
+);
 if (sink === -1) console.log(""); // keeps `sink` observable
 
 if (json) {

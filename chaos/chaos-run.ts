@@ -19,7 +19,13 @@ import { BLOCK_SIZE } from "../volume/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
 import { pidAlive, RoleProcess } from "../testing/index.ts";
-import { bootstrapControlLog, harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../harness/index.ts";
+import {
+  bootstrapControlLog,
+  harnessControllerConfig,
+  harnessSite,
+  writeHolderRole,
+  writeWriterRole,
+} from "../harness/index.ts";
 import { controlClusterName } from "../deploy/index.ts";
 import { watchControlPlane, type ControlPlaneWatch } from "./control-plane-watch.ts";
 
@@ -79,7 +85,17 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
 
 function controllerConfig(controllerId: string): ControllerConfig {
   const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
-  return harnessControllerConfig({ controllerId, controlRegion: REGION, evalIntervalMs: 250, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east"], releasable: ["h-e1", "h-w1"] });
+  return harnessControllerConfig({
+    controllerId,
+    controlRegion: REGION,
+    evalIntervalMs: 250,
+    volume: VOLUME,
+    lane: LANE,
+    sites: SITES,
+    holderSites,
+    powerLossRegions: ["east"],
+    releasable: ["h-e1", "h-w1"],
+  });
 }
 
 /** The acknowledgement log so far. */
@@ -100,11 +116,19 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * nothing acknowledged is stranded (unprotected) or lost (missing from a recovery). Stops everything
  * it started and counts what is left.
  */
-export async function runChaos(seed: number, o: { durationS?: number; log?: (line: string) => void } = {}): Promise<ChaosResult> {
+export async function runChaos(
+  seed: number,
+  o: { durationS?: number; log?: (line: string) => void } = {},
+): Promise<ChaosResult> {
   const started = Date.now();
   const log = o.log ?? (() => undefined);
   const durationMs = (o.durationS ?? 40) * 1000;
-  const faults = chaosPlan(seed, { durationMs, regions: ROLE_REGIONS, holders: Object.keys(HOLDERS), leaseTimeoutMs: LEASE.timeoutMs });
+  const faults = chaosPlan(seed, {
+    durationMs,
+    regions: ROLE_REGIONS,
+    holders: Object.keys(HOLDERS),
+    leaseTimeoutMs: LEASE.timeoutMs,
+  });
   const dir = mkdtempSync(join(tmpdir(), `custody-chaos-${seed}-`));
   const cwd = process.cwd();
   let sc: SuperclusterHandle | undefined;
@@ -115,17 +139,34 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
   try {
     // The control log as `custody init` lays it out with 3 regions: a JetStream cluster of its own, one server per region, 3 replicas.
     const cluster = controlClusterName(REGION);
-    sc = await startSupercluster({ regions: REGIONS, jetstream: false, controlCluster: { name: cluster, regions: REGIONS } });
+    sc = await startSupercluster({
+      regions: REGIONS,
+      jetstream: false,
+      controlCluster: { name: cluster, regions: REGIONS },
+    });
     const url = (region: string) => sc!.regions[region]!.url;
     const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
     // The control log's stream is created on the control cluster, before any other process opens it.
-    observer = await NatsTransport.connect({ servers: url("east"), name: "chaos-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION, replicas: 3, placementCluster: cluster });
+    observer = await NatsTransport.connect({
+      servers: url("east"),
+      name: "chaos-observer",
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
+    const { log: store } = await initJetStreamControlLog(observer.connection, {
+      region: REGION,
+      replicas: 3,
+      placementCluster: cluster,
+    });
 
     const holderProcs = new Map<string, RoleProcess>();
     const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
     for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
-      const { file, publicKey } = writeHolderRole(dir, { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk }, REGION);
+      const { file, publicKey } = writeHolderRole(
+        dir,
+        { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk },
+        REGION,
+      );
       admitted.push({ id, site: SITES[s]!, publicKey });
       const p = new RoleProcess("holder", file, cwd);
       procs.push(p);
@@ -139,7 +180,10 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     const ctlProcs = new Map<string, RoleProcess>();
     for (const [id, region] of Object.entries(CONTROLLERS)) {
       const ctlFile = join(dir, `${id}.json`);
-      writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats(region), controller: controllerConfig(id), lease: LEASE }));
+      writeFileSync(
+        ctlFile,
+        JSON.stringify({ role: "controller", nats: nats(region), controller: controllerConfig(id), lease: LEASE }),
+      );
       const ctl = new RoleProcess("controller", ctlFile, cwd);
       procs.push(ctl);
       ctlProcs.set(id, ctl);
@@ -147,7 +191,13 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     }
     // Times in the log count from the first fault's window (t0); before it, from now.
     let t0 = Date.now();
-    watch = await watchControlPlane(Object.values(sc.control).map((c) => c.url), REGION, store, VOLUME, (line) => log(`  ${((Date.now() - t0) / 1000).toFixed(1)} s (watch) ${line}`));
+    watch = await watchControlPlane(
+      Object.values(sc.control).map((c) => c.url),
+      REGION,
+      store,
+      VOLUME,
+      (line) => log(`  ${((Date.now() - t0) / 1000).toFixed(1)} s (watch) ${line}`),
+    );
     const tally = watch.tally;
     // The lease holder now (the first controller until the watch saw a lease).
     const activeController = () => ctlProcs.get(tally.activeController ?? "ctl-east")!;
@@ -157,11 +207,27 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     writeFileSync(dataKeyFile, dataKey, { mode: 0o600 });
     const ackLog = join(dir, "acked.jsonl");
     const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
-    const writerFile = writeWriterRole(join(dir, "writer.json"), { nats: nats("east"), stateDir: join(dir, "w1"), dataKeyFile, volume: VOLUME, lane: LANE, blockCount: BLOCKS, firstHops: ["h-e1", "h-e2"], holderSites, workload: { intervalMs: 10, ackLog } }, REGION);
+    const writerFile = writeWriterRole(
+      join(dir, "writer.json"),
+      {
+        nats: nats("east"),
+        stateDir: join(dir, "w1"),
+        dataKeyFile,
+        volume: VOLUME,
+        lane: LANE,
+        blockCount: BLOCKS,
+        firstHops: ["h-e1", "h-e2"],
+        holderSites,
+        workload: { intervalMs: 10, ackLog },
+      },
+      REGION,
+    );
     const writer = new RoleProcess("writer", writerFile, cwd);
     procs.push(writer);
     await writer.start();
-    log(`seed ${seed}: deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s; ${faults.length} faults over ${durationMs / 1000} s`);
+    log(
+      `seed ${seed}: deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s; ${faults.length} faults over ${durationMs / 1000} s`,
+    );
 
     // Watch the controller's status: the cut every required scenario keeps on fresh evidence.
     let protectedThrough = -1;
@@ -170,7 +236,8 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
         const doc: VolumeStatus = decodeMessage(volumeStatusSpec, m.data);
         const req = doc.scenarios.filter((x) => x.required);
         let cut = Infinity;
-        for (const x of req) cut = Math.min(cut, x.evidence === "observed" ? (x.cut?.find(([l]) => l === LANE)?.[1] ?? -1) : -1);
+        for (const x of req)
+          cut = Math.min(cut, x.evidence === "observed" ? (x.cut?.find(([l]) => l === LANE)?.[1] ?? -1) : -1);
         if (Number.isFinite(cut)) protectedThrough = cut;
       } catch {
         // not a status document we can read: ignore
@@ -185,7 +252,13 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     // Faults on the same process happen one after another (a restart never races another).
     const busy = new Map<string, Promise<void>>();
     const targetOf = (f: ChaosFault) =>
-      f.kind === ChaosFaultKind.holderKill ? f.holder : f.kind === ChaosFaultKind.controllerKill || f.kind === ChaosFaultKind.controllerPause ? "controller" : f.kind === ChaosFaultKind.controlLeaderKill ? "control-leader" : `server-${f.region}`;
+      f.kind === ChaosFaultKind.holderKill
+        ? f.holder
+        : f.kind === ChaosFaultKind.controllerKill || f.kind === ChaosFaultKind.controllerPause
+          ? "controller"
+          : f.kind === ChaosFaultKind.controlLeaderKill
+            ? "control-leader"
+            : `server-${f.region}`;
     for (const f of faults) {
       const key = targetOf(f);
       const prev = busy.get(key) ?? Promise.resolve();
@@ -217,8 +290,11 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
             // The leader elected now: wait (up to the appenders' 30 s) for a probe newer than the fault
             // to name one, so a follower is never killed for a leader that already lost its place.
             const asked = Date.now();
-            while ((tally.lastAnsweredMs ?? 0) <= asked && Date.now() - asked < CONTROL_UNAVAILABLE_BOUND_S * 1000) await sleep(100);
-            const leader = Object.values(sc!.control).find((c) => c.serverName === tally.streamLeader) ?? Object.values(sc!.control)[0]!;
+            while ((tally.lastAnsweredMs ?? 0) <= asked && Date.now() - asked < CONTROL_UNAVAILABLE_BOUND_S * 1000)
+              await sleep(100);
+            const leader =
+              Object.values(sc!.control).find((c) => c.serverName === tally.streamLeader) ??
+              Object.values(sc!.control)[0]!;
             log(`    stream leader: ${tally.streamLeader ?? "(none seen)"}; killing ${leader.serverName}`);
             serverPids.push(leader.pid);
             await leader.restart({ kill: true, downMs: f.downMs });
@@ -250,7 +326,8 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     const finalHead = acked.reduce((m, a) => Math.max(m, a.seq), 0);
     const healStart = Date.now();
     while (protectedThrough < finalHead && Date.now() - healStart < HEAL_TIMEOUT_MS) await sleep(200);
-    const stranded: [number, number][] = protectedThrough >= finalHead ? [] : [[Math.max(1, protectedThrough + 1), finalHead]];
+    const stranded: [number, number][] =
+      protectedThrough >= finalHead ? [] : [[Math.max(1, protectedThrough + 1), finalHead]];
 
     // Recovery from everything the holders retain, compared with what was acknowledged.
     const units: TransportUnit[] = [];
@@ -264,7 +341,14 @@ export async function runChaos(seed: number, o: { durationS?: number; log?: (lin
     const recDir = join(dir, "recovered");
     let lost = acked.length;
     try {
-      const result = await recoverVolume({ volume: VOLUME, dir: recDir, blockCount: BLOCKS, lanes: [LANE], dataKey, units });
+      const result = await recoverVolume({
+        volume: VOLUME,
+        dir: recDir,
+        blockCount: BLOCKS,
+        lanes: [LANE],
+        dataKey,
+        units,
+      });
       const vol = await SmartWalVolume.open(recDir);
       try {
         const newest = new Map<number, AckedWrite>();

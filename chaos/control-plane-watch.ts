@@ -30,9 +30,20 @@ export interface ControlPlaneWatch {
  *
  * Each change it sees (a new stream leader, a new lease holder) is told to `log`.
  */
-export async function watchControlPlane(controlUrls: readonly string[], region: string, store: ControlLogStore, volume: string, log: (line: string) => void = () => undefined): Promise<ControlPlaneWatch> {
+export async function watchControlPlane(
+  controlUrls: readonly string[],
+  region: string,
+  store: ControlLogStore,
+  volume: string,
+  log: (line: string) => void = () => undefined,
+): Promise<ControlPlaneWatch> {
   const tally = new ControlPlaneTally();
-  const probe = await NatsTransport.connect({ servers: [...controlUrls], name: "chaos-control-probe", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const probe = await NatsTransport.connect({
+    servers: [...controlUrls],
+    name: "chaos-control-probe",
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+  });
   const jsm = await jetstreamManager(probe.connection, { timeout: PROBE_TIMEOUT_MS });
   const stream = controlStreamName(region);
   const follower = new ControlLogFollower(store);
@@ -56,7 +67,8 @@ export async function watchControlPlane(controlUrls: readonly string[], region: 
       try {
         const before = tally.activeController;
         tally.leaseHolder(leaseOf(await follower.refresh(), volume)?.holder);
-        if (tally.activeController !== before) log(`lease holder: ${tally.activeController} (was ${before ?? "none seen"})`);
+        if (tally.activeController !== before)
+          log(`lease holder: ${tally.activeController} (was ${before ?? "none seen"})`);
       } catch {
         // the log is unavailable right now (the probe measures that); read again next time
       }
@@ -70,7 +82,12 @@ export async function watchControlPlane(controlUrls: readonly string[], region: 
       await Promise.all([probing, following]);
       await probe.close();
       const end = Date.now();
-      return { failovers: tally.failovers, leaderChanges: tally.leaderChanges, holderChanges: tally.holderChanges, maxUnavailableMs: tally.maxUnavailableMs(end) };
+      return {
+        failovers: tally.failovers,
+        leaderChanges: tally.leaderChanges,
+        holderChanges: tally.holderChanges,
+        maxUnavailableMs: tally.maxUnavailableMs(end),
+      };
     },
   };
 }

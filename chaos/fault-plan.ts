@@ -18,12 +18,27 @@ export const ChaosFaultKind = {
 export type ChaosFaultKind = (typeof ChaosFaultKind)[keyof typeof ChaosFaultKind];
 
 export type ChaosFault =
-  | { readonly kind: typeof ChaosFaultKind.serverRestart; readonly atMs: number; readonly region: string; readonly kill: boolean }
-  | { readonly kind: typeof ChaosFaultKind.holderKill; readonly atMs: number; readonly holder: string; readonly downMs: number }
+  | {
+      readonly kind: typeof ChaosFaultKind.serverRestart;
+      readonly atMs: number;
+      readonly region: string;
+      readonly kill: boolean;
+    }
+  | {
+      readonly kind: typeof ChaosFaultKind.holderKill;
+      readonly atMs: number;
+      readonly holder: string;
+      readonly downMs: number;
+    }
   | { readonly kind: typeof ChaosFaultKind.controllerKill; readonly atMs: number; readonly downMs: number }
   | { readonly kind: typeof ChaosFaultKind.controllerPause; readonly atMs: number; readonly ms: number }
   | { readonly kind: typeof ChaosFaultKind.controlLeaderKill; readonly atMs: number; readonly downMs: number }
-  | { readonly kind: typeof ChaosFaultKind.partition; readonly atMs: number; readonly region: string; readonly ms: number };
+  | {
+      readonly kind: typeof ChaosFaultKind.partition;
+      readonly atMs: number;
+      readonly region: string;
+      readonly ms: number;
+    };
 
 /** Options of `chaosPlan`. */
 export interface ChaosPlanOptions {
@@ -45,10 +60,28 @@ export function chaosPlan(seed: number, o: ChaosPlanOptions): ChaosFault[] {
   const r = seededRandom(seed).fork("chaos");
   const n = r.int(4, 7);
   const at = () => r.int(3_000, Math.max(3_001, o.durationMs - 3_000));
-  const serverRestart = (): ChaosFault => ({ kind: ChaosFaultKind.serverRestart, atMs: at(), region: r.pick(o.regions), kill: r.chance(0.5) });
-  const holderKill = (): ChaosFault => ({ kind: ChaosFaultKind.holderKill, atMs: at(), holder: r.pick(o.holders), downMs: r.int(200, 3_000) });
-  const leaderKill = (): ChaosFault => ({ kind: ChaosFaultKind.controlLeaderKill, atMs: at(), downMs: r.int(1_000, 5_000) });
-  const pause = (): ChaosFault => ({ kind: ChaosFaultKind.controllerPause, atMs: at(), ms: r.int(o.leaseTimeoutMs + 1_000, o.leaseTimeoutMs + 5_000) });
+  const serverRestart = (): ChaosFault => ({
+    kind: ChaosFaultKind.serverRestart,
+    atMs: at(),
+    region: r.pick(o.regions),
+    kill: r.chance(0.5),
+  });
+  const holderKill = (): ChaosFault => ({
+    kind: ChaosFaultKind.holderKill,
+    atMs: at(),
+    holder: r.pick(o.holders),
+    downMs: r.int(200, 3_000),
+  });
+  const leaderKill = (): ChaosFault => ({
+    kind: ChaosFaultKind.controlLeaderKill,
+    atMs: at(),
+    downMs: r.int(1_000, 5_000),
+  });
+  const pause = (): ChaosFault => ({
+    kind: ChaosFaultKind.controllerPause,
+    atMs: at(),
+    ms: r.int(o.leaseTimeoutMs + 1_000, o.leaseTimeoutMs + 5_000),
+  });
   const out: ChaosFault[] = [serverRestart(), holderKill(), r.chance(0.5) ? leaderKill() : pause()];
   while (out.length < n) {
     const which = r.int(0, 5);

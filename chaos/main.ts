@@ -18,10 +18,16 @@ const program = new Command("chaos")
     try {
       const seed = Number(o.seed);
       const durationS = Number(o.durationS);
-      if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got ${o.seed}`);
-      if (!Number.isFinite(durationS) || durationS < 10 || durationS > 600) throw new Error(`--duration-s must be 10..600, got ${o.durationS}`);
+      if (!Number.isSafeInteger(seed) || seed < 0)
+        throw new Error(`--seed must be a non-negative integer, got ${o.seed}`);
+      if (!Number.isFinite(durationS) || durationS < 10 || durationS > 600)
+        throw new Error(`--duration-s must be 10..600, got ${o.durationS}`);
       const r = await runChaos(seed, { durationS, log: (l) => process.stderr.write(l + "\n") });
-      const bad = r.stranded_ranges.length > 0 || r.lost_acknowledged > 0 || r.leftover_processes > 0 || r.max_control_unavailable_s > CONTROL_UNAVAILABLE_BOUND_S;
+      const bad =
+        r.stranded_ranges.length > 0 ||
+        r.lost_acknowledged > 0 ||
+        r.leftover_processes > 0 ||
+        r.max_control_unavailable_s > CONTROL_UNAVAILABLE_BOUND_S;
       process.stdout.write(
         formatTable([
           {

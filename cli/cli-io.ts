@@ -44,14 +44,25 @@ export function dropOutputToClosedPipes(): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on("error", (err: NodeJS.ErrnoException) => {
       closedStreams.add(stream);
-      if (err.code !== "EPIPE" && stream !== process.stderr) writeTo(process.stderr, `error [${(err.code ?? "output_failed").toLowerCase()}]: cannot write the output: ${err.message}\n`);
+      if (err.code !== "EPIPE" && stream !== process.stderr)
+        writeTo(
+          process.stderr,
+          `error [${(err.code ?? "output_failed").toLowerCase()}]: cannot write the output: ${err.message}\n`,
+        );
     });
   }
 }
 
 /** Resolves once what was written to stdout and stderr has been handed to the system (or the stream is gone). */
 export async function outputFlushed(): Promise<void> {
-  await Promise.all([process.stdout, process.stderr].map((s) => new Promise<void>((resolve) => (closedStreams.has(s) || s.destroyed ? resolve() : s.write("", () => resolve())))));
+  await Promise.all(
+    [process.stdout, process.stderr].map(
+      (s) =>
+        new Promise<void>((resolve) =>
+          closedStreams.has(s) || s.destroyed ? resolve() : s.write("", () => resolve()),
+        ),
+    ),
+  );
 }
 
 const current = new AsyncLocalStorage<CliIo>();

@@ -14,7 +14,12 @@ export interface CompactionTimerReport {
  * is electing a leader, a controller won the position every try) is reported and tried again at
  * the next tick, never fatal. It runs until `signal` aborts, and never overlaps two compactions.
  */
-export async function runCompactionTimer(compactor: ControlLogCompactor, everyMs: number, report: CompactionTimerReport, signal: AbortSignal): Promise<void> {
+export async function runCompactionTimer(
+  compactor: ControlLogCompactor,
+  everyMs: number,
+  report: CompactionTimerReport,
+  signal: AbortSignal,
+): Promise<void> {
   while (!signal.aborted) {
     try {
       const r = await compactor.compactIfDue();

@@ -1,4 +1,14 @@
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { CustodyError, processRunning } from "../core/index.ts";
 
@@ -8,7 +18,11 @@ export const RECOVER_LOCK = ".recover.lock";
 /** Thrown when another live process is recovering into the same directory. */
 export class RecoverInProgressError extends CustodyError {
   constructor(dir: string, pid: number) {
-    super("recover_in_progress", `process ${pid} is recovering into ${dir} (${join(dir, RECOVER_LOCK)}): wait for it to end, or stop it`, { dir, pid });
+    super(
+      "recover_in_progress",
+      `process ${pid} is recovering into ${dir} (${join(dir, RECOVER_LOCK)}): wait for it to end, or stop it`,
+      { dir, pid },
+    );
   }
 }
 
@@ -36,7 +50,8 @@ export function lockDestination(dir: string): DestinationLock {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
       const pid = Number(readFileSync(path, "utf8").trim());
-      if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && processRunning(pid)) throw new RecoverInProgressError(dir, pid);
+      if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && processRunning(pid))
+        throw new RecoverInProgressError(dir, pid);
       unlinkSync(path); // its process is gone: the lock is stale
     }
   }

@@ -1,7 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CustodyError } from "../core/index.ts";
-import { ControlLogFollower, publicKeyFromRaw, type HolderStatus, type ControlState, type ControlTrust } from "../custody/index.ts";
+import {
+  ControlLogFollower,
+  publicKeyFromRaw,
+  type HolderStatus,
+  type ControlState,
+  type ControlTrust,
+} from "../custody/index.ts";
 import { openJetStreamControlLog, type NatsConnection } from "../transport/index.ts";
 
 /**
@@ -46,7 +52,8 @@ export function plannedRoles(deploymentDir: string): ExpectedRole[] {
   const roles = readJson(file)["roles"];
   if (!Array.isArray(roles)) throw new DeploymentIndexError(file, "no roles list");
   return roles.map((r: { instance?: unknown; role?: unknown; region?: unknown }) => {
-    if (typeof r.instance !== "string" || typeof r.role !== "string" || !r.instance.startsWith(`${r.role}-`)) throw new DeploymentIndexError(file, `a role entry without <role>-<id> instance: ${JSON.stringify(r)}`);
+    if (typeof r.instance !== "string" || typeof r.role !== "string" || !r.instance.startsWith(`${r.role}-`))
+      throw new DeploymentIndexError(file, `a role entry without <role>-<id> instance: ${JSON.stringify(r)}`);
     const id = r.role === "base-builder" ? r.instance : r.instance.slice(r.role.length + 1);
     return { role: r.role, id, planned: true, ...(typeof r.region === "string" ? { region: r.region } : {}) };
   });
@@ -61,19 +68,31 @@ export function controlLogOf(deploymentDir: string): { region: string; trust?: C
   const key = b["operatorPublicKey"];
   if (typeof key !== "string") return { region: b["controlRegion"] };
   if (!/^[0-9a-f]{64}$/i.test(key)) throw new DeploymentIndexError(file, "operatorPublicKey is not 64 hex digits");
-  const trust = { operators: { [String(b["operatorId"] ?? "operator")]: publicKeyFromRaw(new Uint8Array(Buffer.from(key, "hex"))) } };
+  const trust = {
+    operators: { [String(b["operatorId"] ?? "operator")]: publicKeyFromRaw(new Uint8Array(Buffer.from(key, "hex"))) },
+  };
   return { region: b["controlRegion"], trust };
 }
 
 /** Reads the control log of `region` once over `nc` (bounded by `timeoutMs` per request). */
-export async function readControlState(nc: NatsConnection, log: { region: string; trust?: ControlTrust }, timeoutMs: number): Promise<ControlState> {
+export async function readControlState(
+  nc: NatsConnection,
+  log: { region: string; trust?: ControlTrust },
+  timeoutMs: number,
+): Promise<ControlState> {
   const store = await openJetStreamControlLog(nc, { region: log.region, timeoutMs });
   return await new ControlLogFollower(store, undefined, log.trust).refresh();
 }
 
 /** The holders (with their status: a retired one is not expected to run) and controllers `state` admitted. */
 export function loggedRoles(state: ControlState): ExpectedRole[] {
-  const holders = Object.values(state.holders).map((h) => ({ role: "holder", id: h.holderId, planned: false, logIncarnation: h.incarnation, logStatus: h.status }));
+  const holders = Object.values(state.holders).map((h) => ({
+    role: "holder",
+    id: h.holderId,
+    planned: false,
+    logIncarnation: h.incarnation,
+    logStatus: h.status,
+  }));
   const controllers = Object.keys(state.controllers ?? {}).map((id) => ({ role: "controller", id, planned: false }));
   return [...holders, ...controllers];
 }
@@ -84,7 +103,17 @@ export function mergeExpected(planned: readonly ExpectedRole[], logged: readonly
   for (const e of [...planned, ...logged]) {
     const k = `${e.role}/${e.id}`;
     const had = out.get(k);
-    out.set(k, had === undefined ? e : { ...had, ...e, planned: had.planned || e.planned, ...(had.region !== undefined ? { region: had.region } : {}) });
+    out.set(
+      k,
+      had === undefined
+        ? e
+        : {
+            ...had,
+            ...e,
+            planned: had.planned || e.planned,
+            ...(had.region !== undefined ? { region: had.region } : {}),
+          },
+    );
   }
   return [...out.values()];
 }

@@ -15,7 +15,10 @@ export class InterruptedError extends CustodyError {
  * signal ends the process at once. When the signal was aborted, whatever `fn` threw on the way out
  * is replaced by the interruption. The handlers are removed when `fn` settles.
  */
-export async function withInterrupt<T>(interrupted: (signal: NodeJS.Signals) => InterruptedError, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withInterrupt<T>(
+  interrupted: (signal: NodeJS.Signals) => InterruptedError,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const ac = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (!ac.signal.aborted) {

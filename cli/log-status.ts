@@ -1,14 +1,32 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { evaluateFromLog, failedHolders, gatherHolderEvidence, statusDocument, type ControllerConfig, type VolumeTopology } from "../actors/index.ts";
+import {
+  evaluateFromLog,
+  failedHolders,
+  gatherHolderEvidence,
+  statusDocument,
+  type ControllerConfig,
+  type VolumeTopology,
+} from "../actors/index.ts";
 import { DEFAULT_VERDICT_TIMING, steadyVerdicts } from "../policies/index.ts";
 import { CustodyError, holderLaneKey, systemClock } from "../core/index.ts";
 import { ControlLogFollower, type ControlState, type ControlTrust } from "../custody/index.ts";
 import type { EvaluationReport, EvaluationState } from "../policies/index.ts";
 import type { VolumeStatus } from "../protocol/index.ts";
-import { controllerRoleSchema, listProcesses, readPublicKeyHex, readRoleConfig, type ProcessStats } from "../runtime/index.ts";
+import {
+  controllerRoleSchema,
+  listProcesses,
+  readPublicKeyHex,
+  readRoleConfig,
+  type ProcessStats,
+} from "../runtime/index.ts";
 import { NatsConnectError, openJetStreamControlLog, type NatsTransport } from "../transport/index.ts";
-import { connectOperatorTransport, DEFAULT_SERVER, readOperatorConfig, type OperatorConnectionOptions } from "./operator-connection.ts";
+import {
+  connectOperatorTransport,
+  DEFAULT_SERVER,
+  readOperatorConfig,
+  type OperatorConnectionOptions,
+} from "./operator-connection.ts";
 
 /**
  * Status and recovery without a controller: the volume's topology from the deployment's files (the
@@ -27,14 +45,20 @@ const LOG_RETRY_MS = 500;
 /** Thrown when no server of the deployment answered (or none served the control log) in time. */
 export class NoServerAnsweredError extends CustodyError {
   constructor(what: string, failures: readonly { url: string; why: string }[]) {
-    super("no_server", `${what}: ${failures.map((f) => `${f.url} (${f.why})`).join(", ")}`, { urls: failures.map((f) => f.url) });
+    super("no_server", `${what}: ${failures.map((f) => `${f.url} (${f.why})`).join(", ")}`, {
+      urls: failures.map((f) => f.url),
+    });
   }
 }
 
 /** Thrown when no controller config of the volume names its topology. */
 export class NoTopologyError extends CustodyError {
   constructor(volume: string, where: string) {
-    super("no_topology", `no controller config of ${volume} in ${where}: give --controller-config <file> (custody init wrote roles/controller-<id>/config.json)`, { volume, where });
+    super(
+      "no_topology",
+      `no controller config of ${volume} in ${where}: give --controller-config <file> (custody init wrote roles/controller-<id>/config.json)`,
+      { volume, where },
+    );
   }
 }
 
@@ -91,18 +115,36 @@ export function volumeDeployment(o: LogStatusOptions, volume: string): VolumeDep
   if (o.controllerConfig !== undefined) files.push(o.controllerConfig);
   else {
     const out = deploymentDir(o);
-    if (out === undefined) throw new NoTopologyError(volume, o.operatorConfig === undefined ? "(no --operator-config to find the deployment by)" : `no roles.json beside ${o.operatorConfig}`);
-    const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as { roles?: { role?: unknown; config?: unknown }[] };
-    for (const r of index.roles ?? []) if (r.role === "controller" && typeof r.config === "string") files.push(r.config);
+    if (out === undefined)
+      throw new NoTopologyError(
+        volume,
+        o.operatorConfig === undefined
+          ? "(no --operator-config to find the deployment by)"
+          : `no roles.json beside ${o.operatorConfig}`,
+      );
+    const index = JSON.parse(readFileSync(join(out, "roles.json"), "utf8")) as {
+      roles?: { role?: unknown; config?: unknown }[];
+    };
+    for (const r of index.roles ?? [])
+      if (r.role === "controller" && typeof r.config === "string") files.push(r.config);
   }
   for (const file of files) {
     const cfg = readRoleConfig(file, controllerRoleSchema);
     const c = cfg.controller as unknown as Pick<ControllerConfig, "region" | "topology" | "verdict">;
     if (c.topology.volume !== volume) continue;
     const operators = cfg.controlTrust?.operators;
-    const trust = operators === undefined ? undefined : { operators: Object.fromEntries(operators.map((op) => [op.id, readPublicKeyHex(op.publicKeyFile)])) };
+    const trust =
+      operators === undefined
+        ? undefined
+        : { operators: Object.fromEntries(operators.map((op) => [op.id, readPublicKeyHex(op.publicKeyFile)])) };
     const receiptDeadlineMs = c.verdict?.receiptDeadlineMs ?? DEFAULT_VERDICT_TIMING.receiptDeadlineMs;
-    return { topology: c.topology, region: cfg.controlLogRegion ?? c.region, ...(trust !== undefined ? { trust } : {}), file, receiptDeadlineMs };
+    return {
+      topology: c.topology,
+      region: cfg.controlLogRegion ?? c.region,
+      ...(trust !== undefined ? { trust } : {}),
+      file,
+      receiptDeadlineMs,
+    };
   }
   throw new NoTopologyError(volume, files.join(", ") || "the deployment's roles.json (it lists no controller)");
 }
@@ -111,7 +153,12 @@ export function volumeDeployment(o: LogStatusOptions, volume: string): VolumeDep
  * Connects to the first of `urls` that answers within `connectMs` (no reconnects: a command fails
  * rather than waits). Throws NoServerAnsweredError naming every URL tried and why.
  */
-export async function connectFirst(o: OperatorConnectionOptions, urls: readonly string[], name: string, connectMs: number): Promise<{ transport: NatsTransport; url: string }> {
+export async function connectFirst(
+  o: OperatorConnectionOptions,
+  urls: readonly string[],
+  name: string,
+  connectMs: number,
+): Promise<{ transport: NatsTransport; url: string }> {
   const failures: { url: string; why: string }[] = [];
   for (const url of urls) {
     try {
@@ -124,7 +171,12 @@ export async function connectFirst(o: OperatorConnectionOptions, urls: readonly 
 }
 
 /** One connection to `url` as the operator, bounded by `connectMs`, without reconnects. */
-function connectOne(o: OperatorConnectionOptions, url: string, name: string, connectMs: number): Promise<NatsTransport> {
+function connectOne(
+  o: OperatorConnectionOptions,
+  url: string,
+  name: string,
+  connectMs: number,
+): Promise<NatsTransport> {
   return connectOperatorTransport({ ...o, server: url, connectTimeout: String(connectMs) }, name);
 }
 
@@ -164,7 +216,12 @@ export interface LogStatus {
 export async function statusFromLogAndHolders(
   o: LogStatusOptions,
   volume: string,
-  q: { readonly connectMs: number; readonly evidenceMs: number; readonly logWaitMs: number; readonly first?: { transport: NatsTransport; url: string } },
+  q: {
+    readonly connectMs: number;
+    readonly evidenceMs: number;
+    readonly logWaitMs: number;
+    readonly first?: { transport: NatsTransport; url: string };
+  },
 ): Promise<LogStatus> {
   const deployment = volumeDeployment(o, volume);
   const started = performance.now();
@@ -175,7 +232,10 @@ export async function statusFromLogAndHolders(
     if (status !== undefined) return status;
     const waited = Math.round(performance.now() - started);
     if (waited + LOG_RETRY_MS >= q.logWaitMs) {
-      throw new NoServerAnsweredError(`no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file}) in ${round} round${round === 1 ? "" : "s"} over ${waited} ms`, failures);
+      throw new NoServerAnsweredError(
+        `no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file}) in ${round} round${round === 1 ? "" : "s"} over ${waited} ms`,
+        failures,
+      );
     }
     await new Promise((r) => setTimeout(r, LOG_RETRY_MS));
   }
@@ -186,7 +246,11 @@ async function oneRound(
   o: LogStatusOptions,
   volume: string,
   deployment: VolumeDeployment,
-  q: { readonly connectMs: number; readonly evidenceMs: number; readonly first?: { transport: NatsTransport; url: string } },
+  q: {
+    readonly connectMs: number;
+    readonly evidenceMs: number;
+    readonly first?: { transport: NatsTransport; url: string };
+  },
 ): Promise<{ status?: LogStatus; failures: { url: string; why: string }[] }> {
   const failures: { url: string; why: string }[] = [];
   for (const url of serverUrls(o)) {
@@ -200,7 +264,10 @@ async function oneRound(
     }
     let store: Awaited<ReturnType<typeof openJetStreamControlLog>> | undefined;
     try {
-      store = await openJetStreamControlLog(transport.connection, { region: deployment.region, timeoutMs: q.connectMs });
+      store = await openJetStreamControlLog(transport.connection, {
+        region: deployment.region,
+        timeoutMs: q.connectMs,
+      });
       const log = store;
       const follower = new ControlLogFollower(store, undefined, deployment.trust);
       const control = await follower.refresh();
@@ -210,17 +277,46 @@ async function oneRound(
       const expect = Object.keys(t.holderSites).filter((h) => control.holders[h] !== undefined && !failed.has(h));
       // The holders are asked too (their process stats): one that retains nothing of the volume sends
       // no receipt, so it is not waited for. Only verified receipts count as evidence.
-      const asked = listProcesses(transport.connection, { role: "holder", waitMs: Math.min(q.evidenceMs, STATS_WAIT_MS) }).then((r) => r.stats, () => []);
-      const retainsNothing = (p: ProcessStats) => t.lanes.every((l) => (p.samples?.[`${holderLaneKey(volume, l)}.retained`]?.length ?? 0) === 0);
-      const excused = asked.then((stats) => stats.filter((p) => expect.includes(p.id) && retainsNothing(p)).map((p) => p.id));
-      const ev = await gatherHolderEvidence(transport, control, { volume, lanes: t.lanes, expect, excused, waitMs: q.evidenceMs, staleAfterMs: t.staleAfterMs, clock: systemClock });
+      const asked = listProcesses(transport.connection, {
+        role: "holder",
+        waitMs: Math.min(q.evidenceMs, STATS_WAIT_MS),
+      }).then(
+        (r) => r.stats,
+        () => [],
+      );
+      const retainsNothing = (p: ProcessStats) =>
+        t.lanes.every((l) => (p.samples?.[`${holderLaneKey(volume, l)}.retained`]?.length ?? 0) === 0);
+      const excused = asked.then((stats) =>
+        stats.filter((p) => expect.includes(p.id) && retainsNothing(p)).map((p) => p.id),
+      );
+      const ev = await gatherHolderEvidence(transport, control, {
+        volume,
+        lanes: t.lanes,
+        expect,
+        excused,
+        waitMs: q.evidenceMs,
+        staleAfterMs: t.staleAfterMs,
+        clock: systemClock,
+      });
       const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
       const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
       // One look cannot tell how long a loss has lasted: writes past their receipt deadline count at once (no grace).
       const steady = steadyVerdicts(state, report, { receiptDeadlineMs: deployment.receiptDeadlineMs, graceMs: 0 }, {});
       const doc = statusDocument("none", control.lastSeq, state, { ...report, reports: steady.reports }, 0);
       const status: LogStatus = {
-        doc, state, report, control, heard: ev.heard, answered, listenedMs: ev.listenedMs, rejected: ev.rejected, url, deployment, store: log, follower, transport,
+        doc,
+        state,
+        report,
+        control,
+        heard: ev.heard,
+        answered,
+        listenedMs: ev.listenedMs,
+        rejected: ev.rejected,
+        url,
+        deployment,
+        store: log,
+        follower,
+        transport,
         close: async () => {
           await log.close();
           if (!reused) await transport.close();
@@ -230,7 +326,9 @@ async function oneRound(
     } catch (err) {
       // The control log's own errors already start with `control log <region>`.
       const message = (err as Error).message ?? String(err);
-      const what = message.startsWith(`control log ${deployment.region}`) ? message : `control log ${deployment.region}: ${message}`;
+      const what = message.startsWith(`control log ${deployment.region}`)
+        ? message
+        : `control log ${deployment.region}: ${message}`;
       failures.push({ url, why: err instanceof CustodyError ? `${err.code}: ${what}` : what });
       await store?.close().catch(() => undefined);
       if (!reused) await transport.close().catch(() => undefined);

@@ -3,7 +3,14 @@ import type { Command } from "commander";
 import { issueText, reportedIssue } from "../core/index.ts";
 import { natsRoleSchema, type NatsRoleConfig } from "../runtime/index.ts";
 import { readNkeySeed } from "../security/index.ts";
-import { connectNats, NatsConnectError, NatsConnectErrorCode, NatsTransport, type ConnectNatsOptions, type NatsConnection } from "../transport/index.ts";
+import {
+  connectNats,
+  NatsConnectError,
+  NatsConnectErrorCode,
+  NatsTransport,
+  type ConnectNatsOptions,
+  type NatsConnection,
+} from "../transport/index.ts";
 import { CustodyCliError } from "./commands/custody.ts";
 
 /**
@@ -34,18 +41,28 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 export function withOperatorConnection(c: Command): Command {
   return c
     .option("--server <url>", `NATS server URL (default: the operator config's, else ${DEFAULT_SERVER})`)
-    .option("--operator-config <file>", "the operator's connection (servers, nkey seed, inbox prefix, CA): custody init writes operator/nats.json")
+    .option(
+      "--operator-config <file>",
+      "the operator's connection (servers, nkey seed, inbox prefix, CA): custody init writes operator/nats.json",
+    )
     .option("--nkey-seed <file>", "the operator's nkey seed file (mode 0600), on a secured bus")
     .option("--inbox-prefix <prefix>", "the operator's inbox prefix (_INBOX.operator.<id>), on a secured bus")
     .option("--ca <file>", "CA certificate (PEM) to trust for the server's TLS certificate")
-    .option("--connect-timeout <ms>", "per server: how long a connection (and a control-log read) may take before the command fails or tries the next region's server", String(DEFAULT_CONNECT_TIMEOUT_MS));
+    .option(
+      "--connect-timeout <ms>",
+      "per server: how long a connection (and a control-log read) may take before the command fails or tries the next region's server",
+      String(DEFAULT_CONNECT_TIMEOUT_MS),
+    );
 }
 
 /** `--connect-timeout` as a number of ms; throws CustodyCliError naming the option. */
 export function connectTimeoutMs(o: OperatorConnectionOptions): number {
   if (o.connectTimeout === undefined) return DEFAULT_CONNECT_TIMEOUT_MS;
   const n = Number(o.connectTimeout);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new CustodyCliError(`--connect-timeout must be a positive integer, got ${o.connectTimeout}`, { option: "connect-timeout" });
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new CustodyCliError(`--connect-timeout must be a positive integer, got ${o.connectTimeout}`, {
+      option: "connect-timeout",
+    });
   return n;
 }
 
@@ -58,7 +75,10 @@ export function readOperatorConfig(file: string): NatsRoleConfig {
     throw new CustodyCliError(`--operator-config ${file}: ${(err as Error).message}`, { option: "operator-config" });
   }
   const r = natsRoleSchema.safeParse(raw);
-  if (!r.success) throw new CustodyCliError(`--operator-config ${file}: ${issueText(reportedIssue(r.error.issues))}`, { option: "operator-config" });
+  if (!r.success)
+    throw new CustodyCliError(`--operator-config ${file}: ${issueText(reportedIssue(r.error.issues))}`, {
+      option: "operator-config",
+    });
   return r.data;
 }
 
@@ -97,7 +117,9 @@ function withOptionHint(err: unknown, o: OperatorConnectionOptions): unknown {
       : err.code === NatsConnectErrorCode.AuthFailed && o.nkeySeed === undefined
         ? "pass --operator-config <deployment>/operator/nats.json (custody init wrote it), or --nkey-seed and --inbox-prefix"
         : undefined;
-  return hint === undefined ? err : new NatsConnectError(err.code, servers, `${err.reason}: ${hint}`, { cause: err.cause });
+  return hint === undefined
+    ? err
+    : new NatsConnectError(err.code, servers, `${err.reason}: ${hint}`, { cause: err.cause });
 }
 
 /** The operator's NATS connection (see `operatorConnectOptions`); a failure names the server and what to pass. */

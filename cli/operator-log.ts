@@ -13,7 +13,11 @@ export interface OperatorLogOptions extends OperatorKeyOptions, OperatorConnecti
  * fails rather than waits), the store and a follower that trusts what the operator's key says.
  * The connection is closed whatever `fn` does.
  */
-export async function withOperatorLog<T>(o: OperatorLogOptions, name: string, fn: (log: { store: Awaited<ReturnType<typeof openJetStreamControlLog>>; follower: ControlLogFollower }) => Promise<T>): Promise<T> {
+export async function withOperatorLog<T>(
+  o: OperatorLogOptions,
+  name: string,
+  fn: (log: { store: Awaited<ReturnType<typeof openJetStreamControlLog>>; follower: ControlLogFollower }) => Promise<T>,
+): Promise<T> {
   const nc = await connectOperator(o, name);
   try {
     const store = await openJetStreamControlLog(nc, { region: o.region });

@@ -16,7 +16,10 @@ export interface OperatorKeyOptions {
 /** Adds `--operator-key FILE` and `--operator-id ID` to a command. */
 export function withOperatorKey(c: Command): Command {
   return c
-    .option("--operator-key <file>", "the operator's Ed25519 key (PKCS#8 DER, mode 0600): sign what is committed and trust only signed entries (custody init writes operator/operator.key)")
+    .option(
+      "--operator-key <file>",
+      "the operator's Ed25519 key (PKCS#8 DER, mode 0600): sign what is committed and trust only signed entries (custody init writes operator/operator.key)",
+    )
     .option("--operator-id <id>", "the operator id the control log's readers trust", "operator");
 }
 
@@ -29,11 +32,18 @@ export function operatorAccess(o: OperatorKeyOptions): { who: ControllerIdentity
   let signer: ControlSigner;
   try {
     const mode = statSync(o.operatorKey).mode & 0o777;
-    if ((mode & 0o077) !== 0) throw new CustodyCliError(`--operator-key ${o.operatorKey} has mode ${mode.toString(8)}; it must be 600 (owner only)`, { option: "operator-key" });
+    if ((mode & 0o077) !== 0)
+      throw new CustodyCliError(
+        `--operator-key ${o.operatorKey} has mode ${mode.toString(8)}; it must be 600 (owner only)`,
+        { option: "operator-key" },
+      );
     signer = { id: o.operatorId, privateKey: privateKeyFromPkcs8(readFileSync(o.operatorKey)) };
   } catch (err) {
     if (err instanceof CustodyCliError) throw err;
     throw new CustodyCliError(`--operator-key ${o.operatorKey}: ${(err as Error).message}`, { option: "operator-key" });
   }
-  return { who: { controller: o.operatorId, clock: systemClock, signer }, trust: { operators: { [o.operatorId]: createPublicKey(signer.privateKey) } } };
+  return {
+    who: { controller: o.operatorId, clock: systemClock, signer },
+    trust: { operators: { [o.operatorId]: createPublicKey(signer.privateKey) } },
+  };
 }

@@ -10,7 +10,12 @@ export interface OutputOptions {
  * Prints `rows` as an aligned text table, or (with --json) `jsonValue` as one JSON object on a
  * single line, so scripts can take the last line of output.
  */
-export function printResult(opts: OutputOptions, jsonValue: unknown, rows: Record<string, unknown>[], title?: string): void {
+export function printResult(
+  opts: OutputOptions,
+  jsonValue: unknown,
+  rows: Record<string, unknown>[],
+  title?: string,
+): void {
   if (opts.json) {
     cliIo().stdout(JSON.stringify(jsonValue) + "\n");
     return;
@@ -24,10 +29,19 @@ export function formatTable(rows: Record<string, unknown>[]): string {
   if (rows.length === 0) return "(no rows)";
   const cols: string[] = [];
   for (const r of rows) for (const k of Object.keys(r)) if (!cols.includes(k)) cols.push(k);
-  const cell = (v: unknown) => (v === undefined || v === null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v));
+  const cell = (v: unknown) =>
+    v === undefined || v === null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join("  ").trimEnd();
-  return [line(cols), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(cols.map((c) => cell(r[c]))))].join("\n");
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  return [
+    line(cols),
+    line(widths.map((w) => "-".repeat(w))),
+    ...rows.map((r) => line(cols.map((c) => cell(r[c])))),
+  ].join("\n");
 }
 
 /**
@@ -70,7 +84,11 @@ export function contributorsText(contributors: readonly string[], audits: Readon
 }
 
 /** What makes a multi-lane cut consistent: its manifest, else the base it is ("-" for one lane or no cut). */
-export function consistentBy(lanes: number, manifest: string | null | undefined, base: string | null | undefined): string {
+export function consistentBy(
+  lanes: number,
+  manifest: string | null | undefined,
+  base: string | null | undefined,
+): string {
   if (lanes < 2) return "-";
   return manifest != null ? `manifest ${manifest}` : base != null ? `base ${base}` : "-";
 }

@@ -69,20 +69,47 @@ export function psEntries(stats: readonly ProcessStats[], expected: readonly Exp
     const k = `${s.role}/${s.id}`;
     answered.add(k);
     const e = byKey.get(k);
-    const newer = e?.logIncarnation !== undefined && s.incarnation !== undefined && e.logIncarnation > s.incarnation ? e.logIncarnation : undefined;
+    const newer =
+      e?.logIncarnation !== undefined && s.incarnation !== undefined && e.logIncarnation > s.incarnation
+        ? e.logIncarnation
+        : undefined;
     const fencedBy = s.fencedBy ?? newer;
     const note =
       fencedBy !== undefined
         ? `incarnation ${fencedBy} replaced it`
         : e === undefined
-          ? expected === undefined ? "" : "not in the deployment"
-          : e.logStatus === "retired" ? "retired in the control log" : e.logStatus === "failed" ? "declared failed in the control log" : "";
-    out.push({ role: s.role, id: s.id, state: fencedBy !== undefined ? "FENCED" : "running", note, stats: s, ...(e !== undefined ? { expected: e } : {}) });
+          ? expected === undefined
+            ? ""
+            : "not in the deployment"
+          : e.logStatus === "retired"
+            ? "retired in the control log"
+            : e.logStatus === "failed"
+              ? "declared failed in the control log"
+              : "";
+    out.push({
+      role: s.role,
+      id: s.id,
+      state: fencedBy !== undefined ? "FENCED" : "running",
+      note,
+      stats: s,
+      ...(e !== undefined ? { expected: e } : {}),
+    });
   }
   for (const e of expected ?? []) {
     if (answered.has(`${e.role}/${e.id}`)) continue;
-    const where = [e.planned ? `in roles.json${e.region !== undefined ? `, region ${e.region}` : ""}` : "", e.logIncarnation !== undefined ? `admitted in the control log (incarnation ${e.logIncarnation}${e.logStatus === "failed" ? ", declared failed" : ""})` : ""].filter((x) => x !== "");
-    out.push({ role: e.role, id: e.id, state: e.logStatus === "retired" ? "retired" : "ABSENT", note: e.logStatus === "retired" ? "retired in the control log" : `no answer; ${where.join("; ")}`, expected: e });
+    const where = [
+      e.planned ? `in roles.json${e.region !== undefined ? `, region ${e.region}` : ""}` : "",
+      e.logIncarnation !== undefined
+        ? `admitted in the control log (incarnation ${e.logIncarnation}${e.logStatus === "failed" ? ", declared failed" : ""})`
+        : "",
+    ].filter((x) => x !== "");
+    out.push({
+      role: e.role,
+      id: e.id,
+      state: e.logStatus === "retired" ? "retired" : "ABSENT",
+      note: e.logStatus === "retired" ? "retired in the control log" : `no answer; ${where.join("; ")}`,
+      expected: e,
+    });
   }
   return out.sort((a, b) => a.role.localeCompare(b.role) || a.id.localeCompare(b.id));
 }

@@ -29,7 +29,10 @@ const AREAS: readonly { readonly commands: readonly string[]; load(): Promise<Ar
 
 /** Commander's usage error (`error: unknown option '--x'`, perhaps a second `(Did you mean …?)` line) as one error line. */
 function usageLine(s: string): string {
-  return `${s.trim().replace(/^error: /, "error [usage]: ").replace(/\s*\n\s*/g, " ")}\n`;
+  return `${s
+    .trim()
+    .replace(/^error: /, "error [usage]: ")
+    .replace(/\s*\n\s*/g, " ")}\n`;
 }
 
 /** The `custody` command with the areas `argv` needs (all of them for help or an unknown command). */
@@ -41,7 +44,11 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
     .exitOverride()
     // Commander's own output (help, usage errors) goes where the run's output goes; a usage error
     // is one `error [usage]: …` line like every other failure.
-    .configureOutput({ writeOut: (s) => cliIo().stdout(s), writeErr: (s) => cliIo().stderr(s), outputError: (s, write) => write(usageLine(s)) });
+    .configureOutput({
+      writeOut: (s) => cliIo().stdout(s),
+      writeErr: (s) => cliIo().stderr(s),
+      outputError: (s, write) => write(usageLine(s)),
+    });
   const first = argv.slice(2).find((a) => !a.startsWith("-"));
   const area = AREAS.find((a) => first !== undefined && a.commands.includes(first));
   for (const a of area !== undefined ? [area] : AREAS) (await a.load()).register(program);
@@ -81,9 +88,15 @@ export async function runCli(args: readonly string[], io?: CliIo): Promise<numbe
 }
 
 /** Runs `args` and returns what it printed and its exit code (for programs that embed the CLI). */
-export async function runCliCaptured(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCliCaptured(
+  args: readonly string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
-  const code = await runCli(args, { stdout: (s) => void (stdout += s), stderr: (s) => void (stderr += s), setExitCode: () => {} });
+  const code = await runCli(args, {
+    stdout: (s) => void (stdout += s),
+    stderr: (s) => void (stderr += s),
+    setExitCode: () => {},
+  });
   return { code, stdout, stderr };
 }

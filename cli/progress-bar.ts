@@ -52,9 +52,23 @@ export function progressLine(f: ProgressFrame): string {
   const bar = `[${"#".repeat(filled)}${"-".repeat(BAR - filled)}]`;
   const seconds = f.elapsedMs / 1000;
   const rate = seconds > 0 ? `${formatBytes(f.bytes / seconds)}/s` : "-";
-  const eta = f.done >= f.total ? "done" : f.done > 0 && f.elapsedMs > 0 ? `ETA ${formatDuration((f.elapsedMs * (f.total - f.done)) / f.done)}` : "ETA ?";
-  const amount = f.unit === "bytes" ? `${formatBytes(f.done)}/${formatBytes(f.total)}` : `${count(f.done)}/${count(f.total)} ${f.unit}`;
-  return [`${f.label} ${bar} ${amount}`, ...(f.extra !== undefined ? [f.extra] : []), formatBytes(f.bytes), rate, eta].join("  ");
+  const eta =
+    f.done >= f.total
+      ? "done"
+      : f.done > 0 && f.elapsedMs > 0
+        ? `ETA ${formatDuration((f.elapsedMs * (f.total - f.done)) / f.done)}`
+        : "ETA ?";
+  const amount =
+    f.unit === "bytes"
+      ? `${formatBytes(f.done)}/${formatBytes(f.total)}`
+      : `${count(f.done)}/${count(f.total)} ${f.unit}`;
+  return [
+    `${f.label} ${bar} ${amount}`,
+    ...(f.extra !== undefined ? [f.extra] : []),
+    formatBytes(f.bytes),
+    rate,
+    eta,
+  ].join("  ");
 }
 
 /** Draws progress on one terminal line, or does nothing. */

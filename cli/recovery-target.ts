@@ -4,14 +4,23 @@ import { CustodyError } from "../core/index.ts";
 /** Thrown when `--to` names a site the volume's deployment does not have. */
 export class UnknownSiteError extends CustodyError {
   constructor(volume: string, site: string, known: readonly string[], file: string) {
-    super("unknown_site", `--to ${site}: ${volume} has no such site (its sites: ${known.join(", ")}; from ${file})`, { volume, site, known, file });
+    super("unknown_site", `--to ${site}: ${volume} has no such site (its sites: ${known.join(", ")}; from ${file})`, {
+      volume,
+      site,
+      known,
+      file,
+    });
   }
 }
 
 /** Thrown when the volume's size is neither given nor known to its deployment. */
 export class BlockCountUnknownError extends CustodyError {
   constructor(volume: string, file: string) {
-    super("block_count_unknown", `the size of ${volume} is not in ${file} (a controller config written before custody init recorded it): give --blocks`, { volume, file });
+    super(
+      "block_count_unknown",
+      `the size of ${volume} is not in ${file} (a controller config written before custody init recorded it): give --blocks`,
+      { volume, file },
+    );
   }
 }
 
@@ -31,7 +40,11 @@ export interface RecoveryTarget {
  * else the volume's recovery site. The size is `blocks` when given, else the deployment's. Pure;
  * throws UnknownSiteError or BlockCountUnknownError.
  */
-export function recoveryTarget(topology: VolumeTopology, file: string, o: { readonly to?: string | undefined; readonly blocks?: number | undefined; readonly scenario?: string | undefined }): RecoveryTarget {
+export function recoveryTarget(
+  topology: VolumeTopology,
+  file: string,
+  o: { readonly to?: string | undefined; readonly blocks?: number | undefined; readonly scenario?: string | undefined },
+): RecoveryTarget {
   const known = topology.sites.map((s) => s.id);
   if (o.to !== undefined && !known.includes(o.to)) throw new UnknownSiteError(topology.volume, o.to, known, file);
   const own = topology.scenarios.find((s) => s.name === o.scenario)?.destination;

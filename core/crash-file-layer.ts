@@ -90,12 +90,14 @@ export class CrashFileLayer implements FileLayer {
   /** Every file of the current (live, not crashed) view: path → a copy of its bytes. */
   snapshotFiles(): Map<string, Uint8Array> {
     const out = new Map<string, Uint8Array>();
-    for (const [path, ino] of this.live.entries) out.set(path, (this.live.inodes.get(ino) ?? new Uint8Array(0)).slice());
+    for (const [path, ino] of this.live.entries)
+      out.set(path, (this.live.inodes.get(ino) ?? new Uint8Array(0)).slice());
     return out;
   }
 
   private checkPoint(at: number): number {
-    if (!Number.isInteger(at) || at < 0 || at > this.log.length) throw new RangeError(`crash point ${at} outside 0..${this.log.length}`);
+    if (!Number.isInteger(at) || at < 0 || at > this.log.length)
+      throw new RangeError(`crash point ${at} outside 0..${this.log.length}`);
     return at;
   }
 
@@ -214,7 +216,13 @@ function replay(log: readonly LoggedOp[], upTo: number): ReplayState {
   const liveNames = new Map<string, number>();
   const durableNames = new Map<string, number>();
   // Unsynced ops per inode, in order; truncates are kept so a sync can replay them faithfully.
-  const unsynced = new Map<number, ({ id: number; kind: "write"; position: number; data: Uint8Array; path: string } | { kind: "truncate"; length: number })[]>();
+  const unsynced = new Map<
+    number,
+    (
+      | { id: number; kind: "write"; position: number; data: Uint8Array; path: string }
+      | { kind: "truncate"; length: number }
+    )[]
+  >();
   // What the unsynced ops overwrote, per inode, in order: restore the length, then the old bytes at `position`.
   const undo = new Map<number, { oldLength: number; position: number; old: Uint8Array }[]>();
   const bytes = (ino: number) => live.get(ino) ?? new Uint8Array(0);
@@ -235,7 +243,11 @@ function replay(log: readonly LoggedOp[], upTo: number): ReplayState {
       case "write": {
         const cur = bytes(op.ino);
         const end = op.position + op.data.length;
-        listOf(undo, op.ino).push({ oldLength: cur.length, position: op.position, old: cur.slice(op.position, Math.min(end, cur.length)) });
+        listOf(undo, op.ino).push({
+          oldLength: cur.length,
+          position: op.position,
+          old: cur.slice(op.position, Math.min(end, cur.length)),
+        });
         const next = end <= cur.length ? cur : resizeLive(cur, end);
         next.set(op.data, op.position);
         live.set(op.ino, next);
@@ -286,7 +298,8 @@ function replay(log: readonly LoggedOp[], upTo: number): ReplayState {
   // extend the file as far as they reach.
   const pending: ReplayState["pending"] = [];
   for (const [ino, ops] of unsynced) {
-    for (const op of ops) if (op.kind === "write") pending.push({ id: op.id, ino, path: op.path, position: op.position, data: op.data });
+    for (const op of ops)
+      if (op.kind === "write") pending.push({ id: op.id, ino, path: op.path, position: op.position, data: op.data });
   }
   pending.sort((a, b) => a.id - b.id);
   return { durable, durableNames, pending };
@@ -389,7 +402,11 @@ class CrashHandle implements FileHandleLike {
 
   async truncate(length: number): Promise<void> {
     this.check();
-    this.layer.mutate(this.ino, { kind: "truncate", ino: this.ino, path: this.path, length }, resizeLive(this.layer.bytes(this.ino), length));
+    this.layer.mutate(
+      this.ino,
+      { kind: "truncate", ino: this.ino, path: this.path, length },
+      resizeLive(this.layer.bytes(this.ino), length),
+    );
   }
 
   async size(): Promise<number> {

@@ -76,7 +76,8 @@ abstract class RandomBase implements Random {
   }
 
   bytes(n: number): Uint8Array {
-    if (!Number.isSafeInteger(n) || n < 0) throw new RandomArgumentError(`bytes(${n}) needs a non-negative integer`, { n });
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new RandomArgumentError(`bytes(${n}) needs a non-negative integer`, { n });
     const out = new Uint8Array(n);
     for (let i = 0; i < n; i += 4) {
       const w = this.nextU32();

@@ -25,7 +25,9 @@ export interface ReportedIssue {
 
 /** Edit distance between `a` and `b` (insert, delete, substitute, swap of neighbours). */
 function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
@@ -37,7 +39,8 @@ function editDistance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
-const samePath = (a: readonly PropertyKey[], b: readonly PropertyKey[]) => a.length === b.length && a.every((p, i) => p === b[i]);
+const samePath = (a: readonly PropertyKey[], b: readonly PropertyKey[]) =>
+  a.length === b.length && a.every((p, i) => p === b[i]);
 
 /** The issue a file's validation failure is reported by (see the module comment). `issues` must not be empty. */
 export function reportedIssue(issues: readonly SchemaIssue[]): ReportedIssue {
@@ -48,13 +51,19 @@ export function reportedIssue(issues: readonly SchemaIssue[]): ReportedIssue {
   }
   const key = unknown.keys![0]!;
   // The keys with an issue of their own beside the unknown one (a required key missing is one).
-  const siblings = issues.filter((i) => i !== unknown && i.path.length === unknown.path.length + 1 && samePath(i.path.slice(0, -1), unknown.path));
+  const siblings = issues.filter(
+    (i) => i !== unknown && i.path.length === unknown.path.length + 1 && samePath(i.path.slice(0, -1), unknown.path),
+  );
   const names = siblings.map((i) => i.path[i.path.length - 1]).filter((p): p is string => typeof p === "string");
   const close = names
     .map((n) => ({ n, d: editDistance(key.toLowerCase(), n.toLowerCase()) }))
     .filter((c) => c.d <= Math.max(2, Math.floor(c.n.length / 4)))
     .sort((x, y) => x.d - y.d)[0];
-  return { path: [...unknown.path, key], problem: `unknown key${close !== undefined ? ` (did you mean ${close.n}?)` : ""}`, unknownKey: true };
+  return {
+    path: [...unknown.path, key],
+    problem: `unknown key${close !== undefined ? ` (did you mean ${close.n}?)` : ""}`,
+    unknownKey: true,
+  };
 }
 
 /** A path as `holders.1.residency` (`(root)` for the empty path). */

@@ -3,7 +3,13 @@ import { CustodyError } from "../core/index.ts";
 import { decodeMessage, defineMessage, encodeMessage } from "../protocol/index.ts";
 import { bytes, fixedBytes, identifier, timestampMs, uint } from "../protocol/index.ts";
 import type { KeyObject } from "node:crypto";
-import { ED25519_PUBLIC_KEY_BYTES, ED25519_SIGNATURE_BYTES, publicKeyFromRaw, signBytes, verifyBytes } from "./signing.ts";
+import {
+  ED25519_PUBLIC_KEY_BYTES,
+  ED25519_SIGNATURE_BYTES,
+  publicKeyFromRaw,
+  signBytes,
+  verifyBytes,
+} from "./signing.ts";
 
 /**
  * A holder's admission request on the wire (`custody.v1.admit.<holder>`): what a new incarnation
@@ -26,7 +32,13 @@ export interface AdmissionRequest {
 const admissionBodySpec = defineMessage({
   kind: "admission-body",
   version: 1,
-  schema: z.object({ holderId: identifier, incarnation: uint, publicKey: fixedBytes(ED25519_PUBLIC_KEY_BYTES), failureDomain: z.string().min(1).max(512), at: timestampMs }),
+  schema: z.object({
+    holderId: identifier,
+    incarnation: uint,
+    publicKey: fixedBytes(ED25519_PUBLIC_KEY_BYTES),
+    failureDomain: z.string().min(1).max(512),
+    at: timestampMs,
+  }),
   maxBytes: 2048,
 });
 
@@ -82,8 +94,11 @@ export function readAdmissionRequest(data: Uint8Array): AdmissionRequest {
   const signed = decodeMessage(admissionRequestSpec, data);
   const req = decodeMessage(admissionBodySpec, signed.body);
   if (!verifyBytes(publicKeyFromRaw(req.publicKey), signed.body, signed.signature)) {
-    throw new AdmissionError(AdmissionRefusal.BadSignature, `admission request of ${req.holderId} is not signed by the key it names`, { holderId: req.holderId });
+    throw new AdmissionError(
+      AdmissionRefusal.BadSignature,
+      `admission request of ${req.holderId} is not signed by the key it names`,
+      { holderId: req.holderId },
+    );
   }
   return req;
 }
-

@@ -1,6 +1,12 @@
 import { HolderStatus, type ControlState } from "./control-state.ts";
 import { AdmissionError, AdmissionRefusal, type AdmissionRequest } from "./admission-request.ts";
-export { AdmissionError, AdmissionRefusal, encodeAdmissionRequest, readAdmissionRequest, type AdmissionRequest } from "./admission-request.ts";
+export {
+  AdmissionError,
+  AdmissionRefusal,
+  encodeAdmissionRequest,
+  readAdmissionRequest,
+  type AdmissionRequest,
+} from "./admission-request.ts";
 
 /**
  * Admission of a holder's new incarnation. A restarted holder is a new incarnation that counts for
@@ -23,18 +29,39 @@ export const MAX_AUTO_INCARNATION_LEAP = 1024;
 export function checkAutoAdmission(s: ControlState, req: AdmissionRequest): void {
   const cur = s.holders[req.holderId];
   const at = { holderId: req.holderId, incarnation: req.incarnation };
-  if (cur === undefined) throw new AdmissionError(AdmissionRefusal.UnknownHolder, `holder ${req.holderId} was never admitted`, at);
-  if (cur.status !== HolderStatus.active) throw new AdmissionError(AdmissionRefusal.NotActive, `holder ${req.holderId} is ${cur.status}`, { ...at, status: cur.status });
+  if (cur === undefined)
+    throw new AdmissionError(AdmissionRefusal.UnknownHolder, `holder ${req.holderId} was never admitted`, at);
+  if (cur.status !== HolderStatus.active)
+    throw new AdmissionError(AdmissionRefusal.NotActive, `holder ${req.holderId} is ${cur.status}`, {
+      ...at,
+      status: cur.status,
+    });
   if (req.incarnation <= cur.incarnation) {
-    throw new AdmissionError(AdmissionRefusal.NotNewer, `incarnation ${req.incarnation} of ${req.holderId} is not above the admitted ${cur.incarnation}`, { ...at, current: cur.incarnation });
+    throw new AdmissionError(
+      AdmissionRefusal.NotNewer,
+      `incarnation ${req.incarnation} of ${req.holderId} is not above the admitted ${cur.incarnation}`,
+      { ...at, current: cur.incarnation },
+    );
   }
   if (req.incarnation - cur.incarnation > MAX_AUTO_INCARNATION_LEAP) {
-    throw new AdmissionError(AdmissionRefusal.IncarnationLeap, `incarnation ${req.incarnation} of ${req.holderId} leaps more than ${MAX_AUTO_INCARNATION_LEAP} past the admitted ${cur.incarnation}`, { ...at, current: cur.incarnation });
+    throw new AdmissionError(
+      AdmissionRefusal.IncarnationLeap,
+      `incarnation ${req.incarnation} of ${req.holderId} leaps more than ${MAX_AUTO_INCARNATION_LEAP} past the admitted ${cur.incarnation}`,
+      { ...at, current: cur.incarnation },
+    );
   }
   if (Buffer.compare(Buffer.from(cur.publicKey), Buffer.from(req.publicKey)) !== 0) {
-    throw new AdmissionError(AdmissionRefusal.KeyChanged, `incarnation ${req.incarnation} of ${req.holderId} names a key the log never admitted for it`, at);
+    throw new AdmissionError(
+      AdmissionRefusal.KeyChanged,
+      `incarnation ${req.incarnation} of ${req.holderId} names a key the log never admitted for it`,
+      at,
+    );
   }
   if (cur.failureDomain !== req.failureDomain) {
-    throw new AdmissionError(AdmissionRefusal.DomainChanged, `${req.holderId} asks from ${req.failureDomain}, admitted in ${cur.failureDomain}`, { ...at, admitted: cur.failureDomain, asked: req.failureDomain });
+    throw new AdmissionError(
+      AdmissionRefusal.DomainChanged,
+      `${req.holderId} asks from ${req.failureDomain}, admitted in ${cur.failureDomain}`,
+      { ...at, admitted: cur.failureDomain, asked: req.failureDomain },
+    );
   }
 }

@@ -43,7 +43,8 @@ export async function commitControlEvent(
   };
   if (who.signer !== undefined) {
     const outside = volumeScopeProblem(s, who.signer.id, event);
-    if (outside !== undefined) throw new ControlFenceError(outside.code, outside.message, { controller: who.signer.id, type: event.type });
+    if (outside !== undefined)
+      throw new ControlFenceError(outside.code, outside.message, { controller: who.signer.id, type: event.type });
   }
   applyControlEvent(s, event);
   const seq = await store.append(event, s.lastSeq, who.signer);

@@ -62,7 +62,8 @@ export class ControlLogCompactor {
     if (!this.#found) {
       // After a purge the log starts at its newest snapshot.
       const first = (await this.store.readRecordsFrom(1))[0];
-      if (first !== undefined && isSnapshotRecord(first)) this.#lastSnapshotSeq = Math.max(this.#lastSnapshotSeq, first.seq);
+      if (first !== undefined && isSnapshotRecord(first))
+        this.#lastSnapshotSeq = Math.max(this.#lastSnapshotSeq, first.seq);
       this.#found = true;
     }
     const s = await this.follower.refreshToHead();
@@ -77,7 +78,8 @@ export class ControlLogCompactor {
    */
   async compact(): Promise<CompactionResult> {
     const { store } = this;
-    if (store.appendSnapshot === undefined || store.purgeBelow === undefined) throw new ControlLogNotCompactableError(store.region, "its store keeps no snapshots");
+    if (store.appendSnapshot === undefined || store.purgeBelow === undefined)
+      throw new ControlLogNotCompactableError(store.region, "its store keeps no snapshots");
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.snapshotAndPurge(store.appendSnapshot.bind(store), store.purgeBelow.bind(store));
@@ -88,18 +90,31 @@ export class ControlLogCompactor {
     }
   }
 
-  private async snapshotAndPurge(appendSnapshot: NonNullable<ControlLogStore["appendSnapshot"]>, purgeBelow: NonNullable<ControlLogStore["purgeBelow"]>): Promise<CompactionResult> {
+  private async snapshotAndPurge(
+    appendSnapshot: NonNullable<ControlLogStore["appendSnapshot"]>,
+    purgeBelow: NonNullable<ControlLogStore["purgeBelow"]>,
+  ): Promise<CompactionResult> {
     const { store } = this;
     const s = await this.follower.refresh();
     const body = encodeControlSnapshot(store.region, s);
     // Room for the message envelope and the signature.
-    if (body.byteLength > CONTROL_SNAPSHOT_MAX_BYTES - 4_096) throw new ControlLogNotCompactableError(store.region, `its state (${body.byteLength} bytes) exceeds one snapshot message`, { bytes: body.byteLength });
+    if (body.byteLength > CONTROL_SNAPSHOT_MAX_BYTES - 4_096)
+      throw new ControlLogNotCompactableError(
+        store.region,
+        `its state (${body.byteLength} bytes) exceeds one snapshot message`,
+        { bytes: body.byteLength },
+      );
     const seq = await appendSnapshot(body, s.lastSeq, this.signer);
     // Purge only below a snapshot this follower verified against its own fold: a mismatch throws
     // here, and a snapshot readers would skip (not an operator's signature) is in `rejected`.
     const after = await this.follower.refresh();
     const refused = after.rejected.find((r) => r.seq === seq);
-    if (refused !== undefined) throw new ControlLogNotCompactableError(store.region, `its readers refuse the snapshot at ${seq}: ${refused.message}`, { seq, why: refused.code });
+    if (refused !== undefined)
+      throw new ControlLogNotCompactableError(
+        store.region,
+        `its readers refuse the snapshot at ${seq}: ${refused.message}`,
+        { seq, why: refused.code },
+      );
     const purged = await purgeBelow(seq);
     this.#lastSnapshotSeq = seq;
     return { snapshotSeq: seq, throughSeq: s.lastSeq, purged, snapshotBytes: body.byteLength };

@@ -66,7 +66,12 @@ export type ControlFenceCode = (typeof ControlFenceCode)[keyof typeof ControlFen
 /** A control event the fold refused (fencing or an invalid transition). `detail` names the event and field. */
 export class ControlFenceError extends CustodyError {
   declare readonly code: ControlFenceCode;
-  constructor(code: ControlFenceCode, message: string, detail: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: ControlFenceCode,
+    message: string,
+    detail: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(code, message, detail, options);
   }
 }
@@ -77,7 +82,11 @@ export class ControlFenceError extends CustodyError {
  */
 export class ControlConflictError extends CustodyError {
   declare readonly code: "control_conflict";
-  constructor(message: string, detail: { expectedLastSeq: number; actualLastSeq?: number; region?: string }, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    detail: { expectedLastSeq: number; actualLastSeq?: number; region?: string },
+    options?: { cause?: unknown },
+  ) {
     super("control_conflict", message, detail, options);
   }
 }

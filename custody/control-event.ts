@@ -140,8 +140,18 @@ export type ControlEventBody =
       readonly baseThroughSeq: number;
     }
   | { readonly type: typeof ControlEventType.retire_holder; readonly holderId: string; readonly incarnation: number }
-  | { readonly type: typeof ControlEventType.policy_change; readonly topologyEpoch: number; readonly policyGeneration: number; readonly reason: string }
-  | { readonly type: typeof ControlEventType.declare_failure; readonly scope: FailureScope; readonly domain: string; readonly holderIds: readonly string[] }
+  | {
+      readonly type: typeof ControlEventType.policy_change;
+      readonly topologyEpoch: number;
+      readonly policyGeneration: number;
+      readonly reason: string;
+    }
+  | {
+      readonly type: typeof ControlEventType.declare_failure;
+      readonly scope: FailureScope;
+      readonly domain: string;
+      readonly holderIds: readonly string[];
+    }
   | {
       /** Until `end_hold`, no holder in `holders` (every holder when empty) may release `ranges` of the lane. */
       readonly type: typeof ControlEventType.hold_ranges;
@@ -248,23 +258,64 @@ const headerTuple = z.tuple([
 ]);
 
 const bodySchemas = {
-  create_obligation: z.tuple([tokenSchema, tokenSchema, tokenSchema, z.enum([PayloadRepresentation.raw, PayloadRepresentation.coalesced]), z.array(tokenSchema).max(64), uintSchema]),
+  create_obligation: z.tuple([
+    tokenSchema,
+    tokenSchema,
+    tokenSchema,
+    z.enum([PayloadRepresentation.raw, PayloadRepresentation.coalesced]),
+    z.array(tokenSchema).max(64),
+    uintSchema,
+  ]),
   admit_holder: z.tuple([tokenSchema, uintSchema, publicKeySchema, domainSchema]),
-  admit_holder_v2: z.tuple([z.literal(AdmissionBodyVersion.v2), tokenSchema, uintSchema, publicKeySchema, domainSchema, volumesSchema]),
-  admit_holder_v3: z.tuple([z.literal(AdmissionBodyVersion.v3), tokenSchema, uintSchema, publicKeySchema, domainSchema, z.instanceof(Uint8Array).refine((b) => b.byteLength <= 4096, "admission request at most 4096 bytes")]),
+  admit_holder_v2: z.tuple([
+    z.literal(AdmissionBodyVersion.v2),
+    tokenSchema,
+    uintSchema,
+    publicKeySchema,
+    domainSchema,
+    volumesSchema,
+  ]),
+  admit_holder_v3: z.tuple([
+    z.literal(AdmissionBodyVersion.v3),
+    tokenSchema,
+    uintSchema,
+    publicKeySchema,
+    domainSchema,
+    z.instanceof(Uint8Array).refine((b) => b.byteLength <= 4096, "admission request at most 4096 bytes"),
+  ]),
   prepare_transfer: z.tuple([tokenSchema, tokenSchema, tokenSchema, tokenSchema, rangesSchema]),
   activate_replacement: z.tuple([tokenSchema]),
   release_ranges: z.tuple([tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64)]),
   release_to_base: z.tuple([tokenSchema, tokenSchema, rangesSchema, tokenSchema, tokenSchema, uintSchema]),
   retire_holder: z.tuple([tokenSchema, uintSchema]),
   policy_change: z.tuple([uintSchema, uintSchema, z.string().max(1024)]),
-  declare_failure: z.tuple([z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]), domainSchema, z.array(tokenSchema).max(1024)]),
-  hold_ranges: z.tuple([tokenSchema, z.enum([HoldKind.pitr_pin, HoldKind.recovery]), tokenSchema, tokenSchema, rangesSchema, z.array(tokenSchema).max(64), uintSchema, z.string().max(256)]),
+  declare_failure: z.tuple([
+    z.enum([FailureScope.holder, FailureScope.zone, FailureScope.region]),
+    domainSchema,
+    z.array(tokenSchema).max(1024),
+  ]),
+  hold_ranges: z.tuple([
+    tokenSchema,
+    z.enum([HoldKind.pitr_pin, HoldKind.recovery]),
+    tokenSchema,
+    tokenSchema,
+    rangesSchema,
+    z.array(tokenSchema).max(64),
+    uintSchema,
+    z.string().max(256),
+  ]),
   end_hold: z.tuple([tokenSchema, z.string().max(1024)]),
   admit_controller: z.tuple([tokenSchema, publicKeySchema]),
   admit_controller_v2: z.tuple([z.literal(AdmissionBodyVersion.v2), tokenSchema, publicKeySchema, volumesSchema]),
   commit_failover: z.tuple([tokenSchema, tokenSchema, uintSchema, uintSchema, uintSchema, uintSchema]),
-  choose_persistence: z.tuple([z.literal(PersistenceChoiceVersion.v1), tokenSchema, tokenSchema, uintSchema, z.array(tokenSchema).max(64), z.array(z.string().min(1).max(256)).max(64)]),
+  choose_persistence: z.tuple([
+    z.literal(PersistenceChoiceVersion.v1),
+    tokenSchema,
+    tokenSchema,
+    uintSchema,
+    z.array(tokenSchema).max(64),
+    z.array(z.string().min(1).max(256)).max(64),
+  ]),
   claim_lease: z.tuple([z.literal(LeaseBodyVersion.v1), tokenSchema, uintSchema, uintSchema, uintSchema]),
   renew_lease: z.tuple([z.literal(LeaseBodyVersion.v1), tokenSchema, uintSchema]),
 } as const;
@@ -275,10 +326,17 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
       return [e.obligationId, e.volume, e.lane, e.representation, [...e.holders], e.fromSeq];
     case "admit_holder":
       if (e.request !== undefined) {
-        if (e.volumes !== undefined) throw new ControlFenceError(ControlFenceCode.malformed, "an admission carrying the holder's request names no volumes (v3 body)", { holderId: e.holderId });
+        if (e.volumes !== undefined)
+          throw new ControlFenceError(
+            ControlFenceCode.malformed,
+            "an admission carrying the holder's request names no volumes (v3 body)",
+            { holderId: e.holderId },
+          );
         return [AdmissionBodyVersion.v3, e.holderId, e.incarnation, e.publicKey, e.failureDomain, e.request];
       }
-      return e.volumes === undefined ? [e.holderId, e.incarnation, e.publicKey, e.failureDomain] : [AdmissionBodyVersion.v2, e.holderId, e.incarnation, e.publicKey, e.failureDomain, [...e.volumes]];
+      return e.volumes === undefined
+        ? [e.holderId, e.incarnation, e.publicKey, e.failureDomain]
+        : [AdmissionBodyVersion.v2, e.holderId, e.incarnation, e.publicKey, e.failureDomain, [...e.volumes]];
     case "prepare_transfer":
       return [e.transferId, e.obligationId, e.fromHolder, e.toHolder, e.ranges.toJSON()];
     case "activate_replacement":
@@ -298,7 +356,9 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
     case "end_hold":
       return [e.holdId, e.reason];
     case "admit_controller":
-      return e.volumes === undefined ? [e.controllerId, e.publicKey] : [AdmissionBodyVersion.v2, e.controllerId, e.publicKey, [...e.volumes]];
+      return e.volumes === undefined
+        ? [e.controllerId, e.publicKey]
+        : [AdmissionBodyVersion.v2, e.controllerId, e.publicKey, [...e.volumes]];
     case "commit_failover":
       return [e.volume, e.lane, e.term, e.recoveredCut, e.oldHead, e.firstSeq];
     case "choose_persistence":
@@ -342,8 +402,17 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
       return { type, obligationId, holderId, ranges: RangeSet.fromJSON(ranges), reliesOn };
     }
     case "release_to_base": {
-      const [obligationId, holderId, ranges, baseHolder, snapshotId, baseThroughSeq] = bodySchemas.release_to_base.parse(raw);
-      return { type, obligationId, holderId, ranges: RangeSet.fromJSON(ranges), baseHolder, snapshotId, baseThroughSeq };
+      const [obligationId, holderId, ranges, baseHolder, snapshotId, baseThroughSeq] =
+        bodySchemas.release_to_base.parse(raw);
+      return {
+        type,
+        obligationId,
+        holderId,
+        ranges: RangeSet.fromJSON(ranges),
+        baseHolder,
+        snapshotId,
+        baseThroughSeq,
+      };
     }
     case "retire_holder": {
       const [holderId, incarnation] = bodySchemas.retire_holder.parse(raw);
@@ -397,7 +466,10 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
  * the hash chain is well defined). Throws ControlFenceError `malformed` for a bad prevHash.
  */
 export function encodeControlEvent(e: ControlEvent): Uint8Array {
-  if (!/^[0-9a-f]{64}$/.test(e.prevHash)) throw new ControlFenceError(ControlFenceCode.malformed, "prevHash must be 64 lowercase hex digits", { prevHash: e.prevHash });
+  if (!/^[0-9a-f]{64}$/.test(e.prevHash))
+    throw new ControlFenceError(ControlFenceCode.malformed, "prevHash must be 64 lowercase hex digits", {
+      prevHash: e.prevHash,
+    });
   return encoder.encode([
     MAGIC,
     ControlEventVersion.v1,
@@ -426,12 +498,26 @@ export function encodeAppendableControlEvent(e: ControlEvent): Uint8Array {
 
 export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
   try {
-    const [, , type, region, controller, preparedEpoch, preparedGeneration, prev, issuedAt, body] = headerTuple.parse(decodeBounded(decoder, bytes));
-    const header: ControlEventHeader = { region, controller, preparedEpoch, preparedGeneration, prevHash: Buffer.from(prev).toString("hex"), issuedAt };
+    const [, , type, region, controller, preparedEpoch, preparedGeneration, prev, issuedAt, body] = headerTuple.parse(
+      decodeBounded(decoder, bytes),
+    );
+    const header: ControlEventHeader = {
+      region,
+      controller,
+      preparedEpoch,
+      preparedGeneration,
+      prevHash: Buffer.from(prev).toString("hex"),
+      issuedAt,
+    };
     return { ...header, ...bodyFromTuple(type, body) };
   } catch (err) {
     const issue = err instanceof z.ZodError ? err.issues[0] : undefined;
-    throw new ControlFenceError(ControlFenceCode.malformed, `control event is malformed${issue ? `: ${issue.path.join(".")}: ${issue.message}` : ""}`, {}, { cause: err });
+    throw new ControlFenceError(
+      ControlFenceCode.malformed,
+      `control event is malformed${issue ? `: ${issue.path.join(".")}: ${issue.message}` : ""}`,
+      {},
+      { cause: err },
+    );
   }
 }
 

@@ -22,16 +22,24 @@ export type Failovers = Readonly<Record<string, FailoverRecord>>;
  * reuses a sequence the old one may have written. Pure (a controller runs it as a dry run to refuse
  * a failover request before committing any of its lanes).
  */
-export function commitFailover(failovers: Failovers, e: Extract<ControlEventBody, { type: "commit_failover" }> & { readonly issuedAt: number }): Failovers {
+export function commitFailover(
+  failovers: Failovers,
+  e: Extract<ControlEventBody, { type: "commit_failover" }> & { readonly issuedAt: number },
+): Failovers {
   const key = `${e.volume}/${e.lane}`;
   const prev = failovers[key];
   const bad = (message: string): never => {
-    throw new ControlFenceError(ControlFenceCode.failover_order, `failover of ${key} to term ${e.term}: ${message}`, { volume: e.volume, lane: e.lane, term: e.term });
+    throw new ControlFenceError(ControlFenceCode.failover_order, `failover of ${key} to term ${e.term}: ${message}`, {
+      volume: e.volume,
+      lane: e.lane,
+      term: e.term,
+    });
   };
   if (prev !== undefined && e.term <= prev.term) bad(`term does not advance past ${prev.term}`);
   if (!(e.recoveredCut <= e.oldHead)) bad(`recovered cut ${e.recoveredCut} is above the old head ${e.oldHead}`);
   if (!(e.oldHead < e.firstSeq)) bad(`first sequence ${e.firstSeq} is not above the old head ${e.oldHead}`);
-  if (prev !== undefined && e.recoveredCut < prev.recoveredCut) bad(`recovered cut ${e.recoveredCut} is below the previous failover's ${prev.recoveredCut}`);
+  if (prev !== undefined && e.recoveredCut < prev.recoveredCut)
+    bad(`recovered cut ${e.recoveredCut} is below the previous failover's ${prev.recoveredCut}`);
   const { volume, lane, term, recoveredCut, oldHead, firstSeq } = e;
   return { ...failovers, [key]: { volume, lane, term, recoveredCut, oldHead, firstSeq, committedAt: e.issuedAt } };
 }

@@ -24,7 +24,8 @@ function fail(code: ControlFenceCode, message: string, detail: Record<string, un
 
 /** The holds after `e` (a duplicate id is refused). */
 export function placeHold(holds: Holds, e: ControlEventOf<"hold_ranges"> & { readonly issuedAt: number }): Holds {
-  if (holds[e.holdId] !== undefined) fail(ControlFenceCode.duplicate_id, `hold ${e.holdId} already exists`, { holdId: e.holdId });
+  if (holds[e.holdId] !== undefined)
+    fail(ControlFenceCode.duplicate_id, `hold ${e.holdId} already exists`, { holdId: e.holdId });
   if (e.ranges.isEmpty) fail(ControlFenceCode.malformed, `hold ${e.holdId} holds no ranges`, { holdId: e.holdId });
   const { holdId, kind, volume, lane, ranges, holders, untilMs, by } = e;
   return { ...holds, [holdId]: { holdId, kind, volume, lane, ranges, holders, untilMs, by, placedAt: e.issuedAt } };
@@ -32,14 +33,21 @@ export function placeHold(holds: Holds, e: ControlEventOf<"hold_ranges"> & { rea
 
 /** The holds without `holdId` (an unknown id is refused). */
 export function endHold(holds: Holds, e: ControlEventOf<"end_hold">): Holds {
-  if (holds[e.holdId] === undefined) fail(ControlFenceCode.unknown_hold, `hold ${e.holdId} does not exist`, { holdId: e.holdId });
+  if (holds[e.holdId] === undefined)
+    fail(ControlFenceCode.unknown_hold, `hold ${e.holdId} does not exist`, { holdId: e.holdId });
   const { [e.holdId]: _ended, ...rest } = holds;
   return rest;
 }
 
 /** Holds that bind `holderId` on (volume, lane) and intersect `ranges`. */
 export function holdsOn(holds: Holds, volume: string, lane: string, holderId: string, ranges: RangeSet): HoldRecord[] {
-  return Object.values(holds).filter((h) => h.volume === volume && h.lane === lane && (h.holders.length === 0 || h.holders.includes(holderId)) && h.ranges.intersects(ranges));
+  return Object.values(holds).filter(
+    (h) =>
+      h.volume === volume &&
+      h.lane === lane &&
+      (h.holders.length === 0 || h.holders.includes(holderId)) &&
+      h.ranges.intersects(ranges),
+  );
 }
 
 /** Throws ControlFenceError `range_held` when a hold binds the release of `ranges` by `holderId`. */
@@ -47,7 +55,11 @@ export function checkNotHeld(holds: Holds, volume: string, lane: string, holderI
   const held = holdsOn(holds, volume, lane, holderId, ranges);
   if (held.length === 0) return;
   const h = held[0]!;
-  fail(ControlFenceCode.range_held, `${holderId} may not release ${h.ranges.intersect(ranges).toString()} of ${volume}/${lane}: held by ${h.kind} ${h.holdId} (${h.by})`, { holderId, holdId: h.holdId, kind: h.kind });
+  fail(
+    ControlFenceCode.range_held,
+    `${holderId} may not release ${h.ranges.intersect(ranges).toString()} of ${volume}/${lane}: held by ${h.kind} ${h.holdId} (${h.by})`,
+    { holderId, holdId: h.holdId, kind: h.kind },
+  );
 }
 
 /** Holds on `volume` whose `untilMs` has passed at `now` (0 means no end): the controller ends them. Pure. */

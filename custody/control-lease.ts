@@ -53,22 +53,55 @@ function fail(code: ControlFenceCode, message: string, detail: Record<string, un
 /** Leases after a claim (checked here: term, timings, admission). `seq` is 0 when not yet known (a pre-check). */
 export function claimLease(s: ControlState, e: ControlEventOf<"claim_lease">): ControlLeases {
   const cur = leaseOf(s, e.volume);
-  if (e.term <= (cur?.term ?? 0)) fail(ControlFenceCode.stale_term, `claim of ${e.volume} by ${e.controller} for term ${e.term} does not advance term ${cur?.term ?? 0} (held by ${cur?.holder ?? "nobody"})`, { volume: e.volume, term: e.term, current: cur?.term ?? 0 });
-  if (e.renewMs === 0 || e.timeoutMs <= e.renewMs) fail(ControlFenceCode.malformed, `claim of ${e.volume}: timeout ${e.timeoutMs} ms must exceed renewal ${e.renewMs} ms > 0`, { volume: e.volume });
+  if (e.term <= (cur?.term ?? 0))
+    fail(
+      ControlFenceCode.stale_term,
+      `claim of ${e.volume} by ${e.controller} for term ${e.term} does not advance term ${cur?.term ?? 0} (held by ${cur?.holder ?? "nobody"})`,
+      { volume: e.volume, term: e.term, current: cur?.term ?? 0 },
+    );
+  if (e.renewMs === 0 || e.timeoutMs <= e.renewMs)
+    fail(
+      ControlFenceCode.malformed,
+      `claim of ${e.volume}: timeout ${e.timeoutMs} ms must exceed renewal ${e.renewMs} ms > 0`,
+      { volume: e.volume },
+    );
   const admitted = s.controllers?.[e.controller];
   if (admitted?.volumes !== undefined && !admitted.volumes.includes(e.volume)) {
-    fail(ControlFenceCode.not_authorized_for_volume, `${e.controller} may not claim ${e.volume}; it is admitted for ${admitted.volumes.join(", ")} only`, { volume: e.volume, controller: e.controller });
+    fail(
+      ControlFenceCode.not_authorized_for_volume,
+      `${e.controller} may not claim ${e.volume}; it is admitted for ${admitted.volumes.join(", ")} only`,
+      { volume: e.volume, controller: e.controller },
+    );
   }
-  const lease: ControlLease = { holder: e.controller, term: e.term, renewMs: e.renewMs, timeoutMs: e.timeoutMs, sinceSeq: 0, heartbeatSeq: 0 };
-  const claimants = s.leases?.claimants.includes(e.controller) ? s.leases.claimants : [...(s.leases?.claimants ?? []), e.controller].sort();
+  const lease: ControlLease = {
+    holder: e.controller,
+    term: e.term,
+    renewMs: e.renewMs,
+    timeoutMs: e.timeoutMs,
+    sinceSeq: 0,
+    heartbeatSeq: 0,
+  };
+  const claimants = s.leases?.claimants.includes(e.controller)
+    ? s.leases.claimants
+    : [...(s.leases?.claimants ?? []), e.controller].sort();
   return { volumes: { ...s.leases?.volumes, [e.volume]: lease }, claimants };
 }
 
 /** Checks a renewal: only the holder, at the current term. Changes nothing but the heartbeat (set by `noteHeartbeat`). */
 export function checkRenewal(s: ControlState, e: ControlEventOf<"renew_lease">): void {
   const cur = leaseOf(s, e.volume);
-  if (cur === undefined || cur.holder !== e.controller) fail(ControlFenceCode.not_lease_holder, `${e.controller} renews the lease of ${e.volume}, held by ${cur?.holder ?? "nobody"}`, { volume: e.volume, controller: e.controller });
-  if (cur.term !== e.term) fail(ControlFenceCode.stale_term, `${e.controller} renews ${e.volume} at term ${e.term}; the lease is at term ${cur.term}`, { volume: e.volume, term: e.term, current: cur.term });
+  if (cur === undefined || cur.holder !== e.controller)
+    fail(
+      ControlFenceCode.not_lease_holder,
+      `${e.controller} renews the lease of ${e.volume}, held by ${cur?.holder ?? "nobody"}`,
+      { volume: e.volume, controller: e.controller },
+    );
+  if (cur.term !== e.term)
+    fail(
+      ControlFenceCode.stale_term,
+      `${e.controller} renews ${e.volume} at term ${e.term}; the lease is at term ${cur.term}`,
+      { volume: e.volume, term: e.term, current: cur.term },
+    );
 }
 
 /**
@@ -77,25 +110,38 @@ export function checkRenewal(s: ControlState, e: ControlEventOf<"renew_lease">):
  */
 export function checkLeaseHolder(s: ControlState, e: ControlEvent): void {
   const leases = s.leases;
-  if (leases === undefined || e.type === "claim_lease" || e.type === "renew_lease" || e.type === "admit_controller") return;
+  if (leases === undefined || e.type === "claim_lease" || e.type === "renew_lease" || e.type === "admit_controller")
+    return;
   const author = e.controller;
   if (s.controllers?.[author] === undefined && !leases.claimants.includes(author)) return;
   const scope = authorityScope(s, author, e);
   for (const [volume, lease] of Object.entries(leases.volumes)) {
     if (lease.holder === author) continue;
     if (scope.every === true || scope.volumes.includes(volume)) {
-      fail(ControlFenceCode.not_lease_holder, `${e.type} by ${author} touches ${volume}, whose lease ${lease.holder} holds at term ${lease.term}`, { volume, controller: author, holder: lease.holder, term: lease.term });
+      fail(
+        ControlFenceCode.not_lease_holder,
+        `${e.type} by ${author} touches ${volume}, whose lease ${lease.holder} holds at term ${lease.term}`,
+        { volume, controller: author, holder: lease.holder, term: lease.term },
+      );
     }
   }
 }
 
 /** Leases after an accepted entry at `seq` by `author`: its claims start there, and every lease it holds saw a heartbeat. */
-export function noteHeartbeat(leases: ControlLeases | undefined, author: string, seq: number, claimed?: string): ControlLeases | undefined {
+export function noteHeartbeat(
+  leases: ControlLeases | undefined,
+  author: string,
+  seq: number,
+  claimed?: string,
+): ControlLeases | undefined {
   if (leases === undefined || !leases.claimants.includes(author)) return leases;
   let volumes = leases.volumes;
   for (const [volume, lease] of Object.entries(leases.volumes)) {
     if (lease.holder !== author) continue;
-    volumes = { ...volumes, [volume]: { ...lease, heartbeatSeq: seq, ...(volume === claimed ? { sinceSeq: seq } : {}) } };
+    volumes = {
+      ...volumes,
+      [volume]: { ...lease, heartbeatSeq: seq, ...(volume === claimed ? { sinceSeq: seq } : {}) },
+    };
   }
   return volumes === leases.volumes ? leases : { ...leases, volumes };
 }

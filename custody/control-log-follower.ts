@@ -2,7 +2,13 @@ import type { RangeSet } from "../lanes/index.ts";
 import { ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import type { ControlLogStore } from "./control-log.ts";
 import { isSnapshotRecord } from "./control-snapshot.ts";
-import { foldControlLog, INITIAL_CONTROL_STATE, isReleaseAuthorized, type ControlLogRecord, type ControlState } from "./control-state.ts";
+import {
+  foldControlLog,
+  INITIAL_CONTROL_STATE,
+  isReleaseAuthorized,
+  type ControlLogRecord,
+  type ControlState,
+} from "./control-state.ts";
 import type { ControlTrust } from "./control-trust.ts";
 
 /**
@@ -63,13 +69,28 @@ export class ControlLogFollower {
     const entries = await this.read(s.lastSeq);
     const first = entries[0];
     // The entries from the head on were purged below a snapshot: fold on from it (foldSnapshotRecord checks it).
-    if (first !== undefined && first.seq > s.lastSeq && isSnapshotRecord(first)) return this.accept(this.fold(entries, s));
+    if (first !== undefined && first.seq > s.lastSeq && isSnapshotRecord(first))
+      return this.accept(this.fold(entries, s));
     if (first === undefined || first.seq !== s.lastSeq) {
       const last = await this.store.lastSeq();
-      if (first === undefined && last < s.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} ends at ${last}, before head ${s.lastSeq} already seen`, { seen: s.lastSeq, last });
-      this.distrust(ControlLogRegressionCode.log_regression, `control log ${this.store.region} no longer holds head ${s.lastSeq}`, { seen: s.lastSeq, last });
+      if (first === undefined && last < s.lastSeq)
+        this.distrust(
+          ControlLogRegressionCode.log_regression,
+          `control log ${this.store.region} ends at ${last}, before head ${s.lastSeq} already seen`,
+          { seen: s.lastSeq, last },
+        );
+      this.distrust(
+        ControlLogRegressionCode.log_regression,
+        `control log ${this.store.region} no longer holds head ${s.lastSeq}`,
+        { seen: s.lastSeq, last },
+      );
     }
-    if (first.hash !== (s.lastEntryHash ?? s.headHash)) this.distrust(ControlLogRegressionCode.log_fork, `control log ${this.store.region} holds a different event at ${s.lastSeq}`, { seq: s.lastSeq, seen: s.headHash, found: first.hash });
+    if (first.hash !== (s.lastEntryHash ?? s.headHash))
+      this.distrust(
+        ControlLogRegressionCode.log_fork,
+        `control log ${this.store.region} holds a different event at ${s.lastSeq}`,
+        { seq: s.lastSeq, seen: s.headHash, found: first.hash },
+      );
     return this.accept(this.fold(entries.slice(1), s));
   }
 
@@ -104,8 +125,18 @@ export class ControlLogFollower {
       if (err instanceof ControlLogRegressionError) this.distrust(err.code, err.message, err.detail);
       throw err;
     }
-    if (folded.lastSeq < seen.lastSeq) this.distrust(ControlLogRegressionCode.log_regression, `replayed control log ${this.store.region} ends at ${folded.lastSeq}, before head ${seen.lastSeq} already seen`, { seen: seen.lastSeq, last: folded.lastSeq });
-    if (seen.lastSeq > 0 && !purgedPastSeen && hashAtSeen !== (seen.lastEntryHash ?? seen.headHash)) this.distrust(ControlLogRegressionCode.log_fork, `replayed control log ${this.store.region} differs at ${seen.lastSeq}`, { seq: seen.lastSeq });
+    if (folded.lastSeq < seen.lastSeq)
+      this.distrust(
+        ControlLogRegressionCode.log_regression,
+        `replayed control log ${this.store.region} ends at ${folded.lastSeq}, before head ${seen.lastSeq} already seen`,
+        { seen: seen.lastSeq, last: folded.lastSeq },
+      );
+    if (seen.lastSeq > 0 && !purgedPastSeen && hashAtSeen !== (seen.lastEntryHash ?? seen.headHash))
+      this.distrust(
+        ControlLogRegressionCode.log_fork,
+        `replayed control log ${this.store.region} differs at ${seen.lastSeq}`,
+        { seq: seen.lastSeq },
+      );
     return this.accept(folded);
   }
 

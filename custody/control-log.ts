@@ -1,5 +1,10 @@
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
-import { decodeControlEvent, encodeAppendableControlEvent, hashControlEventBytes, type ControlEvent } from "./control-event.ts";
+import {
+  decodeControlEvent,
+  encodeAppendableControlEvent,
+  hashControlEventBytes,
+  type ControlEvent,
+} from "./control-event.ts";
 import { isReadableEntry, type ControlLogEntry, type ControlLogRecord } from "./control-state.ts";
 import { signEntryHash, type ControlSigner, type EntrySignature } from "./control-trust.ts";
 import { snapshotRecordFromBytes } from "./control-snapshot.ts";
@@ -56,7 +61,11 @@ export function snapshotRecordOf(seq: number, bytes: Uint8Array, signature?: Ent
   try {
     return snapshotRecordFromBytes(seq, bytes, signature);
   } catch (err) {
-    return unreadableRecord(seq, bytes, `control log entry ${seq} is not a snapshot: ${(err as Error).message.slice(0, 200)}`);
+    return unreadableRecord(
+      seq,
+      bytes,
+      `control log entry ${seq} is not a snapshot: ${(err as Error).message.slice(0, 200)}`,
+    );
   }
 }
 
@@ -80,7 +89,11 @@ export function entryFromBytes(seq: number, bytes: Uint8Array, signature?: Entry
     const entry = { seq, event: decodeControlEvent(bytes), hash: hashControlEventBytes(bytes) };
     return signature === undefined ? entry : { ...entry, signature };
   } catch (err) {
-    throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, `control log entry ${seq} cannot be decoded: ${(err as Error).message}`, { seq });
+    throw new ControlLogRegressionError(
+      ControlLogRegressionCode.unreadable_entry,
+      `control log entry ${seq} cannot be decoded: ${(err as Error).message}`,
+      { seq },
+    );
   }
 }
 
@@ -92,7 +105,13 @@ export function entryFromBytes(seq: number, bytes: Uint8Array, signature?: Entry
 export class InMemoryControlLog implements ControlLogStore {
   // `decoded` caches the entry the bytes decode to: stored entries never change, and every actor
   // of a simulated world follows this one log, so each entry is decoded once, not once per read.
-  private entries: { seq: number; bytes: Uint8Array; signature?: EntrySignature; snapshot?: true; decoded?: ControlLogRecord }[] = [];
+  private entries: {
+    seq: number;
+    bytes: Uint8Array;
+    signature?: EntrySignature;
+    snapshot?: true;
+    decoded?: ControlLogRecord;
+  }[] = [];
   private nextSeq = 1;
 
   constructor(readonly region: string) {}
@@ -113,14 +132,28 @@ export class InMemoryControlLog implements ControlLogStore {
   }
 
   /** Stores bytes (a snapshot's or an event's) after `expectedLastSeq`, or throws ControlConflictError. */
-  private store(bytes: Uint8Array, expectedLastSeq: number, signer: ControlSigner | undefined, snapshot?: true): number {
+  private store(
+    bytes: Uint8Array,
+    expectedLastSeq: number,
+    signer: ControlSigner | undefined,
+    snapshot?: true,
+  ): number {
     const last = this.last();
     if (last !== expectedLastSeq) {
-      throw new ControlConflictError(`control log ${this.region} is at ${last}, not ${expectedLastSeq}`, { expectedLastSeq, actualLastSeq: last, region: this.region });
+      throw new ControlConflictError(`control log ${this.region} is at ${last}, not ${expectedLastSeq}`, {
+        expectedLastSeq,
+        actualLastSeq: last,
+        region: this.region,
+      });
     }
     const seq = this.nextSeq++;
     const signature = signer === undefined ? undefined : signEntryHash(hashControlEventBytes(bytes), seq, signer);
-    this.entries.push({ seq, bytes, ...(signature === undefined ? {} : { signature }), ...(snapshot ? { snapshot } : {}) });
+    this.entries.push({
+      seq,
+      bytes,
+      ...(signature === undefined ? {} : { signature }),
+      ...(snapshot ? { snapshot } : {}),
+    });
     return seq;
   }
 
@@ -133,11 +166,22 @@ export class InMemoryControlLog implements ControlLogStore {
     return this.entries
       .slice(this.indexOf(seq))
       .filter((e) => !e.snapshot)
-      .map((e) => (e.decoded !== undefined && isReadableEntry(e.decoded) ? e.decoded : (e.decoded = entryFromBytes(e.seq, e.bytes, e.signature))));
+      .map((e) =>
+        e.decoded !== undefined && isReadableEntry(e.decoded)
+          ? e.decoded
+          : (e.decoded = entryFromBytes(e.seq, e.bytes, e.signature)),
+      );
   }
 
   async readRecordsFrom(seq: number): Promise<ControlLogRecord[]> {
-    return this.entries.slice(this.indexOf(seq)).map((e) => (e.decoded ??= e.snapshot ? snapshotRecordOf(e.seq, e.bytes, e.signature) : recordFromBytes(e.seq, e.bytes, e.signature)));
+    return this.entries
+      .slice(this.indexOf(seq))
+      .map(
+        (e) =>
+          (e.decoded ??= e.snapshot
+            ? snapshotRecordOf(e.seq, e.bytes, e.signature)
+            : recordFromBytes(e.seq, e.bytes, e.signature)),
+      );
   }
 
   async lastSeq(): Promise<number> {

@@ -43,22 +43,38 @@ export function choosePersistence(
   e: ControlEventOf<"choose_persistence"> & { readonly issuedAt: number },
 ): PersistenceChoices {
   const key = laneKey(e.volume, e.lane);
-  if (new Set(e.targets).size !== e.targets.length) fail(ControlFenceCode.malformed, `persistence targets of ${key} name a holder twice`, { volume: e.volume, lane: e.lane });
+  if (new Set(e.targets).size !== e.targets.length)
+    fail(ControlFenceCode.malformed, `persistence targets of ${key} name a holder twice`, {
+      volume: e.volume,
+      lane: e.lane,
+    });
   for (const id of e.targets) {
     const h = holders[id];
-    if (h === undefined) fail(ControlFenceCode.unknown_holder, `persistence target ${id} was never admitted`, { holderId: id });
-    if (h.status !== "active") fail(ControlFenceCode.holder_not_active, `persistence target ${id} is ${h.status}`, { holderId: id, status: h.status });
+    if (h === undefined)
+      fail(ControlFenceCode.unknown_holder, `persistence target ${id} was never admitted`, { holderId: id });
+    if (h.status !== "active")
+      fail(ControlFenceCode.holder_not_active, `persistence target ${id} is ${h.status}`, {
+        holderId: id,
+        status: h.status,
+      });
   }
   if (e.targets.length === 0) {
     const { [key]: _withdrawn, ...rest } = choices;
     return rest;
   }
   const { volume, lane, fromSeq, targets, scenarios } = e;
-  return { ...choices, [key]: { volume, lane, fromSeq, targets: [...targets].sort(), scenarios: [...scenarios], chosenAt: e.issuedAt } };
+  return {
+    ...choices,
+    [key]: { volume, lane, fromSeq, targets: [...targets].sort(), scenarios: [...scenarios], chosenAt: e.issuedAt },
+  };
 }
 
 /** The lane's current choice, if any. */
-export function persistenceChoiceOf(choices: PersistenceChoices | undefined, volume: string, lane: string): PersistenceChoice | undefined {
+export function persistenceChoiceOf(
+  choices: PersistenceChoices | undefined,
+  volume: string,
+  lane: string,
+): PersistenceChoice | undefined {
   return choices?.[laneKey(volume, lane)];
 }
 
@@ -66,7 +82,13 @@ export function persistenceChoiceOf(choices: PersistenceChoices | undefined, vol
  * The part of `seqs` that `holderId` may persist: all of it without a choice or at a target;
  * otherwise only what lies below the choice's `fromSeq`.
  */
-export function flushableAt(choices: PersistenceChoices | undefined, holderId: string, volume: string, lane: string, seqs: RangeSet): RangeSet {
+export function flushableAt(
+  choices: PersistenceChoices | undefined,
+  holderId: string,
+  volume: string,
+  lane: string,
+  seqs: RangeSet,
+): RangeSet {
   const c = persistenceChoiceOf(choices, volume, lane);
   if (c === undefined || c.targets.includes(holderId)) return seqs;
   return c.fromSeq > 0 ? seqs.intersect(RangeSet.of(0, c.fromSeq - 1)) : RangeSet.EMPTY;

@@ -53,7 +53,11 @@ export function isHolderBound(s: ControlState, holderId: string, volume: string)
 /** Throws ControlFenceError `holder_not_bound_to_volume` unless `holderId` is bound to `volume`. */
 export function checkHolderBound(s: ControlState, holderId: string, volume: string, role: string): void {
   if (!isHolderBound(s, holderId, volume)) {
-    throw new ControlFenceError(ControlFenceCode.holder_not_bound_to_volume, `${role} ${holderId} is not bound to volume ${volume}`, { holderId, volume });
+    throw new ControlFenceError(
+      ControlFenceCode.holder_not_bound_to_volume,
+      `${role} ${holderId} is not bound to volume ${volume}`,
+      { holderId, volume },
+    );
   }
 }
 
@@ -61,7 +65,10 @@ export function checkHolderBound(s: ControlState, holderId: string, volume: stri
  * A holder's named volumes after an admission naming `named`: they add to what it had; without any
  * it keeps them, and a holder first admitted without volumes stays unscoped until some are named.
  */
-export function volumesAfterAdmission(cur: HolderRecord | undefined, named: readonly string[] | undefined): { volumes?: readonly string[] } {
+export function volumesAfterAdmission(
+  cur: HolderRecord | undefined,
+  named: readonly string[] | undefined,
+): { volumes?: readonly string[] } {
   if (named === undefined) return cur?.volumes === undefined ? {} : { volumes: cur.volumes };
   return { volumes: [...new Set([...(cur?.volumes ?? []), ...named])].sort() };
 }
@@ -78,7 +85,8 @@ const holderIdScope = (s: ControlState, holderId: string): VolumeScope => {
 
 /** The volumes `e` touches in state `s` (see the module comment). */
 export function eventScope(s: ControlState, e: ControlEvent): VolumeScope {
-  const obligationVolume = (id: string | undefined) => some(id === undefined || s.obligations[id] === undefined ? [] : [s.obligations[id].volume]);
+  const obligationVolume = (id: string | undefined) =>
+    some(id === undefined || s.obligations[id] === undefined ? [] : [s.obligations[id].volume]);
   switch (e.type) {
     case "create_obligation":
     case "hold_ranges":
@@ -106,7 +114,10 @@ export function eventScope(s: ControlState, e: ControlEvent): VolumeScope {
     case "retire_holder":
       return holderIdScope(s, e.holderId);
     case "declare_failure": {
-      const hit = Object.values(s.holders).filter((h) => e.holderIds.includes(h.holderId) || (h.status === "active" && inFailureDomain(h.failureDomain, e.domain)));
+      const hit = Object.values(s.holders).filter(
+        (h) =>
+          e.holderIds.includes(h.holderId) || (h.status === "active" && inFailureDomain(h.failureDomain, e.domain)),
+      );
       return union(hit.map((h) => holderScope(s, h)));
     }
     case "policy_change":
@@ -127,10 +138,16 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equa
 function askedByHolder(s: ControlState, e: ControlEvent): boolean {
   if (e.type !== "admit_holder" || e.request === undefined || e.volumes !== undefined) return false;
   const cur = s.holders[e.holderId];
-  if (cur === undefined || !sameBytes(cur.publicKey, e.publicKey) || cur.failureDomain !== e.failureDomain) return false;
+  if (cur === undefined || !sameBytes(cur.publicKey, e.publicKey) || cur.failureDomain !== e.failureDomain)
+    return false;
   try {
     const req = readAdmissionRequest(e.request);
-    return req.holderId === e.holderId && req.incarnation === e.incarnation && req.failureDomain === e.failureDomain && sameBytes(req.publicKey, e.publicKey);
+    return (
+      req.holderId === e.holderId &&
+      req.incarnation === e.incarnation &&
+      req.failureDomain === e.failureDomain &&
+      sameBytes(req.publicKey, e.publicKey)
+    );
   } catch {
     return false;
   }
@@ -155,14 +172,24 @@ export function authorityScope(s: ControlState, controllerId: string, e: Control
  * Why controller `controllerId` may not commit `e` on state `s`, or undefined when it may: its
  * admitted volumes must include every volume it needs authority for (`authorityScope`). Pure.
  */
-export function volumeScopeProblem(s: ControlState, controllerId: string, e: ControlEvent): { code: ControlFenceCode; message: string } | undefined {
+export function volumeScopeProblem(
+  s: ControlState,
+  controllerId: string,
+  e: ControlEvent,
+): { code: ControlFenceCode; message: string } | undefined {
   const admitted = s.controllers?.[controllerId];
   if (admitted === undefined || admitted.volumes === undefined) return undefined;
   const touched = authorityScope(s, controllerId, e);
   if (touched.every === true) {
-    return { code: ControlFenceCode.not_authorized_for_volume, message: `${e.type} by ${controllerId} touches every volume; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only` };
+    return {
+      code: ControlFenceCode.not_authorized_for_volume,
+      message: `${e.type} by ${controllerId} touches every volume; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only`,
+    };
   }
   const outside = touched.volumes.filter((v) => !admitted.volumes!.includes(v));
   if (outside.length === 0) return undefined;
-  return { code: ControlFenceCode.not_authorized_for_volume, message: `${e.type} by ${controllerId} touches volume ${outside.join(", ")}; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only` };
+  return {
+    code: ControlFenceCode.not_authorized_for_volume,
+    message: `${e.type} by ${controllerId} touches volume ${outside.join(", ")}; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only`,
+  };
 }

@@ -62,24 +62,52 @@ export function entrySignatureVerifies(key: KeyObject, hashHex: string, seq: num
  * Why a signed log's reader must skip `entry`, or undefined when a trusted principal signed it and
  * may commit it (an operator anything; a controller what its admitted volumes cover). Pure.
  */
-export function signatureProblem(s: ControlState, entry: ControlLogEntry, trust: ControlTrust): { code: ControlFenceCode; message: string } | undefined {
+export function signatureProblem(
+  s: ControlState,
+  entry: ControlLogEntry,
+  trust: ControlTrust,
+): { code: ControlFenceCode; message: string } | undefined {
   const sig = entry.signature;
-  if (sig === undefined) return { code: ControlFenceCode.unsigned_event, message: `entry ${entry.seq} (${entry.event.type}) carries no signature` };
+  if (sig === undefined)
+    return {
+      code: ControlFenceCode.unsigned_event,
+      message: `entry ${entry.seq} (${entry.event.type}) carries no signature`,
+    };
   if (sig.signer !== entry.event.controller) {
-    return { code: ControlFenceCode.signer_not_allowed, message: `entry ${entry.seq} names ${entry.event.controller} as author but is signed by ${sig.signer}` };
+    return {
+      code: ControlFenceCode.signer_not_allowed,
+      message: `entry ${entry.seq} names ${entry.event.controller} as author but is signed by ${sig.signer}`,
+    };
   }
   const operator = trust.operators[sig.signer];
   const controller = operator === undefined ? s.controllers?.[sig.signer] : undefined;
-  if (operator === undefined && controller === undefined) return { code: ControlFenceCode.signer_not_allowed, message: `entry ${entry.seq} is signed by ${sig.signer}, neither an operator nor an admitted controller` };
-  if (operator === undefined && OPERATOR_ONLY.has(entry.event.type)) return { code: ControlFenceCode.signer_not_allowed, message: `only an operator may commit ${entry.event.type} (entry ${entry.seq}, signed by controller ${sig.signer})` };
+  if (operator === undefined && controller === undefined)
+    return {
+      code: ControlFenceCode.signer_not_allowed,
+      message: `entry ${entry.seq} is signed by ${sig.signer}, neither an operator nor an admitted controller`,
+    };
+  if (operator === undefined && OPERATOR_ONLY.has(entry.event.type))
+    return {
+      code: ControlFenceCode.signer_not_allowed,
+      message: `only an operator may commit ${entry.event.type} (entry ${entry.seq}, signed by controller ${sig.signer})`,
+    };
   let key: KeyObject;
   try {
     key = operator ?? publicKeyFromRaw(controller!.publicKey);
   } catch {
-    return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: the admitted key of ${sig.signer} is unusable` };
+    return {
+      code: ControlFenceCode.bad_signature,
+      message: `entry ${entry.seq}: the admitted key of ${sig.signer} is unusable`,
+    };
   }
-  if (sig.signature.byteLength !== ED25519_SIGNATURE_BYTES || !verifyBytes(key, signedBytes(entry.hash, entry.seq), sig.signature)) {
-    return { code: ControlFenceCode.bad_signature, message: `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)` };
+  if (
+    sig.signature.byteLength !== ED25519_SIGNATURE_BYTES ||
+    !verifyBytes(key, signedBytes(entry.hash, entry.seq), sig.signature)
+  ) {
+    return {
+      code: ControlFenceCode.bad_signature,
+      message: `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)`,
+    };
   }
   if (operator === undefined) {
     const outside = volumeScopeProblem(s, sig.signer, entry.event);

@@ -16,7 +16,12 @@ export const CONTROL_EVENT_MAX_BYTES = 256 * 1024;
 
 /** `receipt-batch` v1: `body` = canonical batch bytes (`encodeReceiptBatch`), `signature` = Ed25519 over `body`. */
 export const receiptBatchSchema = z.object({ body: bytes, signature: fixedBytes(ED25519_SIGNATURE_BYTES) });
-export const receiptBatchSpec = defineMessage({ kind: "receipt-batch", version: 1, schema: receiptBatchSchema, maxBytes: RECEIPT_BATCH_MAX_BYTES });
+export const receiptBatchSpec = defineMessage({
+  kind: "receipt-batch",
+  version: 1,
+  schema: receiptBatchSchema,
+  maxBytes: RECEIPT_BATCH_MAX_BYTES,
+});
 
 /** `control-event` v1: `event` = canonical event bytes (`encodeControlEvent`); its SHA-256 is the chain link. */
 export const controlEventSchema = z.object({
@@ -25,7 +30,12 @@ export const controlEventSchema = z.object({
   signer: z.string().min(1).max(128).optional(),
   signature: bytes.optional(),
 });
-export const controlEventSpec = defineMessage({ kind: "control-event", version: 1, schema: controlEventSchema, maxBytes: CONTROL_EVENT_MAX_BYTES });
+export const controlEventSpec = defineMessage({
+  kind: "control-event",
+  version: 1,
+  schema: controlEventSchema,
+  maxBytes: CONTROL_EVENT_MAX_BYTES,
+});
 
 /**
  * `control-snapshot` v1, stored in the control stream beside control events: `snapshot` = canonical
@@ -37,4 +47,9 @@ export const controlSnapshotSchema = z.object({
   signer: z.string().min(1).max(128).optional(),
   signature: bytes.optional(),
 });
-export const controlSnapshotSpec = defineMessage({ kind: "control-snapshot", version: 1, schema: controlSnapshotSchema, maxBytes: CONTROL_SNAPSHOT_MAX_BYTES });
+export const controlSnapshotSpec = defineMessage({
+  kind: "control-snapshot",
+  version: 1,
+  schema: controlSnapshotSchema,
+  maxBytes: CONTROL_SNAPSHOT_MAX_BYTES,
+});

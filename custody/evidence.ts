@@ -105,7 +105,14 @@ export function evidenceToTuple(e: ResidencyClaim): EvidenceTuple {
         e.kind,
         e.capabilityGeneration,
         e.observedAt,
-        [e.protectedCapacityBytes, e.holdUpMs, e.batteryHealthPct, e.preservationPath, e.recoversMetadata, [...e.dependencies]],
+        [
+          e.protectedCapacityBytes,
+          e.holdUpMs,
+          e.batteryHealthPct,
+          e.preservationPath,
+          e.recoversMetadata,
+          [...e.dependencies],
+        ],
       ];
     case EvidenceKind.disk:
       return [e.kind, e.capabilityGeneration, e.observedAt, [e.file, e.offset, e.length, e.syncedAt]];
@@ -147,7 +154,15 @@ export function evidenceFromTuple(raw: unknown, path = "evidence"): ResidencyCla
       tupleOf(details, 4, d);
       const syncedAt = uintAt(details[3], `${d}.3`);
       if (syncedAt > observedAt) throw new PositionalError(`${d}.3`, "syncedAt is after observedAt");
-      return { kind, capabilityGeneration, observedAt, file: stringAt(details[0], 1, 4096, `${d}.0`), offset: uintAt(details[1], `${d}.1`), length: uintAt(details[2], `${d}.2`), syncedAt };
+      return {
+        kind,
+        capabilityGeneration,
+        observedAt,
+        file: stringAt(details[0], 1, 4096, `${d}.0`),
+        offset: uintAt(details[1], `${d}.1`),
+        length: uintAt(details[2], `${d}.2`),
+        syncedAt,
+      };
     }
     default:
       return { kind: "unrecognized", wireKind: kind, capabilityGeneration, observedAt, details };

@@ -119,7 +119,14 @@ export {
   type TransferRecord,
 } from "./control-state.ts";
 export { commitFailover as foldFailover, type FailoverRecord, type Failovers } from "./control-failover.ts";
-export { InMemoryControlLog, entryFromBytes, recordFromBytes, snapshotRecordOf, unreadableRecord, type ControlLogStore } from "./control-log.ts";
+export {
+  InMemoryControlLog,
+  entryFromBytes,
+  recordFromBytes,
+  snapshotRecordOf,
+  unreadableRecord,
+  type ControlLogStore,
+} from "./control-log.ts";
 export {
   ControlSnapshotVersion,
   CONTROL_SNAPSHOT_MAX_BYTES,
@@ -138,9 +145,22 @@ export {
 export { ControlLogCompactor, ControlLogNotCompactableError, type CompactionResult } from "./control-compaction.ts";
 export { ControlLogFollower } from "./control-log-follower.ts";
 export { commitControlEvent, type ControllerIdentity } from "./control-commit.ts";
-export { authorityScope, eventScope, holderScope, isHolderBound, volumeScopeProblem, type VolumeScope } from "./control-scope.ts";
+export {
+  authorityScope,
+  eventScope,
+  holderScope,
+  isHolderBound,
+  volumeScopeProblem,
+  type VolumeScope,
+} from "./control-scope.ts";
 export { leaseOf, type ControlLease, type ControlLeases } from "./control-lease.ts";
-export { signEntryHash, signatureProblem, type ControlTrust, type ControlSigner, type EntrySignature } from "./control-trust.ts";
+export {
+  signEntryHash,
+  signatureProblem,
+  type ControlTrust,
+  type ControlSigner,
+  type EntrySignature,
+} from "./control-trust.ts";
 export {
   CONTROL_EVENT_MAX_BYTES,
   RECEIPT_BATCH_MAX_BYTES,
@@ -154,11 +174,22 @@ export {
 export { KeyAuthority, KeyAccessDeniedError, KeyAuthorityUnavailableError, DATA_KEY_BYTES } from "./key-authority.ts";
 export { failureDomainOf, inFailureDomain } from "./failure-domain.ts";
 export { checkAutoAdmission, MAX_AUTO_INCARNATION_LEAP } from "./admission.ts";
-export { AdmissionError, AdmissionRefusal, encodeAdmissionRequest, readAdmissionRequest, type AdmissionRequest } from "./admission-request.ts";
+export {
+  AdmissionError,
+  AdmissionRefusal,
+  encodeAdmissionRequest,
+  readAdmissionRequest,
+  type AdmissionRequest,
+} from "./admission-request.ts";
 export { commitControlEventRetrying } from "./control-commit.ts";
 export { HoldKind } from "./control-event.ts";
 export { overdueHolds, overdueReason, type Holds } from "./control-holds.ts";
-export { flushableAt, persistenceChoiceOf, type PersistenceChoice, type PersistenceChoices } from "./control-persistence.ts";
+export {
+  flushableAt,
+  persistenceChoiceOf,
+  type PersistenceChoice,
+  type PersistenceChoices,
+} from "./control-persistence.ts";
 export { ControlLogPeers } from "./control-peers.ts";
 export {
   MAX_ATTESTED_UNITS,

@@ -51,7 +51,8 @@ export class KeyAuthority {
    */
   dataKey(volume: string, principal: string): Uint8Array {
     if (this.lost) throw new KeyAuthorityUnavailableError({ authority: this.id, volume });
-    if (!this.grants.get(volume)?.has(principal)) throw new KeyAccessDeniedError({ authority: this.id, volume, principal });
+    if (!this.grants.get(volume)?.has(principal))
+      throw new KeyAccessDeniedError({ authority: this.id, volume, principal });
     let k = this.keys.get(volume);
     if (k === undefined) {
       k = this.random(DATA_KEY_BYTES);

@@ -29,19 +29,22 @@ export function listOf(x: unknown, max: number, path: string): unknown[] {
 
 /** `x` as a non-negative safe integer. */
 export function uintAt(x: unknown, path: string): number {
-  if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 0) throw new PositionalError(path, "expected a non-negative safe integer");
+  if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 0)
+    throw new PositionalError(path, "expected a non-negative safe integer");
   return x;
 }
 
 /** `x` as a safe integer >= min. */
 export function intAt(x: unknown, min: number, path: string): number {
-  if (typeof x !== "number" || !Number.isSafeInteger(x) || x < min) throw new PositionalError(path, `expected a safe integer >= ${min}`);
+  if (typeof x !== "number" || !Number.isSafeInteger(x) || x < min)
+    throw new PositionalError(path, `expected a safe integer >= ${min}`);
   return x;
 }
 
 /** `x` as a finite number within [min, max]. */
 export function numberAt(x: unknown, min: number, max: number, path: string): number {
-  if (typeof x !== "number" || !Number.isFinite(x) || x < min || x > max) throw new PositionalError(path, `expected a number in ${min}..${max}`);
+  if (typeof x !== "number" || !Number.isFinite(x) || x < min || x > max)
+    throw new PositionalError(path, `expected a number in ${min}..${max}`);
   return x;
 }
 
@@ -54,7 +57,8 @@ export function tokenAt(x: unknown, path: string): string {
 
 /** `x` as a string of minLen..maxLen characters. */
 export function stringAt(x: unknown, minLen: number, maxLen: number, path: string): string {
-  if (typeof x !== "string" || x.length < minLen || x.length > maxLen) throw new PositionalError(path, `expected a string of ${minLen}..${maxLen} characters`);
+  if (typeof x !== "string" || x.length < minLen || x.length > maxLen)
+    throw new PositionalError(path, `expected a string of ${minLen}..${maxLen} characters`);
   return x;
 }
 
@@ -67,13 +71,15 @@ export function boolAt(x: unknown, path: string): boolean {
 /** `x` as bytes (msgpack bin), optionally of an exact length. */
 export function bytesAt(x: unknown, path: string, length?: number): Uint8Array {
   if (!(x instanceof Uint8Array)) throw new PositionalError(path, "expected bytes");
-  if (length !== undefined && x.byteLength !== length) throw new PositionalError(path, `expected exactly ${length} bytes`);
+  if (length !== undefined && x.byteLength !== length)
+    throw new PositionalError(path, `expected exactly ${length} bytes`);
   return x;
 }
 
 /** `x` as one of `values`. */
 export function oneOfAt<T extends string>(x: unknown, values: readonly T[], path: string): T {
-  if (typeof x !== "string" || !(values as readonly string[]).includes(x)) throw new PositionalError(path, `expected one of ${values.join(", ")}`);
+  if (typeof x !== "string" || !(values as readonly string[]).includes(x))
+    throw new PositionalError(path, `expected one of ${values.join(", ")}`);
   return x as T;
 }
 
@@ -86,7 +92,8 @@ export function rangesAt(x: unknown, max: number, path: string): [number, number
     const first = uintAt(p[0], `${path}.${i}.0`);
     const last = uintAt(p[1], `${path}.${i}.1`);
     if (last < first) throw new PositionalError(`${path}.${i}`, "last is below first");
-    if (first <= prevLast + 1) throw new PositionalError(`${path}.${i}`, "ranges are not in canonical (sorted, merged) form");
+    if (first <= prevLast + 1)
+      throw new PositionalError(`${path}.${i}`, "ranges are not in canonical (sorted, merged) form");
     prevLast = last;
     return [first, last];
   });

@@ -91,7 +91,11 @@ export function decodeReceiptBatch(body: Uint8Array): ReceiptBatch<ResidencyClai
     throw new ReceiptError(ReceiptErrorCode.malformed, "receipt batch is not valid msgpack", {}, { cause: err });
   }
   if (Array.isArray(raw) && raw[0] === MAGIC && raw[1] !== ReceiptVersion.v1) {
-    throw new ReceiptError(ReceiptErrorCode.unsupported_version, `receipt batch version ${String(raw[1])} is not supported`, { version: raw[1], supported: [ReceiptVersion.v1] });
+    throw new ReceiptError(
+      ReceiptErrorCode.unsupported_version,
+      `receipt batch version ${String(raw[1])} is not supported`,
+      { version: raw[1], supported: [ReceiptVersion.v1] },
+    );
   }
   try {
     const t = tupleOf(raw, 9, "batch");
@@ -104,17 +108,32 @@ export function decodeReceiptBatch(body: Uint8Array): ReceiptBatch<ResidencyClai
     const decoded = listOf(t[8], MAX_RECEIPTS_PER_BATCH, "batch.8").map((r, i) => {
       const v = receiptTupleVersion(r);
       if (v !== undefined && v !== ReceiptVersion.v1) {
-        throw new ReceiptError(ReceiptErrorCode.unsupported_version, `receipt ${i} has version ${v}`, { index: i, version: v, supported: [ReceiptVersion.v1] });
+        throw new ReceiptError(ReceiptErrorCode.unsupported_version, `receipt ${i} has version ${v}`, {
+          index: i,
+          version: v,
+          supported: [ReceiptVersion.v1],
+        });
       }
       return receiptFromTuple(r, holder, volume, lane, `batch.8.${i}`);
     });
-    const batch: ReceiptBatch<ResidencyClaim> = { version: ReceiptVersion.v1, stream: { volume, lane, subject }, holder, issuedAt, receipts: decoded };
+    const batch: ReceiptBatch<ResidencyClaim> = {
+      version: ReceiptVersion.v1,
+      stream: { volume, lane, subject },
+      holder,
+      issuedAt,
+      receipts: decoded,
+    };
     checkMembers(batch);
     return batch;
   } catch (err) {
     if (err instanceof ReceiptError) throw err;
     const path = err instanceof PositionalError ? err.path : undefined;
-    throw new ReceiptError(ReceiptErrorCode.malformed, `receipt batch is malformed: ${(err as Error).message}`, { path }, { cause: err });
+    throw new ReceiptError(
+      ReceiptErrorCode.malformed,
+      `receipt batch is malformed: ${(err as Error).message}`,
+      { path },
+      { cause: err },
+    );
   }
 }
 
@@ -125,31 +144,59 @@ export function signReceiptBatch(batch: ReceiptBatch<ResidencyClaim>, privateKey
 }
 
 /** Builds a v1 batch for `holder` on `stream` (receipts must already carry the same holder and stream). */
-export function makeReceiptBatch(stream: ReceiptStream, holder: HolderIdentity, issuedAt: number, receipts: readonly CustodyReceipt[]): ReceiptBatch {
+export function makeReceiptBatch(
+  stream: ReceiptStream,
+  holder: HolderIdentity,
+  issuedAt: number,
+  receipts: readonly CustodyReceipt[],
+): ReceiptBatch {
   return { version: CURRENT_RECEIPT_VERSION, stream, holder, issuedAt, receipts };
 }
 
 function checkMembers(batch: ReceiptBatch<ResidencyClaim>): void {
   if (batch.receipts.length > MAX_RECEIPTS_PER_BATCH) {
-    throw new ReceiptError(ReceiptErrorCode.malformed, `a batch holds at most ${MAX_RECEIPTS_PER_BATCH} receipts`, { count: batch.receipts.length });
+    throw new ReceiptError(ReceiptErrorCode.malformed, `a batch holds at most ${MAX_RECEIPTS_PER_BATCH} receipts`, {
+      count: batch.receipts.length,
+    });
   }
   let prev = -1;
   batch.receipts.forEach((r, i) => {
     if (r.holder.holderId !== batch.holder.holderId || r.holder.incarnation !== batch.holder.incarnation) {
-      throw new ReceiptError(ReceiptErrorCode.malformed, `receipt ${i} belongs to another holder incarnation than its batch`, { index: i, holder: r.holder });
+      throw new ReceiptError(
+        ReceiptErrorCode.malformed,
+        `receipt ${i} belongs to another holder incarnation than its batch`,
+        { index: i, holder: r.holder },
+      );
     }
     if (r.volume !== batch.stream.volume || r.lane !== batch.stream.lane) {
-      throw new ReceiptError(ReceiptErrorCode.malformed, `receipt ${i} belongs to another stream than its batch`, { index: i, volume: r.volume, lane: r.lane });
+      throw new ReceiptError(ReceiptErrorCode.malformed, `receipt ${i} belongs to another stream than its batch`, {
+        index: i,
+        volume: r.volume,
+        lane: r.lane,
+      });
     }
     if (r.receiptSeq <= prev) {
-      throw new ReceiptError(ReceiptErrorCode.malformed, `receipt sequences must increase within a batch (index ${i}: ${r.receiptSeq} after ${prev})`, { index: i, receiptSeq: r.receiptSeq });
+      throw new ReceiptError(
+        ReceiptErrorCode.malformed,
+        `receipt sequences must increase within a batch (index ${i}: ${r.receiptSeq} after ${prev})`,
+        { index: i, receiptSeq: r.receiptSeq },
+      );
     }
     prev = r.receiptSeq;
   });
 }
 
 /** How `encodeMessage(receiptBatchSpec, …)` begins: fixmap{k: "receipt-batch", v: 1, b: fixmap{body: bin…}}. */
-const MESSAGE_HEAD = Uint8Array.from([0x83, ...fixstr("k"), ...fixstr("receipt-batch"), ...fixstr("v"), 0x01, ...fixstr("b"), 0x82, ...fixstr("body")]);
+const MESSAGE_HEAD = Uint8Array.from([
+  0x83,
+  ...fixstr("k"),
+  ...fixstr("receipt-batch"),
+  ...fixstr("v"),
+  0x01,
+  ...fixstr("b"),
+  0x82,
+  ...fixstr("body"),
+]);
 /** How a v1 batch body begins: the 9-tuple, MAGIC, the version. */
 const BODY_HEAD = Uint8Array.from([0x99, ...fixstr(MAGIC), ReceiptVersion.v1]);
 

@@ -38,7 +38,12 @@ export type ReceiptErrorCode = (typeof ReceiptErrorCode)[keyof typeof ReceiptErr
 export class ReceiptError extends CustodyError {
   declare readonly code: ReceiptErrorCode;
 
-  constructor(code: ReceiptErrorCode, message: string, detail: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: ReceiptErrorCode,
+    message: string,
+    detail: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(code, message, detail, options);
   }
 }

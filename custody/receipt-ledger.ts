@@ -85,8 +85,20 @@ export interface LedgerSnapshot {
     evidenceAt: number;
     stale: boolean;
   }[];
-  readonly receiptSeqsSeen: readonly { holderId: string; incarnation: number; volume: string; lane: string; seqs: [number, number][] }[];
-  readonly released: readonly { holderId: string; volume: string; lane: string; obligationId: string; ranges: [number, number][] }[];
+  readonly receiptSeqsSeen: readonly {
+    holderId: string;
+    incarnation: number;
+    volume: string;
+    lane: string;
+    seqs: [number, number][];
+  }[];
+  readonly released: readonly {
+    holderId: string;
+    volume: string;
+    lane: string;
+    obligationId: string;
+    ranges: [number, number][];
+  }[];
 }
 
 interface Entry {
@@ -120,7 +132,10 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
  */
 export class ReceiptLedger {
   private readonly entries = new Map<string, Entry>();
-  private readonly seen = new Map<string, { holderId: string; incarnation: number; volume: string; lane: string; seqs: RangeSet }>();
+  private readonly seen = new Map<
+    string,
+    { holderId: string; incarnation: number; volume: string; lane: string; seqs: RangeSet }
+  >();
   private readonly releasedMap = new Map<string, RangeSet>();
   private readonly incarnations = new Map<string, number>();
   readonly counters: Counters;
@@ -170,7 +185,11 @@ export class ReceiptLedger {
       const cur = newerIncarnation ? undefined : this.entries.get(key);
       if (cur !== undefined && cur.receipt.receiptSeq === r.receiptSeq) {
         if (!sameBytes(cur.fingerprint, fingerprint)) {
-          throw new ReceiptError(ReceiptErrorCode.conflicting_receipt, `holder ${holderId} signed two different receipts with sequence ${r.receiptSeq}`, { holderId, receiptSeq: r.receiptSeq });
+          throw new ReceiptError(
+            ReceiptErrorCode.conflicting_receipt,
+            `holder ${holderId} signed two different receipts with sequence ${r.receiptSeq}`,
+            { holderId, receiptSeq: r.receiptSeq },
+          );
         }
         duplicates++;
       } else if (cur !== undefined && cur.receipt.receiptSeq > r.receiptSeq) superseded++;
@@ -185,8 +204,17 @@ export class ReceiptLedger {
     }
     for (const { key, entry } of plan) this.entries.set(key, entry);
     const sk = [holderId, incarnation, batch.stream.volume, batch.stream.lane].join(SEP);
-    const s = this.seen.get(sk) ?? { holderId, incarnation, volume: batch.stream.volume, lane: batch.stream.lane, seqs: RangeSet.EMPTY };
-    this.seen.set(sk, { ...s, seqs: RangeSet.from([...s.seqs.ranges(), ...batch.receipts.map((r) => [r.receiptSeq, r.receiptSeq] as const)]) });
+    const s = this.seen.get(sk) ?? {
+      holderId,
+      incarnation,
+      volume: batch.stream.volume,
+      lane: batch.stream.lane,
+      seqs: RangeSet.EMPTY,
+    };
+    this.seen.set(sk, {
+      ...s,
+      seqs: RangeSet.from([...s.seqs.ranges(), ...batch.receipts.map((r) => [r.receiptSeq, r.receiptSeq] as const)]),
+    });
     this.counters.inc("receipt.accepted", batch.receipts.length);
     // Replays and reorderings change nothing, but are counted so they can be seen.
     if (superseded > 0) this.counters.inc("receipt.superseded", superseded);
@@ -212,7 +240,8 @@ export class ReceiptLedger {
     const cur = this.incarnations.get(holderId);
     if (cur !== undefined && cur >= incarnation) return [];
     const dropped = this.holdings({ holderId }).filter((h) => h.incarnation < incarnation);
-    for (const [k, e] of this.entries) if (e.receipt.holder.holderId === holderId && e.receipt.holder.incarnation < incarnation) this.entries.delete(k);
+    for (const [k, e] of this.entries)
+      if (e.receipt.holder.holderId === holderId && e.receipt.holder.incarnation < incarnation) this.entries.delete(k);
     for (const [k, x] of this.seen) if (x.holderId === holderId && x.incarnation < incarnation) this.seen.delete(k);
     this.incarnations.set(holderId, incarnation);
     return dropped;
@@ -233,7 +262,9 @@ export class ReceiptLedger {
       if (filter.lane !== undefined && r.lane !== filter.lane) continue;
       if (filter.holderId !== undefined && r.holder.holderId !== filter.holderId) continue;
       if (filter.obligationId !== undefined && r.obligation.obligationId !== filter.obligationId) continue;
-      const retained = r.retained.subtract(this.releasedFor(r.holder.holderId, r.volume, r.lane, r.obligation.obligationId));
+      const retained = r.retained.subtract(
+        this.releasedFor(r.holder.holderId, r.volume, r.lane, r.obligation.obligationId),
+      );
       out.push({
         holderId: r.holder.holderId,
         incarnation: r.holder.incarnation,
@@ -264,7 +295,11 @@ export class ReceiptLedger {
   /** Union of retained ranges on a stream over holdings that pass `q` (fresh evidence only by default). */
   coverage(volume: string, lane: string, q: CoverageQuery = {}): RangeSet {
     let out = RangeSet.EMPTY;
-    for (const h of this.holdings({ volume, lane, ...(q.obligationId !== undefined ? { obligationId: q.obligationId } : {}) })) {
+    for (const h of this.holdings({
+      volume,
+      lane,
+      ...(q.obligationId !== undefined ? { obligationId: q.obligationId } : {}),
+    })) {
       if (!q.includeStale && h.stale) continue;
       if (q.residencies !== undefined && !q.residencies.includes(h.residency)) continue;
       if (q.representation !== undefined && h.representation !== q.representation) continue;
@@ -302,7 +337,13 @@ export class ReceiptLedger {
       })),
       receiptSeqsSeen: [...this.seen.keys()].sort().map((k) => {
         const s = this.seen.get(k)!;
-        return { holderId: s.holderId, incarnation: s.incarnation, volume: s.volume, lane: s.lane, seqs: s.seqs.toJSON() };
+        return {
+          holderId: s.holderId,
+          incarnation: s.incarnation,
+          volume: s.volume,
+          lane: s.lane,
+          seqs: s.seqs.toJSON(),
+        };
       }),
       released: [...this.releasedMap.keys()].sort().map((k) => {
         const [holderId, volume, lane, obligationId] = k.split(SEP) as [string, string, string, string];

@@ -36,45 +36,89 @@ export function verifyReceiptBatch(signed: SignedReceiptBatch, ctx: ReceiptVerif
   const { holderId, incarnation } = batch.holder;
   const current = ctx.currentIncarnation(holderId);
   if (current !== undefined && incarnation < current) {
-    throw new ReceiptError(ReceiptErrorCode.stale_incarnation, `holder ${holderId} incarnation ${incarnation} was superseded by ${current}`, { holderId, incarnation, current });
+    throw new ReceiptError(
+      ReceiptErrorCode.stale_incarnation,
+      `holder ${holderId} incarnation ${incarnation} was superseded by ${current}`,
+      { holderId, incarnation, current },
+    );
   }
   const key = ctx.holderKey(holderId, incarnation);
   if (key === undefined && current !== undefined && incarnation > current) {
-    throw new ReceiptError(ReceiptErrorCode.unadmitted_incarnation, `holder ${holderId} incarnation ${incarnation} is not admitted yet (admitted: ${current})`, { holderId, incarnation, current });
+    throw new ReceiptError(
+      ReceiptErrorCode.unadmitted_incarnation,
+      `holder ${holderId} incarnation ${incarnation} is not admitted yet (admitted: ${current})`,
+      { holderId, incarnation, current },
+    );
   }
   if (key === undefined) {
-    throw new ReceiptError(ReceiptErrorCode.unknown_holder_key, `no key is admitted for holder ${holderId} incarnation ${incarnation}`, { holderId, incarnation });
+    throw new ReceiptError(
+      ReceiptErrorCode.unknown_holder_key,
+      `no key is admitted for holder ${holderId} incarnation ${incarnation}`,
+      { holderId, incarnation },
+    );
   }
   if (!verifyBytes(key, signed.body, signed.signature)) {
-    throw new ReceiptError(ReceiptErrorCode.bad_signature, `signature of holder ${holderId} incarnation ${incarnation} does not verify`, { holderId, incarnation });
+    throw new ReceiptError(
+      ReceiptErrorCode.bad_signature,
+      `signature of holder ${holderId} incarnation ${incarnation} does not verify`,
+      { holderId, incarnation },
+    );
   }
   const s = batch.stream;
   if (s.volume !== ctx.stream.volume || s.lane !== ctx.stream.lane || s.subject !== ctx.stream.subject) {
-    throw new ReceiptError(ReceiptErrorCode.wrong_stream, `batch is bound to ${s.subject} (${s.volume}/${s.lane}), received on ${ctx.stream.subject}`, { holderId, bound: s, received: ctx.stream });
+    throw new ReceiptError(
+      ReceiptErrorCode.wrong_stream,
+      `batch is bound to ${s.subject} (${s.volume}/${s.lane}), received on ${ctx.stream.subject}`,
+      { holderId, bound: s, received: ctx.stream },
+    );
   }
   for (const r of batch.receipts) {
     const at = { holderId, receiptSeq: r.receiptSeq };
     if (r.topologyEpoch < ctx.topologyEpoch) {
-      throw new ReceiptError(ReceiptErrorCode.stale_epoch, `receipt ${r.receiptSeq} of ${holderId} is from topology epoch ${r.topologyEpoch} < ${ctx.topologyEpoch}`, { ...at, epoch: r.topologyEpoch, current: ctx.topologyEpoch });
+      throw new ReceiptError(
+        ReceiptErrorCode.stale_epoch,
+        `receipt ${r.receiptSeq} of ${holderId} is from topology epoch ${r.topologyEpoch} < ${ctx.topologyEpoch}`,
+        { ...at, epoch: r.topologyEpoch, current: ctx.topologyEpoch },
+      );
     }
     if (r.policyGeneration < ctx.policyGeneration) {
-      throw new ReceiptError(ReceiptErrorCode.stale_generation, `receipt ${r.receiptSeq} of ${holderId} is from policy generation ${r.policyGeneration} < ${ctx.policyGeneration}`, { ...at, generation: r.policyGeneration, current: ctx.policyGeneration });
+      throw new ReceiptError(
+        ReceiptErrorCode.stale_generation,
+        `receipt ${r.receiptSeq} of ${holderId} is from policy generation ${r.policyGeneration} < ${ctx.policyGeneration}`,
+        { ...at, generation: r.policyGeneration, current: ctx.policyGeneration },
+      );
     }
     if (r.topologyEpoch > ctx.topologyEpoch || r.policyGeneration > ctx.policyGeneration) {
       // The verifier has not folded the control events that created this epoch/generation yet.
-      throw new ReceiptError(ReceiptErrorCode.ahead_of_verifier, `receipt ${r.receiptSeq} of ${holderId} names epoch ${r.topologyEpoch}/generation ${r.policyGeneration}, ahead of this verifier`, { ...at, epoch: r.topologyEpoch, generation: r.policyGeneration });
+      throw new ReceiptError(
+        ReceiptErrorCode.ahead_of_verifier,
+        `receipt ${r.receiptSeq} of ${holderId} names epoch ${r.topologyEpoch}/generation ${r.policyGeneration}, ahead of this verifier`,
+        { ...at, epoch: r.topologyEpoch, generation: r.policyGeneration },
+      );
     }
     if (r.residency.kind === "unrecognized") {
-      throw new ReceiptError(ReceiptErrorCode.unsupported_evidence, `receipt ${r.receiptSeq} of ${holderId} carries evidence kind ${JSON.stringify(r.residency.wireKind)} this peer does not understand`, { ...at, evidenceKind: r.residency.wireKind });
+      throw new ReceiptError(
+        ReceiptErrorCode.unsupported_evidence,
+        `receipt ${r.receiptSeq} of ${holderId} carries evidence kind ${JSON.stringify(r.residency.wireKind)} this peer does not understand`,
+        { ...at, evidenceKind: r.residency.wireKind },
+      );
     }
     for (const x of r.extensions) {
       if (x.required && !KNOWN_EXTENSION_KINDS.has(x.kind)) {
-        throw new ReceiptError(ReceiptErrorCode.unsupported_evidence, `receipt ${r.receiptSeq} of ${holderId} requires unknown extension ${JSON.stringify(x.kind)}`, { ...at, extension: x.kind });
+        throw new ReceiptError(
+          ReceiptErrorCode.unsupported_evidence,
+          `receipt ${r.receiptSeq} of ${holderId} requires unknown extension ${JSON.stringify(x.kind)}`,
+          { ...at, extension: x.kind },
+        );
       }
     }
     const gone = r.retained.intersect(ctx.released(holderId, r.volume, r.lane, r.obligation.obligationId));
     if (!gone.isEmpty) {
-      throw new ReceiptError(ReceiptErrorCode.range_regression, `receipt ${r.receiptSeq} of ${holderId} claims ranges ${gone.toString()} already released`, { ...at, obligationId: r.obligation.obligationId, ranges: gone.toJSON() });
+      throw new ReceiptError(
+        ReceiptErrorCode.range_regression,
+        `receipt ${r.receiptSeq} of ${holderId} claims ranges ${gone.toString()} already released`,
+        { ...at, obligationId: r.obligation.obligationId, ranges: gone.toJSON() },
+      );
     }
   }
   // Every residency was checked above to be a kind this version understands.

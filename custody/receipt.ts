@@ -7,7 +7,18 @@ import {
   type ResidencyEvidence,
 } from "./evidence.ts";
 import { payloadFromTuple, payloadToTuple, type PayloadDescription, type PayloadTuple } from "./source-cut.ts";
-import { boolAt, bytesAt, intAt, listOf, PositionalError, rangesAt, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
+import {
+  boolAt,
+  bytesAt,
+  intAt,
+  listOf,
+  PositionalError,
+  rangesAt,
+  stringAt,
+  tokenAt,
+  tupleOf,
+  uintAt,
+} from "./positional.ts";
 
 /**
  * Receipt format versions. A peer decodes only versions it lists; anything else is
@@ -31,7 +42,11 @@ export type ReleaseAuthorityKind = (typeof ReleaseAuthorityKind)[keyof typeof Re
 /** The authority needed to release an obligation. */
 export type ReleaseAuthority =
   | { readonly kind: typeof ReleaseAuthorityKind.control_log; readonly region: string }
-  | { readonly kind: typeof ReleaseAuthorityKind.retention_contract; readonly contractId: string; readonly expiresAt: number };
+  | {
+      readonly kind: typeof ReleaseAuthorityKind.retention_contract;
+      readonly contractId: string;
+      readonly expiresAt: number;
+    };
 
 /** The retention obligation a receipt reports progress on, and how it may be released. */
 export interface RetentionObligation {
@@ -90,7 +105,11 @@ export type ReceiptFields = Omit<CustodyReceipt, "version" | "prefix"> & { reado
 /** Builds a v1 receipt, deriving the contiguous prefix from the retained ranges. */
 export function makeReceipt(f: ReceiptFields): CustodyReceipt {
   const { prefixBase, ...rest } = f;
-  return { ...rest, version: CURRENT_RECEIPT_VERSION, prefix: { base: prefixBase, through: f.retained.contiguousThrough(prefixBase) } };
+  return {
+    ...rest,
+    version: CURRENT_RECEIPT_VERSION,
+    prefix: { base: prefixBase, through: f.retained.contiguousThrough(prefixBase) },
+  };
 }
 
 // ---- canonical positional form (the holder and stream come from the batch header) ----
@@ -141,12 +160,19 @@ export function receiptTupleVersion(raw: unknown): number | undefined {
  * Decodes a positional v1 receipt for the given holder and stream. Throws PositionalError when
  * malformed, including ranges not in canonical form or a stated prefix the ranges do not support.
  */
-export function receiptFromTuple(raw: unknown, holder: HolderIdentity, volume: string, lane: string, path = "receipt"): CustodyReceipt<ResidencyClaim> {
+export function receiptFromTuple(
+  raw: unknown,
+  holder: HolderIdentity,
+  volume: string,
+  lane: string,
+  path = "receipt",
+): CustodyReceipt<ResidencyClaim> {
   const t = tupleOf(raw, 13, path);
   if (t[0] !== ReceiptVersion.v1) throw new PositionalError(`${path}.0`, `unsupported receipt version ${String(t[0])}`);
   const retained = RangeSet.fromJSON(rangesAt(t[6], 4096, `${path}.6`));
   const prefix = { base: uintAt(t[7], `${path}.7`), through: intAt(t[8], -1, `${path}.8`) };
-  if (retained.contiguousThrough(prefix.base) !== prefix.through) throw new PositionalError(`${path}.8`, "stated contiguous prefix does not match retained ranges");
+  if (retained.contiguousThrough(prefix.base) !== prefix.through)
+    throw new PositionalError(`${path}.8`, "stated contiguous prefix does not match retained ranges");
   const ob = tupleOf(t[11], 2, `${path}.11`);
   const auth = listOf(ob[1], 3, `${path}.11.1`);
   let releaseAuthority: ReleaseAuthority;
@@ -155,7 +181,11 @@ export function receiptFromTuple(raw: unknown, holder: HolderIdentity, volume: s
     releaseAuthority = { kind: auth[0], region: tokenAt(auth[1], `${path}.11.1.1`) };
   } else if (auth[0] === ReleaseAuthorityKind.retention_contract) {
     tupleOf(auth, 3, `${path}.11.1`);
-    releaseAuthority = { kind: auth[0], contractId: tokenAt(auth[1], `${path}.11.1.1`), expiresAt: uintAt(auth[2], `${path}.11.1.2`) };
+    releaseAuthority = {
+      kind: auth[0],
+      contractId: tokenAt(auth[1], `${path}.11.1.1`),
+      expiresAt: uintAt(auth[2], `${path}.11.1.2`),
+    };
   } else throw new PositionalError(`${path}.11.1.0`, "unknown release authority");
   return {
     version: ReceiptVersion.v1,
@@ -174,7 +204,11 @@ export function receiptFromTuple(raw: unknown, holder: HolderIdentity, volume: s
     obligation: { obligationId: tokenAt(ob[0], `${path}.11.0`), releaseAuthority },
     extensions: listOf(t[12], 32, `${path}.12`).map((x, i) => {
       const e = tupleOf(x, 3, `${path}.12.${i}`);
-      return { kind: stringAt(e[0], 1, 64, `${path}.12.${i}.0`), required: boolAt(e[1], `${path}.12.${i}.1`), body: bytesAt(e[2], `${path}.12.${i}.2`) };
+      return {
+        kind: stringAt(e[0], 1, 64, `${path}.12.${i}.0`),
+        required: boolAt(e[1], `${path}.12.${i}.1`),
+        body: bytesAt(e[2], `${path}.12.${i}.2`),
+      };
     }),
   };
 }

@@ -31,7 +31,8 @@ export function generateHolderKeyPair(): HolderKeyPair {
 
 /** The raw 32 bytes of an Ed25519 public KeyObject. Throws InvalidKeyError for other key types. */
 export function rawPublicKey(key: KeyObject): Uint8Array {
-  if (key.asymmetricKeyType !== "ed25519") throw new InvalidKeyError("not an Ed25519 key", { type: key.asymmetricKeyType });
+  if (key.asymmetricKeyType !== "ed25519")
+    throw new InvalidKeyError("not an Ed25519 key", { type: key.asymmetricKeyType });
   const der = key.export({ format: "der", type: "spki" });
   return new Uint8Array(der.subarray(der.length - ED25519_PUBLIC_KEY_BYTES));
 }
@@ -44,7 +45,9 @@ const parsedKeys = new Map<string, KeyObject>();
 /** A verification KeyObject from a raw 32-byte public key. Throws InvalidKeyError on a wrong length. */
 export function publicKeyFromRaw(raw: Uint8Array): KeyObject {
   if (raw.byteLength !== ED25519_PUBLIC_KEY_BYTES) {
-    throw new InvalidKeyError(`an Ed25519 public key has ${ED25519_PUBLIC_KEY_BYTES} bytes, got ${raw.byteLength}`, { length: raw.byteLength });
+    throw new InvalidKeyError(`an Ed25519 public key has ${ED25519_PUBLIC_KEY_BYTES} bytes, got ${raw.byteLength}`, {
+      length: raw.byteLength,
+    });
   }
   const id = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("hex");
   const cached = parsedKeys.get(id);
@@ -66,7 +69,8 @@ export function publicKeyFromRaw(raw: Uint8Array): KeyObject {
 /** A private KeyObject from PKCS#8 DER bytes (for holders that load their key from a file). */
 export function privateKeyFromPkcs8(der: Uint8Array): KeyObject {
   const key = createPrivateKey({ key: Buffer.from(der), format: "der", type: "pkcs8" });
-  if (key.asymmetricKeyType !== "ed25519") throw new InvalidKeyError("not an Ed25519 private key", { type: key.asymmetricKeyType });
+  if (key.asymmetricKeyType !== "ed25519")
+    throw new InvalidKeyError("not an Ed25519 private key", { type: key.asymmetricKeyType });
   return key;
 }
 

@@ -79,7 +79,11 @@ export function payloadFromTuple(raw: unknown, path = "payload"): PayloadDescrip
       return [tokenAt(q[0], `${p}.${i}.0`), tokenAt(q[1], `${p}.${i}.1`), uintAt(q[2], `${p}.${i}.2`)] as const;
     });
   const manifest: SourceCutManifest = {
-    baseSnapshots: refs(t[1], `${path}.1`).map(([snapshotId, volume, throughSeq]) => ({ snapshotId, volume, throughSeq })),
+    baseSnapshots: refs(t[1], `${path}.1`).map(([snapshotId, volume, throughSeq]) => ({
+      snapshotId,
+      volume,
+      throughSeq,
+    })),
     consistencyCuts: refs(t[2], `${path}.2`).map(([volume, lane, throughSeq]) => ({ volume, lane, throughSeq })),
   };
   if (representation === PayloadRepresentation.coalesced) {

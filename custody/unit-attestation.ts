@@ -62,11 +62,26 @@ export interface UnitAttestation {
 }
 
 /** Signs `claims` of one lane and term with the writer key; returns the wire bytes. Throws UnitAuthError on a bad batch. */
-export function signUnitAttestation(writerKey: KeyObject, volume: string, lane: string, term: number, claims: readonly UnitClaim[]): Uint8Array {
+export function signUnitAttestation(
+  writerKey: KeyObject,
+  volume: string,
+  lane: string,
+  term: number,
+  claims: readonly UnitClaim[],
+): Uint8Array {
   const v = Buffer.from(volume, "utf8");
   const l = Buffer.from(lane, "utf8");
-  if (claims.length === 0 || claims.length > MAX_ATTESTED_UNITS || v.length > MAX_NAME_BYTES || l.length > MAX_NAME_BYTES) {
-    throw new UnitAuthError(UnitAuthCode.Malformed, `an attestation covers 1..${MAX_ATTESTED_UNITS} units of named lanes`, { units: claims.length });
+  if (
+    claims.length === 0 ||
+    claims.length > MAX_ATTESTED_UNITS ||
+    v.length > MAX_NAME_BYTES ||
+    l.length > MAX_NAME_BYTES
+  ) {
+    throw new UnitAuthError(
+      UnitAuthCode.Malformed,
+      `an attestation covers 1..${MAX_ATTESTED_UNITS} units of named lanes`,
+      { units: claims.length },
+    );
   }
   const bodyBytes = 1 + v.length + 1 + l.length + 8 + 2 + claims.length * CLAIM_BYTES;
   const out = Buffer.alloc(bodyBytes + ED25519_SIGNATURE_BYTES);
@@ -77,7 +92,8 @@ export function signUnitAttestation(writerKey: KeyObject, volume: string, lane: 
   o = out.writeDoubleBE(term, o);
   o = out.writeUInt16BE(claims.length, o);
   for (const c of claims) {
-    if (c.digest.byteLength !== 32) throw new UnitAuthError(UnitAuthCode.Malformed, "a unit digest has 32 bytes", { length: c.digest.byteLength });
+    if (c.digest.byteLength !== 32)
+      throw new UnitAuthError(UnitAuthCode.Malformed, "a unit digest has 32 bytes", { length: c.digest.byteLength });
     o = out.writeDoubleBE(c.firstSeq, o);
     o = out.writeDoubleBE(c.lastSeq, o);
     out.set(c.digest, o);
@@ -91,7 +107,8 @@ export function signUnitAttestation(writerKey: KeyObject, volume: string, lane: 
 /** Reads wire bytes; throws UnitAuthError `unit_attestation_malformed`. Verifies nothing. */
 export function readUnitAttestation(bytes: Uint8Array): UnitAttestation {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const bad = (why: string) => new UnitAuthError(UnitAuthCode.Malformed, `unit attestation: ${why}`, { length: b.length });
+  const bad = (why: string) =>
+    new UnitAuthError(UnitAuthCode.Malformed, `unit attestation: ${why}`, { length: b.length });
   let o = 0;
   const name = (): string => {
     if (o + 1 > b.length) throw bad("truncated name");
@@ -114,7 +131,8 @@ export function readUnitAttestation(bytes: Uint8Array): UnitAttestation {
   for (let i = 0; i < count; i++, o += CLAIM_BYTES) {
     const firstSeq = b.readDoubleBE(o);
     const lastSeq = b.readDoubleBE(o + 8);
-    if (!Number.isSafeInteger(firstSeq) || !Number.isSafeInteger(lastSeq) || firstSeq < 0 || lastSeq < firstSeq) throw bad("bad sequence range");
+    if (!Number.isSafeInteger(firstSeq) || !Number.isSafeInteger(lastSeq) || firstSeq < 0 || lastSeq < firstSeq)
+      throw bad("bad sequence range");
     claims.push({ firstSeq, lastSeq, digest: bytes.subarray(o + 16, o + 16 + 32) });
   }
   return { volume, lane, term, claims, body: bytes.subarray(0, o), signature: bytes.subarray(o) };
@@ -126,7 +144,10 @@ export function verifyUnitAttestation(writerKey: KeyObject, a: UnitAttestation):
 }
 
 /** True when `a` lists exactly this unit (identity, range and digest). */
-export function attests(a: UnitAttestation, unit: { volume: string; lane: string; term: number; firstSeq: number; lastSeq: number; digest: Uint8Array }): boolean {
+export function attests(
+  a: UnitAttestation,
+  unit: { volume: string; lane: string; term: number; firstSeq: number; lastSeq: number; digest: Uint8Array },
+): boolean {
   if (a.volume !== unit.volume || a.lane !== unit.lane || a.term !== unit.term) return false;
   for (const c of a.claims) {
     if (c.firstSeq !== unit.firstSeq || c.lastSeq !== unit.lastSeq) continue;

@@ -1,6 +1,12 @@
 import type { KeyObject } from "node:crypto";
 import { publicKeyFromRaw } from "./signing.ts";
-import { attests, readUnitAttestation, UnitAuthCode, verifyUnitAttestation, type UnitAttestation } from "./unit-attestation.ts";
+import {
+  attests,
+  readUnitAttestation,
+  UnitAuthCode,
+  verifyUnitAttestation,
+  type UnitAttestation,
+} from "./unit-attestation.ts";
 
 /**
  * Which writer key signs the units of a volume from which term on: the keys a deployment's key
@@ -39,7 +45,8 @@ export interface AttestedUnit {
 }
 
 /** The verdict on one unit: the attestation token that covers it, or why none does. */
-export type UnitAuthVerdict = { readonly ok: true; readonly token: string } | { readonly ok: false; readonly code: UnitAuthCode };
+export type UnitAuthVerdict =
+  { readonly ok: true; readonly token: string } | { readonly ok: false; readonly code: UnitAuthCode };
 
 /**
  * A holder's check that units are the writer's: each message names the attestations (base64
@@ -74,7 +81,10 @@ export class UnitAuthenticator {
     }
     return units.map((u): UnitAuthVerdict => {
       for (const [token, a] of good) if (attests(a, u)) return { ok: true, token };
-      return { ok: false, code: good.length > 0 && failure === UnitAuthCode.Unsigned ? UnitAuthCode.NotAttested : failure };
+      return {
+        ok: false,
+        code: good.length > 0 && failure === UnitAuthCode.Unsigned ? UnitAuthCode.NotAttested : failure,
+      };
     });
   }
 

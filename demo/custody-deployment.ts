@@ -33,7 +33,12 @@ export const ackLogOf = (runDir: string, volume: string): string => join(runDir,
  * The `custody init` deployment of demo deployment `d`, run in `runDir` with `ports` per region.
  * `secured`: TLS and an nkey user per role (the `custody init` default) or open loopback servers.
  */
-export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readonly<Record<string, RegionPortSet>>, secured = true): Record<string, unknown> {
+export function custodyDeploymentOf(
+  d: Deployment,
+  runDir: string,
+  ports: Readonly<Record<string, RegionPortSet>>,
+  secured = true,
+): Record<string, unknown> {
   const regionOf = new Map(d.sites.map((s) => [s.id, s.region]));
   const volumes = volumesOf(d);
   return {
@@ -43,10 +48,24 @@ export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readon
     // (a replicated log needs the 3 servers of its own cluster; see docs/deploy.md).
     controlLog: { replicas: 1 },
     paths: { stateDir: join(runDir, "state"), spanDir: join(runDir, "spans") },
-    regions: Object.fromEntries(d.regions.map((r) => [r.name, { host: "127.0.0.1", ...ports[r.name]!, jetstreamDir: join(runDir, "nats", r.name, "jetstream") }])),
+    regions: Object.fromEntries(
+      d.regions.map((r) => [
+        r.name,
+        { host: "127.0.0.1", ...ports[r.name]!, jetstreamDir: join(runDir, "nats", r.name, "jetstream") },
+      ]),
+    ),
     sites: Object.fromEntries(d.sites.map((s) => [s.id, { region: s.region, az: s.az, host: `${s.id}-host` }])),
     // Pairs of sites without an edge: a nominal 100 MB/s in the recovery estimate, unshaped.
-    network: { bandwidthBytesPerSec: 100_000_000, shapedLinks: d.edges.map((e) => ({ from: e.from, to: e.to, latencyMs: e.latencyMs, jitterMs: e.jitterMs, bandwidthMBps: e.bandwidthMBps })) },
+    network: {
+      bandwidthBytesPerSec: 100_000_000,
+      shapedLinks: d.edges.map((e) => ({
+        from: e.from,
+        to: e.to,
+        latencyMs: e.latencyMs,
+        jitterMs: e.jitterMs,
+        bandwidthMBps: e.bandwidthMBps,
+      })),
+    },
     holders: d.holders.map((h) => ({
       id: h.id,
       site: h.site,
@@ -56,10 +75,20 @@ export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readon
       lanes: volumes.flatMap((v) => {
         const mine = deploymentOfVolume(d, v).holders.find((x) => x.id === h.id);
         const named = (ids: readonly string[]) => ids.map((id) => (id === d.writer.id ? writerIdOf(d, v) : id));
-        return mine === undefined ? [] : [{ volume: v, lane: d.lane, upstream: named(mine.upstream), downstream: [...mine.downstream] }];
+        return mine === undefined
+          ? []
+          : [{ volume: v, lane: d.lane, upstream: named(mine.upstream), downstream: [...mine.downstream] }];
       }),
       // The stores keep the whole stream of every volume in RAM for the run.
-      overrides: { arena: { segmentBytes: 1024 * 1024, limitBytes: 512 * 1024 * 1024, maxOutstandingCredit: 4 * 1024 * 1024, maxUnitBytes: 128 * 1024 }, receipts: { maxUnits: 16, maxDelayMs: 5 } },
+      overrides: {
+        arena: {
+          segmentBytes: 1024 * 1024,
+          limitBytes: 512 * 1024 * 1024,
+          maxOutstandingCredit: 4 * 1024 * 1024,
+          maxUnitBytes: 128 * 1024,
+        },
+        receipts: { maxUnits: 16, maxDelayMs: 5 },
+      },
       // When the demo stops its survivors the run is over: nothing to wait for.
       drainDeadlineMs: 0,
     })),
@@ -74,7 +103,13 @@ export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readon
           site: d.writer.site,
           region: regionOf.get(d.writer.site)!,
           // The sustained workload: it starts with the process and runs until the strike kills it.
-          workload: { intervalMs: 0, ratePerSec: d.workload.writesPerSec, inFlight: d.workload.inFlight, blocksPerWrite: d.workload.blocksPerWrite, ackLog: ackLogOf(runDir, v) },
+          workload: {
+            intervalMs: 0,
+            ratePerSec: d.workload.writesPerSec,
+            inFlight: d.workload.inFlight,
+            blocksPerWrite: d.workload.blocksPerWrite,
+            ackLog: ackLogOf(runDir, v),
+          },
           drainDeadlineMs: 0,
         },
         lanes: [{ lane: d.lane, fromLba: 0, toLba: d.blocks - 1, firstHops: [...dv.writer.holders] }],
@@ -85,6 +120,12 @@ export function custodyDeploymentOf(d: Deployment, runDir: string, ports: Readon
         recoverySteps: { detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 },
       };
     }),
-    controllers: volumes.map((v) => ({ id: controllerIdOf(d, v), volume: v, region: d.controller.region, evalIntervalMs: 50, staleAfterMs: 10_000 })),
+    controllers: volumes.map((v) => ({
+      id: controllerIdOf(d, v),
+      volume: v,
+      region: d.controller.region,
+      evalIntervalMs: 50,
+      staleAfterMs: 10_000,
+    })),
   };
 }

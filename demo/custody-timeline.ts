@@ -34,11 +34,18 @@ export interface TimelineBase {
  * the timeline plots what the sampled holders actually retained, to be read against the engine's
  * predicted cut in the scenario table.
  */
-export function survivingCutAt(sample: TimelineSample, scenario: TimelineScenario, bases: readonly TimelineBase[]): number {
+export function survivingCutAt(
+  sample: TimelineSample,
+  scenario: TimelineScenario,
+  bases: readonly TimelineBase[],
+): number {
   const lost = new Set(scenario.lostHolders);
   let have = RangeSet.EMPTY;
-  for (const [h, s] of Object.entries(sample.holders)) if (!lost.has(h)) have = have.union(RangeSet.fromJSON(s.retained));
-  const start = bases.filter((b) => b.fromMs <= sample.tMs && !lost.has(b.holder) && sample.holders[b.holder] !== undefined).reduce((m, b) => Math.max(m, b.cut), 0);
+  for (const [h, s] of Object.entries(sample.holders))
+    if (!lost.has(h)) have = have.union(RangeSet.fromJSON(s.retained));
+  const start = bases
+    .filter((b) => b.fromMs <= sample.tMs && !lost.has(b.holder) && sample.holders[b.holder] !== undefined)
+    .reduce((m, b) => Math.max(m, b.cut), 0);
   const cover = start > 0 ? have.union(RangeSet.of(1, start)) : have;
   const through = cover.contiguousThrough(1);
   return Math.min(through, sample.acked);

@@ -74,14 +74,24 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   const progress = opts.progress ?? ((lines: string[]) => lines.forEach(print));
   const registry = new ProcessRegistry();
   const runDir = makeRunDir(opts.runRoot);
-  const uninstall = registry.installSignalHandlers(() => console.error(`\ninterrupted: every process stopped; run folder ${runDir}`));
+  const uninstall = registry.installSignalHandlers(() =>
+    console.error(`\ninterrupted: every process stopped; run folder ${runDir}`),
+  );
   const t0 = Date.now();
   // For operators (and the interrupt test): what this run started, before anything can go wrong.
   const savePids = () => writeFileSync(join(runDir, "pids.json"), JSON.stringify(registry.startedPids));
   try {
     print(`run folder: ${runDir}`);
     const d = loadDeployment(opts.deploymentPath);
-    const run = await strikeRun(registry, { deploymentPath: opts.deploymentPath, runDir, seconds: opts.short ? d.workload.shortSeconds : d.workload.seconds, t0, print, progress, onLaunched: savePids });
+    const run = await strikeRun(registry, {
+      deploymentPath: opts.deploymentPath,
+      runDir,
+      seconds: opts.short ? d.workload.shortSeconds : d.workload.seconds,
+      t0,
+      print,
+      progress,
+      onLaunched: savePids,
+    });
     await registry.stopAll();
     return summarize(d, runDir, run, registry, t0);
   } finally {
@@ -102,12 +112,21 @@ export function measuredLegs(d: Deployment, run: Pick<RunResult, "outcomes" | "c
     const dv = deploymentOfVolume(d, v);
     const siteOf = (id: string) => (id === dv.writer.id ? dv.writer.site : dv.holders.find((h) => h.id === id)!.site);
     for (const h of dv.holders) {
-      const senders = [...(dv.writer.holders.includes(h.id) ? [dv.writer.id] : []), ...dv.holders.filter((x) => x.downstream.includes(h.id)).map((x) => x.id)];
+      const senders = [
+        ...(dv.writer.holders.includes(h.id) ? [dv.writer.id] : []),
+        ...dv.holders.filter((x) => x.downstream.includes(h.id)).map((x) => x.id),
+      ];
       if (senders.length === 0) continue;
       const c = run.carried[v]?.[h.id];
       const rate = c === undefined || c.ms <= 0 ? 0 : (c.seqs * seqBytes) / (c.ms / 1000);
       const from = [...new Set(senders.map(siteOf))].join(", ");
-      legs.push(legRow(from, h.site, edgeBetween(d, siteOf(senders[0]!), h.site)?.pricePerGb ?? 0, rate, { volume: v, senders, receiver: h.id }));
+      legs.push(
+        legRow(from, h.site, edgeBetween(d, siteOf(senders[0]!), h.site)?.pricePerGb ?? 0, rate, {
+          volume: v,
+          senders,
+          receiver: h.id,
+        }),
+      );
     }
   }
   return legs;
@@ -131,9 +150,11 @@ function summarize(d: Deployment, runDir: string, run: RunResult, registry: Proc
   const lossOf = (v: string) => run.outcomes.find((o) => o.volume === v)?.lostSeqs ?? 0;
   // Capture lag: how long after a unit's first capture anywhere each holder captured it.
   const firstCapture = new Map<number, number>();
-  for (const s of run.latest.values()) for (const [f, , at] of s.captured) firstCapture.set(f, Math.min(firstCapture.get(f) ?? Infinity, at));
+  for (const s of run.latest.values())
+    for (const [f, , at] of s.captured) firstCapture.set(f, Math.min(firstCapture.get(f) ?? Infinity, at));
   const captureLagMs: Record<string, number | null> = {};
-  for (const [h, s] of run.latest) captureLagMs[h] = s.captured.length === 0 ? null : median(s.captured.map(([f, , at]) => at - firstCapture.get(f)!));
+  for (const [h, s] of run.latest)
+    captureLagMs[h] = s.captured.length === 0 ? null : median(s.captured.map(([f, , at]) => at - firstCapture.get(f)!));
   const legs = measuredLegs(d, run);
   const out: DemoResult = {
     runDir,

@@ -43,13 +43,23 @@ export const deploymentSchema = z
     extraVolumes: z.array(token).max(3).default([]),
     lane: token,
     blocks: z.number().int().min(16).max(65_536),
-    regions: z.array(z.strictObject({ name: token, azs: z.array(token).min(1).max(8) })).min(2).max(8),
-    sites: z.array(z.strictObject({ id: token, region: token, az: token })).min(2).max(32),
+    regions: z
+      .array(z.strictObject({ name: token, azs: z.array(token).min(1).max(8) }))
+      .min(2)
+      .max(8),
+    sites: z
+      .array(z.strictObject({ id: token, region: token, az: token }))
+      .min(2)
+      .max(32),
     writer: z.strictObject({
       id: token,
       site: token,
       holders: z.array(token).min(1).max(10),
-      contract: z.strictObject({ name: token, losses: z.array(z.string().min(1).max(128)).min(1), copies: z.number().int().min(1).optional() }),
+      contract: z.strictObject({
+        name: token,
+        losses: z.array(z.string().min(1).max(128)).min(1),
+        copies: z.number().int().min(1).optional(),
+      }),
     }),
     holders: z
       .array(
@@ -114,7 +124,10 @@ export function parseDeployment(raw: unknown): Deployment {
   const parsed = deploymentSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = reportedIssue(parsed.error.issues);
-    throw new DeploymentError(`deployment: ${issueText(issue)}`, { path: issue.path.map(String), issues: parsed.error.issues.length });
+    throw new DeploymentError(`deployment: ${issueText(issue)}`, {
+      path: issue.path.map(String),
+      issues: parsed.error.issues.length,
+    });
   }
   const d = parsed.data;
   const fail = (message: string, detail: Record<string, unknown>) => {
@@ -124,17 +137,31 @@ export function parseDeployment(raw: unknown): Deployment {
     const dup = names.find((n, i) => names.indexOf(n) !== i);
     if (dup !== undefined) fail(`duplicate ${what} ${JSON.stringify(dup)}`, { what, name: dup });
   };
-  unique("region", d.regions.map((r) => r.name));
-  unique("site", d.sites.map((s) => s.id));
-  unique("holder", d.holders.map((h) => h.id));
-  unique("volume", [d.volume, ...d.extraVolumes, ...(d.waypointComparison === undefined ? [] : [d.waypointComparison.volume])]);
+  unique(
+    "region",
+    d.regions.map((r) => r.name),
+  );
+  unique(
+    "site",
+    d.sites.map((s) => s.id),
+  );
+  unique(
+    "holder",
+    d.holders.map((h) => h.id),
+  );
+  unique("volume", [
+    d.volume,
+    ...d.extraVolumes,
+    ...(d.waypointComparison === undefined ? [] : [d.waypointComparison.volume]),
+  ]);
   const regions = new Map(d.regions.map((r) => [r.name, r]));
   const sites = new Set(d.sites.map((s) => s.id));
   const holders = new Set(d.holders.map((h) => h.id));
   for (const s of d.sites) {
     const r = regions.get(s.region);
     if (r === undefined) fail(`site ${s.id} names unknown region ${s.region}`, { site: s.id, region: s.region });
-    else if (!r.azs.includes(s.az)) fail(`site ${s.id}: region ${s.region} has no AZ ${s.az}`, { site: s.id, az: s.az });
+    else if (!r.azs.includes(s.az))
+      fail(`site ${s.id}: region ${s.region} has no AZ ${s.az}`, { site: s.id, az: s.az });
   }
   const needSite = (where: string, id: string) => {
     if (!sites.has(id)) fail(`${where} names unknown site ${id}`, { where, site: id });
@@ -142,16 +169,24 @@ export function parseDeployment(raw: unknown): Deployment {
   needSite("writer", d.writer.site);
   needSite("keyAuthority", d.keyAuthority.site);
   needSite("recoverAt", d.recoverAt);
-  if (!regions.has(d.controller.region)) fail(`controller names unknown region ${d.controller.region}`, { region: d.controller.region });
-  for (const r of [d.failures.first, d.failures.second]) if (!regions.has(r)) fail(`failures name unknown region ${r}`, { region: r });
+  if (!regions.has(d.controller.region))
+    fail(`controller names unknown region ${d.controller.region}`, { region: d.controller.region });
+  for (const r of [d.failures.first, d.failures.second])
+    if (!regions.has(r)) fail(`failures name unknown region ${r}`, { region: r });
   if (holders.has(d.writer.id)) fail(`writer id ${d.writer.id} collides with a holder`, { id: d.writer.id });
   for (const h of d.holders) {
     needSite(`holder ${h.id}`, h.site);
-    for (const u of h.upstream) if (u !== d.writer.id && !holders.has(u)) fail(`holder ${h.id} has unknown upstream ${u}`, { holder: h.id, upstream: u });
-    for (const x of h.downstream) if (!holders.has(x)) fail(`holder ${h.id} has unknown downstream ${x}`, { holder: h.id, downstream: x });
+    for (const u of h.upstream)
+      if (u !== d.writer.id && !holders.has(u))
+        fail(`holder ${h.id} has unknown upstream ${u}`, { holder: h.id, upstream: u });
+    for (const x of h.downstream)
+      if (!holders.has(x)) fail(`holder ${h.id} has unknown downstream ${x}`, { holder: h.id, downstream: x });
   }
   for (const h of d.writer.holders) if (!holders.has(h)) fail(`writer sends to unknown holder ${h}`, { holder: h });
-  if (d.waypointComparison !== undefined && !holders.has(d.waypointComparison.holder)) fail(`waypointComparison names unknown holder ${d.waypointComparison.holder}`, { holder: d.waypointComparison.holder });
+  if (d.waypointComparison !== undefined && !holders.has(d.waypointComparison.holder))
+    fail(`waypointComparison names unknown holder ${d.waypointComparison.holder}`, {
+      holder: d.waypointComparison.holder,
+    });
   for (const e of d.edges) {
     needSite("edge", e.from);
     needSite("edge", e.to);
@@ -214,7 +249,12 @@ export function demoContract(d: Deployment): { scenarios: Scenario[]; timelines:
   const scenarios: Scenario[] = [
     { name: names.az, losses: [lose(`az:${writerAz}`)], deadlineSec: 600, required: true },
     { name: names.first, losses: [lose(`region:${d.failures.first}`)], deadlineSec: 900, required: true },
-    { name: names.both, losses: [lose(`region:${d.failures.first}`), lose(`region:${d.failures.second}`)], deadlineSec: 1800, required: true },
+    {
+      name: names.both,
+      losses: [lose(`region:${d.failures.first}`), lose(`region:${d.failures.second}`)],
+      deadlineSec: 1800,
+      required: true,
+    },
   ];
   const timelines: Timeline[] = [
     {
@@ -245,13 +285,28 @@ export function topologyOf(d: Deployment, volume = d.volume): VolumeTopology {
     writerSite: d.writer.site,
     sites: sitesOf(d),
     holderSites: Object.fromEntries(d.holders.map((h) => [h.id, h.site])),
-    bases: d.holders.filter((h) => h.baseSnapshot).map((h) => ({ id: `genesis-${h.id}`, holder: h.id, cut: { [d.lane]: 0 }, bytes: 0 })),
+    bases: d.holders
+      .filter((h) => h.baseSnapshot)
+      .map((h) => ({ id: `genesis-${h.id}`, holder: h.id, cut: { [d.lane]: 0 }, bytes: 0 })),
     keyAuthorities: [{ id: d.keyAuthority.id, site: d.keyAuthority.site }],
     // A full mesh: recovery may pull from any survivor; undeclared pairs get a nominal 100 MB/s.
     links: d.sites.flatMap((a, i) =>
-      d.sites.slice(i + 1).map((b) => ({ id: `${a.id}-${b.id}`, from: a.id, to: b.id, bandwidthBytesPerSec: (edgeBetween(d, a.id, b.id)?.bandwidthMBps ?? 100) * 1_000_000, deps: [] })),
+      d.sites.slice(i + 1).map((b) => ({
+        id: `${a.id}-${b.id}`,
+        from: a.id,
+        to: b.id,
+        bandwidthBytesPerSec: (edgeBetween(d, a.id, b.id)?.bandwidthMBps ?? 100) * 1_000_000,
+        deps: [],
+      })),
     ),
-    recovery: { destination: d.recoverAt, detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 },
+    recovery: {
+      destination: d.recoverAt,
+      detectSec: 5,
+      authorizeSec: 1,
+      acquireCapacitySec: 2,
+      persistSec: 1,
+      validateSec: 1,
+    },
     scenarios,
     timelines,
     staleAfterMs: 10_000,

@@ -1,10 +1,38 @@
 // Public surface of demo/: the deployment file, the launcher pieces, the failure script, and the
 // pure parts the CLI and report use (link shaping, trace trees, tables, timeline).
-export { DeploymentError, deploymentSchema, parseDeployment, loadDeployment, topologyOf, sitesOf, edgeBetween, siteOfActor, scenarioNames, volumesOf, type Deployment, type DeploymentEdge, type DeploymentHolder } from "./deployment.ts";
-export { LinkQueue, LinkProfileError, ShapedTransport, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "../transport/index.ts";
+export {
+  DeploymentError,
+  deploymentSchema,
+  parseDeployment,
+  loadDeployment,
+  topologyOf,
+  sitesOf,
+  edgeBetween,
+  siteOfActor,
+  scenarioNames,
+  volumesOf,
+  type Deployment,
+  type DeploymentEdge,
+  type DeploymentHolder,
+} from "./deployment.ts";
+export {
+  LinkQueue,
+  LinkProfileError,
+  ShapedTransport,
+  type LinkProfile,
+  type LinkRoute,
+  type ShapedTransportOptions,
+} from "../transport/index.ts";
 export { ProcessRegistry, SpawnError, pidAlive, type ManagedProcess } from "./process-registry.ts";
 export { startRegions, checkNatsServer, NatsLaunchError, type RegionEndpoint } from "./nats-launcher.ts";
-export { launchNetwork, strikeRegions, makeRunDir, CustodyCommandError, type RunningNetwork, type RoleInstance } from "./network-launcher.ts";
+export {
+  launchNetwork,
+  strikeRegions,
+  makeRunDir,
+  CustodyCommandError,
+  type RunningNetwork,
+  type RoleInstance,
+} from "./network-launcher.ts";
 export { custodyDeploymentOf, writerIdOf, controllerIdOf, ackLogOf, DEMO_CONTROL_LOG } from "./custody-deployment.ts";
 export { OperatorView } from "./operator-view.ts";
 export { runDemo, type DemoOptions, type DemoResult, type ScenarioOutcome } from "./demo-script.ts";
@@ -12,11 +40,45 @@ export { strikeRun, type DemoEvent, type RunResult, type VolumeOutcome } from ".
 export { settledSurvivors, unaccounted, SettleTimeoutError, type HolderStats, type ControllerView } from "./settle.ts";
 export { withoutHolder } from "./waypoint-variant.ts";
 export { statusRows } from "./status-rows.ts";
-export { buildTraceTree, readRunSpans, traceRows, TraceQueryError, type TraceNode, type TraceTree } from "./trace-tree.ts";
-export { unitFate, pathOf, strikeAfter, type UnitFate, type FateHolder, type FateStrike, type PathHolder } from "./unit-fate.ts";
+export {
+  buildTraceTree,
+  readRunSpans,
+  traceRows,
+  TraceQueryError,
+  type TraceNode,
+  type TraceTree,
+} from "./trace-tree.ts";
+export {
+  unitFate,
+  pathOf,
+  strikeAfter,
+  type UnitFate,
+  type FateHolder,
+  type FateStrike,
+  type PathHolder,
+} from "./unit-fate.ts";
 export { recordStrikeSpan, STRIKE_SPAN, type StrikeRecord } from "./strike-span.ts";
 export { renderReport } from "./report-html.ts";
-export { formatScenarioTable, formatCostTable, formatStrikeTable, legRow, lostRange, type ScenarioRow, type LegRow, type StrikeRow } from "./scenario-table.ts";
+export {
+  formatScenarioTable,
+  formatCostTable,
+  formatStrikeTable,
+  legRow,
+  lostRange,
+  type ScenarioRow,
+  type LegRow,
+  type StrikeRow,
+} from "./scenario-table.ts";
 export { formatProgress, type Progress } from "./progress-line.ts";
 export { survivingCutAt, type TimelineSample, type TimelineScenario, type TimelineBase } from "./custody-timeline.ts";
-export { blockData, lbaOf, seedOf, lsnOffset, contentThrough, readVolumeAckLog, workloadContentThrough, WorkloadOrderError, type AckedWrite } from "./workload.ts";
+export {
+  blockData,
+  lbaOf,
+  seedOf,
+  lsnOffset,
+  contentThrough,
+  readVolumeAckLog,
+  workloadContentThrough,
+  WorkloadOrderError,
+  type AckedWrite,
+} from "./workload.ts";

@@ -45,7 +45,11 @@ export function checkNatsServer(): string {
  * connected both ways and JetStream has a meta leader. Throws NatsLaunchError (with the log path)
  * otherwise; the caller's registry stops what was started.
  */
-export async function startRegions(registry: ProcessRegistry, runDir: string, configs: Readonly<Record<string, { config: string; url: string; httpPort: number }>>): Promise<Record<string, RegionEndpoint>> {
+export async function startRegions(
+  registry: ProcessRegistry,
+  runDir: string,
+  configs: Readonly<Record<string, { config: string; url: string; httpPort: number }>>,
+): Promise<Record<string, RegionEndpoint>> {
   checkNatsServer();
   const regions = Object.keys(configs);
   const out: Record<string, RegionEndpoint> = {};
@@ -60,9 +64,13 @@ export async function startRegions(registry: ProcessRegistry, runDir: string, co
   for (const name of regions) {
     const others = regions.filter((r) => r !== name);
     for (;;) {
-      if (!registry.get(`nats-${name}`)!.alive()) throw new NatsLaunchError(`nats-server for ${name} exited; see ${join(runDir, "nats", name, "server.log")}`, { region: name });
+      if (!registry.get(`nats-${name}`)!.alive())
+        throw new NatsLaunchError(`nats-server for ${name} exited; see ${join(runDir, "nats", name, "server.log")}`, {
+          region: name,
+        });
       if (await regionReady(out[name]!.httpPort, others)) break;
-      if (Date.now() > deadline) throw new NatsLaunchError(`region ${name} not ready within ${READY_TIMEOUT_MS} ms`, { region: name });
+      if (Date.now() > deadline)
+        throw new NatsLaunchError(`region ${name} not ready within ${READY_TIMEOUT_MS} ms`, { region: name });
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -59,13 +59,22 @@ export function makeRunDir(root = join(REPO_ROOT, "runs")): string {
 }
 
 /** Runs `custody <args>` as a registered child (log in `logs/<name>.log`); resolves with its stdout, throws CustodyCommandError on a non-zero exit. */
-async function custody(registry: ProcessRegistry, runDir: string, name: string, args: readonly string[]): Promise<string> {
+async function custody(
+  registry: ProcessRegistry,
+  runDir: string,
+  name: string,
+  args: readonly string[],
+): Promise<string> {
   const logPath = join(runDir, "logs", `${name}.log`);
   const c = custodyCommand(args);
   const p = registry.spawn(name, c.command, c.args, { logPath, cwd: REPO_ROOT });
   const code = await p.exited;
   const out = readFileSync(logPath, "utf8");
-  if (code !== 0) throw new CustodyCommandError(`custody ${args[0]} exited ${String(code)}: ${out.slice(-2000)}`, { command: args[0], code });
+  if (code !== 0)
+    throw new CustodyCommandError(`custody ${args[0]} exited ${String(code)}: ${out.slice(-2000)}`, {
+      command: args[0],
+      code,
+    });
   return out;
 }
 
@@ -75,8 +84,12 @@ async function ready(p: ManagedProcess, ms: number): Promise<void> {
   for (;;) {
     const log = existsSync(p.logPath) ? readFileSync(p.logPath, "utf8") : "";
     if (log.includes('"ready":true')) return;
-    if (!p.alive()) throw new CustodyCommandError(`${p.name} ended before it served; see ${p.logPath}: ${log.slice(-1500)}`, { name: p.name });
-    if (Date.now() > until) throw new CustodyCommandError(`${p.name} not serving within ${ms} ms; see ${p.logPath}`, { name: p.name });
+    if (!p.alive())
+      throw new CustodyCommandError(`${p.name} ended before it served; see ${p.logPath}: ${log.slice(-1500)}`, {
+        name: p.name,
+      });
+    if (Date.now() > until)
+      throw new CustodyCommandError(`${p.name} not serving within ${ms} ms; see ${p.logPath}`, { name: p.name });
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -86,29 +99,63 @@ async function ready(p: ManagedProcess, ms: number): Promise<void> {
  * by default, TLS and an nkey user per role). Throws DeploymentError, NatsLaunchError or
  * CustodyCommandError; whatever was started before the failure stays in `registry` for the caller to stop.
  */
-export async function launchNetwork(registry: ProcessRegistry, deploymentPath: string, runDir: string, secured = true, say: (step: string) => void = () => undefined): Promise<RunningNetwork> {
+export async function launchNetwork(
+  registry: ProcessRegistry,
+  deploymentPath: string,
+  runDir: string,
+  secured = true,
+  say: (step: string) => void = () => undefined,
+): Promise<RunningNetwork> {
   const d = loadDeployment(deploymentPath);
   copyFileSync(deploymentPath, join(runDir, "deployment.json"));
   const ports: Record<string, RegionPortSet> = {};
-  for (const r of d.regions) ports[r.name] = { port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() };
+  for (const r of d.regions)
+    ports[r.name] = {
+      port: await freePort(),
+      httpPort: await freePort(),
+      clusterPort: await freePort(),
+      gatewayPort: await freePort(),
+    };
   const custodyFile = join(runDir, "custody-deployment.json");
   writeFileSync(custodyFile, JSON.stringify(custodyDeploymentOf(d, runDir, ports, secured), null, 2));
   const initDir = join(runDir, "deployment");
-  say(`custody init: every role's config, keys${secured ? ", TLS certificates" : ""} and NATS users, and ${d.regions.length} nats-server configs…`);
+  say(
+    `custody init: every role's config, keys${secured ? ", TLS certificates" : ""} and NATS users, and ${d.regions.length} nats-server configs…`,
+  );
   await custody(registry, runDir, "custody-init", ["init", custodyFile, "--out", initDir]);
-  const index = JSON.parse(readFileSync(join(initDir, "roles.json"), "utf8")) as { roles: RoleInstance[]; natsServers: { region: string; config: string; url: string }[] };
+  const index = JSON.parse(readFileSync(join(initDir, "roles.json"), "utf8")) as {
+    roles: RoleInstance[];
+    natsServers: { region: string; config: string; url: string }[];
+  };
   say(`starting ${index.natsServers.length} nats-servers (${index.natsServers.map((x) => x.region).join(", ")})…`);
-  const regions = await startRegions(registry, runDir, Object.fromEntries(index.natsServers.map((s) => [s.region, { config: s.config, url: s.url, httpPort: ports[s.region]!.httpPort }])));
+  const regions = await startRegions(
+    registry,
+    runDir,
+    Object.fromEntries(
+      index.natsServers.map((s) => [s.region, { config: s.config, url: s.url, httpPort: ports[s.region]!.httpPort }]),
+    ),
+  );
   const operatorFile = join(initDir, "operator", "nats.json");
-  const operatorNats: NatsRoleConfig = existsSync(operatorFile) ? natsRoleSchema.parse(JSON.parse(readFileSync(operatorFile, "utf8"))) : { servers: regions[d.controller.region]!.url };
+  const operatorNats: NatsRoleConfig = existsSync(operatorFile)
+    ? natsRoleSchema.parse(JSON.parse(readFileSync(operatorFile, "utf8")))
+    : { servers: regions[d.controller.region]!.url };
   // The operator's bootstrap (on the controller's region: the control stream lives there): controllers' keys, first incarnations, obligations.
   say(`custody bootstrap: admitting the controllers' keys and the holders, creating each volume's obligation…`);
-  await custody(registry, runDir, "custody-bootstrap", ["bootstrap", join(initDir, "bootstrap.json"), "--server", regions[d.controller.region]!.url, "--json"]);
+  await custody(registry, runDir, "custody-bootstrap", [
+    "bootstrap",
+    join(initDir, "bootstrap.json"),
+    "--server",
+    regions[d.controller.region]!.url,
+    "--json",
+  ]);
 
   const roles = new Map(index.roles.map((r) => [r.instance, r]));
   const start = (r: RoleInstance) => {
     const c = custodyCommand(["run", r.role, "--config", r.config]);
-    return registry.spawn(r.instance, c.command, c.args, { logPath: join(runDir, "logs", `${r.instance}.log`), cwd: REPO_ROOT });
+    return registry.spawn(r.instance, c.command, c.args, {
+      logPath: join(runDir, "logs", `${r.instance}.log`),
+      cwd: REPO_ROOT,
+    });
   };
   // As a supervisor would (systemd's Restart=on-failure): a role whose start failed (on a loaded
   // machine a connect or JetStream request can time out) is started again, a new incarnation.
@@ -121,12 +168,15 @@ export async function launchNetwork(registry: ProcessRegistry, deploymentPath: s
       }
     }
   };
-  const startAll = async (role: RoleInstance["role"]) => void (await Promise.all(index.roles.filter((r) => r.role === role).map(serve)));
+  const startAll = async (role: RoleInstance["role"]) =>
+    void (await Promise.all(index.roles.filter((r) => r.role === role).map(serve)));
   // Controllers and holders together: a holder's process claims a new incarnation and keeps asking
   // to be admitted until a controller admits it (the key the bootstrap admitted signs it: key
   // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
   const count = (role: RoleInstance["role"]) => index.roles.filter((r) => r.role === role).length;
-  say(`custody run: starting ${count("controller")} controllers and ${count("holder")} holders, each its own process (slow on a loaded machine)…`);
+  say(
+    `custody run: starting ${count("controller")} controllers and ${count("holder")} holders, each its own process (slow on a loaded machine)…`,
+  );
   await Promise.all([startAll("controller"), startAll("holder")]);
   say(`custody run: starting ${count("writer")} writers; each writes from the moment it serves…`);
   await startAll("writer");
@@ -146,7 +196,11 @@ export function regionOfProcess(net: RunningNetwork): Map<string, string> {
  * sweep (no event-loop turn between the signals, so nothing more leaves any of them), then wait
  * until all are gone. Returns the role instances killed.
  */
-export async function strikeRegions(registry: ProcessRegistry, net: RunningNetwork, regions: readonly string[]): Promise<string[]> {
+export async function strikeRegions(
+  registry: ProcessRegistry,
+  net: RunningNetwork,
+  regions: readonly string[],
+): Promise<string[]> {
   const struck = new Set(regions);
   const victims = [...regionOfProcess(net)].filter(([, r]) => struck.has(r)).map(([name]) => name);
   await Promise.all(victims.map((n) => registry.kill(n)));

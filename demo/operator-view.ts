@@ -32,12 +32,18 @@ export class OperatorView {
   ) {}
 
   /** Connects as `nats` (the operator's `nats.json`) and follows the status documents of `volumes`. */
-  static async open(nats: NatsRoleConfig, volumes: readonly string[], lane: string, seqBytes: number): Promise<OperatorView> {
+  static async open(
+    nats: NatsRoleConfig,
+    volumes: readonly string[],
+    lane: string,
+    seqBytes: number,
+  ): Promise<OperatorView> {
     // A TLS handshake on a loaded machine can outlast one connect attempt: try a few times.
     let transport: NatsTransport | undefined;
     for (let attempt = 1; transport === undefined; attempt++) {
       try {
-        transport = (await connectRole({ ...nats, maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 }, "custody-demo")).transport;
+        transport = (await connectRole({ ...nats, maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 }, "custody-demo"))
+          .transport;
       } catch (err) {
         if (attempt >= CONNECT_ATTEMPTS) throw err;
       }
@@ -69,7 +75,8 @@ export class OperatorView {
    */
   async statusSince(volume: string, sinceMs: number, waitMs: number): Promise<VolumeStatus | undefined> {
     const until = Date.now() + waitMs;
-    while ((this.latest.get(volume)?.asOfMs ?? -1) < sinceMs && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+    while ((this.latest.get(volume)?.asOfMs ?? -1) < sinceMs && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 25));
     return this.latest.get(volume);
   }
 
@@ -88,7 +95,11 @@ export class OperatorView {
         const key = laneKey(v, this.lane);
         const retained = RangeSet.fromJSON(runsOf(s.samples?.[`${key}.retained`] as number[] | undefined));
         // How far it got: a RAM holder may already have released what it held.
-        per[v] = { retained: retained.toJSON(), bytes: retained.count * this.seqBytes, reach: Math.max(retained.max ?? 0, s.figures[`${key}.releasedMax`] ?? 0) };
+        per[v] = {
+          retained: retained.toJSON(),
+          bytes: retained.count * this.seqBytes,
+          reach: Math.max(retained.max ?? 0, s.figures[`${key}.releasedMax`] ?? 0),
+        };
       }
       out.set(id, { volumes: per, inFlight: s.figures["linkInFlight"] ?? 0, captured: [] });
     }
@@ -96,12 +107,27 @@ export class OperatorView {
   }
 
   /** Each volume's controller's receipted ranges per holder (`controllerOf(volume)` names its process). */
-  async receipted(volumes: readonly string[], holders: readonly string[], controllerOf: (volume: string) => string): Promise<Record<string, ControllerView | undefined>> {
+  async receipted(
+    volumes: readonly string[],
+    holders: readonly string[],
+    controllerOf: (volume: string) => string,
+  ): Promise<Record<string, ControllerView | undefined>> {
     const controllers = await this.stats("controller");
     const out: Record<string, ControllerView | undefined> = {};
     for (const v of volumes) {
       const s = controllers.get(controllerOf(v));
-      out[v] = s === undefined ? undefined : { status: this.status(v) ?? null, receipted: Object.fromEntries(holders.map((h) => [h, RangeSet.fromJSON(runsOf(s.samples?.[receiptedKey(h, this.lane)] as number[] | undefined)).toJSON()])) };
+      out[v] =
+        s === undefined
+          ? undefined
+          : {
+              status: this.status(v) ?? null,
+              receipted: Object.fromEntries(
+                holders.map((h) => [
+                  h,
+                  RangeSet.fromJSON(runsOf(s.samples?.[receiptedKey(h, this.lane)] as number[] | undefined)).toJSON(),
+                ]),
+              ),
+            };
     }
     return out;
   }

@@ -41,7 +41,12 @@ export class ProcessRegistry {
   /**
    * Spawns `command args` with stdout/stderr appended to `logPath`. Throws SpawnError.
    */
-  spawn(name: string, command: string, args: readonly string[], opts: { logPath: string; cwd?: string; env?: NodeJS.ProcessEnv }): ManagedProcess {
+  spawn(
+    name: string,
+    command: string,
+    args: readonly string[],
+    opts: { logPath: string; cwd?: string; env?: NodeJS.ProcessEnv },
+  ): ManagedProcess {
     const fd = openSync(opts.logPath, "a");
     const stdio: StdioOptions = ["ignore", fd, fd];
     let child: ChildProcess;
@@ -56,7 +61,14 @@ export class ProcessRegistry {
       child.once("error", () => resolve(-1));
     });
     const pid = child.pid;
-    const p: ManagedProcess = { name, pid, child, exited, logPath: opts.logPath, alive: () => child.exitCode === null && child.signalCode === null };
+    const p: ManagedProcess = {
+      name,
+      pid,
+      child,
+      exited,
+      logPath: opts.logPath,
+      alive: () => child.exitCode === null && child.signalCode === null,
+    };
     this.procs.push(p);
     this.startedPids.push(pid);
     return p;

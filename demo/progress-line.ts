@@ -42,9 +42,13 @@ export function formatProgress(p: Progress): string[] {
   const lines = [`  ${clock(p.seconds)}${p.phase} · ${p.mbPerSec.toFixed(1)} MB/s acknowledged`];
   for (const v of p.volumes) {
     const inFlight = Math.max(0, v.acked - (v.receiptedCut ?? 0));
-    lines.push(`${indent}${v.volume.padEnd(name)}  ${v.writes} writes, acked #${v.acked}, receipts protect #${v.receiptedCut ?? "-"} (${inFlight} in flight)`);
+    lines.push(
+      `${indent}${v.volume.padEnd(name)}  ${v.writes} writes, acked #${v.acked}, receipts protect #${v.receiptedCut ?? "-"} (${inFlight} in flight)`,
+    );
   }
-  const sites = p.sites.map((s) => `${s.site} ${s.bytes === null ? "…" : s.bytes === "struck" ? "struck" : size(s.bytes)}`).join(" · ");
+  const sites = p.sites
+    .map((s) => `${s.site} ${s.bytes === null ? "…" : s.bytes === "struck" ? "struck" : size(s.bytes)}`)
+    .join(" · ");
   lines.push(`${indent}${"in custody".padEnd(name)}  ${sites}`);
   return lines;
 }

@@ -52,20 +52,29 @@ export function graphSvg(d: Deployment, volumes: readonly string[]): { svg: stri
     const s = siteOf.get(site)!;
     return `${s.id} · ${s.region} / ${s.az}`;
   };
-  const legsOf = (x: Deployment): [string, string][] => [...x.writer.holders.map((h): [string, string] => [x.writer.id, h]), ...x.holders.flatMap((h) => h.downstream.map((y): [string, string] => [h.id, y]))];
+  const legsOf = (x: Deployment): [string, string][] => [
+    ...x.writer.holders.map((h): [string, string] => [x.writer.id, h]),
+    ...x.holders.flatMap((h) => h.downstream.map((y): [string, string] => [h.id, y])),
+  ];
   const main = legsOf(d);
   const cmp = d.waypointComparison;
-  const alt = cmp === undefined ? [] : legsOf(deploymentOfVolume(d, cmp.volume)).filter(([a, b]) => !main.some(([x, y]) => x === a && y === b));
+  const alt =
+    cmp === undefined
+      ? []
+      : legsOf(deploymentOfVolume(d, cmp.volume)).filter(([a, b]) => !main.some(([x, y]) => x === a && y === b));
   const actorSite = (id: string) => (id === d.writer.id ? d.writer.site : d.holders.find((h) => h.id === id)!.site);
   const labelOf = (a: string, b: string, only?: string) => {
     const e = edgeBetween(d, actorSite(a), actorSite(b));
     return `${e === undefined ? "same site" : `${e.latencyMs} ms · $${e.pricePerGb}/GB`}${only === undefined ? "" : ` · ${only} only`}`;
   };
-  const legs: Leg[] = [...main.map(([a, b]) => ({ from: a, to: b, label: labelOf(a, b) })), ...alt.map(([a, b]) => ({ from: a, to: b, only: cmp!.volume, label: labelOf(a, b, cmp!.volume) }))];
+  const legs: Leg[] = [
+    ...main.map(([a, b]) => ({ from: a, to: b, label: labelOf(a, b) })),
+    ...alt.map(([a, b]) => ({ from: a, to: b, only: cmp!.volume, label: labelOf(a, b, cmp!.volume) })),
+  ];
 
   // Columns by the longest hop count from the writer; the controllers get the last column.
   const depth = new Map<string, number>([[d.writer.id, 0]]);
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const l of legs) {
       const next = (depth.get(l.from) ?? -Infinity) + 1;
@@ -77,12 +86,44 @@ export function graphSvg(d: Deployment, volumes: readonly string[]): { svg: stri
   }
   const writerLine = `writes ${volumes.join(", ")}`;
   const nodes: Node[] = [
-    { id: d.writer.id, kind: "writer", lines: [`${d.writer.id} · writer`, where(d.writer.site), writerLine], struck: struck.has(siteOf.get(d.writer.site)!.region), site: d.writer.site, col: 0, x: 0, y: 0, h: 0, inPorts: [] },
-    ...d.holders.map((h): Node => ({ id: h.id, kind: "holder", lines: [`${h.id} · ${h.role}`, where(h.site)], struck: struck.has(siteOf.get(h.site)!.region), site: h.site, col: depth.get(h.id) ?? 1, x: 0, y: 0, h: 0, inPorts: [] })),
+    {
+      id: d.writer.id,
+      kind: "writer",
+      lines: [`${d.writer.id} · writer`, where(d.writer.site), writerLine],
+      struck: struck.has(siteOf.get(d.writer.site)!.region),
+      site: d.writer.site,
+      col: 0,
+      x: 0,
+      y: 0,
+      h: 0,
+      inPorts: [],
+    },
+    ...d.holders.map((h): Node => ({
+      id: h.id,
+      kind: "holder",
+      lines: [`${h.id} · ${h.role}`, where(h.site)],
+      struck: struck.has(siteOf.get(h.site)!.region),
+      site: h.site,
+      col: depth.get(h.id) ?? 1,
+      x: 0,
+      y: 0,
+      h: 0,
+      inPorts: [],
+    })),
   ];
   const lastCol = Math.max(...nodes.map((n) => n.col)) + 1;
   const controllers = volumes.map((v) => `${controllerIdOf(d, v)} evaluates ${v}`);
-  nodes.push({ id: "controllers", kind: "controllers", lines: [`controllers · ${d.controller.region}`, "every holder sends them receipts", ...controllers], struck: struck.has(d.controller.region), col: lastCol, x: 0, y: 0, h: 0, inPorts: [] });
+  nodes.push({
+    id: "controllers",
+    kind: "controllers",
+    lines: [`controllers · ${d.controller.region}`, "every holder sends them receipts", ...controllers],
+    struck: struck.has(d.controller.region),
+    col: lastCol,
+    x: 0,
+    y: 0,
+    h: 0,
+    inPorts: [],
+  });
   for (const n of nodes) if (n.struck) n.lines.push("region struck in this run");
   const byId = new Map(nodes.map((n) => [n.id, n]));
 
@@ -91,9 +132,14 @@ export function graphSvg(d: Deployment, volumes: readonly string[]): { svg: stri
   for (const n of nodes) n.h = Math.max(12 + n.lines.length * LINE, 18 * (n.inPorts.length + 1));
 
   // Widths: every box as wide as the widest content; every gap as wide as its labels and turns need.
-  const boxW = Math.max(...nodes.map((n) => Math.max(...n.lines.map((t, i) => textWidth(t, i === 0 ? 12 : 10.5, i === 0))))) + 20;
-  const gapTrunks = (g: number) => new Set(legs.filter((l) => byId.get(l.from)!.col <= g && byId.get(l.to)!.col > g).map((l) => `${l.from}>${l.only ?? ""}`)).size;
-  const gapLabels = (g: number) => Math.max(0, ...legs.filter((l) => byId.get(l.to)!.col === g + 1).map((l) => textWidth(l.label, 10)));
+  const boxW =
+    Math.max(...nodes.map((n) => Math.max(...n.lines.map((t, i) => textWidth(t, i === 0 ? 12 : 10.5, i === 0))))) + 20;
+  const gapTrunks = (g: number) =>
+    new Set(
+      legs.filter((l) => byId.get(l.from)!.col <= g && byId.get(l.to)!.col > g).map((l) => `${l.from}>${l.only ?? ""}`),
+    ).size;
+  const gapLabels = (g: number) =>
+    Math.max(0, ...legs.filter((l) => byId.get(l.to)!.col === g + 1).map((l) => textWidth(l.label, 10)));
   const gaps = Array.from({ length: lastCol }, (_, g) => 24 + gapTrunks(g) * 10 + gapLabels(g) + 16);
   const need = 2 * MARGIN + (lastCol + 1) * boxW + gaps.reduce((a, b) => a + b, 0);
   const spare = Math.max(0, W - need) / Math.max(1, lastCol);
@@ -107,7 +153,10 @@ export function graphSvg(d: Deployment, volumes: readonly string[]): { svg: stri
     const inCol = nodes.filter((n) => n.col === c);
     const want = (n: Node) => {
       // Level with a sender in the column just before, else with the highest sender.
-      const from = legs.filter((l) => l.to === n.id).map((l) => byId.get(l.from)!).filter((p) => p.col < c);
+      const from = legs
+        .filter((l) => l.to === n.id)
+        .map((l) => byId.get(l.from)!)
+        .filter((p) => p.col < c);
       const near = from.filter((p) => p.col === c - 1);
       return from.length === 0 ? TOP : Math.min(...(near.length > 0 ? near : from).map((p) => p.y));
     };
@@ -127,10 +176,18 @@ export function graphSvg(d: Deployment, volumes: readonly string[]): { svg: stri
   const corridorY = new Map<Leg, number>();
   for (const l of legs) {
     const [a, b] = [byId.get(l.from)!, byId.get(l.to)!];
-    if (b.col > a.col + 1) corridorY.set(l, Math.max(...nodes.filter((n) => n.col > a.col && n.col < b.col).map((n) => n.y + n.h)) + 14 + 8 * corridorY.size);
+    if (b.col > a.col + 1)
+      corridorY.set(
+        l,
+        Math.max(...nodes.filter((n) => n.col > a.col && n.col < b.col).map((n) => n.y + n.h)) +
+          14 +
+          8 * corridorY.size,
+      );
   }
   // Ports in the order the legs arrive from (top to bottom), so arrows into one box do not cross.
-  const arrival = new Map(legs.map((l) => [`${l.from}>${l.to}>${l.only ?? ""}`, corridorY.get(l) ?? outY(byId.get(l.from)!, l.only)]));
+  const arrival = new Map(
+    legs.map((l) => [`${l.from}>${l.to}>${l.only ?? ""}`, corridorY.get(l) ?? outY(byId.get(l.from)!, l.only)]),
+  );
   for (const n of nodes) n.inPorts.sort((a, b) => arrival.get(a)! - arrival.get(b)!);
   const portY = (n: Node, key: string) => n.y + (n.h * (n.inPorts.indexOf(key) + 1)) / (n.inPorts.length + 1);
 
@@ -138,7 +195,8 @@ export function graphSvg(d: Deployment, volumes: readonly string[]): { svg: stri
   const trunkX = new Map<string, number>();
   const trunkOf = (g: number, key: string) => {
     const id = `${g}|${key}`;
-    if (!trunkX.has(id)) trunkX.set(id, colX[g]! + boxW + 14 + [...trunkX.keys()].filter((k) => k.startsWith(`${g}|`)).length * 10);
+    if (!trunkX.has(id))
+      trunkX.set(id, colX[g]! + boxW + 14 + [...trunkX.keys()].filter((k) => k.startsWith(`${g}|`)).length * 10);
     return trunkX.get(id)!;
   };
   const parts: string[] = [];
@@ -157,23 +215,49 @@ export function graphSvg(d: Deployment, volumes: readonly string[]): { svg: stri
     }
     path += ` H${b.x - 1}`;
     const edge = `${l.from}-${l.to}${l.only === undefined ? "" : `-${l.only}`}`;
-    parts.push(`<path class="edge${l.only === undefined ? "" : " alt"}" data-edge="${esc(edge)}" d="${path}" marker-end="url(#${l.only === undefined ? "arrow" : "arrow-alt"})"/>`);
-    parts.push(`<text class="elabel" data-for="${esc(edge)}" x="${b.x - 10}" y="${y1 - 5}" text-anchor="end">${esc(l.label)}</text>`);
+    parts.push(
+      `<path class="edge${l.only === undefined ? "" : " alt"}" data-edge="${esc(edge)}" d="${path}" marker-end="url(#${l.only === undefined ? "arrow" : "arrow-alt"})"/>`,
+    );
+    parts.push(
+      `<text class="elabel" data-for="${esc(edge)}" x="${b.x - 10}" y="${y1 - 5}" text-anchor="end">${esc(l.label)}</text>`,
+    );
   }
-  const heads = ["writer", ...Array.from({ length: lastCol - 1 }, (_, i) => (i === 0 ? "first hop" : `hop ${i + 1}`)), "control"];
+  const heads = [
+    "writer",
+    ...Array.from({ length: lastCol - 1 }, (_, i) => (i === 0 ? "first hop" : `hop ${i + 1}`)),
+    "control",
+  ];
   heads.forEach((h, c) => parts.push(`<text class="colhead" x="${colX[c]}" y="18">${esc(h)}</text>`));
   for (const n of nodes) {
-    const attrs = n.kind === "controllers" ? ` data-controllers="${esc(volumes.map((v) => controllerIdOf(d, v)).join(" "))}"` : ` data-site="${esc(n.site!)}" data-actor="${esc(n.id)}"`;
-    parts.push(`<g class="${n.kind === "controllers" ? "node" : "site"}${n.struck ? " struck" : ""}"${attrs}><rect x="${n.x}" y="${n.y}" width="${boxW}" height="${n.h}" rx="6"/>`);
-    n.lines.forEach((t, i) => parts.push(`<text x="${n.x + 10}" y="${n.y + 18 + i * LINE}" class="${i === 0 ? "sname" : n.struck && i === n.lines.length - 1 ? "who struck-note" : "who"}">${esc(t)}</text>`));
+    const attrs =
+      n.kind === "controllers"
+        ? ` data-controllers="${esc(volumes.map((v) => controllerIdOf(d, v)).join(" "))}"`
+        : ` data-site="${esc(n.site!)}" data-actor="${esc(n.id)}"`;
+    parts.push(
+      `<g class="${n.kind === "controllers" ? "node" : "site"}${n.struck ? " struck" : ""}"${attrs}><rect x="${n.x}" y="${n.y}" width="${boxW}" height="${n.h}" rx="6"/>`,
+    );
+    n.lines.forEach((t, i) =>
+      parts.push(
+        `<text x="${n.x + 10}" y="${n.y + 18 + i * LINE}" class="${i === 0 ? "sname" : n.struck && i === n.lines.length - 1 ? "who struck-note" : "who"}">${esc(t)}</text>`,
+      ),
+    );
     parts.push(`</g>`);
   }
   const height = Math.max(...nodes.map((n) => n.y + n.h), ...corridorY.values()) + 14;
-  const marker = (id: string, colour: string) => `<marker id="${id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${colour}"/></marker>`;
+  const marker = (id: string, colour: string) =>
+    `<marker id="${id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${colour}"/></marker>`;
   const svg = `<svg id="custody-graph" viewBox="0 0 ${width} ${height}" role="img" aria-label="custody graph"><defs>${marker("arrow", GRAPH_COLOURS.leg)}${marker("arrow-alt", GRAPH_COLOURS.only)}</defs>${parts.join("")}</svg>`;
   const legend = [
-    `<span><i style="background:${GRAPH_COLOURS.leg}"></i>custody leg of ${esc(volumesOf(d).filter((v) => v !== cmp?.volume).join(", "))}</span>`,
-    ...(cmp === undefined ? [] : [`<span><i style="background:${GRAPH_COLOURS.only}"></i>${esc(cmp.volume)}: the same legs without ${esc(cmp.holder)}, plus this one</span>`]),
+    `<span><i style="background:${GRAPH_COLOURS.leg}"></i>custody leg of ${esc(
+      volumesOf(d)
+        .filter((v) => v !== cmp?.volume)
+        .join(", "),
+    )}</span>`,
+    ...(cmp === undefined
+      ? []
+      : [
+          `<span><i style="background:${GRAPH_COLOURS.only}"></i>${esc(cmp.volume)}: the same legs without ${esc(cmp.holder)}, plus this one</span>`,
+        ]),
     `<span><i style="background:${GRAPH_COLOURS.struck}"></i>struck region (${esc(d.failures.first)}, ${esc(d.failures.second)})</span>`,
     `<span>label: one-way latency · transfer price</span>`,
   ].join(" ");

@@ -28,12 +28,46 @@ export function renderReport(r: ReportInput): string {
   const volumes = run.outcomes.map((o) => o.volume);
   const strike = table(
     "scenario-table",
-    ["scenario", "volume", "custody path", "acknowledged", "predicted cut", "recovered cut", "predicted loss", "observed loss", "match", "cut at the strike (receipts in flight)"],
-    run.outcomes.map((o) => [run.scenario, o.volume, o.path, `#${o.acknowledged}`, o.predictedCut ?? "nothing", o.recoveredCut, lostRange(o.predictedCut, o.acknowledged), lostRange(o.recoveredCut, o.acknowledged), o.predictedCut === o.recoveredCut ? "exact" : "MISMATCH", o.cutAtStrike ?? "nothing"]),
+    [
+      "scenario",
+      "volume",
+      "custody path",
+      "acknowledged",
+      "predicted cut",
+      "recovered cut",
+      "predicted loss",
+      "observed loss",
+      "match",
+      "cut at the strike (receipts in flight)",
+    ],
+    run.outcomes.map((o) => [
+      run.scenario,
+      o.volume,
+      o.path,
+      `#${o.acknowledged}`,
+      o.predictedCut ?? "nothing",
+      o.recoveredCut,
+      lostRange(o.predictedCut, o.acknowledged),
+      lostRange(o.recoveredCut, o.acknowledged),
+      o.predictedCut === o.recoveredCut ? "exact" : "MISMATCH",
+      o.cutAtStrike ?? "nothing",
+    ]),
   );
   const status = table(
     "status-table",
-    ["scenario", "required", "predicted cut", "recovered cut", "lost range", "RPO seqs", "RPO bytes", "RPO age ms", "RTO estimate s", "RTO measured s", "contributors"],
+    [
+      "scenario",
+      "required",
+      "predicted cut",
+      "recovered cut",
+      "lost range",
+      "RPO seqs",
+      "RPO bytes",
+      "RPO age ms",
+      "RTO estimate s",
+      "RTO measured s",
+      "contributors",
+    ],
     statusRows(run).map((x) => [
       x.scenario,
       x.required ? "yes" : "no",
@@ -53,19 +87,48 @@ export function renderReport(r: ReportInput): string {
   for (const v of volumes) {
     const legs = r.legs.filter((l) => l.volume === v);
     const stream = (run.writeMBpsByVolume[v] ?? 0) * 1e6;
-    for (const l of legs) costRows.push([v, `${(l.senders ?? []).join(", ")} → ${l.receiver ?? ""}`, `${l.from} → ${l.to}`, l.usdPerGb.toFixed(3), (l.bytesPerSec / 1000).toFixed(1), stream > 0 ? `${Math.round((100 * l.bytesPerSec) / stream)}%` : "-", l.monthlyUsd.toFixed(2)]);
+    for (const l of legs)
+      costRows.push([
+        v,
+        `${(l.senders ?? []).join(", ")} → ${l.receiver ?? ""}`,
+        `${l.from} → ${l.to}`,
+        l.usdPerGb.toFixed(3),
+        (l.bytesPerSec / 1000).toFixed(1),
+        stream > 0 ? `${Math.round((100 * l.bytesPerSec) / stream)}%` : "-",
+        l.monthlyUsd.toFixed(2),
+      ]);
     costRows.push([v, "all its legs", "", "", "", "", legs.reduce((n, l) => n + l.monthlyUsd, 0).toFixed(2)]);
   }
   costRows.push(["total", "", "", "", "", "", r.legs.reduce((n, l) => n + l.monthlyUsd, 0).toFixed(2)]);
-  const cost = table("cost-table", ["volume", "leg", "sites", "$/GB", "carried while streaming kB/s", "of the volume's stream", "monthly $ (30 d)"], costRows);
+  const cost = table(
+    "cost-table",
+    ["volume", "leg", "sites", "$/GB", "carried while streaming kB/s", "of the volume's stream", "monthly $ (30 d)"],
+    costRows,
+  );
   const firstStream = (run.writeMBpsByVolume[d.volume] ?? 0) * 1e6;
-  const lag = table("capture-lag", ["holder", "median capture lag", "why"], captureLagRows(d, r.captureLagMs, firstStream, carriedInto(r.legs, d.volume)).map((x) => [x.holder, formatLag(x.ms), x.why]));
+  const lag = table(
+    "capture-lag",
+    ["holder", "median capture lag", "why"],
+    captureLagRows(d, r.captureLagMs, firstStream, carriedInto(r.legs, d.volume)).map((x) => [
+      x.holder,
+      formatLag(x.ms),
+      x.why,
+    ]),
+  );
   const events = `<ol id="events">${run.events.map((e) => `<li><b>${(e.tMs / 1000).toFixed(1)} s</b> ${esc(e.label)}</li>`).join("")}</ol>`;
   const graph = graphSvg(d, volumes);
   const timeline = timelineSvg(r);
   const w = r.waypointLoss;
-  const worth = w === null ? "" : `<p id="waypoint-worth">Same strike, same write stream, at the same time: with the waypoint ${esc(d.volume)} lost ${w.withWaypoint} acknowledged sequences; without it ${esc(d.waypointComparison!.volume)} lost ${w.withoutWaypoint}.</p>`;
-  const data = JSON.stringify({ scenarios: r.scenarios.length, losing: r.losingScenarios, mismatches: r.mismatches, events: run.events.length }).replace(/</g, "\\u003c");
+  const worth =
+    w === null
+      ? ""
+      : `<p id="waypoint-worth">Same strike, same write stream, at the same time: with the waypoint ${esc(d.volume)} lost ${w.withWaypoint} acknowledged sequences; without it ${esc(d.waypointComparison!.volume)} lost ${w.withoutWaypoint}.</p>`;
+  const data = JSON.stringify({
+    scenarios: r.scenarios.length,
+    losing: r.losingScenarios,
+    mismatches: r.mismatches,
+    events: run.events.length,
+  }).replace(/</g, "\\u003c");
   const C = TIMELINE_COLOURS;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Custody demo report — ${esc(d.volume)}</title>

@@ -24,8 +24,31 @@ export function savedResult(r: DemoResult): string {
   return JSON.stringify({ ...r, run: { ...r.run, latest: undefined } });
 }
 
-const REQUIRED = ["runDir", "deployment", "run", "scenarios", "legs", "captureLagMs", "startedPids", "leftPids", "elapsedSec"] as const;
-const REQUIRED_RUN = ["scenario", "samples", "events", "strikeMs", "outcomes", "status", "survivorRanges", "writes", "writeMBps", "writeMBpsByVolume", "streamSec", "carried"] as const;
+const REQUIRED = [
+  "runDir",
+  "deployment",
+  "run",
+  "scenarios",
+  "legs",
+  "captureLagMs",
+  "startedPids",
+  "leftPids",
+  "elapsedSec",
+] as const;
+const REQUIRED_RUN = [
+  "scenario",
+  "samples",
+  "events",
+  "strikeMs",
+  "outcomes",
+  "status",
+  "survivorRanges",
+  "writes",
+  "writeMBps",
+  "writeMBpsByVolume",
+  "streamSec",
+  "carried",
+] as const;
 
 /** Reads `<runDir>/result.json`. Throws RunResultError naming the file and the first missing field. */
 export function readRunResult(runDir: string): ReportInput {
@@ -37,7 +60,10 @@ export function readRunResult(runDir: string): ReportInput {
     throw new RunResultError(`${file}: ${(err as Error).message}`, { file });
   }
   const obj = parsed as Record<string, unknown>;
-  const missing = REQUIRED.find((k) => obj?.[k] === undefined) ?? REQUIRED_RUN.map((k) => `run.${k}`).find((k) => (obj.run as Record<string, unknown>)[k.slice(4)] === undefined);
-  if (missing !== undefined) throw new RunResultError(`${file}: no '${missing}' (written by an older demo?)`, { file, missing });
+  const missing =
+    REQUIRED.find((k) => obj?.[k] === undefined) ??
+    REQUIRED_RUN.map((k) => `run.${k}`).find((k) => (obj.run as Record<string, unknown>)[k.slice(4)] === undefined);
+  if (missing !== undefined)
+    throw new RunResultError(`${file}: no '${missing}' (written by an older demo?)`, { file, missing });
   return parsed as ReportInput;
 }

@@ -8,7 +8,8 @@ import { lostRange } from "./scenario-table.ts";
 import type { RunResult, VolumeOutcome } from "./strike-run.ts";
 
 /** HTML/SVG text escaping. */
-export const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+export const esc = (s: unknown) =>
+  String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
 /** How many sequences before the lowest cut the zoom shows. */
 const CONTEXT = 10;
@@ -26,7 +27,13 @@ export function strikeZoomSvg(run: Pick<RunResult, "survivorRanges">, o: VolumeO
   const rows: { label: string; cls: string; has: (s: number) => boolean }[] = [
     { label: "acknowledged", cls: "acked-cell", has: (s) => s <= o.acknowledged },
     // Survivors that hold nothing of this volume (not on its custody path) get no row.
-    ...Object.entries(held).filter(([, r]) => r.length > 0).map(([h, r]) => ({ label: `${h} holds (settled)`, cls: "held", has: (s: number) => RangeSet.fromJSON(r).has(s) })),
+    ...Object.entries(held)
+      .filter(([, r]) => r.length > 0)
+      .map(([h, r]) => ({
+        label: `${h} holds (settled)`,
+        cls: "held",
+        has: (s: number) => RangeSet.fromJSON(r).has(s),
+      })),
     { label: "predicted from receipts", cls: "kept", has: (s) => s <= (o.predictedCut ?? 0) },
     { label: "recovered", cls: "kept", has: (s) => s <= o.recoveredCut },
   ];
@@ -34,13 +41,21 @@ export function strikeZoomSvg(run: Pick<RunResult, "survivorRanges">, o: VolumeO
   rows.forEach((row, i) => {
     const y = 24 + i * (rh + 4);
     parts.push(`<text class="row" x="4" y="${y + 12}">${esc(row.label)}</text>`);
-    for (let s = lo; s <= hi; s++) if (row.has(s)) parts.push(`<rect class="${row.cls}" x="${L + (s - lo) * cw}" y="${y}" width="${Math.max(1, cw - 1)}" height="${rh}"><title>#${s}</title></rect>`);
+    for (let s = lo; s <= hi; s++)
+      if (row.has(s))
+        parts.push(
+          `<rect class="${row.cls}" x="${L + (s - lo) * cw}" y="${y}" width="${Math.max(1, cw - 1)}" height="${rh}"><title>#${s}</title></rect>`,
+        );
   });
   // The lost range, on its own row under the recovery.
   const ly = 24 + rows.length * (rh + 4);
   parts.push(`<text class="row" x="4" y="${ly + 12}">lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</text>`);
-  if (o.lostSeqs > 0) parts.push(`<rect class="lost-range" data-volume="${esc(o.volume)}" data-range="${esc(lostRange(o.recoveredCut, o.acknowledged))}" x="${L + (o.recoveredCut + 1 - lo) * cw}" y="${ly}" width="${(o.acknowledged - o.recoveredCut) * cw - 1}" height="${rh}"><title>lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</title></rect>`);
-  for (let s = lo; s <= hi; s += Math.max(1, Math.ceil(n / 12))) parts.push(`<text class="axis" x="${L + (s - lo) * cw}" y="14">#${s}</text>`);
+  if (o.lostSeqs > 0)
+    parts.push(
+      `<rect class="lost-range" data-volume="${esc(o.volume)}" data-range="${esc(lostRange(o.recoveredCut, o.acknowledged))}" x="${L + (o.recoveredCut + 1 - lo) * cw}" y="${ly}" width="${(o.acknowledged - o.recoveredCut) * cw - 1}" height="${rh}"><title>lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</title></rect>`,
+    );
+  for (let s = lo; s <= hi; s += Math.max(1, Math.ceil(n / 12)))
+    parts.push(`<text class="axis" x="${L + (s - lo) * cw}" y="14">#${s}</text>`);
   const H = ly + rh + 10;
   return `<h3>${esc(o.volume)} — ${esc(o.path)}: acknowledged #${o.acknowledged}, predicted #${o.predictedCut ?? "nothing"}, recovered #${o.recoveredCut}</h3><svg class="zoom" data-volume="${esc(o.volume)}" viewBox="0 0 ${W} ${H}" role="img" aria-label="strike ${esc(o.volume)}">${parts.join("")}</svg>`;
 }

@@ -15,7 +15,15 @@ import { esc } from "./report-strike.ts";
 import { lostRange } from "./scenario-table.ts";
 
 /** One colour per meaning; the legend names each. */
-export const TIMELINE_COLOURS = { acked: "#0f172a", retained: "#60a5fa", wouldSurvive: "#d97706", strike: "#7c3aed", surviving: "#059669", lost: "#e11d48", event: "#94a3b8" } as const;
+export const TIMELINE_COLOURS = {
+  acked: "#0f172a",
+  retained: "#60a5fa",
+  wouldSurvive: "#d97706",
+  strike: "#7c3aed",
+  surviving: "#059669",
+  lost: "#e11d48",
+  event: "#94a3b8",
+} as const;
 
 const W = 1280;
 const L = 120;
@@ -44,7 +52,10 @@ export function niceStep(range: number, max: number): number {
  * holder can miss the 0.4 s round; it is not empty then). A struck holder is not filled in after
  * the strike: it is gone. Also returns, per holder, how many rounds were filled in.
  */
-export function filledSamples(run: Pick<ReportInput["run"], "samples" | "strikeMs">, d: Deployment): { samples: TimelineSample[]; filled: Record<string, number> } {
+export function filledSamples(
+  run: Pick<ReportInput["run"], "samples" | "strikeMs">,
+  d: Deployment,
+): { samples: TimelineSample[]; filled: Record<string, number> } {
   const struck = new Set([d.failures.first, d.failures.second]);
   const regionOf = new Map(d.sites.map((s) => [s.id, s.region]));
   const last = new Map<string, TimelineSample["holders"][string]>();
@@ -65,7 +76,11 @@ export function filledSamples(run: Pick<ReportInput["run"], "samples" | "strikeM
 }
 
 /** The "would survive" cut per sample up to the strike; null where a surviving holder never answered yet. */
-export function wouldSurviveSeries(samples: readonly TimelineSample[], strikeMs: number, d: Deployment): { tMs: number; cut: number | null; missing: string[] }[] {
+export function wouldSurviveSeries(
+  samples: readonly TimelineSample[],
+  strikeMs: number,
+  d: Deployment,
+): { tMs: number; cut: number | null; missing: string[] }[] {
   const struck = new Set([d.failures.first, d.failures.second]);
   const regionOf = new Map(d.sites.map((s) => [s.id, s.region]));
   const lostHolders = d.holders.filter((h) => struck.has(regionOf.get(h.site)!)).map((h) => h.id);
@@ -75,7 +90,11 @@ export function wouldSurviveSeries(samples: readonly TimelineSample[], strikeMs:
     .filter((s) => s.tMs <= strikeMs)
     .map((s) => {
       const missing = survivors.filter((h) => s.holders[h] === undefined);
-      return { tMs: s.tMs, missing, cut: missing.length > 0 ? null : survivingCutAt(s, { name: "strike", lostHolders }, bases) };
+      return {
+        tMs: s.tMs,
+        missing,
+        cut: missing.length > 0 ? null : survivingCutAt(s, { name: "strike", lostHolders }, bases),
+      };
     });
 }
 
@@ -89,7 +108,13 @@ export function timelineSvg(r: ReportInput): { svg: string; legend: string; note
   const tMin = Math.min(...times);
   const tMax = Math.max(tMin + 1, ...times);
   const x = (t: number) => L + X_PAD + ((t - tMin) / (tMax - tMin)) * (PW - 2 * X_PAD);
-  const top = Math.max(1, first.acknowledged, first.recoveredCut, first.predictedCut ?? 0, ...run.samples.map((s) => s.acked));
+  const top = Math.max(
+    1,
+    first.acknowledged,
+    first.recoveredCut,
+    first.predictedCut ?? 0,
+    ...run.samples.map((s) => s.acked),
+  );
   const yStep = niceStep(top, 5);
   const yMax = Math.ceil(top / yStep) * yStep;
   const y = (seq: number) => T + PH - Y_PAD - (seq / yMax) * (PH - 2 * Y_PAD);
@@ -113,25 +138,43 @@ export function timelineSvg(r: ReportInput): { svg: string; legend: string; note
     else clusters.push({ x: ex, nums: [i + 1], strikeOnly: false });
   });
   for (const c of clusters) c.strikeOnly = c.nums.every((n) => run.events[n - 1]!.label.startsWith("STRIKE"));
-  for (const c of clusters) if (!c.strikeOnly && Math.abs(c.x - sx) >= 10) main.push(`<line class="event" x1="${c.x}" x2="${c.x}" y1="${T}" y2="${T + PH}" stroke="${C.event}"><title>${esc(c.nums.map((n) => `${n}. ${run.events[n - 1]!.label}`).join("\n"))}</title></line>`);
+  for (const c of clusters)
+    if (!c.strikeOnly && Math.abs(c.x - sx) >= 10)
+      main.push(
+        `<line class="event" x1="${c.x}" x2="${c.x}" y1="${T}" y2="${T + PH}" stroke="${C.event}"><title>${esc(c.nums.map((n) => `${n}. ${run.events[n - 1]!.label}`).join("\n"))}</title></line>`,
+      );
 
-  main.push(`<polyline class="acked" stroke="${C.acked}" points="${run.samples.map((s) => `${x(s.tMs)},${y(s.acked)}`).join(" ")}"><title>acknowledged head</title></polyline>`);
+  main.push(
+    `<polyline class="acked" stroke="${C.acked}" points="${run.samples.map((s) => `${x(s.tMs)},${y(s.acked)}`).join(" ")}"><title>acknowledged head</title></polyline>`,
+  );
   // The cut that would survive, in runs of samples where every surviving holder answered.
   const { samples, filled } = filledSamples(run, d);
   const series = wouldSurviveSeries(samples, run.strikeMs, d);
   const runs: { tMs: number; cut: number }[][] = [[]];
-  for (const p of series) if (p.cut === null) runs.push([]);
-  else runs[runs.length - 1]!.push({ tMs: p.tMs, cut: p.cut });
-  for (const seg of runs.filter((s) => s.length > 0)) main.push(`<polyline class="cut" data-scenario="${esc(run.scenario)}" stroke="${C.wouldSurvive}" stroke-dasharray="6,3" points="${seg.map((p) => `${x(p.tMs)},${y(p.cut)}`).join(" ")}"><title>cut that would survive '${esc(run.scenario)}' at that moment</title></polyline>`);
-  main.push(`<line class="strike" x1="${sx}" x2="${sx}" y1="${T}" y2="${T + PH}" stroke="${C.strike}"><title>strike: ${esc(run.scenario)}</title></line>`);
+  for (const p of series)
+    if (p.cut === null) runs.push([]);
+    else runs[runs.length - 1]!.push({ tMs: p.tMs, cut: p.cut });
+  for (const seg of runs.filter((s) => s.length > 0))
+    main.push(
+      `<polyline class="cut" data-scenario="${esc(run.scenario)}" stroke="${C.wouldSurvive}" stroke-dasharray="6,3" points="${seg.map((p) => `${x(p.tMs)},${y(p.cut)}`).join(" ")}"><title>cut that would survive '${esc(run.scenario)}' at that moment</title></polyline>`,
+    );
+  main.push(
+    `<line class="strike" x1="${sx}" x2="${sx}" y1="${T}" y2="${T + PH}" stroke="${C.strike}"><title>strike: ${esc(run.scenario)}</title></line>`,
+  );
   const end = L + PW - X_PAD;
   if (first.lostSeqs > 0) {
     const hi = y(first.acknowledged);
-    main.push(`<rect class="lost-range" data-volume="${esc(first.volume)}" x="${sx}" y="${hi}" width="${end - sx}" height="${Math.max(3, y(first.recoveredCut) - hi)}" fill="${C.lost}"><title>lost ${esc(lostRange(first.recoveredCut, first.acknowledged))}</title></rect>`);
+    main.push(
+      `<rect class="lost-range" data-volume="${esc(first.volume)}" x="${sx}" y="${hi}" width="${end - sx}" height="${Math.max(3, y(first.recoveredCut) - hi)}" fill="${C.lost}"><title>lost ${esc(lostRange(first.recoveredCut, first.acknowledged))}</title></rect>`,
+    );
   }
   // Over the lost range, so the cut's line is never hidden under it.
-  main.push(`<line class="surviving-cut" x1="${sx}" x2="${end}" y1="${y(first.recoveredCut)}" y2="${y(first.recoveredCut)}" stroke="${C.surviving}"><title>surviving cut #${first.recoveredCut}</title></line>`);
-  outside.push(`<text class="strike-label" x="${Math.min(Math.max(sx, L + 30), L + PW - 30)}" y="${T - 9}" text-anchor="middle" fill="${C.strike}">strike ${(run.strikeMs / 1000).toFixed(1)} s</text>`);
+  main.push(
+    `<line class="surviving-cut" x1="${sx}" x2="${end}" y1="${y(first.recoveredCut)}" y2="${y(first.recoveredCut)}" stroke="${C.surviving}"><title>surviving cut #${first.recoveredCut}</title></line>`,
+  );
+  outside.push(
+    `<text class="strike-label" x="${Math.min(Math.max(sx, L + 30), L + PW - 30)}" y="${T - 9}" text-anchor="middle" fill="${C.strike}">strike ${(run.strikeMs / 1000).toFixed(1)} s</text>`,
+  );
 
   // One frame per holder: its retained range, on the same sequence scale squeezed into the row.
   const rows: string[] = [];
@@ -153,20 +196,30 @@ export function timelineSvg(r: ReportInput): { svg: string; legend: string; note
       const pts = seg.length === 1 ? [seg[0]!, seg[0]!] : seg;
       const hiPts = pts.map((s, i) => `${xs[i]},${ry(set(s).max ?? 0)}`);
       const loPts = pts.map((s, i) => `${xs[i]},${ry((set(s).min ?? 1) - 1)}`).reverse();
-      parts.push(`<polygon class="band" data-holder="${esc(h.id)}" points="${[...hiPts, ...loPts].join(" ")}" fill="${C.retained}"><title>${esc(h.id)} retained range</title></polygon>`);
+      parts.push(
+        `<polygon class="band" data-holder="${esc(h.id)}" points="${[...hiPts, ...loPts].join(" ")}" fill="${C.retained}"><title>${esc(h.id)} retained range</title></polygon>`,
+      );
     }
-    parts.push(`<line class="strike-row" x1="${sx}" x2="${sx}" y1="${rowY}" y2="${rowY + ROW_H}" stroke="${C.strike}"/>`);
+    parts.push(
+      `<line class="strike-row" x1="${sx}" x2="${sx}" y1="${rowY}" y2="${rowY + ROW_H}" stroke="${C.strike}"/>`,
+    );
     rows.push(`<g class="holder-row" data-holder="${esc(h.id)}">${parts.join("")}</g>`);
-    outside.push(`<text x="${L - 8}" y="${rowY + ROW_H / 2 + 4}" class="rowname" text-anchor="end">${esc(h.id)}${gone ? " (struck)" : ""}</text>`);
+    outside.push(
+      `<text x="${L - 8}" y="${rowY + ROW_H / 2 + 4}" class="rowname" text-anchor="end">${esc(h.id)}${gone ? " (struck)" : ""}</text>`,
+    );
     rowY += ROW_H + ROW_GAP;
   }
 
   // Time axis and the event markers under it.
   const axisY = rowY + 8;
   const tStep = niceStep((tMax - tMin) / 1000, Math.floor(PW / 70)) * 1000;
-  for (let t = Math.ceil(tMin / tStep) * tStep; t <= tMax; t += tStep) outside.push(`<text x="${x(t)}" y="${axisY}" class="axis" text-anchor="middle">${(t / 1000).toFixed(tStep < 1000 ? 1 : 0)} s</text>`);
+  for (let t = Math.ceil(tMin / tStep) * tStep; t <= tMax; t += tStep)
+    outside.push(
+      `<text x="${x(t)}" y="${axisY}" class="axis" text-anchor="middle">${(t / 1000).toFixed(tStep < 1000 ? 1 : 0)} s</text>`,
+    );
   const markerY = axisY + 20;
-  for (const c of clusters) outside.push(`<text class="marker" x="${c.x}" y="${markerY}" text-anchor="middle">${c.nums.join(",")}</text>`);
+  for (const c of clusters)
+    outside.push(`<text class="marker" x="${c.x}" y="${markerY}" text-anchor="middle">${c.nums.join(",")}</text>`);
   outside.push(`<text class="axis" x="${L - 8}" y="${markerY}" text-anchor="end">events</text>`);
   const H = markerY + 10;
   const svg = `<svg id="timeline" viewBox="0 0 ${W} ${H}" role="img" aria-label="timeline"><g class="main-plot">${main.join("")}</g>${rows.join("")}${outside.join("")}</svg>`;
@@ -183,10 +236,17 @@ export function timelineSvg(r: ReportInput): { svg: string; legend: string; note
 
   const notes: string[] = [];
   const gaps = series.filter((p) => p.cut === null);
-  if (gaps.length > 0) notes.push(`The "would survive" line starts at ${((series.find((p) => p.cut !== null)?.tMs ?? run.strikeMs) / 1000).toFixed(1)} s: before that ${esc([...new Set(gaps.flatMap((p) => p.missing))].join(", "))} had not answered a stats round yet.`);
+  if (gaps.length > 0)
+    notes.push(
+      `The "would survive" line starts at ${((series.find((p) => p.cut !== null)?.tMs ?? run.strikeMs) / 1000).toFixed(1)} s: before that ${esc([...new Set(gaps.flatMap((p) => p.missing))].join(", "))} had not answered a stats round yet.`,
+    );
   const missed = Object.entries(filled).map(([h, n]) => `${h} ${n}`);
-  if (missed.length > 0) notes.push(`Stats rounds a holder missed (busy past the 0.4 s round), of ${run.samples.length}: ${esc(missed.join(", "))}. There its previous answer is drawn.`);
+  if (missed.length > 0)
+    notes.push(
+      `Stats rounds a holder missed (busy past the 0.4 s round), of ${run.samples.length}: ${esc(missed.join(", "))}. There its previous answer is drawn.`,
+    );
   const firstKnown = series.find((p) => p.cut !== null);
-  if (firstKnown?.cut === 0) notes.push(`It starts at #0: at first no holder that survives '${esc(run.scenario)}' held anything yet.`);
+  if (firstKnown?.cut === 0)
+    notes.push(`It starts at #0: at first no holder that survives '${esc(run.scenario)}' held anything yet.`);
   return { svg, legend, notes };
 }

@@ -52,40 +52,79 @@ writeFileSync(reportPath, renderReport(result));
 console.log("");
 const first = result.run;
 console.log(`the strike '${first.scenario}', per volume: predicted from the survivors' receipts vs recovered`);
-console.log(formatStrikeTable(first.outcomes.map((o) => ({ run: o.path, volume: o.volume, acknowledged: o.acknowledged, predictedCut: o.predictedCut, recoveredCut: o.recoveredCut, cutAtStrike: o.cutAtStrike }))));
+console.log(
+  formatStrikeTable(
+    first.outcomes.map((o) => ({
+      run: o.path,
+      volume: o.volume,
+      acknowledged: o.acknowledged,
+      predictedCut: o.predictedCut,
+      recoveredCut: o.recoveredCut,
+      cutAtStrike: o.cutAtStrike,
+    })),
+  ),
+);
 console.log("");
 console.log(`every scenario of ${first.deployment.volume}, evaluated from the survivors' receipts after the strike:`);
 console.log(formatScenarioTable(statusRows(first)));
 console.log("");
 console.log(formatCostTable(result.legs));
 console.log("");
-console.log(`write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ${first.writeMBps.toFixed(2)} MB/s acknowledged in total (${Object.entries(first.writeMBpsByVolume).map(([v, r]) => `${v} ${r.toFixed(2)}`).join(", ")})`);
-console.log(`capture lag of ${first.deployment.volume} (median time after a unit's first copy until each holder has it):`);
-for (const row of captureLagRows(first.deployment, result.captureLagMs, (first.writeMBpsByVolume[first.deployment.volume] ?? 0) * 1e6, carriedInto(result.legs, first.deployment.volume))) console.log(`  ${row.holder.padEnd(8)} ${formatLag(row.ms).padStart(7)}  ${row.why}`);
+console.log(
+  `write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ${first.writeMBps.toFixed(2)} MB/s acknowledged in total (${Object.entries(
+    first.writeMBpsByVolume,
+  )
+    .map(([v, r]) => `${v} ${r.toFixed(2)}`)
+    .join(", ")})`,
+);
+console.log(
+  `capture lag of ${first.deployment.volume} (median time after a unit's first copy until each holder has it):`,
+);
+for (const row of captureLagRows(
+  first.deployment,
+  result.captureLagMs,
+  (first.writeMBpsByVolume[first.deployment.volume] ?? 0) * 1e6,
+  carriedInto(result.legs, first.deployment.volume),
+))
+  console.log(`  ${row.holder.padEnd(8)} ${formatLag(row.ms).padStart(7)}  ${row.why}`);
 if (result.waypointLoss !== null) {
   const w = result.waypointLoss;
-  console.log(`the waypoint's worth: ${w.withWaypoint} acknowledged seqs lost with it, ${w.withoutWaypoint} without it (same strike, same write stream, at the same time; the second volume's custody path leaves the waypoint out)`);
+  console.log(
+    `the waypoint's worth: ${w.withWaypoint} acknowledged seqs lost with it, ${w.withoutWaypoint} without it (same strike, same write stream, at the same time; the second volume's custody path leaves the waypoint out)`,
+  );
 }
 const byteExact = result.scenarios.every((s) => s.byte_exact);
-console.log(`${result.scenarios.length} strike outcomes: ${result.losingScenarios} lost acknowledged writes, ${result.mismatches} differ from the prediction; every recovered volume ${byteExact ? "byte-exact" : "NOT byte-exact"} vs the writes`);
-console.log(`processes started ${result.startedPids.length}, left running ${result.leftPids.length}; ${result.elapsedSec.toFixed(1)} s`);
+console.log(
+  `${result.scenarios.length} strike outcomes: ${result.losingScenarios} lost acknowledged writes, ${result.mismatches} differ from the prediction; every recovered volume ${byteExact ? "byte-exact" : "NOT byte-exact"} vs the writes`,
+);
+console.log(
+  `processes started ${result.startedPids.length}, left running ${result.leftPids.length}; ${result.elapsedSec.toFixed(1)} s`,
+);
 console.log(`report: ${reportPath}`);
-console.log(`trace a unit: npx custody trace ${first.deployment.volume}:${Math.max(1, first.outcomes[0]!.recoveredCut - 1)} --run ${first.runDir}`);
+console.log(
+  `trace a unit: npx custody trace ${first.deployment.volume}:${Math.max(1, first.outcomes[0]!.recoveredCut - 1)} --run ${first.runDir}`,
+);
 // A lost write's trace ends with where its custody stopped and the strike that ended it.
 const lost = first.outcomes.find((o) => o.lostSeqs > 0);
-if (lost !== undefined) console.log(`trace a lost write: npx custody trace ${lost.volume}:${lost.recoveredCut + 1} --run ${first.runDir}`);
+if (lost !== undefined)
+  console.log(`trace a lost write: npx custody trace ${lost.volume}:${lost.recoveredCut + 1} --run ${first.runDir}`);
 if (values.json) {
   console.log(
     JSON.stringify({
       scenarios: result.scenarios,
       losing_scenarios: result.losingScenarios,
       mismatches: result.mismatches,
-      waypoint_loss: result.waypointLoss === null ? null : { with_waypoint: result.waypointLoss.withWaypoint, without_waypoint: result.waypointLoss.withoutWaypoint },
+      waypoint_loss:
+        result.waypointLoss === null
+          ? null
+          : { with_waypoint: result.waypointLoss.withWaypoint, without_waypoint: result.waypointLoss.withoutWaypoint },
       byte_exact: byteExact,
       seconds: Number(result.elapsedSec.toFixed(1)),
       runDir: result.runDir,
       write_mb_per_sec: Number(first.writeMBps.toFixed(2)),
-      write_mb_per_sec_by_volume: Object.fromEntries(Object.entries(first.writeMBpsByVolume).map(([v, r]) => [v, Number(r.toFixed(2))])),
+      write_mb_per_sec_by_volume: Object.fromEntries(
+        Object.entries(first.writeMBpsByVolume).map(([v, r]) => [v, Number(r.toFixed(2))]),
+      ),
       writes: first.writes,
       settle_ms: first.settleMs,
       startedPids: result.startedPids,

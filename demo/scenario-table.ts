@@ -40,7 +40,13 @@ export interface LegRow {
 }
 
 /** Monthly cost of a leg carrying `bytesPerSec` (30 days) at `usdPerGb`. */
-export function legRow(from: string, to: string, usdPerGb: number, bytesPerSec: number, who?: { volume: string; senders: readonly string[]; receiver: string }): LegRow {
+export function legRow(
+  from: string,
+  to: string,
+  usdPerGb: number,
+  bytesPerSec: number,
+  who?: { volume: string; senders: readonly string[]; receiver: string },
+): LegRow {
   return { from, to, ...who, usdPerGb, bytesPerSec, monthlyUsd: legMonthlyCost(bytesPerSec, usdPerGb) };
 }
 
@@ -52,12 +58,28 @@ export function lostRange(cut: number | null, acked: number): string {
 
 function pad(cells: string[][]): string {
   const widths = cells[0]!.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
-  return cells.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 /** The scenario table as aligned text. */
 export function formatScenarioTable(rows: readonly ScenarioRow[]): string {
-  const head = ["scenario", "req", "predicted cut", "recovered cut", "lost range", "RPO (seq/bytes/age)", "RTO est", "RTO measured"];
+  const head = [
+    "scenario",
+    "req",
+    "predicted cut",
+    "recovered cut",
+    "lost range",
+    "RPO (seq/bytes/age)",
+    "RTO est",
+    "RTO measured",
+  ];
   const body = rows.map((r) => [
     r.scenario,
     r.required ? "yes" : "no",
@@ -74,7 +96,14 @@ export function formatScenarioTable(rows: readonly ScenarioRow[]): string {
 /** The cost table as aligned text. */
 export function formatCostTable(legs: readonly LegRow[]): string {
   const head = ["volume", "leg", "sites", "$/GB", "carried while streaming", "monthly (30 d)"];
-  const body = legs.map((l) => [l.volume ?? "", l.senders === undefined ? "" : `${l.senders.join(", ")} -> ${l.receiver}`, `${l.from} -> ${l.to}`, l.usdPerGb.toFixed(3), `${(l.bytesPerSec / 1000).toFixed(1)} kB/s`, `$${l.monthlyUsd.toFixed(2)}`]);
+  const body = legs.map((l) => [
+    l.volume ?? "",
+    l.senders === undefined ? "" : `${l.senders.join(", ")} -> ${l.receiver}`,
+    `${l.from} -> ${l.to}`,
+    l.usdPerGb.toFixed(3),
+    `${(l.bytesPerSec / 1000).toFixed(1)} kB/s`,
+    `$${l.monthlyUsd.toFixed(2)}`,
+  ]);
   const total = legs.reduce((n, l) => n + l.monthlyUsd, 0);
   return pad([head, ...body, ["total", "", "", "", "", `$${total.toFixed(2)}`]]);
 }
@@ -91,7 +120,17 @@ export interface StrikeRow {
 
 /** Predicted vs observed loss of the strike, volume by volume (with and without the waypoint). */
 export function formatStrikeTable(rows: readonly StrikeRow[]): string {
-  const head = ["custody path", "volume", "acked", "predicted cut", "recovered cut", "predicted loss", "observed loss", "match", "cut at strike (receipts in flight)"];
+  const head = [
+    "custody path",
+    "volume",
+    "acked",
+    "predicted cut",
+    "recovered cut",
+    "predicted loss",
+    "observed loss",
+    "match",
+    "cut at strike (receipts in flight)",
+  ];
   const body = rows.map((r) => [
     r.run,
     r.volume,

@@ -41,7 +41,12 @@ export class SettleTimeoutError extends CustodyError {
  * count: their sender retains them, so they are already in the survivors' holdings. Pure:
  * `stats` by holder, `views` by volume.
  */
-export function unaccounted(survivors: readonly string[], volumes: readonly string[], stats: Readonly<Record<string, HolderStats | undefined>>, views: Readonly<Record<string, ControllerView | undefined>>): string[] {
+export function unaccounted(
+  survivors: readonly string[],
+  volumes: readonly string[],
+  stats: Readonly<Record<string, HolderStats | undefined>>,
+  views: Readonly<Record<string, ControllerView | undefined>>,
+): string[] {
   const out: string[] = [];
   const missing = survivors.filter((h) => stats[h] === undefined);
   for (const h of missing) out.push(`${h}: no stats`);
@@ -53,14 +58,26 @@ export function unaccounted(survivors: readonly string[], volumes: readonly stri
       held = held.union(RangeSet.fromJSON(stats[h]!.volumes[v]?.retained ?? []));
       proven = proven.union(RangeSet.fromJSON(views[v]?.receipted[h] ?? []));
     }
-    if (!proven.coversAll(held)) out.push(`${v}: survivors hold ${held.toString()}, their receipts show ${proven.toString()}`);
+    if (!proven.coversAll(held))
+      out.push(`${v}: survivors hold ${held.toString()}, their receipts show ${proven.toString()}`);
   }
   return out;
 }
 
 /** The survivors' holdings of each volume together (what a recovery from them can use). */
-export function survivorsHold(survivors: readonly string[], volumes: readonly string[], stats: Readonly<Record<string, HolderStats | undefined>>): Record<string, [number, number][]> {
-  return Object.fromEntries(volumes.map((v) => [v, survivors.reduce((acc, h) => acc.union(RangeSet.fromJSON(stats[h]?.volumes[v]?.retained ?? [])), RangeSet.EMPTY).toJSON()]));
+export function survivorsHold(
+  survivors: readonly string[],
+  volumes: readonly string[],
+  stats: Readonly<Record<string, HolderStats | undefined>>,
+): Record<string, [number, number][]> {
+  return Object.fromEntries(
+    volumes.map((v) => [
+      v,
+      survivors
+        .reduce((acc, h) => acc.union(RangeSet.fromJSON(stats[h]?.volumes[v]?.retained ?? [])), RangeSet.EMPTY)
+        .toJSON(),
+    ]),
+  );
 }
 
 /** The settled holdings, and when the first of the two agreeing checks had read the controllers (a status document evaluated since then reflects what they verified). */
@@ -74,7 +91,13 @@ export interface Settled {
  * holdings together, reading holders' and controllers' stats over NATS as the operator, and
  * returns each survivor's retained ranges per volume (as of the last check). Throws SettleTimeoutError.
  */
-export async function settledSurvivors(view: OperatorView, survivors: readonly string[], volumes: readonly string[], controllerOf: (volume: string) => string, timeoutMs: number): Promise<Settled> {
+export async function settledSurvivors(
+  view: OperatorView,
+  survivors: readonly string[],
+  volumes: readonly string[],
+  controllerOf: (volume: string) => string,
+  timeoutMs: number,
+): Promise<Settled> {
   const deadline = Date.now() + timeoutMs;
   let previous: { key: string; at: number } | undefined;
   let why: string[] = [];
@@ -85,7 +108,9 @@ export async function settledSurvivors(view: OperatorView, survivors: readonly s
     // Everything the controllers had verified by now is in any evaluation from now on.
     const at = Date.now();
     why = unaccounted(survivors, volumes, stats, views);
-    const ranges = Object.fromEntries(volumes.map((v) => [v, Object.fromEntries(survivors.map((h) => [h, stats[h]?.volumes[v]?.retained ?? []]))]));
+    const ranges = Object.fromEntries(
+      volumes.map((v) => [v, Object.fromEntries(survivors.map((h) => [h, stats[h]?.volumes[v]?.retained ?? []]))]),
+    );
     const key = JSON.stringify(survivorsHold(survivors, volumes, stats));
     if (why.length === 0 && key === previous?.key) return { ranges, sinceMs: previous.at };
     previous = why.length === 0 ? { key, at } : undefined;

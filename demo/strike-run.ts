@@ -109,7 +109,19 @@ function admissionsFromSpans(runDir: string): Map<string, Map<string, [number, n
 }
 
 /** Runs `deploymentPath` into `runDir`, lets the writers stream for `seconds`, then strikes. Stops its processes through the registry before returning. */
-export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPath: string; runDir: string; seconds: number; t0: number; secured?: boolean; print: (l: string) => void; progress: (lines: string[]) => void; onLaunched: () => void }): Promise<RunResult> {
+export async function strikeRun(
+  registry: ProcessRegistry,
+  opts: {
+    deploymentPath: string;
+    runDir: string;
+    seconds: number;
+    t0: number;
+    secured?: boolean;
+    print: (l: string) => void;
+    progress: (lines: string[]) => void;
+    onLaunched: () => void;
+  },
+): Promise<RunResult> {
   const { print, progress, t0 } = opts;
   const tRun = Date.now();
   // Starting takes a while (init, servers, every role process): say each step on the demo's clock.
@@ -126,7 +138,9 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     print(`  ${clock((Date.now() - t0) / 1000)}${label}`);
   };
   const counts = (role: string) => [...net.roles.values()].filter((r) => r.role === role).length;
-  event(`custody init + bootstrap, then custody run for ${counts("controller")} controllers, ${counts("holder")} holders and ${counts("writer")} writers on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`);
+  event(
+    `custody init + bootstrap, then custody run for ${counts("controller")} controllers, ${counts("holder")} holders and ${counts("writer")} writers on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`,
+  );
   step("connecting as the operator to read the holders' stats and the controllers' status documents…");
   const view = await OperatorView.open(net.operatorNats, volumes, d.lane, seqBytes);
   try {
@@ -172,7 +186,9 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       const streamed = volumes.reduce((n, v, i) => n + sinceStart(v, acks[i]!.length), 0);
       samples.push({ tMs: Date.now() - t0, holders, acked: headOf(acks[0]!) });
       const answered = new Map<string, number>();
-      for (const [h, s] of stats) for (const v of Object.values(s.volumes)) answered.set(siteOf.get(h)!, (answered.get(siteOf.get(h)!) ?? 0) + v.bytes);
+      for (const [h, s] of stats)
+        for (const v of Object.values(s.volumes))
+          answered.set(siteOf.get(h)!, (answered.get(siteOf.get(h)!) ?? 0) + v.bytes);
       for (const [site, bytes] of answered) siteBytes.set(site, bytes);
       const secs = (Date.now() - tStream) / 1000;
       progress(
@@ -180,8 +196,16 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
           seconds: (Date.now() - t0) / 1000,
           phase,
           mbPerSec: (streamed * seqBytes) / 1e6 / Math.max(secs, 0.001),
-          volumes: volumes.map((v, i) => ({ volume: v, writes: acks[i]!.length, acked: headOf(acks[i]!), receiptedCut: view.status(v)?.survivingCut?.[0]?.[1] ?? null })),
-          sites: custodySites.map((site) => ({ site, bytes: struckRegions.has(regionOfSite.get(site)!) ? "struck" : (siteBytes.get(site) ?? null) })),
+          volumes: volumes.map((v, i) => ({
+            volume: v,
+            writes: acks[i]!.length,
+            acked: headOf(acks[i]!),
+            receiptedCut: view.status(v)?.survivingCut?.[0]?.[1] ?? null,
+          })),
+          sites: custodySites.map((site) => ({
+            site,
+            bytes: struckRegions.has(regionOfSite.get(site)!) ? "struck" : (siteBytes.get(site) ?? null),
+          })),
         }),
       );
     };
@@ -193,7 +217,9 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       }
     })();
 
-    event(`streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ${d.workload.blocksPerWrite * 4} KiB per write (each writer's own workload)`);
+    event(
+      `streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ${d.workload.blocksPerWrite * 4} KiB per write (each writer's own workload)`,
+    );
     await sleep(opts.seconds * 1000);
 
     // The last evaluation before the strike, for comparison only: receipts are still in flight.
@@ -204,13 +230,22 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     const killed = await strikeRegions(registry, net, [d.failures.first, d.failures.second]);
     // Instances are `<role>-<actor id>` (custody init's naming), the id the role's spans carry.
     const actorOf = (instance: string) => instance.slice(net.roles.get(instance)!.role.length + 1);
-    await recordStrikeSpan(net.runDir, { startMs: strikeAt, endMs: Date.now(), signal: "SIGKILL", regions: [d.failures.first, d.failures.second], actors: killed.map(actorOf), processes: killed });
+    await recordStrikeSpan(net.runDir, {
+      startMs: strikeAt,
+      endMs: Date.now(),
+      signal: "SIGKILL",
+      regions: [d.failures.first, d.failures.second],
+      actors: killed.map(actorOf),
+      processes: killed,
+    });
     const writeSec = (strikeAt - tStream) / 1000;
     const acks = new Map(volumes.map((v) => [v, acksOf(v)]));
     const head = new Map(volumes.map((v) => [v, headOf(acks.get(v)!)]));
     const writes = [...acks.values()].reduce((n, a) => n + a.length, 0);
     const rateOf = (v: string) => (sinceStart(v, acks.get(v)!.length) * seqBytes) / 1e6 / Math.max(writeSec, 0.001);
-    event(`STRIKE mid-stream: SIGKILL ${killed.join(", ")} and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ${writes} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`);
+    event(
+      `STRIKE mid-stream: SIGKILL ${killed.join(", ")} and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ${writes} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`,
+    );
 
     // Survivors account for everything that reached them: every unit they hold covered by a
     // receipt the controller verified, read twice alike. Then the prediction, from a status
@@ -223,9 +258,16 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
     const predicted = new Map<string, VolumeStatus | undefined>();
     for (const v of volumes) predicted.set(v, await view.statusSince(v, settled.sinceMs, STATUS_WAIT_MS));
     const firstStatus = predicted.get(d.volume);
-    if (firstStatus === undefined) throw new CustodyError("no_status", `no status document of ${d.volume} from its controller ${controllerOf(d.volume)}`, { volume: d.volume });
+    if (firstStatus === undefined)
+      throw new CustodyError(
+        "no_status",
+        `no status document of ${d.volume} from its controller ${controllerOf(d.volume)}`,
+        { volume: d.volume },
+      );
     const scenarioOf = (doc: VolumeStatus | undefined) => doc?.scenarios.find((s) => s.name === names.both);
-    event(`survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; prediction from their receipts: ${volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`).join(", ")}`);
+    event(
+      `survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; prediction from their receipts: ${volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`).join(", ")}`,
+    );
 
     // Recover every volume at the destination from every unit the survivors on its path return
     // (fetched over NATS, as custody recover does), not only up to the prediction: the observed
@@ -238,7 +280,17 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       const t = Date.now();
       const onPath = new Set(deploymentOfVolume(d, v).holders.map((h) => h.id));
       const units: TransportUnit[] = [];
-      for (const h of survivors.filter((x) => onPath.has(x))) units.push(...(await fetchUnits(view.transport, h, v, d.lane, RangeSet.of(0, Number.MAX_SAFE_INTEGER), FETCH_TIMEOUT_MS)));
+      for (const h of survivors.filter((x) => onPath.has(x)))
+        units.push(
+          ...(await fetchUnits(
+            view.transport,
+            h,
+            v,
+            d.lane,
+            RangeSet.of(0, Number.MAX_SAFE_INTEGER),
+            FETCH_TIMEOUT_MS,
+          )),
+        );
       const dir = join(net.runDir, "recovered", v);
       const writerInstance = net.roles.get(`writer-${writerIdOf(d, v)}`)!;
       const dataKey = new Uint8Array(readFileSync(join(writerInstance.dir, "data.key")));
@@ -248,7 +300,16 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       const got = Buffer.from(await vol.read(0, d.blocks));
       await vol.close();
       const mine = acks.get(v)!;
-      const byteExact = got.equals(Buffer.from(workloadContentThrough(d.blocks, d.workload.blocksPerWrite, lsnOffset(mine, d.workload.blocksPerWrite), res.lsn)));
+      const byteExact = got.equals(
+        Buffer.from(
+          workloadContentThrough(
+            d.blocks,
+            d.workload.blocksPerWrite,
+            lsnOffset(mine, d.workload.blocksPerWrite),
+            res.lsn,
+          ),
+        ),
+      );
       // The writer's own volume, where the run folder's readers expect it.
       symlinkSync(join(net.runDir, "state", `writer-${writerIdOf(d, v)}`, "volume"), join(net.runDir, "writer", v));
       const sc = scenarioOf(predicted.get(v));
@@ -268,7 +329,9 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
         contributors: sc?.contributors ?? [],
         recoverySec,
       });
-      event(`${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ${byteExact ? "byte-exact" : "NOT byte-exact"}`);
+      event(
+        `${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ${byteExact ? "byte-exact" : "NOT byte-exact"}`,
+      );
     }
     phase = "done";
     sampling = false;
@@ -298,7 +361,17 @@ export async function strikeRun(registry: ProcessRegistry, opts: { deploymentPat
       writeMBpsByVolume: Object.fromEntries(volumes.map((v) => [v, rateOf(v)])),
       latest,
       streamSec: writeSec,
-      carried: Object.fromEntries(volumes.map((v) => [v, Object.fromEntries([...(reach.get(v) ?? [])].map(([h, r]) => [h, { seqs: Math.max(0, r.seq - headAtStart.get(v)!), ms: r.tMs - tStream }]))])),
+      carried: Object.fromEntries(
+        volumes.map((v) => [
+          v,
+          Object.fromEntries(
+            [...(reach.get(v) ?? [])].map(([h, r]) => [
+              h,
+              { seqs: Math.max(0, r.seq - headAtStart.get(v)!), ms: r.tMs - tStream },
+            ]),
+          ),
+        ]),
+      ),
       elapsedSec: (Date.now() - tRun) / 1000,
     };
   } finally {

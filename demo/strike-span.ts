@@ -33,7 +33,12 @@ export async function recordStrikeSpan(runDir: string, strike: StrikeRecord): Pr
   });
   const span = tracing.tracer.startSpan(STRIKE_SPAN, {
     startTime: strike.startMs,
-    attributes: { "custody.signal": strike.signal, "custody.regions": [...strike.regions], "custody.killed": [...strike.actors], "custody.processes": [...strike.processes] },
+    attributes: {
+      "custody.signal": strike.signal,
+      "custody.regions": [...strike.regions],
+      "custody.killed": [...strike.actors],
+      "custody.processes": [...strike.processes],
+    },
   });
   span.end(strike.endMs);
   await tracing.shutdown();

@@ -106,7 +106,10 @@ const OUTCOME_TEXT: Readonly<Record<string, string>> = {
 function admitDetail(s: JsonlSpanRecord, send: JsonlSpanRecord | undefined): string {
   const r = seqRange(s) ?? (send !== undefined ? seqRange(send) : undefined);
   const outcome = admitOutcome(s);
-  const why = outcome === "refused" ? ` (refused: ${String(s.attributes["custody.rejected"] ?? "?")})` : (OUTCOME_TEXT[outcome] ?? ` (${outcome})`);
+  const why =
+    outcome === "refused"
+      ? ` (refused: ${String(s.attributes["custody.rejected"] ?? "?")})`
+      : (OUTCOME_TEXT[outcome] ?? ` (${outcome})`);
   return `${r === undefined ? "seq ?" : `seq ${r[0]}..${r[1]}`}${why}`;
 }
 
@@ -123,19 +126,30 @@ function coversSeq(s: JsonlSpanRecord, volume: string, seq: number): boolean {
  * `holder.receipt` (printed by this tree as the receipt id). `regionOfSite` marks cross-region
  * hops. Throws TraceQueryError when nothing matches.
  */
-export function buildTraceTree(spans: readonly JsonlSpanRecord[], selector: string, regionOfSite: Readonly<Record<string, string>> = {}): TraceTree {
+export function buildTraceTree(
+  spans: readonly JsonlSpanRecord[],
+  selector: string,
+  regionOfSite: Readonly<Record<string, string>> = {},
+): TraceTree {
   const unit = /^([A-Za-z0-9_-]+):(\d+)$/.exec(selector);
   let traceIds: Set<string>;
   if (unit !== null) {
     const [, volume, seqText] = unit;
     const seq = Number(seqText);
-    traceIds = new Set(spans.filter((s) => (s.name === "writer.write" || s.name === "holder.admit") && coversSeq(s, volume!, seq)).map((s) => s.traceId));
+    traceIds = new Set(
+      spans
+        .filter((s) => (s.name === "writer.write" || s.name === "holder.admit") && coversSeq(s, volume!, seq))
+        .map((s) => s.traceId),
+    );
   } else if (/^[0-9a-f]{16}$/.test(selector)) {
     const r = spans.find((s) => s.spanId === selector && s.name === "holder.receipt");
     if (r === undefined) throw new TraceQueryError(`no receipt span ${selector} in this run`, { selector });
     traceIds = new Set(r.links.map((l) => l.traceId));
   } else {
-    throw new TraceQueryError(`trace needs <volume>:<seq> or a receipt id (16 hex digits), got ${JSON.stringify(selector)}`, { selector });
+    throw new TraceQueryError(
+      `trace needs <volume>:<seq> or a receipt id (16 hex digits), got ${JSON.stringify(selector)}`,
+      { selector },
+    );
   }
   if (traceIds.size === 0) throw new TraceQueryError(`no spans for ${selector} in this run`, { selector });
 
@@ -171,7 +185,8 @@ export function buildTraceTree(spans: readonly JsonlSpanRecord[], selector: stri
       hops++;
       const from = String(a["custody.from_site"]);
       const to = String(a["custody.to_site"]);
-      crossRegion = regionOfSite[from] !== undefined && regionOfSite[to] !== undefined && regionOfSite[from] !== regionOfSite[to];
+      crossRegion =
+        regionOfSite[from] !== undefined && regionOfSite[to] !== undefined && regionOfSite[from] !== regionOfSite[to];
       if (crossRegion) cross++;
       linkDelayMs = num(a["custody.link_delay_ms"]);
       detail = `${from} -> ${to} (${String(a["custody.to"])})${crossRegion ? " cross-region" : ""}`;
@@ -190,14 +205,32 @@ export function buildTraceTree(spans: readonly JsonlSpanRecord[], selector: stri
     } else if (s.name === "holder.release") {
       detail = `next release at ${actor} (its span names no range)`;
     }
-    const children: TraceNode[] = (byParent.get(s.spanId) ?? []).sort((x, y) => startMs(x) - startMs(y)).map((c) => node(c, "parent"));
+    const children: TraceNode[] = (byParent.get(s.spanId) ?? [])
+      .sort((x, y) => startMs(x) - startMs(y))
+      .map((c) => node(c, "parent"));
     for (const r of receiptsOf.get(s.spanId) ?? []) {
       const rn = node(r, "link");
-      const rel = releases.filter((x) => x.resource["custody.actor"] === r.resource["custody.actor"] && startMs(x) >= startMs(r)).sort((x, y) => startMs(x) - startMs(y))[0];
+      const rel = releases
+        .filter((x) => x.resource["custody.actor"] === r.resource["custody.actor"] && startMs(x) >= startMs(r))
+        .sort((x, y) => startMs(x) - startMs(y))[0];
       if (rel !== undefined && r.name === "holder.receipt") rn.children.push(node(rel, "next-release"));
       children.push(rn);
     }
-    return { name: s.name, spanId: s.spanId, actor, site, offsetMs: startMs(s) - t0, durationMs: s.durationMs, hopLatencyMs, linkDelayMs, detail, ...(outcome !== undefined ? { outcome } : {}), crossRegion, relation, children };
+    return {
+      name: s.name,
+      spanId: s.spanId,
+      actor,
+      site,
+      offsetMs: startMs(s) - t0,
+      durationMs: s.durationMs,
+      hopLatencyMs,
+      linkDelayMs,
+      detail,
+      ...(outcome !== undefined ? { outcome } : {}),
+      crossRegion,
+      relation,
+      children,
+    };
   };
   const roots = (byParent.get("") ?? []).sort((x, y) => startMs(x) - startMs(y)).map((s) => node(s, "parent"));
   return { selector, traceIds: [...traceIds], t0Ms: t0, roots, hops, crossRegionHops: cross, receipts: receiptCount };

@@ -68,9 +68,17 @@ const ms = (n: number) => `+${n.toFixed(0)} ms`;
 
 /** The first strike span that starts after `t0Ms` (wall-clock ms), as offsets from `t0Ms`. */
 export function strikeAfter(spans: readonly JsonlSpanRecord[], t0Ms: number): FateStrike | undefined {
-  const s = spans.filter((x) => x.name === STRIKE_SPAN && startMs(x) >= t0Ms).sort((a, b) => startMs(a) - startMs(b))[0];
+  const s = spans
+    .filter((x) => x.name === STRIKE_SPAN && startMs(x) >= t0Ms)
+    .sort((a, b) => startMs(a) - startMs(b))[0];
   if (s === undefined) return undefined;
-  return { atMs: startMs(s) - t0Ms, at: s.startTime, signal: String(s.attributes["custody.signal"] ?? "killed"), regions: strList(s.attributes["custody.regions"]), killed: strList(s.attributes["custody.killed"]) };
+  return {
+    atMs: startMs(s) - t0Ms,
+    at: s.startTime,
+    signal: String(s.attributes["custody.signal"] ?? "killed"),
+    regions: strList(s.attributes["custody.regions"]),
+    killed: strList(s.attributes["custody.killed"]),
+  };
 }
 
 /**
@@ -86,35 +94,68 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
   const admits = nodes.filter((n) => n.name === "holder.admit" && HOLDS.has(n.outcome ?? ""));
   const sendsTo = (h: string) => nodes.filter((n) => n.name === "link.send" && n.detail.includes(`(${h})`));
   const first = (xs: readonly TraceNode[]) => (xs.length === 0 ? undefined : Math.min(...xs.map((x) => x.offsetMs)));
-  const known = path.length > 0 ? path : [...new Map(admits.map((a) => [a.actor, { id: a.actor, site: a.site, upstream: [] as string[] }])).values()];
+  const known =
+    path.length > 0
+      ? path
+      : [...new Map(admits.map((a) => [a.actor, { id: a.actor, site: a.site, upstream: [] as string[] }])).values()];
   const holders: FateHolder[] = known.map((p) => {
     const admittedAtMs = first(admits.filter((a) => a.actor === p.id));
     const sentAtMs = first(sendsTo(p.id));
-    return { holder: p.id, site: p.site, upstream: p.upstream, killed: killed.has(p.id), ...(admittedAtMs !== undefined ? { admittedAtMs } : {}), ...(sentAtMs !== undefined ? { sentAtMs } : {}) };
+    return {
+      holder: p.id,
+      site: p.site,
+      upstream: p.upstream,
+      killed: killed.has(p.id),
+      ...(admittedAtMs !== undefined ? { admittedAtMs } : {}),
+      ...(sentAtMs !== undefined ? { sentAtMs } : {}),
+    };
   });
   const had = holders.filter((h) => h.admittedAtMs !== undefined);
   const last = [...had].sort((a, b) => b.admittedAtMs! - a.admittedAtMs!)[0];
   const survivors = had.filter((h) => !h.killed).map((h) => h.holder);
-  const verdict = had.length === 0 ? "never_held" : strike !== undefined && survivors.length === 0 ? "lost_in_strike" : "held";
+  const verdict =
+    had.length === 0 ? "never_held" : strike !== undefined && survivors.length === 0 ? "lost_in_strike" : "held";
 
   const lines: string[] = [];
-  const strikeText = strike === undefined ? "" : `the strike at ${ms(strike.atMs)} (${strike.signal}${strike.regions.length > 0 ? ` of ${strike.regions.join(", ")}` : ""}: ${strike.killed.join(", ") || "no role process"})`;
-  if (verdict === "lost_in_strike") lines.push(`fate: LOST in ${strikeText} — it killed every holder that had the unit`);
-  else if (verdict === "never_held") lines.push(`fate: no holder admitted it${strike !== undefined ? ` before ${strikeText}` : ""}`);
+  const strikeText =
+    strike === undefined
+      ? ""
+      : `the strike at ${ms(strike.atMs)} (${strike.signal}${strike.regions.length > 0 ? ` of ${strike.regions.join(", ")}` : ""}: ${strike.killed.join(", ") || "no role process"})`;
+  if (verdict === "lost_in_strike")
+    lines.push(`fate: LOST in ${strikeText} — it killed every holder that had the unit`);
+  else if (verdict === "never_held")
+    lines.push(`fate: no holder admitted it${strike !== undefined ? ` before ${strikeText}` : ""}`);
   else if (strike !== undefined) lines.push(`fate: held by ${survivors.join(", ")} after ${strikeText}`);
   else lines.push(`fate: in custody at ${survivors.join(", ")} (this run's span files record no strike)`);
-  lines.push(last === undefined ? `last hop: none — ${writer} wrote it at ${ms(0)}` : `last hop: ${last.holder} (${last.site}) admitted it at ${ms(last.admittedAtMs!)}`);
+  lines.push(
+    last === undefined
+      ? `last hop: none — ${writer} wrote it at ${ms(0)}`
+      : `last hop: ${last.holder} (${last.site}) admitted it at ${ms(last.admittedAtMs!)}`,
+  );
   for (const h of holders) {
     if (h.admittedAtMs !== undefined) {
-      lines.push(`  ${h.holder} (${h.site}): admitted at ${ms(h.admittedAtMs)}${h.killed ? ", killed by the strike" : ""}`);
+      lines.push(
+        `  ${h.holder} (${h.site}): admitted at ${ms(h.admittedAtMs)}${h.killed ? ", killed by the strike" : ""}`,
+      );
       continue;
     }
     const from = h.upstream.length > 0 ? h.upstream.join(" or ") : "its sender";
     const fromKilled = h.upstream.length > 0 && h.upstream.every((u) => killed.has(u));
-    const why = h.sentAtMs !== undefined ? `sent at ${ms(h.sentAtMs)}` : `no finished send from ${from}: still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
+    const why =
+      h.sentAtMs !== undefined
+        ? `sent at ${ms(h.sentAtMs)}`
+        : `no finished send from ${from}: still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
     lines.push(`  ${h.holder} (${h.site}): no admit in its spans — ${why}${h.killed ? "; killed by the strike" : ""}`);
   }
-  return { verdict, writer, holders, ...(last !== undefined ? { lastHop: { holder: last.holder, site: last.site, atMs: last.admittedAtMs! } } : {}), ...(strike !== undefined ? { strike } : {}), survivors, lines };
+  return {
+    verdict,
+    writer,
+    holders,
+    ...(last !== undefined ? { lastHop: { holder: last.holder, site: last.site, atMs: last.admittedAtMs! } } : {}),
+    ...(strike !== undefined ? { strike } : {}),
+    survivors,
+    lines,
+  };
 }
 
 /** The holders serving `volume`'s `lane` in a custody deployment file (`custody init`'s input); empty for anything else. */
@@ -122,10 +163,16 @@ export function pathOf(deployment: unknown, volume: string, lane: string): PathH
   const holders = (deployment as { holders?: unknown } | null)?.holders;
   if (!Array.isArray(holders)) return [];
   const out: PathHolder[] = [];
-  for (const h of holders as { id?: unknown; site?: unknown; standby?: unknown; lanes?: { volume?: unknown; lane?: unknown; upstream?: unknown }[] }[]) {
+  for (const h of holders as {
+    id?: unknown;
+    site?: unknown;
+    standby?: unknown;
+    lanes?: { volume?: unknown; lane?: unknown; upstream?: unknown }[];
+  }[]) {
     if (typeof h.id !== "string" || h.standby === true) continue;
     const l = (h.lanes ?? []).find((x) => x.volume === volume && x.lane === lane);
-    if (l !== undefined) out.push({ id: h.id, site: typeof h.site === "string" ? h.site : "?", upstream: strList(l.upstream) });
+    if (l !== undefined)
+      out.push({ id: h.id, site: typeof h.site === "string" ? h.site : "?", upstream: strList(l.upstream) });
   }
   return out;
 }

@@ -16,14 +16,19 @@ export function deploymentOfVolume(d: Deployment, volume: string): Deployment {
 export function withoutHolder(d: Deployment, id: string): Deployment {
   const gone = d.holders.find((h) => h.id === id);
   if (gone === undefined) throw new DeploymentError(`deployment: no holder ${id} to leave out`, { holder: id });
-  const swap = (list: readonly string[], replacement: readonly string[]) => [...new Set(list.flatMap((x) => (x === id ? [...replacement] : [x])))];
+  const swap = (list: readonly string[], replacement: readonly string[]) => [
+    ...new Set(list.flatMap((x) => (x === id ? [...replacement] : [x]))),
+  ];
   const writerSendsToIt = gone.upstream.includes(d.writer.id);
   const holders = d.holders
     .filter((h) => h.id !== id)
     .map((h) => ({ ...h, upstream: swap(h.upstream, gone.upstream), downstream: swap(h.downstream, gone.downstream) }));
   const next = {
     ...d,
-    writer: { ...d.writer, holders: writerSendsToIt ? swap(d.writer.holders, gone.downstream) : d.writer.holders.filter((h) => h !== id) },
+    writer: {
+      ...d.writer,
+      holders: writerSendsToIt ? swap(d.writer.holders, gone.downstream) : d.writer.holders.filter((h) => h !== id),
+    },
     holders,
     waypointComparison: undefined,
   };

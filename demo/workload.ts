@@ -56,9 +56,16 @@ export function lsnOffset(acks: readonly AckedWrite[], blocks: number): number {
 }
 
 /** The content of `volume` after its writes with LSN ≤ `lsn`, the k-th write having LSN k × blocks + `offset`. */
-export function contentThrough(volume: string, blockCount: number, blocks: number, offset: number, lsn: number): Uint8Array {
+export function contentThrough(
+  volume: string,
+  blockCount: number,
+  blocks: number,
+  offset: number,
+  lsn: number,
+): Uint8Array {
   const out = new Uint8Array(blockCount * BLOCK_SIZE);
-  for (let k = 0; k * blocks + offset <= lsn; k++) out.set(blockData(seedOf(volume, k), blocks), lbaOf(k, blockCount, blocks) * BLOCK_SIZE);
+  for (let k = 0; k * blocks + offset <= lsn; k++)
+    out.set(blockData(seedOf(volume, k), blocks), lbaOf(k, blockCount, blocks) * BLOCK_SIZE);
   return out;
 }
 

@@ -1,7 +1,13 @@
 import { systemClock } from "../core/index.ts";
 import { commitControlEventRetrying } from "../custody/index.ts";
 import { createPublicKey } from "node:crypto";
-import { ControlLogFollower, publicKeyFromRaw, type ControlLogStore, type ControlSigner, type ControlTrust } from "../custody/index.ts";
+import {
+  ControlLogFollower,
+  publicKeyFromRaw,
+  type ControlLogStore,
+  type ControlSigner,
+  type ControlTrust,
+} from "../custody/index.ts";
 import type { BootstrapPlan } from "./deployment-plan.ts";
 import { DeploymentError } from "./deployment-schema.ts";
 
@@ -22,8 +28,13 @@ export interface BootstrapResult {
  * read as a signed log; without it, unsigned. What the log already has is left alone, so running
  * it twice changes nothing.
  */
-export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan, signer?: ControlSigner): Promise<BootstrapResult> {
-  const trust: ControlTrust | undefined = signer === undefined ? undefined : { operators: { [signer.id]: createPublicKey(signer.privateKey) } };
+export async function applyBootstrap(
+  store: ControlLogStore,
+  plan: BootstrapPlan,
+  signer?: ControlSigner,
+): Promise<BootstrapResult> {
+  const trust: ControlTrust | undefined =
+    signer === undefined ? undefined : { operators: { [signer.id]: createPublicKey(signer.privateKey) } };
   const follower = new ControlLogFollower(store, undefined, trust);
   const op = { controller: signer?.id ?? plan.operatorId, clock: systemClock, ...(signer ? { signer } : {}) };
   const admitted: string[] = [];
@@ -37,22 +48,43 @@ export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan
       const volumes = [...new Set(c.volumes)].sort();
       const have = (await follower.refresh()).controllers?.[c.id];
       // Admitted with another key, or unscoped / for other volumes (a log from before scoping): admitted again.
-      if (have !== undefined && Buffer.from(have.publicKey).equals(publicKey) && sameVolumes(have.volumes, volumes)) continue;
-      await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_controller", controllerId: c.id, publicKey, volumes }));
+      if (have !== undefined && Buffer.from(have.publicKey).equals(publicKey) && sameVolumes(have.volumes, volumes))
+        continue;
+      await commitControlEventRetrying(store, follower, op, () => ({
+        type: "admit_controller",
+        controllerId: c.id,
+        publicKey,
+        volumes,
+      }));
       controllers.push(c.id);
     }
   }
   for (const h of plan.holders) {
-    if (!/^[0-9a-f]{64}$/i.test(h.publicKey)) throw new DeploymentError(`bootstrap: holder ${h.id}: publicKey is not 64 hex digits`, { path: `holders.${h.id}.publicKey` });
+    if (!/^[0-9a-f]{64}$/i.test(h.publicKey))
+      throw new DeploymentError(`bootstrap: holder ${h.id}: publicKey is not 64 hex digits`, {
+        path: `holders.${h.id}.publicKey`,
+      });
     const publicKey = new Uint8Array(Buffer.from(h.publicKey, "hex"));
     publicKeyFromRaw(publicKey); // bytes that are not a key are refused before anything is committed
     if ((await follower.refresh()).holders[h.id] !== undefined) {
       skipped.push(`holder ${h.id}`);
       continue;
     }
-    const volumes = h.volumes ?? [...new Set(plan.obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort();
-    if (volumes.length === 0) throw new DeploymentError(`bootstrap: holder ${h.id} is in no obligation and names no volumes: it would be bound to every volume`, { path: `holders.${h.id}.volumes` });
-    await commitControlEventRetrying(store, follower, op, () => ({ type: "admit_holder", holderId: h.id, incarnation: h.incarnation, publicKey, failureDomain: h.failureDomain, volumes }));
+    const volumes =
+      h.volumes ?? [...new Set(plan.obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort();
+    if (volumes.length === 0)
+      throw new DeploymentError(
+        `bootstrap: holder ${h.id} is in no obligation and names no volumes: it would be bound to every volume`,
+        { path: `holders.${h.id}.volumes` },
+      );
+    await commitControlEventRetrying(store, follower, op, () => ({
+      type: "admit_holder",
+      holderId: h.id,
+      incarnation: h.incarnation,
+      publicKey,
+      failureDomain: h.failureDomain,
+      volumes,
+    }));
     admitted.push(h.id);
   }
   for (const o of plan.obligations) {
@@ -61,7 +93,15 @@ export async function applyBootstrap(store: ControlLogStore, plan: BootstrapPlan
       skipped.push(`obligation ${obligationId}`);
       continue;
     }
-    await commitControlEventRetrying(store, follower, op, () => ({ type: "create_obligation", obligationId, volume: o.volume, lane: o.lane, representation: o.representation ?? "raw", holders: [...o.holders], fromSeq: 1 }));
+    await commitControlEventRetrying(store, follower, op, () => ({
+      type: "create_obligation",
+      obligationId,
+      volume: o.volume,
+      lane: o.lane,
+      representation: o.representation ?? "raw",
+      holders: [...o.holders],
+      fromSeq: 1,
+    }));
     obligations.push(obligationId);
   }
   return { controllers, admitted, obligations, skipped };

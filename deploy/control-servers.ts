@@ -17,7 +17,12 @@ import { controlClusterName } from "./control-cluster-name.ts";
  */
 export type ControlLogTopology =
   | { readonly replicated: false; readonly replicas: 1; readonly warning?: string }
-  | { readonly replicated: true; readonly replicas: 3; readonly cluster: string; readonly servers: readonly ControlServer[] };
+  | {
+      readonly replicated: true;
+      readonly replicas: 3;
+      readonly cluster: string;
+      readonly servers: readonly ControlServer[];
+    };
 
 /** One replica server of a replicated control log, in region `region`. */
 export interface ControlServer {
@@ -47,16 +52,35 @@ export function controlLogTopology(d: Deployment): ControlLogTopology {
         : "controlLog.replicas is 1";
     // The bootstrap (the operator's connection) reaches the first controller's region: the stream is stored there.
     const home = d.controllers[0]?.region ?? regions[0]![0];
-    const promised = d.volumes.flatMap((v) => (v.scenarios ?? []).filter((x) => x.required && x.losses.some((l) => l.domain === `region:${home}`)).map((x) => `${v.id}: ${x.name}`));
+    const promised = d.volumes.flatMap((v) =>
+      (v.scenarios ?? [])
+        .filter((x) => x.required && x.losses.some((l) => l.domain === `region:${home}`))
+        .map((x) => `${v.id}: ${x.name}`),
+    );
     const breaks = promised.length > 0 ? `; required scenarios that lose it: ${promised.join(", ")}` : "";
-    return { replicated: false, replicas: 1, warning: `control log ${d.controlRegion} has a single replica (${why}): losing the region whose server stores it (${home}) loses the log${breaks}` };
+    return {
+      replicated: false,
+      replicas: 1,
+      warning: `control log ${d.controlRegion} has a single replica (${why}): losing the region whose server stores it (${home}) loses the log${breaks}`,
+    };
   }
   const cluster = controlClusterName(d.controlRegion);
-  return { replicated: true, replicas: CONTROL_LOG_REPLICAS, cluster, servers: regions.slice(0, CONTROL_LOG_REPLICAS).map(([name, r]) => controlServerOf(cluster, name, r)) };
+  return {
+    replicated: true,
+    replicas: CONTROL_LOG_REPLICAS,
+    cluster,
+    servers: regions.slice(0, CONTROL_LOG_REPLICAS).map(([name, r]) => controlServerOf(cluster, name, r)),
+  };
 }
 
 /** The replica server in region `name`: as declared, or at the region's ports + 1. */
 function controlServerOf(cluster: string, name: string, r: DeploymentRegion): ControlServer {
-  const c = r.controlServer ?? { port: r.port + 1, httpPort: r.httpPort + 1, clusterPort: r.clusterPort + 1, gatewayPort: r.gatewayPort + 1, jetstreamDir: `${r.jetstreamDir}-control` };
+  const c = r.controlServer ?? {
+    port: r.port + 1,
+    httpPort: r.httpPort + 1,
+    clusterPort: r.clusterPort + 1,
+    gatewayPort: r.gatewayPort + 1,
+    jetstreamDir: `${r.jetstreamDir}-control`,
+  };
   return { region: name, serverName: `${cluster}-${name}`, host: r.host, listen: r.listen ?? r.host, ...c };
 }

@@ -17,7 +17,10 @@ export const coalescedSectionSchema = z.strictObject({
   windowRecords: z.number(),
   windowMs: z.number().optional(),
   /** Derived lane = raw lane + this suffix (default `-coalesced`); it must stay a deployment id. */
-  laneSuffix: z.string().regex(/^[A-Za-z0-9_-]*$/, "letters, digits, '-' and '_' only").optional(),
+  laneSuffix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]*$/, "letters, digits, '-' and '_' only")
+    .optional(),
   maxWindowRecords: z.number().optional(),
   maxWindowBytes: z.number().optional(),
   windowsPerTick: z.number().optional(),
@@ -34,7 +37,9 @@ export function coalescedSpecOf(c: CoalescedSection): CoalescedStreamSpec {
  * a holder serves for it (the plan refuses more than one later, with its own message).
  */
 function rawLaneNames(d: Deployment, v: DeploymentVolume): string[] {
-  return v.lanes !== undefined ? v.lanes.map((l) => l.lane) : [...new Set(d.holders.flatMap((h) => h.lanes.filter((l) => l.volume === v.id).map((l) => l.lane)))];
+  return v.lanes !== undefined
+    ? v.lanes.map((l) => l.lane)
+    : [...new Set(d.holders.flatMap((h) => h.lanes.filter((l) => l.volume === v.id).map((l) => l.lane)))];
 }
 
 /** The derived lane names of a volume (none without a coalesced section). */
@@ -61,9 +66,25 @@ export interface ServedLane {
 /** The lanes a holder serves: those it declares, then every derived lane of each volume whose coalesced stream names it. */
 export function servedLanes(d: Deployment, h: DeploymentHolder): ServedLane[] {
   const derived = d.volumes.flatMap((v) =>
-    v.coalesced?.holders.includes(h.id) === true ? derivedLaneNames(d, v).map((lane) => ({ volume: v.id, lane, upstream: [v.writer.id], downstream: [], representation: "coalesced" as const })) : [],
+    v.coalesced?.holders.includes(h.id) === true
+      ? derivedLaneNames(d, v).map((lane) => ({
+          volume: v.id,
+          lane,
+          upstream: [v.writer.id],
+          downstream: [],
+          representation: "coalesced" as const,
+        }))
+      : [],
   );
-  return [...h.lanes.map((l) => ({ volume: l.volume, lane: l.lane, upstream: [...l.upstream], downstream: [...l.downstream] })), ...derived];
+  return [
+    ...h.lanes.map((l) => ({
+      volume: l.volume,
+      lane: l.lane,
+      upstream: [...l.upstream],
+      downstream: [...l.downstream],
+    })),
+    ...derived,
+  ];
 }
 
 /** The derived lanes as the writer feeds them (for its NATS permissions): each to the stream's holders. */
@@ -72,8 +93,16 @@ export function derivedWriterLanes(d: Deployment, v: DeploymentVolume): { lane: 
 }
 
 /** The bootstrap's obligations of a volume's derived lanes: the stream's holders answer for them, as coalesced. */
-export function derivedObligations(d: Deployment, v: DeploymentVolume): { volume: string; lane: string; holders: string[]; representation: "coalesced" }[] {
-  return derivedWriterLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: l.holders, representation: "coalesced" as const }));
+export function derivedObligations(
+  d: Deployment,
+  v: DeploymentVolume,
+): { volume: string; lane: string; holders: string[]; representation: "coalesced" }[] {
+  return derivedWriterLanes(d, v).map((l) => ({
+    volume: v.id,
+    lane: l.lane,
+    holders: l.holders,
+    representation: "coalesced" as const,
+  }));
 }
 
 /**
@@ -90,7 +119,8 @@ export function checkCoalescedSections(d: Deployment, fail: (path: string, messa
     c.holders.forEach((id, j) => {
       const h = holders.get(id);
       if (h === undefined) fail(`${path}.holders.${j}`, `unknown holder ${id}`);
-      if (h!.standby === true) fail(`${path}.holders.${j}`, `${id} is a standby (the writer sends only to admitted holders)`);
+      if (h!.standby === true)
+        fail(`${path}.holders.${j}`, `${id} is a standby (the writer sends only to admitted holders)`);
       if (c.holders.indexOf(id) !== j) fail(`${path}.holders.${j}`, `duplicate holder ${id}`);
     });
     // A holder naming a derived lane itself (the plan adds them): said before the clash it makes with the raw names.
@@ -99,13 +129,27 @@ export function checkCoalescedSections(d: Deployment, fail: (path: string, messa
     const derived = new Set(c.laneSuffix === "" ? [] : names.map((l) => derivedLaneName(c, l)));
     d.holders.forEach((h, k) =>
       h.lanes.forEach((l, j) => {
-        if (l.volume === v.id && derived.has(l.lane)) fail(`holders.${k}.lanes.${j}.lane`, `${l.lane} is ${v.id}'s derived lane: ${path}.holders gives it to its holders`);
+        if (l.volume === v.id && derived.has(l.lane))
+          fail(
+            `holders.${k}.lanes.${j}.lane`,
+            `${l.lane} is ${v.id}'s derived lane: ${path}.holders gives it to its holders`,
+          );
       }),
     );
     try {
       // Only lane names matter to these rules; LBA ranges are the plan's (volumeLanes).
       const lanes = names.map((lane) => ({ lane, fromLba: 0, toLba: 0, holders: [] }));
-      checkCoalescedStream({ writerId: v.writer.id, volume: v.id, term: 0, lanes, contracts: [], holderSites: {}, topologyEpoch: 1, policyGeneration: 1, coalesced: coalescedSpecOf(c) });
+      checkCoalescedStream({
+        writerId: v.writer.id,
+        volume: v.id,
+        term: 0,
+        lanes,
+        contracts: [],
+        holderSites: {},
+        topologyEpoch: 1,
+        policyGeneration: 1,
+        coalesced: coalescedSpecOf(c),
+      });
     } catch (err) {
       if (err instanceof WriterConfigError) fail(path, err.message);
       throw err;

@@ -3,13 +3,28 @@ import type { ControllerConfig } from "../actors/index.ts";
 import type { Scenario, Site } from "../policies/index.ts";
 import type { NatsRoleConfig } from "../runtime/index.ts";
 import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
-import { CA_FILE, deploymentPrincipals, deploymentUsers, NKEY_SEED_FILE, OPERATOR_NATS_FILE, regionSecurityText, securedNats, type NkeyUserKey } from "./deployment-security.ts";
+import {
+  CA_FILE,
+  deploymentPrincipals,
+  deploymentUsers,
+  NKEY_SEED_FILE,
+  OPERATOR_NATS_FILE,
+  regionSecurityText,
+  securedNats,
+  type NkeyUserKey,
+} from "./deployment-security.ts";
 import { controlServerConfig, natsServerConfig, regionUrl } from "./nats-server-config.ts";
 import { controlLogTopology } from "./control-servers.ts";
 import { controlPlaneOf, keyAuthoritiesOf } from "./control-plane-placement.ts";
 import { failureDomainOf, writerSigningKey } from "../custody/index.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
-import { coalescedSpecOf, coalescedTopology, derivedObligations, derivedWriterLanes, servedLanes } from "./deployment-coalesced.ts";
+import {
+  coalescedSpecOf,
+  coalescedTopology,
+  derivedObligations,
+  derivedWriterLanes,
+  servedLanes,
+} from "./deployment-coalesced.ts";
 
 /**
  * From a validated deployment to the files `custody init` writes: per role instance a
@@ -70,11 +85,26 @@ export interface BootstrapPlan {
    * Controllers whose signing keys the operator admits first (`admit_controller`): raw public keys,
    * 64 hex digits, and the volumes each may commit for (its events on any other volume are skipped).
    */
-  readonly controllers: readonly { readonly id: string; readonly publicKey: string; readonly volumes: readonly string[] }[];
+  readonly controllers: readonly {
+    readonly id: string;
+    readonly publicKey: string;
+    readonly volumes: readonly string[];
+  }[];
   /** `volumes`: what the holder is bound to (absent: the volumes of the obligations that name it). */
-  readonly holders: readonly { readonly id: string; readonly incarnation: 1; readonly publicKey: string; readonly failureDomain: string; readonly volumes?: readonly string[] }[];
+  readonly holders: readonly {
+    readonly id: string;
+    readonly incarnation: 1;
+    readonly publicKey: string;
+    readonly failureDomain: string;
+    readonly volumes?: readonly string[];
+  }[];
   /** `representation` only on a coalesced stream's derived lanes (absent: raw). */
-  readonly obligations: readonly { readonly volume: string; readonly lane: string; readonly holders: readonly string[]; readonly representation?: "raw" | "coalesced" }[];
+  readonly obligations: readonly {
+    readonly volume: string;
+    readonly lane: string;
+    readonly holders: readonly string[];
+    readonly representation?: "raw" | "coalesced";
+  }[];
   /** A replicated control log: the bootstrap creates its stream with these replicas on this cluster (absent: one replica where the bootstrap connects). */
   readonly controlStream?: { readonly replicas: number; readonly cluster: string };
 }
@@ -117,13 +147,26 @@ export function roleNats(d: Deployment, region: string): NatsRoleConfig {
 }
 
 /** The volume's lanes as the writer splits them: declared, or one lane `l…` over every block to the holders it feeds. */
-export function volumeLanes(d: Deployment, v: DeploymentVolume): { lane: string; fromLba: number; toLba: number; holders: string[] }[] {
-  if (v.lanes !== undefined) return v.lanes.map((l) => ({ lane: l.lane, fromLba: l.fromLba, toLba: l.toLba, holders: [...l.firstHops] }));
-  const served = d.holders.filter((h) => h.standby !== true).flatMap((h) => h.lanes.filter((l) => l.volume === v.id).map((l) => ({ holder: h.id, ...l })));
+export function volumeLanes(
+  d: Deployment,
+  v: DeploymentVolume,
+): { lane: string; fromLba: number; toLba: number; holders: string[] }[] {
+  if (v.lanes !== undefined)
+    return v.lanes.map((l) => ({ lane: l.lane, fromLba: l.fromLba, toLba: l.toLba, holders: [...l.firstHops] }));
+  const served = d.holders
+    .filter((h) => h.standby !== true)
+    .flatMap((h) => h.lanes.filter((l) => l.volume === v.id).map((l) => ({ holder: h.id, ...l })));
   const names = [...new Set(served.map((s) => s.lane))];
-  if (names.length !== 1) throw new DeploymentError(`invalid deployment: volumes.${v.id}.lanes: holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`, { path: `volumes.${v.id}.lanes` });
+  if (names.length !== 1)
+    throw new DeploymentError(
+      `invalid deployment: volumes.${v.id}.lanes: holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`,
+      { path: `volumes.${v.id}.lanes` },
+    );
   const firstHops = served.filter((s) => s.upstream.includes(v.writer.id)).map((s) => s.holder);
-  if (firstHops.length === 0) throw new DeploymentError(`invalid deployment: no holder of ${v.id} has writer ${v.writer.id} upstream`, { path: `volumes.${v.id}` });
+  if (firstHops.length === 0)
+    throw new DeploymentError(`invalid deployment: no holder of ${v.id} has writer ${v.writer.id} upstream`, {
+      path: `volumes.${v.id}`,
+    });
   return [{ lane: names[0]!, fromLba: 0, toLba: v.blockCount - 1, holders: firstHops }];
 }
 
@@ -131,11 +174,20 @@ export function volumeLanes(d: Deployment, v: DeploymentVolume): { lane: string;
  * Plans every file of a deployment. `outDir` is where the files are written (absolute). A secured
  * deployment (the default) needs `security`; one with `"security": "none"` ignores it.
  */
-export function planDeployment(d: Deployment, outDir: string, keys: KeySource, security?: SecuritySource): DeploymentPlan {
+export function planDeployment(
+  d: Deployment,
+  outDir: string,
+  keys: KeySource,
+  security?: SecuritySource,
+): DeploymentPlan {
   const configDir = d.paths?.configDir ?? join(outDir, "roles");
   const stateDir = d.paths?.stateDir ?? join(outDir, "state");
   const secured = d.security !== "none";
-  if (secured && security === undefined) throw new DeploymentError("a secured deployment needs nkey users and a CA certificate to plan (or \"security\": \"none\")", { path: "security" });
+  if (secured && security === undefined)
+    throw new DeploymentError(
+      'a secured deployment needs nkey users and a CA certificate to plan (or "security": "none")',
+      { path: "security" },
+    );
   // The servers' TLS files, on the servers' machines (beside their configs).
   const natsDir = d.paths?.configDir !== undefined ? join(d.paths.configDir, "nats") : join(outDir, "nats");
   // A writer's permissions cover its raw lanes and a coalesced stream's derived lanes.
@@ -144,10 +196,18 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
   const principalOf = (instance: string) => principals.find((p) => p.instance === instance)!;
   // A role's connection: its region's URL and, when secured, its own seed file, inbox prefix and the CA.
   const natsFor = (instance: string, region: string): NatsRoleConfig =>
-    secured ? securedNats(regionUrl(d.regions[region]!), join(configDir, instance), principalOf(instance).spec) : roleNats(d, region);
+    secured
+      ? securedNats(regionUrl(d.regions[region]!), join(configDir, instance), principalOf(instance).spec)
+      : roleNats(d, region);
   const files: PlannedFile[] = [];
   const roles: PlannedRole[] = [];
-  const siteOf = (id: string): Site => ({ id, region: d.sites[id]!.region, az: d.sites[id]!.az, host: d.sites[id]!.host, deps: [...(d.sites[id]!.deps ?? [])] });
+  const siteOf = (id: string): Site => ({
+    id,
+    region: d.sites[id]!.region,
+    az: d.sites[id]!.az,
+    host: d.sites[id]!.host,
+    deps: [...(d.sites[id]!.deps ?? [])],
+  });
   // One instance's files go to roles/<instance>/ in the output and to <configDir>/<instance>/ on its machine.
   // Every role reads a signed control log: the operator's public key goes beside each config, and
   // each controller signs with its own key (admitted by the operator at bootstrap).
@@ -155,17 +215,46 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     operators: [{ id: OPERATOR_ID, publicKeyFile: join(configDir, name, "operator.pub") }],
     ...(signing ? { signingKeyFile: join(configDir, name, "signing.key") } : {}),
   });
-  const instance = (name: string, role: PlannedRole["role"], region: string, config: Record<string, unknown>, extra: { file: string; contents: Uint8Array }[]) => {
+  const instance = (
+    name: string,
+    role: PlannedRole["role"],
+    region: string,
+    config: Record<string, unknown>,
+    extra: { file: string; contents: Uint8Array }[],
+  ) => {
     for (const f of extra) files.push({ path: join(outDir, "roles", name, f.file), contents: f.contents, mode: 0o600 });
     if (secured) {
-      files.push({ path: join(outDir, "roles", name, NKEY_SEED_FILE), contents: `${userKeys.get(name)!.seed}\n`, mode: 0o600 });
+      files.push({
+        path: join(outDir, "roles", name, NKEY_SEED_FILE),
+        contents: `${userKeys.get(name)!.seed}\n`,
+        mode: 0o600,
+      });
       files.push({ path: join(outDir, "roles", name, CA_FILE), contents: security!.caPem, mode: 0o644 });
     }
-    files.push({ path: join(outDir, "roles", name, "operator.pub"), contents: `${hex(operatorKey().publicRaw)}\n`, mode: 0o644 });
+    files.push({
+      path: join(outDir, "roles", name, "operator.pub"),
+      contents: `${hex(operatorKey().publicRaw)}\n`,
+      mode: 0o644,
+    });
     const signing = role === "controller";
-    if (signing) files.push({ path: join(outDir, "roles", name, "signing.key"), contents: controllerKey(name).pkcs8, mode: 0o600 });
-    files.push({ path: join(outDir, "roles", name, "config.json"), contents: json({ ...config, controlTrust: trustFor(name, signing) }), mode: 0o644 });
-    roles.push({ instance: name, role, region, config: join(configDir, name, "config.json"), dir: join(outDir, "roles", name) });
+    if (signing)
+      files.push({
+        path: join(outDir, "roles", name, "signing.key"),
+        contents: controllerKey(name).pkcs8,
+        mode: 0o600,
+      });
+    files.push({
+      path: join(outDir, "roles", name, "config.json"),
+      contents: json({ ...config, controlTrust: trustFor(name, signing) }),
+      mode: 0o644,
+    });
+    roles.push({
+      instance: name,
+      role,
+      region,
+      config: join(configDir, name, "config.json"),
+      dir: join(outDir, "roles", name),
+    });
   };
 
   // Drawn after every holder's key, so holders' keys do not depend on how many controllers there are.
@@ -201,7 +290,12 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     });
     // A secured deployment signs units: the holder is given the public half of each of its volumes' writer keys.
     const volumes = [...new Set(servedLanes(d, h).map((l) => l.volume))];
-    if (secured) config["writerKeys"] = volumes.map((v) => ({ volume: v, fromTerm: 1, publicKey: hex(writerSigningKey(dataKeys.get(v)!).publicKey) }));
+    if (secured)
+      config["writerKeys"] = volumes.map((v) => ({
+        volume: v,
+        fromTerm: 1,
+        publicKey: hex(writerSigningKey(dataKeys.get(v)!).publicKey),
+      }));
     instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
   }
 
@@ -236,7 +330,20 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     const controller = controllerConfig(d, c, v, siteOf, (h) => hex(holderKeys.get(h)!.publicRaw));
     // Several controllers of one volume share it through the control lease: one active, the others standbys.
     const leased = c.lease !== undefined || d.controllers.filter((x) => x.volume === c.volume).length > 1;
-    instance(`controller-${c.id}`, "controller", c.region, { role: "controller", nats: natsFor(`controller-${c.id}`, c.region), ...(c.metrics ? { metrics: c.metrics } : {}), ...(spans !== undefined ? { spanFile: spans } : {}), controller, ...(leased ? { lease: { ...c.lease } } : {}) }, []);
+    instance(
+      `controller-${c.id}`,
+      "controller",
+      c.region,
+      {
+        role: "controller",
+        nats: natsFor(`controller-${c.id}`, c.region),
+        ...(c.metrics ? { metrics: c.metrics } : {}),
+        ...(spans !== undefined ? { spanFile: spans } : {}),
+        controller,
+        ...(leased ? { lease: { ...c.lease } } : {}),
+      },
+      [],
+    );
   }
 
   for (const b of d.baseBuilders) {
@@ -261,17 +368,48 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     instance(name, "base-builder", h.region, config, [{ file: "data.key", contents: dataKeys.get(b.volume)! }]);
   }
 
-  const natsServers = Object.keys(d.regions).map((r) => ({ region: r, config: join(outDir, "nats", `${r}.conf`), url: regionUrl(d.regions[r]!) }));
+  const natsServers = Object.keys(d.regions).map((r) => ({
+    region: r,
+    config: join(outDir, "nats", `${r}.conf`),
+    url: regionUrl(d.regions[r]!),
+  }));
   const users = secured ? deploymentUsers(principals, (instance) => userKeys.get(instance)!) : [];
   const control = controlLogTopology(d);
-  const securityOf = (region: string) => (secured ? regionSecurityText(users, { dir: join(natsDir, "tls") }, region) : undefined);
-  for (const s of natsServers) files.push({ path: s.config, contents: natsServerConfig(s.region, d.regions, securityOf(s.region), control), mode: 0o644 });
+  const securityOf = (region: string) =>
+    secured ? regionSecurityText(users, { dir: join(natsDir, "tls") }, region) : undefined;
+  for (const s of natsServers)
+    files.push({
+      path: s.config,
+      contents: natsServerConfig(s.region, d.regions, securityOf(s.region), control),
+      mode: 0o644,
+    });
   // A replicated control log's servers: one per region of the first three, each beside its region's server (its certificate).
-  const controlServers: PlannedControlServer[] = control.replicated ? control.servers.map((c) => ({ region: c.region, cluster: control.cluster, serverName: c.serverName, config: join(outDir, "nats", `${c.serverName}.conf`), httpPort: c.httpPort })) : [];
-  if (control.replicated) control.servers.forEach((c, i) => files.push({ path: controlServers[i]!.config, contents: controlServerConfig(c, control, d.regions, securityOf(c.region)), mode: 0o644 }));
+  const controlServers: PlannedControlServer[] = control.replicated
+    ? control.servers.map((c) => ({
+        region: c.region,
+        cluster: control.cluster,
+        serverName: c.serverName,
+        config: join(outDir, "nats", `${c.serverName}.conf`),
+        httpPort: c.httpPort,
+      }))
+    : [];
+  if (control.replicated)
+    control.servers.forEach((c, i) =>
+      files.push({
+        path: controlServers[i]!.config,
+        contents: controlServerConfig(c, control, d.regions, securityOf(c.region)),
+        mode: 0o644,
+      }),
+    );
 
   const obligations = d.volumes.flatMap((v) => [
-    ...volumeLanes(d, v).map((l) => ({ volume: v.id, lane: l.lane, holders: d.holders.filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane)).map((h) => h.id) })),
+    ...volumeLanes(d, v).map((l) => ({
+      volume: v.id,
+      lane: l.lane,
+      holders: d.holders
+        .filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane))
+        .map((h) => h.id),
+    })),
     ...derivedObligations(d, v),
   ]);
   const bootstrap: BootstrapPlan = {
@@ -279,20 +417,36 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     operatorId: OPERATOR_ID,
     operatorPublicKey: hex(operatorKey().publicRaw),
     // Each controller may commit for its own volume only.
-    controllers: d.controllers.map((c) => ({ id: c.id, publicKey: hex(controllerKey(`controller-${c.id}`).publicRaw), volumes: [c.volume] })),
+    controllers: d.controllers.map((c) => ({
+      id: c.id,
+      publicKey: hex(controllerKey(`controller-${c.id}`).publicRaw),
+      volumes: [c.volume],
+    })),
     // Standbys are admitted by their controller when it enlists them, never here. A holder is
     // bound to the volumes whose obligations name it.
-    holders: d.holders.filter((h) => h.standby !== true).map((h) => {
-      const s = d.sites[h.site]!;
-      return { id: h.id, incarnation: 1 as const, publicKey: hex(publicKeys.get(h.id)!), failureDomain: failureDomainOf(s), volumes: [...new Set(obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort() };
-    }),
+    holders: d.holders
+      .filter((h) => h.standby !== true)
+      .map((h) => {
+        const s = d.sites[h.site]!;
+        return {
+          id: h.id,
+          incarnation: 1 as const,
+          publicKey: hex(publicKeys.get(h.id)!),
+          failureDomain: failureDomainOf(s),
+          volumes: [...new Set(obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort(),
+        };
+      }),
     obligations,
     ...(control.replicated ? { controlStream: { replicas: control.replicas, cluster: control.cluster } } : {}),
   };
   files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
   // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).
   files.push({ path: join(outDir, "operator", "operator.key"), contents: operatorKey().pkcs8, mode: 0o600 });
-  files.push({ path: join(outDir, "operator", "operator.pub"), contents: `${hex(operatorKey().publicRaw)}\n`, mode: 0o644 });
+  files.push({
+    path: join(outDir, "operator", "operator.pub"),
+    contents: `${hex(operatorKey().publicRaw)}\n`,
+    mode: 0o644,
+  });
   if (secured) {
     // The operator's connection, used by every operator command (`--operator-config`): it reaches
     // the first controller's region (else the first region) as the operator principal.
@@ -300,10 +454,21 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
     const dir = join(outDir, "operator");
     files.push({ path: join(dir, NKEY_SEED_FILE), contents: `${userKeys.get(OPERATOR_ID)!.seed}\n`, mode: 0o600 });
     files.push({ path: join(dir, CA_FILE), contents: security!.caPem, mode: 0o644 });
-    files.push({ path: join(dir, OPERATOR_NATS_FILE), contents: json(securedNats(regionUrl(d.regions[region]!), dir, principalOf(OPERATOR_ID).spec)), mode: 0o644 });
+    files.push({
+      path: join(dir, OPERATOR_NATS_FILE),
+      contents: json(securedNats(regionUrl(d.regions[region]!), dir, principalOf(OPERATOR_ID).spec)),
+      mode: 0o644,
+    });
   }
   files.push({ path: join(outDir, ROLES_INDEX), contents: json({ roles, natsServers, controlServers }), mode: 0o644 });
-  return { files, roles, natsServers, controlServers, bootstrap, warnings: control.replicated || control.warning === undefined ? [] : [control.warning] };
+  return {
+    files,
+    roles,
+    natsServers,
+    controlServers,
+    bootstrap,
+    warnings: control.replicated || control.warning === undefined ? [] : [control.warning],
+  };
 }
 
 /**
@@ -312,7 +477,13 @@ export function planDeployment(d: Deployment, outDir: string, keys: KeySource, s
  * declared; the data key's authority at the recovery site; the declared scenarios or, by default,
  * each holder's host crashing.
  */
-function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v: DeploymentVolume, siteOf: (id: string) => Site, publicKeyOf: (holder: string) => string): ControllerConfig {
+function controllerConfig(
+  d: Deployment,
+  c: Deployment["controllers"][number],
+  v: DeploymentVolume,
+  siteOf: (id: string) => Site,
+  publicKeyOf: (holder: string) => string,
+): ControllerConfig {
   // Raw-lane holders decide genesis bases, persistence candidates and what is releasable; a
   // coalesced stream's holders add their sites and a crash scenario each (never standbys).
   const raw = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
@@ -324,10 +495,23 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
   const lanes = volumeLanes(d, v).map((l) => l.lane);
   const genesisHolders = v.genesisBases ?? holders.filter((h) => h.residency === "disk").map((h) => h.id);
   // Key authorities and scenarios' own destinations are sites of the evaluation too.
-  const siteIds = [...new Set([v.writer.site, v.recoverySite, ...all.map((h) => h.site), ...keyAuthoritiesOf(v).map((k) => k.site), ...(v.scenarios ?? []).flatMap((s) => (s.destination === undefined ? [] : [s.destination]))])];
+  const siteIds = [
+    ...new Set([
+      v.writer.site,
+      v.recoverySite,
+      ...all.map((h) => h.site),
+      ...keyAuthoritiesOf(v).map((k) => k.site),
+      ...(v.scenarios ?? []).flatMap((s) => (s.destination === undefined ? [] : [s.destination])),
+    ]),
+  ];
   const scenarios: Scenario[] =
     v.scenarios?.map((s) => ({ ...s, losses: s.losses.map((l) => ({ ...l })) })) ??
-    [...holders, ...imaging].map((h) => ({ name: `crash:${h.id}`, losses: [{ domain: `host:${d.sites[h.site]!.host}`, kind: "crash" }], deadlineSec: 3600, required: true }));
+    [...holders, ...imaging].map((h) => ({
+      name: `crash:${h.id}`,
+      losses: [{ domain: `host:${d.sites[h.site]!.host}`, kind: "crash" }],
+      deadlineSec: 3600,
+      required: true,
+    }));
   return {
     controllerId: c.id,
     region: d.controlRegion,
@@ -335,9 +519,23 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
     admission: c.admission ?? "key-continuity",
     ...(c.coverageRepair !== undefined ? { coverageRepair: c.coverageRepair } : {}),
     ...(c.verdict !== undefined ? { verdict: c.verdict } : {}),
-    ...(v.persistenceTargets !== undefined ? { persistenceTargets: { candidates: holders.filter((h) => h.residency === "disk").map((h) => h.id), ...v.persistenceTargets } } : {}),
+    ...(v.persistenceTargets !== undefined
+      ? {
+          persistenceTargets: {
+            candidates: holders.filter((h) => h.residency === "disk").map((h) => h.id),
+            ...v.persistenceTargets,
+          },
+        }
+      : {}),
     // Standby processes ask to be admitted; the controller takes one only when the key issued here signs the request.
-    ...(standby.length > 0 ? { repair: { standby: standby.map((h) => ({ holderId: h.id, site: h.site, publicKey: publicKeyOf(h.id) })), bandwidthBytesPerSec: d.network.bandwidthBytesPerSec } } : {}),
+    ...(standby.length > 0
+      ? {
+          repair: {
+            standby: standby.map((h) => ({ holderId: h.id, site: h.site, publicKey: publicKeyOf(h.id) })),
+            bandwidthBytesPerSec: d.network.bandwidthBytesPerSec,
+          },
+        }
+      : {}),
     topology: {
       volume: v.id,
       blockCount: v.blockCount,
@@ -346,16 +544,44 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
       writerSite: v.writer.site,
       sites: siteIds.map(siteOf),
       holderSites: Object.fromEntries(all.map((h) => [h.id, h.site])),
-      bases: genesisHolders.map((h) => ({ id: `genesis-${h}`, holder: h, cut: Object.fromEntries(lanes.map((l) => [l, 0])), bytes: 0 })),
+      bases: genesisHolders.map((h) => ({
+        id: `genesis-${h}`,
+        holder: h,
+        cut: Object.fromEntries(lanes.map((l) => [l, 0])),
+        bytes: 0,
+      })),
       keyAuthorities: keyAuthoritiesOf(v),
       // Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's own, when it has one).
-      links: siteIds.flatMap((a) => siteIds.filter((b) => b !== a).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: shapedLeg(d, a, b) === undefined ? d.network.bandwidthBytesPerSec : shapedLeg(d, a, b)!.bandwidthMBps * 1_000_000, deps: [] }))),
-      recovery: { destination: v.recoverySite, ...(v.recoverySteps ?? { detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 }) },
+      links: siteIds.flatMap((a) =>
+        siteIds
+          .filter((b) => b !== a)
+          .map((b) => ({
+            id: `${a}-${b}`,
+            from: a,
+            to: b,
+            bandwidthBytesPerSec:
+              shapedLeg(d, a, b) === undefined
+                ? d.network.bandwidthBytesPerSec
+                : shapedLeg(d, a, b)!.bandwidthMBps * 1_000_000,
+            deps: [],
+          })),
+      ),
+      recovery: {
+        destination: v.recoverySite,
+        ...(v.recoverySteps ?? { detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 }),
+      },
       scenarios,
-      timelines: (v.timelines ?? []).map((tl) => ({ ...tl, events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })) })),
+      timelines: (v.timelines ?? []).map((tl) => ({
+        ...tl,
+        events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })),
+      })),
       staleAfterMs: c.staleAfterMs ?? 5_000,
       // A store with a base builder beside it releases its WAL below the bases (the release rule still checks every scenario).
-      releasable: v.releasable ?? holders.filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id)).map((h) => h.id),
+      releasable:
+        v.releasable ??
+        holders
+          .filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id))
+          .map((h) => h.id),
       // Each scenario also says whether the control plane survives it (control-log quorum, a controller, the key authority).
       controlPlane: controlPlaneOf(d, v.id),
     },
@@ -363,7 +589,11 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
 }
 
 /** The shaped leg between sites `a` and `b` (declared either way round), if any. */
-function shapedLeg(d: Deployment, a: string, b: string): NonNullable<Deployment["network"]["shapedLinks"]>[number] | undefined {
+function shapedLeg(
+  d: Deployment,
+  a: string,
+  b: string,
+): NonNullable<Deployment["network"]["shapedLinks"]>[number] | undefined {
   return d.network.shapedLinks?.find((l) => (l.from === a && l.to === b) || (l.from === b && l.to === a));
 }
 
@@ -376,7 +606,13 @@ export function shapedLinksOf(d: Deployment, site: string): Record<string, unkno
   const peers: Record<string, { site: string; latencyMs: number; jitterMs?: number; bandwidthMBps: number }> = {};
   for (const h of d.holders) {
     const leg = h.site === site ? undefined : shapedLeg(d, site, h.site);
-    if (leg !== undefined) peers[h.id] = { site: h.site, latencyMs: leg.latencyMs, ...(leg.jitterMs !== undefined ? { jitterMs: leg.jitterMs } : {}), bandwidthMBps: leg.bandwidthMBps };
+    if (leg !== undefined)
+      peers[h.id] = {
+        site: h.site,
+        latencyMs: leg.latencyMs,
+        ...(leg.jitterMs !== undefined ? { jitterMs: leg.jitterMs } : {}),
+        bandwidthMBps: leg.bandwidthMBps,
+      };
   }
   return { site, peers };
 }

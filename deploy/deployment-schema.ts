@@ -44,14 +44,26 @@ const regionSchema = z.strictObject({
    * The region's replica server of the control log (see deploy/control-servers.ts), when the log
    * is replicated. Omitted: the region's ports + 1 each, and `<jetstreamDir>-control`.
    */
-  controlServer: z.strictObject({ port, httpPort: port, clusterPort: port, gatewayPort: port, jetstreamDir: absolutePath }).optional(),
+  controlServer: z
+    .strictObject({ port, httpPort: port, clusterPort: port, gatewayPort: port, jetstreamDir: absolutePath })
+    .optional(),
 });
 
 /** A failure domain position: the region, AZ and host a role or a recovery destination sits on. */
-const siteSchema = z.strictObject({ region: z.string().min(1), az: z.string().min(1), host: z.string().min(1), deps: z.array(z.string().min(1)).optional() });
+const siteSchema = z.strictObject({
+  region: z.string().min(1),
+  az: z.string().min(1),
+  host: z.string().min(1),
+  deps: z.array(z.string().min(1)).optional(),
+});
 
 /** One lane a holder serves: who sends to it and whom it forwards to. */
-const holderLaneSchema = z.strictObject({ volume: id, lane: id, upstream: z.array(id).min(1), downstream: z.array(id).default([]) });
+const holderLaneSchema = z.strictObject({
+  volume: id,
+  lane: id,
+  upstream: z.array(id).min(1),
+  downstream: z.array(id).default([]),
+});
 
 const holderSchema = z.strictObject({
   id,
@@ -86,9 +98,18 @@ const workloadSchema = z.strictObject({
   count: z.number().int().positive().optional(),
 });
 
-const lossSchema = z.strictObject({ domain: z.string().min(1), kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]) });
+const lossSchema = z.strictObject({
+  domain: z.string().min(1),
+  kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]),
+});
 /** `destination`: the site this scenario recovers to when it is not the volume's `recoverySite` (e.g. a scenario that loses that site). */
-const scenarioSchema = z.strictObject({ name: z.string().min(1), losses: z.array(lossSchema).min(1), deadlineSec: z.number().positive(), required: z.boolean(), destination: id.optional() });
+const scenarioSchema = z.strictObject({
+  name: z.string().min(1),
+  losses: z.array(lossSchema).min(1),
+  deadlineSec: z.number().positive(),
+  required: z.boolean(),
+  destination: id.optional(),
+});
 /** Losses one after another (e.g. a second region during the first one's replay), evaluated like a scenario. */
 const timelineSchema = z.strictObject({
   name: z.string().min(1),
@@ -126,7 +147,16 @@ const volumeSchema = z.strictObject({
     drainDeadlineMs: z.number().int().nonnegative().optional(),
   }),
   /** The volume's lanes; default one lane `l0` over every block, sent to every holder the writer feeds. */
-  lanes: z.array(z.strictObject({ lane: id, fromLba: z.number().int().nonnegative(), toLba: z.number().int().nonnegative(), firstHops: z.array(id).min(1) })).optional(),
+  lanes: z
+    .array(
+      z.strictObject({
+        lane: id,
+        fromLba: z.number().int().nonnegative(),
+        toLba: z.number().int().nonnegative(),
+        firstHops: z.array(id).min(1),
+      }),
+    )
+    .optional(),
   /** Site a lost volume is recovered to; the data key's authority is there. */
   recoverySite: id,
   /**
@@ -141,7 +171,15 @@ const volumeSchema = z.strictObject({
   /** Sequential losses the controllers evaluate too (default none). */
   timelines: z.array(timelineSchema).optional(),
   /** The fixed steps of a recovery in the controllers' RTO estimate, seconds each (default 1 s each). */
-  recoverySteps: z.strictObject({ detectSec: z.number().nonnegative(), authorizeSec: z.number().nonnegative(), acquireCapacitySec: z.number().nonnegative(), persistSec: z.number().nonnegative(), validateSec: z.number().nonnegative() }).optional(),
+  recoverySteps: z
+    .strictObject({
+      detectSec: z.number().nonnegative(),
+      authorizeSec: z.number().nonnegative(),
+      acquireCapacitySec: z.number().nonnegative(),
+      persistSec: z.number().nonnegative(),
+      validateSec: z.number().nonnegative(),
+    })
+    .optional(),
   /** Holders that shed custody once the policy allows; default the RAM-only holders. */
   releasable: z.array(id).optional(),
   /**
@@ -162,19 +200,36 @@ const controllerSchema = z.strictObject({
   evalIntervalMs: z.number().int().positive().optional(),
   admission: z.enum(["key-continuity", "operator"]).optional(),
   staleAfterMs: z.number().int().positive().optional(),
-  coverageRepair: z.strictObject({ graceMs: z.number().int().nonnegative().optional(), retryMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() }).optional(),
+  coverageRepair: z
+    .strictObject({
+      graceMs: z.number().int().nonnegative().optional(),
+      retryMs: z.number().int().positive().optional(),
+      checkMs: z.number().int().positive().optional(),
+    })
+    .optional(),
   /**
    * How its verdicts read over time (ms; docs/policies.md, "Verdicts over time"): a write is in
    * flight, not lost, for `receiptDeadlineMs` after its commit; lost writes beyond the allowance
    * turn a verdict to not met after `graceMs`. Default 2 000 / 2 000.
    */
-  verdict: z.strictObject({ receiptDeadlineMs: z.number().int().positive().optional(), graceMs: z.number().int().nonnegative().optional() }).optional(),
+  verdict: z
+    .strictObject({
+      receiptDeadlineMs: z.number().int().positive().optional(),
+      graceMs: z.number().int().nonnegative().optional(),
+    })
+    .optional(),
   /**
    * Control-lease timings (ms; see docs/deploy.md). A volume named by several controllers gets a
    * lease: one is active at a time and the others are standbys that take over when it falls
    * silent for `timeoutMs`. Default 3 000 / 10 000 / 1 000 (a takeover within about 11 s).
    */
-  lease: z.strictObject({ renewMs: z.number().int().positive().optional(), timeoutMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() }).optional(),
+  lease: z
+    .strictObject({
+      renewMs: z.number().int().positive().optional(),
+      timeoutMs: z.number().int().positive().optional(),
+      checkMs: z.number().int().positive().optional(),
+    })
+    .optional(),
 });
 
 const baseBuilderSchema = z.strictObject({
@@ -263,15 +318,21 @@ function checkDeployment(d: Deployment): void {
   };
   const regions = Object.keys(d.regions);
   if (regions.length === 0) fail("regions", "at least one region");
-  if (d.controlLog?.replicas === 3 && regions.length < 3) fail("controlLog.replicas", `3 replicas need 3 regions (the deployment has ${regions.length})`);
-  if (d.regions[controlClusterName(d.controlRegion)] !== undefined) fail("regions", `region ${controlClusterName(d.controlRegion)} has the name of the control log's cluster`);
+  if (d.controlLog?.replicas === 3 && regions.length < 3)
+    fail("controlLog.replicas", `3 replicas need 3 regions (the deployment has ${regions.length})`);
+  if (d.regions[controlClusterName(d.controlRegion)] !== undefined)
+    fail("regions", `region ${controlClusterName(d.controlRegion)} has the name of the control log's cluster`);
   // A control server runs on its region's host: none of its ports may be one of the region server's.
   const control = controlLogTopology(d);
   for (const c of control.replicated ? control.servers : []) {
     const r = d.regions[c.region]!;
     const taken = new Set([r.port, r.httpPort, r.clusterPort, r.gatewayPort]);
     const mine = [c.port, c.httpPort, c.clusterPort, c.gatewayPort];
-    if (mine.some((p) => taken.has(p)) || new Set(mine).size !== mine.length) fail(`regions.${c.region}.controlServer`, `the control server's ports ${mine.join(", ")} clash with each other or with the region server's ${[...taken].join(", ")} (declare controlServer)`);
+    if (mine.some((p) => taken.has(p)) || new Set(mine).size !== mine.length)
+      fail(
+        `regions.${c.region}.controlServer`,
+        `the control server's ports ${mine.join(", ")} clash with each other or with the region server's ${[...taken].join(", ")} (declare controlServer)`,
+      );
   }
   const region = (path: string, r: string) => (d.regions[r] === undefined ? fail(path, `unknown region ${r}`) : r);
   const site = (path: string, s: string) => (d.sites[s] === undefined ? fail(path, `unknown site ${s}`) : s);
@@ -290,36 +351,63 @@ function checkDeployment(d: Deployment): void {
     h.lanes.forEach((l, j) => {
       const v = d.volumes.find((x) => x.id === l.volume);
       if (v === undefined) return fail(`holders.${i}.lanes.${j}.volume`, `unknown volume ${l.volume}`);
-      for (const u of l.upstream) if (u !== v.writer.id && !holderIds.has(u)) fail(`holders.${i}.lanes.${j}.upstream`, `unknown holder or writer ${u}`);
-      for (const u of l.downstream) if (!holderIds.has(u)) fail(`holders.${i}.lanes.${j}.downstream`, `unknown holder ${u}`);
+      for (const u of l.upstream)
+        if (u !== v.writer.id && !holderIds.has(u))
+          fail(`holders.${i}.lanes.${j}.upstream`, `unknown holder or writer ${u}`);
+      for (const u of l.downstream)
+        if (!holderIds.has(u)) fail(`holders.${i}.lanes.${j}.downstream`, `unknown holder ${u}`);
     }),
   );
   const standbys = new Set(d.holders.filter((h) => h.standby === true).map((h) => h.id));
-  const notStandby = (path: string, h: string, why: string) => (standbys.has(h) ? fail(path, `${h} is a standby (${why})`) : h);
-  d.holders.forEach((h, i) => h.lanes.forEach((l, j) => l.downstream.forEach((x) => notStandby(`holders.${i}.lanes.${j}.downstream`, x, "nothing forwards to a holder the log has not admitted"))));
+  const notStandby = (path: string, h: string, why: string) =>
+    standbys.has(h) ? fail(path, `${h} is a standby (${why})`) : h;
+  d.holders.forEach((h, i) =>
+    h.lanes.forEach((l, j) =>
+      l.downstream.forEach((x) =>
+        notStandby(`holders.${i}.lanes.${j}.downstream`, x, "nothing forwards to a holder the log has not admitted"),
+      ),
+    ),
+  );
   d.volumes.forEach((v, i) => {
-    (v.lanes ?? []).forEach((l, j) => l.firstHops.forEach((h) => notStandby(`volumes.${i}.lanes.${j}.firstHops`, h, "the writer sends only to admitted holders")));
-    (v.genesisBases ?? []).forEach((h) => notStandby(`volumes.${i}.genesisBases`, h, "it holds nothing until it is enlisted"));
+    (v.lanes ?? []).forEach((l, j) =>
+      l.firstHops.forEach((h) =>
+        notStandby(`volumes.${i}.lanes.${j}.firstHops`, h, "the writer sends only to admitted holders"),
+      ),
+    );
+    (v.genesisBases ?? []).forEach((h) =>
+      notStandby(`volumes.${i}.genesisBases`, h, "it holds nothing until it is enlisted"),
+    );
   });
-  d.baseBuilders.forEach((b, i) => notStandby(`baseBuilders.${i}.holder`, b.holder, "it holds nothing until it is enlisted"));
+  d.baseBuilders.forEach((b, i) =>
+    notStandby(`baseBuilders.${i}.holder`, b.holder, "it holds nothing until it is enlisted"),
+  );
   checkCoalescedSections(d, fail);
   // A holder serves a lane it declares or a derived lane of a volume's coalesced stream.
   const coalescedHolderIds = new Set(d.volumes.flatMap((v) => v.coalesced?.holders ?? []));
   d.holders.forEach((h, i) => {
-    if (h.lanes.length === 0 && !coalescedHolderIds.has(h.id)) fail(`holders.${i}.lanes`, `holder ${h.id} serves no lane (declare one, or name it in a volume's coalesced.holders)`);
+    if (h.lanes.length === 0 && !coalescedHolderIds.has(h.id))
+      fail(
+        `holders.${i}.lanes`,
+        `holder ${h.id} serves no lane (declare one, or name it in a volume's coalesced.holders)`,
+      );
   });
   d.volumes.forEach((v, i) => {
     site(`volumes.${i}.writer.site`, v.writer.site);
     region(`volumes.${i}.writer.region`, v.writer.region);
     site(`volumes.${i}.recoverySite`, v.recoverySite);
     (v.keyAuthorities ?? []).forEach((k, j) => site(`volumes.${i}.keyAuthorities.${j}`, k));
-    (v.scenarios ?? []).forEach((x, j) => x.destination !== undefined && site(`volumes.${i}.scenarios.${j}.destination`, x.destination));
+    (v.scenarios ?? []).forEach(
+      (x, j) => x.destination !== undefined && site(`volumes.${i}.scenarios.${j}.destination`, x.destination),
+    );
     (v.lanes ?? []).forEach((l, j) => {
-      if (l.toLba < l.fromLba || l.toLba >= v.blockCount) fail(`volumes.${i}.lanes.${j}`, `LBAs ${l.fromLba}..${l.toLba} outside 0..${v.blockCount - 1}`);
-      for (const h of l.firstHops) if (!holderIds.has(h)) fail(`volumes.${i}.lanes.${j}.firstHops`, `unknown holder ${h}`);
+      if (l.toLba < l.fromLba || l.toLba >= v.blockCount)
+        fail(`volumes.${i}.lanes.${j}`, `LBAs ${l.fromLba}..${l.toLba} outside 0..${v.blockCount - 1}`);
+      for (const h of l.firstHops)
+        if (!holderIds.has(h)) fail(`volumes.${i}.lanes.${j}.firstHops`, `unknown holder ${h}`);
     });
     for (const h of v.releasable ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.releasable`, `unknown holder ${h}`);
-    for (const h of v.genesisBases ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.genesisBases`, `unknown holder ${h}`);
+    for (const h of v.genesisBases ?? [])
+      if (!holderIds.has(h)) fail(`volumes.${i}.genesisBases`, `unknown holder ${h}`);
   });
   (d.network.shapedLinks ?? []).forEach((l, i) => {
     site(`network.shapedLinks.${i}.from`, l.from);
@@ -333,7 +421,9 @@ function checkDeployment(d: Deployment): void {
   d.baseBuilders.forEach((b, i) => {
     const h = d.holders.find((x) => x.id === b.holder);
     if (h === undefined) return fail(`baseBuilders.${i}.holder`, `unknown holder ${b.holder}`);
-    if (h.residency !== "disk") fail(`baseBuilders.${i}.holder`, `holder ${b.holder} keeps no disk (a base builder reads a store holder's WAL)`);
-    if (!h.lanes.some((l) => l.volume === b.volume && l.lane === b.lane)) fail(`baseBuilders.${i}`, `holder ${b.holder} does not serve ${b.volume}/${b.lane}`);
+    if (h.residency !== "disk")
+      fail(`baseBuilders.${i}.holder`, `holder ${b.holder} keeps no disk (a base builder reads a store holder's WAL)`);
+    if (!h.lanes.some((l) => l.volume === b.volume && l.lane === b.lane))
+      fail(`baseBuilders.${i}`, `holder ${b.holder} does not serve ${b.volume}/${b.lane}`);
   });
 }

@@ -1,5 +1,12 @@
 import { join } from "node:path";
-import { inboxPrefixFor, permissionsFor, renderRegionSecurity, type NkeyUser, type PrincipalSpec, type ServerIdentity } from "../security/index.ts";
+import {
+  inboxPrefixFor,
+  permissionsFor,
+  renderRegionSecurity,
+  type NkeyUser,
+  type PrincipalSpec,
+  type ServerIdentity,
+} from "../security/index.ts";
 import type { NatsRoleConfig } from "../runtime/index.ts";
 import type { Deployment } from "./deployment-schema.ts";
 import { servedLanes } from "./deployment-coalesced.ts";
@@ -39,19 +46,59 @@ export const OPERATOR_NATS_FILE = "nats.json";
  * Every principal of the deployment: holders, writers, controllers and base builders as their role
  * instances (a holder with the derived lanes of a coalesced stream it serves), then the operator (`operatorId`), which commits to the control log of `controlRegion`.
  */
-export function deploymentPrincipals(d: Deployment, operatorId: string, lanesOf: (v: Deployment["volumes"][number]) => { lane: string; holders: string[] }[]): DeploymentPrincipal[] {
+export function deploymentPrincipals(
+  d: Deployment,
+  operatorId: string,
+  lanesOf: (v: Deployment["volumes"][number]) => { lane: string; holders: string[] }[],
+): DeploymentPrincipal[] {
   const out: DeploymentPrincipal[] = [];
   const controlRegion = d.controlRegion;
   for (const h of d.holders) {
-    out.push({ instance: `holder-${h.id}`, spec: { role: "holder", id: h.id, scope: { controlRegion, lanes: servedLanes(d, h).map((l) => ({ volume: l.volume, lane: l.lane, downstream: [...l.downstream] })) } } });
+    out.push({
+      instance: `holder-${h.id}`,
+      spec: {
+        role: "holder",
+        id: h.id,
+        scope: {
+          controlRegion,
+          lanes: servedLanes(d, h).map((l) => ({ volume: l.volume, lane: l.lane, downstream: [...l.downstream] })),
+        },
+      },
+    });
   }
   for (const v of d.volumes) {
-    out.push({ instance: `writer-${v.writer.id}`, spec: { role: "writer", id: v.writer.id, scope: { controlRegion, volume: v.id, lanes: lanesOf(v).map((l) => ({ lane: l.lane, firstHops: l.holders })) } } });
+    out.push({
+      instance: `writer-${v.writer.id}`,
+      spec: {
+        role: "writer",
+        id: v.writer.id,
+        scope: { controlRegion, volume: v.id, lanes: lanesOf(v).map((l) => ({ lane: l.lane, firstHops: l.holders })) },
+      },
+    });
   }
-  for (const c of d.controllers) out.push({ instance: `controller-${c.id}`, spec: { role: "controller", id: c.id, scope: { controlRegion, volumes: [c.volume], releaseTo: holdersOfVolume(d, c.volume) } } });
+  for (const c of d.controllers)
+    out.push({
+      instance: `controller-${c.id}`,
+      spec: {
+        role: "controller",
+        id: c.id,
+        scope: { controlRegion, volumes: [c.volume], releaseTo: holdersOfVolume(d, c.volume) },
+      },
+    });
   // A base builder's process is known by its instance name (its service id); it fetches its holder's units of its volume.
-  for (const b of d.baseBuilders) out.push({ instance: `base-builder-${b.holder}`, spec: { role: "base-builder", id: `base-builder-${b.holder}`, scope: { holder: b.holder, volume: b.volume } } });
-  out.push({ instance: operatorId, spec: { role: "operator", id: operatorId, scope: { controlRegions: [controlRegion], commitRegions: [controlRegion] } } });
+  for (const b of d.baseBuilders)
+    out.push({
+      instance: `base-builder-${b.holder}`,
+      spec: { role: "base-builder", id: `base-builder-${b.holder}`, scope: { holder: b.holder, volume: b.volume } },
+    });
+  out.push({
+    instance: operatorId,
+    spec: {
+      role: "operator",
+      id: operatorId,
+      scope: { controlRegions: [controlRegion], commitRegions: [controlRegion] },
+    },
+  });
   return out;
 }
 
@@ -76,24 +123,46 @@ export function regionServerIdentities(d: Deployment): ServerIdentity[] {
 }
 
 /** The CA and a region's certificate and key under the TLS directory (`makeCertificates`' names). */
-export function regionTlsFiles(tls: DeploymentTlsPaths, region: string): { caFile: string; certFile: string; keyFile: string } {
-  return { caFile: join(tls.dir, "ca.pem"), certFile: join(tls.dir, `${region}-cert.pem`), keyFile: join(tls.dir, `${region}-key.pem`) };
+export function regionTlsFiles(
+  tls: DeploymentTlsPaths,
+  region: string,
+): { caFile: string; certFile: string; keyFile: string } {
+  return {
+    caFile: join(tls.dir, "ca.pem"),
+    certFile: join(tls.dir, `${region}-cert.pem`),
+    keyFile: join(tls.dir, `${region}-key.pem`),
+  };
 }
 
 /**
  * The security lines of a region's nats-server config: every principal as an nkey user with its
  * permissions, TLS for clients, and TLS with verified peers on the cluster route and gateways.
  */
-export function regionSecurityText(users: readonly NkeyUser[], tls: DeploymentTlsPaths, region: string): ReturnType<typeof renderRegionSecurity> {
+export function regionSecurityText(
+  users: readonly NkeyUser[],
+  tls: DeploymentTlsPaths,
+  region: string,
+): ReturnType<typeof renderRegionSecurity> {
   return renderRegionSecurity(users, regionTlsFiles(tls, region));
 }
 
 /** The nkey user of each principal, labelled `<role> <id>`, for the servers' authorization block. */
-export function deploymentUsers(principals: readonly DeploymentPrincipal[], keyOf: (instance: string) => NkeyUserKey): NkeyUser[] {
-  return principals.map((p) => ({ nkey: keyOf(p.instance).publicKey, permissions: permissionsFor(p.spec.role, p.spec.id, p.spec.scope as never), label: `${p.spec.role} ${p.spec.id}` }));
+export function deploymentUsers(
+  principals: readonly DeploymentPrincipal[],
+  keyOf: (instance: string) => NkeyUserKey,
+): NkeyUser[] {
+  return principals.map((p) => ({
+    nkey: keyOf(p.instance).publicKey,
+    permissions: permissionsFor(p.spec.role, p.spec.id, p.spec.scope as never),
+    label: `${p.spec.role} ${p.spec.id}`,
+  }));
 }
 
 /** The `nats` section of a principal on a secured deployment: its seed file, inbox prefix and the CA beside it. */
 export function securedNats(servers: string, dir: string, spec: PrincipalSpec): NatsRoleConfig {
-  return { servers, credentials: { nkeySeedFile: join(dir, NKEY_SEED_FILE), inboxPrefix: inboxPrefixFor(spec.role, spec.id) }, tls: { caFile: join(dir, CA_FILE) } };
+  return {
+    servers,
+    credentials: { nkeySeedFile: join(dir, NKEY_SEED_FILE), inboxPrefix: inboxPrefixFor(spec.role, spec.id) },
+    tls: { caFile: join(dir, CA_FILE) },
+  };
 }

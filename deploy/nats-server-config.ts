@@ -17,7 +17,12 @@ import type { DeploymentRegion } from "./deployment-schema.ts";
  * the top level, and the cluster route and the gateways get their own `tls {}` with verified peers.
  * Without it the server is open (unit tests only).
  */
-export function natsServerConfig(name: string, regions: Readonly<Record<string, DeploymentRegion>>, security?: RegionSecurityText, control?: ControlLogTopology): string {
+export function natsServerConfig(
+  name: string,
+  regions: Readonly<Record<string, DeploymentRegion>>,
+  security?: RegionSecurityText,
+  control?: ControlLogTopology,
+): string {
   const r = regions[name]!;
   const listen = r.listen ?? r.host;
   return [
@@ -44,7 +49,12 @@ export function natsServerConfig(name: string, regions: Readonly<Record<string, 
  * on the region's host); no role connects to it, JetStream API requests and the control subject
  * reach it through the gateways.
  */
-export function controlServerConfig(server: ControlServer, control: ControlLogTopology & { replicated: true }, regions: Readonly<Record<string, DeploymentRegion>>, security?: RegionSecurityText): string {
+export function controlServerConfig(
+  server: ControlServer,
+  control: ControlLogTopology & { replicated: true },
+  regions: Readonly<Record<string, DeploymentRegion>>,
+  security?: RegionSecurityText,
+): string {
   const routes = control.servers.map((s) => `"nats-route://${s.host}:${s.clusterPort}"`).join(", ");
   return [
     `server_name: "${server.serverName}"`,
@@ -64,14 +74,32 @@ export function controlServerConfig(server: ControlServer, control: ControlLogTo
 }
 
 /** The `gateway {}` block of a server of cluster `self`: one gateway to every other region and to the control log's cluster. */
-function gatewayBlock(self: string, listen: string, port: number, regions: Readonly<Record<string, DeploymentRegion>>, control: ControlLogTopology | undefined, security: RegionSecurityText | undefined): string[] {
+function gatewayBlock(
+  self: string,
+  listen: string,
+  port: number,
+  regions: Readonly<Record<string, DeploymentRegion>>,
+  control: ControlLogTopology | undefined,
+  security: RegionSecurityText | undefined,
+): string[] {
   const gateways = Object.entries(regions)
     .filter(([other]) => other !== self)
     .map(([other, o]) => `    { name: "${other}", url: "nats://${o.host}:${o.gatewayPort}" }`);
   if (control?.replicated === true && control.cluster !== self) {
-    gateways.push(`    { name: "${control.cluster}", urls: [${control.servers.map((s) => `"nats://${s.host}:${s.gatewayPort}"`).join(", ")}] }`);
+    gateways.push(
+      `    { name: "${control.cluster}", urls: [${control.servers.map((s) => `"nats://${s.host}:${s.gatewayPort}"`).join(", ")}] }`,
+    );
   }
-  return [`gateway {`, `  name: "${self}"`, `  listen: "${listen}:${port}"`, `  gateways: [`, ...gateways, `  ]`, ...(security ? [security.gateway] : []), `}`];
+  return [
+    `gateway {`,
+    `  name: "${self}"`,
+    `  listen: "${listen}:${port}"`,
+    `  gateways: [`,
+    ...gateways,
+    `  ]`,
+    ...(security ? [security.gateway] : []),
+    `}`,
+  ];
 }
 
 /** The URL a role of this region connects to. */

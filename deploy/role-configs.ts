@@ -42,7 +42,10 @@ export interface HolderRoleInput {
 }
 
 /** The optional `links` and `spanFile` keys of a role config. */
-const extras = (r: { links?: Record<string, unknown> | undefined; spanFile?: string | undefined }) => ({ ...(r.links ? { links: r.links } : {}), ...(r.spanFile !== undefined ? { spanFile: r.spanFile } : {}) });
+const extras = (r: { links?: Record<string, unknown> | undefined; spanFile?: string | undefined }) => ({
+  ...(r.links ? { links: r.links } : {}),
+  ...(r.spanFile !== undefined ? { spanFile: r.spanFile } : {}),
+});
 
 /** The `custody run holder` config: a holder with modest RAM limits, a 100 ms flush when it has a disk. */
 export function holderRoleConfig(h: HolderRoleInput): Record<string, unknown> {
@@ -50,8 +53,19 @@ export function holderRoleConfig(h: HolderRoleInput): Record<string, unknown> {
     holderId: h.id,
     site: { region: h.site.region, az: h.site.az, host: h.site.host },
     residency: h.disk ? ["ram", "disk"] : ["ram"],
-    lanes: h.lanes.map((l) => ({ volume: l.volume, lane: l.lane, upstream: [...l.upstream], downstream: [...l.downstream], ...(l.representation !== undefined ? { representation: l.representation } : {}) })),
-    arena: { segmentBytes: 256 * 1024, limitBytes: 32 * 1024 * 1024, maxOutstandingCredit: 1024 * 1024, maxUnitBytes: 128 * 1024 },
+    lanes: h.lanes.map((l) => ({
+      volume: l.volume,
+      lane: l.lane,
+      upstream: [...l.upstream],
+      downstream: [...l.downstream],
+      ...(l.representation !== undefined ? { representation: l.representation } : {}),
+    })),
+    arena: {
+      segmentBytes: 256 * 1024,
+      limitBytes: 32 * 1024 * 1024,
+      maxOutstandingCredit: 1024 * 1024,
+      maxUnitBytes: 128 * 1024,
+    },
     receipts: { maxUnits: 32, maxDelayMs: 10 },
     ...(h.disk ? { flush: { intervalMs: 100, deadlineMs: 5_000 } } : {}),
     resendAfterMs: 500,
@@ -59,7 +73,17 @@ export function holderRoleConfig(h: HolderRoleInput): Record<string, unknown> {
     policyGeneration: 1,
     ...h.overrides,
   };
-  return { role: "holder", nats: h.nats, ...(h.metrics ? { metrics: h.metrics } : {}), ...extras(h), controlRegion: h.controlRegion, stateDir: h.stateDir, keyFile: h.keyFile, holder, ...(h.drainDeadlineMs !== undefined ? { drainDeadlineMs: h.drainDeadlineMs } : {}) };
+  return {
+    role: "holder",
+    nats: h.nats,
+    ...(h.metrics ? { metrics: h.metrics } : {}),
+    ...extras(h),
+    controlRegion: h.controlRegion,
+    stateDir: h.stateDir,
+    keyFile: h.keyFile,
+    holder,
+    ...(h.drainDeadlineMs !== undefined ? { drainDeadlineMs: h.drainDeadlineMs } : {}),
+  };
 }
 
 /** Everything a writer's role config is made of. */
@@ -72,7 +96,12 @@ export interface WriterRoleInput {
   readonly volume: string;
   readonly blockCount: number;
   readonly walCapacity?: number | undefined;
-  readonly lanes: readonly { readonly lane: string; readonly fromLba: number; readonly toLba: number; readonly holders: readonly string[] }[];
+  readonly lanes: readonly {
+    readonly lane: string;
+    readonly fromLba: number;
+    readonly toLba: number;
+    readonly holders: readonly string[];
+  }[];
   /** Site of every holder whose receipts may count (as the policy sees sites). */
   readonly holderSites: Readonly<Record<string, unknown>>;
   readonly metrics?: MetricsConfig | undefined;
@@ -95,7 +124,17 @@ export function writerRoleConfig(w: WriterRoleInput): Record<string, unknown> {
     stateDir: w.stateDir,
     dataKeyFile: w.dataKeyFile,
     volume: { blockCount: w.blockCount, ...(w.walCapacity !== undefined ? { walCapacity: w.walCapacity } : {}) },
-    writer: { writerId: w.writerId, volume: w.volume, lanes: w.lanes.map((l) => ({ ...l, holders: [...l.holders] })), contracts: [], holderSites: w.holderSites, topologyEpoch: 1, policyGeneration: 1, resendAfterMs: 500, ...(w.coalesced !== undefined ? { coalesced: w.coalesced } : {}) },
+    writer: {
+      writerId: w.writerId,
+      volume: w.volume,
+      lanes: w.lanes.map((l) => ({ ...l, holders: [...l.holders] })),
+      contracts: [],
+      holderSites: w.holderSites,
+      topologyEpoch: 1,
+      policyGeneration: 1,
+      resendAfterMs: 500,
+      ...(w.coalesced !== undefined ? { coalesced: w.coalesced } : {}),
+    },
     ...(w.workload ? { workload: w.workload } : {}),
     ...(w.drainDeadlineMs !== undefined ? { drainDeadlineMs: w.drainDeadlineMs } : {}),
   };

@@ -5,4 +5,10 @@
  * policies), and the NATS kit in `testing/` must stay loadable without it.
  */
 export { harnessControllerConfig, harnessSite, type HarnessControllerSpec } from "./harness-topology.ts";
-export { bootstrapControlLog, writeHolderRole, writeWriterRole, type HarnessHolder, type HarnessWriter } from "./role-files.ts";
+export {
+  bootstrapControlLog,
+  writeHolderRole,
+  writeWriterRole,
+  type HarnessHolder,
+  type HarnessWriter,
+} from "./role-files.ts";

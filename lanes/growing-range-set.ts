@@ -21,7 +21,10 @@ export class GrowingRangeSet {
   /** The current set (immutable). */
   get value(): RangeSet {
     if (this.built === undefined) {
-      this.built = this.tailFirst < 0 ? this.head : RangeSet.from([...this.head.ranges(), { first: this.tailFirst, last: this.tailLast }]);
+      this.built =
+        this.tailFirst < 0
+          ? this.head
+          : RangeSet.from([...this.head.ranges(), { first: this.tailFirst, last: this.tailLast }]);
     }
     return this.built;
   }

@@ -12,5 +12,12 @@ export {
   validateTransportUnit,
   laneKey,
 } from "./transport-unit.ts";
-export { LaneLog, UnitVerdict, StaleTermError, OverlappingUnitError, WrongLaneError, type LaneProgress } from "./lane-log.ts";
+export {
+  LaneLog,
+  UnitVerdict,
+  StaleTermError,
+  OverlappingUnitError,
+  WrongLaneError,
+  type LaneProgress,
+} from "./lane-log.ts";
 export { GrowingRangeSet } from "./growing-range-set.ts";

@@ -113,7 +113,8 @@ function writeCanonicalHeader(u: UnitFields, room: number): number {
 // Units of a lane are usually the same size: reuse the view of the scratch buffer for that length.
 let lastView: Buffer | undefined;
 function canonicalView(length: number): Buffer {
-  if (lastView === undefined || lastView.length !== length || lastView.buffer !== scratch.buffer) lastView = scratch.subarray(0, length);
+  if (lastView === undefined || lastView.length !== length || lastView.buffer !== scratch.buffer)
+    lastView = scratch.subarray(0, length);
   return lastView;
 }
 

@@ -22,7 +22,15 @@ export interface HolderAuditRecord {
   readonly voided: number;
 }
 
-const fresh = (holder: string): HolderAuditRecord => ({ holder, state: AuditState.Pending, lastAuditAtMs: null, passed: 0, failed: 0, timedOut: 0, voided: 0 });
+const fresh = (holder: string): HolderAuditRecord => ({
+  holder,
+  state: AuditState.Pending,
+  lastAuditAtMs: null,
+  passed: 0,
+  failed: 0,
+  timedOut: 0,
+  voided: 0,
+});
 
 /** Every holder's audit record. */
 export class AuditBook {

@@ -50,7 +50,10 @@ export function planAudit(
 ): AuditPlan | undefined {
   const mine = claims.get(holder);
   if (mine === undefined || mine.isEmpty) return undefined;
-  const others = [...claims.entries()].filter(([id, r]) => id !== holder && r.intersects(mine)).map(([id]) => id).sort();
+  const others = [...claims.entries()]
+    .filter(([id, r]) => id !== holder && r.intersects(mine))
+    .map(([id]) => id)
+    .sort();
   const trusted = others.filter((id) => !unproven.has(id));
   const pool = trusted.length > 0 ? trusted : others;
   if (pool.length === 0) return undefined;

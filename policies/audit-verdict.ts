@@ -52,12 +52,18 @@ export interface AuditVerdict {
 export function auditVerdict(i: AuditVerdictInput): AuditVerdict {
   const a = i.answer;
   if (a === undefined) return { outcome: AuditOutcome.Timeout, reason: "no answer in time" };
-  if (!i.challenged.coversAll(a.covered)) return { outcome: AuditOutcome.Failed, reason: "answer covers sequences not challenged" };
+  if (!i.challenged.coversAll(a.covered))
+    return { outcome: AuditOutcome.Failed, reason: "answer covers sequences not challenged" };
   const missing = i.challenged.subtract(a.covered);
-  if (missing.intersects(i.stillClaimed)) return { outcome: AuditOutcome.Failed, reason: `left out claimed sequences ${missing.intersect(i.stillClaimed).toString()}` };
+  if (missing.intersects(i.stillClaimed))
+    return {
+      outcome: AuditOutcome.Failed,
+      reason: `left out claimed sequences ${missing.intersect(i.stillClaimed).toString()}`,
+    };
   if (a.covered.isEmpty) return { outcome: AuditOutcome.Void, reason: "no challenged sequence is claimed any more" };
   const expected = auditDigest(i.nonce, i.referenceUnits, a.covered);
-  if (!expected.covered.equals(a.covered)) return { outcome: AuditOutcome.Void, reason: "reference lacks some of the units" };
+  if (!expected.covered.equals(a.covered))
+    return { outcome: AuditOutcome.Void, reason: "reference lacks some of the units" };
   const same = a.digest.byteLength === expected.digest.byteLength && timingSafeEqual(a.digest, expected.digest);
   return same ? { outcome: AuditOutcome.Passed } : { outcome: AuditOutcome.Failed, reason: "digest mismatch" };
 }

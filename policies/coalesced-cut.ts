@@ -11,7 +11,8 @@ import { CutStream, cutWeight, type SurvivalReport } from "./survival-report.ts"
  * raw claims only. Pure.
  */
 export function withCoalescedStream(raw: SurvivalReport, image: SurvivalReport | undefined): SurvivalReport {
-  if (image === undefined || image.cut === null || (raw.cut !== null && cutWeight(image.cut) <= cutWeight(raw.cut))) return raw;
+  if (image === undefined || image.cut === null || (raw.cut !== null && cutWeight(image.cut) <= cutWeight(raw.cut)))
+    return raw;
   return { ...image, stream: CutStream.coalesced };
 }
 
@@ -22,5 +23,15 @@ export function withCoalescedStream(raw: SurvivalReport, image: SurvivalReport |
  */
 export function imagesOnly(state: EvaluationState): EvaluationState | undefined {
   if (!state.holders.some((h) => (h.coalesced?.length ?? 0) > 0)) return undefined;
-  return { ...state, holders: state.holders.map((h) => ({ id: h.id, site: h.site, claims: h.coalesced ?? [], ...(h.audit === undefined ? {} : { audit: h.audit }) })), forwards: [], manifests: state.coalescedManifests ?? [] };
+  return {
+    ...state,
+    holders: state.holders.map((h) => ({
+      id: h.id,
+      site: h.site,
+      claims: h.coalesced ?? [],
+      ...(h.audit === undefined ? {} : { audit: h.audit }),
+    })),
+    forwards: [],
+    manifests: state.coalescedManifests ?? [],
+  };
 }

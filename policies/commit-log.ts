@@ -26,7 +26,12 @@ export function tallyCommits(commits: readonly CommitRun[], lane: string, ranges
     if (oldest === null || run.committedAtMs < oldest) oldest = run.committedAtMs;
   }
   // Folded runs carry an average size per sequence: totals are whole bytes.
-  return { seqs: ranges.count, bytes: Math.round(bytes), unknownSeqs: ranges.count - known.count, oldestCommittedAtMs: oldest };
+  return {
+    seqs: ranges.count,
+    bytes: Math.round(bytes),
+    unknownSeqs: ranges.count - known.count,
+    oldestCommittedAtMs: oldest,
+  };
 }
 
 /**
@@ -48,7 +53,8 @@ export function foldCommitHistory(
   for (const c of runs) {
     const f = floor[c.lane] ?? 0;
     const prev = out[out.length - 1];
-    const foldable = c.last <= f && prev !== undefined && prev.lane === c.lane && prev.last <= f && prev.last + 1 === c.first;
+    const foldable =
+      c.last <= f && prev !== undefined && prev.lane === c.lane && prev.last <= f && prev.last + 1 === c.first;
     const unneeded = c.last < (horizon[c.lane] ?? 0);
     if (!foldable || (!unneeded && c.last - prev.first >= coarseSeqs)) {
       out.push(c);
@@ -56,7 +62,13 @@ export function foldCommitHistory(
     }
     const n1 = prev.last - prev.first + 1;
     const n2 = c.last - c.first + 1;
-    out[out.length - 1] = { lane: c.lane, first: prev.first, last: c.last, committedAtMs: Math.min(prev.committedAtMs, c.committedAtMs), bytesPerSeq: (prev.bytesPerSeq * n1 + c.bytesPerSeq * n2) / (n1 + n2) };
+    out[out.length - 1] = {
+      lane: c.lane,
+      first: prev.first,
+      last: c.last,
+      committedAtMs: Math.min(prev.committedAtMs, c.committedAtMs),
+      bytesPerSeq: (prev.bytesPerSeq * n1 + c.bytesPerSeq * n2) / (n1 + n2),
+    };
   }
   return out;
 }
@@ -65,7 +77,11 @@ export function foldCommitHistory(
  * Where `foldCommitHistory` may fold, per lane: `floor` is the lowest cut a scenario that keeps
  * something keeps (0 when none does), `horizon` the lowest sequence any holder still claims. Pure.
  */
-export function commitHistoryBounds(state: EvaluationState, report: EvaluationReport, lanes: readonly string[]): { floor: Record<string, number>; horizon: Record<string, number> } {
+export function commitHistoryBounds(
+  state: EvaluationState,
+  report: EvaluationReport,
+  lanes: readonly string[],
+): { floor: Record<string, number>; horizon: Record<string, number> } {
   const floor: Record<string, number> = {};
   const horizon: Record<string, number> = {};
   for (const lane of lanes) {
@@ -78,7 +94,8 @@ export function commitHistoryBounds(state: EvaluationState, report: EvaluationRe
     }
     floor[lane] = Number.isFinite(low) ? low : 0;
     let kept = Infinity;
-    for (const h of state.holders) for (const c of h.claims) if (c.lane === lane) kept = Math.min(kept, c.ranges.min ?? Infinity);
+    for (const h of state.holders)
+      for (const c of h.claims) if (c.lane === lane) kept = Math.min(kept, c.ranges.min ?? Infinity);
     horizon[lane] = Number.isFinite(kept) ? kept : 0;
   }
   return { floor, horizon };

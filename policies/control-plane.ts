@@ -73,23 +73,40 @@ const where = (m: ControlPlaneMember) => `${m.id} in ${m.site ?? m.region}`;
  * a replica's disk is kept); a site destruction or partition does. The key authorities survive
  * when one of them does (`keyAuthorityLost` says how the caller judged that).
  */
-export function controlPlaneSurvival(placement: ControlPlanePlacement, sites: readonly Site[], lost: ReadonlyMap<string, LossKind>, volume: string, keyAuthorities: readonly KeyAuthority[], keyAuthorityLost: boolean): ControlPlaneFinding {
+export function controlPlaneSurvival(
+  placement: ControlPlanePlacement,
+  sites: readonly Site[],
+  lost: ReadonlyMap<string, LossKind>,
+  volume: string,
+  keyAuthorities: readonly KeyAuthority[],
+  keyAuthorityLost: boolean,
+): ControlPlaneFinding {
   const replicas = placement.logReplicas.filter((r) => !takenOut(memberDomains(r, sites, []), lost));
   const quorum = Math.floor(placement.logReplicas.length / 2) + 1;
-  const controllers = placement.controllers.filter((c) => !takenOut(memberDomains(c, sites, [`controller:${c.id}`]), lost));
+  const controllers = placement.controllers.filter(
+    (c) => !takenOut(memberDomains(c, sites, [`controller:${c.id}`]), lost),
+  );
   const parts: string[] = [];
   const roles: ControlPlaneRole[] = [];
   if (replicas.length < quorum) {
     roles.push(ControlPlaneRole.quorum);
-    parts.push(`the quorum of control log ${placement.log} (${replicas.length} of ${placement.logReplicas.length} replicas survive, ${quorum} needed: ${placement.logReplicas.map(where).join(", ")})`);
+    parts.push(
+      `the quorum of control log ${placement.log} (${replicas.length} of ${placement.logReplicas.length} replicas survive, ${quorum} needed: ${placement.logReplicas.map(where).join(", ")})`,
+    );
   }
   if (controllers.length === 0) {
     roles.push(ControlPlaneRole.controller);
-    parts.push(placement.controllers.length === 0 ? `every controller of ${volume} (it has none)` : `every controller of ${volume} (${placement.controllers.map(where).join(", ")})`);
+    parts.push(
+      placement.controllers.length === 0
+        ? `every controller of ${volume} (it has none)`
+        : `every controller of ${volume} (${placement.controllers.map(where).join(", ")})`,
+    );
   }
   if (keyAuthorityLost) {
     roles.push(ControlPlaneRole.keyAuthority);
-    parts.push(`every key authority of ${volume} (${keyAuthorities.map((k) => `${k.id} at ${k.site}`).join(", ") || "none"})`);
+    parts.push(
+      `every key authority of ${volume} (${keyAuthorities.map((k) => `${k.id} at ${k.site}`).join(", ") || "none"})`,
+    );
   }
   const reason = parts.length === 0 ? null : `control_plane_lost: destroys ${parts.join("; ")}`;
   return {

@@ -39,20 +39,35 @@ export function legMonthlyCost(bytesPerSec: number, usdPerGB: number, days = 30)
  * Per-leg costs of a stream of `bytesPerSec` over `edges` for `days`: each charge on each edge is
  * its own leg (so a transfer plus a processing fee is two legs). Returns legs and the total.
  */
-export function streamCost(edges: readonly PricedEdge[], bytesPerSec: number, days = 30): { legs: LegCost[]; totalUsd: number } {
+export function streamCost(
+  edges: readonly PricedEdge[],
+  bytesPerSec: number,
+  days = 30,
+): { legs: LegCost[]; totalUsd: number } {
   if (!(bytesPerSec >= 0)) throw new PolicyInputError("bytesPerSec", "must be >= 0");
   const legs: LegCost[] = [];
   edges.forEach((e, i) =>
     e.charges.forEach((c, j) => {
       if (!(c.usdPerGB >= 0)) throw new PolicyInputError(`edges[${i}].charges[${j}].usdPerGB`, "must be >= 0");
-      legs.push({ from: e.from, to: e.to, charge: c.name, usdPerGB: c.usdPerGB, usd: legMonthlyCost(bytesPerSec, c.usdPerGB, days) });
+      legs.push({
+        from: e.from,
+        to: e.to,
+        charge: c.name,
+        usdPerGB: c.usdPerGB,
+        usd: legMonthlyCost(bytesPerSec, c.usdPerGB, days),
+      });
     }),
   );
   return { legs, totalUsd: legs.reduce((a, l) => a + l.usd, 0) };
 }
 
 /** The four separately budgeted kinds of transfer. */
-export const BudgetKind = { steady: "steady", catchUp: "catch_up", repair: "repair", longOutage: "long_outage" } as const;
+export const BudgetKind = {
+  steady: "steady",
+  catchUp: "catch_up",
+  repair: "repair",
+  longOutage: "long_outage",
+} as const;
 export type BudgetKind = (typeof BudgetKind)[keyof typeof BudgetKind];
 
 /** Inputs of a budget plan for one stream over one priced path. */
@@ -83,7 +98,12 @@ export function planBudgets(input: BudgetInput): BudgetPlan {
   const repairBytes = input.repairBytesPerFailure * input.declaredFailuresPerPeriod;
   const backlog = input.bytesPerSec * input.longOutageSec;
   const mk = (bytes: number) => ({ bytes, usd: transferCost(bytes, input.usdPerGBPath) });
-  const budgets = { steady: mk(steadyBytes), catch_up: mk(input.catchUpBytes), repair: mk(repairBytes), long_outage: mk(backlog) };
+  const budgets = {
+    steady: mk(steadyBytes),
+    catch_up: mk(input.catchUpBytes),
+    repair: mk(repairBytes),
+    long_outage: mk(backlog),
+  };
   return { budgets, longOutageBacklogBytes: backlog, totalUsd: Object.values(budgets).reduce((a, b) => a + b.usd, 0) };
 }
 
@@ -93,7 +113,8 @@ export interface CopyPlan {
   readonly required: boolean;
   readonly monthlyUsd: number;
   readonly bytesPerSec: number;
-  readonly alternatives?: readonly { readonly id: string; readonly monthlyUsd: number; readonly qualified: boolean }[] | undefined;
+  readonly alternatives?:
+    readonly { readonly id: string; readonly monthlyUsd: number; readonly qualified: boolean }[] | undefined;
 }
 
 /** What happens to one copy under a spend ceiling. */
@@ -113,11 +134,16 @@ export interface CopyOutcome {
  * exceed the ceiling, each switches to its cheapest cheaper qualified alternative, and any still
  * over gets `backpressure` (the writer must slow rather than acknowledge uncovered work).
  */
-export function applySpendCeiling(copies: readonly CopyPlan[], ceilingUsd: number): { outcomes: CopyOutcome[]; totalUsd: number; overCeiling: boolean } {
+export function applySpendCeiling(
+  copies: readonly CopyPlan[],
+  ceilingUsd: number,
+): { outcomes: CopyOutcome[]; totalUsd: number; overCeiling: boolean } {
   const out = new Map<string, CopyOutcome>();
   let total = 0;
   const required = copies.filter((c) => c.required);
-  const optional = copies.filter((c) => !c.required).sort((a, b) => b.monthlyUsd - a.monthlyUsd || (a.id < b.id ? -1 : 1));
+  const optional = copies
+    .filter((c) => !c.required)
+    .sort((a, b) => b.monthlyUsd - a.monthlyUsd || (a.id < b.id ? -1 : 1));
   for (const c of required) {
     out.set(c.id, { id: c.id, required: true, action: "keep", monthlyUsd: c.monthlyUsd, lagGrowthBytesPerSec: 0 });
     total += c.monthlyUsd;
@@ -125,20 +151,32 @@ export function applySpendCeiling(copies: readonly CopyPlan[], ceilingUsd: numbe
   if (total > ceilingUsd) {
     for (const c of [...required].sort((a, b) => b.monthlyUsd - a.monthlyUsd || (a.id < b.id ? -1 : 1))) {
       if (total <= ceilingUsd) break;
-      const alt = (c.alternatives ?? []).filter((a) => a.qualified && a.monthlyUsd < c.monthlyUsd).sort((a, b) => a.monthlyUsd - b.monthlyUsd || (a.id < b.id ? -1 : 1))[0];
+      const alt = (c.alternatives ?? [])
+        .filter((a) => a.qualified && a.monthlyUsd < c.monthlyUsd)
+        .sort((a, b) => a.monthlyUsd - b.monthlyUsd || (a.id < b.id ? -1 : 1))[0];
       if (alt) {
         total += alt.monthlyUsd - c.monthlyUsd;
-        out.set(c.id, { id: c.id, required: true, action: "alternate_path", via: alt.id, monthlyUsd: alt.monthlyUsd, lagGrowthBytesPerSec: 0 });
+        out.set(c.id, {
+          id: c.id,
+          required: true,
+          action: "alternate_path",
+          via: alt.id,
+          monthlyUsd: alt.monthlyUsd,
+          lagGrowthBytesPerSec: 0,
+        });
       }
     }
-    if (total > ceilingUsd) for (const c of required) if (out.get(c.id)!.action === "keep") out.set(c.id, { ...out.get(c.id)!, action: "backpressure" });
+    if (total > ceilingUsd)
+      for (const c of required)
+        if (out.get(c.id)!.action === "keep") out.set(c.id, { ...out.get(c.id)!, action: "backpressure" });
   }
   let optionalTotal = optional.reduce((a, c) => a + c.monthlyUsd, 0);
   for (const c of optional) {
     if (total + optionalTotal > ceilingUsd) {
       optionalTotal -= c.monthlyUsd;
       out.set(c.id, { id: c.id, required: false, action: "stop", monthlyUsd: 0, lagGrowthBytesPerSec: c.bytesPerSec });
-    } else out.set(c.id, { id: c.id, required: false, action: "keep", monthlyUsd: c.monthlyUsd, lagGrowthBytesPerSec: 0 });
+    } else
+      out.set(c.id, { id: c.id, required: false, action: "keep", monthlyUsd: c.monthlyUsd, lagGrowthBytesPerSec: 0 });
   }
   total += optionalTotal;
   return { outcomes: copies.map((c) => out.get(c.id)!), totalUsd: total, overCeiling: total > ceilingUsd };

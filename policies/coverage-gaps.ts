@@ -20,7 +20,11 @@ export interface CoverageGap {
  * survive the scenario. Closing these gaps is what repair is for — after a restart emptied a
  * holder, after a declared failure, after anything that left a single copy. Pure.
  */
-export function coverageGaps(state: EvaluationState, upTo: Readonly<Record<string, number>>, opts: { readonly optional?: boolean } = {}): CoverageGap[] {
+export function coverageGaps(
+  state: EvaluationState,
+  upTo: Readonly<Record<string, number>>,
+  opts: { readonly optional?: boolean } = {},
+): CoverageGap[] {
   const out: CoverageGap[] = [];
   for (const lane of Object.keys(state.source.lanes)) {
     const limit = Math.min(upTo[lane] ?? 0, state.source.lanes[lane] ?? 0);

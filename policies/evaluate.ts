@@ -21,7 +21,8 @@ function completeForward(state: EvaluationState, view: SurvivorView, f: PendingF
   const source = state.holders.find((h) => h.id === f.from)!;
   if (!siteUsable(view, target.site) || !siteUsable(view, source.site)) return view;
   let moved = RangeSet.EMPTY;
-  for (const lc of view.claims) if (lc.holder === f.from && lc.claim.lane === f.lane) moved = moved.union(lc.claim.ranges.intersect(f.ranges));
+  for (const lc of view.claims)
+    if (lc.holder === f.from && lc.claim.lane === f.lane) moved = moved.union(lc.claim.ranges.intersect(f.ranges));
   if (moved.isEmpty) return view;
   const claim = {
     lane: f.lane,
@@ -48,20 +49,27 @@ export function evaluateTimeline(state: EvaluationState, timeline: Timeline, pat
   const repairs: RepairWindowFinding[] = [];
   timeline.events.forEach((ev, k) => {
     if (k > 0 && ev.afterSec < timeline.minIntervalSec) {
-      throw new PolicyInputError(`${path}.events[${k}].afterSec`, `${ev.afterSec}s is shorter than the timeline's minIntervalSec ${timeline.minIntervalSec}s`);
+      throw new PolicyInputError(
+        `${path}.events[${k}].afterSec`,
+        `${ev.afterSec}s is shorter than the timeline's minIntervalSec ${timeline.minIntervalSec}s`,
+      );
     }
     t += ev.afterSec;
-    while (next < pending.length && pending[next]!.f.completesAfterSec <= t) view = completeForward(state, view, pending[next++]!.f);
+    while (next < pending.length && pending[next]!.f.completesAfterSec <= t)
+      view = completeForward(state, view, pending[next++]!.f);
     const before = view;
     view = applyLosses(state, view, ev.losses);
     // The next step may come minIntervalSec later: the repair of this one must be done by then.
-    if (timeline.repair !== undefined && k < timeline.events.length - 1) repairs.push(repairWindowFinding(state, before, view, k + 1, timeline.minIntervalSec, timeline.repair.site));
+    if (timeline.repair !== undefined && k < timeline.events.length - 1)
+      repairs.push(repairWindowFinding(state, before, view, k + 1, timeline.minIntervalSec, timeline.repair.site));
   });
   const report = reportFromView(state, view, { ...timeline, kind: "timeline" });
   // One sentence however many steps are late (the first one's, counting the rest): reasons stay few.
   const late = repairs.filter((r) => !r.met);
   if (late.length === 0) return report;
-  const reason = late[0]!.reason + (late.length > 1 ? ` (and after ${late.length - 1} later step${late.length > 2 ? "s" : ""})` : "");
+  const reason =
+    late[0]!.reason +
+    (late.length > 1 ? ` (and after ${late.length - 1} later step${late.length > 2 ? "s" : ""})` : "");
   return { ...report, verdict: Verdict.notMet, reasons: [...report.reasons, reason] };
 }
 
@@ -77,7 +85,16 @@ export interface EvaluationReport {
 export function evaluateState(given: EvaluationState): EvaluationReport {
   validateEvaluationState(given);
   // An unproven holder (failed retention audit) may have dropped what it claims: its claims count for nothing.
-  const state = given.holders.some((h) => h.audit === AuditState.Failed) ? { ...given, holders: given.holders.map((h) => (h.audit === AuditState.Failed ? { ...h, claims: [], ...(h.coalesced === undefined ? {} : { coalesced: [] }) } : h)) } : given;
+  const state = given.holders.some((h) => h.audit === AuditState.Failed)
+    ? {
+        ...given,
+        holders: given.holders.map((h) =>
+          h.audit === AuditState.Failed
+            ? { ...h, claims: [], ...(h.coalesced === undefined ? {} : { coalesced: [] }) }
+            : h,
+        ),
+      }
+    : given;
   // Reports (not release decisions) may name a cut from the coalesced stream.
   const images = imagesOnly(state);
   return {
@@ -85,8 +102,15 @@ export function evaluateState(given: EvaluationState): EvaluationReport {
     asOfMs: state.asOfMs,
     acknowledged: { ...state.source.lanes },
     reports: [
-      ...state.scenarios.map((s) => withCoalescedStream(evaluateScenario(state, s), images && evaluateScenario(images, s))),
-      ...state.timelines.map((tl, i) => withCoalescedStream(evaluateTimeline(state, tl, `timelines[${i}]`), images && evaluateTimeline(images, tl, `timelines[${i}]`))),
+      ...state.scenarios.map((s) =>
+        withCoalescedStream(evaluateScenario(state, s), images && evaluateScenario(images, s)),
+      ),
+      ...state.timelines.map((tl, i) =>
+        withCoalescedStream(
+          evaluateTimeline(state, tl, `timelines[${i}]`),
+          images && evaluateTimeline(images, tl, `timelines[${i}]`),
+        ),
+      ),
     ],
   };
 }

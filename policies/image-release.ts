@@ -41,7 +41,9 @@ export function imageReleases(state: EvaluationState, active: (holder: string) =
         const site = siteOf.get(b.holder);
         return site !== undefined && active(b.holder) && views.every((v) => !survives(v) || siteDiskSurvives(v, site));
       };
-      const base = state.bases.filter((b) => (b.cut[lane] ?? -1) > 0 && outlives(b)).sort((a, b) => b.cut[lane]! - a.cut[lane]!)[0];
+      const base = state.bases
+        .filter((b) => (b.cut[lane] ?? -1) > 0 && outlives(b))
+        .sort((a, b) => b.cut[lane]! - a.cut[lane]!)[0];
       if (base === undefined) continue;
       const ranges = held.intersect(RangeSet.of(0, base.cut[lane]!));
       if (!ranges.isEmpty) out.push({ holder: h.id, lane, ranges, base });

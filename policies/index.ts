@@ -34,14 +34,42 @@ export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveCl
 export { manifestSurvives } from "./manifest-survival.ts";
 export { commitHistoryBounds, foldCommitHistory, tallyCommits, type CommitTally } from "./commit-log.ts";
 export { CutStream, lossReasons, SurvivalFlag, type LossFigures, type SurvivalReport } from "./survival-report.ts";
-export { DEFAULT_VERDICT_TIMING, splitLoss, steadyVerdicts, type LossSplit, type SteadyReport, type VerdictMemory, type VerdictTiming } from "./steady-verdict.ts";
-export { controlPlaneSurvival, ControlPlaneRole, type ControlPlanePlacement, type ControlPlaneMember, type ControlPlaneFinding } from "./control-plane.ts";
+export {
+  DEFAULT_VERDICT_TIMING,
+  splitLoss,
+  steadyVerdicts,
+  type LossSplit,
+  type SteadyReport,
+  type VerdictMemory,
+  type VerdictTiming,
+} from "./steady-verdict.ts";
+export {
+  controlPlaneSurvival,
+  ControlPlaneRole,
+  type ControlPlanePlacement,
+  type ControlPlaneMember,
+  type ControlPlaneFinding,
+} from "./control-plane.ts";
 export { withCoalescedStream } from "./coalesced-cut.ts";
 export { recoveryTime, type RecoveryTime, type RecoveryPhases } from "./recovery-time.ts";
 export { evaluateScenario, evaluateTimeline, evaluateState, type EvaluationReport } from "./evaluate.ts";
 export { validateEvaluationState } from "./state-validation.ts";
-export { evaluationStateSchema, parseEvaluationState, parseWith, fieldPath, type EvaluationStateJson } from "./state-schema.ts";
-export { ReleaseDenial, authorizeReleases, withReleases, keepsCut, requiredReports, type ReleaseRequest, type ReleaseDecision } from "./release.ts";
+export {
+  evaluationStateSchema,
+  parseEvaluationState,
+  parseWith,
+  fieldPath,
+  type EvaluationStateJson,
+} from "./state-schema.ts";
+export {
+  ReleaseDenial,
+  authorizeReleases,
+  withReleases,
+  keepsCut,
+  requiredReports,
+  type ReleaseRequest,
+  type ReleaseDecision,
+} from "./release.ts";
 export {
   checkProtectedRamAdmission,
   checkAllProtectedRam,
@@ -87,7 +115,13 @@ export { withoutStaleClaims } from "./release.ts";
 export { SpendGuard, parseSpendConfig, type SpendConfigInput, type SpendReport } from "./spend-budget.ts";
 export { AUDIT_DIGEST_BYTES, auditDigest, auditedUnits, type AuditDigest, type AuditedUnit } from "./audit-digest.ts";
 export { planAudit, sampleSeqs, type AuditPlan } from "./audit-sampling.ts";
-export { AuditOutcome, auditVerdict, type AuditAnswer, type AuditVerdict, type AuditVerdictInput } from "./audit-verdict.ts";
+export {
+  AuditOutcome,
+  auditVerdict,
+  type AuditAnswer,
+  type AuditVerdict,
+  type AuditVerdictInput,
+} from "./audit-verdict.ts";
 export { AuditBook, AuditBudget, AuditState, type HolderAuditRecord } from "./audit-book.ts";
 export {
   RouteTable,
@@ -108,5 +142,9 @@ export {
 } from "./route-measurements.ts";
 export { PathEstimate, type PathEstimateValue, type PathEstimateWindow } from "./path-estimate.ts";
 export { repairWindowFinding, sharedRepairBandwidth, type RepairWindowFinding } from "./repair-window.ts";
-export { choosePersistenceTargets, type PersistenceTargetInput, type PersistenceTargets } from "./persistence-targets.ts";
+export {
+  choosePersistenceTargets,
+  type PersistenceTargetInput,
+  type PersistenceTargets,
+} from "./persistence-targets.ts";
 export { imageReleases, type ImageRelease } from "./image-release.ts";

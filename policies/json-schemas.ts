@@ -8,7 +8,13 @@ import { placementInputSchema } from "./placement-schema.ts";
  */
 export function policyJsonSchemas(): Record<string, object> {
   return {
-    "evaluation-state.schema.json": { title: "custody evaluate: state snapshot", ...z.toJSONSchema(evaluationStateSchema, { io: "input" }) },
-    "placement-input.schema.json": { title: "custody place: candidates and contract", ...z.toJSONSchema(placementInputSchema, { io: "input" }) },
+    "evaluation-state.schema.json": {
+      title: "custody evaluate: state snapshot",
+      ...z.toJSONSchema(evaluationStateSchema, { io: "input" }),
+    },
+    "placement-input.schema.json": {
+      title: "custody place: candidates and contract",
+      ...z.toJSONSchema(placementInputSchema, { io: "input" }),
+    },
   };
 }

@@ -16,6 +16,8 @@ export function manifestSurvives(state: EvaluationState, view: SurvivorView, m: 
     if ((m.residency ?? "disk") === "disk") return siteDiskSurvives(view, holder.site);
     const loss = view.siteLoss.get(holder.site);
     if (loss !== undefined && loss !== LossKind.partition) return false;
-    return view.claims.some((lc) => lc.holder === id && m.cut[lc.claim.lane] !== undefined && lc.claim.ranges.has(m.cut[lc.claim.lane]!));
+    return view.claims.some(
+      (lc) => lc.holder === id && m.cut[lc.claim.lane] !== undefined && lc.claim.ranges.has(m.cut[lc.claim.lane]!),
+    );
   });
 }

@@ -24,7 +24,10 @@ export function widestPathsTo(
   const adj = new Map<string, { to: string; bw: number }[]>();
   for (const l of state.links) {
     if (!linkAlive(view, l)) continue;
-    for (const [a, b] of [[l.from, l.to], [l.to, l.from]] as const) {
+    for (const [a, b] of [
+      [l.from, l.to],
+      [l.to, l.from],
+    ] as const) {
       const list = adj.get(a) ?? [];
       list.push({ to: b, bw: bandwidthOf(l) });
       adj.set(a, list);

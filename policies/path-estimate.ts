@@ -40,11 +40,20 @@ export class PathEstimate {
    * Takes one round: its ping round trips (at least one; PolicyInputError otherwise) and, when the
    * round sent a burst that was acknowledged, its bytes and elapsed time from first send to ack.
    */
-  addRound(rttsMs: readonly number[], burst?: { readonly bytes: number; readonly elapsedMs: number }): PathEstimateValue {
+  addRound(
+    rttsMs: readonly number[],
+    burst?: { readonly bytes: number; readonly elapsedMs: number },
+  ): PathEstimateValue {
     const { rttMs, jitterMs } = summarizeRtts(rttsMs);
     push(this.floors, Math.min(...rttsMs), this.floorRounds);
-    if (burst !== undefined && burst.bytes > 0) push(this.rates, burstThroughput(burst.bytes, burst.elapsedMs, Math.min(...this.floors)), this.burstRounds);
-    return { rttMs, jitterMs, throughputBytesPerSec: this.rates.length === 0 ? null : median(this.rates), bursts: this.rates.length };
+    if (burst !== undefined && burst.bytes > 0)
+      push(this.rates, burstThroughput(burst.bytes, burst.elapsedMs, Math.min(...this.floors)), this.burstRounds);
+    return {
+      rttMs,
+      jitterMs,
+      throughputBytesPerSec: this.rates.length === 0 ? null : median(this.rates),
+      bursts: this.rates.length,
+    };
   }
 }
 

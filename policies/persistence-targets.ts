@@ -69,7 +69,9 @@ export function choosePersistenceTargets(input: PersistenceTargetInput): Persist
       if (chosen.includes(c)) continue;
       let score = 0;
       for (const [n, left] of short) if (left > 0 && needs.get(n)!.has(c)) score++;
-      const better = score > bestScore || (score === bestScore && score > 0 && best !== undefined && current.has(c) && !current.has(best));
+      const better =
+        score > bestScore ||
+        (score === bestScore && score > 0 && best !== undefined && current.has(c) && !current.has(best));
       if (better) [best, bestScore] = [c, score];
     }
     if (best === undefined) break;

@@ -3,7 +3,10 @@ import type { Counters } from "../core/index.ts";
 import type { PlacementInput } from "./placement.ts";
 import { lossSchema, parseWith, siteSchema } from "./state-schema.ts";
 
-const id = z.string().min(1).regex(/^[A-Za-z0-9_\-:.]+$/, "ids use letters, digits, _ - : .");
+const id = z
+  .string()
+  .min(1)
+  .regex(/^[A-Za-z0-9_\-:.]+$/, "ids use letters, digits, _ - : .");
 const nonNeg = z.number().nonnegative();
 const charge = z.strictObject({ name: z.string().min(1), usdPerGB: nonNeg });
 

@@ -50,7 +50,11 @@ export interface PlacementInput {
   readonly sites: readonly Site[];
   readonly candidates: readonly PlacementCandidate[];
   readonly edges: readonly MeasuredEdge[];
-  readonly contract: { readonly maxHolders: number; readonly days: number; readonly scenarios: readonly PlacementScenario[] };
+  readonly contract: {
+    readonly maxHolders: number;
+    readonly days: number;
+    readonly scenarios: readonly PlacementScenario[];
+  };
 }
 
 /** Shapes compared: one holder fed directly, several fed directly, or some fed through a waypoint. */
@@ -97,10 +101,12 @@ function validatePlacement(input: PlacementInput): void {
   const sites = new Set(input.sites.map((s) => s.id));
   if (!sites.has(input.source.site)) throw new UnknownReferenceError("source.site", input.source.site);
   if (input.candidates.length === 0) throw new PolicyInputError("candidates", "at least one candidate is required");
-  if (input.candidates.length > MAX_CANDIDATES) throw new PolicyInputError("candidates", `at most ${MAX_CANDIDATES} candidates are searched`);
+  if (input.candidates.length > MAX_CANDIDATES)
+    throw new PolicyInputError("candidates", `at most ${MAX_CANDIDATES} candidates are searched`);
   const ids = new Set<string>();
   input.candidates.forEach((c, i) => {
-    if (c.id === SOURCE || ids.has(c.id)) throw new PolicyInputError(`candidates[${i}].id`, `duplicate or reserved id "${c.id}"`);
+    if (c.id === SOURCE || ids.has(c.id))
+      throw new PolicyInputError(`candidates[${i}].id`, `duplicate or reserved id "${c.id}"`);
     ids.add(c.id);
     if (!sites.has(c.site)) throw new UnknownReferenceError(`candidates[${i}].site`, c.site);
   });
@@ -111,10 +117,13 @@ function validatePlacement(input: PlacementInput): void {
   });
   input.contract.scenarios.forEach((sc, i) => {
     sc.losses.forEach((l, j) => checkLossDomain(l.domain, `contract.scenarios[${i}].losses[${j}].domain`));
-    sc.preceding?.losses.forEach((l, j) => checkLossDomain(l.domain, `contract.scenarios[${i}].preceding.losses[${j}].domain`));
+    sc.preceding?.losses.forEach((l, j) =>
+      checkLossDomain(l.domain, `contract.scenarios[${i}].preceding.losses[${j}].domain`),
+    );
   });
   const m = input.contract.maxHolders;
-  if (!Number.isInteger(m) || m < 1 || m > 10) throw new PolicyInputError("contract.maxHolders", "must be an integer from 1 to 10");
+  if (!Number.isInteger(m) || m < 1 || m > 10)
+    throw new PolicyInputError("contract.maxHolders", "must be an integer from 1 to 10");
 }
 
 interface Ctx {
@@ -203,7 +212,13 @@ function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
     if (c.residency === "disk" && c.drainBytesPerSec < rate) return null;
     fanOut.set(parent, (fanOut.get(parent) ?? 0) + 1);
     delay.set(child, delay.get(parent)! + oneWayMs(e));
-    edges.push({ from: parent, to: child, delayMs: delay.get(child)! - delay.get(parent)!, monthlyUsd: legMonthlyCost(rate, edgePrice(e), input.contract.days), legs: e.charges.length });
+    edges.push({
+      from: parent,
+      to: child,
+      delayMs: delay.get(child)! - delay.get(parent)!,
+      monthlyUsd: legMonthlyCost(rate, edgePrice(e), input.contract.days),
+      legs: e.charges.length,
+    });
   }
   for (const [n, k] of fanOut) {
     const send = n === SOURCE ? input.source.sendBytesPerSec : ctx.cand.get(n)!.sendBytesPerSec;
@@ -251,7 +266,7 @@ function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
     if (bases.length === 0) return { name: sc.name, required: sc.required, covered: false, lagMs: null };
     // Start from the freshest full-history store, then splice in tails that reach back to it.
     let lag = Math.min(...bases.map(lagOf));
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       for (const h of alive) {
         const l = lagOf(h);
@@ -263,7 +278,8 @@ function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
     }
     return { name: sc.name, required: sc.required, covered: lag <= sc.maxLagMs, lagMs: lag };
   });
-  const monthlyUsd = edges.reduce((a, e) => a + e.monthlyUsd, 0) + holders.reduce((a, h) => a + ctx.cand.get(h)!.monthlyUsd, 0);
+  const monthlyUsd =
+    edges.reduce((a, e) => a + e.monthlyUsd, 0) + holders.reduce((a, h) => a + ctx.cand.get(h)!.monthlyUsd, 0);
   return {
     shape: shapeOf(tree),
     holders,
@@ -276,7 +292,11 @@ function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
 }
 
 /** Grows a tree from the source over `members`, each step taking the edge `rank` likes best. */
-function growTree(ctx: Ctx, members: readonly string[], rank: (e: MeasuredEdge, parentDelay: number) => number): Tree | null {
+function growTree(
+  ctx: Ctx,
+  members: readonly string[],
+  rank: (e: MeasuredEdge, parentDelay: number) => number,
+): Tree | null {
   const tree: Tree = new Map();
   const delay = new Map<string, number>([[SOURCE, 0]]);
   const left = new Set(members);
@@ -383,6 +403,9 @@ export function placeCustody(input: PlacementInput): PlacementResult {
       if (better(g, chosen)) chosen = g;
     }
   }
-  if (!chosen) throw new InfeasiblePlacementError("no custody graph among the candidates meets every required scenario", { graphsConsidered: considered });
+  if (!chosen)
+    throw new InfeasiblePlacementError("no custody graph among the candidates meets every required scenario", {
+      graphsConsidered: considered,
+    });
   return { chosen, byShape, graphsConsidered: considered };
 }

@@ -57,7 +57,10 @@ export function admissibleQueueBytes(b: HoldUpBudget, drainBytesPerSec: number):
  * whichever is lower. With equal queues this is exactly the rate `checkProtectedRamAdmission`
  * judges the node by, so a holder that admits by it never claims what the group check refuses.
  */
-export function effectiveDrainBytesPerSec(ownBytesPerSec: number, shared?: { readonly capacityBytesPerSec: number; readonly sharers: number }): number {
+export function effectiveDrainBytesPerSec(
+  ownBytesPerSec: number,
+  shared?: { readonly capacityBytesPerSec: number; readonly sharers: number },
+): number {
   if (shared === undefined) return ownBytesPerSec;
   return Math.min(ownBytesPerSec, shared.capacityBytesPerSec / Math.max(1, shared.sharers));
 }
@@ -89,18 +92,32 @@ export interface ProtectedRamVerdict {
  * link or power supply drains at the same moment and splits the shared target and link. Throws
  * PolicyInputError for an unknown node or non-positive throughput.
  */
-export function checkProtectedRamAdmission(nodes: readonly ProtectedRamNode[], capacities: DrainCapacities, nodeId: string): ProtectedRamVerdict {
+export function checkProtectedRamAdmission(
+  nodes: readonly ProtectedRamNode[],
+  capacities: DrainCapacities,
+  nodeId: string,
+): ProtectedRamVerdict {
   const node = nodes.find((n) => n.id === nodeId);
   if (!node) throw new PolicyInputError("node", `unknown protected-RAM node "${nodeId}"`);
   nodes.forEach((n, i) => {
-    if (!(n.reservedDrainBytesPerSec > 0)) throw new PolicyInputError(`nodes[${i}].reservedDrainBytesPerSec`, "must be > 0");
+    if (!(n.reservedDrainBytesPerSec > 0))
+      throw new PolicyInputError(`nodes[${i}].reservedDrainBytesPerSec`, "must be > 0");
   });
   const together = nodes.filter(
-    (n) => n.drainTarget === node.drainTarget || n.controller === node.controller || n.link === node.link || n.powerSupply === node.powerSupply,
+    (n) =>
+      n.drainTarget === node.drainTarget ||
+      n.controller === node.controller ||
+      n.link === node.link ||
+      n.powerSupply === node.powerSupply,
   );
   let drainSec = node.queuedProtectedBytes / node.reservedDrainBytesPerSec;
   let bottleneck = "own";
-  const shared = (kind: "target" | "link", key: string, cap: number | undefined, uses: (n: ProtectedRamNode) => boolean) => {
+  const shared = (
+    kind: "target" | "link",
+    key: string,
+    cap: number | undefined,
+    uses: (n: ProtectedRamNode) => boolean,
+  ) => {
     if (cap === undefined) return;
     if (!(cap > 0)) throw new PolicyInputError(`capacities.${kind}s.${key}`, "must be > 0");
     const load = together.filter(uses).reduce((a, n) => a + n.queuedProtectedBytes, 0);
@@ -126,7 +143,10 @@ export function checkProtectedRamAdmission(nodes: readonly ProtectedRamNode[], c
 }
 
 /** Checks every node; the group is admissible only if all verdicts are. Deterministic order (input order). */
-export function checkAllProtectedRam(nodes: readonly ProtectedRamNode[], capacities: DrainCapacities): ProtectedRamVerdict[] {
+export function checkAllProtectedRam(
+  nodes: readonly ProtectedRamNode[],
+  capacities: DrainCapacities,
+): ProtectedRamVerdict[] {
   return nodes.map((n) => checkProtectedRamAdmission(nodes, capacities, n.id));
 }
 
@@ -136,11 +156,18 @@ export function checkAllProtectedRam(nodes: readonly ProtectedRamNode[], capacit
  * otherwise be judged as if each had the whole device to itself.
  */
 export function requireSharedCapacities(nodes: readonly ProtectedRamNode[], capacities: DrainCapacities): void {
-  for (const [kind, key, caps] of [["targets", "drainTarget", capacities.targets], ["links", "link", capacities.links]] as const) {
+  for (const [kind, key, caps] of [
+    ["targets", "drainTarget", capacities.targets],
+    ["links", "link", capacities.links],
+  ] as const) {
     const users = new Map<string, number>();
     for (const n of nodes) users.set(n[key], (users.get(n[key]) ?? 0) + 1);
     for (const [id, count] of users) {
-      if (count > 1 && caps[id] === undefined) throw new PolicyInputError(`capacities.${kind}.${id}`, `is shared by ${count} nodes and needs a capacity (bytes/s)`);
+      if (count > 1 && caps[id] === undefined)
+        throw new PolicyInputError(
+          `capacities.${kind}.${id}`,
+          `is shared by ${count} nodes and needs a capacity (bytes/s)`,
+        );
     }
   }
 }
@@ -167,7 +194,12 @@ export const protectedRamInputSchema = z.strictObject({
       }),
     )
     .min(1),
-  capacities: z.strictObject({ targets: z.record(name, z.number().finite().positive()).default({}), links: z.record(name, z.number().finite().positive()).default({}) }).default({ targets: {}, links: {} }),
+  capacities: z
+    .strictObject({
+      targets: z.record(name, z.number().finite().positive()).default({}),
+      links: z.record(name, z.number().finite().positive()).default({}),
+    })
+    .default({ targets: {}, links: {} }),
 });
 
 /** Parses and checks `custody admit` input; throws PolicyInputError naming the first bad path. */
@@ -213,7 +245,12 @@ export type ProtectionStatus = (typeof ProtectionStatus)[keyof typeof Protection
 
 /** The host's evidence as the bound's terms (seconds). */
 function holdUpOf(e: HostProtectedRamEvidence): HoldUpBudget {
-  return { detectionSec: e.detectionMs / 1000, persistenceCompletionSec: e.persistenceCompletionMs / 1000, marginSec: e.marginMs / 1000, usableHoldUpSec: e.holdUpMs / 1000 };
+  return {
+    detectionSec: e.detectionMs / 1000,
+    persistenceCompletionSec: e.persistenceCompletionMs / 1000,
+    marginSec: e.marginMs / 1000,
+    usableHoldUpSec: e.holdUpMs / 1000,
+  };
 }
 
 /** The drain rate the host counts on: its own, or its share of a drain target it shares. */
@@ -230,7 +267,12 @@ export function preservationTimeMs(e: HostProtectedRamEvidence, queuedBytes: num
  * Judges whether `queuedBytes` may be receipted as protected RAM at time `now`. Guarantees `ok` only
  * when every condition holds; the first failing condition is returned otherwise. Pure.
  */
-export function protectionStatus(e: HostProtectedRamEvidence, queuedBytes: number, now: number, opts: { maxEvidenceAgeMs: number; minBatteryHealth: number }): ProtectionStatus {
+export function protectionStatus(
+  e: HostProtectedRamEvidence,
+  queuedBytes: number,
+  now: number,
+  opts: { maxEvidenceAgeMs: number; minBatteryHealth: number },
+): ProtectionStatus {
   const usable = evidenceUsable(e, now, opts);
   if (usable !== ProtectionStatus.Ok) return usable;
   if (queuedBytes > e.protectedBytes) return ProtectionStatus.CapacityExceeded;
@@ -239,7 +281,11 @@ export function protectionStatus(e: HostProtectedRamEvidence, queuedBytes: numbe
 }
 
 /** The evidence conditions that do not depend on the queue: autonomous path, freshness, battery. */
-function evidenceUsable(e: HostProtectedRamEvidence, now: number, opts: { maxEvidenceAgeMs: number; minBatteryHealth: number }): ProtectionStatus {
+function evidenceUsable(
+  e: HostProtectedRamEvidence,
+  now: number,
+  opts: { maxEvidenceAgeMs: number; minBatteryHealth: number },
+): ProtectionStatus {
   if (!e.autonomousPreservation) return ProtectionStatus.NoAutonomousPath;
   if (now - e.measuredAt > opts.maxEvidenceAgeMs) return ProtectionStatus.StaleEvidence;
   if (e.batteryHealth < opts.minBatteryHealth) return ProtectionStatus.BatteryDegraded;
@@ -259,7 +305,12 @@ export function protectedAdmissionLimit(e: HostProtectedRamEvidence): number {
  * the admission limit less what is queued in RAM and already promised. Infinity when the evidence
  * is unusable now (nothing is receipted as protected, so the bound limits nothing). Pure.
  */
-export function protectedCreditHeadroom(e: HostProtectedRamEvidence, queuedAndPromisedBytes: number, now: number, opts: { maxEvidenceAgeMs: number; minBatteryHealth: number }): number {
+export function protectedCreditHeadroom(
+  e: HostProtectedRamEvidence,
+  queuedAndPromisedBytes: number,
+  now: number,
+  opts: { maxEvidenceAgeMs: number; minBatteryHealth: number },
+): number {
   if (evidenceUsable(e, now, opts) !== ProtectionStatus.Ok) return Infinity;
   return Math.max(0, protectedAdmissionLimit(e) - queuedAndPromisedBytes);
 }

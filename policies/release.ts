@@ -99,7 +99,8 @@ export function keepsCut(before: SurvivalReport, after: SurvivalReport): boolean
 export function authorizeReleases(state: EvaluationState, requests: readonly ReleaseRequest[]): ReleaseDecision[] {
   validateEvaluationState(state);
   requests.forEach((r, i) => {
-    if (!state.holders.some((h) => h.id === r.holder)) throw new UnknownReferenceError(`releases[${i}].holder`, r.holder);
+    if (!state.holders.some((h) => h.id === r.holder))
+      throw new UnknownReferenceError(`releases[${i}].holder`, r.holder);
     if (!(r.lane in state.source.lanes)) throw new UnknownReferenceError(`releases[${i}].lane`, r.lane);
   });
   const baseline = requiredReports(state);
@@ -114,16 +115,29 @@ export function authorizeReleases(state: EvaluationState, requests: readonly Rel
     let retained = RangeSet.EMPTY;
     for (const c of held) retained = retained.union(c.ranges);
     if (!retained.coversAll(req.ranges)) reasons.add(ReleaseDenial.notRetained);
-    if (held.some((c) => c.retainUntilMs !== undefined && c.retainUntilMs > state.asOfMs && c.ranges.intersects(req.ranges))) {
+    if (
+      held.some(
+        (c) => c.retainUntilMs !== undefined && c.retainUntilMs > state.asOfMs && c.ranges.intersects(req.ranges),
+      )
+    ) {
       reasons.add(ReleaseDenial.retentionWindow);
     }
-    if (state.pins.some((p) => p.holder === req.holder && p.lane === req.lane && p.ranges.intersects(req.ranges))) reasons.add(ReleaseDenial.pitrPin);
-    if (state.recoveries.some((r) => r.lane === req.lane && r.ranges.intersects(req.ranges) && (r.sources === undefined || r.sources.includes(req.holder)))) {
+    if (state.pins.some((p) => p.holder === req.holder && p.lane === req.lane && p.ranges.intersects(req.ranges)))
+      reasons.add(ReleaseDenial.pitrPin);
+    if (
+      state.recoveries.some(
+        (r) =>
+          r.lane === req.lane &&
+          r.ranges.intersects(req.ranges) &&
+          (r.sources === undefined || r.sources.includes(req.holder)),
+      )
+    ) {
       reasons.add(ReleaseDenial.recoveryInFlight);
     }
     // A successor is necessary (someone else still has it, or a base already includes it) ...
     let successor = RangeSet.EMPTY;
-    for (const h of current.holders) if (h.id !== req.holder) for (const c of h.claims) if (c.lane === req.lane) successor = successor.union(c.ranges);
+    for (const h of current.holders)
+      if (h.id !== req.holder) for (const c of h.claims) if (c.lane === req.lane) successor = successor.union(c.ranges);
     for (const b of current.bases) {
       const through = b.cut[req.lane];
       if (through !== undefined && through >= 0) successor = successor.union(RangeSet.of(0, through));

@@ -10,7 +10,11 @@ import { liveRanges, siteUsable, type SurvivorView } from "./survivor-view.ts";
  * What a link has left for repair under failure load: its (measured or configured) bandwidth
  * minus the steady load measured on it from sending sites that survive. Never negative. Pure.
  */
-export function sharedRepairBandwidth(link: Link, loads: readonly LinkLoad[], senderSurvives: (site: string) => boolean): number {
+export function sharedRepairBandwidth(
+  link: Link,
+  loads: readonly LinkLoad[],
+  senderSurvives: (site: string) => boolean,
+): number {
   let load = 0;
   for (const l of loads) if (l.link === link.id && senderSurvives(l.fromSite)) load += l.bytesPerSec;
   return Math.max(0, link.bandwidthBytesPerSec - load);
@@ -33,7 +37,8 @@ export interface RepairWindowFinding {
   readonly reason: string;
 }
 
-const fmtBytes = (b: number) => (b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${b} B`);
+const fmtBytes = (b: number) =>
+  b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${b} B`;
 
 /**
  * The repair after step `step` (1-based): every range a holder lost in that step and a survivor
@@ -43,7 +48,14 @@ const fmtBytes = (b: number) => (b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} M
  * the recovery phases of `state.recovery` plus that transfer. It is met when it is at most
  * `windowSec`, the time until the next allowed failure. Pure.
  */
-export function repairWindowFinding(state: EvaluationState, before: SurvivorView, after: SurvivorView, step: number, windowSec: number, repairSite: string): RepairWindowFinding {
+export function repairWindowFinding(
+  state: EvaluationState,
+  before: SurvivorView,
+  after: SurvivorView,
+  step: number,
+  windowSec: number,
+  repairSite: string,
+): RepairWindowFinding {
   const kept = new Set(after.claims);
   const lost = before.claims.filter((lc) => !kept.has(lc));
   const loads = state.linkLoads ?? [];
@@ -77,10 +89,15 @@ export function repairWindowFinding(state: EvaluationState, before: SurvivorView
     if (!need.isEmpty) bounded = false;
   }
   // Measured when the bottleneck (a link whose share equals the narrowest) carries a measured bandwidth.
-  const measured = narrowest !== null && [...linkById.values()].some((l) => l.measuredAgeMs !== undefined && residual(l) === narrowest);
+  const measured =
+    narrowest !== null &&
+    [...linkById.values()].some((l) => l.measuredAgeMs !== undefined && residual(l) === narrowest);
   const repairSec = bounded ? recoveryTime(state.recovery, missingBytes, transferSec).totalSec : null;
   const met = repairSec !== null && repairSec <= windowSec;
-  const over = narrowest === null ? "" : ` (${fmtBytes(missingBytes)} over ${fmtBytes(narrowest)}/s ${measured ? "measured" : "configured"}, shared with surviving traffic)`;
+  const over =
+    narrowest === null
+      ? ""
+      : ` (${fmtBytes(missingBytes)} over ${fmtBytes(narrowest)}/s ${measured ? "measured" : "configured"}, shared with surviving traffic)`;
   const reason = met
     ? ""
     : repairSec === null

@@ -58,7 +58,8 @@ export function median(xs: readonly number[]): number {
 export function summarizeRtts(samplesMs: readonly number[]): { rttMs: number; jitterMs: number } {
   if (samplesMs.length === 0) throw new PolicyInputError("rttSamples", "at least one round trip is needed");
   samplesMs.forEach((x, i) => {
-    if (!Number.isFinite(x) || x < 0) throw new PolicyInputError(`rttSamples[${i}]`, `round trip ${x} is not a non-negative number`);
+    if (!Number.isFinite(x) || x < 0)
+      throw new PolicyInputError(`rttSamples[${i}]`, `round trip ${x} is not a non-negative number`);
   });
   let d = 0;
   for (let i = 1; i < samplesMs.length; i++) d += Math.abs(samplesMs[i]! - samplesMs[i - 1]!);
@@ -97,7 +98,8 @@ export interface ProbeShape {
  */
 export function planProbeRound(budgetBytes: number, peers: readonly string[], shape: ProbeShape): PeerProbePlan[] {
   if (!(budgetBytes >= 0)) throw new PolicyInputError("budgetBytes", "must be a non-negative number");
-  if (!(shape.pingBytes > 0) || !(shape.frameBytes > 0) || !(shape.pings >= 0)) throw new PolicyInputError("probe", "ping and frame sizes must be positive");
+  if (!(shape.pingBytes > 0) || !(shape.frameBytes > 0) || !(shape.pings >= 0))
+    throw new PolicyInputError("probe", "ping and frame sizes must be positive");
   if (peers.length === 0) return [];
   const share = Math.floor(budgetBytes / peers.length);
   return [...peers].sort().map((peer) => {
@@ -130,7 +132,8 @@ export class RouteTable {
     this.byPair.set(key, m);
     if (this.byPair.size > this.maxEntries) {
       let stalest: string | undefined;
-      for (const [k, v] of this.byPair) if (stalest === undefined || v.measuredAtMs < this.byPair.get(stalest)!.measuredAtMs) stalest = k;
+      for (const [k, v] of this.byPair)
+        if (stalest === undefined || v.measuredAtMs < this.byPair.get(stalest)!.measuredAtMs) stalest = k;
       this.byPair.delete(stalest!);
     }
   }
@@ -145,14 +148,25 @@ export class RouteTable {
  * Per site pair, the newest measurement younger than `maxAgeMs` at `nowMs` (either direction),
  * and the summed steady load of every fresh measurement on that pair, by sending site.
  */
-export function freshRoutesBySitePair(routes: readonly RouteMeasurement[], nowMs: number, maxAgeMs: number): Map<string, { newest: RouteMeasurement; withThroughput?: RouteMeasurement; loads: Map<string, number> }> {
-  const out = new Map<string, { newest: RouteMeasurement; withThroughput?: RouteMeasurement; loads: Map<string, number> }>();
+export function freshRoutesBySitePair(
+  routes: readonly RouteMeasurement[],
+  nowMs: number,
+  maxAgeMs: number,
+): Map<string, { newest: RouteMeasurement; withThroughput?: RouteMeasurement; loads: Map<string, number> }> {
+  const out = new Map<
+    string,
+    { newest: RouteMeasurement; withThroughput?: RouteMeasurement; loads: Map<string, number> }
+  >();
   for (const m of routes) {
     if (nowMs - m.measuredAtMs > maxAgeMs || m.fromSite === m.toSite) continue;
     const key = sitePairKey(m.fromSite, m.toSite);
     const e = out.get(key) ?? { newest: m, loads: new Map<string, number>() };
     if (m.measuredAtMs > e.newest.measuredAtMs) e.newest = m;
-    if (m.throughputBytesPerSec !== null && (e.withThroughput === undefined || m.measuredAtMs > e.withThroughput.measuredAtMs)) e.withThroughput = m;
+    if (
+      m.throughputBytesPerSec !== null &&
+      (e.withThroughput === undefined || m.measuredAtMs > e.withThroughput.measuredAtMs)
+    )
+      e.withThroughput = m;
     e.loads.set(m.fromSite, (e.loads.get(m.fromSite) ?? 0) + m.loadBytesPerSec);
     out.set(key, e);
   }
@@ -164,13 +178,25 @@ export function freshRoutesBySitePair(routes: readonly RouteMeasurement[], nowMs
  * RTT, jitter and bandwidth; charges and dependencies stay configured. Returns the edges and,
  * per edge, which values were measured and how old they are. Pure.
  */
-export function withMeasuredEdges(edges: readonly MeasuredEdge[], routes: readonly RouteMeasurement[], nowMs: number, maxAgeMs: number): { edges: MeasuredEdge[]; sources: EdgeSource[] } {
+export function withMeasuredEdges(
+  edges: readonly MeasuredEdge[],
+  routes: readonly RouteMeasurement[],
+  nowMs: number,
+  maxAgeMs: number,
+): { edges: MeasuredEdge[]; sources: EdgeSource[] } {
   const fresh = freshRoutesBySitePair(routes, nowMs, maxAgeMs);
   const sources: EdgeSource[] = [];
   const out = edges.map((e) => {
     const f = fresh.get(sitePairKey(e.from, e.to));
     if (f === undefined) {
-      sources.push({ from: e.from, to: e.to, source: ValueSource.configured, rtt: ValueSource.configured, bandwidth: ValueSource.configured, ageMs: null });
+      sources.push({
+        from: e.from,
+        to: e.to,
+        source: ValueSource.configured,
+        rtt: ValueSource.configured,
+        bandwidth: ValueSource.configured,
+        ageMs: null,
+      });
       return e;
     }
     const bw = f.withThroughput?.throughputBytesPerSec ?? null;
@@ -182,7 +208,12 @@ export function withMeasuredEdges(edges: readonly MeasuredEdge[], routes: readon
       bandwidth: bw === null ? ValueSource.configured : ValueSource.measured,
       ageMs: Math.max(0, nowMs - f.newest.measuredAtMs),
     });
-    return { ...e, rttMs: f.newest.rttMs, jitterMs: f.newest.jitterMs, bandwidthBytesPerSec: bw ?? e.bandwidthBytesPerSec };
+    return {
+      ...e,
+      rttMs: f.newest.rttMs,
+      jitterMs: f.newest.jitterMs,
+      bandwidthBytesPerSec: bw ?? e.bandwidthBytesPerSec,
+    };
   });
   return { edges: out, sources };
 }
@@ -199,13 +230,19 @@ export interface LinkLoad {
  * link then carries `measuredAgeMs`), plus the steady load measured on each link by sending
  * site. Pure.
  */
-export function withMeasuredLinks(links: readonly Link[], routes: readonly RouteMeasurement[], nowMs: number, maxAgeMs: number): { links: Link[]; loads: LinkLoad[] } {
+export function withMeasuredLinks(
+  links: readonly Link[],
+  routes: readonly RouteMeasurement[],
+  nowMs: number,
+  maxAgeMs: number,
+): { links: Link[]; loads: LinkLoad[] } {
   const fresh = freshRoutesBySitePair(routes, nowMs, maxAgeMs);
   const loads: LinkLoad[] = [];
   const out = links.map((l) => {
     const f = fresh.get(sitePairKey(l.from, l.to));
     if (f === undefined) return l;
-    for (const [fromSite, bytesPerSec] of [...f.loads].sort()) if (bytesPerSec > 0) loads.push({ link: l.id, fromSite, bytesPerSec });
+    for (const [fromSite, bytesPerSec] of [...f.loads].sort())
+      if (bytesPerSec > 0) loads.push({ link: l.id, fromSite, bytesPerSec });
     const m = f.withThroughput;
     if (m === undefined || m.throughputBytesPerSec === null) return l;
     return { ...l, bandwidthBytesPerSec: m.throughputBytesPerSec, measuredAgeMs: Math.max(0, nowMs - m.measuredAtMs) };

@@ -46,5 +46,12 @@ export function memoryNeeded(input: MemorySizingInput): MemorySizing {
   const burstBytes = nonNegative(input.burstBytes ?? 0, "burstBytes");
   const pinnedBytes = nonNegative(input.pinnedBytes ?? 0, "pinnedBytes");
   const creditBytes = nonNegative(input.creditBytes ?? 0, "creditBytes");
-  return { steadyBytes, outageBacklogBytes, burstBytes, pinnedBytes, creditBytes, totalBytes: steadyBytes + outageBacklogBytes + burstBytes + pinnedBytes + creditBytes };
+  return {
+    steadyBytes,
+    outageBacklogBytes,
+    burstBytes,
+    pinnedBytes,
+    creditBytes,
+    totalBytes: steadyBytes + outageBacklogBytes + burstBytes + pinnedBytes + creditBytes,
+  };
 }

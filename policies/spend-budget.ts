@@ -1,5 +1,14 @@
 import { z } from "zod";
-import { applySpendCeiling, BudgetKind, planBudgets, streamCost, transferCost, type BudgetPlan, type LegCost, type PricedEdge } from "./cost.ts";
+import {
+  applySpendCeiling,
+  BudgetKind,
+  planBudgets,
+  streamCost,
+  transferCost,
+  type BudgetPlan,
+  type LegCost,
+  type PricedEdge,
+} from "./cost.ts";
 import { PolicyInputError } from "./policy-errors.ts";
 import { parseWith } from "./state-schema.ts";
 
@@ -40,7 +49,13 @@ export const spendConfigSchema = z.strictObject({
       declaredFailuresPerPeriod: nonNeg,
       longOutageSec: nonNeg,
     })
-    .default({ bytesPerSec: 0, catchUpBytes: 0, repairBytesPerFailure: 0, declaredFailuresPerPeriod: 0, longOutageSec: 0 }),
+    .default({
+      bytesPerSec: 0,
+      catchUpBytes: 0,
+      repairBytesPerFailure: 0,
+      declaredFailuresPerPeriod: 0,
+      longOutageSec: 0,
+    }),
 });
 export type SpendConfig = z.infer<typeof spendConfigSchema>;
 export type SpendConfigInput = z.input<typeof spendConfigSchema>;
@@ -49,13 +64,18 @@ export type SpendConfigInput = z.input<typeof spendConfigSchema>;
 export function parseSpendConfig(raw: unknown): SpendConfig {
   const c = parseWith(spendConfigSchema, raw);
   c.steadyPath.forEach((i, n) => {
-    if (c.edges[i] === undefined) throw new PolicyInputError(`steadyPath[${n}]`, `no edge ${i} (there are ${c.edges.length})`);
+    if (c.edges[i] === undefined)
+      throw new PolicyInputError(`steadyPath[${n}]`, `no edge ${i} (there are ${c.edges.length})`);
   });
   return c;
 }
 
 /** Why optional work was refused. */
-export const SpendRefusal = { ceiling: "spend_ceiling", budget: "budget_exhausted", unpriced: "unpriced_path" } as const;
+export const SpendRefusal = {
+  ceiling: "spend_ceiling",
+  budget: "budget_exhausted",
+  unpriced: "unpriced_path",
+} as const;
 export type SpendRefusal = (typeof SpendRefusal)[keyof typeof SpendRefusal];
 
 /** One transfer the controller wants to start. */
@@ -70,7 +90,9 @@ export interface WorkRequest {
 }
 
 /** What the guard decided for one request, with its price. */
-export type WorkDecision = { readonly allowed: true; readonly usd: number } | { readonly allowed: false; readonly usd: number | null; readonly reason: SpendRefusal };
+export type WorkDecision =
+  | { readonly allowed: true; readonly usd: number }
+  | { readonly allowed: false; readonly usd: number | null; readonly reason: SpendRefusal };
 
 /** What the status document reports about spend in the current period. */
 export interface SpendReport {
@@ -79,7 +101,13 @@ export interface SpendReport {
   /** Planned (budgets) plus spent above plan: what this period is on course to cost. */
   readonly projectedUsd: number;
   readonly overCeiling: boolean;
-  readonly budgets: { readonly kind: BudgetKind; readonly budgetBytes: number; readonly spentBytes: number; readonly budgetUsd: number; readonly spentUsd: number }[];
+  readonly budgets: {
+    readonly kind: BudgetKind;
+    readonly budgetBytes: number;
+    readonly spentBytes: number;
+    readonly budgetUsd: number;
+    readonly spentUsd: number;
+  }[];
   readonly steadyLegs: LegCost[];
   readonly refusedOptional: number;
 }
@@ -87,7 +115,12 @@ export interface SpendReport {
 /** The spend period: budgets and the ceiling are per 30 days. */
 export const PERIOD_MS = 30 * 86_400_000;
 
-const emptySpend = (): Record<BudgetKind, { bytes: number; usd: number }> => ({ steady: { bytes: 0, usd: 0 }, catch_up: { bytes: 0, usd: 0 }, repair: { bytes: 0, usd: 0 }, long_outage: { bytes: 0, usd: 0 } });
+const emptySpend = (): Record<BudgetKind, { bytes: number; usd: number }> => ({
+  steady: { bytes: 0, usd: 0 },
+  catch_up: { bytes: 0, usd: 0 },
+  repair: { bytes: 0, usd: 0 },
+  long_outage: { bytes: 0, usd: 0 },
+});
 
 /**
  * Spend of the current period, by budget kind, and the decisions on new work. Spend is counted
@@ -114,7 +147,11 @@ export class SpendGuard {
     const dearest = Math.max(0, ...config.edges.map((e) => e.charges.reduce((a, c) => a + c.usdPerGB, 0)));
     const otherPlan = planBudgets({ ...config.plan, usdPerGBPath: dearest });
     const budgets = { ...otherPlan.budgets, steady: steadyPlan.budgets.steady };
-    this.plan = { budgets, longOutageBacklogBytes: otherPlan.longOutageBacklogBytes, totalUsd: Object.values(budgets).reduce((a, b) => a + b.usd, 0) };
+    this.plan = {
+      budgets,
+      longOutageBacklogBytes: otherPlan.longOutageBacklogBytes,
+      totalUsd: Object.values(budgets).reduce((a, b) => a + b.usd, 0),
+    };
   }
 
   /** Starts a new period when the current one is over (spend resets; budgets are per period). */
@@ -182,7 +219,13 @@ export class SpendGuard {
       periodStartMs: this.periodStartMs,
       projectedUsd,
       overCeiling: projectedUsd > this.config.monthlyCeilingUsd,
-      budgets: Object.values(BudgetKind).map((kind) => ({ kind, budgetBytes: this.plan.budgets[kind].bytes, spentBytes: this.spent[kind].bytes, budgetUsd: this.plan.budgets[kind].usd, spentUsd: this.spent[kind].usd })),
+      budgets: Object.values(BudgetKind).map((kind) => ({
+        kind,
+        budgetBytes: this.plan.budgets[kind].bytes,
+        spentBytes: this.spent[kind].bytes,
+        budgetUsd: this.plan.budgets[kind].usd,
+        spentUsd: this.spent[kind].usd,
+      })),
       steadyLegs: this.steadyLegs,
       refusedOptional: this.refused,
     };

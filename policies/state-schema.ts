@@ -5,7 +5,10 @@ import type { EvaluationState } from "./evaluation-state.ts";
 import { PolicyInputError } from "./policy-errors.ts";
 import { validateEvaluationState } from "./state-validation.ts";
 
-const id = z.string().min(1).regex(/^[A-Za-z0-9_\-:.]+$/, "ids use letters, digits, _ - : .");
+const id = z
+  .string()
+  .min(1)
+  .regex(/^[A-Za-z0-9_\-:.]+$/, "ids use letters, digits, _ - : .");
 const seq = z.number().int().nonnegative();
 const nonNeg = z.number().nonnegative();
 const ranges = z
@@ -71,7 +74,12 @@ const claimSchema = z.strictObject({
 /** A control-log replica or controller: its region, or the site it runs at. */
 const controlMemberSchema = z.strictObject({ id, region: id, site: id.optional() });
 
-const manifestSchema = z.strictObject({ id, cut, holders: z.array(id).min(1), residency: z.enum(["ram", "disk"]).optional() });
+const manifestSchema = z.strictObject({
+  id,
+  cut,
+  holders: z.array(id).min(1),
+  residency: z.enum(["ram", "disk"]).optional(),
+});
 
 /** zod schema of the JSON form of an EvaluationState (ranges as [[first, last], ...]). */
 export const evaluationStateSchema = z.strictObject({
@@ -79,15 +87,36 @@ export const evaluationStateSchema = z.strictObject({
   asOfMs: nonNeg,
   staleAfterMs: nonNeg,
   source: z.strictObject({ site: id, lanes: cut }),
-  commits: z.array(z.strictObject({ lane: id, first: seq, last: seq, committedAtMs: nonNeg, bytesPerSeq: nonNeg })).default([]),
+  commits: z
+    .array(z.strictObject({ lane: id, first: seq, last: seq, committedAtMs: nonNeg, bytesPerSeq: nonNeg }))
+    .default([]),
   sites: z.array(siteSchema).min(1),
-  holders: z.array(z.strictObject({ id, site: id, claims: z.array(claimSchema).default([]), coalesced: z.array(claimSchema).optional(), audit: z.enum(["pending", "passed", "failed"]).optional() })),
+  holders: z.array(
+    z.strictObject({
+      id,
+      site: id,
+      claims: z.array(claimSchema).default([]),
+      coalesced: z.array(claimSchema).optional(),
+      audit: z.enum(["pending", "passed", "failed"]).optional(),
+    }),
+  ),
   bases: z.array(z.strictObject({ id, holder: id, cut, bytes: nonNeg })).default([]),
   manifests: z.array(manifestSchema).default([]),
   coalescedManifests: z.array(manifestSchema).optional(),
   keyAuthorities: z.array(z.strictObject({ id, site: id })).default([]),
   metadataQuorum: z.strictObject({ members: z.array(id).min(1), quorum: z.number().int().positive() }).optional(),
-  links: z.array(z.strictObject({ id, from: id, to: id, bandwidthBytesPerSec: z.number().positive(), deps: z.array(z.string()).default([]), measuredAgeMs: nonNeg.optional() })).default([]),
+  links: z
+    .array(
+      z.strictObject({
+        id,
+        from: id,
+        to: id,
+        bandwidthBytesPerSec: z.number().positive(),
+        deps: z.array(z.string()).default([]),
+        measuredAgeMs: nonNeg.optional(),
+      }),
+    )
+    .default([]),
   recovery: z.strictObject({
     destination: id,
     detectSec: nonNeg,
@@ -97,7 +126,16 @@ export const evaluationStateSchema = z.strictObject({
     validateSec: nonNeg,
   }),
   forwards: z
-    .array(z.strictObject({ from: id, to: id, lane: id, ranges, residency: z.enum(["ram", "protected_ram", "disk"]), completesAfterSec: nonNeg }))
+    .array(
+      z.strictObject({
+        from: id,
+        to: id,
+        lane: id,
+        ranges,
+        residency: z.enum(["ram", "protected_ram", "disk"]),
+        completesAfterSec: nonNeg,
+      }),
+    )
     .default([]),
   pins: z.array(z.strictObject({ id, holder: id, lane: id, ranges })).default([]),
   recoveries: z.array(z.strictObject({ id, lane: id, ranges, sources: z.array(id).optional() })).default([]),
@@ -137,7 +175,10 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown, counte
     const issue = reportedIssue(r.error.issues);
     const key = issue.path[issue.path.length - 1];
     const err = issue.unknownKey
-      ? new PolicyInputError(fieldPath(issue.path.slice(0, -1)), issue.problem.replace(/^unknown key/, `unknown key ${JSON.stringify(String(key))}`))
+      ? new PolicyInputError(
+          fieldPath(issue.path.slice(0, -1)),
+          issue.problem.replace(/^unknown key/, `unknown key ${JSON.stringify(String(key))}`),
+        )
       : new PolicyInputError(fieldPath(issue.path), issue.problem);
     counters?.inc(err.code);
     throw err;
@@ -155,7 +196,11 @@ export function parseEvaluationState(input: unknown, counters?: Counters): Evalu
   const rs = (r: [number, number][]) => RangeSet.from(r);
   const state: EvaluationState = {
     ...j,
-    holders: j.holders.map(({ coalesced, ...h }) => ({ ...h, claims: h.claims.map((c) => ({ ...c, ranges: rs(c.ranges) })), ...(coalesced === undefined ? {} : { coalesced: coalesced.map((c) => ({ ...c, ranges: rs(c.ranges) })) }) })),
+    holders: j.holders.map(({ coalesced, ...h }) => ({
+      ...h,
+      claims: h.claims.map((c) => ({ ...c, ranges: rs(c.ranges) })),
+      ...(coalesced === undefined ? {} : { coalesced: coalesced.map((c) => ({ ...c, ranges: rs(c.ranges) })) }),
+    })),
     forwards: j.forwards.map((f) => ({ ...f, ranges: rs(f.ranges) })),
     pins: j.pins.map((p) => ({ ...p, ranges: rs(p.ranges) })),
     recoveries: j.recoveries.map((r) => ({ ...r, ranges: rs(r.ranges) })),

@@ -24,7 +24,10 @@ function checkLosses(losses: readonly Loss[], path: string): void {
 export function validateEvaluationState(s: EvaluationState): void {
   validateSites(s.sites);
   const sites = new Set(s.sites.map((x) => x.id));
-  const holders = unique(s.holders.map((h) => h.id), "holders");
+  const holders = unique(
+    s.holders.map((h) => h.id),
+    "holders",
+  );
   const lanes = new Set(Object.keys(s.source.lanes));
   if (lanes.size === 0) throw new PolicyInputError("source.lanes", "at least one lane is required");
   if (!sites.has(s.source.site)) throw new UnknownReferenceError("source.site", s.source.site);
@@ -43,15 +46,25 @@ export function validateEvaluationState(s: EvaluationState): void {
     h.claims.forEach((c, j) => {
       lane(c.lane, `holders[${i}].claims[${j}].lane`);
       // Evidence newer than the snapshot cannot have been observed: a clock or input error.
-      if (c.evidence.atMs > s.asOfMs) throw new PolicyInputError(`holders[${i}].claims[${j}].evidence.atMs`, `evidence from the future (${c.evidence.atMs} > asOfMs ${s.asOfMs})`);
+      if (c.evidence.atMs > s.asOfMs)
+        throw new PolicyInputError(
+          `holders[${i}].claims[${j}].evidence.atMs`,
+          `evidence from the future (${c.evidence.atMs} > asOfMs ${s.asOfMs})`,
+        );
     });
   });
-  unique(s.bases.map((b) => b.id), "bases");
+  unique(
+    s.bases.map((b) => b.id),
+    "bases",
+  );
   s.bases.forEach((b, i) => {
     holder(b.holder, `bases[${i}].holder`);
     for (const l of Object.keys(b.cut)) lane(l, `bases[${i}].cut.${l}`);
   });
-  const manifests = (list: readonly { holders: readonly string[]; cut: Readonly<Record<string, number>> }[], field: string) =>
+  const manifests = (
+    list: readonly { holders: readonly string[]; cut: Readonly<Record<string, number>> }[],
+    field: string,
+  ) =>
     list.forEach((m, i) => {
       m.holders.forEach((h, j) => holder(h, `${field}[${i}].holders[${j}]`));
       for (const l of Object.keys(m.cut)) lane(l, `${field}[${i}].cut.${l}`);
@@ -70,7 +83,8 @@ export function validateEvaluationState(s: EvaluationState): void {
   });
   s.commits.forEach((c, i) => {
     lane(c.lane, `commits[${i}].lane`);
-    if (c.first > c.last) throw new PolicyInputError(`commits[${i}].last`, `run ${c.first}..${c.last} ends before it starts`);
+    if (c.first > c.last)
+      throw new PolicyInputError(`commits[${i}].last`, `run ${c.first}..${c.last} ends before it starts`);
   });
   site(s.recovery.destination, "recovery.destination");
   s.forwards.forEach((f, i) => {
@@ -95,8 +109,12 @@ export function validateEvaluationState(s: EvaluationState): void {
     if (tl.destination !== undefined) site(tl.destination, `timelines[${i}].destination`);
     if (tl.repair !== undefined) site(tl.repair.site, `timelines[${i}].repair.site`);
   });
-  s.controlPlane?.logReplicas.forEach((m, i) => m.site !== undefined && site(m.site, `controlPlane.logReplicas[${i}].site`));
-  s.controlPlane?.controllers.forEach((m, i) => m.site !== undefined && site(m.site, `controlPlane.controllers[${i}].site`));
+  s.controlPlane?.logReplicas.forEach(
+    (m, i) => m.site !== undefined && site(m.site, `controlPlane.logReplicas[${i}].site`),
+  );
+  s.controlPlane?.controllers.forEach(
+    (m, i) => m.site !== undefined && site(m.site, `controlPlane.controllers[${i}].site`),
+  );
   s.linkLoads?.forEach((l, i) => {
     if (!s.links.some((x) => x.id === l.link)) throw new UnknownReferenceError(`linkLoads[${i}].link`, l.link);
     site(l.fromSite, `linkLoads[${i}].fromSite`);

@@ -65,7 +65,13 @@ export interface LossSplit {
  * dates its sequences; `sightings` (runs of first sightings, an upper bound of the commit time)
  * date only what no commit run does. Pure.
  */
-export function splitLoss(lost: Readonly<Record<string, readonly [number, number][]>>, commits: readonly CommitRun[], sightings: readonly CommitRun[], asOfMs: number, receiptDeadlineMs: number): LossSplit {
+export function splitLoss(
+  lost: Readonly<Record<string, readonly [number, number][]>>,
+  commits: readonly CommitRun[],
+  sightings: readonly CommitRun[],
+  asOfMs: number,
+  receiptDeadlineMs: number,
+): LossSplit {
   const youngAfter = asOfMs - receiptDeadlineMs;
   let inFlightSeqs = 0;
   let seqs = 0;
@@ -85,7 +91,9 @@ export function splitLoss(lost: Readonly<Record<string, readonly [number, number
     }
     // A folded run carries its oldest commit time: what it covers is never taken as younger than it is.
     young = young.subtract(oldRuns(commits, lane, low, youngAfter));
-    for (const s of sightings) if (s.lane === lane && s.committedAtMs > youngAfter) young = young.union(RangeSet.of(s.first, s.last).subtract(dated));
+    for (const s of sightings)
+      if (s.lane === lane && s.committedAtMs > youngAfter)
+        young = young.union(RangeSet.of(s.first, s.last).subtract(dated));
     const inFlight = gone.intersect(young);
     const overdue = gone.subtract(inFlight);
     inFlightSeqs += inFlight.count;
@@ -97,13 +105,23 @@ export function splitLoss(lost: Readonly<Record<string, readonly [number, number
     const first = tallyCommits([...commits, ...sightings], lane, overdue).oldestCommittedAtMs;
     if (first !== null && (oldest === null || first < oldest)) oldest = first;
   }
-  return { inFlightSeqs, overdue: { seqs, bytes, bytesUnknown, oldestAgeMs: seqs === 0 || oldest === null ? 0 : Math.max(0, asOfMs - oldest), oldestAtMs: seqs === 0 ? null : oldest } };
+  return {
+    inFlightSeqs,
+    overdue: {
+      seqs,
+      bytes,
+      bytesUnknown,
+      oldestAgeMs: seqs === 0 || oldest === null ? 0 : Math.max(0, asOfMs - oldest),
+      oldestAtMs: seqs === 0 ? null : oldest,
+    },
+  };
 }
 
 /** What runs of `lane` committed at or before `cutoff` cover from `low` up. */
 function oldRuns(commits: readonly CommitRun[], lane: string, low: number, cutoff: number): RangeSet {
   let old = RangeSet.EMPTY;
-  for (const c of commits) if (c.lane === lane && c.last >= low && c.committedAtMs <= cutoff) old = old.add(c.first, c.last);
+  for (const c of commits)
+    if (c.lane === lane && c.last >= low && c.committedAtMs <= cutoff) old = old.add(c.first, c.last);
   return old;
 }
 
@@ -112,7 +130,13 @@ function oldRuns(commits: readonly CommitRun[], lane: string, low: number, cutof
  * evaluation left in `memory`. Returns the reports with their steady verdicts and the memory for
  * the next evaluation. Pure.
  */
-export function steadyVerdicts(state: EvaluationState, report: EvaluationReport, timing: VerdictTiming, memory: VerdictMemory, sightings: readonly CommitRun[] = []): { reports: SteadyReport[]; memory: VerdictMemory } {
+export function steadyVerdicts(
+  state: EvaluationState,
+  report: EvaluationReport,
+  timing: VerdictTiming,
+  memory: VerdictMemory,
+  sightings: readonly CommitRun[] = [],
+): { reports: SteadyReport[]; memory: VerdictMemory } {
   const next: Record<string, number> = {};
   const reports = report.reports.map((r, i): SteadyReport => {
     // evaluateState reports the scenarios first, then the timelines, each in input order.
@@ -120,7 +144,15 @@ export function steadyVerdicts(state: EvaluationState, report: EvaluationReport,
     const allowed = contract?.allowedLoss;
     const split = splitLoss(r.lost, state.commits, sightings, state.asOfMs, timing.receiptDeadlineMs);
     // The evaluation's reasons less those its whole loss gave: what counts at once.
-    const whole = lossReasons({ seqs: r.lostSeqs, bytes: r.lostBytes, bytesUnknown: r.flags.includes(SurvivalFlag.lostBytesUnknown), oldestAgeMs: r.oldestLostAgeMs }, allowed);
+    const whole = lossReasons(
+      {
+        seqs: r.lostSeqs,
+        bytes: r.lostBytes,
+        bytesUnknown: r.flags.includes(SurvivalFlag.lostBytesUnknown),
+        oldestAgeMs: r.oldestLostAgeMs,
+      },
+      allowed,
+    );
     const others = r.reasons.filter((x) => !whole.includes(x));
     const excess = lossReasons(split.overdue, allowed);
     const key = `${r.kind}:${r.name}`;
@@ -130,7 +162,14 @@ export function steadyVerdicts(state: EvaluationState, report: EvaluationReport,
     if (since !== null) next[key] = since;
     const held = since !== null && state.asOfMs - since >= timing.graceMs;
     const reasons = [...(held ? excess : []), ...others];
-    return { ...r, inFlightSeqs: split.inFlightSeqs, overdueSeqs: split.overdue.seqs, lossSinceMs: since, verdict: reasons.length === 0 ? Verdict.met : Verdict.notMet, reasons };
+    return {
+      ...r,
+      inFlightSeqs: split.inFlightSeqs,
+      overdueSeqs: split.overdue.seqs,
+      lossSinceMs: since,
+      verdict: reasons.length === 0 ? Verdict.met : Verdict.notMet,
+      reasons,
+    };
   });
   return { reports, memory: next };
 }

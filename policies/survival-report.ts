@@ -22,7 +22,6 @@ export const SurvivalFlag = {
 } as const;
 export type SurvivalFlag = (typeof SurvivalFlag)[keyof typeof SurvivalFlag];
 
-
 /**
  * What survives one scenario (or timeline): the newest acknowledged cut that can be rebuilt, what
  * committed work is lost and how old it is, and how long until the volume is usable at the destination.
@@ -91,14 +90,31 @@ export interface ReportMeta {
  * must be observed and fresh (and protected RAM proven), a key path must survive, and a writable
  * activation must be possible.
  */
-export function verdictOf(r: Omit<SurvivalReport, "verdict" | "reasons">, allowed: AllowedLoss | undefined): { verdict: Verdict; reasons: string[] } {
-  const reasons = lossReasons({ seqs: r.lostSeqs, bytes: r.lostBytes, bytesUnknown: r.flags.includes(SurvivalFlag.lostBytesUnknown), oldestAgeMs: r.oldestLostAgeMs }, allowed);
+export function verdictOf(
+  r: Omit<SurvivalReport, "verdict" | "reasons">,
+  allowed: AllowedLoss | undefined,
+): { verdict: Verdict; reasons: string[] } {
+  const reasons = lossReasons(
+    {
+      seqs: r.lostSeqs,
+      bytes: r.lostBytes,
+      bytesUnknown: r.flags.includes(SurvivalFlag.lostBytesUnknown),
+      oldestAgeMs: r.oldestLostAgeMs,
+    },
+    allowed,
+  );
   if (r.cut === null) reasons.push("nothing can be rebuilt");
-  if (!r.meetsDeadline) reasons.push(r.timeToUsable === null ? "recovery time unbounded" : `usable after ${r.timeToUsable.totalSec.toFixed(1)} s, deadline ${r.deadlineSec} s`);
+  if (!r.meetsDeadline)
+    reasons.push(
+      r.timeToUsable === null
+        ? "recovery time unbounded"
+        : `usable after ${r.timeToUsable.totalSec.toFixed(1)} s, deadline ${r.deadlineSec} s`,
+    );
   if (r.evidence !== "observed") reasons.push(`evidence is ${r.evidence.replace("_", " ")}`);
   if (r.flags.includes(SurvivalFlag.protectedRamUnproven)) reasons.push("protected RAM without valid hold-up evidence");
   if (r.flags.includes(SurvivalFlag.noKeyPath)) reasons.push("no key authority survives");
-  if (r.flags.includes(SurvivalFlag.writableActivationBlocked)) reasons.push("writable activation blocked (metadata quorum lost)");
+  if (r.flags.includes(SurvivalFlag.writableActivationBlocked))
+    reasons.push("writable activation blocked (metadata quorum lost)");
   if (r.flags.includes(SurvivalFlag.isolatedHolder)) reasons.push("some surviving data is only on partitioned holders");
   // Nothing can be committed, read or acted on without the control plane, whatever the data says.
   if (r.controlPlane?.reason) reasons.push(r.controlPlane.reason);
@@ -121,12 +137,14 @@ export interface LossFigures {
 export function lossReasons(loss: LossFigures, allowed: AllowedLoss | undefined): string[] {
   const reasons: string[] = [];
   const maxSeqs = allowed === undefined ? 0 : allowed.seqs;
-  if (maxSeqs !== undefined && loss.seqs > maxSeqs) reasons.push(`loses ${loss.seqs} acknowledged write${loss.seqs === 1 ? "" : "s"}, ${maxSeqs} allowed`);
+  if (maxSeqs !== undefined && loss.seqs > maxSeqs)
+    reasons.push(`loses ${loss.seqs} acknowledged write${loss.seqs === 1 ? "" : "s"}, ${maxSeqs} allowed`);
   if (allowed?.bytes !== undefined) {
     if (loss.bytesUnknown) reasons.push("lost bytes unknown (no commit record for some lost writes)");
     else if (loss.bytes > allowed.bytes) reasons.push(`loses ${loss.bytes} bytes, ${allowed.bytes} allowed`);
   }
-  if (allowed?.ageSec !== undefined && loss.oldestAgeMs > allowed.ageSec * 1000) reasons.push(`oldest lost write is ${(loss.oldestAgeMs / 1000).toFixed(1)} s old, ${allowed.ageSec} s allowed`);
+  if (allowed?.ageSec !== undefined && loss.oldestAgeMs > allowed.ageSec * 1000)
+    reasons.push(`oldest lost write is ${(loss.oldestAgeMs / 1000).toFixed(1)} s old, ${allowed.ageSec} s allowed`);
   return reasons;
 }
 
@@ -212,7 +230,8 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
     lostSeqs += t.seqs;
     lostBytes += t.bytes;
     if (t.unknownSeqs > 0) flags.add(SurvivalFlag.lostBytesUnknown);
-    if (t.oldestCommittedAtMs !== null && (oldest === null || t.oldestCommittedAtMs < oldest)) oldest = t.oldestCommittedAtMs;
+    if (t.oldestCommittedAtMs !== null && (oldest === null || t.oldestCommittedAtMs < oldest))
+      oldest = t.oldestCommittedAtMs;
   }
   const oldestLostAgeMs = lostSeqs === 0 || oldest === null ? 0 : Math.max(0, state.asOfMs - oldest);
 
@@ -245,7 +264,12 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
       const ranked = view.claims
         .filter((lc) => lc.claim.lane === l)
         .map((lc) => ({ lc, label: evidenceLabel(lc.claim, state.asOfMs, state.staleAfterMs) }))
-        .sort((x, y) => LABEL_RANK[x.label] - LABEL_RANK[y.label] || atDest(x.lc.site) - atDest(y.lc.site) || (x.lc.holder < y.lc.holder ? -1 : 1));
+        .sort(
+          (x, y) =>
+            LABEL_RANK[x.label] - LABEL_RANK[y.label] ||
+            atDest(x.lc.site) - atDest(y.lc.site) ||
+            (x.lc.holder < y.lc.holder ? -1 : 1),
+        );
       let uncovered = need;
       for (const { lc, label } of ranked) {
         if (!uncovered.intersects(lc.claim.ranges)) continue;
@@ -285,10 +309,21 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
     }
   }
   const q = state.metadataQuorum;
-  if (q && q.members.filter((m) => !view.siteLoss.has(m)).length < q.quorum) flags.add(SurvivalFlag.writableActivationBlocked);
+  if (q && q.members.filter((m) => !view.siteLoss.has(m)).length < q.quorum)
+    flags.add(SurvivalFlag.writableActivationBlocked);
   const meetsDeadline = timeToUsable !== null && timeToUsable.totalSec <= meta.deadlineSec;
   if (!meetsDeadline) flags.add(SurvivalFlag.deadlineMissed);
-  const controlPlane = state.controlPlane === undefined ? undefined : controlPlaneSurvival(state.controlPlane, state.sites, view.tokenLoss, state.volume, state.keyAuthorities, key === undefined);
+  const controlPlane =
+    state.controlPlane === undefined
+      ? undefined
+      : controlPlaneSurvival(
+          state.controlPlane,
+          state.sites,
+          view.tokenLoss,
+          state.volume,
+          state.keyAuthorities,
+          key === undefined,
+        );
   if (controlPlane !== undefined && controlPlane.lost.length > 0) flags.add(SurvivalFlag.controlPlaneLost);
   const report: Omit<SurvivalReport, "verdict" | "reasons"> = {
     name: meta.name,

@@ -14,7 +14,8 @@ export function survivingRanges(state: EvaluationState, losses: readonly Loss[],
   for (const b of state.bases) {
     const h = state.holders.find((x) => x.id === b.holder);
     const through = b.cut[lane];
-    if (h !== undefined && through !== undefined && through >= 0 && siteDiskSurvives(view, h.site)) out = out.union(RangeSet.of(0, through));
+    if (h !== undefined && through !== undefined && through >= 0 && siteDiskSurvives(view, h.site))
+      out = out.union(RangeSet.of(0, through));
   }
   return out;
 }

@@ -36,7 +36,10 @@ export interface Site {
 export function checkDependencyTag(tag: string, field: string): void {
   const i = tag.indexOf(":");
   if (i <= 0 || i === tag.length - 1 || !DEP_KINDS.has(tag.slice(0, i))) {
-    throw new PolicyInputError(field, `dependency tag "${tag}" must be <kind>:<id> with kind one of ${[...DEP_KINDS].join(", ")}`);
+    throw new PolicyInputError(
+      field,
+      `dependency tag "${tag}" must be <kind>:<id> with kind one of ${[...DEP_KINDS].join(", ")}`,
+    );
   }
 }
 
@@ -44,7 +47,10 @@ export function checkDependencyTag(tag: string, field: string): void {
 export function checkLossDomain(domain: string, field: string): void {
   const i = domain.indexOf(":");
   if (i <= 0 || i === domain.length - 1 || !DOMAIN_KINDS.has(domain.slice(0, i))) {
-    throw new PolicyInputError(field, `loss domain "${domain}" must be <kind>:<id> with kind one of ${[...DOMAIN_KINDS].join(", ")}`);
+    throw new PolicyInputError(
+      field,
+      `loss domain "${domain}" must be <kind>:<id> with kind one of ${[...DOMAIN_KINDS].join(", ")}`,
+    );
   }
 }
 
@@ -97,15 +103,20 @@ export function validateSites(sites: readonly Site[], path = "sites"): void {
     ids.add(s.id);
     s.deps.forEach((d, j) => checkDependencyTag(d, `${path}[${i}].deps[${j}]`));
     const r = azRegion.get(s.az);
-    if (r !== undefined && r !== s.region) throw new PolicyInputError(`${path}[${i}].az`, `AZ "${s.az}" is in region "${r}", not "${s.region}"`);
+    if (r !== undefined && r !== s.region)
+      throw new PolicyInputError(`${path}[${i}].az`, `AZ "${s.az}" is in region "${r}", not "${s.region}"`);
     azRegion.set(s.az, s.region);
     const a = hostAz.get(s.host);
-    if (a !== undefined && a !== s.az) throw new PolicyInputError(`${path}[${i}].host`, `host "${s.host}" is in AZ "${a}", not "${s.az}"`);
+    if (a !== undefined && a !== s.az)
+      throw new PolicyInputError(`${path}[${i}].host`, `host "${s.host}" is in AZ "${a}", not "${s.az}"`);
     hostAz.set(s.host, s.az);
     if (s.placementGroup) {
       const g = groupAz.get(s.placementGroup);
       if (g !== undefined && g !== s.az) {
-        throw new PolicyInputError(`${path}[${i}].placementGroup`, `cluster placement group "${s.placementGroup}" spans AZs "${g}" and "${s.az}"; a placement group stays in one AZ`);
+        throw new PolicyInputError(
+          `${path}[${i}].placementGroup`,
+          `cluster placement group "${s.placementGroup}" spans AZs "${g}" and "${s.az}"; a placement group stays in one AZ`,
+        );
       }
       groupAz.set(s.placementGroup, s.az);
     }

@@ -35,7 +35,9 @@ export const routeProbeSpec = defineMessage({
     index: uint,
     last: z.boolean(),
     received: uint,
-    pad: bytes.refine((b) => b.byteLength <= PROBE_FRAME_MAX_BYTES, { message: `at most ${PROBE_FRAME_MAX_BYTES} bytes` }),
+    pad: bytes.refine((b) => b.byteLength <= PROBE_FRAME_MAX_BYTES, {
+      message: `at most ${PROBE_FRAME_MAX_BYTES} bytes`,
+    }),
   }),
   maxBytes: PROBE_FRAME_MAX_BYTES + 1024,
 });
@@ -78,7 +80,10 @@ export type RouteMeasurements = z.infer<typeof routeMeasurementsSpec.schema>;
 /** Thrown when a measurement message names another sender than the subject it came on. */
 export class RouteSenderMismatchError extends CustodyError {
   constructor(subjectPeer: string, bodyPeer: string) {
-    super("route_sender_mismatch", `route measurements on ${subjectPeer}'s subject claim to come from ${bodyPeer}`, { subjectPeer, bodyPeer });
+    super("route_sender_mismatch", `route measurements on ${subjectPeer}'s subject claim to come from ${bodyPeer}`, {
+      subjectPeer,
+      bodyPeer,
+    });
   }
 }
 

@@ -105,13 +105,19 @@ export { identifierProblem as tokenProblem, isIdentifier as isValidToken } from 
 export function checkToken(token: string, role: string): string {
   const reason = identifierProblem(token);
   if (reason !== undefined) {
-    throw new InvalidSubjectError(`invalid ${role} ${JSON.stringify(token)}: ${reason}`, { token: String(token), role, reason });
+    throw new InvalidSubjectError(`invalid ${role} ${JSON.stringify(token)}: ${reason}`, {
+      token: String(token),
+      role,
+      reason,
+    });
   }
   return token;
 }
 
 function fieldsOf(kind: unknown): readonly string[] | undefined {
-  return typeof kind === "string" && Object.hasOwn(SUBJECT_FIELDS, kind) ? (SUBJECT_FIELDS as Record<string, readonly string[]>)[kind] : undefined;
+  return typeof kind === "string" && Object.hasOwn(SUBJECT_FIELDS, kind)
+    ? (SUBJECT_FIELDS as Record<string, readonly string[]>)[kind]
+    : undefined;
 }
 
 /**
@@ -121,7 +127,11 @@ function fieldsOf(kind: unknown): readonly string[] | undefined {
 export function buildSubject(msg: ParsedSubject): string {
   const fields = fieldsOf(msg.kind);
   if (fields === undefined) {
-    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(msg.kind)}`, { token: String(msg.kind), role: "kind", reason: "unknown kind" });
+    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(msg.kind)}`, {
+      token: String(msg.kind),
+      role: "kind",
+      reason: "unknown kind",
+    });
   }
   const values = msg as unknown as Record<string, string>;
   return [SUBJECT_PREFIX, msg.kind, ...fields.map((f) => checkToken(values[f] as string, f))].join(".");
@@ -233,21 +243,35 @@ export function probeDestination(subject: string): string | undefined {
 export function subjectFilter<K extends SubjectKind>(kind: K, fields: Partial<FieldsOf<K>> = {}): string {
   const names = fieldsOf(kind);
   if (names === undefined) {
-    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(kind)}`, { token: String(kind), role: "kind", reason: "unknown kind" });
+    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(kind)}`, {
+      token: String(kind),
+      role: "kind",
+      reason: "unknown kind",
+    });
   }
   const given = fields as Record<string, string | undefined>;
   for (const key of Object.keys(given)) {
     if (!names.includes(key)) {
-      throw new InvalidSubjectError(`subject kind ${kind} has no field ${JSON.stringify(key)}`, { token: key, role: "field", reason: "unknown field" });
+      throw new InvalidSubjectError(`subject kind ${kind} has no field ${JSON.stringify(key)}`, {
+        token: key,
+        role: "field",
+        reason: "unknown field",
+      });
     }
   }
-  return [SUBJECT_PREFIX, kind, ...names.map((f) => (given[f] === undefined ? "*" : checkToken(given[f], f)))].join(".");
+  return [SUBJECT_PREFIX, kind, ...names.map((f) => (given[f] === undefined ? "*" : checkToken(given[f], f)))].join(
+    ".",
+  );
 }
 
 /** `custody.v1.<kind>.>`: every subject of one kind (e.g. all receipts, all control events). */
 export function allOfKind(kind: SubjectKind): string {
   if (fieldsOf(kind) === undefined) {
-    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(kind)}`, { token: String(kind), role: "kind", reason: "unknown kind" });
+    throw new InvalidSubjectError(`unknown subject kind ${JSON.stringify(kind)}`, {
+      token: String(kind),
+      role: "kind",
+      reason: "unknown kind",
+    });
   }
   return `${SUBJECT_PREFIX}.${kind}.>`;
 }
@@ -274,26 +298,46 @@ export function receiptsOfVolume(volume: string): string {
  */
 export function parseSubject(subject: string): ParsedSubject {
   if (typeof subject !== "string") {
-    throw new InvalidSubjectError("subject is not a string", { token: String(subject), role: "subject", reason: "not a string" });
+    throw new InvalidSubjectError("subject is not a string", {
+      token: String(subject),
+      role: "subject",
+      reason: "not a string",
+    });
   }
   const tokens = subject.split(".");
   const [root, version, kind, ...rest] = tokens;
   if (`${root}.${version}` !== SUBJECT_PREFIX || tokens.length < 3) {
-    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} does not start with ${SUBJECT_PREFIX}.`, { token: `${root}.${version}`, role: "prefix", reason: "wrong prefix", subject });
+    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} does not start with ${SUBJECT_PREFIX}.`, {
+      token: `${root}.${version}`,
+      role: "prefix",
+      reason: "wrong prefix",
+      subject,
+    });
   }
   const names = fieldsOf(kind);
   if (names === undefined) {
-    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} has unknown kind ${JSON.stringify(kind)}`, { token: String(kind), role: "kind", reason: "unknown kind", subject });
+    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} has unknown kind ${JSON.stringify(kind)}`, {
+      token: String(kind),
+      role: "kind",
+      reason: "unknown kind",
+      subject,
+    });
   }
   if (rest.length !== names.length) {
-    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)}: ${kind} takes ${names.length} identifier(s), got ${rest.length}`, { token: rest.join("."), role: kind as string, reason: "wrong token count", subject });
+    throw new InvalidSubjectError(
+      `subject ${JSON.stringify(subject)}: ${kind} takes ${names.length} identifier(s), got ${rest.length}`,
+      { token: rest.join("."), role: kind as string, reason: "wrong token count", subject },
+    );
   }
   const out: Record<string, string> = { kind: kind as string };
   names.forEach((name, i) => {
     const token = rest[i] as string;
     const reason = identifierProblem(token);
     if (reason !== undefined) {
-      throw new InvalidSubjectError(`subject ${JSON.stringify(subject)}: invalid ${name} ${JSON.stringify(token)}: ${reason}`, { token, role: name, reason, subject });
+      throw new InvalidSubjectError(
+        `subject ${JSON.stringify(subject)}: invalid ${name} ${JSON.stringify(token)}: ${reason}`,
+        { token, role: name, reason, subject },
+      );
     }
     out[name] = token;
   });
@@ -304,7 +348,12 @@ export function parseSubject(subject: string): ParsedSubject {
 export function parseSubjectOf<K extends SubjectKind>(kind: K, subject: string): SubjectOf<K> {
   const parsed = parseSubject(subject);
   if (parsed.kind !== kind) {
-    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} is a ${parsed.kind} subject, expected ${kind}`, { token: parsed.kind, role: "kind", reason: `expected ${kind}`, subject });
+    throw new InvalidSubjectError(`subject ${JSON.stringify(subject)} is a ${parsed.kind} subject, expected ${kind}`, {
+      token: parsed.kind,
+      role: "kind",
+      reason: `expected ${kind}`,
+      subject,
+    });
   }
   return parsed as SubjectOf<K>;
 }
@@ -312,7 +361,13 @@ export function parseSubjectOf<K extends SubjectKind>(kind: K, subject: string):
 // --- Repair protocol (issue #18): a repair task talks to its controller over these subjects. ---
 
 /** The requests a repair task makes of its controller, as the last token of its subject. */
-export const RepairOp = { View: "view", Admit: "admit", Activate: "activate", Protect: "protect", Unprotect: "unprotect" } as const;
+export const RepairOp = {
+  View: "view",
+  Admit: "admit",
+  Activate: "activate",
+  Protect: "protect",
+  Unprotect: "unprotect",
+} as const;
 export type RepairOp = (typeof RepairOp)[keyof typeof RepairOp];
 
 /** `custody.v1.repair.<volume>.<op>`: a repair task's request to the controller of `volume`. */

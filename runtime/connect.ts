@@ -7,7 +7,10 @@ import type { NatsRoleConfig } from "./role-config.ts";
  * credentials and TLS trust; `lost` resolves if the connection closes for good. Throws
  * SecurityError `bad_credentials` for a seed file that is unreadable or not mode 0600.
  */
-export async function connectRole(nats: NatsRoleConfig, name: string): Promise<{ transport: NatsTransport; lost: Promise<void> }> {
+export async function connectRole(
+  nats: NatsRoleConfig,
+  name: string,
+): Promise<{ transport: NatsTransport; lost: Promise<void> }> {
   const creds = nats.credentials;
   const transport = await NatsTransport.connect({
     servers: nats.servers,

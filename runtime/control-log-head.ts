@@ -34,7 +34,11 @@ const HASH = /^[0-9a-f]{64}$/;
  * The head persisted in `dir` for `region` (undefined when none was ever written). Throws
  * ControlLogHeadStateError for a damaged file or one that names another region.
  */
-export async function readControlLogHead(files: FileLayer, dir: string, region: string): Promise<ControlLogHead | undefined> {
+export async function readControlLogHead(
+  files: FileLayer,
+  dir: string,
+  region: string,
+): Promise<ControlLogHead | undefined> {
   const path = `${dir}/${CONTROL_HEAD_FILE}`;
   if (!(await files.exists(path))) return undefined;
   const h = await files.open(path);
@@ -67,7 +71,11 @@ export async function readControlLogHead(files: FileLayer, dir: string, region: 
     HASH.test(head.hash) &&
     parsed.crc === crc32(Buffer.from(body)) >>> 0;
   if (!ok) throw new ControlLogHeadStateError(`control head file ${path} is damaged`, { path });
-  if (head.region !== region) throw new ControlLogHeadStateError(`control head file ${path} belongs to region ${head.region}, not ${region}`, { path, region: head.region });
+  if (head.region !== region)
+    throw new ControlLogHeadStateError(`control head file ${path} belongs to region ${head.region}, not ${region}`, {
+      path,
+      region: head.region,
+    });
   return { region: head.region, seq: head.seq, hash: head.hash };
 }
 
@@ -99,15 +107,27 @@ export async function writeControlLogHead(files: FileLayer, dir: string, head: C
 export async function checkControlLogHead(store: ControlLogStore, head: ControlLogHead): Promise<void> {
   const last = await store.lastSeq();
   if (last < head.seq) {
-    throw new ControlLogRegressionError(ControlLogRegressionCode.log_regression, `control log ${store.region} ends at ${last}, before the head ${head.seq} this controller verified`, { seen: head.seq, last });
+    throw new ControlLogRegressionError(
+      ControlLogRegressionCode.log_regression,
+      `control log ${store.region} ends at ${last}, before the head ${head.seq} this controller verified`,
+      { seen: head.seq, last },
+    );
   }
   const at = (await store.readRecordsFrom(head.seq))[0];
   // The head was compacted away below an operator's snapshot: the follower checks that snapshot instead (custody/control-snapshot.ts).
   if (at !== undefined && at.seq > head.seq && isSnapshotRecord(at)) return;
   if (at === undefined || at.seq !== head.seq) {
-    throw new ControlLogRegressionError(ControlLogRegressionCode.log_regression, `control log ${store.region} no longer holds the head ${head.seq} this controller verified`, { seen: head.seq, last });
+    throw new ControlLogRegressionError(
+      ControlLogRegressionCode.log_regression,
+      `control log ${store.region} no longer holds the head ${head.seq} this controller verified`,
+      { seen: head.seq, last },
+    );
   }
   if (at.hash !== head.hash) {
-    throw new ControlLogRegressionError(ControlLogRegressionCode.log_fork, `control log ${store.region} holds a different event at ${head.seq} than the one this controller verified`, { seq: head.seq, seen: head.hash, found: at.hash });
+    throw new ControlLogRegressionError(
+      ControlLogRegressionCode.log_fork,
+      `control log ${store.region} holds a different event at ${head.seq} than the one this controller verified`,
+      { seq: head.seq, seen: head.hash, found: at.hash },
+    );
   }
 }

@@ -7,7 +7,11 @@ export const DATA_KEY_BYTES = 32;
 /** Thrown when a key file holds neither accepted form of a data key. */
 export class InvalidKeyFileError extends CustodyError {
   constructor(path: string, why: string) {
-    super("invalid_key_file", `${path}: ${why}; a data key file holds the key's 32 bytes as they are (what custody init writes as data.key) or as 64 hex digits`, { path });
+    super(
+      "invalid_key_file",
+      `${path}: ${why}; a data key file holds the key's 32 bytes as they are (what custody init writes as data.key) or as 64 hex digits`,
+      { path },
+    );
   }
 }
 
@@ -26,11 +30,15 @@ export function readDataKeyFile(path: string): Uint8Array {
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    throw new InvalidKeyFileError(path, `cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new InvalidKeyFileError(
+      path,
+      `cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   const text = bytes.toString("latin1");
   if (bytes.length === DATA_KEY_BYTES) {
-    if (HEX_ONLY.test(text)) throw new InvalidKeyFileError(path, "it holds 32 hex digits (a 128-bit key in hex?), not a 256-bit key");
+    if (HEX_ONLY.test(text))
+      throw new InvalidKeyFileError(path, "it holds 32 hex digits (a 128-bit key in hex?), not a 256-bit key");
     return new Uint8Array(bytes);
   }
   if (HEX_KEY.test(text)) return new Uint8Array(Buffer.from(text.slice(0, 64), "hex"));

@@ -10,9 +10,21 @@ import { CustodyError } from "../core/index.ts";
 
 /** Why a fenced holder process ends (printed as its one error line). */
 export class HolderFencedError extends CustodyError {
-  constructor(readonly holderId: string, readonly incarnation: number, readonly by: number, handover: HandoverReport | undefined) {
-    const handed = handover === undefined ? "its handover failed" : `handed ${handover.offeredUnits} units to it${handover.unconfirmedSeqs > 0 ? ` (${handover.unconfirmedSeqs} sequences NOT confirmed by it)` : ""}`;
-    super("holder_fenced", `holder ${holderId} incarnation ${incarnation} is fenced by incarnation ${by} (admitted in the control log); it stopped serving, ${handed}, and exits`, { holderId, incarnation, by, ...(handover ?? {}) });
+  constructor(
+    readonly holderId: string,
+    readonly incarnation: number,
+    readonly by: number,
+    handover: HandoverReport | undefined,
+  ) {
+    const handed =
+      handover === undefined
+        ? "its handover failed"
+        : `handed ${handover.offeredUnits} units to it${handover.unconfirmedSeqs > 0 ? ` (${handover.unconfirmedSeqs} sequences NOT confirmed by it)` : ""}`;
+    super(
+      "holder_fenced",
+      `holder ${holderId} incarnation ${incarnation} is fenced by incarnation ${by} (admitted in the control log); it stopped serving, ${handed}, and exits`,
+      { holderId, incarnation, by, ...(handover ?? {}) },
+    );
   }
 }
 
@@ -26,6 +38,10 @@ export function whenFenced(holder: Holder): Promise<HolderFencedError> {
       return true;
     };
     if (check()) return;
-    const sub = holder.actor.subscribe({ next: () => check() && sub.unsubscribe(), error: () => sub.unsubscribe(), complete: () => (check(), sub.unsubscribe()) });
+    const sub = holder.actor.subscribe({
+      next: () => check() && sub.unsubscribe(),
+      error: () => sub.unsubscribe(),
+      complete: () => (check(), sub.unsubscribe()),
+    });
   });
 }

@@ -56,14 +56,24 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
   const meter = provider.getMeter("custody");
   const who = { role: source.role, id: source.id };
 
-  meter.createObservableCounter("custody_events", { description: "role counters (admissions, rejections by code, releases, ...)" }).addCallback((r) => {
-    for (const [event, n] of Object.entries(source.counters())) r.observe(n, { ...who, event });
-  });
+  meter
+    .createObservableCounter("custody_events", {
+      description: "role counters (admissions, rejections by code, releases, ...)",
+    })
+    .addCallback((r) => {
+      for (const [event, n] of Object.entries(source.counters())) r.observe(n, { ...who, event });
+    });
   source.holder?.register(meter, source.id);
-  if (source.repairsRunning !== undefined) registerRepairWorkerMetrics(meter, source.id, source.repairsRunning.bind(source));
+  if (source.repairsRunning !== undefined)
+    registerRepairWorkerMetrics(meter, source.id, source.repairsRunning.bind(source));
   if (source.status !== undefined) {
     const status = source.status.bind(source);
-    const perScenario = (name: string, description: string, unit: string, value: (s: VolumeStatus["scenarios"][number]) => number | null) =>
+    const perScenario = (
+      name: string,
+      description: string,
+      unit: string,
+      value: (s: VolumeStatus["scenarios"][number]) => number | null,
+    ) =>
       meter.createObservableGauge(name, { description, unit }).addCallback((r) => {
         const doc = status();
         if (doc === undefined) return;
@@ -72,22 +82,68 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
           if (v !== null) r.observe(v, { volume: doc.volume, scenario: s.name, required: String(s.required) });
         }
       });
-    perScenario("custody_scenario_rpo_seconds", "age of the oldest acknowledged write the scenario would lose now (0: none)", "s", (s) => (s.lostSeqs === 0 ? 0 : s.oldestLostAgeMs / 1000));
-    perScenario("custody_scenario_lost_bytes", "acknowledged bytes the scenario would lose now", "By", (s) => s.lostBytes);
-    perScenario("custody_scenario_lost_seqs", "acknowledged sequences the scenario would lose now", "1", (s) => s.lostSeqs);
-    perScenario("custody_scenario_in_flight_seqs", "of the writes the scenario would lose now, those still within their receipt deadline", "1", (s) => s.inFlightSeqs ?? null);
-    perScenario("custody_scenario_overdue_seqs", "of the writes the scenario would lose now, those past their receipt deadline (lost)", "1", (s) => s.overdueSeqs ?? null);
-    perScenario("custody_scenario_met", "1 when the scenario's verdict is met (a loss counts once past its receipt deadline and grace)", "1", (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0));
-    perScenario("custody_scenario_rto_seconds", "time to a usable volume at the scenario's destination (absent: unbounded)", "s", (s) => s.rtoSec);
+    perScenario(
+      "custody_scenario_rpo_seconds",
+      "age of the oldest acknowledged write the scenario would lose now (0: none)",
+      "s",
+      (s) => (s.lostSeqs === 0 ? 0 : s.oldestLostAgeMs / 1000),
+    );
+    perScenario(
+      "custody_scenario_lost_bytes",
+      "acknowledged bytes the scenario would lose now",
+      "By",
+      (s) => s.lostBytes,
+    );
+    perScenario(
+      "custody_scenario_lost_seqs",
+      "acknowledged sequences the scenario would lose now",
+      "1",
+      (s) => s.lostSeqs,
+    );
+    perScenario(
+      "custody_scenario_in_flight_seqs",
+      "of the writes the scenario would lose now, those still within their receipt deadline",
+      "1",
+      (s) => s.inFlightSeqs ?? null,
+    );
+    perScenario(
+      "custody_scenario_overdue_seqs",
+      "of the writes the scenario would lose now, those past their receipt deadline (lost)",
+      "1",
+      (s) => s.overdueSeqs ?? null,
+    );
+    perScenario(
+      "custody_scenario_met",
+      "1 when the scenario's verdict is met (a loss counts once past its receipt deadline and grace)",
+      "1",
+      (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0),
+    );
+    perScenario(
+      "custody_scenario_rto_seconds",
+      "time to a usable volume at the scenario's destination (absent: unbounded)",
+      "s",
+      (s) => s.rtoSec,
+    );
     registerRepairMetrics(meter, status);
-    meter.createObservableGauge("custody_acknowledged_seq", { description: "highest acknowledged sequence per lane", unit: "1" }).addCallback((r) => {
-      const doc = status();
-      if (doc !== undefined) for (const [lane, seq] of doc.acknowledged) r.observe(seq, { volume: doc.volume, lane });
-    });
-    meter.createObservableGauge("custody_evidence_age_seconds", { description: "age of each holder's newest receipt", unit: "s" }).addCallback((r) => {
-      const doc = status();
-      if (doc !== undefined) for (const e of doc.evidence) r.observe(e.ageMs / 1000, { volume: doc.volume, holder: e.holder });
-    });
+    meter
+      .createObservableGauge("custody_acknowledged_seq", {
+        description: "highest acknowledged sequence per lane",
+        unit: "1",
+      })
+      .addCallback((r) => {
+        const doc = status();
+        if (doc !== undefined) for (const [lane, seq] of doc.acknowledged) r.observe(seq, { volume: doc.volume, lane });
+      });
+    meter
+      .createObservableGauge("custody_evidence_age_seconds", {
+        description: "age of each holder's newest receipt",
+        unit: "s",
+      })
+      .addCallback((r) => {
+        const doc = status();
+        if (doc !== undefined)
+          for (const e of doc.evidence) r.observe(e.ageMs / 1000, { volume: doc.volume, holder: e.holder });
+      });
   }
   return {
     url: opts.port === undefined ? undefined : `http://${host}:${opts.port}/metrics`,

@@ -93,18 +93,35 @@ export class HolderMetrics {
   /** Registers the holder's instruments on `meter` (the histogram records from now on). */
   register(meter: Meter, id: string): void {
     const holder = { holder: id };
-    meter.createObservableGauge("custody_holder_custody_bytes", { description: "unit bytes this holder keeps per lane and residency", unit: "By" }).addCallback((r) => {
-      for (const f of this.custody()) r.observe(f.bytes, { ...holder, volume: f.volume, lane: f.lane, residency: f.residency });
-    });
-    meter.createObservableGauge("custody_holder_credits_outstanding_bytes", { description: "ingress credit granted to upstream senders and not yet used or returned", unit: "By" }).addCallback((r) => {
-      for (const l of this.holder?.lanes() ?? []) r.observe(l.creditsOutstanding(), { ...holder, volume: l.volume, lane: l.lane });
-    });
-    meter.createObservableCounter("custody_holder_rejected_units", { description: "units and requests this holder refused, per lane and error code", unit: "1" }).addCallback((r) => {
-      for (const [key, n] of this.rejections) {
-        const [lane, code] = key.split("\0") as [string, string];
-        r.observe(n, { ...holder, ...(lane === "" ? { volume: "", lane: "" } : laneLabels(lane)), code });
-      }
-    });
+    meter
+      .createObservableGauge("custody_holder_custody_bytes", {
+        description: "unit bytes this holder keeps per lane and residency",
+        unit: "By",
+      })
+      .addCallback((r) => {
+        for (const f of this.custody())
+          r.observe(f.bytes, { ...holder, volume: f.volume, lane: f.lane, residency: f.residency });
+      });
+    meter
+      .createObservableGauge("custody_holder_credits_outstanding_bytes", {
+        description: "ingress credit granted to upstream senders and not yet used or returned",
+        unit: "By",
+      })
+      .addCallback((r) => {
+        for (const l of this.holder?.lanes() ?? [])
+          r.observe(l.creditsOutstanding(), { ...holder, volume: l.volume, lane: l.lane });
+      });
+    meter
+      .createObservableCounter("custody_holder_rejected_units", {
+        description: "units and requests this holder refused, per lane and error code",
+        unit: "1",
+      })
+      .addCallback((r) => {
+        for (const [key, n] of this.rejections) {
+          const [lane, code] = key.split("\0") as [string, string];
+          r.observe(n, { ...holder, ...(lane === "" ? { volume: "", lane: "" } : laneLabels(lane)), code });
+        }
+      });
     const histogram = meter.createHistogram("custody_holder_receipt_latency_seconds", {
       description: "time from a unit's admission by this holder to the first receipt it publishes covering the unit",
       unit: "s",

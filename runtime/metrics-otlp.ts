@@ -20,5 +20,9 @@ const EXPORT_TIMEOUT_MS = 5_000;
 export function otlpMetricReader(opts: OtlpMetricsOptions): PeriodicExportingMetricReader {
   const interval = opts.intervalMs ?? 10_000;
   const timeout = Math.min(interval, EXPORT_TIMEOUT_MS);
-  return new (otelMetricsSdk().PeriodicExportingMetricReader)({ exporter: new (otelMetricsOtlp().OTLPMetricExporter)({ url: opts.url, timeoutMillis: timeout }), exportIntervalMillis: interval, exportTimeoutMillis: timeout });
+  return new (otelMetricsSdk().PeriodicExportingMetricReader)({
+    exporter: new (otelMetricsOtlp().OTLPMetricExporter)({ url: opts.url, timeoutMillis: timeout }),
+    exportIntervalMillis: interval,
+    exportTimeoutMillis: timeout,
+  });
 }

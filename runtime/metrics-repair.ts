@@ -22,5 +22,10 @@ export function registerRepairMetrics(meter: Meter, status: () => VolumeStatus |
 
 /** A repair worker's `/metrics`: the repair tasks it runs now. */
 export function registerRepairWorkerMetrics(meter: Meter, id: string, running: () => number): void {
-  meter.createObservableGauge("custody_repair_tasks_running", { description: "repair tasks this worker runs now", unit: "1" }).addCallback((r) => r.observe(running(), { id }));
+  meter
+    .createObservableGauge("custody_repair_tasks_running", {
+      description: "repair tasks this worker runs now",
+      unit: "1",
+    })
+    .addCallback((r) => r.observe(running(), { id }));
 }

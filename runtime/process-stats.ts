@@ -36,7 +36,11 @@ export interface ServedProcessStats extends TransportSubscription {
  * process as the NATS service `custody-<role>` whose STATS replies carry the same stats: what
  * `custody ps` lists (see service-registration.ts).
  */
-export function serveProcessStats(transport: Transport & { readonly connection?: NatsConnection }, role: string, stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes" | "eventLoopP99Ms">): ServedProcessStats {
+export function serveProcessStats(
+  transport: Transport & { readonly connection?: NatsConnection },
+  role: string,
+  stats: () => Omit<ProcessStats, "role" | "pid" | "uptimeMs" | "rssBytes" | "heapUsedBytes" | "eventLoopP99Ms">,
+): ServedProcessStats {
   const started = Date.now();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -44,7 +48,15 @@ export function serveProcessStats(transport: Transport & { readonly connection?:
     const m = process.memoryUsage();
     const eventLoopP99Ms = loop.count > 0 ? Math.round(loop.percentile(99) / 1e4) / 100 : 0;
     loop.reset();
-    return { role, pid: process.pid, uptimeMs: Date.now() - started, rssBytes: m.rss, heapUsedBytes: m.heapUsed, eventLoopP99Ms, ...stats() };
+    return {
+      role,
+      pid: process.pid,
+      uptimeMs: Date.now() - started,
+      rssBytes: m.rss,
+      heapUsedBytes: m.heapUsed,
+      eventLoopP99Ms,
+      ...stats(),
+    };
   };
   const sub = transport.subscribe(subjectFilter("ps"), (msg) => {
     if (msg.subject !== psSubject(role) && msg.subject !== psSubject("all")) return;
@@ -109,9 +121,12 @@ function parseStats(data: Uint8Array): ProcessStats {
 function checkStats(v: unknown): ProcessStats {
   const o = v as Record<string, unknown>;
   if (typeof o !== "object" || o === null) throw new ProcessStatsReplyError("not an object");
-  for (const k of ["role", "id"]) if (typeof o[k] !== "string") throw new ProcessStatsReplyError(`${k} is not a string`);
-  for (const k of ["pid", "uptimeMs", "rssBytes", "heapUsedBytes", "eventLoopP99Ms"]) if (typeof o[k] !== "number") throw new ProcessStatsReplyError(`${k} is not a number`);
-  for (const k of ["counters", "figures"]) if (typeof o[k] !== "object" || o[k] === null) throw new ProcessStatsReplyError(`${k} is not an object`);
+  for (const k of ["role", "id"])
+    if (typeof o[k] !== "string") throw new ProcessStatsReplyError(`${k} is not a string`);
+  for (const k of ["pid", "uptimeMs", "rssBytes", "heapUsedBytes", "eventLoopP99Ms"])
+    if (typeof o[k] !== "number") throw new ProcessStatsReplyError(`${k} is not a number`);
+  for (const k of ["counters", "figures"])
+    if (typeof o[k] !== "object" || o[k] === null) throw new ProcessStatsReplyError(`${k} is not an object`);
   return o as unknown as ProcessStats;
 }
 
@@ -119,10 +134,16 @@ function checkStats(v: unknown): ProcessStats {
  * Asks every process on the bus for its stats and gathers the answers that arrive within `waitMs`.
  * Replies that do not parse are counted in `rejected`, never returned.
  */
-export async function gatherProcessStats(nc: NatsConnection, opts: { role?: string; waitMs?: number } = {}): Promise<{ stats: ProcessStats[]; rejected: number }> {
+export async function gatherProcessStats(
+  nc: NatsConnection,
+  opts: { role?: string; waitMs?: number } = {},
+): Promise<{ stats: ProcessStats[]; rejected: number }> {
   const stats: ProcessStats[] = [];
   let rejected = 0;
-  const replies = await nc.requestMany(psSubject(opts.role ?? "all"), new Uint8Array(0), { strategy: "timer", maxWait: opts.waitMs ?? 1000 });
+  const replies = await nc.requestMany(psSubject(opts.role ?? "all"), new Uint8Array(0), {
+    strategy: "timer",
+    maxWait: opts.waitMs ?? 1000,
+  });
   for await (const m of replies) {
     try {
       stats.push(parseStats(m.data));
@@ -140,8 +161,15 @@ export async function gatherProcessStats(nc: NatsConnection, opts: { role?: stri
  * ProcessStats. Replies that do not read as such are counted in `rejected`, never returned.
  * `expect` ends the wait once that many services answered (see gatherServiceStats).
  */
-export async function listProcesses(nc: NatsConnection, opts: { role?: string; waitMs?: number; expect?: number } = {}): Promise<{ stats: ProcessStats[]; rejected: number }> {
-  const { replies, unreadable } = await gatherServiceStats(nc, { role: opts.role, waitMs: opts.waitMs ?? 1000, expect: opts.expect });
+export async function listProcesses(
+  nc: NatsConnection,
+  opts: { role?: string; waitMs?: number; expect?: number } = {},
+): Promise<{ stats: ProcessStats[]; rejected: number }> {
+  const { replies, unreadable } = await gatherServiceStats(nc, {
+    role: opts.role,
+    waitMs: opts.waitMs ?? 1000,
+    expect: opts.expect,
+  });
   const stats: ProcessStats[] = [];
   let rejected = unreadable;
   for (const r of replies) {

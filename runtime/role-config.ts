@@ -63,9 +63,16 @@ export const metricsSchema = z
   .strictObject({
     port: z.number().int().min(1).max(65535).optional(),
     host: z.string().min(1).optional(),
-    otlp: z.strictObject({ url: z.url({ protocol: /^https?$/ }), intervalMs: z.number().int().min(100).max(3_600_000).optional() }).optional(),
+    otlp: z
+      .strictObject({
+        url: z.url({ protocol: /^https?$/ }),
+        intervalMs: z.number().int().min(100).max(3_600_000).optional(),
+      })
+      .optional(),
   })
-  .refine((m) => m.port !== undefined || m.otlp !== undefined, { message: "metrics needs a port (Prometheus endpoint) or otlp (push), or both" })
+  .refine((m) => m.port !== undefined || m.otlp !== undefined, {
+    message: "metrics needs a port (Prometheus endpoint) or otlp (push), or both",
+  })
   .optional();
 /** A role's metrics section (Prometheus endpoint and/or OTLP push). */
 export type MetricsConfig = NonNullable<z.infer<typeof metricsSchema>>;
@@ -96,7 +103,13 @@ export const holderRoleSchema = z.strictObject({
    * without them (unsecured deployments) units are not checked.
    */
   writerKeys: z
-    .array(z.strictObject({ volume: z.string().min(1), fromTerm: z.number().int().nonnegative(), publicKey: z.string().regex(/^[0-9a-f]{64}$/) }))
+    .array(
+      z.strictObject({
+        volume: z.string().min(1),
+        fromTerm: z.number().int().nonnegative(),
+        publicKey: z.string().regex(/^[0-9a-f]{64}$/),
+      }),
+    )
     .optional(),
   /**
    * On SIGTERM, how long to wait (ms, default 10000) for what the holder keeps only in RAM to be
@@ -144,7 +157,10 @@ export const writerRoleSchema = z.strictObject({
    * the holders are given as the volume's writer key. Off (unsecured deployments): units go unsigned.
    */
   signUnits: z.boolean().optional(),
-  volume: z.strictObject({ blockCount: z.number().int().positive(), walCapacity: z.number().int().positive().optional() }),
+  volume: z.strictObject({
+    blockCount: z.number().int().positive(),
+    walCapacity: z.number().int().positive().optional(),
+  }),
   /** The writer configuration without `term` and lanes' `firstSeq` (both derived from durable state). */
   writer: z.record(z.string(), z.unknown()),
   /**
@@ -180,11 +196,15 @@ export const writerRoleSchema = z.strictObject({
        * protected (waiting at most `timeoutMs`, default 30000, per sync; a sync that times out
        * acknowledges none of its writes), instead of after the local sync alone. It must be one of `writer.contracts`.
        */
-      contract: z.strictObject({ name: z.string().min(1), timeoutMs: z.number().int().positive().optional() }).optional(),
+      contract: z
+        .strictObject({ name: z.string().min(1), timeoutMs: z.number().int().positive().optional() })
+        .optional(),
       /** Stop writing once this many writes (counted from this start) were acknowledged; the process keeps running. */
       count: z.number().int().positive().optional(),
     })
-    .refine((w) => w.inFlight === undefined || w.depth === undefined, { message: "workload: give depth (rounds) or inFlight (a window of writes), not both" })
+    .refine((w) => w.inFlight === undefined || w.depth === undefined, {
+      message: "workload: give depth (rounds) or inFlight (a window of writes), not both",
+    })
     .optional(),
   /** On SIGTERM, how long to wait for custody to take everything the writer retains (ms, default 30000). */
   drainDeadlineMs: z.number().int().nonnegative().optional(),
@@ -219,8 +239,15 @@ export const controllerRoleSchema = z.strictObject({
    * Defaults: actors/controller/lease-step.ts.
    */
   lease: z
-    .strictObject({ renewMs: z.number().int().positive().optional(), timeoutMs: z.number().int().positive().optional(), checkMs: z.number().int().positive().optional() })
-    .refine((l) => l.renewMs === undefined || l.timeoutMs === undefined || l.timeoutMs > l.renewMs, "timeoutMs must exceed renewMs")
+    .strictObject({
+      renewMs: z.number().int().positive().optional(),
+      timeoutMs: z.number().int().positive().optional(),
+      checkMs: z.number().int().positive().optional(),
+    })
+    .refine(
+      (l) => l.renewMs === undefined || l.timeoutMs === undefined || l.timeoutMs > l.renewMs,
+      "timeoutMs must exceed renewMs",
+    )
     .optional(),
 });
 export type ControllerRoleConfig = z.infer<typeof controllerRoleSchema>;

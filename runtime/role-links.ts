@@ -37,14 +37,24 @@ export function linksRoute(links: LinksConfig): LinkRoute {
     if (toHolder === undefined) return undefined;
     const peer = links.peers[toHolder];
     if (peer === undefined || peer.site === links.site) return undefined;
-    return { toSite: peer.site, toHolder, profile: { latencyMs: peer.latencyMs, jitterMs: peer.jitterMs ?? 0, bytesPerMs: peer.bandwidthMBps * 1000 } };
+    return {
+      toSite: peer.site,
+      toHolder,
+      profile: { latencyMs: peer.latencyMs, jitterMs: peer.jitterMs ?? 0, bytesPerMs: peer.bandwidthMBps * 1000 },
+    };
   };
 }
 
 /** The transport a role's actor sends through: shaped when the config has `links`, else `inner` itself. */
 export function shapedByLinks(inner: Transport, links: LinksConfig | undefined, tracer?: Tracer): Transport {
   if (links === undefined) return inner;
-  return new ShapedTransport(inner, { fromSite: links.site, route: linksRoute(links), clock: systemClock, random: Math.random, ...(tracer ? { tracer } : {}) });
+  return new ShapedTransport(inner, {
+    fromSite: links.site,
+    route: linksRoute(links),
+    clock: systemClock,
+    random: Math.random,
+    ...(tracer ? { tracer } : {}),
+  });
 }
 
 /** Units held back on shaped links right now (sent, not yet delivered); 0 for an unshaped transport. */

@@ -15,7 +15,12 @@ export class RoleStartError extends CustodyError {
 /** `err` as the start failure of `who`, talking to `where`: a typed error is kept as it is. */
 export function startFailure(err: unknown, who: string, where: string): unknown {
   if (err instanceof CustodyError) return err;
-  const timedOut = err instanceof natsErrors.TimeoutError || (err instanceof Error && err.cause instanceof natsErrors.TimeoutError);
-  const why = timedOut ? "a request to the server got no answer in time (nats.js: timeout): is the server up, with JetStream, and the control log's stream led?" : err instanceof Error ? err.message : String(err);
+  const timedOut =
+    err instanceof natsErrors.TimeoutError || (err instanceof Error && err.cause instanceof natsErrors.TimeoutError);
+  const why = timedOut
+    ? "a request to the server got no answer in time (nats.js: timeout): is the server up, with JetStream, and the control log's stream led?"
+    : err instanceof Error
+      ? err.message
+      : String(err);
   return new RoleStartError(who, where, why, { cause: err });
 }

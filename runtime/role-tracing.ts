@@ -1,7 +1,13 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { otlpEndpointConfigured, roleServiceName, setupTracing, SpanExporterKind, type TracingHandle } from "../telemetry/index.ts";
+import {
+  otlpEndpointConfigured,
+  roleServiceName,
+  setupTracing,
+  SpanExporterKind,
+  type TracingHandle,
+} from "../telemetry/index.ts";
 
 /**
  * The optional `spanFile` of a role config: the process's spans go to that file as JSON lines
@@ -23,10 +29,21 @@ export interface RoleTracing {
  * ones), with the role and id as resource attributes (`service.name` `custody-<role>`,
  * `service.instance.id` the id: telemetry/role-resource.ts). Without a span file nothing is registered.
  */
-export function startRoleTracing(spanFile: string | undefined, role: string, id: string, attributes: Record<string, string> = {}): RoleTracing {
+export function startRoleTracing(
+  spanFile: string | undefined,
+  role: string,
+  id: string,
+  attributes: Record<string, string> = {},
+): RoleTracing {
   if (spanFile === undefined) return { stop: async () => undefined };
   mkdirSync(dirname(spanFile), { recursive: true });
-  const handle: TracingHandle = setupTracing({ serviceName: roleServiceName(role), serviceInstanceId: id, attributes: { "custody.actor": id, "custody.role": role, ...attributes }, exporter: otlpEndpointConfigured() ? [SpanExporterKind.Jsonl, SpanExporterKind.Otlp] : SpanExporterKind.Jsonl, jsonlPath: spanFile });
+  const handle: TracingHandle = setupTracing({
+    serviceName: roleServiceName(role),
+    serviceInstanceId: id,
+    attributes: { "custody.actor": id, "custody.role": role, ...attributes },
+    exporter: otlpEndpointConfigured() ? [SpanExporterKind.Jsonl, SpanExporterKind.Otlp] : SpanExporterKind.Jsonl,
+    jsonlPath: spanFile,
+  });
   const timer = setInterval(() => void handle.provider.forceFlush().catch(() => undefined), FLUSH_MS);
   return {
     async stop() {

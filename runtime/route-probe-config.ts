@@ -28,14 +28,26 @@ export type ProbeConfig = NonNullable<z.infer<typeof probeSchema>>;
  * The transport a role sends through, metered and probing when the config has a `probe` section
  * (else `inner` itself and a no-op stop). Throws CustodyError `invalid_role_config` when no site is known.
  */
-export function withRouteProbing(inner: Transport, probe: ProbeConfig | undefined, links: LinksConfig | undefined, self: string): { transport: Transport; prober?: RouteProber; stop(): void } {
+export function withRouteProbing(
+  inner: Transport,
+  probe: ProbeConfig | undefined,
+  links: LinksConfig | undefined,
+  self: string,
+): { transport: Transport; prober?: RouteProber; stop(): void } {
   if (probe === undefined) return { transport: inner, stop: () => undefined };
   const site = probe.site ?? links?.site;
-  if (site === undefined) throw new CustodyError("invalid_role_config", "probe: a site is needed (probe.site or links.site)", { path: "probe.site" });
-  const peers = probe.peers ?? Object.fromEntries(Object.entries(links?.peers ?? {}).map(([id, p]) => [id, { site: p.site }]));
+  if (site === undefined)
+    throw new CustodyError("invalid_role_config", "probe: a site is needed (probe.site or links.site)", {
+      path: "probe.site",
+    });
+  const peers =
+    probe.peers ?? Object.fromEntries(Object.entries(links?.peers ?? {}).map(([id, p]) => [id, { site: p.site }]));
   const meter = new UnitTrafficMeter(inner);
   const { intervalMs, budgetBytesPerInterval, pings, frameBytes, timeoutMs } = probe;
-  const prober = new RouteProber({ self, site, peers, intervalMs, budgetBytesPerInterval, pings, frameBytes, timeoutMs }, { transport: meter, clock: systemClock, meter });
+  const prober = new RouteProber(
+    { self, site, peers, intervalMs, budgetBytesPerInterval, pings, frameBytes, timeoutMs },
+    { transport: meter, clock: systemClock, meter },
+  );
   prober.start();
   return { transport: meter, prober, stop: () => prober.stop() };
 }

@@ -1,6 +1,13 @@
 import type { Clock, Counters } from "../core/index.ts";
 import { CustodyError } from "../core/index.ts";
-import { decodeMessage, encodeMessage, probeSubject, ProbePhase, routeProbeSpec, type RouteProbe } from "../protocol/index.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  probeSubject,
+  ProbePhase,
+  routeProbeSpec,
+  type RouteProbe,
+} from "../protocol/index.ts";
 import type { Transport, TransportSubscription } from "../transport/index.ts";
 
 const EMPTY = new Uint8Array(0);
@@ -43,14 +50,22 @@ export class RouteProbeEndpoint {
 
   /** Publishes one probe to `to`. */
   send(to: string, phase: ProbePhase, nonce: number, index: number, last: boolean, pad: Uint8Array = EMPTY): void {
-    this.transport.publish(probeSubject(to), encodeMessage(routeProbeSpec, { from: this.self, to, phase, nonce, index, last, received: 0, pad }));
+    this.transport.publish(
+      probeSubject(to),
+      encodeMessage(routeProbeSpec, { from: this.self, to, phase, nonce, index, last, received: 0, pad }),
+    );
   }
 
   /**
    * Resolves with the answer `phase`/`nonce` from `peer`, or null after `timeoutMs`. Register
    * before sending, so an answer cannot overtake the wait.
    */
-  answer(peer: string, phase: ProbePhase, nonce: number, timeoutMs: number): Promise<{ probe: RouteProbe; atMs: number } | null> {
+  answer(
+    peer: string,
+    phase: ProbePhase,
+    nonce: number,
+    timeoutMs: number,
+  ): Promise<{ probe: RouteProbe; atMs: number } | null> {
     const key = `${peer}|${phase}|${nonce}`;
     return new Promise((resolve) => {
       const timer = this.clock.setTimeout(() => {
@@ -80,7 +95,10 @@ export class RouteProbeEndpoint {
     switch (p.phase) {
       case ProbePhase.ping:
         this.counters.inc("route_probe_pings_answered");
-        this.transport.publish(probeSubject(p.from), encodeMessage(routeProbeSpec, { ...p, from: this.self, to: p.from, phase: ProbePhase.pong, pad: EMPTY }));
+        this.transport.publish(
+          probeSubject(p.from),
+          encodeMessage(routeProbeSpec, { ...p, from: this.self, to: p.from, phase: ProbePhase.pong, pad: EMPTY }),
+        );
         return;
       case ProbePhase.burst: {
         const key = `${p.from}|${p.nonce}`;
@@ -91,7 +109,19 @@ export class RouteProbeEndpoint {
           if (this.bursts.size > MAX_OPEN_BURSTS) this.bursts.delete(this.bursts.keys().next().value!);
           return;
         }
-        this.transport.publish(probeSubject(p.from), encodeMessage(routeProbeSpec, { from: this.self, to: p.from, phase: ProbePhase.burstAck, nonce: p.nonce, index: p.index, last: true, received: got, pad: EMPTY }));
+        this.transport.publish(
+          probeSubject(p.from),
+          encodeMessage(routeProbeSpec, {
+            from: this.self,
+            to: p.from,
+            phase: ProbePhase.burstAck,
+            nonce: p.nonce,
+            index: p.index,
+            last: true,
+            received: got,
+            pad: EMPTY,
+          }),
+        );
         return;
       }
       default:

@@ -1,7 +1,14 @@
 import { createActor, fromPromise, setup, type Actor } from "xstate";
 import { Counters, type Clock } from "../core/index.ts";
 import { PathEstimate, planProbeRound, type ProbeShape } from "../policies/index.ts";
-import { encodeMessage, ProbePhase, routeMeasurementsSpec, routeProbeSpec, routeSubject, type RouteMeasurements } from "../protocol/index.ts";
+import {
+  encodeMessage,
+  ProbePhase,
+  routeMeasurementsSpec,
+  routeProbeSpec,
+  routeSubject,
+  type RouteMeasurements,
+} from "../protocol/index.ts";
 import type { Transport } from "../transport/index.ts";
 import { RouteProbeEndpoint } from "./route-probe-endpoint.ts";
 import type { UnitTrafficMeter } from "./unit-traffic-meter.ts";
@@ -45,15 +52,27 @@ const BIG = Number.MAX_SAFE_INTEGER;
 
 /** Probe rounds every interval: `probing` runs one round and publishes, `waiting` sleeps on the clock. */
 const proberMachine = setup({
-  types: { input: {} as { prober: RouteProber; intervalMs: number }, context: {} as { prober: RouteProber; intervalMs: number } },
-  actors: { round: fromPromise<RouteMeasurements, { prober: RouteProber }>(async ({ input }) => input.prober.probeOnce()) },
+  types: {
+    input: {} as { prober: RouteProber; intervalMs: number },
+    context: {} as { prober: RouteProber; intervalMs: number },
+  },
+  actors: {
+    round: fromPromise<RouteMeasurements, { prober: RouteProber }>(async ({ input }) => input.prober.probeOnce()),
+  },
   delays: { interval: ({ context }) => context.intervalMs },
 }).createMachine({
   id: "route-prober",
   context: ({ input }) => ({ ...input }),
   initial: "probing",
   states: {
-    probing: { invoke: { src: "round", input: ({ context }) => ({ prober: context.prober }), onDone: "waiting", onError: "waiting" } },
+    probing: {
+      invoke: {
+        src: "round",
+        input: ({ context }) => ({ prober: context.prober }),
+        onDone: "waiting",
+        onError: "waiting",
+      },
+    },
     waiting: { after: { interval: "probing" } },
   },
 });
@@ -82,18 +101,35 @@ export class RouteProber {
     this.counters = ports.counters ?? new Counters();
     this.endpoint = new RouteProbeEndpoint(opts.self, ports.transport, ports.clock, this.counters);
     // Sizes are of real encodings with the largest numbers a round can carry: the plan's bound holds.
-    const sized = (phase: ProbePhase, pad: Uint8Array) => encodeMessage(routeProbeSpec, { from: opts.self, to: longestPeer(opts), phase, nonce: BIG, index: BIG, last: false, received: 0, pad }).byteLength;
+    const sized = (phase: ProbePhase, pad: Uint8Array) =>
+      encodeMessage(routeProbeSpec, {
+        from: opts.self,
+        to: longestPeer(opts),
+        phase,
+        nonce: BIG,
+        index: BIG,
+        last: false,
+        received: 0,
+        pad,
+      }).byteLength;
     const frameBytes = opts.frameBytes ?? 16_384;
     const overhead = sized(ProbePhase.burst, new Uint8Array(0)) + 4;
     this.pad = new Uint8Array(Math.max(0, frameBytes - overhead));
-    this.shape = { pings: opts.pings ?? 5, pingBytes: sized(ProbePhase.ping, new Uint8Array(0)), frameBytes: sized(ProbePhase.burst, this.pad) };
+    this.shape = {
+      pings: opts.pings ?? 5,
+      pingBytes: sized(ProbePhase.ping, new Uint8Array(0)),
+      frameBytes: sized(ProbePhase.burst, this.pad),
+    };
     this.lastLoadAt = ports.clock.now();
   }
 
   /** Answers probes and starts probing every interval. */
   start(): void {
     this.endpoint.start();
-    this.actor = createActor(proberMachine, { input: { prober: this, intervalMs: this.opts.intervalMs }, clock: this.ports.clock });
+    this.actor = createActor(proberMachine, {
+      input: { prober: this, intervalMs: this.opts.intervalMs },
+      clock: this.ports.clock,
+    });
     this.actor.start();
   }
 
@@ -113,16 +149,18 @@ export class RouteProber {
     const sent = this.ports.meter?.take() ?? new Map<string, number>();
     const seconds = Math.max(0.001, (now - this.lastLoadAt) / 1000);
     this.lastLoadAt = now;
-    const routes = [...this.latest].sort(([a], [b]) => (a < b ? -1 : 1)).map(([to, m]) => ({
-      to,
-      toSite: m.toSite,
-      rttMs: m.rttMs,
-      jitterMs: m.jitterMs,
-      throughputBytesPerSec: m.throughputBytesPerSec,
-      loadBytesPerSec: (sent.get(to) ?? 0) / seconds,
-      samples: m.samples,
-      ageMs: Math.max(0, now - m.atMs),
-    }));
+    const routes = [...this.latest]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([to, m]) => ({
+        to,
+        toSite: m.toSite,
+        rttMs: m.rttMs,
+        jitterMs: m.jitterMs,
+        throughputBytesPerSec: m.throughputBytesPerSec,
+        loadBytesPerSec: (sent.get(to) ?? 0) / seconds,
+        samples: m.samples,
+        ageMs: Math.max(0, now - m.atMs),
+      }));
     const body: RouteMeasurements = { from: this.opts.self, fromSite: this.opts.site, routes, probeBytes };
     this.ports.transport.publish(routeSubject(this.opts.self), encodeMessage(routeMeasurementsSpec, body));
     this.counters.inc("route_rounds");
@@ -161,7 +199,14 @@ export class RouteProber {
     let estimate = this.estimates.get(peer);
     if (estimate === undefined) this.estimates.set(peer, (estimate = new PathEstimate()));
     const { rttMs, jitterMs, throughputBytesPerSec } = estimate.addRound(rtts, burst);
-    this.latest.set(peer, { toSite: this.opts.peers[peer]!.site, rttMs, jitterMs, throughputBytesPerSec, samples: rtts.length, atMs: clock.now() });
+    this.latest.set(peer, {
+      toSite: this.opts.peers[peer]!.site,
+      rttMs,
+      jitterMs,
+      throughputBytesPerSec,
+      samples: rtts.length,
+      atMs: clock.now(),
+    });
     this.counters.inc("route_measured");
     return bytes;
   }

@@ -28,7 +28,16 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
   });
   const counters = new Counters();
   const builder = new BaseBuilder(
-    { holderId: cfg.holder, volume: cfg.volume, lane: cfg.lane, blockCount: cfg.blockCount, dir: cfg.dir, minNewSeqs: cfg.minNewSeqs, ...(cfg.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: cfg.maxSeqsPerBuild } : {}), ...(cfg.buildTimeoutMs !== undefined ? { buildTimeoutMs: cfg.buildTimeoutMs } : {}) },
+    {
+      holderId: cfg.holder,
+      volume: cfg.volume,
+      lane: cfg.lane,
+      blockCount: cfg.blockCount,
+      dir: cfg.dir,
+      minNewSeqs: cfg.minNewSeqs,
+      ...(cfg.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: cfg.maxSeqsPerBuild } : {}),
+      ...(cfg.buildTimeoutMs !== undefined ? { buildTimeoutMs: cfg.buildTimeoutMs } : {}),
+    },
     transport,
     counters,
     readDataKeyFile(cfg.dataKeyFile),
@@ -39,10 +48,15 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
     busy = builder.build().catch((err: unknown) => {
       const code = (err as { code?: string }).code ?? "failed";
       counters.inc(code.startsWith("base_build_") ? code : `base_build_${code}`);
-      if (err instanceof BaseBuildTimeoutError) process.stderr.write(`base-builder ${cfg.holder}: warning [${err.code}] ${err.message}\n`);
+      if (err instanceof BaseBuildTimeoutError)
+        process.stderr.write(`base-builder ${cfg.holder}: warning [${err.code}] ${err.message}\n`);
     });
   }, cfg.intervalMs);
-  const stats = serveProcessStats(transport, "base-builder", () => ({ id: `base-builder-${cfg.holder}`, counters: counters.snapshot(), figures: buildFigures(builder) }));
+  const stats = serveProcessStats(transport, "base-builder", () => ({
+    id: `base-builder-${cfg.holder}`,
+    counters: counters.snapshot(),
+    figures: buildFigures(builder),
+  }));
   // Listed by `custody ps` (a NATS service) before the process says it is ready.
   await stats.registered;
   return {
@@ -62,7 +76,11 @@ export async function runBaseBuilder(cfg: BaseBuilderRoleConfig): Promise<Runnin
 /** What `custody ps` shows of a builder: its base, and of a running build how long it runs and in which phase. */
 function buildFigures(builder: BaseBuilder): Record<string, number> {
   const p = builder.progress();
-  const figures: Record<string, number> = { baseThroughSeq: builder.base?.throughSeq ?? 0, baseBytes: builder.base?.bytes ?? 0, buildMs: p.buildMs };
+  const figures: Record<string, number> = {
+    baseThroughSeq: builder.base?.throughSeq ?? 0,
+    baseBytes: builder.base?.bytes ?? 0,
+    buildMs: p.buildMs,
+  };
   if (p.phase !== "idle") figures[`build_${p.phase}Ms`] = p.phaseMs;
   return figures;
 }

@@ -1,4 +1,11 @@
-import { AnnouncedStandbys, DEFAULT_LEASE_TIMINGS, LeaseKeeper, startController, type Controller, type LeaseTimings } from "../actors/index.ts";
+import {
+  AnnouncedStandbys,
+  DEFAULT_LEASE_TIMINGS,
+  LeaseKeeper,
+  startController,
+  type Controller,
+  type LeaseTimings,
+} from "../actors/index.ts";
 import type { ControllerConfig } from "../actors/index.ts";
 import { Counters, CustodyError, systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
@@ -28,16 +35,26 @@ const HEAD_PERSIST_MS = 250;
  * Persists the head the controller's follower verified whenever it moved (one write at a time).
  * A crash loses at most the last HEAD_PERSIST_MS of progress of the persisted head, never more.
  */
-function persistHeads(controlState: () => ControlState, dir: string, region: string, persisted: number): { stop(): Promise<void> } {
+function persistHeads(
+  controlState: () => ControlState,
+  dir: string,
+  region: string,
+  persisted: number,
+): { stop(): Promise<void> } {
   let writing: Promise<void> = Promise.resolve();
   const tick = () => {
-    writing = writing.then(async () => {
-      const s = controlState();
-      if (s.lastSeq <= persisted) return;
-      // The entry at lastSeq: a skipped (unsigned) entry there has its own hash, not the chain head's.
-      await writeControlLogHead(nodeFileLayer, dir, { region, seq: s.lastSeq, hash: s.lastEntryHash ?? s.headHash });
-      persisted = s.lastSeq;
-    }).catch((err: unknown) => void process.stderr.write(`controller: cannot persist the control-log head: ${String(err)}\n`));
+    writing = writing
+      .then(async () => {
+        const s = controlState();
+        if (s.lastSeq <= persisted) return;
+        // The entry at lastSeq: a skipped (unsigned) entry there has its own hash, not the chain head's.
+        await writeControlLogHead(nodeFileLayer, dir, { region, seq: s.lastSeq, hash: s.lastEntryHash ?? s.headHash });
+        persisted = s.lastSeq;
+      })
+      .catch(
+        (err: unknown) =>
+          void process.stderr.write(`controller: cannot persist the control-log head: ${String(err)}\n`),
+      );
   };
   tick();
   const timer = setInterval(tick, HEAD_PERSIST_MS);
@@ -72,7 +89,8 @@ interface ControllerBase {
  */
 async function openControllerBase(cfg: ControllerRoleConfig): Promise<ControllerBase> {
   const c = cfg.controller as unknown as ControllerConfig;
-  const lock = cfg.stateDir === undefined ? undefined : lockStateDir(cfg.stateDir, { role: "controller", id: c.controllerId });
+  const lock =
+    cfg.stateDir === undefined ? undefined : lockStateDir(cfg.stateDir, { role: "controller", id: c.controllerId });
   const { transport, lost } = await connectRole(cfg.nats, `controller-${c.controllerId}`).catch((err: unknown) => {
     lock?.release();
     throw err;
@@ -87,11 +105,21 @@ async function openControllerBase(cfg: ControllerRoleConfig): Promise<Controller
     const logRegion = cfg.controlLogRegion ?? c.region;
     const store = await openJetStreamControlLog(transport.connection, { region: logRegion });
     const files = loadControlTrust(cfg.controlTrust);
-    const seen = cfg.stateDir === undefined ? undefined : await readControlLogHead(nodeFileLayer, cfg.stateDir, logRegion);
+    const seen =
+      cfg.stateDir === undefined ? undefined : await readControlLogHead(nodeFileLayer, cfg.stateDir, logRegion);
     if (seen !== undefined) await checkControlLogHead(store, seen);
     const counters = new Counters();
     // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment keyed.
-    const standbys = (c.repair?.standby.length ?? 0) > 0 ? new AnnouncedStandbys({ transport, clock: systemClock, counters, standby: c.repair!.standby, sites: c.topology.sites }) : undefined;
+    const standbys =
+      (c.repair?.standby.length ?? 0) > 0
+        ? new AnnouncedStandbys({
+            transport,
+            clock: systemClock,
+            counters,
+            standby: c.repair!.standby,
+            sites: c.topology.sites,
+          })
+        : undefined;
     return {
       c,
       transport,
@@ -110,7 +138,11 @@ async function openControllerBase(cfg: ControllerRoleConfig): Promise<Controller
     };
   } catch (err) {
     await closeOpened();
-    throw startFailure(err, `controller ${c.controllerId}`, `control log ${cfg.controlLogRegion ?? c.region} via ${transport.connection.getServer()}`);
+    throw startFailure(
+      err,
+      `controller ${c.controllerId}`,
+      `control log ${cfg.controlLogRegion ?? c.region} via ${transport.connection.getServer()}`,
+    );
   }
 }
 
@@ -125,8 +157,17 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
   const { c, transport, lost, store, files, logRegion, seen, counters, standbys } = base;
   try {
     const dir = cfg.stateDir;
-    const controller = await startController(c, { transport, clock: systemClock, store, counters, ...(standbys ? { repair: standbys } : {}), ...(files.trust ? { trust: files.trust } : {}), ...(files.signer ? { signer: files.signer(c.controllerId) } : {}) });
-    const heads = dir === undefined ? undefined : persistHeads(() => controller.controlState(), dir, logRegion, seen?.seq ?? 0);
+    const controller = await startController(c, {
+      transport,
+      clock: systemClock,
+      store,
+      counters,
+      ...(standbys ? { repair: standbys } : {}),
+      ...(files.trust ? { trust: files.trust } : {}),
+      ...(files.signer ? { signer: files.signer(c.controllerId) } : {}),
+    });
+    const heads =
+      dir === undefined ? undefined : persistHeads(() => controller.controlState(), dir, logRegion, seen?.seq ?? 0);
     // `evaluations` is the running total (what `custody ps` and watchers compare between reads); the
     // duration quantiles cover only the evaluations since the previous read.
     // `writerHeadMax`: the highest head writer progress reported on any lane (what an attack on progress must not move).
@@ -134,7 +175,20 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.takeEvalDurations().sort((a, b) => a - b);
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
-      return { id: c.controllerId, counters: controller.counters.snapshot(), figures: { evaluations: controller.counters.get("evaluations"), evalsSinceLastRead: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests, writerHeadMax: Math.max(0, ...Object.values(controller.evaluationState().source.lanes)) }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...receiptedSamples(controller.holdings()) } };
+      return {
+        id: c.controllerId,
+        counters: controller.counters.snapshot(),
+        figures: {
+          evaluations: controller.counters.get("evaluations"),
+          evalsSinceLastRead: d.length,
+          evalMsP50: q(0.5),
+          evalMsP99: q(0.99),
+          evalMsMax: d.at(-1) ?? 0,
+          controlLogApiRequests: store.apiRequests,
+          writerHeadMax: Math.max(0, ...Object.values(controller.evaluationState().source.lanes)),
+        },
+        samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...receiptedSamples(controller.holdings()) },
+      };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -150,7 +204,11 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
     };
   } catch (err) {
     await base.close();
-    throw startFailure(err, `controller ${c.controllerId}`, `control log ${logRegion} via ${transport.connection.getServer()}`);
+    throw startFailure(
+      err,
+      `controller ${c.controllerId}`,
+      `control log ${logRegion} via ${transport.connection.getServer()}`,
+    );
   }
 }
 
@@ -176,7 +234,12 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
   const c = cfg.controller as unknown as ControllerConfig;
   const timings: LeaseTimings = { ...DEFAULT_LEASE_TIMINGS, ...cfg.lease };
   // Every claim would be refused (`malformed`): a configuration error now, not a volume without a controller later.
-  if (timings.timeoutMs <= timings.renewMs) throw new CustodyError("bad_lease_timings", `lease timeoutMs ${timings.timeoutMs} must exceed renewMs ${timings.renewMs}`, { ...timings });
+  if (timings.timeoutMs <= timings.renewMs)
+    throw new CustodyError(
+      "bad_lease_timings",
+      `lease timeoutMs ${timings.timeoutMs} must exceed renewMs ${timings.renewMs}`,
+      { ...timings },
+    );
   const base = await openControllerBase(cfg);
   const { transport, lost, store, files, logRegion, seen, counters, standbys } = base;
   try {
@@ -192,7 +255,15 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
       counters,
       log: (line) => void process.stderr.write(`${line}\n`),
       becomeActive: async () => {
-        current = await startController(c, { transport, clock: systemClock, store, counters, ...(standbys ? { repair: standbys } : {}), ...(files.trust ? { trust: files.trust } : {}), ...(signer ? { signer } : {}) });
+        current = await startController(c, {
+          transport,
+          clock: systemClock,
+          store,
+          counters,
+          ...(standbys ? { repair: standbys } : {}),
+          ...(files.trust ? { trust: files.trust } : {}),
+          ...(signer ? { signer } : {}),
+        });
       },
       stepDown: async () => {
         current?.stop();
@@ -200,11 +271,30 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
       },
     });
     await keeper.start();
-    const heads = dir === undefined ? undefined : persistHeads(() => current?.controlState() ?? follower.state, dir, logRegion, seen?.seq ?? 0);
+    const heads =
+      dir === undefined
+        ? undefined
+        : persistHeads(() => current?.controlState() ?? follower.state, dir, logRegion, seen?.seq ?? 0);
     const stats = serveProcessStats(transport, "controller", () => {
       const d = current?.takeEvalDurations().sort((a, b) => a - b) ?? [];
       const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
-      return { id: c.controllerId, counters: counters.snapshot(), figures: { active: keeper.role === "active" ? 1 : 0, evaluations: counters.get("evaluations"), evalsSinceLastRead: d.length, evalMsP50: q(0.5), evalMsP99: q(0.99), evalMsMax: d.at(-1) ?? 0, controlLogApiRequests: store.apiRequests }, samples: { evalMs: d.map((x) => Math.round(x * 100) / 100), ...(current ? receiptedSamples(current.holdings()) : {}) } };
+      return {
+        id: c.controllerId,
+        counters: counters.snapshot(),
+        figures: {
+          active: keeper.role === "active" ? 1 : 0,
+          evaluations: counters.get("evaluations"),
+          evalsSinceLastRead: d.length,
+          evalMsP50: q(0.5),
+          evalMsP99: q(0.99),
+          evalMsMax: d.at(-1) ?? 0,
+          controlLogApiRequests: store.apiRequests,
+        },
+        samples: {
+          evalMs: d.map((x) => Math.round(x * 100) / 100),
+          ...(current ? receiptedSamples(current.holdings()) : {}),
+        },
+      };
     });
     await stats.registered;
     return {
@@ -223,6 +313,10 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
     };
   } catch (err) {
     await base.close();
-    throw startFailure(err, `controller ${c.controllerId}`, `control log ${logRegion} via ${transport.connection.getServer()}`);
+    throw startFailure(
+      err,
+      `controller ${c.controllerId}`,
+      `control log ${logRegion} via ${transport.connection.getServer()}`,
+    );
   }
 }

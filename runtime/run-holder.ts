@@ -27,7 +27,11 @@ import { whenFenced, type HolderFencedError } from "./holder-fencing.ts";
 /** Thrown (and the process exits 2) when the NATS connection closes for good: a process must never run deaf. */
 export class ConnectionLostError extends CustodyError {
   constructor(role: string) {
-    super("connection_lost", `${role}: the NATS connection closed for good (reconnect attempts exhausted); exiting so a supervisor restarts this process`, { role });
+    super(
+      "connection_lost",
+      `${role}: the NATS connection closed for good (reconnect attempts exhausted); exiting so a supervisor restarts this process`,
+      { role },
+    );
   }
 }
 
@@ -68,13 +72,27 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       lock.release();
       throw err;
     });
-  const tracing = startRoleTracing(cfg.spanFile, "holder", String(holderCfg.holderId), cfg.links ? { "custody.site": cfg.links.site } : {});
+  const tracing = startRoleTracing(
+    cfg.spanFile,
+    "holder",
+    String(holderCfg.holderId),
+    cfg.links ? { "custody.site": cfg.links.site } : {},
+  );
   // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus directly.
-  const probing = withRouteProbing(shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")), cfg.probe, cfg.links, String(holderCfg.holderId));
+  const probing = withRouteProbing(
+    shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")),
+    cfg.probe,
+    cfg.links,
+    String(holderCfg.holderId),
+  );
   const sending = probing.transport;
   try {
     const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
-    const peers = new ControlLogPeers(new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust), systemClock, 1_000);
+    const peers = new ControlLogPeers(
+      new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust),
+      systemClock,
+      1_000,
+    );
     await peers.refresh();
     const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
     const privateKey = privateKeyFromPkcs8(readFileSync(cfg.keyFile));
@@ -90,7 +108,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       // What an operator must see in the process log: disk trouble and custody violations.
       observe: (o) => {
         metrics?.observe(o);
-        if (o.type === "flush_failed" || o.type === "violation") process.stderr.write(`holder ${String(holderCfg.holderId)}: ${JSON.stringify(o)}\n`);
+        if (o.type === "flush_failed" || o.type === "violation")
+          process.stderr.write(`holder ${String(holderCfg.holderId)}: ${JSON.stringify(o)}\n`);
       },
       ...(holderCfg.flush ? { files: nodeFileLayer, spillPath: join(cfg.stateDir, "spill.log") } : {}),
     });
@@ -117,7 +136,21 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         ranges[`${key}.retained`] = flatRuns(ob.retained);
       }
       const fencedBy = holder.fencedBy();
-      return { id: holder.id, incarnation: holder.incarnation, ...(fencedBy !== undefined ? { fencedBy } : {}), counters: holder.counters.snapshot(), figures: { retainedRamBytes: ram, retainedDiskBytes: disk, retainedBytes: ram + disk, spillFileBytes: holder.spillFileBytes(), ...lanes, linkInFlight: linkInFlight(sending) }, samples: ranges };
+      return {
+        id: holder.id,
+        incarnation: holder.incarnation,
+        ...(fencedBy !== undefined ? { fencedBy } : {}),
+        counters: holder.counters.snapshot(),
+        figures: {
+          retainedRamBytes: ram,
+          retainedDiskBytes: disk,
+          retainedBytes: ram + disk,
+          spillFileBytes: holder.spillFileBytes(),
+          ...lanes,
+          linkInFlight: linkInFlight(sending),
+        },
+        samples: ranges,
+      };
     });
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -129,7 +162,10 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
       async stop() {
         // Drain first: no new credit, and what only RAM holds is flushed or released, or named.
         const left = holder.fencedBy() === undefined ? await drainHolder(holder, cfg.drainDeadlineMs ?? 10_000) : {};
-        for (const [lane, seqs] of Object.entries(left)) process.stderr.write(`holder ${holder.id}: stopping with ${lane} ${seqs.toString()} held only in RAM (neither flushed nor released by the deadline)\n`);
+        for (const [lane, seqs] of Object.entries(left))
+          process.stderr.write(
+            `holder ${holder.id}: stopping with ${lane} ${seqs.toString()} held only in RAM (neither flushed nor released by the deadline)\n`,
+          );
         stats.unsubscribe();
         probing.stop();
         clearInterval(timer);

@@ -20,7 +20,12 @@ export async function runRepairWorker(cfg: RepairRoleConfig): Promise<RunningRep
   for (const v of cfg.volumes) checkToken(v, "volume");
   const { transport, lost } = await connectRole(cfg.nats, `repair-${cfg.workerId}`);
   const counters = new Counters();
-  const worker = serveRepairTasks(transport, { volumes: cfg.volumes, clock: systemClock, counters, ...(cfg.requestTimeoutMs !== undefined ? { requestTimeoutMs: cfg.requestTimeoutMs } : {}) });
+  const worker = serveRepairTasks(transport, {
+    volumes: cfg.volumes,
+    clock: systemClock,
+    counters,
+    ...(cfg.requestTimeoutMs !== undefined ? { requestTimeoutMs: cfg.requestTimeoutMs } : {}),
+  });
   // Subscribed at the server before the process says it is ready (a task sent then is taken).
   await transport.flush();
   return {

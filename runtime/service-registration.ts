@@ -39,7 +39,11 @@ export interface RegisteredService {
  * Registers this process as `custody-<role>` on `nc`. `stats` is called for every STATS request
  * and every request on the `stats` endpoint.
  */
-export async function registerService(nc: NatsConnection, who: ServiceIdentityInput, stats: () => unknown): Promise<RegisteredService> {
+export async function registerService(
+  nc: NatsConnection,
+  who: ServiceIdentityInput,
+  stats: () => unknown,
+): Promise<RegisteredService> {
   // The services package nests its own nats-core build; our connection speaks the same protocol,
   // so it is handed over as-is (only the type names differ).
   const svcm = new Svcm(nc as unknown as ConstructorParameters<typeof Svcm>[0]);
@@ -47,7 +51,12 @@ export async function registerService(nc: NatsConnection, who: ServiceIdentityIn
     name: serviceName(token(who.role)),
     version: SERVICE_VERSION,
     description: `custody ${who.role} ${who.id}`,
-    metadata: { role: who.role, id: who.id, ...(who.incarnation !== undefined ? { incarnation: String(who.incarnation) } : {}), pid: String(process.pid) },
+    metadata: {
+      role: who.role,
+      id: who.id,
+      ...(who.incarnation !== undefined ? { incarnation: String(who.incarnation) } : {}),
+      pid: String(process.pid),
+    },
     statsHandler: () => Promise.resolve(stats()),
   });
   service.addEndpoint("stats", {
@@ -66,7 +75,10 @@ export async function registerService(nc: NatsConnection, who: ServiceIdentityIn
 
 /** The services client on `nc`, collecting answers for `waitMs`. */
 export function serviceClient(nc: NatsConnection, waitMs: number): ServiceClient {
-  return new Svcm(nc as unknown as ConstructorParameters<typeof Svcm>[0]).client({ strategy: "timer", maxWait: waitMs });
+  return new Svcm(nc as unknown as ConstructorParameters<typeof Svcm>[0]).client({
+    strategy: "timer",
+    maxWait: waitMs,
+  });
 }
 
 /**
@@ -75,7 +87,10 @@ export function serviceClient(nc: NatsConnection, waitMs: number): ServiceClient
  * is an empty list. With `expect`, the collection also ends as soon as that many `custody-*`
  * services answered (a caller who knows how many processes run need not wait out `waitMs`).
  */
-export async function gatherServiceStats(nc: NatsConnection, opts: { role?: string | undefined; waitMs: number; expect?: number | undefined }): Promise<{ replies: ServiceStats[]; unreadable: number }> {
+export async function gatherServiceStats(
+  nc: NatsConnection,
+  opts: { role?: string | undefined; waitMs: number; expect?: number | undefined },
+): Promise<{ replies: ServiceStats[]; unreadable: number }> {
   const replies: ServiceStats[] = [];
   let unreadable = 0;
   try {

@@ -1,5 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { CustodyError, processRunning } from "../core/index.ts";
 
@@ -41,9 +52,21 @@ export interface LockHolder {
 
 /** Thrown when another live process holds the state directory: the start changes nothing. */
 export class StateDirLockedError extends CustodyError {
-  constructor(readonly dir: string, readonly holder: LockHolder) {
-    const what = holder.incarnation === undefined ? "" : ` ${holder.role === "writer" ? "term" : "incarnation"} ${holder.incarnation}`;
-    super("state_dir_locked", `${dir} is held by pid ${holder.pid} (${holder.role} ${holder.id}${what})`, { dir, pid: holder.pid, role: holder.role, id: holder.id, ...(holder.incarnation !== undefined ? { incarnation: holder.incarnation } : {}) });
+  constructor(
+    readonly dir: string,
+    readonly holder: LockHolder,
+  ) {
+    const what =
+      holder.incarnation === undefined
+        ? ""
+        : ` ${holder.role === "writer" ? "term" : "incarnation"} ${holder.incarnation}`;
+    super("state_dir_locked", `${dir} is held by pid ${holder.pid} (${holder.role} ${holder.id}${what})`, {
+      dir,
+      pid: holder.pid,
+      role: holder.role,
+      id: holder.id,
+      ...(holder.incarnation !== undefined ? { incarnation: holder.incarnation } : {}),
+    });
   }
 }
 
@@ -90,8 +113,17 @@ function procAvailable(): boolean {
 function parseHolder(raw: string): LockHolder | undefined {
   try {
     const v = JSON.parse(raw) as Partial<LockHolder>;
-    if (typeof v.pid !== "number" || !Number.isSafeInteger(v.pid) || v.pid <= 0 || typeof v.token !== "string") return undefined;
-    return { pid: v.pid, start: typeof v.start === "number" ? v.start : null, role: String(v.role ?? "?"), id: String(v.id ?? "?"), ...(typeof v.incarnation === "number" ? { incarnation: v.incarnation } : {}), at: Number(v.at ?? 0), token: v.token };
+    if (typeof v.pid !== "number" || !Number.isSafeInteger(v.pid) || v.pid <= 0 || typeof v.token !== "string")
+      return undefined;
+    return {
+      pid: v.pid,
+      start: typeof v.start === "number" ? v.start : null,
+      role: String(v.role ?? "?"),
+      id: String(v.id ?? "?"),
+      ...(typeof v.incarnation === "number" ? { incarnation: v.incarnation } : {}),
+      at: Number(v.at ?? 0),
+      token: v.token,
+    };
   } catch {
     return undefined;
   }
@@ -142,7 +174,9 @@ function lockNumbers(dir: string): number[] {
 }
 
 /** The current lock of `dir` (the highest number) and what it says, or undefined when there is none. */
-export function currentLock(dir: string): { readonly n: number; readonly path: string; readonly holder: LockHolder | undefined } | undefined {
+export function currentLock(
+  dir: string,
+): { readonly n: number; readonly path: string; readonly holder: LockHolder | undefined } | undefined {
   for (let tries = 0; tries < 8; tries++) {
     const n = lockNumbers(dir)[0];
     if (n === undefined) return undefined;
@@ -160,13 +194,21 @@ export function currentLock(dir: string): { readonly n: number; readonly path: s
  */
 export function lockStateDir(dir: string, owner: { role: string; id: string }): StateDirLock {
   mkdirSync(dir, { recursive: true });
-  let record: LockHolder = { pid: process.pid, start: processStart(process.pid), role: owner.role, id: owner.id, at: Date.now(), token: randomUUID() };
+  let record: LockHolder = {
+    pid: process.pid,
+    start: processStart(process.pid),
+    role: owner.role,
+    id: owner.id,
+    at: Date.now(),
+    token: randomUUID(),
+  };
   let mine: { n: number; path: string } | undefined;
   // A few rounds are enough: each one takes the lock, finds a live holder, or lost a race and looks again.
   for (let attempt = 0; mine === undefined; attempt++) {
     const cur = currentLock(dir);
     if (cur?.holder !== undefined && holderAlive(cur.holder)) throw new StateDirLockedError(dir, cur.holder);
-    if (attempt >= 8) throw new StateDirLockedError(dir, cur?.holder ?? { ...record, pid: 0, role: "unknown", id: "unreadable lock" });
+    if (attempt >= 8)
+      throw new StateDirLockedError(dir, cur?.holder ?? { ...record, pid: 0, role: "unknown", id: "unreadable lock" });
     const n = (cur?.n ?? 0) + 1;
     const tmp = writeTemp(join(dir, `${LOCK_PREFIX}tmp`), record);
     try {

@@ -42,7 +42,12 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * writes overlap (a sliding window: a new write is issued as soon as the oldest is acknowledged);
  * otherwise `depth` writes are issued together and synced once, round after round.
  */
-export function startWorkload(target: WorkloadTarget, w: WorkloadOptions, blockCount: number, traced: (lba: number, data: Uint8Array) => Promise<WriteAck>): RunningWorkload {
+export function startWorkload(
+  target: WorkloadTarget,
+  w: WorkloadOptions,
+  blockCount: number,
+  traced: (lba: number, data: Uint8Array) => Promise<WriteAck>,
+): RunningWorkload {
   let running = true;
   let written = 0;
   const log = w.ackLog;
@@ -53,12 +58,20 @@ export function startWorkload(target: WorkloadTarget, w: WorkloadOptions, blockC
   const started = Date.now();
   const count = w.count ?? Infinity;
   const contract = w.contract;
-  const sync = () => (contract !== undefined ? target.sync(contract.name, contract.timeoutMs ?? 30_000) : target.sync());
+  const sync = () =>
+    contract !== undefined ? target.sync(contract.name, contract.timeoutMs ?? 30_000) : target.sync();
   // Milliseconds until write number `issued` (counted from this start) is due.
-  const due = (issued: number) => (w.ratePerSec !== undefined ? started + (issued / w.ratePerSec) * 1000 - Date.now() : 0);
+  const due = (issued: number) =>
+    w.ratePerSec !== undefined ? started + (issued / w.ratePerSec) * 1000 - Date.now() : 0;
   const record = (lines: { i: number; ack: WriteAck; lba: number }[]) => {
     // Written synchronously after the ack, so a SIGKILL never loses a line of a write the log's reader must find.
-    if (log !== undefined && lines.length > 0) appendFileSync(log, lines.map(({ i, ack, lba }) => JSON.stringify({ i, lsn: ack.lsn, lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n").join(""));
+    if (log !== undefined && lines.length > 0)
+      appendFileSync(
+        log,
+        lines
+          .map(({ i, ack, lba }) => JSON.stringify({ i, lsn: ack.lsn, lba, seq: ack.pieces[0]?.seq ?? 0 }) + "\n")
+          .join(""),
+      );
     written += lines.length;
   };
 

@@ -53,7 +53,13 @@ export function readAckLog(path: string): AckedWrite[] {
   for (const line of readFileSync(path, "utf8").split("\n")) {
     try {
       const a = JSON.parse(line) as Partial<AckedWrite>;
-      if (typeof a.i === "number" && typeof a.lsn === "number" && typeof a.lba === "number" && typeof a.seq === "number") out.push({ i: a.i, lsn: a.lsn, lba: a.lba, seq: a.seq });
+      if (
+        typeof a.i === "number" &&
+        typeof a.lsn === "number" &&
+        typeof a.lba === "number" &&
+        typeof a.seq === "number"
+      )
+        out.push({ i: a.i, lsn: a.lsn, lba: a.lba, seq: a.seq });
     } catch {
       // empty or torn line
     }

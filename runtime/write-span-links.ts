@@ -33,7 +33,11 @@ export class WriteSpans {
  * write its first sequence came from; everything else passes unchanged.
  */
 export function publishingInWriteSpans(inner: Transport, spans: WriteSpans): Transport {
-  const spanOf = (subject: string, data: Uint8Array, headers: Record<string, string> | undefined): SpanContext | undefined => {
+  const spanOf = (
+    subject: string,
+    data: Uint8Array,
+    headers: Record<string, string> | undefined,
+  ): SpanContext | undefined => {
     if (unitDestination(subject) === undefined) return undefined;
     try {
       const m = readUnitMessage({ data, headers: headers ?? {} }, undefined);
@@ -58,6 +62,8 @@ export function publishingInWriteSpans(inner: Transport, spans: WriteSpans): Tra
     flush: () => inner.flush(),
     maxPayloadBytes: () => inner.maxPayloadBytes?.(),
     close: () => inner.close(),
-    ...(inner.onConnection !== undefined ? { onConnection: (l: Parameters<NonNullable<Transport["onConnection"]>>[0]) => inner.onConnection!(l) } : {}),
+    ...(inner.onConnection !== undefined
+      ? { onConnection: (l: Parameters<NonNullable<Transport["onConnection"]>>[0]) => inner.onConnection!(l) }
+      : {}),
   };
 }

@@ -41,4 +41,6 @@ await build({
   sourcemap: "linked",
   logLevel: "error",
 });
-console.log(`bundled ${tests.length} test files in ${Date.now() - started} ms (${relative(process.cwd(), join(root, "test")) || "."}/**/*.test.bundle.mjs)`);
+console.log(
+  `bundled ${tests.length} test files in ${Date.now() - started} ms (${relative(process.cwd(), join(root, "test")) || "."}/**/*.test.bundle.mjs)`,
+);

@@ -34,11 +34,24 @@ export function relativeImports(fileName: string, source: string): string[] {
   const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.ES2022, false, ts.ScriptKind.TS);
   const specs: string[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       specs.push(node.moduleSpecifier.text);
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
       specs.push(node.arguments[0].text);
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
       specs.push(node.argument.literal.text); // `import("../x/y.ts").T` in a type position
     }
     ts.forEachChild(node, visit);
@@ -79,13 +92,19 @@ export function checkImportRules(files: ReadonlyMap<string, string>): ImportViol
         if (fromSub === undefined || toSub === undefined || fromSub === toSub) continue;
         addEdge(subEdges, fromSub, toSub, `${file} → ${target}`);
         if (target !== `${toSub}/index.ts`) {
-          violations.push({ rule: "bypasses_index", message: `${file} imports ${target}: import from ${toSub}/index.ts instead` });
+          violations.push({
+            rule: "bypasses_index",
+            message: `${file} imports ${target}: import from ${toSub}/index.ts instead`,
+          });
         }
         continue;
       }
       addEdge(edges, from, to, `${file} → ${target}`);
       if (target !== `${to}/index.ts` && !EXEMPT_FROM_INDEX_RULE.has(from)) {
-        violations.push({ rule: "bypasses_index", message: `${file} imports ${target}: import from ${to}/index.ts instead` });
+        violations.push({
+          rule: "bypasses_index",
+          message: `${file} imports ${target}: import from ${to}/index.ts instead`,
+        });
       }
     }
   }
@@ -110,7 +129,10 @@ function loopsIn(edges: ReadonlyMap<string, ReadonlyMap<string, string>>): Impor
         if (!seenLoops.has(key)) {
           seenLoops.add(key);
           const via = loop.slice(0, -1).map((a, i) => edges.get(a)!.get(loop[i + 1]!)!);
-          violations.push({ rule: "folder_cycle", message: `folders import each other: ${loop.join(" → ")} (${via.join("; ")})` });
+          violations.push({
+            rule: "folder_cycle",
+            message: `folders import each other: ${loop.join(" → ")} (${via.join("; ")})`,
+          });
         }
       } else if (state.get(to) === undefined) dfs(to);
     }
@@ -130,7 +152,11 @@ export function checkFileLengths(files: ReadonlyMap<string, string>, max = MAX_S
   for (const [file, source] of files) {
     if (file.startsWith("test/")) continue;
     const lines = source.endsWith("\n") ? source.split("\n").length - 1 : source.split("\n").length;
-    if (lines > max) out.push({ rule: "file_too_long", message: `${file} has ${lines} lines (at most ${max}): split it along its concepts` });
+    if (lines > max)
+      out.push({
+        rule: "file_too_long",
+        message: `${file} has ${lines} lines (at most ${max}): split it along its concepts`,
+      });
   }
   return out;
 }
@@ -143,7 +169,8 @@ export function readSourceTree(root: string): Map<string, string> {
       if (name === "node_modules" || name.startsWith(".")) continue;
       const p = join(dir, name);
       if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith(".ts") && !name.endsWith(".d.ts")) out.set(relative(root, p).split(sep).join("/"), readFileSync(p, "utf8"));
+      else if (name.endsWith(".ts") && !name.endsWith(".d.ts"))
+        out.set(relative(root, p).split(sep).join("/"), readFileSync(p, "utf8"));
     }
   };
   walk(root);

@@ -24,7 +24,17 @@ import { chromium, type BrowserContext } from "playwright-core";
 
 /** One drawing fault, with what it concerns. */
 export interface LayoutFault {
-  readonly kind: "text_overlap" | "text_on_box" | "text_on_line" | "arrow_through_box" | "outside_plot" | "translucent_overlap" | "legend_colour_reused" | "colour_not_in_legend" | "crowded_markers" | "narrow_figure";
+  readonly kind:
+    | "text_overlap"
+    | "text_on_box"
+    | "text_on_line"
+    | "arrow_through_box"
+    | "outside_plot"
+    | "translucent_overlap"
+    | "legend_colour_reused"
+    | "colour_not_in_legend"
+    | "crowded_markers"
+    | "narrow_figure";
   readonly where: string;
   readonly detail: string;
 }
@@ -51,7 +61,16 @@ export async function openChromium(): Promise<{ context: BrowserContext; close: 
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
     viewport: VIEWPORT,
   });
   // Functions handed to the page keep esbuild's name helper (tsx adds it): give the page one.
@@ -66,7 +85,11 @@ export async function openChromium(): Promise<{ context: BrowserContext; close: 
 }
 
 /** Opens `htmlPath` in `context`, returns the faults found and saves a full-page screenshot to `pngPath` when given. */
-export async function checkReportLayout(context: BrowserContext, htmlPath: string, pngPath?: string): Promise<LayoutFault[]> {
+export async function checkReportLayout(
+  context: BrowserContext,
+  htmlPath: string,
+  pngPath?: string,
+): Promise<LayoutFault[]> {
   const page = await context.newPage();
   try {
     await page.goto(pathToFileURL(resolve(htmlPath)).href);
@@ -86,9 +109,12 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
   type Box = { left: number; right: number; top: number; bottom: number };
   const faults: LayoutFault[] = [];
   const add = (kind: LayoutFault["kind"], where: string, detail: string) => faults.push({ kind, where, detail });
-  const hit = (a: Box, b: Box, pad: number) => a.left + pad < b.right && b.left + pad < a.right && a.top + pad < b.bottom && b.top + pad < a.bottom;
-  const inside = (p: { x: number; y: number }, b: Box, pad: number) => p.x > b.left + pad && p.x < b.right - pad && p.y > b.top + pad && p.y < b.bottom - pad;
-  const label = (el: Element) => `${el.tagName}${el.getAttribute("class") ? "." + el.getAttribute("class") : ""}${el.textContent?.trim() ? ` "${el.textContent.trim().slice(0, 40)}"` : ""}${(el as HTMLElement).dataset?.edge ? ` [${(el as HTMLElement).dataset.edge}]` : ""}`;
+  const hit = (a: Box, b: Box, pad: number) =>
+    a.left + pad < b.right && b.left + pad < a.right && a.top + pad < b.bottom && b.top + pad < a.bottom;
+  const inside = (p: { x: number; y: number }, b: Box, pad: number) =>
+    p.x > b.left + pad && p.x < b.right - pad && p.y > b.top + pad && p.y < b.bottom - pad;
+  const label = (el: Element) =>
+    `${el.tagName}${el.getAttribute("class") ? "." + el.getAttribute("class") : ""}${el.textContent?.trim() ? ` "${el.textContent.trim().slice(0, 40)}"` : ""}${(el as HTMLElement).dataset?.edge ? ` [${(el as HTMLElement).dataset.edge}]` : ""}`;
   const figName = (svg: Element) => svg.id || svg.getAttribute("aria-label") || "svg";
 
   // Colours: CSS rgb() → CIE Lab, so "close" means close to the eye.
@@ -105,7 +131,8 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
     const z = f((R * 0.0193 + G * 0.1192 + B * 0.9505) / 1.08883);
     return [116 * y - 16, 500 * (x - y), 200 * (y - z)];
   };
-  const dE = (a: [number, number, number], b: [number, number, number]) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+  const dE = (a: [number, number, number], b: [number, number, number]) =>
+    Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
   const neutral = (l: [number, number, number]) => Math.hypot(l[1], l[2]) < 10 || l[0] > 96;
 
   // Points along a line-like element, in page coordinates.
@@ -117,26 +144,47 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
     const out: { x: number; y: number }[] = [];
     for (let i = 0; i <= n; i++) {
       const p = el.getPointAtLength((len * i) / n);
-      out.push({ x: ctm.a * p.x + ctm.c * p.y + ctm.e + window.scrollX, y: ctm.b * p.x + ctm.d * p.y + ctm.f + window.scrollY });
+      out.push({
+        x: ctm.a * p.x + ctm.c * p.y + ctm.e + window.scrollX,
+        y: ctm.b * p.x + ctm.d * p.y + ctm.f + window.scrollY,
+      });
     }
     return out;
   };
   const pageBox = (el: Element): Box => {
     const r = el.getBoundingClientRect();
-    return { left: r.left + window.scrollX, right: r.right + window.scrollX, top: r.top + window.scrollY, bottom: r.bottom + window.scrollY };
+    return {
+      left: r.left + window.scrollX,
+      right: r.right + window.scrollX,
+      top: r.top + window.scrollY,
+      bottom: r.bottom + window.scrollY,
+    };
   };
 
   for (const svg of document.querySelectorAll("svg")) {
     const fig = figName(svg);
-    const texts = [...svg.querySelectorAll("text")].filter((t) => (t.textContent ?? "").trim() !== "" && t.getBoundingClientRect().width > 0);
+    const texts = [...svg.querySelectorAll("text")].filter(
+      (t) => (t.textContent ?? "").trim() !== "" && t.getBoundingClientRect().width > 0,
+    );
     const tBox = texts.map(pageBox);
-    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) if (hit(tBox[i]!, tBox[j]!, 1)) add("text_overlap", fig, `${label(texts[i]!)} overlaps ${label(texts[j]!)}`);
+    for (let i = 0; i < texts.length; i++)
+      for (let j = i + 1; j < texts.length; j++)
+        if (hit(tBox[i]!, tBox[j]!, 1)) add("text_overlap", fig, `${label(texts[i]!)} overlaps ${label(texts[j]!)}`);
 
     const boxes = [...svg.querySelectorAll("g.site > rect, g.node > rect")];
     const bBox = boxes.map(pageBox);
-    texts.forEach((t, i) => boxes.forEach((b, k) => !b.parentElement!.contains(t) && hit(tBox[i]!, bBox[k]!, 1) && add("text_on_box", fig, `${label(t)} lies on the box of ${label(b.parentElement!)}`)));
+    texts.forEach((t, i) =>
+      boxes.forEach(
+        (b, k) =>
+          !b.parentElement!.contains(t) &&
+          hit(tBox[i]!, bBox[k]!, 1) &&
+          add("text_on_box", fig, `${label(t)} lies on the box of ${label(b.parentElement!)}`),
+      ),
+    );
 
-    const lines = [...svg.querySelectorAll("line, polyline, polygon, path")].filter((el) => el.closest("defs, marker") === null && getComputedStyle(el).stroke !== "none") as SVGGeometryElement[];
+    const lines = [...svg.querySelectorAll("line, polyline, polygon, path")].filter(
+      (el) => el.closest("defs, marker") === null && getComputedStyle(el).stroke !== "none",
+    ) as SVGGeometryElement[];
     for (const line of lines) {
       const pts = pointsOf(line);
       const own = (line as SVGElement).dataset.edge;
@@ -146,18 +194,44 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
       });
       // An arrow ends at two boxes (the nearest to its ends) and crosses no other.
       if (line.getAttribute("marker-end") !== null && boxes.length > 0 && pts.length > 1) {
-        const nearest = (p: { x: number; y: number }) => bBox.reduce((best, b, k) => (Math.hypot(Math.max(b.left - p.x, 0, p.x - b.right), Math.max(b.top - p.y, 0, p.y - b.bottom)) < Math.hypot(Math.max(bBox[best]!.left - p.x, 0, p.x - bBox[best]!.right), Math.max(bBox[best]!.top - p.y, 0, p.y - bBox[best]!.bottom)) ? k : best), 0);
+        const nearest = (p: { x: number; y: number }) =>
+          bBox.reduce(
+            (best, b, k) =>
+              Math.hypot(Math.max(b.left - p.x, 0, p.x - b.right), Math.max(b.top - p.y, 0, p.y - b.bottom)) <
+              Math.hypot(
+                Math.max(bBox[best]!.left - p.x, 0, p.x - bBox[best]!.right),
+                Math.max(bBox[best]!.top - p.y, 0, p.y - bBox[best]!.bottom),
+              )
+                ? k
+                : best,
+            0,
+          );
         const ends = new Set([nearest(pts[0]!), nearest(pts[pts.length - 1]!)]);
-        bBox.forEach((b, k) => !ends.has(k) && pts.some((p) => inside(p, b, 2)) && add("arrow_through_box", fig, `${label(line)} runs through ${label(boxes[k]!.parentElement!)}`));
+        bBox.forEach(
+          (b, k) =>
+            !ends.has(k) &&
+            pts.some((p) => inside(p, b, 2)) &&
+            add("arrow_through_box", fig, `${label(line)} runs through ${label(boxes[k]!.parentElement!)}`),
+        );
       }
     }
 
     // Plot areas: a frame's siblings stay inside it; translucent fills do not overlap.
-    const legend = (svg.closest("figure") ?? svg.parentElement)?.querySelector(".legend") ?? (svg.previousElementSibling?.classList.contains("legend") ? svg.previousElementSibling : null);
-    const swatches = legend === null ? [] : [...legend.querySelectorAll("i")].map((i) => rgbOf(getComputedStyle(i).backgroundColor)).filter((c) => c !== null && c[3] > 0).map((c) => lab(c!));
+    const legend =
+      (svg.closest("figure") ?? svg.parentElement)?.querySelector(".legend") ??
+      (svg.previousElementSibling?.classList.contains("legend") ? svg.previousElementSibling : null);
+    const swatches =
+      legend === null
+        ? []
+        : [...legend.querySelectorAll("i")]
+            .map((i) => rgbOf(getComputedStyle(i).backgroundColor))
+            .filter((c) => c !== null && c[3] > 0)
+            .map((c) => lab(c!));
     for (const frame of svg.querySelectorAll("rect.plot")) {
       const f = (frame as SVGGraphicsElement).getBBox();
-      const shapes = [...frame.parentElement!.children].filter((el) => el !== frame && ["line", "polyline", "polygon", "path", "rect", "circle"].includes(el.tagName)) as SVGGraphicsElement[];
+      const shapes = [...frame.parentElement!.children].filter(
+        (el) => el !== frame && ["line", "polyline", "polygon", "path", "rect", "circle"].includes(el.tagName),
+      ) as SVGGraphicsElement[];
       const translucent: { el: Element; b: DOMRect }[] = [];
       for (const el of shapes) {
         const cs = getComputedStyle(el);
@@ -167,38 +241,76 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
         const vertical = isLine && b.width === 0;
         const horizontal = isLine && b.height === 0;
         const [dx, dy] = [horizontal ? 0 : sw, vertical ? 0 : sw];
-        if (b.x - dx < f.x - 0.01 || b.y - dy < f.y - 0.01 || b.x + b.width + dx > f.x + f.width + 0.01 || b.y + b.height + dy > f.y + f.height + 0.01) add("outside_plot", fig, `${label(el)} reaches (${(b.x - dx).toFixed(1)}, ${(b.y - dy).toFixed(1)})–(${(b.x + b.width + dx).toFixed(1)}, ${(b.y + b.height + dy).toFixed(1)}) outside its plot (${f.x}, ${f.y})–(${f.x + f.width}, ${f.y + f.height})`);
+        if (
+          b.x - dx < f.x - 0.01 ||
+          b.y - dy < f.y - 0.01 ||
+          b.x + b.width + dx > f.x + f.width + 0.01 ||
+          b.y + b.height + dy > f.y + f.height + 0.01
+        )
+          add(
+            "outside_plot",
+            fig,
+            `${label(el)} reaches (${(b.x - dx).toFixed(1)}, ${(b.y - dy).toFixed(1)})–(${(b.x + b.width + dx).toFixed(1)}, ${(b.y + b.height + dy).toFixed(1)}) outside its plot (${f.x}, ${f.y})–(${f.x + f.width}, ${f.y + f.height})`,
+          );
         const fill = rgbOf(cs.fill);
-        if (fill !== null && cs.fill !== "none" && Number(cs.fillOpacity) * Number(cs.opacity) * fill[3] < 1) translucent.push({ el, b });
+        if (fill !== null && cs.fill !== "none" && Number(cs.fillOpacity) * Number(cs.opacity) * fill[3] < 1)
+          translucent.push({ el, b });
         if (swatches.length > 0) {
           for (const paint of [cs.stroke, cs.fill]) {
             const c = rgbOf(paint);
             if (c === null || c[3] === 0) continue;
             const l = lab(c);
-            if (!neutral(l) && !swatches.some((s) => dE(s, l) < 6)) add("colour_not_in_legend", fig, `${label(el)} is painted ${paint}, a colour its legend does not name`);
+            if (!neutral(l) && !swatches.some((s) => dE(s, l) < 6))
+              add("colour_not_in_legend", fig, `${label(el)} is painted ${paint}, a colour its legend does not name`);
           }
         }
       }
-      const marks = shapes.filter((el) => el.classList.contains("event")).map((el) => el.getBBox().x).sort((a, b) => a - b);
+      const marks = shapes
+        .filter((el) => el.classList.contains("event"))
+        .map((el) => el.getBBox().x)
+        .sort((a, b) => a - b);
       const edges = [f.x, ...marks, f.x + f.width];
-      for (let i = 1; i < edges.length; i++) if (edges[i]! - edges[i - 1]! < MARKER_GAP) add("crowded_markers", fig, `event markers ${(edges[i]! - edges[i - 1]!).toFixed(1)} apart at x ${edges[i - 1]!.toFixed(1)} (frame ${f.x}–${f.x + f.width})`);
+      for (let i = 1; i < edges.length; i++)
+        if (edges[i]! - edges[i - 1]! < MARKER_GAP)
+          add(
+            "crowded_markers",
+            fig,
+            `event markers ${(edges[i]! - edges[i - 1]!).toFixed(1)} apart at x ${edges[i - 1]!.toFixed(1)} (frame ${f.x}–${f.x + f.width})`,
+          );
       for (let i = 0; i < translucent.length; i++)
         for (let j = i + 1; j < translucent.length; j++) {
           const [a, b] = [translucent[i]!.b, translucent[j]!.b];
           const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
           const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
-          if (w > 1 && h > 1) add("translucent_overlap", fig, `${label(translucent[i]!.el)} and ${label(translucent[j]!.el)} blend where they overlap`);
+          if (w > 1 && h > 1)
+            add(
+              "translucent_overlap",
+              fig,
+              `${label(translucent[i]!.el)} and ${label(translucent[j]!.el)} blend where they overlap`,
+            );
         }
     }
-    if (svg.getBoundingClientRect().width < 0.85 * document.documentElement.clientWidth) add("narrow_figure", fig, `${Math.round(svg.getBoundingClientRect().width)} px wide of ${document.documentElement.clientWidth}`);
+    if (svg.getBoundingClientRect().width < 0.85 * document.documentElement.clientWidth)
+      add(
+        "narrow_figure",
+        fig,
+        `${Math.round(svg.getBoundingClientRect().width)} px wide of ${document.documentElement.clientWidth}`,
+      );
   }
 
   for (const legend of document.querySelectorAll(".legend")) {
-    const entries = [...legend.querySelectorAll("i")].map((i) => ({ text: i.parentElement?.textContent?.trim() ?? "", c: rgbOf(getComputedStyle(i).backgroundColor) })).filter((e) => e.c !== null && e.c[3] > 0);
+    const entries = [...legend.querySelectorAll("i")]
+      .map((i) => ({ text: i.parentElement?.textContent?.trim() ?? "", c: rgbOf(getComputedStyle(i).backgroundColor) }))
+      .filter((e) => e.c !== null && e.c[3] > 0);
     for (let i = 0; i < entries.length; i++)
       for (let j = i + 1; j < entries.length; j++) {
         const d = dE(lab(entries[i]!.c!), lab(entries[j]!.c!));
-        if (d < sameColourDe) add("legend_colour_reused", "legend", `"${entries[i]!.text}" and "${entries[j]!.text}" are drawn in colours ${d.toFixed(1)} apart (ΔE)`);
+        if (d < sameColourDe)
+          add(
+            "legend_colour_reused",
+            "legend",
+            `"${entries[i]!.text}" and "${entries[j]!.text}" are drawn in colours ${d.toFixed(1)} apart (ΔE)`,
+          );
       }
   }
   return faults;

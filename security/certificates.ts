@@ -38,7 +38,12 @@ async function openssl(args: readonly string[], what: string): Promise<void> {
     await run(OPENSSL_BIN, [...args], { timeout: 60_000 });
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr ?? "";
-    throw new SecurityError(SecurityErrorCode.CertificateFailed, `openssl failed (${what}): ${stderr.trim() || (err as Error).message}`, { what }, { cause: err });
+    throw new SecurityError(
+      SecurityErrorCode.CertificateFailed,
+      `openssl failed (${what}): ${stderr.trim() || (err as Error).message}`,
+      { what },
+      { cause: err },
+    );
   }
 }
 
@@ -49,11 +54,22 @@ const KEY_ARGS = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "
  * for `days` (default 825). Throws SecurityError `certificate_failed` when openssl fails and
  * `invalid_principal` for a server name or host that cannot go into a file name or a SAN.
  */
-export async function makeCertificates(dir: string, servers: readonly ServerIdentity[], opts: { days?: number; caName?: string } = {}): Promise<CertificateSet> {
+export async function makeCertificates(
+  dir: string,
+  servers: readonly ServerIdentity[],
+  opts: { days?: number; caName?: string } = {},
+): Promise<CertificateSet> {
   for (const s of servers) {
-    if (!SAFE_NAME.test(s.name)) throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `bad server name ${JSON.stringify(s.name)}`, { name: s.name });
+    if (!SAFE_NAME.test(s.name))
+      throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `bad server name ${JSON.stringify(s.name)}`, {
+        name: s.name,
+      });
     if (s.hosts.length === 0 || s.hosts.some((h) => !HOST.test(h))) {
-      throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `server ${s.name}: bad host list ${JSON.stringify(s.hosts)}`, { name: s.name });
+      throw new SecurityError(
+        SecurityErrorCode.InvalidPrincipal,
+        `server ${s.name}: bad host list ${JSON.stringify(s.hosts)}`,
+        { name: s.name },
+      );
     }
   }
   const days = String(opts.days ?? 825);
@@ -61,8 +77,23 @@ export async function makeCertificates(dir: string, servers: readonly ServerIden
   const caFile = join(dir, "ca.pem");
   const caKeyFile = join(dir, "ca-key.pem");
   await openssl(
-    ["req", "-x509", ...KEY_ARGS, "-keyout", caKeyFile, "-out", caFile, "-days", days, "-subj", `/CN=${opts.caName ?? "custody-ca"}`,
-      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+    [
+      "req",
+      "-x509",
+      ...KEY_ARGS,
+      "-keyout",
+      caKeyFile,
+      "-out",
+      caFile,
+      "-days",
+      days,
+      "-subj",
+      `/CN=${opts.caName ?? "custody-ca"}`,
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign",
+    ],
     "CA",
   );
   chmodSync(caKeyFile, 0o600);
@@ -73,11 +104,42 @@ export async function makeCertificates(dir: string, servers: readonly ServerIden
     const csr = join(dir, `${s.name}.csr`);
     const ext = join(dir, `${s.name}.ext`);
     const san = s.hosts.map((h) => (IPV4.test(h) || h.includes(":") ? `IP:${h}` : `DNS:${h}`)).join(",");
-    writeFileSync(ext, [`subjectAltName=${san}`, "basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyAgreement", "extendedKeyUsage=serverAuth,clientAuth", ""].join("\n"));
+    writeFileSync(
+      ext,
+      [
+        `subjectAltName=${san}`,
+        "basicConstraints=CA:FALSE",
+        "keyUsage=critical,digitalSignature,keyAgreement",
+        "extendedKeyUsage=serverAuth,clientAuth",
+        "",
+      ].join("\n"),
+    );
     try {
-      await openssl(["req", "-new", ...KEY_ARGS, "-keyout", keyFile, "-out", csr, "-subj", `/CN=${s.name}`], `key of ${s.name}`);
+      await openssl(
+        ["req", "-new", ...KEY_ARGS, "-keyout", keyFile, "-out", csr, "-subj", `/CN=${s.name}`],
+        `key of ${s.name}`,
+      );
       chmodSync(keyFile, 0o600);
-      await openssl(["x509", "-req", "-in", csr, "-CA", caFile, "-CAkey", caKeyFile, "-CAcreateserial", "-out", certFile, "-days", days, "-extfile", ext], `certificate of ${s.name}`);
+      await openssl(
+        [
+          "x509",
+          "-req",
+          "-in",
+          csr,
+          "-CA",
+          caFile,
+          "-CAkey",
+          caKeyFile,
+          "-CAcreateserial",
+          "-out",
+          certFile,
+          "-days",
+          days,
+          "-extfile",
+          ext,
+        ],
+        `certificate of ${s.name}`,
+      );
     } finally {
       rmSync(csr, { force: true });
       rmSync(ext, { force: true });

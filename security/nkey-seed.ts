@@ -28,7 +28,12 @@ export function writeNkeySeed(file: string): NkeyCredentials {
     // `wx`: fail if it exists; the mode applies at creation, so the seed is never world-readable.
     fd = openSync(file, "wx", 0o600);
   } catch (err) {
-    throw new SecurityError(SecurityErrorCode.BadCredentials, `cannot create seed file ${file}: ${(err as Error).message}`, { file }, { cause: err });
+    throw new SecurityError(
+      SecurityErrorCode.BadCredentials,
+      `cannot create seed file ${file}: ${(err as Error).message}`,
+      { file },
+      { cause: err },
+    );
   }
   try {
     writeSync(fd, seed);
@@ -51,7 +56,11 @@ export function readNkeySeed(file: string): { seed: Uint8Array; publicKey: strin
     try {
       const mode = fstatSync(fd).mode & 0o777;
       if ((mode & 0o077) !== 0) {
-        throw new SecurityError(SecurityErrorCode.BadCredentials, `seed file ${file} has mode ${mode.toString(8)}; it must be 600 (owner only)`, { file, mode });
+        throw new SecurityError(
+          SecurityErrorCode.BadCredentials,
+          `seed file ${file} has mode ${mode.toString(8)}; it must be 600 (owner only)`,
+          { file, mode },
+        );
       }
       text = readFileSync(fd, "utf8").trim();
     } finally {
@@ -59,7 +68,12 @@ export function readNkeySeed(file: string): { seed: Uint8Array; publicKey: strin
     }
   } catch (err) {
     if (err instanceof SecurityError) throw err;
-    throw new SecurityError(SecurityErrorCode.BadCredentials, `cannot read seed file ${file}: ${(err as Error).message}`, { file }, { cause: err });
+    throw new SecurityError(
+      SecurityErrorCode.BadCredentials,
+      `cannot read seed file ${file}: ${(err as Error).message}`,
+      { file },
+      { cause: err },
+    );
   }
   const seed = new TextEncoder().encode(text);
   try {
@@ -68,6 +82,11 @@ export function readNkeySeed(file: string): { seed: Uint8Array; publicKey: strin
     if (!publicKey.startsWith("U")) throw new Error("not a user seed");
     return { seed, publicKey };
   } catch (err) {
-    throw new SecurityError(SecurityErrorCode.BadCredentials, `seed file ${file} does not hold a user nkey seed`, { file }, { cause: err });
+    throw new SecurityError(
+      SecurityErrorCode.BadCredentials,
+      `seed file ${file} does not hold a user nkey seed`,
+      { file },
+      { cause: err },
+    );
   }
 }

@@ -87,10 +87,18 @@ export interface HolderLaneScope {
 
 /** What each role's permissions are derived from, besides its id. */
 export interface RoleScopes {
-  readonly writer: { readonly controlRegion: string; readonly volume: string; readonly lanes: readonly WriterLaneScope[] };
+  readonly writer: {
+    readonly controlRegion: string;
+    readonly volume: string;
+    readonly lanes: readonly WriterLaneScope[];
+  };
   readonly holder: { readonly controlRegion: string; readonly lanes: readonly HolderLaneScope[] };
   /** `releaseTo`: the holders serving its volumes' lanes (standbys included), the only ones it sends release frontiers to. */
-  readonly controller: { readonly controlRegion: string; readonly volumes: readonly string[]; readonly releaseTo: readonly string[] };
+  readonly controller: {
+    readonly controlRegion: string;
+    readonly volumes: readonly string[];
+    readonly releaseTo: readonly string[];
+  };
   readonly repair: { readonly controlRegion: string; readonly volumes: readonly string[] };
   /**
    * The operator's stream management does not depend on the topology. `commitRegions`: the control
@@ -103,7 +111,9 @@ export interface RoleScopes {
 }
 
 /** One principal to provision: its role, id and the scope its permissions are derived from. */
-export type PrincipalSpec = { [R in Role]: { readonly role: R; readonly id: string; readonly scope: RoleScopes[R] } }[Role];
+export type PrincipalSpec = {
+  [R in Role]: { readonly role: R; readonly id: string; readonly scope: RoleScopes[R] };
+}[Role];
 
 /** A principal's permissions, as the server config states them. Subjects are sorted and unique. */
 export interface SubjectPermissions {
@@ -191,7 +201,10 @@ export function permissionsFor<R extends Role>(role: R, id: string, scope: RoleS
 export function serviceSubjects(role: Role, id: string): string[] {
   const name = `custody-${checkRole(role)}`;
   const verbs = ["PING", "INFO", "STATS"];
-  return [...verbs.flatMap((v) => [`$SRV.${v}`, `$SRV.${v}.${name}`, `$SRV.${v}.${name}.*`]), `custody.v1.svc.${role}.${checkToken(id, "principal id")}`];
+  return [
+    ...verbs.flatMap((v) => [`$SRV.${v}`, `$SRV.${v}.${name}`, `$SRV.${v}.${name}.*`]),
+    `custody.v1.svc.${role}.${checkToken(id, "principal id")}`,
+  ];
 }
 
 function serviceDiscovery(role: Role, id: string, sub: Set<string>): void {
@@ -298,7 +311,8 @@ function operator(s: RoleScopes["operator"], pub: Set<string>, sub: Set<string>)
   // Bootstrap, holds and admissions are operator commits (signed with the operator key): a
   // JetStream publish on the control subject, as the controller's commits are.
   // It reads the control logs it is given like any reader (entries by sequence, new ones announced on the subject).
-  for (const r of [...(s.controlRegions ?? []), ...(s.commitRegions ?? [])]) for (const x of controlLogWatchSubjects(r)) sub.add(x);
+  for (const r of [...(s.controlRegions ?? []), ...(s.commitRegions ?? [])])
+    for (const x of controlLogWatchSubjects(r)) sub.add(x);
   for (const r of s.commitRegions ?? []) pub.add(ctrlSubject(checkToken(r, "region")));
 }
 

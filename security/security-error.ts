@@ -15,7 +15,12 @@ export type SecurityErrorCode = (typeof SecurityErrorCode)[keyof typeof Security
 export class SecurityError extends CustodyError {
   declare readonly code: SecurityErrorCode;
 
-  constructor(code: SecurityErrorCode, message: string, detail: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: SecurityErrorCode,
+    message: string,
+    detail: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(code, message, detail, options);
   }
 }

@@ -39,9 +39,16 @@ export function renderServerAuth(users: readonly NkeyUser[], opts: { timeoutSec?
   const lines = ["authorization {", `  timeout: ${opts.timeoutSec ?? 2}`, "  users = ["];
   for (const u of users) {
     if (!PUBLIC_USER_NKEY.test(u.nkey)) {
-      throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `not a public user nkey: ${JSON.stringify(u.nkey)}`, { nkey: u.nkey, label: u.label });
+      throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `not a public user nkey: ${JSON.stringify(u.nkey)}`, {
+        nkey: u.nkey,
+        label: u.label,
+      });
     }
-    if (seen.has(u.nkey)) throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `nkey ${u.nkey} is listed twice`, { nkey: u.nkey, label: u.label });
+    if (seen.has(u.nkey))
+      throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `nkey ${u.nkey} is listed twice`, {
+        nkey: u.nkey,
+        label: u.label,
+      });
     seen.add(u.nkey);
     const p = u.permissions;
     if (u.label !== undefined) lines.push(`    # ${u.label.replace(/[\r\n]/g, " ")}`);
@@ -87,7 +94,10 @@ export function renderRegionSecurity(users: readonly NkeyUser[], files: TlsFiles
  * A `tls { ... }` block. For client listeners `verify` is false (clients prove who they are with
  * their nkey); cluster and gateway listeners verify the peer's certificate against the CA.
  */
-export function renderTlsBlock(files: TlsFiles, opts: { verify: boolean; indent?: string; timeoutSec?: number }): string {
+export function renderTlsBlock(
+  files: TlsFiles,
+  opts: { verify: boolean; indent?: string; timeoutSec?: number },
+): string {
   const i = opts.indent ?? "";
   return [
     `${i}tls {`,

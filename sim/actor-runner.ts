@@ -56,7 +56,13 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
       trace.record({ atMs: rel(), kind: "VIOLATION", actor: v.invariant, detail: { message: v.message } });
     }
   };
-  const observe = (): WorldObservation => ({ atMs: rel(), holders: world.holderTruths(), credits: world.credits(), receipts: world.takeReceipts(), holds: world.log.holds() });
+  const observe = (): WorldObservation => ({
+    atMs: rel(),
+    holders: world.holderTruths(),
+    credits: world.credits(),
+    receipts: world.takeReceipts(),
+    holds: world.log.holds(),
+  });
 
   const world: ActorWorld = new ActorWorld(
     spec,
@@ -68,7 +74,8 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
       confirmed: (cuts) => contract.confirmed(cuts, rel()),
       granted: () => {
         grants++;
-        if (contract.inContract(rel())) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, contract.confirmedMax));
+        if (contract.inContract(rel()))
+          fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, contract.confirmedMax));
       },
       error: (where, err) => {
         const text = `${where}: ${err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err)}`;
@@ -95,7 +102,12 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
         const s = spec.scenarios.find((x) => x.name === f.scenario);
         if (s === undefined) break;
         const confirmed = contract.confirmedAtStrike(s.name);
-        trace.record({ atMs: rel(), kind: "strike", actor: "world", detail: { scenario: s.name, confirmed: confirmed ?? null } });
+        trace.record({
+          atMs: rel(),
+          kind: "strike",
+          actor: "world",
+          detail: { scenario: s.name, confirmed: confirmed ?? null },
+        });
         fail(checkStrike(observe(), spec.sites, s, confirmed));
         if (violation !== undefined) return;
         world.strike(s);
@@ -112,11 +124,20 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
         break;
       case FaultKind.partition: {
         const id = net.partition(f.a, f.b);
-        trace.record({ atMs: rel(), kind: "partition", actor: "world", detail: { a: f.a, b: f.b, durationMs: f.durationMs } });
-        clock.schedule(() => {
-          net.heal(id);
-          trace.record({ atMs: rel(), kind: "heal", actor: "world", detail: { a: f.a, b: f.b } });
-        }, f.durationMs, "heal");
+        trace.record({
+          atMs: rel(),
+          kind: "partition",
+          actor: "world",
+          detail: { a: f.a, b: f.b, durationMs: f.durationMs },
+        });
+        clock.schedule(
+          () => {
+            net.heal(id);
+            trace.record({ atMs: rel(), kind: "heal", actor: "world", detail: { a: f.a, b: f.b } });
+          },
+          f.durationMs,
+          "heal",
+        );
         break;
       }
       case FaultKind.hold:
@@ -145,11 +166,25 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     // RangeSets are immutable: a holder whose sets are the same objects as last time is unchanged.
     const changed = obs.holders.filter((h) => {
       const p = lastHolders.get(h.id);
-      return p === undefined || p.ram !== h.ram || p.disk !== h.disk || p.released !== h.released || p.granted !== h.granted || p.ledger !== h.ledger;
+      return (
+        p === undefined ||
+        p.ram !== h.ram ||
+        p.disk !== h.disk ||
+        p.released !== h.released ||
+        p.granted !== h.granted ||
+        p.ledger !== h.ledger
+      );
     });
     if (changed.length > 0) lastHolders = new Map([...lastHolders, ...changed.map((h) => [h.id, h] as const)]);
     const changedObs = { ...obs, holders: changed };
-    fail([...checkReceipts(obs), ...checkReleased(changedObs), ...checkCredits(obs), ...checkReleasesCommitted(changedObs), ...checkHolds(changedObs), ...(leases ? await leases.check(rel()) : [])]);
+    fail([
+      ...checkReceipts(obs),
+      ...checkReleased(changedObs),
+      ...checkCredits(obs),
+      ...checkReleasesCommitted(changedObs),
+      ...checkHolds(changedObs),
+      ...(leases ? await leases.check(rel()) : []),
+    ]);
   }
   await started;
   const controller = await world.controllerFootprint();
@@ -171,7 +206,11 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     recovery: contract.recovery(spec.timing.durationMs),
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
-    counters: { ...net.counters.snapshot(), ...world.counters.snapshot(), ...(leases ? Object.fromEntries(Object.entries(leases.figures()).map(([k, v]) => [`lease_${k}`, v])) : {}) },
+    counters: {
+      ...net.counters.snapshot(),
+      ...world.counters.snapshot(),
+      ...(leases ? Object.fromEntries(Object.entries(leases.figures()).map(([k, v]) => [`lease_${k}`, v])) : {}),
+    },
     errors,
     ...(controller !== undefined ? { controller } : {}),
   };

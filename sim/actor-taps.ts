@@ -82,7 +82,13 @@ export class ActorTaps {
   credits(): CreditTruth[] {
     const out: CreditTruth[] = [];
     for (const e of this.sentBytes.values()) {
-      out.push({ sender: e.sender, receiver: e.receiver, inc: e.gen, sent: e.sent, maxGranted: this.grantedBytes.get(`${e.sender}>${e.receiver}`) ?? 0 });
+      out.push({
+        sender: e.sender,
+        receiver: e.receiver,
+        inc: e.gen,
+        sent: e.sent,
+        maxGranted: this.grantedBytes.get(`${e.sender}>${e.receiver}`) ?? 0,
+      });
     }
     return out;
   }

@@ -21,8 +21,20 @@ import { holderTruthsOf, writerTruthOf } from "./holder-truths.ts";
 import { controllerFootprintOf, type ControllerFootprint } from "./controller-footprint.ts";
 import type { CreditTruth, HolderTruth, ReceiptTruth } from "./invariants.ts";
 import { OperatorDesk } from "./operator-desk.ts";
-import { controllerConfigFor, SIM_CONTROL_REGION, SIM_VOLUME_BLOCKS as BLOCKS, writerConfigFor } from "./sim-deployment.ts";
-import { addWorldHosts, failureDomainOf, holderConfigFor, protectedRamEvidence, SIM_EPOCH_MS, type HolderHost } from "./sim-host.ts";
+import {
+  controllerConfigFor,
+  SIM_CONTROL_REGION,
+  SIM_VOLUME_BLOCKS as BLOCKS,
+  writerConfigFor,
+} from "./sim-deployment.ts";
+import {
+  addWorldHosts,
+  failureDomainOf,
+  holderConfigFor,
+  protectedRamEvidence,
+  SIM_EPOCH_MS,
+  type HolderHost,
+} from "./sim-host.ts";
 import type { SimNetwork } from "./sim-network.ts";
 import type { SimulatedClock } from "./simulated-clock.ts";
 import { TappedTransport } from "./tapped-transport.ts";
@@ -78,7 +90,13 @@ export class ActorWorld {
   /** The region's control log; admissions committed to it (by the controller's policy or an operator) are traced. */
   readonly store = new TracedControlLog(SIM_CONTROL_REGION, (entry) => {
     this.log.fold(entry);
-    if (entry.event.type === "admit_holder") this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "admitted", actor: entry.event.holderId, detail: { inc: entry.event.incarnation } });
+    if (entry.event.type === "admit_holder")
+      this.trace.record({
+        atMs: this.clock.now() - SIM_EPOCH_MS,
+        kind: "admitted",
+        actor: entry.event.holderId,
+        detail: { inc: entry.event.incarnation },
+      });
   });
   /** The world's operator (failure declarations, holds). */
   readonly operator: OperatorDesk;
@@ -137,7 +155,12 @@ export class ActorWorld {
       this.newKey(sb.holderId);
       await this.startHolderOn(h);
       this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "standby_started", actor: sb.holderId });
-      return { holderId: sb.holderId, incarnation: h.incarnation, publicKey: this.keys.get(sb.holderId)!.publicKey, failureDomain: failureDomainOf(h.site) };
+      return {
+        holderId: sb.holderId,
+        incarnation: h.incarnation,
+        publicKey: this.keys.get(sb.holderId)!.publicKey,
+        failureDomain: failureDomainOf(h.site),
+      };
     },
   };
 
@@ -151,7 +174,10 @@ export class ActorWorld {
     // operator's bootstrap admits them and creates the obligation.
     const serving = [...this.hosts.values()].filter((h) => !this.standbys.includes(h.spec.id));
     await Promise.all(serving.map((h) => this.startHolderOn(h)));
-    await this.ctl!.bootstrap(serving.map((h) => this.admission(h)), serving.map((h) => h.spec.id));
+    await this.ctl!.bootstrap(
+      serving.map((h) => this.admission(h)),
+      serving.map((h) => h.spec.id),
+    );
     await this.startWriter();
     const tick = () => {
       if (this.writerDead) return;
@@ -168,7 +194,12 @@ export class ActorWorld {
   }
 
   private admission(h: HolderHost): HolderAdmission {
-    return { holderId: h.spec.id, incarnation: 1, publicKey: this.keys.get(h.spec.id)!.publicKey, failureDomain: failureDomainOf(h.site) };
+    return {
+      holderId: h.spec.id,
+      incarnation: 1,
+      publicKey: this.keys.get(h.spec.id)!.publicKey,
+      failureDomain: failureDomainOf(h.site),
+    };
   }
 
   private async startHolderOn(h: HolderHost): Promise<void> {
@@ -176,7 +207,9 @@ export class ActorWorld {
     const id = h.spec.id;
     this.taps.newLife(id);
     const endpoint = this.net.endpoint(id, h.site.id);
-    const transport = new TappedTransport(endpoint, (subject, data, headers) => this.taps.holder(h, subject, data, headers));
+    const transport = new TappedTransport(endpoint, (subject, data, headers) =>
+      this.taps.holder(h, subject, data, headers),
+    );
     const peers = this.peersFor();
     await peers.refresh();
     const holder = await startHolder(holderConfigFor(this.spec, h), {
@@ -194,7 +227,12 @@ export class ActorWorld {
     }
     h.incarnation = holder.incarnation;
     h.holder = holder;
-    this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "start", actor: id, detail: { inc: h.incarnation } });
+    this.trace.record({
+      atMs: this.clock.now() - SIM_EPOCH_MS,
+      kind: "start",
+      actor: id,
+      detail: { inc: h.incarnation },
+    });
   }
 
   private async startController(): Promise<void> {
@@ -207,7 +245,10 @@ export class ActorWorld {
         counters: this.counters,
         site: this.spec.vault.site,
         config: (controllerId) => ({ ...controllerConfigFor(this.spec, this.standbys), controllerId }),
-        ports: { repair: this.launcher, ...(this.opts.authorizeReleases ? { authorizeReleases: this.opts.authorizeReleases } : {}) },
+        ports: {
+          repair: this.launcher,
+          ...(this.opts.authorizeReleases ? { authorizeReleases: this.opts.authorizeReleases } : {}),
+        },
         tap: (subject, data, controller) => this.tapController(subject, data, controller),
         error: (where, err) => this.hooks.error(where, err),
       });
@@ -247,28 +288,32 @@ export class ActorWorld {
     this.writerVolume = volume;
     this.taps.newLife(this.spec.writer.id);
     const endpoint = this.net.endpoint(this.spec.writer.id, this.spec.writer.site);
-    const transport = new TappedTransport(endpoint, (subject, _data, headers) => this.taps.sender(this.spec.writer.id, subject, headers));
+    const transport = new TappedTransport(endpoint, (subject, _data, headers) =>
+      this.taps.sender(this.spec.writer.id, subject, headers),
+    );
     const holderSites: Record<string, Site> = {};
     for (const h of this.hosts.values()) holderSites[h.spec.id] = h.site;
-    const w = startVolumeWriter(
-      writerConfigFor(this.spec, this.writerTerm, firstSeq, holderSites),
-      {
-        transport,
-        clock: this.clock,
-        volume,
-        dataKey: new Uint8Array(32).fill(7),
-        peers: this.writerPeers ??= this.peersFor(),
-        outbox,
-        recovered,
-        onUnit: (u) => (this.emittedMax = Math.max(this.emittedMax, u.lastSeq)),
-      },
-    );
+    const w = startVolumeWriter(writerConfigFor(this.spec, this.writerTerm, firstSeq, holderSites), {
+      transport,
+      clock: this.clock,
+      volume,
+      dataKey: new Uint8Array(32).fill(7),
+      peers: (this.writerPeers ??= this.peersFor()),
+      outbox,
+      recovered,
+      onUnit: (u) => (this.emittedMax = Math.max(this.emittedMax, u.lastSeq)),
+    });
     if (life !== this.writerLife) {
       w.stop();
       return;
     }
     this.writer = w;
-    this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "start", actor: this.spec.writer.id, detail: { term: this.writerTerm, firstSeq } });
+    this.trace.record({
+      atMs: this.clock.now() - SIM_EPOCH_MS,
+      kind: "start",
+      actor: this.spec.writer.id,
+      detail: { term: this.writerTerm, firstSeq },
+    });
   }
 
   /** One application write of the workload, acknowledged after a local sync (skipped while one is in flight). */
@@ -286,7 +331,12 @@ export class ActorWorld {
         await w.sync();
         if (life !== this.writerLife) return; // crashed before the acknowledgement reached the application
         for (const p of ack.pieces) this.acked = this.acked.add(p.seq);
-        this.trace.hashOnly({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "write", actor: "writer", detail: { lsn: ack.lsn } });
+        this.trace.hashOnly({
+          atMs: this.clock.now() - SIM_EPOCH_MS,
+          kind: "write",
+          actor: "writer",
+          detail: { lsn: ack.lsn },
+        });
       } catch (err) {
         if (life === this.writerLife) this.hooks.error("writer.write", err);
       } finally {
@@ -299,7 +349,16 @@ export class ActorWorld {
 
   private tapController(subject: string, data: Uint8Array, who?: Controller): void {
     const { spec, ledgerClaims, granted, trace, hooks } = this;
-    const sink: ControllerTapSink = { volume: spec.volume, lane: spec.lane, ledgerClaims, granted, trace, relMs: () => this.clock.now() - SIM_EPOCH_MS, confirmed: (c) => hooks.confirmed(c), grantedTo: (h, r) => hooks.granted(h, r) };
+    const sink: ControllerTapSink = {
+      volume: spec.volume,
+      lane: spec.lane,
+      ledgerClaims,
+      granted,
+      trace,
+      relMs: () => this.clock.now() - SIM_EPOCH_MS,
+      confirmed: (c) => hooks.confirmed(c),
+      grantedTo: (h, r) => hooks.granted(h, r),
+    };
     tapControllerMessage(sink, subject, data, who ?? this.controller);
   }
 
@@ -312,7 +371,9 @@ export class ActorWorld {
 
   /** Ground truth of every holder (and the vault's base) right now. */
   holderTruths(): HolderTruth[] {
-    return holderTruthsOf(this.spec, this.hosts.values(), this.ledgerClaims, this.granted, (id) => this.log.committed(id));
+    return holderTruthsOf(this.spec, this.hosts.values(), this.ledgerClaims, this.granted, (id) =>
+      this.log.committed(id),
+    );
   }
 
   /** The writer's own copy as ground truth: what its outbox (disk) and retention (RAM) still hold. */
@@ -371,15 +432,29 @@ export class ActorWorld {
     this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: destroy ? "destroyed" : "crashed", actor: id });
     if (destroy) {
       h.dead = true;
-      this.clock.schedule(() => this.operator.commit(`declare ${id}`, () => ({ type: "declare_failure", scope: "holder", domain: failureDomainOf(h.site), holderIds: [id] })), 1_000, "declare");
+      this.clock.schedule(
+        () =>
+          this.operator.commit(`declare ${id}`, () => ({
+            type: "declare_failure",
+            scope: "holder",
+            domain: failureDomainOf(h.site),
+            holderIds: [id],
+          })),
+        1_000,
+        "declare",
+      );
       return;
     }
     // The supervisor starts the process again: it claims a new incarnation from its state
     // directory and asks to be admitted; the controller's admission policy admits it.
-    this.clock.schedule(() => {
-      if (h.life !== life || h.dead) return;
-      this.startHolderOn(h).catch((err) => this.hooks.error("holder.restart", err));
-    }, this.spec.timing.restartMs, "restart");
+    this.clock.schedule(
+      () => {
+        if (h.life !== life || h.dead) return;
+        this.startHolderOn(h).catch((err) => this.hooks.error("holder.restart", err));
+      },
+      this.spec.timing.restartMs,
+      "restart",
+    );
   }
 
   private crashWriter(destroy: boolean): void {
@@ -391,15 +466,23 @@ export class ActorWorld {
     this.net.crash(this.spec.writer.id);
     // Unsynced writes are lost; every acknowledged write was synced.
     this.writerFiles = this.writerFiles.crashAt(this.writerFiles.opCount());
-    this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: destroy ? "destroyed" : "crashed", actor: this.spec.writer.id });
+    this.trace.record({
+      atMs: this.clock.now() - SIM_EPOCH_MS,
+      kind: destroy ? "destroyed" : "crashed",
+      actor: this.spec.writer.id,
+    });
     if (destroy) {
       this.writerDead = true;
       return;
     }
-    this.clock.schedule(() => {
-      if (life !== this.writerLife) return;
-      void this.startWriter().catch((err) => this.hooks.error("writer.restart", err));
-    }, this.spec.timing.restartMs, "restart");
+    this.clock.schedule(
+      () => {
+        if (life !== this.writerLife) return;
+        void this.startWriter().catch((err) => this.hooks.error("writer.restart", err));
+      },
+      this.spec.timing.restartMs,
+      "restart",
+    );
   }
 
   /** The hold-up evidence of `holder` fails: its host reports it, and RAM no longer survives power loss. */
@@ -420,11 +503,20 @@ export class ActorWorld {
     this.controller = undefined;
     c.stop();
     this.net.crash("controller");
-    this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "controller_lost", actor: "ctrl", detail: { durationMs } });
-    this.clock.schedule(() => {
-      if (life !== this.controllerLife) return;
-      void this.startController().catch((err) => this.hooks.error("controller.restart", err));
-    }, durationMs, "ctrl-restart");
+    this.trace.record({
+      atMs: this.clock.now() - SIM_EPOCH_MS,
+      kind: "controller_lost",
+      actor: "ctrl",
+      detail: { durationMs },
+    });
+    this.clock.schedule(
+      () => {
+        if (life !== this.controllerLife) return;
+        void this.startController().catch((err) => this.hooks.error("controller.restart", err));
+      },
+      durationMs,
+      "ctrl-restart",
+    );
   }
 
   /** With failover, the active controller process freezes for `durationMs` (else it is lost that long). */

@@ -114,9 +114,15 @@ export class ContractTally {
     for (const r of [...this.open, ...this.done.map((d) => d.strike)]) {
       if (r.outside !== undefined || nowMs - r.at > this.settleMs + r.extraMs || nowMs === r.at) continue;
       if (isDestructive(f)) r.outside = OutsideContract.lossDuringRepair;
-      else if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss || f.kind === FaultKind.controllerPause) r.extraMs += f.durationMs;
+      else if (
+        f.kind === FaultKind.partition ||
+        f.kind === FaultKind.controllerLoss ||
+        f.kind === FaultKind.controllerPause
+      )
+        r.extraMs += f.durationMs;
     }
-    if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss || f.kind === FaultKind.controllerPause) this.disruptions.push({ start: nowMs, end: nowMs + f.durationMs });
+    if (f.kind === FaultKind.partition || f.kind === FaultKind.controllerLoss || f.kind === FaultKind.controllerPause)
+      this.disruptions.push({ start: nowMs, end: nowMs + f.durationMs });
     if (isDestructive(f)) this.lastDestructiveAt = nowMs;
   }
 
@@ -143,7 +149,9 @@ export class ContractTally {
     // while writes exist).
     const floor = this.ackedAt(nowMs - this.settleMs);
     const someWritten = this.ackedAt(nowMs) > 0;
-    const expected = [...this.latest].filter(([, cut]) => cut >= floor && (cut > 0 || !someWritten)).map(([name]) => name);
+    const expected = [...this.latest]
+      .filter(([, cut]) => cut >= floor && (cut > 0 || !someWritten))
+      .map(([name]) => name);
     this.unmetBefore += this.latest.size - expected.length;
     // A partition or controller outage still under way when the strike hits delays the repair too.
     let extraMs = 0;
@@ -153,7 +161,8 @@ export class ContractTally {
 
   /** Liveness tally at the end of the run (`endMs`: when it ended; strikes younger than the budget are not judged). */
   recovery(endMs = Infinity): RecoveryTally {
-    for (const r of this.open) if (r.outside === undefined && endMs - r.at < this.settleMs + r.extraMs) r.outside = OutsideContract.runEnded;
+    for (const r of this.open)
+      if (r.outside === undefined && endMs - r.at < this.settleMs + r.extraMs) r.outside = OutsideContract.runEnded;
     const outside = new Map(this.outsideTally);
     let inBudget = 0;
     let late = 0;
@@ -169,7 +178,9 @@ export class ContractTally {
       if (d.inBudget) inBudget++;
       else {
         late++;
-        failures.push(`${describe(d.strike, "late")} (back after ${((d.doneAt - d.strike.at) / 1000).toFixed(3)} s, budget ${((this.settleMs + d.strike.extraMs) / 1000).toFixed(3)} s)`);
+        failures.push(
+          `${describe(d.strike, "late")} (back after ${((d.doneAt - d.strike.at) / 1000).toFixed(3)} s, budget ${((this.settleMs + d.strike.extraMs) / 1000).toFixed(3)} s)`,
+        );
       }
     }
     for (const r of this.open) {
@@ -177,11 +188,21 @@ export class ContractTally {
       never++;
       failures.push(describe(r, "never"));
     }
-    return { strikes: inBudget + late + never, inBudget, late, never, outside: Object.fromEntries([...outside].sort()), unmetBefore: this.unmetBefore, failures };
+    return {
+      strikes: inBudget + late + never,
+      inBudget,
+      late,
+      never,
+      outside: Object.fromEntries([...outside].sort()),
+      unmetBefore: this.unmetBefore,
+      failures,
+    };
   }
 }
 
 function describe(r: OpenStrike, what: string): string {
-  const short = r.expected.filter((s) => (r.lastCuts.get(s) ?? -1) < r.target).map((s) => `${s}=${r.lastCuts.get(s) ?? "none"}`);
+  const short = r.expected
+    .filter((s) => (r.lastCuts.get(s) ?? -1) < r.target)
+    .map((s) => `${s}=${r.lastCuts.get(s) ?? "none"}`);
   return `${what}: ${r.scenario} at ${(r.at / 1000).toFixed(3)}s, target ${r.target}, short: ${short.join(", ")}`;
 }

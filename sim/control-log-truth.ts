@@ -12,7 +12,8 @@ export class ControlLogTruth {
   private state: ControlState = INITIAL_CONTROL_STATE;
   private readonly releasedAtPlacement = new Map<string, Readonly<Record<string, RangeSet>>>();
   private holdsCache: { readonly of: ControlState; readonly holds: readonly HoldTruth[] } | undefined;
-  private releasedCache: { readonly of: ControlState; readonly released: Readonly<Record<string, RangeSet>> } | undefined;
+  private releasedCache:
+    { readonly of: ControlState; readonly released: Readonly<Record<string, RangeSet>> } | undefined;
 
   constructor(
     private readonly volume: string,
@@ -31,7 +32,8 @@ export class ControlLogTruth {
 
   /** What the log has released at `holderId` on this lane (its committed release frontier). */
   committed(holderId: string): RangeSet {
-    if (this.releasedCache?.of !== this.state) this.releasedCache = { of: this.state, released: this.releasedByHolder(this.state) };
+    if (this.releasedCache?.of !== this.state)
+      this.releasedCache = { of: this.state, released: this.releasedByHolder(this.state) };
     return this.releasedCache.released[holderId] ?? RangeSet.EMPTY;
   }
 
@@ -40,7 +42,12 @@ export class ControlLogTruth {
     if (this.holdsCache?.of === this.state) return this.holdsCache.holds;
     const holds = Object.values(this.state.holds)
       .filter((h) => h.volume === this.volume && h.lane === this.lane)
-      .map((h) => ({ holdId: h.holdId, ranges: h.ranges, holders: h.holders, releasedBefore: this.releasedAtPlacement.get(h.holdId) ?? {} }));
+      .map((h) => ({
+        holdId: h.holdId,
+        ranges: h.ranges,
+        holders: h.holders,
+        releasedBefore: this.releasedAtPlacement.get(h.holdId) ?? {},
+      }));
     this.holdsCache = { of: this.state, holds };
     return holds;
   }
@@ -50,7 +57,8 @@ export class ControlLogTruth {
     const out: Record<string, RangeSet> = {};
     for (const o of Object.values(s.obligations)) {
       if (o.volume !== this.volume || o.lane !== this.lane) continue;
-      for (const [holder, ranges] of Object.entries(o.released)) out[holder] = (out[holder] ?? RangeSet.EMPTY).union(ranges);
+      for (const [holder, ranges] of Object.entries(o.released))
+        out[holder] = (out[holder] ?? RangeSet.EMPTY).union(ranges);
     }
     return out;
   }

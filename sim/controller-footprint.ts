@@ -14,8 +14,18 @@ export interface ControllerFootprint {
 }
 
 /** Reads `controller`'s footprint and counts the release entries `store` holds. */
-export async function controllerFootprintOf(controller: Controller, store: TracedControlLog): Promise<ControllerFootprint> {
+export async function controllerFootprintOf(
+  controller: Controller,
+  store: TracedControlLog,
+): Promise<ControllerFootprint> {
   const entries = await store.readAll();
-  const releaseEntries = entries.filter((e) => e.event.type === "release_ranges" || e.event.type === "release_to_base").length;
-  return { audits: controller.releaseAudits().length, releasesCommitted: controller.counters.get("release_committed"), commitRuns: controller.commitRunCount(), releaseEntries };
+  const releaseEntries = entries.filter(
+    (e) => e.event.type === "release_ranges" || e.event.type === "release_to_base",
+  ).length;
+  return {
+    audits: controller.releaseAudits().length,
+    releasesCommitted: controller.counters.get("release_committed"),
+    commitRuns: controller.commitRunCount(),
+    releaseEntries,
+  };
 }

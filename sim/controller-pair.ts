@@ -1,7 +1,28 @@
-import { LeaseKeeper, startController, type Controller, type ControllerConfig, type ControllerPorts, type LeaseTimings } from "../actors/index.ts";
+import {
+  LeaseKeeper,
+  startController,
+  type Controller,
+  type ControllerConfig,
+  type ControllerPorts,
+  type LeaseTimings,
+} from "../actors/index.ts";
 import { Counters } from "../core/index.ts";
-import { ControlLogFollower, type ControlEvent, type ControlLogEntry, type ControlLogRecord, type ControlLogStore } from "../custody/index.ts";
-import type { InboundMessage, MessageHandler, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "../transport/index.ts";
+import {
+  ControlLogFollower,
+  type ControlEvent,
+  type ControlLogEntry,
+  type ControlLogRecord,
+  type ControlLogStore,
+} from "../custody/index.ts";
+import type {
+  InboundMessage,
+  MessageHandler,
+  PublishOptions,
+  RequestOptions,
+  SubscribeOptions,
+  Transport,
+  TransportSubscription,
+} from "../transport/index.ts";
 import type { EventTrace } from "./event-trace.ts";
 import { SIM_EPOCH_MS } from "./sim-host.ts";
 import type { SimNetwork } from "./sim-network.ts";
@@ -123,7 +144,14 @@ export class ControllerPair {
   private readonly procs: ControllerProcess[];
 
   constructor(private readonly deps: ControllerPairDeps) {
-    this.procs = ["ctrl", "ctrl-b"].map((id) => ({ id, life: 0, gate: new Gate(), keeper: undefined, controller: undefined, down: false }));
+    this.procs = ["ctrl", "ctrl-b"].map((id) => ({
+      id,
+      life: 0,
+      gate: new Gate(),
+      keeper: undefined,
+      controller: undefined,
+      down: false,
+    }));
   }
 
   /** Starts both processes, the first one first (it claims the free lease; the other waits). */
@@ -147,7 +175,11 @@ export class ControllerPair {
     const gate = p.gate;
     const store = new GatedControlLog(this.deps.store, gate);
     const endpoint = this.deps.net.endpoint(`controller-${p.id}`, this.deps.site);
-    const transport = new GatedTransport(new TappedTransport(endpoint, (subject, data) => this.deps.tap(subject, data, p.controller)), gate, this.deps.counters);
+    const transport = new GatedTransport(
+      new TappedTransport(endpoint, (subject, data) => this.deps.tap(subject, data, p.controller)),
+      gate,
+      this.deps.counters,
+    );
     const clock = this.deps.clock;
     const keeper = new LeaseKeeper(this.deps.config(p.id).topology.volume, SIM_LEASE_TIMINGS, {
       store,
@@ -193,10 +225,14 @@ export class ControllerPair {
     p.controller = undefined;
     this.deps.net.crash(`controller-${p.id}`);
     this.deps.trace.record({ atMs: this.rel(), kind: "controller_lost", actor: p.id, detail: { durationMs } });
-    this.deps.clock.schedule(() => {
-      if (life !== p.life) return;
-      this.boot(p).catch((err) => this.deps.error("controller.restart", err));
-    }, durationMs, "ctrl-restart");
+    this.deps.clock.schedule(
+      () => {
+        if (life !== p.life) return;
+        this.boot(p).catch((err) => this.deps.error("controller.restart", err));
+      },
+      durationMs,
+      "ctrl-restart",
+    );
   }
 
   /** The active process is frozen and cut off for `durationMs`, then resumes exactly where it stopped. */
@@ -207,11 +243,15 @@ export class ControllerPair {
     const life = p.life;
     gate.closed = true;
     this.deps.trace.record({ atMs: this.rel(), kind: "controller_paused", actor: p.id, detail: { durationMs } });
-    this.deps.clock.schedule(() => {
-      if (life !== p.life) return;
-      gate.open();
-      this.deps.trace.record({ atMs: this.rel(), kind: "controller_resumed", actor: p.id });
-    }, durationMs, "ctrl-resume");
+    this.deps.clock.schedule(
+      () => {
+        if (life !== p.life) return;
+        gate.open();
+        this.deps.trace.record({ atMs: this.rel(), kind: "controller_resumed", actor: p.id });
+      },
+      durationMs,
+      "ctrl-resume",
+    );
   }
 
   /** Stops both processes (end of run). A paused one stays frozen: nothing it had pending runs after the end. */

@@ -21,7 +21,12 @@ export interface ControllerTapSink {
  * What a controller said, as it said it: a status document gives the required scenarios' confirmed
  * cuts (and the ledger's claims); a release frontier is a grant. `controller` is the one that published.
  */
-export function tapControllerMessage(sink: ControllerTapSink, subject: string, data: Uint8Array, controller: Controller | undefined): void {
+export function tapControllerMessage(
+  sink: ControllerTapSink,
+  subject: string,
+  data: Uint8Array,
+  controller: Controller | undefined,
+): void {
   if (subject === statusSubject(sink.volume)) {
     const report = controller?.report();
     if (controller === undefined || report === undefined) return;
@@ -33,7 +38,9 @@ export function tapControllerMessage(sink: ControllerTapSink, subject: string, d
     const cuts = new Map<string, number>();
     // A cut counts as confirmed only on fresh evidence: a report resting on a silent holder's
     // stale receipts says so (`evidence: stale`) and promises nothing.
-    for (const r of report.reports) if (r.required && r.kind === "scenario") cuts.set(r.name, r.evidence === "observed" ? (r.cut?.[sink.lane] ?? -1) : -1);
+    for (const r of report.reports)
+      if (r.required && r.kind === "scenario")
+        cuts.set(r.name, r.evidence === "observed" ? (r.cut?.[sink.lane] ?? -1) : -1);
     sink.confirmed(cuts);
     return;
   }
@@ -42,7 +49,12 @@ export function tapControllerMessage(sink: ControllerTapSink, subject: string, d
     if (subject !== releaseSubject(f.holder)) return;
     const ranges = RangeSet.fromJSON(f.ranges);
     sink.granted.set(f.holder, (sink.granted.get(f.holder) ?? RangeSet.EMPTY).union(ranges));
-    sink.trace.record({ atMs: sink.relMs(), kind: "grant_release", actor: controller?.id ?? "ctrl", detail: { holder: f.holder, ranges: f.ranges } });
+    sink.trace.record({
+      atMs: sink.relMs(),
+      kind: "grant_release",
+      actor: controller?.id ?? "ctrl",
+      detail: { holder: f.holder, ranges: f.ranges },
+    });
     sink.grantedTo(f.holder, ranges);
   }
 }

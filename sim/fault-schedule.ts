@@ -33,7 +33,13 @@ export type FaultEvent =
   | { readonly kind: typeof FaultKind.evidenceDegrade; readonly atMs: number; readonly holder: string }
   | { readonly kind: typeof FaultKind.controllerLoss; readonly atMs: number; readonly durationMs: number }
   | { readonly kind: typeof FaultKind.controllerPause; readonly atMs: number; readonly durationMs: number }
-  | { readonly kind: typeof FaultKind.partition; readonly atMs: number; readonly durationMs: number; readonly a: readonly string[]; readonly b: readonly string[] }
+  | {
+      readonly kind: typeof FaultKind.partition;
+      readonly atMs: number;
+      readonly durationMs: number;
+      readonly a: readonly string[];
+      readonly b: readonly string[];
+    }
   | {
       readonly kind: typeof FaultKind.hold;
       readonly atMs: number;
@@ -86,11 +92,21 @@ export function generateFaultSchedule(random: Random, ctx: FaultContext): FaultE
       out.push({ kind: FaultKind.evidenceDegrade, atMs, holder: random.pick(ctx.protectedHolders) });
     } else if (which === 1) {
       const pause = ctx.failover === true && random.chance(0.5);
-      out.push({ kind: pause ? FaultKind.controllerPause : FaultKind.controllerLoss, atMs, durationMs: random.int(500, 8_000) });
+      out.push({
+        kind: pause ? FaultKind.controllerPause : FaultKind.controllerLoss,
+        atMs,
+        durationMs: random.int(500, 8_000),
+      });
     } else if (ctx.sites.length >= 2) {
       const shuffled = random.shuffle(ctx.sites);
       const cut = random.int(1, shuffled.length - 1);
-      out.push({ kind: FaultKind.partition, atMs, durationMs: random.int(200, 10_000), a: shuffled.slice(0, cut).sort(), b: shuffled.slice(cut).sort() });
+      out.push({
+        kind: FaultKind.partition,
+        atMs,
+        durationMs: random.int(200, 10_000),
+        a: shuffled.slice(0, cut).sort(),
+        b: shuffled.slice(cut).sort(),
+      });
     }
   }
   // From their own fork: adding holds shifts none of the faults drawn above.
@@ -115,7 +131,15 @@ function drawHolds(random: Random, ctx: FaultContext): FaultEvent[] {
     const first = Math.max(1, written - random.int(0, 30));
     const last = first + random.int(5, 80);
     const bound = random.chance(0.5) ? [] : [...new Set([random.pick(holders), random.pick(holders)])].sort();
-    out.push({ kind: FaultKind.hold, atMs, durationMs: random.int(1_000, 8_000), holdKind: random.chance(0.5) ? HoldKind.pitr_pin : HoldKind.recovery, first, last, holders: bound });
+    out.push({
+      kind: FaultKind.hold,
+      atMs,
+      durationMs: random.int(1_000, 8_000),
+      holdKind: random.chance(0.5) ? HoldKind.pitr_pin : HoldKind.recovery,
+      first,
+      last,
+      holders: bound,
+    });
   }
   return out;
 }

@@ -34,7 +34,17 @@ export function holderTruthsOf(
       committed: committed(h.spec.id),
     });
   }
-  out.push({ id: spec.vault.holder, site: spec.vault.site, ram: RangeSet.EMPTY, disk: VAULT_BASE, ramSurvivesPower: false, released: RangeSet.EMPTY, ledger: RangeSet.EMPTY, granted: RangeSet.EMPTY, committed: RangeSet.EMPTY });
+  out.push({
+    id: spec.vault.holder,
+    site: spec.vault.site,
+    ram: RangeSet.EMPTY,
+    disk: VAULT_BASE,
+    ramSurvivesPower: false,
+    released: RangeSet.EMPTY,
+    ledger: RangeSet.EMPTY,
+    granted: RangeSet.EMPTY,
+    committed: RangeSet.EMPTY,
+  });
   return out;
 }
 
@@ -59,5 +69,15 @@ function residencyOf(h: HolderHost, retained: RangeSet, disk: RangeSet): { ram: 
 /** The writer's own copy as ground truth: `retained` (its outbox on disk and its RAM retention) counts as disk. */
 export function writerTruthOf(writer: { readonly id: string; readonly site: string }, retained: RangeSet): HolderTruth {
   const none = RangeSet.EMPTY;
-  return { id: writer.id, site: writer.site, ram: none, disk: retained, ramSurvivesPower: false, released: none, ledger: none, granted: none, committed: none };
+  return {
+    id: writer.id,
+    site: writer.site,
+    ram: none,
+    disk: retained,
+    ramSurvivesPower: false,
+    released: none,
+    ledger: none,
+    granted: none,
+    committed: none,
+  };
 }

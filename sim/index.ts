@@ -1,10 +1,32 @@
 // Public surface of the deterministic simulator.
 export { SimulatedClock, SimClockError, type SimulatedClockOptions } from "./simulated-clock.ts";
-export { SimNetwork, SimEndpoint, PERFECT_EDGE, type EdgeProfile, type NetEvent, type SimNetworkOptions } from "./sim-network.ts";
+export {
+  SimNetwork,
+  SimEndpoint,
+  PERFECT_EDGE,
+  type EdgeProfile,
+  type NetEvent,
+  type SimNetworkOptions,
+} from "./sim-network.ts";
 export { subjectMatches, isPublishSubject, isSubscribeSubject } from "./subject-match.ts";
 export { EventTrace, formatTraceEvent, type TraceEvent } from "./event-trace.ts";
-export { FaultKind, generateFaultSchedule, isDestructive, scheduleKey, scheduleShape, type FaultEvent, type FaultContext } from "./fault-schedule.ts";
-export { buildWorld, runRandom, type WorldSpec, type HolderSpec, type WorldTiming, type WorldOverrides } from "./world.ts";
+export {
+  FaultKind,
+  generateFaultSchedule,
+  isDestructive,
+  scheduleKey,
+  scheduleShape,
+  type FaultEvent,
+  type FaultContext,
+} from "./fault-schedule.ts";
+export {
+  buildWorld,
+  runRandom,
+  type WorldSpec,
+  type HolderSpec,
+  type WorldTiming,
+  type WorldOverrides,
+} from "./world.ts";
 export {
   InvariantId,
   survivingCut,

@@ -92,7 +92,12 @@ export interface WorldObservation {
  * (policies/survival-report.ts `chooseCut`): it is the oracle that engine is checked against, so it
  * reads physical ground truth and shares none of the engine's code.
  */
-export function survivingCut(holders: readonly HolderTruth[], sites: readonly Site[], losses: readonly Loss[], drop: (h: HolderTruth) => RangeSet = () => RangeSet.EMPTY): number {
+export function survivingCut(
+  holders: readonly HolderTruth[],
+  sites: readonly Site[],
+  losses: readonly Loss[],
+  drop: (h: HolderTruth) => RangeSet = () => RangeSet.EMPTY,
+): number {
   const siteById = new Map(sites.map((s) => [s.id, s]));
   let live = RangeSet.EMPTY;
   for (const h of holders) {
@@ -130,10 +135,20 @@ export function checkReleased(obs: WorldObservation): Violation[] {
     // Checked per part: the union of RAM and disk is only built to name a violation.
     if (h.ram.intersects(h.released) || h.disk.intersects(h.released)) {
       const held = h.ram.union(h.disk);
-      out.push({ invariant: InvariantId.releasedReappeared, atMs: obs.atMs, message: `${h.id} holds released ${held.intersect(h.released).toString()}`, detail: { holder: h.id } });
+      out.push({
+        invariant: InvariantId.releasedReappeared,
+        atMs: obs.atMs,
+        message: `${h.id} holds released ${held.intersect(h.released).toString()}`,
+        detail: { holder: h.id },
+      });
     }
     if (h.ledger.intersects(h.granted)) {
-      out.push({ invariant: InvariantId.releasedReappeared, atMs: obs.atMs, message: `ledger claims released ${h.ledger.intersect(h.granted).toString()} on ${h.id}`, detail: { holder: h.id } });
+      out.push({
+        invariant: InvariantId.releasedReappeared,
+        atMs: obs.atMs,
+        message: `ledger claims released ${h.ledger.intersect(h.granted).toString()} on ${h.id}`,
+        detail: { holder: h.id },
+      });
     }
   }
   return out;
@@ -163,7 +178,12 @@ export function checkHolds(obs: WorldObservation): Violation[] {
       if (!h.released.intersects(hold.ranges)) continue;
       const bad = h.released.intersect(hold.ranges).subtract(hold.releasedBefore[h.id] ?? RangeSet.EMPTY);
       if (bad.isEmpty) continue;
-      out.push({ invariant: InvariantId.heldRangeReleased, atMs: obs.atMs, message: `${h.id} released ${bad.toString()} while hold ${hold.holdId} stands`, detail: { holder: h.id, holdId: hold.holdId, ranges: bad.toJSON() } });
+      out.push({
+        invariant: InvariantId.heldRangeReleased,
+        atMs: obs.atMs,
+        message: `${h.id} released ${bad.toString()} while hold ${hold.holdId} stands`,
+        detail: { holder: h.id, holdId: hold.holdId, ranges: bad.toJSON() },
+      });
     }
   }
   return out;
@@ -185,7 +205,12 @@ export function checkReleasesCommitted(obs: WorldObservation): Violation[] {
  * When `scenario` happens, every write confirmed for it must survive: the ground-truth cut after
  * its losses is at least `confirmed` (undefined = nothing confirmed within the contract).
  */
-export function checkStrike(obs: WorldObservation, sites: readonly Site[], scenario: Scenario, confirmed: number | undefined): Violation[] {
+export function checkStrike(
+  obs: WorldObservation,
+  sites: readonly Site[],
+  scenario: Scenario,
+  confirmed: number | undefined,
+): Violation[] {
   if (confirmed === undefined) return [];
   const cut = survivingCut(obs.holders, sites, scenario.losses);
   if (cut >= confirmed) return [];
@@ -203,7 +228,12 @@ export function checkStrike(obs: WorldObservation, sites: readonly Site[], scena
  * After releases are granted, every required scenario keeps the cut confirmed for it: the ground
  * truth minus everything granted for release (applied or still in flight) still reaches it.
  */
-export function checkReleaseCoverage(obs: WorldObservation, sites: readonly Site[], scenarios: readonly Scenario[], confirmed: ReadonlyMap<string, number>): Violation[] {
+export function checkReleaseCoverage(
+  obs: WorldObservation,
+  sites: readonly Site[],
+  scenarios: readonly Scenario[],
+  confirmed: ReadonlyMap<string, number>,
+): Violation[] {
   const out: Violation[] = [];
   for (const s of scenarios) {
     const want = confirmed.get(s.name);

@@ -1,4 +1,11 @@
-import { eventScope, foldControlEntry, INITIAL_CONTROL_STATE, type ControlLogRecord, type ControlLogStore, type ControlState } from "../custody/index.ts";
+import {
+  eventScope,
+  foldControlEntry,
+  INITIAL_CONTROL_STATE,
+  type ControlLogRecord,
+  type ControlLogStore,
+  type ControlState,
+} from "../custody/index.ts";
 import { InvariantId, type Violation } from "./invariants.ts";
 
 /** How the audit folds an entry: the production fold, or (in a test proving the checks can fail) a weakened one. */
@@ -41,7 +48,12 @@ export class LeaseAudit {
       if (e.type === "claim_lease") {
         const cur = this.holders.get(e.volume);
         if (cur !== undefined && e.term <= cur.term) {
-          out.push({ invariant: InvariantId.twoCommittersInTerm, atMs, message: `claim of ${e.volume} by ${author} for term ${e.term} (seq ${entry.seq}) accepted although ${cur.holder} holds term ${cur.term}`, detail: { volume: e.volume, term: e.term, seq: entry.seq, holder: cur.holder, author } });
+          out.push({
+            invariant: InvariantId.twoCommittersInTerm,
+            atMs,
+            message: `claim of ${e.volume} by ${author} for term ${e.term} (seq ${entry.seq}) accepted although ${cur.holder} holds term ${cur.term}`,
+            detail: { volume: e.volume, term: e.term, seq: entry.seq, holder: cur.holder, author },
+          });
         }
         this.holders.set(e.volume, { holder: author, term: e.term });
         this.claimants.add(author);

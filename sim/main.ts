@@ -17,11 +17,11 @@ import { runWorld, type RunOptions } from "./runner.ts";
 import { sweep } from "./sweep.ts";
 import { SimArgumentError } from "./sim-argument-error.ts";
 
-
 function int(name: string, v: string | undefined, lo: number, hi: number): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < lo || n > hi) throw new SimArgumentError(`--${name} must be an integer in ${lo}..${hi}, got "${v}"`, { [name]: v });
+  if (!Number.isSafeInteger(n) || n < lo || n > hi)
+    throw new SimArgumentError(`--${name} must be an integer in ${lo}..${hi}, got "${v}"`, { [name]: v });
   return n;
 }
 
@@ -62,11 +62,18 @@ async function runOne(seed: number, opts: RunOptions, flags: Flags, run: WorldRu
   const small = flags.minimize ? await minimizeRun(r, opts, run) : r;
   const tail = small.trace.slice(-40);
   if (flags.json) {
-    process.stdout.write(JSON.stringify({ ...summary, message: r.violation.message, minimizedFaults: small.spec.faults, trace: tail }) + "\n");
+    process.stdout.write(
+      JSON.stringify({ ...summary, message: r.violation.message, minimizedFaults: small.spec.faults, trace: tail }) +
+        "\n",
+    );
   } else {
     process.stdout.write(`VIOLATION seed=${seed} ${r.violation.invariant}: ${r.violation.message}\n`);
-    process.stdout.write(`reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}${flags.model ? " --model" : ""}${flags.failover ? " --failover" : ""}\n`);
-    process.stdout.write(`minimized fault schedule (${small.spec.faults.length} of ${r.spec.faults.length} faults, ${small.steps} steps):\n`);
+    process.stdout.write(
+      `reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}${flags.model ? " --model" : ""}${flags.failover ? " --failover" : ""}\n`,
+    );
+    process.stdout.write(
+      `minimized fault schedule (${small.spec.faults.length} of ${r.spec.faults.length} faults, ${small.steps} steps):\n`,
+    );
     for (const f of small.spec.faults) process.stdout.write(`  ${JSON.stringify(f)}\n`);
     process.stdout.write(`last ${tail.length} trace events:\n`);
     for (const e of tail) process.stdout.write(`  ${formatTraceEvent(e)}\n`);
@@ -76,7 +83,8 @@ async function runOne(seed: number, opts: RunOptions, flags: Flags, run: WorldRu
 
 async function runSweep(range: string, opts: RunOptions, flags: Flags, run: WorldRunner): Promise<void> {
   const m = /^(\d+)\.\.(\d+)$/.exec(range);
-  if (!m || Number(m[1]) > Number(m[2])) throw new SimArgumentError(`--seeds must be A..B with A <= B, got "${range}"`, { seeds: range });
+  if (!m || Number(m[1]) > Number(m[2]))
+    throw new SimArgumentError(`--seeds must be A..B with A <= B, got "${range}"`, { seeds: range });
   const started = Date.now();
   const res = await sweep(Number(m[1]), Number(m[2]), opts, run);
   const out = { ...res, wallMs: Date.now() - started };
@@ -104,7 +112,10 @@ export function buildSimProgram(): Command {
     .option("--no-minimize", "print the failing run without shrinking it")
     .option("--json", "one JSON object on the last line")
     .option("--model", "run the pure model of the actors instead of the production actors")
-    .option("--failover", "a standby controller shares the volume through the control lease; faults also pause the active one")
+    .option(
+      "--failover",
+      "a standby controller shares the volume through the control lease; faults also pause the active one",
+    )
     .action(async (flags: Flags) => {
       try {
         const holders = int("holders", flags.holders, 1, 10);
@@ -118,7 +129,8 @@ export function buildSimProgram(): Command {
         };
         const run: WorldRunner = flags.model ? runWorld : runActorWorld;
         if (flags.seeds !== undefined) await runSweep(flags.seeds, opts, flags, run);
-        else if (flags.seed !== undefined) await runOne(int("seed", flags.seed, 0, Number.MAX_SAFE_INTEGER)!, opts, flags, run);
+        else if (flags.seed !== undefined)
+          await runOne(int("seed", flags.seed, 0, Number.MAX_SAFE_INTEGER)!, opts, flags, run);
         else throw new SimArgumentError("give --seed N or --seeds A..B", {});
       } catch (err) {
         failWith(err);

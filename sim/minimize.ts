@@ -8,7 +8,11 @@ export type WorldRunner = (seed: number, opts: RunOptions) => RunResult | Promis
  * at the same or an earlier step, then cuts the run at the violating step. Returns the smallest
  * failing run found (or `result`). `run` must be the runner that produced `result`.
  */
-export async function minimizeRun(result: RunResult, opts: RunOptions = {}, run: WorldRunner = runWorld): Promise<RunResult> {
+export async function minimizeRun(
+  result: RunResult,
+  opts: RunOptions = {},
+  run: WorldRunner = runWorld,
+): Promise<RunResult> {
   if (result.violation === undefined) return result;
   const target = result.violation.invariant;
   const fixed = { ...opts, holders: result.spec.holders.length, durationMs: result.spec.timing.durationMs };
@@ -25,6 +29,11 @@ export async function minimizeRun(result: RunResult, opts: RunOptions = {}, run:
   }
   // Cut at the violating step: the trace then ends with the violation.
   const shortDuration = Math.ceil(best.violation!.atMs) + 1;
-  const r = await run(result.seed, { ...fixed, faults, durationMs: Math.max(shortDuration, 1), steps: best.violationStep! + 1 });
+  const r = await run(result.seed, {
+    ...fixed,
+    faults,
+    durationMs: Math.max(shortDuration, 1),
+    steps: best.violationStep! + 1,
+  });
   return r.violation?.invariant === target ? r : best;
 }

@@ -90,7 +90,9 @@ export class ModelController {
     this.#lastHeard = new Map();
     const ep = this.net.endpoint("controller", this.spec.vault.site);
     this.#endpoint = ep;
-    ep.subscribe(modelSubject.receipt(), (m) => this.#onReceipt(JSON.parse(new TextDecoder().decode(m.data)) as Record<string, unknown>));
+    ep.subscribe(modelSubject.receipt(), (m) =>
+      this.#onReceipt(JSON.parse(new TextDecoder().decode(m.data)) as Record<string, unknown>),
+    );
     this.trace.record({ atMs: this.clock.now(), kind: "start", actor: "ctrl" });
     const tick = () => {
       if (this.#life !== life || !this.up) return;
@@ -108,9 +110,13 @@ export class ModelController {
     this.net.crash("controller");
     this.trace.record({ atMs: this.clock.now(), kind: "controller_lost", actor: "ctrl", detail: { durationMs } });
     const life = this.#life;
-    this.clock.schedule(() => {
-      if (this.#life === life) this.start();
-    }, durationMs, "ctrl-restart");
+    this.clock.schedule(
+      () => {
+        if (this.#life === life) this.start();
+      },
+      durationMs,
+      "ctrl-restart",
+    );
   }
 
   /** A declared failure: the holder was destroyed; its entry leaves the ledger for good. */
@@ -136,7 +142,14 @@ export class ModelController {
     }
     const g = this.grantedTo(holder);
     const r = (v: unknown) => RangeSet.fromJSON(v as [number, number][]).subtract(g); // granted ranges never reappear
-    this.#ledger.set(holder, { inc, at, ram: r(m.ram), disk: r(m.disk), protectedRamValid: m.protectedRamValid === true, forwarded: r(m.forwarded) });
+    this.#ledger.set(holder, {
+      inc,
+      at,
+      ram: r(m.ram),
+      disk: r(m.disk),
+      protectedRamValid: m.protectedRamValid === true,
+      forwarded: r(m.forwarded),
+    });
     this.#lastHeard.set(holder, this.clock.now());
     if (holder === "writer") this.#acked = Math.max(this.#acked, Number(m.acked));
   }
@@ -148,12 +161,19 @@ export class ModelController {
     const holderSpecs = [{ id: spec.writer.id, site: spec.writer.site, protectedRam: false }, ...spec.holders];
     const holders: Holder[] = holderSpecs.map((h) => {
       const e = this.#ledger.get(h.id);
-      const fresh = view === "release" || (this.#lastHeard.has(h.id) && now - this.#lastHeard.get(h.id)! <= spec.timing.suspectMs);
+      const fresh =
+        view === "release" || (this.#lastHeard.has(h.id) && now - this.#lastHeard.get(h.id)! <= spec.timing.suspectMs);
       const claims: RetainedClaim[] = [];
       if (e !== undefined && fresh) {
         const evidence = { kind: "observed" as const, atMs: e.at };
         if (!e.ram.isEmpty) {
-          claims.push({ lane, ranges: e.ram, residency: h.protectedRam ? "protected_ram" : "ram", evidence, protectedRamValid: e.protectedRamValid });
+          claims.push({
+            lane,
+            ranges: e.ram,
+            residency: h.protectedRam ? "protected_ram" : "ram",
+            evidence,
+            protectedRamValid: e.protectedRamValid,
+          });
         }
         if (!e.disk.isEmpty) claims.push({ lane, ranges: e.disk, residency: "disk", evidence });
       }
@@ -172,7 +192,14 @@ export class ModelController {
       manifests: [],
       keyAuthorities: [{ id: "ka", site: spec.vault.site }],
       links: [],
-      recovery: { destination: spec.vault.site, detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+      recovery: {
+        destination: spec.vault.site,
+        detectSec: 1,
+        authorizeSec: 1,
+        acquireCapacitySec: 1,
+        persistSec: 1,
+        validateSec: 1,
+      },
       forwards: [],
       pins: [],
       recoveries: [],
@@ -188,7 +215,10 @@ export class ModelController {
     this.observer.confirmed(cuts);
 
     // Each holder wants to drop what it has forwarded, except its newest `keepUnits`.
-    const keep = new Map<string, number>([[this.spec.writer.id, this.spec.writer.keepUnits], ...this.spec.holders.map((h) => [h.id, h.keepUnits] as const)]);
+    const keep = new Map<string, number>([
+      [this.spec.writer.id, this.spec.writer.keepUnits],
+      ...this.spec.holders.map((h) => [h.id, h.keepUnits] as const),
+    ]);
     const requests: ReleaseRequest[] = [];
     for (const [id, e] of this.#ledger) {
       const all = e.ram.union(e.disk);
@@ -214,8 +244,16 @@ export class ModelController {
       e.disk = e.disk.subtract(ranges);
       e.forwarded = e.forwarded.subtract(ranges);
       e.all = undefined;
-      this.trace.record({ atMs: this.clock.now(), kind: "grant_release", actor: "ctrl", detail: { holder: h, ranges: ranges.toJSON() } });
-      this.#endpoint!.publish(modelSubject.release(h), new TextEncoder().encode(JSON.stringify({ ranges: ranges.toJSON() })));
+      this.trace.record({
+        atMs: this.clock.now(),
+        kind: "grant_release",
+        actor: "ctrl",
+        detail: { holder: h, ranges: ranges.toJSON() },
+      });
+      this.#endpoint!.publish(
+        modelSubject.release(h),
+        new TextEncoder().encode(JSON.stringify({ ranges: ranges.toJSON() })),
+      );
     }
     if (grants.size > 0) this.observer.granted(grants);
   }

@@ -105,7 +105,8 @@ export class ModelHolder {
     this.up = true;
     const life = ++this.#life;
     this.down.clear();
-    for (const d of this.cfg.downstream) this.down.set(d, { inc: 0, acked: RangeSet.EMPTY, sent: RangeSet.EMPTY, grant: 0 });
+    for (const d of this.cfg.downstream)
+      this.down.set(d, { inc: 0, acked: RangeSet.EMPTY, sent: RangeSet.EMPTY, grant: 0 });
     this.#received = new Map(this.cfg.upstream.map((u) => [u, RangeSet.EMPTY]));
     this.#issued = new Map();
     this.#creditDue = new Set();
@@ -114,7 +115,12 @@ export class ModelHolder {
     ep.subscribe(modelSubject.unit(this.id), (m) => this.#onUnit(unjson(m.data)));
     ep.subscribe(modelSubject.credit(this.id), (m) => this.#onCredit(unjson(m.data)));
     ep.subscribe(modelSubject.release(this.id), (m) => this.#onRelease(unjson(m.data)));
-    this.trace.record({ atMs: this.clock.now(), kind: "start", actor: this.id, detail: { inc: this.inc, held: this.held().toJSON() } });
+    this.trace.record({
+      atMs: this.clock.now(),
+      kind: "start",
+      actor: this.id,
+      detail: { inc: this.inc, held: this.held().toJSON() },
+    });
     const every = (ms: number, label: string, fn: () => void) => {
       const tick = () => {
         if (this.#life !== life || !this.up) return;
@@ -146,12 +152,21 @@ export class ModelHolder {
       this.disk = RangeSet.EMPTY;
       this.dead = true;
     }
-    this.trace.record({ atMs: this.clock.now(), kind: destroy ? "destroyed" : "crashed", actor: this.id, detail: { kept: this.held().toJSON() } });
+    this.trace.record({
+      atMs: this.clock.now(),
+      kind: destroy ? "destroyed" : "crashed",
+      actor: this.id,
+      detail: { kept: this.held().toJSON() },
+    });
     if (!destroy) {
       const life = this.#life;
-      this.clock.schedule(() => {
-        if (this.#life === life && !this.dead) this.start();
-      }, this.cfg.restartMs, "restart");
+      this.clock.schedule(
+        () => {
+          if (this.#life === life && !this.dead) this.start();
+        },
+        this.cfg.restartMs,
+        "restart",
+      );
     }
   }
 
@@ -186,10 +201,14 @@ export class ModelHolder {
     if (!this.#creditDue.has(from)) {
       this.#creditDue.add(from);
       const life = this.#life;
-      this.clock.schedule(() => {
-        this.#creditDue.delete(from);
-        if (this.#life === life && this.up) this.#sendCredit(from);
-      }, ACK_DELAY_MS, "credit");
+      this.clock.schedule(
+        () => {
+          this.#creditDue.delete(from);
+          if (this.#life === life && this.up) this.#sendCredit(from);
+        },
+        ACK_DELAY_MS,
+        "credit",
+      );
     }
     this.#pump();
   }
@@ -222,7 +241,12 @@ export class ModelHolder {
     const grant = got.count + this.cfg.creditWindow;
     this.#issued.set(to, Math.max(this.#issued.get(to) ?? 0, grant));
     this.observer.grantIssued(this.id, to, this.inc, grant);
-    this.#publish(modelSubject.credit(to), { from: this.id, inc: this.inc, held: this.held().union(this.released).toJSON(), grant });
+    this.#publish(modelSubject.credit(to), {
+      from: this.id,
+      inc: this.inc,
+      held: this.held().union(this.released).toJSON(),
+      grant,
+    });
   }
 
   /** Sends new units to each downstream edge, lowest first, never beyond its credit. */
@@ -251,7 +275,8 @@ export class ModelHolder {
       const again = d.sent.subtract(d.acked).intersect(have);
       let n = 0;
       for (const r of again.ranges()) {
-        for (let s = r.first; s <= r.last && n < this.cfg.creditWindow; s++, n++) this.#publish(modelSubject.unit(to), { from: this.id, seq: s });
+        for (let s = r.first; s <= r.last && n < this.cfg.creditWindow; s++, n++)
+          this.#publish(modelSubject.unit(to), { from: this.id, seq: s });
       }
     }
     for (const u of this.cfg.upstream) this.#sendCredit(u); // keep-alive: lost credits are re-sent

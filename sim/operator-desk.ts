@@ -37,8 +37,23 @@ export class OperatorDesk {
     const recovery = f.holdKind === HoldKind.recovery;
     const untilMs = recovery ? this.clock.now() + f.durationMs : 0;
     const ranges = RangeSet.of(f.first, f.last);
-    void this.commit(`hold ${holdId}`, () => ({ type: "hold_ranges", holdId, kind: f.holdKind, volume, lane, ranges, holders: [...f.holders], untilMs, by: "sim operator" }));
-    if (!recovery) this.clock.schedule(() => void this.commit(`end ${holdId}`, () => ({ type: "end_hold", holdId, reason: "pin no longer needed" })), f.durationMs, "end-hold");
+    void this.commit(`hold ${holdId}`, () => ({
+      type: "hold_ranges",
+      holdId,
+      kind: f.holdKind,
+      volume,
+      lane,
+      ranges,
+      holders: [...f.holders],
+      untilMs,
+      by: "sim operator",
+    }));
+    if (!recovery)
+      this.clock.schedule(
+        () => void this.commit(`end ${holdId}`, () => ({ type: "end_hold", holdId, reason: "pin no longer needed" })),
+        f.durationMs,
+        "end-hold",
+      );
   }
 
   /** Commits `body` (built against the current log) after every earlier operator commit. */
@@ -46,8 +61,15 @@ export class OperatorDesk {
     const run = async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          await commitControlEvent(this.store, this.follower, { controller: "operator", clock: this.clock }, () => body());
-          this.trace.record({ atMs: this.clock.now() - SIM_EPOCH_MS, kind: "operator", actor: "operator", detail: { what } });
+          await commitControlEvent(this.store, this.follower, { controller: "operator", clock: this.clock }, () =>
+            body(),
+          );
+          this.trace.record({
+            atMs: this.clock.now() - SIM_EPOCH_MS,
+            kind: "operator",
+            actor: "operator",
+            detail: { what },
+          });
           return;
         } catch (err) {
           const code = err instanceof CustodyError ? err.code : "error";

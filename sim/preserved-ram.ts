@@ -16,13 +16,22 @@ export class SimPreservedRam implements PreservedRam {
   }
 
   keep(unit: TransportUnit, attestation?: string): void {
-    const copy = { ...unit, commitTs: [...unit.commitTs], payload: new Uint8Array(unit.payload), digest: new Uint8Array(unit.digest) };
+    const copy = {
+      ...unit,
+      commitTs: [...unit.commitTs],
+      payload: new Uint8Array(unit.payload),
+      digest: new Uint8Array(unit.digest),
+    };
     // The writer's attestation is preserved with the unit, so the next incarnation can pass it on.
-    this.units.set(`${unit.volume}/${unit.lane}/${unit.firstSeq}`, attestation === undefined ? copy : { ...copy, attestation });
+    this.units.set(
+      `${unit.volume}/${unit.lane}/${unit.firstSeq}`,
+      attestation === undefined ? copy : { ...copy, attestation },
+    );
   }
 
   forget(volume: string, lane: string, seqs: RangeSet): void {
-    for (const [k, u] of this.units) if (u.volume === volume && u.lane === lane && seqs.covers(u.firstSeq, u.lastSeq)) this.units.delete(k);
+    for (const [k, u] of this.units)
+      if (u.volume === volume && u.lane === lane && seqs.covers(u.firstSeq, u.lastSeq)) this.units.delete(k);
   }
 
   /** The host went down: the region keeps its contents only if the preservation path worked. */

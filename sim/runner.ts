@@ -71,7 +71,12 @@ export interface RunResult {
   /** Unexpected failures inside actors (bugs); a run stops at the first. */
   readonly errors?: readonly string[];
   /** The production controller's memory footprint at the end (actor worlds only). */
-  readonly controller?: { readonly audits: number; readonly releasesCommitted: number; readonly commitRuns: number; readonly releaseEntries: number };
+  readonly controller?: {
+    readonly audits: number;
+    readonly releasesCommitted: number;
+    readonly commitRuns: number;
+    readonly releaseEntries: number;
+  };
 }
 
 const ALL_CHECKS = Object.values(InvariantId);
@@ -108,7 +113,8 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     }
   };
 
-  const upstreamOf = (id: string) => [spec.writer, ...spec.holders].filter((h) => h.downstream.includes(id)).map((h) => h.id);
+  const upstreamOf = (id: string) =>
+    [spec.writer, ...spec.holders].filter((h) => h.downstream.includes(id)).map((h) => h.id);
   const common = {
     creditWindow: spec.timing.creditWindow,
     receiptMs: spec.timing.receiptMs,
@@ -125,7 +131,16 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     overCredit: () => {},
   };
   const writer = new ModelHolder(
-    { ...common, id: spec.writer.id, site: spec.writer.site, disk: true, protectedRam: false, downstream: spec.writer.downstream, upstream: [], writer: { intervalMs: spec.workload.intervalMs } },
+    {
+      ...common,
+      id: spec.writer.id,
+      site: spec.writer.site,
+      disk: true,
+      protectedRam: false,
+      downstream: spec.writer.downstream,
+      upstream: [],
+      writer: { intervalMs: spec.workload.intervalMs },
+    },
     clock,
     net,
     trace,
@@ -133,7 +148,24 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
   );
   const holders = [
     writer,
-    ...spec.holders.map((h) => new ModelHolder({ ...common, id: h.id, site: h.site, disk: h.disk, protectedRam: h.protectedRam, downstream: h.downstream, upstream: upstreamOf(h.id) }, clock, net, trace, observer)),
+    ...spec.holders.map(
+      (h) =>
+        new ModelHolder(
+          {
+            ...common,
+            id: h.id,
+            site: h.site,
+            disk: h.disk,
+            protectedRam: h.protectedRam,
+            downstream: h.downstream,
+            upstream: upstreamOf(h.id),
+          },
+          clock,
+          net,
+          trace,
+          observer,
+        ),
+    ),
   ];
   const byId = new Map(holders.map((h) => [h.id, h]));
 
@@ -142,7 +174,13 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     for (const h of holders) {
       for (const [to, d] of h.down) {
         if (d.inc === 0) continue;
-        credits.push({ sender: h.id, receiver: to, inc: d.inc, sent: d.sent.count, maxGranted: grantsIssued.get(`${h.id}>${to}#${d.inc}`) ?? 0 });
+        credits.push({
+          sender: h.id,
+          receiver: to,
+          inc: d.inc,
+          sent: d.sent.count,
+          maxGranted: grantsIssued.get(`${h.id}>${to}#${d.inc}`) ?? 0,
+        });
       }
     }
     const obs: WorldObservation = {
@@ -168,25 +206,45 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     return obs;
   };
 
-  const controller = new ModelController(spec, clock, net, trace, runRandom(spec, "controller"), opts.authorize ?? authorizeReleases, {
-    confirmed: (cuts) => contract.confirmed(cuts, clock.now()),
-    granted: (grants) => {
-      grantsCount += grants.size;
-      if (contract.inContract(clock.now())) fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, contract.confirmedMax));
+  const controller = new ModelController(
+    spec,
+    clock,
+    net,
+    trace,
+    runRandom(spec, "controller"),
+    opts.authorize ?? authorizeReleases,
+    {
+      confirmed: (cuts) => contract.confirmed(cuts, clock.now()),
+      granted: (grants) => {
+        grantsCount += grants.size;
+        if (contract.inContract(clock.now()))
+          fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, contract.confirmedMax));
+      },
     },
-  });
+  );
 
   const strike = (scenario: Scenario) => {
     const obs = observe();
     const confirmed = contract.confirmedAtStrike(scenario.name);
-    trace.record({ atMs: clock.now(), kind: "strike", actor: "world", detail: { scenario: scenario.name, confirmed: confirmed ?? null } });
+    trace.record({
+      atMs: clock.now(),
+      kind: "strike",
+      actor: "world",
+      detail: { scenario: scenario.name, confirmed: confirmed ?? null },
+    });
     fail(checkStrike(obs, spec.sites, scenario, confirmed));
     if (violation !== undefined) return; // the run ends here; the trace ends with the violation
     const siteHit = new Map<string, string>();
     for (const s of spec.sites) {
       for (const l of scenario.losses) {
         const d = l.domain;
-        if (d === `site:${s.id}` || d === `region:${s.region}` || d === `az:${s.az}` || d === `host:${s.host}` || s.deps.includes(d)) {
+        if (
+          d === `site:${s.id}` ||
+          d === `region:${s.region}` ||
+          d === `az:${s.az}` ||
+          d === `host:${s.host}` ||
+          s.deps.includes(d)
+        ) {
           const prev = siteHit.get(s.id);
           if (prev !== "site_destruction") siteHit.set(s.id, l.kind);
         }
@@ -219,11 +277,20 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
         break;
       case FaultKind.partition: {
         const id = net.partition(f.a, f.b);
-        trace.record({ atMs: clock.now(), kind: "partition", actor: "world", detail: { a: f.a, b: f.b, durationMs: f.durationMs } });
-        clock.schedule(() => {
-          net.heal(id);
-          trace.record({ atMs: clock.now(), kind: "heal", actor: "world", detail: { a: f.a, b: f.b } });
-        }, f.durationMs, "heal");
+        trace.record({
+          atMs: clock.now(),
+          kind: "partition",
+          actor: "world",
+          detail: { a: f.a, b: f.b, durationMs: f.durationMs },
+        });
+        clock.schedule(
+          () => {
+            net.heal(id);
+            trace.record({ atMs: clock.now(), kind: "heal", actor: "world", detail: { a: f.a, b: f.b } });
+          },
+          f.durationMs,
+          "heal",
+        );
         break;
       }
       case FaultKind.hold:
@@ -247,7 +314,14 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     // unchanged, so re-checking it cannot find anything new.
     const changed = obs.holders.filter((h) => {
       const prev = lastChecked.get(h.id);
-      return prev === undefined || prev.ram !== h.ram || prev.disk !== h.disk || prev.released !== h.released || prev.ledger !== h.ledger || prev.granted !== h.granted;
+      return (
+        prev === undefined ||
+        prev.ram !== h.ram ||
+        prev.disk !== h.disk ||
+        prev.released !== h.released ||
+        prev.ledger !== h.ledger ||
+        prev.granted !== h.granted
+      );
     });
     for (const h of changed) lastChecked.set(h.id, h);
     fail([...checkReceipts(obs), ...checkReleased({ ...obs, holders: changed }), ...checkCredits(obs)]);
@@ -268,6 +342,9 @@ export function runWorld(seed: number, opts: RunOptions = {}): RunResult {
     recovery: contract.recovery(spec.timing.durationMs),
     scheduleShape: scheduleShape(spec.faults),
     scheduleKey: scheduleKey(spec.faults),
-    counters: { ...net.counters.snapshot(), ...Object.fromEntries(Object.entries(controller.counters.snapshot()).map(([k, v]) => [`ctrl_${k}`, v])) },
+    counters: {
+      ...net.counters.snapshot(),
+      ...Object.fromEntries(Object.entries(controller.counters.snapshot()).map(([k, v]) => [`ctrl_${k}`, v])),
+    },
   };
 }

@@ -18,7 +18,11 @@ export function controllerConfigFor(spec: WorldSpec, standbys: readonly string[]
     region: SIM_CONTROL_REGION,
     evalIntervalMs: spec.timing.evalMs,
     admission: "key-continuity",
-    repair: { standby: standbys.map((holderId) => ({ holderId, site: spec.vault.site })), bandwidthBytesPerSec: 100_000_000, receiptTimeoutMs: 4_000 },
+    repair: {
+      standby: standbys.map((holderId) => ({ holderId, site: spec.vault.site })),
+      bandwidthBytesPerSec: 100_000_000,
+      receiptTimeoutMs: 4_000,
+    },
     topology: {
       volume: spec.volume,
       lanes: [spec.lane],
@@ -28,7 +32,14 @@ export function controllerConfigFor(spec: WorldSpec, standbys: readonly string[]
       bases: [{ id: "base0", holder: spec.vault.holder, cut: { [spec.lane]: 0 }, bytes: 0 }],
       keyAuthorities: [{ id: "ka", site: spec.vault.site }],
       links: [],
-      recovery: { destination: spec.vault.site, detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 },
+      recovery: {
+        destination: spec.vault.site,
+        detectSec: 1,
+        authorizeSec: 1,
+        acquireCapacitySec: 1,
+        persistSec: 1,
+        validateSec: 1,
+      },
       scenarios: spec.scenarios,
       timelines: [],
       staleAfterMs: 2 * spec.timing.suspectMs,
@@ -39,12 +50,19 @@ export function controllerConfigFor(spec: WorldSpec, standbys: readonly string[]
 }
 
 /** The writer's configuration for one life: its term, and the first sequence that term writes. */
-export function writerConfigFor(spec: WorldSpec, term: number, firstSeq: number, holderSites: Record<string, Site>): VolumeWriterConfig {
+export function writerConfigFor(
+  spec: WorldSpec,
+  term: number,
+  firstSeq: number,
+  holderSites: Record<string, Site>,
+): VolumeWriterConfig {
   return {
     writerId: spec.writer.id,
     volume: spec.volume,
     term,
-    lanes: [{ lane: spec.lane, fromLba: 0, toLba: SIM_VOLUME_BLOCKS - 1, holders: [...spec.writer.downstream], firstSeq }],
+    lanes: [
+      { lane: spec.lane, fromLba: 0, toLba: SIM_VOLUME_BLOCKS - 1, holders: [...spec.writer.downstream], firstSeq },
+    ],
     contracts: [],
     holderSites,
     topologyEpoch: 1,

@@ -35,12 +35,29 @@ export function holderConfigFor(spec: WorldSpec, h: HolderHost): HolderConfigInp
   return {
     holderId: h.spec.id,
     site: { region: s.region, az: s.az, host: s.host },
-    residency: ["ram", ...(h.spec.disk ? (["disk"] as const) : []), ...(h.spec.protectedRam ? (["protected_ram"] as const) : [])],
+    residency: [
+      "ram",
+      ...(h.spec.disk ? (["disk"] as const) : []),
+      ...(h.spec.protectedRam ? (["protected_ram"] as const) : []),
+    ],
     lanes: [{ volume: spec.volume, lane: spec.lane, upstream: [...h.upstream], downstream: [...h.spec.downstream] }],
-    arena: { segmentBytes: 256 * 1024, limitBytes: 32 << 20, maxOutstandingCredit: Math.max(256 * 1024, t.creditWindow * unitBytes), maxUnitBytes: 128 * 1024 },
+    arena: {
+      segmentBytes: 256 * 1024,
+      limitBytes: 32 << 20,
+      maxOutstandingCredit: Math.max(256 * 1024, t.creditWindow * unitBytes),
+      maxUnitBytes: 128 * 1024,
+    },
     receipts: { maxUnits: 16, maxDelayMs: t.receiptMs },
     ...(h.spec.disk ? { flush: { intervalMs: t.flushMs, deadlineMs: t.flushMs * 4 } } : {}),
-    ...(h.spec.protectedRam ? { protectedRam: { evidence: protectedRamEvidence(h.evidenceValid), maxEvidenceAgeMs: 10 * t.durationMs + 60_000, minBatteryHealth: 0.5 } } : {}),
+    ...(h.spec.protectedRam
+      ? {
+          protectedRam: {
+            evidence: protectedRamEvidence(h.evidenceValid),
+            maxEvidenceAgeMs: 10 * t.durationMs + 60_000,
+            minBatteryHealth: 0.5,
+          },
+        }
+      : {}),
     epoch: 1,
     policyGeneration: 1,
   };
@@ -75,18 +92,51 @@ export { failureDomainOf } from "../custody/index.ts";
  * holder (never struck: the controller's repair launcher starts one to replace each holder a
  * declared failure takes away). Returns the standby ids.
  */
-export function addWorldHosts(spec: WorldSpec, siteById: ReadonlyMap<string, Site>, hosts: Map<string, HolderHost>): string[] {
+export function addWorldHosts(
+  spec: WorldSpec,
+  siteById: ReadonlyMap<string, Site>,
+  hosts: Map<string, HolderHost>,
+): string[] {
   for (const h of spec.holders) {
     const upstream = [spec.writer, ...spec.holders].filter((x) => x.downstream.includes(h.id)).map((x) => x.id);
     const preserved = h.protectedRam ? new SimPreservedRam() : undefined;
-    hosts.set(h.id, { spec: h, site: siteById.get(h.site)!, upstream, incarnation: 1, holder: undefined, dead: false, evidenceValid: h.protectedRam, files: new CrashFileLayer(), preserved, life: 0 });
+    hosts.set(h.id, {
+      spec: h,
+      site: siteById.get(h.site)!,
+      upstream,
+      incarnation: 1,
+      holder: undefined,
+      dead: false,
+      evidenceValid: h.protectedRam,
+      files: new CrashFileLayer(),
+      preserved,
+      life: 0,
+    });
   }
   const standbys: string[] = [];
   for (const h of spec.holders) {
     const id = standbyId(h.id);
     standbys.push(id);
-    const sb: HolderSpec = { id, site: spec.vault.site, disk: false, protectedRam: false, keepUnits: 0, downstream: [] };
-    hosts.set(id, { spec: sb, site: siteById.get(spec.vault.site)!, upstream: [spec.writer.id], incarnation: 1, holder: undefined, dead: false, evidenceValid: false, files: new CrashFileLayer(), preserved: undefined, life: 0 });
+    const sb: HolderSpec = {
+      id,
+      site: spec.vault.site,
+      disk: false,
+      protectedRam: false,
+      keepUnits: 0,
+      downstream: [],
+    };
+    hosts.set(id, {
+      spec: sb,
+      site: siteById.get(spec.vault.site)!,
+      upstream: [spec.writer.id],
+      incarnation: 1,
+      holder: undefined,
+      dead: false,
+      evidenceValid: false,
+      files: new CrashFileLayer(),
+      preserved: undefined,
+      life: 0,
+    });
   }
   return standbys;
 }

@@ -110,7 +110,8 @@ export class SimNetwork {
   /** A new endpoint named `name` at `site`. Throws TransportError(failed) if a live endpoint has that name. */
   endpoint(name: string, site: string): SimEndpoint {
     const old = this.#endpoints.get(name);
-    if (old !== undefined && !old.closed) throw new TransportError(TransportErrorCode.Failed, `endpoint "${name}" is already attached`, { name });
+    if (old !== undefined && !old.closed)
+      throw new TransportError(TransportErrorCode.Failed, `endpoint "${name}" is already attached`, { name });
     const ep = new SimEndpoint(this, name, site, this.#nextEndpoint++);
     this.#endpoints.set(name, ep);
     return ep;
@@ -165,7 +166,19 @@ export class SimNetwork {
   /** @internal Registers a subscription of `ep`. */
   addSub(ep: SimEndpoint, pattern: string, handler: MessageHandler, queue: string | undefined): Sub {
     const wild = pattern.includes("*") || pattern.includes(">");
-    const sub: Sub = { id: this.#nextSub++, pattern, tokens: wild ? pattern.split(".") : undefined, queue, endpoint: ep, handler, active: true, draining: false, inFlight: 0, drained: [], lastArrival: new Map() };
+    const sub: Sub = {
+      id: this.#nextSub++,
+      pattern,
+      tokens: wild ? pattern.split(".") : undefined,
+      queue,
+      endpoint: ep,
+      handler,
+      active: true,
+      draining: false,
+      inFlight: 0,
+      drained: [],
+      lastArrival: new Map(),
+    };
     this.#subs.push(sub);
     return sub;
   }
@@ -178,13 +191,20 @@ export class SimNetwork {
   }
 
   /** @internal Routes one published message from `from` to every matching subscription. */
-  route(from: SimEndpoint, subject: string, data: Uint8Array, headers: MessageHeaders, reply: string | undefined): void {
+  route(
+    from: SimEndpoint,
+    subject: string,
+    data: Uint8Array,
+    headers: MessageHeaders,
+    reply: string | undefined,
+  ): void {
     const plain: Sub[] = [];
     const groups = new Map<string, Sub[]>();
     let stoks: string[] | undefined;
     for (const s of this.#subs) {
       if (!s.active || s.draining) continue;
-      if (s.tokens === undefined ? s.pattern !== subject : !tokensMatch(s.tokens, (stoks ??= subject.split(".")))) continue;
+      if (s.tokens === undefined ? s.pattern !== subject : !tokensMatch(s.tokens, (stoks ??= subject.split("."))))
+        continue;
       if (s.queue === undefined) plain.push(s);
       else {
         const key = `${s.pattern}\u0000${s.queue}`;
@@ -198,9 +218,17 @@ export class SimNetwork {
     for (const sub of targets) this.#send(from, sub, subject, data, headers, reply);
   }
 
-  #send(from: SimEndpoint, sub: Sub, subject: string, data: Uint8Array, headers: MessageHeaders, reply: string | undefined): void {
+  #send(
+    from: SimEndpoint,
+    sub: Sub,
+    subject: string,
+    data: Uint8Array,
+    headers: MessageHeaders,
+    reply: string | undefined,
+  ): void {
     const to = sub.endpoint;
-    const ev = (kind: NetEvent["kind"]) => this.#event({ atMs: this.clock.now(), kind, from: from.name, to: to.name, subject, bytes: data.length });
+    const ev = (kind: NetEvent["kind"]) =>
+      this.#event({ atMs: this.clock.now(), kind, from: from.name, to: to.name, subject, bytes: data.length });
     if (this.isCut(from.site, to.site)) {
       this.counters.inc("drop_partition");
       ev("drop_partition");
@@ -231,7 +259,12 @@ export class SimNetwork {
         arrival = Math.max(arrival, sub.lastArrival.get(from.id) ?? 0); // FIFO per publisher→subscription
         sub.lastArrival.set(from.id, arrival);
       }
-      const msg: InboundMessage = { subject, data: data.slice(), headers: { ...headers }, ...(reply !== undefined ? { reply } : {}) };
+      const msg: InboundMessage = {
+        subject,
+        data: data.slice(),
+        headers: { ...headers },
+        ...(reply !== undefined ? { reply } : {}),
+      };
       sub.inFlight++;
       from.outstanding++;
       this.clock.schedule(() => this.#deliver(from, sub, msg), arrival - now, "net");
@@ -242,7 +275,15 @@ export class SimNetwork {
     sub.inFlight--;
     from.settleOne();
     const to = sub.endpoint;
-    const ev = (kind: NetEvent["kind"]) => this.#event({ atMs: this.clock.now(), kind, from: from.name, to: to.name, subject: msg.subject, bytes: msg.data.length });
+    const ev = (kind: NetEvent["kind"]) =>
+      this.#event({
+        atMs: this.clock.now(),
+        kind,
+        from: from.name,
+        to: to.name,
+        subject: msg.subject,
+        bytes: msg.data.length,
+      });
     if (!sub.active || to.closed) {
       this.counters.inc("drop_down");
       ev("drop_down");
@@ -307,7 +348,8 @@ export class SimEndpoint implements Transport {
   /** Publishes `data` (copied per receiver). Throws TransportError (closed / invalid_subject). */
   publish(subject: string, data: Uint8Array, opts: PublishOptions = {}): void {
     this.#checkOpen(subject);
-    if (!isPublishSubject(subject)) throw new TransportError(TransportErrorCode.InvalidSubject, `invalid publish subject "${subject}"`, { subject });
+    if (!isPublishSubject(subject))
+      throw new TransportError(TransportErrorCode.InvalidSubject, `invalid publish subject "${subject}"`, { subject });
     this.net.route(this, subject, data, opts.headers ?? {}, opts.reply);
   }
 
@@ -315,7 +357,10 @@ export class SimEndpoint implements Transport {
   subscribe(subject: string, handler: MessageHandler, opts: SubscribeOptions = {}): TransportSubscription {
     this.#checkOpen(subject);
     if (!isSubscribeSubject(subject) || (opts.queue !== undefined && !isPublishSubject(opts.queue))) {
-      throw new TransportError(TransportErrorCode.InvalidSubject, `invalid subscription "${subject}"`, { subject, queue: opts.queue });
+      throw new TransportError(TransportErrorCode.InvalidSubject, `invalid subscription "${subject}"`, {
+        subject,
+        queue: opts.queue,
+      });
     }
     const sub = this.net.addSub(this, subject, handler, opts.queue);
     this.#subs.add(sub);
@@ -335,9 +380,16 @@ export class SimEndpoint implements Transport {
 
   /** Request/reply in virtual time; rejects with TransportError closed / no_responders / timeout / failed. */
   request(subject: string, data: Uint8Array, opts: RequestOptions): Promise<InboundMessage> {
-    if (this.closed) return Promise.reject(new TransportError(TransportErrorCode.Closed, "transport is closed", { subject }));
-    if (!isPublishSubject(subject)) return Promise.reject(new TransportError(TransportErrorCode.InvalidSubject, `invalid request subject "${subject}"`, { subject }));
-    if (!this.net.hasInterest(subject)) return Promise.reject(new TransportError(TransportErrorCode.NoResponders, `no responders on "${subject}"`, { subject }));
+    if (this.closed)
+      return Promise.reject(new TransportError(TransportErrorCode.Closed, "transport is closed", { subject }));
+    if (!isPublishSubject(subject))
+      return Promise.reject(
+        new TransportError(TransportErrorCode.InvalidSubject, `invalid request subject "${subject}"`, { subject }),
+      );
+    if (!this.net.hasInterest(subject))
+      return Promise.reject(
+        new TransportError(TransportErrorCode.NoResponders, `no responders on "${subject}"`, { subject }),
+      );
     const inbox = `_INBOX.e${this.id}.${this.#nextInbox++}`;
     return new Promise<InboundMessage>((resolve, reject) => {
       let timer: unknown;
@@ -352,7 +404,14 @@ export class SimEndpoint implements Transport {
       const sub = this.subscribe(inbox, (m) => finish(undefined, m));
       this.#requests.add(fail);
       timer = this.net.clock.setTimeout(
-        () => finish(new TransportError(TransportErrorCode.Timeout, `request on "${subject}" timed out after ${opts.timeoutMs} ms`, { subject })),
+        () =>
+          finish(
+            new TransportError(
+              TransportErrorCode.Timeout,
+              `request on "${subject}" timed out after ${opts.timeoutMs} ms`,
+              { subject },
+            ),
+          ),
         opts.timeoutMs,
       );
       this.publish(subject, data, { reply: inbox, ...(opts.headers ? { headers: opts.headers } : {}) });
@@ -383,7 +442,8 @@ export class SimEndpoint implements Transport {
     this.closed = true;
     for (const s of this.#subs) this.net.removeSub(s);
     this.#subs.clear();
-    for (const fail of [...this.#requests]) fail(new TransportError(TransportErrorCode.Failed, "endpoint disconnected", { name: this.name }));
+    for (const fail of [...this.#requests])
+      fail(new TransportError(TransportErrorCode.Failed, "endpoint disconnected", { name: this.name }));
     const waiters = this.#flushWaiters.splice(0);
     for (const w of waiters) w();
   }
@@ -398,6 +458,7 @@ export class SimEndpoint implements Transport {
   }
 
   #checkOpen(subject: string): void {
-    if (this.closed) throw new TransportError(TransportErrorCode.Closed, "transport is closed", { subject, name: this.name });
+    if (this.closed)
+      throw new TransportError(TransportErrorCode.Closed, "transport is closed", { subject, name: this.name });
   }
 }

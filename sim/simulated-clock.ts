@@ -111,7 +111,8 @@ export class SimulatedClock implements Clock {
 
   /** Fires every timer due at or before `atMs` in order, then sets time to `atMs`. Throws SimClockError for a past time. */
   advanceTo(atMs: number): void {
-    if (atMs < this.#now) throw new SimClockError(`cannot move time back from ${this.#now} to ${atMs}`, { now: this.#now, atMs });
+    if (atMs < this.#now)
+      throw new SimClockError(`cannot move time back from ${this.#now} to ${atMs}`, { now: this.#now, atMs });
     for (;;) {
       const due = this.nextDue();
       if (due === undefined || due > atMs) break;

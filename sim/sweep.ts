@@ -22,7 +22,15 @@ export interface SweepResult {
    * or not by the end of the run (late and never are failures); strikes outside the contract by
    * reason; required scenarios not being met before a strike; the first failing strikes.
    */
-  readonly recovery: { strikes: number; inBudget: number; late: number; never: number; outside: Record<string, number>; unmetBefore: number; failing: { seed: number; failure: string }[] };
+  readonly recovery: {
+    strikes: number;
+    inBudget: number;
+    late: number;
+    never: number;
+    outside: Record<string, number>;
+    unmetBefore: number;
+    failing: { seed: number; failure: string }[];
+  };
   readonly steps: number;
   readonly writes: number;
   readonly grants: number;
@@ -32,7 +40,13 @@ export interface SweepResult {
  * Runs every seed in from..to (inclusive) with `opts` and tallies what was explored and found.
  * `run` defaults to the production actors (`runActorWorld`).
  */
-export async function sweep(from: number, to: number, opts: RunOptions = {}, run: WorldRunner = runActorWorld, onRun?: (seed: number) => void): Promise<SweepResult> {
+export async function sweep(
+  from: number,
+  to: number,
+  opts: RunOptions = {},
+  run: WorldRunner = runActorWorld,
+  onRun?: (seed: number) => void,
+): Promise<SweepResult> {
   const shapes = new Set<string>();
   const exact = new Set<string>();
   const violating: Array<{ seed: number; invariant: string; message: string }> = [];
@@ -42,7 +56,15 @@ export async function sweep(from: number, to: number, opts: RunOptions = {}, run
   let steps = 0;
   let writes = 0;
   let grants = 0;
-  const recovery = { strikes: 0, inBudget: 0, late: 0, never: 0, outside: {} as Record<string, number>, unmetBefore: 0, failing: [] as { seed: number; failure: string }[] };
+  const recovery = {
+    strikes: 0,
+    inBudget: 0,
+    late: 0,
+    never: 0,
+    outside: {} as Record<string, number>,
+    unmetBefore: 0,
+    failing: [] as { seed: number; failure: string }[],
+  };
   for (let seed = from; seed <= to; seed++) {
     const r = await run(seed, opts);
     shapes.add(r.scheduleShape);
@@ -60,7 +82,8 @@ export async function sweep(from: number, to: number, opts: RunOptions = {}, run
     for (const f of r.recovery.failures) if (recovery.failing.length < 50) recovery.failing.push({ seed, failure: f });
     if (r.violation) {
       violations++;
-      if (violating.length < 50) violating.push({ seed, invariant: r.violation.invariant, message: r.violation.message });
+      if (violating.length < 50)
+        violating.push({ seed, invariant: r.violation.invariant, message: r.violation.message });
     }
     for (const e of r.errors ?? []) {
       errors++;

@@ -1,4 +1,13 @@
-import type { InboundMessage, MessageHandler, MessageHeaders, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "../transport/index.ts";
+import type {
+  InboundMessage,
+  MessageHandler,
+  MessageHeaders,
+  PublishOptions,
+  RequestOptions,
+  SubscribeOptions,
+  Transport,
+  TransportSubscription,
+} from "../transport/index.ts";
 
 /** Sees every message an actor publishes, before it enters the network. */
 export type PublishTap = (subject: string, data: Uint8Array, headers: MessageHeaders) => void;

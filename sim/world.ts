@@ -40,7 +40,12 @@ export interface WorldSpec {
   readonly volume: string;
   readonly lane: string;
   readonly sites: readonly Site[];
-  readonly writer: { readonly id: string; readonly site: string; readonly keepUnits: number; readonly downstream: readonly string[] };
+  readonly writer: {
+    readonly id: string;
+    readonly site: string;
+    readonly keepUnits: number;
+    readonly downstream: readonly string[];
+  };
   readonly holders: readonly HolderSpec[];
   /** Never struck: holds the base snapshot and the key authority, and is the recovery destination. */
   readonly vault: { readonly holder: string; readonly site: string };
@@ -77,7 +82,8 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
   const root = seededRandom(seed);
   const topo = root.fork("topology");
   const k = overrides.holders ?? topo.int(1, 10);
-  if (!Number.isInteger(k) || k < 1 || k > 10) throw new SimArgumentError(`holders must be 1..10, got ${k}`, { holders: k });
+  if (!Number.isInteger(k) || k < 1 || k > 10)
+    throw new SimArgumentError(`holders must be 1..10, got ${k}`, { holders: k });
   const regions = REGIONS.slice(0, topo.int(1, 3));
   const azs = regions.flatMap((r) => Array.from({ length: topo.int(1, 3) }, (_, i) => `${r}-az${i + 1}`));
   const regionOf = (az: string) => az.slice(0, az.indexOf("-az"));
@@ -117,17 +123,32 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
 
   // The contract: every host may crash; the writer's AZ may be destroyed; its region may lose power.
   const scenarios: Scenario[] = [
-    { name: "crash:writer", losses: [{ domain: `host:${writerSite.host}`, kind: LossKind.crash }], deadlineSec: 3600, required: true },
+    {
+      name: "crash:writer",
+      losses: [{ domain: `host:${writerSite.host}`, kind: LossKind.crash }],
+      deadlineSec: 3600,
+      required: true,
+    },
     ...finalHolders.map((h) => ({
       name: `crash:${h.id}`,
       losses: [{ domain: `host:host-${h.site}`, kind: LossKind.crash }],
       deadlineSec: 3600,
       required: true,
     })),
-    { name: `destroy:${writerSite.az}`, losses: [{ domain: `az:${writerSite.az}`, kind: LossKind.siteDestruction }], deadlineSec: 3600, required: true },
+    {
+      name: `destroy:${writerSite.az}`,
+      losses: [{ domain: `az:${writerSite.az}`, kind: LossKind.siteDestruction }],
+      deadlineSec: 3600,
+      required: true,
+    },
   ];
   if (regions.length > 1) {
-    scenarios.push({ name: `power:${writerSite.region}`, losses: [{ domain: `region:${writerSite.region}`, kind: LossKind.powerLoss }], deadlineSec: 3600, required: true });
+    scenarios.push({
+      name: `power:${writerSite.region}`,
+      losses: [{ domain: `region:${writerSite.region}`, kind: LossKind.powerLoss }],
+      deadlineSec: 3600,
+      required: true,
+    });
   }
 
   const net = root.fork("network");
@@ -161,7 +182,10 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
     durationMs: overrides.durationMs ?? 24_000,
     creditWindow: tim.int(2, 32),
   };
-  const workload = { intervalMs: root.fork("workload").int(40, 250), bytesPerUnit: root.fork("workload").pick([512, 4096, 65536]) };
+  const workload = {
+    intervalMs: root.fork("workload").int(40, 250),
+    bytesPerUnit: root.fork("workload").pick([512, 4096, 65536]),
+  };
   const faults =
     overrides.faults ??
     generateFaultSchedule(root.fork("faults"), {
@@ -179,7 +203,12 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
     volume: "vol1",
     lane: "l0",
     sites,
-    writer: { id: "writer", site: writerSite.id, keepUnits: root.fork("writer").int(0, 40), downstream: [...downstream.get("writer")!] },
+    writer: {
+      id: "writer",
+      site: writerSite.id,
+      keepUnits: root.fork("writer").int(0, 40),
+      downstream: [...downstream.get("writer")!],
+    },
     holders: finalHolders,
     vault: { holder: "vault", site: vault.id },
     scenarios,
@@ -197,7 +226,12 @@ export function runRandom(spec: WorldSpec, component: string): Random {
 }
 
 /** The world overrides carried by a run's options (absent fields keep what the seed chooses). */
-export function overridesOf(o: { holders?: number; faults?: readonly FaultEvent[]; durationMs?: number; failover?: boolean }): WorldOverrides {
+export function overridesOf(o: {
+  holders?: number;
+  faults?: readonly FaultEvent[];
+  durationMs?: number;
+  failover?: boolean;
+}): WorldOverrides {
   return {
     ...(o.failover === true ? { failover: true } : {}),
     ...(o.holders !== undefined ? { holders: o.holders } : {}),

@@ -38,11 +38,15 @@ const program = new Command("soak")
       const minutes = Number(o.minutes);
       const rate = Number(o.rate);
       const sampleS = Number(o.sampleS);
-      if (!Number.isInteger(minutes) || minutes < 2 || minutes > 24 * 60) throw new Error(`--minutes must be an integer 2..1440, got ${o.minutes}`);
-      if (!Number.isFinite(rate) || rate <= 0 || rate > 20_000) throw new Error(`--rate must be 1..20000, got ${o.rate}`);
-      if (!Number.isInteger(sampleS) || sampleS < 1 || 60 % sampleS !== 0) throw new Error(`--sample-s must divide 60, got ${o.sampleS}`);
+      if (!Number.isInteger(minutes) || minutes < 2 || minutes > 24 * 60)
+        throw new Error(`--minutes must be an integer 2..1440, got ${o.minutes}`);
+      if (!Number.isFinite(rate) || rate <= 0 || rate > 20_000)
+        throw new Error(`--rate must be 1..20000, got ${o.rate}`);
+      if (!Number.isInteger(sampleS) || sampleS < 1 || 60 % sampleS !== 0)
+        throw new Error(`--sample-s must divide 60, got ${o.sampleS}`);
       const compactEveryS = Number(o.compactEveryS);
-      if (!Number.isFinite(compactEveryS) || compactEveryS < 0) throw new Error(`--compact-every-s must be 0 or more, got ${o.compactEveryS}`);
+      if (!Number.isFinite(compactEveryS) || compactEveryS < 0)
+        throw new Error(`--compact-every-s must be 0 or more, got ${o.compactEveryS}`);
       let header = false;
       const r = await runSoak({
         minutes,
@@ -57,10 +61,22 @@ const program = new Command("soak")
           header = true;
         },
       });
-      process.stdout.write("\n" + formatTable([{ ...r, per_minute: undefined, rss_slope_mb_per_min: undefined }].map((x) => Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined)))) + "\n");
-      process.stdout.write("RSS slope by process (MB/min, second half): " + JSON.stringify(r.rss_slope_mb_per_min) + "\n\n");
+      process.stdout.write(
+        "\n" +
+          formatTable(
+            [{ ...r, per_minute: undefined, rss_slope_mb_per_min: undefined }].map((x) =>
+              Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined)),
+            ),
+          ) +
+          "\n",
+      );
+      process.stdout.write(
+        "RSS slope by process (MB/min, second half): " + JSON.stringify(r.rss_slope_mb_per_min) + "\n\n",
+      );
       const checks = soakChecks(r);
-      process.stdout.write(formatTable(checks.map((c) => ({ check: c.check, value: c.value, verdict: c.ok ? "ok" : "FAIL" }))) + "\n");
+      process.stdout.write(
+        formatTable(checks.map((c) => ({ check: c.check, value: c.value, verdict: c.ok ? "ok" : "FAIL" }))) + "\n",
+      );
       if (o.json) process.stdout.write(JSON.stringify(r) + "\n");
       if (checks.some((c) => !c.ok)) process.exitCode = 1;
     } catch (err) {

@@ -13,7 +13,13 @@ import { NatsTransport } from "../transport/index.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/index.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts";
 import { custodyCommand, pidAlive, reapOnExit, RoleProcess } from "../testing/index.ts";
-import { bootstrapControlLog, harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../harness/index.ts";
+import {
+  bootstrapControlLog,
+  harnessControllerConfig,
+  harnessSite,
+  writeHolderRole,
+  writeWriterRole,
+} from "../harness/index.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
 import { watchVerdicts, type VerdictFlap } from "./verdict-watch.ts";
 
@@ -130,11 +136,25 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
 
 function controllerConfig(): ControllerConfig {
   const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
-  const c = harnessControllerConfig({ controllerId: "ctl-soak", controlRegion: REGION, evalIntervalMs: 50, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east", "west"], releasable: Object.keys(HOLDERS) });
+  const c = harnessControllerConfig({
+    controllerId: "ctl-soak",
+    controlRegion: REGION,
+    evalIntervalMs: 50,
+    volume: VOLUME,
+    lane: LANE,
+    sites: SITES,
+    holderSites,
+    powerLossRegions: ["east", "west"],
+    releasable: Object.keys(HOLDERS),
+  });
   // Every pair of sites linked (as `custody init` links a deployment's): each scenario's recovery
   // time is bounded, so its verdict says met exactly while it loses nothing (verdict_flaps).
   const ids = Object.keys(SITES);
-  const links = ids.flatMap((a) => ids.filter((b) => b !== a).map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: 125_000_000, deps: [] })));
+  const links = ids.flatMap((a) =>
+    ids
+      .filter((b) => b !== a)
+      .map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: 125_000_000, deps: [] })),
+  );
   return { ...c, topology: { ...c.topology, links } };
 }
 
@@ -200,7 +220,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     sc = await startSupercluster({ regions: ["east", "west"] });
     const url = (region: string) => sc!.regions[region]!.url;
     const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
-    observer = await NatsTransport.connect({ servers: url("east"), name: "soak-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    observer = await NatsTransport.connect({
+      servers: url("east"),
+      name: "soak-observer",
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
     const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION });
     await store.close();
 
@@ -208,10 +233,19 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const ramHolders: RoleProcess[] = [];
     for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
       const overrides = {
-        arena: { segmentBytes: 256 * 1024, limitBytes: 64 * MB, maxOutstandingCredit: 4 * MB, maxUnitBytes: 128 * 1024 },
+        arena: {
+          segmentBytes: 256 * 1024,
+          limitBytes: 64 * MB,
+          maxOutstandingCredit: 4 * MB,
+          maxUnitBytes: 128 * 1024,
+        },
         ...(disk ? { flush: { intervalMs: 100, deadlineMs: 5_000, rotateBytes: 16 * MB } } : {}),
       };
-      const { file, publicKey } = writeHolderRole(dir, { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk, overrides }, REGION);
+      const { file, publicKey } = writeHolderRole(
+        dir,
+        { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk, overrides },
+        REGION,
+      );
       admitted.push({ id, site: SITES[s]!, publicKey });
       const holder = new RoleProcess("holder", file, cwd);
       procs.push(holder);
@@ -234,7 +268,20 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const builderFile = join(dir, "base-builder.json");
     writeFileSync(
       builderFile,
-      JSON.stringify({ role: "base-builder", nats: nats("west"), holder: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), dataKeyFile, intervalMs: 2_000, minNewSeqs: baseEvery, maxSeqsPerBuild: 2 * baseEvery, buildTimeoutMs: 120_000 }),
+      JSON.stringify({
+        role: "base-builder",
+        nats: nats("west"),
+        holder: "h-store",
+        volume: VOLUME,
+        lane: LANE,
+        blockCount: BLOCKS,
+        dir: join(dir, "bases"),
+        dataKeyFile,
+        intervalMs: 2_000,
+        minNewSeqs: baseEvery,
+        maxSeqsPerBuild: 2 * baseEvery,
+        buildTimeoutMs: 120_000,
+      }),
     );
     const builder = new RoleProcess("base-builder", builderFile, cwd);
     procs.push(builder);
@@ -242,11 +289,27 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await Promise.all([ctl.start(), builder.start()]);
 
     const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
-    const writerFile = writeWriterRole(join(dir, "writer.json"), { nats: nats("east"), stateDir: join(dir, "w1"), dataKeyFile, volume: VOLUME, lane: LANE, blockCount: BLOCKS, firstHops: ["h-ram1", "h-store"], holderSites, workload: { intervalMs: 0, depth: 8, ratePerSec: o.rate } }, REGION);
+    const writerFile = writeWriterRole(
+      join(dir, "writer.json"),
+      {
+        nats: nats("east"),
+        stateDir: join(dir, "w1"),
+        dataKeyFile,
+        volume: VOLUME,
+        lane: LANE,
+        blockCount: BLOCKS,
+        firstHops: ["h-ram1", "h-store"],
+        holderSites,
+        workload: { intervalMs: 0, depth: 8, ratePerSec: o.rate },
+      },
+      REGION,
+    );
     const writer = new RoleProcess("writer", writerFile, cwd);
     procs.push(writer);
     await writer.start();
-    log(`soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences; watch it with: custody status ${VOLUME} --server ${url("east")} --watch`);
+    log(
+      `soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences; watch it with: custody status ${VOLUME} --server ${url("east")} --watch`,
+    );
 
     const jsm = await jetstreamManager(observer.connection);
     const compaction = startCompaction(url("east"), (o.compactEveryS ?? 15) * 1000, log);
@@ -273,10 +336,19 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       const evals = evalByMinute.get(minute) ?? [];
       evals.push(...(stats.find((s) => s.role === "controller")?.samples?.["evalMs"] ?? []));
       evalByMinute.set(minute, evals);
-      for (const f of verdicts.tally.flaps.slice(flapsLogged)) log(`soak: verdict of ${f.scenario} ${f.from} -> ${f.to}${f.reasons.length > 0 ? `: ${f.reasons.join("; ")}` : ""}`);
+      for (const f of verdicts.tally.flaps.slice(flapsLogged))
+        log(
+          `soak: verdict of ${f.scenario} ${f.from} -> ${f.to}${f.reasons.length > 0 ? `: ${f.reasons.join("; ")}` : ""}`,
+        );
       flapsLogged = verdicts.tally.flaps.length;
       if ((k * sampleMs) % 60_000 === 0 || (k + 1) * sampleMs > totalMs) {
-        const row = minuteRow(minute, samples.slice(minuteStart), samples, evals, flapsIn(verdicts.tally.flaps, minute, t0 + (minute - 1) * 60_000, t0 + minute * 60_000));
+        const row = minuteRow(
+          minute,
+          samples.slice(minuteStart),
+          samples,
+          evals,
+          flapsIn(verdicts.tally.flaps, minute, t0 + (minute - 1) * 60_000, t0 + minute * 60_000),
+        );
         minuteStart = samples.length;
         minuteRows.push(row);
         o.onMinute?.(row);
@@ -293,9 +365,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const roles = [...new Set(samples.flatMap((s) => s.stats.map(key)))];
     const rssSlope: Record<string, number> = {};
     for (const r of roles) {
-      rssSlope[r] = slope(second.flatMap((s) => s.stats.filter((x) => key(x) === r).map((x): [number, number] => [s.t / 60_000, x.rssBytes / MB])));
+      rssSlope[r] = slope(
+        second.flatMap((s) =>
+          s.stats.filter((x) => key(x) === r).map((x): [number, number] => [s.t / 60_000, x.rssBytes / MB]),
+        ),
+      );
     }
-    const natsSlope = Math.max(...Object.keys(sc.regions).map((r) => slope(second.map((s): [number, number] => [s.t / 60_000, (s.natsRss[r] ?? 0) / MB]))));
+    const natsSlope = Math.max(
+      ...Object.keys(sc.regions).map((r) =>
+        slope(second.map((s): [number, number] => [s.t / 60_000, (s.natsRss[r] ?? 0) / MB])),
+      ),
+    );
     const fig = (s: ProcessStats, k: string) => s.figures[k] ?? 0;
     const all = samples.flatMap((s) => s.stats);
     const last = samples.at(-1);
@@ -303,7 +383,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const firstEval = evalByMinute.get(1) ?? [];
     const lastEval = evalByMinute.get(Math.max(...evalByMinute.keys())) ?? [];
     const lagAll = all.filter((s) => s.role === "writer").map((s) => fig(s, "custodyLagSeqs"));
-    const lagSecond = second.flatMap((s) => s.stats.filter((x) => x.role === "writer").map((x) => fig(x, "custodyLagSeqs")));
+    const lagSecond = second.flatMap((s) =>
+      s.stats.filter((x) => x.role === "writer").map((x) => fig(x, "custodyLagSeqs")),
+    );
     const result = {
       minutes: o.minutes,
       rate: o.rate,
@@ -319,11 +401,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       custody_lag_max_seqs: Math.max(0, ...lagAll),
       custody_lag_max_seqs_second_half: Math.max(0, ...lagSecond),
       retained_bytes_max: Math.max(0, ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedBytes"))),
-      retained_ram_bytes_max: Math.max(0, ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedRamBytes"))),
+      retained_ram_bytes_max: Math.max(
+        0,
+        ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedRamBytes")),
+      ),
       store_disk_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.storeDisk / MB])),
       store_disk_bytes_max: Math.max(0, ...samples.map((s) => s.storeDisk)),
       base_bytes: dirBytes(join(dir, "bases")),
-      control_log_bytes_slope_mb_per_min: round(linearSlope(compacted.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])), 4),
+      control_log_bytes_slope_mb_per_min: round(
+        linearSlope(compacted.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])),
+        4,
+      ),
       control_log_bytes: last?.controlLog ?? 0,
       control_log_snapshots: compaction.done.length,
       control_log_purged_entries: compaction.done.reduce((n, c) => n + c.purged, 0),
@@ -363,10 +451,26 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
  * own (the log is unsigned here, as the soak's controller commits unsigned, so the snapshots are
  * too). Each compaction it prints is noted with the time it arrived.
  */
-function startCompaction(server: string, everyMs: number, log: (line: string) => void): { done: (CompactionResult & { t: number })[]; pids: number[]; stop(): Promise<void> } {
+function startCompaction(
+  server: string,
+  everyMs: number,
+  log: (line: string) => void,
+): { done: (CompactionResult & { t: number })[]; pids: number[]; stop(): Promise<void> } {
   const done: (CompactionResult & { t: number })[] = [];
   if (everyMs <= 0) return { done, pids: [], stop: async () => undefined };
-  const c = custodyCommand(["log", "compact", "--region", REGION, "--server", server, "--every", String(everyMs / 1000), "--min-entries", String(COMPACT_EVERY_ENTRIES), "--json"]);
+  const c = custodyCommand([
+    "log",
+    "compact",
+    "--region",
+    REGION,
+    "--server",
+    server,
+    "--every",
+    String(everyMs / 1000),
+    "--min-entries",
+    String(COMPACT_EVERY_ENTRIES),
+    "--json",
+  ]);
   const child = spawn(c.command, c.args, { stdio: ["ignore", "pipe", "pipe"] });
   reapOnExit(child);
   const ended = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -393,7 +497,13 @@ function flapsIn(flaps: readonly VerdictFlap[], minute: number, from: number, to
   return flaps.filter((f) => f.atMs < to && (minute === 1 || f.atMs >= from)).length;
 }
 
-function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sample[], evals: readonly number[], verdictFlaps: number): SoakMinute {
+function minuteRow(
+  minute: number,
+  inMinute: readonly Sample[],
+  all: readonly Sample[],
+  evals: readonly number[],
+  verdictFlaps: number,
+): SoakMinute {
   const lastS = inMinute.at(-1)!;
   const prevIndex = all.indexOf(inMinute[0]!) - 1;
   const prev = prevIndex >= 0 ? all[prevIndex] : undefined;
@@ -402,7 +512,8 @@ function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sa
   const dt = (lastS.t - (prev?.t ?? 0)) / 1000;
   const writes = (writerNow?.figures["workloadWrites"] ?? 0) - (writerBefore?.figures["workloadWrites"] ?? 0);
   const rss: Record<string, number> = {};
-  for (const s of inMinute) for (const x of s.stats) rss[key(x)] = Math.max(rss[key(x)] ?? 0, Math.round(x.rssBytes / MB));
+  for (const s of inMinute)
+    for (const x of s.stats) rss[key(x)] = Math.max(rss[key(x)] ?? 0, Math.round(x.rssBytes / MB));
   const stats = inMinute.flatMap((s) => s.stats);
   return {
     minute,
@@ -412,8 +523,14 @@ function minuteRow(minute: number, inMinute: readonly Sample[], all: readonly Sa
     rss_mb: rss,
     eval_ms_p99: round(percentile([...evals], 0.99)),
     ctl_loop_p99_ms: Math.max(0, ...stats.filter((s) => s.role === "controller").map((s) => s.eventLoopP99Ms)),
-    custody_lag_max_seqs: Math.max(0, ...stats.filter((s) => s.role === "writer").map((s) => s.figures["custodyLagSeqs"] ?? 0)),
-    retained_mb_max: round(Math.max(0, ...stats.filter((s) => s.role === "holder").map((s) => s.figures["retainedBytes"] ?? 0)) / MB, 1),
+    custody_lag_max_seqs: Math.max(
+      0,
+      ...stats.filter((s) => s.role === "writer").map((s) => s.figures["custodyLagSeqs"] ?? 0),
+    ),
+    retained_mb_max: round(
+      Math.max(0, ...stats.filter((s) => s.role === "holder").map((s) => s.figures["retainedBytes"] ?? 0)) / MB,
+      1,
+    ),
     store_disk_mb: round(lastS.storeDisk / MB, 1),
     control_log_mb: round(lastS.controlLog / MB, 2),
     verdict_flaps: verdictFlaps,

@@ -33,7 +33,8 @@ export class VerdictTally {
       const verdict = s.verdict ?? "none";
       const key = `${s.kind}:${s.name}`;
       const before = this.last.get(key);
-      if (before !== undefined && before !== verdict) this.flaps.push({ atMs: doc.asOfMs, scenario: s.name, from: before, to: verdict, reasons: s.reasons ?? [] });
+      if (before !== undefined && before !== verdict)
+        this.flaps.push({ atMs: doc.asOfMs, scenario: s.name, from: before, to: verdict, reasons: s.reasons ?? [] });
       this.last.set(key, verdict);
     }
   }

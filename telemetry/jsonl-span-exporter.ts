@@ -46,10 +46,17 @@ export function spanToJsonlRecord(span: ReadableSpan): JsonlSpanRecord {
     startUnixNano: hrToNano(span.startTime).toString(),
     endUnixNano: hrToNano(span.endTime).toString(),
     durationMs: Number(hrToNano(span.endTime) - hrToNano(span.startTime)) / 1e6,
-    status: span.status.message === undefined ? { code: span.status.code } : { code: span.status.code, message: span.status.message },
+    status:
+      span.status.message === undefined
+        ? { code: span.status.code }
+        : { code: span.status.code, message: span.status.message },
     attributes: { ...span.attributes },
     events: span.events.map((e) => ({ name: e.name, time: hrToIso(e.time), attributes: { ...e.attributes } })),
-    links: span.links.map((l) => ({ traceId: l.context.traceId, spanId: l.context.spanId, attributes: { ...l.attributes } })),
+    links: span.links.map((l) => ({
+      traceId: l.context.traceId,
+      spanId: l.context.spanId,
+      attributes: { ...l.attributes },
+    })),
     resource: { ...span.resource.attributes },
   };
   if (span.parentSpanContext) record.parentSpanId = span.parentSpanContext.spanId;

@@ -17,10 +17,13 @@ export const otelResources = (): typeof import("@opentelemetry/resources") => lo
 /** `@opentelemetry/sdk-trace-node` (tracer provider, span processors, in-memory exporter). */
 export const otelTraceSdk = (): typeof import("@opentelemetry/sdk-trace-node") => load("@opentelemetry/sdk-trace-node");
 /** `@opentelemetry/exporter-trace-otlp-http`. */
-export const otelTraceOtlp = (): typeof import("@opentelemetry/exporter-trace-otlp-http") => load("@opentelemetry/exporter-trace-otlp-http");
+export const otelTraceOtlp = (): typeof import("@opentelemetry/exporter-trace-otlp-http") =>
+  load("@opentelemetry/exporter-trace-otlp-http");
 /** `@opentelemetry/sdk-metrics` (meter provider, periodic reader). */
 export const otelMetricsSdk = (): typeof import("@opentelemetry/sdk-metrics") => load("@opentelemetry/sdk-metrics");
 /** `@opentelemetry/exporter-prometheus`. */
-export const otelPrometheus = (): typeof import("@opentelemetry/exporter-prometheus") => load("@opentelemetry/exporter-prometheus");
+export const otelPrometheus = (): typeof import("@opentelemetry/exporter-prometheus") =>
+  load("@opentelemetry/exporter-prometheus");
 /** `@opentelemetry/exporter-metrics-otlp-http`. */
-export const otelMetricsOtlp = (): typeof import("@opentelemetry/exporter-metrics-otlp-http") => load("@opentelemetry/exporter-metrics-otlp-http");
+export const otelMetricsOtlp = (): typeof import("@opentelemetry/exporter-metrics-otlp-http") =>
+  load("@opentelemetry/exporter-metrics-otlp-http");

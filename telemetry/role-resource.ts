@@ -14,5 +14,7 @@ export function roleServiceName(role: string): string {
  */
 export function roleResource(role: string, id: string): Resource {
   const { defaultResource, resourceFromAttributes } = otelResources();
-  return defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: roleServiceName(role), [ATTR_SERVICE_INSTANCE_ID]: id }));
+  return defaultResource().merge(
+    resourceFromAttributes({ [ATTR_SERVICE_NAME]: roleServiceName(role), [ATTR_SERVICE_INSTANCE_ID]: id }),
+  );
 }

@@ -88,18 +88,28 @@ export function setupTracing(opts: TracingOptions): TracingHandle {
   }
   if (kinds.has(SpanExporterKind.Jsonl)) {
     if (!opts.jsonlPath) {
-      throw new CustodyError("invalid_tracing_config", "setupTracing: exporter 'jsonl' needs jsonlPath", { exporter: "jsonl" });
+      throw new CustodyError("invalid_tracing_config", "setupTracing: exporter 'jsonl' needs jsonlPath", {
+        exporter: "jsonl",
+      });
     }
     handle.jsonlExporter = new JsonlSpanExporter(opts.jsonlPath);
     processors.push(new BatchSpanProcessor(handle.jsonlExporter, { scheduledDelayMillis: JSONL_EXPORT_DELAY_MS }));
   }
   if (kinds.has(SpanExporterKind.Otlp)) {
     // Without a URL the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and headers from the environment.
-    processors.push(new BatchSpanProcessor(new (otelTraceOtlp().OTLPTraceExporter)(opts.otlpUrl ? { url: opts.otlpUrl } : {})));
+    processors.push(
+      new BatchSpanProcessor(new (otelTraceOtlp().OTLPTraceExporter)(opts.otlpUrl ? { url: opts.otlpUrl } : {})),
+    );
   }
 
   const provider = new NodeTracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ ...opts.attributes, [ATTR_SERVICE_NAME]: opts.serviceName, ...(opts.serviceInstanceId === undefined ? {} : { [ATTR_SERVICE_INSTANCE_ID]: opts.serviceInstanceId }) })),
+    resource: defaultResource().merge(
+      resourceFromAttributes({
+        ...opts.attributes,
+        [ATTR_SERVICE_NAME]: opts.serviceName,
+        ...(opts.serviceInstanceId === undefined ? {} : { [ATTR_SERVICE_INSTANCE_ID]: opts.serviceInstanceId }),
+      }),
+    ),
     spanProcessors: processors,
   });
   const registerGlobal = opts.registerGlobal ?? true;

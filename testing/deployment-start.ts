@@ -45,7 +45,12 @@ export interface StartedNats {
  * later). Free ports are picked before the servers bind them; when another process took one
  * meanwhile ("address already in use"), it starts over with new ports (3 attempts).
  */
-export async function initAndStartNats(custody: OperatorCustody, makeDir: () => string, o: LoopbackDeploymentOptions, track: (p: DeployedProcess) => void = () => undefined): Promise<StartedNats> {
+export async function initAndStartNats(
+  custody: OperatorCustody,
+  makeDir: () => string,
+  o: LoopbackDeploymentOptions,
+  track: (p: DeployedProcess) => void = () => undefined,
+): Promise<StartedNats> {
   return await initAndStartNatsOf(custody, makeDir, (dir) => loopbackDeployment(dir, o), track);
 }
 
@@ -53,7 +58,12 @@ export async function initAndStartNats(custody: OperatorCustody, makeDir: () => 
  * {@link initAndStartNats} for any loopback deployment file: `build(dir)` writes it with fresh free
  * ports (it is called again, for new ports, when one was taken meanwhile).
  */
-export async function initAndStartNatsOf(custody: OperatorCustody, makeDir: () => string, build: (dir: string) => Promise<Record<string, unknown>>, track: (p: DeployedProcess) => void = () => undefined): Promise<StartedNats> {
+export async function initAndStartNatsOf(
+  custody: OperatorCustody,
+  makeDir: () => string,
+  build: (dir: string) => Promise<Record<string, unknown>>,
+  track: (p: DeployedProcess) => void = () => undefined,
+): Promise<StartedNats> {
   for (let attempt = 1; ; attempt++) {
     const dir = makeDir();
     const deployment = await build(dir);

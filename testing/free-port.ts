@@ -23,7 +23,9 @@ const PICK_FROM = 10_000;
  * Ports the Fetch standard blocks ("bad ports", at or above 1024): Node's `fetch` refuses them
  * without connecting, so a server's monitor handed 10080 was never seen healthy (CI, run 51).
  */
-export const FETCH_BLOCKED: ReadonlySet<number> = new Set([1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080]);
+export const FETCH_BLOCKED: ReadonlySet<number> = new Set([
+  1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
 const PICK_BELOW = ephemeralLow();
 
 /** True when `port` can be bound on loopback right now (`0`: the OS picks; resolves the port bound, or 0). */
@@ -73,7 +75,8 @@ function reserve(port: number): boolean {
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
-    const wanted = PICK_BELOW - PICK_FROM > 1_000 ? PICK_FROM + Math.floor(Math.random() * (PICK_BELOW - PICK_FROM)) : 0;
+    const wanted =
+      PICK_BELOW - PICK_FROM > 1_000 ? PICK_FROM + Math.floor(Math.random() * (PICK_BELOW - PICK_FROM)) : 0;
     const port = await bindable(wanted);
     if (port > 0 && !FETCH_BLOCKED.has(port) && !handedOutPorts.has(port) && reserve(port)) {
       handedOutPorts.add(port);

@@ -8,10 +8,33 @@ export { reapOnExit } from "./child-reaper.ts";
 export { CLI_BUNDLE, custodyCommand, ensureCliBundle } from "./custody-command.ts";
 export { scriptCommand } from "./script-command.ts";
 export { repoRoot } from "./repo-root.ts";
-export { freePort, natsServerBin, regionReady, startNatsServer, startSupercluster, type SuperclusterHandle } from "./nats-server.ts";
+export {
+  freePort,
+  natsServerBin,
+  regionReady,
+  startNatsServer,
+  startSupercluster,
+  type SuperclusterHandle,
+} from "./nats-server.ts";
 export { RoleProcess, pidAlive } from "./role-process.ts";
 export { DeployedProcess, type Ended } from "./deployed-process.ts";
-export { prometheusBin, promtoolBin, startPrometheus, type PrometheusAlert, type PrometheusHandle, type PrometheusSample, type PrometheusTarget } from "./prometheus.ts";
+export {
+  prometheusBin,
+  promtoolBin,
+  startPrometheus,
+  type PrometheusAlert,
+  type PrometheusHandle,
+  type PrometheusSample,
+  type PrometheusTarget,
+} from "./prometheus.ts";
 export { loopbackDeployment, type LoopbackDeploymentOptions } from "./loopback-deployment.ts";
 export { getJson, waitForRegions, type ControlServerEntry } from "./regions-ready.ts";
-export { DEPLOYMENT_READY_MS, initAndStartNats, initAndStartNatsOf, type DeploymentIndex, type OperatorCustody, type RoleEntry, type StartedNats } from "./deployment-start.ts";
+export {
+  DEPLOYMENT_READY_MS,
+  initAndStartNats,
+  initAndStartNatsOf,
+  type DeploymentIndex,
+  type OperatorCustody,
+  type RoleEntry,
+  type StartedNats,
+} from "./deployment-start.ts";

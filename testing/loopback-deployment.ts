@@ -49,12 +49,28 @@ const STANDBY_LEASE = { renewMs: 500, timeoutMs: 3_000, checkMs: 250 };
  * ports of its control log server (used when the log is replicated). Used by the deployment tests and the
  * attack harness.
  */
-export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptions = {}): Promise<Record<string, unknown>> {
+export async function loopbackDeployment(
+  dir: string,
+  o: LoopbackDeploymentOptions = {},
+): Promise<Record<string, unknown>> {
   const volume = o.volume ?? "vol-d";
   const regionNames = ["east", "west", ...(o.extraRegions ?? [])];
-  const ports = async () => ({ port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() });
-  const controlServer = async (name: string) => (regionNames.length >= 3 ? { controlServer: { ...(await ports()), jetstreamDir: join(dir, "js", `${name}-control`) } } : {});
-  const region = async (name: string) => ({ host: "127.0.0.1", ...(await ports()), jetstreamDir: join(dir, "js", name), ...(await controlServer(name)) });
+  const ports = async () => ({
+    port: await freePort(),
+    httpPort: await freePort(),
+    clusterPort: await freePort(),
+    gatewayPort: await freePort(),
+  });
+  const controlServer = async (name: string) =>
+    regionNames.length >= 3
+      ? { controlServer: { ...(await ports()), jetstreamDir: join(dir, "js", `${name}-control`) } }
+      : {};
+  const region = async (name: string) => ({
+    host: "127.0.0.1",
+    ...(await ports()),
+    jetstreamDir: join(dir, "js", name),
+    ...(await controlServer(name)),
+  });
   const metrics = async () => (o.metrics ? { metrics: { port: await freePort() } } : {});
   return {
     controlRegion: "ctl",
@@ -67,25 +83,87 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
       "s-vault": { region: "vault", az: "vault-az1", host: "vault-host" },
       ...(o.standby ? { "s-e3": { region: "east", az: "east-az3", host: "e3-host" } } : {}),
       ...(o.coalesced ? { "s-w2": { region: "west", az: "west-az2", host: "w2-host" } } : {}),
-      ...(o.secondVolume ? { "s-wb": { region: "east", az: "east-az1", host: "wb-host" }, "s-e2": { region: "east", az: "east-az4", host: "e2-host" } } : {}),
+      ...(o.secondVolume
+        ? {
+            "s-wb": { region: "east", az: "east-az1", host: "wb-host" },
+            "s-e2": { region: "east", az: "east-az4", host: "e2-host" },
+          }
+        : {}),
     },
     network: { bandwidthBytesPerSec: 125_000_000 },
     holders: [
-      { id: "h-e1", site: "s-e1", region: "east", residency: "ram", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
-      { id: "h-w1", site: "s-w1", region: "west", residency: "disk", lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) },
-      ...(o.standby ? [{ id: "h-s1", site: "s-e3", region: "east", residency: "disk", standby: true, lanes: [{ volume, lane: "l0", upstream: ["w1"] }], ...(await metrics()) }] : []),
+      {
+        id: "h-e1",
+        site: "s-e1",
+        region: "east",
+        residency: "ram",
+        lanes: [{ volume, lane: "l0", upstream: ["w1"] }],
+        ...(await metrics()),
+      },
+      {
+        id: "h-w1",
+        site: "s-w1",
+        region: "west",
+        residency: "disk",
+        lanes: [{ volume, lane: "l0", upstream: ["w1"] }],
+        ...(await metrics()),
+      },
+      ...(o.standby
+        ? [
+            {
+              id: "h-s1",
+              site: "s-e3",
+              region: "east",
+              residency: "disk",
+              standby: true,
+              lanes: [{ volume, lane: "l0", upstream: ["w1"] }],
+              ...(await metrics()),
+            },
+          ]
+        : []),
       // Its windows are released only once a base contains them: without a base builder it would
       // wait its whole drain deadline on SIGTERM for nothing.
-      ...(o.coalesced ? [{ id: "h-img", site: "s-w2", region: "west", residency: "ram", lanes: [], drainDeadlineMs: 0, ...(await metrics()) }] : []),
+      ...(o.coalesced
+        ? [
+            {
+              id: "h-img",
+              site: "s-w2",
+              region: "west",
+              residency: "ram",
+              lanes: [],
+              drainDeadlineMs: 0,
+              ...(await metrics()),
+            },
+          ]
+        : []),
       // vol-b's only holder, in RAM: with no disk holder or base to release onto, nothing of it is
       // ever released, so it too would wait its whole drain deadline on SIGTERM for nothing.
-      ...(o.secondVolume ? [{ id: "h-e2", site: "s-e2", region: "east", residency: "ram", lanes: [{ volume: "vol-b", lane: "l0", upstream: ["w2"] }], drainDeadlineMs: 0, ...(await metrics()) }] : []),
+      ...(o.secondVolume
+        ? [
+            {
+              id: "h-e2",
+              site: "s-e2",
+              region: "east",
+              residency: "ram",
+              lanes: [{ volume: "vol-b", lane: "l0", upstream: ["w2"] }],
+              drainDeadlineMs: 0,
+              ...(await metrics()),
+            },
+          ]
+        : []),
     ],
     volumes: [
       {
         id: volume,
         blockCount: 256,
-        writer: { id: "w1", site: "s-w", region: "east", ...(await metrics()), workload: { intervalMs: o.workloadIntervalMs ?? 20 }, drainDeadlineMs: o.drainDeadlineMs ?? 10_000 },
+        writer: {
+          id: "w1",
+          site: "s-w",
+          region: "east",
+          ...(await metrics()),
+          workload: { intervalMs: o.workloadIntervalMs ?? 20 },
+          drainDeadlineMs: o.drainDeadlineMs ?? 10_000,
+        },
         recoverySite: "s-vault",
         ...(o.coalesced ? { coalesced: { holders: ["h-img"], windowRecords: 32, windowMs: 500 } } : {}),
         ...o.volumeExtras,
@@ -95,18 +173,50 @@ export async function loopbackDeployment(dir: string, o: LoopbackDeploymentOptio
             {
               id: "vol-b",
               blockCount: 256,
-              writer: { id: "w2", site: "s-wb", region: "east", ...(await metrics()), workload: { intervalMs: 200 }, drainDeadlineMs: o.drainDeadlineMs ?? 10_000 },
+              writer: {
+                id: "w2",
+                site: "s-wb",
+                region: "east",
+                ...(await metrics()),
+                workload: { intervalMs: 200 },
+                drainDeadlineMs: o.drainDeadlineMs ?? 10_000,
+              },
               recoverySite: "s-vault",
-              scenarios: [{ name: "crash:w2", losses: [{ domain: "host:wb-host", kind: "crash" }], deadlineSec: 3600, required: true }],
+              scenarios: [
+                {
+                  name: "crash:w2",
+                  losses: [{ domain: "host:wb-host", kind: "crash" }],
+                  deadlineSec: 3600,
+                  required: true,
+                },
+              ],
             },
           ]
         : []),
     ],
     controllers: [
-      { id: "ctl-1", volume, region: "east", evalIntervalMs: 100, ...(await metrics()), ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}), ...(o.standbyController ? { lease: STANDBY_LEASE } : {}) },
-      ...(o.standbyController ? [{ id: "ctl-1b", volume, region: "west", evalIntervalMs: 100, ...(await metrics()), lease: STANDBY_LEASE }] : []),
-      ...(o.secondVolume ? [{ id: "ctl-2", volume: "vol-b", region: "east", evalIntervalMs: 100, ...(await metrics()) }] : []),
+      {
+        id: "ctl-1",
+        volume,
+        region: "east",
+        evalIntervalMs: 100,
+        ...(await metrics()),
+        ...(o.coverageGraceMs !== undefined ? { coverageRepair: { graceMs: o.coverageGraceMs } } : {}),
+        ...(o.standbyController ? { lease: STANDBY_LEASE } : {}),
+      },
+      ...(o.standbyController
+        ? [{ id: "ctl-1b", volume, region: "west", evalIntervalMs: 100, ...(await metrics()), lease: STANDBY_LEASE }]
+        : []),
+      ...(o.secondVolume
+        ? [{ id: "ctl-2", volume: "vol-b", region: "east", evalIntervalMs: 100, ...(await metrics()) }]
+        : []),
     ],
-    ...(o.baseBuilder === false ? {} : { baseBuilders: [{ holder: "h-w1", volume, lane: "l0", intervalMs: 1_000, minNewSeqs: 64, ...(await metrics()) }] }),
+    ...(o.baseBuilder === false
+      ? {}
+      : {
+          baseBuilders: [
+            { holder: "h-w1", volume, lane: "l0", intervalMs: 1_000, minNewSeqs: 64, ...(await metrics()) },
+          ],
+        }),
   };
 }

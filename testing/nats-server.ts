@@ -12,7 +12,14 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { controlClusterServerConfig, LOOPBACK, regionConfig, type ControlClusterPorts, type RegionPorts, type RegionSecurityBlocks } from "../transport/index.ts";
+import {
+  controlClusterServerConfig,
+  LOOPBACK,
+  regionConfig,
+  type ControlClusterPorts,
+  type RegionPorts,
+  type RegionSecurityBlocks,
+} from "../transport/index.ts";
 import { processRunning } from "../core/index.ts";
 import { reapOnExit } from "./child-reaper.ts";
 import { freePort } from "./free-port.ts";
@@ -301,7 +308,11 @@ async function metaLeaderKnown(httpPort: number): Promise<boolean> {
  * ways to every region in `others` and, with JetStream, a meta leader (streams can be created).
  */
 export async function regionReady(httpPort: number, others: readonly string[], jetstream = true): Promise<boolean> {
-  return (await healthy(httpPort)) && (await gatewaysConnected(httpPort, others)) && (!jetstream || (await metaLeaderKnown(httpPort)));
+  return (
+    (await healthy(httpPort)) &&
+    (await gatewaysConnected(httpPort, others)) &&
+    (!jetstream || (await metaLeaderKnown(httpPort)))
+  );
 }
 
 /**
@@ -323,17 +334,42 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
     const dir = mkdtempSync(join(tmpdir(), "custody-supercluster-"));
     const ports: RegionPorts[] = [];
     for (const name of names) {
-      ports.push({ name, port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() });
+      ports.push({
+        name,
+        port: await freePort(),
+        httpPort: await freePort(),
+        clusterPort: await freePort(),
+        gatewayPort: await freePort(),
+      });
     }
     const controlPorts: ControlClusterPorts | undefined =
       opts.controlCluster === undefined
         ? undefined
-        : { name: opts.controlCluster.name, servers: await Promise.all(opts.controlCluster.regions.map(async (region) => ({ name: region, serverName: `${opts.controlCluster!.name}-${region}`, port: await freePort(), httpPort: await freePort(), clusterPort: await freePort(), gatewayPort: await freePort() }))) };
+        : {
+            name: opts.controlCluster.name,
+            servers: await Promise.all(
+              opts.controlCluster.regions.map(async (region) => ({
+                name: region,
+                serverName: `${opts.controlCluster!.name}-${region}`,
+                port: await freePort(),
+                httpPort: await freePort(),
+                clusterPort: await freePort(),
+                gatewayPort: await freePort(),
+              })),
+            ),
+          };
     const procs: RunningProcess[] = [];
     const regions: Record<string, RegionServer> = {};
     const control: Record<string, RegionServer> = {};
     /** The handle of the server spawned at `procs[index]` from `configPath`; `ready` is what a restart waits for. */
-    const serverHandle = (r: RegionPorts, serverName: string, storeDir: string, configPath: string, index: number, ready: () => Promise<boolean>): RegionServer => ({
+    const serverHandle = (
+      r: RegionPorts,
+      serverName: string,
+      storeDir: string,
+      configPath: string,
+      index: number,
+      ready: () => Promise<boolean>,
+    ): RegionServer => ({
       name: r.name,
       serverName,
       url: `nats://${LOOPBACK}:${r.port}`,
@@ -368,11 +404,21 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
         const storeDir = join(regionDir, "jetstream");
         mkdirSync(storeDir, { recursive: true });
         const configPath = join(regionDir, "nats-server.conf");
-        writeFileSync(configPath, regionConfig(r, ports, jetstream ? storeDir : undefined, opts.security?.(r.name), controlPorts));
+        writeFileSync(
+          configPath,
+          regionConfig(r, ports, jetstream ? storeDir : undefined, opts.security?.(r.name), controlPorts),
+        );
         const proc = spawnServer(configPath);
         procs.push(proc);
         const others = names.filter((n) => n !== r.name);
-        regions[r.name] = serverHandle(r, `${r.name}-0`, storeDir, configPath, procs.length - 1, async () => (await healthy(r.httpPort)) && (await gatewaysConnected(r.httpPort, others)));
+        regions[r.name] = serverHandle(
+          r,
+          `${r.name}-0`,
+          storeDir,
+          configPath,
+          procs.length - 1,
+          async () => (await healthy(r.httpPort)) && (await gatewaysConnected(r.httpPort, others)),
+        );
       }
       for (const c of controlPorts?.servers ?? []) {
         const serverDir = join(dir, c.serverName);
@@ -382,17 +428,35 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
         writeFileSync(configPath, controlClusterServerConfig(c, controlPorts!, ports, storeDir));
         procs.push(spawnServer(configPath));
         // A restarted member is ready once healthy (JetStream caught up) with its gateways out to every region.
-        control[c.name] = serverHandle(c, c.serverName, storeDir, configPath, procs.length - 1, async () => (await healthy(c.httpPort)) && (await outboundGateways(c.httpPort, names)));
+        control[c.name] = serverHandle(
+          c,
+          c.serverName,
+          storeDir,
+          configPath,
+          procs.length - 1,
+          async () => (await healthy(c.httpPort)) && (await outboundGateways(c.httpPort, names)),
+        );
       }
       await Promise.all(
         ports.map((r, i) => {
           const proc = procs[i]!;
           const others = names.filter((n) => n !== r.name);
-          return waitReady(proc, `region ${r.name}`, () => regionReady(r.httpPort, controlPorts === undefined ? others : [...others, controlPorts.name], jetstream));
+          return waitReady(proc, `region ${r.name}`, () =>
+            regionReady(r.httpPort, controlPorts === undefined ? others : [...others, controlPorts.name], jetstream),
+          );
         }),
       );
       await Promise.all(
-        (controlPorts?.servers ?? []).map((c, i) => waitReady(procs[ports.length + i]!, c.serverName, async () => (await healthy(c.httpPort)) && (await outboundGateways(c.httpPort, names)) && (await metaLeaderKnown(c.httpPort)))),
+        (controlPorts?.servers ?? []).map((c, i) =>
+          waitReady(
+            procs[ports.length + i]!,
+            c.serverName,
+            async () =>
+              (await healthy(c.httpPort)) &&
+              (await outboundGateways(c.httpPort, names)) &&
+              (await metaLeaderKnown(c.httpPort)),
+          ),
+        ),
       );
     } catch (err) {
       const clash = procs.some((p) => isPortClash(p.log()));

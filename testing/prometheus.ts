@@ -66,7 +66,11 @@ async function api<T>(url: string): Promise<T> {
  * once `/-/ready` answers. A port taken meanwhile by another process ("address already in use")
  * starts it again on another (3 attempts). Nothing else is signalled; the caller stops it.
  */
-export async function startPrometheus(dir: string, config: Record<string, unknown>, readyMs: number): Promise<PrometheusHandle> {
+export async function startPrometheus(
+  dir: string,
+  config: Record<string, unknown>,
+  readyMs: number,
+): Promise<PrometheusHandle> {
   const configFile = join(dir, "prometheus.yml");
   writeFileSync(configFile, JSON.stringify(config, null, 2));
   for (let attempt = 1; ; attempt++) {
@@ -80,7 +84,10 @@ export async function startPrometheus(dir: string, config: Record<string, unknow
     const end = Date.now() + readyMs;
     let ready = false;
     while (!ready && p.running && Date.now() < end) {
-      ready = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.status === 200, () => false);
+      ready = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(1_000) }).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (!ready) await sleep(100);
     }
     if (ready) {
@@ -88,12 +95,19 @@ export async function startPrometheus(dir: string, config: Record<string, unknow
         url,
         process: p,
         alerts: async () => (await api<{ alerts: PrometheusAlert[] }>(`${url}/api/v1/alerts`)).alerts,
-        query: async (expr) => (await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`${url}/api/v1/query?query=${encodeURIComponent(expr)}`)).result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) })),
-        targets: async () => (await api<{ activeTargets: PrometheusTarget[] }>(`${url}/api/v1/targets?state=active`)).activeTargets,
+        query: async (expr) =>
+          (
+            await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(
+              `${url}/api/v1/query?query=${encodeURIComponent(expr)}`,
+            )
+          ).result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) })),
+        targets: async () =>
+          (await api<{ activeTargets: PrometheusTarget[] }>(`${url}/api/v1/targets?state=active`)).activeTargets,
         stop: async (ms = 20_000) => void (await p.signal("SIGTERM", ms)),
       };
     }
     await p.signal("SIGKILL", 10_000);
-    if (attempt >= 3 || !/address already in use/i.test(p.log)) throw new Error(`prometheus did not become ready within ${readyMs} ms\n${p.log}`);
+    if (attempt >= 3 || !/address already in use/i.test(p.log))
+      throw new Error(`prometheus did not become ready within ${readyMs} ms\n${p.log}`);
   }
 }

@@ -40,9 +40,21 @@ export async function waitForRegions(
   const gateways = [...regions, ...(cluster !== undefined ? [cluster] : [])];
   const all = [
     // With a replicated control log the regions' servers run no JetStream (no meta leader to wait for there).
-    ...natsServers.map((s) => ({ name: `nats ${s.region}`, httpPort: httpPorts[s.region]!.httpPort, others: gateways.filter((r) => r !== s.region), inbound: true, jetstream: cluster === undefined })),
+    ...natsServers.map((s) => ({
+      name: `nats ${s.region}`,
+      httpPort: httpPorts[s.region]!.httpPort,
+      others: gateways.filter((r) => r !== s.region),
+      inbound: true,
+      jetstream: cluster === undefined,
+    })),
     // A region's one outbound gateway to the control cluster lands on one of its servers: a control server has outbound gateways only for sure.
-    ...controlServers.map((c) => ({ name: `nats ${c.serverName}`, httpPort: c.httpPort, others: regions, inbound: false, jetstream: true })),
+    ...controlServers.map((c) => ({
+      name: `nats ${c.serverName}`,
+      httpPort: c.httpPort,
+      others: regions,
+      inbound: false,
+      jetstream: true,
+    })),
   ];
   for (const s of all) {
     const http = `http://127.0.0.1:${s.httpPort}`;
@@ -51,7 +63,9 @@ export async function waitForRegions(
       if (servers.some((p) => !p.running)) throw new Error(`a nats-server ended before it was ready\n${logs()}`);
       const gw = await getJson(`${http}/gatewayz`);
       const js = await getJson(`${http}/jsz`);
-      const up = (await getJson(`${http}/healthz`)) !== undefined && s.others.every((x) => x in (gw?.outbound_gateways ?? {}) && (!s.inbound || x in (gw?.inbound_gateways ?? {})));
+      const up =
+        (await getJson(`${http}/healthz`)) !== undefined &&
+        s.others.every((x) => x in (gw?.outbound_gateways ?? {}) && (!s.inbound || x in (gw?.inbound_gateways ?? {})));
       if (up && (!s.jetstream || typeof js?.meta_cluster?.leader === "string")) break;
       if (Date.now() > end) throw new Error(`timed out waiting for ${s.name} ready\n${logs()}`);
       await new Promise((r) => setTimeout(r, 250));

@@ -14,7 +14,8 @@ export function repoRoot(): string {
   if (found !== undefined) return found;
   for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
     const pkg = join(dir, "package.json");
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, "utf8")) as { name?: string }).name === PACKAGE) return (found = dir);
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, "utf8")) as { name?: string }).name === PACKAGE)
+      return (found = dir);
     if (dirname(dir) === dir) throw new Error(`no ${PACKAGE} package.json above ${fileURLToPath(import.meta.url)}`);
   }
 }

@@ -62,7 +62,10 @@ export class RoleProcess {
         }
       });
       child.once("exit", (code) => {
-        if (!ready) return reject(new Error(`${this.role} ${this.configFile} exited (${code}) before it was ready: ${this.stderr}`));
+        if (!ready)
+          return reject(
+            new Error(`${this.role} ${this.configFile} exited (${code}) before it was ready: ${this.stderr}`),
+          );
         // It went away by itself while wanted: the supervisor starts it again.
         if (this.wanted && this.child === child) {
           this.restarts++;

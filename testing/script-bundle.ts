@@ -44,7 +44,18 @@ export function ensureBundle(entry: string, outfile: string, who: string): boole
       // Loaded only here: esbuild is a development dependency, and the CLI itself (which reaches
       // this file through the demo's launcher) must not need it.
       const { buildSync } = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
-      const r = buildSync({ entryPoints: [entry], bundle: true, platform: "node", format: "esm", target: `node${process.versions.node}`, packages: "external", outfile: `${tmp}.mjs`, absWorkingDir: REPO_ROOT, metafile: true, logLevel: "error" });
+      const r = buildSync({
+        entryPoints: [entry],
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        target: `node${process.versions.node}`,
+        packages: "external",
+        outfile: `${tmp}.mjs`,
+        absWorkingDir: REPO_ROOT,
+        metafile: true,
+        logLevel: "error",
+      });
       writeFileSync(`${tmp}.json`, JSON.stringify(Object.keys(r.metafile.inputs)));
       renameSync(`${tmp}.json`, inputs);
       renameSync(`${tmp}.mjs`, outfile);

@@ -78,7 +78,8 @@ export class ControlLogTail {
       callback: (err) => (err ? tail.break(`subscription failed: ${err.message}`) : tail.wake()),
     });
     const advisories = nc.subscribe(streamAdvisorySubject(stream), {
-      callback: (err, m) => tail.break(err ? `advisory subscription failed: ${err.message}` : `stream advisory ${m.subject}`),
+      callback: (err, m) =>
+        tail.break(err ? `advisory subscription failed: ${err.message}` : `stream advisory ${m.subject}`),
     });
     tail.subscriptions = [sub, advisories];
     for (const s of tail.subscriptions) {

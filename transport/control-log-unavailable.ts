@@ -15,7 +15,11 @@ export function isControlLogUnavailable(err: unknown): boolean {
   const cause = err instanceof Error ? err.cause : undefined;
   if (err instanceof natsErrors.TimeoutError || cause instanceof natsErrors.TimeoutError) return true;
   if (err instanceof natsErrors.NoRespondersError || cause instanceof natsErrors.NoRespondersError) return true;
-  if ((err instanceof natsErrors.RequestError && err.isNoResponders()) || (cause instanceof natsErrors.RequestError && cause.isNoResponders())) return true;
+  if (
+    (err instanceof natsErrors.RequestError && err.isNoResponders()) ||
+    (cause instanceof natsErrors.RequestError && cause.isNoResponders())
+  )
+    return true;
   return err instanceof JetStreamApiError && err.status === 503;
 }
 

@@ -10,7 +10,15 @@ import {
 } from "./credit-window.ts";
 import { creditSubject, unitSubject } from "../protocol/index.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
-import { CREDIT_WINDOW_HEADER, creditWindowTag, encodeUnitRun, SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER, UNIT_ATTESTATION_HEADER } from "./unit-frames.ts";
+import {
+  CREDIT_WINDOW_HEADER,
+  creditWindowTag,
+  encodeUnitRun,
+  SENDER_HEADER,
+  SENT_THROUGH_HEADER,
+  SESSION_HEADER,
+  UNIT_ATTESTATION_HEADER,
+} from "./unit-frames.ts";
 import { CustodyError } from "../core/index.ts";
 import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "../protocol/index.ts";
 
@@ -199,12 +207,14 @@ export class CreditSender {
    */
   onGrant(g: WireCredit): void {
     // The subject is the holder's own: a body naming another holder, volume or lane is refused.
-    if (g.holder !== this.o.holder || g.volume !== this.o.volume || g.lane !== this.o.lane) return this.o.onRefused?.(GrantRefusal.wrongSubject);
+    if (g.holder !== this.o.holder || g.volume !== this.o.volume || g.lane !== this.o.lane)
+      return this.o.onRefused?.(GrantRefusal.wrongSubject);
     // Grants to the holder's other senders share the subject: not ours, not wrong.
     if (g.sender !== this.o.sender) return;
     if (g.session !== 0 && g.session !== this.session) return;
     if (g.incarnation < this.receiverIncarnation) return;
-    if (g.incarnation > this.receiverIncarnation && this.o.believes?.(g.incarnation) === false) return this.o.onRefused?.(GrantRefusal.unadmittedIncarnation);
+    if (g.incarnation > this.receiverIncarnation && this.o.believes?.(g.incarnation) === false)
+      return this.o.onRefused?.(GrantRefusal.unadmittedIncarnation);
     let reset: { incarnation: number; window: number; restarted: boolean } | undefined;
     if (g.incarnation > this.receiverIncarnation) {
       const restarted = this.receiverIncarnation !== -1;
@@ -218,7 +228,8 @@ export class CreditSender {
         const had = this.windowId;
         this.windowId = g.window;
         this.window = senderApplyGrant(initialSenderWindow, g);
-        if (had !== 0 && reset === undefined) reset = { incarnation: g.incarnation, window: g.window, restarted: false };
+        if (had !== 0 && reset === undefined)
+          reset = { incarnation: g.incarnation, window: g.window, restarted: false };
       } else if (g.window === this.windowId) this.window = senderApplyGrant(this.window, g);
     } else if (this.windowId === 0) {
       // The receiver has not bound a window to us yet (it just started): ask for one.
@@ -231,7 +242,12 @@ export class CreditSender {
   /** Queues a unit (FIFO); it goes out at the end of this turn, with the others queued, if credit allows. Drops only what its `wanted` refuses. */
   send(unit: QueuedUnit): void {
     if (this.closed) throw new Error("credit sender is closed");
-    if (!Number.isSafeInteger(unit.bytes) || unit.bytes < 0) throw new CreditError(CreditErrorCode.InvalidCredit, `unit bytes must be a non-negative safe integer, got ${unit.bytes}`, { bytes: unit.bytes });
+    if (!Number.isSafeInteger(unit.bytes) || unit.bytes < 0)
+      throw new CreditError(
+        CreditErrorCode.InvalidCredit,
+        `unit bytes must be a non-negative safe integer, got ${unit.bytes}`,
+        { bytes: unit.bytes },
+      );
     this.queue.push(unit);
     this.queuedBytes += unit.bytes;
     if (this.pumpScheduled) return;
@@ -315,7 +331,11 @@ export class CreditSender {
 
   /** Our identity, session, credit window and cumulative sent bytes, as message headers. */
   private creditHeaders(sentThrough: number): Record<string, string> {
-    const h: Record<string, string> = { [SENDER_HEADER]: this.o.sender, [SESSION_HEADER]: String(this.session), [SENT_THROUGH_HEADER]: String(sentThrough) };
+    const h: Record<string, string> = {
+      [SENDER_HEADER]: this.o.sender,
+      [SESSION_HEADER]: String(this.session),
+      [SENT_THROUGH_HEADER]: String(sentThrough),
+    };
     if (this.windowId > 0) h[CREDIT_WINDOW_HEADER] = creditWindowTag(this.receiverIncarnation, this.windowId);
     return h;
   }
@@ -327,7 +347,13 @@ export class CreditSender {
     this.requests++;
     this.o.transport.publish(
       this.subject,
-      encodeMessage(creditRequestSpec, { sender: this.o.sender, holder: this.o.holder, volume: this.o.volume, lane: this.o.lane, wantBytes: want }),
+      encodeMessage(creditRequestSpec, {
+        sender: this.o.sender,
+        holder: this.o.holder,
+        volume: this.o.volume,
+        lane: this.o.lane,
+        wantBytes: want,
+      }),
       { headers: this.creditHeaders(this.window.sentThrough) },
     );
   }

@@ -27,7 +27,9 @@ export class CreditError extends CustodyError {
 
 function checkBytes(name: string, n: number): void {
   if (!Number.isSafeInteger(n) || n < 0) {
-    throw new CreditError(CreditErrorCode.InvalidCredit, `${name} must be a non-negative safe integer, got ${n}`, { [name]: n });
+    throw new CreditError(CreditErrorCode.InvalidCredit, `${name} must be a non-negative safe integer, got ${n}`, {
+      [name]: n,
+    });
   }
 }
 
@@ -122,7 +124,8 @@ export function receiverOnArrival(
   if (sentThrough !== undefined) checkBytes("sentThrough", sentThrough);
   // Already accounted: a duplicate delivery, or a late one whose credit a later unit's report
   // already consumed. It uses no credit; the caller must not store it on credit it does not have.
-  if (sentThrough !== undefined && bytes > 0 && sentThrough <= w.consumedThrough) return { window: w, consumed: 0, replayed: true };
+  if (sentThrough !== undefined && bytes > 0 && sentThrough <= w.consumedThrough)
+    return { window: w, consumed: 0, replayed: true };
   const counted = w.consumedThrough + bytes;
   // A stale (reordered) sentThrough below our count is ignored; our count is then authoritative.
   const next = sentThrough !== undefined && sentThrough > counted ? sentThrough : counted;

@@ -8,7 +8,12 @@
  * for as long as the peer keeps it, and a command that failed that way never exits. This
  * transport's `close()` also ends such a socket.
  */
-import { NatsConnectionImpl, setTransportFactory, type NatsConnection, type NodeConnectionOptions } from "@nats-io/transport-node";
+import {
+  NatsConnectionImpl,
+  setTransportFactory,
+  type NatsConnection,
+  type NodeConnectionOptions,
+} from "@nats-io/transport-node";
 import { NodeTransport, nodeResolveHost } from "@nats-io/transport-node/lib/node_transport.js";
 
 /** NodeTransport whose close also ends a socket whose NATS handshake never finished. */

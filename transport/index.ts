@@ -9,10 +9,41 @@ export * from "./trace-context.ts";
 export * from "./credit-window.ts";
 export * from "./credit-sender.ts";
 export * from "./credit-grantor.ts";
-export { ControlLogMissingError, ControlLogPlacementError, JetStreamControlLog, controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "./jetstream-control-log.ts";
+export {
+  ControlLogMissingError,
+  ControlLogPlacementError,
+  JetStreamControlLog,
+  controlStreamName,
+  initJetStreamControlLog,
+  openJetStreamControlLog,
+} from "./jetstream-control-log.ts";
 export { isControlLogUnavailable, retryWhileUnavailable } from "./control-log-unavailable.ts";
 export { ControlLogUnreachableError } from "./control-log-unreachable.ts";
 export { streamAdvisorySubject } from "./control-log-tail.ts";
-export { LinkProfileError, LinkQueue, ShapedTransport, unitDestination, type LinkProfile, type LinkRoute, type ShapedTransportOptions } from "./link-shaper.ts";
-export { controlClusterServerConfig, LOOPBACK, regionConfig, type ControlClusterPorts, type RegionPorts, type RegionSecurityBlocks } from "./nats-region-config.ts";
-export { attestationTokens, encodeUnitRun, readUnitMessage, senderOf, SENDER_HEADER, UNIT_ATTESTATION_HEADER, type InboundUnit, type UnitSubjectMessage } from "./unit-frames.ts";
+export {
+  LinkProfileError,
+  LinkQueue,
+  ShapedTransport,
+  unitDestination,
+  type LinkProfile,
+  type LinkRoute,
+  type ShapedTransportOptions,
+} from "./link-shaper.ts";
+export {
+  controlClusterServerConfig,
+  LOOPBACK,
+  regionConfig,
+  type ControlClusterPorts,
+  type RegionPorts,
+  type RegionSecurityBlocks,
+} from "./nats-region-config.ts";
+export {
+  attestationTokens,
+  encodeUnitRun,
+  readUnitMessage,
+  senderOf,
+  SENDER_HEADER,
+  UNIT_ATTESTATION_HEADER,
+  type InboundUnit,
+  type UnitSubjectMessage,
+} from "./unit-frames.ts";

@@ -1,4 +1,14 @@
-import { DiscardPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  DiscardPolicy,
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CustodyError } from "../core/index.ts";
 import { ControlConflictError, ControlLogRegressionCode, ControlLogRegressionError } from "../custody/index.ts";
@@ -52,7 +62,12 @@ export function controlStreamName(region: string): string {
  */
 export class ControlLogMissingError extends CustodyError {
   constructor(region: string, streamName: string, options?: { cause?: unknown }) {
-    super("control_log_missing", `control log ${region}: stream ${streamName} does not exist (bootstrap it with \`custody log init\`; if it existed before, it vanished)`, { region, streamName }, options);
+    super(
+      "control_log_missing",
+      `control log ${region}: stream ${streamName} does not exist (bootstrap it with \`custody log init\`; if it existed before, it vanished)`,
+      { region, streamName },
+      options,
+    );
   }
 }
 
@@ -62,8 +77,17 @@ export class ControlLogMissingError extends CustodyError {
  * cluster): nothing is changed; the operator moves or re-creates it knowingly.
  */
 export class ControlLogPlacementError extends CustodyError {
-  constructor(region: string, streamName: string, want: { replicas?: number | undefined; cluster?: string | undefined }, have: { replicas: number; cluster?: string | undefined }) {
-    super("control_log_placement", `control log ${region}: stream ${streamName} exists with ${have.replicas} replica(s) on cluster ${have.cluster ?? "(none)"}, not ${want.replicas ?? have.replicas} on ${want.cluster ?? have.cluster ?? "(none)"}`, { region, streamName, want, have });
+  constructor(
+    region: string,
+    streamName: string,
+    want: { replicas?: number | undefined; cluster?: string | undefined },
+    have: { replicas: number; cluster?: string | undefined },
+  ) {
+    super(
+      "control_log_placement",
+      `control log ${region}: stream ${streamName} exists with ${have.replicas} replica(s) on cluster ${have.cluster ?? "(none)"}, not ${want.replicas ?? have.replicas} on ${want.cluster ?? have.cluster ?? "(none)"}`,
+      { region, streamName, want, have },
+    );
   }
 }
 
@@ -97,26 +121,44 @@ function controlStreamConfig(name: string, subject: string, replicas: number, cl
  * the server, with the nats.js error as its cause) when JetStream is unavailable or an existing
  * stream has an incompatible configuration.
  */
-export async function initJetStreamControlLog(nc: NatsConnection, opts: JetStreamControlLogOptions): Promise<{ log: JetStreamControlLog; created: boolean }> {
+export async function initJetStreamControlLog(
+  nc: NatsConnection,
+  opts: JetStreamControlLogOptions,
+): Promise<{ log: JetStreamControlLog; created: boolean }> {
   const timeout = opts.timeoutMs ?? 5_000;
   const name = opts.streamName ?? controlStreamName(opts.region);
   return openNamingFailure(nc, opts.region, name, timeout, () => initStream(nc, opts, name, timeout));
 }
 
-async function initStream(nc: NatsConnection, opts: JetStreamControlLogOptions, name: string, timeout: number): Promise<{ log: JetStreamControlLog; created: boolean }> {
+async function initStream(
+  nc: NatsConnection,
+  opts: JetStreamControlLogOptions,
+  name: string,
+  timeout: number,
+): Promise<{ log: JetStreamControlLog; created: boolean }> {
   const jsm = await jetstreamManager(nc, { timeout });
   let created = false;
   try {
     const info = await jsm.streams.info(name);
     // An existing stream is never moved or re-replicated here: asked for another placement, say so.
     const have = { replicas: info.config.num_replicas, cluster: info.cluster?.name };
-    if ((opts.replicas !== undefined && opts.replicas !== have.replicas) || (opts.placementCluster !== undefined && opts.placementCluster !== have.cluster)) {
-      throw new ControlLogPlacementError(opts.region, name, { replicas: opts.replicas, cluster: opts.placementCluster }, have);
+    if (
+      (opts.replicas !== undefined && opts.replicas !== have.replicas) ||
+      (opts.placementCluster !== undefined && opts.placementCluster !== have.cluster)
+    ) {
+      throw new ControlLogPlacementError(
+        opts.region,
+        name,
+        { replicas: opts.replicas, cluster: opts.placementCluster },
+        have,
+      );
     }
   } catch (err) {
     if (err instanceof ControlLogPlacementError) throw err;
     if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-    await jsm.streams.add(controlStreamConfig(name, ctrlSubject(opts.region), opts.replicas ?? 1, opts.placementCluster));
+    await jsm.streams.add(
+      controlStreamConfig(name, ctrlSubject(opts.region), opts.replicas ?? 1, opts.placementCluster),
+    );
     created = true;
   }
   return { log: await openJetStreamControlLog(nc, opts), created };
@@ -127,23 +169,41 @@ async function initStream(nc: NatsConnection, opts: JetStreamControlLogOptions, 
  * ControlLogMissingError when the stream does not exist, and ControlLogUnreachableError (naming
  * the server, with the nats.js error as its cause) when JetStream is unavailable.
  */
-export async function openJetStreamControlLog(nc: NatsConnection, opts: JetStreamControlLogOptions): Promise<JetStreamControlLog> {
+export async function openJetStreamControlLog(
+  nc: NatsConnection,
+  opts: JetStreamControlLogOptions,
+): Promise<JetStreamControlLog> {
   const timeout = opts.timeoutMs ?? 5_000;
   const name = opts.streamName ?? controlStreamName(opts.region);
   return openNamingFailure(nc, opts.region, name, timeout, () => openStream(nc, opts, name, timeout));
 }
 
-async function openStream(nc: NatsConnection, opts: JetStreamControlLogOptions, name: string, timeout: number): Promise<JetStreamControlLog> {
+async function openStream(
+  nc: NatsConnection,
+  opts: JetStreamControlLogOptions,
+  name: string,
+  timeout: number,
+): Promise<JetStreamControlLog> {
   const jsm = await jetstreamManager(nc, { timeout });
   const subject = ctrlSubject(opts.region);
   let replicas: number;
   try {
     replicas = (await retryWhileUnavailable(opts.failoverMs ?? 0, () => jsm.streams.info(name))).config.num_replicas;
   } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw new ControlLogMissingError(opts.region, name, { cause: err });
+    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)
+      throw new ControlLogMissingError(opts.region, name, { cause: err });
     throw err;
   }
-  return new JetStreamControlLog(nc, jsm, jetstream(nc, { timeout }), opts.region, name, subject, timeout, opts.failoverMs ?? (replicas > 1 ? FAILOVER_MS : 0));
+  return new JetStreamControlLog(
+    nc,
+    jsm,
+    jetstream(nc, { timeout }),
+    opts.region,
+    name,
+    subject,
+    timeout,
+    opts.failoverMs ?? (replicas > 1 ? FAILOVER_MS : 0),
+  );
 }
 
 /**
@@ -152,7 +212,11 @@ async function openStream(nc: NatsConnection, opts: JetStreamControlLogOptions, 
  */
 export class ControlLogPurgeDeniedError extends CustodyError {
   constructor(region: string, streamName: string) {
-    super("control_log_purge_denied", `control log ${region}: stream ${streamName} denies purges (created before compaction); it cannot be compacted in place`, { region, streamName });
+    super(
+      "control_log_purge_denied",
+      `control log ${region}: stream ${streamName} denies purges (created before compaction); it cannot be compacted in place`,
+      { region, streamName },
+    );
   }
 }
 
@@ -200,10 +264,19 @@ export class JetStreamControlLog implements ControlLogStore {
 
   async append(event: ControlEvent, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
     const bytes = encodeAppendableControlEvent(event);
-    const data = encodeMessage(controlEventSpec, signer === undefined ? { event: bytes } : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), expectedLastSeq + 1, signer) });
+    const data = encodeMessage(
+      controlEventSpec,
+      signer === undefined
+        ? { event: bytes }
+        : { event: bytes, ...signEntryHash(hashControlEventBytes(bytes), expectedLastSeq + 1, signer) },
+    );
     // Two events prepared on the same head share this id, so even on a server that ignores an
     // expected last sequence of 0 (empty stream) only one of them is stored (duplicate window).
-    return this.publishAt(data, expectedLastSeq, `${this.region}-${expectedLastSeq + 1}-${event.prevHash.slice(0, 16)}`);
+    return this.publishAt(
+      data,
+      expectedLastSeq,
+      `${this.region}-${expectedLastSeq + 1}-${event.prevHash.slice(0, 16)}`,
+    );
   }
 
   /**
@@ -217,7 +290,11 @@ export class JetStreamControlLog implements ControlLogStore {
     try {
       const ack = await retryWhileUnavailable(this.failoverMs, async (n) => {
         retried = n > 1;
-        return await this.js.publish(this.subject, data, { expect: { lastSequence: expectedLastSeq, streamName: this.streamName }, msgID, timeout: this.timeoutMs });
+        return await this.js.publish(this.subject, data, {
+          expect: { lastSequence: expectedLastSeq, streamName: this.streamName },
+          msgID,
+          timeout: this.timeoutMs,
+        });
       });
       if (ack.duplicate && retried && (await this.storedIs(ack.seq, data))) {
         this.#appended = Math.max(this.#appended, ack.seq);
@@ -225,19 +302,30 @@ export class JetStreamControlLog implements ControlLogStore {
       }
       if (ack.duplicate) {
         this.#verifyAt = 0;
-        throw new ControlConflictError(`control log ${this.region}: an event for position ${expectedLastSeq + 1} was already committed`, { expectedLastSeq, region: this.region });
+        throw new ControlConflictError(
+          `control log ${this.region}: an event for position ${expectedLastSeq + 1} was already committed`,
+          { expectedLastSeq, region: this.region },
+        );
       }
       this.#appended = Math.max(this.#appended, ack.seq);
       return ack.seq;
     } catch (err) {
-      if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)) {
+      if (
+        err instanceof JetStreamApiError &&
+        (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
+          err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+      ) {
         if (retried && (await this.storedIs(expectedLastSeq + 1, data))) {
           this.#appended = Math.max(this.#appended, expectedLastSeq + 1);
           return expectedLastSeq + 1;
         }
         // Someone else committed: the next read asks the stream how far it goes.
         this.#verifyAt = 0;
-        throw new ControlConflictError(`control log ${this.region} moved past ${expectedLastSeq}: ${err.message}`, { expectedLastSeq, region: this.region }, { cause: err });
+        throw new ControlConflictError(
+          `control log ${this.region} moved past ${expectedLastSeq}: ${err.message}`,
+          { expectedLastSeq, region: this.region },
+          { cause: err },
+        );
       }
       throw err;
     }
@@ -256,7 +344,12 @@ export class JetStreamControlLog implements ControlLogStore {
    */
   async appendSnapshot(snapshot: Uint8Array, expectedLastSeq: number, signer?: ControlSigner): Promise<number> {
     if ((await this.info()).config.deny_purge) throw new ControlLogPurgeDeniedError(this.region, this.streamName);
-    const data = encodeMessage(controlSnapshotSpec, signer === undefined ? { snapshot } : { snapshot, ...signEntryHash(hashControlEventBytes(snapshot), expectedLastSeq + 1, signer) });
+    const data = encodeMessage(
+      controlSnapshotSpec,
+      signer === undefined
+        ? { snapshot }
+        : { snapshot, ...signEntryHash(hashControlEventBytes(snapshot), expectedLastSeq + 1, signer) },
+    );
     return this.publishAt(data, expectedLastSeq, `${this.region}-${expectedLastSeq + 1}-snapshot`);
   }
 
@@ -321,7 +414,8 @@ export class JetStreamControlLog implements ControlLogStore {
     try {
       return await retryWhileUnavailable(this.failoverMs, () => this.jsm.streams.info(this.streamName));
     } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw new ControlLogMissingError(this.region, this.streamName, { cause: err });
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)
+        throw new ControlLogMissingError(this.region, this.streamName, { cause: err });
       throw err;
     }
   }
@@ -336,9 +430,21 @@ export class JetStreamControlLog implements ControlLogStore {
 
   private async startTail(startSeq: number, seed: readonly ControlLogRecord[]): Promise<void> {
     // Only a contiguous run that ends right before startSeq can seed the tail.
-    const contiguous = seed.length > 0 && seed[seed.length - 1]!.seq === startSeq - 1 && seed[seed.length - 1]!.seq - seed[0]!.seq === seed.length - 1;
+    const contiguous =
+      seed.length > 0 &&
+      seed[seed.length - 1]!.seq === startSeq - 1 &&
+      seed[seed.length - 1]!.seq - seed[0]!.seq === seed.length - 1;
     try {
-      const tail = await ControlLogTail.start(this.nc, this.jsm, this.streamName, this.subject, startSeq, contiguous ? seed : [], (s, data) => recordOf(s, data), () => this.apiRequests++);
+      const tail = await ControlLogTail.start(
+        this.nc,
+        this.jsm,
+        this.streamName,
+        this.subject,
+        startSeq,
+        contiguous ? seed : [],
+        (s, data) => recordOf(s, data),
+        () => this.apiRequests++,
+      );
       const old = this.#tail;
       this.#tail = tail;
       this.#verifyAt = Date.now() + VERIFY_EVERY_MS;
@@ -369,7 +475,11 @@ export class JetStreamControlLog implements ControlLogStore {
     for (let start = from; start <= last; start += READ_PARALLEL) {
       const seqs = Array.from({ length: Math.min(READ_PARALLEL, last - start + 1) }, (_, i) => start + i);
       this.apiRequests += seqs.length;
-      const got = await Promise.all(seqs.map((s) => retryWhileUnavailable(this.failoverMs, () => this.jsm.streams.getMessage(this.streamName, { seq: s }))));
+      const got = await Promise.all(
+        seqs.map((s) =>
+          retryWhileUnavailable(this.failoverMs, () => this.jsm.streams.getMessage(this.streamName, { seq: s })),
+        ),
+      );
       for (const m of got) if (m !== null) out.push(recordOf(m.seq, m.data));
     }
     return { entries: out, last: Math.max(last, out[out.length - 1]?.seq ?? 0) };
@@ -390,7 +500,11 @@ function recordOf(seq: number, data: Uint8Array): ControlLogRecord {
   } catch (err) {
     return snapshotOf(seq, data) ?? unreadableRecord(seq, data, (err as Error).message);
   }
-  return recordFromBytes(seq, m.event, m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined);
+  return recordFromBytes(
+    seq,
+    m.event,
+    m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined,
+  );
 }
 
 /** The control-snapshot message stored at `seq`, or undefined when `data` is not one. */
@@ -401,14 +515,25 @@ function snapshotOf(seq: number, data: Uint8Array): ControlLogRecord | undefined
   } catch {
     return undefined;
   }
-  return snapshotRecordOf(seq, m.snapshot, m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined);
+  return snapshotRecordOf(
+    seq,
+    m.snapshot,
+    m.signer !== undefined && m.signature !== undefined ? { signer: m.signer, signature: m.signature } : undefined,
+  );
 }
 
 /** The control-event message stored at `seq`; anything else makes the entry unreadable. */
-function unwrap(seq: number, data: Uint8Array): { event: Uint8Array; signer?: string | undefined; signature?: Uint8Array | undefined } {
+function unwrap(
+  seq: number,
+  data: Uint8Array,
+): { event: Uint8Array; signer?: string | undefined; signature?: Uint8Array | undefined } {
   try {
     return decodeMessage(controlEventSpec, data);
   } catch (err) {
-    throw new ControlLogRegressionError(ControlLogRegressionCode.unreadable_entry, `control log entry ${seq} is not a control-event message: ${(err as Error).message}`, { seq });
+    throw new ControlLogRegressionError(
+      ControlLogRegressionCode.unreadable_entry,
+      `control log entry ${seq} is not a control-event message: ${(err as Error).message}`,
+      { seq },
+    );
   }
 }

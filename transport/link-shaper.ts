@@ -41,7 +41,8 @@ export class LinkQueue {
 
   /** Throws LinkProfileError for an impossible profile. */
   constructor(readonly profile: LinkProfile) {
-    if (!(profile.latencyMs >= 0) || !(profile.jitterMs >= 0) || !(profile.bytesPerMs > 0)) throw new LinkProfileError({ ...profile });
+    if (!(profile.latencyMs >= 0) || !(profile.jitterMs >= 0) || !(profile.bytesPerMs > 0))
+      throw new LinkProfileError({ ...profile });
   }
 
   /** Delivery time of `bytes` sent at `nowMs`, with `rand01` in [0,1) drawing the jitter. */
@@ -65,7 +66,9 @@ export function unitDestination(subject: string): string | undefined {
   }
 }
 
-export type LinkRoute = (subject: string) => { readonly toSite: string; readonly toHolder: string; readonly profile: LinkProfile } | undefined;
+export type LinkRoute = (
+  subject: string,
+) => { readonly toSite: string; readonly toHolder: string; readonly profile: LinkProfile } | undefined;
 
 /** Options of `ShapedTransport`. */
 export interface ShapedTransportOptions {
@@ -116,12 +119,28 @@ export class ShapedTransport extends TransportDecorator {
     let end: () => void = () => undefined;
     const tracer = this.opts.tracer;
     if (tracer !== undefined) {
-      const attributes = { "custody.from_site": this.opts.fromSite, "custody.to_site": route.toSite, "custody.to": route.toHolder, "custody.link_delay_ms": delay };
+      const attributes = {
+        "custody.from_site": this.opts.fromSite,
+        "custody.to_site": route.toSite,
+        "custody.to": route.toHolder,
+        "custody.link_delay_ms": delay,
+      };
       // One link.send span per unit, the child of the unit's own sender span (a holder's forward,
       // carried in its headers) or of the active one (a write); the unit then carries the link's context.
-      const hop = (unitHeaders: MessageHeaders | undefined, bytes: number, unitAttrs: Record<string, string | number>) => {
-        const parent = unitHeaders !== undefined && headerValue(unitHeaders, "traceparent") !== undefined ? extractTraceContext(unitHeaders, ROOT_CONTEXT) : otelContext.active();
-        const span = tracer.startSpan("link.send", { kind: SpanKind.PRODUCER, attributes: { ...attributes, "custody.bytes": bytes, ...unitAttrs } }, parent);
+      const hop = (
+        unitHeaders: MessageHeaders | undefined,
+        bytes: number,
+        unitAttrs: Record<string, string | number>,
+      ) => {
+        const parent =
+          unitHeaders !== undefined && headerValue(unitHeaders, "traceparent") !== undefined
+            ? extractTraceContext(unitHeaders, ROOT_CONTEXT)
+            : otelContext.active();
+        const span = tracer.startSpan(
+          "link.send",
+          { kind: SpanKind.PRODUCER, attributes: { ...attributes, "custody.bytes": bytes, ...unitAttrs } },
+          parent,
+        );
         const { traceparent: _drop, tracestate: _drop2, ...rest } = unitHeaders ?? {};
         return { span, headers: injectTraceContext({ ...rest }, trace.setSpan(ROOT_CONTEXT, span)) };
       };
@@ -177,11 +196,21 @@ function unitAttributes(data: Uint8Array): Record<string, string | number> {
 }
 
 function attributesOf(u: WireUnit): Record<string, string | number> {
-  return { "custody.volume": u.volume, "custody.lane": u.lane, "custody.first_seq": u.firstSeq, "custody.last_seq": u.lastSeq };
+  return {
+    "custody.volume": u.volume,
+    "custody.lane": u.lane,
+    "custody.first_seq": u.firstSeq,
+    "custody.last_seq": u.lastSeq,
+  };
 }
 
 /** The units of a `unit-frame` message (each with its span attributes), or undefined for anything else. */
-function unitsOfFrame(data: Uint8Array, headers: MessageHeaders | undefined): { data: Uint8Array; sentThrough: number; headers: MessageHeaders; attributes: Record<string, string | number> }[] | undefined {
+function unitsOfFrame(
+  data: Uint8Array,
+  headers: MessageHeaders | undefined,
+):
+  | { data: Uint8Array; sentThrough: number; headers: MessageHeaders; attributes: Record<string, string | number> }[]
+  | undefined {
   let read;
   try {
     read = readUnitMessage({ data, headers: headers ?? {} }, undefined);
@@ -189,5 +218,10 @@ function unitsOfFrame(data: Uint8Array, headers: MessageHeaders | undefined): { 
     return undefined;
   }
   if (read.kind !== "units" || read.units.length < 2) return undefined;
-  return read.units.map((u) => ({ data: u.data, sentThrough: u.sentThrough ?? 0, headers: u.headers, attributes: u.unit ? attributesOf(u.unit) : {} }));
+  return read.units.map((u) => ({
+    data: u.data,
+    sentThrough: u.sentThrough ?? 0,
+    headers: u.headers,
+    attributes: u.unit ? attributesOf(u.unit) : {},
+  }));
 }

@@ -50,25 +50,52 @@ export interface ConnectTrust {
 }
 
 /** Maps what nats.js threw for a failed first connect to a NatsConnectError naming `servers`. */
-export function toConnectError(err: unknown, servers: readonly string[], timeoutMs: number, trust: ConnectTrust = {}): NatsConnectError {
+export function toConnectError(
+  err: unknown,
+  servers: readonly string[],
+  timeoutMs: number,
+  trust: ConnectTrust = {},
+): NatsConnectError {
   if (err instanceof NatsConnectError) return err;
   const message = err instanceof Error ? err.message : String(err);
   const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
   const code = (err as { code?: unknown } | undefined)?.code ?? (cause as { code?: unknown } | undefined)?.code;
   const opts = { cause: err };
-  if (code === "ECONNREFUSED") return new NatsConnectError(NatsConnectErrorCode.Refused, servers, "connection refused (is nats-server listening there?)", opts);
+  if (code === "ECONNREFUSED")
+    return new NatsConnectError(
+      NatsConnectErrorCode.Refused,
+      servers,
+      "connection refused (is nats-server listening there?)",
+      opts,
+    );
   if (err instanceof natsErrors.TimeoutError) {
     // A port that accepts TCP but never sends NATS's INFO line (a monitoring port speaks HTTP) ends here too.
-    return new NatsConnectError(NatsConnectErrorCode.Timeout, servers, `no NATS server answered within ${timeoutMs} ms (is it the server's client port, not its monitoring or cluster port?)`, opts);
+    return new NatsConnectError(
+      NatsConnectErrorCode.Timeout,
+      servers,
+      `no NATS server answered within ${timeoutMs} ms (is it the server's client port, not its monitoring or cluster port?)`,
+      opts,
+    );
   }
   if (typeof code === "string" && TLS_VERIFY_CODES.has(code)) {
-    const against = trust.caFile !== undefined ? `checked against the CA in ${trust.caFile}` : "no CA to trust was given";
+    const against =
+      trust.caFile !== undefined ? `checked against the CA in ${trust.caFile}` : "no CA to trust was given";
     // Node 24 appends a hint to run Node with --use-system-ca; the way out here is --ca or --operator-config.
     const reason = message.split(";")[0]!.trim();
-    return new NatsConnectError(NatsConnectErrorCode.TlsUntrusted, servers, `the server's TLS certificate is not trusted (${reason}; ${against})`, opts);
+    return new NatsConnectError(
+      NatsConnectErrorCode.TlsUntrusted,
+      servers,
+      `the server's TLS certificate is not trusted (${reason}; ${against})`,
+      opts,
+    );
   }
   if (err instanceof natsErrors.AuthorizationError || err instanceof natsErrors.UserAuthenticationExpiredError) {
-    return new NatsConnectError(NatsConnectErrorCode.AuthFailed, servers, `${trust.credentials === true ? "the server refused the credentials" : "the server wants credentials and none were given"} (${message})`, opts);
+    return new NatsConnectError(
+      NatsConnectErrorCode.AuthFailed,
+      servers,
+      `${trust.credentials === true ? "the server refused the credentials" : "the server wants credentials and none were given"} (${message})`,
+      opts,
+    );
   }
   return new NatsConnectError(NatsConnectErrorCode.Failed, servers, message, opts);
 }

@@ -63,7 +63,10 @@ export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnect
     ...(opts.caFile !== undefined ? { tls: { caFile: opts.caFile } } : {}),
     ...(opts.inboxPrefix !== undefined ? { inboxPrefix: opts.inboxPrefix } : {}),
   }).catch((err: unknown) => {
-    throw toConnectError(err, [opts.servers].flat(), timeout, { caFile: opts.caFile, credentials: opts.nkeySeed !== undefined });
+    throw toConnectError(err, [opts.servers].flat(), timeout, {
+      caFile: opts.caFile,
+      credentials: opts.nkeySeed !== undefined,
+    });
   });
 }
 

@@ -41,8 +41,13 @@ export interface ControlClusterPorts {
 
 /** The `gateways` entries of a server of cluster `self`: every other region, and the control cluster (all its members' URLs). */
 function gatewayLines(self: string, all: readonly RegionPorts[], control: ControlClusterPorts | undefined): string {
-  const lines = all.filter((o) => o.name !== self).map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`);
-  if (control !== undefined && control.name !== self) lines.push(`    { name: "${control.name}", urls: [${control.servers.map((c) => `"nats://${LOOPBACK}:${c.gatewayPort}"`).join(", ")}] }`);
+  const lines = all
+    .filter((o) => o.name !== self)
+    .map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`);
+  if (control !== undefined && control.name !== self)
+    lines.push(
+      `    { name: "${control.name}", urls: [${control.servers.map((c) => `"nats://${LOOPBACK}:${c.gatewayPort}"`).join(", ")}] }`,
+    );
   return lines.join("\n");
 }
 
@@ -50,7 +55,12 @@ function gatewayLines(self: string, all: readonly RegionPorts[], control: Contro
  * Config text of member `server` of the control cluster `control`: JetStream in `storeDir`, routes
  * to the other members, gateways to every region of `regions` (no security: the chaos harness).
  */
-export function controlClusterServerConfig(server: ControlClusterPorts["servers"][number], control: ControlClusterPorts, regions: readonly RegionPorts[], storeDir: string): string {
+export function controlClusterServerConfig(
+  server: ControlClusterPorts["servers"][number],
+  control: ControlClusterPorts,
+  regions: readonly RegionPorts[],
+  storeDir: string,
+): string {
   return [
     `server_name: "${server.serverName}"`,
     `listen: "${LOOPBACK}:${server.port}"`,
@@ -75,7 +85,13 @@ export function controlClusterServerConfig(server: ControlClusterPorts["servers"
  * Config text for region `r` of `all`; JetStream is on when `storeDir` is given; `security` adds
  * auth and TLS; `control` adds a gateway to a replicated control log's cluster.
  */
-export function regionConfig(r: RegionPorts, all: readonly RegionPorts[], storeDir: string | undefined, security: RegionSecurityBlocks = {}, control?: ControlClusterPorts): string {
+export function regionConfig(
+  r: RegionPorts,
+  all: readonly RegionPorts[],
+  storeDir: string | undefined,
+  security: RegionSecurityBlocks = {},
+  control?: ControlClusterPorts,
+): string {
   const gateways = gatewayLines(r.name, all, control);
   return [
     `server_name: "${r.name}-0"`,

@@ -67,16 +67,27 @@ export function toTransportError(err: unknown, subject: string, timeoutMs?: numb
     return new TransportError(TransportErrorCode.NoResponders, `no responders on ${subject}`, detail, { cause: err });
   }
   if (is(natsErrors.TimeoutError)) {
-    return new TransportError(TransportErrorCode.Timeout, `request on ${subject} timed out after ${timeoutMs ?? "?"} ms`, detail, { cause: err });
+    return new TransportError(
+      TransportErrorCode.Timeout,
+      `request on ${subject} timed out after ${timeoutMs ?? "?"} ms`,
+      detail,
+      { cause: err },
+    );
   }
   if (is(natsErrors.ClosedConnectionError) || is(natsErrors.DrainingConnectionError)) {
-    return new TransportError(TransportErrorCode.Closed, `transport is closed (subject ${subject})`, detail, { cause: err });
+    return new TransportError(TransportErrorCode.Closed, `transport is closed (subject ${subject})`, detail, {
+      cause: err,
+    });
   }
   if (is(natsErrors.InvalidSubjectError)) {
-    return new TransportError(TransportErrorCode.InvalidSubject, `invalid subject ${JSON.stringify(subject)}`, detail, { cause: err });
+    return new TransportError(TransportErrorCode.InvalidSubject, `invalid subject ${JSON.stringify(subject)}`, detail, {
+      cause: err,
+    });
   }
   const message = err instanceof Error ? err.message : String(err);
-  return new TransportError(TransportErrorCode.Failed, `transport failure on ${subject}: ${message}`, detail, { cause: err });
+  return new TransportError(TransportErrorCode.Failed, `transport failure on ${subject}: ${message}`, detail, {
+    cause: err,
+  });
 }
 
 /** Builds NATS headers from a record; undefined when there is nothing to send. */
@@ -131,7 +142,9 @@ export class NatsTransport implements Transport {
       opts.onHandlerError ??
       ((err, msg) => process.stderr.write(`[${this.name}] handler for ${msg.subject} threw: ${String(err)}\n`));
     this.#onPermissionViolation =
-      opts.onPermissionViolation ?? ((v) => process.stderr.write(`[${this.name}] server refused ${v.operation} on ${v.subject}: permission denied\n`));
+      opts.onPermissionViolation ??
+      ((v) =>
+        process.stderr.write(`[${this.name}] server refused ${v.operation} on ${v.subject}: permission denied\n`));
     void this.#watch();
   }
 
@@ -247,7 +260,10 @@ export class NatsTransport implements Transport {
     this.#assertOpen(subject);
     try {
       const hdrs = toNatsHeaders(withTraceHeaders(opts.headers));
-      const reply = await this.#nc.request(subject, data, { timeout: opts.timeoutMs, ...(hdrs ? { headers: hdrs } : {}) });
+      const reply = await this.#nc.request(subject, data, {
+        timeout: opts.timeoutMs,
+        ...(hdrs ? { headers: hdrs } : {}),
+      });
       return toInbound(reply);
     } catch (err) {
       throw toTransportError(err, subject, opts.timeoutMs);
@@ -281,7 +297,9 @@ export class NatsTransport implements Transport {
 
   #assertOpen(subject: string): void {
     if (this.#closing !== undefined || this.#nc.isClosed() || this.#nc.isDraining()) {
-      throw new TransportError(TransportErrorCode.Closed, `transport ${this.name} is closed (subject ${subject})`, { subject });
+      throw new TransportError(TransportErrorCode.Closed, `transport ${this.name} is closed (subject ${subject})`, {
+        subject,
+      });
     }
   }
 }

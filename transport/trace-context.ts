@@ -37,7 +37,10 @@ export const headersSetter: TextMapSetter<Record<string, string>> = {
  * Writes the trace context of `ctx` (default: the active context) into `headers`, in place.
  * Returns the same object. Adds nothing when there is no recording span or no propagator.
  */
-export function injectTraceContext(headers: Record<string, string>, ctx: Context = otelContext.active()): Record<string, string> {
+export function injectTraceContext(
+  headers: Record<string, string>,
+  ctx: Context = otelContext.active(),
+): Record<string, string> {
   propagation.inject(ctx, headers, headersSetter);
   return headers;
 }
@@ -51,7 +54,10 @@ export function extractTraceContext(headers: MessageHeaders, base: Context = ote
  * Copy of `headers` plus the active trace context. A `traceparent` the caller set explicitly wins,
  * so a relay can forward the original sender's context unchanged.
  */
-export function withTraceHeaders(headers: MessageHeaders | undefined, ctx: Context = otelContext.active()): Record<string, string> {
+export function withTraceHeaders(
+  headers: MessageHeaders | undefined,
+  ctx: Context = otelContext.active(),
+): Record<string, string> {
   const out: Record<string, string> = { ...headers };
   if (headerValue(out, "traceparent") !== undefined) return out;
   return injectTraceContext(out, ctx);
@@ -62,7 +68,11 @@ export function withTraceHeaders(headers: MessageHeaders | undefined, ctx: Conte
  * message headers). The caller ends it. Use `trace.setSpan(context.active(), span)` with
  * `context.with` to make it active, or use `withConsumerSpan`.
  */
-export function startConsumerSpan(tracer: Tracer, name: string, msg: Pick<InboundMessage, "subject" | "headers">): Span {
+export function startConsumerSpan(
+  tracer: Tracer,
+  name: string,
+  msg: Pick<InboundMessage, "subject" | "headers">,
+): Span {
   // Extract onto ROOT, not the active context: the receiver's own ambient context must not
   // become the parent of a message that came from elsewhere.
   const parent = extractTraceContext(msg.headers, ROOT_CONTEXT);
@@ -70,7 +80,11 @@ export function startConsumerSpan(tracer: Tracer, name: string, msg: Pick<Inboun
     name,
     {
       kind: SpanKind.CONSUMER,
-      attributes: { "messaging.system": "nats", "messaging.destination.name": msg.subject, "messaging.operation.type": "process" },
+      attributes: {
+        "messaging.system": "nats",
+        "messaging.destination.name": msg.subject,
+        "messaging.operation.type": "process",
+      },
     },
     parent,
   );
@@ -80,7 +94,12 @@ export function startConsumerSpan(tracer: Tracer, name: string, msg: Pick<Inboun
  * Runs `fn` inside a consumer span for `msg` (active while `fn` runs), ends the span when `fn`
  * settles, records an exception and error status if it throws, and returns `fn`'s result.
  */
-export async function withConsumerSpan<T>(tracer: Tracer, name: string, msg: InboundMessage, fn: (span: Span) => T | Promise<T>): Promise<T> {
+export async function withConsumerSpan<T>(
+  tracer: Tracer,
+  name: string,
+  msg: InboundMessage,
+  fn: (span: Span) => T | Promise<T>,
+): Promise<T> {
   const span = startConsumerSpan(tracer, name, msg);
   try {
     return await otelContext.with(trace.setSpan(otelContext.active(), span), () => fn(span));

@@ -1,4 +1,14 @@
-import type { ConnectionEvent, InboundMessage, MessageHandler, MessageHeaders, PublishOptions, RequestOptions, SubscribeOptions, Transport, TransportSubscription } from "./transport.ts";
+import type {
+  ConnectionEvent,
+  InboundMessage,
+  MessageHandler,
+  MessageHeaders,
+  PublishOptions,
+  RequestOptions,
+  SubscribeOptions,
+  Transport,
+  TransportSubscription,
+} from "./transport.ts";
 
 /**
  * A `Transport` that passes everything to `inner` unchanged: the base of decorators (link shaping,

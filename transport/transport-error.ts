@@ -19,7 +19,12 @@ export type TransportErrorCode = (typeof TransportErrorCode)[keyof typeof Transp
 export class TransportError extends CustodyError {
   declare readonly code: TransportErrorCode;
 
-  constructor(code: TransportErrorCode, message: string, detail: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: TransportErrorCode,
+    message: string,
+    detail: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(code, message, detail, options);
   }
 }

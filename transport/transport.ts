@@ -50,7 +50,12 @@ export type MessageHandler = (msg: InboundMessage) => void;
  * `reconnected` (subscriptions are live again; what was lost meanwhile must be repaired by the
  * actors), `stale` (the server stopped answering pings), `closed` (for good, not by `close()`).
  */
-export const ConnectionEvent = { Disconnected: "disconnected", Reconnected: "reconnected", Stale: "stale", Closed: "closed" } as const;
+export const ConnectionEvent = {
+  Disconnected: "disconnected",
+  Reconnected: "reconnected",
+  Stale: "stale",
+  Closed: "closed",
+} as const;
 export type ConnectionEvent = (typeof ConnectionEvent)[keyof typeof ConnectionEvent];
 
 export interface TransportSubscription {

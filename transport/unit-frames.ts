@@ -1,7 +1,18 @@
 import { fastDecodeUnitFrame, writeUnitFrame } from "../protocol/index.ts";
 import { fastDecodeUnit } from "../protocol/index.ts";
 import { headerValue, type InboundMessage, type MessageHeaders } from "./transport.ts";
-import { decodeAny, decodeMessage, encodeMessage, UNIT_MAX_BYTES, unitFrameSpec, unitSpec, WireError, WireErrorCode, type WireUnit, type WireUnitFrame } from "../protocol/index.ts";
+import {
+  decodeAny,
+  decodeMessage,
+  encodeMessage,
+  UNIT_MAX_BYTES,
+  unitFrameSpec,
+  unitSpec,
+  WireError,
+  WireErrorCode,
+  type WireUnit,
+  type WireUnitFrame,
+} from "../protocol/index.ts";
 
 /**
  * What travels on a unit subject (`custody.v1.unit.<toHolder>.<volume>.<lane>`), both ways:
@@ -53,10 +64,18 @@ export function encodeUnitMessage(units: readonly OutboundUnit[]): Uint8Array {
 }
 
 /** `encodeUnitMessage` over parallel arrays (the sender's hot path builds no object per unit). */
-export function encodeUnitRun(data: readonly Uint8Array[], sentThrough: readonly number[], headers: readonly (MessageHeaders | undefined)[]): Uint8Array {
+export function encodeUnitRun(
+  data: readonly Uint8Array[],
+  sentThrough: readonly number[],
+  headers: readonly (MessageHeaders | undefined)[],
+): Uint8Array {
   if (data.length === 1) return data[0]!;
   if (!headers.some(hasAny)) return writeUnitFrame(data, sentThrough);
-  return encodeMessage(unitFrameSpec, { units: [...data], sentThrough: [...sentThrough], headers: headers.map((h) => ({ ...h })) });
+  return encodeMessage(unitFrameSpec, {
+    units: [...data],
+    sentThrough: [...sentThrough],
+    headers: headers.map((h) => ({ ...h })),
+  });
 }
 
 /** One unit as a receiver meets it. Exactly one of `unit` and `error` is set. */
@@ -118,26 +137,37 @@ export function creditWindowTag(incarnation: number, window: number): string {
  * a frame that does not decode is returned with its `error`, so one bad unit never costs the
  * others their custody.
  */
-export function readUnitMessage(msg: Pick<InboundMessage, "data" | "headers">, sentThrough: number | undefined): UnitSubjectMessage {
+export function readUnitMessage(
+  msg: Pick<InboundMessage, "data" | "headers">,
+  sentThrough: number | undefined,
+): UnitSubjectMessage {
   // The common cases first: a bare unit or an untraced frame in our own encoders' layout.
   const small = msg.data.byteLength <= UNIT_MAX_BYTES;
   const bare = small ? fastDecodeUnit(msg.data) : undefined;
-  if (bare !== undefined) return { kind: "units", units: [{ data: msg.data, sentThrough, headers: msg.headers, unit: bare }] };
+  if (bare !== undefined)
+    return { kind: "units", units: [{ data: msg.data, sentThrough, headers: msg.headers, unit: bare }] };
   const frame = small ? fastDecodeUnitFrame(msg.data) : undefined;
   const decoded = frame !== undefined ? { kind: "unit-frame", body: frame } : decodeAny(msg.data);
   switch (decoded.kind) {
     case "unit":
-      return { kind: "units", units: [{ data: msg.data, sentThrough, headers: msg.headers, unit: decoded.body as WireUnit }] };
+      return {
+        kind: "units",
+        units: [{ data: msg.data, sentThrough, headers: msg.headers, unit: decoded.body as WireUnit }],
+      };
     case "credit-request":
       return { kind: "credit-request" };
     case "unit-frame": {
       const f = decoded.body as WireUnitFrame; // decodeAny validated it against unitFrameSchema
       const last = f.sentThrough[f.sentThrough.length - 1]!;
       if (sentThrough !== undefined && sentThrough !== last) {
-        throw new WireError(WireErrorCode.InvalidField, `unit-frame: Sent-Through header ${sentThrough} disagrees with the frame's last figure ${last}`, {
-          kind: "unit-frame",
-          field: "sentThrough",
-        });
+        throw new WireError(
+          WireErrorCode.InvalidField,
+          `unit-frame: Sent-Through header ${sentThrough} disagrees with the frame's last figure ${last}`,
+          {
+            kind: "unit-frame",
+            field: "sentThrough",
+          },
+        );
       }
       const units: InboundUnit[] = [];
       for (let i = 0; i < f.units.length; i++) {

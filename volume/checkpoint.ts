@@ -65,19 +65,24 @@ export function encodeCheckpoint(c: Checkpoint): Uint8Array {
  * instead of throwing, so mount can fall back to the other slot. A version-1 checkpoint has no
  * per-LBA LSNs: every LBA is taken as changed at the checkpoint LSN (a conservative dirty set).
  */
-export function decodeCheckpoint(buf: Uint8Array, blockCount: number, physicalBlocks: number, walCapacity: number): Checkpoint | string {
+export function decodeCheckpoint(
+  buf: Uint8Array,
+  blockCount: number,
+  physicalBlocks: number,
+  walCapacity: number,
+): Checkpoint | string {
   if (buf.length < HEAD) return `truncated (${buf.length} bytes)`;
   const v1 = MAGIC_V1.every((b, i) => buf[i] === b);
   if (!v1 && !MAGIC.every((b, i) => buf[i] === b)) return "bad magic";
   const entry = v1 ? ENTRY_V1 : ENTRY;
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  if ((crc32(buf.subarray(0, 60)) >>> 0) !== dv.getUint32(60, true)) return "head CRC mismatch";
+  if (crc32(buf.subarray(0, 60)) >>> 0 !== dv.getUint32(60, true)) return "head CRC mismatch";
   const n = Number(dv.getBigUint64(40, true));
   if (n !== blockCount) return `block count ${n} does not match header ${blockCount}`;
   const bodyLength = dv.getUint32(48, true);
   if (bodyLength !== n * entry) return "body length mismatch";
   if (buf.length < HEAD + bodyLength) return `truncated body (${buf.length} of ${HEAD + bodyLength} bytes)`;
-  if ((crc32(buf.subarray(HEAD, HEAD + bodyLength)) >>> 0) !== dv.getUint32(52, true)) return "body CRC mismatch";
+  if (crc32(buf.subarray(HEAD, HEAD + bodyLength)) >>> 0 !== dv.getUint32(52, true)) return "body CRC mismatch";
   const lsn = Number(dv.getBigUint64(16, true));
   const ringStartSlot = Number(dv.getBigUint64(24, true));
   if (ringStartSlot !== lsn % walCapacity) return `ring start ${ringStartSlot} does not match LSN ${lsn}`;
@@ -97,7 +102,13 @@ export function decodeCheckpoint(buf: Uint8Array, blockCount: number, physicalBl
     map.set(i, p, dv.getUint32(at + 4, true), changed);
     if (code & DAMAGED_BIT) map.damaged[i] = 1;
   }
-  return { sequence: Number(dv.getBigUint64(8, true)), lsn, ringStartSlot, epoch: Number(dv.getBigUint64(32, true)), map };
+  return {
+    sequence: Number(dv.getBigUint64(8, true)),
+    lsn,
+    ringStartSlot,
+    epoch: Number(dv.getBigUint64(32, true)),
+    map,
+  };
 }
 
 /** Reads a whole file through the seam. */

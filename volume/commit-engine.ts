@@ -45,7 +45,17 @@ export class CommitEngine {
   /** The map as of the latest checkpoint (what checkpoint-consistent reads see). */
   checkpointMap: BlockMap;
   durableLsn: number;
-  readonly st = { writes: 0, trims: 0, blocksWritten: 0, extentSyncs: 0, extentWrites: 0, walSyncs: 0, checkpoints: 0, flushes: 0, batches: 0 };
+  readonly st = {
+    writes: 0,
+    trims: 0,
+    blocksWritten: 0,
+    extentSyncs: 0,
+    extentWrites: 0,
+    walSyncs: 0,
+    checkpoints: 0,
+    flushes: 0,
+    batches: 0,
+  };
   private checkpointSeq: number;
   private checkpointSlot: number;
   /** Extent blocks beyond the volume size: the most one write may allocate. */
@@ -120,7 +130,10 @@ export class CommitEngine {
         if (!fits()) await this.settleMark();
         if (!fits()) await this.writeCheckpointNow();
         if (!fits()) {
-          const err = new NoSpaceError("no free blocks or WAL slots even after a checkpoint", { blocks, free: alloc.freeCount() });
+          const err = new NoSpaceError("no free blocks or WAL slots even after a checkpoint", {
+            blocks,
+            free: alloc.freeCount(),
+          });
           this.count(err);
           op.reject(err);
           continue;
@@ -135,7 +148,14 @@ export class CommitEngine {
 
   private async commitSmart(group: { op: MutOp; runs: PhysicalRun[] }[]): Promise<void> {
     if (group.length === 0) return;
-    const plan = planCommit(group.map(({ op, runs }) => ({ ...op, runs })), this.ring.head, this.geometry.epoch, false, this.durableLsn, this.deferBarrier);
+    const plan = planCommit(
+      group.map(({ op, runs }) => ({ ...op, runs })),
+      this.ring.head,
+      this.geometry.epoch,
+      false,
+      this.durableLsn,
+      this.deferBarrier,
+    );
     const runs = coalesceWrites(plan.extentWrites);
     this.st.extentWrites += runs.length;
     const extentWrites = runs.map((w) => this.files.extent.write(w.data, 0, w.data.length, w.offset));
@@ -306,7 +326,13 @@ export class CommitEngine {
     const lsn = this.ring.head;
     const slot = 1 - this.checkpointSlot;
     const sequence = this.checkpointSeq + 1;
-    await writeCheckpoint(this.files.checkpoints[slot]!, { sequence, lsn, ringStartSlot: lsn % this.geometry.walCapacity, epoch: this.geometry.epoch, map: snap });
+    await writeCheckpoint(this.files.checkpoints[slot]!, {
+      sequence,
+      lsn,
+      ringStartSlot: lsn % this.geometry.walCapacity,
+      epoch: this.geometry.epoch,
+      map: snap,
+    });
     this.checkpointSeq = sequence;
     this.checkpointSlot = slot;
     this.checkpointMap = snap;

@@ -5,8 +5,7 @@ import { RecordFlag, type WalRecord } from "./wal-record.ts";
 
 /** One admitted mutation of a group: a write (with its allocated runs in SmartWAL mode) or a trim. */
 export type PlannedMutation =
-  | { kind: "write"; lba: number; data: Uint8Array; runs?: PhysicalRun[] }
-  | { kind: "trim"; lba: number; count: number };
+  { kind: "write"; lba: number; data: Uint8Array; runs?: PhysicalRun[] } | { kind: "trim"; lba: number; count: number };
 
 /** What a group commit must do, in order: extent writes, barrier, then these records. */
 export interface CommitPlan {
@@ -41,12 +40,31 @@ export function planCommit(
   let lsn = headLsn;
   for (const m of muts) {
     if (m.kind === "trim") {
-      records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Trim, lba: m.lba, blockCount: m.count, physicalOffset: 0, dataCrc: 0, durableLsn });
+      records.push({
+        lsn: ++lsn,
+        epoch,
+        flag: RecordFlag.Trim,
+        lba: m.lba,
+        blockCount: m.count,
+        physicalOffset: 0,
+        dataCrc: 0,
+        durableLsn,
+      });
     } else if (inline) {
       for (let k = 0; k < m.data.length / BLOCK_SIZE; k++) {
         const payload = m.data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE);
         const lba = m.lba + k;
-        records.push({ lsn: ++lsn, epoch, flag: RecordFlag.Write, lba, blockCount: 1, physicalOffset: lba * BLOCK_SIZE, dataCrc: crc32(payload) >>> 0, payload, durableLsn });
+        records.push({
+          lsn: ++lsn,
+          epoch,
+          flag: RecordFlag.Write,
+          lba,
+          blockCount: 1,
+          physicalOffset: lba * BLOCK_SIZE,
+          dataCrc: crc32(payload) >>> 0,
+          payload,
+          durableLsn,
+        });
       }
     } else {
       if (!m.runs) throw new RangeError("a SmartWAL write needs allocated runs");
@@ -82,7 +100,9 @@ export function planCommit(
  * of random-LBA writes usually becomes one sequential pwrite. Overlapping writes never occur in a
  * plan (each block is allocated once); the result is sorted by offset.
  */
-export function coalesceWrites(writes: readonly { data: Uint8Array; offset: number }[]): { data: Uint8Array; offset: number }[] {
+export function coalesceWrites(
+  writes: readonly { data: Uint8Array; offset: number }[],
+): { data: Uint8Array; offset: number }[] {
   const sorted = [...writes].sort((a, b) => a.offset - b.offset);
   const out: { data: Uint8Array; offset: number }[] = [];
   let i = 0;

@@ -10,7 +10,10 @@ export class DirtyMap {
   private dirty = 0;
 
   /** `since`: the LSN the peer is known to hold; changes after it are tracked. */
-  constructor(readonly blockCount: number, readonly since: number) {
+  constructor(
+    readonly blockCount: number,
+    readonly since: number,
+  ) {
     this.last = new Float64Array(blockCount);
   }
 

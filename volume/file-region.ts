@@ -7,12 +7,20 @@ import { BadRequestError } from "./volume-errors.ts";
  * unchanged. A sync of any view syncs the whole file (that is the point: one fdatasync covers
  * both regions). The file is closed when the last view is closed.
  */
-export function fileRegions(file: FileHandleLike, regions: readonly { base: number; length: number }[]): FileHandleLike[] {
+export function fileRegions(
+  file: FileHandleLike,
+  regions: readonly { base: number; length: number }[],
+): FileHandleLike[] {
   let open = regions.length;
   return regions.map(({ base, length }) => {
     let closed = false;
     const inside = (position: number, n: number) => {
-      if (position < 0 || position + n > length) throw new BadRequestError(`I/O at ${position}+${n} is outside the ${length}-byte region of ${file.path}`, { position, length: n, region: length });
+      if (position < 0 || position + n > length)
+        throw new BadRequestError(`I/O at ${position}+${n} is outside the ${length}-byte region of ${file.path}`, {
+          position,
+          length: n,
+          region: length,
+        });
     };
     const view: FileHandleLike = {
       path: `${file.path}@${base}`,
@@ -27,7 +35,9 @@ export function fileRegions(file: FileHandleLike, regions: readonly { base: numb
       datasync: () => file.datasync(),
       sync: () => file.sync(),
       truncate() {
-        return Promise.reject(new BadRequestError("a region of a shared file cannot be truncated", { path: file.path, base }));
+        return Promise.reject(
+          new BadRequestError("a region of a shared file cannot be truncated", { path: file.path, base }),
+        );
       },
       async size() {
         return Math.max(0, Math.min(length, (await file.size()) - base));

@@ -86,8 +86,12 @@ export function defaultWalCapacity(mode: VolumeMode, spareBlocks: number): numbe
  * The most blocks one write may span. SmartWAL: the copy-on-write spare, and no more than the ring
  * holds (a write's records are appended together). Inline: half the ring (payloads live there until flushed).
  */
-export function maxWriteBlocks(g: Pick<VolumeGeometry, "mode" | "blockCount" | "physicalBlocks" | "walCapacity">): number {
-  return g.mode === VolumeMode.SmartWal ? Math.min(g.physicalBlocks - g.blockCount, g.walCapacity) : Math.floor(g.walCapacity / 2);
+export function maxWriteBlocks(
+  g: Pick<VolumeGeometry, "mode" | "blockCount" | "physicalBlocks" | "walCapacity">,
+): number {
+  return g.mode === VolumeMode.SmartWal
+    ? Math.min(g.physicalBlocks - g.blockCount, g.walCapacity)
+    : Math.floor(g.walCapacity / 2);
 }
 
 /** Encodes the header (4096 bytes; fields little-endian, CRC32 over bytes 0..59 at offset 60). */
@@ -113,13 +117,15 @@ export function encodeHeader(g: VolumeGeometry): Uint8Array {
  * bytes are short, the magic/version/CRC is wrong, or the geometry is impossible.
  */
 export function decodeHeader(buf: Uint8Array): VolumeGeometry {
-  if (buf.length < 64) throw new HeaderCorruptError(`header is truncated (${buf.length} bytes)`, { length: buf.length });
+  if (buf.length < 64)
+    throw new HeaderCorruptError(`header is truncated (${buf.length} bytes)`, { length: buf.length });
   for (let i = 0; i < HEADER_MAGIC.length; i++) {
     if (buf[i] !== HEADER_MAGIC[i]) throw new HeaderCorruptError("header magic is wrong", { check: "magic" });
   }
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const stored = dv.getUint32(60, true);
-  if ((crc32(buf.subarray(0, 60)) >>> 0) !== stored) throw new HeaderCorruptError("header CRC mismatch", { check: "crc" });
+  if (crc32(buf.subarray(0, 60)) >>> 0 !== stored)
+    throw new HeaderCorruptError("header CRC mismatch", { check: "crc" });
   const version = dv.getUint32(8, true);
   if (version !== FORMAT_VERSION) throw new HeaderCorruptError(`unsupported format version ${version}`, { version });
   const modeCode = dv.getUint8(48);
@@ -146,12 +152,14 @@ export function decodeHeader(buf: Uint8Array): VolumeGeometry {
 /** Why a geometry is impossible, or undefined when it is valid. Shared by create and decode. */
 export function geometryProblem(g: VolumeGeometry): string | undefined {
   if (g.blockSize !== BLOCK_SIZE) return `block size ${g.blockSize} (must be ${BLOCK_SIZE})`;
-  if (!Number.isSafeInteger(g.blockCount) || g.blockCount < 1 || g.blockCount > MAX_BLOCKS) return `block count ${g.blockCount}`;
+  if (!Number.isSafeInteger(g.blockCount) || g.blockCount < 1 || g.blockCount > MAX_BLOCKS)
+    return `block count ${g.blockCount}`;
   const minPhysical = g.mode === VolumeMode.SmartWal ? g.blockCount + 1 : g.blockCount;
   if (!Number.isSafeInteger(g.physicalBlocks) || g.physicalBlocks < minPhysical || g.physicalBlocks > MAX_BLOCKS) {
     return `physical blocks ${g.physicalBlocks} (need at least ${minPhysical})`;
   }
-  if (!Number.isInteger(g.walCapacity) || g.walCapacity < 4 || g.walCapacity > 1 << 26) return `WAL capacity ${g.walCapacity}`;
+  if (!Number.isInteger(g.walCapacity) || g.walCapacity < 4 || g.walCapacity > 1 << 26)
+    return `WAL capacity ${g.walCapacity}`;
   if (g.walSlotSize !== slotSizeFor(g.mode)) return `WAL slot size ${g.walSlotSize}`;
   if (!Number.isSafeInteger(g.epoch) || g.epoch < 0) return `epoch ${g.epoch}`;
   if (g.layout !== VolumeLayout.Split && g.layout !== VolumeLayout.OneFile) return `layout ${String(g.layout)}`;

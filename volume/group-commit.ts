@@ -26,7 +26,8 @@ export class GroupCommit<T> {
     private readonly run: (batch: T[]) => Promise<void>,
     private readonly onError: (err: unknown, batch: T[]) => void,
   ) {
-    if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1) throw new RangeError("maxBatch must be a positive integer");
+    if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1)
+      throw new RangeError("maxBatch must be a positive integer");
     if (!(opts.maxDelayMs >= 0)) throw new RangeError("maxDelayMs must be ≥ 0");
   }
 

@@ -1,8 +1,35 @@
 /** Public surface of the SmartWAL volume store. */
-export { SmartWalVolume, type ExtentBarrier, type OpenVolumeOptions, type VolumeStats, type SnapshotBlock, type WalEntry } from "./smartwal-volume.ts";
+export {
+  SmartWalVolume,
+  type ExtentBarrier,
+  type OpenVolumeOptions,
+  type VolumeStats,
+  type SnapshotBlock,
+  type WalEntry,
+} from "./smartwal-volume.ts";
 export { type CreateRun, type CreateVolumeOptions, DEFAULT_LAYOUT, geometryFor } from "./volume-files.ts";
-export { discardStagedVolume, openStagedVolume, PARTIAL_SUFFIX, sealStagedVolume, STAGED_FILE_MODE, stageVolume, stagedFileLayer } from "./staged-volume.ts";
-export { BLOCK_SIZE, RECORD_SIZE, VolumeLayout, VolumeMode, VolumeFiles, defaultSpareBlocks, defaultWalCapacity, maxWriteBlocks, slotSizeFor, decodeHeader, type VolumeGeometry } from "./format.ts";
+export {
+  discardStagedVolume,
+  openStagedVolume,
+  PARTIAL_SUFFIX,
+  sealStagedVolume,
+  STAGED_FILE_MODE,
+  stageVolume,
+  stagedFileLayer,
+} from "./staged-volume.ts";
+export {
+  BLOCK_SIZE,
+  RECORD_SIZE,
+  VolumeLayout,
+  VolumeMode,
+  VolumeFiles,
+  defaultSpareBlocks,
+  defaultWalCapacity,
+  maxWriteBlocks,
+  slotSizeFor,
+  decodeHeader,
+  type VolumeGeometry,
+} from "./format.ts";
 export { type RecoveryReport, type DamagedEntry, type LostRecord, ReplayStop } from "./recovery.ts";
 export { DirtyMap } from "./dirty-map.ts";
 export { decideRecovery, RecoveryDecision, type RecoveryInputs } from "./recovery-decision.ts";

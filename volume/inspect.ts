@@ -9,7 +9,13 @@ export interface VolumeInspection {
   geometry: VolumeGeometry;
   files: Record<string, number>;
   checkpoints: ({ slot: number; sequence: number; lsn: number; mapped: number } | { slot: number; problem: string })[];
-  ring: { validRecords: number; invalidSlots: number; emptySlots: number; minLsn: number | null; maxLsn: number | null };
+  ring: {
+    validRecords: number;
+    invalidSlots: number;
+    emptySlots: number;
+    minLsn: number | null;
+    maxLsn: number | null;
+  };
   /** Bytes one WAL slot takes and how many slots a 64 MiB WAL holds in this mode. */
   walSlotBytes: number;
   entriesPer64MiB: number;
@@ -38,7 +44,11 @@ export async function inspectVolume(fl: FileLayer, dir: string): Promise<VolumeI
   // The extent (and the one-file layout's volume.dat) is only sized; the WAL is read whole.
   const walFile = oneFile ? VolumeFiles.data : VolumeFiles.wal;
   const walAt = oneFile ? extentBytes(geometry) : 0;
-  const names = [VolumeFiles.header, ...(oneFile ? [VolumeFiles.data] : [VolumeFiles.extent, VolumeFiles.wal]), ...VolumeFiles.checkpoints];
+  const names = [
+    VolumeFiles.header,
+    ...(oneFile ? [VolumeFiles.data] : [VolumeFiles.extent, VolumeFiles.wal]),
+    ...VolumeFiles.checkpoints,
+  ];
   const checkpoints: VolumeInspection["checkpoints"] = [];
   let wal: Uint8Array | undefined;
   for (const n of names) {
@@ -60,9 +70,19 @@ export async function inspectVolume(fl: FileLayer, dir: string): Promise<VolumeI
   for (let slot = 0; slot < VolumeFiles.checkpoints.length; slot++) {
     const bytes = (await read(VolumeFiles.checkpoints[slot]!)) ?? new Uint8Array(0);
     const c = decodeCheckpoint(bytes, geometry.blockCount, geometry.physicalBlocks, geometry.walCapacity);
-    checkpoints.push(typeof c === "string" ? { slot, problem: c } : { slot, sequence: c.sequence, lsn: c.lsn, mapped: c.map.mappedCount() });
+    checkpoints.push(
+      typeof c === "string"
+        ? { slot, problem: c }
+        : { slot, sequence: c.sequence, lsn: c.lsn, mapped: c.map.mappedCount() },
+    );
   }
-  const ring = { validRecords: 0, invalidSlots: 0, emptySlots: 0, minLsn: null as number | null, maxLsn: null as number | null };
+  const ring = {
+    validRecords: 0,
+    invalidSlots: 0,
+    emptySlots: 0,
+    minLsn: null as number | null,
+    maxLsn: null as number | null,
+  };
   for (let s = 0; s < geometry.walCapacity; s++) {
     const slot = wal?.subarray(s * geometry.walSlotSize, (s + 1) * geometry.walSlotSize) ?? new Uint8Array(0);
     const r = decodeRecord(slot);
@@ -74,5 +94,12 @@ export async function inspectVolume(fl: FileLayer, dir: string): Promise<VolumeI
       ring.maxLsn = ring.maxLsn === null ? r.lsn : Math.max(ring.maxLsn, r.lsn);
     }
   }
-  return { geometry, files, checkpoints, ring, walSlotBytes: geometry.walSlotSize, entriesPer64MiB: Math.floor((64 << 20) / geometry.walSlotSize) };
+  return {
+    geometry,
+    files,
+    checkpoints,
+    ring,
+    walSlotBytes: geometry.walSlotSize,
+    entriesPer64MiB: Math.floor((64 << 20) / geometry.walSlotSize),
+  };
 }

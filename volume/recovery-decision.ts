@@ -38,8 +38,13 @@ export interface RecoveryInputs {
  */
 export function decideRecovery(inp: RecoveryInputs): { decision: RecoveryDecision; reason: string } {
   const { replicaFlushedLsn: R, walStart: S, walHead: H, dirtyMapSince } = inp;
-  for (const [name, v] of [["replicaFlushedLsn", R], ["walStart", S], ["walHead", H]] as const) {
-    if (!Number.isSafeInteger(v) || v < 0) throw new BadRequestError(`${name} must be a non-negative integer`, { [name]: v });
+  for (const [name, v] of [
+    ["replicaFlushedLsn", R],
+    ["walStart", S],
+    ["walHead", H],
+  ] as const) {
+    if (!Number.isSafeInteger(v) || v < 0)
+      throw new BadRequestError(`${name} must be a non-negative integer`, { [name]: v });
   }
   if (S < 1 || S > H + 1) throw new BadRequestError(`WAL window ${S}..${H} is impossible`, { walStart: S, walHead: H });
   if (dirtyMapSince !== undefined && (!Number.isSafeInteger(dirtyMapSince) || dirtyMapSince < 0)) {
@@ -49,7 +54,13 @@ export function decideRecovery(inp: RecoveryInputs): { decision: RecoveryDecisio
   if (R > H) return { decision: RecoveryDecision.FullRebuild, reason: `peer LSN ${R} is past the primary head ${H}` };
   if (R + 1 >= S) return { decision: RecoveryDecision.CatchUp, reason: `records ${R + 1}..${H} are in the WAL` };
   if (R > 0 && (dirtyMapSince === undefined || dirtyMapSince <= R)) {
-    return { decision: RecoveryDecision.DeltaRebuild, reason: `records after ${R} were recycled; dirty map covers them` };
+    return {
+      decision: RecoveryDecision.DeltaRebuild,
+      reason: `records after ${R} were recycled; dirty map covers them`,
+    };
   }
-  return { decision: RecoveryDecision.FullRebuild, reason: R === 0 ? "peer has no base" : `dirty map starts at ${dirtyMapSince}, after peer LSN ${R}` };
+  return {
+    decision: RecoveryDecision.FullRebuild,
+    reason: R === 0 ? "peer has no base" : `dirty map starts at ${dirtyMapSince}, after peer LSN ${R}`,
+  };
 }

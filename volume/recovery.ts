@@ -87,7 +87,12 @@ export async function recover(
   const durableProofLsn = Math.max(ckpt.lsn, scan.maxWatermark);
   const mark = g.mode === VolumeMode.SmartWal ? await readSyncMark(files.wal, g) : undefined;
   const extentCoveredLsn = Math.max(durableProofLsn, mark ?? 0);
-  const { walk, cutRecords } = await cutAtUnsyncedData(walkLog(scan, durableProofLsn), scan, files.extent, extentCoveredLsn);
+  const { walk, cutRecords } = await cutAtUnsyncedData(
+    walkLog(scan, durableProofLsn),
+    scan,
+    files.extent,
+    extentCoveredLsn,
+  );
   const records = walk.records;
 
   // Apply in LSN order; remember which record owns each LBA at the end.
@@ -115,8 +120,9 @@ export async function recover(
     if (idx < 0 || verified.has(idx)) continue;
     verified.add(idx);
     const r = records[idx]!;
-    const data = g.mode === VolumeMode.Inline ? r.payload! : await readRun(files.extent, r.physicalOffset, r.blockCount);
-    const ok = (crc32(data) >>> 0) === r.dataCrc;
+    const data =
+      g.mode === VolumeMode.Inline ? r.payload! : await readRun(files.extent, r.physicalOffset, r.blockCount);
+    const ok = crc32(data) >>> 0 === r.dataCrc;
     for (let k = 0; k < r.blockCount; k++) {
       const l = r.lba + k;
       if (owner[l] !== idx) continue;
@@ -139,7 +145,7 @@ export async function recover(
       scrubbedBlocks++;
       buf.fill(0);
       await files.extent.read(buf, 0, BLOCK_SIZE, map.phys[lba]! * BLOCK_SIZE);
-      if ((crc32(buf) >>> 0) !== map.crc[lba]) {
+      if (crc32(buf) >>> 0 !== map.crc[lba]) {
         map.damaged[lba] = 1;
         damaged.push({ lba, lsn: ckpt.lsn });
       }
@@ -171,7 +177,11 @@ export async function recover(
   };
   if (walk.lost.length > 0 && !lossAccepted) {
     const lsns = walk.lost.map((l) => l.lsn);
-    throw new WalDamagedError(`WAL damaged: ${lsns.length} record(s) of the log are unreadable (LSN ${lsns.join(",")}); not mounted without accepting the loss`, lsns, report);
+    throw new WalDamagedError(
+      `WAL damaged: ${lsns.length} record(s) of the log are unreadable (LSN ${lsns.join(",")}); not mounted without accepting the loss`,
+      lsns,
+      report,
+    );
   }
 
   for (const { lba, block } of redo) await files.extent.write(block, 0, BLOCK_SIZE, lba * BLOCK_SIZE);
@@ -186,7 +196,8 @@ export async function recover(
   // It is also written when deferred records were replayed: the mount frees the blocks they
   // superseded, so the next recovery must not check those records against reused blocks.
   const deferred = records.some((r) => r.deferredBarrier === true);
-  if (g.mode === VolumeMode.SmartWal && (mark !== undefined || cutRecords > 0 || deferred)) await writeSyncMark(files.wal, g, lastLsn);
+  if (g.mode === VolumeMode.SmartWal && (mark !== undefined || cutRecords > 0 || deferred))
+    await writeSyncMark(files.wal, g, lastLsn);
   await files.wal.datasync();
   return { map, lastLsn, report };
 }

@@ -27,8 +27,7 @@ export const SECTOR_SIZE = 512;
  * so it is always wholly old or wholly new): damage.
  */
 export type Position =
-  | { kind: "record"; record: WalRecord }
-  | { kind: "hole" | "garbage"; why: ReplayStop; foundLsn?: number };
+  { kind: "record"; record: WalRecord } | { kind: "hole" | "garbage"; why: ReplayStop; foundLsn?: number };
 
 /** The ring read once from the checkpoint's start slot, one entry per position. */
 export interface RingScan {
@@ -47,7 +46,12 @@ export interface RingScan {
 const CHUNK_SLOTS = 4096;
 
 /** Reads every slot of the ring, starting at `startSlot`, and classifies it against the LSN expected there. Only I/O errors throw. */
-export async function scanRing(g: VolumeGeometry, wal: FileHandleLike, checkpointLsn: number, startSlot: number): Promise<RingScan> {
+export async function scanRing(
+  g: VolumeGeometry,
+  wal: FileHandleLike,
+  checkpointLsn: number,
+  startSlot: number,
+): Promise<RingScan> {
   const cap = g.walCapacity;
   const firstLsn = checkpointLsn + 1;
   const positions: Position[] = new Array(cap);
@@ -150,5 +154,11 @@ export function walkLog(scan: RingScan, proofLsn: number): LogWalk {
     const stop = { reason: at.why, slot: slotOf(p), ...(at.foundLsn !== undefined ? { foundLsn: at.foundLsn } : {}) };
     return { records, lost, endLsn: lsn, stop, staleSlots };
   }
-  return { records, lost, endLsn: scan.firstLsn + scan.capacity, stop: { reason: ReplayStop.End, slot: scan.startSlot }, staleSlots: [] };
+  return {
+    records,
+    lost,
+    endLsn: scan.firstLsn + scan.capacity,
+    stop: { reason: ReplayStop.End, slot: scan.startSlot },
+    staleSlots: [],
+  };
 }

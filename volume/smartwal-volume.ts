@@ -6,7 +6,13 @@ import { nodeFileLayer, type FileLayer } from "../core/index.ts";
 import { Hold } from "./allocator.ts";
 import { UNMAPPED, type BlockMap } from "./block-map.ts";
 import { CommitEngine, type MountedState, type MutOp, type Op } from "./commit-engine.ts";
-import { CheckpointCorruptError, BadRequestError, DamagedBlockError, VolumeClosedError, WalDamagedError } from "./volume-errors.ts";
+import {
+  CheckpointCorruptError,
+  BadRequestError,
+  DamagedBlockError,
+  VolumeClosedError,
+  WalDamagedError,
+} from "./volume-errors.ts";
 import { loadCheckpoint } from "./checkpoint.ts";
 import { DirtyMap } from "./dirty-map.ts";
 import { BLOCK_SIZE, maxWriteBlocks, VolumeLayout, VolumeMode, type VolumeGeometry } from "./format.ts";
@@ -45,7 +51,14 @@ export class SmartWalVolume {
     opts: OpenVolumeOptions,
   ) {
     this.counters = opts.counters ?? new Counters();
-    this.engine = new CommitEngine(geometry, files, state, this.counters, (lba, count, lsn) => this.markPeers(lba, count, lsn), opts.extentBarrier);
+    this.engine = new CommitEngine(
+      geometry,
+      files,
+      state,
+      this.counters,
+      (lba, count, lsn) => this.markPeers(lba, count, lsn),
+      opts.extentBarrier,
+    );
     this.queue = new GroupCommit<Op>(
       { maxBatch: opts.maxBatch ?? 64, maxDelayMs: opts.maxDelayMs ?? 0, clock: opts.clock ?? systemClock },
       (batch) => this.runBatch(batch),
@@ -54,7 +67,11 @@ export class SmartWalVolume {
   }
 
   /** Creates a new volume at `dir` (see createVolumeFiles); does not open it. */
-  static async create(dir: string, opts: CreateVolumeOptions, fileLayer: FileLayer = nodeFileLayer): Promise<VolumeGeometry> {
+  static async create(
+    dir: string,
+    opts: CreateVolumeOptions,
+    fileLayer: FileLayer = nodeFileLayer,
+  ): Promise<VolumeGeometry> {
     return createVolumeFiles(fileLayer, dir, opts);
   }
 
@@ -74,12 +91,22 @@ export class SmartWalVolume {
       if (!loaded.chosen) throw new CheckpointCorruptError("no valid checkpoint slot", { issues: loaded.issues });
       const ckpt = loaded.chosen;
       const checkpointMap = ckpt.map.clone();
-      const rec = await recover(g, ckpt, loaded.slot, loaded.issues, handles, { scrub: opts.scrub ?? false, acceptLoss: opts.acceptLoss ?? false });
+      const rec = await recover(g, ckpt, loaded.slot, loaded.issues, handles, {
+        scrub: opts.scrub ?? false,
+        acceptLoss: opts.acceptLoss ?? false,
+      });
       const vol = new SmartWalVolume(
         dir,
         g,
         handles,
-        { map: rec.map, lastLsn: rec.lastLsn, checkpointMap, checkpointLsn: ckpt.lsn, checkpointSeq: ckpt.sequence, checkpointSlot: loaded.slot },
+        {
+          map: rec.map,
+          lastLsn: rec.lastLsn,
+          checkpointMap,
+          checkpointLsn: ckpt.lsn,
+          checkpointSeq: ckpt.sequence,
+          checkpointSlot: loaded.slot,
+        },
         rec.report,
         opts,
       );
@@ -98,11 +125,19 @@ export class SmartWalVolume {
    */
   write(lba: number, data: Uint8Array): Promise<number> {
     return this.enqueue((resolve, reject) => {
-      const blocks = data instanceof Uint8Array && data.length > 0 && data.length % BLOCK_SIZE === 0 ? data.length / BLOCK_SIZE : 0;
-      if (blocks === 0) throw new BadRequestError(`data must be a positive multiple of ${BLOCK_SIZE} bytes`, { length: (data as Uint8Array)?.length });
+      const blocks =
+        data instanceof Uint8Array && data.length > 0 && data.length % BLOCK_SIZE === 0 ? data.length / BLOCK_SIZE : 0;
+      if (blocks === 0)
+        throw new BadRequestError(`data must be a positive multiple of ${BLOCK_SIZE} bytes`, {
+          length: (data as Uint8Array)?.length,
+        });
       this.checkRange(lba, blocks);
       const limit = maxWriteBlocks(this.geometry);
-      if (blocks > limit) throw new BadRequestError(`a single write may span at most ${limit} blocks (spare ${this.geometry.physicalBlocks - this.geometry.blockCount}, WAL ring ${this.geometry.walCapacity} slots)`, { blocks, limit });
+      if (blocks > limit)
+        throw new BadRequestError(
+          `a single write may span at most ${limit} blocks (spare ${this.geometry.physicalBlocks - this.geometry.blockCount}, WAL ring ${this.geometry.walCapacity} slots)`,
+          { blocks, limit },
+        );
       return { kind: "write", lba, data: data.slice(), resolve, reject };
     });
   }
@@ -138,7 +173,11 @@ export class SmartWalVolume {
       throw err;
     }
     const out = new Uint8Array(count * BLOCK_SIZE);
-    await Promise.all(Array.from({ length: count }, (_, k) => this.readBlock(lba + k, out.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE))));
+    await Promise.all(
+      Array.from({ length: count }, (_, k) =>
+        this.readBlock(lba + k, out.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE)),
+      ),
+    );
     return out;
   }
 
@@ -149,7 +188,12 @@ export class SmartWalVolume {
 
   /** The WAL window: first LSN still held (checkpoint LSN + 1), newest LSN, durable LSN. */
   walWindow(): { start: number; head: number; durable: number; checkpointLsn: number } {
-    return { start: this.engine.ring.checkpointLsn + 1, head: this.engine.ring.head, durable: this.engine.durableLsn, checkpointLsn: this.engine.ring.checkpointLsn };
+    return {
+      start: this.engine.ring.checkpointLsn + 1,
+      head: this.engine.ring.head,
+      durable: this.engine.durableLsn,
+      checkpointLsn: this.engine.ring.checkpointLsn,
+    };
   }
 
   /** What the last completed syncCache proves (memo section 9). */
@@ -160,7 +204,11 @@ export class SmartWalVolume {
       epoch: this.geometry.epoch,
       checkpointLsn: this.engine.ring.checkpointLsn,
       recoverability: inline ? RecoverabilityClass.Inline : RecoverabilityClass.ExtentReferenced,
-      barriers: inline ? ["wal_fsync"] : this.geometry.layout === VolumeLayout.OneFile ? ["shared_fdatasync"] : ["extent_fdatasync", "wal_fsync"],
+      barriers: inline
+        ? ["wal_fsync"]
+        : this.geometry.layout === VolumeLayout.OneFile
+          ? ["shared_fdatasync"]
+          : ["extent_fdatasync", "wal_fsync"],
     };
   }
 
@@ -184,10 +232,14 @@ export class SmartWalVolume {
       run: async () => {
         const start = this.engine.ring.checkpointLsn + 1;
         if (!Number.isSafeInteger(lsn) || lsn < 0 || lsn + 1 < start) {
-          throw new BadRequestError(`LSN ${lsn} is before the WAL window starting at ${start}`, { lsn, walStart: start });
+          throw new BadRequestError(`LSN ${lsn} is before the WAL window starting at ${start}`, {
+            lsn,
+            walStart: start,
+          });
         }
         const { records, unreadable } = await this.engine.ring.readRecords(lsn + 1, this.engine.ring.head);
-        if (unreadable.length > 0) throw new WalDamagedError(`WAL records ${unreadable.join(",")} are unreadable`, unreadable);
+        if (unreadable.length > 0)
+          throw new WalDamagedError(`WAL records ${unreadable.join(",")} are unreadable`, unreadable);
         out = records.map((r) => ({ lsn: r.lsn, flag: r.flag, lba: r.lba, blockCount: r.blockCount }));
         return this.engine.ring.head;
       },
@@ -232,7 +284,9 @@ export class SmartWalVolume {
     return this.readSnapshot(() => lbas);
   }
 
-  private readSnapshot(select: (snap: BlockMap) => readonly number[]): Promise<{ checkpointLsn: number; blocks: SnapshotBlock[] }> {
+  private readSnapshot(
+    select: (snap: BlockMap) => readonly number[],
+  ): Promise<{ checkpointLsn: number; blocks: SnapshotBlock[] }> {
     const run = async () => {
       const alloc = this.engine.alloc!;
       const snap = this.engine.checkpointMap;
@@ -250,7 +304,8 @@ export class SmartWalVolume {
           }
           const data = new Uint8Array(BLOCK_SIZE);
           await this.files.extent.read(data, 0, BLOCK_SIZE, p * BLOCK_SIZE);
-          if (snap.damaged[lba] || (crc32(data) >>> 0) !== snap.crc[lba]) throw new DamagedBlockError(lba, { checkpointLsn: lsn });
+          if (snap.damaged[lba] || crc32(data) >>> 0 !== snap.crc[lba])
+            throw new DamagedBlockError(lba, { checkpointLsn: lsn });
           blocks.push({ lba, data });
         }
         return { checkpointLsn: lsn, blocks };
@@ -282,7 +337,11 @@ export class SmartWalVolume {
 
   /** I/O figures since open. */
   stats(): VolumeStats {
-    return { ...this.engine.st, walBytes: this.engine.ring.bytesWritten, freeBlocks: this.engine.alloc?.freeCount() ?? 0 };
+    return {
+      ...this.engine.st,
+      walBytes: this.engine.ring.bytesWritten,
+      freeBlocks: this.engine.alloc?.freeCount() ?? 0,
+    };
   }
 
   /** Waits for queued operations, then closes the files. Does not sync: call syncCache() first for durability. */
@@ -315,12 +374,22 @@ export class SmartWalVolume {
 
   private assertOpen(): void {
     if (this.closed) throw new VolumeClosedError();
-    if (this.failure !== undefined) throw new VolumeClosedError("volume failed after an I/O error and is fenced", { cause: String(this.failure) });
+    if (this.failure !== undefined)
+      throw new VolumeClosedError("volume failed after an I/O error and is fenced", { cause: String(this.failure) });
   }
 
   private checkRange(lba: number, count: number): void {
-    if (!Number.isInteger(lba) || !Number.isInteger(count) || lba < 0 || count < 1 || lba + count > this.geometry.blockCount) {
-      throw new BadRequestError(`range ${lba}+${count} is outside the volume (0..${this.geometry.blockCount - 1})`, { lba, count });
+    if (
+      !Number.isInteger(lba) ||
+      !Number.isInteger(count) ||
+      lba < 0 ||
+      count < 1 ||
+      lba + count > this.geometry.blockCount
+    ) {
+      throw new BadRequestError(`range ${lba}+${count} is outside the volume (0..${this.geometry.blockCount - 1})`, {
+        lba,
+        count,
+      });
     }
   }
 
@@ -349,9 +418,13 @@ export class SmartWalVolume {
       const lsn = this.engine.map.lsn[lba]!;
       into.fill(0);
       await this.files.extent.read(into, 0, BLOCK_SIZE, p * BLOCK_SIZE);
-      if ((crc32(into) >>> 0) === this.engine.map.crc[lba]) return;
+      if (crc32(into) >>> 0 === this.engine.map.crc[lba]) return;
       // A write may have moved the LBA while we read; only a stable mapping with a bad CRC is damage.
-      if ((this.engine.map.phys[lba] !== p || this.engine.map.lsn[lba] !== lsn || this.engine.unflushed.has(lba)) && attempt < 3) continue;
+      if (
+        (this.engine.map.phys[lba] !== p || this.engine.map.lsn[lba] !== lsn || this.engine.unflushed.has(lba)) &&
+        attempt < 3
+      )
+        continue;
       this.engine.map.damaged[lba] = 1;
       this.counters.inc("volume_block_damaged");
       throw new DamagedBlockError(lba, { lsn, physicalBlock: p });

@@ -17,7 +17,13 @@ export const PARTIAL_SUFFIX = ".partial";
 export const STAGED_FILE_MODE = 0o600;
 
 /** The volume's file names; the header last, as the one that makes a directory a volume. */
-const NAMES: readonly string[] = [VolumeFiles.data, VolumeFiles.extent, VolumeFiles.wal, ...VolumeFiles.checkpoints, VolumeFiles.header];
+const NAMES: readonly string[] = [
+  VolumeFiles.data,
+  VolumeFiles.extent,
+  VolumeFiles.wal,
+  ...VolumeFiles.checkpoints,
+  VolumeFiles.header,
+];
 
 const join = (dir: string, name: string) => `${dir}/${name}`;
 
@@ -41,7 +47,12 @@ export function stagedFileLayer(fl: FileLayer, dir: string): FileLayer {
  * creates the volume's files under their partial names. Throws VolumeExistsError when `dir` holds
  * a volume (a sealed one is never removed).
  */
-export async function stageVolume(fl: FileLayer, dir: string, opts: CreateVolumeOptions, run: CreateRun = {}): Promise<VolumeGeometry> {
+export async function stageVolume(
+  fl: FileLayer,
+  dir: string,
+  opts: CreateVolumeOptions,
+  run: CreateRun = {},
+): Promise<VolumeGeometry> {
   await fl.mkdirp(dir);
   if (await fl.exists(join(dir, VolumeFiles.header))) throw new VolumeExistsError(dir);
   if (await fl.exists(join(dir, VolumeFiles.header + PARTIAL_SUFFIX))) {
@@ -52,7 +63,11 @@ export async function stageVolume(fl: FileLayer, dir: string, opts: CreateVolume
 }
 
 /** Mounts the staged volume at `dir` (to build or check it). */
-export function openStagedVolume(fl: FileLayer, dir: string, opts: Omit<OpenVolumeOptions, "fileLayer"> = {}): Promise<SmartWalVolume> {
+export function openStagedVolume(
+  fl: FileLayer,
+  dir: string,
+  opts: Omit<OpenVolumeOptions, "fileLayer"> = {},
+): Promise<SmartWalVolume> {
   return SmartWalVolume.open(dir, { ...opts, fileLayer: stagedFileLayer(fl, dir) });
 }
 

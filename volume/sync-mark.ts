@@ -35,7 +35,7 @@ export function decodeSyncMark(buf: Uint8Array, epoch: number): number | undefin
   if (buf.length < SYNC_MARK_SIZE) return undefined;
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if (dv.getUint32(0, true) !== MAGIC || dv.getUint32(4, true) !== 1) return undefined;
-  if ((crc32(buf.subarray(0, 60)) >>> 0) !== dv.getUint32(60, true)) return undefined;
+  if (crc32(buf.subarray(0, 60)) >>> 0 !== dv.getUint32(60, true)) return undefined;
   if (Number(dv.getBigUint64(16, true)) > epoch) return undefined;
   const lsn = dv.getBigUint64(8, true);
   return lsn > BigInt(Number.MAX_SAFE_INTEGER) ? undefined : Number(lsn);

@@ -34,7 +34,7 @@ export async function cutAtUnsyncedData(
     if (!needsDataCheck(r, extentCoveredLsn)) continue;
     buf.fill(0);
     await extent.read(buf, 0, BLOCK_SIZE, r.physicalOffset);
-    if ((crc32(buf) >>> 0) === r.dataCrc) continue;
+    if (crc32(buf) >>> 0 === r.dataCrc) continue;
     const endLsn = r.lsn;
     const slotOf = (p: number) => (scan.startSlot + p) % scan.capacity;
     const staleSlots: number[] = [];

@@ -40,7 +40,10 @@ export class CheckpointCorruptError extends CustodyError {
 
 /** A read touched an LBA whose data failed its CRC (at recovery or on read). Never silent wrong data. */
 export class DamagedBlockError extends CustodyError {
-  constructor(readonly lba: number, detail: Record<string, unknown> = {}) {
+  constructor(
+    readonly lba: number,
+    detail: Record<string, unknown> = {},
+  ) {
     super(VolumeErrorCode.Damaged, `block ${lba} is damaged (data does not match its checksum)`, { lba, ...detail });
   }
 }

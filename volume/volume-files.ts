@@ -54,7 +54,8 @@ const join = (dir: string, name: string) => `${dir}/${name}`;
 /** The geometry `opts` describes; throws BadRequestError when it is impossible. */
 export function geometryFor(opts: CreateVolumeOptions): VolumeGeometry {
   const mode = opts.mode ?? VolumeMode.SmartWal;
-  if (mode !== VolumeMode.SmartWal && mode !== VolumeMode.Inline) throw new BadRequestError(`unknown mode ${String(mode)}`, { mode });
+  if (mode !== VolumeMode.SmartWal && mode !== VolumeMode.Inline)
+    throw new BadRequestError(`unknown mode ${String(mode)}`, { mode });
   const spare = mode === VolumeMode.Inline ? 0 : (opts.spareBlocks ?? defaultSpareBlocks(opts.blockCount));
   const g: VolumeGeometry = {
     mode,
@@ -67,7 +68,8 @@ export function geometryFor(opts: CreateVolumeOptions): VolumeGeometry {
     layout: opts.layout ?? DEFAULT_LAYOUT,
   };
   const problem = geometryProblem(g);
-  if (problem || !Number.isInteger(spare) || spare < 0) throw new BadRequestError(`invalid volume geometry: ${problem ?? `spare ${spare}`}`, { ...g });
+  if (problem || !Number.isInteger(spare) || spare < 0)
+    throw new BadRequestError(`invalid volume geometry: ${problem ?? `spare ${spare}`}`, { ...g });
   return g;
 }
 
@@ -77,7 +79,12 @@ export function geometryFor(opts: CreateVolumeOptions): VolumeGeometry {
  * so a crash mid-create leaves no header and no half-made volume that would mount.
  * Throws VolumeExistsError when a header is already there, BadRequestError on a bad geometry.
  */
-export async function createVolumeFiles(fl: FileLayer, dir: string, opts: CreateVolumeOptions, run: CreateRun = {}): Promise<VolumeGeometry> {
+export async function createVolumeFiles(
+  fl: FileLayer,
+  dir: string,
+  opts: CreateVolumeOptions,
+  run: CreateRun = {},
+): Promise<VolumeGeometry> {
   const g = geometryFor(opts);
   await fl.mkdirp(dir);
   if (await fl.exists(join(dir, VolumeFiles.header))) throw new VolumeExistsError(dir);
@@ -109,7 +116,13 @@ export async function createVolumeFiles(fl: FileLayer, dir: string, opts: Create
   for (const f of dataFiles) await f.close();
   for (const name of VolumeFiles.checkpoints) {
     const f = await sized(name, 0);
-    await writeCheckpoint(f, { sequence: 0, lsn: 0, ringStartSlot: 0, epoch: g.epoch, map: new BlockMap(g.blockCount) });
+    await writeCheckpoint(f, {
+      sequence: 0,
+      lsn: 0,
+      ringStartSlot: 0,
+      epoch: g.epoch,
+      map: new BlockMap(g.blockCount),
+    });
     await f.close();
   }
   const header = await fl.open(join(dir, VolumeFiles.header), { create: true });
@@ -127,7 +140,10 @@ export async function createVolumeFiles(fl: FileLayer, dir: string, opts: Create
  * (one-file layout: `volume.dat`, extent and WAL region) is shorter than the geometry (a silently shorter volume is never mounted). A missing checkpoint
  * file opens as empty: mount falls back to the other slot.
  */
-export async function openVolumeFiles(fl: FileLayer, dir: string): Promise<{ geometry: VolumeGeometry; handles: VolumeHandles }> {
+export async function openVolumeFiles(
+  fl: FileLayer,
+  dir: string,
+): Promise<{ geometry: VolumeGeometry; handles: VolumeHandles }> {
   let header: FileHandleLike;
   try {
     header = await fl.open(join(dir, VolumeFiles.header));
@@ -148,12 +164,18 @@ export async function openVolumeFiles(fl: FileLayer, dir: string): Promise<{ geo
       try {
         f = await fl.open(join(dir, name));
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new FileSizeError(`${name} is missing`, { file: name });
+        if ((err as NodeJS.ErrnoException).code === "ENOENT")
+          throw new FileSizeError(`${name} is missing`, { file: name });
         throw err;
       }
       opened.push(f);
       const size = await f.size();
-      if (size < bytes) throw new FileSizeError(`${name} is ${size} bytes, header requires ${bytes}`, { file: name, size, required: bytes });
+      if (size < bytes)
+        throw new FileSizeError(`${name} is ${size} bytes, header requires ${bytes}`, {
+          file: name,
+          size,
+          required: bytes,
+        });
       return f;
     };
     const g = geometry;
@@ -181,4 +203,3 @@ export async function openVolumeFiles(fl: FileLayer, dir: string): Promise<{ geo
     throw err;
   }
 }
-

@@ -37,7 +37,12 @@ export interface WalRecord {
 }
 
 /** Why a slot does not hold a valid record. */
-export const RecordProblem = { Empty: "empty", BadMagic: "bad_magic", BadCrc: "bad_crc", BadField: "bad_field" } as const;
+export const RecordProblem = {
+  Empty: "empty",
+  BadMagic: "bad_magic",
+  BadCrc: "bad_crc",
+  BadField: "bad_field",
+} as const;
 /** One of the RecordProblem values. */
 export type RecordProblem = (typeof RecordProblem)[keyof typeof RecordProblem];
 
@@ -81,11 +86,16 @@ function recordCrc(slot: Uint8Array, payloadLength: number): number {
 export function decodeRecord(slot: Uint8Array): WalRecord | RecordProblem {
   if (slot.length < RECORD_SIZE) return RecordProblem.Empty;
   let zero = true;
-  for (let i = 0; i < RECORD_SIZE; i++) if (slot[i] !== 0) { zero = false; break; }
+  for (let i = 0; i < RECORD_SIZE; i++)
+    if (slot[i] !== 0) {
+      zero = false;
+      break;
+    }
   if (zero) return RecordProblem.Empty;
   const dv = new DataView(slot.buffer, slot.byteOffset, slot.byteLength);
   const version = dv.getUint8(4);
-  if (dv.getUint32(0, true) !== RECORD_MAGIC || (version !== 1 && version !== RECORD_VERSION)) return RecordProblem.BadMagic;
+  if (dv.getUint32(0, true) !== RECORD_MAGIC || (version !== 1 && version !== RECORD_VERSION))
+    return RecordProblem.BadMagic;
   const payloadLength = dv.getUint32(36, true);
   if (RECORD_SIZE + payloadLength > slot.length) return RecordProblem.BadField;
   if (recordCrc(slot, payloadLength) !== dv.getUint32(60, true)) return RecordProblem.BadCrc;
@@ -106,7 +116,8 @@ export function decodeRecord(slot: Uint8Array): WalRecord | RecordProblem {
     durableLsn: version === 1 ? 0 : big(52),
   };
   if ((dv.getUint8(6) & 1) === 1) rec.deferredBarrier = true;
-  if (rec.lsn < 1 || rec.epoch < 0 || rec.lba < 0 || rec.physicalOffset < 0 || rec.blockCount < 1) return RecordProblem.BadField;
+  if (rec.lsn < 1 || rec.epoch < 0 || rec.lba < 0 || rec.physicalOffset < 0 || rec.blockCount < 1)
+    return RecordProblem.BadField;
   // A record cannot have been appended after its own LSN became durable.
   if (rec.durableLsn! < 0 || rec.durableLsn! >= rec.lsn) return RecordProblem.BadField;
   if (payloadLength > 0) rec.payload = slot.slice(RECORD_SIZE, RECORD_SIZE + payloadLength);

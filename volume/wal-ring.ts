@@ -52,7 +52,8 @@ export class WalRing {
     const firstSlot = this.slotOf(records[0]!.lsn);
     const inFirst = Math.min(records.length, this.capacity - firstSlot);
     const writes = [this.file.write(buf, 0, inFirst * this.slotSize, firstSlot * this.slotSize)];
-    if (inFirst < records.length) writes.push(this.file.write(buf, inFirst * this.slotSize, (records.length - inFirst) * this.slotSize, 0));
+    if (inFirst < records.length)
+      writes.push(this.file.write(buf, inFirst * this.slotSize, (records.length - inFirst) * this.slotSize, 0));
     await Promise.all(writes);
     this.head += records.length;
     this.bytesWritten += buf.length;
@@ -78,7 +79,7 @@ export class WalRing {
   async readRecords(first: number, last: number): Promise<{ records: WalRecord[]; unreadable: number[] }> {
     const records: WalRecord[] = [];
     const unreadable: number[] = [];
-    for (let lsn = first; lsn <= last; ) {
+    for (let lsn = first; lsn <= last;) {
       const slot = this.slotOf(lsn);
       const n = Math.min(last - lsn + 1, this.capacity - slot, 4096);
       const buf = await this.readSlots(slot, n);

@@ -1,4 +1,16 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
@@ -33,7 +45,11 @@ export type BaseBuildPhase = "idle" | "probe" | "copy" | "fetch" | "apply" | "sy
 /** Thrown when a build outlived `buildTimeoutMs`; names the phase it was stuck in. */
 export class BaseBuildTimeoutError extends CustodyError {
   constructor(detail: { phase: BaseBuildPhase; phaseMs: number; timeoutMs: number }) {
-    super("base_build_timeout", `a base build was still in its ${detail.phase} phase after ${detail.timeoutMs} ms; abandoned`, detail);
+    super(
+      "base_build_timeout",
+      `a base build was still in its ${detail.phase} phase after ${detail.timeoutMs} ms; abandoned`,
+      detail,
+    );
   }
 }
 
@@ -96,7 +112,14 @@ export class BaseBuilder {
     if (b === undefined) return;
     this.transport.publish(
       baseSubject(this.cfg.holderId),
-      encodeMessage(baseReadySpec, { holder: this.cfg.holderId, volume: this.cfg.volume, lane: this.cfg.lane, snapshotId: b.snapshotId, throughSeq: b.throughSeq, bytes: b.bytes }),
+      encodeMessage(baseReadySpec, {
+        holder: this.cfg.holderId,
+        volume: this.cfg.volume,
+        lane: this.cfg.lane,
+        snapshotId: b.snapshotId,
+        throughSeq: b.throughSeq,
+        bytes: b.bytes,
+      }),
     );
   }
 
@@ -149,7 +172,14 @@ export class BaseBuilder {
     const cur = this.current;
     const from = (cur?.throughSeq ?? 0) + 1;
     const probeSeq = from + this.cfg.minNewSeqs - 1;
-    const probe = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(probeSeq, probeSeq), 10_000);
+    const probe = await fetchUnits(
+      this.transport,
+      this.cfg.holderId,
+      this.cfg.volume,
+      this.cfg.lane,
+      RangeSet.of(probeSeq, probeSeq),
+      10_000,
+    );
     if (probe.length === 0) return undefined;
     this.enter("copy", signal);
     removeBuildDirs(this.cfg.dir);
@@ -162,7 +192,14 @@ export class BaseBuilder {
       while (through < last) {
         this.enter("fetch", signal);
         const hi = Math.min(last, through + BUILD_CHUNK_SEQS);
-        const units = await fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, RangeSet.of(through + 1, hi), 10_000);
+        const units = await fetchUnits(
+          this.transport,
+          this.cfg.holderId,
+          this.cfg.volume,
+          this.cfg.lane,
+          RangeSet.of(through + 1, hi),
+          10_000,
+        );
         this.enter("apply", signal);
         const records = openUnits(this.cfg.volume, [this.cfg.lane], this.dataKey, units).byLane.get(this.cfg.lane)!;
         const end = Math.min(last, contiguousFrom(records, through + 1));
@@ -206,7 +243,8 @@ export class BaseBuilder {
 
 /** Deletes every build directory in `dir`: one a killed process left, or one an abandoned attempt still writes into. */
 function removeBuildDirs(dir: string): void {
-  for (const n of readdirSync(dir)) if (n.startsWith("building")) rmSync(join(dir, n), { recursive: true, force: true });
+  for (const n of readdirSync(dir))
+    if (n.startsWith("building")) rmSync(join(dir, n), { recursive: true, force: true });
 }
 
 /** Sequences fetched and applied at a time while building a base (bounds the builder's memory). */

@@ -49,7 +49,11 @@ export class AnnouncedStandbys implements RepairLauncher {
   /** The newest acceptable admission request of `standby`, waiting up to `waitMs` for one. */
   async prepare(standby: StandbyHolder): Promise<HolderAdmission> {
     if (standby.publicKey === undefined) {
-      throw new StandbyUnavailableError("standby_key_unknown", `standby ${standby.holderId} has no publicKey in repair.standby: the controller takes no standby whose key the deployment did not name`, { holderId: standby.holderId });
+      throw new StandbyUnavailableError(
+        "standby_key_unknown",
+        `standby ${standby.holderId} has no publicKey in repair.standby: the controller takes no standby whose key the deployment did not name`,
+        { holderId: standby.holderId },
+      );
     }
     if (!this.freshlyHeard(standby.holderId)) {
       this.heard.delete(standby.holderId);
@@ -58,7 +62,11 @@ export class AnnouncedStandbys implements RepairLauncher {
     const h = this.heard.get(standby.holderId);
     if (h === undefined || !this.freshlyHeard(standby.holderId)) {
       this.d.counters.inc("standby_not_announced");
-      throw new StandbyUnavailableError("standby_not_announced", `standby ${standby.holderId} did not ask to be admitted within ${this.d.waitMs ?? 5_000} ms: is its process running?`, { holderId: standby.holderId });
+      throw new StandbyUnavailableError(
+        "standby_not_announced",
+        `standby ${standby.holderId} did not ask to be admitted within ${this.d.waitMs ?? 5_000} ms: is its process running?`,
+        { holderId: standby.holderId },
+      );
     }
     const { holderId, incarnation, publicKey, failureDomain } = h.req;
     return { holderId, incarnation, publicKey, failureDomain };
@@ -85,8 +93,13 @@ export class AnnouncedStandbys implements RepairLauncher {
     }
     const site = this.d.sites.find((s) => s.id === standby.site);
     if (req.holderId !== standby.holderId) return this.d.counters.inc("standby_wrong_subject");
-    if (standby.publicKey === undefined || Buffer.from(req.publicKey).toString("hex") !== standby.publicKey.toLowerCase()) return this.d.counters.inc("standby_key_mismatch");
-    if (site === undefined || req.failureDomain !== failureDomainOf(site)) return this.d.counters.inc("standby_domain_mismatch");
+    if (
+      standby.publicKey === undefined ||
+      Buffer.from(req.publicKey).toString("hex") !== standby.publicKey.toLowerCase()
+    )
+      return this.d.counters.inc("standby_key_mismatch");
+    if (site === undefined || req.failureDomain !== failureDomainOf(site))
+      return this.d.counters.inc("standby_domain_mismatch");
     const prev = this.heard.get(req.holderId);
     // A restarted standby asks with a higher incarnation; an older request arriving late changes nothing.
     if (prev !== undefined && prev.req.incarnation > req.incarnation) return;

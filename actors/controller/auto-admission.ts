@@ -1,6 +1,12 @@
 import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
-import { AdmissionError, AdmissionRefusal, checkAutoAdmission, readAdmissionRequest, type AdmissionRequest } from "../../custody/index.ts";
+import {
+  AdmissionError,
+  AdmissionRefusal,
+  checkAutoAdmission,
+  readAdmissionRequest,
+  type AdmissionRequest,
+} from "../../custody/index.ts";
 import type { ControlEventBody } from "../../custody/index.ts";
 import type { ControlState } from "../../custody/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
@@ -40,7 +46,8 @@ export class AutoAdmission {
       if (standby && this.d.controlState().holders[req.holderId] === undefined) return;
       checkAutoAdmission(this.d.controlState(), req);
     } catch (err) {
-      if (!(err instanceof AdmissionError && err.code === AdmissionRefusal.NotNewer)) this.d.counters.inc(err instanceof CustodyError ? err.code : "admission_malformed");
+      if (!(err instanceof AdmissionError && err.code === AdmissionRefusal.NotNewer))
+        this.d.counters.inc(err instanceof CustodyError ? err.code : "admission_malformed");
       return;
     }
     const key = `${req.holderId}#${req.incarnation}`;
@@ -51,7 +58,14 @@ export class AutoAdmission {
         checkAutoAdmission(s, req);
         // The holder's own request rides along: with it a controller of any one of a shared holder's
         // volumes may commit the re-admission (custody/control-scope.ts authorityScope).
-        return { type: "admit_holder", holderId: req.holderId, incarnation: req.incarnation, publicKey: req.publicKey, failureDomain: req.failureDomain, request: msg.data };
+        return {
+          type: "admit_holder",
+          holderId: req.holderId,
+          incarnation: req.incarnation,
+          publicKey: req.publicKey,
+          failureDomain: req.failureDomain,
+          request: msg.data,
+        };
       })
       .then(({ state }) => {
         this.d.counters.inc("admission_committed");

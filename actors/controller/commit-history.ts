@@ -48,9 +48,16 @@ export class CommitHistory {
    * above each lane's lowest cut, coarse below it, one run below what any holder still retains;
    * never folded inside a retention window.
    */
-  trim(state: EvaluationState, report: EvaluationReport, lanes: readonly string[], retention: VolumeTopology["retention"]): void {
+  trim(
+    state: EvaluationState,
+    report: EvaluationReport,
+    lanes: readonly string[],
+    retention: VolumeTopology["retention"],
+  ): void {
     const { floor, horizon } = commitHistoryBounds(state, report, lanes);
-    if (retention !== undefined) for (const [lane, f] of Object.entries(retentionFloor(retention, this.runs, lanes, state.asOfMs))) floor[lane] = Math.min(floor[lane] ?? f, f);
+    if (retention !== undefined)
+      for (const [lane, f] of Object.entries(retentionFloor(retention, this.runs, lanes, state.asOfMs)))
+        floor[lane] = Math.min(floor[lane] ?? f, f);
     this.runs = foldCommitHistory(this.runs, floor, horizon, COARSE_RUN_SEQS);
     if (this.sightings.runs.length > 0) this.sightings.prune((lane) => this.datedIn(lane), horizon);
   }

@@ -19,18 +19,22 @@ export class CommitSightings {
     const fresh = ranges.subtract(dated).subtract(before);
     if (fresh.isEmpty) return;
     this.seen.set(lane, before.union(fresh));
-    for (const r of fresh.ranges()) this.runs.push({ lane, first: r.first, last: r.last, committedAtMs: atMs, bytesPerSeq: 0 });
+    for (const r of fresh.ranges())
+      this.runs.push({ lane, first: r.first, last: r.last, committedAtMs: atMs, bytesPerSeq: 0 });
   }
 
   /** Forgets sightings a commit run now dates, and those below `horizon` (no holder retains them). */
   prune(dated: (lane: string) => RangeSet, horizon: Readonly<Record<string, number>>): void {
     const out: CommitRun[] = [];
     for (const s of this.runs) {
-      const keep = RangeSet.of(s.first, s.last).subtract(dated(s.lane)).subtract(below(horizon[s.lane] ?? 0));
+      const keep = RangeSet.of(s.first, s.last)
+        .subtract(dated(s.lane))
+        .subtract(below(horizon[s.lane] ?? 0));
       for (const r of keep.ranges()) out.push({ ...s, first: r.first, last: r.last });
     }
     this.runs = out;
-    for (const [lane, seen] of this.seen) this.seen.set(lane, seen.subtract(dated(lane)).subtract(below(horizon[lane] ?? 0)));
+    for (const [lane, seen] of this.seen)
+      this.seen.set(lane, seen.subtract(dated(lane)).subtract(below(horizon[lane] ?? 0)));
   }
 }
 

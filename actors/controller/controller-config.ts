@@ -1,4 +1,11 @@
-import type { BaseSnapshot, ControlPlanePlacement, KeyAuthority, Link, MetadataQuorum, RecoveryParams } from "../../policies/index.ts";
+import type {
+  BaseSnapshot,
+  ControlPlanePlacement,
+  KeyAuthority,
+  Link,
+  MetadataQuorum,
+  RecoveryParams,
+} from "../../policies/index.ts";
 import type { Scenario, Timeline } from "../../policies/index.ts";
 import type { Site } from "../../policies/index.ts";
 import type { SpendConfigInput } from "../../policies/index.ts";
@@ -88,7 +95,12 @@ export interface ControllerConfig {
    * evaluation rounds. Defaults 1000/2000/500. With `optional`, gaps of scenarios the contract
    * does not require are closed too — optional work, which a `spend` ceiling may refuse.
    */
-  readonly coverageRepair?: { readonly graceMs?: number; readonly retryMs?: number; readonly checkMs?: number; readonly optional?: boolean };
+  readonly coverageRepair?: {
+    readonly graceMs?: number;
+    readonly retryMs?: number;
+    readonly checkMs?: number;
+    readonly optional?: boolean;
+  };
   /**
    * Monthly spend ceiling, priced region edges and the steady / catch-up / repair / long-outage
    * budget plan (see policies/spend-budget.ts). Work for required scenarios always runs; optional

@@ -1,9 +1,48 @@
 import { Counters, CustodyError, DurationWindow } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { commitControlEvent, ControlConflictError, ControlLogFollower, HolderStatus, overdueHolds, overdueReason, ReceiptLedger, receiptBatchSpec, receiptVerifyContext, releasedRanges } from "../../custody/index.ts";
+import {
+  commitControlEvent,
+  ControlConflictError,
+  ControlLogFollower,
+  HolderStatus,
+  overdueHolds,
+  overdueReason,
+  ReceiptLedger,
+  receiptBatchSpec,
+  receiptVerifyContext,
+  releasedRanges,
+} from "../../custody/index.ts";
 import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
-import { authorizeReleases, DEFAULT_VERDICT_TIMING, evaluateState, releaseEventFor, Residency, steadyVerdicts, withoutStaleClaims, type BaseSnapshot, type EvaluationReport, type EvaluationState, type RecoveryInFlight, type ReleaseRequest, type VerdictMemory } from "../../policies/index.ts";
-import { decodeAny, decodeMessage, encodeMessage, eventSubject, obligationIdOf, parseSubjectOf, receiptsOfVolume, receiptSubject, releaseFrontierSpec, releaseSubject, statusSubject, subjectFilter, volumeStatusSpec } from "../../protocol/index.ts";
+import {
+  authorizeReleases,
+  DEFAULT_VERDICT_TIMING,
+  evaluateState,
+  releaseEventFor,
+  Residency,
+  steadyVerdicts,
+  withoutStaleClaims,
+  type BaseSnapshot,
+  type EvaluationReport,
+  type EvaluationState,
+  type RecoveryInFlight,
+  type ReleaseRequest,
+  type VerdictMemory,
+} from "../../policies/index.ts";
+import {
+  decodeAny,
+  decodeMessage,
+  encodeMessage,
+  eventSubject,
+  obligationIdOf,
+  parseSubjectOf,
+  receiptsOfVolume,
+  receiptSubject,
+  releaseFrontierSpec,
+  releaseSubject,
+  statusSubject,
+  subjectFilter,
+  volumeStatusSpec,
+} from "../../protocol/index.ts";
 import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
@@ -27,7 +66,14 @@ import { FailoverService } from "./failover-service.ts";
 import { commitFailover } from "./failover.ts";
 import { FencedSpeakers } from "./fenced-speakers.ts";
 import { checkWriterProgress } from "./writer-progress-check.ts";
-export { COARSE_RUN_SEQS, MAX_AUDITS, type ControllerPorts, type HolderAdmission, type ReleaseAudit, type RepairLauncher } from "./controller-ports.ts"; // re-exported for callers that know them from here
+export {
+  COARSE_RUN_SEQS,
+  MAX_AUDITS,
+  type ControllerPorts,
+  type HolderAdmission,
+  type ReleaseAudit,
+  type RepairLauncher,
+} from "./controller-ports.ts"; // re-exported for callers that know them from here
 
 /**
  * The controller's working parts behind its machine: the receipt ledger (fed only by verified
@@ -79,14 +125,24 @@ export class ControllerCore {
     private readonly dispatch: ControllerDispatch,
   ) {
     this.counters = ports.counters ?? new Counters();
-    this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
+    this.ledger = new ReceiptLedger({
+      clock: ports.clock,
+      maxEvidenceAgeMs: config.topology.staleAfterMs,
+      counters: this.counters,
+    });
     this.follower = new ControlLogFollower(ports.store, undefined, ports.trust);
     this.bases = [...config.topology.bases];
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     this.routes = new ControllerRoutes(config.routes);
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
     if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
-    this.admission = new AutoAdmission({ config, counters: this.counters, controlState: () => this.follower.state, commit: (b) => this.commit(b), admitted: (state) => this.noteIncarnations(state) });
+    this.admission = new AutoAdmission({
+      config,
+      counters: this.counters,
+      controlState: () => this.follower.state,
+      commit: (b) => this.commit(b),
+      admitted: (state) => this.noteIncarnations(state),
+    });
     this.failureRepairs = new FailureRepairRunner({
       config,
       ports,
@@ -98,9 +154,21 @@ export class ControllerCore {
       repairBandwidth: (site, configured) => this.routes.repairBandwidth(this.currentState(), site, configured),
       nudge: () => (this.dirty = true),
     });
-    this.persistence = new PersistenceTargetChooser(config, { counters: this.counters, commit: (b) => commitControlEvent(ports.store, this.follower, this.identity(), b) });
-    this.images = new ImageCustody(config.topology, { counters: this.counters, commit: (b) => commitControlEvent(ports.store, this.follower, this.identity(), b), publishFrontier: (s, o, h, l) => this.publishFrontier(s, o, h, l) });
-    this.failovers = new FailoverService({ volume: config.topology.volume, transport: ports.transport, counters: this.counters, commit: (req) => commitFailover(this, req) });
+    this.persistence = new PersistenceTargetChooser(config, {
+      counters: this.counters,
+      commit: (b) => commitControlEvent(ports.store, this.follower, this.identity(), b),
+    });
+    this.images = new ImageCustody(config.topology, {
+      counters: this.counters,
+      commit: (b) => commitControlEvent(ports.store, this.follower, this.identity(), b),
+      publishFrontier: (s, o, h, l) => this.publishFrontier(s, o, h, l),
+    });
+    this.failovers = new FailoverService({
+      volume: config.topology.volume,
+      transport: ports.transport,
+      counters: this.counters,
+      commit: (req) => commitFailover(this, req),
+    });
     this.coverage = new CoverageRepair(
       {
         volume: config.topology.volume,
@@ -108,13 +176,18 @@ export class ControllerCore {
         transport: ports.transport,
         clock: ports.clock,
         counters: this.counters,
-        beginRecovery: (r) => this.beginRecovery(r), endRecovery: (id) => this.endRecovery(id),
+        beginRecovery: (r) => this.beginRecovery(r),
+        endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
         admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, ports.clock.now()),
         unproven: () => this.retentionAudits?.unproven() ?? new Set(),
         enlist: (lane, gap, survives) => this.failureRepairs.enlist(lane, gap, survives),
       },
-      { graceMs: config.coverageRepair?.graceMs ?? 1_000, retryMs: config.coverageRepair?.retryMs ?? 2_000, optional: config.coverageRepair?.optional },
+      {
+        graceMs: config.coverageRepair?.graceMs ?? 1_000,
+        retryMs: config.coverageRepair?.retryMs ?? 2_000,
+        optional: config.coverageRepair?.optional,
+      },
     );
   }
 
@@ -131,8 +204,14 @@ export class ControllerCore {
   /** Folds the control log and subscribes receipts, writer progress and admission requests. */
   async start(): Promise<void> {
     this.noteIncarnations(await this.follower.refresh());
-    this.subs.push(this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) => this.dispatch({ type: "nats.receipt", msg })));
-    this.subs.push(this.ports.transport.subscribe(eventSubject(this.volume), (msg) => this.dispatch({ type: "nats.event", msg })));
+    this.subs.push(
+      this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) =>
+        this.dispatch({ type: "nats.receipt", msg }),
+      ),
+    );
+    this.subs.push(
+      this.ports.transport.subscribe(eventSubject(this.volume), (msg) => this.dispatch({ type: "nats.event", msg })),
+    );
     this.subs.push(...this.routes.listen(this.ports.transport, this.ports.clock, this.counters));
     // After a reconnect what was published meanwhile is gone: evaluate again and re-send every
     // holder its release frontier in the next round.
@@ -143,14 +222,30 @@ export class ControllerCore {
         this.dirty = true;
       }
     });
-    if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
-    if (!this.stopped) this.retentionAudits = startRetentionAudits(this.config, this.ports, { counters: this.counters, ledger: this.ledger, controlState: () => this.follower.state, dispatch: this.dispatch, nudge: () => (this.dirty = true) }, this.subs);
-    if (!this.stopped) this.dispatch({ type: "timer.arm", ms: this.coverageCheckMs, event: { type: "timer.coverage" } });
+    if (unwatch !== undefined)
+      this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
+    if (!this.stopped)
+      this.retentionAudits = startRetentionAudits(
+        this.config,
+        this.ports,
+        {
+          counters: this.counters,
+          ledger: this.ledger,
+          controlState: () => this.follower.state,
+          dispatch: this.dispatch,
+          nudge: () => (this.dirty = true),
+        },
+        this.subs,
+      );
+    if (!this.stopped)
+      this.dispatch({ type: "timer.arm", ms: this.coverageCheckMs, event: { type: "timer.coverage" } });
     // Repairs handed to a worker ask this controller over NATS (only when repairs are delegated).
     this.subs.push(...this.failureRepairs.subscribe((msg) => this.dispatch({ type: "nats.repair", msg })));
     this.subs.push(this.failovers.subscribe((msg) => this.dispatch({ type: "nats.failover", msg })));
     if (this.config.admission === "key-continuity") {
-      this.subs.push(this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })));
+      this.subs.push(
+        this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })),
+      );
     }
     await this.ports.transport.flush();
   }
@@ -174,7 +269,8 @@ export class ControllerCore {
       if (prev === undefined) continue;
       this.counters.inc("incarnation_admitted");
       this.dirty = true;
-      for (const lane of this.config.topology.lanes) this.publishFrontier(s, obligationIdOf(this.volume, lane), h.holderId, lane);
+      for (const lane of this.config.topology.lanes)
+        this.publishFrontier(s, obligationIdOf(this.volume, lane), h.holderId, lane);
     }
   }
 
@@ -208,7 +304,10 @@ export class ControllerCore {
     try {
       const { volume, lane } = parseSubjectOf("receipt", msg.subject);
       const signed = decodeMessage(receiptBatchSpec, msg.data);
-      const ctx = { ...receiptVerifyContext(this.follower.state, { volume, lane, subject: receiptSubject(volume, lane) }), released: () => RangeSet.EMPTY };
+      const ctx = {
+        ...receiptVerifyContext(this.follower.state, { volume, lane, subject: receiptSubject(volume, lane) }),
+        released: () => RangeSet.EMPTY,
+      };
       this.ledger.apply(signed, ctx);
       this.counters.inc("receipt_batches");
       this.dirty = true;
@@ -231,7 +330,8 @@ export class ControllerCore {
     }
     for (const l of p.lanes) {
       this.heads[l.lane] = Math.max(this.heads[l.lane] ?? 0, l.head);
-      for (const [first, last, at, bytes] of l.runs) this.history.add({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
+      for (const [first, last, at, bytes] of l.runs)
+        this.history.add({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
     }
     this.dirty = true;
   }
@@ -240,20 +340,33 @@ export class ControllerCore {
   currentState(s: ControlState = this.follower.state, held = this.heldBy(s)): EvaluationState {
     // Only the admitted incarnation speaks for a holder: the moment a newer one is admitted, what
     // the previous one claimed (its RAM is gone) stops counting, receipted again or not.
-    const holdings = countedHoldings(this.ledger.holdings({ volume: this.volume }), s, (h) => this.retentionAudits?.isUnproven(h) === true);
+    const holdings = countedHoldings(
+      this.ledger.holdings({ volume: this.volume }),
+      s,
+      (h) => this.retentionAudits?.isUnproven(h) === true,
+    );
     const commits = this.history.runs;
     const layout = this.config.topology.protectedRam;
     const now = this.ports.clock.now();
     // What no commit run dates yet is dated by when it was first seen retained: for a retention
     // window, and for the steady verdicts (a receipt often arrives before the progress dating it).
     for (const h of holdings) this.history.sight(h.lane, h.retained, now);
-    return this.routes.apply(buildEvaluationState({ ...this.config.topology, bases: this.bases }, holdings, { heads: this.heads, commits }, now, failedHolders(s), {
-      recoveries: [...this.recoveries.values(), ...held.recoveries],
-      pins: held.pins,
-      protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
-      retentionUnknownCommittedAtMs: now, // everything retained was just sighted: this never applies
-      retentionSightings: this.history.sightings.runs,
-    }));
+    return this.routes.apply(
+      buildEvaluationState(
+        { ...this.config.topology, bases: this.bases },
+        holdings,
+        { heads: this.heads, commits },
+        now,
+        failedHolders(s),
+        {
+          recoveries: [...this.recoveries.values(), ...held.recoveries],
+          pins: held.pins,
+          protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
+          retentionUnknownCommittedAtMs: now, // everything retained was just sighted: this never applies
+          retentionSightings: this.history.sightings.runs,
+        },
+      ),
+    );
   }
 
   /** The control log's holds on this volume as pins and recoveries for the release rule. */
@@ -268,7 +381,11 @@ export class ControllerCore {
 
   /** Who this controller commits as: its id, clock and, for a signed log, its key. */
   private identity(): ControllerIdentity {
-    return { controller: this.config.controllerId, clock: this.ports.clock, ...(this.ports.signer ? { signer: this.ports.signer } : {}) };
+    return {
+      controller: this.config.controllerId,
+      clock: this.ports.clock,
+      ...(this.ports.signer ? { signer: this.ports.signer } : {}),
+    };
   }
 
   /**
@@ -308,7 +425,9 @@ export class ControllerCore {
     this.noteIncarnations(s);
     if (this.frontiersDue) {
       this.frontiersDue = false;
-      for (const h of Object.keys(s.holders)) for (const lane of this.config.topology.lanes) this.publishFrontier(s, obligationIdOf(this.volume, lane), h, lane);
+      for (const h of Object.keys(s.holders))
+        for (const lane of this.config.topology.lanes)
+          this.publishFrontier(s, obligationIdOf(this.volume, lane), h, lane);
     }
     await this.failureRepairs.scan(s);
     s = await this.endOverdueHolds(s);
@@ -318,11 +437,18 @@ export class ControllerCore {
     this.history.trim(state, report, this.config.topology.lanes, this.config.topology.retention);
     this.coverage.progress(withoutStaleClaims(state), s);
     s = await this.persistence.step(s, state);
-    for (const h of state.holders) if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
+    for (const h of state.holders)
+      if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
     const now = this.ports.clock.now();
     const every = this.config.releaseEveryMs ?? 1_000;
-    const due = (h: string) => s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
-    const requests: ReleaseRequest[] = releaseCandidates(state, releasableHolders(this.config).filter(due), this.durableHolders, held);
+    const due = (h: string) =>
+      s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
+    const requests: ReleaseRequest[] = releaseCandidates(
+      state,
+      releasableHolders(this.config).filter(due),
+      this.durableHolders,
+      held,
+    );
     const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
     const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
     for (const d of decisions) {
@@ -333,7 +459,9 @@ export class ControllerCore {
     for (const req of granted) {
       const obligationId = obligationIdOf(this.volume, req.lane);
       try {
-        const { seq, state: next } = await commitControlEvent(this.ports.store, this.follower, this.identity(), (cur) => this.releaseBody(cur, obligationId, req, state));
+        const { seq, state: next } = await commitControlEvent(this.ports.store, this.follower, this.identity(), (cur) =>
+          this.releaseBody(cur, obligationId, req, state),
+        );
         s = next;
         this.audits.push({ state, grantedTogether: granted, request: req, controlSeq: seq });
         if (this.audits.length > MAX_AUDITS) this.audits.splice(0, this.audits.length - MAX_AUDITS);
@@ -346,9 +474,25 @@ export class ControllerCore {
     }
     s = await this.images.step(s, state);
     // The document's verdicts mean a loss: writes in flight are not lost, and a loss counts after its grace.
-    const steady = steadyVerdicts(state, report, { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict }, this.verdictMemory, this.history.sightings.runs);
+    const steady = steadyVerdicts(
+      state,
+      report,
+      { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict },
+      this.verdictMemory,
+      this.history.sightings.runs,
+    );
     this.verdictMemory = steady.memory;
-    const doc = statusDocument(this.config.controllerId, s.lastSeq, state, { ...report, reports: steady.reports }, this.counters.get("release_committed"), this.repairs, this.spend.report(now, this.coverage.deferred), this.retentionAudits?.rows(), this.fencedSpeakers.rows(now));
+    const doc = statusDocument(
+      this.config.controllerId,
+      s.lastSeq,
+      state,
+      { ...report, reports: steady.reports },
+      this.counters.get("release_committed"),
+      this.repairs,
+      this.spend.report(now, this.coverage.deferred),
+      this.retentionAudits?.rows(),
+      this.fencedSpeakers.rows(now),
+    );
     this.lastStatus = doc;
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
@@ -362,7 +506,13 @@ export class ControllerCore {
   private async endOverdueHolds(s: ControlState): Promise<ControlState> {
     for (const h of overdueHolds(s.holds, this.volume, this.ports.clock.now())) {
       try {
-        s = (await commitControlEvent(this.ports.store, this.follower, this.identity(), () => ({ type: "end_hold", holdId: h.holdId, reason: overdueReason(h) }))).state;
+        s = (
+          await commitControlEvent(this.ports.store, this.follower, this.identity(), () => ({
+            type: "end_hold",
+            holdId: h.holdId,
+            reason: overdueReason(h),
+          }))
+        ).state;
         this.counters.inc(`hold_expired.${h.kind}`);
       } catch (err) {
         this.counters.inc(`hold_end_${err instanceof CustodyError ? err.code : "failed"}`);
@@ -392,7 +542,12 @@ export class ControllerCore {
   }
 
   /** The release event body (`releaseEventFor`), or a throw (abstain) when no active, responsible holder backs it. */
-  private releaseBody(cur: ControlState, obligationId: string, req: ReleaseRequest, state: EvaluationState): ControlEventBody {
+  private releaseBody(
+    cur: ControlState,
+    obligationId: string,
+    req: ReleaseRequest,
+    state: EvaluationState,
+  ): ControlEventBody {
     const { body, narrowed } = releaseEventFor(cur, obligationId, req, state);
     if (narrowed) this.counters.inc("release_narrowed");
     return body;
@@ -402,7 +557,14 @@ export class ControllerCore {
     // Not to a holder that never answered for the lane (one serving only a derived lane would refuse it as unknown_lane).
     const o = s.obligations[obligationId];
     if (o !== undefined && o.responsible[holder] === undefined && o.released[holder] === undefined) return;
-    const frontier = { holder, volume: this.volume, lane, ranges: releasedRanges(s, obligationId, holder).toJSON(), epoch: s.topologyEpoch, controlSeq: s.lastSeq };
+    const frontier = {
+      holder,
+      volume: this.volume,
+      lane,
+      ranges: releasedRanges(s, obligationId, holder).toJSON(),
+      epoch: s.topologyEpoch,
+      controlSeq: s.lastSeq,
+    };
     this.ports.transport.publish(releaseSubject(holder), encodeMessage(releaseFrontierSpec, frontier));
   }
 

@@ -1,6 +1,12 @@
 import type { Clock, Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
-import { RouteTable, sharedRepairBandwidth, withMeasuredLinks, type EvaluationState, type ValueSource } from "../../policies/index.ts";
+import {
+  RouteTable,
+  sharedRepairBandwidth,
+  withMeasuredLinks,
+  type EvaluationState,
+  type ValueSource,
+} from "../../policies/index.ts";
 import { decodeRouteMeasurements, parseSubjectOf, subjectFilter } from "../../protocol/index.ts";
 import type { Transport, TransportSubscription } from "../../transport/index.ts";
 
@@ -28,7 +34,18 @@ export class ControllerRoutes {
         try {
           const m = decodeRouteMeasurements(msg.data, parseSubjectOf("route", msg.subject).fromPeer);
           const at = clock.now();
-          for (const r of m.routes) this.table.add({ from: m.from, fromSite: m.fromSite, to: r.to, toSite: r.toSite, rttMs: r.rttMs, jitterMs: r.jitterMs, throughputBytesPerSec: r.throughputBytesPerSec, loadBytesPerSec: r.loadBytesPerSec, measuredAtMs: at - r.ageMs });
+          for (const r of m.routes)
+            this.table.add({
+              from: m.from,
+              fromSite: m.fromSite,
+              to: r.to,
+              toSite: r.toSite,
+              rttMs: r.rttMs,
+              jitterMs: r.jitterMs,
+              throughputBytesPerSec: r.throughputBytesPerSec,
+              loadBytesPerSec: r.loadBytesPerSec,
+              measuredAtMs: at - r.ageMs,
+            });
           counters.inc("route_measurements");
         } catch (err) {
           counters.inc(`route_${err instanceof CustodyError ? err.code : "invalid"}`);
@@ -48,9 +65,16 @@ export class ControllerRoutes {
    * Bandwidth a repair into `site` can count on: the widest measured link into it, less the steady
    * load measured on that link; `configured` when no fresh measurement covers a link into it.
    */
-  repairBandwidth(state: EvaluationState, site: string, configured: number): { bytesPerSec: number; source: ValueSource } {
+  repairBandwidth(
+    state: EvaluationState,
+    site: string,
+    configured: number,
+  ): { bytesPerSec: number; source: ValueSource } {
     const measured = state.links.filter((l) => l.measuredAgeMs !== undefined && (l.from === site || l.to === site));
     if (measured.length === 0) return { bytesPerSec: configured, source: "configured" };
-    return { bytesPerSec: Math.max(...measured.map((l) => sharedRepairBandwidth(l, state.linkLoads ?? [], () => true))), source: "measured" };
+    return {
+      bytesPerSec: Math.max(...measured.map((l) => sharedRepairBandwidth(l, state.linkLoads ?? [], () => true))),
+      source: "measured",
+    };
   }
 }

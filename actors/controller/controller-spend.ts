@@ -52,7 +52,14 @@ export class ControllerSpend {
   admitCopy(c: PlannedCopy, commits: readonly CommitRun[], nowMs: number): { allowed: boolean; reason?: string } {
     if (this.guard === undefined) return { allowed: true };
     const d = this.guard.decide(
-      { id: c.id, kind: BudgetKind.repair, required: c.required, bytes: bytesOfRanges(commits, c.lane, c.ranges), fromRegions: c.sources.map((s) => this.regionOf(s)), toRegion: this.regionOf(c.target) },
+      {
+        id: c.id,
+        kind: BudgetKind.repair,
+        required: c.required,
+        bytes: bytesOfRanges(commits, c.lane, c.ranges),
+        fromRegions: c.sources.map((s) => this.regionOf(s)),
+        toRegion: this.regionOf(c.target),
+      },
       nowMs,
     );
     if (d.allowed) {
@@ -65,8 +72,24 @@ export class ControllerSpend {
   }
 
   /** The status document's spend section (undefined without a `spend` section). */
-  report(nowMs: number, deferred: readonly DeferredCopy[]): (SpendReport & { deferred: { target: string; lane: string; seqs: string; scenarios: string[]; reason: string }[] }) | undefined {
+  report(
+    nowMs: number,
+    deferred: readonly DeferredCopy[],
+  ):
+    | (SpendReport & {
+        deferred: { target: string; lane: string; seqs: string; scenarios: string[]; reason: string }[];
+      })
+    | undefined {
     if (this.guard === undefined) return undefined;
-    return { ...this.guard.report(nowMs), deferred: deferred.map((d) => ({ target: d.target, lane: d.lane, seqs: d.ranges.toString(), scenarios: [...d.scenarios], reason: d.reason })) };
+    return {
+      ...this.guard.report(nowMs),
+      deferred: deferred.map((d) => ({
+        target: d.target,
+        lane: d.lane,
+        seqs: d.ranges.toString(),
+        scenarios: [...d.scenarios],
+        reason: d.reason,
+      })),
+    };
   }
 }

@@ -34,10 +34,27 @@ export class SourceSuspicion {
  * of `ranges` its claims retain (holders retaining none of it left out); holders not `suspect`
  * before suspect ones, then the one retaining the most, then by id. Pure.
  */
-export function copySources(state: EvaluationState, lane: string, ranges: RangeSet, target: string, suspect: (holder: string) => boolean): CopySource[] {
+export function copySources(
+  state: EvaluationState,
+  lane: string,
+  ranges: RangeSet,
+  target: string,
+  suspect: (holder: string) => boolean,
+): CopySource[] {
   return state.holders
     .filter((h) => h.id !== target)
-    .map((h) => ({ holderId: h.id, retained: h.claims.filter((c) => c.lane === lane).reduce((r, c) => r.union(c.ranges), RangeSet.EMPTY).intersect(ranges) }))
+    .map((h) => ({
+      holderId: h.id,
+      retained: h.claims
+        .filter((c) => c.lane === lane)
+        .reduce((r, c) => r.union(c.ranges), RangeSet.EMPTY)
+        .intersect(ranges),
+    }))
     .filter((x) => !x.retained.isEmpty)
-    .sort((x, y) => Number(suspect(x.holderId)) - Number(suspect(y.holderId)) || y.retained.count - x.retained.count || (x.holderId < y.holderId ? -1 : 1));
+    .sort(
+      (x, y) =>
+        Number(suspect(x.holderId)) - Number(suspect(y.holderId)) ||
+        y.retained.count - x.retained.count ||
+        (x.holderId < y.holderId ? -1 : 1),
+    );
 }

@@ -35,7 +35,11 @@ export class CopyTargets {
     if (copied.isEmpty) return;
     const prev = this.deliveries.get(key);
     const again = prev !== undefined && copied.intersects(prev.ranges);
-    this.deliveries.set(key, { ranges: copied, firstAt: again ? prev.firstAt : atMs, strikes: again ? prev.strikes : 0 });
+    this.deliveries.set(key, {
+      ranges: copied,
+      firstAt: again ? prev.firstAt : atMs,
+      strikes: again ? prev.strikes : 0,
+    });
   }
 
   /**

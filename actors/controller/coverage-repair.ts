@@ -107,7 +107,9 @@ export class CoverageRepair {
    * own gap repair had that long). Remembers when each sequence first showed up as missing.
    */
   private overdue(key: string, gap: RangeSet, now: number): RangeSet {
-    const list = (this.firstSeen.get(key) ?? []).map((e) => ({ at: e.at, seqs: e.seqs.intersect(gap) })).filter((e) => !e.seqs.isEmpty);
+    const list = (this.firstSeen.get(key) ?? [])
+      .map((e) => ({ at: e.at, seqs: e.seqs.intersect(gap) }))
+      .filter((e) => !e.seqs.isEmpty);
     let known = RangeSet.EMPTY;
     let due = RangeSet.EMPTY;
     for (const e of list) {
@@ -129,22 +131,35 @@ export class CoverageRepair {
     const all = coverageGaps(state, state.source.lanes, { optional: this.opts.optional === true });
     const seenKeys = new Set(all.map((g) => `${g.scenario}\u0000${g.lane}`));
     for (const k of [...this.firstSeen.keys()]) if (!seenKeys.has(k)) this.firstSeen.delete(k);
-    const gaps = all.map((g) => ({ ...g, gap: this.overdue(`${g.scenario}\u0000${g.lane}`, g.gap, now) })).filter((g) => !g.gap.isEmpty);
+    const gaps = all
+      .map((g) => ({ ...g, gap: this.overdue(`${g.scenario}\u0000${g.lane}`, g.gap, now) }))
+      .filter((g) => !g.gap.isEmpty);
     const deferred: DeferredCopy[] = [];
     this.deferred = deferred;
     if (gaps.length === 0) return;
     // Per target and lane, the union of the gaps it is the chosen home for (required when any
     // required scenario's gap is among them: the optional part then rides along).
-    const plan = new Map<string, { target: string; lane: string; ranges: RangeSet; required: boolean; scenarios: string[] }>();
+    const plan = new Map<
+      string,
+      { target: string; lane: string; ranges: RangeSet; required: boolean; scenarios: string[] }
+    >();
     const unproven = this.host.unproven?.() ?? new Set<string>();
     for (const g of gaps) {
       const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
       const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
-      const able = state.holders.filter((h) => s.holders[h.id]?.status === HolderStatus.active && ramSurvivesAt(state, h.site, scenario.losses) && !released(h.id).intersects(g.gap));
+      const able = state.holders.filter(
+        (h) =>
+          s.holders[h.id]?.status === HolderStatus.active &&
+          ramSurvivesAt(state, h.site, scenario.losses) &&
+          !released(h.id).intersects(g.gap),
+      );
       if (able.some((h) => unproven.has(h.id))) this.host.counters.inc("coverage_target_unproven");
       const candidates = able
         .filter((h) => !unproven.has(h.id) && !this.targets.passedOver(`${h.id}/${g.lane}`, now))
-        .map((h) => ({ id: h.id, has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0) }))
+        .map((h) => ({
+          id: h.id,
+          has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0),
+        }))
         .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
       const target = candidates[0];
       if (target === undefined) {
@@ -154,7 +169,13 @@ export class CoverageRepair {
       }
       const key = `${target.id}/${g.lane}`;
       const p = plan.get(key);
-      plan.set(key, { target: target.id, lane: g.lane, ranges: (p?.ranges ?? RangeSet.EMPTY).union(g.gap), required: (p?.required ?? false) || g.required, scenarios: [...(p?.scenarios ?? []), g.scenario] });
+      plan.set(key, {
+        target: target.id,
+        lane: g.lane,
+        ranges: (p?.ranges ?? RangeSet.EMPTY).union(g.gap),
+        required: (p?.required ?? false) || g.required,
+        scenarios: [...(p?.scenarios ?? []), g.scenario],
+      });
     }
     for (const [key, p] of plan) {
       const a = this.attempts.get(key);
@@ -165,23 +186,43 @@ export class CoverageRepair {
       }
       const sources = copySources(state, p.lane, p.ranges, p.target, (h) => this.suspicion.suspect(h, now));
       const id = `coverage-${this.host.copier}-${this.seq + 1}`;
-      const admitted = this.host.admitCopy?.({ id, ...p, sources: sources.map((x) => x.holderId) }) ?? { allowed: true };
+      const admitted = this.host.admitCopy?.({ id, ...p, sources: sources.map((x) => x.holderId) }) ?? {
+        allowed: true,
+      };
       if (!admitted.allowed) {
-        deferred.push({ target: p.target, lane: p.lane, ranges: p.ranges, scenarios: p.scenarios, reason: admitted.reason ?? "refused" });
+        deferred.push({
+          target: p.target,
+          lane: p.lane,
+          ranges: p.ranges,
+          scenarios: p.scenarios,
+          reason: admitted.reason ?? "refused",
+        });
         continue;
       }
       void this.copy(key, p, sources);
     }
   }
 
-  private async copy(key: string, p: { target: string; lane: string; ranges: RangeSet }, sources: CopySource[]): Promise<void> {
+  private async copy(
+    key: string,
+    p: { target: string; lane: string; ranges: RangeSet },
+    sources: CopySource[],
+  ): Promise<void> {
     const attempt: Attempt = { copying: true, at: this.host.clock.now(), ranges: p.ranges };
     this.attempts.set(key, attempt);
     const id = `coverage-${this.host.copier}-${++this.seq}`;
     this.host.counters.inc("coverage_copy_started");
     this.host.beginRecovery({ id, lane: p.lane, ranges: p.ranges, sources: sources.map((x) => x.holderId) });
     try {
-      const out = await copyOverNats(this.host.transport, { copier: this.host.copier, volume: this.host.volume, lane: p.lane, target: p.target, missing: p.ranges, sources, clock: this.host.clock });
+      const out = await copyOverNats(this.host.transport, {
+        copier: this.host.copier,
+        volume: this.host.volume,
+        lane: p.lane,
+        target: p.target,
+        missing: p.ranges,
+        sources,
+        clock: this.host.clock,
+      });
       this.host.counters.inc("coverage_copied_units", out.units);
       this.targets.offered(key, out.copied, this.host.clock.now());
       if (!out.unavailable.isEmpty) this.host.counters.inc("coverage_unavailable_seqs", out.unavailable.count);

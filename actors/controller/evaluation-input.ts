@@ -1,6 +1,15 @@
 import { RangeSet } from "../../lanes/index.ts";
 import type { Holding } from "../../custody/index.ts";
-import { Residency, type CommitRun, type EvaluationState, type Holder, type PendingForward, type PitrPin, type RecoveryInFlight, type RetainedClaim } from "../../policies/index.ts";
+import {
+  Residency,
+  type CommitRun,
+  type EvaluationState,
+  type Holder,
+  type PendingForward,
+  type PitrPin,
+  type RecoveryInFlight,
+  type RetainedClaim,
+} from "../../policies/index.ts";
 import type { VolumeTopology } from "./controller-config.ts";
 import { HoldKind } from "../../custody/index.ts";
 import type { Holds } from "../../custody/index.ts";
@@ -53,13 +62,27 @@ export function buildEvaluationState(
       ranges: h.retained,
       residency: h.residency,
       evidence: { kind: "observed", atMs: h.issuedAt },
-      protectedRamValid: h.residency === "protected_ram" ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) && !(extra.protectedOverBound?.has(h.holderId) ?? false) : undefined,
+      protectedRamValid:
+        h.residency === "protected_ram"
+          ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) &&
+            !(extra.protectedOverBound?.has(h.holderId) ?? false)
+          : undefined,
     };
     // Inside the contract's retention window the claim must be kept: its part there carries the
     // window's end (the release rule refuses it until then).
     const w = topo.retention;
     const inWindow = w !== undefined && (w.holders === undefined || w.holders.includes(h.holderId));
-    const { held, untilMs } = inWindow ? heldByRetention(w, progress.commits, h.lane, h.retained, asOfMs, extra.retentionUnknownCommittedAtMs ?? -Infinity, extra.retentionSightings) : { held: RangeSet.EMPTY, untilMs: 0 };
+    const { held, untilMs } = inWindow
+      ? heldByRetention(
+          w,
+          progress.commits,
+          h.lane,
+          h.retained,
+          asOfMs,
+          extra.retentionUnknownCommittedAtMs ?? -Infinity,
+          extra.retentionSightings,
+        )
+      : { held: RangeSet.EMPTY, untilMs: 0 };
     if (held.isEmpty) claims.get(h.holderId)!.push(claim);
     else {
       claims.get(h.holderId)!.push({ ...claim, ranges: held, retainUntilMs: untilMs });
@@ -67,12 +90,23 @@ export function buildEvaluationState(
       if (!rest.isEmpty) claims.get(h.holderId)!.push({ ...claim, ranges: rest });
     }
   }
-  const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({ id, site: topo.holderSites[id]!, claims: c, ...(images.has(id) ? { coalesced: images.get(id)! } : {}) }));
+  const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({
+    id,
+    site: topo.holderSites[id]!,
+    claims: c,
+    ...(images.has(id) ? { coalesced: images.get(id)! } : {}),
+  }));
   // Bases materialized beside a holder (rolling bases), as its fresh receipts name them: like a
   // disk claim at that holder's site, covering its lane through the base's cut.
   const bases = new Map(topo.bases.map((b) => [b.id, b]));
   for (const h of holdings) {
-    if (h.volume !== topo.volume || failed.has(h.holderId) || !claims.has(h.holderId) || asOfMs - h.issuedAt > topo.staleAfterMs) continue;
+    if (
+      h.volume !== topo.volume ||
+      failed.has(h.holderId) ||
+      !claims.has(h.holderId) ||
+      asOfMs - h.issuedAt > topo.staleAfterMs
+    )
+      continue;
     for (const b of h.receipt.payload.manifest.baseSnapshots) {
       if (b.volume !== topo.volume) continue;
       const id = `${h.holderId}/${b.snapshotId}`;
@@ -84,14 +118,18 @@ export function buildEvaluationState(
   // writer was lost still knows the head from the holders (writer progress is not durable).
   const lanes: Record<string, number> = {};
   for (const l of topo.lanes) lanes[l] = progress.heads[l] ?? 0;
-  for (const h of holdings) if (h.volume === topo.volume && h.lane in lanes && h.retained.max !== undefined) lanes[h.lane] = Math.max(lanes[h.lane]!, h.retained.max);
+  for (const h of holdings)
+    if (h.volume === topo.volume && h.lane in lanes && h.retained.max !== undefined)
+      lanes[h.lane] = Math.max(lanes[h.lane]!, h.retained.max);
   // ...and a coalesced window's end was written too (the images' cut is never cut off inside a window).
   for (const h of holdings) {
     const raw = topo.coalesced?.[h.lane];
     const p = h.receipt.payload;
-    if (h.volume === topo.volume && raw !== undefined && raw in lanes && p.representation === "coalesced") lanes[raw] = Math.max(lanes[raw]!, p.sourceCutSeq);
+    if (h.volume === topo.volume && raw !== undefined && raw in lanes && p.representation === "coalesced")
+      lanes[raw] = Math.max(lanes[raw]!, p.sourceCutSeq);
   }
-  const fresh = (h: Holding) => !failed.has(h.holderId) && claims.has(h.holderId) && asOfMs - h.issuedAt <= topo.staleAfterMs;
+  const fresh = (h: Holding) =>
+    !failed.has(h.holderId) && claims.has(h.holderId) && asOfMs - h.issuedAt <= topo.staleAfterMs;
   return {
     volume: topo.volume,
     asOfMs,
@@ -102,7 +140,9 @@ export function buildEvaluationState(
     holders,
     bases: [...bases.values()],
     manifests: receiptedManifests(topo.volume, topo.lanes, holdings, fresh),
-    ...(topo.coalesced === undefined ? {} : { coalescedManifests: receiptedImageManifests(topo.volume, topo.coalesced, holdings, fresh) }),
+    ...(topo.coalesced === undefined
+      ? {}
+      : { coalescedManifests: receiptedImageManifests(topo.volume, topo.coalesced, holdings, fresh) }),
     keyAuthorities: topo.keyAuthorities,
     metadataQuorum: topo.metadataQuorum,
     links: topo.links,
@@ -124,7 +164,12 @@ function coalescedClaim(topo: VolumeTopology, h: Holding): RetainedClaim | undef
   const lane = topo.coalesced?.[h.lane];
   const p = h.receipt.payload;
   if (lane === undefined || p.representation !== "coalesced") return undefined;
-  return { lane, ranges: h.retained.intersect(RangeSet.of(0, p.sourceCutSeq)), residency: h.residency, evidence: { kind: "observed", atMs: h.issuedAt } };
+  return {
+    lane,
+    ranges: h.retained.intersect(RangeSet.of(0, p.sourceCutSeq)),
+    residency: h.residency,
+    evidence: { kind: "observed", atMs: h.issuedAt },
+  };
 }
 
 /**
@@ -142,10 +187,14 @@ export function releaseCandidates(
   state: EvaluationState,
   releasable: readonly string[],
   durable: ReadonlySet<string> = new Set(),
-  held: { readonly pins: readonly PitrPin[]; readonly recoveries: readonly RecoveryInFlight[] } = { pins: [], recoveries: [] },
+  held: { readonly pins: readonly PitrPin[]; readonly recoveries: readonly RecoveryInFlight[] } = {
+    pins: [],
+    recoveries: [],
+  },
 ): { holder: string; lane: string; ranges: RangeSet }[] {
   const baseThrough = (lane: string) => state.bases.reduce((m, b) => Math.max(m, b.cut[lane] ?? -1), -1);
-  const isDurable = (id: string) => durable.has(id) || state.holders.some((h) => h.id === id && h.claims.some((c) => c.residency === Residency.disk));
+  const isDurable = (id: string) =>
+    durable.has(id) || state.holders.some((h) => h.id === id && h.claims.some((c) => c.residency === Residency.disk));
   const out: { holder: string; lane: string; ranges: RangeSet }[] = [];
   for (const id of releasable) {
     const me = state.holders.find((h) => h.id === id);
@@ -156,9 +205,12 @@ export function releaseCandidates(
       // Ranges the control log holds here (PITR pins, registered recoveries) are not asked about:
       // a request that included them would be refused whole and hold back the part that may go.
       for (const p of held.pins) if (p.holder === id && p.lane === lane) mine = mine.subtract(p.ranges);
-      for (const r of held.recoveries) if (r.lane === lane && (r.sources === undefined || r.sources.includes(id))) mine = mine.subtract(r.ranges);
+      for (const r of held.recoveries)
+        if (r.lane === lane && (r.sources === undefined || r.sources.includes(id))) mine = mine.subtract(r.ranges);
       // Likewise what a retention window still keeps here.
-      for (const c of me.claims) if (c.lane === lane && c.retainUntilMs !== undefined && c.retainUntilMs > state.asOfMs) mine = mine.subtract(c.ranges);
+      for (const c of me.claims)
+        if (c.lane === lane && c.retainUntilMs !== undefined && c.retainUntilMs > state.asOfMs)
+          mine = mine.subtract(c.ranges);
       if (mine.isEmpty) continue;
       let onDisk = RangeSet.EMPTY;
       let anywhere = RangeSet.EMPTY;
@@ -174,8 +226,11 @@ export function releaseCandidates(
       const through = baseThrough(lane);
       const inBase = through >= 0 ? mine.intersect(RangeSet.of(0, through)) : RangeSet.EMPTY;
       const elsewhereOnDisk = mine.intersect(onDisk).subtract(inBase);
-      const elsewhereInRam = isDurable(id) ? RangeSet.EMPTY : mine.intersect(anywhere).subtract(inBase).subtract(elsewhereOnDisk);
-      for (const ranges of [inBase, elsewhereOnDisk, elsewhereInRam]) if (!ranges.isEmpty) out.push({ holder: id, lane, ranges });
+      const elsewhereInRam = isDurable(id)
+        ? RangeSet.EMPTY
+        : mine.intersect(anywhere).subtract(inBase).subtract(elsewhereOnDisk);
+      for (const ranges of [inBase, elsewhereOnDisk, elsewhereInRam])
+        if (!ranges.isEmpty) out.push({ holder: id, lane, ranges });
     }
   }
   return out;
@@ -186,13 +241,25 @@ export function releaseCandidates(
  * each named holder (every holder when none is named), a registered recovery reads from its named
  * sources (anyone when none is named). Pure.
  */
-export function holdsAsPolicy(holds: Holds, volume: string, holderIds: readonly string[]): { pins: PitrPin[]; recoveries: RecoveryInFlight[] } {
+export function holdsAsPolicy(
+  holds: Holds,
+  volume: string,
+  holderIds: readonly string[],
+): { pins: PitrPin[]; recoveries: RecoveryInFlight[] } {
   const pins: PitrPin[] = [];
   const recoveries: RecoveryInFlight[] = [];
   for (const h of Object.values(holds)) {
     if (h.volume !== volume) continue;
-    if (h.kind === HoldKind.recovery) recoveries.push({ id: h.holdId, lane: h.lane, ranges: h.ranges, sources: h.holders.length > 0 ? h.holders : undefined });
-    else for (const holder of h.holders.length > 0 ? h.holders : holderIds) pins.push({ id: h.holdId, holder, lane: h.lane, ranges: h.ranges });
+    if (h.kind === HoldKind.recovery)
+      recoveries.push({
+        id: h.holdId,
+        lane: h.lane,
+        ranges: h.ranges,
+        sources: h.holders.length > 0 ? h.holders : undefined,
+      });
+    else
+      for (const holder of h.holders.length > 0 ? h.holders : holderIds)
+        pins.push({ id: h.holdId, holder, lane: h.lane, ranges: h.ranges });
   }
   return { pins, recoveries };
 }

@@ -1,4 +1,10 @@
-import { decodeMessage, encodeMessage, failoverAnswerSpec, failoverRequestSpec, failoverSubject } from "../../protocol/index.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  failoverAnswerSpec,
+  failoverRequestSpec,
+  failoverSubject,
+} from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import { ControllerRefusedError } from "../repair/index.ts";
 import type { FailoverPlan } from "./failover.ts";
@@ -15,12 +21,25 @@ import type { FailoverPlan } from "./failover.ts";
 export async function requestFailover(
   transport: Transport,
   volume: string,
-  req: { readonly lanes: readonly string[]; readonly term: number; readonly recoveredCut: Readonly<Record<string, number>> },
+  req: {
+    readonly lanes: readonly string[];
+    readonly term: number;
+    readonly recoveredCut: Readonly<Record<string, number>>;
+  },
   opts: { readonly timeoutMs?: number } = {},
 ): Promise<FailoverPlan> {
-  const body = encodeMessage(failoverRequestSpec, { volume, lanes: [...req.lanes], term: req.term, recoveredCut: { ...req.recoveredCut } });
+  const body = encodeMessage(failoverRequestSpec, {
+    volume,
+    lanes: [...req.lanes],
+    term: req.term,
+    recoveredCut: { ...req.recoveredCut },
+  });
   const reply = await transport.request(failoverSubject(volume), body, { timeoutMs: opts.timeoutMs ?? 10_000 });
   const a = decodeMessage(failoverAnswerSpec, reply.data);
-  if (!a.ok || a.plan === undefined) throw new ControllerRefusedError(a.code ?? "failover_request_refused", a.message ?? "the controller refused the failover");
+  if (!a.ok || a.plan === undefined)
+    throw new ControllerRefusedError(
+      a.code ?? "failover_request_refused",
+      a.message ?? "the controller refused the failover",
+    );
   return a.plan;
 }

@@ -1,6 +1,13 @@
 import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
-import { decodeMessage, encodeMessage, failoverAnswerSpec, failoverRequestSpec, failoverSubject, parseSubjectOf } from "../../protocol/index.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  failoverAnswerSpec,
+  failoverRequestSpec,
+  failoverSubject,
+  parseSubjectOf,
+} from "../../protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import type { FailoverPlan } from "./failover.ts";
 import { FailoverRequestRefusedError, type FailoverRequest } from "./failover-request-check.ts";
@@ -16,7 +23,14 @@ import { FailoverRequestRefusedError, type FailoverRequest } from "./failover-re
 export class FailoverService {
   private queue: Promise<void> = Promise.resolve();
 
-  constructor(private readonly d: { readonly volume: string; readonly transport: Transport; readonly counters: Counters; readonly commit: (req: FailoverRequest) => Promise<FailoverPlan> }) {}
+  constructor(
+    private readonly d: {
+      readonly volume: string;
+      readonly transport: Transport;
+      readonly counters: Counters;
+      readonly commit: (req: FailoverRequest) => Promise<FailoverPlan>;
+    },
+  ) {}
 
   /** Subscribes the volume's failover requests; each is handed to `deliver` (the controller machine). */
   subscribe(deliver: (msg: InboundMessage) => void): TransportSubscription {
@@ -33,14 +47,24 @@ export class FailoverService {
     try {
       const { volume } = parseSubjectOf("failover", msg.subject);
       const req = decodeMessage(failoverRequestSpec, msg.data);
-      if (req.volume !== volume) throw new FailoverRequestRefusedError(`the request names volume ${req.volume} on the subject of ${volume}`, { volume });
+      if (req.volume !== volume)
+        throw new FailoverRequestRefusedError(`the request names volume ${req.volume} on the subject of ${volume}`, {
+          volume,
+        });
       const plan = await this.d.commit(req);
       this.d.counters.inc("failover_request_answered");
       this.d.transport.respond(msg, encodeMessage(failoverAnswerSpec, { ok: true, plan }));
     } catch (err) {
       const code = err instanceof CustodyError ? err.code : "failover_request_failed";
       this.d.counters.inc(`failover_request_${code.replace(/^failover_request_/, "")}`);
-      this.d.transport.respond(msg, encodeMessage(failoverAnswerSpec, { ok: false, code: code.slice(0, 64), message: (err instanceof Error ? err.message : String(err)).slice(0, 1024) }));
+      this.d.transport.respond(
+        msg,
+        encodeMessage(failoverAnswerSpec, {
+          ok: false,
+          code: code.slice(0, 64),
+          message: (err instanceof Error ? err.message : String(err)).slice(0, 1024),
+        }),
+      );
     }
   }
 }

@@ -29,7 +29,8 @@ export class FailoverRecordMissingError extends CustodyError {
 /** The highest sequence any holder receipted on `lane` of `volume`, as the controller's ledger knows it. */
 function receiptedHead(controller: ControllerCore, volume: string, lane: string): number {
   let top = 0;
-  for (const h of controller.ledger.holdings({ volume, lane })) top = Math.max(top, h.retained.max ?? 0, h.prefix.through);
+  for (const h of controller.ledger.holdings({ volume, lane }))
+    top = Math.max(top, h.retained.max ?? 0, h.prefix.through);
   return top;
 }
 
@@ -47,7 +48,9 @@ function receiptedHead(controller: ControllerCore, volume: string, lane: string)
  */
 export async function commitFailover(controller: ControllerCore, req: FailoverRequest): Promise<FailoverPlan> {
   const { volume, term } = req;
-  const lanes = checkFailoverRequest(controller.follower.state, controller.config.topology, req, (lane) => receiptedHead(controller, volume, lane));
+  const lanes = checkFailoverRequest(controller.follower.state, controller.config.topology, req, (lane) =>
+    receiptedHead(controller, volume, lane),
+  );
   const recoveredCut: Record<string, number> = {};
   const firstSeq: Record<string, number> = {};
   const oldHead: Record<string, number> = {};
@@ -66,16 +69,40 @@ export async function commitFailover(controller: ControllerCore, req: FailoverRe
     oldHead[lane] = top;
     const obligationId = `${obligationIdOf(volume, lane)}-term${term}`;
     failoverSeq[lane] = committed
-      ? await seqOf(`commit_failover of ${volume}/${lane} to term ${term}`, ({ event: e }) => e.type === "commit_failover" && e.volume === volume && e.lane === lane && e.term === term)
-      : (await controller.commit(() => ({ type: "commit_failover", volume, lane, term, recoveredCut: cut, oldHead: top, firstSeq: top + 1 }))).seq;
+      ? await seqOf(
+          `commit_failover of ${volume}/${lane} to term ${term}`,
+          ({ event: e }) => e.type === "commit_failover" && e.volume === volume && e.lane === lane && e.term === term,
+        )
+      : (
+          await controller.commit(() => ({
+            type: "commit_failover",
+            volume,
+            lane,
+            term,
+            recoveredCut: cut,
+            oldHead: top,
+            firstSeq: top + 1,
+          }))
+        ).seq;
     if (controller.follower.state.obligations[obligationId] !== undefined) {
-      controlSeq[lane] = await seqOf(`obligation ${obligationId}`, ({ event: e }) => e.type === "create_obligation" && e.obligationId === obligationId);
+      controlSeq[lane] = await seqOf(
+        `obligation ${obligationId}`,
+        ({ event: e }) => e.type === "create_obligation" && e.obligationId === obligationId,
+      );
       continue;
     }
     const { seq } = await controller.commit((s) => {
       const o = s.obligations[obligationIdOf(volume, lane)];
       const holders = Object.keys(o?.responsible ?? {}).filter((h) => s.holders[h]?.status === HolderStatus.active);
-      return { type: "create_obligation", obligationId, volume, lane, representation: "raw", holders, fromSeq: top + 1 };
+      return {
+        type: "create_obligation",
+        obligationId,
+        volume,
+        lane,
+        representation: "raw",
+        holders,
+        fromSeq: top + 1,
+      };
     });
     controlSeq[lane] = seq;
   }

@@ -78,13 +78,23 @@ export class FailureRepairRunner {
   private readonly enlistment: StandbyEnlistment;
 
   constructor(private readonly d: FailureRepairDeps) {
-    this.service = new RepairService({ volume: d.config.topology.volume, transport: d.ports.transport, counters: d.counters, port: d.port });
-    this.enlistment = new StandbyEnlistment({ ...d, launcher: d.ports.repair, clock: d.ports.clock, taken: () => this.taken() }, d.config.coverageRepair?.retryMs ?? 2_000);
+    this.service = new RepairService({
+      volume: d.config.topology.volume,
+      transport: d.ports.transport,
+      counters: d.counters,
+      port: d.port,
+    });
+    this.enlistment = new StandbyEnlistment(
+      { ...d, launcher: d.ports.repair, clock: d.ports.clock, taken: () => this.taken() },
+      d.config.coverageRepair?.retryMs ?? 2_000,
+    );
   }
 
   /** Standbys a repair has taken as its replacement. */
   private taken(): Set<string> {
-    return new Set([...this.recordsBySeq.values()].flatMap((r) => (r.replacement === undefined ? [] : [r.replacement])));
+    return new Set(
+      [...this.recordsBySeq.values()].flatMap((r) => (r.replacement === undefined ? [] : [r.replacement])),
+    );
   }
 
   /** A required coverage gap has no admitted holder to copy to: bring in a standby at a site `survives` accepts (see StandbyEnlistment). */
@@ -123,7 +133,12 @@ export class FailureRepairRunner {
     const open = failuresToRepair(upTo, s, obligations).filter((f) => !this.recordsBySeq.has(f.seq));
     for (const f of open) {
       if (this.d.config.repair === undefined || this.d.ports.repair === undefined) {
-        this.recordsBySeq.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.needed, failed: [...f.failed], reason: "no repair section configured" });
+        this.recordsBySeq.set(f.seq, {
+          failureSeq: f.seq,
+          state: RepairStatusState.needed,
+          failed: [...f.failed],
+          reason: "no repair section configured",
+        });
         this.d.counters.inc("repair_needed");
       } else if (!this.pendingFailures.some((p) => p.seq === f.seq)) this.pendingFailures.push(f);
     }
@@ -141,14 +156,26 @@ export class FailureRepairRunner {
     for (const f of this.pendingFailures.splice(0)) {
       if (this.recordsBySeq.has(f.seq) || cfg === undefined || launcher === undefined) continue;
       const taken = new Set([...this.taken(), ...this.enlistment.reserved]);
-      const standby = cfg.standby.find((c) => this.d.controlState().holders[c.holderId] === undefined && !taken.has(c.holderId));
+      const standby = cfg.standby.find(
+        (c) => this.d.controlState().holders[c.holderId] === undefined && !taken.has(c.holderId),
+      );
       if (standby === undefined) {
-        this.recordsBySeq.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.needed, failed: [...f.failed], reason: "no unused standby holder" });
+        this.recordsBySeq.set(f.seq, {
+          failureSeq: f.seq,
+          state: RepairStatusState.needed,
+          failed: [...f.failed],
+          reason: "no unused standby holder",
+        });
         this.d.counters.inc("repair_needed");
         this.d.nudge();
         continue;
       }
-      this.recordsBySeq.set(f.seq, { failureSeq: f.seq, state: RepairStatusState.running, failed: [...f.failed], replacement: standby.holderId });
+      this.recordsBySeq.set(f.seq, {
+        failureSeq: f.seq,
+        state: RepairStatusState.running,
+        failed: [...f.failed],
+        replacement: standby.holderId,
+      });
       this.d.counters.inc("repair_started");
       void this.repairOne(f, standby, cfg, launcher);
     }
@@ -158,10 +185,21 @@ export class FailureRepairRunner {
    * Prepares one repair (starts the standby, holds what it will read in the control log) and
    * launches it. Its outcome comes back through `settle`.
    */
-  private async repairOne(f: FailureToRepair, standby: StandbyHolder, cfg: RepairConfig, launcher: RepairLauncher): Promise<void> {
+  private async repairOne(
+    f: FailureToRepair,
+    standby: StandbyHolder,
+    cfg: RepairConfig,
+    launcher: RepairLauncher,
+  ): Promise<void> {
     // Repair shares its links with surviving traffic: measured bandwidth less measured load, where fresh.
     const bw = this.d.repairBandwidth(standby.site, cfg.bandwidthBytesPerSec);
-    const base = { failureSeq: f.seq, failed: [...f.failed], replacement: standby.holderId, bandwidthBytesPerSec: bw.bytesPerSec, bandwidthSource: bw.source };
+    const base = {
+      failureSeq: f.seq,
+      failed: [...f.failed],
+      replacement: standby.holderId,
+      bandwidthBytesPerSec: bw.bytesPerSec,
+      bandwidthSource: bw.source,
+    };
     let reads: ReadHolds | undefined;
     try {
       const replacement = await launcher.prepare(standby);
@@ -179,10 +217,17 @@ export class FailureRepairRunner {
       };
       const missing = missingCoverage(await this.d.port.view(input.lanes), input);
       // What the repair reads is held in the control log too (not only in this controller's memory).
-      reads = await holdReads((b) => this.d.commit(b), this.d.ports.clock, { id: input.repairId, volume: this.volume, ranges: missing, leaseMs: cfg.readLeaseMs ?? 600_000, by: `repair of failure ${f.seq}` });
+      reads = await holdReads((b) => this.d.commit(b), this.d.ports.clock, {
+        id: input.repairId,
+        volume: this.volume,
+        ranges: missing,
+        leaseMs: cfg.readLeaseMs ?? 600_000,
+        by: `repair of failure ${f.seq}`,
+      });
       const remote = cfg.worker === "remote";
       this.running.set(input.repairId, { failureSeq: f.seq, base, reads, remote });
-      if (remote) this.service.openRepair({ repairId: input.repairId, lanes: input.lanes, failed: input.failed, replacement });
+      if (remote)
+        this.service.openRepair({ repairId: input.repairId, lanes: input.lanes, failed: input.failed, replacement });
       this.d.launch({ input, remote, workerTimeoutMs: cfg.workerTimeoutMs ?? 600_000 });
     } catch (err) {
       this.recordFailure(base, err);
@@ -200,7 +245,13 @@ export class FailureRepairRunner {
     try {
       const report = reportOf(outcome);
       const est = report.estimate.totalSec;
-      this.recordsBySeq.set(r.failureSeq, { ...r.base, state: RepairStatusState.done, measuredMs: report.measuredMs, estimateMs: Number.isFinite(est) ? est * 1000 : null, copiedBytes: report.copiedBytes });
+      this.recordsBySeq.set(r.failureSeq, {
+        ...r.base,
+        state: RepairStatusState.done,
+        measuredMs: report.measuredMs,
+        estimateMs: Number.isFinite(est) ? est * 1000 : null,
+        copiedBytes: report.copiedBytes,
+      });
       this.d.counters.inc("repair_completed");
     } catch (err) {
       this.recordFailure(r.base, err);
@@ -210,7 +261,11 @@ export class FailureRepairRunner {
   }
 
   private recordFailure(base: Running["base"], err: unknown): void {
-    this.recordsBySeq.set(base.failureSeq, { ...base, state: RepairStatusState.failed, reason: err instanceof Error ? err.message.slice(0, 512) : String(err).slice(0, 512) });
+    this.recordsBySeq.set(base.failureSeq, {
+      ...base,
+      state: RepairStatusState.failed,
+      reason: err instanceof Error ? err.message.slice(0, 512) : String(err).slice(0, 512),
+    });
     this.d.counters.inc(`repair_${err instanceof CustodyError ? err.code : "failed"}`);
   }
 

@@ -21,7 +21,11 @@ export function repairIdOf(volume: string, seq: number): string {
  * it already completed, whoever ran it), or when none of its failed holders is still responsible
  * for anything of `obligations` (nothing to restore). Restart-safe: the answer depends only on the log.
  */
-export function failuresToRepair(entries: readonly ControlLogEntry[], s: ControlState, obligations: readonly string[]): FailureToRepair[] {
+export function failuresToRepair(
+  entries: readonly ControlLogEntry[],
+  s: ControlState,
+  obligations: readonly string[],
+): FailureToRepair[] {
   const rejected = new Set(s.rejected.map((r) => r.seq));
   const open: FailureToRepair[] = [];
   for (const e of entries) {
@@ -29,7 +33,8 @@ export function failuresToRepair(entries: readonly ControlLogEntry[], s: Control
     const ev = e.event;
     if (ev.type === "declare_failure") {
       const failed = new Set(ev.holderIds);
-      for (const h of Object.values(s.holders)) if (h.status === HolderStatus.failed && inFailureDomain(h.failureDomain, ev.domain)) failed.add(h.holderId);
+      for (const h of Object.values(s.holders))
+        if (h.status === HolderStatus.failed && inFailureDomain(h.failureDomain, ev.domain)) failed.add(h.holderId);
       open.push({ seq: e.seq, event: ev, failed: [...failed].sort() });
     } else if (ev.type === "activate_replacement") {
       const from = s.transfers[ev.transferId]?.fromHolder;
@@ -37,5 +42,7 @@ export function failuresToRepair(entries: readonly ControlLogEntry[], s: Control
       for (let i = open.length - 1; i >= 0; i--) if (open[i]!.failed.includes(from)) open.splice(i, 1);
     }
   }
-  return open.filter((f) => f.failed.some((h) => obligations.some((o) => !(s.obligations[o]?.responsible[h]?.isEmpty ?? true))));
+  return open.filter((f) =>
+    f.failed.some((h) => obligations.some((o) => !(s.obligations[o]?.responsible[h]?.isEmpty ?? true))),
+  );
 }

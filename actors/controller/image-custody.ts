@@ -37,9 +37,19 @@ export class ImageCustody {
         this.ports.counters.inc("image_release_no_obligation");
         continue;
       }
-      const ranges = r.ranges.subtract(o.released[r.holder] ?? RangeSet.EMPTY).intersect(o.responsible[r.holder] ?? RangeSet.EMPTY);
+      const ranges = r.ranges
+        .subtract(o.released[r.holder] ?? RangeSet.EMPTY)
+        .intersect(o.responsible[r.holder] ?? RangeSet.EMPTY);
       if (ranges.isEmpty) continue;
-      const body: ControlEventBody = { type: "release_to_base", obligationId, holderId: r.holder, ranges, baseHolder: r.base.holder, snapshotId: snapshotIdOf(r.base), baseThroughSeq: r.base.cut[r.lane]! };
+      const body: ControlEventBody = {
+        type: "release_to_base",
+        obligationId,
+        holderId: r.holder,
+        ranges,
+        baseHolder: r.base.holder,
+        snapshotId: snapshotIdOf(r.base),
+        baseThroughSeq: r.base.cut[r.lane]!,
+      };
       try {
         s = (await this.ports.commit(() => body)).state;
         this.ports.counters.inc("image_release_committed");

@@ -17,12 +17,20 @@ export function inProcessRepairPort(core: ControllerCore): RepairPort {
     pollMs: IN_PROCESS_POLL_MS,
     view: (lanes) => Promise.resolve(repairViewOf(core, lanes)),
     // The replacement is bound to this controller's volume, so custody of it may move there.
-    admit: async (a) => (await core.commit(() => ({ type: "admit_holder", ...a, volumes: [core.config.topology.volume] }))).seq,
+    admit: async (a) =>
+      (await core.commit(() => ({ type: "admit_holder", ...a, volumes: [core.config.topology.volume] }))).seq,
     activate: async (t) => {
       const obligationId = obligationIdOf(core.config.topology.volume, t.lane);
       const ranges = core.follower.state.obligations[obligationId]?.responsible[t.fromHolder]?.intersect(t.ranges);
       if (ranges === undefined || ranges.isEmpty) return 0;
-      await core.commit(() => ({ type: "prepare_transfer", transferId: t.transferId, obligationId, fromHolder: t.fromHolder, toHolder: t.toHolder, ranges }));
+      await core.commit(() => ({
+        type: "prepare_transfer",
+        transferId: t.transferId,
+        obligationId,
+        fromHolder: t.fromHolder,
+        toHolder: t.toHolder,
+        ranges,
+      }));
       return (await core.commit(() => ({ type: "activate_replacement", transferId: t.transferId }))).seq;
     },
     protect: (r) => Promise.resolve(core.beginRecovery(r)),
@@ -41,7 +49,20 @@ export function repairViewOf(core: ControllerCore, lanes: readonly string[]): Re
     const o = s.obligations[obligationIdOf(volume, lane)];
     perLane[lane] = { released: { ...(o?.released ?? {}) }, responsible: { ...(o?.responsible ?? {}) } };
   }
-  const holdings = lanes.flatMap((lane) => core.ledger.holdings({ volume, lane }).map((h) => ({ holderId: h.holderId, incarnation: h.incarnation, lane, retained: h.retained, issuedAt: h.issuedAt })));
-  return { holders, lanes: perLane, holdings, staleAfterMs: core.config.topology.staleAfterMs, recovery: core.config.topology.recovery };
+  const holdings = lanes.flatMap((lane) =>
+    core.ledger.holdings({ volume, lane }).map((h) => ({
+      holderId: h.holderId,
+      incarnation: h.incarnation,
+      lane,
+      retained: h.retained,
+      issuedAt: h.issuedAt,
+    })),
+  );
+  return {
+    holders,
+    lanes: perLane,
+    holdings,
+    staleAfterMs: core.config.topology.staleAfterMs,
+    recovery: core.config.topology.recovery,
+  };
 }
-

@@ -1,6 +1,22 @@
 import { CustodyError, type Clock, type Counters } from "../../core/index.ts";
-import { commitControlEvent, ControlFenceCode, ControlFenceError, leaseOf, type ControlLogFollower, type ControlLogStore, type ControllerIdentity } from "../../custody/index.ts";
-import { BLIND_AFTER_CHECKS, leaseStep, UNWATCHED, watchSilence, type LeaseRole, type LeaseTimings, type SilenceWatch } from "./lease-step.ts";
+import {
+  commitControlEvent,
+  ControlFenceCode,
+  ControlFenceError,
+  leaseOf,
+  type ControlLogFollower,
+  type ControlLogStore,
+  type ControllerIdentity,
+} from "../../custody/index.ts";
+import {
+  BLIND_AFTER_CHECKS,
+  leaseStep,
+  UNWATCHED,
+  watchSilence,
+  type LeaseRole,
+  type LeaseTimings,
+  type SilenceWatch,
+} from "./lease-step.ts";
 
 /** What the keeper drives: the controller's job, started on taking the lease and stopped on losing it. */
 export interface LeaseKeeperPorts {
@@ -56,9 +72,11 @@ export class LeaseKeeper {
 
   /** One decision (serialized after any tick in progress). Never throws; failures are counted. */
   tick(): Promise<void> {
-    this.ticking = this.ticking.then(() => (this.stopped ? undefined : this.step())).catch((err: unknown) => {
-      this.ports.counters.inc(`lease_tick_${err instanceof CustodyError ? err.code : "failed"}`);
-    });
+    this.ticking = this.ticking
+      .then(() => (this.stopped ? undefined : this.step()))
+      .catch((err: unknown) => {
+        this.ports.counters.inc(`lease_tick_${err instanceof CustodyError ? err.code : "failed"}`);
+      });
     return this.ticking;
   }
 
@@ -78,34 +96,58 @@ export class LeaseKeeper {
         return this.depose(`${next.holder} holds it at term ${next.term}`);
       case "renew":
         try {
-          await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({ type: "renew_lease", volume: this.volume, term: next.term }));
+          await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({
+            type: "renew_lease",
+            volume: this.volume,
+            term: next.term,
+          }));
           this.ports.counters.inc("lease_renewed");
         } catch (err) {
           this.ports.counters.inc(`lease_renew_${err instanceof CustodyError ? err.code : "failed"}`);
-          if (err instanceof ControlFenceError && (err.code === ControlFenceCode.not_lease_holder || err.code === ControlFenceCode.stale_term)) {
+          if (
+            err instanceof ControlFenceError &&
+            (err.code === ControlFenceCode.not_lease_holder || err.code === ControlFenceCode.stale_term)
+          ) {
             const cur = leaseOf(this.ports.follower.state, this.volume);
-            await this.depose(`its renewal was refused (${err.code}); ${cur?.holder ?? "nobody"} holds it at term ${cur?.term ?? 0}`);
+            await this.depose(
+              `its renewal was refused (${err.code}); ${cur?.holder ?? "nobody"} holds it at term ${cur?.term ?? 0}`,
+            );
           }
         }
         return;
       case "claim": {
-        const from = lease === undefined ? "unleased" : `${lease.holder} at term ${lease.term}, silent for ${silentMs} ms by this clock`;
+        const from =
+          lease === undefined
+            ? "unleased"
+            : `${lease.holder} at term ${lease.term}, silent for ${silentMs} ms by this clock`;
         let seq: number;
         try {
-          seq = (await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({ type: "claim_lease", volume: this.volume, term: next.term, renewMs: this.timings.renewMs, timeoutMs: this.timings.timeoutMs }))).seq;
+          seq = (
+            await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({
+              type: "claim_lease",
+              volume: this.volume,
+              term: next.term,
+              renewMs: this.timings.renewMs,
+              timeoutMs: this.timings.timeoutMs,
+            }))
+          ).seq;
         } catch (err) {
           this.ports.counters.inc(`lease_claim_${err instanceof CustodyError ? err.code : "failed"}`);
           return;
         }
         this.ports.counters.inc("lease_claimed");
-        this.ports.log(`controller ${this.me}: claimed the control lease of ${this.volume} at term ${next.term} (seq ${seq}; was ${from}); active`);
+        this.ports.log(
+          `controller ${this.me}: claimed the control lease of ${this.volume} at term ${next.term} (seq ${seq}; was ${from}); active`,
+        );
         try {
           await this.ports.becomeActive();
           this.roleNow = "active";
         } catch (err) {
           // Holding the lease without running the job would only delay a standby: claim again next tick.
           this.ports.counters.inc(`lease_start_${err instanceof CustodyError ? err.code : "failed"}`);
-          this.ports.log(`controller ${this.me}: cannot start after claiming ${this.volume}: ${(err as Error).message}`);
+          this.ports.log(
+            `controller ${this.me}: cannot start after claiming ${this.volume}: ${(err as Error).message}`,
+          );
         }
         return;
       }
@@ -116,7 +158,9 @@ export class LeaseKeeper {
     if (this.roleNow !== "active") return;
     this.roleNow = "standby";
     this.ports.counters.inc("lease_lost");
-    this.ports.log(`controller ${this.me}: lost the control lease of ${this.volume} (${why}); stepping down to standby, committing nothing more`);
+    this.ports.log(
+      `controller ${this.me}: lost the control lease of ${this.volume} (${why}); stepping down to standby, committing nothing more`,
+    );
     await this.ports.stepDown();
   }
 

@@ -64,7 +64,8 @@ export type LeaseStep =
  *   claim the next term once the holder has been silent for the lease's `timeoutMs`.
  */
 export function leaseStep(me: string, role: LeaseRole, lease: ControlLease | undefined, silentMs: number): LeaseStep {
-  if (lease === undefined) return role === "active" ? { kind: "step_down", holder: "nobody", term: 0 } : { kind: "claim", term: 1 };
+  if (lease === undefined)
+    return role === "active" ? { kind: "step_down", holder: "nobody", term: 0 } : { kind: "claim", term: 1 };
   if (lease.holder === me) {
     if (role === "standby") return { kind: "claim", term: lease.term + 1 };
     return silentMs >= lease.renewMs ? { kind: "renew", term: lease.term } : { kind: "wait" };

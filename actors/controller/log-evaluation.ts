@@ -15,7 +15,11 @@ import { protectedRamOverBound } from "./protected-ram-check.ts";
  * one is admitted, what the previous one claimed (its RAM is gone) stops counting — less what the
  * control log released; `unproven` holders (failed retention audit) count for nothing.
  */
-export function countedHoldings(holdings: readonly Holding[], s: ControlState, unproven: (holderId: string) => boolean = () => false): Holding[] {
+export function countedHoldings(
+  holdings: readonly Holding[],
+  s: ControlState,
+  unproven: (holderId: string) => boolean = () => false,
+): Holding[] {
   return holdings
     .filter((h) => s.holders[h.holderId]?.incarnation === h.incarnation && !unproven(h.holderId))
     .map((h) => {
@@ -26,7 +30,11 @@ export function countedHoldings(holdings: readonly Holding[], s: ControlState, u
 
 /** Holders the control log declared failed (their memory is gone). Pure. */
 export function failedHolders(s: ControlState): Set<string> {
-  return new Set(Object.values(s.holders).filter((h) => h.status === HolderStatus.failed).map((h) => h.holderId));
+  return new Set(
+    Object.values(s.holders)
+      .filter((h) => h.status === HolderStatus.failed)
+      .map((h) => h.holderId),
+  );
 }
 
 /**
@@ -36,8 +44,17 @@ export function failedHolders(s: ControlState): Set<string> {
  * beyond this (measured routes, retention sightings, its own repairs in flight) changes release
  * decisions and estimates, not which cut the surviving claims make.
  */
-export function evaluateFromLog(topo: VolumeTopology, s: ControlState, holdings: readonly Holding[], progress: SourceProgress, asOfMs: number): { state: EvaluationState; report: EvaluationReport } {
-  const counted = countedHoldings(holdings.filter((h) => h.volume === topo.volume), s);
+export function evaluateFromLog(
+  topo: VolumeTopology,
+  s: ControlState,
+  holdings: readonly Holding[],
+  progress: SourceProgress,
+  asOfMs: number,
+): { state: EvaluationState; report: EvaluationReport } {
+  const counted = countedHoldings(
+    holdings.filter((h) => h.volume === topo.volume),
+    s,
+  );
   const held = holdsAsPolicy(s.holds, topo.volume, Object.keys(topo.holderSites));
   const layout = topo.protectedRam;
   const state = buildEvaluationState(topo, counted, progress, asOfMs, failedHolders(s), {

@@ -1,4 +1,10 @@
-import { ControlFenceError, HolderStatus, persistenceChoiceOf, type ControlEventBody, type ControlState } from "../../custody/index.ts";
+import {
+  ControlFenceError,
+  HolderStatus,
+  persistenceChoiceOf,
+  type ControlEventBody,
+  type ControlState,
+} from "../../custody/index.ts";
 import { choosePersistenceTargets, type EvaluationState } from "../../policies/index.ts";
 import type { Counters } from "../../core/index.ts";
 import type { ControllerConfig } from "./controller-config.ts";
@@ -32,17 +38,36 @@ export class PersistenceTargetChooser {
     const laneHolders = Object.fromEntries(Object.entries(topo.holderSites).filter(([id]) => active(id)));
     const scenarios = [
       ...topo.scenarios.filter((x) => x.required),
-      ...topo.timelines.filter((x) => x.required).map((x) => ({ name: x.name, losses: x.events.flatMap((e) => e.losses) })),
+      ...topo.timelines
+        .filter((x) => x.required)
+        .map((x) => ({ name: x.name, losses: x.events.flatMap((e) => e.losses) })),
     ];
     for (const lane of topo.lanes) {
       const current = persistenceChoiceOf(s.persistence, topo.volume, lane);
-      const chosen = choosePersistenceTargets({ sites: state.sites, laneHolders, candidates: cfg.candidates.filter(active), scenarios, copies: cfg.copies, current: current?.targets });
-      if (chosen.uncovered.length > 0) this.ports.counters.inc("persistence_uncovered_scenario", chosen.uncovered.length);
+      const chosen = choosePersistenceTargets({
+        sites: state.sites,
+        laneHolders,
+        candidates: cfg.candidates.filter(active),
+        scenarios,
+        copies: cfg.copies,
+        current: current?.targets,
+      });
+      if (chosen.uncovered.length > 0)
+        this.ports.counters.inc("persistence_uncovered_scenario", chosen.uncovered.length);
       const targets = chosen.covered.length > 0 ? chosen.targets : [];
       if (targets.join(",") === (current?.targets ?? []).join(",")) continue;
       const fromSeq = current === undefined ? 0 : (state.source.lanes[lane] ?? 0) + 1;
       try {
-        s = (await this.ports.commit(() => ({ type: "choose_persistence", volume: topo.volume, lane, fromSeq, targets, scenarios: chosen.covered }))).state;
+        s = (
+          await this.ports.commit(() => ({
+            type: "choose_persistence",
+            volume: topo.volume,
+            lane,
+            fromSeq,
+            targets,
+            scenarios: chosen.covered,
+          }))
+        ).state;
         this.ports.counters.inc("persistence_choice_committed");
       } catch (err) {
         this.ports.counters.inc(`persistence_choice_${err instanceof ControlFenceError ? err.code : "failed"}`);

@@ -1,6 +1,11 @@
 import type { Holding } from "../../custody/index.ts";
 import type { CommitRun } from "../../policies/index.ts";
-import { checkAllProtectedRam, parseProtectedRamInput, type DrainCapacities, type ProtectedRamNode } from "../../policies/index.ts";
+import {
+  checkAllProtectedRam,
+  parseProtectedRamInput,
+  type DrainCapacities,
+  type ProtectedRamNode,
+} from "../../policies/index.ts";
 import { bytesOfRanges } from "./controller-spend.ts";
 
 /**
@@ -20,7 +25,11 @@ export interface ProtectedRamLayout {
  * the layout does not describe are not judged here. Pure; throws PolicyInputError for a layout
  * that names a shared target or link without a capacity.
  */
-export function protectedRamOverBound(layout: ProtectedRamLayout, holdings: readonly Holding[], commits: readonly CommitRun[]): Set<string> {
+export function protectedRamOverBound(
+  layout: ProtectedRamLayout,
+  holdings: readonly Holding[],
+  commits: readonly CommitRun[],
+): Set<string> {
   const ids = Object.keys(layout.nodes).sort();
   const queued = new Map<string, number>(ids.map((id) => [id, 0]));
   for (const h of holdings) {
@@ -31,5 +40,9 @@ export function protectedRamOverBound(layout: ProtectedRamLayout, holdings: read
     nodes: ids.map((id) => ({ id, queuedProtectedBytes: queued.get(id)!, ...layout.nodes[id] })),
     capacities: { targets: layout.capacities?.targets ?? {}, links: layout.capacities?.links ?? {} },
   });
-  return new Set(checkAllProtectedRam(nodes, capacities).filter((v) => !v.admitted).map((v) => v.node));
+  return new Set(
+    checkAllProtectedRam(nodes, capacities)
+      .filter((v) => !v.admitted)
+      .map((v) => v.node),
+  );
 }

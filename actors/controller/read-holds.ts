@@ -19,14 +19,30 @@ export interface ReadHolds {
 export async function holdReads(
   commit: (body: (s: ControlState) => ControlEventBody) => Promise<unknown>,
   clock: Clock,
-  r: { readonly id: string; readonly volume: string; readonly ranges: Readonly<Record<string, RangeSet>>; readonly leaseMs: number; readonly by: string },
+  r: {
+    readonly id: string;
+    readonly volume: string;
+    readonly ranges: Readonly<Record<string, RangeSet>>;
+    readonly leaseMs: number;
+    readonly by: string;
+  },
 ): Promise<ReadHolds> {
   const holdIds: string[] = [];
   const untilMs = Math.floor(clock.now()) + r.leaseMs;
   for (const [lane, ranges] of Object.entries(r.ranges)) {
     if (ranges.isEmpty) continue;
     const holdId = `${r.id}-${lane}`;
-    await commit(() => ({ type: "hold_ranges", holdId, kind: HoldKind.recovery, volume: r.volume, lane, ranges, holders: [], untilMs, by: r.by }));
+    await commit(() => ({
+      type: "hold_ranges",
+      holdId,
+      kind: HoldKind.recovery,
+      volume: r.volume,
+      lane,
+      ranges,
+      holders: [],
+      untilMs,
+      by: r.by,
+    }));
     holdIds.push(holdId);
   }
   let ended: Promise<void> | undefined;

@@ -24,7 +24,10 @@ export function splitConsistencyCuts(cuts: readonly ConsistencyCut[]): Consisten
 
 /** The manifest id of a cut: `m:<lane>:<seq>:...` in lane order (ids must be stable across receipts). */
 export function manifestId(cut: Readonly<Record<string, number>>): string {
-  return `m:${Object.keys(cut).sort().map((l) => `${l}:${cut[l]}`).join(":")}`;
+  return `m:${Object.keys(cut)
+    .sort()
+    .map((l) => `${l}:${cut[l]}`)
+    .join(":")}`;
 }
 
 /**
@@ -33,7 +36,12 @@ export function manifestId(cut: Readonly<Record<string, number>>): string {
  * manifest naming a lane the volume does not have, another volume, or only one lane is ignored.
  * Pure.
  */
-export function receiptedManifests(volume: string, lanes: readonly string[], holdings: readonly Holding[], fresh: (h: Holding) => boolean): ConsistencyManifest[] {
+export function receiptedManifests(
+  volume: string,
+  lanes: readonly string[],
+  holdings: readonly Holding[],
+  fresh: (h: Holding) => boolean,
+): ConsistencyManifest[] {
   return receiptedIn(volume, new Map(lanes.map((l) => [l, l])), holdings, fresh);
 }
 
@@ -41,12 +49,27 @@ export function receiptedManifests(volume: string, lanes: readonly string[], hol
  * The coalesced stream's manifests (`derived` maps each derived lane to its raw lane): those the
  * derived lanes' fresh holdings list, renamed into raw lanes, as cuts of the images. Pure.
  */
-export function receiptedImageManifests(volume: string, derived: Readonly<Record<string, string>>, holdings: readonly Holding[], fresh: (h: Holding) => boolean): ConsistencyManifest[] {
-  return receiptedIn(volume, new Map(Object.entries(derived)), holdings, (h) => h.representation === "coalesced" && fresh(h));
+export function receiptedImageManifests(
+  volume: string,
+  derived: Readonly<Record<string, string>>,
+  holdings: readonly Holding[],
+  fresh: (h: Holding) => boolean,
+): ConsistencyManifest[] {
+  return receiptedIn(
+    volume,
+    new Map(Object.entries(derived)),
+    holdings,
+    (h) => h.representation === "coalesced" && fresh(h),
+  );
 }
 
 /** Manifests over the lanes `rename` knows (keys: listed names; values: names in the result). */
-function receiptedIn(volume: string, rename: ReadonlyMap<string, string>, holdings: readonly Holding[], fresh: (h: Holding) => boolean): ConsistencyManifest[] {
+function receiptedIn(
+  volume: string,
+  rename: ReadonlyMap<string, string>,
+  holdings: readonly Holding[],
+  fresh: (h: Holding) => boolean,
+): ConsistencyManifest[] {
   const byId = new Map<string, { cut: Record<string, number>; holders: Set<string> }>();
   for (const h of holdings) {
     if (h.volume !== volume || !fresh(h)) continue;
@@ -60,5 +83,10 @@ function receiptedIn(volume: string, rename: ReadonlyMap<string, string>, holdin
       byId.set(id, m);
     }
   }
-  return [...byId.entries()].map(([id, m]) => ({ id, cut: m.cut, holders: [...m.holders].sort(), residency: "ram" as const }));
+  return [...byId.entries()].map(([id, m]) => ({
+    id,
+    cut: m.cut,
+    holders: [...m.holders].sort(),
+    residency: "ram" as const,
+  }));
 }

@@ -1,5 +1,11 @@
 import { CustodyError } from "../../core/index.ts";
-import { decodeMessage, encodeMessage, repairOutcomeSpec, repairTaskSpec, repairTaskSubject } from "../../protocol/index.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  repairOutcomeSpec,
+  repairTaskSpec,
+  repairTaskSubject,
+} from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
 import { outcomeFromWire } from "../repair/index.ts";
@@ -21,15 +27,31 @@ export interface RemoteRepairTask {
  * with the outcome the worker answers. Never rejects: no worker, no answer within `timeoutMs` or
  * an unreadable answer is a failed outcome (step `delegating`).
  */
-export async function requestRemoteRepair(transport: Transport, task: RemoteRepairTask, timeoutMs: number): Promise<RepairOutcome> {
+export async function requestRemoteRepair(
+  transport: Transport,
+  task: RemoteRepairTask,
+  timeoutMs: number,
+): Promise<RepairOutcome> {
   try {
-    const body = { ...task, lanes: [...task.lanes], failed: [...task.failed], ...(task.receiptTimeoutMs === undefined ? {} : { receiptTimeoutMs: task.receiptTimeoutMs }) };
-    const reply = await transport.request(repairTaskSubject(task.volume), encodeMessage(repairTaskSpec, body), { timeoutMs });
+    const body = {
+      ...task,
+      lanes: [...task.lanes],
+      failed: [...task.failed],
+      ...(task.receiptTimeoutMs === undefined ? {} : { receiptTimeoutMs: task.receiptTimeoutMs }),
+    };
+    const reply = await transport.request(repairTaskSubject(task.volume), encodeMessage(repairTaskSpec, body), {
+      timeoutMs,
+    });
     const outcome = outcomeFromWire(decodeMessage(repairOutcomeSpec, reply.data));
-    if (outcome.repairId !== task.repairId) return failed(task.repairId, "repair_outcome_mismatch", `the worker answered for ${outcome.repairId}`);
+    if (outcome.repairId !== task.repairId)
+      return failed(task.repairId, "repair_outcome_mismatch", `the worker answered for ${outcome.repairId}`);
     return outcome;
   } catch (err) {
-    return failed(task.repairId, err instanceof CustodyError ? err.code : "repair_delegation_failed", err instanceof Error ? err.message : String(err));
+    return failed(
+      task.repairId,
+      err instanceof CustodyError ? err.code : "repair_delegation_failed",
+      err instanceof Error ? err.message : String(err),
+    );
   }
 }
 

@@ -18,7 +18,12 @@ import {
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import type { RepairPort } from "../repair/index.ts";
 import { viewToWire } from "../repair/index.ts";
-import { checkRepairRequest, RepairRequestRefusedError, type DelegatedRepair, type RepairRequest } from "./repair-request-check.ts";
+import {
+  checkRepairRequest,
+  RepairRequestRefusedError,
+  type DelegatedRepair,
+  type RepairRequest,
+} from "./repair-request-check.ts";
 
 /**
  * The controller's side of the repair protocol: it answers the requests of the repairs it handed to
@@ -29,7 +34,14 @@ import { checkRepairRequest, RepairRequestRefusedError, type DelegatedRepair, ty
 export class RepairService {
   private readonly open = new Map<string, DelegatedRepair>();
 
-  constructor(private readonly d: { readonly volume: string; readonly transport: Transport; readonly counters: Counters; readonly port: RepairPort }) {}
+  constructor(
+    private readonly d: {
+      readonly volume: string;
+      readonly transport: Transport;
+      readonly counters: Counters;
+      readonly port: RepairPort;
+    },
+  ) {}
 
   /** Subscribes the volume's repair requests; each is handed to `deliver` (the controller machine). */
   subscribe(deliver: (msg: InboundMessage) => void): TransportSubscription {
@@ -59,7 +71,14 @@ export class RepairService {
     } catch (err) {
       const code = err instanceof CustodyError ? err.code : "repair_request_failed";
       this.d.counters.inc(`repair_request_${code.replace(/^repair_request_/, "")}`);
-      this.d.transport.respond(msg, encodeMessage(repairAnswerSpec, { ok: false, code: code.slice(0, 64), message: (err instanceof Error ? err.message : String(err)).slice(0, 1024) }));
+      this.d.transport.respond(
+        msg,
+        encodeMessage(repairAnswerSpec, {
+          ok: false,
+          code: code.slice(0, 64),
+          message: (err instanceof Error ? err.message : String(err)).slice(0, 1024),
+        }),
+      );
     }
   }
 

@@ -5,7 +5,15 @@ import { CustodyError, cryptoRandom } from "../../core/index.ts";
 import { RangeSet, validateTransportUnit } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { HolderStatus, type ControlState, type ReceiptLedger } from "../../custody/index.ts";
-import { AuditBook, AuditBudget, AuditOutcome, auditVerdict, planAudit, type AuditPlan, type HolderAuditRecord } from "../../policies/index.ts";
+import {
+  AuditBook,
+  AuditBudget,
+  AuditOutcome,
+  auditVerdict,
+  planAudit,
+  type AuditPlan,
+  type HolderAuditRecord,
+} from "../../policies/index.ts";
 import { auditSubject, decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import type { Transport, TransportSubscription } from "../../transport/index.ts";
 import { fetchUnits } from "../repair/index.ts";
@@ -29,7 +37,15 @@ import type { ControllerPorts } from "./controller-ports.ts";
  */
 export type AuditEvent =
   | TimerArm<{ type: "timer.audit" }>
-  | { type: "audit.judged"; holder: string; outcome: AuditOutcome; reason: string | undefined; atMs: number; bytesRead: number; cpuMicros: number };
+  | {
+      type: "audit.judged";
+      holder: string;
+      outcome: AuditOutcome;
+      reason: string | undefined;
+      atMs: number;
+      bytesRead: number;
+      cpuMicros: number;
+    };
 
 /** What the audits need of the controller. */
 export interface RetentionAuditDeps {
@@ -92,7 +108,13 @@ export class RetentionAudits {
     const out = new Map<string, Map<string, RangeSet>>();
     for (const h of this.deps.ledger.holdings({ volume: this.deps.volume })) {
       const held = s.holders[h.holderId];
-      if (held?.status !== HolderStatus.active || held.incarnation !== h.incarnation || h.representation !== "raw" || !this.deps.holders.includes(h.holderId)) continue;
+      if (
+        held?.status !== HolderStatus.active ||
+        held.incarnation !== h.incarnation ||
+        h.representation !== "raw" ||
+        !this.deps.holders.includes(h.holderId)
+      )
+        continue;
       const gone = s.obligations[h.obligationId]?.released[h.holderId];
       const retained = gone ? h.retained.subtract(gone) : h.retained;
       const lane = out.get(h.lane) ?? new Map<string, RangeSet>();
@@ -108,7 +130,10 @@ export class RetentionAudits {
     const unproven = this.unproven();
     for (const holder of this.deps.random.shuffle(this.deps.holders)) {
       if (this.inFlight.has(holder)) continue;
-      const lanes = [...claims.entries()].filter(([, c]) => !(c.get(holder)?.isEmpty ?? true)).map(([lane]) => lane).sort();
+      const lanes = [...claims.entries()]
+        .filter(([, c]) => !(c.get(holder)?.isEmpty ?? true))
+        .map(([lane]) => lane)
+        .sort();
       if (lanes.length === 0) continue;
       if (!this.budget.allows(this.deps.clock.now())) {
         this.deps.counters.inc("audit_skipped_budget");
@@ -129,12 +154,25 @@ export class RetentionAudits {
   private async challenge(plan: AuditPlan, lane: string): Promise<void> {
     const { transport, clock, config, volume } = this.deps;
     const span = this.tracer.startSpan("controller.retention_audit", {
-      attributes: { "custody.holder": plan.holder, "custody.reference": plan.reference, "custody.lane": lane, "custody.seqs": plan.seqs.toString() },
+      attributes: {
+        "custody.holder": plan.holder,
+        "custody.reference": plan.reference,
+        "custody.lane": lane,
+        "custody.seqs": plan.seqs.toString(),
+      },
     });
     const nonce = this.deps.random.bytes(32);
-    const request = encodeMessage(retentionChallengeSpec, { holder: plan.holder, volume, lane, nonce, seqs: plan.seqs.toJSON() });
+    const request = encodeMessage(retentionChallengeSpec, {
+      holder: plan.holder,
+      volume,
+      lane,
+      nonce,
+      seqs: plan.seqs.toJSON(),
+    });
     const [reply, reference] = await Promise.all([
-      transport.request(auditSubject(plan.holder), request, { timeoutMs: config.answerTimeoutMs }).catch(() => undefined),
+      transport
+        .request(auditSubject(plan.holder), request, { timeoutMs: config.answerTimeoutMs })
+        .catch(() => undefined),
       fetchUnits(transport, plan.reference, volume, lane, plan.seqs, config.answerTimeoutMs, { clock }).then(
         (units) => units.map((u) => validateTransportUnit(u) as TransportUnit),
         () => undefined,
@@ -152,20 +190,31 @@ export class RetentionAudits {
       let malformed = false;
       try {
         const a = reply === undefined ? undefined : decodeMessage(retentionAnswerSpec, reply.data);
-        if (a !== undefined && (a.holder !== plan.holder || Buffer.compare(a.nonce, nonce) !== 0)) throw new Error("answer is not for this challenge");
+        if (a !== undefined && (a.holder !== plan.holder || Buffer.compare(a.nonce, nonce) !== 0))
+          throw new Error("answer is not for this challenge");
         answer = a === undefined ? undefined : { digest: a.digest, covered: RangeSet.fromJSON(a.covered) };
       } catch {
         malformed = true;
       }
       const stillClaimed = this.claims().get(lane)?.get(plan.holder) ?? RangeSet.EMPTY;
-      const v = malformed ? { outcome: AuditOutcome.Failed, reason: "malformed answer" } : auditVerdict({ nonce, challenged: plan.seqs, answer, referenceUnits: reference, stillClaimed });
+      const v = malformed
+        ? { outcome: AuditOutcome.Failed, reason: "malformed answer" }
+        : auditVerdict({ nonce, challenged: plan.seqs, answer, referenceUnits: reference, stillClaimed });
       [outcome, reason] = [v.outcome, v.reason];
     }
     const used = process.cpuUsage(cpu);
     span.setAttribute("custody.audit_outcome", outcome);
     if (reason !== undefined) span.setAttribute("custody.audit_reason", reason);
     span.end();
-    this.deps.dispatch({ type: "audit.judged", holder: plan.holder, outcome, reason, atMs: clock.now(), bytesRead, cpuMicros: used.user + used.system });
+    this.deps.dispatch({
+      type: "audit.judged",
+      holder: plan.holder,
+      outcome,
+      reason,
+      atMs: clock.now(),
+      bytesRead,
+      cpuMicros: used.user + used.system,
+    });
   }
 
   /** Folds a finished audit: counted, recorded, and a new evaluation when the holder's state changed. */
@@ -181,7 +230,11 @@ export class RetentionAudits {
 /** A retention-audit configuration the controller refuses (code `invalid_retention_audit`; `detail.field` names it). */
 export class RetentionAuditConfigError extends CustodyError {
   constructor(field: string, value: unknown) {
-    super("invalid_retention_audit", `retentionAudit.${field} must be a positive integer, got ${JSON.stringify(value)}`, { field: `retentionAudit.${field}`, value });
+    super(
+      "invalid_retention_audit",
+      `retentionAudit.${field} must be a positive integer, got ${JSON.stringify(value)}`,
+      { field: `retentionAudit.${field}`, value },
+    );
   }
 }
 
@@ -205,7 +258,15 @@ export function startRetentionAudits(
   subs: TransportSubscription[],
 ): RetentionAudits | undefined {
   if (config.retentionAudit === undefined) return undefined;
-  const audits = new RetentionAudits({ ...core, config: checkRetentionAuditConfig(config.retentionAudit), volume: config.topology.volume, holders: Object.keys(config.topology.holderSites), transport: ports.transport, clock: ports.clock, random: cryptoRandom() });
+  const audits = new RetentionAudits({
+    ...core,
+    config: checkRetentionAuditConfig(config.retentionAudit),
+    volume: config.topology.volume,
+    holders: Object.keys(config.topology.holderSites),
+    transport: ports.transport,
+    clock: ports.clock,
+    random: cryptoRandom(),
+  });
   audits.start();
   return audits;
 }

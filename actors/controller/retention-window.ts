@@ -55,7 +55,12 @@ export function heldByRetention(
  * above it must stay exact (folding runs keeps the oldest time and would end the window early).
  * Pure.
  */
-export function retentionFloor(w: RetentionWindow, commits: readonly CommitRun[], lanes: readonly string[], asOfMs: number): Record<string, number> {
+export function retentionFloor(
+  w: RetentionWindow,
+  commits: readonly CommitRun[],
+  lanes: readonly string[],
+  asOfMs: number,
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const lane of lanes) {
     let low = Infinity;

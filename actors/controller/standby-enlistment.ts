@@ -68,7 +68,9 @@ export class StandbyEnlistment {
     const s = this.d.controlState();
     const taken = this.d.taken();
     const siteOf = (c: StandbyHolder) => this.d.config.topology.holderSites[c.holderId] ?? c.site;
-    const standby = this.pick(cfg.standby.filter((c) => s.holders[c.holderId] === undefined && !taken.has(c.holderId) && survives(siteOf(c))));
+    const standby = this.pick(
+      cfg.standby.filter((c) => s.holders[c.holderId] === undefined && !taken.has(c.holderId) && survives(siteOf(c))),
+    );
     if (standby === undefined) {
       this.d.counters.inc("coverage_enlist_no_standby");
       return;
@@ -94,7 +96,12 @@ export class StandbyEnlistment {
       if (s.holders[c.holderId]?.status !== HolderStatus.active || taken.has(c.holderId)) continue;
       for (const lane of this.d.config.topology.lanes) {
         const o = s.obligations[obligationIdOf(this.d.config.topology.volume, lane)];
-        if (o === undefined || !(o.responsible[c.holderId]?.isEmpty ?? true) || !(o.released[c.holderId]?.isEmpty ?? true)) continue;
+        if (
+          o === undefined ||
+          !(o.responsible[c.holderId]?.isEmpty ?? true) ||
+          !(o.released[c.holderId]?.isEmpty ?? true)
+        )
+          continue;
         this.enlisting = c.holderId;
         this.d.counters.inc("coverage_enlist_resumed");
         void this.run(() => this.makeResponsible(c.holderId, lane, RangeSet.of(1, OPEN_END)));
@@ -110,8 +117,13 @@ export class StandbyEnlistment {
    */
   private pick(candidates: readonly StandbyHolder[]): StandbyHolder | undefined {
     const now = this.d.clock.now();
-    const fresh = candidates.find((c) => now - (this.launchFailedAt.get(c.holderId) ?? -Infinity) >= PASS_OVER_RETRIES * this.retryMs);
-    return fresh ?? [...candidates].sort((a, b) => this.launchFailedAt.get(a.holderId)! - this.launchFailedAt.get(b.holderId)!)[0];
+    const fresh = candidates.find(
+      (c) => now - (this.launchFailedAt.get(c.holderId) ?? -Infinity) >= PASS_OVER_RETRIES * this.retryMs,
+    );
+    return (
+      fresh ??
+      [...candidates].sort((a, b) => this.launchFailedAt.get(a.holderId)! - this.launchFailedAt.get(b.holderId)!)[0]
+    );
   }
 
   private start(standby: StandbyHolder, launcher: RepairLauncher, lane: string, from: RangeSet): Promise<void> {
@@ -143,7 +155,8 @@ export class StandbyEnlistment {
       const transferId = `enlist-${holder}-${lane}-${donor}`;
       const t = s.transfers[transferId];
       if (t?.status === "prepared") await this.d.commit(() => ({ type: "activate_replacement", transferId }));
-      else if (t === undefined) await this.d.port.activate({ transferId, lane, fromHolder: donor, toHolder: holder, ranges: part });
+      else if (t === undefined)
+        await this.d.port.activate({ transferId, lane, fromHolder: donor, toHolder: holder, ranges: part });
       rest = rest.subtract(part);
     }
     this.d.counters.inc("coverage_enlisted");

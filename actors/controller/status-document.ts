@@ -4,12 +4,24 @@ import type { AuditStatus, FencedStatus, RepairStatus, SpendStatus, VolumeStatus
 
 /* The `volume-status` wire kind itself lives in protocol/wire/volume-status.ts; this is the controller's builder of it. */
 
-const pairs = (r: Record<string, number>): [string, number][] => Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
+const pairs = (r: Record<string, number>): [string, number][] =>
+  Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
 
-const isSteady = (r: SurvivalReport): r is SteadyReport => typeof (r as Partial<SteadyReport>).inFlightSeqs === "number";
+const isSteady = (r: SurvivalReport): r is SteadyReport =>
+  typeof (r as Partial<SteadyReport>).inFlightSeqs === "number";
 
 /** Builds the status document from an evaluation (its reports steady ones when the caller applied the steady rule). Pure. */
-export function statusDocument(controller: string, controlSeq: number, state: EvaluationState, report: EvaluationReport, releasesCommitted: number, repairs: readonly RepairStatus[] = [], spend?: SpendStatus, audits?: readonly AuditStatus[], fenced: readonly FencedStatus[] = []): VolumeStatus {
+export function statusDocument(
+  controller: string,
+  controlSeq: number,
+  state: EvaluationState,
+  report: EvaluationReport,
+  releasesCommitted: number,
+  repairs: readonly RepairStatus[] = [],
+  spend?: SpendStatus,
+  audits?: readonly AuditStatus[],
+  fenced: readonly FencedStatus[] = [],
+): VolumeStatus {
   const required = report.reports.filter((r) => r.required);
   let surviving: Record<string, number> | null = { ...report.acknowledged };
   for (const r of required) {
@@ -53,7 +65,16 @@ export function statusDocument(controller: string, controlSeq: number, state: Ev
       verdict: r.verdict,
       reasons: r.reasons,
       // Only a topology that places the control plane says what of it survives (issue #45).
-      ...(r.controlPlane === undefined ? {} : { controlPlane: { lost: r.controlPlane.lost, logReplicas: r.controlPlane.logReplicas, controllers: r.controlPlane.controllers, keyAuthority: r.controlPlane.keyAuthority } }),
+      ...(r.controlPlane === undefined
+        ? {}
+        : {
+            controlPlane: {
+              lost: r.controlPlane.lost,
+              logReplicas: r.controlPlane.logReplicas,
+              controllers: r.controlPlane.controllers,
+              keyAuthority: r.controlPlane.keyAuthority,
+            },
+          }),
       // Only a cut across lanes needs something to make it consistent (one lane's documents stay as they were).
       ...(Object.keys(report.acknowledged).length > 1 ? { manifest: r.manifest, base: r.base } : {}),
     })),

@@ -27,13 +27,27 @@ export class WriterProgressError extends CustodyError {
  * message refused for one lane changes nothing for the others.
  */
 export function checkWriterProgress(p: WriterProgressMessage, volume: string, lanes: readonly string[]): void {
-  if (p.volume !== volume) throw new WriterProgressError(ProgressRefusal.wrongVolume, `progress of volume ${p.volume}, this controller serves ${volume}`, { volume: p.volume });
+  if (p.volume !== volume)
+    throw new WriterProgressError(
+      ProgressRefusal.wrongVolume,
+      `progress of volume ${p.volume}, this controller serves ${volume}`,
+      { volume: p.volume },
+    );
   const seen = new Set<string>();
   for (const l of p.lanes) {
-    if (seen.has(l.lane)) throw new WriterProgressError(ProgressRefusal.duplicateLane, `lane ${l.lane} reported twice`, { lane: l.lane });
+    if (seen.has(l.lane))
+      throw new WriterProgressError(ProgressRefusal.duplicateLane, `lane ${l.lane} reported twice`, { lane: l.lane });
     seen.add(l.lane);
-    if (!lanes.includes(l.lane)) throw new WriterProgressError(ProgressRefusal.unknownLane, `lane ${l.lane} is not a lane of ${volume}`, { lane: l.lane });
+    if (!lanes.includes(l.lane))
+      throw new WriterProgressError(ProgressRefusal.unknownLane, `lane ${l.lane} is not a lane of ${volume}`, {
+        lane: l.lane,
+      });
     const beyond = l.runs.find(([, last]) => last > l.head);
-    if (beyond !== undefined) throw new WriterProgressError(ProgressRefusal.runBeyondHead, `lane ${l.lane}: a run through ${beyond[1]} is past head ${l.head}`, { lane: l.lane, head: l.head, last: beyond[1] });
+    if (beyond !== undefined)
+      throw new WriterProgressError(
+        ProgressRefusal.runBeyondHead,
+        `lane ${l.lane}: a run through ${beyond[1]} is past head ${l.head}`,
+        { lane: l.lane, head: l.head, last: beyond[1] },
+      );
   }
 }

@@ -26,16 +26,27 @@ export function answerAudit(core: HolderCore, msg: InboundMessage): void {
   if (c.holder !== core.config.holderId) return void core.counters.inc("audit_wrong_holder");
   const challenge = c;
   const seqs = RangeSet.fromJSON(challenge.seqs);
-  const span = core.spans.startSpan("holder.audit_answer", { attributes: { "custody.lane": laneKey(c.volume, c.lane), "custody.seqs": seqs.toString() } });
+  const span = core.spans.startSpan("holder.audit_answer", {
+    attributes: { "custody.lane": laneKey(c.volume, c.lane), "custody.seqs": seqs.toString() },
+  });
   const answer = (held: readonly TransportUnit[]) => {
     // Test-only fault (config `faults.dropRetained`): the payload is gone, only headers are left.
-    const units = core.config.faults?.dropRetained === true ? held.map((u) => ({ ...u, payload: new Uint8Array(0) })) : held;
+    const units =
+      core.config.faults?.dropRetained === true ? held.map((u) => ({ ...u, payload: new Uint8Array(0) })) : held;
     const d = auditDigest(challenge.nonce, units, seqs);
     core.counters.inc("audit_answered");
     core.counters.inc("audit_bytes_read", d.bytesRead);
     span.setAttribute("custody.covered", d.covered.toString());
     span.end();
-    core.io.transport.respond(msg, encodeMessage(retentionAnswerSpec, { holder: core.config.holderId, nonce: challenge.nonce, covered: d.covered.toJSON(), digest: d.digest }));
+    core.io.transport.respond(
+      msg,
+      encodeMessage(retentionAnswerSpec, {
+        holder: core.config.holderId,
+        nonce: challenge.nonce,
+        covered: d.covered.toJSON(),
+        digest: d.digest,
+      }),
+    );
   };
   const hl = core.lanes.get(laneKey(c.volume, c.lane));
   // A lane not served here gets no answer (as with fetches): a request takes the first reply, and

@@ -14,7 +14,11 @@ import type { HolderCore } from "./holder-core.ts";
  */
 
 /** Answers one fetch request (asynchronously when disk is read). Bad requests and lanes not served here get no answer (counted). */
-export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes = fetchPageBytes(core.io.transport.maxPayloadBytes?.())): void {
+export function answerFetch(
+  core: HolderCore,
+  msg: InboundMessage,
+  maxReplyBytes = fetchPageBytes(core.io.transport.maxPayloadBytes?.()),
+): void {
   let req;
   try {
     req = decodeMessage(unitFetchSpec, msg.data);
@@ -27,13 +31,18 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
   if (volumeOf(msg.subject) !== req.volume) return void core.counters.inc("fetch_volume_not_in_subject");
   const hl = core.lanes.get(laneKey(req.volume, req.lane));
   // Only what comes after the caller's cursor, read segment by segment until a page is full.
-  const wanted = RangeSet.fromJSON(req.ranges).intersect(RangeSet.of(Math.max(0, req.after + 1), Number.MAX_SAFE_INTEGER));
+  const wanted = RangeSet.fromJSON(req.ranges).intersect(
+    RangeSet.of(Math.max(0, req.after + 1), Number.MAX_SAFE_INTEGER),
+  );
   const respond = (units: readonly TransportUnit[], complete: boolean, known = new Map<number, string>()) => {
     const after = units.filter((u) => u.firstSeq > req.after).sort((a, b) => a.firstSeq - b.firstSeq);
     const page = encodeFetchPage(after, req.limit, maxReplyBytes);
     core.counters.inc("fetch_served_units", page.length);
     const body = { holder: core.config.holderId, units: page, done: complete && page.length === after.length };
-    core.io.transport.respond(msg, encodeMessage(unitBatchSpec, { ...body, ...pageAttestations(after.slice(0, page.length), known) }));
+    core.io.transport.respond(
+      msg,
+      encodeMessage(unitBatchSpec, { ...body, ...pageAttestations(after.slice(0, page.length), known) }),
+    );
   };
   // A lane we do not serve gets no answer: a request takes the first reply, and "nothing here" from
   // a holder of another volume under the same id would pass for the real holder's custody.
@@ -49,7 +58,10 @@ export function answerFetch(core: HolderCore, msg: InboundMessage, maxReplyBytes
  * The writer attestations of a page's units, each token once, so a copier can offer them on with
  * the writer's signature (absent when none is known: the reply is what it was before).
  */
-function pageAttestations(units: readonly TransportUnit[], known: ReadonlyMap<number, string>): { attestations?: Uint8Array[]; attestationOf?: number[] } {
+function pageAttestations(
+  units: readonly TransportUnit[],
+  known: ReadonlyMap<number, string>,
+): { attestations?: Uint8Array[]; attestationOf?: number[] } {
   const index = new Map<string, number>();
   const attestationOf = units.map((u) => {
     const token = known.get(u.firstSeq);

@@ -9,7 +9,9 @@ import { isIdentifier } from "../../core/index.ts";
  */
 
 // The identifier rule's home is core/identifier.ts.
-const token = z.string().refine(isIdentifier, "identifier must be 1-128 characters without '.', '*', '>', whitespace or control characters");
+const token = z
+  .string()
+  .refine(isIdentifier, "identifier must be 1-128 characters without '.', '*', '>', whitespace or control characters");
 const posInt = z.number().int().positive();
 const nonNegInt = z.number().int().nonnegative();
 
@@ -121,7 +123,6 @@ export const holderConfigSchema = z.strictObject({
 export type HolderConfigInput = z.input<typeof holderConfigSchema>;
 /** Configuration after validation, with every default filled in and the incarnation claimed. */
 export type HolderConfig = z.infer<typeof holderConfigSchema> & { readonly incarnation: number };
-
 
 /** Thrown for an invalid holder configuration; `detail.field` is the dotted path of the first bad field. */
 export class HolderConfigError extends CustodyError {

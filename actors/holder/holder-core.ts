@@ -5,7 +5,17 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditSender } from "../../transport/index.ts";
-import { auditSubject, baseSubject, creditSpec, decodeMessage, fetchesToHolder, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/index.ts";
+import {
+  auditSubject,
+  baseSubject,
+  creditSpec,
+  decodeMessage,
+  fetchesToHolder,
+  receiptSubject,
+  releaseSubject,
+  transferSubject,
+  unitSubject,
+} from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { edgeGrantChecks } from "../hop/index.ts";
@@ -77,9 +87,22 @@ export class HolderCore {
     this.receipts = new ReceiptPublisher(this.context, () => (this.protectionOk() ? this.evidence : undefined));
   }
 
-  private addLane(volume: string, lane: string, upstream: readonly string[], downstream: readonly string[], spawn: SpawnLaneArena): HolderLane {
+  private addLane(
+    volume: string,
+    lane: string,
+    upstream: readonly string[],
+    downstream: readonly string[],
+    spawn: SpawnLaneArena,
+  ): HolderLane {
     const key = laneKey(volume, lane);
-    const hl = new HolderLane({ volume, lane, upstream, downstream }, this.config, this.ports.transport, this.ports.clock, this.counters, spawn);
+    const hl = new HolderLane(
+      { volume, lane, upstream, downstream },
+      this.config,
+      this.ports.transport,
+      this.ports.clock,
+      this.counters,
+      spawn,
+    );
     hl.creditCap = () => ramCreditHeadroom(this.config, this.evidence, this.lanes, this.ports.clock.now());
     for (const edge of downstream) {
       const onReset = (e: { incarnation: number; restarted: boolean }) => {
@@ -88,7 +111,17 @@ export class HolderCore {
       };
       hl.edges.set(
         edge,
-        new CreditSender({ transport: this.ports.transport, clock: this.ports.clock, sender: this.config.holderId, holder: edge, volume, lane, session: this.config.incarnation, onReset, ...edgeGrantChecks(this.ports.peers, this.counters, edge) }),
+        new CreditSender({
+          transport: this.ports.transport,
+          clock: this.ports.clock,
+          sender: this.config.holderId,
+          holder: edge,
+          volume,
+          lane,
+          session: this.config.incarnation,
+          onReset,
+          ...edgeGrantChecks(this.ports.peers, this.counters, edge),
+        }),
       );
     }
     this.lanes.set(key, hl);
@@ -114,14 +147,21 @@ export class HolderCore {
   /** Opens the spill stream (if any), subscribes every subject and grants initial credits. */
   async start(): Promise<void> {
     if (this.config.flush) {
-      if (!this.ports.files || !this.ports.spillPath) throw new CustodyError("invalid_holder_config", "a flush policy needs files and spillPath", {});
-      const opened = await SpillSet.open(this.ports.files, this.ports.spillPath, this.ports.clock, this.config.flush.rotateBytes);
+      if (!this.ports.files || !this.ports.spillPath)
+        throw new CustodyError("invalid_holder_config", "a flush policy needs files and spillPath", {});
+      const opened = await SpillSet.open(
+        this.ports.files,
+        this.ports.spillPath,
+        this.ports.clock,
+        this.config.flush.rotateBytes,
+      );
       this.spill = opened.set;
       // What the previous incarnation made durable is custody again, under this incarnation.
       await adoptSpillRecords(this, opened.set, opened.recovered);
       this.later(this.config.flush.intervalMs, { type: "timer.flush" });
     }
-    if (this.ports.preserved !== undefined && this.protectionOk()) adoptPreserved(this, await this.ports.preserved.recovered());
+    if (this.ports.preserved !== undefined && this.protectionOk())
+      adoptPreserved(this, await this.ports.preserved.recovered());
     const t = this.ports.transport;
     const me = this.config.holderId;
     for (const [key, hl] of this.lanes) this.subscribeLane(key, hl);
@@ -129,7 +169,8 @@ export class HolderCore {
     // Our edges' frontiers too: what the control log released there is owed to them no more.
     const edges = new Set<string>();
     for (const hl of this.lanes.values()) for (const e of hl.edges.keys()) edges.add(e);
-    for (const e of edges) this.subs.push(t.subscribe(releaseSubject(e), (msg) => this.dispatch({ type: "nats.release", msg })));
+    for (const e of edges)
+      this.subs.push(t.subscribe(releaseSubject(e), (msg) => this.dispatch({ type: "nats.release", msg })));
     this.subs.push(t.subscribe(transferSubject(me), (msg) => this.dispatch({ type: "nats.transfer", msg })));
     this.subs.push(t.subscribe(fetchesToHolder(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
     this.subs.push(t.subscribe(auditSubject(me), (msg) => this.dispatch({ type: "nats.audit", msg })));
@@ -148,10 +189,17 @@ export class HolderCore {
     // Units that arrive in one socket read reach the actor as one event (one transition, not N).
     const pending: InboundMessage[] = [];
     this.subs.push(
-      t.subscribe(unitSubject(this.config.holderId, hl.volume, hl.lane), (msg) => {
-        pending.push(msg);
-        if (pending.length === 1) queueMicrotask(() => !this.stopped && this.dispatch({ type: "nats.units", lane: key, msgs: pending.splice(0) }));
-      }, { borrow: true }), // every unit is copied into the arena; the message is dropped after admission
+      t.subscribe(
+        unitSubject(this.config.holderId, hl.volume, hl.lane),
+        (msg) => {
+          pending.push(msg);
+          if (pending.length === 1)
+            queueMicrotask(
+              () => !this.stopped && this.dispatch({ type: "nats.units", lane: key, msgs: pending.splice(0) }),
+            );
+        },
+        { borrow: true },
+      ), // every unit is copied into the arena; the message is dropped after admission
     );
     this.subs.push(
       t.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => {
@@ -159,7 +207,9 @@ export class HolderCore {
       }),
     );
     for (const [edge, s] of hl.edges) {
-      this.subs.push(t.subscribe(s.creditSubject, (msg) => this.dispatch({ type: "nats.credit", lane: key, edge, msg })));
+      this.subs.push(
+        t.subscribe(s.creditSubject, (msg) => this.dispatch({ type: "nats.credit", lane: key, edge, msg })),
+      );
     }
   }
 
@@ -297,7 +347,10 @@ export class HolderCore {
     const r = readReleaseFrontier(this.context, this.frontiers, msg);
     if (r === undefined) return;
     if (r.backed) this.applyFrontier(r.key, r.hl, r.holder, r.ranges);
-    else this.frontiers.catchUp(() => this.send({ type: "release.checked", lane: r.key, holder: r.holder, ranges: r.ranges }));
+    else
+      this.frontiers.catchUp(() =>
+        this.send({ type: "release.checked", lane: r.key, holder: r.holder, ranges: r.ranges }),
+      );
   }
 
   /** A frontier the log did not back yet, after catching up with it: only what the log now holds counts. */
@@ -347,7 +400,8 @@ export class HolderCore {
 
   /** Disk records of segments that just stopped being custody (released or transferred) go from the spill set. */
   dropSpilled(hl: HolderLane): void {
-    for (const ev of hl.takeDroppedSpill()) void this.spill?.release(ev).catch(() => this.counters.inc("spill_release_failed"));
+    for (const ev of hl.takeDroppedSpill())
+      void this.spill?.release(ev).catch(() => this.counters.inc("spill_release_failed"));
   }
 
   private publishReceiptNow(key: string): void {
@@ -364,7 +418,13 @@ export class HolderCore {
   sealDue(key: string): void {
     const hl = this.lanes.get(key);
     if (hl === undefined) return;
-    if (this.config.flush !== undefined || this.config.transferNeighbor !== undefined || hl.fillRatio() > this.config.pressureRatio || hl.openFill() >= 0.5) hl.seal();
+    if (
+      this.config.flush !== undefined ||
+      this.config.transferNeighbor !== undefined ||
+      hl.fillRatio() > this.config.pressureRatio ||
+      hl.openFill() >= 0.5
+    )
+      hl.seal();
     this.tryRelease(key, hl);
   }
 
@@ -436,7 +496,9 @@ export class HolderCore {
   completeTransfer(key: string, hl: HolderLane, from: string, stated: RangeSet): void {
     const seqs = hl.inTransfer.intersect(stated);
     if (seqs.isEmpty) return;
-    const span = this.tracer.startSpan("holder.transfer_complete", { attributes: { "custody.lane": key, "custody.to": from } });
+    const span = this.tracer.startSpan("holder.transfer_complete", {
+      attributes: { "custody.lane": key, "custody.to": from },
+    });
     if (hl.transferredOut(seqs, stated)) {
       this.dropSpilled(hl);
       this.observe({ type: "transferred_out", lane: key, to: from, seqs: seqs.toString() });

@@ -80,7 +80,10 @@ export class HolderCustodyMoves {
     this.notTarget = passedOver;
     if (todo.length === 0 && !this.writer.pending) return;
     this.flushing = true;
-    const span = this.core.spans.startSpan("holder.flush", { kind: SpanKind.INTERNAL, attributes: { "custody.segments": todo.length } });
+    const span = this.core.spans.startSpan("holder.flush", {
+      kind: SpanKind.INTERNAL,
+      attributes: { "custody.segments": todo.length },
+    });
     const items = todo.map((t) => ({
       volume: t.hl.volume,
       lane: t.hl.lane,
@@ -106,7 +109,10 @@ export class HolderCustodyMoves {
       return { kind: "synced", spilled: r.spilled.map(({ tag, evidence }) => ({ ...tag, evidence })) };
     };
     run()
-      .catch((err: unknown) => ({ kind: "failed", message: err instanceof Error ? err.message : String(err) }) as FlushOutcome)
+      .catch(
+        (err: unknown) =>
+          ({ kind: "failed", message: err instanceof Error ? err.message : String(err) }) as FlushOutcome,
+      )
       .then((result) => {
         span.setAttribute("custody.flush", result.kind);
         span.end();
@@ -203,17 +209,30 @@ export class HolderCustodyMoves {
     for (const s of hl.sealedSegments()) {
       if (!all && ram / capacity <= this.core.config.pressureRatio / 2) break;
       if (s.residency !== "ram" || s.hasForwardPins || s.seqs.isEmpty || hl.inTransfer.intersects(s.seqs)) continue;
-      const span = this.core.spans.startSpan("holder.transfer_offer", { kind: SpanKind.PRODUCER, attributes: { "custody.lane": key, "custody.to": to } });
+      const span = this.core.spans.startSpan("holder.transfer_offer", {
+        kind: SpanKind.PRODUCER,
+        attributes: { "custody.lane": key, "custody.to": to },
+      });
       // Each unit travels as an ordinary encoded `unit` message: the neighbor validates it like ingress.
       const plain = hl.arena.units(s.id);
       const seg = hl.arena.describe(s.id);
-      const units = plain.map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
+      const units = plain.map((u) =>
+        encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }),
+      );
       // The writer's attestations ride along, so a checking neighbor admits the units as the writer's.
-      const tokens = [...new Set(plain.map((_, i) => seg.attestationAt(i)).filter((t): t is string => t !== undefined))];
+      const tokens = [
+        ...new Set(plain.map((_, i) => seg.attestationAt(i)).filter((t): t is string => t !== undefined)),
+      ];
       hl.inTransfer = hl.inTransfer.union(s.seqs);
       const offerId = ++this.offerSeq;
       this.offers.set(offerId, { key, seqs: s.seqs, at: this.core.io.clock.now() });
-      this.core.io.transport.publish(transferSubject(to), encodeTransferOffer({ from: this.core.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units }, tokens));
+      this.core.io.transport.publish(
+        transferSubject(to),
+        encodeTransferOffer(
+          { from: this.core.config.holderId, to, volume: hl.volume, lane: hl.lane, offerId, units },
+          tokens,
+        ),
+      );
       this.core.note({ type: "transfer_offered", lane: key, to, seqs: s.seqs.toString() });
       span.end();
       ram -= hl.arena.config.segmentBytes;
@@ -241,7 +260,8 @@ export class HolderCustodyMoves {
     try {
       for (const b of offer.units) {
         const u = decodeMessage(unitSpec, b) as TransportUnit;
-        if (u.volume !== offer.volume || u.lane !== offer.lane) throw new CustodyError("wrong_lane", "offered unit belongs to another lane", {});
+        if (u.volume !== offer.volume || u.lane !== offer.lane)
+          throw new CustodyError("wrong_lane", "offered unit belongs to another lane", {});
         units.push(validateTransportUnit(u));
       }
     } catch (err) {
@@ -270,7 +290,9 @@ export class HolderCustodyMoves {
       this.core.counters.inc("transfer_refused_no_space");
       return;
     }
-    const span = this.core.spans.startSpan("holder.transfer_admit", { attributes: { "custody.lane": key, "custody.from": offer.from } });
+    const span = this.core.spans.startSpan("holder.transfer_admit", {
+      attributes: { "custody.lane": key, "custody.from": offer.from },
+    });
     let seqs = RangeSet.EMPTY;
     let opened = false;
     for (const u of fresh) {

@@ -74,7 +74,13 @@ export function handleLaneReceipt(h: HolderContext, act: EdgeReceiptActions, key
     if (isEdge) {
       const before = hl.obligations.receiptedBy(holderId);
       for (const r of batch.receipts) {
-        const restarted = hl.obligations.applyEdgeReceipt({ holder: holderId, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained: r.retained });
+        const restarted = hl.obligations.applyEdgeReceipt({
+          holder: holderId,
+          incarnation: batch.holder.incarnation,
+          epoch: r.topologyEpoch,
+          receiptSeq: r.receiptSeq,
+          retained: r.retained,
+        });
         if (restarted) hl.sendLogs.get(holderId)?.reset();
       }
       forgetReceipted(hl, holderId, !before.coversAll(hl.obligations.receiptedBy(holderId)));

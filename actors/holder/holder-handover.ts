@@ -1,7 +1,14 @@
 import { decodeReceiptBatch, receiptBatchSpec, verifyReceiptBatch } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { decodeMessage, encodeMessage, encodeTransferOffer, receiptSubject, transferSubject, unitSpec } from "../../protocol/index.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  encodeTransferOffer,
+  receiptSubject,
+  transferSubject,
+  unitSpec,
+} from "../../protocol/index.ts";
 import type { TransportSubscription } from "../../transport/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
@@ -44,7 +51,10 @@ export async function handOver(core: HolderCore, by: number): Promise<HandoverRe
   const me = core.config.holderId;
   const confirmed = new Map<string, RangeSet>();
   let wake: (() => void) | undefined;
-  const missing = (hl: HolderLane) => hl.obligations.retained.subtract(hl.obligations.released).subtract(confirmed.get(laneKey(hl.volume, hl.lane)) ?? RangeSet.EMPTY);
+  const missing = (hl: HolderLane) =>
+    hl.obligations.retained
+      .subtract(hl.obligations.released)
+      .subtract(confirmed.get(laneKey(hl.volume, hl.lane)) ?? RangeSet.EMPTY);
   const done = () => [...core.lanes.values()].every((hl) => missing(hl).isEmpty);
   const subs: TransportSubscription[] = [...core.lanes.values()].map((hl) =>
     transport.subscribe(receiptSubject(hl.volume, hl.lane), (msg) => {
@@ -71,7 +81,11 @@ export async function handOver(core: HolderCore, by: number): Promise<HandoverRe
   let offeredUnits = 0;
   let offerId = 0;
   // A flush waits for the server; a connection that is down must not hold the process for ever.
-  const flushed = () => Promise.race([transport.flush().catch(() => undefined), new Promise<void>((resolve) => clock.setTimeout(() => resolve(), HANDOVER_RETRY_MS))]);
+  const flushed = () =>
+    Promise.race([
+      transport.flush().catch(() => undefined),
+      new Promise<void>((resolve) => clock.setTimeout(() => resolve(), HANDOVER_RETRY_MS)),
+    ]);
   try {
     await flushed();
     for (let round = 0; round < HANDOVER_ROUNDS && !done(); round++) {
@@ -104,9 +118,14 @@ async function offerLane(core: HolderCore, hl: HolderLane, seqs: RangeSet, nextI
     const page = await hl.unitsPage(core.spillStream, left, PAGE_UNITS, maxOfferBytes);
     if (page.units.length === 0) break;
     for (const chunk of byBytes(page.units, maxOfferBytes)) {
-      const units = chunk.map((u) => encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }));
+      const units = chunk.map((u) =>
+        encodeMessage(unitSpec, { ...u, payload: new Uint8Array(u.payload), digest: new Uint8Array(u.digest) }),
+      );
       const tokens = chunk.map((u) => page.attestations.get(u.firstSeq)).filter((t): t is string => t !== undefined);
-      transport.publish(transferSubject(me), encodeTransferOffer({ from: me, to: me, volume: hl.volume, lane: hl.lane, offerId: nextId(), units }, tokens));
+      transport.publish(
+        transferSubject(me),
+        encodeTransferOffer({ from: me, to: me, volume: hl.volume, lane: hl.lane, offerId: nextId(), units }, tokens),
+      );
       offered += chunk.length;
     }
     if (page.complete) break;
@@ -114,7 +133,8 @@ async function offerLane(core: HolderCore, hl: HolderLane, seqs: RangeSet, nextI
     const cursor = Math.max(...page.units.map((u) => u.firstSeq));
     left = left.intersect(RangeSet.of(cursor + 1, Number.MAX_SAFE_INTEGER));
   }
-  if (!seqs.isEmpty) core.note({ type: "transfer_offered", lane: laneKey(hl.volume, hl.lane), to: me, seqs: seqs.toString() });
+  if (!seqs.isEmpty)
+    core.note({ type: "transfer_offered", lane: laneKey(hl.volume, hl.lane), to: me, seqs: seqs.toString() });
   return offered;
 }
 

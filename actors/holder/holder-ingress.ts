@@ -1,10 +1,24 @@
-import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace, type Link, type Span, type SpanContext } from "@opentelemetry/api";
+import {
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  SpanKind,
+  trace,
+  type Link,
+  type Span,
+  type SpanContext,
+} from "@opentelemetry/api";
 import { unitRecordBytes } from "../../arena/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { CreditHeaders, CreditRefusal } from "../../transport/index.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { attestationTokens, readUnitMessage, senderOf, type InboundUnit, type UnitSubjectMessage } from "../../transport/index.ts";
+import {
+  attestationTokens,
+  readUnitMessage,
+  senderOf,
+  type InboundUnit,
+  type UnitSubjectMessage,
+} from "../../transport/index.ts";
 import { WireError } from "../../protocol/index.ts";
 import { noteSent } from "../hop/index.ts";
 import type { HolderContext } from "./holder-context.ts";
@@ -117,10 +131,25 @@ interface CreditedUnit {
 }
 
 /** Credit accounting and the holder's own checks of one decoded unit (see `handleUnitMessage`). */
-function creditUnit(h: HolderContext, hl: HolderLane, sender: string, unit: TransportUnit, arrived: InboundUnit, subject: string, credits: CreditHeaders, attestation: string | undefined): AdmissionStep {
+function creditUnit(
+  h: HolderContext,
+  hl: HolderLane,
+  sender: string,
+  unit: TransportUnit,
+  arrived: InboundUnit,
+  subject: string,
+  credits: CreditHeaders,
+  attestation: string | undefined,
+): AdmissionStep {
   const span = startConsumerSpan(h.tracer, "holder.admit", { subject, headers: arrived.headers });
   // The unit's range whatever becomes of it: a trace of a re-sent or refused unit still names it.
-  if (span.isRecording()) span.setAttributes({ "custody.volume": unit.volume, "custody.lane": unit.lane, "custody.first_seq": unit.firstSeq, "custody.last_seq": unit.lastSeq });
+  if (span.isRecording())
+    span.setAttributes({
+      "custody.volume": unit.volume,
+      "custody.lane": unit.lane,
+      "custody.first_seq": unit.firstSeq,
+      "custody.last_seq": unit.lastSeq,
+    });
   let step: AdmissionStep | undefined;
   try {
     const bytes = unitRecordBytes(unit);
@@ -133,7 +162,12 @@ function creditUnit(h: HolderContext, hl: HolderLane, sender: string, unit: Tran
     // will be re-forwarded by the sender once our receipts show the hole.
     else if (credit === "replayed") step = { replayed: true };
     else {
-      const misfit = unit.volume !== hl.volume || unit.lane !== hl.lane ? "wrong_lane" : bytes > hl.arena.config.maxUnitBytes ? "unit_too_large" : undefined;
+      const misfit =
+        unit.volume !== hl.volume || unit.lane !== hl.lane
+          ? "wrong_lane"
+          : bytes > hl.arena.config.maxUnitBytes
+            ? "unit_too_large"
+            : undefined;
       if (misfit !== undefined) {
         hl.forfeit(bytes);
         step = { refused: misfit };
@@ -143,7 +177,12 @@ function creditUnit(h: HolderContext, hl: HolderLane, sender: string, unit: Tran
   } finally {
     // A unit that is not stored ends its span here; a stored one ends it once finished.
     if (step === undefined || !("unit" in step)) {
-      if (step !== undefined) span.setAttributes("refused" in step ? { [ADMIT_OUTCOME]: "refused", "custody.rejected": step.refused } : { [ADMIT_OUTCOME]: "replayed" });
+      if (step !== undefined)
+        span.setAttributes(
+          "refused" in step
+            ? { [ADMIT_OUTCOME]: "refused", "custody.rejected": step.refused }
+            : { [ADMIT_OUTCOME]: "replayed" },
+        );
       span.end();
     }
   }
@@ -154,7 +193,15 @@ function creditUnit(h: HolderContext, hl: HolderLane, sender: string, unit: Tran
  * (term, overlap, duplicate) and stored it with its writer attestation, which then lives as long
  * as the unit is held.
  */
-function finishUnit(h: HolderContext, act: IngressActions, key: string, hl: HolderLane, sender: string, c: CreditedUnit, admitted: LaneAdmission): void {
+function finishUnit(
+  h: HolderContext,
+  act: IngressActions,
+  key: string,
+  hl: HolderLane,
+  sender: string,
+  c: CreditedUnit,
+  admitted: LaneAdmission,
+): void {
   const { unit, span, bytes, attestation } = c;
   try {
     if (admitted.kind === "refused") {
@@ -187,7 +234,13 @@ function finishUnit(h: HolderContext, act: IngressActions, key: string, hl: Hold
 }
 
 /** Credit accounting of one arrival (nothing changes when it is exceeded). */
-function account(hl: HolderLane, sender: string, bytes: number, credits: CreditHeaders, storing: boolean): "ok" | "exceeded" | "replayed" | CreditRefusal {
+function account(
+  hl: HolderLane,
+  sender: string,
+  bytes: number,
+  credits: CreditHeaders,
+  storing: boolean,
+): "ok" | "exceeded" | "replayed" | CreditRefusal {
   try {
     const r = hl.grantor.onArrival(sender, bytes, credits);
     hl.forfeit(hl.grantor.takeForfeited());
@@ -203,7 +256,15 @@ function account(hl: HolderLane, sender: string, bytes: number, credits: CreditH
 }
 
 /** Fan-out: the unit goes to every edge at once, each within that edge's own credits. */
-function forward(h: HolderContext, hl: HolderLane, unit: TransportUnit, data: Uint8Array, bytes: number, parent: SpanContext, attestation: string | undefined): void {
+function forward(
+  h: HolderContext,
+  hl: HolderLane,
+  unit: TransportUnit,
+  data: Uint8Array,
+  bytes: number,
+  parent: SpanContext,
+  attestation: string | undefined,
+): void {
   if (hl.edges.size === 0) return;
   const now = h.ports.clock.now();
   for (const edge of hl.edges.keys()) noteSent(hl, edge, unit.firstSeq, unit.lastSeq, now);
@@ -214,7 +275,11 @@ function forward(h: HolderContext, hl: HolderLane, unit: TransportUnit, data: Ui
   }
   const ctx = trace.setSpanContext(ROOT_CONTEXT, parent);
   for (const [edge, s] of hl.edges) {
-    const span = h.tracer.startSpan("holder.forward", { kind: SpanKind.PRODUCER, attributes: { "custody.edge": edge } }, ctx);
+    const span = h.tracer.startSpan(
+      "holder.forward",
+      { kind: SpanKind.PRODUCER, attributes: { "custody.edge": edge } },
+      ctx,
+    );
     const headers = injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span));
     s.send({ data, bytes, headers, attestation, onSent: () => span.end() });
   }

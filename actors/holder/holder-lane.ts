@@ -19,7 +19,13 @@ import type { CreditSender } from "../../transport/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { laneArenaIngressLogic } from "../lane-arena.machine.ts";
 import { laneLogOf } from "../lane-arena.machine.ts";
-import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, LaneArenaView, LaneLogView } from "../lane-arena-events.ts";
+import type {
+  LaneArenaEmitted,
+  LaneArenaEvent,
+  LaneArenaInput,
+  LaneArenaView,
+  LaneLogView,
+} from "../lane-arena-events.ts";
 import type { HolderConfig } from "./holder-config.ts";
 import type { LoadedUnit } from "./holder-ports.ts";
 import { LaneObligations } from "../hop/index.ts";
@@ -88,7 +94,9 @@ export class HolderLane {
     this.volume = cfg.volume;
     this.lane = cfg.lane;
     this.manifests = new LaneManifests(cfg.lane);
-    this.coalesced = holder.lanes.some((l) => l.volume === cfg.volume && l.lane === cfg.lane && l.representation === "coalesced");
+    this.coalesced = holder.lanes.some(
+      (l) => l.volume === cfg.volume && l.lane === cfg.lane && l.representation === "coalesced",
+    );
     const seg = holder.arena.segmentBytes;
     // The arena wants whole segments; round the configured limit down to one (at least 4 segments).
     const limit = Math.max(4 * seg, Math.floor(holder.arena.limitBytes / seg) * seg);
@@ -104,7 +112,14 @@ export class HolderLane {
       maxOpenDelayMs: holder.arena.maxOpenDelayMs,
       growthLowWaterBytes: seg,
     };
-    const input = { config, clock, counters, lanes: [{ volume: cfg.volume, lane: cfg.lane }], summaries: false, sealTimers: false };
+    const input = {
+      config,
+      clock,
+      counters,
+      lanes: [{ volume: cfg.volume, lane: cfg.lane }],
+      summaries: false,
+      sealTimers: false,
+    };
     this.arenaActor = spawn(laneArenaActorId(cfg.volume, cfg.lane), input);
     this.arenaActor.on("*", (e) => this.replies.push(e));
     this.obligations = new LaneObligations(cfg.downstream, holder.epoch);
@@ -137,17 +152,26 @@ export class HolderLane {
    */
   private request(e: LaneArenaEvent): LaneArenaEmitted[] {
     const status = this.arenaActor.getSnapshot().status;
-    if (status !== "active") throw new LaneArenaStoppedError({ volume: this.volume, lane: this.lane, status, request: e.type });
+    if (status !== "active")
+      throw new LaneArenaStoppedError({ volume: this.volume, lane: this.lane, status, request: e.type });
     this.replies.length = 0;
     this.arenaActor.send(e);
     return this.replies.splice(0);
   }
 
   /** `request`, expecting the reply `type`; a refusal is thrown as a LaneArenaRefusal with its code. */
-  private expect<T extends LaneArenaEmitted["type"]>(e: LaneArenaEvent, type: T): Extract<LaneArenaEmitted, { type: T }> | undefined {
+  private expect<T extends LaneArenaEmitted["type"]>(
+    e: LaneArenaEvent,
+    type: T,
+  ): Extract<LaneArenaEmitted, { type: T }> | undefined {
     const out = this.request(e);
     const refused = out.find((r) => r.type === "rejected");
-    if (refused?.type === "rejected") throw new LaneArenaRefusal(refused.code, refused.message, { volume: this.volume, lane: this.lane, request: e.type });
+    if (refused?.type === "rejected")
+      throw new LaneArenaRefusal(refused.code, refused.message, {
+        volume: this.volume,
+        lane: this.lane,
+        request: e.type,
+      });
     return out.find((r): r is Extract<LaneArenaEmitted, { type: T }> => r.type === type);
   }
 
@@ -159,7 +183,10 @@ export class HolderLane {
     // Never promise what the protected-RAM bound would not admit (the holder's whole RAM queue).
     const want = Math.min(n, this.creditCap());
     if (want <= 0) return 0;
-    return this.expect({ type: "grant", volume: this.volume, lane: this.lane, bytes: want, secure: true }, "granted")?.granted ?? 0;
+    return (
+      this.expect({ type: "grant", volume: this.volume, lane: this.lane, bytes: want, secure: true }, "granted")
+        ?.granted ?? 0
+    );
   }
 
   /** Grants up to `bytes` of credit from the capacity secured now (transfer and restart admissions). */
@@ -194,7 +221,9 @@ export class HolderLane {
    */
   admitMany(units: readonly { readonly unit: TransportUnit; readonly attestation?: string }[]): LaneAdmission[] {
     const out: LaneAdmission[] = [];
-    const answer = this.request({ type: "admitMany", units, forwardPins: this.edges.size }).find((r) => r.type === "admittedMany");
+    const answer = this.request({ type: "admitMany", units, forwardPins: this.edges.size }).find(
+      (r) => r.type === "admittedMany",
+    );
     for (const r of answer?.type === "admittedMany" ? answer.verdicts : []) {
       if (r.type === "rejected") out.push({ kind: "refused", code: r.code, counted: r.stage === "check" });
       if (r.type !== "admitted") continue;
@@ -206,14 +235,20 @@ export class HolderLane {
       if (r.opened && this.edges.size > 0) this.forwardPins.set(r.segmentId!, new Set(this.edges.keys()));
       out.push(r.opened ? STORED_OPENED : STORED);
     }
-    if (out.length !== units.length) throw new LaneArenaStoppedError({ volume: this.volume, lane: this.lane, request: "admit" });
+    if (out.length !== units.length)
+      throw new LaneArenaStoppedError({ volume: this.volume, lane: this.lane, request: "admit" });
     return out;
   }
 
   /** `admit` for a unit already checked by its caller: a refusal is thrown (LaneArenaRefusal). Returns `opened`. */
   store(u: TransportUnit, attestation?: string): boolean {
     const r = this.admit(u, attestation);
-    if (r.kind === "refused") throw new LaneArenaRefusal(r.code, "the lane's arena refused a checked unit", { volume: this.volume, lane: this.lane, firstSeq: u.firstSeq });
+    if (r.kind === "refused")
+      throw new LaneArenaRefusal(r.code, "the lane's arena refused a checked unit", {
+        volume: this.volume,
+        lane: this.lane,
+        firstSeq: u.firstSeq,
+      });
     return r.kind === "stored" && r.opened;
   }
 
@@ -325,7 +360,8 @@ export class HolderLane {
       const seg = this.arena.describe(id);
       if (!seg.buffer || !seg.seqs().intersects(seqs)) continue;
       for (const [i, u] of this.arena.units(id).entries()) {
-        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push({ unit: copyUnit(u), attestation: seg.attestationAt(i) });
+        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq))
+          out.push({ unit: copyUnit(u), attestation: seg.attestationAt(i) });
       }
     }
     return out.sort((a, b) => a.unit.firstSeq - b.unit.firstSeq);
@@ -344,7 +380,8 @@ export class HolderLane {
       const { body } = await spill.read(ev);
       const d = decodeSegment(body);
       for (const [i, u] of d.units.entries()) {
-        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq)) out.push({ unit: copyUnit(u), attestation: d.attestations[i] });
+        if (seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq))
+          out.push({ unit: copyUnit(u), attestation: d.attestations[i] });
       }
     }
     return out.sort((a, b) => a.unit.firstSeq - b.unit.firstSeq);
@@ -358,12 +395,20 @@ export class HolderLane {
    * by first sequence, the writer attestation stored with a returned unit (in its RAM segment or
    * its spill record).
    */
-  async unitsPage(spill: SpillSet | undefined, seqs: RangeSet, maxUnits: number, maxBytes: number): Promise<{ units: TransportUnit[]; complete: boolean; attestations: Map<number, string> }> {
+  async unitsPage(
+    spill: SpillSet | undefined,
+    seqs: RangeSet,
+    maxUnits: number,
+    maxBytes: number,
+  ): Promise<{ units: TransportUnit[]; complete: boolean; attestations: Map<number, string> }> {
     const segs = this.arena
       .segmentsOf(this.volume, this.lane)
       .map((id) => ({ id, d: this.arena.describe(id) }))
       .map((x) => ({ ...x, seqs: x.d.seqs() }))
-      .filter((x) => x.seqs.intersects(seqs) && (x.d.buffer !== undefined || (spill !== undefined && x.d.evidence !== undefined)))
+      .filter(
+        (x) =>
+          x.seqs.intersects(seqs) && (x.d.buffer !== undefined || (spill !== undefined && x.d.evidence !== undefined)),
+      )
       // By the lowest sequence each segment holds of those asked for, not its lowest overall: a
       // unit that arrived late lies in a later segment, and reading an earlier one first would
       // fill the page with units above it and leave nothing at or below the cut.
@@ -378,7 +423,8 @@ export class HolderLane {
         units = this.arena.units(x.id);
         tokens = units.map((_, j) => x.d.attestationAt(j));
       } else ({ units, attestations: tokens } = decodeSegment((await spill!.read(x.d.evidence!)).body));
-      const wanted = (u: TransportUnit) => seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq);
+      const wanted = (u: TransportUnit) =>
+        seqs.overlaps(u.firstSeq, u.lastSeq) && this.log.retained.covers(u.firstSeq, u.lastSeq);
       units.forEach((u, j) => wanted(u) && tokens[j] !== undefined && attestations.set(u.firstSeq, tokens[j]!));
       const mine = units.filter(wanted).map(copyUnit);
       out.push(...mine);

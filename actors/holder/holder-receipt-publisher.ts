@@ -69,16 +69,30 @@ export class ReceiptPublisher {
     const now = Math.floor(h.ports.clock.now());
     const receipts = laneReceipts(hl, h.config, now, this.protectedEvidence());
     if (receipts.length === 0) return;
-    const span = h.tracer.startSpan("holder.receipt", { kind: SpanKind.PRODUCER, links: taken?.links ?? [], attributes: { "custody.lane": key, "custody.units": taken?.units ?? 0 } });
+    const span = h.tracer.startSpan("holder.receipt", {
+      kind: SpanKind.PRODUCER,
+      links: taken?.links ?? [],
+      attributes: { "custody.lane": key, "custody.units": taken?.units ?? 0 },
+    });
     try {
       const subject = receiptSubject(hl.volume, hl.lane);
       const holder = { holderId: h.config.holderId, incarnation: h.config.incarnation };
       const batch = makeReceiptBatch({ volume: hl.volume, lane: hl.lane, subject }, holder, now, receipts);
       const signed = signReceiptBatch(batch, h.ports.privateKey);
-      h.ports.transport.publish(subject, encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }), {
-        headers: injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span)),
-      });
-      for (const r of receipts) h.observe({ type: "receipt_published", lane: key, residency: r.residency.kind, retained: r.retained.toString() });
+      h.ports.transport.publish(
+        subject,
+        encodeMessage(receiptBatchSpec, { body: signed.body, signature: signed.signature }),
+        {
+          headers: injectTraceContext({}, trace.setSpan(ROOT_CONTEXT, span)),
+        },
+      );
+      for (const r of receipts)
+        h.observe({
+          type: "receipt_published",
+          lane: key,
+          residency: r.residency.kind,
+          retained: r.retained.toString(),
+        });
     } finally {
       span.end();
     }

@@ -26,7 +26,11 @@ export interface ReadFrontier {
  * `release_unverified`. Returns undefined (counted) for a frontier that is not for us, stale or
  * malformed.
  */
-export function readReleaseFrontier(h: HolderContext, frontiers: FrontierBacking, msg: InboundMessage): ReadFrontier | undefined {
+export function readReleaseFrontier(
+  h: HolderContext,
+  frontiers: FrontierBacking,
+  msg: InboundMessage,
+): ReadFrontier | undefined {
   let f;
   try {
     f = decodeMessage(releaseFrontierSpec, msg.data);

@@ -30,7 +30,14 @@ import { authenticateDecoded } from "./unit-authentication.ts";
  */
 
 /** Re-admits every spill record of a served lane; returns the sequences taken back per lane key. */
-export async function adoptSpillRecords(core: HolderCore, spill: SpillSet, recovered: readonly { info: { volume: string; lane: string; offset: number; length: number }; evidence: SpillEvidence }[]): Promise<Map<string, RangeSet>> {
+export async function adoptSpillRecords(
+  core: HolderCore,
+  spill: SpillSet,
+  recovered: readonly {
+    info: { volume: string; lane: string; offset: number; length: number };
+    evidence: SpillEvidence;
+  }[],
+): Promise<Map<string, RangeSet>> {
   const out = new Map<string, RangeSet>();
   // Older records first: units of one lane then reach its log in sequence (and term) order.
   const records = [...recovered].sort((a, b) => a.info.offset - b.info.offset);
@@ -94,7 +101,9 @@ export function adoptPreserved(core: HolderCore, units: readonly PreservedUnit[]
     // Where the holder checks units, the token the region kept must still list the unit (else it
     // is left out, counted): then it is stored with it, so the unit goes on as the writer's.
     const { attestation, ...unit } = u;
-    const verdict = authenticateDecoded(core.io.writerKeys, attestation === undefined ? [] : [attestation], [unit])?.[0];
+    const verdict = authenticateDecoded(core.io.writerKeys, attestation === undefined ? [] : [attestation], [
+      unit,
+    ])?.[0];
     if (verdict !== undefined && !verdict.ok) {
       hl.forfeit(bytes);
       core.counters.inc(`restart_preserved_${verdict.code}`);
@@ -122,7 +131,13 @@ export function requestAdmission(core: HolderCore): boolean {
   const { config, io } = core;
   if (io.peers.incarnation(config.holderId) === config.incarnation) return false;
   const publicKey = rawPublicKey(createPublicKey(io.privateKey));
-  const req = { holderId: config.holderId, incarnation: config.incarnation, publicKey, failureDomain: failureDomainOf(config.site), at: Math.floor(io.clock.now()) };
+  const req = {
+    holderId: config.holderId,
+    incarnation: config.incarnation,
+    publicKey,
+    failureDomain: failureDomainOf(config.site),
+    at: Math.floor(io.clock.now()),
+  };
   io.transport.publish(admitSubject(config.holderId), encodeAdmissionRequest(req, io.privateKey));
   core.counters.inc("admission_requested");
   return true;

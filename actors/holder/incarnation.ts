@@ -35,7 +35,8 @@ export async function lastIncarnation(files: FileLayer, dir: string, name = FILE
   try {
     const b = Buffer.alloc(SIZE);
     const n = await h.read(b, 0, SIZE, 0);
-    if (n !== SIZE || b.readUInt32LE(8) !== crc32(b.subarray(0, 8)) >>> 0) throw new IncarnationStateError(`incarnation file ${path} is damaged`, { path, bytes: n });
+    if (n !== SIZE || b.readUInt32LE(8) !== crc32(b.subarray(0, 8)) >>> 0)
+      throw new IncarnationStateError(`incarnation file ${path} is damaged`, { path, bytes: n });
     return b.readDoubleLE(0);
   } finally {
     await h.close();
@@ -50,12 +51,20 @@ export async function lastIncarnation(files: FileLayer, dir: string, name = FILE
  * unless it is above both. The new number is written to a temporary file, synced, renamed over the
  * old one and the directory synced before it is returned.
  */
-export async function claimIncarnation(files: FileLayer, dir: string, opts: { admitted?: number; requested?: number; name?: string } = {}): Promise<number> {
+export async function claimIncarnation(
+  files: FileLayer,
+  dir: string,
+  opts: { admitted?: number; requested?: number; name?: string } = {},
+): Promise<number> {
   const name = opts.name ?? FILE;
   await files.mkdirp(dir);
   const floor = Math.max(await lastIncarnation(files, dir, name), opts.admitted ?? 0);
   if (opts.requested !== undefined && opts.requested <= floor) {
-    throw new IncarnationReusedError(`incarnation ${opts.requested} was already used (the newest seen is ${floor})`, { requested: opts.requested, newest: floor, dir });
+    throw new IncarnationReusedError(`incarnation ${opts.requested} was already used (the newest seen is ${floor})`, {
+      requested: opts.requested,
+      newest: floor,
+      dir,
+    });
   }
   const next = opts.requested ?? floor + 1;
   const b = Buffer.alloc(SIZE);

@@ -11,7 +11,12 @@ import type { HolderLane } from "./holder-lane.ts";
  * are ever in the retained set, so a refused unit can never be claimed. Consumes receipt sequence
  * numbers of the lane and records what was claimed as protected (what an evacuation must save).
  */
-export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, protectedEvidence: ProtectedRamEvidence | undefined): CustodyReceipt[] {
+export function laneReceipts(
+  hl: HolderLane,
+  config: HolderConfig,
+  now: number,
+  protectedEvidence: ProtectedRamEvidence | undefined,
+): CustodyReceipt[] {
   const disk = hl.obligations.diskResident;
   hl.manifests.prune(hl.obligations.retained);
   const ram = hl.obligations.retained.subtract(disk);
@@ -26,7 +31,10 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
     prefixBase: hl.log.base,
     // Replaced per receipt by `kept` (spreading keeps this key's place in the receipt object).
     payload: kept(hl, RangeSet.EMPTY).payload,
-    obligation: { obligationId: `${hl.volume}-${hl.lane}`, releaseAuthority: { kind: "control_log", region: config.site.region } } as const,
+    obligation: {
+      obligationId: `${hl.volume}-${hl.lane}`,
+      releaseAuthority: { kind: "control_log", region: config.site.region },
+    } as const,
     extensions: [],
   };
   const receipts: CustodyReceipt[] = [];
@@ -51,8 +59,18 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
   const d = hl.lastDiskEvidence;
   if (!disk.isEmpty && d) {
     // The newest completed sync covers every earlier record of the one append stream.
-    const residency: ResidencyEvidence = { kind: "disk", capabilityGeneration: 0, observedAt: now, file: d.file, offset: 0, length: d.offset + d.length, syncedAt: d.syncedAt };
-    receipts.push(makeReceipt({ ...common, ...kept(hl, disk), receiptSeq: hl.receiptSeq++, retained: disk, residency }));
+    const residency: ResidencyEvidence = {
+      kind: "disk",
+      capabilityGeneration: 0,
+      observedAt: now,
+      file: d.file,
+      offset: 0,
+      length: d.offset + d.length,
+      syncedAt: d.syncedAt,
+    };
+    receipts.push(
+      makeReceipt({ ...common, ...kept(hl, disk), receiptSeq: hl.receiptSeq++, retained: disk, residency }),
+    );
   }
   return receipts;
 }
@@ -62,10 +80,16 @@ export function laneReceipts(hl: HolderLane, config: HolderConfig, now: number, 
  * lanes in ascending order; see LaneManifests.cutsWithin).
  */
 function kept(hl: HolderLane, ranges: RangeSet): { payload: PayloadDescription } {
-  const baseSnapshots = hl.base === undefined ? [] : [{ snapshotId: hl.base.snapshotId, volume: hl.volume, throughSeq: hl.base.throughSeq }];
+  const baseSnapshots =
+    hl.base === undefined
+      ? []
+      : [{ snapshotId: hl.base.snapshotId, volume: hl.volume, throughSeq: hl.base.throughSeq }];
   const manifest = { baseSnapshots, consistencyCuts: hl.manifests.cutsWithin(hl.volume, ranges) };
   // A coalesced lane's units are whole windows, so the newest retained sequence is a window end:
   // the raw cut whose state the image reproduces (never possession of the raw records before it).
-  if (hl.coalesced) return { payload: { representation: "coalesced", manifest, sourceCutSeq: ranges.max ?? Math.max(0, hl.log.base - 1) } };
+  if (hl.coalesced)
+    return {
+      payload: { representation: "coalesced", manifest, sourceCutSeq: ranges.max ?? Math.max(0, hl.log.base - 1) },
+    };
   return { payload: { representation: "raw", manifest } };
 }

@@ -11,7 +11,11 @@ import type { InboundUnit } from "../../transport/index.ts";
 const authenticators = new WeakMap<WriterKeyring, UnitAuthenticator>();
 
 /** Verdicts for the decoded units of one message (undefined where no keyring: units are not checked). */
-export function authenticateUnits(keys: WriterKeyring | undefined, tokens: readonly string[], units: readonly InboundUnit[]): (UnitAuthVerdict | undefined)[] | undefined {
+export function authenticateUnits(
+  keys: WriterKeyring | undefined,
+  tokens: readonly string[],
+  units: readonly InboundUnit[],
+): (UnitAuthVerdict | undefined)[] | undefined {
   if (keys === undefined) return undefined;
   const decoded = units.filter((u) => u.unit !== undefined).map((u) => u.unit!);
   const verdicts = authenticatorFor(keys).check(tokens, decoded);
@@ -20,7 +24,11 @@ export function authenticateUnits(keys: WriterKeyring | undefined, tokens: reado
 }
 
 /** Verdicts for already decoded units (a custody transfer offer's); undefined where no keyring. */
-export function authenticateDecoded(keys: WriterKeyring | undefined, tokens: readonly string[], units: readonly AttestedUnit[]): UnitAuthVerdict[] | undefined {
+export function authenticateDecoded(
+  keys: WriterKeyring | undefined,
+  tokens: readonly string[],
+  units: readonly AttestedUnit[],
+): UnitAuthVerdict[] | undefined {
   return keys === undefined ? undefined : authenticatorFor(keys).check(tokens, units);
 }
 

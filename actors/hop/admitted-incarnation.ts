@@ -13,6 +13,13 @@ export function believesIncarnation(peers: PeerDirectory, holderId: string, inca
 }
 
 /** A credit sender's checks of edge `edge`'s grants: believe only its admitted incarnations, and count what is refused as `edge_credit_<code>`. */
-export function edgeGrantChecks(peers: PeerDirectory, counters: { inc(name: string): void }, edge: string): { believes(incarnation: number): boolean; onRefused(code: string): void } {
-  return { believes: (incarnation) => believesIncarnation(peers, edge, incarnation), onRefused: (code) => counters.inc(`edge_credit_${code}`) };
+export function edgeGrantChecks(
+  peers: PeerDirectory,
+  counters: { inc(name: string): void },
+  edge: string,
+): { believes(incarnation: number): boolean; onRefused(code: string): void } {
+  return {
+    believes: (incarnation) => believesIncarnation(peers, edge, incarnation),
+    onRefused: (code) => counters.inc(`edge_credit_${code}`),
+  };
 }

@@ -69,7 +69,11 @@ export function noteSent(lane: DownstreamLane, edge: string, first: number, last
  * nothing it receipted counts), or with a new credit window (what we sent before was never
  * credited there). Either way every retained unit it has not receipted is due at once.
  */
-export function receiverReset(lane: DownstreamLane, edge: string, e: { readonly incarnation: number; readonly restarted: boolean }): void {
+export function receiverReset(
+  lane: DownstreamLane,
+  edge: string,
+  e: { readonly incarnation: number; readonly restarted: boolean },
+): void {
   if (e.restarted) lane.obligations.restartEdge(edge, e.incarnation);
   lane.sendLogs.get(edge)?.reset();
   lane.resendBackoff.delete(edge);

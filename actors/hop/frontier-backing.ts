@@ -14,7 +14,9 @@ export class FrontierBacking {
 
   /** True when `ranges` released at `holder` may be applied now (backed, or nothing to check against). */
   backedNow(volume: string, lane: string, holder: string, ranges: RangeSet): boolean {
-    return this.log.releasedAt === undefined || this.log.releasedAt(obligationIdOf(volume, lane), holder).coversAll(ranges);
+    return (
+      this.log.releasedAt === undefined || this.log.releasedAt(obligationIdOf(volume, lane), holder).coversAll(ranges)
+    );
   }
 
   /**
@@ -28,7 +30,12 @@ export class FrontierBacking {
   }
 
   /** After catching up: the part of `ranges` the log holds, and whether some of it was not. */
-  backed(volume: string, lane: string, holder: string, ranges: RangeSet): { readonly ranges: RangeSet; readonly unverified: boolean } {
+  backed(
+    volume: string,
+    lane: string,
+    holder: string,
+    ranges: RangeSet,
+  ): { readonly ranges: RangeSet; readonly unverified: boolean } {
     const held = ranges.intersect(this.log.releasedAt?.(obligationIdOf(volume, lane), holder) ?? ranges);
     return { ranges: held, unverified: !held.coversAll(ranges) };
   }

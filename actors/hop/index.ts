@@ -5,7 +5,15 @@
  * send log behind it, release frontiers believed only as far as the control log backs them, and
  * the peer directory with the incarnation belief both sides check credit grants against.
  */
-export { dueResends, forgetReceipted, noteResent, noteSent, receiverReset, type DownstreamLane, type DueResend } from "./edge-repair.ts";
+export {
+  dueResends,
+  forgetReceipted,
+  noteResent,
+  noteSent,
+  receiverReset,
+  type DownstreamLane,
+  type DueResend,
+} from "./edge-repair.ts";
 export { SendLog } from "./send-log.ts";
 export { EdgeReceiptError, EdgeReceiptErrorCode, LaneObligations, type EdgeReceipt } from "./lane-obligations.ts";
 export { FrontierBacking } from "./frontier-backing.ts";

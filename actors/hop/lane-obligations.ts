@@ -64,7 +64,14 @@ export class LaneObligations {
   private minEpoch: number;
 
   constructor(edges: readonly string[], epoch = 0) {
-    for (const e of edges) this.edges.set(e, { incarnation: undefined, lastReceiptSeq: -1, receipted: RangeSet.EMPTY, releasedThere: RangeSet.EMPTY, covered: RangeSet.EMPTY });
+    for (const e of edges)
+      this.edges.set(e, {
+        incarnation: undefined,
+        lastReceiptSeq: -1,
+        receipted: RangeSet.EMPTY,
+        releasedThere: RangeSet.EMPTY,
+        covered: RangeSet.EMPTY,
+      });
     this.minEpoch = epoch;
   }
 
@@ -113,16 +120,27 @@ export class LaneObligations {
    */
   applyEdgeReceipt(r: EdgeReceipt): boolean {
     const e = this.edges.get(r.holder);
-    if (e === undefined) throw new EdgeReceiptError(EdgeReceiptErrorCode.NotAnEdge, `${r.holder} is not a downstream edge of this lane`, { holder: r.holder });
+    if (e === undefined)
+      throw new EdgeReceiptError(EdgeReceiptErrorCode.NotAnEdge, `${r.holder} is not a downstream edge of this lane`, {
+        holder: r.holder,
+      });
     if (r.epoch < this.minEpoch) {
-      throw new EdgeReceiptError(EdgeReceiptErrorCode.StaleEpoch, `receipt from ${r.holder} is from epoch ${r.epoch} < ${this.minEpoch}`, { holder: r.holder, epoch: r.epoch });
+      throw new EdgeReceiptError(
+        EdgeReceiptErrorCode.StaleEpoch,
+        `receipt from ${r.holder} is from epoch ${r.epoch} < ${this.minEpoch}`,
+        { holder: r.holder, epoch: r.epoch },
+      );
     }
     if (e.incarnation !== undefined && r.incarnation < e.incarnation) {
-      throw new EdgeReceiptError(EdgeReceiptErrorCode.StaleIncarnation, `receipt from ${r.holder} incarnation ${r.incarnation} < ${e.incarnation}`, {
-        holder: r.holder,
-        incarnation: r.incarnation,
-        current: e.incarnation,
-      });
+      throw new EdgeReceiptError(
+        EdgeReceiptErrorCode.StaleIncarnation,
+        `receipt from ${r.holder} incarnation ${r.incarnation} < ${e.incarnation}`,
+        {
+          holder: r.holder,
+          incarnation: r.incarnation,
+          current: e.incarnation,
+        },
+      );
     }
     let restarted = false;
     if (e.incarnation === undefined || r.incarnation > e.incarnation) {

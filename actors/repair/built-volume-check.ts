@@ -20,7 +20,11 @@ export interface BuildProgress {
 /** Thrown when the built volume does not read back what the recovery applied to it. */
 export class RecoveryVerifyError extends CustodyError {
   constructor(dir: string, lba: number, why: string) {
-    super("recovery_verify_failed", `the volume built at ${dir} reads back wrong at block ${lba} (${why}); it was not sealed`, { dir, lba });
+    super(
+      "recovery_verify_failed",
+      `the volume built at ${dir} reads back wrong at block ${lba} (${why}); it was not sealed`,
+      { dir, lba },
+    );
   }
 }
 
@@ -36,17 +40,25 @@ const CHUNK = 256;
 export async function checkBuiltVolume(
   fl: FileLayer,
   dir: string,
-  o: { readonly blockCount: number; readonly records: readonly WriteRecord[]; readonly baseDir?: string; readonly signal?: AbortSignal; readonly onProgress?: (p: BuildProgress) => void },
+  o: {
+    readonly blockCount: number;
+    readonly records: readonly WriteRecord[];
+    readonly baseDir?: string;
+    readonly signal?: AbortSignal;
+    readonly onProgress?: (p: BuildProgress) => void;
+  },
 ): Promise<void> {
   const expected = new Map<number, Uint8Array>();
   for (const r of [...o.records].sort((a, b) => a.lsn - b.lsn)) {
-    for (let k = 0; k * BLOCK_SIZE < r.data.byteLength; k++) expected.set(r.lba + k, r.data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE));
+    for (let k = 0; k * BLOCK_SIZE < r.data.byteLength; k++)
+      expected.set(r.lba + k, r.data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE));
   }
   const built = await openStagedVolume(fl, dir, { scrub: true });
   const base = o.baseDir !== undefined ? await SmartWalVolume.open(o.baseDir, { fileLayer: fl }) : undefined;
   const zero = new Uint8Array(BLOCK_SIZE);
   try {
-    if (built.recovery.knownDamaged.length > 0) throw new RecoveryVerifyError(dir, built.recovery.knownDamaged[0]!, "its data does not match its checksum");
+    if (built.recovery.knownDamaged.length > 0)
+      throw new RecoveryVerifyError(dir, built.recovery.knownDamaged[0]!, "its data does not match its checksum");
     for (let lba = 0; lba < o.blockCount; lba += CHUNK) {
       o.signal?.throwIfAborted();
       const n = Math.min(CHUNK, o.blockCount - lba);
@@ -54,7 +66,16 @@ export async function checkBuiltVolume(
       const from = base !== undefined ? await base.read(lba, n) : undefined;
       for (let i = 0; i < n; i++) {
         const want = expected.get(lba + i) ?? from?.subarray(i * BLOCK_SIZE, (i + 1) * BLOCK_SIZE) ?? zero;
-        if (!Buffer.from(got.buffer, got.byteOffset + i * BLOCK_SIZE, BLOCK_SIZE).equals(want)) throw new RecoveryVerifyError(dir, lba + i, expected.has(lba + i) ? "not the newest record's data" : base !== undefined ? "not the base's block" : "not zeros");
+        if (!Buffer.from(got.buffer, got.byteOffset + i * BLOCK_SIZE, BLOCK_SIZE).equals(want))
+          throw new RecoveryVerifyError(
+            dir,
+            lba + i,
+            expected.has(lba + i)
+              ? "not the newest record's data"
+              : base !== undefined
+                ? "not the base's block"
+                : "not zeros",
+          );
       }
       o.onProgress?.({ phase: "verify", done: lba + n, total: o.blockCount, bytes: (lba + n) * BLOCK_SIZE });
     }

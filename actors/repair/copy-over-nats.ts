@@ -60,9 +60,18 @@ export function splitBySeqs(seqs: RangeSet, n: number): RangeSet[] {
 }
 
 /** Offers `units` to `to` as transfer offers of at most `maxBytes` each, with the writer attestations known for them (by first sequence). */
-export function offerUnits(transport: Transport, from: string, to: string, volume: string, lane: string, units: readonly TransportUnit[], maxBytes = OFFER_MAX_BYTES, attestations: ReadonlyMap<number, string> = new Map()): void {
+export function offerUnits(
+  transport: Transport,
+  from: string,
+  to: string,
+  volume: string,
+  lane: string,
+  units: readonly TransportUnit[],
+  maxBytes = OFFER_MAX_BYTES,
+  attestations: ReadonlyMap<number, string> = new Map(),
+): void {
   let offerId = 0;
-  for (let i = 0; i < units.length; ) {
+  for (let i = 0; i < units.length;) {
     const chunk: Uint8Array[] = [];
     const tokens: string[] = [];
     let size = 0;
@@ -75,7 +84,10 @@ export function offerUnits(transport: Transport, from: string, to: string, volum
       size += enc.length;
       i++;
     }
-    transport.publish(transferSubject(to), encodeTransferOffer({ from, to, volume, lane, offerId: ++offerId, units: chunk }, tokens));
+    transport.publish(
+      transferSubject(to),
+      encodeTransferOffer({ from, to, volume, lane, offerId: ++offerId, units: chunk }, tokens),
+    );
   }
 }
 
@@ -86,7 +98,16 @@ export function offerUnits(transport: Transport, from: string, to: string, volum
  */
 export async function copyOverNats(
   transport: Transport,
-  o: { readonly copier: string; readonly volume: string; readonly lane: string; readonly target: string; readonly missing: RangeSet; readonly sources: readonly CopySource[]; readonly timeoutMs?: number; readonly clock?: Clock },
+  o: {
+    readonly copier: string;
+    readonly volume: string;
+    readonly lane: string;
+    readonly target: string;
+    readonly missing: RangeSet;
+    readonly sources: readonly CopySource[];
+    readonly timeoutMs?: number;
+    readonly clock?: Clock;
+  },
 ): Promise<CopyOutcome> {
   let remaining = o.missing;
   const got = new Map<number, TransportUnit>();
@@ -99,7 +120,14 @@ export async function copyOverNats(
     // A fetch pages through request/reply round trips; over a long link those, not bandwidth,
     // set the copy's time, so the ask goes out as a few parts fetched side by side.
     const named = new Map<number, string>();
-    const parts = await Promise.allSettled(splitBySeqs(ask, PARALLEL_FETCHES).map((part) => fetchUnits(transport, s.holderId, o.volume, o.lane, part, o.timeoutMs ?? 5_000, { attestations: named, clock: o.clock })));
+    const parts = await Promise.allSettled(
+      splitBySeqs(ask, PARALLEL_FETCHES).map((part) =>
+        fetchUnits(transport, s.holderId, o.volume, o.lane, part, o.timeoutMs ?? 5_000, {
+          attestations: named,
+          clock: o.clock,
+        }),
+      ),
+    );
     for (const r of parts) {
       if (r.status === "rejected") {
         sourceErrors[s.holderId] = (r.reason as { code?: string }).code ?? "fetch_failed";

@@ -2,8 +2,22 @@ import { CustodyError, systemClock, type Clock } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { fetchesToHolder, fetchSubject, parseSubjectOf } from "../../protocol/index.ts";
-import { TransportError, TransportErrorCode, type InboundMessage, type Transport, type TransportSubscription } from "../../transport/index.ts";
-import { decodeMessage, encodeFetchPage, encodeMessage, fetchPageBytes, unitBatchSpec, unitFetchSpec, unitSpec } from "../../protocol/index.ts";
+import {
+  TransportError,
+  TransportErrorCode,
+  type InboundMessage,
+  type Transport,
+  type TransportSubscription,
+} from "../../transport/index.ts";
+import {
+  decodeMessage,
+  encodeFetchPage,
+  encodeMessage,
+  fetchPageBytes,
+  unitBatchSpec,
+  unitFetchSpec,
+  unitSpec,
+} from "../../protocol/index.ts";
 import type { SurvivorSource } from "./survivor-source.ts";
 
 // Reads of retained units over NATS; the `unit-fetch` / `unit-batch` kinds and the page rules are in protocol/wire/unit-fetch.ts.
@@ -25,14 +39,20 @@ export function serveCustodyReads(transport: Transport, source: SurvivorSource):
       .sort((a, b) => a.firstSeq - b.firstSeq);
     // Paged by bytes as well as count: a reply must stay under the server's max_payload.
     const page = encodeFetchPage(all, req.limit, fetchPageBytes(transport.maxPayloadBytes?.()));
-    transport.respond(msg, encodeMessage(unitBatchSpec, { holder: source.holderId, units: page, done: page.length === all.length }));
+    transport.respond(
+      msg,
+      encodeMessage(unitBatchSpec, { holder: source.holderId, units: page, done: page.length === all.length }),
+    );
   });
 }
 
 /** Thrown when a remote holder does not answer a fetch (unreachable or lost). */
 export class FetchFailedError extends CustodyError {
   constructor(holder: string, cause: unknown) {
-    super("fetch_failed", `holder ${holder} did not serve its units`, { holder, cause: (cause as { code?: string }).code ?? String(cause) });
+    super("fetch_failed", `holder ${holder} did not serve its units`, {
+      holder,
+      cause: (cause as { code?: string }).code ?? String(cause),
+    });
   }
 }
 
@@ -50,7 +70,13 @@ const PAGE_HEDGES = [0, 0.25, 0.5] as const;
  * One page request, sent again at each PAGE_HEDGES offset while no reply has come. Fails when
  * every copy timed out, or at once on any other failure (no responders: the holder is gone).
  */
-function requestPage(transport: Transport, clock: Clock, subject: string, body: Uint8Array, timeoutMs: number): Promise<InboundMessage> {
+function requestPage(
+  transport: Transport,
+  clock: Clock,
+  subject: string,
+  body: Uint8Array,
+  timeoutMs: number,
+): Promise<InboundMessage> {
   return new Promise((resolve, reject) => {
     const started = clock.now();
     const timers: unknown[] = [];
@@ -95,7 +121,11 @@ export async function fetchUnits(
   lane: string,
   ranges: RangeSet,
   timeoutMs = 5000,
-  opts: { readonly attestations?: Map<number, string>; readonly clock?: Clock; readonly onPage?: (units: readonly TransportUnit[]) => void } = {},
+  opts: {
+    readonly attestations?: Map<number, string>;
+    readonly clock?: Clock;
+    readonly onPage?: (units: readonly TransportUnit[]) => void;
+  } = {},
 ): Promise<TransportUnit[]> {
   const { attestations, clock = systemClock, onPage } = opts;
   const out: TransportUnit[] = [];
@@ -103,7 +133,13 @@ export async function fetchUnits(
   for (;;) {
     let reply;
     try {
-      reply = await requestPage(transport, clock, fetchSubject(holder, volume), encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }), timeoutMs);
+      reply = await requestPage(
+        transport,
+        clock,
+        fetchSubject(holder, volume),
+        encodeMessage(unitFetchSpec, { holder, volume, lane, ranges: ranges.toJSON(), after, limit: 256 }),
+        timeoutMs,
+      );
     } catch (err) {
       throw new FetchFailedError(holder, err);
     }
@@ -114,7 +150,8 @@ export async function fetchUnits(
       out.push(u);
       after = Math.max(after, u.firstSeq);
       const token = b.attestations?.[b.attestationOf?.[i] ?? -1];
-      if (attestations !== undefined && token !== undefined) attestations.set(u.firstSeq, Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString("base64"));
+      if (attestations !== undefined && token !== undefined)
+        attestations.set(u.firstSeq, Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString("base64"));
     }
     onPage?.(out.slice(first));
     if (b.done) return out;

@@ -1,7 +1,21 @@
 import { CustodyError, type Clock } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { ReceiptLedger, receiptBatchSpec, receiptVerifyContext, type ControlState, type Holding } from "../../custody/index.ts";
-import { decodeAny, decodeMessage, eventSubject, parseSubjectOf, receiptsOfVolume, receiptSubject, type WriterProgressMessage } from "../../protocol/index.ts";
+import {
+  ReceiptLedger,
+  receiptBatchSpec,
+  receiptVerifyContext,
+  type ControlState,
+  type Holding,
+} from "../../custody/index.ts";
+import {
+  decodeAny,
+  decodeMessage,
+  eventSubject,
+  parseSubjectOf,
+  receiptsOfVolume,
+  receiptSubject,
+  type WriterProgressMessage,
+} from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { CommitRun } from "../../policies/index.ts";
 
@@ -65,7 +79,10 @@ export async function gatherHolderEvidence(
     try {
       const { volume, lane } = parseSubjectOf("receipt", msg.subject);
       const signed = decodeMessage(receiptBatchSpec, msg.data);
-      const ctx = { ...receiptVerifyContext(s, { volume, lane, subject: receiptSubject(volume, lane) }), released: () => RangeSet.EMPTY };
+      const ctx = {
+        ...receiptVerifyContext(s, { volume, lane, subject: receiptSubject(volume, lane) }),
+        released: () => RangeSet.EMPTY,
+      };
       ledger.apply(signed, ctx);
       for (const h of ledger.holdings({ volume, lane })) seen.add(`${h.holderId}/${lane}`);
       if (complete()) done();
@@ -83,7 +100,8 @@ export async function gatherHolderEvidence(
       for (const l of p.lanes) {
         if (!q.lanes.includes(l.lane)) continue;
         heads[l.lane] = Math.max(heads[l.lane] ?? 0, l.head);
-        for (const [first, last, at, bytes] of l.runs) commits.push({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
+        for (const [first, last, at, bytes] of l.runs)
+          commits.push({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
       }
     } catch {
       // a malformed event is skipped, as the controller skips it
@@ -98,5 +116,11 @@ export async function gatherHolderEvidence(
     events.unsubscribe();
   }
   const holdings = ledger.holdings({ volume: q.volume });
-  return { holdings, heard: [...new Set(holdings.map((h) => h.holderId))].sort(), rejected, progress: { heads, commits }, listenedMs: Math.round(q.clock.now() - started) };
+  return {
+    holdings,
+    heard: [...new Set(holdings.map((h) => h.holderId))].sort(),
+    rejected,
+    progress: { heads, commits },
+    listenedMs: Math.round(q.clock.now() - started),
+  };
 }

@@ -29,11 +29,20 @@ export interface RecoveryRead {
  * refuses such a release outright. They end with `end()`, or, when the recovery dies, once `leaseMs`
  * has passed (the controller ends overdue holds).
  */
-export async function registerRecovery(servers: string, region: string, r: RecoveryRead): Promise<RecoveryRegistration> {
+export async function registerRecovery(
+  servers: string,
+  region: string,
+  r: RecoveryRead,
+): Promise<RecoveryRegistration> {
   const nc = await connectNats({ servers, name: "custody-recovery-registration", maxReconnectAttempts: 0 });
   try {
     const store = await openJetStreamControlLog(nc, { region });
-    const placed = await placeRecoveryHolds(store, new ControlLogFollower(store), { controller: "recovery", clock: systemClock }, r);
+    const placed = await placeRecoveryHolds(
+      store,
+      new ControlLogFollower(store),
+      { controller: "recovery", clock: systemClock },
+      r,
+    );
     return { holdIds: placed.holdIds, end: () => placed.end().finally(() => closeNats(nc)) };
   } catch (err) {
     await closeNats(nc);
@@ -45,14 +54,29 @@ export async function registerRecovery(servers: string, region: string, r: Recov
  * The same holds, committed on a control log the caller has open, as `who` (the operator signs
  * them on a signed log). The caller closes the log after `end()`.
  */
-export async function placeRecoveryHolds(store: ControlLogStore, follower: ControlLogFollower, who: ControllerIdentity, r: RecoveryRead): Promise<RecoveryRegistration> {
+export async function placeRecoveryHolds(
+  store: ControlLogStore,
+  follower: ControlLogFollower,
+  who: ControllerIdentity,
+  r: RecoveryRead,
+): Promise<RecoveryRegistration> {
   const holdIds: string[] = [];
   const run = randomBytes(4).toString("hex");
   const untilMs = Math.floor(systemClock.now()) + r.leaseMs;
   for (const [lane, through] of Object.entries(r.cut)) {
     if (through < 1) continue;
     const holdId = `recover-${run}-${lane}`;
-    await commitControlEventRetrying(store, follower, who, () => ({ type: "hold_ranges", holdId, kind: HoldKind.recovery, volume: r.volume, lane, ranges: RangeSet.of(1, through), holders: [...r.sources], untilMs, by: r.by }));
+    await commitControlEventRetrying(store, follower, who, () => ({
+      type: "hold_ranges",
+      holdId,
+      kind: HoldKind.recovery,
+      volume: r.volume,
+      lane,
+      ranges: RangeSet.of(1, through),
+      holders: [...r.sources],
+      untilMs,
+      by: r.by,
+    }));
     holdIds.push(holdId);
   }
   let ended: Promise<void> | undefined;

@@ -8,6 +8,7 @@ export type RepairEstimate = RecoveryTime;
  * + validate. Pure. A zero or negative bandwidth makes the transfer (and the total) infinite.
  */
 export function repairEstimate(p: RecoveryPhases, missingBytes: number, bandwidthBytesPerSec: number): RepairEstimate {
-  const transferSec = missingBytes === 0 ? 0 : bandwidthBytesPerSec > 0 ? missingBytes / bandwidthBytesPerSec : Infinity;
+  const transferSec =
+    missingBytes === 0 ? 0 : bandwidthBytesPerSec > 0 ? missingBytes / bandwidthBytesPerSec : Infinity;
   return recoveryTime(p, missingBytes, transferSec);
 }

@@ -58,7 +58,15 @@ export interface RepairView {
   /** Admitted holders: status (`active`, `failed`, ...) and admitted incarnation. */
   readonly holders: Readonly<Record<string, { readonly status: string; readonly incarnation: number }>>;
   /** Per lane: ranges the control log released per holder, and each holder's responsibility. */
-  readonly lanes: Readonly<Record<string, { readonly released: Readonly<Record<string, RangeSet>>; readonly responsible: Readonly<Record<string, RangeSet>> }>>;
+  readonly lanes: Readonly<
+    Record<
+      string,
+      {
+        readonly released: Readonly<Record<string, RangeSet>>;
+        readonly responsible: Readonly<Record<string, RangeSet>>;
+      }
+    >
+  >;
   readonly holdings: readonly RepairHolding[];
   /** Receipts older than this no longer count as evidence (ms). */
   readonly staleAfterMs: number;

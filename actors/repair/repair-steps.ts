@@ -90,7 +90,10 @@ export function admitReplacement(inp: RepairInput): Promise<number> {
  * itself. Returns the units and bytes copied. Throws RepairSourceLostError when no survivor could
  * serve part of a missing range.
  */
-export async function copyMissing(inp: RepairInput, missing: Record<string, RangeSet>): Promise<{ units: number; bytes: number }> {
+export async function copyMissing(
+  inp: RepairInput,
+  missing: Record<string, RangeSet>,
+): Promise<{ units: number; bytes: number }> {
   let units = 0;
   let bytes = 0;
   const view = await inp.port.view(inp.lanes);
@@ -101,12 +104,28 @@ export async function copyMissing(inp: RepairInput, missing: Record<string, Rang
     for (const h of view.holdings) {
       if (h.lane !== lane || inp.failed.includes(h.holderId) || h.holderId === inp.replacement.holderId) continue;
       const admitted = view.holders[h.holderId];
-      if (admitted?.status !== HolderStatus.active || admitted.incarnation !== h.incarnation || now - h.issuedAt > view.staleAfterMs) continue;
+      if (
+        admitted?.status !== HolderStatus.active ||
+        admitted.incarnation !== h.incarnation ||
+        now - h.issuedAt > view.staleAfterMs
+      )
+        continue;
       by.set(h.holderId, (by.get(h.holderId) ?? RangeSet.EMPTY).union(h.retained.intersect(ranges)));
     }
-    const sources = [...by].map(([holderId, retained]) => ({ holderId, retained })).sort((a, b) => b.retained.count - a.retained.count || (a.holderId < b.holderId ? -1 : 1));
-    const out = await copyOverNats(inp.transport, { copier: inp.repairId, volume: inp.volume, lane, target: inp.replacement.holderId, missing: ranges, sources, clock: inp.clock });
-    if (!out.unavailable.isEmpty) throw new RepairSourceLostError({ lane, missing: out.unavailable.toJSON(), sourceErrors: out.sourceErrors });
+    const sources = [...by]
+      .map(([holderId, retained]) => ({ holderId, retained }))
+      .sort((a, b) => b.retained.count - a.retained.count || (a.holderId < b.holderId ? -1 : 1));
+    const out = await copyOverNats(inp.transport, {
+      copier: inp.repairId,
+      volume: inp.volume,
+      lane,
+      target: inp.replacement.holderId,
+      missing: ranges,
+      sources,
+      clock: inp.clock,
+    });
+    if (!out.unavailable.isEmpty)
+      throw new RepairSourceLostError({ lane, missing: out.unavailable.toJSON(), sourceErrors: out.sourceErrors });
     units += out.units;
     bytes += out.bytes;
   }
@@ -122,7 +141,8 @@ export function awaitReplacementReceipts(inp: RepairInput, missing: Record<strin
       inp.port.view(lanes).then((view) => {
         const ok = Object.entries(missing).every(([lane, ranges]) => {
           let r = RangeSet.EMPTY;
-          for (const h of view.holdings) if (h.lane === lane && h.holderId === inp.replacement.holderId) r = r.union(h.retained);
+          for (const h of view.holdings)
+            if (h.lane === lane && h.holderId === inp.replacement.holderId) r = r.union(h.retained);
           return r.coversAll(ranges);
         });
         if (ok) return resolve();
@@ -145,7 +165,13 @@ export async function activateReplacement(inp: RepairInput, missing: Record<stri
     const ranges = missing[lane] ?? RangeSet.EMPTY;
     if (ranges.isEmpty) continue;
     for (const from of inp.failed) {
-      const seq = await inp.port.activate({ transferId: `${inp.repairId}-${lane}-${from}`, lane, fromHolder: from, toHolder: inp.replacement.holderId, ranges });
+      const seq = await inp.port.activate({
+        transferId: `${inp.repairId}-${lane}-${from}`,
+        lane,
+        fromHolder: from,
+        toHolder: inp.replacement.holderId,
+        ranges,
+      });
       if (seq > 0) last = seq;
     }
   }

@@ -16,18 +16,41 @@ export class ControllerRefusedError extends CustodyError {
   }
 }
 
-const byHolder = (m: Readonly<Record<string, RangeSet>>) => Object.entries(m).map(([holder, r]) => ({ holder, ranges: r.toJSON() }));
-const fromByHolder = (a: readonly { holder: string; ranges: [number, number][] }[]) => Object.fromEntries(a.map((x) => [x.holder, RangeSet.fromJSON(x.ranges)]));
+const byHolder = (m: Readonly<Record<string, RangeSet>>) =>
+  Object.entries(m).map(([holder, r]) => ({ holder, ranges: r.toJSON() }));
+const fromByHolder = (a: readonly { holder: string; ranges: [number, number][] }[]) =>
+  Object.fromEntries(a.map((x) => [x.holder, RangeSet.fromJSON(x.ranges)]));
 
 /** A view as its wire body. */
 export function viewToWire(v: RepairView): WireRepairView {
   return {
-    holders: Object.entries(v.holders).map(([holderId, h]) => ({ holderId, status: h.status, incarnation: h.incarnation })),
-    lanes: Object.entries(v.lanes).map(([lane, l]) => ({ lane, released: byHolder(l.released), responsible: byHolder(l.responsible) })),
-    holdings: v.holdings.map((h) => ({ holderId: h.holderId, incarnation: h.incarnation, lane: h.lane, retained: h.retained.toJSON(), issuedAt: h.issuedAt })),
+    holders: Object.entries(v.holders).map(([holderId, h]) => ({
+      holderId,
+      status: h.status,
+      incarnation: h.incarnation,
+    })),
+    lanes: Object.entries(v.lanes).map(([lane, l]) => ({
+      lane,
+      released: byHolder(l.released),
+      responsible: byHolder(l.responsible),
+    })),
+    holdings: v.holdings.map((h) => ({
+      holderId: h.holderId,
+      incarnation: h.incarnation,
+      lane: h.lane,
+      retained: h.retained.toJSON(),
+      issuedAt: h.issuedAt,
+    })),
     staleAfterMs: v.staleAfterMs,
     // Only the fields the kind declares (a topology may carry more): the encoder is strict.
-    recovery: { destination: v.recovery.destination, detectSec: v.recovery.detectSec, authorizeSec: v.recovery.authorizeSec, acquireCapacitySec: v.recovery.acquireCapacitySec, persistSec: v.recovery.persistSec, validateSec: v.recovery.validateSec },
+    recovery: {
+      destination: v.recovery.destination,
+      detectSec: v.recovery.detectSec,
+      authorizeSec: v.recovery.authorizeSec,
+      acquireCapacitySec: v.recovery.acquireCapacitySec,
+      persistSec: v.recovery.persistSec,
+      validateSec: v.recovery.validateSec,
+    },
   };
 }
 
@@ -35,7 +58,9 @@ export function viewToWire(v: RepairView): WireRepairView {
 export function viewFromWire(w: WireRepairView): RepairView {
   return {
     holders: Object.fromEntries(w.holders.map((h) => [h.holderId, { status: h.status, incarnation: h.incarnation }])),
-    lanes: Object.fromEntries(w.lanes.map((l) => [l.lane, { released: fromByHolder(l.released), responsible: fromByHolder(l.responsible) }])),
+    lanes: Object.fromEntries(
+      w.lanes.map((l) => [l.lane, { released: fromByHolder(l.released), responsible: fromByHolder(l.responsible) }]),
+    ),
     holdings: w.holdings.map((h) => ({ ...h, retained: RangeSet.fromJSON(h.retained) })),
     staleAfterMs: w.staleAfterMs,
     recovery: w.recovery,
@@ -44,7 +69,11 @@ export function viewFromWire(w: WireRepairView): RepairView {
 
 /** The sequence an answer carries, or its refusal as ControllerRefusedError. */
 export function seqOfAnswer(a: WireRepairAnswer): number {
-  if (!a.ok) throw new ControllerRefusedError(a.code ?? "repair_request_refused", a.message ?? "the controller refused the request");
+  if (!a.ok)
+    throw new ControllerRefusedError(
+      a.code ?? "repair_request_refused",
+      a.message ?? "the controller refused the request",
+    );
   return a.seq ?? 0;
 }
 
@@ -77,7 +106,15 @@ export function outcomeToWire(o: RepairOutcome): WireRepairOutcome {
             },
           },
         }),
-    ...(o.failure === undefined ? {} : { failure: { step: o.failure.step.slice(0, 64), code: o.failure.code.slice(0, 64), message: o.failure.message.slice(0, 1024) } }),
+    ...(o.failure === undefined
+      ? {}
+      : {
+          failure: {
+            step: o.failure.step.slice(0, 64),
+            code: o.failure.code.slice(0, 64),
+            message: o.failure.message.slice(0, 1024),
+          },
+        }),
   };
 }
 

@@ -1,7 +1,14 @@
 import { CustodyError } from "../../core/index.ts";
 import { nodeFileLayer, type FileLayer } from "../../core/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
-import { BLOCK_SIZE, discardStagedVolume, openStagedVolume, sealStagedVolume, stageVolume, VolumeExistsError } from "../../volume/index.ts";
+import {
+  BLOCK_SIZE,
+  discardStagedVolume,
+  openStagedVolume,
+  sealStagedVolume,
+  stageVolume,
+  VolumeExistsError,
+} from "../../volume/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
 import { openPayload, type WriteRecord } from "../../protocol/index.ts";
 import { checkBuiltVolume, type BuildProgress } from "./built-volume-check.ts";
@@ -110,15 +117,32 @@ export async function recoverVolume(inp: RecoveryInput): Promise<RecoveryResult>
   try {
     const vol = await openStagedVolume(fl, inp.dir);
     try {
-      if (vol.geometry.blockCount !== inp.blockCount) throw new CustodyError("recovery_destination_mismatch", `the volume staged at ${inp.dir} has ${vol.geometry.blockCount} blocks, the recovery ${inp.blockCount}`, { dir: inp.dir });
+      if (vol.geometry.blockCount !== inp.blockCount)
+        throw new CustodyError(
+          "recovery_destination_mismatch",
+          `the volume staged at ${inp.dir} has ${vol.geometry.blockCount} blocks, the recovery ${inp.blockCount}`,
+          { dir: inp.dir },
+        );
       if (inp.base) await copyBlocks(inp.base.dir, vol, inp.blockCount, fl, inp.signal);
       await applyRecords(vol, apply, inp.signal, inp.onProgress);
       await vol.syncCache();
     } finally {
       await vol.close();
     }
-    await checkBuiltVolume(fl, inp.dir, { blockCount: inp.blockCount, records: apply, ...(inp.base !== undefined ? { baseDir: inp.base.dir } : {}), ...(inp.signal !== undefined ? { signal: inp.signal } : {}), ...(inp.onProgress !== undefined ? { onProgress: inp.onProgress } : {}) });
-    const result: RecoveryResult = { cut, lsn: apply.reduce((m, r) => Math.max(m, r.lsn), 0), unitsVerified: verified, recordsApplied: apply.length, baseUsed: inp.base !== undefined };
+    await checkBuiltVolume(fl, inp.dir, {
+      blockCount: inp.blockCount,
+      records: apply,
+      ...(inp.base !== undefined ? { baseDir: inp.base.dir } : {}),
+      ...(inp.signal !== undefined ? { signal: inp.signal } : {}),
+      ...(inp.onProgress !== undefined ? { onProgress: inp.onProgress } : {}),
+    });
+    const result: RecoveryResult = {
+      cut,
+      lsn: apply.reduce((m, r) => Math.max(m, r.lsn), 0),
+      unitsVerified: verified,
+      recordsApplied: apply.length,
+      baseUsed: inp.base !== undefined,
+    };
     inp.accept?.(result);
     inp.signal?.throwIfAborted();
     await sealStagedVolume(fl, inp.dir);
@@ -135,10 +159,26 @@ export async function recoverVolume(inp: RecoveryInput): Promise<RecoveryResult>
  * partial names (progress phase `allocate`). Throws VolumeExistsError when `dir` holds a volume;
  * a failed or stopped staging removes its partial files.
  */
-export async function stageRecoveryDestination(dir: string, blockCount: number, o: { readonly fileLayer?: FileLayer; readonly signal?: AbortSignal; readonly onProgress?: (p: BuildProgress) => void } = {}): Promise<void> {
+export async function stageRecoveryDestination(
+  dir: string,
+  blockCount: number,
+  o: {
+    readonly fileLayer?: FileLayer;
+    readonly signal?: AbortSignal;
+    readonly onProgress?: (p: BuildProgress) => void;
+  } = {},
+): Promise<void> {
   const fl = o.fileLayer ?? nodeFileLayer;
   try {
-    await stageVolume(fl, dir, { blockCount }, { ...(o.signal !== undefined ? { signal: o.signal } : {}), onAllocated: (bytes, total) => o.onProgress?.({ phase: "allocate", done: bytes, total, bytes }) });
+    await stageVolume(
+      fl,
+      dir,
+      { blockCount },
+      {
+        ...(o.signal !== undefined ? { signal: o.signal } : {}),
+        onAllocated: (bytes, total) => o.onProgress?.({ phase: "allocate", done: bytes, total, bytes }),
+      },
+    );
   } catch (err) {
     // A volume already there is not ours to touch; anything else leaves no partial files behind.
     if (err instanceof VolumeExistsError) throw err;
@@ -151,7 +191,12 @@ export async function stageRecoveryDestination(dir: string, blockCount: number, 
  * Verifies every unit of `volume` on `lanes` (digest, then payload authentication with the data key)
  * and returns its records by lane and sequence. Throws on the first unit that fails a check.
  */
-export function openUnits(volume: string, lanes: readonly string[], dataKey: Uint8Array, units: readonly TransportUnit[]): { byLane: Map<string, Map<number, WriteRecord>>; verified: number } {
+export function openUnits(
+  volume: string,
+  lanes: readonly string[],
+  dataKey: Uint8Array,
+  units: readonly TransportUnit[],
+): { byLane: Map<string, Map<number, WriteRecord>>; verified: number } {
   const byLane = new Map<string, Map<number, WriteRecord>>();
   for (const l of lanes) byLane.set(l, new Map());
   let verified = 0;
@@ -177,7 +222,12 @@ export function contiguousFrom(records: ReadonlyMap<number, WriteRecord>, from: 
 const WRITE_BATCH = 256;
 
 /** Writes `records` into `vol` in LSN order (no sync), in batches the volume group-commits; `signal` is checked between batches. */
-export async function applyRecords(vol: SmartWalVolume, records: readonly WriteRecord[], signal?: AbortSignal, onProgress?: (p: BuildProgress) => void): Promise<void> {
+export async function applyRecords(
+  vol: SmartWalVolume,
+  records: readonly WriteRecord[],
+  signal?: AbortSignal,
+  onProgress?: (p: BuildProgress) => void,
+): Promise<void> {
   const ordered = [...records].sort((a, b) => a.lsn - b.lsn || a.lba - b.lba);
   const totalBytes = ordered.reduce((n, r) => n + r.data.byteLength, 0);
   let bytes = 0;
@@ -191,7 +241,13 @@ export async function applyRecords(vol: SmartWalVolume, records: readonly WriteR
 }
 
 /** Copies every non-zero block of the volume at `fromDir` into `vol` (no sync); `signal` is checked between chunks. */
-export async function copyBlocks(fromDir: string, vol: SmartWalVolume, blockCount: number, fl: FileLayer = nodeFileLayer, signal?: AbortSignal): Promise<void> {
+export async function copyBlocks(
+  fromDir: string,
+  vol: SmartWalVolume,
+  blockCount: number,
+  fl: FileLayer = nodeFileLayer,
+  signal?: AbortSignal,
+): Promise<void> {
   const base = await SmartWalVolume.open(fromDir, { fileLayer: fl });
   try {
     const chunk = WRITE_BATCH;

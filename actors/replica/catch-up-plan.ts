@@ -45,7 +45,8 @@ export async function planCatchUp(vol: SmartWalVolume, R: number, maxPieceBlocks
   if (d.decision === RecoveryDecision.CatchUp) {
     entries = await vol.walRecordsAfter(R).catch((err: unknown) => {
       // A checkpoint moved the window after the probe, or a ring record is unreadable: the delta covers it.
-      if (isCustodyError(err) && (err.code === VolumeErrorCode.BadRequest || err.code === VolumeErrorCode.WalDamaged)) return undefined;
+      if (isCustodyError(err) && (err.code === VolumeErrorCode.BadRequest || err.code === VolumeErrorCode.WalDamaged))
+        return undefined;
       throw err;
     });
     fellBackToDelta = entries === undefined;
@@ -91,7 +92,12 @@ export function itemCount(plan: CatchUpPlan): number {
  * now: its current content (zeros once trimmed) — replaying every record after R in LSN order ends
  * at the primary's state.
  */
-export async function readItems(vol: SmartWalVolume, plan: CatchUpPlan, cursor: number, maxBytes: number): Promise<CatchUpItem[]> {
+export async function readItems(
+  vol: SmartWalVolume,
+  plan: CatchUpPlan,
+  cursor: number,
+  maxBytes: number,
+): Promise<CatchUpItem[]> {
   const out: CatchUpItem[] = [];
   let bytes = 0;
   for (let i = cursor; i < itemCount(plan); i++) {

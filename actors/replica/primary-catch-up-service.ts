@@ -46,7 +46,8 @@ interface Session {
   timer: unknown;
 }
 
-const refuse = (code: CatchUpRefusal, message: string, detail: Record<string, unknown> = {}) => new CatchUpRefusedError(code, message, detail);
+const refuse = (code: CatchUpRefusal, message: string, detail: Record<string, unknown> = {}) =>
+  new CatchUpRefusedError(code, message, detail);
 
 /**
  * The primary's side of replica catch-up (issue #18): beside the primary volume, it answers the
@@ -98,7 +99,10 @@ export class PrimaryCatchUpService {
     } catch (err) {
       const code = err instanceof CustodyError ? err.code : CatchUpRefusal.Failed;
       this.counters.inc(`replica_catchup_${code.replace(/^catchup_/, "")}`);
-      reply = encodeMessage(replicaCatchupRefusedSpec, { code: code.slice(0, 64), message: (err instanceof Error ? err.message : String(err)).slice(0, 1024) });
+      reply = encodeMessage(replicaCatchupRefusedSpec, {
+        code: code.slice(0, 64),
+        message: (err instanceof Error ? err.message : String(err)).slice(0, 1024),
+      });
     }
     try {
       this.ports.transport.respond(msg, reply);
@@ -110,8 +114,10 @@ export class PrimaryCatchUpService {
 
   private async answer(msg: InboundMessage): Promise<Uint8Array> {
     const { volume, replica } = parseSubjectOf("replica-catchup", msg.subject);
-    if (volume !== this.config.volume) throw refuse(CatchUpRefusal.WrongTarget, `this primary serves ${this.config.volume}`, { volume });
-    if (!this.config.replicas.includes(replica)) throw refuse(CatchUpRefusal.NotConfigured, `replica ${replica} is not configured for ${volume}`, { replica });
+    if (volume !== this.config.volume)
+      throw refuse(CatchUpRefusal.WrongTarget, `this primary serves ${this.config.volume}`, { volume });
+    if (!this.config.replicas.includes(replica))
+      throw refuse(CatchUpRefusal.NotConfigured, `replica ${replica} is not configured for ${volume}`, { replica });
     const { kind } = decodeAny(msg.data);
     if (kind === replicaCatchupBeginSpec.kind) {
       const b = decodeMessage(replicaCatchupBeginSpec, msg.data);
@@ -128,7 +134,11 @@ export class PrimaryCatchUpService {
 
   /** The body names the subject's volume and replica (the subject is what the server's permissions check). */
   private checkTarget(b: { volume: string; replica: string }, volume: string, replica: string): void {
-    if (b.volume !== volume || b.replica !== replica) throw refuse(CatchUpRefusal.WrongTarget, "the request names another volume or replica than its subject", { volume: b.volume, replica: b.replica });
+    if (b.volume !== volume || b.replica !== replica)
+      throw refuse(CatchUpRefusal.WrongTarget, "the request names another volume or replica than its subject", {
+        volume: b.volume,
+        replica: b.replica,
+      });
   }
 
   private chunkBytes(): number {
@@ -137,7 +147,8 @@ export class PrimaryCatchUpService {
   }
 
   private async begin(replica: string, flushedLsn: number): Promise<Uint8Array> {
-    if (this.sessions.size >= (this.config.maxSessions ?? 4)) throw refuse(CatchUpRefusal.Busy, "too many catch-up sessions are open", { open: this.sessions.size });
+    if (this.sessions.size >= (this.config.maxSessions ?? 4))
+      throw refuse(CatchUpRefusal.Busy, "too many catch-up sessions are open", { open: this.sessions.size });
     const plan = await planCatchUp(this.ports.volume, flushedLsn, Math.floor(this.chunkBytes() / BLOCK_SIZE));
     const session = randomBytes(8).toString("hex");
     const items = itemCount(plan);
@@ -150,9 +161,16 @@ export class PrimaryCatchUpService {
 
   private async next(replica: string, id: string, cursor: number): Promise<Uint8Array> {
     const s = this.sessions.get(id);
-    if (s === undefined || s.replica !== replica) throw refuse(CatchUpRefusal.UnknownSession, "no such catch-up session (finished, expired or never opened)", { session: id });
+    if (s === undefined || s.replica !== replica)
+      throw refuse(CatchUpRefusal.UnknownSession, "no such catch-up session (finished, expired or never opened)", {
+        session: id,
+      });
     const items = itemCount(s.plan);
-    if (cursor >= items) throw refuse(CatchUpRefusal.BadCursor, `cursor ${cursor} is past the session's ${items} items`, { cursor, items });
+    if (cursor >= items)
+      throw refuse(CatchUpRefusal.BadCursor, `cursor ${cursor} is past the session's ${items} items`, {
+        cursor,
+        items,
+      });
     this.clock.clearTimeout(s.timer);
     s.timer = this.expireLater(id);
     const chunk = await readItems(this.ports.volume, s.plan, cursor, this.chunkBytes());
@@ -182,7 +200,10 @@ export class PrimaryCatchUpService {
 }
 
 /** Starts a catch-up service beside a primary volume (its writer's process starts it). */
-export async function startPrimaryCatchUp(config: PrimaryCatchUpConfig, ports: PrimaryCatchUpPorts): Promise<PrimaryCatchUpService> {
+export async function startPrimaryCatchUp(
+  config: PrimaryCatchUpConfig,
+  ports: PrimaryCatchUpPorts,
+): Promise<PrimaryCatchUpService> {
   const s = new PrimaryCatchUpService(config, ports);
   await s.start();
   return s;

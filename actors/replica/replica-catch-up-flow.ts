@@ -1,4 +1,16 @@
-import { decodeMessage, encodeMessage, type MessageSpec, WireError, WireErrorCode, replicaCatchupBeginSpec, replicaCatchupChunkSpec, replicaCatchupNextSpec, replicaCatchupPlanSpec, replicaCatchupRefusedSpec, replicaCatchupSubject } from "../../protocol/index.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  type MessageSpec,
+  WireError,
+  WireErrorCode,
+  replicaCatchupBeginSpec,
+  replicaCatchupChunkSpec,
+  replicaCatchupNextSpec,
+  replicaCatchupPlanSpec,
+  replicaCatchupRefusedSpec,
+  replicaCatchupSubject,
+} from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RecoveryDecision } from "../../volume/index.ts";
 import { CatchUpRefusedError } from "./catch-up-refusal.ts";
@@ -57,23 +69,44 @@ export async function runCatchUp(core: ReplicaCore, link: CatchUpLink): Promise<
     }
   };
   const R = core.flushedLsn;
-  const plan = await ask(replicaCatchupPlanSpec, encodeMessage(replicaCatchupBeginSpec, { replica, volume, flushedLsn: R }));
+  const plan = await ask(
+    replicaCatchupPlanSpec,
+    encodeMessage(replicaCatchupBeginSpec, { replica, volume, flushedLsn: R }),
+  );
   let cursor = 0;
   let replayed = 0;
   while (cursor < plan.items) {
-    const chunk = await ask(replicaCatchupChunkSpec, encodeMessage(replicaCatchupNextSpec, { replica, volume, session: plan.session, cursor }));
-    if (chunk.session !== plan.session || chunk.cursor !== cursor || chunk.count === 0 || cursor + chunk.count > plan.items || chunk.done !== (cursor + chunk.count === plan.items)) {
-      throw new CatchUpChunkError("a chunk does not continue its session", { session: chunk.session, cursor: chunk.cursor, count: chunk.count });
+    const chunk = await ask(
+      replicaCatchupChunkSpec,
+      encodeMessage(replicaCatchupNextSpec, { replica, volume, session: plan.session, cursor }),
+    );
+    if (
+      chunk.session !== plan.session ||
+      chunk.cursor !== cursor ||
+      chunk.count === 0 ||
+      cursor + chunk.count > plan.items ||
+      chunk.done !== (cursor + chunk.count === plan.items)
+    ) {
+      throw new CatchUpChunkError("a chunk does not continue its session", {
+        session: chunk.session,
+        cursor: chunk.cursor,
+        count: chunk.count,
+      });
     }
     const items = openItems(link.dataKey, volume, plan.session, cursor, chunk.count, chunk.sealed);
     const blocks: { lba: number; data: Uint8Array }[] = [];
     // The snapshot's LSN counts once its last block is applied; blocks go before any record.
     const applyBlocks = async (next: number) => {
-      if (blocks.length > 0) await core.applyBlocks(blocks.splice(0), next === plan.deltaBlocks ? (plan.checkpointLsn ?? 0) : 0);
+      if (blocks.length > 0)
+        await core.applyBlocks(blocks.splice(0), next === plan.deltaBlocks ? (plan.checkpointLsn ?? 0) : 0);
     };
     for (const [i, it] of items.entries()) {
       const isBlock = cursor + i < plan.deltaBlocks;
-      if ((it.kind === "block") !== isBlock) throw new CatchUpChunkError(`item ${cursor + i} is not the ${isBlock ? "block" : "record"} the plan announced`, { item: cursor + i });
+      if ((it.kind === "block") !== isBlock)
+        throw new CatchUpChunkError(
+          `item ${cursor + i} is not the ${isBlock ? "block" : "record"} the plan announced`,
+          { item: cursor + i },
+        );
       if (it.kind === "block") {
         blocks.push({ lba: it.lba, data: it.data });
         continue;

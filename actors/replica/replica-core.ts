@@ -80,7 +80,19 @@ export class ReplicaCore {
     const incarnation = await this.nextIncarnation();
     for (const lane of this.config.lanes) {
       const { replicaId: holder, volume, upstream: senders } = this.config;
-      this.grantors.set(lane, new CreditGrantor({ transport: this.ports.transport, holder, incarnation, volume, lane, senders, space: { grant: (n) => n }, maxOutstanding: this.config.maxOutstandingCredit ?? 1 << 20 }));
+      this.grantors.set(
+        lane,
+        new CreditGrantor({
+          transport: this.ports.transport,
+          holder,
+          incarnation,
+          volume,
+          lane,
+          senders,
+          space: { grant: (n) => n },
+          maxOutstanding: this.config.maxOutstandingCredit ?? 1 << 20,
+        }),
+      );
     }
     if (await this.ports.files.exists(this.ports.positionPath)) {
       const h = await this.ports.files.open(this.ports.positionPath);
@@ -90,7 +102,11 @@ export class ReplicaCore {
       this.flushedLsn = this.appliedLsn = Buffer.from(b).readDoubleBE(0);
     }
     for (const lane of this.config.lanes) {
-      this.subs.push(this.ports.transport.subscribe(unitSubject(this.config.replicaId, this.config.volume, lane), (m) => this.dispatch(lane, m)));
+      this.subs.push(
+        this.ports.transport.subscribe(unitSubject(this.config.replicaId, this.config.volume, lane), (m) =>
+          this.dispatch(lane, m),
+        ),
+      );
     }
     await this.ports.transport.flush();
     for (const g of this.grantors.values()) g.announce();
@@ -115,7 +131,15 @@ export class ReplicaCore {
     if (read.kind === "other" && read.name === "replica-barrier") {
       const target = (read.body as { targetLsn: number }).targetLsn;
       void this.barrier().then((flushed) => {
-        this.ports.transport.respond(msg, encodeMessage(replicaFlushedSpec, { replica: this.config.replicaId, volume: this.config.volume, flushedLsn: flushed, reached: flushed >= target }));
+        this.ports.transport.respond(
+          msg,
+          encodeMessage(replicaFlushedSpec, {
+            replica: this.config.replicaId,
+            volume: this.config.volume,
+            flushedLsn: flushed,
+            reached: flushed >= target,
+          }),
+        );
       });
       return;
     }
@@ -129,12 +153,18 @@ export class ReplicaCore {
       const u = arrived.unit as TransportUnit | undefined;
       try {
         // An undecodable unit still accounts its credit figure, then is counted by its wire code.
-        const credit = g.onArrival(sender, u === undefined ? 0 : unitRecordBytes(u), { ...head, sentThrough: arrived.sentThrough });
-        if (credit.kind === "refused") throw new CustodyError(credit.code, "unit was not sent under this replica's credit window", {});
+        const credit = g.onArrival(sender, u === undefined ? 0 : unitRecordBytes(u), {
+          ...head,
+          sentThrough: arrived.sentThrough,
+        });
+        if (credit.kind === "refused")
+          throw new CustodyError(credit.code, "unit was not sent under this replica's credit window", {});
         if (u === undefined) throw arrived.error;
         validateTransportUnit(u);
-        if (u.volume !== this.config.volume || u.lane !== lane) throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
-        if (u.term < this.config.term) throw new CustodyError("stale_term", "unit comes from a stale writer term", { term: u.term });
+        if (u.volume !== this.config.volume || u.lane !== lane)
+          throw new CustodyError("wrong_lane", "unit belongs to another lane", {});
+        if (u.term < this.config.term)
+          throw new CustodyError("stale_term", "unit comes from a stale writer term", { term: u.term });
         const recs = openPayload(this.ports.dataKey, u, u.payload);
         for (const r of recs) this.applyRecord(r.lsn, r.lba, r.data);
       } catch (err) {

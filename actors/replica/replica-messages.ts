@@ -17,6 +17,11 @@ export const replicaBarrierSpec = defineMessage({
 export const replicaFlushedSpec = defineMessage({
   kind: "replica-flushed",
   version: 1,
-  schema: z.object({ replica: wireFields.identifier, volume: wireFields.identifier, flushedLsn: wireFields.uint, reached: z.boolean() }),
+  schema: z.object({
+    replica: wireFields.identifier,
+    volume: wireFields.identifier,
+    flushedLsn: wireFields.uint,
+    reached: z.boolean(),
+  }),
   maxBytes: 1024,
 });

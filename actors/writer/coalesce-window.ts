@@ -79,14 +79,30 @@ function recordBytes(r: CoalesceRecord): number {
 }
 
 function checkWindow(w: RawWindow<unknown>): void {
-  if (!(Number.isSafeInteger(w.firstSeq) && Number.isSafeInteger(w.lastSeq) && w.firstSeq >= 1 && w.lastSeq >= w.firstSeq)) {
+  if (!(
+    Number.isSafeInteger(w.firstSeq) &&
+    Number.isSafeInteger(w.lastSeq) &&
+    w.firstSeq >= 1 &&
+    w.lastSeq >= w.firstSeq
+  )) {
     throw new CoalesceInputError("window range is impossible", { firstSeq: w.firstSeq, lastSeq: w.lastSeq });
   }
-  if (w.records.length !== w.lastSeq - w.firstSeq + 1) throw new CoalesceInputError("window must hold one record per sequence", { firstSeq: w.firstSeq, lastSeq: w.lastSeq, records: w.records.length });
+  if (w.records.length !== w.lastSeq - w.firstSeq + 1)
+    throw new CoalesceInputError("window must hold one record per sequence", {
+      firstSeq: w.firstSeq,
+      lastSeq: w.lastSeq,
+      records: w.records.length,
+    });
   w.records.forEach((r, i) => {
-    if (r.seq !== w.firstSeq + i) throw new CoalesceInputError("records must be contiguous and ascending", { expected: w.firstSeq + i, seq: r.seq });
-    if (r.kind === "write" && (r.data.length === 0 || r.data.length % BLOCK_SIZE !== 0)) throw new CoalesceInputError("a write must carry whole blocks", { seq: r.seq });
-    if (r.kind === "trim" && !(Number.isSafeInteger(r.blockCount) && r.blockCount >= 1)) throw new CoalesceInputError("a trim must cover a block", { seq: r.seq });
+    if (r.seq !== w.firstSeq + i)
+      throw new CoalesceInputError("records must be contiguous and ascending", {
+        expected: w.firstSeq + i,
+        seq: r.seq,
+      });
+    if (r.kind === "write" && (r.data.length === 0 || r.data.length % BLOCK_SIZE !== 0))
+      throw new CoalesceInputError("a write must carry whole blocks", { seq: r.seq });
+    if (r.kind === "trim" && !(Number.isSafeInteger(r.blockCount) && r.blockCount >= 1))
+      throw new CoalesceInputError("a trim must cover a block", { seq: r.seq });
   });
 }
 
@@ -103,13 +119,23 @@ export function splitWindow<M>(w: RawWindow<M>, budget: CoalesceBudget): RawWind
   for (let i = 0; i < w.records.length; i++) {
     const b = recordBytes(w.records[i]!);
     if (i > start && (i - start >= budget.maxRecords || bytes + b > budget.maxBytes)) {
-      out.push({ firstSeq: w.records[start]!.seq, lastSeq: w.records[i - 1]!.seq, records: w.records.slice(start, i), ...(w.carried === undefined ? {} : { carried: w.carried }) });
+      out.push({
+        firstSeq: w.records[start]!.seq,
+        lastSeq: w.records[i - 1]!.seq,
+        records: w.records.slice(start, i),
+        ...(w.carried === undefined ? {} : { carried: w.carried }),
+      });
       start = i;
       bytes = 0;
     }
     bytes += b;
   }
-  out.push({ firstSeq: w.records[start]!.seq, lastSeq: w.lastSeq, records: w.records.slice(start), ...(w.carried === undefined ? {} : { carried: w.carried }) });
+  out.push({
+    firstSeq: w.records[start]!.seq,
+    lastSeq: w.lastSeq,
+    records: w.records.slice(start),
+    ...(w.carried === undefined ? {} : { carried: w.carried }),
+  });
   return out;
 }
 
@@ -145,7 +171,13 @@ export function coalesceWindow<M>(w: RawWindow<M>): DerivedWindow<M> {
       const live = b < blocks && !touched.has(r.lba + b);
       if (live && runStart < 0) runStart = b;
       if (!live && runStart >= 0) {
-        runs.push({ kind: "write", seq: r.seq, lsn: r.lsn, lba: r.lba + runStart, data: r.data.subarray(runStart * BLOCK_SIZE, b * BLOCK_SIZE) });
+        runs.push({
+          kind: "write",
+          seq: r.seq,
+          lsn: r.lsn,
+          lba: r.lba + runStart,
+          data: r.data.subarray(runStart * BLOCK_SIZE, b * BLOCK_SIZE),
+        });
         runStart = -1;
       }
     }
@@ -186,14 +218,25 @@ export interface CoalesceTotals {
  */
 export class CoalesceQueue<M = unknown> {
   private readonly pending: RawWindow<M>[] = [];
-  readonly totals: CoalesceTotals = { windows: 0, splits: 0, rawRecords: 0, derivedRecords: 0, droppedRecords: 0, rawBytes: 0, derivedBytes: 0 };
+  readonly totals: CoalesceTotals = {
+    windows: 0,
+    splits: 0,
+    rawRecords: 0,
+    derivedRecords: 0,
+    droppedRecords: 0,
+    rawBytes: 0,
+    derivedBytes: 0,
+  };
 
   constructor(
     private readonly budget: CoalesceBudget,
     private readonly windowsPerTick: number,
   ) {
     if (!(budget.maxRecords >= 1 && budget.maxBytes >= 1 && windowsPerTick >= 1)) {
-      throw new CoalesceInputError("coalescing budget must allow at least one record, byte and window", { ...budget, windowsPerTick });
+      throw new CoalesceInputError("coalescing budget must allow at least one record, byte and window", {
+        ...budget,
+        windowsPerTick,
+      });
     }
   }
 

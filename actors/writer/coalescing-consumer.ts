@@ -1,7 +1,12 @@
 import type { Clock, Counters } from "../../core/index.ts";
 import type { WriteRecord } from "../../protocol/index.ts";
 import { CoalesceQueue, CoalesceInputError, type CoalesceRecord, type DerivedWindow } from "./coalesce-window.ts";
-import { checkCoalescedStream, derivedLaneName, derivedLaneSpecs, type CoalescedStreamSpec } from "./coalesced-stream.ts";
+import {
+  checkCoalescedStream,
+  derivedLaneName,
+  derivedLaneSpecs,
+  type CoalescedStreamSpec,
+} from "./coalesced-stream.ts";
 import { ManifestShipper } from "./manifest-shipping.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
 import { openWriterLane, type WriterLane } from "./writer-lane.ts";
@@ -105,7 +110,10 @@ export class CoalescingConsumer {
     this.openRecords = 0;
     const heads = this.seams.heads?.();
     if (heads === undefined || Object.keys(heads).length < 2) return;
-    this.newestCut = { lsn: this.lastLsn, lanes: Object.fromEntries(Object.entries(heads).map(([l, seq]) => [derivedLaneName(this.spec, l), seq])) };
+    this.newestCut = {
+      lsn: this.lastLsn,
+      lanes: Object.fromEntries(Object.entries(heads).map(([l, seq]) => [derivedLaneName(this.spec, l), seq])),
+    };
   }
 
   /** Raw windows closed but not yet coalesced (the CPU budget's backlog), all lanes. */
@@ -120,10 +128,19 @@ export class CoalescingConsumer {
     if (w.records.length === 0) return;
     let q = this.queues.get(lane);
     if (q === undefined) {
-      q = new CoalesceQueue({ maxRecords: this.spec.maxWindowRecords ?? 4096, maxBytes: this.spec.maxWindowBytes ?? 8 << 20 }, this.spec.windowsPerTick ?? 4);
+      q = new CoalesceQueue(
+        { maxRecords: this.spec.maxWindowRecords ?? 4096, maxBytes: this.spec.maxWindowBytes ?? 8 << 20 },
+        this.spec.windowsPerTick ?? 4,
+      );
       this.queues.set(lane, q);
     }
-    const records: CoalesceRecord[] = w.records.map((r) => ({ kind: "write", seq: r.seq, lsn: r.lsn, lba: r.lba, data: r.data }));
+    const records: CoalesceRecord[] = w.records.map((r) => ({
+      kind: "write",
+      seq: r.seq,
+      lsn: r.lsn,
+      lba: r.lba,
+      data: r.data,
+    }));
     const splitsBefore = q.totals.splits;
     try {
       q.push({ firstSeq: records[0]!.seq, lastSeq: records[records.length - 1]!.seq, records });
@@ -142,13 +159,21 @@ export class CoalescingConsumer {
   private shipDerived(lane: string, d: DerivedWindow): void {
     const ts = this.pendingTs.get(lane)!.splice(0, d.sourceCutSeq - d.firstSeq + 1);
     const records: WriteRecord[] = [];
-    for (const r of d.records) if (r.kind === "write") records.push({ seq: r.seq, lsn: r.lsn, lba: r.lba, data: r.data });
+    for (const r of d.records)
+      if (r.kind === "write") records.push({ seq: r.seq, lsn: r.lsn, lba: r.lba, data: r.data });
     const c = this.seams.counters;
     c.inc("coalesce_windows");
     c.inc("coalesce_raw_bytes", d.rawBytes);
     c.inc("coalesce_derived_bytes", d.derivedBytes);
     c.inc("coalesce_dropped_records", d.droppedRecords);
-    this.seams.ship({ rawLane: lane, lane: derivedLaneName(this.spec, lane), firstSeq: d.firstSeq, lastSeq: d.sourceCutSeq, commitTs: ts, records });
+    this.seams.ship({
+      rawLane: lane,
+      lane: derivedLaneName(this.spec, lane),
+      firstSeq: d.firstSeq,
+      lastSeq: d.sourceCutSeq,
+      commitTs: ts,
+      records,
+    });
   }
 }
 
@@ -167,7 +192,9 @@ export function openCoalescedStream(
 ): CoalescingConsumer | undefined {
   checkCoalescedStream(config);
   if (config.coalesced === undefined) return undefined;
-  const derived = derivedLaneSpecs(config).map((spec) => Object.assign(openWriterLane(spec, config, seams), { confirmed: Number.MAX_SAFE_INTEGER }));
+  const derived = derivedLaneSpecs(config).map((spec) =>
+    Object.assign(openWriterLane(spec, config, seams), { confirmed: Number.MAX_SAFE_INTEGER }),
+  );
   for (const l of derived) lanes.set(l.spec.lane, l);
   const manifests = new ManifestShipper(config, seams, seams.repeatMs, "coalesced_manifest");
   return new CoalescingConsumer(config.coalesced, {

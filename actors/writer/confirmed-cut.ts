@@ -15,11 +15,25 @@ export class StatusRefusedError extends CustodyError {
  * is not the controller's view of this writer, and acting on it would drop the writer's copies
  * early. Checked for every lane before any is taken in. Pure.
  */
-export function confirmedCuts<L extends { readonly spec: { readonly lane: string }; readonly next: number }>(doc: VolumeStatus, volume: string, lanes: readonly L[]): [L, number][] {
-  if (doc.volume !== volume) throw new StatusRefusedError("wrong_volume", `status of volume ${doc.volume}, this writer writes ${volume}`, { volume: doc.volume });
-  const cuts = lanes.map((l) => [l, confirmedCut(doc, l.spec.lane)] as [L, number]).filter(([, cut]) => Number.isFinite(cut));
+export function confirmedCuts<L extends { readonly spec: { readonly lane: string }; readonly next: number }>(
+  doc: VolumeStatus,
+  volume: string,
+  lanes: readonly L[],
+): [L, number][] {
+  if (doc.volume !== volume)
+    throw new StatusRefusedError("wrong_volume", `status of volume ${doc.volume}, this writer writes ${volume}`, {
+      volume: doc.volume,
+    });
+  const cuts = lanes
+    .map((l) => [l, confirmedCut(doc, l.spec.lane)] as [L, number])
+    .filter(([, cut]) => Number.isFinite(cut));
   const past = cuts.find(([l, cut]) => cut > l.next - 1);
-  if (past !== undefined) throw new StatusRefusedError("cut_beyond_head", `status confirms ${past[0].spec.lane} through ${past[1]}, past the writer's head ${past[0].next - 1}`, { lane: past[0].spec.lane, cut: past[1], head: past[0].next - 1 });
+  if (past !== undefined)
+    throw new StatusRefusedError(
+      "cut_beyond_head",
+      `status confirms ${past[0].spec.lane} through ${past[1]}, past the writer's head ${past[0].next - 1}`,
+      { lane: past[0].spec.lane, cut: past[1], head: past[0].next - 1 },
+    );
   return cuts;
 }
 

@@ -32,9 +32,17 @@ export class ManifestShipper {
     const now = this.seams.clock.now();
     if (newest.lsn === this.shippedLsn && now - this.shippedAt < this.repeatMs) return;
     const cut = Object.entries(newest.lanes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const data = encodeMessage(laneManifestSpec, { writer: this.config.writerId, volume: this.config.volume, term: this.config.term, lsn: newest.lsn, cut });
+    const data = encodeMessage(laneManifestSpec, {
+      writer: this.config.writerId,
+      volume: this.config.volume,
+      term: this.config.term,
+      lsn: newest.lsn,
+      cut,
+    });
     const headers = { [SENDER_HEADER]: this.config.writerId };
-    for (const l of lanes) for (const hop of l.edges.keys()) this.seams.transport.publish(unitSubject(hop, this.config.volume, l.spec.lane), data, { headers });
+    for (const l of lanes)
+      for (const hop of l.edges.keys())
+        this.seams.transport.publish(unitSubject(hop, this.config.volume, l.spec.lane), data, { headers });
     this.seams.counters.inc(`${this.counterPrefix}_${newest.lsn === this.shippedLsn ? "reshipped" : "shipped"}`);
     this.shippedLsn = newest.lsn;
     this.shippedAt = now;

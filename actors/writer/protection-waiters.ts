@@ -30,7 +30,9 @@ export class ProtectionWaiters {
   ) {}
 
   private satisfied(w: Waiter): boolean {
-    return Object.entries(w.target).every(([lane, head]) => head < this.source.firstSeq(lane) || this.source.protectedThrough(w.contract, lane) >= head);
+    return Object.entries(w.target).every(
+      ([lane, head]) => head < this.source.firstSeq(lane) || this.source.protectedThrough(w.contract, lane) >= head,
+    );
   }
 
   /** Resolves once every lane of `target` is proven through its head under `contract`. */
@@ -41,7 +43,13 @@ export class ProtectionWaiters {
       w.timer = this.clock.setTimeout(() => {
         this.waiters.delete(w);
         this.counters.inc("protection_timeout");
-        reject(new ProtectionTimeoutError({ contract, target, proven: Object.fromEntries(Object.keys(target).map((l) => [l, this.source.protectedThrough(contract, l)])) }));
+        reject(
+          new ProtectionTimeoutError({
+            contract,
+            target,
+            proven: Object.fromEntries(Object.keys(target).map((l) => [l, this.source.protectedThrough(contract, l)])),
+          }),
+        );
       }, timeoutMs);
       this.waiters.add(w);
     });

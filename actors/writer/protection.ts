@@ -34,7 +34,11 @@ export function survivesContract(site: Site | undefined, contract: ProtectionCon
 }
 
 /** The sequences of one lane proven under `contract` by `proven` (holder → sequences it receipted). */
-export function protectedSeqs(proven: ReadonlyMap<string, RangeSet>, sites: Readonly<Record<string, Site>>, contract: ProtectionContract): RangeSet {
+export function protectedSeqs(
+  proven: ReadonlyMap<string, RangeSet>,
+  sites: Readonly<Record<string, Site>>,
+  contract: ProtectionContract,
+): RangeSet {
   const eligible = [...proven.entries()].filter(([h]) => survivesContract(sites[h], contract)).map(([, r]) => r);
   return coveredByAtLeast(eligible, contract.copies ?? 1);
 }

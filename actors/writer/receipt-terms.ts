@@ -8,7 +8,12 @@ import { RangeSet } from "../../lanes/index.ts";
  * below our first sequence — the units an earlier process of this writer left unconfirmed, which
  * we re-ship under their own term. Pure.
  */
-export function provableByTerm(writerTerm: number, ourTerm: number, firstSeq: number, retained: RangeSet): RangeSet | undefined {
+export function provableByTerm(
+  writerTerm: number,
+  ourTerm: number,
+  firstSeq: number,
+  retained: RangeSet,
+): RangeSet | undefined {
   if (writerTerm === ourTerm) return retained;
   const below = writerTerm < ourTerm ? retained.intersect(RangeSet.of(0, Math.max(0, firstSeq - 1))) : RangeSet.EMPTY;
   return below.isEmpty ? undefined : below;

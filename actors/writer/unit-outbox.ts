@@ -18,7 +18,10 @@ import { decodeMessage, unitSpec } from "../../protocol/index.ts";
 const MAX_FLUSH_MS = 3_600_000;
 
 export class UnitOutbox {
-  private readonly files = new Map<number, { stream: SpillStream; path: string; seqs: Map<string, RangeSet>; dropped: Map<string, RangeSet> }>();
+  private readonly files = new Map<
+    number,
+    { stream: SpillStream; path: string; seqs: Map<string, RangeSet>; dropped: Map<string, RangeSet> }
+  >();
   private current = 0;
   private currentBytes = 0;
   private flushing: Promise<void> = Promise.resolve();
@@ -38,7 +41,12 @@ export class UnitOutbox {
    * Opens the outbox in `dir` (creating it), recovering every intact unit of earlier writer
    * processes (a torn tail is cut off: it was never durable, so never sent).
    */
-  static async open(layer: FileLayer, dir: string, clock: Clock, fileBytes = 64 * 1024 * 1024): Promise<{ outbox: UnitOutbox; recovered: TransportUnit[] }> {
+  static async open(
+    layer: FileLayer,
+    dir: string,
+    clock: Clock,
+    fileBytes = 64 * 1024 * 1024,
+  ): Promise<{ outbox: UnitOutbox; recovered: TransportUnit[] }> {
     await layer.mkdirp(dir);
     const box = new UnitOutbox(layer, dir, clock, fileBytes);
     const names = (await layer.readdir(dir)).filter((n) => /^\d{8}\.log$/.test(n)).sort();
@@ -73,7 +81,8 @@ export class UnitOutbox {
     // Appends not yet flushed stay in the file being left: make them durable now, since `flush`
     // only syncs the newest file.
     const left = this.files.get(this.current);
-    if (left !== undefined && (await left.stream.flush(MAX_FLUSH_MS)).kind !== "synced") throw new Error("outbox flush did not complete");
+    if (left !== undefined && (await left.stream.flush(MAX_FLUSH_MS)).kind !== "synced")
+      throw new Error("outbox flush did not complete");
     this.current++;
     const path = `${this.dir}/${String(this.current).padStart(8, "0")}.log`;
     const { stream } = await SpillStream.open(this.layer, path, this.clock);

@@ -35,7 +35,13 @@ export class UnitShipper {
     l.pending = [];
     l.pendingTs = [];
     l.pendingBytes = 0;
-    const id = { volume: this.config.volume, lane: l.spec.lane, term: this.config.term, firstSeq: recs[0]!.seq, lastSeq: recs[recs.length - 1]!.seq };
+    const id = {
+      volume: this.config.volume,
+      lane: l.spec.lane,
+      term: this.config.term,
+      firstSeq: recs[0]!.seq,
+      lastSeq: recs[recs.length - 1]!.seq,
+    };
     const unit = makeTransportUnit({ ...id, commitTs: ts, payload: sealPayload(this.ports.dataKey, id, recs) });
     this.ship(l, unit, true);
   }
@@ -44,9 +50,26 @@ export class UnitShipper {
    * Seals a derived (coalesced) window into one unit of its derived lane: the raw window's range
    * and commit times, only the surviving records (issue #22). It then takes the raw units' path.
    */
-  cutDerived(l: WriterLane, parts: { firstSeq: number; lastSeq: number; commitTs: number[]; records: readonly WriteRecord[] }): void {
-    const id = { volume: this.config.volume, lane: l.spec.lane, term: this.config.term, firstSeq: parts.firstSeq, lastSeq: parts.lastSeq };
-    this.ship(l, makeTransportUnit({ ...id, commitTs: parts.commitTs, payload: sealPayload(this.ports.dataKey, id, parts.records) }), true);
+  cutDerived(
+    l: WriterLane,
+    parts: { firstSeq: number; lastSeq: number; commitTs: number[]; records: readonly WriteRecord[] },
+  ): void {
+    const id = {
+      volume: this.config.volume,
+      lane: l.spec.lane,
+      term: this.config.term,
+      firstSeq: parts.firstSeq,
+      lastSeq: parts.lastSeq,
+    };
+    this.ship(
+      l,
+      makeTransportUnit({
+        ...id,
+        commitTs: parts.commitTs,
+        payload: sealPayload(this.ports.dataKey, id, parts.records),
+      }),
+      true,
+    );
   }
 
   /**
@@ -115,7 +138,11 @@ export class UnitShipper {
         // Only units that still open with our key, below where this term's own writes begin.
         // A derived (coalesced) unit holds fewer records than sequences: it opens by its own rule.
         (derived.has(u.lane) ? openCoalescedPayload : openPayload)(this.ports.dataKey, u, u.payload);
-        if (u.term > this.config.term || u.lastSeq >= (l.spec.firstSeq ?? 1)) throw new CustodyError("reship_out_of_history", "recovered unit is not below this term's first sequence", { term: u.term, lastSeq: u.lastSeq });
+        if (u.term > this.config.term || u.lastSeq >= (l.spec.firstSeq ?? 1))
+          throw new CustodyError("reship_out_of_history", "recovered unit is not below this term's first sequence", {
+            term: u.term,
+            lastSeq: u.lastSeq,
+          });
         this.ship(l, u, false);
         this.counters.inc("units_reshipped");
       } catch (err) {

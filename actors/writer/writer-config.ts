@@ -107,7 +107,8 @@ export class ProtectionTimeoutError extends CustodyError {
 
 /** Checks a writer configuration; throws WriterConfigError naming the first problem. */
 export function checkWriterConfig(c: VolumeWriterConfig): void {
-  if (!Number.isSafeInteger(c.term) || c.term < 0) throw new WriterConfigError("term must be a non-negative integer", { term: c.term });
+  if (!Number.isSafeInteger(c.term) || c.term < 0)
+    throw new WriterConfigError("term must be a non-negative integer", { term: c.term });
   if (c.lanes.length === 0) throw new WriterConfigError("a writer needs at least one lane", {});
   const sorted = [...c.lanes].sort((a, b) => a.fromLba - b.fromLba);
   sorted.forEach((l, i) => {
@@ -115,11 +116,15 @@ export function checkWriterConfig(c: VolumeWriterConfig): void {
       throw new WriterConfigError(`lane ${l.lane} has an impossible LBA range`, { lane: l.lane });
     }
     const prev = sorted[i - 1];
-    if (prev !== undefined && prev.toLba >= l.fromLba) throw new WriterConfigError(`lanes ${prev.lane} and ${l.lane} overlap`, { lanes: [prev.lane, l.lane] });
-    if (l.holders.length === 0 && c.custody !== false) throw new WriterConfigError(`lane ${l.lane} has no first-hop holder`, { lane: l.lane });
+    if (prev !== undefined && prev.toLba >= l.fromLba)
+      throw new WriterConfigError(`lanes ${prev.lane} and ${l.lane} overlap`, { lanes: [prev.lane, l.lane] });
+    if (l.holders.length === 0 && c.custody !== false)
+      throw new WriterConfigError(`lane ${l.lane} has no first-hop holder`, { lane: l.lane });
   });
-  if (new Set(c.lanes.map((l) => l.lane)).size !== c.lanes.length) throw new WriterConfigError("lane names must be distinct", {});
+  if (new Set(c.lanes.map((l) => l.lane)).size !== c.lanes.length)
+    throw new WriterConfigError("lane names must be distinct", {});
   for (const ct of c.contracts) {
-    if ((ct.copies ?? 1) < 1) throw new WriterConfigError(`contract ${ct.name} needs at least one copy`, { contract: ct.name });
+    if ((ct.copies ?? 1) < 1)
+      throw new WriterConfigError(`contract ${ct.name} needs at least one copy`, { contract: ct.name });
   }
 }

@@ -1,14 +1,30 @@
 import { Counters, CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { receiptBatchSpec, verifyReceiptBatch, writerUnitSigner } from "../../custody/index.ts";
-import { decodeMessage, encodeMessage, eventSubject, receiptSubject, releaseFrontierSpec, releaseSubject, statusSubject, volumeStatusSpec, writerProgressSpec, type WriteRecord } from "../../protocol/index.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  eventSubject,
+  receiptSubject,
+  releaseFrontierSpec,
+  releaseSubject,
+  statusSubject,
+  volumeStatusSpec,
+  writerProgressSpec,
+  type WriteRecord,
+} from "../../protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { protectedSeqs } from "./protection.ts";
 import { provableByTerm } from "./receipt-terms.ts";
 import { confirmedCuts } from "./confirmed-cut.ts";
 import { dueResends, forgetReceipted, FrontierBacking, noteResent, noteSent } from "../hop/index.ts";
-import { checkWriterConfig, UnknownContractError, WriteRejectedError, type VolumeWriterConfig } from "./writer-config.ts";
+import {
+  checkWriterConfig,
+  UnknownContractError,
+  WriteRejectedError,
+  type VolumeWriterConfig,
+} from "./writer-config.ts";
 import { ProtectionWaiters } from "./protection-waiters.ts";
 import { ShipLog } from "./ship-log.ts";
 import { UnitShipper } from "./unit-shipping.ts";
@@ -52,32 +68,70 @@ export class WriterCore {
     checkWriterConfig(config);
     this.counters = ports.counters ?? new Counters();
     this.frontiers = new FrontierBacking(ports.peers);
-    const seams = { transport: ports.transport, clock: ports.clock, counters: this.counters, peers: ports.peers, attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey) };
+    const seams = {
+      transport: ports.transport,
+      clock: ports.clock,
+      counters: this.counters,
+      peers: ports.peers,
+      attest: ports.writerKey === undefined ? undefined : writerUnitSigner(ports.writerKey),
+    };
     for (const spec of config.lanes) this.lanes.set(spec.lane, openWriterLane(spec, config, seams));
     this.ordered = [...this.lanes.values()].sort((a, b) => a.spec.fromLba - b.spec.fromLba);
-    this.coalescing = openCoalescedStream(config, this.lanes, { ...seams, heads: () => this.heads(), repeatMs: this.resendAfterMs }, (l, p) => this.shipper.cutDerived(l, p));
+    this.coalescing = openCoalescedStream(
+      config,
+      this.lanes,
+      { ...seams, heads: () => this.heads(), repeatMs: this.resendAfterMs },
+      (l, p) => this.shipper.cutDerived(l, p),
+    );
     this.all = [...this.lanes.values()];
-    this.waiters = new ProtectionWaiters({ protectedThrough: (c, lane) => this.protectedThrough(c, lane), firstSeq: (lane) => this.lanes.get(lane)!.spec.firstSeq ?? 1 }, ports.clock, this.counters);
+    this.waiters = new ProtectionWaiters(
+      {
+        protectedThrough: (c, lane) => this.protectedThrough(c, lane),
+        firstSeq: (lane) => this.lanes.get(lane)!.spec.firstSeq ?? 1,
+      },
+      ports.clock,
+      this.counters,
+    );
     this.ships = new ShipLog(() => ports.volume.walWindow().start);
     this.shipper = new UnitShipper(config, ports, this.counters, () => this.stopped);
-    this.manifestShipper = new ManifestShipper(config, { transport: ports.transport, clock: ports.clock, counters: this.counters }, this.resendAfterMs);
+    this.manifestShipper = new ManifestShipper(
+      config,
+      { transport: ports.transport, clock: ports.clock, counters: this.counters },
+      this.resendAfterMs,
+    );
   }
 
   /** Subscribes receipts and the controller's status, attaches credit senders and starts progress publication. */
   start(): void {
     for (const l of this.all) {
-      this.subs.push(this.ports.transport.subscribe(receiptSubject(this.config.volume, l.spec.lane), (msg) => this.dispatch({ type: "nats.receipt", lane: l.spec.lane, msg })));
+      this.subs.push(
+        this.ports.transport.subscribe(receiptSubject(this.config.volume, l.spec.lane), (msg) =>
+          this.dispatch({ type: "nats.receipt", lane: l.spec.lane, msg }),
+        ),
+      );
       for (const s of l.senders) s.attach();
     }
-    if (this.retainUntil === "confirmed") this.subs.push(this.ports.transport.subscribe(statusSubject(this.config.volume), (msg) => this.dispatch({ type: "nats.status", msg })));
+    if (this.retainUntil === "confirmed")
+      this.subs.push(
+        this.ports.transport.subscribe(statusSubject(this.config.volume), (msg) =>
+          this.dispatch({ type: "nats.status", msg }),
+        ),
+      );
     // First hops' release frontiers: what the control log released there is owed to them no more.
     const firstHops = new Set(this.all.flatMap((l) => [...l.edges.keys()]));
-    for (const h of firstHops) this.subs.push(this.ports.transport.subscribe(releaseSubject(h), (msg) => this.dispatch({ type: "nats.release", msg })));
+    for (const h of firstHops)
+      this.subs.push(
+        this.ports.transport.subscribe(releaseSubject(h), (msg) => this.dispatch({ type: "nats.release", msg })),
+      );
     if (this.ports.recovered !== undefined) this.shipper.reship(this.lanes, this.ports.recovered);
-    const unwatch = this.ports.transport.onConnection?.((e) => this.dispatch({ type: "transport.connection", event: e }));
-    if (unwatch !== undefined) this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
+    const unwatch = this.ports.transport.onConnection?.((e) =>
+      this.dispatch({ type: "transport.connection", event: e }),
+    );
+    if (unwatch !== undefined)
+      this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     this.dispatch({ type: "timer.arm", ms: this.resendEveryMs, event: { type: "timer.resend" } });
-    if (this.progressEveryMs > 0) this.dispatch({ type: "timer.arm", ms: this.progressEveryMs, event: { type: "timer.progress" } });
+    if (this.progressEveryMs > 0)
+      this.dispatch({ type: "timer.arm", ms: this.progressEveryMs, event: { type: "timer.progress" } });
   }
 
   /** How often unreceipted units are checked for a resend (`timer.resend`). */
@@ -122,7 +176,12 @@ export class WriterCore {
     for (const [i, p] of pieces.entries()) {
       const l = p.lane;
       const seq = l.next++;
-      const rec: WriteRecord = { seq, lsn, lba: p.lba, data: own.subarray((p.lba - lba) * BLOCK_SIZE, (p.lba - lba) * BLOCK_SIZE + p.data.length) };
+      const rec: WriteRecord = {
+        seq,
+        lsn,
+        lba: p.lba,
+        data: own.subarray((p.lba - lba) * BLOCK_SIZE, (p.lba - lba) * BLOCK_SIZE + p.data.length),
+      };
       l.pending.push(rec);
       this.coalescing?.note(l.spec.lane, rec, now, i === pieces.length - 1);
       l.pendingTs.push(now);
@@ -296,7 +355,8 @@ export class WriterCore {
     if (f.epoch < this.config.topologyEpoch) return void this.counters.inc("edge_release_stale_epoch");
     const ranges = RangeSet.fromJSON(f.ranges);
     const { holder, lane } = f;
-    if (this.frontiers.backedNow(this.config.volume, lane, holder, ranges)) return this.applyEdgeRelease(l, holder, ranges);
+    if (this.frontiers.backedNow(this.config.volume, lane, holder, ranges))
+      return this.applyEdgeRelease(l, holder, ranges);
     this.frontiers.catchUp(() => this.dispatch({ type: "release.checked", lane, holder, ranges }));
   }
 
@@ -342,7 +402,13 @@ export class WriterCore {
         if (retained === undefined) continue;
         got = got.union(retained);
         if (firstHop) {
-          const restarted = l.obligations.applyEdgeReceipt({ holder: h, incarnation: batch.holder.incarnation, epoch: r.topologyEpoch, receiptSeq: r.receiptSeq, retained });
+          const restarted = l.obligations.applyEdgeReceipt({
+            holder: h,
+            incarnation: batch.holder.incarnation,
+            epoch: r.topologyEpoch,
+            receiptSeq: r.receiptSeq,
+            retained,
+          });
           if (restarted) l.sendLogs.get(h)?.reset();
         }
       }
@@ -413,7 +479,13 @@ export class WriterCore {
     this.coalescing?.tick(); // the coalesced stream's `windowMs` cadence rides on this timer
     this.manifestShipper.ship(this.cuts, this.ordered);
     const lanes = this.ordered.map((l) => ({ lane: l.spec.lane, head: l.next - 1, runs: l.runs.splice(0, 4096) }));
-    const progress = { writer: this.config.writerId, volume: this.config.volume, term: this.config.term, lanes, at: this.ports.clock.now() };
+    const progress = {
+      writer: this.config.writerId,
+      volume: this.config.volume,
+      term: this.config.term,
+      lanes,
+      at: this.ports.clock.now(),
+    };
     this.ports.transport.publish(eventSubject(this.config.volume), encodeMessage(writerProgressSpec, progress));
   }
 
@@ -428,7 +500,8 @@ export class WriterCore {
   /** Credit backlog per lane and holder (units waiting for credit). */
   backlog(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const l of this.ordered) l.spec.holders.forEach((h, i) => (out[`${l.spec.lane}/${h}`] = l.senders[i]!.backlog.units));
+    for (const l of this.ordered)
+      l.spec.holders.forEach((h, i) => (out[`${l.spec.lane}/${h}`] = l.senders[i]!.backlog.units));
     return out;
   }
 

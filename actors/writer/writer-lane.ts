@@ -36,7 +36,11 @@ export interface WriterLane extends DownstreamLane {
 }
 
 /** Builds the state of lane `spec`: one credit sender per first hop, nothing written yet. */
-export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams: { transport: Transport; clock: Clock; counters: Counters; attest?: UnitAttester; peers?: PeerDirectory }): WriterLane {
+export function openWriterLane(
+  spec: LaneSpec,
+  config: VolumeWriterConfig,
+  seams: { transport: Transport; clock: Clock; counters: Counters; attest?: UnitAttester; peers?: PeerDirectory },
+): WriterLane {
   const edges = new Map<string, CreditSender>();
   const sendLogs = new Map<string, SendLog>();
   const obligations = new LaneObligations(spec.holders, config.topologyEpoch);
@@ -51,23 +55,64 @@ export function openWriterLane(spec: LaneSpec, config: VolumeWriterConfig, seams
     };
     const onMalformed = (code: string) => seams.counters.inc(`credit_${code}`);
     const peers = seams.peers;
-    const believes = peers === undefined ? undefined : (incarnation: number) => believesIncarnation(peers, h, incarnation);
-    edges.set(h, new CreditSender({ transport: seams.transport, clock: seams.clock, sender: config.writerId, holder: h, volume: config.volume, lane: spec.lane, retryMs: 20, session: config.term, onReset, onMalformed, onRefused: onMalformed, believes, attest: seams.attest }));
+    const believes =
+      peers === undefined ? undefined : (incarnation: number) => believesIncarnation(peers, h, incarnation);
+    edges.set(
+      h,
+      new CreditSender({
+        transport: seams.transport,
+        clock: seams.clock,
+        sender: config.writerId,
+        holder: h,
+        volume: config.volume,
+        lane: spec.lane,
+        retryMs: 20,
+        session: config.term,
+        onReset,
+        onMalformed,
+        onRefused: onMalformed,
+        believes,
+        attest: seams.attest,
+      }),
+    );
   }
   const first = spec.firstSeq ?? 1;
   const senders = [...edges.values()];
-  return { spec, senders, edges, obligations, sendLogs, resendBackoff, retention: new UnitRetention(), next: first, pending: [], pendingBytes: 0, pendingTs: [], proven: new Map(), runs: [], confirmed: 0 };
+  return {
+    spec,
+    senders,
+    edges,
+    obligations,
+    sendLogs,
+    resendBackoff,
+    retention: new UnitRetention(),
+    next: first,
+    pending: [],
+    pendingBytes: 0,
+    pendingTs: [],
+    proven: new Map(),
+    runs: [],
+    confirmed: 0,
+  };
 }
 
 /**
  * Splits a write of `data` at `lba` over the lanes (`ordered` by first LBA). Throws
  * WriteRejectedError for a bad request or when a block lies outside every lane.
  */
-export function splitWrite(ordered: readonly WriterLane[], volume: string, lba: number, data: Uint8Array): { lane: WriterLane; lba: number; data: Uint8Array }[] {
+export function splitWrite(
+  ordered: readonly WriterLane[],
+  volume: string,
+  lba: number,
+  data: Uint8Array,
+): { lane: WriterLane; lba: number; data: Uint8Array }[] {
   if (!(data instanceof Uint8Array) || data.length === 0 || data.length % BLOCK_SIZE !== 0) {
-    throw new WriteRejectedError(`data must be a positive multiple of ${BLOCK_SIZE} bytes`, { length: (data as Uint8Array)?.length });
+    throw new WriteRejectedError(`data must be a positive multiple of ${BLOCK_SIZE} bytes`, {
+      length: (data as Uint8Array)?.length,
+    });
   }
-  if (!Number.isSafeInteger(lba) || lba < 0) throw new WriteRejectedError("lba must be a non-negative integer", { lba });
+  if (!Number.isSafeInteger(lba) || lba < 0)
+    throw new WriteRejectedError("lba must be a non-negative integer", { lba });
   const blocks = data.length / BLOCK_SIZE;
   const out: { lane: WriterLane; lba: number; data: Uint8Array }[] = [];
   let at = lba;

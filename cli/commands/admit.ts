@@ -15,8 +15,13 @@ import { cliIo } from "../cli-io.ts";
 export function register(program: Command): void {
   program
     .command("admit")
-    .description("protected-RAM admission under simultaneous drains: which nodes may claim power-loss survival for their queued bytes (exit 3 when one may not)")
-    .argument("<evidence.json>", "{nodes: [{id, queuedProtectedBytes, reservedDrainBytesPerSec, detectionSec, persistenceCompletionSec, marginSec, usableHoldUpSec, drainTarget, controller, link, powerSupply}], capacities: {targets: {id: bytes/s}, links: {id: bytes/s}}}")
+    .description(
+      "protected-RAM admission under simultaneous drains: which nodes may claim power-loss survival for their queued bytes (exit 3 when one may not)",
+    )
+    .argument(
+      "<evidence.json>",
+      "{nodes: [{id, queuedProtectedBytes, reservedDrainBytesPerSec, detectionSec, persistenceCompletionSec, marginSec, usableHoldUpSec, drainTarget, controller, link, powerSupply}], capacities: {targets: {id: bytes/s}, links: {id: bytes/s}}}",
+    )
     .option("--json", "one JSON object on one line")
     .action(
       action((path: string, o: OutputOptions) => {
@@ -34,7 +39,12 @@ export function register(program: Command): void {
           "drains with": v.drainingTogether.filter((n) => n !== v.node).join(",") || "-",
         }));
         const refused = verdicts.filter((v) => !v.admitted).length;
-        printResult(o, { verdicts }, rows, `${verdicts.length - refused} of ${verdicts.length} admitted (simultaneous drains share targets and links)`);
+        printResult(
+          o,
+          { verdicts },
+          rows,
+          `${verdicts.length - refused} of ${verdicts.length} admitted (simultaneous drains share targets and links)`,
+        );
         if (refused > 0) cliIo().setExitCode(EXIT_REFUSED);
       }),
     );

@@ -3,7 +3,11 @@ import { requestFailover } from "../../actors/index.ts";
 import { checkToken } from "../../protocol/index.ts";
 import { cliIo } from "../cli-io.ts";
 import { action } from "../output.ts";
-import { connectOperatorTransport, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import {
+  connectOperatorTransport,
+  withOperatorConnection,
+  type OperatorConnectionOptions,
+} from "../operator-connection.ts";
 import { CustodyCliError } from "./custody.ts";
 import { positiveInt } from "./status.ts";
 
@@ -19,7 +23,8 @@ export function parseCuts(pairs: readonly string[]): Record<string, number> {
   const cuts: Record<string, number> = {};
   for (const p of pairs) {
     const m = /^([^=]+)=(\d+)$/.exec(p);
-    if (m === null || !Number.isSafeInteger(Number(m[2]))) throw new CustodyCliError(`--cut must be lane=seq, got ${p}`, { option: "cut" });
+    if (m === null || !Number.isSafeInteger(Number(m[2])))
+      throw new CustodyCliError(`--cut must be lane=seq, got ${p}`, { option: "cut" });
     const lane = checkToken(m[1]!, "lane");
     if (Object.hasOwn(cuts, lane)) throw new CustodyCliError(`--cut names lane ${lane} twice`, { option: "cut" });
     cuts[lane] = Number(m[2]);
@@ -37,7 +42,9 @@ export function parseCuts(pairs: readonly string[]): Record<string, number> {
  */
 export function register(program: Command): void {
   withOperatorConnection(program.command("failover"))
-    .description("Ask a volume's controller to record a writer failover (new term, recovered cut per lane) and print the plan as JSON")
+    .description(
+      "Ask a volume's controller to record a writer failover (new term, recovered cut per lane) and print the plan as JSON",
+    )
     .requiredOption("--volume <volume>", "the volume whose writer fails over")
     .requiredOption("--term <n>", "the new writer term (above every failover term of these lanes)")
     .requiredOption("--cut <lane=seq...>", "each failed-over lane with the recovered cut it continues from")
@@ -49,7 +56,12 @@ export function register(program: Command): void {
         const recoveredCut = parseCuts(o.cut);
         const transport = await connectOperatorTransport(o, "custody-failover");
         try {
-          const plan = await requestFailover(transport, volume, { lanes: Object.keys(recoveredCut), term, recoveredCut }, { timeoutMs: positiveInt("timeout", o.timeout) });
+          const plan = await requestFailover(
+            transport,
+            volume,
+            { lanes: Object.keys(recoveredCut), term, recoveredCut },
+            { timeoutMs: positiveInt("timeout", o.timeout) },
+          );
           cliIo().stdout(JSON.stringify(plan) + "\n");
         } finally {
           await transport.close();

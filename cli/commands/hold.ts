@@ -29,10 +29,10 @@ export function parseRanges(v: string): RangeSet {
 function parseUntil(v: string | undefined): number {
   if (v === undefined) return 0;
   const ms = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
-  if (!Number.isSafeInteger(ms) || ms <= 0) throw new CustodyCliError(`--until must be an ISO time or ms since the epoch, got ${v}`, { option: "until" });
+  if (!Number.isSafeInteger(ms) || ms <= 0)
+    throw new CustodyCliError(`--until must be an ISO time or ms since the epoch, got ${v}`, { option: "until" });
   return ms;
 }
-
 
 /**
  * `custody hold pin|end|list`: holds in a region's control log. A PITR pin keeps ranges in the
@@ -43,7 +43,11 @@ function parseUntil(v: string | undefined): number {
 export function register(program: Command): void {
   const hold = program.command("hold").description("PITR pins and recovery holds in a region's control log");
   const conn = (c: Command) =>
-    withOperatorKey(withOperatorConnection(c).requiredOption("--region <region>", "control-log region").option("--json", "one JSON object on one line"));
+    withOperatorKey(
+      withOperatorConnection(c)
+        .requiredOption("--region <region>", "control-log region")
+        .option("--json", "one JSON object on one line"),
+    );
   conn(hold.command("pin").description("Commit a PITR pin: no bound holder may release the ranges until the pin ends"))
     .requiredOption("--volume <volume>", "volume id")
     .requiredOption("--lane <lane>", "lane")
@@ -53,36 +57,86 @@ export function register(program: Command): void {
     .option("--id <id>", "hold id (default: pin-<random>)")
     .option("--by <who>", "who places it, for status and audit", "operator")
     .action(
-      action(async (o: ConnOptions & { volume: string; lane: string; ranges: string; holders?: string; until?: string; id?: string; by: string }) => {
-        const holdId = checkToken(o.id ?? `pin-${randomBytes(4).toString("hex")}`, "hold id");
-        const holders = (o.holders ?? "").split(",").filter((h) => h.length > 0).map((h) => checkToken(h, "holder"));
-        const ranges = parseRanges(o.ranges);
-        const untilMs = parseUntil(o.until);
-        const { seq } = await withOperatorLog(o, "custody-cli-hold", ({ store, follower }) =>
-          commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({ type: "hold_ranges", holdId, kind: HoldKind.pitr_pin, volume: checkToken(o.volume, "volume"), lane: checkToken(o.lane, "lane"), ranges, holders, untilMs, by: o.by })),
-        );
-        const out = { holdId, kind: HoldKind.pitr_pin, volume: o.volume, lane: o.lane, ranges: ranges.toString(), holders, untilMs, controlSeq: seq };
-        printResult(o, out, [out]);
-      }),
+      action(
+        async (
+          o: ConnOptions & {
+            volume: string;
+            lane: string;
+            ranges: string;
+            holders?: string;
+            until?: string;
+            id?: string;
+            by: string;
+          },
+        ) => {
+          const holdId = checkToken(o.id ?? `pin-${randomBytes(4).toString("hex")}`, "hold id");
+          const holders = (o.holders ?? "")
+            .split(",")
+            .filter((h) => h.length > 0)
+            .map((h) => checkToken(h, "holder"));
+          const ranges = parseRanges(o.ranges);
+          const untilMs = parseUntil(o.until);
+          const { seq } = await withOperatorLog(o, "custody-cli-hold", ({ store, follower }) =>
+            commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({
+              type: "hold_ranges",
+              holdId,
+              kind: HoldKind.pitr_pin,
+              volume: checkToken(o.volume, "volume"),
+              lane: checkToken(o.lane, "lane"),
+              ranges,
+              holders,
+              untilMs,
+              by: o.by,
+            })),
+          );
+          const out = {
+            holdId,
+            kind: HoldKind.pitr_pin,
+            volume: o.volume,
+            lane: o.lane,
+            ranges: ranges.toString(),
+            holders,
+            untilMs,
+            controlSeq: seq,
+          };
+          printResult(o, out, [out]);
+        },
+      ),
     );
-  conn(hold.command("end").description("Commit end_hold: the ranges may be released again when nothing else needs them"))
+  conn(
+    hold.command("end").description("Commit end_hold: the ranges may be released again when nothing else needs them"),
+  )
     .requiredOption("--id <id>", "hold id")
     .option("--reason <text>", "why it ends", "ended by the operator")
     .action(
       action(async (o: ConnOptions & { id: string; reason: string }) => {
         const { seq } = await withOperatorLog(o, "custody-cli-hold", ({ store, follower }) =>
-          commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({ type: "end_hold", holdId: o.id, reason: o.reason })),
+          commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({
+            type: "end_hold",
+            holdId: o.id,
+            reason: o.reason,
+          })),
         );
         const out = { ended: o.id, controlSeq: seq };
         printResult(o, out, [out]);
       }),
     );
-  conn(hold.command("list").description("The holds the control log has now"))
-    .action(
-      action(async (o: ConnOptions) => {
-        const holds = await withOperatorLog(o, "custody-cli-hold", async ({ follower }) => Object.values((await follower.refresh()).holds));
-        const rows = holds.map((h) => ({ id: h.holdId, kind: h.kind, volume: h.volume, lane: h.lane, ranges: h.ranges.toString(), holders: h.holders.join(",") || "(all)", until: h.untilMs === 0 ? "-" : new Date(h.untilMs).toISOString(), by: h.by }));
-        printResult(o, { holds: rows }, rows, rows.length === 0 ? "no holds" : undefined);
-      }),
-    );
+  conn(hold.command("list").description("The holds the control log has now")).action(
+    action(async (o: ConnOptions) => {
+      const holds = await withOperatorLog(o, "custody-cli-hold", async ({ follower }) =>
+        Object.values((await follower.refresh()).holds),
+      );
+      const rows = holds.map((h) => ({
+        id: h.holdId,
+        kind: h.kind,
+        volume: h.volume,
+        lane: h.lane,
+        ranges: h.ranges.toString(),
+        holders: h.holders.join(",") || "(all)",
+        until: h.untilMs === 0 ? "-" : new Date(h.untilMs).toISOString(),
+        by: h.by,
+      }));
+      printResult(o, { holds: rows }, rows, rows.length === 0 ? "no holds" : undefined);
+    }),
+  );
 }

@@ -2,7 +2,23 @@ import { createPublicKey, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { applyBootstrap, BOOTSTRAP_FILE, controlPlaneLosses, controlPlaneLossMessage, ControlPlaneLostError, DeploymentError, OPERATOR_NATS_FILE, parseBootstrap, parseDeployment, planDeployment, regionServerIdentities, ROLES_INDEX, tlsOutputDir, type KeySource, type SecuritySource } from "../../deploy/index.ts";
+import {
+  applyBootstrap,
+  BOOTSTRAP_FILE,
+  controlPlaneLosses,
+  controlPlaneLossMessage,
+  ControlPlaneLostError,
+  DeploymentError,
+  OPERATOR_NATS_FILE,
+  parseBootstrap,
+  parseDeployment,
+  planDeployment,
+  regionServerIdentities,
+  ROLES_INDEX,
+  tlsOutputDir,
+  type KeySource,
+  type SecuritySource,
+} from "../../deploy/index.ts";
 import { makeCertificates } from "../../security/index.ts";
 import { nkeys } from "@nats-io/transport-node";
 import { connectOperator, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
@@ -63,15 +79,22 @@ export function register(program: Command): void {
     .argument("<deployment.json>", "the deployment: regions, sites, holders, volumes, controllers, baseBuilders")
     .requiredOption("--out <dir>", "output directory")
     .option("--json", "one JSON object on one line")
-    .option("--allow-control-plane-loss", "write the deployment even when a required scenario destroys its control-log quorum, every controller of a volume, or its key authority (each is printed as a warning)")
+    .option(
+      "--allow-control-plane-loss",
+      "write the deployment even when a required scenario destroys its control-log quorum, every controller of a volume, or its key authority (each is printed as a warning)",
+    )
     .action(
       action(async (file: string, o: OutputOptions & { out: string; allowControlPlaneLoss?: boolean }) => {
         const d = readDeploymentFile(file, parseDeployment);
         const out = resolve(o.out);
-        if (existsSync(join(out, ROLES_INDEX))) throw new DeploymentError(`${out} already holds a deployment (${ROLES_INDEX}); choose another --out`, { path: "out" });
+        if (existsSync(join(out, ROLES_INDEX)))
+          throw new DeploymentError(`${out} already holds a deployment (${ROLES_INDEX}); choose another --out`, {
+            path: "out",
+          });
         // A required scenario that loses the control plane is a promise nobody could keep: refused unless the operator says so.
         const controlLosses = controlPlaneLosses(d);
-        if (controlLosses.length > 0 && o.allowControlPlaneLoss !== true) throw new ControlPlaneLostError(controlLosses);
+        if (controlLosses.length > 0 && o.allowControlPlaneLoss !== true)
+          throw new ControlPlaneLostError(controlLosses);
         let security: SecuritySource | undefined;
         if (d.security !== "none") {
           // Planned once without certificates first: a deployment the plan refuses leaves nothing behind.
@@ -87,47 +110,85 @@ export function register(program: Command): void {
         }
         // A control log with a single replica is a choice the operator sees (stderr, so --json stays one line).
         for (const w of plan.warnings) cliIo().stderr(`warning: ${w}\n`);
-        for (const l of controlLosses) cliIo().stderr(`warning: control_plane_lost allowed: ${controlPlaneLossMessage(l).replace(/ or pass --allow-control-plane-loss$/, "")}\n`);
+        for (const l of controlLosses)
+          cliIo().stderr(
+            `warning: control_plane_lost allowed: ${controlPlaneLossMessage(l).replace(/ or pass --allow-control-plane-loss$/, "")}\n`,
+          );
         printResult(
           o,
-          { roles: plan.roles, natsServers: plan.natsServers, controlServers: plan.controlServers, bootstrap: join(out, BOOTSTRAP_FILE), warnings: plan.warnings },
+          {
+            roles: plan.roles,
+            natsServers: plan.natsServers,
+            controlServers: plan.controlServers,
+            bootstrap: join(out, BOOTSTRAP_FILE),
+            warnings: plan.warnings,
+          },
           plan.roles.map((r) => ({ instance: r.instance, role: r.role, region: r.region, config: r.config })),
           `${plan.roles.length} role instances, ${plan.natsServers.length + plan.controlServers.length} nats-server configs (${plan.controlServers.length} for the control log's replicas) in ${out}`,
         );
       }),
     );
-  withOperatorConnection(program
-    .command("bootstrap")
-    .description("admit the holders' first incarnations and create the obligations `custody init` planned (skips what the control log has)")
-    .argument("<bootstrap.json>", "written by custody init")
-    .option("--json", "one JSON object on one line")
-    .option("--operator-key <file>", "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and admits the controllers' keys"))
-    .action(
-      action(async (file: string, o: OutputOptions & OperatorConnectionOptions & { operatorKey?: string }) => {
-        const plan = readDeploymentFile(file, parseBootstrap);
-        // A signed deployment's bootstrap needs the operator's key: by default the one init wrote beside bootstrap.json.
-        const keyFile = o.operatorKey ?? (plan.operatorPublicKey !== undefined ? join(dirname(resolve(file)), "operator", "operator.key") : undefined);
-        const { who } = operatorAccess({ operatorId: plan.operatorId, ...(keyFile !== undefined ? { operatorKey: keyFile } : {}) });
-        if (plan.operatorPublicKey !== undefined && (who.signer === undefined || Buffer.from(rawPublicKey(createPublicKey(who.signer.privateKey))).toString("hex") !== plan.operatorPublicKey.toLowerCase())) {
-          throw new DeploymentError(`${file} belongs to a signed deployment: --operator-key must be the key of operator ${plan.operatorId} (custody init wrote operator/operator.key)`, { path: "operatorKey" });
-        }
-        // A secured deployment's operator connects as init wrote it (operator/nats.json beside bootstrap.json) unless told otherwise.
-        const operatorConfig = join(dirname(resolve(file)), "operator", OPERATOR_NATS_FILE);
-        const conn = { ...(existsSync(operatorConfig) ? { operatorConfig } : {}), ...o };
-        const nc = await connectOperator(conn, "custody-bootstrap");
+  withOperatorConnection(
+    program
+      .command("bootstrap")
+      .description(
+        "admit the holders' first incarnations and create the obligations `custody init` planned (skips what the control log has)",
+      )
+      .argument("<bootstrap.json>", "written by custody init")
+      .option("--json", "one JSON object on one line")
+      .option(
+        "--operator-key <file>",
+        "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and admits the controllers' keys",
+      ),
+  ).action(
+    action(async (file: string, o: OutputOptions & OperatorConnectionOptions & { operatorKey?: string }) => {
+      const plan = readDeploymentFile(file, parseBootstrap);
+      // A signed deployment's bootstrap needs the operator's key: by default the one init wrote beside bootstrap.json.
+      const keyFile =
+        o.operatorKey ??
+        (plan.operatorPublicKey !== undefined ? join(dirname(resolve(file)), "operator", "operator.key") : undefined);
+      const { who } = operatorAccess({
+        operatorId: plan.operatorId,
+        ...(keyFile !== undefined ? { operatorKey: keyFile } : {}),
+      });
+      if (
+        plan.operatorPublicKey !== undefined &&
+        (who.signer === undefined ||
+          Buffer.from(rawPublicKey(createPublicKey(who.signer.privateKey))).toString("hex") !==
+            plan.operatorPublicKey.toLowerCase())
+      ) {
+        throw new DeploymentError(
+          `${file} belongs to a signed deployment: --operator-key must be the key of operator ${plan.operatorId} (custody init wrote operator/operator.key)`,
+          { path: "operatorKey" },
+        );
+      }
+      // A secured deployment's operator connects as init wrote it (operator/nats.json beside bootstrap.json) unless told otherwise.
+      const operatorConfig = join(dirname(resolve(file)), "operator", OPERATOR_NATS_FILE);
+      const conn = { ...(existsSync(operatorConfig) ? { operatorConfig } : {}), ...o };
+      const nc = await connectOperator(conn, "custody-bootstrap");
+      try {
+        // The operator's explicit bootstrap: it creates the region's control stream if it is not there yet.
+        // A replicated log's stream goes to its own cluster (through the gateways), with its replicas.
+        const { log: store } = await initJetStreamControlLog(nc, {
+          region: plan.controlRegion,
+          ...(plan.controlStream !== undefined
+            ? { replicas: plan.controlStream.replicas, placementCluster: plan.controlStream.cluster }
+            : {}),
+        });
         try {
-          // The operator's explicit bootstrap: it creates the region's control stream if it is not there yet.
-          // A replicated log's stream goes to its own cluster (through the gateways), with its replicas.
-          const { log: store } = await initJetStreamControlLog(nc, { region: plan.controlRegion, ...(plan.controlStream !== undefined ? { replicas: plan.controlStream.replicas, placementCluster: plan.controlStream.cluster } : {}) });
-          try {
-            const r = await applyBootstrap(store, plan, who.signer);
-            printResult(o, r, [...r.controllers.map((c) => ({ committed: `admit_controller ${c}` })), ...r.admitted.map((h) => ({ committed: `admit_holder ${h}` })), ...r.obligations.map((x) => ({ committed: `create_obligation ${x}` })), ...r.skipped.map((x) => ({ committed: `(already there) ${x}` }))]);
-          } finally {
-            await store.close();
-          }
+          const r = await applyBootstrap(store, plan, who.signer);
+          printResult(o, r, [
+            ...r.controllers.map((c) => ({ committed: `admit_controller ${c}` })),
+            ...r.admitted.map((h) => ({ committed: `admit_holder ${h}` })),
+            ...r.obligations.map((x) => ({ committed: `create_obligation ${x}` })),
+            ...r.skipped.map((x) => ({ committed: `(already there) ${x}` })),
+          ]);
         } finally {
-          await closeNats(nc);
+          await store.close();
         }
-      }),
-    );
+      } finally {
+        await closeNats(nc);
+      }
+    }),
+  );
 }

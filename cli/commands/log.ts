@@ -1,6 +1,11 @@
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { connectOperator, operatorConnectOptions, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import {
+  connectOperator,
+  operatorConnectOptions,
+  withOperatorConnection,
+  type OperatorConnectionOptions,
+} from "../operator-connection.ts";
 import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/index.ts";
 import { ControlLogCompactor, ControlLogFollower } from "../../custody/index.ts";
 import { CustodyError } from "../../core/index.ts";
@@ -29,18 +34,33 @@ interface LogCompactOptions extends OutputOptions, OperatorConnectionOptions, Op
  */
 export function register(program: Command): void {
   const log = program.command("log").description("A region's control log (JetStream stream)");
-  withOperatorConnection(log.command("init").description("Create the region's control stream if it does not exist (the operator's bootstrap)"))
+  withOperatorConnection(
+    log
+      .command("init")
+      .description("Create the region's control stream if it does not exist (the operator's bootstrap)"),
+  )
     .requiredOption("--region <name>", "control-log region")
-    .option("--replicas <n>", "JetStream replicas of the stream (default 1 when it is created; an existing stream with other replicas is refused)")
-    .option("--cluster <name>", "JetStream cluster the stream is placed on (a replicated log's control cluster, e.g. control-<region>)")
+    .option(
+      "--replicas <n>",
+      "JetStream replicas of the stream (default 1 when it is created; an existing stream with other replicas is refused)",
+    )
+    .option(
+      "--cluster <name>",
+      "JetStream cluster the stream is placed on (a replicated log's control cluster, e.g. control-<region>)",
+    )
     .option("--json", "one JSON object on one line")
     .action(
       action(async (o: LogInitOptions) => {
         const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
-        if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1)) throw new CustodyCliError(`--replicas must be a positive integer, got ${o.replicas}`, { option: "replicas" });
+        if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1))
+          throw new CustodyCliError(`--replicas must be a positive integer, got ${o.replicas}`, { option: "replicas" });
         const nc = await connectOperator(o, "custody-cli-log-init");
         try {
-          const { log: store, created } = await initJetStreamControlLog(nc, { region: o.region, ...(replicas !== undefined ? { replicas } : {}), ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}) });
+          const { log: store, created } = await initJetStreamControlLog(nc, {
+            region: o.region,
+            ...(replicas !== undefined ? { replicas } : {}),
+            ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}),
+          });
           const lastSeq = await store.lastSeq();
           await store.close();
           const out = { region: o.region, stream: controlStreamName(o.region), created, lastSeq };
@@ -51,9 +71,20 @@ export function register(program: Command): void {
       }),
     );
   // The operator's compaction (docs/custody.md, "Snapshots and compaction"): once, or as a process of its own with --every.
-  withOperatorKey(withOperatorConnection(log.command("compact").description("Snapshot the region's control log (signed with the operator key) and purge every entry below the snapshot")))
+  withOperatorKey(
+    withOperatorConnection(
+      log
+        .command("compact")
+        .description(
+          "Snapshot the region's control log (signed with the operator key) and purge every entry below the snapshot",
+        ),
+    ),
+  )
     .requiredOption("--region <name>", "control-log region")
-    .option("--every <seconds>", "keep running: every N seconds, compact when --min-entries entries were committed since the newest snapshot (ends on SIGTERM or SIGINT)")
+    .option(
+      "--every <seconds>",
+      "keep running: every N seconds, compact when --min-entries entries were committed since the newest snapshot (ends on SIGTERM or SIGINT)",
+    )
     .option("--min-entries <n>", "with --every: entries since the newest snapshot before the next one", "1000")
     .option("--json", "one JSON object on one line (with --every: one per compaction)")
     .action(
@@ -74,7 +105,10 @@ export function register(program: Command): void {
 
 function positiveNumber(flag: string, text: string, integer: boolean): number {
   const n = Number(text);
-  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isSafeInteger(n))) throw new CustodyCliError(`${flag} must be a positive ${integer ? "integer" : "number"}, got ${text}`, { option: flag.slice(2) });
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isSafeInteger(n)))
+    throw new CustodyCliError(`${flag} must be a positive ${integer ? "integer" : "number"}, got ${text}`, {
+      option: flag.slice(2),
+    });
   return n;
 }
 
@@ -94,7 +128,12 @@ async function compactOnTimer(o: LogCompactOptions): Promise<void> {
   process.once("SIGINT", onSignal);
   try {
     const store = await openJetStreamControlLog(nc, { region: o.region });
-    const compactor = new ControlLogCompactor(store, new ControlLogFollower(store, undefined, access.trust), access.who.signer, minEntries);
+    const compactor = new ControlLogCompactor(
+      store,
+      new ControlLogFollower(store, undefined, access.trust),
+      access.who.signer,
+      minEntries,
+    );
     const stream = controlStreamName(o.region);
     try {
       await runCompactionTimer(
@@ -105,7 +144,10 @@ async function compactOnTimer(o: LogCompactOptions): Promise<void> {
             const out = { region: o.region, stream, at: new Date().toISOString(), ...r };
             printResult(o, out, [out]);
           },
-          failed: (err) => process.stderr.write(`warning [${err instanceof CustodyError ? err.code : "compaction_failed"}]: ${(err as Error).message}; trying again in ${everyMs / 1000} s\n`),
+          failed: (err) =>
+            process.stderr.write(
+              `warning [${err instanceof CustodyError ? err.code : "compaction_failed"}]: ${(err as Error).message}; trying again in ${everyMs / 1000} s\n`,
+            ),
         },
         stop.signal,
       );

@@ -8,7 +8,10 @@ import { connectOperatorTransport, type OperatorConnectionOptions } from "../ope
  * A measurement is dated on this process's clock (arrival minus its published age). A malformed
  * or mis-sent message is skipped and counted in `skipped`.
  */
-export async function collectRouteMeasurements(o: OperatorConnectionOptions, listenMs: number): Promise<{ routes: RouteMeasurement[]; skipped: number }> {
+export async function collectRouteMeasurements(
+  o: OperatorConnectionOptions,
+  listenMs: number,
+): Promise<{ routes: RouteMeasurement[]; skipped: number }> {
   const t = await connectOperatorTransport(o, "custody-place");
   const table = new RouteTable();
   let skipped = 0;
@@ -19,7 +22,17 @@ export async function collectRouteMeasurements(o: OperatorConnectionOptions, lis
         const { fromPeer } = parseSubjectOf("route", msg.subject);
         const m = decodeRouteMeasurements(msg.data, fromPeer);
         for (const r of m.routes) {
-          table.add({ from: m.from, fromSite: m.fromSite, to: r.to, toSite: r.toSite, rttMs: r.rttMs, jitterMs: r.jitterMs, throughputBytesPerSec: r.throughputBytesPerSec, loadBytesPerSec: r.loadBytesPerSec, measuredAtMs: at - r.ageMs });
+          table.add({
+            from: m.from,
+            fromSite: m.fromSite,
+            to: r.to,
+            toSite: r.toSite,
+            rttMs: r.rttMs,
+            jitterMs: r.jitterMs,
+            throughputBytesPerSec: r.throughputBytesPerSec,
+            loadBytesPerSec: r.loadBytesPerSec,
+            measuredAtMs: at - r.ageMs,
+          });
         }
       } catch (err) {
         if (!(err instanceof CustodyError)) throw err;

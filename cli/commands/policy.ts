@@ -21,7 +21,11 @@ import { CustodyError } from "../../core/index.ts";
 /** A positive integer option (typed error naming the option). */
 function positiveInt(name: string, v: string): number {
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new CustodyError("invalid_option", `--${name} must be a positive integer, got ${v}`, { option: name, value: v });
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new CustodyError("invalid_option", `--${name} must be a positive integer, got ${v}`, {
+      option: name,
+      value: v,
+    });
   return n;
 }
 
@@ -53,15 +57,26 @@ const fmtBytes = (b: number) => {
 };
 const fmtRanges = (lost: Record<string, [number, number][]>) =>
   Object.entries(lost)
-    .map(([lane, rs]) => `${lane}:${rs.length === 0 ? "none" : rs.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",")}`)
+    .map(
+      ([lane, rs]) =>
+        `${lane}:${rs.length === 0 ? "none" : rs.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",")}`,
+    )
     .join(" ");
 
 /** One table row per scenario/timeline of an evaluation report. */
-export function evaluationRows(report: EvaluationReport, audits: Readonly<Record<string, string>> = {}): Record<string, unknown>[] {
+export function evaluationRows(
+  report: EvaluationReport,
+  audits: Readonly<Record<string, string>> = {},
+): Record<string, unknown>[] {
   return report.reports.map((r) => ({
     scenario: r.name,
     kind: r.kind === "timeline" ? "timeline" : r.required ? "required" : "optional",
-    cut: r.cut === null ? "none" : Object.entries(r.cut).map(([l, s]) => `${l}:${s}`).join(" "),
+    cut:
+      r.cut === null
+        ? "none"
+        : Object.entries(r.cut)
+            .map(([l, s]) => `${l}:${s}`)
+            .join(" "),
     lost: fmtRanges(r.lost),
     "lost bytes": fmtBytes(r.lostBytes),
     "oldest lost": fmtSec(r.oldestLostAgeMs / 1000),
@@ -85,11 +100,18 @@ export const EXIT_NOT_MET = 3;
 export function runEvaluate(path: string, opts: OutputOptions): void {
   const state = parseEvaluationState(readJsonFile(path));
   const report = evaluateState(state);
-  const ack = Object.entries(report.acknowledged).map(([l, s]) => `${l}:${s}`).join(" ");
+  const ack = Object.entries(report.acknowledged)
+    .map(([l, s]) => `${l}:${s}`)
+    .join(" ");
   const audits = Object.fromEntries(state.holders.filter((h) => h.audit !== undefined).map((h) => [h.id, h.audit!]));
   const unproven = Object.keys(audits).filter((h) => audits[h] === "failed");
   const header = `volume ${report.volume}  acknowledged ${ack}  as of ${new Date(report.asOfMs).toISOString()}${unproven.length ? `\nunproven (failed retention audit, claims not counted): ${unproven.join(" ")}` : ""}`;
-  printResult(opts, Object.keys(audits).length ? { ...report, holderAudits: audits } : report, evaluationRows(report, audits), header);
+  printResult(
+    opts,
+    Object.keys(audits).length ? { ...report, holderAudits: audits } : report,
+    evaluationRows(report, audits),
+    header,
+  );
   const failing = report.reports.filter((r) => r.required && r.verdict !== "met");
   if (failing.length > 0) {
     cliIo().stderr(`contract not met: ${failing.map((r) => `${r.name} (${r.reasons.join("; ")})`).join(", ")}\n`);
@@ -108,11 +130,17 @@ export function placementRows(result: PlacementResult): Record<string, unknown>[
     "worst lag": `${Math.max(...g.scenarios.map((s) => s.lagMs ?? Infinity)).toFixed(1)}ms`,
     contract: g.meetsContract ? "met" : "NOT met",
   });
-  return [row("chosen", result.chosen), ...Object.entries(result.byShape).map(([shape, g]) => row(`best ${shape}`, g!))];
+  return [
+    row("chosen", result.chosen),
+    ...Object.entries(result.byShape).map(([shape, g]) => row(`best ${shape}`, g!)),
+  ];
 }
 
 /** One row per candidate edge: the values placement used and whether each was measured (with its age). */
-export function edgeRows(input: ReturnType<typeof parsePlacementInput>, sources: readonly EdgeSource[]): Record<string, unknown>[] {
+export function edgeRows(
+  input: ReturnType<typeof parsePlacementInput>,
+  sources: readonly EdgeSource[],
+): Record<string, unknown>[] {
   return input.edges.map((e, i) => {
     const s = sources[i]!;
     return {
@@ -130,16 +158,39 @@ export function edgeRows(input: ReturnType<typeof parsePlacementInput>, sources:
  * Runs `custody place`: parse + validate the candidates file, put in the fresh route measurements
  * (`routes`, younger than `maxAgeMs`; none: every edge as configured), search, print. Throws typed errors.
  */
-export function runPlace(path: string, opts: OutputOptions, routes: readonly RouteMeasurement[] = [], maxAgeMs = 0): void {
+export function runPlace(
+  path: string,
+  opts: OutputOptions,
+  routes: readonly RouteMeasurement[] = [],
+  maxAgeMs = 0,
+): void {
   const configured = parsePlacementInput(readJsonFile(path));
   const measured = withMeasuredEdges(configured.edges, routes, Date.now(), maxAgeMs);
   const input = { ...configured, edges: measured.edges };
   const result = placeCustody(input);
-  printResult(opts, { ...result, edgeSources: measured.sources }, placementRows(result), `${result.graphsConsidered} custody graphs considered`);
+  printResult(
+    opts,
+    { ...result, edgeSources: measured.sources },
+    placementRows(result),
+    `${result.graphsConsidered} custody graphs considered`,
+  );
   if (!opts.json) {
-    printResult(opts, null, edgeRows(input, measured.sources), "\nedge values (source: measured from route probes, or configured)");
-    const deps = Object.entries(result.chosen.feedDependencies).map(([h, d]) => ({ holder: h, "fed through": d.join(" ") || "-" }));
-    const scen = result.chosen.scenarios.map((s) => ({ scenario: s.name, required: s.required ? "yes" : "no", "lag at loss": s.lagMs === null ? "unrecoverable" : `${s.lagMs}ms`, covered: s.covered ? "yes" : "NO" }));
+    printResult(
+      opts,
+      null,
+      edgeRows(input, measured.sources),
+      "\nedge values (source: measured from route probes, or configured)",
+    );
+    const deps = Object.entries(result.chosen.feedDependencies).map(([h, d]) => ({
+      holder: h,
+      "fed through": d.join(" ") || "-",
+    }));
+    const scen = result.chosen.scenarios.map((s) => ({
+      scenario: s.name,
+      required: s.required ? "yes" : "no",
+      "lag at loss": s.lagMs === null ? "unrecoverable" : `${s.lagMs}ms`,
+      covered: s.covered ? "yes" : "NO",
+    }));
     printResult(opts, null, scen, "\nchosen graph per scenario");
     printResult(opts, null, deps, "\nshared-path dependencies of the chosen graph");
   }
@@ -149,7 +200,9 @@ export function runPlace(path: string, opts: OutputOptions, routes: readonly Rou
 export function register(program: Command): void {
   program
     .command("evaluate")
-    .description("survival report per failure scenario: surviving cut, lost work, time to usable (schema: docs/policies.md)")
+    .description(
+      "survival report per failure scenario: surviving cut, lost work, time to usable (schema: docs/policies.md)",
+    )
     .argument("<state.json>", "custody state snapshot")
     .option("--json", "print one JSON object")
     .action(action((path: string, opts: OutputOptions) => runEvaluate(path, opts)));
@@ -159,16 +212,24 @@ export function register(program: Command): void {
       .description("choose the cheapest custody graph that meets the contract (schema: docs/policies.md)")
       .argument("<candidates.json>", "candidate holders, measured edges, prices and the contract")
       .option("--json", "print one JSON object")
-      .option("--measured", "use the route measurements writers and holders publish on the bus (custody.v1.route.*) where fresh")
+      .option(
+        "--measured",
+        "use the route measurements writers and holders publish on the bus (custody.v1.route.*) where fresh",
+      )
       .option("--listen-ms <ms>", "with --measured, how long to collect measurements", "3000")
       .option("--max-age-sec <s>", "with --measured, measurements older than this are ignored", "60"),
   ).action(
-    action(async (path: string, opts: OutputOptions & OperatorConnectionOptions & { measured?: boolean; listenMs: string; maxAgeSec: string }) => {
-      if (!opts.measured) return runPlace(path, opts);
-      const maxAgeMs = positiveInt("max-age-sec", opts.maxAgeSec) * 1000;
-      const { collectRouteMeasurements } = await import("./place-measured.ts");
-      const { routes } = await collectRouteMeasurements(opts, positiveInt("listen-ms", opts.listenMs));
-      runPlace(path, opts, routes, maxAgeMs);
-    }),
+    action(
+      async (
+        path: string,
+        opts: OutputOptions & OperatorConnectionOptions & { measured?: boolean; listenMs: string; maxAgeSec: string },
+      ) => {
+        if (!opts.measured) return runPlace(path, opts);
+        const maxAgeMs = positiveInt("max-age-sec", opts.maxAgeSec) * 1000;
+        const { collectRouteMeasurements } = await import("./place-measured.ts");
+        const { routes } = await collectRouteMeasurements(opts, positiveInt("listen-ms", opts.listenMs));
+        runPlace(path, opts, routes, maxAgeMs);
+      },
+    ),
   );
 }

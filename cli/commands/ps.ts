@@ -2,10 +2,21 @@ import type { Command } from "commander";
 import { listProcesses } from "../../runtime/index.ts";
 import { checkToken } from "../../protocol/index.ts";
 import { cliIo } from "../cli-io.ts";
-import { controlLogOf, loggedRoles, mergeExpected, plannedRoles, readControlState, type ExpectedRole } from "../expected-roles.ts";
+import {
+  controlLogOf,
+  loggedRoles,
+  mergeExpected,
+  plannedRoles,
+  readControlState,
+  type ExpectedRole,
+} from "../expected-roles.ts";
 import { deploymentDir } from "../log-status.ts";
 import { action, formatTable, type OutputOptions } from "../output.ts";
-import { connectOperatorTransport, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
+import {
+  connectOperatorTransport,
+  withOperatorConnection,
+  type OperatorConnectionOptions,
+} from "../operator-connection.ts";
 import { psEntries, psRows, rolesOf } from "../process-table.ts";
 import { positiveInt } from "./status.ts";
 
@@ -19,9 +30,13 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 
 /** Registers `custody ps`: every running role process, found through the NATS services client (`custody-<role>` services), beside every role the deployment expects. */
 export function register(program: Command): void {
-  withOperatorConnection(program
-    .command("ps")
-    .description("list the role processes (holders, writers, controllers, base builders) with their state — running, FENCED, or ABSENT when the deployment (roles.json beside --operator-config) or its control log expects one that does not answer — incarnation, uptime, memory and key figures"))
+  withOperatorConnection(
+    program
+      .command("ps")
+      .description(
+        "list the role processes (holders, writers, controllers, base builders) with their state — running, FENCED, or ABSENT when the deployment (roles.json beside --operator-config) or its control log expects one that does not answer — incarnation, uptime, memory and key figures",
+      ),
+  )
     .option("--role <role>", "only this role")
     .option("--wait <ms>", "how long to collect answers", "1000")
     .option("--json", "one JSON object on one line (raw figures)")
@@ -41,10 +56,16 @@ export function register(program: Command): void {
               ? undefined
               : readControlState(t.connection, log, waitMs).then(
                   (s): LoggedRoles => ({ roles: loggedRoles(s) }),
-                  (err: unknown): LoggedRoles => ({ roles: [], error: `control log of ${log.region} not read: ${(err as Error).message}` }),
+                  (err: unknown): LoggedRoles => ({
+                    roles: [],
+                    error: `control log of ${log.region} not read: ${(err as Error).message}`,
+                  }),
                 ),
           ]);
-          const expected = planned === undefined ? undefined : mergeExpected(planned, logged?.roles ?? []).filter((e) => o.role === undefined || e.role === o.role);
+          const expected =
+            planned === undefined
+              ? undefined
+              : mergeExpected(planned, logged?.roles ?? []).filter((e) => o.role === undefined || e.role === o.role);
           const entries = psEntries(stats, expected);
           const absent = entries.filter((e) => e.state === "ABSENT");
           const fenced = entries.filter((e) => e.state === "FENCED");
@@ -55,7 +76,16 @@ export function register(program: Command): void {
             fenced: fenced.map((e) => ({ role: e.role, id: e.id })),
           };
           if (o.json === true) {
-            cliIo().stdout(JSON.stringify({ processes: stats, rejected, ...summary, entries: entries.map((e) => ({ role: e.role, id: e.id, state: e.state, note: e.note })), ...(dir !== undefined ? { deployment: dir } : {}), ...(logged?.error !== undefined ? { controlLogError: logged.error } : {}) }) + "\n");
+            cliIo().stdout(
+              JSON.stringify({
+                processes: stats,
+                rejected,
+                ...summary,
+                entries: entries.map((e) => ({ role: e.role, id: e.id, state: e.state, note: e.note })),
+                ...(dir !== undefined ? { deployment: dir } : {}),
+                ...(logged?.error !== undefined ? { controlLogError: logged.error } : {}),
+              }) + "\n",
+            );
             return;
           }
           const head = [
@@ -64,9 +94,13 @@ export function register(program: Command): void {
             `${fenced.length} fenced`,
             ...(rejected > 0 ? [`${plural(rejected, "unreadable answer")} ignored`] : []),
           ].join(", ");
-          const source = dir === undefined ? " (no deployment known: give --operator-config of a custody init output to list absent roles)" : ` (deployment ${dir}${log !== undefined && logged?.error === undefined ? `, control log ${log.region}` : ""})`;
+          const source =
+            dir === undefined
+              ? " (no deployment known: give --operator-config of a custody init output to list absent roles)"
+              : ` (deployment ${dir}${log !== undefined && logged?.error === undefined ? `, control log ${log.region}` : ""})`;
           const lines = [head + source, ...(logged?.error !== undefined ? [logged.error] : [])];
-          for (const role of rolesOf(entries)) lines.push("", role, formatTable(psRows(entries.filter((e) => e.role === role))));
+          for (const role of rolesOf(entries))
+            lines.push("", role, formatTable(psRows(entries.filter((e) => e.role === role))));
           cliIo().stdout(lines.join("\n") + "\n");
         } finally {
           await t.close();

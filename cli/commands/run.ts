@@ -1,7 +1,14 @@
 import type { Command } from "commander";
 import type { z } from "zod";
 import { failWith } from "../output.ts";
-import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, repairRoleSchema, writerRoleSchema } from "../../runtime/index.ts";
+import {
+  baseBuilderRoleSchema,
+  controllerRoleSchema,
+  holderRoleSchema,
+  readRoleConfig,
+  repairRoleSchema,
+  writerRoleSchema,
+} from "../../runtime/index.ts";
 import { runRepairWorker } from "../../runtime/index.ts";
 import { runBaseBuilder } from "../../runtime/index.ts";
 import { ConnectionLostError, runHolder, StateDirLockedError } from "../../runtime/index.ts";
@@ -48,7 +55,13 @@ export async function stopWithin(stop: () => Promise<unknown>, ms: number): Prom
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
   try {
-    return await Promise.race([stop().then(() => true, () => true), deadline]);
+    return await Promise.race([
+      stop().then(
+        () => true,
+        () => true,
+      ),
+      deadline,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -60,7 +73,12 @@ export async function stopWithin(stop: () => Promise<unknown>, ms: number): Prom
  * exit 3). A start that fails prints one error line and exits 1 — 5 when another live process
  * holds its state directory; a stop that has not finished after STOP_DEADLINE_MS exits 4.
  */
-async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: string, file: string, schema: z.ZodType<C>, start: (cfg: C) => Promise<Served>): Promise<void> {
+async function serve<C extends { metrics?: MetricsOptions | undefined }>(
+  role: string,
+  file: string,
+  schema: z.ZodType<C>,
+  start: (cfg: C) => Promise<Served>,
+): Promise<void> {
   try {
     const cfg = readRoleConfig(file, schema);
     const started = await start(cfg);
@@ -72,9 +90,21 @@ async function serve<C extends { metrics?: MetricsOptions | undefined }>(role: s
         throw err;
       });
       metricsUrl = endpoint.url;
-      r = { lost: started.lost, ...(started.fenced ? { fenced: started.fenced } : {}), stop: () => started.stop().finally(() => endpoint.close()) };
+      r = {
+        lost: started.lost,
+        ...(started.fenced ? { fenced: started.fenced } : {}),
+        stop: () => started.stop().finally(() => endpoint.close()),
+      };
     }
-    process.stdout.write(JSON.stringify({ ready: true, role, pid: process.pid, ...started.ready, ...(metricsUrl ? { metrics: metricsUrl } : {}) }) + "\n");
+    process.stdout.write(
+      JSON.stringify({
+        ready: true,
+        role,
+        pid: process.pid,
+        ...started.ready,
+        ...(metricsUrl ? { metrics: metricsUrl } : {}),
+      }) + "\n",
+    );
     const ended = await new Promise<"signal" | "lost" | Error>((resolve) => {
       process.once("SIGTERM", () => resolve("signal"));
       process.once("SIGINT", () => resolve("signal"));
@@ -119,7 +149,16 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("holder", o.config, holderRoleSchema, async (cfg) => {
         const r = await runHolder(cfg);
-        return { ...r, ready: { holderId: r.holder.id, incarnation: r.holder.incarnation }, metrics: { role: "holder", id: r.holder.id, counters: () => r.holder.counters.snapshot(), ...(r.metrics ? { holder: r.metrics } : {}) } };
+        return {
+          ...r,
+          ready: { holderId: r.holder.id, incarnation: r.holder.incarnation },
+          metrics: {
+            role: "holder",
+            id: r.holder.id,
+            counters: () => r.holder.counters.snapshot(),
+            ...(r.metrics ? { holder: r.metrics } : {}),
+          },
+        };
       }),
     );
   run
@@ -129,17 +168,27 @@ export function register(program: Command): void {
     .action((o: { config: string }) =>
       serve("writer", o.config, writerRoleSchema, async (cfg) => {
         const r = await runWriter(cfg);
-        return { ...r, ready: { writerId: r.writer.id, term: r.term }, metrics: { role: "writer", id: r.writer.id, counters: () => r.writer.counters.snapshot() } };
+        return {
+          ...r,
+          ready: { writerId: r.writer.id, term: r.term },
+          metrics: { role: "writer", id: r.writer.id, counters: () => r.writer.counters.snapshot() },
+        };
       }),
     );
   run
     .command("base-builder")
-    .description("Run a base builder beside a store holder (holder, volume, lane, blockCount, dir, dataKeyFile, intervalMs, minNewSeqs)")
+    .description(
+      "Run a base builder beside a store holder (holder, volume, lane, blockCount, dir, dataKeyFile, intervalMs, minNewSeqs)",
+    )
     .requiredOption("--config <file>", "role configuration (JSON)")
     .action((o: { config: string }) =>
       serve("base-builder", o.config, baseBuilderRoleSchema, async (cfg) => {
         const r = await runBaseBuilder(cfg);
-        return { ...r, ready: { holder: cfg.holder, base: r.builder.base?.snapshotId ?? null }, metrics: { role: "base-builder", id: cfg.holder, counters: () => r.counters.snapshot() } };
+        return {
+          ...r,
+          ready: { holder: cfg.holder, base: r.builder.base?.snapshotId ?? null },
+          metrics: { role: "base-builder", id: cfg.holder, counters: () => r.counters.snapshot() },
+        };
       }),
     );
   run
@@ -151,21 +200,50 @@ export function register(program: Command): void {
         if (cfg.lease !== undefined) {
           // A volume with standbys: this process may start as one (`active` in the ready line).
           const l = await runLeasedController(cfg);
-          return { ...l, ready: { controllerId: l.id, lease: l.keeper.role }, metrics: { role: "controller", id: l.id, counters: () => l.counters.snapshot(), status: () => l.current()?.status() } };
+          return {
+            ...l,
+            ready: { controllerId: l.id, lease: l.keeper.role },
+            metrics: {
+              role: "controller",
+              id: l.id,
+              counters: () => l.counters.snapshot(),
+              status: () => l.current()?.status(),
+            },
+          };
         }
         const r = await runController(cfg);
         const id = r.controller.id;
-        return { ...r, ready: { controllerId: id }, metrics: { role: "controller", id, counters: () => r.controller.counters.snapshot(), status: () => r.controller.status() } };
+        return {
+          ...r,
+          ready: { controllerId: id },
+          metrics: {
+            role: "controller",
+            id,
+            counters: () => r.controller.counters.snapshot(),
+            status: () => r.controller.status(),
+          },
+        };
       }),
     );
   run
     .command("repair")
-    .description("Run a repair worker from its role config (nats, workerId, volumes): it takes the repairs its volumes' controllers hand out")
+    .description(
+      "Run a repair worker from its role config (nats, workerId, volumes): it takes the repairs its volumes' controllers hand out",
+    )
     .requiredOption("--config <file>", "role configuration (JSON)")
     .action((o: { config: string }) =>
       serve("repair", o.config, repairRoleSchema, async (cfg) => {
         const r = await runRepairWorker(cfg);
-        return { ...r, ready: { workerId: cfg.workerId, volumes: cfg.volumes }, metrics: { role: "repair", id: cfg.workerId, counters: () => r.counters.snapshot(), repairsRunning: () => r.worker.running } };
+        return {
+          ...r,
+          ready: { workerId: cfg.workerId, volumes: cfg.volumes },
+          metrics: {
+            role: "repair",
+            id: cfg.workerId,
+            counters: () => r.counters.snapshot(),
+            repairsRunning: () => r.worker.running,
+          },
+        };
       }),
     );
 }

@@ -11,7 +11,8 @@ function amount(name: string, v: string | undefined, dflt?: number): number {
     return dflt;
   }
   const n = Number(v);
-  if (v.trim() === "" || !Number.isFinite(n) || n < 0) throw new PolicyInputError(name, `must be a number >= 0, got ${JSON.stringify(v)}`);
+  if (v.trim() === "" || !Number.isFinite(n) || n < 0)
+    throw new PolicyInputError(name, `must be a number >= 0, got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -29,7 +30,9 @@ const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 export function register(program: Command): void {
   program
     .command("size")
-    .description("memory a holder needs for one stream: retained rate × (retention + forwarding outage) + bursts + pins + credits")
+    .description(
+      "memory a holder needs for one stream: retained rate × (retention + forwarding outage) + bursts + pins + credits",
+    )
     .option("--bytes-per-sec <n>", "retained bytes per second")
     .option("--retention-sec <n>", "how long the holder retains what it received")
     .option("--outage-sec <n>", "a forwarding outage to absorb (its whole arrival piles up)", "0")
@@ -38,18 +41,29 @@ export function register(program: Command): void {
     .option("--credit-bytes <n>", "credit outstanding to senders", "0")
     .option("--json", "one JSON object on one line")
     .action(
-      action((o: OutputOptions & { bytesPerSec?: string; retentionSec?: string; outageSec: string; burstBytes: string; pinnedBytes: string; creditBytes: string }) => {
-        const m = memoryNeeded({
-          retainedBytesPerSec: amount("bytes-per-sec", o.bytesPerSec),
-          retentionSec: amount("retention-sec", o.retentionSec),
-          forwardingOutageSec: amount("outage-sec", o.outageSec),
-          burstBytes: amount("burst-bytes", o.burstBytes),
-          pinnedBytes: amount("pinned-bytes", o.pinnedBytes),
-          creditBytes: amount("credit-bytes", o.creditBytes),
-        });
-        const rows = Object.entries(m).map(([part, bytes]) => ({ part, bytes, MiB: mib(bytes) }));
-        printResult(o, m, rows, `memory needed: ${mib(m.totalBytes)} MiB (before headroom)`);
-      }),
+      action(
+        (
+          o: OutputOptions & {
+            bytesPerSec?: string;
+            retentionSec?: string;
+            outageSec: string;
+            burstBytes: string;
+            pinnedBytes: string;
+            creditBytes: string;
+          },
+        ) => {
+          const m = memoryNeeded({
+            retainedBytesPerSec: amount("bytes-per-sec", o.bytesPerSec),
+            retentionSec: amount("retention-sec", o.retentionSec),
+            forwardingOutageSec: amount("outage-sec", o.outageSec),
+            burstBytes: amount("burst-bytes", o.burstBytes),
+            pinnedBytes: amount("pinned-bytes", o.pinnedBytes),
+            creditBytes: amount("credit-bytes", o.creditBytes),
+          });
+          const rows = Object.entries(m).map(([part, bytes]) => ({ part, bytes, MiB: mib(bytes) }));
+          printResult(o, m, rows, `memory needed: ${mib(m.totalBytes)} MiB (before headroom)`);
+        },
+      ),
     );
   program
     .command("cost")
@@ -63,8 +77,19 @@ export function register(program: Command): void {
         const edges = parseWith(pricedEdgesSchema, readJsonFile(path));
         const days = amount("days", o.days);
         const r = streamCost(edges, amount("bytes-per-sec", o.bytesPerSec), days);
-        const rows = r.legs.map((l) => ({ from: l.from, to: l.to, charge: l.charge, "$/GB": l.usdPerGB, [`$ per ${days} days`]: l.usd.toFixed(2) }));
-        printResult(o, r, rows, `total $${r.totalUsd.toFixed(2)} per ${days} days over ${r.legs.length} leg${r.legs.length === 1 ? "" : "s"}`);
+        const rows = r.legs.map((l) => ({
+          from: l.from,
+          to: l.to,
+          charge: l.charge,
+          "$/GB": l.usdPerGB,
+          [`$ per ${days} days`]: l.usd.toFixed(2),
+        }));
+        printResult(
+          o,
+          r,
+          rows,
+          `total $${r.totalUsd.toFixed(2)} per ${days} days over ${r.legs.length} leg${r.legs.length === 1 ? "" : "s"}`,
+        );
       }),
     );
 }

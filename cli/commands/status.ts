@@ -5,14 +5,23 @@ import type { NatsTransport } from "../../transport/index.ts";
 import { checkToken, statusSubject } from "../../protocol/index.ts";
 import { decodeMessage } from "../../protocol/index.ts";
 import { withOperatorConnection } from "../operator-connection.ts";
-import { connectFirst, noControllerLine, serverUrls, statusFromLogAndHolders, type LogStatusOptions } from "../log-status.ts";
+import {
+  connectFirst,
+  noControllerLine,
+  serverUrls,
+  statusFromLogAndHolders,
+  type LogStatusOptions,
+} from "../log-status.ts";
 import { action, consistentBy, contributorsText, printResult, type OutputOptions } from "../output.ts";
 import { cliIo } from "../cli-io.ts";
 
 /** Thrown when no status document for the volume arrives in time. */
 export class StatusTimeoutError extends CustodyError {
   constructor(volume: string, timeoutMs: number) {
-    super("status_timeout", `no status document for ${volume} within ${timeoutMs} ms (is its controller running?)`, { volume, timeoutMs });
+    super("status_timeout", `no status document for ${volume} within ${timeoutMs} ms (is its controller running?)`, {
+      volume,
+      timeoutMs,
+    });
   }
 }
 
@@ -41,7 +50,11 @@ const cutText = (c: [string, number][] | null) => (c === null ? "none" : c.map((
 /** Positive integer option parser (typed error naming the option). */
 export function positiveInt(name: string, v: string): number {
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new CustodyError("invalid_option", `--${name} must be a positive integer, got ${v}`, { option: name, value: v });
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new CustodyError("invalid_option", `--${name} must be a positive integer, got ${v}`, {
+      option: name,
+      value: v,
+    });
   return n;
 }
 
@@ -61,13 +74,30 @@ function printStatus(doc: VolumeStatus, o: OutputOptions, extra: Record<string, 
     deadline: `${s.deadlineSec}s`,
     evidence: s.evidence,
     stream: s.stream ?? "raw", // absent: the raw log (documents before issue #22 never name it)
-    contributors: contributorsText(s.contributors, Object.fromEntries((doc.audits ?? []).map((a) => [a.holder, a.state]))),
+    contributors: contributorsText(
+      s.contributors,
+      Object.fromEntries((doc.audits ?? []).map((a) => [a.holder, a.state])),
+    ),
     "consistent by": consistentBy(s.cut?.length ?? 0, s.manifest, s.base),
     flags: s.flags.join(",") || "-",
-    verdict: s.verdict === undefined ? (s.meetsDeadline ? "deadline met" : "DEADLINE MISSED") : s.verdict === "met" ? "met" : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
+    verdict:
+      s.verdict === undefined
+        ? s.meetsDeadline
+          ? "deadline met"
+          : "DEADLINE MISSED"
+        : s.verdict === "met"
+          ? "met"
+          : `NOT MET: ${(s.reasons ?? []).join("; ")}`,
   }));
-  const fresh = doc.evidence.map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`).join(" ");
-  printResult(o, { ...doc, ...extra }, rows, `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`);
+  const fresh = doc.evidence
+    .map((e) => `${e.holder}:${e.ageMs < 0 ? "none" : `${e.ageMs}ms`}${e.stale ? "(stale)" : ""}`)
+    .join(" ");
+  printResult(
+    o,
+    { ...doc, ...extra },
+    rows,
+    `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`,
+  );
 }
 
 /**
@@ -92,15 +122,23 @@ function spendText(doc: VolumeStatus): string {
   if (s === undefined) return "";
   const usd = (n: number) => `$${n < 0.01 && n > 0 ? n.toExponential(2) : n.toFixed(2)}`;
   const budgets = s.budgets.map((b) => `${b.kind} ${usd(b.spentUsd)}/${usd(b.budgetUsd)}`).join("  ");
-  const lines = [`spend ceiling ${usd(s.ceilingUsd)}/month  projected ${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  optional refused ${s.refusedOptional}`, `budgets ${budgets}`];
-  for (const d of s.deferred) lines.push(`deferred optional copy ${d.lane}:${d.seqs} -> ${d.target} (${d.scenarios.join(", ")}): ${d.reason}`);
+  const lines = [
+    `spend ceiling ${usd(s.ceilingUsd)}/month  projected ${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  optional refused ${s.refusedOptional}`,
+    `budgets ${budgets}`,
+  ];
+  for (const d of s.deferred)
+    lines.push(`deferred optional copy ${d.lane}:${d.seqs} -> ${d.target} (${d.scenarios.join(", ")}): ${d.reason}`);
   return `\n${lines.join("\n")}`;
 }
 
 /** `err` (from computing the status without a controller) said after "no controller answered": same code, one line. */
 export function noControllerAnd(err: unknown, timeoutMs: number): unknown {
   if (!(err instanceof CustodyError)) return err;
-  return new CustodyError(err.code, `no controller answered within ${timeoutMs} ms, and the command could not compute the status itself: ${err.message}`, err.detail as Record<string, unknown>);
+  return new CustodyError(
+    err.code,
+    `no controller answered within ${timeoutMs} ms, and the command could not compute the status itself: ${err.message}`,
+    err.detail as Record<string, unknown>,
+  );
 }
 
 /** Options of the commands that answer without a controller when none does. */
@@ -113,22 +151,46 @@ export interface WithoutControllerOptions extends LogStatusOptions {
 /** Adds `--controller-config`, `--evidence-ms`, `--log-wait` and `--json` to a command (`--connect-timeout` comes with the connection options). */
 export function withoutController(c: Command): Command {
   return c
-    .option("--controller-config <file>", "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)")
-    .option("--evidence-ms <ms>", "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)", "3000")
-    .option("--log-wait <ms>", "when no controller answers: how long to keep trying the servers for the control log (a region just lost may leave JetStream electing a leader)", "15000")
+    .option(
+      "--controller-config <file>",
+      "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)",
+    )
+    .option(
+      "--evidence-ms <ms>",
+      "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)",
+      "3000",
+    )
+    .option(
+      "--log-wait <ms>",
+      "when no controller answers: how long to keep trying the servers for the control log (a region just lost may leave JetStream electing a leader)",
+      "15000",
+    )
     .option("--json", "one JSON object on one line");
 }
 
 /** Registers `custody status <volume>`. */
 export function register(program: Command): void {
-  withoutController(withOperatorConnection(program
-    .command("status <volume>")
-    .description("print a volume's status: coverage per scenario, surviving cut, RPO, RTO, evidence freshness — its controller's document, or, when no controller answers, computed here from the control log and the holders' receipts"))
-    .option("--timeout <ms>", "how long to wait for a controller's document before computing the status without one", "5000")
-    .option("--watch", "keep redrawing as new documents arrive, until Ctrl-C")
-    .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000"))
-    .action(
-      action(async (volume: string, o: OutputOptions & WithoutControllerOptions & { timeout: string; watch?: boolean; every: string }) => {
+  withoutController(
+    withOperatorConnection(
+      program
+        .command("status <volume>")
+        .description(
+          "print a volume's status: coverage per scenario, surviving cut, RPO, RTO, evidence freshness — its controller's document, or, when no controller answers, computed here from the control log and the holders' receipts",
+        ),
+    )
+      .option(
+        "--timeout <ms>",
+        "how long to wait for a controller's document before computing the status without one",
+        "5000",
+      )
+      .option("--watch", "keep redrawing as new documents arrive, until Ctrl-C")
+      .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000"),
+  ).action(
+    action(
+      async (
+        volume: string,
+        o: OutputOptions & WithoutControllerOptions & { timeout: string; watch?: boolean; every: string },
+      ) => {
         checkToken(volume, "volume");
         const timeoutMs = positiveInt("timeout", o.timeout);
         const everyMs = positiveInt("every", o.every);
@@ -145,7 +207,12 @@ export function register(program: Command): void {
           for (;;) {
             const doc = await nextStatus(t, volume, timeoutMs).catch(async (err: unknown) => {
               if (!(err instanceof StatusTimeoutError)) throw err;
-              const computed = await statusFromLogAndHolders(o, volume, { connectMs, evidenceMs, logWaitMs, first }).catch((e: unknown) => {
+              const computed = await statusFromLogAndHolders(o, volume, {
+                connectMs,
+                evidenceMs,
+                logWaitMs,
+                first,
+              }).catch((e: unknown) => {
                 throw noControllerAnd(e, timeoutMs);
               });
               await computed.close();
@@ -154,7 +221,17 @@ export function register(program: Command): void {
             if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
             if ("doc" in doc) {
               if (!o.json) cliIo().stdout(noControllerLine(doc) + "\n");
-              printStatus(doc.doc, o, { controllerAnswered: false, computedFrom: { controlSeq: doc.control.lastSeq, server: doc.url, holders: doc.heard, holdersAnswered: doc.answered, listenedMs: doc.listenedMs, rejectedBatches: doc.rejected } });
+              printStatus(doc.doc, o, {
+                controllerAnswered: false,
+                computedFrom: {
+                  controlSeq: doc.control.lastSeq,
+                  server: doc.url,
+                  holders: doc.heard,
+                  holdersAnswered: doc.answered,
+                  listenedMs: doc.listenedMs,
+                  rejectedBatches: doc.rejected,
+                },
+              });
             } else printStatus(doc, o);
             if (!o.watch || cliIo().stdoutClosed?.() === true) break;
             await new Promise((r) => setTimeout(r, everyMs));
@@ -162,6 +239,7 @@ export function register(program: Command): void {
         } finally {
           await t.close();
         }
-      }),
-    );
+      },
+    ),
+  );
 }

@@ -3,7 +3,16 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { cliIo } from "../cli-io.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { buildTraceTree, pathOf, readRunSpans, traceRows, TraceQueryError, unitFate, type PathHolder, type TraceTree } from "../../demo/index.ts";
+import {
+  buildTraceTree,
+  pathOf,
+  readRunSpans,
+  traceRows,
+  TraceQueryError,
+  unitFate,
+  type PathHolder,
+  type TraceTree,
+} from "../../demo/index.ts";
 import type { JsonlSpanRecord } from "../../telemetry/index.ts";
 
 interface TraceOptions extends OutputOptions {
@@ -13,16 +22,25 @@ interface TraceOptions extends OutputOptions {
 /** The newest `runs/<timestamp>` folder under the working directory; throws TraceQueryError when there is none. */
 function newestRun(): string {
   const root = resolve("runs");
-  const runs = existsSync(root) ? readdirSync(root).filter((d) => existsSync(join(root, d, "spans"))).sort() : [];
+  const runs = existsSync(root)
+    ? readdirSync(root)
+        .filter((d) => existsSync(join(root, d, "spans")))
+        .sort()
+    : [];
   const last = runs[runs.length - 1];
-  if (last === undefined) throw new TraceQueryError("no run folder with spans under ./runs (run `npm run demo` first, or pass --run <dir>)", { root });
+  if (last === undefined)
+    throw new TraceQueryError("no run folder with spans under ./runs (run `npm run demo` first, or pass --run <dir>)", {
+      root,
+    });
   return join(root, last);
 }
 
 /** Site → region from the run's copy of the deployment file (empty when absent). */
 function regionsOf(runDir: string): Record<string, string> {
   try {
-    const d = JSON.parse(readFileSync(join(runDir, "deployment.json"), "utf8")) as { sites?: { id: string; region: string }[] };
+    const d = JSON.parse(readFileSync(join(runDir, "deployment.json"), "utf8")) as {
+      sites?: { id: string; region: string }[];
+    };
     return Object.fromEntries((d.sites ?? []).map((s) => [s.id, s.region]));
   } catch {
     return {};
@@ -46,7 +64,9 @@ function unitPath(runDir: string, tree: TraceTree, spans: readonly JsonlSpanReco
 export function register(program: Command): void {
   program
     .command("trace")
-    .description("rebuild one unit's causal tree (write -> hops -> admits -> receipts -> release) from a run's span files, and where its custody ended (last hop, the strike)")
+    .description(
+      "rebuild one unit's causal tree (write -> hops -> admits -> receipts -> release) from a run's span files, and where its custody ended (last hop, the strike)",
+    )
     .argument("<unit>", "<volume>:<seq>, or a receipt id (the 16-hex span id a previous trace printed)")
     .option("--run <dir>", "run folder (default: newest under ./runs)")
     .option("--json", "one JSON object on one line")
@@ -57,7 +77,12 @@ export function register(program: Command): void {
         const tree = buildTraceTree(spans, unit, regionsOf(runDir));
         // A unit (not a receipt's batch) also gets where its custody ended.
         const fate = unit.includes(":") ? unitFate(tree, unitPath(runDir, tree, spans), spans) : undefined;
-        printResult(o, { runDir, ...tree, ...(fate !== undefined ? { fate } : {}) }, traceRows(tree), `${unit}: ${tree.hops} hops (${tree.crossRegionHops} cross-region), ${tree.receipts} receipts — run ${runDir}`);
+        printResult(
+          o,
+          { runDir, ...tree, ...(fate !== undefined ? { fate } : {}) },
+          traceRows(tree),
+          `${unit}: ${tree.hops} hops (${tree.crossRegionHops} cross-region), ${tree.receipts} receipts — run ${runDir}`,
+        );
         if (fate !== undefined && o.json !== true) cliIo().stdout(fate.lines.join("\n") + "\n");
       }),
     );

@@ -22,7 +22,8 @@ function int(name: string, v: string | undefined, dflt?: number): number {
     return dflt;
   }
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new BadRequestError(`--${name} must be a non-negative integer, got ${v}`, { option: name, value: v });
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new BadRequestError(`--${name} must be a non-negative integer, got ${v}`, { option: name, value: v });
   return n;
 }
 
@@ -46,7 +47,12 @@ function payload(o: { fill?: string; hex?: string; text?: string; file?: string;
   return out;
 }
 
-async function withVolume<T>(dir: string, fn: (v: SmartWalVolume) => Promise<T>, scrub = false, acceptLoss = false): Promise<T> {
+async function withVolume<T>(
+  dir: string,
+  fn: (v: SmartWalVolume) => Promise<T>,
+  scrub = false,
+  acceptLoss = false,
+): Promise<T> {
   const vol = await SmartWalVolume.open(dir, { scrub, acceptLoss });
   try {
     return await fn(vol);
@@ -57,34 +63,58 @@ async function withVolume<T>(dir: string, fn: (v: SmartWalVolume) => Promise<T>,
 
 /** Registers `custody volume create|write|sync|read|recover|inspect`. */
 export function register(program: Command): void {
-  const vol = program.command("volume").description("SmartWAL block volumes: create, write, sync, read, recover, inspect");
+  const vol = program
+    .command("volume")
+    .description("SmartWAL block volumes: create, write, sync, read, recover, inspect");
 
   vol
     .command("create <dir>")
     .description("create a volume (pre-allocated extent, WAL ring, checkpoints, header)")
     .requiredOption("--blocks <n>", "logical 4 KiB blocks")
     .option("--mode <mode>", "smartwal | inline", "smartwal")
-    .option("--wal-capacity <n>", "WAL ring slots (default: the spare, at least 1024, so one write of up to the spare's blocks fits)")
+    .option(
+      "--wal-capacity <n>",
+      "WAL ring slots (default: the spare, at least 1024, so one write of up to the spare's blocks fits)",
+    )
     .option("--spare <n>", "copy-on-write spare blocks (smartwal; default max(64, blocks/8))")
     .option("--epoch <n>", "epoch", "1")
-    .option("--layout <layout>", "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per docs/volume-format.md")
+    .option(
+      "--layout <layout>",
+      "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per docs/volume-format.md",
+    )
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (dir: string, o: OutputOptions & { blocks: string; mode: string; walCapacity?: string; spare?: string; epoch: string; layout?: string }) => {
-        if (o.mode !== VolumeMode.SmartWal && o.mode !== VolumeMode.Inline) throw new BadRequestError(`--mode must be smartwal or inline, got ${o.mode}`);
-        if (o.layout !== undefined && o.layout !== VolumeLayout.Split && o.layout !== VolumeLayout.OneFile) {
-          throw new BadRequestError(`--layout must be split or one-file, got ${o.layout}`, { option: "layout", value: o.layout });
-        }
-        const g = await SmartWalVolume.create(dir, {
-          blockCount: int("blocks", o.blocks),
-          mode: o.mode as Mode,
-          ...(o.walCapacity !== undefined ? { walCapacity: int("wal-capacity", o.walCapacity) } : {}),
-          ...(o.spare !== undefined ? { spareBlocks: int("spare", o.spare) } : {}),
-          epoch: int("epoch", o.epoch),
-          ...(o.layout !== undefined ? { layout: o.layout as VolumeLayout } : {}),
-        });
-        printResult(o, { dir, ...g }, [{ dir, ...g }], "created");
-      }),
+      action(
+        async (
+          dir: string,
+          o: OutputOptions & {
+            blocks: string;
+            mode: string;
+            walCapacity?: string;
+            spare?: string;
+            epoch: string;
+            layout?: string;
+          },
+        ) => {
+          if (o.mode !== VolumeMode.SmartWal && o.mode !== VolumeMode.Inline)
+            throw new BadRequestError(`--mode must be smartwal or inline, got ${o.mode}`);
+          if (o.layout !== undefined && o.layout !== VolumeLayout.Split && o.layout !== VolumeLayout.OneFile) {
+            throw new BadRequestError(`--layout must be split or one-file, got ${o.layout}`, {
+              option: "layout",
+              value: o.layout,
+            });
+          }
+          const g = await SmartWalVolume.create(dir, {
+            blockCount: int("blocks", o.blocks),
+            mode: o.mode as Mode,
+            ...(o.walCapacity !== undefined ? { walCapacity: int("wal-capacity", o.walCapacity) } : {}),
+            ...(o.spare !== undefined ? { spareBlocks: int("spare", o.spare) } : {}),
+            epoch: int("epoch", o.epoch),
+            ...(o.layout !== undefined ? { layout: o.layout as VolumeLayout } : {}),
+          });
+          printResult(o, { dir, ...g }, [{ dir, ...g }], "created");
+        },
+      ),
     );
 
   vol
@@ -99,16 +129,29 @@ export function register(program: Command): void {
     .option("--no-sync", "skip the syncCache after the write")
     .option("--json", "one JSON object on one line")
     .action(
-      action(async (dir: string, o: OutputOptions & { lba: string; fill?: string; blocks?: string; hex?: string; text?: string; file?: string; sync: boolean }) => {
-        const data = payload(o);
-        const lba = int("lba", o.lba);
-        const res = await withVolume(dir, async (v) => {
-          const lsn = await v.write(lba, data);
-          const durableLsn = o.sync ? await v.syncCache() : v.walWindow().durable;
-          return { lba, blocks: data.length / BLOCK_SIZE, lsn, durableLsn };
-        });
-        printResult(o, res, [res]);
-      }),
+      action(
+        async (
+          dir: string,
+          o: OutputOptions & {
+            lba: string;
+            fill?: string;
+            blocks?: string;
+            hex?: string;
+            text?: string;
+            file?: string;
+            sync: boolean;
+          },
+        ) => {
+          const data = payload(o);
+          const lba = int("lba", o.lba);
+          const res = await withVolume(dir, async (v) => {
+            const lsn = await v.write(lba, data);
+            const durableLsn = o.sync ? await v.syncCache() : v.walWindow().durable;
+            return { lba, blocks: data.length / BLOCK_SIZE, lsn, durableLsn };
+          });
+          printResult(o, res, [res]);
+        },
+      ),
     );
 
   vol
@@ -140,7 +183,12 @@ export function register(program: Command): void {
         if (o.out) writeFileSync(o.out, data);
         const blocks = Array.from({ length: count }, (_, k) => {
           const b = data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE);
-          return { lba: lba + k, crc32: (crc32(b) >>> 0).toString(16).padStart(8, "0"), zero: b.every((x) => x === 0), head: Buffer.from(b.subarray(0, 16)).toString("hex") };
+          return {
+            lba: lba + k,
+            crc32: (crc32(b) >>> 0).toString(16).padStart(8, "0"),
+            zero: b.every((x) => x === 0),
+            head: Buffer.from(b.subarray(0, 16)).toString("hex"),
+          };
         });
         printResult(o, { lba, count, blocks, ...(o.out ? { out: o.out } : {}) }, blocks);
       }),
@@ -159,7 +207,8 @@ export function register(program: Command): void {
           report = await withVolume(dir, async (v) => v.recovery, o.scrub ?? false, o.acceptLoss ?? false);
         } catch (err) {
           // Refused for WAL damage: the report still goes to stdout, the typed error line to stderr (exit 1).
-          if (err instanceof WalDamagedError && err.report) printResult(o, { error: err.code, ...err.report }, [{ error: err.code, lost: err.lostLsns.join(",") }]);
+          if (err instanceof WalDamagedError && err.report)
+            printResult(o, { error: err.code, ...err.report }, [{ error: err.code, lost: err.lostLsns.join(",") }]);
           throw err;
         }
         printResult(o, report, [

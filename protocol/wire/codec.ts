@@ -48,13 +48,23 @@ const KIND_NAME = /^[a-z][a-z0-9-]{0,63}$/;
  */
 export function defineMessage<K extends string, T>(spec: MessageSpec<K, T>): MessageSpec<K, T> {
   if (!KIND_NAME.test(spec.kind)) {
-    throw new WireError(WireErrorCode.InvalidSpec, `message kind ${JSON.stringify(spec.kind)} must be lowercase kebab-case, 1..64 chars`, { kind: spec.kind });
+    throw new WireError(
+      WireErrorCode.InvalidSpec,
+      `message kind ${JSON.stringify(spec.kind)} must be lowercase kebab-case, 1..64 chars`,
+      { kind: spec.kind },
+    );
   }
   if (!Number.isSafeInteger(spec.version) || spec.version < 1) {
-    throw new WireError(WireErrorCode.InvalidSpec, `message ${spec.kind}: version must be a positive integer`, { kind: spec.kind, version: spec.version });
+    throw new WireError(WireErrorCode.InvalidSpec, `message ${spec.kind}: version must be a positive integer`, {
+      kind: spec.kind,
+      version: spec.version,
+    });
   }
   if (spec.maxBytes !== undefined && (!Number.isSafeInteger(spec.maxBytes) || spec.maxBytes < 16)) {
-    throw new WireError(WireErrorCode.InvalidSpec, `message ${spec.kind}: maxBytes must be an integer >= 16`, { kind: spec.kind, maxBytes: spec.maxBytes });
+    throw new WireError(WireErrorCode.InvalidSpec, `message ${spec.kind}: maxBytes must be an integer >= 16`, {
+      kind: spec.kind,
+      maxBytes: spec.maxBytes,
+    });
   }
   let versions = registry.get(spec.kind);
   if (versions === undefined) {
@@ -63,7 +73,10 @@ export function defineMessage<K extends string, T>(spec: MessageSpec<K, T>): Mes
   }
   const existing = versions.get(spec.version);
   if (existing !== undefined && existing !== spec) {
-    throw new WireError(WireErrorCode.InvalidSpec, `message ${spec.kind} v${spec.version} is already defined`, { kind: spec.kind, version: spec.version });
+    throw new WireError(WireErrorCode.InvalidSpec, `message ${spec.kind} v${spec.version} is already defined`, {
+      kind: spec.kind,
+      version: spec.version,
+    });
   }
   versions.set(spec.version, spec as MessageSpec<string, unknown>);
   largestMaxBytes = Math.max(largestMaxBytes, limitOf(spec));
@@ -107,7 +120,11 @@ export function encodeMessage<K extends string, T>(
   const features = opts?.requiredFeatures ?? [];
   features.forEach((name, i) => {
     if (!isKnownFeature(name)) {
-      throw new WireError(WireErrorCode.UnsupportedFeature, `${spec.kind}: cannot require unknown feature ${JSON.stringify(name)}`, { kind: spec.kind, field: `f.${i}`, feature: name });
+      throw new WireError(
+        WireErrorCode.UnsupportedFeature,
+        `${spec.kind}: cannot require unknown feature ${JSON.stringify(name)}`,
+        { kind: spec.kind, field: `f.${i}`, feature: name },
+      );
     }
   });
   const valid = validateBody(spec, body);
@@ -116,7 +133,11 @@ export function encodeMessage<K extends string, T>(
   const bytes = encoder.encode(envelope);
   const limit = limitOf(spec);
   if (bytes.byteLength > limit) {
-    throw new WireError(WireErrorCode.TooLarge, `${spec.kind}: encoding of ${bytes.byteLength} bytes exceeds maxBytes ${limit}`, { kind: spec.kind, size: bytes.byteLength, maxBytes: limit });
+    throw new WireError(
+      WireErrorCode.TooLarge,
+      `${spec.kind}: encoding of ${bytes.byteLength} bytes exceeds maxBytes ${limit}`,
+      { kind: spec.kind, size: bytes.byteLength, maxBytes: limit },
+    );
   }
   return bytes;
 }
@@ -136,10 +157,18 @@ export function decodeMessage<K extends string, T>(spec: MessageSpec<K, T>, byte
   if (fast !== undefined) return fast;
   const env = parseEnvelope(bytes);
   if (env.k !== spec.kind) {
-    throw new WireError(WireErrorCode.WrongKind, `expected a ${spec.kind} message, got ${JSON.stringify(env.k)}`, { field: "k", expected: spec.kind, kind: env.k });
+    throw new WireError(WireErrorCode.WrongKind, `expected a ${spec.kind} message, got ${JSON.stringify(env.k)}`, {
+      field: "k",
+      expected: spec.kind,
+      kind: env.k,
+    });
   }
   if (env.v !== spec.version) {
-    throw new WireError(WireErrorCode.UnsupportedVersion, `${spec.kind}: version ${env.v} is not supported (this decoder reads v${spec.version})`, { field: "v", kind: env.k, version: env.v, supported: [spec.version] });
+    throw new WireError(
+      WireErrorCode.UnsupportedVersion,
+      `${spec.kind}: version ${env.v} is not supported (this decoder reads v${spec.version})`,
+      { field: "v", kind: env.k, version: env.v, supported: [spec.version] },
+    );
   }
   checkFeatures(env);
   return validateBody(spec, env.b);
@@ -155,11 +184,19 @@ export function decodeAny(bytes: Uint8Array): { kind: string; version: number; b
   const env = parseEnvelope(bytes);
   const versions = registry.get(env.k);
   if (versions === undefined) {
-    throw new WireError(WireErrorCode.UnknownKind, `unknown message kind ${JSON.stringify(env.k)}`, { field: "k", kind: env.k });
+    throw new WireError(WireErrorCode.UnknownKind, `unknown message kind ${JSON.stringify(env.k)}`, {
+      field: "k",
+      kind: env.k,
+    });
   }
   const spec = versions.get(env.v);
   if (spec === undefined) {
-    throw new WireError(WireErrorCode.UnsupportedVersion, `${env.k}: version ${env.v} is not supported`, { field: "v", kind: env.k, version: env.v, supported: [...versions.keys()].sort((a, b) => a - b) });
+    throw new WireError(WireErrorCode.UnsupportedVersion, `${env.k}: version ${env.v} is not supported`, {
+      field: "v",
+      kind: env.k,
+      version: env.v,
+      supported: [...versions.keys()].sort((a, b) => a - b),
+    });
   }
   checkSize(bytes, limitOf(spec), spec.kind);
   checkFeatures(env);
@@ -182,7 +219,11 @@ function checkSize(bytes: Uint8Array, limit: number, kind: string | undefined): 
     throw new WireError(WireErrorCode.Malformed, "wire message is not a byte array", { kind });
   }
   if (bytes.byteLength > limit) {
-    throw new WireError(WireErrorCode.TooLarge, `message of ${bytes.byteLength} bytes exceeds maxBytes ${limit}`, { kind, size: bytes.byteLength, maxBytes: limit });
+    throw new WireError(WireErrorCode.TooLarge, `message of ${bytes.byteLength} bytes exceeds maxBytes ${limit}`, {
+      kind,
+      size: bytes.byteLength,
+      maxBytes: limit,
+    });
   }
 }
 
@@ -193,9 +234,20 @@ function parseEnvelope(bytes: Uint8Array): Envelope {
     raw = decodeBounded(decoder, bytes);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    throw new WireError(WireErrorCode.Malformed, `not a msgpack message: ${reason}`, { size: bytes.byteLength }, { cause: err });
+    throw new WireError(
+      WireErrorCode.Malformed,
+      `not a msgpack message: ${reason}`,
+      { size: bytes.byteLength },
+      { cause: err },
+    );
   }
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw) || raw instanceof Uint8Array || raw instanceof Date) {
+  if (
+    raw === null ||
+    typeof raw !== "object" ||
+    Array.isArray(raw) ||
+    raw instanceof Uint8Array ||
+    raw instanceof Date
+  ) {
     throw new WireError(WireErrorCode.Malformed, "envelope is not a msgpack map", { field: "" });
   }
   const env = raw as Record<string, unknown>;
@@ -205,11 +257,17 @@ function parseEnvelope(bytes: Uint8Array): Envelope {
   }
   const v = env["v"];
   if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
-    throw new WireError(WireErrorCode.Malformed, "envelope version (v) is missing or not a positive integer", { field: "v", kind: k });
+    throw new WireError(WireErrorCode.Malformed, "envelope version (v) is missing or not a positive integer", {
+      field: "v",
+      kind: k,
+    });
   }
   const f = env["f"];
   if (f !== undefined && (!Array.isArray(f) || !f.every((x) => typeof x === "string"))) {
-    throw new WireError(WireErrorCode.Malformed, "envelope features (f) must be an array of strings", { field: "f", kind: k });
+    throw new WireError(WireErrorCode.Malformed, "envelope features (f) must be an array of strings", {
+      field: "f",
+      kind: k,
+    });
   }
   if (!Object.hasOwn(env, "b")) {
     throw new WireError(WireErrorCode.Malformed, "envelope body (b) is missing", { field: "b", kind: k });
@@ -220,7 +278,11 @@ function parseEnvelope(bytes: Uint8Array): Envelope {
 function checkFeatures(env: Envelope): void {
   env.f.forEach((name, i) => {
     if (!isKnownFeature(name)) {
-      throw new WireError(WireErrorCode.UnsupportedFeature, `${env.k}: required feature ${JSON.stringify(name)} is not supported by this build`, { field: `f.${i}`, kind: env.k, feature: name });
+      throw new WireError(
+        WireErrorCode.UnsupportedFeature,
+        `${env.k}: required feature ${JSON.stringify(name)} is not supported by this build`,
+        { field: `f.${i}`, kind: env.k, feature: name },
+      );
     }
   });
 }
@@ -232,5 +294,9 @@ function validateBody<T>(spec: MessageSpec<string, T>, body: unknown): T {
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const field = issue === undefined || issue.path.length === 0 ? "(body)" : issue.path.map(String).join(".");
-  throw new WireError(WireErrorCode.InvalidField, `${spec.kind}: field ${field}: ${issue?.message ?? "invalid"}`, { field, kind: spec.kind, issue: issue?.code });
+  throw new WireError(WireErrorCode.InvalidField, `${spec.kind}: field ${field}: ${issue?.message ?? "invalid"}`, {
+    field,
+    kind: spec.kind,
+    issue: issue?.code,
+  });
 }

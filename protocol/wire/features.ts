@@ -16,7 +16,11 @@ const FEATURE_NAME = /^[a-z][a-z0-9-]{0,63}$/;
  */
 export function defineFeature(name: string, description: string): string {
   if (!FEATURE_NAME.test(name)) {
-    throw new WireError(WireErrorCode.InvalidSpec, `feature name ${JSON.stringify(name)} must be lowercase kebab-case, 1..64 chars`, { feature: name });
+    throw new WireError(
+      WireErrorCode.InvalidSpec,
+      `feature name ${JSON.stringify(name)} must be lowercase kebab-case, 1..64 chars`,
+      { feature: name },
+    );
   }
   if (!known.has(name)) known.set(name, description);
   return name;
@@ -29,5 +33,7 @@ export function isKnownFeature(name: string): boolean {
 
 /** The features this build implements, sorted by name. */
 export function knownFeatures(): readonly { name: string; description: string }[] {
-  return [...known.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, description]) => ({ name, description }));
+  return [...known.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, description]) => ({ name, description }));
 }

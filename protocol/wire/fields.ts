@@ -21,7 +21,13 @@ export const uint = z.number().int().nonnegative();
  * range arithmetic to throw on after some of the message was acted on.
  */
 export function seqRanges(max: number) {
-  return z.array(z.tuple([uint, uint]).refine(([first, last]) => first <= last, { message: "a range's first sequence exceeds its last" })).max(max);
+  return z
+    .array(
+      z
+        .tuple([uint, uint])
+        .refine(([first, last]) => first <= last, { message: "a range's first sequence exceeds its last" }),
+    )
+    .max(max);
 }
 
 /** Milliseconds since the Unix epoch; finite and non-negative (fractions allowed for simulated clocks). */
@@ -32,7 +38,9 @@ export const timestampMs = z.number().nonnegative();
  * (any backing buffer), not `z.instanceof`'s `Uint8Array<ArrayBuffer>`, so views and Buffers from
  * other modules type-check as bodies.
  */
-export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, { message: "expected bytes (msgpack bin)" });
+export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, {
+  message: "expected bytes (msgpack bin)",
+});
 
 /** Raw bytes of exactly `length` bytes (e.g. a SHA-256 digest: 32). */
 export function fixedBytes(length: number) {

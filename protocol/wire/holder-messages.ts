@@ -64,7 +64,13 @@ export const transferOfferV2Spec = defineMessage({
   version: 2,
   schema: z.object({
     ...transferOfferFields,
-    attestations: z.array(wireFields.bytes.refine((b) => b.byteLength > 0 && b.byteLength <= MAX_ATTESTATION_BYTES, { message: `an attestation has 1..${MAX_ATTESTATION_BYTES} bytes` })).max(1024),
+    attestations: z
+      .array(
+        wireFields.bytes.refine((b) => b.byteLength > 0 && b.byteLength <= MAX_ATTESTATION_BYTES, {
+          message: `an attestation has 1..${MAX_ATTESTATION_BYTES} bytes`,
+        }),
+      )
+      .max(1024),
   }),
   maxBytes: 12 * 1024 * 1024,
 });
@@ -79,7 +85,10 @@ export interface ReadTransferOffer {
 export function decodeTransferOffer(bytes: Uint8Array): ReadTransferOffer {
   try {
     const v2 = decodeMessage(transferOfferV2Spec, bytes);
-    return { offer: v2, attestations: v2.attestations.map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64")) };
+    return {
+      offer: v2,
+      attestations: v2.attestations.map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64")),
+    };
   } catch (err) {
     if (!(err instanceof WireError) || err.code !== WireErrorCode.UnsupportedVersion) throw err;
   }
@@ -90,7 +99,10 @@ export function decodeTransferOffer(bytes: Uint8Array): ReadTransferOffer {
 export function encodeTransferOffer(offer: TransferOfferMessage, attestations: Iterable<string>): Uint8Array {
   const tokens = [...new Set(attestations)];
   if (tokens.length === 0) return encodeMessage(transferOfferSpec, offer);
-  return encodeMessage(transferOfferV2Spec, { ...offer, attestations: tokens.map((t) => new Uint8Array(Buffer.from(t, "base64"))) });
+  return encodeMessage(transferOfferV2Spec, {
+    ...offer,
+    attestations: tokens.map((t) => new Uint8Array(Buffer.from(t, "base64"))),
+  });
 }
 
 /**

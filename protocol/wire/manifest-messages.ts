@@ -22,11 +22,19 @@ export const laneManifestSpec = defineMessage({
       volume: wireFields.identifier,
       term: wireFields.uint,
       lsn: wireFields.uint,
-      cut: z.array(z.tuple([wireFields.identifier, wireFields.uint])).min(2).max(MANIFEST_MAX_LANES),
+      cut: z
+        .array(z.tuple([wireFields.identifier, wireFields.uint]))
+        .min(2)
+        .max(MANIFEST_MAX_LANES),
     })
     .superRefine((m, ctx) => {
       for (let i = 1; i < m.cut.length; i++) {
-        if (m.cut[i]![0] <= m.cut[i - 1]![0]) return void ctx.addIssue({ code: "custom", path: ["cut", i], message: "lanes must be listed once each, in ascending order" });
+        if (m.cut[i]![0] <= m.cut[i - 1]![0])
+          return void ctx.addIssue({
+            code: "custom",
+            path: ["cut", i],
+            message: "lanes must be listed once each, in ascending order",
+          });
       }
     }),
   maxBytes: 16 * 1024,

@@ -12,7 +12,6 @@ import { fastDecodeUnitFrame } from "./unit-frame-codec.ts";
  * events, status documents) are defined next to their logic with `defineMessage`.
  */
 
-
 export { FRAME_MAX_UNITS, UNIT_MAX_BYTES };
 
 /** Largest credit / credit-request encoding accepted (four identifiers of <= 128 chars, a few integers). */
@@ -37,9 +36,17 @@ export const unitSchema = z
   })
   .superRefine((u, ctx) => {
     if (u.lastSeq < u.firstSeq) {
-      ctx.addIssue({ code: "custom", path: ["lastSeq"], message: `lastSeq ${u.lastSeq} is below firstSeq ${u.firstSeq}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["lastSeq"],
+        message: `lastSeq ${u.lastSeq} is below firstSeq ${u.firstSeq}`,
+      });
     } else if (u.commitTs.length !== u.lastSeq - u.firstSeq + 1) {
-      ctx.addIssue({ code: "custom", path: ["commitTs"], message: `needs one timestamp per record (${u.lastSeq - u.firstSeq + 1}), got ${u.commitTs.length}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["commitTs"],
+        message: `needs one timestamp per record (${u.lastSeq - u.firstSeq + 1}), got ${u.commitTs.length}`,
+      });
     }
   });
 /** A transport unit as decoded from the wire (structurally the lanes' `TransportUnit`). */
@@ -51,7 +58,8 @@ const isUint = (x: unknown): x is number => Number.isSafeInteger(x) && (x as num
 function fastUnit(body: unknown): WireUnit | undefined {
   if (typeof body !== "object" || body === null) return undefined;
   const { volume, lane, term, firstSeq, lastSeq, commitTs, payload, digest } = body as Record<string, unknown>;
-  if (!isValidToken(volume) || !isValidToken(lane) || !isUint(term) || !isUint(firstSeq) || !isUint(lastSeq)) return undefined;
+  if (!isValidToken(volume) || !isValidToken(lane) || !isUint(term) || !isUint(firstSeq) || !isUint(lastSeq))
+    return undefined;
   if (lastSeq < firstSeq || !Array.isArray(commitTs) || commitTs.length !== lastSeq - firstSeq + 1) return undefined;
   for (const ts of commitTs) if (typeof ts !== "number" || !Number.isFinite(ts) || ts < 0) return undefined;
   if (!(payload instanceof Uint8Array) || !(digest instanceof Uint8Array) || digest.byteLength !== 32) return undefined;
@@ -59,11 +67,19 @@ function fastUnit(body: unknown): WireUnit | undefined {
 }
 
 /** `unit` v1: a transport unit sent to a holder on `custody.v1.unit.<toHolder>.<volume>.<lane>`. */
-export const unitSpec = defineMessage({ kind: "unit", version: 1, schema: unitSchema, maxBytes: UNIT_MAX_BYTES, fastPath: fastUnit, fastDecode: fastDecodeUnit });
-
+export const unitSpec = defineMessage({
+  kind: "unit",
+  version: 1,
+  schema: unitSchema,
+  maxBytes: UNIT_MAX_BYTES,
+  fastPath: fastUnit,
+  fastDecode: fastDecodeUnit,
+});
 
 /** Per-unit message headers inside a frame (trace context): at most 8 short string pairs. */
-const unitHeaders = z.record(z.string().max(64), z.string().max(1024)).refine((h) => Object.keys(h).length <= 8, { message: "at most 8 headers per unit" });
+const unitHeaders = z
+  .record(z.string().max(64), z.string().max(1024))
+  .refine((h) => Object.keys(h).length <= 8, { message: "at most 8 headers per unit" });
 
 /**
  * A frame: several complete transport units for one lane, sent as one message when a sender has
@@ -80,7 +96,11 @@ export const unitFrameSchema = z
   })
   .superRefine((f, ctx) => {
     if (f.sentThrough.length !== f.units.length) {
-      ctx.addIssue({ code: "custom", path: ["sentThrough"], message: `needs one figure per unit (${f.units.length}), got ${f.sentThrough.length}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["sentThrough"],
+        message: `needs one figure per unit (${f.units.length}), got ${f.sentThrough.length}`,
+      });
       return;
     }
     for (let i = 1; i < f.sentThrough.length; i++) {
@@ -90,7 +110,11 @@ export const unitFrameSchema = z
       }
     }
     if (f.headers !== undefined && f.headers.length !== f.units.length) {
-      ctx.addIssue({ code: "custom", path: ["headers"], message: `needs one record per unit (${f.units.length}), got ${f.headers.length}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["headers"],
+        message: `needs one record per unit (${f.units.length}), got ${f.headers.length}`,
+      });
     }
   });
 /** A frame as decoded from the wire. */
@@ -112,7 +136,14 @@ function fastUnitFrame(body: unknown): WireUnitFrame | undefined {
 }
 
 /** `unit-frame` v1: two or more units on `custody.v1.unit.<toHolder>.<volume>.<lane>`. */
-export const unitFrameSpec = defineMessage({ kind: "unit-frame", version: 1, schema: unitFrameSchema, maxBytes: UNIT_MAX_BYTES, fastPath: fastUnitFrame, fastDecode: fastDecodeUnitFrame });
+export const unitFrameSpec = defineMessage({
+  kind: "unit-frame",
+  version: 1,
+  schema: unitFrameSchema,
+  maxBytes: UNIT_MAX_BYTES,
+  fastPath: fastUnitFrame,
+  fastDecode: fastDecodeUnitFrame,
+});
 
 /**
  * A credit grant from `holder` to `sender` for one lane. `grantedThrough` is absolute within one
@@ -137,7 +168,12 @@ export const creditSchema = z.object({
 /** A credit grant as decoded from the wire. */
 export type WireCredit = z.infer<typeof creditSchema>;
 /** `credit` v2: sent by the holder on `custody.v1.credit.<holder>.<volume>.<lane>` (v2 added incarnation, session, window). */
-export const creditSpec = defineMessage({ kind: "credit", version: 2, schema: creditSchema, maxBytes: CREDIT_MAX_BYTES });
+export const creditSpec = defineMessage({
+  kind: "credit",
+  version: 2,
+  schema: creditSchema,
+  maxBytes: CREDIT_MAX_BYTES,
+});
 
 /** A sender asks `holder` for room for `wantBytes` more payload bytes on one lane. */
 export const creditRequestSchema = z.object({
@@ -150,4 +186,9 @@ export const creditRequestSchema = z.object({
 /** A credit request as decoded from the wire. */
 export type WireCreditRequest = z.infer<typeof creditRequestSchema>;
 /** `credit-request` v1: a sender's request for credit. */
-export const creditRequestSpec = defineMessage({ kind: "credit-request", version: 1, schema: creditRequestSchema, maxBytes: CREDIT_MAX_BYTES });
+export const creditRequestSpec = defineMessage({
+  kind: "credit-request",
+  version: 1,
+  schema: creditRequestSchema,
+  maxBytes: CREDIT_MAX_BYTES,
+});

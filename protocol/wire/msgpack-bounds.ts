@@ -47,28 +47,88 @@ export function assertBoundedMsgpack(bytes: Uint8Array, maxDepth = MAX_MSGPACK_D
     else if (h <= 0xbf) skip = h & 0x1f;
     else {
       switch (h) {
-        case 0xc4: case 0xd9: skip = be(b, o + 1, 1); head = 2; break; // bin8, str8
-        case 0xc5: case 0xda: skip = be(b, o + 1, 2); head = 3; break; // bin16, str16
-        case 0xc6: case 0xdb: skip = be(b, o + 1, 4); head = 5; break; // bin32, str32
-        case 0xc7: skip = be(b, o + 1, 1) + 1; head = 2; break; // ext8 (+ type byte)
-        case 0xc8: skip = be(b, o + 1, 2) + 1; head = 3; break; // ext16
-        case 0xc9: skip = be(b, o + 1, 4) + 1; head = 5; break; // ext32
-        case 0xca: skip = 4; break; // float32
-        case 0xcb: skip = 8; break; // float64
-        case 0xcc: case 0xd0: skip = 1; break;
-        case 0xcd: case 0xd1: skip = 2; break;
-        case 0xce: case 0xd2: skip = 4; break;
-        case 0xcf: case 0xd3: skip = 8; break;
-        case 0xd4: skip = 2; break; // fixext 1..16 (+ type byte)
-        case 0xd5: skip = 3; break;
-        case 0xd6: skip = 5; break;
-        case 0xd7: skip = 9; break;
-        case 0xd8: skip = 17; break;
-        case 0xdc: items = be(b, o + 1, 2); head = 3; break; // array16
-        case 0xdd: items = be(b, o + 1, 4); head = 5; break; // array32
-        case 0xde: items = be(b, o + 1, 2) * 2; head = 3; break; // map16
-        case 0xdf: items = be(b, o + 1, 4) * 2; head = 5; break; // map32
-        default: fail(`invalid head 0x${h.toString(16)}`, o); // 0xc1
+        case 0xc4:
+        case 0xd9:
+          skip = be(b, o + 1, 1);
+          head = 2;
+          break; // bin8, str8
+        case 0xc5:
+        case 0xda:
+          skip = be(b, o + 1, 2);
+          head = 3;
+          break; // bin16, str16
+        case 0xc6:
+        case 0xdb:
+          skip = be(b, o + 1, 4);
+          head = 5;
+          break; // bin32, str32
+        case 0xc7:
+          skip = be(b, o + 1, 1) + 1;
+          head = 2;
+          break; // ext8 (+ type byte)
+        case 0xc8:
+          skip = be(b, o + 1, 2) + 1;
+          head = 3;
+          break; // ext16
+        case 0xc9:
+          skip = be(b, o + 1, 4) + 1;
+          head = 5;
+          break; // ext32
+        case 0xca:
+          skip = 4;
+          break; // float32
+        case 0xcb:
+          skip = 8;
+          break; // float64
+        case 0xcc:
+        case 0xd0:
+          skip = 1;
+          break;
+        case 0xcd:
+        case 0xd1:
+          skip = 2;
+          break;
+        case 0xce:
+        case 0xd2:
+          skip = 4;
+          break;
+        case 0xcf:
+        case 0xd3:
+          skip = 8;
+          break;
+        case 0xd4:
+          skip = 2;
+          break; // fixext 1..16 (+ type byte)
+        case 0xd5:
+          skip = 3;
+          break;
+        case 0xd6:
+          skip = 5;
+          break;
+        case 0xd7:
+          skip = 9;
+          break;
+        case 0xd8:
+          skip = 17;
+          break;
+        case 0xdc:
+          items = be(b, o + 1, 2);
+          head = 3;
+          break; // array16
+        case 0xdd:
+          items = be(b, o + 1, 4);
+          head = 5;
+          break; // array32
+        case 0xde:
+          items = be(b, o + 1, 2) * 2;
+          head = 3;
+          break; // map16
+        case 0xdf:
+          items = be(b, o + 1, 4) * 2;
+          head = 5;
+          break; // map32
+        default:
+          fail(`invalid head 0x${h.toString(16)}`, o); // 0xc1
       }
     }
     o += head;

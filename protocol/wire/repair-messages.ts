@@ -16,7 +16,12 @@ const holders = z.array(identifier).max(256);
 const seconds = z.number().nonnegative().nullable();
 
 /** The replacement a repair admits (`admit_holder`). */
-const admission = z.strictObject({ holderId: identifier, incarnation: uint, publicKey: bytes, failureDomain: z.string().min(1).max(256) });
+const admission = z.strictObject({
+  holderId: identifier,
+  incarnation: uint,
+  publicKey: bytes,
+  failureDomain: z.string().min(1).max(256),
+});
 
 /** `repair-view-request` v1 (op `view`): the controller's state of `lanes` as the repair reads it. */
 export const repairViewRequestSpec = defineMessage({
@@ -34,10 +39,29 @@ export const repairViewSpec = defineMessage({
   version: 1,
   schema: z.strictObject({
     holders: z.array(z.strictObject({ holderId: identifier, status: identifier, incarnation: uint })).max(1024),
-    lanes: z.array(z.strictObject({ lane: identifier, released: perHolderRanges, responsible: perHolderRanges })).max(64),
-    holdings: z.array(z.strictObject({ holderId: identifier, incarnation: uint, lane: identifier, retained: ranges, issuedAt: timestampMs })).max(4096),
+    lanes: z
+      .array(z.strictObject({ lane: identifier, released: perHolderRanges, responsible: perHolderRanges }))
+      .max(64),
+    holdings: z
+      .array(
+        z.strictObject({
+          holderId: identifier,
+          incarnation: uint,
+          lane: identifier,
+          retained: ranges,
+          issuedAt: timestampMs,
+        }),
+      )
+      .max(4096),
     staleAfterMs: uint,
-    recovery: z.strictObject({ destination: z.string().max(256), detectSec: z.number().nonnegative(), authorizeSec: z.number().nonnegative(), acquireCapacitySec: z.number().nonnegative(), persistSec: z.number().nonnegative(), validateSec: z.number().nonnegative() }),
+    recovery: z.strictObject({
+      destination: z.string().max(256),
+      detectSec: z.number().nonnegative(),
+      authorizeSec: z.number().nonnegative(),
+      acquireCapacitySec: z.number().nonnegative(),
+      persistSec: z.number().nonnegative(),
+      validateSec: z.number().nonnegative(),
+    }),
   }),
   maxBytes: 1024 * 1024,
 });
@@ -55,7 +79,14 @@ export const repairAdmitSpec = defineMessage({
 export const repairActivateSpec = defineMessage({
   kind: "repair-activate",
   version: 1,
-  schema: z.strictObject({ repairId: identifier, transferId: identifier, lane: identifier, fromHolder: identifier, toHolder: identifier, ranges }),
+  schema: z.strictObject({
+    repairId: identifier,
+    transferId: identifier,
+    lane: identifier,
+    fromHolder: identifier,
+    toHolder: identifier,
+    ranges,
+  }),
   maxBytes: 128 * 1024,
 });
 
@@ -79,7 +110,12 @@ export const repairUnprotectSpec = defineMessage({
 export const repairAnswerSpec = defineMessage({
   kind: "repair-answer",
   version: 1,
-  schema: z.strictObject({ ok: z.boolean(), seq: uint.optional(), code: z.string().max(64).optional(), message: z.string().max(1024).optional() }),
+  schema: z.strictObject({
+    ok: z.boolean(),
+    seq: uint.optional(),
+    code: z.string().max(64).optional(),
+    message: z.string().max(1024).optional(),
+  }),
   maxBytes: 4 * 1024,
 });
 export type WireRepairAnswer = z.infer<typeof repairAnswerSpec.schema>;
@@ -114,10 +150,21 @@ export const repairOutcomeSpec = defineMessage({
         copiedBytes: uint,
         measuredMs: z.number().nonnegative(),
         controlSeq: uint,
-        estimate: z.strictObject({ detectSec: seconds, authorizeSec: seconds, acquireCapacitySec: seconds, transferSec: seconds, persistSec: seconds, validateSec: seconds, missingBytes: uint, totalSec: seconds }),
+        estimate: z.strictObject({
+          detectSec: seconds,
+          authorizeSec: seconds,
+          acquireCapacitySec: seconds,
+          transferSec: seconds,
+          persistSec: seconds,
+          validateSec: seconds,
+          missingBytes: uint,
+          totalSec: seconds,
+        }),
       })
       .optional(),
-    failure: z.strictObject({ step: z.string().max(64), code: z.string().max(64), message: z.string().max(1024) }).optional(),
+    failure: z
+      .strictObject({ step: z.string().max(64), code: z.string().max(64), message: z.string().max(1024) })
+      .optional(),
   }),
   maxBytes: 64 * 1024,
 });

@@ -49,7 +49,9 @@ export const DEFAULT_FETCH_PAGE_BYTES = 512 * 1024;
  * (room for the envelope and headers), else half of NATS' default.
  */
 export function fetchPageBytes(maxPayloadBytes: number | undefined): number {
-  return maxPayloadBytes !== undefined && maxPayloadBytes > 0 ? Math.floor(maxPayloadBytes / 2) : DEFAULT_FETCH_PAGE_BYTES;
+  return maxPayloadBytes !== undefined && maxPayloadBytes > 0
+    ? Math.floor(maxPayloadBytes / 2)
+    : DEFAULT_FETCH_PAGE_BYTES;
 }
 
 /**

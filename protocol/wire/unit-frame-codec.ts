@@ -1,7 +1,19 @@
 import { WireError, WireErrorCode } from "./wire-error.ts";
 import { FRAME_MAX_UNITS, UNIT_MAX_BYTES } from "./limits.ts";
 import type { WireUnitFrame } from "./messages.ts";
-import { after, ARRAY, BIN, bytesAt, fixstr, lengthHeaderBytes, readLengthHeader, readUint, uintBytes, writeLengthHeader, writeUint } from "./msgpack-heads.ts";
+import {
+  after,
+  ARRAY,
+  BIN,
+  bytesAt,
+  fixstr,
+  lengthHeaderBytes,
+  readLengthHeader,
+  readUint,
+  uintBytes,
+  writeLengthHeader,
+  writeUint,
+} from "./msgpack-heads.ts";
 
 /**
  * The sender's and receiver's per-frame hot paths for untraced `unit-frame` v1 messages, byte-exact
@@ -20,20 +32,31 @@ import { after, ARRAY, BIN, bytesAt, fixstr, lengthHeaderBytes, readLengthHeader
 export function writeUnitFrame(units: readonly Uint8Array[], sentThrough: readonly number[]): Uint8Array {
   const n = units.length;
   if (n < 2 || n > FRAME_MAX_UNITS || sentThrough.length !== n) {
-    throw new WireError(WireErrorCode.InvalidField, `unit-frame: needs 2..${FRAME_MAX_UNITS} units with one figure each`, { kind: "unit-frame", field: "units" });
+    throw new WireError(
+      WireErrorCode.InvalidField,
+      `unit-frame: needs 2..${FRAME_MAX_UNITS} units with one figure each`,
+      { kind: "unit-frame", field: "units" },
+    );
   }
   let size = ENVELOPE_HEAD.length + 2 * lengthHeaderBytes(n, ARRAY) + SENT_KEY.length;
   let prev = -1;
   for (let i = 0; i < n; i++) {
     const st = sentThrough[i]!;
     if (!Number.isSafeInteger(st) || st <= prev) {
-      throw new WireError(WireErrorCode.InvalidField, "unit-frame: sentThrough must increase strictly", { kind: "unit-frame", field: `sentThrough.${i}` });
+      throw new WireError(WireErrorCode.InvalidField, "unit-frame: sentThrough must increase strictly", {
+        kind: "unit-frame",
+        field: `sentThrough.${i}`,
+      });
     }
     prev = st;
     size += lengthHeaderBytes(units[i]!.byteLength, BIN) + units[i]!.byteLength + uintBytes(st);
   }
   if (size > UNIT_MAX_BYTES) {
-    throw new WireError(WireErrorCode.TooLarge, `unit-frame: encoding of ${size} bytes exceeds maxBytes ${UNIT_MAX_BYTES}`, { kind: "unit-frame", size, maxBytes: UNIT_MAX_BYTES });
+    throw new WireError(
+      WireErrorCode.TooLarge,
+      `unit-frame: encoding of ${size} bytes exceeds maxBytes ${UNIT_MAX_BYTES}`,
+      { kind: "unit-frame", size, maxBytes: UNIT_MAX_BYTES },
+    );
   }
   // Uninitialized memory (every byte is written below), as a plain Uint8Array like encodeMessage returns.
   const raw = Buffer.allocUnsafe(size);
@@ -53,7 +76,16 @@ export function writeUnitFrame(units: readonly Uint8Array[], sentThrough: readon
 }
 
 /** fixmap{k: "unit-frame", v: 1, b: fixmap{units: …}} up to the units array header. */
-const ENVELOPE_HEAD = Uint8Array.from([0x83, ...fixstr("k"), ...fixstr("unit-frame"), ...fixstr("v"), 0x01, ...fixstr("b"), 0x82, ...fixstr("units")]);
+const ENVELOPE_HEAD = Uint8Array.from([
+  0x83,
+  ...fixstr("k"),
+  ...fixstr("unit-frame"),
+  ...fixstr("v"),
+  0x01,
+  ...fixstr("b"),
+  0x82,
+  ...fixstr("units"),
+]);
 const SENT_KEY = fixstr("sentThrough");
 
 /**

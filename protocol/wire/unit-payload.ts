@@ -118,7 +118,8 @@ export function openCoalescedPayload(key: Uint8Array, id: PayloadIdentity, paylo
 }
 
 function decryptRecords(key: Uint8Array, id: PayloadIdentity, payload: Uint8Array): WriteRecord[] {
-  if (payload.length < IV_BYTES + TAG_BYTES) throw new PayloadDecryptError("payload too short", { length: payload.length });
+  if (payload.length < IV_BYTES + TAG_BYTES)
+    throw new PayloadDecryptError("payload too short", { length: payload.length });
   const b = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
   const d = createDecipheriv("aes-256-gcm", key, b.subarray(0, IV_BYTES));
   d.setAAD(aad(id.volume, id.lane, id.term, id.firstSeq, id.lastSeq));

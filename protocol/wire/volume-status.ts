@@ -59,7 +59,11 @@ const scenarioStatus = z.object({
   controlPlane: z
     .object({
       lost: z.array(z.enum(["quorum", "controller", "key authority"])).max(3),
-      logReplicas: z.object({ surviving: z.array(z.string().max(128)).max(16), of: wireFields.uint, quorum: wireFields.uint }),
+      logReplicas: z.object({
+        surviving: z.array(z.string().max(128)).max(16),
+        of: wireFields.uint,
+        quorum: wireFields.uint,
+      }),
       controllers: z.array(z.string().max(128)).max(64),
       keyAuthority: z.boolean(),
     })
@@ -72,7 +76,12 @@ export type RepairStatusState = (typeof RepairStatusState)[keyof typeof RepairSt
 const repairStatus = z.object({
   /** Control-log sequence of the declare-failure event (the repair's key). */
   failureSeq: wireFields.uint,
-  state: z.enum([RepairStatusState.needed, RepairStatusState.running, RepairStatusState.done, RepairStatusState.failed]),
+  state: z.enum([
+    RepairStatusState.needed,
+    RepairStatusState.running,
+    RepairStatusState.done,
+    RepairStatusState.failed,
+  ]),
   failed: z.array(z.string().max(128)).max(1024),
   replacement: z.string().max(128).optional(),
   /** Measured wall time of the repair task, next to the policy engine's estimate (null = unbounded). */
@@ -93,11 +102,35 @@ const spendStatus = z.object({
   periodStartMs: wireFields.timestampMs,
   projectedUsd: usd,
   overCeiling: z.boolean(),
-  budgets: z.array(z.object({ kind: z.string().max(32), budgetBytes: z.number().nonnegative(), spentBytes: z.number().nonnegative(), budgetUsd: usd, spentUsd: usd })).max(8),
-  steadyLegs: z.array(z.object({ from: z.string().max(128), to: z.string().max(128), charge: z.string().max(128), usdPerGB: usd, usd })).max(64),
+  budgets: z
+    .array(
+      z.object({
+        kind: z.string().max(32),
+        budgetBytes: z.number().nonnegative(),
+        spentBytes: z.number().nonnegative(),
+        budgetUsd: usd,
+        spentUsd: usd,
+      }),
+    )
+    .max(8),
+  steadyLegs: z
+    .array(
+      z.object({ from: z.string().max(128), to: z.string().max(128), charge: z.string().max(128), usdPerGB: usd, usd }),
+    )
+    .max(64),
   refusedOptional: wireFields.uint,
   /** Optional copies refused in the latest pass: scenarios they serve, and why. */
-  deferred: z.array(z.object({ target: z.string().max(128), lane: z.string().max(128), seqs: z.string().max(4096), scenarios: z.array(z.string().max(256)).max(64), reason: z.string().max(64) })).max(64),
+  deferred: z
+    .array(
+      z.object({
+        target: z.string().max(128),
+        lane: z.string().max(128),
+        seqs: z.string().max(4096),
+        scenarios: z.array(z.string().max(256)).max(64),
+        reason: z.string().max(64),
+      }),
+    )
+    .max(64),
 });
 const auditStatus = z.object({
   holder: z.string().max(128),

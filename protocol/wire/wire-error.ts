@@ -33,7 +33,12 @@ export class WireError extends CustodyError {
   declare readonly code: WireErrorCode;
   readonly field?: string;
 
-  constructor(code: WireErrorCode, message: string, detail: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: WireErrorCode,
+    message: string,
+    detail: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(code, message, detail, options);
     const field = detail["field"];
     if (typeof field === "string") this.field = field;

@@ -20,7 +20,13 @@ export const writerProgressSpec = defineMessage({
         z.object({
           lane: wireFields.identifier,
           head: wireFields.uint,
-          runs: z.array(z.tuple([wireFields.uint, wireFields.uint, wireFields.timestampMs, wireFields.uint]).refine(([first, last]) => first <= last, { message: "a run's first sequence exceeds its last" })).max(4096),
+          runs: z
+            .array(
+              z
+                .tuple([wireFields.uint, wireFields.uint, wireFields.timestampMs, wireFields.uint])
+                .refine(([first, last]) => first <= last, { message: "a run's first sequence exceeds its last" }),
+            )
+            .max(4096),
         }),
       )
       .max(256),
