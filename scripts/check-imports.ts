@@ -8,18 +8,15 @@
  * loop. Files directly in `actors/` (the machines and the folder's own index) are the parent of those
  * sub-folders and may use their modules.
  *
- * It also holds every source file outside `test/` to at most 450 lines.
- *
- * Usage: `tsx scripts/check-imports.ts [ROOT]` — prints each violation and exits 1 when there is one.
+ * `scripts/check-layout.ts` runs these rules with the shape limits of `layout-limits.ts`.
  */
 import ts from "typescript";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 
 /** One rule broken, with the file and import that break it. */
 export interface ImportViolation {
-  readonly rule: "bypasses_index" | "folder_cycle" | "file_too_long";
+  readonly rule: "bypasses_index" | "folder_cycle";
   readonly message: string;
 }
 
@@ -143,24 +140,6 @@ function loopsIn(edges: ReadonlyMap<string, ReadonlyMap<string, string>>): Impor
   return violations;
 }
 
-/** Longest a source file may be (tests exempt): past it, a file holds more than one concept. */
-export const MAX_SOURCE_LINES = 450;
-
-/** Source files (outside `test/`) longer than `max` lines. */
-export function checkFileLengths(files: ReadonlyMap<string, string>, max = MAX_SOURCE_LINES): ImportViolation[] {
-  const out: ImportViolation[] = [];
-  for (const [file, source] of files) {
-    if (file.startsWith("test/")) continue;
-    const lines = source.endsWith("\n") ? source.split("\n").length - 1 : source.split("\n").length;
-    if (lines > max)
-      out.push({
-        rule: "file_too_long",
-        message: `${file} has ${lines} lines (at most ${max}): split it along its concepts`,
-      });
-  }
-  return out;
-}
-
 /** Reads every `.ts` file under `root` (skipping node_modules and dot folders). */
 export function readSourceTree(root: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -175,13 +154,4 @@ export function readSourceTree(root: string): Map<string, string> {
   };
   walk(root);
   return out;
-}
-
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const root = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), ".."));
-  const files = readSourceTree(root);
-  const violations = [...checkImportRules(files), ...checkFileLengths(files)];
-  for (const v of violations) console.error(`${v.rule}: ${v.message}`);
-  console.log(`import check: ${files.size} files, ${violations.length} violation(s)`);
-  process.exit(violations.length === 0 ? 0 : 1);
 }

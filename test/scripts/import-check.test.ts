@@ -1,6 +1,6 @@
 import test from "ava";
 import { fileURLToPath } from "node:url";
-import { checkFileLengths, checkImportRules, readSourceTree, relativeImports } from "../../scripts/check-imports.ts";
+import { checkImportRules, readSourceTree, relativeImports } from "../../scripts/check-imports.ts";
 
 const tree = (files: Record<string, string>) => new Map(Object.entries(files));
 
@@ -75,13 +75,4 @@ test("sub-folders of actors/ importing each other, even through their indexes, a
 test("the source tree keeps the layout: no index bypass and no folder or actors sub-folder loop", (t) => {
   const violations = checkImportRules(readSourceTree(fileURLToPath(new URL("../..", import.meta.url))));
   t.deepEqual(violations.map((v) => `${v.rule}: ${v.message}`), []);
-});
-
-test("a source file over 450 lines is refused, naming it; tests are exempt", (t) => {
-  const lines = (n: number) => "const x = 1;\n".repeat(n);
-  t.deepEqual(checkFileLengths(tree({ "a/ok.ts": lines(450), "test/long.test.ts": lines(900) })), []);
-  const v = checkFileLengths(tree({ "a/long.ts": lines(451) }));
-  t.is(v.length, 1);
-  t.is(v[0]!.rule, "file_too_long");
-  t.regex(v[0]!.message, /a\/long\.ts has 451 lines/);
 });
