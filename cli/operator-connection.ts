@@ -11,7 +11,7 @@ import {
   type ConnectNatsOptions,
   type NatsConnection,
 } from "../transport/index.ts";
-import { CustodyCliError } from "./commands/custody.ts";
+import { CustodyCliError } from "./cli-error.ts";
 
 /**
  * How an operator command reaches the bus: a server URL and, on a secured deployment, the

@@ -5,7 +5,7 @@ import type { ControllerIdentity } from "../custody/index.ts";
 import type { ControlSigner, ControlTrust } from "../custody/index.ts";
 import { privateKeyFromPkcs8 } from "../custody/index.ts";
 import { systemClock } from "../core/index.ts";
-import { CustodyCliError } from "./commands/custody.ts";
+import { CustodyCliError } from "./cli-error.ts";
 
 /** Options of commands that commit to (or read) a signed control log as the operator. */
 export interface OperatorKeyOptions {

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { CustodyError } from "../../core/index.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import {
   ControlLogFollower,
   generateHolderKeyPair,
@@ -12,13 +12,6 @@ import {
 import { closeNats } from "../../transport/index.ts";
 import { openJetStreamControlLog } from "../../transport/index.ts";
 import { connectOperator, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
-
-/** A bad CLI argument of the custody commands. */
-export class CustodyCliError extends CustodyError {
-  constructor(message: string, detail: Record<string, unknown> = {}) {
-    super("bad_argument", message, detail);
-  }
-}
 
 interface ControlOptions extends OutputOptions, OperatorConnectionOptions {
   region: string;

@@ -8,7 +8,7 @@ import {
   withOperatorConnection,
   type OperatorConnectionOptions,
 } from "../operator-connection.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { positiveInt } from "./status.ts";
 
 interface FailoverOptions extends OperatorConnectionOptions {

@@ -6,7 +6,7 @@ import { HoldKind } from "../../custody/index.ts";
 import { InvalidRangeError, RangeSet } from "../../lanes/index.ts";
 import { checkToken } from "../../protocol/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 

@@ -9,7 +9,7 @@ import {
   inFailureDomain,
 } from "../../custody/index.ts";
 import { publicKeyFromRaw } from "../../custody/index.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 

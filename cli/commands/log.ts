@@ -10,7 +10,7 @@ import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog } f
 import { ControlLogCompactor, ControlLogFollower } from "../../custody/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { runCompactionTimer } from "../compaction-timer.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { withOperatorLog } from "../operator-log.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { closeNats, connectNats } from "../../transport/index.ts";
