@@ -56,7 +56,8 @@ export class NoTopologyError extends CustodyError {
   constructor(volume: string, where: string) {
     super(
       "no_topology",
-      `no controller config of ${volume} in ${where}: give --controller-config <file> (custody init wrote roles/controller-<id>/config.json)`,
+      `no controller config of ${volume} in ${where}: give --controller-config <file> (custody init wrote ` +
+        `roles/controller-<id>/config.json)`,
       { volume, where },
     );
   }
@@ -233,7 +234,8 @@ export async function statusFromLogAndHolders(
     const waited = Math.round(performance.now() - started);
     if (waited + LOG_RETRY_MS >= q.logWaitMs) {
       throw new NoServerAnsweredError(
-        `no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file}) in ${round} round${round === 1 ? "" : "s"} over ${waited} ms`,
+        `no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file}) ` +
+          `in ${round} round${round === 1 ? "" : "s"} over ${waited} ms`,
         failures,
       );
     }
@@ -340,5 +342,9 @@ async function oneRound(
 /** The one line that says the status was computed here, not by a controller. */
 export function noControllerLine(s: Pick<LogStatus, "heard" | "answered" | "listenedMs" | "url" | "control">): string {
   const n = s.heard.length;
-  return `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} via ${s.url} and ${n} ${n === 1 ? "holder's" : "holders'"} receipts: ${s.heard.join(",") || "none"}; ${s.answered.length} holder${s.answered.length === 1 ? "" : "s"} answered stats; listened ${s.listenedMs} ms)`;
+  return (
+    `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} ` +
+    `via ${s.url} and ${n} ${n === 1 ? "holder's" : "holders'"} receipts: ${s.heard.join(",") || "none"}; ` +
+    `${s.answered.length} holder${s.answered.length === 1 ? "" : "s"} answered stats; listened ${s.listenedMs} ms)`
+  );
 }

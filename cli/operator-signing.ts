@@ -18,7 +18,8 @@ export function withOperatorKey(c: Command): Command {
   return c
     .option(
       "--operator-key <file>",
-      "the operator's Ed25519 key (PKCS#8 DER, mode 0600): sign what is committed and trust only signed entries (custody init writes operator/operator.key)",
+      "the operator's Ed25519 key (PKCS#8 DER, mode 0600): sign what is committed and trust only signed " +
+        "entries (custody init writes operator/operator.key)",
     )
     .option("--operator-id <id>", "the operator id the control log's readers trust", "operator");
 }

@@ -24,9 +24,10 @@ export interface BootstrapResult {
 /**
  * The operator's bootstrap of a control log: admits the controllers' signing keys with the volumes
  * each may commit for, each holder's first incarnation with its key, failure domain and the volumes
- * it is bound to, and creates each lane's obligation over the holders that serve it (a coalesced stream's derived lane as `coalesced`, over the stream's holders). With `signer` (the operator's key) every event is signed and the log is
- * read as a signed log; without it, unsigned. What the log already has is left alone, so running
- * it twice changes nothing.
+ * it is bound to, and creates each lane's obligation over the holders that serve it (a coalesced
+ * stream's derived lane as `coalesced`, over the stream's holders). With `signer` (the operator's
+ * key) every event is signed and the log is read as a signed log; without it, unsigned. What the
+ * log already has is left alone, so running it twice changes nothing.
  */
 export async function applyBootstrap(
   store: ControlLogStore,

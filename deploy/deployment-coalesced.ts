@@ -46,7 +46,10 @@ export interface ServedLane {
   readonly representation?: "coalesced";
 }
 
-/** The lanes a holder serves: those it declares, then every derived lane of each volume whose coalesced stream names it. */
+/**
+ * The lanes a holder serves: those it declares, then every derived lane of each volume whose coalesced
+ * stream names it.
+ */
 export function servedLanes(d: Deployment, h: DeploymentHolder): ServedLane[] {
   const derived = d.volumes.flatMap((v) =>
     v.coalesced?.holders.includes(h.id) === true

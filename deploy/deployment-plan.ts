@@ -74,12 +74,18 @@ export interface PlannedRole {
   readonly dir: string;
 }
 
-/** What `custody bootstrap` commits to a fresh control log: the controllers' keys, first incarnations and obligations. */
+/**
+ * What `custody bootstrap` commits to a fresh control log: the controllers' keys, first incarnations
+ * and obligations.
+ */
 export interface BootstrapPlan {
   readonly controlRegion: string;
   /** The operator whose key signs the bootstrap and whom every role's `controlTrust` trusts. */
   readonly operatorId: string;
-  /** The operator's raw public key (64 hex digits) when the log is signed: bootstrap then needs the matching private key. */
+  /**
+   * The operator's raw public key (64 hex digits) when the log is signed: bootstrap then needs the
+   * matching private key.
+   */
   readonly operatorPublicKey?: string;
   /**
    * Controllers whose signing keys the operator admits first (`admit_controller`): raw public keys,
@@ -105,7 +111,10 @@ export interface BootstrapPlan {
     readonly holders: readonly string[];
     readonly representation?: "raw" | "coalesced";
   }[];
-  /** A replicated control log: the bootstrap creates its stream with these replicas on this cluster (absent: one replica where the bootstrap connects). */
+  /**
+   * A replicated control log: the bootstrap creates its stream with these replicas on this cluster
+   * (absent: one replica where the bootstrap connects).
+   */
   readonly controlStream?: { readonly replicas: number; readonly cluster: string };
 }
 
@@ -146,7 +155,10 @@ export function roleNats(d: Deployment, region: string): NatsRoleConfig {
   return { servers: regionUrl(d.regions[region]!) };
 }
 
-/** The volume's lanes as the writer splits them: declared, or one lane `l…` over every block to the holders it feeds. */
+/**
+ * The volume's lanes as the writer splits them: declared, or one lane `l…` over every block to the
+ * holders it feeds.
+ */
 export function volumeLanes(
   d: Deployment,
   v: DeploymentVolume,
@@ -159,7 +171,8 @@ export function volumeLanes(
   const names = [...new Set(served.map((s) => s.lane))];
   if (names.length !== 1)
     throw new DeploymentError(
-      `invalid deployment: volumes.${v.id}.lanes: holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`,
+      `invalid deployment: volumes.${v.id}.lanes: ` +
+        `holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`,
       { path: `volumes.${v.id}.lanes` },
     );
   const firstHops = served.filter((s) => s.upstream.includes(v.writer.id)).map((s) => s.holder);
@@ -383,7 +396,8 @@ export function planDeployment(
       contents: natsServerConfig(s.region, d.regions, securityOf(s.region), control),
       mode: 0o644,
     });
-  // A replicated control log's servers: one per region of the first three, each beside its region's server (its certificate).
+  // A replicated control log's servers: one per region of the first three, each beside its region's
+  // server (its certificate).
   const controlServers: PlannedControlServer[] = control.replicated
     ? control.servers.map((c) => ({
         region: c.region,
@@ -551,7 +565,8 @@ function controllerConfig(
         bytes: 0,
       })),
       keyAuthorities: keyAuthoritiesOf(v),
-      // Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's own, when it has one).
+      // Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's
+      // own, when it has one).
       links: siteIds.flatMap((a) =>
         siteIds
           .filter((b) => b !== a)
@@ -576,13 +591,15 @@ function controllerConfig(
         events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })),
       })),
       staleAfterMs: c.staleAfterMs ?? 5_000,
-      // A store with a base builder beside it releases its WAL below the bases (the release rule still checks every scenario).
+      // A store with a base builder beside it releases its WAL below the bases (the release rule still
+      // checks every scenario).
       releasable:
         v.releasable ??
         holders
           .filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id))
           .map((h) => h.id),
-      // Each scenario also says whether the control plane survives it (control-log quorum, a controller, the key authority).
+      // Each scenario also says whether the control plane survives it (control-log quorum, a
+      // controller, the key authority).
       controlPlane: controlPlaneOf(d, v.id),
     },
   };

@@ -75,7 +75,10 @@ const holderSchema = z.strictObject({
   metrics,
   /** Holder configuration keys that replace the defaults (arena, flush, receipts, ...); validated by the holder. */
   overrides: z.record(z.string(), z.unknown()).optional(),
-  /** On SIGTERM, how long the holder waits for what only its RAM holds to be flushed or released (ms; role default 10000). */
+  /**
+   * On SIGTERM, how long the holder waits for what only its RAM holds to be flushed or released (ms;
+   * role default 10000).
+   */
   drainDeadlineMs: z.number().int().nonnegative().optional(),
   /**
    * A standby: its process runs from the start, but the bootstrap does not admit it and no lane
@@ -92,7 +95,10 @@ const workloadSchema = z.strictObject({
   inFlight: z.number().int().positive().max(256).optional(),
   ratePerSec: z.number().positive().optional(),
   blocksPerWrite: z.number().int().positive().max(256).optional(),
-  /** Stop writing once this many writes of a start were acknowledged (the role config's `count`, documented in docs/deploy.md). */
+  /**
+   * Stop writing once this many writes of a start were acknowledged (the role config's `count`,
+   * documented in docs/deploy.md).
+   */
   count: z.number().int().positive().optional(),
 });
 
@@ -100,7 +106,10 @@ const lossSchema = z.strictObject({
   domain: z.string().min(1),
   kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]),
 });
-/** `destination`: the site this scenario recovers to when it is not the volume's `recoverySite` (e.g. a scenario that loses that site). */
+/**
+ * `destination`: the site this scenario recovers to when it is not the volume's `recoverySite` (e.g. a
+ * scenario that loses that site).
+ */
 const scenarioSchema = z.strictObject({
   name: z.string().min(1),
   losses: z.array(lossSchema).min(1),
@@ -162,7 +171,10 @@ const volumeSchema = z.strictObject({
    * the key while one of them survives. Default: the recovery site alone.
    */
   keyAuthorities: z.array(id).min(1).optional(),
-  /** Holders that keep the empty genesis base (the volume before its first write); default the volume's disk holders. */
+  /**
+   * Holders that keep the empty genesis base (the volume before its first write); default the volume's
+   * disk holders.
+   */
   genesisBases: z.array(id).optional(),
   /** The contract; default: each of the volume's holders' hosts crashing, all required, 3600 s deadline. */
   scenarios: z.array(scenarioSchema).optional(),
@@ -186,7 +198,10 @@ const volumeSchema = z.strictObject({
    * disk holder flushes everything.
    */
   persistenceTargets: z.strictObject({ copies: z.number().int().min(1).max(16).optional() }).optional(),
-  /** A coalesced stream beside the raw lanes (issue #22): its holders get a derived lane per raw lane (see deployment-coalesced.ts). */
+  /**
+   * A coalesced stream beside the raw lanes (issue #22): its holders get a derived lane per raw lane
+   * (see deployment-coalesced.ts).
+   */
   coalesced: coalescedSectionSchema.optional(),
 });
 

@@ -19,7 +19,10 @@ interface ControlOptions extends OutputOptions, OperatorConnectionOptions {
   headHash?: string;
 }
 
-/** Replays a region's control log from scratch; with --head-seq/--head-hash, refuses a log behind or forked from that head. */
+/**
+ * Replays a region's control log from scratch; with --head-seq/--head-hash, refuses a log behind or
+ * forked from that head.
+ */
 async function replayControlLog(o: ControlOptions): Promise<ControlState> {
   if ((o.headSeq === undefined) !== (o.headHash === undefined))
     throw new CustodyCliError("give both --head-seq and --head-hash, or neither");
@@ -118,7 +121,8 @@ export function register(program: Command): void {
         o,
         s,
         rows,
-        `control log ${o.region}: head ${s.lastSeq} ${s.headHash.slice(0, 16)}…, epoch ${s.topologyEpoch}, generation ${s.policyGeneration}`,
+        `control log ${o.region}: head ${s.lastSeq} ${s.headHash.slice(0, 16)}…, epoch ${s.topologyEpoch}, ` +
+          `generation ${s.policyGeneration}`,
       );
     }),
   );

@@ -68,7 +68,8 @@ export function register(program: Command): void {
 
   withOperatorConnection(withOperatorKey(holder.command("fail")))
     .description(
-      "Commit declare_failure: a holder, or every active holder of a zone or region, is gone; its controller repairs onto a standby",
+      "Commit declare_failure: a holder, or every active holder of a zone or region, is gone; its controller " +
+        "repairs onto a standby",
     )
     .requiredOption("--region <region>", "control-log region")
     .option("--holder <id>", "the failed holder (scope holder; the domain is the failure domain it was admitted with)")

@@ -65,7 +65,8 @@ function newNkeyUser(): { seed: string; publicKey: string } {
  * `roles/<instance>/config.json` with its keys (0600), per region `nats/<region>.conf`,
  * `bootstrap.json` and `roles.json`. Secured (the default): first a CA and a certificate per region
  * (`nats/tls/`, openssl), then an nkey seed per role instance and for the operator (`nats.nk`,
- * 0600), the CA beside each, and `operator/nats.json`, the operator commands' connection. Refuses an output that already holds a deployment: new keys
+ * 0600), the CA beside each, and `operator/nats.json`, the operator commands' connection. Refuses an
+ * output that already holds a deployment: new keys
  * would not match the ones already admitted.
  *
  * `custody bootstrap <bootstrap.json> --server URL`: creates the region's control stream when it is
@@ -81,7 +82,8 @@ export function register(program: Command): void {
     .option("--json", "one JSON object on one line")
     .option(
       "--allow-control-plane-loss",
-      "write the deployment even when a required scenario destroys its control-log quorum, every controller of a volume, or its key authority (each is printed as a warning)",
+      "write the deployment even when a required scenario destroys its control-log quorum, every controller of " +
+        "a volume, or its key authority (each is printed as a warning)",
     )
     .action(
       action(async (file: string, o: OutputOptions & { out: string; allowControlPlaneLoss?: boolean }) => {
@@ -91,7 +93,8 @@ export function register(program: Command): void {
           throw new DeploymentError(`${out} already holds a deployment (${ROLES_INDEX}); choose another --out`, {
             path: "out",
           });
-        // A required scenario that loses the control plane is a promise nobody could keep: refused unless the operator says so.
+        // A required scenario that loses the control plane is a promise nobody could keep: refused
+        // unless the operator says so.
         const controlLosses = controlPlaneLosses(d);
         if (controlLosses.length > 0 && o.allowControlPlaneLoss !== true)
           throw new ControlPlaneLostError(controlLosses);
@@ -112,7 +115,8 @@ export function register(program: Command): void {
         for (const w of plan.warnings) cliIo().stderr(`warning: ${w}\n`);
         for (const l of controlLosses)
           cliIo().stderr(
-            `warning: control_plane_lost allowed: ${controlPlaneLossMessage(l).replace(/ or pass --allow-control-plane-loss$/, "")}\n`,
+            `warning: control_plane_lost allowed: ` +
+              `${controlPlaneLossMessage(l).replace(/ or pass --allow-control-plane-loss$/, "")}\n`,
           );
         printResult(
           o,
@@ -124,7 +128,8 @@ export function register(program: Command): void {
             warnings: plan.warnings,
           },
           plan.roles.map((r) => ({ instance: r.instance, role: r.role, region: r.region, config: r.config })),
-          `${plan.roles.length} role instances, ${plan.natsServers.length + plan.controlServers.length} nats-server configs (${plan.controlServers.length} for the control log's replicas) in ${out}`,
+          `${plan.roles.length} role instances, ${plan.natsServers.length + plan.controlServers.length} ` +
+            `nats-server configs (${plan.controlServers.length} for the control log's replicas) in ${out}`,
         );
       }),
     );
@@ -132,13 +137,15 @@ export function register(program: Command): void {
     program
       .command("bootstrap")
       .description(
-        "admit the holders' first incarnations and create the obligations `custody init` planned (skips what the control log has)",
+        "admit the holders' first incarnations and create the obligations `custody init` planned (skips what " +
+          "the control log has)",
       )
       .argument("<bootstrap.json>", "written by custody init")
       .option("--json", "one JSON object on one line")
       .option(
         "--operator-key <file>",
-        "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and admits the controllers' keys",
+        "the operator's key (default: operator/operator.key beside bootstrap.json): signs every event and " +
+          "admits the controllers' keys",
       ),
   ).action(
     action(async (file: string, o: OutputOptions & OperatorConnectionOptions & { operatorKey?: string }) => {
@@ -158,11 +165,13 @@ export function register(program: Command): void {
             plan.operatorPublicKey.toLowerCase())
       ) {
         throw new DeploymentError(
-          `${file} belongs to a signed deployment: --operator-key must be the key of operator ${plan.operatorId} (custody init wrote operator/operator.key)`,
+          `${file} belongs to a signed deployment: --operator-key must be the key of operator ` +
+            `${plan.operatorId} (custody init wrote operator/operator.key)`,
           { path: "operatorKey" },
         );
       }
-      // A secured deployment's operator connects as init wrote it (operator/nats.json beside bootstrap.json) unless told otherwise.
+      // A secured deployment's operator connects as init wrote it (operator/nats.json beside
+      // bootstrap.json) unless told otherwise.
       const operatorConfig = join(dirname(resolve(file)), "operator", OPERATOR_NATS_FILE);
       const conn = { ...(existsSync(operatorConfig) ? { operatorConfig } : {}), ...o };
       const nc = await connectOperator(conn, "custody-bootstrap");

@@ -42,7 +42,8 @@ export function register(program: Command): void {
     .requiredOption("--region <name>", "control-log region")
     .option(
       "--replicas <n>",
-      "JetStream replicas of the stream (default 1 when it is created; an existing stream with other replicas is refused)",
+      "JetStream replicas of the stream (default 1 when it is created; an existing stream with other replicas " +
+        "is refused)",
     )
     .option(
       "--cluster <name>",
@@ -70,7 +71,8 @@ export function register(program: Command): void {
         }
       }),
     );
-  // The operator's compaction (docs/custody.md, "Snapshots and compaction"): once, or as a process of its own with --every.
+  // The operator's compaction (docs/custody.md, "Snapshots and compaction"): once, or as a process of
+  // its own with --every.
   withOperatorKey(
     withOperatorConnection(
       log
@@ -83,7 +85,8 @@ export function register(program: Command): void {
     .requiredOption("--region <name>", "control-log region")
     .option(
       "--every <seconds>",
-      "keep running: every N seconds, compact when --min-entries entries were committed since the newest snapshot (ends on SIGTERM or SIGINT)",
+      "keep running: every N seconds, compact when --min-entries entries were committed since the newest " +
+        "snapshot (ends on SIGTERM or SIGINT)",
     )
     .option("--min-entries <n>", "with --every: entries since the newest snapshot before the next one", "1000")
     .option("--json", "one JSON object on one line (with --every: one per compaction)")
@@ -146,7 +149,8 @@ async function compactOnTimer(o: LogCompactOptions): Promise<void> {
           },
           failed: (err) =>
             process.stderr.write(
-              `warning [${err instanceof CustodyError ? err.code : "compaction_failed"}]: ${(err as Error).message}; trying again in ${everyMs / 1000} s\n`,
+              `warning [${err instanceof CustodyError ? err.code : "compaction_failed"}]: ` +
+                `${(err as Error).message}; trying again in ${everyMs / 1000} s\n`,
             ),
         },
         stop.signal,

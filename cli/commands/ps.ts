@@ -28,13 +28,18 @@ interface LoggedRoles {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-/** Registers `custody ps`: every running role process, found through the NATS services client (`custody-<role>` services), beside every role the deployment expects. */
+/**
+ * Registers `custody ps`: every running role process, found through the NATS services client
+ * (`custody-<role>` services), beside every role the deployment expects.
+ */
 export function register(program: Command): void {
   withOperatorConnection(
     program
       .command("ps")
       .description(
-        "list the role processes (holders, writers, controllers, base builders) with their state — running, FENCED, or ABSENT when the deployment (roles.json beside --operator-config) or its control log expects one that does not answer — incarnation, uptime, memory and key figures",
+        "list the role processes (holders, writers, controllers, base builders) with their state — running, " +
+          "FENCED, or ABSENT when the deployment (roles.json beside --operator-config) or its control log " +
+          "expects one that does not answer — incarnation, uptime, memory and key figures",
       ),
   )
     .option("--role <role>", "only this role")
@@ -49,7 +54,8 @@ export function register(program: Command): void {
         const log = dir === undefined ? undefined : controlLogOf(dir);
         const t = await connectOperatorTransport(o, "custody-ps");
         try {
-          // The control log is read while the answers are collected; a log that cannot be read leaves the plan alone to go by.
+          // The control log is read while the answers are collected; a log that cannot be read leaves
+          // the plan alone to go by.
           const [{ stats, rejected }, logged] = await Promise.all([
             listProcesses(t.connection, { ...(o.role !== undefined ? { role: o.role } : {}), waitMs }),
             log === undefined
@@ -89,7 +95,8 @@ export function register(program: Command): void {
             return;
           }
           const head = [
-            `${plural(stats.length, "process", "processes")} answered${summary.expected !== undefined ? ` of ${summary.expected} expected` : ""}`,
+            `${plural(stats.length, "process", "processes")} ` +
+              `answered${summary.expected !== undefined ? ` of ${summary.expected} expected` : ""}`,
             `${absent.length} absent`,
             `${fenced.length} fenced`,
             ...(rejected > 0 ? [`${plural(rejected, "unreadable answer")} ignored`] : []),
@@ -97,7 +104,8 @@ export function register(program: Command): void {
           const source =
             dir === undefined
               ? " (no deployment known: give --operator-config of a custody init output to list absent roles)"
-              : ` (deployment ${dir}${log !== undefined && logged?.error === undefined ? `, control log ${log.region}` : ""})`;
+              : ` (deployment ` +
+                `${dir}${log !== undefined && logged?.error === undefined ? `, control log ${log.region}` : ""})`;
           const lines = [head + source, ...(logged?.error !== undefined ? [logged.error] : [])];
           for (const role of rolesOf(entries))
             lines.push("", role, formatTable(psRows(entries.filter((e) => e.role === role))));

@@ -53,11 +53,11 @@ export class RecoveryShortError extends CustodyError {
   ) {
     super(
       "recovery_short",
-      `recovered ${volume} only through ${JSON.stringify(recovered)} of the predicted ${JSON.stringify(predicted)}${why ? ` (${why})` : ""}; fetches failed: ${Object.entries(
-        fetchErrors,
-      )
-        .map(([h, e]) => `${h} (${e})`)
-        .join(", ")}`,
+      `recovered ${volume} only through ${JSON.stringify(recovered)} of the predicted ` +
+        `${JSON.stringify(predicted)}${why ? ` (${why})` : ""}; fetches failed: ` +
+        Object.entries(fetchErrors)
+          .map(([h, e]) => `${h} (${e})`)
+          .join(", "),
       { volume, predicted, recovered, fetchErrors },
     );
   }
@@ -95,9 +95,13 @@ function operatorKeyOf(o: OperatorKeyOptions & OperatorConnectionOptions): Opera
   return existsSync(beside) ? { ...o, operatorKey: beside } : o;
 }
 
-/** The plan from a computed evaluation: the named scenario's report, or what survives now. Throws ScenarioUnavailableError. */
+/**
+ * The plan from a computed evaluation: the named scenario's report, or what survives now. Throws
+ * ScenarioUnavailableError.
+ */
 function planFrom(volume: string, s: LogStatus, scenario: string | undefined, to: string): RecoveryPlan {
-  // Everything that survives now, planned for where it goes: a base already at `--to` wins (not one at a recovery site that may be gone).
+  // Everything that survives now, planned for where it goes: a base already at `--to` wins (not one at
+  // a recovery site that may be gone).
   const here = s.state.sites.some((x) => x.id === to) ? { ...NOW, destination: to } : NOW;
   const r =
     scenario === undefined ? evaluateScenario(s.state, here) : s.report.reports.find((x) => x.name === scenario);
@@ -203,7 +207,10 @@ export function register(program: Command): void {
     withoutController(
       withOperatorConnection(program.command("recover"))
         .description(
-          "materialize a volume at a destination from a base plus the WAL ranges that survive now (or a named scenario); verifies every digest, builds the volume staged (no file looks like a volume until it is complete and read back) and shows progress on a terminal. Needs no controller: without one it reads the control log and asks the holders itself",
+          "materialize a volume at a destination from a base plus the WAL ranges that survive now (or a named " +
+            "scenario); verifies every digest, builds the volume staged (no file looks like a volume until it is " +
+            "complete and read back) and shows progress on a terminal. Needs no controller: without one it reads " +
+            "the control log and asks the holders itself",
         )
         .requiredOption("--volume <volume>", "volume id")
         .option(
@@ -212,7 +219,8 @@ export function register(program: Command): void {
         )
         .option(
           "--to <site>",
-          "destination site, one of the volume's sites (default: the scenario's own destination, else the volume's recovery site)",
+          "destination site, one of the volume's sites (default: the scenario's own destination, else the " +
+            "volume's recovery site)",
         )
         .requiredOption("--dir <path>", "destination directory of the new volume (must not hold a volume)")
         .option("--blocks <n>", "volume size in 4 KiB blocks (default: the volume's blockCount in its deployment)")
@@ -224,7 +232,8 @@ export function register(program: Command): void {
         .option("--base-cut <lane=seq,...>", "cut the base snapshot contains")
         .option(
           "--region <region>",
-          "with a controller's document: register the read in this region's control log first (without a controller the read is always registered, in the volume's control log)",
+          "with a controller's document: register the read in this region's control log first (without a " +
+            "controller the read is always registered, in the volume's control log)",
         )
         .option(
           "--lease-sec <n>",
@@ -263,7 +272,8 @@ export function register(program: Command): void {
       const stopped = (signal: NodeJS.Signals) =>
         new InterruptedError(
           signal,
-          `custody recover of ${o.volume} stopped; its partial files were removed and nothing at ${o.dir} is a volume; run the same command again to start over`,
+          `custody recover of ${o.volume} stopped; its partial files were removed and nothing at ${o.dir} is a ` +
+            `volume; run the same command again to start over`,
         );
       await withInterrupt(stopped, async (signal) => {
         const lock = lockDestination(o.dir);
@@ -311,7 +321,8 @@ export function register(program: Command): void {
             );
             computed = await interruptible(signal, reading, (late) => void late.close());
             plan = planFrom(o.volume, computed, o.scenario, target.site);
-            // Registered as the operator (signed on a signed log) before the first read: no source may release what it reads.
+            // Registered as the operator (signed on a signed log) before the first read: no source may
+            // release what it reads.
             const who = operatorAccess(operatorKeyOf(o)).who;
             registration = await placeRecoveryHolds(computed.store, computed.follower, who, {
               volume: o.volume,
@@ -322,7 +333,8 @@ export function register(program: Command): void {
             });
             if (!o.json) cliIo().stdout(noControllerLine(computed) + "\n");
           }
-          // The destination's space is claimed before the holders are read: a recovery that cannot write learns it first.
+          // The destination's space is claimed before the holders are read: a recovery that cannot
+          // write learns it first.
           staged = true;
           await stageRecoveryDestination(o.dir, target.blockCount, { signal, onProgress: showBuild(bar) });
           const predicted = plan.cut;
@@ -392,17 +404,21 @@ export function register(program: Command): void {
             o,
             out,
             lanes.map((l) => ({ lane: l, predicted: predicted[l], recovered: r.cut[l] })),
-            `recovered ${o.volume} at ${target.site} (${o.dir}, ${target.blockCount} blocks): lsn ${r.lsn}, ${r.unitsVerified} units verified (${unitBytes} bytes), ${r.recordsApplied} records applied${r.baseUsed ? ", base used" : ""}`,
+            `recovered ${o.volume} at ${target.site} (${o.dir}, ${target.blockCount} blocks): lsn ${r.lsn}, ` +
+              `${r.unitsVerified} units verified (${unitBytes} bytes), ${r.recordsApplied} records ` +
+              `applied${r.baseUsed ? ", base used" : ""}`,
           );
         } finally {
           bar.clear();
-          // recoverVolume removes its partial files itself; a stop or failure between staging and the build does it here.
+          // recoverVolume removes its partial files itself; a stop or failure between staging and the
+          // build does it here.
           if (staged && !sealed) await discardStagedVolume(nodeFileLayer, o.dir).catch(() => undefined);
           await registration
             ?.end()
             .catch((err: unknown) =>
               cliIo().stderr(
-                `custody recover: could not end the recovery's hold (a controller ends it at its lease; else custody hold end): ${String(err)}\n`,
+                `custody recover: could not end the recovery's hold (a controller ends it at its lease; else ` +
+                  `custody hold end): ${String(err)}\n`,
               ),
             );
           await computed?.close();

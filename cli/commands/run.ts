@@ -26,7 +26,10 @@ export const EXIT_CONNECTION_LOST = 2;
 export const EXIT_FENCED = 3;
 /** Exit code when a stop (SIGTERM/SIGINT) did not finish within STOP_DEADLINE_MS. */
 export const EXIT_STOP_TIMEOUT = 4;
-/** Exit code when another live process holds the role's state directory (`state_dir_locked`); nothing was started or changed. */
+/**
+ * Exit code when another live process holds the role's state directory (`state_dir_locked`); nothing
+ * was started or changed.
+ */
 export const EXIT_STATE_DIR_LOCKED = 5;
 /**
  * How long a stop may take before the process exits anyway: longer than the writer's default
@@ -50,7 +53,10 @@ interface Served extends Running {
   readonly metrics: MetricsSource;
 }
 
-/** Runs `stop` and resolves true when it finished within `ms`, false when the deadline came first (a failed stop counts as finished). */
+/**
+ * Runs `stop` and resolves true when it finished within `ms`, false when the deadline came first (a
+ * failed stop counts as finished).
+ */
 export async function stopWithin(stop: () => Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
@@ -178,7 +184,8 @@ export function register(program: Command): void {
   run
     .command("base-builder")
     .description(
-      "Run a base builder beside a store holder (holder, volume, lane, blockCount, dir, dataKeyFile, intervalMs, minNewSeqs)",
+      "Run a base builder beside a store holder (holder, volume, lane, blockCount, dir, dataKeyFile, " +
+        "intervalMs, minNewSeqs)",
     )
     .requiredOption("--config <file>", "role configuration (JSON)")
     .action((o: { config: string }) =>
@@ -228,7 +235,8 @@ export function register(program: Command): void {
   run
     .command("repair")
     .description(
-      "Run a repair worker from its role config (nats, workerId, volumes): it takes the repairs its volumes' controllers hand out",
+      "Run a repair worker from its role config (nats, workerId, volumes): it takes the repairs its volumes' " +
+        "controllers hand out",
     )
     .requiredOption("--config <file>", "role configuration (JSON)")
     .action((o: { config: string }) =>

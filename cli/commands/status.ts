@@ -96,7 +96,9 @@ function printStatus(doc: VolumeStatus, o: OutputOptions, extra: Record<string, 
     o,
     { ...doc, ...extra },
     rows,
-    `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`,
+    `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  ` +
+      `control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ` +
+      `${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`,
   );
 }
 
@@ -106,14 +108,26 @@ function printStatus(doc: VolumeStatus, o: OutputOptions, extra: Record<string, 
  */
 function fencedText(doc: VolumeStatus): string {
   if (doc.fenced === undefined || doc.fenced.length === 0) return "";
-  return `\nFENCED ${doc.fenced.map((f) => `${f.holder}#${f.incarnation} (admitted #${f.admitted}) still speaking, last ${f.lastSeenAgeMs}ms ago, ${f.batches} batch${f.batches === 1 ? "" : "es"}`).join("  ")}: stop that process (its receipts count for nothing)`;
+  const speaking = doc.fenced.map(
+    (f) =>
+      `${f.holder}#${f.incarnation} (admitted #${f.admitted}) still speaking, ` +
+      `last ${f.lastSeenAgeMs}ms ago, ${f.batches} batch${f.batches === 1 ? "" : "es"}`,
+  );
+  return `\nFENCED ${speaking.join("  ")}: stop that process (its receipts count for nothing)`;
 }
 
-/** The retention-audit line of the table header: per holder, state, passed/failed/late counts and the last audit's age. */
+/**
+ * The retention-audit line of the table header: per holder, state, passed/failed/late counts and the
+ * last audit's age.
+ */
 function auditText(doc: VolumeStatus): string {
   if (doc.audits === undefined) return "";
   const age = (at: number | null) => (at === null ? "never" : `${Math.max(0, doc.asOfMs - at)}ms ago`);
-  return `\naudits ${doc.audits.map((a) => `${a.holder}:${a.state === "failed" ? "FAILED(unproven)" : a.state} ${a.passed}/${a.failed}/${a.timedOut} ${age(a.lastAuditAtMs)}`).join("  ")}`;
+  const state = (a: (typeof doc.audits)[number]) => (a.state === "failed" ? "FAILED(unproven)" : a.state);
+  const audits = doc.audits.map(
+    (a) => `${a.holder}:${state(a)} ${a.passed}/${a.failed}/${a.timedOut} ${age(a.lastAuditAtMs)}`,
+  );
+  return `\naudits ${audits.join("  ")}`;
 }
 
 /** The spend lines of the table header: ceiling, projection, budgets, optional work refused. */
@@ -123,7 +137,9 @@ function spendText(doc: VolumeStatus): string {
   const usd = (n: number) => `$${n < 0.01 && n > 0 ? n.toExponential(2) : n.toFixed(2)}`;
   const budgets = s.budgets.map((b) => `${b.kind} ${usd(b.spentUsd)}/${usd(b.budgetUsd)}`).join("  ");
   const lines = [
-    `spend ceiling ${usd(s.ceilingUsd)}/month  projected ${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  optional refused ${s.refusedOptional}`,
+    `spend ceiling ${usd(s.ceilingUsd)}/month  projected ` +
+      `${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  optional ` +
+      `refused ${s.refusedOptional}`,
     `budgets ${budgets}`,
   ];
   for (const d of s.deferred)
@@ -136,7 +152,8 @@ export function noControllerAnd(err: unknown, timeoutMs: number): unknown {
   if (!(err instanceof CustodyError)) return err;
   return new CustodyError(
     err.code,
-    `no controller answered within ${timeoutMs} ms, and the command could not compute the status itself: ${err.message}`,
+    `no controller answered within ${timeoutMs} ms, and the command could not compute the status itself: ` +
+      `${err.message}`,
     err.detail as Record<string, unknown>,
   );
 }
@@ -148,21 +165,27 @@ export interface WithoutControllerOptions extends LogStatusOptions {
   logWait: string;
 }
 
-/** Adds `--controller-config`, `--evidence-ms`, `--log-wait` and `--json` to a command (`--connect-timeout` comes with the connection options). */
+/**
+ * Adds `--controller-config`, `--evidence-ms`, `--log-wait` and `--json` to a command
+ * (`--connect-timeout` comes with the connection options).
+ */
 export function withoutController(c: Command): Command {
   return c
     .option(
       "--controller-config <file>",
-      "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)",
+      "the volume's controller role config, for its topology when no controller answers (default: found " +
+        "through the deployment's roles.json beside --operator-config)",
     )
     .option(
       "--evidence-ms <ms>",
-      "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)",
+      "when no controller answers: at most this long listening to the holders' signed receipts (it ends once " +
+        "every admitted holder was heard)",
       "3000",
     )
     .option(
       "--log-wait <ms>",
-      "when no controller answers: how long to keep trying the servers for the control log (a region just lost may leave JetStream electing a leader)",
+      "when no controller answers: how long to keep trying the servers for the control log (a region just lost " +
+        "may leave JetStream electing a leader)",
       "15000",
     )
     .option("--json", "one JSON object on one line");
@@ -175,7 +198,9 @@ export function register(program: Command): void {
       program
         .command("status <volume>")
         .description(
-          "print a volume's status: coverage per scenario, surviving cut, RPO, RTO, evidence freshness — its controller's document, or, when no controller answers, computed here from the control log and the holders' receipts",
+          "print a volume's status: coverage per scenario, surviving cut, RPO, RTO, evidence freshness — its " +
+            "controller's document, or, when no controller answers, computed here from the control log and the " +
+            "holders' receipts",
         ),
     )
       .option(

@@ -80,7 +80,8 @@ export function register(program: Command): void {
     .option("--epoch <n>", "epoch", "1")
     .option(
       "--layout <layout>",
-      "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per docs/volume-format.md",
+      "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per " +
+        "docs/volume-format.md",
     )
     .option("--json", "one JSON object on one line")
     .action(
