@@ -273,47 +273,22 @@ async function oneRound(
       const log = store;
       const follower = new ControlLogFollower(store, undefined, deployment.trust);
       const control = await follower.refresh();
-      const t = deployment.topology;
-      // Listening ends early once every admitted holder the log has not declared failed was heard.
-      const failed = failedHolders(control);
-      const expect = Object.keys(t.holderSites).filter((h) => control.holders[h] !== undefined && !failed.has(h));
-      // The holders are asked too (their process stats): one that retains nothing of the volume sends
-      // no receipt, so it is not waited for. Only verified receipts count as evidence.
-      const asked = listProcesses(transport.connection, {
-        role: "holder",
-        waitMs: Math.min(q.evidenceMs, STATS_WAIT_MS),
-      }).then(
-        (r) => r.stats,
-        () => [],
-      );
-      const retainsNothing = (p: ProcessStats) =>
-        t.lanes.every((l) => (p.samples?.[`${holderLaneKey(volume, l)}.retained`]?.length ?? 0) === 0);
-      const excused = asked.then((stats) =>
-        stats.filter((p) => expect.includes(p.id) && retainsNothing(p)).map((p) => p.id),
-      );
-      const ev = await gatherHolderEvidence(transport, control, {
+      const { doc, state, report, heard, answered, listenedMs, rejected } = await evaluateHere(
+        transport,
+        control,
         volume,
-        lanes: t.lanes,
-        expect,
-        excused,
-        waitMs: q.evidenceMs,
-        staleAfterMs: t.staleAfterMs,
-        clock: systemClock,
-      });
-      const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
-      const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
-      // One look cannot tell how long a loss has lasted: writes past their receipt deadline count at once (no grace).
-      const steady = steadyVerdicts(state, report, { receiptDeadlineMs: deployment.receiptDeadlineMs, graceMs: 0 }, {});
-      const doc = statusDocument("none", control.lastSeq, state, { ...report, reports: steady.reports }, 0);
+        deployment,
+        q.evidenceMs,
+      );
       const status: LogStatus = {
         doc,
         state,
         report,
         control,
-        heard: ev.heard,
+        heard,
         answered,
-        listenedMs: ev.listenedMs,
-        rejected: ev.rejected,
+        listenedMs,
+        rejected,
         url,
         deployment,
         store: log,
@@ -337,6 +312,60 @@ async function oneRound(
     }
   }
   return { failures };
+}
+
+/**
+ * The volume's status computed here from the control log's state and what the holders say: their
+ * signed receipts (the evidence) and their process stats.
+ */
+async function evaluateHere(
+  transport: NatsTransport,
+  control: ControlState,
+  volume: string,
+  deployment: VolumeDeployment,
+  evidenceMs: number,
+) {
+  const t = deployment.topology;
+  // Listening ends early once every admitted holder the log has not declared failed was heard.
+  const failed = failedHolders(control);
+  const expect = Object.keys(t.holderSites).filter((h) => control.holders[h] !== undefined && !failed.has(h));
+  // The holders are asked too (their process stats): one that retains nothing of the volume sends
+  // no receipt, so it is not waited for. Only verified receipts count as evidence.
+  const asked = listProcesses(transport.connection, {
+    role: "holder",
+    waitMs: Math.min(evidenceMs, STATS_WAIT_MS),
+  }).then(
+    (r) => r.stats,
+    () => [],
+  );
+  const retainsNothing = (p: ProcessStats) =>
+    t.lanes.every((l) => (p.samples?.[`${holderLaneKey(volume, l)}.retained`]?.length ?? 0) === 0);
+  const excused = asked.then((stats) =>
+    stats.filter((p) => expect.includes(p.id) && retainsNothing(p)).map((p) => p.id),
+  );
+  const ev = await gatherHolderEvidence(transport, control, {
+    volume,
+    lanes: t.lanes,
+    expect,
+    excused,
+    waitMs: evidenceMs,
+    staleAfterMs: t.staleAfterMs,
+    clock: systemClock,
+  });
+  const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
+  const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
+  // One look cannot tell how long a loss has lasted: writes past their receipt deadline count at once (no grace).
+  const steady = steadyVerdicts(state, report, { receiptDeadlineMs: deployment.receiptDeadlineMs, graceMs: 0 }, {});
+  const doc = statusDocument("none", control.lastSeq, state, { ...report, reports: steady.reports }, 0);
+  return {
+    doc,
+    state,
+    report,
+    heard: ev.heard,
+    answered,
+    listenedMs: ev.listenedMs,
+    rejected: ev.rejected,
+  };
 }
 
 /** The one line that says the status was computed here, not by a controller. */

@@ -79,6 +79,41 @@ function summary(s: ControlState) {
   };
 }
 
+/** `custody control show`: the replayed log's holders, obligations, release frontiers, leases and rejections. */
+async function showControl(o: ControlOptions): Promise<void> {
+  const s = summary(await replayControlLog(o));
+  const rows = [
+    ...s.holders.map((h) => ({
+      kind: "holder",
+      id: h.holderId,
+      detail: `incarnation ${h.incarnation}, ${h.status}, ${h.failureDomain}`,
+    })),
+    ...s.obligations.map((ob) => ({
+      kind: "obligation",
+      id: ob.obligationId,
+      detail: `${ob.volume}/${ob.lane} ${ob.representation} responsible ${JSON.stringify(ob.responsible)}`,
+    })),
+    ...s.releaseFrontiers.map((f) => ({
+      kind: "released",
+      id: `${f.obligationId}/${f.holderId}`,
+      detail: JSON.stringify(f.released),
+    })),
+    ...s.leases.map((l) => ({
+      kind: "lease",
+      id: l.volume,
+      detail: `${l.holder} at term ${l.term} since seq ${l.sinceSeq}, last heartbeat seq ${l.heartbeatSeq}`,
+    })),
+    ...s.rejected.map((r) => ({ kind: "rejected", id: `seq ${r.seq}`, detail: `${r.code}: ${r.message}` })),
+  ];
+  printResult(
+    o,
+    s,
+    rows,
+    `control log ${o.region}: head ${s.lastSeq} ${s.headHash.slice(0, 16)}…, epoch ${s.topologyEpoch}, ` +
+      `generation ${s.policyGeneration}`,
+  );
+}
+
 /** Registers `custody control show|verify` and `custody receipts keygen`. */
 export function register(program: Command): void {
   const control = program.command("control").description("Inspect a region's fenced control log on JetStream");
@@ -91,41 +126,7 @@ export function register(program: Command): void {
 
   common(
     control.command("show").description("Replay the log and print holders, obligations and release frontiers"),
-  ).action(
-    action(async (o: ControlOptions) => {
-      const s = summary(await replayControlLog(o));
-      const rows = [
-        ...s.holders.map((h) => ({
-          kind: "holder",
-          id: h.holderId,
-          detail: `incarnation ${h.incarnation}, ${h.status}, ${h.failureDomain}`,
-        })),
-        ...s.obligations.map((ob) => ({
-          kind: "obligation",
-          id: ob.obligationId,
-          detail: `${ob.volume}/${ob.lane} ${ob.representation} responsible ${JSON.stringify(ob.responsible)}`,
-        })),
-        ...s.releaseFrontiers.map((f) => ({
-          kind: "released",
-          id: `${f.obligationId}/${f.holderId}`,
-          detail: JSON.stringify(f.released),
-        })),
-        ...s.leases.map((l) => ({
-          kind: "lease",
-          id: l.volume,
-          detail: `${l.holder} at term ${l.term} since seq ${l.sinceSeq}, last heartbeat seq ${l.heartbeatSeq}`,
-        })),
-        ...s.rejected.map((r) => ({ kind: "rejected", id: `seq ${r.seq}`, detail: `${r.code}: ${r.message}` })),
-      ];
-      printResult(
-        o,
-        s,
-        rows,
-        `control log ${o.region}: head ${s.lastSeq} ${s.headHash.slice(0, 16)}…, epoch ${s.topologyEpoch}, ` +
-          `generation ${s.policyGeneration}`,
-      );
-    }),
-  );
+  ).action(action(showControl));
 
   common(
     control

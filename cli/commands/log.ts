@@ -50,27 +50,7 @@ export function register(program: Command): void {
       "JetStream cluster the stream is placed on (a replicated log's control cluster, e.g. control-<region>)",
     )
     .option("--json", "one JSON object on one line")
-    .action(
-      action(async (o: LogInitOptions) => {
-        const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
-        if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1))
-          throw new CustodyCliError(`--replicas must be a positive integer, got ${o.replicas}`, { option: "replicas" });
-        const nc = await connectOperator(o, "custody-cli-log-init");
-        try {
-          const { log: store, created } = await initJetStreamControlLog(nc, {
-            region: o.region,
-            ...(replicas !== undefined ? { replicas } : {}),
-            ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}),
-          });
-          const lastSeq = await store.lastSeq();
-          await store.close();
-          const out = { region: o.region, stream: controlStreamName(o.region), created, lastSeq };
-          printResult(o, out, [out]);
-        } finally {
-          await closeNats(nc);
-        }
-      }),
-    );
+    .action(action(initLog));
   // The operator's compaction (docs/custody.md, "Snapshots and compaction"): once, or as a process of
   // its own with --every.
   withOperatorKey(
@@ -104,6 +84,27 @@ export function register(program: Command): void {
         printResult(o, out, [out]);
       }),
     );
+}
+
+/** `custody log init`: creates the region's control stream when it is not there, prints its name and head. */
+async function initLog(o: LogInitOptions): Promise<void> {
+  const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
+  if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1))
+    throw new CustodyCliError(`--replicas must be a positive integer, got ${o.replicas}`, { option: "replicas" });
+  const nc = await connectOperator(o, "custody-cli-log-init");
+  try {
+    const { log: store, created } = await initJetStreamControlLog(nc, {
+      region: o.region,
+      ...(replicas !== undefined ? { replicas } : {}),
+      ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}),
+    });
+    const lastSeq = await store.lastSeq();
+    await store.close();
+    const out = { region: o.region, stream: controlStreamName(o.region), created, lastSeq };
+    printResult(o, out, [out]);
+  } finally {
+    await closeNats(nc);
+  }
 }
 
 function positiveNumber(flag: string, text: string, integer: boolean): number {

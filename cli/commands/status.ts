@@ -10,6 +10,7 @@ import {
   noControllerLine,
   serverUrls,
   statusFromLogAndHolders,
+  type LogStatus,
   type LogStatusOptions,
 } from "../log-status.ts";
 import { action, consistentBy, contributorsText, printResult, type OutputOptions } from "../output.ts";
@@ -210,61 +211,62 @@ export function register(program: Command): void {
       )
       .option("--watch", "keep redrawing as new documents arrive, until Ctrl-C")
       .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000"),
-  ).action(
-    action(
-      async (
-        volume: string,
-        o: OutputOptions & WithoutControllerOptions & { timeout: string; watch?: boolean; every: string },
-      ) => {
-        checkToken(volume, "volume");
-        const timeoutMs = positiveInt("timeout", o.timeout);
-        const everyMs = positiveInt("every", o.every);
-        const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
-        const connectMs = positiveInt("connect-timeout", o.connectTimeout);
-        const logWaitMs = positiveInt("log-wait", o.logWait);
-        const first = await connectFirst(o, serverUrls(o), "custody-status", connectMs);
-        const t = first.transport;
-        const stop = () => void t.close().finally(() => process.exit(0));
-        if (o.watch) process.once("SIGINT", stop).once("SIGTERM", stop);
-        try {
-          // --watch: redraw on each document (at most every --every ms) until Ctrl-C; without a
-          // controller each redraw is computed here again.
-          for (;;) {
-            const doc = await nextStatus(t, volume, timeoutMs).catch(async (err: unknown) => {
-              if (!(err instanceof StatusTimeoutError)) throw err;
-              const computed = await statusFromLogAndHolders(o, volume, {
-                connectMs,
-                evidenceMs,
-                logWaitMs,
-                first,
-              }).catch((e: unknown) => {
-                throw noControllerAnd(e, timeoutMs);
-              });
-              await computed.close();
-              return computed;
-            });
-            if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
-            if ("doc" in doc) {
-              if (!o.json) cliIo().stdout(noControllerLine(doc) + "\n");
-              printStatus(doc.doc, o, {
-                controllerAnswered: false,
-                computedFrom: {
-                  controlSeq: doc.control.lastSeq,
-                  server: doc.url,
-                  holders: doc.heard,
-                  holdersAnswered: doc.answered,
-                  listenedMs: doc.listenedMs,
-                  rejectedBatches: doc.rejected,
-                },
-              });
-            } else printStatus(doc, o);
-            if (!o.watch || cliIo().stdoutClosed?.() === true) break;
-            await new Promise((r) => setTimeout(r, everyMs));
-          }
-        } finally {
-          await t.close();
-        }
-      },
-    ),
-  );
+  ).action(action(runStatus));
+}
+
+type StatusOptions = OutputOptions & WithoutControllerOptions & { timeout: string; watch?: boolean; every: string };
+
+/**
+ * Prints the volume's status: its controller's document, else one computed here. --watch: redraw
+ * on each document (at most every --every ms) until Ctrl-C; without a controller each redraw is
+ * computed here again.
+ */
+async function runStatus(volume: string, o: StatusOptions): Promise<void> {
+  checkToken(volume, "volume");
+  const timeoutMs = positiveInt("timeout", o.timeout);
+  const everyMs = positiveInt("every", o.every);
+  const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
+  const connectMs = positiveInt("connect-timeout", o.connectTimeout);
+  const logWaitMs = positiveInt("log-wait", o.logWait);
+  const first = await connectFirst(o, serverUrls(o), "custody-status", connectMs);
+  const t = first.transport;
+  const stop = () => void t.close().finally(() => process.exit(0));
+  if (o.watch) process.once("SIGINT", stop).once("SIGTERM", stop);
+  try {
+    for (;;) {
+      const doc = await nextStatus(t, volume, timeoutMs).catch(async (err: unknown) => {
+        if (!(err instanceof StatusTimeoutError)) throw err;
+        const computed = await statusFromLogAndHolders(o, volume, { connectMs, evidenceMs, logWaitMs, first }).catch(
+          (e: unknown) => {
+            throw noControllerAnd(e, timeoutMs);
+          },
+        );
+        await computed.close();
+        return computed;
+      });
+      if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
+      if ("doc" in doc) printComputed(doc, o);
+      else printStatus(doc, o);
+      if (!o.watch || cliIo().stdoutClosed?.() === true) break;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  } finally {
+    await t.close();
+  }
+}
+
+/** A status computed here: the line that says so, then the document with what it was computed from. */
+function printComputed(s: LogStatus, o: OutputOptions): void {
+  if (!o.json) cliIo().stdout(noControllerLine(s) + "\n");
+  printStatus(s.doc, o, {
+    controllerAnswered: false,
+    computedFrom: {
+      controlSeq: s.control.lastSeq,
+      server: s.url,
+      holders: s.heard,
+      holdersAnswered: s.answered,
+      listenedMs: s.listenedMs,
+      rejectedBatches: s.rejected,
+    },
+  });
 }
