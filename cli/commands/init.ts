@@ -68,8 +68,7 @@ function newNkeyUser(): { seed: string; publicKey: string } {
  * `bootstrap.json` and `roles.json`. Secured (the default): first a CA and a certificate per region
  * (`nats/tls/`, openssl), then an nkey seed per role instance and for the operator (`nats.nk`,
  * 0600), the CA beside each, and `operator/nats.json`, the operator commands' connection. Refuses an
- * output that already holds a deployment: new keys
- * would not match the ones already admitted.
+ * output that already holds a deployment: new keys would not match the ones already admitted.
  *
  * `custody bootstrap <bootstrap.json> --server URL`: creates the region's control stream when it is
  * not there yet (as `custody log init` does), then commits, signed with the operator's key, the

@@ -92,8 +92,8 @@ async function runPs(o: PsOptions): Promise<void> {
       return;
     }
     const head = [
-      `${plural(stats.length, "process", "processes")} ` +
-        `answered${summary.expected !== undefined ? ` of ${summary.expected} expected` : ""}`,
+      `${plural(stats.length, "process", "processes")} answered` +
+        (summary.expected !== undefined ? ` of ${summary.expected} expected` : ""),
       `${absent.length} absent`,
       `${fenced.length} fenced`,
       ...(rejected > 0 ? [`${plural(rejected, "unreadable answer")} ignored`] : []),

@@ -138,9 +138,9 @@ function spendText(doc: VolumeStatus): string {
   const usd = (n: number) => `$${n < 0.01 && n > 0 ? n.toExponential(2) : n.toFixed(2)}`;
   const budgets = s.budgets.map((b) => `${b.kind} ${usd(b.spentUsd)}/${usd(b.budgetUsd)}`).join("  ");
   const lines = [
-    `spend ceiling ${usd(s.ceilingUsd)}/month  projected ` +
-      `${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  optional ` +
-      `refused ${s.refusedOptional}`,
+    `spend ceiling ${usd(s.ceilingUsd)}/month  ` +
+      `projected ${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  ` +
+      `optional refused ${s.refusedOptional}`,
     `budgets ${budgets}`,
   ];
   for (const d of s.deferred)
