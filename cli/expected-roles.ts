@@ -46,7 +46,10 @@ function readJson(file: string): Record<string, unknown> {
   }
 }
 
-/** The role instances `roles.json` in `deploymentDir` lists; an instance is `<role>-<id>` (a base builder's id is its instance name). */
+/**
+ * The role instances `roles.json` in `deploymentDir` lists; an instance is `<role>-<id>` (a base
+ * builder's id is its instance name).
+ */
 export function plannedRoles(deploymentDir: string): ExpectedRole[] {
   const file = join(deploymentDir, "roles.json");
   const roles = readJson(file)["roles"];
@@ -59,7 +62,10 @@ export function plannedRoles(deploymentDir: string): ExpectedRole[] {
   });
 }
 
-/** The control log's region and whom its readers trust, from `bootstrap.json` in `deploymentDir`; undefined without one. */
+/**
+ * The control log's region and whom its readers trust, from `bootstrap.json` in `deploymentDir`;
+ * undefined without one.
+ */
 export function controlLogOf(deploymentDir: string): { region: string; trust?: ControlTrust } | undefined {
   const file = join(deploymentDir, "bootstrap.json");
   if (!existsSync(file)) return undefined;

@@ -56,7 +56,8 @@ export class NoTopologyError extends CustodyError {
   constructor(volume: string, where: string) {
     super(
       "no_topology",
-      `no controller config of ${volume} in ${where}: give --controller-config <file> (custody init wrote roles/controller-<id>/config.json)`,
+      `no controller config of ${volume} in ${where}: give --controller-config <file> (custody init wrote ` +
+        `roles/controller-<id>/config.json)`,
       { volume, where },
     );
   }
@@ -233,7 +234,8 @@ export async function statusFromLogAndHolders(
     const waited = Math.round(performance.now() - started);
     if (waited + LOG_RETRY_MS >= q.logWaitMs) {
       throw new NoServerAnsweredError(
-        `no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file}) in ${round} round${round === 1 ? "" : "s"} over ${waited} ms`,
+        `no server served the control log of ${volume} (region ${deployment.region}, from ${deployment.file}) ` +
+          `in ${round} round${round === 1 ? "" : "s"} over ${waited} ms`,
         failures,
       );
     }
@@ -271,47 +273,22 @@ async function oneRound(
       const log = store;
       const follower = new ControlLogFollower(store, undefined, deployment.trust);
       const control = await follower.refresh();
-      const t = deployment.topology;
-      // Listening ends early once every admitted holder the log has not declared failed was heard.
-      const failed = failedHolders(control);
-      const expect = Object.keys(t.holderSites).filter((h) => control.holders[h] !== undefined && !failed.has(h));
-      // The holders are asked too (their process stats): one that retains nothing of the volume sends
-      // no receipt, so it is not waited for. Only verified receipts count as evidence.
-      const asked = listProcesses(transport.connection, {
-        role: "holder",
-        waitMs: Math.min(q.evidenceMs, STATS_WAIT_MS),
-      }).then(
-        (r) => r.stats,
-        () => [],
-      );
-      const retainsNothing = (p: ProcessStats) =>
-        t.lanes.every((l) => (p.samples?.[`${holderLaneKey(volume, l)}.retained`]?.length ?? 0) === 0);
-      const excused = asked.then((stats) =>
-        stats.filter((p) => expect.includes(p.id) && retainsNothing(p)).map((p) => p.id),
-      );
-      const ev = await gatherHolderEvidence(transport, control, {
+      const { doc, state, report, heard, answered, listenedMs, rejected } = await evaluateHere(
+        transport,
+        control,
         volume,
-        lanes: t.lanes,
-        expect,
-        excused,
-        waitMs: q.evidenceMs,
-        staleAfterMs: t.staleAfterMs,
-        clock: systemClock,
-      });
-      const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
-      const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
-      // One look cannot tell how long a loss has lasted: writes past their receipt deadline count at once (no grace).
-      const steady = steadyVerdicts(state, report, { receiptDeadlineMs: deployment.receiptDeadlineMs, graceMs: 0 }, {});
-      const doc = statusDocument("none", control.lastSeq, state, { ...report, reports: steady.reports }, 0);
+        deployment,
+        q.evidenceMs,
+      );
       const status: LogStatus = {
         doc,
         state,
         report,
         control,
-        heard: ev.heard,
+        heard,
         answered,
-        listenedMs: ev.listenedMs,
-        rejected: ev.rejected,
+        listenedMs,
+        rejected,
         url,
         deployment,
         store: log,
@@ -337,8 +314,66 @@ async function oneRound(
   return { failures };
 }
 
+/**
+ * The volume's status computed here from the control log's state and what the holders say: their
+ * signed receipts (the evidence) and their process stats.
+ */
+async function evaluateHere(
+  transport: NatsTransport,
+  control: ControlState,
+  volume: string,
+  deployment: VolumeDeployment,
+  evidenceMs: number,
+) {
+  const t = deployment.topology;
+  // Listening ends early once every admitted holder the log has not declared failed was heard.
+  const failed = failedHolders(control);
+  const expect = Object.keys(t.holderSites).filter((h) => control.holders[h] !== undefined && !failed.has(h));
+  // The holders are asked too (their process stats): one that retains nothing of the volume sends
+  // no receipt, so it is not waited for. Only verified receipts count as evidence.
+  const asked = listProcesses(transport.connection, {
+    role: "holder",
+    waitMs: Math.min(evidenceMs, STATS_WAIT_MS),
+  }).then(
+    (r) => r.stats,
+    () => [],
+  );
+  const retainsNothing = (p: ProcessStats) =>
+    t.lanes.every((l) => (p.samples?.[`${holderLaneKey(volume, l)}.retained`]?.length ?? 0) === 0);
+  const excused = asked.then((stats) =>
+    stats.filter((p) => expect.includes(p.id) && retainsNothing(p)).map((p) => p.id),
+  );
+  const ev = await gatherHolderEvidence(transport, control, {
+    volume,
+    lanes: t.lanes,
+    expect,
+    excused,
+    waitMs: evidenceMs,
+    staleAfterMs: t.staleAfterMs,
+    clock: systemClock,
+  });
+  const answered = (await asked).filter((p) => p.id in t.holderSites).map((p) => p.id);
+  const { state, report } = evaluateFromLog(t, control, ev.holdings, ev.progress, systemClock.now());
+  // One look cannot tell how long a loss has lasted: writes past their receipt deadline count at once (no grace).
+  const steady = steadyVerdicts(state, report, { receiptDeadlineMs: deployment.receiptDeadlineMs, graceMs: 0 }, {});
+  const doc = statusDocument("none", control.lastSeq, state, { ...report, reports: steady.reports }, 0);
+  return {
+    doc,
+    state,
+    report,
+    heard: ev.heard,
+    answered,
+    listenedMs: ev.listenedMs,
+    rejected: ev.rejected,
+  };
+}
+
 /** The one line that says the status was computed here, not by a controller. */
 export function noControllerLine(s: Pick<LogStatus, "heard" | "answered" | "listenedMs" | "url" | "control">): string {
   const n = s.heard.length;
-  return `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} via ${s.url} and ${n} ${n === 1 ? "holder's" : "holders'"} receipts: ${s.heard.join(",") || "none"}; ${s.answered.length} holder${s.answered.length === 1 ? "" : "s"} answered stats; listened ${s.listenedMs} ms)`;
+  return (
+    `controller: none answered (status computed by this command from the control log at seq ${s.control.lastSeq} ` +
+    `via ${s.url} and ${n} ${n === 1 ? "holder's" : "holders'"} receipts: ${s.heard.join(",") || "none"}; ` +
+    `${s.answered.length} holder${s.answered.length === 1 ? "" : "s"} answered stats; listened ${s.listenedMs} ms)`
+  );
 }

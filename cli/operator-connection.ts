@@ -11,7 +11,7 @@ import {
   type ConnectNatsOptions,
   type NatsConnection,
 } from "../transport/index.ts";
-import { CustodyCliError } from "./commands/custody.ts";
+import { CustodyCliError } from "./cli-error.ts";
 
 /**
  * How an operator command reaches the bus: a server URL and, on a secured deployment, the
@@ -37,7 +37,10 @@ export const DEFAULT_SERVER = "nats://127.0.0.1:4222";
 /** `--connect-timeout` when not given (ms). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 
-/** Adds `--server`, `--operator-config`, `--nkey-seed`, `--inbox-prefix`, `--ca` and `--connect-timeout` to a command. */
+/**
+ * Adds `--server`, `--operator-config`, `--nkey-seed`, `--inbox-prefix`, `--ca` and
+ * `--connect-timeout` to a command.
+ */
 export function withOperatorConnection(c: Command): Command {
   return c
     .option("--server <url>", `NATS server URL (default: the operator config's, else ${DEFAULT_SERVER})`)
@@ -50,7 +53,8 @@ export function withOperatorConnection(c: Command): Command {
     .option("--ca <file>", "CA certificate (PEM) to trust for the server's TLS certificate")
     .option(
       "--connect-timeout <ms>",
-      "per server: how long a connection (and a control-log read) may take before the command fails or tries the next region's server",
+      "per server: how long a connection (and a control-log read) may take before the command fails or tries " +
+        "the next region's server",
       String(DEFAULT_CONNECT_TIMEOUT_MS),
     );
 }
@@ -113,9 +117,11 @@ function withOptionHint(err: unknown, o: OperatorConnectionOptions): unknown {
   const servers = (err.detail["servers"] as string[] | undefined) ?? [];
   const hint =
     err.code === NatsConnectErrorCode.TlsUntrusted && o.ca === undefined
-      ? "pass --operator-config <deployment>/operator/nats.json (custody init wrote it; it names the CA), or --ca <the deployment's CA certificate>"
+      ? "pass --operator-config <deployment>/operator/nats.json (custody init wrote it; it names the CA), or " +
+        "--ca <the deployment's CA certificate>"
       : err.code === NatsConnectErrorCode.AuthFailed && o.nkeySeed === undefined
-        ? "pass --operator-config <deployment>/operator/nats.json (custody init wrote it), or --nkey-seed and --inbox-prefix"
+        ? "pass --operator-config <deployment>/operator/nats.json (custody init wrote it), or --nkey-seed and " +
+          "--inbox-prefix"
         : undefined;
   return hint === undefined
     ? err

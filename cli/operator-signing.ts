@@ -5,7 +5,7 @@ import type { ControllerIdentity } from "../custody/index.ts";
 import type { ControlSigner, ControlTrust } from "../custody/index.ts";
 import { privateKeyFromPkcs8 } from "../custody/index.ts";
 import { systemClock } from "../core/index.ts";
-import { CustodyCliError } from "./commands/custody.ts";
+import { CustodyCliError } from "./cli-error.ts";
 
 /** Options of commands that commit to (or read) a signed control log as the operator. */
 export interface OperatorKeyOptions {
@@ -18,7 +18,8 @@ export function withOperatorKey(c: Command): Command {
   return c
     .option(
       "--operator-key <file>",
-      "the operator's Ed25519 key (PKCS#8 DER, mode 0600): sign what is committed and trust only signed entries (custody init writes operator/operator.key)",
+      "the operator's Ed25519 key (PKCS#8 DER, mode 0600): sign what is committed and trust only signed " +
+        "entries (custody init writes operator/operator.key)",
     )
     .option("--operator-id <id>", "the operator id the control log's readers trust", "operator");
 }

@@ -100,7 +100,8 @@ export function psEntries(stats: readonly ProcessStats[], expected: readonly Exp
     const where = [
       e.planned ? `in roles.json${e.region !== undefined ? `, region ${e.region}` : ""}` : "",
       e.logIncarnation !== undefined
-        ? `admitted in the control log (incarnation ${e.logIncarnation}${e.logStatus === "failed" ? ", declared failed" : ""})`
+        ? `admitted in the control log (incarnation ` +
+          `${e.logIncarnation}${e.logStatus === "failed" ? ", declared failed" : ""})`
         : "",
     ].filter((x) => x !== "");
     out.push({

@@ -27,7 +27,10 @@ const AREAS: readonly { readonly commands: readonly string[]; load(): Promise<Ar
   { commands: ["log"], load: () => import("./commands/log.ts") },
 ];
 
-/** Commander's usage error (`error: unknown option '--x'`, perhaps a second `(Did you mean …?)` line) as one error line. */
+/**
+ * Commander's usage error (`error: unknown option '--x'`, perhaps a second `(Did you mean …?)` line)
+ * as one error line.
+ */
 function usageLine(s: string): string {
   return `${s
     .trim()

@@ -18,7 +18,8 @@ export class BlockCountUnknownError extends CustodyError {
   constructor(volume: string, file: string) {
     super(
       "block_count_unknown",
-      `the size of ${volume} is not in ${file} (a controller config written before custody init recorded it): give --blocks`,
+      `the size of ${volume} is not in ${file} (a controller config written before custody init recorded it): ` +
+        `give --blocks`,
       { volume, file },
     );
   }

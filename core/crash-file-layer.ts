@@ -216,15 +216,9 @@ function replay(log: readonly LoggedOp[], upTo: number): ReplayState {
   const liveNames = new Map<string, number>();
   const durableNames = new Map<string, number>();
   // Unsynced ops per inode, in order; truncates are kept so a sync can replay them faithfully.
-  const unsynced = new Map<
-    number,
-    (
-      | { id: number; kind: "write"; position: number; data: Uint8Array; path: string }
-      | { kind: "truncate"; length: number }
-    )[]
-  >();
+  const unsynced = new Map<number, UnsyncedOp[]>();
   // What the unsynced ops overwrote, per inode, in order: restore the length, then the old bytes at `position`.
-  const undo = new Map<number, { oldLength: number; position: number; old: Uint8Array }[]>();
+  const undo = new Map<number, UndoRecord[]>();
   const bytes = (ino: number) => live.get(ino) ?? new Uint8Array(0);
   for (let i = 0; i < upTo; i++) {
     const op = log[i]!;
@@ -275,34 +269,55 @@ function replay(log: readonly LoggedOp[], upTo: number): ReplayState {
       case "unlink":
         liveNames.delete(op.path);
         break;
-      case "syncdir": {
-        const prefix = op.path.endsWith("/") ? op.path : op.path + "/";
-        const inDir = (p: string) => p.startsWith(prefix) && !p.slice(prefix.length).includes("/");
-        for (const p of [...durableNames.keys()]) if (inDir(p) && !liveNames.has(p)) durableNames.delete(p);
-        for (const [p, ino] of liveNames) if (inDir(p)) durableNames.set(p, ino);
+      case "syncdir":
+        syncDir(op.path, liveNames, durableNames);
         break;
-      }
     }
   }
   const durable = new Map<number, Uint8Array>();
-  for (const ino of hasDurable) {
-    let d = resize(bytes(ino), bytes(ino).length);
-    for (const u of (undo.get(ino) ?? []).reverse()) {
-      if (d.length !== u.oldLength) d = resize(d, u.oldLength);
-      // A write that started past the old end overwrote nothing (and its position is out of range).
-      if (u.old.length > 0) d.set(u.old, u.position);
-    }
-    durable.set(ino, d);
+  for (const ino of hasDurable) durable.set(ino, undone(bytes(ino), undo.get(ino) ?? []));
+  return { durable, durableNames, pending: pendingWrites(unsynced) };
+}
+
+/** An op on an inode since its last sync. */
+type UnsyncedOp =
+  | { id: number; kind: "write"; position: number; data: Uint8Array; path: string }
+  | { kind: "truncate"; length: number };
+
+/** What one unsynced op overwrote: the length before it, and the old bytes at `position`. */
+type UndoRecord = { oldLength: number; position: number; old: Uint8Array };
+
+/** A directory sync: the names directly in `path` become durable as they are live (removed ones go). */
+function syncDir(path: string, liveNames: Map<string, number>, durableNames: Map<string, number>): void {
+  const prefix = path.endsWith("/") ? path : path + "/";
+  const inDir = (p: string) => p.startsWith(prefix) && !p.slice(prefix.length).includes("/");
+  for (const p of [...durableNames.keys()]) if (inDir(p) && !liveNames.has(p)) durableNames.delete(p);
+  for (const [p, ino] of liveNames) if (inDir(p)) durableNames.set(p, ino);
+}
+
+/** The durable content of a file: a copy of its live bytes with its unsynced ops undone, newest first. */
+function undone(live: Uint8Array, undo: UndoRecord[]): Uint8Array {
+  let d = resize(live, live.length);
+  for (const u of undo.reverse()) {
+    if (d.length !== u.oldLength) d = resize(d, u.oldLength);
+    // A write that started past the old end overwrote nothing (and its position is out of range).
+    if (u.old.length > 0) d.set(u.old, u.position);
   }
-  // An unsynced truncate is lost at a crash (sizes change durably only at sync); kept writes still
-  // extend the file as far as they reach.
+  return d;
+}
+
+/**
+ * The unsynced writes in log order. An unsynced truncate is lost at a crash (sizes change durably
+ * only at sync); kept writes still extend the file as far as they reach.
+ */
+function pendingWrites(unsynced: Map<number, UnsyncedOp[]>): ReplayState["pending"] {
   const pending: ReplayState["pending"] = [];
   for (const [ino, ops] of unsynced) {
     for (const op of ops)
       if (op.kind === "write") pending.push({ id: op.id, ino, path: op.path, position: op.position, data: op.data });
   }
   pending.sort((a, b) => a.id - b.id);
-  return { durable, durableNames, pending };
+  return pending;
 }
 
 function listOf<K, V>(m: Map<K, V[]>, k: K): V[] {

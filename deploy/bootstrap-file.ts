@@ -12,7 +12,10 @@ const bootstrapSchema = z.strictObject({
     .string()
     .regex(/^[0-9a-f]{64}$/i)
     .optional(),
-  /** Each controller's `volumes`: what it may commit for (required: an unscoped controller could commit for every volume). */
+  /**
+   * Each controller's `volumes`: what it may commit for (required: an unscoped controller could commit
+   * for every volume).
+   */
   controllers: z
     .array(
       z.strictObject({

@@ -24,9 +24,10 @@ export interface BootstrapResult {
 /**
  * The operator's bootstrap of a control log: admits the controllers' signing keys with the volumes
  * each may commit for, each holder's first incarnation with its key, failure domain and the volumes
- * it is bound to, and creates each lane's obligation over the holders that serve it (a coalesced stream's derived lane as `coalesced`, over the stream's holders). With `signer` (the operator's key) every event is signed and the log is
- * read as a signed log; without it, unsigned. What the log already has is left alone, so running
- * it twice changes nothing.
+ * it is bound to, and creates each lane's obligation over the holders that serve it (a coalesced
+ * stream's derived lane as `coalesced`, over the stream's holders). With `signer` (the operator's
+ * key) every event is signed and the log is read as a signed log; without it, unsigned. What the
+ * log already has is left alone, so running it twice changes nothing.
  */
 export async function applyBootstrap(
   store: ControlLogStore,
@@ -37,28 +38,51 @@ export async function applyBootstrap(
     signer === undefined ? undefined : { operators: { [signer.id]: createPublicKey(signer.privateKey) } };
   const follower = new ControlLogFollower(store, undefined, trust);
   const op = { controller: signer?.id ?? plan.operatorId, clock: systemClock, ...(signer ? { signer } : {}) };
-  const admitted: string[] = [];
-  const controllers: string[] = [];
-  const obligations: string[] = [];
+  const log: BootstrapLog = { store, follower, op };
   const skipped: string[] = [];
-  if (signer !== undefined) {
-    for (const c of plan.controllers) {
-      const publicKey = new Uint8Array(Buffer.from(c.publicKey, "hex"));
-      publicKeyFromRaw(publicKey);
-      const volumes = [...new Set(c.volumes)].sort();
-      const have = (await follower.refresh()).controllers?.[c.id];
-      // Admitted with another key, or unscoped / for other volumes (a log from before scoping): admitted again.
-      if (have !== undefined && Buffer.from(have.publicKey).equals(publicKey) && sameVolumes(have.volumes, volumes))
-        continue;
-      await commitControlEventRetrying(store, follower, op, () => ({
-        type: "admit_controller",
-        controllerId: c.id,
-        publicKey,
-        volumes,
-      }));
-      controllers.push(c.id);
-    }
+  // Only a signed log knows controllers' keys.
+  const controllers = signer !== undefined ? await admitControllers(log, plan) : [];
+  const admitted = await admitHolders(log, plan, skipped);
+  const obligations = await createObligations(log, plan, skipped);
+  return { controllers, admitted, obligations, skipped };
+}
+
+/** The log a bootstrap commits to, and as whom. */
+interface BootstrapLog {
+  readonly store: ControlLogStore;
+  readonly follower: ControlLogFollower;
+  readonly op: Parameters<typeof commitControlEventRetrying>[2];
+}
+
+/** Admits each controller's signing key for its volumes; returns the controllers admitted now. */
+async function admitControllers({ store, follower, op }: BootstrapLog, plan: BootstrapPlan): Promise<string[]> {
+  const controllers: string[] = [];
+  for (const c of plan.controllers) {
+    const publicKey = new Uint8Array(Buffer.from(c.publicKey, "hex"));
+    publicKeyFromRaw(publicKey);
+    const volumes = [...new Set(c.volumes)].sort();
+    const have = (await follower.refresh()).controllers?.[c.id];
+    // Admitted with another key, or unscoped / for other volumes (a log from before scoping): admitted again.
+    if (have !== undefined && Buffer.from(have.publicKey).equals(publicKey) && sameVolumes(have.volumes, volumes))
+      continue;
+    await commitControlEventRetrying(store, follower, op, () => ({
+      type: "admit_controller",
+      controllerId: c.id,
+      publicKey,
+      volumes,
+    }));
+    controllers.push(c.id);
   }
+  return controllers;
+}
+
+/** Admits each holder's first incarnation; returns the holders admitted now, adds those already there to `skipped`. */
+async function admitHolders(
+  { store, follower, op }: BootstrapLog,
+  plan: BootstrapPlan,
+  skipped: string[],
+): Promise<string[]> {
+  const admitted: string[] = [];
   for (const h of plan.holders) {
     if (!/^[0-9a-f]{64}$/i.test(h.publicKey))
       throw new DeploymentError(`bootstrap: holder ${h.id}: publicKey is not 64 hex digits`, {
@@ -87,6 +111,16 @@ export async function applyBootstrap(
     }));
     admitted.push(h.id);
   }
+  return admitted;
+}
+
+/** Creates each lane's obligation; returns those created now, adds those already there to `skipped`. */
+async function createObligations(
+  { store, follower, op }: BootstrapLog,
+  plan: BootstrapPlan,
+  skipped: string[],
+): Promise<string[]> {
+  const obligations: string[] = [];
   for (const o of plan.obligations) {
     const obligationId = `${o.volume}-${o.lane}`;
     if ((await follower.refresh()).obligations[obligationId] !== undefined) {
@@ -104,7 +138,7 @@ export async function applyBootstrap(
     }));
     obligations.push(obligationId);
   }
-  return { controllers, admitted, obligations, skipped };
+  return obligations;
 }
 
 function sameVolumes(a: readonly string[] | undefined, b: readonly string[]): boolean {

@@ -105,10 +105,15 @@ export function controlPlaneLossMessage(l: ControlPlaneLoss): string {
     r === "controller"
       ? "add a standby controller in another region"
       : r === "quorum"
-        ? "replicate the control log across 3 regions (controlLog.replicas 3, or put the losses outside two of its first three regions)"
+        ? "replicate the control log across 3 regions " +
+          "(controlLog.replicas 3, or put the losses outside two of its first three regions)"
         : "put a key authority (volumes[].keyAuthorities) outside the scenario's losses",
   );
-  return `required scenario "${l.scenario}" of ${l.volume} ${l.reason.replace(/^control_plane_lost: /, "")}; ${fix.join(", ")} or pass --allow-control-plane-loss`;
+  const reason = l.reason.replace(/^control_plane_lost: /, "");
+  return (
+    `required scenario "${l.scenario}" of ${l.volume} ${reason}; ${fix.join(", ")} ` +
+    "or pass --allow-control-plane-loss"
+  );
 }
 
 /**

@@ -48,7 +48,8 @@ export function controlLogTopology(d: Deployment): ControlLogTopology {
   if (replicas === 1) {
     const why =
       regions.length < CONTROL_LOG_REPLICAS
-        ? `the deployment has ${regions.length} region${regions.length === 1 ? "" : "s"} and a replicated control log needs 3`
+        ? `the deployment has ${regions.length} region${regions.length === 1 ? "" : "s"} ` +
+          "and a replicated control log needs 3"
         : "controlLog.replicas is 1";
     // The bootstrap (the operator's connection) reaches the first controller's region: the stream is stored there.
     const home = d.controllers[0]?.region ?? regions[0]![0];
@@ -61,7 +62,9 @@ export function controlLogTopology(d: Deployment): ControlLogTopology {
     return {
       replicated: false,
       replicas: 1,
-      warning: `control log ${d.controlRegion} has a single replica (${why}): losing the region whose server stores it (${home}) loses the log${breaks}`,
+      warning:
+        `control log ${d.controlRegion} has a single replica (${why}): ` +
+        `losing the region whose server stores it (${home}) loses the log${breaks}`,
     };
   }
   const cluster = controlClusterName(d.controlRegion);

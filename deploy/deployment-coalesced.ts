@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { checkCoalescedStream, derivedLaneName, WriterConfigError, type CoalescedStreamSpec } from "../actors/index.ts";
 import type { Deployment, DeploymentHolder, DeploymentVolume } from "./deployment-schema.ts";
+import type { CoalescedSection } from "./coalesced-section.ts";
 
 /**
  * A volume's coalesced stream in a deployment (issue #22 item 1): `volumes[].coalesced` names the
@@ -9,23 +9,6 @@ import type { Deployment, DeploymentHolder, DeploymentVolume } from "./deploymen
  * `coalesced`, upstream the writer), so the writer, the holders, the controller, the bootstrap and
  * the NATS permissions all take the same lane names from one place (`derivedLaneName`).
  */
-
-/** The section's shape; the bounds (positive integers, a window of at least one block, free lane names) are the writer's own (`checkCoalescedStream`). */
-export const coalescedSectionSchema = z.strictObject({
-  /** First hops of every derived lane: holders declared in `holders`, none a standby. */
-  holders: z.array(z.string().min(1)).min(1),
-  windowRecords: z.number(),
-  windowMs: z.number().optional(),
-  /** Derived lane = raw lane + this suffix (default `-coalesced`); it must stay a deployment id. */
-  laneSuffix: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]*$/, "letters, digits, '-' and '_' only")
-    .optional(),
-  maxWindowRecords: z.number().optional(),
-  maxWindowBytes: z.number().optional(),
-  windowsPerTick: z.number().optional(),
-});
-export type CoalescedSection = z.infer<typeof coalescedSectionSchema>;
 
 /** The writer's `coalesced` config of a volume's section (keys absent stay absent). */
 export function coalescedSpecOf(c: CoalescedSection): CoalescedStreamSpec {
@@ -63,7 +46,10 @@ export interface ServedLane {
   readonly representation?: "coalesced";
 }
 
-/** The lanes a holder serves: those it declares, then every derived lane of each volume whose coalesced stream names it. */
+/**
+ * The lanes a holder serves: those it declares, then every derived lane of each volume whose coalesced
+ * stream names it.
+ */
 export function servedLanes(d: Deployment, h: DeploymentHolder): ServedLane[] {
   const derived = d.volumes.flatMap((v) =>
     v.coalesced?.holders.includes(h.id) === true

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { ControllerConfig } from "../actors/index.ts";
 import type { Scenario, Site } from "../policies/index.ts";
 import type { NatsRoleConfig } from "../runtime/index.ts";
-import { DeploymentError, type Deployment, type DeploymentVolume } from "./deployment-schema.ts";
+import { DeploymentError, type Deployment, type DeploymentHolder, type DeploymentVolume } from "./deployment-schema.ts";
 import {
   CA_FILE,
   deploymentPrincipals,
@@ -11,10 +11,11 @@ import {
   OPERATOR_NATS_FILE,
   regionSecurityText,
   securedNats,
+  type DeploymentPrincipal,
   type NkeyUserKey,
 } from "./deployment-security.ts";
 import { controlServerConfig, natsServerConfig, regionUrl } from "./nats-server-config.ts";
-import { controlLogTopology } from "./control-servers.ts";
+import { controlLogTopology, type ControlLogTopology } from "./control-servers.ts";
 import { controlPlaneOf, keyAuthoritiesOf } from "./control-plane-placement.ts";
 import { failureDomainOf, writerSigningKey } from "../custody/index.ts";
 import { holderRoleConfig, writerRoleConfig } from "./role-configs.ts";
@@ -74,12 +75,18 @@ export interface PlannedRole {
   readonly dir: string;
 }
 
-/** What `custody bootstrap` commits to a fresh control log: the controllers' keys, first incarnations and obligations. */
+/**
+ * What `custody bootstrap` commits to a fresh control log: the controllers' keys, first incarnations
+ * and obligations.
+ */
 export interface BootstrapPlan {
   readonly controlRegion: string;
   /** The operator whose key signs the bootstrap and whom every role's `controlTrust` trusts. */
   readonly operatorId: string;
-  /** The operator's raw public key (64 hex digits) when the log is signed: bootstrap then needs the matching private key. */
+  /**
+   * The operator's raw public key (64 hex digits) when the log is signed: bootstrap then needs the
+   * matching private key.
+   */
   readonly operatorPublicKey?: string;
   /**
    * Controllers whose signing keys the operator admits first (`admit_controller`): raw public keys,
@@ -105,7 +112,10 @@ export interface BootstrapPlan {
     readonly holders: readonly string[];
     readonly representation?: "raw" | "coalesced";
   }[];
-  /** A replicated control log: the bootstrap creates its stream with these replicas on this cluster (absent: one replica where the bootstrap connects). */
+  /**
+   * A replicated control log: the bootstrap creates its stream with these replicas on this cluster
+   * (absent: one replica where the bootstrap connects).
+   */
   readonly controlStream?: { readonly replicas: number; readonly cluster: string };
 }
 
@@ -146,7 +156,10 @@ export function roleNats(d: Deployment, region: string): NatsRoleConfig {
   return { servers: regionUrl(d.regions[region]!) };
 }
 
-/** The volume's lanes as the writer splits them: declared, or one lane `l…` over every block to the holders it feeds. */
+/**
+ * The volume's lanes as the writer splits them: declared, or one lane `l…` over every block to the
+ * holders it feeds.
+ */
 export function volumeLanes(
   d: Deployment,
   v: DeploymentVolume,
@@ -159,7 +172,8 @@ export function volumeLanes(
   const names = [...new Set(served.map((s) => s.lane))];
   if (names.length !== 1)
     throw new DeploymentError(
-      `invalid deployment: volumes.${v.id}.lanes: holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`,
+      `invalid deployment: volumes.${v.id}.lanes: ` +
+        `holders serve ${names.length} lanes of ${v.id} (${names.join(", ") || "none"}); declare the lanes`,
       { path: `volumes.${v.id}.lanes` },
     );
   const firstHops = served.filter((s) => s.upstream.includes(v.writer.id)).map((s) => s.holder);
@@ -180,286 +194,22 @@ export function planDeployment(
   keys: KeySource,
   security?: SecuritySource,
 ): DeploymentPlan {
-  const configDir = d.paths?.configDir ?? join(outDir, "roles");
-  const stateDir = d.paths?.stateDir ?? join(outDir, "state");
   const secured = d.security !== "none";
   if (secured && security === undefined)
     throw new DeploymentError(
       'a secured deployment needs nkey users and a CA certificate to plan (or "security": "none")',
       { path: "security" },
     );
-  // The servers' TLS files, on the servers' machines (beside their configs).
-  const natsDir = d.paths?.configDir !== undefined ? join(d.paths.configDir, "nats") : join(outDir, "nats");
-  // A writer's permissions cover its raw lanes and a coalesced stream's derived lanes.
-  const principals = deploymentPrincipals(d, OPERATOR_ID, (v) => [...volumeLanes(d, v), ...derivedWriterLanes(d, v)]);
-  const userKeys = new Map(secured ? principals.map((p) => [p.instance, security!.nkeyUser()]) : []);
-  const principalOf = (instance: string) => principals.find((p) => p.instance === instance)!;
-  // A role's connection: its region's URL and, when secured, its own seed file, inbox prefix and the CA.
-  const natsFor = (instance: string, region: string): NatsRoleConfig =>
-    secured
-      ? securedNats(regionUrl(d.regions[region]!), join(configDir, instance), principalOf(instance).spec)
-      : roleNats(d, region);
-  const files: PlannedFile[] = [];
-  const roles: PlannedRole[] = [];
-  const siteOf = (id: string): Site => ({
-    id,
-    region: d.sites[id]!.region,
-    az: d.sites[id]!.az,
-    host: d.sites[id]!.host,
-    deps: [...(d.sites[id]!.deps ?? [])],
-  });
-  // One instance's files go to roles/<instance>/ in the output and to <configDir>/<instance>/ on its machine.
-  // Every role reads a signed control log: the operator's public key goes beside each config, and
-  // each controller signs with its own key (admitted by the operator at bootstrap).
-  const trustFor = (name: string, signing: boolean) => ({
-    operators: [{ id: OPERATOR_ID, publicKeyFile: join(configDir, name, "operator.pub") }],
-    ...(signing ? { signingKeyFile: join(configDir, name, "signing.key") } : {}),
-  });
-  const instance = (
-    name: string,
-    role: PlannedRole["role"],
-    region: string,
-    config: Record<string, unknown>,
-    extra: { file: string; contents: Uint8Array }[],
-  ) => {
-    for (const f of extra) files.push({ path: join(outDir, "roles", name, f.file), contents: f.contents, mode: 0o600 });
-    if (secured) {
-      files.push({
-        path: join(outDir, "roles", name, NKEY_SEED_FILE),
-        contents: `${userKeys.get(name)!.seed}\n`,
-        mode: 0o600,
-      });
-      files.push({ path: join(outDir, "roles", name, CA_FILE), contents: security!.caPem, mode: 0o644 });
-    }
-    files.push({
-      path: join(outDir, "roles", name, "operator.pub"),
-      contents: `${hex(operatorKey().publicRaw)}\n`,
-      mode: 0o644,
-    });
-    const signing = role === "controller";
-    if (signing)
-      files.push({
-        path: join(outDir, "roles", name, "signing.key"),
-        contents: controllerKey(name).pkcs8,
-        mode: 0o600,
-      });
-    files.push({
-      path: join(outDir, "roles", name, "config.json"),
-      contents: json({ ...config, controlTrust: trustFor(name, signing) }),
-      mode: 0o644,
-    });
-    roles.push({
-      instance: name,
-      role,
-      region,
-      config: join(configDir, name, "config.json"),
-      dir: join(outDir, "roles", name),
-    });
-  };
-
-  // Drawn after every holder's key, so holders' keys do not depend on how many controllers there are.
-  let operator: { pkcs8: Uint8Array; publicRaw: Uint8Array } | undefined;
-  const operatorKey = () => (operator ??= keys.holderKey());
-  const controllerKeys = new Map<string, { pkcs8: Uint8Array; publicRaw: Uint8Array }>();
-  const controllerKey = (name: string) => {
-    if (!controllerKeys.has(name)) controllerKeys.set(name, keys.holderKey());
-    return controllerKeys.get(name)!;
-  };
-  const publicKeys = new Map<string, Uint8Array>();
-  const holderKeys = new Map(d.holders.map((h) => [h.id, keys.holderKey()]));
-  const spanFile = (id: string) => (d.paths?.spanDir !== undefined ? join(d.paths.spanDir, `${id}.jsonl`) : undefined);
-  const dataKeys = new Map(d.volumes.map((v) => [v.id, keys.dataKey()]));
-  for (const h of d.holders) {
-    const name = `holder-${h.id}`;
-    const key = holderKeys.get(h.id)!;
-    publicKeys.set(h.id, key.publicRaw);
-    const config = holderRoleConfig({
-      id: h.id,
-      site: d.sites[h.site]!,
-      nats: natsFor(name, h.region),
-      controlRegion: d.controlRegion,
-      stateDir: join(stateDir, name),
-      keyFile: join(configDir, name, "holder.key"),
-      disk: h.residency === "disk",
-      lanes: servedLanes(d, h),
-      metrics: h.metrics,
-      overrides: h.overrides,
-      links: shapedLinksOf(d, h.site),
-      spanFile: spanFile(h.id),
-      drainDeadlineMs: h.drainDeadlineMs,
-    });
-    // A secured deployment signs units: the holder is given the public half of each of its volumes' writer keys.
-    const volumes = [...new Set(servedLanes(d, h).map((l) => l.volume))];
-    if (secured)
-      config["writerKeys"] = volumes.map((v) => ({
-        volume: v,
-        fromTerm: 1,
-        publicKey: hex(writerSigningKey(dataKeys.get(v)!).publicKey),
-      }));
-    instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
-  }
-
-  for (const v of d.volumes) {
-    const name = `writer-${v.writer.id}`;
-    const holders = d.holders.filter((h) => servedLanes(d, h).some((l) => l.volume === v.id));
-    const config = writerRoleConfig({
-      writerId: v.writer.id,
-      nats: natsFor(name, v.writer.region),
-      controlRegion: d.controlRegion,
-      stateDir: join(stateDir, name),
-      dataKeyFile: join(configDir, name, "data.key"),
-      volume: v.id,
-      blockCount: v.blockCount,
-      walCapacity: v.walCapacity,
-      lanes: volumeLanes(d, v),
-      holderSites: Object.fromEntries(holders.map((h) => [h.id, siteOf(h.site)])),
-      metrics: v.writer.metrics,
-      workload: v.writer.workload,
-      coalesced: v.coalesced !== undefined ? { ...coalescedSpecOf(v.coalesced) } : undefined,
-      drainDeadlineMs: v.writer.drainDeadlineMs,
-      links: shapedLinksOf(d, v.writer.site),
-      spanFile: spanFile(v.writer.id),
-    });
-    if (secured) config["signUnits"] = true;
-    instance(name, "writer", v.writer.region, config, [{ file: "data.key", contents: dataKeys.get(v.id)! }]);
-  }
-
-  for (const c of d.controllers) {
-    const v = d.volumes.find((x) => x.id === c.volume)!;
-    const spans = spanFile(c.id);
-    const controller = controllerConfig(d, c, v, siteOf, (h) => hex(holderKeys.get(h)!.publicRaw));
-    // Several controllers of one volume share it through the control lease: one active, the others standbys.
-    const leased = c.lease !== undefined || d.controllers.filter((x) => x.volume === c.volume).length > 1;
-    instance(
-      `controller-${c.id}`,
-      "controller",
-      c.region,
-      {
-        role: "controller",
-        nats: natsFor(`controller-${c.id}`, c.region),
-        ...(c.metrics ? { metrics: c.metrics } : {}),
-        ...(spans !== undefined ? { spanFile: spans } : {}),
-        controller,
-        ...(leased ? { lease: { ...c.lease } } : {}),
-      },
-      [],
-    );
-  }
-
-  for (const b of d.baseBuilders) {
-    const h = d.holders.find((x) => x.id === b.holder)!;
-    const v = d.volumes.find((x) => x.id === b.volume)!;
-    const name = `base-builder-${b.holder}`;
-    const config = {
-      role: "base-builder",
-      nats: natsFor(name, h.region),
-      ...(b.metrics ? { metrics: b.metrics } : {}),
-      holder: b.holder,
-      volume: b.volume,
-      lane: b.lane,
-      blockCount: v.blockCount,
-      dir: join(stateDir, name),
-      dataKeyFile: join(configDir, name, "data.key"),
-      intervalMs: b.intervalMs,
-      minNewSeqs: b.minNewSeqs,
-      ...(b.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: b.maxSeqsPerBuild } : {}),
-      ...(b.buildTimeoutMs !== undefined ? { buildTimeoutMs: b.buildTimeoutMs } : {}),
-    };
-    instance(name, "base-builder", h.region, config, [{ file: "data.key", contents: dataKeys.get(b.volume)! }]);
-  }
-
-  const natsServers = Object.keys(d.regions).map((r) => ({
-    region: r,
-    config: join(outDir, "nats", `${r}.conf`),
-    url: regionUrl(d.regions[r]!),
-  }));
-  const users = secured ? deploymentUsers(principals, (instance) => userKeys.get(instance)!) : [];
+  const p = new DeploymentPlanner(d, outDir, keys, secured ? security : undefined);
+  for (const h of d.holders) p.holder(h);
+  for (const v of d.volumes) p.writer(v);
+  for (const c of d.controllers) p.controller(c);
+  for (const b of d.baseBuilders) p.baseBuilder(b);
   const control = controlLogTopology(d);
-  const securityOf = (region: string) =>
-    secured ? regionSecurityText(users, { dir: join(natsDir, "tls") }, region) : undefined;
-  for (const s of natsServers)
-    files.push({
-      path: s.config,
-      contents: natsServerConfig(s.region, d.regions, securityOf(s.region), control),
-      mode: 0o644,
-    });
-  // A replicated control log's servers: one per region of the first three, each beside its region's server (its certificate).
-  const controlServers: PlannedControlServer[] = control.replicated
-    ? control.servers.map((c) => ({
-        region: c.region,
-        cluster: control.cluster,
-        serverName: c.serverName,
-        config: join(outDir, "nats", `${c.serverName}.conf`),
-        httpPort: c.httpPort,
-      }))
-    : [];
-  if (control.replicated)
-    control.servers.forEach((c, i) =>
-      files.push({
-        path: controlServers[i]!.config,
-        contents: controlServerConfig(c, control, d.regions, securityOf(c.region)),
-        mode: 0o644,
-      }),
-    );
-
-  const obligations = d.volumes.flatMap((v) => [
-    ...volumeLanes(d, v).map((l) => ({
-      volume: v.id,
-      lane: l.lane,
-      holders: d.holders
-        .filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane))
-        .map((h) => h.id),
-    })),
-    ...derivedObligations(d, v),
-  ]);
-  const bootstrap: BootstrapPlan = {
-    controlRegion: d.controlRegion,
-    operatorId: OPERATOR_ID,
-    operatorPublicKey: hex(operatorKey().publicRaw),
-    // Each controller may commit for its own volume only.
-    controllers: d.controllers.map((c) => ({
-      id: c.id,
-      publicKey: hex(controllerKey(`controller-${c.id}`).publicRaw),
-      volumes: [c.volume],
-    })),
-    // Standbys are admitted by their controller when it enlists them, never here. A holder is
-    // bound to the volumes whose obligations name it.
-    holders: d.holders
-      .filter((h) => h.standby !== true)
-      .map((h) => {
-        const s = d.sites[h.site]!;
-        return {
-          id: h.id,
-          incarnation: 1 as const,
-          publicKey: hex(publicKeys.get(h.id)!),
-          failureDomain: failureDomainOf(s),
-          volumes: [...new Set(obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort(),
-        };
-      }),
-    obligations,
-    ...(control.replicated ? { controlStream: { replicas: control.replicas, cluster: control.cluster } } : {}),
-  };
-  files.push({ path: join(outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
-  // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).
-  files.push({ path: join(outDir, "operator", "operator.key"), contents: operatorKey().pkcs8, mode: 0o600 });
-  files.push({
-    path: join(outDir, "operator", "operator.pub"),
-    contents: `${hex(operatorKey().publicRaw)}\n`,
-    mode: 0o644,
-  });
-  if (secured) {
-    // The operator's connection, used by every operator command (`--operator-config`): it reaches
-    // the first controller's region (else the first region) as the operator principal.
-    const region = d.controllers[0]?.region ?? Object.keys(d.regions)[0]!;
-    const dir = join(outDir, "operator");
-    files.push({ path: join(dir, NKEY_SEED_FILE), contents: `${userKeys.get(OPERATOR_ID)!.seed}\n`, mode: 0o600 });
-    files.push({ path: join(dir, CA_FILE), contents: security!.caPem, mode: 0o644 });
-    files.push({
-      path: join(dir, OPERATOR_NATS_FILE),
-      contents: json(securedNats(regionUrl(d.regions[region]!), dir, principalOf(OPERATOR_ID).spec)),
-      mode: 0o644,
-    });
-  }
+  const { natsServers, controlServers } = p.servers(control);
+  const bootstrap = p.bootstrap(control);
+  p.operatorFiles();
+  const { files, roles } = p;
   files.push({ path: join(outDir, ROLES_INDEX), contents: json({ roles, natsServers, controlServers }), mode: 0o644 });
   return {
     files,
@@ -469,6 +219,317 @@ export function planDeployment(
     bootstrap,
     warnings: control.replicated || control.warning === undefined ? [] : [control.warning],
   };
+}
+
+type KeyPair = { pkcs8: Uint8Array; publicRaw: Uint8Array };
+
+/**
+ * The plan as it is built: the files and role instances so far, and the keys and connections they
+ * share. Keys are drawn in a fixed order (nkey users, holders, data keys, then the operator and the
+ * controllers when first needed), so the same key source gives the same plan.
+ */
+class DeploymentPlanner {
+  readonly files: PlannedFile[] = [];
+  readonly roles: PlannedRole[] = [];
+  private readonly configDir: string;
+  private readonly stateDir: string;
+  /** The servers' TLS files, on the servers' machines (beside their configs). */
+  private readonly natsDir: string;
+  private readonly principals: DeploymentPrincipal[];
+  private readonly userKeys: Map<string, NkeyUserKey>;
+  private readonly holderKeys: Map<string, KeyPair>;
+  private readonly dataKeys: Map<string, Uint8Array>;
+  private operator: KeyPair | undefined;
+  private readonly controllerKeys = new Map<string, KeyPair>();
+
+  constructor(
+    private readonly d: Deployment,
+    private readonly outDir: string,
+    private readonly keys: KeySource,
+    /** Present exactly when the deployment is secured. */
+    private readonly security: SecuritySource | undefined,
+  ) {
+    this.configDir = d.paths?.configDir ?? join(outDir, "roles");
+    this.stateDir = d.paths?.stateDir ?? join(outDir, "state");
+    this.natsDir = d.paths?.configDir !== undefined ? join(d.paths.configDir, "nats") : join(outDir, "nats");
+    // A writer's permissions cover its raw lanes and a coalesced stream's derived lanes.
+    this.principals = deploymentPrincipals(d, OPERATOR_ID, (v) => [...volumeLanes(d, v), ...derivedWriterLanes(d, v)]);
+    this.userKeys = new Map(
+      security !== undefined ? this.principals.map((p) => [p.instance, security.nkeyUser()]) : [],
+    );
+    this.holderKeys = new Map(d.holders.map((h) => [h.id, keys.holderKey()]));
+    this.dataKeys = new Map(d.volumes.map((v) => [v.id, keys.dataKey()]));
+  }
+
+  /** Drawn after every holder's key, so holders' keys do not depend on how many controllers there are. */
+  private operatorKey(): KeyPair {
+    return (this.operator ??= this.keys.holderKey());
+  }
+
+  private controllerKey(name: string): KeyPair {
+    if (!this.controllerKeys.has(name)) this.controllerKeys.set(name, this.keys.holderKey());
+    return this.controllerKeys.get(name)!;
+  }
+
+  private principalOf(instance: string): DeploymentPrincipal {
+    return this.principals.find((p) => p.instance === instance)!;
+  }
+
+  /** A role's connection: its region's URL and, when secured, its own seed file, inbox prefix and the CA. */
+  private natsFor(instance: string, region: string): NatsRoleConfig {
+    return this.security !== undefined
+      ? securedNats(regionUrl(this.d.regions[region]!), join(this.configDir, instance), this.principalOf(instance).spec)
+      : roleNats(this.d, region);
+  }
+
+  private siteOf(id: string): Site {
+    const s = this.d.sites[id]!;
+    return { id, region: s.region, az: s.az, host: s.host, deps: [...(s.deps ?? [])] };
+  }
+
+  private spanFile(id: string): string | undefined {
+    return this.d.paths?.spanDir !== undefined ? join(this.d.paths.spanDir, `${id}.jsonl`) : undefined;
+  }
+
+  /**
+   * One instance's files go to roles/<instance>/ in the output and to <configDir>/<instance>/ on
+   * its machine. Every role reads a signed control log: the operator's public key goes beside each
+   * config, and each controller signs with its own key (admitted by the operator at bootstrap).
+   */
+  private instance(
+    name: string,
+    role: PlannedRole["role"],
+    region: string,
+    config: Record<string, unknown>,
+    extra: { file: string; contents: Uint8Array }[],
+  ): void {
+    const dir = join(this.outDir, "roles", name);
+    for (const f of extra) this.files.push({ path: join(dir, f.file), contents: f.contents, mode: 0o600 });
+    if (this.security !== undefined) {
+      this.files.push({ path: join(dir, NKEY_SEED_FILE), contents: `${this.userKeys.get(name)!.seed}\n`, mode: 0o600 });
+      this.files.push({ path: join(dir, CA_FILE), contents: this.security.caPem, mode: 0o644 });
+    }
+    this.files.push({
+      path: join(dir, "operator.pub"),
+      contents: `${hex(this.operatorKey().publicRaw)}\n`,
+      mode: 0o644,
+    });
+    const signing = role === "controller";
+    if (signing)
+      this.files.push({ path: join(dir, "signing.key"), contents: this.controllerKey(name).pkcs8, mode: 0o600 });
+    const controlTrust = {
+      operators: [{ id: OPERATOR_ID, publicKeyFile: join(this.configDir, name, "operator.pub") }],
+      ...(signing ? { signingKeyFile: join(this.configDir, name, "signing.key") } : {}),
+    };
+    this.files.push({ path: join(dir, "config.json"), contents: json({ ...config, controlTrust }), mode: 0o644 });
+    this.roles.push({ instance: name, role, region, config: join(this.configDir, name, "config.json"), dir });
+  }
+
+  holder(h: DeploymentHolder): void {
+    const d = this.d;
+    const name = `holder-${h.id}`;
+    const config = holderRoleConfig({
+      id: h.id,
+      site: d.sites[h.site]!,
+      nats: this.natsFor(name, h.region),
+      controlRegion: d.controlRegion,
+      stateDir: join(this.stateDir, name),
+      keyFile: join(this.configDir, name, "holder.key"),
+      disk: h.residency === "disk",
+      lanes: servedLanes(d, h),
+      metrics: h.metrics,
+      overrides: h.overrides,
+      links: shapedLinksOf(d, h.site),
+      spanFile: this.spanFile(h.id),
+      drainDeadlineMs: h.drainDeadlineMs,
+    });
+    // A secured deployment signs units: the holder is given the public half of each of its volumes' writer keys.
+    const volumes = [...new Set(servedLanes(d, h).map((l) => l.volume))];
+    if (this.security !== undefined)
+      config["writerKeys"] = volumes.map((v) => ({
+        volume: v,
+        fromTerm: 1,
+        publicKey: hex(writerSigningKey(this.dataKeys.get(v)!).publicKey),
+      }));
+    const key = this.holderKeys.get(h.id)!;
+    this.instance(name, "holder", h.region, config, [{ file: "holder.key", contents: key.pkcs8 }]);
+  }
+
+  writer(v: DeploymentVolume): void {
+    const d = this.d;
+    const name = `writer-${v.writer.id}`;
+    const holders = d.holders.filter((h) => servedLanes(d, h).some((l) => l.volume === v.id));
+    const config = writerRoleConfig({
+      writerId: v.writer.id,
+      nats: this.natsFor(name, v.writer.region),
+      controlRegion: d.controlRegion,
+      stateDir: join(this.stateDir, name),
+      dataKeyFile: join(this.configDir, name, "data.key"),
+      volume: v.id,
+      blockCount: v.blockCount,
+      walCapacity: v.walCapacity,
+      lanes: volumeLanes(d, v),
+      holderSites: Object.fromEntries(holders.map((h) => [h.id, this.siteOf(h.site)])),
+      metrics: v.writer.metrics,
+      workload: v.writer.workload,
+      coalesced: v.coalesced !== undefined ? { ...coalescedSpecOf(v.coalesced) } : undefined,
+      drainDeadlineMs: v.writer.drainDeadlineMs,
+      links: shapedLinksOf(d, v.writer.site),
+      spanFile: this.spanFile(v.writer.id),
+    });
+    if (this.security !== undefined) config["signUnits"] = true;
+    this.instance(name, "writer", v.writer.region, config, [{ file: "data.key", contents: this.dataKeys.get(v.id)! }]);
+  }
+
+  controller(c: Deployment["controllers"][number]): void {
+    const d = this.d;
+    const v = d.volumes.find((x) => x.id === c.volume)!;
+    const spans = this.spanFile(c.id);
+    const controller = controllerConfig(
+      d,
+      c,
+      v,
+      (id) => this.siteOf(id),
+      (h) => hex(this.holderKeys.get(h)!.publicRaw),
+    );
+    // Several controllers of one volume share it through the control lease: one active, the others standbys.
+    const leased = c.lease !== undefined || d.controllers.filter((x) => x.volume === c.volume).length > 1;
+    const config = {
+      role: "controller",
+      nats: this.natsFor(`controller-${c.id}`, c.region),
+      ...(c.metrics ? { metrics: c.metrics } : {}),
+      ...(spans !== undefined ? { spanFile: spans } : {}),
+      controller,
+      ...(leased ? { lease: { ...c.lease } } : {}),
+    };
+    this.instance(`controller-${c.id}`, "controller", c.region, config, []);
+  }
+
+  baseBuilder(b: Deployment["baseBuilders"][number]): void {
+    const h = this.d.holders.find((x) => x.id === b.holder)!;
+    const v = this.d.volumes.find((x) => x.id === b.volume)!;
+    const name = `base-builder-${b.holder}`;
+    const config = {
+      role: "base-builder",
+      nats: this.natsFor(name, h.region),
+      ...(b.metrics ? { metrics: b.metrics } : {}),
+      holder: b.holder,
+      volume: b.volume,
+      lane: b.lane,
+      blockCount: v.blockCount,
+      dir: join(this.stateDir, name),
+      dataKeyFile: join(this.configDir, name, "data.key"),
+      intervalMs: b.intervalMs,
+      minNewSeqs: b.minNewSeqs,
+      ...(b.maxSeqsPerBuild !== undefined ? { maxSeqsPerBuild: b.maxSeqsPerBuild } : {}),
+      ...(b.buildTimeoutMs !== undefined ? { buildTimeoutMs: b.buildTimeoutMs } : {}),
+    };
+    const dataKey = this.dataKeys.get(b.volume)!;
+    this.instance(name, "base-builder", h.region, config, [{ file: "data.key", contents: dataKey }]);
+  }
+
+  /** The nats-server configs: one per region, and a replicated control log's own servers. */
+  servers(control: ControlLogTopology): Pick<DeploymentPlan, "natsServers" | "controlServers"> {
+    const d = this.d;
+    const natsServers = Object.keys(d.regions).map((r) => ({
+      region: r,
+      config: join(this.outDir, "nats", `${r}.conf`),
+      url: regionUrl(d.regions[r]!),
+    }));
+    const users =
+      this.security !== undefined ? deploymentUsers(this.principals, (instance) => this.userKeys.get(instance)!) : [];
+    const securityOf = (region: string) =>
+      this.security !== undefined ? regionSecurityText(users, { dir: join(this.natsDir, "tls") }, region) : undefined;
+    for (const s of natsServers)
+      this.files.push({
+        path: s.config,
+        contents: natsServerConfig(s.region, d.regions, securityOf(s.region), control),
+        mode: 0o644,
+      });
+    if (!control.replicated) return { natsServers, controlServers: [] };
+    // A replicated control log's servers: one per region of the first three, each beside its region's
+    // server (its certificate).
+    const controlServers: PlannedControlServer[] = control.servers.map((c) => ({
+      region: c.region,
+      cluster: control.cluster,
+      serverName: c.serverName,
+      config: join(this.outDir, "nats", `${c.serverName}.conf`),
+      httpPort: c.httpPort,
+    }));
+    control.servers.forEach((c, i) =>
+      this.files.push({
+        path: controlServers[i]!.config,
+        contents: controlServerConfig(c, control, d.regions, securityOf(c.region)),
+        mode: 0o644,
+      }),
+    );
+    return { natsServers, controlServers };
+  }
+
+  /** What `custody bootstrap` commits, written to `bootstrap.json`. */
+  bootstrap(control: ControlLogTopology): BootstrapPlan {
+    const d = this.d;
+    const obligations = d.volumes.flatMap((v) => [
+      ...volumeLanes(d, v).map((l) => ({
+        volume: v.id,
+        lane: l.lane,
+        holders: d.holders
+          .filter((h) => h.standby !== true && h.lanes.some((x) => x.volume === v.id && x.lane === l.lane))
+          .map((h) => h.id),
+      })),
+      ...derivedObligations(d, v),
+    ]);
+    const bootstrap: BootstrapPlan = {
+      controlRegion: d.controlRegion,
+      operatorId: OPERATOR_ID,
+      operatorPublicKey: hex(this.operatorKey().publicRaw),
+      // Each controller may commit for its own volume only.
+      controllers: d.controllers.map((c) => ({
+        id: c.id,
+        publicKey: hex(this.controllerKey(`controller-${c.id}`).publicRaw),
+        volumes: [c.volume],
+      })),
+      // Standbys are admitted by their controller when it enlists them, never here. A holder is
+      // bound to the volumes whose obligations name it.
+      holders: d.holders
+        .filter((h) => h.standby !== true)
+        .map((h) => ({
+          id: h.id,
+          incarnation: 1 as const,
+          publicKey: hex(this.holderKeys.get(h.id)!.publicRaw),
+          failureDomain: failureDomainOf(d.sites[h.site]!),
+          volumes: [...new Set(obligations.filter((o) => o.holders.includes(h.id)).map((o) => o.volume))].sort(),
+        })),
+      obligations,
+      ...(control.replicated ? { controlStream: { replicas: control.replicas, cluster: control.cluster } } : {}),
+    };
+    this.files.push({ path: join(this.outDir, BOOTSTRAP_FILE), contents: json(bootstrap), mode: 0o644 });
+    return bootstrap;
+  }
+
+  /** The operator's key pair and, when secured, its connection. */
+  operatorFiles(): void {
+    const dir = join(this.outDir, "operator");
+    // The operator's own key: it signs `custody bootstrap` and `custody hold` (keep it off the role machines).
+    this.files.push({ path: join(dir, "operator.key"), contents: this.operatorKey().pkcs8, mode: 0o600 });
+    this.files.push({
+      path: join(dir, "operator.pub"),
+      contents: `${hex(this.operatorKey().publicRaw)}\n`,
+      mode: 0o644,
+    });
+    if (this.security === undefined) return;
+    // The operator's connection, used by every operator command (`--operator-config`): it reaches
+    // the first controller's region (else the first region) as the operator principal.
+    const region = this.d.controllers[0]?.region ?? Object.keys(this.d.regions)[0]!;
+    const seed = `${this.userKeys.get(OPERATOR_ID)!.seed}\n`;
+    this.files.push({ path: join(dir, NKEY_SEED_FILE), contents: seed, mode: 0o600 });
+    this.files.push({ path: join(dir, CA_FILE), contents: this.security.caPem, mode: 0o644 });
+    this.files.push({
+      path: join(dir, OPERATOR_NATS_FILE),
+      contents: json(securedNats(regionUrl(this.d.regions[region]!), dir, this.principalOf(OPERATOR_ID).spec)),
+      mode: 0o644,
+    });
+  }
 }
 
 /**
@@ -484,14 +545,70 @@ function controllerConfig(
   siteOf: (id: string) => Site,
   publicKeyOf: (holder: string) => string,
 ): ControllerConfig {
-  // Raw-lane holders decide genesis bases, persistence candidates and what is releasable; a
-  // coalesced stream's holders add their sites and a crash scenario each (never standbys).
+  const hs = controllerHolders(d, v);
+  return {
+    controllerId: c.id,
+    region: d.controlRegion,
+    ...(c.evalIntervalMs !== undefined ? { evalIntervalMs: c.evalIntervalMs } : {}),
+    admission: c.admission ?? "key-continuity",
+    ...(c.coverageRepair !== undefined ? { coverageRepair: c.coverageRepair } : {}),
+    ...(c.verdict !== undefined ? { verdict: c.verdict } : {}),
+    ...(v.persistenceTargets !== undefined
+      ? {
+          persistenceTargets: {
+            candidates: hs.holders.filter((h) => h.residency === "disk").map((h) => h.id),
+            ...v.persistenceTargets,
+          },
+        }
+      : {}),
+    // Standby processes ask to be admitted; the controller takes one only when the key issued here signs the request.
+    ...(hs.standby.length > 0
+      ? {
+          repair: {
+            standby: hs.standby.map((h) => ({ holderId: h.id, site: h.site, publicKey: publicKeyOf(h.id) })),
+            bandwidthBytesPerSec: d.network.bandwidthBytesPerSec,
+          },
+        }
+      : {}),
+    topology: controllerTopology(d, c, v, siteOf, hs),
+  };
+}
+
+/** The holders a volume's controller knows, by what it does with them. */
+interface ControllerHolders {
+  /** Every holder with its sites (raw, then imaging). */
+  readonly all: DeploymentHolder[];
+  /** Raw-lane holders that are not standbys. */
+  readonly holders: DeploymentHolder[];
+  /** A coalesced stream's holders that serve no raw lane of the volume. */
+  readonly imaging: DeploymentHolder[];
+  readonly standby: DeploymentHolder[];
+}
+
+/**
+ * Raw-lane holders decide genesis bases, persistence candidates and what is releasable; a
+ * coalesced stream's holders add their sites and a crash scenario each (never standbys).
+ */
+function controllerHolders(d: Deployment, v: DeploymentVolume): ControllerHolders {
   const raw = d.holders.filter((h) => h.lanes.some((l) => l.volume === v.id));
   const imaging = d.holders.filter((h) => !raw.includes(h) && v.coalesced?.holders.includes(h.id) === true);
-  const all = [...raw, ...imaging];
-  const holders = raw.filter((h) => h.standby !== true);
+  return {
+    all: [...raw, ...imaging],
+    holders: raw.filter((h) => h.standby !== true),
+    imaging,
+    standby: raw.filter((h) => h.standby === true),
+  };
+}
+
+/** The controller's evaluation topology of volume `v`. */
+function controllerTopology(
+  d: Deployment,
+  c: Deployment["controllers"][number],
+  v: DeploymentVolume,
+  siteOf: (id: string) => Site,
+  { all, holders, imaging }: ControllerHolders,
+): ControllerConfig["topology"] {
   const coalesced = coalescedTopology(d, v);
-  const standby = raw.filter((h) => h.standby === true);
   const lanes = volumeLanes(d, v).map((l) => l.lane);
   const genesisHolders = v.genesisBases ?? holders.filter((h) => h.residency === "disk").map((h) => h.id);
   // Key authorities and scenarios' own destinations are sites of the evaluation too.
@@ -513,79 +630,63 @@ function controllerConfig(
       required: true,
     }));
   return {
-    controllerId: c.id,
-    region: d.controlRegion,
-    ...(c.evalIntervalMs !== undefined ? { evalIntervalMs: c.evalIntervalMs } : {}),
-    admission: c.admission ?? "key-continuity",
-    ...(c.coverageRepair !== undefined ? { coverageRepair: c.coverageRepair } : {}),
-    ...(c.verdict !== undefined ? { verdict: c.verdict } : {}),
-    ...(v.persistenceTargets !== undefined
-      ? {
-          persistenceTargets: {
-            candidates: holders.filter((h) => h.residency === "disk").map((h) => h.id),
-            ...v.persistenceTargets,
-          },
-        }
-      : {}),
-    // Standby processes ask to be admitted; the controller takes one only when the key issued here signs the request.
-    ...(standby.length > 0
-      ? {
-          repair: {
-            standby: standby.map((h) => ({ holderId: h.id, site: h.site, publicKey: publicKeyOf(h.id) })),
-            bandwidthBytesPerSec: d.network.bandwidthBytesPerSec,
-          },
-        }
-      : {}),
-    topology: {
-      volume: v.id,
-      blockCount: v.blockCount,
-      lanes,
-      ...(Object.keys(coalesced).length > 0 ? { coalesced } : {}),
-      writerSite: v.writer.site,
-      sites: siteIds.map(siteOf),
-      holderSites: Object.fromEntries(all.map((h) => [h.id, h.site])),
-      bases: genesisHolders.map((h) => ({
-        id: `genesis-${h}`,
-        holder: h,
-        cut: Object.fromEntries(lanes.map((l) => [l, 0])),
-        bytes: 0,
-      })),
-      keyAuthorities: keyAuthoritiesOf(v),
-      // Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's own, when it has one).
-      links: siteIds.flatMap((a) =>
-        siteIds
-          .filter((b) => b !== a)
-          .map((b) => ({
-            id: `${a}-${b}`,
-            from: a,
-            to: b,
-            bandwidthBytesPerSec:
-              shapedLeg(d, a, b) === undefined
-                ? d.network.bandwidthBytesPerSec
-                : shapedLeg(d, a, b)!.bandwidthMBps * 1_000_000,
-            deps: [],
-          })),
-      ),
-      recovery: {
-        destination: v.recoverySite,
-        ...(v.recoverySteps ?? { detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 }),
-      },
-      scenarios,
-      timelines: (v.timelines ?? []).map((tl) => ({
-        ...tl,
-        events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })),
-      })),
-      staleAfterMs: c.staleAfterMs ?? 5_000,
-      // A store with a base builder beside it releases its WAL below the bases (the release rule still checks every scenario).
-      releasable:
-        v.releasable ??
-        holders
-          .filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id))
-          .map((h) => h.id),
-      // Each scenario also says whether the control plane survives it (control-log quorum, a controller, the key authority).
-      controlPlane: controlPlaneOf(d, v.id),
+    volume: v.id,
+    blockCount: v.blockCount,
+    lanes,
+    ...(Object.keys(coalesced).length > 0 ? { coalesced } : {}),
+    writerSite: v.writer.site,
+    sites: siteIds.map(siteOf),
+    holderSites: Object.fromEntries(all.map((h) => [h.id, h.site])),
+    bases: genesisHolders.map((h) => ({
+      id: `genesis-${h}`,
+      holder: h,
+      cut: Object.fromEntries(lanes.map((l) => [l, 0])),
+      bytes: 0,
+    })),
+    keyAuthorities: keyAuthoritiesOf(v),
+    links: siteLinks(d, siteIds),
+    recovery: {
+      destination: v.recoverySite,
+      ...(v.recoverySteps ?? { detectSec: 1, authorizeSec: 1, acquireCapacitySec: 1, persistSec: 1, validateSec: 1 }),
     },
+    scenarios,
+    timelines: (v.timelines ?? []).map((tl) => ({
+      ...tl,
+      events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })),
+    })),
+    staleAfterMs: c.staleAfterMs ?? 5_000,
+    // A store with a base builder beside it releases its WAL below the bases (the release rule still
+    // checks every scenario).
+    releasable:
+      v.releasable ??
+      holders
+        .filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id))
+        .map((h) => h.id),
+    // Each scenario also says whether the control plane survives it (control-log quorum, a
+    // controller, the key authority).
+    controlPlane: controlPlaneOf(d, v.id),
   };
+}
+
+/**
+ * Every pair of the volume's sites, both directions, at the declared bandwidth (a shaped leg's
+ * own, when it has one).
+ */
+function siteLinks(d: Deployment, siteIds: string[]) {
+  return siteIds.flatMap((a) =>
+    siteIds
+      .filter((b) => b !== a)
+      .map((b) => ({
+        id: `${a}-${b}`,
+        from: a,
+        to: b,
+        bandwidthBytesPerSec:
+          shapedLeg(d, a, b) === undefined
+            ? d.network.bandwidthBytesPerSec
+            : shapedLeg(d, a, b)!.bandwidthMBps * 1_000_000,
+        deps: [],
+      })),
+  );
 }
 
 /** The shaped leg between sites `a` and `b` (declared either way round), if any. */

@@ -1,15 +1,13 @@
 import { z } from "zod";
-import { CustodyError, issueText, reportedIssue } from "../core/index.ts";
+import { CustodyError } from "../core/index.ts";
 import { metricsSchema } from "../runtime/index.ts";
-import { checkCoalescedSections, coalescedSectionSchema } from "./deployment-coalesced.ts";
-import { controlClusterName } from "./control-cluster-name.ts";
-import { controlLogTopology } from "./control-servers.ts";
+import { coalescedSectionSchema } from "./coalesced-section.ts";
 
 /**
  * The deployment file `custody init` reads: NATS regions, sites, holders, volumes (each with its
  * writer), controllers and base builders. Every object is strict, so a typo is an error naming
  * its path instead of a silently different deployment. Cross-references (a holder's site, a
- * lane's first hops, ...) are checked by `checkDeployment` after the shape.
+ * lane's first hops, ...) are checked by `parseDeployment` (deployment-check.ts) after the shape.
  */
 
 /** Thrown for a deployment file that does not parse or does not hold together; `detail.path` names the key. */
@@ -77,7 +75,10 @@ const holderSchema = z.strictObject({
   metrics,
   /** Holder configuration keys that replace the defaults (arena, flush, receipts, ...); validated by the holder. */
   overrides: z.record(z.string(), z.unknown()).optional(),
-  /** On SIGTERM, how long the holder waits for what only its RAM holds to be flushed or released (ms; role default 10000). */
+  /**
+   * On SIGTERM, how long the holder waits for what only its RAM holds to be flushed or released (ms;
+   * role default 10000).
+   */
   drainDeadlineMs: z.number().int().nonnegative().optional(),
   /**
    * A standby: its process runs from the start, but the bootstrap does not admit it and no lane
@@ -94,7 +95,10 @@ const workloadSchema = z.strictObject({
   inFlight: z.number().int().positive().max(256).optional(),
   ratePerSec: z.number().positive().optional(),
   blocksPerWrite: z.number().int().positive().max(256).optional(),
-  /** Stop writing once this many writes of a start were acknowledged (the role config's `count`, documented in docs/deploy.md). */
+  /**
+   * Stop writing once this many writes of a start were acknowledged (the role config's `count`,
+   * documented in docs/deploy.md).
+   */
   count: z.number().int().positive().optional(),
 });
 
@@ -102,7 +106,10 @@ const lossSchema = z.strictObject({
   domain: z.string().min(1),
   kind: z.enum(["partition", "crash", "power_loss", "site_destruction"]),
 });
-/** `destination`: the site this scenario recovers to when it is not the volume's `recoverySite` (e.g. a scenario that loses that site). */
+/**
+ * `destination`: the site this scenario recovers to when it is not the volume's `recoverySite` (e.g. a
+ * scenario that loses that site).
+ */
 const scenarioSchema = z.strictObject({
   name: z.string().min(1),
   losses: z.array(lossSchema).min(1),
@@ -164,7 +171,10 @@ const volumeSchema = z.strictObject({
    * the key while one of them survives. Default: the recovery site alone.
    */
   keyAuthorities: z.array(id).min(1).optional(),
-  /** Holders that keep the empty genesis base (the volume before its first write); default the volume's disk holders. */
+  /**
+   * Holders that keep the empty genesis base (the volume before its first write); default the volume's
+   * disk holders.
+   */
   genesisBases: z.array(id).optional(),
   /** The contract; default: each of the volume's holders' hosts crashing, all required, 3600 s deadline. */
   scenarios: z.array(scenarioSchema).optional(),
@@ -188,7 +198,10 @@ const volumeSchema = z.strictObject({
    * disk holder flushes everything.
    */
   persistenceTargets: z.strictObject({ copies: z.number().int().min(1).max(16).optional() }).optional(),
-  /** A coalesced stream beside the raw lanes (issue #22): its holders get a derived lane per raw lane (see deployment-coalesced.ts). */
+  /**
+   * A coalesced stream beside the raw lanes (issue #22): its holders get a derived lane per raw lane
+   * (see deployment-coalesced.ts).
+   */
   coalesced: coalescedSectionSchema.optional(),
 });
 
@@ -293,137 +306,3 @@ export type Deployment = z.infer<typeof deploymentSchema>;
 export type DeploymentHolder = Deployment["holders"][number];
 export type DeploymentVolume = Deployment["volumes"][number];
 export type DeploymentRegion = Deployment["regions"][string];
-
-/** The first schema issue as "unknown key a.b" or "a.b: message", and its path. */
-function describeIssue(error: z.ZodError): { what: string; path: string } {
-  const issue = reportedIssue(error.issues);
-  return { what: issueText(issue), path: issue.path.join(".") };
-}
-
-/** Validates a parsed deployment file: its shape, then its cross-references. Throws DeploymentError naming the path. */
-export function parseDeployment(raw: unknown): Deployment {
-  const r = deploymentSchema.safeParse(raw);
-  if (!r.success) {
-    const { what, path } = describeIssue(r.error);
-    throw new DeploymentError(`invalid deployment: ${what}`, { path });
-  }
-  checkDeployment(r.data);
-  return r.data;
-}
-
-/** Cross-reference checks the shape cannot express. */
-function checkDeployment(d: Deployment): void {
-  const fail = (path: string, message: string): never => {
-    throw new DeploymentError(`invalid deployment: ${path}: ${message}`, { path });
-  };
-  const regions = Object.keys(d.regions);
-  if (regions.length === 0) fail("regions", "at least one region");
-  if (d.controlLog?.replicas === 3 && regions.length < 3)
-    fail("controlLog.replicas", `3 replicas need 3 regions (the deployment has ${regions.length})`);
-  if (d.regions[controlClusterName(d.controlRegion)] !== undefined)
-    fail("regions", `region ${controlClusterName(d.controlRegion)} has the name of the control log's cluster`);
-  // A control server runs on its region's host: none of its ports may be one of the region server's.
-  const control = controlLogTopology(d);
-  for (const c of control.replicated ? control.servers : []) {
-    const r = d.regions[c.region]!;
-    const taken = new Set([r.port, r.httpPort, r.clusterPort, r.gatewayPort]);
-    const mine = [c.port, c.httpPort, c.clusterPort, c.gatewayPort];
-    if (mine.some((p) => taken.has(p)) || new Set(mine).size !== mine.length)
-      fail(
-        `regions.${c.region}.controlServer`,
-        `the control server's ports ${mine.join(", ")} clash with each other or with the region server's ${[...taken].join(", ")} (declare controlServer)`,
-      );
-  }
-  const region = (path: string, r: string) => (d.regions[r] === undefined ? fail(path, `unknown region ${r}`) : r);
-  const site = (path: string, s: string) => (d.sites[s] === undefined ? fail(path, `unknown site ${s}`) : s);
-  const holderIds = new Set<string>();
-  d.holders.forEach((h, i) => {
-    if (holderIds.has(h.id)) fail(`holders.${i}.id`, `duplicate holder ${h.id}`);
-    holderIds.add(h.id);
-    site(`holders.${i}.site`, h.site);
-    region(`holders.${i}.region`, h.region);
-  });
-  const volumeIds = new Set(d.volumes.map((v) => v.id));
-  if (volumeIds.size !== d.volumes.length) fail("volumes", "duplicate volume id");
-  const writerIds = new Set(d.volumes.map((v) => v.writer.id));
-  for (const w of writerIds) if (holderIds.has(w)) fail("volumes", `writer ${w} has a holder's id`);
-  d.holders.forEach((h, i) =>
-    h.lanes.forEach((l, j) => {
-      const v = d.volumes.find((x) => x.id === l.volume);
-      if (v === undefined) return fail(`holders.${i}.lanes.${j}.volume`, `unknown volume ${l.volume}`);
-      for (const u of l.upstream)
-        if (u !== v.writer.id && !holderIds.has(u))
-          fail(`holders.${i}.lanes.${j}.upstream`, `unknown holder or writer ${u}`);
-      for (const u of l.downstream)
-        if (!holderIds.has(u)) fail(`holders.${i}.lanes.${j}.downstream`, `unknown holder ${u}`);
-    }),
-  );
-  const standbys = new Set(d.holders.filter((h) => h.standby === true).map((h) => h.id));
-  const notStandby = (path: string, h: string, why: string) =>
-    standbys.has(h) ? fail(path, `${h} is a standby (${why})`) : h;
-  d.holders.forEach((h, i) =>
-    h.lanes.forEach((l, j) =>
-      l.downstream.forEach((x) =>
-        notStandby(`holders.${i}.lanes.${j}.downstream`, x, "nothing forwards to a holder the log has not admitted"),
-      ),
-    ),
-  );
-  d.volumes.forEach((v, i) => {
-    (v.lanes ?? []).forEach((l, j) =>
-      l.firstHops.forEach((h) =>
-        notStandby(`volumes.${i}.lanes.${j}.firstHops`, h, "the writer sends only to admitted holders"),
-      ),
-    );
-    (v.genesisBases ?? []).forEach((h) =>
-      notStandby(`volumes.${i}.genesisBases`, h, "it holds nothing until it is enlisted"),
-    );
-  });
-  d.baseBuilders.forEach((b, i) =>
-    notStandby(`baseBuilders.${i}.holder`, b.holder, "it holds nothing until it is enlisted"),
-  );
-  checkCoalescedSections(d, fail);
-  // A holder serves a lane it declares or a derived lane of a volume's coalesced stream.
-  const coalescedHolderIds = new Set(d.volumes.flatMap((v) => v.coalesced?.holders ?? []));
-  d.holders.forEach((h, i) => {
-    if (h.lanes.length === 0 && !coalescedHolderIds.has(h.id))
-      fail(
-        `holders.${i}.lanes`,
-        `holder ${h.id} serves no lane (declare one, or name it in a volume's coalesced.holders)`,
-      );
-  });
-  d.volumes.forEach((v, i) => {
-    site(`volumes.${i}.writer.site`, v.writer.site);
-    region(`volumes.${i}.writer.region`, v.writer.region);
-    site(`volumes.${i}.recoverySite`, v.recoverySite);
-    (v.keyAuthorities ?? []).forEach((k, j) => site(`volumes.${i}.keyAuthorities.${j}`, k));
-    (v.scenarios ?? []).forEach(
-      (x, j) => x.destination !== undefined && site(`volumes.${i}.scenarios.${j}.destination`, x.destination),
-    );
-    (v.lanes ?? []).forEach((l, j) => {
-      if (l.toLba < l.fromLba || l.toLba >= v.blockCount)
-        fail(`volumes.${i}.lanes.${j}`, `LBAs ${l.fromLba}..${l.toLba} outside 0..${v.blockCount - 1}`);
-      for (const h of l.firstHops)
-        if (!holderIds.has(h)) fail(`volumes.${i}.lanes.${j}.firstHops`, `unknown holder ${h}`);
-    });
-    for (const h of v.releasable ?? []) if (!holderIds.has(h)) fail(`volumes.${i}.releasable`, `unknown holder ${h}`);
-    for (const h of v.genesisBases ?? [])
-      if (!holderIds.has(h)) fail(`volumes.${i}.genesisBases`, `unknown holder ${h}`);
-  });
-  (d.network.shapedLinks ?? []).forEach((l, i) => {
-    site(`network.shapedLinks.${i}.from`, l.from);
-    site(`network.shapedLinks.${i}.to`, l.to);
-    if (l.from === l.to) fail(`network.shapedLinks.${i}`, "a leg joins two different sites");
-  });
-  d.controllers.forEach((c, i) => {
-    if (!volumeIds.has(c.volume)) fail(`controllers.${i}.volume`, `unknown volume ${c.volume}`);
-    region(`controllers.${i}.region`, c.region);
-  });
-  d.baseBuilders.forEach((b, i) => {
-    const h = d.holders.find((x) => x.id === b.holder);
-    if (h === undefined) return fail(`baseBuilders.${i}.holder`, `unknown holder ${b.holder}`);
-    if (h.residency !== "disk")
-      fail(`baseBuilders.${i}.holder`, `holder ${b.holder} keeps no disk (a base builder reads a store holder's WAL)`);
-    if (!h.lanes.some((l) => l.volume === b.volume && l.lane === b.lane))
-      fail(`baseBuilders.${i}`, `holder ${b.holder} does not serve ${b.volume}/${b.lane}`);
-  });
-}

@@ -39,12 +39,16 @@ export interface DeploymentTlsPaths {
 export const NKEY_SEED_FILE = "nats.nk";
 /** The CA certificate file name inside a role instance's directory (and the operator's). */
 export const CA_FILE = "ca.pem";
-/** The operator's connection file `custody init` writes (`operator/nats.json`): what the operator commands connect with. */
+/**
+ * The operator's connection file `custody init` writes (`operator/nats.json`): what the operator
+ * commands connect with.
+ */
 export const OPERATOR_NATS_FILE = "nats.json";
 
 /**
  * Every principal of the deployment: holders, writers, controllers and base builders as their role
- * instances (a holder with the derived lanes of a coalesced stream it serves), then the operator (`operatorId`), which commits to the control log of `controlRegion`.
+ * instances (a holder with the derived lanes of a coalesced stream it serves), then the operator
+ * (`operatorId`), which commits to the control log of `controlRegion`.
  */
 export function deploymentPrincipals(
   d: Deployment,
@@ -85,7 +89,8 @@ export function deploymentPrincipals(
         scope: { controlRegion, volumes: [c.volume], releaseTo: holdersOfVolume(d, c.volume) },
       },
     });
-  // A base builder's process is known by its instance name (its service id); it fetches its holder's units of its volume.
+  // A base builder's process is known by its instance name (its service id); it fetches its holder's
+  // units of its volume.
   for (const b of d.baseBuilders)
     out.push({
       instance: `base-builder-${b.holder}`,
@@ -102,7 +107,10 @@ export function deploymentPrincipals(
   return out;
 }
 
-/** The holders that serve a lane of `volume` (standbys and a coalesced stream's holders included): where its controller sends release frontiers. */
+/**
+ * The holders that serve a lane of `volume` (standbys and a coalesced stream's holders included):
+ * where its controller sends release frontiers.
+ */
 export function holdersOfVolume(d: Deployment, volume: string): string[] {
   return d.holders.filter((h) => servedLanes(d, h).some((l) => l.volume === volume)).map((h) => h.id);
 }

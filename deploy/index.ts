@@ -2,12 +2,12 @@
 export {
   DeploymentError,
   deploymentSchema,
-  parseDeployment,
   type Deployment,
   type DeploymentHolder,
   type DeploymentRegion,
   type DeploymentVolume,
 } from "./deployment-schema.ts";
+export { parseDeployment } from "./deployment-check.ts";
 export {
   BOOTSTRAP_FILE,
   OPERATOR_ID,

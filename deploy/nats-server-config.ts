@@ -73,7 +73,10 @@ export function controlServerConfig(
   ].join("\n");
 }
 
-/** The `gateway {}` block of a server of cluster `self`: one gateway to every other region and to the control log's cluster. */
+/**
+ * The `gateway {}` block of a server of cluster `self`: one gateway to every other region and to the
+ * control log's cluster.
+ */
 function gatewayBlock(
   self: string,
   listen: string,
@@ -86,9 +89,8 @@ function gatewayBlock(
     .filter(([other]) => other !== self)
     .map(([other, o]) => `    { name: "${other}", url: "nats://${o.host}:${o.gatewayPort}" }`);
   if (control?.replicated === true && control.cluster !== self) {
-    gateways.push(
-      `    { name: "${control.cluster}", urls: [${control.servers.map((s) => `"nats://${s.host}:${s.gatewayPort}"`).join(", ")}] }`,
-    );
+    const urls = control.servers.map((s) => `"nats://${s.host}:${s.gatewayPort}"`).join(", ");
+    gateways.push(`    { name: "${control.cluster}", urls: [${urls}] }`);
   }
   return [
     `gateway {`,

@@ -173,7 +173,10 @@ export function validateTransportUnit(u: TransportUnit): TransportUnit {
   return u;
 }
 
-/** True when binary (latin1) string `want` spells exactly the bytes of `got`. Not constant-time on purpose: both travel in the clear. */
+/**
+ * True when binary (latin1) string `want` spells exactly the bytes of `got`. Not constant-time on
+ * purpose: both travel in the clear.
+ */
 function sameDigest(want: string, got: Uint8Array): boolean {
   if (want.length !== got.length) return false;
   let diff = 0;

@@ -59,21 +59,33 @@ export async function makeCertificates(
   servers: readonly ServerIdentity[],
   opts: { days?: number; caName?: string } = {},
 ): Promise<CertificateSet> {
-  for (const s of servers) {
-    if (!SAFE_NAME.test(s.name))
-      throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `bad server name ${JSON.stringify(s.name)}`, {
-        name: s.name,
-      });
-    if (s.hosts.length === 0 || s.hosts.some((h) => !HOST.test(h))) {
-      throw new SecurityError(
-        SecurityErrorCode.InvalidPrincipal,
-        `server ${s.name}: bad host list ${JSON.stringify(s.hosts)}`,
-        { name: s.name },
-      );
-    }
-  }
+  for (const s of servers) checkServerIdentity(s);
   const days = String(opts.days ?? 825);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const ca = await makeCa(dir, days, opts.caName ?? "custody-ca");
+  const out: Record<string, { certFile: string; keyFile: string }> = {};
+  for (const s of servers) out[s.name] = await makeServerCertificate(dir, s, ca, days);
+  rmSync(join(dir, "ca.srl"), { force: true });
+  return { ...ca, servers: out };
+}
+
+/** A server's name and hosts must fit a file name and a SAN. */
+function checkServerIdentity(s: ServerIdentity): void {
+  if (!SAFE_NAME.test(s.name))
+    throw new SecurityError(SecurityErrorCode.InvalidPrincipal, `bad server name ${JSON.stringify(s.name)}`, {
+      name: s.name,
+    });
+  if (s.hosts.length === 0 || s.hosts.some((h) => !HOST.test(h))) {
+    throw new SecurityError(
+      SecurityErrorCode.InvalidPrincipal,
+      `server ${s.name}: bad host list ${JSON.stringify(s.hosts)}`,
+      { name: s.name },
+    );
+  }
+}
+
+/** The self-signed CA (`ca.pem`, and its key `ca-key.pem` with mode 0600). */
+async function makeCa(dir: string, days: string, caName: string): Promise<{ caFile: string; caKeyFile: string }> {
   const caFile = join(dir, "ca.pem");
   const caKeyFile = join(dir, "ca-key.pem");
   await openssl(
@@ -88,7 +100,7 @@ export async function makeCertificates(
       "-days",
       days,
       "-subj",
-      `/CN=${opts.caName ?? "custody-ca"}`,
+      `/CN=${caName}`,
       "-addext",
       "basicConstraints=critical,CA:TRUE",
       "-addext",
@@ -97,55 +109,60 @@ export async function makeCertificates(
     "CA",
   );
   chmodSync(caKeyFile, 0o600);
-  const out: Record<string, { certFile: string; keyFile: string }> = {};
-  for (const s of servers) {
-    const keyFile = join(dir, `${s.name}-key.pem`);
-    const certFile = join(dir, `${s.name}-cert.pem`);
-    const csr = join(dir, `${s.name}.csr`);
-    const ext = join(dir, `${s.name}.ext`);
-    const san = s.hosts.map((h) => (IPV4.test(h) || h.includes(":") ? `IP:${h}` : `DNS:${h}`)).join(",");
-    writeFileSync(
-      ext,
-      [
-        `subjectAltName=${san}`,
-        "basicConstraints=CA:FALSE",
-        "keyUsage=critical,digitalSignature,keyAgreement",
-        "extendedKeyUsage=serverAuth,clientAuth",
-        "",
-      ].join("\n"),
+  return { caFile, caKeyFile };
+}
+
+/** A server's key (mode 0600) and its certificate signed by the CA, for server and client use. */
+async function makeServerCertificate(
+  dir: string,
+  s: ServerIdentity,
+  { caFile, caKeyFile }: { caFile: string; caKeyFile: string },
+  days: string,
+): Promise<{ certFile: string; keyFile: string }> {
+  const keyFile = join(dir, `${s.name}-key.pem`);
+  const certFile = join(dir, `${s.name}-cert.pem`);
+  const csr = join(dir, `${s.name}.csr`);
+  const ext = join(dir, `${s.name}.ext`);
+  const san = s.hosts.map((h) => (IPV4.test(h) || h.includes(":") ? `IP:${h}` : `DNS:${h}`)).join(",");
+  writeFileSync(
+    ext,
+    [
+      `subjectAltName=${san}`,
+      "basicConstraints=CA:FALSE",
+      "keyUsage=critical,digitalSignature,keyAgreement",
+      "extendedKeyUsage=serverAuth,clientAuth",
+      "",
+    ].join("\n"),
+  );
+  try {
+    await openssl(
+      ["req", "-new", ...KEY_ARGS, "-keyout", keyFile, "-out", csr, "-subj", `/CN=${s.name}`],
+      `key of ${s.name}`,
     );
-    try {
-      await openssl(
-        ["req", "-new", ...KEY_ARGS, "-keyout", keyFile, "-out", csr, "-subj", `/CN=${s.name}`],
-        `key of ${s.name}`,
-      );
-      chmodSync(keyFile, 0o600);
-      await openssl(
-        [
-          "x509",
-          "-req",
-          "-in",
-          csr,
-          "-CA",
-          caFile,
-          "-CAkey",
-          caKeyFile,
-          "-CAcreateserial",
-          "-out",
-          certFile,
-          "-days",
-          days,
-          "-extfile",
-          ext,
-        ],
-        `certificate of ${s.name}`,
-      );
-    } finally {
-      rmSync(csr, { force: true });
-      rmSync(ext, { force: true });
-    }
-    out[s.name] = { certFile, keyFile };
+    chmodSync(keyFile, 0o600);
+    await openssl(
+      [
+        "x509",
+        "-req",
+        "-in",
+        csr,
+        "-CA",
+        caFile,
+        "-CAkey",
+        caKeyFile,
+        "-CAcreateserial",
+        "-out",
+        certFile,
+        "-days",
+        days,
+        "-extfile",
+        ext,
+      ],
+      `certificate of ${s.name}`,
+    );
+  } finally {
+    rmSync(csr, { force: true });
+    rmSync(ext, { force: true });
   }
-  rmSync(join(dir, "ca.srl"), { force: true });
-  return { caFile, caKeyFile, servers: out };
+  return { certFile, keyFile };
 }

@@ -93,7 +93,10 @@ export interface RoleScopes {
     readonly lanes: readonly WriterLaneScope[];
   };
   readonly holder: { readonly controlRegion: string; readonly lanes: readonly HolderLaneScope[] };
-  /** `releaseTo`: the holders serving its volumes' lanes (standbys included), the only ones it sends release frontiers to. */
+  /**
+   * `releaseTo`: the holders serving its volumes' lanes (standbys included), the only ones it sends
+   * release frontiers to.
+   */
   readonly controller: {
     readonly controlRegion: string;
     readonly volumes: readonly string[];

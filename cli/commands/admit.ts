@@ -16,11 +16,14 @@ export function register(program: Command): void {
   program
     .command("admit")
     .description(
-      "protected-RAM admission under simultaneous drains: which nodes may claim power-loss survival for their queued bytes (exit 3 when one may not)",
+      "protected-RAM admission under simultaneous drains: which nodes may claim power-loss survival for their " +
+        "queued bytes (exit 3 when one may not)",
     )
     .argument(
       "<evidence.json>",
-      "{nodes: [{id, queuedProtectedBytes, reservedDrainBytesPerSec, detectionSec, persistenceCompletionSec, marginSec, usableHoldUpSec, drainTarget, controller, link, powerSupply}], capacities: {targets: {id: bytes/s}, links: {id: bytes/s}}}",
+      "{nodes: [{id, queuedProtectedBytes, reservedDrainBytesPerSec, detectionSec, persistenceCompletionSec, " +
+        "marginSec, usableHoldUpSec, drainTarget, controller, link, powerSupply}], capacities: {targets: {id: " +
+        "bytes/s}, links: {id: bytes/s}}}",
     )
     .option("--json", "one JSON object on one line")
     .action(

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { CustodyError } from "../../core/index.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import {
   ControlLogFollower,
   generateHolderKeyPair,
@@ -13,20 +13,16 @@ import { closeNats } from "../../transport/index.ts";
 import { openJetStreamControlLog } from "../../transport/index.ts";
 import { connectOperator, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
-/** A bad CLI argument of the custody commands. */
-export class CustodyCliError extends CustodyError {
-  constructor(message: string, detail: Record<string, unknown> = {}) {
-    super("bad_argument", message, detail);
-  }
-}
-
 interface ControlOptions extends OutputOptions, OperatorConnectionOptions {
   region: string;
   headSeq?: string;
   headHash?: string;
 }
 
-/** Replays a region's control log from scratch; with --head-seq/--head-hash, refuses a log behind or forked from that head. */
+/**
+ * Replays a region's control log from scratch; with --head-seq/--head-hash, refuses a log behind or
+ * forked from that head.
+ */
 async function replayControlLog(o: ControlOptions): Promise<ControlState> {
   if ((o.headSeq === undefined) !== (o.headHash === undefined))
     throw new CustodyCliError("give both --head-seq and --head-hash, or neither");
@@ -83,6 +79,41 @@ function summary(s: ControlState) {
   };
 }
 
+/** `custody control show`: the replayed log's holders, obligations, release frontiers, leases and rejections. */
+async function showControl(o: ControlOptions): Promise<void> {
+  const s = summary(await replayControlLog(o));
+  const rows = [
+    ...s.holders.map((h) => ({
+      kind: "holder",
+      id: h.holderId,
+      detail: `incarnation ${h.incarnation}, ${h.status}, ${h.failureDomain}`,
+    })),
+    ...s.obligations.map((ob) => ({
+      kind: "obligation",
+      id: ob.obligationId,
+      detail: `${ob.volume}/${ob.lane} ${ob.representation} responsible ${JSON.stringify(ob.responsible)}`,
+    })),
+    ...s.releaseFrontiers.map((f) => ({
+      kind: "released",
+      id: `${f.obligationId}/${f.holderId}`,
+      detail: JSON.stringify(f.released),
+    })),
+    ...s.leases.map((l) => ({
+      kind: "lease",
+      id: l.volume,
+      detail: `${l.holder} at term ${l.term} since seq ${l.sinceSeq}, last heartbeat seq ${l.heartbeatSeq}`,
+    })),
+    ...s.rejected.map((r) => ({ kind: "rejected", id: `seq ${r.seq}`, detail: `${r.code}: ${r.message}` })),
+  ];
+  printResult(
+    o,
+    s,
+    rows,
+    `control log ${o.region}: head ${s.lastSeq} ${s.headHash.slice(0, 16)}…, epoch ${s.topologyEpoch}, ` +
+      `generation ${s.policyGeneration}`,
+  );
+}
+
 /** Registers `custody control show|verify` and `custody receipts keygen`. */
 export function register(program: Command): void {
   const control = program.command("control").description("Inspect a region's fenced control log on JetStream");
@@ -95,40 +126,7 @@ export function register(program: Command): void {
 
   common(
     control.command("show").description("Replay the log and print holders, obligations and release frontiers"),
-  ).action(
-    action(async (o: ControlOptions) => {
-      const s = summary(await replayControlLog(o));
-      const rows = [
-        ...s.holders.map((h) => ({
-          kind: "holder",
-          id: h.holderId,
-          detail: `incarnation ${h.incarnation}, ${h.status}, ${h.failureDomain}`,
-        })),
-        ...s.obligations.map((ob) => ({
-          kind: "obligation",
-          id: ob.obligationId,
-          detail: `${ob.volume}/${ob.lane} ${ob.representation} responsible ${JSON.stringify(ob.responsible)}`,
-        })),
-        ...s.releaseFrontiers.map((f) => ({
-          kind: "released",
-          id: `${f.obligationId}/${f.holderId}`,
-          detail: JSON.stringify(f.released),
-        })),
-        ...s.leases.map((l) => ({
-          kind: "lease",
-          id: l.volume,
-          detail: `${l.holder} at term ${l.term} since seq ${l.sinceSeq}, last heartbeat seq ${l.heartbeatSeq}`,
-        })),
-        ...s.rejected.map((r) => ({ kind: "rejected", id: `seq ${r.seq}`, detail: `${r.code}: ${r.message}` })),
-      ];
-      printResult(
-        o,
-        s,
-        rows,
-        `control log ${o.region}: head ${s.lastSeq} ${s.headHash.slice(0, 16)}…, epoch ${s.topologyEpoch}, generation ${s.policyGeneration}`,
-      );
-    }),
-  );
+  ).action(action(showControl));
 
   common(
     control

@@ -8,7 +8,7 @@ import {
   withOperatorConnection,
   type OperatorConnectionOptions,
 } from "../operator-connection.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { positiveInt } from "./status.ts";
 
 interface FailoverOptions extends OperatorConnectionOptions {
@@ -43,7 +43,8 @@ export function parseCuts(pairs: readonly string[]): Record<string, number> {
 export function register(program: Command): void {
   withOperatorConnection(program.command("failover"))
     .description(
-      "Ask a volume's controller to record a writer failover (new term, recovered cut per lane) and print the plan as JSON",
+      "Ask a volume's controller to record a writer failover (new term, recovered cut per lane) and print the " +
+        "plan as JSON",
     )
     .requiredOption("--volume <volume>", "the volume whose writer fails over")
     .requiredOption("--term <n>", "the new writer term (above every failover term of these lanes)")

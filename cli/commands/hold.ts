@@ -6,7 +6,7 @@ import { HoldKind } from "../../custody/index.ts";
 import { InvalidRangeError, RangeSet } from "../../lanes/index.ts";
 import { checkToken } from "../../protocol/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
@@ -56,53 +56,7 @@ export function register(program: Command): void {
     .option("--until <time>", "ISO time or ms since the epoch when the controller ends the pin (default: never)")
     .option("--id <id>", "hold id (default: pin-<random>)")
     .option("--by <who>", "who places it, for status and audit", "operator")
-    .action(
-      action(
-        async (
-          o: ConnOptions & {
-            volume: string;
-            lane: string;
-            ranges: string;
-            holders?: string;
-            until?: string;
-            id?: string;
-            by: string;
-          },
-        ) => {
-          const holdId = checkToken(o.id ?? `pin-${randomBytes(4).toString("hex")}`, "hold id");
-          const holders = (o.holders ?? "")
-            .split(",")
-            .filter((h) => h.length > 0)
-            .map((h) => checkToken(h, "holder"));
-          const ranges = parseRanges(o.ranges);
-          const untilMs = parseUntil(o.until);
-          const { seq } = await withOperatorLog(o, "custody-cli-hold", ({ store, follower }) =>
-            commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({
-              type: "hold_ranges",
-              holdId,
-              kind: HoldKind.pitr_pin,
-              volume: checkToken(o.volume, "volume"),
-              lane: checkToken(o.lane, "lane"),
-              ranges,
-              holders,
-              untilMs,
-              by: o.by,
-            })),
-          );
-          const out = {
-            holdId,
-            kind: HoldKind.pitr_pin,
-            volume: o.volume,
-            lane: o.lane,
-            ranges: ranges.toString(),
-            holders,
-            untilMs,
-            controlSeq: seq,
-          };
-          printResult(o, out, [out]);
-        },
-      ),
-    );
+    .action(action(commitPin));
   conn(
     hold.command("end").description("Commit end_hold: the ranges may be released again when nothing else needs them"),
   )
@@ -139,4 +93,49 @@ export function register(program: Command): void {
       printResult(o, { holds: rows }, rows, rows.length === 0 ? "no holds" : undefined);
     }),
   );
+}
+
+type PinOptions = ConnOptions & {
+  volume: string;
+  lane: string;
+  ranges: string;
+  holders?: string;
+  until?: string;
+  id?: string;
+  by: string;
+};
+
+/** `custody hold pin`: checks the pin's arguments, commits `hold_ranges` as the operator, prints the hold. */
+async function commitPin(o: PinOptions): Promise<void> {
+  const holdId = checkToken(o.id ?? `pin-${randomBytes(4).toString("hex")}`, "hold id");
+  const holders = (o.holders ?? "")
+    .split(",")
+    .filter((h) => h.length > 0)
+    .map((h) => checkToken(h, "holder"));
+  const ranges = parseRanges(o.ranges);
+  const untilMs = parseUntil(o.until);
+  const { seq } = await withOperatorLog(o, "custody-cli-hold", ({ store, follower }) =>
+    commitControlEventRetrying(store, follower, operatorAccess(o).who, () => ({
+      type: "hold_ranges",
+      holdId,
+      kind: HoldKind.pitr_pin,
+      volume: checkToken(o.volume, "volume"),
+      lane: checkToken(o.lane, "lane"),
+      ranges,
+      holders,
+      untilMs,
+      by: o.by,
+    })),
+  );
+  const out = {
+    holdId,
+    kind: HoldKind.pitr_pin,
+    volume: o.volume,
+    lane: o.lane,
+    ranges: ranges.toString(),
+    holders,
+    untilMs,
+    controlSeq: seq,
+  };
+  printResult(o, out, [out]);
 }

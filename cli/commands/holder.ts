@@ -9,7 +9,7 @@ import {
   inFailureDomain,
 } from "../../custody/index.ts";
 import { publicKeyFromRaw } from "../../custody/index.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 
@@ -41,80 +41,85 @@ export function register(program: Command): void {
     .requiredOption("--public-key <hex>", "raw Ed25519 public key, 64 hex digits (custody receipts keygen prints it)")
     .requiredOption("--failure-domain <region/az/host>", "where the holder runs")
     .option("--json", "one JSON object on one line")
-    .action(
-      action(async (o: AdmitOptions) => {
-        const incarnation = Number(o.incarnation);
-        if (!Number.isSafeInteger(incarnation) || incarnation < 1)
-          throw new CustodyCliError(`--incarnation must be a positive integer, got ${o.incarnation}`, {
-            option: "incarnation",
-          });
-        if (!/^[0-9a-f]{64}$/i.test(o.publicKey))
-          throw new CustodyCliError("--public-key must be 64 hex digits", { option: "public-key" });
-        const publicKey = new Uint8Array(Buffer.from(o.publicKey, "hex"));
-        publicKeyFromRaw(publicKey); // throws InvalidKeyError for bytes that are not a key
-        const { seq } = await withOperatorLog(o, "custody-cli-admit", ({ store, follower }) =>
-          commitControlEvent(store, follower, operatorAccess(o).who, () => ({
-            type: "admit_holder",
-            holderId: o.holder,
-            incarnation,
-            publicKey,
-            failureDomain: o.failureDomain,
-          })),
-        );
-        const out = { admitted: o.holder, incarnation, controlSeq: seq };
-        printResult(o, out, [out]);
-      }),
-    );
+    .action(action(admitHolder));
 
   withOperatorConnection(withOperatorKey(holder.command("fail")))
     .description(
-      "Commit declare_failure: a holder, or every active holder of a zone or region, is gone; its controller repairs onto a standby",
+      "Commit declare_failure: a holder, or every active holder of a zone or region, is gone; its controller " +
+        "repairs onto a standby",
     )
     .requiredOption("--region <region>", "control-log region")
     .option("--holder <id>", "the failed holder (scope holder; the domain is the failure domain it was admitted with)")
     .option("--domain <region[/az]>", "a failed zone (region/az) or region: every active holder admitted inside it")
     .option("--json", "one JSON object on one line")
-    .action(
-      action(
-        async (
-          o: OutputOptions &
-            OperatorKeyOptions &
-            OperatorConnectionOptions & { region: string; holder?: string; domain?: string },
-        ) => {
-          if ((o.holder === undefined) === (o.domain === undefined))
-            throw new CustodyCliError("give exactly one of --holder and --domain", { option: "holder" });
-          const depth = o.domain?.split("/").length ?? 0;
-          if (o.domain !== undefined && (depth > 2 || o.domain.split("/").some((p) => p.length === 0)))
-            throw new CustodyCliError(`--domain must be a region or region/az, got ${o.domain}`, { option: "domain" });
-          let declared: { scope: FailureScope; domain: string; holderIds: string[] } | undefined;
-          const { seq } = await withOperatorLog(o, "custody-cli-fail", ({ store, follower }) =>
-            commitControlEventRetrying(store, follower, operatorAccess(o).who, (s) => {
-              if (o.holder !== undefined) {
-                const h = s.holders[o.holder];
-                if (h === undefined)
-                  throw new CustodyCliError(`holder ${o.holder} was never admitted in ${o.region}`, {
-                    holder: o.holder,
-                  });
-                declared = { scope: FailureScope.holder, domain: h.failureDomain, holderIds: [o.holder] };
-              } else {
-                const d = o.domain!;
-                const holderIds = Object.values(s.holders)
-                  .filter((h) => h.status === HolderStatus.active && inFailureDomain(h.failureDomain, d))
-                  .map((h) => h.holderId)
-                  .sort();
-                declared = { scope: depth === 1 ? FailureScope.region : FailureScope.zone, domain: d, holderIds };
-              }
-              return { type: "declare_failure", ...declared };
-            }),
-          );
-          const out = {
-            declared: declared!.holderIds,
-            scope: declared!.scope,
-            domain: declared!.domain,
-            controlSeq: seq,
-          };
-          printResult(o, out, [{ ...out, declared: out.declared.join(",") || "(none active)" }]);
-        },
-      ),
-    );
+    .action(action(declareFailure));
+}
+
+/** `custody holder admit`: checks the incarnation and key, commits `admit_holder`, prints it. */
+async function admitHolder(o: AdmitOptions): Promise<void> {
+  const incarnation = Number(o.incarnation);
+  if (!Number.isSafeInteger(incarnation) || incarnation < 1)
+    throw new CustodyCliError(`--incarnation must be a positive integer, got ${o.incarnation}`, {
+      option: "incarnation",
+    });
+  if (!/^[0-9a-f]{64}$/i.test(o.publicKey))
+    throw new CustodyCliError("--public-key must be 64 hex digits", { option: "public-key" });
+  const publicKey = new Uint8Array(Buffer.from(o.publicKey, "hex"));
+  publicKeyFromRaw(publicKey); // throws InvalidKeyError for bytes that are not a key
+  const { seq } = await withOperatorLog(o, "custody-cli-admit", ({ store, follower }) =>
+    commitControlEvent(store, follower, operatorAccess(o).who, () => ({
+      type: "admit_holder",
+      holderId: o.holder,
+      incarnation,
+      publicKey,
+      failureDomain: o.failureDomain,
+    })),
+  );
+  const out = { admitted: o.holder, incarnation, controlSeq: seq };
+  printResult(o, out, [out]);
+}
+
+type FailOptions = OutputOptions &
+  OperatorKeyOptions &
+  OperatorConnectionOptions & {
+    region: string;
+    holder?: string;
+    domain?: string;
+  };
+
+/** `custody holder fail`: checks the scope, commits `declare_failure` for the holders it covers now, prints them. */
+async function declareFailure(o: FailOptions): Promise<void> {
+  if ((o.holder === undefined) === (o.domain === undefined))
+    throw new CustodyCliError("give exactly one of --holder and --domain", { option: "holder" });
+  const depth = o.domain?.split("/").length ?? 0;
+  if (o.domain !== undefined && (depth > 2 || o.domain.split("/").some((p) => p.length === 0)))
+    throw new CustodyCliError(`--domain must be a region or region/az, got ${o.domain}`, { option: "domain" });
+  let declared: { scope: FailureScope; domain: string; holderIds: string[] } | undefined;
+  const { seq } = await withOperatorLog(o, "custody-cli-fail", ({ store, follower }) =>
+    commitControlEventRetrying(store, follower, operatorAccess(o).who, (s) => {
+      if (o.holder !== undefined) {
+        const h = s.holders[o.holder];
+        if (h === undefined)
+          throw new CustodyCliError(`holder ${o.holder} was never admitted in ${o.region}`, {
+            holder: o.holder,
+          });
+        declared = { scope: FailureScope.holder, domain: h.failureDomain, holderIds: [o.holder] };
+      } else {
+        const d = o.domain!;
+        const holderIds = Object.values(s.holders)
+          .filter((h) => h.status === HolderStatus.active && inFailureDomain(h.failureDomain, d))
+          .map((h) => h.holderId)
+          .sort();
+        declared = { scope: depth === 1 ? FailureScope.region : FailureScope.zone, domain: d, holderIds };
+      }
+      return { type: "declare_failure", ...declared };
+    }),
+  );
+  const out = {
+    declared: declared!.holderIds,
+    scope: declared!.scope,
+    domain: declared!.domain,
+    controlSeq: seq,
+  };
+  printResult(o, out, [{ ...out, declared: out.declared.join(",") || "(none active)" }]);
 }

@@ -10,7 +10,7 @@ import { controlStreamName, initJetStreamControlLog, openJetStreamControlLog } f
 import { ControlLogCompactor, ControlLogFollower } from "../../custody/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { runCompactionTimer } from "../compaction-timer.ts";
-import { CustodyCliError } from "./custody.ts";
+import { CustodyCliError } from "../cli-error.ts";
 import { withOperatorLog } from "../operator-log.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";
 import { closeNats, connectNats } from "../../transport/index.ts";
@@ -42,35 +42,17 @@ export function register(program: Command): void {
     .requiredOption("--region <name>", "control-log region")
     .option(
       "--replicas <n>",
-      "JetStream replicas of the stream (default 1 when it is created; an existing stream with other replicas is refused)",
+      "JetStream replicas of the stream (default 1 when it is created; an existing stream with other replicas " +
+        "is refused)",
     )
     .option(
       "--cluster <name>",
       "JetStream cluster the stream is placed on (a replicated log's control cluster, e.g. control-<region>)",
     )
     .option("--json", "one JSON object on one line")
-    .action(
-      action(async (o: LogInitOptions) => {
-        const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
-        if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1))
-          throw new CustodyCliError(`--replicas must be a positive integer, got ${o.replicas}`, { option: "replicas" });
-        const nc = await connectOperator(o, "custody-cli-log-init");
-        try {
-          const { log: store, created } = await initJetStreamControlLog(nc, {
-            region: o.region,
-            ...(replicas !== undefined ? { replicas } : {}),
-            ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}),
-          });
-          const lastSeq = await store.lastSeq();
-          await store.close();
-          const out = { region: o.region, stream: controlStreamName(o.region), created, lastSeq };
-          printResult(o, out, [out]);
-        } finally {
-          await closeNats(nc);
-        }
-      }),
-    );
-  // The operator's compaction (docs/custody.md, "Snapshots and compaction"): once, or as a process of its own with --every.
+    .action(action(initLog));
+  // The operator's compaction (docs/custody.md, "Snapshots and compaction"): once, or as a process of
+  // its own with --every.
   withOperatorKey(
     withOperatorConnection(
       log
@@ -83,7 +65,8 @@ export function register(program: Command): void {
     .requiredOption("--region <name>", "control-log region")
     .option(
       "--every <seconds>",
-      "keep running: every N seconds, compact when --min-entries entries were committed since the newest snapshot (ends on SIGTERM or SIGINT)",
+      "keep running: every N seconds, compact when --min-entries entries were committed since the newest " +
+        "snapshot (ends on SIGTERM or SIGINT)",
     )
     .option("--min-entries <n>", "with --every: entries since the newest snapshot before the next one", "1000")
     .option("--json", "one JSON object on one line (with --every: one per compaction)")
@@ -101,6 +84,27 @@ export function register(program: Command): void {
         printResult(o, out, [out]);
       }),
     );
+}
+
+/** `custody log init`: creates the region's control stream when it is not there, prints its name and head. */
+async function initLog(o: LogInitOptions): Promise<void> {
+  const replicas = o.replicas === undefined ? undefined : Number(o.replicas);
+  if (replicas !== undefined && (!Number.isSafeInteger(replicas) || replicas < 1))
+    throw new CustodyCliError(`--replicas must be a positive integer, got ${o.replicas}`, { option: "replicas" });
+  const nc = await connectOperator(o, "custody-cli-log-init");
+  try {
+    const { log: store, created } = await initJetStreamControlLog(nc, {
+      region: o.region,
+      ...(replicas !== undefined ? { replicas } : {}),
+      ...(o.cluster !== undefined ? { placementCluster: o.cluster } : {}),
+    });
+    const lastSeq = await store.lastSeq();
+    await store.close();
+    const out = { region: o.region, stream: controlStreamName(o.region), created, lastSeq };
+    printResult(o, out, [out]);
+  } finally {
+    await closeNats(nc);
+  }
 }
 
 function positiveNumber(flag: string, text: string, integer: boolean): number {
@@ -146,7 +150,8 @@ async function compactOnTimer(o: LogCompactOptions): Promise<void> {
           },
           failed: (err) =>
             process.stderr.write(
-              `warning [${err instanceof CustodyError ? err.code : "compaction_failed"}]: ${(err as Error).message}; trying again in ${everyMs / 1000} s\n`,
+              `warning [${err instanceof CustodyError ? err.code : "compaction_failed"}]: ` +
+                `${(err as Error).message}; trying again in ${everyMs / 1000} s\n`,
             ),
         },
         stop.signal,

@@ -105,7 +105,11 @@ export function runEvaluate(path: string, opts: OutputOptions): void {
     .join(" ");
   const audits = Object.fromEntries(state.holders.filter((h) => h.audit !== undefined).map((h) => [h.id, h.audit!]));
   const unproven = Object.keys(audits).filter((h) => audits[h] === "failed");
-  const header = `volume ${report.volume}  acknowledged ${ack}  as of ${new Date(report.asOfMs).toISOString()}${unproven.length ? `\nunproven (failed retention audit, claims not counted): ${unproven.join(" ")}` : ""}`;
+  const unprovenText = unproven.length
+    ? `\nunproven (failed retention audit, claims not counted): ${unproven.join(" ")}`
+    : "";
+  const asOf = new Date(report.asOfMs).toISOString();
+  const header = `volume ${report.volume}  acknowledged ${ack}  as of ${asOf}${unprovenText}`;
   printResult(
     opts,
     Object.keys(audits).length ? { ...report, holderAudits: audits } : report,

@@ -13,7 +13,10 @@ import { cliIo } from "../cli-io.ts";
 /** Exit code of `custody release check` when any requested release is refused. */
 export const EXIT_REFUSED = 3;
 
-/** Parses `holder:lane:first-last[,first-last…]` (a single sequence is `n`). Throws PolicyInputError naming the argument. */
+/**
+ * Parses `holder:lane:first-last[,first-last…]` (a single sequence is `n`). Throws PolicyInputError
+ * naming the argument.
+ */
 export function parseReleaseArg(arg: string, i: number): ReleaseRequest {
   const field = `releases[${i}]`;
   const parts = arg.split(":");
@@ -36,7 +39,8 @@ export function register(program: Command): void {
   release
     .command("check")
     .description(
-      "decide the given releases jointly, in order, against a state snapshot: allowed or refused, with the reasons and the required scenarios that block each",
+      "decide the given releases jointly, in order, against a state snapshot: allowed or refused, with the " +
+        "reasons and the required scenarios that block each",
     )
     .argument("<state.json>", "custody state snapshot (schema: docs/policies.md)")
     .argument("<releases...>", "holder:lane:first-last[,first-last...]")
@@ -67,7 +71,8 @@ export function register(program: Command): void {
           opts,
           { decisions: json },
           rows,
-          `${decisions.length - refused} of ${decisions.length} allowed (decided jointly, in order: each sees the ones allowed before it)`,
+          `${decisions.length - refused} of ${decisions.length} allowed (decided jointly, in order: each sees ` +
+            `the ones allowed before it)`,
         );
         if (refused > 0) cliIo().setExitCode(EXIT_REFUSED);
       }),

@@ -26,7 +26,10 @@ export const EXIT_CONNECTION_LOST = 2;
 export const EXIT_FENCED = 3;
 /** Exit code when a stop (SIGTERM/SIGINT) did not finish within STOP_DEADLINE_MS. */
 export const EXIT_STOP_TIMEOUT = 4;
-/** Exit code when another live process holds the role's state directory (`state_dir_locked`); nothing was started or changed. */
+/**
+ * Exit code when another live process holds the role's state directory (`state_dir_locked`); nothing
+ * was started or changed.
+ */
 export const EXIT_STATE_DIR_LOCKED = 5;
 /**
  * How long a stop may take before the process exits anyway: longer than the writer's default
@@ -50,7 +53,10 @@ interface Served extends Running {
   readonly metrics: MetricsSource;
 }
 
-/** Runs `stop` and resolves true when it finished within `ms`, false when the deadline came first (a failed stop counts as finished). */
+/**
+ * Runs `stop` and resolves true when it finished within `ms`, false when the deadline came first (a
+ * failed stop counts as finished).
+ */
 export async function stopWithin(stop: () => Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<false>((res) => (timer = setTimeout(() => res(false), ms)));
@@ -146,104 +152,111 @@ export function register(program: Command): void {
     .command("holder")
     .description("Run a holder from its role config (stateDir, keyFile, controlRegion, nats, holder)")
     .requiredOption("--config <file>", "role configuration (JSON)")
-    .action((o: { config: string }) =>
-      serve("holder", o.config, holderRoleSchema, async (cfg) => {
-        const r = await runHolder(cfg);
-        return {
-          ...r,
-          ready: { holderId: r.holder.id, incarnation: r.holder.incarnation },
-          metrics: {
-            role: "holder",
-            id: r.holder.id,
-            counters: () => r.holder.counters.snapshot(),
-            ...(r.metrics ? { holder: r.metrics } : {}),
-          },
-        };
-      }),
-    );
+    .action((o: { config: string }) => serve("holder", o.config, holderRoleSchema, startHolder));
   run
     .command("writer")
     .description("Run a volume writer from its role config (stateDir, dataKeyFile, volume, writer, optional workload)")
     .requiredOption("--config <file>", "role configuration (JSON)")
-    .action((o: { config: string }) =>
-      serve("writer", o.config, writerRoleSchema, async (cfg) => {
-        const r = await runWriter(cfg);
-        return {
-          ...r,
-          ready: { writerId: r.writer.id, term: r.term },
-          metrics: { role: "writer", id: r.writer.id, counters: () => r.writer.counters.snapshot() },
-        };
-      }),
-    );
+    .action((o: { config: string }) => serve("writer", o.config, writerRoleSchema, startWriter));
   run
     .command("base-builder")
     .description(
-      "Run a base builder beside a store holder (holder, volume, lane, blockCount, dir, dataKeyFile, intervalMs, minNewSeqs)",
+      "Run a base builder beside a store holder (holder, volume, lane, blockCount, dir, dataKeyFile, " +
+        "intervalMs, minNewSeqs)",
     )
     .requiredOption("--config <file>", "role configuration (JSON)")
-    .action((o: { config: string }) =>
-      serve("base-builder", o.config, baseBuilderRoleSchema, async (cfg) => {
-        const r = await runBaseBuilder(cfg);
-        return {
-          ...r,
-          ready: { holder: cfg.holder, base: r.builder.base?.snapshotId ?? null },
-          metrics: { role: "base-builder", id: cfg.holder, counters: () => r.counters.snapshot() },
-        };
-      }),
-    );
+    .action((o: { config: string }) => serve("base-builder", o.config, baseBuilderRoleSchema, startBaseBuilder));
   run
     .command("controller")
     .description("Run a controller from its role config (nats, controller)")
     .requiredOption("--config <file>", "role configuration (JSON)")
-    .action((o: { config: string }) =>
-      serve("controller", o.config, controllerRoleSchema, async (cfg) => {
-        if (cfg.lease !== undefined) {
-          // A volume with standbys: this process may start as one (`active` in the ready line).
-          const l = await runLeasedController(cfg);
-          return {
-            ...l,
-            ready: { controllerId: l.id, lease: l.keeper.role },
-            metrics: {
-              role: "controller",
-              id: l.id,
-              counters: () => l.counters.snapshot(),
-              status: () => l.current()?.status(),
-            },
-          };
-        }
-        const r = await runController(cfg);
-        const id = r.controller.id;
-        return {
-          ...r,
-          ready: { controllerId: id },
-          metrics: {
-            role: "controller",
-            id,
-            counters: () => r.controller.counters.snapshot(),
-            status: () => r.controller.status(),
-          },
-        };
-      }),
-    );
+    .action((o: { config: string }) => serve("controller", o.config, controllerRoleSchema, startController));
   run
     .command("repair")
     .description(
-      "Run a repair worker from its role config (nats, workerId, volumes): it takes the repairs its volumes' controllers hand out",
+      "Run a repair worker from its role config (nats, workerId, volumes): it takes the repairs its volumes' " +
+        "controllers hand out",
     )
     .requiredOption("--config <file>", "role configuration (JSON)")
-    .action((o: { config: string }) =>
-      serve("repair", o.config, repairRoleSchema, async (cfg) => {
-        const r = await runRepairWorker(cfg);
-        return {
-          ...r,
-          ready: { workerId: cfg.workerId, volumes: cfg.volumes },
-          metrics: {
-            role: "repair",
-            id: cfg.workerId,
-            counters: () => r.counters.snapshot(),
-            repairsRunning: () => r.worker.running,
-          },
-        };
-      }),
-    );
+    .action((o: { config: string }) => serve("repair", o.config, repairRoleSchema, startRepair));
+}
+
+/** A holder: ready with its id and incarnation; its metrics add the holder's own. */
+async function startHolder(cfg: z.infer<typeof holderRoleSchema>): Promise<Served> {
+  const r = await runHolder(cfg);
+  return {
+    ...r,
+    ready: { holderId: r.holder.id, incarnation: r.holder.incarnation },
+    metrics: {
+      role: "holder",
+      id: r.holder.id,
+      counters: () => r.holder.counters.snapshot(),
+      ...(r.metrics ? { holder: r.metrics } : {}),
+    },
+  };
+}
+
+/** A volume writer: ready with its id and term. */
+async function startWriter(cfg: z.infer<typeof writerRoleSchema>): Promise<Served> {
+  const r = await runWriter(cfg);
+  return {
+    ...r,
+    ready: { writerId: r.writer.id, term: r.term },
+    metrics: { role: "writer", id: r.writer.id, counters: () => r.writer.counters.snapshot() },
+  };
+}
+
+/** A base builder: ready with its holder and the base it has (null before its first). */
+async function startBaseBuilder(cfg: z.infer<typeof baseBuilderRoleSchema>): Promise<Served> {
+  const r = await runBaseBuilder(cfg);
+  return {
+    ...r,
+    ready: { holder: cfg.holder, base: r.builder.base?.snapshotId ?? null },
+    metrics: { role: "base-builder", id: cfg.holder, counters: () => r.counters.snapshot() },
+  };
+}
+
+/** A controller, leased when its volume has standbys; its metrics add the status document. */
+async function startController(cfg: z.infer<typeof controllerRoleSchema>): Promise<Served> {
+  if (cfg.lease !== undefined) {
+    // A volume with standbys: this process may start as one (`active` in the ready line).
+    const l = await runLeasedController(cfg);
+    return {
+      ...l,
+      ready: { controllerId: l.id, lease: l.keeper.role },
+      metrics: {
+        role: "controller",
+        id: l.id,
+        counters: () => l.counters.snapshot(),
+        status: () => l.current()?.status(),
+      },
+    };
+  }
+  const r = await runController(cfg);
+  const id = r.controller.id;
+  return {
+    ...r,
+    ready: { controllerId: id },
+    metrics: {
+      role: "controller",
+      id,
+      counters: () => r.controller.counters.snapshot(),
+      status: () => r.controller.status(),
+    },
+  };
+}
+
+/** A repair worker: ready with its id and volumes; its metrics add the repairs running. */
+async function startRepair(cfg: z.infer<typeof repairRoleSchema>): Promise<Served> {
+  const r = await runRepairWorker(cfg);
+  return {
+    ...r,
+    ready: { workerId: cfg.workerId, volumes: cfg.volumes },
+    metrics: {
+      role: "repair",
+      id: cfg.workerId,
+      counters: () => r.counters.snapshot(),
+      repairsRunning: () => r.worker.running,
+    },
+  };
 }

@@ -10,6 +10,7 @@ import {
   noControllerLine,
   serverUrls,
   statusFromLogAndHolders,
+  type LogStatus,
   type LogStatusOptions,
 } from "../log-status.ts";
 import { action, consistentBy, contributorsText, printResult, type OutputOptions } from "../output.ts";
@@ -96,7 +97,9 @@ function printStatus(doc: VolumeStatus, o: OutputOptions, extra: Record<string, 
     o,
     { ...doc, ...extra },
     rows,
-    `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`,
+    `volume ${doc.volume}  acknowledged ${cutText(doc.acknowledged)}  surviving ${cutText(doc.survivingCut)}  ` +
+      `control seq ${doc.controlSeq}  releases ${doc.releasesCommitted}\nevidence ` +
+      `${fresh}${fencedText(doc)}${spendText(doc)}${auditText(doc)}`,
   );
 }
 
@@ -106,14 +109,26 @@ function printStatus(doc: VolumeStatus, o: OutputOptions, extra: Record<string, 
  */
 function fencedText(doc: VolumeStatus): string {
   if (doc.fenced === undefined || doc.fenced.length === 0) return "";
-  return `\nFENCED ${doc.fenced.map((f) => `${f.holder}#${f.incarnation} (admitted #${f.admitted}) still speaking, last ${f.lastSeenAgeMs}ms ago, ${f.batches} batch${f.batches === 1 ? "" : "es"}`).join("  ")}: stop that process (its receipts count for nothing)`;
+  const speaking = doc.fenced.map(
+    (f) =>
+      `${f.holder}#${f.incarnation} (admitted #${f.admitted}) still speaking, ` +
+      `last ${f.lastSeenAgeMs}ms ago, ${f.batches} batch${f.batches === 1 ? "" : "es"}`,
+  );
+  return `\nFENCED ${speaking.join("  ")}: stop that process (its receipts count for nothing)`;
 }
 
-/** The retention-audit line of the table header: per holder, state, passed/failed/late counts and the last audit's age. */
+/**
+ * The retention-audit line of the table header: per holder, state, passed/failed/late counts and the
+ * last audit's age.
+ */
 function auditText(doc: VolumeStatus): string {
   if (doc.audits === undefined) return "";
   const age = (at: number | null) => (at === null ? "never" : `${Math.max(0, doc.asOfMs - at)}ms ago`);
-  return `\naudits ${doc.audits.map((a) => `${a.holder}:${a.state === "failed" ? "FAILED(unproven)" : a.state} ${a.passed}/${a.failed}/${a.timedOut} ${age(a.lastAuditAtMs)}`).join("  ")}`;
+  const state = (a: (typeof doc.audits)[number]) => (a.state === "failed" ? "FAILED(unproven)" : a.state);
+  const audits = doc.audits.map(
+    (a) => `${a.holder}:${state(a)} ${a.passed}/${a.failed}/${a.timedOut} ${age(a.lastAuditAtMs)}`,
+  );
+  return `\naudits ${audits.join("  ")}`;
 }
 
 /** The spend lines of the table header: ceiling, projection, budgets, optional work refused. */
@@ -123,7 +138,9 @@ function spendText(doc: VolumeStatus): string {
   const usd = (n: number) => `$${n < 0.01 && n > 0 ? n.toExponential(2) : n.toFixed(2)}`;
   const budgets = s.budgets.map((b) => `${b.kind} ${usd(b.spentUsd)}/${usd(b.budgetUsd)}`).join("  ");
   const lines = [
-    `spend ceiling ${usd(s.ceilingUsd)}/month  projected ${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  optional refused ${s.refusedOptional}`,
+    `spend ceiling ${usd(s.ceilingUsd)}/month  ` +
+      `projected ${usd(s.projectedUsd)}${s.overCeiling ? " (OVER CEILING: required work still runs)" : ""}  ` +
+      `optional refused ${s.refusedOptional}`,
     `budgets ${budgets}`,
   ];
   for (const d of s.deferred)
@@ -136,7 +153,8 @@ export function noControllerAnd(err: unknown, timeoutMs: number): unknown {
   if (!(err instanceof CustodyError)) return err;
   return new CustodyError(
     err.code,
-    `no controller answered within ${timeoutMs} ms, and the command could not compute the status itself: ${err.message}`,
+    `no controller answered within ${timeoutMs} ms, and the command could not compute the status itself: ` +
+      `${err.message}`,
     err.detail as Record<string, unknown>,
   );
 }
@@ -148,21 +166,27 @@ export interface WithoutControllerOptions extends LogStatusOptions {
   logWait: string;
 }
 
-/** Adds `--controller-config`, `--evidence-ms`, `--log-wait` and `--json` to a command (`--connect-timeout` comes with the connection options). */
+/**
+ * Adds `--controller-config`, `--evidence-ms`, `--log-wait` and `--json` to a command
+ * (`--connect-timeout` comes with the connection options).
+ */
 export function withoutController(c: Command): Command {
   return c
     .option(
       "--controller-config <file>",
-      "the volume's controller role config, for its topology when no controller answers (default: found through the deployment's roles.json beside --operator-config)",
+      "the volume's controller role config, for its topology when no controller answers (default: found " +
+        "through the deployment's roles.json beside --operator-config)",
     )
     .option(
       "--evidence-ms <ms>",
-      "when no controller answers: at most this long listening to the holders' signed receipts (it ends once every admitted holder was heard)",
+      "when no controller answers: at most this long listening to the holders' signed receipts (it ends once " +
+        "every admitted holder was heard)",
       "3000",
     )
     .option(
       "--log-wait <ms>",
-      "when no controller answers: how long to keep trying the servers for the control log (a region just lost may leave JetStream electing a leader)",
+      "when no controller answers: how long to keep trying the servers for the control log (a region just lost " +
+        "may leave JetStream electing a leader)",
       "15000",
     )
     .option("--json", "one JSON object on one line");
@@ -175,7 +199,9 @@ export function register(program: Command): void {
       program
         .command("status <volume>")
         .description(
-          "print a volume's status: coverage per scenario, surviving cut, RPO, RTO, evidence freshness — its controller's document, or, when no controller answers, computed here from the control log and the holders' receipts",
+          "print a volume's status: coverage per scenario, surviving cut, RPO, RTO, evidence freshness — its " +
+            "controller's document, or, when no controller answers, computed here from the control log and the " +
+            "holders' receipts",
         ),
     )
       .option(
@@ -185,61 +211,62 @@ export function register(program: Command): void {
       )
       .option("--watch", "keep redrawing as new documents arrive, until Ctrl-C")
       .option("--every <ms>", "with --watch, at most one redraw per this many ms", "1000"),
-  ).action(
-    action(
-      async (
-        volume: string,
-        o: OutputOptions & WithoutControllerOptions & { timeout: string; watch?: boolean; every: string },
-      ) => {
-        checkToken(volume, "volume");
-        const timeoutMs = positiveInt("timeout", o.timeout);
-        const everyMs = positiveInt("every", o.every);
-        const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
-        const connectMs = positiveInt("connect-timeout", o.connectTimeout);
-        const logWaitMs = positiveInt("log-wait", o.logWait);
-        const first = await connectFirst(o, serverUrls(o), "custody-status", connectMs);
-        const t = first.transport;
-        const stop = () => void t.close().finally(() => process.exit(0));
-        if (o.watch) process.once("SIGINT", stop).once("SIGTERM", stop);
-        try {
-          // --watch: redraw on each document (at most every --every ms) until Ctrl-C; without a
-          // controller each redraw is computed here again.
-          for (;;) {
-            const doc = await nextStatus(t, volume, timeoutMs).catch(async (err: unknown) => {
-              if (!(err instanceof StatusTimeoutError)) throw err;
-              const computed = await statusFromLogAndHolders(o, volume, {
-                connectMs,
-                evidenceMs,
-                logWaitMs,
-                first,
-              }).catch((e: unknown) => {
-                throw noControllerAnd(e, timeoutMs);
-              });
-              await computed.close();
-              return computed;
-            });
-            if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
-            if ("doc" in doc) {
-              if (!o.json) cliIo().stdout(noControllerLine(doc) + "\n");
-              printStatus(doc.doc, o, {
-                controllerAnswered: false,
-                computedFrom: {
-                  controlSeq: doc.control.lastSeq,
-                  server: doc.url,
-                  holders: doc.heard,
-                  holdersAnswered: doc.answered,
-                  listenedMs: doc.listenedMs,
-                  rejectedBatches: doc.rejected,
-                },
-              });
-            } else printStatus(doc, o);
-            if (!o.watch || cliIo().stdoutClosed?.() === true) break;
-            await new Promise((r) => setTimeout(r, everyMs));
-          }
-        } finally {
-          await t.close();
-        }
-      },
-    ),
-  );
+  ).action(action(runStatus));
+}
+
+type StatusOptions = OutputOptions & WithoutControllerOptions & { timeout: string; watch?: boolean; every: string };
+
+/**
+ * Prints the volume's status: its controller's document, else one computed here. --watch: redraw
+ * on each document (at most every --every ms) until Ctrl-C; without a controller each redraw is
+ * computed here again.
+ */
+async function runStatus(volume: string, o: StatusOptions): Promise<void> {
+  checkToken(volume, "volume");
+  const timeoutMs = positiveInt("timeout", o.timeout);
+  const everyMs = positiveInt("every", o.every);
+  const evidenceMs = positiveInt("evidence-ms", o.evidenceMs);
+  const connectMs = positiveInt("connect-timeout", o.connectTimeout);
+  const logWaitMs = positiveInt("log-wait", o.logWait);
+  const first = await connectFirst(o, serverUrls(o), "custody-status", connectMs);
+  const t = first.transport;
+  const stop = () => void t.close().finally(() => process.exit(0));
+  if (o.watch) process.once("SIGINT", stop).once("SIGTERM", stop);
+  try {
+    for (;;) {
+      const doc = await nextStatus(t, volume, timeoutMs).catch(async (err: unknown) => {
+        if (!(err instanceof StatusTimeoutError)) throw err;
+        const computed = await statusFromLogAndHolders(o, volume, { connectMs, evidenceMs, logWaitMs, first }).catch(
+          (e: unknown) => {
+            throw noControllerAnd(e, timeoutMs);
+          },
+        );
+        await computed.close();
+        return computed;
+      });
+      if (o.watch && !o.json && process.stdout.isTTY) cliIo().stdout("\x1b[2J\x1b[H");
+      if ("doc" in doc) printComputed(doc, o);
+      else printStatus(doc, o);
+      if (!o.watch || cliIo().stdoutClosed?.() === true) break;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  } finally {
+    await t.close();
+  }
+}
+
+/** A status computed here: the line that says so, then the document with what it was computed from. */
+function printComputed(s: LogStatus, o: OutputOptions): void {
+  if (!o.json) cliIo().stdout(noControllerLine(s) + "\n");
+  printStatus(s.doc, o, {
+    controllerAnswered: false,
+    computedFrom: {
+      controlSeq: s.control.lastSeq,
+      server: s.url,
+      holders: s.heard,
+      holdersAnswered: s.answered,
+      listenedMs: s.listenedMs,
+      rejectedBatches: s.rejected,
+    },
+  });
 }

@@ -47,7 +47,10 @@ function regionsOf(runDir: string): Record<string, string> {
   }
 }
 
-/** The holders serving the traced unit's volume and lane, from the run's custody deployment file (empty when absent). */
+/**
+ * The holders serving the traced unit's volume and lane, from the run's custody deployment file (empty
+ * when absent).
+ */
 function unitPath(runDir: string, tree: TraceTree, spans: readonly JsonlSpanRecord[]): PathHolder[] {
   const volume = tree.selector.split(":")[0]!;
   const write = spans.find((s) => s.name === "writer.write" && tree.traceIds.includes(s.traceId));
@@ -65,7 +68,8 @@ export function register(program: Command): void {
   program
     .command("trace")
     .description(
-      "rebuild one unit's causal tree (write -> hops -> admits -> receipts -> release) from a run's span files, and where its custody ended (last hop, the strike)",
+      "rebuild one unit's causal tree (write -> hops -> admits -> receipts -> release) from a run's span " +
+        "files, and where its custody ended (last hop, the strike)",
     )
     .argument("<unit>", "<volume>:<seq>, or a receipt id (the 16-hex span id a previous trace printed)")
     .option("--run <dir>", "run folder (default: newest under ./runs)")
@@ -81,7 +85,8 @@ export function register(program: Command): void {
           o,
           { runDir, ...tree, ...(fate !== undefined ? { fate } : {}) },
           traceRows(tree),
-          `${unit}: ${tree.hops} hops (${tree.crossRegionHops} cross-region), ${tree.receipts} receipts — run ${runDir}`,
+          `${unit}: ${tree.hops} hops (${tree.crossRegionHops} cross-region), ${tree.receipts} receipts — run ` +
+            `${runDir}`,
         );
         if (fate !== undefined && o.json !== true) cliIo().stdout(fate.lines.join("\n") + "\n");
       }),

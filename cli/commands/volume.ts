@@ -66,7 +66,16 @@ export function register(program: Command): void {
   const vol = program
     .command("volume")
     .description("SmartWAL block volumes: create, write, sync, read, recover, inspect");
+  registerCreate(vol);
+  registerWrite(vol);
+  registerSync(vol);
+  registerRead(vol);
+  registerRecover(vol);
+  registerInspect(vol);
+}
 
+/** `custody volume create <dir>`: a new volume with its files pre-allocated. */
+function registerCreate(vol: Command): void {
   vol
     .command("create <dir>")
     .description("create a volume (pre-allocated extent, WAL ring, checkpoints, header)")
@@ -80,7 +89,8 @@ export function register(program: Command): void {
     .option("--epoch <n>", "epoch", "1")
     .option(
       "--layout <layout>",
-      "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per docs/volume-format.md",
+      "split (extent.dat + wal.ring) | one-file (volume.dat: one fdatasync covers both); default per " +
+        "docs/volume-format.md",
     )
     .option("--json", "one JSON object on one line")
     .action(
@@ -116,7 +126,10 @@ export function register(program: Command): void {
         },
       ),
     );
+}
 
+/** `custody volume write <dir>`: whole blocks at an LBA, then syncCache. */
+function registerWrite(vol: Command): void {
   vol
     .command("write <dir>")
     .description("write whole blocks at an LBA, then syncCache (prints the LSN and the durable LSN)")
@@ -153,7 +166,10 @@ export function register(program: Command): void {
         },
       ),
     );
+}
 
+/** `custody volume sync <dir>`: mount and syncCache; prints the durability proof. */
+function registerSync(vol: Command): void {
   vol
     .command("sync <dir>")
     .description("mount (recovering if needed) and syncCache; prints the durability proof")
@@ -167,7 +183,10 @@ export function register(program: Command): void {
         printResult(o, proof, [{ ...proof, barriers: proof.barriers.join(",") }]);
       }),
     );
+}
 
+/** `custody volume read <dir>`: blocks with their CRC32 (or their raw bytes to a file). */
+function registerRead(vol: Command): void {
   vol
     .command("read <dir>")
     .description("read blocks; prints each block's CRC32 and first bytes (or writes raw bytes with --out)")
@@ -193,7 +212,10 @@ export function register(program: Command): void {
         printResult(o, { lba, count, blocks, ...(o.out ? { out: o.out } : {}) }, blocks);
       }),
     );
+}
 
+/** `custody volume recover <dir>`: crash recovery and its report. */
+function registerRecover(vol: Command): void {
   vol
     .command("recover <dir>")
     .description("mount the volume, run crash recovery and print the recovery report")
@@ -226,7 +248,10 @@ export function register(program: Command): void {
         ]);
       }),
     );
+}
 
+/** `custody volume inspect <dir>`: a read-only view of the files. */
+function registerInspect(vol: Command): void {
   vol
     .command("inspect <dir>")
     .description("read-only view of header, checkpoints and WAL ring (no recovery)")

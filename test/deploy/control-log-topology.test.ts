@@ -8,7 +8,7 @@ import test from "ava";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
 import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
-import { parseDeployment } from "../../deploy/deployment-schema.ts";
+import { parseDeployment } from "../../deploy/deployment-check.ts";
 import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
 import { controlLogTopology } from "../../deploy/control-servers.ts";
 import { loopbackDeployment } from "../../testing/index.ts";

@@ -7,7 +7,7 @@
 import test from "ava";
 import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
 import { deploymentPrincipals } from "../../deploy/deployment-security.ts";
-import { parseDeployment } from "../../deploy/deployment-schema.ts";
+import { parseDeployment } from "../../deploy/deployment-check.ts";
 import { controllerRoleSchema } from "../../runtime/role-config.ts";
 import { permissionsFor } from "../../security/principal-permissions.ts";
 import { loopbackDeployment } from "../../testing/index.ts";

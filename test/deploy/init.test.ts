@@ -8,7 +8,7 @@ import test from "ava";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
-import { parseDeployment } from "../../deploy/deployment-schema.ts";
+import { parseDeployment } from "../../deploy/deployment-check.ts";
 import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
 import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
