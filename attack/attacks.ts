@@ -107,14 +107,17 @@ async function counted(
     const r = ctx.rejections(before, await ctx.read()).filter(filter);
     return r.length > 0 ? `counted: ${r.join(", ")}` : undefined;
   });
-  if (r === undefined && process.env["ATTACK_DEBUG"])
-    process.stderr.write(
-      `debug: processes ${JSON.stringify(Object.fromEntries(Object.entries((await ctx.read()).processes).map(([k, p]) => [k, p.counters])))}\n`,
-    );
+  if (r === undefined && process.env["ATTACK_DEBUG"]) {
+    const counters = Object.entries((await ctx.read()).processes).map(([k, p]) => [k, p.counters]);
+    process.stderr.write(`debug: processes ${JSON.stringify(Object.fromEntries(counters))}\n`);
+  }
   return r;
 }
 
-/** A receipt of `holder` at `incarnation` claiming `retained` (a forgery when signed with someone else's key, or for an incarnation not current). */
+/**
+ * A receipt of `holder` at `incarnation` claiming `retained` (a forgery when signed with someone else's key, or for an
+ * incarnation not current).
+ */
 export function forgedReceiptBatch(
   net: SecuredNetwork,
   holder: string,

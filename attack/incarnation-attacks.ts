@@ -81,7 +81,9 @@ export function incarnationAttacks(): Attack[] {
             ) as { fenced?: { holder: string; incarnation: number }[] };
             const listed = (doc.fenced ?? []).some((f) => f.holder === "h-e1" && f.incarnation === stale);
             return {
-              refusal: `counted: ${counted.join(", ")}${listed ? `; status lists h-e1#${stale} as fenced` : "; status does not list it"}`,
+              refusal: `counted: ${counted.join(", ")}${
+                listed ? `; status lists h-e1#${stale} as fenced` : "; status does " + "not list it"
+              }`,
             };
           }
           if (Date.now() > end) return {};

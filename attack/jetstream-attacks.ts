@@ -79,7 +79,9 @@ async function consumersOnControlStream(ctx: AttackContext): Promise<string[]> {
 export function jetStreamAttacks(): Attack[] {
   return [
     {
-      name: "redelivery storm: durable push consumers on the control stream from a holder's credentials, delivering onto another holder's unit subject",
+      name:
+        "redelivery storm: durable push consumers on the control stream from a holder's credentials, delivering " +
+        "onto another holder's unit subject",
       async run(ctx) {
         const onto = unitSubject("h-w1", ctx.net.volume, ctx.net.lane);
         const refusal = await tryConsumers(
@@ -95,7 +97,9 @@ export function jetStreamAttacks(): Attack[] {
       },
     },
     {
-      name: "push consumers delivering onto status, event, admit, receipt, transfer and inbox subjects, from a holder's and the writer's credentials",
+      name:
+        "push consumers delivering onto status, event, admit, receipt, transfer and inbox subjects, from a " +
+        "holder's and the writer's credentials",
       async run(ctx) {
         const { volume: v, lane: l } = ctx.net;
         const targets = [

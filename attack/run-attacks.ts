@@ -137,7 +137,8 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
       }
       rows.push({ attack: attack.name, refused, evidence, changed, serving });
       log(
-        `${refused && changed.length === 0 ? "refused" : "NOT REFUSED"}  ${attack.name}: ${evidence}${changed.length ? ` — changed: ${changed.join("; ")}` : ""}`,
+        `${refused && changed.length === 0 ? "refused" : "NOT REFUSED"}  ${attack.name}: ` +
+          `${evidence}${changed.length ? ` — changed: ${changed.join("; ")}` : ""}`,
       );
     }
   } finally {

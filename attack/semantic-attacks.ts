@@ -47,7 +47,10 @@ const FORGED_FROM = 30_000_001;
 /** A hand-made envelope, past encodeMessage's checks (what a hostile peer with the right to publish sends). */
 const raw = (k: string, v: number, b: Record<string, unknown>): Uint8Array => encode({ k, v, b });
 
-/** Rejections counted by `process` since `before` (sum of the counters' growth; only counters matching `counters` when given), with their names. */
+/**
+ * Rejections counted by `process` since `before` (sum of the counters' growth; only counters matching `counters` when
+ * given), with their names.
+ */
 function countedAt(
   ctx: AttackContext,
   before: NetworkState,
@@ -65,7 +68,8 @@ function countedAt(
 
 /**
  * Publishes `variants` on `subject` as `as`, then waits until `process` counted at least one
- * rejection per variant (on counters matching `counters`, when given). Returns the refusal, or a note saying what was missing.
+ * rejection per variant (on counters matching `counters`, when given). Returns the refusal, or a note saying what was
+ * missing.
  */
 async function publishAndCount(
   ctx: AttackContext,
@@ -93,7 +97,9 @@ async function publishAndCount(
       return { refusal: `${o.variants.length} variants, counted: ${seen.names.join(", ")}` };
     if (Date.now() > end)
       return {
-        note: `only ${seen.n} of ${o.variants.length} variants counted by ${o.process}: ${seen.names.join(", ") || "none"}`,
+        note:
+          `only ${seen.n} of ${o.variants.length} variants counted by ${o.process}: ` +
+          `${seen.names.join(", ") || "none"}`,
       };
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -128,7 +134,9 @@ function receiptedMax(s: NetworkState, holder: string, lane: string): number {
 export function semanticAttacks(): Attack[] {
   return [
     {
-      name: "semantic: release frontiers from the controller's credentials (whole sequence space, inverted and duplicate ranges, unserved and non-ASCII lanes, another holder's name, epoch 2^53-1)",
+      name:
+        "semantic: release frontiers from the controller's credentials (whole sequence space, inverted and " +
+        "duplicate ranges, unserved and non-ASCII lanes, another holder's name, epoch 2^53-1)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const f = (over: Record<string, unknown>) =>
@@ -176,7 +184,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: release frontiers of a first hop from the controller's credentials, as the writer reads them (whole sequence space, inverted range, a holder that is not a first hop, another volume, epoch 0)",
+      name:
+        "semantic: release frontiers of a first hop from the controller's credentials, as the writer reads them " +
+        "(whole sequence space, inverted range, a holder that is not a first hop, another volume, epoch 0)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const f = (over: Record<string, unknown>) =>
@@ -206,7 +216,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: status documents from the controller's credentials (a cut confirmed through 2^53-1, another volume, an empty lane)",
+      name:
+        "semantic: status documents from the controller's credentials (a cut confirmed through 2^53-1, another " +
+        "volume, an empty lane)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const scenario = (cut: unknown[]) => ({
@@ -249,7 +261,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: admission requests from a holder's credentials and key (another holder's name, incarnation 2^53-1, a non-ASCII failure domain, a key not its own)",
+      name:
+        "semantic: admission requests from a holder's credentials and key (another holder's name, incarnation " +
+        "2^53-1, a non-ASCII failure domain, a key not its own)",
       async run(ctx, before) {
         const key = privateKeyFromPkcs8(readFileSync(join(ctx.net.roleDir("holder-h-e1"), "holder.key")));
         const me = admittedAs(before, "h-e1");
@@ -283,7 +297,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: units from the writer's credentials (first above last, sequence 2^53-1, negative term, body for another lane, volume or empty lane)",
+      name:
+        "semantic: units from the writer's credentials (first above last, sequence 2^53-1, negative term, body " +
+        "for another lane, volume or empty lane)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const u = (over: Record<string, unknown>) =>
@@ -324,7 +340,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: credit grants from a holder's credentials (another holder, lane or volume in the body than the subject, an unadmitted incarnation 2^53-1)",
+      name:
+        "semantic: credit grants from a holder's credentials (another holder, lane or volume in the body than " +
+        "the subject, an unadmitted incarnation 2^53-1)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const g = (over: Record<string, unknown>) =>
@@ -346,7 +364,8 @@ export function semanticAttacks(): Attack[] {
           g({ volume: "vol-x" }),
           g({ incarnation: MAX_SEQ, grantedThrough: MAX_SEQ }),
         ];
-        // A believed made-up incarnation would leave every real grant stale: the writer would stop sending to h-e1 (the runner's serving check).
+        // A believed made-up incarnation would leave every real grant stale: the writer would stop sending to h-e1 (the
+        // runner's serving check).
         return publishAndCount(ctx, before, {
           as: "holder-h-e1",
           subject: creditSubject("h-e1", volume, lane),
@@ -357,7 +376,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: receipt batches signed with the holder's own key (bound to another lane, incarnation 2^53-1 or 0, epoch 2^53-1, ranges to 2^53-1 in a stale epoch)",
+      name:
+        "semantic: receipt batches signed with the holder's own key (bound to another lane, incarnation 2^53-1 " +
+        "or 0, epoch 2^53-1, ranges to 2^53-1 in a stale epoch)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const key = privateKeyFromPkcs8(readFileSync(join(ctx.net.roleDir("holder-h-e1"), "holder.key")));
@@ -414,7 +435,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: writer progress from the writer's credentials (a lane twice, a lane the volume lacks, a run past its head, another volume)",
+      name:
+        "semantic: writer progress from the writer's credentials (a lane twice, a lane the volume lacks, a run " +
+        "past its head, another volume)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const p = (lanes: unknown[], over: Record<string, unknown> = {}) =>
@@ -449,7 +472,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: fetch requests from the operator's credentials (inverted ranges, an unserved lane, another holder's name, an empty lane)",
+      name:
+        "semantic: fetch requests from the operator's credentials (inverted ranges, an unserved lane, another " +
+        "holder's name, an empty lane)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const q = (over: Record<string, unknown>) =>
@@ -475,7 +500,9 @@ export function semanticAttacks(): Attack[] {
       },
     },
     {
-      name: "semantic: custody transfer offers from a holder's credentials (naming another origin or target, an unserved lane, offer id 2^53-1, a unit of another lane)",
+      name:
+        "semantic: custody transfer offers from a holder's credentials (naming another origin or target, an " +
+        "unserved lane, offer id 2^53-1, a unit of another lane)",
       async run(ctx, before) {
         const { volume, lane } = ctx.net;
         const unit = (l: string) =>

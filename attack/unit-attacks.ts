@@ -104,7 +104,9 @@ export function unitAuthAttacks(): Attack[] {
       },
     },
     {
-      name: "a custody transfer offer of forged units from a holder's NATS credentials, unsigned and with a captured writer attestation",
+      name:
+        "a custody transfer offer of forged units from a holder's NATS credentials, unsigned and with a " +
+        "captured writer attestation",
       async run(ctx, before) {
         const c = await ctx.as("holder-h-e1");
         const token = await capturedToken(ctx);

@@ -41,13 +41,19 @@ export type ScopedEvents = readonly (readonly [label: string, body: (s: ControlS
 /** vol-a's obligation in the attack network. */
 export const VOL_A_OBLIGATION = "vol-a-l0";
 
-/** Ten sequences at the start of what `holder` is responsible for now on vol-a (so the event would otherwise be plausible). */
+/**
+ * Ten sequences at the start of what `holder` is responsible for now on vol-a (so the event would otherwise be
+ * plausible).
+ */
 function tenOf(s: ControlState, holder: string): RangeSet {
   const first = s.obligations[VOL_A_OBLIGATION]?.responsible[holder]?.toJSON().at(-1)?.[0] ?? 1;
   return RangeSet.of(first, first + 9);
 }
 
-/** The finding, step by step: release h-w1 relying on h-e1, move h-e1's custody to vol-b's h-e2, release h-e1 relying on h-e2. */
+/**
+ * The finding, step by step: release h-w1 relying on h-e1, move h-e1's custody to vol-b's h-e2, release h-e1 relying on
+ * h-e2.
+ */
 export function findingEvents(transferId: string): ScopedEvents {
   return [
     [

@@ -161,7 +161,10 @@ export type ControlEventBody =
       readonly lane: string;
       readonly ranges: RangeSet;
       readonly holders: readonly string[];
-      /** When the holder of the hold expects to end it (ms since epoch; 0: no end). The controller ends an overdue recovery's hold. */
+      /**
+       * When the holder of the hold expects to end it (ms since epoch; 0: no end). The controller ends an overdue
+       * recovery's hold.
+       */
       readonly untilMs: number;
       /** Who placed it (an operator, a recovery run), for status and audit. */
       readonly by: string;
@@ -221,7 +224,9 @@ export type ControlEventBody =
       readonly timeoutMs: number;
     }
   | {
-      /** The lease holder of `volume` is alive at `term` (committed only when it committed nothing else for `renewMs`). */
+      /**
+       * The lease holder of `volume` is alive at `term` (committed only when it committed nothing else for `renewMs`).
+       */
       readonly type: typeof ControlEventType.renew_lease;
       readonly volume: string;
       readonly term: number;

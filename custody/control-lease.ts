@@ -56,7 +56,8 @@ export function claimLease(s: ControlState, e: ControlEventOf<"claim_lease">): C
   if (e.term <= (cur?.term ?? 0))
     fail(
       ControlFenceCode.stale_term,
-      `claim of ${e.volume} by ${e.controller} for term ${e.term} does not advance term ${cur?.term ?? 0} (held by ${cur?.holder ?? "nobody"})`,
+      `claim of ${e.volume} by ${e.controller} for term ${e.term} does not advance term ${cur?.term ?? 0} (held by ` +
+        `${cur?.holder ?? "nobody"})`,
       { volume: e.volume, term: e.term, current: cur?.term ?? 0 },
     );
   if (e.renewMs === 0 || e.timeoutMs <= e.renewMs)
@@ -87,7 +88,9 @@ export function claimLease(s: ControlState, e: ControlEventOf<"claim_lease">): C
   return { volumes: { ...s.leases?.volumes, [e.volume]: lease }, claimants };
 }
 
-/** Checks a renewal: only the holder, at the current term. Changes nothing but the heartbeat (set by `noteHeartbeat`). */
+/**
+ * Checks a renewal: only the holder, at the current term. Changes nothing but the heartbeat (set by `noteHeartbeat`).
+ */
 export function checkRenewal(s: ControlState, e: ControlEventOf<"renew_lease">): void {
   const cur = leaseOf(s, e.volume);
   if (cur === undefined || cur.holder !== e.controller)
@@ -127,7 +130,10 @@ export function checkLeaseHolder(s: ControlState, e: ControlEvent): void {
   }
 }
 
-/** Leases after an accepted entry at `seq` by `author`: its claims start there, and every lease it holds saw a heartbeat. */
+/**
+ * Leases after an accepted entry at `seq` by `author`: its claims start there, and every lease it holds saw a
+ * heartbeat.
+ */
 export function noteHeartbeat(
   leases: ControlLeases | undefined,
   author: string,

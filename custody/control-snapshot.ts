@@ -65,7 +65,10 @@ const headerDecoder = new Decoder({
 const rangeSet = z.custom<RangeSet>((x) => x instanceof RangeSet);
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 const uint = z.number().int().nonnegative();
-/** The shape a decoded state must have (its content is the signer's; the shape is checked so a reader cannot crash on it). */
+/**
+ * The shape a decoded state must have (its content is the signer's; the shape is checked so a reader cannot crash on
+ * it).
+ */
 const stateShape = z
   .object({
     lastSeq: uint,
@@ -110,7 +113,9 @@ export function encodeControlState(s: ControlState): Uint8Array {
   return stateEncoder.encode(s);
 }
 
-/** Inverse of `encodeControlState`; throws ControlLogRegressionError `snapshot_mismatch` for bytes that are not a state. */
+/**
+ * Inverse of `encodeControlState`; throws ControlLogRegressionError `snapshot_mismatch` for bytes that are not a state.
+ */
 export function decodeControlState(bytes: Uint8Array): ControlState {
   try {
     return stateShape.parse(decodeBounded(stateDecoder, bytes)) as unknown as ControlState;
@@ -176,7 +181,10 @@ export function encodeControlSnapshot(region: string, s: ControlState): Uint8Arr
   ]);
 }
 
-/** Decodes canonical snapshot bytes (throws on anything else; the state itself is decoded only when a reader starts from it). */
+/**
+ * Decodes canonical snapshot bytes (throws on anything else; the state itself is decoded only when a reader starts from
+ * it).
+ */
 export function decodeControlSnapshot(bytes: Uint8Array): ControlSnapshot {
   const [, version, region, throughSeq, head, stateHash, state] = headerTuple.parse(
     decodeBounded(headerDecoder, bytes),
@@ -202,7 +210,10 @@ export function snapshotRecordFromBytes(
   return signature === undefined ? r : { ...r, signature };
 }
 
-/** Why a signed log's reader may not take `r` as an operator's snapshot, or undefined when an operator signed it at its position. Pure. */
+/**
+ * Why a signed log's reader may not take `r` as an operator's snapshot, or undefined when an operator signed it at its
+ * position. Pure.
+ */
 export function snapshotSignatureProblem(
   r: ControlSnapshotRecord,
   trust: ControlTrust,
@@ -219,7 +230,9 @@ export function snapshotSignatureProblem(
   if (!entrySignatureVerifies(key, r.hash, r.seq, sig.signature))
     return {
       code: ControlFenceCode.bad_signature,
-      message: `snapshot ${r.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)`,
+      message:
+        `snapshot ${r.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from ` +
+        `another position)`,
     };
   return undefined;
 }
@@ -323,7 +336,8 @@ export function foldSnapshotRecord(s: ControlState, r: ControlSnapshotRecord, tr
   if (state.topologyEpoch < s.topologyEpoch || state.policyGeneration < s.policyGeneration) {
     refuse(
       ControlLogRegressionCode.snapshot_regressed,
-      `snapshot at ${r.seq} is at epoch ${state.topologyEpoch}/generation ${state.policyGeneration}, behind ${s.topologyEpoch}/${s.policyGeneration}`,
+      `snapshot at ${r.seq} is at epoch ${state.topologyEpoch}/generation ${state.policyGeneration}, behind ` +
+        `${s.topologyEpoch}/${s.policyGeneration}`,
       detail,
     );
   }

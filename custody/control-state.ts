@@ -71,7 +71,10 @@ export interface ControlState {
   readonly failovers?: Failovers;
   /** The controller's persistence targets per lane (see control-persistence.ts); absent before the first. */
   readonly persistence?: PersistenceChoices;
-  /** Control leases per volume (see control-lease.ts); absent before the first claim, and a volume without one is unleased. */
+  /**
+   * Control leases per volume (see control-lease.ts); absent before the first claim, and a volume without one is
+   * unleased.
+   */
   readonly leases?: ControlLeases;
   /** Committed events the fold refused (each changed nothing), in log order. */
   readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
@@ -180,7 +183,8 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
   if (e.preparedEpoch !== s.topologyEpoch || e.preparedGeneration !== s.policyGeneration) {
     fail(
       ControlFenceCode.fence_mismatch,
-      `${e.type} prepared under epoch ${e.preparedEpoch}/generation ${e.preparedGeneration}, which the log never reached`,
+      `${e.type} prepared under epoch ${e.preparedEpoch}/generation ${e.preparedGeneration}, which the log never ` +
+        `reached`,
       { epoch: e.preparedEpoch, generation: e.preparedGeneration },
     );
   }
@@ -394,7 +398,8 @@ function releaseRanges(s: ControlState, e: ControlEventOf<"release_ranges">): Co
     ) {
       fail(
         ControlFenceCode.release_not_covered,
-        `release of ${e.ranges.toString()} by ${e.holderId} relies on ${r}, which is not an active holder responsible for those ranges`,
+        `release of ${e.ranges.toString()} by ${e.holderId} relies on ${r}, which is not an active holder ` +
+          `responsible for those ranges`,
         { holderId: e.holderId, reliesOn: r, obligationId: e.obligationId },
       );
     }
@@ -455,7 +460,8 @@ function retireHolder(s: ControlState, e: ControlEventOf<"retire_holder">): Cont
     if (!rs(o.responsible, e.holderId).isEmpty) {
       fail(
         ControlFenceCode.holder_still_responsible,
-        `holder ${e.holderId} is still responsible for ${rs(o.responsible, e.holderId).toString()} of ${o.obligationId}`,
+        `holder ${e.holderId} is still responsible for ${rs(o.responsible, e.holderId).toString()} of ` +
+          `${o.obligationId}`,
         { holderId: e.holderId, obligationId: o.obligationId },
       );
     }
@@ -471,7 +477,8 @@ function policyChange(s: ControlState, e: ControlEventOf<"policy_change">): Cont
   ) {
     fail(
       ControlFenceCode.policy_not_advancing,
-      `policy change to epoch ${e.topologyEpoch}/generation ${e.policyGeneration} does not advance ${s.topologyEpoch}/${s.policyGeneration}`,
+      `policy change to epoch ${e.topologyEpoch}/generation ${e.policyGeneration} does not advance ` +
+        `${s.topologyEpoch}/${s.policyGeneration}`,
       { epoch: e.topologyEpoch, generation: e.policyGeneration },
     );
   }
@@ -596,4 +603,5 @@ export function releaseFrontiers(
   return out;
 }
 
-export { receiptVerifyContext } from "./receipt-verify-context.ts"; // the context of a folded state, kept where callers know it from
+// the context of a folded state, kept where callers know it from
+export { receiptVerifyContext } from "./receipt-verify-context.ts";

@@ -89,7 +89,8 @@ export function signatureProblem(
   if (operator === undefined && OPERATOR_ONLY.has(entry.event.type))
     return {
       code: ControlFenceCode.signer_not_allowed,
-      message: `only an operator may commit ${entry.event.type} (entry ${entry.seq}, signed by controller ${sig.signer})`,
+      message:
+        `only an operator may commit ${entry.event.type} (entry ${entry.seq}, signed by controller ` + `${sig.signer})`,
     };
   let key: KeyObject;
   try {
@@ -106,7 +107,9 @@ export function signatureProblem(
   ) {
     return {
       code: ControlFenceCode.bad_signature,
-      message: `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)`,
+      message:
+        `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from ` +
+        `another position)`,
     };
   }
   if (operator === undefined) {

@@ -84,7 +84,8 @@ export function verifyReceiptBatch(signed: SignedReceiptBatch, ctx: ReceiptVerif
     if (r.policyGeneration < ctx.policyGeneration) {
       throw new ReceiptError(
         ReceiptErrorCode.stale_generation,
-        `receipt ${r.receiptSeq} of ${holderId} is from policy generation ${r.policyGeneration} < ${ctx.policyGeneration}`,
+        `receipt ${r.receiptSeq} of ${holderId} is from policy generation ${r.policyGeneration} < ` +
+          `${ctx.policyGeneration}`,
         { ...at, generation: r.policyGeneration, current: ctx.policyGeneration },
       );
     }
@@ -92,14 +93,16 @@ export function verifyReceiptBatch(signed: SignedReceiptBatch, ctx: ReceiptVerif
       // The verifier has not folded the control events that created this epoch/generation yet.
       throw new ReceiptError(
         ReceiptErrorCode.ahead_of_verifier,
-        `receipt ${r.receiptSeq} of ${holderId} names epoch ${r.topologyEpoch}/generation ${r.policyGeneration}, ahead of this verifier`,
+        `receipt ${r.receiptSeq} of ${holderId} names epoch ${r.topologyEpoch}/generation ${r.policyGeneration}, ` +
+          `ahead of this verifier`,
         { ...at, epoch: r.topologyEpoch, generation: r.policyGeneration },
       );
     }
     if (r.residency.kind === "unrecognized") {
       throw new ReceiptError(
         ReceiptErrorCode.unsupported_evidence,
-        `receipt ${r.receiptSeq} of ${holderId} carries evidence kind ${JSON.stringify(r.residency.wireKind)} this peer does not understand`,
+        `receipt ${r.receiptSeq} of ${holderId} carries evidence kind ${JSON.stringify(r.residency.wireKind)} this ` +
+          `peer does not understand`,
         { ...at, evidenceKind: r.residency.wireKind },
       );
     }

@@ -91,7 +91,8 @@ export function controlPlaneSurvival(
   if (replicas.length < quorum) {
     roles.push(ControlPlaneRole.quorum);
     parts.push(
-      `the quorum of control log ${placement.log} (${replicas.length} of ${placement.logReplicas.length} replicas survive, ${quorum} needed: ${placement.logReplicas.map(where).join(", ")})`,
+      `the quorum of control log ${placement.log} (${replicas.length} of ${placement.logReplicas.length} replicas ` +
+        `survive, ${quorum} needed: ${placement.logReplicas.map(where).join(", ")})`,
     );
   }
   if (controllers.length === 0) {

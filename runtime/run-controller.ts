@@ -109,7 +109,8 @@ async function openControllerBase(cfg: ControllerRoleConfig): Promise<Controller
       cfg.stateDir === undefined ? undefined : await readControlLogHead(nodeFileLayer, cfg.stateDir, logRegion);
     if (seen !== undefined) await checkControlLogHead(store, seen);
     const counters = new Counters();
-    // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment keyed.
+    // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment
+    // keyed.
     const standbys =
       (c.repair?.standby.length ?? 0) > 0
         ? new AnnouncedStandbys({
@@ -170,7 +171,8 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
       dir === undefined ? undefined : persistHeads(() => controller.controlState(), dir, logRegion, seen?.seq ?? 0);
     // `evaluations` is the running total (what `custody ps` and watchers compare between reads); the
     // duration quantiles cover only the evaluations since the previous read.
-    // `writerHeadMax`: the highest head writer progress reported on any lane (what an attack on progress must not move).
+    // `writerHeadMax`: the highest head writer progress reported on any lane (what an attack on progress must not
+    // move).
     // Its stats carry each holder's verified receipted ranges (`receipted.<holder>.<lane>`, see custody-ranges.ts).
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.takeEvalDurations().sort((a, b) => a - b);
@@ -212,7 +214,9 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
   }
 }
 
-/** A controller process of a volume with standbys: it runs the controller's job only while it holds the volume's lease. */
+/**
+ * A controller process of a volume with standbys: it runs the controller's job only while it holds the volume's lease.
+ */
 export interface RunningLeasedController {
   readonly id: string;
   readonly counters: Counters;

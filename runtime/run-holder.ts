@@ -29,7 +29,8 @@ export class ConnectionLostError extends CustodyError {
   constructor(role: string) {
     super(
       "connection_lost",
-      `${role}: the NATS connection closed for good (reconnect attempts exhausted); exiting so a supervisor restarts this process`,
+      `${role}: the NATS connection closed for good (reconnect attempts exhausted); exiting so a supervisor ` +
+        `restarts this process`,
       { role },
     );
   }
@@ -38,7 +39,10 @@ export class ConnectionLostError extends CustodyError {
 /** A holder running as a process, as `custody run holder` starts it. */
 export interface RunningHolder {
   readonly holder: Holder;
-  /** Its `/metrics` figures beyond the counters (custody bytes, credits, rejections by code, receipt latency); only when the config has a metrics section. */
+  /**
+   * Its `/metrics` figures beyond the counters (custody bytes, credits, rejections by code, receipt latency); only when
+   * the config has a metrics section.
+   */
   readonly metrics: HolderMetrics | undefined;
   /** Resolves if the NATS connection closes for good. */
   readonly lost: Promise<void>;
@@ -78,7 +82,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
     String(holderCfg.holderId),
     cfg.links ? { "custody.site": cfg.links.site } : {},
   );
-  // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus directly.
+  // The holder forwards units through the shaped links when the config has them; the control log and stats use the bus
+  // directly.
   const probing = withRouteProbing(
     shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")),
     cfg.probe,
@@ -164,7 +169,8 @@ export async function runHolder(cfg: HolderRoleConfig): Promise<RunningHolder> {
         const left = holder.fencedBy() === undefined ? await drainHolder(holder, cfg.drainDeadlineMs ?? 10_000) : {};
         for (const [lane, seqs] of Object.entries(left))
           process.stderr.write(
-            `holder ${holder.id}: stopping with ${lane} ${seqs.toString()} held only in RAM (neither flushed nor released by the deadline)\n`,
+            `holder ${holder.id}: stopping with ${lane} ${seqs.toString()} held only in RAM (neither flushed nor ` +
+              `released by the deadline)\n`,
           );
         stats.unsubscribe();
         probing.stop();

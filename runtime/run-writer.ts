@@ -60,7 +60,8 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     w.writerId,
     cfg.links ? { "custody.site": cfg.links.site } : {},
   );
-  // The writer ships units through the shaped links when the config has them; the control log and stats use the bus directly.
+  // The writer ships units through the shaped links when the config has them; the control log and stats use the bus
+  // directly.
   const probing = withRouteProbing(
     shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")),
     cfg.probe,
@@ -107,7 +108,8 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       recovered,
       ...signing,
     });
-    // Beside the primary volume: the configured replicas catch up from it over the bus (counted with the writer's counters).
+    // Beside the primary volume: the configured replicas catch up from it over the bus (counted with the writer's
+    // counters).
     const catchUp =
       (cfg.replicas ?? []).length > 0
         ? await startPrimaryCatchUp(
@@ -150,7 +152,8 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         const left = await writer.drained(cfg.drainDeadlineMs ?? 30_000);
         for (const [lane, seqs] of Object.entries(left))
           process.stderr.write(
-            `writer ${w.writerId}: stopping with ${lane} ${seqs.toString()} not yet confirmed by custody (kept in the outbox)\n`,
+            `writer ${w.writerId}: stopping with ${lane} ${seqs.toString()} not yet confirmed by custody (kept in ` +
+              `the outbox)\n`,
           );
         clearInterval(timer);
         catchUp?.stop();

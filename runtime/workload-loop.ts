@@ -3,7 +3,10 @@ import { dirname } from "node:path";
 import type { WriteAck } from "../actors/index.ts";
 import { workloadWrite } from "./workload.ts";
 
-/** What the workload needs of a writer: a write (resolves once the volume admitted it) and a sync (local, or under a contract). */
+/**
+ * What the workload needs of a writer: a write (resolves once the volume admitted it) and a sync (local, or under a
+ * contract).
+ */
 export interface WorkloadTarget {
   write(lba: number, data: Uint8Array): Promise<WriteAck>;
   sync(contract?: string, timeoutMs?: number): Promise<unknown>;
@@ -23,7 +26,9 @@ export interface WorkloadOptions {
   readonly count?: number;
 }
 
-/** A running workload: `written` counts acknowledged writes; `done` settles once `stop()` was called and it wound down. */
+/**
+ * A running workload: `written` counts acknowledged writes; `done` settles once `stop()` was called and it wound down.
+ */
 export interface RunningWorkload {
   readonly done: Promise<void>;
   written(): number;

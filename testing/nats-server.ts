@@ -238,7 +238,10 @@ export interface RegionServer {
   readonly storeDir: string;
   /** PID of the current process (changes after `restart`). */
   readonly pid: number;
-  /** Stops the server (SIGTERM, or SIGKILL when `kill`) and starts it again, `downMs` later (default at once), with the same config and store. */
+  /**
+   * Stops the server (SIGTERM, or SIGKILL when `kill`) and starts it again, `downMs` later (default at once), with the
+   * same config and store.
+   */
   restart(opts?: { kill?: boolean; downMs?: number }): Promise<void>;
   /** Freezes the server (SIGSTOP) for `ms`, then resumes it (SIGCONT): a partition of that region. */
   pause(ms: number): Promise<void>;
@@ -247,7 +250,10 @@ export interface RegionServer {
 /** A running supercluster; `regions[name].url` is where a client of that region connects. */
 export interface SuperclusterHandle {
   readonly regions: Readonly<Record<string, RegionServer>>;
-  /** With `controlCluster`: its member in each of its regions, by region (`serverName` `<cluster>-<region>`); else empty. */
+  /**
+   * With `controlCluster`: its member in each of its regions, by region (`serverName` `<cluster>-<region>`); else
+   * empty.
+   */
   readonly control: Readonly<Record<string, RegionServer>>;
   /** PIDs of every server of the supercluster now (for leak checks). */
   readonly pids: readonly number[];

@@ -73,7 +73,8 @@ export function toConnectError(
     return new NatsConnectError(
       NatsConnectErrorCode.Timeout,
       servers,
-      `no NATS server answered within ${timeoutMs} ms (is it the server's client port, not its monitoring or cluster port?)`,
+      `no NATS server answered within ${timeoutMs} ms (is it the server's client port, not its monitoring or ` +
+        `cluster port?)`,
       opts,
     );
   }
@@ -93,7 +94,11 @@ export function toConnectError(
     return new NatsConnectError(
       NatsConnectErrorCode.AuthFailed,
       servers,
-      `${trust.credentials === true ? "the server refused the credentials" : "the server wants credentials and none were given"} (${message})`,
+      `${
+        trust.credentials === true
+          ? "the server refused the credentials"
+          : "the server wants credentials and none " + "were given"
+      } ` + `(${message})`,
       opts,
     );
   }
