@@ -1,7 +1,8 @@
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import type { ControlEvent, ControlEventOf } from "./control-event.ts";
 import { authorityScope } from "./control-scope.ts";
-import type { ControlState } from "./control-state.ts";
+import type { ControlLease, ControlLeases, ControlState } from "./control-records.ts";
+export type { ControlLease, ControlLeases } from "./control-records.ts";
 
 /**
  * Control leases: which controller is the active one of a volume, decided by the control log
@@ -21,25 +22,9 @@ import type { ControlState } from "./control-state.ts";
  *   accepted event of the holder is one too (`heartbeatSeq`), so a busy controller commits no
  *   renewals. A standby decides the holder is dead or cut off when, by its own clock, it saw no
  *   heartbeat for the lease's `timeoutMs` (see runtime/controller-lease-keeper.ts).
+ *
+ * The lease records themselves (ControlLease, ControlLeases) are in control-records.ts.
  */
-export interface ControlLease {
-  readonly holder: string;
-  readonly term: number;
-  /** The holder commits at least this often (ms) while alive. */
-  readonly renewMs: number;
-  /** A standby may claim the next term after seeing no heartbeat for this long (ms, its own clock). */
-  readonly timeoutMs: number;
-  /** Log sequence of the claim. */
-  readonly sinceSeq: number;
-  /** Log sequence of the holder's newest accepted entry (its claim, a renewal or any other commit). */
-  readonly heartbeatSeq: number;
-}
-
-/** Leases by volume, and every controller that ever claimed one (fenced as a controller from then on). */
-export interface ControlLeases {
-  readonly volumes: Readonly<Record<string, ControlLease>>;
-  readonly claimants: readonly string[];
-}
 
 /** The lease of `volume`, or undefined while it is unleased. */
 export function leaseOf(s: ControlState, volume: string): ControlLease | undefined {

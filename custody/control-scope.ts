@@ -2,7 +2,7 @@ import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import type { ControlEvent } from "./control-event.ts";
 import { inFailureDomain } from "./failure-domain.ts";
 import { readAdmissionRequest } from "./admission-request.ts";
-import type { ControlState, HolderRecord } from "./control-state.ts";
+import type { ControlState, HolderRecord } from "./control-records.ts";
 
 /**
  * Least authority in the control log: which volumes an event touches, which volumes a holder is

@@ -4,8 +4,15 @@ import { z } from "zod";
 import { RangeSet } from "../lanes/index.ts";
 import { decodeBounded } from "../protocol/index.ts";
 import { ControlFenceCode, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
-import type { ControlState } from "./control-state.ts";
-import { entrySignatureVerifies, type ControlTrust, type EntrySignature } from "./control-trust.ts";
+import {
+  isSnapshotRecord,
+  type ControlSnapshot,
+  type ControlSnapshotRecord,
+  type ControlState,
+  type EntrySignature,
+} from "./control-records.ts";
+import { entrySignatureVerifies, type ControlTrust } from "./control-trust.ts";
+export { isSnapshotRecord, type ControlSnapshot, type ControlSnapshotRecord } from "./control-records.ts";
 
 /**
  * Snapshots of the control log: the folded ControlState at sequence S, committed into the log
@@ -135,36 +142,6 @@ function sha256(bytes: Uint8Array): string {
 /** Hex SHA-256 of a state's canonical bytes: two readers that folded the same log agree on it. */
 export function hashControlState(s: ControlState): string {
   return sha256(encodeControlState(s));
-}
-
-/** A decoded snapshot body. */
-export interface ControlSnapshot {
-  readonly version: number;
-  readonly region: string;
-  /** The sequence of the last entry the state folded (the snapshot sits at `throughSeq + 1`). */
-  readonly throughSeq: number;
-  /** The chain head at `throughSeq`: the `prevHash` the first event after the snapshot names. */
-  readonly headHash: string;
-  /** Hex SHA-256 of `state`. */
-  readonly stateHash: string;
-  /** `encodeControlState` of the folded state at `throughSeq`. */
-  readonly state: Uint8Array;
-}
-
-/** A snapshot as a store holds it: its position, its body's hash (what is signed), and its signature. */
-export interface ControlSnapshotRecord {
-  readonly seq: number;
-  /** Hex SHA-256 of the canonical body bytes; the signature covers it and `seq`. */
-  readonly hash: string;
-  readonly snapshot: ControlSnapshot;
-  readonly signature?: EntrySignature;
-  readonly event?: undefined;
-  readonly unreadable?: undefined;
-}
-
-/** True for a snapshot record. */
-export function isSnapshotRecord(r: { readonly seq: number }): r is ControlSnapshotRecord {
-  return (r as { readonly snapshot?: unknown }).snapshot !== undefined;
 }
 
 /** Canonical bytes of the snapshot of `s` (folded from region `region`'s log), to be committed at `s.lastSeq + 1`. */
