@@ -1,7 +1,7 @@
 import type { Site } from "./topology.ts";
 import { checkDependencyTag, checkLossDomain, siteDomains, validateSites } from "./topology.ts";
 import { LossKind, worseLoss, type Loss } from "./scenario.ts";
-import type { Residency } from "./evaluation-state.ts";
+import type { Residency } from "../core/index.ts";
 import { legMonthlyCost, type Charge } from "./cost.ts";
 import { InfeasiblePlacementError, PolicyInputError, UnknownReferenceError } from "./policy-errors.ts";
 
