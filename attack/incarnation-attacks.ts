@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { RangeSet } from "../lanes/index.ts";
 import { receiptSubject } from "../protocol/index.ts";
 import { DeployedProcess } from "../testing/index.ts";
-import { forgedReceiptBatch, type Attack } from "./attacks.ts";
+import type { Attack } from "./attack.ts";
+import { forgedReceiptBatch } from "./forged-receipt.ts";
 import { custody } from "./secured-network.ts";
 
 /** Generous bound on a refused start (it ends before connecting): it only ends a hung wait. */

@@ -16,7 +16,7 @@ import {
   unitSubject,
 } from "../protocol/index.ts";
 import { controlStreamName } from "../transport/index.ts";
-import type { Attack, AttackContext } from "./attacks.ts";
+import type { Attack, AttackContext } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";
 
 /** The redelivery storm's settings: 100 ms ack wait, never given up. */

@@ -6,7 +6,8 @@
  * writer's next writes reach both holders and the controller keeps evaluating).
  */
 import { networkDecoders, timeDecoders } from "./decode-bombs.ts";
-import { attacks, type AttackContext } from "./attacks.ts";
+import { attacks } from "./attacks.ts";
+import type { AttackContext } from "./attack.ts";
 import { figure, grownCounters, invariantChanges, StateReader, type NetworkState } from "./network-state.ts";
 import { connectAs, type AttackerConnection } from "./principal.ts";
 import { startSecuredNetwork, type SecuredNetwork } from "./secured-network.ts";

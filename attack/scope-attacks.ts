@@ -6,7 +6,7 @@
 import { RangeSet } from "../lanes/index.ts";
 import { fetchSubject, releaseSubject } from "../protocol/index.ts";
 import { encodeMessage, releaseFrontierSpec, unitFetchSpec } from "../protocol/index.ts";
-import type { Attack } from "./attacks.ts";
+import type { Attack } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";
 import { counter } from "./network-state.ts";
 

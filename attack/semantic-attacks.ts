@@ -37,7 +37,7 @@ import {
   writerProgressSpec,
 } from "../protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../transport/index.ts";
-import type { Attack, AttackContext } from "./attacks.ts";
+import type { Attack, AttackContext } from "./attack.ts";
 import { figure, type NetworkState } from "./network-state.ts";
 
 /** The largest sequence number the wire carries. */

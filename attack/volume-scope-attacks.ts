@@ -21,7 +21,7 @@ import {
 import { RangeSet } from "../lanes/index.ts";
 import { readPublicKeyHex } from "../runtime/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
-import type { Attack, AttackContext } from "./attacks.ts";
+import type { Attack, AttackContext } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
 
