@@ -85,7 +85,7 @@ export function signatureProblem(
     return {
       code: ControlFenceCode.signer_not_allowed,
       message:
-        `only an operator may commit ${entry.event.type} (entry ${entry.seq}, signed by controller ` + `${sig.signer})`,
+        `only an operator may commit ${entry.event.type} ` + `(entry ${entry.seq}, signed by controller ${sig.signer})`,
     };
   let key: KeyObject;
   try {

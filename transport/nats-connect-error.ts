@@ -91,16 +91,11 @@ export function toConnectError(
     );
   }
   if (err instanceof natsErrors.AuthorizationError || err instanceof natsErrors.UserAuthenticationExpiredError) {
-    return new NatsConnectError(
-      NatsConnectErrorCode.AuthFailed,
-      servers,
-      `${
-        trust.credentials === true
-          ? "the server refused the credentials"
-          : "the server wants credentials and none " + "were given"
-      } ` + `(${message})`,
-      opts,
-    );
+    const refused =
+      trust.credentials === true
+        ? "the server refused the credentials"
+        : "the server wants credentials and none were given";
+    return new NatsConnectError(NatsConnectErrorCode.AuthFailed, servers, `${refused} (${message})`, opts);
   }
   return new NatsConnectError(NatsConnectErrorCode.Failed, servers, message, opts);
 }
