@@ -375,24 +375,22 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
   }
 }
 
-function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody {
+/** Event types about obligations and the ranges held under them (the rest admit, fence and lease). */
+type CustodyBodyType =
+  | "create_obligation"
+  | "prepare_transfer"
+  | "activate_replacement"
+  | "release_ranges"
+  | "release_to_base"
+  | "hold_ranges"
+  | "end_hold";
+
+/** The body of an obligation or range event from its positional tuple. */
+function custodyBodyFromTuple(type: CustodyBodyType, raw: unknown[]): ControlEventBody {
   switch (type) {
     case "create_obligation": {
       const [obligationId, volume, lane, representation, holders, fromSeq] = bodySchemas.create_obligation.parse(raw);
       return { type, obligationId, volume, lane, representation, holders, fromSeq };
-    }
-    case "admit_holder": {
-      // A v2 body starts with its version (a number); a v1 body with the holder id (a string).
-      if (raw[0] === AdmissionBodyVersion.v3) {
-        const [, holderId, incarnation, publicKey, failureDomain, request] = bodySchemas.admit_holder_v3.parse(raw);
-        return { type, holderId, incarnation, publicKey, failureDomain, request };
-      }
-      if (typeof raw[0] === "number") {
-        const [, holderId, incarnation, publicKey, failureDomain, volumes] = bodySchemas.admit_holder_v2.parse(raw);
-        return { type, holderId, incarnation, publicKey, failureDomain, volumes };
-      }
-      const [holderId, incarnation, publicKey, failureDomain] = bodySchemas.admit_holder.parse(raw);
-      return { type, holderId, incarnation, publicKey, failureDomain };
     }
     case "prepare_transfer": {
       const [transferId, obligationId, fromHolder, toHolder, ranges] = bodySchemas.prepare_transfer.parse(raw);
@@ -419,6 +417,32 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
         baseThroughSeq,
       };
     }
+    case "hold_ranges": {
+      const [holdId, kind, volume, lane, ranges, holders, untilMs, by] = bodySchemas.hold_ranges.parse(raw);
+      return { type, holdId, kind, volume, lane, ranges: RangeSet.fromJSON(ranges), holders, untilMs, by };
+    }
+    case "end_hold": {
+      const [holdId, reason] = bodySchemas.end_hold.parse(raw);
+      return { type, holdId, reason };
+    }
+  }
+}
+
+function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody {
+  switch (type) {
+    case "admit_holder": {
+      // A v2 body starts with its version (a number); a v1 body with the holder id (a string).
+      if (raw[0] === AdmissionBodyVersion.v3) {
+        const [, holderId, incarnation, publicKey, failureDomain, request] = bodySchemas.admit_holder_v3.parse(raw);
+        return { type, holderId, incarnation, publicKey, failureDomain, request };
+      }
+      if (typeof raw[0] === "number") {
+        const [, holderId, incarnation, publicKey, failureDomain, volumes] = bodySchemas.admit_holder_v2.parse(raw);
+        return { type, holderId, incarnation, publicKey, failureDomain, volumes };
+      }
+      const [holderId, incarnation, publicKey, failureDomain] = bodySchemas.admit_holder.parse(raw);
+      return { type, holderId, incarnation, publicKey, failureDomain };
+    }
     case "retire_holder": {
       const [holderId, incarnation] = bodySchemas.retire_holder.parse(raw);
       return { type, holderId, incarnation };
@@ -430,14 +454,6 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "declare_failure": {
       const [scope, domain, holderIds] = bodySchemas.declare_failure.parse(raw);
       return { type, scope, domain, holderIds };
-    }
-    case "hold_ranges": {
-      const [holdId, kind, volume, lane, ranges, holders, untilMs, by] = bodySchemas.hold_ranges.parse(raw);
-      return { type, holdId, kind, volume, lane, ranges: RangeSet.fromJSON(ranges), holders, untilMs, by };
-    }
-    case "end_hold": {
-      const [holdId, reason] = bodySchemas.end_hold.parse(raw);
-      return { type, holdId, reason };
     }
     case "admit_controller": {
       if (typeof raw[0] === "number") {
@@ -463,6 +479,8 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
       const [, volume, term] = bodySchemas.renew_lease.parse(raw);
       return { type, volume, term };
     }
+    default:
+      return custodyBodyFromTuple(type, raw);
   }
 }
 
