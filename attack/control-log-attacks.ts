@@ -4,7 +4,7 @@
  * an entry that does not decode, counted as `unreadable_entry`, and keep following the log.
  */
 import { ctrlSubject } from "../protocol/index.ts";
-import type { Attack } from "./attacks.ts";
+import type { Attack } from "./attack.ts";
 
 /** The attacks on the control log's readers, in the order they run. */
 export function controlLogJunkAttacks(): Attack[] {

@@ -48,7 +48,9 @@ export interface Decoder {
   decode(bytes: Uint8Array): unknown;
 }
 
-/** Every registered wire kind (each `decodeMessage` spec) plus the inner decoders of signed payloads and unit frames. */
+/**
+ * Every registered wire kind (each `decodeMessage` spec) plus the inner decoders of signed payloads and unit frames.
+ */
 export function networkDecoders(): Decoder[] {
   const out: Decoder[] = registeredKinds().map(({ kind, version }) => {
     const spec = specFor(kind, version)!;

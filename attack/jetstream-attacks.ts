@@ -16,7 +16,7 @@ import {
   unitSubject,
 } from "../protocol/index.ts";
 import { controlStreamName } from "../transport/index.ts";
-import type { Attack, AttackContext } from "./attacks.ts";
+import type { Attack, AttackContext } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";
 
 /** The redelivery storm's settings: 100 ms ack wait, never given up. */
@@ -79,7 +79,9 @@ async function consumersOnControlStream(ctx: AttackContext): Promise<string[]> {
 export function jetStreamAttacks(): Attack[] {
   return [
     {
-      name: "redelivery storm: durable push consumers on the control stream from a holder's credentials, delivering onto another holder's unit subject",
+      name:
+        "redelivery storm: durable push consumers on the control stream from a holder's credentials, delivering " +
+        "onto another holder's unit subject",
       async run(ctx) {
         const onto = unitSubject("h-w1", ctx.net.volume, ctx.net.lane);
         const refusal = await tryConsumers(
@@ -95,7 +97,9 @@ export function jetStreamAttacks(): Attack[] {
       },
     },
     {
-      name: "push consumers delivering onto status, event, admit, receipt, transfer and inbox subjects, from a holder's and the writer's credentials",
+      name:
+        "push consumers delivering onto status, event, admit, receipt, transfer and inbox subjects, from a " +
+        "holder's and the writer's credentials",
       async run(ctx) {
         const { volume: v, lane: l } = ctx.net;
         const targets = [

@@ -16,11 +16,14 @@ const width = Math.max(...report.rows.map((r) => r.attack.length));
 console.log(`${"attack".padEnd(width)}  refused  state   serving  evidence`);
 for (const r of report.rows) {
   console.log(
-    `${r.attack.padEnd(width)}  ${(r.refused ? "yes" : "NO").padEnd(7)}  ${(r.changed.length ? "CHANGED" : "same").padEnd(6)}  ${(r.serving ? "yes" : "NO").padEnd(7)}  ${r.evidence}${r.changed.length ? ` [${r.changed.join("; ")}]` : ""}`,
+    `${r.attack.padEnd(width)}  ${(r.refused ? "yes" : "NO").padEnd(7)}  ` +
+      (`${(r.changed.length ? "CHANGED" : "same").padEnd(6)}  ${(r.serving ? "yes" : "NO").padEnd(7)}  ` +
+        `${r.evidence}${r.changed.length ? ` [${r.changed.join("; ")}]` : ""}`),
   );
 }
 console.log(
-  `\nattacks tried ${report.attacks_tried}, refused ${report.attacks_refused}, state changed ${report.state_changed}, slowest decode of a 1 MiB input ${report.max_decode_ms} ms`,
+  `\nattacks tried ${report.attacks_tried}, refused ${report.attacks_refused}, state changed ` +
+    `${report.state_changed}, slowest decode of a 1 MiB input ${report.max_decode_ms} ms`,
 );
 if (json) console.log(JSON.stringify(report));
 process.exitCode = report.attacks_refused === report.attacks_tried && report.state_changed === 0 ? 0 : 1;

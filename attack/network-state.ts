@@ -57,7 +57,8 @@ export class StateReader {
         holders: Object.values(s.holders)
           .map(
             (h) =>
-              `${h.holderId}@${h.incarnation}/${Buffer.from(h.publicKey).toString("hex")}/${h.failureDomain}/${h.status}`,
+              `${h.holderId}@${h.incarnation}/${Buffer.from(h.publicKey).toString("hex")}/` +
+              `${h.failureDomain}/${h.status}`,
           )
           .sort(),
         obligations: Object.values(s.obligations)

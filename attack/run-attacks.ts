@@ -6,7 +6,8 @@
  * writer's next writes reach both holders and the controller keeps evaluating).
  */
 import { networkDecoders, timeDecoders } from "./decode-bombs.ts";
-import { attacks, type AttackContext } from "./attacks.ts";
+import { attacks } from "./attacks.ts";
+import type { Attack, AttackContext } from "./attack.ts";
 import { figure, grownCounters, invariantChanges, StateReader, type NetworkState } from "./network-state.ts";
 import { connectAs, type AttackerConnection } from "./principal.ts";
 import { startSecuredNetwork, type SecuredNetwork } from "./secured-network.ts";
@@ -79,6 +80,41 @@ async function stillServing(
   }
 }
 
+/** Runs one attack and judges it: refused, state unchanged, and every actor still serving afterwards. */
+async function tryAttack(
+  ctx: AttackContext,
+  attack: Attack,
+  laneKey: string,
+  log: (line: string) => void,
+): Promise<AttackRow> {
+  const before = await ctx.read();
+  let evidence: string;
+  let changed: string[] = [];
+  let refused = false;
+  try {
+    const r = await attack.run(ctx, before);
+    refused = r.refusal !== undefined;
+    evidence = r.refusal ?? r.note ?? "not refused";
+    changed = [...(r.changed ?? [])];
+  } catch (err) {
+    evidence = `attack failed to run: ${(err as Error).message}`;
+  }
+  // Serving means progress after the attack: past what the network had when it ended, not
+  // only past what it had before it (writes made during the attack prove nothing about after).
+  const notServing = await stillServing(ctx.read, await ctx.read(), laneKey);
+  const serving = notServing === undefined;
+  changed.push(...invariantChanges(before, await ctx.read()));
+  if (!serving) {
+    changed.push(`an actor stopped serving: ${notServing}`);
+    log(`not serving after ${attack.name}; process logs:\n${ctx.net.logs().slice(-6000)}`);
+  }
+  log(
+    `${refused && changed.length === 0 ? "refused" : "NOT REFUSED"}  ${attack.name}: ` +
+      `${evidence}${changed.length ? ` — changed: ${changed.join("; ")}` : ""}`,
+  );
+  return { attack: attack.name, refused, evidence, changed, serving };
+}
+
 export async function runAttacks(o: { only?: RegExp; log?: (line: string) => void } = {}): Promise<AttackReport> {
   const log = o.log ?? (() => undefined);
   const timings = timeDecoders(networkDecoders());
@@ -114,31 +150,7 @@ export async function runAttacks(o: { only?: RegExp; log?: (line: string) => voi
     };
     for (const attack of attacks()) {
       if (o.only !== undefined && !o.only.test(attack.name)) continue;
-      const before = await read();
-      let evidence: string;
-      let changed: string[] = [];
-      let refused = false;
-      try {
-        const r = await attack.run(ctx, before);
-        refused = r.refusal !== undefined;
-        evidence = r.refusal ?? r.note ?? "not refused";
-        changed = [...(r.changed ?? [])];
-      } catch (err) {
-        evidence = `attack failed to run: ${(err as Error).message}`;
-      }
-      // Serving means progress after the attack: past what the network had when it ended, not
-      // only past what it had before it (writes made during the attack prove nothing about after).
-      const notServing = await stillServing(read, await read(), laneKey);
-      const serving = notServing === undefined;
-      changed.push(...invariantChanges(before, await read()));
-      if (!serving) {
-        changed.push(`an actor stopped serving: ${notServing}`);
-        log(`not serving after ${attack.name}; process logs:\n${net.logs().slice(-6000)}`);
-      }
-      rows.push({ attack: attack.name, refused, evidence, changed, serving });
-      log(
-        `${refused && changed.length === 0 ? "refused" : "NOT REFUSED"}  ${attack.name}: ${evidence}${changed.length ? ` — changed: ${changed.join("; ")}` : ""}`,
-      );
+      rows.push(await tryAttack(ctx, attack, laneKey, log));
     }
   } finally {
     await reader?.close().catch(() => undefined);

@@ -6,7 +6,7 @@
 import { RangeSet } from "../lanes/index.ts";
 import { fetchSubject, releaseSubject } from "../protocol/index.ts";
 import { encodeMessage, releaseFrontierSpec, unitFetchSpec } from "../protocol/index.ts";
-import type { Attack } from "./attacks.ts";
+import type { Attack } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";
 import { counter } from "./network-state.ts";
 
@@ -40,7 +40,9 @@ function fetchBody(holder: string, volume: string, lane: string): Uint8Array {
 export function scopeAttacks(): Attack[] {
   return [
     {
-      name: "another volume's controller fetches the volume's units from its holder (on the volume's subject, and on its own volume's subject with the volume in the body)",
+      name:
+        "another volume's controller fetches the volume's units from its holder (on the volume's subject, and " +
+        "on its own volume's subject with the volume in the body)",
       async run(ctx, before) {
         const { volume: v, lane: l } = ctx.net;
         const c = await ctx.as("controller-ctl-2");
@@ -48,7 +50,8 @@ export function scopeAttacks(): Attack[] {
         c.transport.publish(own, fetchBody("h-w1", v, l));
         const refusal = await denied(c, own);
         if (refusal === undefined) return {};
-        // Its own volume's subject, which the server lets through, with the attacked volume in the body: the holder refuses it.
+        // Its own volume's subject, which the server lets through, with the attacked volume in the body: the holder
+        // refuses it.
         const disguised = fetchSubject("h-w1", OTHER_VOLUME);
         let answered = false;
         await c.transport.request(disguised, fetchBody("h-w1", v, l), { timeoutMs: 2_000 }).then(

@@ -11,7 +11,10 @@ import { join } from "node:path";
 import { runCliCaptured } from "../cli/index.ts";
 import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../testing/index.ts";
 
-/** `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a non-zero exit. */
+/**
+ * `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a
+ * non-zero exit.
+ */
 export async function custody(args: readonly string[]): Promise<string> {
   const r = await runCliCaptured(args);
   if (r.code !== 0) throw new Error(`custody ${args.join(" ")} exited ${r.code}: ${r.stderr.trim()}`);

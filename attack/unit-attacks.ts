@@ -8,7 +8,7 @@
 import { makeTransportUnit } from "../lanes/index.ts";
 import { encodeMessage, encodeTransferOffer, transferSubject, unitSpec, unitSubject } from "../protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER, UNIT_ATTESTATION_HEADER } from "../transport/index.ts";
-import type { Attack, AttackContext } from "./attacks.ts";
+import type { Attack, AttackContext } from "./attack.ts";
 import type { NetworkState } from "./network-state.ts";
 
 const FORGED_FROM = 20_000_001;
@@ -104,7 +104,9 @@ export function unitAuthAttacks(): Attack[] {
       },
     },
     {
-      name: "a custody transfer offer of forged units from a holder's NATS credentials, unsigned and with a captured writer attestation",
+      name:
+        "a custody transfer offer of forged units from a holder's NATS credentials, unsigned and with a " +
+        "captured writer attestation",
       async run(ctx, before) {
         const c = await ctx.as("holder-h-e1");
         const token = await capturedToken(ctx);

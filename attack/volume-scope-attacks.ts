@@ -21,7 +21,7 @@ import {
 import { RangeSet } from "../lanes/index.ts";
 import { readPublicKeyHex } from "../runtime/index.ts";
 import { openJetStreamControlLog } from "../transport/index.ts";
-import type { Attack, AttackContext } from "./attacks.ts";
+import type { Attack, AttackContext } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
 
@@ -41,13 +41,19 @@ export type ScopedEvents = readonly (readonly [label: string, body: (s: ControlS
 /** vol-a's obligation in the attack network. */
 export const VOL_A_OBLIGATION = "vol-a-l0";
 
-/** Ten sequences at the start of what `holder` is responsible for now on vol-a (so the event would otherwise be plausible). */
+/**
+ * Ten sequences at the start of what `holder` is responsible for now on vol-a (so the event would otherwise be
+ * plausible).
+ */
 function tenOf(s: ControlState, holder: string): RangeSet {
   const first = s.obligations[VOL_A_OBLIGATION]?.responsible[holder]?.toJSON().at(-1)?.[0] ?? 1;
   return RangeSet.of(first, first + 9);
 }
 
-/** The finding, step by step: release h-w1 relying on h-e1, move h-e1's custody to vol-b's h-e2, release h-e1 relying on h-e2. */
+/**
+ * The finding, step by step: release h-w1 relying on h-e1, move h-e1's custody to vol-b's h-e2, release h-e1 relying on
+ * h-e2.
+ */
 export function findingEvents(transferId: string): ScopedEvents {
   return [
     [
@@ -85,10 +91,10 @@ export function findingEvents(transferId: string): ScopedEvents {
   ];
 }
 
-/** Every other event type a controller signs, each aimed at vol-a (`end_hold` only when vol-a has a hold in `s0`). */
-export function otherVolumeEvents(tag: string, s0: ControlState): ScopedEvents {
-  const holder = (s: ControlState, id: string) => s.holders[id]!;
-  const hold = Object.values(s0.holds).find((h) => h.volume === "vol-a");
+const holderIn = (s: ControlState, id: string) => s.holders[id]!;
+
+/** Events that set up custody on vol-a: an obligation, and holder admissions that would bind holders to it. */
+function admissionEvents(tag: string): ScopedEvents {
   return [
     [
       "create_obligation vol-a/l9",
@@ -107,9 +113,9 @@ export function otherVolumeEvents(tag: string, s0: ControlState): ScopedEvents {
       (s) => ({
         type: "admit_holder",
         holderId: "h-w1",
-        incarnation: holder(s, "h-w1").incarnation + 1,
-        publicKey: holder(s, "h-w1").publicKey,
-        failureDomain: holder(s, "h-w1").failureDomain,
+        incarnation: holderIn(s, "h-w1").incarnation + 1,
+        publicKey: holderIn(s, "h-w1").publicKey,
+        failureDomain: holderIn(s, "h-w1").failureDomain,
       }),
     ],
     [
@@ -117,12 +123,18 @@ export function otherVolumeEvents(tag: string, s0: ControlState): ScopedEvents {
       (s) => ({
         type: "admit_holder",
         holderId: "h-e2",
-        incarnation: holder(s, "h-e2").incarnation + 1,
-        publicKey: holder(s, "h-e2").publicKey,
-        failureDomain: holder(s, "h-e2").failureDomain,
+        incarnation: holderIn(s, "h-e2").incarnation + 1,
+        publicKey: holderIn(s, "h-e2").publicKey,
+        failureDomain: holderIn(s, "h-e2").failureDomain,
         volumes: ["vol-a", "vol-b"],
       }),
     ],
+  ];
+}
+
+/** Events that end custody on vol-a: a release to a base, a holder's retirement, a declared failure. */
+function custodyEndingEvents(tag: string): ScopedEvents {
+  return [
     [
       "release_to_base h-e1 on a base at h-w1",
       (s) => ({
@@ -137,17 +149,24 @@ export function otherVolumeEvents(tag: string, s0: ControlState): ScopedEvents {
     ],
     [
       "retire_holder h-e1",
-      (s) => ({ type: "retire_holder", holderId: "h-e1", incarnation: holder(s, "h-e1").incarnation }),
+      (s) => ({ type: "retire_holder", holderId: "h-e1", incarnation: holderIn(s, "h-e1").incarnation }),
     ],
     [
       "declare_failure h-w1",
       (s) => ({
         type: "declare_failure",
         scope: "holder",
-        domain: holder(s, "h-w1").failureDomain,
+        domain: holderIn(s, "h-w1").failureDomain,
         holderIds: ["h-w1"],
       }),
     ],
+  ];
+}
+
+/** Events on vol-a's lanes and fences: the shared policy fence, holds, a failover, persistence targets. */
+function laneControlEvents(tag: string, s0: ControlState): ScopedEvents {
+  const hold = Object.values(s0.holds).find((h) => h.volume === "vol-a");
+  return [
     [
       "policy_change (the shared fence)",
       (s) => ({
@@ -196,6 +215,11 @@ export function otherVolumeEvents(tag: string, s0: ControlState): ScopedEvents {
       () => ({ type: "choose_persistence", volume: "vol-a", lane: "l0", fromSeq: 1, targets: ["h-e1"], scenarios: [] }),
     ],
   ];
+}
+
+/** Every other event type a controller signs, each aimed at vol-a (`end_hold` only when vol-a has a hold in `s0`). */
+export function otherVolumeEvents(tag: string, s0: ControlState): ScopedEvents {
+  return [...admissionEvents(tag), ...custodyEndingEvents(tag), ...laneControlEvents(tag, s0)];
 }
 
 const essentials = ({ rejected: _r, lastSeq: _l, lastEntryHash: _e, headHash: _h, ...rest }: ControlState) => rest;

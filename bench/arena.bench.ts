@@ -210,7 +210,8 @@ console.log(
 console.log(formatTable(rows));
 console.log();
 console.log(
-  `memory with ${mem.retainedUnits} retained 4 KiB units (${(mem.payload / MiB).toFixed(1)} MiB payload, ${mem.segments} segments of 1 MiB)`,
+  `memory with ${mem.retainedUnits} retained 4 KiB units (${(mem.payload / MiB).toFixed(1)} MiB payload, ` +
+    `${mem.segments} segments of 1 MiB)`,
 );
 console.log(
   formatTable([

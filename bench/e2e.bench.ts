@@ -1,7 +1,8 @@
 /**
  * bench:e2e — the volume writer end to end: write IOPS and latency with custody ON (3 holders in
  * 2 regions of a real NATS supercluster: same-AZ and other-AZ RAM holders in us-east, one in
- * us-west; each holder its own `custody run holder` process, as in production) next to the SAME writer actor with custody OFF (SmartWAL only: no units, no receipts), in one
+ * us-west; each holder its own `custody run holder` process, as in production) next to the SAME writer actor with
+ * custody OFF (SmartWAL only: no units, no receipts), in one
  * run, at queue depth 16 with 4 KiB writes.
  *
  * - local latency: write call → SmartWAL admission (what the application's write waits for);
@@ -463,27 +464,35 @@ console.log(
 );
 for (const r of rows)
   console.log(
-    `${r.mode.padEnd(35)}${f(r.iops, 0).padStart(10)}   ${f(r.p50Local).padStart(12)}  ${f(r.p99Local).padStart(12)}  ${f(r.p50Prot).padStart(16)}  ${f(r.p99Prot).padStart(16)}`,
+    `${r.mode.padEnd(35)}${f(r.iops, 0).padStart(10)}   ${f(r.p50Local).padStart(12)}  ` +
+      `${f(r.p99Local).padStart(12)}  ${f(r.p50Prot).padStart(16)}  ${f(r.p99Prot).padStart(16)}`,
   );
 console.log(
-  `ratio IOPS custody on / off: ${(iopsOn / iopsOff).toFixed(3)}   (protected samples: ${protectedMs.length}/${WRITES})`,
+  `ratio IOPS custody on / off: ${(iopsOn / iopsOff).toFixed(3)}   (protected samples: ` +
+    `${protectedMs.length}/${WRITES})`,
 );
 const cpuOff = off.cpuUs / WRITES;
 const cpuOn = on.cpuUs / WRITES;
 console.log(
-  `protected throughput: ${f(sustained.iops, 0)} writes/s (${perSlice} writes at qd${QD} until a protected sync covers them)`,
+  `protected throughput: ${f(sustained.iops, 0)} writes/s (${perSlice} writes at qd${QD} until a protected sync ` +
+    `covers them)`,
 );
 console.log(
-  `paced at ${paceRate} writes/s: protected p50 ${f(pct(pacedMs, 50))} ms, p99 ${f(pct(pacedMs, 99))} ms (${pacedMs.length}/${pacedCount} samples, from each write's scheduled time)`,
+  `paced at ${paceRate} writes/s: protected p50 ${f(pct(pacedMs, 50))} ms, p99 ${f(pct(pacedMs, 99))} ms ` +
+    `(${pacedMs.length}/${pacedCount} samples, from each write's scheduled time)`,
 );
 console.log(
-  `  … after ${SETTLE_S} s more at that rate: p50 ${f(pct(settledMs, 50))} ms, p99 ${f(pct(settledMs, 99))} ms (${settledMs.length}/${pacedCount} samples)`,
+  `  … after ${SETTLE_S} s more at that rate: p50 ${f(pct(settledMs, 50))} ms, p99 ${f(pct(settledMs, 99))} ms ` +
+    `(${settledMs.length}/${pacedCount} samples)`,
 );
 console.log(
-  `  from local admission instead (custody's part): p50/p99 ${f(pct(pacedCustodyMs, 50))}/${f(pct(pacedCustodyMs, 99))} ms, settled ${f(pct(settledCustodyMs, 50))}/${f(pct(settledCustodyMs, 99))} ms`,
+  `  from local admission instead (custody's part): p50/p99 ` +
+    (`${f(pct(pacedCustodyMs, 50))}/${f(pct(pacedCustodyMs, 99))} ms, settled ` +
+      `${f(pct(settledCustodyMs, 50))}/${f(pct(settledCustodyMs, 99))} ms`),
 );
 console.log(
-  `${pinned ? "pinned: writer alone on CPU 0, holders and nats-servers on CPU 1" : "unpinned"}; ${SLICES} interleaved slices per mode`,
+  `${pinned ? "pinned: writer alone on CPU 0, holders and nats-servers on CPU 1" : "unpinned"}; ${SLICES} ` +
+    `interleaved slices per mode`,
 );
 console.log(
   `writer CPU per write: custody off ${f(cpuOff, 1)} µs, custody on ${f(cpuOn, 1)} µs (${f(cpuOn / cpuOff)}x)`,

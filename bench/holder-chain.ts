@@ -24,7 +24,10 @@ import { encodedUnits, type EncodedUnits } from "./encoded-units.ts";
 export const VOLUME = "vbench";
 /** Credit one upstream may hold (the holder config below) and how far raw runs ahead of the server. */
 export const CREDIT_WINDOW = 8 << 20;
-/** Receipt batching of the benched holders: a signed batch per 256 units or 5 ms (the default deadline), whichever first. */
+/**
+ * Receipt batching of the benched holders: a signed batch per 256 units or 5 ms (the default deadline), whichever
+ * first.
+ */
 export const RECEIPTS = { maxUnits: 256, maxDelayMs: 5 };
 let laneCounter = 0;
 

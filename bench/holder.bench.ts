@@ -158,7 +158,9 @@ async function timed(
   };
 }
 
-/** Times `batch` (from nextUnits) through a driven chain; `processes` are holder processes whose CPU counts as node's. */
+/**
+ * Times `batch` (from nextUnits) through a driven chain; `processes` are holder processes whose CPU counts as node's.
+ */
 async function timedCarry(
   d: Driven,
   size: number,
@@ -342,10 +344,12 @@ try {
     ["JetStream R1 memory, acked", "js_mem64k", "raw64k"],
   ];
   console.log(
-    `bench:holder — ${payloadMiB} MiB of payload per row and slice (3-hop rows half), median of ${slices} interleaved slices, one process, one nats-server (${server.url})`,
+    `bench:holder — ${payloadMiB} MiB of payload per row and slice (3-hop rows half), median of ${slices} ` +
+      `interleaved slices, one process, one nats-server (${server.url})`,
   );
   console.log(
-    `holders: RAM only, ${CREDIT_WINDOW >> 20} MiB credit window, receipts every ${RECEIPTS.maxUnits} units or ${RECEIPTS.maxDelayMs} ms, frames up to ${DEFAULT_MAX_FRAME_BYTES >> 10} KiB; raw: bare nats.js`,
+    `holders: RAM only, ${CREDIT_WINDOW >> 20} MiB credit window, receipts every ${RECEIPTS.maxUnits} units or ` +
+      `${RECEIPTS.maxDelayMs} ms, frames up to ${DEFAULT_MAX_FRAME_BYTES >> 10} KiB; raw: bare nats.js`,
   );
   console.log(
     "path".padEnd(30) +
@@ -374,27 +378,38 @@ try {
     );
   }
   console.log(
-    `publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms`,
+    `publish → first receipt (1 hop, 4 KiB, ${lat.length} samples): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ` +
+      `${percentile(lat, 99).toFixed(2)} ms`,
   );
   /** Throughput lost to security, % of the unsecured 1-hop row measured in the same slice (median). */
   const cost = (row: Row, base: Row) => (1 - ratio(row, base)) * 100;
   if (!coreRows)
     console.log(
-      `security cost, 1 hop, vs unsecured in the same slice: auth+TLS 4 KiB ${cost("tls4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("tls64k", "hop1_64k").toFixed(1)}%; auth+TLS+unit signatures 4 KiB ${cost("signed4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("signed64k", "hop1_64k").toFixed(1)}% (target ≤ 15% at 64 KiB)`,
+      `security cost, 1 hop, vs unsecured in the same slice: auth+TLS 4 KiB ` +
+        (`${cost("tls4k", "hop1_4k").toFixed(1)}%, 64 KiB ${cost("tls64k", "hop1_64k").toFixed(1)}%; auth+TLS+unit ` +
+          (`signatures 4 KiB ${cost("signed4k", "hop1_4k").toFixed(1)}%, 64 KiB ` +
+            `${cost("signed64k", "hop1_64k").toFixed(1)}% (target ≤ 15% at 64 KiB)`)),
     );
   if (!coreRows)
     console.log(
-      `security cost, 1 hop, holder in its own process as deployed (writer and holder each pay their own TLS): auth+TLS+unit signatures 4 KiB ${cost("proc_signed4k", "proc4k").toFixed(1)}%, 64 KiB ${cost("proc_signed64k", "proc64k").toFixed(1)}%`,
+      `security cost, 1 hop, holder in its own process as deployed (writer and holder each pay their own TLS): ` +
+        (`auth+TLS+unit signatures 4 KiB ${cost("proc_signed4k", "proc4k").toFixed(1)}%, 64 KiB ` +
+          `${cost("proc_signed64k", "proc64k").toFixed(1)}%`),
     );
   console.log(
-    `target: 1 hop ≥ 0.5× raw — 4 KiB ${ratio("hop1_4k", "raw4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "raw64k").toFixed(2)}×`,
+    `target: 1 hop ≥ 0.5× raw — 4 KiB ${ratio("hop1_4k", "raw4k").toFixed(2)}×, 64 KiB ` +
+      `${ratio("hop1_64k", "raw64k").toFixed(2)}×`,
   );
   console.log(
-    `target: 1 hop ≥ 0.9× least work — 4 KiB ${ratio("hop1_4k", "least4k").toFixed(2)}×, 64 KiB ${ratio("hop1_64k", "least64k").toFixed(2)}×`,
+    `target: 1 hop ≥ 0.9× least work — 4 KiB ${ratio("hop1_4k", "least4k").toFixed(2)}×, 64 KiB ` +
+      `${ratio("hop1_64k", "least64k").toFixed(2)}×`,
   );
   if (!coreRows)
     console.log(
-      `target: 1 hop (holder in its own process) vs JetStream R1 file, ${JETSTREAM_WINDOW} acks in flight — 4 KiB ${ratio("proc4k", "js_file4k").toFixed(2)}× (≥ 2), 64 KiB ${ratio("proc64k", "js_file64k").toFixed(2)}× (≥ 1); vs memory storage ${ratio("proc4k", "js_mem4k").toFixed(2)}×, ${ratio("proc64k", "js_mem64k").toFixed(2)}×`,
+      `target: 1 hop (holder in its own process) vs JetStream R1 file, ${JETSTREAM_WINDOW} acks in flight — 4 KiB ` +
+        (`${ratio("proc4k", "js_file4k").toFixed(2)}× (≥ 2), 64 KiB ${ratio("proc64k", "js_file64k").toFixed(2)}× (≥ ` +
+          (`1); vs memory storage ${ratio("proc4k", "js_mem4k").toFixed(2)}×, ` +
+            `${ratio("proc64k", "js_mem64k").toFixed(2)}×`)),
     );
   if (json) {
     console.log(

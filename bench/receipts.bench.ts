@@ -170,13 +170,15 @@ const line = (cells: string[]): string =>
   cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ");
 
 console.log(
-  `receipt batches: ${RECEIPTS_PER_BATCH} receipts, ${bytes.byteLength} B canonical body, Ed25519 (node:crypto); ${measureMs} ms per row, best of ${ROUNDS} slices; node ${process.version}`,
+  `receipt batches: ${RECEIPTS_PER_BATCH} receipts, ${bytes.byteLength} B canonical body, Ed25519 (node:crypto); ` +
+    `${measureMs} ms per row, best of ${ROUNDS} slices; node ${process.version}`,
 );
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const r of table) console.log(line(r));
 console.log(
-  `a full batch sign+verify runs at ${fmt((full / raw) * 100, 1)}% of raw Ed25519 sign+verify speed on the same bytes (${fmt(1e6 / full / RECEIPTS_PER_BATCH, 2)} µs per receipt)`,
+  `a full batch sign+verify runs at ${fmt((full / raw) * 100, 1)}% of raw Ed25519 sign+verify speed on the same ` +
+    `bytes (${fmt(1e6 / full / RECEIPTS_PER_BATCH, 2)} µs per receipt)`,
 );
 if (sink === -1) console.log("");
 

@@ -36,90 +36,97 @@ function memory(): { heap: number; buffers: number } {
   return { heap: m.heapUsed, buffers: m.arrayBuffers };
 }
 
+/** A holder named `id` on `lanes`, on its own connection to the bench server. */
+async function startBenchHolder(
+  url: string,
+  id: string,
+  lanes: readonly { volume: string; lane: string }[],
+): Promise<{ holder: Holder; id: string; conn: NatsTransport }> {
+  const conn = await NatsTransport.connect({ servers: url, name: id });
+  const cfg: HolderConfigInput = {
+    holderId: id,
+    incarnation: 1,
+    site: { region: "bench", az: "a", host: "x" },
+    residency: ["ram"],
+    lanes: lanes.map((l) => ({ ...l, upstream: ["writer"], downstream: [] })),
+    arena: { segmentBytes: 64 * 1024, limitBytes: 1 << 30, maxOutstandingCredit: 1 << 20, maxUnitBytes: 32 * 1024 },
+    receipts: { maxUnits: 64, maxDelayMs: 5 },
+  };
+  const holder = await startHolder(cfg, {
+    transport: conn,
+    clock: systemClock,
+    privateKey: generateHolderKeyPair().privateKey,
+    peers: { key: () => undefined, incarnation: () => undefined },
+  });
+  return { holder, id, conn };
+}
+
+/** Sends `unitsPerLane` units on every lane and resolves with MB/s once receipts cover them all. */
+async function driveLanes(
+  conns: { readonly writer: NatsTransport; readonly receipts: NatsTransport },
+  holderId: string,
+  lanes: readonly { volume: string; lane: string }[],
+  unitsPerLane: number,
+): Promise<number> {
+  const pending = new Map(lanes.map((l) => [l.volume, RangeSet.EMPTY]));
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  const subs = lanes.map((l) =>
+    conns.receipts.subscribe(receiptSubject(l.volume, l.lane), (m) => {
+      const b = decodeReceiptBatch(decodeMessage(receiptBatchSpec, m.data).body);
+      let covered = pending.get(l.volume)!;
+      for (const r of b.receipts) covered = covered.union(r.retained);
+      pending.set(l.volume, covered);
+      if (covered.covers(1, unitsPerLane) && [...pending.values()].every((c) => c.covers(1, unitsPerLane))) done();
+    }),
+  );
+  await conns.receipts.flush();
+  const payload = new Uint8Array(UNIT_BYTES).fill(7);
+  const senders = lanes.map((l) =>
+    new CreditSender({
+      transport: conns.writer,
+      clock: systemClock,
+      sender: "writer",
+      holder: holderId,
+      volume: l.volume,
+      lane: l.lane,
+      retryMs: 20,
+    }).attach(),
+  );
+  const units = lanes.map((l) =>
+    Array.from({ length: unitsPerLane }, (_, k) => {
+      const u = makeTransportUnit({
+        volume: l.volume,
+        lane: l.lane,
+        term: 1,
+        firstSeq: k + 1,
+        lastSeq: k + 1,
+        commitTs: [Date.now()],
+        payload,
+      });
+      return { data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) };
+    }),
+  );
+  const t0 = performance.now();
+  for (let k = 0; k < unitsPerLane; k++) for (let i = 0; i < lanes.length; i++) senders[i]!.send(units[i]![k]!);
+  await finished;
+  const seconds = (performance.now() - t0) / 1000;
+  for (const s of senders) s.close();
+  for (const s of subs) s.unsubscribe();
+  return (lanes.length * unitsPerLane * UNIT_BYTES) / 1e6 / seconds;
+}
+
 /** Measures idle memory per lane and all-lanes-active throughput for each lane count. */
 export async function measureHolderLanes(laneCounts: readonly number[]): Promise<{ rows: HolderLanesRow[] }> {
   const server = await startNatsServer({ jetstream: false });
   const writerConn = await NatsTransport.connect({ servers: server.url, name: "scale-writer" });
   const receiptConn = await NatsTransport.connect({ servers: server.url, name: "scale-receipts" });
   let run = 0;
-  const start = async (
-    lanes: readonly { volume: string; lane: string }[],
-  ): Promise<{ holder: Holder; id: string; conn: NatsTransport }> => {
-    const id = `scale-h${++run}`;
-    const conn = await NatsTransport.connect({ servers: server.url, name: id });
-    const cfg: HolderConfigInput = {
-      holderId: id,
-      incarnation: 1,
-      site: { region: "bench", az: "a", host: "x" },
-      residency: ["ram"],
-      lanes: lanes.map((l) => ({ ...l, upstream: ["writer"], downstream: [] })),
-      arena: { segmentBytes: 64 * 1024, limitBytes: 1 << 30, maxOutstandingCredit: 1 << 20, maxUnitBytes: 32 * 1024 },
-      receipts: { maxUnits: 64, maxDelayMs: 5 },
-    };
-    const holder = await startHolder(cfg, {
-      transport: conn,
-      clock: systemClock,
-      privateKey: generateHolderKeyPair().privateKey,
-      peers: { key: () => undefined, incarnation: () => undefined },
-    });
-    return { holder, id, conn };
-  };
+  const start = (lanes: readonly { volume: string; lane: string }[]) =>
+    startBenchHolder(server.url, `scale-h${++run}`, lanes);
+  const conns = { writer: writerConn, receipts: receiptConn };
   const lanesOf = (n: number, tag: string) =>
     Array.from({ length: n }, (_, i) => ({ volume: `sv${tag}${i}`, lane: "l0" }));
-
-  /** Sends `unitsPerLane` units on every lane and resolves with MB/s once receipts cover them all. */
-  const drive = async (
-    holderId: string,
-    lanes: readonly { volume: string; lane: string }[],
-    unitsPerLane: number,
-  ): Promise<number> => {
-    const pending = new Map(lanes.map((l) => [l.volume, RangeSet.EMPTY]));
-    let done!: () => void;
-    const finished = new Promise<void>((r) => (done = r));
-    const subs = lanes.map((l) =>
-      receiptConn.subscribe(receiptSubject(l.volume, l.lane), (m) => {
-        const b = decodeReceiptBatch(decodeMessage(receiptBatchSpec, m.data).body);
-        let covered = pending.get(l.volume)!;
-        for (const r of b.receipts) covered = covered.union(r.retained);
-        pending.set(l.volume, covered);
-        if (covered.covers(1, unitsPerLane) && [...pending.values()].every((c) => c.covers(1, unitsPerLane))) done();
-      }),
-    );
-    await receiptConn.flush();
-    const payload = new Uint8Array(UNIT_BYTES).fill(7);
-    const senders = lanes.map((l) =>
-      new CreditSender({
-        transport: writerConn,
-        clock: systemClock,
-        sender: "writer",
-        holder: holderId,
-        volume: l.volume,
-        lane: l.lane,
-        retryMs: 20,
-      }).attach(),
-    );
-    const units = lanes.map((l) =>
-      Array.from({ length: unitsPerLane }, (_, k) => {
-        const u = makeTransportUnit({
-          volume: l.volume,
-          lane: l.lane,
-          term: 1,
-          firstSeq: k + 1,
-          lastSeq: k + 1,
-          commitTs: [Date.now()],
-          payload,
-        });
-        return { data: encodeMessage(unitSpec, u), bytes: unitRecordBytes(u) };
-      }),
-    );
-    const t0 = performance.now();
-    for (let k = 0; k < unitsPerLane; k++) for (let i = 0; i < lanes.length; i++) senders[i]!.send(units[i]![k]!);
-    await finished;
-    const seconds = (performance.now() - t0) / 1000;
-    for (const s of senders) s.close();
-    for (const s of subs) s.unsubscribe();
-    return (lanes.length * unitsPerLane * UNIT_BYTES) / 1e6 / seconds;
-  };
 
   const rows: HolderLanesRow[] = [];
   const base = memory();
@@ -138,11 +145,11 @@ export async function measureHolderLanes(laneCounts: readonly number[]): Promise
     const idleHeapBytesPerLane = perLane(idle.heap - before.heap, withOne.heap - base.heap);
     const idleBufferBytesPerLane = perLane(idle.buffers - before.buffers, withOne.buffers - base.buffers);
     const unitsPerLane = Math.max(1, Math.floor(BYTES_PER_LANE / UNIT_BYTES));
-    const activeMBps = await drive(h.id, lanes, unitsPerLane);
+    const activeMBps = await driveLanes(conns, h.id, lanes, unitsPerLane);
     await h.holder.stop();
     await h.conn.close();
     const single = await start(lanesOf(1, `s${n}-`));
-    const oneLaneMBps = await drive(single.id, lanesOf(1, `s${n}-`), unitsPerLane * n);
+    const oneLaneMBps = await driveLanes(conns, single.id, lanesOf(1, `s${n}-`), unitsPerLane * n);
     await single.holder.stop();
     await single.conn.close();
     rows.push({ lanes: n, idleHeapBytesPerLane, idleBufferBytesPerLane, activeMBps, oneLaneMBps });

@@ -200,7 +200,10 @@ for (const holders of HOLDERS) {
   }
 }
 
-/** Least-squares slope of log(round time) against log(holders × volumes × ranges), over the larger points (fixed costs dominate tiny ones). */
+/**
+ * Least-squares slope of log(round time) against log(holders × volumes × ranges), over the larger points (fixed costs
+ * dominate tiny ones).
+ */
 function slopeExponent(ps: readonly Point[]): number {
   const xs = ps
     .filter((p) => p.holders * p.volumes * p.ranges >= 1_000)
@@ -214,12 +217,15 @@ function slopeExponent(ps: readonly Point[]): number {
 
 const fmt = (n: number, d = 2) => n.toFixed(d);
 console.log(
-  `bench:scale — controller evaluation per volume (ledger → state → evaluate), ${ROUNDS} rounds per point${gc ? "" : " (no --expose-gc: memory figures are rough)"}`,
+  `bench:scale — controller evaluation per volume (ledger → state → evaluate), ${ROUNDS} rounds per ` +
+    `point${gc ? "" : " (no --expose-gc: memory figures are rough)"}`,
 );
 console.log("holders  volumes  ranges/holder   vol p50 ms   vol p99 ms   round ms   ledger KiB/volume");
 for (const p of points) {
   console.log(
-    `${String(p.holders).padStart(7)}  ${String(p.volumes).padStart(7)}  ${String(p.ranges).padStart(13)}   ${fmt(p.volumeP50, 3).padStart(10)}   ${fmt(p.volumeP99, 3).padStart(10)}   ${fmt(p.roundMs, 1).padStart(8)}   ${fmt(p.ledgerBytesPerVolume / 1024, 1).padStart(17)}`,
+    `${String(p.holders).padStart(7)}  ${String(p.volumes).padStart(7)}  ${String(p.ranges).padStart(13)}   ` +
+      (`${fmt(p.volumeP50, 3).padStart(10)}   ${fmt(p.volumeP99, 3).padStart(10)}   ${fmt(p.roundMs, 1).padStart(8)} ` +
+        `  ${fmt(p.ledgerBytesPerVolume / 1024, 1).padStart(17)}`),
   );
 }
 const exponent = slopeExponent(points);
@@ -230,7 +236,8 @@ const ledgerPerVolume = points.find(
 )!.ledgerBytesPerVolume;
 console.log(`slope exponent of round time vs holders×volumes×ranges: ${fmt(exponent)} (1.00 = linear)`);
 console.log(
-  `per-volume evaluation p99 at 10 holders × ${Math.max(...VOLUMES)} volumes (worst over ranges): ${fmt(evalP99, 3)} ms`,
+  `per-volume evaluation p99 at 10 holders × ${Math.max(...VOLUMES)} volumes (worst over ranges): ` +
+    `${fmt(evalP99, 3)} ms`,
 );
 if (sink < 0) console.log(sink);
 
@@ -241,7 +248,9 @@ console.log(
 );
 for (const l of lanes.rows) {
   console.log(
-    `${String(l.lanes).padStart(5)}   ${fmt(l.idleHeapBytesPerLane / 1024, 1).padStart(18)}   ${fmt(l.idleBufferBytesPerLane / 1024, 1).padStart(21)}   ${fmt(l.activeMBps, 1).padStart(15)}   ${fmt(l.oneLaneMBps, 1).padStart(26)}   ${fmt(l.activeMBps / l.oneLaneMBps).padStart(5)}`,
+    `${String(l.lanes).padStart(5)}   ${fmt(l.idleHeapBytesPerLane / 1024, 1).padStart(18)}   ` +
+      (`${fmt(l.idleBufferBytesPerLane / 1024, 1).padStart(21)}   ${fmt(l.activeMBps, 1).padStart(15)}   ` +
+        `${fmt(l.oneLaneMBps, 1).padStart(26)}   ${fmt(l.activeMBps / l.oneLaneMBps).padStart(5)}`),
   );
 }
 const most = lanes.rows[lanes.rows.length - 1]!;

@@ -281,12 +281,17 @@ const summary = {
 
 process.stdout.write(formatTable(rows) + "\n");
 process.stdout.write(
-  `\nSmartWAL qd16 = ${summary.ratio_qd16_smartwal_vs_raw}x raw (per-batch barrier, target >= 0.8; SyncCache every ${SYNC_EVERY} batches), ` +
-    `${summary.ratio_qd16_smartwal_vs_inline}x inline with the default ${DEFAULT_LAYOUT} layout (one-file ${summary.ratio_qd16_smartwal_onefile_vs_inline}x, ` +
-    `split ${summary.ratio_qd16_smartwal_split_vs_inline}x, split per-batch ${summary.ratio_qd16_smartwal_per_batch_vs_inline}x); ` +
+  `\nSmartWAL qd16 = ${summary.ratio_qd16_smartwal_vs_raw}x raw (per-batch barrier, target >= 0.8; SyncCache every ` +
+    `${SYNC_EVERY} batches), ` +
+    (`${summary.ratio_qd16_smartwal_vs_inline}x inline with the default ${DEFAULT_LAYOUT} layout (one-file ` +
+      `${summary.ratio_qd16_smartwal_onefile_vs_inline}x, `) +
+    (`split ${summary.ratio_qd16_smartwal_split_vs_inline}x, split per-batch ` +
+      `${summary.ratio_qd16_smartwal_per_batch_vs_inline}x); `) +
     `with SyncCache after every batch ${summary.ratio_qd16_smartwal_synced_vs_inline_synced}x inline+sync (one-file ` +
-    `${summary.ratio_qd16_smartwal_onefile_synced_vs_inline_synced}x, split ${summary.ratio_qd16_smartwal_split_synced_vs_inline_synced}x), ` +
+    (`${summary.ratio_qd16_smartwal_onefile_synced_vs_inline_synced}x, split ` +
+      `${summary.ratio_qd16_smartwal_split_synced_vs_inline_synced}x), `) +
     `per-batch ${summary.ratio_qd16_smartwal_synced_vs_raw}x raw. ` +
-    `WAL bytes per 4 KiB write: SmartWAL ${summary.smartwal_wal_bytes_per_write} (target <= 64), inline ${summary.inline_wal_bytes_per_write.toFixed(0)}\n`,
+    (`WAL bytes per 4 KiB write: SmartWAL ${summary.smartwal_wal_bytes_per_write} (target <= 64), inline ` +
+      `${summary.inline_wal_bytes_per_write.toFixed(0)}\n`),
 );
 if (JSON_OUT) process.stdout.write(JSON.stringify(summary) + "\n");

@@ -129,13 +129,15 @@ const line = (cells: string[]): string =>
   cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ");
 
 console.log(
-  `wire codec, one transport unit: ${PAYLOAD_BYTES} B payload, ${encoded.byteLength} B encoded; ${measureMs} ms per row, best of ${ROUNDS} round-robin slices; node ${process.version}`,
+  `wire codec, one transport unit: ${PAYLOAD_BYTES} B payload, ${encoded.byteLength} B encoded; ${measureMs} ms per ` +
+    `row, best of ${ROUNDS} round-robin slices; node ${process.version}`,
 );
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const r of table) console.log(line(r));
 console.log(
-  `encode runs at ${fmt((enc.opsPerS / copy.opsPerS) * 100, 2)}% of Buffer.copy speed, decode at ${fmt((dec.opsPerS / copy.opsPerS) * 100, 2)}%`,
+  `encode runs at ${fmt((enc.opsPerS / copy.opsPerS) * 100, 2)}% of Buffer.copy speed, decode at ` +
+    `${fmt((dec.opsPerS / copy.opsPerS) * 100, 2)}%`,
 );
 if (sink === -1) console.log(""); // keeps `sink` observable
 

@@ -17,7 +17,10 @@ export {
  * domain, for a higher incarnation — anything else (a new key, a move) needs an operator.
  */
 
-/** Most an automatically admitted incarnation may lie above the admitted one (restarts that never got admitted each used one). */
+/**
+ * Most an automatically admitted incarnation may lie above the admitted one (restarts that never got admitted each used
+ * one).
+ */
 export const MAX_AUTO_INCARNATION_LEAP = 1024;
 
 /**
@@ -46,7 +49,8 @@ export function checkAutoAdmission(s: ControlState, req: AdmissionRequest): void
   if (req.incarnation - cur.incarnation > MAX_AUTO_INCARNATION_LEAP) {
     throw new AdmissionError(
       AdmissionRefusal.IncarnationLeap,
-      `incarnation ${req.incarnation} of ${req.holderId} leaps more than ${MAX_AUTO_INCARNATION_LEAP} past the admitted ${cur.incarnation}`,
+      `incarnation ${req.incarnation} of ${req.holderId} leaps more than ${MAX_AUTO_INCARNATION_LEAP} past the ` +
+        `admitted ${cur.incarnation}`,
       { ...at, current: cur.incarnation },
     );
   }

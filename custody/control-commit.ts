@@ -7,7 +7,10 @@ import { ControlConflictError, ControlFenceError } from "./control-error.ts";
 import { volumeScopeProblem } from "./control-scope.ts";
 import type { ControlSigner } from "./control-trust.ts";
 
-/** Who commits: the controller's name, its clock (for `issuedAt`) and, in a signed log, its key (`signer.id` must be `controller`). */
+/**
+ * Who commits: the controller's name, its clock (for `issuedAt`) and, in a signed log, its key (`signer.id` must be
+ * `controller`).
+ */
 export interface ControllerIdentity {
   readonly controller: string;
   readonly clock: Clock;

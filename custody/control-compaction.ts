@@ -5,7 +5,10 @@ import type { ControlLogStore } from "./control-log.ts";
 import { CONTROL_SNAPSHOT_MAX_BYTES, encodeControlSnapshot, isSnapshotRecord } from "./control-snapshot.ts";
 import type { ControlSigner } from "./control-trust.ts";
 
-/** The control log cannot be compacted: the store has no snapshots or purge, the snapshot is too large, or it did not verify. */
+/**
+ * The control log cannot be compacted: the store has no snapshots or purge, the snapshot is too large, or it did not
+ * verify.
+ */
 export class ControlLogNotCompactableError extends CustodyError {
   constructor(region: string, why: string, detail: Record<string, unknown> = {}) {
     super("control_log_not_compactable", `control log ${region} cannot be compacted: ${why}`, { region, ...detail });

@@ -39,7 +39,10 @@ export const ControlFenceCode = {
   unsigned_event: "unsigned_event",
   /** The entry's signature does not verify under its signer's key: skipped. */
   bad_signature: "bad_signature",
-  /** The signer is neither a trusted operator nor an admitted controller, or may not commit this event type, or is not the event's named author: skipped. */
+  /**
+   * The signer is neither a trusted operator nor an admitted controller, or may not commit this event type, or is not
+   * the event's named author: skipped.
+   */
   signer_not_allowed: "signer_not_allowed",
   /** A signed log holds an entry whose bytes do not decode (junk from a principal with append rights): skipped. */
   unreadable_entry: "unreadable_entry",

@@ -161,7 +161,10 @@ export type ControlEventBody =
       readonly lane: string;
       readonly ranges: RangeSet;
       readonly holders: readonly string[];
-      /** When the holder of the hold expects to end it (ms since epoch; 0: no end). The controller ends an overdue recovery's hold. */
+      /**
+       * When the holder of the hold expects to end it (ms since epoch; 0: no end). The controller ends an overdue
+       * recovery's hold.
+       */
       readonly untilMs: number;
       /** Who placed it (an operator, a recovery run), for status and audit. */
       readonly by: string;
@@ -221,7 +224,9 @@ export type ControlEventBody =
       readonly timeoutMs: number;
     }
   | {
-      /** The lease holder of `volume` is alive at `term` (committed only when it committed nothing else for `renewMs`). */
+      /**
+       * The lease holder of `volume` is alive at `term` (committed only when it committed nothing else for `renewMs`).
+       */
       readonly type: typeof ControlEventType.renew_lease;
       readonly volume: string;
       readonly term: number;
@@ -370,24 +375,22 @@ function bodyToTuple(e: ControlEventBody): unknown[] {
   }
 }
 
-function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody {
+/** Event types about obligations and the ranges held under them (the rest admit, fence and lease). */
+type CustodyBodyType =
+  | "create_obligation"
+  | "prepare_transfer"
+  | "activate_replacement"
+  | "release_ranges"
+  | "release_to_base"
+  | "hold_ranges"
+  | "end_hold";
+
+/** The body of an obligation or range event from its positional tuple. */
+function custodyBodyFromTuple(type: CustodyBodyType, raw: unknown[]): ControlEventBody {
   switch (type) {
     case "create_obligation": {
       const [obligationId, volume, lane, representation, holders, fromSeq] = bodySchemas.create_obligation.parse(raw);
       return { type, obligationId, volume, lane, representation, holders, fromSeq };
-    }
-    case "admit_holder": {
-      // A v2 body starts with its version (a number); a v1 body with the holder id (a string).
-      if (raw[0] === AdmissionBodyVersion.v3) {
-        const [, holderId, incarnation, publicKey, failureDomain, request] = bodySchemas.admit_holder_v3.parse(raw);
-        return { type, holderId, incarnation, publicKey, failureDomain, request };
-      }
-      if (typeof raw[0] === "number") {
-        const [, holderId, incarnation, publicKey, failureDomain, volumes] = bodySchemas.admit_holder_v2.parse(raw);
-        return { type, holderId, incarnation, publicKey, failureDomain, volumes };
-      }
-      const [holderId, incarnation, publicKey, failureDomain] = bodySchemas.admit_holder.parse(raw);
-      return { type, holderId, incarnation, publicKey, failureDomain };
     }
     case "prepare_transfer": {
       const [transferId, obligationId, fromHolder, toHolder, ranges] = bodySchemas.prepare_transfer.parse(raw);
@@ -414,6 +417,32 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
         baseThroughSeq,
       };
     }
+    case "hold_ranges": {
+      const [holdId, kind, volume, lane, ranges, holders, untilMs, by] = bodySchemas.hold_ranges.parse(raw);
+      return { type, holdId, kind, volume, lane, ranges: RangeSet.fromJSON(ranges), holders, untilMs, by };
+    }
+    case "end_hold": {
+      const [holdId, reason] = bodySchemas.end_hold.parse(raw);
+      return { type, holdId, reason };
+    }
+  }
+}
+
+function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody {
+  switch (type) {
+    case "admit_holder": {
+      // A v2 body starts with its version (a number); a v1 body with the holder id (a string).
+      if (raw[0] === AdmissionBodyVersion.v3) {
+        const [, holderId, incarnation, publicKey, failureDomain, request] = bodySchemas.admit_holder_v3.parse(raw);
+        return { type, holderId, incarnation, publicKey, failureDomain, request };
+      }
+      if (typeof raw[0] === "number") {
+        const [, holderId, incarnation, publicKey, failureDomain, volumes] = bodySchemas.admit_holder_v2.parse(raw);
+        return { type, holderId, incarnation, publicKey, failureDomain, volumes };
+      }
+      const [holderId, incarnation, publicKey, failureDomain] = bodySchemas.admit_holder.parse(raw);
+      return { type, holderId, incarnation, publicKey, failureDomain };
+    }
     case "retire_holder": {
       const [holderId, incarnation] = bodySchemas.retire_holder.parse(raw);
       return { type, holderId, incarnation };
@@ -425,14 +454,6 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
     case "declare_failure": {
       const [scope, domain, holderIds] = bodySchemas.declare_failure.parse(raw);
       return { type, scope, domain, holderIds };
-    }
-    case "hold_ranges": {
-      const [holdId, kind, volume, lane, ranges, holders, untilMs, by] = bodySchemas.hold_ranges.parse(raw);
-      return { type, holdId, kind, volume, lane, ranges: RangeSet.fromJSON(ranges), holders, untilMs, by };
-    }
-    case "end_hold": {
-      const [holdId, reason] = bodySchemas.end_hold.parse(raw);
-      return { type, holdId, reason };
     }
     case "admit_controller": {
       if (typeof raw[0] === "number") {
@@ -458,6 +479,8 @@ function bodyFromTuple(type: ControlEventType, raw: unknown[]): ControlEventBody
       const [, volume, term] = bodySchemas.renew_lease.parse(raw);
       return { type, volume, term };
     }
+    default:
+      return custodyBodyFromTuple(type, raw);
   }
 }
 

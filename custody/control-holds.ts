@@ -57,7 +57,8 @@ export function checkNotHeld(holds: Holds, volume: string, lane: string, holderI
   const h = held[0]!;
   fail(
     ControlFenceCode.range_held,
-    `${holderId} may not release ${h.ranges.intersect(ranges).toString()} of ${volume}/${lane}: held by ${h.kind} ${h.holdId} (${h.by})`,
+    `${holderId} may not release ${h.ranges.intersect(ranges).toString()} of ${volume}/${lane}: held by ${h.kind} ` +
+      `${h.holdId} (${h.by})`,
     { holderId, holdId: h.holdId, kind: h.kind },
   );
 }

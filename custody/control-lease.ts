@@ -1,7 +1,8 @@
 import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import type { ControlEvent, ControlEventOf } from "./control-event.ts";
 import { authorityScope } from "./control-scope.ts";
-import type { ControlState } from "./control-state.ts";
+import type { ControlLease, ControlLeases, ControlState } from "./control-records.ts";
+export type { ControlLease, ControlLeases } from "./control-records.ts";
 
 /**
  * Control leases: which controller is the active one of a volume, decided by the control log
@@ -21,25 +22,9 @@ import type { ControlState } from "./control-state.ts";
  *   accepted event of the holder is one too (`heartbeatSeq`), so a busy controller commits no
  *   renewals. A standby decides the holder is dead or cut off when, by its own clock, it saw no
  *   heartbeat for the lease's `timeoutMs` (see runtime/controller-lease-keeper.ts).
+ *
+ * The lease records themselves (ControlLease, ControlLeases) are in control-records.ts.
  */
-export interface ControlLease {
-  readonly holder: string;
-  readonly term: number;
-  /** The holder commits at least this often (ms) while alive. */
-  readonly renewMs: number;
-  /** A standby may claim the next term after seeing no heartbeat for this long (ms, its own clock). */
-  readonly timeoutMs: number;
-  /** Log sequence of the claim. */
-  readonly sinceSeq: number;
-  /** Log sequence of the holder's newest accepted entry (its claim, a renewal or any other commit). */
-  readonly heartbeatSeq: number;
-}
-
-/** Leases by volume, and every controller that ever claimed one (fenced as a controller from then on). */
-export interface ControlLeases {
-  readonly volumes: Readonly<Record<string, ControlLease>>;
-  readonly claimants: readonly string[];
-}
 
 /** The lease of `volume`, or undefined while it is unleased. */
 export function leaseOf(s: ControlState, volume: string): ControlLease | undefined {
@@ -56,7 +41,8 @@ export function claimLease(s: ControlState, e: ControlEventOf<"claim_lease">): C
   if (e.term <= (cur?.term ?? 0))
     fail(
       ControlFenceCode.stale_term,
-      `claim of ${e.volume} by ${e.controller} for term ${e.term} does not advance term ${cur?.term ?? 0} (held by ${cur?.holder ?? "nobody"})`,
+      `claim of ${e.volume} by ${e.controller} for term ${e.term} does not advance term ${cur?.term ?? 0} (held by ` +
+        `${cur?.holder ?? "nobody"})`,
       { volume: e.volume, term: e.term, current: cur?.term ?? 0 },
     );
   if (e.renewMs === 0 || e.timeoutMs <= e.renewMs)
@@ -87,7 +73,9 @@ export function claimLease(s: ControlState, e: ControlEventOf<"claim_lease">): C
   return { volumes: { ...s.leases?.volumes, [e.volume]: lease }, claimants };
 }
 
-/** Checks a renewal: only the holder, at the current term. Changes nothing but the heartbeat (set by `noteHeartbeat`). */
+/**
+ * Checks a renewal: only the holder, at the current term. Changes nothing but the heartbeat (set by `noteHeartbeat`).
+ */
 export function checkRenewal(s: ControlState, e: ControlEventOf<"renew_lease">): void {
   const cur = leaseOf(s, e.volume);
   if (cur === undefined || cur.holder !== e.controller)
@@ -127,7 +115,10 @@ export function checkLeaseHolder(s: ControlState, e: ControlEvent): void {
   }
 }
 
-/** Leases after an accepted entry at `seq` by `author`: its claims start there, and every lease it holds saw a heartbeat. */
+/**
+ * Leases after an accepted entry at `seq` by `author`: its claims start there, and every lease it holds saw a
+ * heartbeat.
+ */
 export function noteHeartbeat(
   leases: ControlLeases | undefined,
   author: string,

@@ -117,7 +117,8 @@ export class ControlLogFollower {
     try {
       const entries = await this.read(1);
       hashAtSeen = entries.find((e) => e.seq === seen.lastSeq)?.hash;
-      // The head seen was purged below a snapshot: the fold checks that snapshot instead (signature, content, not behind).
+      // The head seen was purged below a snapshot: the fold checks that snapshot instead (signature, content, not
+      // behind).
       purgedPastSeen = entries[0] !== undefined && entries[0].seq > seen.lastSeq && isSnapshotRecord(entries[0]);
       // Folded onto what was seen, the snapshot must not go behind it either (`snapshot_regressed`).
       folded = foldControlLog(entries, purgedPastSeen ? seen : INITIAL_CONTROL_STATE, this.trust);

@@ -197,7 +197,10 @@ export class InMemoryControlLog implements ControlLogStore {
     this.nextSeq = this.last() + 1;
   }
 
-  /** Index of the first entry >= seq, by bisection (sequences ascend), so a reader that keeps up pays for what is new only. */
+  /**
+   * Index of the first entry >= seq, by bisection (sequences ascend), so a reader that keeps up pays for what is new
+   * only.
+   */
   private indexOf(seq: number): number {
     let lo = 0;
     let hi = this.entries.length;

@@ -2,7 +2,7 @@ import { ControlFenceCode, ControlFenceError } from "./control-error.ts";
 import type { ControlEvent } from "./control-event.ts";
 import { inFailureDomain } from "./failure-domain.ts";
 import { readAdmissionRequest } from "./admission-request.ts";
-import type { ControlState, HolderRecord } from "./control-state.ts";
+import type { ControlState, HolderRecord } from "./control-records.ts";
 
 /**
  * Least authority in the control log: which volumes an event touches, which volumes a holder is
@@ -37,7 +37,10 @@ function obligationVolumes(s: ControlState, holderId: string): string[] {
     .map((o) => o.volume);
 }
 
-/** The volumes an event on holder `h` touches: named and obligation volumes; every volume for an unscoped holder in no obligation. */
+/**
+ * The volumes an event on holder `h` touches: named and obligation volumes; every volume for an unscoped holder in no
+ * obligation.
+ */
 export function holderScope(s: ControlState, h: HolderRecord): VolumeScope {
   const volumes = [...(h.volumes ?? []), ...obligationVolumes(s, h.holderId)];
   return h.volumes === undefined && volumes.length === 0 ? EVERY : some(volumes);
@@ -183,13 +186,17 @@ export function volumeScopeProblem(
   if (touched.every === true) {
     return {
       code: ControlFenceCode.not_authorized_for_volume,
-      message: `${e.type} by ${controllerId} touches every volume; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only`,
+      message:
+        `${e.type} by ${controllerId} touches every volume; ${controllerId} is admitted for ` +
+        `${admitted.volumes.join(", ")} only`,
     };
   }
   const outside = touched.volumes.filter((v) => !admitted.volumes!.includes(v));
   if (outside.length === 0) return undefined;
   return {
     code: ControlFenceCode.not_authorized_for_volume,
-    message: `${e.type} by ${controllerId} touches volume ${outside.join(", ")}; ${controllerId} is admitted for ${admitted.volumes.join(", ")} only`,
+    message:
+      `${e.type} by ${controllerId} touches volume ${outside.join(", ")}; ${controllerId} is admitted for ` +
+      `${admitted.volumes.join(", ")} only`,
   };
 }

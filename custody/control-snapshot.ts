@@ -4,8 +4,15 @@ import { z } from "zod";
 import { RangeSet } from "../lanes/index.ts";
 import { decodeBounded } from "../protocol/index.ts";
 import { ControlFenceCode, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
-import type { ControlState } from "./control-state.ts";
-import { entrySignatureVerifies, type ControlTrust, type EntrySignature } from "./control-trust.ts";
+import {
+  isSnapshotRecord,
+  type ControlSnapshot,
+  type ControlSnapshotRecord,
+  type ControlState,
+  type EntrySignature,
+} from "./control-records.ts";
+import { entrySignatureVerifies, type ControlTrust } from "./control-trust.ts";
+export { isSnapshotRecord, type ControlSnapshot, type ControlSnapshotRecord } from "./control-records.ts";
 
 /**
  * Snapshots of the control log: the folded ControlState at sequence S, committed into the log
@@ -65,7 +72,10 @@ const headerDecoder = new Decoder({
 const rangeSet = z.custom<RangeSet>((x) => x instanceof RangeSet);
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 const uint = z.number().int().nonnegative();
-/** The shape a decoded state must have (its content is the signer's; the shape is checked so a reader cannot crash on it). */
+/**
+ * The shape a decoded state must have (its content is the signer's; the shape is checked so a reader cannot crash on
+ * it).
+ */
 const stateShape = z
   .object({
     lastSeq: uint,
@@ -110,7 +120,9 @@ export function encodeControlState(s: ControlState): Uint8Array {
   return stateEncoder.encode(s);
 }
 
-/** Inverse of `encodeControlState`; throws ControlLogRegressionError `snapshot_mismatch` for bytes that are not a state. */
+/**
+ * Inverse of `encodeControlState`; throws ControlLogRegressionError `snapshot_mismatch` for bytes that are not a state.
+ */
 export function decodeControlState(bytes: Uint8Array): ControlState {
   try {
     return stateShape.parse(decodeBounded(stateDecoder, bytes)) as unknown as ControlState;
@@ -132,36 +144,6 @@ export function hashControlState(s: ControlState): string {
   return sha256(encodeControlState(s));
 }
 
-/** A decoded snapshot body. */
-export interface ControlSnapshot {
-  readonly version: number;
-  readonly region: string;
-  /** The sequence of the last entry the state folded (the snapshot sits at `throughSeq + 1`). */
-  readonly throughSeq: number;
-  /** The chain head at `throughSeq`: the `prevHash` the first event after the snapshot names. */
-  readonly headHash: string;
-  /** Hex SHA-256 of `state`. */
-  readonly stateHash: string;
-  /** `encodeControlState` of the folded state at `throughSeq`. */
-  readonly state: Uint8Array;
-}
-
-/** A snapshot as a store holds it: its position, its body's hash (what is signed), and its signature. */
-export interface ControlSnapshotRecord {
-  readonly seq: number;
-  /** Hex SHA-256 of the canonical body bytes; the signature covers it and `seq`. */
-  readonly hash: string;
-  readonly snapshot: ControlSnapshot;
-  readonly signature?: EntrySignature;
-  readonly event?: undefined;
-  readonly unreadable?: undefined;
-}
-
-/** True for a snapshot record. */
-export function isSnapshotRecord(r: { readonly seq: number }): r is ControlSnapshotRecord {
-  return (r as { readonly snapshot?: unknown }).snapshot !== undefined;
-}
-
 /** Canonical bytes of the snapshot of `s` (folded from region `region`'s log), to be committed at `s.lastSeq + 1`. */
 export function encodeControlSnapshot(region: string, s: ControlState): Uint8Array {
   const state = encodeControlState(s);
@@ -176,7 +158,10 @@ export function encodeControlSnapshot(region: string, s: ControlState): Uint8Arr
   ]);
 }
 
-/** Decodes canonical snapshot bytes (throws on anything else; the state itself is decoded only when a reader starts from it). */
+/**
+ * Decodes canonical snapshot bytes (throws on anything else; the state itself is decoded only when a reader starts from
+ * it).
+ */
 export function decodeControlSnapshot(bytes: Uint8Array): ControlSnapshot {
   const [, version, region, throughSeq, head, stateHash, state] = headerTuple.parse(
     decodeBounded(headerDecoder, bytes),
@@ -202,7 +187,10 @@ export function snapshotRecordFromBytes(
   return signature === undefined ? r : { ...r, signature };
 }
 
-/** Why a signed log's reader may not take `r` as an operator's snapshot, or undefined when an operator signed it at its position. Pure. */
+/**
+ * Why a signed log's reader may not take `r` as an operator's snapshot, or undefined when an operator signed it at its
+ * position. Pure.
+ */
 export function snapshotSignatureProblem(
   r: ControlSnapshotRecord,
   trust: ControlTrust,
@@ -219,7 +207,9 @@ export function snapshotSignatureProblem(
   if (!entrySignatureVerifies(key, r.hash, r.seq, sig.signature))
     return {
       code: ControlFenceCode.bad_signature,
-      message: `snapshot ${r.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)`,
+      message:
+        `snapshot ${r.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from ` +
+        `another position)`,
     };
   return undefined;
 }
@@ -323,7 +313,8 @@ export function foldSnapshotRecord(s: ControlState, r: ControlSnapshotRecord, tr
   if (state.topologyEpoch < s.topologyEpoch || state.policyGeneration < s.policyGeneration) {
     refuse(
       ControlLogRegressionCode.snapshot_regressed,
-      `snapshot at ${r.seq} is at epoch ${state.topologyEpoch}/generation ${state.policyGeneration}, behind ${s.topologyEpoch}/${s.policyGeneration}`,
+      `snapshot at ${r.seq} is at epoch ${state.topologyEpoch}/generation ${state.policyGeneration}, behind ` +
+        `${s.topologyEpoch}/${s.policyGeneration}`,
       detail,
     );
   }

@@ -1,5 +1,5 @@
 import { inFailureDomain } from "./failure-domain.ts";
-import { signatureProblem, type ControlTrust, type EntrySignature } from "./control-trust.ts";
+import { signatureProblem, type ControlTrust } from "./control-trust.ts";
 import { RangeSet } from "../lanes/index.ts";
 import {
   ControlFenceCode,
@@ -7,133 +7,39 @@ import {
   ControlLogRegressionCode,
   ControlLogRegressionError,
 } from "./control-error.ts";
-import { GENESIS_HASH, type ControlEvent, type ControlEventOf } from "./control-event.ts";
+import type { ControlEvent, ControlEventOf } from "./control-event.ts";
 import { checkNotHeld, endHold, placeHold, type Holds } from "./control-holds.ts";
 import { commitFailover, type Failovers } from "./control-failover.ts";
 import { choosePersistence, type PersistenceChoices } from "./control-persistence.ts";
 import { checkHolderBound, volumesAfterAdmission } from "./control-scope.ts";
-import { checkLeaseHolder, checkRenewal, claimLease, noteHeartbeat, type ControlLeases } from "./control-lease.ts";
+import { checkLeaseHolder, checkRenewal, claimLease, noteHeartbeat } from "./control-lease.ts";
 import type { PayloadRepresentation } from "./source-cut.ts";
-import { foldSnapshotRecord, isSnapshotRecord, type ControlSnapshotRecord } from "./control-snapshot.ts";
+import { foldSnapshotRecord } from "./control-snapshot.ts";
+import {
+  HolderStatus,
+  INITIAL_CONTROL_STATE,
+  isReadableEntry,
+  isSnapshotRecord,
+  type ControlLogEntry,
+  type ControlLogRecord,
+  type ControlState,
+  type HolderRecord,
+  type ObligationRecord,
+  type TransferRecord,
+} from "./control-records.ts";
 
-/** Lifecycle of an admitted holder. Only `active` holders take or back custody. */
-export const HolderStatus = { active: "active", retired: "retired", failed: "failed" } as const;
-export type HolderStatus = (typeof HolderStatus)[keyof typeof HolderStatus];
-
-/** An admitted holder incarnation and the key that signs its receipts. */
-export interface HolderRecord {
-  readonly holderId: string;
-  readonly incarnation: number;
-  readonly publicKey: Uint8Array;
-  readonly failureDomain: string;
-  readonly status: HolderStatus;
-  /** Volumes admissions bound it to (control-scope.ts); absent: admitted unscoped, bound to every volume. */
-  readonly volumes?: readonly string[];
-}
-
-/** A retention obligation: who is responsible for which ranges, and what each holder has released. */
-export interface ObligationRecord {
-  readonly obligationId: string;
-  readonly volume: string;
-  readonly lane: string;
-  readonly representation: PayloadRepresentation;
-  readonly responsible: Readonly<Record<string, RangeSet>>;
-  /** Release frontiers: ranges each holder is authorized to forget. Only ever grows. */
-  readonly released: Readonly<Record<string, RangeSet>>;
-}
-
-/** A custody transfer: prepared first, activated once the controller has the successor's evidence. */
-export interface TransferRecord {
-  readonly transferId: string;
-  readonly obligationId: string;
-  readonly fromHolder: string;
-  readonly toHolder: string;
-  readonly ranges: RangeSet;
-  readonly preparedEpoch: number;
-  readonly preparedGeneration: number;
-  readonly status: "prepared" | "active";
-}
-
-/** Folded control log. Immutable: every transition returns a new object. */
-export interface ControlState {
-  /** Log sequence of the last folded entry (0 before the first). */
-  readonly lastSeq: number;
-  /** Hash of the last folded event (`GENESIS_HASH` before the first). */
-  readonly headHash: string;
-  readonly topologyEpoch: number;
-  readonly policyGeneration: number;
-  readonly holders: Readonly<Record<string, HolderRecord>>;
-  readonly obligations: Readonly<Record<string, ObligationRecord>>;
-  readonly transfers: Readonly<Record<string, TransferRecord>>;
-  /** Ranges held in the network by PITR pins and registered recoveries (see control-holds.ts). */
-  readonly holds: Holds;
-  /** The newest failover per lane (see control-failover.ts); absent before the first. */
-  readonly failovers?: Failovers;
-  /** The controller's persistence targets per lane (see control-persistence.ts); absent before the first. */
-  readonly persistence?: PersistenceChoices;
-  /** Control leases per volume (see control-lease.ts); absent before the first claim, and a volume without one is unleased. */
-  readonly leases?: ControlLeases;
-  /** Committed events the fold refused (each changed nothing), in log order. */
-  readonly rejected: readonly { readonly seq: number; readonly code: ControlFenceCode; readonly message: string }[];
-  /**
-   * Controllers an operator admitted (`admit_controller`): their raw Ed25519 public keys and the
-   * volumes they may commit for (absent: every volume, a v1 admission). Absent until the first.
-   */
-  readonly controllers?: Readonly<
-    Record<string, { readonly publicKey: Uint8Array; readonly volumes?: readonly string[] }>
-  >;
-  /**
-   * Hash of the entry at `lastSeq` when the fold skipped it (an unsigned or wrongly signed entry
-   * of a signed log): the chain (`headHash`) runs over accepted events only, while a reader that
-   * re-reads from `lastSeq` must find this entry unchanged there.
-   */
-  readonly lastEntryHash?: string;
-}
-
-/** The state of an empty log: epoch 1, generation 1, nothing admitted. */
-export const INITIAL_CONTROL_STATE: ControlState = {
-  lastSeq: 0,
-  headHash: GENESIS_HASH,
-  topologyEpoch: 1,
-  policyGeneration: 1,
-  holders: {},
-  obligations: {},
-  transfers: {},
-  holds: {},
-  rejected: [],
-};
-
-/** One committed log entry: its log sequence, decoded event and the hash of its canonical bytes. */
-export interface ControlLogEntry {
-  readonly seq: number;
-  readonly event: ControlEvent;
-  readonly hash: string;
-  /** Who signed the entry's hash, and the Ed25519 signature (absent in an unsigned log). */
-  readonly signature?: EntrySignature;
-}
-
-/**
- * A stored entry whose bytes do not decode as a control event (junk committed by a principal with
- * append rights). A reader with a trust root skips it like an unsigned entry, counted as
- * `unreadable_entry` in `rejected`; a reader without one stops at it (`unreadable_entry` thrown).
- */
-export interface UnreadableControlEntry {
-  readonly seq: number;
-  /** Hex SHA-256 of the stored bytes, so the chain position is still pinned. */
-  readonly hash: string;
-  /** Why it did not decode. */
-  readonly unreadable: string;
-  readonly event?: undefined;
-  readonly signature?: EntrySignature;
-}
-
-/** What a store holds at one position: a decoded entry, a snapshot (control-snapshot.ts), or an unreadable one. */
-export type ControlLogRecord = ControlLogEntry | UnreadableControlEntry | ControlSnapshotRecord;
-
-/** True for an entry that decoded. */
-export function isReadableEntry(e: ControlLogRecord): e is ControlLogEntry {
-  return e.event !== undefined;
-}
+export {
+  HolderStatus,
+  INITIAL_CONTROL_STATE,
+  isReadableEntry,
+  type ControlLogEntry,
+  type ControlLogRecord,
+  type ControlState,
+  type HolderRecord,
+  type ObligationRecord,
+  type TransferRecord,
+  type UnreadableControlEntry,
+} from "./control-records.ts";
 
 /** Sentinel "to the end of the log" for open-ended responsibility. */
 export const OPEN_END = Number.MAX_SAFE_INTEGER;
@@ -180,7 +86,8 @@ export function applyControlEvent(s: ControlState, e: ControlEvent): ControlStat
   if (e.preparedEpoch !== s.topologyEpoch || e.preparedGeneration !== s.policyGeneration) {
     fail(
       ControlFenceCode.fence_mismatch,
-      `${e.type} prepared under epoch ${e.preparedEpoch}/generation ${e.preparedGeneration}, which the log never reached`,
+      `${e.type} prepared under epoch ${e.preparedEpoch}/generation ${e.preparedGeneration}, which the log never ` +
+        `reached`,
       { epoch: e.preparedEpoch, generation: e.preparedGeneration },
     );
   }
@@ -394,7 +301,8 @@ function releaseRanges(s: ControlState, e: ControlEventOf<"release_ranges">): Co
     ) {
       fail(
         ControlFenceCode.release_not_covered,
-        `release of ${e.ranges.toString()} by ${e.holderId} relies on ${r}, which is not an active holder responsible for those ranges`,
+        `release of ${e.ranges.toString()} by ${e.holderId} relies on ${r}, which is not an active holder ` +
+          `responsible for those ranges`,
         { holderId: e.holderId, reliesOn: r, obligationId: e.obligationId },
       );
     }
@@ -455,7 +363,8 @@ function retireHolder(s: ControlState, e: ControlEventOf<"retire_holder">): Cont
     if (!rs(o.responsible, e.holderId).isEmpty) {
       fail(
         ControlFenceCode.holder_still_responsible,
-        `holder ${e.holderId} is still responsible for ${rs(o.responsible, e.holderId).toString()} of ${o.obligationId}`,
+        `holder ${e.holderId} is still responsible for ${rs(o.responsible, e.holderId).toString()} of ` +
+          `${o.obligationId}`,
         { holderId: e.holderId, obligationId: o.obligationId },
       );
     }
@@ -471,7 +380,8 @@ function policyChange(s: ControlState, e: ControlEventOf<"policy_change">): Cont
   ) {
     fail(
       ControlFenceCode.policy_not_advancing,
-      `policy change to epoch ${e.topologyEpoch}/generation ${e.policyGeneration} does not advance ${s.topologyEpoch}/${s.policyGeneration}`,
+      `policy change to epoch ${e.topologyEpoch}/generation ${e.policyGeneration} does not advance ` +
+        `${s.topologyEpoch}/${s.policyGeneration}`,
       { epoch: e.topologyEpoch, generation: e.policyGeneration },
     );
   }
@@ -596,4 +506,5 @@ export function releaseFrontiers(
   return out;
 }
 
-export { receiptVerifyContext } from "./receipt-verify-context.ts"; // the context of a folded state, kept where callers know it from
+// the context of a folded state, kept where callers know it from
+export { receiptVerifyContext } from "./receipt-verify-context.ts";

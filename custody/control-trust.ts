@@ -1,9 +1,10 @@
 import type { KeyObject } from "node:crypto";
 import { ControlFenceCode } from "./control-error.ts";
 import { ControlEventType } from "./control-event.ts";
-import type { ControlLogEntry, ControlState } from "./control-state.ts";
+import type { ControlLogEntry, ControlState, EntrySignature } from "./control-records.ts";
 import { volumeScopeProblem } from "./control-scope.ts";
 import { ED25519_SIGNATURE_BYTES, publicKeyFromRaw, signBytes, verifyBytes } from "./signing.ts";
+export type { EntrySignature } from "./control-records.ts";
 
 /**
  * Who may write the control log. Readers that hold a trust root fold only signed entries:
@@ -29,12 +30,6 @@ export interface ControlTrust {
 export interface ControlSigner {
   readonly id: string;
   readonly privateKey: KeyObject;
-}
-
-/** The signature an entry carries beside its event bytes. */
-export interface EntrySignature {
-  readonly signer: string;
-  readonly signature: Uint8Array;
 }
 
 /** Event types only an operator may sign. */
@@ -89,7 +84,8 @@ export function signatureProblem(
   if (operator === undefined && OPERATOR_ONLY.has(entry.event.type))
     return {
       code: ControlFenceCode.signer_not_allowed,
-      message: `only an operator may commit ${entry.event.type} (entry ${entry.seq}, signed by controller ${sig.signer})`,
+      message:
+        `only an operator may commit ${entry.event.type} ` + `(entry ${entry.seq}, signed by controller ${sig.signer})`,
     };
   let key: KeyObject;
   try {
@@ -106,7 +102,9 @@ export function signatureProblem(
   ) {
     return {
       code: ControlFenceCode.bad_signature,
-      message: `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from another position)`,
+      message:
+        `entry ${entry.seq}: signature of ${sig.signer} does not verify here (forged, or replayed from ` +
+        `another position)`,
     };
   }
   if (operator === undefined) {

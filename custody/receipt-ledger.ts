@@ -309,7 +309,9 @@ export class ReceiptLedger {
     return out;
   }
 
-  /** Receipt sequences of the holder's current incarnation on a stream that never arrived (gaps below the highest seen). */
+  /**
+   * Receipt sequences of the holder's current incarnation on a stream that never arrived (gaps below the highest seen).
+   */
   missingReceiptSeqs(holderId: string, volume: string, lane: string): RangeSet {
     const inc = this.incarnations.get(holderId);
     if (inc === undefined) return RangeSet.EMPTY;

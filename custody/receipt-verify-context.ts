@@ -1,6 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { RangeSet } from "../lanes/index.ts";
-import type { ControlState } from "./control-state.ts";
+import type { ControlState } from "./control-records.ts";
 import type { ReceiptStream } from "./receipt-batch.ts";
 import type { ReceiptVerifyContext } from "./receipt-verification.ts";
 import { publicKeyFromRaw } from "./signing.ts";

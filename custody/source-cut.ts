@@ -53,7 +53,10 @@ export interface CoalescedPayload {
 /** The payload a receipt describes. */
 export type PayloadDescription = RawPayload | CoalescedPayload;
 
-/** Positional form: [representation, [[snapshotId, volume, through]...], [[volume, lane, through]...], sourceCutSeq | null]. */
+/**
+ * Positional form: [representation, [[snapshotId, volume, through]...], [[volume, lane, through]...], sourceCutSeq |
+ * null].
+ */
 export type PayloadTuple = [string, [string, string, number][], [string, string, number][], number | null];
 
 /** Encodes a payload description in version-1 field order. */

@@ -61,7 +61,9 @@ export interface UnitAttestation {
   readonly signature: Uint8Array;
 }
 
-/** Signs `claims` of one lane and term with the writer key; returns the wire bytes. Throws UnitAuthError on a bad batch. */
+/**
+ * Signs `claims` of one lane and term with the writer key; returns the wire bytes. Throws UnitAuthError on a bad batch.
+ */
 export function signUnitAttestation(
   writerKey: KeyObject,
   volume: string,

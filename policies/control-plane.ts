@@ -1,32 +1,7 @@
 import { LossKind } from "./scenario.ts";
 import { siteDomains, type Site } from "./topology.ts";
-import type { KeyAuthority } from "./evaluation-state.ts";
-
-/**
- * One member of the control plane (a control-log replica or a controller): where it runs. With a
- * `site` it is reached by every domain of that site; with only a `region` (a deployment places
- * controllers and control servers in regions) by `region:<region>` alone. `domains` adds tokens
- * that reach it too (e.g. `controller:<id>`).
- */
-export interface ControlPlaneMember {
-  readonly id: string;
-  readonly region: string;
-  readonly site?: string | undefined;
-}
-
-/**
- * Where the control plane of a volume runs (issue #45): the control log's replicas (a quorum of
- * them must survive for anything to be committed or read) and the volume's controllers (one must
- * survive to act). Absent from a state: the control plane is not evaluated (as before).
- */
-export interface ControlPlanePlacement {
-  /** Wire version of this section of the state file. */
-  readonly version: 1;
-  /** The control log's name (`controlRegion`), for messages. */
-  readonly log: string;
-  readonly logReplicas: readonly ControlPlaneMember[];
-  readonly controllers: readonly ControlPlaneMember[];
-}
+import type { ControlPlaneMember, ControlPlanePlacement, KeyAuthority } from "./evaluation-state.ts";
+export type { ControlPlaneMember, ControlPlanePlacement } from "./evaluation-state.ts";
 
 /** Which part of the control plane a scenario loses. */
 export const ControlPlaneRole = { quorum: "quorum", controller: "controller", keyAuthority: "key authority" } as const;
@@ -91,7 +66,8 @@ export function controlPlaneSurvival(
   if (replicas.length < quorum) {
     roles.push(ControlPlaneRole.quorum);
     parts.push(
-      `the quorum of control log ${placement.log} (${replicas.length} of ${placement.logReplicas.length} replicas survive, ${quorum} needed: ${placement.logReplicas.map(where).join(", ")})`,
+      `the quorum of control log ${placement.log} (${replicas.length} of ${placement.logReplicas.length} replicas ` +
+        `survive, ${quorum} needed: ${placement.logReplicas.map(where).join(", ")})`,
     );
   }
   if (controllers.length === 0) {

@@ -3,8 +3,6 @@ import type { Site } from "./topology.ts";
 import type { Scenario, Timeline } from "./scenario.ts";
 import { Residency } from "../core/index.ts";
 import type { AuditState } from "./audit-book.ts";
-import type { LinkLoad } from "./route-measurements.ts";
-import type { ControlPlanePlacement } from "./control-plane.ts";
 
 /** Where a retained range lives on a holder (one home: core/residency.ts). */
 export { Residency };
@@ -174,4 +172,37 @@ export interface EvaluationState {
    * report says what of it survives and a scenario that loses it is not met (control-plane.ts).
    */
   readonly controlPlane?: ControlPlanePlacement | undefined;
+}
+
+/** Steady load measured on a link, by the site that sends it (for repair under failure load). */
+export interface LinkLoad {
+  readonly link: string;
+  readonly fromSite: string;
+  readonly bytesPerSec: number;
+}
+
+/**
+ * One member of the control plane (a control-log replica or a controller): where it runs. With a
+ * `site` it is reached by every domain of that site; with only a `region` (a deployment places
+ * controllers and control servers in regions) by `region:<region>` alone. `domains` adds tokens
+ * that reach it too (e.g. `controller:<id>`).
+ */
+export interface ControlPlaneMember {
+  readonly id: string;
+  readonly region: string;
+  readonly site?: string | undefined;
+}
+
+/**
+ * Where the control plane of a volume runs (issue #45): the control log's replicas (a quorum of
+ * them must survive for anything to be committed or read) and the volume's controllers (one must
+ * survive to act). Absent from a state: the control plane is not evaluated (as before).
+ */
+export interface ControlPlanePlacement {
+  /** Wire version of this section of the state file. */
+  readonly version: 1;
+  /** The control log's name (`controlRegion`), for messages. */
+  readonly log: string;
+  readonly logReplicas: readonly ControlPlaneMember[];
+  readonly controllers: readonly ControlPlaneMember[];
 }

@@ -32,7 +32,8 @@ export {
 } from "./evaluation-state.ts";
 export { evidenceLabel, applyLosses, initialView, type SurvivorView, type LiveClaim } from "./survivor-view.ts";
 export { manifestSurvives } from "./manifest-survival.ts";
-export { commitHistoryBounds, foldCommitHistory, tallyCommits, type CommitTally } from "./commit-log.ts";
+export { foldCommitHistory, tallyCommits, type CommitTally } from "./commit-log.ts";
+export { commitHistoryBounds } from "./commit-history-bounds.ts";
 export { CutStream, lossReasons, SurvivalFlag, type LossFigures, type SurvivalReport } from "./survival-report.ts";
 export {
   DEFAULT_VERDICT_TIMING,

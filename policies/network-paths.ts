@@ -10,7 +10,8 @@ function linkAlive(view: SurvivorView, link: EvaluationState["links"][number]): 
 
 /**
  * Widest-path bandwidth (bytes/s) from every usable site to `destination` over surviving links,
- * relaying through usable sites (`bandwidthOf` a link: its configured bandwidth unless given). The destination maps to Infinity (no transfer needed); sites
+ * relaying through usable sites (`bandwidthOf` a link: its configured bandwidth unless given). The destination maps to
+ * Infinity (no transfer needed); sites
  * with no path are absent. Deterministic (sites are visited in id order on ties).
  */
 export function widestPathsTo(

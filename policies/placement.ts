@@ -1,7 +1,7 @@
 import type { Site } from "./topology.ts";
 import { checkDependencyTag, checkLossDomain, siteDomains, validateSites } from "./topology.ts";
 import { LossKind, worseLoss, type Loss } from "./scenario.ts";
-import type { Residency } from "./evaluation-state.ts";
+import type { Residency } from "../core/index.ts";
 import { legMonthlyCost, type Charge } from "./cost.ts";
 import { InfeasiblePlacementError, PolicyInputError, UnknownReferenceError } from "./policy-errors.ts";
 
@@ -196,8 +196,13 @@ function pathTo(tree: Tree, node: string): string[] {
   return out.reverse();
 }
 
-/** Scores a tree against the contract; returns null when it violates a bandwidth limit. */
-function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
+type Scenario = Ctx["input"]["contract"]["scenarios"][number];
+
+/**
+ * The tree's edges with their delays from the source, or null when an edge, a disk holder's drain or
+ * a sender's fan-out cannot carry the stream.
+ */
+function placeEdges(ctx: Ctx, tree: Tree): { edges: PlacedEdge[]; delay: Map<string, number> } | null {
   const { input } = ctx;
   const rate = input.streamBytesPerSec;
   const delay = new Map<string, number>([[SOURCE, 0]]);
@@ -224,7 +229,11 @@ function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
     const send = n === SOURCE ? input.source.sendBytesPerSec : ctx.cand.get(n)!.sendBytesPerSec;
     if (send < k * rate) return null;
   }
-  const holders = [...tree.keys()].sort();
+  return { edges, delay };
+}
+
+/** Per holder, what its feed depends on: the holders it is fed through and every edge's dependencies. */
+function feedDependenciesOf(ctx: Ctx, tree: Tree, holders: readonly string[]): Record<string, string[]> {
   const feedDependencies: Record<string, string[]> = {};
   for (const h of holders) {
     const p = pathTo(tree, h);
@@ -235,49 +244,69 @@ function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
     }
     feedDependencies[h] = [...deps].sort();
   }
-  const scenarios = input.contract.scenarios.map((sc) => {
-    const hits = siteHits(ctx, sc.losses);
-    // The writer's own WAL is on its disk: if that survives, nothing acknowledged is lost.
-    const srcKind = hits.get(input.source.site);
-    if (srcKind === undefined || srcKind === LossKind.crash || srcKind === LossKind.powerLoss) {
-      return { name: sc.name, required: sc.required, covered: true, lagMs: 0 };
+  return feedDependencies;
+}
+
+/** Whether the tree covers one scenario, and the lag (ms) of what survives it. */
+function scenarioCoverage(
+  ctx: Ctx,
+  tree: Tree,
+  holders: readonly string[],
+  delay: ReadonlyMap<string, number>,
+  sc: Scenario,
+) {
+  const { input } = ctx;
+  const hits = siteHits(ctx, sc.losses);
+  // The writer's own WAL is on its disk: if that survives, nothing acknowledged is lost.
+  const srcKind = hits.get(input.source.site);
+  if (srcKind === undefined || srcKind === LossKind.crash || srcKind === LossKind.powerLoss) {
+    return { name: sc.name, required: sc.required, covered: true, lagMs: 0 };
+  }
+  // Holders unfed since a preceding loss cut their path have fallen behind by the interval.
+  const staleBy = new Map<string, number>();
+  if (sc.preceding) {
+    const pre = siteHits(ctx, sc.preceding.losses);
+    for (const h of holders) {
+      const p = pathTo(tree, h);
+      const cut = p.some((n, i) => {
+        if (i === 0) return false; // a lost writer stops writing: nothing new to fall behind on
+        const up = edgeBetween(ctx, p[i - 1]!, n)!;
+        return !edgeAlive(ctx, up, pre, sc.preceding!.losses) || (n !== h && pre.has(ctx.cand.get(n)!.site));
+      });
+      if (cut) staleBy.set(h, sc.preceding.intervalSec * 1000);
     }
-    // Holders unfed since a preceding loss cut their path have fallen behind by the interval.
-    const staleBy = new Map<string, number>();
-    if (sc.preceding) {
-      const pre = siteHits(ctx, sc.preceding.losses);
-      for (const h of holders) {
-        const p = pathTo(tree, h);
-        const cut = p.some((n, i) => {
-          if (i === 0) return false; // a lost writer stops writing: nothing new to fall behind on
-          const up = edgeBetween(ctx, p[i - 1]!, n)!;
-          return !edgeAlive(ctx, up, pre, sc.preceding!.losses) || (n !== h && pre.has(ctx.cand.get(n)!.site));
-        });
-        if (cut) staleBy.set(h, sc.preceding.intervalSec * 1000);
-      }
-    }
-    const alive = holders.filter((h) => {
-      const c = ctx.cand.get(h)!;
-      const pre = sc.preceding ? siteHits(ctx, sc.preceding.losses).get(c.site) : undefined;
-      return holderSurvives(c.residency, pre) && holderSurvives(c.residency, hits.get(c.site));
-    });
-    const lagOf = (h: string) => delay.get(h)! + (staleBy.get(h) ?? 0);
-    const bases = alive.filter((h) => ctx.cand.get(h)!.holdsBase);
-    if (bases.length === 0) return { name: sc.name, required: sc.required, covered: false, lagMs: null };
-    // Start from the freshest full-history store, then splice in tails that reach back to it.
-    let lag = Math.min(...bases.map(lagOf));
-    for (let changed = true; changed;) {
-      changed = false;
-      for (const h of alive) {
-        const l = lagOf(h);
-        if (l < lag && l + ctx.cand.get(h)!.retentionMs >= lag) {
-          lag = l;
-          changed = true;
-        }
-      }
-    }
-    return { name: sc.name, required: sc.required, covered: lag <= sc.maxLagMs, lagMs: lag };
+  }
+  const alive = holders.filter((h) => {
+    const c = ctx.cand.get(h)!;
+    const pre = sc.preceding ? siteHits(ctx, sc.preceding.losses).get(c.site) : undefined;
+    return holderSurvives(c.residency, pre) && holderSurvives(c.residency, hits.get(c.site));
   });
+  const lagOf = (h: string) => delay.get(h)! + (staleBy.get(h) ?? 0);
+  const bases = alive.filter((h) => ctx.cand.get(h)!.holdsBase);
+  if (bases.length === 0) return { name: sc.name, required: sc.required, covered: false, lagMs: null };
+  // Start from the freshest full-history store, then splice in tails that reach back to it.
+  let lag = Math.min(...bases.map(lagOf));
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const h of alive) {
+      const l = lagOf(h);
+      if (l < lag && l + ctx.cand.get(h)!.retentionMs >= lag) {
+        lag = l;
+        changed = true;
+      }
+    }
+  }
+  return { name: sc.name, required: sc.required, covered: lag <= sc.maxLagMs, lagMs: lag };
+}
+
+/** Scores a tree against the contract; returns null when it violates a bandwidth limit. */
+function scoreTree(ctx: Ctx, tree: Tree): CustodyGraph | null {
+  const placed = placeEdges(ctx, tree);
+  if (placed === null) return null;
+  const { edges, delay } = placed;
+  const holders = [...tree.keys()].sort();
+  const feedDependencies = feedDependenciesOf(ctx, tree, holders);
+  const scenarios = ctx.input.contract.scenarios.map((sc) => scenarioCoverage(ctx, tree, holders, delay, sc));
   const monthlyUsd =
     edges.reduce((a, e) => a + e.monthlyUsd, 0) + holders.reduce((a, h) => a + ctx.cand.get(h)!.monthlyUsd, 0);
   return {

@@ -97,11 +97,13 @@ export function repairWindowFinding(
   const over =
     narrowest === null
       ? ""
-      : ` (${fmtBytes(missingBytes)} over ${fmtBytes(narrowest)}/s ${measured ? "measured" : "configured"}, shared with surviving traffic)`;
+      : ` (${fmtBytes(missingBytes)} over ${fmtBytes(narrowest)}/s ${measured ? "measured" : "configured"}, shared ` +
+        `with surviving traffic)`;
   const reason = met
     ? ""
     : repairSec === null
-      ? `repair after step ${step} is unbounded (no surviving path to ${repairSite}), next allowed failure in ${windowSec} s`
+      ? `repair after step ${step} is unbounded (no surviving path to ${repairSite}), next allowed failure in ` +
+        `${windowSec} s`
       : `repair after step ${step} takes ${repairSec.toFixed(1)} s${over}, next allowed failure in ${windowSec} s`;
   return { step, missingBytes, repairSec, windowSec, bandwidthBytesPerSec: narrowest, measured, met, reason };
 }

@@ -1,4 +1,5 @@
-import type { Link } from "./evaluation-state.ts";
+import type { Link, LinkLoad } from "./evaluation-state.ts";
+export type { LinkLoad } from "./evaluation-state.ts";
 import type { MeasuredEdge } from "./placement.ts";
 import { PolicyInputError } from "./policy-errors.ts";
 
@@ -216,13 +217,6 @@ export function withMeasuredEdges(
     };
   });
   return { edges: out, sources };
-}
-
-/** Steady load measured on a link, by the site that sends it (for repair under failure load). */
-export interface LinkLoad {
-  readonly link: string;
-  readonly fromSite: string;
-  readonly bytesPerSec: number;
 }
 
 /**

@@ -200,23 +200,13 @@ function chooseCut(state: EvaluationState, view: SurvivorView, destination: stri
   return best;
 }
 
-/** Builds the report for a view (the state after a scenario's or a timeline's losses). Pure. */
-export function reportFromView(state: EvaluationState, view: SurvivorView, meta: ReportMeta): SurvivalReport {
-  const flags = new Set<SurvivalFlag>();
-  const lanes = Object.keys(state.source.lanes).sort();
-  const destination = meta.destination ?? state.recovery.destination;
-  const key = [...state.keyAuthorities]
-    .sort((a, b) => (a.id < b.id ? -1 : 1))
-    .find((k) => siteUsable(view, k.site) && !view.tokenLoss.has(`key_authority:${k.id}`));
-  let choice = chooseCut(state, view, destination);
-  if (choice === null) flags.add(SurvivalFlag.noBase);
-  if (key === undefined) {
-    flags.add(SurvivalFlag.noKeyPath);
-    choice = null; // ciphertext without an authorized key path rebuilds nothing
-  }
-  if (view.unprovenProtected.length > 0) flags.add(SurvivalFlag.protectedRamUnproven);
-
-  // Lost committed work, from the source's own commit timestamps.
+/** Committed work past the cut (all of it without one), from the source's own commit timestamps. */
+function lostWork(
+  state: EvaluationState,
+  lanes: readonly string[],
+  choice: CutChoice | null,
+  flags: Set<SurvivalFlag>,
+): { lost: Record<string, [number, number][]>; lostSeqs: number; lostBytes: number; oldestLostAgeMs: number } {
   const lost: Record<string, [number, number][]> = {};
   let lostSeqs = 0;
   let lostBytes = 0;
@@ -234,80 +224,151 @@ export function reportFromView(state: EvaluationState, view: SurvivorView, meta:
       oldest = t.oldestCommittedAtMs;
   }
   const oldestLostAgeMs = lostSeqs === 0 || oldest === null ? 0 : Math.max(0, state.asOfMs - oldest);
+  return { lost, lostSeqs, lostBytes, oldestLostAgeMs };
+}
+
+type WidestPaths = ReturnType<typeof widestPathsTo>;
+
+/**
+ * Covers `need` of lane `l` with surviving claims, observed ones first, then admitted bounds, then
+ * stale ones (within a label, copies already at the destination first); adds the holders used to
+ * `contributors` and returns the weakest evidence used so far (starting from `evidence`).
+ */
+function coverWithEvidence(
+  state: EvaluationState,
+  view: SurvivorView,
+  l: string,
+  need: RangeSet,
+  destination: string,
+  contributors: Set<string>,
+  evidence: EvidenceLabel,
+): EvidenceLabel {
+  const atDest = (site: string) => (site === destination ? 0 : 1);
+  const ranked = view.claims
+    .filter((lc) => lc.claim.lane === l)
+    .map((lc) => ({ lc, label: evidenceLabel(lc.claim, state.asOfMs, state.staleAfterMs) }))
+    .sort(
+      (x, y) =>
+        LABEL_RANK[x.label] - LABEL_RANK[y.label] ||
+        atDest(x.lc.site) - atDest(y.lc.site) ||
+        (x.lc.holder < y.lc.holder ? -1 : 1),
+    );
+  let uncovered = need;
+  for (const { lc, label } of ranked) {
+    if (!uncovered.intersects(lc.claim.ranges)) continue;
+    uncovered = uncovered.subtract(lc.claim.ranges);
+    contributors.add(lc.holder);
+    if (LABEL_RANK[label] > LABEL_RANK[evidence]) evidence = label;
+  }
+  return evidence;
+}
+
+/**
+ * Transfer plan of lane `l`: what the destination lacks of `need` comes from the best-connected
+ * live holder (its bytes added to `perHolderBytes`). Returns what no holder with a path has.
+ */
+function planTransfer(
+  state: EvaluationState,
+  view: SurvivorView,
+  l: string,
+  need: RangeSet,
+  destination: string,
+  paths: WidestPaths,
+  perHolderBytes: Map<string, number>,
+): RangeSet {
+  need = need.subtract(liveRanges(view, l, (lc) => lc.site === destination));
+  const sources = view.claims
+    .filter((lc) => lc.claim.lane === l && paths.has(lc.site))
+    .sort((x, y) => paths.get(y.site)! - paths.get(x.site)! || (x.holder < y.holder ? -1 : 1));
+  for (const lc of sources) {
+    const take = need.intersect(lc.claim.ranges);
+    if (take.isEmpty) continue;
+    need = need.subtract(take);
+    const bytes = tallyCommits(state.commits, l, take).bytes;
+    perHolderBytes.set(lc.holder, (perHolderBytes.get(lc.holder) ?? 0) + bytes);
+  }
+  return need;
+}
+
+/** Time to usable once every byte has a source; sources are fetched one after another over their widest path. */
+function transferTime(state: EvaluationState, paths: WidestPaths, perHolderBytes: Map<string, number>): RecoveryTime {
+  let transferSec = 0;
+  let missingBytes = 0;
+  for (const [hid, bytes] of [...perHolderBytes].sort()) {
+    const site = state.holders.find((h) => h.id === hid)!.site;
+    const bw = paths.get(site)!;
+    missingBytes += bytes;
+    // Conservative: sources are fetched one after another over their widest path.
+    if (bw !== Infinity) transferSec += bytes / bw;
+  }
+  return recoveryTime(state.recovery, missingBytes, transferSec);
+}
+
+/**
+ * What recovering `choice` at `destination` relies on: the holders that contribute, the weakest
+ * evidence, and the time to usable (null when some of it has no bounded way there).
+ */
+function recoveryOf(
+  state: EvaluationState,
+  view: SurvivorView,
+  choice: CutChoice,
+  destination: string,
+  paths: WidestPaths,
+  flags: Set<SurvivalFlag>,
+): { contributors: Set<string>; evidence: EvidenceLabel; timeToUsable: RecoveryTime | null } {
+  const lanes = Object.keys(state.source.lanes).sort();
+  const destUsable = siteUsable(view, destination);
+  const contributors = new Set<string>();
+  let evidence: EvidenceLabel = "observed";
+  let bounded = destUsable;
+  const perHolderBytes = new Map<string, number>();
+  const baseHolder = state.holders.find((h) => h.id === choice.base.holder)!;
+  if (baseHolder.site !== destination) {
+    if (!paths.has(baseHolder.site)) bounded = false;
+    perHolderBytes.set(baseHolder.id, choice.base.bytes);
+  }
+  for (const l of lanes) {
+    const b = choice.base.cut[l] ?? -1;
+    const c = choice.cut[l]!;
+    if (c <= b) continue;
+    const need = RangeSet.of(b + 1, c);
+    evidence = coverWithEvidence(state, view, l, need, destination, contributors, evidence);
+    if (!planTransfer(state, view, l, need, destination, paths, perHolderBytes).isEmpty) {
+      bounded = false; // the remaining ranges sit only on holders with no path to the destination
+      if (destUsable) flags.add(SurvivalFlag.isolatedHolder);
+    }
+  }
+  contributors.add(choice.base.holder);
+  return { contributors, evidence, timeToUsable: bounded ? transferTime(state, paths, perHolderBytes) : null };
+}
+
+/** Builds the report for a view (the state after a scenario's or a timeline's losses). Pure. */
+export function reportFromView(state: EvaluationState, view: SurvivorView, meta: ReportMeta): SurvivalReport {
+  const flags = new Set<SurvivalFlag>();
+  const lanes = Object.keys(state.source.lanes).sort();
+  const destination = meta.destination ?? state.recovery.destination;
+  const key = [...state.keyAuthorities]
+    .sort((a, b) => (a.id < b.id ? -1 : 1))
+    .find((k) => siteUsable(view, k.site) && !view.tokenLoss.has(`key_authority:${k.id}`));
+  let choice = chooseCut(state, view, destination);
+  if (choice === null) flags.add(SurvivalFlag.noBase);
+  if (key === undefined) {
+    flags.add(SurvivalFlag.noKeyPath);
+    choice = null; // ciphertext without an authorized key path rebuilds nothing
+  }
+  if (view.unprovenProtected.length > 0) flags.add(SurvivalFlag.protectedRamUnproven);
+  const { lost, lostSeqs, lostBytes, oldestLostAgeMs } = lostWork(state, lanes, choice, flags);
 
   // Which holders the cut relies on, preferring the best evidence.
   const paths = widestPathsTo(state, view, destination);
-  const contributors = new Set<string>();
-  let evidence: EvidenceLabel = "observed";
-  let timeToUsable: RecoveryTime | null = null;
   const destUsable = siteUsable(view, destination);
-  const atDest = (site: string) => (site === destination ? 0 : 1);
   if (!destUsable) flags.add(SurvivalFlag.destinationLost);
   // Surviving data with no path to a usable destination has no bounded recovery time.
   if (destUsable) for (const lc of view.claims) if (!paths.has(lc.site)) flags.add(SurvivalFlag.isolatedHolder);
-
-  if (choice !== null) {
-    let bounded = destUsable;
-    const perHolderBytes = new Map<string, number>();
-    const baseHolder = state.holders.find((h) => h.id === choice.base.holder)!;
-    if (baseHolder.site !== destination) {
-      if (!paths.has(baseHolder.site)) bounded = false;
-      perHolderBytes.set(baseHolder.id, choice.base.bytes);
-    }
-    for (const l of lanes) {
-      const b = choice.base.cut[l] ?? -1;
-      const c = choice.cut[l]!;
-      if (c <= b) continue;
-      let need = RangeSet.of(b + 1, c);
-      // Evidence: cover with observed claims first, then admitted bounds, then stale ones;
-      // within a label, copies already at the destination first.
-      const ranked = view.claims
-        .filter((lc) => lc.claim.lane === l)
-        .map((lc) => ({ lc, label: evidenceLabel(lc.claim, state.asOfMs, state.staleAfterMs) }))
-        .sort(
-          (x, y) =>
-            LABEL_RANK[x.label] - LABEL_RANK[y.label] ||
-            atDest(x.lc.site) - atDest(y.lc.site) ||
-            (x.lc.holder < y.lc.holder ? -1 : 1),
-        );
-      let uncovered = need;
-      for (const { lc, label } of ranked) {
-        if (!uncovered.intersects(lc.claim.ranges)) continue;
-        uncovered = uncovered.subtract(lc.claim.ranges);
-        contributors.add(lc.holder);
-        if (LABEL_RANK[label] > LABEL_RANK[evidence]) evidence = label;
-      }
-      // Transfer plan: what the destination lacks comes from the best-connected live holder.
-      need = need.subtract(liveRanges(view, l, (lc) => lc.site === destination));
-      const sources = view.claims
-        .filter((lc) => lc.claim.lane === l && paths.has(lc.site))
-        .sort((x, y) => paths.get(y.site)! - paths.get(x.site)! || (x.holder < y.holder ? -1 : 1));
-      for (const lc of sources) {
-        const take = need.intersect(lc.claim.ranges);
-        if (take.isEmpty) continue;
-        need = need.subtract(take);
-        const bytes = tallyCommits(state.commits, l, take).bytes;
-        perHolderBytes.set(lc.holder, (perHolderBytes.get(lc.holder) ?? 0) + bytes);
-      }
-      if (!need.isEmpty) {
-        bounded = false; // the remaining ranges sit only on holders with no path to the destination
-        if (destUsable) flags.add(SurvivalFlag.isolatedHolder);
-      }
-    }
-    contributors.add(choice.base.holder);
-    if (bounded) {
-      let transferSec = 0;
-      let missingBytes = 0;
-      for (const [hid, bytes] of [...perHolderBytes].sort()) {
-        const site = state.holders.find((h) => h.id === hid)!.site;
-        const bw = paths.get(site)!;
-        missingBytes += bytes;
-        // Conservative: sources are fetched one after another over their widest path.
-        if (bw !== Infinity) transferSec += bytes / bw;
-      }
-      timeToUsable = recoveryTime(state.recovery, missingBytes, transferSec);
-    }
-  }
+  const { contributors, evidence, timeToUsable } =
+    choice === null
+      ? { contributors: new Set<string>(), evidence: "observed" as EvidenceLabel, timeToUsable: null }
+      : recoveryOf(state, view, choice, destination, paths, flags);
   const q = state.metadataQuorum;
   if (q && q.members.filter((m) => !view.siteLoss.has(m)).length < q.quorum)
     flags.add(SurvivalFlag.writableActivationBlocked);

@@ -115,7 +115,8 @@ export function validateSites(sites: readonly Site[], path = "sites"): void {
       if (g !== undefined && g !== s.az) {
         throw new PolicyInputError(
           `${path}[${i}].placementGroup`,
-          `cluster placement group "${s.placementGroup}" spans AZs "${g}" and "${s.az}"; a placement group stays in one AZ`,
+          `cluster placement group "${s.placementGroup}" spans AZs "${g}" and "${s.az}"; a placement group stays in ` +
+            `one AZ`,
         );
       }
       groupAz.set(s.placementGroup, s.az);

@@ -114,7 +114,8 @@ export async function checkControlLogHead(store: ControlLogStore, head: ControlL
     );
   }
   const at = (await store.readRecordsFrom(head.seq))[0];
-  // The head was compacted away below an operator's snapshot: the follower checks that snapshot instead (custody/control-snapshot.ts).
+  // The head was compacted away below an operator's snapshot: the follower checks that snapshot instead
+  // (custody/control-snapshot.ts).
   if (at !== undefined && at.seq > head.seq && isSnapshotRecord(at)) return;
   if (at === undefined || at.seq !== head.seq) {
     throw new ControlLogRegressionError(

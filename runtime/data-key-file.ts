@@ -9,7 +9,8 @@ export class InvalidKeyFileError extends CustodyError {
   constructor(path: string, why: string) {
     super(
       "invalid_key_file",
-      `${path}: ${why}; a data key file holds the key's 32 bytes as they are (what custody init writes as data.key) or as 64 hex digits`,
+      `${path}: ${why}; a data key file holds the key's 32 bytes as they are (what custody init writes as data.key) ` +
+        `or as 64 hex digits`,
       { path },
     );
   }

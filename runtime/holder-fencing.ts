@@ -19,10 +19,12 @@ export class HolderFencedError extends CustodyError {
     const handed =
       handover === undefined
         ? "its handover failed"
-        : `handed ${handover.offeredUnits} units to it${handover.unconfirmedSeqs > 0 ? ` (${handover.unconfirmedSeqs} sequences NOT confirmed by it)` : ""}`;
+        : `handed ${handover.offeredUnits} units to ` +
+          `it${handover.unconfirmedSeqs > 0 ? ` (${handover.unconfirmedSeqs} sequences NOT confirmed by it)` : ""}`;
     super(
       "holder_fenced",
-      `holder ${holderId} incarnation ${incarnation} is fenced by incarnation ${by} (admitted in the control log); it stopped serving, ${handed}, and exits`,
+      `holder ${holderId} incarnation ${incarnation} is fenced by incarnation ${by} (admitted in the control log); ` +
+        `it stopped serving, ${handed}, and exits`,
       { holderId, incarnation, by, ...(handover ?? {}) },
     );
   }

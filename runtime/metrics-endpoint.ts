@@ -1,3 +1,4 @@
+import type { Meter } from "@opentelemetry/api";
 import type { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { VolumeStatus } from "../protocol/index.ts";
 import { otelMetricsSdk, otelPrometheus, roleResource } from "../telemetry/index.ts";
@@ -29,6 +30,91 @@ export interface MetricsEndpoint {
   /** The scrape URL; absent when only OTLP export is configured. */
   readonly url: string | undefined;
   close(): Promise<void>;
+}
+
+/** Per scenario of the newest status document: the loss it would suffer now, its verdict and recovery time. */
+function registerScenarioGauges(meter: Meter, status: () => VolumeStatus | undefined): void {
+  const perScenario = (
+    name: string,
+    description: string,
+    unit: string,
+    value: (s: VolumeStatus["scenarios"][number]) => number | null,
+  ) =>
+    meter.createObservableGauge(name, { description, unit }).addCallback((r) => {
+      const doc = status();
+      if (doc === undefined) return;
+      for (const s of doc.scenarios) {
+        const v = value(s);
+        if (v !== null) r.observe(v, { volume: doc.volume, scenario: s.name, required: String(s.required) });
+      }
+    });
+  perScenario(
+    "custody_scenario_rpo_seconds",
+    "age of the oldest acknowledged write the scenario would lose now (0: none)",
+    "s",
+    (s) => (s.lostSeqs === 0 ? 0 : s.oldestLostAgeMs / 1000),
+  );
+  perScenario(
+    "custody_scenario_lost_bytes",
+    "acknowledged bytes the scenario would lose now",
+    "By",
+    (s) => s.lostBytes,
+  );
+  perScenario(
+    "custody_scenario_lost_seqs",
+    "acknowledged sequences the scenario would lose now",
+    "1",
+    (s) => s.lostSeqs,
+  );
+  perScenario(
+    "custody_scenario_in_flight_seqs",
+    "of the writes the scenario would lose now, those still within their receipt deadline",
+    "1",
+    (s) => s.inFlightSeqs ?? null,
+  );
+  perScenario(
+    "custody_scenario_overdue_seqs",
+    "of the writes the scenario would lose now, those past their receipt deadline (lost)",
+    "1",
+    (s) => s.overdueSeqs ?? null,
+  );
+  perScenario(
+    "custody_scenario_met",
+    "1 when the scenario's verdict is met (a loss counts once past its receipt deadline and grace)",
+    "1",
+    (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0),
+  );
+  perScenario(
+    "custody_scenario_rto_seconds",
+    "time to a usable volume at the scenario's destination (absent: unbounded)",
+    "s",
+    (s) => s.rtoSec,
+  );
+}
+
+/** A controller's figures from its newest status document: scenarios, repairs, acknowledged heads, evidence ages. */
+function registerStatusMetrics(meter: Meter, status: () => VolumeStatus | undefined): void {
+  registerScenarioGauges(meter, status);
+  registerRepairMetrics(meter, status);
+  meter
+    .createObservableGauge("custody_acknowledged_seq", {
+      description: "highest acknowledged sequence per lane",
+      unit: "1",
+    })
+    .addCallback((r) => {
+      const doc = status();
+      if (doc !== undefined) for (const [lane, seq] of doc.acknowledged) r.observe(seq, { volume: doc.volume, lane });
+    });
+  meter
+    .createObservableGauge("custody_evidence_age_seconds", {
+      description: "age of each holder's newest receipt",
+      unit: "s",
+    })
+    .addCallback((r) => {
+      const doc = status();
+      if (doc !== undefined)
+        for (const e of doc.evidence) r.observe(e.ageMs / 1000, { volume: doc.volume, holder: e.holder });
+    });
 }
 
 /**
@@ -66,85 +152,7 @@ export async function serveMetrics(source: MetricsSource, opts: MetricsOptions):
   source.holder?.register(meter, source.id);
   if (source.repairsRunning !== undefined)
     registerRepairWorkerMetrics(meter, source.id, source.repairsRunning.bind(source));
-  if (source.status !== undefined) {
-    const status = source.status.bind(source);
-    const perScenario = (
-      name: string,
-      description: string,
-      unit: string,
-      value: (s: VolumeStatus["scenarios"][number]) => number | null,
-    ) =>
-      meter.createObservableGauge(name, { description, unit }).addCallback((r) => {
-        const doc = status();
-        if (doc === undefined) return;
-        for (const s of doc.scenarios) {
-          const v = value(s);
-          if (v !== null) r.observe(v, { volume: doc.volume, scenario: s.name, required: String(s.required) });
-        }
-      });
-    perScenario(
-      "custody_scenario_rpo_seconds",
-      "age of the oldest acknowledged write the scenario would lose now (0: none)",
-      "s",
-      (s) => (s.lostSeqs === 0 ? 0 : s.oldestLostAgeMs / 1000),
-    );
-    perScenario(
-      "custody_scenario_lost_bytes",
-      "acknowledged bytes the scenario would lose now",
-      "By",
-      (s) => s.lostBytes,
-    );
-    perScenario(
-      "custody_scenario_lost_seqs",
-      "acknowledged sequences the scenario would lose now",
-      "1",
-      (s) => s.lostSeqs,
-    );
-    perScenario(
-      "custody_scenario_in_flight_seqs",
-      "of the writes the scenario would lose now, those still within their receipt deadline",
-      "1",
-      (s) => s.inFlightSeqs ?? null,
-    );
-    perScenario(
-      "custody_scenario_overdue_seqs",
-      "of the writes the scenario would lose now, those past their receipt deadline (lost)",
-      "1",
-      (s) => s.overdueSeqs ?? null,
-    );
-    perScenario(
-      "custody_scenario_met",
-      "1 when the scenario's verdict is met (a loss counts once past its receipt deadline and grace)",
-      "1",
-      (s) => (s.verdict === undefined ? null : s.verdict === "met" ? 1 : 0),
-    );
-    perScenario(
-      "custody_scenario_rto_seconds",
-      "time to a usable volume at the scenario's destination (absent: unbounded)",
-      "s",
-      (s) => s.rtoSec,
-    );
-    registerRepairMetrics(meter, status);
-    meter
-      .createObservableGauge("custody_acknowledged_seq", {
-        description: "highest acknowledged sequence per lane",
-        unit: "1",
-      })
-      .addCallback((r) => {
-        const doc = status();
-        if (doc !== undefined) for (const [lane, seq] of doc.acknowledged) r.observe(seq, { volume: doc.volume, lane });
-      });
-    meter
-      .createObservableGauge("custody_evidence_age_seconds", {
-        description: "age of each holder's newest receipt",
-        unit: "s",
-      })
-      .addCallback((r) => {
-        const doc = status();
-        if (doc !== undefined)
-          for (const e of doc.evidence) r.observe(e.ageMs / 1000, { volume: doc.volume, holder: e.holder });
-      });
-  }
+  if (source.status !== undefined) registerStatusMetrics(meter, source.status.bind(source));
   return {
     url: opts.port === undefined ? undefined : `http://${host}:${opts.port}/metrics`,
     close: async () => {

@@ -3,7 +3,10 @@ import type { Meter } from "@opentelemetry/api";
 import type { Holder, HolderObservation } from "../actors/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 
-/** Units admitted and not yet receipted that one lane remembers for the latency histogram (older ones are forgotten, not measured). */
+/**
+ * Units admitted and not yet receipted that one lane remembers for the latency histogram (older ones are forgotten, not
+ * measured).
+ */
 const PENDING_PER_LANE = 65_536;
 
 /** Receipt latency buckets in seconds: a batch delay of milliseconds up to a stalled disk. */

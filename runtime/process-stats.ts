@@ -9,7 +9,9 @@ export interface ProcessStats {
   readonly role: string;
   readonly id: string;
   readonly incarnation?: number;
-  /** Set once the control log admitted a newer incarnation of this identity: this process serves nothing and is exiting. */
+  /**
+   * Set once the control log admitted a newer incarnation of this identity: this process serves nothing and is exiting.
+   */
   readonly fencedBy?: number;
   readonly pid: number;
   readonly uptimeMs: number;
@@ -20,13 +22,17 @@ export interface ProcessStats {
   readonly figures: Readonly<Record<string, number>>;
   /** Event-loop delay p99 (ms) since the previous ask: how long a message may wait for this process. */
   readonly eventLoopP99Ms: number;
-  /** Raw samples since the previous ask (e.g. the controller's evaluation times), for exact percentiles over any window. */
+  /**
+   * Raw samples since the previous ask (e.g. the controller's evaluation times), for exact percentiles over any window.
+   */
   readonly samples?: Readonly<Record<string, readonly number[]>>;
 }
 
 /** What `serveProcessStats` returns: the ps subscription, and the NATS service once registered. */
 export interface ServedProcessStats extends TransportSubscription {
-  /** Resolves once the process is registered as a NATS service (never rejects: a failure is logged, ps still answers). */
+  /**
+   * Resolves once the process is registered as a NATS service (never rejects: a failure is logged, ps still answers).
+   */
   readonly registered: Promise<void>;
 }
 

@@ -22,7 +22,9 @@ export class RoleConfigError extends CustodyError {
 export const natsRoleSchema = z.strictObject({
   /** One URL or several of the same cluster. */
   servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
-  /** Reconnect attempts before the connection is closed for good and the process exits (2); -1 = forever. Default 60. */
+  /**
+   * Reconnect attempts before the connection is closed for good and the process exits (2); -1 = forever. Default 60.
+   */
   maxReconnectAttempts: z.number().int().min(-1).optional(),
   /** Wait between reconnect attempts (ms). Default 2000. */
   reconnectTimeWaitMs: z.number().int().positive().optional(),
@@ -135,7 +137,9 @@ export function readRoleConfig<T>(file: string, schema: z.ZodType<T>): T {
   return r.data;
 }
 
-/** A volume writer process: its state directory (volume, outbox, term), data key, and an optional synthetic workload. */
+/**
+ * A volume writer process: its state directory (volume, outbox, term), data key, and an optional synthetic workload.
+ */
 export const writerRoleSchema = z.strictObject({
   role: z.literal("writer"),
   nats: natsRoleSchema,
@@ -171,7 +175,8 @@ export const writerRoleSchema = z.strictObject({
   /**
    * A synthetic workload (chaos runs, soak, the demo): write every `intervalMs` (with `inFlight`:
    * issue a write every `intervalMs`), sync, and append one JSON line per acknowledged write to
-   * `ackLog` (`{"i","lsn","lba","seq"}`); write `i` holds `workloadWrite(i, blocksPerWrite, blockCount)` (one block: block `i` holds `workloadBlock(i)`).
+   * `ackLog` (`{"i","lsn","lba","seq"}`); write `i` holds `workloadWrite(i, blocksPerWrite, blockCount)` (one block:
+   * block `i` holds `workloadBlock(i)`).
    * Each write is a `writer.write` span (with its LBA, LSN and lane sequence) when spans are exported.
    */
   workload: z
@@ -189,7 +194,10 @@ export const writerRoleSchema = z.strictObject({
       inFlight: z.number().int().positive().max(256).optional(),
       /** Pace the workload to about this many writes per second (instead of `intervalMs` between rounds). */
       ratePerSec: z.number().positive().optional(),
-      /** Blocks per write (default 1): write `i` covers the `i`-th `blocksPerWrite`-wide slot, round and round (see runtime/workload.ts). */
+      /**
+       * Blocks per write (default 1): write `i` covers the `i`-th `blocksPerWrite`-wide slot, round and round (see
+       * runtime/workload.ts).
+       */
       blocksPerWrite: z.number().int().positive().max(256).optional(),
       /**
        * Acknowledge (and log) a write only once a sync under this contract of the writer proved it
@@ -230,7 +238,9 @@ export const controllerRoleSchema = z.strictObject({
    * survives a restart and only the running process notices such a log.
    */
   stateDir: z.string().min(1).optional(),
-  /** The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region. */
+  /**
+   * The controller configuration (see actors/controller/controller-config.ts); its `region` is the control-log region.
+   */
   controller: z.record(z.string(), z.unknown()),
   /**
    * The volume has standby controllers: this one runs its job only while it holds the volume's
@@ -272,7 +282,10 @@ export const baseBuilderRoleSchema = z.strictObject({
   minNewSeqs: z.number().int().positive(),
   /** At most this many sequences per build (bounds memory). Default 4 × minNewSeqs. */
   maxSeqsPerBuild: z.number().int().positive().optional(),
-  /** A build running longer is abandoned and counted (base_build_timeout); the next starts afresh. Default 600000 (10 min). */
+  /**
+   * A build running longer is abandoned and counted (base_build_timeout); the next starts afresh. Default 600000 (10
+   * min).
+   */
   buildTimeoutMs: z.number().int().positive().optional(),
 });
 export type BaseBuilderRoleConfig = z.infer<typeof baseBuilderRoleSchema>;

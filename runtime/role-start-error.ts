@@ -18,7 +18,8 @@ export function startFailure(err: unknown, who: string, where: string): unknown 
   const timedOut =
     err instanceof natsErrors.TimeoutError || (err instanceof Error && err.cause instanceof natsErrors.TimeoutError);
   const why = timedOut
-    ? "a request to the server got no answer in time (nats.js: timeout): is the server up, with JetStream, and the control log's stream led?"
+    ? "a request to the server got no answer in time (nats.js: timeout): is the server up, with JetStream, and the " +
+      "control log's stream led?"
     : err instanceof Error
       ? err.message
       : String(err);

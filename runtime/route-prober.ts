@@ -30,7 +30,9 @@ export interface RouteProberOptions {
   readonly timeoutMs?: number;
 }
 
-/** What the prober runs on: the transport it sends through (shaped in demos), its clock and, optionally, its unit meter. */
+/**
+ * What the prober runs on: the transport it sends through (shaped in demos), its clock and, optionally, its unit meter.
+ */
 export interface RouteProberPorts {
   readonly transport: Transport;
   readonly clock: Clock;

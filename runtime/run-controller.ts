@@ -109,7 +109,8 @@ async function openControllerBase(cfg: ControllerRoleConfig): Promise<Controller
       cfg.stateDir === undefined ? undefined : await readControlLogHead(nodeFileLayer, cfg.stateDir, logRegion);
     if (seen !== undefined) await checkControlLogHead(store, seen);
     const counters = new Counters();
-    // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment keyed.
+    // Standby holders run as their own processes and ask to be admitted; the launcher takes the one the deployment
+    // keyed.
     const standbys =
       (c.repair?.standby.length ?? 0) > 0
         ? new AnnouncedStandbys({
@@ -170,7 +171,8 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
       dir === undefined ? undefined : persistHeads(() => controller.controlState(), dir, logRegion, seen?.seq ?? 0);
     // `evaluations` is the running total (what `custody ps` and watchers compare between reads); the
     // duration quantiles cover only the evaluations since the previous read.
-    // `writerHeadMax`: the highest head writer progress reported on any lane (what an attack on progress must not move).
+    // `writerHeadMax`: the highest head writer progress reported on any lane (what an attack on progress must not
+    // move).
     // Its stats carry each holder's verified receipted ranges (`receipted.<holder>.<lane>`, see custody-ranges.ts).
     const stats = serveProcessStats(transport, "controller", () => {
       const d = controller.takeEvalDurations().sort((a, b) => a - b);
@@ -212,7 +214,9 @@ export async function runController(cfg: ControllerRoleConfig): Promise<RunningC
   }
 }
 
-/** A controller process of a volume with standbys: it runs the controller's job only while it holds the volume's lease. */
+/**
+ * A controller process of a volume with standbys: it runs the controller's job only while it holds the volume's lease.
+ */
 export interface RunningLeasedController {
   readonly id: string;
   readonly counters: Counters;
@@ -221,6 +225,48 @@ export interface RunningLeasedController {
   current(): Controller | undefined;
   readonly lost: Promise<void>;
   stop(): Promise<void>;
+}
+
+/** The lease timings of the config; every claim would be refused (`malformed`) when the timeout is not the longer. */
+function leaseTimings(cfg: ControllerRoleConfig): LeaseTimings {
+  const timings: LeaseTimings = { ...DEFAULT_LEASE_TIMINGS, ...cfg.lease };
+  // A configuration error now, not a volume without a controller later.
+  if (timings.timeoutMs <= timings.renewMs)
+    throw new CustodyError(
+      "bad_lease_timings",
+      `lease timeoutMs ${timings.timeoutMs} must exceed renewMs ${timings.renewMs}`,
+      { ...timings },
+    );
+  return timings;
+}
+
+/** A leased controller's figures for `custody ps`: active or standby, evaluation times, control-log requests. */
+function leasedControllerStats(
+  controllerId: string,
+  counters: Counters,
+  keeper: LeaseKeeper,
+  store: { readonly apiRequests: number },
+  current: Controller | undefined,
+) {
+  const d = current?.takeEvalDurations().sort((a, b) => a - b) ?? [];
+  const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
+  return {
+    id: controllerId,
+    counters: counters.snapshot(),
+    figures: {
+      active: keeper.role === "active" ? 1 : 0,
+      evaluations: counters.get("evaluations"),
+      evalsSinceLastRead: d.length,
+      evalMsP50: q(0.5),
+      evalMsP99: q(0.99),
+      evalMsMax: d.at(-1) ?? 0,
+      controlLogApiRequests: store.apiRequests,
+    },
+    samples: {
+      evalMs: d.map((x) => Math.round(x * 100) / 100),
+      ...(current ? receiptedSamples(current.holdings()) : {}),
+    },
+  };
 }
 
 /**
@@ -232,14 +278,7 @@ export interface RunningLeasedController {
  */
 export async function runLeasedController(cfg: ControllerRoleConfig): Promise<RunningLeasedController> {
   const c = cfg.controller as unknown as ControllerConfig;
-  const timings: LeaseTimings = { ...DEFAULT_LEASE_TIMINGS, ...cfg.lease };
-  // Every claim would be refused (`malformed`): a configuration error now, not a volume without a controller later.
-  if (timings.timeoutMs <= timings.renewMs)
-    throw new CustodyError(
-      "bad_lease_timings",
-      `lease timeoutMs ${timings.timeoutMs} must exceed renewMs ${timings.renewMs}`,
-      { ...timings },
-    );
+  const timings = leaseTimings(cfg);
   const base = await openControllerBase(cfg);
   const { transport, lost, store, files, logRegion, seen, counters, standbys } = base;
   try {
@@ -275,27 +314,9 @@ export async function runLeasedController(cfg: ControllerRoleConfig): Promise<Ru
       dir === undefined
         ? undefined
         : persistHeads(() => current?.controlState() ?? follower.state, dir, logRegion, seen?.seq ?? 0);
-    const stats = serveProcessStats(transport, "controller", () => {
-      const d = current?.takeEvalDurations().sort((a, b) => a - b) ?? [];
-      const q = (p: number) => (d.length === 0 ? 0 : d[Math.min(d.length - 1, Math.floor(p * d.length))]!);
-      return {
-        id: c.controllerId,
-        counters: counters.snapshot(),
-        figures: {
-          active: keeper.role === "active" ? 1 : 0,
-          evaluations: counters.get("evaluations"),
-          evalsSinceLastRead: d.length,
-          evalMsP50: q(0.5),
-          evalMsP99: q(0.99),
-          evalMsMax: d.at(-1) ?? 0,
-          controlLogApiRequests: store.apiRequests,
-        },
-        samples: {
-          evalMs: d.map((x) => Math.round(x * 100) / 100),
-          ...(current ? receiptedSamples(current.holdings()) : {}),
-        },
-      };
-    });
+    const stats = serveProcessStats(transport, "controller", () =>
+      leasedControllerStats(c.controllerId, counters, keeper, store, current),
+    );
     await stats.registered;
     return {
       id: c.controllerId,

@@ -10,16 +10,13 @@ import { UnitOutbox } from "../actors/index.ts";
 import { startPrimaryCatchUp } from "../actors/index.ts";
 import { systemClock } from "../core/index.ts";
 import { nodeFileLayer } from "../core/index.ts";
-import { ControlLogFollower } from "../custody/index.ts";
 import { ControlLogPeers, writerSigningKey } from "../custody/index.ts";
-import { openJetStreamControlLog } from "../transport/index.ts";
 import { SmartWalVolume } from "../volume/index.ts";
 import { connectRole } from "./connect.ts";
-import { linkInFlight, shapedByLinks } from "./role-links.ts";
-import { withRouteProbing } from "./route-probe-config.ts";
-import { startRoleTracing } from "./role-tracing.ts";
+import { startRoleTransport } from "./role-transport.ts";
+import { followPeers } from "./follow-peers.ts";
+import { linkInFlight } from "./role-links.ts";
 import { publishingInWriteSpans, WriteSpans } from "./write-span-links.ts";
-import { loadControlTrust } from "./control-trust-files.ts";
 import { serveProcessStats } from "./process-stats.ts";
 import { RoleConfigError, type WriterRoleConfig } from "./role-config.ts";
 import { startWorkload } from "./workload-loop.ts";
@@ -42,79 +39,26 @@ export interface RunningWriter {
  */
 export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
   const w = cfg.writer as unknown as Omit<VolumeWriterConfig, "term">;
-  const ackUnder = cfg.workload?.contract?.name;
-  // Checked before anything starts: a workload waiting on a contract the writer lacks would never acknowledge.
-  if (ackUnder !== undefined && !(w.contracts ?? []).some((c) => c.name === ackUnder))
-    throw new RoleConfigError(`workload.contract: the writer has no contract ${ackUnder}`, {
-      path: "workload.contract.name",
-    });
+  checkWorkloadContract(cfg, w);
   // One process per state directory: a second start is refused before it claims a term (StateDirLockedError).
   const lock = lockStateDir(cfg.stateDir, { role: "writer", id: w.writerId });
   const { transport, lost } = await connectRole(cfg.nats, `writer-${w.writerId}`).catch((err: unknown) => {
     lock.release();
     throw err;
   });
-  const tracing = startRoleTracing(
-    cfg.spanFile,
-    "writer",
-    w.writerId,
-    cfg.links ? { "custody.site": cfg.links.site } : {},
-  );
-  // The writer ships units through the shaped links when the config has them; the control log and stats use the bus directly.
-  const probing = withRouteProbing(
-    shapedByLinks(transport, cfg.links, trace.getTracer("custody.link")),
-    cfg.probe,
-    cfg.links,
-    w.writerId,
-  );
-  const sending = probing.transport;
+  const { tracing, probing, sending } = startRoleTransport(cfg, "writer", w.writerId, transport);
   try {
-    const volDir = join(cfg.stateDir, "volume");
-    // The first start creates the volume; every later one recovers it (WAL replay, CRC checks).
-    if (!existsSync(volDir))
-      await SmartWalVolume.create(volDir, {
-        blockCount: cfg.volume.blockCount,
-        walCapacity: cfg.volume.walCapacity ?? 4096,
-      });
-    const volume = await SmartWalVolume.open(volDir);
+    const volume = await openVolume(cfg);
     const term = await claimIncarnation(nodeFileLayer, cfg.stateDir, { name: "term" });
     lock.claimed(term);
     const { outbox, recovered } = await UnitOutbox.open(nodeFileLayer, join(cfg.stateDir, "outbox"), systemClock);
-    const store = await openJetStreamControlLog(transport.connection, { region: cfg.controlRegion });
-    const peers = new ControlLogPeers(
-      new ControlLogFollower(store, undefined, loadControlTrust(cfg.controlTrust).trust),
-      systemClock,
-      1_000,
+    const { store, peers, timer } = await followPeers(transport, cfg);
+    const { writer, dataKey, writeSpans } = startWriter(
+      cfg,
+      { ...w, term },
+      { volume, peers, outbox, recovered, sending },
     );
-    await peers.refresh();
-    const timer = setInterval(() => void peers.refresh().catch(() => undefined), 1_000);
-    const config: VolumeWriterConfig = {
-      ...w,
-      term,
-      lanes: w.lanes.map((l) => ({ ...l, firstSeq: outbox.maxSeq(l.lane) + 1 })),
-    };
-    // With spans, each unit's hops hang under the write it came from (see write-span-links.ts).
-    const writeSpans = cfg.spanFile !== undefined ? new WriteSpans() : undefined;
-    const dataKey = readDataKeyFile(cfg.dataKeyFile);
-    const signing = cfg.signUnits ? { writerKey: writerSigningKey(dataKey).privateKey } : {};
-    const writer = startVolumeWriter(config, {
-      transport: writeSpans !== undefined ? publishingInWriteSpans(sending, writeSpans) : sending,
-      clock: systemClock,
-      volume,
-      dataKey,
-      peers,
-      outbox,
-      recovered,
-      ...signing,
-    });
-    // Beside the primary volume: the configured replicas catch up from it over the bus (counted with the writer's counters).
-    const catchUp =
-      (cfg.replicas ?? []).length > 0
-        ? await startPrimaryCatchUp(
-            { volume: w.volume, replicas: cfg.replicas! },
-            { transport, volume, dataKey, counters: writer.counters },
-          )
-        : undefined;
+    const catchUp = await startReplicaCatchUp(cfg, { transport, volume, dataKey, counters: writer.counters });
     const workload =
       cfg.workload === undefined
         ? undefined
@@ -126,13 +70,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
       id: w.writerId,
       incarnation: term,
       counters: writer.counters.snapshot(),
-      figures: {
-        custodyLagSeqs: writer.custodyLagSeqs(),
-        custodyBacklogBytes: writer.custodyBacklogBytes(),
-        head: Object.values(writer.heads()).reduce((a, b) => a + b, 0),
-        workloadWrites: workload?.written() ?? 0,
-        linkInFlight: linkInFlight(sending),
-      },
+      figures: { ...writerFigures(writer, sending), workloadWrites: workload?.written() ?? 0 },
     }));
     // Listed by `custody ps` (a NATS service) before the process says it is ready.
     await stats.registered;
@@ -147,11 +85,7 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
         await done.catch(() => undefined);
         // Drain: custody takes what this writer still retains before it goes (the outbox keeps
         // anything left for the next start, which ships it again).
-        const left = await writer.drained(cfg.drainDeadlineMs ?? 30_000);
-        for (const [lane, seqs] of Object.entries(left))
-          process.stderr.write(
-            `writer ${w.writerId}: stopping with ${lane} ${seqs.toString()} not yet confirmed by custody (kept in the outbox)\n`,
-          );
+        reportUnconfirmed(w.writerId, await writer.drained(cfg.drainDeadlineMs ?? 30_000));
         clearInterval(timer);
         catchUp?.stop();
         writer.stop();
@@ -172,6 +106,90 @@ export async function runWriter(cfg: WriterRoleConfig): Promise<RunningWriter> {
     lock.release();
     throw err;
   }
+}
+
+/**
+ * Beside the primary volume: the configured replicas catch up from it over the bus (counted with the writer's
+ * counters).
+ */
+async function startReplicaCatchUp(cfg: WriterRoleConfig, on: Parameters<typeof startPrimaryCatchUp>[1]) {
+  const volume = (cfg.writer as unknown as VolumeWriterConfig).volume;
+  return (cfg.replicas ?? []).length > 0
+    ? await startPrimaryCatchUp({ volume, replicas: cfg.replicas! }, on)
+    : undefined;
+}
+
+/** Checked before anything starts: a workload waiting on a contract the writer lacks would never acknowledge. */
+function checkWorkloadContract(cfg: WriterRoleConfig, w: Omit<VolumeWriterConfig, "term">): void {
+  const ackUnder = cfg.workload?.contract?.name;
+  if (ackUnder !== undefined && !(w.contracts ?? []).some((c) => c.name === ackUnder))
+    throw new RoleConfigError(`workload.contract: the writer has no contract ${ackUnder}`, {
+      path: "workload.contract.name",
+    });
+}
+
+/**
+ * The volume in the state directory: the first start creates it; every later one recovers it (WAL replay, CRC checks).
+ */
+async function openVolume(cfg: WriterRoleConfig): Promise<SmartWalVolume> {
+  const volDir = join(cfg.stateDir, "volume");
+  if (!existsSync(volDir))
+    await SmartWalVolume.create(volDir, {
+      blockCount: cfg.volume.blockCount,
+      walCapacity: cfg.volume.walCapacity ?? 4096,
+    });
+  return SmartWalVolume.open(volDir);
+}
+
+/** What the writer runs on: its volume, peers, outbox (and what it recovered) and the transport it ships through. */
+interface WriterBase {
+  readonly volume: SmartWalVolume;
+  readonly peers: ControlLogPeers;
+  readonly outbox: UnitOutbox;
+  readonly recovered: Awaited<ReturnType<typeof UnitOutbox.open>>["recovered"];
+  readonly sending: Parameters<typeof linkInFlight>[0] & Parameters<typeof publishingInWriteSpans>[0];
+}
+
+/** Starts the writer at `w.term`, each lane above what the outbox holds, signing units when configured. */
+function startWriter(cfg: WriterRoleConfig, w: VolumeWriterConfig, on: WriterBase) {
+  const config: VolumeWriterConfig = {
+    ...w,
+    lanes: w.lanes.map((l) => ({ ...l, firstSeq: on.outbox.maxSeq(l.lane) + 1 })),
+  };
+  // With spans, each unit's hops hang under the write it came from (see write-span-links.ts).
+  const writeSpans = cfg.spanFile !== undefined ? new WriteSpans() : undefined;
+  const dataKey = readDataKeyFile(cfg.dataKeyFile);
+  const signing = cfg.signUnits ? { writerKey: writerSigningKey(dataKey).privateKey } : {};
+  const writer = startVolumeWriter(config, {
+    transport: writeSpans !== undefined ? publishingInWriteSpans(on.sending, writeSpans) : on.sending,
+    clock: systemClock,
+    volume: on.volume,
+    dataKey,
+    peers: on.peers,
+    outbox: on.outbox,
+    recovered: on.recovered,
+    ...signing,
+  });
+  return { writer, dataKey, writeSpans };
+}
+
+/** The writer's figures for `custody ps`: custody lag and backlog, the sum of lane heads, link bytes in flight. */
+function writerFigures(writer: VolumeWriter, sending: Parameters<typeof linkInFlight>[0]) {
+  return {
+    custodyLagSeqs: writer.custodyLagSeqs(),
+    custodyBacklogBytes: writer.custodyBacklogBytes(),
+    head: Object.values(writer.heads()).reduce((a, b) => a + b, 0),
+    linkInFlight: linkInFlight(sending),
+  };
+}
+
+/** Names, in the process log, what custody had not confirmed when the writer stopped. */
+function reportUnconfirmed(writerId: string, left: Readonly<Record<string, { toString(): string }>>): void {
+  for (const [lane, seqs] of Object.entries(left))
+    process.stderr.write(
+      `writer ${writerId}: stopping with ${lane} ${seqs.toString()} not yet confirmed by custody (kept in ` +
+        `the outbox)\n`,
+    );
 }
 
 /**

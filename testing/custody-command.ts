@@ -7,7 +7,9 @@ const REPO_ROOT = repoRoot();
 /** The bundled CLI: our TypeScript in one ESM file, node_modules left external (resolved from the repo). */
 export const CLI_BUNDLE = join(REPO_ROOT, "dist", "custody.mjs");
 
-/** Makes sure `dist/custody.mjs` is built from the current sources (testing/script-bundle.ts); false when it cannot be. */
+/**
+ * Makes sure `dist/custody.mjs` is built from the current sources (testing/script-bundle.ts); false when it cannot be.
+ */
 export function ensureCliBundle(): boolean {
   return ensureBundle(join(REPO_ROOT, "cli", "main.ts"), CLI_BUNDLE, "custody-command");
 }

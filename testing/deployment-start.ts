@@ -40,7 +40,8 @@ export interface StartedNats {
 
 /**
  * `custody init` (through `custody`) on a fresh loopback deployment in a folder `makeDir()` gives, then one nats-server
- * per region from the configs it wrote (and, with a replicated control log, its three servers), until every region is healthy, its gateways are up both
+ * per region from the configs it wrote (and, with a replicated control log, its three servers), until every region is
+ * healthy, its gateways are up both
  * ways and a JetStream meta leader is known. `track` sees every server as it starts (to stop it
  * later). Free ports are picked before the servers bind them; when another process took one
  * meanwhile ("address already in use"), it starts over with new ports (3 attempts).

@@ -58,7 +58,8 @@ function reserve(port: number): boolean {
     writeFileSync(file, String(process.pid), { flag: "wx" });
     return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") return true; // no shared reservations here: the in-process set still holds
+    // no shared reservations here: the in-process set still holds
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") return true;
     const owner = Number(readFileSync(file, "utf8"));
     if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && processRunning(owner))) return false;
     writeFileSync(file, String(process.pid));

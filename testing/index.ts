@@ -1,6 +1,7 @@
 /**
  * Public surface of `testing/`: the test kit used by tests, demo and benches (nats-server launcher,
- * single server and supercluster; role processes; a Prometheus server). Of our folders it imports only `transport/` (the
+ * single server and supercluster; role processes; a Prometheus server). Of our folders it imports only `transport/`
+ * (the
  * server configuration) and `core/`, not the actors, runtime or deploy, so a process that only needs
  * a server stays small; the harness deployments' role files live in `harness/`.
  */

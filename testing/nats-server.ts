@@ -238,7 +238,10 @@ export interface RegionServer {
   readonly storeDir: string;
   /** PID of the current process (changes after `restart`). */
   readonly pid: number;
-  /** Stops the server (SIGTERM, or SIGKILL when `kill`) and starts it again, `downMs` later (default at once), with the same config and store. */
+  /**
+   * Stops the server (SIGTERM, or SIGKILL when `kill`) and starts it again, `downMs` later (default at once), with the
+   * same config and store.
+   */
   restart(opts?: { kill?: boolean; downMs?: number }): Promise<void>;
   /** Freezes the server (SIGSTOP) for `ms`, then resumes it (SIGCONT): a partition of that region. */
   pause(ms: number): Promise<void>;
@@ -247,7 +250,10 @@ export interface RegionServer {
 /** A running supercluster; `regions[name].url` is where a client of that region connects. */
 export interface SuperclusterHandle {
   readonly regions: Readonly<Record<string, RegionServer>>;
-  /** With `controlCluster`: its member in each of its regions, by region (`serverName` `<cluster>-<region>`); else empty. */
+  /**
+   * With `controlCluster`: its member in each of its regions, by region (`serverName` `<cluster>-<region>`); else
+   * empty.
+   */
   readonly control: Readonly<Record<string, RegionServer>>;
   /** PIDs of every server of the supercluster now (for leak checks). */
   readonly pids: readonly number[];
@@ -315,6 +321,157 @@ export async function regionReady(httpPort: number, others: readonly string[], j
   );
 }
 
+/** Region names must be distinct and usable as server and gateway names. */
+function checkRegionNames(names: readonly string[]): void {
+  if (names.length === 0 || new Set(names).size !== names.length) {
+    throw new Error(`supercluster needs distinct region names, got ${JSON.stringify(names)}`);
+  }
+  for (const n of names) {
+    if (n.search(/^[A-Za-z0-9_-]+$/) < 0) throw new Error(`bad region name ${JSON.stringify(n)}`);
+  }
+}
+
+/** Free loopback ports for each region's server. */
+async function regionPorts(names: readonly string[]): Promise<RegionPorts[]> {
+  const ports: RegionPorts[] = [];
+  for (const name of names) {
+    ports.push({
+      name,
+      port: await freePort(),
+      httpPort: await freePort(),
+      clusterPort: await freePort(),
+      gatewayPort: await freePort(),
+    });
+  }
+  return ports;
+}
+
+/** Free loopback ports for the control log's cluster, one server per region it names. */
+async function controlClusterPorts(opts: SuperclusterOptions): Promise<ControlClusterPorts | undefined> {
+  const cluster = opts.controlCluster;
+  return cluster === undefined
+    ? undefined
+    : {
+        name: cluster.name,
+        servers: await Promise.all(
+          cluster.regions.map(async (region) => ({
+            name: region,
+            serverName: `${cluster.name}-${region}`,
+            port: await freePort(),
+            httpPort: await freePort(),
+            clusterPort: await freePort(),
+            gatewayPort: await freePort(),
+          })),
+        ),
+      };
+}
+
+type ServerHandleArgs = [
+  r: RegionPorts,
+  serverName: string,
+  storeDir: string,
+  configPath: string,
+  index: number,
+  ready: () => Promise<boolean>,
+];
+
+/** The handle of the server spawned at `procs[index]` from `configPath`; `ready` is what a restart waits for. */
+function serverHandleOf(
+  procs: RunningProcess[],
+  r: RegionPorts,
+  serverName: string,
+  storeDir: string,
+  configPath: string,
+  index: number,
+  ready: () => Promise<boolean>,
+): RegionServer {
+  return {
+    name: r.name,
+    serverName,
+    url: `nats://${LOOPBACK}:${r.port}`,
+    port: r.port,
+    httpPort: r.httpPort,
+    clusterPort: r.clusterPort,
+    gatewayPort: r.gatewayPort,
+    storeDir,
+    get pid() {
+      return procs[index]!.child.pid ?? -1;
+    },
+    async restart(o = {}) {
+      await stopProcess(procs[index]!, o.kill ? "SIGKILL" : "SIGTERM");
+      if (o.downMs !== undefined) await sleep(o.downMs);
+      procs[index] = spawnServer(configPath);
+      await waitReady(procs[index]!, `${serverName} (restart)`, ready);
+    },
+    async pause(ms) {
+      const child = procs[index]!.child;
+      child.kill("SIGSTOP");
+      await sleep(ms);
+      child.kill("SIGCONT");
+    },
+  };
+}
+
+/** Spawns the control cluster's servers (after the regions' in `procs`), each handle into `control`. */
+function spawnControlServers(
+  dir: string,
+  controlPorts: ControlClusterPorts | undefined,
+  ports: readonly RegionPorts[],
+  procs: RunningProcess[],
+  control: Record<string, RegionServer>,
+  serverHandle: (...a: ServerHandleArgs) => RegionServer,
+): void {
+  const names = ports.map((r) => r.name);
+  for (const c of controlPorts?.servers ?? []) {
+    const serverDir = join(dir, c.serverName);
+    const storeDir = join(serverDir, "jetstream");
+    mkdirSync(storeDir, { recursive: true });
+    const configPath = join(serverDir, "nats-server.conf");
+    writeFileSync(configPath, controlClusterServerConfig(c, controlPorts!, ports, storeDir));
+    procs.push(spawnServer(configPath));
+    // A restarted member is ready once healthy (JetStream caught up) with its gateways out to every region.
+    control[c.name] = serverHandle(
+      c,
+      c.serverName,
+      storeDir,
+      configPath,
+      procs.length - 1,
+      async () => (await healthy(c.httpPort)) && (await outboundGateways(c.httpPort, names)),
+    );
+  }
+}
+
+/** Waits until every region and control server is ready: healthy, gateways connected, a meta leader where needed. */
+async function superclusterReady(
+  ports: readonly RegionPorts[],
+  controlPorts: ControlClusterPorts | undefined,
+  procs: readonly RunningProcess[],
+  jetstream: boolean,
+): Promise<void> {
+  const names = ports.map((r) => r.name);
+  await Promise.all(
+    ports.map((r, i) => {
+      const proc = procs[i]!;
+      const others = names.filter((n) => n !== r.name);
+      return waitReady(proc, `region ${r.name}`, () =>
+        regionReady(r.httpPort, controlPorts === undefined ? others : [...others, controlPorts.name], jetstream),
+      );
+    }),
+  );
+  await Promise.all(
+    (controlPorts?.servers ?? []).map((c, i) =>
+      waitReady(
+        procs[ports.length + i]!,
+        c.serverName,
+        async () =>
+          (await healthy(c.httpPort)) &&
+          (await outboundGateways(c.httpPort, names)) &&
+          (await metaLeaderKnown(c.httpPort)),
+      ),
+    ),
+  );
+}
+
 /**
  * Starts one single-server cluster per region (JetStream on), all joined by gateways on loopback.
  * Resolves only when every region is healthy and every gateway (both directions) is connected.
@@ -322,78 +479,17 @@ export async function regionReady(httpPort: number, others: readonly string[], j
  */
 export async function startSupercluster(opts: SuperclusterOptions): Promise<SuperclusterHandle> {
   const names = [...opts.regions];
-  if (names.length === 0 || new Set(names).size !== names.length) {
-    throw new Error(`supercluster needs distinct region names, got ${JSON.stringify(names)}`);
-  }
-  for (const n of names) {
-    if (n.search(/^[A-Za-z0-9_-]+$/) < 0) throw new Error(`bad region name ${JSON.stringify(n)}`);
-  }
+  checkRegionNames(names);
   const jetstream = opts.jetstream ?? true;
 
   for (let attempt = 0; attempt < 3; attempt++) {
     const dir = mkdtempSync(join(tmpdir(), "custody-supercluster-"));
-    const ports: RegionPorts[] = [];
-    for (const name of names) {
-      ports.push({
-        name,
-        port: await freePort(),
-        httpPort: await freePort(),
-        clusterPort: await freePort(),
-        gatewayPort: await freePort(),
-      });
-    }
-    const controlPorts: ControlClusterPorts | undefined =
-      opts.controlCluster === undefined
-        ? undefined
-        : {
-            name: opts.controlCluster.name,
-            servers: await Promise.all(
-              opts.controlCluster.regions.map(async (region) => ({
-                name: region,
-                serverName: `${opts.controlCluster!.name}-${region}`,
-                port: await freePort(),
-                httpPort: await freePort(),
-                clusterPort: await freePort(),
-                gatewayPort: await freePort(),
-              })),
-            ),
-          };
+    const ports = await regionPorts(names);
+    const controlPorts = await controlClusterPorts(opts);
     const procs: RunningProcess[] = [];
     const regions: Record<string, RegionServer> = {};
     const control: Record<string, RegionServer> = {};
-    /** The handle of the server spawned at `procs[index]` from `configPath`; `ready` is what a restart waits for. */
-    const serverHandle = (
-      r: RegionPorts,
-      serverName: string,
-      storeDir: string,
-      configPath: string,
-      index: number,
-      ready: () => Promise<boolean>,
-    ): RegionServer => ({
-      name: r.name,
-      serverName,
-      url: `nats://${LOOPBACK}:${r.port}`,
-      port: r.port,
-      httpPort: r.httpPort,
-      clusterPort: r.clusterPort,
-      gatewayPort: r.gatewayPort,
-      storeDir,
-      get pid() {
-        return procs[index]!.child.pid ?? -1;
-      },
-      async restart(o = {}) {
-        await stopProcess(procs[index]!, o.kill ? "SIGKILL" : "SIGTERM");
-        if (o.downMs !== undefined) await sleep(o.downMs);
-        procs[index] = spawnServer(configPath);
-        await waitReady(procs[index]!, `${serverName} (restart)`, ready);
-      },
-      async pause(ms) {
-        const child = procs[index]!.child;
-        child.kill("SIGSTOP");
-        await sleep(ms);
-        child.kill("SIGCONT");
-      },
-    });
+    const serverHandle = (...a: ServerHandleArgs) => serverHandleOf(procs, ...a);
     const stopAll = async () => {
       await Promise.all(procs.map((p) => stopProcess(p, "SIGTERM")));
       rmSync(dir, { recursive: true, force: true });
@@ -420,44 +516,8 @@ export async function startSupercluster(opts: SuperclusterOptions): Promise<Supe
           async () => (await healthy(r.httpPort)) && (await gatewaysConnected(r.httpPort, others)),
         );
       }
-      for (const c of controlPorts?.servers ?? []) {
-        const serverDir = join(dir, c.serverName);
-        const storeDir = join(serverDir, "jetstream");
-        mkdirSync(storeDir, { recursive: true });
-        const configPath = join(serverDir, "nats-server.conf");
-        writeFileSync(configPath, controlClusterServerConfig(c, controlPorts!, ports, storeDir));
-        procs.push(spawnServer(configPath));
-        // A restarted member is ready once healthy (JetStream caught up) with its gateways out to every region.
-        control[c.name] = serverHandle(
-          c,
-          c.serverName,
-          storeDir,
-          configPath,
-          procs.length - 1,
-          async () => (await healthy(c.httpPort)) && (await outboundGateways(c.httpPort, names)),
-        );
-      }
-      await Promise.all(
-        ports.map((r, i) => {
-          const proc = procs[i]!;
-          const others = names.filter((n) => n !== r.name);
-          return waitReady(proc, `region ${r.name}`, () =>
-            regionReady(r.httpPort, controlPorts === undefined ? others : [...others, controlPorts.name], jetstream),
-          );
-        }),
-      );
-      await Promise.all(
-        (controlPorts?.servers ?? []).map((c, i) =>
-          waitReady(
-            procs[ports.length + i]!,
-            c.serverName,
-            async () =>
-              (await healthy(c.httpPort)) &&
-              (await outboundGateways(c.httpPort, names)) &&
-              (await metaLeaderKnown(c.httpPort)),
-          ),
-        ),
-      );
+      spawnControlServers(dir, controlPorts, ports, procs, control, serverHandle);
+      await superclusterReady(ports, controlPorts, procs, jetstream);
     } catch (err) {
       const clash = procs.some((p) => isPortClash(p.log()));
       await stopAll();

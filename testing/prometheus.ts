@@ -4,7 +4,10 @@ import { LOOPBACK } from "../transport/index.ts";
 import { DeployedProcess } from "./deployed-process.ts";
 import { freePort } from "./free-port.ts";
 
-/** The Prometheus server to run: `PROMETHEUS_BIN` or `prometheus` on PATH (Debian's package; scripts/ensure-prometheus.sh). */
+/**
+ * The Prometheus server to run: `PROMETHEUS_BIN` or `prometheus` on PATH (Debian's package;
+ * scripts/ensure-prometheus.sh).
+ */
 export function prometheusBin(): string {
   return process.env["PROMETHEUS_BIN"] ?? "prometheus";
 }

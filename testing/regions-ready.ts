@@ -47,7 +47,8 @@ export async function waitForRegions(
       inbound: true,
       jetstream: cluster === undefined,
     })),
-    // A region's one outbound gateway to the control cluster lands on one of its servers: a control server has outbound gateways only for sure.
+    // A region's one outbound gateway to the control cluster lands on one of its servers: a control server has outbound
+    // gateways only for sure.
     ...controlServers.map((c) => ({
       name: `nats ${c.serverName}`,
       httpPort: c.httpPort,

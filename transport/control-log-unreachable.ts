@@ -24,7 +24,10 @@ function whyUnreachable(err: unknown, timeoutMs: number): string {
   const timedOut =
     err instanceof natsErrors.TimeoutError || (err instanceof Error && err.cause instanceof natsErrors.TimeoutError);
   if (timedOut)
-    return `JetStream did not answer within ${timeoutMs} ms (is JetStream enabled there, and does the stream have a leader?)`;
+    return (
+      `JetStream did not answer within ${timeoutMs} ms (is JetStream enabled there, and does the stream have a ` +
+      `leader?)`
+    );
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -119,7 +119,10 @@ export interface CreditSenderOptions {
 
 /** Why a readable grant was refused. */
 export const GrantRefusal = {
-  /** The grant names another holder, volume or lane than the credit subject it came on (the subject is the holder's own). */
+  /**
+   * The grant names another holder, volume or lane than the credit subject it came on (the subject is the holder's
+   * own).
+   */
   wrongSubject: "wrong_subject",
   /** The grant is from a receiver incarnation the control log has not admitted. */
   unadmittedIncarnation: "unadmitted_incarnation",
@@ -201,7 +204,8 @@ export class CreditSender {
   /**
    * Applies a grant addressed to us (others' grants on the same subject are ignored; one naming
    * another holder, volume or lane than the subject, or an incarnation we do not believe, is
-   * refused through `onRefused`), then sends what fits. A grant from a newer incarnation of the receiver, or for a new window, starts our
+   * refused through `onRefused`), then sends what fits. A grant from a newer incarnation of the receiver, or for a new
+   * window, starts our
    * figures over (and tells the owner through `onReset`); grants of older incarnations, windows or
    * other sessions of ours are ignored.
    */
@@ -239,7 +243,10 @@ export class CreditSender {
     this.pump();
   }
 
-  /** Queues a unit (FIFO); it goes out at the end of this turn, with the others queued, if credit allows. Drops only what its `wanted` refuses. */
+  /**
+   * Queues a unit (FIFO); it goes out at the end of this turn, with the others queued, if credit allows. Drops only
+   * what its `wanted` refuses.
+   */
   send(unit: QueuedUnit): void {
     if (this.closed) throw new Error("credit sender is closed");
     if (!Number.isSafeInteger(unit.bytes) || unit.bytes < 0)

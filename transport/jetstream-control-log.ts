@@ -47,7 +47,10 @@ export interface JetStreamControlLogOptions {
   readonly failoverMs?: number;
 }
 
-/** Default of `failoverMs`: generous beside a 2.9 stream leader election (seconds), bounded so a lost log is still reported. */
+/**
+ * Default of `failoverMs`: generous beside a 2.9 stream leader election (seconds), bounded so a lost log is still
+ * reported.
+ */
 const FAILOVER_MS = 30_000;
 
 /** The default stream name of a region's control log. */
@@ -64,7 +67,8 @@ export class ControlLogMissingError extends CustodyError {
   constructor(region: string, streamName: string, options?: { cause?: unknown }) {
     super(
       "control_log_missing",
-      `control log ${region}: stream ${streamName} does not exist (bootstrap it with \`custody log init\`; if it existed before, it vanished)`,
+      `control log ${region}: stream ${streamName} does not exist (bootstrap it with \`custody log init\`; if it ` +
+        `existed before, it vanished)`,
       { region, streamName },
       options,
     );
@@ -85,7 +89,9 @@ export class ControlLogPlacementError extends CustodyError {
   ) {
     super(
       "control_log_placement",
-      `control log ${region}: stream ${streamName} exists with ${have.replicas} replica(s) on cluster ${have.cluster ?? "(none)"}, not ${want.replicas ?? have.replicas} on ${want.cluster ?? have.cluster ?? "(none)"}`,
+      `control log ${region}: stream ${streamName} exists with ${have.replicas} replica(s) on cluster ` +
+        (`${have.cluster ?? "(none)"}, not ${want.replicas ?? have.replicas} on ` +
+          `${want.cluster ?? have.cluster ?? "(none)"}`),
       { region, streamName, want, have },
     );
   }
@@ -116,7 +122,8 @@ function controlStreamConfig(name: string, subject: string, replicas: number, cl
 /**
  * The explicit bootstrap of a region's control log (`custody log init`): creates the stream
  * unless it exists (with `replicas`, on `placementCluster`), then opens it. An existing stream with
- * other replicas or on another cluster than asked is ControlLogPlacementError. Needs the right to create streams (the operator's). Returns
+ * other replicas or on another cluster than asked is ControlLogPlacementError. Needs the right to create streams (the
+ * operator's). Returns
  * `created: false` when the stream was already there. Throws ControlLogUnreachableError (naming
  * the server, with the nats.js error as its cause) when JetStream is unavailable or an existing
  * stream has an incompatible configuration.
@@ -214,7 +221,8 @@ export class ControlLogPurgeDeniedError extends CustodyError {
   constructor(region: string, streamName: string) {
     super(
       "control_log_purge_denied",
-      `control log ${region}: stream ${streamName} denies purges (created before compaction); it cannot be compacted in place`,
+      `control log ${region}: stream ${streamName} denies purges (created before compaction); it cannot be ` +
+        `compacted in place`,
       { region, streamName },
     );
   }
@@ -231,7 +239,8 @@ const VERIFY_EVERY_MS = 2_000;
  * `$JS.API.STREAM.MSG.GET`. They are served by one standing tail (ControlLogTail: a subscription
  * on the control subject, then reads of the entries after the newest held) started by the first
  * read; a read it cannot serve (too old, or the tail saw something it cannot trust) is a one-off
- * read of the range, after which the tail starts again. Every VERIFY_EVERY_MS, and after a conflict, a read also asks the
+ * read of the range, after which the tail starts again. Every VERIFY_EVERY_MS, and after a conflict, a read also asks
+ * the
  * stream for its last sequence, so entries another controller committed are waited for and a
  * stream that went backwards is seen.
  *
@@ -381,7 +390,8 @@ export class JetStreamControlLog implements ControlLogStore {
       }
       // lastSeq drops a tail that holds more than the stream: a fresh read shows the follower the truth.
       if (this.#tail === tail) {
-        // What this store appended and the last sequence the stream reported (here or by a caller of lastSeq) must be in the read.
+        // What this store appended and the last sequence the stream reported (here or by a caller of lastSeq) must be
+        // in the read.
         const target = Math.max(tail.head, this.#appended, this.#reportedLast);
         if (await tail.waitFor(target, this.timeoutMs)) return tail.from(seq);
         await this.dropTail(tail);

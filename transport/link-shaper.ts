@@ -1,6 +1,7 @@
 /**
  * Link shaping, a test and demo facility (never for production traffic): a `Transport` decorator
- * that holds each transport unit back by the configured latency, jitter and serialization time of the edge from this process's site to the
+ * that holds each transport unit back by the configured latency, jitter and serialization time of the edge from this
+ * process's site to the
  * destination holder's site, so geography is visible on one laptop (a waypoint 6 ms away captures
  * bytes well before a region 40 ms away). Each shaped hop gets a `link.send` span, the parent of
  * the receiving holder's `admit` span, so a trace shows every hop with its latency.

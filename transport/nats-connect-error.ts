@@ -73,7 +73,8 @@ export function toConnectError(
     return new NatsConnectError(
       NatsConnectErrorCode.Timeout,
       servers,
-      `no NATS server answered within ${timeoutMs} ms (is it the server's client port, not its monitoring or cluster port?)`,
+      `no NATS server answered within ${timeoutMs} ms (is it the server's client port, not its monitoring or ` +
+        `cluster port?)`,
       opts,
     );
   }
@@ -90,12 +91,11 @@ export function toConnectError(
     );
   }
   if (err instanceof natsErrors.AuthorizationError || err instanceof natsErrors.UserAuthenticationExpiredError) {
-    return new NatsConnectError(
-      NatsConnectErrorCode.AuthFailed,
-      servers,
-      `${trust.credentials === true ? "the server refused the credentials" : "the server wants credentials and none were given"} (${message})`,
-      opts,
-    );
+    const refused =
+      trust.credentials === true
+        ? "the server refused the credentials"
+        : "the server wants credentials and none were given";
+    return new NatsConnectError(NatsConnectErrorCode.AuthFailed, servers, `${refused} (${message})`, opts);
   }
   return new NatsConnectError(NatsConnectErrorCode.Failed, servers, message, opts);
 }

@@ -39,14 +39,18 @@ export interface ControlClusterPorts {
   readonly servers: readonly (RegionPorts & { readonly serverName: string })[];
 }
 
-/** The `gateways` entries of a server of cluster `self`: every other region, and the control cluster (all its members' URLs). */
+/**
+ * The `gateways` entries of a server of cluster `self`: every other region, and the control cluster (all its members'
+ * URLs).
+ */
 function gatewayLines(self: string, all: readonly RegionPorts[], control: ControlClusterPorts | undefined): string {
   const lines = all
     .filter((o) => o.name !== self)
     .map((o) => `    { name: "${o.name}", url: "nats://${LOOPBACK}:${o.gatewayPort}" }`);
   if (control !== undefined && control.name !== self)
     lines.push(
-      `    { name: "${control.name}", urls: [${control.servers.map((c) => `"nats://${LOOPBACK}:${c.gatewayPort}"`).join(", ")}] }`,
+      `    { name: "${control.name}", urls: ` +
+        `[${control.servers.map((c) => `"nats://${LOOPBACK}:${c.gatewayPort}"`).join(", ")}] }`,
     );
   return lines.join("\n");
 }

@@ -28,7 +28,9 @@ export const SENDER_HEADER = "Custody-Sender";
 export const SENT_THROUGH_HEADER = "Custody-Sent-Through";
 /** Header carrying the sender's session (its incarnation or writer term): a restarted sender starts a new one. */
 export const SESSION_HEADER = "Custody-Session";
-/** Header naming the credit window a message was sent under, `<holder incarnation>.<window>` (absent before any grant). */
+/**
+ * Header naming the credit window a message was sent under, `<holder incarnation>.<window>` (absent before any grant).
+ */
 export const CREDIT_WINDOW_HEADER = "Custody-Credit";
 
 /**
