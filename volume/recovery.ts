@@ -38,7 +38,10 @@ export interface RecoveryReport {
    * the durable proof, whichever is highest. Deferred-barrier writes past it may be cut.
    */
   extentCoveredLsn: number;
-  /** Deferred-barrier records past `extentCoveredLsn` cut because a write's data never reached the disk (it and all later ones). */
+  /**
+   * Deferred-barrier records past `extentCoveredLsn` cut because a write's data never reached the disk (it and all
+   * later ones).
+   */
   unsyncedCutRecords: number;
   /**
    * Ring positions inside the log whose record is unreadable (damage, not a torn tail). Their LBAs
@@ -178,7 +181,8 @@ export async function recover(
   if (walk.lost.length > 0 && !lossAccepted) {
     const lsns = walk.lost.map((l) => l.lsn);
     throw new WalDamagedError(
-      `WAL damaged: ${lsns.length} record(s) of the log are unreadable (LSN ${lsns.join(",")}); not mounted without accepting the loss`,
+      `WAL damaged: ${lsns.length} record(s) of the log are unreadable (LSN ${lsns.join(",")}); ` +
+        "not mounted without accepting the loss",
       lsns,
       report,
     );

@@ -33,9 +33,15 @@ export interface BaseBuilderConfig {
   readonly dir: string;
   /** Build a new base once at least this many new sequences are contiguous after the current one. */
   readonly minNewSeqs: number;
-  /** At most this many sequences go into one build (bounds the builder's memory); more wait for the next. Default 4 × minNewSeqs. */
+  /**
+   * At most this many sequences go into one build (bounds the builder's memory); more wait for the next. Default 4 ×
+   * minNewSeqs.
+   */
   readonly maxSeqsPerBuild?: number;
-  /** A build still running after this long is abandoned (counted, its files deleted) so the next can start. Default 10 minutes. */
+  /**
+   * A build still running after this long is abandoned (counted, its files deleted) so the next can start. Default 10
+   * minutes.
+   */
   readonly buildTimeoutMs?: number;
 }
 
@@ -99,7 +105,10 @@ export class BaseBuilder {
     return this.current;
   }
 
-  /** The running build's phase and how long it has been in it and in all (zeros when idle): what `custody ps` shows of a slow build. */
+  /**
+   * The running build's phase and how long it has been in it and in all (zeros when idle): what `custody ps` shows of a
+   * slow build.
+   */
   progress(now = Date.now()): { readonly phase: BaseBuildPhase; readonly phaseMs: number; readonly buildMs: number } {
     const r = this.running;
     if (r === undefined) return { phase: "idle", phaseMs: 0, buildMs: 0 };

@@ -60,7 +60,10 @@ export interface VolumeTopology {
   readonly coalesced?: Readonly<Record<string, string>>;
   /** The contract's retention window: named holders keep each sequence this long after its commit. */
   readonly retention?: RetentionWindow;
-  /** Where the control plane runs (control-log replicas, the volume's controllers): each scenario says whether it survives. */
+  /**
+   * Where the control plane runs (control-log replicas, the volume's controllers): each scenario says whether it
+   * survives.
+   */
   readonly controlPlane?: ControlPlanePlacement;
 }
 

@@ -93,7 +93,8 @@ export class ControllerCore {
   readonly audits: ReleaseAudit[] = [];
   private readonly subs: TransportSubscription[] = [];
   private readonly heads: Record<string, number> = {};
-  private readonly history = new CommitHistory(); // the writer's commit runs still needed to price and date a scenario's loss
+  // the writer's commit runs still needed to price and date a scenario's loss
+  private readonly history = new CommitHistory();
   private readonly recoveries = new Map<string, RecoveryInFlight>();
   private bases: BaseSnapshot[];
   private lastStatus: VolumeStatus | undefined;
@@ -102,7 +103,8 @@ export class ControllerCore {
   private stopped = false;
   private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
   private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
-  private readonly fencedSpeakers = new FencedSpeakers(); // superseded incarnations still sending receipts (status `fenced`)
+  // superseded incarnations still sending receipts (status `fenced`)
+  private readonly fencedSpeakers = new FencedSpeakers();
   private readonly admission: AutoAdmission; // key-continuity admission of holders' new incarnations
   readonly coverage: CoverageRepair; // copies that close coverage gaps (restarts, declared failures, single copies)
   private readonly failureRepairs: FailureRepairRunner; // repairs of the failures the control log declares
@@ -317,7 +319,10 @@ export class ControllerCore {
     }
   }
 
-  /** Writer progress on the volume's event subject (other event kinds are ignored here); refused whole and counted when it cannot be this volume's writer's (see writer-progress-check.ts). */
+  /**
+   * Writer progress on the volume's event subject (other event kinds are ignored here); refused whole and counted when
+   * it cannot be this volume's writer's (see writer-progress-check.ts).
+   */
   handleEvent(msg: InboundMessage): void {
     let p: WriterProgressMessage;
     try {
@@ -554,7 +559,8 @@ export class ControllerCore {
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {
-    // Not to a holder that never answered for the lane (one serving only a derived lane would refuse it as unknown_lane).
+    // Not to a holder that never answered for the lane (one serving only a derived lane would refuse it as
+    // unknown_lane).
     const o = s.obligations[obligationId];
     if (o !== undefined && o.responsible[holder] === undefined && o.released[holder] === undefined) return;
     const frontier = {

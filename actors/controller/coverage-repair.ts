@@ -15,9 +15,9 @@ import { obligationIdOf } from "../../protocol/index.ts";
  * (and every `checkMs` between rounds) it looks for coverage gaps — acknowledged sequences some
  * holder retains but a required scenario would lose (a restarted holder came back empty, a
  * declared failure took a copy away, a release left a single copy) — that have been gaps for at
- * least `graceMs` (the normal flow and the senders' own gap repair get that long first), picks a holder that would survive the scenario and has not
- * released those ranges, and copies the gap to it over NATS (fetch from the holders that retain
- * it, then a transfer offer the target admits and receipts itself). The ranges being read are an
+ * least `graceMs` (the normal flow and the senders' own gap repair get that long first), picks a holder that would
+ * survive the scenario and has not released those ranges, and copies the gap to it over NATS (fetch from the holders
+ * that retain it, then a transfer offer the target admits and receipts itself). The ranges being read are an
  * in-flight recovery meanwhile, so no release drops them. When a required gap has no such holder
  * (each one that would survive has released those sequences), it asks for a standby to be brought
  * in (`enlist`), and a later pass copies there. Everything it needs is in the evaluation

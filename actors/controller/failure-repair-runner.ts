@@ -97,7 +97,10 @@ export class FailureRepairRunner {
     );
   }
 
-  /** A required coverage gap has no admitted holder to copy to: bring in a standby at a site `survives` accepts (see StandbyEnlistment). */
+  /**
+   * A required coverage gap has no admitted holder to copy to: bring in a standby at a site `survives` accepts (see
+   * StandbyEnlistment).
+   */
   enlist(lane: string, gap: RangeSet, survives: (site: string) => boolean): void {
     this.enlistment.enlist(lane, gap, survives);
   }

@@ -137,7 +137,8 @@ export class LeaseKeeper {
         }
         this.ports.counters.inc("lease_claimed");
         this.ports.log(
-          `controller ${this.me}: claimed the control lease of ${this.volume} at term ${next.term} (seq ${seq}; was ${from}); active`,
+          `controller ${this.me}: claimed the control lease of ${this.volume} ` +
+            `at term ${next.term} (seq ${seq}; was ${from}); active`,
         );
         try {
           await this.ports.becomeActive();
@@ -159,7 +160,8 @@ export class LeaseKeeper {
     this.roleNow = "standby";
     this.ports.counters.inc("lease_lost");
     this.ports.log(
-      `controller ${this.me}: lost the control lease of ${this.volume} (${why}); stepping down to standby, committing nothing more`,
+      `controller ${this.me}: lost the control lease of ${this.volume} (${why}); ` +
+        "stepping down to standby, committing nothing more",
     );
     await this.ports.stepDown();
   }

@@ -102,7 +102,9 @@ export class RetentionAudits {
     return this.book.rows(this.deps.holders);
   }
 
-  /** Per lane, what each active holder's admitted incarnation claims of raw units (released ranges already subtracted). */
+  /**
+   * Per lane, what each active holder's admitted incarnation claims of raw units (released ranges already subtracted).
+   */
   private claims(): Map<string, Map<string, RangeSet>> {
     const s = this.deps.controlState();
     const out = new Map<string, Map<string, RangeSet>>();
@@ -238,7 +240,10 @@ export class RetentionAuditConfigError extends CustodyError {
   }
 }
 
-/** Returns `c` when every field is a positive safe integer (a zero cadence would spin); throws RetentionAuditConfigError otherwise. Pure. */
+/**
+ * Returns `c` when every field is a positive safe integer (a zero cadence would spin); throws RetentionAuditConfigError
+ * otherwise. Pure.
+ */
 export function checkRetentionAuditConfig(c: RetentionAuditConfig): RetentionAuditConfig {
   for (const field of ["everyMs", "unitsPerChallenge", "answerTimeoutMs", "maxBytesPerPeriod", "periodMs"] as const) {
     const v: unknown = (c as unknown as Record<string, unknown>)[field];

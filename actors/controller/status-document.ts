@@ -2,7 +2,9 @@ import type { EvaluationReport, SteadyReport, SurvivalReport } from "../../polic
 import type { EvaluationState } from "../../policies/index.ts";
 import type { AuditStatus, FencedStatus, RepairStatus, SpendStatus, VolumeStatus } from "../../protocol/index.ts";
 
-/* The `volume-status` wire kind itself lives in protocol/wire/volume-status.ts; this is the controller's builder of it. */
+/*
+ * The `volume-status` wire kind itself lives in protocol/wire/volume-status.ts; this is the controller's builder of it.
+ */
 
 const pairs = (r: Record<string, number>): [string, number][] =>
   Object.entries(r).sort(([a], [b]) => a.localeCompare(b));
@@ -10,7 +12,10 @@ const pairs = (r: Record<string, number>): [string, number][] =>
 const isSteady = (r: SurvivalReport): r is SteadyReport =>
   typeof (r as Partial<SteadyReport>).inFlightSeqs === "number";
 
-/** Builds the status document from an evaluation (its reports steady ones when the caller applied the steady rule). Pure. */
+/**
+ * Builds the status document from an evaluation (its reports steady ones when the caller applied the steady rule).
+ * Pure.
+ */
 export function statusDocument(
   controller: string,
   controlSeq: number,

@@ -246,7 +246,10 @@ export class HolderCore {
     this.resendDue();
   }
 
-  /** Unsubscribes and stops timers, then closes the spill stream unless `keepSpill` (a fenced holder reads it to hand over first). Idempotent. */
+  /**
+   * Unsubscribes and stops timers, then closes the spill stream unless `keepSpill` (a fenced holder reads it to hand
+   * over first). Idempotent.
+   */
   async stop(keepSpill = false): Promise<void> {
     if (!this.stopped) {
       this.stopped = true;
@@ -369,7 +372,9 @@ export class HolderCore {
     this.tryRelease(key, hl);
   }
 
-  /** Releases what obligations allow. Pending receipts go out first: a unit is always receipted before it is forgotten. */
+  /**
+   * Releases what obligations allow. Pending receipts go out first: a unit is always receipted before it is forgotten.
+   */
   tryRelease(key: string, hl: HolderLane): void {
     if (hl.obligations.releasable().isEmpty) {
       hl.unpinForwarded();

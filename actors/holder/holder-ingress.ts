@@ -119,7 +119,10 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
   }
 }
 
-/** What ingress does with one unit of a frame: refuse it, note a replayed one for the next receipt and refuse it, or store it. */
+/**
+ * What ingress does with one unit of a frame: refuse it, note a replayed one for the next receipt and refuse it, or
+ * store it.
+ */
 type AdmissionStep = { readonly refused: string } | { readonly replayed: true } | CreditedUnit;
 
 interface CreditedUnit {

@@ -27,7 +27,10 @@ export interface HolderEvidence {
   readonly heard: string[];
   /** Batches refused by verification, per error code (they changed nothing). */
   readonly rejected: Record<string, number>;
-  /** The writer's progress (a controller's SourceProgress), when it published any (else empty: heads then come from the receipts). */
+  /**
+   * The writer's progress (a controller's SourceProgress), when it published any (else empty: heads then come from the
+   * receipts).
+   */
   readonly progress: { readonly heads: Record<string, number>; readonly commits: CommitRun[] };
   /** How long it listened (ms). */
   readonly listenedMs: number;

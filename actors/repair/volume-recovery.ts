@@ -221,7 +221,10 @@ export function contiguousFrom(records: ReadonlyMap<number, WriteRecord>, from: 
 /** Writes admitted together: the volume commits them as one group (one barrier), in call order. */
 const WRITE_BATCH = 256;
 
-/** Writes `records` into `vol` in LSN order (no sync), in batches the volume group-commits; `signal` is checked between batches. */
+/**
+ * Writes `records` into `vol` in LSN order (no sync), in batches the volume group-commits; `signal` is checked between
+ * batches.
+ */
 export async function applyRecords(
   vol: SmartWalVolume,
   records: readonly WriteRecord[],

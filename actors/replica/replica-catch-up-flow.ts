@@ -28,7 +28,10 @@ export interface CatchUpReport {
   readonly walRecordsReplayed: number;
   readonly deltaBlocks: number;
   readonly flushedLsn: number;
-  /** True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a delta was used. */
+  /**
+   * True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a
+   * delta was used.
+   */
   readonly fellBackToDelta: boolean;
 }
 

@@ -167,7 +167,10 @@ export const creditSchema = z.object({
 });
 /** A credit grant as decoded from the wire. */
 export type WireCredit = z.infer<typeof creditSchema>;
-/** `credit` v2: sent by the holder on `custody.v1.credit.<holder>.<volume>.<lane>` (v2 added incarnation, session, window). */
+/**
+ * `credit` v2: sent by the holder on `custody.v1.credit.<holder>.<volume>.<lane>` (v2 added incarnation, session,
+ * window).
+ */
 export const creditSpec = defineMessage({
   kind: "credit",
   version: 2,
