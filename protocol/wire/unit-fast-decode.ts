@@ -1,4 +1,4 @@
-import type { WireUnit } from "./messages.ts";
+import type { WireUnit } from "./unit-schemas.ts";
 import { after, ARRAY, BIN, bytesAt, fixstr, readLengthHeader, readUint, type LengthTags } from "./msgpack-heads.ts";
 
 /**
