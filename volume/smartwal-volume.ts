@@ -6,19 +6,14 @@ import { nodeFileLayer, type FileLayer } from "../core/index.ts";
 import { Hold } from "./allocator.ts";
 import { UNMAPPED, type BlockMap } from "./block-map.ts";
 import { CommitEngine, type MountedState, type MutOp, type Op } from "./commit-engine.ts";
-import {
-  CheckpointCorruptError,
-  BadRequestError,
-  DamagedBlockError,
-  VolumeClosedError,
-  WalDamagedError,
-} from "./volume-errors.ts";
+import { CheckpointCorruptError, BadRequestError, DamagedBlockError, VolumeClosedError } from "./volume-errors.ts";
 import { loadCheckpoint } from "./checkpoint.ts";
 import { DirtyMap } from "./dirty-map.ts";
 import { BLOCK_SIZE, maxWriteBlocks, VolumeLayout, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { classifyLsn, RecoverabilityClass, type DurabilityProof } from "./recoverability.ts";
-import { recover, type RecoveryReport } from "./recovery.ts";
+import { recover } from "./recovery.ts";
+import { WalDamagedError, type RecoveryReport } from "./recovery-report.ts";
 import { createVolumeFiles, openVolumeFiles, type CreateVolumeOptions, type VolumeHandles } from "./volume-files.ts";
 import type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
