@@ -157,11 +157,11 @@ export class HolderCore {
       );
       this.spill = opened.set;
       // What the previous incarnation made durable is custody again, under this incarnation.
-      await adoptSpillRecords(this, opened.set, opened.recovered);
+      await adoptSpillRecords(this.context, opened.set, opened.recovered);
       this.later(this.config.flush.intervalMs, { type: "timer.flush" });
     }
     if (this.ports.preserved !== undefined && this.protectionOk())
-      adoptPreserved(this, await this.ports.preserved.recovered());
+      adoptPreserved(this.context, await this.ports.preserved.recovered());
     const t = this.ports.transport;
     const me = this.config.holderId;
     for (const [key, hl] of this.lanes) this.subscribeLane(key, hl);
@@ -178,7 +178,7 @@ export class HolderCore {
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
     this.unwatch = t.onConnection?.((event) => this.dispatch({ type: "transport.connection", event }));
     await t.flush();
-    requestAdmission(this);
+    requestAdmission(this.context);
     for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.requestCredit();
     // Senders learn this incarnation (and that it holds nothing of theirs yet) from the announcement.
     for (const hl of this.lanes.values()) hl.grantor.announce();
@@ -309,7 +309,7 @@ export class HolderCore {
 
   private republishReceipts(): void {
     // Until the control log admits this incarnation, its receipts count for nothing: keep asking.
-    requestAdmission(this);
+    requestAdmission(this.context);
     for (const [key, hl] of this.lanes) {
       if (hl.obligations.retained.isEmpty) continue;
       this.publishReceipt(key);

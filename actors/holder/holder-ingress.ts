@@ -26,7 +26,7 @@ import type { HolderLane } from "./holder-lane.ts";
 import type { LaneAdmission } from "./lane-admission.ts";
 import { HolderRejectCode, type HolderInbound, type HolderTimer } from "./holder-ports.ts";
 import { authenticateUnits } from "./unit-authentication.ts";
-import { keepManifest } from "./lane-manifests.ts";
+import { keepManifest } from "./manifest-keeping.ts";
 import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
 
 /**
