@@ -9,7 +9,7 @@ import type {
 import type { Scenario, Timeline } from "../../policies/index.ts";
 import type { Site } from "../../policies/index.ts";
 import type { SpendConfigInput } from "../../policies/index.ts";
-import type { ProtectedRamLayout } from "./protected-ram-check.ts";
+import type { ProtectedRamLayout } from "./protected-ram-layout.ts";
 import type { RetentionWindow } from "./retention-window.ts";
 import type { RoutesConfig } from "./controller-routes.ts";
 
