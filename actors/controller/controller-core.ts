@@ -64,6 +64,7 @@ import { releasableHolders, type ControllerConfig } from "./controller-config.ts
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
 import { FailoverService } from "./failover-service.ts";
 import { commitFailover } from "./failover.ts";
+import type { ControllerHandle } from "./controller-handle.ts";
 import { FencedSpeakers } from "./fenced-speakers.ts";
 import { checkWriterProgress } from "./writer-progress-check.ts";
 export {
@@ -81,7 +82,7 @@ export {
  * commits (releases only when `authorizeReleases` grants them), release frontiers, persistence
  * targets, the status document and, when configured, retention audits (unproven claims do not count).
  */
-export class ControllerCore {
+export class ControllerCore implements ControllerHandle {
   readonly counters: Counters;
   readonly ledger: ReceiptLedger;
   readonly follower: ControlLogFollower;
