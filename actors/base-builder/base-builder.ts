@@ -177,18 +177,16 @@ export class BaseBuilder {
     this.phaseSince = Date.now();
   }
 
+  /** Units `seqs` of the lane, read from this builder's holder (10 s per answer). */
+  private fetch(seqs: RangeSet): ReturnType<typeof fetchUnits> {
+    return fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, seqs, 10_000);
+  }
+
   private async attempt(tmp: string, signal: AbortSignal): Promise<BuiltBase | undefined> {
     const cur = this.current;
     const from = (cur?.throughSeq ?? 0) + 1;
     const probeSeq = from + this.cfg.minNewSeqs - 1;
-    const probe = await fetchUnits(
-      this.transport,
-      this.cfg.holderId,
-      this.cfg.volume,
-      this.cfg.lane,
-      RangeSet.of(probeSeq, probeSeq),
-      10_000,
-    );
+    const probe = await this.fetch(RangeSet.of(probeSeq, probeSeq));
     if (probe.length === 0) return undefined;
     this.enter("copy", signal);
     removeBuildDirs(this.cfg.dir);
@@ -201,14 +199,7 @@ export class BaseBuilder {
       while (through < last) {
         this.enter("fetch", signal);
         const hi = Math.min(last, through + BUILD_CHUNK_SEQS);
-        const units = await fetchUnits(
-          this.transport,
-          this.cfg.holderId,
-          this.cfg.volume,
-          this.cfg.lane,
-          RangeSet.of(through + 1, hi),
-          10_000,
-        );
+        const units = await this.fetch(RangeSet.of(through + 1, hi));
         this.enter("apply", signal);
         const records = openUnits(this.cfg.volume, [this.cfg.lane], this.dataKey, units).byLane.get(this.cfg.lane)!;
         const end = Math.min(last, contiguousFrom(records, through + 1));

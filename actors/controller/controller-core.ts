@@ -172,24 +172,29 @@ export class ControllerCore implements ControllerHandle {
       counters: this.counters,
       commit: (req) => commitFailover(this, req),
     });
-    this.coverage = new CoverageRepair(
+    this.coverage = this.newCoverageRepair();
+  }
+
+  /** The coverage repair of this controller's volume, wired to its spend guard, audits and standby enlistment. */
+  private newCoverageRepair(): CoverageRepair {
+    return new CoverageRepair(
       {
-        volume: config.topology.volume,
-        copier: config.controllerId,
-        transport: ports.transport,
-        clock: ports.clock,
+        volume: this.config.topology.volume,
+        copier: this.config.controllerId,
+        transport: this.ports.transport,
+        clock: this.ports.clock,
         counters: this.counters,
         beginRecovery: (r) => this.beginRecovery(r),
         endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
-        admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, ports.clock.now()),
+        admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, this.ports.clock.now()),
         unproven: () => this.retentionAudits?.unproven() ?? new Set(),
         enlist: (lane, gap, survives) => this.failureRepairs.enlist(lane, gap, survives),
       },
       {
-        graceMs: config.coverageRepair?.graceMs ?? 1_000,
-        retryMs: config.coverageRepair?.retryMs ?? 2_000,
-        optional: config.coverageRepair?.optional,
+        graceMs: this.config.coverageRepair?.graceMs ?? 1_000,
+        retryMs: this.config.coverageRepair?.retryMs ?? 2_000,
+        optional: this.config.coverageRepair?.optional,
       },
     );
   }
@@ -446,6 +451,45 @@ export class ControllerCore implements ControllerHandle {
     for (const h of state.holders)
       if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
     const now = this.ports.clock.now();
+    s = await this.releaseRound(s, state, held, now);
+    s = await this.images.step(s, state);
+    // The document's verdicts mean a loss: writes in flight are not lost, and a loss counts after its grace.
+    const steady = steadyVerdicts(
+      state,
+      report,
+      { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict },
+      this.verdictMemory,
+      this.history.sightings.runs,
+    );
+    this.verdictMemory = steady.memory;
+    const doc = statusDocument(
+      this.config.controllerId,
+      s.lastSeq,
+      state,
+      { ...report, reports: steady.reports },
+      this.counters.get("release_committed"),
+      this.repairs,
+      this.spend.report(now, this.coverage.deferred),
+      this.retentionAudits?.rows(),
+      this.fencedSpeakers.rows(now),
+    );
+    this.lastStatus = doc;
+    this.lastReport = report;
+    this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
+    return doc;
+  }
+
+  /**
+   * Asks for the releases due (each holder at most every `releaseEveryMs`), decides them jointly
+   * and commits each granted one, publishing its new frontier; denials are counted by reason.
+   * Returns the control state after the commits.
+   */
+  private async releaseRound(
+    s: ControlState,
+    state: EvaluationState,
+    held: ReturnType<typeof holdsAsPolicy>,
+    now: number,
+  ): Promise<ControlState> {
     const every = this.config.releaseEveryMs ?? 1_000;
     const due = (h: string) =>
       s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
@@ -478,31 +522,7 @@ export class ControllerCore implements ControllerHandle {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    s = await this.images.step(s, state);
-    // The document's verdicts mean a loss: writes in flight are not lost, and a loss counts after its grace.
-    const steady = steadyVerdicts(
-      state,
-      report,
-      { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict },
-      this.verdictMemory,
-      this.history.sightings.runs,
-    );
-    this.verdictMemory = steady.memory;
-    const doc = statusDocument(
-      this.config.controllerId,
-      s.lastSeq,
-      state,
-      { ...report, reports: steady.reports },
-      this.counters.get("release_committed"),
-      this.repairs,
-      this.spend.report(now, this.coverage.deferred),
-      this.retentionAudits?.rows(),
-      this.fencedSpeakers.rows(now),
-    );
-    this.lastStatus = doc;
-    this.lastReport = report;
-    this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
-    return doc;
+    return s;
   }
 
   /**

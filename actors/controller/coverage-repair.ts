@@ -145,32 +145,12 @@ export class CoverageRepair {
     >();
     const unproven = this.host.unproven?.() ?? new Set<string>();
     for (const g of gaps) {
-      const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
-      const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
-      const able = state.holders.filter(
-        (h) =>
-          s.holders[h.id]?.status === HolderStatus.active &&
-          ramSurvivesAt(state, h.site, scenario.losses) &&
-          !released(h.id).intersects(g.gap),
-      );
-      if (able.some((h) => unproven.has(h.id))) this.host.counters.inc("coverage_target_unproven");
-      const candidates = able
-        .filter((h) => !unproven.has(h.id) && !this.targets.passedOver(`${h.id}/${g.lane}`, now))
-        .map((h) => ({
-          id: h.id,
-          has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0),
-        }))
-        .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
-      const target = candidates[0];
-      if (target === undefined) {
-        this.host.counters.inc("coverage_gap_no_target");
-        if (g.required) this.host.enlist?.(g.lane, g.gap, (site) => ramSurvivesAt(state, site, scenario.losses));
-        continue;
-      }
-      const key = `${target.id}/${g.lane}`;
+      const target = this.targetFor(state, s, g, unproven, now);
+      if (target === undefined) continue;
+      const key = `${target}/${g.lane}`;
       const p = plan.get(key);
       plan.set(key, {
-        target: target.id,
+        target,
         lane: g.lane,
         ranges: (p?.ranges ?? RangeSet.EMPTY).union(g.gap),
         required: (p?.required ?? false) || g.required,
@@ -201,6 +181,43 @@ export class CoverageRepair {
       }
       void this.copy(key, p, sources);
     }
+  }
+
+  /**
+   * The home for gap `g`: an active holder that survives its scenario, has not released those
+   * ranges, is proven and not passed over, holding the most of the lane already. Without one the
+   * gap is counted and, when required, a standby is asked for.
+   */
+  private targetFor(
+    state: EvaluationState,
+    s: ControlState,
+    g: ReturnType<typeof coverageGaps>[number],
+    unproven: ReadonlySet<string>,
+    now: number,
+  ): string | undefined {
+    const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
+    const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
+    const able = state.holders.filter(
+      (h) =>
+        s.holders[h.id]?.status === HolderStatus.active &&
+        ramSurvivesAt(state, h.site, scenario.losses) &&
+        !released(h.id).intersects(g.gap),
+    );
+    if (able.some((h) => unproven.has(h.id))) this.host.counters.inc("coverage_target_unproven");
+    const candidates = able
+      .filter((h) => !unproven.has(h.id) && !this.targets.passedOver(`${h.id}/${g.lane}`, now))
+      .map((h) => ({
+        id: h.id,
+        has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0),
+      }))
+      .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
+    const target = candidates[0];
+    if (target === undefined) {
+      this.host.counters.inc("coverage_gap_no_target");
+      if (g.required) this.host.enlist?.(g.lane, g.gap, (site) => ramSurvivesAt(state, site, scenario.losses));
+      return undefined;
+    }
+    return target.id;
   }
 
   private async copy(
