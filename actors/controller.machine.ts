@@ -3,12 +3,10 @@ import type { TimerArm } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
 import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
-import type { RepairLaunch } from "./controller/failure-repair-runner.ts";
 import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
 import type { VolumeStatus } from "../protocol/index.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
-import type { AuditEvent } from "./controller/retention-audits.ts";
-import type { ControllerTimer } from "./controller/controller-ports.ts";
+import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller/controller-ports.ts";
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.

@@ -42,7 +42,10 @@ export interface Controller {
   refreshControlState(): Promise<ControlState>;
   /** Asks for an evaluation round at the next interval even if nothing changed. */
   evaluateSoon(): void;
-  /** Commits the first admissions and obligations of a fresh control log (what `custody bootstrap` does for a deployment). */
+  /**
+   * Commits the first admissions and obligations of a fresh control log (what `custody bootstrap` does for a
+   * deployment).
+   */
   bootstrap(holders: readonly HolderAdmission[], responsible: readonly string[], fromSeq?: number): Promise<void>;
   /** A base snapshot became available at a holder (releases may then go to it). */
   addBase(base: BaseSnapshot): void;

@@ -152,7 +152,9 @@ export const holderMachine = setup({
       guarded(context, () => context.moves.handleOffer(event.msg, laneSpawner(spawn as Spawner)));
       return {};
     }),
-    /** A lane's arena actor failed: its lane refuses from now on (typed `lane_arena_stopped`); the holder keeps serving. */
+    /**
+     * A lane's arena actor failed: its lane refuses from now on (typed `lane_arena_stopped`); the holder keeps serving.
+     */
     noteLaneArenaFailure: ({ context, event }) => {
       const id = event.type.slice("xstate.error.actor.".length);
       context.core.counters.inc("lane_arena_failed");

@@ -80,9 +80,15 @@ export type LaneLogView = Pick<
 
 /** Events the LaneArena actor accepts. */
 export type LaneArenaEvent =
-  /** Validate, classify and store a unit (with its writer `attestation`, if any); `forwardPins` in_flight_forward pins go on a segment it opens. */
+  /**
+   * Validate, classify and store a unit (with its writer `attestation`, if any); `forwardPins` in_flight_forward pins
+   * go on a segment it opens.
+   */
   | { type: "admit"; unit: TransportUnit; forwardPins?: number; attestation?: string }
-  /** `admit` for each of a frame's units in order, as one event: answered by one `admittedMany` listing each unit's `admitted` or `rejected`, in that order. */
+  /**
+   * `admit` for each of a frame's units in order, as one event: answered by one `admittedMany` listing each unit's
+   * `admitted` or `rejected`, in that order.
+   */
   | {
       type: "admitMany";
       units: readonly { readonly unit: TransportUnit; readonly attestation?: string }[];
@@ -92,7 +98,10 @@ export type LaneArenaEvent =
   | { type: "sealDue"; segmentId: number; volume: string; lane: string }
   | { type: "pin"; segmentId: number; reason: PinReason }
   | { type: "unpin"; segmentId: number; reason: PinReason }
-  /** `secure`: first secure the next capacity increment when free space runs low (the memory is at hand up to the hard limit). */
+  /**
+   * `secure`: first secure the next capacity increment when free space runs low (the memory is at hand up to the hard
+   * limit).
+   */
   | { type: "grant"; volume: string; lane: string; bytes: number; secure?: boolean }
   | { type: "revoke"; volume: string; lane: string }
   | { type: "release"; volume: string; lane: string; ranges: [number, number][] }

@@ -8,7 +8,10 @@ import type { FileLayer } from "../core/index.ts";
 import { Residency } from "../core/index.ts";
 import type { TransportUnit } from "../lanes/index.ts";
 
-/** One sealed segment to write: where it belongs, and its export form read when its turn comes (undefined: gone meanwhile, skip it). */
+/**
+ * One sealed segment to write: where it belongs, and its export form read when its turn comes (undefined: gone
+ * meanwhile, skip it).
+ */
 export interface SpillItem<T> {
   readonly volume: string;
   readonly lane: string;

@@ -33,7 +33,10 @@ export class ReplicaStartError extends CustodyError {
   }
 }
 
-/** Starts a replica consumer; resolves once it serves. Throws ReplicaStartError. `catchUpTimeoutMs`: wait per catch-up answer (default 10 s). */
+/**
+ * Starts a replica consumer; resolves once it serves. Throws ReplicaStartError. `catchUpTimeoutMs`: wait per catch-up
+ * answer (default 10 s).
+ */
 export async function startReplica(
   config: ReplicaConfig,
   ports: ReplicaPorts & { catchUpTimeoutMs?: number },

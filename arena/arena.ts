@@ -393,7 +393,10 @@ export class Arena {
     });
   }
 
-  /** Export form of a sealed RAM segment (see segment-codec), with the attestations its units were stored with. Throws SegmentStateError otherwise. */
+  /**
+   * Export form of a sealed RAM segment (see segment-codec), with the attestations its units were stored with. Throws
+   * SegmentStateError otherwise.
+   */
   exportSegment(segmentId: number): Uint8Array {
     return this.guard(() => {
       const seg = this.segment(segmentId);

@@ -55,7 +55,9 @@ export class SegmentPool {
     return true;
   }
 
-  /** Moves a RAM segment to disk residency with `evidence`, freeing its buffer. False when it is not a live RAM segment. */
+  /**
+   * Moves a RAM segment to disk residency with `evidence`, freeing its buffer. False when it is not a live RAM segment.
+   */
   toDisk(segmentId: number, evidence: SpillEvidence): boolean {
     const seg = this.byId.get(segmentId);
     if (!seg || seg.residency !== Residency.ram) return false;

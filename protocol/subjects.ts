@@ -385,7 +385,10 @@ export function repairTaskSubject(volume: string): string {
   return buildSubject({ kind: "repair-task", volume });
 }
 
-/** `custody.v1.failover.<volume>`: the volume's writer or the operator asks its controller to record a failover (request/reply). */
+/**
+ * `custody.v1.failover.<volume>`: the volume's writer or the operator asks its controller to record a failover
+ * (request/reply).
+ */
 export function failoverSubject(volume: string): string {
   return buildSubject({ kind: "failover", volume });
 }

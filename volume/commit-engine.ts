@@ -177,7 +177,9 @@ export class CommitEngine {
     group.forEach(({ op }, i) => op.resolve(plan.lastLsn[i]!));
   }
 
-  /** Points the map at each record's block (SmartWAL: supersede the old one; inline: keep the payload until flushed). */
+  /**
+   * Points the map at each record's block (SmartWAL: supersede the old one; inline: keep the payload until flushed).
+   */
   private applyRecords(records: readonly WalRecord[]): void {
     for (const r of records) {
       if (r.flag === RecordFlag.Trim) {
@@ -292,7 +294,9 @@ export class CommitEngine {
     this.durableLsn = head;
   }
 
-  /** One-file layout, deferred barrier: writes the mark at the durable LSN when the one on file is older (not synced). */
+  /**
+   * One-file layout, deferred barrier: writes the mark at the durable LSN when the one on file is older (not synced).
+   */
   private async writeLaggingMark(): Promise<void> {
     if (!this.deferBarrier || !this.oneFile || this.markWritten >= this.durableLsn) return;
     const lsn = this.durableLsn;

@@ -13,7 +13,10 @@ export const FORMAT_VERSION = 1;
 /** "SMARTWAL" in ASCII: the first 8 bytes of the header file. */
 export const HEADER_MAGIC = new TextEncoder().encode("SMARTWAL");
 
-/** Write encodings. SmartWAL: data to the extent first, 64-byte WAL records. Inline: full payload in the WAL, flushed later. */
+/**
+ * Write encodings. SmartWAL: data to the extent first, 64-byte WAL records. Inline: full payload in the WAL, flushed
+ * later.
+ */
 export const VolumeMode = { SmartWal: "smartwal", Inline: "inline" } as const;
 /** One of the VolumeMode values. */
 export type VolumeMode = (typeof VolumeMode)[keyof typeof VolumeMode];

@@ -42,11 +42,11 @@ export {
   FileSizeError,
   CheckpointCorruptError,
   DamagedBlockError,
-  WalDamagedError,
   BadRequestError,
   NoSpaceError,
   VolumeClosedError,
   VolumeExistsError,
   VolumeNotFoundError,
 } from "./volume-errors.ts";
+export { WalDamagedError } from "./recovery-report.ts";
 export { inspectVolume, type VolumeInspection } from "./inspect.ts";

@@ -76,6 +76,20 @@ export async function inspectVolume(fl: FileLayer, dir: string): Promise<VolumeI
         : { slot, sequence: c.sequence, lsn: c.lsn, mapped: c.map.mappedCount() },
     );
   }
+  return {
+    geometry,
+    files,
+    checkpoints,
+    ring: ringSummary(geometry, wal),
+    walSlotBytes: geometry.walSlotSize,
+    entriesPer64MiB: Math.floor((64 << 20) / geometry.walSlotSize),
+  };
+}
+
+/**
+ * Counts the ring's slots by what each holds (a record, something invalid, nothing) and the LSN range of its records.
+ */
+function ringSummary(geometry: VolumeGeometry, wal: Uint8Array | undefined): VolumeInspection["ring"] {
   const ring = {
     validRecords: 0,
     invalidSlots: 0,
@@ -94,12 +108,5 @@ export async function inspectVolume(fl: FileLayer, dir: string): Promise<VolumeI
       ring.maxLsn = ring.maxLsn === null ? r.lsn : Math.max(ring.maxLsn, r.lsn);
     }
   }
-  return {
-    geometry,
-    files,
-    checkpoints,
-    ring,
-    walSlotBytes: geometry.walSlotSize,
-    entriesPer64MiB: Math.floor((64 << 20) / geometry.walSlotSize),
-  };
+  return ring;
 }

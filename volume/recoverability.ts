@@ -23,7 +23,9 @@ export interface DurabilityProof {
   checkpointLsn: number;
   /** How writes in (checkpointLsn, durableLsn] are recoverable. */
   recoverability: RecoverabilityClass;
-  /** The barriers behind the proof, in order (`shared_fdatasync`: one-file layout, one fdatasync for extent and WAL). */
+  /**
+   * The barriers behind the proof, in order (`shared_fdatasync`: one-file layout, one fdatasync for extent and WAL).
+   */
   barriers: readonly ("extent_fdatasync" | "wal_fsync" | "shared_fdatasync")[];
 }
 

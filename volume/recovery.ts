@@ -4,57 +4,13 @@ import { BlockMap, UNMAPPED } from "./block-map.ts";
 import type { Checkpoint, CheckpointIssue } from "./checkpoint.ts";
 import { BLOCK_SIZE, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { scanRing, walkLog, type LostRecord, type ReplayStop } from "./ring-scan.ts";
-import { WalDamagedError } from "./volume-errors.ts";
-import { RecordFlag } from "./wal-record.ts";
+import { WalDamagedError, type DamagedEntry, type RecoveryReport } from "./recovery-report.ts";
+import { RecordFlag, type WalRecord } from "./wal-record.ts";
 import { readSyncMark, writeSyncMark } from "./sync-mark.ts";
 import { cutAtUnsyncedData } from "./unsynced-cut.ts";
 
 export { ReplayStop, type LostRecord } from "./ring-scan.ts";
-
-/** One LBA whose data failed its CRC during recovery. */
-export interface DamagedEntry {
-  lba: number;
-  lsn: number;
-}
-
-/** What recovery found; printed by `custody volume recover` and returned by `SmartWalVolume.open`. */
-export interface RecoveryReport {
-  mode: VolumeMode;
-  checkpoint: { slot: number; sequence: number; lsn: number };
-  checkpointIssues: CheckpointIssue[];
-  replayedRecords: number;
-  /** Last LSN recovered (checkpoint LSN when nothing was replayed); nextLsn = lastLsn + 1. */
-  lastLsn: number;
-  nextLsn: number;
-  stopReason: ReplayStop;
-  /** Slot where replay stopped and, for a gap, the LSN found there. */
-  stopDetail: { slot: number; foundLsn?: number };
-  /** Slots past the recovered end that held a record or garbage and were erased (0 when the mount was refused). */
-  erasedTailRecords: number;
-  /** Highest LSN known durable from the checkpoint and the records' durable watermarks. */
-  durableProofLsn: number;
-  /**
-   * Highest LSN whose extent data a SyncCache made durable: the sync mark, the checkpoint LSN or
-   * the durable proof, whichever is highest. Deferred-barrier writes past it may be cut.
-   */
-  extentCoveredLsn: number;
-  /** Deferred-barrier records past `extentCoveredLsn` cut because a write's data never reached the disk (it and all later ones). */
-  unsyncedCutRecords: number;
-  /**
-   * Ring positions inside the log whose record is unreadable (damage, not a torn tail). Their LBAs
-   * cannot be known: without `acceptLoss` the mount is refused with WalDamagedError.
-   */
-  lostRecords: LostRecord[];
-  /** True when lost records were accepted (`acceptLoss`) and the mount went on without them. */
-  lossAccepted: boolean;
-  /** LBAs whose data failed its CRC in this recovery (record data, or scrub). */
-  damaged: DamagedEntry[];
-  /** Every LBA flagged damaged after recovery, including those a checkpoint carried from earlier mounts. */
-  knownDamaged: number[];
-  /** Checkpoint-named blocks re-verified (scrub) and how many failed. */
-  scrubbedBlocks: number;
-  mappedBlocks: number;
-}
+export type { DamagedEntry, RecoveryReport } from "./recovery-report.ts";
 
 /** The rebuilt in-memory state handed to the volume. */
 export interface RecoveredState {
@@ -95,62 +51,10 @@ export async function recover(
   );
   const records = walk.records;
 
-  // Apply in LSN order; remember which record owns each LBA at the end.
-  const owner = new Int32Array(g.blockCount).fill(-1);
-  records.forEach((r, idx) => {
-    for (let k = 0; k < r.blockCount; k++) {
-      const lba = r.lba + k;
-      if (r.flag === RecordFlag.Trim) {
-        map.unmap(lba, r.lsn);
-        owner[lba] = -1;
-      } else {
-        const phys = g.mode === VolumeMode.Inline ? lba : r.physicalOffset / BLOCK_SIZE + k;
-        map.set(lba, phys, 0, r.lsn);
-        owner[lba] = idx;
-      }
-    }
-  });
-
+  const owner = applyRecords(g, map, records);
   // Verify (reads only); inline redo writes wait until the mount is known to go on.
-  const damaged: DamagedEntry[] = [];
-  const redo: { lba: number; block: Uint8Array }[] = [];
-  const verified = new Set<number>();
-  for (let lba = 0; lba < g.blockCount; lba++) {
-    const idx = owner[lba]!;
-    if (idx < 0 || verified.has(idx)) continue;
-    verified.add(idx);
-    const r = records[idx]!;
-    const data =
-      g.mode === VolumeMode.Inline ? r.payload! : await readRun(files.extent, r.physicalOffset, r.blockCount);
-    const ok = crc32(data) >>> 0 === r.dataCrc;
-    for (let k = 0; k < r.blockCount; k++) {
-      const l = r.lba + k;
-      if (owner[l] !== idx) continue;
-      if (!ok) {
-        map.damaged[l] = 1;
-        damaged.push({ lba: l, lsn: r.lsn });
-        continue;
-      }
-      const block = data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE);
-      map.crc[l] = crc32(block) >>> 0;
-      if (g.mode === VolumeMode.Inline) redo.push({ lba: l, block });
-    }
-  }
-
-  let scrubbedBlocks = 0;
-  if (opts.scrub) {
-    const buf = new Uint8Array(BLOCK_SIZE);
-    for (let lba = 0; lba < g.blockCount; lba++) {
-      if (owner[lba]! >= 0 || map.phys[lba] === UNMAPPED || map.damaged[lba]) continue;
-      scrubbedBlocks++;
-      buf.fill(0);
-      await files.extent.read(buf, 0, BLOCK_SIZE, map.phys[lba]! * BLOCK_SIZE);
-      if (crc32(buf) >>> 0 !== map.crc[lba]) {
-        map.damaged[lba] = 1;
-        damaged.push({ lba, lsn: ckpt.lsn });
-      }
-    }
-  }
+  const { damaged, redo } = await verifyOwnedData(g, map, records, owner, files.extent);
+  const scrubbedBlocks = opts.scrub ? await scrubUnreplayed(g, map, owner, files.extent, ckpt.lsn, damaged) : 0;
 
   const lastLsn = walk.endLsn - 1;
   damaged.sort((a, b) => a.lba - b.lba);
@@ -178,28 +82,128 @@ export async function recover(
   if (walk.lost.length > 0 && !lossAccepted) {
     const lsns = walk.lost.map((l) => l.lsn);
     throw new WalDamagedError(
-      `WAL damaged: ${lsns.length} record(s) of the log are unreadable (LSN ${lsns.join(",")}); not mounted without accepting the loss`,
+      `WAL damaged: ${lsns.length} record(s) of the log are unreadable (LSN ${lsns.join(",")}); ` +
+        "not mounted without accepting the loss",
       lsns,
       report,
     );
   }
 
-  for (const { lba, block } of redo) await files.extent.write(block, 0, BLOCK_SIZE, lba * BLOCK_SIZE);
-  if (walk.staleSlots.length > 0) {
-    const zero = new Uint8Array(g.walSlotSize);
-    for (const s of walk.staleSlots) await files.wal.write(zero, 0, zero.length, s * g.walSlotSize);
-  }
-  report.erasedTailRecords = walk.staleSlots.length;
-  await files.extent.datasync();
   // Every replayed record's data is durable now: the mark moves to the end (a stale mark past it
   // would later make an unsynced record at a reused LSN look covered, and damage of a crash image).
   // It is also written when deferred records were replayed: the mount frees the blocks they
   // superseded, so the next recovery must not check those records against reused blocks.
   const deferred = records.some((r) => r.deferredBarrier === true);
-  if (g.mode === VolumeMode.SmartWal && (mark !== undefined || cutRecords > 0 || deferred))
-    await writeSyncMark(files.wal, g, lastLsn);
-  await files.wal.datasync();
+  const moveMark = g.mode === VolumeMode.SmartWal && (mark !== undefined || cutRecords > 0 || deferred);
+  await finishMount(g, files, redo, walk.staleSlots, moveMark ? lastLsn : undefined);
+  report.erasedTailRecords = walk.staleSlots.length;
   return { map, lastLsn, report };
+}
+
+/**
+ * Applies `records` to `map` in LSN order; returns, per LBA, the index of the record owning it at
+ * the end (-1: none).
+ */
+function applyRecords(g: VolumeGeometry, map: BlockMap, records: readonly WalRecord[]): Int32Array {
+  const owner = new Int32Array(g.blockCount).fill(-1);
+  records.forEach((r, idx) => {
+    for (let k = 0; k < r.blockCount; k++) {
+      const lba = r.lba + k;
+      if (r.flag === RecordFlag.Trim) {
+        map.unmap(lba, r.lsn);
+        owner[lba] = -1;
+      } else {
+        const phys = g.mode === VolumeMode.Inline ? lba : r.physicalOffset / BLOCK_SIZE + k;
+        map.set(lba, phys, 0, r.lsn);
+        owner[lba] = idx;
+      }
+    }
+  });
+
+  return owner;
+}
+
+/**
+ * Checks the data of every record that still owns an LBA against its CRC: a mismatch marks the
+ * LBA damaged; a good block gets its CRC in the map and, in inline mode, is queued for redo.
+ */
+async function verifyOwnedData(
+  g: VolumeGeometry,
+  map: BlockMap,
+  records: readonly WalRecord[],
+  owner: Int32Array,
+  extent: FileHandleLike,
+): Promise<{ damaged: DamagedEntry[]; redo: { lba: number; block: Uint8Array }[] }> {
+  const damaged: DamagedEntry[] = [];
+  const redo: { lba: number; block: Uint8Array }[] = [];
+  const verified = new Set<number>();
+  for (let lba = 0; lba < g.blockCount; lba++) {
+    const idx = owner[lba]!;
+    if (idx < 0 || verified.has(idx)) continue;
+    verified.add(idx);
+    const r = records[idx]!;
+    const data = g.mode === VolumeMode.Inline ? r.payload! : await readRun(extent, r.physicalOffset, r.blockCount);
+    const ok = crc32(data) >>> 0 === r.dataCrc;
+    for (let k = 0; k < r.blockCount; k++) {
+      const l = r.lba + k;
+      if (owner[l] !== idx) continue;
+      if (!ok) {
+        map.damaged[l] = 1;
+        damaged.push({ lba: l, lsn: r.lsn });
+        continue;
+      }
+      const block = data.subarray(k * BLOCK_SIZE, (k + 1) * BLOCK_SIZE);
+      map.crc[l] = crc32(block) >>> 0;
+      if (g.mode === VolumeMode.Inline) redo.push({ lba: l, block });
+    }
+  }
+
+  return { damaged, redo };
+}
+
+/** Re-verifies the checkpoint-named blocks no replayed record owns (scrub); a failure is added to `damaged`. */
+async function scrubUnreplayed(
+  g: VolumeGeometry,
+  map: BlockMap,
+  owner: Int32Array,
+  extent: FileHandleLike,
+  ckptLsn: number,
+  damaged: DamagedEntry[],
+): Promise<number> {
+  let scrubbedBlocks = 0;
+  const buf = new Uint8Array(BLOCK_SIZE);
+  for (let lba = 0; lba < g.blockCount; lba++) {
+    if (owner[lba]! >= 0 || map.phys[lba] === UNMAPPED || map.damaged[lba]) continue;
+    scrubbedBlocks++;
+    buf.fill(0);
+    await extent.read(buf, 0, BLOCK_SIZE, map.phys[lba]! * BLOCK_SIZE);
+    if (crc32(buf) >>> 0 !== map.crc[lba]) {
+      map.damaged[lba] = 1;
+      damaged.push({ lba, lsn: ckptLsn });
+    }
+  }
+  return scrubbedBlocks;
+}
+
+/**
+ * Once the mount goes on: inline redo into the extent, stale ring slots erased, extent synced, then
+ * the sync mark written at `markLsn` (when given) and the ring synced.
+ */
+async function finishMount(
+  g: VolumeGeometry,
+  files: { extent: FileHandleLike; wal: FileHandleLike },
+  redo: readonly { lba: number; block: Uint8Array }[],
+  staleSlots: readonly number[],
+  markLsn: number | undefined,
+): Promise<void> {
+  for (const { lba, block } of redo) await files.extent.write(block, 0, BLOCK_SIZE, lba * BLOCK_SIZE);
+  if (staleSlots.length > 0) {
+    const zero = new Uint8Array(g.walSlotSize);
+    for (const s of staleSlots) await files.wal.write(zero, 0, zero.length, s * g.walSlotSize);
+  }
+  await files.extent.datasync();
+  if (markLsn !== undefined) await writeSyncMark(files.wal, g, markLsn);
+  await files.wal.datasync();
 }
 
 async function readRun(extent: FileHandleLike, offset: number, blocks: number): Promise<Uint8Array> {

@@ -45,7 +45,10 @@ export interface RingScan {
 
 const CHUNK_SLOTS = 4096;
 
-/** Reads every slot of the ring, starting at `startSlot`, and classifies it against the LSN expected there. Only I/O errors throw. */
+/**
+ * Reads every slot of the ring, starting at `startSlot`, and classifies it against the LSN expected there. Only I/O
+ * errors throw.
+ */
 export async function scanRing(
   g: VolumeGeometry,
   wal: FileHandleLike,

@@ -6,19 +6,14 @@ import { nodeFileLayer, type FileLayer } from "../core/index.ts";
 import { Hold } from "./allocator.ts";
 import { UNMAPPED, type BlockMap } from "./block-map.ts";
 import { CommitEngine, type MountedState, type MutOp, type Op } from "./commit-engine.ts";
-import {
-  CheckpointCorruptError,
-  BadRequestError,
-  DamagedBlockError,
-  VolumeClosedError,
-  WalDamagedError,
-} from "./volume-errors.ts";
+import { CheckpointCorruptError, BadRequestError, DamagedBlockError, VolumeClosedError } from "./volume-errors.ts";
 import { loadCheckpoint } from "./checkpoint.ts";
 import { DirtyMap } from "./dirty-map.ts";
 import { BLOCK_SIZE, maxWriteBlocks, VolumeLayout, VolumeMode, type VolumeGeometry } from "./format.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { classifyLsn, RecoverabilityClass, type DurabilityProof } from "./recoverability.ts";
-import { recover, type RecoveryReport } from "./recovery.ts";
+import { recover } from "./recovery.ts";
+import { WalDamagedError, type RecoveryReport } from "./recovery-report.ts";
 import { createVolumeFiles, openVolumeFiles, type CreateVolumeOptions, type VolumeHandles } from "./volume-files.ts";
 import type { OpenVolumeOptions, SnapshotBlock, VolumeStats, WalEntry } from "./volume-types.ts";
 
@@ -26,9 +21,9 @@ export type { ExtentBarrier, OpenVolumeOptions, SnapshotBlock, VolumeStats, WalE
 
 /**
  * A single-node block volume in SmartWAL mode (data to a free extent block, an extent fdatasync
- * barrier — per group, or at SyncCache by default, see ExtentBarrier — and 64-byte WAL records) or inline mode (full payload in the WAL, flushed to the
- * extent later), with group commit, copy-on-write allocation, checkpoints and crash recovery.
- * A write resolves with its LSN once admitted; `syncCache()` makes every admitted write durable
+ * barrier — per group, or at SyncCache by default, see ExtentBarrier — and 64-byte WAL records) or inline mode (full
+ * payload in the WAL, flushed to the extent later), with group commit, copy-on-write allocation, checkpoints and crash
+ * recovery. A write resolves with its LSN once admitted; `syncCache()` makes every admitted write durable
  * and returns the durable LSN. Reads return admitted data (G2) or throw DamagedBlockError.
  * All I/O goes through the FileLayer seam; time through the Clock seam.
  */
@@ -135,7 +130,9 @@ export class SmartWalVolume {
       const limit = maxWriteBlocks(this.geometry);
       if (blocks > limit)
         throw new BadRequestError(
-          `a single write may span at most ${limit} blocks (spare ${this.geometry.physicalBlocks - this.geometry.blockCount}, WAL ring ${this.geometry.walCapacity} slots)`,
+          `a single write may span at most ${limit} blocks ` +
+            `(spare ${this.geometry.physicalBlocks - this.geometry.blockCount}, ` +
+            `WAL ring ${this.geometry.walCapacity} slots)`,
           { blocks, limit },
         );
       return { kind: "write", lba, data: data.slice(), resolve, reject };

@@ -96,7 +96,10 @@ export async function sealStagedVolume(fl: FileLayer, dir: string): Promise<void
   await fl.syncDir(parentDir(dir));
 }
 
-/** Removes the `.partial` files of a build at `dir` (a stopped or failed one); a sealed volume's files are never touched. */
+/**
+ * Removes the `.partial` files of a build at `dir` (a stopped or failed one); a sealed volume's files are never
+ * touched.
+ */
 export async function discardStagedVolume(fl: FileLayer, dir: string): Promise<void> {
   for (const n of NAMES) {
     const p = join(dir, n + PARTIAL_SUFFIX);

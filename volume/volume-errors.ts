@@ -1,7 +1,9 @@
 import { CustodyError } from "../core/index.ts";
-import type { RecoveryReport } from "./recovery.ts";
 
-/** Stable codes of every error the volume store throws. */
+/**
+ * Stable codes of every error the volume store throws (WalDamagedError, with the report it carries, is in
+ * recovery-report.ts).
+ */
 export const VolumeErrorCode = {
   HeaderCorrupt: "volume_header_corrupt",
   FileSize: "volume_file_size",
@@ -45,21 +47,6 @@ export class DamagedBlockError extends CustodyError {
     detail: Record<string, unknown> = {},
   ) {
     super(VolumeErrorCode.Damaged, `block ${lba} is damaged (data does not match its checksum)`, { lba, ...detail });
-  }
-}
-
-/**
- * WAL records that were part of the log (durable, or followed by later records) are unreadable:
- * their LBAs cannot be named. At mount the volume is then not mounted unless the caller accepts
- * the loss (`acceptLoss`, `recover --accept-loss`); `report` is the full recovery report.
- */
-export class WalDamagedError extends CustodyError {
-  constructor(
-    message: string,
-    readonly lostLsns: readonly number[],
-    readonly report?: RecoveryReport,
-  ) {
-    super(VolumeErrorCode.WalDamaged, message, { lostLsns, ...(report ? { report } : {}) });
   }
 }
 

@@ -137,8 +137,8 @@ export async function createVolumeFiles(
 /**
  * Reads and validates the header, opens the other files and checks their sizes. Throws
  * VolumeNotFoundError (no header), HeaderCorruptError, or FileSizeError when the extent or WAL file
- * (one-file layout: `volume.dat`, extent and WAL region) is shorter than the geometry (a silently shorter volume is never mounted). A missing checkpoint
- * file opens as empty: mount falls back to the other slot.
+ * (one-file layout: `volume.dat`, extent and WAL region) is shorter than the geometry (a silently shorter volume is
+ * never mounted). A missing checkpoint file opens as empty: mount falls back to the other slot.
  */
 export async function openVolumeFiles(
   fl: FileLayer,

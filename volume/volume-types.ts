@@ -22,7 +22,9 @@ export interface OpenVolumeOptions {
   maxDelayMs?: number;
   /** Re-verify every checkpoint-named block against its CRC at mount (default false). */
   scrub?: boolean;
-  /** Mount even when recovery finds unreadable records inside the log, dropping them (default false: WalDamagedError). */
+  /**
+   * Mount even when recovery finds unreadable records inside the log, dropping them (default false: WalDamagedError).
+   */
   acceptLoss?: boolean;
   /** SmartWAL: when the extent barrier is taken (default `sync-cache`; see ExtentBarrier). Ignored in inline mode. */
   extentBarrier?: ExtentBarrier;

@@ -48,8 +48,8 @@ export type RecordProblem = (typeof RecordProblem)[keyof typeof RecordProblem];
 
 /**
  * Encodes `r` into `slot` (RECORD_SIZE bytes, plus the payload right after it in inline mode).
- * Layout (little-endian): magic u32, version u8 (2), flag u8, options u8 (bit 0 = deferred barrier), pad u8, lsn u64, epoch u64, lba u64,
- * blockCount u32, payloadLength u32, physicalOffset u64, dataCrc u32, durable watermark u64 at 52,
+ * Layout (little-endian): magic u32, version u8 (2), flag u8, options u8 (bit 0 = deferred barrier), pad u8, lsn u64,
+ * epoch u64, lba u64, blockCount u32, payloadLength u32, physicalOffset u64, dataCrc u32, durable watermark u64 at 52,
  * recordCrc u32 at 60 covering bytes 0..59 and the payload.
  */
 export function encodeRecord(r: WalRecord, slot: Uint8Array): void {

@@ -33,9 +33,15 @@ export interface BaseBuilderConfig {
   readonly dir: string;
   /** Build a new base once at least this many new sequences are contiguous after the current one. */
   readonly minNewSeqs: number;
-  /** At most this many sequences go into one build (bounds the builder's memory); more wait for the next. Default 4 × minNewSeqs. */
+  /**
+   * At most this many sequences go into one build (bounds the builder's memory); more wait for the next. Default 4 ×
+   * minNewSeqs.
+   */
   readonly maxSeqsPerBuild?: number;
-  /** A build still running after this long is abandoned (counted, its files deleted) so the next can start. Default 10 minutes. */
+  /**
+   * A build still running after this long is abandoned (counted, its files deleted) so the next can start. Default 10
+   * minutes.
+   */
   readonly buildTimeoutMs?: number;
 }
 
@@ -99,7 +105,10 @@ export class BaseBuilder {
     return this.current;
   }
 
-  /** The running build's phase and how long it has been in it and in all (zeros when idle): what `custody ps` shows of a slow build. */
+  /**
+   * The running build's phase and how long it has been in it and in all (zeros when idle): what `custody ps` shows of a
+   * slow build.
+   */
   progress(now = Date.now()): { readonly phase: BaseBuildPhase; readonly phaseMs: number; readonly buildMs: number } {
     const r = this.running;
     if (r === undefined) return { phase: "idle", phaseMs: 0, buildMs: 0 };
@@ -168,18 +177,16 @@ export class BaseBuilder {
     this.phaseSince = Date.now();
   }
 
+  /** Units `seqs` of the lane, read from this builder's holder (10 s per answer). */
+  private fetch(seqs: RangeSet): ReturnType<typeof fetchUnits> {
+    return fetchUnits(this.transport, this.cfg.holderId, this.cfg.volume, this.cfg.lane, seqs, 10_000);
+  }
+
   private async attempt(tmp: string, signal: AbortSignal): Promise<BuiltBase | undefined> {
     const cur = this.current;
     const from = (cur?.throughSeq ?? 0) + 1;
     const probeSeq = from + this.cfg.minNewSeqs - 1;
-    const probe = await fetchUnits(
-      this.transport,
-      this.cfg.holderId,
-      this.cfg.volume,
-      this.cfg.lane,
-      RangeSet.of(probeSeq, probeSeq),
-      10_000,
-    );
+    const probe = await this.fetch(RangeSet.of(probeSeq, probeSeq));
     if (probe.length === 0) return undefined;
     this.enter("copy", signal);
     removeBuildDirs(this.cfg.dir);
@@ -192,14 +199,7 @@ export class BaseBuilder {
       while (through < last) {
         this.enter("fetch", signal);
         const hi = Math.min(last, through + BUILD_CHUNK_SEQS);
-        const units = await fetchUnits(
-          this.transport,
-          this.cfg.holderId,
-          this.cfg.volume,
-          this.cfg.lane,
-          RangeSet.of(through + 1, hi),
-          10_000,
-        );
+        const units = await this.fetch(RangeSet.of(through + 1, hi));
         this.enter("apply", signal);
         const records = openUnits(this.cfg.volume, [this.cfg.lane], this.dataKey, units).byLane.get(this.cfg.lane)!;
         const end = Math.min(last, contiguousFrom(records, through + 1));

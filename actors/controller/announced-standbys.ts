@@ -51,7 +51,8 @@ export class AnnouncedStandbys implements RepairLauncher {
     if (standby.publicKey === undefined) {
       throw new StandbyUnavailableError(
         "standby_key_unknown",
-        `standby ${standby.holderId} has no publicKey in repair.standby: the controller takes no standby whose key the deployment did not name`,
+        `standby ${standby.holderId} has no publicKey in repair.standby: ` +
+          "the controller takes no standby whose key the deployment did not name",
         { holderId: standby.holderId },
       );
     }
@@ -64,7 +65,8 @@ export class AnnouncedStandbys implements RepairLauncher {
       this.d.counters.inc("standby_not_announced");
       throw new StandbyUnavailableError(
         "standby_not_announced",
-        `standby ${standby.holderId} did not ask to be admitted within ${this.d.waitMs ?? 5_000} ms: is its process running?`,
+        `standby ${standby.holderId} did not ask to be admitted within ${this.d.waitMs ?? 5_000} ms: ` +
+          "is its process running?",
         { holderId: standby.holderId },
       );
     }
@@ -114,7 +116,8 @@ export class AnnouncedStandbys implements RepairLauncher {
         this.d.clock.clearTimeout(timer);
         resolve();
       };
-      // A wait that timed out leaves nothing behind: a standby that is down for a month is asked about every few seconds.
+      // A wait that timed out leaves nothing behind: a standby that is down for a month is asked about every few
+      // seconds.
       const timer = this.d.clock.setTimeout(() => {
         const left = (this.waiting.get(holderId) ?? []).filter((w) => w !== wake);
         if (left.length === 0) this.waiting.delete(holderId);

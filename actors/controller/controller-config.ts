@@ -9,7 +9,7 @@ import type {
 import type { Scenario, Timeline } from "../../policies/index.ts";
 import type { Site } from "../../policies/index.ts";
 import type { SpendConfigInput } from "../../policies/index.ts";
-import type { ProtectedRamLayout } from "./protected-ram-check.ts";
+import type { ProtectedRamLayout } from "./protected-ram-layout.ts";
 import type { RetentionWindow } from "./retention-window.ts";
 import type { RoutesConfig } from "./controller-routes.ts";
 
@@ -60,7 +60,10 @@ export interface VolumeTopology {
   readonly coalesced?: Readonly<Record<string, string>>;
   /** The contract's retention window: named holders keep each sequence this long after its commit. */
   readonly retention?: RetentionWindow;
-  /** Where the control plane runs (control-log replicas, the volume's controllers): each scenario says whether it survives. */
+  /**
+   * Where the control plane runs (control-log replicas, the volume's controllers): each scenario says whether it
+   * survives.
+   */
   readonly controlPlane?: ControlPlanePlacement;
 }
 

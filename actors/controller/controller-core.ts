@@ -64,6 +64,7 @@ import { releasableHolders, type ControllerConfig } from "./controller-config.ts
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
 import { FailoverService } from "./failover-service.ts";
 import { commitFailover } from "./failover.ts";
+import type { ControllerHandle } from "./controller-handle.ts";
 import { FencedSpeakers } from "./fenced-speakers.ts";
 import { checkWriterProgress } from "./writer-progress-check.ts";
 export {
@@ -81,7 +82,7 @@ export {
  * commits (releases only when `authorizeReleases` grants them), release frontiers, persistence
  * targets, the status document and, when configured, retention audits (unproven claims do not count).
  */
-export class ControllerCore {
+export class ControllerCore implements ControllerHandle {
   readonly counters: Counters;
   readonly ledger: ReceiptLedger;
   readonly follower: ControlLogFollower;
@@ -93,7 +94,8 @@ export class ControllerCore {
   readonly audits: ReleaseAudit[] = [];
   private readonly subs: TransportSubscription[] = [];
   private readonly heads: Record<string, number> = {};
-  private readonly history = new CommitHistory(); // the writer's commit runs still needed to price and date a scenario's loss
+  // the writer's commit runs still needed to price and date a scenario's loss
+  private readonly history = new CommitHistory();
   private readonly recoveries = new Map<string, RecoveryInFlight>();
   private bases: BaseSnapshot[];
   private lastStatus: VolumeStatus | undefined;
@@ -102,7 +104,8 @@ export class ControllerCore {
   private stopped = false;
   private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
   private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
-  private readonly fencedSpeakers = new FencedSpeakers(); // superseded incarnations still sending receipts (status `fenced`)
+  // superseded incarnations still sending receipts (status `fenced`)
+  private readonly fencedSpeakers = new FencedSpeakers();
   private readonly admission: AutoAdmission; // key-continuity admission of holders' new incarnations
   readonly coverage: CoverageRepair; // copies that close coverage gaps (restarts, declared failures, single copies)
   private readonly failureRepairs: FailureRepairRunner; // repairs of the failures the control log declares
@@ -169,24 +172,29 @@ export class ControllerCore {
       counters: this.counters,
       commit: (req) => commitFailover(this, req),
     });
-    this.coverage = new CoverageRepair(
+    this.coverage = this.newCoverageRepair();
+  }
+
+  /** The coverage repair of this controller's volume, wired to its spend guard, audits and standby enlistment. */
+  private newCoverageRepair(): CoverageRepair {
+    return new CoverageRepair(
       {
-        volume: config.topology.volume,
-        copier: config.controllerId,
-        transport: ports.transport,
-        clock: ports.clock,
+        volume: this.config.topology.volume,
+        copier: this.config.controllerId,
+        transport: this.ports.transport,
+        clock: this.ports.clock,
         counters: this.counters,
         beginRecovery: (r) => this.beginRecovery(r),
         endRecovery: (id) => this.endRecovery(id),
         nudge: () => (this.dirty = true),
-        admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, ports.clock.now()),
+        admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, this.ports.clock.now()),
         unproven: () => this.retentionAudits?.unproven() ?? new Set(),
         enlist: (lane, gap, survives) => this.failureRepairs.enlist(lane, gap, survives),
       },
       {
-        graceMs: config.coverageRepair?.graceMs ?? 1_000,
-        retryMs: config.coverageRepair?.retryMs ?? 2_000,
-        optional: config.coverageRepair?.optional,
+        graceMs: this.config.coverageRepair?.graceMs ?? 1_000,
+        retryMs: this.config.coverageRepair?.retryMs ?? 2_000,
+        optional: this.config.coverageRepair?.optional,
       },
     );
   }
@@ -317,7 +325,10 @@ export class ControllerCore {
     }
   }
 
-  /** Writer progress on the volume's event subject (other event kinds are ignored here); refused whole and counted when it cannot be this volume's writer's (see writer-progress-check.ts). */
+  /**
+   * Writer progress on the volume's event subject (other event kinds are ignored here); refused whole and counted when
+   * it cannot be this volume's writer's (see writer-progress-check.ts).
+   */
   handleEvent(msg: InboundMessage): void {
     let p: WriterProgressMessage;
     try {
@@ -440,6 +451,45 @@ export class ControllerCore {
     for (const h of state.holders)
       if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
     const now = this.ports.clock.now();
+    s = await this.releaseRound(s, state, held, now);
+    s = await this.images.step(s, state);
+    // The document's verdicts mean a loss: writes in flight are not lost, and a loss counts after its grace.
+    const steady = steadyVerdicts(
+      state,
+      report,
+      { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict },
+      this.verdictMemory,
+      this.history.sightings.runs,
+    );
+    this.verdictMemory = steady.memory;
+    const doc = statusDocument(
+      this.config.controllerId,
+      s.lastSeq,
+      state,
+      { ...report, reports: steady.reports },
+      this.counters.get("release_committed"),
+      this.repairs,
+      this.spend.report(now, this.coverage.deferred),
+      this.retentionAudits?.rows(),
+      this.fencedSpeakers.rows(now),
+    );
+    this.lastStatus = doc;
+    this.lastReport = report;
+    this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
+    return doc;
+  }
+
+  /**
+   * Asks for the releases due (each holder at most every `releaseEveryMs`), decides them jointly
+   * and commits each granted one, publishing its new frontier; denials are counted by reason.
+   * Returns the control state after the commits.
+   */
+  private async releaseRound(
+    s: ControlState,
+    state: EvaluationState,
+    held: ReturnType<typeof holdsAsPolicy>,
+    now: number,
+  ): Promise<ControlState> {
     const every = this.config.releaseEveryMs ?? 1_000;
     const due = (h: string) =>
       s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
@@ -472,31 +522,7 @@ export class ControllerCore {
         this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    s = await this.images.step(s, state);
-    // The document's verdicts mean a loss: writes in flight are not lost, and a loss counts after its grace.
-    const steady = steadyVerdicts(
-      state,
-      report,
-      { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict },
-      this.verdictMemory,
-      this.history.sightings.runs,
-    );
-    this.verdictMemory = steady.memory;
-    const doc = statusDocument(
-      this.config.controllerId,
-      s.lastSeq,
-      state,
-      { ...report, reports: steady.reports },
-      this.counters.get("release_committed"),
-      this.repairs,
-      this.spend.report(now, this.coverage.deferred),
-      this.retentionAudits?.rows(),
-      this.fencedSpeakers.rows(now),
-    );
-    this.lastStatus = doc;
-    this.lastReport = report;
-    this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
-    return doc;
+    return s;
   }
 
   /**
@@ -554,7 +580,8 @@ export class ControllerCore {
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {
-    // Not to a holder that never answered for the lane (one serving only a derived lane would refuse it as unknown_lane).
+    // Not to a holder that never answered for the lane (one serving only a derived lane would refuse it as
+    // unknown_lane).
     const o = s.obligations[obligationId];
     if (o !== undefined && o.responsible[holder] === undefined && o.released[holder] === undefined) return;
     const frontier = {

@@ -7,8 +7,8 @@ import type { EvaluationState } from "../../policies/index.ts";
 import type { authorizeReleases, ReleaseRequest } from "../../policies/index.ts";
 import type { InboundMessage, Transport } from "../../transport/index.ts";
 import type { ReplacementAdmission } from "../repair/index.ts";
-import type { RepairLaunch } from "./failure-repair-runner.ts";
-import type { AuditEvent } from "./retention-audits.ts";
+import type { AuditOutcome } from "../../policies/index.ts";
+import type { RepairInput } from "../repair/index.ts";
 import type { StandbyHolder } from "./controller-config.ts";
 
 /**
@@ -58,6 +58,31 @@ export type HolderAdmission = ReplacementAdmission;
 
 /** The controller's cadences: delayed events its machine raises to itself (`timer.arm` asks for the first). */
 export type ControllerTimer = { type: "timer.coverage" } | { type: "timer.audit" };
+
+/** A repair ready to run: in-process as a child `repairMachine`, or handed to a worker. */
+export interface RepairLaunch {
+  readonly input: RepairInput;
+  /** Hand it to a repair worker (`custody run repair`) instead of running it here. */
+  readonly remote: boolean;
+  /** How long a worker may take before the repair counts as failed (ms). */
+  readonly workerTimeoutMs: number;
+}
+
+/**
+ * A finished audit, or the request for the next round's timer, handed back to the controller's
+ * actor (the machine raises `timer.audit` to itself, and again after each round).
+ */
+export type AuditEvent =
+  | TimerArm<{ type: "timer.audit" }>
+  | {
+      type: "audit.judged";
+      holder: string;
+      outcome: AuditOutcome;
+      reason: string | undefined;
+      atMs: number;
+      bytesRead: number;
+      cpuMicros: number;
+    };
 
 /** How the controller's working parts hand events to its machine. */
 export type ControllerDispatch = (

@@ -26,7 +26,9 @@ export class ControllerRoutes {
 
   constructor(private readonly config: RoutesConfig | undefined) {}
 
-  /** Subscribes to every prober's measurements (none without a `routes` setting); a bad message is counted and dropped. */
+  /**
+   * Subscribes to every prober's measurements (none without a `routes` setting); a bad message is counted and dropped.
+   */
   listen(transport: Transport, clock: Clock, counters: Counters): TransportSubscription[] {
     if (this.config === undefined) return [];
     return [

@@ -15,9 +15,9 @@ import { obligationIdOf } from "../../protocol/index.ts";
  * (and every `checkMs` between rounds) it looks for coverage gaps — acknowledged sequences some
  * holder retains but a required scenario would lose (a restarted holder came back empty, a
  * declared failure took a copy away, a release left a single copy) — that have been gaps for at
- * least `graceMs` (the normal flow and the senders' own gap repair get that long first), picks a holder that would survive the scenario and has not
- * released those ranges, and copies the gap to it over NATS (fetch from the holders that retain
- * it, then a transfer offer the target admits and receipts itself). The ranges being read are an
+ * least `graceMs` (the normal flow and the senders' own gap repair get that long first), picks a holder that would
+ * survive the scenario and has not released those ranges, and copies the gap to it over NATS (fetch from the holders
+ * that retain it, then a transfer offer the target admits and receipts itself). The ranges being read are an
  * in-flight recovery meanwhile, so no release drops them. When a required gap has no such holder
  * (each one that would survive has released those sequences), it asks for a standby to be brought
  * in (`enlist`), and a later pass copies there. Everything it needs is in the evaluation
@@ -145,32 +145,12 @@ export class CoverageRepair {
     >();
     const unproven = this.host.unproven?.() ?? new Set<string>();
     for (const g of gaps) {
-      const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
-      const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
-      const able = state.holders.filter(
-        (h) =>
-          s.holders[h.id]?.status === HolderStatus.active &&
-          ramSurvivesAt(state, h.site, scenario.losses) &&
-          !released(h.id).intersects(g.gap),
-      );
-      if (able.some((h) => unproven.has(h.id))) this.host.counters.inc("coverage_target_unproven");
-      const candidates = able
-        .filter((h) => !unproven.has(h.id) && !this.targets.passedOver(`${h.id}/${g.lane}`, now))
-        .map((h) => ({
-          id: h.id,
-          has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0),
-        }))
-        .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
-      const target = candidates[0];
-      if (target === undefined) {
-        this.host.counters.inc("coverage_gap_no_target");
-        if (g.required) this.host.enlist?.(g.lane, g.gap, (site) => ramSurvivesAt(state, site, scenario.losses));
-        continue;
-      }
-      const key = `${target.id}/${g.lane}`;
+      const target = this.targetFor(state, s, g, unproven, now);
+      if (target === undefined) continue;
+      const key = `${target}/${g.lane}`;
       const p = plan.get(key);
       plan.set(key, {
-        target: target.id,
+        target,
         lane: g.lane,
         ranges: (p?.ranges ?? RangeSet.EMPTY).union(g.gap),
         required: (p?.required ?? false) || g.required,
@@ -201,6 +181,43 @@ export class CoverageRepair {
       }
       void this.copy(key, p, sources);
     }
+  }
+
+  /**
+   * The home for gap `g`: an active holder that survives its scenario, has not released those
+   * ranges, is proven and not passed over, holding the most of the lane already. Without one the
+   * gap is counted and, when required, a standby is asked for.
+   */
+  private targetFor(
+    state: EvaluationState,
+    s: ControlState,
+    g: ReturnType<typeof coverageGaps>[number],
+    unproven: ReadonlySet<string>,
+    now: number,
+  ): string | undefined {
+    const scenario = state.scenarios.find((x) => x.name === g.scenario)!;
+    const released = (id: string) => releasedRanges(s, obligationIdOf(this.host.volume, g.lane), id);
+    const able = state.holders.filter(
+      (h) =>
+        s.holders[h.id]?.status === HolderStatus.active &&
+        ramSurvivesAt(state, h.site, scenario.losses) &&
+        !released(h.id).intersects(g.gap),
+    );
+    if (able.some((h) => unproven.has(h.id))) this.host.counters.inc("coverage_target_unproven");
+    const candidates = able
+      .filter((h) => !unproven.has(h.id) && !this.targets.passedOver(`${h.id}/${g.lane}`, now))
+      .map((h) => ({
+        id: h.id,
+        has: h.claims.filter((c) => c.lane === g.lane).reduce((n, c) => n + c.ranges.count, 0),
+      }))
+      .sort((a, b) => b.has - a.has || (a.id < b.id ? -1 : 1));
+    const target = candidates[0];
+    if (target === undefined) {
+      this.host.counters.inc("coverage_gap_no_target");
+      if (g.required) this.host.enlist?.(g.lane, g.gap, (site) => ramSurvivesAt(state, site, scenario.losses));
+      return undefined;
+    }
+    return target.id;
   }
 
   private async copy(

@@ -22,6 +22,18 @@ export interface SourceProgress {
   readonly commits: readonly CommitRun[];
 }
 
+/** What evaluation takes besides holdings and writer progress: work in flight and the controller's own findings. */
+export interface EvaluationExtra {
+  forwards?: readonly PendingForward[];
+  recoveries?: readonly RecoveryInFlight[];
+  pins?: readonly PitrPin[];
+  protectedOverBound?: ReadonlySet<string>;
+  /** When sequences without a commit run count as committed, for the retention window (default: never held). */
+  retentionUnknownCommittedAtMs?: number;
+  /** When sequences without a commit run were first seen retained (see CommitSightings), for the retention window. */
+  retentionSightings?: readonly CommitRun[];
+}
+
 /**
  * Builds the policy engine's input from verified holdings (ledger), writer progress and the
  * static topology. Pure. Holders the control log marked failed contribute nothing (their memory is
@@ -33,112 +45,26 @@ export function buildEvaluationState(
   progress: SourceProgress,
   asOfMs: number,
   failed: ReadonlySet<string>,
-  extra: {
-    forwards?: readonly PendingForward[];
-    recoveries?: readonly RecoveryInFlight[];
-    pins?: readonly PitrPin[];
-    protectedOverBound?: ReadonlySet<string>;
-    /** When sequences without a commit run count as committed, for the retention window (default: never held). */
-    retentionUnknownCommittedAtMs?: number;
-    /** When sequences without a commit run were first seen retained (see CommitSightings), for the retention window. */
-    retentionSightings?: readonly CommitRun[];
-  } = {},
+  extra: EvaluationExtra = {},
 ): EvaluationState {
-  const claims = new Map<string, RetainedClaim[]>();
-  for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
-  const images = new Map<string, RetainedClaim[]>();
-  for (const h of holdings) {
-    if (h.volume !== topo.volume || failed.has(h.holderId) || !claims.has(h.holderId) || h.retained.isEmpty) continue;
-    if (h.representation === "coalesced") {
-      const image = coalescedClaim(topo, h);
-      if (image !== undefined) images.set(h.holderId, [...(images.get(h.holderId) ?? []), image]);
-      continue;
-    }
-    // A claim is as fresh as the receipt that states it (the holder was alive and holding then);
-    // protected RAM additionally needs its hold-up capability measured recently enough.
-    const capabilityAgeMs = asOfMs - h.evidenceAt;
-    const claim: RetainedClaim = {
-      lane: h.lane,
-      ranges: h.retained,
-      residency: h.residency,
-      evidence: { kind: "observed", atMs: h.issuedAt },
-      protectedRamValid:
-        h.residency === "protected_ram"
-          ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) &&
-            !(extra.protectedOverBound?.has(h.holderId) ?? false)
-          : undefined,
-    };
-    // Inside the contract's retention window the claim must be kept: its part there carries the
-    // window's end (the release rule refuses it until then).
-    const w = topo.retention;
-    const inWindow = w !== undefined && (w.holders === undefined || w.holders.includes(h.holderId));
-    const { held, untilMs } = inWindow
-      ? heldByRetention(
-          w,
-          progress.commits,
-          h.lane,
-          h.retained,
-          asOfMs,
-          extra.retentionUnknownCommittedAtMs ?? -Infinity,
-          extra.retentionSightings,
-        )
-      : { held: RangeSet.EMPTY, untilMs: 0 };
-    if (held.isEmpty) claims.get(h.holderId)!.push(claim);
-    else {
-      claims.get(h.holderId)!.push({ ...claim, ranges: held, retainUntilMs: untilMs });
-      const rest = h.retained.subtract(held);
-      if (!rest.isEmpty) claims.get(h.holderId)!.push({ ...claim, ranges: rest });
-    }
-  }
+  const { claims, images } = holdersClaims(topo, holdings, progress, asOfMs, failed, extra);
   const holders: Holder[] = [...claims.entries()].map(([id, c]) => ({
     id,
     site: topo.holderSites[id]!,
     claims: c,
     ...(images.has(id) ? { coalesced: images.get(id)! } : {}),
   }));
-  // Bases materialized beside a holder (rolling bases), as its fresh receipts name them: like a
-  // disk claim at that holder's site, covering its lane through the base's cut.
-  const bases = new Map(topo.bases.map((b) => [b.id, b]));
-  for (const h of holdings) {
-    if (
-      h.volume !== topo.volume ||
-      failed.has(h.holderId) ||
-      !claims.has(h.holderId) ||
-      asOfMs - h.issuedAt > topo.staleAfterMs
-    )
-      continue;
-    for (const b of h.receipt.payload.manifest.baseSnapshots) {
-      if (b.volume !== topo.volume) continue;
-      const id = `${h.holderId}/${b.snapshotId}`;
-      const prev = bases.get(id);
-      bases.set(id, { id, holder: h.holderId, cut: { ...prev?.cut, [h.lane]: b.throughSeq }, bytes: prev?.bytes ?? 0 });
-    }
-  }
-  // What was written is at least what anyone receipted: a controller that restarted after the
-  // writer was lost still knows the head from the holders (writer progress is not durable).
-  const lanes: Record<string, number> = {};
-  for (const l of topo.lanes) lanes[l] = progress.heads[l] ?? 0;
-  for (const h of holdings)
-    if (h.volume === topo.volume && h.lane in lanes && h.retained.max !== undefined)
-      lanes[h.lane] = Math.max(lanes[h.lane]!, h.retained.max);
-  // ...and a coalesced window's end was written too (the images' cut is never cut off inside a window).
-  for (const h of holdings) {
-    const raw = topo.coalesced?.[h.lane];
-    const p = h.receipt.payload;
-    if (h.volume === topo.volume && raw !== undefined && raw in lanes && p.representation === "coalesced")
-      lanes[raw] = Math.max(lanes[raw]!, p.sourceCutSeq);
-  }
   const fresh = (h: Holding) =>
     !failed.has(h.holderId) && claims.has(h.holderId) && asOfMs - h.issuedAt <= topo.staleAfterMs;
   return {
     volume: topo.volume,
     asOfMs,
     staleAfterMs: topo.staleAfterMs,
-    source: { site: topo.writerSite, lanes },
+    source: { site: topo.writerSite, lanes: laneHeads(topo, holdings, progress) },
     commits: progress.commits,
     sites: topo.sites,
     holders,
-    bases: [...bases.values()],
+    bases: holderBases(topo, holdings, fresh),
     manifests: receiptedManifests(topo.volume, topo.lanes, holdings, fresh),
     ...(topo.coalesced === undefined
       ? {}
@@ -154,6 +80,128 @@ export function buildEvaluationState(
     timelines: topo.timelines,
     ...(topo.controlPlane === undefined ? {} : { controlPlane: topo.controlPlane }),
   };
+}
+
+/**
+ * Each configured holder's raw claims (empty for one with nothing to claim) and, apart, its
+ * coalesced images, from the holdings of this volume by holders not marked failed.
+ */
+function holdersClaims(
+  topo: VolumeTopology,
+  holdings: readonly Holding[],
+  progress: SourceProgress,
+  asOfMs: number,
+  failed: ReadonlySet<string>,
+  extra: EvaluationExtra,
+): { claims: Map<string, RetainedClaim[]>; images: Map<string, RetainedClaim[]> } {
+  const claims = new Map<string, RetainedClaim[]>();
+  for (const id of Object.keys(topo.holderSites)) claims.set(id, []);
+  const images = new Map<string, RetainedClaim[]>();
+  for (const h of holdings) {
+    if (h.volume !== topo.volume || failed.has(h.holderId) || !claims.has(h.holderId) || h.retained.isEmpty) continue;
+    if (h.representation === "coalesced") {
+      const image = coalescedClaim(topo, h);
+      if (image !== undefined) images.set(h.holderId, [...(images.get(h.holderId) ?? []), image]);
+      continue;
+    }
+    claims.get(h.holderId)!.push(...retentionSplit(topo, progress, h, rawClaim(topo, h, asOfMs, extra), asOfMs, extra));
+  }
+  return { claims, images };
+}
+
+/** The raw claim a holding states. */
+function rawClaim(topo: VolumeTopology, h: Holding, asOfMs: number, extra: EvaluationExtra): RetainedClaim {
+  // A claim is as fresh as the receipt that states it (the holder was alive and holding then);
+  // protected RAM additionally needs its hold-up capability measured recently enough.
+  const capabilityAgeMs = asOfMs - h.evidenceAt;
+  return {
+    lane: h.lane,
+    ranges: h.retained,
+    residency: h.residency,
+    evidence: { kind: "observed", atMs: h.issuedAt },
+    protectedRamValid:
+      h.residency === "protected_ram"
+        ? capabilityAgeMs <= (topo.protectedEvidenceMaxAgeMs ?? topo.staleAfterMs) &&
+          !(extra.protectedOverBound?.has(h.holderId) ?? false)
+        : undefined,
+  };
+}
+
+/**
+ * `claim` of holding `h` split at the contract's retention window: inside it the claim must be
+ * kept, so its part there carries the window's end (the release rule refuses it until then).
+ */
+function retentionSplit(
+  topo: VolumeTopology,
+  progress: SourceProgress,
+  h: Holding,
+  claim: RetainedClaim,
+  asOfMs: number,
+  extra: EvaluationExtra,
+): RetainedClaim[] {
+  const w = topo.retention;
+  const inWindow = w !== undefined && (w.holders === undefined || w.holders.includes(h.holderId));
+  const { held, untilMs } = inWindow
+    ? heldByRetention(
+        w,
+        progress.commits,
+        h.lane,
+        h.retained,
+        asOfMs,
+        extra.retentionUnknownCommittedAtMs ?? -Infinity,
+        extra.retentionSightings,
+      )
+    : { held: RangeSet.EMPTY, untilMs: 0 };
+  if (held.isEmpty) return [claim];
+  const rest = h.retained.subtract(held);
+  return [{ ...claim, ranges: held, retainUntilMs: untilMs }, ...(rest.isEmpty ? [] : [{ ...claim, ranges: rest }])];
+}
+
+/**
+ * The configured bases and those materialized beside a holder (rolling bases), as its fresh
+ * receipts name them: like a disk claim at that holder's site, covering its lane through the base's cut.
+ */
+function holderBases(
+  topo: VolumeTopology,
+  holdings: readonly Holding[],
+  fresh: (h: Holding) => boolean,
+): EvaluationState["bases"] {
+  const bases = new Map(topo.bases.map((b) => [b.id, b]));
+  for (const h of holdings) {
+    if (h.volume !== topo.volume || !fresh(h)) continue;
+    for (const b of h.receipt.payload.manifest.baseSnapshots) {
+      if (b.volume !== topo.volume) continue;
+      const id = `${h.holderId}/${b.snapshotId}`;
+      const prev = bases.get(id);
+      bases.set(id, { id, holder: h.holderId, cut: { ...prev?.cut, [h.lane]: b.throughSeq }, bytes: prev?.bytes ?? 0 });
+    }
+  }
+  return [...bases.values()];
+}
+
+/**
+ * Each lane's head. What was written is at least what anyone receipted: a controller that
+ * restarted after the writer was lost still knows the head from the holders (writer progress is
+ * not durable).
+ */
+function laneHeads(
+  topo: VolumeTopology,
+  holdings: readonly Holding[],
+  progress: SourceProgress,
+): Record<string, number> {
+  const lanes: Record<string, number> = {};
+  for (const l of topo.lanes) lanes[l] = progress.heads[l] ?? 0;
+  for (const h of holdings)
+    if (h.volume === topo.volume && h.lane in lanes && h.retained.max !== undefined)
+      lanes[h.lane] = Math.max(lanes[h.lane]!, h.retained.max);
+  // ...and a coalesced window's end was written too (the images' cut is never cut off inside a window).
+  for (const h of holdings) {
+    const raw = topo.coalesced?.[h.lane];
+    const p = h.receipt.payload;
+    if (h.volume === topo.volume && raw !== undefined && raw in lanes && p.representation === "coalesced")
+      lanes[raw] = Math.max(lanes[raw]!, p.sourceCutSeq);
+  }
+  return lanes;
 }
 
 /**

@@ -5,20 +5,26 @@ import { foldFailover, type ControlState } from "../../custody/index.ts";
  * Which failover requests the controller commits (pure). Bad input is refused before anything is
  * committed, for every lane at once, so a request never leaves half its lanes failed over: lanes of
  * this volume only, each once and covered by an obligation, a cut only for a requested lane and not
- * above the highest sequence any holder receipted. A term that does not advance is refused by the control-log fold's own rule
- * (`foldFailover`, ControlFenceError `failover_order`), run here as a dry run on the folded state.
+ * above the highest sequence any holder receipted. A term that does not advance is refused by the control-log fold's
+ * own rule (`foldFailover`, ControlFenceError `failover_order`), run here as a dry run on the folded state.
  * A lane whose committed failover already has this term and cut is the same request again (its
  * reply was lost): it is answered from the log, not committed twice.
  */
 
-/** Thrown (answered, counted as `failover_request_refused`) for a request outside this controller's volume or above what holders hold. */
+/**
+ * Thrown (answered, counted as `failover_request_refused`) for a request outside this controller's volume or above what
+ * holders hold.
+ */
 export class FailoverRequestRefusedError extends CustodyError {
   constructor(reason: string, detail: Record<string, unknown>) {
     super("failover_request_refused", `failover request refused: ${reason}`, { reason, ...detail });
   }
 }
 
-/** A failover as asked: `lanes` of `volume` continue under writer `term` from `recoveredCut` (lane → sequence, 0 when absent). */
+/**
+ * A failover as asked: `lanes` of `volume` continue under writer `term` from `recoveredCut` (lane → sequence, 0 when
+ * absent).
+ */
 export interface FailoverRequest {
   readonly volume: string;
   readonly lanes: readonly string[];

@@ -1,7 +1,7 @@
 import { CustodyError } from "../../core/index.ts";
 import { HolderStatus, type ControlLogEntry } from "../../custody/index.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
-import type { ControllerCore } from "./controller-core.ts";
+import type { ControllerHandle } from "./controller-handle.ts";
 import { checkFailoverRequest, type FailoverRequest } from "./failover-request-check.ts";
 
 /** Where a new writer term starts on each lane, and the control-log entry that records it. */
@@ -27,7 +27,7 @@ export class FailoverRecordMissingError extends CustodyError {
 }
 
 /** The highest sequence any holder receipted on `lane` of `volume`, as the controller's ledger knows it. */
-function receiptedHead(controller: ControllerCore, volume: string, lane: string): number {
+function receiptedHead(controller: ControllerHandle, volume: string, lane: string): number {
   let top = 0;
   for (const h of controller.ledger.holdings({ volume, lane }))
     top = Math.max(top, h.retained.max ?? 0, h.prefix.through);
@@ -46,7 +46,7 @@ function receiptedHead(controller: ControllerCore, volume: string, lane: string)
  * committed again: its sequence is read back from the log, so a retry answers the committed plan.
  * Throws FailoverRequestRefusedError, ControlFenceError / ControlConflictError from the commit.
  */
-export async function commitFailover(controller: ControllerCore, req: FailoverRequest): Promise<FailoverPlan> {
+export async function commitFailover(controller: ControllerHandle, req: FailoverRequest): Promise<FailoverPlan> {
   const { volume, term } = req;
   const lanes = checkFailoverRequest(controller.follower.state, controller.config.topology, req, (lane) =>
     receiptedHead(controller, volume, lane),

@@ -11,7 +11,7 @@ import type { ValueSource } from "../../policies/index.ts";
 import { missingCoverage, type RepairInput } from "../repair/index.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
 import type { ControllerConfig, RepairConfig, StandbyHolder } from "./controller-config.ts";
-import type { ControllerPorts, RepairLauncher } from "./controller-ports.ts";
+import type { ControllerPorts, RepairLaunch, RepairLauncher } from "./controller-ports.ts";
 import { RepairService } from "./repair-service.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
@@ -36,15 +36,6 @@ export interface FailureRepairDeps {
   repairBandwidth(site: string, configured: number): { bytesPerSec: number; source: ValueSource };
   /** Something changed that the next status document should show. */
   nudge(): void;
-}
-
-/** A repair ready to run: in-process as a child `repairMachine`, or handed to a worker. */
-export interface RepairLaunch {
-  readonly input: RepairInput;
-  /** Hand it to a repair worker (`custody run repair`) instead of running it here. */
-  readonly remote: boolean;
-  /** How long a worker may take before the repair counts as failed (ms). */
-  readonly workerTimeoutMs: number;
 }
 
 /** A launched repair the runner waits to hear back from. */
@@ -97,7 +88,10 @@ export class FailureRepairRunner {
     );
   }
 
-  /** A required coverage gap has no admitted holder to copy to: bring in a standby at a site `survives` accepts (see StandbyEnlistment). */
+  /**
+   * A required coverage gap has no admitted holder to copy to: bring in a standby at a site `survives` accepts (see
+   * StandbyEnlistment).
+   */
   enlist(lane: string, gap: RangeSet, survives: (site: string) => boolean): void {
     this.enlistment.enlist(lane, gap, survives);
   }

@@ -1,7 +1,7 @@
 import type { RangeSet } from "../../lanes/index.ts";
 import type { RepairPort, RepairView } from "../repair/index.ts";
 import { obligationIdOf } from "../../protocol/index.ts";
-import type { ControllerCore } from "./controller-core.ts";
+import type { ControllerHandle } from "./controller-handle.ts";
 
 /** How often an in-process repair looks again for the replacement's receipts (ms): a memory read. */
 const IN_PROCESS_POLL_MS = 10;
@@ -12,7 +12,7 @@ const IN_PROCESS_POLL_MS = 10;
  * through the controller's serialized, fenced `commit`. The controller's NATS repair service answers
  * a remote repair with the same reads and commits (repair-service.ts), after checking the request.
  */
-export function inProcessRepairPort(core: ControllerCore): RepairPort {
+export function inProcessRepairPort(core: ControllerHandle): RepairPort {
   return {
     pollMs: IN_PROCESS_POLL_MS,
     view: (lanes) => Promise.resolve(repairViewOf(core, lanes)),
@@ -39,7 +39,7 @@ export function inProcessRepairPort(core: ControllerCore): RepairPort {
 }
 
 /** The controller's view of `lanes` of its volume, as a repair reads it (see `RepairPort.view`). */
-export function repairViewOf(core: ControllerCore, lanes: readonly string[]): RepairView {
+export function repairViewOf(core: ControllerHandle, lanes: readonly string[]): RepairView {
   const s = core.follower.state;
   const volume = core.config.topology.volume;
   const holders: Record<string, { status: string; incarnation: number }> = {};

@@ -95,62 +95,69 @@ export class LeaseKeeper {
       case "step_down":
         return this.depose(`${next.holder} holds it at term ${next.term}`);
       case "renew":
-        try {
-          await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({
-            type: "renew_lease",
-            volume: this.volume,
-            term: next.term,
-          }));
-          this.ports.counters.inc("lease_renewed");
-        } catch (err) {
-          this.ports.counters.inc(`lease_renew_${err instanceof CustodyError ? err.code : "failed"}`);
-          if (
-            err instanceof ControlFenceError &&
-            (err.code === ControlFenceCode.not_lease_holder || err.code === ControlFenceCode.stale_term)
-          ) {
-            const cur = leaseOf(this.ports.follower.state, this.volume);
-            await this.depose(
-              `its renewal was refused (${err.code}); ${cur?.holder ?? "nobody"} holds it at term ${cur?.term ?? 0}`,
-            );
-          }
-        }
-        return;
+        return this.renew(next.term);
       case "claim": {
         const from =
           lease === undefined
             ? "unleased"
             : `${lease.holder} at term ${lease.term}, silent for ${silentMs} ms by this clock`;
-        let seq: number;
-        try {
-          seq = (
-            await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({
-              type: "claim_lease",
-              volume: this.volume,
-              term: next.term,
-              renewMs: this.timings.renewMs,
-              timeoutMs: this.timings.timeoutMs,
-            }))
-          ).seq;
-        } catch (err) {
-          this.ports.counters.inc(`lease_claim_${err instanceof CustodyError ? err.code : "failed"}`);
-          return;
-        }
-        this.ports.counters.inc("lease_claimed");
-        this.ports.log(
-          `controller ${this.me}: claimed the control lease of ${this.volume} at term ${next.term} (seq ${seq}; was ${from}); active`,
-        );
-        try {
-          await this.ports.becomeActive();
-          this.roleNow = "active";
-        } catch (err) {
-          // Holding the lease without running the job would only delay a standby: claim again next tick.
-          this.ports.counters.inc(`lease_start_${err instanceof CustodyError ? err.code : "failed"}`);
-          this.ports.log(
-            `controller ${this.me}: cannot start after claiming ${this.volume}: ${(err as Error).message}`,
-          );
-        }
-        return;
+        return this.claim(next.term, from);
       }
+    }
+  }
+
+  /** Renews this controller's lease at `term`; a renewal the log refuses as not ours (any more) deposes it. */
+  private async renew(term: number): Promise<void> {
+    try {
+      await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({
+        type: "renew_lease",
+        volume: this.volume,
+        term,
+      }));
+      this.ports.counters.inc("lease_renewed");
+    } catch (err) {
+      this.ports.counters.inc(`lease_renew_${err instanceof CustodyError ? err.code : "failed"}`);
+      if (
+        err instanceof ControlFenceError &&
+        (err.code === ControlFenceCode.not_lease_holder || err.code === ControlFenceCode.stale_term)
+      ) {
+        const cur = leaseOf(this.ports.follower.state, this.volume);
+        await this.depose(
+          `its renewal was refused (${err.code}); ${cur?.holder ?? "nobody"} holds it at term ${cur?.term ?? 0}`,
+        );
+      }
+    }
+  }
+
+  /** Claims the lease at `term` (`from`: whose it was) and, once committed, becomes active. */
+  private async claim(term: number, from: string): Promise<void> {
+    let seq: number;
+    try {
+      seq = (
+        await commitControlEvent(this.ports.store, this.ports.follower, this.ports.identity, () => ({
+          type: "claim_lease",
+          volume: this.volume,
+          term,
+          renewMs: this.timings.renewMs,
+          timeoutMs: this.timings.timeoutMs,
+        }))
+      ).seq;
+    } catch (err) {
+      this.ports.counters.inc(`lease_claim_${err instanceof CustodyError ? err.code : "failed"}`);
+      return;
+    }
+    this.ports.counters.inc("lease_claimed");
+    this.ports.log(
+      `controller ${this.me}: claimed the control lease of ${this.volume} ` +
+        `at term ${term} (seq ${seq}; was ${from}); active`,
+    );
+    try {
+      await this.ports.becomeActive();
+      this.roleNow = "active";
+    } catch (err) {
+      // Holding the lease without running the job would only delay a standby: claim again next tick.
+      this.ports.counters.inc(`lease_start_${err instanceof CustodyError ? err.code : "failed"}`);
+      this.ports.log(`controller ${this.me}: cannot start after claiming ${this.volume}: ${(err as Error).message}`);
     }
   }
 
@@ -159,7 +166,8 @@ export class LeaseKeeper {
     this.roleNow = "standby";
     this.ports.counters.inc("lease_lost");
     this.ports.log(
-      `controller ${this.me}: lost the control lease of ${this.volume} (${why}); stepping down to standby, committing nothing more`,
+      `controller ${this.me}: lost the control lease of ${this.volume} (${why}); ` +
+        "stepping down to standby, committing nothing more",
     );
     await this.ports.stepDown();
   }

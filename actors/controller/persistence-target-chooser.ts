@@ -9,7 +9,10 @@ import { choosePersistenceTargets, type EvaluationState } from "../../policies/i
 import type { Counters } from "../../core/index.ts";
 import type { ControllerConfig } from "./controller-config.ts";
 
-/** What the chooser needs of its controller (`commit` runs inside the evaluation round, so it must not wait for the round). */
+/**
+ * What the chooser needs of its controller (`commit` runs inside the evaluation round, so it must not wait for the
+ * round).
+ */
 export interface PersistenceTargetChooserPorts {
   readonly counters: Counters;
   commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }>;

@@ -1,22 +1,10 @@
 import type { Holding } from "../../custody/index.ts";
 import type { CommitRun } from "../../policies/index.ts";
-import {
-  checkAllProtectedRam,
-  parseProtectedRamInput,
-  type DrainCapacities,
-  type ProtectedRamNode,
-} from "../../policies/index.ts";
+import { checkAllProtectedRam, parseProtectedRamInput } from "../../policies/index.ts";
 import { bytesOfRanges } from "./controller-spend.ts";
+import type { ProtectedRamLayout } from "./protected-ram-layout.ts";
 
-/**
- * The drain layout of a volume's protected-RAM holders, as the controller is told it: per holder,
- * the `custody admit` node description without its queue (the controller measures that from
- * receipts), and the capacities of shared drain targets and links.
- */
-export interface ProtectedRamLayout {
-  readonly nodes: Readonly<Record<string, Omit<ProtectedRamNode, "id" | "queuedProtectedBytes">>>;
-  readonly capacities?: Partial<DrainCapacities>;
-}
+export type { ProtectedRamLayout };
 
 /**
  * Holders whose protected-RAM claims the controller must not count as surviving power loss: with

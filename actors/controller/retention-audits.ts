@@ -1,4 +1,3 @@
-import type { TimerArm } from "../../core/index.ts";
 import { trace, type Tracer } from "@opentelemetry/api";
 import type { Clock, Counters, Random } from "../../core/index.ts";
 import { CustodyError, cryptoRandom } from "../../core/index.ts";
@@ -19,7 +18,7 @@ import type { Transport, TransportSubscription } from "../../transport/index.ts"
 import { fetchUnits } from "../repair/index.ts";
 import { retentionAnswerSpec, retentionChallengeSpec } from "../../protocol/index.ts";
 import type { ControllerConfig, RetentionAuditConfig } from "./controller-config.ts";
-import type { ControllerPorts } from "./controller-ports.ts";
+import type { AuditEvent, ControllerPorts } from "./controller-ports.ts";
 
 /**
  * Retention audits run by the controller (docs/custody.md, "Retention audits"). Every `everyMs`
@@ -30,22 +29,6 @@ import type { ControllerPorts } from "./controller-ports.ts";
  * A wrong or missing answer makes the holder unproven: the controller leaves its receipts out of
  * evaluation until a later audit passes. Cost is bounded by the period's byte budget.
  */
-
-/**
- * A finished audit, or the request for the next round's timer, handed back to the controller's
- * actor (the machine raises `timer.audit` to itself, and again after each round).
- */
-export type AuditEvent =
-  | TimerArm<{ type: "timer.audit" }>
-  | {
-      type: "audit.judged";
-      holder: string;
-      outcome: AuditOutcome;
-      reason: string | undefined;
-      atMs: number;
-      bytesRead: number;
-      cpuMicros: number;
-    };
 
 /** What the audits need of the controller. */
 export interface RetentionAuditDeps {
@@ -102,7 +85,9 @@ export class RetentionAudits {
     return this.book.rows(this.deps.holders);
   }
 
-  /** Per lane, what each active holder's admitted incarnation claims of raw units (released ranges already subtracted). */
+  /**
+   * Per lane, what each active holder's admitted incarnation claims of raw units (released ranges already subtracted).
+   */
   private claims(): Map<string, Map<string, RangeSet>> {
     const s = this.deps.controlState();
     const out = new Map<string, Map<string, RangeSet>>();
@@ -238,7 +223,10 @@ export class RetentionAuditConfigError extends CustodyError {
   }
 }
 
-/** Returns `c` when every field is a positive safe integer (a zero cadence would spin); throws RetentionAuditConfigError otherwise. Pure. */
+/**
+ * Returns `c` when every field is a positive safe integer (a zero cadence would spin); throws RetentionAuditConfigError
+ * otherwise. Pure.
+ */
 export function checkRetentionAuditConfig(c: RetentionAuditConfig): RetentionAuditConfig {
   for (const field of ["everyMs", "unitsPerChallenge", "answerTimeoutMs", "maxBytesPerPeriod", "periodMs"] as const) {
     const v: unknown = (c as unknown as Record<string, unknown>)[field];

@@ -16,7 +16,10 @@ export interface StandbyEnlistmentDeps {
   /** The newest folded control-log state. */
   controlState(): ControlState;
   commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }>;
-  /** Commits the admission and the responsibility transfers (`prepare_transfer` + `activate_replacement`), as repairs do. */
+  /**
+   * Commits the admission and the responsibility transfers (`prepare_transfer` + `activate_replacement`), as repairs
+   * do.
+   */
   readonly port: Pick<RepairPort, "admit" | "activate">;
   /** Standbys a failure repair has taken (never enlisted here as well). */
   taken(): ReadonlySet<string>;
@@ -57,7 +60,10 @@ export class StandbyEnlistment {
     return new Set(this.enlisting === undefined ? [] : [this.enlisting]);
   }
 
-  /** Starts enlisting a standby for `gap` of `lane` at a site `survives` accepts, unless one is on its way. Never throws. */
+  /**
+   * Starts enlisting a standby for `gap` of `lane` at a site `survives` accepts, unless one is on its way. Never
+   * throws.
+   */
   enlist(lane: string, gap: RangeSet, survives: (site: string) => boolean): void {
     if (this.enlisting !== undefined || this.d.clock.now() - this.failedAt < this.retryMs) return;
     const cfg = this.d.config.repair;

@@ -13,7 +13,10 @@ import type { HolderCore } from "./holder-core.ts";
  * else. Replies are paged by bytes, under `maxReplyBytes` (kept below the server's max_payload).
  */
 
-/** Answers one fetch request (asynchronously when disk is read). Bad requests and lanes not served here get no answer (counted). */
+/**
+ * Answers one fetch request (asynchronously when disk is read). Bad requests and lanes not served here get no answer
+ * (counted).
+ */
 export function answerFetch(
   core: HolderCore,
   msg: InboundMessage,

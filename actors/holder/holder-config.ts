@@ -15,7 +15,10 @@ const token = z
 const posInt = z.number().int().positive();
 const nonNegInt = z.number().int().nonnegative();
 
-/** Residency a holder may claim in its receipts (one home: core/residency.ts). `disk` needs a spill stream; `protected_ram` needs evidence. */
+/**
+ * Residency a holder may claim in its receipts (one home: core/residency.ts). `disk` needs a spill stream;
+ * `protected_ram` needs evidence.
+ */
 export { Residency as HolderResidency } from "../../core/index.ts";
 
 /** Protected-RAM evidence as measured on the host; every field is required (no default is evidence). */
@@ -90,7 +93,10 @@ export const holderConfigSchema = z.strictObject({
     .strictObject({
       intervalMs: posInt,
       deadlineMs: posInt,
-      /** The spill stream starts a new file at this size; a file with nothing left in custody is deleted. Default 64 MiB. */
+      /**
+       * The spill stream starts a new file at this size; a file with nothing left in custody is deleted. Default 64
+       * MiB.
+       */
       rotateBytes: posInt.optional(),
     })
     .optional(),

@@ -157,11 +157,11 @@ export class HolderCore {
       );
       this.spill = opened.set;
       // What the previous incarnation made durable is custody again, under this incarnation.
-      await adoptSpillRecords(this, opened.set, opened.recovered);
+      await adoptSpillRecords(this.context, opened.set, opened.recovered);
       this.later(this.config.flush.intervalMs, { type: "timer.flush" });
     }
     if (this.ports.preserved !== undefined && this.protectionOk())
-      adoptPreserved(this, await this.ports.preserved.recovered());
+      adoptPreserved(this.context, await this.ports.preserved.recovered());
     const t = this.ports.transport;
     const me = this.config.holderId;
     for (const [key, hl] of this.lanes) this.subscribeLane(key, hl);
@@ -178,7 +178,7 @@ export class HolderCore {
     this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
     this.unwatch = t.onConnection?.((event) => this.dispatch({ type: "transport.connection", event }));
     await t.flush();
-    requestAdmission(this);
+    requestAdmission(this.context);
     for (const hl of this.lanes.values()) for (const s of hl.edges.values()) s.requestCredit();
     // Senders learn this incarnation (and that it holds nothing of theirs yet) from the announcement.
     for (const hl of this.lanes.values()) hl.grantor.announce();
@@ -246,7 +246,10 @@ export class HolderCore {
     this.resendDue();
   }
 
-  /** Unsubscribes and stops timers, then closes the spill stream unless `keepSpill` (a fenced holder reads it to hand over first). Idempotent. */
+  /**
+   * Unsubscribes and stops timers, then closes the spill stream unless `keepSpill` (a fenced holder reads it to hand
+   * over first). Idempotent.
+   */
   async stop(keepSpill = false): Promise<void> {
     if (!this.stopped) {
       this.stopped = true;
@@ -306,7 +309,7 @@ export class HolderCore {
 
   private republishReceipts(): void {
     // Until the control log admits this incarnation, its receipts count for nothing: keep asking.
-    requestAdmission(this);
+    requestAdmission(this.context);
     for (const [key, hl] of this.lanes) {
       if (hl.obligations.retained.isEmpty) continue;
       this.publishReceipt(key);
@@ -369,7 +372,9 @@ export class HolderCore {
     this.tryRelease(key, hl);
   }
 
-  /** Releases what obligations allow. Pending receipts go out first: a unit is always receipted before it is forgotten. */
+  /**
+   * Releases what obligations allow. Pending receipts go out first: a unit is always receipted before it is forgotten.
+   */
   tryRelease(key: string, hl: HolderLane): void {
     if (hl.obligations.releasable().isEmpty) {
       hl.unpinForwarded();

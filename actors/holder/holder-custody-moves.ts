@@ -151,7 +151,10 @@ export class HolderCustodyMoves {
     if (this.evacuating) this.evacuationProgress();
   }
 
-  /** True when this holder persists (some of) `seqs` of the lane: the log names no other target for them, or custody needs the write anyway. */
+  /**
+   * True when this holder persists (some of) `seqs` of the lane: the log names no other target for them, or custody
+   * needs the write anyway.
+   */
   private targeted(hl: HolderLane, seqs: RangeSet, relieves: boolean): boolean {
     if (relieves || this.evacuating) return true;
     const flushable = this.core.ports.peers.flushable?.(this.core.config.holderId, hl.volume, hl.lane, seqs);

@@ -35,7 +35,10 @@ export function ignoresLaneReceipt(h: HolderContext, key: string, data: Uint8Arr
   return hl === undefined ? from === h.config.holderId : !actsOnReceiptsOf(h, hl, from);
 }
 
-/** Whether this holder acts on `holderId`'s receipt batches on lane `hl`: an edge's or the transfer neighbor's, never its own. */
+/**
+ * Whether this holder acts on `holderId`'s receipt batches on lane `hl`: an edge's or the transfer neighbor's, never
+ * its own.
+ */
 function actsOnReceiptsOf(h: HolderContext, hl: HolderLane, holderId: string): boolean {
   return holderId !== h.config.holderId && (hl.edges.has(holderId) || holderId === h.config.transferNeighbor);
 }

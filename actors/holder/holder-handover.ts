@@ -45,7 +45,9 @@ export interface HandoverReport {
   readonly unconfirmedSeqs: number;
 }
 
-/** Offers everything retained to incarnation `by` of this holder until its receipts cover it (or the rounds run out). */
+/**
+ * Offers everything retained to incarnation `by` of this holder until its receipts cover it (or the rounds run out).
+ */
 export async function handOver(core: HolderCore, by: number): Promise<HandoverReport> {
   const { transport, clock, peers } = core.io;
   const me = core.config.holderId;

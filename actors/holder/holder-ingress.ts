@@ -26,7 +26,7 @@ import type { HolderLane } from "./holder-lane.ts";
 import type { LaneAdmission } from "./lane-admission.ts";
 import { HolderRejectCode, type HolderInbound, type HolderTimer } from "./holder-ports.ts";
 import { authenticateUnits } from "./unit-authentication.ts";
-import { keepManifest } from "./lane-manifests.ts";
+import { keepManifest } from "./manifest-keeping.ts";
 import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
 
 /**
@@ -119,7 +119,10 @@ export function handleUnitMessage(h: HolderContext, act: IngressActions, key: st
   }
 }
 
-/** What ingress does with one unit of a frame: refuse it, note a replayed one for the next receipt and refuse it, or store it. */
+/**
+ * What ingress does with one unit of a frame: refuse it, note a replayed one for the next receipt and refuse it, or
+ * store it.
+ */
 type AdmissionStep = { readonly refused: string } | { readonly replayed: true } | CreditedUnit;
 
 interface CreditedUnit {

@@ -81,7 +81,8 @@ export class HolderLane {
   inTransfer = RangeSet.EMPTY;
   /** Consistency manifests kept beside this lane's retained range (listed in its receipts). */
   readonly manifests: LaneManifests;
-  readonly coalesced: boolean; // a writer's derived lane (configured `representation: coalesced`): receipted as coalesced
+  // a writer's derived lane (configured `representation: coalesced`): receipted as coalesced
+  readonly coalesced: boolean;
 
   constructor(
     cfg: { volume: string; lane: string; upstream: readonly string[]; downstream: readonly string[] },
@@ -353,7 +354,10 @@ export class HolderLane {
     return true;
   }
 
-  /** Retained RAM-resident units that intersect `seqs`, in sequence order (payloads copied), each with the writer attestation stored with it. */
+  /**
+   * Retained RAM-resident units that intersect `seqs`, in sequence order (payloads copied), each with the writer
+   * attestation stored with it.
+   */
   ramUnits(seqs: RangeSet): LoadedUnit[] {
     const out: LoadedUnit[] = [];
     for (const id of this.arena.segmentsOf(this.volume, this.lane)) {

@@ -38,7 +38,9 @@ export class ReceiptPublisher {
     if (!this.armed) this.arm(this.h.config.receipts.maxDelayMs);
   }
 
-  /** On `timer.receipts`: publishes every batch that is full or past its maximum delay; re-arms the timer for the rest. */
+  /**
+   * On `timer.receipts`: publishes every batch that is full or past its maximum delay; re-arms the timer for the rest.
+   */
   flushDue(): void {
     this.armed = false;
     const now = this.h.ports.clock.now();

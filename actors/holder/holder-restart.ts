@@ -10,7 +10,7 @@ import type { TransportUnit } from "../../lanes/index.ts";
 import { admitSubject } from "../../protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import { failureDomainOf } from "../../custody/index.ts";
-import type { HolderCore } from "./holder-core.ts";
+import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
 import type { PreservedUnit } from "./holder-ports.ts";
 import { authenticateDecoded } from "./unit-authentication.ts";
@@ -31,7 +31,7 @@ import { authenticateDecoded } from "./unit-authentication.ts";
 
 /** Re-admits every spill record of a served lane; returns the sequences taken back per lane key. */
 export async function adoptSpillRecords(
-  core: HolderCore,
+  h: HolderContext,
   spill: SpillSet,
   recovered: readonly {
     info: { volume: string; lane: string; offset: number; length: number };
@@ -43,9 +43,9 @@ export async function adoptSpillRecords(
   const records = [...recovered].sort((a, b) => a.info.offset - b.info.offset);
   for (const r of records) {
     const key = laneKey(r.info.volume, r.info.lane);
-    const hl = core.lanes.get(key);
+    const hl = h.lanes.get(key);
     if (hl === undefined) {
-      core.counters.inc("restart_spill_foreign_lane");
+      h.counters.inc("restart_spill_foreign_lane");
       void spill.release(r.evidence);
       continue;
     }
@@ -53,7 +53,7 @@ export async function adoptSpillRecords(
       const { body } = await spill.read(r.evidence);
       const units = decodeSegment(body).units;
       if (!units.every((u) => fits(hl, u))) {
-        core.counters.inc("restart_spill_conflict");
+        h.counters.inc("restart_spill_conflict");
         void spill.release(r.evidence);
         continue;
       }
@@ -64,9 +64,9 @@ export async function adoptSpillRecords(
       hl.obligations.persisted(seqs);
       hl.lastDiskEvidence = r.evidence;
       out.set(key, (out.get(key) ?? RangeSet.EMPTY).union(seqs));
-      core.counters.inc("restart_spill_adopted_units", units.length);
+      h.counters.inc("restart_spill_adopted_units", units.length);
     } catch (err) {
-      core.counters.inc(`restart_spill_${(err as { code?: string }).code ?? "unreadable"}`);
+      h.counters.inc(`restart_spill_${(err as { code?: string }).code ?? "unreadable"}`);
     }
   }
   return out;
@@ -82,44 +82,44 @@ function fits(hl: HolderLane, u: TransportUnit): boolean {
 }
 
 /** Re-admits units the platform preserved in protected RAM; returns how many were taken back. */
-export function adoptPreserved(core: HolderCore, units: readonly PreservedUnit[]): number {
+export function adoptPreserved(h: HolderContext, units: readonly PreservedUnit[]): number {
   let n = 0;
   for (const u of [...units].sort((a, b) => a.firstSeq - b.firstSeq)) {
     const key = laneKey(u.volume, u.lane);
-    const hl = core.lanes.get(key);
+    const hl = h.lanes.get(key);
     if (hl === undefined || !fits(hl, u)) {
-      core.counters.inc("restart_preserved_skipped");
+      h.counters.inc("restart_preserved_skipped");
       continue;
     }
     const bytes = unitRecordBytes(u);
     const got = hl.reserve(bytes);
     if (got < bytes) {
       hl.forfeit(got);
-      core.counters.inc("restart_preserved_no_space");
+      h.counters.inc("restart_preserved_no_space");
       continue;
     }
     // Where the holder checks units, the token the region kept must still list the unit (else it
     // is left out, counted): then it is stored with it, so the unit goes on as the writer's.
     const { attestation, ...unit } = u;
-    const verdict = authenticateDecoded(core.io.writerKeys, attestation === undefined ? [] : [attestation], [
+    const verdict = authenticateDecoded(h.ports.writerKeys, attestation === undefined ? [] : [attestation], [
       unit,
     ])?.[0];
     if (verdict !== undefined && !verdict.ok) {
       hl.forfeit(bytes);
-      core.counters.inc(`restart_preserved_${verdict.code}`);
+      h.counters.inc(`restart_preserved_${verdict.code}`);
       continue;
     }
     // The lane's arena actor checks every unit's digest again before it stores it.
     const r = hl.admit(unit, attestation);
     if (r.kind !== "stored") {
       hl.forfeit(bytes);
-      core.counters.inc("restart_preserved_skipped");
+      h.counters.inc("restart_preserved_skipped");
       continue;
     }
     n++;
   }
-  for (const hl of core.lanes.values()) hl.seal();
-  core.counters.inc("restart_preserved_units", n);
+  for (const hl of h.lanes.values()) hl.seal();
+  h.counters.inc("restart_preserved_units", n);
   return n;
 }
 
@@ -127,8 +127,8 @@ export function adoptPreserved(core: HolderCore, units: readonly PreservedUnit[]
  * Publishes this incarnation's signed admission request unless the control log (as the peer
  * directory knows it) already admitted it. Returns true when a request went out.
  */
-export function requestAdmission(core: HolderCore): boolean {
-  const { config, io } = core;
+export function requestAdmission(h: HolderContext): boolean {
+  const { config, ports: io } = h;
   if (io.peers.incarnation(config.holderId) === config.incarnation) return false;
   const publicKey = rawPublicKey(createPublicKey(io.privateKey));
   const req = {
@@ -139,6 +139,6 @@ export function requestAdmission(core: HolderCore): boolean {
     at: Math.floor(io.clock.now()),
   };
   io.transport.publish(admitSubject(config.holderId), encodeAdmissionRequest(req, io.privateKey));
-  core.counters.inc("admission_requested");
+  h.counters.inc("admission_requested");
   return true;
 }

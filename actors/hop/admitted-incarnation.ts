@@ -12,7 +12,10 @@ export function believesIncarnation(peers: PeerDirectory, holderId: string, inca
   return admitted === undefined || incarnation <= admitted || peers.key(holderId, incarnation) !== undefined;
 }
 
-/** A credit sender's checks of edge `edge`'s grants: believe only its admitted incarnations, and count what is refused as `edge_credit_<code>`. */
+/**
+ * A credit sender's checks of edge `edge`'s grants: believe only its admitted incarnations, and count what is refused
+ * as `edge_credit_<code>`.
+ */
 export function edgeGrantChecks(
   peers: PeerDirectory,
   counters: { inc(name: string): void },

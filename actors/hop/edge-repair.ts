@@ -18,7 +18,10 @@ export interface DownstreamLane {
   readonly edges: ReadonlyMap<string, CreditSender>;
   readonly obligations: LaneObligations;
   readonly sendLogs: Map<string, SendLog>;
-  /** Per receiver: how many times `afterMs` to wait; doubles while re-sends bring no receipt (a receiver refusing them is not flooded). */
+  /**
+   * Per receiver: how many times `afterMs` to wait; doubles while re-sends bring no receipt (a receiver refusing them
+   * is not flooded).
+   */
   readonly resendBackoff: Map<string, number>;
 }
 

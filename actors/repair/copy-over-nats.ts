@@ -59,7 +59,10 @@ export function splitBySeqs(seqs: RangeSet, n: number): RangeSet[] {
   return out;
 }
 
-/** Offers `units` to `to` as transfer offers of at most `maxBytes` each, with the writer attestations known for them (by first sequence). */
+/**
+ * Offers `units` to `to` as transfer offers of at most `maxBytes` each, with the writer attestations known for them (by
+ * first sequence).
+ */
 export function offerUnits(
   transport: Transport,
   from: string,

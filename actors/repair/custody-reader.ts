@@ -20,7 +20,8 @@ import {
 } from "../../protocol/index.ts";
 import type { SurvivorSource } from "./survivor-source.ts";
 
-// Reads of retained units over NATS; the `unit-fetch` / `unit-batch` kinds and the page rules are in protocol/wire/unit-fetch.ts.
+// Reads of retained units over NATS; the `unit-fetch` / `unit-batch` kinds and the page rules are in
+// protocol/wire/unit-fetch.ts.
 
 /** Serves `source` (an in-process holder's retained units) on the holder's fetch subject. */
 export function serveCustodyReads(transport: Transport, source: SurvivorSource): TransportSubscription {

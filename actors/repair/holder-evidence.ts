@@ -27,7 +27,10 @@ export interface HolderEvidence {
   readonly heard: string[];
   /** Batches refused by verification, per error code (they changed nothing). */
   readonly rejected: Record<string, number>;
-  /** The writer's progress (a controller's SourceProgress), when it published any (else empty: heads then come from the receipts). */
+  /**
+   * The writer's progress (a controller's SourceProgress), when it published any (else empty: heads then come from the
+   * receipts).
+   */
   readonly progress: { readonly heads: Record<string, number>; readonly commits: CommitRun[] };
   /** How long it listened (ms). */
   readonly listenedMs: number;
@@ -77,13 +80,7 @@ export async function gatherHolderEvidence(
   );
   const receipts = transport.subscribe(receiptsOfVolume(q.volume), (msg) => {
     try {
-      const { volume, lane } = parseSubjectOf("receipt", msg.subject);
-      const signed = decodeMessage(receiptBatchSpec, msg.data);
-      const ctx = {
-        ...receiptVerifyContext(s, { volume, lane, subject: receiptSubject(volume, lane) }),
-        released: () => RangeSet.EMPTY,
-      };
-      ledger.apply(signed, ctx);
+      const { volume, lane } = applyReceiptBatch(ledger, s, msg);
       for (const h of ledger.holdings({ volume, lane })) seen.add(`${h.holderId}/${lane}`);
       if (complete()) done();
     } catch (err) {
@@ -91,22 +88,9 @@ export async function gatherHolderEvidence(
       rejected[code] = (rejected[code] ?? 0) + 1;
     }
   });
-  const events = transport.subscribe(eventSubject(q.volume), (msg) => {
-    try {
-      const decoded = decodeAny(msg.data);
-      if (decoded.kind !== "writer-progress") return;
-      const p = decoded.body as WriterProgressMessage;
-      if (p.volume !== q.volume) return;
-      for (const l of p.lanes) {
-        if (!q.lanes.includes(l.lane)) continue;
-        heads[l.lane] = Math.max(heads[l.lane] ?? 0, l.head);
-        for (const [first, last, at, bytes] of l.runs)
-          commits.push({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
-      }
-    } catch {
-      // a malformed event is skipped, as the controller skips it
-    }
-  });
+  const events = transport.subscribe(eventSubject(q.volume), (msg) =>
+    noteWriterProgress(msg.data, q.volume, q.lanes, heads, commits),
+  );
   const timer = setTimeout(done, q.waitMs);
   try {
     await finished;
@@ -123,4 +107,50 @@ export async function gatherHolderEvidence(
     progress: { heads, commits },
     listenedMs: Math.round(q.clock.now() - started),
   };
+}
+
+/**
+ * Verifies a receipt batch against the folded control log `s` into `ledger` (releases are not
+ * subtracted). Throws when the subject, the encoding or the verification is wrong.
+ */
+function applyReceiptBatch(
+  ledger: ReceiptLedger,
+  s: ControlState,
+  msg: { readonly subject: string; readonly data: Uint8Array },
+): { volume: string; lane: string } {
+  const { volume, lane } = parseSubjectOf("receipt", msg.subject);
+  const signed = decodeMessage(receiptBatchSpec, msg.data);
+  const ctx = {
+    ...receiptVerifyContext(s, { volume, lane, subject: receiptSubject(volume, lane) }),
+    released: () => RangeSet.EMPTY,
+  };
+  ledger.apply(signed, ctx);
+  return { volume, lane };
+}
+
+/**
+ * Adds a writer-progress event of `volume` to `heads` and `commits` (lanes in `lanes` only). Other
+ * event kinds and malformed events are skipped, as the controller skips them.
+ */
+function noteWriterProgress(
+  data: Uint8Array,
+  volume: string,
+  lanes: readonly string[],
+  heads: Record<string, number>,
+  commits: CommitRun[],
+): void {
+  try {
+    const decoded = decodeAny(data);
+    if (decoded.kind !== "writer-progress") return;
+    const p = decoded.body as WriterProgressMessage;
+    if (p.volume !== volume) return;
+    for (const l of p.lanes) {
+      if (!lanes.includes(l.lane)) continue;
+      heads[l.lane] = Math.max(heads[l.lane] ?? 0, l.head);
+      for (const [first, last, at, bytes] of l.runs)
+        commits.push({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
+    }
+  } catch {
+    // a malformed event is skipped, as the controller skips it
+  }
 }

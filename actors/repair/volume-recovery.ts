@@ -82,37 +82,7 @@ export interface RecoveryResult {
 export async function recoverVolume(inp: RecoveryInput): Promise<RecoveryResult> {
   const fl = inp.fileLayer ?? nodeFileLayer;
   const { byLane, verified } = openUnits(inp.volume, inp.lanes, inp.dataKey, inp.units);
-  // Per lane: the contiguous run after the base (bounded by upTo).
-  const cut: Record<string, number> = {};
-  let consistentLsn = Infinity;
-  const chosen: WriteRecord[] = [];
-  for (const lane of inp.lanes) {
-    const m = byLane.get(lane)!;
-    const from = (inp.base?.cut[lane] ?? 0) + 1;
-    let through = contiguousFrom(m, from);
-    const bound = inp.upTo?.[lane];
-    if (bound !== undefined) {
-      if (through < bound) throw new RecoveryGapError({ lane, from, through, wanted: bound });
-      through = bound;
-    }
-    cut[lane] = through;
-    let laneMaxLsn = 0;
-    for (let s = from; s <= through; s++) {
-      const r = m.get(s)!;
-      chosen.push(r);
-      laneMaxLsn = Math.max(laneMaxLsn, r.lsn);
-    }
-    // A lane that stops before its known head limits the cross-lane cut to its last LSN.
-    const complete = inp.knownHeads?.[lane] !== undefined && through >= inp.knownHeads[lane]!;
-    if (!complete && inp.lanes.length > 1 && through >= from) consistentLsn = Math.min(consistentLsn, laneMaxLsn);
-  }
-  const apply = chosen.filter((r) => r.lsn <= consistentLsn);
-  if (inp.lanes.length > 1) {
-    for (const lane of inp.lanes) {
-      const mine = apply.filter((r) => byLane.get(lane)!.get(r.seq) === r);
-      cut[lane] = mine.length > 0 ? mine.reduce((m, r) => Math.max(m, r.seq), 0) : (inp.base?.cut[lane] ?? 0);
-    }
-  }
+  const { cut, apply } = chooseRecords(inp, byLane);
   if (inp.staged !== true) await stageRecoveryDestination(inp.dir, inp.blockCount, inp);
   try {
     const vol = await openStagedVolume(fl, inp.dir);
@@ -151,6 +121,49 @@ export async function recoverVolume(inp: RecoveryInput): Promise<RecoveryResult>
     await discardStagedVolume(fl, inp.dir).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The records to apply and the cut they reach: per lane the contiguous run after the base (bounded
+ * by `upTo`); with several lanes, only records up to the LSN where the first incomplete lane stops,
+ * so the lanes' cuts are consistent with each other.
+ */
+function chooseRecords(
+  inp: RecoveryInput,
+  byLane: ReturnType<typeof openUnits>["byLane"],
+): { cut: Record<string, number>; apply: WriteRecord[] } {
+  // Per lane: the contiguous run after the base (bounded by upTo).
+  const cut: Record<string, number> = {};
+  let consistentLsn = Infinity;
+  const chosen: WriteRecord[] = [];
+  for (const lane of inp.lanes) {
+    const m = byLane.get(lane)!;
+    const from = (inp.base?.cut[lane] ?? 0) + 1;
+    let through = contiguousFrom(m, from);
+    const bound = inp.upTo?.[lane];
+    if (bound !== undefined) {
+      if (through < bound) throw new RecoveryGapError({ lane, from, through, wanted: bound });
+      through = bound;
+    }
+    cut[lane] = through;
+    let laneMaxLsn = 0;
+    for (let s = from; s <= through; s++) {
+      const r = m.get(s)!;
+      chosen.push(r);
+      laneMaxLsn = Math.max(laneMaxLsn, r.lsn);
+    }
+    // A lane that stops before its known head limits the cross-lane cut to its last LSN.
+    const complete = inp.knownHeads?.[lane] !== undefined && through >= inp.knownHeads[lane]!;
+    if (!complete && inp.lanes.length > 1 && through >= from) consistentLsn = Math.min(consistentLsn, laneMaxLsn);
+  }
+  const apply = chosen.filter((r) => r.lsn <= consistentLsn);
+  if (inp.lanes.length > 1) {
+    for (const lane of inp.lanes) {
+      const mine = apply.filter((r) => byLane.get(lane)!.get(r.seq) === r);
+      cut[lane] = mine.length > 0 ? mine.reduce((m, r) => Math.max(m, r.seq), 0) : (inp.base?.cut[lane] ?? 0);
+    }
+  }
+  return { cut, apply };
 }
 
 /**
@@ -221,7 +234,10 @@ export function contiguousFrom(records: ReadonlyMap<number, WriteRecord>, from: 
 /** Writes admitted together: the volume commits them as one group (one barrier), in call order. */
 const WRITE_BATCH = 256;
 
-/** Writes `records` into `vol` in LSN order (no sync), in batches the volume group-commits; `signal` is checked between batches. */
+/**
+ * Writes `records` into `vol` in LSN order (no sync), in batches the volume group-commits; `signal` is checked between
+ * batches.
+ */
 export async function applyRecords(
   vol: SmartWalVolume,
   records: readonly WriteRecord[],

@@ -21,7 +21,10 @@ export interface CatchUpPlan {
   readonly walHead: number;
   /** The snapshot's checkpoint LSN when blocks are sent. */
   readonly checkpointLsn?: number;
-  /** True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a delta was used. */
+  /**
+   * True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a
+   * delta was used.
+   */
   readonly fellBackToDelta: boolean;
   readonly blocks: readonly SnapshotBlock[];
   readonly pieces: readonly RecordPiece[];

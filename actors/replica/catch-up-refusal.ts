@@ -1,6 +1,9 @@
 import { CustodyError } from "../../core/index.ts";
 
-/** Why the primary's catch-up service refused a request (the `code` of CatchUpRefusedError and of `replica-catchup-refused`). */
+/**
+ * Why the primary's catch-up service refused a request (the `code` of CatchUpRefusedError and of
+ * `replica-catchup-refused`).
+ */
 export const CatchUpRefusal = {
   /** The asking replica is not one the primary was configured to serve. */
   NotConfigured: "catchup_not_configured",

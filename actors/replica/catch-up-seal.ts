@@ -43,7 +43,10 @@ export function sealItems(
   return sealPayload(key, identity(volume, session, cursor, items.length), records);
 }
 
-/** Opens a chunk; throws PayloadDecryptError (`payload_decrypt_failed`) when it does not authenticate as exactly these items. */
+/**
+ * Opens a chunk; throws PayloadDecryptError (`payload_decrypt_failed`) when it does not authenticate as exactly these
+ * items.
+ */
 export function openItems(
   key: Uint8Array,
   volume: string,

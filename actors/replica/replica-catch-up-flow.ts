@@ -10,11 +10,12 @@ import {
   replicaCatchupPlanSpec,
   replicaCatchupRefusedSpec,
   replicaCatchupSubject,
+  type WireCatchupPlan,
 } from "../../protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RecoveryDecision } from "../../volume/index.ts";
 import { CatchUpRefusedError } from "./catch-up-refusal.ts";
-import { openItems } from "./catch-up-seal.ts";
+import { openItems, type CatchUpItem } from "./catch-up-seal.ts";
 import type { ReplicaCore } from "./replica-core.ts";
 
 /** What a catch-up did. */
@@ -28,7 +29,10 @@ export interface CatchUpReport {
   readonly walRecordsReplayed: number;
   readonly deltaBlocks: number;
   readonly flushedLsn: number;
-  /** True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a delta was used. */
+  /**
+   * True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a
+   * delta was used.
+   */
   readonly fellBackToDelta: boolean;
 }
 
@@ -80,46 +84,9 @@ export async function runCatchUp(core: ReplicaCore, link: CatchUpLink): Promise<
       replicaCatchupChunkSpec,
       encodeMessage(replicaCatchupNextSpec, { replica, volume, session: plan.session, cursor }),
     );
-    if (
-      chunk.session !== plan.session ||
-      chunk.cursor !== cursor ||
-      chunk.count === 0 ||
-      cursor + chunk.count > plan.items ||
-      chunk.done !== (cursor + chunk.count === plan.items)
-    ) {
-      throw new CatchUpChunkError("a chunk does not continue its session", {
-        session: chunk.session,
-        cursor: chunk.cursor,
-        count: chunk.count,
-      });
-    }
+    checkChunkContinues(chunk, plan, cursor);
     const items = openItems(link.dataKey, volume, plan.session, cursor, chunk.count, chunk.sealed);
-    const blocks: { lba: number; data: Uint8Array }[] = [];
-    // The snapshot's LSN counts once its last block is applied; blocks go before any record.
-    const applyBlocks = async (next: number) => {
-      if (blocks.length > 0)
-        await core.applyBlocks(blocks.splice(0), next === plan.deltaBlocks ? (plan.checkpointLsn ?? 0) : 0);
-    };
-    for (const [i, it] of items.entries()) {
-      const isBlock = cursor + i < plan.deltaBlocks;
-      if ((it.kind === "block") !== isBlock)
-        throw new CatchUpChunkError(
-          `item ${cursor + i} is not the ${isBlock ? "block" : "record"} the plan announced`,
-          { item: cursor + i },
-        );
-      if (it.kind === "block") {
-        blocks.push({ lba: it.lba, data: it.data });
-        continue;
-      }
-      await applyBlocks(cursor + i);
-      if (it.last) {
-        await core.applyRecord(it.lsn, it.lba, it.data);
-        replayed++;
-      } else {
-        await core.applyPiece(it.lsn, it.lba, it.data);
-      }
-    }
-    await applyBlocks(cursor + items.length);
+    replayed += await applyItems(core, plan, cursor, items);
     cursor += chunk.count;
   }
   const flushed = await core.barrier();
@@ -134,4 +101,68 @@ export async function runCatchUp(core: ReplicaCore, link: CatchUpLink): Promise<
     flushedLsn: flushed,
     fellBackToDelta: plan.fellBackToDelta,
   };
+}
+
+/**
+ * Throws CatchUpChunkError unless `chunk` is the next of the plan's session, at `cursor`, and says `done` only at the
+ * end.
+ */
+function checkChunkContinues(
+  chunk: { session: string; cursor: number; count: number; done: boolean },
+  plan: WireCatchupPlan,
+  cursor: number,
+): void {
+  if (
+    chunk.session !== plan.session ||
+    chunk.cursor !== cursor ||
+    chunk.count === 0 ||
+    cursor + chunk.count > plan.items ||
+    chunk.done !== (cursor + chunk.count === plan.items)
+  ) {
+    throw new CatchUpChunkError("a chunk does not continue its session", {
+      session: chunk.session,
+      cursor: chunk.cursor,
+      count: chunk.count,
+    });
+  }
+}
+
+/**
+ * Applies the opened `items` of the chunk at `cursor` through the core in order: snapshot blocks
+ * (the snapshot's LSN counts once its last block is applied; blocks go before any record), then
+ * WAL records, a split record's pieces before its last. Returns how many records were replayed.
+ */
+async function applyItems(
+  core: ReplicaCore,
+  plan: WireCatchupPlan,
+  cursor: number,
+  items: readonly CatchUpItem[],
+): Promise<number> {
+  let replayed = 0;
+  const blocks: { lba: number; data: Uint8Array }[] = [];
+  // The snapshot's LSN counts once its last block is applied; blocks go before any record.
+  const applyBlocks = async (next: number) => {
+    if (blocks.length > 0)
+      await core.applyBlocks(blocks.splice(0), next === plan.deltaBlocks ? (plan.checkpointLsn ?? 0) : 0);
+  };
+  for (const [i, it] of items.entries()) {
+    const isBlock = cursor + i < plan.deltaBlocks;
+    if ((it.kind === "block") !== isBlock)
+      throw new CatchUpChunkError(`item ${cursor + i} is not the ${isBlock ? "block" : "record"} the plan announced`, {
+        item: cursor + i,
+      });
+    if (it.kind === "block") {
+      blocks.push({ lba: it.lba, data: it.data });
+      continue;
+    }
+    await applyBlocks(cursor + i);
+    if (it.last) {
+      await core.applyRecord(it.lsn, it.lba, it.data);
+      replayed++;
+    } else {
+      await core.applyPiece(it.lsn, it.lba, it.data);
+    }
+  }
+  await applyBlocks(cursor + items.length);
+  return replayed;
 }

@@ -117,7 +117,10 @@ export class ReplicaCore {
     for (const g of this.grantors.values()) g.close();
   }
 
-  /** One message on our unit subject: a unit, a frame of units, a credit request or a barrier. Bad input is counted, nothing applied. */
+  /**
+   * One message on our unit subject: a unit, a frame of units, a credit request or a barrier. Bad input is counted,
+   * nothing applied.
+   */
   handleMessage(lane: string, msg: InboundMessage): void {
     const g = this.grantors.get(lane)!;
     const head = senderOf(msg.headers);
@@ -196,7 +199,9 @@ export class ReplicaCore {
     return this.chain;
   }
 
-  /** Applies a checkpoint-consistent delta (null = unmapped, written as zeros); afterwards the replica is at `asOfLsn`. */
+  /**
+   * Applies a checkpoint-consistent delta (null = unmapped, written as zeros); afterwards the replica is at `asOfLsn`.
+   */
   applyBlocks(blocks: readonly SnapshotBlock[], asOfLsn: number): Promise<void> {
     this.chain = this.chain.then(async () => {
       for (const b of blocks) await this.ports.volume.write(b.lba, b.data ?? new Uint8Array(BLOCK_SIZE));

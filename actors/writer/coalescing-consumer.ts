@@ -78,7 +78,9 @@ export class CoalescingConsumer {
     if (endOfWrite && this.openRecords >= this.spec.windowRecords) this.closeAll();
   }
 
-  /** Closes the windows once the oldest is past its age, then coalesces within the CPU budget and ships what it derived. */
+  /**
+   * Closes the windows once the oldest is past its age, then coalesces within the CPU budget and ships what it derived.
+   */
   tick(): void {
     const now = this.seams.clock.now();
     const age = this.spec.windowMs;
@@ -97,7 +99,10 @@ export class CoalescingConsumer {
     if (this.newestCut !== undefined) this.seams.manifest?.(this.newestCut);
   }
 
-  /** Closes every open window now and ticks (a graceful stop does not wait for the cadence; the CPU budget still holds per call). */
+  /**
+   * Closes every open window now and ticks (a graceful stop does not wait for the cadence; the CPU budget still holds
+   * per call).
+   */
   flush(): void {
     this.closeAll();
     this.tick();

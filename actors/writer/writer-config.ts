@@ -1,6 +1,6 @@
 import { CustodyError } from "../../core/index.ts";
 import type { Site } from "../../policies/index.ts";
-import type { CoalescedStreamSpec } from "./coalesced-stream.ts";
+import type { CoalescedStreamSpec } from "./coalesced-stream-spec.ts";
 
 /**
  * Configuration of a volume writer: which lanes its log is spread over (by LBA range), the

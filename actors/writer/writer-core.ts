@@ -325,7 +325,10 @@ export class WriterCore {
     }
   }
 
-  /** Forgets units every first hop's current incarnation has receipted (and, by default, the controller confirmed), and lets waiting writes in. */
+  /**
+   * Forgets units every first hop's current incarnation has receipted (and, by default, the controller confirmed), and
+   * lets waiting writes in.
+   */
   private dropReceipted(l: WriterLane): void {
     let done = l.obligations.releasable();
     if (this.retainUntil === "confirmed") done = done.intersect(RangeSet.of(0, Math.max(0, l.confirmed)));

@@ -15,7 +15,10 @@ const laneSeqs = z
   .record(identifier, uint)
   .refine((m) => Object.keys(m).length <= MAX_LANES, { message: `at most ${MAX_LANES} lanes` });
 
-/** `failover-request` v1: record a failover of `lanes` of `volume` to writer term `term`, continuing from `recoveredCut`. */
+/**
+ * `failover-request` v1: record a failover of `lanes` of `volume` to writer term `term`, continuing from
+ * `recoveredCut`.
+ */
 export const failoverRequestSpec = defineMessage({
   kind: "failover-request",
   version: 1,
@@ -39,7 +42,10 @@ const plan = z.strictObject({
   controlSeq: laneSeqs,
 });
 
-/** `failover-answer` v1: `{ok: true, plan}`, or `{ok: false, code, message}` when the controller refused (nothing committed by the refused step). */
+/**
+ * `failover-answer` v1: `{ok: true, plan}`, or `{ok: false, code, message}` when the controller refused (nothing
+ * committed by the refused step).
+ */
 export const failoverAnswerSpec = defineMessage({
   kind: "failover-answer",
   version: 1,

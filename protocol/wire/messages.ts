@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { defineMessage } from "./codec.ts";
-import { bytes, fixedBytes, identifier, timestampMs, uint } from "./fields.ts";
+import { identifier, uint } from "./fields.ts";
 import { isValidToken } from "../subjects.ts";
 import { FRAME_MAX_UNITS, UNIT_MAX_BYTES } from "./limits.ts";
 import { fastDecodeUnit } from "./unit-fast-decode.ts";
 import { fastDecodeUnitFrame } from "./unit-frame-codec.ts";
+import { unitFrameSchema, unitSchema, type WireUnit, type WireUnitFrame } from "./unit-schemas.ts";
 
 /**
  * The message kinds of the lane data path. Each has one zod schema (the runtime validator) and
@@ -13,44 +14,10 @@ import { fastDecodeUnitFrame } from "./unit-frame-codec.ts";
  */
 
 export { FRAME_MAX_UNITS, UNIT_MAX_BYTES };
+export { unitFrameSchema, unitSchema, type WireUnit, type WireUnitFrame };
 
 /** Largest credit / credit-request encoding accepted (four identifiers of <= 128 chars, a few integers). */
 export const CREDIT_MAX_BYTES = 4 * 1024;
-
-/**
- * A lane transport unit: records `firstSeq..lastSeq` (inclusive) of one lane, written under
- * writer `term`, with one commit timestamp per record, the opaque (encrypted) payload and its
- * SHA-256 digest. Cross-field rules: `lastSeq >= firstSeq` and
- * `commitTs.length === lastSeq - firstSeq + 1`.
- */
-export const unitSchema = z
-  .object({
-    volume: identifier,
-    lane: identifier,
-    term: uint,
-    firstSeq: uint,
-    lastSeq: uint,
-    commitTs: z.array(timestampMs),
-    payload: bytes,
-    digest: fixedBytes(32),
-  })
-  .superRefine((u, ctx) => {
-    if (u.lastSeq < u.firstSeq) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["lastSeq"],
-        message: `lastSeq ${u.lastSeq} is below firstSeq ${u.firstSeq}`,
-      });
-    } else if (u.commitTs.length !== u.lastSeq - u.firstSeq + 1) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["commitTs"],
-        message: `needs one timestamp per record (${u.lastSeq - u.firstSeq + 1}), got ${u.commitTs.length}`,
-      });
-    }
-  });
-/** A transport unit as decoded from the wire (structurally the lanes' `TransportUnit`). */
-export type WireUnit = z.infer<typeof unitSchema>;
 
 const isUint = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) >= 0;
 
@@ -75,50 +42,6 @@ export const unitSpec = defineMessage({
   fastPath: fastUnit,
   fastDecode: fastDecodeUnit,
 });
-
-/** Per-unit message headers inside a frame (trace context): at most 8 short string pairs. */
-const unitHeaders = z
-  .record(z.string().max(64), z.string().max(1024))
-  .refine((h) => Object.keys(h).length <= 8, { message: "at most 8 headers per unit" });
-
-/**
- * A frame: several complete transport units for one lane, sent as one message when a sender has
- * more than one unit ready at once (credits permitting). Each `units[i]` is the full encoding of a
- * `unit` v1 message, so a holder verifies, stores and forwards every unit on its own, byte for
- * byte. `sentThrough[i]` is the sender's cumulative credited bytes through unit i (strictly
- * increasing); `headers[i]`, when present, carries that unit's own trace context.
- */
-export const unitFrameSchema = z
-  .object({
-    units: z.array(bytes).min(2).max(FRAME_MAX_UNITS),
-    sentThrough: z.array(uint),
-    headers: z.array(unitHeaders).optional(),
-  })
-  .superRefine((f, ctx) => {
-    if (f.sentThrough.length !== f.units.length) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["sentThrough"],
-        message: `needs one figure per unit (${f.units.length}), got ${f.sentThrough.length}`,
-      });
-      return;
-    }
-    for (let i = 1; i < f.sentThrough.length; i++) {
-      if (f.sentThrough[i]! <= f.sentThrough[i - 1]!) {
-        ctx.addIssue({ code: "custom", path: ["sentThrough", i], message: "must increase strictly" });
-        return;
-      }
-    }
-    if (f.headers !== undefined && f.headers.length !== f.units.length) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["headers"],
-        message: `needs one record per unit (${f.units.length}), got ${f.headers.length}`,
-      });
-    }
-  });
-/** A frame as decoded from the wire. */
-export type WireUnitFrame = z.infer<typeof unitFrameSchema>;
 
 /** `unitFrameSchema` for certainly-valid frames without per-unit headers (the untraced hot path). */
 function fastUnitFrame(body: unknown): WireUnitFrame | undefined {
@@ -167,7 +90,10 @@ export const creditSchema = z.object({
 });
 /** A credit grant as decoded from the wire. */
 export type WireCredit = z.infer<typeof creditSchema>;
-/** `credit` v2: sent by the holder on `custody.v1.credit.<holder>.<volume>.<lane>` (v2 added incarnation, session, window). */
+/**
+ * `credit` v2: sent by the holder on `custody.v1.credit.<holder>.<volume>.<lane>` (v2 added incarnation, session,
+ * window).
+ */
 export const creditSpec = defineMessage({
   kind: "credit",
   version: 2,

@@ -23,6 +23,132 @@ function be(b: Uint8Array, o: number, n: number): number {
   return x;
 }
 
+/** What a value's head says: its own length, the payload bytes after it, its elements (containers). */
+interface Head {
+  /** Bytes of the head itself. */
+  length: number;
+  /** Payload bytes after the head. */
+  skip: number;
+  /** Elements of a container head, -1 for a scalar. */
+  items: number;
+}
+
+/** One Head reused by every scan (scans are synchronous), so reading a value allocates nothing. */
+const head: Head = { length: 1, skip: 0, items: -1 };
+
+/** Reads the head of the value at `o` into `out`. Throws WireError `malformed` on an invalid or truncated head. */
+function readHead(b: Uint8Array, o: number, out: Head): void {
+  const h = b[o]!;
+  out.length = 1;
+  out.skip = 0;
+  out.items = -1;
+  if (h <= 0x7f || h >= 0xe0 || h === 0xc0 || h === 0xc2 || h === 0xc3) {
+    // fixint, nil, booleans
+  } else if (h <= 0x8f) out.items = (h & 0x0f) * 2;
+  else if (h <= 0x9f) out.items = h & 0x0f;
+  else if (h <= 0xbf) out.skip = h & 0x1f;
+  else if (!readSizedHead(b, o, h, out) && !readContainerHead(b, o, h, out)) {
+    const skip = fixedPayloadBytes(h);
+    if (skip === undefined) fail(`invalid head 0x${h.toString(16)}`, o); // 0xc1
+    out.skip = skip;
+  }
+}
+
+/** bin, str and ext heads: their payload length follows the head byte. False for any other head. */
+function readSizedHead(b: Uint8Array, o: number, h: number, out: Head): boolean {
+  switch (h) {
+    case 0xc4:
+    case 0xd9:
+      out.skip = be(b, o + 1, 1);
+      out.length = 2;
+      break; // bin8, str8
+    case 0xc5:
+    case 0xda:
+      out.skip = be(b, o + 1, 2);
+      out.length = 3;
+      break; // bin16, str16
+    case 0xc6:
+    case 0xdb:
+      out.skip = be(b, o + 1, 4);
+      out.length = 5;
+      break; // bin32, str32
+    case 0xc7:
+      out.skip = be(b, o + 1, 1) + 1;
+      out.length = 2;
+      break; // ext8 (+ type byte)
+    case 0xc8:
+      out.skip = be(b, o + 1, 2) + 1;
+      out.length = 3;
+      break; // ext16
+    case 0xc9:
+      out.skip = be(b, o + 1, 4) + 1;
+      out.length = 5;
+      break; // ext32
+    default:
+      return false;
+  }
+  return true;
+}
+
+/** array16/32 and map16/32 heads: their element count follows the head byte. False for any other head. */
+function readContainerHead(b: Uint8Array, o: number, h: number, out: Head): boolean {
+  switch (h) {
+    case 0xdc:
+      out.items = be(b, o + 1, 2);
+      out.length = 3;
+      break; // array16
+    case 0xdd:
+      out.items = be(b, o + 1, 4);
+      out.length = 5;
+      break; // array32
+    case 0xde:
+      out.items = be(b, o + 1, 2) * 2;
+      out.length = 3;
+      break; // map16
+    case 0xdf:
+      out.items = be(b, o + 1, 4) * 2;
+      out.length = 5;
+      break; // map32
+    default:
+      return false;
+  }
+  return true;
+}
+
+/** Payload bytes of a fixed-size head (floats, ints, fixext); undefined for any other head. */
+function fixedPayloadBytes(h: number): number | undefined {
+  switch (h) {
+    case 0xca:
+      return 4; // float32
+    case 0xcb:
+      return 8; // float64
+    case 0xcc:
+    case 0xd0:
+      return 1;
+    case 0xcd:
+    case 0xd1:
+      return 2;
+    case 0xce:
+    case 0xd2:
+      return 4;
+    case 0xcf:
+    case 0xd3:
+      return 8;
+    case 0xd4:
+      return 2; // fixext 1..16 (+ type byte)
+    case 0xd5:
+      return 3;
+    case 0xd6:
+      return 5;
+    case 0xd7:
+      return 9;
+    case 0xd8:
+      return 17;
+    default:
+      return undefined;
+  }
+}
+
 /**
  * Throws WireError `malformed` unless `bytes` starts with one msgpack value whose every length
  * fits in the bytes that remain and whose nesting is at most `maxDepth`. Returns the offset after
@@ -36,102 +162,9 @@ export function assertBoundedMsgpack(bytes: Uint8Array, maxDepth = MAX_MSGPACK_D
   let o = 0;
   while (pending > 0) {
     if (o >= b.length) fail("truncated", o);
-    const h = b[o]!;
-    let skip = 0; // payload bytes after the head
-    let items = -1; // elements of a container head, -1 for a scalar
-    let head = 1;
-    if (h <= 0x7f || h >= 0xe0 || h === 0xc0 || h === 0xc2 || h === 0xc3) {
-      // fixint, nil, booleans
-    } else if (h <= 0x8f) items = (h & 0x0f) * 2;
-    else if (h <= 0x9f) items = h & 0x0f;
-    else if (h <= 0xbf) skip = h & 0x1f;
-    else {
-      switch (h) {
-        case 0xc4:
-        case 0xd9:
-          skip = be(b, o + 1, 1);
-          head = 2;
-          break; // bin8, str8
-        case 0xc5:
-        case 0xda:
-          skip = be(b, o + 1, 2);
-          head = 3;
-          break; // bin16, str16
-        case 0xc6:
-        case 0xdb:
-          skip = be(b, o + 1, 4);
-          head = 5;
-          break; // bin32, str32
-        case 0xc7:
-          skip = be(b, o + 1, 1) + 1;
-          head = 2;
-          break; // ext8 (+ type byte)
-        case 0xc8:
-          skip = be(b, o + 1, 2) + 1;
-          head = 3;
-          break; // ext16
-        case 0xc9:
-          skip = be(b, o + 1, 4) + 1;
-          head = 5;
-          break; // ext32
-        case 0xca:
-          skip = 4;
-          break; // float32
-        case 0xcb:
-          skip = 8;
-          break; // float64
-        case 0xcc:
-        case 0xd0:
-          skip = 1;
-          break;
-        case 0xcd:
-        case 0xd1:
-          skip = 2;
-          break;
-        case 0xce:
-        case 0xd2:
-          skip = 4;
-          break;
-        case 0xcf:
-        case 0xd3:
-          skip = 8;
-          break;
-        case 0xd4:
-          skip = 2;
-          break; // fixext 1..16 (+ type byte)
-        case 0xd5:
-          skip = 3;
-          break;
-        case 0xd6:
-          skip = 5;
-          break;
-        case 0xd7:
-          skip = 9;
-          break;
-        case 0xd8:
-          skip = 17;
-          break;
-        case 0xdc:
-          items = be(b, o + 1, 2);
-          head = 3;
-          break; // array16
-        case 0xdd:
-          items = be(b, o + 1, 4);
-          head = 5;
-          break; // array32
-        case 0xde:
-          items = be(b, o + 1, 2) * 2;
-          head = 3;
-          break; // map16
-        case 0xdf:
-          items = be(b, o + 1, 4) * 2;
-          head = 5;
-          break; // map32
-        default:
-          fail(`invalid head 0x${h.toString(16)}`, o); // 0xc1
-      }
-    }
-    o += head;
+    readHead(b, o, head);
+    const { skip, items } = head;
+    o += head.length;
     if (o + skip > b.length) fail(`length ${skip} runs past the end`, o);
     o += skip;
     // This value is read: it leaves its container.

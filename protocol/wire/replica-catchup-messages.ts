@@ -45,7 +45,10 @@ export const replicaCatchupPlanSpec = defineMessage({
 });
 export type WireCatchupPlan = z.infer<typeof replicaCatchupPlanSpec.schema>;
 
-/** `replica-catchup-next` v1: the items of `session` from `cursor` on. Asking for the same cursor again is allowed (a lost reply). */
+/**
+ * `replica-catchup-next` v1: the items of `session` from `cursor` on. Asking for the same cursor again is allowed (a
+ * lost reply).
+ */
 export const replicaCatchupNextSpec = defineMessage({
   kind: "replica-catchup-next",
   version: 1,

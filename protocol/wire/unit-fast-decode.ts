@@ -1,4 +1,4 @@
-import type { WireUnit } from "./messages.ts";
+import type { WireUnit } from "./unit-schemas.ts";
 import { after, ARRAY, BIN, bytesAt, fixstr, readLengthHeader, readUint, type LengthTags } from "./msgpack-heads.ts";
 
 /**
@@ -67,7 +67,9 @@ const FORBIDDEN = new Uint8Array(128);
 for (const c of [0x2e, 0x2a, 0x3e, 0x20, 0x7f]) FORBIDDEN[c] = 1;
 for (let c = 0; c < 0x20; c++) FORBIDDEN[c] = 1;
 
-/** A cursor over one encoding; one instance is reused (decoding is synchronous), so a unit costs no reader allocation. */
+/**
+ * A cursor over one encoding; one instance is reused (decoding is synchronous), so a unit costs no reader allocation.
+ */
 class Reader {
   private o = 0;
   private b: Uint8Array = new Uint8Array(0);

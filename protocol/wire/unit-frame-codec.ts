@@ -1,6 +1,6 @@
 import { WireError, WireErrorCode } from "./wire-error.ts";
 import { FRAME_MAX_UNITS, UNIT_MAX_BYTES } from "./limits.ts";
-import type { WireUnitFrame } from "./messages.ts";
+import type { WireUnitFrame } from "./unit-schemas.ts";
 import {
   after,
   ARRAY,
