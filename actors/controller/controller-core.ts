@@ -79,6 +79,7 @@ export class ControllerCore {
     private readonly dispatch: ControllerDispatch,
   ) {
     this.counters = ports.counters ?? new Counters();
+    for (const h of config.topology.durable ?? []) this.durableHolders.add(h);
     this.ledger = new ReceiptLedger({ clock: ports.clock, maxEvidenceAgeMs: config.topology.staleAfterMs, counters: this.counters });
     this.follower = new ControlLogFollower(ports.store, undefined, ports.trust);
     this.bases = [...config.topology.bases];
@@ -298,7 +299,7 @@ export class ControllerCore {
   private readonly evalMs = new DurationWindow(4096);
   /** When each holder's last release was committed (releaseEveryMs). */
   private readonly lastReleaseAt = new Map<string, number>();
-  /** Holders seen persisting (a disk claim): their copies are released only onto disk or a base. */
+  /** Holders configured or seen persisting (a disk claim): their copies are released only onto disk or a base. */
   private readonly durableHolders = new Set<string>();
 
   private async evaluateRoundTimed(): Promise<VolumeStatus> {

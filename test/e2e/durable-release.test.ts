@@ -8,7 +8,9 @@
  */
 import anyTest, { type ExecutionContext, type TestFn } from "ava";
 import { join } from "node:path";
+import { BaseBuilder } from "../../actors/base-builder/base-builder.ts";
 import { startController } from "../../actors/controller.ts";
+import { Counters } from "../../core/counters.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
@@ -37,7 +39,7 @@ const HOLDERS = ["h-store", "h-ram", "h-ram2"] as const;
 const WRITES = 40;
 
 /** Runs a store that flushes only after `firstFlushMs`, beside two RAM holders, under a controller; returns what the store lost. */
-async function storeLossBeforeFirstFlush(t: ExecutionContext<NatsTestContext>, durable: readonly string[] | undefined): Promise<RangeSet> {
+async function storeLossBeforeFirstFlush(t: ExecutionContext<NatsTestContext>, durable: readonly string[] | undefined): Promise<{ lost: RangeSet; base: number | undefined; short: number }> {
   const url = t.context.nats.url;
   const keys = new KeyRing();
   const authority = new KeyAuthority("ka", "s-v");
@@ -102,20 +104,32 @@ async function storeLossBeforeFirstFlush(t: ExecutionContext<NatsTestContext>, d
   const storeLane = () => store.holder.lane(VOLUME, LANE)!;
   // Past the store's first flush: from here on it claims disk and is known durable either way.
   await eventually(() => storeLane().diskResident.covers(1, WRITES) || storeLane().released.overlaps(1, WRITES), "the store flushed or released 1..40", 20_000);
+  // As many again, written once the store persists: they stay there either way.
+  for (let i = WRITES; i < 2 * WRITES; i++) await rig.write(i % BLOCKS, blockData(7000 + i));
+  await rig.writer.sync();
+  await eventually(() => storeLane().diskResident.covers(WRITES + 1, 2 * WRITES), "the store persisted 41..80", 20_000);
   const held = await fetchUnits(ct, "h-store", VOLUME, LANE, RangeSet.of(1, WRITES));
   let have = RangeSet.EMPTY;
   for (const u of held) have = have.union(RangeSet.of(u.firstSeq, u.lastSeq));
-  return RangeSet.of(1, WRITES).subtract(have);
+  // A base builder beside the store: it builds from sequence 1 or says why it cannot.
+  authority.authorize(VOLUME, "base-builder");
+  const counters = new Counters();
+  const builder = new BaseBuilder({ holderId: "h-store", volume: VOLUME, lane: LANE, blockCount: BLOCKS, dir: join(dir, "bases"), minNewSeqs: 2 * WRITES }, ct, counters, authority.dataKey(VOLUME, "base-builder"));
+  const base = await builder.build();
+  return { lost: RangeSet.of(1, WRITES).subtract(have), base: base?.throughSeq, short: counters.get("base_build_short") };
 }
 
 test.serial("a store named durable keeps every sequence it received before its first flush, though two RAM holders have them", async (t) => {
-  const lost = await storeLossBeforeFirstFlush(t, ["h-store"]);
+  const { lost, base } = await storeLossBeforeFirstFlush(t, ["h-store"]);
   t.true(lost.isEmpty, `the store lost ${lost.toString()}`);
+  t.is(base, 2 * WRITES, "a base is built from sequence 1");
 });
 
 test.serial("the setup is the hazard: with no holder named durable, the store's RAM-only copy is released before its first flush", async (t) => {
   // What the controller did before `topology.durable`: it learned durability only from a disk claim.
-  const lost = await storeLossBeforeFirstFlush(t, undefined);
+  const { lost, base, short } = await storeLossBeforeFirstFlush(t, undefined);
   t.false(lost.isEmpty, "the store kept everything: this setup no longer shows the hazard the test above guards against");
   t.log(`without durable: the store lost ${lost.toString()}`);
+  t.is(base, undefined, "no base can start at sequence 1");
+  t.is(short, 1, "the builder counts a build that stopped short (base_build_short)");
 });
