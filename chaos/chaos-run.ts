@@ -79,7 +79,7 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
 
 function controllerConfig(controllerId: string): ControllerConfig {
   const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
-  return harnessControllerConfig({ controllerId, controlRegion: REGION, evalIntervalMs: 250, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east"], releasable: ["h-e1", "h-w1"] });
+  return harnessControllerConfig({ controllerId, controlRegion: REGION, evalIntervalMs: 250, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east"], releasable: ["h-e1", "h-w1"], durable: Object.keys(HOLDERS).filter((h) => HOLDERS[h]![4]) });
 }
 
 /** The acknowledgement log so far. */

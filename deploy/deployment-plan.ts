@@ -355,6 +355,7 @@ function controllerConfig(d: Deployment, c: Deployment["controllers"][number], v
       timelines: (v.timelines ?? []).map((tl) => ({ ...tl, events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })) })),
       staleAfterMs: c.staleAfterMs ?? 5_000,
       // A store with a base builder beside it releases its WAL below the bases (the release rule still checks every scenario).
+      durable: holders.filter((h) => h.residency === "disk").map((h) => h.id),
       releasable: v.releasable ?? holders.filter((h) => h.residency === "ram" || d.baseBuilders.some((b) => b.holder === h.id && b.volume === v.id)).map((h) => h.id),
       // Each scenario also says whether the control plane survives it (control-log quorum, a controller, the key authority).
       controlPlane: controlPlaneOf(d, v.id),

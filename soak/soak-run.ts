@@ -130,7 +130,7 @@ const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
 
 function controllerConfig(): ControllerConfig {
   const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
-  const c = harnessControllerConfig({ controllerId: "ctl-soak", controlRegion: REGION, evalIntervalMs: 50, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east", "west"], releasable: Object.keys(HOLDERS) });
+  const c = harnessControllerConfig({ controllerId: "ctl-soak", controlRegion: REGION, evalIntervalMs: 50, volume: VOLUME, lane: LANE, sites: SITES, holderSites, powerLossRegions: ["east", "west"], releasable: Object.keys(HOLDERS), durable: Object.keys(HOLDERS).filter((h) => HOLDERS[h]![4]) });
   // Every pair of sites linked (as `custody init` links a deployment's): each scenario's recovery
   // time is bounded, so its verdict says met exactly while it loses nothing (verdict_flaps).
   const ids = Object.keys(SITES);
