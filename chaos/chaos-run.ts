@@ -95,6 +95,7 @@ function controllerConfig(controllerId: string): ControllerConfig {
     holderSites,
     powerLossRegions: ["east"],
     releasable: ["h-e1", "h-w1"],
+    durable: Object.keys(HOLDERS).filter((h) => HOLDERS[h]![4]),
   });
 }
 

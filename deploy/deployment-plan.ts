@@ -655,6 +655,8 @@ function controllerTopology(
       events: tl.events.map((e) => ({ afterSec: e.afterSec, losses: e.losses.map((l) => ({ ...l })) })),
     })),
     staleAfterMs: c.staleAfterMs ?? 5_000,
+    // Disk holders are released only onto another disk copy or a base, before their first flush too.
+    durable: holders.filter((h) => h.residency === "disk").map((h) => h.id),
     // A store with a base builder beside it releases its WAL below the bases (the release rule still
     // checks every scenario).
     releasable:

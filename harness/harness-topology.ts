@@ -20,6 +20,8 @@ export interface HarnessControllerSpec {
   /** Region power losses the contract covers besides each holder's crash and losing east-az1. */
   readonly powerLossRegions: readonly string[];
   readonly releasable: readonly string[];
+  /** Holders that persist (their copies are released only onto disk or a base). */
+  readonly durable?: readonly string[];
 }
 
 /**
@@ -74,6 +76,7 @@ export function harnessControllerConfig(spec: HarnessControllerSpec): Controller
       timelines: [],
       staleAfterMs: 5_000,
       releasable: [...spec.releasable],
+      ...(spec.durable !== undefined ? { durable: [...spec.durable] } : {}),
     },
   };
 }

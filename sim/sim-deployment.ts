@@ -45,6 +45,7 @@ export function controllerConfigFor(spec: WorldSpec, standbys: readonly string[]
       staleAfterMs: 2 * spec.timing.suspectMs,
       protectedEvidenceMaxAgeMs: 10 * spec.timing.durationMs + 60_000,
       releasable: spec.holders.map((h) => h.id),
+      durable: spec.holders.filter((h) => h.disk).map((h) => h.id),
     },
   };
 }

@@ -146,6 +146,7 @@ function controllerConfig(): ControllerConfig {
     holderSites,
     powerLossRegions: ["east", "west"],
     releasable: Object.keys(HOLDERS),
+    durable: Object.keys(HOLDERS).filter((h) => HOLDERS[h]![4]),
   });
   // Every pair of sites linked (as `custody init` links a deployment's): each scenario's recovery
   // time is bounded, so its verdict says met exactly while it loses nothing (verdict_flaps).

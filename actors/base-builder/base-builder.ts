@@ -215,7 +215,11 @@ export class BaseBuilder {
     } finally {
       await vol.close();
     }
-    if (through - from + 1 < this.cfg.minNewSeqs) return undefined;
+    if (through - from + 1 < this.cfg.minNewSeqs) {
+      // The probe found enough new WAL but it does not run on from the base: a hole at the holder.
+      this.counters.inc("base_build_short");
+      return undefined;
+    }
     // From here to the announcement nothing awaits: an abandoned attempt cannot publish half a base.
     this.enter("publish", signal);
     const name = `base-${through}`;

@@ -53,6 +53,14 @@ export interface VolumeTopology {
   /** Holders that shed custody once the policy allows (RAM tiers); others keep theirs. */
   readonly releasable: readonly string[];
   /**
+   * Holders that persist (disk residency). Their copies are released only where another disk copy
+   * or a base has them, from the first evaluation on: before its first flush a store claims only
+   * RAM, and releasing that copy because RAM holders had it left the store a hole below every
+   * base it could build (30-minute soak: 1-24 gone at the store, no base ever, RAM pinned for good).
+   * Holders seen persisting are added at run time either way.
+   */
+  readonly durable?: readonly string[];
+  /**
    * The volume's coalesced stream (issue #22): derived lane → the raw lane it images. Receipts of a
    * derived lane (representation `coalesced`) count only as coalesced images of that raw lane, never
    * as its raw records; a derived lane not named here counts for nothing.

@@ -128,6 +128,7 @@ export class ControllerCore implements ControllerHandle {
     private readonly dispatch: ControllerDispatch,
   ) {
     this.counters = ports.counters ?? new Counters();
+    for (const h of config.topology.durable ?? []) this.durableHolders.add(h);
     this.ledger = new ReceiptLedger({
       clock: ports.clock,
       maxEvidenceAgeMs: config.topology.staleAfterMs,
@@ -426,7 +427,7 @@ export class ControllerCore implements ControllerHandle {
   private readonly evalMs = new DurationWindow(4096);
   /** When each holder's last release was committed (releaseEveryMs). */
   private readonly lastReleaseAt = new Map<string, number>();
-  /** Holders seen persisting (a disk claim): their copies are released only onto disk or a base. */
+  /** Holders configured or seen persisting (a disk claim): their copies are released only onto disk or a base. */
   private readonly durableHolders = new Set<string>();
 
   private async evaluateRoundTimed(): Promise<VolumeStatus> {

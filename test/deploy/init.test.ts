@@ -96,8 +96,9 @@ test("the plan puts the holder's public key in the bootstrap and its private key
   t.is(plan.roles.find((r) => r.instance === "writer-w1")!.config, "/etc/custody/writer-w1/config.json");
   const dataKeyHolders = plan.files.filter((f) => f.path.endsWith("data.key")).map((f) => f.path);
   t.deepEqual(dataKeyHolders, ["/out/roles/writer-w1/data.key", "/out/roles/base-builder-h-w1/data.key"]);
-  const ctl = JSON.parse(plan.files.find((f) => f.path === "/out/roles/controller-ctl-1/config.json")!.contents as string) as { controller: { topology: { bases: { holder: string }[]; links: { from: string; to: string }[]; sites: unknown[]; scenarios: { name: string }[]; releasable: string[] } } };
+  const ctl = JSON.parse(plan.files.find((f) => f.path === "/out/roles/controller-ctl-1/config.json")!.contents as string) as { controller: { topology: { bases: { holder: string }[]; links: { from: string; to: string }[]; sites: unknown[]; scenarios: { name: string }[]; releasable: string[]; durable: string[] } } };
   const topo = ctl.controller.topology;
+  t.deepEqual(topo.durable, ["h-w1"], "the disk holder is released only onto disk or a base, even before its first flush");
   t.deepEqual(topo.bases.map((b) => b.holder), ["h-w1"], "the empty genesis base is kept by the disk holder");
   t.is(topo.links.length, topo.sites.length * (topo.sites.length - 1), "every pair of sites is linked both ways");
   t.deepEqual(topo.scenarios.map((s) => s.name), ["crash:h-e1", "crash:h-w1"]);
