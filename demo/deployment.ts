@@ -215,7 +215,10 @@ export function sitesOf(d: Deployment): Site[] {
   return d.sites.map((s) => ({ id: s.id, region: s.region, az: s.az, host: `${s.id}-host`, deps: [] }));
 }
 
-/** The edge carrying traffic from site `from` to site `to` (either direction of a declared edge); undefined within one site. */
+/**
+ * The edge carrying traffic from site `from` to site `to` (either direction of a declared edge);
+ * undefined within one site.
+ */
 export function edgeBetween(d: Deployment, from: string, to: string): DeploymentEdge | undefined {
   return d.edges.find((e) => e.from === from && e.to === to) ?? d.edges.find((e) => e.from === to && e.to === from);
 }

@@ -58,7 +58,10 @@ export function makeRunDir(root = join(REPO_ROOT, "runs")): string {
   return dir;
 }
 
-/** Runs `custody <args>` as a registered child (log in `logs/<name>.log`); resolves with its stdout, throws CustodyCommandError on a non-zero exit. */
+/**
+ * Runs `custody <args>` as a registered child (log in `logs/<name>.log`); resolves with its stdout,
+ * throws CustodyCommandError on a non-zero exit.
+ */
 async function custody(
   registry: ProcessRegistry,
   runDir: string,
@@ -78,7 +81,10 @@ async function custody(
   return out;
 }
 
-/** Resolves once `p` printed its `{"ready":true,…}` line; throws CustodyCommandError if it ends first or takes longer than `ms`. */
+/**
+ * Resolves once `p` printed its `{"ready":true,…}` line; throws CustodyCommandError if it ends first
+ * or takes longer than `ms`.
+ */
 async function ready(p: ManagedProcess, ms: number): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
@@ -139,7 +145,8 @@ export async function launchNetwork(
   const operatorNats: NatsRoleConfig = existsSync(operatorFile)
     ? natsRoleSchema.parse(JSON.parse(readFileSync(operatorFile, "utf8")))
     : { servers: regions[d.controller.region]!.url };
-  // The operator's bootstrap (on the controller's region: the control stream lives there): controllers' keys, first incarnations, obligations.
+  // The operator's bootstrap (on the controller's region: the control stream lives there): controllers'
+  // keys, first incarnations, obligations.
   say(`custody bootstrap: admitting the controllers' keys and the holders, creating each volume's obligation…`);
   await custody(registry, runDir, "custody-bootstrap", [
     "bootstrap",

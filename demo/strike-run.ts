@@ -108,7 +108,10 @@ function admissionsFromSpans(runDir: string): Map<string, Map<string, [number, n
   return out;
 }
 
-/** Runs `deploymentPath` into `runDir`, lets the writers stream for `seconds`, then strikes. Stops its processes through the registry before returning. */
+/**
+ * Runs `deploymentPath` into `runDir`, lets the writers stream for `seconds`, then strikes. Stops its
+ * processes through the registry before returning.
+ */
 export async function strikeRun(
   registry: ProcessRegistry,
   opts: {

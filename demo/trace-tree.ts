@@ -30,7 +30,10 @@ export interface TraceNode {
   /** For a link.send: the configured delay the link shaper applied. */
   readonly linkDelayMs?: number;
   readonly detail: string;
-  /** For an admit: what became of the unit there (`stored`, `duplicate`, `replayed`, `refused`; `not-stored` on older spans). */
+  /**
+   * For an admit: what became of the unit there (`stored`, `duplicate`, `replayed`, `refused`;
+   * `not-stored` on older spans).
+   */
   readonly outcome?: string;
   /** True for a `link.send` between sites of different regions. */
   readonly crossRegion?: boolean;
@@ -102,7 +105,10 @@ const OUTCOME_TEXT: Readonly<Record<string, string>> = {
   "not-stored": " (not stored: a re-send it held, or refused)",
 };
 
-/** `seq a..b` of an admit — its own range, else (older spans) the range of the send that carried it — and its outcome. */
+/**
+ * `seq a..b` of an admit — its own range, else (older spans) the range of the send that carried it —
+ * and its outcome.
+ */
 function admitDetail(s: JsonlSpanRecord, send: JsonlSpanRecord | undefined): string {
   const r = seqRange(s) ?? (send !== undefined ? seqRange(send) : undefined);
   const outcome = admitOutcome(s);

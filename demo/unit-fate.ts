@@ -39,7 +39,10 @@ export interface FateStrike {
 
 /** The fate of one unit. */
 export interface UnitFate {
-  /** `held`: a holder that had it is alive (or no strike is recorded); `lost_in_strike`: the strike killed every holder that had it; `never_held`: no holder admitted it. */
+  /**
+   * `held`: a holder that had it is alive (or no strike is recorded); `lost_in_strike`: the strike
+   * killed every holder that had it; `never_held`: no holder admitted it.
+   */
   readonly verdict: "held" | "lost_in_strike" | "never_held";
   readonly writer: string;
   readonly holders: readonly FateHolder[];
@@ -158,7 +161,10 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
   };
 }
 
-/** The holders serving `volume`'s `lane` in a custody deployment file (`custody init`'s input); empty for anything else. */
+/**
+ * The holders serving `volume`'s `lane` in a custody deployment file (`custody init`'s input); empty
+ * for anything else.
+ */
 export function pathOf(deployment: unknown, volume: string, lane: string): PathHolder[] {
   const holders = (deployment as { holders?: unknown } | null)?.holders;
   if (!Array.isArray(holders)) return [];

@@ -127,7 +127,10 @@ const SITES: Record<string, Site> = {
   "s-store": site("s-store", "west", "west-az2"),
   "s-v": site("s-v", "vault", "vault-az1"),
 };
-/** holder → [site, region, upstream, downstream, disk]: writer → ram1 → ram2 (RAM chain across regions), writer → store (disk). */
+/**
+ * holder → [site, region, upstream, downstream, disk]: writer → ram1 → ram2 (RAM chain across
+ * regions), writer → store (disk).
+ */
 const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
   "h-ram1": ["s-ram1", "east", ["w1"], ["h-ram2"], false],
   "h-ram2": ["s-ram2", "west", ["h-ram1"], [], false],
@@ -492,7 +495,10 @@ function startCompaction(
   };
 }
 
-/** Flaps before `to` and, after the first minute (which also counts those before the load began), at or after `from`. */
+/**
+ * Flaps before `to` and, after the first minute (which also counts those before the load began), at or
+ * after `from`.
+ */
 function flapsIn(flaps: readonly VerdictFlap[], minute: number, from: number, to: number): number {
   return flaps.filter((f) => f.atMs < to && (minute === 1 || f.atMs >= from)).length;
 }
