@@ -230,7 +230,8 @@ export async function runChaos(
     procs.push(writer);
     await writer.start();
     log(
-      `seed ${seed}: deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s; ${faults.length} faults over ${durationMs / 1000} s`,
+      `seed ${seed}: deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s; ` +
+        `${faults.length} faults over ${durationMs / 1000} s`,
     );
 
     // Watch the controller's status: the cut every required scenario keeps on fresh evidence.

@@ -126,7 +126,8 @@ export async function launchNetwork(
   writeFileSync(custodyFile, JSON.stringify(custodyDeploymentOf(d, runDir, ports, secured), null, 2));
   const initDir = join(runDir, "deployment");
   say(
-    `custody init: every role's config, keys${secured ? ", TLS certificates" : ""} and NATS users, and ${d.regions.length} nats-server configs…`,
+    `custody init: every role's config, keys${secured ? ", TLS certificates" : ""} and NATS users, ` +
+      `and ${d.regions.length} nats-server configs…`,
   );
   await custody(registry, runDir, "custody-init", ["init", custodyFile, "--out", initDir]);
   const index = JSON.parse(readFileSync(join(initDir, "roles.json"), "utf8")) as {
@@ -182,7 +183,8 @@ export async function launchNetwork(
   // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
   const count = (role: RoleInstance["role"]) => index.roles.filter((r) => r.role === role).length;
   say(
-    `custody run: starting ${count("controller")} controllers and ${count("holder")} holders, each its own process (slow on a loaded machine)…`,
+    `custody run: starting ${count("controller")} controllers and ${count("holder")} holders, ` +
+      `each its own process (slow on a loaded machine)…`,
   );
   await Promise.all([startAll("controller"), startAll("holder")]);
   say(`custody run: starting ${count("writer")} writers; each writes from the moment it serves…`);

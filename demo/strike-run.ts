@@ -142,7 +142,9 @@ export async function strikeRun(
   };
   const counts = (role: string) => [...net.roles.values()].filter((r) => r.role === role).length;
   event(
-    `custody init + bootstrap, then custody run for ${counts("controller")} controllers, ${counts("holder")} holders and ${counts("writer")} writers on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`,
+    `custody init + bootstrap, then custody run for ${counts("controller")} controllers, ` +
+      `${counts("holder")} holders and ${counts("writer")} writers ` +
+      `on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`,
   );
   step("connecting as the operator to read the holders' stats and the controllers' status documents…");
   const view = await OperatorView.open(net.operatorNats, volumes, d.lane, seqBytes);
@@ -221,7 +223,8 @@ export async function strikeRun(
     })();
 
     event(
-      `streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ${d.workload.blocksPerWrite * 4} KiB per write (each writer's own workload)`,
+      `streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ` +
+        `${d.workload.blocksPerWrite * 4} KiB per write (each writer's own workload)`,
     );
     await sleep(opts.seconds * 1000);
 
@@ -247,7 +250,9 @@ export async function strikeRun(
     const writes = [...acks.values()].reduce((n, a) => n + a.length, 0);
     const rateOf = (v: string) => (sinceStart(v, acks.get(v)!.length) * seqBytes) / 1e6 / Math.max(writeSec, 0.001);
     event(
-      `STRIKE mid-stream: SIGKILL ${killed.join(", ")} and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ${writes} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`,
+      `STRIKE mid-stream: SIGKILL ${killed.join(", ")} ` +
+        `and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ` +
+        `${writes} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`,
     );
 
     // Survivors account for everything that reached them: every unit they hold covered by a
@@ -268,8 +273,10 @@ export async function strikeRun(
         { volume: d.volume },
       );
     const scenarioOf = (doc: VolumeStatus | undefined) => doc?.scenarios.find((s) => s.name === names.both);
+    const predictedCuts = volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`);
     event(
-      `survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; prediction from their receipts: ${volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`).join(", ")}`,
+      `survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; ` +
+        `prediction from their receipts: ${predictedCuts.join(", ")}`,
     );
 
     // Recover every volume at the destination from every unit the survivors on its path return
@@ -333,7 +340,9 @@ export async function strikeRun(
         recoverySec,
       });
       event(
-        `${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ${byteExact ? "byte-exact" : "NOT byte-exact"}`,
+        `${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), ` +
+          `acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ` +
+          (byteExact ? "byte-exact" : "NOT byte-exact"),
       );
     }
     phase = "done";

@@ -123,7 +123,9 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
   const strikeText =
     strike === undefined
       ? ""
-      : `the strike at ${ms(strike.atMs)} (${strike.signal}${strike.regions.length > 0 ? ` of ${strike.regions.join(", ")}` : ""}: ${strike.killed.join(", ") || "no role process"})`;
+      : `the strike at ${ms(strike.atMs)} ` +
+        `(${strike.signal}${strike.regions.length > 0 ? ` of ${strike.regions.join(", ")}` : ""}: ` +
+        `${strike.killed.join(", ") || "no role process"})`;
   if (verdict === "lost_in_strike")
     lines.push(`fate: LOST in ${strikeText} — it killed every holder that had the unit`);
   else if (verdict === "never_held")
@@ -147,7 +149,8 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
     const why =
       h.sentAtMs !== undefined
         ? `sent at ${ms(h.sentAtMs)}`
-        : `no finished send from ${from}: still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
+        : `no finished send from ${from}: ` +
+          `still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
     lines.push(`  ${h.holder} (${h.site}): no admit in its spans — ${why}${h.killed ? "; killed by the strike" : ""}`);
   }
   return {

@@ -78,7 +78,9 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
           fail(checkReleaseCoverage(observe(), spec.sites, spec.scenarios, contract.confirmedMax));
       },
       error: (where, err) => {
-        const text = `${where}: ${err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err)}`;
+        const what =
+          err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err);
+        const text = `${where}: ${what}`;
         errors.push(text);
         trace.record({ atMs: rel(), kind: "error", actor: where, detail: { text } });
       },

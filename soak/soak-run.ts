@@ -311,7 +311,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     procs.push(writer);
     await writer.start();
     log(
-      `soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences; watch it with: custody status ${VOLUME} --server ${url("east")} --watch`,
+      `soak: deployment up (${procs.length} role processes, 2 nats-servers); ` +
+        `${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; ` +
+        `a base every ${baseEvery} sequences; watch it with: custody status ${VOLUME} --server ${url("east")} --watch`,
     );
 
     const jsm = await jetstreamManager(observer.connection);
@@ -341,7 +343,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       evalByMinute.set(minute, evals);
       for (const f of verdicts.tally.flaps.slice(flapsLogged))
         log(
-          `soak: verdict of ${f.scenario} ${f.from} -> ${f.to}${f.reasons.length > 0 ? `: ${f.reasons.join("; ")}` : ""}`,
+          `soak: verdict of ${f.scenario} ` +
+            `${f.from} -> ${f.to}${f.reasons.length > 0 ? `: ${f.reasons.join("; ")}` : ""}`,
         );
       flapsLogged = verdicts.tally.flaps.length;
       if ((k * sampleMs) % 60_000 === 0 || (k + 1) * sampleMs > totalMs) {
