@@ -84,6 +84,20 @@ export function strikeAfter(spans: readonly JsonlSpanRecord[], t0Ms: number): Fa
   };
 }
 
+/** One holder's line of the fate: when it admitted the unit, or why its spans show no admit. */
+function holderLine(h: FateHolder, killed: ReadonlySet<string>): string {
+  if (h.admittedAtMs !== undefined)
+    return `  ${h.holder} (${h.site}): admitted at ${ms(h.admittedAtMs)}${h.killed ? ", killed by the strike" : ""}`;
+  const from = h.upstream.length > 0 ? h.upstream.join(" or ") : "its sender";
+  const fromKilled = h.upstream.length > 0 && h.upstream.every((u) => killed.has(u));
+  const why =
+    h.sentAtMs !== undefined
+      ? `sent at ${ms(h.sentAtMs)}`
+      : `no finished send from ${from}: ` +
+        `still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
+  return `  ${h.holder} (${h.site}): no admit in its spans — ${why}${h.killed ? "; killed by the strike" : ""}`;
+}
+
 /**
  * The fate of the unit whose trace is `tree`. `path`: the holders serving its volume and lane (from
  * the deployment; empty when unknown, then only the holders the spans show are listed). `spans`:
@@ -137,22 +151,7 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
       ? `last hop: none — ${writer} wrote it at ${ms(0)}`
       : `last hop: ${last.holder} (${last.site}) admitted it at ${ms(last.admittedAtMs!)}`,
   );
-  for (const h of holders) {
-    if (h.admittedAtMs !== undefined) {
-      lines.push(
-        `  ${h.holder} (${h.site}): admitted at ${ms(h.admittedAtMs)}${h.killed ? ", killed by the strike" : ""}`,
-      );
-      continue;
-    }
-    const from = h.upstream.length > 0 ? h.upstream.join(" or ") : "its sender";
-    const fromKilled = h.upstream.length > 0 && h.upstream.every((u) => killed.has(u));
-    const why =
-      h.sentAtMs !== undefined
-        ? `sent at ${ms(h.sentAtMs)}`
-        : `no finished send from ${from}: ` +
-          `still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
-    lines.push(`  ${h.holder} (${h.site}): no admit in its spans — ${why}${h.killed ? "; killed by the strike" : ""}`);
-  }
+  for (const h of holders) lines.push(holderLine(h, killed));
   return {
     verdict,
     writer,
