@@ -101,6 +101,49 @@ async function ready(p: ManagedProcess, ms: number): Promise<void> {
 }
 
 /**
+ * Starts every role instance as its own `custody run` process, each retried like a supervisor
+ * would, and resolves once all serve.
+ */
+async function startRoles(
+  registry: ProcessRegistry,
+  runDir: string,
+  roles: readonly RoleInstance[],
+  say: (step: string) => void,
+): Promise<void> {
+  const start = (r: RoleInstance) => {
+    const c = custodyCommand(["run", r.role, "--config", r.config]);
+    return registry.spawn(r.instance, c.command, c.args, {
+      logPath: join(runDir, "logs", `${r.instance}.log`),
+      cwd: REPO_ROOT,
+    });
+  };
+  // As a supervisor would (systemd's Restart=on-failure): a role whose start failed (on a loaded
+  // machine a connect or JetStream request can time out) is started again, a new incarnation.
+  const serve = async (r: RoleInstance) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ready(start(r), ROLE_READY_MS);
+      } catch (err) {
+        if (attempt >= START_ATTEMPTS) throw err;
+      }
+    }
+  };
+  const startAll = async (role: RoleInstance["role"]) =>
+    void (await Promise.all(roles.filter((r) => r.role === role).map(serve)));
+  // Controllers and holders together: a holder's process claims a new incarnation and keeps asking
+  // to be admitted until a controller admits it (the key the bootstrap admitted signs it: key
+  // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
+  const count = (role: RoleInstance["role"]) => roles.filter((r) => r.role === role).length;
+  say(
+    `custody run: starting ${count("controller")} controllers and ${count("holder")} holders, ` +
+      `each its own process (slow on a loaded machine)…`,
+  );
+  await Promise.all([startAll("controller"), startAll("holder")]);
+  say(`custody run: starting ${count("writer")} writers; each writes from the moment it serves…`);
+  await startAll("writer");
+}
+
+/**
  * Starts the deployment at `deploymentPath` into `runDir` (`secured`: as `custody init` writes it
  * by default, TLS and an nkey user per role). Throws DeploymentError, NatsLaunchError or
  * CustodyCommandError; whatever was started before the failure stays in `registry` for the caller to stop.
@@ -157,38 +200,8 @@ export async function launchNetwork(
     "--json",
   ]);
 
+  await startRoles(registry, runDir, index.roles, say);
   const roles = new Map(index.roles.map((r) => [r.instance, r]));
-  const start = (r: RoleInstance) => {
-    const c = custodyCommand(["run", r.role, "--config", r.config]);
-    return registry.spawn(r.instance, c.command, c.args, {
-      logPath: join(runDir, "logs", `${r.instance}.log`),
-      cwd: REPO_ROOT,
-    });
-  };
-  // As a supervisor would (systemd's Restart=on-failure): a role whose start failed (on a loaded
-  // machine a connect or JetStream request can time out) is started again, a new incarnation.
-  const serve = async (r: RoleInstance) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await ready(start(r), ROLE_READY_MS);
-      } catch (err) {
-        if (attempt >= START_ATTEMPTS) throw err;
-      }
-    }
-  };
-  const startAll = async (role: RoleInstance["role"]) =>
-    void (await Promise.all(index.roles.filter((r) => r.role === role).map(serve)));
-  // Controllers and holders together: a holder's process claims a new incarnation and keeps asking
-  // to be admitted until a controller admits it (the key the bootstrap admitted signs it: key
-  // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
-  const count = (role: RoleInstance["role"]) => index.roles.filter((r) => r.role === role).length;
-  say(
-    `custody run: starting ${count("controller")} controllers and ${count("holder")} holders, ` +
-      `each its own process (slow on a loaded machine)…`,
-  );
-  await Promise.all([startAll("controller"), startAll("holder")]);
-  say(`custody run: starting ${count("writer")} writers; each writes from the moment it serves…`);
-  await startAll("writer");
   return { deployment: d, runDir, initDir, regions, roles, operatorNats };
 }
 
