@@ -276,6 +276,88 @@ async function recoverAtDestination(
 }
 
 /**
+ * Strikes both regions of the deployment's failures at once (SIGKILL) and records the strike span.
+ * Returns the last evaluation before it (for comparison only: receipts are still in flight then).
+ */
+async function strikeBoth(registry: ProcessRegistry, net: RunningNetwork, view: OperatorView, sampler: StreamSampler) {
+  const d = net.deployment;
+  const before = new Map<string, VolumeStatus | undefined>(volumesOf(d).map((v) => [v, view.status(v)]));
+  sampler.phase = `${d.failures.first} and ${d.failures.second} struck`;
+  sampler.struckRegions = new Set([d.failures.first, d.failures.second]);
+  const strikeAt = Date.now();
+  const killed = await strikeRegions(registry, net, [d.failures.first, d.failures.second]);
+  // Instances are `<role>-<actor id>` (custody init's naming), the id the role's spans carry.
+  const actorOf = (instance: string) => instance.slice(net.roles.get(instance)!.role.length + 1);
+  await recordStrikeSpan(net.runDir, {
+    startMs: strikeAt,
+    endMs: Date.now(),
+    signal: "SIGKILL",
+    regions: [d.failures.first, d.failures.second],
+    actors: killed.map(actorOf),
+    processes: killed,
+  });
+  return { before, strikeAt, killed };
+}
+
+/**
+ * Waits until the survivors are settled, then reads each volume's prediction from a status document
+ * evaluated since. Throws CustodyError no_status when the first volume's controller sends none.
+ */
+async function predictFromSurvivors(view: OperatorView, d: Deployment, survivors: readonly string[], strikeAt: number) {
+  const volumes = volumesOf(d);
+  const controllerOf = (v: string) => controllerIdOf(d, v);
+  const settled = await settledSurvivors(view, survivors, volumes, controllerOf, SETTLE_TIMEOUT_MS);
+  const settleMs = Date.now() - strikeAt;
+  const predicted = new Map<string, VolumeStatus | undefined>();
+  for (const v of volumes) predicted.set(v, await view.statusSince(v, settled.sinceMs, STATUS_WAIT_MS));
+  const firstStatus = predicted.get(d.volume);
+  if (firstStatus === undefined)
+    throw new CustodyError(
+      "no_status",
+      `no status document of ${d.volume} from its controller ${controllerOf(d.volume)}`,
+      { volume: d.volume },
+    );
+  return { settled, settleMs, predicted, firstStatus };
+}
+
+type ScenarioStatus = VolumeStatus["scenarios"][number];
+
+/** Volume `v`'s outcome: acknowledged, predicted (`sc`), cut at the strike (`atStrike`) and recovered. */
+function volumeOutcome(
+  d: Deployment,
+  v: string,
+  acknowledged: number,
+  sc: ScenarioStatus | undefined,
+  atStrike: ScenarioStatus | undefined,
+  r: { res: Awaited<ReturnType<typeof recoverVolume>>; recoverySec: number; byteExact: boolean },
+): VolumeOutcome {
+  const recoveredCut = r.res.cut[d.lane] ?? 0;
+  const cmp = d.waypointComparison;
+  return {
+    volume: v,
+    path: cmp?.volume === v ? `without ${cmp.holder}` : cmp !== undefined ? `with ${cmp.holder}` : "as deployed",
+    acknowledged,
+    predictedCut: sc?.cut?.[0]?.[1] ?? null,
+    cutAtStrike: atStrike?.cut?.[0]?.[1] ?? null,
+    recoveredCut,
+    recoveredLsn: r.res.lsn,
+    lostSeqs: Math.max(0, acknowledged - recoveredCut),
+    byteExact: r.byteExact,
+    contributors: sc?.contributors ?? [],
+    recoverySec: r.recoverySec,
+  };
+}
+
+/** When each holder admitted each unit of the first volume (its capture lag), from its spans. */
+function addCaptures(latest: Map<string, HolderStats>, runDir: string, volume: string): void {
+  const admissions = admissionsFromSpans(runDir);
+  for (const [h, captured] of admissions.get(volume) ?? []) {
+    const s = latest.get(h);
+    if (s !== undefined) latest.set(h, { ...s, captured });
+  }
+}
+
+/**
  * Runs `deploymentPath` into `runDir`, lets the writers stream for `seconds`, then strikes. Stops its
  * processes through the registry before returning.
  */
@@ -328,22 +410,7 @@ export async function strikeRun(
     );
     await sleep(opts.seconds * 1000);
 
-    // The last evaluation before the strike, for comparison only: receipts are still in flight.
-    const before = new Map<string, VolumeStatus | undefined>(volumes.map((v) => [v, view.status(v)]));
-    sampler.phase = `${d.failures.first} and ${d.failures.second} struck`;
-    sampler.struckRegions = new Set([d.failures.first, d.failures.second]);
-    const strikeAt = Date.now();
-    const killed = await strikeRegions(registry, net, [d.failures.first, d.failures.second]);
-    // Instances are `<role>-<actor id>` (custody init's naming), the id the role's spans carry.
-    const actorOf = (instance: string) => instance.slice(net.roles.get(instance)!.role.length + 1);
-    await recordStrikeSpan(net.runDir, {
-      startMs: strikeAt,
-      endMs: Date.now(),
-      signal: "SIGKILL",
-      regions: [d.failures.first, d.failures.second],
-      actors: killed.map(actorOf),
-      processes: killed,
-    });
+    const { before, strikeAt, killed } = await strikeBoth(registry, net, view, sampler);
     const writeSec = (strikeAt - sampler.tStream) / 1000;
     const acks = new Map(volumes.map((v) => [v, acksOf(v)]));
     const head = new Map(volumes.map((v) => [v, headOf(acks.get(v)!)]));
@@ -362,18 +429,7 @@ export async function strikeRun(
     const struck = sampler.struckRegions;
     const regionOfSite = new Map(d.sites.map((s) => [s.id, s.region]));
     const survivors = d.holders.filter((h) => !struck.has(regionOfSite.get(h.site)!)).map((h) => h.id);
-    const controllerOf = (v: string) => controllerIdOf(d, v);
-    const settled = await settledSurvivors(view, survivors, volumes, controllerOf, SETTLE_TIMEOUT_MS);
-    const settleMs = Date.now() - strikeAt;
-    const predicted = new Map<string, VolumeStatus | undefined>();
-    for (const v of volumes) predicted.set(v, await view.statusSince(v, settled.sinceMs, STATUS_WAIT_MS));
-    const firstStatus = predicted.get(d.volume);
-    if (firstStatus === undefined)
-      throw new CustodyError(
-        "no_status",
-        `no status document of ${d.volume} from its controller ${controllerOf(d.volume)}`,
-        { volume: d.volume },
-      );
+    const { settled, settleMs, predicted, firstStatus } = await predictFromSurvivors(view, d, survivors, strikeAt);
     const scenarioOf = (doc: VolumeStatus | undefined) => doc?.scenarios.find((s) => s.name === names.both);
     const predictedCuts = volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`);
     event(
@@ -393,20 +449,8 @@ export async function strikeRun(
       const sc = scenarioOf(predicted.get(v));
       const recoveredCut = res.cut[d.lane] ?? 0;
       const acknowledged = head.get(v)!;
-      const cmp = d.waypointComparison;
-      outcomes.push({
-        volume: v,
-        path: cmp?.volume === v ? `without ${cmp.holder}` : cmp !== undefined ? `with ${cmp.holder}` : "as deployed",
-        acknowledged,
-        predictedCut: sc?.cut?.[0]?.[1] ?? null,
-        cutAtStrike: scenarioOf(before.get(v))?.cut?.[0]?.[1] ?? null,
-        recoveredCut,
-        recoveredLsn: res.lsn,
-        lostSeqs: Math.max(0, acknowledged - recoveredCut),
-        byteExact,
-        contributors: sc?.contributors ?? [],
-        recoverySec,
-      });
+      const atStrike = scenarioOf(before.get(v));
+      outcomes.push(volumeOutcome(d, v, acknowledged, sc, atStrike, { res, recoverySec, byteExact }));
       event(
         `${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), ` +
           `acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ` +
@@ -418,12 +462,7 @@ export async function strikeRun(
     await view.close();
     // SIGTERM the survivors: each custody run flushes its spans and exits 0.
     await registry.stopAll();
-    // When each holder admitted each unit of the first volume (its capture lag), from its spans.
-    const admissions = admissionsFromSpans(net.runDir);
-    for (const [h, captured] of admissions.get(d.volume) ?? []) {
-      const s = latest.get(h);
-      if (s !== undefined) latest.set(h, { ...s, captured });
-    }
+    addCaptures(latest, net.runDir, d.volume);
     return {
       deployment: d,
       runDir: net.runDir,
