@@ -452,6 +452,22 @@ async function startControllerAndBuilder(
 }
 
 /**
+ * As an operator stops it: the writer first (it drains to custody), then the RAM holders while
+ * the controller and the store still run (a RAM holder drains by the log releasing what the
+ * store persisted; stopped together, each waited out its drain deadline), then the rest.
+ */
+async function stopAsAnOperator(writer: RoleProcess, ramHolders: RoleProcess[], procs: RoleProcess[]): Promise<void> {
+  await writer.stop();
+  await Promise.all(ramHolders.map((p) => p.stop()));
+  await Promise.all(procs.map((p) => p.stop()));
+}
+
+/** The soak's own connection, reading stats, status documents and the control log. */
+function connectObserver(servers: string): Promise<NatsTransport> {
+  return NatsTransport.connect({ servers, name: "soak-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+}
+
+/**
  * A long run of the deployment #17 describes, each role its own `custody run` process: a
  * two-region supercluster with JetStream, a writer (4 KiB writes at `rate`/s, queue depth 8), a
  * RAM chain across the regions (h-ram1 → h-ram2), a disk store with a base builder beside it,
@@ -471,12 +487,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     sc = await startSupercluster({ regions: ["east", "west"] });
     const url = (region: string) => sc!.regions[region]!.url;
     const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
-    observer = await NatsTransport.connect({
-      servers: url("east"),
-      name: "soak-observer",
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-    });
+    observer = await connectObserver(url("east"));
     const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION });
     await store.close();
 
@@ -504,23 +515,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const jsm = await jetstreamManager(observer.connection);
     const compaction = startCompaction(url("east"), (o.compactEveryS ?? 15) * 1000, log);
     const t0 = Date.now();
-    const { samples, evalByMinute, minuteRows } = await sampleRun(o, {
-      connection: observer.connection,
-      jsm,
-      sc,
-      dir,
-      verdicts,
-      t0,
-      sampleMs,
-      log,
-    });
+    const seen = await sampleRun(o, { connection: observer.connection, jsm, sc, dir, verdicts, t0, sampleMs, log });
 
     await compaction.stop();
     verdicts.stop();
     const result = soakFigures(o, {
-      samples,
-      evalByMinute,
-      minuteRows,
+      ...seen,
       t0,
       regions: Object.keys(sc.regions),
       compactions: compaction.done,
@@ -529,12 +529,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       restarts: procs.reduce((n, p) => n + p.restarts, 0),
     });
 
-    // As an operator stops it: the writer first (it drains to custody), then the RAM holders while
-    // the controller and the store still run (a RAM holder drains by the log releasing what the
-    // store persisted; stopped together, each waited out its drain deadline), then the rest.
-    await writer.stop();
-    await Promise.all(ramHolders.map((p) => p.stop()));
-    await Promise.all(procs.map((p) => p.stop()));
+    await stopAsAnOperator(writer, ramHolders, procs);
     await observer.close();
     observer = undefined;
     const pids = [...procs.flatMap((p) => p.pids), ...compaction.pids, ...sc.pids];
