@@ -357,23 +357,149 @@ function addCaptures(latest: Map<string, HolderStats>, runDir: string, volume: s
   }
 }
 
+/** Options of `strikeRun`. */
+export interface StrikeRunOptions {
+  readonly deploymentPath: string;
+  readonly runDir: string;
+  readonly seconds: number;
+  readonly t0: number;
+  readonly secured?: boolean;
+  readonly print: (l: string) => void;
+  readonly progress: (lines: string[]) => void;
+  readonly onLaunched: () => void;
+}
+
+/** The event line saying what was launched and how long it took since `tRun`. */
+function launchedLine(net: RunningNetwork, tRun: number): string {
+  const counts = (role: string) => [...net.roles.values()].filter((r) => r.role === role).length;
+  return (
+    `custody init + bootstrap, then custody run for ${counts("controller")} controllers, ` +
+    `${counts("holder")} holders and ${counts("writer")} writers ` +
+    `on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`
+  );
+}
+
+/**
+ * Recovers every volume at the destination (see recoverAtDestination) and tells each outcome as an
+ * event, against what `expected` says of the volume: acknowledged, predicted, cut at the strike.
+ */
+async function recoverAll(
+  view: OperatorView,
+  net: RunningNetwork,
+  survivors: readonly string[],
+  acks: ReadonlyMap<string, AckedWrite[]>,
+  event: (label: string) => void,
+  expected: (v: string) => {
+    acknowledged: number;
+    predicted: ScenarioStatus | undefined;
+    atStrike: ScenarioStatus | undefined;
+  },
+): Promise<VolumeOutcome[]> {
+  const d = net.deployment;
+  const volumes = volumesOf(d);
+  const outcomes: VolumeOutcome[] = [];
+  mkdirSync(join(net.runDir, "recovered"), { recursive: true });
+  mkdirSync(join(net.runDir, "writer"), { recursive: true });
+  for (const v of volumes) {
+    const { res, recoverySec, byteExact } = await recoverAtDestination(view, net, v, survivors, acks.get(v)!);
+    const { acknowledged, predicted: sc, atStrike } = expected(v);
+    const recoveredCut = res.cut[d.lane] ?? 0;
+    outcomes.push(volumeOutcome(d, v, acknowledged, sc, atStrike, { res, recoverySec, byteExact }));
+    event(
+      `${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), ` +
+        `acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ` +
+        (byteExact ? "byte-exact" : "NOT byte-exact"),
+    );
+  }
+  return outcomes;
+}
+
+/** What the writers had acknowledged at the strike, and at what rate since streaming began. */
+function acknowledgedAt(
+  strikeAt: number,
+  volumes: readonly string[],
+  acksOf: (v: string) => AckedWrite[],
+  sampler: StreamSampler,
+  seqBytes: number,
+) {
+  const writeSec = (strikeAt - sampler.tStream) / 1000;
+  const acks = new Map(volumes.map((v) => [v, acksOf(v)]));
+  const head = new Map(volumes.map((v) => [v, headOf(acks.get(v)!)]));
+  const writes = [...acks.values()].reduce((n, a) => n + a.length, 0);
+  const rateOf = (v: string) =>
+    (sampler.sinceStart(v, acks.get(v)!.length) * seqBytes) / 1e6 / Math.max(writeSec, 0.001);
+  const written = {
+    writes,
+    writeMBps: volumes.reduce((n, v) => n + rateOf(v), 0),
+    writeMBpsByVolume: Object.fromEntries(volumes.map((v) => [v, rateOf(v)])),
+    streamSec: writeSec,
+  };
+  return { acks, head, written };
+}
+
+/** The holders outside the struck regions. */
+function survivorsOf(d: Deployment, struck: ReadonlySet<string>): string[] {
+  const regionOfSite = new Map(d.sites.map((s) => [s.id, s.region]));
+  return d.holders.filter((h) => !struck.has(regionOfSite.get(h.site)!)).map((h) => h.id);
+}
+
+/**
+ * Ends the run: stops sampling and the operator's view, SIGTERMs the survivors (each custody run
+ * flushes its spans and exits 0), then reads the first volume's captures from those spans.
+ */
+async function finishStreaming(
+  sampler: StreamSampler,
+  view: OperatorView,
+  registry: ProcessRegistry,
+  runDir: string,
+  volume: string,
+): Promise<void> {
+  sampler.phase = "done";
+  await sampler.stop();
+  await view.close();
+  await registry.stopAll();
+  addCaptures(sampler.latest, runDir, volume);
+}
+
+/** The event line of the writers' stream. */
+function streamingLine(d: Deployment): string {
+  const volumes = volumesOf(d);
+  return (
+    `streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ` +
+    `${d.workload.blocksPerWrite * 4} KiB per write (each writer's own workload)`
+  );
+}
+
+/** The event line of the strike: what it killed and what was acknowledged by then. */
+function strikeLine(d: Deployment, killed: readonly string[], writes: number, head: ReadonlyMap<string, number>) {
+  return (
+    `STRIKE mid-stream: SIGKILL ${killed.join(", ")} ` +
+    `and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ` +
+    `${writes} writes acknowledged (${volumesOf(d)
+      .map((v) => `${v} #${head.get(v)}`)
+      .join(", ")})`
+  );
+}
+
+/** The event line of the settled survivors and the prediction from their receipts. */
+function settledLine(
+  survivors: readonly string[],
+  settleMs: number,
+  volumes: readonly string[],
+  predictedOf: (v: string) => ScenarioStatus | undefined,
+): string {
+  const predictedCuts = volumes.map((v) => `${v} #${predictedOf(v)?.cut?.[0]?.[1] ?? "nothing"}`);
+  return (
+    `survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; ` +
+    `prediction from their receipts: ${predictedCuts.join(", ")}`
+  );
+}
+
 /**
  * Runs `deploymentPath` into `runDir`, lets the writers stream for `seconds`, then strikes. Stops its
  * processes through the registry before returning.
  */
-export async function strikeRun(
-  registry: ProcessRegistry,
-  opts: {
-    deploymentPath: string;
-    runDir: string;
-    seconds: number;
-    t0: number;
-    secured?: boolean;
-    print: (l: string) => void;
-    progress: (lines: string[]) => void;
-    onLaunched: () => void;
-  },
-): Promise<RunResult> {
+export async function strikeRun(registry: ProcessRegistry, opts: StrikeRunOptions): Promise<RunResult> {
   const { print, progress, t0 } = opts;
   const tRun = Date.now();
   // Starting takes a while (init, servers, every role process): say each step on the demo's clock.
@@ -389,12 +515,7 @@ export async function strikeRun(
     events.push({ tMs: Date.now() - t0, label });
     print(`  ${clock((Date.now() - t0) / 1000)}${label}`);
   };
-  const counts = (role: string) => [...net.roles.values()].filter((r) => r.role === role).length;
-  event(
-    `custody init + bootstrap, then custody run for ${counts("controller")} controllers, ` +
-      `${counts("holder")} holders and ${counts("writer")} writers ` +
-      `on ${Object.keys(net.regions).length} nats-servers in ${((Date.now() - tRun) / 1000).toFixed(1)} s`,
-  );
+  event(launchedLine(net, tRun));
   step("connecting as the operator to read the holders' stats and the controllers' status documents…");
   const view = await OperatorView.open(net.operatorNats, volumes, d.lane, seqBytes);
   try {
@@ -402,83 +523,45 @@ export async function strikeRun(
     const acksOf = (v: string) => readVolumeAckLog(ackLogOf(net.runDir, v), v);
 
     const sampler = new StreamSampler(view, d, acksOf, t0, progress);
-    const { samples, latest } = sampler;
 
-    event(
-      `streaming ${volumes.length} volumes (${volumes.join(", ")}) at ${d.workload.writesPerSec} writes/s each, ` +
-        `${d.workload.blocksPerWrite * 4} KiB per write (each writer's own workload)`,
-    );
+    event(streamingLine(d));
     await sleep(opts.seconds * 1000);
 
     const { before, strikeAt, killed } = await strikeBoth(registry, net, view, sampler);
-    const writeSec = (strikeAt - sampler.tStream) / 1000;
-    const acks = new Map(volumes.map((v) => [v, acksOf(v)]));
-    const head = new Map(volumes.map((v) => [v, headOf(acks.get(v)!)]));
-    const writes = [...acks.values()].reduce((n, a) => n + a.length, 0);
-    const rateOf = (v: string) =>
-      (sampler.sinceStart(v, acks.get(v)!.length) * seqBytes) / 1e6 / Math.max(writeSec, 0.001);
-    event(
-      `STRIKE mid-stream: SIGKILL ${killed.join(", ")} ` +
-        `and the nats-servers of ${d.failures.first} and ${d.failures.second} at once; ` +
-        `${writes} writes acknowledged (${volumes.map((v) => `${v} #${head.get(v)}`).join(", ")})`,
-    );
+    const { acks, head, written } = acknowledgedAt(strikeAt, volumes, acksOf, sampler, seqBytes);
+    event(strikeLine(d, killed, written.writes, head));
 
     // Survivors account for everything that reached them: every unit they hold covered by a
     // receipt the controller verified, read twice alike. Then the prediction, from a status
     // document evaluated since.
-    const struck = sampler.struckRegions;
-    const regionOfSite = new Map(d.sites.map((s) => [s.id, s.region]));
-    const survivors = d.holders.filter((h) => !struck.has(regionOfSite.get(h.site)!)).map((h) => h.id);
+    const survivors = survivorsOf(d, sampler.struckRegions);
     const { settled, settleMs, predicted, firstStatus } = await predictFromSurvivors(view, d, survivors, strikeAt);
     const scenarioOf = (doc: VolumeStatus | undefined) => doc?.scenarios.find((s) => s.name === names.both);
-    const predictedCuts = volumes.map((v) => `${v} #${scenarioOf(predicted.get(v))?.cut?.[0]?.[1] ?? "nothing"}`);
-    event(
-      `survivors ${survivors.join(" + ")} settled ${settleMs} ms after the strike; ` +
-        `prediction from their receipts: ${predictedCuts.join(", ")}`,
-    );
+    event(settledLine(survivors, settleMs, volumes, (v) => scenarioOf(predicted.get(v))));
 
     // Recover every volume at the destination from every unit the survivors on its path return
     // (fetched over NATS, as custody recover does), not only up to the prediction: the observed
     // cut is what the units themselves reach.
     sampler.phase = `recovering at ${d.recoverAt}`;
-    const outcomes: VolumeOutcome[] = [];
-    mkdirSync(join(net.runDir, "recovered"), { recursive: true });
-    mkdirSync(join(net.runDir, "writer"), { recursive: true });
-    for (const v of volumes) {
-      const { res, recoverySec, byteExact } = await recoverAtDestination(view, net, v, survivors, acks.get(v)!);
-      const sc = scenarioOf(predicted.get(v));
-      const recoveredCut = res.cut[d.lane] ?? 0;
-      const acknowledged = head.get(v)!;
-      const atStrike = scenarioOf(before.get(v));
-      outcomes.push(volumeOutcome(d, v, acknowledged, sc, atStrike, { res, recoverySec, byteExact }));
-      event(
-        `${v} recovered at ${d.recoverAt} through #${recoveredCut} (predicted #${sc?.cut?.[0]?.[1] ?? "nothing"}), ` +
-          `acknowledged #${acknowledged}: lost ${Math.max(0, acknowledged - recoveredCut)} seqs, ` +
-          (byteExact ? "byte-exact" : "NOT byte-exact"),
-      );
-    }
-    sampler.phase = "done";
-    await sampler.stop();
-    await view.close();
-    // SIGTERM the survivors: each custody run flushes its spans and exits 0.
-    await registry.stopAll();
-    addCaptures(latest, net.runDir, d.volume);
+    const outcomes = await recoverAll(view, net, survivors, acks, event, (v) => ({
+      acknowledged: head.get(v)!,
+      predicted: scenarioOf(predicted.get(v)),
+      atStrike: scenarioOf(before.get(v)),
+    }));
+    await finishStreaming(sampler, view, registry, net.runDir, d.volume);
     return {
       deployment: d,
       runDir: net.runDir,
       scenario: names.both,
-      samples,
+      samples: sampler.samples,
       events,
       strikeMs: strikeAt - t0,
       settleMs,
       outcomes,
       status: firstStatus,
       survivorRanges: settled.ranges,
-      writes,
-      writeMBps: volumes.reduce((n, v) => n + rateOf(v), 0),
-      writeMBpsByVolume: Object.fromEntries(volumes.map((v) => [v, rateOf(v)])),
-      latest,
-      streamSec: writeSec,
+      ...written,
+      latest: sampler.latest,
       carried: sampler.carried(),
       elapsedSec: (Date.now() - tRun) / 1000,
     };
