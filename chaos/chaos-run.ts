@@ -55,7 +55,10 @@ const VOLUME = "vol-chaos";
 const LANE = "l0";
 const BLOCKS = 256;
 const REGION = "ctl";
-/** The longest the control log may be unavailable: what its appenders wait for a new leader (transport/jetstream-control-log.ts). */
+/**
+ * The longest the control log may be unavailable: what its appenders wait for a new leader
+ * (transport/jetstream-control-log.ts).
+ */
 export const CONTROL_UNAVAILABLE_BOUND_S = 30;
 const HEAL_TIMEOUT_MS = 45_000;
 /** Every region hosts a control log server; roles live in east and west only. */
@@ -138,7 +141,8 @@ export async function runChaos(
   let observer: NatsTransport | undefined;
   let watch: ControlPlaneWatch | undefined;
   try {
-    // The control log as `custody init` lays it out with 3 regions: a JetStream cluster of its own, one server per region, 3 replicas.
+    // The control log as `custody init` lays it out with 3 regions: a JetStream cluster of its own, one
+    // server per region, 3 replicas.
     const cluster = controlClusterName(REGION);
     sc = await startSupercluster({
       regions: REGIONS,
@@ -227,7 +231,8 @@ export async function runChaos(
     procs.push(writer);
     await writer.start();
     log(
-      `seed ${seed}: deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s; ${faults.length} faults over ${durationMs / 1000} s`,
+      `seed ${seed}: deployment up in ${((Date.now() - started) / 1000).toFixed(1)} s; ` +
+        `${faults.length} faults over ${durationMs / 1000} s`,
     );
 
     // Watch the controller's status: the cut every required scenario keeps on fresh evidence.

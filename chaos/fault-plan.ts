@@ -8,9 +8,15 @@ export const ChaosFaultKind = {
   holderKill: "holder_kill",
   /** The active controller (the volume's lease holder) is SIGKILLed and started again `downMs` later. */
   controllerKill: "controller_kill",
-  /** The active controller (the lease holder) is frozen (SIGSTOP) for `ms`, then resumed: longer than the lease timeout, so the standby takes over. */
+  /**
+   * The active controller (the lease holder) is frozen (SIGSTOP) for `ms`, then resumed: longer than the
+   * lease timeout, so the standby takes over.
+   */
   controllerPause: "controller_pause",
-  /** The control stream leader's server (a member of the control log's cluster) is SIGKILLed and started again `downMs` later. */
+  /**
+   * The control stream leader's server (a member of the control log's cluster) is SIGKILLed and started
+   * again `downMs` later.
+   */
   controlLeaderKill: "control_leader_kill",
   /** A region's server is frozen (SIGSTOP) for `ms`: its clients and gateways stall, a partition. */
   partition: "partition",

@@ -41,9 +41,14 @@ export function captureLagRows(
     let why: string;
     if (ms === null) why = "captured nothing of this volume";
     else if (got !== undefined && got < BEHIND * streamBytesPerSec)
-      why = `queues: its leg ${slowest.from} → ${h.site} carried ${kb(got)} of the ${kb(streamBytesPerSec)} stream${slowest.edge === undefined ? "" : ` (declared ${slowest.edge.bandwidthMBps} MB/s)`}`;
+      why =
+        `queues: its leg ${slowest.from} → ${h.site} carried ${kb(got)} of the ${kb(streamBytesPerSec)} stream` +
+        (slowest.edge === undefined ? "" : ` (declared ${slowest.edge.bandwidthMBps} MB/s)`);
     else if (slowest.edge !== undefined)
-      why = `kept up: its leg ${slowest.from} → ${h.site} (${slowest.edge.latencyMs} ms one way) carried ${got === undefined ? "?" : kb(got)} of the ${kb(streamBytesPerSec)} stream${h.upstream.includes(d.writer.id) ? "" : `, after ${h.upstream.join(", ")}`}`;
+      why =
+        `kept up: its leg ${slowest.from} → ${h.site} (${slowest.edge.latencyMs} ms one way) ` +
+        `carried ${got === undefined ? "?" : kb(got)} of the ${kb(streamBytesPerSec)} stream` +
+        (h.upstream.includes(d.writer.id) ? "" : `, after ${h.upstream.join(", ")}`);
     else why = "local leg";
     return { holder: h.id, ms, why };
   });

@@ -6,7 +6,7 @@
  * and every file of the run under the run folder. `custody init` then writes every role's config.
  */
 import { join } from "node:path";
-import { demoContract, volumesOf, type Deployment } from "./deployment.ts";
+import { demoContract, volumesOf, type Deployment, type DeploymentHolder } from "./deployment.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
 
 /** The ports of one region's nats-server. */
@@ -29,6 +29,69 @@ export const controllerIdOf = (d: Deployment, volume: string): string => `${d.co
 /** Where each volume's writer logs its acknowledged writes (JSON lines, see runtime/workload.ts). */
 export const ackLogOf = (runDir: string, volume: string): string => join(runDir, "acks", `${volume}.jsonl`);
 
+/** Holder `h` in the `custody init` deployment: its lanes on every volume's path, in RAM. */
+function custodyHolderOf(d: Deployment, h: DeploymentHolder): Record<string, unknown> {
+  const regionOf = new Map(d.sites.map((s) => [s.id, s.region]));
+  const volumes = volumesOf(d);
+  return {
+    id: h.id,
+    site: h.site,
+    region: regionOf.get(h.site)!,
+    residency: "ram",
+    // Every volume whose custody path includes this holder, with that path's edges.
+    lanes: volumes.flatMap((v) => {
+      const mine = deploymentOfVolume(d, v).holders.find((x) => x.id === h.id);
+      const named = (ids: readonly string[]) => ids.map((id) => (id === d.writer.id ? writerIdOf(d, v) : id));
+      return mine === undefined
+        ? []
+        : [{ volume: v, lane: d.lane, upstream: named(mine.upstream), downstream: [...mine.downstream] }];
+    }),
+    // The stores keep the whole stream of every volume in RAM for the run.
+    overrides: {
+      arena: {
+        segmentBytes: 1024 * 1024,
+        limitBytes: 512 * 1024 * 1024,
+        maxOutstandingCredit: 4 * 1024 * 1024,
+        maxUnitBytes: 128 * 1024,
+      },
+      receipts: { maxUnits: 16, maxDelayMs: 5 },
+    },
+    // When the demo stops its survivors the run is over: nothing to wait for.
+    drainDeadlineMs: 0,
+  };
+}
+
+/** Volume `v` in the `custody init` deployment: its writer under the sustained workload, its lane and contract. */
+function custodyVolumeOf(d: Deployment, runDir: string, v: string): Record<string, unknown> {
+  const regionOf = new Map(d.sites.map((s) => [s.id, s.region]));
+  const dv = deploymentOfVolume(d, v);
+  return {
+    id: v,
+    blockCount: d.blocks,
+    walCapacity: 65_536,
+    writer: {
+      id: writerIdOf(d, v),
+      site: d.writer.site,
+      region: regionOf.get(d.writer.site)!,
+      // The sustained workload: it starts with the process and runs until the strike kills it.
+      workload: {
+        intervalMs: 0,
+        ratePerSec: d.workload.writesPerSec,
+        inFlight: d.workload.inFlight,
+        blocksPerWrite: d.workload.blocksPerWrite,
+        ackLog: ackLogOf(runDir, v),
+      },
+      drainDeadlineMs: 0,
+    },
+    lanes: [{ lane: d.lane, fromLba: 0, toLba: d.blocks - 1, firstHops: [...dv.writer.holders] }],
+    recoverySite: d.recoverAt,
+    genesisBases: dv.holders.filter((h) => h.baseSnapshot).map((h) => h.id),
+    releasable: dv.holders.filter((h) => h.releasable).map((h) => h.id),
+    ...demoContract(d),
+    recoverySteps: { detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 },
+  };
+}
+
 /**
  * The `custody init` deployment of demo deployment `d`, run in `runDir` with `ports` per region.
  * `secured`: TLS and an nkey user per role (the `custody init` default) or open loopback servers.
@@ -39,7 +102,6 @@ export function custodyDeploymentOf(
   ports: Readonly<Record<string, RegionPortSet>>,
   secured = true,
 ): Record<string, unknown> {
-  const regionOf = new Map(d.sites.map((s) => [s.id, s.region]));
   const volumes = volumesOf(d);
   return {
     security: secured ? "tls-nkeys" : "none",
@@ -66,60 +128,8 @@ export function custodyDeploymentOf(
         bandwidthMBps: e.bandwidthMBps,
       })),
     },
-    holders: d.holders.map((h) => ({
-      id: h.id,
-      site: h.site,
-      region: regionOf.get(h.site)!,
-      residency: "ram",
-      // Every volume whose custody path includes this holder, with that path's edges.
-      lanes: volumes.flatMap((v) => {
-        const mine = deploymentOfVolume(d, v).holders.find((x) => x.id === h.id);
-        const named = (ids: readonly string[]) => ids.map((id) => (id === d.writer.id ? writerIdOf(d, v) : id));
-        return mine === undefined
-          ? []
-          : [{ volume: v, lane: d.lane, upstream: named(mine.upstream), downstream: [...mine.downstream] }];
-      }),
-      // The stores keep the whole stream of every volume in RAM for the run.
-      overrides: {
-        arena: {
-          segmentBytes: 1024 * 1024,
-          limitBytes: 512 * 1024 * 1024,
-          maxOutstandingCredit: 4 * 1024 * 1024,
-          maxUnitBytes: 128 * 1024,
-        },
-        receipts: { maxUnits: 16, maxDelayMs: 5 },
-      },
-      // When the demo stops its survivors the run is over: nothing to wait for.
-      drainDeadlineMs: 0,
-    })),
-    volumes: volumes.map((v) => {
-      const dv = deploymentOfVolume(d, v);
-      return {
-        id: v,
-        blockCount: d.blocks,
-        walCapacity: 65_536,
-        writer: {
-          id: writerIdOf(d, v),
-          site: d.writer.site,
-          region: regionOf.get(d.writer.site)!,
-          // The sustained workload: it starts with the process and runs until the strike kills it.
-          workload: {
-            intervalMs: 0,
-            ratePerSec: d.workload.writesPerSec,
-            inFlight: d.workload.inFlight,
-            blocksPerWrite: d.workload.blocksPerWrite,
-            ackLog: ackLogOf(runDir, v),
-          },
-          drainDeadlineMs: 0,
-        },
-        lanes: [{ lane: d.lane, fromLba: 0, toLba: d.blocks - 1, firstHops: [...dv.writer.holders] }],
-        recoverySite: d.recoverAt,
-        genesisBases: dv.holders.filter((h) => h.baseSnapshot).map((h) => h.id),
-        releasable: dv.holders.filter((h) => h.releasable).map((h) => h.id),
-        ...demoContract(d),
-        recoverySteps: { detectSec: 5, authorizeSec: 1, acquireCapacitySec: 2, persistSec: 1, validateSec: 1 },
-      };
-    }),
+    holders: d.holders.map((h) => custodyHolderOf(d, h)),
+    volumes: volumes.map((v) => custodyVolumeOf(d, runDir, v)),
     controllers: volumes.map((v) => ({
       id: controllerIdOf(d, v),
       volume: v,

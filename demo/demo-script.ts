@@ -14,6 +14,9 @@ import { savedResult } from "./report-input.ts";
 import { legRow, type LegRow } from "./scenario-table.ts";
 import { strikeRun, type RunResult } from "./strike-run.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
+import type { DemoResult, ScenarioOutcome } from "./demo-result.ts";
+
+export type { DemoResult, ScenarioOutcome } from "./demo-result.ts";
 
 /** Options of `runDemo`. */
 export interface DemoOptions {
@@ -26,40 +29,6 @@ export interface DemoOptions {
   readonly print?: (line: string) => void;
   /** The live status block (see progress-line.ts), replaced on each sample. */
   readonly progress?: (lines: string[]) => void;
-}
-
-/** One scenario of the JSON summary: the strike, on one volume. */
-export interface ScenarioOutcome {
-  readonly name: string;
-  readonly volume: string;
-  /** "with waypoint" or "without <holder>": the volume's custody path. */
-  readonly path: string;
-  readonly acknowledged: number;
-  readonly predicted_cut: number | null;
-  readonly recovered_cut: number;
-  readonly recovered_lsn: number;
-  readonly lost_seqs: number;
-  readonly predicted_lost_seqs: number;
-  readonly cut_at_strike: number | null;
-  readonly byte_exact: boolean;
-}
-
-/** Everything the demo measured. */
-export interface DemoResult {
-  readonly runDir: string;
-  readonly deployment: Deployment;
-  readonly run: RunResult;
-  readonly scenarios: ScenarioOutcome[];
-  readonly mismatches: number;
-  readonly losingScenarios: number;
-  /** Lost sequences of the first volume (with the waypoint) and of the comparison volume (without). */
-  readonly waypointLoss: { readonly withWaypoint: number; readonly withoutWaypoint: number } | null;
-  readonly legs: LegRow[];
-  /** Median ms from a unit's first capture anywhere to its capture at each holder (first volume); null: it captured nothing. */
-  readonly captureLagMs: Record<string, number | null>;
-  readonly startedPids: number[];
-  readonly leftPids: number[];
-  readonly elapsedSec: number;
 }
 
 function median(xs: number[]): number {

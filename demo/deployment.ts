@@ -116,23 +116,12 @@ export type DeploymentEdge = z.infer<typeof edgeSchema>;
 /** One holder entry of the deployment. */
 export type DeploymentHolder = Deployment["holders"][number];
 
-/**
- * Validates `raw` as a deployment: schema, unique names, and every reference (sites → regions/AZs,
- * holders → sites, edges → sites, writer/holder custody edges → holders). Throws DeploymentError.
- */
-export function parseDeployment(raw: unknown): Deployment {
-  const parsed = deploymentSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = reportedIssue(parsed.error.issues);
-    throw new DeploymentError(`deployment: ${issueText(issue)}`, {
-      path: issue.path.map(String),
-      issues: parsed.error.issues.length,
-    });
-  }
-  const d = parsed.data;
-  const fail = (message: string, detail: Record<string, unknown>) => {
-    throw new DeploymentError(`deployment: ${message}`, detail);
-  };
+function fail(message: string, detail: Record<string, unknown>): never {
+  throw new DeploymentError(`deployment: ${message}`, detail);
+}
+
+/** No two regions, sites, holders or volumes share a name. Throws DeploymentError. */
+function checkUniqueNames(d: Deployment): void {
   const unique = (what: string, names: string[]) => {
     const dup = names.find((n, i) => names.indexOf(n) !== i);
     if (dup !== undefined) fail(`duplicate ${what} ${JSON.stringify(dup)}`, { what, name: dup });
@@ -154,6 +143,23 @@ export function parseDeployment(raw: unknown): Deployment {
     ...d.extraVolumes,
     ...(d.waypointComparison === undefined ? [] : [d.waypointComparison.volume]),
   ]);
+}
+
+/**
+ * Validates `raw` as a deployment: schema, unique names, and every reference (sites → regions/AZs,
+ * holders → sites, edges → sites, writer/holder custody edges → holders). Throws DeploymentError.
+ */
+export function parseDeployment(raw: unknown): Deployment {
+  const parsed = deploymentSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = reportedIssue(parsed.error.issues);
+    throw new DeploymentError(`deployment: ${issueText(issue)}`, {
+      path: issue.path.map(String),
+      issues: parsed.error.issues.length,
+    });
+  }
+  const d = parsed.data;
+  checkUniqueNames(d);
   const regions = new Map(d.regions.map((r) => [r.name, r]));
   const sites = new Set(d.sites.map((s) => s.id));
   const holders = new Set(d.holders.map((h) => h.id));
@@ -215,7 +221,10 @@ export function sitesOf(d: Deployment): Site[] {
   return d.sites.map((s) => ({ id: s.id, region: s.region, az: s.az, host: `${s.id}-host`, deps: [] }));
 }
 
-/** The edge carrying traffic from site `from` to site `to` (either direction of a declared edge); undefined within one site. */
+/**
+ * The edge carrying traffic from site `from` to site `to` (either direction of a declared edge);
+ * undefined within one site.
+ */
 export function edgeBetween(d: Deployment, from: string, to: string): DeploymentEdge | undefined {
   return d.edges.find((e) => e.from === from && e.to === to) ?? d.edges.find((e) => e.from === to && e.to === from);
 }

@@ -34,7 +34,8 @@ export function checkNatsServer(): string {
     return execFileSync(natsServerBin(), ["--version"], { encoding: "utf8" }).trim();
   } catch {
     throw new NatsLaunchError(
-      `nats-server not found (tried ${JSON.stringify(natsServerBin())}). Install it (Debian/Ubuntu: 'apt-get install -y nats-server') or set NATS_SERVER_BIN.`,
+      `nats-server not found (tried ${JSON.stringify(natsServerBin())}). ` +
+        `Install it (Debian/Ubuntu: 'apt-get install -y nats-server') or set NATS_SERVER_BIN.`,
     );
   }
 }

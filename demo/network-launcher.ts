@@ -58,7 +58,10 @@ export function makeRunDir(root = join(REPO_ROOT, "runs")): string {
   return dir;
 }
 
-/** Runs `custody <args>` as a registered child (log in `logs/<name>.log`); resolves with its stdout, throws CustodyCommandError on a non-zero exit. */
+/**
+ * Runs `custody <args>` as a registered child (log in `logs/<name>.log`); resolves with its stdout,
+ * throws CustodyCommandError on a non-zero exit.
+ */
 async function custody(
   registry: ProcessRegistry,
   runDir: string,
@@ -78,7 +81,10 @@ async function custody(
   return out;
 }
 
-/** Resolves once `p` printed its `{"ready":true,…}` line; throws CustodyCommandError if it ends first or takes longer than `ms`. */
+/**
+ * Resolves once `p` printed its `{"ready":true,…}` line; throws CustodyCommandError if it ends first
+ * or takes longer than `ms`.
+ */
 async function ready(p: ManagedProcess, ms: number): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
@@ -92,6 +98,49 @@ async function ready(p: ManagedProcess, ms: number): Promise<void> {
       throw new CustodyCommandError(`${p.name} not serving within ${ms} ms; see ${p.logPath}`, { name: p.name });
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Starts every role instance as its own `custody run` process, each retried like a supervisor
+ * would, and resolves once all serve.
+ */
+async function startRoles(
+  registry: ProcessRegistry,
+  runDir: string,
+  roles: readonly RoleInstance[],
+  say: (step: string) => void,
+): Promise<void> {
+  const start = (r: RoleInstance) => {
+    const c = custodyCommand(["run", r.role, "--config", r.config]);
+    return registry.spawn(r.instance, c.command, c.args, {
+      logPath: join(runDir, "logs", `${r.instance}.log`),
+      cwd: REPO_ROOT,
+    });
+  };
+  // As a supervisor would (systemd's Restart=on-failure): a role whose start failed (on a loaded
+  // machine a connect or JetStream request can time out) is started again, a new incarnation.
+  const serve = async (r: RoleInstance) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ready(start(r), ROLE_READY_MS);
+      } catch (err) {
+        if (attempt >= START_ATTEMPTS) throw err;
+      }
+    }
+  };
+  const startAll = async (role: RoleInstance["role"]) =>
+    void (await Promise.all(roles.filter((r) => r.role === role).map(serve)));
+  // Controllers and holders together: a holder's process claims a new incarnation and keeps asking
+  // to be admitted until a controller admits it (the key the bootstrap admitted signs it: key
+  // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
+  const count = (role: RoleInstance["role"]) => roles.filter((r) => r.role === role).length;
+  say(
+    `custody run: starting ${count("controller")} controllers and ${count("holder")} holders, ` +
+      `each its own process (slow on a loaded machine)…`,
+  );
+  await Promise.all([startAll("controller"), startAll("holder")]);
+  say(`custody run: starting ${count("writer")} writers; each writes from the moment it serves…`);
+  await startAll("writer");
 }
 
 /**
@@ -120,7 +169,8 @@ export async function launchNetwork(
   writeFileSync(custodyFile, JSON.stringify(custodyDeploymentOf(d, runDir, ports, secured), null, 2));
   const initDir = join(runDir, "deployment");
   say(
-    `custody init: every role's config, keys${secured ? ", TLS certificates" : ""} and NATS users, and ${d.regions.length} nats-server configs…`,
+    `custody init: every role's config, keys${secured ? ", TLS certificates" : ""} and NATS users, ` +
+      `and ${d.regions.length} nats-server configs…`,
   );
   await custody(registry, runDir, "custody-init", ["init", custodyFile, "--out", initDir]);
   const index = JSON.parse(readFileSync(join(initDir, "roles.json"), "utf8")) as {
@@ -139,7 +189,8 @@ export async function launchNetwork(
   const operatorNats: NatsRoleConfig = existsSync(operatorFile)
     ? natsRoleSchema.parse(JSON.parse(readFileSync(operatorFile, "utf8")))
     : { servers: regions[d.controller.region]!.url };
-  // The operator's bootstrap (on the controller's region: the control stream lives there): controllers' keys, first incarnations, obligations.
+  // The operator's bootstrap (on the controller's region: the control stream lives there): controllers'
+  // keys, first incarnations, obligations.
   say(`custody bootstrap: admitting the controllers' keys and the holders, creating each volume's obligation…`);
   await custody(registry, runDir, "custody-bootstrap", [
     "bootstrap",
@@ -149,37 +200,8 @@ export async function launchNetwork(
     "--json",
   ]);
 
+  await startRoles(registry, runDir, index.roles, say);
   const roles = new Map(index.roles.map((r) => [r.instance, r]));
-  const start = (r: RoleInstance) => {
-    const c = custodyCommand(["run", r.role, "--config", r.config]);
-    return registry.spawn(r.instance, c.command, c.args, {
-      logPath: join(runDir, "logs", `${r.instance}.log`),
-      cwd: REPO_ROOT,
-    });
-  };
-  // As a supervisor would (systemd's Restart=on-failure): a role whose start failed (on a loaded
-  // machine a connect or JetStream request can time out) is started again, a new incarnation.
-  const serve = async (r: RoleInstance) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await ready(start(r), ROLE_READY_MS);
-      } catch (err) {
-        if (attempt >= START_ATTEMPTS) throw err;
-      }
-    }
-  };
-  const startAll = async (role: RoleInstance["role"]) =>
-    void (await Promise.all(index.roles.filter((r) => r.role === role).map(serve)));
-  // Controllers and holders together: a holder's process claims a new incarnation and keeps asking
-  // to be admitted until a controller admits it (the key the bootstrap admitted signs it: key
-  // continuity). Writers once they serve: a writer's workload writes from the moment it serves.
-  const count = (role: RoleInstance["role"]) => index.roles.filter((r) => r.role === role).length;
-  say(
-    `custody run: starting ${count("controller")} controllers and ${count("holder")} holders, each its own process (slow on a loaded machine)…`,
-  );
-  await Promise.all([startAll("controller"), startAll("holder")]);
-  say(`custody run: starting ${count("writer")} writers; each writes from the moment it serves…`);
-  await startAll("writer");
   return { deployment: d, runDir, initDir, regions, roles, operatorNats };
 }
 

@@ -12,7 +12,7 @@ import { gatherProcessStats, type NatsRoleConfig, type ProcessStats } from "../r
 import { receiptedKey, runsOf } from "../runtime/index.ts";
 import { connectRole } from "../runtime/index.ts";
 import type { NatsTransport, TransportSubscription } from "../transport/index.ts";
-import type { ControllerView, HolderStats } from "./settle.ts";
+import type { ControllerView, HolderStats } from "./holder-stats.ts";
 
 /** How long one stats ask gathers answers (every live process answers well within it). */
 const STATS_WAIT_MS = 400;

@@ -43,7 +43,8 @@ export function formatProgress(p: Progress): string[] {
   for (const v of p.volumes) {
     const inFlight = Math.max(0, v.acked - (v.receiptedCut ?? 0));
     lines.push(
-      `${indent}${v.volume.padEnd(name)}  ${v.writes} writes, acked #${v.acked}, receipts protect #${v.receiptedCut ?? "-"} (${inFlight} in flight)`,
+      `${indent}${v.volume.padEnd(name)}  ${v.writes} writes, acked #${v.acked}, ` +
+        `receipts protect #${v.receiptedCut ?? "-"} (${inFlight} in flight)`,
     );
   }
   const sites = p.sites

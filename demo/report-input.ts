@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CustodyError } from "../core/index.ts";
-import type { DemoResult } from "./demo-script.ts";
+import type { DemoResult } from "./demo-result.ts";
 import type { RunResult } from "./strike-run.ts";
 
 /** A demo result as saved: everything but the run's live holder stats. */

@@ -44,18 +44,27 @@ export function strikeZoomSvg(run: Pick<RunResult, "survivorRanges">, o: VolumeO
     for (let s = lo; s <= hi; s++)
       if (row.has(s))
         parts.push(
-          `<rect class="${row.cls}" x="${L + (s - lo) * cw}" y="${y}" width="${Math.max(1, cw - 1)}" height="${rh}"><title>#${s}</title></rect>`,
+          `<rect class="${row.cls}" x="${L + (s - lo) * cw}" y="${y}" width="${Math.max(1, cw - 1)}" height="${rh}">` +
+            `<title>#${s}</title></rect>`,
         );
   });
   // The lost range, on its own row under the recovery.
   const ly = 24 + rows.length * (rh + 4);
-  parts.push(`<text class="row" x="4" y="${ly + 12}">lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</text>`);
+  const lost = esc(lostRange(o.recoveredCut, o.acknowledged));
+  parts.push(`<text class="row" x="4" y="${ly + 12}">lost ${lost}</text>`);
   if (o.lostSeqs > 0)
     parts.push(
-      `<rect class="lost-range" data-volume="${esc(o.volume)}" data-range="${esc(lostRange(o.recoveredCut, o.acknowledged))}" x="${L + (o.recoveredCut + 1 - lo) * cw}" y="${ly}" width="${(o.acknowledged - o.recoveredCut) * cw - 1}" height="${rh}"><title>lost ${esc(lostRange(o.recoveredCut, o.acknowledged))}</title></rect>`,
+      `<rect class="lost-range" data-volume="${esc(o.volume)}" data-range="${lost}" ` +
+        `x="${L + (o.recoveredCut + 1 - lo) * cw}" y="${ly}" width="${(o.acknowledged - o.recoveredCut) * cw - 1}" ` +
+        `height="${rh}"><title>lost ${lost}</title></rect>`,
     );
   for (let s = lo; s <= hi; s += Math.max(1, Math.ceil(n / 12)))
     parts.push(`<text class="axis" x="${L + (s - lo) * cw}" y="14">#${s}</text>`);
   const H = ly + rh + 10;
-  return `<h3>${esc(o.volume)} — ${esc(o.path)}: acknowledged #${o.acknowledged}, predicted #${o.predictedCut ?? "nothing"}, recovered #${o.recoveredCut}</h3><svg class="zoom" data-volume="${esc(o.volume)}" viewBox="0 0 ${W} ${H}" role="img" aria-label="strike ${esc(o.volume)}">${parts.join("")}</svg>`;
+  return (
+    `<h3>${esc(o.volume)} — ${esc(o.path)}: acknowledged #${o.acknowledged}, ` +
+    `predicted #${o.predictedCut ?? "nothing"}, recovered #${o.recoveredCut}</h3>` +
+    `<svg class="zoom" data-volume="${esc(o.volume)}" viewBox="0 0 ${W} ${H}" role="img" ` +
+    `aria-label="strike ${esc(o.volume)}">${parts.join("")}</svg>`
+  );
 }

@@ -71,11 +71,12 @@ console.log("");
 console.log(formatCostTable(result.legs));
 console.log("");
 console.log(
-  `write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ${first.writeMBps.toFixed(2)} MB/s acknowledged in total (${Object.entries(
-    first.writeMBpsByVolume,
-  )
-    .map(([v, r]) => `${v} ${r.toFixed(2)}`)
-    .join(", ")})`,
+  `write load: ${first.writes} writes on ${first.outcomes.length} volumes before the strike, ` +
+    `${first.writeMBps.toFixed(2)} MB/s acknowledged in total (` +
+    Object.entries(first.writeMBpsByVolume)
+      .map(([v, r]) => `${v} ${r.toFixed(2)}`)
+      .join(", ") +
+    ")",
 );
 console.log(
   `capture lag of ${first.deployment.volume} (median time after a unit's first copy until each holder has it):`,
@@ -90,19 +91,24 @@ for (const row of captureLagRows(
 if (result.waypointLoss !== null) {
   const w = result.waypointLoss;
   console.log(
-    `the waypoint's worth: ${w.withWaypoint} acknowledged seqs lost with it, ${w.withoutWaypoint} without it (same strike, same write stream, at the same time; the second volume's custody path leaves the waypoint out)`,
+    `the waypoint's worth: ${w.withWaypoint} acknowledged seqs lost with it, ${w.withoutWaypoint} without it ` +
+      `(same strike, same write stream, at the same time; the second volume's custody path leaves the waypoint out)`,
   );
 }
 const byteExact = result.scenarios.every((s) => s.byte_exact);
 console.log(
-  `${result.scenarios.length} strike outcomes: ${result.losingScenarios} lost acknowledged writes, ${result.mismatches} differ from the prediction; every recovered volume ${byteExact ? "byte-exact" : "NOT byte-exact"} vs the writes`,
+  `${result.scenarios.length} strike outcomes: ${result.losingScenarios} lost acknowledged writes, ` +
+    `${result.mismatches} differ from the prediction; ` +
+    `every recovered volume ${byteExact ? "byte-exact" : "NOT byte-exact"} vs the writes`,
 );
 console.log(
-  `processes started ${result.startedPids.length}, left running ${result.leftPids.length}; ${result.elapsedSec.toFixed(1)} s`,
+  `processes started ${result.startedPids.length}, left running ${result.leftPids.length}; ` +
+    `${result.elapsedSec.toFixed(1)} s`,
 );
 console.log(`report: ${reportPath}`);
 console.log(
-  `trace a unit: npx custody trace ${first.deployment.volume}:${Math.max(1, first.outcomes[0]!.recoveredCut - 1)} --run ${first.runDir}`,
+  `trace a unit: npx custody trace ` +
+    `${first.deployment.volume}:${Math.max(1, first.outcomes[0]!.recoveredCut - 1)} --run ${first.runDir}`,
 );
 // A lost write's trace ends with where its custody stopped and the strike that ended it.
 const lost = first.outcomes.find((o) => o.lostSeqs > 0);

@@ -30,7 +30,10 @@ export interface LegRow {
   /** Sites: the sender's (several joined by ", ") and the receiver's. */
   readonly from: string;
   readonly to: string;
-  /** The volume whose stream the leg carries, and its sending and receiving actors (absent: a leg priced outside a run). */
+  /**
+   * The volume whose stream the leg carries, and its sending and receiving actors (absent: a leg priced
+   * outside a run).
+   */
   readonly volume?: string;
   readonly senders?: readonly string[];
   readonly receiver?: string;

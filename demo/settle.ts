@@ -6,27 +6,12 @@
  * controller's evaluation over those receipts is the prediction an operator reads and a recovery
  * can be checked against.
  */
-import type { VolumeStatus } from "../protocol/index.ts";
 import { CustodyError } from "../core/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { OperatorView } from "./operator-view.ts";
+import type { ControllerView, HolderStats } from "./holder-stats.ts";
 
-/** What a holder process's stats say (see operator-view.ts). */
-export interface HolderStats {
-  /** Volume → retained sequences, their payload bytes and the highest sequence it retained or released (0: none). */
-  readonly volumes: Record<string, { retained: [number, number][]; bytes: number; reach?: number }>;
-  /** Units held back on its shaped links (sent, not yet delivered). */
-  readonly inFlight: number;
-  /** [first, last, wall ms] of each first-volume admission (from its span file, once the run is over). */
-  readonly captured: [number, number, number][];
-}
-
-/** A volume's controller as its stats and status documents show it. */
-export interface ControllerView {
-  readonly status: VolumeStatus | null;
-  /** Holder → sequences its verified receipts show it retaining. */
-  readonly receipted: Record<string, [number, number][]>;
-}
+export type { ControllerView, HolderStats } from "./holder-stats.ts";
 
 /** Thrown when the survivors do not account for their custody within the bound. */
 export class SettleTimeoutError extends CustodyError {
@@ -80,7 +65,10 @@ export function survivorsHold(
   );
 }
 
-/** The settled holdings, and when the first of the two agreeing checks had read the controllers (a status document evaluated since then reflects what they verified). */
+/**
+ * The settled holdings, and when the first of the two agreeing checks had read the controllers (a
+ * status document evaluated since then reflects what they verified).
+ */
 export interface Settled {
   readonly ranges: Record<string, Record<string, [number, number][]>>;
   readonly sinceMs: number;

@@ -30,7 +30,10 @@ export interface TraceNode {
   /** For a link.send: the configured delay the link shaper applied. */
   readonly linkDelayMs?: number;
   readonly detail: string;
-  /** For an admit: what became of the unit there (`stored`, `duplicate`, `replayed`, `refused`; `not-stored` on older spans). */
+  /**
+   * For an admit: what became of the unit there (`stored`, `duplicate`, `replayed`, `refused`;
+   * `not-stored` on older spans).
+   */
   readonly outcome?: string;
   /** True for a `link.send` between sites of different regions. */
   readonly crossRegion?: boolean;
@@ -102,7 +105,10 @@ const OUTCOME_TEXT: Readonly<Record<string, string>> = {
   "not-stored": " (not stored: a re-send it held, or refused)",
 };
 
-/** `seq a..b` of an admit — its own range, else (older spans) the range of the send that carried it — and its outcome. */
+/**
+ * `seq a..b` of an admit — its own range, else (older spans) the range of the send that carried it —
+ * and its outcome.
+ */
 function admitDetail(s: JsonlSpanRecord, send: JsonlSpanRecord | undefined): string {
   const r = seqRange(s) ?? (send !== undefined ? seqRange(send) : undefined);
   const outcome = admitOutcome(s);
@@ -121,16 +127,8 @@ function coversSeq(s: JsonlSpanRecord, volume: string, seq: number): boolean {
   return r !== undefined && r[0] <= seq && seq <= r[1];
 }
 
-/**
- * Builds the tree for `selector`: `<volume>:<seq>` (a lane sequence) or the span id of a
- * `holder.receipt` (printed by this tree as the receipt id). `regionOfSite` marks cross-region
- * hops. Throws TraceQueryError when nothing matches.
- */
-export function buildTraceTree(
-  spans: readonly JsonlSpanRecord[],
-  selector: string,
-  regionOfSite: Readonly<Record<string, string>> = {},
-): TraceTree {
+/** The traces `selector` names (see buildTraceTree). Throws TraceQueryError when nothing matches. */
+function selectedTraces(spans: readonly JsonlSpanRecord[], selector: string): Set<string> {
   const unit = /^([A-Za-z0-9_-]+):(\d+)$/.exec(selector);
   let traceIds: Set<string>;
   if (unit !== null) {
@@ -152,6 +150,57 @@ export function buildTraceTree(
     );
   }
   if (traceIds.size === 0) throw new TraceQueryError(`no spans for ${selector} in this run`, { selector });
+  return traceIds;
+}
+
+/** What a node of the tree says about its span, by the span's kind. */
+function spanDetail(
+  s: JsonlSpanRecord,
+  actor: string,
+  byId: ReadonlyMap<string, JsonlSpanRecord>,
+  regionOfSite: Readonly<Record<string, string>>,
+): Pick<TraceNode, "detail" | "hopLatencyMs" | "linkDelayMs" | "crossRegion" | "outcome"> {
+  const a = s.attributes;
+  let detail = "";
+  let hopLatencyMs: number | undefined;
+  let linkDelayMs: number | undefined;
+  let crossRegion: boolean | undefined;
+  let outcome: string | undefined;
+  if (s.name === "link.send") {
+    const from = String(a["custody.from_site"]);
+    const to = String(a["custody.to_site"]);
+    crossRegion =
+      regionOfSite[from] !== undefined && regionOfSite[to] !== undefined && regionOfSite[from] !== regionOfSite[to];
+    linkDelayMs = num(a["custody.link_delay_ms"]);
+    detail = `${from} -> ${to} (${String(a["custody.to"])})${crossRegion ? " cross-region" : ""}`;
+  } else if (s.name === "holder.admit") {
+    const parent = s.parentSpanId === undefined ? undefined : byId.get(s.parentSpanId);
+    if (parent !== undefined) hopLatencyMs = startMs(s) - startMs(parent);
+    detail = admitDetail(s, parent);
+    outcome = admitOutcome(s);
+  } else if (s.name === "writer.write") {
+    detail = `lba ${String(a["custody.lba"])} lsn ${String(a["custody.lsn"])} seq ${String(a["custody.seq"])}`;
+  } else if (s.name === "holder.forward") {
+    detail = `to ${String(a["custody.edge"])}`;
+  } else if (s.name === "holder.receipt" || s.name === "holder.edge_receipt") {
+    detail = `receipt id ${s.spanId} (${String(a["custody.units"] ?? "?")} units)`;
+  } else if (s.name === "holder.release") {
+    detail = `next release at ${actor} (its span names no range)`;
+  }
+  return { detail, hopLatencyMs, linkDelayMs, crossRegion, ...(outcome !== undefined ? { outcome } : {}) };
+}
+
+/**
+ * Builds the tree for `selector`: `<volume>:<seq>` (a lane sequence) or the span id of a
+ * `holder.receipt` (printed by this tree as the receipt id). `regionOfSite` marks cross-region
+ * hops. Throws TraceQueryError when nothing matches.
+ */
+export function buildTraceTree(
+  spans: readonly JsonlSpanRecord[],
+  selector: string,
+  regionOfSite: Readonly<Record<string, string>> = {},
+): TraceTree {
+  const traceIds = selectedTraces(spans, selector);
 
   const inTrace = spans.filter((s) => traceIds.has(s.traceId));
   const ids = new Set(inTrace.map((s) => s.spanId));
@@ -173,38 +222,12 @@ export function buildTraceTree(
   let receiptCount = 0;
 
   const node = (s: JsonlSpanRecord, relation: TraceNode["relation"]): TraceNode => {
-    const a = s.attributes;
     const actor = String(s.resource["custody.actor"] ?? "?");
     const site = String(s.resource["custody.site"] ?? "?");
-    let detail = "";
-    let hopLatencyMs: number | undefined;
-    let linkDelayMs: number | undefined;
-    let crossRegion: boolean | undefined;
-    let outcome: string | undefined;
-    if (s.name === "link.send") {
-      hops++;
-      const from = String(a["custody.from_site"]);
-      const to = String(a["custody.to_site"]);
-      crossRegion =
-        regionOfSite[from] !== undefined && regionOfSite[to] !== undefined && regionOfSite[from] !== regionOfSite[to];
-      if (crossRegion) cross++;
-      linkDelayMs = num(a["custody.link_delay_ms"]);
-      detail = `${from} -> ${to} (${String(a["custody.to"])})${crossRegion ? " cross-region" : ""}`;
-    } else if (s.name === "holder.admit") {
-      const parent = s.parentSpanId === undefined ? undefined : byId.get(s.parentSpanId);
-      if (parent !== undefined) hopLatencyMs = startMs(s) - startMs(parent);
-      detail = admitDetail(s, parent);
-      outcome = admitOutcome(s);
-    } else if (s.name === "writer.write") {
-      detail = `lba ${String(a["custody.lba"])} lsn ${String(a["custody.lsn"])} seq ${String(a["custody.seq"])}`;
-    } else if (s.name === "holder.forward") {
-      detail = `to ${String(a["custody.edge"])}`;
-    } else if (s.name === "holder.receipt" || s.name === "holder.edge_receipt") {
-      receiptCount++;
-      detail = `receipt id ${s.spanId} (${String(a["custody.units"] ?? "?")} units)`;
-    } else if (s.name === "holder.release") {
-      detail = `next release at ${actor} (its span names no range)`;
-    }
+    const { detail, hopLatencyMs, linkDelayMs, crossRegion, outcome } = spanDetail(s, actor, byId, regionOfSite);
+    if (s.name === "link.send") hops++;
+    if (crossRegion === true) cross++;
+    if (s.name === "holder.receipt" || s.name === "holder.edge_receipt") receiptCount++;
     const children: TraceNode[] = (byParent.get(s.spanId) ?? [])
       .sort((x, y) => startMs(x) - startMs(y))
       .map((c) => node(c, "parent"));

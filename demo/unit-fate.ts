@@ -39,7 +39,10 @@ export interface FateStrike {
 
 /** The fate of one unit. */
 export interface UnitFate {
-  /** `held`: a holder that had it is alive (or no strike is recorded); `lost_in_strike`: the strike killed every holder that had it; `never_held`: no holder admitted it. */
+  /**
+   * `held`: a holder that had it is alive (or no strike is recorded); `lost_in_strike`: the strike
+   * killed every holder that had it; `never_held`: no holder admitted it.
+   */
   readonly verdict: "held" | "lost_in_strike" | "never_held";
   readonly writer: string;
   readonly holders: readonly FateHolder[];
@@ -81,6 +84,20 @@ export function strikeAfter(spans: readonly JsonlSpanRecord[], t0Ms: number): Fa
   };
 }
 
+/** One holder's line of the fate: when it admitted the unit, or why its spans show no admit. */
+function holderLine(h: FateHolder, killed: ReadonlySet<string>): string {
+  if (h.admittedAtMs !== undefined)
+    return `  ${h.holder} (${h.site}): admitted at ${ms(h.admittedAtMs)}${h.killed ? ", killed by the strike" : ""}`;
+  const from = h.upstream.length > 0 ? h.upstream.join(" or ") : "its sender";
+  const fromKilled = h.upstream.length > 0 && h.upstream.every((u) => killed.has(u));
+  const why =
+    h.sentAtMs !== undefined
+      ? `sent at ${ms(h.sentAtMs)}`
+      : `no finished send from ${from}: ` +
+        `still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
+  return `  ${h.holder} (${h.site}): no admit in its spans — ${why}${h.killed ? "; killed by the strike" : ""}`;
+}
+
 /**
  * The fate of the unit whose trace is `tree`. `path`: the holders serving its volume and lane (from
  * the deployment; empty when unknown, then only the holders the spans show are listed). `spans`:
@@ -120,7 +137,9 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
   const strikeText =
     strike === undefined
       ? ""
-      : `the strike at ${ms(strike.atMs)} (${strike.signal}${strike.regions.length > 0 ? ` of ${strike.regions.join(", ")}` : ""}: ${strike.killed.join(", ") || "no role process"})`;
+      : `the strike at ${ms(strike.atMs)} ` +
+        `(${strike.signal}${strike.regions.length > 0 ? ` of ${strike.regions.join(", ")}` : ""}: ` +
+        `${strike.killed.join(", ") || "no role process"})`;
   if (verdict === "lost_in_strike")
     lines.push(`fate: LOST in ${strikeText} — it killed every holder that had the unit`);
   else if (verdict === "never_held")
@@ -132,21 +151,7 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
       ? `last hop: none — ${writer} wrote it at ${ms(0)}`
       : `last hop: ${last.holder} (${last.site}) admitted it at ${ms(last.admittedAtMs!)}`,
   );
-  for (const h of holders) {
-    if (h.admittedAtMs !== undefined) {
-      lines.push(
-        `  ${h.holder} (${h.site}): admitted at ${ms(h.admittedAtMs)}${h.killed ? ", killed by the strike" : ""}`,
-      );
-      continue;
-    }
-    const from = h.upstream.length > 0 ? h.upstream.join(" or ") : "its sender";
-    const fromKilled = h.upstream.length > 0 && h.upstream.every((u) => killed.has(u));
-    const why =
-      h.sentAtMs !== undefined
-        ? `sent at ${ms(h.sentAtMs)}`
-        : `no finished send from ${from}: still on its link or not yet sent${fromKilled ? " when the strike killed it" : ""}`;
-    lines.push(`  ${h.holder} (${h.site}): no admit in its spans — ${why}${h.killed ? "; killed by the strike" : ""}`);
-  }
+  for (const h of holders) lines.push(holderLine(h, killed));
   return {
     verdict,
     writer,
@@ -158,7 +163,10 @@ export function unitFate(tree: TraceTree, path: readonly PathHolder[], spans: re
   };
 }
 
-/** The holders serving `volume`'s `lane` in a custody deployment file (`custody init`'s input); empty for anything else. */
+/**
+ * The holders serving `volume`'s `lane` in a custody deployment file (`custody init`'s input); empty
+ * for anything else.
+ */
 export function pathOf(deployment: unknown, volume: string, lane: string): PathHolder[] {
   const holders = (deployment as { holders?: unknown } | null)?.holders;
   if (!Array.isArray(holders)) return [];

@@ -12,7 +12,10 @@ export function deploymentOfVolume(d: Deployment, volume: string): Deployment {
   return cmp !== undefined && cmp.volume === volume ? withoutHolder(d, cmp.holder) : d;
 }
 
-/** `d` without holder `id`, its custody edges rewired around it. Throws DeploymentError if `id` is no holder or the result is invalid. */
+/**
+ * `d` without holder `id`, its custody edges rewired around it. Throws DeploymentError if `id` is no
+ * holder or the result is invalid.
+ */
 export function withoutHolder(d: Deployment, id: string): Deployment {
   const gone = d.holders.find((h) => h.id === id);
   if (gone === undefined) throw new DeploymentError(`deployment: no holder ${id} to leave out`, { holder: id });

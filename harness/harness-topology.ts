@@ -13,7 +13,10 @@ export interface HarnessControllerSpec {
   readonly evalIntervalMs: number;
   readonly volume: string;
   readonly lane: string;
-  /** Every site, the writer's (`s-w`) and the vault's (`s-v`, holding the genesis base and the key authority) included. */
+  /**
+   * Every site, the writer's (`s-w`) and the vault's (`s-v`, holding the genesis base and the key
+   * authority) included.
+   */
   readonly sites: Readonly<Record<string, Site>>;
   /** holder → its site id. */
   readonly holderSites: Readonly<Record<string, string>>;

@@ -42,5 +42,6 @@ await build({
   logLevel: "error",
 });
 console.log(
-  `bundled ${tests.length} test files in ${Date.now() - started} ms (${relative(process.cwd(), join(root, "test")) || "."}/**/*.test.bundle.mjs)`,
+  `bundled ${tests.length} test files in ${Date.now() - started} ms ` +
+    `(${relative(process.cwd(), join(root, "test")) || "."}/**/*.test.bundle.mjs)`,
 );

@@ -114,7 +114,10 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
   const inside = (p: { x: number; y: number }, b: Box, pad: number) =>
     p.x > b.left + pad && p.x < b.right - pad && p.y > b.top + pad && p.y < b.bottom - pad;
   const label = (el: Element) =>
-    `${el.tagName}${el.getAttribute("class") ? "." + el.getAttribute("class") : ""}${el.textContent?.trim() ? ` "${el.textContent.trim().slice(0, 40)}"` : ""}${(el as HTMLElement).dataset?.edge ? ` [${(el as HTMLElement).dataset.edge}]` : ""}`;
+    el.tagName +
+    (el.getAttribute("class") ? "." + el.getAttribute("class") : "") +
+    (el.textContent?.trim() ? ` "${el.textContent.trim().slice(0, 40)}"` : "") +
+    ((el as HTMLElement).dataset?.edge ? ` [${(el as HTMLElement).dataset.edge}]` : "");
   const figName = (svg: Element) => svg.id || svg.getAttribute("aria-label") || "svg";
 
   // Colours: CSS rgb() → CIE Lab, so "close" means close to the eye.
@@ -250,7 +253,10 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
           add(
             "outside_plot",
             fig,
-            `${label(el)} reaches (${(b.x - dx).toFixed(1)}, ${(b.y - dy).toFixed(1)})–(${(b.x + b.width + dx).toFixed(1)}, ${(b.y + b.height + dy).toFixed(1)}) outside its plot (${f.x}, ${f.y})–(${f.x + f.width}, ${f.y + f.height})`,
+            `${label(el)} reaches ` +
+              `(${(b.x - dx).toFixed(1)}, ${(b.y - dy).toFixed(1)})–` +
+              `(${(b.x + b.width + dx).toFixed(1)}, ${(b.y + b.height + dy).toFixed(1)}) ` +
+              `outside its plot (${f.x}, ${f.y})–(${f.x + f.width}, ${f.y + f.height})`,
           );
         const fill = rgbOf(cs.fill);
         if (fill !== null && cs.fill !== "none" && Number(cs.fillOpacity) * Number(cs.opacity) * fill[3] < 1)
@@ -275,7 +281,8 @@ function pageFaults(sameColourDe: number): LayoutFault[] {
           add(
             "crowded_markers",
             fig,
-            `event markers ${(edges[i]! - edges[i - 1]!).toFixed(1)} apart at x ${edges[i - 1]!.toFixed(1)} (frame ${f.x}–${f.x + f.width})`,
+            `event markers ${(edges[i]! - edges[i - 1]!).toFixed(1)} apart ` +
+              `at x ${edges[i - 1]!.toFixed(1)} (frame ${f.x}–${f.x + f.width})`,
           );
       for (let i = 0; i < translucent.length; i++)
         for (let j = i + 1; j < translucent.length; j++) {

@@ -102,7 +102,10 @@ export class ActorWorld {
   readonly operator: OperatorDesk;
   private controller: Controller | undefined;
   private controllerLife = 0;
-  /** With `spec.failover`: an active and a standby controller process sharing the volume's lease (replaces `controller`). */
+  /**
+   * With `spec.failover`: an active and a standby controller process sharing the volume's lease
+   * (replaces `controller`).
+   */
   private pair: ControllerPair | undefined;
   /** The controller that currently runs the volume's job. */
   private get ctl(): Controller | undefined {

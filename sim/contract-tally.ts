@@ -179,7 +179,8 @@ export class ContractTally {
       else {
         late++;
         failures.push(
-          `${describe(d.strike, "late")} (back after ${((d.doneAt - d.strike.at) / 1000).toFixed(3)} s, budget ${((this.settleMs + d.strike.extraMs) / 1000).toFixed(3)} s)`,
+          `${describe(d.strike, "late")} (back after ${((d.doneAt - d.strike.at) / 1000).toFixed(3)} s, ` +
+            `budget ${((this.settleMs + d.strike.extraMs) / 1000).toFixed(3)} s)`,
         );
       }
     }

@@ -51,7 +51,9 @@ export class LeaseAudit {
           out.push({
             invariant: InvariantId.twoCommittersInTerm,
             atMs,
-            message: `claim of ${e.volume} by ${author} for term ${e.term} (seq ${entry.seq}) accepted although ${cur.holder} holds term ${cur.term}`,
+            message:
+              `claim of ${e.volume} by ${author} for term ${e.term} (seq ${entry.seq}) ` +
+              `accepted although ${cur.holder} holds term ${cur.term}`,
             detail: { volume: e.volume, term: e.term, seq: entry.seq, holder: cur.holder, author },
           });
         }
@@ -67,7 +69,9 @@ export class LeaseAudit {
         out.push({
           invariant: release ? InvariantId.deposedRelease : InvariantId.twoCommittersInTerm,
           atMs,
-          message: `${e.type} by ${author} (seq ${entry.seq}) accepted in term ${lease.term} of ${volume}, which ${lease.holder} holds`,
+          message:
+            `${e.type} by ${author} (seq ${entry.seq}) ` +
+            `accepted in term ${lease.term} of ${volume}, which ${lease.holder} holds`,
           detail: { volume, term: lease.term, seq: entry.seq, holder: lease.holder, author },
         });
       }

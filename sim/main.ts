@@ -69,10 +69,13 @@ async function runOne(seed: number, opts: RunOptions, flags: Flags, run: WorldRu
   } else {
     process.stdout.write(`VIOLATION seed=${seed} ${r.violation.invariant}: ${r.violation.message}\n`);
     process.stdout.write(
-      `reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}${flags.model ? " --model" : ""}${flags.failover ? " --failover" : ""}\n`,
+      `reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}` +
+        `${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}` +
+        `${flags.model ? " --model" : ""}${flags.failover ? " --failover" : ""}\n`,
     );
     process.stdout.write(
-      `minimized fault schedule (${small.spec.faults.length} of ${r.spec.faults.length} faults, ${small.steps} steps):\n`,
+      `minimized fault schedule (${small.spec.faults.length} of ${r.spec.faults.length} faults, ` +
+        `${small.steps} steps):\n`,
     );
     for (const f of small.spec.faults) process.stdout.write(`  ${JSON.stringify(f)}\n`);
     process.stdout.write(`last ${tail.length} trace events:\n`);

@@ -153,7 +153,10 @@ export class SimNetwork {
     return false;
   }
 
-  /** Abruptly disconnects endpoint `name` (a process crash): its subscriptions vanish, messages in flight to it are lost. */
+  /**
+   * Abruptly disconnects endpoint `name` (a process crash): its subscriptions vanish, messages in flight
+   * to it are lost.
+   */
   crash(name: string): void {
     this.#endpoints.get(name)?.abort();
   }

@@ -109,7 +109,10 @@ export class SimulatedClock implements Clock {
     return true;
   }
 
-  /** Fires every timer due at or before `atMs` in order, then sets time to `atMs`. Throws SimClockError for a past time. */
+  /**
+   * Fires every timer due at or before `atMs` in order, then sets time to `atMs`. Throws SimClockError
+   * for a past time.
+   */
   advanceTo(atMs: number): void {
     if (atMs < this.#now)
       throw new SimClockError(`cannot move time back from ${this.#now} to ${atMs}`, { now: this.#now, atMs });

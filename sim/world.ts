@@ -72,18 +72,8 @@ export interface WorldOverrides {
 
 const REGIONS = ["use1", "usw2", "euc1"] as const;
 
-/**
- * Builds the world of `seed`: 1–10 holders across regions/AZs/hosts, the custody graph, the
- * contract (required scenarios), workload, edge profiles and fault schedule. Every choice comes
- * from forks of one seeded Random, so the same seed (and overrides) always yields the same spec.
- * Throws SimArgumentError for a holder count outside 1..10.
- */
-export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldSpec {
-  const root = seededRandom(seed);
-  const topo = root.fork("topology");
-  const k = overrides.holders ?? topo.int(1, 10);
-  if (!Number.isInteger(k) || k < 1 || k > 10)
-    throw new SimArgumentError(`holders must be 1..10, got ${k}`, { holders: k });
+/** The sites (the writer's, one per holder, the vault), the holders and the custody graph between them. */
+function worldTopology(topo: Random, k: number) {
   const regions = REGIONS.slice(0, topo.int(1, 3));
   const azs = regions.flatMap((r) => Array.from({ length: topo.int(1, 3) }, (_, i) => `${r}-az${i + 1}`));
   const regionOf = (az: string) => az.slice(0, az.indexOf("-az"));
@@ -120,8 +110,11 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
   const vault: Site = { id: "s-vault", region: "vault", az: "vault-az1", host: "host-vault", deps: [] };
   sites.push(vault);
   const finalHolders = holders.map((h) => ({ ...h, downstream: [...downstream.get(h.id)!] }));
+  return { regions, sites, writerSite, vault, finalHolders, downstream };
+}
 
-  // The contract: every host may crash; the writer's AZ may be destroyed; its region may lose power.
+/** The contract: every host may crash; the writer's AZ may be destroyed; its region may lose power. */
+function contractScenarios(writerSite: Site, finalHolders: readonly HolderSpec[], regionCount: number): Scenario[] {
   const scenarios: Scenario[] = [
     {
       name: "crash:writer",
@@ -142,7 +135,7 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
       required: true,
     },
   ];
-  if (regions.length > 1) {
+  if (regionCount > 1) {
     scenarios.push({
       name: `power:${writerSite.region}`,
       losses: [{ domain: `region:${writerSite.region}`, kind: LossKind.powerLoss }],
@@ -150,8 +143,11 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
       required: true,
     });
   }
+  return scenarios;
+}
 
-  const net = root.fork("network");
+/** Every ordered pair of sites gets a link profile: faster and steadier the closer they are. */
+function edgeProfiles(net: Random, sites: readonly Site[]): Record<string, EdgeProfile> {
   const edges: Record<string, EdgeProfile> = {};
   for (const a of sites) {
     for (const b of sites) {
@@ -169,9 +165,11 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
       };
     }
   }
+  return edges;
+}
 
-  const tim = root.fork("timing");
-  const timing: WorldTiming = {
+function worldTiming(tim: Random, overrides: WorldOverrides): WorldTiming {
+  return {
     receiptMs: tim.int(50, 400),
     evalMs: tim.int(500, 2_000),
     retryMs: tim.int(100, 500),
@@ -182,6 +180,24 @@ export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldS
     durationMs: overrides.durationMs ?? 24_000,
     creditWindow: tim.int(2, 32),
   };
+}
+
+/**
+ * Builds the world of `seed`: 1–10 holders across regions/AZs/hosts, the custody graph, the
+ * contract (required scenarios), workload, edge profiles and fault schedule. Every choice comes
+ * from forks of one seeded Random, so the same seed (and overrides) always yields the same spec.
+ * Throws SimArgumentError for a holder count outside 1..10.
+ */
+export function buildWorld(seed: number, overrides: WorldOverrides = {}): WorldSpec {
+  const root = seededRandom(seed);
+  const topo = root.fork("topology");
+  const k = overrides.holders ?? topo.int(1, 10);
+  if (!Number.isInteger(k) || k < 1 || k > 10)
+    throw new SimArgumentError(`holders must be 1..10, got ${k}`, { holders: k });
+  const { regions, sites, writerSite, vault, finalHolders, downstream } = worldTopology(topo, k);
+  const scenarios = contractScenarios(writerSite, finalHolders, regions.length);
+  const edges = edgeProfiles(root.fork("network"), sites);
+  const timing = worldTiming(root.fork("timing"), overrides);
   const workload = {
     intervalMs: root.fork("workload").int(40, 250),
     bytesPerUnit: root.fork("workload").pick([512, 4096, 65536]),

@@ -38,7 +38,9 @@ export function soakChecks(r: SoakResult): { check: string; value: string; ok: b
     { check: "no process left behind", value: String(r.leftover_processes), ok: r.leftover_processes === 0 },
     {
       check: "no verdict flaps (no fault injected)",
-      value: `${r.verdict_flaps} in ${r.verdict_documents} status documents (${r.verdict_not_met_documents} with a scenario not met)`,
+      value:
+        `${r.verdict_flaps} in ${r.verdict_documents} status documents ` +
+        `(${r.verdict_not_met_documents} with a scenario not met)`,
       ok: r.verdict_flaps === 0,
     },
   ];

@@ -127,7 +127,10 @@ const SITES: Record<string, Site> = {
   "s-store": site("s-store", "west", "west-az2"),
   "s-v": site("s-v", "vault", "vault-az1"),
 };
-/** holder → [site, region, upstream, downstream, disk]: writer → ram1 → ram2 (RAM chain across regions), writer → store (disk). */
+/**
+ * holder → [site, region, upstream, downstream, disk]: writer → ram1 → ram2 (RAM chain across
+ * regions), writer → store (disk).
+ */
 const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
   "h-ram1": ["s-ram1", "east", ["w1"], ["h-ram2"], false],
   "h-ram2": ["s-ram2", "west", ["h-ram1"], [], false],
@@ -187,6 +190,9 @@ function procRssBytes(pid: number): number {
   }
 }
 
+/** How each soak process connects to its region's server. */
+type SoakNats = { servers: string; maxReconnectAttempts: number; reconnectTimeWaitMs: number };
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
@@ -200,6 +206,267 @@ interface Sample {
 }
 
 const key = (s: ProcessStats) => (s.role === "holder" ? s.id : s.role);
+
+/** MB per minute each role's (and the worst nats-server's) resident memory grew over the run's second half. */
+function rssSlopes(
+  samples: readonly Sample[],
+  second: readonly Sample[],
+  regions: readonly string[],
+): { rssSlope: Record<string, number>; natsSlope: number } {
+  const slope = (pts: [number, number][]) => round(linearSlope(pts), 3);
+  const roles = [...new Set(samples.flatMap((s) => s.stats.map(key)))];
+  const rssSlope: Record<string, number> = {};
+  for (const r of roles) {
+    rssSlope[r] = slope(
+      second.flatMap((s) =>
+        s.stats.filter((x) => key(x) === r).map((x): [number, number] => [s.t / 60_000, x.rssBytes / MB]),
+      ),
+    );
+  }
+  const natsSlope = Math.max(
+    ...regions.map((r) => slope(second.map((s): [number, number] => [s.t / 60_000, (s.natsRss[r] ?? 0) / MB]))),
+  );
+  return { rssSlope, natsSlope };
+}
+
+/** The soak's figures over the run (all but the processes left running), from its samples. */
+function soakFigures(
+  o: SoakOptions,
+  run: {
+    samples: readonly Sample[];
+    evalByMinute: ReadonlyMap<number, number[]>;
+    minuteRows: SoakMinute[];
+    t0: number;
+    regions: readonly string[];
+    compactions: readonly (CompactionResult & { t: number })[];
+    verdicts: ReturnType<typeof watchVerdicts>["tally"];
+    dir: string;
+    restarts: number;
+  },
+): Omit<SoakResult, "leftover_processes"> {
+  const { samples, evalByMinute, minuteRows, t0, regions, compactions, verdicts, dir, restarts } = run;
+  const second = samples.filter((s) => s.t >= (o.minutes * 60_000) / 2);
+  const firstSnapshotAt = compactions[0]?.t;
+  const compacted = firstSnapshotAt === undefined ? second : samples.filter((s) => s.t > firstSnapshotAt - t0);
+  const slope = (pts: [number, number][]) => round(linearSlope(pts), 3);
+  const { rssSlope, natsSlope } = rssSlopes(samples, second, regions);
+  const fig = (s: ProcessStats, k: string) => s.figures[k] ?? 0;
+  const all = samples.flatMap((s) => s.stats);
+  const last = samples.at(-1);
+  const counterOf = (role: string, c: string) => last?.stats.find((s) => s.role === role)?.counters[c] ?? 0;
+  const firstEval = evalByMinute.get(1) ?? [];
+  const lastEval = evalByMinute.get(Math.max(...evalByMinute.keys())) ?? [];
+  const lagAll = all.filter((s) => s.role === "writer").map((s) => fig(s, "custodyLagSeqs"));
+  const lagSecond = second.flatMap((s) =>
+    s.stats.filter((x) => x.role === "writer").map((x) => fig(x, "custodyLagSeqs")),
+  );
+  return {
+    minutes: o.minutes,
+    rate: o.rate,
+    writes: last?.stats.find((s) => s.role === "writer")?.figures["workloadWrites"] ?? 0,
+    releases: counterOf("controller", "release_committed"),
+    bases: last?.stats.find((s) => s.role === "base-builder")?.counters["bases_built"] ?? 0,
+    base_builder_counters: last?.stats.find((s) => s.role === "base-builder")?.counters ?? {},
+    rss_slope_mb_per_min_max: Math.max(...Object.values(rssSlope)),
+    rss_slope_mb_per_min: rssSlope,
+    nats_rss_slope_mb_per_min_max: natsSlope,
+    eval_ms_p99_first_minute: round(percentile(firstEval, 0.99)),
+    eval_ms_p99_last_minute: round(percentile(lastEval, 0.99)),
+    custody_lag_max_seqs: Math.max(0, ...lagAll),
+    custody_lag_max_seqs_second_half: Math.max(0, ...lagSecond),
+    retained_bytes_max: Math.max(0, ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedBytes"))),
+    retained_ram_bytes_max: Math.max(
+      0,
+      ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedRamBytes")),
+    ),
+    store_disk_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.storeDisk / MB])),
+    store_disk_bytes_max: Math.max(0, ...samples.map((s) => s.storeDisk)),
+    base_bytes: dirBytes(join(dir, "bases")),
+    control_log_bytes_slope_mb_per_min: round(
+      linearSlope(compacted.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])),
+      4,
+    ),
+    control_log_bytes: last?.controlLog ?? 0,
+    control_log_snapshots: compactions.length,
+    control_log_purged_entries: compactions.reduce((n, c) => n + c.purged, 0),
+    control_log_snapshot_bytes: compactions.at(-1)?.snapshotBytes ?? 0,
+    process_restarts: restarts,
+    verdict_flaps: verdicts.flaps.length,
+    verdict_documents: verdicts.documents,
+    verdict_not_met_documents: verdicts.notMetDocuments,
+    in_flight_seqs_max: verdicts.inFlightMax,
+    overdue_seqs_max: verdicts.overdueMax,
+    per_minute: minuteRows,
+  };
+}
+
+/** Each holder's role file and process (not started yet, added to `procs`); the RAM holders apart. */
+function holderRoles(dir: string, nats: (region: string) => SoakNats, cwd: string, procs: RoleProcess[]) {
+  const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
+  const ramHolders: RoleProcess[] = [];
+  for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
+    const overrides = {
+      arena: {
+        segmentBytes: 256 * 1024,
+        limitBytes: 64 * MB,
+        maxOutstandingCredit: 4 * MB,
+        maxUnitBytes: 128 * 1024,
+      },
+      ...(disk ? { flush: { intervalMs: 100, deadlineMs: 5_000, rotateBytes: 16 * MB } } : {}),
+    };
+    const { file, publicKey } = writeHolderRole(
+      dir,
+      { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk, overrides },
+      REGION,
+    );
+    admitted.push({ id, site: SITES[s]!, publicKey });
+    const holder = new RoleProcess("holder", file, cwd);
+    procs.push(holder);
+    if (!disk) ramHolders.push(holder);
+  }
+  return { admitted, ramHolders };
+}
+
+/** The base builder beside the store: a base every `baseEvery` new sequences, at most two such per build. */
+function writeBuilderRole(dir: string, nats: SoakNats, dataKeyFile: string, baseEvery: number): string {
+  const builderFile = join(dir, "base-builder.json");
+  writeFileSync(
+    builderFile,
+    JSON.stringify({
+      role: "base-builder",
+      nats,
+      holder: "h-store",
+      volume: VOLUME,
+      lane: LANE,
+      blockCount: BLOCKS,
+      dir: join(dir, "bases"),
+      dataKeyFile,
+      intervalMs: 2_000,
+      minNewSeqs: baseEvery,
+      maxSeqsPerBuild: 2 * baseEvery,
+      buildTimeoutMs: 120_000,
+    }),
+  );
+  return builderFile;
+}
+
+/** What the soak saw: a sample every `sampleMs`, the controller's evaluation times by minute, and a row per minute. */
+async function sampleRun(
+  o: SoakOptions,
+  run: {
+    connection: NatsTransport["connection"];
+    jsm: Awaited<ReturnType<typeof jetstreamManager>>;
+    sc: SuperclusterHandle;
+    dir: string;
+    verdicts: ReturnType<typeof watchVerdicts>;
+    t0: number;
+    sampleMs: number;
+    log: (line: string) => void;
+  },
+): Promise<{ samples: Sample[]; evalByMinute: Map<number, number[]>; minuteRows: SoakMinute[] }> {
+  const { connection, jsm, sc, dir, verdicts, t0, sampleMs, log } = run;
+  let flapsLogged = 0;
+  const samples: Sample[] = [];
+  const evalByMinute = new Map<number, number[]>();
+  const totalMs = o.minutes * 60_000;
+  const minuteRows: SoakMinute[] = [];
+  let minuteStart = 0;
+  // Samples at fixed offsets k × sampleMs, so every minute has the same number of them.
+  for (let k = 1; k * sampleMs <= totalMs; k++) {
+    await sleep(Math.max(0, t0 + k * sampleMs - Date.now()));
+    const t = Date.now() - t0;
+    const { stats } = await gatherProcessStats(connection, { waitMs: 1_000 });
+    const natsRss = Object.fromEntries(Object.entries(sc.regions).map(([r, s]) => [r, procRssBytes(s.pid)]));
+    let controlLog = samples.at(-1)?.controlLog ?? 0;
+    try {
+      controlLog = (await jsm.streams.info(controlStreamName(REGION))).state.bytes;
+    } catch {
+      // the server is busy: keep the last figure
+    }
+    samples.push({ t, stats, natsRss, storeDisk: dirBytes(join(dir, "h-store")), controlLog });
+    const minute = Math.ceil((k * sampleMs) / 60_000);
+    const evals = evalByMinute.get(minute) ?? [];
+    evals.push(...(stats.find((s) => s.role === "controller")?.samples?.["evalMs"] ?? []));
+    evalByMinute.set(minute, evals);
+    for (const f of verdicts.tally.flaps.slice(flapsLogged))
+      log(
+        `soak: verdict of ${f.scenario} ` +
+          `${f.from} -> ${f.to}${f.reasons.length > 0 ? `: ${f.reasons.join("; ")}` : ""}`,
+      );
+    flapsLogged = verdicts.tally.flaps.length;
+    if ((k * sampleMs) % 60_000 === 0 || (k + 1) * sampleMs > totalMs) {
+      const row = minuteRow(
+        minute,
+        samples.slice(minuteStart),
+        samples,
+        evals,
+        flapsIn(verdicts.tally.flaps, minute, t0 + (minute - 1) * 60_000, t0 + minute * 60_000),
+      );
+      minuteStart = samples.length;
+      minuteRows.push(row);
+      o.onMinute?.(row);
+    }
+  }
+  return { samples, evalByMinute, minuteRows };
+}
+
+/** The writer: 4 KiB writes at `rate`/s, queue depth 8, to the first RAM holder and the store. */
+function writeSoakWriter(dir: string, nats: SoakNats, dataKeyFile: string, rate: number): string {
+  const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
+  return writeWriterRole(
+    join(dir, "writer.json"),
+    {
+      nats,
+      stateDir: join(dir, "w1"),
+      dataKeyFile,
+      volume: VOLUME,
+      lane: LANE,
+      blockCount: BLOCKS,
+      firstHops: ["h-ram1", "h-store"],
+      holderSites,
+      workload: { intervalMs: 0, depth: 8, ratePerSec: rate },
+    },
+    REGION,
+  );
+}
+
+/**
+ * Starts the controller and the base builder (added to `procs`). They need only the holders (and
+ * the log): they start side by side.
+ */
+async function startControllerAndBuilder(
+  dir: string,
+  nats: (region: string) => SoakNats,
+  cwd: string,
+  procs: RoleProcess[],
+  dataKeyFile: string,
+  baseEvery: number,
+): Promise<void> {
+  const ctlFile = join(dir, "controller.json");
+  writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));
+  const ctl = new RoleProcess("controller", ctlFile, cwd);
+  procs.push(ctl);
+  const builderFile = writeBuilderRole(dir, nats("west"), dataKeyFile, baseEvery);
+  const builder = new RoleProcess("base-builder", builderFile, cwd);
+  procs.push(builder);
+  await Promise.all([ctl.start(), builder.start()]);
+}
+
+/**
+ * As an operator stops it: the writer first (it drains to custody), then the RAM holders while
+ * the controller and the store still run (a RAM holder drains by the log releasing what the
+ * store persisted; stopped together, each waited out its drain deadline), then the rest.
+ */
+async function stopAsAnOperator(writer: RoleProcess, ramHolders: RoleProcess[], procs: RoleProcess[]): Promise<void> {
+  await writer.stop();
+  await Promise.all(ramHolders.map((p) => p.stop()));
+  await Promise.all(procs.map((p) => p.stop()));
+}
+
+/** The soak's own connection, reading stats, status documents and the control log. */
+function connectObserver(servers: string): Promise<NatsTransport> {
+  return NatsTransport.connect({ servers, name: "soak-observer", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+}
 
 /**
  * A long run of the deployment #17 describes, each role its own `custody run` process: a
@@ -221,217 +488,49 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     sc = await startSupercluster({ regions: ["east", "west"] });
     const url = (region: string) => sc!.regions[region]!.url;
     const nats = (region: string) => ({ servers: url(region), maxReconnectAttempts: -1, reconnectTimeWaitMs: 250 });
-    observer = await NatsTransport.connect({
-      servers: url("east"),
-      name: "soak-observer",
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-    });
+    observer = await connectObserver(url("east"));
     const { log: store } = await initJetStreamControlLog(observer.connection, { region: REGION });
     await store.close();
 
-    const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
-    const ramHolders: RoleProcess[] = [];
-    for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
-      const overrides = {
-        arena: {
-          segmentBytes: 256 * 1024,
-          limitBytes: 64 * MB,
-          maxOutstandingCredit: 4 * MB,
-          maxUnitBytes: 128 * 1024,
-        },
-        ...(disk ? { flush: { intervalMs: 100, deadlineMs: 5_000, rotateBytes: 16 * MB } } : {}),
-      };
-      const { file, publicKey } = writeHolderRole(
-        dir,
-        { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk, overrides },
-        REGION,
-      );
-      admitted.push({ id, site: SITES[s]!, publicKey });
-      const holder = new RoleProcess("holder", file, cwd);
-      procs.push(holder);
-      if (!disk) ramHolders.push(holder);
-    }
+    const { admitted, ramHolders } = holderRoles(dir, nats, cwd, procs);
     await Promise.all(procs.map((p) => p.start()));
     await bootstrapControlLog(store, admitted, { volume: VOLUME, lane: LANE });
 
-    const ctlFile = join(dir, "controller.json");
-    writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));
-    const ctl = new RoleProcess("controller", ctlFile, cwd);
-    procs.push(ctl);
     // Every status document from the controller's first on: no scenario's verdict may change.
     const verdicts = watchVerdicts(observer, VOLUME);
-    let flapsLogged = 0;
-
     const dataKeyFile = join(dir, "data.key");
     writeFileSync(dataKeyFile, randomBytes(32), { mode: 0o600 });
     const baseEvery = o.baseEverySeqs ?? Math.max(1000, o.rate * 20);
-    const builderFile = join(dir, "base-builder.json");
-    writeFileSync(
-      builderFile,
-      JSON.stringify({
-        role: "base-builder",
-        nats: nats("west"),
-        holder: "h-store",
-        volume: VOLUME,
-        lane: LANE,
-        blockCount: BLOCKS,
-        dir: join(dir, "bases"),
-        dataKeyFile,
-        intervalMs: 2_000,
-        minNewSeqs: baseEvery,
-        maxSeqsPerBuild: 2 * baseEvery,
-        buildTimeoutMs: 120_000,
-      }),
-    );
-    const builder = new RoleProcess("base-builder", builderFile, cwd);
-    procs.push(builder);
-    // The controller and the base builder need only the holders (and the log): they start side by side.
-    await Promise.all([ctl.start(), builder.start()]);
+    await startControllerAndBuilder(dir, nats, cwd, procs, dataKeyFile, baseEvery);
 
-    const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
-    const writerFile = writeWriterRole(
-      join(dir, "writer.json"),
-      {
-        nats: nats("east"),
-        stateDir: join(dir, "w1"),
-        dataKeyFile,
-        volume: VOLUME,
-        lane: LANE,
-        blockCount: BLOCKS,
-        firstHops: ["h-ram1", "h-store"],
-        holderSites,
-        workload: { intervalMs: 0, depth: 8, ratePerSec: o.rate },
-      },
-      REGION,
-    );
+    const writerFile = writeSoakWriter(dir, nats("east"), dataKeyFile, o.rate);
     const writer = new RoleProcess("writer", writerFile, cwd);
     procs.push(writer);
     await writer.start();
     log(
-      `soak: deployment up (${procs.length} role processes, 2 nats-servers); ${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; a base every ${baseEvery} sequences; watch it with: custody status ${VOLUME} --server ${url("east")} --watch`,
+      `soak: deployment up (${procs.length} role processes, 2 nats-servers); ` +
+        `${o.minutes} min at ${o.rate} writes/s of 4 KiB, depth 8; ` +
+        `a base every ${baseEvery} sequences; watch it with: custody status ${VOLUME} --server ${url("east")} --watch`,
     );
 
     const jsm = await jetstreamManager(observer.connection);
     const compaction = startCompaction(url("east"), (o.compactEveryS ?? 15) * 1000, log);
-    const samples: Sample[] = [];
-    const evalByMinute = new Map<number, number[]>();
     const t0 = Date.now();
-    const totalMs = o.minutes * 60_000;
-    const minuteRows: SoakMinute[] = [];
-    let minuteStart = 0;
-    // Samples at fixed offsets k × sampleMs, so every minute has the same number of them.
-    for (let k = 1; k * sampleMs <= totalMs; k++) {
-      await sleep(Math.max(0, t0 + k * sampleMs - Date.now()));
-      const t = Date.now() - t0;
-      const { stats } = await gatherProcessStats(observer.connection, { waitMs: 1_000 });
-      const natsRss = Object.fromEntries(Object.entries(sc.regions).map(([r, s]) => [r, procRssBytes(s.pid)]));
-      let controlLog = samples.at(-1)?.controlLog ?? 0;
-      try {
-        controlLog = (await jsm.streams.info(controlStreamName(REGION))).state.bytes;
-      } catch {
-        // the server is busy: keep the last figure
-      }
-      samples.push({ t, stats, natsRss, storeDisk: dirBytes(join(dir, "h-store")), controlLog });
-      const minute = Math.ceil((k * sampleMs) / 60_000);
-      const evals = evalByMinute.get(minute) ?? [];
-      evals.push(...(stats.find((s) => s.role === "controller")?.samples?.["evalMs"] ?? []));
-      evalByMinute.set(minute, evals);
-      for (const f of verdicts.tally.flaps.slice(flapsLogged))
-        log(
-          `soak: verdict of ${f.scenario} ${f.from} -> ${f.to}${f.reasons.length > 0 ? `: ${f.reasons.join("; ")}` : ""}`,
-        );
-      flapsLogged = verdicts.tally.flaps.length;
-      if ((k * sampleMs) % 60_000 === 0 || (k + 1) * sampleMs > totalMs) {
-        const row = minuteRow(
-          minute,
-          samples.slice(minuteStart),
-          samples,
-          evals,
-          flapsIn(verdicts.tally.flaps, minute, t0 + (minute - 1) * 60_000, t0 + minute * 60_000),
-        );
-        minuteStart = samples.length;
-        minuteRows.push(row);
-        o.onMinute?.(row);
-      }
-    }
+    const seen = await sampleRun(o, { connection: observer.connection, jsm, sc, dir, verdicts, t0, sampleMs, log });
 
     await compaction.stop();
     verdicts.stop();
-    // Figures over the run.
-    const second = samples.filter((s) => s.t >= totalMs / 2);
-    const firstSnapshotAt = compaction.done[0]?.t;
-    const compacted = firstSnapshotAt === undefined ? second : samples.filter((s) => s.t > firstSnapshotAt - t0);
-    const slope = (pts: [number, number][]) => round(linearSlope(pts), 3);
-    const roles = [...new Set(samples.flatMap((s) => s.stats.map(key)))];
-    const rssSlope: Record<string, number> = {};
-    for (const r of roles) {
-      rssSlope[r] = slope(
-        second.flatMap((s) =>
-          s.stats.filter((x) => key(x) === r).map((x): [number, number] => [s.t / 60_000, x.rssBytes / MB]),
-        ),
-      );
-    }
-    const natsSlope = Math.max(
-      ...Object.keys(sc.regions).map((r) =>
-        slope(second.map((s): [number, number] => [s.t / 60_000, (s.natsRss[r] ?? 0) / MB])),
-      ),
-    );
-    const fig = (s: ProcessStats, k: string) => s.figures[k] ?? 0;
-    const all = samples.flatMap((s) => s.stats);
-    const last = samples.at(-1);
-    const counterOf = (role: string, c: string) => last?.stats.find((s) => s.role === role)?.counters[c] ?? 0;
-    const firstEval = evalByMinute.get(1) ?? [];
-    const lastEval = evalByMinute.get(Math.max(...evalByMinute.keys())) ?? [];
-    const lagAll = all.filter((s) => s.role === "writer").map((s) => fig(s, "custodyLagSeqs"));
-    const lagSecond = second.flatMap((s) =>
-      s.stats.filter((x) => x.role === "writer").map((x) => fig(x, "custodyLagSeqs")),
-    );
-    const result = {
-      minutes: o.minutes,
-      rate: o.rate,
-      writes: last?.stats.find((s) => s.role === "writer")?.figures["workloadWrites"] ?? 0,
-      releases: counterOf("controller", "release_committed"),
-      bases: last?.stats.find((s) => s.role === "base-builder")?.counters["bases_built"] ?? 0,
-      base_builder_counters: last?.stats.find((s) => s.role === "base-builder")?.counters ?? {},
-      rss_slope_mb_per_min_max: Math.max(...Object.values(rssSlope)),
-      rss_slope_mb_per_min: rssSlope,
-      nats_rss_slope_mb_per_min_max: natsSlope,
-      eval_ms_p99_first_minute: round(percentile(firstEval, 0.99)),
-      eval_ms_p99_last_minute: round(percentile(lastEval, 0.99)),
-      custody_lag_max_seqs: Math.max(0, ...lagAll),
-      custody_lag_max_seqs_second_half: Math.max(0, ...lagSecond),
-      retained_bytes_max: Math.max(0, ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedBytes"))),
-      retained_ram_bytes_max: Math.max(
-        0,
-        ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedRamBytes")),
-      ),
-      store_disk_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.storeDisk / MB])),
-      store_disk_bytes_max: Math.max(0, ...samples.map((s) => s.storeDisk)),
-      base_bytes: dirBytes(join(dir, "bases")),
-      control_log_bytes_slope_mb_per_min: round(
-        linearSlope(compacted.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])),
-        4,
-      ),
-      control_log_bytes: last?.controlLog ?? 0,
-      control_log_snapshots: compaction.done.length,
-      control_log_purged_entries: compaction.done.reduce((n, c) => n + c.purged, 0),
-      control_log_snapshot_bytes: compaction.done.at(-1)?.snapshotBytes ?? 0,
-      process_restarts: procs.reduce((n, p) => n + p.restarts, 0),
-      verdict_flaps: verdicts.tally.flaps.length,
-      verdict_documents: verdicts.tally.documents,
-      verdict_not_met_documents: verdicts.tally.notMetDocuments,
-      in_flight_seqs_max: verdicts.tally.inFlightMax,
-      overdue_seqs_max: verdicts.tally.overdueMax,
-      per_minute: minuteRows,
-    };
+    const result = soakFigures(o, {
+      ...seen,
+      t0,
+      regions: Object.keys(sc.regions),
+      compactions: compaction.done,
+      verdicts: verdicts.tally,
+      dir,
+      restarts: procs.reduce((n, p) => n + p.restarts, 0),
+    });
 
-    // As an operator stops it: the writer first (it drains to custody), then the RAM holders while
-    // the controller and the store still run (a RAM holder drains by the log releasing what the
-    // store persisted; stopped together, each waited out its drain deadline), then the rest.
-    await writer.stop();
-    await Promise.all(ramHolders.map((p) => p.stop()));
-    await Promise.all(procs.map((p) => p.stop()));
+    await stopAsAnOperator(writer, ramHolders, procs);
     await observer.close();
     observer = undefined;
     const pids = [...procs.flatMap((p) => p.pids), ...compaction.pids, ...sc.pids];
@@ -493,7 +592,10 @@ function startCompaction(
   };
 }
 
-/** Flaps before `to` and, after the first minute (which also counts those before the load began), at or after `from`. */
+/**
+ * Flaps before `to` and, after the first minute (which also counts those before the load began), at or
+ * after `from`.
+ */
 function flapsIn(flaps: readonly VerdictFlap[], minute: number, from: number, to: number): number {
   return flaps.filter((f) => f.atMs < to && (minute === 1 || f.atMs >= from)).length;
 }

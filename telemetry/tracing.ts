@@ -66,8 +66,8 @@ export function otlpEndpointConfigured(env: NodeJS.ProcessEnv = process.env): bo
 
 /**
  * Builds and (by default) globally registers a tracer provider. Throws CustodyError
- * `invalid_tracing_config` if `jsonl` is requested without `jsonlPath`. Only one global registration per process is effective at a time: call
- * `shutdown()` before setting up again.
+ * `invalid_tracing_config` if `jsonl` is requested without `jsonlPath`. Only one global registration
+ * per process is effective at a time: call `shutdown()` before setting up again.
  */
 export function setupTracing(opts: TracingOptions): TracingHandle {
   const kinds = new Set<SpanExporterKind>(
