@@ -130,22 +130,27 @@ function receiptedMax(s: NetworkState, holder: string, lane: string): number {
   return runs.length === 0 ? 0 : Math.max(...runs);
 }
 
+/** A release frontier of h-w1 for 1-5 as of `controlSeq`, with `over` changed. */
+function frontierVariant(volume: string, lane: string, controlSeq: number) {
+  return (over: Record<string, unknown>) =>
+    raw(releaseFrontierSpec.kind, releaseFrontierSpec.version, {
+      holder: "h-w1",
+      volume,
+      lane,
+      ranges: [[1, 5]],
+      epoch: 1,
+      controlSeq,
+      ...over,
+    });
+}
+
 const releaseFrontierAttack: Attack = {
   name:
     "semantic: release frontiers from the controller's credentials (whole sequence space, inverted and " +
     "duplicate ranges, unserved and non-ASCII lanes, another holder's name, epoch 2^53-1)",
   async run(ctx, before) {
     const { volume, lane } = ctx.net;
-    const f = (over: Record<string, unknown>) =>
-      raw(releaseFrontierSpec.kind, releaseFrontierSpec.version, {
-        holder: "h-w1",
-        volume,
-        lane,
-        ranges: [[1, 5]],
-        epoch: 1,
-        controlSeq: before.log.lastSeq,
-        ...over,
-      });
+    const f = frontierVariant(volume, lane, before.log.lastSeq);
     const variants = [
       f({ ranges: [[1, MAX_SEQ]] }),
       f({ ranges: [[10, 5]] }),
@@ -187,16 +192,7 @@ const firstHopFrontierAttack: Attack = {
     "(whole sequence space, inverted range, a holder that is not a first hop, another volume, epoch 0)",
   async run(ctx, before) {
     const { volume, lane } = ctx.net;
-    const f = (over: Record<string, unknown>) =>
-      raw(releaseFrontierSpec.kind, releaseFrontierSpec.version, {
-        holder: "h-w1",
-        volume,
-        lane,
-        ranges: [[1, 5]],
-        epoch: 1,
-        controlSeq: before.log.lastSeq,
-        ...over,
-      });
+    const f = frontierVariant(volume, lane, before.log.lastSeq);
     const variants = [
       f({ ranges: [[1, MAX_SEQ]] }),
       f({ ranges: [[MAX_SEQ, 1]] }),

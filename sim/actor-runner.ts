@@ -1,3 +1,4 @@
+import { changedSince } from "./changed-holders.ts";
 import { ActorWorld, SIM_EPOCH_MS } from "./actor-world.ts";
 import { EventTrace } from "./event-trace.ts";
 import { ContractTally } from "./contract-tally.ts";
@@ -102,24 +103,6 @@ function applyFaultTo(ctx: FaultContext, f: FaultEvent, index: number): void {
       break;
   }
   contract.faultApplied(f);
-}
-
-/** RangeSets are immutable: a holder whose sets are the same objects as last time is unchanged. */
-function changedHolders(
-  obs: WorldObservation,
-  last: ReadonlyMap<string, WorldObservation["holders"][number]>,
-): WorldObservation["holders"] {
-  return obs.holders.filter((h) => {
-    const p = last.get(h.id);
-    return (
-      p === undefined ||
-      p.ram !== h.ram ||
-      p.disk !== h.disk ||
-      p.released !== h.released ||
-      p.granted !== h.granted ||
-      p.ledger !== h.ledger
-    );
-  });
 }
 
 /** An actor's error as the run records it: its code (else its class) and message. */
@@ -305,7 +288,7 @@ export async function runActorWorld(seed: number, opts: RunOptions = {}): Promis
     await settle();
     contract.acknowledged(world.ackedHead, rel());
     const obs = observe();
-    const changed = changedHolders(obs, lastHolders);
+    const changed = changedSince(obs, lastHolders);
     if (changed.length > 0) lastHolders = new Map([...lastHolders, ...changed.map((h) => [h.id, h] as const)]);
     fail([...stepViolations(obs, changed), ...(leases ? await leases.check(rel()) : [])]);
   }

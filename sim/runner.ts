@@ -1,3 +1,4 @@
+import { changedSince } from "./changed-holders.ts";
 import { authorizeReleases, type Scenario } from "../policies/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import { EventTrace, type TraceEvent } from "./event-trace.ts";
@@ -157,27 +158,6 @@ function siteHits(sites: WorldSpec["sites"], scenario: Scenario): Map<string, st
     }
   }
   return siteHit;
-}
-
-/**
- * RangeSets are immutable: a holder whose sets are the same objects as at the last check is
- * unchanged, so re-checking it cannot find anything new.
- */
-function changedSince(
-  obs: WorldObservation,
-  lastChecked: ReadonlyMap<string, WorldObservation["holders"][number]>,
-): WorldObservation["holders"] {
-  return obs.holders.filter((h) => {
-    const prev = lastChecked.get(h.id);
-    return (
-      prev === undefined ||
-      prev.ram !== h.ram ||
-      prev.disk !== h.disk ||
-      prev.released !== h.released ||
-      prev.ledger !== h.ledger ||
-      prev.granted !== h.granted
-    );
-  });
 }
 
 /** Every live sender→receiver edge: units sent in its incarnation against the most credit granted. */
