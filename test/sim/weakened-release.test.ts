@@ -14,11 +14,15 @@ const weakOpts = (seed: number) => ({
   checks: [InvariantId.lostConfirmedWrite],
 });
 
-/** The first corpus seed (1..60) whose weakened run loses a confirmed write (searched once per file: runs are deterministic). */
+/**
+ * The first corpus seed (1..120) whose weakened run loses a confirmed write (searched once per file:
+ * runs are deterministic). Since disk holders are named durable (released only onto disk or a base)
+ * the weakened rule is offered fewer releases, and the first such seed is 91 (it was within 1..60).
+ */
 let losing: ReturnType<typeof searchLosingSeed> | undefined;
 const firstLosingSeed = () => (losing ??= searchLosingSeed());
 async function searchLosingSeed(): Promise<{ seed: number; run: Awaited<ReturnType<typeof runActorWorld>> } | undefined> {
-  for (let seed = 1; seed <= 60; seed++) {
+  for (let seed = 1; seed <= 120; seed++) {
     const run = await runActorWorld(seed, weakOpts(seed));
     if (run.violation?.invariant === InvariantId.lostConfirmedWrite) return { seed, run };
   }
