@@ -9,5 +9,6 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq nats-server >/dev/null
   command -v nats-server >/dev/null 2>&1 && exit 0
 fi
-echo "nats-server is not installed and could not be installed here. Install it (Debian/Ubuntu: sudo apt-get install -y nats-server) or set NATS_SERVER_BIN." >&2
+echo "nats-server is not installed and could not be installed here." \
+  "Install it (Debian/Ubuntu: sudo apt-get install -y nats-server) or set NATS_SERVER_BIN." >&2
 exit 1

@@ -29,7 +29,11 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   elif [ -x /etc/init.d/prometheus ] && /etc/init.d/prometheus status >/dev/null 2>&1; then
     /etc/init.d/prometheus stop >/dev/null || true
   fi
-  if [ "$status" -eq 0 ] && command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then exit 0; fi
+  if [ "$status" -eq 0 ] && command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
+    exit 0
+  fi
 fi
-echo "prometheus/promtool are not installed and could not be installed here. Install them (Debian/Ubuntu: sudo apt-get install -y --no-install-recommends prometheus, then sudo systemctl disable --now prometheus) or set PROMETHEUS_BIN and PROMTOOL_BIN." >&2
+echo "prometheus/promtool are not installed and could not be installed here." \
+  "Install them (Debian/Ubuntu: sudo apt-get install -y --no-install-recommends prometheus," \
+  "then sudo systemctl disable --now prometheus) or set PROMETHEUS_BIN and PROMTOOL_BIN." >&2
 exit 1

@@ -13,7 +13,8 @@ trap 'rm -f "$typecheck_log"; find test -name "*.test.bundle.mjs*" -delete' EXIT
 "$bin/tsc" --noEmit >"$typecheck_log" 2>&1 &
 typecheck=$!
 
-"$bin/tsx" scripts/check-layout.ts && "$bin/tsx" scripts/bundle-tests.ts && "$bin/ava" --config ava.bundled.config.js "$@"
+"$bin/tsx" scripts/check-layout.ts && "$bin/tsx" scripts/bundle-tests.ts &&
+  "$bin/ava" --config ava.bundled.config.js "$@"
 tests=$?
 
 wait "$typecheck"
