@@ -8,6 +8,7 @@ export {
   type DeploymentVolume,
 } from "./deployment-schema.ts";
 export { parseDeployment } from "./deployment-check.ts";
+export { volumeLanes } from "./volume-lanes.ts";
 export {
   BOOTSTRAP_FILE,
   OPERATOR_ID,
@@ -15,7 +16,6 @@ export {
   ROLES_INDEX,
   roleNats,
   tlsOutputDir,
-  volumeLanes,
   type BootstrapPlan,
   type DeploymentPlan,
   type KeySource,
