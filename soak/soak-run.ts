@@ -3,8 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { ControllerConfig } from "../actors/index.ts";
-import type { Site } from "../policies/index.ts";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { controlStreamName, initJetStreamControlLog } from "../transport/index.ts";
@@ -13,14 +11,18 @@ import { NatsTransport } from "../transport/index.ts";
 import { gatherProcessStats, type ProcessStats } from "../runtime/index.ts";
 import { startSupercluster, type SuperclusterHandle } from "../testing/index.ts";
 import { custodyCommand, pidAlive, reapOnExit, RoleProcess } from "../testing/index.ts";
-import {
-  bootstrapControlLog,
-  harnessControllerConfig,
-  harnessSite,
-  writeHolderRole,
-  writeWriterRole,
-} from "../harness/index.ts";
+import { bootstrapControlLog } from "../harness/index.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
+import {
+  holderRoles,
+  LANE,
+  MB,
+  REGION,
+  startControllerAndBuilder,
+  stopAsAnOperator,
+  VOLUME,
+  writeSoakWriter,
+} from "./soak-deployment.ts";
 import { watchVerdicts, type VerdictFlap } from "./verdict-watch.ts";
 
 /** Options of one soak run. */
@@ -111,56 +113,8 @@ export interface SoakResult {
   readonly per_minute: readonly SoakMinute[];
 }
 
-const VOLUME = "vol-soak";
-const LANE = "l0";
-const BLOCKS = 4096;
-const REGION = "ctl";
-const MB = 1024 * 1024;
 /** Entries committed since the last snapshot before the soak's operator takes another. */
 const COMPACT_EVERY_ENTRIES = 50;
-
-const site = harnessSite;
-const SITES: Record<string, Site> = {
-  "s-w": site("s-w", "east", "east-az1"),
-  "s-ram1": site("s-ram1", "east", "east-az2"),
-  "s-ram2": site("s-ram2", "west", "west-az1"),
-  "s-store": site("s-store", "west", "west-az2"),
-  "s-v": site("s-v", "vault", "vault-az1"),
-};
-/**
- * holder → [site, region, upstream, downstream, disk]: writer → ram1 → ram2 (RAM chain across
- * regions), writer → store (disk).
- */
-const HOLDERS: Record<string, [string, string, string[], string[], boolean]> = {
-  "h-ram1": ["s-ram1", "east", ["w1"], ["h-ram2"], false],
-  "h-ram2": ["s-ram2", "west", ["h-ram1"], [], false],
-  "h-store": ["s-store", "west", ["w1"], [], true],
-};
-
-function controllerConfig(): ControllerConfig {
-  const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, s]));
-  const c = harnessControllerConfig({
-    controllerId: "ctl-soak",
-    controlRegion: REGION,
-    evalIntervalMs: 50,
-    volume: VOLUME,
-    lane: LANE,
-    sites: SITES,
-    holderSites,
-    powerLossRegions: ["east", "west"],
-    releasable: Object.keys(HOLDERS),
-    durable: Object.keys(HOLDERS).filter((h) => HOLDERS[h]![4]),
-  });
-  // Every pair of sites linked (as `custody init` links a deployment's): each scenario's recovery
-  // time is bounded, so its verdict says met exactly while it loses nothing (verdict_flaps).
-  const ids = Object.keys(SITES);
-  const links = ids.flatMap((a) =>
-    ids
-      .filter((b) => b !== a)
-      .map((b) => ({ id: `${a}-${b}`, from: a, to: b, bandwidthBytesPerSec: 125_000_000, deps: [] })),
-  );
-  return { ...c, topology: { ...c.topology, links } };
-}
 
 function dirBytes(path: string): number {
   let n = 0;
@@ -191,7 +145,6 @@ function procRssBytes(pid: number): number {
 }
 
 /** How each soak process connects to its region's server. */
-type SoakNats = { servers: string; maxReconnectAttempts: number; reconnectTimeWaitMs: number };
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
@@ -300,56 +253,6 @@ function soakFigures(
   };
 }
 
-/** Each holder's role file and process (not started yet, added to `procs`); the RAM holders apart. */
-function holderRoles(dir: string, nats: (region: string) => SoakNats, cwd: string, procs: RoleProcess[]) {
-  const admitted: { id: string; site: Site; publicKey: Uint8Array }[] = [];
-  const ramHolders: RoleProcess[] = [];
-  for (const [id, [s, region, upstream, downstream, disk]] of Object.entries(HOLDERS)) {
-    const overrides = {
-      arena: {
-        segmentBytes: 256 * 1024,
-        limitBytes: 64 * MB,
-        maxOutstandingCredit: 4 * MB,
-        maxUnitBytes: 128 * 1024,
-      },
-      ...(disk ? { flush: { intervalMs: 100, deadlineMs: 5_000, rotateBytes: 16 * MB } } : {}),
-    };
-    const { file, publicKey } = writeHolderRole(
-      dir,
-      { id, site: SITES[s]!, nats: nats(region), volume: VOLUME, lane: LANE, upstream, downstream, disk, overrides },
-      REGION,
-    );
-    admitted.push({ id, site: SITES[s]!, publicKey });
-    const holder = new RoleProcess("holder", file, cwd);
-    procs.push(holder);
-    if (!disk) ramHolders.push(holder);
-  }
-  return { admitted, ramHolders };
-}
-
-/** The base builder beside the store: a base every `baseEvery` new sequences, at most two such per build. */
-function writeBuilderRole(dir: string, nats: SoakNats, dataKeyFile: string, baseEvery: number): string {
-  const builderFile = join(dir, "base-builder.json");
-  writeFileSync(
-    builderFile,
-    JSON.stringify({
-      role: "base-builder",
-      nats,
-      holder: "h-store",
-      volume: VOLUME,
-      lane: LANE,
-      blockCount: BLOCKS,
-      dir: join(dir, "bases"),
-      dataKeyFile,
-      intervalMs: 2_000,
-      minNewSeqs: baseEvery,
-      maxSeqsPerBuild: 2 * baseEvery,
-      buildTimeoutMs: 120_000,
-    }),
-  );
-  return builderFile;
-}
-
 /** What the soak saw: a sample every `sampleMs`, the controller's evaluation times by minute, and a row per minute. */
 async function sampleRun(
   o: SoakOptions,
@@ -408,59 +311,6 @@ async function sampleRun(
     }
   }
   return { samples, evalByMinute, minuteRows };
-}
-
-/** The writer: 4 KiB writes at `rate`/s, queue depth 8, to the first RAM holder and the store. */
-function writeSoakWriter(dir: string, nats: SoakNats, dataKeyFile: string, rate: number): string {
-  const holderSites = Object.fromEntries(Object.entries(HOLDERS).map(([h, [s]]) => [h, SITES[s]!]));
-  return writeWriterRole(
-    join(dir, "writer.json"),
-    {
-      nats,
-      stateDir: join(dir, "w1"),
-      dataKeyFile,
-      volume: VOLUME,
-      lane: LANE,
-      blockCount: BLOCKS,
-      firstHops: ["h-ram1", "h-store"],
-      holderSites,
-      workload: { intervalMs: 0, depth: 8, ratePerSec: rate },
-    },
-    REGION,
-  );
-}
-
-/**
- * Starts the controller and the base builder (added to `procs`). They need only the holders (and
- * the log): they start side by side.
- */
-async function startControllerAndBuilder(
-  dir: string,
-  nats: (region: string) => SoakNats,
-  cwd: string,
-  procs: RoleProcess[],
-  dataKeyFile: string,
-  baseEvery: number,
-): Promise<void> {
-  const ctlFile = join(dir, "controller.json");
-  writeFileSync(ctlFile, JSON.stringify({ role: "controller", nats: nats("east"), controller: controllerConfig() }));
-  const ctl = new RoleProcess("controller", ctlFile, cwd);
-  procs.push(ctl);
-  const builderFile = writeBuilderRole(dir, nats("west"), dataKeyFile, baseEvery);
-  const builder = new RoleProcess("base-builder", builderFile, cwd);
-  procs.push(builder);
-  await Promise.all([ctl.start(), builder.start()]);
-}
-
-/**
- * As an operator stops it: the writer first (it drains to custody), then the RAM holders while
- * the controller and the store still run (a RAM holder drains by the log releasing what the
- * store persisted; stopped together, each waited out its drain deadline), then the rest.
- */
-async function stopAsAnOperator(writer: RoleProcess, ramHolders: RoleProcess[], procs: RoleProcess[]): Promise<void> {
-  await writer.stop();
-  await Promise.all(ramHolders.map((p) => p.stop()));
-  await Promise.all(procs.map((p) => p.stop()));
 }
 
 /** The soak's own connection, reading stats, status documents and the control log. */
