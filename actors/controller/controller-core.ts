@@ -4,7 +4,6 @@ import {
   commitControlEvent,
   ControlConflictError,
   ControlLogFollower,
-  HolderStatus,
   overdueHolds,
   overdueReason,
   ReceiptLedger,
@@ -17,15 +16,12 @@ import {
   authorizeReleases,
   DEFAULT_VERDICT_TIMING,
   evaluateState,
-  releaseEventFor,
-  Residency,
   steadyVerdicts,
   withoutStaleClaims,
   type BaseSnapshot,
   type EvaluationReport,
   type EvaluationState,
   type RecoveryInFlight,
-  type ReleaseRequest,
   type VerdictMemory,
 } from "../../policies/index.ts";
 import {
@@ -45,7 +41,7 @@ import {
 } from "../../protocol/index.ts";
 import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
-import { buildEvaluationState, holdsAsPolicy, releaseCandidates } from "./evaluation-input.ts";
+import { buildEvaluationState, holdsAsPolicy } from "./evaluation-input.ts";
 import { statusDocument } from "./status-document.ts";
 import { countedHoldings, failedHolders } from "./log-evaluation.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
@@ -60,9 +56,10 @@ import { protectedRamOverBound } from "./protected-ram-check.ts";
 import { startRetentionAudits, type RetentionAudits } from "./retention-audits.ts";
 import { PersistenceTargetChooser } from "./persistence-target-chooser.ts";
 import { ImageCustody } from "./image-custody.ts";
-import { releasableHolders, type ControllerConfig } from "./controller-config.ts";
+import type { ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
 import { FailoverService } from "./failover-service.ts";
+import { ReleaseRound } from "./release-round.ts";
 import { commitFailover } from "./failover.ts";
 import type { ControllerHandle } from "./controller-handle.ts";
 import { FencedSpeakers } from "./fenced-speakers.ts";
@@ -86,12 +83,8 @@ export class ControllerCore implements ControllerHandle {
   readonly counters: Counters;
   readonly ledger: ReceiptLedger;
   readonly follower: ControlLogFollower;
-  /**
-   * The most recent committed releases with the exact state each was decided on (at most
-   * `MAX_AUDITS`, for tests and operators). The durable record of every release is its
-   * `release_ranges` event in the control log (holder, ranges, the holders it relied on).
-   */
-  readonly audits: ReleaseAudit[] = [];
+  /** Its releases, one round per evaluation (see ReleaseRound). */
+  private readonly releases: ReleaseRound;
   private readonly subs: TransportSubscription[] = [];
   private readonly heads: Record<string, number> = {};
   // the writer's commit runs still needed to price and date a scenario's loss
@@ -128,13 +121,21 @@ export class ControllerCore implements ControllerHandle {
     private readonly dispatch: ControllerDispatch,
   ) {
     this.counters = ports.counters ?? new Counters();
-    for (const h of config.topology.durable ?? []) this.durableHolders.add(h);
     this.ledger = new ReceiptLedger({
       clock: ports.clock,
       maxEvidenceAgeMs: config.topology.staleAfterMs,
       counters: this.counters,
     });
     this.follower = new ControlLogFollower(ports.store, undefined, ports.trust);
+    this.releases = new ReleaseRound({
+      config,
+      ports,
+      counters: this.counters,
+      follower: this.follower,
+      volume: config.topology.volume,
+      identity: () => this.identity(),
+      publishFrontier: (s, o, h, l) => this.publishFrontier(s, o, h, l),
+    });
     this.bases = [...config.topology.bases];
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     this.routes = new ControllerRoutes(config.routes);
@@ -201,6 +202,11 @@ export class ControllerCore implements ControllerHandle {
   }
 
   /** A new base snapshot exists (e.g. a replica materialized a cut): later evaluations may rely on it. */
+  /** The most recent committed releases with the state each was decided on (see ReleaseRound.audits). */
+  get audits(): ReleaseAudit[] {
+    return this.releases.audits;
+  }
+
   addBase(b: BaseSnapshot): void {
     this.bases = [...this.bases.filter((x) => x.id !== b.id), b];
     this.dirty = true;
@@ -425,10 +431,6 @@ export class ControllerCore implements ControllerHandle {
   }
 
   private readonly evalMs = new DurationWindow(4096);
-  /** When each holder's last release was committed (releaseEveryMs). */
-  private readonly lastReleaseAt = new Map<string, number>();
-  /** Holders configured or seen persisting (a disk claim): their copies are released only onto disk or a base. */
-  private readonly durableHolders = new Set<string>();
 
   private async evaluateRoundTimed(): Promise<VolumeStatus> {
     this.dirty = false;
@@ -449,10 +451,8 @@ export class ControllerCore implements ControllerHandle {
     this.history.trim(state, report, this.config.topology.lanes, this.config.topology.retention);
     this.coverage.progress(withoutStaleClaims(state), s);
     s = await this.persistence.step(s, state);
-    for (const h of state.holders)
-      if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
     const now = this.ports.clock.now();
-    s = await this.releaseRound(s, state, held, now);
+    s = await this.releases.run(s, state, held, now);
     s = await this.images.step(s, state);
     // The document's verdicts mean a loss: writes in flight are not lost, and a loss counts after its grace.
     const steady = steadyVerdicts(
@@ -478,52 +478,6 @@ export class ControllerCore implements ControllerHandle {
     this.lastReport = report;
     this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
     return doc;
-  }
-
-  /**
-   * Asks for the releases due (each holder at most every `releaseEveryMs`), decides them jointly
-   * and commits each granted one, publishing its new frontier; denials are counted by reason.
-   * Returns the control state after the commits.
-   */
-  private async releaseRound(
-    s: ControlState,
-    state: EvaluationState,
-    held: ReturnType<typeof holdsAsPolicy>,
-    now: number,
-  ): Promise<ControlState> {
-    const every = this.config.releaseEveryMs ?? 1_000;
-    const due = (h: string) =>
-      s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
-    const requests: ReleaseRequest[] = releaseCandidates(
-      state,
-      releasableHolders(this.config).filter(due),
-      this.durableHolders,
-      held,
-    );
-    const decisions = requests.length > 0 ? (this.ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
-    const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
-    for (const d of decisions) {
-      if (d.allowed) continue;
-      this.counters.inc("release_denied");
-      for (const r of new Set(d.reasons)) this.counters.inc(`release_denied.${r}`);
-    }
-    for (const req of granted) {
-      const obligationId = obligationIdOf(this.volume, req.lane);
-      try {
-        const { seq, state: next } = await commitControlEvent(this.ports.store, this.follower, this.identity(), (cur) =>
-          this.releaseBody(cur, obligationId, req, state),
-        );
-        s = next;
-        this.audits.push({ state, grantedTogether: granted, request: req, controlSeq: seq });
-        if (this.audits.length > MAX_AUDITS) this.audits.splice(0, this.audits.length - MAX_AUDITS);
-        this.counters.inc("release_committed");
-        this.lastReleaseAt.set(req.holder, now);
-        this.publishFrontier(s, obligationId, req.holder, req.lane);
-      } catch (err) {
-        this.counters.inc(`release_${err instanceof CustodyError ? err.code : "failed"}`);
-      }
-    }
-    return s;
   }
 
   /**
@@ -566,18 +520,6 @@ export class ControllerCore implements ControllerHandle {
   /** Every declared failure this controller has seen and what became of its repair, by sequence. */
   get repairs(): RepairStatus[] {
     return this.failureRepairs.records;
-  }
-
-  /** The release event body (`releaseEventFor`), or a throw (abstain) when no active, responsible holder backs it. */
-  private releaseBody(
-    cur: ControlState,
-    obligationId: string,
-    req: ReleaseRequest,
-    state: EvaluationState,
-  ): ControlEventBody {
-    const { body, narrowed } = releaseEventFor(cur, obligationId, req, state);
-    if (narrowed) this.counters.inc("release_narrowed");
-    return body;
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {
