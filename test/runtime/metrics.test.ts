@@ -82,7 +82,16 @@ test.serial("a controller's scenario gauges follow its status: the RPO of a scen
   };
   await write(20, 1);
   const scenario = { volume: "vol-metrics", scenario: "US-East lost" };
-  await eventually(() => ctl.status()?.scenarios.find((s) => s.name === "US-East lost")?.lostSeqs === 0, "nothing lost to US-East lost", 10_000);
+  // Caught up: the controller has heard of every write (its acknowledged head is the writer's head)
+  // and nothing of it is lost to the scenario. Waiting on the loss alone could read a document
+  // from before the last acknowledgement reached the controller.
+  const head = d.writer.writer.heads()["l0"]!;
+  const caughtUp = () => {
+    const doc = ctl.status();
+    const acked = doc?.acknowledged.find(([lane]) => lane === "l0")?.[1];
+    return acked === head && doc?.scenarios.find((s) => s.name === "US-East lost")?.lostSeqs === 0;
+  };
+  await eventually(caughtUp, "every write acknowledged to the controller and nothing lost to US-East lost", 10_000);
   const before = await scrape();
   t.is(sample(before, "custody_scenario_rpo_seconds", scenario), 0);
   t.is(sample(before, "custody_scenario_lost_seqs", scenario), 0);
