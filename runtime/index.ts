@@ -1,4 +1,5 @@
 /** Public surface of `runtime/`: running one role as a process (`custody run`), its config, stats and metrics. */
+export { ROLE_NODE_FLAGS } from "./role-node-flags.ts";
 export { DATA_KEY_BYTES, InvalidKeyFileError, readDataKeyFile } from "./data-key-file.ts";
 export { readPublicKeyHex } from "./control-trust-files.ts";
 export { serveMetrics, type MetricsOptions, type MetricsSource } from "./metrics-endpoint.ts";

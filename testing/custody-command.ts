@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { ROLE_NODE_FLAGS } from "../runtime/index.ts";
 import { repoRoot } from "./repo-root.ts";
 import { ensureBundle } from "./script-bundle.ts";
 
@@ -18,9 +19,10 @@ export function ensureCliBundle(): boolean {
  * The command line that runs `custody <args>` as a process of its own. A role process started
  * through tsx spends about 1.2 s of CPU more than the same CLI bundled (1.7 s against 0.55 s on
  * this machine's 2 cores), and the test suite starts hundreds of them; so the bundle is used when
- * it is fresh (or could be made so), tsx otherwise.
+ * it is fresh (or could be made so), tsx otherwise. A role (`run …`) gets ROLE_NODE_FLAGS, as deployed.
  */
 export function custodyCommand(args: readonly string[]): { command: string; args: string[] } {
-  if (ensureCliBundle()) return { command: process.execPath, args: [CLI_BUNDLE, ...args] };
-  return { command: process.execPath, args: ["--import", "tsx", join(REPO_ROOT, "cli", "main.ts"), ...args] };
+  const flags = args[0] === "run" ? ROLE_NODE_FLAGS : [];
+  if (ensureCliBundle()) return { command: process.execPath, args: [...flags, CLI_BUNDLE, ...args] };
+  return { command: process.execPath, args: [...flags, "--import", "tsx", join(REPO_ROOT, "cli", "main.ts"), ...args] };
 }

@@ -8,6 +8,7 @@ export {
   type WalEntry,
 } from "./smartwal-volume.ts";
 export { type CreateRun, type CreateVolumeOptions, DEFAULT_LAYOUT, geometryFor } from "./volume-files.ts";
+export { copyVolumeFiles } from "./volume-copy.ts";
 export {
   discardStagedVolume,
   openStagedVolume,

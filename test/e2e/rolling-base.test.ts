@@ -123,6 +123,22 @@ test.serial("a WAL store releases the WAL below a rolling base it built, gives t
   const result = await recoverVolume({ volume: VOLUME, dir: out, blockCount: BLOCKS, lanes: [LANE], dataKey: authority.dataKey(VOLUME, "base-builder"), units, base: { dir: base!.dir, cut: { [LANE]: base!.throughSeq } } });
   t.is(result.cut[LANE], 340);
   t.true(Buffer.from(await readVolume(out, BLOCKS)).equals(Buffer.from(contentAt(rig.writes, BLOCKS, result.lsn))), "base + remaining WAL is byte-exact");
+
+  // The next base starts as a copy of this one's files and takes the WAL after it; alone it is
+  // the volume as of its sequence, and the base it was copied from is unchanged.
+  const firstBytes = Buffer.from(await readVolume(base!.dir, BLOCKS));
+  for (let i = 340; i < 400; i++) await rig.write((i * 11) % BLOCKS, blockData(9000 + i));
+  await rig.writer.sync();
+  await eventually(() => storeLane().retained.covers(341, 400), "the store holds 341-400", 20_000);
+  const next = await builder.build();
+  t.is(next?.throughSeq, 400);
+  t.true(Buffer.from(await readVolume(base!.dir, BLOCKS)).equals(firstBytes), "the previous base is untouched");
+  const out2 = join(tempDir("custody-base-recover-"), "vol");
+  const fromNext = await recoverVolume({ volume: VOLUME, dir: out2, blockCount: BLOCKS, lanes: [LANE], dataKey: authority.dataKey(VOLUME, "base-builder"), units: [], base: { dir: next!.dir, cut: { [LANE]: 400 } } });
+  t.is(fromNext.cut[LANE], 400);
+  // Nothing applied on top (no units): the volume is the base, as of the 400th write.
+  const asOf400 = contentAt(rig.writes, BLOCKS, rig.writes[399]!.lsn);
+  t.true(Buffer.from(await readVolume(out2, BLOCKS)).equals(Buffer.from(asOf400)), "the chained base is byte-exact");
 });
 
 /** Answers the first `swallowAfter` requests, then swallows the rest: their promises never settle. */
