@@ -82,9 +82,14 @@ export interface SoakResult {
   /** Largest retained bytes (RAM + disk) of any holder at any sample. */
   readonly retained_bytes_max: number;
   readonly retained_ram_bytes_max: number;
-  /** The store holder's spill files, slope over the second half (MB/min). */
+  /**
+   * The store holder's state directory, read every second: its slope once bases roll (from the
+   * second base on; MB/min), its peak, and its lowest reading in each minute (MB; the floor the
+   * sawtooth falls back to after each base).
+   */
   readonly store_disk_bytes_slope_mb_per_min: number;
   readonly store_disk_bytes_max: number;
+  readonly store_disk_floor_mb_by_minute: readonly number[];
   readonly base_bytes: number;
   /**
    * The control log's JetStream stream (every release is an event): slope over the samples after
@@ -182,11 +187,39 @@ function rssSlopes(
   return { rssSlope, natsSlope };
 }
 
+/**
+ * The store's disk (read every second) once bases roll: from the first 10-s sample that saw the
+ * second base, when the store has released below a base at least once. Taken over the whole rest
+ * of the run rather than its second half: each tooth of the sawtooth falls back to a floor that
+ * varies by tens of MB with the base's lag, and over 15 minutes that alone judged a flat floor
+ * growing (|slope| > 1 MB/min) in 3% of modelled runs read every second and 15% read every 10 s;
+ * over 27 minutes in none (test/soak/soak.test.ts).
+ */
+function storeDiskFigures(
+  storeDisk: readonly (readonly [number, number])[],
+  samples: readonly Sample[],
+): Pick<SoakResult, "store_disk_bytes_slope_mb_per_min" | "store_disk_bytes_max" | "store_disk_floor_mb_by_minute"> {
+  const bases = (x: Sample) => x.stats.find((p) => p.role === "base-builder")?.counters["bases_built"] ?? 0;
+  const rolling = samples.find((x) => bases(x) >= 2)?.t ?? Infinity;
+  const after = storeDisk.filter(([t]) => t >= rolling).map(([t, bytes]): [number, number] => [t / 60_000, bytes / MB]);
+  const floors: number[] = [];
+  for (const [t, bytes] of storeDisk) {
+    const minute = Math.floor(t / 60_000);
+    floors[minute] = Math.min(floors[minute] ?? Infinity, round(bytes / MB, 1));
+  }
+  return {
+    store_disk_bytes_slope_mb_per_min: round(linearSlope(after), 3),
+    store_disk_bytes_max: Math.max(0, ...storeDisk.map(([, bytes]) => bytes)),
+    store_disk_floor_mb_by_minute: Array.from(floors, (f) => f ?? 0),
+  };
+}
+
 /** The soak's figures over the run (all but the processes left running), from its samples. */
 function soakFigures(
   o: SoakOptions,
   run: {
     samples: readonly Sample[];
+    storeDisk: readonly (readonly [number, number])[];
     evalByMinute: ReadonlyMap<number, number[]>;
     minuteRows: SoakMinute[];
     t0: number;
@@ -197,11 +230,11 @@ function soakFigures(
     restarts: number;
   },
 ): Omit<SoakResult, "leftover_processes"> {
-  const { samples, evalByMinute, minuteRows, t0, regions, compactions, verdicts, dir, restarts } = run;
-  const second = samples.filter((s) => s.t >= (o.minutes * 60_000) / 2);
+  const { samples, storeDisk, evalByMinute, minuteRows, t0, regions, compactions, verdicts, dir, restarts } = run;
+  const half = (o.minutes * 60_000) / 2;
+  const second = samples.filter((s) => s.t >= half);
   const firstSnapshotAt = compactions[0]?.t;
   const compacted = firstSnapshotAt === undefined ? second : samples.filter((s) => s.t > firstSnapshotAt - t0);
-  const slope = (pts: [number, number][]) => round(linearSlope(pts), 3);
   const { rssSlope, natsSlope } = rssSlopes(samples, second, regions);
   const fig = (s: ProcessStats, k: string) => s.figures[k] ?? 0;
   const all = samples.flatMap((s) => s.stats);
@@ -232,8 +265,7 @@ function soakFigures(
       0,
       ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedRamBytes")),
     ),
-    store_disk_bytes_slope_mb_per_min: slope(second.map((s): [number, number] => [s.t / 60_000, s.storeDisk / MB])),
-    store_disk_bytes_max: Math.max(0, ...samples.map((s) => s.storeDisk)),
+    ...storeDiskFigures(storeDisk, samples),
     base_bytes: dirBytes(join(dir, "bases")),
     control_log_bytes_slope_mb_per_min: round(
       linearSlope(compacted.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])),
@@ -253,19 +285,47 @@ function soakFigures(
   };
 }
 
-/** What the soak saw: a sample every `sampleMs`, the controller's evaluation times by minute, and a row per minute. */
+/** What the soak saw, one part of the run at a time (the `run` of sampleRun). */
+interface SampledRun {
+  connection: NatsTransport["connection"];
+  jsm: Awaited<ReturnType<typeof jetstreamManager>>;
+  sc: SuperclusterHandle;
+  dir: string;
+  verdicts: ReturnType<typeof watchVerdicts>;
+  t0: number;
+  sampleMs: number;
+  log: (line: string) => void;
+}
+
+/**
+ * What the soak saw: a sample every `sampleMs`, the controller's evaluation times by minute, a row
+ * per minute, and the store's disk every second.
+ */
 async function sampleRun(
   o: SoakOptions,
-  run: {
-    connection: NatsTransport["connection"];
-    jsm: Awaited<ReturnType<typeof jetstreamManager>>;
-    sc: SuperclusterHandle;
-    dir: string;
-    verdicts: ReturnType<typeof watchVerdicts>;
-    t0: number;
-    sampleMs: number;
-    log: (line: string) => void;
-  },
+  run: SampledRun,
+): Promise<{
+  samples: Sample[];
+  storeDisk: [number, number][];
+  evalByMinute: Map<number, number[]>;
+  minuteRows: SoakMinute[];
+}> {
+  // The store's disk is a sawtooth with one tooth per base (about 25 s at 1,000 writes/s): read
+  // every 10 s, a tooth is two or three points and the slope follows where they happened to fall.
+  const storeDisk: [number, number][] = [];
+  const read = () => storeDisk.push([Date.now() - run.t0, dirBytes(join(run.dir, "h-store"))]);
+  const diskTimer = setInterval(read, 1_000);
+  try {
+    return { ...(await sampleEvery(o, run)), storeDisk };
+  } finally {
+    clearInterval(diskTimer);
+  }
+}
+
+/** Every process's stats, the NATS servers' RSS and the control log every `sampleMs`; a row per minute. */
+async function sampleEvery(
+  o: SoakOptions,
+  run: SampledRun,
 ): Promise<{ samples: Sample[]; evalByMinute: Map<number, number[]>; minuteRows: SoakMinute[] }> {
   const { connection, jsm, sc, dir, verdicts, t0, sampleMs, log } = run;
   let flapsLogged = 0;
