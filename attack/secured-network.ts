@@ -5,20 +5,27 @@
  * process. With `secondVolume`, a second volume `vol-b` runs on the same control log (writer w2,
  * holder h-e2, controller ctl-2), for attacks across volumes.
  */
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runCliCaptured } from "../cli/index.ts";
-import { DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../testing/index.ts";
+import { promisify } from "node:util";
+import { custodyCommand, DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../testing/index.ts";
+
+const execFileAsync = promisify(execFile);
 
 /**
- * `custody <args>` as the operator runs it (in this process, as the CLI tests do); resolves with stdout, throws on a
- * non-zero exit.
+ * `custody <args>` as the operator runs it: a process of its own (the attack is a tool, and tools do not import the
+ * CLI); resolves with stdout, throws on a non-zero exit.
  */
 export async function custody(args: readonly string[]): Promise<string> {
-  const r = await runCliCaptured(args);
-  if (r.code !== 0) throw new Error(`custody ${args.join(" ")} exited ${r.code}: ${r.stderr.trim()}`);
-  return r.stdout;
+  const { command, args: argv } = custodyCommand(args);
+  try {
+    return (await execFileAsync(command, argv, { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })).stdout;
+  } catch (err) {
+    const e = err as { code?: unknown; stderr?: string; message: string };
+    throw new Error(`custody ${args.join(" ")} exited ${String(e.code)}: ${(e.stderr ?? e.message).trim()}`);
+  }
 }
 
 /** The instances and files of the running network. */

@@ -20,8 +20,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Arena } from "../arena/index.ts";
-import { formatTable } from "../cli/index.ts";
-import { systemClock } from "../core/index.ts";
+import { formatTable, systemClock } from "../core/index.ts";
 import { RangeSet } from "../lanes/index.ts";
 import type { TransportUnit } from "../lanes/index.ts";
 

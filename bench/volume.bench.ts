@@ -23,8 +23,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { nodeFileLayer, type FileHandleLike } from "../core/index.ts";
-import { formatTable } from "../cli/index.ts";
+import { formatTable, nodeFileLayer, type FileHandleLike } from "../core/index.ts";
 import {
   BLOCK_SIZE,
   DEFAULT_LAYOUT,

@@ -6,7 +6,7 @@
  * left behind, or the control log could not take a commit for longer than its appenders wait.
  */
 import { Command } from "commander";
-import { failWith, formatTable } from "../cli/index.ts";
+import { failWith, formatTable } from "../core/index.ts";
 import { CONTROL_UNAVAILABLE_BOUND_S, runChaos } from "./chaos-run.ts";
 
 const program = new Command("chaos")

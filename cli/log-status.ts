@@ -24,7 +24,7 @@ import { NatsConnectError, openJetStreamControlLog, type NatsTransport } from ".
 import {
   connectOperatorTransport,
   DEFAULT_SERVER,
-  readOperatorConfig,
+  readOperatorConfigOption,
   type OperatorConnectionOptions,
 } from "./operator-connection.ts";
 
@@ -83,7 +83,7 @@ export function deploymentDir(o: LogStatusOptions): string | undefined {
 export function serverUrls(o: LogStatusOptions): string[] {
   const urls: string[] = [];
   if (o.server !== undefined) urls.push(...o.server.split(","));
-  else if (o.operatorConfig !== undefined) urls.push(...[readOperatorConfig(o.operatorConfig).servers].flat());
+  else if (o.operatorConfig !== undefined) urls.push(...[readOperatorConfigOption(o.operatorConfig).servers].flat());
   const out = deploymentDir(o);
   if (out !== undefined) {
     try {

@@ -1,7 +1,5 @@
-import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { issueText, reportedIssue } from "../core/index.ts";
-import { natsRoleSchema, type NatsRoleConfig } from "../runtime/index.ts";
+import { readOperatorConfig, RoleConfigError, type NatsRoleConfig } from "../runtime/index.ts";
 import { readNkeySeed } from "../security/index.ts";
 import {
   connectNats,
@@ -70,20 +68,17 @@ export function connectTimeoutMs(o: OperatorConnectionOptions): number {
   return n;
 }
 
-/** Reads an operator connection file (the `nats` section of a role config); throws CustodyCliError naming the file. */
-export function readOperatorConfig(file: string): NatsRoleConfig {
-  let raw: unknown;
+/**
+ * Reads the operator connection file `--operator-config` names (actors' runtime reads it, as it
+ * reads role configs); one it cannot read or that is invalid is a bad argument naming the option.
+ */
+export function readOperatorConfigOption(file: string): NatsRoleConfig {
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    return readOperatorConfig(file);
   } catch (err) {
-    throw new CustodyCliError(`--operator-config ${file}: ${(err as Error).message}`, { option: "operator-config" });
+    if (!(err instanceof RoleConfigError)) throw err;
+    throw new CustodyCliError(`--operator-config ${err.message}`, { option: "operator-config" });
   }
-  const r = natsRoleSchema.safeParse(raw);
-  if (!r.success)
-    throw new CustodyCliError(`--operator-config ${file}: ${issueText(reportedIssue(r.error.issues))}`, {
-      option: "operator-config",
-    });
-  return r.data;
 }
 
 /**
@@ -92,7 +87,7 @@ export function readOperatorConfig(file: string): NatsRoleConfig {
  * `bad_credentials` for a seed file that is unreadable or not 0600.
  */
 export function operatorConnectOptions(o: OperatorConnectionOptions, name: string): ConnectNatsOptions {
-  const cfg = o.operatorConfig !== undefined ? readOperatorConfig(o.operatorConfig) : undefined;
+  const cfg = o.operatorConfig !== undefined ? readOperatorConfigOption(o.operatorConfig) : undefined;
   const seedFile = o.nkeySeed ?? cfg?.credentials?.nkeySeedFile;
   const inboxPrefix = o.inboxPrefix ?? cfg?.credentials?.inboxPrefix;
   const caFile = o.ca ?? cfg?.tls?.caFile;

@@ -1,5 +1,7 @@
-import { CustodyError } from "../core/index.ts";
+import { failWith as reportFailure, formatTable } from "../core/index.ts";
 import { cliIo } from "./cli-io.ts";
+
+export { errorCode, formatTable } from "../core/index.ts";
 
 /** Options every subcommand accepts. */
 export interface OutputOptions {
@@ -24,47 +26,9 @@ export function printResult(
   cliIo().stdout(formatTable(rows) + "\n");
 }
 
-/** Aligned plain-text table; columns are the union of the rows' keys in first-seen order. */
-export function formatTable(rows: Record<string, unknown>[]): string {
-  if (rows.length === 0) return "(no rows)";
-  const cols: string[] = [];
-  for (const r of rows) for (const k of Object.keys(r)) if (!cols.includes(k)) cols.push(k);
-  const cell = (v: unknown) =>
-    v === undefined || v === null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
-  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]) =>
-    vals
-      .map((v, i) => v.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  return [
-    line(cols),
-    line(widths.map((w) => "-".repeat(w))),
-    ...rows.map((r) => line(cols.map((c) => cell(r[c])))),
-  ].join("\n");
-}
-
-/**
- * The code of an error line: a CustodyError's own; else the error's `code` in lower case (Node's
- * `ENOENT`, whose message names the path, is `enoent`); else `unexpected` (a failure no typed
- * error describes yet).
- */
-export function errorCode(err: unknown): string {
-  if (err instanceof CustodyError) return err.code;
-  const code = (err as { code?: unknown } | null | undefined)?.code;
-  return typeof code === "string" && /^[A-Za-z][A-Za-z0-9_]*$/.test(code) ? code.toLowerCase() : "unexpected";
-}
-
-/**
- * Prints the error line (`error [code]: message`) to stderr and sets exit code 1. Another
- * library's message is kept to one line; a CustodyError's is printed as written (init's
- * control_plane_lost is one `error [control_plane_lost]: …` line per scenario).
- */
+/** Prints the error line (`error [code]: message`) of `err` to this CLI run's stderr and sets its exit code 1. */
 export function failWith(err: unknown): void {
-  const text = err instanceof Error ? err.message : String(err);
-  const message = err instanceof CustodyError ? text : text.replace(/\s*\n\s*/g, " ");
-  cliIo().stderr(`error [${errorCode(err)}]: ${message}\n`);
-  cliIo().setExitCode(1);
+  reportFailure(err, cliIo());
 }
 
 /** Wraps an async action so any throw becomes one error line and exit code 1. */

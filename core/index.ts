@@ -1,6 +1,7 @@
 /** Public surface of `core/`: seams every layer shares (errors, clock, files, counters, timers). */
 export { BLOCK_SIZE } from "./block-size.ts";
 export { systemClock, type Clock } from "./clock.ts";
+export { errorCode, failWith, formatTable, type ErrorOutput } from "./command-output.ts";
 export { Counters } from "./counters.ts";
 export { CrashFileLayer } from "./crash-file-layer.ts";
 export { CustodyError, isCustodyError } from "./custody-error.ts";

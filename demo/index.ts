@@ -1,5 +1,5 @@
 // Public surface of demo/: the deployment file, the launcher pieces, the failure script, and the
-// pure parts the CLI and report use (link shaping, trace trees, tables, timeline).
+// pure parts the report uses (link shaping, tables, timeline; trace trees from telemetry/).
 export {
   DeploymentError,
   deploymentSchema,
@@ -42,22 +42,21 @@ export { withoutHolder } from "./waypoint-variant.ts";
 export { statusRows } from "./status-rows.ts";
 export {
   buildTraceTree,
+  pathOf,
   readRunSpans,
+  STRIKE_SPAN,
+  strikeAfter,
   traceRows,
   TraceQueryError,
-  type TraceNode,
-  type TraceTree,
-} from "./trace-tree.ts";
-export {
   unitFate,
-  pathOf,
-  strikeAfter,
-  type UnitFate,
   type FateHolder,
   type FateStrike,
   type PathHolder,
-} from "./unit-fate.ts";
-export { recordStrikeSpan, STRIKE_SPAN, type StrikeRecord } from "./strike-span.ts";
+  type TraceNode,
+  type TraceTree,
+  type UnitFate,
+} from "../telemetry/index.ts";
+export { recordStrikeSpan, type StrikeRecord } from "./strike-span.ts";
 export { renderReport } from "./report-html.ts";
 export {
   formatScenarioTable,

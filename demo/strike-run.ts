@@ -24,7 +24,7 @@ import type { ProcessRegistry } from "./process-registry.ts";
 import { clock, formatProgress } from "./progress-line.ts";
 import { settledSurvivors, type HolderStats } from "./settle.ts";
 import { recordStrikeSpan } from "./strike-span.ts";
-import { admitOutcome, readRunSpans, seqRange, startMs } from "./trace-tree.ts";
+import { admitOutcome, readRunSpans, seqRange, startMs } from "../telemetry/index.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
 import { lsnOffset, readVolumeAckLog, workloadContentThrough, type AckedWrite } from "./workload.ts";
 

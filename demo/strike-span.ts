@@ -4,10 +4,7 @@
  * the struck processes stop at the strike; this one says when and whom it killed.
  */
 import { join } from "node:path";
-import { setupTracing } from "../telemetry/index.ts";
-
-/** The span's name; `custody trace` looks for it. */
-export const STRIKE_SPAN = "chaos.strike";
+import { setupTracing, STRIKE_SPAN } from "../telemetry/index.ts";
 
 /** What the strike did. */
 export interface StrikeRecord {

@@ -138,6 +138,25 @@ export function readRoleConfig<T>(file: string, schema: z.ZodType<T>): T {
 }
 
 /**
+ * Reads an operator's connection file (`operator/nats.json`, which `custody init` writes: the `nats`
+ * section of a role config). Throws RoleConfigError `<file>: <why>` when it cannot be read or is invalid.
+ */
+export function readOperatorConfig(file: string): NatsRoleConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new RoleConfigError(`${file}: ${(err as Error).message}`, { file });
+  }
+  const r = natsRoleSchema.safeParse(raw);
+  if (!r.success) {
+    const issue = reportedIssue(r.error.issues);
+    throw new RoleConfigError(`${file}: ${issueText(issue)}`, { file, path: issue.path.join(".") });
+  }
+  return r.data;
+}
+
+/**
  * A volume writer process: its state directory (volume, outbox, term), data key, and an optional synthetic workload.
  */
 export const writerRoleSchema = z.strictObject({

@@ -9,7 +9,7 @@
  * policy rules). `--json` prints one JSON object on the last line.
  */
 import { Command } from "commander";
-import { failWith, formatTable } from "../cli/index.ts";
+import { failWith, formatTable } from "../core/index.ts";
 import { formatTraceEvent } from "./event-trace.ts";
 import { runActorWorld } from "./actor-runner.ts";
 import { minimizeRun, type WorldRunner } from "./minimize.ts";

@@ -5,7 +5,7 @@
  * the checks; with `--json`, one JSON object on the last line. Exits 1 when a check fails.
  */
 import { Command } from "commander";
-import { failWith, formatTable } from "../cli/index.ts";
+import { failWith, formatTable } from "../core/index.ts";
 import { soakChecks } from "./soak-checks.ts";
 import { runSoak, type SoakMinute } from "./soak-run.ts";
 

@@ -41,8 +41,8 @@ export function ensureBundle(entry: string, outfile: string, who: string): boole
     try {
       mkdirSync(dirname(outfile), { recursive: true });
       const tmp = `${outfile}.${process.pid}.${Date.now()}.tmp`;
-      // Loaded only here: esbuild is a development dependency, and the CLI itself (which reaches
-      // this file through the demo's launcher) must not need it.
+      // Loaded only here: esbuild is a development dependency, and what merely loads the test kit
+      // (the demo, a bench) must not need it.
       const { buildSync } = createRequire(import.meta.url)("esbuild") as typeof import("esbuild");
       const r = buildSync({
         entryPoints: [entry],

@@ -11,9 +11,9 @@ import {
   TraceQueryError,
   unitFate,
   type PathHolder,
+  type JsonlSpanRecord,
   type TraceTree,
-} from "../../demo/index.ts";
-import type { JsonlSpanRecord } from "../../telemetry/index.ts";
+} from "../../telemetry/index.ts";
 
 interface TraceOptions extends OutputOptions {
   run?: string;

@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CustodyError } from "../core/index.ts";
-import type { JsonlSpanRecord } from "../telemetry/index.ts";
+import type { JsonlSpanRecord } from "./jsonl-span-exporter.ts";
 
 /** Thrown for a selector that is neither `<volume>:<seq>` nor a receipt span id, or that matches nothing. */
 export class TraceQueryError extends CustodyError {

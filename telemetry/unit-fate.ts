@@ -1,12 +1,15 @@
 /**
  * Where a unit's custody ended (pure): which holders on its path admitted it, which never did and
  * what should have brought it there, the last hop it reached, and — when the run's span files hold
- * a strike (`chaos.strike`, see strike-span.ts) after the write — whether any holder that had it
- * outlived the strike. A unit every one of whose holders the strike killed is lost in that strike.
+ * a strike (`chaos.strike`, which the demo records: demo/strike-span.ts) after the write —
+ * whether any holder that had it outlived the strike. A unit every one of whose holders the strike
+ * killed is lost in that strike.
  */
-import type { JsonlSpanRecord } from "../telemetry/index.ts";
-import { STRIKE_SPAN } from "./strike-span.ts";
+import type { JsonlSpanRecord } from "./jsonl-span-exporter.ts";
 import { startMs, type TraceNode, type TraceTree } from "./trace-tree.ts";
+
+/** The name of a strike's span (the demo records one per strike); `custody trace` looks for it. */
+export const STRIKE_SPAN = "chaos.strike";
 
 /** A holder that serves the unit's volume and lane, and whom it takes units from. */
 export interface PathHolder {
