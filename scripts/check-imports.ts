@@ -1,8 +1,12 @@
 /**
- * The layout rule `npm test` enforces (issue #18): code in one top-level folder reaches another
- * folder only through that folder's `index.ts`, and no two folders import each other, directly or
- * round a longer loop. Tests (`test/`) are exempt from the first rule because they exercise
- * internals on purpose; they still may not create folder cycles (they are a leaf: nothing imports them).
+ * The layout rule `npm test` enforces (issue #18): code in one folder reaches another folder only
+ * through that folder's `index.ts`, and no two folders import each other, directly or round a
+ * longer loop. A folder here is a unit: a top-level folder, or one of `UNIT_FOLDERS` below it (a
+ * former top-level folder that kept its own index when issue #48 gathered the tree under fewer
+ * top-level folders, `actors/runtime/`, `transport/protocol/`, `tools/demo/`, ...), which is then
+ * not part of its parent's unit. Tests (`test/`, the test kit `test/kit/` aside) are exempt from
+ * the first rule because they exercise internals on purpose; they still may not create folder
+ * cycles (they are a leaf: nothing imports them).
  * Inside `actors/` the same two rules hold one level down: a file in one sub-folder (`actors/holder/`)
  * reaches a sibling sub-folder only through that sub-folder's `index.ts`, and sub-folders form no
  * loop. Files directly in `actors/` (the machines and the folder's own index) are the parent of those
@@ -25,6 +29,33 @@ const EXEMPT_FROM_INDEX_RULE = new Set(["test"]);
 
 /** Folders whose sub-folders are held to the index and no-loop rules among themselves. */
 const NESTED_FOLDERS = new Set(["actors"]);
+
+/**
+ * Folders below the top level that are units of their own, held to the index and no-loop rules as
+ * a top-level folder is: each keeps the `index.ts` it had as a top-level folder before issue #48.
+ */
+export const UNIT_FOLDERS: readonly string[] = [
+  "actors/runtime",
+  "actors/runtime/telemetry",
+  "policies/deploy",
+  "test/kit",
+  "tools/attack",
+  "tools/bench",
+  "tools/chaos",
+  "tools/demo",
+  "tools/scripts",
+  "tools/soak",
+  "transport/protocol",
+  "transport/security",
+];
+
+/** The unit `file` (a path from the root) belongs to: the deepest of UNIT_FOLDERS holding it, else its top folder. */
+export function unitOf(file: string, units: readonly string[] = UNIT_FOLDERS): string | undefined {
+  if (!file.includes("/")) return undefined;
+  let unit = file.split("/")[0]!;
+  for (const u of units) if (file.startsWith(`${u}/`) && u.length > unit.length) unit = u;
+  return unit;
+}
 
 /** Relative module specifiers of a file's static and dynamic imports and re-exports. */
 export function relativeImports(fileName: string, source: string): string[] {
@@ -63,11 +94,12 @@ export function relativeImports(fileName: string, source: string): string[] {
  */
 export function checkImportRules(files: ReadonlyMap<string, string>): ImportViolation[] {
   const violations: ImportViolation[] = [];
-  const folderOf = (p: string): string | undefined => (p.includes("/") ? p.split("/")[0] : undefined);
   // `actors/holder/x.ts` → `actors/holder`; undefined outside a nested folder or directly in it.
   const subFolderOf = (p: string): string | undefined => {
-    const parts = p.split("/");
-    return parts.length > 2 && NESTED_FOLDERS.has(parts[0]!) ? `${parts[0]}/${parts[1]}` : undefined;
+    const unit = unitOf(p);
+    if (unit === undefined || !NESTED_FOLDERS.has(unit)) return undefined;
+    const rest = p.slice(unit.length + 1).split("/");
+    return rest.length > 1 ? `${unit}/${rest[0]}` : undefined;
   };
   const edges = new Map<string, Map<string, string>>(); // from folder -> to folder -> one example
   const subEdges = new Map<string, Map<string, string>>(); // the same between sibling sub-folders
@@ -76,12 +108,12 @@ export function checkImportRules(files: ReadonlyMap<string, string>): ImportViol
     if (!graph.get(from)!.has(to)) graph.get(from)!.set(to, example);
   };
   for (const [file, source] of files) {
-    const from = folderOf(file);
+    const from = unitOf(file);
     if (from === undefined) continue;
     for (const spec of relativeImports(file, source)) {
       const target = join(dirname(file), spec).split(sep).join("/");
       if (target.startsWith("..")) continue;
-      const to = folderOf(target);
+      const to = unitOf(target);
       if (to === undefined) continue;
       if (to === from) {
         const fromSub = subFolderOf(file);

@@ -1,6 +1,6 @@
 import test from "ava";
 import { fileURLToPath } from "node:url";
-import { checkImportRules, readSourceTree, relativeImports } from "../../scripts/check-imports.ts";
+import { checkImportRules, readSourceTree, relativeImports, unitOf } from "../../scripts/check-imports.ts";
 
 const tree = (files: Record<string, string>) => new Map(Object.entries(files));
 
@@ -70,6 +70,46 @@ test("sub-folders of actors/ importing each other, even through their indexes, a
   t.is(v[0]!.rule, "folder_cycle");
   t.regex(v[0]!.message, /actors\/controller → actors\/repair → actors\/controller/);
   t.regex(v[0]!.message, /actors\/repair\/r\.ts → actors\/controller\/index\.ts/);
+});
+
+test("a sub-folder that is a unit of its own (actors/runtime) is reached only through its index, from its parent folder too", (t) => {
+  t.is(unitOf("actors/runtime/telemetry/tracing.ts"), "actors/runtime/telemetry");
+  t.is(unitOf("actors/runtime/run-holder.ts"), "actors/runtime");
+  t.is(unitOf("actors/holder/holder.ts"), "actors");
+  t.is(unitOf("tools/demo/run-demo.ts"), "tools/demo");
+  t.is(unitOf("README.md"), undefined);
+  t.deepEqual(
+    checkImportRules(
+      tree({
+        "cli/x.ts": `import { runHolder } from "../actors/runtime/index.ts";`,
+        "actors/runtime/run-holder.ts": `import { Holder } from "../index.ts"; import { setupTracing } from "./telemetry/index.ts";`,
+        "tools/demo/d.ts": `import { runDemo } from "./demo-script.ts"; import { x } from "../../test/kit/index.ts";`,
+      }),
+    ),
+    [],
+  );
+  const v = checkImportRules(
+    tree({
+      "cli/x.ts": `import { readRoleConfig } from "../actors/runtime/role-config.ts";`,
+      "actors/holder.ts": `import { runHolder } from "./runtime/run-holder.ts";`,
+    }),
+  );
+  t.deepEqual(v.map((x) => x.message), [
+    "cli/x.ts imports actors/runtime/role-config.ts: import from actors/runtime/index.ts instead",
+    "actors/holder.ts imports actors/runtime/run-holder.ts: import from actors/runtime/index.ts instead",
+  ]);
+});
+
+test("a unit below the top level and its parent folder importing each other is a loop", (t) => {
+  const v = checkImportRules(
+    tree({
+      "actors/index.ts": `export { r } from "./runtime/index.ts";`,
+      "actors/runtime/index.ts": `import type { A } from "../index.ts";`,
+    }),
+  );
+  t.is(v.length, 1);
+  t.is(v[0]!.rule, "folder_cycle");
+  t.regex(v[0]!.message, /actors → actors\/runtime → actors/);
 });
 
 test("the source tree keeps the layout: no index bypass and no folder or actors sub-folder loop", (t) => {
