@@ -1,6 +1,6 @@
 /**
  * AVA settings for `npm test`: the same runs as ava.config.js (order, timeout, concurrency), but on
- * the bundles `scripts/bundle-tests.ts` writes beside each test file, in plain Node without tsx —
+ * the bundles `tools/scripts/bundle-tests.ts` writes beside each test file, in plain Node without tsx —
  * a worker then starts in about a third of the CPU. `npx ava test/x.test.ts` (ava.config.js) still
  * runs a single test from its TypeScript source.
  */

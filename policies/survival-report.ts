@@ -163,7 +163,7 @@ export function cutWeight(cut: Record<string, number>): number {
 /**
  * The newest rebuildable cut: per surviving base, extend each lane contiguously, then make it
  * consistent. The system's one computation of the surviving cut; the simulator's oracle
- * (sim/invariants.ts `survivingCut`) and the demo timeline (demo/custody-timeline.ts) re-derive it
+ * (sim/invariants.ts `survivingCut`) and the demo timeline (tools/demo/custody-timeline.ts) re-derive it
  * independently on purpose, from ground truth and from sampled holder state respectively.
  */
 function chooseCut(state: EvaluationState, view: SurvivorView, destination: string): CutChoice | null {

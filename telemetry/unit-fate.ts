@@ -1,7 +1,7 @@
 /**
  * Where a unit's custody ended (pure): which holders on its path admitted it, which never did and
  * what should have brought it there, the last hop it reached, and — when the run's span files hold
- * a strike (`chaos.strike`, which the demo records: demo/strike-span.ts) after the write —
+ * a strike (`chaos.strike`, which the demo records: tools/demo/strike-span.ts) after the write —
  * whether any holder that had it outlived the strike. A unit every one of whose holders the strike
  * killed is lost in that strike.
  */

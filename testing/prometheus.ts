@@ -6,7 +6,7 @@ import { freePort } from "./free-port.ts";
 
 /**
  * The Prometheus server to run: `PROMETHEUS_BIN` or `prometheus` on PATH (Debian's package;
- * scripts/ensure-prometheus.sh).
+ * tools/scripts/ensure-prometheus.sh).
  */
 export function prometheusBin(): string {
   return process.env["PROMETHEUS_BIN"] ?? "prometheus";

@@ -8,7 +8,7 @@ let found: string | undefined;
 /**
  * The repository's root: the nearest folder above this module holding this package's
  * package.json. Found by walking up rather than by a fixed `..`, because a module bundled into a
- * test (`scripts/bundle-tests.ts`) or into the CLI (`dist/`) sees another `import.meta.url`.
+ * test (`tools/scripts/bundle-tests.ts`) or into the CLI (`dist/`) sees another `import.meta.url`.
  */
 export function repoRoot(): string {
   if (found !== undefined) return found;

@@ -4,7 +4,7 @@
  * control log's admitted holders and obligations, or any process, and every actor keeps serving.
  */
 import test from "ava";
-import { runAttacks } from "../../attack/run-attacks.ts";
+import { runAttacks } from "../../tools/attack/run-attacks.ts";
 
 test("every attack on a secured deployment is refused, changes no state, and leaves every actor serving", async (t) => {
   t.timeout(15 * 60_000);

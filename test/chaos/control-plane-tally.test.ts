@@ -4,7 +4,7 @@
  * is the longest stretch between successful probes, an unfinished one counted to the end.
  */
 import test from "ava";
-import { ControlPlaneTally } from "../../chaos/control-plane-tally.ts";
+import { ControlPlaneTally } from "../../tools/chaos/control-plane-tally.ts";
 
 test("stream leader changes and lease holder changes add up to failovers; repeats and gaps in sightings are no change", (t) => {
   const c = new ControlPlaneTally();

@@ -6,7 +6,7 @@
  * stretch. The bounds only end a hung run; they measure nothing.
  */
 import test from "ava";
-import { watchControlPlane } from "../../chaos/control-plane-watch.ts";
+import { watchControlPlane } from "../../tools/chaos/control-plane-watch.ts";
 import { systemClock } from "../../core/index.ts";
 import { commitControlEvent, ControlLogFollower } from "../../custody/index.ts";
 import { isProcessAlive } from "../../testing/nats-server.ts";

@@ -4,7 +4,7 @@
  * lease timeout), besides a server restart and a holder kill.
  */
 import test from "ava";
-import { chaosPlan, ChaosFaultKind, type ChaosFault } from "../../chaos/fault-plan.ts";
+import { chaosPlan, ChaosFaultKind, type ChaosFault } from "../../tools/chaos/fault-plan.ts";
 
 const opts = { durationMs: 40_000, regions: ["east", "west"], holders: ["h-e1", "h-e2", "h-w1", "h-w2"], leaseTimeoutMs: 3_000 };
 

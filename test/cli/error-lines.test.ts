@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { runCliCaptured } from "../../cli/program.ts";
 import { parseHolderConfig } from "../../actors/holder/holder-config.ts";
-import { parseDeployment as parseDemoDeployment } from "../../demo/deployment.ts";
+import { parseDeployment as parseDemoDeployment } from "../../tools/demo/deployment.ts";
 import { holderRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
 import { makeCertificates, renderTlsBlock } from "../../security/index.ts";
 import { freePort, loopbackDeployment, repoRoot, startNatsServer } from "../../testing/index.ts";

@@ -2,7 +2,7 @@ import test from "ava";
 import fc from "fast-check";
 import { decodeReceiptBatch, receiptBatchSender, receiptStream } from "../../custody/receipt-batch.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
-import { decodeBombs } from "../../attack/decode-bombs.ts";
+import { decodeBombs } from "../../tools/attack/decode-bombs.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import { batchOf, keys, receipt, signed } from "./receipt-fixtures.ts";
 

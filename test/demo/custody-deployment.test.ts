@@ -1,6 +1,6 @@
 import test from "ava";
-import { custodyDeploymentOf, writerIdOf } from "../../demo/custody-deployment.ts";
-import { loadDeployment } from "../../demo/deployment.ts";
+import { custodyDeploymentOf, writerIdOf } from "../../tools/demo/custody-deployment.ts";
+import { loadDeployment } from "../../tools/demo/deployment.ts";
 import { planDeployment } from "../../deploy/deployment-plan.ts";
 import { parseDeployment } from "../../deploy/deployment-check.ts";
 

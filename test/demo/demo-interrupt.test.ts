@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { pidAlive } from "../../demo/process-registry.ts";
+import { pidAlive } from "../../tools/demo/process-registry.ts";
 import { scriptCommand } from "../../testing/script-command.ts";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -17,7 +17,7 @@ test("Ctrl-C during the workload stops every process the demo started and exits 
   t.timeout(240_000);
   const root = mkdtempSync(join(tmpdir(), "custody-demo-int-"));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const demo = scriptCommand(join(repo, "demo", "run-demo.ts"), ["--short", "--runs", root]);
+  const demo = scriptCommand(join(repo, "tools", "demo", "run-demo.ts"), ["--short", "--runs", root]);
   const child = spawn(demo.command, demo.args, { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));

@@ -1,5 +1,5 @@
 /**
- * Runs the real demo once in short mode (`node --import tsx demo/run-demo.ts --short --json`:
+ * Runs the real demo once in short mode (`node --import tsx tools/demo/run-demo.ts --short --json`:
  * real nats-servers per region, every actor in its own process, a sustained write stream on two
  * volumes struck mid-stream by real SIGKILLs) and checks what the issues promise: at least one
  * volume loses acknowledged writes, every recovered cut equals the controller's prediction from
@@ -13,8 +13,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadDeployment } from "../../demo/deployment.ts";
-import { pidAlive } from "../../demo/process-registry.ts";
+import { loadDeployment } from "../../tools/demo/deployment.ts";
+import { pidAlive } from "../../tools/demo/process-registry.ts";
 import { readRunSpans, type TraceNode, type TraceTree } from "../../telemetry/trace-tree.ts";
 import type { UnitFate } from "../../telemetry/unit-fate.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
@@ -84,7 +84,7 @@ function run(cmd: string, args: string[], timeoutMs: number): Promise<{ stdout: 
 test.before(async (t) => {
   t.timeout(300_000);
   const root = mkdtempSync(join(tmpdir(), "custody-demo-test-"));
-  const demo = scriptCommand(join(repo, "demo", "run-demo.ts"), ["--short", "--json", "--runs", root]);
+  const demo = scriptCommand(join(repo, "tools", "demo", "run-demo.ts"), ["--short", "--json", "--runs", root]);
   const out = await run(demo.command, demo.args, 280_000);
   const last = out.stdout.trim().split("\n").pop() ?? "";
   let result: DemoJson;

@@ -1,8 +1,8 @@
 import test from "ava";
 import { readFileSync } from "node:fs";
-import { DeploymentError, loadDeployment, parseDeployment, topologyOf } from "../../demo/deployment.ts";
-import { survivingCutAt } from "../../demo/custody-timeline.ts";
-import { formatScenarioTable, legRow, lostRange } from "../../demo/scenario-table.ts";
+import { DeploymentError, loadDeployment, parseDeployment, topologyOf } from "../../tools/demo/deployment.ts";
+import { survivingCutAt } from "../../tools/demo/custody-timeline.ts";
+import { formatScenarioTable, legRow, lostRange } from "../../tools/demo/scenario-table.ts";
 
 const path = new URL("../../examples/deployment.json", import.meta.url).pathname;
 const raw = () => JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown> & { holders: { site: string; downstream: string[] }[]; sites: { id: string; az: string }[] };

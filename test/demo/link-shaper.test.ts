@@ -1,5 +1,5 @@
 import test from "ava";
-import { edgeBetween, loadDeployment, siteOfActor, type Deployment } from "../../demo/deployment.ts";
+import { edgeBetween, loadDeployment, siteOfActor, type Deployment } from "../../tools/demo/deployment.ts";
 import { LinkQueue, LinkProfileError, ShapedTransport, unitDestination, type LinkRoute } from "../../transport/link-shaper.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
 import { unitSubject, receiptSubject } from "../../protocol/subjects.ts";

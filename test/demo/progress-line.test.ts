@@ -3,8 +3,8 @@
  * the same order whatever answered, and on a terminal the block rewritten in place.
  */
 import test from "ava";
-import { LiveBlock } from "../../demo/live-block.ts";
-import { clock, formatProgress } from "../../demo/progress-line.ts";
+import { LiveBlock } from "../../tools/demo/live-block.ts";
+import { clock, formatProgress } from "../../tools/demo/progress-line.ts";
 
 const progress = (sites: { site: string; bytes: number | null | "struck" }[]) =>
   formatProgress({

@@ -12,10 +12,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { controllerIdOf } from "../../demo/custody-deployment.ts";
-import { renderReport } from "../../demo/report-html.ts";
-import { readRunResult, RunResultError } from "../../demo/report-input.ts";
-import { checkReportLayout, openChromium, type LayoutFault } from "../../scripts/report-layout.ts";
+import { controllerIdOf } from "../../tools/demo/custody-deployment.ts";
+import { renderReport } from "../../tools/demo/report-html.ts";
+import { readRunResult, RunResultError } from "../../tools/demo/report-input.ts";
+import { checkReportLayout, openChromium, type LayoutFault } from "../../tools/scripts/report-layout.ts";
 
 const fixtures = fileURLToPath(new URL("../fixtures/", import.meta.url));
 const test = anyTest as TestFn<{ browser: Awaited<ReturnType<typeof openChromium>> }>;

@@ -6,10 +6,10 @@
 import test from "ava";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { captureLagRows } from "../../demo/capture-lag.ts";
-import type { TimelineSample } from "../../demo/custody-timeline.ts";
-import { loadDeployment } from "../../demo/deployment.ts";
-import { filledSamples, niceStep, wouldSurviveSeries } from "../../demo/report-timeline.ts";
+import { captureLagRows } from "../../tools/demo/capture-lag.ts";
+import type { TimelineSample } from "../../tools/demo/custody-timeline.ts";
+import { loadDeployment } from "../../tools/demo/deployment.ts";
+import { filledSamples, niceStep, wouldSurviveSeries } from "../../tools/demo/report-timeline.ts";
 
 const d = loadDeployment(join(fileURLToPath(new URL("../..", import.meta.url)), "examples", "deployment.json"));
 const held = (last: number) => ({ retained: [[1, last]] as [number, number][], bytes: last * 65536 });

@@ -1,10 +1,10 @@
 import test from "ava";
 import { readFileSync } from "node:fs";
-import { DeploymentError, loadDeployment, parseDeployment, topologyOf, volumesOf } from "../../demo/deployment.ts";
-import { formatStrikeTable } from "../../demo/scenario-table.ts";
-import { survivorsHold, unaccounted, type ControllerView, type HolderStats } from "../../demo/settle.ts";
-import { deploymentOfVolume, withoutHolder } from "../../demo/waypoint-variant.ts";
-import { blockData, contentThrough, lbaOf, lsnOffset, seedOf, workloadContentThrough, WorkloadOrderError } from "../../demo/workload.ts";
+import { DeploymentError, loadDeployment, parseDeployment, topologyOf, volumesOf } from "../../tools/demo/deployment.ts";
+import { formatStrikeTable } from "../../tools/demo/scenario-table.ts";
+import { survivorsHold, unaccounted, type ControllerView, type HolderStats } from "../../tools/demo/settle.ts";
+import { deploymentOfVolume, withoutHolder } from "../../tools/demo/waypoint-variant.ts";
+import { blockData, contentThrough, lbaOf, lsnOffset, seedOf, workloadContentThrough, WorkloadOrderError } from "../../tools/demo/workload.ts";
 import { workloadWrite } from "../../runtime/workload.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 

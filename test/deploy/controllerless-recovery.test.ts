@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { custodyCli, custodyStdout as custody, type CustodyCliFailure } from "../helpers/custody-cli.ts";
 import { untilValue as until } from "../helpers/until.ts";
 import { readVolume, tempDir } from "../e2e/e2e-fixture.ts";
-import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../demo/workload.ts";
+import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools/demo/workload.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";

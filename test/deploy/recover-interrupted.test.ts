@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { custodyCli, custodyStdout as custody, type CustodyCliFailure } from "../helpers/custody-cli.ts";
 import { until, untilValue } from "../helpers/until.ts";
 import { readVolume, tempDir } from "../e2e/e2e-fixture.ts";
-import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../demo/workload.ts";
+import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools/demo/workload.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 import { custodyCommand, DeployedProcess, loopbackDeployment } from "../../testing/index.ts";
 import { SmartWalVolume, VolumeFiles } from "../../volume/index.ts";

@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { controlPlaneLosses, parseDeployment } from "../../deploy/index.ts";
 import { custodyCommand, DEPLOYMENT_READY_MS, DeployedProcess, freePort, initAndStartNatsOf } from "../../testing/index.ts";
-import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../demo/workload.ts";
+import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools/demo/workload.ts";
 import { custodyStdout as custody } from "../helpers/custody-cli.ts";
 import { untilValue as until } from "../helpers/until.ts";
 import { readVolume, tempDir } from "../e2e/e2e-fixture.ts";

@@ -1,6 +1,6 @@
 import test from "ava";
 import { fileURLToPath } from "node:url";
-import { checkImportRules, readSourceTree, relativeImports, unitOf } from "../../scripts/check-imports.ts";
+import { checkImportRules, readSourceTree, relativeImports, unitOf } from "../../tools/scripts/check-imports.ts";
 
 const tree = (files: Record<string, string>) => new Map(Object.entries(files));
 

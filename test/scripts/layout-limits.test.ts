@@ -1,5 +1,5 @@
 import test from "ava";
-import { checkFileCycles, checkFunctionLengths, checkLineWidths } from "../../scripts/layout-limits.ts";
+import { checkFileCycles, checkFunctionLengths, checkLineWidths } from "../../tools/scripts/layout-limits.ts";
 
 const tree = (files: Record<string, string>) => new Map(Object.entries(files));
 const fn = (name: string, bodyLines: number) => `function ${name}() {\n${"  f();\n".repeat(bodyLines)}}\n`;

