@@ -2,7 +2,7 @@
  * The message seam between actors. Actors publish and subscribe through this interface only and
  * never import the NATS client, so the same actor code runs over real NATS (`NatsTransport`) and
  * over the deterministic simulated network (`sim/`). Every implementation must pass the
- * conformance suite in `test/helpers/transport-conformance.ts`.
+ * conformance suite in `test/kit/transport-conformance.ts`.
  *
  * Semantics every implementation keeps (they are those of core NATS):
  * - at-most-once delivery; no delivery to a subscription made after the publish;

@@ -9,7 +9,7 @@ import { AnnouncedStandbys, StandbyUnavailableError } from "../../actors/index.t
 import { Counters, systemClock } from "../../core/index.ts";
 import { encodeAdmissionRequest, generateHolderKeyPair } from "../../custody/index.ts";
 import { admitSubject } from "../../protocol/index.ts";
-import { startNatsServer } from "../../testing/index.ts";
+import { startNatsServer } from "../kit/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
 
 const SITES = [{ id: "s-v", region: "vault", az: "vault-az1", host: "v-host", deps: [] }];

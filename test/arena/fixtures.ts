@@ -16,7 +16,7 @@ export function unit(first: number, last: number, payloadBytes = 64, lane = "l0"
   });
 }
 
-export { CountingFileLayer, type IoCounts } from "../helpers/counting-file-layer.ts";
+export { CountingFileLayer, type IoCounts } from "../kit/counting-file-layer.ts";
 
 export class ManualClock {
   private t = 1_000_000;

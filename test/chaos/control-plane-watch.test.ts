@@ -9,10 +9,10 @@ import test from "ava";
 import { watchControlPlane } from "../../tools/chaos/control-plane-watch.ts";
 import { systemClock } from "../../core/index.ts";
 import { commitControlEvent, ControlLogFollower } from "../../custody/index.ts";
-import { isProcessAlive } from "../../testing/nats-server.ts";
-import { startSupercluster } from "../../testing/index.ts";
+import { isProcessAlive } from "../kit/nats-server.ts";
+import { startSupercluster } from "../kit/index.ts";
 import { initJetStreamControlLog, NatsTransport } from "../../transport/index.ts";
-import { until } from "../helpers/until.ts";
+import { until } from "../kit/until.ts";
 
 const SETTLE_MS = 90_000;
 

@@ -5,7 +5,7 @@
  */
 import test from "ava";
 import { spawn } from "node:child_process";
-import { custodyCommand, reapOnExit, startNatsServer } from "../../testing/index.ts";
+import { custodyCommand, reapOnExit, startNatsServer } from "../kit/index.ts";
 
 /** How long a run may take before it is killed: a hang fails the test instead of stalling the suite. */
 const KILL_AFTER_MS = 60_000;

@@ -12,7 +12,7 @@ import { parseHolderConfig } from "../../actors/holder/holder-config.ts";
 import { parseDeployment as parseDemoDeployment } from "../../tools/demo/deployment.ts";
 import { holderRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
 import { makeCertificates, renderTlsBlock } from "../../security/index.ts";
-import { freePort, loopbackDeployment, repoRoot, startNatsServer } from "../../testing/index.ts";
+import { freePort, loopbackDeployment, repoRoot, startNatsServer } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
 const ERROR_LINE = /^error \[[a-z][a-z0-9_]*\]: .+\n$/;

@@ -13,9 +13,9 @@ import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { isSnapshotRecord } from "../../custody/control-snapshot.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
-import { reapOnExit } from "../../testing/child-reaper.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
+import { reapOnExit } from "../kit/child-reaper.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { admit, clock, createOb, release } from "./control-fixtures.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

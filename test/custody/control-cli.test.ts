@@ -2,12 +2,12 @@ import anyTest, { type TestFn } from "ava";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { custodyCli as cli } from "../helpers/custody-cli.ts";
+import { custodyCli as cli } from "../kit/custody-cli.ts";
 import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { admit, createOb, release, who } from "./control-fixtures.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -15,7 +15,7 @@ import { ctrlSubject } from "../../protocol/subjects.ts";
 import { encodeControlEvent, hashControlEventBytes } from "../../custody/control-event.ts";
 import { controlEventSpec } from "../../custody/custody-messages.ts";
 import { encodeMessage } from "../../protocol/wire/codec.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { admit, clock, createOb, release } from "./control-fixtures.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -6,10 +6,10 @@
 import test from "ava";
 import { systemClock } from "../../core/index.ts";
 import { commitControlEvent, ControlLogFollower, generateHolderKeyPair, HolderStatus } from "../../custody/index.ts";
-import { startNatsServer } from "../../testing/index.ts";
+import { startNatsServer } from "../kit/index.ts";
 import { closeNats, connectNats, initJetStreamControlLog } from "../../transport/index.ts";
-import { custodyCli, type CustodyCliFailure } from "../helpers/custody-cli.ts";
-import { untilValue } from "../helpers/until.ts";
+import { custodyCli, type CustodyCliFailure } from "../kit/custody-cli.ts";
+import { untilValue } from "../kit/until.ts";
 
 let server: Awaited<ReturnType<typeof startNatsServer>>;
 test.before(async () => {

@@ -7,7 +7,7 @@ import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { ControlLogPlacementError, initJetStreamControlLog, openJetStreamControlLog, type JetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { checkControlLogContract } from "./control-log-contract.ts";
 import { admit, createOb, eventOn, release, who } from "./control-fixtures.ts";
 

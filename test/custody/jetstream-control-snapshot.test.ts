@@ -13,7 +13,7 @@ import { runCliCaptured } from "../../cli/program.ts";
 import { ctrlSubject } from "../../protocol/subjects.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { ControlLogPurgeDeniedError, controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { admit, clock, createOb, release } from "./control-fixtures.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -7,7 +7,7 @@ import { applyControlEvent, releasedRanges } from "../../custody/control-state.t
 import { RangeSet } from "../../lanes/range-set.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { admit, createOb, eventOn, who } from "./control-fixtures.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

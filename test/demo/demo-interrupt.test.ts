@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pidAlive } from "../../tools/demo/process-registry.ts";
-import { scriptCommand } from "../../testing/script-command.ts";
+import { scriptCommand } from "../kit/script-command.ts";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 

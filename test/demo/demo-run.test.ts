@@ -18,8 +18,8 @@ import { pidAlive } from "../../tools/demo/process-registry.ts";
 import { readRunSpans, type TraceNode, type TraceTree } from "../../telemetry/trace-tree.ts";
 import type { UnitFate } from "../../telemetry/unit-fate.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
-import { scriptCommand } from "../../testing/script-command.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
+import { scriptCommand } from "../kit/script-command.ts";
 
 /** `custody <args>` as run() takes it. */
 const custodyLine = (args: string[]): [string, string[]] => {

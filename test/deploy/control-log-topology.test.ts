@@ -11,9 +11,9 @@ import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts"
 import { parseDeployment } from "../../deploy/deployment-check.ts";
 import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
 import { controlLogTopology } from "../../deploy/control-servers.ts";
-import { loopbackDeployment } from "../../testing/index.ts";
+import { loopbackDeployment } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { custodyCli } from "../helpers/custody-cli.ts";
+import { custodyCli } from "../kit/custody-cli.ts";
 
 const keys = (): KeySource => {
   let n = 0;

@@ -14,11 +14,11 @@ import { ControlConflictError, ControlFenceCode, ControlLogFollower, leaseOf, ty
 import { RangeSet } from "../../lanes/index.ts";
 import { loadControlTrust } from "../../runtime/control-trust-files.ts";
 import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
-import { pidAlive } from "../../testing/deployed-process.ts";
+import { pidAlive } from "../kit/deployed-process.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
-import { untilValue as until } from "../helpers/until.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
+import { untilValue as until } from "../kit/until.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 
 /** Generous bounds: they only end a hung run, they measure nothing. */

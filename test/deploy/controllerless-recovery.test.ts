@@ -12,8 +12,8 @@
 import test from "ava";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { custodyCli, custodyStdout as custody, type CustodyCliFailure } from "../helpers/custody-cli.ts";
-import { untilValue as until } from "../helpers/until.ts";
+import { custodyCli, custodyStdout as custody, type CustodyCliFailure } from "../kit/custody-cli.ts";
+import { untilValue as until } from "../kit/until.ts";
 import { readVolume, tempDir } from "../e2e/e2e-fixture.ts";
 import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools/demo/workload.ts";
 import { deployedNetwork } from "./deployed-network.ts";

@@ -1,8 +1,8 @@
 import type { ExecutionContext } from "ava";
 import { join } from "node:path";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
-import { DEPLOYMENT_READY_MS, initAndStartNats, type LoopbackDeploymentOptions } from "../../testing/index.ts";
-import { custodyStdout } from "../helpers/custody-cli.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
+import { DEPLOYMENT_READY_MS, initAndStartNats, type LoopbackDeploymentOptions } from "../kit/index.ts";
+import { custodyStdout } from "../kit/custody-cli.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
 /**

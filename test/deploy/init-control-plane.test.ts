@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCliCaptured } from "../../cli/program.ts";
 import { controlPlaneLosses, parseDeployment } from "../../deploy/index.ts";
-import { loopbackDeployment } from "../../testing/index.ts";
+import { loopbackDeployment } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
 const EAST_LOST = { scenarios: [{ name: "east lost", losses: [{ domain: "region:east", kind: "site_destruction" }], deadlineSec: 900, required: true }] };

@@ -10,7 +10,7 @@ import { deploymentPrincipals } from "../../deploy/deployment-security.ts";
 import { parseDeployment } from "../../deploy/deployment-check.ts";
 import { controllerRoleSchema } from "../../runtime/role-config.ts";
 import { permissionsFor } from "../../security/principal-permissions.ts";
-import { loopbackDeployment } from "../../testing/index.ts";
+import { loopbackDeployment } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
 const keys: KeySource = { holderKey: () => ({ pkcs8: new Uint8Array([1]), publicRaw: new Uint8Array(32).fill(1) }), dataKey: () => new Uint8Array(32).fill(0xdd) };

@@ -7,8 +7,8 @@
  */
 import test from "ava";
 import { join } from "node:path";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
-import { untilValue as until } from "../helpers/until.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
+import { untilValue as until } from "../kit/until.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 
 /** Generous bound: it only ends a hung run, it measures nothing. */

@@ -12,9 +12,9 @@ import { parseDeployment } from "../../deploy/deployment-check.ts";
 import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
 import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { loopbackDeployment } from "../../testing/index.ts";
+import { loopbackDeployment } from "../kit/index.ts";
 import { readNkeySeed } from "../../security/nkey-seed.ts";
-import { custodyCli } from "../helpers/custody-cli.ts";
+import { custodyCli } from "../kit/custody-cli.ts";
 import { creditSubject, receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 
 const custody = custodyCli;

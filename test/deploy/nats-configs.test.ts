@@ -8,9 +8,9 @@ import test from "ava";
 import { join } from "node:path";
 import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { connectNats, closeNats } from "../../transport/nats-connection.ts";
-import { pidAlive } from "../../testing/deployed-process.ts";
-import { initAndStartNats } from "../../testing/index.ts";
-import { custodyStdout } from "../helpers/custody-cli.ts";
+import { pidAlive } from "../kit/deployed-process.ts";
+import { initAndStartNats } from "../kit/index.ts";
+import { custodyStdout } from "../kit/custody-cli.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
 /** An event subject of the deployment's volume: the writer may publish it, the operator receive it. */

@@ -13,10 +13,10 @@
 import test from "ava";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { DEPLOYMENT_READY_MS, DeployedProcess, natsServerBin, startPrometheus, waitForRegions, type PrometheusAlert, type PrometheusHandle } from "../../testing/index.ts";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
-import { shippedRules, withFor } from "../helpers/prometheus-rules.ts";
-import { untilValue as until } from "../helpers/until.ts";
+import { DEPLOYMENT_READY_MS, DeployedProcess, natsServerBin, startPrometheus, waitForRegions, type PrometheusAlert, type PrometheusHandle } from "../kit/index.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
+import { shippedRules, withFor } from "../kit/prometheus-rules.ts";
+import { untilValue as until } from "../kit/until.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 

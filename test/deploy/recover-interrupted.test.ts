@@ -14,12 +14,12 @@
 import test from "ava";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { custodyCli, custodyStdout as custody, type CustodyCliFailure } from "../helpers/custody-cli.ts";
-import { until, untilValue } from "../helpers/until.ts";
+import { custodyCli, custodyStdout as custody, type CustodyCliFailure } from "../kit/custody-cli.ts";
+import { until, untilValue } from "../kit/until.ts";
 import { readVolume, tempDir } from "../e2e/e2e-fixture.ts";
 import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools/demo/workload.ts";
 import { deployedNetwork } from "./deployed-network.ts";
-import { custodyCommand, DeployedProcess, loopbackDeployment } from "../../testing/index.ts";
+import { custodyCommand, DeployedProcess, loopbackDeployment } from "../kit/index.ts";
 import { SmartWalVolume, VolumeFiles } from "../../volume/index.ts";
 
 /** Generous bounds: they only end a hung run, they measure nothing. */

@@ -16,10 +16,10 @@ import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { controlPlaneLosses, parseDeployment } from "../../deploy/index.ts";
-import { custodyCommand, DEPLOYMENT_READY_MS, DeployedProcess, freePort, initAndStartNatsOf } from "../../testing/index.ts";
+import { custodyCommand, DEPLOYMENT_READY_MS, DeployedProcess, freePort, initAndStartNatsOf } from "../kit/index.ts";
 import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools/demo/workload.ts";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
-import { untilValue as until } from "../helpers/until.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
+import { untilValue as until } from "../kit/until.ts";
 import { readVolume, tempDir } from "../e2e/e2e-fixture.ts";
 
 const run = promisify(execFile);

@@ -21,9 +21,9 @@ import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { loadControlTrust } from "../../runtime/control-trust-files.ts";
 import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
 import { closeNats, connectNats, controlStreamName, openJetStreamControlLog } from "../../transport/index.ts";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
-import { untilValue as until } from "../helpers/until.ts";
-import { sample } from "../helpers/prometheus-sample.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
+import { untilValue as until } from "../kit/until.ts";
+import { sample } from "../kit/prometheus-sample.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 
 /** Generous bounds that only end a hung run; they measure nothing. */

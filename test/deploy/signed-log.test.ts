@@ -16,9 +16,9 @@ import { loadControlTrust } from "../../runtime/control-trust-files.ts";
 import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import type { DeployedProcess } from "../../testing/deployed-process.ts";
-import { initAndStartNats } from "../../testing/index.ts";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
+import type { DeployedProcess } from "../kit/deployed-process.ts";
+import { initAndStartNats } from "../kit/index.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
 test("custody bootstrap signs the control log with the operator's key; an admission without that key changes nothing for the roles' readers, one with it does", async (t) => {

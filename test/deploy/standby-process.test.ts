@@ -9,10 +9,10 @@
  */
 import test from "ava";
 import { join } from "node:path";
-import { pidAlive } from "../../testing/deployed-process.ts";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
-import { untilValue as until } from "../helpers/until.ts";
-import { sample } from "../helpers/prometheus-sample.ts";
+import { pidAlive } from "../kit/deployed-process.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
+import { untilValue as until } from "../kit/until.ts";
+import { sample } from "../kit/prometheus-sample.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 
 /** Generous bounds: they only end a hung run, they measure nothing. */

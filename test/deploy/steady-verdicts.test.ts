@@ -7,9 +7,9 @@
  */
 import test from "ava";
 import { join } from "node:path";
-import { custodyStdout as custody } from "../helpers/custody-cli.ts";
-import { untilValue as until } from "../helpers/until.ts";
-import { sample } from "../helpers/prometheus-sample.ts";
+import { custodyStdout as custody } from "../kit/custody-cli.ts";
+import { untilValue as until } from "../kit/until.ts";
+import { sample } from "../kit/prometheus-sample.ts";
 import { deployedNetwork } from "./deployed-network.ts";
 
 /** A bound that only ends a hung start; it measures nothing. */

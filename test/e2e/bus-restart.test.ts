@@ -8,7 +8,7 @@
 import anyTest, { type TestFn } from "ava";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { startNatsServer, type NatsServerHandle } from "../helpers/index.ts";
+import { startNatsServer, type NatsServerHandle } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, site } from "./e2e-fixture.ts";
 
 const test = anyTest.serial as TestFn;

@@ -16,8 +16,8 @@ import { openCoalescedPayload, openPayload } from "../../protocol/wire/unit-payl
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
-import { custodyCli } from "../helpers/custody-cli.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
+import { custodyCli } from "../kit/custody-cli.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, site, systemClock } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

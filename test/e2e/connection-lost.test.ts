@@ -9,8 +9,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { STOP_DEADLINE_MS, stopWithin } from "../../cli/commands/run.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
-import { startNatsServer } from "../helpers/index.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
+import { startNatsServer } from "../kit/index.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 

@@ -4,7 +4,7 @@
  * they cover and list them in their receipts, and the controller reports a cut across both lanes
  * only where both lanes' ranges and a manifest naming exactly that cut survive.
  */
-import { operatorCommit } from "../helpers/operator-commit.ts";
+import { operatorCommit } from "../kit/operator-commit.ts";
 import anyTest, { type TestFn } from "ava";
 import { startController } from "../../actors/controller.ts";
 import { manifestId } from "../../actors/controller/receipted-manifests.ts";
@@ -16,7 +16,7 @@ import { initJetStreamControlLog } from "../../transport/jetstream-control-log.t
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { TransportDecorator } from "../../transport/transport-decorator.ts";
 import type { MessageHandler, SubscribeOptions, TransportSubscription } from "../../transport/transport.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, site, systemClock } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

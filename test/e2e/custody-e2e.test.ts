@@ -2,7 +2,7 @@ import anyTest, { type TestFn } from "ava";
 import { runRepair } from "../../actors/repair.ts";
 import { inProcessRepairPort } from "../../actors/controller/in-process-repair-port.ts";
 import { authorizeReleases } from "../../policies/release.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { makeReceipt } from "../../custody/receipt.ts";
 import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";

@@ -20,10 +20,10 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import type { Site } from "../../policies/topology.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import type { SuperclusterHandle } from "../helpers/index.ts";
-import type { DeployedProcess } from "../../testing/deployed-process.ts";
+import type { SuperclusterHandle } from "../kit/index.ts";
+import type { DeployedProcess } from "../kit/deployed-process.ts";
 import { startHolderProcess } from "./role-processes.ts";
-import { custodyStdout } from "../helpers/custody-cli.ts";
+import { custodyStdout } from "../kit/custody-cli.ts";
 import { e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir, type LaunchedHolder, type WriterRig } from "./e2e-fixture.ts";
 
 export const LANE = "l0";

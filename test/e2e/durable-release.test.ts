@@ -19,7 +19,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { LossKind } from "../../policies/index.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, site, systemClock, tempDir } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

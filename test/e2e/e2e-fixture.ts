@@ -19,7 +19,7 @@ import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { KeyRing, launchHolder } from "../holder/holder-fixture.ts";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 
-export { blockData } from "../../testing/block-data.ts";
+export { blockData } from "../kit/block-data.ts";
 
 export { KeyRing, eventually, settle } from "../holder/holder-fixture.ts";
 

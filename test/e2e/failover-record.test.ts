@@ -11,8 +11,8 @@ import { requestFailover } from "../../actors/controller/failover-client.ts";
 import { decodeMessage, encodeMessage, failoverAnswerSpec } from "../../protocol/index.ts";
 import { failoverSubject } from "../../protocol/subjects.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { custodyCli, type CustodyCliFailure } from "../helpers/custody-cli.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { custodyCli, type CustodyCliFailure } from "../kit/custody-cli.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
 

@@ -27,9 +27,9 @@ import { LossKind, type Site } from "../../policies/index.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, contentAt, e2eHolderConfig, eventually, readVolume, site, tempDir } from "./e2e-fixture.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

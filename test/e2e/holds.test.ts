@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { registerRecovery } from "../../actors/repair/recovery-registration.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { runCliCaptured } from "../../cli/program.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually, tempDir } from "./e2e-fixture.ts";

@@ -12,9 +12,9 @@ import { ControlLogFollower, ControlLogPeers, failureDomainOf, persistenceChoice
 import { LossKind, type Site } from "../../policies/index.ts";
 import { initJetStreamControlLog, NatsTransport } from "../../transport/index.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
-import { CountingFileLayer } from "../helpers/counting-file-layer.ts";
-import { custodyStdout } from "../helpers/custody-cli.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { CountingFileLayer } from "../kit/counting-file-layer.ts";
+import { custodyStdout } from "../kit/custody-cli.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, site, systemClock, tempDir } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -7,7 +7,7 @@
 import anyTest, { type TestFn } from "ava";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
 

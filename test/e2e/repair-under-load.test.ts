@@ -10,7 +10,7 @@ import { systemClock } from "../../core/index.ts";
 import { shapedByLinks } from "../../runtime/role-links.ts";
 import { RouteProber } from "../../runtime/route-prober.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
 

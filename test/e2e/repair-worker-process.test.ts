@@ -16,9 +16,9 @@ import { repairActivateSpec, repairAdmitSpec, repairAnswerSpec, repairTaskSpec, 
 import { RepairOp, repairSubject, repairTaskSubject } from "../../protocol/subjects.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { RoleProcess } from "../../testing/role-process.ts";
+import { RoleProcess } from "../kit/role-process.ts";
 import { repairChildId } from "../../actors/controller.machine.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
 import { blockData, eventually, tempDir } from "./e2e-fixture.ts";
 

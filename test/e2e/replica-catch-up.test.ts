@@ -17,14 +17,14 @@ import { NatsTransport } from "../../transport/nats-transport.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { RecoveryDecision } from "../../volume/recovery-decision.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
-import { until } from "../helpers/until.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
+import { until } from "../kit/until.ts";
 import { writeFileSync } from "node:fs";
 import { readAckLog, workloadWrite } from "../../runtime/workload.ts";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
 import { contentAt, tempDir } from "./e2e-fixture.ts";
 import { BLOCKS, newReplicaDir, openReplica, servePrimary } from "./replica-fixture.ts";
-import { scriptCommand } from "../../testing/script-command.ts";
+import { scriptCommand } from "../kit/script-command.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

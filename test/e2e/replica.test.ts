@@ -7,10 +7,10 @@ import { unitSubject } from "../../protocol/subjects.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
 import { RecoveryDecision } from "../../volume/recovery-decision.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, KeyRing, launchHolder, launchWriter, site, tempDir } from "./e2e-fixture.ts";
 import { BLOCKS, newReplicaDir, openReplica, servePrimary } from "./replica-fixture.ts";
-import { scriptCommand } from "../../testing/script-command.ts";
+import { scriptCommand } from "../kit/script-command.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

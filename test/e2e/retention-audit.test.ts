@@ -9,7 +9,7 @@ import anyTest, { type TestFn } from "ava";
 import type { RetentionAuditConfig } from "../../actors/controller/controller-config.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { evaluateState } from "../../policies/index.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";

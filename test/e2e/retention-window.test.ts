@@ -6,7 +6,7 @@
 import anyTest, { type TestFn } from "ava";
 import type { ReleaseAudit } from "../../actors/controller/controller-core.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
 

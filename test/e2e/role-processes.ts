@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 import type { ProtectionContract } from "../../actors/writer/writer-config.ts";
 import { readAckLog } from "../../runtime/workload.ts";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
 import { tempDir } from "./e2e-fixture.ts";
 
 /** A bound that only ends a hung start; it measures nothing. */

@@ -20,7 +20,7 @@ import { initJetStreamControlLog } from "../../transport/jetstream-control-log.t
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { TransportDecorator } from "../../transport/transport-decorator.ts";
 import type { InboundMessage, RequestOptions } from "../../transport/transport.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, contentAt, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, readVolume, site, systemClock, tempDir } from "./e2e-fixture.ts";
 import { readdirSync } from "node:fs";
 

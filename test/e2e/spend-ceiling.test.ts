@@ -10,16 +10,16 @@ import { promisify } from "node:util";
 import type { VolumeStatus } from "../../protocol/wire/volume-status.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { SpendConfigInput } from "../../policies/spend-budget.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });
 
 const run = promisify(execFile);
-/** `custody <args>` as its own process (the bundled CLI; see testing/custody-command.ts). */
+/** `custody <args>` as its own process (the bundled CLI; see test/kit/custody-command.ts). */
 const custody = (args: string[]) => {
   const c = custodyCommand(args);
   return run(c.command, c.args);

@@ -19,8 +19,8 @@ import { decodeMessage, receiptSubject, unitSubject } from "../../protocol/index
 import { initJetStreamControlLog, NatsTransport, readUnitMessage, senderOf, type PublishOptions } from "../../transport/index.ts";
 import { TransportDecorator } from "../../transport/transport-decorator.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, site, systemClock, tempDir } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -2,7 +2,7 @@ import anyTest, { type TestFn } from "ava";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { openPayload } from "../../protocol/wire/unit-payload.ts";
 import { WriteRejectedError, UnknownContractError, WriterFencedError } from "../../actors/writer/writer-config.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, KeyRing, launchHolder, launchWriter, settle, site } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -8,7 +8,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { receiptSubject } from "../../protocol/subjects.ts";
 import { encodeMessage } from "../../protocol/wire/index.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, settle, site } from "./e2e-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -11,7 +11,7 @@ import { KeyAuthority } from "../../custody/key-authority.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, site, tempDir } from "./e2e-fixture.ts";
 import { join } from "node:path";
 

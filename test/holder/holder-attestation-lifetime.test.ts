@@ -14,7 +14,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { SimPreservedRam } from "../../sim/preserved-ram.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, goodEvidence, holderConfig, KeyRing, LANE, launchHolder, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -21,7 +21,7 @@ import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import { transferSubject } from "../../protocol/subjects.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, settle, tempDir, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

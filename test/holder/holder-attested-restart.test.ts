@@ -24,13 +24,13 @@ import { WriterKeyring } from "../../custody/unit-authenticator.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { receiptSubject } from "../../protocol/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
-import { bootstrapControlLog } from "../../harness/index.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
+import { bootstrapControlLog } from "../kit/index.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { e2eHolderConfig, site } from "../e2e/e2e-fixture.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, KeyRing, LANE, tempDir, unit, VOLUME } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

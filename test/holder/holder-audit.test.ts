@@ -6,8 +6,8 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { AuditOutcome, auditVerdict } from "../../policies/index.ts";
 import { auditSubject, decodeMessage, encodeMessage } from "../../protocol/index.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
-import { CountingFileLayer } from "../helpers/counting-file-layer.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
+import { CountingFileLayer } from "../kit/counting-file-layer.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

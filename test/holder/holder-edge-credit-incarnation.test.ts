@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { creditSpec, creditSubject, encodeMessage } from "../../protocol/index.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -4,7 +4,7 @@ import { systemClock } from "../../core/clock.ts";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -11,7 +11,7 @@ import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { decodeMessage } from "../../protocol/wire/index.ts";
 import { receiptSubject } from "../../protocol/subjects.ts";
 import { HANDOVER_RETRY_MS, HANDOVER_ROUNDS } from "../../actors/holder/holder-handover.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

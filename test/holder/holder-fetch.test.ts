@@ -4,8 +4,8 @@ import { nodeFileLayer } from "../../core/file-layer.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { encodeMessage, unitFetchSpec } from "../../protocol/index.ts";
 import { fetchSubject } from "../../protocol/subjects.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
-import { CountingFileLayer } from "../helpers/counting-file-layer.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
+import { CountingFileLayer } from "../kit/counting-file-layer.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -49,7 +49,7 @@ export class KeyRing implements PeerDirectory {
   }
 }
 
-export { CountingFileLayer } from "../helpers/counting-file-layer.ts";
+export { CountingFileLayer } from "../kit/counting-file-layer.ts";
 
 /** A fresh temp dir for spill files. */
 export function tempDir(): string {

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { CountingFileLayer, eventually, holderConfig, KeyRing, launchHolder, publishRelease, settle, tempDir, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

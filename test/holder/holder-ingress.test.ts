@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
 

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { systemClock } from "../../core/clock.ts";
 import { HolderStartError, startHolder } from "../../actors/holder.ts";
 import { HolderConfigError } from "../../actors/holder/holder-config.ts";

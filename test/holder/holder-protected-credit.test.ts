@@ -6,7 +6,7 @@
 import anyTest, { type TestFn } from "ava";
 import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import { protectedAdmissionLimit } from "../../policies/protected-ram.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, publishRelease, settle, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -1,5 +1,5 @@
 import anyTest, { type ExecutionContext, type TestFn } from "ava";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { holderEventSpec, type HolderEventMessage } from "../../protocol/wire/holder-messages.ts";
 import { eventSubject } from "../../protocol/subjects.ts";
 import { decodeMessage } from "../../protocol/wire/index.ts";

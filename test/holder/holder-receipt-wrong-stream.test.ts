@@ -7,7 +7,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { receiptSubject } from "../../protocol/subjects.ts";
 import { encodeMessage } from "../../protocol/wire/index.ts";
 import type { NatsTransport } from "../../transport/nats-transport.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import type { KeyObject } from "node:crypto";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { makeReceipt } from "../../custody/receipt.ts";
 import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.ts";

@@ -4,7 +4,7 @@ import { commitControlEvent } from "../../custody/control-commit.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { ControlLogPeers } from "../../custody/control-peers.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { admit, createOb, release, who } from "../custody/control-fixtures.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, publishRelease, settle, transport, unit, Writer } from "./holder-fixture.ts";
 

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { context, trace } from "@opentelemetry/api";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, publishRelease, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
 

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, transport, unit, Writer } from "./holder-fixture.ts";
 import { SimPreservedRam } from "../../sim/preserved-ram.ts";

@@ -8,7 +8,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
 import { receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 import { SENDER_HEADER } from "../../transport/unit-frames.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -9,7 +9,7 @@ import { nodeFileLayer } from "../../core/file-layer.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, transport, VOLUME } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

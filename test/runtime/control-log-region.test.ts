@@ -8,12 +8,12 @@ import { runController } from "../../runtime/run-controller.ts";
 import { initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import type { NatsConnection } from "../../transport/nats-connection.ts";
 import { admit } from "../custody/control-fixtures.ts";
-import { operatorCommit } from "../helpers/operator-commit.ts";
+import { operatorCommit } from "../kit/operator-commit.ts";
 import { eventually } from "../e2e/e2e-fixture.ts";
 import type { HolderAdmission } from "../../actors/index.ts";
 import type { ControlEventBody } from "../../custody/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../kit/nats-test-context.ts";
 import { topology } from "../security/secured-deployment.ts";
 
 const test = anyTest as TestFn<NatsClientTestContext>;

@@ -13,7 +13,7 @@ import { runHolder } from "../../runtime/run-holder.ts";
 import { ramOnlyCustody } from "../../runtime/holder-drain.ts";
 import { holderRoleSchema } from "../../runtime/role-config.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { eventually, holderConfig, LANE, tempDir, transport, unit, VOLUME, Writer } from "../holder/holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -11,10 +11,10 @@ import { nodeFileLayer } from "../../core/index.ts";
 import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
 import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
 import { HolderMetrics } from "../../runtime/metrics-holder.ts";
-import { freePort } from "../../testing/nats-server.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/index.ts";
+import { freePort } from "../kit/nats-server.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, LANE, publishRelease, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "../holder/holder-fixture.ts";
-import { sample } from "../helpers/prometheus-sample.ts";
+import { sample } from "../kit/prometheus-sample.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

@@ -5,11 +5,11 @@
  */
 import anyTest, { type TestFn } from "ava";
 import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
-import { freePort } from "../../testing/nats-server.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { freePort } from "../kit/nats-server.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "../e2e/deployment.ts";
 import { blockData, eventually } from "../e2e/e2e-fixture.ts";
-import { sample } from "../helpers/prometheus-sample.ts";
+import { sample } from "../kit/prometheus-sample.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });

@@ -11,14 +11,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
-import { freePort } from "../../testing/nats-server.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
+import { freePort } from "../kit/nats-server.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/index.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy } from "../e2e/deployment.ts";
 import { blockData, e2eHolderConfig, eventually, site, tempDir } from "../e2e/e2e-fixture.ts";
-import { sample } from "../helpers/prometheus-sample.ts";
+import { sample } from "../kit/prometheus-sample.ts";
 
 const test = anyTest as TestFn<SuperclusterTestContext>;
 withSupercluster(test, { regions: ["us-east", "us-west", "eu"] });

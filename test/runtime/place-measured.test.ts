@@ -12,14 +12,14 @@ import { systemClock } from "../../core/index.ts";
 import { shapedByLinks } from "../../runtime/role-links.ts";
 import { RouteProber } from "../../runtime/route-prober.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);
 
 const run = promisify(execFile);
-/** `custody <args>` as its own process (the bundled CLI; see testing/custody-command.ts). */
+/** `custody <args>` as its own process (the bundled CLI; see test/kit/custody-command.ts). */
 const custody = (args: string[]) => {
   const c = custodyCommand(args);
   return run(c.command, c.args, { timeout: 60_000 });

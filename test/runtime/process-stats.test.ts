@@ -4,8 +4,8 @@ import { promisify } from "node:util";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { gatherProcessStats, serveProcessStats } from "../../runtime/process-stats.ts";
 import { psSubject } from "../../protocol/subjects.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

@@ -17,8 +17,8 @@ import { generateHolderKeyPair } from "../../custody/signing.ts";
 import { serveProcessStats } from "../../runtime/process-stats.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { operatorCommit } from "../helpers/operator-commit.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { operatorCommit } from "../kit/operator-commit.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

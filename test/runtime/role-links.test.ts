@@ -13,14 +13,14 @@ import { receiptedKey, runsOf } from "../../runtime/custody-ranges.ts";
 import { gatherProcessStats } from "../../runtime/process-stats.ts";
 import { holderRoleSchema, writerRoleSchema } from "../../runtime/role-config.ts";
 import { linksRoute } from "../../runtime/role-links.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../harness/index.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../kit/index.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { receiptSubject, unitSubject } from "../../protocol/subjects.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
-import { until } from "../helpers/until.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../kit/nats-test-context.ts";
+import { until } from "../kit/until.ts";
 import type { JsonlSpanRecord } from "../../telemetry/jsonl-span-exporter.ts";
 
 const test = anyTest as TestFn<NatsClientTestContext>;

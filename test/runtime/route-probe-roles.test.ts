@@ -11,11 +11,11 @@ import type { VolumeTopology } from "../../actors/controller/controller-config.t
 import { decodeRouteMeasurements, routeSubject, type RouteMeasurements } from "../../protocol/index.ts";
 import { gatherProcessStats } from "../../runtime/process-stats.ts";
 import { holderRoleSchema, writerRoleSchema } from "../../runtime/role-config.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../harness/index.ts";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../kit/index.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsClientTestContext>;
 withNatsServerAndClient(test, "route-roles-test");

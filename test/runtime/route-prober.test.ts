@@ -9,7 +9,7 @@ import { shapedByLinks } from "../../runtime/role-links.ts";
 import { RouteProber } from "../../runtime/route-prober.ts";
 import { UnitTrafficMeter } from "../../runtime/unit-traffic-meter.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext & { connect(name: string): Promise<NatsTransport> }>;
 withNatsServer(test);

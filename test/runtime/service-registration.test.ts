@@ -8,7 +8,7 @@ import { Svcm } from "@nats-io/services";
 import { listProcesses, serveProcessStats } from "../../runtime/process-stats.ts";
 import { registerService, serviceClient } from "../../runtime/service-registration.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

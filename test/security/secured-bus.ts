@@ -18,7 +18,7 @@ import {
   type SubjectPermissions,
 } from "../../security/index.ts";
 import { NatsTransport, type PermissionViolation } from "../../transport/nats-transport.ts";
-import { startNatsServer, type NatsServerHandle } from "../../testing/nats-server.ts";
+import { startNatsServer, type NatsServerHandle } from "../kit/nats-server.ts";
 
 /** One principal to create: `key` names it in the test. */
 export type PrincipalSpec = SecurityPrincipalSpec & { readonly key: string };

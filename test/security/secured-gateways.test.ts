@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeCertificates, permissionsFor, readNkeySeed, renderRegionSecurity, writeNkeySeed } from "../../security/index.ts";
-import { startSupercluster } from "../../testing/nats-server.ts";
+import { startSupercluster } from "../kit/nats-server.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { unitSubject } from "../../protocol/subjects.ts";
 import { eventually } from "../holder/holder-fixture.ts";

@@ -6,7 +6,7 @@ import { gatherProcessStats } from "../../runtime/process-stats.ts";
 import { holderRoleSchema, readRoleConfig, type NatsRoleConfig } from "../../runtime/role-config.ts";
 import { connectRole } from "../../runtime/connect.ts";
 import { runHolder } from "../../runtime/run-holder.ts";
-import { writeHolderRole } from "../../harness/index.ts";
+import { writeHolderRole } from "../kit/index.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { site } from "../e2e/e2e-fixture.ts";
 import { startSecuredBus, type SecuredBus } from "./secured-bus.ts";

@@ -1,7 +1,7 @@
 import test from "ava";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { scriptCommand } from "../../testing/script-command.ts";
+import { scriptCommand } from "../kit/script-command.ts";
 
 const run = promisify(execFile);
 const sim = (...args: string[]) => {

@@ -2,7 +2,7 @@ import test from "ava";
 import { seededRandom } from "../../core/random.ts";
 import { SimNetwork } from "../../sim/sim-network.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
-import { transportConformance } from "../helpers/transport-conformance.ts";
+import { transportConformance } from "../kit/transport-conformance.ts";
 
 // Faults off, auto-advancing virtual time: the simulated network must behave like core NATS.
 transportConformance(

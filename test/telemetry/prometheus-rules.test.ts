@@ -10,8 +10,8 @@ import { execFile } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promtoolBin, repoRoot } from "../../testing/index.ts";
-import { alertNames, PROMETHEUS_EXAMPLES, shippedRules, withFor } from "../helpers/prometheus-rules.ts";
+import { promtoolBin, repoRoot } from "../kit/index.ts";
+import { alertNames, PROMETHEUS_EXAMPLES, shippedRules, withFor } from "../kit/prometheus-rules.ts";
 
 /** Runs promtool in `cwd`; resolves with its exit code and output (it never rejects on a non-zero exit). */
 function promtool(args: readonly string[], cwd: string): Promise<{ code: number; out: string }> {

@@ -1,5 +1,5 @@
 import test from "ava";
-import { FETCH_BLOCKED, freePort } from "../../testing/free-port.ts";
+import { FETCH_BLOCKED, freePort } from "../kit/free-port.ts";
 
 /** True when Node's fetch refuses the port itself ("bad port") rather than trying to connect. */
 async function fetchRefuses(port: number): Promise<boolean> {

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
-import { isProcessAlive, liveNatsServerPids, startNatsServer, startSupercluster } from "../helpers/nats-server.ts";
+import { isProcessAlive, liveNatsServerPids, startNatsServer, startSupercluster } from "../kit/nats-server.ts";
 
 test("startNatsServer serves JetStream on loopback; stop kills the process and deletes its files", async (t) => {
   const server = await startNatsServer();
@@ -69,7 +69,7 @@ test("startSupercluster rejects duplicate or malformed region names before start
 });
 
 test("a harness interrupted with SIGINT takes the servers it started with it (reapOnExit)", async (t) => {
-  const script = `import { startNatsServer } from "./testing/nats-server.ts";
+  const script = `import { startNatsServer } from "./test/kit/nats-server.ts";
 const s = await startNatsServer();
 process.stdout.write(JSON.stringify({ pid: s.pid }) + "\\n");
 setInterval(() => undefined, 1000);`;

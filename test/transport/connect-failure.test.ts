@@ -9,7 +9,7 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import type { Socket } from "node:net";
 import { connectNats, NatsConnectError } from "../../transport/index.ts";
 import { ControlLogUnreachableError, openJetStreamControlLog, closeNats } from "../../transport/index.ts";
-import { freePort, startNatsServer, type NatsServerHandle } from "../../testing/nats-server.ts";
+import { freePort, startNatsServer, type NatsServerHandle } from "../kit/nats-server.ts";
 
 let server: NatsServerHandle;
 test.before(async () => {

@@ -4,7 +4,7 @@ import { CreditSender, GrantRefusal } from "../../transport/credit-sender.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { creditSubject } from "../../protocol/subjects.ts";
 import { creditSpec, encodeMessage, type WireCredit } from "../../protocol/index.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

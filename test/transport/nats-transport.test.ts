@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from "ava";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
-import { transportConformance } from "../helpers/transport-conformance.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
+import { transportConformance } from "../kit/transport-conformance.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;
 withNatsServer(test);

@@ -6,8 +6,8 @@ import { NatsTransport } from "../../transport/nats-transport.ts";
 import { startConsumerSpan } from "../../transport/trace-context.ts";
 import type { InboundMessage } from "../../transport/transport.ts";
 import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
-import { isProcessAlive } from "../helpers/nats-server.ts";
-import { withSupercluster, type SuperclusterTestContext } from "../helpers/nats-test-context.ts";
+import { isProcessAlive } from "../kit/nats-server.ts";
+import { withSupercluster, type SuperclusterTestContext } from "../kit/nats-test-context.ts";
 
 const REGIONS = ["us-east", "us-west", "eu-central"] as const;
 

@@ -10,7 +10,7 @@ import {
 } from "../../transport/trace-context.ts";
 import { headerValue, type InboundMessage } from "../../transport/transport.ts";
 import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
-import { withNatsServer, type NatsTestContext } from "../helpers/nats-test-context.ts";
+import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 interface Ctx extends NatsTestContext {
   tracing: TracingHandle;

@@ -16,7 +16,7 @@ import {
   WireErrorCode,
   type WireUnit,
 } from "../../protocol/wire/index.ts";
-import { deepEqualBytes } from "../helpers/deep-equal-bytes.ts";
+import { deepEqualBytes } from "../kit/deep-equal-bytes.ts";
 
 // Identifiers: mostly ASCII tokens (the fast path), some non-ASCII (the general path).
 const token = fc.oneof(

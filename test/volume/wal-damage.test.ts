@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtemp, open as openFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { custodyCommand } from "../../testing/index.ts";
+import { custodyCommand } from "../kit/index.ts";
 import { BLOCK_SIZE, DamagedBlockError, SmartWalVolume, VolumeFiles, VolumeLayout, WalDamagedError } from "../../volume/index.ts";
 
 // Issue #16 item 4 on real files with real fdatasync. Write i (0-based) goes to LBA i mod 1000 with

@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { RangeSet } from "../../lanes/index.ts";
 import { receiptSubject } from "../../protocol/index.ts";
-import { DeployedProcess } from "../../testing/index.ts";
+import { DeployedProcess } from "../../test/kit/index.ts";
 import type { Attack, AttackContext } from "./attack.ts";
 import { forgedReceiptBatch } from "./forged-receipt.ts";
 import { custody } from "./secured-network.ts";

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { custodyCommand, DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../../testing/index.ts";
+import { custodyCommand, DEPLOYMENT_READY_MS, DeployedProcess, initAndStartNats } from "../../test/kit/index.ts";
 
 const execFileAsync = promisify(execFile);
 

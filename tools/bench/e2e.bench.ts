@@ -56,8 +56,7 @@ import { publicKeyFromRaw } from "../../custody/index.ts";
 import type { Site } from "../../policies/index.ts";
 import { initJetStreamControlLog, NatsTransport } from "../../transport/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
-import { DeployedProcess, startSupercluster } from "../../testing/index.ts";
-import { bootstrapControlLog, writeHolderRole } from "../../harness/index.ts";
+import { bootstrapControlLog, DeployedProcess, startSupercluster, writeHolderRole } from "../../test/kit/index.ts";
 import type { KeyObject } from "node:crypto";
 import { pacedWrites, scatteredLba, type PacedWrite } from "./protected-throughput.ts";
 

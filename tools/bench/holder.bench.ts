@@ -55,7 +55,7 @@ import { readFileSync } from "node:fs";
 import { generateHolderKeyPair } from "../../custody/index.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../../transport/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
-import { startNatsServer } from "../../testing/index.ts";
+import { startNatsServer } from "../../test/kit/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
 import {
   carry,

@@ -12,7 +12,7 @@ import { CreditSender, NatsTransport } from "../../transport/index.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
 import { unitSpec } from "../../protocol/index.ts";
 import { receiptSubject } from "../../protocol/index.ts";
-import { startNatsServer } from "../../testing/index.ts";
+import { startNatsServer } from "../../test/kit/index.ts";
 import { unitRecordBytes } from "../../arena/index.ts";
 
 const UNIT_BYTES = 4096;

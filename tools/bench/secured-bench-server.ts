@@ -8,7 +8,7 @@ import {
   renderTlsBlock,
   writeNkeySeed,
 } from "../../security/index.ts";
-import { startNatsServer } from "../../testing/index.ts";
+import { startNatsServer } from "../../test/kit/index.ts";
 
 type NatsServerHandle = Awaited<ReturnType<typeof startNatsServer>>;
 import { NatsTransport } from "../../transport/index.ts";

@@ -14,18 +14,20 @@ import { LossKind, type Site } from "../../policies/index.ts";
 import { initJetStreamControlLog } from "../../transport/index.ts";
 import { NatsTransport, type JetStreamControlLog } from "../../transport/index.ts";
 import { workloadBlock, type AckedWrite } from "../../runtime/index.ts";
-import { startSupercluster, type SuperclusterHandle } from "../../testing/index.ts";
-import { BLOCK_SIZE } from "../../volume/index.ts";
-import { SmartWalVolume } from "../../volume/index.ts";
-import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
-import { pidAlive, RoleProcess } from "../../testing/index.ts";
 import {
   bootstrapControlLog,
   harnessControllerConfig,
   harnessSite,
+  pidAlive,
+  RoleProcess,
+  startSupercluster,
+  type SuperclusterHandle,
   writeHolderRole,
   writeWriterRole,
-} from "../../harness/index.ts";
+} from "../../test/kit/index.ts";
+import { BLOCK_SIZE } from "../../volume/index.ts";
+import { SmartWalVolume } from "../../volume/index.ts";
+import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
 import { controlClusterName } from "../../deploy/index.ts";
 import { watchControlPlane, type ControlPlaneWatch } from "./control-plane-watch.ts";
 

@@ -1,14 +1,14 @@
 /**
  * Starts the demo's NATS supercluster from the configs `custody init` wrote: one `nats-server` per
  * region, JetStream on, regions joined by gateways, everything on 127.0.0.1, store under the run
- * folder. Same readiness check as the test kit (`testing/nats-server.ts`), but the processes are
+ * folder. Same readiness check as the test kit (`test/kit/nats-server.ts`), but the processes are
  * owned by the demo's process registry so the demo can SIGKILL a region and stop everything on Ctrl-C.
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CustodyError } from "../../core/index.ts";
-import { natsServerBin, regionReady } from "../../testing/index.ts";
+import { natsServerBin, regionReady } from "../../test/kit/index.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 
 const READY_TIMEOUT_MS = 20_000;

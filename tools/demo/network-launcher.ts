@@ -9,7 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { join } from "node:path";
 import { CustodyError } from "../../core/index.ts";
 import { natsRoleSchema, type NatsRoleConfig } from "../../runtime/index.ts";
-import { custodyCommand, freePort, repoRoot } from "../../testing/index.ts";
+import { custodyCommand, freePort, repoRoot } from "../../test/kit/index.ts";
 import { custodyDeploymentOf, type RegionPortSet } from "./custody-deployment.ts";
 import { loadDeployment, type Deployment } from "./deployment.ts";
 import { startRegions, type RegionEndpoint } from "./nats-launcher.ts";

@@ -9,7 +9,7 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { repoRoot } from "../../testing/index.ts";
+import { repoRoot } from "../../test/kit/index.ts";
 import { captureLagRows, carriedInto, formatLag } from "./capture-lag.ts";
 import { runDemo } from "./demo-script.ts";
 import { LiveBlock } from "./live-block.ts";

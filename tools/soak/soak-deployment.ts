@@ -6,8 +6,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ControllerConfig } from "../../actors/index.ts";
 import type { Site } from "../../policies/index.ts";
-import { RoleProcess } from "../../testing/index.ts";
-import { harnessControllerConfig, harnessSite, writeHolderRole, writeWriterRole } from "../../harness/index.ts";
+import {
+  harnessControllerConfig,
+  harnessSite,
+  RoleProcess,
+  writeHolderRole,
+  writeWriterRole,
+} from "../../test/kit/index.ts";
 
 export const VOLUME = "vol-soak";
 export const LANE = "l0";

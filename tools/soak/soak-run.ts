@@ -9,9 +9,15 @@ import { controlStreamName, initJetStreamControlLog } from "../../transport/inde
 import type { CompactionResult } from "../../custody/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
 import { gatherProcessStats, type ProcessStats } from "../../runtime/index.ts";
-import { startSupercluster, type SuperclusterHandle } from "../../testing/index.ts";
-import { custodyCommand, pidAlive, reapOnExit, RoleProcess } from "../../testing/index.ts";
-import { bootstrapControlLog } from "../../harness/index.ts";
+import {
+  bootstrapControlLog,
+  custodyCommand,
+  pidAlive,
+  reapOnExit,
+  RoleProcess,
+  startSupercluster,
+  type SuperclusterHandle,
+} from "../../test/kit/index.ts";
 import { linearSlope, percentile } from "./soak-math.ts";
 import {
   holderRoles,

@@ -11,8 +11,7 @@
  * in effect (the server, or the simulated network, knows about them).
  */
 import type { ExecutionContext, TestFn } from "ava";
-import { headerValue, type InboundMessage, type Transport } from "../../transport/transport.ts";
-import { TransportError } from "../../transport/transport-error.ts";
+import { headerValue, TransportError, type InboundMessage, type Transport } from "../../transport/index.ts";
 
 /** Two endpoints on one network, and how to dispose of them. */
 export interface TransportPair {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { processRunning } from "../core/index.ts";
+import { processRunning } from "../../core/index.ts";
 import { reapOnExit } from "./child-reaper.ts";
 import { custodyCommand } from "./custody-command.ts";
 

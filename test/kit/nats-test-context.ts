@@ -12,7 +12,7 @@
  * Teardown registered with `defer` runs last-in-first-out in `test.after.always`, then the
  * servers stop (and their files are deleted), also when tests failed.
  */
-import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
+import { closeNats, connectNats, type NatsConnection } from "../../transport/index.ts";
 import type { TestFn } from "ava";
 import {
   startNatsServer,

@@ -2,8 +2,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer } from "node:net";
-import { processRunning } from "../core/index.ts";
-import { LOOPBACK } from "../transport/index.ts";
+import { processRunning } from "../../core/index.ts";
+import { LOOPBACK } from "../../transport/index.ts";
 
 /** Ports handed out in this process, so two servers started back to back never get the same one. */
 const handedOutPorts = new Set<number>();

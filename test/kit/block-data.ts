@@ -1,4 +1,4 @@
-import { BLOCK_SIZE } from "../core/index.ts";
+import { BLOCK_SIZE } from "../../core/index.ts";
 
 /** A block of `blocks` × 4 KiB filled from `seed` (the same seed always gives the same bytes). */
 export function blockData(seed: number, blocks = 1): Uint8Array {

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { ROLE_NODE_FLAGS } from "../runtime/index.ts";
+import { ROLE_NODE_FLAGS } from "../../runtime/index.ts";
 import { repoRoot } from "./repo-root.ts";
 import { ensureBundle } from "./script-bundle.ts";
 
@@ -9,7 +9,7 @@ const REPO_ROOT = repoRoot();
 export const CLI_BUNDLE = join(REPO_ROOT, "dist", "custody.mjs");
 
 /**
- * Makes sure `dist/custody.mjs` is built from the current sources (testing/script-bundle.ts); false when it cannot be.
+ * Makes sure `dist/custody.mjs` is built from the current sources (test/kit/script-bundle.ts); false when it cannot be.
  */
 export function ensureCliBundle(): boolean {
   return ensureBundle(join(REPO_ROOT, "cli", "main.ts"), CLI_BUNDLE, "custody-command");

@@ -1,4 +1,4 @@
-import { runCliCaptured } from "../../cli/program.ts";
+import { runCliCaptured } from "../../cli/index.ts";
 
 /** What a failed command line left: its exit code and output (the shape a child process's failure has). */
 export interface CustodyCliFailure extends Error {

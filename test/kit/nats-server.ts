@@ -19,8 +19,8 @@ import {
   type ControlClusterPorts,
   type RegionPorts,
   type RegionSecurityBlocks,
-} from "../transport/index.ts";
-import { processRunning } from "../core/index.ts";
+} from "../../transport/index.ts";
+import { processRunning } from "../../core/index.ts";
 import { reapOnExit } from "./child-reaper.ts";
 import { freePort } from "./free-port.ts";
 export { freePort } from "./free-port.ts";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { repoRoot } from "../../testing/index.ts";
+import { repoRoot } from "./repo-root.ts";
 
 /** The folder of the shipped Prometheus files (rules, their promtool unit tests, the scrape config). */
 export const PROMETHEUS_EXAMPLES = join(repoRoot(), "examples", "prometheus");

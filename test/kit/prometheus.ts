@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LOOPBACK } from "../transport/index.ts";
+import { LOOPBACK } from "../../transport/index.ts";
 import { DeployedProcess } from "./deployed-process.ts";
 import { freePort } from "./free-port.ts";
 

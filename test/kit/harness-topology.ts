@@ -1,5 +1,5 @@
-import type { ControllerConfig } from "../actors/index.ts";
-import { LossKind, type Site } from "../policies/index.ts";
+import type { ControllerConfig } from "../../actors/index.ts";
+import { LossKind, type Site } from "../../policies/index.ts";
 
 /** A site of a harness deployment: one host per site, no shared dependencies. */
 export function harnessSite(id: string, region: string, az: string): Site {

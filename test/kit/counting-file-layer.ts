@@ -1,4 +1,4 @@
-import { nodeFileLayer, type FileHandleLike, type FileLayer } from "../../core/file-layer.ts";
+import { nodeFileLayer, type FileHandleLike, type FileLayer } from "../../core/index.ts";
 
 /** Counts of I/O calls through a CountingFileLayer. */
 export interface IoCounts {
