@@ -4,7 +4,7 @@ import { armTimer } from "./machine-timer.ts";
 import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
 import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
-import type { VolumeStatus } from "../protocol/index.ts";
+import type { VolumeStatus } from "../transport/protocol/index.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
 import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller/controller-ports.ts";
 

@@ -2,7 +2,7 @@ import { createActor, waitFor, type Actor } from "xstate";
 import { CustodyError, type Counters } from "../core/index.ts";
 import type { ControlState, Holding, HoldingFilter } from "../custody/index.ts";
 import type { BaseSnapshot, EvaluationReport, EvaluationState, HolderAuditRecord } from "../policies/index.ts";
-import type { RepairStatus, VolumeStatus } from "../protocol/index.ts";
+import type { RepairStatus, VolumeStatus } from "../transport/protocol/index.ts";
 import type { RepairPort } from "./repair/index.ts";
 import { inProcessRepairPort } from "./controller/in-process-repair-port.ts";
 import { bootstrapVolume } from "./controller/volume-bootstrap.ts";

@@ -30,7 +30,7 @@ import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
  * - fenced: the control log admitted a newer incarnation of this holder (one identity, one
  *   process: issue #46). Checked on every refresh tick; the holder stops at once — no receipt,
  *   credit, forward, fetch or release after it — hands what it retains to the newer incarnation
- *   (holder/holder-handover.ts) and retires; its process exits (runtime/run-holder.ts).
+ *   (holder/holder-handover.ts) and retires; its process exits (actors/runtime/run-holder.ts).
  */
 
 /** Lifecycle states, as an enumeration. */

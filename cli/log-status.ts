@@ -12,14 +12,14 @@ import { DEFAULT_VERDICT_TIMING, steadyVerdicts } from "../policies/index.ts";
 import { CustodyError, holderLaneKey, systemClock } from "../core/index.ts";
 import { ControlLogFollower, type ControlState, type ControlTrust } from "../custody/index.ts";
 import type { EvaluationReport, EvaluationState } from "../policies/index.ts";
-import type { VolumeStatus } from "../protocol/index.ts";
+import type { VolumeStatus } from "../transport/protocol/index.ts";
 import {
   controllerRoleSchema,
   listProcesses,
   readPublicKeyHex,
   readRoleConfig,
   type ProcessStats,
-} from "../runtime/index.ts";
+} from "../actors/runtime/index.ts";
 import { NatsConnectError, openJetStreamControlLog, type NatsTransport } from "../transport/index.ts";
 import {
   connectOperatorTransport,

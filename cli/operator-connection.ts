@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { readOperatorConfig, RoleConfigError, type NatsRoleConfig } from "../runtime/index.ts";
-import { readNkeySeed } from "../security/index.ts";
+import { readOperatorConfig, RoleConfigError, type NatsRoleConfig } from "../actors/runtime/index.ts";
+import { readNkeySeed } from "../transport/security/index.ts";
 import {
   connectNats,
   NatsConnectError,

@@ -1,4 +1,4 @@
-import type { ProcessStats } from "../runtime/index.ts";
+import type { ProcessStats } from "../actors/runtime/index.ts";
 import type { ExpectedRole } from "./expected-roles.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CustodyError } from "../core/index.ts";
-import { decodeMessage, defineMessage, encodeMessage } from "../protocol/index.ts";
-import { bytes, fixedBytes, identifier, timestampMs, uint } from "../protocol/index.ts";
+import { decodeMessage, defineMessage, encodeMessage } from "../transport/protocol/index.ts";
+import { bytes, fixedBytes, identifier, timestampMs, uint } from "../transport/protocol/index.ts";
 import type { KeyObject } from "node:crypto";
 import {
   ED25519_PUBLIC_KEY_BYTES,

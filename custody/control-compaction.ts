@@ -32,7 +32,7 @@ export interface CompactionResult {
  * `--every`): fold the log, commit a snapshot of the state right after
  * the entry it folded (signed with the operator key in a signed log), fold it back — which checks
  * it against the fold it was made from — and only then purge every entry below it. The purge right
- * is the operator's alone (security/principal-permissions.ts), and the operator key is the only key
+ * is the operator's alone (transport/security/principal-permissions.ts), and the operator key is the only key
  * a reader trusts for a snapshot, so no other role gains anything here.
  */
 export class ControlLogCompactor {

@@ -1,5 +1,5 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { decodeBounded } from "../protocol/index.ts";
+import { decodeBounded } from "../transport/protocol/index.ts";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { RangeSet } from "../lanes/index.ts";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { Decoder, Encoder, ExtensionCodec } from "@msgpack/msgpack";
 import { z } from "zod";
 import { RangeSet } from "../lanes/index.ts";
-import { decodeBounded } from "../protocol/index.ts";
+import { decodeBounded } from "../transport/protocol/index.ts";
 import { ControlFenceCode, ControlLogRegressionCode, ControlLogRegressionError } from "./control-error.ts";
 import {
   isSnapshotRecord,

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { defineMessage } from "../protocol/index.ts";
-import { bytes, fixedBytes } from "../protocol/index.ts";
+import { defineMessage } from "../transport/protocol/index.ts";
+import { bytes, fixedBytes } from "../transport/protocol/index.ts";
 import { ED25519_SIGNATURE_BYTES } from "./signing.ts";
 import { CONTROL_SNAPSHOT_MAX_BYTES } from "./control-snapshot.ts";
 

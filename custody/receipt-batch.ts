@@ -1,5 +1,13 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { BIN, bytesAt, decodeBounded, fixstr, msgpackHeadEnd, readLengthHeader, STR } from "../protocol/index.ts";
+import {
+  BIN,
+  bytesAt,
+  decodeBounded,
+  fixstr,
+  msgpackHeadEnd,
+  readLengthHeader,
+  STR,
+} from "../transport/protocol/index.ts";
 import { MAX_IDENTIFIER_LENGTH } from "../core/index.ts";
 import type { KeyObject } from "node:crypto";
 import type { ResidencyClaim, ResidencyEvidence } from "./evidence.ts";
@@ -14,14 +22,14 @@ import {
 } from "./receipt.ts";
 import { ReceiptError, ReceiptErrorCode } from "./receipt-error.ts";
 import { signBytes } from "./signing.ts";
-import { receiptSubject } from "../protocol/index.ts";
+import { receiptSubject } from "../transport/protocol/index.ts";
 import { listOf, PositionalError, stringAt, tokenAt, tupleOf, uintAt } from "./positional.ts";
 
 /** The stream a batch is bound to: it is only valid on this volume, lane and receipt subject. */
 export interface ReceiptStream {
   readonly volume: string;
   readonly lane: string;
-  /** `custody.v1.receipt.<volume>.<lane>` (see `protocol/subjects.ts`). */
+  /** `custody.v1.receipt.<volume>.<lane>` (see `transport/protocol/subjects.ts`). */
   readonly subject: string;
 }
 

@@ -1,8 +1,8 @@
-import { identifier, uint } from "../protocol/index.ts";
+import { identifier, uint } from "../transport/protocol/index.ts";
 
 /**
  * A name that may appear as one NATS subject token (holder ids, volumes, lanes, regions,
- * obligation ids). Same rule as every wire identifier (`protocol/subjects.ts`).
+ * obligation ids). Same rule as every wire identifier (`transport/protocol/subjects.ts`).
  */
 export const tokenSchema = identifier;
 

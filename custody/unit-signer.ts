@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, hkdfSync, type KeyObject } from "node:crypto";
-import { decodeMessage, fastDecodeUnit, unitSpec } from "../protocol/index.ts";
+import { decodeMessage, fastDecodeUnit, unitSpec } from "../transport/protocol/index.ts";
 import { rawPublicKey } from "./signing.ts";
 import { MAX_ATTESTED_UNITS, signUnitAttestation, type UnitClaim } from "./unit-attestation.ts";
 

@@ -90,7 +90,7 @@ export function controlPlaneSurvival(
     controllers: controllers.map((c) => c.id),
     keyAuthority: !keyAuthorityLost,
     lost: roles,
-    // A status document's reason is at most 256 characters (protocol/wire/volume-status.ts).
+    // A status document's reason is at most 256 characters (transport/protocol/wire/volume-status.ts).
     reason: reason === null || reason.length <= REASON_MAX ? reason : `${reason.slice(0, REASON_MAX - 1)}…`,
   };
 }

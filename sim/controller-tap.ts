@@ -1,6 +1,6 @@
 import type { Controller } from "../actors/index.ts";
 import { RangeSet } from "../lanes/index.ts";
-import { decodeMessage, releaseFrontierSpec, releaseSubject, statusSubject } from "../protocol/index.ts";
+import { decodeMessage, releaseFrontierSpec, releaseSubject, statusSubject } from "../transport/protocol/index.ts";
 import type { EventTrace } from "./event-trace.ts";
 
 /** Where a controller's tapped messages land in the actor world. */

@@ -8,7 +8,7 @@ import {
   senderRecordSend,
   type SenderWindow,
 } from "./credit-window.ts";
-import { creditSubject, unitSubject } from "../protocol/index.ts";
+import { creditSubject, unitSubject } from "./protocol/index.ts";
 import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
 import {
   CREDIT_WINDOW_HEADER,
@@ -20,7 +20,7 @@ import {
   UNIT_ATTESTATION_HEADER,
 } from "./unit-frames.ts";
 import { CustodyError } from "../core/index.ts";
-import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "../protocol/index.ts";
+import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "./protocol/index.ts";
 
 /**
  * The sending half of the credit protocol for one edge (sender → holder, one lane). Units are

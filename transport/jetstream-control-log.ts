@@ -20,8 +20,8 @@ import { controlEventSpec, controlSnapshotSpec, isSnapshotRecord, snapshotRecord
 import { ControlLogTail } from "./control-log-tail.ts";
 import { retryWhileUnavailable } from "./control-log-unavailable.ts";
 import { openNamingFailure } from "./control-log-unreachable.ts";
-import { ctrlSubject } from "../protocol/index.ts";
-import { decodeMessage, encodeMessage } from "../protocol/index.ts";
+import { ctrlSubject } from "./protocol/index.ts";
+import { decodeMessage, encodeMessage } from "./protocol/index.ts";
 
 /** Options of `openJetStreamControlLog`. */
 export interface JetStreamControlLogOptions {
@@ -112,7 +112,7 @@ function controlStreamConfig(name: string, subject: string, replicas: number, cl
     num_replicas: replicas,
     // Nothing may remove one committed control event through the API. A purge is allowed (below a
     // verified snapshot: control-compaction.ts), and only the operator holds the purge API
-    // (security/principal-permissions.ts); no roll-up headers, so a publisher cannot purge.
+    // (transport/security/principal-permissions.ts); no roll-up headers, so a publisher cannot purge.
     deny_delete: true,
     deny_purge: false,
     allow_rollup_hdrs: false,

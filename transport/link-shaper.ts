@@ -13,7 +13,7 @@ import { extractTraceContext, injectTraceContext } from "./trace-context.ts";
 import type { PublishOptions, Transport } from "./transport.ts";
 import { headerValue, type MessageHeaders } from "./transport.ts";
 import { encodeUnitMessage, readUnitMessage } from "./unit-frames.ts";
-import { decodeAny, parseSubject, type WireUnit } from "../protocol/index.ts";
+import { decodeAny, parseSubject, type WireUnit } from "./protocol/index.ts";
 import { TransportDecorator } from "./transport-decorator.ts";
 
 /** Shape of one directed link. */

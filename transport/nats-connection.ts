@@ -32,7 +32,7 @@ export interface ConnectNatsOptions {
   waitOnFirstConnect?: boolean;
   /**
    * Authenticate as this nkey user (the seed's bytes, as read from its 0600 seed file by
-   * `readNkeySeed` in security/). Without it the connection is anonymous, which a secured server refuses.
+   * `readNkeySeed` in transport/security/). Without it the connection is anonymous, which a secured server refuses.
    */
   nkeySeed?: Uint8Array;
   /** Require TLS and trust only this CA certificate file (PEM) for the server's certificate. */

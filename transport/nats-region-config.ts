@@ -19,7 +19,7 @@ export interface RegionPorts {
 }
 
 /**
- * Pre-rendered config text a secured region adds (see security/server-config.ts): `top` goes at
+ * Pre-rendered config text a secured region adds (see transport/security/server-config.ts): `top` goes at
  * the top level (the `authorization` block, the client `tls {}` block), `cluster` and `gateway`
  * inside those blocks (their `tls {}`).
  */
@@ -31,7 +31,7 @@ export interface RegionSecurityBlocks {
 
 /**
  * A replicated control log's own JetStream cluster on loopback (the topology `custody init` gives a
- * deployment with 3 regions, deploy/control-servers.ts): `servers` are its members, one per region,
+ * deployment with 3 regions, policies/deploy/control-servers.ts): `servers` are its members, one per region,
  * each a gateway peer of every region.
  */
 export interface ControlClusterPorts {

@@ -2,7 +2,7 @@
  * W3C trace-context propagation over message headers (`traceparent` / `tracestate`), through the
  * OpenTelemetry propagation API. The carrier is a plain `Record<string, string>`, so the same code
  * serves NATS headers and the simulated transport. Which propagator runs is whatever the process
- * registered globally (`telemetry/setupTracing` registers the W3C one); without a registered SDK
+ * registered globally (`actors/runtime/telemetry/setupTracing` registers the W3C one); without a registered SDK
  * these functions are harmless no-ops.
  */
 import {

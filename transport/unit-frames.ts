@@ -1,5 +1,5 @@
-import { fastDecodeUnitFrame, writeUnitFrame } from "../protocol/index.ts";
-import { fastDecodeUnit } from "../protocol/index.ts";
+import { fastDecodeUnitFrame, writeUnitFrame } from "./protocol/index.ts";
+import { fastDecodeUnit } from "./protocol/index.ts";
 import { headerValue, type InboundMessage, type MessageHeaders } from "./transport.ts";
 import {
   decodeAny,
@@ -12,7 +12,7 @@ import {
   WireErrorCode,
   type WireUnit,
   type WireUnitFrame,
-} from "../protocol/index.ts";
+} from "./protocol/index.ts";
 
 /**
  * What travels on a unit subject (`custody.v1.unit.<toHolder>.<volume>.<lane>`), both ways:

@@ -2,7 +2,7 @@ import type { Clock, Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { failureDomainOf, readAdmissionRequest, type AdmissionRequest } from "../../custody/index.ts";
 import type { Site } from "../../policies/index.ts";
-import { admitSubject } from "../../protocol/index.ts";
+import { admitSubject } from "../../transport/protocol/index.ts";
 import type { Transport, TransportSubscription } from "../../transport/index.ts";
 import type { StandbyHolder } from "./controller-config.ts";
 import type { HolderAdmission, RepairLauncher } from "./controller-ports.ts";

@@ -38,8 +38,8 @@ import {
   statusSubject,
   subjectFilter,
   volumeStatusSpec,
-} from "../../protocol/index.ts";
-import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
+import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../transport/protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { buildEvaluationState, holdsAsPolicy } from "./evaluation-input.ts";
 import { statusDocument } from "./status-document.ts";

@@ -7,7 +7,7 @@ import {
   type EvaluationState,
   type ValueSource,
 } from "../../policies/index.ts";
-import { decodeRouteMeasurements, parseSubjectOf, subjectFilter } from "../../protocol/index.ts";
+import { decodeRouteMeasurements, parseSubjectOf, subjectFilter } from "../../transport/protocol/index.ts";
 import type { Transport, TransportSubscription } from "../../transport/index.ts";
 
 /** The controller's `routes` setting: measurements younger than `maxAgeMs` replace configured link bandwidth. */

@@ -8,7 +8,7 @@ import type { Transport } from "../../transport/index.ts";
 import { copyOverNats, type CopySource } from "../repair/index.ts";
 import { copySources, SourceSuspicion } from "./copy-sources.ts";
 import { CopyTargets } from "./copy-targets.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 
 /**
  * Keeps every required scenario covered by copying, without anyone asking. Each evaluation round

@@ -4,7 +4,7 @@ import {
   failoverAnswerSpec,
   failoverRequestSpec,
   failoverSubject,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import { ControllerRefusedError } from "../repair/index.ts";
 import type { FailoverPlan } from "./failover.ts";

@@ -7,14 +7,14 @@ import {
   failoverRequestSpec,
   failoverSubject,
   parseSubjectOf,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import type { FailoverPlan } from "./failover.ts";
 import { FailoverRequestRefusedError, type FailoverRequest } from "./failover-request-check.ts";
 
 /**
  * The controller's side of the failover request (issue #18): a new writer or the operator asks on
- * `custody.v1.failover.<volume>` (security/ lets only the volume's writer and the operator
+ * `custody.v1.failover.<volume>` (transport/security/ lets only the volume's writer and the operator
  * publish there) and the controller answers with the plan it committed (`commit`, see failover.ts)
  * or a typed refusal. A refused or malformed request is answered with its code, counted
  * (`failover_request_<code>`) and commits nothing. Requests are answered one at a time, so two

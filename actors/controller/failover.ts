@@ -1,6 +1,6 @@
 import { CustodyError } from "../../core/index.ts";
 import { HolderStatus, type ControlLogEntry } from "../../custody/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import type { ControllerHandle } from "./controller-handle.ts";
 import { checkFailoverRequest, type FailoverRequest } from "./failover-request-check.ts";
 

@@ -9,7 +9,7 @@ import type { RepairPort } from "../repair/index.ts";
 import { isReadableEntry } from "../../custody/index.ts";
 import type { ValueSource } from "../../policies/index.ts";
 import { missingCoverage, type RepairInput } from "../repair/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import type { ControllerConfig, RepairConfig, StandbyHolder } from "./controller-config.ts";
 import type { ControllerPorts, RepairLaunch, RepairLauncher } from "./controller-ports.ts";
 import { RepairService } from "./repair-service.ts";
@@ -17,7 +17,7 @@ import type { InboundMessage, TransportSubscription } from "../../transport/inde
 import { failuresToRepair, repairIdOf, type FailureToRepair } from "./failure-repairs.ts";
 import { holdReads, type ReadHolds } from "./read-holds.ts";
 import { StandbyEnlistment } from "./standby-enlistment.ts";
-import { RepairStatusState, type RepairStatus } from "../../protocol/index.ts";
+import { RepairStatusState, type RepairStatus } from "../../transport/protocol/index.ts";
 
 /** What the runner needs from its controller. */
 export interface FailureRepairDeps {

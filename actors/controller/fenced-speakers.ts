@@ -1,5 +1,5 @@
 import { CustodyError } from "../../core/index.ts";
-import type { FencedStatus } from "../../protocol/index.ts";
+import type { FencedStatus } from "../../transport/protocol/index.ts";
 
 /** How long a superseded incarnation stays listed after its last receipt (ms). */
 export const FENCED_SPEAKER_WINDOW_MS = 60_000;

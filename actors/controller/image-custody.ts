@@ -1,7 +1,7 @@
 import { CustodyError, type Counters } from "../../core/index.ts";
 import { HolderStatus, type ControlEventBody, type ControlState } from "../../custody/index.ts";
 import { imageReleases, snapshotIdOf, type EvaluationState } from "../../policies/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { VolumeTopology } from "./controller-config.ts";
 

@@ -1,6 +1,6 @@
 import type { RangeSet } from "../../lanes/index.ts";
 import type { RepairPort, RepairView } from "../repair/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import type { ControllerHandle } from "./controller-handle.ts";
 
 /** How often an in-process repair looks again for the replacement's receipts (ms): a memory read. */

@@ -9,7 +9,7 @@ import {
   type EvaluationState,
   type ReleaseRequest,
 } from "../../policies/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import { releasableHolders, type ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
 import { releaseCandidates, type holdsAsPolicy } from "./evaluation-input.ts";

@@ -5,7 +5,7 @@ import {
   repairOutcomeSpec,
   repairTaskSpec,
   repairTaskSubject,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
 import { outcomeFromWire } from "../repair/index.ts";

@@ -4,7 +4,7 @@ import type { ReplacementAdmission } from "../repair/index.ts";
 /**
  * Which requests on the repair subjects the controller answers: only those of a repair it handed
  * to a worker and that is still running, and only within what it handed out (its lanes, its failed
- * holders, its replacement). Pure. Whoever may publish there (security/ lets only the repair
+ * holders, its replacement). Pure. Whoever may publish there (transport/security/ lets only the repair
  * principal and the controller) still cannot admit another key or move another holder's custody.
  */
 

@@ -14,7 +14,7 @@ import {
   repairUnprotectSpec,
   repairViewRequestSpec,
   repairViewSpec,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import type { RepairPort } from "../repair/index.ts";
 import { viewToWire } from "../repair/index.ts";

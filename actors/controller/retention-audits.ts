@@ -13,10 +13,10 @@ import {
   type AuditPlan,
   type HolderAuditRecord,
 } from "../../policies/index.ts";
-import { auditSubject, decodeMessage, encodeMessage } from "../../protocol/index.ts";
+import { auditSubject, decodeMessage, encodeMessage } from "../../transport/protocol/index.ts";
 import type { Transport, TransportSubscription } from "../../transport/index.ts";
 import { fetchUnits } from "../repair/index.ts";
-import { retentionAnswerSpec, retentionChallengeSpec } from "../../protocol/index.ts";
+import { retentionAnswerSpec, retentionChallengeSpec } from "../../transport/protocol/index.ts";
 import type { ControllerConfig, RetentionAuditConfig } from "./controller-config.ts";
 import type { AuditEvent, ControllerPorts } from "./controller-ports.ts";
 

@@ -2,7 +2,7 @@ import type { Clock, Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { HolderStatus, OPEN_END, type ControlEventBody, type ControlState } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import type { RepairPort } from "../repair/index.ts";
 import type { ControllerConfig, StandbyHolder } from "./controller-config.ts";
 import type { RepairLauncher } from "./controller-ports.ts";

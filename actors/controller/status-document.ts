@@ -1,9 +1,16 @@
 import type { EvaluationReport, SteadyReport, SurvivalReport } from "../../policies/index.ts";
 import type { EvaluationState } from "../../policies/index.ts";
-import type { AuditStatus, FencedStatus, RepairStatus, SpendStatus, VolumeStatus } from "../../protocol/index.ts";
+import type {
+  AuditStatus,
+  FencedStatus,
+  RepairStatus,
+  SpendStatus,
+  VolumeStatus,
+} from "../../transport/protocol/index.ts";
 
 /*
- * The `volume-status` wire kind itself lives in protocol/wire/volume-status.ts; this is the controller's builder of it.
+ * The `volume-status` wire kind itself lives in transport/protocol/wire/volume-status.ts; this is the
+ * controller's builder of it.
  */
 
 const pairs = (r: Record<string, number>): [string, number][] =>

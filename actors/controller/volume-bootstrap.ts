@@ -1,4 +1,4 @@
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import type { ControllerCore } from "./controller-core.ts";
 import type { HolderAdmission } from "./controller-ports.ts";
 

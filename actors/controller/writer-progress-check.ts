@@ -1,5 +1,5 @@
 import { CustodyError } from "../../core/index.ts";
-import type { WriterProgressMessage } from "../../protocol/index.ts";
+import type { WriterProgressMessage } from "../../transport/protocol/index.ts";
 
 /** Why writer progress was refused (each is also the counter it is counted under). */
 export const ProgressRefusal = {

@@ -1,11 +1,11 @@
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
+import { decodeMessage, encodeMessage } from "../../transport/protocol/index.ts";
 import { auditDigest } from "../../policies/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
-import { retentionAnswerSpec, retentionChallengeSpec } from "../../protocol/index.ts";
+import { retentionAnswerSpec, retentionChallengeSpec } from "../../transport/protocol/index.ts";
 
 /**
  * The holder's side of a retention audit on `custody.v1.audit.<holder>`: it reads the challenged

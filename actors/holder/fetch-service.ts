@@ -1,8 +1,8 @@
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage, encodeMessage, parseSubjectOf } from "../../protocol/index.ts";
-import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../../protocol/index.ts";
+import { decodeMessage, encodeMessage, parseSubjectOf } from "../../transport/protocol/index.ts";
+import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../../transport/protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 

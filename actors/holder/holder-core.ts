@@ -15,7 +15,7 @@ import {
   releaseSubject,
   transferSubject,
   unitSubject,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { edgeGrantChecks } from "../hop/index.ts";

@@ -5,13 +5,13 @@ import { UnitVerdict } from "../../lanes/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { eventSubject, transferSubject } from "../../protocol/index.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/index.ts";
+import { eventSubject, transferSubject } from "../../transport/protocol/index.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
-import { decodeTransferOffer, encodeTransferOffer, holderEventSpec } from "../../protocol/index.ts";
+import { decodeTransferOffer, encodeTransferOffer, holderEventSpec } from "../../transport/protocol/index.ts";
 import { SegmentSpillWriter } from "../lane-arena-spill.ts";
 import { authenticateDecoded } from "./unit-authentication.ts";
 

@@ -3,15 +3,15 @@ import { receiptBatchSpec } from "../../custody/index.ts";
 import { decodeReceiptBatch, receiptBatchSender } from "../../custody/index.ts";
 import { verifyReceiptBatch } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { receiptSubject } from "../../protocol/index.ts";
+import { receiptSubject } from "../../transport/protocol/index.ts";
 import { startConsumerSpan } from "../../transport/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage } from "../../protocol/index.ts";
+import { decodeMessage } from "../../transport/protocol/index.ts";
 import { forgetReceipted } from "../hop/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { baseReadySpec } from "../../protocol/index.ts";
+import { baseReadySpec } from "../../transport/protocol/index.ts";
 import { EdgeReceiptError } from "../hop/index.ts";
 
 /** What handling another holder's receipt may do besides the context: finish a transfer, release. */

@@ -8,7 +8,7 @@ import {
   receiptSubject,
   transferSubject,
   unitSpec,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { TransportSubscription } from "../../transport/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";

@@ -19,7 +19,7 @@ import {
   type InboundUnit,
   type UnitSubjectMessage,
 } from "../../transport/index.ts";
-import { WireError } from "../../protocol/index.ts";
+import { WireError } from "../../transport/protocol/index.ts";
 import { noteSent } from "../hop/index.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
@@ -27,7 +27,7 @@ import type { LaneAdmission } from "./lane-admission.ts";
 import { HolderRejectCode, type HolderInbound, type HolderTimer } from "./holder-ports.ts";
 import { authenticateUnits } from "./unit-authentication.ts";
 import { keepManifest } from "./manifest-keeping.ts";
-import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
+import { laneManifestSpec, type LaneManifestMessage } from "../../transport/protocol/index.ts";
 
 /**
  * The `holder.admit` span attribute saying what became of the unit: `stored`, `duplicate` (already

@@ -1,9 +1,9 @@
 import { ROOT_CONTEXT, SpanKind, trace, type Link } from "@opentelemetry/api";
 import { receiptBatchSpec } from "../../custody/index.ts";
 import { makeReceiptBatch, signReceiptBatch } from "../../custody/index.ts";
-import { receiptSubject } from "../../protocol/index.ts";
+import { receiptSubject } from "../../transport/protocol/index.ts";
 import { injectTraceContext } from "../../transport/index.ts";
-import { encodeMessage } from "../../protocol/index.ts";
+import { encodeMessage } from "../../transport/protocol/index.ts";
 import type { ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import { ReceiptBatcher } from "./receipt-batcher.ts";

@@ -1,12 +1,12 @@
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage } from "../../protocol/index.ts";
+import { decodeMessage } from "../../transport/protocol/index.ts";
 import type { FrontierBacking } from "../hop/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { releaseFrontierSpec } from "../../protocol/index.ts";
+import { releaseFrontierSpec } from "../../transport/protocol/index.ts";
 
 /** A release frontier that passed its checks, and whether the control log backs it already. */
 export interface ReadFrontier {

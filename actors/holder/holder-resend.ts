@@ -1,6 +1,6 @@
 import { unitRecordBytes } from "../../arena/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { encodeMessage, unitSpec } from "../../protocol/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
 import { dueResends, noteResent, noteSent } from "../hop/index.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";

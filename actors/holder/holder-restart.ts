@@ -7,7 +7,7 @@ import { rawPublicKey } from "../../custody/index.ts";
 import { UnitVerdict } from "../../lanes/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { admitSubject } from "../../protocol/index.ts";
+import { admitSubject } from "../../transport/protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import { failureDomainOf } from "../../custody/index.ts";
 import type { HolderContext } from "./holder-context.ts";

@@ -1,7 +1,7 @@
 import type { ConsistencyCut } from "../../custody/index.ts";
 import type { RangeSet } from "../../lanes/index.ts";
-import { encodeMessage } from "../../protocol/index.ts";
-import { laneManifestSpec, type LaneManifestMessage } from "../../protocol/index.ts";
+import { encodeMessage } from "../../transport/protocol/index.ts";
+import { laneManifestSpec, type LaneManifestMessage } from "../../transport/protocol/index.ts";
 
 /** Most manifests one lane keeps; beyond it the most closely spaced older one is dropped. */
 export const KEPT_MANIFESTS_MAX = 64;

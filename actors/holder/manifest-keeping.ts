@@ -1,4 +1,4 @@
-import { unitSubject, type LaneManifestMessage } from "../../protocol/index.ts";
+import { unitSubject, type LaneManifestMessage } from "../../transport/protocol/index.ts";
 import { SENDER_HEADER } from "../../transport/index.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";

@@ -1,5 +1,5 @@
 import { RangeSet } from "../../lanes/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import type { PeerDirectory } from "./peer-directory.ts";
 
 /**

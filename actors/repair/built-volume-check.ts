@@ -1,6 +1,6 @@
 import { CustodyError } from "../../core/index.ts";
 import type { FileLayer } from "../../core/index.ts";
-import type { WriteRecord } from "../../protocol/index.ts";
+import type { WriteRecord } from "../../transport/protocol/index.ts";
 import { BLOCK_SIZE, openStagedVolume, SmartWalVolume } from "../../volume/index.ts";
 
 /** What a recovery's build is doing: pre-allocating its files, applying records, or reading the result back. */

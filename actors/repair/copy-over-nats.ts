@@ -1,11 +1,11 @@
 import { unitRecordBytes } from "../../arena/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
-import { transferSubject } from "../../protocol/index.ts";
+import { transferSubject } from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { Clock } from "../../core/index.ts";
-import { encodeMessage, unitSpec } from "../../protocol/index.ts";
-import { encodeTransferOffer } from "../../protocol/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
+import { encodeTransferOffer } from "../../transport/protocol/index.ts";
 import { fetchUnits } from "./custody-reader.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { CustodyError, systemClock, type Clock } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { fetchesToHolder, fetchSubject, parseSubjectOf } from "../../protocol/index.ts";
+import { fetchesToHolder, fetchSubject, parseSubjectOf } from "../../transport/protocol/index.ts";
 import {
   TransportError,
   TransportErrorCode,
@@ -17,11 +17,11 @@ import {
   unitBatchSpec,
   unitFetchSpec,
   unitSpec,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { SurvivorSource } from "./survivor-source.ts";
 
 // Reads of retained units over NATS; the `unit-fetch` / `unit-batch` kinds and the page rules are in
-// protocol/wire/unit-fetch.ts.
+// transport/protocol/wire/unit-fetch.ts.
 
 /** Serves `source` (an in-process holder's retained units) on the holder's fetch subject. */
 export function serveCustodyReads(transport: Transport, source: SurvivorSource): TransportSubscription {

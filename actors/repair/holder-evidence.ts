@@ -15,7 +15,7 @@ import {
   receiptsOfVolume,
   receiptSubject,
   type WriterProgressMessage,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { CommitRun } from "../../policies/index.ts";
 

@@ -10,7 +10,7 @@ import {
   repairUnprotectSpec,
   repairViewRequestSpec,
   repairViewSpec,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RepairPort } from "./repair-port.ts";
 import { seqOfAnswer, viewFromWire } from "./repair-wire.ts";

@@ -1,11 +1,11 @@
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import type { WireRepairAnswer, WireRepairOutcome, WireRepairView } from "../../protocol/index.ts";
+import type { WireRepairAnswer, WireRepairOutcome, WireRepairView } from "../../transport/protocol/index.ts";
 import type { RepairOutcome } from "../repair.machine.ts";
 import type { RepairView } from "./repair-port.ts";
 
 /**
- * Conversions between the repair protocol's wire bodies (protocol/wire/repair-messages.ts) and the
+ * Conversions between the repair protocol's wire bodies (transport/protocol/wire/repair-messages.ts) and the
  * repair's own types (range sets, infinite estimates). Pure.
  */
 

@@ -7,7 +7,7 @@ import {
   repairOutcomeSpec,
   repairTaskSpec,
   repairTaskSubject,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import { runRepairTask } from "../repair.ts";
 import { natsRepairPort } from "./repair-port-nats.ts";

@@ -10,7 +10,7 @@ import {
   VolumeExistsError,
 } from "../../volume/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
-import { openPayload, type WriteRecord } from "../../protocol/index.ts";
+import { openPayload, type WriteRecord } from "../../transport/protocol/index.ts";
 import { checkBuiltVolume, type BuildProgress } from "./built-volume-check.ts";
 
 /**

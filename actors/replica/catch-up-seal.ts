@@ -1,8 +1,8 @@
-import { openPayload, sealPayload, type PayloadIdentity } from "../../protocol/index.ts";
+import { openPayload, sealPayload, type PayloadIdentity } from "../../transport/protocol/index.ts";
 
 /**
  * What a catch-up chunk carries, sealed like a unit payload (AES-256-GCM under the volume's data
- * key, protocol/wire/unit-payload.ts), so plaintext never crosses the bus. The associated data
+ * key, transport/protocol/wire/unit-payload.ts), so plaintext never crosses the bus. The associated data
  * names the volume, the session (as a lane name with a `.`, which no real lane can have, so a
  * chunk never opens as a unit) and the items' cursor range.
  *

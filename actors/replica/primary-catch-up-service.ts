@@ -11,7 +11,7 @@ import {
   replicaCatchupPlanSpec,
   replicaCatchupRefusedSpec,
   replicaCatchupRequestsOfVolume,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import { BLOCK_SIZE, type SmartWalVolume } from "../../volume/index.ts";
 import { itemCount, planCatchUp, readItems, type CatchUpPlan } from "./catch-up-plan.ts";

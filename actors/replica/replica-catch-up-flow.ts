@@ -11,7 +11,7 @@ import {
   replicaCatchupRefusedSpec,
   replicaCatchupSubject,
   type WireCatchupPlan,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 import type { RecoveryDecision } from "../../volume/index.ts";
 import { CatchUpRefusedError } from "./catch-up-refusal.ts";

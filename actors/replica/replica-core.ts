@@ -4,13 +4,13 @@ import { CustodyError } from "../../core/index.ts";
 import type { FileLayer } from "../../core/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { CreditGrantor } from "../../transport/index.ts";
-import { unitSubject } from "../../protocol/index.ts";
+import { unitSubject } from "../../transport/protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import { readUnitMessage, senderOf, type UnitSubjectMessage } from "../../transport/index.ts";
-import { encodeMessage, WireError } from "../../protocol/index.ts";
+import { encodeMessage, WireError } from "../../transport/protocol/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import type { SmartWalVolume, SnapshotBlock } from "../../volume/index.ts";
-import { openPayload } from "../../protocol/index.ts";
+import { openPayload } from "../../transport/protocol/index.ts";
 import { replicaFlushedSpec } from "./replica-messages.ts";
 
 export interface ReplicaConfig {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineMessage, wireFields } from "../../protocol/index.ts";
+import { defineMessage, wireFields } from "../../transport/protocol/index.ts";
 
 /**
  * Barrier between a volume writer and a replica consumer, by request/reply on the replica's unit

@@ -1,5 +1,5 @@
 import type { Clock, Counters } from "../../core/index.ts";
-import type { WriteRecord } from "../../protocol/index.ts";
+import type { WriteRecord } from "../../transport/protocol/index.ts";
 import { CoalesceQueue, CoalesceInputError, type CoalesceRecord, type DerivedWindow } from "./coalesce-window.ts";
 import {
   checkCoalescedStream,

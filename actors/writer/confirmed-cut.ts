@@ -1,5 +1,5 @@
 import { CustodyError } from "../../core/index.ts";
-import type { VolumeStatus } from "../../protocol/index.ts";
+import type { VolumeStatus } from "../../transport/protocol/index.ts";
 
 /** A status document the writer does not act on (counted as `status_<code>`). */
 export class StatusRefusedError extends CustodyError {

@@ -1,7 +1,7 @@
 import type { Clock, Counters } from "../../core/index.ts";
-import { encodeMessage, unitSubject } from "../../protocol/index.ts";
+import { encodeMessage, unitSubject } from "../../transport/protocol/index.ts";
 import { SENDER_HEADER, type Transport } from "../../transport/index.ts";
-import { laneManifestSpec, MANIFEST_MAX_LANES } from "../../protocol/index.ts";
+import { laneManifestSpec, MANIFEST_MAX_LANES } from "../../transport/protocol/index.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
 import type { WriterLane } from "./writer-lane.ts";
 import type { WriterCut } from "./writer-ports.ts";

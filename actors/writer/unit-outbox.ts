@@ -3,7 +3,7 @@ import type { Clock } from "../../core/index.ts";
 import type { FileLayer } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { decodeMessage, unitSpec } from "../../protocol/index.ts";
+import { decodeMessage, unitSpec } from "../../transport/protocol/index.ts";
 
 /**
  * The volume writer's durable outbox: every unit is appended here, and made durable, before it is

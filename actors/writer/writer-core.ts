@@ -12,7 +12,7 @@ import {
   volumeStatusSpec,
   writerProgressSpec,
   type WriteRecord,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { protectedSeqs } from "./protection.ts";

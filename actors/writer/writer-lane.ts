@@ -8,7 +8,7 @@ import { BLOCK_SIZE } from "../../volume/index.ts";
 import { receiverReset, type DownstreamLane } from "../hop/index.ts";
 import { LaneObligations } from "../hop/index.ts";
 import { believesIncarnation, type PeerDirectory } from "../hop/index.ts";
-import type { WriteRecord } from "../../protocol/index.ts";
+import type { WriteRecord } from "../../transport/protocol/index.ts";
 import { UnitRetention } from "./unit-retention.ts";
 import { WriteRejectedError, type LaneSpec, type VolumeWriterConfig } from "./writer-config.ts";
 

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { requestFailover } from "../../actors/index.ts";
-import { checkToken } from "../../protocol/index.ts";
+import { checkToken } from "../../transport/protocol/index.ts";
 import { cliIo } from "../cli-io.ts";
 import { action } from "../output.ts";
 import {

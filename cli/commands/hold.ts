@@ -4,7 +4,7 @@ import { withOperatorLog } from "../operator-log.ts";
 import { commitControlEventRetrying } from "../../custody/index.ts";
 import { HoldKind } from "../../custody/index.ts";
 import { InvalidRangeError, RangeSet } from "../../lanes/index.ts";
-import { checkToken } from "../../protocol/index.ts";
+import { checkToken } from "../../transport/protocol/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import { CustodyCliError } from "../cli-error.ts";
 import { operatorAccess, withOperatorKey, type OperatorKeyOptions } from "../operator-signing.ts";

@@ -20,8 +20,8 @@ import {
   type DeploymentPlan,
   type KeySource,
   type SecuritySource,
-} from "../../deploy/index.ts";
-import { makeCertificates } from "../../security/index.ts";
+} from "../../policies/deploy/index.ts";
+import { makeCertificates } from "../../transport/security/index.ts";
 import { nkeys } from "@nats-io/transport-node";
 import { connectOperator, withOperatorConnection, type OperatorConnectionOptions } from "../operator-connection.ts";
 import { generateHolderKeyPair, rawPublicKey } from "../../custody/index.ts";

@@ -1,6 +1,6 @@
 import { CustodyError } from "../../core/index.ts";
 import { RouteTable, type RouteMeasurement } from "../../policies/index.ts";
-import { decodeRouteMeasurements, parseSubjectOf, subjectFilter } from "../../protocol/index.ts";
+import { decodeRouteMeasurements, parseSubjectOf, subjectFilter } from "../../transport/protocol/index.ts";
 import { connectOperatorTransport, type OperatorConnectionOptions } from "../operator-connection.ts";
 
 /**

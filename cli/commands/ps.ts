@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { listProcesses } from "../../runtime/index.ts";
-import { checkToken } from "../../protocol/index.ts";
+import { listProcesses } from "../../actors/runtime/index.ts";
+import { checkToken } from "../../transport/protocol/index.ts";
 import { cliIo } from "../cli-io.ts";
 import {
   controlLogOf,

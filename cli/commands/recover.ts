@@ -5,7 +5,7 @@ import { fetchUnits, recoverVolume, stageRecoveryDestination, type BuildProgress
 import { CustodyError, nodeFileLayer } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { checkToken } from "../../protocol/index.ts";
+import { checkToken } from "../../transport/protocol/index.ts";
 import { discardStagedVolume, VolumeExistsError, VolumeFiles } from "../../volume/index.ts";
 import { action, printResult, type OutputOptions } from "../output.ts";
 import {
@@ -29,7 +29,7 @@ import {
   type LogStatus,
 } from "../log-status.ts";
 import { cliIo } from "../cli-io.ts";
-import { readDataKeyFile } from "../../runtime/index.ts";
+import { readDataKeyFile } from "../../actors/runtime/index.ts";
 import { recoveryTarget } from "../recovery-target.ts";
 import { InterruptedError, interruptible, withInterrupt } from "../interrupt.ts";
 import { progressBar, type ProgressBar } from "../progress-bar.ts";

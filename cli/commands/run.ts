@@ -8,13 +8,13 @@ import {
   readRoleConfig,
   repairRoleSchema,
   writerRoleSchema,
-} from "../../runtime/index.ts";
-import { runRepairWorker } from "../../runtime/index.ts";
-import { runBaseBuilder } from "../../runtime/index.ts";
-import { ConnectionLostError, runHolder, StateDirLockedError } from "../../runtime/index.ts";
-import { runWriter } from "../../runtime/index.ts";
-import { runController, runLeasedController } from "../../runtime/index.ts";
-import { serveMetrics, type MetricsOptions, type MetricsSource } from "../../runtime/index.ts";
+} from "../../actors/runtime/index.ts";
+import { runRepairWorker } from "../../actors/runtime/index.ts";
+import { runBaseBuilder } from "../../actors/runtime/index.ts";
+import { ConnectionLostError, runHolder, StateDirLockedError } from "../../actors/runtime/index.ts";
+import { runWriter } from "../../actors/runtime/index.ts";
+import { runController, runLeasedController } from "../../actors/runtime/index.ts";
+import { serveMetrics, type MetricsOptions, type MetricsSource } from "../../actors/runtime/index.ts";
 
 /** Exit code when the NATS connection closed for good (a supervisor should restart the process). */
 export const EXIT_CONNECTION_LOST = 2;

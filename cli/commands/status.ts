@@ -1,9 +1,9 @@
 import type { Command } from "commander";
-import { volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../../transport/protocol/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import type { NatsTransport } from "../../transport/index.ts";
-import { checkToken, statusSubject } from "../../protocol/index.ts";
-import { decodeMessage } from "../../protocol/index.ts";
+import { checkToken, statusSubject } from "../../transport/protocol/index.ts";
+import { decodeMessage } from "../../transport/protocol/index.ts";
 import { withOperatorConnection } from "../operator-connection.ts";
 import {
   connectFirst,

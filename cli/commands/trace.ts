@@ -13,7 +13,7 @@ import {
   type PathHolder,
   type JsonlSpanRecord,
   type TraceTree,
-} from "../../telemetry/index.ts";
+} from "../../actors/runtime/telemetry/index.ts";
 
 interface TraceOptions extends OutputOptions {
   run?: string;

@@ -8,7 +8,7 @@ import test from "ava";
 import { AnnouncedStandbys, StandbyUnavailableError } from "../../actors/index.ts";
 import { Counters, systemClock } from "../../core/index.ts";
 import { encodeAdmissionRequest, generateHolderKeyPair } from "../../custody/index.ts";
-import { admitSubject } from "../../protocol/index.ts";
+import { admitSubject } from "../../transport/protocol/index.ts";
 import { startNatsServer } from "../kit/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
 

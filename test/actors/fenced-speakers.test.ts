@@ -5,8 +5,8 @@
 import test from "ava";
 import { FENCED_SPEAKER_WINDOW_MS, FencedSpeakers } from "../../actors/controller/fenced-speakers.ts";
 import { ReceiptError, ReceiptErrorCode } from "../../custody/receipt-error.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
-import { volumeStatusSpec, type VolumeStatus } from "../../protocol/wire/volume-status.ts";
+import { decodeMessage, encodeMessage } from "../../transport/protocol/wire/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../../transport/protocol/wire/volume-status.ts";
 
 const stale = (holderId: string, incarnation: number, current: number) => new ReceiptError(ReceiptErrorCode.stale_incarnation, "superseded", { holderId, incarnation, current });
 

@@ -1,6 +1,6 @@
 import test from "ava";
-import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
-import { volumeStatusSpec } from "../../protocol/wire/volume-status.ts";
+import { decodeMessage, encodeMessage } from "../../transport/protocol/wire/index.ts";
+import { volumeStatusSpec } from "../../transport/protocol/wire/volume-status.ts";
 import { statusDocument } from "../../actors/controller/status-document.ts";
 import { evaluateState, parseEvaluationState } from "../../policies/index.ts";
 import { EAST_AND_WEST, exampleJson } from "../policies/worked-example-fixture.ts";

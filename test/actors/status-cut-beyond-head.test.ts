@@ -1,6 +1,6 @@
 import test from "ava";
 import { confirmedCuts, StatusRefusedError } from "../../actors/writer/confirmed-cut.ts";
-import type { VolumeStatus } from "../../protocol/index.ts";
+import type { VolumeStatus } from "../../transport/protocol/index.ts";
 
 // Issue #46 (item 6): a status document from the controller's credentials confirming a cut past
 // everything the writer ever assigned (2^53-1) moved the writer's confirmed cut there, and the

@@ -10,7 +10,7 @@ import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";
 import { systemClock } from "../../core/clock.ts";
 import { nodeFileLayer, type FileHandleLike, type FileLayer } from "../../core/file-layer.ts";
 import { makeTransportUnit } from "../../lanes/transport-unit.ts";
-import { encodeMessage, unitSpec } from "../../protocol/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
 
 /** The real file layer, noting per file whether a write happened since its last completed fdatasync, and counting fdatasyncs. */
 class DirtyTrackingLayer implements FileLayer {

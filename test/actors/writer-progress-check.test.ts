@@ -1,6 +1,6 @@
 import test from "ava";
 import { checkWriterProgress, ProgressRefusal, WriterProgressError } from "../../actors/controller/writer-progress-check.ts";
-import type { WriterProgressMessage } from "../../protocol/index.ts";
+import type { WriterProgressMessage } from "../../transport/protocol/index.ts";
 
 // Issue #46 (item 6): writer progress that is well-formed but cannot be the volume writer's
 // (a lane twice, a lane the volume does not have, a run past its own head) is refused whole and

@@ -10,8 +10,8 @@ import { join, relative } from "node:path";
 import { runCliCaptured } from "../../cli/program.ts";
 import { parseHolderConfig } from "../../actors/holder/holder-config.ts";
 import { parseDeployment as parseDemoDeployment } from "../../tools/demo/deployment.ts";
-import { holderRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
-import { makeCertificates, renderTlsBlock } from "../../security/index.ts";
+import { holderRoleSchema, readRoleConfig } from "../../actors/runtime/role-config.ts";
+import { makeCertificates, renderTlsBlock } from "../../transport/security/index.ts";
 import { freePort, loopbackDeployment, repoRoot, startNatsServer } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 

@@ -2,7 +2,7 @@ import test from "ava";
 import { parseHolderConfig, HolderConfigError } from "../../actors/holder/holder-config.ts";
 import { identifierProblem, isIdentifier, MAX_IDENTIFIER_LENGTH } from "../../core/identifier.ts";
 import { makeTransportUnit, validateTransportUnit, InvalidUnitError } from "../../lanes/transport-unit.ts";
-import { InvalidSubjectError, receiptSubject } from "../../protocol/subjects.ts";
+import { InvalidSubjectError, receiptSubject } from "../../transport/protocol/subjects.ts";
 
 const holderInput = (holderId: string) => ({
   holderId,

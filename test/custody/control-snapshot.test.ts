@@ -12,7 +12,7 @@ import { signEntryHash, type ControlSigner, type ControlTrust } from "../../cust
 import { hashControlEventBytes } from "../../custody/control-event.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { checkControlLogHead } from "../../runtime/control-log-head.ts";
+import { checkControlLogHead } from "../../actors/runtime/control-log-head.ts";
 import { admit, clock, createOb, eventOn, release, REGION } from "./control-fixtures.ts";
 
 const signer = (id: string): ControlSigner & { publicKey: Uint8Array } => {

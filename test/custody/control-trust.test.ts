@@ -11,10 +11,10 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { controlStreamName, initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { ctrlSubject } from "../../protocol/subjects.ts";
+import { ctrlSubject } from "../../transport/protocol/subjects.ts";
 import { encodeControlEvent, hashControlEventBytes } from "../../custody/control-event.ts";
 import { controlEventSpec } from "../../custody/custody-messages.ts";
-import { encodeMessage } from "../../protocol/wire/codec.ts";
+import { encodeMessage } from "../../transport/protocol/wire/codec.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { admit, clock, createOb, release } from "./control-fixtures.ts";
 

@@ -10,7 +10,7 @@ import type { ControlSigner, ControlTrust } from "../../custody/control-trust.ts
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { runCliCaptured } from "../../cli/program.ts";
-import { ctrlSubject } from "../../protocol/subjects.ts";
+import { ctrlSubject } from "../../transport/protocol/subjects.ts";
 import { closeNats, connectNats, type NatsConnection } from "../../transport/nats-connection.ts";
 import { ControlLogPurgeDeniedError, controlStreamName, initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";

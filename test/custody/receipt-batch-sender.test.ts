@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { decodeReceiptBatch, receiptBatchSender, receiptStream } from "../../custody/receipt-batch.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { decodeBombs } from "../../tools/attack/decode-bombs.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
+import { decodeMessage, encodeMessage } from "../../transport/protocol/index.ts";
 import { batchOf, keys, receipt, signed } from "./receipt-fixtures.ts";
 
 // A holder passes over batches of holders it does not act on by reading only the sender from the

@@ -1,8 +1,8 @@
 import test from "ava";
 import { custodyDeploymentOf, writerIdOf } from "../../tools/demo/custody-deployment.ts";
 import { loadDeployment } from "../../tools/demo/deployment.ts";
-import { planDeployment } from "../../deploy/deployment-plan.ts";
-import { parseDeployment } from "../../deploy/deployment-check.ts";
+import { planDeployment } from "../../policies/deploy/deployment-plan.ts";
+import { parseDeployment } from "../../policies/deploy/deployment-check.ts";
 
 const example = loadDeployment(new URL("../../examples/deployment.json", import.meta.url).pathname);
 const ports = Object.fromEntries(example.regions.map((r, i) => [r.name, { port: 5000 + i, httpPort: 6000 + i, clusterPort: 7000 + i, gatewayPort: 8000 + i }]));

@@ -2,7 +2,7 @@ import test from "ava";
 import { edgeBetween, loadDeployment, siteOfActor, type Deployment } from "../../tools/demo/deployment.ts";
 import { LinkQueue, LinkProfileError, ShapedTransport, unitDestination, type LinkRoute } from "../../transport/link-shaper.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
-import { unitSubject, receiptSubject } from "../../protocol/subjects.ts";
+import { unitSubject, receiptSubject } from "../../transport/protocol/subjects.ts";
 import type { InboundMessage, Transport } from "../../transport/transport.ts";
 
 /** An inner transport that records when (on the simulated clock) each publish reached it. */
@@ -20,7 +20,7 @@ function recorder(clock: SimulatedClock): { t: Transport; sent: { subject: strin
   return { t, sent };
 }
 
-/* The demo's running processes get their routes from their role configs (runtime/role-links.ts);
+/* The demo's running processes get their routes from their role configs (actors/runtime/role-links.ts);
    these tests build the same routes straight from the example deployment's edges. */
 /**
  * The link route of a process at `fromSite`: units to a holder at another site take the declared

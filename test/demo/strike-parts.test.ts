@@ -5,7 +5,7 @@ import { formatStrikeTable } from "../../tools/demo/scenario-table.ts";
 import { survivorsHold, unaccounted, type ControllerView, type HolderStats } from "../../tools/demo/settle.ts";
 import { deploymentOfVolume, withoutHolder } from "../../tools/demo/waypoint-variant.ts";
 import { blockData, contentThrough, lbaOf, lsnOffset, seedOf, workloadContentThrough, WorkloadOrderError } from "../../tools/demo/workload.ts";
-import { workloadWrite } from "../../runtime/workload.ts";
+import { workloadWrite } from "../../actors/runtime/workload.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
 
 const path = new URL("../../examples/deployment.json", import.meta.url).pathname;

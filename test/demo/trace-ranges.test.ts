@@ -8,7 +8,7 @@ import test from "ava";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runCliCaptured } from "../../cli/program.ts";
-import type { TraceTree, TraceNode } from "../../telemetry/trace-tree.ts";
+import type { TraceTree, TraceNode } from "../../actors/runtime/telemetry/trace-tree.ts";
 
 const runDir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "trace-run");
 

@@ -9,8 +9,8 @@ import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { InMemoryControlLog } from "../../custody/control-log.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
 import { systemClock } from "../../core/clock.ts";
-import { applyBootstrap } from "../../deploy/control-bootstrap.ts";
-import type { BootstrapPlan } from "../../deploy/deployment-plan.ts";
+import { applyBootstrap } from "../../policies/deploy/control-bootstrap.ts";
+import type { BootstrapPlan } from "../../policies/deploy/deployment-plan.ts";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const operator = generateHolderKeyPair();

@@ -7,10 +7,10 @@
 import test from "ava";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
-import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
-import { parseDeployment } from "../../deploy/deployment-check.ts";
-import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
-import { controlLogTopology } from "../../deploy/control-servers.ts";
+import { planDeployment, type KeySource } from "../../policies/deploy/deployment-plan.ts";
+import { parseDeployment } from "../../policies/deploy/deployment-check.ts";
+import { parseBootstrap } from "../../policies/deploy/bootstrap-file.ts";
+import { controlLogTopology } from "../../policies/deploy/control-servers.ts";
 import { loopbackDeployment } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { custodyCli } from "../kit/custody-cli.ts";

@@ -19,8 +19,8 @@ import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools
 import { deployedNetwork } from "./deployed-network.ts";
 import { operatorConnectOptions } from "../../cli/operator-connection.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
-import { loadControlTrust } from "../../runtime/control-trust-files.ts";
-import { controllerRoleSchema, readRoleConfig } from "../../runtime/role-config.ts";
+import { loadControlTrust } from "../../actors/runtime/control-trust-files.ts";
+import { controllerRoleSchema, readRoleConfig } from "../../actors/runtime/role-config.ts";
 import { closeNats, connectNats } from "../../transport/nats-connection.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 

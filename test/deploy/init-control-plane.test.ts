@@ -7,7 +7,7 @@ import test from "ava";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCliCaptured } from "../../cli/program.ts";
-import { controlPlaneLosses, parseDeployment } from "../../deploy/index.ts";
+import { controlPlaneLosses, parseDeployment } from "../../policies/deploy/index.ts";
 import { loopbackDeployment } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 

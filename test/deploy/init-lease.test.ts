@@ -5,11 +5,11 @@
  * lease (it runs as before and never claims).
  */
 import test from "ava";
-import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
-import { deploymentPrincipals } from "../../deploy/deployment-security.ts";
-import { parseDeployment } from "../../deploy/deployment-check.ts";
-import { controllerRoleSchema } from "../../runtime/role-config.ts";
-import { permissionsFor } from "../../security/principal-permissions.ts";
+import { planDeployment, type KeySource } from "../../policies/deploy/deployment-plan.ts";
+import { deploymentPrincipals } from "../../policies/deploy/deployment-security.ts";
+import { parseDeployment } from "../../policies/deploy/deployment-check.ts";
+import { controllerRoleSchema } from "../../actors/runtime/role-config.ts";
+import { permissionsFor } from "../../transport/security/principal-permissions.ts";
 import { loopbackDeployment } from "../kit/index.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 

@@ -7,15 +7,15 @@
 import test from "ava";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { planDeployment, type KeySource } from "../../deploy/deployment-plan.ts";
-import { parseDeployment } from "../../deploy/deployment-check.ts";
-import { parseBootstrap } from "../../deploy/bootstrap-file.ts";
-import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../runtime/role-config.ts";
+import { planDeployment, type KeySource } from "../../policies/deploy/deployment-plan.ts";
+import { parseDeployment } from "../../policies/deploy/deployment-check.ts";
+import { parseBootstrap } from "../../policies/deploy/bootstrap-file.ts";
+import { baseBuilderRoleSchema, controllerRoleSchema, holderRoleSchema, readRoleConfig, writerRoleSchema } from "../../actors/runtime/role-config.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 import { loopbackDeployment } from "../kit/index.ts";
-import { readNkeySeed } from "../../security/nkey-seed.ts";
+import { readNkeySeed } from "../../transport/security/nkey-seed.ts";
 import { custodyCli } from "../kit/custody-cli.ts";
-import { creditSubject, receiptSubject, unitSubject } from "../../protocol/subjects.ts";
+import { creditSubject, receiptSubject, unitSubject } from "../../transport/protocol/subjects.ts";
 
 const custody = custodyCli;
 const failed = (p: Promise<unknown>) => p.then(() => ({ code: 0, stderr: "" }), (e: { code: number; stderr: string }) => e);

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { readDataKeyFile } from "../../runtime/data-key-file.ts";
+import { readDataKeyFile } from "../../actors/runtime/data-key-file.ts";
 import { recoveryTarget } from "../../cli/recovery-target.ts";
 import { progressBar, progressLine } from "../../cli/progress-bar.ts";
 import { withCliIo } from "../../cli/cli-io.ts";

@@ -15,7 +15,7 @@ import { execFile } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { controlPlaneLosses, parseDeployment } from "../../deploy/index.ts";
+import { controlPlaneLosses, parseDeployment } from "../../policies/deploy/index.ts";
 import { custodyCommand, DEPLOYMENT_READY_MS, DeployedProcess, freePort, initAndStartNatsOf } from "../kit/index.ts";
 import { lsnOffset, readVolumeAckLog, workloadContentThrough } from "../../tools/demo/workload.ts";
 import { custodyStdout as custody } from "../kit/custody-cli.ts";

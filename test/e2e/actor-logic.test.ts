@@ -2,7 +2,7 @@ import test from "ava";
 import fc from "fast-check";
 import { join } from "node:path";
 import { coveredByAtLeast, protectedSeqs } from "../../actors/writer/protection.ts";
-import { openPayload, PayloadDecryptError, sealPayload } from "../../protocol/wire/unit-payload.ts";
+import { openPayload, PayloadDecryptError, sealPayload } from "../../transport/protocol/wire/unit-payload.ts";
 import { checkWriterConfig, WriterConfigError } from "../../actors/writer/writer-config.ts";
 import { repairEstimate } from "../../actors/repair/repair-estimate.ts";
 import { recoverVolume, RecoveryGapError } from "../../actors/repair/volume-recovery.ts";

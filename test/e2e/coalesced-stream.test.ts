@@ -12,7 +12,7 @@ import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { LossKind } from "../../policies/index.ts";
-import { openCoalescedPayload, openPayload } from "../../protocol/wire/unit-payload.ts";
+import { openCoalescedPayload, openPayload } from "../../transport/protocol/wire/unit-payload.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";

@@ -8,8 +8,8 @@
  */
 import anyTest, { type TestFn } from "ava";
 import { requestFailover } from "../../actors/controller/failover-client.ts";
-import { decodeMessage, encodeMessage, failoverAnswerSpec } from "../../protocol/index.ts";
-import { failoverSubject } from "../../protocol/subjects.ts";
+import { decodeMessage, encodeMessage, failoverAnswerSpec } from "../../transport/protocol/index.ts";
+import { failoverSubject } from "../../transport/protocol/subjects.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { custodyCli, type CustodyCliFailure } from "../kit/custody-cli.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";

@@ -32,7 +32,7 @@ import { initJetStreamControlLog } from "../../transport/jetstream-control-log.t
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { EXIT_FENCED, EXIT_STATE_DIR_LOCKED } from "../../cli/commands/run.ts";
-import { currentLock } from "../../runtime/state-dir-lock.ts";
+import { currentLock } from "../../actors/runtime/state-dir-lock.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, site, tempDir } from "./e2e-fixture.ts";
 import { custodyCommand } from "../kit/custody-command.ts";

@@ -5,10 +5,10 @@
  * the controller's status turns that timeline NOT met, naming repair time against the window.
  */
 import anyTest, { type TestFn } from "ava";
-import type { VolumeStatus } from "../../protocol/wire/volume-status.ts";
+import type { VolumeStatus } from "../../transport/protocol/wire/volume-status.ts";
 import { systemClock } from "../../core/index.ts";
-import { shapedByLinks } from "../../runtime/role-links.ts";
-import { RouteProber } from "../../runtime/route-prober.ts";
+import { shapedByLinks } from "../../actors/runtime/role-links.ts";
+import { RouteProber } from "../../actors/runtime/route-prober.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";

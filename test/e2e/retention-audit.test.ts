@@ -10,7 +10,7 @@ import type { RetentionAuditConfig } from "../../actors/controller/controller-co
 import { RangeSet } from "../../lanes/range-set.ts";
 import { evaluateState } from "../../policies/index.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
-import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
+import { setupTracing, type TracingHandle } from "../../actors/runtime/telemetry/tracing.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE, type Deployment } from "./deployment.ts";
 import { blockData, eventually } from "./e2e-fixture.ts";
 

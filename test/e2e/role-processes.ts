@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 import type { ProtectionContract } from "../../actors/writer/writer-config.ts";
-import { readAckLog } from "../../runtime/workload.ts";
+import { readAckLog } from "../../actors/runtime/workload.ts";
 import { DeployedProcess } from "../kit/deployed-process.ts";
 import { tempDir } from "./e2e-fixture.ts";
 

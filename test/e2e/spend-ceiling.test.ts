@@ -7,7 +7,7 @@
 import anyTest, { type TestFn } from "ava";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import type { VolumeStatus } from "../../protocol/wire/volume-status.ts";
+import type { VolumeStatus } from "../../transport/protocol/wire/volume-status.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { SpendConfigInput } from "../../policies/spend-budget.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";

@@ -15,7 +15,7 @@ import { nodeFileLayer } from "../../core/index.ts";
 import { ControlLogFollower, ControlLogPeers, decodeReceiptBatch, generateHolderKeyPair, receiptBatchSpec } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { LossKind, type Site } from "../../policies/index.ts";
-import { decodeMessage, receiptSubject, unitSubject } from "../../protocol/index.ts";
+import { decodeMessage, receiptSubject, unitSubject } from "../../transport/protocol/index.ts";
 import { initJetStreamControlLog, NatsTransport, readUnitMessage, senderOf, type PublishOptions } from "../../transport/index.ts";
 import { TransportDecorator } from "../../transport/transport-decorator.ts";
 import { SmartWalVolume } from "../../volume/index.ts";

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { KeyAuthority } from "../../custody/key-authority.ts";
-import { openPayload } from "../../protocol/wire/unit-payload.ts";
+import { openPayload } from "../../transport/protocol/wire/unit-payload.ts";
 import { WriteRejectedError, UnknownContractError, WriterFencedError } from "../../actors/writer/writer-config.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, KeyRing, launchHolder, launchWriter, settle, site } from "./e2e-fixture.ts";

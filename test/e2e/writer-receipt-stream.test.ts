@@ -6,8 +6,8 @@ import { makeReceiptBatch, receiptStream, signReceiptBatch } from "../../custody
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { receiptSubject } from "../../protocol/subjects.ts";
-import { encodeMessage } from "../../protocol/wire/index.ts";
+import { receiptSubject } from "../../transport/protocol/subjects.ts";
+import { encodeMessage } from "../../transport/protocol/wire/index.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { blockData, e2eHolderConfig, eventually, KeyRing, launchHolder, launchWriter, settle, site } from "./e2e-fixture.ts";
 

@@ -12,7 +12,7 @@ import { attests, readUnitAttestation, signUnitAttestation, verifyUnitAttestatio
 import { WriterKeyring } from "../../custody/unit-authenticator.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";
-import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { SimPreservedRam } from "../../sim/preserved-ram.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, goodEvidence, holderConfig, KeyRing, LANE, launchHolder, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";

@@ -1,11 +1,11 @@
 import anyTest, { type TestFn } from "ava";
 import { randomBytes } from "node:crypto";
-import { retentionAnswerSpec, retentionChallengeSpec } from "../../protocol/wire/audit-messages.ts";
+import { retentionAnswerSpec, retentionChallengeSpec } from "../../transport/protocol/wire/audit-messages.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { AuditOutcome, auditVerdict } from "../../policies/index.ts";
-import { auditSubject, decodeMessage, encodeMessage } from "../../protocol/index.ts";
+import { auditSubject, decodeMessage, encodeMessage } from "../../transport/protocol/index.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { CountingFileLayer } from "../kit/counting-file-layer.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, Writer } from "./holder-fixture.ts";

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { baseSubject, creditSubject, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../protocol/subjects.ts";
+import { baseSubject, creditSubject, fetchSubject, receiptSubject, releaseSubject, transferSubject, unitSubject } from "../../transport/protocol/subjects.ts";
 import { SENDER_HEADER } from "../../transport/unit-frames.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { creditSpec, creditSubject, encodeMessage } from "../../protocol/index.ts";
+import { creditSpec, creditSubject, encodeMessage } from "../../transport/protocol/index.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";
 

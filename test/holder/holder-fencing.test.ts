@@ -8,8 +8,8 @@
 import anyTest, { type TestFn } from "ava";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
-import { decodeMessage } from "../../protocol/wire/index.ts";
-import { receiptSubject } from "../../protocol/subjects.ts";
+import { decodeMessage } from "../../transport/protocol/wire/index.ts";
+import { receiptSubject } from "../../transport/protocol/subjects.ts";
 import { HANDOVER_RETRY_MS, HANDOVER_ROUNDS } from "../../actors/holder/holder-handover.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/index.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";

@@ -17,11 +17,11 @@ import { startHolder, type Holder } from "../../actors/holder.ts";
 import type { HolderConfigInput, ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import type { HolderObservation, HolderPorts } from "../../actors/holder/holder-ports.ts";
 import type { PeerDirectory } from "../../actors/hop/index.ts";
-import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
+import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { receiptSubject, releaseSubject } from "../../protocol/subjects.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { receiptSubject, releaseSubject } from "../../transport/protocol/subjects.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 
 export const VOLUME = "vol1";

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
-import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

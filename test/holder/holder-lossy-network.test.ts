@@ -8,7 +8,7 @@
  */
 import test from "ava";
 import { startHolder, type Holder } from "../../actors/holder.ts";
-import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
+import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
 import { seededRandom } from "../../core/random.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
@@ -18,8 +18,8 @@ import { startVolumeWriter } from "../../actors/volume-writer.ts";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";
-import { receiptSubject, releaseSubject } from "../../protocol/subjects.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
+import { receiptSubject, releaseSubject } from "../../transport/protocol/subjects.ts";
+import { decodeMessage, encodeMessage } from "../../transport/protocol/wire/index.ts";
 import { holderConfig, KeyRing, LANE, VOLUME } from "./holder-fixture.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 

@@ -1,8 +1,8 @@
 import anyTest, { type ExecutionContext, type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
-import { holderEventSpec, type HolderEventMessage } from "../../protocol/wire/holder-messages.ts";
-import { eventSubject } from "../../protocol/subjects.ts";
-import { decodeMessage } from "../../protocol/wire/index.ts";
+import { holderEventSpec, type HolderEventMessage } from "../../transport/protocol/wire/holder-messages.ts";
+import { eventSubject } from "../../transport/protocol/subjects.ts";
+import { decodeMessage } from "../../transport/protocol/wire/index.ts";
 import { CountingFileLayer, eventually, goodEvidence, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, VOLUME, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from "ava";
 import { context, trace } from "@opentelemetry/api";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
-import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
+import { setupTracing, type TracingHandle } from "../../actors/runtime/telemetry/tracing.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, publishRelease, transport, unit, watchReceipts, Writer } from "./holder-fixture.ts";
 
 const test = anyTest as TestFn<NatsTestContext & { tracing: TracingHandle }>;

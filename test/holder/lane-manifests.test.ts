@@ -1,12 +1,12 @@
 import anyTest, { type TestFn } from "ava";
 import { KEPT_MANIFESTS_MAX, LaneManifests } from "../../actors/holder/lane-manifests.ts";
-import { laneManifestSpec } from "../../protocol/index.ts";
+import { laneManifestSpec } from "../../transport/protocol/index.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import type { ConsistencyCut } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/wire/index.ts";
-import { receiptSubject, unitSubject } from "../../protocol/subjects.ts";
+import { decodeMessage, encodeMessage } from "../../transport/protocol/wire/index.ts";
+import { receiptSubject, unitSubject } from "../../transport/protocol/subjects.ts";
 import { SENDER_HEADER } from "../../transport/unit-frames.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { eventually, holderConfig, KeyRing, LANE, launchHolder, publishRelease, settle, transport, unit, VOLUME, Writer } from "./holder-fixture.ts";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { ROLE_NODE_FLAGS } from "../../runtime/index.ts";
+import { ROLE_NODE_FLAGS } from "../../actors/runtime/index.ts";
 import { repoRoot } from "./repo-root.ts";
 import { ensureBundle } from "./script-bundle.ts";
 

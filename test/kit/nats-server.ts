@@ -137,7 +137,7 @@ export interface NatsServerOptions {
   /** Extra raw config lines appended to the generated config. */
   extraConfig?: string;
   /**
-   * Security config text (security/server-config.ts: `renderServerAuth` and a client
+   * Security config text (transport/security/server-config.ts: `renderServerAuth` and a client
    * `renderTlsBlock`), appended like `extraConfig`. Readiness is still probed on the monitoring port.
    */
   security?: string;
@@ -271,7 +271,7 @@ export interface SuperclusterOptions {
   security?: (region: string) => RegionSecurityBlocks;
   /**
    * A replicated control log's own JetStream cluster, as `custody init` lays it out with 3 regions
-   * (deploy/control-servers.ts): one more server in each of `regions`, routed to each other and
+   * (policies/deploy/control-servers.ts): one more server in each of `regions`, routed to each other and
    * joined to every region by gateways. Use it with `jetstream: false`, so its members are the
    * whole JetStream meta group.
    */

@@ -1,10 +1,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { applyBootstrap, holderRoleConfig, writerRoleConfig } from "../../deploy/index.ts";
+import { applyBootstrap, holderRoleConfig, writerRoleConfig } from "../../policies/deploy/index.ts";
 import type { ControlLogStore } from "../../custody/index.ts";
 import { failureDomainOf, generateHolderKeyPair } from "../../custody/index.ts";
 import type { Site } from "../../policies/index.ts";
-import type { NatsRoleConfig } from "../../runtime/index.ts";
+import type { NatsRoleConfig } from "../../actors/runtime/index.ts";
 
 /** One holder of a harness deployment (chaos, soak): where it sits and how its lane is chained. */
 export interface HarnessHolder {

@@ -9,7 +9,7 @@ import { runCliCaptured } from "../../cli/program.ts";
 import { CANDIDATES_PATH, EXAMPLE_PATH, exampleJson } from "./worked-example-fixture.ts";
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL("../../bin/custody.js", import.meta.url));
+const BIN = fileURLToPath(new URL("../../cli/custody.js", import.meta.url));
 
 /** Runs one `custody` command line in this process (the same program the binary runs). */
 const custody = (...args: string[]) => runCliCaptured(args);

@@ -5,7 +5,7 @@
  */
 import test from "ava";
 import { FetchFailedError, fetchUnits } from "../../actors/repair/custody-reader.ts";
-import { encodeMessage, unitBatchSpec } from "../../protocol/index.ts";
+import { encodeMessage, unitBatchSpec } from "../../transport/protocol/index.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { SimulatedClock } from "../../sim/index.ts";
 import { TransportError, TransportErrorCode, type Transport } from "../../transport/index.ts";

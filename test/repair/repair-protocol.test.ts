@@ -6,11 +6,11 @@ import test from "ava";
 import { Encoder } from "@msgpack/msgpack";
 import { checkRepairRequest, RepairRequestRefusedError, type DelegatedRepair, type RepairRequest } from "../../actors/controller/repair-request-check.ts";
 import { outcomeFromWire, outcomeToWire, viewFromWire, viewToWire } from "../../actors/repair/repair-wire.ts";
-import { decodeMessage } from "../../protocol/wire/codec.ts";
-import { repairAdmitSpec, repairOutcomeSpec } from "../../protocol/wire/repair-messages.ts";
-import { InvalidSubjectError, parseSubjectOf, RepairOp, repairSubject, repairTaskSubject } from "../../protocol/subjects.ts";
+import { decodeMessage } from "../../transport/protocol/wire/codec.ts";
+import { repairAdmitSpec, repairOutcomeSpec } from "../../transport/protocol/wire/repair-messages.ts";
+import { InvalidSubjectError, parseSubjectOf, RepairOp, repairSubject, repairTaskSubject } from "../../transport/protocol/subjects.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { WireError } from "../../protocol/wire/wire-error.ts";
+import { WireError } from "../../transport/protocol/wire/wire-error.ts";
 
 const key = new Uint8Array(32).fill(3);
 const repair: DelegatedRepair = { repairId: "repair-v1-7", lanes: ["l0"], failed: ["h1"], replacement: { holderId: "h9", incarnation: 1, publicKey: key, failureDomain: "r/az/h9" } };

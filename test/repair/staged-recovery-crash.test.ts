@@ -9,7 +9,7 @@ import test from "ava";
 import { recoverVolume } from "../../actors/repair/volume-recovery.ts";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { makeTransportUnit } from "../../lanes/transport-unit.ts";
-import { sealPayload } from "../../protocol/wire/unit-payload.ts";
+import { sealPayload } from "../../transport/protocol/wire/unit-payload.ts";
 import { SmartWalVolume, VolumeExistsError, VolumeNotFoundError } from "../../volume/index.ts";
 import { blockData } from "../e2e/e2e-fixture.ts";
 

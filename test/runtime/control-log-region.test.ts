@@ -1,10 +1,10 @@
 import anyTest, { type TestFn } from "ava";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
-import { readControlLogHead } from "../../runtime/control-log-head.ts";
-import { controllerRoleSchema, type ControllerRoleConfig } from "../../runtime/role-config.ts";
-import { listProcesses } from "../../runtime/process-stats.ts";
-import { runController } from "../../runtime/run-controller.ts";
+import { readControlLogHead } from "../../actors/runtime/control-log-head.ts";
+import { controllerRoleSchema, type ControllerRoleConfig } from "../../actors/runtime/role-config.ts";
+import { listProcesses } from "../../actors/runtime/process-stats.ts";
+import { runController } from "../../actors/runtime/run-controller.ts";
 import { initJetStreamControlLog, openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import type { NatsConnection } from "../../transport/nats-connection.ts";
 import { admit } from "../custody/control-fixtures.ts";

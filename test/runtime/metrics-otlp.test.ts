@@ -6,8 +6,8 @@
 import test from "ava";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
-import { holderRoleSchema } from "../../runtime/role-config.ts";
+import { serveMetrics } from "../../actors/runtime/metrics-endpoint.ts";
+import { holderRoleSchema } from "../../actors/runtime/role-config.ts";
 
 interface OtlpJson {
   resourceMetrics: { scopeMetrics: { metrics: { name: string; sum?: { dataPoints: { asInt?: string | number; asDouble?: number; attributes: { key: string; value: { stringValue?: string } }[] }[] } }[] }[] }[];

@@ -1,10 +1,10 @@
 /**
- * A holder checks its metrics port before it starts (runtime/metrics-port-check.ts): a second copy
+ * A holder checks its metrics port before it starts (actors/runtime/metrics-port-check.ts): a second copy
  * on the same machine fails with a typed error before it could ask to be admitted.
  */
 import test from "ava";
 import { createServer, type AddressInfo } from "node:net";
-import { checkMetricsPortFree, MetricsPortInUseError } from "../../runtime/metrics-port-check.ts";
+import { checkMetricsPortFree, MetricsPortInUseError } from "../../actors/runtime/metrics-port-check.ts";
 
 test("a taken metrics port is metrics_port_in_use; a free one passes and stays free", async (t) => {
   const taken = createServer();

@@ -4,7 +4,7 @@
  * actors, a real repair copying the failed holder's ranges to a standby.
  */
 import anyTest, { type TestFn } from "ava";
-import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
+import { serveMetrics } from "../../actors/runtime/metrics-endpoint.ts";
 import { freePort } from "../kit/nats-server.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "../e2e/deployment.ts";

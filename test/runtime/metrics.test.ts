@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
-import { serveMetrics } from "../../runtime/metrics-endpoint.ts";
+import { serveMetrics } from "../../actors/runtime/metrics-endpoint.ts";
 import { freePort } from "../kit/nats-server.ts";
 import { custodyCommand } from "../kit/custody-command.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";

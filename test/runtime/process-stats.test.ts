@@ -2,8 +2,8 @@ import anyTest, { type TestFn } from "ava";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { gatherProcessStats, serveProcessStats } from "../../runtime/process-stats.ts";
-import { psSubject } from "../../protocol/subjects.ts";
+import { gatherProcessStats, serveProcessStats } from "../../actors/runtime/process-stats.ts";
+import { psSubject } from "../../transport/protocol/subjects.ts";
 import { custodyCommand } from "../kit/custody-command.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 

@@ -14,7 +14,7 @@ import { commitControlEvent } from "../../custody/control-commit.ts";
 import type { ControlEventBody } from "../../custody/control-event.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";
-import { serveProcessStats } from "../../runtime/process-stats.ts";
+import { serveProcessStats } from "../../actors/runtime/process-stats.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { operatorCommit } from "../kit/operator-commit.ts";

@@ -5,7 +5,7 @@
 import test from "ava";
 import { errors as natsErrors } from "@nats-io/transport-node";
 import { CustodyError } from "../../core/index.ts";
-import { RoleStartError, startFailure } from "../../runtime/role-start-error.ts";
+import { RoleStartError, startFailure } from "../../actors/runtime/role-start-error.ts";
 
 test("a bare nats.js timeout becomes role_start_failed naming who and where; a typed error passes unchanged", (t) => {
   const timeout = new natsErrors.TimeoutError();

@@ -4,10 +4,10 @@
  */
 import anyTest, { type TestFn } from "ava";
 import { Counters, systemClock } from "../../core/index.ts";
-import { decodeRouteMeasurements, probeSubject, routeSubject, unitSubject, type RouteMeasurements } from "../../protocol/index.ts";
-import { shapedByLinks } from "../../runtime/role-links.ts";
-import { RouteProber } from "../../runtime/route-prober.ts";
-import { UnitTrafficMeter } from "../../runtime/unit-traffic-meter.ts";
+import { decodeRouteMeasurements, probeSubject, routeSubject, unitSubject, type RouteMeasurements } from "../../transport/protocol/index.ts";
+import { shapedByLinks } from "../../actors/runtime/role-links.ts";
+import { RouteProber } from "../../actors/runtime/route-prober.ts";
+import { UnitTrafficMeter } from "../../actors/runtime/unit-traffic-meter.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 

@@ -5,8 +5,8 @@
  */
 import anyTest, { type TestFn } from "ava";
 import { Svcm } from "@nats-io/services";
-import { listProcesses, serveProcessStats } from "../../runtime/process-stats.ts";
-import { registerService, serviceClient } from "../../runtime/service-registration.ts";
+import { listProcesses, serveProcessStats } from "../../actors/runtime/process-stats.ts";
+import { registerService, serviceClient } from "../../actors/runtime/service-registration.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 

@@ -1,5 +1,5 @@
 /**
- * The state-directory lock (runtime/state-dir-lock.ts): one live process per directory, a refusal
+ * The state-directory lock (actors/runtime/state-dir-lock.ts): one live process per directory, a refusal
  * that names the holder, and locks of dead processes (or reused pids) that never block a start.
  */
 import test from "ava";
@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { currentLock, holderAlive, LOCK_PREFIX, lockStateDir, processStart, StateDirLockedError } from "../../runtime/state-dir-lock.ts";
+import { currentLock, holderAlive, LOCK_PREFIX, lockStateDir, processStart, StateDirLockedError } from "../../actors/runtime/state-dir-lock.ts";
 
 const dir = () => mkdtempSync(join(tmpdir(), "custody-lock-"));
 
@@ -94,7 +94,7 @@ test("processes racing for one directory over a stale lock: exactly one takes it
   // Each child waits for the go file, tries the lock, prints the outcome and holds on until its stdin closes.
   const script = `
     import { existsSync } from "node:fs";
-    import { lockStateDir } from ${JSON.stringify(join(process.cwd(), "runtime", "state-dir-lock.ts"))};
+    import { lockStateDir } from ${JSON.stringify(join(process.cwd(), "actors", "runtime", "state-dir-lock.ts"))};
     console.log("ready");
     while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 1));
     try { lockStateDir(${JSON.stringify(d)}, { role: "holder", id: "h1" }); console.log("locked " + process.pid); }

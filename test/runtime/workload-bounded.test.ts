@@ -1,5 +1,5 @@
 /**
- * The workload's `count` and `contract` (runtime/workload-loop.ts): it ends by itself after `count`
+ * The workload's `count` and `contract` (actors/runtime/workload-loop.ts): it ends by itself after `count`
  * acknowledged writes, and with a contract a write is acknowledged only by a sync under it — a sync
  * that fails acknowledges nothing; a contract the writer lacks is refused at start. A fake writer,
  * no I/O besides the acknowledgement log.
@@ -8,9 +8,9 @@ import test from "ava";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { WriteAck } from "../../actors/index.ts";
-import { writerRoleSchema } from "../../runtime/role-config.ts";
-import { runWriter } from "../../runtime/run-writer.ts";
-import { startWorkload, type WorkloadOptions } from "../../runtime/workload-loop.ts";
+import { writerRoleSchema } from "../../actors/runtime/role-config.ts";
+import { runWriter } from "../../actors/runtime/run-writer.ts";
+import { startWorkload, type WorkloadOptions } from "../../actors/runtime/workload-loop.ts";
 import { tempDir } from "../e2e/e2e-fixture.ts";
 
 /** A writer that admits every write at once and records how each sync was asked for. */

@@ -1,5 +1,5 @@
 import test from "ava";
-import { workloadBlock, workloadWrite } from "../../runtime/workload.ts";
+import { workloadBlock, workloadWrite } from "../../actors/runtime/workload.ts";
 
 test("a one-block workload write i is block i at LBA i mod blockCount, as before multi-block writes", (t) => {
   for (const i of [0, 5, 63, 64, 130]) t.deepEqual(workloadWrite(i, 1, 64), { lba: i % 64, data: workloadBlock(i) });

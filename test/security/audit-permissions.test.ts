@@ -1,6 +1,6 @@
 import test from "ava";
-import { mayPublish, mayReceive, permissionsFor } from "../../security/index.ts";
-import { auditSubject } from "../../protocol/index.ts";
+import { mayPublish, mayReceive, permissionsFor } from "../../transport/security/index.ts";
+import { auditSubject } from "../../transport/protocol/index.ts";
 
 const REGION = "r1";
 const h1 = permissionsFor("holder", "h1", { controlRegion: REGION, lanes: [{ volume: "v1", lane: "l0", downstream: [] }] });

@@ -3,8 +3,8 @@
  * follow from the subject scheme. Pure: no NATS server (secured-attacks.test.ts has the server refuse it).
  */
 import test from "ava";
-import { mayPublish, mayReceive, permissionsFor, type SubjectPermissions } from "../../security/index.ts";
-import { failoverSubject } from "../../protocol/subjects.ts";
+import { mayPublish, mayReceive, permissionsFor, type SubjectPermissions } from "../../transport/security/index.ts";
+import { failoverSubject } from "../../transport/protocol/subjects.ts";
 
 const REGION = "r1";
 const ALL: Record<string, SubjectPermissions> = {

@@ -6,9 +6,9 @@
  */
 import anyTest, { type TestFn } from "ava";
 import { readFileSync } from "node:fs";
-import { mayPublish, mayReceive, type PrincipalSpec } from "../../security/index.ts";
-import { permissionsFor } from "../../security/principal-permissions.ts";
-import { SUBJECT_FIELDS, SUBJECT_PREFIX } from "../../protocol/subjects.ts";
+import { mayPublish, mayReceive, type PrincipalSpec } from "../../transport/security/index.ts";
+import { permissionsFor } from "../../transport/security/principal-permissions.ts";
+import { SUBJECT_FIELDS, SUBJECT_PREFIX } from "../../transport/protocol/subjects.ts";
 import { startSecuredBus, type SecuredBus } from "./secured-bus.ts";
 
 const test = anyTest as TestFn<{ bus: SecuredBus }>;

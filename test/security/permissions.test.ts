@@ -16,9 +16,9 @@ import {
   SecurityError,
   writeNkeySeed,
   type SubjectPermissions,
-} from "../../security/index.ts";
+} from "../../transport/security/index.ts";
 import { controlStreamName } from "../../transport/jetstream-control-log.ts";
-import { creditSubject, ctrlSubject, fetchSubject, receiptSubject, releaseSubject, replicaCatchupSubject, statusSubject, unitSubject } from "../../protocol/subjects.ts";
+import { creditSubject, ctrlSubject, fetchSubject, receiptSubject, releaseSubject, replicaCatchupSubject, statusSubject, unitSubject } from "../../transport/protocol/subjects.ts";
 
 const REGION = "r1";
 const writer = permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1", "h2"] }] });

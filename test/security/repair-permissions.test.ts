@@ -3,8 +3,8 @@
  * the subject scheme. Pure: no NATS server.
  */
 import test from "ava";
-import { mayPublish, mayReceive, permissionsFor, type SubjectPermissions } from "../../security/index.ts";
-import { repairSubject, repairTaskSubject, RepairOp } from "../../protocol/subjects.ts";
+import { mayPublish, mayReceive, permissionsFor, type SubjectPermissions } from "../../transport/security/index.ts";
+import { repairSubject, repairTaskSubject, RepairOp } from "../../transport/protocol/subjects.ts";
 
 const REGION = "r1";
 const ALL: Record<string, SubjectPermissions> = {

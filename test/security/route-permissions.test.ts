@@ -1,6 +1,6 @@
 import test from "ava";
-import { mayPublish, mayReceive, permissionsFor } from "../../security/index.ts";
-import { probeSubject, routeSubject } from "../../protocol/subjects.ts";
+import { mayPublish, mayReceive, permissionsFor } from "../../transport/security/index.ts";
+import { probeSubject, routeSubject } from "../../transport/protocol/subjects.ts";
 
 const REGION = "r1";
 const writer = permissionsFor("writer", "w1", { controlRegion: REGION, volume: "v1", lanes: [{ lane: "l0", firstHops: ["h1"] }] });

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { AckPolicy, DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
-import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
+import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
 import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 import { makeReceipt } from "../../custody/receipt.ts";
@@ -8,11 +8,11 @@ import { makeReceiptBatch, signReceiptBatch } from "../../custody/receipt-batch.
 import { RangeSet } from "../../lanes/range-set.ts";
 import { makeTransportUnit } from "../../lanes/transport-unit.ts";
 import { controlStreamName } from "../../transport/jetstream-control-log.ts";
-import { creditSubject, ctrlSubject, failoverSubject, receiptSubject, releaseSubject, unitSubject } from "../../protocol/subjects.ts";
+import { creditSubject, ctrlSubject, failoverSubject, receiptSubject, releaseSubject, unitSubject } from "../../transport/protocol/subjects.ts";
 import { requestFailover } from "../../actors/controller/failover-client.ts";
-import { failoverRequestSpec } from "../../protocol/wire/failover-messages.ts";
+import { failoverRequestSpec } from "../../transport/protocol/wire/failover-messages.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../../transport/unit-frames.ts";
-import { creditSpec, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { creditSpec, encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { blockData } from "../e2e/e2e-fixture.ts";
 import { eventually } from "../holder/holder-fixture.ts";
 import { AZ_CONTRACT, BLOCKS, deploySecured, LANE, REGION, VOL, type SecuredDeployment } from "./secured-deployment.ts";

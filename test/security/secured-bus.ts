@@ -1,5 +1,5 @@
 /**
- * A secured bus for tests: a real nats-server whose config is rendered by security/ (one nkey user
+ * A secured bus for tests: a real nats-server whose config is rendered by transport/security/ (one nkey user
  * per principal with permissions derived from the subject scheme, TLS on the client port with
  * certificates made by openssl), and connections that log in as those principals.
  */
@@ -16,7 +16,7 @@ import {
   type PrincipalSpec as SecurityPrincipalSpec,
   type Role,
   type SubjectPermissions,
-} from "../../security/index.ts";
+} from "../../transport/security/index.ts";
 import { NatsTransport, type PermissionViolation } from "../../transport/nats-transport.ts";
 import { startNatsServer, type NatsServerHandle } from "../kit/nats-server.ts";
 

@@ -2,10 +2,10 @@ import test from "ava";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeCertificates, permissionsFor, readNkeySeed, renderRegionSecurity, writeNkeySeed } from "../../security/index.ts";
+import { makeCertificates, permissionsFor, readNkeySeed, renderRegionSecurity, writeNkeySeed } from "../../transport/security/index.ts";
 import { startSupercluster } from "../kit/nats-server.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { unitSubject } from "../../protocol/subjects.ts";
+import { unitSubject } from "../../transport/protocol/subjects.ts";
 import { eventually } from "../holder/holder-fixture.ts";
 
 test("across a supercluster whose client, route and gateway connections all run TLS with verified certificates, a writer in one region reaches its first hop in another, and the gateways report TLS", async (t) => {

@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from "ava";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import { statusSubject } from "../../protocol/subjects.ts";
+import { statusSubject } from "../../transport/protocol/subjects.ts";
 import { eventually } from "../holder/holder-fixture.ts";
 import { blockData } from "../e2e/e2e-fixture.ts";
 import { AZ_CONTRACT, BLOCKS, deploySecured, LANE, VOL, type SecuredDeployment } from "./secured-deployment.ts";

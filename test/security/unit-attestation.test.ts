@@ -5,7 +5,7 @@ import { MAX_ATTESTED_UNITS, readUnitAttestation, signUnitAttestation, UnitAuthE
 import { UnitAuthenticator, WriterKeyring } from "../../custody/unit-authenticator.ts";
 import { writerSigningKey, writerUnitSigner } from "../../custody/unit-signer.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
-import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 
 const unit = (first: number, term = 1, lane = "l0"): TransportUnit => makeTransportUnit({ volume: "v", lane, term, firstSeq: first, lastSeq: first, commitTs: [1], payload: new Uint8Array([first & 255]) });
 

@@ -19,8 +19,8 @@ import { ControlLogFollower } from "../../custody/control-log-follower.ts";
 import type { ControlState } from "../../custody/control-state.ts";
 import { privateKeyFromPkcs8 } from "../../custody/signing.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
-import type { VolumeStatus } from "../../protocol/wire/volume-status.ts";
-import { readPublicKeyHex } from "../../runtime/control-trust-files.ts";
+import type { VolumeStatus } from "../../transport/protocol/wire/volume-status.ts";
+import { readPublicKeyHex } from "../../actors/runtime/control-trust-files.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import type { NatsTransport } from "../../transport/nats-transport.ts";
 

@@ -6,7 +6,7 @@
 import test from "ava";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { startHolder } from "../../actors/holder.ts";
-import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
+import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
 import { seededRandom } from "../../core/random.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
@@ -14,8 +14,8 @@ import { EventTrace } from "../../sim/event-trace.ts";
 import { SimNetwork } from "../../sim/sim-network.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
 import { CreditSender } from "../../transport/credit-sender.ts";
-import { receiptSubject, releaseSubject } from "../../protocol/subjects.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { receiptSubject, releaseSubject } from "../../transport/protocol/subjects.ts";
+import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { holderConfig, KeyRing, LANE, unit, VOLUME } from "../holder/holder-fixture.ts";
 import { receiptBatchSpec } from "../../custody/custody-messages.ts";
 

@@ -6,8 +6,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { isCustodyError } from "../../core/custody-error.ts";
-import { otlpEndpointConfigured, setupTracing } from "../../telemetry/tracing.ts";
-import type { JsonlSpanRecord } from "../../telemetry/jsonl-span-exporter.ts";
+import { otlpEndpointConfigured, setupTracing } from "../../actors/runtime/telemetry/tracing.ts";
+import type { JsonlSpanRecord } from "../../actors/runtime/telemetry/jsonl-span-exporter.ts";
 
 // One process-global registration at a time, so these tests run one after another.
 

@@ -5,7 +5,7 @@ import { CreditSender, type QueuedUnit } from "../../transport/credit-sender.ts"
 import { CreditError } from "../../transport/credit-window.ts";
 import { readUnitMessage, senderOf } from "../../transport/unit-frames.ts";
 import type { InboundMessage, MessageHeaders, Transport } from "../../transport/transport.ts";
-import { encodeMessage, unitSpec } from "../../protocol/wire/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 
 /** A transport that records what is published on the unit subject and answers nothing. */
 function recordingTransport(): Transport & { sent: InboundMessage[] } {

@@ -2,8 +2,8 @@ import anyTest, { type TestFn } from "ava";
 import { systemClock } from "../../core/clock.ts";
 import { CreditSender, GrantRefusal } from "../../transport/credit-sender.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
-import { creditSubject } from "../../protocol/subjects.ts";
-import { creditSpec, encodeMessage, type WireCredit } from "../../protocol/index.ts";
+import { creditSubject } from "../../transport/protocol/subjects.ts";
+import { creditSpec, encodeMessage, type WireCredit } from "../../transport/protocol/index.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 const test = anyTest as TestFn<NatsTestContext>;

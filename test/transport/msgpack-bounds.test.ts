@@ -1,11 +1,11 @@
 import test from "ava";
 import fc from "fast-check";
 import { Encoder } from "@msgpack/msgpack";
-import { releaseFrontierSpec } from "../../protocol/wire/holder-messages.ts";
+import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
 import { decodeControlEvent } from "../../custody/control-event.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
-import { assertBoundedMsgpack, MAX_MSGPACK_DEPTH } from "../../protocol/wire/msgpack-bounds.ts";
-import { decodeMessage, unitSpec, WireError } from "../../protocol/wire/index.ts";
+import { assertBoundedMsgpack, MAX_MSGPACK_DEPTH } from "../../transport/protocol/wire/msgpack-bounds.ts";
+import { decodeMessage, unitSpec, WireError } from "../../transport/protocol/wire/index.ts";
 
 /** `head` repeated until the buffer holds `bytes` bytes. */
 function repeated(head: number[], bytes: number): Uint8Array {

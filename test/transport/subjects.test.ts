@@ -22,7 +22,7 @@ import {
   unitSubject,
   unitsToHolder,
   type ParsedSubject,
-} from "../../protocol/subjects.ts";
+} from "../../transport/protocol/subjects.ts";
 import { isCustodyError } from "../../core/custody-error.ts";
 
 const FORBIDDEN_CHARS = [".", "*", ">", " ", "\t", "\n", "\r", "\u0000", "\u007f", "\u00a0", "\u200b", "\u2028", "\u3000", "\ufeff", "\ud800"];

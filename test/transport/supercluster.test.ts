@@ -5,7 +5,7 @@ import { context, trace } from "@opentelemetry/api";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { startConsumerSpan } from "../../transport/trace-context.ts";
 import type { InboundMessage } from "../../transport/transport.ts";
-import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
+import { setupTracing, type TracingHandle } from "../../actors/runtime/telemetry/tracing.ts";
 import { isProcessAlive } from "../kit/nats-server.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/nats-test-context.ts";
 

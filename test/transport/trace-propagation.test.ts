@@ -9,7 +9,7 @@ import {
   withTraceHeaders,
 } from "../../transport/trace-context.ts";
 import { headerValue, type InboundMessage } from "../../transport/transport.ts";
-import { setupTracing, type TracingHandle } from "../../telemetry/tracing.ts";
+import { setupTracing, type TracingHandle } from "../../actors/runtime/telemetry/tracing.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 
 interface Ctx extends NatsTestContext {

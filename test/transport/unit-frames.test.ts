@@ -2,8 +2,8 @@ import test from "ava";
 import fc from "fast-check";
 import { encode } from "@msgpack/msgpack";
 import { encodeUnitMessage, readUnitMessage, SENT_THROUGH_HEADER } from "../../transport/unit-frames.ts";
-import { fastDecodeUnit } from "../../protocol/wire/unit-fast-decode.ts";
-import { fastDecodeUnitFrame, writeUnitFrame } from "../../protocol/wire/unit-frame-codec.ts";
+import { fastDecodeUnit } from "../../transport/protocol/wire/unit-fast-decode.ts";
+import { fastDecodeUnitFrame, writeUnitFrame } from "../../transport/protocol/wire/unit-frame-codec.ts";
 import {
   decodeAny,
   decodeMessage,
@@ -15,7 +15,7 @@ import {
   WireError,
   WireErrorCode,
   type WireUnit,
-} from "../../protocol/wire/index.ts";
+} from "../../transport/protocol/wire/index.ts";
 import { deepEqualBytes } from "../kit/deep-equal-bytes.ts";
 
 // Identifiers: mostly ASCII tokens (the fast path), some non-ASCII (the general path).

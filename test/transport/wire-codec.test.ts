@@ -14,7 +14,7 @@ import {
   unitSpec,
   wireFields,
   type WireUnit,
-} from "../../protocol/wire/index.ts";
+} from "../../transport/protocol/wire/index.ts";
 import { CustodyError } from "../../core/custody-error.ts";
 
 const unit: WireUnit = {

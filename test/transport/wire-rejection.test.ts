@@ -12,7 +12,7 @@ import {
   unitSchema,
   unitSpec,
   type WireUnit,
-} from "../../protocol/wire/index.ts";
+} from "../../transport/protocol/wire/index.ts";
 
 const unit: WireUnit = {
   volume: "vol-a",

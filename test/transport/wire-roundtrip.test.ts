@@ -24,14 +24,14 @@ async function modulesDefiningMessages(dir: string): Promise<string[]> {
 }
 
 /** The wire registry, loaded by path with the modules that register into it: one module graph. */
-let wire: typeof import("../../protocol/wire/index.ts");
+let wire: typeof import("../../transport/protocol/wire/index.ts");
 
 test.before(async () => {
   // `npm test` runs this file bundled, without tsx: the modules found on disk are TypeScript. The
   // registry comes by path too, so a bundle of this file does not carry a copy of its own that
   // the modules below would never register into.
   register();
-  wire = (await import(pathToFileURL(join(root, "protocol", "wire", "index.ts")).href)) as typeof wire;
+  wire = (await import(pathToFileURL(join(root, "transport", "protocol", "wire", "index.ts")).href)) as typeof wire;
   for (const path of await modulesDefiningMessages(root)) await import(pathToFileURL(path).href);
 });
 

@@ -26,7 +26,7 @@ export const wireSamples: Record<string, unknown> = {
   "unit-frame@1": { units: [payload, digest, payload], sentThrough: [4096, 8192, 12_288] },
   "credit@2": { holder: "us-east-1a-ram", sender: "writer-1", volume: "vol-a", lane: "lane-0", incarnation: 3, session: 2, window: 1, grantedThrough: 1_048_576, grantSeq: 7 },
   "credit-request@1": { sender: "writer-1", holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", wantBytes: 65_536 },
-  // protocol/wire/holder-messages.ts
+  // transport/protocol/wire/holder-messages.ts
   "release-frontier@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[0, 99], [120, 130]], epoch: 4, controlSeq: 17 },
   "base-ready@1": { holder: "us-west-2a-store", volume: "vol-a", lane: "lane-0", snapshotId: "base-4096", throughSeq: 4096, bytes: 16777216 },
   "transfer-offer@1": { from: "us-east-1a-ram", to: "us-east-1a-ram-2", volume: "vol-a", lane: "lane-0", offerId: 2, units: [payload, digest] },
@@ -41,13 +41,13 @@ export const wireSamples: Record<string, unknown> = {
     reason: "protected RAM evacuation missed its hold-up deadline",
     at: 1_764_000_000_500,
   },
-  // protocol/wire/manifest-messages.ts
+  // transport/protocol/wire/manifest-messages.ts
   "lane-manifest@1": { writer: "writer-1", volume: "vol-a", term: 2, lsn: 4711, cut: [["lane-0", 120], ["lane-1", 98]] },
   // custody/custody-messages.ts (canonical bytes inside; see custody/receipt-batch.ts and custody/control-event.ts)
   "receipt-batch@1": { body: payload, signature: Uint8Array.from({ length: 64 }, (_, i) => i) },
   "control-event@1": { event: payload },
   "control-snapshot@1": { snapshot: payload, signer: "operator", signature: new Uint8Array(64).fill(7) },
-  // protocol/wire/writer-messages.ts, protocol/wire/volume-status.ts, actors/replica/replica-messages.ts, protocol/wire/unit-fetch.ts
+  // transport/protocol/wire/writer-messages.ts, transport/protocol/wire/volume-status.ts, actors/replica/replica-messages.ts, transport/protocol/wire/unit-fetch.ts
   "writer-progress@1": { writer: "writer-1", volume: "vol-a", term: 2, lanes: [{ lane: "lane-0", head: 120, runs: [[101, 120, 1_764_000_000_000, 4096]] }], at: 1_764_000_000_100 },
   "volume-status@1": {
     volume: "vol-a",
@@ -82,7 +82,7 @@ export const wireSamples: Record<string, unknown> = {
   },
   "replica-barrier@1": { replica: "replica-1", volume: "vol-a", targetLsn: 77 },
   "replica-flushed@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 77, reached: true },
-  // protocol/wire/replica-catchup-messages.ts
+  // transport/protocol/wire/replica-catchup-messages.ts
   "replica-catchup-begin@1": { replica: "replica-1", volume: "vol-a", flushedLsn: 70 },
   "replica-catchup-plan@1": { session: "9f3a0c1d2e4b5a67", decision: "delta_rebuild", reason: "records after 70 were recycled; dirty map covers them", replicaFlushedLsn: 70, walStart: 90, walHead: 120, checkpointLsn: 89, deltaBlocks: 12, walRecords: 31, items: 43, fellBackToDelta: false },
   "replica-catchup-next@1": { replica: "replica-1", volume: "vol-a", session: "9f3a0c1d2e4b5a67", cursor: 12 },
@@ -90,10 +90,10 @@ export const wireSamples: Record<string, unknown> = {
   "replica-catchup-refused@1": { code: "catchup_not_configured", message: "replica replica-9 is not configured for vol-a" },
   "unit-fetch@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", ranges: [[1, 50]], after: -1, limit: 256 },
   "unit-batch@1": { holder: "us-east-1a-ram", units: [payload], done: true },
-  // protocol/wire/failover-messages.ts
+  // transport/protocol/wire/failover-messages.ts
   "failover-request@1": { volume: "vol-a", lanes: ["lane-0", "lane-1"], term: 2, recoveredCut: { "lane-0": 96, "lane-1": 40 } },
   "failover-answer@1": { ok: true, plan: { term: 2, recoveredCut: { "lane-0": 96 }, oldHead: { "lane-0": 100 }, firstSeq: { "lane-0": 101 }, failoverSeq: { "lane-0": 17 }, controlSeq: { "lane-0": 18 } } },
-  // protocol/wire/repair-messages.ts
+  // transport/protocol/wire/repair-messages.ts
   "repair-view-request@1": { repairId: "repair-vol-a-12", lanes: ["lane-0"] },
   "repair-view@1": {
     holders: [{ holderId: "h-1", status: "failed", incarnation: 2 }],
@@ -121,7 +121,7 @@ export const wireSamples: Record<string, unknown> = {
   },
   "retention-challenge@1": { holder: "us-east-1a-ram", volume: "vol-a", lane: "lane-0", nonce: digest, seqs: [[5, 5], [90, 90]] },
   "retention-answer@1": { holder: "us-east-1a-ram", nonce: digest, covered: [[5, 5], [90, 90]], digest },
-  // protocol/route-messages.ts
+  // transport/protocol/route-messages.ts
   "route-probe@1": { from: "w1", to: "h-nj", phase: "burst", nonce: 7, index: 2, last: false, received: 0, pad: payload },
   "route-measurements@1": {
     from: "w1",

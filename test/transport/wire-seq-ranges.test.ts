@@ -1,6 +1,6 @@
 import test from "ava";
 import { encode } from "@msgpack/msgpack";
-import { decodeMessage, releaseFrontierSpec, retentionChallengeSpec, unitFetchSpec, WireError, WireErrorCode, writerProgressSpec } from "../../protocol/index.ts";
+import { decodeMessage, releaseFrontierSpec, retentionChallengeSpec, unitFetchSpec, WireError, WireErrorCode, writerProgressSpec } from "../../transport/protocol/index.ts";
 
 // Issue #46 (item 6): an inverted range decoded fine and reached a receiver's range arithmetic,
 // which threw outside its refusal path (a holder counted it as an internal error). Every kind

@@ -8,7 +8,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { releaseFrontierSpec } from "../../protocol/index.ts";
+import { releaseFrontierSpec } from "../../transport/protocol/index.ts";
 import { systemClock } from "../../core/index.ts";
 import { commitControlEvent } from "../../custody/index.ts";
 import { ControlLogFollower } from "../../custody/index.ts";
@@ -27,10 +27,10 @@ import {
   statusSubject,
   transferSubject,
   unitSubject,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../../transport/index.ts";
-import { creditSpec, encodeMessage, unitSpec } from "../../protocol/index.ts";
-import { readPublicKeyHex } from "../../runtime/index.ts";
+import { creditSpec, encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
+import { readPublicKeyHex } from "../../actors/runtime/index.ts";
 import { decodeBombs } from "./decode-bombs.ts";
 import { unitAuthAttacks } from "./unit-attacks.ts";
 import { controlLogJunkAttacks } from "./control-log-attacks.ts";

@@ -3,7 +3,7 @@
  * stream, so the server stores whatever they publish there. Trusted readers (every role) must skip
  * an entry that does not decode, counted as `unreadable_entry`, and keep following the log.
  */
-import { ctrlSubject } from "../../protocol/index.ts";
+import { ctrlSubject } from "../../transport/protocol/index.ts";
 import type { Attack } from "./attack.ts";
 
 /** The attacks on the control log's readers, in the order they run. */

@@ -5,7 +5,7 @@
  * decoder and keeps the slowest time: every input must decode or fail, in bounded time.
  */
 import "../../actors/index.ts"; // registers every message kind the actors speak
-import { DEFAULT_MAX_BYTES, decodeMessage, registeredKinds, specFor } from "../../protocol/index.ts";
+import { DEFAULT_MAX_BYTES, decodeMessage, registeredKinds, specFor } from "../../transport/protocol/index.ts";
 import { decodeReceiptBatch } from "../../custody/index.ts";
 import { decodeControlEvent } from "../../custody/index.ts";
 import { readUnitMessage } from "../../transport/index.ts";

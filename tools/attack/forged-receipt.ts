@@ -7,7 +7,7 @@ import {
   signReceiptBatch,
 } from "../../custody/index.ts";
 import type { RangeSet } from "../../lanes/index.ts";
-import { encodeMessage, receiptSubject } from "../../protocol/index.ts";
+import { encodeMessage, receiptSubject } from "../../transport/protocol/index.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
 
 /**

@@ -9,7 +9,7 @@
  */
 import { join } from "node:path";
 import { RangeSet } from "../../lanes/index.ts";
-import { receiptSubject } from "../../protocol/index.ts";
+import { receiptSubject } from "../../transport/protocol/index.ts";
 import { DeployedProcess } from "../../test/kit/index.ts";
 import type { Attack, AttackContext } from "./attack.ts";
 import { forgedReceiptBatch } from "./forged-receipt.ts";

@@ -14,7 +14,7 @@ import {
   statusSubject,
   transferSubject,
   unitSubject,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import { controlStreamName } from "../../transport/index.ts";
 import type { Attack, AttackContext } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";

@@ -5,8 +5,8 @@
  */
 import { join } from "node:path";
 import { ControlLogFollower } from "../../custody/index.ts";
-import { readPublicKeyHex } from "../../runtime/index.ts";
-import { listProcesses, type ProcessStats } from "../../runtime/index.ts";
+import { readPublicKeyHex } from "../../actors/runtime/index.ts";
+import { listProcesses, type ProcessStats } from "../../actors/runtime/index.ts";
 import { openJetStreamControlLog, type JetStreamControlLog } from "../../transport/index.ts";
 import type { AttackerConnection } from "./principal.ts";
 import type { SecuredNetwork } from "./secured-network.ts";

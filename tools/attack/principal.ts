@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CA_FILE, NKEY_SEED_FILE } from "../../deploy/index.ts";
-import { natsRoleSchema, readOperatorConfig } from "../../runtime/index.ts";
-import { readNkeySeed } from "../../security/index.ts";
+import { CA_FILE, NKEY_SEED_FILE } from "../../policies/deploy/index.ts";
+import { natsRoleSchema, readOperatorConfig } from "../../actors/runtime/index.ts";
+import { readNkeySeed } from "../../transport/security/index.ts";
 import { NatsTransport, type PermissionViolation } from "../../transport/index.ts";
 import type { SecuredNetwork } from "./secured-network.ts";
 

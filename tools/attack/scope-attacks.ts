@@ -4,8 +4,8 @@
  * attacked network declares a second volume `vol-b` whose controller's credentials are used here.
  */
 import { RangeSet } from "../../lanes/index.ts";
-import { fetchSubject, releaseSubject } from "../../protocol/index.ts";
-import { encodeMessage, releaseFrontierSpec, unitFetchSpec } from "../../protocol/index.ts";
+import { fetchSubject, releaseSubject } from "../../transport/protocol/index.ts";
+import { encodeMessage, releaseFrontierSpec, unitFetchSpec } from "../../transport/protocol/index.ts";
 import type { Attack } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";
 import { counter } from "./network-state.ts";

@@ -35,7 +35,7 @@ import {
   transferSubject,
   unitSubject,
   writerProgressSpec,
-} from "../../protocol/index.ts";
+} from "../../transport/protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER } from "../../transport/index.ts";
 import type { Attack, AttackContext } from "./attack.ts";
 import { figure, type NetworkState } from "./network-state.ts";

@@ -6,7 +6,13 @@
  * Each returns the holders' counted refusal.
  */
 import { makeTransportUnit } from "../../lanes/index.ts";
-import { encodeMessage, encodeTransferOffer, transferSubject, unitSpec, unitSubject } from "../../protocol/index.ts";
+import {
+  encodeMessage,
+  encodeTransferOffer,
+  transferSubject,
+  unitSpec,
+  unitSubject,
+} from "../../transport/protocol/index.ts";
 import { SENDER_HEADER, SENT_THROUGH_HEADER, SESSION_HEADER, UNIT_ATTESTATION_HEADER } from "../../transport/index.ts";
 import type { Attack, AttackContext } from "./attack.ts";
 import type { NetworkState } from "./network-state.ts";

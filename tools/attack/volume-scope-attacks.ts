@@ -19,7 +19,7 @@ import {
   type ControlState,
 } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { readPublicKeyHex } from "../../runtime/index.ts";
+import { readPublicKeyHex } from "../../actors/runtime/index.ts";
 import { openJetStreamControlLog } from "../../transport/index.ts";
 import type { Attack, AttackContext } from "./attack.ts";
 import type { AttackerConnection } from "./principal.ts";

@@ -1,6 +1,6 @@
 import { unitRecordBytes } from "../../arena/index.ts";
 import { makeTransportUnit } from "../../lanes/index.ts";
-import { encodeMessage, unitSpec } from "../../protocol/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
 
 /** Units encoded ahead of a timed run: the wire form of unit `i` and its arena record size. */
 export interface EncodedUnits {

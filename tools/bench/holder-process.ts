@@ -12,7 +12,7 @@ import { startHolder } from "../../actors/index.ts";
 import { systemClock } from "../../core/index.ts";
 import { generateHolderKeyPair, publicKeyFromRaw, WriterKeyring } from "../../custody/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
-import { readNkeySeed } from "../../security/index.ts";
+import { readNkeySeed } from "../../transport/security/index.ts";
 import { benchHolderConfig, VOLUME } from "./holder-chain.ts";
 
 const [url, lane, holderId, unitBytes] = process.argv.slice(2);

@@ -9,9 +9,9 @@ import { systemClock } from "../../core/index.ts";
 import { decodeReceiptBatch, generateHolderKeyPair, receiptBatchSpec } from "../../custody/index.ts";
 import { makeTransportUnit, RangeSet } from "../../lanes/index.ts";
 import { CreditSender, NatsTransport } from "../../transport/index.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/index.ts";
-import { unitSpec } from "../../protocol/index.ts";
-import { receiptSubject } from "../../protocol/index.ts";
+import { decodeMessage, encodeMessage } from "../../transport/protocol/index.ts";
+import { unitSpec } from "../../transport/protocol/index.ts";
+import { receiptSubject } from "../../transport/protocol/index.ts";
 import { startNatsServer } from "../../test/kit/index.ts";
 import { unitRecordBytes } from "../../arena/index.ts";
 

@@ -30,7 +30,7 @@ import {
 } from "../../custody/index.ts";
 import { evaluateState, parseEvaluationState, type EvaluationState } from "../../policies/index.ts";
 import { buildEvaluationState, type VolumeTopology } from "../../actors/index.ts";
-import { obligationIdOf } from "../../protocol/index.ts";
+import { obligationIdOf } from "../../transport/protocol/index.ts";
 import { measureHolderLanes } from "./scale-holder-lanes.ts";
 
 const args = process.argv.slice(2);

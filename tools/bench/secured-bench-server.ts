@@ -7,7 +7,7 @@ import {
   renderServerAuth,
   renderTlsBlock,
   writeNkeySeed,
-} from "../../security/index.ts";
+} from "../../transport/security/index.ts";
 import { startNatsServer } from "../../test/kit/index.ts";
 
 type NatsServerHandle = Awaited<ReturnType<typeof startNatsServer>>;
@@ -16,7 +16,7 @@ import { NatsTransport } from "../../transport/index.ts";
 /**
  * bench:holder's secured nats-server: nkey authentication (no anonymous user) with publish and
  * subscribe permissions checked by the server, and TLS on the client port with a certificate made
- * by openssl — the same rendering the deployments use (security/). Every bench connection logs in
+ * by openssl — the same rendering the deployments use (transport/security/). Every bench connection logs in
  * as the one bench user, whose permissions cover the custody subjects the chains use
  * (`custody.v1.>`) and its inbox: a bench creates lanes and holders per row, which a deployment's
  * per-principal permission lists cannot name in advance.

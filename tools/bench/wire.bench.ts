@@ -10,7 +10,7 @@
  */
 import { Decoder, Encoder } from "@msgpack/msgpack";
 import { createHash } from "node:crypto";
-import { decodeAny, decodeMessage, encodeMessage, unitSpec, type WireUnit } from "../../protocol/index.ts";
+import { decodeAny, decodeMessage, encodeMessage, unitSpec, type WireUnit } from "../../transport/protocol/index.ts";
 
 const args = process.argv.slice(2);
 const json = args.includes("--json");

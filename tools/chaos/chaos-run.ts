@@ -5,15 +5,15 @@ import { randomBytes } from "node:crypto";
 import { fetchUnits } from "../../actors/index.ts";
 import { recoverVolume } from "../../actors/index.ts";
 import type { ControllerConfig } from "../../actors/index.ts";
-import { statusSubject } from "../../protocol/index.ts";
-import { decodeMessage } from "../../protocol/index.ts";
-import { volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
+import { statusSubject } from "../../transport/protocol/index.ts";
+import { decodeMessage } from "../../transport/protocol/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../../transport/protocol/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { LossKind, type Site } from "../../policies/index.ts";
 import { initJetStreamControlLog } from "../../transport/index.ts";
 import { NatsTransport, type JetStreamControlLog } from "../../transport/index.ts";
-import { workloadBlock, type AckedWrite } from "../../runtime/index.ts";
+import { workloadBlock, type AckedWrite } from "../../actors/runtime/index.ts";
 import {
   bootstrapControlLog,
   harnessControllerConfig,
@@ -28,7 +28,7 @@ import {
 import { BLOCK_SIZE } from "../../volume/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
 import { chaosPlan, ChaosFaultKind, type ChaosFault } from "./fault-plan.ts";
-import { controlClusterName } from "../../deploy/index.ts";
+import { controlClusterName } from "../../policies/deploy/index.ts";
 import { watchControlPlane, type ControlPlaneWatch } from "./control-plane-watch.ts";
 
 /** What one chaos run measured (the JSON the CLI prints on its last line). */

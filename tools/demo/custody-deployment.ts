@@ -26,7 +26,7 @@ export const writerIdOf = (d: Deployment, volume: string): string => `${d.writer
 /** The controller process of `volume`: one per volume, in the controller's region. */
 export const controllerIdOf = (d: Deployment, volume: string): string => `${d.controller.id}-${volume}`;
 
-/** Where each volume's writer logs its acknowledged writes (JSON lines, see runtime/workload.ts). */
+/** Where each volume's writer logs its acknowledged writes (JSON lines, see actors/runtime/workload.ts). */
 export const ackLogOf = (runDir: string, volume: string): string => join(runDir, "acks", `${volume}.jsonl`);
 
 /** Holder `h` in the `custody init` deployment: its lanes on every volume's path, in RAM. */

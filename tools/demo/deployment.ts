@@ -282,7 +282,7 @@ export function demoContract(d: Deployment): { scenarios: Scenario[]; timelines:
 
 /**
  * Test-only: the running demo's controllers get their topology from `custody init`
- * (tools/demo/custody-deployment.ts → deploy/); this independent derivation of the same view (sites,
+ * (tools/demo/custody-deployment.ts → policies/deploy/); this independent derivation of the same view (sites,
  * holders, genesis bases, key authority, links, the demo's named scenarios) lets tests check the
  * example deployment's shape without starting anything. Pure.
  */

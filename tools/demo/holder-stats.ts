@@ -3,7 +3,7 @@
  * view. Their own file so operator-view.ts (which reads them) and settle.ts (which judges them)
  * need not import each other.
  */
-import type { VolumeStatus } from "../../protocol/index.ts";
+import type { VolumeStatus } from "../../transport/protocol/index.ts";
 
 /** What a holder process's stats say (see operator-view.ts). */
 export interface HolderStats {

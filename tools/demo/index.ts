@@ -1,5 +1,5 @@
 // Public surface of tools/demo/: the deployment file, the launcher pieces, the failure script, and the
-// pure parts the report uses (link shaping, tables, timeline; trace trees from telemetry/).
+// pure parts the report uses (link shaping, tables, timeline; trace trees from actors/runtime/telemetry/).
 export {
   DeploymentError,
   deploymentSchema,
@@ -55,7 +55,7 @@ export {
   type TraceNode,
   type TraceTree,
   type UnitFate,
-} from "../../telemetry/index.ts";
+} from "../../actors/runtime/telemetry/index.ts";
 export { recordStrikeSpan, type StrikeRecord } from "./strike-span.ts";
 export { renderReport } from "./report-html.ts";
 export {

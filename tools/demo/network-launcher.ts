@@ -8,7 +8,7 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CustodyError } from "../../core/index.ts";
-import { natsRoleSchema, type NatsRoleConfig } from "../../runtime/index.ts";
+import { natsRoleSchema, type NatsRoleConfig } from "../../actors/runtime/index.ts";
 import { custodyCommand, freePort, repoRoot } from "../../test/kit/index.ts";
 import { custodyDeploymentOf, type RegionPortSet } from "./custody-deployment.ts";
 import { loadDeployment, type Deployment } from "./deployment.ts";

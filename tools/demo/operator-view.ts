@@ -1,16 +1,16 @@
 /**
  * What the demo reads from the running deployment, over NATS as the deployment's operator: each
  * holder's retained ranges (its process stats), each controller's receipted ranges (its process
- * stats, see runtime/custody-ranges.ts) and every volume's status documents (the controller's
+ * stats, see actors/runtime/custody-ranges.ts) and every volume's status documents (the controller's
  * evaluation: the prediction). The same subjects `custody ps` and `custody status` read.
  */
 import { laneKey } from "../../actors/index.ts";
-import { volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
+import { volumeStatusSpec, type VolumeStatus } from "../../transport/protocol/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { decodeMessage, statusSubject } from "../../protocol/index.ts";
-import { gatherProcessStats, type NatsRoleConfig, type ProcessStats } from "../../runtime/index.ts";
-import { receiptedKey, runsOf } from "../../runtime/index.ts";
-import { connectRole } from "../../runtime/index.ts";
+import { decodeMessage, statusSubject } from "../../transport/protocol/index.ts";
+import { gatherProcessStats, type NatsRoleConfig, type ProcessStats } from "../../actors/runtime/index.ts";
+import { receiptedKey, runsOf } from "../../actors/runtime/index.ts";
+import { connectRole } from "../../actors/runtime/index.ts";
 import type { NatsTransport, TransportSubscription } from "../../transport/index.ts";
 import type { ControllerView, HolderStats } from "./holder-stats.ts";
 

@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { fetchUnits, recoverVolume } from "../../actors/index.ts";
 import { CustodyError } from "../../core/index.ts";
-import type { VolumeStatus } from "../../protocol/index.ts";
+import type { VolumeStatus } from "../../transport/protocol/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
@@ -24,7 +24,7 @@ import type { ProcessRegistry } from "./process-registry.ts";
 import { clock, formatProgress } from "./progress-line.ts";
 import { settledSurvivors, type HolderStats } from "./settle.ts";
 import { recordStrikeSpan } from "./strike-span.ts";
-import { admitOutcome, readRunSpans, seqRange, startMs } from "../../telemetry/index.ts";
+import { admitOutcome, readRunSpans, seqRange, startMs } from "../../actors/runtime/telemetry/index.ts";
 import { deploymentOfVolume } from "./waypoint-variant.ts";
 import { lsnOffset, readVolumeAckLog, workloadContentThrough, type AckedWrite } from "./workload.ts";
 

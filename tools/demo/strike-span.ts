@@ -4,7 +4,7 @@
  * the struck processes stop at the strike; this one says when and whom it killed.
  */
 import { join } from "node:path";
-import { setupTracing, STRIKE_SPAN } from "../../telemetry/index.ts";
+import { setupTracing, STRIKE_SPAN } from "../../actors/runtime/telemetry/index.ts";
 
 /** What the strike did. */
 export interface StrikeRecord {

@@ -1,11 +1,11 @@
 /**
  * The demo's write workload as the checker sees it: the acknowledged writes a writer logged, the
  * LSN offset of a volume's writes, and the volume content the first writes imply — the reference a
- * recovered volume is compared with byte for byte (the writers' own workload, runtime/workload.ts).
+ * recovered volume is compared with byte for byte (the writers' own workload, actors/runtime/workload.ts).
  * Also seeded block contents for a hand-driven writer (blockData, seedOf, lbaOf, contentThrough).
  */
 import { CustodyError } from "../../core/index.ts";
-import { readAckLog, workloadWrite } from "../../runtime/index.ts";
+import { readAckLog, workloadWrite } from "../../actors/runtime/index.ts";
 import { BLOCK_SIZE } from "../../volume/index.ts";
 
 /** `blocks` × 4 KiB derived from `seed`. */
@@ -80,7 +80,7 @@ export function readVolumeAckLog(path: string, volume: string): AckedWrite[] {
 
 /**
  * The content of a volume written by `custody run writer`'s workload (`blocks` per write) after its
- * writes with LSN ≤ `lsn`, the k-th write having LSN k × blocks + `offset` (see runtime/workload.ts).
+ * writes with LSN ≤ `lsn`, the k-th write having LSN k × blocks + `offset` (see actors/runtime/workload.ts).
  */
 export function workloadContentThrough(blockCount: number, blocks: number, offset: number, lsn: number): Uint8Array {
   const out = new Uint8Array(blockCount * BLOCK_SIZE);

@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { controlStreamName, initJetStreamControlLog } from "../../transport/index.ts";
 import type { CompactionResult } from "../../custody/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
-import { gatherProcessStats, type ProcessStats } from "../../runtime/index.ts";
+import { gatherProcessStats, type ProcessStats } from "../../actors/runtime/index.ts";
 import {
   bootstrapControlLog,
   custodyCommand,

@@ -1,4 +1,4 @@
-import { decodeMessage, statusSubject, volumeStatusSpec, type VolumeStatus } from "../../protocol/index.ts";
+import { decodeMessage, statusSubject, volumeStatusSpec, type VolumeStatus } from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
 
 /** One change of a scenario's verdict between two consecutive status documents. */
