@@ -21,7 +21,7 @@ export type { ControlLease, ControlLeases } from "./control-records.ts";
  * - `renew_lease { volume, term }` by the holder at the current term is a heartbeat; any other
  *   accepted event of the holder is one too (`heartbeatSeq`), so a busy controller commits no
  *   renewals. A standby decides the holder is dead or cut off when, by its own clock, it saw no
- *   heartbeat for the lease's `timeoutMs` (see actors/runtime/controller-lease-keeper.ts).
+ *   heartbeat for the lease's `timeoutMs` (see actors/controller/lease-keeper.ts).
  *
  * The lease records themselves (ControlLease, ControlLeases) are in control-records.ts.
  */

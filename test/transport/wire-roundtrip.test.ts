@@ -47,7 +47,7 @@ test("every registered kind has a sample and round-trips through encode/decode u
     const key = `${kind}@${version}`;
     const sample = wireSamples[key];
     if (sample === undefined) {
-      t.fail(`kind ${key} is registered but test/protocol/wire-samples.ts has no sample for it`);
+      t.fail(`kind ${key} is registered but test/transport/wire-samples.ts has no sample for it`);
       continue;
     }
     const spec = wire.specFor(kind, version);
