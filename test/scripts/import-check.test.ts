@@ -1,6 +1,6 @@
 import test from "ava";
 import { fileURLToPath } from "node:url";
-import { checkImportRules, readSourceTree, relativeImports, unitOf } from "../../tools/scripts/check-imports.ts";
+import { checkForbiddenImports, checkImportRules, readSourceTree, relativeImports, unitOf } from "../../tools/scripts/check-imports.ts";
 
 const tree = (files: Record<string, string>) => new Map(Object.entries(files));
 
@@ -112,7 +112,62 @@ test("a unit below the top level and its parent folder importing each other is a
   t.regex(v[0]!.message, /actors → actors\/runtime → actors/);
 });
 
-test("the source tree keeps the layout: no index bypass and no folder or actors sub-folder loop", (t) => {
-  const violations = checkImportRules(readSourceTree(fileURLToPath(new URL("../..", import.meta.url))));
+test("a tool or the simulator importing the CLI is refused, through an index or any chain of imports too", (t) => {
+  const ok = tree({
+    "tools/soak/main.ts": `import { formatTable } from "../../core/index.ts"; import { custodyCommand } from "../../test/kit/index.ts";`,
+    "sim/main.ts": `import { failWith } from "../core/index.ts";`,
+    "core/index.ts": `export { formatTable, failWith } from "./command-output.ts";`,
+    "core/command-output.ts": "export const formatTable = 1, failWith = 2;",
+    "test/kit/index.ts": `export { custodyCommand } from "./custody-command.ts";`,
+    "test/kit/custody-command.ts": "export const custodyCommand = 1;",
+    "test/kit/custody-cli.ts": `import { runCliCaptured } from "../../cli/index.ts";`,
+    "cli/index.ts": `export { formatTable } from "../core/index.ts";`,
+  });
+  t.deepEqual(checkForbiddenImports(ok), []);
+  const direct = checkForbiddenImports(
+    tree({
+      "tools/bench/arena.bench.ts": `import { formatTable } from "../../cli/index.ts";`,
+      "sim/main.ts": `import type { Flags } from "../cli/output.ts";`,
+      "cli/index.ts": `export { formatTable } from "./output.ts";`,
+      "cli/output.ts": "export const formatTable = 1;",
+    }),
+  );
+  t.deepEqual(direct.map((v) => v.rule), ["forbidden_import", "forbidden_import"]);
+  t.regex(direct[0]!.message, /^sim\/main\.ts imports cli\/output\.ts: tools and the simulator never import the CLI/);
+  t.regex(direct[1]!.message, /^tools\/bench\/arena\.bench\.ts imports cli\/index\.ts: tools and the simulator never import the CLI/);
+  // The test kit's index re-exporting its in-process CLI runner would bring the CLI into every tool that loads the kit.
+  const through = checkForbiddenImports(
+    new Map<string, string>([...ok, ["test/kit/index.ts", `export { custodyCommand } from "./custody-command.ts"; export * from "./custody-cli.ts";`]]),
+  );
+  t.is(through.length, 1);
+  t.is(
+    through[0]!.message.split(":")[0],
+    "tools/soak/main.ts imports test/kit/index.ts (tools/soak/main.ts → test/kit/index.ts → test/kit/custody-cli.ts → cli/index.ts)",
+  );
+});
+
+test("the CLI importing the demo, and product code importing tools or the test kit, are refused", (t) => {
+  const v = checkForbiddenImports(
+    tree({
+      "cli/commands/trace.ts": `import { buildTraceTree } from "../../tools/demo/index.ts";`,
+      "tools/demo/index.ts": `export { buildTraceTree } from "./trace-tree.ts";`,
+      "tools/demo/trace-tree.ts": "export const buildTraceTree = 1;",
+      "actors/runtime/x.ts": `import { startNatsServer } from "../../test/kit/index.ts";`,
+      "test/kit/index.ts": "export const startNatsServer = 1;",
+      "test/e2e/y.test.ts": `import { runDemo } from "../../tools/demo/index.ts"; import { x } from "../../actors/runtime/x.ts";`,
+      "tools/chaos/z.ts": `import { startNatsServer } from "../../test/kit/index.ts";`,
+    }),
+  );
+  t.deepEqual(
+    v.map((x) => x.message.split(":")[0]),
+    ["cli/commands/trace.ts imports tools/demo/index.ts", "actors/runtime/x.ts imports test/kit/index.ts"],
+  );
+  t.regex(v[0]!.message, /the CLI never imports tools such as the demo/);
+  t.regex(v[1]!.message, /product code never imports tools\/ or test\//);
+});
+
+test("the source tree keeps the layout: no index bypass, no folder or actors sub-folder loop, no forbidden import", (t) => {
+  const files = readSourceTree(fileURLToPath(new URL("../..", import.meta.url)));
+  const violations = [...checkImportRules(files), ...checkForbiddenImports(files)];
   t.deepEqual(violations.map((v) => `${v.rule}: ${v.message}`), []);
 });

@@ -1,5 +1,7 @@
 import test from "ava";
-import { checkFileCycles, checkFunctionLengths, checkLineWidths } from "../../tools/scripts/layout-limits.ts";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { checkFileCycles, checkFunctionLengths, checkLineWidths, checkTopLevelFolders, MAX_TOP_LEVEL_FOLDERS } from "../../tools/scripts/layout-limits.ts";
 
 const tree = (files: Record<string, string>) => new Map(Object.entries(files));
 const fn = (name: string, bodyLines: number) => `function ${name}() {\n${"  f();\n".repeat(bodyLines)}}\n`;
@@ -46,4 +48,29 @@ test("files importing each other round a loop are refused once, type-only import
     ["files import each other: a/x.ts, a/y.ts, b/z.ts", "files import each other: test/p.ts, test/q.ts"],
   );
   t.is(checkFileCycles(tree({ "a/self.ts": `import "./self.ts";` })).length, 1, "a file importing itself");
+});
+
+const CARD = ["actors", "arena", "cli", "core", "custody", "docs", "examples", "lanes", "policies", "sim", "test", "tools", "transport", "volume"];
+
+test("14 top-level folders pass, dot-folders and root files aside; a 15th is refused listing them all", (t) => {
+  t.is(MAX_TOP_LEVEL_FOLDERS, 14);
+  const tracked = [...CARD.map((f) => `${f}/x.ts`), "actors/runtime/run-holder.ts", ".ci/run", ".gitignore", "README.md", "package.json"];
+  t.deepEqual(checkTopLevelFolders(tracked), []);
+  const v = checkTopLevelFolders([...tracked, "scripts/new-tool.ts"]);
+  t.is(v.length, 1);
+  t.is(v[0]!.rule, "too_many_folders");
+  t.is(v[0]!.message, `15 top-level folders (at most 14): ${[...CARD, "scripts"].sort().join(", ")}; gather the new one under an existing one`);
+  t.is(checkTopLevelFolders(["a/x", "b/y", "c/z"], 2).length, 1, "the limit is a parameter");
+});
+
+test("the repository's tracked files lie in the 14 folders of the card", (t) => {
+  const root = fileURLToPath(new URL("../..", import.meta.url));
+  let tracked: string[];
+  try {
+    tracked = execFileSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" }).split("\0").filter((p) => p !== "");
+  } catch {
+    return t.pass("not a git checkout");
+  }
+  const folders = [...new Set(tracked.filter((p) => p.includes("/") && !p.startsWith(".")).map((p) => p.split("/")[0]!))].sort();
+  t.deepEqual(folders, CARD);
 });

@@ -12,6 +12,10 @@
  * loop. Files directly in `actors/` (the machines and the folder's own index) are the parent of those
  * sub-folders and may use their modules.
  *
+ * Some code may not reach other code at all, not even through an index (`FORBIDDEN_IMPORTS`): tools
+ * and the simulator never import the CLI, the CLI never imports tools (the demo), and product code
+ * never imports tools or tests.
+ *
  * `tools/scripts/check-layout.ts` runs these rules with the shape limits of `layout-limits.ts`.
  */
 import ts from "typescript";
@@ -20,7 +24,7 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 
 /** One rule broken, with the file and import that break it. */
 export interface ImportViolation {
-  readonly rule: "bypasses_index" | "folder_cycle";
+  readonly rule: "bypasses_index" | "folder_cycle" | "forbidden_import";
   readonly message: string;
 }
 
@@ -169,6 +173,113 @@ function loopsIn(edges: ReadonlyMap<string, ReadonlyMap<string, string>>): Impor
     state.set(f, "done");
   };
   for (const f of [...edges.keys()].sort()) if (state.get(f) === undefined) dfs(f);
+  return violations;
+}
+
+/** Code (`from`) that must never reach other code (`to`), directly or through any chain of imports. */
+export interface ForbiddenImport {
+  readonly from: (file: string) => boolean;
+  readonly to: (file: string) => boolean;
+  readonly why: string;
+}
+
+/** True for files under any of `folders` (paths from the root). */
+const under =
+  (...folders: string[]) =>
+  (file: string): boolean =>
+    folders.some((f) => file.startsWith(`${f}/`));
+
+/** Product code: any folder's but the tools' and the tests' (the test kit's included). */
+const isProduct = (file: string): boolean => file.includes("/") && !under("tools", "test")(file);
+
+/**
+ * Which code may never reach which (issue #48), checked in this order; an import is reported by
+ * the first rule it breaks.
+ */
+export const FORBIDDEN_IMPORTS: readonly ForbiddenImport[] = [
+  {
+    from: under("tools", "sim"),
+    to: under("cli"),
+    why:
+      "tools and the simulator never import the CLI: what they share with it lives in core/ or actors/runtime/, " +
+      "and a tool that needs the CLI runs `custody` as a process (the test kit's custodyCommand)",
+  },
+  {
+    from: under("cli"),
+    to: under("tools"),
+    why: "the CLI never imports tools such as the demo: what both use is product code (actors/runtime/telemetry/)",
+  },
+  {
+    from: isProduct,
+    to: under("tools", "test"),
+    why: "product code never imports tools/ or test/ (the test kit included)",
+  },
+];
+
+/** Each file's relative imports that are files of `files`, resolved to paths from the root. */
+function importGraph(files: ReadonlyMap<string, string>): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const [file, source] of files) {
+    const targets = relativeImports(file, source).map((spec) => join(dirname(file), spec).split(sep).join("/"));
+    graph.set(
+      file,
+      targets.filter((t) => files.has(t)),
+    );
+  }
+  return graph;
+}
+
+/** The shortest chain of imports from `start` to a file `to` accepts (both ends included); undefined when none. */
+function chainTo(graph: ReadonlyMap<string, readonly string[]>, start: string, to: (f: string) => boolean) {
+  const cameFrom = new Map<string, string | undefined>([[start, undefined]]);
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const at = queue[i]!;
+    if (to(at)) {
+      const chain: string[] = [];
+      for (let f: string | undefined = at; f !== undefined; f = cameFrom.get(f)) chain.unshift(f);
+      return chain;
+    }
+    for (const next of graph.get(at) ?? []) {
+      if (!cameFrom.has(next)) {
+        cameFrom.set(next, at);
+        queue.push(next);
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Imports that break a rule of `rules` (FORBIDDEN_IMPORTS): each import by a `from` file of a file
+ * outside `from` that is, or through its own imports reaches, a `to` file — so an index that
+ * re-exports a forbidden module counts. The message gives the chain of imports.
+ */
+export function checkForbiddenImports(
+  files: ReadonlyMap<string, string>,
+  rules: readonly ForbiddenImport[] = FORBIDDEN_IMPORTS,
+): ImportViolation[] {
+  const graph = importGraph(files);
+  const violations: ImportViolation[] = [];
+  const reported = new Set<string>();
+  for (const rule of rules) {
+    const chains = new Map<string, string[] | undefined>(); // target → its chain to a `to` file
+    for (const file of [...files.keys()].sort()) {
+      if (!rule.from(file)) continue;
+      for (const target of graph.get(file)!) {
+        if (rule.from(target) || reported.has(`${file} → ${target}`)) continue;
+        if (!chains.has(target)) chains.set(target, chainTo(graph, target, rule.to));
+        const chain = chains.get(target);
+        if (chain === undefined) continue;
+        reported.add(`${file} → ${target}`);
+        const how = chain.length === 1 ? "" : ` (${[file, ...chain].join(" → ")})`;
+        violations.push({
+          rule: "forbidden_import",
+          message: `${file} imports ${target}${how}: ${rule.why}`,
+        });
+      }
+    }
+  }
   return violations;
 }
 

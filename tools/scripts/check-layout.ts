@@ -1,21 +1,40 @@
 /**
- * The layout check `npm test` runs first: the folder import rules (`check-imports.ts`) and the shape
- * limits (`layout-limits.ts`) over the whole source tree.
+ * The layout check `npm test` runs first: the folder import rules (`check-imports.ts`: index and
+ * no-loop rules, forbidden imports) and the shape limits (`layout-limits.ts`) over the whole source
+ * tree, and the number of top-level folders among the tracked files (`git ls-files`).
  *
  * Usage: `tsx tools/scripts/check-layout.ts [ROOT]` — prints each violation and exits 1 when there is one.
  */
+import { execFileSync } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { checkImportRules, readSourceTree } from "./check-imports.ts";
-import { checkFileCycles, checkFunctionLengths, checkLineWidths } from "./layout-limits.ts";
+import { checkForbiddenImports, checkImportRules, readSourceTree } from "./check-imports.ts";
+import { checkFileCycles, checkFunctionLengths, checkLineWidths, checkTopLevelFolders } from "./layout-limits.ts";
 
 const root = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), "..", ".."));
 const files = readSourceTree(root);
+
+/** The tracked files (`git ls-files`); outside a git checkout, the source files read. */
+function trackedPaths(): string[] {
+  try {
+    const out = execFileSync("git", ["ls-files", "-z"], {
+      cwd: root,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    return out.split("\0").filter((p) => p !== "");
+  } catch {
+    return [...files.keys()];
+  }
+}
+
 const violations = [
   ...checkImportRules(files),
+  ...checkForbiddenImports(files),
   ...checkLineWidths(files),
   ...checkFunctionLengths(files),
   ...checkFileCycles(files),
+  ...checkTopLevelFolders(trackedPaths()),
 ];
 for (const v of violations) console.error(`${v.rule}: ${v.message}`);
 console.log(`layout check: ${files.size} files, ${violations.length} violation(s)`);

@@ -1,7 +1,8 @@
 /**
  * The shape limits the layout check holds product code to (issue #48): lines of at most
  * `MAX_COLUMNS` columns and functions of at most `MAX_FUNCTION_LINES` lines, and, for every file
- * (tests included), no import cycle between files. They replace a 450-line file limit, which made
+ * (tests included), no import cycle between files; and the repository's to at most
+ * `MAX_TOP_LEVEL_FOLDERS` top-level folders. They replace a 450-line file limit, which made
  * files squeezed rather than split: a long file is fine when it holds one concept, a long function
  * or line is not. Pure: the caller reads the files (`readSourceTree`).
  */
@@ -14,10 +15,33 @@ export const MAX_COLUMNS = 120;
 /** Longest a function of product code may be, from the line it starts on to the line it ends on. */
 export const MAX_FUNCTION_LINES = 70;
 
+/**
+ * Most top-level folders the repository may have (issue #48: a top level that shows the card):
+ * the product's nine, `sim`, `tools`, `test`, `examples` and `docs`. Dot-folders (`.ci/`) do not count.
+ */
+export const MAX_TOP_LEVEL_FOLDERS = 14;
+
 /** One limit broken, with where. */
 export interface LimitViolation {
-  readonly rule: "line_too_long" | "function_too_long" | "file_cycle";
+  readonly rule: "line_too_long" | "function_too_long" | "file_cycle" | "too_many_folders";
   readonly message: string;
+}
+
+/**
+ * More than `max` top-level folders among `paths` (the repository's tracked files, from its root),
+ * dot-folders aside: one violation listing them all.
+ */
+export function checkTopLevelFolders(paths: Iterable<string>, max = MAX_TOP_LEVEL_FOLDERS): LimitViolation[] {
+  const folders = new Set<string>();
+  for (const p of paths) if (p.includes("/") && !p.startsWith(".")) folders.add(p.split("/")[0]!);
+  if (folders.size <= max) return [];
+  const names = [...folders].sort().join(", ");
+  return [
+    {
+      rule: "too_many_folders",
+      message: `${folders.size} top-level folders (at most ${max}): ${names}; gather the new one under an existing one`,
+    },
+  ];
 }
 
 /** Product code: everything outside `test/` (tests exercise the product; their shape is theirs). */
