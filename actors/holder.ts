@@ -3,7 +3,7 @@ import type { ArenaReport } from "../arena/index.ts";
 import { CustodyError } from "../core/index.ts";
 import { holderLaneKey, type Counters } from "../core/index.ts";
 import type { RangeSet, TransportUnit } from "../lanes/index.ts";
-import type { ReceiverWindow } from "../transport/index.ts";
+import type { ReceiverWindow } from "./hop/index.ts";
 import type { LaneLogView } from "./lane-arena-events.ts";
 import type { HolderLane, LaneArenaRef } from "./holder/holder-lane.ts";
 import type { KeptManifest } from "./holder/lane-manifests.ts";

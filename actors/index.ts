@@ -33,6 +33,7 @@ export {
 } from "./holder/holder-config.ts";
 export { HolderRejectCode, type HolderObservation, type HolderPorts } from "./holder/holder-ports.ts";
 export type { PeerDirectory } from "./hop/index.ts";
+export { CreditSender, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "./hop/index.ts";
 export { volumeWriterMachine, WriterState, type WriterContext, type WriterEvent } from "./volume-writer.machine.ts";
 export { startVolumeWriter, type VolumeWriter } from "./volume-writer.ts";
 export {

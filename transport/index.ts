@@ -6,9 +6,6 @@ export * from "./nats-connection.ts";
 export * from "./nats-connect-error.ts";
 export * from "./nats-transport.ts";
 export * from "./trace-context.ts";
-export * from "./credit-window.ts";
-export * from "./credit-sender.ts";
-export * from "./credit-grantor.ts";
 export {
   ControlLogMissingError,
   ControlLogPlacementError,
@@ -39,10 +36,14 @@ export {
 } from "./nats-region-config.ts";
 export {
   attestationTokens,
+  CREDIT_WINDOW_HEADER,
+  creditWindowTag,
   encodeUnitRun,
   readUnitMessage,
   senderOf,
   SENDER_HEADER,
+  SENT_THROUGH_HEADER,
+  SESSION_HEADER,
   UNIT_ATTESTATION_HEADER,
   type InboundUnit,
   type UnitSubjectMessage,

@@ -4,7 +4,7 @@ import { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import { CreditSender } from "../../transport/index.ts";
+import { CreditSender } from "../hop/index.ts";
 import {
   auditSubject,
   baseSubject,

@@ -9,7 +9,7 @@ import {
 } from "@opentelemetry/api";
 import { unitRecordBytes } from "../../arena/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import type { CreditHeaders, CreditRefusal } from "../../transport/index.ts";
+import type { CreditHeaders, CreditRefusal } from "../hop/index.ts";
 import { startConsumerSpan, injectTraceContext } from "../../transport/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
 import {

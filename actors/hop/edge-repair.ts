@@ -1,6 +1,6 @@
 import type { RangeSet } from "../../lanes/index.ts";
 import { SendLog } from "./send-log.ts";
-import type { CreditSender } from "../../transport/index.ts";
+import type { CreditSender } from "./credit-sender.ts";
 import type { LaneObligations } from "./lane-obligations.ts";
 
 /**

@@ -19,3 +19,6 @@ export { EdgeReceiptError, EdgeReceiptErrorCode, LaneObligations, type EdgeRecei
 export { FrontierBacking } from "./frontier-backing.ts";
 export type { PeerDirectory } from "./peer-directory.ts";
 export { believesIncarnation, edgeGrantChecks } from "./admitted-incarnation.ts";
+export * from "./credit-window.ts";
+export * from "./credit-sender.ts";
+export * from "./credit-grantor.ts";

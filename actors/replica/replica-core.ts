@@ -3,7 +3,7 @@ import { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import type { FileLayer } from "../../core/index.ts";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
-import { CreditGrantor } from "../../transport/index.ts";
+import { CreditGrantor } from "../hop/index.ts";
 import { unitSubject } from "../../transport/protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
 import { readUnitMessage, senderOf, type UnitSubjectMessage } from "../../transport/index.ts";

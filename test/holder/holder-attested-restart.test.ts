@@ -26,7 +26,7 @@ import { receiptSubject } from "../../transport/protocol/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { DeployedProcess } from "../kit/deployed-process.ts";
 import { bootstrapControlLog } from "../kit/index.ts";
-import { CreditSender } from "../../transport/credit-sender.ts";
+import { CreditSender } from "../../actors/hop/index.ts";
 import { initJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { e2eHolderConfig, site } from "../e2e/e2e-fixture.ts";

@@ -18,7 +18,7 @@ import type { HolderConfigInput, ProtectedRamEvidence } from "../../actors/holde
 import type { HolderObservation, HolderPorts } from "../../actors/holder/holder-ports.ts";
 import type { PeerDirectory } from "../../actors/hop/index.ts";
 import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
-import { CreditSender } from "../../transport/credit-sender.ts";
+import { CreditSender } from "../../actors/hop/index.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { receiptSubject, releaseSubject } from "../../transport/protocol/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";

@@ -13,7 +13,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { EventTrace } from "../../sim/event-trace.ts";
 import { SimNetwork } from "../../sim/sim-network.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
-import { CreditSender } from "../../transport/credit-sender.ts";
+import { CreditSender } from "../../actors/hop/index.ts";
 import { receiptSubject, releaseSubject } from "../../transport/protocol/subjects.ts";
 import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { holderConfig, KeyRing, LANE, unit, VOLUME } from "../holder/holder-fixture.ts";

@@ -1,6 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import { startHolder, type Holder } from "../../actors/index.ts";
-import type { HolderConfigInput } from "../../actors/index.ts";
+import { CreditSender, startHolder, type Holder, type HolderConfigInput } from "../../actors/index.ts";
 import { releaseFrontierSpec } from "../../transport/protocol/index.ts";
 import { systemClock } from "../../core/index.ts";
 import {
@@ -13,7 +12,7 @@ import {
 } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { decodeMessage, encodeMessage, receiptSubject, releaseSubject } from "../../transport/protocol/index.ts";
-import { CreditSender, type NatsTransport } from "../../transport/index.ts";
+import { type NatsTransport } from "../../transport/index.ts";
 import { encodedUnits, type EncodedUnits } from "./encoded-units.ts";
 
 /**

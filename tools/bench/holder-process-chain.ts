@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { systemClock } from "../../core/index.ts";
 import { writerUnitSigner } from "../../custody/index.ts";
-import { CreditSender } from "../../transport/index.ts";
+import { CreditSender } from "../../actors/index.ts";
 import { freshLane, VOLUME, type Chain, type ChainMode } from "./holder-chain.ts";
 
 /** How the holder process connects: the server, and for a secured one the bench user's credentials. */

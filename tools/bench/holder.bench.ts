@@ -53,7 +53,7 @@
  */
 import { readFileSync } from "node:fs";
 import { generateHolderKeyPair } from "../../custody/index.ts";
-import { DEFAULT_MAX_FRAME_BYTES } from "../../transport/index.ts";
+import { DEFAULT_MAX_FRAME_BYTES } from "../../actors/index.ts";
 import { NatsTransport } from "../../transport/index.ts";
 import { startNatsServer } from "../../test/kit/index.ts";
 import { encodedUnits } from "./encoded-units.ts";

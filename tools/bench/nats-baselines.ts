@@ -1,11 +1,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
-import {
-  DEFAULT_MAX_FRAME_BYTES,
-  DEFAULT_MAX_FRAME_UNITS,
-  encodeUnitRun,
-  readUnitMessage,
-} from "../../transport/index.ts";
+import { encodeUnitRun, readUnitMessage } from "../../transport/index.ts";
+import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "../../actors/index.ts";
 import { encodedUnits } from "./encoded-units.ts";
 import { CREDIT_WINDOW, VOLUME } from "./holder-chain.ts";
 

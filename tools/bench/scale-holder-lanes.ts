@@ -4,11 +4,11 @@
  * every lane active is compared with one lane carrying the same bytes, both timed until the
  * holder's signed receipts cover every unit sent.
  */
-import { startHolder, type Holder, type HolderConfigInput } from "../../actors/index.ts";
+import { CreditSender, startHolder, type Holder, type HolderConfigInput } from "../../actors/index.ts";
 import { systemClock } from "../../core/index.ts";
 import { decodeReceiptBatch, generateHolderKeyPair, receiptBatchSpec } from "../../custody/index.ts";
 import { makeTransportUnit, RangeSet } from "../../lanes/index.ts";
-import { CreditSender, NatsTransport } from "../../transport/index.ts";
+import { NatsTransport } from "../../transport/index.ts";
 import { decodeMessage, encodeMessage } from "../../transport/protocol/index.ts";
 import { unitSpec } from "../../transport/protocol/index.ts";
 import { receiptSubject } from "../../transport/protocol/index.ts";

@@ -16,7 +16,7 @@ import {
   type CreditGrant,
   type ReceiverWindow,
   type SenderWindow,
-} from "../../transport/credit-window.ts";
+} from "../../actors/hop/index.ts";
 
 test("a sender with no grant cannot send, and a refused send leaves the window unchanged", (t) => {
   const w = initialSenderWindow;

@@ -7,9 +7,9 @@ import {
   receiverOutstanding,
   type ReceiverWindow,
 } from "./credit-window.ts";
-import { creditSubject } from "./protocol/index.ts";
-import type { Transport } from "./transport.ts";
-import { creditSpec, encodeMessage } from "./protocol/index.ts";
+import { creditSubject } from "../../transport/protocol/index.ts";
+import type { Transport } from "../../transport/index.ts";
+import { creditSpec, encodeMessage } from "../../transport/protocol/index.ts";
 
 /**
  * The receiving half of the credit protocol for one lane of one holder: one window per upstream

@@ -1,8 +1,8 @@
 import test from "ava";
 import fc from "fast-check";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
-import { CreditSender, type QueuedUnit } from "../../transport/credit-sender.ts";
-import { CreditError } from "../../transport/credit-window.ts";
+import { CreditSender, type QueuedUnit } from "../../actors/hop/index.ts";
+import { CreditError } from "../../actors/hop/index.ts";
 import { readUnitMessage, senderOf } from "../../transport/unit-frames.ts";
 import type { InboundMessage, MessageHeaders, Transport } from "../../transport/transport.ts";
 import { encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";

@@ -1,4 +1,4 @@
-import type { Clock } from "../core/index.ts";
+import type { Clock } from "../../core/index.ts";
 import {
   initialSenderWindow,
   senderApplyGrant,
@@ -8,8 +8,8 @@ import {
   senderRecordSend,
   type SenderWindow,
 } from "./credit-window.ts";
-import { creditSubject, unitSubject } from "./protocol/index.ts";
-import type { MessageHeaders, Transport, TransportSubscription } from "./transport.ts";
+import { creditSubject, unitSubject } from "../../transport/protocol/index.ts";
+import type { MessageHeaders, Transport, TransportSubscription } from "../../transport/index.ts";
 import {
   CREDIT_WINDOW_HEADER,
   creditWindowTag,
@@ -18,9 +18,15 @@ import {
   SENT_THROUGH_HEADER,
   SESSION_HEADER,
   UNIT_ATTESTATION_HEADER,
-} from "./unit-frames.ts";
-import { CustodyError } from "../core/index.ts";
-import { creditRequestSpec, creditSpec, decodeMessage, encodeMessage, type WireCredit } from "./protocol/index.ts";
+} from "../../transport/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import {
+  creditRequestSpec,
+  creditSpec,
+  decodeMessage,
+  encodeMessage,
+  type WireCredit,
+} from "../../transport/protocol/index.ts";
 
 /**
  * The sending half of the credit protocol for one edge (sender → holder, one lane). Units are

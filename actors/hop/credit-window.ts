@@ -1,4 +1,4 @@
-import { CustodyError } from "../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
 
 /**
  * The ingress credit protocol, pure half. Credits are counted in payload bytes and are CUMULATIVE:

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { systemClock } from "../../core/clock.ts";
-import { CreditSender, GrantRefusal } from "../../transport/credit-sender.ts";
+import { CreditSender, GrantRefusal } from "../../actors/hop/index.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { creditSubject } from "../../transport/protocol/subjects.ts";
 import { creditSpec, encodeMessage, type WireCredit } from "../../transport/protocol/index.ts";

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from "ava";
 import { systemClock } from "../../core/clock.ts";
-import { CreditSender } from "../../transport/credit-sender.ts";
+import { CreditSender } from "../../actors/hop/index.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { creditSubject } from "../../transport/protocol/subjects.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
