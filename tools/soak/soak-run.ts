@@ -204,6 +204,7 @@ function rssSlopes(
 function storeDiskFigures(
   storeDisk: readonly (readonly [number, number])[],
   samples: readonly Sample[],
+  minutes: number,
 ): Pick<SoakResult, "store_disk_bytes_slope_mb_per_min" | "store_disk_bytes_max" | "store_disk_floor_mb_by_minute"> {
   const bases = (x: Sample) => x.stats.find((p) => p.role === "base-builder")?.counters["bases_built"] ?? 0;
   const rolling = samples.find((x) => bases(x) >= 2)?.t ?? Infinity;
@@ -211,6 +212,7 @@ function storeDiskFigures(
   const floors: number[] = [];
   for (const [t, bytes] of storeDisk) {
     const minute = Math.floor(t / 60_000);
+    if (minute >= minutes) continue; // a read after the run's last minute, while the soak stops
     floors[minute] = Math.min(floors[minute] ?? Infinity, round(bytes / MB, 1));
   }
   return {
@@ -271,7 +273,7 @@ function soakFigures(
       0,
       ...all.filter((s) => s.role === "holder").map((s) => fig(s, "retainedRamBytes")),
     ),
-    ...storeDiskFigures(storeDisk, samples),
+    ...storeDiskFigures(storeDisk, samples, o.minutes),
     base_bytes: dirBytes(join(dir, "bases")),
     control_log_bytes_slope_mb_per_min: round(
       linearSlope(compacted.map((s): [number, number] => [s.t / 60_000, s.controlLog / MB])),
