@@ -16,7 +16,7 @@ import {
   type Violation,
   type WorldObservation,
 } from "./invariants.ts";
-import type { RunOptions, RunResult } from "./runner.ts";
+import type { RunOptions, RunResult } from "./run-options.ts";
 import { SimulatedClock } from "./simulated-clock.ts";
 import { LeaseAudit } from "./lease-audit.ts";
 import { buildWorld, networkFor, overridesOf, runRandom, type WorldSpec } from "./world.ts";

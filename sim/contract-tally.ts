@@ -42,7 +42,7 @@ interface OpenStrike {
 
 /**
  * What a run has confirmed within the contract, and what became of coverage after each strike.
- * Shared by the model and the actor runners, so both judge "confirmed" and liveness alike:
+ * How the actor runner judges "confirmed" and liveness:
  * - a confirmation counts only when no destructive fault (strike, evidence loss) happened within
  *   the repair budget before it, since evidence gathered then may still include the victims;
  * - every destructive fault clears what was confirmed before it;

@@ -41,9 +41,7 @@ export {
   type CreditTruth,
   type ReceiptTruth,
 } from "./invariants.ts";
-export { ModelHolder, modelSubject, type ModelHolderConfig, type HolderObserver } from "./model-holder.ts";
-export { ModelController, type ReleaseAuthorizer, type ControllerObserver } from "./model-controller.ts";
-export { runWorld, type RunOptions, type RunResult } from "./runner.ts";
+export type { RunOptions, RunResult, ReleaseAuthorizer } from "./run-options.ts";
 export { runActorWorld } from "./actor-runner.ts";
 export { ActorWorld, SIM_EPOCH_MS } from "./actor-world.ts";
 export { minimizeRun, type WorldRunner } from "./minimize.ts";

@@ -4,16 +4,15 @@
  *   --seed N [--holders K] [--steps M] [--duration-ms D]   run one world, print a summary; on a
  *       violation print the seed, the shortest trace found, and exit 1
  *   --seeds A..B [--holders K] [--duration-ms D]           sweep seeds, print counts; exit 1 on any violation
- * Worlds run the production actors (real Holder, VolumeWriter and Controller machines) unless
- * `--model` asks for the small pure model of them (about ten times faster, for long sweeps of the
- * policy rules). `--json` prints one JSON object on the last line.
+ * Worlds run the production actors (real Holder, VolumeWriter and Controller machines): there is
+ * no second model of them. `--json` prints one JSON object on the last line.
  */
 import { Command } from "commander";
 import { failWith, formatTable } from "../core/index.ts";
 import { formatTraceEvent } from "./event-trace.ts";
 import { runActorWorld } from "./actor-runner.ts";
 import { minimizeRun, type WorldRunner } from "./minimize.ts";
-import { runWorld, type RunOptions } from "./runner.ts";
+import type { RunOptions } from "./run-options.ts";
 import { sweep } from "./sweep.ts";
 import { SimArgumentError } from "./sim-argument-error.ts";
 
@@ -33,7 +32,6 @@ interface Flags {
   durationMs?: string;
   json?: boolean;
   minimize: boolean;
-  model?: boolean;
   failover?: boolean;
 }
 
@@ -71,7 +69,7 @@ async function runOne(seed: number, opts: RunOptions, flags: Flags, run: WorldRu
     process.stdout.write(
       `reproduce: npm run sim -- --seed ${seed} --holders ${r.spec.holders.length}` +
         `${opts.durationMs ? ` --duration-ms ${opts.durationMs}` : ""}` +
-        `${flags.model ? " --model" : ""}${flags.failover ? " --failover" : ""}\n`,
+        `${flags.failover ? " --failover" : ""}\n`,
     );
     process.stdout.write(
       `minimized fault schedule (${small.spec.faults.length} of ${r.spec.faults.length} faults, ` +
@@ -98,8 +96,8 @@ async function runSweep(range: string, opts: RunOptions, flags: Flags, run: Worl
     for (const v of violating) process.stdout.write(`  seed ${v.seed}: ${v.invariant} — ${v.message}\n`);
     for (const f of res.recovery.failing) process.stdout.write(`  seed ${f.seed}: liveness — ${f.failure}\n`);
   }
-  // Liveness is asserted for the production actors (the pure model has no repair).
-  const liveness = flags.model ? 0 : res.recovery.late + res.recovery.never;
+  // Liveness is asserted: every strike the contract allows must be repaired within its budget.
+  const liveness = res.recovery.late + res.recovery.never;
   if (res.violations > 0 || res.errors > 0 || liveness > 0) process.exitCode = 1;
 }
 
@@ -114,7 +112,6 @@ export function buildSimProgram(): Command {
     .option("--duration-ms <d>", "virtual duration of each run")
     .option("--no-minimize", "print the failing run without shrinking it")
     .option("--json", "one JSON object on the last line")
-    .option("--model", "run the pure model of the actors instead of the production actors")
     .option(
       "--failover",
       "a standby controller shares the volume through the control lease; faults also pause the active one",
@@ -130,7 +127,7 @@ export function buildSimProgram(): Command {
           ...(durationMs !== undefined ? { durationMs } : {}),
           ...(flags.failover ? { failover: true } : {}),
         };
-        const run: WorldRunner = flags.model ? runWorld : runActorWorld;
+        const run: WorldRunner = runActorWorld;
         if (flags.seeds !== undefined) await runSweep(flags.seeds, opts, flags, run);
         else if (flags.seed !== undefined)
           await runOne(int("seed", flags.seed, 0, Number.MAX_SAFE_INTEGER)!, opts, flags, run);

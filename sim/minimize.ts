@@ -1,6 +1,7 @@
-import { runWorld, type RunOptions, type RunResult } from "./runner.ts";
+import { runActorWorld } from "./actor-runner.ts";
+import type { RunOptions, RunResult } from "./run-options.ts";
 
-/** Runs one seeded world: the model world (`runWorld`) or the production actors (`runActorWorld`). */
+/** Runs one seeded world (the production actors: `runActorWorld`; tests may wrap it). */
 export type WorldRunner = (seed: number, opts: RunOptions) => RunResult | Promise<RunResult>;
 
 /**
@@ -11,7 +12,7 @@ export type WorldRunner = (seed: number, opts: RunOptions) => RunResult | Promis
 export async function minimizeRun(
   result: RunResult,
   opts: RunOptions = {},
-  run: WorldRunner = runWorld,
+  run: WorldRunner = runActorWorld,
 ): Promise<RunResult> {
   if (result.violation === undefined) return result;
   const target = result.violation.invariant;

@@ -1,6 +1,6 @@
 import { runActorWorld } from "./actor-runner.ts";
 import type { WorldRunner } from "./minimize.ts";
-import type { RunOptions } from "./runner.ts";
+import type { RunOptions } from "./run-options.ts";
 
 /** What a sweep over a seed range found. */
 export interface SweepResult {

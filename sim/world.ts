@@ -20,7 +20,7 @@ export interface HolderSpec {
   readonly downstream: readonly string[];
 }
 
-/** Timing of the model's protocol (virtual ms). */
+/** Timing of the world's protocol (virtual ms). */
 export interface WorldTiming {
   readonly receiptMs: number;
   readonly evalMs: number;

@@ -1,7 +1,7 @@
 /**
  * TEST-ONLY fault switch: a release authorizer that checks only that the holder retains what it
  * releases, skipping the successor and required-scenario checks of `authorizeReleases`. It lives
- * in test/ and is passed to `runActorWorld` (and the model `runWorld`) as an option, which hands it
+ * in test/ and is passed to `runActorWorld` as an option, which hands it
  * to the controller through its test-only `authorizeReleases` port; no production config reaches it.
  */
 import { RangeSet } from "../../lanes/range-set.ts";

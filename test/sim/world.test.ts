@@ -1,6 +1,6 @@
 import test from "ava";
 import { buildWorld } from "../../sim/world.ts";
-import { runWorld } from "../../sim/runner.ts";
+import { runActorWorld } from "../../sim/actor-runner.ts";
 import { FaultKind, scheduleShape } from "../../sim/fault-schedule.ts";
 import { SimArgumentError } from "../../sim/sim-argument-error.ts";
 
@@ -32,30 +32,10 @@ test("overrides fix the holder count and replace the fault schedule", (t) => {
   t.is(t.throws(() => buildWorld(5, { holders: 11 }), { instanceOf: SimArgumentError })?.code, "invalid_sim_argument");
 });
 
-test("the same seed gives the same run event for event (equal trace hashes); another seed does not", (t) => {
-  for (const seed of [3, 8, 11]) {
-    const a = runWorld(seed, { durationMs: 8_000 });
-    const b = runWorld(seed, { durationMs: 8_000 });
-    t.is(a.traceHash, b.traceHash);
-    t.is(a.traceEvents, b.traceEvents);
-    t.deepEqual(a.trace, b.trace);
-    t.true(a.traceEvents > 100);
-  }
-  t.not(runWorld(3, { durationMs: 8_000 }).traceHash, runWorld(4, { durationMs: 8_000 }).traceHash);
-});
-
-test("--steps bounds a run", (t) => {
-  const r = runWorld(2, { steps: 500 });
+test("--steps bounds a run of the production actors", async (t) => {
+  const r = await runActorWorld(2, { steps: 500 });
   t.is(r.steps, 500);
   t.true(r.virtualMs < r.spec.timing.durationMs);
-});
-
-test("a run without faults writes, forwards and releases (the model makes progress)", (t) => {
-  const r = runWorld(9, { holders: 4, faults: [], durationMs: 10_000 });
-  t.is(r.violation, undefined);
-  t.true(r.writes > 30);
-  t.true(r.grants > 0, "the controller granted releases");
-  t.is(r.scheduleShape, "");
 });
 
 test("across the corpus every fault kind occurs, including sequential strikes", (t) => {
