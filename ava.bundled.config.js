@@ -10,7 +10,7 @@ const source = (file) => file.replace(/\.bundle\.mjs$/, ".ts");
 
 export default {
   ...base,
-  files: ["test/**/*.test.bundle.mjs"],
+  files: ["test/**/*.test.bundle.mjs", "examples/**/*.test.bundle.mjs"],
   extensions: { mjs: true },
   nodeArguments: ["--enable-source-maps"],
   sortTestFiles: (a, b) => base.sortTestFiles(source(a), source(b)),

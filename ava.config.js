@@ -49,7 +49,7 @@ const rank = (file) => {
 };
 
 export default {
-  files: ["test/**/*.test.ts"],
+  files: ["test/**/*.test.ts", "examples/**/*.test.ts"],
   extensions: { ts: "module" },
   nodeArguments: ["--import=tsx"],
   workerThreads: false,

@@ -189,8 +189,11 @@ const under =
   (file: string): boolean =>
     folders.some((f) => file.startsWith(`${f}/`));
 
-/** Product code: any folder's but the tools' and the tests' (the test kit's included). */
-const isProduct = (file: string): boolean => file.includes("/") && !under("tools", "test")(file);
+/**
+ * Product code: any folder's but the tools', the tests' (the test kit's included) and the examples'
+ * (programs and tests written as a project that uses this one would write them).
+ */
+const isProduct = (file: string): boolean => file.includes("/") && !under("tools", "test", "examples")(file);
 
 /**
  * Which code may never reach which (issue #48), checked in this order; an import is reported by
@@ -210,9 +213,14 @@ export const FORBIDDEN_IMPORTS: readonly ForbiddenImport[] = [
     why: "the CLI never imports tools such as the demo: what both use is product code (actors/runtime/telemetry/)",
   },
   {
+    from: under("examples"),
+    to: under("tools", "cli"),
+    why: "examples use the product's public folders and the test kit, as another project would; never tools or the CLI",
+  },
+  {
     from: isProduct,
-    to: under("tools", "test"),
-    why: "product code never imports tools/ or test/ (the test kit included)",
+    to: under("tools", "test", "examples"),
+    why: "product code never imports tools/, test/ (the test kit included) or examples/",
   },
 ];
 

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 bin=node_modules/.bin
 typecheck_log=$(mktemp)
 # The bundles are rebuilt on every run; none stay behind to be mistaken for sources.
-trap 'rm -f "$typecheck_log"; find test -name "*.test.bundle.mjs*" -delete' EXIT
+trap 'rm -f "$typecheck_log"; find test examples -name "*.test.bundle.mjs*" -delete' EXIT
 
 "$bin/tsc" --noEmit >"$typecheck_log" 2>&1 &
 typecheck=$!
