@@ -163,7 +163,30 @@ test("the CLI importing the demo, and product code importing tools or the test k
     ["cli/commands/trace.ts imports tools/demo/index.ts", "actors/runtime/x.ts imports test/kit/index.ts"],
   );
   t.regex(v[0]!.message, /the CLI never imports tools such as the demo/);
-  t.regex(v[1]!.message, /product code never imports tools\/ or test\//);
+  t.regex(v[1]!.message, /product code never imports tools\/, test\/ \(the test kit included\) or examples\//);
+});
+
+test("examples use the test kit but never tools or the CLI, and product code never imports an example", (t) => {
+  const v = checkForbiddenImports(
+    tree({
+      "examples/it/a.test.ts": `import { withNatsServer } from "../../test/kit/index.ts"; import { e } from "../e/e.ts";`,
+      "examples/e/e.ts": `import { startHolder } from "../../actors/index.ts"; export const e = 1;`,
+      "examples/e/bad.ts": `import { runDemo } from "../../tools/demo/index.ts"; import { c } from "../../cli/c.ts";`,
+      "actors/index.ts": "export const startHolder = 1;",
+      "actors/uses-example.ts": `import { e } from "../examples/e/e.ts";`,
+      "test/kit/index.ts": "export const withNatsServer = 1;",
+      "tools/demo/index.ts": "export const runDemo = 1;",
+      "cli/c.ts": "export const c = 1;",
+    }),
+  );
+  t.deepEqual(
+    v.map((x) => x.message.split(":")[0]).sort(),
+    [
+      "actors/uses-example.ts imports examples/e/e.ts",
+      "examples/e/bad.ts imports cli/c.ts",
+      "examples/e/bad.ts imports tools/demo/index.ts",
+    ],
+  );
 });
 
 test("the source tree keeps the layout: no index bypass, no folder or actors sub-folder loop, no forbidden import", (t) => {
