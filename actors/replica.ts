@@ -76,8 +76,11 @@ export async function startReplica(
   actor.start();
   const a = actor;
   const snap = await waitFor(a, (s) => s.value !== ReplicaState.Starting);
-  if (snap.value === ReplicaState.Failed)
+  if (snap.value === ReplicaState.Failed) {
+    a.stop();
+    exec.execute({ type: "close" }); // subscriptions made before the failure end with it
     throw new ReplicaStartError(`replica ${config.replicaId} failed to start: ${snap.context.error}`);
+  }
   const active = () => a.getSnapshot().status === "active";
   return {
     actor: a,

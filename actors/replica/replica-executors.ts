@@ -46,6 +46,7 @@ export class ReplicaExecutors {
   private readonly callers = new Map<number, Reply<number>>();
   private readonly catchUps = new Map<number, Reply<CatchUpReport>>();
   private nextId = 1;
+  private closed = false;
 
   constructor(
     private readonly settings: ReplicaSettings,
@@ -94,9 +95,13 @@ export class ReplicaExecutors {
     }
   }
 
-  /** Registers a local caller and sends the event naming it; the step answers it with `reply` or `refuse`. */
+  /**
+   * Registers a local caller and sends the event naming it; the step answers it with `reply` or
+   * `refuse`. Once closed (the machine stopped), it is refused at once.
+   */
   ask(event: (id: number) => ReplicaInboundEvent): Promise<number> {
     return new Promise<number>((resolve, reject) => {
+      if (this.closed) return reject(new ReplicaRequestError(ReplicaRefusal.Stopped, "the replica stopped"));
       const id = this.nextId++;
       this.callers.set(id, { resolve, reject });
       this.send(event(id));
@@ -195,6 +200,7 @@ export class ReplicaExecutors {
 
   /** Ends the subscriptions and refuses whoever still waits (their answers would come through a stopped machine). */
   private close(): void {
+    this.closed = true;
     for (const s of this.subs.splice(0)) s.unsubscribe();
     const stopped = () => new ReplicaRequestError(ReplicaRefusal.Stopped, "the replica stopped");
     for (const r of this.callers.values()) r.reject(stopped());

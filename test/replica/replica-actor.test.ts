@@ -7,7 +7,7 @@ import test from "ava";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startReplica } from "../../actors/replica.ts";
+import { ReplicaStartError, startReplica } from "../../actors/replica.ts";
 import { CatchUpUnavailableError } from "../../actors/replica/catch-up-refusal.ts";
 import { ReplicaRequestError } from "../../actors/replica/replica-executors.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";
@@ -118,4 +118,20 @@ test("stopping refuses a barrier still waiting and a running catch-up; afterward
   t.is((await t.throwsAsync(replica.barrier(), { instanceOf: ReplicaRequestError }))?.code, "replica_stopped");
   t.is((await t.throwsAsync(replica.catchUp(), { instanceOf: CatchUpUnavailableError }))?.code, "catchup_stopped");
   vol.v.release();
+});
+
+test("a replica that cannot start throws ReplicaStartError and leaves no subscription behind", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "replica-actor-"));
+  const net = recordingTransport();
+  const transport = { ...(net.transport as object), flush: async () => Promise.reject(new Error("closed")) };
+  const ports = {
+    transport: transport as unknown as Transport,
+    volume: scriptedVolume().volume,
+    dataKey: KEY,
+    files: nodeFileLayer,
+    positionPath: join(dir, "pos"),
+  };
+  const err = await t.throwsAsync(startReplica(config, ports), { instanceOf: ReplicaStartError });
+  t.regex(err?.message ?? "", /failed to start: Error: closed/);
+  t.is(net.handlers.size, 0);
 });
