@@ -140,14 +140,19 @@ export {
   type RecoveryResult,
 } from "./repair/volume-recovery.ts";
 export { RecoveryVerifyError } from "./repair/built-volume-check.ts";
-export { replicaMachine, ReplicaState, type CatchUpReply, type ReplicaEvent } from "./replica.machine.ts";
+export { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica.machine.ts";
 export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";
-export { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
+export { initialReplicaState, type ReplicaConfig, type ReplicaState as ReplicaData } from "./replica/replica-state.ts";
+export { ReplicaExecutors, ReplicaRequestError, type ReplicaPorts } from "./replica/replica-executors.ts";
+export { replicaStep, type ReplicaStepResult } from "./replica/replica-step.ts";
+export { ReplicaRefusal, type ApplyOp, type ReplicaEffect, type ReplicaStepEvent } from "./replica/replica-effects.ts";
 export {
   runCatchUp,
   CatchUpChunkError,
   type CatchUpLink,
+  type CatchUpPorts,
   type CatchUpReport,
+  type CatchUpStart,
 } from "./replica/replica-catch-up-flow.ts";
 export {
   PrimaryCatchUpService,

@@ -1,124 +1,166 @@
-import { assertEvent, assign, fromPromise, setup } from "xstate";
-import type { InboundMessage } from "../transport/index.ts";
-import { CatchUpUnavailableError } from "./replica/catch-up-refusal.ts";
-import { runCatchUp, type CatchUpLink, type CatchUpReport } from "./replica/replica-catch-up-flow.ts";
-import type { ReplicaCore } from "./replica/replica-core.ts";
+import { assertEvent, fromPromise, setup } from "xstate";
+import type { CatchUpReport, CatchUpStart } from "./replica/replica-catch-up-flow.ts";
+import type { ReplicaEffect, ReplicaInboundEvent, ReplicaStepEvent } from "./replica/replica-effects.ts";
+import type { ReplicaState as ReplicaData } from "./replica/replica-state.ts";
+import { replicaStep } from "./replica/replica-step.ts";
 
 /**
- * The Replica Consumer actor: starting → serving → stopped. The machine is the single owner of
- * the replica's inbound messages (units, credit requests, barriers); the named action hands each
- * to the core, which applies data before its local WAL record (I7) through SmartWAL. While serving
- * it may catch up from the primary (`catchingUp`: the `catchUpFlow` child runs the catch-up message
- * flow, replica/replica-catch-up-flow.ts), one catch-up at a time; units keep being applied meanwhile.
+ * The Replica Consumer actor: starting → serving (idle | catchingUp) → stopped, or failed when it
+ * cannot start. Its context is plain data (replica/replica-state.ts): every inbound message, local
+ * barrier, catch-up apply and executor completion goes through the pure step
+ * (replica/replica-step.ts), whose effects run through the named `execute` action. The executors
+ * (volume writes in source LSN order, I7: data before its local WAL record; the position file;
+ * publishing) and the two invoked flows are supplied by startReplica (actors/replica.ts) with
+ * `machine.provide`. While serving it may catch up from the primary (`catchingUp`: the
+ * `catchUpFlow` child runs the catch-up message flow, replica/replica-catch-up-flow.ts), one
+ * catch-up at a time; units keep being applied meanwhile.
  */
 
 /** Lifecycle states, as an enumeration. */
 export const ReplicaState = { Starting: "starting", Serving: "serving", Stopped: "stopped", Failed: "failed" } as const;
 export type ReplicaState = (typeof ReplicaState)[keyof typeof ReplicaState];
 
-/** Where a catch-up's outcome goes. */
-export interface CatchUpReply {
-  resolve(report: CatchUpReport): void;
-  reject(err: unknown): void;
-}
-
 export type ReplicaEvent =
-  | { type: "nats.message"; lane: string; msg: InboundMessage }
-  | { type: "catchUp"; reply: CatchUpReply }
-  | { type: "stop" };
+  | ReplicaInboundEvent
+  /** A caller asks for a catch-up; it is answered by id (settleCatchUp / failCatchUp / refuseCatchUp). */
+  | { type: "catchUp"; id: number };
 
 interface ReplicaContext {
-  core: ReplicaCore;
-  link: CatchUpLink;
-  error?: string;
+  state: ReplicaData;
   /** The caller waiting on the running catch-up. */
-  pending?: CatchUpReply;
+  catchUpId?: number;
+  error?: string;
 }
 
-export const replicaMachine = setup({
+/** What the start flow found: this start's incarnation and the persisted flushed LSN. */
+export interface ReplicaStart {
+  incarnation: number;
+  flushedLsn: number;
+}
+
+const notProvided = (what: string) => () => {
+  throw new Error(`replica machine: ${what} is supplied by startReplica (machine.provide)`);
+};
+
+const replicaSetup = setup({
   types: {
     context: {} as ReplicaContext,
     events: {} as ReplicaEvent,
-    input: {} as { core: ReplicaCore; link: CatchUpLink },
+    input: {} as { state: ReplicaData },
   },
   actors: {
-    startCore: fromPromise(async ({ input }: { input: { core: ReplicaCore } }) => input.core.start()),
-    catchUpFlow: fromPromise(async ({ input }: { input: { core: ReplicaCore; link: CatchUpLink } }) =>
-      runCatchUp(input.core, input.link),
-    ),
+    startPorts: fromPromise<ReplicaStart>(async () => notProvided("startPorts")()),
+    catchUpFlow: fromPromise<CatchUpReport, CatchUpStart>(async () => notProvided("catchUpFlow")()),
   },
   actions: {
-    handle: ({ context, event }) => {
-      assertEvent(event, "nats.message");
-      context.core.handleMessage(event.lane, event.msg);
-    },
-    noteError: ({ context, event }) => {
-      context.error = String((event as { error?: unknown }).error);
-    },
-    takeCatchUp: assign({
-      pending: ({ event }) => {
-        assertEvent(event, "catchUp");
-        return event.reply;
-      },
-    }),
-    // Side effects stay out of assign (its assigners must be pure): settle the caller, then clear.
-    resolveCatchUp: ({ context, event }) => {
-      context.pending?.resolve((event as unknown as { output: CatchUpReport }).output);
-    },
-    rejectCatchUp: ({ context, event }) => {
-      const err = (event as { error?: unknown }).error;
-      context.core.counters.inc(
-        `replica_catchup_failed_${err instanceof Error && "code" in err ? String(err.code) : "error"}`,
-      );
-      context.pending?.reject(err);
-    },
-    clearPending: assign({ pending: undefined }),
-    refuseBusy: ({ context, event }) => {
-      assertEvent(event, "catchUp");
-      context.core.counters.inc("catchup_in_progress");
-      event.reply.reject(new CatchUpUnavailableError("in_progress"));
-    },
-    refuseNotServing: ({ context, event }) => {
-      if (event.type !== "catchUp") return;
-      context.core.counters.inc("catchup_not_serving");
-      event.reply.reject(new CatchUpUnavailableError("not_serving"));
-    },
-    stopCore: ({ context }) => {
-      context.pending?.reject(new CatchUpUnavailableError("stopped"));
-      context.core.stop();
-    },
+    execute: (_, _effect: ReplicaEffect) => notProvided("the execute action")(),
   },
-}).createMachine({
-  id: "replica",
-  context: ({ input }) => ({ core: input.core, link: input.link }),
-  initial: ReplicaState.Starting,
-  on: { stop: `.${ReplicaState.Stopped}`, catchUp: { actions: "refuseNotServing" } },
-  states: {
-    [ReplicaState.Starting]: {
-      invoke: {
-        src: "startCore",
-        input: ({ context }) => ({ core: context.core }),
-        onDone: ReplicaState.Serving,
-        onError: { target: ReplicaState.Failed, actions: "noteError" },
-      },
+});
+
+/** Folds `event` through the pure step: the new state is assigned, its effects run through `execute`. */
+const stepWith = (toStep: (event: ReplicaEvent) => ReplicaStepEvent | undefined) =>
+  replicaSetup.enqueueActions(({ context, event, enqueue }) => {
+    const e = toStep(event);
+    if (e === undefined) return;
+    const { state, effects } = replicaStep(context.state, e);
+    enqueue.assign({ state });
+    for (const effect of effects) enqueue({ type: "execute", params: effect });
+  });
+
+const failCatchUp = replicaSetup.enqueueActions(({ context, event, enqueue }) => {
+  const error = (event as { error?: unknown }).error;
+  const code = error instanceof Error && "code" in error ? String(error.code) : "error";
+  enqueue({ type: "execute", params: { type: "count", name: `replica_catchup_failed_${code}` } });
+  if (context.catchUpId !== undefined)
+    enqueue({ type: "execute", params: { type: "failCatchUp", id: context.catchUpId, error } });
+  enqueue.assign({ catchUpId: undefined });
+});
+
+const settleCatchUp = replicaSetup.enqueueActions(({ context, event, enqueue }) => {
+  const report = (event as unknown as { output: CatchUpReport }).output;
+  if (context.catchUpId !== undefined)
+    enqueue({ type: "execute", params: { type: "settleCatchUp", id: context.catchUpId, report } });
+  enqueue.assign({ catchUpId: undefined });
+});
+
+/** A catch-up asked for when it cannot run: counted, and its caller refused with `reason`. */
+const refuseCatchUp = (reason: "in_progress" | "not_serving", counter: string) =>
+  replicaSetup.enqueueActions(({ event, enqueue }) => {
+    if (event.type !== "catchUp") return;
+    enqueue({ type: "execute", params: { type: "count", name: counter } });
+    enqueue({ type: "execute", params: { type: "refuseCatchUp", id: event.id, reason } });
+  });
+
+/** Stopped: a running catch-up's caller is refused, then the step closes the lanes and the executors. */
+const stop = replicaSetup.enqueueActions(({ context, enqueue }) => {
+  if (context.catchUpId !== undefined)
+    enqueue({ type: "execute", params: { type: "refuseCatchUp", id: context.catchUpId, reason: "stopped" } });
+  const { state, effects } = replicaStep(context.state, { type: "stop" });
+  enqueue.assign({ state, catchUpId: undefined });
+  for (const effect of effects) enqueue({ type: "execute", params: effect });
+});
+
+export const replicaMachine = replicaSetup
+  .extend({
+    actions: {
+      step: stepWith((event) => (event.type === "catchUp" || event.type === "stop" ? undefined : event)),
+      started: stepWith((event) => ({ type: "started", ...(event as unknown as { output: ReplicaStart }).output })),
+      noteError: replicaSetup.assign({ error: ({ event }) => String((event as { error?: unknown }).error) }),
+      takeCatchUp: replicaSetup.assign({
+        catchUpId: ({ event }) => {
+          assertEvent(event, "catchUp");
+          return event.id;
+        },
+      }),
+      settleCatchUp,
+      failCatchUp,
+      refuseBusy: refuseCatchUp("in_progress", "catchup_in_progress"),
+      refuseNotServing: refuseCatchUp("not_serving", "catchup_not_serving"),
+      stop,
     },
-    [ReplicaState.Serving]: {
-      on: { "nats.message": { actions: "handle" } },
-      initial: "idle",
-      states: {
-        idle: { on: { catchUp: { target: "catchingUp", actions: "takeCatchUp" } } },
-        catchingUp: {
-          on: { catchUp: { actions: "refuseBusy" } },
-          invoke: {
-            src: "catchUpFlow",
-            input: ({ context }) => ({ core: context.core, link: context.link }),
-            onDone: { target: "idle", actions: ["resolveCatchUp", "clearPending"] },
-            onError: { target: "idle", actions: ["rejectCatchUp", "clearPending"] },
+  })
+  .createMachine({
+    id: "replica",
+    context: ({ input }) => ({ state: input.state }),
+    initial: ReplicaState.Starting,
+    on: { stop: `.${ReplicaState.Stopped}`, catchUp: { actions: "refuseNotServing" } },
+    states: {
+      [ReplicaState.Starting]: {
+        invoke: {
+          src: "startPorts",
+          onDone: { target: ReplicaState.Serving, actions: "started" },
+          onError: { target: ReplicaState.Failed, actions: "noteError" },
+        },
+      },
+      [ReplicaState.Serving]: {
+        on: {
+          "nats.message": { actions: "step" },
+          apply: { actions: "step" },
+          barrier: { actions: "step" },
+          applied: { actions: "step" },
+          applyFailed: { actions: "step" },
+          persisted: { actions: "step" },
+          persistFailed: { actions: "step" },
+        },
+        initial: "idle",
+        states: {
+          idle: { on: { catchUp: { target: "catchingUp", actions: "takeCatchUp" } } },
+          catchingUp: {
+            on: { catchUp: { actions: "refuseBusy" } },
+            invoke: {
+              src: "catchUpFlow",
+              input: ({ context }) => ({
+                replicaId: context.state.settings.replicaId,
+                volume: context.state.settings.volume,
+                flushedLsn: context.state.flushedLsn,
+              }),
+              onDone: { target: "idle", actions: "settleCatchUp" },
+              onError: { target: "idle", actions: "failCatchUp" },
+            },
           },
         },
       },
+      [ReplicaState.Failed]: {},
+      [ReplicaState.Stopped]: { type: "final", entry: "stop" },
     },
-    [ReplicaState.Failed]: {},
-    [ReplicaState.Stopped]: { type: "final", entry: "stopCore" },
-  },
-});
+  });

@@ -1,10 +1,12 @@
-import { createActor, waitFor, type Actor } from "xstate";
+import { createActor, fromPromise, waitFor, type Actor } from "xstate";
 import type { Counters } from "../core/index.ts";
 import { CustodyError } from "../core/index.ts";
-import { replicaMachine, ReplicaState } from "./replica.machine.ts";
+import { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica.machine.ts";
 import { CatchUpUnavailableError } from "./replica/catch-up-refusal.ts";
-import type { CatchUpReport } from "./replica/replica-catch-up-flow.ts";
-import { ReplicaCore, type ReplicaConfig, type ReplicaPorts } from "./replica/replica-core.ts";
+import { runCatchUp, type CatchUpReport, type CatchUpStart } from "./replica/replica-catch-up-flow.ts";
+import { ReplicaRefusal, type ApplyOp } from "./replica/replica-effects.ts";
+import { ReplicaExecutors, ReplicaRequestError, type ReplicaPorts } from "./replica/replica-executors.ts";
+import { initialReplicaState, type ReplicaConfig } from "./replica/replica-state.ts";
 
 /** A running replica consumer. */
 export interface Replica {
@@ -14,7 +16,10 @@ export interface Replica {
   appliedLsn(): number;
   /** Highest source LSN durable here, as of the last barrier (persisted: it survives a restart). */
   flushedLsn(): number;
-  /** Barrier: everything applied becomes durable; resolves with the flushed source LSN. */
+  /**
+   * Barrier: everything applied becomes durable; resolves with the flushed source LSN. Rejects with
+   * ReplicaRequestError `replica_stopped` once the replica stopped, `replica_volume_failed` when a write failed.
+   */
   barrier(): Promise<number>;
   /**
    * Catches up from the primary over NATS (its catch-up service must serve this replica) and ends
@@ -35,39 +40,65 @@ export class ReplicaStartError extends CustodyError {
 
 /**
  * Starts a replica consumer; resolves once it serves. Throws ReplicaStartError. `catchUpTimeoutMs`: wait per catch-up
- * answer (default 10 s).
+ * answer (default 10 s). The machine holds plain data only; the executors built here close over the ports.
  */
 export async function startReplica(
   config: ReplicaConfig,
   ports: ReplicaPorts & { catchUpTimeoutMs?: number },
 ): Promise<Replica> {
   let actor: Actor<typeof replicaMachine> | undefined;
-  const core = new ReplicaCore(config, ports, (lane, msg) => actor?.send({ type: "nats.message", lane, msg }));
+  // Completions that arrive after the machine stopped have nobody to tell.
+  const send = (event: ReplicaEvent) => {
+    if (actor?.getSnapshot().status === "active") actor.send(event);
+  };
+  const initial = initialReplicaState(config, ports.dataKey);
+  const exec = new ReplicaExecutors(initial.settings, ports, send);
   const link = {
     transport: ports.transport,
     dataKey: ports.dataKey,
     ...(ports.catchUpTimeoutMs !== undefined ? { timeoutMs: ports.catchUpTimeoutMs } : {}),
   };
-  actor = createActor(replicaMachine, { input: { core, link } });
+  // The catch-up flow applies and barriers through the machine, like everything else the replica applies.
+  const catchUpPorts = {
+    apply: async (ops: readonly ApplyOp[]) => {
+      await exec.ask((id) => ({ type: "apply", id, ops }));
+    },
+    barrier: () => exec.ask((id) => ({ type: "barrier", id })),
+  };
+  const machine = replicaMachine.provide({
+    actors: {
+      startPorts: fromPromise(() => exec.start()),
+      catchUpFlow: fromPromise(({ input }: { input: CatchUpStart }) => runCatchUp(input, catchUpPorts, link)),
+    },
+    actions: { execute: (_, effect) => exec.execute(effect) },
+  });
+  actor = createActor(machine, { input: { state: initial } });
   actor.start();
   const a = actor;
   const snap = await waitFor(a, (s) => s.value !== ReplicaState.Starting);
-  if (snap.value === ReplicaState.Failed)
+  if (snap.value === ReplicaState.Failed) {
+    a.stop();
+    exec.execute({ type: "close" }); // subscriptions made before the failure end with it
     throw new ReplicaStartError(`replica ${config.replicaId} failed to start: ${snap.context.error}`);
+  }
+  const active = () => a.getSnapshot().status === "active";
   return {
     actor: a,
-    counters: core.counters,
-    appliedLsn: () => core.appliedLsn,
-    flushedLsn: () => core.flushedLsn,
-    barrier: () => core.barrier(),
+    counters: exec.counters,
+    appliedLsn: () => a.getSnapshot().context.state.appliedLsn,
+    flushedLsn: () => a.getSnapshot().context.state.flushedLsn,
+    barrier: () =>
+      active()
+        ? exec.ask((id) => ({ type: "barrier", id }))
+        : Promise.reject(new ReplicaRequestError(ReplicaRefusal.Stopped, "the replica stopped")),
     catchUp: () =>
       new Promise<CatchUpReport>((resolve, reject) => {
         // A stopped actor takes no events: refuse here, as the machine would.
-        if (a.getSnapshot().status !== "active") return reject(new CatchUpUnavailableError("stopped"));
-        a.send({ type: "catchUp", reply: { resolve, reject } });
+        if (!active()) return reject(new CatchUpUnavailableError("stopped"));
+        a.send({ type: "catchUp", id: exec.awaitCatchUp({ resolve, reject }) });
       }),
     stop: () => {
-      if (a.getSnapshot().status === "active") a.send({ type: "stop" });
+      if (active()) a.send({ type: "stop" });
       a.stop();
     },
   };

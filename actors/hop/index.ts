@@ -22,3 +22,4 @@ export { believesIncarnation, edgeGrantChecks } from "./admitted-incarnation.ts"
 export * from "./credit-window.ts";
 export * from "./credit-sender.ts";
 export * from "./credit-grantor.ts";
+export * from "./credit-grantor-state.ts";

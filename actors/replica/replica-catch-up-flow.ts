@@ -13,30 +13,29 @@ import {
   type WireCatchupPlan,
 } from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
-import type { RecoveryDecision } from "../../volume/index.ts";
 import { CatchUpRefusedError } from "./catch-up-refusal.ts";
+import type { CatchUpReport } from "./catch-up-report.ts";
 import { openItems, type CatchUpItem } from "./catch-up-seal.ts";
-import type { ReplicaCore } from "./replica-core.ts";
+import type { ApplyOp } from "./replica-effects.ts";
 
-/** What a catch-up did. */
-export interface CatchUpReport {
-  readonly decision: RecoveryDecision;
-  readonly reason: string;
-  /** R, S, H as probed. */
-  readonly replicaFlushedLsn: number;
-  readonly walStart: number;
-  readonly walHead: number;
-  readonly walRecordsReplayed: number;
-  readonly deltaBlocks: number;
+export type { CatchUpReport } from "./catch-up-report.ts";
+
+/** Where a catch-up starts: the replica, and its flushed LSN (what the primary compares with its WAL window). */
+export interface CatchUpStart {
+  readonly replicaId: string;
+  readonly volume: string;
   readonly flushedLsn: number;
-  /**
-   * True when WAL catch-up was decided but the ring could not serve it (window moved, or a record unreadable), so a
-   * delta was used.
-   */
-  readonly fellBackToDelta: boolean;
 }
 
-/** What the flow needs besides the core: the bus, the volume's data key, and how long to wait for each answer. */
+/** The replica's side of a catch-up: its volume, in the order of everything else the replica applies. */
+export interface CatchUpPorts {
+  /** Applies one chunk's ops in order, after every write handed to the volume before them. */
+  apply(ops: readonly ApplyOp[]): Promise<void>;
+  /** Everything applied becomes durable; resolves with the flushed source LSN. */
+  barrier(): Promise<number>;
+}
+
+/** What the flow needs besides the replica's ports: the bus, the data key, and how long to wait for each answer. */
 export interface CatchUpLink {
   readonly transport: Transport;
   readonly dataKey: Uint8Array;
@@ -53,13 +52,13 @@ export class CatchUpChunkError extends CatchUpRefusedError {
 /**
  * The replica's side of catch-up as a message flow (issue #18): `begin` with its flushed LSN on
  * `custody.v1.replica-catchup.<volume>.<replica>`, then `next` chunk after chunk until `done`,
- * applying snapshot blocks and WAL records through the core in order, and a barrier at the end.
+ * applying snapshot blocks and WAL records through the replica in order, and a barrier at the end.
  * A refusal rejects with CatchUpRefusedError carrying the primary's code; no answer in time
  * rejects with the transport's TransportError. An interrupted catch-up is simply run again: what
  * was applied is only made durable (and the flushed LSN moved) by the final barrier.
  */
-export async function runCatchUp(core: ReplicaCore, link: CatchUpLink): Promise<CatchUpReport> {
-  const { replicaId: replica, volume } = core.config;
+export async function runCatchUp(start: CatchUpStart, ports: CatchUpPorts, link: CatchUpLink): Promise<CatchUpReport> {
+  const { replicaId: replica, volume } = start;
   const subject = replicaCatchupSubject(volume, replica);
   const ask = async <T>(spec: MessageSpec<string, T>, data: Uint8Array): Promise<T> => {
     const reply = (await link.transport.request(subject, data, { timeoutMs: link.timeoutMs ?? 10_000 })).data;
@@ -72,7 +71,7 @@ export async function runCatchUp(core: ReplicaCore, link: CatchUpLink): Promise<
       throw new CatchUpRefusedError(r.code, `the primary refused catch-up: ${r.message}`, { volume, replica });
     }
   };
-  const R = core.flushedLsn;
+  const R = start.flushedLsn;
   const plan = await ask(
     replicaCatchupPlanSpec,
     encodeMessage(replicaCatchupBeginSpec, { replica, volume, flushedLsn: R }),
@@ -86,10 +85,12 @@ export async function runCatchUp(core: ReplicaCore, link: CatchUpLink): Promise<
     );
     checkChunkContinues(chunk, plan, cursor);
     const items = openItems(link.dataKey, volume, plan.session, cursor, chunk.count, chunk.sealed);
-    replayed += await applyItems(core, plan, cursor, items);
+    const chunkOps = opsOfItems(plan, cursor, items);
+    await ports.apply(chunkOps.ops);
+    replayed += chunkOps.replayed;
     cursor += chunk.count;
   }
-  const flushed = await core.barrier();
+  const flushed = await ports.barrier();
   return {
     decision: plan.decision,
     reason: plan.reason,
@@ -128,22 +129,23 @@ function checkChunkContinues(
 }
 
 /**
- * Applies the opened `items` of the chunk at `cursor` through the core in order: snapshot blocks
+ * The opened `items` of the chunk at `cursor` as ops for the replica, in order: snapshot blocks
  * (the snapshot's LSN counts once its last block is applied; blocks go before any record), then
- * WAL records, a split record's pieces before its last. Returns how many records were replayed.
+ * WAL records, a split record's pieces before its last. `replayed`: how many records it holds.
  */
-async function applyItems(
-  core: ReplicaCore,
+function opsOfItems(
   plan: WireCatchupPlan,
   cursor: number,
   items: readonly CatchUpItem[],
-): Promise<number> {
+): { ops: ApplyOp[]; replayed: number } {
   let replayed = 0;
-  const blocks: { lba: number; data: Uint8Array }[] = [];
+  const ops: ApplyOp[] = [];
+  let blocks: { lba: number; data: Uint8Array }[] = [];
   // The snapshot's LSN counts once its last block is applied; blocks go before any record.
-  const applyBlocks = async (next: number) => {
+  const flushBlocks = (next: number) => {
     if (blocks.length > 0)
-      await core.applyBlocks(blocks.splice(0), next === plan.deltaBlocks ? (plan.checkpointLsn ?? 0) : 0);
+      ops.push({ kind: "blocks", blocks, asOfLsn: next === plan.deltaBlocks ? (plan.checkpointLsn ?? 0) : 0 });
+    blocks = [];
   };
   for (const [i, it] of items.entries()) {
     const isBlock = cursor + i < plan.deltaBlocks;
@@ -155,14 +157,10 @@ async function applyItems(
       blocks.push({ lba: it.lba, data: it.data });
       continue;
     }
-    await applyBlocks(cursor + i);
-    if (it.last) {
-      await core.applyRecord(it.lsn, it.lba, it.data);
-      replayed++;
-    } else {
-      await core.applyPiece(it.lsn, it.lba, it.data);
-    }
+    flushBlocks(cursor + i);
+    ops.push({ kind: it.last ? "record" : "piece", lsn: it.lsn, lba: it.lba, data: it.data });
+    if (it.last) replayed++;
   }
-  await applyBlocks(cursor + items.length);
-  return replayed;
+  flushBlocks(cursor + items.length);
+  return { ops, replayed };
 }
