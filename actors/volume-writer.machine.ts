@@ -35,14 +35,21 @@ export const volumeWriterMachine = setup({
     step: enqueueActions(({ context, event, enqueue }) => {
       const { state, effects } = writerStep(context.state, event);
       if (state !== context.state) enqueue.assign({ state });
-      for (const e of effects) {
-        if (e.type === "schedule") enqueue.raise(e.event, { delay: e.delayMs, id: e.timer });
-        else if (e.type === "cancel") enqueue.cancel(e.timer);
-        else enqueue({ type: "execute", params: e });
+      if (effects.length === 0) return;
+      // One `execute` action per event (the hot path's events carry several effects).
+      let run = effects;
+      if (effects.some((e) => e.type === "schedule" || e.type === "cancel")) {
+        run = [];
+        for (const e of effects) {
+          if (e.type === "schedule") enqueue.raise(e.event, { delay: e.delayMs, id: e.timer });
+          else if (e.type === "cancel") enqueue.cancel(e.timer);
+          else run.push(e);
+        }
       }
+      if (run.length > 0) enqueue({ type: "execute", params: run });
     }),
-    // Supplied by startVolumeWriter (machine.provide): the executor of the step's effects
-    // (params: a WriterEffect; typed `unknown` here so the actions above type-check without a cycle).
+    // Supplied by startVolumeWriter (machine.provide): the executor of the step's effects, in order
+    // (params: WriterEffect[]; typed `unknown` here so the actions above type-check without a cycle).
     execute: (_, _effect: unknown) => undefined,
     startPorts: () => undefined,
     stopPorts: () => undefined,
@@ -52,8 +59,14 @@ export const volumeWriterMachine = setup({
     refuseCall: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "write" && event.type !== "sync") return;
       const detail = { term: context.state.config.term, state: WriterState.Fenced };
-      enqueue({ type: "execute", params: { type: "count", name: "writer_fenced" } });
-      enqueue({ type: "execute", params: { type: "refuse", id: event.id, refusal: { kind: "fenced", detail } } });
+      const refusal = { kind: "fenced", detail } as const;
+      enqueue({
+        type: "execute",
+        params: [
+          { type: "count", name: "writer_fenced" },
+          { type: "refuse", id: event.id, refusal },
+        ],
+      });
     }),
     armTimers: enqueueActions(({ context, enqueue }) => {
       enqueue.raise({ type: "timer.resend" }, { delay: resendEveryMs(context.state), id: "timer.resend" });

@@ -74,7 +74,9 @@ function launch(config: VolumeWriterConfig, ports: VolumeWriterPorts) {
   const exec = new WriterExecutor(config, ports, initial, deliver, read);
   const machine = volumeWriterMachine.provide({
     actions: {
-      execute: (_, effect) => exec.execute(effect as WriterEffect),
+      execute: (_, effects) => {
+        for (const e of effects as readonly WriterEffect[]) exec.execute(e);
+      },
       startPorts: ({ context }) => exec.start(context.state),
       stopPorts: () => exec.stop(),
       sampleResend: () => deliver({ type: "resend.due", nowMs: ports.clock.now(), busy: exec.busy() }),
