@@ -53,13 +53,10 @@ export {
   DEFAULT_COALESCED_SUFFIX,
   type CoalescedStreamSpec,
 } from "./writer/coalesced-stream.ts";
-export {
-  WriterCore,
-  type VolumeWriterPorts,
-  type WriteAck,
-  type WriterCut,
-  type ShipLogEntry,
-} from "./writer/writer-core.ts";
+export { type VolumeWriterPorts, type WriteAck, type WriterCut, type ShipLogEntry } from "./writer/writer-ports.ts";
+export { writerStep } from "./writer/writer-step.ts";
+export { initialWriterState, type WriterState as WriterData } from "./writer/writer-state.ts";
+export type { WriterEffect } from "./writer/writer-effects.ts";
 export { coveredByAtLeast, survivesContract, protectedSeqs } from "./writer/protection.ts";
 export {
   controllerMachine,

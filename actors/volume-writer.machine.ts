@@ -1,20 +1,18 @@
-import { assertEvent, raise, setup } from "xstate";
-import type { TimerArm } from "../core/index.ts";
-import { armTimer } from "./machine-timer.ts";
-import type { ConnectionEvent, InboundMessage } from "../transport/index.ts";
-import type { RangeSet } from "../lanes/index.ts";
-import { WriterFencedError } from "./writer/writer-config.ts";
-import type { WriteAck, WriterCore } from "./writer/writer-core.ts";
-import type { WriterTimer } from "./writer/writer-ports.ts";
+import { enqueueActions, raise, setup } from "xstate";
+import type { WriterEvent } from "./writer/writer-events.ts";
+import { writerStep } from "./writer/writer-step.ts";
+import { progressEveryMs, resendEveryMs, type WriterState as WriterData } from "./writer/writer-state.ts";
 
 /**
  * The Volume Writer actor. Lifecycle: active → fenced → stopped (or active → stopped).
  * - active: writes are admitted by SmartWAL and streamed as units; receipts fold into protection.
  * - fenced: a newer writer term took over (failover). No write is admitted again, pending
  *   protected syncs fail; holders refuse this term's units anyway once they saw the newer term.
- * The machine is the single owner of inbound receipts (named action `foldReceipt`), and every
- * write and sync enters through it (`write` / `sync` events): only the active state admits them;
- * fenced and stopped writers refuse them with WriterFencedError.
+ * Its context is the writer's plain-data state; every event goes through the pure `writerStep`
+ * (named action `step`), whose effects run as the named action `execute` (supplied by
+ * startVolumeWriter: transport, volume, outbox, replies) — except timers, which are the
+ * machine's own delayed events: the group-commit cut, protected syncs' timeouts, and the
+ * repeating resend and progress ticks (sampled with the time into `resend.due` / `progress.due`).
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -22,131 +20,115 @@ export const WriterState = { Active: "active", Fenced: "fenced", Stopped: "stopp
 export type WriterState = (typeof WriterState)[keyof typeof WriterState];
 
 export interface WriterContext {
-  readonly core: WriterCore;
-  fencedBy?: number;
+  readonly state: WriterData;
 }
 
-/** Where the outcome of a write or sync goes (the caller's promise). */
-export interface Reply<T> {
-  resolve(value: T): void;
-  reject(err: unknown): void;
-}
-
-/** What a sync resolves to. */
-export interface SyncOutcome {
-  readonly durableLsn: number;
-  readonly heads: Record<string, number>;
-}
-
-export type WriterEvent =
-  | { type: "write"; lba: number; data: Uint8Array; reply: Reply<WriteAck> }
-  | { type: "sync"; contract?: string | undefined; timeoutMs?: number | undefined; reply: Reply<SyncOutcome> }
-  | { type: "nats.receipt"; lane: string; msg: InboundMessage }
-  | { type: "nats.status"; msg: InboundMessage }
-  | { type: "nats.release"; msg: InboundMessage }
-  | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
-  | { type: "transport.connection"; event: ConnectionEvent }
-  | { type: "fence"; newTerm: number }
-  | { type: "stop" }
-  | WriterTimer
-  | TimerArm<WriterTimer>;
+export type { WriterEvent };
 
 export const volumeWriterMachine = setup({
   types: {
     context: {} as WriterContext,
     events: {} as WriterEvent,
-    input: {} as { core: WriterCore },
+    input: {} as { state: WriterData },
   },
   actions: {
-    startCore: ({ context }) => context.core.start(),
-    admitWrite: ({ context, event }) => {
-      assertEvent(event, "write");
-      context.core.write(event.lba, event.data).then(event.reply.resolve, event.reply.reject);
-    },
-    admitSync: ({ context, event }) => {
-      assertEvent(event, "sync");
-      context.core.sync(event.contract, event.timeoutMs).then(event.reply.resolve, event.reply.reject);
-    },
-    refuseCall: ({ context, self, event }) => {
-      assertEvent(event, ["write", "sync"]);
-      context.core.counters.inc("writer_fenced");
-      event.reply.reject(new WriterFencedError({ term: context.core.config.term, state: self.getSnapshot().value }));
-    },
-    foldReceipt: ({ context, event }) => {
-      assertEvent(event, "nats.receipt");
-      context.core.handleReceipt(event.lane, event.msg);
-    },
-    foldEdgeRelease: ({ context, event }) => {
-      assertEvent(event, "nats.release");
-      context.core.handleEdgeRelease(event.msg);
-    },
-    foldCheckedEdgeRelease: ({ context, event }) => {
-      assertEvent(event, "release.checked");
-      context.core.edgeReleaseChecked(event.lane, event.holder, event.ranges);
-    },
-    connectionChanged: ({ context, event }) => {
-      assertEvent(event, "transport.connection");
-      context.core.connectionChanged(event.event);
-    },
-    foldStatus: ({ context, event }) => {
-      assertEvent(event, "nats.status");
-      context.core.handleStatus(event.msg);
-    },
-    recordFence: ({ context, event }) => {
-      assertEvent(event, "fence");
-      context.fencedBy = event.newTerm;
-      context.core.counters.inc("fenced");
-      context.core.failWaiters(new WriterFencedError({ term: context.core.config.term, newTerm: event.newTerm }));
-    },
-    // Timers are the machine's own delayed events: the core asks with `timer.arm`, the repeating
-    // ones raise their next tick, and a stopped writer has none left.
-    armTimer: armTimer<WriterContext, WriterEvent>(),
-    resendDue: ({ context }) => context.core.resendDue(),
-    armNextResend: raise({ type: "timer.resend" }, { delay: ({ context }) => context.core.resendEveryMs }),
-    publishProgress: ({ context }) => context.core.publishProgress(),
-    armNextProgress: raise({ type: "timer.progress" }, { delay: ({ context }) => context.core.progressEveryMs }),
-    stopCore: ({ context }) => {
-      context.core.failWaiters(new WriterFencedError({ term: context.core.config.term, reason: "stopped" }));
-      context.core.stop();
-    },
+    step: enqueueActions(({ context, event, enqueue }) => {
+      const { state, effects } = writerStep(context.state, event);
+      if (state !== context.state) enqueue.assign({ state });
+      if (effects.length === 0) return;
+      // One `execute` action per event (the hot path's events carry several effects).
+      let run = effects;
+      if (effects.some((e) => e.type === "schedule" || e.type === "cancel")) {
+        run = [];
+        for (const e of effects) {
+          if (e.type === "schedule") enqueue.raise(e.event, { delay: e.delayMs, id: e.timer });
+          else if (e.type === "cancel") enqueue.cancel(e.timer);
+          else run.push(e);
+        }
+      }
+      if (run.length > 0) enqueue({ type: "execute", params: run });
+    }),
+    // Supplied by startVolumeWriter (machine.provide): the executor of the step's effects, in order
+    // (params: WriterEffect[]; typed `unknown` here so the actions above type-check without a cycle).
+    execute: (_, _effect: unknown) => undefined,
+    startPorts: () => undefined,
+    stopPorts: () => undefined,
+    sampleResend: () => undefined,
+    sampleProgress: () => undefined,
+    // A fenced writer refuses calls: counted, and the caller's promise rejected.
+    refuseCall: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "write" && event.type !== "sync") return;
+      const detail = { term: context.state.config.term, state: WriterState.Fenced };
+      const refusal = { kind: "fenced", detail } as const;
+      enqueue({
+        type: "execute",
+        params: [
+          { type: "count", name: "writer_fenced" },
+          { type: "refuse", id: event.id, refusal },
+        ],
+      });
+    }),
+    armTimers: enqueueActions(({ context, enqueue }) => {
+      enqueue.raise({ type: "timer.resend" }, { delay: resendEveryMs(context.state), id: "timer.resend" });
+      const progress = progressEveryMs(context.state);
+      if (progress > 0) enqueue.raise({ type: "timer.progress" }, { delay: progress, id: "timer.progress" });
+    }),
+    armResend: raise({ type: "timer.resend" }, { delay: "resendEvery", id: "timer.resend" }),
+    armProgress: raise({ type: "timer.progress" }, { delay: "progressEvery", id: "timer.progress" }),
+  },
+  delays: {
+    resendEvery: ({ context }) => resendEveryMs(context.state),
+    progressEvery: ({ context }) => progressEveryMs(context.state),
   },
   guards: {
-    newerTerm: ({ context, event }) => event.type === "fence" && event.newTerm > context.core.config.term,
+    newerTerm: ({ context, event }) => event.type === "fence" && event.newTerm > context.state.config.term,
   },
 }).createMachine({
   id: "volume-writer",
-  context: ({ input }) => ({ core: input.core }),
+  context: ({ input }) => ({ state: input.state }),
   initial: WriterState.Active,
-  entry: "startCore",
-  // In every state but stopped (a fenced writer still re-sends what holders have not receipted).
+  entry: ["startPorts", "armTimers"],
+  // In every state but stopped: completions of work already started, and the repeating timers
+  // (a fenced writer still re-sends what holders have not receipted).
   on: {
-    "timer.arm": { actions: "armTimer" },
-    "timer.resend": { actions: ["resendDue", "armNextResend"] },
-    "timer.progress": { actions: ["publishProgress", "armNextProgress"] },
+    "wal.written": { actions: "step" },
+    cut: { actions: "step" },
+    "unit.sealed": { actions: "step" },
+    "outbox.flushed": { actions: "step" },
+    "outbox.failed": { actions: "step" },
+    "sync.local": { actions: "step" },
+    "waiter.timeout": { actions: "step" },
+    "edge.reset": { actions: "step" },
+    "resend.due": { actions: "step" },
+    "progress.due": { actions: "step" },
+    "timer.resend": { actions: ["sampleResend", "armResend"] },
+    "timer.progress": { actions: ["sampleProgress", "armProgress"] },
   },
   states: {
     [WriterState.Active]: {
       on: {
-        write: { actions: "admitWrite" },
-        sync: { actions: "admitSync" },
-        "nats.receipt": { actions: "foldReceipt" },
-        "nats.status": { actions: "foldStatus" },
-        "nats.release": { actions: "foldEdgeRelease" },
-        "release.checked": { actions: "foldCheckedEdgeRelease" },
-        "transport.connection": { actions: "connectionChanged" },
-        fence: { guard: "newerTerm", target: WriterState.Fenced, actions: "recordFence" },
-        stop: { target: WriterState.Stopped },
+        write: { actions: "step" },
+        sync: { actions: "step" },
+        receipt: { actions: "step" },
+        "receipt.invalid": { actions: "step" },
+        "nats.status": { actions: "step" },
+        "nats.release": { actions: "step" },
+        "release.checked": { actions: "step" },
+        "transport.connection": { actions: "step" },
+        fence: { guard: "newerTerm", target: WriterState.Fenced, actions: "step" },
+        stop: { target: WriterState.Stopped, actions: "step" },
       },
     },
     [WriterState.Fenced]: {
       on: {
         // Receipts still fold: they tell the truth about what of the old history survived.
-        "nats.receipt": { actions: "foldReceipt" },
+        receipt: { actions: "step" },
+        "receipt.invalid": { actions: "step" },
         write: { actions: "refuseCall" },
         sync: { actions: "refuseCall" },
-        stop: { target: WriterState.Stopped },
+        stop: { target: WriterState.Stopped, actions: "step" },
       },
     },
-    [WriterState.Stopped]: { type: "final", entry: "stopCore" },
+    [WriterState.Stopped]: { type: "final", entry: "stopPorts" },
   },
 });

@@ -1,9 +1,16 @@
 import { createActor, type Actor } from "xstate";
-import type { Counters } from "../core/index.ts";
-import type { RangeSet } from "../lanes/index.ts";
-import { volumeWriterMachine, WriterState } from "./volume-writer.machine.ts";
+import type { Clock, Counters } from "../core/index.ts";
+import { RangeSet } from "../lanes/index.ts";
+import { edgePending } from "./hop/index.ts";
+import { volumeWriterMachine } from "./volume-writer.machine.ts";
+import { listToArray } from "./writer/chunked-list.ts";
 import { WriterFencedError, type VolumeWriterConfig } from "./writer/writer-config.ts";
-import { WriterCore, type VolumeWriterPorts, type WriteAck, type WriterCut } from "./writer/writer-core.ts";
+import { protectedThrough } from "./writer/writer-custody.ts";
+import type { SyncOutcome, WriterEffect } from "./writer/writer-effects.ts";
+import type { WriterEvent } from "./writer/writer-events.ts";
+import { WriterExecutor } from "./writer/writer-executor.ts";
+import type { VolumeWriterPorts, WriteAck, WriterCut } from "./writer/writer-ports.ts";
+import { custodyBacklogBytes, initialWriterState, laneHeads, type WriterState } from "./writer/writer-state.ts";
 
 /** A running volume writer: the actor plus the calls an application (or block device) makes. */
 export interface VolumeWriter {
@@ -37,11 +44,48 @@ export interface VolumeWriter {
    * Local sync (SyncCache) without `contract`; with it, also waits for receipts proving the
    * contract for everything written before the call.
    */
-  sync(contract?: string, timeoutMs?: number): Promise<{ durableLsn: number; heads: Record<string, number> }>;
+  sync(contract?: string, timeoutMs?: number): Promise<SyncOutcome>;
   /** A newer term took over: stop admitting writes. */
   fence(newTerm: number): void;
   /** Stops the actor (the volume itself stays open; its owner closes it). */
   stop(): void;
+}
+
+/** Sequences written but not yet confirmed for every required scenario, worst raw lane. */
+function custodyLag(s: WriterState): number {
+  let lag = 0;
+  for (const n of s.order) {
+    const l = s.lanes[n]!;
+    lag = Math.max(lag, l.next - 1 - Math.max(l.confirmed, (l.spec.firstSeq ?? 1) - 1));
+  }
+  return lag;
+}
+
+/** Creates and starts the writer's actor, its executors supplied to the machine. */
+function launch(config: VolumeWriterConfig, ports: VolumeWriterPorts) {
+  const initial = initialWriterState(config, { hasOutbox: ports.outbox !== undefined });
+  let actor: Actor<typeof volumeWriterMachine> | undefined;
+  const read = (): WriterState => actor?.getSnapshot().context.state ?? initial;
+  // Events for a machine that has stopped are settled by the executor (their callers still get an answer).
+  const deliver = (e: WriterEvent) => {
+    if (actor !== undefined && actor.getSnapshot().status === "active") actor.send(e);
+    else exec.orphaned(e);
+  };
+  const exec = new WriterExecutor(config, ports, initial, deliver, read);
+  const machine = volumeWriterMachine.provide({
+    actions: {
+      execute: (_, effects) => {
+        for (const e of effects as readonly WriterEffect[]) exec.execute(e);
+      },
+      startPorts: ({ context }) => exec.start(context.state),
+      stopPorts: () => exec.stop(),
+      sampleResend: () => deliver({ type: "resend.due", nowMs: ports.clock.now(), busy: exec.busy() }),
+      sampleProgress: () => deliver({ type: "progress.due", nowMs: ports.clock.now() }),
+    },
+  });
+  actor = createActor(machine, { input: { state: initial }, clock: ports.clock });
+  actor.start();
+  return { actor, exec, read };
 }
 
 /**
@@ -49,15 +93,11 @@ export interface VolumeWriter {
  * `ports` must come from the volume's key authority; it never leaves this process.
  */
 export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWriterPorts): VolumeWriter {
-  let actor: Actor<typeof volumeWriterMachine> | undefined;
-  const core = new WriterCore(config, ports, (e) => actor?.send(e));
-  actor = createActor(volumeWriterMachine, { input: { core }, clock: ports.clock });
-  actor.start();
-  const a = actor;
+  const { actor: a, exec, read } = launch(config, ports);
   // A stopped actor takes no events: a call after stop is refused here, as the stopped state would.
   const refuseIfStopped = () => {
     if (a.getSnapshot().status !== "active") {
-      core.counters.inc("writer_fenced");
+      exec.counters.inc("writer_fenced");
       throw new WriterFencedError({ term: config.term, state: a.getSnapshot().value });
     }
   };
@@ -66,26 +106,19 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
     actor: a,
     config,
     state: () => String(a.getSnapshot().value),
-    counters: core.counters,
-    heads: () => core.heads(),
-    newestTerm: () => core.newestTerm,
-    manifests: () => core.manifests(),
-    protectedThrough: (contract, lane) => core.protectedThrough(contract, lane),
-    retainedSeqs: (lane) => core.retainedSeqs(lane),
-    owedTo: (lane, holder) => core.owedTo(lane, holder),
-    custodyLagSeqs: () => core.custodyLagSeqs(),
-    custodyBacklogBytes: () => core.custodyBacklogBytes(),
-    drained: (deadlineMs) => core.drained(deadlineMs),
+    counters: exec.counters,
+    ...stateReads(read),
+    drained: (deadlineMs) => drained(exec, read, ports.clock, deadlineMs),
     async write(lba, data) {
       refuseIfStopped();
       return new Promise<WriteAck>((resolve, reject) =>
-        a.send({ type: "write", lba, data, reply: { resolve, reject } }),
+        a.send({ type: "write", id: exec.keep({ resolve, reject }), lba, data }),
       );
     },
     async sync(contract, timeoutMs) {
       refuseIfStopped();
-      return new Promise((resolve, reject) =>
-        a.send({ type: "sync", contract, timeoutMs, reply: { resolve, reject } }),
+      return new Promise<SyncOutcome>((resolve, reject) =>
+        a.send({ type: "sync", id: exec.keep({ resolve, reject }), contract, timeoutMs }),
       );
     },
     fence: (newTerm) => a.send({ type: "fence", newTerm }),
@@ -94,4 +127,43 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
       a.stop();
     },
   };
+}
+
+/** The writer's read-only figures, from its current state. */
+function stateReads(read: () => WriterState) {
+  return {
+    heads: () => laneHeads(read()),
+    newestTerm: () => read().newestTerm,
+    manifests: () => listToArray(read().cuts),
+    protectedThrough: (contract: string, lane: string) => protectedThrough(read(), contract, lane),
+    retainedSeqs: (lane: string) => read().lanes[lane]?.retained ?? RangeSet.EMPTY,
+    owedTo: (lane: string, holder: string) => {
+      const l = read().lanes[lane];
+      return l === undefined ? RangeSet.EMPTY : edgePending(l.ledger, l.retained, holder);
+    },
+    custodyLagSeqs: () => custodyLag(read()),
+    custodyBacklogBytes: () => custodyBacklogBytes(read()),
+  };
+}
+
+/**
+ * Resolves once custody has taken everything this writer retains (every lane's retention empty),
+ * or with the sequences still retained when `deadlineMs` passes first. For a graceful stop: the
+ * writer keeps re-sending meanwhile.
+ */
+async function drained(
+  exec: WriterExecutor,
+  read: () => WriterState,
+  clock: Clock,
+  deadlineMs: number,
+): Promise<Record<string, RangeSet>> {
+  const until = clock.now() + deadlineMs;
+  for (;;) {
+    exec.flushCoalesced(); // a graceful stop does not wait for the coalesced stream's cadence
+    const s = read();
+    const left: Record<string, RangeSet> = {};
+    for (const n of s.all) if (!s.lanes[n]!.retained.isEmpty) left[n] = s.lanes[n]!.retained;
+    if (Object.keys(left).length === 0 || clock.now() >= until) return left;
+    await new Promise<void>((resolve) => clock.setTimeout(() => resolve(), 50));
+  }
 }

@@ -23,3 +23,22 @@ export * from "./credit-window.ts";
 export * from "./credit-sender.ts";
 export * from "./credit-grantor.ts";
 export * from "./credit-grantor-state.ts";
+export {
+  coveredByAllEdges,
+  edgeCovered,
+  edgePending,
+  ledgerApplyReceipt,
+  ledgerReleasedAtEdge,
+  ledgerRestartEdge,
+  openEdgeLedger,
+  type EdgeLedger,
+  type EdgeMark,
+} from "./edge-ledger.ts";
+export {
+  dueInRecord,
+  forgetInRecord,
+  MAX_RESEND_BACKOFF,
+  nextResendBackoff,
+  recordSend,
+  type SendRecord,
+} from "./send-record.ts";

@@ -9,7 +9,7 @@ import {
 } from "./coalesced-stream.ts";
 import { ManifestShipper } from "./manifest-shipping.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
-import { openWriterLane, type WriterLane } from "./writer-lane.ts";
+import type { Transport } from "../../transport/index.ts";
 import type { WriterCut } from "./writer-ports.ts";
 
 /**
@@ -183,29 +183,31 @@ export class CoalescingConsumer {
 }
 
 /**
- * Checks `config`'s coalesced stream and, when there is one, opens its derived lanes into `lanes`
- * (sent and re-sent like raw lanes; kept only until receipted, since no controller status
- * confirms a derived lane) and returns the consumer that fills them through `ship`. A volume of
- * several lanes also ships each close's manifest to the derived lanes' first hops (counted as
+ * Checks `config`'s coalesced stream and, when there is one, returns the consumer that fills its
+ * derived lanes through `ship` (the writer keeps, sends and re-sends their units like raw ones,
+ * only until receipted, since no controller status confirms a derived lane). A volume of several
+ * lanes also ships each close's manifest to the derived lanes' first hops (counted as
  * `coalesced_manifest_shipped` / `coalesced_manifest_reshipped`; re-sent every `repeatMs`).
  */
 export function openCoalescedStream(
   config: VolumeWriterConfig,
-  lanes: Map<string, WriterLane>,
-  seams: Parameters<typeof openWriterLane>[2] & { heads: () => Readonly<Record<string, number>>; repeatMs: number },
-  ship: (l: WriterLane, parts: DerivedUnitParts) => void,
+  seams: {
+    transport: Transport;
+    clock: Clock;
+    counters: Counters;
+    heads: () => Readonly<Record<string, number>>;
+    repeatMs: number;
+  },
+  ship: (parts: DerivedUnitParts) => void,
 ): CoalescingConsumer | undefined {
   checkCoalescedStream(config);
   if (config.coalesced === undefined) return undefined;
-  const derived = derivedLaneSpecs(config).map((spec) =>
-    Object.assign(openWriterLane(spec, config, seams), { confirmed: Number.MAX_SAFE_INTEGER }),
-  );
-  for (const l of derived) lanes.set(l.spec.lane, l);
+  const derived = derivedLaneSpecs(config).map((spec) => ({ lane: spec.lane, hops: spec.holders }));
   const manifests = new ManifestShipper(config, seams, seams.repeatMs, "coalesced_manifest");
   return new CoalescingConsumer(config.coalesced, {
     clock: seams.clock,
     counters: seams.counters,
-    ship: (p) => ship(lanes.get(p.lane)!, p),
+    ship,
     heads: seams.heads,
     manifest: (cut) => manifests.ship([cut], derived),
   });

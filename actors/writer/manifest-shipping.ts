@@ -3,7 +3,6 @@ import { encodeMessage, unitSubject } from "../../transport/protocol/index.ts";
 import { SENDER_HEADER, type Transport } from "../../transport/index.ts";
 import { laneManifestSpec, MANIFEST_MAX_LANES } from "../../transport/protocol/index.ts";
 import type { VolumeWriterConfig } from "./writer-config.ts";
-import type { WriterLane } from "./writer-lane.ts";
 import type { WriterCut } from "./writer-ports.ts";
 
 /**
@@ -25,8 +24,11 @@ export class ManifestShipper {
     private readonly counterPrefix = "manifest",
   ) {}
 
-  /** Ships the newest of `cuts` (oldest first) to the first hops of `lanes` when due. */
-  ship(cuts: readonly WriterCut[], lanes: readonly WriterLane[]): void {
+  /** Ships the newest of `cuts` (oldest first) to the first hops (`hops`) of `lanes` when due. */
+  ship(
+    cuts: readonly WriterCut[],
+    lanes: readonly { readonly lane: string; readonly hops: readonly string[] }[],
+  ): void {
     const newest = cuts[cuts.length - 1];
     if (newest === undefined || lanes.length < 2 || lanes.length > MANIFEST_MAX_LANES) return;
     const now = this.seams.clock.now();
@@ -41,8 +43,8 @@ export class ManifestShipper {
     });
     const headers = { [SENDER_HEADER]: this.config.writerId };
     for (const l of lanes)
-      for (const hop of l.edges.keys())
-        this.seams.transport.publish(unitSubject(hop, this.config.volume, l.spec.lane), data, { headers });
+      for (const hop of l.hops)
+        this.seams.transport.publish(unitSubject(hop, this.config.volume, l.lane), data, { headers });
     this.seams.counters.inc(`${this.counterPrefix}_${newest.lsn === this.shippedLsn ? "reshipped" : "shipped"}`);
     this.shippedLsn = newest.lsn;
     this.shippedAt = now;

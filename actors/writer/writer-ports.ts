@@ -1,10 +1,8 @@
-import type { TimerArm } from "../../core/index.ts";
 import type { KeyObject } from "node:crypto";
 import type { Clock } from "../../core/index.ts";
 import type { Counters } from "../../core/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import type { ConnectionEvent, InboundMessage, Transport } from "../../transport/index.ts";
-import type { RangeSet } from "../../lanes/index.ts";
+import type { Transport } from "../../transport/index.ts";
 import type { SmartWalVolume } from "../../volume/index.ts";
 import type { PeerDirectory } from "../hop/index.ts";
 import type { UnitOutbox } from "./unit-outbox.ts";
@@ -37,22 +35,6 @@ export interface VolumeWriterPorts {
   outbox?: UnitOutbox;
   recovered?: readonly TransportUnit[];
 }
-
-/**
- * The writer's timers: delayed events its machine raises to itself; each repeats (the machine
- * raises the next after each tick).
- */
-export type WriterTimer = { type: "timer.resend" } | { type: "timer.progress" };
-
-/** How the writer's core hands events to its machine. */
-export type WriterDispatch = (
-  e:
-    | { type: "nats.receipt"; lane: string; msg: InboundMessage }
-    | { type: "nats.status" | "nats.release"; msg: InboundMessage }
-    | { type: "release.checked"; lane: string; holder: string; ranges: RangeSet }
-    | { type: "transport.connection"; event: ConnectionEvent }
-    | TimerArm<WriterTimer>,
-) => void;
 
 /** Where one write went: its LSN and, per lane piece, the lane sequence. */
 export interface WriteAck {
