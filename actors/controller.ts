@@ -5,6 +5,7 @@ import type { BaseSnapshot, EvaluationReport, EvaluationState, HolderAuditRecord
 import type { RepairStatus, VolumeStatus } from "../transport/protocol/index.ts";
 import type { RepairPort } from "./repair/index.ts";
 import { inProcessRepairPort } from "./controller/in-process-repair-port.ts";
+import { repairMachineFor } from "./repair/repair-executors.ts";
 import { bootstrapVolume } from "./controller/volume-bootstrap.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
@@ -65,7 +66,8 @@ export class ControllerStartError extends CustodyError {
 export async function startController(config: ControllerConfig, ports: ControllerPorts): Promise<Controller> {
   let actor: Actor<typeof controllerMachine> | undefined;
   const core = new ControllerCore(config, ports, (e) => actor?.send(e));
-  actor = createActor(controllerMachine, {
+  const repair = repairMachineFor({ port: inProcessRepairPort(core), transport: ports.transport, clock: ports.clock });
+  actor = createActor(controllerMachine.provide({ actors: { repair } }), {
     input: { core, intervalMs: config.evalIntervalMs ?? 100 },
     clock: ports.clock,
   });

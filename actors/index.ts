@@ -97,9 +97,28 @@ export {
   type RepairFailure,
 } from "./repair.machine.ts";
 export { runRepair, runRepairTask, reportOf, repairForFailure, RepairFailedError } from "./repair.ts";
-export { RepairSourceLostError, RepairTimeoutError, missingCoverage, type RepairInput } from "./repair/repair-steps.ts";
+export { RepairSourceLostError, RepairTimeoutError, type RepairInput } from "./repair/repair-steps.ts";
+export {
+  activationTransfers,
+  copySources,
+  laneRangesOf,
+  missingCoverage,
+  protectionIds,
+  replacementCovers,
+} from "./repair/repair-plan.ts";
+export {
+  initialRepairContext,
+  repairOutcomeOf,
+  repairReportOf,
+  repairSettingsOf,
+  type LaneRanges,
+  type RepairSettings,
+  type RepairTask,
+} from "./repair/repair-state.ts";
+export { repairMachineFor } from "./repair/repair-executors.ts";
 export type {
   RepairPort,
+  RepairPorts,
   RepairView,
   RepairHolding,
   ReplacementAdmission,

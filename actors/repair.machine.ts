@@ -1,26 +1,33 @@
 import { assign, fromPromise, setup } from "xstate";
-import type { RangeSet } from "../lanes/index.ts";
-import type { RecoveryParams } from "../policies/index.ts";
-import { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts";
+import { protectionIds } from "./repair/repair-plan.ts";
+import type { ReceiptCheck, RepairActivation, RepairCopy, RepairSurvey } from "./repair/repair-steps.ts";
 import {
-  activateReplacement,
-  admitReplacement,
-  awaitReplacementReceipts,
-  copyMissing,
-  surveyMissing,
-  type RepairInput,
-  type RepairSurvey,
-} from "./repair/repair-steps.ts";
+  DEFAULT_RECEIPT_TIMEOUT_MS,
+  failureOf,
+  initialRepairContext,
+  receiptTimeoutFailure,
+  repairOutcomeOf,
+  type LaneRanges,
+  type RepairContext,
+  type RepairFailure,
+  type RepairOutcome,
+  type RepairSettings,
+  type RepairTask,
+} from "./repair/repair-state.ts";
+
+export type { RepairContext, RepairFailure, RepairOutcome, RepairReport } from "./repair/repair-state.ts";
 
 /**
  * The Repair Task actor, started by a declare-failure control event (as a child of the
  * controller's machine, or on its own in another process). It runs once, in order: surveying the
  * missing coverage (and protecting it from release while it is read) → admitting a replacement
  * holder through the control log → copying the missing ranges from survivors (digests validated)
- * → waiting for the replacement's own receipts → activating it as responsible. Everything it reads
- * of the controller's state and every commit goes through its `RepairPort`; the controller
- * re-evaluates releases once the replacement is active. Its output (`RepairOutcome`) is what its
- * parent receives in `xstate.done.actor.<repairId>`.
+ * → waiting for the replacement's own receipts (looking again every `receiptPoll` until they cover
+ * the copy or `receiptsDueAt` passes) → activating it as responsible. Its context is plain data
+ * (repair-state.ts); every read of the controller's state and every commit is an invoked child
+ * whose implementation `repairMachineFor(ports)` supplies (repair-executors.ts), over the
+ * `RepairPort`. The controller re-evaluates releases once the replacement is active. Its output
+ * (`RepairOutcome`) is what its parent receives in `xstate.done.actor.<repairId>`.
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -35,120 +42,118 @@ export const RepairState = {
 } as const;
 export type RepairState = (typeof RepairState)[keyof typeof RepairState];
 
-/** What a finished repair reports: measured time next to the policy estimate. */
-export interface RepairReport {
-  readonly repairId: string;
-  readonly missing: Record<string, [number, number][]>;
-  readonly copiedUnits: number;
-  readonly copiedBytes: number;
-  readonly measuredMs: number;
-  readonly estimate: RepairEstimate;
-  readonly controlSeq: number;
+/** What the invoked children after the survey are given: the task and what it found missing. */
+export interface RepairStepInput {
+  readonly task: RepairTask;
+  readonly missing: LaneRanges;
 }
 
-/** Why a repair failed: the step it was in and the error's code and message. */
-export interface RepairFailure {
-  readonly step: string;
-  readonly code: string;
-  readonly message: string;
-}
+const stepInput = ({ context }: { context: RepairContext }): RepairStepInput => ({
+  task: context.task,
+  missing: context.missing,
+});
+const checkOf = ({ event }: { event: { output: ReceiptCheck } }): ReceiptCheck => event.output;
+const taskInput = ({ context }: { context: RepairContext }): RepairTask => context.task;
 
-/** How a repair task ended: exactly one of `report` and `failure`. */
-export interface RepairOutcome {
-  readonly repairId: string;
-  readonly report?: RepairReport;
-  readonly failure?: RepairFailure;
-}
-
-export interface RepairContext {
-  readonly input: RepairInput;
-  readonly startedAt: number;
-  missing: Record<string, RangeSet>;
-  recovery?: RecoveryParams;
-  copied: { units: number; bytes: number };
-  report?: RepairReport;
-  error?: RepairFailure;
-}
+const notProvided = (what: string) => (): never => {
+  throw new Error(`repair machine: ${what} is supplied by repairMachineFor(ports) (machine.provide)`);
+};
 
 const failedIn =
   (step: RepairState) =>
-  ({ event }: { event: { error: unknown } }): RepairFailure => ({
-    step,
-    code: (event.error as { code?: string }).code ?? "repair_failed",
-    message: event.error instanceof Error ? event.error.message : String(event.error),
-  });
-
-type StepInput = { input: RepairInput; missing: Record<string, RangeSet> };
-const stepInput = ({ context }: { context: RepairContext }): StepInput => ({
-  input: context.input,
-  missing: context.missing,
-});
+  ({ event }: { event: { error: unknown } }): RepairFailure =>
+    failureOf(step, event.error);
+const toFailed = `#repair-task.${RepairState.Failed}` as const;
 
 export const repairMachine = setup({
-  types: { context: {} as RepairContext, input: {} as RepairInput, output: {} as RepairOutcome },
+  types: { context: {} as RepairContext, input: {} as RepairSettings, output: {} as RepairOutcome },
+  // The world-touching steps (repair-steps.ts); repairMachineFor supplies them, closed over the ports.
   actors: {
-    survey: fromPromise<RepairSurvey, RepairInput>(({ input }) => surveyMissing(input)),
-    admit: fromPromise<number, RepairInput>(({ input }) => admitReplacement(input)),
-    copy: fromPromise<{ units: number; bytes: number }, StepInput>(async ({ input }) =>
-      copyMissing(input.input, input.missing),
-    ),
-    awaitReceipts: fromPromise<void, StepInput>(({ input }) => awaitReplacementReceipts(input.input, input.missing)),
-    activate: fromPromise<number, StepInput>(({ input }) => activateReplacement(input.input, input.missing)),
+    survey: fromPromise<RepairSurvey, RepairTask>(async () => notProvided("survey")()),
+    admit: fromPromise<number, RepairTask>(async () => notProvided("admit")()),
+    copy: fromPromise<RepairCopy, RepairStepInput>(async () => notProvided("copy")()),
+    checkReceipts: fromPromise<ReceiptCheck, RepairStepInput>(async () => notProvided("checkReceipts")()),
+    activate: fromPromise<RepairActivation, RepairStepInput>(async () => notProvided("activate")()),
   },
   actions: {
-    // Fire and forget: a protection left behind (its controller unreachable) is ended by the
-    // controller when the repair's outcome reaches it, and the control-log hold has a lease.
-    unprotectSources: ({ context }) => {
-      for (const lane of Object.keys(context.missing))
-        void context.input.port.unprotect(`${context.input.repairId}-${lane}`).catch(() => undefined);
+    // Ending the protections makes the controller evaluate again (re-authorizing releases).
+    // Without ports nothing was surveyed, so nothing is protected; ids to end need the port.
+    endProtections: (_, { ids }: { ids: string[] }) => {
+      if (ids.length > 0) notProvided("endProtections")();
     },
+  },
+  guards: {
+    receiptsCovered: (_, check: ReceiptCheck) => check.covered,
+    receiptsOverdue: ({ context }, check: ReceiptCheck) =>
+      check.at > (context.receiptsDueAt ?? Number.POSITIVE_INFINITY),
+  },
+  delays: {
+    // How long to wait before looking at the replacement's receipts again: the port's pollMs.
+    receiptPoll: 1_000,
   },
 }).createMachine({
   id: "repair-task",
-  context: ({ input }) => ({ input, startedAt: input.clock.now(), missing: {}, copied: { units: 0, bytes: 0 } }),
+  context: ({ input }) => initialRepairContext(input),
   initial: RepairState.Surveying,
-  output: ({ context }) => ({
-    repairId: context.input.repairId,
-    ...(context.report ? { report: context.report } : {}),
-    ...(context.error ? { failure: context.error } : {}),
-  }),
+  output: ({ context }) => repairOutcomeOf(context),
   states: {
     [RepairState.Surveying]: {
       invoke: {
         src: "survey",
-        input: ({ context }) => context.input,
+        input: taskInput,
         onDone: {
           target: RepairState.Admitting,
-          actions: assign({
-            missing: ({ event }) => event.output.missing,
-            recovery: ({ event }) => event.output.view.recovery,
-          }),
+          actions: assign(({ event }) => ({
+            startedAt: event.output.startedAt,
+            missing: event.output.missing,
+            recovery: event.output.recovery,
+          })),
         },
-        onError: { target: RepairState.Failed, actions: assign({ error: failedIn(RepairState.Surveying) }) },
+        onError: { target: toFailed, actions: assign({ error: failedIn(RepairState.Surveying) }) },
       },
     },
     [RepairState.Admitting]: {
       invoke: {
         src: "admit",
-        input: ({ context }) => context.input,
+        input: taskInput,
         onDone: RepairState.Copying,
-        onError: { target: RepairState.Failed, actions: assign({ error: failedIn(RepairState.Admitting) }) },
+        onError: { target: toFailed, actions: assign({ error: failedIn(RepairState.Admitting) }) },
       },
     },
     [RepairState.Copying]: {
       invoke: {
         src: "copy",
         input: stepInput,
-        onDone: { target: RepairState.AwaitingReceipts, actions: assign({ copied: ({ event }) => event.output }) },
-        onError: { target: RepairState.Failed, actions: assign({ error: failedIn(RepairState.Copying) }) },
+        onDone: {
+          target: RepairState.AwaitingReceipts,
+          actions: assign(({ context, event }) => ({
+            copied: { units: event.output.units, bytes: event.output.bytes },
+            receiptsDueAt: event.output.at + (context.task.receiptTimeoutMs ?? DEFAULT_RECEIPT_TIMEOUT_MS),
+          })),
+        },
+        onError: { target: toFailed, actions: assign({ error: failedIn(RepairState.Copying) }) },
       },
     },
     [RepairState.AwaitingReceipts]: {
-      invoke: {
-        src: "awaitReceipts",
-        input: stepInput,
-        onDone: RepairState.Activating,
-        onError: { target: RepairState.Failed, actions: assign({ error: failedIn(RepairState.AwaitingReceipts) }) },
+      initial: "checking",
+      states: {
+        checking: {
+          invoke: {
+            src: "checkReceipts",
+            input: stepInput,
+            onDone: [
+              { guard: { type: "receiptsCovered", params: checkOf }, target: `#repair-task.${RepairState.Activating}` },
+              {
+                guard: { type: "receiptsOverdue", params: checkOf },
+                target: toFailed,
+                actions: assign({ error: ({ context }) => receiptTimeoutFailure(context) }),
+              },
+              { target: "waiting" },
+            ],
+            onError: { target: toFailed, actions: assign({ error: failedIn(RepairState.AwaitingReceipts) }) },
+          },
+        },
+        waiting: { after: { receiptPoll: "checking" } },
       },
     },
     [RepairState.Activating]: {
@@ -157,27 +162,16 @@ export const repairMachine = setup({
         input: stepInput,
         onDone: {
           target: RepairState.Done,
-          actions: assign({
-            report: ({ context, event }) => ({
-              repairId: context.input.repairId,
-              missing: Object.fromEntries(Object.entries(context.missing).map(([l, r]) => [l, r.toJSON()])),
-              copiedUnits: context.copied.units,
-              copiedBytes: context.copied.bytes,
-              measuredMs: context.input.clock.now() - context.startedAt,
-              estimate: repairEstimate(
-                context.recovery!,
-                context.copied.bytes,
-                context.input.repairBandwidthBytesPerSec,
-              ),
-              controlSeq: event.output,
-            }),
-          }),
+          actions: assign({ finished: ({ event }) => ({ controlSeq: event.output.controlSeq, at: event.output.at }) }),
         },
-        onError: { target: RepairState.Failed, actions: assign({ error: failedIn(RepairState.Activating) }) },
+        onError: { target: toFailed, actions: assign({ error: failedIn(RepairState.Activating) }) },
       },
     },
-    // Ending the protections makes the controller evaluate again (re-authorizing releases).
-    [RepairState.Done]: { type: "final", entry: "unprotectSources" },
-    [RepairState.Failed]: { type: "final", entry: "unprotectSources" },
+    [RepairState.Done]: { type: "final", entry: { type: "endProtections", params: endParams } },
+    [RepairState.Failed]: { type: "final", entry: { type: "endProtections", params: endParams } },
   },
 });
+
+function endParams({ context }: { context: RepairContext }): { ids: string[] } {
+  return { ids: protectionIds(context.task.repairId, context.missing) };
+}

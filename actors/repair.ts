@@ -1,7 +1,9 @@
 import { createActor, toPromise } from "xstate";
 import { CustodyError } from "../core/index.ts";
 import type { ControlEventOf } from "../custody/index.ts";
-import { repairMachine, type RepairFailure, type RepairOutcome, type RepairReport } from "./repair.machine.ts";
+import type { RepairFailure, RepairOutcome, RepairReport } from "./repair.machine.ts";
+import { repairMachineFor } from "./repair/repair-executors.ts";
+import { repairSettingsOf } from "./repair/repair-state.ts";
 import type { RepairInput } from "./repair/repair-steps.ts";
 
 /** Thrown when a repair task ends in `failed`; `detail.step` names where, `detail.cause` the code. */
@@ -27,9 +29,15 @@ export async function runRepair(input: RepairInput): Promise<RepairReport> {
   return reportOf(await runRepairTask(input));
 }
 
-/** Runs one repair task to completion and resolves with its outcome (never rejects). */
+/**
+ * Runs one repair task to completion and resolves with its outcome (never rejects). The machine is
+ * started with the plain settings; the ports reach only its invoked children (repairMachineFor).
+ */
 export async function runRepairTask(input: RepairInput): Promise<RepairOutcome> {
-  const actor = createActor(repairMachine, { input, clock: input.clock });
+  const actor = createActor(repairMachineFor({ port: input.port, transport: input.transport, clock: input.clock }), {
+    input: repairSettingsOf(input),
+    clock: input.clock,
+  });
   actor.start();
   return toPromise(actor);
 }

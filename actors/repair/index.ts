@@ -4,8 +4,10 @@
  * with repair tasks, copying over NATS, and reads of retained units (fetch, recovery) that the
  * controller's audits and the base builder use too.
  */
-export type { RepairPort, RepairView, ReplacementAdmission } from "./repair-port.ts";
-export { missingCoverage, type RepairInput } from "./repair-steps.ts";
+export type { RepairPort, RepairPorts, RepairView, ReplacementAdmission } from "./repair-port.ts";
+export { missingCoverage } from "./repair-plan.ts";
+export type { RepairInput } from "./repair-steps.ts";
+export { repairSettingsOf, type RepairSettings } from "./repair-state.ts";
 export { ControllerRefusedError, outcomeFromWire, viewToWire } from "./repair-wire.ts";
 export { copyOverNats, type CopySource } from "./copy-over-nats.ts";
 export { fetchUnits } from "./custody-reader.ts";

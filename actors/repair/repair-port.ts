@@ -1,5 +1,7 @@
 import type { RangeSet } from "../../lanes/index.ts";
+import type { Clock } from "../../core/index.ts";
 import type { RecoveryParams } from "../../policies/index.ts";
+import type { Transport } from "../../transport/index.ts";
 
 /**
  * What a repair task needs from the controller of its volume, and nothing more. A repair never
@@ -25,6 +27,18 @@ export interface RepairPort {
   unprotect(id: string): Promise<void>;
   /** How often to look again for the replacement's receipts (ms). */
   readonly pollMs: number;
+}
+
+/**
+ * What a repair task works through, supplied by whoever starts it (`repairMachineFor`): never part
+ * of its machine's context.
+ */
+export interface RepairPorts {
+  /** How the repair reaches its controller (reads and commits go through it, never around it). */
+  readonly port: RepairPort;
+  /** Where it reads survivors' units and offers them to the replacement. */
+  readonly transport: Transport;
+  readonly clock: Clock;
 }
 
 /** A holder being admitted by `bootstrap` or a repair. */

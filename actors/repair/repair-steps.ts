@@ -1,179 +1,133 @@
-import type { Clock } from "../../core/index.ts";
-import { CustodyError } from "../../core/index.ts";
-import { RangeSet } from "../../lanes/index.ts";
-import type { Transport } from "../../transport/index.ts";
+import { RepairSourceLostError } from "./repair-errors.ts";
 import { copyOverNats } from "./copy-over-nats.ts";
-import { HolderStatus } from "../../custody/index.ts";
-import type { RepairPort, RepairView, ReplacementAdmission } from "./repair-port.ts";
-
-/** Thrown when survivors no longer hold a range the repair must copy (that coverage is lost). */
-export class RepairSourceLostError extends CustodyError {
-  constructor(detail: Record<string, unknown>) {
-    super("repair_source_lost", "no survivor retains part of the missing coverage", detail);
-  }
-}
-
-/** Thrown when the replacement's receipts do not cover the copied ranges in time. */
-export class RepairTimeoutError extends CustodyError {
-  constructor(detail: Record<string, unknown>) {
-    super("repair_timeout", "the replacement holder did not receipt the copied ranges in time", detail);
-  }
-}
-
-/** Everything a repair task works with. */
-export interface RepairInput {
-  readonly repairId: string;
-  readonly volume: string;
-  readonly lanes: readonly string[];
-  /** Holders the declare-failure event named (their coverage is what is missing). */
-  readonly failed: readonly string[];
-  readonly replacement: ReplacementAdmission;
-  /** How the repair reaches its controller (reads and commits go through it, never around it). */
-  readonly port: RepairPort;
-  /** Where it reads survivors' units and offers them to the replacement. */
-  readonly transport: Transport;
-  readonly clock: Clock;
-  /** Bandwidth assumed for the estimate (bytes/s). */
-  readonly repairBandwidthBytesPerSec: number;
-  readonly receiptTimeoutMs?: number;
-}
-
-/** The parts of a repair's input `missingCoverage` reads. */
-export type CoverageQuestion = Pick<RepairInput, "lanes" | "failed">;
+import {
+  activationTransfers,
+  copySources,
+  laneRangesOf,
+  missingCoverage,
+  protectionId,
+  rangesOf,
+  replacementCovers,
+} from "./repair-plan.ts";
+import type { RepairPorts } from "./repair-port.ts";
+import type { RecoveryParams } from "../../policies/index.ts";
+import { replacementFromData, type LaneRanges, type RepairSettings, type RepairTask } from "./repair-state.ts";
 
 /**
- * Lane → ranges the failed holders were still covering: what their last receipts retained, minus
- * what the control log had already released for them (that coverage was judged redundant). Pure.
+ * The repair's steps that touch the world: each is one invoked child of the repair machine, given
+ * plain data by the machine and the ports by `repairMachineFor`. The decisions they act on are
+ * the pure functions of repair-plan.ts; the times they read come back in their outputs.
  */
-export function missingCoverage(view: RepairView, inp: CoverageQuestion): Record<string, RangeSet> {
-  const out: Record<string, RangeSet> = {};
-  for (const lane of inp.lanes) {
-    const released = view.lanes[lane]?.released ?? {};
-    let r = RangeSet.EMPTY;
-    for (const h of view.holdings) {
-      if (h.lane !== lane || !inp.failed.includes(h.holderId)) continue;
-      r = r.union(h.retained.subtract(released[h.holderId] ?? RangeSet.EMPTY));
-    }
-    out[lane] = r;
-  }
-  return out;
-}
 
-/** What the survey step found: the missing coverage (now protected from release) and the view it came from. */
+export { RepairSourceLostError, RepairTimeoutError } from "./repair-errors.ts";
+
+/** Everything a repair task is started with: its settings and the ports it works through. */
+export type RepairInput = RepairSettings & RepairPorts;
+
+/** What the survey found: when it began, the missing coverage (now protected from release), the recovery times. */
 export interface RepairSurvey {
-  readonly missing: Record<string, RangeSet>;
-  readonly view: RepairView;
+  readonly startedAt: number;
+  readonly missing: LaneRanges;
+  readonly recovery: RecoveryParams;
 }
 
 /**
  * Asks the controller for its view, computes the missing coverage and protects it from release
  * while the repair reads it (one protection per lane, `<repairId>-<lane>`).
  */
-export async function surveyMissing(inp: RepairInput): Promise<RepairSurvey> {
-  const view = await inp.port.view(inp.lanes);
-  const missing = missingCoverage(view, inp);
+export async function surveyMissing(ports: RepairPorts, task: RepairTask): Promise<RepairSurvey> {
+  const startedAt = ports.clock.now();
+  const view = await ports.port.view(task.lanes);
+  const missing = missingCoverage(view, task);
   for (const [lane, ranges] of Object.entries(missing)) {
-    if (!ranges.isEmpty) await inp.port.protect({ id: `${inp.repairId}-${lane}`, lane, ranges });
+    if (!ranges.isEmpty) await ports.port.protect({ id: protectionId(task.repairId, lane), lane, ranges });
   }
-  return { missing, view };
+  return { startedAt, missing: laneRangesOf(missing), recovery: view.recovery };
 }
 
 /** Commits `admit_holder` for the replacement (acquiring capacity through the control log). */
-export function admitReplacement(inp: RepairInput): Promise<number> {
-  return inp.port.admit(inp.replacement);
+export function admitReplacement(ports: RepairPorts, task: RepairTask): Promise<number> {
+  return ports.port.admit(replacementFromData(task.replacement));
+}
+
+/** Units and bytes a copy moved, and when it ended. */
+export interface RepairCopy {
+  readonly units: number;
+  readonly bytes: number;
+  readonly at: number;
 }
 
 /**
  * Copies the missing ranges to the replacement over NATS: units are read from the holders the
- * ledger shows retaining them (fresh receipts of active, admitted incarnations; the failed ones
- * and the replacement excluded) and offered to the replacement, which admits and receipts them
- * itself. Returns the units and bytes copied. Throws RepairSourceLostError when no survivor could
- * serve part of a missing range.
+ * ledger shows retaining them (`copySources`) and offered to the replacement, which admits and
+ * receipts them itself. Throws RepairSourceLostError when no survivor could serve part of a range.
  */
-export async function copyMissing(
-  inp: RepairInput,
-  missing: Record<string, RangeSet>,
-): Promise<{ units: number; bytes: number }> {
+export async function copyMissing(ports: RepairPorts, task: RepairTask, missing: LaneRanges): Promise<RepairCopy> {
   let units = 0;
   let bytes = 0;
-  const view = await inp.port.view(inp.lanes);
-  const now = inp.clock.now();
-  for (const [lane, ranges] of Object.entries(missing)) {
+  const view = await ports.port.view(task.lanes);
+  const now = ports.clock.now();
+  const who = { failed: task.failed, replacement: task.replacement.holderId };
+  for (const lane of Object.keys(missing)) {
+    const ranges = rangesOf(missing, lane);
     if (ranges.isEmpty) continue;
-    const by = new Map<string, RangeSet>();
-    for (const h of view.holdings) {
-      if (h.lane !== lane || inp.failed.includes(h.holderId) || h.holderId === inp.replacement.holderId) continue;
-      const admitted = view.holders[h.holderId];
-      if (
-        admitted?.status !== HolderStatus.active ||
-        admitted.incarnation !== h.incarnation ||
-        now - h.issuedAt > view.staleAfterMs
-      )
-        continue;
-      by.set(h.holderId, (by.get(h.holderId) ?? RangeSet.EMPTY).union(h.retained.intersect(ranges)));
-    }
-    const sources = [...by]
-      .map(([holderId, retained]) => ({ holderId, retained }))
-      .sort((a, b) => b.retained.count - a.retained.count || (a.holderId < b.holderId ? -1 : 1));
-    const out = await copyOverNats(inp.transport, {
-      copier: inp.repairId,
-      volume: inp.volume,
+    const out = await copyOverNats(ports.transport, {
+      copier: task.repairId,
+      volume: task.volume,
       lane,
-      target: inp.replacement.holderId,
+      target: task.replacement.holderId,
       missing: ranges,
-      sources,
-      clock: inp.clock,
+      sources: copySources(view, lane, ranges, who, now),
+      clock: ports.clock,
     });
     if (!out.unavailable.isEmpty)
       throw new RepairSourceLostError({ lane, missing: out.unavailable.toJSON(), sourceErrors: out.sourceErrors });
     units += out.units;
     bytes += out.bytes;
   }
-  return { units, bytes };
+  return { units, bytes, at: ports.clock.now() };
 }
 
-/** Resolves once the controller's ledger shows the replacement retaining every missing range. */
-export function awaitReplacementReceipts(inp: RepairInput, missing: Record<string, RangeSet>): Promise<void> {
-  const until = inp.clock.now() + (inp.receiptTimeoutMs ?? 10_000);
-  const lanes = Object.keys(missing);
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      inp.port.view(lanes).then((view) => {
-        const ok = Object.entries(missing).every(([lane, ranges]) => {
-          let r = RangeSet.EMPTY;
-          for (const h of view.holdings)
-            if (h.lane === lane && h.holderId === inp.replacement.holderId) r = r.union(h.retained);
-          return r.coversAll(ranges);
-        });
-        if (ok) return resolve();
-        if (inp.clock.now() > until) return reject(new RepairTimeoutError({ replacement: inp.replacement.holderId }));
-        inp.clock.setTimeout(check, inp.port.pollMs);
-      }, reject);
-    };
-    check();
-  });
+/** One look at the replacement's receipts: whether they cover every missing range, and when it looked. */
+export interface ReceiptCheck {
+  readonly covered: boolean;
+  readonly at: number;
+}
+
+/** Asks the controller's ledger whether the replacement retains every missing range. */
+export async function checkReceipts(ports: RepairPorts, task: RepairTask, missing: LaneRanges): Promise<ReceiptCheck> {
+  const view = await ports.port.view(Object.keys(missing));
+  return { covered: replacementCovers(view, missing, task.replacement.holderId), at: ports.clock.now() };
+}
+
+/** The last committed activation sequence (0 when none was needed), and when activation ended. */
+export interface RepairActivation {
+  readonly controlSeq: number;
+  readonly at: number;
 }
 
 /**
  * Makes the replacement responsible for what the failed holders were responsible for (one transfer
  * per failed holder and lane, committed by the controller), so the controller may re-authorize
- * releases that relied on the lost copies. Returns the last committed sequence.
+ * releases that relied on the lost copies.
  */
-export async function activateReplacement(inp: RepairInput, missing: Record<string, RangeSet>): Promise<number> {
+export async function activateReplacement(
+  ports: RepairPorts,
+  task: RepairTask,
+  missing: LaneRanges,
+): Promise<RepairActivation> {
   let last = 0;
-  for (const lane of inp.lanes) {
-    const ranges = missing[lane] ?? RangeSet.EMPTY;
-    if (ranges.isEmpty) continue;
-    for (const from of inp.failed) {
-      const seq = await inp.port.activate({
-        transferId: `${inp.repairId}-${lane}-${from}`,
-        lane,
-        fromHolder: from,
-        toHolder: inp.replacement.holderId,
-        ranges,
-      });
-      if (seq > 0) last = seq;
-    }
+  for (const t of activationTransfers(task, task.replacement.holderId, missing)) {
+    const seq = await ports.port.activate(t);
+    if (seq > 0) last = seq;
   }
-  return last;
+  return { controlSeq: last, at: ports.clock.now() };
+}
+
+/**
+ * Ends the repair's protections. Fire and forget: a protection left behind (its controller
+ * unreachable) is ended by the controller when the repair's outcome reaches it.
+ */
+export function endProtections(ports: RepairPorts, ids: readonly string[]): void {
+  for (const id of ids) void ports.port.unprotect(id).catch(() => undefined);
 }
