@@ -5,7 +5,7 @@ import type { InboundMessage, Transport } from "../transport/index.ts";
 import type { ControllerCore } from "./controller/controller-core.ts";
 import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
 import type { VolumeStatus } from "../transport/protocol/index.ts";
-import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
+import { repairMachine, type RepairOutcome } from "./repair/repair.machine.ts";
 import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller/controller-ports.ts";
 
 /**

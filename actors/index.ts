@@ -95,8 +95,8 @@ export {
   type RepairContext,
   type RepairOutcome,
   type RepairFailure,
-} from "./repair.machine.ts";
-export { runRepair, runRepairTask, reportOf, repairForFailure, RepairFailedError } from "./repair.ts";
+} from "./repair/repair.machine.ts";
+export { runRepair, runRepairTask, reportOf, repairForFailure, RepairFailedError } from "./repair/repair.ts";
 export { RepairSourceLostError, RepairTimeoutError, type RepairInput } from "./repair/repair-steps.ts";
 export {
   activationTransfers,
@@ -156,8 +156,8 @@ export {
   type RecoveryResult,
 } from "./repair/volume-recovery.ts";
 export { RecoveryVerifyError } from "./repair/built-volume-check.ts";
-export { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica.machine.ts";
-export { startReplica, ReplicaStartError, type Replica } from "./replica.ts";
+export { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica/replica.machine.ts";
+export { startReplica, ReplicaStartError, type Replica } from "./replica/replica.ts";
 export { initialReplicaState, type ReplicaConfig, type ReplicaState as ReplicaData } from "./replica/replica-state.ts";
 export { ReplicaExecutors, ReplicaRequestError, type ReplicaPorts } from "./replica/replica-executors.ts";
 export { replicaStep, type ReplicaStepResult } from "./replica/replica-step.ts";

@@ -48,7 +48,7 @@ import { CoverageRepair } from "./coverage-repair.ts";
 import { CommitHistory } from "./commit-history.ts";
 import { FailureRepairRunner } from "./failure-repair-runner.ts";
 import { inProcessRepairPort } from "./in-process-repair-port.ts";
-import type { RepairOutcome } from "../repair.machine.ts";
+import type { RepairOutcome } from "../repair/index.ts";
 import { AutoAdmission } from "./auto-admission.ts";
 import { ControllerSpend } from "./controller-spend.ts";
 import { ControllerRoutes } from "./controller-routes.ts";

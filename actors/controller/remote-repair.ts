@@ -7,7 +7,7 @@ import {
   repairTaskSubject,
 } from "../../transport/protocol/index.ts";
 import type { Transport } from "../../transport/index.ts";
-import type { RepairOutcome } from "../repair.machine.ts";
+import type { RepairOutcome } from "../repair/index.ts";
 import { outcomeFromWire } from "../repair/index.ts";
 import type { ReplacementAdmission } from "../repair/index.ts";
 

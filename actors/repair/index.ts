@@ -12,3 +12,5 @@ export { ControllerRefusedError, outcomeFromWire, viewToWire } from "./repair-wi
 export { copyOverNats, type CopySource } from "./copy-over-nats.ts";
 export { fetchUnits } from "./custody-reader.ts";
 export { applyRecords, contiguousFrom, copyBlocks, openUnits } from "./volume-recovery.ts";
+export { repairMachine, RepairState, type RepairOutcome, type RepairReport } from "./repair.machine.ts";
+export { reportOf } from "./repair.ts";

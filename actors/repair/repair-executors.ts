@@ -1,5 +1,5 @@
 import { fromPromise } from "xstate";
-import { repairMachine, type RepairStepInput } from "../repair.machine.ts";
+import { repairMachine, type RepairStepInput } from "./repair.machine.ts";
 import type { RepairPorts } from "./repair-port.ts";
 import type { RepairTask } from "./repair-state.ts";
 import {

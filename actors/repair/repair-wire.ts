@@ -1,7 +1,7 @@
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import type { WireRepairAnswer, WireRepairOutcome, WireRepairView } from "../../transport/protocol/index.ts";
-import type { RepairOutcome } from "../repair.machine.ts";
+import type { RepairOutcome } from "./repair.machine.ts";
 import type { RepairView } from "./repair-port.ts";
 
 /**

@@ -9,7 +9,7 @@ import {
   repairTaskSubject,
 } from "../../transport/protocol/index.ts";
 import type { InboundMessage, Transport, TransportSubscription } from "../../transport/index.ts";
-import { runRepairTask } from "../repair.ts";
+import { runRepairTask } from "./repair.ts";
 import { natsRepairPort } from "./repair-port-nats.ts";
 import { outcomeToWire } from "./repair-wire.ts";
 

@@ -4,7 +4,7 @@ import type { CatchUpReport } from "./catch-up-report.ts";
 
 /**
  * What the replica's pure step asks its executors to do, and the events that feed it (issue #48).
- * Effects are data; the executors (supplied by startReplica, actors/replica.ts) touch the volume,
+ * Effects are data; the executors (supplied by startReplica, actors/replica/replica.ts) touch the volume,
  * the position file and the transport, and send the completion of each asynchronous effect back as
  * an event. Writes, syncs and position writes run in the order they were emitted (I7: a record's
  * data is written before its local WAL record, which SmartWAL's `write` does; a barrier's position

@@ -4,7 +4,7 @@ import type { GrantorLane } from "../hop/index.ts";
  * The replica consumer's state as plain data (issue #48): what its pure step (replica-step.ts)
  * reads and returns, and what its statechart keeps in context. No class instances, closures,
  * promises or reply callbacks: callers waiting on a barrier or an apply are named by id, and the
- * start function (actors/replica.ts) keeps their callbacks.
+ * start function (actors/replica/replica.ts) keeps their callbacks.
  */
 
 /** What the replica was started with, as the step needs it. */

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { runRepair } from "../../actors/repair.ts";
+import { runRepair } from "../../actors/repair/repair.ts";
 import { inProcessRepairPort } from "../../actors/controller/in-process-repair-port.ts";
 import { authorizeReleases } from "../../policies/release.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";

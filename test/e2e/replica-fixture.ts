@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { startReplica, type Replica } from "../../actors/replica.ts";
+import { startReplica, type Replica } from "../../actors/replica/replica.ts";
 import { startPrimaryCatchUp, type PrimaryCatchUpConfig, type PrimaryCatchUpService } from "../../actors/replica/primary-catch-up-service.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import type { KeyAuthority } from "../../custody/key-authority.ts";

@@ -7,7 +7,7 @@ import test from "ava";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ReplicaStartError, startReplica } from "../../actors/replica.ts";
+import { ReplicaStartError, startReplica } from "../../actors/replica/replica.ts";
 import { CatchUpUnavailableError } from "../../actors/replica/catch-up-refusal.ts";
 import { ReplicaRequestError } from "../../actors/replica/replica-executors.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";

@@ -1,10 +1,10 @@
 import { createActor, toPromise } from "xstate";
-import { CustodyError } from "../core/index.ts";
-import type { ControlEventOf } from "../custody/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import type { ControlEventOf } from "../../custody/index.ts";
 import type { RepairFailure, RepairOutcome, RepairReport } from "./repair.machine.ts";
-import { repairMachineFor } from "./repair/repair-executors.ts";
-import { repairSettingsOf } from "./repair/repair-state.ts";
-import type { RepairInput } from "./repair/repair-steps.ts";
+import { repairMachineFor } from "./repair-executors.ts";
+import { repairSettingsOf } from "./repair-state.ts";
+import type { RepairInput } from "./repair-steps.ts";
 
 /** Thrown when a repair task ends in `failed`; `detail.step` names where, `detail.cause` the code. */
 export class RepairFailedError extends CustodyError {

@@ -1,6 +1,6 @@
 import { assign, fromPromise, setup } from "xstate";
-import { protectionIds } from "./repair/repair-plan.ts";
-import type { ReceiptCheck, RepairActivation, RepairCopy, RepairSurvey } from "./repair/repair-steps.ts";
+import { protectionIds } from "./repair-plan.ts";
+import type { ReceiptCheck, RepairActivation, RepairCopy, RepairSurvey } from "./repair-steps.ts";
 import {
   DEFAULT_RECEIPT_TIMEOUT_MS,
   failureOf,
@@ -13,9 +13,9 @@ import {
   type RepairOutcome,
   type RepairSettings,
   type RepairTask,
-} from "./repair/repair-state.ts";
+} from "./repair-state.ts";
 
-export type { RepairContext, RepairFailure, RepairOutcome, RepairReport } from "./repair/repair-state.ts";
+export type { RepairContext, RepairFailure, RepairOutcome, RepairReport } from "./repair-state.ts";
 
 /**
  * The Repair Task actor, started by a declare-failure control event (as a child of the

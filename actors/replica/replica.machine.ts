@@ -1,8 +1,8 @@
 import { assertEvent, fromPromise, setup } from "xstate";
-import type { CatchUpReport, CatchUpStart } from "./replica/replica-catch-up-flow.ts";
-import type { ReplicaEffect, ReplicaInboundEvent, ReplicaStepEvent } from "./replica/replica-effects.ts";
-import type { ReplicaState as ReplicaData } from "./replica/replica-state.ts";
-import { replicaStep } from "./replica/replica-step.ts";
+import type { CatchUpReport, CatchUpStart } from "./replica-catch-up-flow.ts";
+import type { ReplicaEffect, ReplicaInboundEvent, ReplicaStepEvent } from "./replica-effects.ts";
+import type { ReplicaState as ReplicaData } from "./replica-state.ts";
+import { replicaStep } from "./replica-step.ts";
 
 /**
  * The Replica Consumer actor: starting → serving (idle | catchingUp) → stopped, or failed when it
@@ -10,7 +10,7 @@ import { replicaStep } from "./replica/replica-step.ts";
  * barrier, catch-up apply and executor completion goes through the pure step
  * (replica/replica-step.ts), whose effects run through the named `execute` action. The executors
  * (volume writes in source LSN order, I7: data before its local WAL record; the position file;
- * publishing) and the two invoked flows are supplied by startReplica (actors/replica.ts) with
+ * publishing) and the two invoked flows are supplied by startReplica (actors/replica/replica.ts) with
  * `machine.provide`. While serving it may catch up from the primary (`catchingUp`: the
  * `catchUpFlow` child runs the catch-up message flow, replica/replica-catch-up-flow.ts), one
  * catch-up at a time; units keep being applied meanwhile.

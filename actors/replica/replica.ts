@@ -1,12 +1,12 @@
 import { createActor, fromPromise, waitFor, type Actor } from "xstate";
-import type { Counters } from "../core/index.ts";
-import { CustodyError } from "../core/index.ts";
+import type { Counters } from "../../core/index.ts";
+import { CustodyError } from "../../core/index.ts";
 import { replicaMachine, ReplicaState, type ReplicaEvent } from "./replica.machine.ts";
-import { CatchUpUnavailableError } from "./replica/catch-up-refusal.ts";
-import { runCatchUp, type CatchUpReport, type CatchUpStart } from "./replica/replica-catch-up-flow.ts";
-import { ReplicaRefusal, type ApplyOp } from "./replica/replica-effects.ts";
-import { ReplicaExecutors, ReplicaRequestError, type ReplicaPorts } from "./replica/replica-executors.ts";
-import { initialReplicaState, type ReplicaConfig } from "./replica/replica-state.ts";
+import { CatchUpUnavailableError } from "./catch-up-refusal.ts";
+import { runCatchUp, type CatchUpReport, type CatchUpStart } from "./replica-catch-up-flow.ts";
+import { ReplicaRefusal, type ApplyOp } from "./replica-effects.ts";
+import { ReplicaExecutors, ReplicaRequestError, type ReplicaPorts } from "./replica-executors.ts";
+import { initialReplicaState, type ReplicaConfig } from "./replica-state.ts";
 
 /** A running replica consumer. */
 export interface Replica {
