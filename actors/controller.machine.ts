@@ -1,4 +1,4 @@
-import { assertEvent, enqueueActions, fromPromise, raise, setup, type DoneActorEvent } from "xstate";
+import { assertEvent, enqueueActions, fromPromise, raise, setup, spawnChild, type DoneActorEvent } from "xstate";
 import type { TimerArm } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
 import type { InboundMessage, Transport } from "../transport/index.ts";
@@ -7,10 +7,16 @@ import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-
 import type { VolumeStatus } from "../transport/protocol/index.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
 import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller/controller-ports.ts";
+import type { ControllerData } from "./controller/controller-state.ts";
+import type { ControllerEffect } from "./controller/controller-effects.ts";
+import { controllerStep, type ControllerStepEvent } from "./controller/controller-step.ts";
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
- * Receipts and writer progress are folded in whatever state the actor is in (cheap, per message);
+ * Receipts, writer progress and admission requests are folded in whatever state the actor is in
+ * (cheap, per message) by the pure `controllerStep` into the plain data of `context.state`; the
+ * effects it returns (counts, release frontiers, admission commits) run through the `execute`
+ * action, which the start function provides (controller.ts);
  * policy evaluation, release commits and the status document happen only in `evaluating`, entered
  * at most once per `evalIntervalMs` and only when something changed — never on the per-I/O path.
  * Each round's control-log refresh also notices newly committed declare-failure events; when the
@@ -40,6 +46,8 @@ export type ControllerState = (typeof ControllerState)[keyof typeof ControllerSt
 
 export interface ControllerContext {
   readonly core: ControllerCore;
+  /** Receipts, writer progress, admitted incarnations: plain data changed only by `controllerStep`. */
+  readonly state: ControllerData;
   readonly intervalMs: number;
   /** Evaluation requested explicitly (tests, operator) even if nothing changed. */
   forced: boolean;
@@ -47,9 +55,7 @@ export interface ControllerContext {
 }
 
 export type ControllerEvent =
-  | { type: "nats.receipt"; msg: InboundMessage }
-  | { type: "nats.event"; msg: InboundMessage }
-  | { type: "nats.admit"; msg: InboundMessage }
+  | Exclude<ControllerStepEvent, { type: "round.started" }>
   | { type: "nats.repair"; msg: InboundMessage }
   | { type: "nats.failover"; msg: InboundMessage }
   | { type: "repair.launch"; launch: RepairLaunch }
@@ -60,10 +66,29 @@ export type ControllerEvent =
   | { type: "stop" }
   | AuditEvent;
 
+const launchOf = (event: ControllerEvent): RepairLaunch => {
+  assertEvent(event, "repair.launch");
+  return event.launch;
+};
+
+/** What a repair worker is handed (custody run repair): the task, and how long it may take. */
+function remoteInput({ input, workerTimeoutMs }: RepairLaunch) {
+  const task: RemoteRepairTask = {
+    repairId: input.repairId,
+    volume: input.volume,
+    lanes: input.lanes,
+    failed: input.failed,
+    replacement: input.replacement,
+    bandwidthBytesPerSec: input.repairBandwidthBytesPerSec,
+    receiptTimeoutMs: input.receiptTimeoutMs,
+  };
+  return { transport: input.transport, task, timeoutMs: workerTimeoutMs };
+}
+
 const ingest = {
-  "nats.receipt": { actions: "foldReceipt" },
-  "nats.event": { actions: "foldEvent" },
-  "nats.admit": { actions: "admitIncarnation" },
+  "nats.receipt": { actions: "step" },
+  "nats.event": { actions: "step" },
+  "nats.admit": { actions: "step" },
   "nats.repair": { actions: "answerRepair" },
   "nats.failover": { actions: "answerFailover" },
   "timer.coverage": { actions: ["checkCoverage", "armNextCoverageCheck"] },
@@ -76,7 +101,7 @@ export const controllerMachine = setup({
   types: {
     context: {} as ControllerContext,
     events: {} as ControllerEvent,
-    input: {} as { core: ControllerCore; intervalMs: number },
+    input: {} as { core: ControllerCore; state: ControllerData; intervalMs: number },
   },
   actors: {
     startCore: fromPromise(async ({ input }: { input: { core: ControllerCore } }) => input.core.start()),
@@ -87,13 +112,9 @@ export const controllerMachine = setup({
     ),
   },
   actions: {
-    foldReceipt: ({ context, event }) => {
-      assertEvent(event, "nats.receipt");
-      context.core.handleReceipt(event.msg);
-    },
-    foldEvent: ({ context, event }) => {
-      assertEvent(event, "nats.event");
-      context.core.handleEvent(event.msg);
+    // Runs one effect; controller.ts provides it (counters, transport, commits of this controller).
+    execute: (_, effect: ControllerEffect) => {
+      throw new Error(`controller effect ${effect.type} has no executor (provide one with machine.provide)`);
     },
     checkCoverage: ({ context }) => context.core.checkCoverage(),
     // The cadences are the machine's own delayed events: the core asks for the first one
@@ -110,15 +131,8 @@ export const controllerMachine = setup({
       assertEvent(event, "audit.judged");
       context.core.retentionAudits?.judged(event);
     },
-    admitIncarnation: ({ context, event }) => {
-      assertEvent(event, "nats.admit");
-      context.core.handleAdmission(event.msg);
-    },
     force: ({ context }) => {
       context.forced = true;
-    },
-    clearForce: ({ context }) => {
-      context.forced = false;
     },
     noteError: ({ context, event }) => {
       const err = (event as { error?: unknown }).error;
@@ -129,24 +143,14 @@ export const controllerMachine = setup({
     // Declared failures noticed by the round's log refresh get one repair task each (keyed by
     // their control-log sequence; the core refuses a second start of the same one).
     startRepairs: ({ context }) => context.core.startRepairs(),
-    spawnRepair: enqueueActions(({ event, enqueue }) => {
-      assertEvent(event, "repair.launch");
-      const { input, remote, workerTimeoutMs } = event.launch;
-      const id = repairChildId(input.repairId);
-      if (!remote) return enqueue.spawnChild("repair", { id, input });
-      const task: RemoteRepairTask = {
-        repairId: input.repairId,
-        volume: input.volume,
-        lanes: input.lanes,
-        failed: input.failed,
-        replacement: input.replacement,
-        bandwidthBytesPerSec: input.repairBandwidthBytesPerSec,
-        receiptTimeoutMs: input.receiptTimeoutMs,
-      };
-      enqueue.spawnChild("remoteRepair", {
-        id,
-        input: { transport: input.transport, task, timeoutMs: workerTimeoutMs },
-      });
+    // A prepared repair becomes a child actor `repair.<repairId>`: a repairMachine here, or a worker's.
+    spawnLocalRepair: spawnChild("repair", {
+      id: ({ event }) => repairChildId(launchOf(event).input.repairId),
+      input: ({ event }) => launchOf(event).input,
+    }),
+    spawnRemoteRepair: spawnChild("remoteRepair", {
+      id: ({ event }) => repairChildId(launchOf(event).input.repairId),
+      input: ({ event }) => remoteInput(launchOf(event)),
     }),
     recordRepair: ({ context, event }) => {
       void context.core.settleRepair((event as DoneActorEvent<RepairOutcome>).output);
@@ -162,58 +166,82 @@ export const controllerMachine = setup({
     },
   },
   guards: {
+    remoteLaunch: ({ event }) => launchOf(event).remote,
     // Entries someone else committed (an operator's failure or hold, another controller) need a round too.
     due: ({ context }) =>
-      context.core.dirty ||
+      context.state.dirty ||
       context.forced ||
       (context.core.ports.store.seenHead?.() ?? 0) > context.core.follower.state.lastSeq,
   },
   delays: {
     interval: ({ context }) => context.intervalMs,
   },
-}).createMachine({
-  id: "controller",
-  context: ({ input }) => ({ core: input.core, intervalMs: input.intervalMs, forced: false }),
-  initial: ControllerState.Starting,
-  on: {
-    stop: `.${ControllerState.Stopped}`,
-    "repair.launch": { actions: "spawnRepair" },
-    "xstate.done.actor.repair.*": { actions: "recordRepair" },
-    "timer.arm": { actions: "armTimer" },
-    // A tick before the start finished does nothing but keep the cadence.
-    "timer.coverage": { actions: "armNextCoverageCheck" },
-    "timer.audit": { actions: "armNextAudit" },
-  },
-  states: {
-    [ControllerState.Starting]: {
-      invoke: {
-        src: "startCore",
-        input: ({ context }) => ({ core: context.core }),
-        onDone: ControllerState.Evaluating,
-        onError: { target: ControllerState.Failed, actions: "noteError" },
-      },
+})
+  // The actions that enqueue `execute` are typed against it, so they come in a second step.
+  .extend<{ step: undefined; beginRound: undefined }>({
+    actions: {
+      // The pure step folds the event into the plain data; its effects run through `execute`.
+      step: enqueueActions(({ context, event, enqueue }) => {
+        const { state, effects } = controllerStep(context.state, event as ControllerStepEvent);
+        if (state !== context.state) enqueue.assign({ state });
+        for (const e of effects) enqueue({ type: "execute", params: e });
+      }),
+      // An evaluation round begins: what changed so far is in it.
+      beginRound: enqueueActions(({ context, enqueue }) => {
+        const { state } = controllerStep(context.state, { type: "round.started" });
+        enqueue.assign({ state, forced: false });
+      }),
     },
-    [ControllerState.Waiting]: {
-      on: ingest,
-      after: {
-        interval: [
-          { guard: "due", target: ControllerState.Evaluating },
-          { target: ControllerState.Waiting, reenter: true },
-        ],
-      },
+  })
+  .createMachine({
+    id: "controller",
+    context: ({ input }) => ({ core: input.core, state: input.state, intervalMs: input.intervalMs, forced: false }),
+    initial: ControllerState.Starting,
+    on: {
+      stop: `.${ControllerState.Stopped}`,
+      "repair.launch": [{ guard: "remoteLaunch", actions: "spawnRemoteRepair" }, { actions: "spawnLocalRepair" }],
+      "xstate.done.actor.repair.*": { actions: "recordRepair" },
+      "timer.arm": { actions: "armTimer" },
+      // A tick before the start finished does nothing but keep the cadence.
+      "timer.coverage": { actions: "armNextCoverageCheck" },
+      "timer.audit": { actions: "armNextAudit" },
+      "control.folded": { actions: "step" },
+      nudge: { actions: "step" },
+      sighted: { actions: "step" },
+      "history.trim": { actions: "step" },
+      "admission.committed": { actions: "step" },
+      "admission.failed": { actions: "step" },
     },
-    [ControllerState.Evaluating]: {
-      on: ingest,
-      entry: "clearForce",
-      invoke: {
-        src: "evaluate",
-        input: ({ context }) => ({ core: context.core }),
-        onDone: { target: ControllerState.Waiting, actions: "startRepairs" },
-        // A failed round (control log unreachable, conflict) changes nothing; the next one retries.
-        onError: { target: ControllerState.Waiting, actions: "noteError" },
+    states: {
+      [ControllerState.Starting]: {
+        invoke: {
+          src: "startCore",
+          input: ({ context }) => ({ core: context.core }),
+          onDone: ControllerState.Evaluating,
+          onError: { target: ControllerState.Failed, actions: "noteError" },
+        },
       },
+      [ControllerState.Waiting]: {
+        on: ingest,
+        after: {
+          interval: [
+            { guard: "due", target: ControllerState.Evaluating },
+            { target: ControllerState.Waiting, reenter: true },
+          ],
+        },
+      },
+      [ControllerState.Evaluating]: {
+        on: ingest,
+        entry: "beginRound",
+        invoke: {
+          src: "evaluate",
+          input: ({ context }) => ({ core: context.core }),
+          onDone: { target: ControllerState.Waiting, actions: "startRepairs" },
+          // A failed round (control log unreachable, conflict) changes nothing; the next one retries.
+          onError: { target: ControllerState.Waiting, actions: "noteError" },
+        },
+      },
+      [ControllerState.Failed]: { on: ingest },
+      [ControllerState.Stopped]: { type: "final", entry: "stopCore" },
     },
-    [ControllerState.Failed]: { on: ingest },
-    [ControllerState.Stopped]: { type: "final", entry: "stopCore" },
-  },
-});
+  });

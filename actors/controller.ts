@@ -9,6 +9,7 @@ import { bootstrapVolume } from "./controller/volume-bootstrap.ts";
 import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
+import { initialControllerData } from "./controller/controller-state.ts";
 import type { ControllerPorts, HolderAdmission, ReleaseAudit } from "./controller/controller-ports.ts";
 
 /** A running controller of one volume. */
@@ -64,9 +65,16 @@ export class ControllerStartError extends CustodyError {
 /** Starts a controller; resolves once it has folded the control log and subscribed. Throws ControllerStartError. */
 export async function startController(config: ControllerConfig, ports: ControllerPorts): Promise<Controller> {
   let actor: Actor<typeof controllerMachine> | undefined;
-  const core = new ControllerCore(config, ports, (e) => actor?.send(e));
-  actor = createActor(controllerMachine, {
-    input: { core, intervalMs: config.evalIntervalMs ?? 100 },
+  const initial = initialControllerData(config);
+  const core = new ControllerCore(
+    config,
+    ports,
+    (e) => actor?.send(e),
+    () => actor?.getSnapshot().context.state ?? initial,
+  );
+  const machine = controllerMachine.provide({ actions: { execute: (_, effect) => core.execute(effect) } });
+  actor = createActor(machine, {
+    input: { core, state: initial, intervalMs: config.evalIntervalMs ?? 100 },
     clock: ports.clock,
   });
   actor.start();

@@ -83,12 +83,3 @@ export type AuditEvent =
       bytesRead: number;
       cpuMicros: number;
     };
-
-/** How the controller's working parts hand events to its machine. */
-export type ControllerDispatch = (
-  e:
-    | { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair" | "nats.failover"; msg: InboundMessage }
-    | TimerArm<ControllerTimer>
-    | { type: "repair.launch"; launch: RepairLaunch }
-    | AuditEvent,
-) => void;
