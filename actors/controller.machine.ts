@@ -1,8 +1,7 @@
-import { assertEvent, enqueueActions, fromPromise, raise, setup, spawnChild, type DoneActorEvent } from "xstate";
+import { assertEvent, enqueueActions, fromPromise, or, raise, setup, spawnChild, type DoneActorEvent } from "xstate";
 import type { TimerArm } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
 import type { InboundMessage, Transport } from "../transport/index.ts";
-import type { ControllerCore } from "./controller/controller-core.ts";
 import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
 import type { VolumeStatus } from "../transport/protocol/index.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
@@ -45,14 +44,18 @@ export const ControllerState = {
 export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
 
 export interface ControllerContext {
-  readonly core: ControllerCore;
   /** Receipts, writer progress, admitted incarnations: plain data changed only by `controllerStep`. */
   readonly state: ControllerData;
   readonly intervalMs: number;
+  /** The cadences of coverage checks and retention audits (ms). */
+  readonly coverageCheckMs: number;
+  readonly auditEveryMs: number;
   /** Evaluation requested explicitly (tests, operator) even if nothing changed. */
   forced: boolean;
   lastError?: string;
 }
+
+export type ControllerInput = Omit<ControllerContext, "forced" | "lastError">;
 
 export type ControllerEvent =
   | Exclude<ControllerStepEvent, { type: "round.started" }>
@@ -97,52 +100,51 @@ const ingest = {
   "audit.judged": { actions: "recordAuditVerdict" },
 } as const;
 
+const notProvided = (what: string) => (): never => {
+  throw new Error(`controller machine: ${what} is supplied by startController (machine.provide)`);
+};
+
 export const controllerMachine = setup({
   types: {
     context: {} as ControllerContext,
     events: {} as ControllerEvent,
-    input: {} as { core: ControllerCore; state: ControllerData; intervalMs: number },
+    input: {} as ControllerInput,
   },
   actors: {
-    startCore: fromPromise(async ({ input }: { input: { core: ControllerCore } }) => input.core.start()),
-    evaluate: fromPromise<VolumeStatus, { core: ControllerCore }>(async ({ input }) => input.core.evaluate()),
+    // Folds the control log and subscribes (ControllerCore.start).
+    startCore: fromPromise<void>(async () => notProvided("startCore")()),
+    // One evaluation round's I/O: refresh, commits, status document (ControllerCore.evaluate).
+    evaluate: fromPromise<VolumeStatus>(async () => notProvided("evaluate")()),
     repair: repairMachine,
     remoteRepair: fromPromise<RepairOutcome, { transport: Transport; task: RemoteRepairTask; timeoutMs: number }>(
       ({ input }) => requestRemoteRepair(input.transport, input.task, input.timeoutMs),
     ),
   },
+  // The executors: startController provides them (closures over the controller's ports and parts).
   actions: {
-    // Runs one effect; controller.ts provides it (counters, transport, commits of this controller).
-    execute: (_, effect: ControllerEffect) => {
-      throw new Error(`controller effect ${effect.type} has no executor (provide one with machine.provide)`);
-    },
-    checkCoverage: ({ context }) => context.core.checkCoverage(),
-    // The cadences are the machine's own delayed events: the core asks for the first one
-    // (`timer.arm`), each tick raises the next, and a stopped controller has none left.
-    armTimer: armTimer<ControllerContext, ControllerEvent, "interval">(),
-    armNextCoverageCheck: raise({ type: "timer.coverage" }, { delay: ({ context }) => context.core.coverageCheckMs }),
-    armNextAudit: raise(
-      { type: "timer.audit" },
-      { delay: ({ context }) => context.core.retentionAudits?.everyMs ?? 0 },
-    ),
+    // Runs one effect of the step (counters, release frontiers, commits whose outcome returns as an event).
+    execute: (_, _effect: ControllerEffect) => notProvided("execute")(),
+    // Coverage repair between rounds, on the current ledger and the log as last folded.
+    checkCoverage: notProvided("checkCoverage"),
     // Retention audits: a round of challenges starts; a finished audit's verdict is folded.
-    challengeHolders: ({ context }) => context.core.retentionAudits?.round(),
-    recordAuditVerdict: ({ context, event }) => {
-      assertEvent(event, "audit.judged");
-      context.core.retentionAudits?.judged(event);
-    },
+    challengeHolders: notProvided("challengeHolders"),
+    recordAuditVerdict: notProvided("recordAuditVerdict"),
+    // Declared failures noticed by the round's log refresh get one repair task each (keyed by
+    // their control-log sequence; a second start of the same one is refused).
+    startRepairs: notProvided("startRepairs"),
+    recordRepair: notProvided("recordRepair"),
+    answerRepair: notProvided("answerRepair"),
+    // A failover request: checked, committed (see failover.ts) and answered; never throws.
+    answerFailover: notProvided("answerFailover"),
+    stopCore: notProvided("stopCore"),
+    // The cadences are the machine's own delayed events: the first is asked for (`timer.arm`),
+    // each tick raises the next, and a stopped controller has none left.
+    armTimer: armTimer<ControllerContext, ControllerEvent, "interval">(),
+    armNextCoverageCheck: raise({ type: "timer.coverage" }, { delay: ({ context }) => context.coverageCheckMs }),
+    armNextAudit: raise({ type: "timer.audit" }, { delay: ({ context }) => context.auditEveryMs }),
     force: ({ context }) => {
       context.forced = true;
     },
-    noteError: ({ context, event }) => {
-      const err = (event as { error?: unknown }).error;
-      context.lastError = err instanceof Error ? err.message : String(err);
-      context.core.counters.inc("evaluation_failed");
-    },
-    stopCore: ({ context }) => context.core.stop(),
-    // Declared failures noticed by the round's log refresh get one repair task each (keyed by
-    // their control-log sequence; the core refuses a second start of the same one).
-    startRepairs: ({ context }) => context.core.startRepairs(),
     // A prepared repair becomes a child actor `repair.<repairId>`: a repairMachine here, or a worker's.
     spawnLocalRepair: spawnChild("repair", {
       id: ({ event }) => repairChildId(launchOf(event).input.repairId),
@@ -152,33 +154,19 @@ export const controllerMachine = setup({
       id: ({ event }) => repairChildId(launchOf(event).input.repairId),
       input: ({ event }) => remoteInput(launchOf(event)),
     }),
-    recordRepair: ({ context, event }) => {
-      void context.core.settleRepair((event as DoneActorEvent<RepairOutcome>).output);
-    },
-    answerRepair: ({ context, event }) => {
-      assertEvent(event, "nats.repair");
-      context.core.handleRepairRequest(event.msg);
-    },
-    // A failover request: checked, committed (see failover.ts) and answered; never throws.
-    answerFailover: ({ context, event }) => {
-      assertEvent(event, "nats.failover");
-      void context.core.failovers.handle(event.msg);
-    },
   },
   guards: {
     remoteLaunch: ({ event }) => launchOf(event).remote,
-    // Entries someone else committed (an operator's failure or hold, another controller) need a round too.
-    due: ({ context }) =>
-      context.state.dirty ||
-      context.forced ||
-      (context.core.ports.store.seenHead?.() ?? 0) > context.core.follower.state.lastSeq,
+    changed: ({ context }) => context.state.dirty || context.forced,
+    // The log has entries this controller has not folded (an operator's failure or hold, another controller).
+    logAhead: notProvided("logAhead"),
   },
   delays: {
     interval: ({ context }) => context.intervalMs,
   },
 })
   // The actions that enqueue `execute` are typed against it, so they come in a second step.
-  .extend<{ step: undefined; beginRound: undefined }>({
+  .extend<{ step: undefined; beginRound: undefined; noteError: undefined }>({
     actions: {
       // The pure step folds the event into the plain data; its effects run through `execute`.
       step: enqueueActions(({ context, event, enqueue }) => {
@@ -191,11 +179,16 @@ export const controllerMachine = setup({
         const { state } = controllerStep(context.state, { type: "round.started" });
         enqueue.assign({ state, forced: false });
       }),
+      noteError: enqueueActions(({ event, enqueue }) => {
+        const err = (event as { error?: unknown }).error;
+        enqueue.assign({ lastError: err instanceof Error ? err.message : String(err) });
+        enqueue({ type: "execute", params: { type: "count", name: "evaluation_failed" } });
+      }),
     },
   })
   .createMachine({
     id: "controller",
-    context: ({ input }) => ({ core: input.core, state: input.state, intervalMs: input.intervalMs, forced: false }),
+    context: ({ input }) => ({ ...input, forced: false }),
     initial: ControllerState.Starting,
     on: {
       stop: `.${ControllerState.Stopped}`,
@@ -216,7 +209,6 @@ export const controllerMachine = setup({
       [ControllerState.Starting]: {
         invoke: {
           src: "startCore",
-          input: ({ context }) => ({ core: context.core }),
           onDone: ControllerState.Evaluating,
           onError: { target: ControllerState.Failed, actions: "noteError" },
         },
@@ -225,7 +217,7 @@ export const controllerMachine = setup({
         on: ingest,
         after: {
           interval: [
-            { guard: "due", target: ControllerState.Evaluating },
+            { guard: or(["changed", "logAhead"]), target: ControllerState.Evaluating },
             { target: ControllerState.Waiting, reenter: true },
           ],
         },
@@ -235,7 +227,6 @@ export const controllerMachine = setup({
         entry: "beginRound",
         invoke: {
           src: "evaluate",
-          input: ({ context }) => ({ core: context.core }),
           onDone: { target: ControllerState.Waiting, actions: "startRepairs" },
           // A failed round (control log unreachable, conflict) changes nothing; the next one retries.
           onError: { target: ControllerState.Waiting, actions: "noteError" },

@@ -10,6 +10,7 @@ import { controllerMachine, ControllerState } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
 import { initialControllerData } from "./controller/controller-state.ts";
+import { providedControllerMachine } from "./controller/controller-executors.ts";
 import type { ControllerPorts, HolderAdmission, ReleaseAudit } from "./controller/controller-ports.ts";
 
 /** A running controller of one volume. */
@@ -72,9 +73,13 @@ export async function startController(config: ControllerConfig, ports: Controlle
     (e) => actor?.send(e),
     () => actor?.getSnapshot().context.state ?? initial,
   );
-  const machine = controllerMachine.provide({ actions: { execute: (_, effect) => core.execute(effect) } });
-  actor = createActor(machine, {
-    input: { core, state: initial, intervalMs: config.evalIntervalMs ?? 100 },
+  actor = createActor(providedControllerMachine(core), {
+    input: {
+      state: initial,
+      intervalMs: config.evalIntervalMs ?? 100,
+      coverageCheckMs: core.coverageCheckMs,
+      auditEveryMs: config.retentionAudit?.everyMs ?? 0,
+    },
     clock: ports.clock,
   });
   actor.start();
