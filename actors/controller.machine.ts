@@ -204,6 +204,8 @@ export const controllerMachine = setup({
       "history.trim": { actions: "step" },
       "admission.committed": { actions: "step" },
       "admission.failed": { actions: "step" },
+      "releases.planned": { actions: "step" },
+      "release.committed": { actions: "step" },
     },
     states: {
       [ControllerState.Starting]: {

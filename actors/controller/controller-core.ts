@@ -131,6 +131,9 @@ export class ControllerCore implements ControllerHandle {
       volume: config.topology.volume,
       identity: () => this.identity(),
       publishFrontier: (s, o, h, l) => this.publishFrontier(s, o, h, l),
+      memory: () => this.data().releases,
+      note: (e) => this.dispatch(e),
+      execute: (e) => this.execute(e),
     });
     this.bases = [...config.topology.bases];
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());

@@ -2,6 +2,7 @@ import type { ControllerConfig } from "./controller-config.ts";
 import { EMPTY_HISTORY, type CommitHistoryState } from "./commit-history.ts";
 import { EMPTY_LEDGER, type PlainLedger } from "./controller-ledger.ts";
 import type { FencedSighting } from "./fenced-speakers.ts";
+import { initialReleaseMemory, type ReleaseMemory } from "./release-plan.ts";
 
 /**
  * What the controller's machine holds as plain data and changes only through its pure step
@@ -25,6 +26,8 @@ export interface ControllerData {
   /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
   readonly admitting: readonly string[];
   readonly fenced: readonly FencedSighting[];
+  /** What release decisions remember between rounds (see release-plan.ts). */
+  readonly releases: ReleaseMemory;
   /** Something changed since the last evaluation round began. */
   readonly dirty: boolean;
 }
@@ -41,6 +44,7 @@ export function initialControllerData(config: ControllerConfig): ControllerData 
     admitted: {},
     admitting: [],
     fenced: [],
+    releases: initialReleaseMemory(config),
     dirty: true,
   };
 }

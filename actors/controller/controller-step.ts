@@ -59,7 +59,11 @@ export type ControllerStepEvent =
   /** Retained ranges seen at `nowMs` (what no commit run dates yet is dated by this sighting). */
   | { type: "sighted"; sightings: readonly { lane: string; ranges: RangePairs }[]; nowMs: number }
   /** A round's evaluation lets the commit history fold below these bounds. */
-  | { type: "history.trim"; bounds: HistoryBounds };
+  | { type: "history.trim"; bounds: HistoryBounds }
+  /** A round decided its releases (planReleases): the durable holders it knows now. */
+  | { type: "releases.planned"; durable: readonly string[] }
+  /** A granted release of `holder` was committed at `nowMs` (its next waits `releaseEveryMs`). */
+  | { type: "release.committed"; holder: string; nowMs: number };
 
 /** How the controller's working parts hand events to its machine. */
 export type ControllerDispatch = (
@@ -101,6 +105,13 @@ export function controllerStep(d: ControllerData, e: ControllerStepEvent): Contr
     }
     case "history.trim":
       return { state: { ...d, history: trimHistory(d.history, e.bounds) }, effects: [] };
+    case "releases.planned":
+      if (e.durable.length === d.releases.durable.length) return { state: d, effects: [] }; // it only grows
+      return { state: { ...d, releases: { ...d.releases, durable: [...e.durable] } }, effects: [] };
+    case "release.committed": {
+      const lastReleaseAt = { ...d.releases.lastReleaseAt, [e.holder]: e.nowMs };
+      return { state: { ...d, releases: { ...d.releases, lastReleaseAt } }, effects: [] };
+    }
   }
 }
 

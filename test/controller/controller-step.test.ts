@@ -250,3 +250,13 @@ test("property: receipt batches fold to the same ledger in any order, and the st
   t.deepEqual(held(sorted), [["h1", 1, 5, [[5, 50]]]]);
   t.deepEqual(RangeSet.fromJSON(held(sorted)[0]![3] as [number, number][]).toJSON(), [[5, 50]]);
 });
+
+test("release memory: a committed release dates its holder, planned durable holders only grow", (t) => {
+  const d = deepFreeze(initialControllerData(config));
+  const committed = controllerStep(d, { type: "release.committed", holder: "h1", nowMs: 42 });
+  t.deepEqual(committed.state.releases.lastReleaseAt, { h1: 42 });
+  const planned = controllerStep(committed.state, { type: "releases.planned", durable: ["h2"] });
+  t.deepEqual(planned.state.releases.durable, ["h2"]);
+  t.is(controllerStep(planned.state, { type: "releases.planned", durable: ["h2"] }).state, planned.state);
+  t.deepEqual(d.releases, { lastReleaseAt: {}, durable: [] }, "the frozen input is untouched");
+});
