@@ -43,6 +43,13 @@ export const ControllerState = {
 } as const;
 export type ControllerState = (typeof ControllerState)[keyof typeof ControllerState];
 
+/** The phases of an evaluation round (substates of `evaluating`). */
+export const RoundPhase = { Reading: "reading", Deciding: "deciding" } as const;
+
+/** The lifecycle state of a snapshot value (`evaluating` whatever its phase). */
+export const lifecycleOf = (value: string | Record<string, unknown>): string =>
+  typeof value === "string" ? value : Object.keys(value)[0]!;
+
 export interface ControllerContext {
   /** Receipts, writer progress, admitted incarnations: plain data changed only by `controllerStep`. */
   readonly state: ControllerData;
@@ -113,8 +120,10 @@ export const controllerMachine = setup({
   actors: {
     // Folds the control log and subscribes (ControllerCore.start).
     startCore: fromPromise<void>(async () => notProvided("startCore")()),
-    // One evaluation round's I/O: refresh, commits, status document (ControllerCore.evaluate).
-    evaluate: fromPromise<VolumeStatus>(async () => notProvided("evaluate")()),
+    // A round's first phase: the log read again, declared failures noticed, overdue holds ended.
+    readLog: fromPromise<void>(async () => notProvided("readLog")()),
+    // Its second: evaluation, coverage, persistence, release commits; the status document is its output.
+    decide: fromPromise<VolumeStatus>(async () => notProvided("decide")()),
     repair: repairMachine,
     remoteRepair: fromPromise<RepairOutcome, { transport: Transport; task: RemoteRepairTask; timeoutMs: number }>(
       ({ input }) => requestRemoteRepair(input.transport, input.task, input.timeoutMs),
@@ -166,7 +175,7 @@ export const controllerMachine = setup({
   },
 })
   // The actions that enqueue `execute` are typed against it, so they come in a second step.
-  .extend<{ step: undefined; beginRound: undefined; noteError: undefined }>({
+  .extend<{ step: undefined; beginRound: undefined; endRound: undefined; noteError: undefined }>({
     actions: {
       // The pure step folds the event into the plain data; its effects run through `execute`.
       step: enqueueActions(({ context, event, enqueue }) => {
@@ -178,6 +187,13 @@ export const controllerMachine = setup({
       beginRound: enqueueActions(({ context, enqueue }) => {
         const { state } = controllerStep(context.state, { type: "round.started" });
         enqueue.assign({ state, forced: false });
+      }),
+      // A round ended: its status document is kept and published (an effect of the step).
+      endRound: enqueueActions(({ context, event, enqueue }) => {
+        const status = (event as unknown as DoneActorEvent<VolumeStatus>).output;
+        const { state, effects } = controllerStep(context.state, { type: "round.done", status });
+        enqueue.assign({ state });
+        for (const e of effects) enqueue({ type: "execute", params: e });
       }),
       noteError: enqueueActions(({ event, enqueue }) => {
         const err = (event as { error?: unknown }).error;
@@ -224,14 +240,26 @@ export const controllerMachine = setup({
           ],
         },
       },
+      // A failed phase (control log unreachable, conflict) ends the round; the next one retries.
       [ControllerState.Evaluating]: {
         on: ingest,
         entry: "beginRound",
-        invoke: {
-          src: "evaluate",
-          onDone: { target: ControllerState.Waiting, actions: "startRepairs" },
-          // A failed round (control log unreachable, conflict) changes nothing; the next one retries.
-          onError: { target: ControllerState.Waiting, actions: "noteError" },
+        initial: RoundPhase.Reading,
+        states: {
+          [RoundPhase.Reading]: {
+            invoke: {
+              src: "readLog",
+              onDone: RoundPhase.Deciding,
+              onError: { target: `#controller.${ControllerState.Waiting}`, actions: "noteError" },
+            },
+          },
+          [RoundPhase.Deciding]: {
+            invoke: {
+              src: "decide",
+              onDone: { target: `#controller.${ControllerState.Waiting}`, actions: ["endRound", "startRepairs"] },
+              onError: { target: `#controller.${ControllerState.Waiting}`, actions: "noteError" },
+            },
+          },
         },
       },
       [ControllerState.Failed]: { on: ingest },

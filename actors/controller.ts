@@ -6,7 +6,7 @@ import type { RepairStatus, VolumeStatus } from "../transport/protocol/index.ts"
 import type { RepairPort } from "./repair/index.ts";
 import { inProcessRepairPort } from "./controller/in-process-repair-port.ts";
 import { bootstrapVolume } from "./controller/volume-bootstrap.ts";
-import { controllerMachine, ControllerState } from "./controller.machine.ts";
+import { controllerMachine, ControllerState, lifecycleOf } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
 import { initialControllerData } from "./controller/controller-state.ts";
@@ -91,12 +91,12 @@ export async function startController(config: ControllerConfig, ports: Controlle
   }
   return {
     actor: a,
-    state: () => String(a.getSnapshot().value),
+    state: () => lifecycleOf(a.getSnapshot().value),
     id: config.controllerId,
     config,
     counters: core.counters,
     controlState: () => core.follower.state,
-    status: () => core.status,
+    status: () => a.getSnapshot().context.state.status,
     holdings: (filter) => core.ledger.holdings(filter),
     repairs: () => core.repairs,
     releaseAudits: () => core.audits,

@@ -91,7 +91,6 @@ export class ControllerCore implements ControllerHandle {
   private readonly subs: TransportSubscription[] = [];
   private readonly recoveries = new Map<string, RecoveryInFlight>();
   private bases: BaseSnapshot[];
-  private lastStatus: VolumeStatus | undefined;
   private lastReport: EvaluationReport | undefined;
   private stopped = false;
   private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
@@ -277,6 +276,8 @@ export class ControllerCore implements ControllerHandle {
         return this.sendFrontier(e.frontier);
       case "commitAdmission":
         return this.commitAdmission(e.key, e.request, e.data);
+      case "publishStatus":
+        return this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, e.status));
     }
   }
 
@@ -382,22 +383,33 @@ export class ControllerCore implements ControllerHandle {
   }
 
   /**
-   * One evaluation round (called by the machine at a bounded rate, never per write): refresh the
-   * control log, evaluate every scenario, commit the releases the policy grants (in order, each
-   * fenced and re-checked by the fold), publish release frontiers and the status document.
+   * An evaluation round (run by the machine at a bounded rate, never per write) in two phases, each
+   * serialized with this controller's other commits. `readLog`: the control log folded again (the
+   * machine notes the admitted incarnations), release frontiers re-sent after a reconnect, declared
+   * failures noticed, overdue holds ended.
    */
-  evaluate(): Promise<VolumeStatus> {
-    return this.exclusive(() => this.evaluateRound());
+  readLog(): Promise<void> {
+    this.roundStartedAt = performance.now();
+    return this.exclusive(() => this.readLogNow());
   }
+
+  /**
+   * `decide`: every scenario evaluated on the log as now folded, coverage repair, persistence
+   * targets, the releases the policy grants committed (in order, each fenced and re-checked by the
+   * fold) with their frontiers, and the status document, which the machine publishes.
+   */
+  decide(): Promise<VolumeStatus> {
+    return this.exclusive(() => this.decideNow()).finally(() =>
+      this.evalMs.record(performance.now() - this.roundStartedAt),
+    );
+  }
+
+  private roundStartedAt = 0;
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const p = this.commitChain.then(fn, fn);
     this.commitChain = p.catch(() => undefined);
     return p;
-  }
-
-  private evaluateRound(): Promise<VolumeStatus> {
-    return this.evalMs.time(() => this.evaluateRoundTimed());
   }
 
   /** Durations (ms) of the evaluation rounds since the last call (at most the newest 4096). */
@@ -407,16 +419,20 @@ export class ControllerCore implements ControllerHandle {
 
   private readonly evalMs = new DurationWindow(4096);
 
-  private async evaluateRoundTimed(): Promise<VolumeStatus> {
+  private async readLogNow(): Promise<void> {
     this.counters.inc("evaluations");
-    let s = await this.follower.refresh();
+    const s = await this.follower.refresh();
     this.dispatch({ type: "control.folded", control: s });
     if (this.frontiersDue) {
       this.frontiersDue = false;
       for (const e of allFrontiers(this.data(), s)) this.execute(e);
     }
     await this.failureRepairs.scan(s);
-    s = await this.endOverdueHolds(s);
+    await this.endOverdueHolds(s);
+  }
+
+  private async decideNow(): Promise<VolumeStatus> {
+    let s = this.follower.state;
     const held = this.heldBy(s);
     const state = this.currentState(s, held);
     const report = evaluateState(state);
@@ -439,7 +455,8 @@ export class ControllerCore implements ControllerHandle {
       [...this.data().history.sightings.runs],
     );
     this.verdictMemory = steady.memory;
-    const doc = statusDocument(
+    this.lastReport = report;
+    return statusDocument(
       this.config.controllerId,
       s.lastSeq,
       state,
@@ -450,32 +467,25 @@ export class ControllerCore implements ControllerHandle {
       this.retentionAudits?.rows(),
       fencedRows(this.data().fenced, now),
     );
-    this.lastStatus = doc;
-    this.lastReport = report;
-    this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
-    return doc;
   }
 
   /**
    * Ends this volume's holds whose time is up: a retention window that closed, or a recovery that
    * did not end its own hold by its deadline (its process died) — it must not block releases forever.
    */
-  private async endOverdueHolds(s: ControlState): Promise<ControlState> {
+  private async endOverdueHolds(s: ControlState): Promise<void> {
     for (const h of overdueHolds(s.holds, this.volume, this.ports.clock.now())) {
       try {
-        s = (
-          await commitControlEvent(this.ports.store, this.follower, this.identity(), () => ({
-            type: "end_hold",
-            holdId: h.holdId,
-            reason: overdueReason(h),
-          }))
-        ).state;
+        await commitControlEvent(this.ports.store, this.follower, this.identity(), () => ({
+          type: "end_hold",
+          holdId: h.holdId,
+          reason: overdueReason(h),
+        }));
         this.counters.inc(`hold_expired.${h.kind}`);
       } catch (err) {
         this.counters.inc(`hold_end_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    return s;
   }
 
   /** Starts one repair task per pending declared failure (see FailureRepairRunner.start). Never throws. */
@@ -535,11 +545,6 @@ export class ControllerCore implements ControllerHandle {
   endRecovery(id: string): void {
     this.recoveries.delete(id);
     this.nudge();
-  }
-
-  /** The newest status document (undefined before the first evaluation). */
-  get status(): VolumeStatus | undefined {
-    return this.lastStatus;
   }
 
   /** The newest evaluation report. */

@@ -12,7 +12,8 @@ export function providedControllerMachine(core: ControllerCore) {
   return controllerMachine.provide({
     actors: {
       startCore: fromPromise(() => core.start()),
-      evaluate: fromPromise(() => core.evaluate()),
+      readLog: fromPromise(() => core.readLog()),
+      decide: fromPromise(() => core.decide()),
     },
     actions: {
       execute: (_, effect) => core.execute(effect),

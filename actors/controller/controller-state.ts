@@ -1,3 +1,4 @@
+import type { VolumeStatus } from "../../transport/protocol/index.ts";
 import type { ControllerConfig } from "./controller-config.ts";
 import { EMPTY_HISTORY, type CommitHistoryState } from "./commit-history.ts";
 import { EMPTY_LEDGER, type PlainLedger } from "./controller-ledger.ts";
@@ -28,6 +29,8 @@ export interface ControllerData {
   readonly fenced: readonly FencedSighting[];
   /** What release decisions remember between rounds (see release-plan.ts). */
   readonly releases: ReleaseMemory;
+  /** The newest status document (undefined before the first round ends). */
+  readonly status?: VolumeStatus;
   /** Something changed since the last evaluation round began. */
   readonly dirty: boolean;
 }

@@ -19,6 +19,7 @@ import {
   parseSubjectOf,
   receiptSubject,
   type ReleaseFrontierMessage,
+  type VolumeStatus,
   type WriterProgressMessage,
 } from "../../transport/protocol/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
@@ -56,6 +57,8 @@ export type ControllerStepEvent =
   | { type: "nudge" }
   /** An evaluation round began: what changed so far is in it. */
   | { type: "round.started" }
+  /** A round ended with its status document, which is kept and published. */
+  | { type: "round.done"; status: VolumeStatus }
   /** Retained ranges seen at `nowMs` (what no commit run dates yet is dated by this sighting). */
   | { type: "sighted"; sightings: readonly { lane: string; ranges: RangePairs }[]; nowMs: number }
   /** A round's evaluation lets the commit history fold below these bounds. */
@@ -68,7 +71,7 @@ export type ControllerStepEvent =
 /** How the controller's working parts hand events to its machine. */
 export type ControllerDispatch = (
   e:
-    | Exclude<ControllerStepEvent, { type: "round.started" }>
+    | Exclude<ControllerStepEvent, { type: "round.started" | "round.done" }>
     | { type: "nats.repair" | "nats.failover"; msg: InboundMessage }
     | TimerArm<ControllerTimer>
     | { type: "repair.launch"; launch: RepairLaunch }
@@ -98,6 +101,8 @@ export function controllerStep(d: ControllerData, e: ControllerStepEvent): Contr
       return { state: d.dirty ? d : { ...d, dirty: true }, effects: [] };
     case "round.started":
       return { state: d.dirty ? { ...d, dirty: false } : d, effects: [] };
+    case "round.done":
+      return { state: { ...d, status: e.status }, effects: [{ type: "publishStatus", status: e.status }] };
     case "sighted": {
       let history = d.history;
       for (const s of e.sightings) history = sightRetained(history, s.lane, RangeSet.fromJSON(s.ranges), e.nowMs);

@@ -260,3 +260,12 @@ test("release memory: a committed release dates its holder, planned durable hold
   t.is(controllerStep(planned.state, { type: "releases.planned", durable: ["h2"] }).state, planned.state);
   t.deepEqual(d.releases, { lastReleaseAt: {}, durable: [] }, "the frozen input is untouched");
 });
+
+test("a round's end keeps its status document and publishes it as an effect", (t) => {
+  const d = deepFreeze(initialControllerData(config));
+  const status = { volume: VOL, controller: "ctl", asOfMs: 5, controlSeq: 9 } as never;
+  const r = controllerStep(d, { type: "round.done", status });
+  t.is(r.state.status, status);
+  t.deepEqual(r.effects, [{ type: "publishStatus", status }]);
+  t.is(d.status, undefined);
+});
