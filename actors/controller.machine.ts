@@ -1,7 +1,7 @@
 import { assertEvent, enqueueActions, fromPromise, or, raise, setup, spawnChild, type DoneActorEvent } from "xstate";
 import type { TimerArm } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
-import type { InboundMessage, Transport } from "../transport/index.ts";
+import type { Transport } from "../transport/index.ts";
 import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
 import type { VolumeStatus } from "../transport/protocol/index.ts";
 import { repairMachine, type RepairOutcome } from "./repair.machine.ts";
@@ -12,22 +12,23 @@ import { controllerStep, type ControllerStepEvent } from "./controller/controlle
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
- * Receipts, writer progress and admission requests are folded in whatever state the actor is in
- * (cheap, per message) by the pure `controllerStep` into the plain data of `context.state`; the
- * effects it returns (counts, release frontiers, admission commits) run through the `execute`
- * action, which the start function provides (controller.ts);
- * policy evaluation, release commits and the status document happen only in `evaluating`, entered
- * at most once per `evalIntervalMs` and only when something changed — never on the per-I/O path.
- * Each round's control-log refresh also notices newly committed declare-failure events; when the
- * round is done the `startRepairs` action starts one repair task per failure (or, without a repair
- * configuration, the status document reports the failure as "repair needed"). Each prepared repair
- * comes back as `repair.launch`, and `spawnRepair` starts it as a CHILD actor with id
- * `repair.<repairId>`: a `repairMachine` reading and committing through the controller in-process,
- * or `remoteRepair`, which hands it to a repair worker over NATS. The child's output arrives as
- * `xstate.done.actor.repair.<repairId>` and `recordRepair` records it. Requests of repairs handed
- * to a worker arrive as `nats.repair` and `answerRepair` answers them. A new writer's or the
- * operator's failover request arrives as `nats.failover` and `answerFailover` checks it, commits the
- * failover and answers with the plan (in any state after the start, like the other requests).
+ * Its context is plain data: `state` (controller/controller-state.ts) changes only through the pure
+ * `controllerStep`, which folds receipts, writer progress and admission requests in whatever state
+ * the actor is in (cheap, per message) and answers failover and repair-worker requests; the effects
+ * it returns (counts, release frontiers, the status document, answers, commits whose outcome comes
+ * back as an event) run through the `execute` action. startController provides the executors
+ * (controller/controller-executors.ts), which alone reach the transport, the control log and the clock.
+ * Policy evaluation, release commits and the status document happen only in `evaluating`, entered
+ * at most once per `evalIntervalMs` (the `interval` delay) and only when something changed (or the
+ * log moved on) — never on the per-I/O path: its phases `reading` and `deciding` are invoked
+ * children (the log read; evaluation and commits), and the round's end publishes the document.
+ * Each round's log read also notices newly committed declare-failure events; when the round is
+ * done `startRepairs` starts one repair task per failure (or, without a repair configuration, the
+ * status document reports the failure as "repair needed"). Each prepared repair comes back as
+ * `repair.launch` and becomes a CHILD actor with id `repair.<repairId>`: a `repairMachine` reading
+ * and committing through the controller in-process, or `remoteRepair`, which hands it to a repair
+ * worker over NATS. The child's output arrives as `xstate.done.actor.repair.<repairId>` and
+ * `recordRepair` records it.
  */
 
 /** The id of a repair's child actor (its done event is `xstate.done.actor.repair.<repairId>`). */
@@ -66,8 +67,6 @@ export type ControllerInput = Omit<ControllerContext, "forced" | "lastError">;
 
 export type ControllerEvent =
   | Exclude<ControllerStepEvent, { type: "round.started" }>
-  | { type: "nats.repair"; msg: InboundMessage }
-  | { type: "nats.failover"; msg: InboundMessage }
   | { type: "repair.launch"; launch: RepairLaunch }
   | DoneActorEvent<RepairOutcome, `repair.${string}`>
   | ControllerTimer
@@ -99,8 +98,8 @@ const ingest = {
   "nats.receipt": { actions: "step" },
   "nats.event": { actions: "step" },
   "nats.admit": { actions: "step" },
-  "nats.repair": { actions: "answerRepair" },
-  "nats.failover": { actions: "answerFailover" },
+  "nats.repair": { actions: "step" },
+  "nats.failover": { actions: "step" },
   "timer.coverage": { actions: ["checkCoverage", "armNextCoverageCheck"] },
   "evaluate.now": { actions: "force" },
   "timer.audit": { actions: ["challengeHolders", "armNextAudit"] },
@@ -142,9 +141,6 @@ export const controllerMachine = setup({
     // their control-log sequence; a second start of the same one is refused).
     startRepairs: notProvided("startRepairs"),
     recordRepair: notProvided("recordRepair"),
-    answerRepair: notProvided("answerRepair"),
-    // A failover request: checked, committed (see failover.ts) and answered; never throws.
-    answerFailover: notProvided("answerFailover"),
     stopCore: notProvided("stopCore"),
     // The cadences are the machine's own delayed events: the first is asked for (`timer.arm`),
     // each tick raises the next, and a stopped controller has none left.
@@ -222,6 +218,11 @@ export const controllerMachine = setup({
       "admission.failed": { actions: "step" },
       "releases.planned": { actions: "step" },
       "release.committed": { actions: "step" },
+      // Requests' work done: answered through the step (controller-requests.ts).
+      "failover.committed": { actions: "step" },
+      "failover.failed": { actions: "step" },
+      "repair.answered": { actions: "step" },
+      "repair.failed": { actions: "step" },
     },
     states: {
       [ControllerState.Starting]: {

@@ -17,7 +17,6 @@ import type {
   ReceiptLedger,
 } from "../../custody/index.ts";
 import {
-  authorizeReleases,
   DEFAULT_VERDICT_TIMING,
   evaluateState,
   steadyVerdicts,
@@ -31,7 +30,6 @@ import {
 import {
   encodeMessage,
   eventSubject,
-  obligationIdOf,
   receiptsOfVolume,
   releaseFrontierSpec,
   releaseSubject,
@@ -40,7 +38,7 @@ import {
   volumeStatusSpec,
 } from "../../transport/protocol/index.ts";
 import type { ReleaseFrontierMessage, RepairStatus, VolumeStatus } from "../../transport/protocol/index.ts";
-import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
+import type { TransportSubscription } from "../../transport/index.ts";
 import { buildEvaluationState, holdsAsPolicy } from "./evaluation-input.ts";
 import { statusDocument } from "./status-document.ts";
 import { countedHoldings, failedHolders } from "./log-evaluation.ts";
@@ -66,6 +64,7 @@ import { ledgerHoldings } from "./controller-ledger.ts";
 import type { ControllerData } from "./controller-state.ts";
 import { allFrontiers, releaseFrontier, type ControllerDispatch } from "./controller-step.ts";
 import type { ControllerEffect } from "./controller-effects.ts";
+import { failureOf } from "./controller-requests.ts";
 export {
   COARSE_RUN_SEQS,
   MAX_AUDITS,
@@ -162,7 +161,6 @@ export class ControllerCore implements ControllerHandle {
     this.failovers = new FailoverService({
       volume: config.topology.volume,
       transport: ports.transport,
-      counters: this.counters,
       commit: (req) => commitFailover(this, req),
     });
     this.coverage = this.newCoverageRepair();
@@ -276,6 +274,20 @@ export class ControllerCore implements ControllerHandle {
         return this.sendFrontier(e.frontier);
       case "commitAdmission":
         return this.commitAdmission(e.key, e.request, e.data);
+      case "respond":
+        return this.ports.transport.respond(e.msg, e.payload);
+      case "commitFailover":
+        return void this.failovers.commit(e.request).then(
+          (plan) => this.dispatch({ type: "failover.committed", msg: e.msg, plan }),
+          (err: unknown) =>
+            this.dispatch({ type: "failover.failed", msg: e.msg, ...failureOf(err, "failover_request_failed") }),
+        );
+      case "answerRepair":
+        return void this.failureRepairs.answer(e.op, e.msg.data).then(
+          (payload) => this.dispatch({ type: "repair.answered", msg: e.msg, payload }),
+          (err: unknown) =>
+            this.dispatch({ type: "repair.failed", msg: e.msg, ...failureOf(err, "repair_request_failed") }),
+        );
       case "publishStatus":
         return this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, e.status));
     }
@@ -491,11 +503,6 @@ export class ControllerCore implements ControllerHandle {
   /** Starts one repair task per pending declared failure (see FailureRepairRunner.start). Never throws. */
   startRepairs(): void {
     this.failureRepairs.start();
-  }
-
-  /** A repair task's request over NATS (see RepairService): checked, answered, counted. */
-  handleRepairRequest(msg: InboundMessage): void {
-    void this.failureRepairs.answer(msg);
   }
 
   /** A repair child actor ended: its outcome is recorded (see FailureRepairRunner.settle). */

@@ -25,14 +25,6 @@ export function providedControllerMachine(core: ControllerCore) {
       },
       startRepairs: () => core.startRepairs(),
       recordRepair: ({ event }) => void core.settleRepair((event as DoneActorEvent<RepairOutcome>).output),
-      answerRepair: ({ event }) => {
-        assertEvent(event, "nats.repair");
-        core.handleRepairRequest(event.msg);
-      },
-      answerFailover: ({ event }) => {
-        assertEvent(event, "nats.failover");
-        void core.failovers.handle(event.msg);
-      },
       stopCore: () => core.stop(),
     },
     guards: {

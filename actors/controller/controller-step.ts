@@ -30,6 +30,7 @@ import type { ControllerData } from "./controller-state.ts";
 import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller-ports.ts";
 import { noteFencedSpeaker } from "./fenced-speakers.ts";
 import { checkWriterProgress } from "./writer-progress-check.ts";
+import { answerRequest, type RequestEvent } from "./controller-requests.ts";
 
 /**
  * The controller's pure step: (data, event) → new data and the effects to run. No I/O, no clock
@@ -66,13 +67,13 @@ export type ControllerStepEvent =
   /** A round decided its releases (planReleases): the durable holders it knows now. */
   | { type: "releases.planned"; durable: readonly string[] }
   /** A granted release of `holder` was committed at `nowMs` (its next waits `releaseEveryMs`). */
-  | { type: "release.committed"; holder: string; nowMs: number };
+  | { type: "release.committed"; holder: string; nowMs: number }
+  | RequestEvent;
 
 /** How the controller's working parts hand events to its machine. */
 export type ControllerDispatch = (
   e:
     | Exclude<ControllerStepEvent, { type: "round.started" | "round.done" }>
-    | { type: "nats.repair" | "nats.failover"; msg: InboundMessage }
     | TimerArm<ControllerTimer>
     | { type: "repair.launch"; launch: RepairLaunch }
     | AuditEvent,
@@ -80,6 +81,13 @@ export type ControllerDispatch = (
 
 export function controllerStep(d: ControllerData, e: ControllerStepEvent): ControllerStep {
   switch (e.type) {
+    case "nats.failover":
+    case "failover.committed":
+    case "failover.failed":
+    case "nats.repair":
+    case "repair.answered":
+    case "repair.failed":
+      return { state: d, ...answerRequest(d.volume, e) };
     case "nats.receipt":
       return foldReceipt(d, e.msg, e.control, e.nowMs);
     case "nats.event":
