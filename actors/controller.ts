@@ -70,7 +70,10 @@ export async function startController(config: ControllerConfig, ports: Controlle
   const core = new ControllerCore(
     config,
     ports,
-    (e) => actor?.send(e),
+    // Outcomes of work in flight when the controller stops (a commit, a round) go nowhere.
+    (e) => {
+      if (actor?.getSnapshot().status === "active") actor.send(e);
+    },
     () => actor?.getSnapshot().context.state ?? initial,
   );
   actor = createActor(providedControllerMachine(core), {
