@@ -218,6 +218,11 @@ export const controllerMachine = setup({
       "admission.failed": { actions: "step" },
       "releases.planned": { actions: "step" },
       "release.committed": { actions: "step" },
+      "base.added": { actions: "step" },
+      "recovery.begun": { actions: "step" },
+      "recovery.ended": { actions: "step" },
+      "verdicts.noted": { actions: "step" },
+      connection: { actions: "step" },
       // Requests' work done: answered through the step (controller-requests.ts).
       "failover.committed": { actions: "step" },
       "failover.failed": { actions: "step" },

@@ -1,4 +1,5 @@
 import { Counters, CustodyError, DurationWindow } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
 import {
   commitControlEvent,
   ControlConflictError,
@@ -25,7 +26,6 @@ import {
   type EvaluationReport,
   type EvaluationState,
   type RecoveryInFlight,
-  type VerdictMemory,
 } from "../../policies/index.ts";
 import {
   encodeMessage,
@@ -62,7 +62,7 @@ import type { ControllerHandle } from "./controller-handle.ts";
 import { fencedRows } from "./fenced-speakers.ts";
 import { ledgerHoldings } from "./controller-ledger.ts";
 import type { ControllerData } from "./controller-state.ts";
-import { allFrontiers, releaseFrontier, type ControllerDispatch } from "./controller-step.ts";
+import { releaseFrontier, type ControllerDispatch } from "./controller-step.ts";
 import type { ControllerEffect } from "./controller-effects.ts";
 import { failureOf } from "./controller-requests.ts";
 export {
@@ -88,11 +88,8 @@ export class ControllerCore implements ControllerHandle {
   /** Its releases, one round per evaluation (see ReleaseRound). */
   private readonly releases: ReleaseRound;
   private readonly subs: TransportSubscription[] = [];
-  private readonly recoveries = new Map<string, RecoveryInFlight>();
-  private bases: BaseSnapshot[];
   private lastReport: EvaluationReport | undefined;
   private stopped = false;
-  private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
   readonly coverage: CoverageRepair; // copies that close coverage gaps (restarts, declared failures, single copies)
   private readonly failureRepairs: FailureRepairRunner; // repairs of the failures the control log declares
   /** The spend ceiling and budgets over the work this controller starts. */
@@ -103,8 +100,6 @@ export class ControllerCore implements ControllerHandle {
   private readonly images: ImageCustody; // coalesced windows a base contains are released
   /** Answers failover requests of a new writer or the operator (custody.v1.failover.<volume>). */
   readonly failovers: FailoverService;
-  /** Since when each scenario's overdue writes exceed its allowance (the steady verdicts' grace). */
-  private verdictMemory: VerdictMemory = {};
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -133,7 +128,6 @@ export class ControllerCore implements ControllerHandle {
       note: (e) => this.dispatch(e),
       execute: (e) => this.execute(e),
     });
-    this.bases = [...config.topology.bases];
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     this.routes = new ControllerRoutes(config.routes);
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
@@ -197,8 +191,7 @@ export class ControllerCore implements ControllerHandle {
 
   /** A new base snapshot exists (e.g. a replica materialized a cut): later evaluations may rely on it. */
   addBase(b: BaseSnapshot): void {
-    this.bases = [...this.bases.filter((x) => x.id !== b.id), b];
-    this.nudge();
+    this.dispatch({ type: "base.added", base: b });
   }
 
   /** Something the evaluation depends on changed: the machine evaluates again at its next interval. */
@@ -225,13 +218,7 @@ export class ControllerCore implements ControllerHandle {
     this.subs.push(...this.routes.listen(this.ports.transport, this.ports.clock, this.counters));
     // After a reconnect what was published meanwhile is gone: evaluate again and re-send every
     // holder its release frontier in the next round.
-    const unwatch = this.ports.transport.onConnection?.((e) => {
-      this.counters.inc(`connection_${e}`);
-      if (e === "reconnected") {
-        this.frontiersDue = true;
-        this.nudge();
-      }
-    });
+    const unwatch = this.ports.transport.onConnection?.((change) => this.dispatch({ type: "connection", change }));
     if (unwatch !== undefined)
       this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     if (!this.stopped)
@@ -359,13 +346,16 @@ export class ControllerCore implements ControllerHandle {
       });
     return this.routes.apply(
       buildEvaluationState(
-        { ...this.config.topology, bases: this.bases },
+        { ...this.config.topology, bases: data.bases },
         holdings,
         { heads: data.heads, commits },
         now,
         failedHolders(s),
         {
-          recoveries: [...this.recoveries.values(), ...held.recoveries],
+          recoveries: [
+            ...Object.values(data.recoveries).map((r) => ({ ...r, ranges: RangeSet.fromJSON(r.ranges) })),
+            ...held.recoveries,
+          ],
           pins: held.pins,
           protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
           retentionUnknownCommittedAtMs: now, // everything retained was just sighted: this never applies
@@ -435,10 +425,6 @@ export class ControllerCore implements ControllerHandle {
     this.counters.inc("evaluations");
     const s = await this.follower.refresh();
     this.dispatch({ type: "control.folded", control: s });
-    if (this.frontiersDue) {
-      this.frontiersDue = false;
-      for (const e of allFrontiers(this.data(), s)) this.execute(e);
-    }
     await this.failureRepairs.scan(s);
     await this.endOverdueHolds(s);
   }
@@ -463,10 +449,10 @@ export class ControllerCore implements ControllerHandle {
       state,
       report,
       { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict },
-      this.verdictMemory,
+      this.data().verdicts,
       [...this.data().history.sightings.runs],
     );
-    this.verdictMemory = steady.memory;
+    this.dispatch({ type: "verdicts.noted", memory: steady.memory });
     this.lastReport = report;
     return statusDocument(
       this.config.controllerId,
@@ -545,13 +531,11 @@ export class ControllerCore implements ControllerHandle {
 
   /** A recovery or repair is reading `ranges` of `lane`: releases of them are refused until `endRecovery`. */
   beginRecovery(r: RecoveryInFlight): void {
-    this.recoveries.set(r.id, r);
-    this.nudge();
+    this.dispatch({ type: "recovery.begun", recovery: { ...r, ranges: r.ranges.toJSON() } });
   }
 
   endRecovery(id: string): void {
-    this.recoveries.delete(id);
-    this.nudge();
+    this.dispatch({ type: "recovery.ended", id });
   }
 
   /** The newest evaluation report. */

@@ -1,5 +1,7 @@
 import type { VolumeStatus } from "../../transport/protocol/index.ts";
+import type { BaseSnapshot, VerdictMemory } from "../../policies/index.ts";
 import type { ControllerConfig } from "./controller-config.ts";
+import type { RangePairs } from "./controller-ledger.ts";
 import { EMPTY_HISTORY, type CommitHistoryState } from "./commit-history.ts";
 import { EMPTY_LEDGER, type PlainLedger } from "./controller-ledger.ts";
 import type { FencedSighting } from "./fenced-speakers.ts";
@@ -27,12 +29,28 @@ export interface ControllerData {
   /** Admission commits in flight (`holder#incarnation`), so repeated requests commit once. */
   readonly admitting: readonly string[];
   readonly fenced: readonly FencedSighting[];
+  /** Base snapshots releases may rely on (the configured ones, and those announced since). */
+  readonly bases: readonly BaseSnapshot[];
+  /** Recoveries and repairs reading ranges now (releases of them are refused), by id. */
+  readonly recoveries: Readonly<Record<string, PlainRecovery>>;
+  /** Since when each scenario's overdue writes exceed its allowance (the steady verdicts' grace). */
+  readonly verdicts: VerdictMemory;
+  /** Every holder's release frontier is re-sent at the next log read (after a reconnect). */
+  readonly frontiersDue: boolean;
   /** What release decisions remember between rounds (see release-plan.ts). */
   readonly releases: ReleaseMemory;
   /** The newest status document (undefined before the first round ends). */
   readonly status?: VolumeStatus;
   /** Something changed since the last evaluation round began. */
   readonly dirty: boolean;
+}
+
+/** A recovery in flight (policies' RecoveryInFlight) with its ranges as pairs. */
+export interface PlainRecovery {
+  readonly id: string;
+  readonly lane: string;
+  readonly ranges: RangePairs;
+  readonly sources?: readonly string[] | undefined;
 }
 
 export function initialControllerData(config: ControllerConfig): ControllerData {
@@ -47,6 +65,10 @@ export function initialControllerData(config: ControllerConfig): ControllerData 
     admitted: {},
     admitting: [],
     fenced: [],
+    bases: [...config.topology.bases],
+    recoveries: {},
+    verdicts: {},
+    frontiersDue: false,
     releases: initialReleaseMemory(config),
     dirty: true,
   };

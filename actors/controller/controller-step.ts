@@ -26,7 +26,8 @@ import type { InboundMessage } from "../../transport/index.ts";
 import { addCommitRuns, sightRetained, trimHistory, type HistoryBounds } from "./commit-history.ts";
 import { count, type ControllerEffect } from "./controller-effects.ts";
 import { admitLedgerIncarnation, applyReceiptBatch, type LedgerApplied, type RangePairs } from "./controller-ledger.ts";
-import type { ControllerData } from "./controller-state.ts";
+import type { ControllerData, PlainRecovery } from "./controller-state.ts";
+import type { BaseSnapshot, VerdictMemory } from "../../policies/index.ts";
 import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller-ports.ts";
 import { noteFencedSpeaker } from "./fenced-speakers.ts";
 import { checkWriterProgress } from "./writer-progress-check.ts";
@@ -68,6 +69,15 @@ export type ControllerStepEvent =
   | { type: "releases.planned"; durable: readonly string[] }
   /** A granted release of `holder` was committed at `nowMs` (its next waits `releaseEveryMs`). */
   | { type: "release.committed"; holder: string; nowMs: number }
+  /** A base snapshot became available (releases may go to it). */
+  | { type: "base.added"; base: BaseSnapshot }
+  /** A recovery or repair reads these ranges until `recovery.ended`: releases of them are refused. */
+  | { type: "recovery.begun"; recovery: PlainRecovery }
+  | { type: "recovery.ended"; id: string }
+  /** A round's steady verdicts, remembered for the next (their grace). */
+  | { type: "verdicts.noted"; memory: VerdictMemory }
+  /** The transport's connection changed; after a reconnect what was published meanwhile is gone. */
+  | { type: "connection"; change: string }
   | RequestEvent;
 
 /** How the controller's working parts hand events to its machine. */
@@ -104,7 +114,7 @@ export function controllerStep(d: ControllerData, e: ControllerStepEvent): Contr
         effects: [count(`admission_${e.code}`)],
       };
     case "control.folded":
-      return noteAdmitted(d, e.control);
+      return foldedAgain(d, e.control);
     case "nudge":
       return { state: d.dirty ? d : { ...d, dirty: true }, effects: [] };
     case "round.started":
@@ -121,11 +131,43 @@ export function controllerStep(d: ControllerData, e: ControllerStepEvent): Contr
     case "releases.planned":
       if (e.durable.length === d.releases.durable.length) return { state: d, effects: [] }; // it only grows
       return { state: { ...d, releases: { ...d.releases, durable: [...e.durable] } }, effects: [] };
+    case "base.added":
+      return changed(d, { bases: [...d.bases.filter((b) => b.id !== e.base.id), e.base] });
+    case "recovery.begun":
+      return changed(d, { recoveries: { ...d.recoveries, [e.recovery.id]: e.recovery } });
+    case "recovery.ended": {
+      const { [e.id]: _ended, ...recoveries } = d.recoveries;
+      return changed(d, { recoveries });
+    }
+    case "verdicts.noted":
+      return { state: { ...d, verdicts: e.memory }, effects: [] };
+    case "connection": {
+      const effects = [count(`connection_${e.change}`)];
+      // Evaluate again and re-send every holder its release frontier at the next log read.
+      if (e.change !== "reconnected") return { state: d, effects };
+      return { state: { ...d, frontiersDue: true, dirty: true }, effects };
+    }
     case "release.committed": {
       const lastReleaseAt = { ...d.releases.lastReleaseAt, [e.holder]: e.nowMs };
       return { state: { ...d, releases: { ...d.releases, lastReleaseAt } }, effects: [] };
     }
   }
+}
+
+/** `d` with `change`, and evaluated again at the next interval. */
+const changed = (d: ControllerData, change: Partial<ControllerData>): ControllerStep => ({
+  state: { ...d, ...change, dirty: true },
+  effects: [],
+});
+
+/** The log was folded again: admitted incarnations noted, and every frontier re-sent when due. */
+function foldedAgain(d: ControllerData, s: ControlState): ControllerStep {
+  const noted = noteAdmitted(d, s);
+  if (!noted.state.frontiersDue) return noted;
+  return {
+    state: { ...noted.state, frontiersDue: false },
+    effects: [...noted.effects, ...allFrontiers(noted.state, s)],
+  };
 }
 
 const codeOf = (err: unknown, otherwise: string): string => (err instanceof CustodyError ? err.code : otherwise);

@@ -14,7 +14,7 @@ import { encodeMessage } from "../../transport/protocol/wire/index.ts";
 import { writerProgressSpec } from "../../transport/protocol/wire/writer-messages.ts";
 import type { VolumeStatus } from "../../transport/protocol/index.ts";
 
-const config = { controllerId: "ctl", topology: { volume: "vol1", lanes: ["l0"], holderSites: {}, staleAfterMs: 1 } } as unknown as ControllerConfig;
+const config = { controllerId: "ctl", topology: { volume: "vol1", lanes: ["l0"], holderSites: {}, bases: [], staleAfterMs: 1 } } as unknown as ControllerConfig;
 const progress = (head: number) => ({
   subject: "custody.v1.event.vol1",
   data: encodeMessage(writerProgressSpec, { writer: "w", volume: "vol1", term: 1, lanes: [{ lane: "l0", head, runs: [] }], at: 1 }),

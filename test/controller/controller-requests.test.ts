@@ -15,7 +15,7 @@ import { repairAnswerSpec } from "../../transport/protocol/wire/repair-messages.
 import { failoverSubject, repairSubject, RepairOp } from "../../transport/protocol/subjects.ts";
 import type { InboundMessage } from "../../transport/transport.ts";
 
-const config = { controllerId: "ctl", topology: { volume: "vol1", lanes: ["l0"], holderSites: {}, staleAfterMs: 1 } } as unknown as ControllerConfig;
+const config = { controllerId: "ctl", topology: { volume: "vol1", lanes: ["l0"], holderSites: {}, bases: [], staleAfterMs: 1 } } as unknown as ControllerConfig;
 const d = Object.freeze(initialControllerData(config));
 const msg = (subject: string, data: Uint8Array): InboundMessage => ({ subject, data, headers: {}, reply: "_INBOX.1" });
 const request = (volume = "vol1") => encodeMessage(failoverRequestSpec, { volume, lanes: ["l0"], term: 2, recoveredCut: { l0: 10 } });

@@ -21,7 +21,7 @@ import { batchOf, keys, LANE, ram, receipt, signed, STREAM, T0, VOL } from "../c
 
 const config = {
   controllerId: "ctl",
-  topology: { volume: VOL, lanes: [LANE, "l1"], holderSites: { h1: "s1", h2: "s2" }, staleAfterMs: 60_000 },
+  topology: { volume: VOL, lanes: [LANE, "l1"], holderSites: { h1: "s1", h2: "s2" }, bases: [], staleAfterMs: 60_000 },
   repair: { standby: [{ holderId: "sb1" }] },
 } as unknown as ControllerConfig;
 
@@ -268,4 +268,27 @@ test("a round's end keeps its status document and publishes it as an effect", (t
   t.is(r.state.status, status);
   t.deepEqual(r.effects, [{ type: "publishStatus", status }]);
   t.is(d.status, undefined);
+});
+
+test("bases, recoveries and a reconnect are plain data: each marks a round due; frontiers are re-sent at the next log read", (t) => {
+  const d = deepFreeze({ ...initialControllerData(config), dirty: false });
+  const base = { id: "b1", holder: "h2", cut: { [LANE]: 10 }, bytes: 1 };
+  const based = controllerStep(d, { type: "base.added", base }).state;
+  t.deepEqual(based.bases, [base]);
+  t.true(based.dirty);
+  const reading = controllerStep(d, { type: "recovery.begun", recovery: { id: "r1", lane: LANE, ranges: [[1, 5]] } }).state;
+  t.deepEqual(Object.keys(reading.recoveries), ["r1"]);
+  t.deepEqual(controllerStep(reading, { type: "recovery.ended", id: "r1" }).state.recoveries, {});
+  const quiet = controllerStep(d, { type: "connection", change: "disconnected" });
+  t.is(quiet.state, d);
+  t.deepEqual(quiet.effects, [{ type: "count", name: "connection_disconnected" }]);
+  const back = controllerStep(d, { type: "connection", change: "reconnected" }).state;
+  t.true(back.frontiersDue && back.dirty);
+  const read = controllerStep(back, { type: "control.folded", control: LOG });
+  t.false(read.state.frontiersDue);
+  t.deepEqual(
+    read.effects.flatMap((e) => (e.type === "publishFrontier" ? [`${e.frontier.holder}/${e.frontier.lane}`] : [])),
+    ["h1/l0", "h1/l1", "h2/l0", "h2/l1"],
+  );
+  t.deepEqual(controllerStep(read.state, { type: "control.folded", control: LOG }).effects, [], "once");
 });
