@@ -1,4 +1,14 @@
-import { assertEvent, enqueueActions, fromPromise, or, raise, setup, spawnChild, type DoneActorEvent } from "xstate";
+import {
+  assertEvent,
+  assign,
+  enqueueActions,
+  fromPromise,
+  or,
+  raise,
+  setup,
+  spawnChild,
+  type DoneActorEvent,
+} from "xstate";
 import type { TimerArm } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
 import type { Transport } from "../transport/index.ts";
@@ -66,7 +76,7 @@ export interface ControllerContext {
 export type ControllerInput = Omit<ControllerContext, "forced" | "lastError">;
 
 export type ControllerEvent =
-  | Exclude<ControllerStepEvent, { type: "round.started" }>
+  | Exclude<ControllerStepEvent, { type: "round.started" | "round.done" }>
   | { type: "repair.launch"; launch: RepairLaunch }
   | DoneActorEvent<RepairOutcome, `repair.${string}`>
   | ControllerTimer
@@ -147,9 +157,7 @@ export const controllerMachine = setup({
     armTimer: armTimer<ControllerContext, ControllerEvent, "interval">(),
     armNextCoverageCheck: raise({ type: "timer.coverage" }, { delay: ({ context }) => context.coverageCheckMs }),
     armNextAudit: raise({ type: "timer.audit" }, { delay: ({ context }) => context.auditEveryMs }),
-    force: ({ context }) => {
-      context.forced = true;
-    },
+    force: assign({ forced: true }),
     // A prepared repair becomes a child actor `repair.<repairId>`: a repairMachine here, or a worker's.
     spawnLocalRepair: spawnChild("repair", {
       id: ({ event }) => repairChildId(launchOf(event).input.repairId),
