@@ -5,11 +5,12 @@ import type { BaseSnapshot, EvaluationReport, EvaluationState, HolderAuditRecord
 import type { RepairStatus, VolumeStatus } from "../transport/protocol/index.ts";
 import type { RepairPort } from "./repair/index.ts";
 import { inProcessRepairPort } from "./controller/in-process-repair-port.ts";
-import { repairMachineFor } from "./repair/repair-executors.ts";
 import { bootstrapVolume } from "./controller/volume-bootstrap.ts";
-import { controllerMachine, ControllerState } from "./controller.machine.ts";
+import { controllerMachine, ControllerState, lifecycleOf } from "./controller.machine.ts";
 import type { ControllerConfig } from "./controller/controller-config.ts";
 import { ControllerCore } from "./controller/controller-core.ts";
+import { initialControllerData } from "./controller/controller-state.ts";
+import { providedControllerMachine } from "./controller/controller-executors.ts";
 import type { ControllerPorts, HolderAdmission, ReleaseAudit } from "./controller/controller-ports.ts";
 
 /** A running controller of one volume. */
@@ -65,10 +66,23 @@ export class ControllerStartError extends CustodyError {
 /** Starts a controller; resolves once it has folded the control log and subscribed. Throws ControllerStartError. */
 export async function startController(config: ControllerConfig, ports: ControllerPorts): Promise<Controller> {
   let actor: Actor<typeof controllerMachine> | undefined;
-  const core = new ControllerCore(config, ports, (e) => actor?.send(e));
-  const repair = repairMachineFor({ port: inProcessRepairPort(core), transport: ports.transport, clock: ports.clock });
-  actor = createActor(controllerMachine.provide({ actors: { repair } }), {
-    input: { core, intervalMs: config.evalIntervalMs ?? 100 },
+  const initial = initialControllerData(config);
+  const core = new ControllerCore(
+    config,
+    ports,
+    // Outcomes of work in flight when the controller stops (a commit, a round) go nowhere.
+    (e) => {
+      if (actor?.getSnapshot().status === "active") actor.send(e);
+    },
+    () => actor?.getSnapshot().context.state ?? initial,
+  );
+  actor = createActor(providedControllerMachine(core), {
+    input: {
+      state: initial,
+      intervalMs: config.evalIntervalMs ?? 100,
+      coverageCheckMs: core.coverageCheckMs,
+      auditEveryMs: config.retentionAudit?.everyMs ?? 0,
+    },
     clock: ports.clock,
   });
   actor.start();
@@ -80,12 +94,12 @@ export async function startController(config: ControllerConfig, ports: Controlle
   }
   return {
     actor: a,
-    state: () => String(a.getSnapshot().value),
+    state: () => lifecycleOf(a.getSnapshot().value),
     id: config.controllerId,
     config,
     counters: core.counters,
     controlState: () => core.follower.state,
-    status: () => core.status,
+    status: () => a.getSnapshot().context.state.status,
     holdings: (filter) => core.ledger.holdings(filter),
     repairs: () => core.repairs,
     releaseAudits: () => core.audits,

@@ -10,9 +10,14 @@ export class DurationWindow {
     try {
       return await fn();
     } finally {
-      this.samples.push(performance.now() - t0);
-      if (this.samples.length > this.capacity) this.samples.splice(0, this.samples.length - this.capacity);
+      this.record(performance.now() - t0);
     }
+  }
+
+  /** Records one duration measured by the caller (work that spans several calls). */
+  record(ms: number): void {
+    this.samples.push(ms);
+    if (this.samples.length > this.capacity) this.samples.splice(0, this.samples.length - this.capacity);
   }
 
   /** The durations recorded since the last call, oldest first. */

@@ -31,6 +31,7 @@ export {
   ReceiptVersion,
   ReleaseAuthorityKind,
   makeReceipt,
+  receiptToTuple,
   type CustodyReceipt,
   type HolderIdentity,
   type ReceiptExtension,

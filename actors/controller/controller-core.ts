@@ -4,16 +4,20 @@ import {
   commitControlEvent,
   ControlConflictError,
   ControlLogFollower,
+  checkAutoAdmission,
   overdueHolds,
   overdueReason,
-  ReceiptLedger,
-  receiptBatchSpec,
-  receiptVerifyContext,
-  releasedRanges,
 } from "../../custody/index.ts";
-import type { ControlEventBody, ControllerIdentity, ControlState } from "../../custody/index.ts";
+import type {
+  ControlEventBody,
+  ControllerIdentity,
+  AdmissionRequest,
+  ControlState,
+  Holding,
+  HoldingFilter,
+  ReceiptLedger,
+} from "../../custody/index.ts";
 import {
-  authorizeReleases,
   DEFAULT_VERDICT_TIMING,
   evaluateState,
   steadyVerdicts,
@@ -22,34 +26,27 @@ import {
   type EvaluationReport,
   type EvaluationState,
   type RecoveryInFlight,
-  type VerdictMemory,
 } from "../../policies/index.ts";
 import {
-  decodeAny,
-  decodeMessage,
   encodeMessage,
   eventSubject,
-  obligationIdOf,
-  parseSubjectOf,
   receiptsOfVolume,
-  receiptSubject,
   releaseFrontierSpec,
   releaseSubject,
   statusSubject,
   subjectFilter,
   volumeStatusSpec,
 } from "../../transport/protocol/index.ts";
-import type { RepairStatus, VolumeStatus, WriterProgressMessage } from "../../transport/protocol/index.ts";
-import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
+import type { ReleaseFrontierMessage, RepairStatus, VolumeStatus } from "../../transport/protocol/index.ts";
+import type { TransportSubscription } from "../../transport/index.ts";
 import { buildEvaluationState, holdsAsPolicy } from "./evaluation-input.ts";
 import { statusDocument } from "./status-document.ts";
 import { countedHoldings, failedHolders } from "./log-evaluation.ts";
 import { CoverageRepair } from "./coverage-repair.ts";
-import { CommitHistory } from "./commit-history.ts";
+import { historyBounds, sightRetained } from "./commit-history.ts";
 import { FailureRepairRunner } from "./failure-repair-runner.ts";
 import { inProcessRepairPort } from "./in-process-repair-port.ts";
 import type { RepairOutcome } from "../repair/index.ts";
-import { AutoAdmission } from "./auto-admission.ts";
 import { ControllerSpend } from "./controller-spend.ts";
 import { ControllerRoutes } from "./controller-routes.ts";
 import { protectedRamOverBound } from "./protected-ram-check.ts";
@@ -57,13 +54,17 @@ import { startRetentionAudits, type RetentionAudits } from "./retention-audits.t
 import { PersistenceTargetChooser } from "./persistence-target-chooser.ts";
 import { ImageCustody } from "./image-custody.ts";
 import type { ControllerConfig } from "./controller-config.ts";
-import { MAX_AUDITS, type ControllerDispatch, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
+import type { ControllerPorts, ReleaseAudit } from "./controller-ports.ts";
 import { FailoverService } from "./failover-service.ts";
 import { ReleaseRound } from "./release-round.ts";
 import { commitFailover } from "./failover.ts";
 import type { ControllerHandle } from "./controller-handle.ts";
-import { FencedSpeakers } from "./fenced-speakers.ts";
-import { checkWriterProgress } from "./writer-progress-check.ts";
+import { fencedRows } from "./fenced-speakers.ts";
+import { ledgerHoldings } from "./controller-ledger.ts";
+import type { ControllerData } from "./controller-state.ts";
+import { releaseFrontier, type ControllerDispatch } from "./controller-step.ts";
+import type { ControllerEffect } from "./controller-effects.ts";
+import { failureOf } from "./controller-requests.ts";
 export {
   COARSE_RUN_SEQS,
   MAX_AUDITS,
@@ -81,25 +82,14 @@ export {
  */
 export class ControllerCore implements ControllerHandle {
   readonly counters: Counters;
-  readonly ledger: ReceiptLedger;
+  /** The verified holdings of the ledger the machine folds (see controller-ledger.ts). */
+  readonly ledger: Pick<ReceiptLedger, "holdings">;
   readonly follower: ControlLogFollower;
   /** Its releases, one round per evaluation (see ReleaseRound). */
   private readonly releases: ReleaseRound;
   private readonly subs: TransportSubscription[] = [];
-  private readonly heads: Record<string, number> = {};
-  // the writer's commit runs still needed to price and date a scenario's loss
-  private readonly history = new CommitHistory();
-  private readonly recoveries = new Map<string, RecoveryInFlight>();
-  private bases: BaseSnapshot[];
-  private lastStatus: VolumeStatus | undefined;
   private lastReport: EvaluationReport | undefined;
-  dirty = true;
   private stopped = false;
-  private frontiersDue = false; // every holder's release frontier is re-sent in the next round (after a reconnect)
-  private readonly incarnationSeen = new Map<string, number>(); // admitted incarnation last seen per holder
-  // superseded incarnations still sending receipts (status `fenced`)
-  private readonly fencedSpeakers = new FencedSpeakers();
-  private readonly admission: AutoAdmission; // key-continuity admission of holders' new incarnations
   readonly coverage: CoverageRepair; // copies that close coverage gaps (restarts, declared failures, single copies)
   private readonly failureRepairs: FailureRepairRunner; // repairs of the failures the control log declares
   /** The spend ceiling and budgets over the work this controller starts. */
@@ -110,8 +100,6 @@ export class ControllerCore implements ControllerHandle {
   private readonly images: ImageCustody; // coalesced windows a base contains are released
   /** Answers failover requests of a new writer or the operator (custody.v1.failover.<volume>). */
   readonly failovers: FailoverService;
-  /** Since when each scenario's overdue writes exceed its allowance (the steady verdicts' grace). */
-  private verdictMemory: VerdictMemory = {};
   /** Serializes control-log commits of this controller (evaluation rounds, repairs, operators). */
   private commitChain: Promise<unknown> = Promise.resolve();
 
@@ -119,13 +107,14 @@ export class ControllerCore implements ControllerHandle {
     readonly config: ControllerConfig,
     readonly ports: ControllerPorts,
     private readonly dispatch: ControllerDispatch,
+    /** The machine's plain data as it stands (receipts, writer progress, admitted incarnations). */
+    private readonly data: () => ControllerData,
   ) {
     this.counters = ports.counters ?? new Counters();
-    this.ledger = new ReceiptLedger({
-      clock: ports.clock,
-      maxEvidenceAgeMs: config.topology.staleAfterMs,
-      counters: this.counters,
-    });
+    this.ledger = {
+      holdings: (filter: HoldingFilter = {}): Holding[] =>
+        ledgerHoldings(this.data().ledger, filter, ports.clock.now(), config.topology.staleAfterMs),
+    };
     this.follower = new ControlLogFollower(ports.store, undefined, ports.trust);
     this.releases = new ReleaseRound({
       config,
@@ -135,19 +124,14 @@ export class ControllerCore implements ControllerHandle {
       volume: config.topology.volume,
       identity: () => this.identity(),
       publishFrontier: (s, o, h, l) => this.publishFrontier(s, o, h, l),
+      memory: () => this.data().releases,
+      note: (e) => this.dispatch(e),
+      execute: (e) => this.execute(e),
     });
-    this.bases = [...config.topology.bases];
     this.spend = new ControllerSpend(config.topology, config.spend, this.counters, ports.clock.now());
     this.routes = new ControllerRoutes(config.routes);
     // A bad drain layout is a configuration error now, not a failed evaluation round later.
     if (config.topology.protectedRam !== undefined) protectedRamOverBound(config.topology.protectedRam, [], []);
-    this.admission = new AutoAdmission({
-      config,
-      counters: this.counters,
-      controlState: () => this.follower.state,
-      commit: (b) => this.commit(b),
-      admitted: (state) => this.noteIncarnations(state),
-    });
     this.failureRepairs = new FailureRepairRunner({
       config,
       ports,
@@ -157,7 +141,7 @@ export class ControllerCore implements ControllerHandle {
       port: inProcessRepairPort(this),
       launch: (launch) => this.dispatch({ type: "repair.launch", launch }),
       repairBandwidth: (site, configured) => this.routes.repairBandwidth(this.currentState(), site, configured),
-      nudge: () => (this.dirty = true),
+      nudge: () => this.nudge(),
     });
     this.persistence = new PersistenceTargetChooser(config, {
       counters: this.counters,
@@ -171,7 +155,6 @@ export class ControllerCore implements ControllerHandle {
     this.failovers = new FailoverService({
       volume: config.topology.volume,
       transport: ports.transport,
-      counters: this.counters,
       commit: (req) => commitFailover(this, req),
     });
     this.coverage = this.newCoverageRepair();
@@ -188,8 +171,8 @@ export class ControllerCore implements ControllerHandle {
         counters: this.counters,
         beginRecovery: (r) => this.beginRecovery(r),
         endRecovery: (id) => this.endRecovery(id),
-        nudge: () => (this.dirty = true),
-        admitCopy: (c) => this.spend.admitCopy(c, this.history.runs, this.ports.clock.now()),
+        nudge: () => this.nudge(),
+        admitCopy: (c) => this.spend.admitCopy(c, this.data().history.runs, this.ports.clock.now()),
         unproven: () => this.retentionAudits?.unproven() ?? new Set(),
         enlist: (lane, gap, survives) => this.failureRepairs.enlist(lane, gap, survives),
       },
@@ -201,15 +184,19 @@ export class ControllerCore implements ControllerHandle {
     );
   }
 
-  /** A new base snapshot exists (e.g. a replica materialized a cut): later evaluations may rely on it. */
   /** The most recent committed releases with the state each was decided on (see ReleaseRound.audits). */
   get audits(): ReleaseAudit[] {
     return this.releases.audits;
   }
 
+  /** A new base snapshot exists (e.g. a replica materialized a cut): later evaluations may rely on it. */
   addBase(b: BaseSnapshot): void {
-    this.bases = [...this.bases.filter((x) => x.id !== b.id), b];
-    this.dirty = true;
+    this.dispatch({ type: "base.added", base: b });
+  }
+
+  /** Something the evaluation depends on changed: the machine evaluates again at its next interval. */
+  private nudge(): void {
+    this.dispatch({ type: "nudge" });
   }
 
   private get volume(): string {
@@ -218,10 +205,11 @@ export class ControllerCore implements ControllerHandle {
 
   /** Folds the control log and subscribes receipts, writer progress and admission requests. */
   async start(): Promise<void> {
-    this.noteIncarnations(await this.follower.refresh());
+    this.dispatch({ type: "control.folded", control: await this.follower.refresh() });
+    // A receipt is verified against the log as folded when it arrives (and dated by this clock).
     this.subs.push(
       this.ports.transport.subscribe(receiptsOfVolume(this.volume), (msg) =>
-        this.dispatch({ type: "nats.receipt", msg }),
+        this.dispatch({ type: "nats.receipt", msg, control: this.follower.state, nowMs: this.ports.clock.now() }),
       ),
     );
     this.subs.push(
@@ -230,13 +218,7 @@ export class ControllerCore implements ControllerHandle {
     this.subs.push(...this.routes.listen(this.ports.transport, this.ports.clock, this.counters));
     // After a reconnect what was published meanwhile is gone: evaluate again and re-send every
     // holder its release frontier in the next round.
-    const unwatch = this.ports.transport.onConnection?.((e) => {
-      this.counters.inc(`connection_${e}`);
-      if (e === "reconnected") {
-        this.frontiersDue = true;
-        this.dirty = true;
-      }
-    });
+    const unwatch = this.ports.transport.onConnection?.((change) => this.dispatch({ type: "connection", change }));
     if (unwatch !== undefined)
       this.subs.push({ subject: "(connection)", unsubscribe: unwatch, drain: async () => unwatch() });
     if (!this.stopped)
@@ -248,7 +230,7 @@ export class ControllerCore implements ControllerHandle {
           ledger: this.ledger,
           controlState: () => this.follower.state,
           dispatch: this.dispatch,
-          nudge: () => (this.dirty = true),
+          nudge: () => this.nudge(),
         },
         this.subs,
       );
@@ -259,34 +241,63 @@ export class ControllerCore implements ControllerHandle {
     this.subs.push(this.failovers.subscribe((msg) => this.dispatch({ type: "nats.failover", msg })));
     if (this.config.admission === "key-continuity") {
       this.subs.push(
-        this.ports.transport.subscribe(subjectFilter("admit"), (msg) => this.dispatch({ type: "nats.admit", msg })),
+        this.ports.transport.subscribe(subjectFilter("admit"), (msg) =>
+          this.dispatch({ type: "nats.admit", msg, control: this.follower.state }),
+        ),
       );
     }
     await this.ports.transport.flush();
   }
 
-  /** A holder's new incarnation asks to be admitted (see AutoAdmission). */
-  handleAdmission(msg: InboundMessage): void {
-    this.admission.handle(msg);
+  /**
+   * Runs one effect of the machine's step that reaches the world: a release frontier published,
+   * a holder's re-admission committed (its outcome goes back to the machine as an event).
+   */
+  execute(e: ControllerEffect): void {
+    switch (e.type) {
+      case "count":
+        return this.counters.inc(e.name, e.by);
+      case "publishFrontier":
+        return this.sendFrontier(e.frontier);
+      case "commitAdmission":
+        return this.commitAdmission(e.key, e.request, e.data);
+      case "respond":
+        return this.ports.transport.respond(e.msg, e.payload);
+      case "commitFailover":
+        return void this.failovers.commit(e.request).then(
+          (plan) => this.dispatch({ type: "failover.committed", msg: e.msg, plan }),
+          (err: unknown) =>
+            this.dispatch({ type: "failover.failed", msg: e.msg, ...failureOf(err, "failover_request_failed") }),
+        );
+      case "answerRepair":
+        return void this.failureRepairs.answer(e.op, e.msg.data).then(
+          (payload) => this.dispatch({ type: "repair.answered", msg: e.msg, payload }),
+          (err: unknown) =>
+            this.dispatch({ type: "repair.failed", msg: e.msg, ...failureOf(err, "repair_request_failed") }),
+        );
+      case "publishStatus":
+        return this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, e.status));
+    }
   }
 
-  /**
-   * Notices holders whose admitted incarnation went up: what their previous incarnation claimed
-   * stops counting at once (dropped from the ledger; its RAM is gone; coverage repair refills what
-   * scenarios now lack), and the new incarnation is told its release frontier.
-   */
-  private noteIncarnations(s: ControlState): void {
-    for (const h of Object.values(s.holders)) {
-      const prev = this.incarnationSeen.get(h.holderId);
-      if (prev !== undefined && prev >= h.incarnation) continue;
-      this.incarnationSeen.set(h.holderId, h.incarnation);
-      this.ledger.admitIncarnation(h.holderId, h.incarnation);
-      if (prev === undefined) continue;
-      this.counters.inc("incarnation_admitted");
-      this.dirty = true;
-      for (const lane of this.config.topology.lanes)
-        this.publishFrontier(s, obligationIdOf(this.volume, lane), h.holderId, lane);
-    }
+  private commitAdmission(key: string, req: AdmissionRequest, data: Uint8Array): void {
+    this.commit((s) => {
+      checkAutoAdmission(s, req);
+      // The holder's own request rides along: with it a controller of any one of a shared holder's
+      // volumes may commit the re-admission (custody/control-scope.ts authorityScope).
+      return {
+        type: "admit_holder",
+        holderId: req.holderId,
+        incarnation: req.incarnation,
+        publicKey: req.publicKey,
+        failureDomain: req.failureDomain,
+        request: data,
+      };
+    }).then(
+      ({ state }) => this.dispatch({ type: "admission.committed", key, control: state }),
+      (err: unknown) =>
+        this.dispatch({ type: "admission.failed", key, code: err instanceof CustodyError ? err.code : "failed" }),
+    );
   }
 
   /** Unsubscribes. Idempotent. */
@@ -309,51 +320,6 @@ export class ControllerCore implements ControllerHandle {
     return this.config.coverageRepair?.checkMs ?? 500;
   }
 
-  /**
-   * A signed receipt batch: verified against the folded control log (admitted keys, incarnation,
-   * fence) and merged into the ledger; a rejected batch is counted and changes nothing.
-   * Ranges the control log released are subtracted when the state is built, not refused here:
-   * a holder may keep claiming an authorized range until its whole segment recycles.
-   */
-  handleReceipt(msg: InboundMessage): void {
-    try {
-      const { volume, lane } = parseSubjectOf("receipt", msg.subject);
-      const signed = decodeMessage(receiptBatchSpec, msg.data);
-      const ctx = {
-        ...receiptVerifyContext(this.follower.state, { volume, lane, subject: receiptSubject(volume, lane) }),
-        released: () => RangeSet.EMPTY,
-      };
-      this.ledger.apply(signed, ctx);
-      this.counters.inc("receipt_batches");
-      this.dirty = true;
-    } catch (err) {
-      this.counters.inc(`receipt_${err instanceof CustodyError ? err.code : "invalid"}`);
-      this.fencedSpeakers.note(err, this.ports.clock.now());
-    }
-  }
-
-  /**
-   * Writer progress on the volume's event subject (other event kinds are ignored here); refused whole and counted when
-   * it cannot be this volume's writer's (see writer-progress-check.ts).
-   */
-  handleEvent(msg: InboundMessage): void {
-    let p: WriterProgressMessage;
-    try {
-      const decoded = decodeAny(msg.data);
-      if (decoded.kind !== "writer-progress") return;
-      p = decoded.body as WriterProgressMessage;
-      checkWriterProgress(p, this.volume, this.config.topology.lanes);
-    } catch (err) {
-      return this.counters.inc(err instanceof CustodyError ? err.code : "malformed");
-    }
-    for (const l of p.lanes) {
-      this.heads[l.lane] = Math.max(this.heads[l.lane] ?? 0, l.head);
-      for (const [first, last, at, bytes] of l.runs)
-        this.history.add({ lane: l.lane, first, last, committedAtMs: at, bytesPerSeq: bytes });
-    }
-    this.dirty = true;
-  }
-
   /** The evaluation input as of now (released ranges and failed holders already removed). */
   currentState(s: ControlState = this.follower.state, held = this.heldBy(s)): EvaluationState {
     // Only the admitted incarnation speaks for a holder: the moment a newer one is admitted, what
@@ -363,25 +329,37 @@ export class ControllerCore implements ControllerHandle {
       s,
       (h) => this.retentionAudits?.isUnproven(h) === true,
     );
-    const commits = this.history.runs;
+    const data = this.data();
+    const commits = [...data.history.runs];
     const layout = this.config.topology.protectedRam;
     const now = this.ports.clock.now();
     // What no commit run dates yet is dated by when it was first seen retained: for a retention
     // window, and for the steady verdicts (a receipt often arrives before the progress dating it).
-    for (const h of holdings) this.history.sight(h.lane, h.retained, now);
+    // The machine records the sightings; this evaluation uses them at once.
+    let history = data.history;
+    for (const h of holdings) history = sightRetained(history, h.lane, h.retained, now);
+    if (history !== data.history)
+      this.dispatch({
+        type: "sighted",
+        sightings: holdings.map((h) => ({ lane: h.lane, ranges: h.retained.toJSON() })),
+        nowMs: now,
+      });
     return this.routes.apply(
       buildEvaluationState(
-        { ...this.config.topology, bases: this.bases },
+        { ...this.config.topology, bases: data.bases },
         holdings,
-        { heads: this.heads, commits },
+        { heads: data.heads, commits },
         now,
         failedHolders(s),
         {
-          recoveries: [...this.recoveries.values(), ...held.recoveries],
+          recoveries: [
+            ...Object.values(data.recoveries).map((r) => ({ ...r, ranges: RangeSet.fromJSON(r.ranges) })),
+            ...held.recoveries,
+          ],
           pins: held.pins,
           protectedOverBound: layout === undefined ? undefined : protectedRamOverBound(layout, holdings, commits),
           retentionUnknownCommittedAtMs: now, // everything retained was just sighted: this never applies
-          retentionSightings: this.history.sightings.runs,
+          retentionSightings: [...history.sightings.runs],
         },
       ),
     );
@@ -394,7 +372,7 @@ export class ControllerCore implements ControllerHandle {
 
   /** Commit runs kept for evaluation (bounded by what is retained and unprotected, not by age). */
   get commitRunCount(): number {
-    return this.history.runs.length;
+    return this.data().history.runs.length;
   }
 
   /** Who this controller commits as: its id, clock and, for a signed log, its key. */
@@ -407,22 +385,33 @@ export class ControllerCore implements ControllerHandle {
   }
 
   /**
-   * One evaluation round (called by the machine at a bounded rate, never per write): refresh the
-   * control log, evaluate every scenario, commit the releases the policy grants (in order, each
-   * fenced and re-checked by the fold), publish release frontiers and the status document.
+   * An evaluation round (run by the machine at a bounded rate, never per write) in two phases, each
+   * serialized with this controller's other commits. `readLog`: the control log folded again (the
+   * machine notes the admitted incarnations), release frontiers re-sent after a reconnect, declared
+   * failures noticed, overdue holds ended.
    */
-  evaluate(): Promise<VolumeStatus> {
-    return this.exclusive(() => this.evaluateRound());
+  readLog(): Promise<void> {
+    this.roundStartedAt = performance.now();
+    return this.exclusive(() => this.readLogNow());
   }
+
+  /**
+   * `decide`: every scenario evaluated on the log as now folded, coverage repair, persistence
+   * targets, the releases the policy grants committed (in order, each fenced and re-checked by the
+   * fold) with their frontiers, and the status document, which the machine publishes.
+   */
+  decide(): Promise<VolumeStatus> {
+    return this.exclusive(() => this.decideNow()).finally(() =>
+      this.evalMs.record(performance.now() - this.roundStartedAt),
+    );
+  }
+
+  private roundStartedAt = 0;
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const p = this.commitChain.then(fn, fn);
     this.commitChain = p.catch(() => undefined);
     return p;
-  }
-
-  private evaluateRound(): Promise<VolumeStatus> {
-    return this.evalMs.time(() => this.evaluateRoundTimed());
   }
 
   /** Durations (ms) of the evaluation rounds since the last call (at most the newest 4096). */
@@ -432,23 +421,24 @@ export class ControllerCore implements ControllerHandle {
 
   private readonly evalMs = new DurationWindow(4096);
 
-  private async evaluateRoundTimed(): Promise<VolumeStatus> {
-    this.dirty = false;
+  private async readLogNow(): Promise<void> {
     this.counters.inc("evaluations");
-    let s = await this.follower.refresh();
-    this.noteIncarnations(s);
-    if (this.frontiersDue) {
-      this.frontiersDue = false;
-      for (const h of Object.keys(s.holders))
-        for (const lane of this.config.topology.lanes)
-          this.publishFrontier(s, obligationIdOf(this.volume, lane), h, lane);
-    }
+    const s = await this.follower.refresh();
+    this.dispatch({ type: "control.folded", control: s });
     await this.failureRepairs.scan(s);
-    s = await this.endOverdueHolds(s);
+    await this.endOverdueHolds(s);
+  }
+
+  private async decideNow(): Promise<VolumeStatus> {
+    let s = this.follower.state;
     const held = this.heldBy(s);
     const state = this.currentState(s, held);
     const report = evaluateState(state);
-    this.history.trim(state, report, this.config.topology.lanes, this.config.topology.retention);
+    const { lanes, retention } = this.config.topology;
+    this.dispatch({
+      type: "history.trim",
+      bounds: historyBounds(this.data().history, state, report, lanes, retention),
+    });
     this.coverage.progress(withoutStaleClaims(state), s);
     s = await this.persistence.step(s, state);
     const now = this.ports.clock.now();
@@ -459,11 +449,12 @@ export class ControllerCore implements ControllerHandle {
       state,
       report,
       { ...DEFAULT_VERDICT_TIMING, ...this.config.verdict },
-      this.verdictMemory,
-      this.history.sightings.runs,
+      this.data().verdicts,
+      [...this.data().history.sightings.runs],
     );
-    this.verdictMemory = steady.memory;
-    const doc = statusDocument(
+    this.dispatch({ type: "verdicts.noted", memory: steady.memory });
+    this.lastReport = report;
+    return statusDocument(
       this.config.controllerId,
       s.lastSeq,
       state,
@@ -472,44 +463,32 @@ export class ControllerCore implements ControllerHandle {
       this.repairs,
       this.spend.report(now, this.coverage.deferred),
       this.retentionAudits?.rows(),
-      this.fencedSpeakers.rows(now),
+      fencedRows(this.data().fenced, now),
     );
-    this.lastStatus = doc;
-    this.lastReport = report;
-    this.ports.transport.publish(statusSubject(this.volume), encodeMessage(volumeStatusSpec, doc));
-    return doc;
   }
 
   /**
    * Ends this volume's holds whose time is up: a retention window that closed, or a recovery that
    * did not end its own hold by its deadline (its process died) — it must not block releases forever.
    */
-  private async endOverdueHolds(s: ControlState): Promise<ControlState> {
+  private async endOverdueHolds(s: ControlState): Promise<void> {
     for (const h of overdueHolds(s.holds, this.volume, this.ports.clock.now())) {
       try {
-        s = (
-          await commitControlEvent(this.ports.store, this.follower, this.identity(), () => ({
-            type: "end_hold",
-            holdId: h.holdId,
-            reason: overdueReason(h),
-          }))
-        ).state;
+        await commitControlEvent(this.ports.store, this.follower, this.identity(), () => ({
+          type: "end_hold",
+          holdId: h.holdId,
+          reason: overdueReason(h),
+        }));
         this.counters.inc(`hold_expired.${h.kind}`);
       } catch (err) {
         this.counters.inc(`hold_end_${err instanceof CustodyError ? err.code : "failed"}`);
       }
     }
-    return s;
   }
 
   /** Starts one repair task per pending declared failure (see FailureRepairRunner.start). Never throws. */
   startRepairs(): void {
     this.failureRepairs.start();
-  }
-
-  /** A repair task's request over NATS (see RepairService): checked, answered, counted. */
-  handleRepairRequest(msg: InboundMessage): void {
-    void this.failureRepairs.answer(msg);
   }
 
   /** A repair child actor ended: its outcome is recorded (see FailureRepairRunner.settle). */
@@ -523,19 +502,13 @@ export class ControllerCore implements ControllerHandle {
   }
 
   private publishFrontier(s: ControlState, obligationId: string, holder: string, lane: string): void {
-    // Not to a holder that never answered for the lane (one serving only a derived lane would refuse it as
-    // unknown_lane).
-    const o = s.obligations[obligationId];
-    if (o !== undefined && o.responsible[holder] === undefined && o.released[holder] === undefined) return;
-    const frontier = {
-      holder,
-      volume: this.volume,
-      lane,
-      ranges: releasedRanges(s, obligationId, holder).toJSON(),
-      epoch: s.topologyEpoch,
-      controlSeq: s.lastSeq,
-    };
-    this.ports.transport.publish(releaseSubject(holder), encodeMessage(releaseFrontierSpec, frontier));
+    void obligationId; // the lane names it (obligationIdOf(volume, lane))
+    const frontier = releaseFrontier(s, this.volume, holder, lane);
+    if (frontier !== undefined) this.sendFrontier(frontier);
+  }
+
+  private sendFrontier(frontier: ReleaseFrontierMessage): void {
+    this.ports.transport.publish(releaseSubject(frontier.holder), encodeMessage(releaseFrontierSpec, frontier));
   }
 
   /** Commits `body` (fenced, chained, optimistic). Throws ControlFenceError / ControlConflictError. */
@@ -546,7 +519,7 @@ export class ControllerCore implements ControllerHandle {
       for (let attempt = 1; ; attempt++) {
         try {
           const r = await commitControlEvent(this.ports.store, this.follower, this.identity(), body);
-          this.dirty = true;
+          this.nudge();
           return r;
         } catch (err) {
           if (!(err instanceof ControlConflictError) || attempt >= 5) throw err;
@@ -558,18 +531,11 @@ export class ControllerCore implements ControllerHandle {
 
   /** A recovery or repair is reading `ranges` of `lane`: releases of them are refused until `endRecovery`. */
   beginRecovery(r: RecoveryInFlight): void {
-    this.recoveries.set(r.id, r);
-    this.dirty = true;
+    this.dispatch({ type: "recovery.begun", recovery: { ...r, ranges: r.ranges.toJSON() } });
   }
 
   endRecovery(id: string): void {
-    this.recoveries.delete(id);
-    this.dirty = true;
-  }
-
-  /** The newest status document (undefined before the first evaluation). */
-  get status(): VolumeStatus | undefined {
-    return this.lastStatus;
+    this.dispatch({ type: "recovery.ended", id });
   }
 
   /** The newest evaluation report. */

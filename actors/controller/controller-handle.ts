@@ -12,7 +12,8 @@ import type { ControllerPorts } from "./controller-ports.ts";
 export interface ControllerHandle {
   readonly config: ControllerConfig;
   readonly ports: ControllerPorts;
-  readonly ledger: ReceiptLedger;
+  /** The verified holdings (see controller-ledger.ts). */
+  readonly ledger: Pick<ReceiptLedger, "holdings">;
   readonly follower: ControlLogFollower;
   /** Commits `body` (fenced, chained, optimistic). Throws ControlFenceError / ControlConflictError. */
   commit(body: (s: ControlState) => ControlEventBody): Promise<{ seq: number; state: ControlState }>;

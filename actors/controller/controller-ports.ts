@@ -5,7 +5,7 @@ import type { ControlLogStore } from "../../custody/index.ts";
 import type { ControlSigner, ControlTrust } from "../../custody/index.ts";
 import type { EvaluationState } from "../../policies/index.ts";
 import type { authorizeReleases, ReleaseRequest } from "../../policies/index.ts";
-import type { InboundMessage, Transport } from "../../transport/index.ts";
+import type { Transport } from "../../transport/index.ts";
 import type { ReplacementAdmission } from "../repair/index.ts";
 import type { AuditOutcome } from "../../policies/index.ts";
 import type { RepairInput } from "../repair/index.ts";
@@ -83,12 +83,3 @@ export type AuditEvent =
       bytesRead: number;
       cpuMicros: number;
     };
-
-/** How the controller's working parts hand events to its machine. */
-export type ControllerDispatch = (
-  e:
-    | { type: "nats.receipt" | "nats.event" | "nats.admit" | "nats.repair" | "nats.failover"; msg: InboundMessage }
-    | TimerArm<ControllerTimer>
-    | { type: "repair.launch"; launch: RepairLaunch }
-    | AuditEvent,
-) => void;

@@ -72,7 +72,6 @@ export class FailureRepairRunner {
     this.service = new RepairService({
       volume: d.config.topology.volume,
       transport: d.ports.transport,
-      counters: d.counters,
       port: d.port,
     });
     this.enlistment = new StandbyEnlistment(
@@ -101,9 +100,9 @@ export class FailureRepairRunner {
     return this.d.config.repair?.worker === "remote" ? [this.service.subscribe(deliver)] : [];
   }
 
-  /** Answers one repair request (see RepairService.handle). */
-  answer(msg: InboundMessage): Promise<void> {
-    return this.service.handle(msg);
+  /** Does what one repair request asks and returns its encoded answer (see RepairService.answer). */
+  answer(op: string, data: Uint8Array): Promise<Uint8Array> {
+    return this.service.answer(op, data);
   }
 
   private get volume(): string {

@@ -1,18 +1,14 @@
 import type { Counters } from "../../core/index.ts";
 import { CustodyError } from "../../core/index.ts";
-import { commitControlEvent, HolderStatus } from "../../custody/index.ts";
+import { commitControlEvent } from "../../custody/index.ts";
 import type { ControlEventBody, ControllerIdentity, ControlLogFollower, ControlState } from "../../custody/index.ts";
-import {
-  authorizeReleases,
-  releaseEventFor,
-  Residency,
-  type EvaluationState,
-  type ReleaseRequest,
-} from "../../policies/index.ts";
+import { authorizeReleases, releaseEventFor, type EvaluationState, type ReleaseRequest } from "../../policies/index.ts";
 import { obligationIdOf } from "../../transport/protocol/index.ts";
-import { releasableHolders, type ControllerConfig } from "./controller-config.ts";
+import type { ControllerConfig } from "./controller-config.ts";
 import { MAX_AUDITS, type ControllerPorts, type ReleaseAudit } from "./controller-ports.ts";
-import { releaseCandidates, type holdsAsPolicy } from "./evaluation-input.ts";
+import type { holdsAsPolicy } from "./evaluation-input.ts";
+import type { ControllerEffect } from "./controller-effects.ts";
+import { planReleases, type ReleaseMemory } from "./release-plan.ts";
 
 /** What a release round needs of its controller. */
 export interface ReleaseRoundDeps {
@@ -23,13 +19,21 @@ export interface ReleaseRoundDeps {
   readonly volume: string;
   readonly identity: () => ControllerIdentity;
   readonly publishFrontier: (s: ControlState, obligationId: string, holder: string, lane: string) => void;
+  /** What the decisions remember, as the machine holds it. */
+  readonly memory: () => ReleaseMemory;
+  /** Tells the machine the durable holders now known and each committed release. */
+  readonly note: (
+    e:
+      | { type: "releases.planned"; durable: readonly string[] }
+      | { type: "release.committed"; holder: string; nowMs: number },
+  ) => void;
+  readonly execute: (e: ControllerEffect) => void;
 }
 
 /**
- * A controller's releases, one round per evaluation: which holders are due (each at most every
- * `releaseEveryMs`), which are durable (configured, or seen with a disk claim: released only onto
- * disk or a base), the joint decision, and the commit and frontier of each granted release, with
- * the most recent ones kept as audits.
+ * A controller's releases, one round per evaluation: the decision is `planReleases` (pure, over the
+ * plain memory the machine keeps), then the commit and frontier of each granted release, in order,
+ * with the most recent ones kept as audits; each commit goes back to the machine (`release.committed`).
  */
 export class ReleaseRound {
   /**
@@ -38,14 +42,8 @@ export class ReleaseRound {
    * `release_ranges` event in the control log (holder, ranges, the holders it relied on).
    */
   readonly audits: ReleaseAudit[] = [];
-  /** When each holder's last release was committed (releaseEveryMs). */
-  private readonly lastReleaseAt = new Map<string, number>();
-  /** Holders configured or seen persisting (a disk claim). */
-  private readonly durableHolders: Set<string>;
 
-  constructor(private readonly deps: ReleaseRoundDeps) {
-    this.durableHolders = new Set(deps.config.topology.durable ?? []);
-  }
+  constructor(private readonly deps: ReleaseRoundDeps) {}
 
   /**
    * Asks for the releases due, decides them jointly and commits each granted one, publishing its
@@ -57,25 +55,19 @@ export class ReleaseRound {
     held: ReturnType<typeof holdsAsPolicy>,
     now: number,
   ): Promise<ControlState> {
-    const { config, ports, counters } = this.deps;
-    for (const h of state.holders)
-      if (h.claims.some((c) => c.residency === Residency.disk)) this.durableHolders.add(h.id);
-    const every = config.releaseEveryMs ?? 1_000;
-    const due = (h: string) =>
-      s.holders[h]?.status === HolderStatus.active && now - (this.lastReleaseAt.get(h) ?? -Infinity) >= every;
-    const requests: ReleaseRequest[] = releaseCandidates(
+    const { config, ports } = this.deps;
+    const plan = planReleases(
+      this.deps.memory(),
+      config,
+      s,
       state,
-      releasableHolders(config).filter(due),
-      this.durableHolders,
       held,
+      now,
+      ports.authorizeReleases ?? authorizeReleases,
     );
-    const decisions = requests.length > 0 ? (ports.authorizeReleases ?? authorizeReleases)(state, requests) : [];
-    const granted = decisions.filter((d) => d.allowed).map((d) => d.request);
-    for (const d of decisions) {
-      if (d.allowed) continue;
-      counters.inc("release_denied");
-      for (const r of new Set(d.reasons)) counters.inc(`release_denied.${r}`);
-    }
+    this.deps.note({ type: "releases.planned", durable: plan.durable });
+    for (const e of plan.effects) this.deps.execute(e);
+    const granted = [...plan.granted];
     for (const req of granted) s = await this.commitOne(s, state, granted, req, now);
     return s;
   }
@@ -97,7 +89,7 @@ export class ReleaseRound {
       this.audits.push({ state, grantedTogether: granted, request: req, controlSeq: seq });
       if (this.audits.length > MAX_AUDITS) this.audits.splice(0, this.audits.length - MAX_AUDITS);
       counters.inc("release_committed");
-      this.lastReleaseAt.set(req.holder, now);
+      this.deps.note({ type: "release.committed", holder: req.holder, nowMs: now });
       this.deps.publishFrontier(next, obligationId, req.holder, req.lane);
       return next;
     } catch (err) {

@@ -1,10 +1,7 @@
-import type { Counters } from "../../core/index.ts";
-import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import {
   decodeMessage,
   encodeMessage,
-  parseSubjectOf,
   RepairOp,
   repairActivateSpec,
   repairAdmitSpec,
@@ -28,8 +25,8 @@ import {
 /**
  * The controller's side of the repair protocol: it answers the requests of the repairs it handed to
  * a worker on `custody.v1.repair.<volume>.<op>`, with the same reads and commits its own child
- * repairs make in-process (`port`), after `checkRepairRequest`. A refused or malformed request is
- * answered with its code, counted (`repair_request_<code>`) and changes nothing.
+ * repairs make in-process (`port`), after `checkRepairRequest`. The machine's step answers and
+ * counts each request (controller-requests.ts); a refused or malformed one changes nothing.
  */
 export class RepairService {
   private readonly open = new Map<string, DelegatedRepair>();
@@ -38,7 +35,6 @@ export class RepairService {
     private readonly d: {
       readonly volume: string;
       readonly transport: Transport;
-      readonly counters: Counters;
       readonly port: RepairPort;
     },
   ) {}
@@ -60,29 +56,11 @@ export class RepairService {
     for (const lane of r?.lanes ?? []) void this.d.port.unprotect(`${repairId}-${lane}`);
   }
 
-  /** Answers one request (never throws: a failure is the answer). */
-  async handle(msg: InboundMessage): Promise<void> {
-    try {
-      const { volume, op } = parseSubjectOf("repair", msg.subject);
-      if (volume !== this.d.volume) throw new RepairRequestRefusedError("another volume", { volume });
-      const reply = await this.answer(op, msg.data);
-      this.d.counters.inc("repair_request_answered");
-      this.d.transport.respond(msg, reply);
-    } catch (err) {
-      const code = err instanceof CustodyError ? err.code : "repair_request_failed";
-      this.d.counters.inc(`repair_request_${code.replace(/^repair_request_/, "")}`);
-      this.d.transport.respond(
-        msg,
-        encodeMessage(repairAnswerSpec, {
-          ok: false,
-          code: code.slice(0, 64),
-          message: (err instanceof Error ? err.message : String(err)).slice(0, 1024),
-        }),
-      );
-    }
-  }
-
-  private async answer(op: string, data: Uint8Array): Promise<Uint8Array> {
+  /**
+   * Does what request `op` asks (after `checkRepairRequest`) and returns the encoded answer; the
+   * machine's step answers and counts it (controller-requests.ts). Throws a refusal or the failure.
+   */
+  async answer(op: string, data: Uint8Array): Promise<Uint8Array> {
     const port = this.d.port;
     const ok = (seq: number) => encodeMessage(repairAnswerSpec, { ok: true, seq });
     switch (op) {

@@ -40,7 +40,8 @@ export interface RetentionAuditDeps {
   readonly clock: Clock;
   readonly counters: Counters;
   readonly random: Random;
-  readonly ledger: ReceiptLedger;
+  /** The controller's verified holdings. */
+  readonly ledger: Pick<ReceiptLedger, "holdings">;
   readonly controlState: () => ControlState;
   readonly dispatch: (e: AuditEvent) => void;
   /** Asks for an evaluation round (a holder's audit state changed). */

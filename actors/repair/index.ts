@@ -14,3 +14,4 @@ export { fetchUnits } from "./custody-reader.ts";
 export { applyRecords, contiguousFrom, copyBlocks, openUnits } from "./volume-recovery.ts";
 export { repairMachine, RepairState, type RepairOutcome, type RepairReport } from "./repair.machine.ts";
 export { reportOf } from "./repair.ts";
+export { repairMachineFor } from "./repair-executors.ts";
