@@ -63,8 +63,8 @@ export {
   ControllerState,
   type ControllerContext,
   type ControllerEvent,
-} from "./controller.machine.ts";
-export { startController, ControllerStartError, type Controller } from "./controller.ts";
+} from "./controller/controller.machine.ts";
+export { startController, ControllerStartError, type Controller } from "./controller/controller.ts";
 export {
   type ControllerConfig,
   type VolumeTopology,
@@ -141,7 +141,7 @@ export {
   type RepairRequest,
 } from "./controller/repair-request-check.ts";
 export { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
-export { repairChildId } from "./controller.machine.ts";
+export { repairChildId } from "./controller/controller.machine.ts";
 export { repairEstimate, type RepairEstimate } from "./repair/repair-estimate.ts";
 export { holderSource, type SurvivorSource } from "./repair/survivor-source.ts";
 export { serveCustodyReads, fetchUnits, FetchFailedError } from "./repair/custody-reader.ts";

@@ -1,5 +1,5 @@
 import { assertEvent, fromPromise, type DoneActorEvent } from "xstate";
-import { controllerMachine } from "../controller.machine.ts";
+import { controllerMachine } from "./controller.machine.ts";
 import { repairMachineFor, type RepairOutcome } from "../repair/index.ts";
 import type { ControllerCore } from "./controller-core.ts";
 import { inProcessRepairPort } from "./in-process-repair-port.ts";

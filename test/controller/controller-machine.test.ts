@@ -6,7 +6,7 @@
  */
 import test from "ava";
 import { createActor, fromPromise, SimulatedClock, waitFor } from "xstate";
-import { controllerMachine, ControllerState, lifecycleOf } from "../../actors/controller.machine.ts";
+import { controllerMachine, ControllerState, lifecycleOf } from "../../actors/controller/controller.machine.ts";
 import { initialControllerData } from "../../actors/controller/controller-state.ts";
 import type { ControllerConfig } from "../../actors/controller/controller-config.ts";
 import type { ControllerEffect } from "../../actors/controller/controller-effects.ts";

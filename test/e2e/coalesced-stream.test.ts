@@ -6,7 +6,7 @@
  * `h-img` rebuilds exactly the raw log's content through that cut.
  */
 import anyTest, { type ExecutionContext, type TestFn } from "ava";
-import { startController } from "../../actors/controller.ts";
+import { startController } from "../../actors/controller/controller.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";

@@ -6,7 +6,7 @@
  */
 import { operatorCommit } from "../kit/operator-commit.ts";
 import anyTest, { type TestFn } from "ava";
-import { startController } from "../../actors/controller.ts";
+import { startController } from "../../actors/controller/controller.ts";
 import { manifestId } from "../../actors/controller/receipted-manifests.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";

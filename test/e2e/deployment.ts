@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startController, type Controller } from "../../actors/controller.ts";
+import { startController, type Controller } from "../../actors/controller/controller.ts";
 import type { ControllerConfig, RepairConfig, VolumeTopology } from "../../actors/controller/controller-config.ts";
 import type { HolderAdmission, RepairLauncher } from "../../actors/controller/controller-core.ts";
 import { holderSource, type SurvivorSource } from "../../actors/repair/survivor-source.ts";

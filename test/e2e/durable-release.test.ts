@@ -9,7 +9,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from "ava";
 import { join } from "node:path";
 import { BaseBuilder } from "../../actors/base-builder/base-builder.ts";
-import { startController } from "../../actors/controller.ts";
+import { startController } from "../../actors/controller/controller.ts";
 import { Counters } from "../../core/counters.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";

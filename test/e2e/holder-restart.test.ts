@@ -11,7 +11,7 @@ import anyTest, { type TestFn } from "ava";
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startController, type Controller } from "../../actors/controller.ts";
+import { startController, type Controller } from "../../actors/controller/controller.ts";
 import type { ControllerConfig } from "../../actors/controller/controller-config.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { recoverVolume } from "../../actors/repair/volume-recovery.ts";

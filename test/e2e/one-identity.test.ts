@@ -16,7 +16,7 @@ import anyTest, { type TestFn } from "ava";
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startController, type Controller } from "../../actors/controller.ts";
+import { startController, type Controller } from "../../actors/controller/controller.ts";
 import type { ControllerConfig } from "../../actors/controller/controller-config.ts";
 import { startVolumeWriter } from "../../actors/volume-writer.ts";
 import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";

@@ -17,7 +17,7 @@ import { RepairOp, repairSubject, repairTaskSubject } from "../../transport/prot
 import { NatsTransport } from "../../transport/nats-transport.ts";
 import { openJetStreamControlLog } from "../../transport/jetstream-control-log.ts";
 import { RoleProcess } from "../kit/role-process.ts";
-import { repairChildId } from "../../actors/controller.machine.ts";
+import { repairChildId } from "../../actors/controller/controller.machine.ts";
 import { withSupercluster, type SuperclusterTestContext } from "../kit/index.ts";
 import { AZ_CONTRACT, BLOCKS, deploy, LANE } from "./deployment.ts";
 import { blockData, eventually, tempDir } from "./e2e-fixture.ts";

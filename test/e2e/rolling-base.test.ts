@@ -7,7 +7,7 @@
 import anyTest, { type TestFn } from "ava";
 import { join } from "node:path";
 import { BaseBuilder, BaseBuildTimeoutError } from "../../actors/base-builder/base-builder.ts";
-import { startController } from "../../actors/controller.ts";
+import { startController } from "../../actors/controller/controller.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { recoverVolume } from "../../actors/repair/volume-recovery.ts";
 import { Counters } from "../../core/counters.ts";

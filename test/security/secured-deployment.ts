@@ -5,7 +5,7 @@
  * r1 reads retained units. Roles and scopes are exactly what `permissionsFor` derives.
  */
 import { join } from "node:path";
-import { startController, type Controller } from "../../actors/controller.ts";
+import { startController, type Controller } from "../../actors/controller/controller.ts";
 import type { VolumeTopology } from "../../actors/controller/controller-config.ts";
 import { startHolder, type Holder } from "../../actors/holder.ts";
 import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer.ts";

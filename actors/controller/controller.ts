@@ -1,17 +1,17 @@
 import { createActor, waitFor, type Actor } from "xstate";
-import { CustodyError, type Counters } from "../core/index.ts";
-import type { ControlState, Holding, HoldingFilter } from "../custody/index.ts";
-import type { BaseSnapshot, EvaluationReport, EvaluationState, HolderAuditRecord } from "../policies/index.ts";
-import type { RepairStatus, VolumeStatus } from "../transport/protocol/index.ts";
-import type { RepairPort } from "./repair/index.ts";
-import { inProcessRepairPort } from "./controller/in-process-repair-port.ts";
-import { bootstrapVolume } from "./controller/volume-bootstrap.ts";
+import { CustodyError, type Counters } from "../../core/index.ts";
+import type { ControlState, Holding, HoldingFilter } from "../../custody/index.ts";
+import type { BaseSnapshot, EvaluationReport, EvaluationState, HolderAuditRecord } from "../../policies/index.ts";
+import type { RepairStatus, VolumeStatus } from "../../transport/protocol/index.ts";
+import type { RepairPort } from "../repair/index.ts";
+import { inProcessRepairPort } from "./in-process-repair-port.ts";
+import { bootstrapVolume } from "./volume-bootstrap.ts";
 import { controllerMachine, ControllerState, lifecycleOf } from "./controller.machine.ts";
-import type { ControllerConfig } from "./controller/controller-config.ts";
-import { ControllerCore } from "./controller/controller-core.ts";
-import { initialControllerData } from "./controller/controller-state.ts";
-import { providedControllerMachine } from "./controller/controller-executors.ts";
-import type { ControllerPorts, HolderAdmission, ReleaseAudit } from "./controller/controller-ports.ts";
+import type { ControllerConfig } from "./controller-config.ts";
+import { ControllerCore } from "./controller-core.ts";
+import { initialControllerData } from "./controller-state.ts";
+import { providedControllerMachine } from "./controller-executors.ts";
+import type { ControllerPorts, HolderAdmission, ReleaseAudit } from "./controller-ports.ts";
 
 /** A running controller of one volume. */
 export interface Controller {

@@ -9,16 +9,16 @@ import {
   spawnChild,
   type DoneActorEvent,
 } from "xstate";
-import type { TimerArm } from "../core/index.ts";
-import { armTimer } from "./machine-timer.ts";
-import type { Transport } from "../transport/index.ts";
-import { requestRemoteRepair, type RemoteRepairTask } from "./controller/remote-repair.ts";
-import type { VolumeStatus } from "../transport/protocol/index.ts";
-import { repairMachine, type RepairOutcome } from "./repair/repair.machine.ts";
-import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller/controller-ports.ts";
-import type { ControllerData } from "./controller/controller-state.ts";
-import type { ControllerEffect } from "./controller/controller-effects.ts";
-import { controllerStep, type ControllerStepEvent } from "./controller/controller-step.ts";
+import type { TimerArm } from "../../core/index.ts";
+import { armTimer } from "../machine-timer.ts";
+import type { Transport } from "../../transport/index.ts";
+import { requestRemoteRepair, type RemoteRepairTask } from "./remote-repair.ts";
+import type { VolumeStatus } from "../../transport/protocol/index.ts";
+import { repairMachine, type RepairOutcome } from "../repair/index.ts";
+import type { AuditEvent, ControllerTimer, RepairLaunch } from "./controller-ports.ts";
+import type { ControllerData } from "./controller-state.ts";
+import type { ControllerEffect } from "./controller-effects.ts";
+import { controllerStep, type ControllerStepEvent } from "./controller-step.ts";
 
 /**
  * The Controller actor of one volume. Lifecycle: starting → waiting ⇄ evaluating → stopped.
