@@ -24,14 +24,14 @@ import { FrontierBacking } from "../hop/index.ts";
 import { forgetReceipted, receiverReset } from "../hop/index.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
 import { ProtectionStatus } from "../../policies/index.ts";
-import { ReceiptPublisher } from "./holder-receipt-publisher.ts";
+import { publishLaneReceipt, ReceiptDesk } from "./holder-receipt-publisher.ts";
 import type { HolderInbound, HolderObservation, HolderPorts, HolderTimer, LoadedUnit } from "./holder-ports.ts";
 import type { HolderContext } from "./holder-context.ts";
 import { resendDue, resendLoaded } from "./holder-resend.ts";
-import { handleLaneReceipt, ignoresLaneReceipt, noteBaseAnnouncement } from "./holder-edge-receipts.ts";
+import { handleLaneReceipt, ignoresLaneReceipt } from "./holder-edge-receipts.ts";
 import { handleUnitMessage, type IngressActions } from "./holder-ingress.ts";
 import { ramCreditHeadroom, ramProtectionState } from "./holder-protection.ts";
-import { readReleaseFrontier } from "./holder-release-frontiers.ts";
+import type { BaseSnapshotRef, ReceiptLink } from "./holder-state.ts";
 
 /**
  * The holder's working parts behind its XState machine: ingress with credits, immediate fan-out,
@@ -42,8 +42,11 @@ import { readReleaseFrontier } from "./holder-release-frontiers.ts";
 export class HolderCore {
   readonly counters: Counters;
   readonly lanes = new Map<string, HolderLane>();
-  /** Receipt batches: noted per admitted unit, signed and published when full, due or asked for. */
-  private readonly receipts: ReceiptPublisher;
+  /**
+   * The machine's receipt batches while an event is handled (opened and closed by the executor):
+   * noted per admitted unit, signed and published when full, due or asked for.
+   */
+  readonly receipts: ReceiptDesk;
   private readonly frontiers: FrontierBacking;
   private readonly tracer: Tracer;
   private readonly subs: TransportSubscription[] = [];
@@ -84,7 +87,7 @@ export class HolderCore {
       send: (e) => this.send(e),
       later: (ms, e) => this.later(ms, e),
     };
-    this.receipts = new ReceiptPublisher(this.context, () => (this.protectionOk() ? this.evidence : undefined));
+    this.receipts = new ReceiptDesk(this.context, () => this.receiptEvidence());
   }
 
   private addLane(
@@ -296,9 +299,14 @@ export class HolderCore {
     this.receipts.noteAdmitted(key, link);
   }
 
-  /** Publishes every batch that is full or past its maximum delay; re-arms the timer for the rest. */
-  flushDueReceipts(): void {
-    this.receipts.flushDue();
+  /** The protected-RAM evidence receipts may state now (undefined: none usable). */
+  private receiptEvidence(): ProtectedRamEvidence | undefined {
+    return this.protectionOk() ? this.evidence : undefined;
+  }
+
+  /** Signs and publishes a receipt batch the machine closed (`timer.receipts`, a base announcement). */
+  publishReceiptBatch(key: string, covered: { readonly units: number; readonly links: readonly ReceiptLink[] }): void {
+    publishLaneReceipt(this.context, key, covered, this.receiptEvidence());
   }
 
   /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
@@ -322,6 +330,13 @@ export class HolderCore {
     return ramProtectionState(this.config, this.evidence, this.lanes, this.ports.clock.now());
   }
 
+  /** Unit bytes queued in RAM over every lane (what protected-RAM evidence must cover). */
+  ramQueuedBytes(): number {
+    let queued = 0;
+    for (const hl of this.lanes.values()) queued += hl.ramStoredBytes();
+    return queued;
+  }
+
   /** True while protected-RAM receipts may be issued for what is queued in RAM now. */
   protectionOk(): boolean {
     return this.protectionState() === ProtectionStatus.Ok;
@@ -337,23 +352,26 @@ export class HolderCore {
     handleLaneReceipt(this.context, this, key, msg);
   }
 
-  /** A base snapshot announced by the base builder beside us: our next receipts name it. */
-  handleBase(msg: InboundMessage): void {
-    const key = noteBaseAnnouncement(this.context, msg);
-    if (key !== undefined) this.publishReceiptNow(key);
+  /** The lane's receipts name base snapshot `base` from now on (the machine decided it is the newest). */
+  setBase(key: string, base: BaseSnapshotRef): void {
+    const hl = this.lanes.get(key);
+    if (hl !== undefined) hl.base = { ...base };
   }
 
   // ---- release ----------------------------------------------------------------------------------
 
-  /** A release frontier from the control log, ours or an edge's (see holder-release-frontiers.ts). */
-  handleRelease(msg: InboundMessage): void {
-    const r = readReleaseFrontier(this.context, this.frontiers, msg);
-    if (r === undefined) return;
-    if (r.backed) this.applyFrontier(r.key, r.hl, r.holder, r.ranges);
-    else
-      this.frontiers.catchUp(() =>
-        this.send({ type: "release.checked", lane: r.key, holder: r.holder, ranges: r.ranges }),
-      );
+  /**
+   * A release frontier that passed the machine's checks (holder-step.ts `readReleaseFrontier`): ours
+   * authorizes ranges, then releases whole segments; an edge's ends what we owe that edge there (a
+   * unit it released before its receipt reached us would otherwise stay pinned for it forever). When
+   * our peer directory follows the log, it counts only as far as the log backs it: beyond what we
+   * have folded we catch up first (`releaseChecked`).
+   */
+  applyReleaseFrontier(key: string, holder: string, ranges: RangeSet): void {
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return;
+    if (this.frontiers.backedNow(hl.volume, hl.lane, holder, ranges)) this.applyFrontier(key, hl, holder, ranges);
+    else this.frontiers.catchUp(() => this.send({ type: "release.checked", lane: key, holder, ranges }));
   }
 
   /** A frontier the log did not back yet, after catching up with it: only what the log now holds counts. */

@@ -8,10 +8,8 @@ import { startConsumerSpan } from "../../transport/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
 import { decodeMessage } from "../../transport/protocol/index.ts";
 import { forgetReceipted } from "../hop/index.ts";
-import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { baseReadySpec } from "../../transport/protocol/index.ts";
 import { EdgeReceiptError } from "../hop/index.ts";
 
 /** What handling another holder's receipt may do besides the context: finish a transfer, release. */
@@ -103,27 +101,4 @@ export function handleLaneReceipt(h: HolderContext, act: EdgeReceiptActions, key
   } finally {
     span.end();
   }
-}
-
-/**
- * The base builder beside us announces a base snapshot: from now on our receipts of that lane
- * name it (newest wins; an older announcement changes nothing). Refused (counted) for a lane we
- * do not serve. Returns the lane whose receipt should go out now, if any.
- */
-export function noteBaseAnnouncement(h: HolderContext, msg: InboundMessage): string | undefined {
-  let b;
-  try {
-    b = decodeMessage(baseReadySpec, msg.data);
-  } catch (err) {
-    h.reject(err instanceof CustodyError ? err.code : "malformed");
-    return undefined;
-  }
-  if (b.holder !== h.config.holderId) return void h.reject("wrong_holder");
-  const key = laneKey(b.volume, b.lane);
-  const hl = h.lanes.get(key);
-  if (hl === undefined) return void h.reject("unknown_lane");
-  if (hl.base !== undefined && hl.base.throughSeq >= b.throughSeq) return undefined;
-  hl.base = { snapshotId: b.snapshotId, throughSeq: b.throughSeq, bytes: b.bytes };
-  h.counters.inc("base_announced");
-  return key;
 }

@@ -1,0 +1,44 @@
+import type { RangeSet } from "../../lanes/index.ts";
+import type { ProtectedRamEvidence } from "./holder-config.ts";
+import type { HolderObservation, HolderTimer } from "./holder-ports.ts";
+import type { BaseSnapshotRef, ReceiptLink } from "./holder-state.ts";
+
+/**
+ * What the holder's pure steps (holder-step.ts) ask for, as data. The machine raises `arm` to itself
+ * after a delay; every other effect is run by the executor the holder's start function provides
+ * (holder-executor.ts), the only code that reaches the transport, the counters, the clock or the
+ * lane runtime.
+ */
+export type HolderEffect =
+  /** Increments counter `name` (by 1 unless `by`). */
+  | { readonly type: "count"; readonly name: string; readonly by?: number }
+  /** Records an observation for tests and operators. */
+  | { readonly type: "observe"; readonly observation: HolderObservation }
+  /** Raises `event` to the machine after `ms` (a delayed event, cancelled when the actor stops). */
+  | { readonly type: "arm"; readonly ms: number; readonly event: HolderTimer }
+  /** Signs and publishes `lane`'s receipt batch now, linked to the admit spans it covers. */
+  | {
+      readonly type: "publishReceipt";
+      readonly lane: string;
+      readonly units: number;
+      readonly links: readonly ReceiptLink[];
+    }
+  /** The lane's receipts name this base snapshot from now on. */
+  | { readonly type: "setBase"; readonly lane: string; readonly base: BaseSnapshotRef }
+  /**
+   * A release frontier that passed its checks, for `holder` (us or an edge): applied as far as the
+   * control log backs it (the peer directory's fold, behind the executor).
+   */
+  | { readonly type: "applyFrontier"; readonly lane: string; readonly holder: string; readonly ranges: RangeSet }
+  /** The lane runtime's credit cap, protection status and receipts follow the new evidence. */
+  | { readonly type: "applyEvidence"; readonly evidence: ProtectedRamEvidence };
+
+/** A refusal: counted under its code and recorded (on `lane` when known). */
+export function rejection(code: string, lane?: string): HolderEffect[] {
+  const observation: HolderObservation =
+    lane === undefined ? { type: "rejected", code } : { type: "rejected", lane, code };
+  return [
+    { type: "count", name: code },
+    { type: "observe", observation },
+  ];
+}

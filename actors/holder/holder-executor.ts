@@ -1,0 +1,259 @@
+import { fromPromise, type ActorRefFrom } from "xstate";
+import { Counters, CustodyError } from "../../core/index.ts";
+import { holderSetup, type HolderEvent, type LaneArenaSpawner } from "../holder.machine.ts";
+import type { laneArenaIngressLogic } from "../lane-arena.machine.ts";
+import { answerAudit } from "./audit-responder.ts";
+import { answerFetch } from "./fetch-service.ts";
+import type { HolderConfig } from "./holder-config.ts";
+import { HolderCore } from "./holder-core.ts";
+import { HolderCustodyMoves } from "./holder-custody-moves.ts";
+import type { HolderEffect } from "./holder-effects.ts";
+import { handOver, type HandoverReport } from "./holder-handover.ts";
+import type { SpawnLaneArena } from "./holder-lane.ts";
+import type { HolderObservation, HolderPorts } from "./holder-ports.ts";
+import type { HolderLaneTopology, HolderPlainState } from "./holder-state.ts";
+import { holderStep, type HolderStepEvent } from "./holder-step.ts";
+
+/**
+ * The holder machine's executor: the implementations `startHolder` provides to holder.machine.ts
+ * (`holderMachine.provide`). It alone reaches the ports (transport, clock, counters, observer, peer
+ * directory) and the lane runtime (HolderCore and HolderCustodyMoves, which own the lane arenas,
+ * obligations, credit windows, send logs and spill driver): the machine's context holds none of them.
+ * A bug or an unexpected input must never stop the holder (an XState actor stops on a throwing
+ * action, and with it every custody promise): every call into the runtime is guarded, the error
+ * counted as `internal_error.<code>` and recorded, and the actor keeps serving.
+ */
+
+/** Thrown when the executor is used before `boot` created the lane runtime. */
+export class HolderNotBootedError extends CustodyError {
+  constructor() {
+    super("holder_not_booted", "the holder's lane runtime is used before the machine booted it", {});
+  }
+}
+
+/** Thrown by `forward` for an event the lane runtime has no handler for (a wiring bug, counted). */
+export class HolderUnforwardedError extends CustodyError {
+  constructor(type: string) {
+    super("unforwarded", `no lane runtime handler for ${type}`, { type });
+  }
+}
+
+/**
+ * Spawns lane arenas as children of the holder actor. Each starts at once (XState would start it
+ * after the current transition): the holder stores into a lane in the same step that admits it.
+ */
+function laneSpawner(spawn: LaneArenaSpawner): SpawnLaneArena {
+  return (id, input) => {
+    const ref: ActorRefFrom<typeof laneArenaIngressLogic> = spawn("laneArena", { id, input });
+    ref.start();
+    return ref;
+  };
+}
+
+/** The machine's lane topology with every lane the runtime serves (a transfer may have added one). */
+function withServedLanes(
+  lanes: HolderPlainState["lanes"],
+  served: ReadonlyMap<string, { volume: string; lane: string; edges: ReadonlyMap<string, unknown> }>,
+): HolderPlainState["lanes"] {
+  if (Object.keys(lanes).length === served.size) return lanes;
+  const out: Record<string, HolderLaneTopology> = { ...lanes };
+  for (const [key, hl] of served) out[key] ??= { volume: hl.volume, lane: hl.lane, edges: [...hl.edges.keys()] };
+  return out;
+}
+
+export interface HolderExecutor {
+  /** The counters every count effect and the lane runtime increment. */
+  readonly counters: Counters;
+  /** The lane runtime, once the machine booted it (read-only views and shutdown in holder.ts). */
+  core(): HolderCore;
+  /** What `holderMachine.provide` takes. */
+  readonly implementations: ReturnType<typeof implementationsFor>;
+}
+
+export function holderExecutor(config: HolderConfig, ports: HolderPorts): HolderExecutor {
+  const counters = ports.counters ?? new Counters();
+  const rt: Runtime = { config, ports: { ...ports, counters }, counters, core: undefined, moves: undefined };
+  return { counters, core: () => coreOf(rt), implementations: implementationsFor(rt) };
+}
+
+interface Runtime {
+  readonly config: HolderConfig;
+  readonly ports: HolderPorts & { readonly counters: Counters };
+  readonly counters: Counters;
+  core: HolderCore | undefined;
+  moves: HolderCustodyMoves | undefined;
+}
+
+function coreOf(rt: Runtime): HolderCore {
+  if (rt.core === undefined) throw new HolderNotBootedError();
+  return rt.core;
+}
+
+function movesOf(rt: Runtime): HolderCustodyMoves {
+  if (rt.moves === undefined) throw new HolderNotBootedError();
+  return rt.moves;
+}
+
+function observe(rt: Runtime, o: HolderObservation): void {
+  rt.ports.observe?.(o);
+}
+
+/** Runs `fn`; an error is counted as `internal_error.<code>` and recorded instead of stopping the actor. */
+function guarded(rt: Runtime, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    const code = (err as { code?: unknown })?.code;
+    rt.counters.inc(`internal_error.${typeof code === "string" ? code : "unexpected"}`);
+    observe(rt, { type: "rejected", code: `internal_error.${typeof code === "string" ? code : String(err)}` });
+  }
+}
+
+/**
+ * Runs `fn` on the lane runtime with the machine's receipt batches open to it, and returns the state
+ * with the batches (and any lane a transfer added) as `fn` left them.
+ */
+function inSession(rt: Runtime, state: HolderPlainState, fn: () => void): HolderPlainState {
+  const core = coreOf(rt);
+  core.receipts.open(state.receipts);
+  guarded(rt, fn);
+  const receipts = core.receipts.close();
+  const lanes = withServedLanes(state.lanes, core.lanes);
+  return receipts === state.receipts && lanes === state.lanes ? state : { ...state, receipts, lanes };
+}
+
+/** The events `forward` hands to the lane runtime (everything the pure steps do not take yet). */
+type ForwardedEvent = Exclude<HolderEvent, HolderStepEvent | { type: "timer.arm" | "drain" | "retire" }>;
+
+/** Hands one inbound event to the lane runtime; each part is guarded on its own (one failing leaves the others). */
+function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSpawner): void {
+  const core = coreOf(rt);
+  const moves = movesOf(rt);
+  const run = (fn: () => void) => guarded(rt, fn);
+  switch (event.type) {
+    case "nats.units":
+      for (const msg of event.msgs) run(() => core.handleUnit(event.lane, msg));
+      return;
+    case "nats.credit":
+      return run(() => core.handleCredit(event.lane, event.edge, event.msg));
+    case "nats.receipt":
+      return run(() => core.handleReceipt(event.lane, event.msg));
+    case "release.checked":
+      return run(() => core.releaseChecked(event.lane, event.holder, event.ranges));
+    case "nats.transfer":
+      // An offer for a lane not served yet spawns that lane's arena actor (why `forward` is an `assign`).
+      return run(() => moves.handleOffer(event.msg, laneSpawner(spawn)));
+    case "nats.fetch":
+      return run(() => answerFetch(core, event.msg));
+    case "nats.audit":
+      return run(() => answerAudit(core, event.msg));
+    case "transport.connection":
+      return run(() => core.connectionChanged(event.event));
+    case "timer.refresh":
+      run(() => core.refreshReceipts());
+      run(() => core.resendDue());
+      return run(() => moves.relievePressure());
+    case "resend.loaded":
+      return run(() => core.resendLoaded(event.lane, event.edge, event.units));
+    case "timer.seal":
+      run(() => core.sealDue(event.lane));
+      return run(() => moves.relievePressure());
+    case "timer.flush":
+      return run(() => moves.flushTick());
+    case "flush.completed":
+      return run(() => moves.applyFlush(event.result));
+    case "timer.evacuation":
+      return run(() => moves.evacuationDeadline());
+    default:
+      return run(() => {
+        throw new HolderUnforwardedError((event as { type: string }).type);
+      });
+  }
+}
+
+/** Runs one effect of a pure step (`arm` never comes here: the machine raises it itself). */
+function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): HolderPlainState {
+  switch (e.type) {
+    case "count":
+      rt.counters.inc(e.name, e.by);
+      return state;
+    case "observe":
+      observe(rt, e.observation);
+      return state;
+    case "publishReceipt":
+      guarded(rt, () => coreOf(rt).publishReceiptBatch(e.lane, e));
+      return state;
+    case "setBase":
+      guarded(rt, () => coreOf(rt).setBase(e.lane, e.base));
+      return state;
+    case "applyFrontier":
+      return inSession(rt, state, () => coreOf(rt).applyReleaseFrontier(e.lane, e.holder, e.ranges));
+    case "applyEvidence":
+      guarded(rt, () => coreOf(rt).setEvidence(e.evidence));
+      return state;
+    case "arm":
+      throw new HolderUnforwardedError("arm");
+  }
+}
+
+/** The named actions, guards and actors holder.machine.ts leaves to the executor. */
+function implementationsFor(rt: Runtime) {
+  const { config, ports, counters } = rt;
+  return {
+    actions: {
+      boot: holderSetup.assign(({ self, spawn }) => {
+        const dispatch = (e: HolderEvent) => self.send(e);
+        rt.core = new HolderCore(config, ports, dispatch, laneSpawner(spawn as LaneArenaSpawner));
+        rt.moves = new HolderCustodyMoves(rt.core);
+        return {};
+      }),
+      step: holderSetup.enqueueActions(({ context, event, enqueue }) => {
+        let r;
+        try {
+          r = holderStep(context.state, event as HolderStepEvent, ports.clock.now());
+        } catch (err) {
+          // A step that throws is a bug: counted, and the state stays as it was.
+          return guarded(rt, () => {
+            throw err;
+          });
+        }
+        if (r.state !== context.state) enqueue.assign({ state: r.state });
+        // Effects run in order, each on the state the ones before it left (a release frontier's
+        // receipts come back into `state`); timers are the machine's own delayed events.
+        for (const e of r.effects)
+          if (e.type === "arm") enqueue.raise(e.event, { delay: e.ms });
+          else
+            enqueue.assign(({ context: c }) => {
+              const state = executeEffect(rt, c.state, e);
+              return state === c.state ? {} : { state };
+            });
+      }),
+      forward: holderSetup.assign(({ context, event, spawn }) => {
+        const state = inSession(rt, context.state, () =>
+          forwardToRuntime(rt, event as ForwardedEvent, spawn as LaneArenaSpawner),
+        );
+        return state === context.state ? {} : { state };
+      }),
+      evacuate: holderSetup.assign(({ context }) => ({
+        state: inSession(rt, context.state, () => movesOf(rt).evacuate()),
+      })),
+      stopGranting: holderSetup.assign(({ context }) => ({
+        state: inSession(rt, context.state, () => coreOf(rt).stopGranting()),
+      })),
+      stopCore: () => void rt.core?.stop(),
+      quiesceCore: () => void rt.core?.stop(true),
+      recordFence: holderSetup.assign(() => {
+        counters.inc("fenced");
+        return { fencedBy: ports.peers.incarnation(config.holderId) };
+      }),
+    },
+    guards: {
+      drained: () => coreOf(rt).empty,
+      superseded: () => (ports.peers.incarnation(config.holderId) ?? 0) > config.incarnation,
+    },
+    actors: {
+      startCore: fromPromise<void>(() => coreOf(rt).start()),
+      handOver: fromPromise<HandoverReport, { by: number }>(({ input }) => handOver(coreOf(rt), input.by)),
+    },
+  };
+}

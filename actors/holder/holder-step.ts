@@ -1,0 +1,161 @@
+import { CustodyError } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { baseReadySpec, decodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
+import { protectionStatus, ProtectionStatus } from "../../policies/index.ts";
+import { laneKey, type ProtectedRamEvidence } from "./holder-config.ts";
+import { rejection, type HolderEffect } from "./holder-effects.ts";
+import type { HolderPlainState } from "./holder-state.ts";
+import { dueLanes, nextDeadline, takeBatch } from "./receipt-batches.ts";
+
+/**
+ * The holder's pure steps: (state, event, nowMs) → new state and effects as data. No I/O, no clock
+ * (time comes in as `nowMs`), and the input state is never mutated. Events not listed in
+ * `HolderStepEvent` are not the step's: they still reach the lane runtime through the executor.
+ */
+
+/** What new protected-RAM evidence comes with: the RAM queued at the holder when it was sent. */
+export interface EvidenceUpdate {
+  readonly type: "evidence.update";
+  readonly evidence: ProtectedRamEvidence;
+  readonly nowMs: number;
+  readonly ramQueuedBytes: number;
+}
+
+export type HolderStepEvent =
+  | { readonly type: "timer.receipts" }
+  | { readonly type: "nats.release"; readonly msg: { readonly data: Uint8Array } }
+  | { readonly type: "nats.base"; readonly msg: { readonly data: Uint8Array } }
+  | EvidenceUpdate
+  /** A lane arena child failed (XState's error event of a child actor). */
+  | { readonly type: `xstate.error.actor.${string}` };
+
+export interface HolderStepResult {
+  readonly state: HolderPlainState;
+  readonly effects: readonly HolderEffect[];
+}
+
+const unchanged = (state: HolderPlainState, effects: HolderEffect[] = []): HolderStepResult => ({ state, effects });
+
+export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowMs: number): HolderStepResult {
+  switch (event.type) {
+    case "timer.receipts":
+      return flushDueReceipts(state, nowMs);
+    case "nats.release":
+      return readReleaseFrontier(state, event.msg.data);
+    case "nats.base":
+      return noteBaseAnnouncement(state, event.msg.data);
+    case "evidence.update":
+      return updateEvidence(state, event);
+    default:
+      return laneArenaFailed(state, event.type.slice("xstate.error.actor.".length));
+  }
+}
+
+/**
+ * `timer.receipts`: publishes every batch that is full or past its maximum delay, and re-arms the
+ * timer for the earliest batch left.
+ */
+export function flushDueReceipts(state: HolderPlainState, nowMs: number): HolderStepResult {
+  const policy = state.config.receipts;
+  let batches = { ...state.receipts, armed: false };
+  const effects: HolderEffect[] = [];
+  for (const lane of dueLanes(batches, policy, nowMs)) {
+    const r = takeBatch(batches, lane);
+    batches = r.batches;
+    effects.push({ type: "publishReceipt", lane, units: r.taken?.units ?? 0, links: r.taken?.links ?? [] });
+  }
+  const next = nextDeadline(batches, policy);
+  if (next !== undefined) {
+    batches = { ...batches, armed: true };
+    effects.push({ type: "arm", ms: Math.max(0, next - nowMs), event: { type: "timer.receipts" } });
+  }
+  return { state: { ...state, receipts: batches }, effects };
+}
+
+/**
+ * Publishes `lane`'s receipt at once, covering whatever its batch held (and one unit more: the
+ * reason it goes out now).
+ */
+export function publishReceiptNow(state: HolderPlainState, lane: string): HolderStepResult {
+  const r = takeBatch(state.receipts, lane);
+  const effect: HolderEffect = {
+    type: "publishReceipt",
+    lane,
+    units: (r.taken?.units ?? 0) + 1,
+    links: r.taken?.links ?? [],
+  };
+  return { state: r.batches === state.receipts ? state : { ...state, receipts: r.batches }, effects: [effect] };
+}
+
+/**
+ * A release frontier from the control log, ours or an edge's: refused (counted, state unchanged)
+ * when malformed, for a holder that is neither us nor an edge of the lane, of an older epoch, or
+ * for a lane we do not serve; otherwise applied as far as the control log backs it.
+ */
+export function readReleaseFrontier(state: HolderPlainState, data: Uint8Array): HolderStepResult {
+  let f;
+  try {
+    f = decodeMessage(releaseFrontierSpec, data);
+  } catch (err) {
+    return unchanged(state, rejection(err instanceof CustodyError ? err.code : "malformed"));
+  }
+  const { config } = state;
+  const key = laneKey(f.volume, f.lane);
+  const lane = state.lanes[key];
+  if (f.holder !== config.holderId && !lane?.edges.includes(f.holder))
+    return unchanged(state, rejection("wrong_holder"));
+  if (f.epoch < config.epoch) return unchanged(state, rejection("stale_epoch"));
+  if (lane === undefined) return unchanged(state, rejection("unknown_lane"));
+  return unchanged(state, [
+    { type: "applyFrontier", lane: key, holder: f.holder, ranges: RangeSet.fromJSON(f.ranges) },
+  ]);
+}
+
+/**
+ * The base builder beside us announces a base snapshot: from now on our receipts of that lane name
+ * it, and one goes out at once (newest wins; an older or equal announcement changes nothing).
+ * Refused (counted) when malformed, for another holder, or for a lane we do not serve.
+ */
+export function noteBaseAnnouncement(state: HolderPlainState, data: Uint8Array): HolderStepResult {
+  let b;
+  try {
+    b = decodeMessage(baseReadySpec, data);
+  } catch (err) {
+    return unchanged(state, rejection(err instanceof CustodyError ? err.code : "malformed"));
+  }
+  if (b.holder !== state.config.holderId) return unchanged(state, rejection("wrong_holder"));
+  const key = laneKey(b.volume, b.lane);
+  const lane = state.lanes[key];
+  if (lane === undefined) return unchanged(state, rejection("unknown_lane"));
+  if (lane.base !== undefined && lane.base.throughSeq >= b.throughSeq) return unchanged(state);
+  const base = { snapshotId: b.snapshotId, throughSeq: b.throughSeq, bytes: b.bytes };
+  const withBase = { ...state, lanes: { ...state.lanes, [key]: { ...lane, base } } };
+  const now = publishReceiptNow(withBase, key);
+  return {
+    state: now.state,
+    effects: [{ type: "count", name: "base_announced" }, { type: "setBase", lane: key, base }, ...now.effects],
+  };
+}
+
+/** New protected-RAM evidence replaces the old one; the lane runtime follows it. */
+export function updateEvidence(state: HolderPlainState, e: EvidenceUpdate): HolderStepResult {
+  return { state: { ...state, evidence: e.evidence }, effects: [{ type: "applyEvidence", evidence: e.evidence }] };
+}
+
+/**
+ * True when `e`'s evidence no longer covers the RAM queued at the holder (stale, too weak, or the
+ * bound exceeded): the holder then evacuates. Never without protected-RAM configuration.
+ */
+export function evidenceDegrades(state: HolderPlainState, e: EvidenceUpdate): boolean {
+  const p = state.config.protectedRam;
+  if (!p) return false;
+  return protectionStatus(e.evidence, e.ramQueuedBytes, e.nowMs, p) !== ProtectionStatus.Ok;
+}
+
+/** A lane's arena actor failed: its lane refuses from now on (`lane_arena_stopped`); counted and recorded. */
+export function laneArenaFailed(state: HolderPlainState, childId: string): HolderStepResult {
+  return unchanged(state, [
+    { type: "count", name: "lane_arena_failed" },
+    { type: "observe", observation: { type: "rejected", code: `lane_arena_failed.${childId}` } },
+  ]);
+}

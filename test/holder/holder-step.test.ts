@@ -1,0 +1,224 @@
+import test from "ava";
+import fc from "fast-check";
+import { parseHolderConfig, type HolderConfig, type ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
+import { initialHolderState, type HolderPlainState } from "../../actors/holder/holder-state.ts";
+import { evidenceDegrades, holderStep, type EvidenceUpdate } from "../../actors/holder/holder-step.ts";
+import { noteAdmitted } from "../../actors/holder/receipt-batches.ts";
+import { baseReadySpec, encodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
+
+/**
+ * The holder's pure steps (actors/holder/holder-step.ts): (state, event, nowMs) → state and effects
+ * as data. No NATS, no files, no clock: every input is built here and every effect is asserted.
+ */
+
+const evidence: ProtectedRamEvidence = {
+  protectedBytes: 64 << 20,
+  batteryHealth: 0.95,
+  holdUpMs: 1000,
+  autonomousPreservation: true,
+  drainBytesPerSec: 100 << 20,
+  detectionMs: 10,
+  persistenceCompletionMs: 50,
+  marginMs: 40,
+  measuredAt: 1_000,
+  capabilityGeneration: 1,
+};
+
+function config(extra: Partial<Parameters<typeof parseHolderConfig>[0]> = {}): HolderConfig {
+  const parsed = parseHolderConfig({
+    holderId: "h1",
+    incarnation: 1,
+    site: { region: "r1", az: "a", host: "x" },
+    residency: ["ram"],
+    lanes: [{ volume: "vol1", lane: "l1", upstream: ["w"], downstream: ["h2"] }],
+    arena: { limitBytes: 1 << 20 },
+    receipts: { maxUnits: 3, maxDelayMs: 10 },
+    epoch: 2,
+    ...extra,
+  });
+  return { ...parsed, incarnation: 1 };
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o !== null && typeof o === "object" && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}
+
+const release = (f: { holder?: string; lane?: string; epoch?: number; ranges?: [number, number][] }) => ({
+  type: "nats.release" as const,
+  msg: {
+    data: encodeMessage(releaseFrontierSpec, {
+      holder: f.holder ?? "h1",
+      volume: "vol1",
+      lane: f.lane ?? "l1",
+      ranges: f.ranges ?? [[1, 10]],
+      epoch: f.epoch ?? 2,
+      controlSeq: 7,
+    }),
+  },
+});
+
+const base = (throughSeq: number, holder = "h1", lane = "l1") => ({
+  type: "nats.base" as const,
+  msg: {
+    data: encodeMessage(baseReadySpec, { holder, volume: "vol1", lane, snapshotId: `s${throughSeq}`, throughSeq, bytes: 4096 }),
+  },
+});
+
+const rejected = (code: string) => [
+  { type: "count", name: code },
+  { type: "observe", observation: { type: "rejected", code } },
+];
+
+test("a release frontier for us or an edge of the lane is applied as data; the state is the very same object", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  for (const holder of ["h1", "h2"]) {
+    const r = holderStep(s, release({ holder }), 0);
+    t.is(r.state, s);
+    t.is(r.effects.length, 1);
+    const e = r.effects[0]!;
+    if (e.type !== "applyFrontier") return t.fail(`unexpected ${e.type}`);
+    t.is(e.lane, "vol1/l1");
+    t.is(e.holder, holder);
+    t.is(e.ranges.toString(), "1-10");
+  }
+});
+
+test("a frontier for another holder, an older epoch or an unknown lane, or unreadable bytes, is refused and changes nothing", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const cases: [ReturnType<typeof release> | { type: "nats.release"; msg: { data: Uint8Array } }, string][] = [
+    [release({ holder: "h9" }), "wrong_holder"],
+    [release({ epoch: 1 }), "stale_epoch"],
+    [release({ lane: "l9" }), "unknown_lane"],
+    [{ type: "nats.release", msg: { data: new Uint8Array([1, 2, 3]) } }, "malformed"],
+  ];
+  for (const [event, code] of cases) {
+    const r = holderStep(s, event, 0);
+    t.is(r.state, s, code);
+    if (code === "malformed") {
+      t.is(r.effects.length, 2);
+      t.is(r.effects[0]!.type, "count", "an unreadable frontier is counted under its decode code");
+    } else t.deepEqual(r.effects, rejected(code));
+  }
+});
+
+test("a newer base announcement is kept, counted, handed to the lane and receipted at once with the open batch", (t) => {
+  let s: HolderPlainState = initialHolderState(config());
+  const link = { traceId: "a".repeat(32), spanId: "b".repeat(16), traceFlags: 1 };
+  s = { ...s, receipts: noteAdmitted(s.receipts, s.config.receipts, "vol1/l1", 5, link).batches };
+  s = deepFreeze(s);
+  const r = holderStep(s, base(40), 9);
+  t.deepEqual(r.state.lanes["vol1/l1"]!.base, { snapshotId: "s40", throughSeq: 40, bytes: 4096 });
+  t.deepEqual(r.state.receipts.open, {}, "the open batch went out with the receipt");
+  t.deepEqual(r.effects, [
+    { type: "count", name: "base_announced" },
+    { type: "setBase", lane: "vol1/l1", base: { snapshotId: "s40", throughSeq: 40, bytes: 4096 } },
+    { type: "publishReceipt", lane: "vol1/l1", units: 2, links: [link] },
+  ]);
+  t.is(s.lanes["vol1/l1"]!.base, undefined, "the input state is untouched");
+  const older = holderStep(deepFreeze(r.state), base(40), 10);
+  t.is(older.state, r.state, "an equal or older base changes nothing");
+  t.deepEqual(older.effects, []);
+});
+
+test("a base announcement for another holder or a lane we do not serve is refused and changes nothing", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  for (const [event, code] of [
+    [base(3, "h9"), "wrong_holder"],
+    [base(3, "h1", "l9"), "unknown_lane"],
+  ] as const) {
+    const r = holderStep(s, event, 0);
+    t.is(r.state, s);
+    t.deepEqual(r.effects, rejected(code));
+  }
+});
+
+test("timer.receipts publishes the due batches and re-arms for the earliest one left", (t) => {
+  const cfg = config({
+    lanes: [
+      { volume: "vol1", lane: "l1", upstream: ["w"] },
+      { volume: "vol1", lane: "l2", upstream: ["w"] },
+    ],
+  });
+  let s = initialHolderState(cfg);
+  const p = cfg.receipts;
+  let b = noteAdmitted(s.receipts, p, "vol1/l1", 100).batches;
+  b = noteAdmitted(b, p, "vol1/l2", 104).batches;
+  s = deepFreeze({ ...s, receipts: { ...b, armed: true } });
+  const r = holderStep(s, { type: "timer.receipts" }, 110);
+  t.deepEqual(r.effects, [
+    { type: "publishReceipt", lane: "vol1/l1", units: 1, links: [] },
+    { type: "arm", ms: 4, event: { type: "timer.receipts" } },
+  ]);
+  t.deepEqual(Object.keys(r.state.receipts.open), ["vol1/l2"]);
+  t.true(r.state.receipts.armed);
+  const last = holderStep(deepFreeze(r.state), { type: "timer.receipts" }, 114);
+  t.deepEqual(last.effects, [{ type: "publishReceipt", lane: "vol1/l2", units: 1, links: [] }]);
+  t.deepEqual(last.state.receipts, { open: {}, armed: false }, "nothing pending, no timer");
+});
+
+test("property: after timer.receipts no batch left is due, the timer is armed exactly when one is left, and no unit is lost", (t) => {
+  const cfg = config();
+  fc.assert(
+    fc.property(
+      fc.array(fc.record({ lane: fc.constantFrom("a", "b", "c"), dt: fc.nat(8) }), { maxLength: 40 }),
+      fc.nat(30),
+      (notes, wait) => {
+        let s = initialHolderState(cfg);
+        let now = 0;
+        let noted = 0;
+        let published = 0;
+        for (const n of notes) {
+          now += n.dt;
+          const r = noteAdmitted(s.receipts, cfg.receipts, n.lane, now);
+          noted++;
+          // A full batch goes out at once (as the lane runtime does), so none is left over-full.
+          if (r.full) {
+            published += r.batches.open[n.lane]!.units;
+            const { [n.lane]: _gone, ...open } = r.batches.open;
+            s = { ...s, receipts: { ...r.batches, open } };
+          } else s = { ...s, receipts: r.batches };
+        }
+        const at = now + wait;
+        const r = holderStep(deepFreeze(s), { type: "timer.receipts" }, at);
+        for (const e of r.effects) if (e.type === "publishReceipt") published += e.units;
+        const left = Object.values(r.state.receipts.open);
+        for (const b of left) if (at - b.openedAt >= cfg.receipts.maxDelayMs) return false;
+        const units = left.reduce((n, b) => n + b.units, 0);
+        return r.state.receipts.armed === left.length > 0 && published + units === noted;
+      },
+    ),
+  );
+  t.pass();
+});
+
+test("new evidence replaces the old as data; it degrades the holder only when protected RAM is configured and the bound fails", (t) => {
+  const protectedCfg = config({
+    residency: ["ram", "protected_ram"],
+    protectedRam: { evidence, maxEvidenceAgeMs: 5_000, minBatteryHealth: 0.8 },
+  });
+  const s = deepFreeze(initialHolderState(protectedCfg));
+  t.deepEqual(s.evidence, evidence);
+  const fresh: EvidenceUpdate = { type: "evidence.update", evidence: { ...evidence, measuredAt: 2_000 }, nowMs: 2_100, ramQueuedBytes: 1 << 20 };
+  const r = holderStep(s, fresh, 2_100);
+  t.deepEqual(r.state.evidence, fresh.evidence);
+  t.deepEqual(r.effects, [{ type: "applyEvidence", evidence: fresh.evidence }]);
+  t.false(evidenceDegrades(s, fresh), "fresh evidence covering 1 MiB holds");
+  t.true(evidenceDegrades(s, { ...fresh, nowMs: 9_000 }), "stale evidence degrades");
+  t.true(evidenceDegrades(s, { ...fresh, evidence: { ...fresh.evidence, batteryHealth: 0.5 } }), "a weak battery degrades");
+  t.true(evidenceDegrades(s, { ...fresh, ramQueuedBytes: 1 << 30 }), "more queued than the bound allows degrades");
+  t.false(evidenceDegrades(initialHolderState(config()), { ...fresh, nowMs: 9_000 }), "never without protected RAM");
+});
+
+test("a failed lane arena child is counted and recorded; the state is unchanged", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const r = holderStep(s, { type: "xstate.error.actor.lane-arena:vol1/l1" }, 0);
+  t.is(r.state, s);
+  t.deepEqual(r.effects, [
+    { type: "count", name: "lane_arena_failed" },
+    { type: "observe", observation: { type: "rejected", code: "lane_arena_failed.lane-arena:vol1/l1" } },
+  ]);
+});
