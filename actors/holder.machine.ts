@@ -145,7 +145,7 @@ export const holderMachine = holderSetup.createMachine({
   context: ({ input }) => ({ state: initialHolderState(input.config) }),
   on: {
     "nats.credit": forwarded,
-    "nats.receipt": forwarded,
+    "nats.receipt": stepped,
     "nats.release": stepped,
     "release.checked": forwarded,
     "nats.transfer": forwarded,

@@ -28,7 +28,7 @@ import { publishLaneReceipt, ReceiptDesk } from "./holder-receipt-publisher.ts";
 import type { HolderInbound, HolderObservation, HolderPorts, HolderTimer, LoadedUnit } from "./holder-ports.ts";
 import type { HolderContext } from "./holder-context.ts";
 import { resendDue, resendLoaded } from "./holder-resend.ts";
-import { handleLaneReceipt, ignoresLaneReceipt } from "./holder-edge-receipts.ts";
+import { applyLaneReceipt, ignoresLaneReceipt } from "./holder-edge-receipts.ts";
 import { handleUnitMessage, type IngressActions } from "./holder-ingress.ts";
 import { ramCreditHeadroom, ramProtectionState } from "./holder-protection.ts";
 import type { BaseSnapshotRef, ReceiptLink } from "./holder-state.ts";
@@ -347,9 +347,14 @@ export class HolderCore {
     this.receipts.publish(key);
   }
 
-  /** A receipt batch on one of our lanes (see holder-edge-receipts.ts). */
-  handleReceipt(key: string, msg: InboundMessage): void {
-    handleLaneReceipt(this.context, this, key, msg);
+  /** An edge's or the transfer neighbor's receipt batch on one of our lanes (see holder-edge-receipts.ts). */
+  applyLaneReceipt(
+    key: string,
+    from: string,
+    signed: { readonly body: Uint8Array; readonly signature: Uint8Array },
+    msg: InboundMessage,
+  ): void {
+    applyLaneReceipt(this.context, this, key, from, signed, msg);
   }
 
   /** The lane's receipts name base snapshot `base` from now on (the machine decided it is the newest). */

@@ -1,4 +1,5 @@
 import type { RangeSet } from "../../lanes/index.ts";
+import type { InboundMessage } from "../../transport/index.ts";
 import type { ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderObservation, HolderTimer } from "./holder-ports.ts";
 import type { BaseSnapshotRef, ReceiptLink } from "./holder-state.ts";
@@ -30,6 +31,17 @@ export type HolderEffect =
    * control log backs it (the peer directory's fold, behind the executor).
    */
   | { readonly type: "applyFrontier"; readonly lane: string; readonly holder: string; readonly ranges: RangeSet }
+  /**
+   * A readable receipt batch of an edge or the transfer neighbor (`from`) on `lane`: verified
+   * against the peer directory, then applied to the lane's obligations (`msg` carries its trace context).
+   */
+  | {
+      readonly type: "applyLaneReceipt";
+      readonly lane: string;
+      readonly from: string;
+      readonly signed: { readonly body: Uint8Array; readonly signature: Uint8Array };
+      readonly msg: InboundMessage;
+    }
   /** The lane runtime's credit cap, protection status and receipts follow the new evidence. */
   | { readonly type: "applyEvidence"; readonly evidence: ProtectedRamEvidence };
 

@@ -136,8 +136,6 @@ function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSp
       return;
     case "nats.credit":
       return run(() => core.handleCredit(event.lane, event.edge, event.msg));
-    case "nats.receipt":
-      return run(() => core.handleReceipt(event.lane, event.msg));
     case "release.checked":
       return run(() => core.releaseChecked(event.lane, event.holder, event.ranges));
     case "nats.transfer":
@@ -188,6 +186,8 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return state;
     case "applyFrontier":
       return inSession(rt, state, () => coreOf(rt).applyReleaseFrontier(e.lane, e.holder, e.ranges));
+    case "applyLaneReceipt":
+      return inSession(rt, state, () => coreOf(rt).applyLaneReceipt(e.lane, e.from, e.signed, e.msg));
     case "applyEvidence":
       guarded(rt, () => coreOf(rt).setEvidence(e.evidence));
       return state;

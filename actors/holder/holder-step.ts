@@ -1,6 +1,8 @@
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { baseReadySpec, decodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
+import { decodeReceiptBatch, receiptBatchSpec } from "../../custody/index.ts";
+import type { InboundMessage } from "../../transport/index.ts";
 import { protectionStatus, ProtectionStatus } from "../../policies/index.ts";
 import { laneKey, type ProtectedRamEvidence } from "./holder-config.ts";
 import { rejection, type HolderEffect } from "./holder-effects.ts";
@@ -25,6 +27,7 @@ export type HolderStepEvent =
   | { readonly type: "timer.receipts" }
   | { readonly type: "nats.release"; readonly msg: { readonly data: Uint8Array } }
   | { readonly type: "nats.base"; readonly msg: { readonly data: Uint8Array } }
+  | { readonly type: "nats.receipt"; readonly lane: string; readonly msg: InboundMessage }
   | EvidenceUpdate
   /** A lane arena child failed (XState's error event of a child actor). */
   | { readonly type: `xstate.error.actor.${string}` };
@@ -44,6 +47,8 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
       return readReleaseFrontier(state, event.msg.data);
     case "nats.base":
       return noteBaseAnnouncement(state, event.msg.data);
+    case "nats.receipt":
+      return readLaneReceipt(state, event.lane, event.msg);
     case "evidence.update":
       return updateEvidence(state, event);
     default:
@@ -109,6 +114,29 @@ export function readReleaseFrontier(state: HolderPlainState, data: Uint8Array): 
   return unchanged(state, [
     { type: "applyFrontier", lane: key, holder: f.holder, ranges: RangeSet.fromJSON(f.ranges) },
   ]);
+}
+
+/**
+ * A receipt batch on one of our lanes' receipt subject. Our own, and those of holders that are
+ * neither an edge of the lane nor the transfer neighbor, are passed over; one whose head cannot be
+ * read is refused (`receipt_<code>`, counted, state unchanged). An edge's or the neighbor's goes on
+ * to be verified against the peer directory and applied to the lane's obligations (`applyLaneReceipt`).
+ */
+export function readLaneReceipt(state: HolderPlainState, lane: string, msg: InboundMessage): HolderStepResult {
+  const topology = state.lanes[lane];
+  if (topology === undefined) return unchanged(state);
+  let from: string;
+  let signed: { body: Uint8Array; signature: Uint8Array };
+  try {
+    signed = decodeMessage(receiptBatchSpec, msg.data);
+    from = decodeReceiptBatch(signed.body).holder.holderId;
+  } catch (err) {
+    return unchanged(state, rejection(err instanceof CustodyError ? `receipt_${err.code}` : "receipt_malformed", lane));
+  }
+  const { config } = state;
+  if (from === config.holderId || !(topology.edges.includes(from) || from === config.transferNeighbor))
+    return unchanged(state);
+  return unchanged(state, [{ type: "applyLaneReceipt", lane, from, signed, msg }]);
 }
 
 /**

@@ -5,6 +5,8 @@ import { initialHolderState, type HolderPlainState } from "../../actors/holder/h
 import { evidenceDegrades, holderStep, type EvidenceUpdate } from "../../actors/holder/holder-step.ts";
 import { noteAdmitted } from "../../actors/holder/receipt-batches.ts";
 import { baseReadySpec, encodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
+import { receiptBatchSpec } from "../../custody/index.ts";
+import { batchOf, receipt, signed } from "../custody/receipt-fixtures.ts";
 
 /**
  * The holder's pure steps (actors/holder/holder-step.ts): (state, event, nowMs) → state and effects
@@ -221,4 +223,42 @@ test("a failed lane arena child is counted and recorded; the state is unchanged"
     { type: "count", name: "lane_arena_failed" },
     { type: "observe", observation: { type: "rejected", code: "lane_arena_failed.lane-arena:vol1/l1" } },
   ]);
+});
+
+const receiptFrom = (holderId: string, lane = "vol1/l1") => {
+  const batch = signed(batchOf([receipt({ seq: 1, holderId })]));
+  const data = encodeMessage(receiptBatchSpec, { body: batch.body, signature: batch.signature });
+  return { type: "nats.receipt" as const, lane, msg: { subject: "custody.v1.receipt.vol1.l1", data, headers: {} } };
+};
+
+test("an edge's receipt batch goes on to verification as data; our own, a stranger's and one for a lane we do not serve are passed over", (t) => {
+  const s = deepFreeze(initialHolderState(config({ transferNeighbor: "relay" })));
+  for (const from of ["h2", "relay"]) {
+    const event = receiptFrom(from);
+    const r = holderStep(s, event, 0);
+    t.is(r.state, s);
+    t.deepEqual(
+      r.effects.map((e) => (e.type === "applyLaneReceipt" ? [e.type, e.lane, e.from, e.msg === event.msg] : e.type)),
+      [["applyLaneReceipt", "vol1/l1", from, true]],
+      `${from}: the edge's and the transfer neighbor's go on`,
+    );
+  }
+  for (const event of [receiptFrom("h1"), receiptFrom("h2", "vol1/l9")]) {
+    const r = holderStep(s, event, 0);
+    t.is(r.state, s);
+    t.deepEqual(r.effects, []);
+  }
+  const stranger = holderStep(initialHolderState(config()), receiptFrom("relay"), 0);
+  t.deepEqual(stranger.effects, [], "a holder that is neither an edge nor the neighbor is passed over");
+});
+
+test("a receipt batch whose head cannot be read is refused on its lane as receipt_<code>, and changes nothing", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const event = { type: "nats.receipt" as const, lane: "vol1/l1", msg: { subject: "x", data: new Uint8Array([9, 9, 9]), headers: {} } };
+  const r = holderStep(s, event, 0);
+  t.is(r.state, s);
+  t.is(r.effects.length, 2);
+  const [count, observe] = r.effects;
+  t.true(count?.type === "count" && count.name.startsWith("receipt_"), JSON.stringify(count));
+  t.like(observe, { type: "observe", observation: { type: "rejected", lane: "vol1/l1" } });
 });
