@@ -89,6 +89,43 @@ export type LaneArenaSpawner = (
 const stepped = { actions: "step" } as const;
 const forwarded = { actions: "forward" } as const;
 
+/**
+ * What the holder takes from the moment it subscribes (while `starting` already: its subscriptions,
+ * timers and lane arenas are live before it serves): NATS messages of its subjects, the connection,
+ * its own timers and async completions, and a failed lane arena.
+ */
+const subscribed = {
+  "nats.credit": forwarded,
+  "nats.receipt": stepped,
+  "nats.release": stepped,
+  "release.checked": forwarded,
+  "nats.transfer": forwarded,
+  "nats.fetch": forwarded,
+  "nats.audit": forwarded,
+  "nats.base": stepped,
+  "transport.connection": forwarded,
+  "timer.arm": { actions: "armTimer" },
+  "timer.receipts": stepped,
+  "timer.refresh": [{ guard: "superseded", target: "#holder.fenced" }, forwarded],
+  "resend.loaded": forwarded,
+  "timer.seal": forwarded,
+  "timer.flush": forwarded,
+  "flush.completed": forwarded,
+  "xstate.error.actor.*": stepped,
+} as const;
+
+/**
+ * What it takes once it has served (the handle `startHolder` returns exists only from then on): units
+ * its credits admitted, new protected-RAM evidence, and the end of an evacuation's hold-up time (armed
+ * in degraded_evidence, due in whatever state the holder is in by then).
+ */
+const served = {
+  ...subscribed,
+  "nats.units": forwarded,
+  "evidence.update": stepped,
+  "timer.evacuation": forwarded,
+} as const;
+
 /** The machine's setup: its typed `assign`/`enqueueActions` are what the executor's implementations are built with. */
 export const holderSetup = setup({
   types: {
@@ -143,31 +180,11 @@ export const holderMachine = holderSetup.createMachine({
   id: "holder",
   initial: HolderState.Starting,
   context: ({ input }) => ({ state: initialHolderState(input.config) }),
-  on: {
-    "nats.credit": forwarded,
-    "nats.receipt": stepped,
-    "nats.release": stepped,
-    "release.checked": forwarded,
-    "nats.transfer": forwarded,
-    "nats.fetch": forwarded,
-    "nats.audit": forwarded,
-    "nats.base": stepped,
-    "transport.connection": forwarded,
-    "timer.arm": { actions: "armTimer" },
-    "timer.receipts": stepped,
-    "timer.refresh": [{ guard: "superseded", target: `.${HolderState.Fenced}` }, forwarded],
-    "resend.loaded": forwarded,
-    "timer.seal": forwarded,
-    "timer.flush": forwarded,
-    "flush.completed": forwarded,
-    "timer.evacuation": forwarded,
-    "evidence.update": stepped,
-    retire: `.${HolderState.Retired}`,
-    "xstate.error.actor.*": stepped,
-  },
+  on: { retire: `.${HolderState.Retired}` },
   states: {
     [HolderState.Starting]: {
       entry: "boot",
+      on: subscribed,
       invoke: {
         src: "startCore",
         onDone: HolderState.Serving,
@@ -176,7 +193,7 @@ export const holderMachine = holderSetup.createMachine({
     },
     [HolderState.Serving]: {
       on: {
-        "nats.units": forwarded,
+        ...served,
         "evidence.update": [{ guard: "evidenceDegrades", target: HolderState.DegradedEvidence, ...stepped }, stepped],
         drain: HolderState.Draining,
       },
@@ -184,7 +201,7 @@ export const holderMachine = holderSetup.createMachine({
     [HolderState.DegradedEvidence]: {
       entry: "evacuate",
       on: {
-        "nats.units": forwarded,
+        ...served,
         "evidence.update": [{ guard: "evidenceHealthy", target: HolderState.Serving, ...stepped }, stepped],
         drain: HolderState.Draining,
       },
@@ -192,10 +209,8 @@ export const holderMachine = holderSetup.createMachine({
     [HolderState.Draining]: {
       entry: "stopGranting",
       always: { guard: "drained", target: HolderState.Retired },
-      on: {
-        // Units already credited are still admitted: a granted promise is kept.
-        "nats.units": forwarded,
-      },
+      // Units already credited are still admitted (a granted promise is kept); evidence is kept, no state follows it.
+      on: served,
     },
     [HolderState.Retired]: {
       type: "final",
