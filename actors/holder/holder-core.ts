@@ -304,9 +304,16 @@ export class HolderCore {
     return this.protectionOk() ? this.evidence : undefined;
   }
 
-  /** Signs and publishes a receipt batch the machine closed (`timer.receipts`, a base announcement). */
-  publishReceiptBatch(key: string, covered: { readonly units: number; readonly links: readonly ReceiptLink[] }): void {
-    publishLaneReceipt(this.context, key, covered, this.receiptEvidence());
+  /**
+   * Signs and publishes a receipt batch the machine closed (`timer.receipts`, a base announcement),
+   * naming the lane's base snapshot `base`.
+   */
+  publishReceiptBatch(
+    key: string,
+    covered: { readonly units: number; readonly links: readonly ReceiptLink[] },
+    base: BaseSnapshotRef | undefined,
+  ): void {
+    publishLaneReceipt(this.context, key, covered, this.receiptEvidence(), base);
   }
 
   /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
@@ -355,12 +362,6 @@ export class HolderCore {
     msg: InboundMessage,
   ): void {
     applyLaneReceipt(this.context, this, key, from, signed, msg);
-  }
-
-  /** The lane's receipts name base snapshot `base` from now on (the machine decided it is the newest). */
-  setBase(key: string, base: BaseSnapshotRef): void {
-    const hl = this.lanes.get(key);
-    if (hl !== undefined) hl.base = { ...base };
   }
 
   // ---- release ----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@ import type { RangeSet } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
 import type { ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderObservation, HolderTimer } from "./holder-ports.ts";
-import type { BaseSnapshotRef, ReceiptLink } from "./holder-state.ts";
+import type { ReceiptLink } from "./holder-state.ts";
 
 /**
  * What the holder's pure steps (holder-step.ts) ask for, as data. The machine raises `arm` to itself
@@ -24,8 +24,6 @@ export type HolderEffect =
       readonly units: number;
       readonly links: readonly ReceiptLink[];
     }
-  /** The lane's receipts name this base snapshot from now on. */
-  | { readonly type: "setBase"; readonly lane: string; readonly base: BaseSnapshotRef }
   /**
    * A release frontier that passed its checks, for `holder` (us or an edge): applied as far as the
    * control log backs it (the peer directory's fold, behind the executor).

@@ -115,7 +115,7 @@ function guarded(rt: Runtime, fn: () => void): void {
  */
 function inSession(rt: Runtime, state: HolderPlainState, fn: () => void): HolderPlainState {
   const core = coreOf(rt);
-  core.receipts.open(state.receipts);
+  core.receipts.open(state);
   guarded(rt, fn);
   const receipts = core.receipts.close();
   const lanes = withServedLanes(state.lanes, core.lanes);
@@ -179,10 +179,7 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       observe(rt, e.observation);
       return state;
     case "publishReceipt":
-      guarded(rt, () => coreOf(rt).publishReceiptBatch(e.lane, e));
-      return state;
-    case "setBase":
-      guarded(rt, () => coreOf(rt).setBase(e.lane, e.base));
+      guarded(rt, () => coreOf(rt).publishReceiptBatch(e.lane, e, state.lanes[e.lane]?.base));
       return state;
     case "applyFrontier":
       return inSession(rt, state, () => coreOf(rt).applyReleaseFrontier(e.lane, e.holder, e.ranges));

@@ -7,7 +7,7 @@ import { injectTraceContext } from "../../transport/index.ts";
 import { encodeMessage } from "../../transport/protocol/index.ts";
 import type { ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
-import type { ReceiptBatches, ReceiptLink } from "./holder-state.ts";
+import type { BaseSnapshotRef, HolderPlainState, ReceiptBatches, ReceiptLink } from "./holder-state.ts";
 import { noteAdmitted, takeBatch } from "./receipt-batches.ts";
 import { laneReceipts } from "./receipt-content.ts";
 
@@ -27,13 +27,14 @@ export function publishLaneReceipt(
   key: string,
   covered: { readonly units: number; readonly links: readonly ReceiptLink[] },
   protectedEvidence: ProtectedRamEvidence | undefined,
+  base: BaseSnapshotRef | undefined,
 ): void {
   const hl = h.lanes.get(key);
   if (hl === undefined) return;
   // Receipt times are whole milliseconds on the wire (a fractional time, as a simulated clock
   // gives, made the batch malformed for every reader: sim seeds 5, 10, 19 lost 1,444 receipts).
   const now = Math.floor(h.ports.clock.now());
-  const receipts = laneReceipts(hl, h.config, now, protectedEvidence);
+  const receipts = laneReceipts(hl, h.config, now, protectedEvidence, base);
   if (receipts.length === 0) return;
   const span = h.tracer.startSpan("holder.receipt", {
     kind: SpanKind.PRODUCER,
@@ -75,6 +76,8 @@ export class ReceiptDeskClosedError extends CustodyError {
  */
 export class ReceiptDesk {
   private batches: ReceiptBatches | undefined;
+  /** The machine's lanes for the event (the base snapshot each lane's receipts name). */
+  private lanes: HolderPlainState["lanes"] = {};
 
   constructor(
     private readonly h: HolderContext,
@@ -82,8 +85,9 @@ export class ReceiptDesk {
     private readonly protectedEvidence: () => ProtectedRamEvidence | undefined,
   ) {}
 
-  open(batches: ReceiptBatches): void {
-    this.batches = batches;
+  open(state: Pick<HolderPlainState, "receipts" | "lanes">): void {
+    this.batches = state.receipts;
+    this.lanes = state.lanes;
   }
 
   /** The batches as the event left them; the desk is closed until the next `open`. */
@@ -122,7 +126,13 @@ export class ReceiptDesk {
     if (!this.h.lanes.has(key)) return;
     const r = takeBatch(this.current("publish"), key);
     this.batches = r.batches;
-    publishLaneReceipt(this.h, key, r.taken ?? { units: 0, links: [] }, this.protectedEvidence());
+    publishLaneReceipt(
+      this.h,
+      key,
+      r.taken ?? { units: 0, links: [] },
+      this.protectedEvidence(),
+      this.lanes[key]?.base,
+    );
   }
 
   private current(op: string): ReceiptBatches {

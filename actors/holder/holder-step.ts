@@ -161,7 +161,7 @@ export function noteBaseAnnouncement(state: HolderPlainState, data: Uint8Array):
   const now = publishReceiptNow(withBase, key);
   return {
     state: now.state,
-    effects: [{ type: "count", name: "base_announced" }, { type: "setBase", lane: key, base }, ...now.effects],
+    effects: [{ type: "count", name: "base_announced" }, ...now.effects],
   };
 }
 

@@ -107,7 +107,7 @@ test("a frontier for another holder, an older epoch or an unknown lane, or unrea
   }
 });
 
-test("a newer base announcement is kept, counted, handed to the lane and receipted at once with the open batch", (t) => {
+test("a newer base announcement is kept in the state, counted and receipted at once with the open batch", (t) => {
   let s: HolderPlainState = initialHolderState(config());
   const link = { traceId: "a".repeat(32), spanId: "b".repeat(16), traceFlags: 1 };
   s = { ...s, receipts: noteAdmitted(s.receipts, s.config.receipts, "vol1/l1", 5, link).batches };
@@ -117,7 +117,6 @@ test("a newer base announcement is kept, counted, handed to the lane and receipt
   t.deepEqual(r.state.receipts.open, {}, "the open batch went out with the receipt");
   t.deepEqual(r.effects, [
     { type: "count", name: "base_announced" },
-    { type: "setBase", lane: "vol1/l1", base: { snapshotId: "s40", throughSeq: 40, bytes: 4096 } },
     { type: "publishReceipt", lane: "vol1/l1", units: 2, links: [link] },
   ]);
   t.is(s.lanes["vol1/l1"]!.base, undefined, "the input state is untouched");
