@@ -51,7 +51,6 @@ export class HolderCore {
   private readonly tracer: Tracer;
   private readonly subs: TransportSubscription[] = [];
   private spill: SpillSet | undefined;
-  private evidence: ProtectedRamEvidence | undefined;
   private serving = true;
   private stopped = false;
   private unwatch: (() => void) | undefined;
@@ -69,11 +68,12 @@ export class HolderCore {
     readonly ports: HolderPorts,
     private readonly dispatch: (e: HolderInbound) => void,
     spawnArena: SpawnLaneArena,
+    /** The protected-RAM evidence in the machine's state (its only copy; new evidence is a machine event). */
+    private readonly evidence: () => ProtectedRamEvidence | undefined,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.tracer = ports.tracer ?? trace.getTracer("custody.holder");
     this.frontiers = new FrontierBacking(ports.peers);
-    this.evidence = config.protectedRam?.evidence;
     for (const l of config.lanes) this.addLane(l.volume, l.lane, l.upstream, l.downstream, spawnArena);
     this.context = {
       config,
@@ -106,7 +106,7 @@ export class HolderCore {
       this.counters,
       spawn,
     );
-    hl.creditCap = () => ramCreditHeadroom(this.config, this.evidence, this.lanes, this.ports.clock.now());
+    hl.creditCap = () => ramCreditHeadroom(this.config, this.evidence(), this.lanes, this.ports.clock.now());
     for (const edge of downstream) {
       const onReset = (e: { incarnation: number; restarted: boolean }) => {
         this.counters.inc(e.restarted ? "edge_restarted" : "edge_new_window");
@@ -301,7 +301,7 @@ export class HolderCore {
 
   /** The protected-RAM evidence receipts may state now (undefined: none usable). */
   private receiptEvidence(): ProtectedRamEvidence | undefined {
-    return this.protectionOk() ? this.evidence : undefined;
+    return this.protectionOk() ? this.evidence() : undefined;
   }
 
   /**
@@ -334,7 +334,7 @@ export class HolderCore {
 
   /** Protection status of the RAM queue now (`none` without protected-RAM configuration). */
   protectionState(): string {
-    return ramProtectionState(this.config, this.evidence, this.lanes, this.ports.clock.now());
+    return ramProtectionState(this.config, this.evidence(), this.lanes, this.ports.clock.now());
   }
 
   /** Unit bytes queued in RAM over every lane (what protected-RAM evidence must cover). */
@@ -481,12 +481,11 @@ export class HolderCore {
 
   /** Current protected-RAM evidence, if configured. */
   get protectedEvidence(): ProtectedRamEvidence | undefined {
-    return this.evidence;
+    return this.evidence();
   }
 
-  /** Replaces the protected-RAM evidence (from the host's monitoring). */
-  setEvidence(e: ProtectedRamEvidence): void {
-    this.evidence = e;
+  /** Records the protection status the machine's new evidence gives the RAM queued now. */
+  evidenceChanged(): void {
     this.observe({ type: "evidence", status: this.protectionState() });
   }
 

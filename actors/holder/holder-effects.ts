@@ -1,6 +1,5 @@
 import type { RangeSet } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import type { ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderObservation, HolderTimer } from "./holder-ports.ts";
 import type { ReceiptLink } from "./holder-state.ts";
 
@@ -40,8 +39,8 @@ export type HolderEffect =
       readonly signed: { readonly body: Uint8Array; readonly signature: Uint8Array };
       readonly msg: InboundMessage;
     }
-  /** The lane runtime's credit cap, protection status and receipts follow the new evidence. */
-  | { readonly type: "applyEvidence"; readonly evidence: ProtectedRamEvidence };
+  /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */
+  | { readonly type: "evidenceChanged" };
 
 /** A refusal: counted under its code and recorded (on `lane` when known). */
 export function rejection(code: string, lane?: string): HolderEffect[] {

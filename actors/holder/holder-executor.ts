@@ -72,7 +72,14 @@ export interface HolderExecutor {
 
 export function holderExecutor(config: HolderConfig, ports: HolderPorts): HolderExecutor {
   const counters = ports.counters ?? new Counters();
-  const rt: Runtime = { config, ports: { ...ports, counters }, counters, core: undefined, moves: undefined };
+  const rt: Runtime = {
+    config,
+    ports: { ...ports, counters },
+    counters,
+    core: undefined,
+    moves: undefined,
+    seen: undefined,
+  };
   return { counters, core: () => coreOf(rt), implementations: implementationsFor(rt) };
 }
 
@@ -82,6 +89,12 @@ interface Runtime {
   readonly counters: Counters;
   core: HolderCore | undefined;
   moves: HolderCustodyMoves | undefined;
+  /**
+   * The machine state the executor was last handed (at boot, and with every event it runs for): the
+   * lane runtime reads the protected-RAM evidence from it, also between events (start, the handle's
+   * protection reads). Every change of the evidence is followed by an effect, so it is never behind.
+   */
+  seen: HolderPlainState | undefined;
 }
 
 function coreOf(rt: Runtime): HolderCore {
@@ -114,6 +127,7 @@ function guarded(rt: Runtime, fn: () => void): void {
  * with the batches (and any lane a transfer added) as `fn` left them.
  */
 function inSession(rt: Runtime, state: HolderPlainState, fn: () => void): HolderPlainState {
+  rt.seen = state;
   const core = coreOf(rt);
   core.receipts.open(state);
   guarded(rt, fn);
@@ -171,6 +185,7 @@ function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSp
 
 /** Runs one effect of a pure step (`arm` never comes here: the machine raises it itself). */
 function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): HolderPlainState {
+  rt.seen = state;
   switch (e.type) {
     case "count":
       rt.counters.inc(e.name, e.by);
@@ -185,8 +200,8 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return inSession(rt, state, () => coreOf(rt).applyReleaseFrontier(e.lane, e.holder, e.ranges));
     case "applyLaneReceipt":
       return inSession(rt, state, () => coreOf(rt).applyLaneReceipt(e.lane, e.from, e.signed, e.msg));
-    case "applyEvidence":
-      guarded(rt, () => coreOf(rt).setEvidence(e.evidence));
+    case "evidenceChanged":
+      guarded(rt, () => coreOf(rt).evidenceChanged());
       return state;
     case "arm":
       throw new HolderUnforwardedError("arm");
@@ -198,9 +213,11 @@ function implementationsFor(rt: Runtime) {
   const { config, ports, counters } = rt;
   return {
     actions: {
-      boot: holderSetup.assign(({ self, spawn }) => {
+      boot: holderSetup.assign(({ context, self, spawn }) => {
         const dispatch = (e: HolderEvent) => self.send(e);
-        rt.core = new HolderCore(config, ports, dispatch, laneSpawner(spawn as LaneArenaSpawner));
+        rt.seen = context.state;
+        const evidence = () => rt.seen?.evidence;
+        rt.core = new HolderCore(config, ports, dispatch, laneSpawner(spawn as LaneArenaSpawner), evidence);
         rt.moves = new HolderCustodyMoves(rt.core);
         return {};
       }),

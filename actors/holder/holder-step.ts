@@ -165,9 +165,12 @@ export function noteBaseAnnouncement(state: HolderPlainState, data: Uint8Array):
   };
 }
 
-/** New protected-RAM evidence replaces the old one; the lane runtime follows it. */
+/**
+ * New protected-RAM evidence replaces the old one. The state holds the only copy: credit caps and
+ * protected receipts read it from there from now on.
+ */
 export function updateEvidence(state: HolderPlainState, e: EvidenceUpdate): HolderStepResult {
-  return { state: { ...state, evidence: e.evidence }, effects: [{ type: "applyEvidence", evidence: e.evidence }] };
+  return { state: { ...state, evidence: e.evidence }, effects: [{ type: "evidenceChanged" }] };
 }
 
 /**

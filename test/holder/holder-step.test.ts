@@ -206,7 +206,7 @@ test("new evidence replaces the old as data; it degrades the holder only when pr
   const fresh: EvidenceUpdate = { type: "evidence.update", evidence: { ...evidence, measuredAt: 2_000 }, nowMs: 2_100, ramQueuedBytes: 1 << 20 };
   const r = holderStep(s, fresh, 2_100);
   t.deepEqual(r.state.evidence, fresh.evidence);
-  t.deepEqual(r.effects, [{ type: "applyEvidence", evidence: fresh.evidence }]);
+  t.deepEqual(r.effects, [{ type: "evidenceChanged" }]);
   t.false(evidenceDegrades(s, fresh), "fresh evidence covering 1 MiB holds");
   t.true(evidenceDegrades(s, { ...fresh, nowMs: 9_000 }), "stale evidence degrades");
   t.true(evidenceDegrades(s, { ...fresh, evidence: { ...fresh.evidence, batteryHealth: 0.5 } }), "a weak battery degrades");
