@@ -146,7 +146,6 @@ export const holderSetup = setup({
     /** Hands the event to the lane runtime (an `assign`: receipt batches it touched come back into `state`). */
     forward: unwired("forward"),
     evacuate: unwired("evacuate"),
-    stopGranting: unwired("stopGranting"),
     stopCore: unwired("stopCore"),
     /** Stops serving at once but keeps the spill stream open for the handover. */
     quiesceCore: unwired("quiesceCore"),
@@ -195,7 +194,7 @@ export const holderMachine = holderSetup.createMachine({
       on: {
         ...served,
         "evidence.update": [{ guard: "evidenceDegrades", target: HolderState.DegradedEvidence, ...stepped }, stepped],
-        drain: HolderState.Draining,
+        drain: { target: HolderState.Draining, ...stepped },
       },
     },
     [HolderState.DegradedEvidence]: {
@@ -203,11 +202,10 @@ export const holderMachine = holderSetup.createMachine({
       on: {
         ...served,
         "evidence.update": [{ guard: "evidenceHealthy", target: HolderState.Serving, ...stepped }, stepped],
-        drain: HolderState.Draining,
+        drain: { target: HolderState.Draining, ...stepped },
       },
     },
     [HolderState.Draining]: {
-      entry: "stopGranting",
       always: { guard: "drained", target: HolderState.Retired },
       // Units already credited are still admitted (a granted promise is kept); evidence is kept, no state follows it.
       on: served,

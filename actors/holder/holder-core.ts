@@ -31,7 +31,7 @@ import { resendDue, resendLoaded } from "./holder-resend.ts";
 import { applyLaneReceipt, ignoresLaneReceipt } from "./holder-edge-receipts.ts";
 import { handleUnitMessage, type IngressActions } from "./holder-ingress.ts";
 import { ramCreditHeadroom, ramProtectionState } from "./holder-protection.ts";
-import type { BaseSnapshotRef, ReceiptLink } from "./holder-state.ts";
+import type { BaseSnapshotRef, HolderPlainState, ReceiptLink } from "./holder-state.ts";
 
 /**
  * The holder's working parts behind its XState machine: ingress with credits, immediate fan-out,
@@ -51,7 +51,6 @@ export class HolderCore {
   private readonly tracer: Tracer;
   private readonly subs: TransportSubscription[] = [];
   private spill: SpillSet | undefined;
-  private serving = true;
   private stopped = false;
   private unwatch: (() => void) | undefined;
   /** What the holder's parts in other files see of it (holder-context.ts). */
@@ -60,7 +59,7 @@ export class HolderCore {
   private readonly ingressActions: IngressActions = {
     noteForReceipt: (key, link) => this.noteForReceipt(key, link),
     later: (ms, e) => this.later(ms, e),
-    granting: () => this.serving,
+    granting: () => this.granting,
   };
 
   constructor(
@@ -68,8 +67,11 @@ export class HolderCore {
     readonly ports: HolderPorts,
     private readonly dispatch: (e: HolderInbound) => void,
     spawnArena: SpawnLaneArena,
-    /** The protected-RAM evidence in the machine's state (its only copy; new evidence is a machine event). */
-    private readonly evidence: () => ProtectedRamEvidence | undefined,
+    /**
+     * The machine's state as the executor last saw it: its protected-RAM evidence and whether it
+     * grants credit are read there (their only copy; both change only by machine events).
+     */
+    private readonly machine: () => Pick<HolderPlainState, "evidence" | "granting">,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.tracer = ports.tracer ?? trace.getTracer("custody.holder");
@@ -106,7 +108,7 @@ export class HolderCore {
       this.counters,
       spawn,
     );
-    hl.creditCap = () => ramCreditHeadroom(this.config, this.evidence(), this.lanes, this.ports.clock.now());
+    hl.creditCap = () => ramCreditHeadroom(this.config, this.machine().evidence, this.lanes, this.ports.clock.now());
     for (const edge of downstream) {
       const onReset = (e: { incarnation: number; restarted: boolean }) => {
         this.counters.inc(e.restarted ? "edge_restarted" : "edge_new_window");
@@ -216,9 +218,8 @@ export class HolderCore {
     }
   }
 
-  /** Stops promising credit to upstream senders (draining); everything already credited is still admitted. */
-  stopGranting(): void {
-    this.serving = false;
+  /** Draining: every lane's grantor closes to new promises; what is already credited is still admitted. */
+  closeGrants(): void {
     for (const hl of this.lanes.values()) hl.grantor.close();
   }
 
@@ -301,7 +302,7 @@ export class HolderCore {
 
   /** The protected-RAM evidence receipts may state now (undefined: none usable). */
   private receiptEvidence(): ProtectedRamEvidence | undefined {
-    return this.protectionOk() ? this.evidence() : undefined;
+    return this.protectionOk() ? this.machine().evidence : undefined;
   }
 
   /**
@@ -334,7 +335,7 @@ export class HolderCore {
 
   /** Protection status of the RAM queue now (`none` without protected-RAM configuration). */
   protectionState(): string {
-    return ramProtectionState(this.config, this.evidence(), this.lanes, this.ports.clock.now());
+    return ramProtectionState(this.config, this.machine().evidence, this.lanes, this.ports.clock.now());
   }
 
   /** Unit bytes queued in RAM over every lane (what protected-RAM evidence must cover). */
@@ -423,7 +424,7 @@ export class HolderCore {
     if (!released.isEmpty) {
       this.ports.preserved?.forget(hl.volume, hl.lane, released);
       this.observe({ type: "released", lane: key, seqs: released.toString() });
-      if (this.serving) hl.grantor.topUpAll();
+      if (this.granting) hl.grantor.topUpAll();
     }
   }
 
@@ -476,12 +477,12 @@ export class HolderCore {
 
   /** True while granting credits (serving or degraded); false once draining. */
   get granting(): boolean {
-    return this.serving;
+    return this.machine().granting;
   }
 
   /** Current protected-RAM evidence, if configured. */
   get protectedEvidence(): ProtectedRamEvidence | undefined {
-    return this.evidence();
+    return this.machine().evidence;
   }
 
   /** Records the protection status the machine's new evidence gives the RAM queued now. */
@@ -530,7 +531,7 @@ export class HolderCore {
     if (hl.transferredOut(seqs, stated)) {
       this.dropSpilled(hl);
       this.observe({ type: "transferred_out", lane: key, to: from, seqs: seqs.toString() });
-      if (this.serving) hl.grantor.topUpAll();
+      if (this.granting) hl.grantor.topUpAll();
     }
     span.end();
   }

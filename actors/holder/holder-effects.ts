@@ -39,6 +39,8 @@ export type HolderEffect =
       readonly signed: { readonly body: Uint8Array; readonly signature: Uint8Array };
       readonly msg: InboundMessage;
     }
+  /** The holder stopped granting credit: every lane's credit grantor closes to new promises. */
+  | { readonly type: "closeGrants" }
   /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */
   | { readonly type: "evidenceChanged" };
 

@@ -200,6 +200,9 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return inSession(rt, state, () => coreOf(rt).applyReleaseFrontier(e.lane, e.holder, e.ranges));
     case "applyLaneReceipt":
       return inSession(rt, state, () => coreOf(rt).applyLaneReceipt(e.lane, e.from, e.signed, e.msg));
+    case "closeGrants":
+      guarded(rt, () => coreOf(rt).closeGrants());
+      return state;
     case "evidenceChanged":
       guarded(rt, () => coreOf(rt).evidenceChanged());
       return state;
@@ -216,8 +219,8 @@ function implementationsFor(rt: Runtime) {
       boot: holderSetup.assign(({ context, self, spawn }) => {
         const dispatch = (e: HolderEvent) => self.send(e);
         rt.seen = context.state;
-        const evidence = () => rt.seen?.evidence;
-        rt.core = new HolderCore(config, ports, dispatch, laneSpawner(spawn as LaneArenaSpawner), evidence);
+        const seen = () => rt.seen ?? context.state;
+        rt.core = new HolderCore(config, ports, dispatch, laneSpawner(spawn as LaneArenaSpawner), seen);
         rt.moves = new HolderCustodyMoves(rt.core);
         return {};
       }),
@@ -250,9 +253,6 @@ function implementationsFor(rt: Runtime) {
       }),
       evacuate: holderSetup.assign(({ context }) => ({
         state: inSession(rt, context.state, () => movesOf(rt).evacuate()),
-      })),
-      stopGranting: holderSetup.assign(({ context }) => ({
-        state: inSession(rt, context.state, () => coreOf(rt).stopGranting()),
       })),
       stopCore: () => void rt.core?.stop(),
       quiesceCore: () => void rt.core?.stop(true),

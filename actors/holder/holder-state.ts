@@ -52,6 +52,8 @@ export interface HolderPlainState {
   readonly receipts: ReceiptBatches;
   /** The host's latest protected-RAM evidence (undefined without protected-RAM configuration). */
   readonly evidence: ProtectedRamEvidence | undefined;
+  /** True while credit is promised to upstream senders (serving, degraded); false from draining on. */
+  readonly granting: boolean;
 }
 
 export const NO_RECEIPT_BATCHES: ReceiptBatches = { open: {}, armed: false };
@@ -60,5 +62,5 @@ export function initialHolderState(config: HolderConfig): HolderPlainState {
   const lanes: Record<string, HolderLaneTopology> = {};
   for (const l of config.lanes)
     lanes[laneKey(l.volume, l.lane)] = { volume: l.volume, lane: l.lane, edges: l.downstream };
-  return { config, lanes, receipts: NO_RECEIPT_BATCHES, evidence: config.protectedRam?.evidence };
+  return { config, lanes, receipts: NO_RECEIPT_BATCHES, evidence: config.protectedRam?.evidence, granting: true };
 }

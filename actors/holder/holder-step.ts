@@ -29,6 +29,7 @@ export type HolderStepEvent =
   | { readonly type: "nats.base"; readonly msg: { readonly data: Uint8Array } }
   | { readonly type: "nats.receipt"; readonly lane: string; readonly msg: InboundMessage }
   | EvidenceUpdate
+  | { readonly type: "drain" }
   /** A lane arena child failed (XState's error event of a child actor). */
   | { readonly type: `xstate.error.actor.${string}` };
 
@@ -51,6 +52,8 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
       return readLaneReceipt(state, event.lane, event.msg);
     case "evidence.update":
       return updateEvidence(state, event);
+    case "drain":
+      return stopGranting(state);
     default:
       return laneArenaFailed(state, event.type.slice("xstate.error.actor.".length));
   }
@@ -171,6 +174,15 @@ export function noteBaseAnnouncement(state: HolderPlainState, data: Uint8Array):
  */
 export function updateEvidence(state: HolderPlainState, e: EvidenceUpdate): HolderStepResult {
   return { state: { ...state, evidence: e.evidence }, effects: [{ type: "evidenceChanged" }] };
+}
+
+/**
+ * Draining: no new credit is promised (what is already credited is still admitted). Granting once
+ * stopped does not start again; a second drain changes nothing.
+ */
+export function stopGranting(state: HolderPlainState): HolderStepResult {
+  if (!state.granting) return unchanged(state);
+  return { state: { ...state, granting: false }, effects: [{ type: "closeGrants" }] };
 }
 
 /**

@@ -261,3 +261,14 @@ test("a receipt batch whose head cannot be read is refused on its lane as receip
   t.true(count?.type === "count" && count.name.startsWith("receipt_"), JSON.stringify(count));
   t.like(observe, { type: "observe", observation: { type: "rejected", lane: "vol1/l1" } });
 });
+
+test("drain stops granting once: the grantors close, and a second drain changes nothing", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  t.true(s.granting);
+  const r = holderStep(s, { type: "drain" }, 0);
+  t.false(r.state.granting);
+  t.deepEqual(r.effects, [{ type: "closeGrants" }]);
+  const again = holderStep(deepFreeze(r.state), { type: "drain" }, 1);
+  t.is(again.state, r.state);
+  t.deepEqual(again.effects, []);
+});
