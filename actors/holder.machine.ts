@@ -103,7 +103,7 @@ const subscribed = {
   "nats.fetch": forwarded,
   "nats.audit": forwarded,
   "nats.base": stepped,
-  "transport.connection": forwarded,
+  "transport.connection": stepped,
   "timer.arm": { actions: "armTimer" },
   "timer.receipts": stepped,
   "timer.refresh": [{ guard: "superseded", target: "#holder.fenced" }, forwarded],

@@ -16,7 +16,7 @@ import {
   transferSubject,
   unitSubject,
 } from "../../transport/protocol/index.ts";
-import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
+import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { edgeGrantChecks } from "../hop/index.ts";
 import { HolderLane, type SpawnLaneArena } from "./holder-lane.ts";
@@ -230,13 +230,11 @@ export class HolderCore {
   }
 
   /**
-   * The connection changed. After a reconnect the subscriptions are live again but whatever was
+   * The connection is back (the machine's `reconnected` effect): the subscriptions are live again but whatever was
    * published meanwhile is gone: credits are re-announced and asked for, receipts re-published, and
    * every unit an edge has not receipted is due for re-sending at once.
    */
-  connectionChanged(e: ConnectionEvent): void {
-    this.counters.inc(`connection_${e}`);
-    if (e !== "reconnected") return;
+  reconnected(): void {
     for (const hl of this.lanes.values()) {
       hl.grantor.announce();
       hl.grantor.topUpAll();

@@ -39,6 +39,11 @@ export type HolderEffect =
       readonly signed: { readonly body: Uint8Array; readonly signature: Uint8Array };
       readonly msg: InboundMessage;
     }
+  /**
+   * The connection is back: credits are re-announced and asked for, receipts re-published, and what
+   * an edge has not receipted is due for re-sending at once (whatever was published meanwhile is gone).
+   */
+  | { readonly type: "reconnected" }
   /** The holder stopped granting credit: every lane's credit grantor closes to new promises. */
   | { readonly type: "closeGrants" }
   /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */

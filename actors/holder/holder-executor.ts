@@ -159,8 +159,6 @@ function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSp
       return run(() => answerFetch(core, event.msg));
     case "nats.audit":
       return run(() => answerAudit(core, event.msg));
-    case "transport.connection":
-      return run(() => core.connectionChanged(event.event));
     case "timer.refresh":
       run(() => core.refreshReceipts());
       run(() => core.resendDue());
@@ -200,6 +198,8 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return inSession(rt, state, () => coreOf(rt).applyReleaseFrontier(e.lane, e.holder, e.ranges));
     case "applyLaneReceipt":
       return inSession(rt, state, () => coreOf(rt).applyLaneReceipt(e.lane, e.from, e.signed, e.msg));
+    case "reconnected":
+      return inSession(rt, state, () => coreOf(rt).reconnected());
     case "closeGrants":
       guarded(rt, () => coreOf(rt).closeGrants());
       return state;

@@ -2,7 +2,7 @@ import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { baseReadySpec, decodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
 import { decodeReceiptBatch, receiptBatchSpec } from "../../custody/index.ts";
-import type { InboundMessage } from "../../transport/index.ts";
+import type { ConnectionEvent, InboundMessage } from "../../transport/index.ts";
 import { protectionStatus, ProtectionStatus } from "../../policies/index.ts";
 import { laneKey, type ProtectedRamEvidence } from "./holder-config.ts";
 import { rejection, type HolderEffect } from "./holder-effects.ts";
@@ -30,6 +30,7 @@ export type HolderStepEvent =
   | { readonly type: "nats.receipt"; readonly lane: string; readonly msg: InboundMessage }
   | EvidenceUpdate
   | { readonly type: "drain" }
+  | { readonly type: "transport.connection"; readonly event: ConnectionEvent }
   /** A lane arena child failed (XState's error event of a child actor). */
   | { readonly type: `xstate.error.actor.${string}` };
 
@@ -54,6 +55,8 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
       return updateEvidence(state, event);
     case "drain":
       return stopGranting(state);
+    case "transport.connection":
+      return connectionChanged(state, event.event);
     default:
       return laneArenaFailed(state, event.type.slice("xstate.error.actor.".length));
   }
@@ -174,6 +177,12 @@ export function noteBaseAnnouncement(state: HolderPlainState, data: Uint8Array):
  */
 export function updateEvidence(state: HolderPlainState, e: EvidenceUpdate): HolderStepResult {
   return { state: { ...state, evidence: e.evidence }, effects: [{ type: "evidenceChanged" }] };
+}
+
+/** The connection changed: counted as `connection_<event>`; a reconnect re-announces what was lost meanwhile. */
+export function connectionChanged(state: HolderPlainState, e: ConnectionEvent): HolderStepResult {
+  const count: HolderEffect = { type: "count", name: `connection_${e}` };
+  return unchanged(state, e === "reconnected" ? [count, { type: "reconnected" }] : [count]);
 }
 
 /**

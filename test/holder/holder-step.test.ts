@@ -272,3 +272,13 @@ test("drain stops granting once: the grantors close, and a second drain changes 
   t.is(again.state, r.state);
   t.deepEqual(again.effects, []);
 });
+
+test("a connection change is counted; only a reconnect re-announces what was lost meanwhile", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const lost = holderStep(s, { type: "transport.connection", event: "disconnected" }, 0);
+  t.is(lost.state, s);
+  t.deepEqual(lost.effects, [{ type: "count", name: "connection_disconnected" }]);
+  const back = holderStep(s, { type: "transport.connection", event: "reconnected" }, 0);
+  t.is(back.state, s);
+  t.deepEqual(back.effects, [{ type: "count", name: "connection_reconnected" }, { type: "reconnected" }]);
+});
