@@ -46,6 +46,8 @@ export type HolderState = (typeof HolderState)[keyof typeof HolderState];
 /** What the machine is created with. */
 export interface HolderMachineInput {
   readonly config: HolderConfig;
+  /** How often retained coverage is re-announced (HolderPorts.receiptRefreshMs; default 500 ms). */
+  readonly receiptRefreshMs?: number;
 }
 
 export interface HolderContext {
@@ -106,7 +108,7 @@ const subscribed = {
   "transport.connection": stepped,
   "timer.arm": { actions: "armTimer" },
   "timer.receipts": stepped,
-  "timer.refresh": [{ guard: "superseded", target: "#holder.fenced" }, forwarded],
+  "timer.refresh": [{ guard: "superseded", target: "#holder.fenced" }, stepped],
   "resend.loaded": forwarded,
   "timer.seal": forwarded,
   "timer.flush": forwarded,
@@ -178,7 +180,7 @@ export const holderSetup = setup({
 export const holderMachine = holderSetup.createMachine({
   id: "holder",
   initial: HolderState.Starting,
-  context: ({ input }) => ({ state: initialHolderState(input.config) }),
+  context: ({ input }) => ({ state: initialHolderState(input.config, input.receiptRefreshMs) }),
   on: { retire: `.${HolderState.Retired}` },
   states: {
     [HolderState.Starting]: {

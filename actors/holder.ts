@@ -184,7 +184,10 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
   // The machine holds plain data only; its executor (the lane runtime, the ports) is supplied here.
   const executor = holderExecutor(cfg, ports);
   const machine = holderMachine.provide(executor.implementations);
-  const actor = createActor(machine, { input: { config: cfg }, clock: ports.clock });
+  const actor = createActor(machine, {
+    input: { config: cfg, receiptRefreshMs: ports.receiptRefreshMs },
+    clock: ports.clock,
+  });
   actor.start();
   const snap = await waitFor(actor, (s) => s.value !== HolderState.Starting);
   if (snap.value === HolderState.Retired) {

@@ -31,7 +31,12 @@ import { resendDue, resendLoaded } from "./holder-resend.ts";
 import { applyLaneReceipt, ignoresLaneReceipt } from "./holder-edge-receipts.ts";
 import { handleUnitMessage, type IngressActions } from "./holder-ingress.ts";
 import { ramCreditHeadroom, ramProtectionState } from "./holder-protection.ts";
-import type { BaseSnapshotRef, HolderPlainState, ReceiptLink } from "./holder-state.ts";
+import {
+  DEFAULT_RECEIPT_REFRESH_MS,
+  type BaseSnapshotRef,
+  type HolderPlainState,
+  type ReceiptLink,
+} from "./holder-state.ts";
 
 /**
  * The holder's working parts behind its XState machine: ingress with credits, immediate fan-out,
@@ -180,7 +185,8 @@ export class HolderCore {
     this.subs.push(t.subscribe(fetchesToHolder(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
     this.subs.push(t.subscribe(auditSubject(me), (msg) => this.dispatch({ type: "nats.audit", msg })));
     this.subs.push(t.subscribe(baseSubject(me), (msg) => this.dispatch({ type: "nats.base", msg })));
-    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
+    // The first refresh; the machine re-arms it from its step (holder-step.ts `refresh`).
+    this.later(this.ports.receiptRefreshMs ?? DEFAULT_RECEIPT_REFRESH_MS, { type: "timer.refresh" });
     this.unwatch = t.onConnection?.((event) => this.dispatch({ type: "transport.connection", event }));
     await t.flush();
     requestAdmission(this.context);
@@ -315,13 +321,11 @@ export class HolderCore {
     publishLaneReceipt(this.context, key, covered, this.receiptEvidence(), base);
   }
 
-  /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
-  refreshReceipts(): void {
-    this.republishReceipts();
-    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
-  }
-
-  private republishReceipts(): void {
+  /**
+   * Re-announces retained coverage on every lane (repairs receipts lost on the wire), and asks for
+   * admission until the control log admitted this incarnation.
+   */
+  republishReceipts(): void {
     // Until the control log admits this incarnation, its receipts count for nothing: keep asking.
     requestAdmission(this.context);
     for (const [key, hl] of this.lanes) {

@@ -44,6 +44,12 @@ export type HolderEffect =
    * an edge has not receipted is due for re-sending at once (whatever was published meanwhile is gone).
    */
   | { readonly type: "reconnected" }
+  /** Retained coverage is re-announced on every lane (and admission asked for until granted). */
+  | { readonly type: "republishReceipts" }
+  /** Units an edge has not receipted a while after their last send are sent again. */
+  | { readonly type: "resendDue" }
+  /** Memory pressure is relieved by spilling or transferring sealed segments, if the arena needs it. */
+  | { readonly type: "relievePressure" }
   /** The holder stopped granting credit: every lane's credit grantor closes to new promises. */
   | { readonly type: "closeGrants" }
   /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */

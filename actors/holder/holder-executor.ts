@@ -159,10 +159,6 @@ function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSp
       return run(() => answerFetch(core, event.msg));
     case "nats.audit":
       return run(() => answerAudit(core, event.msg));
-    case "timer.refresh":
-      run(() => core.refreshReceipts());
-      run(() => core.resendDue());
-      return run(() => moves.relievePressure());
     case "resend.loaded":
       return run(() => core.resendLoaded(event.lane, event.edge, event.units));
     case "timer.seal":
@@ -198,6 +194,12 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return inSession(rt, state, () => coreOf(rt).applyReleaseFrontier(e.lane, e.holder, e.ranges));
     case "applyLaneReceipt":
       return inSession(rt, state, () => coreOf(rt).applyLaneReceipt(e.lane, e.from, e.signed, e.msg));
+    case "republishReceipts":
+      return inSession(rt, state, () => coreOf(rt).republishReceipts());
+    case "resendDue":
+      return inSession(rt, state, () => coreOf(rt).resendDue());
+    case "relievePressure":
+      return inSession(rt, state, () => movesOf(rt).relievePressure());
     case "reconnected":
       return inSession(rt, state, () => coreOf(rt).reconnected());
     case "closeGrants":

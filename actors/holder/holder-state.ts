@@ -52,15 +52,27 @@ export interface HolderPlainState {
   readonly receipts: ReceiptBatches;
   /** The host's latest protected-RAM evidence (undefined without protected-RAM configuration). */
   readonly evidence: ProtectedRamEvidence | undefined;
+  /** How often retained coverage is re-announced and unreceipted units re-sent (`timer.refresh`). */
+  readonly refreshMs: number;
   /** True while credit is promised to upstream senders (serving, degraded); false from draining on. */
   readonly granting: boolean;
 }
 
 export const NO_RECEIPT_BATCHES: ReceiptBatches = { open: {}, armed: false };
 
-export function initialHolderState(config: HolderConfig): HolderPlainState {
+/** The default `refreshMs` (HolderPorts.receiptRefreshMs). */
+export const DEFAULT_RECEIPT_REFRESH_MS = 500;
+
+export function initialHolderState(config: HolderConfig, refreshMs = DEFAULT_RECEIPT_REFRESH_MS): HolderPlainState {
   const lanes: Record<string, HolderLaneTopology> = {};
   for (const l of config.lanes)
     lanes[laneKey(l.volume, l.lane)] = { volume: l.volume, lane: l.lane, edges: l.downstream };
-  return { config, lanes, receipts: NO_RECEIPT_BATCHES, evidence: config.protectedRam?.evidence, granting: true };
+  return {
+    config,
+    lanes,
+    receipts: NO_RECEIPT_BATCHES,
+    evidence: config.protectedRam?.evidence,
+    refreshMs,
+    granting: true,
+  };
 }

@@ -25,6 +25,7 @@ export interface EvidenceUpdate {
 
 export type HolderStepEvent =
   | { readonly type: "timer.receipts" }
+  | { readonly type: "timer.refresh" }
   | { readonly type: "nats.release"; readonly msg: { readonly data: Uint8Array } }
   | { readonly type: "nats.base"; readonly msg: { readonly data: Uint8Array } }
   | { readonly type: "nats.receipt"; readonly lane: string; readonly msg: InboundMessage }
@@ -45,6 +46,8 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
   switch (event.type) {
     case "timer.receipts":
       return flushDueReceipts(state, nowMs);
+    case "timer.refresh":
+      return refresh(state);
     case "nats.release":
       return readReleaseFrontier(state, event.msg.data);
     case "nats.base":
@@ -81,6 +84,19 @@ export function flushDueReceipts(state: HolderPlainState, nowMs: number): Holder
     effects.push({ type: "arm", ms: Math.max(0, next - nowMs), event: { type: "timer.receipts" } });
   }
   return { state: { ...state, receipts: batches }, effects };
+}
+
+/**
+ * `timer.refresh`: receipts lost on the wire are repaired by re-announcing retained coverage, gaps an
+ * edge shows are re-sent, memory pressure is relieved, and the next refresh is armed.
+ */
+export function refresh(state: HolderPlainState): HolderStepResult {
+  return unchanged(state, [
+    { type: "republishReceipts" },
+    { type: "resendDue" },
+    { type: "relievePressure" },
+    { type: "arm", ms: state.refreshMs, event: { type: "timer.refresh" } },
+  ]);
 }
 
 /**

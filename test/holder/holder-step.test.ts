@@ -282,3 +282,15 @@ test("a connection change is counted; only a reconnect re-announces what was los
   t.is(back.state, s);
   t.deepEqual(back.effects, [{ type: "count", name: "connection_reconnected" }, { type: "reconnected" }]);
 });
+
+test("timer.refresh re-announces coverage, re-sends gaps, relieves pressure and arms the next refresh at its period", (t) => {
+  const s = deepFreeze(initialHolderState(config(), 250));
+  const r = holderStep(s, { type: "timer.refresh" }, 1_000);
+  t.is(r.state, s);
+  t.deepEqual(r.effects, [
+    { type: "republishReceipts" },
+    { type: "resendDue" },
+    { type: "relievePressure" },
+    { type: "arm", ms: 250, event: { type: "timer.refresh" } },
+  ]);
+});
