@@ -50,6 +50,23 @@ export type HolderEffect =
   | { readonly type: "resendDue" }
   /** Memory pressure is relieved by spilling or transferring sealed segments, if the arena needs it. */
   | { readonly type: "relievePressure" }
+  /** Answers a fetch request for `lane` with the `wanted` units it retains, paged (holder-read-steps.ts). */
+  | {
+      readonly type: "serveFetch";
+      readonly lane: string;
+      readonly msg: InboundMessage;
+      readonly after: number;
+      readonly limit: number;
+      readonly wanted: RangeSet;
+    }
+  /** Answers a retention challenge for `lane` with the keyed digest over the units of `seqs` it holds. */
+  | {
+      readonly type: "answerAudit";
+      readonly lane: string;
+      readonly msg: InboundMessage;
+      readonly nonce: Uint8Array;
+      readonly seqs: RangeSet;
+    }
   /** The holder stopped granting credit: every lane's credit grantor closes to new promises. */
   | { readonly type: "closeGrants" }
   /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */

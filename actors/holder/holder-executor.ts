@@ -2,8 +2,8 @@ import { fromPromise, type ActorRefFrom } from "xstate";
 import { Counters, CustodyError } from "../../core/index.ts";
 import { holderSetup, type HolderEvent, type LaneArenaSpawner } from "../holder.machine.ts";
 import type { laneArenaIngressLogic } from "../lane-arena.machine.ts";
-import { answerAudit } from "./audit-responder.ts";
-import { answerFetch } from "./fetch-service.ts";
+import { answerChallenge } from "./audit-responder.ts";
+import { serveFetch } from "./fetch-service.ts";
 import type { HolderConfig } from "./holder-config.ts";
 import { HolderCore } from "./holder-core.ts";
 import { HolderCustodyMoves } from "./holder-custody-moves.ts";
@@ -155,10 +155,6 @@ function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSp
     case "nats.transfer":
       // An offer for a lane not served yet spawns that lane's arena actor (why `forward` is an `assign`).
       return run(() => moves.handleOffer(event.msg, laneSpawner(spawn)));
-    case "nats.fetch":
-      return run(() => answerFetch(core, event.msg));
-    case "nats.audit":
-      return run(() => answerAudit(core, event.msg));
     case "resend.loaded":
       return run(() => core.resendLoaded(event.lane, event.edge, event.units));
     case "timer.seal":
@@ -200,6 +196,12 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return inSession(rt, state, () => coreOf(rt).resendDue());
     case "relievePressure":
       return inSession(rt, state, () => movesOf(rt).relievePressure());
+    case "serveFetch":
+      guarded(rt, () => serveFetch(coreOf(rt), e.lane, e, e.msg));
+      return state;
+    case "answerAudit":
+      guarded(rt, () => answerChallenge(coreOf(rt), e.lane, e, e.msg));
+      return state;
     case "reconnected":
       return inSession(rt, state, () => coreOf(rt).reconnected());
     case "closeGrants":

@@ -7,6 +7,7 @@ import { protectionStatus, ProtectionStatus } from "../../policies/index.ts";
 import { laneKey, type ProtectedRamEvidence } from "./holder-config.ts";
 import { rejection, type HolderEffect } from "./holder-effects.ts";
 import type { HolderPlainState } from "./holder-state.ts";
+import { readAuditChallenge, readFetchRequest } from "./holder-read-steps.ts";
 import { dueLanes, nextDeadline, takeBatch } from "./receipt-batches.ts";
 
 /**
@@ -32,6 +33,8 @@ export type HolderStepEvent =
   | EvidenceUpdate
   | { readonly type: "drain" }
   | { readonly type: "transport.connection"; readonly event: ConnectionEvent }
+  | { readonly type: "nats.fetch"; readonly msg: InboundMessage }
+  | { readonly type: "nats.audit"; readonly msg: InboundMessage }
   /** A lane arena child failed (XState's error event of a child actor). */
   | { readonly type: `xstate.error.actor.${string}` };
 
@@ -60,6 +63,10 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
       return stopGranting(state);
     case "transport.connection":
       return connectionChanged(state, event.event);
+    case "nats.fetch":
+      return unchanged(state, readFetchRequest(state, event.msg));
+    case "nats.audit":
+      return unchanged(state, readAuditChallenge(state, event.msg));
     default:
       return laneArenaFailed(state, event.type.slice("xstate.error.actor.".length));
   }

@@ -4,7 +4,15 @@ import { parseHolderConfig, type HolderConfig, type ProtectedRamEvidence } from 
 import { initialHolderState, type HolderPlainState } from "../../actors/holder/holder-state.ts";
 import { evidenceDegrades, holderStep, type EvidenceUpdate } from "../../actors/holder/holder-step.ts";
 import { noteAdmitted } from "../../actors/holder/receipt-batches.ts";
-import { baseReadySpec, encodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
+import {
+  auditSubject,
+  baseReadySpec,
+  encodeMessage,
+  fetchSubject,
+  releaseFrontierSpec,
+  retentionChallengeSpec,
+  unitFetchSpec,
+} from "../../transport/protocol/index.ts";
 import { receiptBatchSpec } from "../../custody/index.ts";
 import { batchOf, receipt, signed } from "../custody/receipt-fixtures.ts";
 
@@ -293,4 +301,65 @@ test("timer.refresh re-announces coverage, re-sends gaps, relieves pressure and 
     { type: "relievePressure" },
     { type: "arm", ms: 250, event: { type: "timer.refresh" } },
   ]);
+});
+
+const fetchOf = (f: { holder?: string; volume?: string; subjectVolume?: string; lane?: string }) => ({
+  type: "nats.fetch" as const,
+  msg: {
+    subject: fetchSubject("h1", f.subjectVolume ?? "vol1"),
+    reply: "_INBOX.1",
+    headers: {},
+    data: encodeMessage(unitFetchSpec, {
+      holder: f.holder ?? "h1",
+      volume: f.volume ?? "vol1",
+      lane: f.lane ?? "l1",
+      ranges: [[1, 20]],
+      after: 5,
+      limit: 10,
+    }),
+  },
+});
+
+test("a fetch request is answered only for us, for the volume its subject names, and a lane we serve; from the caller's cursor on", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const ok = holderStep(s, fetchOf({}), 0);
+  t.is(ok.state, s);
+  const e = ok.effects[0];
+  if (e?.type !== "serveFetch") return t.fail(JSON.stringify(ok.effects));
+  t.is(e.lane, "vol1/l1");
+  t.is(e.wanted.toString(), "6-20", "only what comes after the cursor");
+  t.is(e.limit, 10);
+  const refusals: [ReturnType<typeof fetchOf>, string][] = [
+    [fetchOf({ holder: "h9" }), "fetch_wrong_holder"],
+    [fetchOf({ volume: "vol2", subjectVolume: "vol1" }), "fetch_volume_not_in_subject"],
+    [fetchOf({ lane: "l9" }), "fetch_unknown_lane"],
+    [{ ...fetchOf({}), msg: { ...fetchOf({}).msg, data: new Uint8Array([7]) } }, "fetch_malformed"],
+  ];
+  for (const [event, name] of refusals) {
+    const r = holderStep(s, event, 0);
+    t.is(r.state, s);
+    t.deepEqual(r.effects, [{ type: "count", name }], name);
+  }
+});
+
+test("a retention challenge is answered only for us and a lane we serve; anything else is counted and left unanswered", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const challenge = (holder: string, lane: string) => ({
+    type: "nats.audit" as const,
+    msg: {
+      subject: auditSubject("h1"),
+      headers: {},
+      data: encodeMessage(retentionChallengeSpec, { holder, volume: "vol1", lane, nonce: new Uint8Array(32).fill(3), seqs: [[2, 4]] }),
+    },
+  });
+  const ok = holderStep(s, challenge("h1", "l1"), 0);
+  const e = ok.effects[0];
+  if (e?.type !== "answerAudit") return t.fail(JSON.stringify(ok.effects));
+  t.is(e.lane, "vol1/l1");
+  t.is(e.seqs.toString(), "2-4");
+  t.is(e.nonce.length, 32);
+  t.deepEqual(holderStep(s, challenge("h9", "l1"), 0).effects, [{ type: "count", name: "audit_wrong_holder" }]);
+  t.deepEqual(holderStep(s, challenge("h1", "l9"), 0).effects, [{ type: "count", name: "audit_unknown_lane" }]);
+  const bad = { ...challenge("h1", "l1"), msg: { ...challenge("h1", "l1").msg, data: new Uint8Array([1]) } };
+  t.deepEqual(holderStep(s, bad, 0).effects, [{ type: "count", name: "audit_malformed" }]);
 });
