@@ -97,7 +97,7 @@ const forwarded = { actions: "forward" } as const;
  * its own timers and async completions, and a failed lane arena.
  */
 const subscribed = {
-  "nats.credit": forwarded,
+  "nats.credit": stepped,
   "nats.receipt": stepped,
   "nats.release": stepped,
   "release.checked": forwarded,

@@ -8,13 +8,12 @@ import { CreditSender } from "../hop/index.ts";
 import {
   auditSubject,
   baseSubject,
-  creditSpec,
-  decodeMessage,
   fetchesToHolder,
   receiptSubject,
   releaseSubject,
   transferSubject,
   unitSubject,
+  type WireCredit,
 } from "../../transport/protocol/index.ts";
 import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
@@ -277,12 +276,12 @@ export class HolderCore {
     handleUnitMessage(this.context, this.ingressActions, key, msg);
   }
 
-  /** Applies a grant from a downstream edge and sends what now fits. */
-  handleCredit(key: string, edge: string, msg: InboundMessage): void {
+  /** Applies a grant the machine read from a downstream edge (holder-step.ts `readGrant`) and sends what now fits. */
+  applyGrant(key: string, edge: string, grant: WireCredit): void {
     const s = this.lanes.get(key)?.edges.get(edge);
     if (s === undefined) return;
     try {
-      s.onGrant(decodeMessage(creditSpec, msg.data));
+      s.onGrant(grant);
     } catch (err) {
       this.reject(err instanceof CustodyError ? err.code : "malformed", key);
     }

@@ -1,5 +1,6 @@
 import type { RangeSet } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
+import type { WireCredit } from "../../transport/protocol/index.ts";
 import type { HolderObservation, HolderTimer } from "./holder-ports.ts";
 import type { ReceiptLink } from "./holder-state.ts";
 
@@ -67,6 +68,8 @@ export type HolderEffect =
       readonly nonce: Uint8Array;
       readonly seqs: RangeSet;
     }
+  /** A downstream edge's credit grant on `lane`: its window follows it, and what now fits is sent. */
+  | { readonly type: "applyGrant"; readonly lane: string; readonly edge: string; readonly grant: WireCredit }
   /** The holder stopped granting credit: every lane's credit grantor closes to new promises. */
   | { readonly type: "closeGrants" }
   /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */

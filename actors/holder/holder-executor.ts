@@ -148,8 +148,6 @@ function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSp
     case "nats.units":
       for (const msg of event.msgs) run(() => core.handleUnit(event.lane, msg));
       return;
-    case "nats.credit":
-      return run(() => core.handleCredit(event.lane, event.edge, event.msg));
     case "release.checked":
       return run(() => core.releaseChecked(event.lane, event.holder, event.ranges));
     case "nats.transfer":
@@ -202,6 +200,8 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
     case "answerAudit":
       guarded(rt, () => answerChallenge(coreOf(rt), e.lane, e, e.msg));
       return state;
+    case "applyGrant":
+      return inSession(rt, state, () => coreOf(rt).applyGrant(e.lane, e.edge, e.grant));
     case "reconnected":
       return inSession(rt, state, () => coreOf(rt).reconnected());
     case "closeGrants":

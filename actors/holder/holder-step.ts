@@ -1,6 +1,6 @@
 import { CustodyError } from "../../core/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { baseReadySpec, decodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
+import { baseReadySpec, creditSpec, decodeMessage, releaseFrontierSpec } from "../../transport/protocol/index.ts";
 import { decodeReceiptBatch, receiptBatchSpec } from "../../custody/index.ts";
 import type { ConnectionEvent, InboundMessage } from "../../transport/index.ts";
 import { protectionStatus, ProtectionStatus } from "../../policies/index.ts";
@@ -33,6 +33,7 @@ export type HolderStepEvent =
   | EvidenceUpdate
   | { readonly type: "drain" }
   | { readonly type: "transport.connection"; readonly event: ConnectionEvent }
+  | { readonly type: "nats.credit"; readonly lane: string; readonly edge: string; readonly msg: InboundMessage }
   | { readonly type: "nats.fetch"; readonly msg: InboundMessage }
   | { readonly type: "nats.audit"; readonly msg: InboundMessage }
   /** A lane arena child failed (XState's error event of a child actor). */
@@ -63,6 +64,8 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
       return stopGranting(state);
     case "transport.connection":
       return connectionChanged(state, event.event);
+    case "nats.credit":
+      return readGrant(state, event.lane, event.edge, event.msg.data);
     case "nats.fetch":
       return unchanged(state, readFetchRequest(state, event.msg));
     case "nats.audit":
@@ -143,6 +146,21 @@ export function readReleaseFrontier(state: HolderPlainState, data: Uint8Array): 
   return unchanged(state, [
     { type: "applyFrontier", lane: key, holder: f.holder, ranges: RangeSet.fromJSON(f.ranges) },
   ]);
+}
+
+/**
+ * A credit grant on the credit subject of one of our lanes' downstream edges: applied to that edge's
+ * window when it can be read (grants are absolute: the next good one repairs the window), refused
+ * on its lane (counted, state unchanged) when it cannot. A grant for a lane or edge we do not have
+ * changes nothing.
+ */
+export function readGrant(state: HolderPlainState, lane: string, edge: string, data: Uint8Array): HolderStepResult {
+  if (!state.lanes[lane]?.edges.includes(edge)) return unchanged(state);
+  try {
+    return unchanged(state, [{ type: "applyGrant", lane, edge, grant: decodeMessage(creditSpec, data) }]);
+  } catch (err) {
+    return unchanged(state, rejection(err instanceof CustodyError ? err.code : "malformed", lane));
+  }
 }
 
 /**

@@ -7,6 +7,7 @@ import { noteAdmitted } from "../../actors/holder/receipt-batches.ts";
 import {
   auditSubject,
   baseReadySpec,
+  creditSpec,
   encodeMessage,
   fetchSubject,
   releaseFrontierSpec,
@@ -362,4 +363,22 @@ test("a retention challenge is answered only for us and a lane we serve; anythin
   t.deepEqual(holderStep(s, challenge("h1", "l9"), 0).effects, [{ type: "count", name: "audit_unknown_lane" }]);
   const bad = { ...challenge("h1", "l1"), msg: { ...challenge("h1", "l1").msg, data: new Uint8Array([1]) } };
   t.deepEqual(holderStep(s, bad, 0).effects, [{ type: "count", name: "audit_malformed" }]);
+});
+
+test("an edge's credit grant is applied as data; one that cannot be read is refused on its lane; one for an edge we do not have changes nothing", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const grant = { holder: "h2", sender: "h1", volume: "vol1", lane: "l1", incarnation: 1, session: 1, window: 1, grantedThrough: 4096, grantSeq: 3 };
+  const msg = (data: Uint8Array) => ({ subject: "custody.v1.credit.h2.vol1.l1", data, headers: {} });
+  const ok = holderStep(s, { type: "nats.credit", lane: "vol1/l1", edge: "h2", msg: msg(encodeMessage(creditSpec, grant)) }, 0);
+  t.is(ok.state, s);
+  t.like(ok.effects, [{ type: "applyGrant", lane: "vol1/l1", edge: "h2", grant: { grantedThrough: 4096, grantSeq: 3 } }]);
+  const bad = holderStep(s, { type: "nats.credit", lane: "vol1/l1", edge: "h2", msg: msg(new Uint8Array([5, 5])) }, 0);
+  t.is(bad.state, s);
+  t.is(bad.effects.length, 2);
+  t.like(bad.effects[1], { type: "observe", observation: { type: "rejected", lane: "vol1/l1" } });
+  for (const [lane, edge] of [["vol1/l1", "h9"], ["vol1/l9", "h2"]] as const) {
+    const r = holderStep(s, { type: "nats.credit", lane, edge, msg: msg(encodeMessage(creditSpec, grant)) }, 0);
+    t.is(r.state, s);
+    t.deepEqual(r.effects, []);
+  }
 });
