@@ -1,4 +1,4 @@
-import { assertEvent, assign, enqueueActions, fromPromise, setup, type ActorRefFrom } from "xstate";
+import { assertEvent, assign, enqueueActions, fromPromise, raise, setup, type ActorRefFrom } from "xstate";
 import { CustodyError } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
 import type { HolderInbound } from "./holder/holder-ports.ts";
@@ -66,7 +66,10 @@ export interface HolderContext {
  */
 export type HolderCommand = EvidenceUpdate | { type: "drain" } | { type: "retire" };
 
-export type HolderEvent = HolderInbound | HolderCommand;
+/** Raised by the machine to itself when it enters degraded_evidence (the evacuation's pure step). */
+export type HolderInternal = { type: "evacuation.start" };
+
+export type HolderEvent = HolderInbound | HolderCommand | HolderInternal;
 
 /** A named action or actor of the machine that `startHolder` did not provide. */
 export class HolderNotWiredError extends CustodyError {
@@ -100,7 +103,7 @@ const subscribed = {
   "nats.credit": stepped,
   "nats.receipt": stepped,
   "nats.release": stepped,
-  "release.checked": forwarded,
+  "release.checked": stepped,
   "nats.transfer": forwarded,
   "nats.fetch": stepped,
   "nats.audit": stepped,
@@ -109,10 +112,10 @@ const subscribed = {
   "timer.arm": { actions: "armTimer" },
   "timer.receipts": stepped,
   "timer.refresh": [{ guard: "superseded", target: "#holder.fenced" }, stepped],
-  "resend.loaded": forwarded,
-  "timer.seal": forwarded,
-  "timer.flush": forwarded,
-  "flush.completed": forwarded,
+  "resend.loaded": stepped,
+  "timer.seal": stepped,
+  "timer.flush": stepped,
+  "flush.completed": stepped,
   "xstate.error.actor.*": stepped,
 } as const;
 
@@ -125,7 +128,7 @@ const served = {
   ...subscribed,
   "nats.units": forwarded,
   "evidence.update": stepped,
-  "timer.evacuation": forwarded,
+  "timer.evacuation": stepped,
 } as const;
 
 /** The machine's setup: its typed `assign`/`enqueueActions` are what the executor's implementations are built with. */
@@ -147,7 +150,6 @@ export const holderSetup = setup({
     step: unwired("step"),
     /** Hands the event to the lane runtime (an `assign`: receipt batches it touched come back into `state`). */
     forward: unwired("forward"),
-    evacuate: unwired("evacuate"),
     stopCore: unwired("stopCore"),
     /** Stops serving at once but keeps the spill stream open for the handover. */
     quiesceCore: unwired("quiesceCore"),
@@ -200,9 +202,10 @@ export const holderMachine = holderSetup.createMachine({
       },
     },
     [HolderState.DegradedEvidence]: {
-      entry: "evacuate",
+      entry: raise({ type: "evacuation.start" }),
       on: {
         ...served,
+        "evacuation.start": stepped,
         "evidence.update": [{ guard: "evidenceHealthy", target: HolderState.Serving, ...stepped }, stepped],
         drain: { target: HolderState.Draining, ...stepped },
       },

@@ -75,7 +75,7 @@ export class HolderCore {
      * The machine's state as the executor last saw it: its protected-RAM evidence and whether it
      * grants credit are read there (their only copy; both change only by machine events).
      */
-    private readonly machine: () => Pick<HolderPlainState, "evidence" | "granting">,
+    private readonly machine: () => Pick<HolderPlainState, "evidence" | "granting" | "evacuating">,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.tracer = ports.tracer ?? trace.getTracer("custody.holder");
@@ -167,6 +167,7 @@ export class HolderCore {
       this.spill = opened.set;
       // What the previous incarnation made durable is custody again, under this incarnation.
       await adoptSpillRecords(this.context, opened.set, opened.recovered);
+      // The first flush tick; the machine re-arms it from its step (holder-step.ts `flushTick`).
       this.later(this.config.flush.intervalMs, { type: "timer.flush" });
     }
     if (this.ports.preserved !== undefined && this.protectionOk())
@@ -479,6 +480,11 @@ export class HolderCore {
   /** True while granting credits (serving or degraded); false once draining. */
   get granting(): boolean {
     return this.machine().granting;
+  }
+
+  /** True while an evacuation is under way (machine state: from degraded evidence to the hold-up time's end). */
+  get evacuating(): boolean {
+    return this.machine().evacuating;
   }
 
   /** Current protected-RAM evidence, if configured. */

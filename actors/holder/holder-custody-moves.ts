@@ -40,7 +40,6 @@ export class HolderCustodyMoves {
   private readonly offers = new Map<number, { key: string; seqs: RangeSet; at: number }>();
   private offerSeq = 0;
   private flushing = false;
-  private evacuating = false;
   /** Sealed RAM segments the last flush passed over as not this holder's to persist (each counted once). */
   private notTarget = new Set<number>();
 
@@ -148,7 +147,6 @@ export class HolderCustodyMoves {
       this.core.counters.inc("flush_failed");
       this.core.note({ type: "flush_failed", message: result.message });
     }
-    if (this.evacuating) this.evacuationProgress();
   }
 
   /**
@@ -156,16 +154,9 @@ export class HolderCustodyMoves {
    * needs the write anyway.
    */
   private targeted(hl: HolderLane, seqs: RangeSet, relieves: boolean): boolean {
-    if (relieves || this.evacuating) return true;
+    if (relieves || this.core.evacuating) return true;
     const flushable = this.core.ports.peers.flushable?.(this.core.config.holderId, hl.volume, hl.lane, seqs);
     return flushable === undefined || !flushable.isEmpty;
-  }
-
-  /** Periodic flush tick: flush, then re-arm. */
-  flushTick(): void {
-    this.startFlush();
-    const policy = this.core.config.flush;
-    if (policy) this.core.schedule(policy.intervalMs, { type: "timer.flush" });
   }
 
   // ---- pressure and transfer --------------------------------------------------------------------
@@ -314,25 +305,16 @@ export class HolderCustodyMoves {
   // ---- protected-RAM evacuation -----------------------------------------------------------------
 
   /**
-   * Evidence degraded: protected receipts have already stopped (the bound is checked per receipt);
-   * move every protected-receipted range out of RAM while the hold-up time lasts — transfer to the
-   * neighbor and/or spill — and check at the end of the hold-up time whether it all got out.
+   * Evidence degraded (the machine's `startEvacuation` step; it also arms the end of the hold-up
+   * time): protected receipts have already stopped (the bound is checked per receipt); move every
+   * protected-receipted range out of RAM — transfer to the neighbor and/or spill.
    */
   evacuate(): void {
-    const e = this.core.protectedEvidence;
-    if (this.evacuating || !e) return;
-    this.evacuating = true;
     for (const [key, hl] of this.core.lanes) {
       hl.seal();
       if (this.core.config.transferNeighbor) this.offer(key, hl, true);
     }
     this.startFlush(true);
-    this.core.schedule(e.holdUpMs, { type: "timer.evacuation" });
-  }
-
-  /** Re-flushes after partial progress (new sealed segments, a missed deadline). */
-  private evacuationProgress(): void {
-    if (this.core.config.flush) this.startFlush(true);
   }
 
   /**
@@ -340,7 +322,6 @@ export class HolderCustodyMoves {
    * coverage — report a contract violation for exactly those ranges. Relabelling does not save data.
    */
   evacuationDeadline(): void {
-    this.evacuating = false;
     for (const hl of this.core.lanes.values()) {
       const lost = hl.protectedClaimed.intersect(hl.obligations.retained).subtract(hl.obligations.diskResident);
       if (!lost.isEmpty) this.publishViolation(hl, lost, "protected-RAM evidence lost before custody was evacuated");
@@ -366,10 +347,5 @@ export class HolderCustodyMoves {
         at: io.clock.now(),
       }),
     );
-  }
-
-  /** True while an evacuation is under way. */
-  get isEvacuating(): boolean {
-    return this.evacuating;
   }
 }

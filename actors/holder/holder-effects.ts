@@ -1,7 +1,7 @@
 import type { RangeSet } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
 import type { WireCredit } from "../../transport/protocol/index.ts";
-import type { HolderObservation, HolderTimer } from "./holder-ports.ts";
+import type { FlushOutcome, HolderObservation, HolderTimer, LoadedUnit } from "./holder-ports.ts";
 import type { ReceiptLink } from "./holder-state.ts";
 
 /**
@@ -70,6 +70,25 @@ export type HolderEffect =
     }
   /** A downstream edge's credit grant on `lane`: its window follows it, and what now fits is sent. */
   | { readonly type: "applyGrant"; readonly lane: string; readonly edge: string; readonly grant: WireCredit }
+  /** A frontier caught up with the control log (`release.checked`): what the log now backs of it is applied. */
+  | { readonly type: "applyCheckedFrontier"; readonly lane: string; readonly holder: string; readonly ranges: RangeSet }
+  /** Units read back from disk for an edge are sent in order within its credits. */
+  | {
+      readonly type: "resendLoaded";
+      readonly lane: string;
+      readonly edge: string;
+      readonly units: readonly LoadedUnit[];
+    }
+  /** The lane's open segment is due to seal (the lane runtime decides whether it is worth sealing yet). */
+  | { readonly type: "sealDue"; readonly lane: string }
+  /** One sequential flush of sealed, fully forwarded RAM segments (`all`: seal and flush everything). */
+  | { readonly type: "startFlush"; readonly all: boolean }
+  /** A flush's outcome moves residency (only on an in-deadline sync) and is counted. */
+  | { readonly type: "applyFlush"; readonly result: FlushOutcome }
+  /** Protected-RAM custody leaves RAM: every lane seals, offers to the transfer neighbor, and spills. */
+  | { readonly type: "evacuate" }
+  /** The hold-up time ended: any protected-receipted range still only in RAM is reported as a violation. */
+  | { readonly type: "evacuationDeadline" }
   /** The holder stopped granting credit: every lane's credit grantor closes to new promises. */
   | { readonly type: "closeGrants" }
   /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */

@@ -148,22 +148,9 @@ function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSp
     case "nats.units":
       for (const msg of event.msgs) run(() => core.handleUnit(event.lane, msg));
       return;
-    case "release.checked":
-      return run(() => core.releaseChecked(event.lane, event.holder, event.ranges));
     case "nats.transfer":
       // An offer for a lane not served yet spawns that lane's arena actor (why `forward` is an `assign`).
       return run(() => moves.handleOffer(event.msg, laneSpawner(spawn)));
-    case "resend.loaded":
-      return run(() => core.resendLoaded(event.lane, event.edge, event.units));
-    case "timer.seal":
-      run(() => core.sealDue(event.lane));
-      return run(() => moves.relievePressure());
-    case "timer.flush":
-      return run(() => moves.flushTick());
-    case "flush.completed":
-      return run(() => moves.applyFlush(event.result));
-    case "timer.evacuation":
-      return run(() => moves.evacuationDeadline());
     default:
       return run(() => {
         throw new HolderUnforwardedError((event as { type: string }).type);
@@ -202,6 +189,20 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return state;
     case "applyGrant":
       return inSession(rt, state, () => coreOf(rt).applyGrant(e.lane, e.edge, e.grant));
+    case "applyCheckedFrontier":
+      return inSession(rt, state, () => coreOf(rt).releaseChecked(e.lane, e.holder, e.ranges));
+    case "resendLoaded":
+      return inSession(rt, state, () => coreOf(rt).resendLoaded(e.lane, e.edge, e.units));
+    case "sealDue":
+      return inSession(rt, state, () => coreOf(rt).sealDue(e.lane));
+    case "startFlush":
+      return inSession(rt, state, () => movesOf(rt).startFlush(e.all));
+    case "applyFlush":
+      return inSession(rt, state, () => movesOf(rt).applyFlush(e.result));
+    case "evacuate":
+      return inSession(rt, state, () => movesOf(rt).evacuate());
+    case "evacuationDeadline":
+      return inSession(rt, state, () => movesOf(rt).evacuationDeadline());
     case "reconnected":
       return inSession(rt, state, () => coreOf(rt).reconnected());
     case "closeGrants":
@@ -255,9 +256,6 @@ function implementationsFor(rt: Runtime) {
         );
         return state === context.state ? {} : { state };
       }),
-      evacuate: holderSetup.assign(({ context }) => ({
-        state: inSession(rt, context.state, () => movesOf(rt).evacuate()),
-      })),
       stopCore: () => void rt.core?.stop(),
       quiesceCore: () => void rt.core?.stop(true),
       recordFence: holderSetup.assign(() => {

@@ -54,6 +54,11 @@ export interface HolderPlainState {
   readonly evidence: ProtectedRamEvidence | undefined;
   /** How often retained coverage is re-announced and unreceipted units re-sent (`timer.refresh`). */
   readonly refreshMs: number;
+  /**
+   * True while protected-RAM custody is being evacuated: from entering degraded_evidence until the
+   * hold-up time ends (`timer.evacuation`), whatever state the holder is in by then.
+   */
+  readonly evacuating: boolean;
   /** True while credit is promised to upstream senders (serving, degraded); false from draining on. */
   readonly granting: boolean;
 }
@@ -73,6 +78,7 @@ export function initialHolderState(config: HolderConfig, refreshMs = DEFAULT_REC
     receipts: NO_RECEIPT_BATCHES,
     evidence: config.protectedRam?.evidence,
     refreshMs,
+    evacuating: false,
     granting: true,
   };
 }

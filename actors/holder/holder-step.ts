@@ -7,6 +7,7 @@ import { protectionStatus, ProtectionStatus } from "../../policies/index.ts";
 import { laneKey, type ProtectedRamEvidence } from "./holder-config.ts";
 import { rejection, type HolderEffect } from "./holder-effects.ts";
 import type { HolderPlainState } from "./holder-state.ts";
+import type { FlushOutcome, LoadedUnit } from "./holder-ports.ts";
 import { readAuditChallenge, readFetchRequest } from "./holder-read-steps.ts";
 import { dueLanes, nextDeadline, takeBatch } from "./receipt-batches.ts";
 
@@ -27,6 +28,19 @@ export interface EvidenceUpdate {
 export type HolderStepEvent =
   | { readonly type: "timer.receipts" }
   | { readonly type: "timer.refresh" }
+  | { readonly type: "timer.flush" }
+  | { readonly type: "timer.seal"; readonly lane: string }
+  | { readonly type: "timer.evacuation" }
+  /** Raised by the machine when it enters degraded_evidence. */
+  | { readonly type: "evacuation.start" }
+  | { readonly type: "flush.completed"; readonly result: FlushOutcome }
+  | { readonly type: "release.checked"; readonly lane: string; readonly holder: string; readonly ranges: RangeSet }
+  | {
+      readonly type: "resend.loaded";
+      readonly lane: string;
+      readonly edge: string;
+      readonly units: readonly LoadedUnit[];
+    }
   | { readonly type: "nats.release"; readonly msg: { readonly data: Uint8Array } }
   | { readonly type: "nats.base"; readonly msg: { readonly data: Uint8Array } }
   | { readonly type: "nats.receipt"; readonly lane: string; readonly msg: InboundMessage }
@@ -52,6 +66,26 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
       return flushDueReceipts(state, nowMs);
     case "timer.refresh":
       return refresh(state);
+    case "timer.flush":
+      return flushTick(state);
+    case "timer.seal":
+      return unchanged(state, [{ type: "sealDue", lane: event.lane }, { type: "relievePressure" }]);
+    case "evacuation.start":
+      return startEvacuation(state);
+    case "timer.evacuation":
+      return evacuationDeadline(state);
+    case "flush.completed":
+      return flushCompleted(state, event.result);
+    case "release.checked":
+      return state.lanes[event.lane] === undefined
+        ? unchanged(state)
+        : unchanged(state, [
+            { type: "applyCheckedFrontier", lane: event.lane, holder: event.holder, ranges: event.ranges },
+          ]);
+    case "resend.loaded":
+      return state.lanes[event.lane] === undefined
+        ? unchanged(state)
+        : unchanged(state, [{ type: "resendLoaded", lane: event.lane, edge: event.edge, units: event.units }]);
     case "nats.release":
       return readReleaseFrontier(state, event.msg.data);
     case "nats.base":
@@ -107,6 +141,46 @@ export function refresh(state: HolderPlainState): HolderStepResult {
     { type: "relievePressure" },
     { type: "arm", ms: state.refreshMs, event: { type: "timer.refresh" } },
   ]);
+}
+
+/** `timer.flush`: with a flush policy, one flush now and the next tick armed at its interval. */
+export function flushTick(state: HolderPlainState): HolderStepResult {
+  const policy = state.config.flush;
+  if (policy === undefined) return unchanged(state);
+  return unchanged(state, [
+    { type: "startFlush", all: false },
+    { type: "arm", ms: policy.intervalMs, event: { type: "timer.flush" } },
+  ]);
+}
+
+/**
+ * Entering degraded_evidence: protected receipts have already stopped (the bound is checked per
+ * receipt); every protected-receipted range is moved out of RAM while the hold-up time lasts, and
+ * its end is armed. An evacuation already under way, or one without evidence, changes nothing.
+ */
+export function startEvacuation(state: HolderPlainState): HolderStepResult {
+  const e = state.evidence;
+  if (state.evacuating || e === undefined) return unchanged(state);
+  return {
+    state: { ...state, evacuating: true },
+    effects: [{ type: "evacuate" }, { type: "arm", ms: e.holdUpMs, event: { type: "timer.evacuation" } }],
+  };
+}
+
+/** The hold-up time ended: the evacuation is over, and what it did not save is reported. */
+export function evacuationDeadline(state: HolderPlainState): HolderStepResult {
+  const effects: HolderEffect[] = [{ type: "evacuationDeadline" }];
+  return { state: state.evacuating ? { ...state, evacuating: false } : state, effects };
+}
+
+/**
+ * A flush finished: its outcome is applied, and during an evacuation the next flush starts at once
+ * (new sealed segments, or a missed deadline, still have to leave RAM).
+ */
+export function flushCompleted(state: HolderPlainState, result: FlushOutcome): HolderStepResult {
+  const effects: HolderEffect[] = [{ type: "applyFlush", result }];
+  if (state.evacuating && state.config.flush !== undefined) effects.push({ type: "startFlush", all: true });
+  return unchanged(state, effects);
 }
 
 /**

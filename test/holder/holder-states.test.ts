@@ -64,6 +64,7 @@ test("serving and degraded_evidence take units, evidence and drain; draining tak
     t.true(s.can(evidence), state);
     t.true(s.can({ type: "timer.evacuation" }), state);
     t.is(s.can({ type: "drain" }), state !== HolderState.Draining, state);
+    t.is(s.can({ type: "evacuation.start" }), state === HolderState.DegradedEvidence, "evacuation starts only on degrading");
   }
 });
 

@@ -1,5 +1,6 @@
 import test from "ava";
 import fc from "fast-check";
+import { RangeSet } from "../../lanes/index.ts";
 import { parseHolderConfig, type HolderConfig, type ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import { initialHolderState, type HolderPlainState } from "../../actors/holder/holder-state.ts";
 import { evidenceDegrades, holderStep, type EvidenceUpdate } from "../../actors/holder/holder-step.ts";
@@ -381,4 +382,57 @@ test("an edge's credit grant is applied as data; one that cannot be read is refu
     t.is(r.state, s);
     t.deepEqual(r.effects, []);
   }
+});
+
+test("evacuation: entering degraded evidence moves custody out and arms the hold-up time's end once; the end reports and closes it", (t) => {
+  const cfg = config({
+    residency: ["ram", "protected_ram", "disk"],
+    protectedRam: { evidence, maxEvidenceAgeMs: 5_000, minBatteryHealth: 0.8 },
+    flush: { intervalMs: 20, deadlineMs: 10 },
+  });
+  const s = deepFreeze(initialHolderState(cfg));
+  const start = holderStep(s, { type: "evacuation.start" }, 0);
+  t.true(start.state.evacuating);
+  t.deepEqual(start.effects, [{ type: "evacuate" }, { type: "arm", ms: 1000, event: { type: "timer.evacuation" } }]);
+  const again = holderStep(deepFreeze(start.state), { type: "evacuation.start" }, 1);
+  t.is(again.state, start.state, "an evacuation under way is not started twice");
+  t.deepEqual(again.effects, []);
+  const missed = { kind: "deadline_missed" as const, seqs: RangeSet.of(1, 4) };
+  t.deepEqual(holderStep(start.state, { type: "flush.completed", result: missed }, 2).effects, [
+    { type: "applyFlush", result: missed },
+    { type: "startFlush", all: true },
+  ], "during an evacuation the next flush starts at once");
+  t.deepEqual(holderStep(s, { type: "flush.completed", result: missed }, 2).effects, [{ type: "applyFlush", result: missed }]);
+  const end = holderStep(start.state, { type: "timer.evacuation" }, 1000);
+  t.false(end.state.evacuating);
+  t.deepEqual(end.effects, [{ type: "evacuationDeadline" }]);
+  const none = initialHolderState(config());
+  t.is(holderStep(none, { type: "evacuation.start" }, 0).state, none, "no evidence, nothing to evacuate");
+});
+
+test("timer.flush flushes and re-arms at the policy's interval; without a policy it does nothing; timer.seal seals and relieves pressure", (t) => {
+  const withFlush = deepFreeze(initialHolderState(config({ residency: ["ram", "disk"], flush: { intervalMs: 20, deadlineMs: 10 } })));
+  t.deepEqual(holderStep(withFlush, { type: "timer.flush" }, 0).effects, [
+    { type: "startFlush", all: false },
+    { type: "arm", ms: 20, event: { type: "timer.flush" } },
+  ]);
+  const without = deepFreeze(initialHolderState(config()));
+  t.deepEqual(holderStep(without, { type: "timer.flush" }, 0), { state: without, effects: [] });
+  t.deepEqual(holderStep(without, { type: "timer.seal", lane: "vol1/l1" }, 0).effects, [
+    { type: "sealDue", lane: "vol1/l1" },
+    { type: "relievePressure" },
+  ]);
+});
+
+test("a checked frontier and units loaded for a resend go on for a lane we serve, and are dropped for one we do not", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const ranges = RangeSet.of(1, 3);
+  t.deepEqual(holderStep(s, { type: "release.checked", lane: "vol1/l1", holder: "h2", ranges }, 0).effects, [
+    { type: "applyCheckedFrontier", lane: "vol1/l1", holder: "h2", ranges },
+  ]);
+  t.deepEqual(holderStep(s, { type: "release.checked", lane: "vol1/l9", holder: "h2", ranges }, 0).effects, []);
+  t.deepEqual(holderStep(s, { type: "resend.loaded", lane: "vol1/l1", edge: "h2", units: [] }, 0).effects, [
+    { type: "resendLoaded", lane: "vol1/l1", edge: "h2", units: [] },
+  ]);
+  t.deepEqual(holderStep(s, { type: "resend.loaded", lane: "vol1/l9", edge: "h2", units: [] }, 0).effects, []);
 });
