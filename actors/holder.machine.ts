@@ -104,7 +104,7 @@ const subscribed = {
   "nats.receipt": stepped,
   "nats.release": stepped,
   "release.checked": stepped,
-  "nats.transfer": forwarded,
+  "nats.transfer": stepped,
   "nats.fetch": stepped,
   "nats.audit": stepped,
   "nats.base": stepped,

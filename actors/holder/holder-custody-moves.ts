@@ -3,15 +3,14 @@ import { unitRecordBytes } from "../../arena/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { UnitVerdict } from "../../lanes/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
-import type { InboundMessage } from "../../transport/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
 import { eventSubject, transferSubject } from "../../transport/protocol/index.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
-import { decodeTransferOffer, encodeTransferOffer, holderEventSpec } from "../../transport/protocol/index.ts";
+import { encodeTransferOffer, holderEventSpec } from "../../transport/protocol/index.ts";
 import { SegmentSpillWriter } from "../lane-arena-spill.ts";
 import { authenticateDecoded } from "./unit-authentication.ts";
 
@@ -234,34 +233,19 @@ export class HolderCustodyMoves {
   }
 
   /**
-   * Neighbor side of a transfer: validates every unit like ingress — where the holder knows its
-   * volumes' writer keys, each unit must be listed by a writer attestation the offer carries —
-   * admits them only if the arena can promise their space now (else no receipt: the origin keeps
-   * custody), then publishes its own signed receipt — the origin releases only on that. Any
-   * refusal is counted (`transfer_<code>`) and refuses the whole offer before anything changes.
+   * Neighbor side of a transfer whose offer and units the machine read and validated
+   * (holder-transfer-step.ts `readTransferOffer`): where the holder knows its volumes' writer keys,
+   * each unit must be listed by a writer attestation the offer carries; the units are admitted only
+   * if the arena can promise their space now (else no receipt: the origin keeps custody), then this
+   * holder publishes its own signed receipt — the origin releases only on that. Any refusal is
+   * counted (`transfer_<code>`) and refuses the whole offer before anything changes.
    */
-  handleOffer(msg: InboundMessage, spawnArena: SpawnLaneArena): void {
-    let offer;
-    let tokens;
-    try {
-      ({ offer, attestations: tokens } = decodeTransferOffer(msg.data));
-    } catch (err) {
-      this.core.counters.inc(err instanceof CustodyError ? err.code : "malformed");
-      return;
-    }
-    if (offer.to !== this.core.config.holderId) return void this.core.counters.inc("wrong_holder");
-    const units: TransportUnit[] = [];
-    try {
-      for (const b of offer.units) {
-        const u = decodeMessage(unitSpec, b) as TransportUnit;
-        if (u.volume !== offer.volume || u.lane !== offer.lane)
-          throw new CustodyError("wrong_lane", "offered unit belongs to another lane", {});
-        units.push(validateTransportUnit(u));
-      }
-    } catch (err) {
-      this.core.counters.inc(err instanceof CustodyError ? `transfer_${err.code}` : "transfer_invalid");
-      return;
-    }
+  admitOffer(
+    offer: { readonly from: string; readonly volume: string; readonly lane: string },
+    units: readonly TransportUnit[],
+    tokens: readonly string[],
+    spawnArena: SpawnLaneArena,
+  ): void {
     const verdicts = authenticateDecoded(this.core.io.writerKeys, tokens, units);
     const refused = verdicts?.find((v) => !v.ok);
     if (refused !== undefined && !refused.ok) return void this.core.counters.inc(`transfer_${refused.code}`);

@@ -1,4 +1,4 @@
-import type { RangeSet } from "../../lanes/index.ts";
+import type { RangeSet, TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
 import type { WireCredit } from "../../transport/protocol/index.ts";
 import type { FlushOutcome, HolderObservation, HolderTimer, LoadedUnit } from "./holder-ports.ts";
@@ -89,6 +89,18 @@ export type HolderEffect =
   | { readonly type: "evacuate" }
   /** The hold-up time ended: any protected-receipted range still only in RAM is reported as a violation. */
   | { readonly type: "evacuationDeadline" }
+  /**
+   * A transfer offer from `from` whose units decoded and validated for `volume`/`lane`: admitted
+   * whole (writer attestations checked against `tokens`, space reserved) or refused whole.
+   */
+  | {
+      readonly type: "admitTransfer";
+      readonly from: string;
+      readonly volume: string;
+      readonly lane: string;
+      readonly units: readonly TransportUnit[];
+      readonly tokens: readonly string[];
+    }
   /** The holder stopped granting credit: every lane's credit grantor closes to new promises. */
   | { readonly type: "closeGrants" }
   /** The state's evidence changed: the protection status it gives the RAM queued now is recorded. */

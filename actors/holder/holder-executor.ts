@@ -31,10 +31,10 @@ export class HolderNotBootedError extends CustodyError {
   }
 }
 
-/** Thrown by `forward` for an event the lane runtime has no handler for (a wiring bug, counted). */
-export class HolderUnforwardedError extends CustodyError {
+/** Thrown for an effect the executor does not run (`arm` is the machine's own: a wiring bug, counted). */
+export class HolderEffectNotExecutableError extends CustodyError {
   constructor(type: string) {
-    super("unforwarded", `no lane runtime handler for ${type}`, { type });
+    super("effect_not_executable", `the executor does not run ${type} effects`, { type });
   }
 }
 
@@ -136,30 +136,25 @@ function inSession(rt: Runtime, state: HolderPlainState, fn: () => void): Holder
   return receipts === state.receipts && lanes === state.lanes ? state : { ...state, receipts, lanes };
 }
 
-/** The events `forward` hands to the lane runtime (everything the pure steps do not take yet). */
-type ForwardedEvent = Exclude<HolderEvent, HolderStepEvent | { type: "timer.arm" | "drain" | "retire" }>;
+/** The events `forward` hands whole to the lane runtime (none of the pure steps takes them yet). */
+type ForwardedEvent = Exclude<HolderEvent, HolderStepEvent | { type: "timer.arm" | "retire" }>;
 
-/** Hands one inbound event to the lane runtime; each part is guarded on its own (one failing leaves the others). */
-function forwardToRuntime(rt: Runtime, event: ForwardedEvent, spawn: LaneArenaSpawner): void {
+/**
+ * Units on one of the holder's unit subjects (holder-ingress.ts: credit, validation, storage in the
+ * lane arena, forwarding, receipt notes), each message guarded on its own (one failing leaves the others).
+ */
+function forwardToRuntime(rt: Runtime, event: ForwardedEvent): void {
   const core = coreOf(rt);
-  const moves = movesOf(rt);
-  const run = (fn: () => void) => guarded(rt, fn);
-  switch (event.type) {
-    case "nats.units":
-      for (const msg of event.msgs) run(() => core.handleUnit(event.lane, msg));
-      return;
-    case "nats.transfer":
-      // An offer for a lane not served yet spawns that lane's arena actor (why `forward` is an `assign`).
-      return run(() => moves.handleOffer(event.msg, laneSpawner(spawn)));
-    default:
-      return run(() => {
-        throw new HolderUnforwardedError((event as { type: string }).type);
-      });
-  }
+  for (const msg of event.msgs) guarded(rt, () => core.handleUnit(event.lane, msg));
 }
 
 /** Runs one effect of a pure step (`arm` never comes here: the machine raises it itself). */
-function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): HolderPlainState {
+function executeEffect(
+  rt: Runtime,
+  state: HolderPlainState,
+  e: HolderEffect,
+  spawn: LaneArenaSpawner,
+): HolderPlainState {
   rt.seen = state;
   switch (e.type) {
     case "count":
@@ -203,6 +198,9 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       return inSession(rt, state, () => movesOf(rt).evacuate());
     case "evacuationDeadline":
       return inSession(rt, state, () => movesOf(rt).evacuationDeadline());
+    case "admitTransfer":
+      // An offer for a lane not served yet spawns that lane's arena actor (why effects run in an `assign`).
+      return inSession(rt, state, () => movesOf(rt).admitOffer(e, e.units, e.tokens, laneSpawner(spawn)));
     case "reconnected":
       return inSession(rt, state, () => coreOf(rt).reconnected());
     case "closeGrants":
@@ -212,7 +210,10 @@ function executeEffect(rt: Runtime, state: HolderPlainState, e: HolderEffect): H
       guarded(rt, () => coreOf(rt).evidenceChanged());
       return state;
     case "arm":
-      throw new HolderUnforwardedError("arm");
+      guarded(rt, () => {
+        throw new HolderEffectNotExecutableError("arm");
+      });
+      return state;
   }
 }
 
@@ -245,15 +246,13 @@ function implementationsFor(rt: Runtime) {
         for (const e of r.effects)
           if (e.type === "arm") enqueue.raise(e.event, { delay: e.ms });
           else
-            enqueue.assign(({ context: c }) => {
-              const state = executeEffect(rt, c.state, e);
+            enqueue.assign(({ context: c, spawn }) => {
+              const state = executeEffect(rt, c.state, e, spawn as LaneArenaSpawner);
               return state === c.state ? {} : { state };
             });
       }),
-      forward: holderSetup.assign(({ context, event, spawn }) => {
-        const state = inSession(rt, context.state, () =>
-          forwardToRuntime(rt, event as ForwardedEvent, spawn as LaneArenaSpawner),
-        );
+      forward: holderSetup.assign(({ context, event }) => {
+        const state = inSession(rt, context.state, () => forwardToRuntime(rt, event as ForwardedEvent));
         return state === context.state ? {} : { state };
       }),
       stopCore: () => void rt.core?.stop(),

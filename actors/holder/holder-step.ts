@@ -9,6 +9,7 @@ import { rejection, type HolderEffect } from "./holder-effects.ts";
 import type { HolderPlainState } from "./holder-state.ts";
 import type { FlushOutcome, LoadedUnit } from "./holder-ports.ts";
 import { readAuditChallenge, readFetchRequest } from "./holder-read-steps.ts";
+import { readTransferOffer } from "./holder-transfer-step.ts";
 import { dueLanes, nextDeadline, takeBatch } from "./receipt-batches.ts";
 
 /**
@@ -48,6 +49,7 @@ export type HolderStepEvent =
   | { readonly type: "drain" }
   | { readonly type: "transport.connection"; readonly event: ConnectionEvent }
   | { readonly type: "nats.credit"; readonly lane: string; readonly edge: string; readonly msg: InboundMessage }
+  | { readonly type: "nats.transfer"; readonly msg: InboundMessage }
   | { readonly type: "nats.fetch"; readonly msg: InboundMessage }
   | { readonly type: "nats.audit"; readonly msg: InboundMessage }
   /** A lane arena child failed (XState's error event of a child actor). */
@@ -100,6 +102,8 @@ export function holderStep(state: HolderPlainState, event: HolderStepEvent, nowM
       return connectionChanged(state, event.event);
     case "nats.credit":
       return readGrant(state, event.lane, event.edge, event.msg.data);
+    case "nats.transfer":
+      return unchanged(state, readTransferOffer(state, event.msg.data));
     case "nats.fetch":
       return unchanged(state, readFetchRequest(state, event.msg));
     case "nats.audit":

@@ -1,6 +1,6 @@
 import test from "ava";
 import fc from "fast-check";
-import { RangeSet } from "../../lanes/index.ts";
+import { makeTransportUnit, RangeSet } from "../../lanes/index.ts";
 import { parseHolderConfig, type HolderConfig, type ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import { initialHolderState, type HolderPlainState } from "../../actors/holder/holder-state.ts";
 import { evidenceDegrades, holderStep, type EvidenceUpdate } from "../../actors/holder/holder-step.ts";
@@ -10,10 +10,12 @@ import {
   baseReadySpec,
   creditSpec,
   encodeMessage,
+  encodeTransferOffer,
   fetchSubject,
   releaseFrontierSpec,
   retentionChallengeSpec,
   unitFetchSpec,
+  unitSpec,
 } from "../../transport/protocol/index.ts";
 import { receiptBatchSpec } from "../../custody/index.ts";
 import { batchOf, receipt, signed } from "../custody/receipt-fixtures.ts";
@@ -435,4 +437,34 @@ test("a checked frontier and units loaded for a resend go on for a lane we serve
     { type: "resendLoaded", lane: "vol1/l1", edge: "h2", units: [] },
   ]);
   t.deepEqual(holderStep(s, { type: "resend.loaded", lane: "vol1/l9", edge: "h2", units: [] }, 0).effects, []);
+});
+
+const offered = (seq: number, lane = "l1") =>
+  makeTransportUnit({ volume: "vol1", lane, term: 1, firstSeq: seq, lastSeq: seq, commitTs: [seq], payload: new Uint8Array([seq]) });
+const offer = (units: Uint8Array[], to = "h1") => ({
+  type: "nats.transfer" as const,
+  msg: {
+    subject: "custody.v1.transfer.h1",
+    headers: {},
+    data: encodeTransferOffer({ from: "h0", to, volume: "vol1", lane: "l1", offerId: 1, units }, []),
+  },
+});
+
+test("a transfer offer whose units all decode and validate for the offered lane goes on whole; any bad unit refuses it whole", (t) => {
+  const s = deepFreeze(initialHolderState(config()));
+  const good = [offered(1), offered(2)].map((u) => encodeMessage(unitSpec, u));
+  const ok = holderStep(s, offer(good), 0);
+  t.is(ok.state, s);
+  t.like(ok.effects, [{ type: "admitTransfer", from: "h0", volume: "vol1", lane: "l1", tokens: [] }]);
+  const e = ok.effects[0];
+  t.deepEqual(e?.type === "admitTransfer" ? e.units.map((u) => u.firstSeq) : [], [1, 2]);
+  const otherLane = encodeMessage(unitSpec, offered(3, "l2"));
+  t.deepEqual(holderStep(s, offer([...good, otherLane]), 0).effects, [{ type: "count", name: "transfer_wrong_lane" }]);
+  const tampered = { ...offered(4), payload: new Uint8Array([99]) };
+  const [bad] = holderStep(s, offer([encodeMessage(unitSpec, tampered)]), 0).effects;
+  t.true(bad?.type === "count" && bad.name.startsWith("transfer_"), JSON.stringify(bad));
+  t.deepEqual(holderStep(s, offer(good, "h9"), 0).effects, [{ type: "count", name: "wrong_holder" }]);
+  const unreadable = { ...offer(good), msg: { ...offer(good).msg, data: new Uint8Array([1, 2]) } };
+  t.is(holderStep(s, unreadable, 0).effects.length, 1);
+  t.is(holderStep(s, unreadable, 0).state, s);
 });
