@@ -172,8 +172,8 @@ export const holderSetup = setup({
       assertEvent(event, "evidence.update");
       return !evidenceDegrades(context.state, event);
     },
-    /** Nothing is retained any more (the lane runtime's obligations). */
-    drained: unwired("drained"),
+    /** Nothing is retained any more (as the lane runtime reported it at the end of the last event). */
+    drained: ({ context }) => !context.state.retainsCustody,
     /** The control log admitted a newer incarnation of this holder (the peer directory). */
     superseded: unwired("superseded"),
   },

@@ -133,7 +133,9 @@ function inSession(rt: Runtime, state: HolderPlainState, fn: () => void): Holder
   guarded(rt, fn);
   const receipts = core.receipts.close();
   const lanes = withServedLanes(state.lanes, core.lanes);
-  return receipts === state.receipts && lanes === state.lanes ? state : { ...state, receipts, lanes };
+  const retainsCustody = !core.empty;
+  if (receipts === state.receipts && lanes === state.lanes && retainsCustody === state.retainsCustody) return state;
+  return { ...state, receipts, lanes, retainsCustody };
 }
 
 /** The events `forward` hands whole to the lane runtime (none of the pure steps takes them yet). */
@@ -204,8 +206,8 @@ function executeEffect(
     case "reconnected":
       return inSession(rt, state, () => coreOf(rt).reconnected());
     case "closeGrants":
-      guarded(rt, () => coreOf(rt).closeGrants());
-      return state;
+      // In a session: the draining state's `drained` check reads what the runtime retains now.
+      return inSession(rt, state, () => coreOf(rt).closeGrants());
     case "evidenceChanged":
       guarded(rt, () => coreOf(rt).evidenceChanged());
       return state;
@@ -263,7 +265,6 @@ function implementationsFor(rt: Runtime) {
       }),
     },
     guards: {
-      drained: () => coreOf(rt).empty,
       superseded: () => (ports.peers.incarnation(config.holderId) ?? 0) > config.incarnation,
     },
     actors: {

@@ -59,6 +59,11 @@ export interface HolderPlainState {
    * hold-up time ends (`timer.evacuation`), whatever state the holder is in by then.
    */
   readonly evacuating: boolean;
+  /**
+   * True while some lane retains custody, as the lane runtime reported it at the end of the last
+   * event it handled (a draining holder retires once it is false).
+   */
+  readonly retainsCustody: boolean;
   /** True while credit is promised to upstream senders (serving, degraded); false from draining on. */
   readonly granting: boolean;
 }
@@ -79,6 +84,7 @@ export function initialHolderState(config: HolderConfig, refreshMs = DEFAULT_REC
     evidence: config.protectedRam?.evidence,
     refreshMs,
     evacuating: false,
+    retainsCustody: false,
     granting: true,
   };
 }
