@@ -249,7 +249,9 @@ function implementationsFor(rt: Runtime) {
           if (e.type === "arm") enqueue.raise(e.event, { delay: e.ms });
           else
             enqueue.assign(({ context: c, spawn }) => {
-              const state = executeEffect(rt, c.state, e, spawn as LaneArenaSpawner);
+              let state = c.state;
+              // Guarded as a whole too: an observer that throws must not stop the holder either.
+              guarded(rt, () => (state = executeEffect(rt, c.state, e, spawn as LaneArenaSpawner)));
               return state === c.state ? {} : { state };
             });
       }),
