@@ -1,24 +1,23 @@
-import { assertEvent, assign, enqueueActions, fromPromise, setup, type ActorRefFrom } from "xstate";
+import { assertEvent, assign, enqueueActions, fromPromise, raise, setup, type ActorRefFrom } from "xstate";
+import { CustodyError } from "../core/index.ts";
 import { armTimer } from "./machine-timer.ts";
-import { HolderCore } from "./holder/holder-core.ts";
-import type { HolderInbound, HolderPorts } from "./holder/holder-ports.ts";
-import { HolderCustodyMoves } from "./holder/holder-custody-moves.ts";
+import type { HolderInbound } from "./holder/holder-ports.ts";
 import { laneArenaIngressLogic } from "./lane-arena.machine.ts";
-import type { LaneArenaInput } from "./lane-arena-events.ts";
-import type { SpawnLaneArena } from "./holder/holder-lane.ts";
-import { answerFetch } from "./holder/fetch-service.ts";
-import { answerAudit } from "./holder/audit-responder.ts";
-import { handOver, type HandoverReport } from "./holder/holder-handover.ts";
-import type { HolderConfig, ProtectedRamEvidence } from "./holder/holder-config.ts";
-import { protectionStatus, ProtectionStatus } from "../policies/index.ts";
+import type { HandoverReport } from "./holder/holder-handover.ts";
+import type { HolderConfig } from "./holder/holder-config.ts";
+import { initialHolderState, type HolderPlainState } from "./holder/holder-state.ts";
+import { evidenceDegrades, type EvidenceUpdate } from "./holder/holder-step.ts";
 
 /**
  * The Holder actor. Lifecycle: starting → serving ⇄ degraded_evidence → draining → retired.
  * Every inbound NATS message, timer and async completion arrives as an event of this one actor
- * (the single owner of the holder's inbound events); named actions hand it to the core. Timers are
- * the machine's own delayed events: the core asks for one with `timer.arm` and the machine raises
- * it to itself later, so a retired or stopped holder has none left. Each lane
- * it serves is backed by a lane-arena actor spawned as its child (`lane-arena:<volume>/<lane>`),
+ * (the single owner of the holder's inbound events). Its data is plain (`state`,
+ * holder/holder-state.ts), changed by the pure steps of holder/holder-step.ts (`step`), whose
+ * effects the executor runs; the events those steps do not take yet go to the lane runtime behind
+ * the executor (`forward`, holder/holder-executor.ts). The executor is supplied by `startHolder`
+ * with `holderMachine.provide(...)`: this machine alone touches no transport, clock, file or counter.
+ * Timers are the machine's own delayed events, so a retired or stopped holder has none left. Each
+ * lane it serves is backed by a lane-arena actor spawned as its child (`lane-arena:<volume>/<lane>`),
  * which owns that lane's segments, credits, pins, seal and acceptance log; the children stop when
  * the holder retires, and a child that fails leaves its lane refusing (`lane_arena_stopped`).
  *
@@ -47,12 +46,13 @@ export type HolderState = (typeof HolderState)[keyof typeof HolderState];
 /** What the machine is created with. */
 export interface HolderMachineInput {
   readonly config: HolderConfig;
-  readonly ports: HolderPorts;
+  /** How often retained coverage is re-announced (HolderPorts.receiptRefreshMs; default 500 ms). */
+  readonly receiptRefreshMs?: number;
 }
 
 export interface HolderContext {
-  readonly core: HolderCore;
-  readonly moves: HolderCustodyMoves;
+  /** The holder's own data, plain (no class instance, no closure). */
+  readonly state: HolderPlainState;
   startError?: string;
   /** The newer incarnation the control log admitted, once this one is fenced by it. */
   fencedBy?: number;
@@ -60,247 +60,160 @@ export interface HolderContext {
   handover?: HandoverReport;
 }
 
-/** Operator events (besides the core's own inbound events). */
-export type HolderCommand =
-  { type: "evidence.update"; evidence: ProtectedRamEvidence } | { type: "drain" } | { type: "retire" };
-
-export type HolderEvent = HolderInbound | HolderCommand;
-
 /**
- * Runs one action body. A bug or an unexpected input must never stop the holder (an XState actor
- * stops on a throwing action, and with it every custody promise): the error is counted as
- * `internal_error.<code>` and reported, and the actor keeps serving.
+ * Operator events (besides the inbound ones). New evidence comes with the RAM the holder had queued
+ * and the time when it was sent (`startHolder`'s `updateEvidence` fills both in).
  */
-function guarded(context: HolderContext, fn: () => void): void {
-  try {
-    fn();
-  } catch (err) {
-    const code = (err as { code?: unknown })?.code;
-    context.core.counters.inc(`internal_error.${typeof code === "string" ? code : "unexpected"}`);
-    context.core.note({ type: "rejected", code: `internal_error.${typeof code === "string" ? code : String(err)}` });
+export type HolderCommand = EvidenceUpdate | { type: "drain" } | { type: "retire" };
+
+/** Raised by the machine to itself when it enters degraded_evidence (the evacuation's pure step). */
+export type HolderInternal = { type: "evacuation.start" };
+
+export type HolderEvent = HolderInbound | HolderCommand | HolderInternal;
+
+/** A named action or actor of the machine that `startHolder` did not provide. */
+export class HolderNotWiredError extends CustodyError {
+  constructor(name: string) {
+    super("holder_not_wired", `holder machine ${name} needs startHolder's executor (holderMachine.provide)`, { name });
   }
 }
 
-/** XState's `spawn` as the context factory and `assign` actions receive it, narrowed to lane arenas. */
-type Spawner = (
+const unwired =
+  (name: string) =>
+  (_args: unknown, _params: undefined): never => {
+    throw new HolderNotWiredError(name);
+  };
+
+/** XState's `spawn` as `assign` actions receive it, narrowed to lane arenas (the executor's `boot` and `forward`). */
+export type LaneArenaSpawner = (
   src: "laneArena",
-  options: { id: string; input: LaneArenaInput },
+  options: { id: string; input: import("./lane-arena-events.ts").LaneArenaInput },
 ) => ActorRefFrom<typeof laneArenaIngressLogic>;
 
+/** Events the pure steps take (holder/holder-step.ts); every other inbound event goes to `forward`. */
+const stepped = { actions: "step" } as const;
+const forwarded = { actions: "forward" } as const;
+
 /**
- * Spawns lane arenas as children of the holder actor. Each starts at once (XState would start it
- * after the current transition): the holder stores into a lane in the same step that admits it.
+ * What the holder takes from the moment it subscribes (while `starting` already: its subscriptions,
+ * timers and lane arenas are live before it serves): NATS messages of its subjects, the connection,
+ * its own timers and async completions, and a failed lane arena.
  */
-function laneSpawner(spawn: Spawner): SpawnLaneArena {
-  return (id, input) => {
-    const ref = spawn("laneArena", { id, input });
-    ref.start();
-    return ref;
-  };
-}
+const subscribed = {
+  "nats.credit": stepped,
+  "nats.receipt": stepped,
+  "nats.release": stepped,
+  "release.checked": stepped,
+  "nats.transfer": stepped,
+  "nats.fetch": stepped,
+  "nats.audit": stepped,
+  "nats.base": stepped,
+  "transport.connection": stepped,
+  "timer.arm": { actions: "armTimer" },
+  "timer.receipts": stepped,
+  "timer.refresh": [{ guard: "superseded", target: "#holder.fenced" }, stepped],
+  "resend.loaded": stepped,
+  "timer.seal": stepped,
+  "timer.flush": stepped,
+  "flush.completed": stepped,
+  "xstate.error.actor.*": stepped,
+} as const;
 
-/** The incarnation of this holder the control log admitted last, as its peer directory knows it. */
-function admittedIncarnation(core: HolderCore): number | undefined {
-  return core.io.peers.incarnation(core.config.holderId);
-}
+/**
+ * What it takes once it has served (the handle `startHolder` returns exists only from then on): units
+ * its credits admitted, new protected-RAM evidence, and the end of an evacuation's hold-up time (armed
+ * in degraded_evidence, due in whatever state the holder is in by then).
+ */
+const served = {
+  ...subscribed,
+  "nats.units": forwarded,
+  "evidence.update": stepped,
+  "timer.evacuation": stepped,
+} as const;
 
-function degradedBy(core: HolderCore, e: ProtectedRamEvidence): boolean {
-  const p = core.config.protectedRam;
-  if (!p) return false;
-  let queued = 0;
-  for (const hl of core.lanes.values()) queued += hl.ramStoredBytes();
-  return protectionStatus(e, queued, core.io.clock.now(), p) !== ProtectionStatus.Ok;
-}
-
-export const holderMachine = setup({
+/** The machine's setup: its typed `assign`/`enqueueActions` are what the executor's implementations are built with. */
+export const holderSetup = setup({
   types: {
     context: {} as HolderContext,
     events: {} as HolderEvent,
     input: {} as HolderMachineInput,
   },
   actors: {
-    startCore: fromPromise(async ({ input }: { input: { core: HolderCore } }) => input.core.start()),
-    handOver: fromPromise(async ({ input }: { input: { core: HolderCore; by: number } }) =>
-      handOver(input.core, input.by),
-    ),
+    startCore: fromPromise<void>(async () => unwired("startCore")(undefined, undefined)),
+    handOver: fromPromise<HandoverReport, { by: number }>(async () => unwired("handOver")(undefined, undefined)),
     laneArena: laneArenaIngressLogic,
   },
   actions: {
-    admitUnits: ({ context, event }) => {
-      assertEvent(event, "nats.units");
-      for (const msg of event.msgs) guarded(context, () => context.core.handleUnit(event.lane, msg));
-    },
-    applyGrant: ({ context, event }) => {
-      assertEvent(event, "nats.credit");
-      guarded(context, () => context.core.handleCredit(event.lane, event.edge, event.msg));
-    },
-    applyReceipt: ({ context, event }) => {
-      assertEvent(event, "nats.receipt");
-      guarded(context, () => context.core.handleReceipt(event.lane, event.msg));
-    },
-    applyReleaseFrontier: ({ context, event }) => {
-      assertEvent(event, "nats.release");
-      guarded(context, () => context.core.handleRelease(event.msg));
-    },
-    applyCheckedRelease: ({ context, event }) => {
-      assertEvent(event, "release.checked");
-      guarded(context, () => context.core.releaseChecked(event.lane, event.holder, event.ranges));
-    },
-    /** An `assign` only for its `spawn`: an offer for a lane not served yet spawns that lane's arena actor. */
-    admitTransferOffer: assign(({ context, event, spawn }) => {
-      assertEvent(event, "nats.transfer");
-      guarded(context, () => context.moves.handleOffer(event.msg, laneSpawner(spawn as Spawner)));
-      return {};
-    }),
-    /**
-     * A lane's arena actor failed: its lane refuses from now on (typed `lane_arena_stopped`); the holder keeps serving.
-     */
-    noteLaneArenaFailure: ({ context, event }) => {
-      const id = event.type.slice("xstate.error.actor.".length);
-      context.core.counters.inc("lane_arena_failed");
-      context.core.note({ type: "rejected", code: `lane_arena_failed.${id}` });
-    },
-    stopLaneArenas: enqueueActions(({ context, enqueue }) => {
-      for (const hl of context.core.lanes.values()) enqueue.stopChild(hl.arenaActor);
-    }),
-    connectionChanged: ({ context, event }) => {
-      assertEvent(event, "transport.connection");
-      guarded(context, () => context.core.connectionChanged(event.event));
-    },
-    noteBase: ({ context, event }) => {
-      assertEvent(event, "nats.base");
-      guarded(context, () => context.core.handleBase(event.msg));
-    },
-    serveFetch: ({ context, event }) => {
-      assertEvent(event, "nats.fetch");
-      guarded(context, () => answerFetch(context.core, event.msg));
-    },
-    answerAudit: ({ context, event }) => {
-      assertEvent(event, "nats.audit");
-      guarded(context, () => answerAudit(context.core, event.msg));
-    },
-    /** The core asked for a timer: the machine raises it to itself later (cancelled when the actor stops). */
-    armTimer: armTimer<HolderContext, HolderEvent>(),
-    flushDueReceipts: ({ context }) => guarded(context, () => context.core.flushDueReceipts()),
-    refreshReceipts: ({ context }) => guarded(context, () => context.core.refreshReceipts()),
-    sealLane: ({ context, event }) => {
-      assertEvent(event, "timer.seal");
-      guarded(context, () => context.core.sealDue(event.lane));
-    },
-    resendDue: ({ context }) => guarded(context, () => context.core.resendDue()),
-    resendLoaded: ({ context, event }) => {
-      assertEvent(event, "resend.loaded");
-      guarded(context, () => context.core.resendLoaded(event.lane, event.edge, event.units));
-    },
-    relievePressure: ({ context }) => guarded(context, () => context.moves.relievePressure()),
-    flushTick: ({ context }) => guarded(context, () => context.moves.flushTick()),
-    applyFlush: ({ context, event }) => {
-      assertEvent(event, "flush.completed");
-      guarded(context, () => context.moves.applyFlush(event.result));
-    },
-    updateEvidence: ({ context, event }) => {
-      assertEvent(event, "evidence.update");
-      guarded(context, () => context.core.setEvidence(event.evidence));
-    },
-    evacuate: ({ context }) => guarded(context, () => context.moves.evacuate()),
-    checkEvacuation: ({ context }) => guarded(context, () => context.moves.evacuationDeadline()),
-    stopGranting: ({ context }) => guarded(context, () => context.core.stopGranting()),
-    stopCore: ({ context }) => {
-      void context.core.stop();
-    },
+    /** Creates the lane runtime (and spawns its lane arenas as children); an `assign` for its `spawn`. */
+    boot: unwired("boot"),
+    /** Runs the pure step on the event: assigns its state, raises its timers, executes its other effects. */
+    step: unwired("step"),
+    /** Hands the event to the lane runtime (an `assign`: receipt batches it touched come back into `state`). */
+    forward: unwired("forward"),
+    stopCore: unwired("stopCore"),
     /** Stops serving at once but keeps the spill stream open for the handover. */
-    quiesceCore: ({ context }) => {
-      void context.core.stop(true);
-    },
-    recordFence: assign(({ context }) => {
-      context.core.counters.inc("fenced");
-      return { fencedBy: admittedIncarnation(context.core) };
+    quiesceCore: unwired("quiesceCore"),
+    /** Counts the fence and records the incarnation that fenced this one (an `assign` of `fencedBy`). */
+    recordFence: unwired("recordFence"),
+    /** The lane runtime asked for a timer: the machine raises it to itself later (cancelled when the actor stops). */
+    armTimer: armTimer<HolderContext, HolderEvent>(),
+    stopLaneArenas: enqueueActions(({ self, enqueue }) => {
+      for (const id of Object.keys(self.getSnapshot().children))
+        if (id.startsWith("lane-arena:")) enqueue.stopChild(id);
     }),
-    recordStartFailure: ({ context, event }) => {
-      context.startError = String((event as { error?: unknown }).error);
-    },
+    recordStartFailure: assign({ startError: ({ event }) => String((event as { error?: unknown }).error) }),
   },
   guards: {
     evidenceDegrades: ({ context, event }) => {
       assertEvent(event, "evidence.update");
-      return degradedBy(context.core, event.evidence);
+      return evidenceDegrades(context.state, event);
     },
     evidenceHealthy: ({ context, event }) => {
       assertEvent(event, "evidence.update");
-      return !degradedBy(context.core, event.evidence);
+      return !evidenceDegrades(context.state, event);
     },
-    drained: ({ context }) => context.core.empty,
-    superseded: ({ context }) => (admittedIncarnation(context.core) ?? 0) > context.core.config.incarnation,
+    /** Nothing is retained any more (as the lane runtime reported it at the end of the last event). */
+    drained: ({ context }) => !context.state.retainsCustody,
+    /** The control log admitted a newer incarnation of this holder (the peer directory). */
+    superseded: unwired("superseded"),
   },
-}).createMachine({
+});
+
+export const holderMachine = holderSetup.createMachine({
   id: "holder",
   initial: HolderState.Starting,
-  context: ({ input, self, spawn }) => {
-    const core = new HolderCore(input.config, input.ports, (e) => self.send(e), laneSpawner(spawn as Spawner));
-    return { core, moves: new HolderCustodyMoves(core) };
-  },
-  on: {
-    "nats.credit": { actions: "applyGrant" },
-    "nats.receipt": { actions: "applyReceipt" },
-    "nats.release": { actions: "applyReleaseFrontier" },
-    "release.checked": { actions: "applyCheckedRelease" },
-    "nats.transfer": { actions: "admitTransferOffer" },
-    "nats.fetch": { actions: "serveFetch" },
-    "nats.audit": { actions: "answerAudit" },
-    "nats.base": { actions: "noteBase" },
-    "transport.connection": { actions: "connectionChanged" },
-    "timer.arm": { actions: "armTimer" },
-    "timer.receipts": { actions: "flushDueReceipts" },
-    "timer.refresh": [
-      { guard: "superseded", target: `.${HolderState.Fenced}` },
-      { actions: ["refreshReceipts", "resendDue", "relievePressure"] },
-    ],
-    "resend.loaded": { actions: "resendLoaded" },
-    "timer.seal": { actions: ["sealLane", "relievePressure"] },
-    "timer.flush": { actions: "flushTick" },
-    "flush.completed": { actions: "applyFlush" },
-    "timer.evacuation": { actions: "checkEvacuation" },
-    "evidence.update": { actions: "updateEvidence" },
-    retire: `.${HolderState.Retired}`,
-    "xstate.error.actor.*": { actions: "noteLaneArenaFailure" },
-  },
+  context: ({ input }) => ({ state: initialHolderState(input.config, input.receiptRefreshMs) }),
+  on: { retire: `.${HolderState.Retired}` },
   states: {
     [HolderState.Starting]: {
+      entry: "boot",
+      on: subscribed,
       invoke: {
         src: "startCore",
-        input: ({ context }) => ({ core: context.core }),
         onDone: HolderState.Serving,
         onError: { target: HolderState.Retired, actions: "recordStartFailure" },
       },
     },
     [HolderState.Serving]: {
       on: {
-        "nats.units": { actions: ["admitUnits"] },
-        "evidence.update": [
-          { guard: "evidenceDegrades", target: HolderState.DegradedEvidence, actions: "updateEvidence" },
-          { actions: "updateEvidence" },
-        ],
-        drain: HolderState.Draining,
+        ...served,
+        "evidence.update": [{ guard: "evidenceDegrades", target: HolderState.DegradedEvidence, ...stepped }, stepped],
+        drain: { target: HolderState.Draining, ...stepped },
       },
     },
     [HolderState.DegradedEvidence]: {
-      entry: "evacuate",
+      entry: raise({ type: "evacuation.start" }),
       on: {
-        "nats.units": { actions: ["admitUnits"] },
-        "evidence.update": [
-          { guard: "evidenceHealthy", target: HolderState.Serving, actions: "updateEvidence" },
-          { actions: "updateEvidence" },
-        ],
-        drain: HolderState.Draining,
+        ...served,
+        "evacuation.start": stepped,
+        "evidence.update": [{ guard: "evidenceHealthy", target: HolderState.Serving, ...stepped }, stepped],
+        drain: { target: HolderState.Draining, ...stepped },
       },
     },
     [HolderState.Draining]: {
-      entry: "stopGranting",
       always: { guard: "drained", target: HolderState.Retired },
-      on: {
-        // Units already credited are still admitted: a granted promise is kept.
-        "nats.units": { actions: ["admitUnits"] },
-      },
+      // Units already credited are still admitted (a granted promise is kept); evidence is kept, no state follows it.
+      on: served,
     },
     [HolderState.Retired]: {
       type: "final",
@@ -310,7 +223,7 @@ export const holderMachine = setup({
       entry: ["recordFence", "quiesceCore"],
       invoke: {
         src: "handOver",
-        input: ({ context }) => ({ core: context.core, by: context.fencedBy! }),
+        input: ({ context }) => ({ by: context.fencedBy! }),
         onDone: { target: HolderState.Retired, actions: assign({ handover: ({ event }) => event.output }) },
         onError: HolderState.Retired,
       },

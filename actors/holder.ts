@@ -8,6 +8,7 @@ import type { LaneLogView } from "./lane-arena-events.ts";
 import type { HolderLane, LaneArenaRef } from "./holder/holder-lane.ts";
 import type { KeptManifest } from "./holder/lane-manifests.ts";
 import { holderMachine, HolderState } from "./holder.machine.ts";
+import { holderExecutor } from "./holder/holder-executor.ts";
 import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
 import type { HolderPorts } from "./holder/holder-ports.ts";
 import { claimIncarnation } from "./holder/incarnation.ts";
@@ -180,20 +181,26 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     });
   }
   const cfg = { ...parsed, incarnation };
-  const actor = createActor(holderMachine, { input: { config: cfg, ports }, clock: ports.clock });
+  // The machine holds plain data only; its executor (the lane runtime, the ports) is supplied here.
+  const executor = holderExecutor(cfg, ports);
+  const machine = holderMachine.provide(executor.implementations);
+  const actor = createActor(machine, {
+    input: { config: cfg, receiptRefreshMs: ports.receiptRefreshMs },
+    clock: ports.clock,
+  });
   actor.start();
   const snap = await waitFor(actor, (s) => s.value !== HolderState.Starting);
-  const core = snap.context.core;
   if (snap.value === HolderState.Retired) {
     throw new HolderStartError(`holder ${cfg.holderId} failed to start: ${snap.context.startError}`, {
       holderId: cfg.holderId,
     });
   }
+  const core = executor.core();
   return {
     id: cfg.holderId,
     incarnation,
     actor,
-    counters: core.counters,
+    counters: executor.counters,
     state: () => String(actor.getSnapshot().value),
     fencedBy: () => actor.getSnapshot().context.fencedBy,
     handover: () => actor.getSnapshot().context.handover,
@@ -206,7 +213,13 @@ export async function startHolder(config: HolderConfigInput, ports: HolderPorts)
     protectionOk: () => core.protectionOk(),
     protectionState: () => core.protectionState(),
     spillFileBytes: () => core.spillStream?.bytes ?? 0,
-    updateEvidence: (evidence) => actor.send({ type: "evidence.update", evidence }),
+    updateEvidence: (evidence) =>
+      actor.send({
+        type: "evidence.update",
+        evidence,
+        nowMs: ports.clock.now(),
+        ramQueuedBytes: core.ramQueuedBytes(),
+      }),
     drain: () => actor.send({ type: "drain" }),
     async stop() {
       if (actor.getSnapshot().status === "active") actor.send({ type: "retire" });

@@ -1,11 +1,10 @@
-import { RangeSet } from "../../lanes/index.ts";
+import type { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage, encodeMessage } from "../../transport/protocol/index.ts";
+import { encodeMessage } from "../../transport/protocol/index.ts";
 import { auditDigest } from "../../policies/index.ts";
-import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
-import { retentionAnswerSpec, retentionChallengeSpec } from "../../transport/protocol/index.ts";
+import { retentionAnswerSpec } from "../../transport/protocol/index.ts";
 
 /**
  * The holder's side of a retention audit on `custody.v1.audit.<holder>`: it reads the challenged
@@ -15,19 +14,19 @@ import { retentionAnswerSpec, retentionChallengeSpec } from "../../transport/pro
  * holder still claims.
  */
 
-/** Answers one challenge (asynchronously when disk is read). Bad or misaddressed challenges get no answer (counted). */
-export function answerAudit(core: HolderCore, msg: InboundMessage): void {
-  let c;
-  try {
-    c = decodeMessage(retentionChallengeSpec, msg.data);
-  } catch {
-    return void core.counters.inc("audit_malformed");
-  }
-  if (c.holder !== core.config.holderId) return void core.counters.inc("audit_wrong_holder");
-  const challenge = c;
-  const seqs = RangeSet.fromJSON(challenge.seqs);
+/**
+ * Answers one challenge the machine's step accepted (holder-read-steps.ts) for lane `key`,
+ * asynchronously when disk is read.
+ */
+export function answerChallenge(
+  core: HolderCore,
+  key: string,
+  challenge: { readonly nonce: Uint8Array; readonly seqs: RangeSet },
+  msg: InboundMessage,
+): void {
+  const { seqs } = challenge;
   const span = core.spans.startSpan("holder.audit_answer", {
-    attributes: { "custody.lane": laneKey(c.volume, c.lane), "custody.seqs": seqs.toString() },
+    attributes: { "custody.lane": key, "custody.seqs": seqs.toString() },
   });
   const answer = (held: readonly TransportUnit[]) => {
     // Test-only fault (config `faults.dropRetained`): the payload is gone, only headers are left.
@@ -48,9 +47,8 @@ export function answerAudit(core: HolderCore, msg: InboundMessage): void {
       }),
     );
   };
-  const hl = core.lanes.get(laneKey(c.volume, c.lane));
-  // A lane not served here gets no answer (as with fetches): a request takes the first reply, and
-  // "nothing here" from a holder of another volume under the same id would be taken for this one's.
+  const hl = core.lanes.get(key);
+  // A lane not served here gets no answer (see holder-read-steps.ts).
   if (hl === undefined) {
     span.end();
     return void core.counters.inc("audit_unknown_lane");

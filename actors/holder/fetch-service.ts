@@ -1,9 +1,8 @@
-import { RangeSet } from "../../lanes/index.ts";
+import type { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage, encodeMessage, parseSubjectOf } from "../../transport/protocol/index.ts";
-import { encodeFetchPage, fetchPageBytes, unitBatchSpec, unitFetchSpec } from "../../transport/protocol/index.ts";
-import { laneKey } from "./holder-config.ts";
+import { encodeMessage } from "../../transport/protocol/index.ts";
+import { encodeFetchPage, fetchPageBytes, unitBatchSpec } from "../../transport/protocol/index.ts";
 import type { HolderCore } from "./holder-core.ts";
 
 /**
@@ -14,29 +13,18 @@ import type { HolderCore } from "./holder-core.ts";
  */
 
 /**
- * Answers one fetch request (asynchronously when disk is read). Bad requests and lanes not served here get no answer
- * (counted).
+ * Answers one fetch request the machine's step accepted (holder-read-steps.ts) with the `wanted`
+ * units of lane `key` after the caller's cursor, asynchronously when disk is read.
  */
-export function answerFetch(
+export function serveFetch(
   core: HolderCore,
+  key: string,
+  req: { readonly after: number; readonly limit: number; readonly wanted: RangeSet },
   msg: InboundMessage,
   maxReplyBytes = fetchPageBytes(core.io.transport.maxPayloadBytes?.()),
 ): void {
-  let req;
-  try {
-    req = decodeMessage(unitFetchSpec, msg.data);
-  } catch {
-    return void core.counters.inc("fetch_malformed");
-  }
-  if (req.holder !== core.config.holderId) return void core.counters.inc("fetch_wrong_holder");
-  // The subject's volume is what the server's permissions checked; a body naming another volume
-  // would read units the requester may not fetch (see docs/security.md).
-  if (volumeOf(msg.subject) !== req.volume) return void core.counters.inc("fetch_volume_not_in_subject");
-  const hl = core.lanes.get(laneKey(req.volume, req.lane));
-  // Only what comes after the caller's cursor, read segment by segment until a page is full.
-  const wanted = RangeSet.fromJSON(req.ranges).intersect(
-    RangeSet.of(Math.max(0, req.after + 1), Number.MAX_SAFE_INTEGER),
-  );
+  const hl = core.lanes.get(key);
+  const { wanted } = req;
   const respond = (units: readonly TransportUnit[], complete: boolean, known = new Map<number, string>()) => {
     const after = units.filter((u) => u.firstSeq > req.after).sort((a, b) => a.firstSeq - b.firstSeq);
     const page = encodeFetchPage(after, req.limit, maxReplyBytes);
@@ -47,8 +35,7 @@ export function answerFetch(
       encodeMessage(unitBatchSpec, { ...body, ...pageAttestations(after.slice(0, page.length), known) }),
     );
   };
-  // A lane we do not serve gets no answer: a request takes the first reply, and "nothing here" from
-  // a holder of another volume under the same id would pass for the real holder's custody.
+  // A lane we do not serve gets no answer (see holder-read-steps.ts).
   if (hl === undefined) return void core.counters.inc("fetch_unknown_lane");
   if (wanted.isEmpty) return respond([], true);
   hl.unitsPage(core.spillStream, wanted, req.limit + 1, maxReplyBytes + 1).then(
@@ -74,13 +61,4 @@ function pageAttestations(
   });
   if (index.size === 0) return {};
   return { attestations: [...index.keys()].map((t) => new Uint8Array(Buffer.from(t, "base64"))), attestationOf };
-}
-
-/** The volume a fetch subject names (undefined for a subject that is not one). */
-function volumeOf(subject: string): string | undefined {
-  try {
-    return parseSubjectOf("fetch", subject).volume;
-  } catch {
-    return undefined;
-  }
 }

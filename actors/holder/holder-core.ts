@@ -8,15 +8,14 @@ import { CreditSender } from "../hop/index.ts";
 import {
   auditSubject,
   baseSubject,
-  creditSpec,
-  decodeMessage,
   fetchesToHolder,
   receiptSubject,
   releaseSubject,
   transferSubject,
   unitSubject,
+  type WireCredit,
 } from "../../transport/protocol/index.ts";
-import type { ConnectionEvent, InboundMessage, TransportSubscription } from "../../transport/index.ts";
+import type { InboundMessage, TransportSubscription } from "../../transport/index.ts";
 import { laneKey, type HolderConfig, type ProtectedRamEvidence } from "./holder-config.ts";
 import { edgeGrantChecks } from "../hop/index.ts";
 import { HolderLane, type SpawnLaneArena } from "./holder-lane.ts";
@@ -24,14 +23,19 @@ import { FrontierBacking } from "../hop/index.ts";
 import { forgetReceipted, receiverReset } from "../hop/index.ts";
 import { adoptPreserved, adoptSpillRecords, requestAdmission } from "./holder-restart.ts";
 import { ProtectionStatus } from "../../policies/index.ts";
-import { ReceiptPublisher } from "./holder-receipt-publisher.ts";
+import { publishLaneReceipt, ReceiptDesk } from "./holder-receipt-publisher.ts";
 import type { HolderInbound, HolderObservation, HolderPorts, HolderTimer, LoadedUnit } from "./holder-ports.ts";
 import type { HolderContext } from "./holder-context.ts";
 import { resendDue, resendLoaded } from "./holder-resend.ts";
-import { handleLaneReceipt, ignoresLaneReceipt, noteBaseAnnouncement } from "./holder-edge-receipts.ts";
+import { applyLaneReceipt, ignoresLaneReceipt } from "./holder-edge-receipts.ts";
 import { handleUnitMessage, type IngressActions } from "./holder-ingress.ts";
 import { ramCreditHeadroom, ramProtectionState } from "./holder-protection.ts";
-import { readReleaseFrontier } from "./holder-release-frontiers.ts";
+import {
+  DEFAULT_RECEIPT_REFRESH_MS,
+  type BaseSnapshotRef,
+  type HolderPlainState,
+  type ReceiptLink,
+} from "./holder-state.ts";
 
 /**
  * The holder's working parts behind its XState machine: ingress with credits, immediate fan-out,
@@ -42,14 +46,15 @@ import { readReleaseFrontier } from "./holder-release-frontiers.ts";
 export class HolderCore {
   readonly counters: Counters;
   readonly lanes = new Map<string, HolderLane>();
-  /** Receipt batches: noted per admitted unit, signed and published when full, due or asked for. */
-  private readonly receipts: ReceiptPublisher;
+  /**
+   * The machine's receipt batches while an event is handled (opened and closed by the executor):
+   * noted per admitted unit, signed and published when full, due or asked for.
+   */
+  readonly receipts: ReceiptDesk;
   private readonly frontiers: FrontierBacking;
   private readonly tracer: Tracer;
   private readonly subs: TransportSubscription[] = [];
   private spill: SpillSet | undefined;
-  private evidence: ProtectedRamEvidence | undefined;
-  private serving = true;
   private stopped = false;
   private unwatch: (() => void) | undefined;
   /** What the holder's parts in other files see of it (holder-context.ts). */
@@ -58,7 +63,7 @@ export class HolderCore {
   private readonly ingressActions: IngressActions = {
     noteForReceipt: (key, link) => this.noteForReceipt(key, link),
     later: (ms, e) => this.later(ms, e),
-    granting: () => this.serving,
+    granting: () => this.granting,
   };
 
   constructor(
@@ -66,11 +71,15 @@ export class HolderCore {
     readonly ports: HolderPorts,
     private readonly dispatch: (e: HolderInbound) => void,
     spawnArena: SpawnLaneArena,
+    /**
+     * The machine's state as the executor last saw it: its protected-RAM evidence and whether it
+     * grants credit are read there (their only copy; both change only by machine events).
+     */
+    private readonly machine: () => Pick<HolderPlainState, "evidence" | "granting" | "evacuating">,
   ) {
     this.counters = ports.counters ?? new Counters();
     this.tracer = ports.tracer ?? trace.getTracer("custody.holder");
     this.frontiers = new FrontierBacking(ports.peers);
-    this.evidence = config.protectedRam?.evidence;
     for (const l of config.lanes) this.addLane(l.volume, l.lane, l.upstream, l.downstream, spawnArena);
     this.context = {
       config,
@@ -84,7 +93,7 @@ export class HolderCore {
       send: (e) => this.send(e),
       later: (ms, e) => this.later(ms, e),
     };
-    this.receipts = new ReceiptPublisher(this.context, () => (this.protectionOk() ? this.evidence : undefined));
+    this.receipts = new ReceiptDesk(this.context, () => this.receiptEvidence());
   }
 
   private addLane(
@@ -103,7 +112,7 @@ export class HolderCore {
       this.counters,
       spawn,
     );
-    hl.creditCap = () => ramCreditHeadroom(this.config, this.evidence, this.lanes, this.ports.clock.now());
+    hl.creditCap = () => ramCreditHeadroom(this.config, this.machine().evidence, this.lanes, this.ports.clock.now());
     for (const edge of downstream) {
       const onReset = (e: { incarnation: number; restarted: boolean }) => {
         this.counters.inc(e.restarted ? "edge_restarted" : "edge_new_window");
@@ -158,6 +167,7 @@ export class HolderCore {
       this.spill = opened.set;
       // What the previous incarnation made durable is custody again, under this incarnation.
       await adoptSpillRecords(this.context, opened.set, opened.recovered);
+      // The first flush tick; the machine re-arms it from its step (holder-step.ts `flushTick`).
       this.later(this.config.flush.intervalMs, { type: "timer.flush" });
     }
     if (this.ports.preserved !== undefined && this.protectionOk())
@@ -175,7 +185,8 @@ export class HolderCore {
     this.subs.push(t.subscribe(fetchesToHolder(me), (msg) => this.dispatch({ type: "nats.fetch", msg })));
     this.subs.push(t.subscribe(auditSubject(me), (msg) => this.dispatch({ type: "nats.audit", msg })));
     this.subs.push(t.subscribe(baseSubject(me), (msg) => this.dispatch({ type: "nats.base", msg })));
-    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
+    // The first refresh; the machine re-arms it from its step (holder-step.ts `refresh`).
+    this.later(this.ports.receiptRefreshMs ?? DEFAULT_RECEIPT_REFRESH_MS, { type: "timer.refresh" });
     this.unwatch = t.onConnection?.((event) => this.dispatch({ type: "transport.connection", event }));
     await t.flush();
     requestAdmission(this.context);
@@ -213,9 +224,8 @@ export class HolderCore {
     }
   }
 
-  /** Stops promising credit to upstream senders (draining); everything already credited is still admitted. */
-  stopGranting(): void {
-    this.serving = false;
+  /** Draining: every lane's grantor closes to new promises; what is already credited is still admitted. */
+  closeGrants(): void {
     for (const hl of this.lanes.values()) hl.grantor.close();
   }
 
@@ -226,13 +236,11 @@ export class HolderCore {
   }
 
   /**
-   * The connection changed. After a reconnect the subscriptions are live again but whatever was
+   * The connection is back (the machine's `reconnected` effect): the subscriptions are live again but whatever was
    * published meanwhile is gone: credits are re-announced and asked for, receipts re-published, and
    * every unit an edge has not receipted is due for re-sending at once.
    */
-  connectionChanged(e: ConnectionEvent): void {
-    this.counters.inc(`connection_${e}`);
-    if (e !== "reconnected") return;
+  reconnected(): void {
     for (const hl of this.lanes.values()) {
       hl.grantor.announce();
       hl.grantor.topUpAll();
@@ -269,12 +277,12 @@ export class HolderCore {
     handleUnitMessage(this.context, this.ingressActions, key, msg);
   }
 
-  /** Applies a grant from a downstream edge and sends what now fits. */
-  handleCredit(key: string, edge: string, msg: InboundMessage): void {
+  /** Applies a grant the machine read from a downstream edge (holder-step.ts `readGrant`) and sends what now fits. */
+  applyGrant(key: string, edge: string, grant: WireCredit): void {
     const s = this.lanes.get(key)?.edges.get(edge);
     if (s === undefined) return;
     try {
-      s.onGrant(decodeMessage(creditSpec, msg.data));
+      s.onGrant(grant);
     } catch (err) {
       this.reject(err instanceof CustodyError ? err.code : "malformed", key);
     }
@@ -296,18 +304,28 @@ export class HolderCore {
     this.receipts.noteAdmitted(key, link);
   }
 
-  /** Publishes every batch that is full or past its maximum delay; re-arms the timer for the rest. */
-  flushDueReceipts(): void {
-    this.receipts.flushDue();
+  /** The protected-RAM evidence receipts may state now (undefined: none usable). */
+  private receiptEvidence(): ProtectedRamEvidence | undefined {
+    return this.protectionOk() ? this.machine().evidence : undefined;
   }
 
-  /** Re-announces retained coverage on every lane (repairs receipts lost on the wire). */
-  refreshReceipts(): void {
-    this.republishReceipts();
-    this.later(this.ports.receiptRefreshMs ?? 500, { type: "timer.refresh" });
+  /**
+   * Signs and publishes a receipt batch the machine closed (`timer.receipts`, a base announcement),
+   * naming the lane's base snapshot `base`.
+   */
+  publishReceiptBatch(
+    key: string,
+    covered: { readonly units: number; readonly links: readonly ReceiptLink[] },
+    base: BaseSnapshotRef | undefined,
+  ): void {
+    publishLaneReceipt(this.context, key, covered, this.receiptEvidence(), base);
   }
 
-  private republishReceipts(): void {
+  /**
+   * Re-announces retained coverage on every lane (repairs receipts lost on the wire), and asks for
+   * admission until the control log admitted this incarnation.
+   */
+  republishReceipts(): void {
     // Until the control log admits this incarnation, its receipts count for nothing: keep asking.
     requestAdmission(this.context);
     for (const [key, hl] of this.lanes) {
@@ -319,7 +337,14 @@ export class HolderCore {
 
   /** Protection status of the RAM queue now (`none` without protected-RAM configuration). */
   protectionState(): string {
-    return ramProtectionState(this.config, this.evidence, this.lanes, this.ports.clock.now());
+    return ramProtectionState(this.config, this.machine().evidence, this.lanes, this.ports.clock.now());
+  }
+
+  /** Unit bytes queued in RAM over every lane (what protected-RAM evidence must cover). */
+  ramQueuedBytes(): number {
+    let queued = 0;
+    for (const hl of this.lanes.values()) queued += hl.ramStoredBytes();
+    return queued;
   }
 
   /** True while protected-RAM receipts may be issued for what is queued in RAM now. */
@@ -332,28 +357,30 @@ export class HolderCore {
     this.receipts.publish(key);
   }
 
-  /** A receipt batch on one of our lanes (see holder-edge-receipts.ts). */
-  handleReceipt(key: string, msg: InboundMessage): void {
-    handleLaneReceipt(this.context, this, key, msg);
-  }
-
-  /** A base snapshot announced by the base builder beside us: our next receipts name it. */
-  handleBase(msg: InboundMessage): void {
-    const key = noteBaseAnnouncement(this.context, msg);
-    if (key !== undefined) this.publishReceiptNow(key);
+  /** An edge's or the transfer neighbor's receipt batch on one of our lanes (see holder-edge-receipts.ts). */
+  applyLaneReceipt(
+    key: string,
+    from: string,
+    signed: { readonly body: Uint8Array; readonly signature: Uint8Array },
+    msg: InboundMessage,
+  ): void {
+    applyLaneReceipt(this.context, this, key, from, signed, msg);
   }
 
   // ---- release ----------------------------------------------------------------------------------
 
-  /** A release frontier from the control log, ours or an edge's (see holder-release-frontiers.ts). */
-  handleRelease(msg: InboundMessage): void {
-    const r = readReleaseFrontier(this.context, this.frontiers, msg);
-    if (r === undefined) return;
-    if (r.backed) this.applyFrontier(r.key, r.hl, r.holder, r.ranges);
-    else
-      this.frontiers.catchUp(() =>
-        this.send({ type: "release.checked", lane: r.key, holder: r.holder, ranges: r.ranges }),
-      );
+  /**
+   * A release frontier that passed the machine's checks (holder-step.ts `readReleaseFrontier`): ours
+   * authorizes ranges, then releases whole segments; an edge's ends what we owe that edge there (a
+   * unit it released before its receipt reached us would otherwise stay pinned for it forever). When
+   * our peer directory follows the log, it counts only as far as the log backs it: beyond what we
+   * have folded we catch up first (`releaseChecked`).
+   */
+  applyReleaseFrontier(key: string, holder: string, ranges: RangeSet): void {
+    const hl = this.lanes.get(key);
+    if (hl === undefined) return;
+    if (this.frontiers.backedNow(hl.volume, hl.lane, holder, ranges)) this.applyFrontier(key, hl, holder, ranges);
+    else this.frontiers.catchUp(() => this.send({ type: "release.checked", lane: key, holder, ranges }));
   }
 
   /** A frontier the log did not back yet, after catching up with it: only what the log now holds counts. */
@@ -399,7 +426,7 @@ export class HolderCore {
     if (!released.isEmpty) {
       this.ports.preserved?.forget(hl.volume, hl.lane, released);
       this.observe({ type: "released", lane: key, seqs: released.toString() });
-      if (this.serving) hl.grantor.topUpAll();
+      if (this.granting) hl.grantor.topUpAll();
     }
   }
 
@@ -452,17 +479,21 @@ export class HolderCore {
 
   /** True while granting credits (serving or degraded); false once draining. */
   get granting(): boolean {
-    return this.serving;
+    return this.machine().granting;
+  }
+
+  /** True while an evacuation is under way (machine state: from degraded evidence to the hold-up time's end). */
+  get evacuating(): boolean {
+    return this.machine().evacuating;
   }
 
   /** Current protected-RAM evidence, if configured. */
   get protectedEvidence(): ProtectedRamEvidence | undefined {
-    return this.evidence;
+    return this.machine().evidence;
   }
 
-  /** Replaces the protected-RAM evidence (from the host's monitoring). */
-  setEvidence(e: ProtectedRamEvidence): void {
-    this.evidence = e;
+  /** Records the protection status the machine's new evidence gives the RAM queued now. */
+  evidenceChanged(): void {
     this.observe({ type: "evidence", status: this.protectionState() });
   }
 
@@ -507,7 +538,7 @@ export class HolderCore {
     if (hl.transferredOut(seqs, stated)) {
       this.dropSpilled(hl);
       this.observe({ type: "transferred_out", lane: key, to: from, seqs: seqs.toString() });
-      if (this.serving) hl.grantor.topUpAll();
+      if (this.granting) hl.grantor.topUpAll();
     }
     span.end();
   }

@@ -3,15 +3,14 @@ import { unitRecordBytes } from "../../arena/index.ts";
 import { CustodyError } from "../../core/index.ts";
 import { UnitVerdict } from "../../lanes/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
-import { validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
-import type { InboundMessage } from "../../transport/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
 import { eventSubject, transferSubject } from "../../transport/protocol/index.ts";
-import { decodeMessage, encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
+import { encodeMessage, unitSpec } from "../../transport/protocol/index.ts";
 import { laneKey } from "./holder-config.ts";
 import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
-import { decodeTransferOffer, encodeTransferOffer, holderEventSpec } from "../../transport/protocol/index.ts";
+import { encodeTransferOffer, holderEventSpec } from "../../transport/protocol/index.ts";
 import { SegmentSpillWriter } from "../lane-arena-spill.ts";
 import { authenticateDecoded } from "./unit-authentication.ts";
 
@@ -40,7 +39,6 @@ export class HolderCustodyMoves {
   private readonly offers = new Map<number, { key: string; seqs: RangeSet; at: number }>();
   private offerSeq = 0;
   private flushing = false;
-  private evacuating = false;
   /** Sealed RAM segments the last flush passed over as not this holder's to persist (each counted once). */
   private notTarget = new Set<number>();
 
@@ -148,7 +146,6 @@ export class HolderCustodyMoves {
       this.core.counters.inc("flush_failed");
       this.core.note({ type: "flush_failed", message: result.message });
     }
-    if (this.evacuating) this.evacuationProgress();
   }
 
   /**
@@ -156,16 +153,9 @@ export class HolderCustodyMoves {
    * needs the write anyway.
    */
   private targeted(hl: HolderLane, seqs: RangeSet, relieves: boolean): boolean {
-    if (relieves || this.evacuating) return true;
+    if (relieves || this.core.evacuating) return true;
     const flushable = this.core.ports.peers.flushable?.(this.core.config.holderId, hl.volume, hl.lane, seqs);
     return flushable === undefined || !flushable.isEmpty;
-  }
-
-  /** Periodic flush tick: flush, then re-arm. */
-  flushTick(): void {
-    this.startFlush();
-    const policy = this.core.config.flush;
-    if (policy) this.core.schedule(policy.intervalMs, { type: "timer.flush" });
   }
 
   // ---- pressure and transfer --------------------------------------------------------------------
@@ -243,34 +233,19 @@ export class HolderCustodyMoves {
   }
 
   /**
-   * Neighbor side of a transfer: validates every unit like ingress — where the holder knows its
-   * volumes' writer keys, each unit must be listed by a writer attestation the offer carries —
-   * admits them only if the arena can promise their space now (else no receipt: the origin keeps
-   * custody), then publishes its own signed receipt — the origin releases only on that. Any
-   * refusal is counted (`transfer_<code>`) and refuses the whole offer before anything changes.
+   * Neighbor side of a transfer whose offer and units the machine read and validated
+   * (holder-transfer-step.ts `readTransferOffer`): where the holder knows its volumes' writer keys,
+   * each unit must be listed by a writer attestation the offer carries; the units are admitted only
+   * if the arena can promise their space now (else no receipt: the origin keeps custody), then this
+   * holder publishes its own signed receipt — the origin releases only on that. Any refusal is
+   * counted (`transfer_<code>`) and refuses the whole offer before anything changes.
    */
-  handleOffer(msg: InboundMessage, spawnArena: SpawnLaneArena): void {
-    let offer;
-    let tokens;
-    try {
-      ({ offer, attestations: tokens } = decodeTransferOffer(msg.data));
-    } catch (err) {
-      this.core.counters.inc(err instanceof CustodyError ? err.code : "malformed");
-      return;
-    }
-    if (offer.to !== this.core.config.holderId) return void this.core.counters.inc("wrong_holder");
-    const units: TransportUnit[] = [];
-    try {
-      for (const b of offer.units) {
-        const u = decodeMessage(unitSpec, b) as TransportUnit;
-        if (u.volume !== offer.volume || u.lane !== offer.lane)
-          throw new CustodyError("wrong_lane", "offered unit belongs to another lane", {});
-        units.push(validateTransportUnit(u));
-      }
-    } catch (err) {
-      this.core.counters.inc(err instanceof CustodyError ? `transfer_${err.code}` : "transfer_invalid");
-      return;
-    }
+  admitOffer(
+    offer: { readonly from: string; readonly volume: string; readonly lane: string },
+    units: readonly TransportUnit[],
+    tokens: readonly string[],
+    spawnArena: SpawnLaneArena,
+  ): void {
     const verdicts = authenticateDecoded(this.core.io.writerKeys, tokens, units);
     const refused = verdicts?.find((v) => !v.ok);
     if (refused !== undefined && !refused.ok) return void this.core.counters.inc(`transfer_${refused.code}`);
@@ -314,25 +289,16 @@ export class HolderCustodyMoves {
   // ---- protected-RAM evacuation -----------------------------------------------------------------
 
   /**
-   * Evidence degraded: protected receipts have already stopped (the bound is checked per receipt);
-   * move every protected-receipted range out of RAM while the hold-up time lasts — transfer to the
-   * neighbor and/or spill — and check at the end of the hold-up time whether it all got out.
+   * Evidence degraded (the machine's `startEvacuation` step; it also arms the end of the hold-up
+   * time): protected receipts have already stopped (the bound is checked per receipt); move every
+   * protected-receipted range out of RAM — transfer to the neighbor and/or spill.
    */
   evacuate(): void {
-    const e = this.core.protectedEvidence;
-    if (this.evacuating || !e) return;
-    this.evacuating = true;
     for (const [key, hl] of this.core.lanes) {
       hl.seal();
       if (this.core.config.transferNeighbor) this.offer(key, hl, true);
     }
     this.startFlush(true);
-    this.core.schedule(e.holdUpMs, { type: "timer.evacuation" });
-  }
-
-  /** Re-flushes after partial progress (new sealed segments, a missed deadline). */
-  private evacuationProgress(): void {
-    if (this.core.config.flush) this.startFlush(true);
   }
 
   /**
@@ -340,7 +306,6 @@ export class HolderCustodyMoves {
    * coverage — report a contract violation for exactly those ranges. Relabelling does not save data.
    */
   evacuationDeadline(): void {
-    this.evacuating = false;
     for (const hl of this.core.lanes.values()) {
       const lost = hl.protectedClaimed.intersect(hl.obligations.retained).subtract(hl.obligations.diskResident);
       if (!lost.isEmpty) this.publishViolation(hl, lost, "protected-RAM evidence lost before custody was evacuated");
@@ -366,10 +331,5 @@ export class HolderCustodyMoves {
         at: io.clock.now(),
       }),
     );
-  }
-
-  /** True while an evacuation is under way. */
-  get isEvacuating(): boolean {
-    return this.evacuating;
   }
 }

@@ -1,17 +1,13 @@
 import { CustodyError } from "../../core/index.ts";
-import { receiptBatchSpec } from "../../custody/index.ts";
-import { decodeReceiptBatch, receiptBatchSender } from "../../custody/index.ts";
+import { receiptBatchSender } from "../../custody/index.ts";
 import { verifyReceiptBatch } from "../../custody/index.ts";
 import { RangeSet } from "../../lanes/index.ts";
 import { receiptSubject } from "../../transport/protocol/index.ts";
 import { startConsumerSpan } from "../../transport/index.ts";
 import type { InboundMessage } from "../../transport/index.ts";
-import { decodeMessage } from "../../transport/protocol/index.ts";
 import { forgetReceipted } from "../hop/index.ts";
-import { laneKey } from "./holder-config.ts";
 import type { HolderContext } from "./holder-context.ts";
 import type { HolderLane } from "./holder-lane.ts";
-import { baseReadySpec } from "../../transport/protocol/index.ts";
 import { EdgeReceiptError } from "../hop/index.ts";
 
 /** What handling another holder's receipt may do besides the context: finish a transfer, release. */
@@ -44,22 +40,21 @@ function actsOnReceiptsOf(h: HolderContext, hl: HolderLane, holderId: string): b
 }
 
 /**
- * A receipt batch on one of our lanes. Our own are ignored; an edge's verified receipt drops
- * that edge's pins; the transfer neighbor's verified receipt completes a transfer. A batch that
- * fails verification (forged, stale incarnation/epoch, wrong stream) is counted and changes nothing.
+ * A readable receipt batch of an edge or the transfer neighbor on one of our lanes (holder-step.ts
+ * `readLaneReceipt` read its head): an edge's verified receipt drops that edge's pins; the neighbor's
+ * verified receipt completes a transfer. A batch that fails verification (forged, stale
+ * incarnation/epoch, wrong stream) is counted and changes nothing.
  */
-export function handleLaneReceipt(h: HolderContext, act: EdgeReceiptActions, key: string, msg: InboundMessage): void {
+export function applyLaneReceipt(
+  h: HolderContext,
+  act: EdgeReceiptActions,
+  key: string,
+  holderId: string,
+  signed: { readonly body: Uint8Array; readonly signature: Uint8Array },
+  msg: InboundMessage,
+): void {
   const hl = h.lanes.get(key);
-  if (hl === undefined) return;
-  let holderId: string;
-  let signed: { body: Uint8Array; signature: Uint8Array };
-  try {
-    signed = decodeMessage(receiptBatchSpec, msg.data);
-    holderId = decodeReceiptBatch(signed.body).holder.holderId;
-  } catch (err) {
-    return h.reject(err instanceof CustodyError ? `receipt_${err.code}` : "receipt_malformed", key);
-  }
-  if (!actsOnReceiptsOf(h, hl, holderId)) return;
+  if (hl === undefined || !actsOnReceiptsOf(h, hl, holderId)) return;
   const isEdge = hl.edges.has(holderId);
   const isNeighbor = holderId === h.config.transferNeighbor;
   const span = startConsumerSpan(h.tracer, "holder.edge_receipt", msg);
@@ -103,27 +98,4 @@ export function handleLaneReceipt(h: HolderContext, act: EdgeReceiptActions, key
   } finally {
     span.end();
   }
-}
-
-/**
- * The base builder beside us announces a base snapshot: from now on our receipts of that lane
- * name it (newest wins; an older announcement changes nothing). Refused (counted) for a lane we
- * do not serve. Returns the lane whose receipt should go out now, if any.
- */
-export function noteBaseAnnouncement(h: HolderContext, msg: InboundMessage): string | undefined {
-  let b;
-  try {
-    b = decodeMessage(baseReadySpec, msg.data);
-  } catch (err) {
-    h.reject(err instanceof CustodyError ? err.code : "malformed");
-    return undefined;
-  }
-  if (b.holder !== h.config.holderId) return void h.reject("wrong_holder");
-  const key = laneKey(b.volume, b.lane);
-  const hl = h.lanes.get(key);
-  if (hl === undefined) return void h.reject("unknown_lane");
-  if (hl.base !== undefined && hl.base.throughSeq >= b.throughSeq) return undefined;
-  hl.base = { snapshotId: b.snapshotId, throughSeq: b.throughSeq, bytes: b.bytes };
-  h.counters.inc("base_announced");
-  return key;
 }

@@ -67,8 +67,6 @@ export class HolderLane {
   readonly edges = new Map<string, CreditSender>();
   /** Segment id -> edges still holding an in_flight_forward pin on it. */
   private readonly forwardPins = new Map<number, Set<string>>();
-  /** The newest base snapshot materialized beside this holder for this lane (named in its receipts). */
-  base: { snapshotId: string; throughSeq: number; bytes: number } | undefined;
   /** Sequences last receipted at protected-RAM residency (what an evacuation must save). */
   protectedClaimed = RangeSet.EMPTY;
   /** Next receipt sequence of this holder incarnation on this stream. */

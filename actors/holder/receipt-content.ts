@@ -3,6 +3,7 @@ import { makeReceipt, type CustodyReceipt, type PayloadDescription } from "../..
 import { RangeSet } from "../../lanes/index.ts";
 import type { HolderConfig, ProtectedRamEvidence } from "./holder-config.ts";
 import type { HolderLane } from "./holder-lane.ts";
+import type { BaseSnapshotRef } from "./holder-state.ts";
 
 /**
  * What a holder states for one lane right now: one receipt for the RAM-resident ranges (protected
@@ -16,6 +17,7 @@ export function laneReceipts(
   config: HolderConfig,
   now: number,
   protectedEvidence: ProtectedRamEvidence | undefined,
+  base: BaseSnapshotRef | undefined,
 ): CustodyReceipt[] {
   const disk = hl.obligations.diskResident;
   hl.manifests.prune(hl.obligations.retained);
@@ -30,7 +32,7 @@ export function laneReceipts(
     policyGeneration: config.policyGeneration,
     prefixBase: hl.log.base,
     // Replaced per receipt by `kept` (spreading keeps this key's place in the receipt object).
-    payload: kept(hl, RangeSet.EMPTY).payload,
+    payload: kept(hl, RangeSet.EMPTY, base).payload,
     obligation: {
       obligationId: `${hl.volume}-${hl.lane}`,
       releaseAuthority: { kind: "control_log", region: config.site.region },
@@ -54,7 +56,9 @@ export function laneReceipts(
         }
       : { kind: "ram", capabilityGeneration: 0, observedAt: now };
     if (e) hl.protectedClaimed = hl.protectedClaimed.union(ram);
-    receipts.push(makeReceipt({ ...common, ...kept(hl, ram), receiptSeq: hl.receiptSeq++, retained: ram, residency }));
+    receipts.push(
+      makeReceipt({ ...common, ...kept(hl, ram, base), receiptSeq: hl.receiptSeq++, retained: ram, residency }),
+    );
   }
   const d = hl.lastDiskEvidence;
   if (!disk.isEmpty && d) {
@@ -69,7 +73,7 @@ export function laneReceipts(
       syncedAt: d.syncedAt,
     };
     receipts.push(
-      makeReceipt({ ...common, ...kept(hl, disk), receiptSeq: hl.receiptSeq++, retained: disk, residency }),
+      makeReceipt({ ...common, ...kept(hl, disk, base), receiptSeq: hl.receiptSeq++, retained: disk, residency }),
     );
   }
   return receipts;
@@ -79,11 +83,9 @@ export function laneReceipts(
  * The receipt's payload with the consistency manifests kept beside `ranges` (each a run of its
  * lanes in ascending order; see LaneManifests.cutsWithin).
  */
-function kept(hl: HolderLane, ranges: RangeSet): { payload: PayloadDescription } {
+function kept(hl: HolderLane, ranges: RangeSet, base: BaseSnapshotRef | undefined): { payload: PayloadDescription } {
   const baseSnapshots =
-    hl.base === undefined
-      ? []
-      : [{ snapshotId: hl.base.snapshotId, volume: hl.volume, throughSeq: hl.base.throughSeq }];
+    base === undefined ? [] : [{ snapshotId: base.snapshotId, volume: hl.volume, throughSeq: base.throughSeq }];
   const manifest = { baseSnapshots, consistencyCuts: hl.manifests.cutsWithin(hl.volume, ranges) };
   // A coalesced lane's units are whole windows, so the newest retained sequence is a window end:
   // the raw cut whose state the image reproduces (never possession of the raw records before it).

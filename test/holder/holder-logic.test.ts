@@ -2,7 +2,8 @@ import test from "ava";
 import fc from "fast-check";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { LaneObligations, EdgeReceiptError } from "../../actors/hop/lane-obligations.ts";
-import { ReceiptBatcher } from "../../actors/holder/receipt-batcher.ts";
+import { dueLanes, nextDeadline, noteAdmitted, takeBatch } from "../../actors/holder/receipt-batches.ts";
+import { NO_RECEIPT_BATCHES } from "../../actors/holder/holder-state.ts";
 import { parseHolderConfig, HolderConfigError } from "../../actors/holder/holder-config.ts";
 import { checkAllProtectedRam, evacuationFits, preservationTimeMs, protectedAdmissionLimit, protectionStatus } from "../../policies/protected-ram.ts";
 import type { ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
@@ -120,16 +121,20 @@ test("the persistence cut holds only ranges given as completed-sync evidence", (
 });
 
 test("a receipt batch is due when full or when its oldest unit has waited the max delay", (t) => {
-  const b = new ReceiptBatcher<string>({ maxUnits: 3, maxDelayMs: 10 });
-  t.false(b.noteAdmitted("v/l", 100, "s1"));
-  t.deepEqual(b.due(105), []);
-  t.is(b.nextDeadline(), 110);
-  t.deepEqual(b.due(110), ["v/l"]);
-  b.noteAdmitted("v/l", 111);
-  t.true(b.noteAdmitted("v/l", 112), "third unit fills the batch");
-  t.deepEqual(b.take("v/l"), { units: 3, links: ["s1"] });
-  t.false(b.pending);
-  t.is(b.take("v/l"), undefined);
+  const policy = { maxUnits: 3, maxDelayMs: 10 };
+  const link = { traceId: "t1", spanId: "s1", traceFlags: 1 };
+  let r = noteAdmitted(NO_RECEIPT_BATCHES, policy, "v/l", 100, link);
+  t.false(r.full);
+  t.deepEqual(dueLanes(r.batches, policy, 105), []);
+  t.is(nextDeadline(r.batches, policy), 110);
+  t.deepEqual(dueLanes(r.batches, policy, 110), ["v/l"]);
+  r = noteAdmitted(r.batches, policy, "v/l", 111);
+  r = noteAdmitted(r.batches, policy, "v/l", 112);
+  t.true(r.full, "third unit fills the batch");
+  const taken = takeBatch(r.batches, "v/l");
+  t.deepEqual(taken.taken, { units: 3, openedAt: 100, links: [link] });
+  t.deepEqual(taken.batches.open, {}, "nothing pending");
+  t.is(takeBatch(taken.batches, "v/l").taken, undefined);
 });
 
 const evidence: ProtectedRamEvidence = {
