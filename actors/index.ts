@@ -1,18 +1,5 @@
 /** Public surface of `actors/` (each machine's module adds its own line). */
-export {
-  laneArenaMachine,
-  laneArenaIngressLogic,
-  LaneArenaInputError,
-  laneLogOf,
-  type LaneArenaInput,
-  type LaneArenaContext,
-  type LaneArenaEvent,
-  type LaneArenaEmitted,
-  type LaneArenaView,
-  type LaneLogView,
-  type LaneSummary,
-} from "./lane-arena.machine.ts";
-export { SegmentSpillWriter, type SpillItem, type SpillRound } from "./lane-arena-spill.ts";
+export * from "./lane-arena/index.ts";
 export {
   holderMachine,
   HolderState,
@@ -20,8 +7,8 @@ export {
   type HolderContext,
   type HolderCommand,
   type HolderEvent,
-} from "./holder.machine.ts";
-export { startHolder, HolderStartError, type Holder } from "./holder.ts";
+} from "./holder/holder.machine.ts";
+export { startHolder, HolderStartError, type Holder } from "./holder/holder.ts";
 export {
   parseHolderConfig,
   HolderConfigError,

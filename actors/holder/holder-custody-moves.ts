@@ -11,7 +11,7 @@ import type { HolderCore } from "./holder-core.ts";
 import type { FlushOutcome } from "./holder-ports.ts";
 import type { HolderLane, SpawnLaneArena } from "./holder-lane.ts";
 import { encodeTransferOffer, holderEventSpec } from "../../transport/protocol/index.ts";
-import { SegmentSpillWriter } from "../lane-arena-spill.ts";
+import { SegmentSpillWriter } from "../lane-arena/index.ts";
 import { authenticateDecoded } from "./unit-authentication.ts";
 
 /** What the holder remembers of a segment it writes to its spill stream. */

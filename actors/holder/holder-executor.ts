@@ -1,7 +1,7 @@
 import { fromPromise, type ActorRefFrom } from "xstate";
 import { Counters, CustodyError } from "../../core/index.ts";
-import { holderSetup, type HolderEvent, type LaneArenaSpawner } from "../holder.machine.ts";
-import type { laneArenaIngressLogic } from "../lane-arena.machine.ts";
+import { holderSetup, type HolderEvent, type LaneArenaSpawner } from "./holder.machine.ts";
+import type { laneArenaIngressLogic } from "../lane-arena/index.ts";
 import { answerChallenge } from "./audit-responder.ts";
 import { serveFetch } from "./fetch-service.ts";
 import type { HolderConfig } from "./holder-config.ts";

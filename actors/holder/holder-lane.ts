@@ -17,15 +17,15 @@ import type { TransportUnit } from "../../lanes/index.ts";
 import { CreditGrantor } from "../hop/index.ts";
 import type { CreditSender } from "../hop/index.ts";
 import type { Transport } from "../../transport/index.ts";
-import type { laneArenaIngressLogic } from "../lane-arena.machine.ts";
-import { laneLogOf } from "../lane-arena.machine.ts";
+import type { laneArenaIngressLogic } from "../lane-arena/index.ts";
+import { laneLogOf } from "../lane-arena/index.ts";
 import type {
   LaneArenaEmitted,
   LaneArenaEvent,
   LaneArenaInput,
   LaneArenaView,
   LaneLogView,
-} from "../lane-arena-events.ts";
+} from "../lane-arena/index.ts";
 import type { HolderConfig } from "./holder-config.ts";
 import type { LoadedUnit } from "./holder-ports.ts";
 import { LaneObligations } from "../hop/index.ts";

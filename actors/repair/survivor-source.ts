@@ -1,6 +1,6 @@
 import { RangeSet } from "../../lanes/index.ts";
 import type { TransportUnit } from "../../lanes/index.ts";
-import type { Holder } from "../holder.ts";
+import type { Holder } from "../holder/index.ts";
 import { holderLaneKey as laneKey } from "../../core/index.ts";
 
 /**

@@ -4,7 +4,7 @@ import { CustodyError } from "../../core/index.ts";
 /**
  * A holder process learns from the control log that a newer incarnation of its identity was
  * admitted (started elsewhere, or by a supervisor): the holder actor has already stopped serving
- * (state `fenced`, actors/holder.machine.ts); the process says so in one line and exits with
+ * (state `fenced`, actors/holder/holder.machine.ts); the process says so in one line and exits with
  * EXIT_FENCED (cli/commands/run.ts), so it neither lingers looking healthy nor fights the newer one.
  */
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createActor } from "xstate";
-import { laneArenaMachine, laneLogOf, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena.machine.ts";
+import { laneArenaMachine, laneLogOf, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena/lane-arena.machine.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { SpillSet } from "../../arena/spill-set.ts";
 import type { SpillEvidence } from "../../arena/spill-stream.ts";

@@ -3,7 +3,7 @@ import { mkdtemp, rm, stat, truncate } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Arena } from "../../arena/arena.ts";
-import { LaneArenaSpill } from "../../actors/lane-arena-spill.ts";
+import { LaneArenaSpill } from "../../actors/lane-arena/lane-arena-spill.ts";
 import { SpillStream } from "../../arena/spill-stream.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { RangeSet } from "../../lanes/range-set.ts";

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createActor } from "xstate";
-import { LaneArenaInputError, laneArenaIngressLogic, laneArenaMachine, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena.machine.ts";
+import { LaneArenaInputError, laneArenaIngressLogic, laneArenaMachine, type LaneArenaEmitted, type LaneArenaInput } from "../../actors/lane-arena/lane-arena.machine.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";
 import { CountingFileLayer, ManualClock, unit, until } from "../arena/fixtures.ts";
 

@@ -4,7 +4,7 @@
  * listed by a writer attestation, so every unit h1 sends on shows whether h1 still had its token.
  */
 import anyTest, { type TestFn } from "ava";
-import type { Holder } from "../../actors/holder.ts";
+import type { Holder } from "../../actors/holder/holder.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";

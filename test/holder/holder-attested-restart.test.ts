@@ -11,7 +11,7 @@
 import anyTest, { type TestFn } from "ava";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startHolder, type Holder } from "../../actors/holder.ts";
+import { startHolder, type Holder } from "../../actors/holder/holder.ts";
 import { startController, type ControllerConfig } from "../../actors/index.ts";
 import { LossKind } from "../../policies/index.ts";
 import { unitRecordBytes } from "../../arena/segment.ts";

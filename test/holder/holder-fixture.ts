@@ -13,7 +13,7 @@ import { RangeSet } from "../../lanes/range-set.ts";
 import { makeTransportUnit, type TransportUnit } from "../../lanes/transport-unit.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { generateHolderKeyPair, publicKeyFromRaw } from "../../custody/signing.ts";
-import { startHolder, type Holder } from "../../actors/holder.ts";
+import { startHolder, type Holder } from "../../actors/holder/holder.ts";
 import type { HolderConfigInput, ProtectedRamEvidence } from "../../actors/holder/holder-config.ts";
 import type { HolderObservation, HolderPorts } from "../../actors/holder/holder-ports.ts";
 import type { PeerDirectory } from "../../actors/hop/index.ts";

@@ -3,7 +3,7 @@ import type { ActorRefFrom, AnyActorRef } from "xstate";
 import { unitRecordBytes } from "../../arena/segment.ts";
 import { systemClock } from "../../core/clock.ts";
 import { makeTransportUnit } from "../../lanes/transport-unit.ts";
-import { laneLogOf, type laneArenaMachine } from "../../actors/lane-arena.machine.ts";
+import { laneLogOf, type laneArenaMachine } from "../../actors/lane-arena/lane-arena.machine.ts";
 import { CreditSender } from "../../actors/hop/index.ts";
 import { encodeMessage, unitSpec } from "../../transport/protocol/wire/index.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";

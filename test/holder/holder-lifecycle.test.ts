@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from "ava";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
 import { systemClock } from "../../core/clock.ts";
-import { HolderStartError, startHolder } from "../../actors/holder.ts";
+import { HolderStartError, startHolder } from "../../actors/holder/holder.ts";
 import { HolderConfigError } from "../../actors/holder/holder-config.ts";
 import { eventually, holderConfig, KeyRing, launchHolder, publishRelease, settle, transport, unit, Writer } from "./holder-fixture.ts";
 

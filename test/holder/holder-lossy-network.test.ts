@@ -7,7 +7,7 @@
  * its frontier. The test only writes and watches: it re-sends nothing.
  */
 import test from "ava";
-import { startHolder, type Holder } from "../../actors/holder.ts";
+import { startHolder, type Holder } from "../../actors/holder/holder.ts";
 import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
 import { seededRandom } from "../../core/random.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";

@@ -8,7 +8,7 @@
 import anyTest, { type TestFn } from "ava";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { withNatsServer, type NatsTestContext } from "../kit/nats-test-context.ts";
-import type { Holder, HolderLaneView } from "../../actors/holder.ts";
+import type { Holder, HolderLaneView } from "../../actors/holder/holder.ts";
 import type { HolderConfigInput } from "../../actors/holder/holder-config.ts";
 import { CountingFileLayer, eventually, holderConfig, KeyRing, launchHolder, settle, tempDir, transport, unit, Writer } from "./holder-fixture.ts";
 

@@ -1,5 +1,5 @@
 import test from "ava";
-import { holderMachine, HolderState, type HolderEvent } from "../../actors/holder.machine.ts";
+import { holderMachine, HolderState, type HolderEvent } from "../../actors/holder/holder.machine.ts";
 import { parseHolderConfig } from "../../actors/holder/holder-config.ts";
 import { initialHolderState } from "../../actors/holder/holder-state.ts";
 import type { InboundMessage } from "../../transport/index.ts";

@@ -5,7 +5,7 @@
  */
 import test from "ava";
 import { unitRecordBytes } from "../../arena/segment.ts";
-import { startHolder } from "../../actors/holder.ts";
+import { startHolder } from "../../actors/holder/holder.ts";
 import { releaseFrontierSpec } from "../../transport/protocol/wire/holder-messages.ts";
 import { seededRandom } from "../../core/random.ts";
 import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";

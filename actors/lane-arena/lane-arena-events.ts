@@ -1,11 +1,11 @@
-import type { Arena } from "../arena/index.ts";
-import type { ArenaConfig } from "../arena/index.ts";
-import type { PinReason } from "../arena/index.ts";
-import type { SpillEvidence } from "../arena/index.ts";
-import type { Clock, Counters } from "../core/index.ts";
-import type { FileLayer } from "../core/index.ts";
-import type { LaneLog, UnitVerdict } from "../lanes/index.ts";
-import type { TransportUnit } from "../lanes/index.ts";
+import type { Arena } from "../../arena/index.ts";
+import type { ArenaConfig } from "../../arena/index.ts";
+import type { PinReason } from "../../arena/index.ts";
+import type { SpillEvidence } from "../../arena/index.ts";
+import type { Clock, Counters } from "../../core/index.ts";
+import type { FileLayer } from "../../core/index.ts";
+import type { LaneLog, UnitVerdict } from "../../lanes/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
 
 /** How a LaneArena actor is built. Pass an `arena`, or a `config` (and `clock`, `counters`) to make one. */
 export interface LaneArenaInput {

@@ -1,18 +1,18 @@
 import { createActor, waitFor, type Actor } from "xstate";
-import type { ArenaReport } from "../arena/index.ts";
-import { CustodyError } from "../core/index.ts";
-import { holderLaneKey, type Counters } from "../core/index.ts";
-import type { RangeSet, TransportUnit } from "../lanes/index.ts";
-import type { ReceiverWindow } from "./hop/index.ts";
-import type { LaneLogView } from "./lane-arena-events.ts";
-import type { HolderLane, LaneArenaRef } from "./holder/holder-lane.ts";
-import type { KeptManifest } from "./holder/lane-manifests.ts";
+import type { ArenaReport } from "../../arena/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { holderLaneKey, type Counters } from "../../core/index.ts";
+import type { RangeSet, TransportUnit } from "../../lanes/index.ts";
+import type { ReceiverWindow } from "../hop/index.ts";
+import type { LaneLogView } from "../lane-arena/index.ts";
+import type { HolderLane, LaneArenaRef } from "./holder-lane.ts";
+import type { KeptManifest } from "./lane-manifests.ts";
 import { holderMachine, HolderState } from "./holder.machine.ts";
-import { holderExecutor } from "./holder/holder-executor.ts";
-import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder/holder-config.ts";
-import type { HolderPorts } from "./holder/holder-ports.ts";
-import { claimIncarnation } from "./holder/incarnation.ts";
-import type { HandoverReport } from "./holder/holder-handover.ts";
+import { holderExecutor } from "./holder-executor.ts";
+import { parseHolderConfig, type HolderConfigInput, type ProtectedRamEvidence } from "./holder-config.ts";
+import type { HolderPorts } from "./holder-ports.ts";
+import { claimIncarnation } from "./incarnation.ts";
+import type { HandoverReport } from "./holder-handover.ts";
 
 /**
  * Runtime wiring of one holder: validates the configuration, creates the actor with the clock

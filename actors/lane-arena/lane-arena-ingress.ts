@@ -1,11 +1,11 @@
 import { fromTransition, type ActorSystem } from "xstate";
-import type { Arena } from "../arena/index.ts";
-import { decodeSegment } from "../arena/index.ts";
-import { PinReason } from "../arena/index.ts";
-import { CustodyError } from "../core/index.ts";
-import { LaneLog, UnitVerdict } from "../lanes/index.ts";
-import { RangeSet } from "../lanes/index.ts";
-import { laneKey, validateTransportUnit, type TransportUnit } from "../lanes/index.ts";
+import type { Arena } from "../../arena/index.ts";
+import { decodeSegment } from "../../arena/index.ts";
+import { PinReason } from "../../arena/index.ts";
+import { CustodyError } from "../../core/index.ts";
+import { LaneLog, UnitVerdict } from "../../lanes/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { laneKey, validateTransportUnit, type TransportUnit } from "../../lanes/index.ts";
 import { laneArenaContext, laneLog, summarize, type LaneArenaContext } from "./lane-arena-context.ts";
 import type { LaneArenaEmitted, LaneArenaEvent, LaneArenaInput, UnitVerdictEmitted } from "./lane-arena-events.ts";
 

@@ -1,5 +1,5 @@
 import { fromPromise, setup } from "xstate";
-import { SegmentStateError } from "../arena/index.ts";
+import { SegmentStateError } from "../../arena/index.ts";
 import { laneArenaContext, type LaneArenaContext } from "./lane-arena-context.ts";
 import { ingressHandlerOf, ingressHandlers } from "./lane-arena-ingress.ts";
 import type { LaneArenaSpill, SpillOutcome } from "./lane-arena-spill.ts";

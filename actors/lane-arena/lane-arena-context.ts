@@ -1,9 +1,9 @@
-import { Arena } from "../arena/index.ts";
-import { systemClock } from "../core/index.ts";
-import { LaneLog } from "../lanes/index.ts";
-import { laneKey } from "../lanes/index.ts";
+import { Arena } from "../../arena/index.ts";
+import { systemClock } from "../../core/index.ts";
+import { LaneLog } from "../../lanes/index.ts";
+import { laneKey } from "../../lanes/index.ts";
 import { LaneArenaSpill } from "./lane-arena-spill.ts";
-import type { ArenaReport } from "../arena/index.ts";
+import type { ArenaReport } from "../../arena/index.ts";
 import type { LaneArenaInput, LaneLogView, LaneSummary } from "./lane-arena-events.ts";
 
 /*

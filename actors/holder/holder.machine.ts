@@ -1,12 +1,12 @@
 import { assertEvent, assign, enqueueActions, fromPromise, raise, setup, type ActorRefFrom } from "xstate";
-import { CustodyError } from "../core/index.ts";
-import { armTimer } from "./machine-timer.ts";
-import type { HolderInbound } from "./holder/holder-ports.ts";
-import { laneArenaIngressLogic } from "./lane-arena.machine.ts";
-import type { HandoverReport } from "./holder/holder-handover.ts";
-import type { HolderConfig } from "./holder/holder-config.ts";
-import { initialHolderState, type HolderPlainState } from "./holder/holder-state.ts";
-import { evidenceDegrades, type EvidenceUpdate } from "./holder/holder-step.ts";
+import { CustodyError } from "../../core/index.ts";
+import { armTimer } from "../machine-timer.ts";
+import type { HolderInbound } from "./holder-ports.ts";
+import { laneArenaIngressLogic } from "../lane-arena/index.ts";
+import type { HandoverReport } from "./holder-handover.ts";
+import type { HolderConfig } from "./holder-config.ts";
+import { initialHolderState, type HolderPlainState } from "./holder-state.ts";
+import { evidenceDegrades, type EvidenceUpdate } from "./holder-step.ts";
 
 /**
  * The Holder actor. Lifecycle: starting → serving ⇄ degraded_evidence → draining → retired.
@@ -87,7 +87,7 @@ const unwired =
 /** XState's `spawn` as `assign` actions receive it, narrowed to lane arenas (the executor's `boot` and `forward`). */
 export type LaneArenaSpawner = (
   src: "laneArena",
-  options: { id: string; input: import("./lane-arena-events.ts").LaneArenaInput },
+  options: { id: string; input: import("../lane-arena/index.ts").LaneArenaInput },
 ) => ActorRefFrom<typeof laneArenaIngressLogic>;
 
 /** Events the pure steps take (holder/holder-step.ts); every other inbound event goes to `forward`. */

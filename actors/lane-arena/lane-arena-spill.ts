@@ -1,12 +1,12 @@
-import type { Arena } from "../arena/index.ts";
-import { SegmentStateError } from "../arena/index.ts";
-import { decodeSegment } from "../arena/index.ts";
-import { SpillSet } from "../arena/index.ts";
-import type { SpillEvidence, SpillRecordInfo } from "../arena/index.ts";
-import type { Clock } from "../core/index.ts";
-import type { FileLayer } from "../core/index.ts";
-import { Residency } from "../core/index.ts";
-import type { TransportUnit } from "../lanes/index.ts";
+import type { Arena } from "../../arena/index.ts";
+import { SegmentStateError } from "../../arena/index.ts";
+import { decodeSegment } from "../../arena/index.ts";
+import { SpillSet } from "../../arena/index.ts";
+import type { SpillEvidence, SpillRecordInfo } from "../../arena/index.ts";
+import type { Clock } from "../../core/index.ts";
+import type { FileLayer } from "../../core/index.ts";
+import { Residency } from "../../core/index.ts";
+import type { TransportUnit } from "../../lanes/index.ts";
 
 /**
  * One sealed segment to write: where it belongs, and its export form read when its turn comes (undefined: gone
