@@ -21,8 +21,13 @@ export {
 export { HolderRejectCode, type HolderObservation, type HolderPorts } from "./holder/holder-ports.ts";
 export type { PeerDirectory } from "./hop/index.ts";
 export { CreditSender, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_FRAME_UNITS } from "./hop/index.ts";
-export { volumeWriterMachine, WriterState, type WriterContext, type WriterEvent } from "./volume-writer.machine.ts";
-export { startVolumeWriter, type VolumeWriter } from "./volume-writer.ts";
+export {
+  volumeWriterMachine,
+  WriterState,
+  type WriterContext,
+  type WriterEvent,
+} from "./writer/volume-writer.machine.ts";
+export { startVolumeWriter, type VolumeWriter } from "./writer/volume-writer.ts";
 export {
   checkWriterConfig,
   WriterConfigError,

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
-import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter, type VolumeWriter } from "../../actors/writer/volume-writer.ts";
 import type { LaneSpec, ProtectionContract } from "../../actors/writer/writer-config.ts";
 import type { CoalescedStreamSpec } from "../../actors/writer/coalesced-stream.ts";
 import type { TransportUnit } from "../../lanes/transport-unit.ts";

@@ -15,7 +15,7 @@ import { startController, type Controller } from "../../actors/controller/contro
 import type { ControllerConfig } from "../../actors/controller/controller-config.ts";
 import { fetchUnits } from "../../actors/repair/custody-reader.ts";
 import { recoverVolume } from "../../actors/repair/volume-recovery.ts";
-import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter, type VolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";
 import { systemClock } from "../../core/clock.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";

@@ -18,7 +18,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startController, type Controller } from "../../actors/controller/controller.ts";
 import type { ControllerConfig } from "../../actors/controller/controller-config.ts";
-import { startVolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";
 import { lastIncarnation } from "../../actors/holder/incarnation.ts";
 import { systemClock } from "../../core/clock.ts";

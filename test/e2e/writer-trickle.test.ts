@@ -5,7 +5,7 @@
  * and when it comes the backlog drains and the waiting writes go through.
  */
 import anyTest, { type TestFn } from "ava";
-import { startVolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { NatsTransport } from "../../transport/nats-transport.ts";

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from "ava";
-import { startVolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { systemClock } from "../../core/clock.ts";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";

@@ -14,7 +14,7 @@ import { decodeReceiptBatch } from "../../custody/receipt-batch.ts";
 import { RangeSet } from "../../lanes/range-set.ts";
 import { SimNetwork } from "../../sim/sim-network.ts";
 import { SimulatedClock } from "../../sim/simulated-clock.ts";
-import { startVolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { CrashFileLayer } from "../../core/crash-file-layer.ts";
 import { SmartWalVolume } from "../../volume/smartwal-volume.ts";
 import { BLOCK_SIZE } from "../../volume/format.ts";

@@ -2,7 +2,7 @@ import anyTest, { type TestFn } from "ava";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startVolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { UnitOutbox } from "../../actors/writer/unit-outbox.ts";
 import { systemClock } from "../../core/clock.ts";
 import { nodeFileLayer } from "../../core/file-layer.ts";

@@ -50,7 +50,7 @@ test("inside actors/, a sibling's index, the sub-folder's own files and the pare
       "actors/writer/x.ts": "export const x = 1;",
       "actors/holder/index.ts": `export { noteSent } from "./edge-repair.ts";`,
       "actors/holder/edge-repair.ts": "export const noteSent = 1;",
-      "actors/holder/holder.ts": `import { noteSent } from "./holder/edge-repair.ts";`,
+      "actors/holder.ts": `import { noteSent } from "./holder/edge-repair.ts";`,
       "protocol/wire/a.ts": `import { b } from "../other/b.ts";`,
     }),
   );
@@ -91,12 +91,12 @@ test("a sub-folder that is a unit of its own (actors/runtime) is reached only th
   const v = checkImportRules(
     tree({
       "cli/x.ts": `import { readRoleConfig } from "../actors/runtime/role-config.ts";`,
-      "actors/holder/holder.ts": `import { runHolder } from "./runtime/run-holder.ts";`,
+      "actors/holder.ts": `import { runHolder } from "./runtime/run-holder.ts";`,
     }),
   );
   t.deepEqual(v.map((x) => x.message), [
     "cli/x.ts imports actors/runtime/role-config.ts: import from actors/runtime/index.ts instead",
-    "actors/holder/holder.ts imports actors/runtime/run-holder.ts: import from actors/runtime/index.ts instead",
+    "actors/holder.ts imports actors/runtime/run-holder.ts: import from actors/runtime/index.ts instead",
   ]);
 });
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { startController, type Controller } from "../../actors/controller/controller.ts";
 import type { VolumeTopology } from "../../actors/controller/controller-config.ts";
 import { startHolder, type Holder } from "../../actors/holder/holder.ts";
-import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter, type VolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { rawPublicKey } from "../../custody/signing.ts";

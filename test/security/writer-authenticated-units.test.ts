@@ -7,7 +7,7 @@
 import anyTest, { type TestFn } from "ava";
 import { join } from "node:path";
 import { startHolder, type Holder } from "../../actors/holder/holder.ts";
-import { startVolumeWriter, type VolumeWriter } from "../../actors/volume-writer.ts";
+import { startVolumeWriter, type VolumeWriter } from "../../actors/writer/volume-writer.ts";
 import { systemClock } from "../../core/clock.ts";
 import { KeyAuthority } from "../../custody/key-authority.ts";
 import { generateHolderKeyPair } from "../../custody/signing.ts";

@@ -1,7 +1,7 @@
 import { enqueueActions, raise, setup } from "xstate";
-import type { WriterEvent } from "./writer/writer-events.ts";
-import { writerStep } from "./writer/writer-step.ts";
-import { progressEveryMs, resendEveryMs, type WriterState as WriterData } from "./writer/writer-state.ts";
+import type { WriterEvent } from "./writer-events.ts";
+import { writerStep } from "./writer-step.ts";
+import { progressEveryMs, resendEveryMs, type WriterState as WriterData } from "./writer-state.ts";
 
 /**
  * The Volume Writer actor. Lifecycle: active → fenced → stopped (or active → stopped).

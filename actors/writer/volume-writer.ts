@@ -1,16 +1,16 @@
 import { createActor, type Actor } from "xstate";
-import type { Clock, Counters } from "../core/index.ts";
-import { RangeSet } from "../lanes/index.ts";
-import { edgePending } from "./hop/index.ts";
+import type { Clock, Counters } from "../../core/index.ts";
+import { RangeSet } from "../../lanes/index.ts";
+import { edgePending } from "../hop/index.ts";
 import { volumeWriterMachine } from "./volume-writer.machine.ts";
-import { listToArray } from "./writer/chunked-list.ts";
-import { WriterFencedError, type VolumeWriterConfig } from "./writer/writer-config.ts";
-import { protectedThrough } from "./writer/writer-custody.ts";
-import type { SyncOutcome, WriterEffect } from "./writer/writer-effects.ts";
-import type { WriterEvent } from "./writer/writer-events.ts";
-import { WriterExecutor } from "./writer/writer-executor.ts";
-import type { VolumeWriterPorts, WriteAck, WriterCut } from "./writer/writer-ports.ts";
-import { custodyBacklogBytes, initialWriterState, laneHeads, type WriterState } from "./writer/writer-state.ts";
+import { listToArray } from "./chunked-list.ts";
+import { WriterFencedError, type VolumeWriterConfig } from "./writer-config.ts";
+import { protectedThrough } from "./writer-custody.ts";
+import type { SyncOutcome, WriterEffect } from "./writer-effects.ts";
+import type { WriterEvent } from "./writer-events.ts";
+import { WriterExecutor } from "./writer-executor.ts";
+import type { VolumeWriterPorts, WriteAck, WriterCut } from "./writer-ports.ts";
+import { custodyBacklogBytes, initialWriterState, laneHeads, type WriterState } from "./writer-state.ts";
 
 /** A running volume writer: the actor plus the calls an application (or block device) makes. */
 export interface VolumeWriter {
