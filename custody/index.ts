@@ -67,6 +67,7 @@ export {
 export { verifyReceiptBatch, type ReceiptVerifyContext } from "./receipt-verification.ts";
 export {
   ReceiptLedger,
+  holdingOf,
   type CoverageQuery,
   type Holding,
   type HoldingFilter,

@@ -120,6 +120,31 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
+ * What `r` says its holder holds, with `retained` as the ledger believes it (the receipt's ranges
+ * minus what was released there since); evidence older than `maxEvidenceAgeMs` at `nowMs` is stale.
+ */
+export function holdingOf(r: CustodyReceipt, retained: RangeSet, nowMs: number, maxEvidenceAgeMs: number): Holding {
+  return {
+    holderId: r.holder.holderId,
+    incarnation: r.holder.incarnation,
+    volume: r.volume,
+    lane: r.lane,
+    obligationId: r.obligation.obligationId,
+    representation: r.payload.representation,
+    residency: r.residency.kind,
+    evidence: r.residency,
+    retained,
+    prefix: { base: r.prefix.base, through: retained.contiguousThrough(r.prefix.base) },
+    receiptSeq: r.receiptSeq,
+    issuedAt: r.issuedAt,
+    evidenceAt: r.residency.observedAt,
+    stale: nowMs - r.residency.observedAt > maxEvidenceAgeMs,
+    survivesPowerLoss: survivesPowerLoss(r.residency),
+    receipt: r,
+  };
+}
+
+/**
  * Merges verified receipts per (holder, volume, lane, obligation, residency) and answers who
  * retains what, at which residency, as of which evidence time.
  *
@@ -262,27 +287,8 @@ export class ReceiptLedger {
       if (filter.lane !== undefined && r.lane !== filter.lane) continue;
       if (filter.holderId !== undefined && r.holder.holderId !== filter.holderId) continue;
       if (filter.obligationId !== undefined && r.obligation.obligationId !== filter.obligationId) continue;
-      const retained = r.retained.subtract(
-        this.releasedFor(r.holder.holderId, r.volume, r.lane, r.obligation.obligationId),
-      );
-      out.push({
-        holderId: r.holder.holderId,
-        incarnation: r.holder.incarnation,
-        volume: r.volume,
-        lane: r.lane,
-        obligationId: r.obligation.obligationId,
-        representation: r.payload.representation,
-        residency: r.residency.kind,
-        evidence: r.residency,
-        retained,
-        prefix: { base: r.prefix.base, through: retained.contiguousThrough(r.prefix.base) },
-        receiptSeq: r.receiptSeq,
-        issuedAt: r.issuedAt,
-        evidenceAt: r.residency.observedAt,
-        stale: now - r.residency.observedAt > this.opts.maxEvidenceAgeMs,
-        survivesPowerLoss: survivesPowerLoss(r.residency),
-        receipt: r,
-      });
+      const released = this.releasedFor(r.holder.holderId, r.volume, r.lane, r.obligation.obligationId);
+      out.push(holdingOf(r, r.retained.subtract(released), now, this.opts.maxEvidenceAgeMs));
     }
     return out;
   }

@@ -1,6 +1,7 @@
 import { Encoder } from "@msgpack/msgpack";
 import { RangeSet } from "../../lanes/index.ts";
 import {
+  holdingOf,
   receiptToTuple,
   ReceiptError,
   ReceiptErrorCode,
@@ -146,25 +147,7 @@ export function ledgerHoldings(
     if (filter.holderId !== undefined && p.holder.holderId !== filter.holderId) continue;
     if (filter.obligationId !== undefined && p.obligation.obligationId !== filter.obligationId) continue;
     const retained = RangeSet.fromJSON(p.retained);
-    const r: CustodyReceipt = { ...p, retained };
-    out.push({
-      holderId: r.holder.holderId,
-      incarnation: r.holder.incarnation,
-      volume: r.volume,
-      lane: r.lane,
-      obligationId: r.obligation.obligationId,
-      representation: r.payload.representation,
-      residency: r.residency.kind,
-      evidence: r.residency,
-      retained,
-      prefix: { base: r.prefix.base, through: retained.contiguousThrough(r.prefix.base) },
-      receiptSeq: r.receiptSeq,
-      issuedAt: r.issuedAt,
-      evidenceAt: r.residency.observedAt,
-      stale: nowMs - r.residency.observedAt > maxEvidenceAgeMs,
-      survivesPowerLoss: survivesPowerLoss(r.residency),
-      receipt: r,
-    });
+    out.push(holdingOf({ ...p, retained }, retained, nowMs, maxEvidenceAgeMs));
   }
   return out;
 }
