@@ -24,8 +24,17 @@ export interface WalWritten {
   readonly lsn: number;
 }
 
+/** A write call: its reply id, where, and what (the caller's buffer). */
+export interface WriteCall {
+  readonly id: number;
+  readonly lba: number;
+  readonly data: Uint8Array;
+}
+
 export type WriterEvent =
   | { readonly type: "write"; readonly id: number; readonly lba: number; readonly data: Uint8Array }
+  /** The write calls of one turn, in call order: one event for all of them (each as a `write`). */
+  | { readonly type: "writes"; readonly writes: readonly WriteCall[] }
   | {
       readonly type: "sync";
       readonly id: number;

@@ -280,7 +280,9 @@ export class WriterExecutor {
   /** Settles what an event carries once the machine has stopped (it takes no events then). */
   orphaned(e: WriterEvent): void {
     const stopped = () => new WriterFencedError({ term: this.config.term, reason: "stopped" });
-    if (e.type === "wal.written") for (const w of e.writes) this.settle(w.id, undefined, stopped());
+    if (e.type === "write") this.settle(e.id, undefined, stopped());
+    else if (e.type === "writes") for (const w of e.writes) this.settle(w.id, undefined, stopped());
+    else if (e.type === "wal.written") for (const w of e.writes) this.settle(w.id, undefined, stopped());
     else if (e.type === "sync.local") {
       if (e.contract === undefined) this.settle(e.id, { durableLsn: e.durableLsn, heads: { ...e.target } });
       else this.settle(e.id, undefined, stopped());

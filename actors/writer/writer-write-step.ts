@@ -4,7 +4,7 @@ import { recordSend } from "../hop/index.ts";
 import { listLast, listDropFirst, listPush, listReplaceLast, type ChunkedList } from "./chunked-list.ts";
 import { splitWrite } from "./write-split.ts";
 import type { CoalesceNote, StepResult, WriterEffect } from "./writer-effects.ts";
-import type { WriterEvent } from "./writer-events.ts";
+import type { WriteCall, WriterEvent } from "./writer-events.ts";
 import { protectedThrough, unchanged, waiterTimer, wakeWaiters, withLane } from "./writer-custody.ts";
 import type { WriterCut } from "./writer-ports.ts";
 import {
@@ -32,7 +32,7 @@ type Out = StepResult<WriterState>;
 const MAX_CUTS = 65_536;
 
 /** A write: refused (counted) when malformed, queued behind the backpressure bound, or sent to SmartWAL. */
-export function admitWrite(s: WriterState, e: Ev<"write">): Out {
+export function admitWrite(s: WriterState, e: WriteCall): Out {
   try {
     splitWrite(s.specs, s.config.volume, e.lba, e.data instanceof Uint8Array ? e.data.length : NaN);
   } catch (err) {
@@ -49,6 +49,18 @@ export function admitWrite(s: WriterState, e: Ev<"write">): Out {
   if (s.waiting.length === 0 && custodyBacklogBytes(s) < maxBacklogBytes(s)) return unchanged(s, [walWrite]);
   const waiting = [...s.waiting, { id: e.id, lba: e.lba, data: e.data }];
   return { state: { ...s, waiting }, effects: [{ type: "count", name: "write_backpressure" }] };
+}
+
+/** The write calls of one turn: each admitted as its own `write` would be, in order. */
+export function admitWrites(s: WriterState, e: Ev<"writes">): Out {
+  let state = s;
+  const effects: WriterEffect[] = [];
+  for (const w of e.writes) {
+    const out = admitWrite(state, w);
+    state = out.state;
+    for (const x of out.effects) effects.push(x);
+  }
+  return { state, effects };
 }
 
 /** A lane's open-unit fields being filled by one batch (copied once per batch, on first touch). */

@@ -84,6 +84,30 @@ test("a write goes to SmartWAL unchanged; a malformed one is refused and counted
   }
 });
 
+test("the write calls of one turn as one event: each admitted as its own write would be, in order", (t) => {
+  const calls = [
+    { id: 1, lba: 0, data: block() },
+    { id: 2, lba: 64, data: block() }, // past the volume: refused, the others go on
+    { id: 3, lba: 1, data: block() },
+  ];
+  for (const s of [deepFreeze(fresh()), deepFreeze(run(fresh({ maxCustodyBacklogBytes: 100 }), sealed(1, 1)).state)]) {
+    const one = writerStep(s, { type: "writes", writes: calls });
+    t.deepEqual(one, run(s, ...calls.map((c): WriterEvent => ({ type: "write", ...c }))));
+  }
+  const batched = writerStep(deepFreeze(fresh()), { type: "writes", writes: calls });
+  t.deepEqual(batched.effects.map((e) => [e.type, "id" in e ? e.id : undefined]), [
+    ["walWrite", 1],
+    ["count", undefined],
+    ["refuse", 2],
+    ["walWrite", 3],
+  ]);
+  const held = writerStep(deepFreeze(run(fresh({ maxCustodyBacklogBytes: 100 }), sealed(1, 1)).state), {
+    type: "writes",
+    writes: calls,
+  });
+  t.deepEqual(held.state.waiting.map((w) => w.id), [1, 3], "past the bound both valid writes wait, in order");
+});
+
 test("completed writes join the lane's open unit, are acknowledged in order, and schedule ONE group-commit cut", (t) => {
   const s0 = deepFreeze(fresh());
   const a = writerStep(s0, written(5, [1, 0, 10], [2, 1, 11], [3, 2, 12]));
