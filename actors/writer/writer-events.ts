@@ -41,7 +41,13 @@ export type WriterEvent =
       readonly contract?: string | undefined;
       readonly timeoutMs?: number | undefined;
     }
-  | { readonly type: "wal.written"; readonly nowMs: number; readonly writes: readonly WalWritten[] }
+  | {
+      readonly type: "wal.written";
+      readonly nowMs: number;
+      readonly writes: readonly WalWritten[];
+      /** SmartWAL writes of the same turn that failed (their callers already have the error). */
+      readonly failed?: number;
+    }
   | { readonly type: "cut" }
   | { readonly type: "unit.sealed"; readonly nowMs: number; readonly lane: string; readonly unit: RetainedUnit }
   | { readonly type: "outbox.flushed"; readonly nowMs: number; readonly covered: number }

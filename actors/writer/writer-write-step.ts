@@ -46,7 +46,8 @@ export function admitWrite(s: WriterState, e: WriteCall): Out {
   // Custody off: the same SmartWAL path, nothing shipped.
   if (s.config.custody === false) return unchanged(s, [walWrite]);
   // Backpressure: a write that comes while others wait queues behind them (writes keep their order).
-  if (s.waiting.length === 0 && custodyBacklogBytes(s) < maxBacklogBytes(s)) return unchanged(s, [walWrite]);
+  if (s.waiting.length === 0 && custodyBacklogBytes(s) < maxBacklogBytes(s))
+    return { state: { ...s, walInFlight: s.walInFlight + 1 }, effects: [walWrite] };
   const waiting = [...s.waiting, { id: e.id, lba: e.lba, data: e.data }];
   return { state: { ...s, waiting }, effects: [{ type: "count", name: "write_backpressure" }] };
 }
@@ -153,8 +154,24 @@ export function walWritten(s: WriterState, e: Ev<"wal.written">): Out {
     lanes[n] = { ...s.lanes[n]!, next, pending, pendingTs, pendingBytes, runs: r };
   }
   if (notes !== undefined && notes.length > 0) effects.push({ type: "coalesce", notes });
+  return groupCommit({ ...s, lanes, cuts }, e.writes.length + (e.failed ?? 0), effects);
+}
+
+/**
+ * The group commit after a batch of completions: with no SmartWAL write left in flight the batch is
+ * the whole group, cut now (no timer between a lone write and its unit); otherwise one zero-delay
+ * `cut` lets the writes still in flight join the same units.
+ */
+function groupCommit(s: WriterState, completed: number, effects: WriterEffect[]): Out {
+  const walInFlight = Math.max(0, s.walInFlight - completed);
+  if (walInFlight === 0) {
+    if (s.cutQueued) effects.push({ type: "cancel", timer: "cut" });
+    const next = cutAll({ ...s, walInFlight, cutQueued: false }, effects);
+    if (s.config.coalesced !== undefined) effects.push({ type: "coalesceTick" });
+    return { state: next, effects };
+  }
   if (!s.cutQueued) effects.push({ type: "schedule", timer: "cut", delayMs: 0, event: { type: "cut" } });
-  return { state: { ...s, lanes, cuts, cutQueued: true }, effects };
+  return { state: { ...s, walInFlight, cutQueued: true }, effects };
 }
 
 /** Seals lane `name`'s open unit, if it has records. */

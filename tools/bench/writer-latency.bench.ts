@@ -132,6 +132,7 @@ async function paced() {
   const local: number[] = [];
   const toPublish: number[] = [];
   const start = performance.now();
+  const cpu0 = process.cpuUsage();
   const pending: Promise<void>[] = [];
   for (let i = 0; i < PACED; i++) {
     const due = start + (i * 1000) / RATE;
@@ -148,9 +149,11 @@ async function paced() {
     );
   }
   await Promise.all(pending);
+  const cpu = process.cpuUsage(cpu0);
   w.writer.stop();
   await w.volume.close();
   return {
+    cpu_us_per_paced_write: (cpu.user + cpu.system) / PACED,
     p50_local_ms: pct(local, 50),
     p99_local_ms: pct(local, 99),
     p50_publish_ms: pct(toPublish, 50),
