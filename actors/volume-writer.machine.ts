@@ -11,8 +11,9 @@ import { progressEveryMs, resendEveryMs, type WriterState as WriterData } from "
  * Its context is the writer's plain-data state; every event goes through the pure `writerStep`
  * (named action `step`), whose effects run as the named action `execute` (supplied by
  * startVolumeWriter: transport, volume, outbox, replies) — except timers, which are the
- * machine's own delayed events: the group-commit cut, protected syncs' timeouts, and the
- * repeating resend and progress ticks (sampled with the time into `resend.due` / `progress.due`).
+ * machine's own delayed events: the group-commit cut while writes are in flight, protected syncs'
+ * timeouts, and the repeating resend and progress ticks (sampled with the time into `resend.due` /
+ * `progress.due`).
  */
 
 /** Lifecycle states, as an enumeration. */

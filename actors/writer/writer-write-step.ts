@@ -21,8 +21,9 @@ import {
 /**
  * The writer's write side, pure: a write is checked and sent to SmartWAL (or waits while the
  * custody backlog is at its bound); completed writes (one batch per event) go into their lanes'
- * open units; the group commit's cut (one delayed `cut` event) seals them; sealed units are
- * retained, made durable in the outbox and only then sent to every first hop.
+ * open units; the group commit's cut (in that step when nothing is left in flight, else one delayed
+ * `cut` event) seals them; sealed units are retained, made durable in the outbox and only then sent
+ * to every first hop.
  */
 
 type Ev<T extends WriterEvent["type"]> = Extract<WriterEvent, { type: T }>;
@@ -116,7 +117,7 @@ function noteCut(s: WriterState, cuts: ChunkedList<WriterCut>, lsn: number, touc
 /**
  * A batch of completed SmartWAL writes: one record per lane piece (from the write's own buffer,
  * never re-read) joins the lane's open unit, each write is acknowledged with its LSN and lane
- * sequences, and the group commit's cut is scheduled once.
+ * sequences, and the group commit is cut (or its cut scheduled once).
  */
 export function walWritten(s: WriterState, e: Ev<"wal.written">): Out {
   const effects: WriterEffect[] = [];
