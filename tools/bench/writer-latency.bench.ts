@@ -13,6 +13,7 @@
  *   --rate 1000     paced writes/s (default 1000)
  *   --paced 2000    writes in the paced pass (default 2000)
  *   --writes 6000   writes per closed-loop pass (default 6000)
+ *   --holders 3     first hops, each granting ample credit (default 3)
  *   --pass paced    run only this pass (off, on, paced, hops; repeatable; default all)
  *   --json          one JSON object on stdout
  */
@@ -22,7 +23,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startVolumeWriter } from "../../actors/index.ts";
 import { systemClock } from "../../core/index.ts";
-import { creditSpec, creditSubject, encodeMessage } from "../../transport/protocol/index.ts";
+import { creditSpec, creditSubject, encodeMessage, unitSubject } from "../../transport/protocol/index.ts";
 import { readUnitMessage, type InboundMessage, type Transport } from "../../transport/index.ts";
 import { SmartWalVolume } from "../../volume/index.ts";
 
@@ -37,7 +38,8 @@ const WRITES = num("--writes", 6000);
 const QD = 16;
 const BLOCKS = 4096;
 const VOLUME = "vlat";
-const HOLDER = "h1";
+/** First hops (`--holders`, default 3 as in bench:e2e); units are timed as published toward the first. */
+const HOLDERS = Array.from({ length: num("--holders", 3) }, (_, i) => `h${i + 1}`);
 
 const work = mkdtempSync(join(tmpdir(), "custody-bench-writer-latency-"));
 let volumes = 0;
@@ -53,14 +55,15 @@ function fakeTransport(onUnit: (lastSeq: number) => void): Transport {
   return {
     name: "in-process",
     publish(subject, data, opts) {
-      if (!subject.startsWith("custody.v1.unit.")) return;
+      if (!subject.startsWith(unitSubject(HOLDERS[0]!, VOLUME, "l0"))) return;
       const read = readUnitMessage({ data, headers: opts?.headers ?? {} }, undefined);
       if (read.kind === "units") for (const u of read.units) if (u.unit !== undefined) onUnit(u.unit.lastSeq);
     },
     subscribe(subject, handler) {
       handlers.set(subject, handler);
-      if (subject === creditSubject(HOLDER, VOLUME, "l0")) {
-        const grant = { holder: HOLDER, sender: "w1", volume: VOLUME, lane: "l0", incarnation: 1, session: 1 };
+      const holder = HOLDERS.find((h) => subject === creditSubject(h, VOLUME, "l0"));
+      if (holder !== undefined) {
+        const grant = { holder, sender: "w1", volume: VOLUME, lane: "l0", incarnation: 1, session: 1 };
         const data = encodeMessage(creditSpec, { ...grant, window: 1, grantedThrough: 2 ** 50, grantSeq: 1 });
         queueMicrotask(() => handler({ subject, data, headers: {} }));
       }
@@ -93,9 +96,11 @@ async function openWriter(custody: boolean) {
       writerId: "w1",
       volume: VOLUME,
       term: 1,
-      lanes: [{ lane: "l0", fromLba: 0, toLba: BLOCKS - 1, holders: custody ? [HOLDER] : [] }],
+      lanes: [{ lane: "l0", fromLba: 0, toLba: BLOCKS - 1, holders: custody ? HOLDERS : [] }],
       contracts: [],
-      holderSites: custody ? { [HOLDER]: { id: "s1", region: "r1", az: "a1", host: "h1", deps: [] } } : {},
+      holderSites: custody
+        ? Object.fromEntries(HOLDERS.map((h) => [h, { id: `s-${h}`, region: "r1", az: "a1", host: h, deps: [] }]))
+        : {},
       topologyEpoch: 1,
       policyGeneration: 1,
       maxUnitPayloadBytes: 64 * 1024,
