@@ -11,8 +11,9 @@ import { progressEveryMs, resendEveryMs, type WriterState as WriterData } from "
  * Its context is the writer's plain-data state; every event goes through the pure `writerStep`
  * (named action `step`), whose effects run as the named action `execute` (supplied by
  * startVolumeWriter: transport, volume, outbox, replies) — except timers, which are the
- * machine's own delayed events: the group-commit cut, protected syncs' timeouts, and the
- * repeating resend and progress ticks (sampled with the time into `resend.due` / `progress.due`).
+ * machine's own delayed events: the group-commit cut while writes are in flight, protected syncs'
+ * timeouts, and the repeating resend and progress ticks (sampled with the time into `resend.due` /
+ * `progress.due`).
  */
 
 /** Lifecycle states, as an enumeration. */
@@ -57,16 +58,14 @@ export const volumeWriterMachine = setup({
     sampleProgress: () => undefined,
     // A fenced writer refuses calls: counted, and the caller's promise rejected.
     refuseCall: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "write" && event.type !== "sync") return;
+      let ids: number[] = [];
+      if (event.type === "writes") ids = event.writes.map((w) => w.id);
+      else if (event.type === "write" || event.type === "sync") ids = [event.id];
       const detail = { term: context.state.config.term, state: WriterState.Fenced };
       const refusal = { kind: "fenced", detail } as const;
-      enqueue({
-        type: "execute",
-        params: [
-          { type: "count", name: "writer_fenced" },
-          { type: "refuse", id: event.id, refusal },
-        ],
-      });
+      const params = [];
+      for (const id of ids) params.push({ type: "count", name: "writer_fenced" }, { type: "refuse", id, refusal });
+      enqueue({ type: "execute", params });
     }),
     armTimers: enqueueActions(({ context, enqueue }) => {
       enqueue.raise({ type: "timer.resend" }, { delay: resendEveryMs(context.state), id: "timer.resend" });
@@ -108,6 +107,7 @@ export const volumeWriterMachine = setup({
     [WriterState.Active]: {
       on: {
         write: { actions: "step" },
+        writes: { actions: "step" },
         sync: { actions: "step" },
         receipt: { actions: "step" },
         "receipt.invalid": { actions: "step" },
@@ -125,6 +125,7 @@ export const volumeWriterMachine = setup({
         receipt: { actions: "step" },
         "receipt.invalid": { actions: "step" },
         write: { actions: "refuseCall" },
+        writes: { actions: "refuseCall" },
         sync: { actions: "refuseCall" },
         stop: { target: WriterState.Stopped, actions: "step" },
       },

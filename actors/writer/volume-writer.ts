@@ -7,7 +7,7 @@ import { listToArray } from "./chunked-list.ts";
 import { WriterFencedError, type VolumeWriterConfig } from "./writer-config.ts";
 import { protectedThrough } from "./writer-custody.ts";
 import type { SyncOutcome, WriterEffect } from "./writer-effects.ts";
-import type { WriterEvent } from "./writer-events.ts";
+import type { WriteCall, WriterEvent } from "./writer-events.ts";
 import { WriterExecutor } from "./writer-executor.ts";
 import type { VolumeWriterPorts, WriteAck, WriterCut } from "./writer-ports.ts";
 import { custodyBacklogBytes, initialWriterState, laneHeads, type WriterState } from "./writer-state.ts";
@@ -101,6 +101,17 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
       throw new WriterFencedError({ term: config.term, state: a.getSnapshot().value });
     }
   };
+  // The write calls of one turn reach the machine as one event (one step for a queue depth's worth of
+  // writes, not one each); any other call sends them first, so the machine sees calls in call order.
+  let calls: WriteCall[] = [];
+  const sendWrites = () => {
+    if (calls.length === 0) return;
+    const writes = calls;
+    calls = [];
+    const e: WriterEvent = writes.length === 1 ? { type: "write", ...writes[0]! } : { type: "writes", writes };
+    if (a.getSnapshot().status === "active") a.send(e);
+    else exec.orphaned(e);
+  };
   return {
     id: config.writerId,
     actor: a,
@@ -111,18 +122,23 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
     drained: (deadlineMs) => drained(exec, read, ports.clock, deadlineMs),
     async write(lba, data) {
       refuseIfStopped();
-      return new Promise<WriteAck>((resolve, reject) =>
-        a.send({ type: "write", id: exec.keep({ resolve, reject }), lba, data }),
-      );
+      return new Promise<WriteAck>((resolve, reject) => {
+        if (calls.push({ id: exec.keep({ resolve, reject }), lba, data }) === 1) queueMicrotask(sendWrites);
+      });
     },
     async sync(contract, timeoutMs) {
       refuseIfStopped();
+      sendWrites();
       return new Promise<SyncOutcome>((resolve, reject) =>
         a.send({ type: "sync", id: exec.keep({ resolve, reject }), contract, timeoutMs }),
       );
     },
-    fence: (newTerm) => a.send({ type: "fence", newTerm }),
+    fence: (newTerm) => {
+      sendWrites();
+      a.send({ type: "fence", newTerm });
+    },
     stop: () => {
+      sendWrites();
       if (a.getSnapshot().status === "active") a.send({ type: "stop" });
       a.stop();
     },

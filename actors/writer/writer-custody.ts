@@ -118,7 +118,7 @@ export function dropReceipted(s: WriterState, name: string, effects: WriterEffec
 export function admitWaiting(s: WriterState, effects: WriterEffect[]): WriterState {
   if (s.waiting.length === 0 || custodyBacklogBytes(s) >= maxBacklogBytes(s)) return s;
   for (const w of s.waiting) effects.push({ type: "walWrite", id: w.id, lba: w.lba, data: w.data });
-  return { ...s, waiting: [] };
+  return { ...s, waiting: [], walInFlight: s.walInFlight + s.waiting.length };
 }
 
 /** Retained units of lane `l` lying wholly inside `seqs`, in order. */

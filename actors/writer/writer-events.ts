@@ -24,15 +24,30 @@ export interface WalWritten {
   readonly lsn: number;
 }
 
+/** A write call: its reply id, where, and what (the caller's buffer). */
+export interface WriteCall {
+  readonly id: number;
+  readonly lba: number;
+  readonly data: Uint8Array;
+}
+
 export type WriterEvent =
   | { readonly type: "write"; readonly id: number; readonly lba: number; readonly data: Uint8Array }
+  /** The write calls of one turn, in call order: one event for all of them (each as a `write`). */
+  | { readonly type: "writes"; readonly writes: readonly WriteCall[] }
   | {
       readonly type: "sync";
       readonly id: number;
       readonly contract?: string | undefined;
       readonly timeoutMs?: number | undefined;
     }
-  | { readonly type: "wal.written"; readonly nowMs: number; readonly writes: readonly WalWritten[] }
+  | {
+      readonly type: "wal.written";
+      readonly nowMs: number;
+      readonly writes: readonly WalWritten[];
+      /** SmartWAL writes of the same turn that failed (their callers already have the error). */
+      readonly failed?: number;
+    }
   | { readonly type: "cut" }
   | { readonly type: "unit.sealed"; readonly nowMs: number; readonly lane: string; readonly unit: RetainedUnit }
   | { readonly type: "outbox.flushed"; readonly nowMs: number; readonly covered: number }

@@ -68,6 +68,7 @@ export class WriterExecutor {
   private readonly coalescedHeads: Record<string, number>;
   private readonly subs: TransportSubscription[] = [];
   private written: WalWritten[] = [];
+  private failed = 0;
   private stopped = false;
 
   constructor(
@@ -211,15 +212,27 @@ export class WriterExecutor {
     const own = this.config.custody === false ? data : new Uint8Array(data);
     this.ports.volume.write(lba, own).then(
       (lsn) => {
-        if (this.written.push({ id, lba, data: own, lsn }) > 1) return;
-        queueMicrotask(() => {
-          const writes = this.written;
-          this.written = [];
-          this.send({ type: "wal.written", nowMs: this.ports.clock.now(), writes });
-        });
+        this.written.push({ id, lba, data: own, lsn });
+        this.completed();
       },
-      (err: unknown) => this.settle(id, undefined, err),
+      (err: unknown) => {
+        this.settle(id, undefined, err);
+        this.failed++;
+        this.completed();
+      },
     );
+  }
+
+  /** The first SmartWAL completion of a turn sends them all at the end of it, as one batch. */
+  private completed(): void {
+    if (this.written.length + this.failed > 1) return;
+    queueMicrotask(() => {
+      const writes = this.written;
+      const failed = this.failed;
+      this.written = [];
+      this.failed = 0;
+      this.send({ type: "wal.written", nowMs: this.ports.clock.now(), writes, failed });
+    });
   }
 
   /** Seals records into one encrypted unit of `lane` (raw or derived) and ships it. */
@@ -280,7 +293,9 @@ export class WriterExecutor {
   /** Settles what an event carries once the machine has stopped (it takes no events then). */
   orphaned(e: WriterEvent): void {
     const stopped = () => new WriterFencedError({ term: this.config.term, reason: "stopped" });
-    if (e.type === "wal.written") for (const w of e.writes) this.settle(w.id, undefined, stopped());
+    if (e.type === "write") this.settle(e.id, undefined, stopped());
+    else if (e.type === "writes") for (const w of e.writes) this.settle(w.id, undefined, stopped());
+    else if (e.type === "wal.written") for (const w of e.writes) this.settle(w.id, undefined, stopped());
     else if (e.type === "sync.local") {
       if (e.contract === undefined) this.settle(e.id, { durableLsn: e.durableLsn, heads: { ...e.target } });
       else this.settle(e.id, undefined, stopped());

@@ -94,6 +94,8 @@ export interface WriterState {
   readonly manifestShipped: { readonly lsn: number; readonly at: number };
   /** A group-commit cut is scheduled. */
   readonly cutQueued: boolean;
+  /** SmartWAL writes sent and not yet completed (custody on): with none left, a batch is cut at once. */
+  readonly walInFlight: number;
   readonly waiters: readonly ProtectionWaiter[];
   readonly waiting: readonly WaitingWrite[];
   /** Units waiting for the outbox flush, and whether one runs (one at a time). */
@@ -146,6 +148,7 @@ export function initialWriterState(config: VolumeWriterConfig, opts: { hasOutbox
     cuts: emptyList(),
     manifestShipped: { lsn: -1, at: -Infinity },
     cutQueued: false,
+    walInFlight: 0,
     waiters: [],
     waiting: [],
     outboxQueue: [],

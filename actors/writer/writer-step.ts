@@ -14,6 +14,7 @@ import { connectionChanged, edgeReset, onProgressDue, onResendDue } from "./writ
 import {
   admitSync,
   admitWrite,
+  admitWrites,
   cut,
   outboxFailed,
   outboxFlushed,
@@ -34,6 +35,8 @@ export function writerStep(s: WriterState, e: WriterEvent): StepResult<WriterSta
   switch (e.type) {
     case "write":
       return admitWrite(s, e);
+    case "writes":
+      return admitWrites(s, e);
     case "wal.written":
       return walWritten(s, e);
     case "cut":

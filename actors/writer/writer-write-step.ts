@@ -4,7 +4,7 @@ import { recordSend } from "../hop/index.ts";
 import { listLast, listDropFirst, listPush, listReplaceLast, type ChunkedList } from "./chunked-list.ts";
 import { splitWrite } from "./write-split.ts";
 import type { CoalesceNote, StepResult, WriterEffect } from "./writer-effects.ts";
-import type { WriterEvent } from "./writer-events.ts";
+import type { WriteCall, WriterEvent } from "./writer-events.ts";
 import { protectedThrough, unchanged, waiterTimer, wakeWaiters, withLane } from "./writer-custody.ts";
 import type { WriterCut } from "./writer-ports.ts";
 import {
@@ -21,8 +21,9 @@ import {
 /**
  * The writer's write side, pure: a write is checked and sent to SmartWAL (or waits while the
  * custody backlog is at its bound); completed writes (one batch per event) go into their lanes'
- * open units; the group commit's cut (one delayed `cut` event) seals them; sealed units are
- * retained, made durable in the outbox and only then sent to every first hop.
+ * open units; the group commit's cut (in that step when nothing is left in flight, else one delayed
+ * `cut` event) seals them; sealed units are retained, made durable in the outbox and only then sent
+ * to every first hop.
  */
 
 type Ev<T extends WriterEvent["type"]> = Extract<WriterEvent, { type: T }>;
@@ -32,7 +33,7 @@ type Out = StepResult<WriterState>;
 const MAX_CUTS = 65_536;
 
 /** A write: refused (counted) when malformed, queued behind the backpressure bound, or sent to SmartWAL. */
-export function admitWrite(s: WriterState, e: Ev<"write">): Out {
+export function admitWrite(s: WriterState, e: WriteCall): Out {
   try {
     splitWrite(s.specs, s.config.volume, e.lba, e.data instanceof Uint8Array ? e.data.length : NaN);
   } catch (err) {
@@ -46,9 +47,22 @@ export function admitWrite(s: WriterState, e: Ev<"write">): Out {
   // Custody off: the same SmartWAL path, nothing shipped.
   if (s.config.custody === false) return unchanged(s, [walWrite]);
   // Backpressure: a write that comes while others wait queues behind them (writes keep their order).
-  if (s.waiting.length === 0 && custodyBacklogBytes(s) < maxBacklogBytes(s)) return unchanged(s, [walWrite]);
+  if (s.waiting.length === 0 && custodyBacklogBytes(s) < maxBacklogBytes(s))
+    return { state: { ...s, walInFlight: s.walInFlight + 1 }, effects: [walWrite] };
   const waiting = [...s.waiting, { id: e.id, lba: e.lba, data: e.data }];
   return { state: { ...s, waiting }, effects: [{ type: "count", name: "write_backpressure" }] };
+}
+
+/** The write calls of one turn: each admitted as its own `write` would be, in order. */
+export function admitWrites(s: WriterState, e: Ev<"writes">): Out {
+  let state = s;
+  const effects: WriterEffect[] = [];
+  for (const w of e.writes) {
+    const out = admitWrite(state, w);
+    state = out.state;
+    for (const x of out.effects) effects.push(x);
+  }
+  return { state, effects };
 }
 
 /** A lane's open-unit fields being filled by one batch (copied once per batch, on first touch). */
@@ -103,7 +117,7 @@ function noteCut(s: WriterState, cuts: ChunkedList<WriterCut>, lsn: number, touc
 /**
  * A batch of completed SmartWAL writes: one record per lane piece (from the write's own buffer,
  * never re-read) joins the lane's open unit, each write is acknowledged with its LSN and lane
- * sequences, and the group commit's cut is scheduled once.
+ * sequences, and the group commit is cut (or its cut scheduled once).
  */
 export function walWritten(s: WriterState, e: Ev<"wal.written">): Out {
   const effects: WriterEffect[] = [];
@@ -141,8 +155,24 @@ export function walWritten(s: WriterState, e: Ev<"wal.written">): Out {
     lanes[n] = { ...s.lanes[n]!, next, pending, pendingTs, pendingBytes, runs: r };
   }
   if (notes !== undefined && notes.length > 0) effects.push({ type: "coalesce", notes });
+  return groupCommit({ ...s, lanes, cuts }, e.writes.length + (e.failed ?? 0), effects);
+}
+
+/**
+ * The group commit after a batch of completions: with no SmartWAL write left in flight the batch is
+ * the whole group, cut now (no timer between a lone write and its unit); otherwise one zero-delay
+ * `cut` lets the writes still in flight join the same units.
+ */
+function groupCommit(s: WriterState, completed: number, effects: WriterEffect[]): Out {
+  const walInFlight = Math.max(0, s.walInFlight - completed);
+  if (walInFlight === 0) {
+    if (s.cutQueued) effects.push({ type: "cancel", timer: "cut" });
+    const next = cutAll({ ...s, walInFlight, cutQueued: false }, effects);
+    if (s.config.coalesced !== undefined) effects.push({ type: "coalesceTick" });
+    return { state: next, effects };
+  }
   if (!s.cutQueued) effects.push({ type: "schedule", timer: "cut", delayMs: 0, event: { type: "cut" } });
-  return { state: { ...s, lanes, cuts, cutQueued: true }, effects };
+  return { state: { ...s, walInFlight, cutQueued: true }, effects };
 }
 
 /** Seals lane `name`'s open unit, if it has records. */

@@ -71,10 +71,10 @@ const receipt = (holder: string, first: number, last: number, incarnation = 1, w
   receipts: [{ writerTerm, topologyEpoch: 1, receiptSeq: 1, retained: RangeSet.of(first, last) }],
 });
 
-test("a write goes to SmartWAL unchanged; a malformed one is refused and counted, the state untouched", (t) => {
+test("a write goes to SmartWAL, counted in flight; a malformed one is refused and counted, the state untouched", (t) => {
   const s = deepFreeze(fresh());
   const ok = writerStep(s, { type: "write", id: 1, lba: 3, data: block() });
-  t.is(ok.state, s);
+  t.deepEqual(ok.state, { ...s, walInFlight: 1 });
   t.deepEqual(ok.effects.map((e) => e.type), ["walWrite"]);
   for (const [lba, data] of [[64, block()], [0, new Uint8Array(100)], [-1, block()]] as const) {
     const bad = writerStep(s, { type: "write", id: 2, lba, data });
@@ -84,8 +84,35 @@ test("a write goes to SmartWAL unchanged; a malformed one is refused and counted
   }
 });
 
+test("the write calls of one turn as one event: each admitted as its own write would be, in order", (t) => {
+  const calls = [
+    { id: 1, lba: 0, data: block() },
+    { id: 2, lba: 64, data: block() }, // past the volume: refused, the others go on
+    { id: 3, lba: 1, data: block() },
+  ];
+  for (const s of [deepFreeze(fresh()), deepFreeze(run(fresh({ maxCustodyBacklogBytes: 100 }), sealed(1, 1)).state)]) {
+    const one = writerStep(s, { type: "writes", writes: calls });
+    t.deepEqual(one, run(s, ...calls.map((c): WriterEvent => ({ type: "write", ...c }))));
+  }
+  const batched = writerStep(deepFreeze(fresh()), { type: "writes", writes: calls });
+  t.deepEqual(batched.effects.map((e) => [e.type, "id" in e ? e.id : undefined]), [
+    ["walWrite", 1],
+    ["count", undefined],
+    ["refuse", 2],
+    ["walWrite", 3],
+  ]);
+  const held = writerStep(deepFreeze(run(fresh({ maxCustodyBacklogBytes: 100 }), sealed(1, 1)).state), {
+    type: "writes",
+    writes: calls,
+  });
+  t.deepEqual(held.state.waiting.map((w) => w.id), [1, 3], "past the bound both valid writes wait, in order");
+});
+
 test("completed writes join the lane's open unit, are acknowledged in order, and schedule ONE group-commit cut", (t) => {
-  const s0 = deepFreeze(fresh());
+  // Five writes in flight: the first completions wait (one cut scheduled) for the ones still in flight.
+  const calls = [0, 1, 2, 3, 4].map((lba) => ({ id: lba + 1, lba, data: block() }));
+  const s0 = deepFreeze(writerStep(fresh(), { type: "writes", writes: calls }).state);
+  t.is(s0.walInFlight, 5);
   const a = writerStep(s0, written(5, [1, 0, 10], [2, 1, 11], [3, 2, 12]));
   t.deepEqual(of(a.effects, "reply").map((r) => [r.id, r.value]), [
     [1, { lsn: 10, pieces: [{ lane: "l0", seq: 1 }] }],
@@ -103,10 +130,28 @@ test("completed writes join the lane's open unit, are acknowledged in order, and
   t.deepEqual(of(c.effects, "seal").map((e) => [e.lane, e.firstSeq, e.lastSeq, e.records.length]), [["l0", 1, 4, 4]]);
   t.false(c.state.cutQueued);
   t.is(c.state.lanes["l0"]!.pending.length, 0);
+  // The last one in flight completes (a failed one counts as completed too): its batch is cut at
+  // once, and a scheduled cut is cancelled.
+  const last = { id: 5, lba: 4, lsn: 14, data: block() };
+  const d = writerStep(deepFreeze(b.state), { type: "wal.written", nowMs: 7, writes: [last], failed: 0 });
+  t.deepEqual(of(d.effects, "seal").map((e) => [e.firstSeq, e.lastSeq]), [[1, 5]]);
+  t.deepEqual(of(d.effects, "cancel"), [{ type: "cancel", timer: "cut" }]);
+  t.deepEqual([d.state.walInFlight, d.state.cutQueued, d.state.lanes["l0"]!.pending.length], [0, false, 0]);
+  const f = writerStep(deepFreeze(b.state), { type: "wal.written", nowMs: 7, writes: [], failed: 1 });
+  t.deepEqual(of(f.effects, "seal").map((e) => [e.firstSeq, e.lastSeq]), [[1, 4]]);
+});
+
+test("a lone write's completion is cut at once: no timer between it and its unit", (t) => {
+  const s = deepFreeze(writerStep(fresh(), { type: "write", id: 1, lba: 0, data: block() }).state);
+  const r = writerStep(s, written(3, [1, 0, 10]));
+  t.deepEqual(of(r.effects, "seal").map((e) => [e.firstSeq, e.lastSeq]), [[1, 1]]);
+  t.deepEqual(of(r.effects, "schedule"), []);
+  t.deepEqual([r.state.walInFlight, r.state.cutQueued], [0, false]);
 });
 
 test("a full unit is cut at once, inside the batch", (t) => {
-  const s = fresh({ maxUnitPayloadBytes: 2 * BLOCK });
+  const calls = [0, 1, 2, 3].map((lba) => ({ id: lba + 1, lba, data: block() }));
+  const s = writerStep(fresh({ maxUnitPayloadBytes: 2 * BLOCK }), { type: "writes", writes: calls }).state;
   const r = writerStep(s, written(1, [1, 0, 1], [2, 1, 2], [3, 2, 3]));
   t.deepEqual(of(r.effects, "seal").map((e) => [e.firstSeq, e.lastSeq]), [[1, 2]]);
   t.is(r.state.lanes["l0"]!.pending.length, 1);
