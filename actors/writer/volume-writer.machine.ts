@@ -110,6 +110,7 @@ export const volumeWriterMachine = setup({
         writes: { actions: "step" },
         sync: { actions: "step" },
         receipt: { actions: "step" },
+        receipts: { actions: "step" },
         "receipt.invalid": { actions: "step" },
         "nats.status": { actions: "step" },
         "nats.release": { actions: "step" },
@@ -123,6 +124,7 @@ export const volumeWriterMachine = setup({
       on: {
         // Receipts still fold: they tell the truth about what of the old history survived.
         receipt: { actions: "step" },
+        receipts: { actions: "step" },
         "receipt.invalid": { actions: "step" },
         write: { actions: "refuseCall" },
         writes: { actions: "refuseCall" },

@@ -16,6 +16,9 @@ export interface FoldableReceipt {
   readonly retained: RangeSet;
 }
 
+/** One receipt batch as the ingress passed it on: verified (`receipt`) or refused with its code. */
+export type ReceiptArrival = Extract<WriterEvent, { type: "receipt" | "receipt.invalid" }>;
+
 /** A completed SmartWAL write (the data is the writer's own copy). */
 export interface WalWritten {
   readonly id: number;
@@ -69,6 +72,8 @@ export type WriterEvent =
       readonly receipts: readonly FoldableReceipt[];
     }
   | { readonly type: "receipt.invalid"; readonly lane: string; readonly code: string }
+  /** The receipt batches (verified or not) that arrived in one turn, in arrival order: one event for all. */
+  | { readonly type: "receipts"; readonly batches: readonly ReceiptArrival[] }
   | { readonly type: "nats.status"; readonly data: Uint8Array }
   | { readonly type: "nats.release"; readonly data: Uint8Array }
   | {

@@ -26,7 +26,7 @@ import {
   type VolumeWriterConfig,
 } from "./writer-config.ts";
 import type { WriterEffect, WriterRefusal } from "./writer-effects.ts";
-import { edgeKey, type WalWritten, type WriterEvent } from "./writer-events.ts";
+import { edgeKey, type ReceiptArrival, type WalWritten, type WriterEvent } from "./writer-events.ts";
 import type { VolumeWriterPorts } from "./writer-ports.ts";
 import { laneHeads, resendAfterMs, stillRetains, type WriterState } from "./writer-state.ts";
 
@@ -69,6 +69,8 @@ export class WriterExecutor {
   private readonly subs: TransportSubscription[] = [];
   private written: WalWritten[] = [];
   private failed = 0;
+  /** Receipt batches of this turn, in arrival order, not yet sent to the machine. */
+  private arrivals: ReceiptArrival[] = [];
   private stopped = false;
 
   constructor(
@@ -76,7 +78,7 @@ export class WriterExecutor {
     private readonly ports: VolumeWriterPorts,
     initial: WriterState,
     /** Sends an event to the machine (or settles what it carries when the machine has stopped). */
-    private readonly send: (e: WriterEvent) => void,
+    private readonly deliver: (e: WriterEvent) => void,
     private readonly read: () => WriterState,
   ) {
     this.counters = ports.counters ?? new Counters();
@@ -115,6 +117,24 @@ export class WriterExecutor {
       believes: peers === undefined ? undefined : (inc: number) => believesIncarnation(peers, holder, inc),
       attest,
     });
+  }
+
+  /** Sends `e` to the machine, after the receipt batches that arrived before it (events keep arrival order). */
+  private send(e: WriterEvent): void {
+    if (this.arrivals.length > 0) this.sendArrivals();
+    this.deliver(e);
+  }
+
+  /** The first receipt batch of a turn sends them all at the end of it, as one event. */
+  private arrived(a: ReceiptArrival): void {
+    if (this.arrivals.push(a) === 1) queueMicrotask(() => this.sendArrivals());
+  }
+
+  private sendArrivals(): void {
+    const batches = this.arrivals;
+    if (batches.length === 0) return;
+    this.arrivals = [];
+    this.deliver(batches.length === 1 ? batches[0]! : { type: "receipts", batches });
   }
 
   /** Keeps `reply` and returns the id events carry for it. */
@@ -327,7 +347,8 @@ export class WriterExecutor {
 
   /**
    * A signed receipt batch on one of our lanes: verified here (key, signature, stream, fence),
-   * where the peer keys are, before it reaches the step; a bad batch goes as its error code.
+   * where the peer keys are, before it reaches the step; a bad batch goes as its error code. The
+   * batches of one turn reach the machine as one `receipts` event.
    */
   private receipt(lane: string, msg: InboundMessage): void {
     const volume = this.config.volume;
@@ -342,10 +363,10 @@ export class WriterExecutor {
         released: () => RangeSet.EMPTY,
       });
     } catch (err) {
-      return this.send({ type: "receipt.invalid", lane, code: err instanceof CustodyError ? err.code : "invalid" });
+      return this.arrived({ type: "receipt.invalid", lane, code: err instanceof CustodyError ? err.code : "invalid" });
     }
     const { holderId: holder, incarnation } = batch.holder;
-    this.send({ type: "receipt", lane, holder, incarnation, receipts: batch.receipts });
+    this.arrived({ type: "receipt", lane, holder, incarnation, receipts: batch.receipts });
   }
 
   /**

@@ -32,9 +32,29 @@ const codeOf = (err: unknown, fallback: string): string => (err instanceof Custo
  * epoch or incarnation) is counted as `receipt_<code>` and changes nothing.
  */
 export function foldReceipt(s: WriterState, e: Ev<"receipt">): Out {
-  const l = s.lanes[e.lane];
-  if (l === undefined) return unchanged(s);
   const effects: WriterEffect[] = [];
+  const next = foldBatch(s, e, effects);
+  return next === s ? { state: s, effects } : { state: wakeWaiters(next, effects), effects };
+}
+
+/**
+ * The receipt batches of one turn, folded in arrival order as each would be alone; protected syncs
+ * are woken once at the end (proven sets only grow while receipts fold, so the same ones wake).
+ */
+export function foldReceipts(s: WriterState, e: Ev<"receipts">): Out {
+  const effects: WriterEffect[] = [];
+  let next = s;
+  for (const b of e.batches) {
+    if (b.type === "receipt") next = foldBatch(next, b, effects);
+    else effects.push({ type: "count", name: `receipt_${b.code}` });
+  }
+  return next === s ? { state: s, effects } : { state: wakeWaiters(next, effects), effects };
+}
+
+/** Folds one verified batch (its effects pushed to `effects`); a refused one returns `s` itself. */
+function foldBatch(s: WriterState, e: Ev<"receipt">, effects: WriterEffect[]): WriterState {
+  const l = s.lanes[e.lane];
+  if (l === undefined) return s;
   const h = e.holder;
   const term = s.config.term;
   const firstHop = l.ledger.edges[h] !== undefined;
@@ -65,18 +85,19 @@ export function foldReceipt(s: WriterState, e: Ev<"receipt">): Out {
       restartedLog ||= applied.restarted;
     }
   } catch (err) {
-    return unchanged(s, [{ type: "count", name: `receipt_${codeOf(err, "invalid")}` }]);
+    effects.push({ type: "count", name: `receipt_${codeOf(err, "invalid")}` });
+    return s;
   }
   if (otherTerm > 0) effects.push({ type: "count", name: "receipt_other_term", by: otherTerm });
   let sendLogs: Readonly<Record<string, SendRecord>> = l.sendLogs;
   if (restartedLog && sendLogs[h] !== undefined) sendLogs = { ...sendLogs, [h]: [] };
   let lane = { ...l, proven: { ...l.proven, [h]: got }, ledger, sendLogs };
   if (firstHop) lane = forgetReceipted(lane, h, !before.coversAll(edgeCovered(ledger, h)));
-  let next = withLane({ ...s, newestTerm }, e.lane, lane);
+  const base = newestTerm === s.newestTerm ? s : { ...s, newestTerm };
+  let next = withLane(base, e.lane, lane);
   if (firstHop) next = dropReceipted(next, e.lane, effects);
-  next = wakeWaiters(next, effects);
   effects.push({ type: "receiptFolded", lane: e.lane });
-  return { state: next, effects };
+  return next;
 }
 
 /** A receipt batch the ingress could not verify: counted by its code, nothing changes. */

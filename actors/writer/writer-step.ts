@@ -6,6 +6,7 @@ import {
   fence,
   foldEdgeRelease,
   foldReceipt,
+  foldReceipts,
   foldStatus,
   refuseReceipt,
   stop,
@@ -55,6 +56,8 @@ export function writerStep(s: WriterState, e: WriterEvent): StepResult<WriterSta
       return waiterTimeout(s, e);
     case "receipt":
       return foldReceipt(s, e);
+    case "receipts":
+      return foldReceipts(s, e);
     case "receipt.invalid":
       return refuseReceipt(s, e);
     case "nats.status":

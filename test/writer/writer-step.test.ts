@@ -397,3 +397,89 @@ test("property: any batches of writes get contiguous sequences, and the cuts sea
   );
   t.pass();
 });
+
+// The receipt batches of one turn reach the machine as ONE `receipts` event.
+const receiptsOf = (...batches: WriterEvent[]): WriterEvent => ({
+  type: "receipts",
+  batches: batches as Extract<WriterEvent, { type: "receipt" | "receipt.invalid" }>[],
+});
+/** Three retained units (1-2, 3-4, 5-6) and two protected syncs (through 2 and through 6). */
+function withWaiters(): WriterState {
+  const syncLocal = (id: number, head: number): WriterEvent => ({
+    type: "sync.local",
+    id,
+    durableLsn: id,
+    contract: "az-loss",
+    target: { l0: head },
+    timeoutMs: 500,
+  });
+  return run(fresh({ retainUntil: "receipted" }, true), sealed(1, 2), sealed(3, 4), sealed(5, 6), syncLocal(9, 2), syncLocal(10, 6)).state;
+}
+
+test("the receipt batches of a turn fold as one event, as each would alone; the input is not changed", (t) => {
+  const s = deepFreeze(withWaiters());
+  const batches = [receipt("h1", 1, 4), receipt("h2", 1, 2), receipt("h2", 1, 6)];
+  const one = writerStep(s, receiptsOf(...batches));
+  const each = run(s, ...batches);
+  t.deepEqual(one.state, each.state);
+  const answers = (e: WriterEffect) => e.type === "reply" || e.type === "cancel";
+  const expected = [...each.effects.filter((e) => !answers(e)), ...each.effects.filter(answers)];
+  t.deepEqual(one.effects, expected, "the same effects; protected syncs are answered once, after the folds");
+  t.deepEqual(of(one.effects, "reply").map((r) => r.id), [9, 10]);
+  t.is(one.state.lanes["l0"]!.units.size, 1, "h1 has receipted 1-4 only");
+  t.deepEqual(of(one.effects, "outboxDrop").map((e) => e.seqs.toString()), ["1-2", "3-4"]);
+  t.is(one.state.waiters.length, 0);
+});
+
+test("a refused batch inside a turn changes nothing: counted, the batches around it fold", (t) => {
+  const s = deepFreeze(run(withWaiters(), receipt("h1", 1, 1, 2)).state);
+  const stale = receipt("h1", 1, 6, 1); // an older incarnation of h1: the obligations refuse it
+  const invalid: WriterEvent = { type: "receipt.invalid", lane: "l0", code: "bad_signature" };
+  const alone = writerStep(s, receiptsOf(stale, invalid));
+  t.is(alone.state, s);
+  t.deepEqual(counted(alone.effects), ["receipt_stale_incarnation", "receipt_bad_signature"]);
+  t.deepEqual(alone.effects.map((e) => e.type), ["count", "count"]);
+  const around = writerStep(s, receiptsOf(receipt("h2", 1, 2), stale, invalid, receipt("h2", 3, 4)));
+  t.deepEqual(around.state, run(s, receipt("h2", 1, 2), receipt("h2", 3, 4)).state);
+  t.deepEqual(counted(around.effects), ["receipt_stale_incarnation", "receipt_bad_signature"]);
+  t.true(around.state.lanes["l0"]!.proven["h1"]!.equals(s.lanes["l0"]!.proven["h1"]!));
+  const unknownLane = writerStep(s, receiptsOf({ ...receipt("h2", 1, 2), lane: "nope" } as WriterEvent));
+  t.is(unknownLane.state, s);
+  t.deepEqual(unknownLane.effects, []);
+});
+
+test("a fenced writer's state still folds a turn's receipts", (t) => {
+  const s = deepFreeze(run(withWaiters(), { type: "fence", newTerm: 2 }).state);
+  const r = writerStep(s, receiptsOf(receipt("h1", 1, 6), receipt("h2", 1, 6)));
+  t.true(r.state.lanes["l0"]!.retained.isEmpty);
+  t.deepEqual(of(r.effects, "receiptFolded").length, 2);
+});
+
+test("order law: a turn's batches as one event end in the state their events one by one reach, same effects", (t) => {
+  const arrival = fc.oneof(
+    fc.record({
+      holder: fc.constantFrom("h1", "h2"),
+      first: fc.integer({ min: 1, max: 6 }),
+      len: fc.integer({ min: 0, max: 5 }),
+      incarnation: fc.integer({ min: 1, max: 3 }),
+      term: fc.constantFrom(1, 1, 1, 2),
+    }).map(({ holder, first, len, incarnation, term }) => receipt(holder, first, Math.min(6, first + len), incarnation, term)),
+    fc.constant<WriterEvent>({ type: "receipt.invalid", lane: "l0", code: "bad_signature" }),
+  );
+  const s0 = deepFreeze(withWaiters());
+  fc.assert(
+    fc.property(fc.array(fc.array(arrival, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 4 }), (turns) => {
+      let batched = s0;
+      const batchedFx: WriterEffect[] = [];
+      for (const turn of turns) {
+        const r = writerStep(batched, receiptsOf(...turn));
+        batchedFx.push(...r.effects);
+        batched = deepFreeze(r.state);
+      }
+      const each = run(s0, ...turns.flat());
+      const key = (fx: WriterEffect[]) => fx.map((e) => JSON.stringify(e)).sort();
+      t.deepEqual(batched, each.state);
+      t.deepEqual(key(batchedFx), key(each.effects));
+    }),
+  );
+});
