@@ -122,8 +122,11 @@ export function startVolumeWriter(config: VolumeWriterConfig, ports: VolumeWrite
     drained: (deadlineMs) => drained(exec, read, ports.clock, deadlineMs),
     async write(lba, data) {
       refuseIfStopped();
+      // With custody on the writer's own copy is taken now: the caller may reuse its buffer at once, though the
+      // call reaches the machine (and SmartWAL) only at the end of the turn.
+      const own = config.custody === false ? data : new Uint8Array(data);
       return new Promise<WriteAck>((resolve, reject) => {
-        if (calls.push({ id: exec.keep({ resolve, reject }), lba, data }) === 1) queueMicrotask(sendWrites);
+        if (calls.push({ id: exec.keep({ resolve, reject }), lba, data: own }) === 1) queueMicrotask(sendWrites);
       });
     },
     async sync(contract, timeoutMs) {

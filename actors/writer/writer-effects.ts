@@ -28,7 +28,7 @@ export type WriterEffect =
   | { readonly type: "count"; readonly name: string; readonly by?: number }
   | { readonly type: "reply"; readonly id: number; readonly value: WriteAck | SyncOutcome }
   | { readonly type: "refuse"; readonly id: number; readonly refusal: WriterRefusal }
-  /** SmartWAL write of an own copy of `data`; its completion comes back in a `wal.written` batch. */
+  /** SmartWAL write of `data` (the writer's own copy with custody on); its completion comes back in `wal.written`. */
   | { readonly type: "walWrite"; readonly id: number; readonly lba: number; readonly data: Uint8Array }
   /** Seal `records` into one unit of `lane`; the sealed unit comes back as `unit.sealed`. */
   | {

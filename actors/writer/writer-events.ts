@@ -27,7 +27,7 @@ export interface WalWritten {
   readonly lsn: number;
 }
 
-/** A write call: its reply id, where, and what (the caller's buffer). */
+/** A write call: its reply id, where, and what (with custody on the writer's own copy, taken at the call). */
 export interface WriteCall {
   readonly id: number;
   readonly lba: number;

@@ -225,14 +225,14 @@ export class WriterExecutor {
   }
 
   /**
-   * SmartWAL write of the writer's own copy (the caller may reuse its buffer once answered).
+   * SmartWAL write of `data`: with custody on, the writer's own copy, taken by `write()` at the call (with
+   * custody off the caller's buffer, which it may reuse once answered).
    * Completions of one turn go to the machine as one `wal.written` batch.
    */
   private walWrite(id: number, lba: number, data: Uint8Array): void {
-    const own = this.config.custody === false ? data : new Uint8Array(data);
-    this.ports.volume.write(lba, own).then(
+    this.ports.volume.write(lba, data).then(
       (lsn) => {
-        this.written.push({ id, lba, data: own, lsn });
+        this.written.push({ id, lba, data, lsn });
         this.completed();
       },
       (err: unknown) => {
